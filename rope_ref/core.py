@@ -1,0 +1,196 @@
+"""Rotary Position Embedding (RoFormer, Su et al., section 3) in NumPy.
+
+Three ways to compute the same rotation, from slowest-and-plainest to fastest:
+
+* :func:`rotate_dense`   -- multiply by the block-diagonal matrix R (eqs 14-15);
+* :func:`rotate_complex` -- view pairs as complex numbers, multiply by e^{i m theta} (eq 12);
+* :func:`rotate`         -- the elementwise form x*cos + rot90(x)*sin (eq 34).
+
+Conventions (see README "Conventions"): frequencies are indexed from 0,
+theta_i = base^(-2i/d) for i = 0..d/2-1 (the same set as eq 15's 1-indexed
+theta_i = 10000^(-2(i-1)/d)); pair i rotates counter-clockwise by m*theta_i.
+Angles are always computed in float64; outputs keep the input dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate as v
+
+
+def inv_freq(d: int, base: float = 10000.0) -> np.ndarray:
+    """Per-pair angular frequencies theta_i = base^(-2i/d), i = 0..d/2-1 (eq 15, 0-indexed).
+
+    Returns a float64 array of shape ``(d/2,)``; ``theta_0 = 1`` and the
+    frequencies decrease geometrically towards ``base^(-(d-2)/d)``.
+    """
+    d, base = v.check_d(d), v.check_base(base)
+    return base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+
+
+def rotation_angles(positions, freqs) -> np.ndarray:
+    """Angles m * theta_i in float64: shape ``positions.shape + (len(freqs),)``."""
+    return np.multiply.outer(np.asarray(positions, dtype=np.float64), np.asarray(freqs, dtype=np.float64))
+
+
+def rotation_matrix(positions, d: int, base: float = 10000.0) -> np.ndarray:
+    """The block-diagonal rotary matrix R^d_{Theta,m} of eq 15.
+
+    ``positions``: any shape ``P`` (a scalar gives one matrix).
+    Returns float64 of shape ``P + (d, d)``; block i (rows/cols 2i, 2i+1) is
+    [[cos m theta_i, -sin m theta_i], [sin m theta_i, cos m theta_i]].
+    """
+    pos = v.check_positions_any(positions)
+    angles = rotation_angles(pos, inv_freq(d, base))  # P + (d/2,)
+    cos, sin = np.cos(angles), np.sin(angles)
+    R = np.zeros(pos.shape + (d, d))
+    even, odd = np.arange(0, d, 2), np.arange(1, d, 2)
+    R[..., even, even] = cos
+    R[..., even, odd] = -sin
+    R[..., odd, even] = sin
+    R[..., odd, odd] = cos
+    return R
+
+
+def rotate_dense(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
+    """R^d_{Theta,m} @ x through the dense matrix (eq 14): slow and obviously correct.
+
+    ``x``: ``(..., seq, d)``; ``positions``: broadcastable to ``x.shape[:-1]``
+    (default ``arange(seq)``).  Returns an array of x's shape and dtype.
+    Builds one d x d matrix per distinct position: use it to check, not to run.
+    """
+    x = v.check_x(x)
+    pos = v.check_positions(positions, x.shape[:-1])
+    R = rotation_matrix(pos, x.shape[-1], base)  # pos.shape + (d, d)
+    out = np.matmul(R, x.astype(np.float64)[..., None])[..., 0]
+    return out.astype(x.dtype, copy=False)
+
+
+def rotate_complex(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
+    """Pairs (x_{2i}, x_{2i+1}) as complex numbers times e^{i m theta_i} (eq 12; Llama's form).
+
+    ``x``: ``(..., seq, d)``; ``positions``: broadcastable to ``x.shape[:-1]``.
+    Returns x's shape and dtype (computed in complex128).
+    """
+    x = v.check_x(x)
+    pos = v.check_positions(positions, x.shape[:-1])
+    z = np.ascontiguousarray(x, dtype=np.float64).view(np.complex128)  # (..., d/2)
+    cis = np.exp(1j * rotation_angles(pos, inv_freq(x.shape[-1], base)))
+    return (z * cis).view(np.float64).astype(x.dtype, copy=False)
+
+
+def _pair_slices(pairing: str, r: int):
+    """Index the two members of each of the r/2 pairs among the first r features."""
+    if pairing == "interleaved":
+        return slice(0, r, 2), slice(1, r, 2)
+    return slice(0, r // 2), slice(r // 2, r)
+
+
+def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
+           rotary_dim: int | None = None, inv_freq=None) -> np.ndarray:
+    """The elementwise form of RoPE (eq 34): x*cos(m theta) + rot90(x)*sin(m theta).
+
+    Parameters
+    ----------
+    x : array ``(..., seq, d)``, float16/32/64 or bfloat16 (integers become float64).
+    positions : array broadcastable to ``x.shape[:-1]``, default ``arange(seq)``; may be fractional.
+    base : theta_i = base^(-2i/rotary_dim).  Ignored when ``inv_freq`` is given.
+    pairing : ``"interleaved"`` rotates (x_{2i}, x_{2i+1}) as the paper and Llama do;
+        ``"half"`` rotates (x_i, x_{i+r/2}) as GPT-NeoX and HF ``rotate_half`` do.
+    rotary_dim : rotate only the first ``rotary_dim`` features (even); the rest pass through.
+    inv_freq : explicit frequencies of shape ``(rotary_dim/2,)`` (e.g. from a scaling method).
+
+    Returns a new array of x's shape and dtype; x is not modified.
+    """
+    x = v.check_x(x)
+    d = x.shape[-1]
+    pairing = v.check_pairing(pairing)
+    r = v.check_rotary_dim(rotary_dim, d)
+    freqs = _resolve_freqs(r, base, inv_freq)
+    pos = v.check_positions(positions, x.shape[:-1])
+    work = np.float64 if x.dtype == np.float64 else np.float32
+    angles = rotation_angles(pos, freqs)
+    cos, sin = np.cos(angles).astype(work), np.sin(angles).astype(work)
+    a, b = _pair_slices(pairing, r)
+    xa, xb = x[..., a].astype(work, copy=False), x[..., b].astype(work, copy=False)
+    out = np.empty(x.shape, dtype=work)
+    out[..., a] = xa * cos - xb * sin
+    out[..., b] = xb * cos + xa * sin
+    out[..., r:] = x[..., r:]
+    return out.astype(x.dtype, copy=False)
+
+
+def _resolve_freqs(r: int, base, freqs) -> np.ndarray:
+    if freqs is None:
+        return inv_freq(r, base)
+    return v.check_inv_freq(freqs, r // 2)
+
+
+def to_half(x) -> np.ndarray:
+    """Permute the last axis from interleaved pairs (2i, 2i+1) to half-split pairs (i, i+d/2).
+
+    ``x``: ``(..., d)``.  ``rotate(to_half(x), pairing="half") == to_half(rotate(x))``.
+    """
+    x = v.check_x(x)
+    d = x.shape[-1]
+    return np.concatenate([x[..., 0:d:2], x[..., 1:d:2]], axis=-1)
+
+
+def to_interleaved(x) -> np.ndarray:
+    """Inverse of :func:`to_half`: half-split layout ``(..., d)`` back to interleaved."""
+    x = v.check_x(x)
+    h = x.shape[-1] // 2
+    out = np.empty_like(x)
+    out[..., 0::2], out[..., 1::2] = x[..., :h], x[..., h:]
+    return out
+
+
+def permute_qk_weights(w, n_heads: int) -> np.ndarray:
+    """Reorder the rows of W_q or W_k ``(n_heads*head_dim, in)`` from interleaved to half-split.
+
+    Within each head the output rows (2i, 2i+1) become (i, i+head_dim/2), so
+    ``(permute_qk_weights(W) @ x)`` per head equals ``to_half(W @ x)`` per head.
+    This is the permutation Llama-to-HF checkpoint converters apply.
+    """
+    w = v.check_real_array(w, "w")
+    if w.ndim != 2:
+        raise ValueError(f"w must be a 2-D weight matrix (n_heads*head_dim, in_features), got shape {w.shape}")
+    n_heads = v.check_positive_int(n_heads, "n_heads")
+    if w.shape[0] % n_heads:
+        raise ValueError(f"w.shape[0]={w.shape[0]} is not divisible by n_heads={n_heads}")
+    head_dim = v.check_d(w.shape[0] // n_heads, "head_dim (w.shape[0] // n_heads)")
+    per_head = w.reshape(n_heads, head_dim // 2, 2, w.shape[1])
+    return per_head.transpose(0, 2, 1, 3).reshape(w.shape)
+
+
+def sinusoidal(positions, d: int, base: float = 10000.0) -> np.ndarray:
+    """Additive absolute embedding of Vaswani et al. (001; 002 section 1, eq 2).
+
+    E(t)_{2i} = sin(t theta_i), E(t)_{2i+1} = cos(t theta_i) with the same theta_i
+    as RoPE.  ``positions``: any shape ``P``; returns float64 ``P + (d,)``.
+    """
+    pos = v.check_positions_any(positions)
+    angles = rotation_angles(pos, inv_freq(d, base))
+    out = np.empty(pos.shape + (d,))
+    out[..., 0::2], out[..., 1::2] = np.sin(angles), np.cos(angles)
+    return out
+
+
+def partial_sums(distance, d: int, base: float = 10000.0) -> np.ndarray:
+    """S_j = sum_{i<j} e^{i (m-n) theta_i} for j = 1..d/2 (section 3.4.3, eq 36).
+
+    ``distance`` = m - n, any shape ``P`` of reals; returns complex128 ``P + (d/2,)``
+    whose last index j-1 holds S_j.
+    """
+    r = v.check_positions_any(distance, "distance")
+    return np.cumsum(np.exp(1j * rotation_angles(r, inv_freq(d, base))), axis=-1)
+
+
+def decay_bound(distance, d: int = 128, base: float = 10000.0) -> np.ndarray:
+    """The long-term-decay bound (1/(d/2)) sum_{j=1}^{d/2} |S_j| plotted in Figure 2 (eq 37).
+
+    ``distance``: any shape ``P`` of real relative distances; returns float64 of shape ``P``.
+    At distance 0 every |S_j| = j, so the bound is (d/2 + 1)/2.
+    """
+    return np.abs(partial_sums(distance, d, base)).mean(axis=-1)
