@@ -1,0 +1,91 @@
+"""Softmax and linear attention with RoPE (eqs 16-19)."""
+
+import numpy as np
+import pytest
+
+import rope_ref as rr
+
+
+def softmax_attention_loop(q, k, v, qpos, kpos, causal):
+    """Direct definition for one head, one query at a time, via the dense rotation matrices."""
+    d = q.shape[-1]
+    out = np.zeros((q.shape[0], v.shape[-1]))
+    for i in range(q.shape[0]):
+        qm = rr.rotation_matrix(qpos[i], d) @ q[i]
+        s = np.array([qm @ (rr.rotation_matrix(kpos[j], d) @ k[j]) for j in range(k.shape[0])]) / np.sqrt(d)
+        if causal:
+            s = np.where(kpos <= qpos[i], s, -np.inf)
+        w = np.exp(s - s.max())
+        out[i] = (w / w.sum()) @ v
+    return out
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_softmax_attention_matches_definition(causal, rng):
+    q, k, v = rng.standard_normal((6, 8)), rng.standard_normal((6, 8)), rng.standard_normal((6, 3))
+    pos = np.arange(6) * 3.0
+    out = rr.attention(q, k, v, q_positions=pos, k_positions=pos, causal=causal)
+    np.testing.assert_allclose(out, softmax_attention_loop(q, k, v, pos, pos, causal), atol=1e-12)
+
+
+def test_values_are_not_rotated(rng):
+    # With q = 0 every score is 0, so the output is the plain mean of the *unrotated* values.
+    q, k, v = np.zeros((4, 8)), rng.standard_normal((4, 8)), rng.standard_normal((4, 8))
+    np.testing.assert_allclose(rr.attention(q, k, v), np.tile(v.mean(axis=0), (4, 1)), atol=1e-15)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_shift_invariance(causal, pairing, rng):
+    q, k, v = (rng.standard_normal((2, 3, 10, 16)) for _ in range(3))
+    out = rr.attention(q, k, v, causal=causal, pairing=pairing)
+    shift = 12345
+    shifted = rr.attention(q, k, v, q_positions=np.arange(10) + shift, k_positions=np.arange(10) + shift,
+                           causal=causal, pairing=pairing)
+    np.testing.assert_allclose(shifted, out, atol=1e-10)
+    # ...while shifting only the queries does change the output (the test can fail).
+    moved = rr.attention(q, k, v, q_positions=np.arange(10) + 3, causal=False, pairing=pairing)
+    assert np.abs(moved - rr.attention(q, k, v, pairing=pairing)).max() > 1e-3
+
+
+def test_incremental_decoding_equals_full(rng):
+    B, H, N, d = 2, 4, 24, 16
+    q, k, v = (rng.standard_normal((B, H, N, d)) for _ in range(3))
+    full = rr.attention(q, k, v, causal=True)
+    # One token at a time: the query at position t attends the cache of keys 0..t.
+    for t in range(N):
+        step = rr.attention(q[..., t:t + 1, :], k[..., :t + 1, :], v[..., :t + 1, :],
+                            q_positions=[t], causal=True)
+        np.testing.assert_allclose(step[..., 0, :], full[..., t, :], atol=1e-12)
+    # A block of new queries at an offset against the whole cache.
+    block = rr.attention(q[..., 20:, :], k, v, q_positions=np.arange(20, N), causal=True)
+    np.testing.assert_allclose(block, full[..., 20:, :], atol=1e-12)
+
+
+def linear_attention_loop(q, k, v, causal):
+    """Eq 19 term by term, with phi = elu + 1 and dense rotation matrices."""
+    N, d = q.shape
+    phi = lambda x: np.where(x > 0, x + 1, np.exp(x))  # noqa: E731
+    out = np.zeros((N, v.shape[-1]))
+    for m in range(N):
+        num, den = np.zeros(v.shape[-1]), 0.0
+        for n in range(m + 1 if causal else N):
+            num += (rr.rotation_matrix(m, d) @ phi(q[m])) @ (rr.rotation_matrix(n, d) @ phi(k[n])) * v[n]
+            den += phi(q[m]) @ phi(k[n])
+        out[m] = num / den
+    return out
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_linear_attention_matches_eq19(causal, rng):
+    q, k, v = rng.standard_normal((12, 8)), rng.standard_normal((12, 8)), rng.standard_normal((12, 5))
+    np.testing.assert_allclose(rr.linear_attention(q, k, v, causal=causal),
+                               linear_attention_loop(q, k, v, causal), atol=1e-12)
+    batched = rr.linear_attention(np.stack([q, q]), np.stack([k, k]), np.stack([v, v]), causal=causal)
+    np.testing.assert_allclose(batched[1], linear_attention_loop(q, k, v, causal), atol=1e-12)
+
+
+def test_causal_attention_with_no_visible_key_is_an_error(rng):
+    q, k, v = (rng.standard_normal((3, 4)) for _ in range(3))
+    with pytest.raises(ValueError, match="no key at or before"):
+        rr.attention(q, k, v, q_positions=[0, 1, 2], k_positions=[5, 6, 7], causal=True)

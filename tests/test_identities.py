@@ -1,0 +1,161 @@
+"""Properties the paper and the seed notes state, and their worked numbers."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import rope_ref as rr
+from rope_ref.checks import sinusoidal_shift_matrix
+
+finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def qk_case(draw):
+    d = 2 * draw(st.integers(1, 48))
+    vec = arrays(np.float64, d, elements=st.floats(-10, 10, allow_nan=False, allow_infinity=False))
+    return d, draw(vec), draw(vec)
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=qk_case(), m=finite, n=finite, shift=finite, base=st.floats(2.0, 1e6),
+       pairing=st.sampled_from(["interleaved", "half"]))
+def test_relative_position_identity(case, m, n, shift, base, pairing):
+    """Eq 11/16: <f_q(q, m), f_k(k, n)> = <q, R_{n-m} k> -- unchanged when m and n move together."""
+    d, q, k = case
+    def dot(a, b):
+        return rr.rotate(q, a, base=base, pairing=pairing) @ rr.rotate(k, b, base=base, pairing=pairing)
+    scale = (1 + np.linalg.norm(q) * np.linalg.norm(k)) * 1e-10 * (1 + abs(m) + abs(n) + abs(shift))
+    g = q @ rr.rotate(k, n - m, base=base, pairing=pairing)
+    assert abs(dot(m, n) - g) <= scale
+    assert abs(dot(m + shift, n + shift) - g) <= scale
+
+
+def test_relative_identity_would_fail_for_additive_embedding(rng):
+    """The sinusoidal (additive) embedding does not have the property: the test above can discriminate."""
+    q, k = rng.standard_normal(16), rng.standard_normal(16)
+    def dot(m, n):
+        return (q + rr.sinusoidal(m, 16)) @ (k + rr.sinusoidal(n, 16))
+    assert abs(dot(3, 7) - dot(103, 107)) > 1e-3
+
+
+@pytest.mark.parametrize("d", [2, 8, 64])
+def test_rotation_matrix_group_properties(d, rng):
+    a, b = rng.uniform(-1e4, 1e4, size=2)
+    Ra, Rb = rr.rotation_matrix(a, d), rr.rotation_matrix(b, d)
+    np.testing.assert_allclose(Ra.T @ Ra, np.eye(d), atol=1e-14)                   # orthogonal
+    np.testing.assert_allclose(Ra.T @ Rb, rr.rotation_matrix(b - a, d), atol=1e-9)  # R_m^T R_n = R_{n-m}
+    np.testing.assert_allclose(Ra @ Rb, rr.rotation_matrix(a + b, d), atol=1e-9)    # R_a R_b = R_{a+b}
+    np.testing.assert_allclose(np.linalg.det(Ra), 1.0, atol=1e-12)                 # a rotation, not a reflection
+    x = rng.standard_normal((50, d))
+    np.testing.assert_allclose(np.linalg.norm(rr.rotate(x, rng.uniform(0, 1e5, 50)), axis=-1),
+                               np.linalg.norm(x, axis=-1), rtol=1e-13)
+
+
+# ---- worked numbers from the seed notes --------------------------------------------------------
+
+def test_seed_004_small_example():
+    """004 section 7: x=[1,0], theta=0.1: positions 1 and 3 give [0.995, 0.100], [0.955, 0.296]; dot = cos 0.2."""
+    x = np.array([1.0, 0.0])
+    f = np.array([0.1])
+    p1, p3 = rr.rotate(x, 1, inv_freq=f), rr.rotate(x, 3, inv_freq=f)
+    np.testing.assert_allclose(p1, [0.995, 0.100], atol=5e-4)
+    np.testing.assert_allclose(p3, [0.955, 0.296], atol=5e-4)
+    np.testing.assert_allclose(p1 @ p3, np.cos(0.2), rtol=1e-14)
+
+
+def test_seed_002_torch_example():
+    """002 section 2.1.1: d=2 (theta = 1), t1=1.4314, t2=1.9864; printed values to 4 decimals."""
+    q, k = np.array([1.5410, -0.2934]), np.array([-2.1788, 0.5684])
+    t1, t2 = 1.4314, 1.9864
+    q_t1, k_t2 = rr.rotate(q, t1), rr.rotate(k, t2)
+    np.testing.assert_allclose(q_t1, [0.5047, 1.4853], atol=2e-4)
+    np.testing.assert_allclose(k_t2, [0.3597, -2.2228], atol=2e-4)
+    np.testing.assert_allclose(q_t1 @ k_t2, -3.1199, atol=5e-4)
+    np.testing.assert_allclose(rr.rotate_complex(q, t1), q_t1, atol=1e-15)
+    # inner(z1, z2) = z1 * conj(z2) = -3.1199+1.6562j, = inner(zq, zk) * e^{i(t1-t2)} (Lemma C.1, eq 23)
+    zq, zk = rr.rotate_complex(q, t1).view(complex)[0], rr.rotate_complex(k, t2).view(complex)[0]
+    np.testing.assert_allclose(zq * np.conj(zk), -3.1199 + 1.6562j, atol=5e-4)
+    z0 = q.view(complex)[0] * np.conj(k.view(complex)[0])
+    np.testing.assert_allclose(z0 * np.exp(1j * (t1 - t2)), zq * np.conj(zk), atol=1e-14)
+
+
+def test_seed_002_rotation_as_cos_plus_sin_form():
+    """002 section 2.2: R_theta u = cos(theta) u + sin(theta) (-u2, u1)."""
+    u, th = np.array([0.3, -1.7]), 0.77
+    np.testing.assert_allclose(rr.rotate(u, th), np.cos(th) * u + np.sin(th) * np.array([-u[1], u[0]]), atol=1e-15)
+
+
+def test_seed_002_sigma_is_the_rope_frequency():
+    """002 eq 3 with beta = 0.0001 (not the 0.00001 typo of section 2.2) gives rope's theta."""
+    M = 32
+    sigma = 0.0001 ** (np.arange(M) / M)
+    np.testing.assert_allclose(rr.inv_freq(2 * M), sigma, rtol=1e-13)
+    assert not np.allclose(rr.inv_freq(2 * M), 0.00001 ** (np.arange(M) / M))
+
+
+def test_eq15_one_indexed_theta_is_the_same_set():
+    """Eq 15's theta_i = 10000^(-2(i-1)/d), i=1..d/2 equals rope_ref's 0-indexed base^(-2i/d), i=0..d/2-1."""
+    d = 128
+    one_indexed = np.array([10000.0 ** (-2 * (i - 1) / d) for i in range(1, d // 2 + 1)])
+    np.testing.assert_allclose(rr.inv_freq(d), one_indexed, rtol=1e-14)
+
+
+# ---- long-term decay (section 3.4.3) -------------------------------------------------------------
+
+@pytest.mark.parametrize("d", [2, 16, 128, 256])
+def test_decay_bound_at_zero(d):
+    assert rr.decay_bound(0, d) == (d / 2 + 1) / 2
+
+
+def test_partial_sums_by_hand():
+    # d=4, base=10000: theta = [1, 0.01]; S_1 = e^{ir}, S_2 = e^{ir} + e^{0.01ir}
+    r = 3.0
+    S = rr.partial_sums(r, 4)
+    np.testing.assert_allclose(S, [np.exp(1j * r), np.exp(1j * r) + np.exp(0.01j * r)], atol=1e-15)
+    np.testing.assert_allclose(rr.decay_bound(r, 4), (abs(S[0]) + abs(S[1])) / 2, atol=1e-15)
+
+
+def test_decay_bound_matches_figure_2():
+    """Figure 2: d=128; beyond the narrow peak the curve lies in the paper's y-range (~6 to 22) and decays."""
+    r = np.linspace(0, 256, 25601)
+    y = rr.decay_bound(r, 128)
+    assert y.shape == r.shape
+    assert y[0] == 32.5
+    beyond = y[r >= 5]
+    assert 6.0 < beyond.min() and beyond.max() < 22.0
+    # Decays: each 32-wide window's mean is below the first window's, and the last is lowest of the first.
+    windows = [y[(r >= a) & (r < a + 32)].mean() for a in range(0, 256, 32)]
+    assert all(w < windows[0] for w in windows[1:])
+    assert windows[-1] < windows[1] < windows[0]
+    # Vectorized over any shape, symmetric in the sign of the distance.
+    np.testing.assert_allclose(rr.decay_bound(-r[1:].reshape(100, 256)), y[1:].reshape(100, 256), atol=1e-12)
+
+
+def test_decay_bound_bounds_the_real_sum(rng):
+    """Eq 37: |sum_i h_i e^{i r theta_i}| <= max_i |h_{i+1} - h_i| * sum_j |S_j| (with h_{d/2} = 0)."""
+    d = 32
+    q, k = rng.standard_normal(d), rng.standard_normal(d)
+    h = q.view(complex) * np.conj(k.view(complex))
+    h_ext = np.append(h, 0)
+    for r in rng.uniform(0, 300, 50):
+        lhs = abs(np.sum(h * np.exp(1j * r * rr.inv_freq(d))))
+        rhs = np.max(np.abs(np.diff(h_ext))) * rr.decay_bound(r, d) * (d / 2)
+        assert lhs <= rhs + 1e-12
+
+
+# ---- sinusoidal embedding (001; 002 section 1) ---------------------------------------------------
+
+def test_sinusoidal_layout_and_shift_matrix(rng):
+    d = 8
+    t = rng.uniform(0, 500, 20)
+    E = rr.sinusoidal(t, d)
+    np.testing.assert_allclose(E[:, 0], np.sin(t), atol=1e-15)
+    np.testing.assert_allclose(E[:, 1], np.cos(t), atol=1e-15)
+    np.testing.assert_allclose(E[:, 7], np.cos(t * 10000.0 ** (-6 / 8)), atol=1e-15)
+    for k in [1, 7.5, 300]:
+        B = sinusoidal_shift_matrix(k, d)
+        np.testing.assert_allclose(rr.sinusoidal(t + k, d), E @ B.T, atol=1e-11)  # B_k independent of t
+        np.testing.assert_allclose(B.T @ B, np.eye(d), atol=1e-14)
