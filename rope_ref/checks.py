@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .attention import attention, elu_plus_one, linear_attention
+from .analysis import linear_attention_direct
+from .attention import attention, linear_attention
 from .core import (decay_bound, inv_freq, rotate, rotate_complex, rotate_dense,
                    rotation_matrix, sinusoidal, to_half, to_interleaved)
 
@@ -84,22 +85,6 @@ def _attention_checks(rng, d: int) -> list[Check]:
         Check("incremental decoding == full recomputation", "16/17", _err(inc, base_out[:, 48:]), 1e-12),
         Check("linear attention == direct O(N^2) eq 19", "19", _err(lin, linear_attention_direct(q, k, v, causal=True)), 1e-9),
     ]
-
-
-def linear_attention_direct(q, k, v, positions=None, causal=False, base=10000.0):
-    """Eq 19 evaluated literally with dense rotation matrices, one (m, n) pair at a time (vectorized)."""
-    n_pos = q.shape[-2]
-    pos = np.arange(n_pos, dtype=float) if positions is None else np.asarray(positions, float)
-    R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)
-    fq, fk = elu_plus_one(q), elu_plus_one(k)
-    rq = np.einsum("nij,...nj->...ni", R, fq)
-    rk = np.einsum("nij,...nj->...ni", R, fk)
-    num_w = rq @ np.swapaxes(rk, -1, -2)  # (..., N, N)
-    den_w = fq @ np.swapaxes(fk, -1, -2)
-    if causal:
-        mask = np.tril(np.ones((n_pos, n_pos), bool))
-        num_w, den_w = num_w * mask, den_w * mask
-    return (num_w @ v) / den_w.sum(axis=-1, keepdims=True)
 
 
 def _err(a, b) -> float:

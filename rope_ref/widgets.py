@@ -1,0 +1,57 @@
+"""ipywidgets front-ends for the views in :mod:`rope_ref.plots`.
+
+Each function returns a ``VBox`` of sliders, a text readout and an ``Image``
+that shows the view's figure as PNG.  A slider change calls ``view.update``
+(existing artists change, no new figure) and refreshes the image; the box
+keeps ``.view``, ``.controls``, ``.image`` and ``.readout`` for tests.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as W
+
+from .plots import DecayView, RotationsView, View
+
+
+def slider_app(view: View, controls: dict) -> W.VBox:
+    """Wire ``controls`` (name -> widget) to ``view``; return the assembled box."""
+    image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width="auto"))
+    readout = W.HTML(value=view.readout())
+
+    def on_change(_change=None):
+        view.update(**{name: w.value for name, w in controls.items()})
+        image.value = view.to_png()
+        readout.value = view.readout()
+
+    for w in controls.values():
+        w.observe(on_change, names="value")
+    box = W.VBox([W.HBox(list(controls.values()), layout=W.Layout(flex_flow="row wrap")), readout, image])
+    box.view, box.controls, box.image, box.readout = view, controls, image, readout
+    return box
+
+
+def _int(name, value, lo, hi, step=1):
+    return W.IntSlider(value=value, min=lo, max=hi, step=step, description=name, continuous_update=True)
+
+
+def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, d: int = 16) -> W.VBox:
+    """Sliders for positions m, n, pair index i, log10(base) and d over :class:`RotationsView`."""
+    view = RotationsView(m=m, n=n, i=i, base=base, d=d)
+    controls = {
+        "m": _int("m", m, 0, 64),
+        "n": _int("n", n, 0, 64),
+        "i": _int("pair i", i, 0, 63),
+        "base": W.FloatLogSlider(value=base, base=10, min=1, max=6, step=0.25, description="base"),
+        "d": _int("d", d, 2, 128, 2),
+    }
+    return slider_app(view, controls)
+
+
+def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
+    """Sliders for d and base over :class:`DecayView` (Figure 2)."""
+    view = DecayView(d=d, base=base)
+    controls = {
+        "d": _int("d", d, 8, 512, 8),
+        "base": W.FloatLogSlider(value=base, base=10, min=2, max=6, step=0.25, description="base"),
+    }
+    return slider_app(view, controls)

@@ -1,0 +1,45 @@
+"""Notebooks are stored clean; pytest --nbmake (configured in pyproject) executes them."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+EXPECTED = ["01_three_forms", "02_long_term_decay", "03_rotations", "04_attention"]
+
+
+def test_expected_notebooks_exist():
+    names = {p.stem for p in NOTEBOOKS}
+    assert set(EXPECTED) <= names, f"missing: {set(EXPECTED) - names}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_is_stored_clean(path):
+    nb = json.loads(path.read_text())
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        assert cell.get("outputs") == [], f"{path.name} cell {i} has stored outputs"
+        assert cell.get("execution_count") is None, f"{path.name} cell {i} has an execution count"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_defines_no_formulas(path):
+    # Formulas live in rope_ref: notebooks call it, they do not define functions of their own.
+    nb = json.loads(path.read_text())
+    for i, cell in enumerate(nb["cells"]):
+        src = "".join(cell["source"])
+        if cell["cell_type"] == "code":
+            assert "def " not in src and "lambda" not in src, f"{path.name} cell {i} defines a function"
+            assert "np.cos" not in src and "np.sin" not in src and "np.exp" not in src, \
+                f"{path.name} cell {i} computes a rotation by hand"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_randomness_is_seeded(path):
+    import re
+    code = "".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+    for call in re.findall(r"np\.random\.(\w+)\(([^)]*)\)", code):
+        assert call[0] == "default_rng" and call[1].strip(), f"{path.name}: unseeded np.random.{call[0]}"

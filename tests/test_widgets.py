@@ -1,0 +1,52 @@
+"""Sliders drive the views headlessly: the readout and the image change, the artists are reused."""
+
+import numpy as np
+import pytest
+
+from rope_ref.plots import DecayView, RotationsView
+from rope_ref.widgets import decay_widget, rotations_widget
+
+
+@pytest.mark.parametrize("make,name,new", [
+    (rotations_widget, "m", 11), (rotations_widget, "n", 30), (rotations_widget, "i", 3),
+    (rotations_widget, "base", 100.0), (rotations_widget, "d", 32),
+    (decay_widget, "d", 64), (decay_widget, "base", 1e5),
+])
+def test_slider_changes_image_and_readout(make, name, new):
+    w = make()
+    fig, artists = w.view.fig, list(w.view.fig.axes[0].lines)
+    png, text = w.image.value, w.readout.value
+    w.controls[name].value = new
+    assert w.view.params[name] == new
+    assert w.image.value != png, "image did not change"
+    assert w.image.value[:8] == b"\x89PNG\r\n\x1a\n"
+    if name != "i":
+        assert w.readout.value != text, "readout did not change"
+    assert w.view.fig is fig and list(fig.axes[0].lines) == artists, "a new figure/artists were made"
+
+
+def test_moving_m_and_n_together_keeps_the_score():
+    w = rotations_widget(m=3, n=7)
+    before = w.view.value
+    w.controls["m"].value = 23
+    w.controls["n"].value = 27
+    assert abs(w.view.value - before) < 1e-10
+    w.controls["n"].value = 28
+    assert abs(w.view.value - before) > 1e-4
+
+
+def test_rotation_view_draws_the_rotated_pair():
+    v = RotationsView(m=0, n=0, i=0, d=4)
+    x0, y0 = v.qm.get_data()
+    v.update(m=np.pi / 2)       # pair 0 (theta_0 = 1) turns by 90 degrees
+    x1, y1 = v.qm.get_data()
+    np.testing.assert_allclose([x1[1], y1[1]], [-y0[1], x0[1]], atol=1e-12)
+
+
+def test_decay_view_matches_decay_bound():
+    from rope_ref import decay_bound
+    v = DecayView(d=64, base=500.0)
+    x, y = v.lines[1].get_data()
+    np.testing.assert_allclose(y, decay_bound(x, 64, 500.0))
+    with pytest.raises(TypeError, match="unknown parameter"):
+        v.update(dd=3)
