@@ -124,11 +124,11 @@ def check_positions_any(positions, name: str = "positions") -> np.ndarray:
     return pos
 
 
-def check_inv_freq(inv_freq, n_pairs: int) -> np.ndarray:
-    """Explicit per-pair frequencies: finite reals of shape (n_pairs,)."""
-    f = check_real_array(inv_freq, "inv_freq").astype(np.float64)
+def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray:
+    """Explicit per-pair values: finite reals of shape (n_pairs,)."""
+    f = check_real_array(inv_freq, name).astype(np.float64)
     if f.shape != (n_pairs,):
-        raise ValueError(f"inv_freq must have shape ({n_pairs},) = (rotary_dim/2,), got shape {f.shape}")
+        raise ValueError(f"{name} must have shape ({n_pairs},) = (rotary_dim/2,), got shape {f.shape}")
     if not np.all(np.isfinite(f)):
-        raise ValueError("inv_freq must be finite, got NaN or infinity")
+        raise ValueError(f"{name} must be finite, got NaN or infinity")
     return f

@@ -1,0 +1,113 @@
+"""Context-extension frequencies: the same numbers as HF transformers, and hand-derived limits."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rope_ref as rr
+from rope_ref.scaling import ROPE_TYPES, scaled_inv_freq
+
+REF = json.loads((Path(__file__).parent / "data" / "hf_rope_reference.json").read_text())
+
+
+@pytest.mark.parametrize("case", REF["cases"], ids=[c["label"] for c in REF["cases"]])
+def test_matches_hf_transformers(case):
+    """HF computes in float32, so agreement is to float32 precision."""
+    params = dict(case["rope_parameters"])
+    rope_type, base = params.pop("rope_type"), params.pop("rope_theta")
+    params["max_position_embeddings"] = case["max_position_embeddings"]
+    if rope_type in ("linear",):
+        params.pop("max_position_embeddings")
+    if rope_type in ("yarn", "longrope") and "factor" in params:
+        params.pop("max_position_embeddings")   # factor given explicitly (HF v5 precedence)
+    freqs, att = scaled_inv_freq(case["d"], base, rope_type=rope_type, seq_len=case["seq_len"], **params)
+    np.testing.assert_allclose(freqs, case["inv_freq"], rtol=2e-6, err_msg=case["label"])
+    assert math.isclose(att, case["attention_factor"], rel_tol=1e-6)
+
+
+def test_default_and_linear_by_hand():
+    f, a = scaled_inv_freq(8, 16.0)
+    np.testing.assert_allclose(f, [1, 0.5, 0.25, 0.125])
+    assert a == 1.0
+    f, a = scaled_inv_freq(8, 16.0, rope_type="linear", factor=4.0)
+    np.testing.assert_allclose(f, [0.25, 0.125, 0.0625, 0.03125])
+    x = np.random.default_rng(0).standard_normal((10, 8))
+    # Position interpolation: frequencies / 4 == positions / 4.
+    np.testing.assert_allclose(rr.rotate(x, inv_freq=f, base=16.0), rr.rotate(x, np.arange(10) / 4, base=16.0), atol=1e-15)
+
+
+def test_ntk_is_a_base_change():
+    d, alpha = 64, 4.0
+    f, _ = scaled_inv_freq(d, 10000.0, rope_type="ntk", factor=alpha)
+    np.testing.assert_allclose(f, rr.inv_freq(d, 10000.0 * alpha ** (d / (d - 2))), rtol=1e-14)
+    # The lowest frequency is divided by exactly alpha; the highest (theta_0 = 1) is unchanged.
+    assert f[0] == 1.0
+    np.testing.assert_allclose(f[-1], rr.inv_freq(d)[-1] / alpha, rtol=1e-12)
+
+
+def test_dynamic_equals_default_within_training_length():
+    kw = dict(rope_type="dynamic", factor=4.0, max_position_embeddings=2048)
+    np.testing.assert_allclose(scaled_inv_freq(64, seq_len=1000, **kw)[0], rr.inv_freq(64), rtol=1e-14)
+    f, _ = scaled_inv_freq(64, seq_len=8192, **kw)     # L = 4 L_train: base * (4*4 - 3)^(d/(d-2))
+    np.testing.assert_allclose(f, rr.inv_freq(64, 10000.0 * 13 ** (64 / 62)), rtol=1e-14)
+
+
+def test_yarn_limits_and_ramp():
+    f, att = scaled_inv_freq(128, rope_type="yarn", factor=16.0, original_max_position_embeddings=4096)
+    base = rr.inv_freq(128)
+    ratio = f / base
+    assert ratio[0] == 1.0 and math.isclose(ratio[-1], 1 / 16)      # extrapolate fast, interpolate slow pairs
+    assert np.all(np.diff(ratio) <= 1e-15)                           # monotone ramp between
+    assert math.isclose(att, 0.1 * math.log(16) + 1)
+
+
+def test_llama3_three_bands():
+    f, _ = scaled_inv_freq(128, 500000.0, rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                           high_freq_factor=4.0, original_max_position_embeddings=8192)
+    base = rr.inv_freq(128, 500000.0)
+    wavelen = 2 * np.pi / base
+    np.testing.assert_array_equal(f[wavelen < 8192 / 4], base[wavelen < 8192 / 4])
+    np.testing.assert_allclose(f[wavelen > 8192], base[wavelen > 8192] / 8, rtol=1e-15)
+
+
+def test_longrope_switches_factors_with_seq_len():
+    short, long_ = np.full(8, 2.0), np.full(8, 5.0)
+    kw = dict(rope_type="longrope", short_factor=short, long_factor=long_, factor=8.0,
+              original_max_position_embeddings=1024)
+    np.testing.assert_allclose(scaled_inv_freq(16, seq_len=100, **kw)[0], rr.inv_freq(16) / 2)
+    f, att = scaled_inv_freq(16, seq_len=5000, **kw)
+    np.testing.assert_allclose(f, rr.inv_freq(16) / 5)
+    assert math.isclose(att, math.sqrt(1 + math.log(8) / math.log(1024)))
+
+
+@pytest.mark.parametrize("rope_type,params,exc,words", [
+    ("bogus", {}, ValueError, ["rope_type", "llama3", "yarn"]),
+    ("linear", {}, ValueError, ["missing", "factor"]),
+    ("linear", {"factor": 0.0}, ValueError, ["factor", "> 0"]),
+    ("linear", {"factor": "2"}, TypeError, ["factor"]),
+    ("linear", {"factor": 2.0, "beta_fast": 3}, TypeError, ["beta_fast", "required ['factor']"]),
+    ("dynamic", {"factor": 2.0}, ValueError, ["max_position_embeddings"]),
+    ("llama3", {"factor": 8.0}, ValueError, ["low_freq_factor", "high_freq_factor", "original_max_position_embeddings"]),
+    ("llama3", {"factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0,
+                "original_max_position_embeddings": 8192}, ValueError, ["high_freq_factor", "low_freq_factor"]),
+    ("yarn", {"factor": 4.0}, ValueError, ["original_max_position_embeddings | max_position_embeddings"]),
+    ("yarn", {"factor": 4.0, "original_max_position_embeddings": 4096, "max_position_embeddings": 8192},
+     ValueError, ["disagrees"]),
+    ("yarn", {"factor": 4.0, "max_position_embeddings": 4096, "beta_fast": 1.0, "beta_slow": 8.0},
+     ValueError, ["beta_fast"]),
+    ("longrope", {"short_factor": [1.0] * 3, "long_factor": [1.0] * 4, "factor": 2.0,
+                  "max_position_embeddings": 10}, ValueError, ["short_factor", "(4,)"]),
+])
+def test_bad_configuration_is_named(rope_type, params, exc, words):
+    with pytest.raises(exc) as info:
+        scaled_inv_freq(8, rope_type=rope_type, **params)
+    for w in words:
+        assert w in str(info.value), (w, str(info.value))
+
+
+def test_every_rope_type_has_a_reference_or_hand_test():
+    covered = {c["rope_parameters"]["rope_type"] for c in REF["cases"]} | {"default", "ntk"}
+    assert covered == set(ROPE_TYPES)
