@@ -20,6 +20,7 @@ from .core import (
     to_half,
     to_interleaved,
 )
+from .identify import RopeSpec, assert_rope_matches, identify
 from .scaling import ROPE_TYPES, scaled_inv_freq
 
 __version__ = "0.1.0"
@@ -28,5 +29,5 @@ __all__ = [
     "attention", "decay_bound", "elu_plus_one", "inv_freq", "linear_attention",
     "partial_sums", "permute_qk_weights", "rotate", "rotate_complex", "rotate_dense",
     "rotation_angles", "rotation_matrix", "sinusoidal", "to_half", "to_interleaved",
-    "ROPE_TYPES", "scaled_inv_freq",
+    "ROPE_TYPES", "scaled_inv_freq", "RopeSpec", "assert_rope_matches", "identify",
 ]
