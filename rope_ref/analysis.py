@@ -20,11 +20,12 @@ def random_qk(d: int, seed: int = 0, n: int | None = None):
     return rng.standard_normal(shape), rng.standard_normal(shape)
 
 
-def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved") -> np.ndarray:
+def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", inv_freq=None) -> np.ndarray:
     """q_m . k_n = <rotate(q, m), rotate(k, n)> (eq 16); m, n broadcast against each other."""
     m, n = np.broadcast_arrays(np.asarray(m, float), np.asarray(n, float))
-    qm = rotate(np.broadcast_to(q, m.shape + q.shape[-1:]), m, base=base, pairing=pairing)
-    kn = rotate(np.broadcast_to(k, n.shape + k.shape[-1:]), n, base=base, pairing=pairing)
+    kw = dict(base=base, pairing=pairing, inv_freq=inv_freq)
+    qm = rotate(np.broadcast_to(q, m.shape + q.shape[-1:]), m, **kw)
+    kn = rotate(np.broadcast_to(k, n.shape + k.shape[-1:]), n, **kw)
     return np.einsum("...d,...d->...", qm, kn)
 
 
@@ -46,9 +47,64 @@ def diagonal_spread(S) -> float:
     return max(np.ptp(np.diagonal(S, off)) for off in range(-S.shape[0] + 1, S.shape[1]))
 
 
-def score_vs_distance(q, k, distance, *, base: float = 10000.0) -> np.ndarray:
+def score_vs_distance(q, k, distance, *, base: float = 10000.0, inv_freq=None) -> np.ndarray:
     """q . R_{r} k for each relative distance r = n - m (the function g of eq 11)."""
-    return score(q, k, 0.0, distance, base=base)
+    return score(q, k, 0.0, distance, base=base, inv_freq=inv_freq)
+
+
+# ---- precision (notebook 06) ------------------------------------------------------------------
+
+def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
+    """m * theta_i computed the way a kernel would in ``dtype`` (positions and frequencies cast
+    first, product rounded to ``dtype``), returned as float64 for comparison.  float16 overflows
+    to inf beyond 65504."""
+    import warnings
+    dt = np.dtype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = np.asarray(positions, dtype=np.float64).astype(dt)
+        f = np.asarray(freqs, dtype=np.float64).astype(dt)
+        return np.multiply.outer(p, f).astype(dt).astype(np.float64)
+
+
+def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float32) -> dict:
+    """Max over pairs of |angle error| and |cos error| at each position when angles are computed
+    in ``dtype`` (cos/sin then evaluated and rounded to ``dtype`` too), against float64."""
+    from .core import inv_freq as _inv_freq
+    pos = np.asarray(positions, dtype=np.float64)
+    freqs = _inv_freq(d, base)
+    exact = np.multiply.outer(pos, freqs)
+    low = angles_in_dtype(pos, freqs, dtype)
+    with np.errstate(invalid="ignore"):
+        cos_low = np.cos(low).astype(np.dtype(dtype)).astype(np.float64)
+        return {"angle": np.abs(low - exact).max(axis=-1),
+                "cos": np.abs(cos_low - np.cos(exact)).max(axis=-1)}
+
+
+def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.float32) -> np.ndarray:
+    """Interleaved RoPE whose angles and cos/sin are computed in ``dtype`` (the data stay float64):
+    the numerical practice notebook 06 warns about.  ``x``: ``(..., seq, d)``."""
+    from .core import inv_freq as _inv_freq
+    x = np.asarray(x, dtype=np.float64)
+    ang = angles_in_dtype(positions, _inv_freq(x.shape[-1], base), dtype)
+    dt = np.dtype(dtype)
+    with np.errstate(invalid="ignore"):
+        cos = np.cos(ang).astype(dt).astype(np.float64)
+        sin = np.sin(ang).astype(dt).astype(np.float64)
+    out = np.empty_like(x)
+    out[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+    out[..., 1::2] = x[..., 1::2] * cos + x[..., 0::2] * sin
+    return out
+
+
+def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000.0, dtype=np.float32):
+    """|q_m . k_{m+r}| error when angles are computed in ``dtype`` vs float64, for each m."""
+    m = np.asarray(m, dtype=np.float64)
+    n = m + distance
+    qm = rotate_with_angle_dtype(np.broadcast_to(q, m.shape + q.shape), m, base=base, dtype=dtype)
+    kn = rotate_with_angle_dtype(np.broadcast_to(k, n.shape + k.shape), n, base=base, dtype=dtype)
+    exact = score(q, k, m, n, base=base)
+    return np.abs(np.einsum("...d,...d->...", qm, kn) - exact)
 
 
 def mean_abs_score(distance, d: int = 128, *, base: float = 10000.0, n_samples: int = 256,

@@ -177,20 +177,21 @@ def sinusoidal(positions, d: int, base: float = 10000.0) -> np.ndarray:
     return out
 
 
-def partial_sums(distance, d: int, base: float = 10000.0) -> np.ndarray:
+def partial_sums(distance, d: int, base: float = 10000.0, *, inv_freq=None) -> np.ndarray:
     """S_j = sum_{i<j} e^{i (m-n) theta_i} for j = 1..d/2 (section 3.4.3, eq 36).
 
     ``distance`` = m - n, any shape ``P`` of reals; returns complex128 ``P + (d/2,)``
-    whose last index j-1 holds S_j.
+    whose last index j-1 holds S_j.  ``inv_freq`` overrides the frequencies (scaled RoPE).
     """
     r = v.check_positions_any(distance, "distance")
-    return np.cumsum(np.exp(1j * rotation_angles(r, inv_freq(d, base))), axis=-1)
+    freqs = _resolve_freqs(v.check_d(d), base, inv_freq)
+    return np.cumsum(np.exp(1j * rotation_angles(r, freqs)), axis=-1)
 
 
-def decay_bound(distance, d: int = 128, base: float = 10000.0) -> np.ndarray:
+def decay_bound(distance, d: int = 128, base: float = 10000.0, *, inv_freq=None) -> np.ndarray:
     """The long-term-decay bound (1/(d/2)) sum_{j=1}^{d/2} |S_j| plotted in Figure 2 (eq 37).
 
     ``distance``: any shape ``P`` of real relative distances; returns float64 of shape ``P``.
     At distance 0 every |S_j| = j, so the bound is (d/2 + 1)/2.
     """
-    return np.abs(partial_sums(distance, d, base)).mean(axis=-1)
+    return np.abs(partial_sums(distance, d, base, inv_freq=inv_freq)).mean(axis=-1)

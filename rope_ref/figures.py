@@ -9,7 +9,7 @@ from pathlib import Path
 
 import matplotlib
 
-from . import plots
+from . import plots, scaling_plots
 
 #: name -> function returning a Figure.  Each is written as NAME.png and NAME.svg.
 FIGURES = {
@@ -18,6 +18,10 @@ FIGURES = {
     "three_forms_agreement": plots.fig_three_forms,
     "relative_identity_heatmaps": plots.fig_relative_heatmaps,
     "rotation_illustration": plots.fig_rotation,
+    "wavelengths_vs_training_length": scaling_plots.fig_wavelengths,
+    "context_extension_frequency_ratios": scaling_plots.fig_frequency_ratios,
+    "scores_beyond_training": scaling_plots.fig_scores_beyond_training,
+    "precision_angle_errors": scaling_plots.fig_precision,
 }
 
 #: Fixed settings: matplotlib's defaults plus a fixed SVG hash salt and no metadata dates.
@@ -25,14 +29,8 @@ RC = {"svg.hashsalt": "rope_ref", "svg.fonttype": "path", "figure.dpi": 100, "sa
 METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
 
 
-def register(name: str, fn) -> None:
-    """Add a figure (used by later modules, e.g. context extension)."""
-    FIGURES[name] = fn
-
-
 def write_all(out_dir: Path | str, names=None) -> list[Path]:
     """Write NAME.png and NAME.svg for every figure (or the given ``names``) into ``out_dir``."""
-    _load_extensions()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -44,14 +42,3 @@ def write_all(out_dir: Path | str, names=None) -> list[Path]:
                 fig.savefig(path, format=fmt, metadata=METADATA[fmt])
                 written.append(path)
     return written
-
-
-def _load_extensions() -> None:
-    """Import modules that register more figures (kept lazy to keep import light)."""
-    import importlib
-    for mod in ("rope_ref.scaling_plots",):
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as err:
-            if err.name != mod:
-                raise

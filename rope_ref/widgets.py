@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipywidgets as W
 
 from .plots import DecayView, RotationsView, View
+from .scaling_plots import ScalingView
 
 
 def slider_app(view: View, controls: dict) -> W.VBox:
@@ -54,4 +55,11 @@ def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
         "d": _int("d", d, 8, 512, 8),
         "base": W.FloatLogSlider(value=base, base=10, min=2, max=6, step=0.25, description="base"),
     }
+    return slider_app(view, controls)
+
+
+def scaling_widget(factor: float = 8.0) -> W.VBox:
+    """A slider for the context-extension factor over :class:`ScalingView`."""
+    view = ScalingView(factor=factor)
+    controls = {"factor": W.FloatSlider(value=factor, min=1.0, max=32.0, step=1.0, description="factor")}
     return slider_app(view, controls)

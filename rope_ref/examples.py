@@ -1,0 +1,45 @@
+"""RoPE kernels written the way outside code writes them: the subjects of notebook 07.
+
+These are *not* rope_ref's implementation; they are small stand-ins for a user's
+torch/JAX/CUDA kernel (here in NumPy), each taking ``x`` of shape ``(seq, d)`` and
+applying its own positions.  ``identify`` and ``assert_rope_matches`` check them.
+"""
+
+import numpy as np
+
+
+def neox_style_rope(x, base=10000.0):
+    """GPT-NeoX / HF transformers: pairs (i, i + d/2), x*cos + rotate_half(x)*sin."""
+    seq, d = x.shape
+    inv_freq = 1.0 / base ** (np.arange(0, d, 2) / d)
+    emb = np.concatenate([np.outer(np.arange(seq), inv_freq)] * 2, axis=-1)
+    rotate_half = np.concatenate([-x[:, d // 2:], x[:, :d // 2]], axis=-1)
+    return x * np.cos(emb) + rotate_half * np.sin(emb)
+
+
+def llama_style_rope(x, base=10000.0):
+    """Meta Llama: pairs (2i, 2i+1) as complex numbers times e^{i m theta_i}."""
+    seq, d = x.shape
+    freqs = 1.0 / base ** (np.arange(0, d, 2) / d)
+    cis = np.exp(1j * np.outer(np.arange(seq), freqs))
+    z = (x[:, 0::2] + 1j * x[:, 1::2]) * cis
+    return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
+
+
+def buggy_rope(x, base=10000.0, start=1):
+    """Looks like Llama's, but has a planted bug (which one? ask rope_ref.identify)."""
+    seq, d = x.shape
+    freqs = 1.0 / base ** (np.arange(0, d, 2) / d)
+    cis = np.exp(1j * np.outer(np.arange(start, seq + start), freqs))
+    z = (x[:, 0::2] + 1j * x[:, 1::2]) * cis
+    return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
+
+
+def float16_angle_rope(x, base=10000.0):
+    """NeoX-style, but positions and frequencies multiplied in float16 (a mixed-precision slip)."""
+    seq, d = x.shape
+    inv_freq = (1.0 / base ** (np.arange(0, d, 2) / d)).astype(np.float16)
+    angles = (np.arange(seq).astype(np.float16)[:, None] * inv_freq).astype(np.float64)
+    emb = np.concatenate([angles, angles], axis=-1)
+    rotate_half = np.concatenate([-x[:, d // 2:], x[:, :d // 2]], axis=-1)
+    return x * np.cos(emb) + rotate_half * np.sin(emb)
