@@ -50,3 +50,19 @@ def test_decay_view_matches_decay_bound():
     np.testing.assert_allclose(y, decay_bound(x, 64, 500.0))
     with pytest.raises(TypeError, match="unknown parameter"):
         v.update(dd=3)
+
+
+def test_scaling_slider_changes_frequencies():
+    from rope_ref.scaling import scaled_inv_freq
+    from rope_ref.widgets import scaling_widget
+    from rope_ref import inv_freq
+    w = scaling_widget(factor=8.0)
+    png = w.image.value
+    w.controls["factor"].value = 4.0
+    assert w.image.value != png and "factor 4" in w.readout.value
+    x, y = w.view.ratio_lines["linear"].get_data()
+    np.testing.assert_allclose(y, 0.25)
+    _, y = w.view.ratio_lines["llama3"].get_data()
+    f, _ = scaled_inv_freq(128, rope_type="llama3", factor=4.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                           original_max_position_embeddings=4096)
+    np.testing.assert_allclose(y, f / inv_freq(128))
