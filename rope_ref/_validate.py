@@ -132,3 +132,16 @@ def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray
     if not np.all(np.isfinite(f)):
         raise ValueError(f"{name} must be finite, got NaN or infinity")
     return f
+
+
+def check_out(out, x: np.ndarray) -> np.ndarray:
+    """An output buffer: an ndarray of x's shape and dtype that does not overlap x."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+    if out.shape != x.shape or out.dtype != x.dtype:
+        raise ValueError(f"out must have x's shape {x.shape} and dtype {x.dtype}, got {out.shape} {out.dtype}")
+    if not out.flags.writeable:
+        raise ValueError("out must be writeable")
+    if np.shares_memory(out, x):
+        raise ValueError("out must not overlap x: rope_ref never modifies its input in place")
+    return out

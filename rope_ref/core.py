@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _fast
 from . import _validate as v
 
 
@@ -80,15 +81,8 @@ def rotate_complex(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     return (z * cis).view(np.float64).astype(x.dtype, copy=False)
 
 
-def _pair_slices(pairing: str, r: int):
-    """Index the two members of each of the r/2 pairs among the first r features."""
-    if pairing == "interleaved":
-        return slice(0, r, 2), slice(1, r, 2)
-    return slice(0, r // 2), slice(r // 2, r)
-
-
 def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
-           rotary_dim: int | None = None, inv_freq=None) -> np.ndarray:
+           rotary_dim: int | None = None, inv_freq=None, out=None) -> np.ndarray:
     """The elementwise form of RoPE (eq 34): x*cos(m theta) + rot90(x)*sin(m theta).
 
     Parameters
@@ -100,25 +94,21 @@ def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interlea
         ``"half"`` rotates (x_i, x_{i+r/2}) as GPT-NeoX and HF ``rotate_half`` do.
     rotary_dim : rotate only the first ``rotary_dim`` features (even); the rest pass through.
     inv_freq : explicit frequencies of shape ``(rotary_dim/2,)`` (e.g. from a scaling method).
+    out : optional array of x's shape and dtype to write into (a reused buffer); must not overlap x.
 
-    Returns a new array of x's shape and dtype; x is not modified.
+    Returns a new array (or ``out``) of x's shape and dtype; x is not modified.  Interleaved pairs are
+    multiplied as complex numbers (x_2i + i x_2i+1) * e^{i m theta_i}; half-split pairs as
+    x * cos + rotate_half(x) * sin.  cos/sin tables come from float64 angles and are cached;
+    rows stream in cache-sized blocks (see ``rope_ref/_fast.py``).
     """
     x = v.check_x(x)
-    d = x.shape[-1]
     pairing = v.check_pairing(pairing)
-    r = v.check_rotary_dim(rotary_dim, d)
+    r = v.check_rotary_dim(rotary_dim, x.shape[-1])
     freqs = _resolve_freqs(r, base, inv_freq)
     pos = v.check_positions(positions, x.shape[:-1])
-    work = np.float64 if x.dtype == np.float64 else np.float32
-    angles = rotation_angles(pos, freqs)
-    cos, sin = np.cos(angles).astype(work), np.sin(angles).astype(work)
-    a, b = _pair_slices(pairing, r)
-    xa, xb = x[..., a].astype(work, copy=False), x[..., b].astype(work, copy=False)
-    out = np.empty(x.shape, dtype=work)
-    out[..., a] = xa * cos - xb * sin
-    out[..., b] = xb * cos + xa * sin
-    out[..., r:] = x[..., r:]
-    return out.astype(x.dtype, copy=False)
+    work = np.float64 if x.dtype == np.float64 else np.float32  # angles are float64 either way
+    out = np.empty(x.shape, dtype=x.dtype) if out is None else v.check_out(out, x)
+    return _fast.rotate_into(x, out, pos, freqs, pairing, r, work)
 
 
 def _resolve_freqs(r: int, base, freqs) -> np.ndarray:

@@ -129,3 +129,33 @@ def test_bad_input_is_named(call, exc, words):
     msg = str(info.value)
     for w in words:
         assert w in msg, f"{w!r} not in message {msg!r}"
+
+
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_out_buffer(pairing, rng):
+    x = rng.standard_normal((3, 9, 16)).astype(np.float32)
+    buf = np.full_like(x, np.nan)
+    res = rr.rotate(x, pairing=pairing, rotary_dim=8, out=buf)
+    assert res is buf
+    np.testing.assert_array_equal(buf, rr.rotate(x, pairing=pairing, rotary_dim=8))
+    with pytest.raises(ValueError, match="overlap"):
+        rr.rotate(x, out=x)
+    with pytest.raises(ValueError, match="shape"):
+        rr.rotate(x, out=np.empty((3, 9, 16)))
+    with pytest.raises(TypeError, match="out"):
+        rr.rotate(x, out=[1, 2])
+
+
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_non_contiguous_and_large_inputs_take_the_blocked_path(pairing, dtype, rng):
+    # Fortran-ordered input, more rows than one block: same numbers as the dense matrix form.
+    x = rng.standard_normal((3000, 16))
+    pos = np.arange(3000) * 0.37
+    dense = rr.rotate_dense(x, pos)
+    if pairing == "half":
+        x, dense = rr.to_half(x), rr.to_half(dense)
+    xf = np.asfortranarray(x.astype(dtype))
+    assert not xf.flags.c_contiguous
+    out = rr.rotate(xf, pos, pairing=pairing)
+    np.testing.assert_allclose(out, dense, atol=1e-12 if dtype == np.float64 else 1e-5)
