@@ -133,15 +133,25 @@ def _circle():
 # ---- interactive views ------------------------------------------------------------------------
 
 class View:
-    """Base: a figure built once; ``update`` changes artists in place; ``to_png`` renders."""
+    """Base: a figure built once; ``update`` changes artists in place; ``to_png`` renders.
+
+    Subclasses list the artists a step changes (``dynamic``) and the parameters whose change
+    moves axes or ticks (``relayout_params``).  A step that changes only dynamic artists
+    restores a cached background and redraws just those (blitting); others redraw everything.
+    """
 
     fig: Figure
     params: dict
+    dynamic: tuple = ()
+    relayout_params: frozenset = frozenset()
+    _background = None
 
     def update(self, **params) -> None:
         unknown = set(params) - set(self.params)
         if unknown:
             raise TypeError(f"unknown parameter(s) {sorted(unknown)}; expected some of {sorted(self.params)}")
+        if any(self.params.get(k) != v for k, v in params.items() if k in self.relayout_params):
+            self._background = None
         self.params.update(params)
         self._redraw()
 
@@ -151,8 +161,33 @@ class View:
     def readout(self) -> str:
         return ""
 
+    def _freeze_layout(self) -> None:
+        """Lay out once with the constrained engine, then keep those positions, and mark the
+        dynamic artists as animated (drawn by :meth:`to_png` on top of a cached background)."""
+        self.fig.canvas.draw()
+        self.fig.set_layout_engine("none")
+        for artist in self.dynamic:
+            artist.set_animated(True)
+
     def to_png(self) -> bytes:
-        return figure_png(self.fig)
+        """Render the current state to PNG (fast zlib level; the figures/ files use :func:`figure_png`)."""
+        from PIL import Image
+        canvas = self.fig.canvas
+        if self._background is None:
+            canvas.draw()                                   # everything but the dynamic artists
+            self._background = canvas.copy_from_bbox(self.fig.bbox)
+        canvas.restore_region(self._background)
+        for artist in self.dynamic:
+            self.fig.draw_artist(artist)
+        buf = io.BytesIO()
+        Image.fromarray(np.asarray(canvas.buffer_rgba())).save(buf, format="png", compress_level=1)
+        return buf.getvalue()
+
+    def static_figure(self) -> Figure:
+        """The figure with every artist drawn normally (for savefig / figures/)."""
+        for artist in self.dynamic:
+            artist.set_animated(False)
+        return self.fig
 
 
 class DecayView(View):
@@ -168,7 +203,11 @@ class DecayView(View):
             ax.set(xlabel="relative distance", ylabel="relative upper bound", xlim=(0, 256), title=title)
             ax.grid(alpha=0.3)
         self.axes[0].set_ylim(*FIG2_PAPER_YLIM)
+        self.title = self.fig.suptitle(" ")
+        self.dynamic = (*self.lines, self.title)
+        self.relayout_params = frozenset({"d"})              # d moves the right panel's y-limit
         self._redraw()
+        self._freeze_layout()
 
     def _redraw(self):
         d, base = self.params["d"], self.params["base"]
@@ -176,7 +215,7 @@ class DecayView(View):
         for line in self.lines:
             line.set_ydata(self.y)
         self.axes[1].set_ylim(0, (d / 2 + 1) / 2 * 1.05)
-        self.fig.suptitle(f"d = {d}, base = {base:g}")
+        self.title.set_text(f"d = {d}, base = {base:g}")
 
     def readout(self) -> str:
         d = self.params["d"]
@@ -213,7 +252,10 @@ class RotationsView(View):
         self.marker, = self.ax_score.plot([0], [0], "o", color="C3", ms=8)
         self.ax_score.set(xlabel="relative distance n - m", ylabel="q_m . k_n", xlim=self.r[[0, -1]])
         self.ax_score.grid(alpha=0.3)
+        self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_text, self.marker, self.ax_score.title)
+        self.relayout_params = frozenset({"base", "d"})      # they change the curve and its y-limits
         self._redraw()
+        self._freeze_layout()
 
     def _vectors(self):
         p = self.params

@@ -64,10 +64,16 @@ class ScalingView(View):
         self.ax_ratio.set(xlabel="pair i (fast -> slow)", ylabel="scaled theta_i / theta_i", yscale="log",
                           xlim=(0, d // 2 - 1), title="frequency ratio per pair")
         self.ax_ratio.legend(fontsize=7, loc="lower left")
+        from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
+        ticks = [4.0 ** -k for k in range(6)][::-1]
+        self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)              # fixed, so a step only redraws the lines
+        self.ax_ratio.yaxis.set_major_locator(FixedLocator(ticks))
+        self.ax_ratio.yaxis.set_major_formatter(FixedFormatter([f"1/{round(1 / t)}" if t < 1 else "1" for t in ticks]))
+        self.ax_ratio.yaxis.set_minor_locator(NullLocator())
         self.ax_ratio.grid(alpha=0.3)
-        # The bound oscillates fast at large distances: show its mean over blocks of 8 samples.
-        self.r = np.linspace(0, 8 * train_len, 2049)
-        self.r_mid = self.r[:-1].reshape(-1, 8).mean(axis=1)
+        # The bound oscillates fast at large distances: show its mean over blocks of 4 samples.
+        self.r = np.linspace(0, 8 * train_len, 1025)
+        self.r_mid = self.r[:-1].reshape(-1, 4).mean(axis=1)
         self.bound_lines = {n: self.ax_bound.plot(self.r_mid, np.zeros_like(self.r_mid), lw=1.2, label=n)[0]
                             for n in ["default", "linear", "yarn", "llama3"]}
         self.ax_bound.legend(fontsize=7)
@@ -75,37 +81,39 @@ class ScalingView(View):
         self.ax_bound.set(xlabel="relative distance", ylabel="decay bound (eq 37), block mean", xlim=(0, self.r[-1]),
                           title="Figure-2 bound, far beyond training")
         self.ax_bound.grid(alpha=0.3)
+        self.ax_bound.set_ylim(0, 12)
+        self.title = self.fig.suptitle(" ")
+        self.dynamic = (*self.ratio_lines.values(), *self.bound_lines.values(), self.title)
         self._redraw()
+        self._freeze_layout()
 
     def _redraw(self):
         factor = float(self.params["factor"])
-        ratios = frequency_ratios(self.d, self.base, factor, self.train_len)
+        self.ratios = ratios = frequency_ratios(self.d, self.base, factor, self.train_len)
         pairs = np.arange(self.d // 2)
         for name, (ratio, _) in ratios.items():
             self.ratio_lines[name].set_data(pairs, ratio)
-        self.ax_ratio.set_ylim(min(r.min() for r, _ in ratios.values()) / 1.5, 1.5)
         configs = method_configs(factor, self.train_len)
         for name, line in self.bound_lines.items():
             freqs = (inv_freq(self.d, self.base) if name == "default"
                      else scaled_inv_freq(self.d, self.base, rope_type=name, **configs[name])[0])
             line.set_ydata(self._block_mean(decay_bound(self.r, self.d, inv_freq=freqs)))
-        self.ax_bound.set_ylim(0, 12)
-        self.fig.suptitle(f"trained on {self.train_len} positions, extended x{factor:g}")
+        self.title.set_text(f"trained on {self.train_len} positions, extended x{factor:g}")
 
     @staticmethod
     def _block_mean(y):
-        return y[:-1].reshape(-1, 8).mean(axis=1)
+        return y[:-1].reshape(-1, 4).mean(axis=1)
 
     def readout(self) -> str:
         f = float(self.params["factor"])
-        ratios = frequency_ratios(self.d, self.base, f, self.train_len)
+        ratios = self.ratios
         return "factor {:g}: slowest pair scaled by ".format(f) + ", ".join(
             f"{n} {r[-1]:.3g}" for n, (r, _) in ratios.items())
 
 
 def fig_frequency_ratios(factor: float = 8.0):
     """Static snapshot of :class:`ScalingView` for the figures folder."""
-    return ScalingView(factor=factor).fig
+    return ScalingView(factor=factor).static_figure()
 
 
 def fig_scores_beyond_training(d: int = 128, base: float = 10000.0, factor: float = 8.0, seed: int = 0):

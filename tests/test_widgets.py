@@ -66,3 +66,17 @@ def test_scaling_slider_changes_frequencies():
     f, _ = scaled_inv_freq(128, rope_type="llama3", factor=4.0, low_freq_factor=1.0, high_freq_factor=4.0,
                            original_max_position_embeddings=4096)
     np.testing.assert_allclose(y, f / inv_freq(128))
+
+
+def test_blitted_step_equals_a_full_redraw():
+    # A step that only moves dynamic artists (blitting) must give the same picture as a fresh view.
+    from PIL import Image
+    import io
+    a = RotationsView(m=3, n=7)
+    a.to_png()
+    a.update(m=12)
+    b = RotationsView(m=12, n=7)
+    pa = np.asarray(Image.open(io.BytesIO(a.to_png())))
+    pb = np.asarray(Image.open(io.BytesIO(b.to_png())))
+    assert pa.shape == pb.shape
+    assert np.mean(pa != pb) < 1e-3, "blitted frame differs from a full redraw"
