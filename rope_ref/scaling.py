@@ -99,18 +99,22 @@ def _pos_int(params, name):
 
 
 def _default(d, base, seq_len, p):
+    """theta_i = base^(-2i/d): RoFormer (Su et al. 2021), eq 15."""
     return default_inv_freq(d, base), 1.0
 
 
 def _linear(d, base, seq_len, p):
+    """Position interpolation: theta_i / factor (Chen et al. 2023, arXiv:2306.15595)."""
     return default_inv_freq(d, base) / _pos_float(p, "factor"), 1.0
 
 
 def _ntk(d, base, seq_len, p):
+    """NTK-aware base change base * factor^(d/(d-2)) (bloc97, "NTK-Aware Scaled RoPE", 2023)."""
     return default_inv_freq(d, base * _pos_float(p, "factor") ** (d / (d - 2)) if d > 2 else base), 1.0
 
 
 def _dynamic(d, base, seq_len, p):
+    """Dynamic NTK: the base grows with the current length (emozilla, "Dynamically Scaled RoPE", 2023)."""
     factor, L_train = _pos_float(p, "factor"), _pos_int(p, "max_position_embeddings")
     L = L_train if seq_len is None else max(val.check_positive_int(seq_len, "seq_len"), L_train)
     new_base = base * ((factor * L / L_train) - (factor - 1)) ** (d / (d - 2)) if d > 2 else base
@@ -138,6 +142,7 @@ def _yarn_mscale(scale, mscale=1.0):
 
 
 def _yarn(d, base, seq_len, p):
+    """YaRN: NTK-by-parts ramp plus attention factor (Peng et al. 2023, arXiv:2309.00071)."""
     L_train, factor = _train_length_and_factor(p, "yarn")
     beta_fast = _pos_float(p, "beta_fast") if p.get("beta_fast") else 32.0
     beta_slow = _pos_float(p, "beta_slow") if p.get("beta_slow") else 1.0
@@ -165,6 +170,7 @@ def _yarn(d, base, seq_len, p):
 
 
 def _llama3(d, base, seq_len, p):
+    """Llama 3.1 frequency bands (Meta, "The Llama 3 Herd of Models", 2024, arXiv:2407.21783)."""
     factor = _pos_float(p, "factor")
     low_ff, high_ff = _pos_float(p, "low_freq_factor"), _pos_float(p, "high_freq_factor")
     L_train = _pos_int(p, "original_max_position_embeddings")
@@ -179,6 +185,7 @@ def _llama3(d, base, seq_len, p):
 
 
 def _longrope(d, base, seq_len, p):
+    """Per-pair rescale factors (Ding et al. 2024, "LongRoPE", arXiv:2402.13753)."""
     L_train, factor = _train_length_and_factor(p, "longrope")
     short, long_ = (val.check_inv_freq(p[k], d // 2, k) for k in ("short_factor", "long_factor"))
     if p.get("attention_factor") is not None:
