@@ -27,9 +27,6 @@ ARTIFACTS = ROOT / "test-artifacts" / "browser"
 TOKEN = "rope-ref-browser-test"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage"]
-# Messages from JupyterLab's own optional services that cannot reach the network here; anything
-# else logged as an error fails the test.
-BENIGN = ("Failed to load resource", "net::ERR_", "favicon")
 
 
 def _require_browser():
@@ -169,8 +166,7 @@ def _assert_clean(page, errors):
     body = _panel(page).locator(".jp-Notebook").inner_text()
     assert "Loading widget" not in body, "a widget did not render (\"Loading widget...\")"
     assert "Error displaying widget" not in body and "Traceback" not in body, body[-2000:]
-    real = [e for e in errors if not any(b in e for b in BENIGN)]
-    assert not real, f"browser console errors: {real}"
+    assert not errors, f"browser console errors: {errors}"
 
 
 @pytest.mark.parametrize("notebook,label,presses", [
