@@ -10,7 +10,8 @@ import numpy as np
 
 from . import _validate as val
 from .attention import elu_plus_one
-from .core import rotate, rotation_matrix, sinusoidal
+from .core import inv_freq as default_inv_freq
+from .core import rotate, rotate_complex, rotate_dense, rotation_matrix, sinusoidal, to_half, to_interleaved
 
 
 def random_qk(d: int, seed: int = 0, n: int | None = None):
@@ -70,9 +71,8 @@ def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
 def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float32) -> dict:
     """Max over pairs of |angle error| and |cos error| at each position when angles are computed
     in ``dtype`` (cos/sin then evaluated and rounded to ``dtype`` too), against float64."""
-    from .core import inv_freq as _inv_freq
     pos = np.asarray(positions, dtype=np.float64)
-    freqs = _inv_freq(d, base)
+    freqs = default_inv_freq(d, base)
     exact = np.multiply.outer(pos, freqs)
     low = angles_in_dtype(pos, freqs, dtype)
     with np.errstate(invalid="ignore"):
@@ -84,9 +84,8 @@ def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float3
 def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.float32) -> np.ndarray:
     """Interleaved RoPE whose angles and cos/sin are computed in ``dtype`` (the data stay float64):
     the numerical practice notebook 06 warns about.  ``x``: ``(..., seq, d)``."""
-    from .core import inv_freq as _inv_freq
     x = np.asarray(x, dtype=np.float64)
-    ang = angles_in_dtype(positions, _inv_freq(x.shape[-1], base), dtype)
+    ang = angles_in_dtype(positions, default_inv_freq(x.shape[-1], base), dtype)
     dt = np.dtype(dtype)
     with np.errstate(invalid="ignore"):
         cos = np.cos(ang).astype(dt).astype(np.float64)
@@ -142,8 +141,6 @@ def form_errors(positions, d: int = 128, *, seed: int = 0, base: float = 10000.0
 
     Returns ``{name: errors}``, each of ``positions``' shape, for plotting agreement.
     """
-    from .core import rotate_complex, rotate_dense, to_half, to_interleaved
-
     pos = np.asarray(positions, float)
     x = np.random.default_rng(seed).standard_normal(pos.shape + (d,))
     ref = rotate(x, pos, base=base)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import decay_bound, rotate, rotate_complex, rotate_dense
+from . import _fast, decay_bound, rotate, rotate_complex, rotate_dense
 from .plots import FIG2_DISTANCES, DecayView, RotationsView
 from .scaling_plots import ScalingView
 
@@ -143,8 +143,6 @@ def run(repeats: int = 7, skip_notebooks: bool = False) -> list[tuple]:
 
     ratio_row("rotate, interleaved", best_of(lambda: (rotate(q), rotate(k)), repeats), 2.0)
     ratio_row("rotate, half", best_of(lambda: (rotate(q, pairing="half"), rotate(k, pairing="half")), repeats), 4.0)
-    from . import _fast
-
     def cold(pairing):
         _fast._CACHE.clear()                                  # include building the cos/sin tables
         return rotate(q, pairing=pairing), rotate(k, pairing=pairing)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _validate as val
+from .analysis import wrap_angle
 from .core import inv_freq as default_inv_freq
 from .scaling import scaled_inv_freq
 
@@ -139,7 +140,7 @@ def _order_pairs(pairs, r):
 
 
 def _analyse(M, base_hint):
-    seq, d = M.shape[0], M.shape[-1]
+    seq = M.shape[0]
     pairs, passthrough, why = _find_pairs(M)
     if pairs is None:
         return _not_rope(why)
@@ -171,7 +172,7 @@ def _analyse(M, base_hint):
     theta, intercept = np.polyfit(rows, phase, 1)          # per pair
     offset = _solve_offset(theta, intercept)
     predicted = np.outer(rows + offset, theta)
-    phase_error = float(np.abs(np.angle(np.exp(1j * (phase - predicted)))).max())
+    phase_error = float(np.abs(wrap_angle(phase - predicted)).max())
     spec = RopeSpec(is_rope=True, pairing=pairing, pairs=pairs, rotary_dim=r, inv_freq=theta,
                     offset=offset, norm_scale=norm_scale, phase_error=phase_error,
                     scale_error=scale_error, notes=notes)

@@ -85,12 +85,12 @@ def _needs(rope_type) -> str:
     return f"required {list(req)}" + (f", optional {list(opt)}" if opt else "")
 
 
-def _pos_float(params, name, *, minimum=0.0, strict=True):
+def _pos_float(params, name):
     value = params[name]
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise TypeError(f"{name} must be a finite real number, got {value!r}")
-    if value < minimum or (strict and value == minimum):
-        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {value}")
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
     return float(value)
 
 

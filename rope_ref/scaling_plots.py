@@ -26,14 +26,18 @@ def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
     }
 
 
-def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
+def scaled_frequencies(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
+    """rope_type -> (scaled theta_i, attention_factor) for every method of :func:`method_configs`."""
+    return {name: scaled_inv_freq(d, base, rope_type=name, **params)
+            for name, params in method_configs(factor, train_len).items()}
+
+
+def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
+                     scaled: dict | None = None) -> dict:
     """rope_type -> (scaled theta_i / default theta_i, attention_factor) per pair."""
     default = inv_freq(d, base)
-    out = {}
-    for name, params in method_configs(factor, train_len).items():
-        freqs, att = scaled_inv_freq(d, base, rope_type=name, **params)
-        out[name] = (freqs / default, att)
-    return out
+    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
+    return {name: (freqs / default, att) for name, (freqs, att) in scaled.items()}
 
 
 def fig_wavelengths(d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
@@ -89,14 +93,13 @@ class ScalingView(View):
 
     def _redraw(self):
         factor = float(self.params["factor"])
-        self.ratios = ratios = frequency_ratios(self.d, self.base, factor, self.train_len)
+        scaled = scaled_frequencies(self.d, self.base, factor, self.train_len)   # once per step
+        self.ratios = ratios = frequency_ratios(self.d, self.base, scaled=scaled)
         pairs = np.arange(self.d // 2)
         for name, (ratio, _) in ratios.items():
             self.ratio_lines[name].set_data(pairs, ratio)
-        configs = method_configs(factor, self.train_len)
         for name, line in self.bound_lines.items():
-            freqs = (inv_freq(self.d, self.base) if name == "default"
-                     else scaled_inv_freq(self.d, self.base, rope_type=name, **configs[name])[0])
+            freqs = inv_freq(self.d, self.base) if name == "default" else scaled[name][0]
             line.set_ydata(self._block_mean(decay_bound(self.r, self.d, inv_freq=freqs)))
         self.title.set_text(f"trained on {self.train_len} positions, extended x{factor:g}")
 

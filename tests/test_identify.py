@@ -59,14 +59,14 @@ def test_partial_rotary_and_other_base():
 
 
 SCALINGS = [
-    ("linear", dict(factor=4.0), 1.0),
-    ("llama3", dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8192), 1.0),
-    ("yarn", dict(factor=16.0, original_max_position_embeddings=4096), None),
+    ("linear", dict(factor=4.0)),
+    ("llama3", dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8192)),
+    ("yarn", dict(factor=16.0, original_max_position_embeddings=4096)),
 ]
 
 
-@pytest.mark.parametrize("rope_type,params,_", SCALINGS, ids=[s[0] for s in SCALINGS])
-def test_identifies_scaling_methods(rope_type, params, _):
+@pytest.mark.parametrize("rope_type,params", SCALINGS, ids=[s[0] for s in SCALINGS])
+def test_identifies_scaling_methods(rope_type, params):
     base = 500000.0 if rope_type == "llama3" else 10000.0
     freqs, att = scaled_inv_freq(D, base, rope_type=rope_type, **params)
     fn = lambda x: neox_kernel(x, freqs=freqs, scale=att)  # noqa: E731
