@@ -1,33 +1,51 @@
-"""rope_ref: a readable NumPy oracle for Rotary Position Embedding (RoFormer section 3).
+"""rope_ref: a readable NumPy oracle for Rotary Position Embedding (RoFormer, arXiv:2104.09864, section 3).
 
 Shapes are written ``(..., seq, d)``: any leading batch/head axes, then
 positions, then features.  See the README's "Conventions" for the choices
 made where the sources disagree.
+
+The oracle (this package's top level) needs numpy and ml_dtypes only:
+
+* ``core``      -- the forms of RoPE (dense eq 14, complex eq 12, plain eq 34, fast), the
+  pairings, the sinusoidal embedding, the long-term-decay bound (eqs 35-37);
+* ``attention`` -- softmax and linear attention (eq 19) with RoPE;
+* ``scaling``   -- context-extension frequencies (linear, NTK, dynamic, YaRN, Llama 3, LongRoPE);
+* ``identify``  -- black-box identification of someone else's RoPE kernel;
+* ``checks``    -- the identity table that ``python -m rope_ref`` prints.
+
+The teaching layer (notebook quantities, figures, interactive views, widgets) lives in
+:mod:`rope_ref.teaching` and needs matplotlib (and ipywidgets for the sliders).
 """
 
-from .attention import attention, elu_plus_one, linear_attention
+from ._fast import clear_cache
+from .attention import attention, attention_dense, elu_plus_one, linear_attention, linear_attention_dense
 from .core import (
     decay_bound,
-    inv_freq,
+    frequencies,
     partial_sums,
     permute_qk_weights,
     rotate,
     rotate_complex,
     rotate_dense,
+    rotate_elementwise,
+    rotate_half,
     rotation_angles,
     rotation_matrix,
     sinusoidal,
+    sinusoidal_shift_matrix,
     to_half,
     to_interleaved,
+    wrap_angle,
 )
 from .identify import RopeSpec, assert_rope_matches, identify
-from .scaling import ROPE_TYPES, scaled_inv_freq
+from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "attention", "decay_bound", "elu_plus_one", "inv_freq", "linear_attention",
-    "partial_sums", "permute_qk_weights", "rotate", "rotate_complex", "rotate_dense",
-    "rotation_angles", "rotation_matrix", "sinusoidal", "to_half", "to_interleaved",
-    "ROPE_TYPES", "scaled_inv_freq", "RopeSpec", "assert_rope_matches", "identify",
+    "attention", "attention_dense", "clear_cache", "decay_bound", "elu_plus_one", "frequencies",
+    "linear_attention", "linear_attention_dense", "partial_sums", "permute_qk_weights", "rotate",
+    "rotate_complex", "rotate_dense", "rotate_elementwise", "rotate_half", "rotation_angles",
+    "rotation_matrix", "sinusoidal", "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle",
+    "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches", "identify",
 ]

@@ -1,19 +1,49 @@
-"""Command line: ``python -m rope_ref [check | figures [--out DIR]]``.
+"""Command line of rope_ref.
 
-With no sub-command: verify every identity (table, exit 1 on failure), then
-regenerate the figures into ``figures/`` and say how to open the notebooks.
+  python -m rope_ref            check every identity, then regenerate the figures
+  python -m rope_ref check      check every identity (table; exit status 1 if one fails)
+  python -m rope_ref figures    regenerate the figures (PNG and SVG)
+
+Run from a source checkout, figures go to the checkout's figures/ folder; from an installed
+copy, to ./figures in the current directory.  --out DIR chooses another folder.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
 from .checks import format_table, run_checks
 
-REPO_FIGURES = Path(__file__).resolve().parent.parent / "figures"
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def source_checkout() -> Path | None:
+    """The root of the source checkout this package was imported from, or None if installed."""
+    root = PACKAGE_DIR.parent
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file() and 'name = "rope_ref"' in pyproject.read_text() and (root / "notebooks").is_dir():
+        return root
+    return None
+
+
+def default_figures_dir() -> Path:
+    """The checkout's figures/ when run from a checkout, else ./figures of the current directory."""
+    root = source_checkout()
+    return (root / "figures") if root is not None else Path.cwd() / "figures"
+
+
+def notebooks_hint() -> str:
+    """How to open the notebooks: an absolute path, or where to get them."""
+    root = source_checkout()
+    root_flag = " --allow-root" if hasattr(os, "geteuid") and os.geteuid() == 0 else ""
+    if root is None:
+        return ("The notebooks are not part of an installed package: they are in the notebooks/ folder of the "
+                "rope_ref source repository. Clone it, then run  jupyter lab" + root_flag + " notebooks/")
+    return f"Next: open the notebooks with  jupyter lab{root_flag} {root / 'notebooks'}"
 
 
 def _check(args) -> int:
@@ -27,34 +57,76 @@ def _check(args) -> int:
 
 
 def _figures(args) -> int:
-    from .figures import write_all
-
+    try:    # the teaching layer needs matplotlib; the identity checks do not
+        from .teaching.figures import write_all
+    except ImportError as exc:
+        print(f"python -m rope_ref figures needs the teaching dependencies ({exc.name} is missing): "
+              "pip install 'rope_ref[teaching]'", file=sys.stderr)
+        return 1
+    out = Path(args.out).resolve() if args.out else default_figures_dir()
     t0 = time.perf_counter()
-    paths = write_all(Path(args.out))
-    for p in paths:
-        print(f"wrote {p}")
-    print(f"{len(paths)} files in {time.perf_counter() - t0:.1f} s")
+    paths = write_all(out)
+    print(f"wrote {len(paths)} figure files (PNG and SVG) to {out} in {time.perf_counter() - t0:.1f} s")
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line on stderr and exit status 2 (no usage dump)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _even_positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive even integer, got {text!r}") from None
+    if value <= 0 or value % 2:
+        raise argparse.ArgumentTypeError(f"expected a positive even integer, got {value}")
+    return value
+
+
+def _seq_length(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 2, got {text!r}") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 2, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    checks = argparse.ArgumentParser(add_help=False)
+    checks.add_argument("--d", type=_even_positive, default=argparse.SUPPRESS,
+                        help="feature dimension for the checks, a positive even integer (default 128)")
+    checks.add_argument("--seq", type=_seq_length, default=argparse.SUPPRESS,
+                        help="number of positions for the checks, at least 2 (default 4096)")
+    figures = argparse.ArgumentParser(add_help=False)
+    figures.add_argument("--out", default=argparse.SUPPRESS,
+                         help="folder for the figures (default: the checkout's figures/, else ./figures)")
+    parser = _Parser(prog="python -m rope_ref", description=__doc__, parents=[checks, figures],
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub.add_parser("check", parents=[checks], help="check every identity only")
+    sub.add_parser("figures", parents=[figures], help="regenerate every figure only")
+    return parser
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rope_ref", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--d", type=int, default=128, help="feature dimension for the checks (default 128)")
-    parser.add_argument("--seq", type=int, default=4096, help="number of positions for the checks (default 4096)")
-    sub = parser.add_subparsers(dest="command")
-    sub.add_parser("check", help="verify the identities only")
-    fig = sub.add_parser("figures", help="regenerate every figure (PNG and SVG)")
-    fig.add_argument("--out", default=str(REPO_FIGURES), help="output folder (default: the repo's figures/)")
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
+    for name, default in [("d", 128), ("seq", 4096), ("out", None)]:
+        if not hasattr(args, name):
+            setattr(args, name, default)
     if args.command == "check":
         return _check(args)
     if args.command == "figures":
         return _figures(args)
     status = _check(args)
-    args.out = str(REPO_FIGURES)
     print()
-    _figures(args)
-    print("\nNext: open the notebooks with  jupyter lab notebooks/")
+    status = _figures(args) or status
+    print("\n" + notebooks_hint())
     return status
 
 

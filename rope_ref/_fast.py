@@ -6,7 +6,8 @@ The math is eq 34 and nothing else; this module only decides *how* to stream it:
   and cached (read-only), so repeated calls on the same shape pay nothing;
 * interleaved pairs are multiplied as complex numbers in one ufunc call per block
   (``(x_2i + i x_2i+1) * (cos + i sin)`` is exactly eq 34);
-* half-split pairs use ``x * [cos, cos] + swap_halves(x) * [-sin, sin]``;
+* half-split pairs use ``x * [cos, cos] + rotate_half(x) * [sin, sin]``, with rotate_half's sign
+  carried by the table (``halves_swapped(x) * [-sin, sin]``);
 * rows are processed in blocks of ~64k elements so the single temporary stays in cache.
 """
 
@@ -19,6 +20,11 @@ import numpy as np
 BLOCK_ELEMENTS = 1 << 16
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 16
+
+
+def clear_cache() -> None:
+    """Free every cached cos/sin table."""
+    _CACHE.clear()
 
 
 def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str):
@@ -85,6 +91,6 @@ def _rotate_block(xs, ys, tabs, pairing, r):
     cos2, sin2 = tabs
     b, h = xs.shape[0], r // 2
     np.multiply(xs[:, :r], cos2, out=ys[:, :r])
-    swapped = xs[:, :r].reshape(b, 2, h)[:, ::-1, :]           # (x_{i+h}, x_i): rotate_half up to sign
+    swapped = xs[:, :r].reshape(b, 2, h)[:, ::-1, :]           # (x_{i+h}, x_i): rotate_half without its sign
     tmp = np.multiply(swapped, sin2.reshape(b, 2, h))          # sign carried by [-sin, sin]
     np.add(ys[:, :r], tmp.reshape(b, r), out=ys[:, :r])

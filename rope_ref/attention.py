@@ -1,28 +1,33 @@
-"""Attention with RoPE on queries and keys (values untouched): softmax (eq 2/17) and linear (eq 19)."""
+"""Attention with RoPE on queries and keys (values untouched): softmax (eqs 2, 16) and linear (eq 19).
+
+:func:`attention` and :func:`linear_attention` are the fast forms; :func:`attention_dense` and
+:func:`linear_attention_dense` write the same equations out with the dense rotation matrices
+(eq 14) and O(N^2) sums, to check them.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from . import _validate as val
-from .core import rotate
+from .core import rotate, rotation_matrix
 
 
-def _check_qkv(q, k, v_):
-    q, k, v_ = val.check_x(q, "q"), val.check_x(k, "k"), val.check_real_array(v_, "v")
-    if q.ndim < 2 or k.ndim < 2 or v_.ndim < 2:
+def _check_qkv(q, k, v):
+    q, k, v = val.check_x(q, "q"), val.check_x(k, "k"), val.check_real_array(v, "v")
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise ValueError(
-            f"q, k, v must have shape (..., seq, d); got q {q.shape}, k {k.shape}, v {v_.shape}"
+            f"q, k, v must have shape (..., seq, d); got q {q.shape}, k {k.shape}, v {v.shape}"
         )
-    if q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v_.shape[:-2]:
+    if q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2]:
         raise ValueError(
-            f"q, k, v must share leading (batch/head) axes; got q {q.shape}, k {k.shape}, v {v_.shape}"
+            f"q, k, v must share leading (batch/head) axes; got q {q.shape}, k {k.shape}, v {v.shape}"
         )
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same feature size d; got q {q.shape}, k {k.shape}")
-    if k.shape[-2] != v_.shape[-2]:
-        raise ValueError(f"k and v must have the same number of positions; got k {k.shape}, v {v_.shape}")
-    return q, k, v_
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v must have the same number of positions; got k {k.shape}, v {v.shape}")
+    return q, k, v
 
 
 def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = False,
@@ -94,3 +99,45 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
         den = fq @ fk.sum(axis=-2)[..., None]
         den = den[..., 0]
     return num / den[..., None]
+
+
+def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
+                    base: float = 10000.0) -> np.ndarray:
+    """Softmax attention written out with the dense matrices (eqs 2, 14, 16): a check for :func:`attention`.
+
+    ``q``: ``(..., n_q, d)``, ``k``: ``(..., n_k, d)``, ``v``: ``(..., n_k, d_v)``; positions 1-D of
+    length n_q and n_k.  Interleaved pairs.  Returns float64 ``(..., n_q, d_v)``.
+    """
+    q, k, v = _check_qkv(q, k, v)
+    qp = val.check_positions(q_positions, q.shape[-2:-1], "q_positions")
+    kp = val.check_positions(k_positions, k.shape[-2:-1], "k_positions")
+    d = q.shape[-1]
+    qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base), q)
+    kr = np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base), k)
+    s = qr @ np.swapaxes(kr, -1, -2) / np.sqrt(d)
+    if causal:
+        s = np.where(kp[None, :] <= qp[:, None], s, -np.inf)
+    w = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (w / w.sum(axis=-1, keepdims=True)) @ v
+
+
+def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
+                           base: float = 10000.0) -> np.ndarray:
+    """Eq 19 evaluated literally in O(N^2) with dense rotation matrices: a check for :func:`linear_attention`.
+
+    ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions`` 1-D of length N
+    (default ``arange(N)``).  Returns float64 ``(..., N, d_v)``.
+    """
+    q, k, v = _check_qkv(q, k, v)
+    n_pos = q.shape[-2]
+    pos = val.check_positions(positions, (n_pos,))
+    R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)
+    fq, fk = elu_plus_one(q), elu_plus_one(k)
+    rq = np.einsum("nij,...nj->...ni", R, fq)
+    rk = np.einsum("nij,...nj->...ni", R, fk)
+    num_w = rq @ np.swapaxes(rk, -1, -2)  # (..., N, N)
+    den_w = fq @ np.swapaxes(fk, -1, -2)
+    if causal:
+        mask = np.tril(np.ones((n_pos, n_pos), bool))
+        num_w, den_w = num_w * mask, den_w * mask
+    return (num_w @ v) / den_w.sum(axis=-1, keepdims=True)

@@ -1,10 +1,11 @@
 """Rotary Position Embedding (RoFormer, Su et al., section 3) in NumPy.
 
-Three ways to compute the same rotation, from slowest-and-plainest to fastest:
+Four ways to compute the same rotation, written independently so each checks the others:
 
-* :func:`rotate_dense`   -- multiply by the block-diagonal matrix R (eqs 14-15);
-* :func:`rotate_complex` -- view pairs as complex numbers, multiply by e^{i m theta} (eq 12);
-* :func:`rotate`         -- the elementwise form x*cos + rot90(x)*sin (eq 34).
+* :func:`rotate_dense`       -- multiply by the block-diagonal matrix R (eqs 14-15);
+* :func:`rotate_complex`     -- view pairs as complex numbers, multiply by e^{i m theta} (eq 12);
+* :func:`rotate_elementwise` -- eq 34 written plainly: x*cos + rotate_half(x)*sin;
+* :func:`rotate`             -- the fast path (same math as eq 34, streamed by ``_fast``).
 
 Conventions (see README "Conventions"): frequencies are indexed from 0,
 theta_i = base^(-2i/d) for i = 0..d/2-1 (the same set as eq 15's 1-indexed
@@ -17,16 +18,17 @@ from __future__ import annotations
 import numpy as np
 
 from . import _fast
-from . import _validate as v
+from . import _validate as val
 
 
-def inv_freq(d: int, base: float = 10000.0) -> np.ndarray:
+def frequencies(d: int, base: float = 10000.0) -> np.ndarray:
     """Per-pair angular frequencies theta_i = base^(-2i/d), i = 0..d/2-1 (eq 15, 0-indexed).
 
-    Returns a float64 array of shape ``(d/2,)``; ``theta_0 = 1`` and the
-    frequencies decrease geometrically towards ``base^(-(d-2)/d)``.
+    Hugging Face calls this array ``inv_freq``; so do the ``inv_freq=`` keywords here, which
+    take an explicit (e.g. scaled) array in its place.  Returns float64 of shape ``(d/2,)``;
+    ``theta_0 = 1`` and the frequencies decrease geometrically towards ``base^(-(d-2)/d)``.
     """
-    d, base = v.check_d(d), v.check_base(base)
+    d, base = val.check_d(d), val.check_base(base)
     return base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
 
 
@@ -42,8 +44,8 @@ def rotation_matrix(positions, d: int, base: float = 10000.0) -> np.ndarray:
     Returns float64 of shape ``P + (d, d)``; block i (rows/cols 2i, 2i+1) is
     [[cos m theta_i, -sin m theta_i], [sin m theta_i, cos m theta_i]].
     """
-    pos = v.check_positions_any(positions)
-    angles = rotation_angles(pos, inv_freq(d, base))  # P + (d/2,)
+    pos = val.check_positions_any(positions)
+    angles = rotation_angles(pos, frequencies(d, base))  # P + (d/2,)
     cos, sin = np.cos(angles), np.sin(angles)
     R = np.zeros(pos.shape + (d, d))
     even, odd = np.arange(0, d, 2), np.arange(1, d, 2)
@@ -61,8 +63,8 @@ def rotate_dense(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     (default ``arange(seq)``).  Returns an array of x's shape and dtype.
     Builds one d x d matrix per distinct position: use it to check, not to run.
     """
-    x = v.check_x(x)
-    pos = v.check_positions(positions, x.shape[:-1])
+    x = val.check_x(x)
+    pos = val.check_positions(positions, x.shape[:-1])
     R = rotation_matrix(pos, x.shape[-1], base)  # pos.shape + (d, d)
     out = np.matmul(R, x.astype(np.float64)[..., None])[..., 0]
     return out.astype(x.dtype, copy=False)
@@ -74,16 +76,19 @@ def rotate_complex(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     ``x``: ``(..., seq, d)``; ``positions``: broadcastable to ``x.shape[:-1]``.
     Returns x's shape and dtype (computed in complex128).
     """
-    x = v.check_x(x)
-    pos = v.check_positions(positions, x.shape[:-1])
+    x = val.check_x(x)
+    pos = val.check_positions(positions, x.shape[:-1])
     z = np.ascontiguousarray(x, dtype=np.float64).view(np.complex128)  # (..., d/2)
-    cis = np.exp(1j * rotation_angles(pos, inv_freq(x.shape[-1], base)))
+    cis = np.exp(1j * rotation_angles(pos, frequencies(x.shape[-1], base)))
     return (z * cis).view(np.float64).astype(x.dtype, copy=False)
 
 
 def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
            rotary_dim: int | None = None, inv_freq=None, out=None) -> np.ndarray:
-    """The elementwise form of RoPE (eq 34): x*cos(m theta) + rot90(x)*sin(m theta).
+    """RoPE, the fast path: the elementwise form of eq 34, x*cos(m theta) + rotate_half(x)*sin(m theta).
+
+    Computes what :func:`rotate_elementwise` computes (the tests check one against the other),
+    but streamed for speed; read :func:`rotate_elementwise` to see the math.
 
     Parameters
     ----------
@@ -101,20 +106,57 @@ def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interlea
     x * cos + rotate_half(x) * sin.  cos/sin tables come from float64 angles and are cached;
     rows stream in cache-sized blocks (see ``rope_ref/_fast.py``).
     """
-    x = v.check_x(x)
-    pairing = v.check_pairing(pairing)
-    r = v.check_rotary_dim(rotary_dim, x.shape[-1])
-    freqs = _resolve_freqs(r, base, inv_freq)
-    pos = v.check_positions(positions, x.shape[:-1])
+    x = val.check_x(x)
+    pairing = val.check_pairing(pairing)
+    r = val.check_rotary_dim(rotary_dim, x.shape[-1])
+    freqs = _chosen_frequencies(r, base, inv_freq)
+    pos = val.check_positions(positions, x.shape[:-1])
     work = np.float64 if x.dtype == np.float64 else np.float32  # angles are float64 either way
-    out = np.empty(x.shape, dtype=x.dtype) if out is None else v.check_out(out, x)
+    out = np.empty(x.shape, dtype=x.dtype) if out is None else val.check_out(out, x)
     return _fast.rotate_into(x, out, pos, freqs, pairing, r, work)
 
 
-def _resolve_freqs(r: int, base, freqs) -> np.ndarray:
-    if freqs is None:
-        return inv_freq(r, base)
-    return v.check_inv_freq(freqs, r // 2)
+def rotate_elementwise(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
+                       rotary_dim: int | None = None, inv_freq=None) -> np.ndarray:
+    """Eq 34 written plainly: R x = x * cos(m theta) + rotate_half(x) * sin(m theta).
+
+    The form to read.  Same arguments as :func:`rotate` (without ``out``): ``x`` ``(..., seq, d)``,
+    ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``).  Angles, cos and sin
+    are float64; no cache, no blocking, no complex numbers.  Returns x's shape and dtype.
+    """
+    x = val.check_x(x)
+    pairing = val.check_pairing(pairing)
+    r = val.check_rotary_dim(rotary_dim, x.shape[-1])
+    angles = rotation_angles(val.check_positions(positions, x.shape[:-1]), _chosen_frequencies(r, base, inv_freq))
+    # theta_i belongs to features (2i, 2i+1) when interleaved, to (i, i + r/2) when half-split.
+    spread = (lambda a: np.repeat(a, 2, axis=-1)) if pairing == "interleaved" else (lambda a: np.concatenate([a, a], -1))
+    cos, sin = spread(np.cos(angles)), spread(np.sin(angles))      # (..., seq, r)
+    out = x.astype(np.float64)                                      # a copy: x is never modified
+    out[..., :r] = out[..., :r] * cos + rotate_half(out[..., :r], pairing) * sin
+    return out.astype(x.dtype, copy=False)
+
+
+def rotate_half(x, pairing: str = "interleaved") -> np.ndarray:
+    """Turn every pair by 90 degrees: (x_a, x_b) -> (-x_b, x_a), the sin term of eq 34.
+
+    ``pairing="interleaved"``: pairs (2i, 2i+1); ``"half"``: pairs (i, i + d/2), which is
+    Hugging Face's ``rotate_half``.  ``x``: ``(..., d)``; returns a new array of x's shape and dtype.
+    """
+    x = val.check_x(x)
+    pairing = val.check_pairing(pairing)
+    if pairing == "half":
+        h = x.shape[-1] // 2
+        return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+    out = np.empty_like(x)
+    out[..., 0::2], out[..., 1::2] = -x[..., 1::2], x[..., 0::2]
+    return out
+
+
+def _chosen_frequencies(r: int, base, inv_freq) -> np.ndarray:
+    """theta for rotary dimension ``r``, or the caller's explicit ``inv_freq`` checked against it."""
+    if inv_freq is None:
+        return frequencies(r, base)
+    return val.check_inv_freq(inv_freq, r // 2)
 
 
 def to_half(x) -> np.ndarray:
@@ -122,14 +164,14 @@ def to_half(x) -> np.ndarray:
 
     ``x``: ``(..., d)``.  ``rotate(to_half(x), pairing="half") == to_half(rotate(x))``.
     """
-    x = v.check_x(x)
+    x = val.check_x(x)
     d = x.shape[-1]
     return np.concatenate([x[..., 0:d:2], x[..., 1:d:2]], axis=-1)
 
 
 def to_interleaved(x) -> np.ndarray:
     """Inverse of :func:`to_half`: half-split layout ``(..., d)`` back to interleaved."""
-    x = v.check_x(x)
+    x = val.check_x(x)
     h = x.shape[-1] // 2
     out = np.empty_like(x)
     out[..., 0::2], out[..., 1::2] = x[..., :h], x[..., h:]
@@ -143,28 +185,41 @@ def permute_qk_weights(w, n_heads: int) -> np.ndarray:
     ``(permute_qk_weights(W) @ x)`` per head equals ``to_half(W @ x)`` per head.
     This is the permutation Llama-to-HF checkpoint converters apply.
     """
-    w = v.check_real_array(w, "w")
+    w = val.check_real_array(w, "w")
     if w.ndim != 2:
         raise ValueError(f"w must be a 2-D weight matrix (n_heads*head_dim, in_features), got shape {w.shape}")
-    n_heads = v.check_positive_int(n_heads, "n_heads")
+    n_heads = val.check_positive_int(n_heads, "n_heads")
     if w.shape[0] % n_heads:
         raise ValueError(f"w.shape[0]={w.shape[0]} is not divisible by n_heads={n_heads}")
-    head_dim = v.check_d(w.shape[0] // n_heads, "head_dim (w.shape[0] // n_heads)")
+    head_dim = val.check_d(w.shape[0] // n_heads, "head_dim (w.shape[0] // n_heads)")
     per_head = w.reshape(n_heads, head_dim // 2, 2, w.shape[1])
     return per_head.transpose(0, 2, 1, 3).reshape(w.shape)
 
 
 def sinusoidal(positions, d: int, base: float = 10000.0) -> np.ndarray:
-    """Additive absolute embedding of Vaswani et al. (001; 002 section 1, eq 2).
+    """The additive absolute embedding of Vaswani et al. 2017 ("Attention Is All You Need", section 3.5).
 
     E(t)_{2i} = sin(t theta_i), E(t)_{2i+1} = cos(t theta_i) with the same theta_i
     as RoPE.  ``positions``: any shape ``P``; returns float64 ``P + (d,)``.
     """
-    pos = v.check_positions_any(positions)
-    angles = rotation_angles(pos, inv_freq(d, base))
+    pos = val.check_positions_any(positions)
+    angles = rotation_angles(pos, frequencies(d, base))
     out = np.empty(pos.shape + (d,))
     out[..., 0::2], out[..., 1::2] = np.sin(angles), np.cos(angles)
     return out
+
+
+def sinusoidal_shift_matrix(k: float, d: int, base: float = 10000.0) -> np.ndarray:
+    """B_k with sinusoidal(t + k) = B_k @ sinusoidal(t) for every t: float64 ``(d, d)``.
+
+    Block i is [[cos, sin], [-sin, cos]](k theta_i): the shift acts on the additive embedding
+    as a rotation that does not depend on t (the property RoPE builds on).
+    """
+    a = float(val.check_positions_any(k, "k")) * frequencies(d, base)
+    B = np.zeros((d, d))
+    e, o = np.arange(0, d, 2), np.arange(1, d, 2)
+    B[e, e], B[e, o], B[o, e], B[o, o] = np.cos(a), np.sin(a), -np.sin(a), np.cos(a)
+    return B
 
 
 def partial_sums(distance, d: int, base: float = 10000.0, *, inv_freq=None) -> np.ndarray:
@@ -173,8 +228,8 @@ def partial_sums(distance, d: int, base: float = 10000.0, *, inv_freq=None) -> n
     ``distance`` = m - n, any shape ``P`` of reals; returns complex128 ``P + (d/2,)``
     whose last index j-1 holds S_j.  ``inv_freq`` overrides the frequencies (scaled RoPE).
     """
-    r = v.check_positions_any(distance, "distance")
-    freqs = _resolve_freqs(v.check_d(d), base, inv_freq)
+    r = val.check_positions_any(distance, "distance")
+    freqs = _chosen_frequencies(val.check_d(d), base, inv_freq)
     return np.cumsum(np.exp(1j * rotation_angles(r, freqs)), axis=-1)
 
 
@@ -185,3 +240,8 @@ def decay_bound(distance, d: int = 128, base: float = 10000.0, *, inv_freq=None)
     At distance 0 every |S_j| = j, so the bound is (d/2 + 1)/2.
     """
     return np.abs(partial_sums(distance, d, base, inv_freq=inv_freq)).mean(axis=-1)
+
+
+def wrap_angle(a) -> np.ndarray:
+    """Angles wrapped to (-pi, pi]: compare an angle with m*theta modulo 2 pi.  float64, a's shape."""
+    return np.angle(np.exp(1j * val.check_positions_any(a, "a")))

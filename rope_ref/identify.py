@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _validate as val
-from .analysis import wrap_angle
-from .core import inv_freq as default_inv_freq
+from .core import frequencies, wrap_angle
 from .scaling import scaled_inv_freq
 
 #: Relative tolerance for structure (linearity, pair blocks): loose enough for float32/bfloat16 kernels.
@@ -228,7 +227,7 @@ def _candidates(theta, r, base, norm_scale, base_hint):
     factor = float(1 / theta[0])
     if abs(factor - 1) > 1e-9:
         yield "linear", dict(base=base, factor=factor)
-    ratio = theta / default_inv_freq(r, base)
+    ratio = theta / frequencies(r, base)
     f_max = float(1 / ratio.min())
     if f_max > 1 + 1e-9:
         for L in _TRAIN_LENGTHS:
@@ -254,7 +253,7 @@ def _best_rope_type(theta, r, base, norm_scale, base_hint):
         if err < best[0]:
             best = (err, rope_type, params)
     # No structured method fits: per-pair factors relative to the default, as LongRoPE allows.
-    return "longrope", dict(base=base, ext_factors=(default_inv_freq(r, base) / theta).tolist())
+    return "longrope", dict(base=base, ext_factors=(frequencies(r, base) / theta).tolist())
 
 
 # ---- assertions -----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 
 from . import _validate as val
-from .core import inv_freq as default_inv_freq
+from .core import frequencies
 
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
 
@@ -100,17 +100,17 @@ def _pos_int(params, name):
 
 def _default(d, base, seq_len, p):
     """theta_i = base^(-2i/d): RoFormer (Su et al. 2021), eq 15."""
-    return default_inv_freq(d, base), 1.0
+    return frequencies(d, base), 1.0
 
 
 def _linear(d, base, seq_len, p):
     """Position interpolation: theta_i / factor (Chen et al. 2023, arXiv:2306.15595)."""
-    return default_inv_freq(d, base) / _pos_float(p, "factor"), 1.0
+    return frequencies(d, base) / _pos_float(p, "factor"), 1.0
 
 
 def _ntk(d, base, seq_len, p):
     """NTK-aware base change base * factor^(d/(d-2)) (bloc97, "NTK-Aware Scaled RoPE", 2023)."""
-    return default_inv_freq(d, base * _pos_float(p, "factor") ** (d / (d - 2)) if d > 2 else base), 1.0
+    return frequencies(d, base * _pos_float(p, "factor") ** (d / (d - 2)) if d > 2 else base), 1.0
 
 
 def _dynamic(d, base, seq_len, p):
@@ -118,7 +118,7 @@ def _dynamic(d, base, seq_len, p):
     factor, L_train = _pos_float(p, "factor"), _pos_int(p, "max_position_embeddings")
     L = L_train if seq_len is None else max(val.check_positive_int(seq_len, "seq_len"), L_train)
     new_base = base * ((factor * L / L_train) - (factor - 1)) ** (d / (d - 2)) if d > 2 else base
-    return default_inv_freq(d, new_base), 1.0
+    return frequencies(d, new_base), 1.0
 
 
 def _train_length_and_factor(p, method):
@@ -165,7 +165,7 @@ def _yarn(d, base, seq_len, p):
     if low == high:
         high += 0.001
     ramp = np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)  # 0: extrapolate, 1: interpolate
-    extrapolation = default_inv_freq(d, base)
+    extrapolation = frequencies(d, base)
     return extrapolation / factor * ramp + extrapolation * (1 - ramp), float(attention_factor)
 
 
@@ -176,7 +176,7 @@ def _llama3(d, base, seq_len, p):
     L_train = _pos_int(p, "original_max_position_embeddings")
     if high_ff <= low_ff:
         raise ValueError(f"llama3: high_freq_factor ({high_ff}) must be > low_freq_factor ({low_ff})")
-    freqs = default_inv_freq(d, base)
+    freqs = frequencies(d, base)
     wavelen = 2 * math.pi / freqs
     out = np.where(wavelen > L_train / low_ff, freqs / factor, freqs)
     smooth = (L_train / wavelen - low_ff) / (high_ff - low_ff)
@@ -193,7 +193,7 @@ def _longrope(d, base, seq_len, p):
     else:
         attention_factor = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(L_train))
     use_long = seq_len is not None and val.check_positive_int(seq_len, "seq_len") > L_train
-    return default_inv_freq(d, base) / (long_ if use_long else short), float(attention_factor)
+    return frequencies(d, base) / (long_ if use_long else short), float(attention_factor)
 
 
 _METHODS = {"default": _default, "linear": _linear, "ntk": _ntk, "dynamic": _dynamic,

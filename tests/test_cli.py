@@ -1,21 +1,57 @@
-"""``python -m rope_ref check``: the identity table and its exit status."""
+"""``python -m rope_ref``: the identity table, exit statuses, where figures go, argument errors."""
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 import rope_ref.checks as checks
-from rope_ref.__main__ import main
+from rope_ref.__main__ import default_figures_dir, main, notebooks_hint, source_checkout
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "rope_ref", *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
 
 
 def test_check_command_passes_and_prints_table():
-    res = subprocess.run([sys.executable, "-m", "rope_ref", "check"], capture_output=True, text=True, timeout=300)
+    res = _run("check")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "d=128, positions 0..4095, float64" in res.stdout
-    for words in ["R orthogonal", "decay bound at 0", "linear attention", "paper eq", "max abs error"]:
+    for words in ["R orthogonal", "decay bound at 0", "linear attention", "paper eq", "max abs error",
+                  "fast rotate == plain elementwise"]:
         assert words in res.stdout
     assert "FAIL" not in res.stdout
+
+
+def test_options_are_accepted_after_the_sub_command():
+    res = _run("check", "--d", "16", "--seq", "100")
+    assert res.returncode == 0, res.stderr
+    assert "d=16, positions 0..99" in res.stdout
+
+
+@pytest.mark.parametrize("args,words", [
+    (["check", "--d", "7"], "--d: expected a positive even integer, got 7"),
+    (["--seq", "x"], "--seq: expected an integer >= 2, got 'x'"),
+    (["check", "--d", "-4"], "--d: expected a positive even integer, got -4"),
+    (["bogus"], "invalid choice"),
+])
+def test_bad_values_give_one_line_and_status_2(args, words):
+    res = _run(*args)
+    assert res.returncode == 2
+    assert words in res.stderr
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_help_is_plain_text():
+    res = _run("--help")
+    assert res.returncode == 0
+    assert "``" not in res.stdout and ":func:" not in res.stdout
+    assert "figures" in res.stdout and "check" in res.stdout
 
 
 def test_check_command_exits_nonzero_when_an_identity_fails(monkeypatch, capsys):
@@ -27,5 +63,31 @@ def test_check_command_exits_nonzero_when_an_identity_fails(monkeypatch, capsys)
         return out
 
     monkeypatch.setattr("rope_ref.__main__.run_checks", broken)
-    assert main(["--seq", "256", "check"]) == 1
+    assert main(["check", "--seq", "256"]) == 1
     assert "FAIL" in capsys.readouterr().out
+
+
+def test_from_the_checkout_figures_go_to_its_figures_folder():
+    assert source_checkout() == ROOT
+    assert default_figures_dir() == ROOT / "figures"
+    hint = notebooks_hint()
+    assert str(ROOT / "notebooks") in hint and Path(hint.split()[-1]).is_absolute()
+
+
+def test_from_an_installed_copy_figures_go_to_the_current_directory(tmp_path, monkeypatch):
+    import rope_ref.__main__ as cli
+    monkeypatch.setattr(cli, "PACKAGE_DIR", tmp_path / "site-packages" / "rope_ref")
+    monkeypatch.chdir(tmp_path)
+    assert cli.source_checkout() is None
+    assert cli.default_figures_dir() == tmp_path / "figures"
+    assert "source repository" in cli.notebooks_hint()
+
+
+def test_figures_out_prints_the_absolute_path(tmp_path, monkeypatch, capsys):
+    import rope_ref.teaching.figures as figures
+    monkeypatch.setattr(figures, "FIGURES", {"fig2_long_term_decay": figures.FIGURES["fig2_long_term_decay"]})
+    monkeypatch.chdir(tmp_path)
+    assert main(["figures", "--out", "rel"]) == 0
+    out = capsys.readouterr().out
+    assert str(tmp_path / "rel") in out
+    assert (tmp_path / "rel" / "fig2_long_term_decay.png").exists()

@@ -54,7 +54,7 @@ def test_inputs_are_not_modified(rng):
     before = x.copy()
     for fn in [rr.rotate, rr.rotate_dense, rr.rotate_complex]:
         fn(x, pos)
-    rr.rotate(x, pos, pairing="half", rotary_dim=4, inv_freq=_readonly(rr.inv_freq(4)))
+    rr.rotate(x, pos, pairing="half", rotary_dim=4, inv_freq=_readonly(rr.frequencies(4)))
     rr.to_half(x), rr.to_interleaved(x), rr.permute_qk_weights(_readonly(rng.standard_normal((16, 3))), 2)
     q, k, v = (_readonly(rng.standard_normal((2, 6, 8))) for _ in range(3))
     rr.attention(q, k, v, q_positions=pos, k_positions=pos, causal=True)
@@ -76,10 +76,10 @@ QKV = np.zeros((2, 5, 8))
 
 BAD_INPUTS = [
     # (call, exception, words the message must contain)
-    (lambda: rr.inv_freq(7), ValueError, ["d", "even"]),
-    (lambda: rr.inv_freq(0), ValueError, ["d", "positive"]),
-    (lambda: rr.inv_freq(-4), ValueError, ["d", "positive"]),
-    (lambda: rr.inv_freq(4.0), TypeError, ["d", "integer"]),
+    (lambda: rr.frequencies(7), ValueError, ["d", "even"]),
+    (lambda: rr.frequencies(0), ValueError, ["d", "positive"]),
+    (lambda: rr.frequencies(-4), ValueError, ["d", "positive"]),
+    (lambda: rr.frequencies(4.0), TypeError, ["d", "integer"]),
     (lambda: rr.rotation_matrix(1.0, 5), ValueError, ["d", "even"]),
     (lambda: rr.rotate(np.zeros((2, 5))), ValueError, ["x.shape[-1]", "even"]),
     (lambda: rr.rotate(X, rotary_dim=3), ValueError, ["rotary_dim", "even"]),

@@ -42,22 +42,22 @@ def test_default_and_linear_by_hand():
 def test_ntk_is_a_base_change():
     d, alpha = 64, 4.0
     f, _ = scaled_inv_freq(d, 10000.0, rope_type="ntk", factor=alpha)
-    np.testing.assert_allclose(f, rr.inv_freq(d, 10000.0 * alpha ** (d / (d - 2))), rtol=1e-14)
+    np.testing.assert_allclose(f, rr.frequencies(d, 10000.0 * alpha ** (d / (d - 2))), rtol=1e-14)
     # The lowest frequency is divided by exactly alpha; the highest (theta_0 = 1) is unchanged.
     assert f[0] == 1.0
-    np.testing.assert_allclose(f[-1], rr.inv_freq(d)[-1] / alpha, rtol=1e-12)
+    np.testing.assert_allclose(f[-1], rr.frequencies(d)[-1] / alpha, rtol=1e-12)
 
 
 def test_dynamic_equals_default_within_training_length():
     kw = dict(rope_type="dynamic", factor=4.0, max_position_embeddings=2048)
-    np.testing.assert_allclose(scaled_inv_freq(64, seq_len=1000, **kw)[0], rr.inv_freq(64), rtol=1e-14)
+    np.testing.assert_allclose(scaled_inv_freq(64, seq_len=1000, **kw)[0], rr.frequencies(64), rtol=1e-14)
     f, _ = scaled_inv_freq(64, seq_len=8192, **kw)     # L = 4 L_train: base * (4*4 - 3)^(d/(d-2))
-    np.testing.assert_allclose(f, rr.inv_freq(64, 10000.0 * 13 ** (64 / 62)), rtol=1e-14)
+    np.testing.assert_allclose(f, rr.frequencies(64, 10000.0 * 13 ** (64 / 62)), rtol=1e-14)
 
 
 def test_yarn_limits_and_ramp():
     f, att = scaled_inv_freq(128, rope_type="yarn", factor=16.0, original_max_position_embeddings=4096)
-    base = rr.inv_freq(128)
+    base = rr.frequencies(128)
     ratio = f / base
     assert ratio[0] == 1.0 and math.isclose(ratio[-1], 1 / 16)      # extrapolate fast, interpolate slow pairs
     assert np.all(np.diff(ratio) <= 1e-15)                           # monotone ramp between
@@ -67,7 +67,7 @@ def test_yarn_limits_and_ramp():
 def test_llama3_three_bands():
     f, _ = scaled_inv_freq(128, 500000.0, rope_type="llama3", factor=8.0, low_freq_factor=1.0,
                            high_freq_factor=4.0, original_max_position_embeddings=8192)
-    base = rr.inv_freq(128, 500000.0)
+    base = rr.frequencies(128, 500000.0)
     wavelen = 2 * np.pi / base
     np.testing.assert_array_equal(f[wavelen < 8192 / 4], base[wavelen < 8192 / 4])
     np.testing.assert_allclose(f[wavelen > 8192], base[wavelen > 8192] / 8, rtol=1e-15)
@@ -77,9 +77,9 @@ def test_longrope_switches_factors_with_seq_len():
     short, long_ = np.full(8, 2.0), np.full(8, 5.0)
     kw = dict(rope_type="longrope", short_factor=short, long_factor=long_, factor=8.0,
               original_max_position_embeddings=1024)
-    np.testing.assert_allclose(scaled_inv_freq(16, seq_len=100, **kw)[0], rr.inv_freq(16) / 2)
+    np.testing.assert_allclose(scaled_inv_freq(16, seq_len=100, **kw)[0], rr.frequencies(16) / 2)
     f, att = scaled_inv_freq(16, seq_len=5000, **kw)
-    np.testing.assert_allclose(f, rr.inv_freq(16) / 5)
+    np.testing.assert_allclose(f, rr.frequencies(16) / 5)
     assert math.isclose(att, math.sqrt(1 + math.log(8) / math.log(1024)))
 
 

@@ -1,4 +1,4 @@
-"""Benchmark: ``python -m rope_ref.bench [--repeats N] [--skip-notebooks]``.
+"""Benchmark of rope_ref: ``python benchmarks/bench.py [--repeats N] [--skip-notebooks]`` from a checkout.
 
 Measures, in one run and on the same arrays (float32 q, k of shape (32, 4096, 128)),
 best of ``--repeats``:
@@ -12,7 +12,7 @@ best of ``--repeats``:
 * the median time of one slider step for every interactive view (update + PNG);
 * the wall time to execute every notebook headless, and of ``python -m rope_ref figures``.
 
-It prints one table with the targets of the benchmark issue.  No test asserts these numbers.
+It prints one table with each measurement's target.  No test asserts these numbers.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _fast, decay_bound, rotate, rotate_complex, rotate_dense
-from .plots import FIG2_DISTANCES, DecayView, RotationsView
-from .scaling_plots import ScalingView
+from rope_ref import clear_cache, decay_bound, rotate, rotate_complex, rotate_dense
+from rope_ref.teaching.quantities import FIG2_DISTANCES
+from rope_ref.teaching.views import DecayView, RotationsView, ScalingView
 
 ROOT = Path(__file__).resolve().parent.parent
 SHAPE = (32, 4096, 128)
@@ -144,7 +144,7 @@ def run(repeats: int = 7, skip_notebooks: bool = False) -> list[tuple]:
     ratio_row("rotate, interleaved", best_of(lambda: (rotate(q), rotate(k)), repeats), 2.0)
     ratio_row("rotate, half", best_of(lambda: (rotate(q, pairing="half"), rotate(k, pairing="half")), repeats), 4.0)
     def cold(pairing):
-        _fast._CACHE.clear()                                  # include building the cos/sin tables
+        clear_cache()                                         # include building the cos/sin tables
         return rotate(q, pairing=pairing), rotate(k, pairing=pairing)
 
     ratio_row("rotate, interleaved, cold table cache", best_of(lambda: cold("interleaved"), repeats))
@@ -204,7 +204,7 @@ def format_rows(rows) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rope_ref.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/bench.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7, help="repeats per timing; the best is kept (default 7)")
     parser.add_argument("--skip-notebooks", action="store_true", help="do not time notebook execution")
     args = parser.parse_args(argv)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from rope_ref import bench
+import bench
 
 
 def test_peak_memory_measures_allocations():

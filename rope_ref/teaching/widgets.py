@@ -1,4 +1,4 @@
-"""ipywidgets front-ends for the views in :mod:`rope_ref.plots`.
+"""ipywidgets front-ends for the views in :mod:`rope_ref.teaching.views`.
 
 Each function returns a ``VBox`` of sliders, a text readout and an ``Image``
 that shows the view's figure as PNG.  A slider change calls ``view.update``
@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import ipywidgets as W
 
-from .plots import DecayView, RotationsView, View
-from .scaling_plots import ScalingView
+from .views import DecayView, RotationsView, ScalingView, View
 
 
 def slider_app(view: View, controls: dict) -> W.VBox:

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from rope_ref.plots import DecayView, RotationsView
-from rope_ref.widgets import decay_widget, rotations_widget
+from rope_ref.teaching.views import DecayView, RotationsView
+from rope_ref.teaching.widgets import decay_widget, rotations_widget
 
 
 @pytest.mark.parametrize("make,name,new", [
@@ -54,8 +54,8 @@ def test_decay_view_matches_decay_bound():
 
 def test_scaling_slider_changes_frequencies():
     from rope_ref.scaling import scaled_inv_freq
-    from rope_ref.widgets import scaling_widget
-    from rope_ref import inv_freq
+    from rope_ref.teaching.widgets import scaling_widget
+    from rope_ref import frequencies
     w = scaling_widget(factor=8.0)
     png = w.image.value
     w.controls["factor"].value = 4.0
@@ -65,7 +65,7 @@ def test_scaling_slider_changes_frequencies():
     _, y = w.view.ratio_lines["llama3"].get_data()
     f, _ = scaled_inv_freq(128, rope_type="llama3", factor=4.0, low_freq_factor=1.0, high_freq_factor=4.0,
                            original_max_position_embeddings=4096)
-    np.testing.assert_allclose(y, f / inv_freq(128))
+    np.testing.assert_allclose(y, f / frequencies(128))
 
 
 def test_blitted_step_equals_a_full_redraw():

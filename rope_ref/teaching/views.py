@@ -1,9 +1,7 @@
-"""Figures and interactive views.  Pure functions of their parameters; no pyplot state.
+"""Interactive views: a figure built once, whose ``update(**params)`` changes artists in place.
 
-Static figures are functions returning a :class:`matplotlib.figure.Figure`.
-Interactive views are small classes: build the figure once, then ``update(**params)``
-changes the existing artists' data (no new figure), and ``to_png()`` renders it.
-:mod:`rope_ref.widgets` wraps each view in ipywidgets sliders.
+Each view lists the artists a slider step changes (``dynamic``); a step redraws only those on a
+cached background (blitting).  :mod:`rope_ref.teaching.widgets` wraps each view in sliders.
 """
 
 from __future__ import annotations
@@ -11,126 +9,15 @@ from __future__ import annotations
 import io
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
+from PIL import Image
 
-from .analysis import (form_errors, mean_abs_score, random_qk, score, score_map,
-                       score_vs_distance, sinusoidal_score_map)
-from .core import decay_bound, inv_freq, rotate
+from ..core import decay_bound, frequencies, rotate
+from .context_extension import TRAIN_LEN, frequency_ratios, method_configs, scaled_frequencies
+from .quantities import FIG2_PAPER_YLIM, random_qk, score, score_vs_distance
+from .style import new_figure, unit_circle
 
-#: Relative distances of Figure 2: continuous over [0, 256] in steps of 0.01 (25,601 points).
-FIG2_DISTANCES = np.linspace(0.0, 256.0, 25601)
-#: The y-range of the paper's Figure 2 axis.
-FIG2_PAPER_YLIM = (6.0, 22.0)
-
-
-def new_figure(width: float = 9.0, height: float = 3.6, dpi: int = 80) -> Figure:
-    """A pyplot-free Figure with an Agg canvas (renders the same under any backend)."""
-    fig = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def figure_png(fig: Figure) -> bytes:
-    """PNG bytes of a figure, without the software/date metadata that makes files differ."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue()
-
-
-# ---- static figures ---------------------------------------------------------------------------
-
-def fig2_long_term_decay(d: int = 128, base: float = 10000.0) -> Figure:
-    """Figure 2 of the paper: (1/(d/2)) sum_j |S_j| over relative distance 0..256 (eq 37).
-
-    Left: the paper's view (y from 6 to 22, so the peak of (d/2+1)/2 near 0 is cut off);
-    right: the full range.
-    """
-    fig = new_figure(10, 3.8)
-    y = decay_bound(FIG2_DISTANCES, d, base)
-    for ax, title in zip(fig.subplots(1, 2), ["as in the paper (y from 6 to 22)", "full range"]):
-        ax.plot(FIG2_DISTANCES, y, lw=1.0, color="C0")
-        ax.set(xlabel="relative distance", ylabel="relative upper bound", title=title, xlim=(0, 256))
-        ax.grid(alpha=0.3)
-    fig.axes[0].set_ylim(*FIG2_PAPER_YLIM)
-    fig.axes[1].axhline((d / 2 + 1) / 2, color="0.5", ls=":", lw=1)
-    fig.axes[1].annotate(f"(d/2+1)/2 = {(d / 2 + 1) / 2:g} at distance 0", xy=(0, (d / 2 + 1) / 2),
-                         xytext=(40, (d / 2 + 1) / 2 - 3), fontsize=9)
-    fig.suptitle(f"Long-term decay of RoPE (Figure 2): d = {d}, theta_i = {base:g}^(-2i/d), i = 0..{d // 2 - 1}")
-    return fig
-
-
-def fig_decay_vs_actual(d: int = 128, base: float = 10000.0, n_samples: int = 256, seed: int = 0) -> Figure:
-    """The Figure-2 bound beside the actual mean |q . R_r k| of random vectors, each divided by its
-    value at distance 0: independent q, k do not decay; k = q does; the bound only caps."""
-    fig = new_figure(7, 3.8)
-    ax = fig.subplots()
-    r = np.linspace(0, 256, 129)
-    bound = decay_bound(FIG2_DISTANCES, d, base)
-    ax.plot(FIG2_DISTANCES, bound / bound[0], lw=1, label="bound (1/(d/2)) sum |S_j| (eq 37)")
-    for same, label in [(False, "mean |q . R_r k|, q and k independent"), (True, "mean |q . R_r q|, k = q")]:
-        y = mean_abs_score(r, d, base=base, n_samples=n_samples, seed=seed, same_vector=same)
-        ax.plot(r, y / y[0], label=label)
-    ax.set(xlabel="relative distance r", ylabel="value / value at r = 0", xlim=(0, 256), ylim=(0, 1.3),
-           title=f"What the bound promises: d = {d}, {n_samples} random vectors")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    return fig
-
-
-def fig_three_forms(d: int = 128) -> Figure:
-    """Max |difference| between the elementwise form (eq 34) and the dense (eq 14), complex (eq 12)
-    and half-split forms, at positions from 1 to 10^6."""
-    pos = np.unique(np.round(np.logspace(0, 6, 200)))
-    errs = form_errors(pos, d)
-    fig = new_figure(7, 3.6)
-    ax = fig.subplots()
-    for (name, e), marker in zip(errs.items(), "o^s"):
-        ax.semilogx(pos, np.maximum(e, 1e-17), marker, ms=3, label=name, alpha=0.8)
-    ax.set_yscale("log")
-    ax.axhline(1e-12, color="C3", ls="--", lw=1, label="tolerance 1e-12")
-    ax.set(xlabel="position m", ylabel="max |difference| (0 shown as 1e-17)", ylim=(1e-18, 1e-10),
-           title=f"The three forms agree (d = {d}, float64)")
-    ax.legend(fontsize=8)
-    return fig
-
-
-def fig_relative_heatmaps(d: int = 64, n_pos: int = 48, seed: int = 0) -> Figure:
-    """q_m . k_n over (m, n): constant along diagonals with RoPE, not with the additive sinusoid."""
-    q, k = random_qk(d, seed)
-    pos = np.arange(n_pos)
-    fig = new_figure(9, 4.2)
-    axes = fig.subplots(1, 2)
-    for ax, S, title in zip(axes, [score_map(q, k, pos), sinusoidal_score_map(q, k, pos)],
-                            ["RoPE: (R_m q).(R_n k)", "sinusoidal: (q + E(m)).(k + E(n))"]):
-        im = ax.imshow(S, origin="lower", cmap="RdBu_r", vmin=-np.abs(S).max(), vmax=np.abs(S).max())
-        ax.set(xlabel="key position n", ylabel="query position m", title=title)
-        fig.colorbar(im, ax=ax, shrink=0.8)
-    return fig
-
-
-def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figure:
-    """Figure-1-style illustration: pairs 0 and 1 of one vector at positions 0..6 (eq 13)."""
-    x = np.tile(np.array([1.0, 0.0] * (d // 2)), (len(positions), 1))
-    rot = rotate(x, np.asarray(list(positions), float), base=base)
-    fig = new_figure(8, 4)
-    for i, ax in enumerate(fig.subplots(1, 2)):
-        theta = inv_freq(d, base)[i]
-        ax.add_patch(_circle())
-        for m, (a, b) in zip(positions, rot[:, 2 * i:2 * i + 2]):
-            ax.annotate("", xy=(a, b), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=f"C{m % 10}"))
-            ax.text(1.12 * a, 1.12 * b, f"m={m}", ha="center", va="center", fontsize=8)
-        ax.set(xlim=(-1.35, 1.35), ylim=(-1.35, 1.35), aspect="equal",
-               title=f"pair {i}: angle m theta_{i}, theta_{i} = {theta:.3g}")
-    return fig
-
-
-def _circle():
-    from matplotlib.patches import Circle
-    return Circle((0, 0), 1.0, fill=False, color="0.7", lw=0.8)
-
-
-# ---- interactive views ------------------------------------------------------------------------
 
 class View:
     """Base: a figure built once; ``update`` changes artists in place; ``to_png`` renders.
@@ -171,7 +58,6 @@ class View:
 
     def to_png(self) -> bytes:
         """Render the current state to PNG (fast zlib level; the figures/ files use :func:`figure_png`)."""
-        from PIL import Image
         canvas = self.fig.canvas
         if self._background is None:
             canvas.draw()                                   # everything but the dynamic artists
@@ -238,7 +124,7 @@ class RotationsView(View):
         self.fig = new_figure(9, 3.8)
         self.ax_plane, self.ax_score = self.fig.subplots(1, 2, width_ratios=[1, 1.6])
         ax = self.ax_plane
-        ax.add_patch(_circle())
+        ax.add_patch(unit_circle())
         ax.axhline(0, color="0.85", lw=0.8)
         ax.axvline(0, color="0.85", lw=0.8)
         self.q0, = ax.plot([], [], color="C0", alpha=0.3, lw=2, label="q pair (m=0)")
@@ -271,7 +157,7 @@ class RotationsView(View):
         for line, vec in [(self.q0, q), (self.k0, k), (self.qm, qm), (self.kn, kn)]:
             a, b = vec[2 * i:2 * i + 2] / max(np.linalg.norm(q[2 * i:2 * i + 2]), np.linalg.norm(k[2 * i:2 * i + 2]))
             line.set_data([0, a], [0, b])
-        self.theta_i = inv_freq(d, base)[i]
+        self.theta_i = frequencies(d, base)[i]
         self.value = float(score(q, k, p["m"], p["n"], base=base))
         self.angle_text.set_text(f"(m-n) theta_{i} = {(p['m'] - p['n']) * self.theta_i:.3f} rad")
         y = score_vs_distance(q, k, self.r, base=base)
@@ -284,3 +170,61 @@ class RotationsView(View):
         p = self.params
         return (f"m = {p['m']:g}, n = {p['n']:g}, n - m = {p['n'] - p['m']:g}; pair {min(int(p['i']), p['d'] // 2 - 1)}: "
                 f"theta = {self.theta_i:.4g}; q_m . k_n = {self.value:.6f}")
+
+
+class ScalingView(View):
+    """How each method rescales each frequency, and the Figure-2 bound beyond training, for a scale factor."""
+
+    def __init__(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
+        self.params = dict(factor=factor)
+        self.d, self.base, self.train_len = d, base, train_len
+        self.fig = new_figure(10, 3.8)
+        self.ax_ratio, self.ax_bound = self.fig.subplots(1, 2)
+        names = list(method_configs())
+        self.ratio_lines = {n: self.ax_ratio.plot([], [], label=n, lw=1.5)[0] for n in names}
+        self.ax_ratio.set(xlabel="pair i (fast -> slow)", ylabel="scaled theta_i / theta_i", yscale="log",
+                          xlim=(0, d // 2 - 1), title="frequency ratio per pair")
+        self.ax_ratio.legend(fontsize=7, loc="lower left")
+        ticks = [4.0 ** -k for k in range(6)][::-1]
+        self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)              # fixed, so a step only redraws the lines
+        self.ax_ratio.yaxis.set_major_locator(FixedLocator(ticks))
+        self.ax_ratio.yaxis.set_major_formatter(FixedFormatter([f"1/{round(1 / t)}" if t < 1 else "1" for t in ticks]))
+        self.ax_ratio.yaxis.set_minor_locator(NullLocator())
+        self.ax_ratio.grid(alpha=0.3)
+        # The bound oscillates fast at large distances: show its mean over blocks of 4 samples.
+        self.r = np.linspace(0, 8 * train_len, 1025)
+        self.r_mid = self.r[:-1].reshape(-1, 4).mean(axis=1)
+        self.bound_lines = {n: self.ax_bound.plot(self.r_mid, np.zeros_like(self.r_mid), lw=1.2, label=n)[0]
+                            for n in ["default", "linear", "yarn", "llama3"]}
+        self.ax_bound.legend(fontsize=7)
+        self.ax_bound.axvline(train_len, color="0.5", ls=":", lw=1)
+        self.ax_bound.set(xlabel="relative distance", ylabel="decay bound (eq 37), block mean", xlim=(0, self.r[-1]),
+                          title="Figure-2 bound, far beyond training")
+        self.ax_bound.grid(alpha=0.3)
+        self.ax_bound.set_ylim(0, 12)
+        self.title = self.fig.suptitle(" ")
+        self.dynamic = (*self.ratio_lines.values(), *self.bound_lines.values(), self.title)
+        self._redraw()
+        self._freeze_layout()
+
+    def _redraw(self):
+        factor = float(self.params["factor"])
+        scaled = scaled_frequencies(self.d, self.base, factor, self.train_len)   # once per step
+        self.ratios = ratios = frequency_ratios(self.d, self.base, scaled=scaled)
+        pairs = np.arange(self.d // 2)
+        for name, (ratio, _) in ratios.items():
+            self.ratio_lines[name].set_data(pairs, ratio)
+        for name, line in self.bound_lines.items():
+            freqs = frequencies(self.d, self.base) if name == "default" else scaled[name][0]
+            line.set_ydata(self._block_mean(decay_bound(self.r, self.d, inv_freq=freqs)))
+        self.title.set_text(f"trained on {self.train_len} positions, extended x{factor:g}")
+
+    @staticmethod
+    def _block_mean(y):
+        return y[:-1].reshape(-1, 4).mean(axis=1)
+
+    def readout(self) -> str:
+        f = float(self.params["factor"])
+        ratios = self.ratios
+        return "factor {:g}: slowest pair scaled by ".format(f) + ", ".join(
+            f"{n} {r[-1]:.3g}" for n, (r, _) in ratios.items())

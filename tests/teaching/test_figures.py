@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from rope_ref.figures import FIGURES, write_all
+from rope_ref.teaching.figures import FIGURES, write_all
 
-FIG_DIR = Path(__file__).resolve().parent.parent / "figures"
+FIG_DIR = Path(__file__).resolve().parents[2] / "figures"
 REQUIRED = ["fig2_long_term_decay", "three_forms_agreement", "relative_identity_heatmaps", "rotation_illustration"]
 
 
@@ -41,7 +41,7 @@ def test_two_runs_are_byte_identical(regenerated, tmp_path):
 
 
 def test_figure2_has_the_papers_axis():
-    from rope_ref.plots import FIG2_PAPER_YLIM, fig2_long_term_decay
+    from rope_ref.teaching.figures import FIG2_PAPER_YLIM, fig2_long_term_decay
     fig = fig2_long_term_decay()
     paper, full = fig.axes[0], fig.axes[1]
     assert paper.get_ylim() == FIG2_PAPER_YLIM

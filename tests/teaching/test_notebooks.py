@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 EXPECTED = ["01_three_forms", "02_long_term_decay", "03_rotations", "04_attention",
             "05_context_extension", "06_precision", "07_check_your_rope"]
 

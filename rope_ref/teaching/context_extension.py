@@ -1,0 +1,35 @@
+"""Context extension (notebook 05): every scaling method applied to one model, side by side."""
+
+from __future__ import annotations
+
+from ..core import frequencies
+from ..scaling import scaled_inv_freq
+
+#: Example configurations for a model trained on 4k positions, extended 8x.
+TRAIN_LEN = 4096
+
+
+def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
+    """rope_type -> parameters for scaled_inv_freq, for a model trained on ``train_len`` extended ``factor``x."""
+    return {
+        "linear": dict(factor=factor),
+        "ntk": dict(factor=factor),
+        "dynamic": dict(factor=factor, max_position_embeddings=train_len, seq_len=int(factor * train_len)),
+        "yarn": dict(factor=factor, original_max_position_embeddings=train_len),
+        "llama3": dict(factor=factor, low_freq_factor=1.0, high_freq_factor=4.0,
+                       original_max_position_embeddings=train_len),
+    }
+
+
+def scaled_frequencies(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
+    """rope_type -> (scaled theta_i, attention_factor) for every method of :func:`method_configs`."""
+    return {name: scaled_inv_freq(d, base, rope_type=name, **params)
+            for name, params in method_configs(factor, train_len).items()}
+
+
+def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
+                     scaled: dict | None = None) -> dict:
+    """rope_type -> (scaled theta_i / default theta_i, attention_factor) per pair."""
+    default = frequencies(d, base)
+    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
+    return {name: (freqs / default, att) for name, (freqs, att) in scaled.items()}

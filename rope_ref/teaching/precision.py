@@ -1,0 +1,68 @@
+"""Precision (notebook 06): what happens when a kernel computes its angles in a narrow dtype.
+
+rope_ref itself always computes m * theta_i in float64; these functions reproduce the
+practice of kernels that do not, so the notebook and figures can measure the damage.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import ml_dtypes
+import numpy as np
+
+from ..core import frequencies
+from .quantities import score
+
+#: The narrow dtypes notebook 06 compares with float64.
+PRECISION_DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
+
+
+def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
+    """m * theta_i computed the way a kernel would in ``dtype`` (positions and frequencies cast
+    first, product rounded to ``dtype``), returned as float64 for comparison.  float16 overflows
+    to inf beyond 65504."""
+    dt = np.dtype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = np.asarray(positions, dtype=np.float64).astype(dt)
+        f = np.asarray(freqs, dtype=np.float64).astype(dt)
+        return np.multiply.outer(p, f).astype(dt).astype(np.float64)
+
+
+def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float32) -> dict:
+    """Max over pairs of |angle error| and |cos error| at each position when angles are computed
+    in ``dtype`` (cos/sin then evaluated and rounded to ``dtype`` too), against float64."""
+    pos = np.asarray(positions, dtype=np.float64)
+    freqs = frequencies(d, base)
+    exact = np.multiply.outer(pos, freqs)
+    low = angles_in_dtype(pos, freqs, dtype)
+    with np.errstate(invalid="ignore"):
+        cos_low = np.cos(low).astype(np.dtype(dtype)).astype(np.float64)
+        return {"angle": np.abs(low - exact).max(axis=-1),
+                "cos": np.abs(cos_low - np.cos(exact)).max(axis=-1)}
+
+
+def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.float32) -> np.ndarray:
+    """Interleaved RoPE whose angles and cos/sin are computed in ``dtype`` (the data stay float64):
+    the numerical practice notebook 06 warns about.  ``x``: ``(..., seq, d)``."""
+    x = np.asarray(x, dtype=np.float64)
+    ang = angles_in_dtype(positions, frequencies(x.shape[-1], base), dtype)
+    dt = np.dtype(dtype)
+    with np.errstate(invalid="ignore"):
+        cos = np.cos(ang).astype(dt).astype(np.float64)
+        sin = np.sin(ang).astype(dt).astype(np.float64)
+    out = np.empty_like(x)
+    out[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+    out[..., 1::2] = x[..., 1::2] * cos + x[..., 0::2] * sin
+    return out
+
+
+def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000.0, dtype=np.float32):
+    """|q_m . k_{m+r}| error when angles are computed in ``dtype`` vs float64, for each m."""
+    m = np.asarray(m, dtype=np.float64)
+    n = m + distance
+    qm = rotate_with_angle_dtype(np.broadcast_to(q, m.shape + q.shape), m, base=base, dtype=dtype)
+    kn = rotate_with_angle_dtype(np.broadcast_to(k, n.shape + k.shape), n, base=base, dtype=dtype)
+    exact = score(q, k, m, n, base=base)
+    return np.abs(np.einsum("...d,...d->...", qm, kn) - exact)

@@ -1,0 +1,43 @@
+"""The architecture holds: the oracle imports without the teaching layer's dependencies."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[1] / "rope_ref"
+TEACHING_DEPS = {"matplotlib", "IPython", "ipywidgets", "PIL", "nbformat", "nbclient", "nbconvert"}
+
+
+def test_import_rope_ref_loads_no_teaching_dependency():
+    code = ("import sys, rope_ref, rope_ref.checks, rope_ref.identify, rope_ref.scaling; "
+            f"print(sorted(m for m in {sorted(TEACHING_DEPS)!r} if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert res.stdout.strip() == "[]", res.stdout
+
+
+def _imports(path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield ("." * node.level) + (node.module or "")
+
+
+def test_oracle_modules_import_neither_teaching_nor_its_dependencies():
+    for path in PKG.glob("*.py"):
+        if path.name == "__main__.py":       # the CLI loads the figures on demand
+            continue
+        for name in _imports(path):
+            assert "teaching" not in name, f"{path.name} imports {name}"
+            assert name.split(".")[0] not in TEACHING_DEPS, f"{path.name} imports {name}"
+
+
+def test_no_function_local_imports_in_the_package():
+    allowed = {("__main__.py", "_figures")}   # optional dependency, with a clear message when missing
+    for path in list(PKG.glob("*.py")) + list((PKG / "teaching").glob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                local = [n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))]
+                assert not local or (path.name, fn.name) in allowed, f"{path.name}:{fn.name} imports inside"
