@@ -7,6 +7,7 @@ what was expected.  Kept out of ``core.py`` so the math there reads cleanly.
 
 from __future__ import annotations
 
+import difflib
 import numbers
 
 import ml_dtypes
@@ -21,6 +22,27 @@ FLOAT_DTYPES = (
     np.dtype(np.float64),
     np.dtype(ml_dtypes.bfloat16),
 )
+
+
+def check_bool(flag, name: str) -> bool:
+    """A real bool (or numpy bool): strings such as "False" and arrays are refused, not truth-tested."""
+    if isinstance(flag, (bool, np.bool_)):
+        return bool(flag)
+    raise TypeError(f"{name} must be True or False, got {flag!r} of type {type(flag).__name__}")
+
+
+def closest_name(name: str, valid) -> str:
+    """' (did you mean 'x'?)' for the valid name closest to a misspelt one, else ''."""
+    match = difflib.get_close_matches(str(name), [str(v) for v in valid], n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def check_keywords(given, valid, what: str) -> None:
+    """TypeError naming every unknown keyword in ``given``, with the closest valid name for each."""
+    unknown = [k for k in given if k not in valid]
+    if unknown:
+        hints = "; ".join(f"{k!r}{closest_name(k, valid)}" for k in unknown)
+        raise TypeError(f"{what} got unexpected keyword(s) {hints}; valid keywords: {sorted(valid)}")
 
 
 def check_positive_int(n, name: str, *, even: bool = False) -> int:
