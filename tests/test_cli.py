@@ -91,3 +91,19 @@ def test_figures_out_prints_the_absolute_path(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert str(tmp_path / "rel") in out
     assert (tmp_path / "rel" / "fig2_long_term_decay.png").exists()
+
+
+def test_a_copy_outside_the_checkout_never_writes_into_its_own_folder(tmp_path):
+    import shutil
+    site = tmp_path / "site-packages"
+    shutil.copytree(ROOT / "rope_ref", site / "rope_ref", ignore=shutil.ignore_patterns("__pycache__"))
+    work = tmp_path / "work"
+    work.mkdir()
+    code = ("import rope_ref, rope_ref.__main__ as m; print(rope_ref.__file__); "
+            "print(m.default_figures_dir()); print(m.notebooks_hint())")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=work,
+                         env={**__import__("os").environ, "PYTHONPATH": str(site)}, check=True)
+    imported, figures_dir, hint = res.stdout.strip().splitlines()
+    assert imported.startswith(str(site))
+    assert Path(figures_dir) == work / "figures"
+    assert "source repository" in hint
