@@ -1,19 +1,31 @@
 """Argument checks shared by the public functions.
 
 Every check raises ``TypeError`` (wrong kind of thing) or ``ValueError``
-(right kind, wrong value) with a message that names the argument and says
-what was expected.  Kept out of ``core.py`` so the math there reads cleanly.
+(right kind, wrong value) with a message that names the argument, says what
+was given and what was expected.  Kept out of ``core.py`` so the math there
+reads cleanly.  Where the math is fine but float64 runs out of digits (huge
+positions), :func:`warn_precision` warns once per process with a
+:class:`RopeRefPrecisionWarning`.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import inspect
 import numbers
+import os
+import sys
+import warnings
 
 import ml_dtypes
 import numpy as np
 
 PAIRINGS = ("interleaved", "half")
+#: other names people use for the two pairings, for the "did you mean" hint.
+PAIRING_ALIASES = {"neox": "half", "gpt-neox": "half", "gptneox": "half", "rotate_half": "half",
+                   "hf": "half", "split": "half", "llama": "interleaved", "gptj": "interleaved",
+                   "gpt-j": "interleaved", "paper": "interleaved", "roformer": "interleaved"}
 
 #: dtypes ``rotate`` and friends accept and return unchanged.
 FLOAT_DTYPES = (
@@ -22,6 +34,34 @@ FLOAT_DTYPES = (
     np.dtype(np.float64),
     np.dtype(ml_dtypes.bfloat16),
 )
+ACCEPTED = "float16, float32, float64 or bfloat16 (ml_dtypes), or integers (promoted to float64)"
+
+#: float64 angles |m*theta| >= ANGLE_LIMIT have a rounding error ulp/2 > ANGLE_TOL rad.
+ANGLE_TOL = 1e-6
+ANGLE_LIMIT = 2.0 ** (np.ceil(np.log2(ANGLE_TOL)) + 53)    # 2^34 ~ 1.7e10: ulp(2^34)/2 = 2^-19 ~ 1.9e-6
+EXACT_INT_LIMIT = 2 ** 53                                  # integers beyond this are not all float64 values
+
+
+class RopeRefPrecisionWarning(UserWarning):
+    """The math is fine but float64 cannot resolve it (positions so large that m*theta loses digits)."""
+
+
+_WARNED: set = set()
+
+
+def warn_precision(kind: str, message: str) -> None:
+    """Warn once per process for each ``kind`` of precision loss."""
+    if kind not in _WARNED:
+        _WARNED.add(kind)
+        warnings.warn(message, RopeRefPrecisionWarning, stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """The stacklevel of the first frame outside rope_ref, so the warning points at the user's call."""
+    here, frame, level = os.path.dirname(os.path.abspath(__file__)), sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def check_bool(flag, name: str) -> bool:
@@ -43,6 +83,19 @@ def check_keywords(given, valid, what: str) -> None:
     if unknown:
         hints = "; ".join(f"{k!r}{closest_name(k, valid)}" for k in unknown)
         raise TypeError(f"{what} got unexpected keyword(s) {hints}; valid keywords: {sorted(valid)}")
+
+
+def suggest_keywords(fn):
+    """Decorator: a misspelt keyword raises a TypeError naming the closest valid one (pairng= -> pairing)."""
+    params = inspect.signature(fn).parameters
+    valid = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if kwargs:
+            check_keywords(kwargs, valid, f"{fn.__name__}()")
+        return fn(*args, **kwargs)
+    return wrapper
 
 
 def check_positive_int(n, name: str, *, even: bool = False) -> int:
@@ -72,8 +125,13 @@ def check_base(base, name: str = "base") -> float:
 
 
 def check_pairing(pairing) -> str:
+    """'interleaved' or 'half'; a misspelling or another library's name gets a hint."""
+    if not isinstance(pairing, str):
+        raise TypeError(f"pairing must be one of {PAIRINGS}, got {pairing!r} of type {type(pairing).__name__}")
     if pairing not in PAIRINGS:
-        raise ValueError(f"pairing must be one of {PAIRINGS}, got {pairing!r}")
+        alias = PAIRING_ALIASES.get(pairing.lower())
+        hint = f" (did you mean {alias!r}?)" if alias else closest_name(pairing, PAIRINGS)
+        raise ValueError(f"pairing must be one of {PAIRINGS}, got {pairing!r}{hint}")
     return pairing
 
 
@@ -90,16 +148,31 @@ def check_rotary_dim(rotary_dim, d: int) -> int:
 
 
 def check_real_array(a, name: str, *, allow_int: bool = True) -> np.ndarray:
-    """A real numeric array (not complex, object, string or bool)."""
-    if isinstance(a, (str, bytes)):
-        raise TypeError(f"{name} must be a real numeric array, got a string")
-    arr = np.asarray(a)
+    """A real array of an accepted dtype (see ``ACCEPTED``): not complex, object, string, bool or longdouble."""
+    expected = f"a real array of dtype {ACCEPTED}" if allow_int else f"a real array of dtype {ACCEPTED[:ACCEPTED.index(', or')]}"
+    if a is None or isinstance(a, (str, bytes)):
+        raise TypeError(f"{name} must be {expected}, got {'None' if a is None else 'a string ' + repr(a)}")
+    try:
+        arr = np.asarray(a)
+    except (ValueError, TypeError) as e:                      # ragged nested lists and the like
+        raise TypeError(f"{name} must be {expected}, got {type(a).__name__} that numpy cannot convert ({e})") from None
     dt = arr.dtype
     if dt in FLOAT_DTYPES or (allow_int and dt.kind in "iu"):
         return arr
     if dt.kind == "c":
-        raise TypeError(f"{name} must be real, got complex dtype {dt}")
-    raise TypeError(f"{name} must be a real floating-point array, got dtype {dt}")
+        raise TypeError(f"{name} must be real, got complex dtype {dt} (rope_ref does not drop imaginary parts); "
+                        f"expected {expected}")
+    if dt.kind == "f":
+        raise TypeError(f"{name} has dtype {dt}, which rope_ref does not accept; expected {expected} "
+                        f"(convert with .astype(np.float64))")
+    raise TypeError(f"{name} must be {expected}, got dtype {dt}")
+
+
+def check_finite(arr: np.ndarray, name: str) -> np.ndarray:
+    if not np.all(np.isfinite(arr)):
+        where = tuple(int(i) for i in np.unravel_index(np.argmin(np.isfinite(arr)), arr.shape))
+        raise ValueError(f"{name} must be finite, got NaN or infinity (first at index {where})")
+    return arr
 
 
 def check_x(x, name: str = "x") -> np.ndarray:
@@ -113,6 +186,17 @@ def check_x(x, name: str = "x") -> np.ndarray:
     return arr
 
 
+def _float_positions(positions, name: str) -> np.ndarray:
+    """Finite float64 positions; integers beyond 2^53 (which float64 cannot all represent) warn."""
+    pos = check_real_array(positions, name)
+    if pos.dtype.kind in "iu" and pos.size and (pos.max() > EXACT_INT_LIMIT or pos.min() < -EXACT_INT_LIMIT):
+        warn_precision("int53", f"{name}: integers beyond 2^53 = {EXACT_INT_LIMIT} are rounded to float64, so "
+                       f"neighbouring positions can get identical angles (2^53 and 2^53 + 1 do); "
+                       f"got {name} up to {max(abs(int(pos.max())), abs(int(pos.min())))}")
+    pos = pos.astype(np.float64)
+    return check_finite(pos, name)
+
+
 def check_positions(positions, lead_shape: tuple, name: str = "positions") -> np.ndarray:
     """Finite real positions as float64, broadcastable to ``lead_shape`` = x.shape[:-1].
 
@@ -123,10 +207,7 @@ def check_positions(positions, lead_shape: tuple, name: str = "positions") -> np
         if len(lead_shape) == 0:
             return np.zeros(())
         return np.arange(lead_shape[-1], dtype=np.float64)
-    pos = check_real_array(positions, name)
-    pos = pos.astype(np.float64)
-    if not np.all(np.isfinite(pos)):
-        raise ValueError(f"{name} must be finite, got NaN or infinity")
+    pos = _float_positions(positions, name)
     try:
         shape = np.broadcast_shapes(pos.shape, tuple(lead_shape))
     except ValueError:
@@ -140,10 +221,15 @@ def check_positions(positions, lead_shape: tuple, name: str = "positions") -> np
 
 def check_positions_any(positions, name: str = "positions") -> np.ndarray:
     """Finite real positions of any shape, as float64."""
-    pos = check_real_array(positions, name).astype(np.float64)
-    if not np.all(np.isfinite(pos)):
-        raise ValueError(f"{name} must be finite, got NaN or infinity")
-    return pos
+    return _float_positions(positions, name)
+
+
+def check_scalar(value, name: str) -> float:
+    """A finite real scalar (a 0-d array or a Python/numpy number)."""
+    arr = check_positions_any(value, name)
+    if arr.ndim:
+        raise ValueError(f"{name} must be a real scalar, got an array of shape {arr.shape}")
+    return float(arr)
 
 
 def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray:
@@ -151,19 +237,57 @@ def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray
     f = check_real_array(inv_freq, name).astype(np.float64)
     if f.shape != (n_pairs,):
         raise ValueError(f"{name} must have shape ({n_pairs},) = (rotary_dim/2,), got shape {f.shape}")
-    if not np.all(np.isfinite(f)):
-        raise ValueError(f"{name} must be finite, got NaN or infinity")
-    return f
+    return check_finite(f, name)
+
+
+def check_freqs(freqs, name: str = "freqs") -> np.ndarray:
+    """Finite real frequencies of shape (n,)."""
+    f = check_real_array(freqs, name).astype(np.float64)
+    if f.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one frequency per pair), got shape {f.shape}")
+    return check_finite(f, name)
+
+
+def check_angles(pos: np.ndarray, freqs: np.ndarray, name: str = "positions") -> None:
+    """m * theta must be finite (else ValueError); beyond ``ANGLE_LIMIT`` float64 rounds it by > 1e-6 rad: warn once."""
+    if pos.size == 0 or freqs.size == 0:
+        return
+    m, f = float(np.max(np.abs(pos))), float(np.max(np.abs(freqs)))
+    with np.errstate(over="ignore"):
+        peak = m * f
+    if not np.isfinite(peak):
+        raise ValueError(f"{name} times the frequencies overflow float64: |{name}| up to {m:.3g} times theta up to "
+                         f"{f:.3g} is not a finite angle; expected |{name} * theta| < 1.8e308")
+    if peak >= ANGLE_LIMIT:
+        err = float(np.spacing(peak)) / 2
+        warn_precision("angle", f"{name} up to {m:.3g} with theta up to {f:.3g}: the float64 angle m*theta is rounded "
+                       f"by up to {err:.2g} rad; the rounding exceeds {ANGLE_TOL:g} rad once |m*theta| >= 2^34 = "
+                       f"{ANGLE_LIMIT:.4g} (ulp(m*theta)/2), i.e. beyond position {ANGLE_LIMIT / f:.4g} here")
 
 
 def check_out(out, x: np.ndarray) -> np.ndarray:
-    """An output buffer: an ndarray of x's shape and dtype that does not overlap x."""
+    """An output buffer: a writeable ndarray of x's shape and dtype (any strides) that does not overlap x."""
     if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+        raise TypeError(f"out must be a numpy array of x's shape {x.shape} and dtype {x.dtype}, got {type(out).__name__}")
     if out.shape != x.shape or out.dtype != x.dtype:
-        raise ValueError(f"out must have x's shape {x.shape} and dtype {x.dtype}, got {out.shape} {out.dtype}")
+        raise ValueError(f"out must have x's shape {x.shape} and dtype {x.dtype} (integers are promoted to float64), "
+                         f"got shape {out.shape} and dtype {out.dtype}")
     if not out.flags.writeable:
-        raise ValueError("out must be writeable")
-    if np.shares_memory(out, x):
-        raise ValueError("out must not overlap x: rope_ref never modifies its input in place")
+        raise ValueError("out must be writeable, got a read-only array")
+    try:
+        overlap = np.shares_memory(out, x, max_work=10**6)
+    except np.exceptions.TooHardError:
+        overlap = True
+    if overlap:
+        raise ValueError("out must not overlap x: rope_ref never modifies its input in place; pass a separate buffer")
     return out
+
+
+def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x") -> np.ndarray:
+    """``result`` unchanged, or ValueError when finite ``x`` gave inf/NaN (a pair's norm beyond the dtype's range)."""
+    if not np.all(np.isfinite(result)) and np.all(np.isfinite(x)):
+        big = float(ml_dtypes.finfo(result.dtype).max)
+        raise ValueError(f"{name}: rotating finite {name} of dtype {result.dtype} overflows (a pair's norm exceeds "
+                         f"the largest {result.dtype} value {big:.5g}); expected every pair of {name} to have norm below "
+                         f"{big:.5g} (safe: |{name}| < {big / np.sqrt(2):.5g}), or a wider dtype")
+    return result

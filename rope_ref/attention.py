@@ -3,6 +3,12 @@
 :func:`attention` and :func:`linear_attention` are the fast forms; :func:`attention_dense` and
 :func:`linear_attention_dense` write the same equations out with the dense rotation matrices
 (eq 14) and O(N^2) sums, to check them.
+
+Both fast forms are numerically stable: softmax subtracts each row's largest score, with q and k
+scaled by powers of two first so that scores never overflow (q*1e200, k*1e200 give the argmax);
+linear attention divides the elu+1 features by their largest value (in the log domain), which
+cancels between numerator and denominator, so q = k = -800 does not give 0/0.  The dense forms
+compute plainly and raise where float64 runs out.
 """
 
 from __future__ import annotations
@@ -27,26 +33,42 @@ def _check_qkv(q, k, v):
         raise ValueError(f"q and k must have the same feature size d; got q {q.shape}, k {k.shape}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same number of positions; got k {k.shape}, v {v.shape}")
+    if k.shape[-2] == 0:
+        raise ValueError(f"k must have at least one position (softmax over zero keys is undefined); got k {k.shape}")
+    for a, name in ((q, "q"), (k, "k"), (v, "v")):
+        val.check_finite(a, name)
     return q, k, v
 
 
+def _pow2_scale(a: np.ndarray) -> float:
+    """A power of two near max|a| (1 for a = 0): dividing by it is exact and brings |a| to [0.5, 1]."""
+    peak = float(np.max(np.abs(a), initial=0.0))
+    return float(np.ldexp(1.0, np.frexp(peak)[1])) if peak > 0 else 1.0
+
+
+@val.suggest_keywords
 def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = False,
               base: float = 10000.0, pairing: str = "interleaved") -> np.ndarray:
     """Scaled dot-product softmax attention with RoPE applied to q and k only.
 
-    ``q``: ``(..., n_q, d)``; ``k``: ``(..., n_k, d)``; ``v``: ``(..., n_k, d_v)``; the
+    ``q``: ``(..., n_q, d)``; ``k``: ``(..., n_k, d)`` with n_k >= 1; ``v``: ``(..., n_k, d_v)``; the
     leading axes (batch, heads) must agree.  ``q_positions`` / ``k_positions``
     broadcast to ``q.shape[:-1]`` / ``k.shape[:-1]`` (defaults ``arange``).  With
     ``causal=True`` a query attends the keys whose *position* is <= its own, so
     queries at positions ``offset..`` can attend a longer cache of keys.
     Returns ``(..., n_q, d_v)`` in float64 (float32 if all inputs are float32 or narrower).
+
+    Stable softmax: scores = (q/s_q)(k/s_k)^T * s_q s_k / sqrt(d) with s_q, s_k powers of two, and
+    exp((u - max u) * s_q s_k / sqrt(d)), so huge q, k tend to the argmax instead of inf - inf.
     """
     q, k, v = _check_qkv(q, k, v)
+    causal = val.check_bool(causal, "causal")
     qp = val.check_positions(q_positions, q.shape[:-1], "q_positions")
     kp = val.check_positions(k_positions, k.shape[:-1], "k_positions")
     qr = rotate(q, qp, base=base, pairing=pairing).astype(np.float64)
     kr = rotate(k, kp, base=base, pairing=pairing).astype(np.float64)
-    scores = qr @ np.swapaxes(kr, -1, -2) / np.sqrt(q.shape[-1])  # (..., n_q, n_k)
+    sq, sk = _pow2_scale(qr), _pow2_scale(kr)
+    u = (qr / sq) @ np.swapaxes(kr / sk, -1, -2)       # (..., n_q, n_k), |u| <= d: cannot overflow
     if causal:
         qpb = np.broadcast_to(qp, q.shape[:-1])[..., :, None]
         kpb = np.broadcast_to(kp, k.shape[:-1])[..., None, :]
@@ -54,10 +76,13 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
         if not np.all(visible.any(axis=-1)):
             raise ValueError("causal attention: some query has no key at or before its position "
                              "(check q_positions against k_positions)")
-        scores = np.where(visible, scores, -np.inf)
-    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        u = np.where(visible, u, -np.inf)
+    with np.errstate(over="ignore"):                   # a gap times a huge scale -> -inf -> weight 0: the limit
+        shifted = (u - u.max(axis=-1, keepdims=True)) * (sq / np.sqrt(q.shape[-1])) * sk   # <= 0
+    weights = np.exp(shifted)
     weights /= weights.sum(axis=-1, keepdims=True)
-    return (weights @ v.astype(np.float64)).astype(_out_dtype(q, k, v), copy=False)
+    out = weights @ v.astype(np.float64)
+    return val.check_no_overflow(out.astype(_out_dtype(q, k, v)), v, "v")
 
 
 def _out_dtype(*arrays):
@@ -65,11 +90,24 @@ def _out_dtype(*arrays):
     return np.float32 if narrow else np.float64
 
 
+@val.suggest_keywords
 def elu_plus_one(x) -> np.ndarray:
-    """phi(x) = elu(x) + 1 (Katharopoulos et al. 2020), the feature map used with eq 19: positive."""
-    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+    """phi(x) = elu(x) + 1 (Katharopoulos et al. 2020), the feature map used with eq 19: positive.
+
+    ``x``: any real array-like (integers become float64); returns a new array of x's shape.
+    For x below about -745 phi underflows to 0; :func:`linear_attention` works with log phi instead.
+    """
+    x = val.check_real_array(x, "x")
+    x = x.astype(np.float64) if x.dtype.kind in "iu" else x
+    return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
 
 
+def _log_phi(x: np.ndarray) -> np.ndarray:
+    """log(elu(x) + 1): x for x <= 0, log(1 + x) for x > 0 -- finite where phi itself under- or overflows."""
+    return np.where(x > 0, np.log1p(np.maximum(x, 0.0)), x)
+
+
+@val.suggest_keywords
 def linear_attention(q, k, v, *, positions=None, causal: bool = False,
                      base: float = 10000.0) -> np.ndarray:
     """Linear attention with RoPE, eq 19, phi = elu + 1.
@@ -82,12 +120,20 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
     ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions``
     broadcast to ``q.shape[:-1]`` (default ``arange(N)``).  Returns float64
     ``(..., N, d_v)``.
+
+    Stable: phi(q_m) is divided by its row's largest entry and phi(k) by the largest over all keys
+    (computed from log phi); both factors cancel between numerator and denominator, so very negative
+    q, k (phi underflowing to 0) and huge ones (phi overflowing) give the exact ratio.  A ValueError
+    names k only when a causal prefix's keys are all ~745 below the largest key in log phi.
     """
     q, k, v = _check_qkv(q, k, v)
+    causal = val.check_bool(causal, "causal")
     if q.shape[-2] != k.shape[-2]:
         raise ValueError(f"linear_attention is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
     pos = val.check_positions(positions, q.shape[:-1])
-    fq, fk = elu_plus_one(q.astype(np.float64)), elu_plus_one(k.astype(np.float64))
+    lq, lk = _log_phi(q.astype(np.float64)), _log_phi(k.astype(np.float64))
+    fq = np.exp(lq - lq.max(axis=-1, keepdims=True))             # phi(q_m) / max_j phi(q_m)_j
+    fk = np.exp(lk - lk.max(axis=(-2, -1), keepdims=True))       # phi(k_n) / max_{n,j} phi(k_n)_j
     rq, rk = rotate(fq, pos, base=base), rotate(fk, pos, base=base)
     v = v.astype(np.float64)
     kv = rk[..., :, None] * v[..., None, :]  # (..., N, d, d_v): one outer product per key
@@ -98,38 +144,56 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
         num = np.einsum("...nd,...de->...ne", rq, kv.sum(axis=-3))
         den = fq @ fk.sum(axis=-2)[..., None]
         den = den[..., 0]
-    return num / den[..., None]
+    if not np.all(den > 0):
+        raise ValueError("linear_attention: a denominator sum_n phi(q_m).phi(k_n) underflows to 0: the keys of a causal "
+                         "prefix are all ~745 or more below the largest key in log(elu(k) + 1); rescale k")
+    return val.check_no_overflow(num / den[..., None], v, "v")
 
 
+@val.suggest_keywords
 def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
                     base: float = 10000.0) -> np.ndarray:
     """Softmax attention written out with the dense matrices (eqs 2, 14, 16): a check for :func:`attention`.
 
     ``q``: ``(..., n_q, d)``, ``k``: ``(..., n_k, d)``, ``v``: ``(..., n_k, d_v)``; positions 1-D of
-    length n_q and n_k.  Interleaved pairs.  Returns float64 ``(..., n_q, d_v)``.
+    length n_q and n_k.  Interleaved pairs.  Returns float64 ``(..., n_q, d_v)``.  Computed plainly:
+    scores that overflow float64 raise (use :func:`attention`, which scales).
     """
     q, k, v = _check_qkv(q, k, v)
+    causal = val.check_bool(causal, "causal")
     qp = val.check_positions(q_positions, q.shape[-2:-1], "q_positions")
     kp = val.check_positions(k_positions, k.shape[-2:-1], "k_positions")
     d = q.shape[-1]
     qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base), q)
     kr = np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base), k)
-    s = qr @ np.swapaxes(kr, -1, -2) / np.sqrt(d)
+    with np.errstate(over="ignore"):
+        s = qr @ np.swapaxes(kr, -1, -2) / np.sqrt(d)
+    if not np.all(np.isfinite(s)):
+        raise ValueError("attention_dense: scores q.k/sqrt(d) overflow float64 (q and k too large); "
+                         "attention() computes them scaled")
     if causal:
         s = np.where(kp[None, :] <= qp[:, None], s, -np.inf)
+        if not np.all(np.isfinite(s.max(axis=-1))):
+            raise ValueError("causal attention: some query has no key at or before its position "
+                             "(check q_positions against k_positions)")
     w = np.exp(s - s.max(axis=-1, keepdims=True))
     return (w / w.sum(axis=-1, keepdims=True)) @ v
 
 
+@val.suggest_keywords
 def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
                            base: float = 10000.0) -> np.ndarray:
     """Eq 19 evaluated literally in O(N^2) with dense rotation matrices: a check for :func:`linear_attention`.
 
     ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions`` 1-D of length N
-    (default ``arange(N)``).  Returns float64 ``(..., N, d_v)``.
+    (default ``arange(N)``).  Returns float64 ``(..., N, d_v)``.  Computed plainly: a denominator
+    that underflows to 0 raises (use :func:`linear_attention`, which normalises).
     """
     q, k, v = _check_qkv(q, k, v)
+    causal = val.check_bool(causal, "causal")
     n_pos = q.shape[-2]
+    if k.shape[-2] != n_pos:
+        raise ValueError(f"linear_attention_dense is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
     pos = val.check_positions(positions, (n_pos,))
     R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)
     fq, fk = elu_plus_one(q), elu_plus_one(k)
@@ -140,4 +204,8 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
     if causal:
         mask = np.tril(np.ones((n_pos, n_pos), bool))
         num_w, den_w = num_w * mask, den_w * mask
-    return (num_w @ v) / den_w.sum(axis=-1, keepdims=True)
+    den = den_w.sum(axis=-1, keepdims=True)
+    if not np.all((den > 0) & np.isfinite(den)):
+        raise ValueError("linear_attention_dense: the denominator sum_n phi(q_m).phi(k_n) under- or overflows float64; "
+                         "linear_attention() computes it normalised")
+    return (num_w @ v) / den

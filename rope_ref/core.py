@@ -21,6 +21,7 @@ from . import _fast
 from . import _validate as val
 
 
+@val.suggest_keywords
 def frequencies(d: int, base: float = 10000.0) -> np.ndarray:
     """Per-pair angular frequencies theta_i = base^(-2i/d), i = 0..d/2-1 (eq 15, 0-indexed).
 
@@ -29,14 +30,31 @@ def frequencies(d: int, base: float = 10000.0) -> np.ndarray:
     ``theta_0 = 1`` and the frequencies decrease geometrically towards ``base^(-(d-2)/d)``.
     """
     d, base = val.check_d(d), val.check_base(base)
-    return base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    with np.errstate(over="ignore"):
+        theta = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    if not np.all(np.isfinite(theta)):
+        raise ValueError(f"base={base!r} with d={d} gives frequencies base^(-2i/d) that overflow float64; "
+                         f"expected a base that is not vanishingly small (base >= 1e-300 is safe)")
+    return theta
 
 
+@val.suggest_keywords
 def rotation_angles(positions, freqs) -> np.ndarray:
-    """Angles m * theta_i in float64: shape ``positions.shape + (len(freqs),)``."""
-    return np.multiply.outer(np.asarray(positions, dtype=np.float64), np.asarray(freqs, dtype=np.float64))
+    """Angles m * theta_i in float64: ``positions`` any shape ``P``, ``freqs`` ``(n,)``; returns ``P + (n,)``.
+
+    Raises if an angle overflows float64; warns once (:class:`RopeRefPrecisionWarning`) when
+    |m * theta| >= 2^34, where float64 rounds the angle by more than 1e-6 rad (README "Precision").
+    """
+    return _angles(val.check_positions_any(positions), val.check_freqs(freqs))
 
 
+def _angles(pos: np.ndarray, freqs: np.ndarray, name: str = "positions") -> np.ndarray:
+    """m * theta for checked float64 ``pos`` and ``freqs``; overflow raises, lost precision warns (once)."""
+    val.check_angles(pos, freqs, name)
+    return np.multiply.outer(pos, freqs)
+
+
+@val.suggest_keywords
 def rotation_matrix(positions, d: int, base: float = 10000.0) -> np.ndarray:
     """The block-diagonal rotary matrix R^d_{Theta,m} of eq 15.
 
@@ -44,10 +62,9 @@ def rotation_matrix(positions, d: int, base: float = 10000.0) -> np.ndarray:
     Returns float64 of shape ``P + (d, d)``; block i (rows/cols 2i, 2i+1) is
     [[cos m theta_i, -sin m theta_i], [sin m theta_i, cos m theta_i]].
     """
-    pos = val.check_positions_any(positions)
-    angles = rotation_angles(pos, frequencies(d, base))  # P + (d/2,)
+    angles = _angles(val.check_positions_any(positions), frequencies(d, base))  # P + (d/2,)
     cos, sin = np.cos(angles), np.sin(angles)
-    R = np.zeros(pos.shape + (d, d))
+    R = np.zeros(angles.shape[:-1] + (d, d))
     even, odd = np.arange(0, d, 2), np.arange(1, d, 2)
     R[..., even, even] = cos
     R[..., even, odd] = -sin
@@ -56,6 +73,7 @@ def rotation_matrix(positions, d: int, base: float = 10000.0) -> np.ndarray:
     return R
 
 
+@val.suggest_keywords
 def rotate_dense(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     """R^d_{Theta,m} @ x through the dense matrix (eq 14): slow and obviously correct.
 
@@ -67,9 +85,10 @@ def rotate_dense(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     pos = val.check_positions(positions, x.shape[:-1])
     R = rotation_matrix(pos, x.shape[-1], base)  # pos.shape + (d, d)
     out = np.matmul(R, x.astype(np.float64)[..., None])[..., 0]
-    return out.astype(x.dtype, copy=False)
+    return val.check_no_overflow(out.astype(x.dtype), x)
 
 
+@val.suggest_keywords
 def rotate_complex(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     """Pairs (x_{2i}, x_{2i+1}) as complex numbers times e^{i m theta_i} (eq 12; Llama's form).
 
@@ -83,6 +102,7 @@ def rotate_complex(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     return (z * cis).view(np.float64).astype(x.dtype, copy=False)
 
 
+@val.suggest_keywords
 def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
            rotary_dim: int | None = None, inv_freq=None, out=None) -> np.ndarray:
     """RoPE, the fast path: the elementwise form of eq 34, x*cos(m theta) + rotate_half(x)*sin(m theta).
@@ -92,14 +112,15 @@ def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interlea
 
     Parameters
     ----------
-    x : array ``(..., seq, d)``, float16/32/64 or bfloat16 (integers become float64).
+    x : array ``(..., seq, d)``, float16/32/64 or bfloat16 (integers become float64; other dtypes,
+        e.g. longdouble or complex, raise a TypeError listing these).
     positions : array broadcastable to ``x.shape[:-1]``, default ``arange(seq)``; may be fractional.
     base : theta_i = base^(-2i/rotary_dim).  Ignored when ``inv_freq`` is given.
     pairing : ``"interleaved"`` rotates (x_{2i}, x_{2i+1}) as the paper and Llama do;
         ``"half"`` rotates (x_i, x_{i+r/2}) as GPT-NeoX and HF ``rotate_half`` do.
     rotary_dim : rotate only the first ``rotary_dim`` features (even); the rest pass through.
     inv_freq : explicit frequencies of shape ``(rotary_dim/2,)`` (e.g. from a scaling method).
-    out : optional array of x's shape and dtype to write into (a reused buffer); must not overlap x.
+    out : optional writeable array of x's shape and dtype, any strides (a reused buffer); must not overlap x.
 
     Returns a new array (or ``out``) of x's shape and dtype; x is not modified.  Interleaved pairs are
     multiplied as complex numbers (x_2i + i x_2i+1) * e^{i m theta_i}; half-split pairs as
@@ -111,11 +132,22 @@ def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interlea
     r = val.check_rotary_dim(rotary_dim, x.shape[-1])
     freqs = _chosen_frequencies(r, base, inv_freq)
     pos = val.check_positions(positions, x.shape[:-1])
+    val.check_angles(pos, freqs)
     work = np.float64 if x.dtype == np.float64 else np.float32  # angles are float64 either way
-    out = np.empty(x.shape, dtype=x.dtype) if out is None else val.check_out(out, x)
-    return _fast.rotate_into(x, out, pos, freqs, pairing, r, work)
+    if out is not None:
+        out = val.check_out(out, x)
+    # _fast writes C-contiguous buffers only: any other out gets the result copied in.
+    buf = out if out is not None and out.flags.c_contiguous else np.empty(x.shape, dtype=x.dtype)
+    with np.errstate(over="ignore"):                 # an overflow is reported below, as a ValueError
+        _fast.rotate_into(x, buf, pos, freqs, pairing, r, work)
+    if x.dtype == np.float16:  # the one dtype where real data (a pair's norm > 65504) can overflow
+        val.check_no_overflow(buf, x)
+    if out is not None and buf is not out:
+        out[...] = buf
+    return buf if out is None else out
 
 
+@val.suggest_keywords
 def rotate_elementwise(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
                        rotary_dim: int | None = None, inv_freq=None) -> np.ndarray:
     """Eq 34 written plainly: R x = x * cos(m theta) + rotate_half(x) * sin(m theta).
@@ -127,15 +159,16 @@ def rotate_elementwise(x, positions=None, *, base: float = 10000.0, pairing: str
     x = val.check_x(x)
     pairing = val.check_pairing(pairing)
     r = val.check_rotary_dim(rotary_dim, x.shape[-1])
-    angles = rotation_angles(val.check_positions(positions, x.shape[:-1]), _chosen_frequencies(r, base, inv_freq))
+    angles = _angles(val.check_positions(positions, x.shape[:-1]), _chosen_frequencies(r, base, inv_freq))
     # theta_i belongs to features (2i, 2i+1) when interleaved, to (i, i + r/2) when half-split.
     spread = (lambda a: np.repeat(a, 2, axis=-1)) if pairing == "interleaved" else (lambda a: np.concatenate([a, a], -1))
     cos, sin = spread(np.cos(angles)), spread(np.sin(angles))      # (..., seq, r)
     out = x.astype(np.float64)                                      # a copy: x is never modified
     out[..., :r] = out[..., :r] * cos + rotate_half(out[..., :r], pairing) * sin
-    return out.astype(x.dtype, copy=False)
+    return val.check_no_overflow(out.astype(x.dtype), x)
 
 
+@val.suggest_keywords
 def rotate_half(x, pairing: str = "interleaved") -> np.ndarray:
     """Turn every pair by 90 degrees: (x_a, x_b) -> (-x_b, x_a), the sin term of eq 34.
 
@@ -159,6 +192,7 @@ def _chosen_frequencies(r: int, base, inv_freq) -> np.ndarray:
     return val.check_inv_freq(inv_freq, r // 2)
 
 
+@val.suggest_keywords
 def to_half(x) -> np.ndarray:
     """Permute the last axis from interleaved pairs (2i, 2i+1) to half-split pairs (i, i+d/2).
 
@@ -169,6 +203,7 @@ def to_half(x) -> np.ndarray:
     return np.concatenate([x[..., 0:d:2], x[..., 1:d:2]], axis=-1)
 
 
+@val.suggest_keywords
 def to_interleaved(x) -> np.ndarray:
     """Inverse of :func:`to_half`: half-split layout ``(..., d)`` back to interleaved."""
     x = val.check_x(x)
@@ -178,12 +213,13 @@ def to_interleaved(x) -> np.ndarray:
     return out
 
 
+@val.suggest_keywords
 def permute_qk_weights(w, n_heads: int) -> np.ndarray:
     """Reorder the rows of W_q or W_k ``(n_heads*head_dim, in)`` from interleaved to half-split.
 
     Within each head the output rows (2i, 2i+1) become (i, i+head_dim/2), so
     ``(permute_qk_weights(W) @ x)`` per head equals ``to_half(W @ x)`` per head.
-    This is the permutation Llama-to-HF checkpoint converters apply.
+    This is the permutation Llama-to-HF checkpoint converters apply.  Returns a new array.
     """
     w = val.check_real_array(w, "w")
     if w.ndim != 2:
@@ -192,10 +228,11 @@ def permute_qk_weights(w, n_heads: int) -> np.ndarray:
     if w.shape[0] % n_heads:
         raise ValueError(f"w.shape[0]={w.shape[0]} is not divisible by n_heads={n_heads}")
     head_dim = val.check_d(w.shape[0] // n_heads, "head_dim (w.shape[0] // n_heads)")
-    per_head = w.reshape(n_heads, head_dim // 2, 2, w.shape[1])
-    return per_head.transpose(0, 2, 1, 3).reshape(w.shape)
+    rows = np.arange(w.shape[0]).reshape(n_heads, head_dim // 2, 2).transpose(0, 2, 1).ravel()
+    return w[rows]  # fancy indexing: always a copy, never a view of w
 
 
+@val.suggest_keywords
 def sinusoidal(positions, d: int, base: float = 10000.0) -> np.ndarray:
     """The additive absolute embedding of Vaswani et al. 2017 ("Attention Is All You Need", section 3.5).
 
@@ -203,25 +240,27 @@ def sinusoidal(positions, d: int, base: float = 10000.0) -> np.ndarray:
     as RoPE.  ``positions``: any shape ``P``; returns float64 ``P + (d,)``.
     """
     pos = val.check_positions_any(positions)
-    angles = rotation_angles(pos, frequencies(d, base))
+    angles = _angles(pos, frequencies(d, base))
     out = np.empty(pos.shape + (d,))
     out[..., 0::2], out[..., 1::2] = np.sin(angles), np.cos(angles)
     return out
 
 
+@val.suggest_keywords
 def sinusoidal_shift_matrix(k: float, d: int, base: float = 10000.0) -> np.ndarray:
     """B_k with sinusoidal(t + k) = B_k @ sinusoidal(t) for every t: float64 ``(d, d)``.
 
     Block i is [[cos, sin], [-sin, cos]](k theta_i): the shift acts on the additive embedding
     as a rotation that does not depend on t (the property RoPE builds on).
     """
-    a = float(val.check_positions_any(k, "k")) * frequencies(d, base)
+    a = _angles(np.float64(val.check_scalar(k, "k")), frequencies(d, base), "k")
     B = np.zeros((d, d))
     e, o = np.arange(0, d, 2), np.arange(1, d, 2)
     B[e, e], B[e, o], B[o, e], B[o, o] = np.cos(a), np.sin(a), -np.sin(a), np.cos(a)
     return B
 
 
+@val.suggest_keywords
 def partial_sums(distance, d: int, base: float = 10000.0, *, inv_freq=None) -> np.ndarray:
     """S_j = sum_{i<j} e^{i (m-n) theta_i} for j = 1..d/2 (section 3.4.3, eq 36).
 
@@ -230,9 +269,10 @@ def partial_sums(distance, d: int, base: float = 10000.0, *, inv_freq=None) -> n
     """
     r = val.check_positions_any(distance, "distance")
     freqs = _chosen_frequencies(val.check_d(d), base, inv_freq)
-    return np.cumsum(np.exp(1j * rotation_angles(r, freqs)), axis=-1)
+    return np.cumsum(np.exp(1j * _angles(r, freqs, "distance")), axis=-1)
 
 
+@val.suggest_keywords
 def decay_bound(distance, d: int = 128, base: float = 10000.0, *, inv_freq=None) -> np.ndarray:
     """The long-term-decay bound (1/(d/2)) sum_{j=1}^{d/2} |S_j| plotted in Figure 2 (eq 37).
 
@@ -242,6 +282,7 @@ def decay_bound(distance, d: int = 128, base: float = 10000.0, *, inv_freq=None)
     return np.abs(partial_sums(distance, d, base, inv_freq=inv_freq)).mean(axis=-1)
 
 
+@val.suggest_keywords
 def wrap_angle(a) -> np.ndarray:
     """Angles wrapped to (-pi, pi]: compare an angle with m*theta modulo 2 pi.  float64, a's shape."""
     return np.angle(np.exp(1j * val.check_positions_any(a, "a")))
