@@ -18,6 +18,7 @@ The teaching layer (notebook quantities, figures, interactive views, widgets) li
 """
 
 from ._fast import clear_cache
+from ._validate import RopeRefPrecisionWarning
 from .attention import attention, attention_dense, elu_plus_one, linear_attention, linear_attention_dense
 from .core import (
     decay_bound,
@@ -47,5 +48,5 @@ __all__ = [
     "linear_attention", "linear_attention_dense", "partial_sums", "permute_qk_weights", "rotate",
     "rotate_complex", "rotate_dense", "rotate_elementwise", "rotate_half", "rotation_angles",
     "rotation_matrix", "sinusoidal", "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle",
-    "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches", "identify",
+    "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches", "identify",
 ]

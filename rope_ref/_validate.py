@@ -73,8 +73,9 @@ def check_bool(flag, name: str) -> bool:
 
 def closest_name(name: str, valid) -> str:
     """' (did you mean 'x'?)' for the valid name closest to a misspelt one, else ''."""
-    match = difflib.get_close_matches(str(name), [str(v) for v in valid], n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r}?)" if match else ""
+    by_lower = {str(v).lower(): str(v) for v in valid}
+    match = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean {by_lower[match[0]]!r}?)" if match else ""
 
 
 def check_keywords(given, valid, what: str) -> None:
@@ -283,11 +284,20 @@ def check_out(out, x: np.ndarray) -> np.ndarray:
     return out
 
 
-def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x") -> np.ndarray:
-    """``result`` unchanged, or ValueError when finite ``x`` gave inf/NaN (a pair's norm beyond the dtype's range)."""
+def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
+    """``result`` unchanged, or ValueError when finite ``x`` gave inf/NaN (by default: a rotated pair beyond the dtype)."""
     if not np.all(np.isfinite(result)) and np.all(np.isfinite(x)):
         big = float(ml_dtypes.finfo(result.dtype).max)
-        raise ValueError(f"{name}: rotating finite {name} of dtype {result.dtype} overflows (a pair's norm exceeds "
-                         f"the largest {result.dtype} value {big:.5g}); expected every pair of {name} to have norm below "
-                         f"{big:.5g} (safe: |{name}| < {big / np.sqrt(2):.5g}), or a wider dtype")
+        if expected is None:
+            expected = (f"every pair of {name} to have norm below {big:.5g} (safe: |{name}| < {big / np.sqrt(2):.5g}), "
+                        f"or a wider dtype")
+        raise ValueError(f"{name}: the result computed from finite {name} overflows {result.dtype} (largest value "
+                         f"{big:.5g}); expected {expected}")
     return result
+
+
+def cast_back(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
+    """A float64 ``result`` as a new array of x's dtype; a finite x whose result overflows that dtype raises."""
+    with np.errstate(over="ignore"):
+        out = result.astype(x.dtype)
+    return check_no_overflow(out, x, name, expected)

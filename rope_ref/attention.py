@@ -82,7 +82,7 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     weights = np.exp(shifted)
     weights /= weights.sum(axis=-1, keepdims=True)
     out = weights @ v.astype(np.float64)
-    return val.check_no_overflow(out.astype(_out_dtype(q, k, v)), v, "v")
+    return val.cast_back(out, v.astype(_out_dtype(q, k, v), copy=False), "v", "|v| below the output dtype's largest value")
 
 
 def _out_dtype(*arrays):
@@ -147,7 +147,9 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
     if not np.all(den > 0):
         raise ValueError("linear_attention: a denominator sum_n phi(q_m).phi(k_n) underflows to 0: the keys of a causal "
                          "prefix are all ~745 or more below the largest key in log(elu(k) + 1); rescale k")
-    return val.check_no_overflow(num / den[..., None], v, "v")
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = num / den[..., None]
+    return val.check_no_overflow(out, v, "v", "|v| well below 1.8e308")
 
 
 @val.suggest_keywords

@@ -7,11 +7,13 @@ pairs it with the paper's equation and a tolerance.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
+from . import _validate as val
 from .attention import attention, linear_attention, linear_attention_dense
-from .core import (decay_bound, rotate, rotate_complex, rotate_dense, rotate_elementwise,
+from .core import (decay_bound, frequencies, rotate, rotate_complex, rotate_dense, rotate_elementwise,
                    rotation_matrix, sinusoidal, sinusoidal_shift_matrix, to_half, to_interleaved)
 
 
@@ -29,6 +31,7 @@ class Check:
 
 def run_checks(d: int = 128, seq: int = 4096, seed: int = 0) -> list[Check]:
     """Run every identity on random float64 vectors at positions 0..seq-1."""
+    d, seq = val.check_d(d), val.check_positive_int(seq, "seq")
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((seq, d))
     pos = np.arange(seq, dtype=np.float64)
@@ -92,5 +95,55 @@ def format_table(checks: list[Check]) -> str:
     rows += [(c.name, c.equation, f"{c.error:.3e}", f"{c.tol:.0e}", "pass" if c.ok else "FAIL") for c in checks]
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# ---- precision of float64 at large positions (README "Precision") --------------------------------
+
+@dataclass
+class Precision:
+    position: float
+    angle_error: float      # max |fl(m * theta_i) - m * theta_i| in rad, exact (fractions)
+    matrix_error: float     # max entry of R_m^T R_n - R_{n-m}
+    score_error: float      # max |q_m . k_n - q . R_{n-m} k| for standard-normal q, k
+    relative_score_error: float  # the same divided by |q| |k|
+
+
+def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 32, seed: int = 0) -> Precision:
+    """Float64 errors of the identities for positions ``position + 0..n-1`` (n - m stays small and exact).
+
+    The angle error is measured exactly: the float64 product fl(m * theta_i) against the rational
+    product of the same float64 m and theta_i.  The identities compare rotations at the large
+    positions m, n with one rotation by the small, exact distance n - m.
+    """
+    d, n = val.check_d(d), val.check_positive_int(n, "n")
+    m = val.check_scalar(position, "position") + np.arange(n, dtype=np.float64)
+    theta = frequencies(d, base)
+    angles = np.multiply.outer(m, theta)
+    angle_error = max(abs(float(Fraction(a) - Fraction(mi) * Fraction(t)))
+                      for mi, row in zip(m, angles) for a, t in zip(row, theta))
+    Rm = rotation_matrix(m, d, base)
+    dist = m[None, :] - m[:, None]                                     # exact small integers
+    RmT_Rn = np.swapaxes(Rm[:4], -1, -2)[:, None] @ Rm[None]          # 4 values of m against every n
+    matrix_error = _err(RmT_Rn, rotation_matrix(dist[:4], d, base))
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal(d), rng.standard_normal(d)
+    scores = rotate(np.tile(q, (n, 1)), m, base=base) @ rotate(np.tile(k, (n, 1)), m, base=base).T
+    rel = rotate(np.broadcast_to(k, dist.shape + (d,)), dist, base=base) @ q
+    score_error = _err(scores, rel)
+    return Precision(float(position), angle_error, matrix_error, score_error,
+                     score_error / float(np.linalg.norm(q) * np.linalg.norm(k)))
+
+
+def precision_table(positions=(0, 1e3, 1e6, 1e9), d: int = 128, base: float = 10000.0) -> str:
+    """The table README "Precision" shows: ``python -c "from rope_ref.checks import precision_table; print(precision_table())"``."""
+    rows = [("position", "angle error (rad)", "R_m^T R_n - R_{n-m}", "q_m.k_n - q.R_{n-m}k", "relative to |q||k|")]
+    for p in positions:
+        r = precision_at(p, d, base)
+        rows.append((f"{p:.0e}", f"{r.angle_error:.1e}", f"{r.matrix_error:.1e}", f"{r.score_error:.1e}",
+                     f"{r.relative_score_error:.1e}"))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)

@@ -85,7 +85,7 @@ def rotate_dense(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     pos = val.check_positions(positions, x.shape[:-1])
     R = rotation_matrix(pos, x.shape[-1], base)  # pos.shape + (d, d)
     out = np.matmul(R, x.astype(np.float64)[..., None])[..., 0]
-    return val.check_no_overflow(out.astype(x.dtype), x)
+    return val.cast_back(out, x)
 
 
 @val.suggest_keywords
@@ -165,7 +165,7 @@ def rotate_elementwise(x, positions=None, *, base: float = 10000.0, pairing: str
     cos, sin = spread(np.cos(angles)), spread(np.sin(angles))      # (..., seq, r)
     out = x.astype(np.float64)                                      # a copy: x is never modified
     out[..., :r] = out[..., :r] * cos + rotate_half(out[..., :r], pairing) * sin
-    return val.check_no_overflow(out.astype(x.dtype), x)
+    return val.cast_back(out, x)
 
 
 @val.suggest_keywords
