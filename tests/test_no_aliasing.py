@@ -1,0 +1,147 @@
+"""No function modifies its input or returns a view of it; ``out=`` takes any strides or is refused naming out."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import rope_ref as rr
+from rope_ref import _fast
+
+DTYPES = [np.float16, np.float32, np.float64, ml_dtypes.bfloat16, np.int64]
+
+
+def _cases(dt):
+    """(name, function, inputs): each input is an array the function receives; positions 0 and
+    rotary_dim passthrough are included because they are where an implementation is tempted to return x."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((2, 3, 8)) * 4).astype(dt)
+    x1 = (rng.standard_normal(8) * 4).astype(dt)
+    pos0 = np.zeros(3, dtype=np.int64 if dt == np.int64 else np.float64)
+    w2 = (rng.standard_normal((4, 5)) * 4).astype(dt)      # n_heads=2, head_dim=2: reshape would be a view
+    return [
+        ("rotate", lambda x, p: rr.rotate(x, p), (x, pos0)),
+        ("rotate rotary_dim", lambda x, p: rr.rotate(x, p, rotary_dim=2, pairing="half"), (x, pos0)),
+        ("rotate inv_freq", lambda x, f: rr.rotate(x, inv_freq=f), (x, np.zeros(4))),
+        ("rotate 1-d at 0", lambda x: rr.rotate(x), (x1,)),
+        ("rotate_elementwise", lambda x, p: rr.rotate_elementwise(x, p, rotary_dim=4), (x, pos0)),
+        ("rotate_dense", lambda x, p: rr.rotate_dense(x, p), (x, pos0)),
+        ("rotate_complex", lambda x, p: rr.rotate_complex(x, p), (x, pos0)),
+        ("rotate_half", lambda x: rr.rotate_half(x), (x,)),
+        ("rotate_half half", lambda x: rr.rotate_half(x, "half"), (x,)),
+        ("to_half", rr.to_half, (x,)),
+        ("to_interleaved", rr.to_interleaved, (x,)),
+        ("to_half d=2", rr.to_half, (x[..., :2].copy(),)),
+        ("permute_qk_weights head_dim 2", lambda w: rr.permute_qk_weights(w, 2), (w2,)),
+        ("permute_qk_weights one head", lambda w: rr.permute_qk_weights(w, 1), (w2[:2].copy(),)),
+        ("rotation_angles", rr.rotation_angles, (pos0, np.ones(1))),
+        ("rotation_matrix", lambda p: rr.rotation_matrix(p, 4), (pos0,)),
+        ("sinusoidal", lambda p: rr.sinusoidal(p, 4), (pos0,)),
+        ("partial_sums", lambda p, f: rr.partial_sums(p, 2, inv_freq=f), (pos0, np.ones(1))),
+        ("decay_bound", lambda p: rr.decay_bound(p, 4), (pos0,)),
+        ("wrap_angle", rr.wrap_angle, (pos0,)),
+        ("elu_plus_one", rr.elu_plus_one, (x,)),
+        ("attention", lambda q, k, v: rr.attention(q, k, v, causal=True), (x, x.copy(), x.copy())),
+        ("attention one key", lambda q, k, v: rr.attention(q, k, v), (x[:, :1], x[:, :1].copy(), x[:, :1].copy())),
+        ("attention_dense", lambda q, k, v: rr.attention_dense(q, k, v, [0, 1, 2], [0, 1, 2]), (x, x.copy(), x.copy())),
+        ("linear_attention", lambda q, k, v: rr.linear_attention(q, k, v), (x, x.copy(), x.copy())),
+        ("linear_attention_dense", lambda q, k, v: rr.linear_attention_dense(q, k, v), (x, x.copy(), x.copy())),
+    ]
+
+
+CASE_NAMES = [c[0] for c in _cases(np.float64)]
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("case", CASE_NAMES)
+def test_inputs_unchanged_and_result_is_not_a_view(case, dt):
+    name, fn, inputs = next(c for c in _cases(dt) if c[0] == case)
+    before = [a.copy() for a in inputs]
+    results = fn(*inputs)
+    results = results if isinstance(results, tuple) else (results,)
+    for a, b in zip(inputs, before):
+        np.testing.assert_array_equal(a, b)                      # not modified ...
+    for r in results:
+        for a in inputs:
+            assert not np.shares_memory(r, a), f"{name} returned a view of its input"  # ... and not aliased
+
+
+def test_permute_qk_weights_result_can_be_written_without_touching_w():
+    w = np.arange(8.0).reshape(4, 2)                             # head_dim 2: the permutation is the identity
+    p = rr.permute_qk_weights(w, 2)
+    np.testing.assert_array_equal(p, w)
+    p[0, 0] = 99.0
+    assert w[0, 0] == 0.0
+
+
+# ---- out= with any strides ---------------------------------------------------------------------------
+
+def _layouts(shape, dtype):
+    """Writeable buffers of ``shape`` with C, Fortran, every-other-column, negative and transposed strides."""
+    big = np.zeros(shape[:-1] + (2 * shape[-1],), dtype=dtype)
+    return {
+        "C": np.zeros(shape, dtype=dtype),
+        "Fortran": np.zeros(shape, dtype=dtype, order="F"),
+        "buf[..., ::2]": big[..., ::2],
+        "buf[..., 1::2]": big[..., 1::2],
+        "negative strides": np.zeros(shape, dtype=dtype)[::-1, ::-1],
+        "reversed features": np.zeros(shape, dtype=dtype)[..., ::-1],
+        "transposed": np.zeros(shape[::-1], dtype=dtype).T,
+    }
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+@pytest.mark.parametrize("layout", list(_layouts((2, 3), np.float64)))
+def test_out_with_any_strides(layout, pairing, dtype):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 12)).astype(dtype)
+    pos = rng.uniform(0, 100, 5)
+    out = _layouts(x.shape, dtype)[layout]
+    expected = rr.rotate_elementwise(x, pos, pairing=pairing, rotary_dim=8)   # the plain form, no out
+    res = rr.rotate(x, pos, pairing=pairing, rotary_dim=8, out=out)
+    assert res is out
+    tol = {2: 2e-3, 4: 1e-6, 8: 1e-14}[np.dtype(dtype).itemsize] * (8 if dtype == ml_dtypes.bfloat16 else 1)
+    np.testing.assert_allclose(out.astype(np.float64), expected.astype(np.float64), atol=tol * 8)
+
+
+def test_out_that_is_not_c_contiguous_never_reaches_fast(monkeypatch):
+    seen = []
+    real = _fast.rotate_into
+
+    def spy(x, out, *args):
+        seen.append(out.flags.c_contiguous)
+        return real(x, out, *args)
+
+    monkeypatch.setattr(_fast, "rotate_into", spy)
+    x = np.ones((4, 6))
+    rr.rotate(x, out=np.zeros((4, 6), order="F"))
+    rr.rotate(x, out=np.zeros((4, 12))[:, ::2])
+    assert seen == [True, True]
+
+
+def test_out_that_overlaps_x_is_refused_naming_out():
+    buf = np.zeros((4, 16))
+    x = buf[:, :8]
+    for out in [buf[:, 4:12], buf[:, :8], buf[:, ::2], x[::-1]]:
+        with pytest.raises(ValueError, match="out must not overlap x"):
+            rr.rotate(x, out=out)
+    np.testing.assert_array_equal(buf, 0)
+    # Interleaved columns of one buffer do not overlap: accepted.
+    x2 = np.random.default_rng(0).standard_normal((4, 8))
+    buf[:, ::2] = x2
+    rr.rotate(buf[:, ::2], out=buf[:, 1::2])
+    np.testing.assert_allclose(buf[:, 1::2], rr.rotate(x2), atol=1e-15)
+
+
+def test_read_only_out_is_refused_naming_out():
+    out = np.zeros((4, 8))
+    out.setflags(write=False)
+    with pytest.raises(ValueError, match="out must be writeable"):
+        rr.rotate(np.ones((4, 8)), out=out)
+
+
+def test_integer_x_needs_a_float64_out():
+    with pytest.raises(ValueError, match="out must have .* dtype float64"):
+        rr.rotate(np.ones((2, 4), dtype=np.int32), out=np.zeros((2, 4), np.int32))
+    out = np.zeros((2, 4))
+    assert rr.rotate(np.ones((2, 4), dtype=np.int32), out=out) is out

@@ -1,0 +1,208 @@
+"""Finite input never gives NaN or inf: stable softmax, stable linear attention, the precision warning,
+and the precision numbers README "Precision" states."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import rope_ref as rr
+from rope_ref import _validate, checks
+
+
+# ---- softmax attention --------------------------------------------------------------------------------
+
+def _pad(a, extra):
+    """Append one pair (extra, 0) to every vector: its feature pair rotates, but by the same angle for every
+    key when all keys sit at one position."""
+    pair = np.zeros(a.shape[:-1] + (2,))
+    pair[..., 0] = extra
+    return np.concatenate([a, pair], axis=-1)
+
+
+@pytest.mark.parametrize("shift", [0.0, 50.0, 1e3, 1e5])
+def test_scores_shifted_by_a_constant_give_identical_attention(shift, rng):
+    """softmax(s + c) = softmax(s): with every key at position 0, an extra feature pair (c*sqrt(d'), 0) in q and
+    (1, 0) in k adds c to every score of a row.  A softmax that does not subtract the row max overflows for
+    c = 1e3 (e^1000 = inf) and returns NaN."""
+    q, k, v = rng.standard_normal((2, 4, 6)), rng.standard_normal((2, 5, 6)), rng.standard_normal((2, 5, 3))
+    kp = np.zeros(5)
+    ref = rr.attention(_pad(q, 0.0), _pad(k, 1.0), v, k_positions=kp)
+    out = rr.attention(_pad(q, shift * np.sqrt(8)), _pad(k, 1.0), v, k_positions=kp)
+    np.testing.assert_allclose(out, ref, atol=1e-12 * max(1.0, shift))   # shift rounds the scores by ~ulp(c)
+
+
+def _argmax_attention(q, k, v, qp, kp):
+    """The limit of softmax(t * s) as t -> inf: all weight on the largest score (scores computed with the
+    dense matrices at unit scale, independently of rope_ref.attention)."""
+    d = q.shape[-1]
+    qr = np.einsum("mij,mj->mi", rr.rotation_matrix(qp, d), q)
+    kr = np.einsum("nij,nj->ni", rr.rotation_matrix(kp, d), k)
+    s = qr @ kr.T
+    top = np.sort(s, axis=-1)
+    assert np.all(top[:, -1] - top[:, -2] > 1e-6 * np.abs(top[:, -1])), "near-tie: pick another seed"
+    return v[np.argmax(s, axis=-1)]
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e150, 1e100])
+def test_huge_inputs_give_the_argmax(scale, rng):
+    q, k, v = rng.standard_normal((6, 8)), rng.standard_normal((7, 8)), rng.standard_normal((7, 3))
+    qp, kp = np.arange(6.0) + 3, np.arange(7.0)
+    out = rr.attention(q * scale, k * scale, v, q_positions=qp, k_positions=kp)
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out, _argmax_attention(q, k, v, qp, kp), atol=1e-12)
+
+
+def test_huge_tied_keys_share_the_weight():
+    """Two identical keys at the same position tie exactly: the limit gives each half the weight (no inf*0)."""
+    q = np.array([[1.0, 0.0, 0.0, 0.0]]) * 1e200
+    k = np.array([[1.0, 0, 0, 0], [1.0, 0, 0, 0], [-1.0, 0, 0, 0]]) * 1e200
+    v = np.array([[2.0], [4.0], [100.0]])
+    out = rr.attention(q, k, v, q_positions=[0], k_positions=[0, 0, 0])
+    np.testing.assert_allclose(out, [[3.0]], atol=1e-15)
+
+
+def test_huge_causal_inputs_ignore_the_future(rng):
+    q, k, v = rng.standard_normal((5, 8)) * 1e200, rng.standard_normal((5, 8)) * 1e200, rng.standard_normal((5, 2))
+    out = rr.attention(q, k, v, causal=True)
+    np.testing.assert_allclose(out[0], v[0], atol=1e-15)          # position 0 sees only key 0
+    assert np.all(np.isfinite(out))
+
+
+def test_tiny_inputs_give_the_mean_of_v(rng):
+    """Scores ~1e-400 underflow to 0 or subnormals: softmax is uniform, the output is the mean of v."""
+    q, k, v = rng.standard_normal((3, 8)) * 1e-200, rng.standard_normal((4, 8)) * 1e-200, rng.standard_normal((4, 2))
+    np.testing.assert_allclose(rr.attention(q, k, v), np.tile(v.mean(0), (3, 1)), atol=1e-15)
+
+
+def test_moderate_inputs_unchanged_by_the_scaling(rng):
+    """The power-of-two scaling is exact: at ordinary magnitudes the result equals the plain formula."""
+    q, k, v = rng.standard_normal((4, 6, 16)) * 30, rng.standard_normal((4, 9, 16)) * 30, rng.standard_normal((4, 9, 5))
+    qr, kr = rr.rotate(q), rr.rotate(k)
+    s = qr @ np.swapaxes(kr, -1, -2) / 4.0
+    w = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(rr.attention(q, k, v), (w / w.sum(-1, keepdims=True)) @ v, atol=1e-12)
+
+
+# ---- linear attention -------------------------------------------------------------------------------
+
+def _linear_loop(q, k, v, causal):
+    """Eq 19 term by term with phi = elu + 1 (same as tests/test_attention.py)."""
+    N, d = q.shape
+    phi = lambda x: np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))  # noqa: E731
+    out = np.zeros((N, v.shape[-1]))
+    for m in range(N):
+        num, den = np.zeros(v.shape[-1]), 0.0
+        for n in range(m + 1 if causal else N):
+            num += (rr.rotation_matrix(m, d) @ phi(q[m])) @ (rr.rotation_matrix(n, d) @ phi(k[n])) * v[n]
+            den += phi(q[m]) @ phi(k[n])
+        out[m] = num / den
+    return out
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_linear_attention_with_very_negative_q_and_k(causal, rng):
+    """For x <= 0, phi(x - 800) = e^-800 phi(x): the factor underflows to 0 in float64 but cancels in eq 19,
+    so q - 800, k - 800 give exactly the answer for q, k (<= 0), computed by the plain loop."""
+    q, k = -rng.uniform(0, 3, (6, 8)), -rng.uniform(0, 3, (6, 8))
+    v = rng.standard_normal((6, 2))
+    out = rr.linear_attention(q - 800, k - 800, v, causal=causal)
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out, _linear_loop(q, k, v, causal), atol=1e-12)
+    # the issue's case: every q, k = -800 -> every phi equal -> same as q = k = 0
+    flat = rr.linear_attention(np.full((6, 8), -800.0), np.full((6, 8), -800.0), v, causal=causal)
+    np.testing.assert_allclose(flat, _linear_loop(np.zeros((6, 8)), np.zeros((6, 8)), v, causal), atol=1e-12)
+
+
+def test_linear_attention_with_huge_q_and_k(rng):
+    """phi(1e300) = 1e300 for every entry: proportional to phi(0) = 1, so the answer is that of q = k = 0."""
+    v = rng.standard_normal((5, 3))
+    out = rr.linear_attention(np.full((5, 8), 1e300), np.full((5, 8), 1e300), v, causal=True)
+    np.testing.assert_allclose(out, _linear_loop(np.zeros((5, 8)), np.zeros((5, 8)), v, True), atol=1e-12)
+
+
+def test_linear_attention_raises_when_a_causal_prefix_underflows(rng):
+    k = np.zeros((4, 8))
+    k[0] = -1000.0                                   # phi(k_0) / max phi = e^-1000 = 0: query 0 has nothing
+    with pytest.raises(ValueError, match="denominator.*underflows.*rescale k"):
+        rr.linear_attention(np.zeros((4, 8)), k, rng.standard_normal((4, 2)), causal=True)
+    # the dense form computes plainly and says so too
+    with pytest.raises(ValueError, match="linear_attention_dense: the denominator"):
+        rr.linear_attention_dense(np.full((4, 8), -800.0), np.full((4, 8), -800.0), rng.standard_normal((4, 2)))
+
+
+def test_elu_plus_one_takes_array_likes():
+    np.testing.assert_allclose(rr.elu_plus_one([1.0, -2.0, 0]), [2.0, np.exp(-2.0), 1.0], rtol=1e-15)
+    assert rr.elu_plus_one(3).dtype == np.float64
+
+
+# ---- precision warning ----------------------------------------------------------------------------
+
+@pytest.fixture
+def fresh_warnings(monkeypatch):
+    monkeypatch.setattr(_validate, "_WARNED", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield caught
+
+
+def _limit_by_search(tol=1e-6):
+    """The smallest power of two whose float64 half-ulp exceeds tol, found by walking the powers of two."""
+    p = 1.0
+    while np.spacing(p) / 2 <= tol:
+        p *= 2
+    return p
+
+
+def test_the_precision_warning_fires_once_and_states_the_limit(fresh_warnings):
+    x = np.ones((3, 4))
+    rr.rotate(x, np.full(3, 1e15))
+    rr.rotate(x, np.full(3, 1e16))
+    rr.rotate_elementwise(x, np.full(3, 1e15))
+    rr.rotation_matrix(1e15, 4)
+    mine = [w for w in fresh_warnings if issubclass(w.category, rr.RopeRefPrecisionWarning)]
+    assert len(mine) == 1
+    msg = str(mine[0].message)
+    limit = _limit_by_search()
+    assert limit == 2.0 ** 34
+    assert f"{limit:.4g}" in msg and "2^34" in msg and "1e-06 rad" in msg
+    assert f"{np.spacing(1e15) / 2:.2g}" in msg                    # 0.0625 rad at 1e15
+    assert mine[0].filename == __file__                            # points at the caller's line
+
+
+def test_no_warning_below_the_limit(fresh_warnings):
+    below = np.nextafter(2.0 ** 34, 0)
+    assert np.spacing(below) / 2 <= 1e-6
+    rr.rotate(np.ones((2, 4)), [below, -below])
+    rr.rotate(np.ones((2, 4)), [1e20, 1e20], inv_freq=[1e-11, 1e-12])   # m * theta = 1e9: fine
+    assert not [w for w in fresh_warnings if issubclass(w.category, rr.RopeRefPrecisionWarning)]
+
+
+def test_the_limit_follows_the_largest_frequency(fresh_warnings):
+    rr.rotate(np.ones((1, 4)), [1e9], inv_freq=[100.0, 1.0])        # 1e11 rad
+    (w,) = [w for w in fresh_warnings if issubclass(w.category, rr.RopeRefPrecisionWarning)]
+    assert "beyond position 1.718e+08" in str(w.message)
+
+
+def test_integers_beyond_2_53_warn(fresh_warnings):
+    pos = np.array([2**53, 2**53 + 1], dtype=np.int64)
+    out = rr.rotate(np.ones((2, 2)), pos, inv_freq=[1e-20])
+    np.testing.assert_array_equal(out[0], out[1])                  # why it warns: the rows are identical
+    mine = [w for w in fresh_warnings if issubclass(w.category, rr.RopeRefPrecisionWarning)]
+    assert len(mine) == 1 and "2^53" in str(mine[0].message) and "9007199254740993" in str(mine[0].message)
+    rr.rotate(np.ones((2, 2)), np.array([2**53, 2**53 - 1]), inv_freq=[1e-20])
+    assert len([w for w in fresh_warnings if issubclass(w.category, rr.RopeRefPrecisionWarning)]) == 1
+
+
+# ---- the numbers README "Precision" states -------------------------------------------------------------
+
+def test_readme_precision_numbers():
+    """README: identities hold to ~1e-12 at moderate positions and ~1e-10 at 10^6 (float64 rounding of m*theta).
+    The angle error is bounded by half an ulp of the largest angle (theta_0 = 1) and comes close to it."""
+    for position, lo, hi in [(1e3, 1e-14, 1e-12), (1e6, 1e-11, 1e-9)]:
+        r = checks.precision_at(position)
+        half_ulp = np.spacing(position + 31) / 2
+        assert half_ulp / 4 <= r.angle_error <= half_ulp
+        assert lo <= r.matrix_error <= hi
+        assert lo <= r.score_error <= 10 * hi
+    assert checks.precision_at(0).matrix_error < 1e-14
