@@ -172,16 +172,16 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     tabs = [t.reshape(tshape + t.shape[-1:]) for t in tables(pos.reshape(-1), freqs, work, pairing)]
     xg = x.reshape(gshape + (d,))                       # a view unless x's leading axes are scattered
     og = out.reshape(gshape + (d,)) if out.flags.c_contiguous else np.empty(gshape + (d,), out.dtype)
-    if x.dtype == work and og.dtype == work and pairing == "interleaved" and xg.strides[-1] == work.itemsize:
+    direct = x.dtype == work and og.dtype == work and xg.strides[-1] == work.itemsize
+    if direct and pairing == "interleaved":
         _rotate_block(xg, og, tabs, pairing, r)        # no temporary at all: one complex multiply
         if r < d:
             og[..., r:] = xg[..., r:]
     else:
-        direct = x.dtype == work and og.dtype == work
         for idx in _blocks(gshape, max(1, BLOCK_ELEMENTS // d)):
             tidx = tuple(i if t > 1 else (slice(None) if isinstance(i, slice) else 0) for i, t in zip(idx, tshape))
             xs, ys = xg[idx], og[idx]
-            xw = xs if direct else xs.astype(work)     # narrow dtypes: converted a block at a time
+            xw = xs if direct else np.array(xs, dtype=work, order="C")  # a block at a time: narrow dtypes, strides
             yw = ys if direct else xw
             _rotate_block(xw, yw, [t[tidx] for t in tabs], pairing, r)
             if r < d and direct:
