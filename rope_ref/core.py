@@ -93,13 +93,16 @@ def rotate_complex(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     """Pairs (x_{2i}, x_{2i+1}) as complex numbers times e^{i m theta_i} (eq 12; Llama's form).
 
     ``x``: ``(..., seq, d)``; ``positions``: broadcastable to ``x.shape[:-1]``.
-    Returns x's shape and dtype (computed in complex128).
+    Returns x's shape and dtype.  Angles are float64; the product is complex64 for float16/32 and
+    bfloat16 input, complex128 for float64.
     """
     x = val.check_x(x)
     pos = val.check_positions(positions, x.shape[:-1])
-    z = np.ascontiguousarray(x, dtype=np.float64).view(np.complex128)  # (..., d/2)
-    cis = np.exp(1j * rotation_angles(pos, frequencies(x.shape[-1], base)))
-    return (z * cis).view(np.float64).astype(x.dtype, copy=False)
+    real = np.float64 if x.dtype == np.float64 else np.float32
+    angles = rotation_angles(pos, frequencies(x.shape[-1], base))              # m theta_i, float64
+    cis = (np.cos(angles) + 1j * np.sin(angles)).astype(np.result_type(real, np.complex64))  # e^{i m theta_i}
+    z = np.ascontiguousarray(x, dtype=real).view(cis.dtype)                     # x_2i + i x_2i+1: (..., d/2)
+    return (z * cis).view(real).astype(x.dtype, copy=False)
 
 
 @val.suggest_keywords

@@ -6,12 +6,12 @@ cached background (blitting).  :mod:`rope_ref.teaching.widgets` wraps each view 
 
 from __future__ import annotations
 
-import io
+import struct
+import zlib
 
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
-from PIL import Image
 
 from ..core import decay_bound, frequencies, rotate
 from .context_extension import TRAIN_LEN, frequency_ratios, method_configs, scaled_frequencies
@@ -22,16 +22,20 @@ from .style import new_figure, unit_circle
 class View:
     """Base: a figure built once; ``update`` changes artists in place; ``to_png`` renders.
 
-    Subclasses list the artists a step changes (``dynamic``) and the parameters whose change
-    moves axes or ticks (``relayout_params``).  A step that changes only dynamic artists
-    restores a cached background and redraws just those (blitting); others redraw everything.
+    Subclasses list the artists a step changes (``dynamic``), the parameters whose change
+    moves axes or ticks (``relayout_params``) and the axes those parameters move
+    (``relayout_axes``).  A step that changes only dynamic artists restores a cached background
+    and redraws just those (blitting); a relayout step redraws only ``relayout_axes`` on a cached
+    image of the rest of the figure, then blits.
     """
 
     fig: Figure
     params: dict
     dynamic: tuple = ()
     relayout_params: frozenset = frozenset()
-    _background = None
+    relayout_axes: tuple = ()
+    _background = None            # everything but the dynamic artists
+    _static = None                # everything but the dynamic artists and relayout_axes
 
     def update(self, **params) -> None:
         unknown = set(params) - set(self.params)
@@ -60,20 +64,44 @@ class View:
         """Render the current state to PNG (fast zlib level; the figures/ files use :func:`figure_png`)."""
         canvas = self.fig.canvas
         if self._background is None:
-            canvas.draw()                                   # everything but the dynamic artists
+            if self._static is None:                        # once: the figure without the axes that move
+                for ax in self.relayout_axes:
+                    ax.set_visible(False)
+                canvas.draw()
+                self._static = canvas.copy_from_bbox(self.fig.bbox)
+                for ax in self.relayout_axes:
+                    ax.set_visible(True)
+            canvas.restore_region(self._static)
+            for ax in self.relayout_axes:
+                self.fig.draw_artist(ax)
             self._background = canvas.copy_from_bbox(self.fig.bbox)
         canvas.restore_region(self._background)
         for artist in self.dynamic:
             self.fig.draw_artist(artist)
-        buf = io.BytesIO()
-        Image.fromarray(np.asarray(canvas.buffer_rgba())).save(buf, format="png", compress_level=1)
-        return buf.getvalue()
+        return _png(np.asarray(canvas.buffer_rgba()))
 
     def static_figure(self) -> Figure:
         """The figure with every artist drawn normally (for savefig / figures/)."""
         for artist in self.dynamic:
             artist.set_animated(False)
         return self.fig
+
+
+def _png(rgba: np.ndarray) -> bytes:
+    """A PNG of an ``(h, w, 4)`` uint8 image: unfiltered rows, zlib level 1 (several times faster than
+    PIL's encoder here; lossless like any PNG).  Opaque images are stored as RGB."""
+    h, w, _ = rgba.shape
+    opaque = bool((rgba[..., 3] == 255).all())
+    pixels = rgba[..., :3] if opaque else rgba
+    rows = np.zeros((h, 1 + pixels.shape[-1] * w), np.uint8)    # each row: filter byte 0, then pixels
+    rows[:, 1:] = pixels.reshape(h, -1)
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+
+    header = struct.pack(">IIBBBBB", w, h, 8, 2 if opaque else 6, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
+            + chunk(b"IEND", b""))
 
 
 class DecayView(View):
@@ -92,6 +120,7 @@ class DecayView(View):
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.lines, self.title)
         self.relayout_params = frozenset({"d"})              # d moves the right panel's y-limit
+        self.relayout_axes = (self.axes[1],)
         self._redraw()
         self._freeze_layout()
 
@@ -140,6 +169,7 @@ class RotationsView(View):
         self.ax_score.grid(alpha=0.3)
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_text, self.marker, self.ax_score.title)
         self.relayout_params = frozenset({"base", "d"})      # they change the curve and its y-limits
+        self.relayout_axes = (self.ax_score,)
         self._redraw()
         self._freeze_layout()
 
@@ -160,9 +190,11 @@ class RotationsView(View):
         self.theta_i = frequencies(d, base)[i]
         self.value = float(score(q, k, p["m"], p["n"], base=base))
         self.angle_text.set_text(f"(m-n) theta_{i} = {(p['m'] - p['n']) * self.theta_i:.3f} rad")
-        y = score_vs_distance(q, k, self.r, base=base)
-        self.curve.set_ydata(y)
-        self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
+        if getattr(self, "_curve_for", None) != (d, base):   # the curve depends on d and base only
+            y = score_vs_distance(q, k, self.r, base=base)
+            self.curve.set_ydata(y)
+            self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
+            self._curve_for = (d, base)
         self.marker.set_data([p["n"] - p["m"]], [self.value])
         self.ax_score.set_title(f"d = {d}, base = {base:g}: q_m.k_n = {self.value:.4f}")
 

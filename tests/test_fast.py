@@ -1,0 +1,264 @@
+"""The fast path (rope_ref._fast behind rotate) against the plain form of eq 34, and its table cache.
+
+rotate_elementwise is written independently (float64 cos/sin, no cache, no blocking, no complex
+numbers); every leading shape, positions layout, pairing, rotary_dim, dtype and out= layout of
+rotate must match it.  Block sizes are shrunk so that every test crosses many block boundaries.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import sys
+import threading
+import weakref
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import rope_ref as rr
+from rope_ref import _fast
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+DTYPES = [np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.float16), BF16]
+# (x shape, positions shape or None for the default arange(seq))
+LAYOUTS = [
+    ((16,), ()),                    # one vector, one position
+    ((16,), None),                  # one vector, default position 0
+    ((7, 16), None),                # (seq, d)
+    ((3, 5, 7, 16), None),          # (batch, heads, seq, d), positions shared by all heads
+    ((3, 5, 7, 16), (7,)),
+    ((3, 5, 7, 16), (3, 1, 7)),     # per sequence, broadcast over heads
+    ((3, 5, 7, 16), (3, 5, 7)),     # per row
+    ((3, 5, 7, 16), (3, 5, 1)),     # one position per (batch, head)
+    ((40, 1, 16), None),            # decode: many sequences of one token, all at position 0
+    ((40, 1, 16), (40, 1)),         # decode: each sequence at its own position
+    ((5, 8, 1, 16), (5, 1, 1)),     # decode with heads: per sequence, broadcast over heads
+    ((1, 40, 16), (1, 40)),
+    ((2, 1, 3, 1, 16), (1, 1, 3, 1)),
+]
+
+
+def tolerance(dtype):
+    """A few units in the last place of the dtype (the two forms round differently)."""
+    return {np.float64: 1e-12, np.float32: 4e-6, np.float16: 2e-3}.get(np.dtype(dtype).type, 2e-2)
+
+
+def assert_matches_plain(x, positions, **kw):
+    """rotate == rotate_elementwise, with and without out= (contiguous and strided); x untouched."""
+    x_before = x.copy()
+    want = rr.rotate_elementwise(x, positions, **kw).astype(np.float64)
+    scale = max(1.0, float(np.abs(x.astype(np.float64)).max()))
+    tol = tolerance(x.dtype) * scale
+    got = rr.rotate(x, positions, **kw)
+    assert got.shape == x.shape and got.dtype == x.dtype and not np.shares_memory(got, x)
+    np.testing.assert_allclose(got.astype(np.float64), want, atol=tol, rtol=0)
+    out = np.full_like(x, np.nan)
+    assert rr.rotate(x, positions, out=out, **kw) is out
+    np.testing.assert_array_equal(out, got)
+    strided = np.full(x.shape[:-1] + (2 * x.shape[-1],), np.nan, dtype=x.dtype)[..., ::2]
+    assert rr.rotate(x, positions, out=strided, **kw) is strided
+    np.testing.assert_array_equal(strided, got)
+    np.testing.assert_array_equal(x, x_before)
+
+
+@pytest.fixture(params=[_fast.BLOCK_ELEMENTS, 48], ids=["default-blocks", "tiny-blocks"])
+def blocks(request, monkeypatch):
+    monkeypatch.setattr(_fast, "BLOCK_ELEMENTS", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+@pytest.mark.parametrize("shape,pshape", LAYOUTS)
+def test_every_leading_shape_matches_the_plain_form(blocks, shape, pshape, pairing):
+    rng = np.random.default_rng(abs(hash((shape, pshape, pairing))) % 2**32)
+    positions = None if pshape is None else rng.uniform(-50, 3000, pshape)
+    for dtype in DTYPES:
+        x = (rng.standard_normal(shape) * 3).astype(dtype)
+        assert_matches_plain(x, positions, pairing=pairing)
+        assert_matches_plain(x, positions, pairing=pairing, rotary_dim=6, base=500.0)
+
+
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_strided_and_reversed_inputs(blocks, pairing):
+    rng = np.random.default_rng(7)
+    big = rng.standard_normal((4, 9, 32))
+    for x in [big[:, ::2, :16], big[::-1, :, ::2], np.asfortranarray(big), big.transpose(1, 0, 2)]:
+        for dtype in (np.float64, np.float32, BF16):
+            assert_matches_plain(np.asarray(x, dtype=dtype) if dtype != np.float64 else x,
+                                 rng.uniform(0, 100, x.shape[-2]), pairing=pairing)
+
+
+def test_rotate_complex_matches_the_plain_form():
+    rng = np.random.default_rng(3)
+    for shape, pshape in LAYOUTS:
+        positions = None if pshape is None else rng.uniform(0, 3000, pshape)
+        for dtype in DTYPES:
+            x = rng.standard_normal(shape).astype(dtype)
+            got = rr.rotate_complex(x, positions)
+            assert got.dtype == x.dtype and got.shape == x.shape and not np.shares_memory(got, x)
+            want = rr.rotate_elementwise(x, positions).astype(np.float64)
+            np.testing.assert_allclose(got.astype(np.float64), want, atol=tolerance(dtype) * 4, rtol=0)
+
+
+def test_blocks_cover_every_row_once_in_few_blocks():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        shape = tuple(int(n) for n in rng.integers(1, 9, rng.integers(0, 5)))
+        rows = int(rng.integers(1, 40))
+        seen = np.zeros(shape, int)
+        blocks = list(_fast._blocks(shape, rows))
+        for idx in blocks:
+            seen[idx] += 1
+            assert seen[idx].size <= max(rows, 1)
+        assert (seen == 1).all(), (shape, rows)
+        total = int(np.prod(shape))
+        # each block but those ending an axis holds at least rows/2 rows: at most ~2x the ideal count
+        assert len(blocks) <= 2 * -(-total // rows) + int(np.prod(shape[:-1] or (1,))), (shape, rows, len(blocks))
+
+
+def test_tables_are_computed_once_per_distinct_position_row():
+    rr.clear_cache()
+    x = np.ones((32, 100, 16), np.float32)
+    rr.rotate(x, np.broadcast_to(np.arange(100.0), (32, 100)).copy())   # the same row for every head
+    # one complex64 table of (100 positions, 8 pairs): 8 bytes each -- not one per head
+    assert _fast.cache_info() == {"entries": 1, "nbytes": 100 * 8 * 8, "limit": _fast.cache_info()["limit"]}
+    assert all(isinstance(k, bytes) and len(k) == 32 for k in _fast._cache)   # a digest, not the positions
+
+
+def test_the_cache_never_confuses_frequencies_dtypes_or_pairings():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 6, 16))
+    pos = rng.uniform(0, 50, 6)
+    for kw in [{}, {"base": 500.0}, {"rotary_dim": 8}, {"pairing": "half"}, {"inv_freq": rr.frequencies(16) / 3},
+               {"pairing": "half", "rotary_dim": 8}]:
+        for dtype in (np.float64, np.float32):
+            xd = x.astype(dtype)
+            np.testing.assert_allclose(rr.rotate(xd, pos, **kw), rr.rotate_elementwise(xd, pos, **kw),
+                                       atol=tolerance(dtype) * 4, err_msg=str((kw, dtype)))
+    # the same position bytes in another shape are other positions for another x
+    np.testing.assert_allclose(rr.rotate(x, pos.reshape(1, 6)), rr.rotate_elementwise(x, pos), atol=1e-12)
+
+
+@pytest.fixture
+def cache_limit():
+    """Restore the cache bound and empty the cache after a test that changes them."""
+    old = _fast.cache_info()["limit"]
+    yield
+    rr.set_cache_limit(old)
+    rr.clear_cache()
+
+
+def test_cache_stays_within_its_byte_bound(cache_limit):
+    assert _fast.DEFAULT_CACHE_LIMIT <= 256 * 2**20
+    limit = 1 << 20
+    assert rr.set_cache_limit(limit) == _fast.DEFAULT_CACHE_LIMIT
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3000, 32)).astype(np.float32)
+    for i in range(12):                         # complex64 (3000, 16): 384 KiB; half: 2 x 384 KiB
+        pos = rng.uniform(0, 1e4, 3000)
+        for pairing in ("interleaved", "half"):
+            rr.rotate(x, pos, pairing=pairing)
+            info = _fast.cache_info()
+            assert 0 < info["nbytes"] <= limit and info["entries"] >= 1, info
+    big = rng.uniform(0, 1e4, 20000)            # a (20000, 16) complex64 table: 2.4 MiB > the bound
+    rr.clear_cache()
+    np.testing.assert_allclose(rr.rotate(np.ones((20000, 32)), big), rr.rotate_elementwise(np.ones((20000, 32)), big),
+                               atol=1e-12)
+    assert _fast.cache_info()["entries"] == 0   # computed, not kept
+    rr.set_cache_limit(0)                       # 0: no caching at all, same results
+    np.testing.assert_allclose(rr.rotate(x, pos), rr.rotate_elementwise(x, pos), atol=4e-5)
+    assert _fast.cache_info()["nbytes"] == 0
+
+
+def test_clear_cache_frees_the_tables():
+    rr.clear_cache()
+    rr.rotate(np.ones((50, 8)))
+    assert _fast.cache_info()["nbytes"] == 50 * 4 * 16                 # complex128 (50, 4)
+    refs = [weakref.ref(t) for tabs in _fast._cache.values() for t in tabs]
+    rr.clear_cache()
+    gc.collect()
+    assert _fast.cache_info() == {"entries": 0, "nbytes": 0, "limit": _fast.cache_info()["limit"]}
+    assert refs and all(r() is None for r in refs)                     # nothing else holds them
+
+
+@pytest.mark.parametrize("bad,err", [(-1, ValueError), (1.5, TypeError), ("1e6", TypeError), (True, TypeError),
+                                     (None, TypeError)])
+def test_set_cache_limit_refuses_bad_values(bad, err):
+    with pytest.raises(err, match="nbytes"):
+        rr.set_cache_limit(bad)
+
+
+def test_eight_threads_under_a_tiny_switch_interval(cache_limit):
+    # A bound of about two tables forces evictions while other threads read: the old cache raised
+    # KeyError at move_to_end here.
+    rr.set_cache_limit(2 * 64 * 8 * 8 + 1)
+    rng = np.random.default_rng(4)
+    cases = []
+    for i in range(12):
+        x = rng.standard_normal((2, 64, 16)).astype(np.float32 if i % 2 else np.float64)
+        pos, pairing = rng.uniform(0, 1000, 64), ("interleaved", "half")[i % 3 == 0]
+        cases.append((x, pos, pairing, rr.rotate_elementwise(x, pos, pairing=pairing)))
+    errors, bad = [], []
+
+    def worker(seed):
+        order = np.random.default_rng(seed)
+        try:
+            for _ in range(150):
+                x, pos, pairing, want = cases[order.integers(len(cases))]
+                got = rr.rotate(x, pos, pairing=pairing)
+                if not np.allclose(got, want, atol=tolerance(x.dtype) * 8, rtol=0):
+                    bad.append(pairing)
+        except Exception as e:                                     # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors, errors[:3]
+    assert not bad
+    assert _fast.cache_info()["nbytes"] <= 2 * 64 * 8 * 8 + 1
+
+
+def test_a_planted_bug_is_caught(monkeypatch):
+    """The comparison above fails when the fast path reuses one position row for all (a real risk of
+    reducing positions to their distinct rows)."""
+    rr.clear_cache()
+    monkeypatch.setattr(_fast, "_distinct_rows", lambda pos: np.ascontiguousarray(pos[..., :1]))
+    x = np.random.default_rng(5).standard_normal((3, 5, 7, 16))
+    with pytest.raises(AssertionError):
+        assert_matches_plain(x, np.arange(7.0), pairing="half")
+    rr.clear_cache()
+
+
+@pytest.mark.parametrize("view_name,steps", [
+    ("RotationsView", [{"m": 5}, {"d": 32}, {"base": 100.0}, {"m": 9, "n": 2}]),
+    ("DecayView", [{"d": 64}, {"base": 500.0}, {"d": 256}]),
+    ("ScalingView", [{"factor": 3.0}]),
+])
+def test_view_steps_draw_what_a_full_redraw_draws(view_name, steps):
+    """Blitting and redrawing only the axes a step moves are speed-ups: the PNG a step sends equals
+    a full redraw of the figure (canvas.draw, then the animated artists) in the same state."""
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    from rope_ref.teaching import views
+
+    view = getattr(views, view_name)()
+    view.to_png()
+    for params in steps:
+        view.update(**params)
+        shown = np.asarray(Image.open(io.BytesIO(view.to_png())).convert("RGB"))
+        canvas = view.fig.canvas                      # the same figure (its layout is frozen), all drawn
+        canvas.draw()
+        for artist in view.dynamic:
+            view.fig.draw_artist(artist)
+        np.testing.assert_array_equal(shown, np.asarray(canvas.buffer_rgba())[..., :3], err_msg=str(params))
