@@ -2,27 +2,52 @@
 
 ``identify(fn, d)`` feeds ``fn`` float64 inputs of shape ``(seq, d)`` (the function
 applies its own positions, row r at position offset + r) and reads back, row by row,
-the linear map it applies.  A rotary embedding maps each row by a block rotation on
-pairs of features, with angles linear in the row index; everything else follows
-from measuring those blocks.  ``assert_rope_matches(fn, d, **expected)`` turns the
-differences from what you expect into one readable AssertionError.
+the linear map it applies.  A rotary embedding maps each row by the block-diagonal
+rotation of eq 34 (RoFormer, arXiv:2104.09864): one 2x2 block [[cos, -sin], [sin, cos]]
+per pair of features, with angle (offset + row) * theta_i.  Everything else follows
+from measuring those blocks:
+
+1. structure: which features pair up (pairing, rotary_dim), and the norm scale;
+2. angles: the measured angle of each pair at each row; their scatter about a line is
+   the angle noise, from which every tolerance below is derived;
+3. offset: solved from the angles at the rows (modulo 2 pi per pair, like the Chinese
+   remainder theorem), with more rows fetched when the noise leaves it unresolved;
+4. frequencies: refitted against the absolute angle (offset + row) * theta_i;
+5. naming: the simplest scaling method whose frequencies match to the measured precision.
+
+``assert_rope_matches(fn, d, **expected)`` turns the differences from what you expect
+into one readable AssertionError.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import _validate as val
+from . import scaling
 from .core import frequencies, wrap_angle
 from .scaling import scaled_inv_freq
 
-#: Relative tolerance for structure (linearity, pair blocks): loose enough for float32/bfloat16 kernels.
+#: Relative tolerance for structure (linearity, pair blocks): loose enough for bfloat16 kernels.
 STRUCTURE_RTOL = 2e-2
-#: Relative tolerance when matching frequencies against a scaling method (float32 kernels reach ~1e-7).
-FREQ_RTOL = 1e-5
+#: Unit roundoff of the float types a kernel's angles may be computed in, finest first.
+PRECISIONS = (("float64", 2.0**-53), ("float32", 2.0**-24), ("float16", 2.0**-11), ("bfloat16", 2.0**-8))
+#: Angles "behave like" a float type when |error| <= NOISE_ULPS * u * (1 + |angle|).
+NOISE_ULPS = 8
+#: Frequencies computed in a float type carry a few roundings: allow FREQ_ULPS * u relative.
+FREQ_ULPS = 64
+#: Measured quantities agree when within SIGMAS standard deviations of their noise.
+SIGMAS = 6.0
+#: Offsets searched: |offset| <= MAX_OFFSET (float32 represents every integer up to 2^24).
+MAX_OFFSET = 2**24
+#: The offset is wanted to this standard deviation (positions) so an integer is unambiguous.
+OFFSET_SIGMA = 0.005
+#: At most this many rows are requested from fn when refining the offset.
+MAX_ROWS = 4096
 
 _TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 
@@ -37,23 +62,41 @@ class RopeSpec:
     pairs: list = field(default_factory=list)
     rotary_dim: int | None = None
     inv_freq: np.ndarray | None = None  # signed per-pair angular frequency, pair p in pairing order
-    base: float | None = None           # from theta_0 / theta_1 = base^(2/rotary_dim)
-    offset: float | None = None         # position of row 0
+    base: float | None = None           # of the named method; for "custom", of the leading pairs
+    offset: float | None = None         # position of row 0 (an integer when resolved as one)
+    offset_resolution: float | None = None  # standard deviation of the offset, in positions
     norm_scale: float | None = None     # |output| / |input| on the rotated features
-    rope_type: str | None = None
+    rope_type: str | None = None        # a rope_ref.ROPE_TYPES name, "custom", or None (too noisy)
     rope_params: dict = field(default_factory=dict)
+    fit_error: float | None = None      # max relative |theta_method / theta_measured - 1|
+    freq_tolerance: float | None = None  # largest relative tolerance used for the frequencies
+    angle_precision: str | None = None  # the float type the kernel's angles behave like
     phase_error: float = 0.0            # max |measured angle - (offset + row) * theta|, radians
     scale_error: float = 0.0            # max relative spread of the per-pair scale over rows
+    rows: int | None = None             # rows the angles were measured at
     notes: list = field(default_factory=list)
 
     def __str__(self) -> str:
         if not self.is_rope:
             return f"not a rotary embedding: {self.reason}"
-        lines = [f"pairing={self.pairing} rotary_dim={self.rotary_dim} base={self.base:.6g} "
-                 f"offset={self.offset:.6g} norm_scale={self.norm_scale:.6g}",
-                 f"rope_type={self.rope_type} {_short(self.rope_params)}",
-                 f"phase_error={self.phase_error:.2e} rad, scale_error={self.scale_error:.2e}"]
+        lines = [f"pairing={self.pairing} rotary_dim={self.rotary_dim} base={_num(self.base)} "
+                 f"offset={_num(self.offset)} norm_scale={_num(self.norm_scale)}",
+                 f"rope_type={self.rope_type} {_short(self.rope_params)}"
+                 + (f" (frequencies within {self.fit_error:.1e} relative, tolerance {self.freq_tolerance:.1e})"
+                    if self.fit_error is not None and self.freq_tolerance is not None else ""),
+                 f"angles behave like {self.angle_precision}: phase_error={self.phase_error:.2e} rad "
+                 f"over {self.rows} rows, offset resolution {_num(self.offset_resolution, '.1e')}, "
+                 f"scale_error={self.scale_error:.2e}"]
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
+
+
+def _num(v, fmt=".6g") -> str:
+    """A number for display: integers as integers, None as None."""
+    if v is None:
+        return "None"
+    if isinstance(v, numbers.Integral) or (math.isfinite(v) and v == round(v) and abs(v) < 2**53):
+        return str(int(v))
+    return format(v, fmt)
 
 
 def _short(params: dict) -> str:
@@ -67,47 +110,98 @@ def _short(params: dict) -> str:
     return "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in params.items()) + "}"
 
 
-def _call(fn, x):
-    out = np.asarray(fn(x.copy()))
+# ---- calling fn ------------------------------------------------------------------------------
+
+def _to_array(out):
+    """numpy float64 from whatever fn returned: numpy, ml_dtypes, lists, torch (any dtype or
+    device, with grad), anything with ``__array__``.  Duck-typed: torch is never imported."""
+    if hasattr(out, "detach"):
+        out = out.detach()
+    if hasattr(out, "cpu") and not isinstance(out, np.ndarray):
+        out = out.cpu()
+    if hasattr(out, "numpy") and not isinstance(out, np.ndarray):
+        try:
+            out = out.numpy()
+        except (TypeError, RuntimeError, ValueError):   # e.g. torch bfloat16 has no numpy dtype
+            if not hasattr(out, "float"):
+                raise
+            out = out.float().numpy()
+    try:
+        arr = np.asarray(out)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"fn must return an array (numpy, torch, jax, a list), got {type(out).__name__}: "
+                        f"{err}") from err
+    if not (arr.dtype in val.FLOAT_DTYPES or arr.dtype.kind in "fiu"):
+        raise TypeError(f"fn must return a real numeric array (numpy, torch, jax, a list), got "
+                        f"{type(out).__name__} of dtype {arr.dtype}")
+    return arr.astype(np.float64)
+
+
+def _call(fn, x, what: str) -> np.ndarray:
+    """fn(x) as float64 of x's shape; fn's own errors are re-raised with a note saying which call."""
+    try:
+        out = fn(x.copy())
+    except Exception as err:
+        err.add_note(f"(raised by fn when rope_ref.identify called it with {what}, shape {x.shape})")
+        raise
+    out = _to_array(out)
     if out.shape != x.shape:
-        raise ValueError(f"fn must map an array of shape {x.shape} to the same shape, got {out.shape}")
-    if out.dtype.kind not in "fiu" and out.dtype not in val.FLOAT_DTYPES:
-        raise TypeError(f"fn must return a real array, got dtype {out.dtype}")
-    return out.astype(np.float64)
+        raise ValueError(f"fn must map an array of shape {x.shape} to the same shape, got {out.shape} "
+                         f"(called with {what})")
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"fn returned non-finite values (NaN or inf) for finite input ({what}, shape "
+                         f"{x.shape}); a rotary embedding maps finite input to finite output")
+    return out
 
 
 def _not_rope(reason):
     return RopeSpec(is_rope=False, reason=reason)
 
 
+def _check_seed(seed):
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
+        raise TypeError(f"seed must be None or a non-negative integer, got {seed!r}")
+    return seed
+
+
 def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | None = None) -> RopeSpec:
     """Identify the RoPE variant that ``fn`` implements.
 
     ``fn(x) -> y``: x float64 of shape ``(seq, d)``, row r at the function's own
-    position for row r.  ``base_hint`` (optional): the base the model was trained
-    with, so a changed base can be reported as NTK scaling.
-    Calls ``fn`` d + 3 times.  Returns a :class:`RopeSpec`.
+    position for row r; y any real array of that shape (numpy, torch of any dtype or
+    device, jax, a list).  ``base_hint`` (optional): the base the model was trained
+    with, so a changed base is reported as NTK scaling and LongRoPE factors can be
+    separated from the base.  Calls ``fn`` d + 3 times on ``seq`` rows, and once on up
+    to 4096 rows when the angle noise leaves the offset unresolved.  Returns a :class:`RopeSpec`.
     """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable (x of shape (seq, d) -> rotated x), got {fn!r} of type "
+                        f"{type(fn).__name__}")
     d = val.check_d(d)
     seq = val.check_positive_int(seq, "seq")
     if seq < 3:
         raise ValueError(f"seq must be >= 3 to measure frequencies, got {seq}")
-    rng = np.random.default_rng(seed)
+    if base_hint is not None:
+        base_hint = val.check_base(base_hint, "base_hint")
+    rng = np.random.default_rng(_check_seed(seed))
     a, b = rng.standard_normal((2, seq, d))
-    ya, yb = _call(fn, a), _call(fn, b)
+    ya, yb = _call(fn, a, "random input a"), _call(fn, b, "random input b")
     scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
-    lin = np.abs(_call(fn, 2 * a - 3 * b) - (2 * ya - 3 * yb)).max() / scale
-    if not np.all(np.isfinite(ya)) or lin > STRUCTURE_RTOL:
+    lin = np.abs(_call(fn, 2 * a - 3 * b, "2a - 3b") - (2 * ya - 3 * yb)).max() / scale
+    if lin > STRUCTURE_RTOL:
         return _not_rope(f"fn is not linear: f(2a - 3b) differs from 2 f(a) - 3 f(b) by {lin:.2g} "
                          "(relative); a rotary embedding is linear in its input")
     # M[r] is the d x d matrix applied to row r: column j is the response to e_j.
-    M = np.stack([_call(fn, np.broadcast_to(e, (seq, d))) for e in np.eye(d)], axis=-1)
+    M = np.stack([_call(fn, np.broadcast_to(e, (seq, d)), f"basis vector e_{j} in every row")
+                  for j, e in enumerate(np.eye(d))], axis=-1)
     mix = np.abs(np.einsum("rij,rj->ri", M, a) - ya).max() / scale
     if mix > STRUCTURE_RTOL:
         return _not_rope(f"row r of the output depends on other rows (error {mix:.2g} relative): "
                          "fn mixes positions or depends on content")
-    return _analyse(M, base_hint)
+    return _analyse(fn, M, base_hint)
 
+
+# ---- 1. structure ----------------------------------------------------------------------------
 
 def _find_pairs(M):
     """Partner of each feature from where the off-diagonal entries are non-zero."""
@@ -138,8 +232,8 @@ def _order_pairs(pairs, r):
     return "other", sorted(pairs)
 
 
-def _analyse(M, base_hint):
-    seq = M.shape[0]
+def _analyse(fn, M, base_hint):
+    seq, d = M.shape[0], M.shape[-1]
     pairs, passthrough, why = _find_pairs(M)
     if pairs is None:
         return _not_rope(why)
@@ -158,7 +252,7 @@ def _analyse(M, base_hint):
     s1, s2 = M[:, ib, ia], -M[:, ia, ib]
     big = np.abs(M).max()
     if max(np.abs(c1 - c2).max(), np.abs(s1 - s2).max()) > STRUCTURE_RTOL * big:
-        return _not_rope("a pair's 2x2 block is not a (scaled) rotation [[c, -s], [s, c]] "
+        return _not_rope("a pair's 2x2 block is not a (scaled) rotation [[c, -s], [s, c]] (eq 34) "
                          f"(pair {pairs[int(np.argmax(np.abs(c1 - c2).max(0) + np.abs(s1 - s2).max(0)))]})")
     c, s = (c1 + c2) / 2, (s1 + s2) / 2
     scales = np.hypot(c, s)                                # (seq, pairs)
@@ -166,110 +260,321 @@ def _analyse(M, base_hint):
     scale_error = float(np.abs(scales / norm_scale - 1).max())
     if scale_error > STRUCTURE_RTOL:
         return _not_rope(f"the norm of a pair changes with position by up to {scale_error:.1%}")
-    phase = np.unwrap(np.arctan2(s, c), axis=0)            # (seq, pairs)
-    rows = np.arange(seq, dtype=float)
-    theta, intercept = np.polyfit(rows, phase, 1)          # per pair
-    offset = _solve_offset(theta, intercept)
-    predicted = np.outer(rows + offset, theta)
-    phase_error = float(np.abs(wrap_angle(phase - predicted)).max())
+    if norm_scale == 0:
+        return _not_rope("fn maps the rotated features to zero")
+
+    # ---- 2.-3. angles and offset
+    phase = np.unwrap(np.arctan2(s, c), axis=0)            # (seq, pairs), relative to row 0
+    offset, sigma_o, status, fit = _locate(phase)
+    rows = seq
+    while (sigma_o > OFFSET_SIGMA or status != "ok") and rows < MAX_ROWS:   # at most two more calls
+        rows = MAX_ROWS if rows > seq or status != "ok" else _rows_needed(seq, sigma_o)
+        x = np.zeros((rows, d))
+        x[:, ia] = 1.0                                 # one probe: column ia of every block at once
+        y = _call(fn, x, f"e_i on the first feature of every pair, {rows} rows, to refine the offset")
+        long_phase = np.unwrap(np.arctan2(y[:, ib], y[:, ia]), axis=0)
+        drift = np.abs(wrap_angle(long_phase[:seq] - phase[:seq])).max()
+        if drift > SIGMAS * fit["noise"].max() + 1e-12:
+            notes.append(f"the angles at rows 0..{seq - 1} change by {drift:.2g} rad when fn is given "
+                         f"{rows} rows: its frequencies depend on the sequence length (dynamic scaling?)")
+            break
+        phase = long_phase
+        offset, sigma_o, status, fit = _locate(phase)
+    if status == "ambiguous":
+        notes.append("the offset is ambiguous (the slowest pairs wrap around): reported the smallest consistent one")
+    elif status == "inconsistent":
+        notes.append("the angles of different pairs do not agree on one offset (best compromise reported)")
+    if abs(offset - round(offset)) <= max(SIGMAS * sigma_o, 1e-9):
+        offset = float(round(offset))
+
+    # ---- 4. frequencies against the absolute angle (offset + row) * theta
+    if status == "ok":
+        theta, resid, sigma_theta = _refit_absolute(phase, offset, fit)
+    else:
+        theta, resid, sigma_theta = fit["theta"], fit["resid"], fit["sigma_theta"]
+    positions = offset + np.arange(phase.shape[0])
+    angle = np.abs(np.outer(positions, theta))
+    precision, unit = _angle_precision(resid, angle)
+    tau = np.maximum(SIGMAS * sigma_theta / np.maximum(np.abs(theta), 1e-300), FREQ_ULPS * unit)
     spec = RopeSpec(is_rope=True, pairing=pairing, pairs=pairs, rotary_dim=r, inv_freq=theta,
-                    offset=offset, norm_scale=norm_scale, phase_error=phase_error,
-                    scale_error=scale_error, notes=notes)
-    _describe_frequencies(spec, base_hint)
+                    offset=offset, offset_resolution=float(sigma_o), norm_scale=norm_scale,
+                    angle_precision=precision, phase_error=float(np.abs(resid).max()),
+                    scale_error=scale_error, rows=int(phase.shape[0]), notes=notes)
+    _describe_frequencies(spec, base_hint, tau, unit)
     return spec
 
 
-def _solve_offset(theta, intercept):
-    """Offset o with o * theta_p = intercept_p (mod 2 pi), refined from slow to fast pairs."""
-    order = np.argsort(np.abs(theta))
-    order = [p for p in order if abs(theta[p]) > 1e-12]
+# ---- 2. angles --------------------------------------------------------------------------------
+
+def _fit_rows(phase, unit=0.0, offset=0.0):
+    """Per-pair straight line through the angles of the rows, about the centre row.
+
+    Returns theta (slopes), centre (angle at the centre row), their standard deviations and
+    the residuals.  The deviations come from the scatter about the line, floored by what
+    rounding to a float type with unit roundoff ``unit`` can do to angles near
+    (offset + row) * theta: up to unit * |angle| at every row, and -- rounding errors of
+    consecutive multiples of one theta can drift together -- a slope error up to 2 unit |angle| / rows.
+    """
+    n = phase.shape[0]
+    x = np.arange(n) - (n - 1) / 2
+    centre = phase.mean(axis=0)
+    theta = x @ (phase - centre) / (x @ x)
+    resid = phase - centre - np.outer(x, theta)
+    biggest = 1 + np.abs(offset + n) * np.abs(theta)      # largest |angle| over the rows, + 1 for cos/sin rounding
+    floor = np.maximum(2.0**-52 * (np.pi + n * np.abs(theta)), unit * biggest)
+    noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(n - 2, 1)), floor)
+    sigma_theta = np.maximum(noise / np.sqrt(x @ x), 2 * unit * biggest / n)
+    return dict(theta=theta, centre=centre, row_centre=(n - 1) / 2, resid=resid, noise=noise,
+                sigma_theta=sigma_theta, sigma_centre=np.maximum(noise / np.sqrt(n), unit * biggest))
+
+
+def _locate(phase):
+    """Row fit and offset, twice: the first offset sizes the angles, which sets the rounding floor."""
+    fit = _fit_rows(phase)
+    offset, _, _ = _solve_offset(fit)
+    angle = np.abs(np.outer(offset + np.arange(phase.shape[0]), fit["theta"])) + np.abs(phase) + np.pi
+    _, unit = _angle_precision(fit["resid"], angle)
+    fit = _fit_rows(phase, unit, offset)
+    return (*_solve_offset(fit), fit)
+
+
+def _rows_needed(seq, sigma_o):
+    """Rows for an offset standard deviation OFFSET_SIGMA: it falls as rows^-3/2 (slope of a line fit)."""
+    if not math.isfinite(sigma_o):
+        return MAX_ROWS
+    want = seq * (sigma_o / OFFSET_SIGMA) ** (2 / 3)
+    return int(min(MAX_ROWS, 2 ** math.ceil(math.log2(max(want, 2 * seq)))))
+
+
+# ---- 3. offset --------------------------------------------------------------------------------
+
+def _solve_offset(fit, max_candidates=200_000):
+    """Offset o with (o + row_centre) * theta_p = centre_p (mod 2 pi) for every pair p.
+
+    Each pair fixes q = o + row_centre modulo its wavelength 2 pi / theta_p.  Candidates
+    come from the slowest pair; each is refined from slow to fast pairs (a wrap count is
+    chosen only where the uncertainty makes it decidable) and kept if every pair agrees
+    within SIGMAS of its noise.  Returns (offset, standard deviation, status) with status
+    "ok", "ambiguous" (several offsets agree) or "inconsistent" (none does).
+    """
+    theta, centre, rc = fit["theta"], fit["centre"], fit["row_centre"]
+    s_theta, s_centre = fit["sigma_theta"], fit["sigma_centre"]
+    order = [p for p in np.argsort(np.abs(theta)) if abs(theta[p]) > 1e-12]
     if not order:
-        return 0.0
+        return 0.0, math.inf, "ambiguous"
     p0 = order[0]
-    o = math.remainder(intercept[p0], 2 * math.pi) / theta[p0]
+    kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, max_candidates // 2)
+    k = np.arange(-kmax, kmax + 1)
+    q = (centre[p0] + 2 * np.pi * k) / theta[p0]
+    var_q = (s_centre[p0] ** 2 + (q * s_theta[p0]) ** 2) / theta[p0] ** 2
+    worst = np.zeros_like(q)
     for p in order[1:]:
-        k = round((o * theta[p] - intercept[p]) / (2 * math.pi))
-        o = (intercept[p] + 2 * math.pi * k) / theta[p]
-    return float(round(o)) if abs(o - round(o)) < 1e-9 else float(o)
+        pred = q * theta[p]
+        var_pred = var_q * theta[p] ** 2 + (q * s_theta[p]) ** 2 + s_centre[p] ** 2
+        decidable = var_pred < (np.pi / 4) ** 2
+        wraps = np.round((pred - centre[p]) / (2 * np.pi))
+        miss = np.abs(pred - centre[p] - 2 * np.pi * wraps) / np.sqrt(var_pred)
+        worst = np.where(decidable, np.maximum(worst, miss), worst)
+        q_p = (centre[p] + 2 * np.pi * wraps) / theta[p]
+        var_p = (s_centre[p] ** 2 + (q * s_theta[p]) ** 2) / theta[p] ** 2
+        w = np.where(decidable, var_q / (var_q + var_p), 0.0)   # inverse-variance combination
+        q, var_q = q + w * (q_p - q), np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
+    offsets = q - rc
+    ok = np.flatnonzero(worst <= SIGMAS)
+    if ok.size == 0:
+        best = int(np.argmin(worst))
+        return float(offsets[best]), float(np.sqrt(var_q[best])), "inconsistent"
+    best = ok[np.argmin(np.abs(offsets[ok]))]
+    status = "ok" if ok.size == 1 else "ambiguous"
+    return float(offsets[best]), float(np.sqrt(var_q[best])), status
 
 
-def _describe_frequencies(spec, base_hint):
+# ---- 4. frequencies ---------------------------------------------------------------------------
+
+def _refit_absolute(phase, offset, fit):
+    """theta_p by least squares on the absolute angle: phase + 2 pi k_p = (offset + row) * theta_p.
+
+    With the offset known, the angle at row r is known absolutely (up to a whole number of
+    turns k_p, decided from the row fit at the centre row), so theta is measured against
+    (offset + row) rather than against the few rows of the block: its error falls by about
+    the ratio offset / rows.
+    """
+    m = offset + np.arange(phase.shape[0], dtype=float)
+    if m @ m == 0:
+        return fit["theta"], fit["resid"], fit["sigma_theta"]
+    turns = np.round(((offset + fit["row_centre"]) * fit["theta"] - fit["centre"]) / (2 * np.pi))
+    absolute = phase + 2 * np.pi * turns
+    theta = m @ absolute / (m @ m)
+    resid = absolute - np.outer(m, theta)
+    floor = 2.0**-52 * (1 + np.abs(np.outer(m, theta)).max(axis=0))
+    noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(len(m) - 1, 1)), floor)
+    return theta, resid, noise / np.sqrt(m @ m)
+
+
+def _angle_precision(resid, angle):
+    """The finest float type whose rounding, NOISE_ULPS * u * (1 + |angle|), covers the residuals."""
+    for name, unit in PRECISIONS:
+        if np.all(np.abs(resid) <= NOISE_ULPS * unit * (1 + angle)):
+            return name, unit
+    return "coarser than bfloat16", 2.0**-4
+
+
+def _geometric_base(theta, r, tau):
+    """Base from the leading pairs that follow theta_p = theta_0 * base^(-2p/r) (eq 15).
+
+    Scaling methods that keep the fast pairs (YaRN, Llama 3) keep them geometric; the run
+    of leading pairs that agree with the ratio so far gives the base with the most precision.
+    """
+    last = 1
+    for p in range(2, len(theta)):
+        rho = (theta[last] / theta[0]) ** (1 / last)
+        if abs(theta[p] / (theta[0] * rho**p) - 1) > tau[p] + p / last * (tau[0] + tau[last]):
+            break
+        last = p
+    return float((theta[0] / theta[last]) ** (r / (2 * last)))
+
+
+def _describe_frequencies(spec, base_hint, tau, unit):
     theta = np.abs(spec.inv_freq)
     r = spec.rotary_dim
     if np.all(spec.inv_freq < 0):
         spec.notes.append("every pair rotates clockwise (negative frequencies): the sign of sin is flipped")
     elif np.any(spec.inv_freq < 0):
         spec.notes.append("some pairs rotate clockwise: the sign of sin is flipped for them")
+    if spec.offset == round(spec.offset) and spec.offset != 0:
+        spec.notes.append(f"row 0 is rotated as position {int(spec.offset)}")
+    spec.freq_tolerance = float(tau.max())
     if len(theta) < 2:
         spec.base = float("nan")
         spec.rope_type, spec.rope_params = "default", {}
         return
-    spec.base = float((theta[0] / theta[1]) ** (r / 2))
-    if spec.phase_error > 1e-4:
-        spec.notes.append(f"measured angles deviate from (offset + row) * theta by up to {spec.phase_error:.2g} rad: "
-                          "angles computed in low precision (float16/bfloat16)?")
-    if abs(theta[0] - spec.base ** (-2 / r)) < 1e-6 and abs(theta[0] - 1) > 1e-6:
+    spec.base = _geometric_base(theta, r, tau)
+    if abs(theta[0] / spec.base ** (-2 / r) - 1) <= tau[0] and abs(theta[0] - 1) > tau[0]:
         spec.notes.append(f"theta_0 = {theta[0]:.6g} = base^(-2/d): frequencies look indexed from 1 "
                           "(eq 15's 10000^(-2(i-1)/d) with i starting at 0)")
-    if abs(spec.offset - round(spec.offset)) < 1e-6 and round(spec.offset) != 0:
-        spec.notes.append(f"row 0 is rotated as position {round(spec.offset)}")
-    if spec.phase_error > 1e-3:
-        spec.notes.append("frequencies are too noisy to name a scaling method")
+    if unit > 2.0**-24:
+        spec.notes.append(f"angles behave like {spec.angle_precision} (errors up to {spec.phase_error:.2g} rad): "
+                          "frequencies are too noisy to name a scaling method")
         return
-    spec.rope_type, spec.rope_params = _best_rope_type(theta, r, spec.base, spec.norm_scale, base_hint)
+    _name_method(spec, theta, base_hint, tau, unit)
 
 
-def _candidates(theta, r, base, norm_scale, base_hint):
+# ---- 5. naming ---------------------------------------------------------------------------------
+
+def _log_fit(theta, r, intercept):
+    """Least squares of log theta_p = a - (2p/r) log base (a = 0 unless intercept)."""
+    x = -2 * np.arange(len(theta)) / r
+    y = np.log(theta)
+    if intercept:
+        slope, a = np.polyfit(x, y, 1)
+    else:
+        slope, a = (x @ y) / (x @ x), 0.0
+    return float(np.exp(slope)), float(np.exp(-a))       # base, factor
+
+
+def _candidates(theta, r, base, norm_scale, base_hint, tau):
     """(rope_type, params) configurations worth comparing, simplest first."""
-    if base_hint is not None and not math.isclose(base, base_hint, rel_tol=1e-9) and r > 2:
-        yield "ntk", dict(base=base_hint, factor=float((base / base_hint) ** ((r - 2) / r)))
-    yield "default", dict(base=base)
-    factor = float(1 / theta[0])
-    if abs(factor - 1) > 1e-9:
-        yield "linear", dict(base=base, factor=factor)
+    if base_hint is not None:
+        yield "default", dict(base=base_hint)
+        fitted, _ = _log_fit(theta, r, intercept=False)
+        if r > 2:
+            yield "ntk", dict(base=base_hint, factor=float((fitted / base_hint) ** ((r - 2) / r)))
+    yield "default", dict(base=_log_fit(theta, r, intercept=False)[0])
+    b, factor = _log_fit(theta, r, intercept=True)
+    if abs(factor - 1) > tau[0]:
+        yield "linear", dict(base=b, factor=factor)
     ratio = theta / frequencies(r, base)
     f_max = float(1 / ratio.min())
-    if f_max > 1 + 1e-9:
+    if f_max > 1 + tau.max():
         for L in _TRAIN_LENGTHS:
             for low, high in [(1.0, 4.0), (1.0, 2.0), (1.0, 8.0), (2.0, 8.0)]:
                 yield "llama3", dict(base=base, factor=f_max, low_freq_factor=low, high_freq_factor=high,
                                      original_max_position_embeddings=L)
             for fast, slow in [(32.0, 1.0), (16.0, 1.0), (32.0, 2.0), (16.0, 2.0)]:
                 yield "yarn", dict(base=base, factor=f_max, original_max_position_embeddings=L,
-                                   beta_fast=fast, beta_slow=slow, attention_factor=norm_scale)
+                                   beta_fast=fast, beta_slow=slow)
 
 
-def _best_rope_type(theta, r, base, norm_scale, base_hint):
+def _kw(params):
+    return {k: v for k, v in params.items() if k != "base"}
+
+
+def _name_method(spec, theta, base_hint, tau, unit):
+    """The first candidate whose frequencies match within tau; else LongRoPE factors or "custom"."""
+    r, norm_scale = spec.rotary_dim, spec.norm_scale
+    float32_tau = np.maximum(tau, FREQ_ULPS * 2.0**-24)
     best = (np.inf, None, {})
-    for rope_type, params in _candidates(theta, r, base, norm_scale, base_hint):
-        kw = {k: v for k, v in params.items() if k != "base"}
+    for rope_type, params in _candidates(theta, r, spec.base, norm_scale, base_hint, tau):
         try:
-            freqs, _ = scaled_inv_freq(r, params["base"], rope_type=rope_type, **kw)
+            freqs, att = scaled_inv_freq(r, params["base"], rope_type=rope_type, **_kw(params))
         except (ValueError, TypeError):
             continue
-        err = float(np.abs(freqs / theta - 1).max())
-        if err < FREQ_RTOL:
-            return rope_type, params
-        if err < best[0]:
-            best = (err, rope_type, params)
-    # No structured method fits: per-pair factors relative to the default, as LongRoPE allows.
-    return "longrope", dict(base=base, ext_factors=(frequencies(r, base) / theta).tolist())
+        if rope_type == "yarn" and abs(norm_scale / att - 1) > 1e-6:
+            params = dict(params, attention_factor=norm_scale)   # frequencies do not depend on it
+        rel = np.abs(freqs / theta - 1)
+        if np.all(rel <= tau) or (unit < 2.0**-24 and np.all(rel <= float32_tau)):
+            if not np.all(rel <= tau):
+                spec.notes.append(f"frequencies match {rope_type} to {rel.max():.1e} relative, as if computed in "
+                                  "float32 (the angles themselves are float64)")
+            spec.rope_type, spec.rope_params, spec.base = rope_type, params, float(params["base"])
+            spec.fit_error = float(rel.max())
+            if rope_type == "ntk":
+                spec.notes.append("dynamic NTK scaling at a fixed sequence length is the same base change")
+            return
+        if rel.max() < best[0]:
+            best = (float(rel.max()), rope_type, params)
+    confounded = ("LongRoPE's base and per-pair factors cannot be told apart from rotations alone: "
+                  "theta_p = base^(-2p/d) / factor_p fits any base")
+    if base_hint is not None:
+        factors = frequencies(r, base_hint) / theta
+        if np.all(factors >= 1 - tau):
+            spec.rope_type, spec.base = "longrope", base_hint
+            spec.rope_params = dict(base=base_hint, short_factor=factors.tolist(), long_factor=factors.tolist())
+            if abs(norm_scale - 1) > 1e-6:
+                spec.rope_params["attention_factor"] = norm_scale
+            spec.fit_error = 0.0
+            spec.notes.append(confounded + "; the factors here are relative to base_hint. Which of short_factor "
+                              "and long_factor the kernel used, and original_max_position_embeddings, are not "
+                              "observable: add the latter to use these parameters with scaled_inv_freq")
+            return
+    spec.rope_type, spec.rope_params, spec.fit_error = "custom", dict(best[2]), best[0]
+    spec.notes.append(f"no scaling method fits to the measured precision (tolerance {tau.max():.1e}); closest: "
+                      f"{best[1]} {_short(best[2])}, off by {best[0]:.2g} relative")
+    spec.notes.append(confounded + ("" if base_hint is not None else "; pass base_hint to express the "
+                                    "frequencies as LongRoPE factors of that base"))
 
 
 # ---- assertions -----------------------------------------------------------------------------
 
 _SPEC_KEYS = ("pairing", "rotary_dim", "offset", "base", "norm_scale", "rope_type", "inv_freq")
+_PARAM_KEYS = tuple(sorted({k for table in (scaling.REQUIRED, scaling.OPTIONAL) for keys in table.values()
+                            for req in keys for k in req.split(" | ")} | {"seq_len"}))
+_RELIABLE = ("float64", "float32")
 
 
-def assert_rope_matches(fn, d: int, *, seq: int = 64, phase_atol: float = 1e-5, **expected) -> RopeSpec:
+def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64, phase_atol: float | None = None,
+                        **expected) -> RopeSpec:
     """Raise AssertionError naming every property in which ``fn`` differs from ``expected``.
 
     ``expected`` may hold ``pairing``, ``rotary_dim``, ``offset``, ``base``, ``norm_scale``,
     ``rope_type``, ``inv_freq`` and the parameters of ``rope_type`` (``factor``,
-    ``original_max_position_embeddings``, ...).  Frequencies expected from
-    base/rope_type/params are compared pair by pair; angles must be linear in the
-    position to ``phase_atol`` radians.  Returns the :class:`RopeSpec` when all match.
+    ``original_max_position_embeddings``, ..., and ``seq_len`` for dynamic/longrope).
+    ``config``: any object with ``head_dim``, ``rotary_dim``, ``pairing``, ``base``,
+    ``rope_type``, ``params`` and ``attention_factor`` (e.g. ``rope_ref.from_hf_config(...)``):
+    ``d`` defaults to its head_dim and the expectations come from it; explicit keywords win.
+    Frequencies are compared pair by pair to the precision identify measured; angles must
+    behave like float32 or better (or, with ``phase_atol``, deviate from (offset + row) * theta
+    by at most that many radians).  Returns the :class:`RopeSpec` when all match.
     """
+    val.check_keywords(expected, _SPEC_KEYS + _PARAM_KEYS, "assert_rope_matches()")
+    if config is not None:
+        d, expected = _from_config(config, d, expected)
+    if d is None:
+        raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
+    _check_expected(expected)
+    if phase_atol is not None and (isinstance(phase_atol, bool) or not isinstance(phase_atol, numbers.Real)
+                                   or not phase_atol > 0):
+        raise ValueError(f"phase_atol must be None or a positive number of radians, got {phase_atol!r}")
     spec = identify(fn, d, seq=seq, base_hint=expected.get("base"))
     if not spec.is_rope:
         raise AssertionError(f"not a rotary embedding: {spec.reason}")
@@ -279,24 +584,80 @@ def assert_rope_matches(fn, d: int, *, seq: int = 64, phase_atol: float = 1e-5, 
         problems.append(f"pairing: expected {expected['pairing']}, found {spec.pairing}; pairs {shown}…")
     if "rotary_dim" in expected and expected["rotary_dim"] != spec.rotary_dim:
         problems.append(f"rotary_dim: expected {expected['rotary_dim']}, found {spec.rotary_dim}")
-    if "offset" in expected and abs(expected["offset"] - spec.offset) > 1e-6:
-        problems.append(f"offset: expected row 0 at position {expected['offset']}, found {spec.offset:.6g}"
-                        " (positions off by one?)" * (abs(abs(expected["offset"] - spec.offset) - 1) < 1e-6))
+    if "offset" in expected:
+        problems += _compare_offset(expected["offset"], spec)
     want_freqs, want_scale = _expected_frequencies(expected, spec)
     if want_freqs is not None:
         problems += _compare_frequencies(want_freqs, spec)
     if "norm_scale" in expected:
         want_scale = expected["norm_scale"]
-    if want_scale is not None and not math.isclose(want_scale, spec.norm_scale, rel_tol=1e-5):
-        problems.append(f"norm_scale: expected {want_scale:.6g}, found {spec.norm_scale:.6g}")
+    scale_tol = max(SIGMAS * spec.scale_error, FREQ_ULPS * 2.0**-24)
+    if want_scale is not None and abs(spec.norm_scale / want_scale - 1) > scale_tol:
+        hint = " (attention factor not applied?)" if math.isclose(spec.norm_scale, 1.0, rel_tol=scale_tol) else ""
+        problems.append(f"norm_scale: expected {want_scale:.6g}, found {spec.norm_scale:.6g}{hint}")
     if "rope_type" in expected and want_freqs is None and expected["rope_type"] != spec.rope_type:
         problems.append(f"rope_type: expected {expected['rope_type']}, found {spec.rope_type} {_short(spec.rope_params)}")
-    if spec.phase_error > phase_atol:
+    if phase_atol is not None and spec.phase_error > phase_atol:
         problems.append(f"angle precision: angles deviate from (offset + row) * theta by up to "
-                        f"{spec.phase_error:.2g} rad (> {phase_atol:g}); compute angles in float32 or better")
+                        f"{spec.phase_error:.2g} rad (> phase_atol={phase_atol:g})")
+    elif phase_atol is None and spec.angle_precision not in _RELIABLE:
+        problems.append(f"angle precision: angles behave like {spec.angle_precision} (errors up to "
+                        f"{spec.phase_error:.2g} rad); compute angles in float32 or better")
     if problems:
         raise AssertionError("RoPE mismatch:\n  " + "\n  ".join(problems) + f"\nidentified: {spec}")
     return spec
+
+
+def _from_config(config, d, expected):
+    """Expectations from a RopeConfig-like object (duck-typed); explicit keywords win."""
+    names = ("head_dim", "rotary_dim", "pairing", "base", "rope_type", "params", "attention_factor")
+    missing = [n for n in names if not hasattr(config, n)]
+    if missing:
+        raise TypeError(f"config must be a RopeConfig (rope_ref.from_hf_config) or have its attributes; "
+                        f"{type(config).__name__} lacks {missing}")
+    want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, base=config.base,
+                norm_scale=config.attention_factor)
+    if "rope_type" not in expected and "inv_freq" not in expected:
+        want.update(rope_type=config.rope_type, **dict(config.params))
+    want.update(expected)
+    return (config.head_dim if d is None else d), want
+
+
+def _check_expected(expected):
+    """Expected values are the right kind of thing, named when not."""
+    def real(name, positive):
+        v = expected[name]
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise TypeError(f"{name} must be a finite real number, got {v!r} of type {type(v).__name__}")
+        if positive and v <= 0:
+            raise ValueError(f"{name} must be > 0, got {v}")
+    if "offset" in expected:
+        real("offset", positive=False)
+    if "norm_scale" in expected:
+        real("norm_scale", positive=True)
+    if "base" in expected:
+        val.check_base(expected["base"])
+    if "pairing" in expected and expected["pairing"] not in ("interleaved", "half", "other"):
+        raise ValueError(f"pairing must be 'interleaved', 'half' or 'other', got {expected['pairing']!r}"
+                         f"{val.closest_name(expected['pairing'], ('interleaved', 'half', 'other'))}")
+    if "rotary_dim" in expected:
+        val.check_d(expected["rotary_dim"], "rotary_dim")
+    if "rope_type" in expected and expected["rope_type"] not in scaling.ROPE_TYPES:
+        raise ValueError(f"rope_type must be one of {scaling.ROPE_TYPES}, got {expected['rope_type']!r}"
+                         f"{val.closest_name(expected['rope_type'], scaling.ROPE_TYPES)}")
+
+
+def _compare_offset(want, spec):
+    diff = spec.offset - want
+    if abs(diff) <= max(SIGMAS * spec.offset_resolution, 1e-9):
+        return []
+    if spec.offset == 0:
+        why = " (kernel ignores its cache offset?)"
+    elif abs(abs(diff) - 1) <= max(SIGMAS * spec.offset_resolution, 1e-9):
+        why = " (positions off by one?)"
+    else:
+        why = f" (positions shifted by {_num(diff)})"
+    return [f"offset: expected row 0 at position {_num(float(want))}, found {_num(spec.offset)}{why}"]
 
 
 def _expected_frequencies(expected, spec):
@@ -315,14 +676,17 @@ def _compare_frequencies(want, spec):
     found = spec.inv_freq
     if want.shape != found.shape:
         return [f"frequencies: expected {want.size} pairs, found {found.size}"]
+    tol = spec.freq_tolerance
     rel = np.abs(found / want - 1)
-    bad = np.flatnonzero(rel > FREQ_RTOL)
+    bad = np.flatnonzero(rel > tol)
     if bad.size == 0:
         return []
     msg = "frequencies: " + "; ".join(f"pair {p} expected {want[p]:.6g}, found {found[p]:.6g}" for p in bad[:3])
-    if np.allclose(found, -want, rtol=FREQ_RTOL):
+    if np.all(np.abs(found / -want - 1) <= tol):
         msg += " (every sign flipped: rotation is clockwise)"
-    elif len(want) > 1 and np.allclose(found, want * (want[1] / want[0]), rtol=FREQ_RTOL):
+    elif len(want) > 1 and np.all(np.abs(found / (want * (want[1] / want[0])) - 1) <= tol):
         msg += " (found theta_i = expected theta_{i+1}: indexed from 1?)"
-    return [msg + f"; {bad.size} of {want.size} pairs differ; found base {spec.base:.6g}, "
-            f"rope_type {spec.rope_type} {_short(spec.rope_params)}"]
+    elif np.all(np.abs(found / frequencies(len(want) * 2, 10000.0) - 1) <= tol):
+        msg += " (found the default base 10000: base left at 10^4?)"
+    return [msg + f"; {bad.size} of {want.size} pairs differ (tolerance {tol:.1e} relative); found base "
+            f"{_num(spec.base)}, rope_type {spec.rope_type} {_short(spec.rope_params)}"]

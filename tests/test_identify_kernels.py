@@ -1,0 +1,247 @@
+"""identify / assert_rope_matches on imitations of real kernels, which compute their angles in float32.
+
+Each kernel below is a NumPy transcription of a published rotary module, float32 exactly where
+torch computes in float32 (HF transformers' Llama/NeoX rotary embedding, GPT-J's interleaved
+form, Meta Llama's torch.polar form).  Expected values come from the kernels' own parameters,
+never from identify's output.  The offsets are those of a KV cache at decode time.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from rope_ref import RopeSpec, assert_rope_matches, identify, scaled_inv_freq
+
+F32 = np.float32
+D = 64
+
+
+def hf_inv_freq(dim, base):
+    """HF: 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim)), in float32."""
+    return (F32(1.0) / (F32(base) ** (np.arange(0, dim, 2, dtype=np.int64).astype(F32) / F32(dim)))).astype(F32)
+
+
+def hf_rope(x, offset=0, inv_freq=None, base=10000.0, rotary_dim=None, attention_scaling=1.0):
+    """HF Llama / GPT-NeoX (rotary_pct): freqs = inv_freq[None, :, None] @ position_ids[:, None, :].float(),
+    emb = cat(freqs, freqs), cos/sin (times attention_scaling) in float32, q*cos + rotate_half(q)*sin."""
+    seq, d = x.shape
+    r = rotary_dim or d
+    inv = hf_inv_freq(r, base) if inv_freq is None else np.asarray(inv_freq, F32)
+    position_ids = (np.arange(seq, dtype=np.int64) + offset).astype(F32)
+    freqs = (inv[:, None] @ position_ids[None, :]).T
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    cos, sin = np.cos(emb) * F32(attention_scaling), np.sin(emb) * F32(attention_scaling)
+    q = x.astype(F32)
+    q_rot, q_pass = q[:, :r], q[:, r:]
+    rotate_half = np.concatenate([-q_rot[:, r // 2:], q_rot[:, :r // 2]], axis=-1)
+    return np.concatenate([q_rot * cos + rotate_half * sin, q_pass], axis=-1)
+
+
+def gptj_rope(x, offset=0, base=10000.0):
+    """GPT-J: sinusoids in float32, repeat_interleave, rotate_every_two (interleaved pairs)."""
+    seq, d = x.shape
+    sinusoid = (np.arange(seq) + offset).astype(F32)[:, None] * hf_inv_freq(d, base)[None, :]
+    sin, cos = np.repeat(np.sin(sinusoid), 2, axis=-1), np.repeat(np.cos(sinusoid), 2, axis=-1)
+    q = x.astype(F32)
+    rotate_every_two = np.stack([-q[:, 1::2], q[:, 0::2]], axis=-1).reshape(seq, d)
+    return q * cos + rotate_every_two * sin
+
+
+def meta_rope(x, offset=0, base=10000.0):
+    """Meta Llama: freqs_cis = torch.polar(ones, outer(t, freqs)) in complex64, x viewed as complex."""
+    seq, d = x.shape
+    freqs = (F32(1.0) / (F32(base) ** (np.arange(0, d, 2)[: d // 2].astype(F32) / F32(d)))).astype(F32)
+    angles = np.outer((np.arange(seq) + offset).astype(F32), freqs)
+    freqs_cis = (np.cos(angles) + 1j * np.sin(angles)).astype(np.complex64)
+    q = x.astype(F32)
+    z = (q[:, 0::2] + 1j * q[:, 1::2]).astype(np.complex64) * freqs_cis
+    return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
+
+
+def float64_rope(x, offset=0, base=10000.0):
+    """A float64 kernel (half pairing), angles (offset + row) * theta in float64."""
+    seq, d = x.shape
+    angles = np.outer(np.arange(seq) + float(offset), 1.0 / base ** (np.arange(0, d, 2) / d))
+    emb = np.concatenate([angles, angles], axis=-1)
+    return x * np.cos(emb) + np.concatenate([-x[:, d // 2:], x[:, :d // 2]], axis=-1) * np.sin(emb)
+
+
+# Phi-3.5-mini-instruct's published rope_scaling.short_factor (first 32 of 48; head_dim 96 there).
+PHI35_SHORT = [1.0, 1.0199999809265137, 1.0299999713897705, 1.0299999713897705, 1.0499999523162842,
+               1.0499999523162842, 1.0499999523162842, 1.0499999523162842, 1.0499999523162842,
+               1.0699999332427979, 1.0999999046325684, 1.1099998950958252, 1.1599998474121094,
+               1.1599998474121094, 1.1699998378753662, 1.2899998426437378, 1.339999794960022,
+               1.679999828338623, 1.7899998426437378, 1.8199998140335083, 1.8499997854232788,
+               1.8799997568130493, 1.9099997282028198, 1.9399996995925903, 1.9899996519088745,
+               2.0199997425079346, 2.0199997425079346, 2.0199997425079346, 2.0199997425079346,
+               2.0199997425079346, 2.0199997425079346, 2.0299997329711914]
+
+OFFSETS = [0, 7, 2000, 4000, 5000, 65536]
+
+
+@pytest.mark.parametrize("offset", OFFSETS)
+@pytest.mark.parametrize("kernel,pairing,base", [(hf_rope, "half", 10000.0), (gptj_rope, "interleaved", 10000.0),
+                                                  (meta_rope, "interleaved", 500000.0)],
+                         ids=["hf_llama", "gptj", "meta_polar"])
+def test_float32_kernels_at_decode_offsets(kernel, pairing, base, offset):
+    # The issue: at 2000 this kernel was called longrope, at 4000 "too noisy", at 5000 the offset check failed.
+    fn = lambda x: kernel(x, offset, base=base)  # noqa: E731
+    s = identify(fn, D)
+    assert (s.pairing, s.rotary_dim, s.offset, s.rope_type) == (pairing, D, offset, "default"), str(s)
+    assert math.isclose(s.base, base, rel_tol=1e-4)
+    assert s.angle_precision == "float32"
+    assert s.phase_error < 8 * 2.0**-24 * (1 + (offset + s.rows) * 1.0)   # float32 rounding of the fastest angle
+    assert f"offset={offset} " in str(s)                                  # printed as an integer
+    assert_rope_matches(fn, D, pairing=pairing, base=base, offset=offset, rotary_dim=D, rope_type="default")
+
+
+@pytest.mark.parametrize("offset", [0, 5000])
+def test_partial_rotary_neox(offset):
+    fn = lambda x: hf_rope(x, offset, rotary_dim=16)  # noqa: E731   rotary_pct = 0.25
+    s = identify(fn, D)
+    assert (s.rotary_dim, s.pairing, s.offset, s.rope_type) == (16, "half", offset, "default")
+    assert math.isclose(s.base, 10000.0, rel_tol=1e-4)
+
+
+@pytest.mark.parametrize("offset", [0, 12345, 10**6])
+def test_float64_kernel_up_to_a_million(offset):
+    s = identify(lambda x: float64_rope(x, offset), D)
+    assert (s.offset, s.rope_type, s.angle_precision) == (offset, "default", "float64")
+    assert math.isclose(s.base, 10000.0, rel_tol=1e-9)
+    np.testing.assert_allclose(s.inv_freq, 1.0 / 10000.0 ** (np.arange(0, D, 2) / D), rtol=1e-12)
+
+
+SCALED = [
+    ("linear", 10000.0, dict(factor=4.0)),
+    ("yarn", 10000.0, dict(factor=16.0, original_max_position_embeddings=4096)),
+    ("yarn", 1000000.0, dict(factor=4.0, original_max_position_embeddings=32768)),   # Qwen2.5's settings
+    ("llama3", 500000.0, dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                              original_max_position_embeddings=8192)),
+]
+
+
+@pytest.mark.parametrize("offset", [0, 5000, 65536])
+@pytest.mark.parametrize("rope_type,base,params", SCALED, ids=["linear", "yarn", "yarn_qwen", "llama3"])
+def test_scaled_float32_kernels(rope_type, base, params, offset):
+    freqs, att = scaled_inv_freq(D, base, rope_type=rope_type, **params)
+    fn = lambda x: hf_rope(x, offset, inv_freq=freqs, attention_scaling=att)  # noqa: E731
+    s = identify(fn, D)
+    assert (s.rope_type, s.offset) == (rope_type, offset), str(s)
+    assert math.isclose(s.base, base, rel_tol=1e-4)
+    for k, v in params.items():
+        assert s.rope_params[k] == pytest.approx(v, rel=1e-4), k
+    assert math.isclose(s.norm_scale, att, rel_tol=1e-6)
+    assert_rope_matches(fn, D, base=base, rope_type=rope_type, offset=offset, pairing="half", **params)
+
+
+@pytest.mark.parametrize("offset", [0, 5000])
+def test_ntk_and_dynamic_against_base_hint(offset):
+    # A float32 plain kernel is "default" against its own base (the issue: "ntk, factor 0.999998").
+    s = identify(lambda x: hf_rope(x, offset), D, base_hint=10000.0)
+    assert s.rope_type == "default" and s.rope_params == {"base": 10000.0}
+    freqs, _ = scaled_inv_freq(D, 10000.0, rope_type="ntk", factor=4.0)
+    s = identify(lambda x: hf_rope(x, offset, inv_freq=freqs), D, base_hint=10000.0)
+    assert s.rope_type == "ntk" and s.rope_params["factor"] == pytest.approx(4.0, rel=1e-4)
+    # dynamic NTK at length 8192 (trained 4096, factor 2): base * (2*8192/4096 - 1)^(d/(d-2)) = an NTK factor 3.
+    freqs, _ = scaled_inv_freq(D, 10000.0, rope_type="dynamic", factor=2.0, max_position_embeddings=4096, seq_len=8192)
+    s = identify(lambda x: hf_rope(x, offset, inv_freq=freqs), D, base_hint=10000.0)
+    assert s.rope_type == "ntk" and s.rope_params["factor"] == pytest.approx(3.0, rel=1e-4)
+    assert any("dynamic" in n for n in s.notes)
+
+
+@pytest.mark.parametrize("offset", [0, 5000])
+def test_longrope_phi35_factors(offset):
+    params = dict(short_factor=PHI35_SHORT, long_factor=PHI35_SHORT, original_max_position_embeddings=4096,
+                  max_position_embeddings=131072)
+    freqs, att = scaled_inv_freq(D, 10000.0, rope_type="longrope", **params)
+    fn = lambda x: hf_rope(x, offset, inv_freq=freqs, attention_scaling=att)  # noqa: E731
+    s = identify(fn, D, base_hint=10000.0)
+    assert (s.rope_type, s.base, s.offset) == ("longrope", 10000.0, offset)
+    np.testing.assert_allclose(s.rope_params["short_factor"], PHI35_SHORT, rtol=1e-5)
+    assert s.rope_params["attention_factor"] == pytest.approx(att, rel=1e-6)
+    assert any("cannot be told apart" in n for n in s.notes)
+    # the parameters are ones scaled_inv_freq takes, once the unobservable lengths are added
+    kw = {k: v for k, v in s.rope_params.items() if k != "base"}
+    again, _ = scaled_inv_freq(D, s.base, rope_type="longrope", original_max_position_embeddings=4096,
+                               max_position_embeddings=131072, **kw)
+    np.testing.assert_allclose(again, freqs, rtol=1e-5)
+    # without base_hint, base and factors are confounded: "custom", never a wrong name
+    s = identify(fn, D)
+    assert s.rope_type == "custom" and s.fit_error > 1e-3
+    assert any("cannot be told apart" in n and "base_hint" in n for n in s.notes)
+
+
+def test_no_method_fits_is_custom_with_best_fit():
+    rng = np.random.default_rng(3)
+    wobble = 1 + 1e-3 * rng.standard_normal(D // 2)          # no published method; factors both sides of 1
+    freqs = 1.0 / 10000.0 ** (np.arange(0, D, 2) / D) * wobble
+    for hint in (None, 10000.0):
+        s = identify(lambda x: hf_rope(x, 5000, inv_freq=freqs), D, base_hint=hint)
+        assert s.rope_type == "custom" and s.offset == 5000
+        assert 1e-4 < s.fit_error < 1e-2
+        assert any("no scaling method fits" in n for n in s.notes)
+
+
+def test_angle_precision_is_reported():
+    assert identify(lambda x: float64_rope(x, 5000), D).angle_precision == "float64"
+    assert identify(lambda x: hf_rope(x, 5000), D).angle_precision == "float32"
+
+    def float16_angles(x):
+        seq, d = x.shape
+        ang = np.arange(seq).astype(np.float16)[:, None] * hf_inv_freq(d, 10000.0).astype(np.float16)
+        emb = np.concatenate([ang, ang], axis=-1).astype(np.float64)
+        return x * np.cos(emb) + np.concatenate([-x[:, d // 2:], x[:, :d // 2]], axis=-1) * np.sin(emb)
+    s = identify(float16_angles, D)
+    assert s.angle_precision in ("float16", "bfloat16", "coarser than bfloat16") and s.rope_type is None
+
+
+def test_str_of_a_bare_spec_and_integer_offsets():
+    assert "pairing=None" in str(RopeSpec(is_rope=True))
+    assert "offset=4000 " in str(identify(lambda x: hf_rope(x, 4000), D))
+
+
+# ---- assert_rope_matches names each planted bug, on float32 kernels at a decode offset ------------
+
+def _mismatch(fn, *words, d=D, **expected):
+    with pytest.raises(AssertionError) as info:
+        assert_rope_matches(fn, d, **expected)
+    msg = str(info.value)
+    for w in words:
+        assert w in msg, f"{w!r} not in:\n{msg}"
+    assert "\n  \n" not in msg                       # no blank problem line
+    return msg
+
+
+def test_bug_offset_plus_three():
+    _mismatch(lambda x: hf_rope(x, 5003), "offset: expected row 0 at position 5000, found 5003",
+              "shifted by 3", offset=5000, base=10000.0)
+
+
+def test_bug_kernel_ignores_cache_offset():
+    _mismatch(lambda x: hf_rope(x, 0), "offset: expected row 0 at position 5000, found 0",
+              "ignores its cache offset", offset=5000)
+
+
+def test_bug_off_by_one_at_decode_offset():
+    _mismatch(lambda x: gptj_rope(x, 4001), "found 4001", "off by one", offset=4000)
+
+
+def test_bug_theta_indexed_from_one():
+    freqs = 1.0 / 10000.0 ** (np.arange(2, D + 2, 2) / D)
+    _mismatch(lambda x: hf_rope(x, 5000, inv_freq=freqs), "frequencies", "indexed from 1", base=10000.0)
+
+
+def test_bug_wrong_pairing():
+    _mismatch(lambda x: hf_rope(x, 5000), "pairing: expected interleaved, found half", pairing="interleaved")
+
+
+def test_bug_missing_attention_factor():
+    params = dict(factor=16.0, original_max_position_embeddings=4096)
+    freqs, att = scaled_inv_freq(D, 10000.0, rope_type="yarn", **params)
+    _mismatch(lambda x: hf_rope(x, 5000, inv_freq=freqs), f"norm_scale: expected {att:.6g}, found 1",
+              "attention factor not applied", rope_type="yarn", base=10000.0, **params)
+
+
+def test_bug_base_left_at_ten_thousand():
+    _mismatch(lambda x: meta_rope(x, 5000, base=10000.0), "base left at 10^4", base=500000.0)
