@@ -10,6 +10,7 @@ The oracle (this package's top level) needs numpy and ml_dtypes only:
   pairings, the sinusoidal embedding, the long-term-decay bound (eqs 35-37);
 * ``attention`` -- softmax and linear attention (eq 19) with RoPE;
 * ``scaling``   -- context-extension frequencies (linear, NTK, dynamic, YaRN, Llama 3, LongRoPE);
+* ``hf_config`` -- a model's RoPE from its Hugging Face config.json (``from_hf_config``);
 * ``identify``  -- black-box identification of someone else's RoPE kernel;
 * ``checks``    -- the identity table that ``python -m rope_ref`` prints.
 
@@ -38,6 +39,7 @@ from .core import (
     to_interleaved,
     wrap_angle,
 )
+from .hf_config import RopeConfig, from_hf_config
 from .identify import RopeSpec, assert_rope_matches, identify
 from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
 
@@ -49,4 +51,5 @@ __all__ = [
     "rotate_complex", "rotate_dense", "rotate_elementwise", "rotate_half", "rotation_angles",
     "rotation_matrix", "sinusoidal", "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle",
     "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches", "identify",
+    "RopeConfig", "from_hf_config",
 ]

@@ -21,14 +21,15 @@ from .core import frequencies
 
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
 
-#: What each method needs, and what it may take (besides d, base and seq_len).
+#: What each method needs (one of the names joined by " | "), and what it uses besides.
 REQUIRED = {
     "default": (),
     "linear": ("factor",),
     "ntk": ("factor",),
     "dynamic": ("factor", "max_position_embeddings"),
-    "yarn": ("factor", "original_max_position_embeddings | max_position_embeddings"),
-    "llama3": ("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
+    "yarn": ("original_max_position_embeddings | max_position_embeddings",),
+    "llama3": ("factor", "original_max_position_embeddings | max_position_embeddings", "low_freq_factor",
+               "high_freq_factor"),
     "longrope": ("short_factor", "long_factor", "original_max_position_embeddings | max_position_embeddings"),
 }
 OPTIONAL = {
@@ -36,17 +37,24 @@ OPTIONAL = {
     "linear": (),
     "ntk": (),
     "dynamic": (),
-    "yarn": ("max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor",
-             "truncate"),
-    "llama3": ("max_position_embeddings",),
-    "longrope": ("factor", "max_position_embeddings", "attention_factor"),
+    "yarn": ("factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate"),
+    "llama3": (),
+    "longrope": ("factor", "attention_factor"),
 }
+#: Every key a published ``rope_scaling`` / ``rope_parameters`` section carries.  A method ignores
+#: the ones it does not use (as transformers does); a name outside this list is a TypeError.
+CONFIG_KEYS = (
+    "factor", "max_position_embeddings", "original_max_position_embeddings", "low_freq_factor",
+    "high_freq_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate",
+    "short_factor", "long_factor", "short_mscale", "long_mscale", "rope_theta", "partial_rotary_factor", "type",
+)
 
 
-def scaled_inv_freq(d: int, base: float = 10000.0, *, rope_type: str = "default", seq_len=None, **params):
+def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None = None, seq_len=None, **params):
     """Per-pair frequencies of a context-extension method: ``(inv_freq (d/2,), attention_factor)``.
 
-    ``d`` is the rotary dimension (head_dim * partial_rotary_factor).  ``seq_len``
+    ``d`` is the rotary dimension (head_dim * partial_rotary_factor).  ``base`` is
+    rope_theta (default 10000; a ``rope_theta=`` keyword is the same thing).  ``seq_len``
     matters only for ``dynamic`` (the current length) and ``longrope`` (short vs
     long factors).  Methods (HF ``rope_type`` names):
 
@@ -61,23 +69,75 @@ def scaled_inv_freq(d: int, base: float = 10000.0, *, rope_type: str = "default"
     * ``llama3`` -- low frequencies / factor, high unchanged, smooth between (Meta, Llama 3.1, 2024).
     * ``longrope`` -- per-pair rescale factors (Ding et al. 2024, "LongRoPE"), attention factor
       sqrt(1 + ln(factor)/ln(L_train)).
+
+    ``**params`` may be a model config's whole rope section (``**config["rope_scaling"]``
+    or ``**config["rope_parameters"]``): every key in :data:`CONFIG_KEYS` is accepted,
+    ``type`` is the old name of ``rope_type``, keys a method does not use are ignored,
+    and ``partial_rotary_factor`` is ignored because ``d`` is already the rotary dimension.
+    A misspelt key is a TypeError naming the closest valid one.
+
+    Where transformers v4 and v5 differ, this follows v5 (``modeling_rope_utils``):
+    for ``yarn`` and ``longrope`` an explicit ``factor`` is used as given, with
+    ``original_max_position_embeddings`` (else ``max_position_embeddings``) as the
+    training length, and ``max_position_embeddings / original_max_position_embeddings``
+    is used only when ``factor`` is missing.  transformers v4 (4.4x-4.5x) replaced
+    ``factor`` by that ratio whenever ``original_max_position_embeddings`` was given, so
+    Qwen2.5's published YaRN block (factor 4, both lengths 32768) meant factor 1 there
+    and means factor 4 in v5 and here.  ``short_mscale``/``long_mscale`` (Phi-3-small) are
+    ignored, as v5 ignores them.
     """
-    if rope_type not in ROPE_TYPES:
-        raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}")
-    d, base = val.check_d(d), val.check_base(base)
+    params = dict(params)
+    val.check_keywords(params, CONFIG_KEYS, "scaled_inv_freq")
+    rope_type = _resolve_rope_type(rope_type, params.pop("type", None))
+    base = _resolve_base(base, params.pop("rope_theta", None))
+    d = val.check_d(d)
     _check_keys(rope_type, params)
-    return _METHODS[rope_type](d, base, seq_len, params)
+    used = {k for req in REQUIRED[rope_type] for k in req.split(" | ")} | set(OPTIONAL[rope_type])
+    params = {k: v for k, v in params.items() if k in used and v is not None}
+    if seq_len is not None:
+        seq_len = val.check_positive_int(seq_len, "seq_len")
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # _check_result names the cause
+        inv_freq, attention_factor = _METHODS[rope_type](d, base, seq_len, params)
+    _check_result(inv_freq, attention_factor, rope_type, params)
+    return inv_freq, attention_factor
+
+
+def _resolve_rope_type(rope_type, old_name):
+    if rope_type is None:
+        rope_type = "default" if old_name is None else old_name
+    elif old_name is not None and old_name != rope_type:
+        raise ValueError(f"rope_type={rope_type!r} and type={old_name!r} disagree; give one of them")
+    if rope_type not in ROPE_TYPES:
+        raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}"
+                         f"{val.closest_name(rope_type, ROPE_TYPES)}")
+    return rope_type
+
+
+def _resolve_base(base, rope_theta):
+    if rope_theta is None:
+        return val.check_base(10000.0 if base is None else base)
+    rope_theta = val.check_base(rope_theta, "rope_theta")
+    if base is not None and val.check_base(base) != rope_theta:
+        raise ValueError(f"base={base} and rope_theta={rope_theta} disagree; they are the same thing, give one")
+    return rope_theta
 
 
 def _check_keys(rope_type, params):
-    allowed = {k for req in REQUIRED[rope_type] for k in req.split(" | ")} | set(OPTIONAL[rope_type])
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise TypeError(f"rope_type={rope_type!r} does not take {unknown}; it takes "
-                        f"{_needs(rope_type)}")
-    missing = [req for req in REQUIRED[rope_type] if not any(k in params for k in req.split(" | "))]
+    missing = [req for req in REQUIRED[rope_type]
+               if not any(params.get(k) is not None for k in req.split(" | "))]
     if missing:
         raise ValueError(f"rope_type={rope_type!r} is missing {missing}; it takes {_needs(rope_type)}")
+
+
+def _check_result(inv_freq, attention_factor, rope_type, params):
+    """Finite input must not give inf, NaN or non-positive frequencies: name the arguments that did it."""
+    if np.all(np.isfinite(inv_freq)) and np.all(inv_freq > 0) and math.isfinite(attention_factor) \
+            and attention_factor > 0:
+        return
+    given = {k: v for k, v in params.items() if not isinstance(v, (list, tuple, np.ndarray))}
+    raise ValueError(f"rope_type={rope_type!r} with {given} gives frequencies or an attention factor that are "
+                     f"not finite and positive (min frequency {np.min(inv_freq):.3g}, attention factor "
+                     f"{attention_factor:.3g}); check the size of {sorted(params)}")
 
 
 def _needs(rope_type) -> str:
@@ -87,10 +147,10 @@ def _needs(rope_type) -> str:
 
 def _pos_float(params, name):
     value = params[name]
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise TypeError(f"{name} must be a finite real number, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a finite real number > 0, got {value!r} of type {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite real number > 0, got {value}")
     return float(value)
 
 
@@ -110,31 +170,41 @@ def _linear(d, base, seq_len, p):
 
 def _ntk(d, base, seq_len, p):
     """NTK-aware base change base * factor^(d/(d-2)) (bloc97, "NTK-Aware Scaled RoPE", 2023)."""
-    return frequencies(d, base * _pos_float(p, "factor") ** (d / (d - 2)) if d > 2 else base), 1.0
+    factor = _pos_float(p, "factor")
+    return frequencies(d, _new_base(base, factor, d, "factor")), 1.0
+
+
+def _new_base(base, growth, d, name):
+    """base * growth^(d/(d-2)), refused (naming ``name``) when it overflows."""
+    if d <= 2:
+        return base
+    try:
+        new_base = base * growth ** (d / (d - 2))
+    except OverflowError:
+        new_base = math.inf
+    if not math.isfinite(new_base) or new_base <= 0:
+        raise ValueError(f"{name} is too large: base * {name}^(d/(d-2)) = {base:g} * {growth:g}^{d / (d - 2):.4g} "
+                         "overflows float64")
+    return new_base
 
 
 def _dynamic(d, base, seq_len, p):
     """Dynamic NTK: the base grows with the current length (emozilla, "Dynamically Scaled RoPE", 2023)."""
     factor, L_train = _pos_float(p, "factor"), _pos_int(p, "max_position_embeddings")
-    L = L_train if seq_len is None else max(val.check_positive_int(seq_len, "seq_len"), L_train)
-    new_base = base * ((factor * L / L_train) - (factor - 1)) ** (d / (d - 2)) if d > 2 else base
-    return frequencies(d, new_base), 1.0
+    L = L_train if seq_len is None else max(seq_len, L_train)
+    return frequencies(d, _new_base(base, (factor * L / L_train) - (factor - 1), d, "factor")), 1.0
 
 
 def _train_length_and_factor(p, method):
-    """HF convention: with both lengths given, factor = max_position_embeddings / original."""
-    if "original_max_position_embeddings" in p and "max_position_embeddings" in p:
-        L_train = _pos_int(p, "original_max_position_embeddings")
-        ratio = _pos_int(p, "max_position_embeddings") / L_train
-        if "factor" in p and not math.isclose(_pos_float(p, "factor"), ratio, rel_tol=1e-9):
-            raise ValueError(f"{method}: factor={p['factor']} disagrees with max_position_embeddings / "
-                             f"original_max_position_embeddings = {ratio:g}; give one or make them agree")
-        return L_train, ratio
+    """transformers v5: an explicit factor wins; else max_position_embeddings / original."""
     key = "original_max_position_embeddings" if "original_max_position_embeddings" in p else "max_position_embeddings"
-    if "factor" not in p:
-        raise ValueError(f"rope_type={method!r} needs factor, or both max_position_embeddings and "
-                         f"original_max_position_embeddings; it takes {_needs(method)}")
-    return _pos_int(p, key), _pos_float(p, "factor")
+    L_train = _pos_int(p, key)
+    if "factor" in p:
+        return L_train, _pos_float(p, "factor")
+    if "original_max_position_embeddings" in p and "max_position_embeddings" in p:
+        return L_train, _pos_int(p, "max_position_embeddings") / L_train
+    raise ValueError(f"rope_type={method!r} needs factor, or both max_position_embeddings and "
+                     f"original_max_position_embeddings; it takes {_needs(method)}")
 
 
 def _yarn_mscale(scale, mscale=1.0):
@@ -144,22 +214,29 @@ def _yarn_mscale(scale, mscale=1.0):
 def _yarn(d, base, seq_len, p):
     """YaRN: NTK-by-parts ramp plus attention factor (Peng et al. 2023, arXiv:2309.00071)."""
     L_train, factor = _train_length_and_factor(p, "yarn")
-    beta_fast = _pos_float(p, "beta_fast") if p.get("beta_fast") else 32.0
-    beta_slow = _pos_float(p, "beta_slow") if p.get("beta_slow") else 1.0
+    if base == 1.0:
+        raise ValueError("base must be > 1 for rope_type='yarn' (the ramp divides by log(base)), got 1.0")
+    beta_fast = _pos_float(p, "beta_fast") if "beta_fast" in p else 32.0
+    beta_slow = _pos_float(p, "beta_slow") if "beta_slow" in p else 1.0
     if beta_fast < beta_slow:
         raise ValueError(f"yarn: beta_fast ({beta_fast}) must be >= beta_slow ({beta_slow})")
-    if p.get("attention_factor") is not None:
+    truncate = val.check_bool(p.get("truncate", True), "truncate")
+    if "attention_factor" in p:
         attention_factor = _pos_float(p, "attention_factor")
-    elif p.get("mscale") and p.get("mscale_all_dim"):
-        attention_factor = _yarn_mscale(factor, p["mscale"]) / _yarn_mscale(factor, p["mscale_all_dim"])
+    elif "mscale" in p and "mscale_all_dim" in p:
+        mscale, mscale_all_dim = _pos_float(p, "mscale"), _pos_float(p, "mscale_all_dim")
+        attention_factor = _yarn_mscale(factor, mscale) / _yarn_mscale(factor, mscale_all_dim)
     else:
+        for k in ("mscale", "mscale_all_dim"):   # one alone is unused (as in transformers), but must be sane
+            if k in p:
+                _pos_float(p, k)
         attention_factor = _yarn_mscale(factor)
 
     def correction_dim(n_rotations):  # the pair dimension whose wavelength fits n_rotations in L_train
         return d * math.log(L_train / (n_rotations * 2 * math.pi)) / (2 * math.log(base))
 
     low, high = correction_dim(beta_fast), correction_dim(beta_slow)
-    if p.get("truncate", True):
+    if truncate:
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, d - 1)
     if low == high:
@@ -173,7 +250,8 @@ def _llama3(d, base, seq_len, p):
     """Llama 3.1 frequency bands (Meta, "The Llama 3 Herd of Models", 2024, arXiv:2407.21783)."""
     factor = _pos_float(p, "factor")
     low_ff, high_ff = _pos_float(p, "low_freq_factor"), _pos_float(p, "high_freq_factor")
-    L_train = _pos_int(p, "original_max_position_embeddings")
+    key = "original_max_position_embeddings" if "original_max_position_embeddings" in p else "max_position_embeddings"
+    L_train = _pos_int(p, key)
     if high_ff <= low_ff:
         raise ValueError(f"llama3: high_freq_factor ({high_ff}) must be > low_freq_factor ({low_ff})")
     freqs = frequencies(d, base)
@@ -188,11 +266,15 @@ def _longrope(d, base, seq_len, p):
     """Per-pair rescale factors (Ding et al. 2024, "LongRoPE", arXiv:2402.13753)."""
     L_train, factor = _train_length_and_factor(p, "longrope")
     short, long_ = (val.check_inv_freq(p[k], d // 2, k) for k in ("short_factor", "long_factor"))
-    if p.get("attention_factor") is not None:
+    for name, f in (("short_factor", short), ("long_factor", long_)):
+        if np.any(f <= 0):
+            raise ValueError(f"{name} must be > 0 (it divides the frequencies), got {f[f <= 0][:3].tolist()} "
+                             f"at pair(s) {np.flatnonzero(f <= 0)[:3].tolist()}")
+    if "attention_factor" in p:
         attention_factor = _pos_float(p, "attention_factor")
     else:
         attention_factor = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(L_train))
-    use_long = seq_len is not None and val.check_positive_int(seq_len, "seq_len") > L_train
+    use_long = seq_len is not None and seq_len > L_train
     return frequencies(d, base) / (long_ if use_long else short), float(attention_factor)
 
 

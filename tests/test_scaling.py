@@ -88,14 +88,13 @@ def test_longrope_switches_factors_with_seq_len():
     ("linear", {}, ValueError, ["missing", "factor"]),
     ("linear", {"factor": 0.0}, ValueError, ["factor", "> 0"]),
     ("linear", {"factor": "2"}, TypeError, ["factor"]),
-    ("linear", {"factor": 2.0, "beta_fast": 3}, TypeError, ["beta_fast", "required ['factor']"]),
+    ("linear", {"factor": 2.0, "beta_fats": 3}, TypeError, ["'beta_fats'", "did you mean 'beta_fast'"]),
     ("dynamic", {"factor": 2.0}, ValueError, ["max_position_embeddings"]),
     ("llama3", {"factor": 8.0}, ValueError, ["low_freq_factor", "high_freq_factor", "original_max_position_embeddings"]),
     ("llama3", {"factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0,
                 "original_max_position_embeddings": 8192}, ValueError, ["high_freq_factor", "low_freq_factor"]),
     ("yarn", {"factor": 4.0}, ValueError, ["original_max_position_embeddings | max_position_embeddings"]),
-    ("yarn", {"factor": 4.0, "original_max_position_embeddings": 4096, "max_position_embeddings": 8192},
-     ValueError, ["disagrees"]),
+    ("yarn", {"max_position_embeddings": 8192}, ValueError, ["factor", "original_max_position_embeddings"]),
     ("yarn", {"factor": 4.0, "max_position_embeddings": 4096, "beta_fast": 1.0, "beta_slow": 8.0},
      ValueError, ["beta_fast"]),
     ("longrope", {"short_factor": [1.0] * 3, "long_factor": [1.0] * 4, "factor": 2.0,
@@ -111,3 +110,113 @@ def test_bad_configuration_is_named(rope_type, params, exc, words):
 def test_every_rope_type_has_a_reference_or_hand_test():
     covered = {c["rope_parameters"]["rope_type"] for c in REF["cases"]} | {"default", "ntk"}
     assert covered == set(ROPE_TYPES)
+
+
+# ---- published config sections, transformers v5 semantics --------------------------------------
+
+def test_config_keys_a_method_does_not_use_are_ignored():
+    f, _ = scaled_inv_freq(128, rope_type="linear", factor=4.0, max_position_embeddings=4096)
+    np.testing.assert_allclose(f, rr.frequencies(128) / 4, rtol=1e-15)
+    # A whole v5 rope_parameters section, rope_theta and partial_rotary_factor included.
+    section = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 8192, "partial_rotary_factor": 1.0}
+    f, _ = scaled_inv_freq(128, **section)
+    base = rr.frequencies(128, 500000.0)
+    assert f[0] == base[0] and math.isclose(f[-1], base[-1] / 8, rel_tol=1e-14)
+
+
+def test_v4_type_key_is_rope_type():
+    a = scaled_inv_freq(64, type="yarn", factor=4.0, original_max_position_embeddings=4096)
+    b = scaled_inv_freq(64, rope_type="yarn", factor=4.0, original_max_position_embeddings=4096)
+    np.testing.assert_array_equal(a[0], b[0])
+    assert a[1] == b[1]
+
+
+def test_qwen25_yarn_uses_factor_4_as_transformers_v5():
+    """Qwen2.5's published block: factor 4, original 32768, max 32768.  transformers v4 (4.4x-4.5x)
+    replaced factor by max/original = 1; v5 uses the explicit factor (attention 0.1 ln 4 + 1)."""
+    f, att = scaled_inv_freq(128, 1e6, type="yarn", factor=4.0, original_max_position_embeddings=32768,
+                             max_position_embeddings=32768)
+    assert math.isclose(att, 0.1 * math.log(4.0) + 1)
+    ratio = f / rr.frequencies(128, 1e6)
+    assert ratio[0] == 1.0 and math.isclose(ratio[-1], 1 / 4)
+
+
+def test_factor_from_the_lengths_only_when_missing():
+    f, att = scaled_inv_freq(64, rope_type="yarn", original_max_position_embeddings=4096,
+                             max_position_embeddings=163840)                       # 163840 / 4096 = 40
+    g, att40 = scaled_inv_freq(64, rope_type="yarn", factor=40.0, original_max_position_embeddings=4096)
+    np.testing.assert_array_equal(f, g)
+    assert att == att40 == 0.1 * math.log(40) + 1
+
+
+def test_rope_theta_is_base():
+    np.testing.assert_array_equal(scaled_inv_freq(16, rope_theta=500.0)[0], rr.frequencies(16, 500.0))
+    with pytest.raises(ValueError, match="rope_theta"):
+        scaled_inv_freq(16, 10000.0, rope_theta=500.0)
+
+
+def test_beta_zero_is_refused_not_replaced():
+    """transformers reads ``beta_fast or 32``: 0 silently becomes 32.  Here 0 is a bad value."""
+    with pytest.raises(ValueError, match="beta_fast"):
+        scaled_inv_freq(64, rope_type="yarn", factor=4.0, max_position_embeddings=4096, beta_fast=0)
+    # None means "not given" (as a config's null), and takes the default.
+    a = scaled_inv_freq(64, rope_type="yarn", factor=4.0, max_position_embeddings=4096, beta_fast=None)
+    b = scaled_inv_freq(64, rope_type="yarn", factor=4.0, max_position_embeddings=4096, beta_fast=32.0)
+    np.testing.assert_array_equal(a[0], b[0])
+
+
+YARN = dict(rope_type="yarn", factor=4.0, max_position_embeddings=4096)
+LONG = dict(rope_type="longrope", factor=8.0, original_max_position_embeddings=1024)
+
+
+@pytest.mark.parametrize("d,base,kw,exc,name", [
+    (64, None, dict(YARN, truncate="False"), TypeError, "truncate"),
+    (64, None, dict(YARN, truncate=np.array([True, False])), TypeError, "truncate"),
+    (128, None, dict(rope_type="ntk", factor=1e300), ValueError, "factor"),
+    (128, None, dict(rope_type="dynamic", factor=1e300, max_position_embeddings=2048), ValueError, "factor"),
+    (64, 1.0, YARN, ValueError, "base"),
+    (64, None, dict(YARN, beta_fast=0), ValueError, "beta_fast"),
+    (64, None, dict(YARN, beta_slow=-1.0), ValueError, "beta_slow"),
+    (64, None, dict(YARN, mscale=float("nan"), mscale_all_dim=1.0), ValueError, "mscale"),
+    (64, None, dict(YARN, mscale=1.0, mscale_all_dim=float("inf")), ValueError, "mscale_all_dim"),
+    (64, None, dict(YARN, attention_factor=0.0), ValueError, "attention_factor"),
+    (64, None, dict(YARN, attention_factor="1"), TypeError, "attention_factor"),
+    (64, None, dict(YARN, factor=float("nan")), ValueError, "factor"),
+    (64, None, dict(rope_type="linear", factor=1e-320), ValueError, "factor"),
+    (64, None, dict(rope_type="linear", factor=True), TypeError, "factor"),
+    (64, None, dict(rope_type="dynamic", factor=2.0, max_position_embeddings=0), ValueError, "max_position_embeddings"),
+    (64, None, dict(rope_type="dynamic", factor=2.0, max_position_embeddings=2048.5), TypeError,
+     "max_position_embeddings"),
+    (16, None, dict(LONG, short_factor=[0.0] * 8, long_factor=[1.0] * 8), ValueError, "short_factor"),
+    (16, None, dict(LONG, short_factor=[1.0] * 8, long_factor=[-2.0] * 8), ValueError, "long_factor"),
+    (16, None, dict(LONG, short_factor=[1.0] * 7 + [float("inf")], long_factor=[1.0] * 8), ValueError, "short_factor"),
+    (16, None, dict(LONG, short_factor="1.0", long_factor=[1.0] * 8), TypeError, "short_factor"),
+    (16, None, dict(rope_type="yarn", typ="yarn"), TypeError, "typ"),
+    (16, None, dict(rope_type="linear", type="yarn", factor=2.0), ValueError, "type"),
+    (16, None, dict(rope_type="Yarn"), ValueError, "rope_type"),
+    (16, None, dict(rope_type="linear", factor=2.0, seq_len=-3), ValueError, "seq_len"),
+    (16, None, dict(rope_theta="10000"), TypeError, "rope_theta"),
+    (15, None, {}, ValueError, "d"),
+    (16, float("inf"), {}, ValueError, "base"),
+])
+def test_bad_input_catalogue(d, base, kw, exc, name):
+    """Each bad input: the right error type, a message naming the argument, never NaN or inf."""
+    with pytest.raises(exc) as info:
+        scaled_inv_freq(d, base, **kw)
+    assert name in str(info.value), str(info.value)
+
+
+def test_extreme_but_valid_values_stay_finite():
+    for kw in (dict(rope_type="ntk", factor=1e5), dict(rope_type="linear", factor=1e-300),
+               dict(YARN, factor=1e6), dict(rope_type="dynamic", factor=1e3, max_position_embeddings=16)):
+        f, att = scaled_inv_freq(128, seq_len=1 << 20, **kw)
+        assert np.all(np.isfinite(f)) and np.all(f > 0) and math.isfinite(att) and att > 0, kw
+
+
+def test_inputs_are_not_modified():
+    short, long_ = np.full(8, 2.0), [5.0] * 8
+    params = dict(LONG, short_factor=short, long_factor=long_)
+    f, _ = scaled_inv_freq(16, **params)
+    f[:] = 0
+    assert np.all(short == 2.0) and long_ == [5.0] * 8 and params["rope_type"] == "longrope"

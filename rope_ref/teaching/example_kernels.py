@@ -5,7 +5,21 @@ torch/JAX/CUDA kernel (here in NumPy), each taking ``x`` of shape ``(seq, d)`` a
 applying its own positions.  ``identify`` and ``assert_rope_matches`` check them.
 """
 
+from pathlib import Path
+
 import numpy as np
+
+#: Published model configs shipped with the repository's tests (tests/data/configs, numbers only).
+CONFIGS = Path(__file__).resolve().parents[2] / "tests" / "data" / "configs"
+
+
+def config_path(name: str) -> Path:
+    """Path of a shipped config, e.g. ``config_path("qwen2.5-7b-instruct-yarn")`` (needs a checkout)."""
+    path = CONFIGS / f"{name}.json"
+    if not path.is_file():
+        known = sorted(p.stem for p in CONFIGS.glob("*.json"))
+        raise ValueError(f"no shipped config named {name!r}; shipped: {known}")
+    return path
 
 
 def neox_style_rope(x, base=10000.0):
@@ -26,11 +40,12 @@ def llama_style_rope(x, base=10000.0):
     return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
 
 
-def buggy_rope(x, base=10000.0, start=1):
+def buggy_rope(x, base=10000.0):
     """Looks like Llama's, but has a planted bug (which one? ask rope_ref.identify)."""
     seq, d = x.shape
     freqs = 1.0 / base ** (np.arange(0, d, 2) / d)
-    cis = np.exp(1j * np.outer(np.arange(start, seq + start), freqs))
+    t = np.arange(1, seq + 1)
+    cis = np.exp(1j * np.outer(t, freqs))
     z = (x[:, 0::2] + 1j * x[:, 1::2]) * cis
     return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
 
@@ -43,3 +58,17 @@ def float16_angle_rope(x, base=10000.0):
     emb = np.concatenate([angles, angles], axis=-1)
     rotate_half = np.concatenate([-x[:, d // 2:], x[:, :d // 2]], axis=-1)
     return x * np.cos(emb) + rotate_half * np.sin(emb)
+
+
+def hf_style_rope(x, inv_freq, attention_factor=1.0):
+    """transformers' pattern: angles in float32, cat(freqs, freqs), x*cos + rotate_half(x)*sin.
+
+    ``inv_freq`` comes from the model (here: a RopeConfig's ``inv_freq()``); cos and sin are
+    multiplied by ``attention_factor`` as transformers' rotary modules do.
+    """
+    seq, d = x.shape
+    freqs = np.outer(np.arange(seq, dtype=np.float32), np.asarray(inv_freq, dtype=np.float32))
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    cos, sin = np.cos(emb) * attention_factor, np.sin(emb) * attention_factor
+    rotate_half = np.concatenate([-x[:, d // 2:], x[:, :d // 2]], axis=-1)
+    return (x * cos + rotate_half * sin).astype(np.float32)

@@ -1,0 +1,311 @@
+"""from_hf_config against the real libraries: outputs recorded from transformers, torchtune and
+rotary-embedding-torch (tests/data/record_reference.py) for published model configs.
+
+Tolerance (derived, not fitted).  The recorded kernels work in float32: theta_i is rounded
+(1/base^(2i/d) in float32: up to ~3 ulp relative), m * theta_i is rounded once more, and cos/sin
+and the products add a few ulp of |x|.  So the angle of row m is off by at most about
+4 * 2^-24 * (m * theta_max + 1) rad, and an output feature by that angle times the size of its
+pair (<= |x|_max * sqrt 2) plus ~4 ulp of |x|_max.  At offset 5000 (theta_max = 1) that is
+~1e-3 for |x| ~ 3.5; the errors measured are 6e-5..8e-4 there and ~1e-7..1e-6 at offsets 0 and 7.
+"""
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rope_ref as rr
+
+DATA = Path(__file__).parent / "data"
+CONFIGS = DATA / "configs"
+META = json.loads((DATA / "rope_outputs.json").read_text())
+REC = np.load(DATA / "rope_outputs.npz")
+CASES = {c["name"]: c for c in META["cases"]}
+OFFSETS = META["offsets"]
+ULP = 2.0 ** -24
+
+
+def config_of(case):
+    return rr.from_hf_config(CONFIGS / case["config"], pairing=case["pairing"])
+
+
+def query(head_dim):
+    """The recorded input (tests/data/record_reference.py: seed 1234, 4 rows, float32)."""
+    return np.random.default_rng(META["seed"]).standard_normal((META["rows"], head_dim)).astype(np.float32)
+
+
+def model_layout(cfg, case, y):
+    """DeepSeek-V3's interleaved kernel writes its output in half layout (see from_hf_config)."""
+    return rr.to_half(y) if cfg.model_type == "deepseek_v3" and case["pairing"] is None else y
+
+
+def float32_tolerance(positions, theta_max, x):
+    """Per-row bound on |float32 kernel - exact| (see the module docstring)."""
+    size = np.abs(x).max(axis=-1, keepdims=True)
+    angle = 4 * ULP * (np.asarray(positions, float)[:, None] * theta_max + 1)
+    return angle * size * math.sqrt(2) + 4 * ULP * size
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("offset", OFFSETS)
+def test_rotate_equals_the_real_library(name, offset):
+    case = CASES[name]
+    cfg = config_of(case)
+    q = query(cfg.head_dim)
+    pos = np.arange(offset, offset + META["rows"])
+    want = REC[f"{name}/{offset}/out"]
+    got = model_layout(cfg, case, cfg.rotate(q.astype(np.float64), pos))
+    tol = float32_tolerance(pos, cfg.inv_freq(int(pos.max()) + 1).max(), q) * max(cfg.attention_factor, 1.0)
+    assert np.all(np.abs(got - want) <= tol), (name, offset, np.abs(got - want).max(), tol.max())
+
+
+def rotate_half(x, pairing):
+    if pairing == "half":
+        h = x.shape[-1] // 2
+        return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+    out = np.empty_like(x)
+    out[..., 0::2], out[..., 1::2] = -x[..., 1::2], x[..., 0::2]
+    return out
+
+
+def replay_kernel(name, offset, cfg):
+    """The real kernel's float32 cos/sin for rows offset..offset+63, applied as a black box:
+    y = x*cos + rotate_half(x)*sin on the rotated part (pairs in place), in float32."""
+    cos, sin = REC[f"{name}/{offset}/cos"], REC[f"{name}/{offset}/sin"]
+    expand = (lambda t: np.concatenate([t, t], axis=-1)) if cfg.pairing == "half" else \
+        (lambda t: np.repeat(t, 2, axis=-1))
+    cos, sin, r = expand(cos), expand(sin), cfg.rotary_dim
+
+    def fn(x):
+        x = np.asarray(x, dtype=np.float32)
+        seq = x.shape[-2]
+        rot = x[..., :r] * cos[:seq] + rotate_half(x[..., :r], cfg.pairing) * sin[:seq]
+        return np.concatenate([rot, x[..., r:]], axis=-1)
+    return fn
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("offset", OFFSETS)
+def test_replay_reproduces_the_recorded_output(name, offset):
+    """The replayed cos/sin are the kernel's own: the replay gives the recorded output to float32 rounding."""
+    case = CASES[name]
+    cfg = config_of(case)
+    q = query(cfg.head_dim)
+    got = model_layout(cfg, case, replay_kernel(name, offset, cfg)(q))
+    want = REC[f"{name}/{offset}/out"]
+    np.testing.assert_allclose(got, want, rtol=0, atol=8 * ULP * np.abs(q).max())
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("offset", OFFSETS)
+def test_identify_recovers_the_real_kernel(name, offset):
+    cfg = config_of(CASES[name])
+    hint = cfg.base if cfg.rope_type == "longrope" else None    # LongRoPE: base and factors are confounded
+    spec = rr.identify(replay_kernel(name, offset, cfg), cfg.head_dim, base_hint=hint)
+    assert spec.is_rope, spec
+    assert (spec.pairing, spec.rotary_dim) == (cfg.pairing, cfg.rotary_dim), spec
+    assert math.isclose(spec.base, cfg.base, rel_tol=1e-4), spec
+    assert spec.rope_type == cfg.rope_type, spec
+    assert abs(spec.offset - offset) < 0.5, spec
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("offset", OFFSETS)
+def test_assert_rope_matches_passes_on_the_real_kernel(name, offset):
+    cfg = config_of(CASES[name])
+    rr.assert_rope_matches(replay_kernel(name, offset, cfg), config=cfg, offset=offset)
+
+
+def planted(cfg, bug):
+    """A float32 kernel for cfg with one planted bug, or None if the bug cannot show for this config."""
+    r, pos = cfg.rotary_dim, None
+    if bug == "offset+3":
+        return lambda x: cfg.rotate(np.asarray(x, np.float32), np.arange(3, 3 + len(x)))
+    if bug == "theta from 1":
+        if cfg.rope_type != "default":
+            return None
+        shifted = cfg.inv_freq() * cfg.base ** (-2 / r)
+        return lambda x: rr.rotate(np.asarray(x, np.float32), pos, pairing=cfg.pairing, rotary_dim=r,
+                                   inv_freq=shifted)
+    if bug == "wrong pairing":
+        other = dataclasses.replace(cfg, pairing="half" if cfg.pairing == "interleaved" else "interleaved")
+        return lambda x: other.rotate(np.asarray(x, np.float32))
+    if bug == "no attention factor":
+        if cfg.attention_factor == 1.0:
+            return None
+        def fn(x):
+            y = cfg.rotate(np.asarray(x, np.float32))
+            y[..., :r] /= np.float32(cfg.attention_factor)
+            return y
+        return fn
+    if bug == "base 10^4":
+        if cfg.base == 10000.0:
+            return None
+        return lambda x: dataclasses.replace(cfg, base=10000.0).rotate(np.asarray(x, np.float32))
+    raise AssertionError(bug)
+
+
+BUGS = {"offset+3": "offset", "theta from 1": "indexed from 1", "wrong pairing": "pairing",
+        "no attention factor": "norm_scale", "base 10^4": "frequencies"}
+
+
+@pytest.mark.parametrize("name", sorted(n for n in CASES if CASES[n]["library"] == "transformers"))
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_assert_rope_matches_names_planted_bugs(name, bug):
+    cfg = config_of(CASES[name])
+    fn = planted(cfg, bug)
+    if fn is None:
+        pytest.skip(f"{bug} does not change {name}'s kernel")
+    with pytest.raises(AssertionError) as info:
+        rr.assert_rope_matches(fn, config=cfg, offset=0)
+    assert BUGS[bug] in str(info.value), str(info.value)
+
+
+# ---- reading configs -------------------------------------------------------------------------
+
+#: What each family's config means, read off transformers v5's modeling/configuration files
+#: (rotate_half vs rotate_every_two / repeat_interleave; partial rotary keys and defaults).
+EXPECTED = {
+    "llama-3.1-8b": ("half", 128, 128, 500000.0, "llama3"),
+    "mistral-7b-v0.1": ("half", 128, 128, 10000.0, "default"),
+    "mixtral-8x7b-v0.1": ("half", 128, 128, 1e6, "default"),
+    "qwen2.5-7b-instruct-yarn": ("half", 128, 128, 1e6, "yarn"),
+    "qwen3-8b": ("half", 128, 128, 1e6, "default"),
+    "gemma-7b": ("half", 256, 256, 10000.0, "default"),
+    "gemma-2-9b": ("half", 256, 256, 10000.0, "default"),
+    "gpt-neox-20b": ("half", 96, 24, 10000.0, "default"),          # rotary_pct 0.25
+    "phi-2": ("half", 80, 32, 10000.0, "default"),                 # partial_rotary_factor 0.4
+    "phi-3.5-mini-instruct": ("half", 96, 96, 10000.0, "longrope"),
+    "stablelm-2-1_6b": ("half", 64, 16, 10000.0, "default"),
+    "falcon-7b": ("half", 64, 64, 10000.0, "default"),
+    "olmo-7b-hf": ("half", 128, 128, 10000.0, "default"),
+    "persimmon-8b-base": ("half", 64, 32, 25000.0, "default"),
+    "starcoder2-7b": ("half", 128, 128, 1e6, "default"),
+    "gpt-j-6b": ("interleaved", 256, 64, 10000.0, "default"),
+    "c4ai-command-r-v01": ("interleaved", 128, 128, 8e6, "default"),
+    "glm-4-9b-chat-hf": ("interleaved", 128, 64, 10000.0, "default"),
+    "deepseek-v3": ("interleaved", 64, 64, 10000.0, "yarn"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_family_is_read_as_transformers_implements_it(name):
+    cfg = rr.from_hf_config(CONFIGS / f"{name}.json")
+    assert (cfg.pairing, cfg.head_dim, cfg.rotary_dim, cfg.base, cfg.rope_type) == EXPECTED[name]
+
+
+def test_attention_factors_by_hand():
+    qwen = rr.from_hf_config(CONFIGS / "qwen2.5-7b-instruct-yarn.json")
+    assert qwen.params["factor"] == 4.0                                   # v5: the explicit factor
+    assert math.isclose(qwen.attention_factor, 0.1 * math.log(4) + 1)
+    phi = rr.from_hf_config(CONFIGS / "phi-3.5-mini-instruct.json")       # factor = 131072 / 4096 = 32
+    assert math.isclose(phi.attention_factor, math.sqrt(1 + math.log(32) / math.log(4096)))
+    ds = rr.from_hf_config(CONFIGS / "deepseek-v3.json")                  # mscale == mscale_all_dim
+    assert ds.attention_factor == 1.0
+
+
+def test_v4_and_v5_layouts_agree():
+    v4 = json.loads((CONFIGS / "llama-3.1-8b.json").read_text())
+    v5 = {k: v for k, v in v4.items() if k not in ("rope_scaling", "rope_theta")}
+    v5["rope_parameters"] = dict(v4["rope_scaling"], rope_theta=v4["rope_theta"])
+    assert rr.from_hf_config(v4) == rr.from_hf_config(v5)
+    legacy = dict(v4, rope_scaling=dict(v4["rope_scaling"]))
+    legacy["rope_scaling"]["type"] = legacy["rope_scaling"].pop("rope_type")
+    assert rr.from_hf_config(legacy) == rr.from_hf_config(v4)
+
+
+def test_defaults_come_from_the_family():
+    assert rr.from_hf_config({"model_type": "phi", "hidden_size": 2048, "num_attention_heads": 32}).rotary_dim == 32
+    assert rr.from_hf_config({"model_type": "mixtral", "hidden_size": 4096, "num_attention_heads": 32}).base == 1e6
+    assert rr.from_hf_config({"model_type": "deepseek_v3", "rope_interleave": False}).pairing == "half"
+
+
+def test_pairing_overrides_and_lets_unknown_families_through():
+    cfg = rr.from_hf_config(CONFIGS / "llama-3.1-8b.json", pairing="interleaved")
+    assert cfg.pairing == "interleaved"
+    assert rr.from_hf_config({"model_type": "my_model", "head_dim": 64}, pairing="half").rotary_dim == 64
+
+
+def test_rotate_applies_the_attention_factor_to_the_rotated_part_only():
+    cfg = rr.from_hf_config({"model_type": "phi", "hidden_size": 2560, "num_attention_heads": 32,
+                             "partial_rotary_factor": 0.4, "rope_scaling": {"type": "yarn", "factor": 4.0},
+                             "max_position_embeddings": 2048})
+    x = np.random.default_rng(0).standard_normal((5, 80))
+    y = cfg.rotate(x)
+    np.testing.assert_array_equal(y[:, 32:], x[:, 32:])
+    np.testing.assert_allclose(np.linalg.norm(y[:, :32], axis=-1),
+                               cfg.attention_factor * np.linalg.norm(x[:, :32], axis=-1), rtol=1e-12)
+
+
+def test_dynamic_uses_the_current_length():
+    cfg = rr.from_hf_config({"model_type": "llama", "head_dim": 64, "max_position_embeddings": 2048,
+                             "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})
+    x = np.random.default_rng(0).standard_normal((4, 64))
+    pos = np.arange(4000, 4004)      # L = 4004: base * (2 * 4004/2048 - 1)^(64/62)
+    want = rr.rotate(x, pos, pairing="half", base=10000.0 * (2 * 4004 / 2048 - 1) ** (64 / 62))
+    np.testing.assert_allclose(cfg.rotate(x, pos), want, atol=1e-12)
+    np.testing.assert_allclose(cfg.rotate(x, np.arange(4)), rr.rotate(x, pairing="half"), atol=1e-12)
+
+
+def test_config_is_frozen_and_inputs_untouched():
+    d = json.loads((CONFIGS / "phi-3.5-mini-instruct.json").read_text())
+    before = json.dumps(d, sort_keys=True)
+    cfg = rr.from_hf_config(d)
+    assert json.dumps(d, sort_keys=True) == before
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.base = 1.0
+    with pytest.raises(TypeError):
+        cfg.params["factor"] = 2.0
+
+
+@pytest.mark.parametrize("config,kw,exc,words", [
+    ("/no/such/config.json", {}, ValueError, ["config", "/no/such/config.json"]),
+    ([1, 2], {}, TypeError, ["config", "list"]),
+    ({"model_type": "gpt2", "hidden_size": 768, "num_attention_heads": 12}, {}, ValueError,
+     ["model_type", "gpt2", "llama", "gptj"]),
+    ({"hidden_size": 768, "num_attention_heads": 12}, {}, ValueError, ["model_type", "pairing"]),
+    ({"model_type": "llama", "num_attention_heads": 12}, {}, ValueError, ["hidden_size"]),
+    ({"model_type": "llama", "hidden_size": 768}, {}, ValueError, ["num_attention_heads"]),
+    ({"model_type": "llama", "hidden_size": 770, "num_attention_heads": 12}, {}, ValueError, ["hidden_size", "divisible"]),
+    ({"model_type": "llama", "head_dim": 64}, {"pairing": "halves"}, ValueError, ["pairing", "halves"]),
+    ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "yarn", "factr": 4.0}}, {}, ValueError,
+     ["factr", "factor"]),
+    ({"model_type": "llama", "head_dim": 64, "rope_scaling": [4.0]}, {}, TypeError, ["rope_scaling"]),
+    ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "mrope"}}, {}, ValueError, ["rope_type", "mrope"]),
+    ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "linear"}}, {}, ValueError, ["factor"]),
+    ({"model_type": "llama", "head_dim": 64, "rope_theta": -1.0}, {}, ValueError, ["rope_theta"]),
+    ({"model_type": "phi", "head_dim": 64, "partial_rotary_factor": 1.5}, {}, ValueError, ["partial_rotary_factor"]),
+    ({"model_type": "phi", "head_dim": 10, "partial_rotary_factor": 0.5}, {}, ValueError, ["partial_rotary_factor", "even"]),
+    ({"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "alibi": True}, {}, ValueError, ["alibi"]),
+    ({"model_type": "deepseek_v3", "rope_interleave": "yes"}, {}, TypeError, ["rope_interleave"]),
+    ({"model_type": "phi3", "head_dim": 8, "max_position_embeddings": 8192, "original_max_position_embeddings": 4096,
+      "rope_scaling": {"type": "longrope", "short_factor": [1, 1], "long_factor": [1, 1, 1, 1]}}, {}, ValueError,
+     ["short_factor", "(4,)"]),
+    ({"model_type": "phi3", "head_dim": 8, "max_position_embeddings": 8192, "original_max_position_embeddings": 4096,
+      "rope_scaling": {"type": "longrope", "short_factor": [1, 0, 1, 1], "long_factor": [1, 1, 1, 1]}}, {}, ValueError,
+     ["short_factor", "> 0"]),
+])
+def test_bad_configs_are_named(config, kw, exc, words):
+    with pytest.raises(exc) as info:
+        rr.from_hf_config(config, **kw)
+    for w in words:
+        assert w in str(info.value), (w, str(info.value))
+
+
+def test_bad_file_contents(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        rr.from_hf_config(bad)
+    bad.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="expected an object"):
+        rr.from_hf_config(str(bad))
+
+
+def test_rotate_checks_x():
+    cfg = rr.from_hf_config(CONFIGS / "mistral-7b-v0.1.json")
+    with pytest.raises(ValueError, match="head_dim=128"):
+        cfg.rotate(np.zeros((3, 64)))
