@@ -33,3 +33,17 @@ def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, t
     default = frequencies(d, base)
     scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
     return {name: (freqs / default, att) for name, (freqs, att) in scaled.items()}
+
+
+def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
+                   scaled: dict | None = None) -> dict:
+    """The largest angle (radians) each pair reaches: ``"training"`` -> L_train * theta_i with the default
+    frequencies, and rope_type -> factor * L_train * scaled theta_i at the extended length.
+
+    A pair whose training angle is below 2 pi never saw a full turn; at the extended length it
+    meets angles it has not seen unless its extended angle stays at or below the training one.
+    """
+    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
+    out = {"training": train_len * frequencies(d, base)}
+    out.update({name: factor * train_len * freqs for name, (freqs, _) in scaled.items()})
+    return out

@@ -12,12 +12,12 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..core import decay_bound, frequencies, rotate
-from ..scaling import scaled_inv_freq, wavelengths
-from .context_extension import TRAIN_LEN, method_configs
+from ..core import decay_bound, frequencies, partial_sums, rotate
+from ..scaling import wavelengths
+from .context_extension import TRAIN_LEN
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
-from .quantities import (FIG2_DISTANCES, FIG2_PAPER_YLIM, form_errors, mean_abs_score, random_qk, score_map,
-                         score_vs_distance, sinusoidal_score_map)
+from .quantities import (FIG2_DISTANCES, FIG2_PAPER_YLIM, attention_weights, clock_angles, code_distance, form_errors,
+                         mean_abs_score, random_qk, score_map, sinusoidal_score_map)
 from .style import METADATA, RC, new_figure, unit_circle
 from .views import ScalingView
 
@@ -30,15 +30,15 @@ def fig2_long_term_decay(d: int = 128, base: float = 10000.0) -> Figure:
     """
     fig = new_figure(10, 3.8)
     y = decay_bound(FIG2_DISTANCES, d, base)
-    for ax, title in zip(fig.subplots(1, 2), ["as in the paper (y from 6 to 22)", "full range"]):
+    for ax, title in zip(fig.subplots(1, 2), ["as in the paper ($y$ from 6 to 22)", "full range"]):
         ax.plot(FIG2_DISTANCES, y, lw=1.0, color="C0")
-        ax.set(xlabel="relative distance", ylabel="relative upper bound", title=title, xlim=(0, 256))
+        ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", title=title, xlim=(0, 256))
         ax.grid(alpha=0.3)
     fig.axes[0].set_ylim(*FIG2_PAPER_YLIM)
     fig.axes[1].axhline((d / 2 + 1) / 2, color="0.5", ls=":", lw=1)
-    fig.axes[1].annotate(f"(d/2+1)/2 = {(d / 2 + 1) / 2:g} at distance 0", xy=(0, (d / 2 + 1) / 2),
-                         xytext=(40, (d / 2 + 1) / 2 - 3), fontsize=9)
-    fig.suptitle(f"Long-term decay of RoPE (Figure 2): d = {d}, theta_i = {base:g}^(-2i/d), i = 0..{d // 2 - 1}")
+    fig.axes[1].annotate(f"$(d/2+1)/2 = {(d / 2 + 1) / 2:g}$ at distance 0", xy=(0, (d / 2 + 1) / 2),
+                         xytext=(40, (d / 2 + 1) / 2 - 4))
+    fig.suptitle(rf"Long-term decay (Figure 2): $d = {d}$, $\theta_i = {base:g}^{{-2i/d}}$, $i = 0..{d // 2 - 1}$")
     return fig
 
 
@@ -49,13 +49,14 @@ def fig_decay_vs_actual(d: int = 128, base: float = 10000.0, n_samples: int = 25
     ax = fig.subplots()
     r = np.linspace(0, 256, 129)
     bound = decay_bound(FIG2_DISTANCES, d, base)
-    ax.plot(FIG2_DISTANCES, bound / bound[0], lw=1, label="bound (1/(d/2)) sum |S_j| (eq 37)")
-    for same, label in [(False, "mean |q . R_r k|, q and k independent"), (True, "mean |q . R_r q|, k = q")]:
+    ax.plot(FIG2_DISTANCES, bound / bound[0], lw=1, label=r"bound $\frac{1}{d/2}\sum_j |S_j|$ (eq 37)")
+    for same, label in [(False, r"mean $|q \cdot R_r k|$, $q, k$ independent"),
+                        (True, r"mean $|q \cdot R_r q|$, $k = q$")]:
         y = mean_abs_score(r, d, base=base, n_samples=n_samples, seed=seed, same_vector=same)
         ax.plot(r, y / y[0], label=label)
-    ax.set(xlabel="relative distance r", ylabel="value / value at r = 0", xlim=(0, 256), ylim=(0, 1.3),
-           title=f"What the bound promises: d = {d}, {n_samples} random vectors")
-    ax.legend(fontsize=8)
+    ax.set(xlabel="relative distance $r$", ylabel="value / value at $r = 0$", xlim=(0, 256), ylim=(0, 1.3),
+           title=f"What the bound promises: $d = {d}$, {n_samples} random vectors")
+    ax.legend(loc="upper right")
     ax.grid(alpha=0.3)
     return fig
 
@@ -65,15 +66,17 @@ def fig_three_forms(d: int = 128) -> Figure:
     and half-split forms, at positions from 1 to 10^6."""
     pos = np.unique(np.round(np.logspace(0, 6, 200)))
     errs = form_errors(pos, d)
+    labels = {"dense R x (eq 14)": r"dense $R_m x$ (eq 14)", "complex (eq 12)": r"complex $x\,e^{im\theta}$ (eq 12)",
+              "fast rotate": "fast rotate", "half pairing, permuted": "half pairing, permuted"}
     fig = new_figure(7, 3.6)
     ax = fig.subplots()
-    for (name, e), marker in zip(errs.items(), "o^s"):
-        ax.semilogx(pos, np.maximum(e, 1e-17), marker, ms=3, label=name, alpha=0.8)
+    for (name, e), marker in zip(errs.items(), "o^sv"):
+        ax.semilogx(pos, np.maximum(e, 1e-17), marker, ms=3, label=labels[name], alpha=0.8)
     ax.set_yscale("log")
-    ax.axhline(1e-12, color="C3", ls="--", lw=1, label="tolerance 1e-12")
-    ax.set(xlabel="position m", ylabel="max |difference| (0 shown as 1e-17)", ylim=(1e-18, 1e-10),
-           title=f"The three forms agree (d = {d}, float64)")
-    ax.legend(fontsize=8)
+    ax.axhline(1e-12, color="C3", ls="--", lw=1, label="tolerance $10^{-12}$")
+    ax.set(xlabel="position $m$", ylabel="max |difference| (0 shown as $10^{-17}$)", ylim=(1e-18, 1e-10),
+           title=f"The forms agree with eq 34 ($d = {d}$, float64)")
+    ax.legend(loc="upper left", ncols=2)
     return fig
 
 
@@ -84,15 +87,18 @@ def fig_relative_heatmaps(d: int = 64, n_pos: int = 48, seed: int = 0) -> Figure
     fig = new_figure(9, 4.2)
     axes = fig.subplots(1, 2)
     for ax, S, title in zip(axes, [score_map(q, k, pos), sinusoidal_score_map(q, k, pos)],
-                            ["RoPE: (R_m q).(R_n k)", "sinusoidal: (q + E(m)).(k + E(n))"]):
+                            [r"RoPE: $(R_m q)\cdot(R_n k)$", r"sinusoidal: $(q + E_m)\cdot(k + E_n)$"]):
         im = ax.imshow(S, origin="lower", cmap="RdBu_r", vmin=-np.abs(S).max(), vmax=np.abs(S).max())
-        ax.set(xlabel="key position n", ylabel="query position m", title=title)
+        ax.set(xlabel="key position $n$", ylabel="query position $m$", title=title)
         fig.colorbar(im, ax=ax, shrink=0.8)
     return fig
 
 
 def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figure:
-    """Figure-1-style illustration: pairs 0 and 1 of one vector at positions 0..6 (eq 13)."""
+    """Figure-1-style illustration: pairs 0 and 1 of one vector at positions 0..6 (eq 13).
+
+    Pair 0 turns 1 radian per position, so m = 6 lands 0.28 rad short of m = 0 (aliasing);
+    pair 1 turns slower and keeps them apart."""
     x = np.tile(np.array([1.0, 0.0] * (d // 2)), (len(positions), 1))
     rot = rotate(x, np.asarray(list(positions), float), base=base)
     fig = new_figure(8, 4)
@@ -101,9 +107,9 @@ def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figur
         ax.add_patch(unit_circle())
         for m, (a, b) in zip(positions, rot[:, 2 * i:2 * i + 2]):
             ax.annotate("", xy=(a, b), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=f"C{m % 10}"))
-            ax.text(1.12 * a, 1.12 * b, f"m={m}", ha="center", va="center", fontsize=8)
-        ax.set(xlim=(-1.35, 1.35), ylim=(-1.35, 1.35), aspect="equal",
-               title=f"pair {i}: angle m theta_{i}, theta_{i} = {theta:.3g}")
+            ax.text(1.15 * a, 1.15 * b, f"$m={m}$", ha="center", va="center")
+        ax.set(xlim=(-1.4, 1.4), ylim=(-1.4, 1.4), aspect="equal",
+               title=rf"pair {i}: angle $m\theta_{i}$, $\theta_{i} = {theta:.3g}$")
     return fig
 
 
@@ -112,12 +118,12 @@ def fig_wavelengths(d: int = 128, base: float = 10000.0, train_len: int = TRAIN_
     fig = new_figure(7, 3.6)
     ax = fig.subplots()
     wl = wavelengths(frequencies(d, base))
-    ax.semilogy(np.arange(d // 2), wl, "o-", ms=3, label="wavelength 2 pi / theta_i")
+    ax.semilogy(np.arange(d // 2), wl, "o-", ms=3, label=r"wavelength $2\pi/\theta_i$")
     ax.axhline(train_len, color="C3", ls="--", label=f"training length {train_len}")
     n_long = int((wl > train_len).sum())
-    ax.set(xlabel="pair i", ylabel="positions", title=f"d = {d}, base = {base:g}: {n_long} of {d // 2} pairs "
-           "never complete a turn in training")
-    ax.legend(fontsize=8)
+    ax.set(xlabel="pair $i$", ylabel="positions per turn",
+           title=f"$d = {d}$, base $= {base:g}$: {n_long} of {d // 2} pairs never complete a turn in training")
+    ax.legend(loc="upper left")
     ax.grid(alpha=0.3)
     return fig
 
@@ -127,41 +133,111 @@ def fig_frequency_ratios(factor: float = 8.0):
     return ScalingView(factor=factor).static_figure()
 
 
-def fig_scores_beyond_training(d: int = 128, base: float = 10000.0, factor: float = 8.0, seed: int = 0):
-    """q . R_r k for k = q over distances up to factor x training, default RoPE vs linear and YaRN."""
-    q, _ = random_qk(d, seed)
-    r = np.linspace(0, factor * TRAIN_LEN, 2001)
-    fig = new_figure(8, 3.6)
-    ax = fig.subplots()
-    ax.plot(r, score_vs_distance(q, q, r, base=base), lw=0.6, label="default")
-    for name in ("linear", "yarn"):
-        freqs, att = scaled_inv_freq(d, base, rope_type=name, **method_configs(factor)[name])
-        ax.plot(r, att ** 2 * score_vs_distance(q, q, r, inv_freq=freqs), lw=0.6, label=name)
-    ax.axvline(TRAIN_LEN, color="0.4", ls=":", label="training length")
-    ax.set(xlabel="relative distance r", ylabel="q . R_r q", title=f"score of a vector with itself, d = {d}")
-    ax.legend(fontsize=8)
-    return fig
-
-
 def fig_precision(d: int = 128, seed: int = 0):
     """Error of m*theta and cos, and of q.k, when angles are computed in a narrow dtype, vs float64."""
     pos = np.unique(np.round(np.logspace(0, 6, 121)))
-    fig = new_figure(11, 3.6)
+    fig = new_figure(12, 4.4)
     axes = fig.subplots(1, 3)
     for (name, dt), color in zip(PRECISION_DTYPES.items(), ["C0", "C1", "C2"]):
         for base, ls in [(1e4, "-"), (5e5, "--")]:
             e = angle_errors(pos, d, base, dt)
-            axes[0].loglog(pos, e["angle"], ls, color=color, label=f"{name}, base {base:g}")
+            axes[0].loglog(pos, e["angle"], ls, color=color)
             axes[1].loglog(pos, e["cos"], ls, color=color)
         q, k = random_qk(d, seed)
         axes[2].loglog(pos, score_error_by_dtype(q, k, pos, dtype=dt), color=color, label=name)
-    axes[0].set(xlabel="position m", ylabel="max |angle error| (rad)", title="m * theta_i")
-    axes[1].set(xlabel="position m", ylabel="max |cos error|", title="cos(m * theta_i)")
-    axes[2].set(xlabel="position m", ylabel="|q.k error|", title="q_m . k_{m+16}, base 1e4")
-    axes[0].legend(fontsize=6)
-    axes[2].legend(fontsize=7)
+    axes[0].set(xlabel="position $m$", ylabel="max |angle error| (rad)", title=r"$m\theta_i$")
+    axes[1].set(xlabel="position $m$", ylabel=r"max |$\cos$ error|", title=r"$\cos(m\theta_i)$")
+    axes[2].set(xlabel="position $m$", ylabel=r"$|q_m \cdot k_{m+16}$ error$|$", title=r"$q_m \cdot k_{m+16}$, base $10^4$")
+    axes[2].legend(loc="upper left", title="angles in")
+    axes[0].plot([], [], "-", color="0.3", label="base $10^4$")
+    axes[0].plot([], [], "--", color="0.3", label=r"base $5\cdot 10^5$")
+    axes[0].legend(loc="upper left")
     for ax in axes:
         ax.grid(alpha=0.3)
+    fig.suptitle("float16 stops at 65504 (beyond it the angle is inf and cos, sin are nan: no line)")
+    return fig
+
+
+# --- notebook 00: why positions --------------------------------------------------------------------------------------
+
+def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000.0) -> Figure:
+    """Every pair as a clock hand: at position m hand i points at angle m theta_i.  Hand 0 spins
+    fastest (1 rad per position), later hands ever slower -- like a clock's second, minute and hour hands."""
+    fig = new_figure(2.3 * len(positions), 2.9)
+    n_pairs = d // 2
+    lengths = np.linspace(1.0, 0.35, n_pairs)
+    for ax, m in zip(fig.subplots(1, len(positions)), positions):
+        ax.add_patch(unit_circle())
+        for i, (a, length) in enumerate(zip(clock_angles(m, d, base), lengths)):
+            ax.plot([0, length * np.cos(a)], [0, length * np.sin(a)], color=f"C{i % 10}", lw=2.5 - 1.5 * i / n_pairs,
+                    label=rf"$\theta_{i}$" if m == positions[0] else None)
+        ax.set(xlim=(-1.15, 1.15), ylim=(-1.15, 1.15), aspect="equal", xticks=[], yticks=[], title=f"$m = {m}$")
+    fig.legend(*fig.axes[0].get_legend_handles_labels(), loc="outside right center", title="hand")
+    fig.suptitle(rf"Position $m$ as {n_pairs} clock hands: hand $i$ at angle $m\theta_i$ ($d = {d}$, base {base:g})")
+    return fig
+
+
+def fig_aliasing(d: int = 8, base: float = 10000.0, max_position: int = 60) -> Figure:
+    """How far the code at position m is from the code at 0: with pair 0 alone, m = 6 is almost
+    m = 0 again (6 rad is 0.28 rad short of a turn); with all pairs no position comes back."""
+    m = np.linspace(0, max_position, 6001)
+    fig = new_figure(8, 3.6)
+    ax = fig.subplots()
+    ax.plot(m, code_distance(m, d, base, pairs=[0]), label=r"pair 0 only ($\theta_0 = 1$)")
+    ax.plot(m, code_distance(m, d, base), label=f"all {d // 2} pairs")
+    for k in range(1, int(max_position / (2 * np.pi)) + 1):
+        ax.axvline(2 * np.pi * k, color="0.8", lw=0.8, zorder=0)
+    ax.annotate(r"$m = 6$: pair 0 almost back at $m = 0$", xy=(6, code_distance(6.0, d, base, pairs=[0])),
+                xytext=(12, 0.2), arrowprops=dict(arrowstyle="->"))
+    ax.set(xlabel="position $m$", ylabel=r"$\|R_m u - R_0 u\|$", xlim=(0, max_position),
+           title=rf"One frequency repeats every $2\pi$ positions; many frequencies together do not ($d = {d}$)")
+    ax.legend(loc="upper right")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)) -> Figure:
+    """Why scores fade with distance: at distance r the d/2 hands point at r theta_i.  At r = 0 they
+    all agree and their sum is long; farther apart they spread and their sum |S_{d/2}| shrinks."""
+    fig = new_figure(11, 3.4)
+    axes = fig.subplots(1, len(distances) + 1, width_ratios=[1] * len(distances) + [2])
+    n_pairs = d // 2
+    for ax, r in zip(axes, distances):
+        ax.add_patch(unit_circle())
+        a = clock_angles(r, d, base)
+        for ang in a:
+            ax.plot([0, np.cos(ang)], [0, np.sin(ang)], color="C0", lw=0.8, alpha=0.6)
+        mean = np.exp(1j * a).mean()
+        ax.annotate("", xy=(mean.real, mean.imag), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color="C3", lw=2))
+        ax.set(xlim=(-1.1, 1.1), ylim=(-1.1, 1.1), aspect="equal", xticks=[], yticks=[],
+               title=f"$r = {r}$\nmean length {abs(mean):.2f}")
+    r = np.linspace(0, 256, 2561)
+    ax = axes[-1]
+    ax.plot(r, np.abs(partial_sums(r, d, base)[..., -1]) / n_pairs, lw=1, label=r"$|S_{d/2}| / (d/2)$ (red arrow)")
+    ax.plot(r, decay_bound(r, d, base) / decay_bound(0.0, d, base), lw=1.5, label="Figure-2 bound / its value at 0")
+    ax.set(xlabel="relative distance $r$", ylabel="length", xlim=(0, 256), ylim=(0, 1.05), title="the hands spread out")
+    ax.legend(loc="upper right")
+    ax.grid(alpha=0.3)
+    fig.suptitle(rf"{n_pairs} hands at angles $r\theta_i$ and their mean (red arrow), $d = {d}$")
+    return fig
+
+
+# --- notebook 04: attention --------------------------------------------------------------------------------------------
+
+def fig_attention_pattern(n: int = 32, d: int = 64, seed: int = 0, scale: float = 6.0) -> Figure:
+    """Causal softmax attention weights over (query m, key n) when every token has the same content:
+    without positions every visible key gets the same weight; with RoPE nearby keys get more."""
+    x = np.random.default_rng(seed).standard_normal(d)
+    x = np.tile(x / np.linalg.norm(x) * np.sqrt(scale * np.sqrt(d)), (n, 1))    # |x|^2 / sqrt(d) = scale
+    fig = new_figure(9.5, 4.2)
+    axes = fig.subplots(1, 2)
+    for ax, rope, title in zip(axes, [False, True], ["no positions (all at $m = 0$)", "RoPE"]):
+        w = attention_weights(x, x, rope=rope)
+        im = ax.imshow(np.where(np.tril(np.ones((n, n))) > 0, w, np.nan), origin="upper", cmap="viridis",
+                       vmin=0, vmax=0.5)
+        ax.set(xlabel="key position $n$", ylabel="query position $m$", title=title)
+    fig.colorbar(im, ax=axes, shrink=0.8, label="softmax weight")
+    fig.suptitle(f"Causal attention weights, every token the same content ($d = {d}$)")
     return fig
 
 
@@ -174,13 +250,12 @@ FIGURES = {
     "rotation_illustration": fig_rotation,
     "wavelengths_vs_training_length": fig_wavelengths,
     "context_extension_frequency_ratios": fig_frequency_ratios,
-    "scores_beyond_training": fig_scores_beyond_training,
     "precision_angle_errors": fig_precision,
+    "clock_hands": fig_clock_hands,
+    "aliasing": fig_aliasing,
+    "decay_intuition": fig_decay_intuition,
+    "attention_pattern": fig_attention_pattern,
 }
-
-#: Fixed settings: matplotlib's defaults plus a fixed SVG hash salt and no metadata dates.
-RC = {"svg.hashsalt": "rope_ref", "svg.fonttype": "path", "figure.dpi": 100, "savefig.dpi": 100}
-METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
 
 
 def write_all(out_dir: Path | str, names=None) -> list[Path]:

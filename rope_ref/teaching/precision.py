@@ -66,3 +66,10 @@ def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000
     kn = rotate_with_angle_dtype(np.broadcast_to(k, n.shape + k.shape), n, base=base, dtype=dtype)
     exact = score(q, k, m, n, base=base)
     return np.abs(np.einsum("...d,...d->...", qm, kn) - exact)
+
+
+def format_errors(values, digits: int = 1) -> str:
+    """Errors as a row of fixed-width scientific numbers (``3.4e-02``), with ``inf`` and ``nan`` spelled out
+    (float16 overflow: the angle becomes inf, cos and sin of inf are nan).  Never prints a small error as ``0.``."""
+    return "  ".join(f"{float(v):>{7 + digits}.{digits}e}" if np.isfinite(v) else f"{str(float(v)):>{7 + digits}}"
+                     for v in np.ravel(values))

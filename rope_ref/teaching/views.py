@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
 from ..core import decay_bound, frequencies, rotate
-from .context_extension import TRAIN_LEN, frequency_ratios, method_configs, scaled_frequencies
+from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
 from .quantities import FIG2_PAPER_YLIM, random_qk, score, score_vs_distance
 from .style import new_figure, unit_circle
 
@@ -113,8 +113,8 @@ class DecayView(View):
         self.fig = new_figure(9, 3.4)
         self.axes = self.fig.subplots(1, 2)
         self.lines = [ax.plot(self.r, np.zeros_like(self.r), lw=1)[0] for ax in self.axes]
-        for ax, title in zip(self.axes, ["paper's view (y 6 to 22)", "full range"]):
-            ax.set(xlabel="relative distance", ylabel="relative upper bound", xlim=(0, 256), title=title)
+        for ax, title in zip(self.axes, ["paper's view ($y$ from 6 to 22)", "full range"]):
+            ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", xlim=(0, 256), title=title)
             ax.grid(alpha=0.3)
         self.axes[0].set_ylim(*FIG2_PAPER_YLIM)
         self.title = self.fig.suptitle(" ")
@@ -130,7 +130,7 @@ class DecayView(View):
         for line in self.lines:
             line.set_ydata(self.y)
         self.axes[1].set_ylim(0, (d / 2 + 1) / 2 * 1.05)
-        self.title.set_text(f"d = {d}, base = {base:g}")
+        self.title.set_text(f"$d = {d}$, base $= {base:g}$")
 
     def readout(self) -> str:
         d = self.params["d"]
@@ -139,10 +139,13 @@ class DecayView(View):
 
 
 class RotationsView(View):
-    """Pair i of q and k drawn as arrows rotated to positions m and n, and q_m.k_n against n - m.
+    """Pair i of q and k drawn as arrows rotated to positions m and n, and q_m.k_n against m - n.
 
-    Moving m and n together rotates both arrows but keeps their angle, and the
-    marker on the right stays put: the score depends only on n - m (eq 11).
+    The angle from k_n to q_m in pair i is (phi_q - phi_k) + (m - n) theta_i: the pairs' own
+    angle difference plus the position-dependent part.  The right panel is the whole score,
+    the sum over all d/2 pairs.  Moving m and n together rotates both arrows but keeps their
+    angle, and the marker on the right stays put: the score depends only on m - n (eq 11).
+    ``i`` must be a pair index, 0..d/2-1 (a ValueError otherwise; the widget's slider follows d).
     """
 
     def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16,
@@ -156,18 +159,21 @@ class RotationsView(View):
         ax.add_patch(unit_circle())
         ax.axhline(0, color="0.85", lw=0.8)
         ax.axvline(0, color="0.85", lw=0.8)
-        self.q0, = ax.plot([], [], color="C0", alpha=0.3, lw=2, label="q pair (m=0)")
-        self.k0, = ax.plot([], [], color="C1", alpha=0.3, lw=2, label="k pair (n=0)")
-        self.qm, = ax.plot([], [], "-o", color="C0", lw=2, markevery=[1], label="q rotated to m")
-        self.kn, = ax.plot([], [], "-o", color="C1", lw=2, markevery=[1], label="k rotated to n")
-        self.angle_text = ax.text(0.02, 0.02, "", transform=ax.transAxes, fontsize=9)
-        ax.set(aspect="equal", xlim=(-1.6, 1.6), ylim=(-1.6, 1.6), title="pair i on the complex plane")
-        ax.legend(loc="upper right", fontsize=7)
+        self.q0, = ax.plot([], [], color="C0", alpha=0.3, lw=2, label="$q$ (at 0)")
+        self.k0, = ax.plot([], [], color="C1", alpha=0.3, lw=2, label="$k$ (at 0)")
+        self.qm, = ax.plot([], [], "-o", color="C0", lw=2, markevery=[1], label="$q_m$")
+        self.kn, = ax.plot([], [], "-o", color="C1", lw=2, markevery=[1], label="$k_n$")
+        self.angle_text = ax.text(0.02, 0.02, "", transform=ax.transAxes)
+        ax.set(aspect="equal", xlim=(-1.8, 1.8), ylim=(-1.8, 1.8), xticks=[], yticks=[])
+        self.plane_title = ax.set_title(" ")
+        ax.legend(loc="upper right", ncols=2)
         self.curve, = self.ax_score.plot(self.r, np.zeros_like(self.r), lw=1)
         self.marker, = self.ax_score.plot([0], [0], "o", color="C3", ms=8)
-        self.ax_score.set(xlabel="relative distance n - m", ylabel="q_m . k_n", xlim=self.r[[0, -1]])
+        self.ax_score.set(xlabel="relative distance $m - n$", ylabel=r"$q_m \cdot k_n$ (sum over all $d/2$ pairs)",
+                          xlim=self.r[[0, -1]])
         self.ax_score.grid(alpha=0.3)
-        self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_text, self.marker, self.ax_score.title)
+        self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_text, self.marker, self.ax_score.title,
+                        self.plane_title)
         self.relayout_params = frozenset({"base", "d"})      # they change the curve and its y-limits
         self.relayout_axes = (self.ax_score,)
         self._redraw()
@@ -181,7 +187,9 @@ class RotationsView(View):
     def _redraw(self):
         p = self.params
         d, base = p["d"], p["base"]
-        i = min(int(p["i"]), d // 2 - 1)
+        i = int(p["i"])
+        if not 0 <= i <= d // 2 - 1:
+            raise ValueError(f"i must be a pair index 0..d/2-1 = 0..{d // 2 - 1} for d = {d}, got {p['i']}")
         q, k = self._vectors()
         qm, kn = rotate(q, p["m"], base=base), rotate(k, p["n"], base=base)
         for line, vec in [(self.q0, q), (self.k0, k), (self.qm, qm), (self.kn, kn)]:
@@ -189,53 +197,63 @@ class RotationsView(View):
             line.set_data([0, a], [0, b])
         self.theta_i = frequencies(d, base)[i]
         self.value = float(score(q, k, p["m"], p["n"], base=base))
-        self.angle_text.set_text(f"(m-n) theta_{i} = {(p['m'] - p['n']) * self.theta_i:.3f} rad")
+        phi_q, phi_k = (np.angle(v[2 * i] + 1j * v[2 * i + 1]) for v in (q, k))
+        self.angle = phi_q - phi_k + (p["m"] - p["n"]) * self.theta_i      # angle from k_n to q_m
+        self.angle_text.set_text(rf"$(\phi_q - \phi_k) + (m-n)\theta_{{{i}}}$" + "\n"
+                                 + rf"$= {phi_q - phi_k:+.2f} {(p['m'] - p['n']) * self.theta_i:+.2f}$ rad")
+        self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$, $m = {p['m']:g}$, $n = {p['n']:g}$")
         if getattr(self, "_curve_for", None) != (d, base):   # the curve depends on d and base only
-            y = score_vs_distance(q, k, self.r, base=base)
+            y = score_vs_distance(q, k, -self.r, base=base)               # x-axis is m - n = -(n - m)
             self.curve.set_ydata(y)
             self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
             self._curve_for = (d, base)
-        self.marker.set_data([p["n"] - p["m"]], [self.value])
-        self.ax_score.set_title(f"d = {d}, base = {base:g}: q_m.k_n = {self.value:.4f}")
+        self.marker.set_data([p["m"] - p["n"]], [self.value])
+        self.ax_score.set_title(rf"$d = {d}$, base $= {base:g}$: $q_m \cdot k_n = {self.value:.4f}$")
 
     def readout(self) -> str:
         p = self.params
-        return (f"m = {p['m']:g}, n = {p['n']:g}, n - m = {p['n'] - p['m']:g}; pair {min(int(p['i']), p['d'] // 2 - 1)}: "
+        return (f"m = {p['m']:g}, n = {p['n']:g}, m - n = {p['m'] - p['n']:g}; pair {int(p['i'])} of {p['d'] // 2}: "
                 f"theta = {self.theta_i:.4g}; q_m . k_n = {self.value:.6f}")
 
 
 class ScalingView(View):
-    """How each method rescales each frequency, and the Figure-2 bound beyond training, for a scale factor."""
+    """For a scale factor s: how each method rescales each frequency (left), and per pair the
+    largest angle seen in training against the largest angle at the extended length s * L_train (right)."""
 
     def __init__(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
         self.params = dict(factor=factor)
         self.d, self.base, self.train_len = d, base, train_len
-        self.fig = new_figure(10, 3.8)
-        self.ax_ratio, self.ax_bound = self.fig.subplots(1, 2)
+        self.fig = new_figure(11, 4.4)
+        self.ax_ratio, self.ax_angle = self.fig.subplots(1, 2)
         names = list(method_configs())
-        self.ratio_lines = {n: self.ax_ratio.plot([], [], label=n, lw=1.5)[0] for n in names}
-        self.ax_ratio.set(xlabel="pair i (fast -> slow)", ylabel="scaled theta_i / theta_i", yscale="log",
+        pairs = np.arange(d // 2)
+        colors = {n: f"C{j}" for j, n in enumerate(names)} | {"default": "0.55"}
+        self.ratio_lines = {n: self.ax_ratio.plot([], [], label=n, lw=1.5, color=colors[n])[0] for n in names}
+        self.ax_ratio.set(xlabel=r"pair $i$ (fast $\rightarrow$ slow)", ylabel=r"$\theta_i' / \theta_i$", yscale="log",
                           xlim=(0, d // 2 - 1), title="frequency ratio per pair")
-        self.ax_ratio.legend(fontsize=7, loc="lower left")
+        self.ax_ratio.legend(loc="lower left")
         ticks = [4.0 ** -k for k in range(6)][::-1]
         self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)              # fixed, so a step only redraws the lines
         self.ax_ratio.yaxis.set_major_locator(FixedLocator(ticks))
         self.ax_ratio.yaxis.set_major_formatter(FixedFormatter([f"1/{round(1 / t)}" if t < 1 else "1" for t in ticks]))
         self.ax_ratio.yaxis.set_minor_locator(NullLocator())
         self.ax_ratio.grid(alpha=0.3)
-        # The bound oscillates fast at large distances: show its mean over blocks of 4 samples.
-        self.r = np.linspace(0, 8 * train_len, 1025)
-        self.r_mid = self.r[:-1].reshape(-1, 4).mean(axis=1)
-        self.bound_lines = {n: self.ax_bound.plot(self.r_mid, np.zeros_like(self.r_mid), lw=1.2, label=n)[0]
-                            for n in ["default", "linear", "yarn", "llama3"]}
-        self.ax_bound.legend(fontsize=7)
-        self.ax_bound.axvline(train_len, color="0.5", ls=":", lw=1)
-        self.ax_bound.set(xlabel="relative distance", ylabel="decay bound (eq 37), block mean", xlim=(0, self.r[-1]),
-                          title="Figure-2 bound, far beyond training")
-        self.ax_bound.grid(alpha=0.3)
-        self.ax_bound.set_ylim(0, 12)
+        # Per pair: the largest angle reached, in turns (angle / 2 pi).  A pair below one turn in
+        # training never saw the angles above its training curve.
+        ax = self.ax_angle
+        ax.semilogy(pairs, train_len * frequencies(d, base) / (2 * np.pi), color="k", lw=2.5,
+                    label=rf"training: $L\,\theta_i$, $L = {train_len}$")
+        self.angle_lines = {n: ax.plot(pairs, np.ones(d // 2), lw=1.2, label=n, color=colors[n],
+                                       ls="--" if n == "default" else "-")[0] for n in ["default", *names]}
+        ax.axhline(1.0, color="0.5", ls=":", lw=1)
+        ax.text(1, 1.3, "above: a full turn, every angle seen", ha="left", va="bottom", color="0.35")
+        ax.set(xlabel=r"pair $i$ (fast $\rightarrow$ slow)", ylabel=r"largest angle $/\ 2\pi$ (turns)",
+               xlim=(0, d // 2 - 1), ylim=(1e-3, 1e5))
+        ax.legend(loc="upper right", ncols=2)
+        ax.grid(alpha=0.3)
+        self.angle_title = ax.set_title(" ")
         self.title = self.fig.suptitle(" ")
-        self.dynamic = (*self.ratio_lines.values(), *self.bound_lines.values(), self.title)
+        self.dynamic = (*self.ratio_lines.values(), *self.angle_lines.values(), self.angle_title, self.title)
         self._redraw()
         self._freeze_layout()
 
@@ -246,14 +264,13 @@ class ScalingView(View):
         pairs = np.arange(self.d // 2)
         for name, (ratio, _) in ratios.items():
             self.ratio_lines[name].set_data(pairs, ratio)
-        for name, line in self.bound_lines.items():
-            freqs = frequencies(self.d, self.base) if name == "default" else scaled[name][0]
-            line.set_ydata(self._block_mean(decay_bound(self.r, self.d, inv_freq=freqs)))
-        self.title.set_text(f"trained on {self.train_len} positions, extended x{factor:g}")
-
-    @staticmethod
-    def _block_mean(y):
-        return y[:-1].reshape(-1, 4).mean(axis=1)
+        self.angles = angles_reached(self.d, self.base, factor, self.train_len, scaled=scaled)
+        extended = factor * self.train_len
+        self.angles["default"] = extended * frequencies(self.d, self.base)
+        for name, line in self.angle_lines.items():
+            line.set_ydata(self.angles[name] / (2 * np.pi))
+        self.angle_title.set_text(f"largest angle per pair: training vs at ${factor:g} L = {extended:g}$")
+        self.title.set_text(f"trained on $L = {self.train_len}$ positions, extended $\\times{factor:g}$")
 
     def readout(self) -> str:
         f = float(self.params["factor"])

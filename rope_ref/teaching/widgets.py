@@ -40,10 +40,16 @@ def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, 
     controls = {
         "m": _int("m", m, 0, 64),
         "n": _int("n", n, 0, 64),
-        "i": _int("pair i", i, 0, 63),
+        "i": _int("pair i", i, 0, d // 2 - 1),
         "base": W.FloatLogSlider(value=base, base=10, min=1, max=6, step=0.25, description="base"),
         "d": _int("d", d, 2, 128, 2),
     }
+
+    def follow_d(change):
+        # The pair slider runs over 0..d/2-1; lowering its max moves a larger value down in sight.
+        controls["i"].max = change["new"] // 2 - 1
+
+    controls["d"].observe(follow_d, names="value")     # registered first: runs before the view updates
     return slider_app(view, controls)
 
 

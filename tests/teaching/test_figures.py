@@ -48,3 +48,41 @@ def test_figure2_has_the_papers_axis():
     assert full.get_ylim()[1] >= 32.5
     x, y = paper.lines[0].get_data()
     assert x[0] == 0 and x[-1] == 256 and len(x) == 25601 and y[0] == 32.5
+
+
+def _all_views():
+    from rope_ref.teaching.views import DecayView, RotationsView, ScalingView
+    return {"DecayView": DecayView().static_figure(), "RotationsView": RotationsView().static_figure(),
+            "ScalingView": ScalingView().static_figure()}
+
+
+@pytest.fixture(scope="module")
+def every_figure():
+    import matplotlib
+    from rope_ref.teaching.figures import RC
+    with matplotlib.rc_context(matplotlib.rcParamsDefault), matplotlib.rc_context(RC):
+        figs = {name: make() for name, make in FIGURES.items()} | _all_views()
+        for fig in figs.values():
+            fig.canvas.draw()
+        yield figs
+
+
+def test_no_text_is_smaller_than_10_points(every_figure):
+    from matplotlib.text import Text
+    for name, fig in every_figure.items():
+        for t in fig.findobj(Text):
+            if t.get_text().strip():
+                assert t.get_fontsize() >= 10, f"{name}: {t.get_text()!r} is {t.get_fontsize()} pt"
+
+
+def test_math_in_labels_is_mathtext(every_figure):
+    # "theta_i", "k_{m+16}" or "10000^(-2i/d)" in plain text is unreadable on a slide: math goes in $...$.
+    import re
+    from matplotlib.text import Text
+    for name, fig in every_figure.items():
+        for t in fig.findobj(Text):
+            s = t.get_text()
+            assert s.count("$") % 2 == 0, f"{name}: unbalanced $ in {s!r}"
+            plain = re.sub(r"\$[^$]*\$", "", s)
+            for bad in ["theta", "_{", "^(", "_i", "q_m", "k_n", "sum_", "sum |"]:
+                assert bad not in plain, f"{name}: {bad!r} outside mathtext in {s!r}"

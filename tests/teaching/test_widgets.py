@@ -80,3 +80,15 @@ def test_blitted_step_equals_a_full_redraw():
     pb = np.asarray(Image.open(io.BytesIO(b.to_png())))
     assert pa.shape == pb.shape
     assert np.mean(pa != pb) < 1e-3, "blitted frame differs from a full redraw"
+
+
+def test_pair_slider_follows_d_and_never_clamps_silently():
+    w = rotations_widget(i=7, d=16)
+    assert w.controls["i"].max == 7
+    w.controls["d"].value = 4                    # only pairs 0 and 1 exist now
+    assert w.controls["i"].max == 1 and w.controls["i"].value == 1
+    assert w.view.params["i"] == 1 and "pair 1 of 2" in w.readout.value
+    w.controls["d"].value = 64
+    assert w.controls["i"].max == 31
+    w.controls["i"].value = 30
+    assert w.view.params["i"] == 30 and "pair 30 of 32" in w.readout.value
