@@ -178,11 +178,6 @@ FIGURES = {
     "precision_angle_errors": fig_precision,
 }
 
-#: Fixed settings: matplotlib's defaults plus a fixed SVG hash salt and no metadata dates.
-RC = {"svg.hashsalt": "rope_ref", "svg.fonttype": "path", "figure.dpi": 100, "savefig.dpi": 100}
-METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
-
-
 def write_all(out_dir: Path | str, names=None) -> list[Path]:
     """Write NAME.png and NAME.svg for every figure (or the given ``names``) into ``out_dir``."""
     out_dir = Path(out_dir)
