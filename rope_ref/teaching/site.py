@@ -60,8 +60,8 @@ PAGE = """<!DOCTYPE html>
 """
 
 _markdown = mistune.create_markdown(escape=False, plugins=["strikethrough", "table"])
-# Code first, so a $ inside code stays a $; then display math, then inline math.
-_CODE_OR_MATH = re.compile(r"(```.*?```|`[^`\n]*`)|\$\$(.+?)\$\$|(?<![\\$])\$([^$\n]+?)\$", re.S)
+# Code first, so a $ inside code stays a $; then display math, then inline math (not across a blank line).
+_CODE_OR_MATH = re.compile(r"(```.*?```|`[^`\n]*`)|\$\$(.+?)\$\$|(?<![\\$])\$((?:[^$\n]|\n(?!\n))+?)\$", re.S)
 
 
 def math_to_mathml(tex: str, display: bool = False) -> str:

@@ -34,7 +34,7 @@ def _synthetic_notebook(folder: Path) -> Path:
     cells = [
         md("# Zero. A test lesson\n\nThe angle is $m\\theta_i$ and\n\n$$q_m \\cdot k_n = x^2.$$\n\n"
            "A price in code stays: `echo $HOME and $PATH`.\n\n![a dot](dot.png)"),
-        md("## Learning objectives\n\n- rotate a pair by $m\\theta_i$\n- read Figure 2"),
+        md("## Learning objectives\n\n- rotate a pair by $m\\theta_i$\n- read Figure 2, where $a +\n b$ spans two lines"),
         md("**Exercise.** Compute $2+2$.", metadata={"tags": ["exercise"]}),
         md("The answer is SOLUTION-TEXT.", metadata=hidden),
         code("print('SOLUTION-' + 'CODE')", metadata=hidden),
@@ -185,7 +185,7 @@ def browser():
         pytest.skip(msg)
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS, timeout=60_000)
+        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS, timeout=120_000)
         try:
             yield b
         finally:
