@@ -3,6 +3,8 @@
   python -m rope_ref            check every identity, then regenerate the figures
   python -m rope_ref check      check every identity (table; exit status 1 if one fails)
   python -m rope_ref figures    regenerate the figures (PNG and SVG)
+  python -m rope_ref site --out DIR
+                                build the course as static HTML pages that work offline
 
 Run from a source checkout, figures go to the checkout's figures/ folder; from an installed
 copy, to ./figures in the current directory.  --out DIR chooses another folder.
@@ -70,6 +72,40 @@ def _figures(args) -> int:
     return 0
 
 
+def _site(args) -> int:
+    prog = "python -m rope_ref site"
+    try:    # the site builder needs the teaching dependencies
+        from .teaching.site import build_site
+    except ImportError as exc:
+        print(f"{prog} needs the teaching dependencies ({exc.name} is missing): pip install 'rope_ref[teaching]'",
+              file=sys.stderr)
+        return 1
+    root = source_checkout()
+    if root is None:
+        print(f"{prog}: error: the notebooks are not part of an installed package; run it in a clone of the "
+              "rope_ref repository", file=sys.stderr)
+        return 1
+    out = Path(args.out).resolve()
+    if out.exists() and not out.is_dir():
+        print(f"{prog}: error: --out: {out} is an existing file, expected a folder (see --help)", file=sys.stderr)
+        return 2
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"{prog}: error: --out: cannot create the folder {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    notebooks = sorted((root / "notebooks").glob("*.ipynb"))
+    t0 = time.perf_counter()
+    try:
+        index = build_site(out, notebooks)
+    except RuntimeError as exc:     # a notebook failed
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"built {len(notebooks)} executed notebooks as HTML in {time.perf_counter() - t0:.1f} s; open")
+    print(index)
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a bad argument is one line on stderr and exit status 2 (no usage dump)."""
 
@@ -111,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     sub.add_parser("check", parents=[checks], help="check every identity only")
     sub.add_parser("figures", parents=[figures], help="regenerate every figure only")
+    site = sub.add_parser("site", help="build the course as static HTML (executes every notebook)")
+    site.add_argument("--out", required=True, help="folder for index.html and one page per notebook")
     return parser
 
 
@@ -123,6 +161,8 @@ def main(argv=None) -> int:
         return _check(args)
     if args.command == "figures":
         return _figures(args)
+    if args.command == "site":
+        return _site(args)
     status = _check(args)
     print()
     status = _figures(args) or status

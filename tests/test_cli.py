@@ -107,3 +107,36 @@ def test_a_copy_outside_the_checkout_never_writes_into_its_own_folder(tmp_path):
     assert imported.startswith(str(site))
     assert Path(figures_dir) == work / "figures"
     assert "source repository" in hint
+
+
+@pytest.mark.parametrize("make_out,words", [
+    (lambda tmp: (tmp / "taken.txt", (tmp / "taken.txt").write_text("x"))[0], "is an existing file, expected a folder"),
+    (lambda tmp: (tmp / "f", (tmp / "f").write_text("x"))[0] / "sub", "cannot create the folder"),
+])
+def test_site_with_a_bad_out_gives_one_line_and_status_2(tmp_path, make_out, words):
+    res = _run("site", "--out", str(make_out(tmp_path)))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert words in res.stderr
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_site_needs_out():
+    res = _run("site")
+    assert res.returncode == 2 and "--out" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_site_builds_every_notebook_and_prints_the_absolute_index_path(tmp_path, monkeypatch, capsys):
+    import rope_ref.teaching.site as site
+    calls = []
+
+    def fake_build(out, notebooks):
+        calls.append((out, list(notebooks)))
+        (out / "index.html").write_text("<html></html>")
+        return out / "index.html"
+
+    monkeypatch.setattr(site, "build_site", fake_build)
+    monkeypatch.chdir(tmp_path)
+    assert main(["site", "--out", "rel/site"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert Path(last).is_absolute() and Path(last) == tmp_path / "rel" / "site" / "index.html"
+    assert calls[0][1] == sorted((ROOT / "notebooks").glob("*.ipynb")) and len(calls[0][1]) >= 7

@@ -10,5 +10,6 @@ Needs matplotlib (and ipywidgets for :mod:`~rope_ref.teaching.widgets`); the ora
 * ``figures``           -- every static figure, and ``write_all`` (``python -m rope_ref figures``);
 * ``views``             -- interactive views updated in place (the sliders' figures);
 * ``widgets``           -- ipywidgets sliders over the views;
-* ``example_kernels``   -- RoPE kernels written the way outside code writes them (notebook 07).
+* ``example_kernels``   -- RoPE kernels written the way outside code writes them (notebook 07);
+* ``site``              -- the course as static offline HTML (``python -m rope_ref site --out DIR``).
 """

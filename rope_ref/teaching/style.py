@@ -1,5 +1,13 @@
 """One figure style for every figure and interactive view, and byte-stable rendering.
 
+* PNGs at :data:`DPI` (150): the files in figures/, the views' slider images and the course site.
+* No text below :data:`MIN_FONT_PT` (10 pt), legends included, so a figure stays readable when
+  projected.  A :class:`StyledFigure` raises smaller sizes to the minimum each time it is drawn,
+  whatever size the code that built it asked for.
+* Math in labels is matplotlib mathtext (``r"$\\theta_i$"``), in DejaVu Sans like the text.
+* Byte-identical output run to run: a fixed SVG hash salt, and no dates or software versions in
+  the metadata (:data:`RC`, :data:`METADATA`).
+
 Figures are built without pyplot (a :class:`~matplotlib.figure.Figure` with its own Agg canvas),
 so they render the same under any backend and leave no global state behind.
 """
@@ -11,23 +19,39 @@ import io
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
+from matplotlib.text import Text
 
-#: Fixed settings: matplotlib's defaults plus a fixed SVG hash salt and no metadata dates.
-RC = {"svg.hashsalt": "rope_ref", "svg.fonttype": "path", "figure.dpi": 100, "savefig.dpi": 100}
+DPI = 150
+MIN_FONT_PT = 10
+
+#: matplotlib's defaults plus these, for every saved figure (``write_all`` applies them).
+RC = {"svg.hashsalt": "rope_ref", "svg.fonttype": "path", "figure.dpi": DPI, "savefig.dpi": DPI,
+      "font.size": 11, "legend.fontsize": MIN_FONT_PT, "xtick.labelsize": MIN_FONT_PT,
+      "ytick.labelsize": MIN_FONT_PT, "mathtext.fontset": "dejavusans"}
 METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
 
 
-def new_figure(width: float = 9.0, height: float = 3.6, dpi: int = 80) -> Figure:
-    """A pyplot-free Figure with an Agg canvas (renders the same under any backend)."""
-    fig = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
+class StyledFigure(Figure):
+    """A Figure that applies the style when drawn: no text below :data:`MIN_FONT_PT`."""
+
+    def draw(self, renderer):
+        for text in self.findobj(Text):
+            if text.get_fontsize() < MIN_FONT_PT:
+                text.set_fontsize(MIN_FONT_PT)
+        super().draw(renderer)
+
+
+def new_figure(width: float = 9.0, height: float = 3.6, dpi: int = DPI) -> Figure:
+    """A pyplot-free figure with an Agg canvas (renders the same under any backend), in the style."""
+    fig = StyledFigure(figsize=(width, height), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
 
 
 def figure_png(fig: Figure) -> bytes:
-    """PNG bytes of a figure, without the software/date metadata that makes files differ."""
+    """PNG bytes of a figure at :data:`DPI`, without the metadata that makes files differ."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
+    fig.savefig(buf, format="png", dpi=DPI, metadata=METADATA["png"])
     return buf.getvalue()
 
 

@@ -8,14 +8,28 @@ keeps ``.view``, ``.controls``, ``.image`` and ``.readout`` for tests.
 
 from __future__ import annotations
 
+import base64
+
 import ipywidgets as W
 
 from .views import DecayView, RotationsView, ScalingView, View
 
 
+class SliderApp(W.VBox):
+    """The sliders' box; it also carries its current image as ``image/png``, so a page rendered
+    without a live kernel (the course site, a notebook viewer) shows the plot instead of nothing."""
+
+    def _repr_mimebundle_(self, **kwargs):
+        data = super()._repr_mimebundle_(**kwargs)
+        if data is not None:
+            data["image/png"] = base64.b64encode(self.image.value).decode("ascii")
+        return data
+
+
 def slider_app(view: View, controls: dict) -> W.VBox:
     """Wire ``controls`` (name -> widget) to ``view``; return the assembled box."""
-    image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width="auto"))
+    width_px = round(view.fig.get_figwidth() * 100)        # 1 inch = 100 CSS px: 10 pt text stays readable
+    image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
     readout = W.HTML(value=view.readout())
 
     def on_change(_change=None):
@@ -25,7 +39,7 @@ def slider_app(view: View, controls: dict) -> W.VBox:
 
     for w in controls.values():
         w.observe(on_change, names="value")
-    box = W.VBox([W.HBox(list(controls.values()), layout=W.Layout(flex_flow="row wrap")), readout, image])
+    box = SliderApp([W.HBox(list(controls.values()), layout=W.Layout(flex_flow="row wrap")), readout, image])
     box.view, box.controls, box.image, box.readout = view, controls, image, readout
     return box
 

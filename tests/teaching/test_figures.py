@@ -86,3 +86,55 @@ def test_math_in_labels_is_mathtext(every_figure):
             plain = re.sub(r"\$[^$]*\$", "", s)
             for bad in ["theta", "_{", "^(", "_i", "q_m", "k_n", "sum_", "sum |"]:
                 assert bad not in plain, f"{name}: {bad!r} outside mathtext in {s!r}"
+
+
+def _png_dpi(data: bytes) -> float:
+    """Resolution from the PNG's pHYs chunk (pixels per metre -> dots per inch); 0 if there is none."""
+    import struct
+    pos = 8
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if kind == b"pHYs":
+            x_ppm, y_ppm, unit = struct.unpack(">IIB", data[pos + 8:pos + 17])
+            assert unit == 1 and x_ppm == y_ppm     # metres, square pixels
+            return x_ppm * 0.0254
+        pos += 12 + length
+    return 0.0
+
+
+def _texts_and_legends(fig):
+    from matplotlib.legend import Legend
+    from matplotlib.text import Text
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return texts, fig.findobj(Legend)
+
+
+def test_every_figure_is_in_the_style(regenerated):
+    """150 dpi or more, read back from each PNG; no visible text and no legend under 10 pt."""
+    out, _ = regenerated
+    for name, make in FIGURES.items():
+        assert _png_dpi((out / f"{name}.png").read_bytes()) >= 149.9, name
+        fig = make()
+        fig.canvas.draw()
+        texts, legends = _texts_and_legends(fig)
+        assert texts, name
+        small = [(t.get_text(), t.get_fontsize()) for t in texts if t.get_fontsize() < 10]
+        assert not small, f"{name}: text under 10 pt: {small}"
+        assert all(leg.get_texts()[0].get_fontsize() >= 10 for leg in legends), name
+
+
+@pytest.mark.parametrize("make", ["DecayView", "RotationsView", "ScalingView"])
+def test_every_view_is_in_the_style(make):
+    """A view's slider image has 150 pixels per inch of figure, and no text under 10 pt."""
+    import io
+
+    from PIL import Image
+
+    import rope_ref.teaching.views as views
+    view = getattr(views, make)()
+    png = view.to_png()
+    width_px = Image.open(io.BytesIO(png)).size[0]
+    assert width_px / view.fig.get_figwidth() >= 149.9, (width_px, view.fig.get_figwidth())
+    texts, legends = _texts_and_legends(view.fig)
+    assert texts and not [(t.get_text(), t.get_fontsize()) for t in texts if t.get_fontsize() < 10]
+    assert all(leg.get_texts()[0].get_fontsize() >= 10 for leg in legends)

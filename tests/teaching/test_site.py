@@ -1,0 +1,245 @@
+"""``python -m rope_ref site``: the course as static HTML that needs no network.
+
+One site is built per module: a small synthetic notebook (objectives, math, an exercise, a
+two-cell solution, a slider view, a plain widget, a local image, a dollar sign in code) and
+every notebook of the course.  The HTML is checked here; the browser test opens every page in
+headless Chromium with every non-file request aborted.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import struct
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from rope_ref.teaching.site import SCHEDULE, build_site
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage"]
+PNG_1x1 = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
+
+
+def _synthetic_notebook(folder: Path) -> Path:
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    hidden = {"tags": ["solution"], "jupyter": {"source_hidden": True}}
+    cells = [
+        md("# Zero. A test lesson\n\nThe angle is $m\\theta_i$ and\n\n$$q_m \\cdot k_n = x^2.$$\n\n"
+           "A price in code stays: `echo $HOME and $PATH`.\n\n![a dot](dot.png)"),
+        md("## Learning objectives\n\n- rotate a pair by $m\\theta_i$\n- read Figure 2, where $a +\n b$ spans two lines"),
+        md("**Exercise.** Compute $2+2$.", metadata={"tags": ["exercise"]}),
+        md("The answer is SOLUTION-TEXT.", metadata=hidden),
+        code("print('SOLUTION-' + 'CODE')", metadata=hidden),
+        md("After the solution: AFTER-TEXT."),
+        code("from rope_ref.teaching.widgets import decay_widget\ndecay_widget(d=64)"),
+        code("import ipywidgets\nipywidgets.IntSlider()"),
+    ]
+    nb = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "language": "python",
+                                                                        "display_name": "Python 3"}})
+    (folder / "dot.png").write_bytes(PNG_1x1)
+    path = folder / "00_test_lesson.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    src = tmp_path_factory.mktemp("src")
+    out = tmp_path_factory.mktemp("site")
+    index = build_site(out, [_synthetic_notebook(src), *NOTEBOOKS])
+    return index, [out / f"{p.stem}.html" for p in [src / "00_test_lesson.ipynb", *NOTEBOOKS]]
+
+
+class _Tags(HTMLParser):
+    """Every start tag with its attributes, and the text outside <pre> and <code>."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.prose, self._raw = [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        self._raw += tag in ("pre", "code")
+
+    def handle_endtag(self, tag):
+        self._raw -= tag in ("pre", "code")
+
+    def handle_data(self, data):
+        if not self._raw:
+            self.prose.append(data)
+
+
+def _parse(path: Path) -> _Tags:
+    parser = _Tags()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_every_page_exists_and_fetches_nothing(site):
+    index, pages = site
+    for page in [index, *pages]:
+        assert page.is_file(), page
+        parsed = _parse(page)
+        for tag, attrs in parsed.tags:
+            assert tag not in ("script", "link", "iframe", "object", "embed"), f"{page.name}: <{tag} {attrs}>"
+            if tag == "img":
+                src = attrs.get("src", "")
+                assert src.startswith("data:image/") or (page.parent / src).is_file(), f"{page.name}: {src[:80]}"
+            for name in ("src", "srcset", "poster", "data"):
+                assert not re.match(r"\s*(https?:)?//", attrs.get(name, "")), f"{page.name}: <{tag} {name}=...>"
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"@import|url\(\s*['\"]?(https?:)?//", text), page.name
+        assert "Loading widget" not in text and "require.js" not in text.lower(), page.name
+
+
+def test_math_is_mathml_and_no_tex_is_left(site):
+    index, pages = site
+    lesson = pages[0].read_text(encoding="utf-8")
+    # m theta_i: an identifier m, then theta (U+03B8) with subscript i
+    assert re.search(r"<mi>m</mi>\s*<msub>\s*<mi>(&#x0*3B8;|\u03b8)</mi>\s*<mi>i</mi>\s*</msub>", lesson, re.I)
+    assert re.search(r'<math[^>]*display="block"', lesson) and "<msup><mi>x</mi><mn>2</mn></msup>" in lesson
+    assert "echo $HOME and $PATH" in lesson            # a dollar in code is not math
+    for page in pages:
+        prose = "".join(_parse(page).prose)
+        assert "$" not in prose, f"{page.name}: TeX left in the text: {prose[prose.find('$') - 40:][:80]!r}"
+    for page in pages[1:]:
+        nb = nbformat.read(ROOT / "notebooks" / f"{page.stem}.ipynb", 4)
+        if any("$" in c.source for c in nb.cells if c.cell_type == "markdown"):
+            assert "<math" in page.read_text(encoding="utf-8"), page.name
+
+
+def test_solutions_are_folded_and_exercises_framed(site):
+    _, pages = site
+    lesson = pages[0].read_text(encoding="utf-8")
+    folded = re.findall(r'<details class="solution">(.*?)</details>', lesson, re.S)
+    assert len(folded) == 1, "the two solution cells form one <details>"
+    assert "SOLUTION-TEXT" in folded[0] and "SOLUTION-CODE" in folded[0] and "AFTER-TEXT" not in folded[0]
+    assert lesson.count("SOLUTION-TEXT") == 1 and lesson.count("AFTER-TEXT") == 1
+    assert re.search(r'<div class="exercise">.*?Exercise.*?</div>', lesson, re.S)
+    for page in pages[1:]:       # every cell tagged solution of the course is inside a <details>
+        nb = nbformat.read(ROOT / "notebooks" / f"{page.stem}.ipynb", 4)
+        n_solutions = sum("solution" in c.metadata.get("tags", []) for c in nb.cells)
+        assert ("<details" in page.read_text(encoding="utf-8")) == (n_solutions > 0), page.name
+
+
+def test_widgets_and_local_images_are_embedded(site):
+    _, pages = site
+    imgs = [a["src"] for t, a in _parse(pages[0]).tags if t == "img"]
+    sizes = [_png_size(base64.b64decode(src.split(",", 1)[1])) for src in imgs]
+    assert (1, 1) in sizes, "the local dot.png is embedded"
+    # DecayView is 9 x 3.4 inches; at 150 dpi its first image is 1350 x 510 pixels
+    assert (1350, 510) in sizes, sizes
+    assert "open the notebook in JupyterLab" in pages[0].read_text(encoding="utf-8")   # the plain slider
+    for page in pages[1:]:       # a notebook that shows a view shows its image
+        nb = nbformat.read(ROOT / "notebooks" / f"{page.stem}.ipynb", 4)
+        n_views = sum(bool(re.search(r"^\w+_widget\(", c.source, re.M)) for c in nb.cells if c.cell_type == "code")
+        n_imgs = sum(t == "img" for t, _ in _parse(page).tags)
+        assert n_imgs >= n_views, page.name
+
+
+def test_index_lists_the_course_in_order_with_timings(site):
+    index, pages = site
+    assert list(SCHEDULE.values()) == [10, 15, 10, 15, 15, 10, 5, 10] and sum(SCHEDULE.values()) == 90
+    assert list(SCHEDULE) == sorted(SCHEDULE)           # the file names give the order
+    text = index.read_text(encoding="utf-8")
+    links = re.findall(r'<a href="([^"]+\.html)">', text)
+    assert links == [p.name for p in pages] and all((index.parent / link).is_file() for link in links)
+    assert "Zero. A test lesson" in text and "read Figure 2" in text
+    minutes = [int(m) for m in re.findall(r"<td>(\d+) min</td>", text)]
+    assert minutes == [SCHEDULE[p.stem] for p in pages if p.stem in SCHEDULE]
+    assert f"<th>{sum(minutes)} min</th>" in text
+    for page in pages[1:]:
+        nb = nbformat.read(ROOT / "notebooks" / f"{page.stem}.ipynb", 4)
+        if not any(c.source.startswith("## Learning objectives") for c in nb.cells):
+            assert "no learning objectives given" in text
+
+
+def test_a_failing_notebook_names_itself(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")])
+    nbformat.write(nb, tmp_path / "bad.ipynb")
+    with pytest.raises(RuntimeError, match="bad.ipynb failed: ZeroDivisionError"):
+        build_site(tmp_path / "out", [tmp_path / "bad.ipynb"])
+
+
+# --- in a real browser, offline -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        msg = f"{CHROMIUM} not found: install it with `apt-get update && apt-get install -y chromium`"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg + " (CI=true: a missing browser is a failure)")
+        pytest.skip(msg)
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS, timeout=120_000)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+MATH_LAYOUT = """() => [...document.querySelectorAll('math')].map(m => {
+    const r = m.getBoundingClientRect(), sub = m.querySelector('msub');
+    let dropped = null;
+    if (sub) { const base = sub.children[0].getBoundingClientRect(), script = sub.children[1].getBoundingClientRect();
+               dropped = script.bottom > base.bottom; }
+    return {w: r.width, h: r.height, display: getComputedStyle(m).display, dropped};
+})"""
+
+
+@pytest.mark.browser
+def test_every_page_renders_offline_in_chromium(site, browser):
+    index, pages = site
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    blocked = []
+
+    def only_files(route):
+        if route.request.url.startswith(("file://", "data:")):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_files)
+    try:
+        for path in [index, *pages]:
+            page = context.new_page()
+            errors = []
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(path.as_uri(), wait_until="load")
+            maths = page.evaluate(MATH_LAYOUT)
+            for m in maths:       # laid out as MathML (not as plain inline text), with a size
+                assert m["display"] in ("math", "block math", "inline math"), (path.name, m)
+                assert m["w"] > 0 and m["h"] > 0, (path.name, m)
+                assert m["dropped"] in (None, True), f"{path.name}: a subscript is not lowered: {m}"
+            if path != index and "<math" in path.read_text(encoding="utf-8"):
+                assert maths, path.name
+            widths = page.evaluate("() => [...document.images].map(i => i.complete ? i.naturalWidth : 0)")
+            assert all(w > 0 for w in widths), f"{path.name}: an image did not load: {widths}"
+            assert "Loading widget" not in page.inner_text("body")
+            summary = page.locator("details.solution > summary")
+            if summary.count():
+                content = page.locator("details.solution").first.locator(":scope > :not(summary)").first
+                assert not content.is_visible(), f"{path.name}: a solution is open before a click"
+                summary.first.click()
+                assert content.is_visible(), f"{path.name}: a click does not open the solution"
+            assert not errors, f"{path.name}: console errors {errors}"
+            page.close()
+    finally:
+        context.close()
+    assert not blocked, f"the pages tried to fetch: {blocked}"
