@@ -38,7 +38,7 @@ FAMILIES = {
     "mistral": _Family("half"),
     "mixtral": _Family("half", rope_theta=1e6),
     "qwen2": _Family("half"),
-    "qwen3": _Family("half"),
+    "qwen3": _Family("half", head_dim=128),
     "gemma": _Family("half", head_dim=256),
     "gemma2": _Family("half", head_dim=256),
     "gpt_neox": _Family("half", partial_rotary_factor=0.25),   # rotary_pct, rotary_emb_base in old configs
@@ -51,7 +51,7 @@ FAMILIES = {
     "starcoder2": _Family("half"),
     "gptj": _Family("interleaved"),                            # rotary_dim (default 64), base fixed at 10^4
     "cohere": _Family("interleaved", rope_theta=500000.0),
-    "glm": _Family("interleaved", partial_rotary_factor=0.5),
+    "glm": _Family("interleaved", partial_rotary_factor=0.5, head_dim=128),
     "deepseek_v3": _Family(None),                              # rope_interleave (default True)
 }
 _RENAMED_TYPES = {"su": "longrope"}   # Phi-3's first name for LongRoPE

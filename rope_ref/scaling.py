@@ -183,8 +183,8 @@ def _new_base(base, growth, d, name):
     except OverflowError:
         new_base = math.inf
     if not math.isfinite(new_base) or new_base <= 0:
-        raise ValueError(f"{name} is too large: base * {name}^(d/(d-2)) = {base:g} * {growth:g}^{d / (d - 2):.4g} "
-                         "overflows float64")
+        raise ValueError(f"{name} out of range: the new base, base * {growth:g}^(d/(d-2)) with base={base:g}, "
+                         f"is {new_base:g}; it must be a positive finite float64")
     return new_base
 
 

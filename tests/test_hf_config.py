@@ -217,10 +217,22 @@ def test_v4_and_v5_layouts_agree():
     assert rr.from_hf_config(legacy) == rr.from_hf_config(v4)
 
 
-def test_defaults_come_from_the_family():
-    assert rr.from_hf_config({"model_type": "phi", "hidden_size": 2048, "num_attention_heads": 32}).rotary_dim == 32
-    assert rr.from_hf_config({"model_type": "mixtral", "hidden_size": 4096, "num_attention_heads": 32}).base == 1e6
+@pytest.mark.parametrize("model_type", sorted(META["family_defaults"]))
+def test_defaults_come_from_the_family(model_type):
+    """A config giving only hidden_size 4096 and 64 heads: head_dim, rotated features and base as the
+    family's transformers v5 config class fills them in (recorded by record_reference.py)."""
+    cfg = rr.from_hf_config({"model_type": model_type, "hidden_size": 4096, "num_attention_heads": 64})
+    assert {"head_dim": cfg.head_dim, "rotary_dim": cfg.rotary_dim, "base": cfg.base} == \
+        META["family_defaults"][model_type]
+
+
+def test_family_quirks():
     assert rr.from_hf_config({"model_type": "deepseek_v3", "rope_interleave": False}).pairing == "half"
+    assert rr.from_hf_config({"model_type": "deepseek_v3"}).pairing == "interleaved"
+    # GPT-J's create_sinusoidal_positions hard-codes base 10^4; Falcon derives head_dim.
+    assert rr.from_hf_config({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rope_theta": 5e5}).base == 1e4
+    assert rr.from_hf_config({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": None}).rotary_dim == 256
+    assert rr.from_hf_config({"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "head_dim": 32}).head_dim == 64
 
 
 def test_pairing_overrides_and_lets_unknown_families_through():

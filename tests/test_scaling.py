@@ -220,3 +220,23 @@ def test_inputs_are_not_modified():
     f, _ = scaled_inv_freq(16, **params)
     f[:] = 0
     assert np.all(short == 2.0) and long_ == [5.0] * 8 and params["rope_type"] == "longrope"
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+finite = st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(d=st.integers(1, 128).map(lambda n: 2 * n), base=st.floats(1.0001, 1e12), factor=finite,
+       rope_type=st.sampled_from(["linear", "ntk", "dynamic", "yarn", "llama3"]),
+       seq_len=st.none() | st.integers(1, 1 << 22))
+def test_finite_input_gives_finite_frequencies_or_names_the_cause(d, base, factor, rope_type, seq_len):
+    params = {"factor": factor, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096,
+              "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+    try:
+        f, att = scaled_inv_freq(d, base, rope_type=rope_type, seq_len=seq_len, **params)
+    except ValueError as err:
+        assert "factor" in str(err), str(err)
+        return
+    assert f.shape == (d // 2,) and np.all(np.isfinite(f)) and np.all(f > 0) and math.isfinite(att) and att > 0

@@ -132,10 +132,23 @@ def lucidrains_phi2():
     return records
 
 
+def family_defaults():
+    """What each family's v5 config class makes of a config that gives only hidden_size 4096 and 64 heads."""
+    out = {}
+    for model_type in ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gpt_neox", "phi", "phi3",
+                       "stablelm", "olmo", "persimmon", "starcoder2", "cohere", "glm"):
+        config = transformers.AutoConfig.for_model(model_type, hidden_size=4096, num_attention_heads=64)
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        rope = config.rope_parameters
+        out[model_type] = {"head_dim": head_dim, "rotary_dim": int(head_dim * rope.get("partial_rotary_factor", 1.0)),
+                           "base": float(rope["rope_theta"])}
+    return out
+
+
 def main():
     arrays, meta = {}, {"transformers": transformers.__version__, "torch": torch.__version__,
                         "offsets": list(OFFSETS), "rows": ROWS, "table_rows": TABLE_ROWS, "seed": 1234,
-                        "cases": []}
+                        "cases": [], "family_defaults": family_defaults()}
     configs = sorted((HERE / "configs").glob("*.json"))
     cases = [(p.stem, "transformers", p.name, None, lambda d=json.loads(p.read_text()), n=p.stem: hf_rotary(n, d))
              for p in configs]
