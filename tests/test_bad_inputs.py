@@ -125,6 +125,8 @@ CATALOGUE = [
     ("attention", lambda: rr.attention(X, X, V, pairing="neox"), ValueError, ["pairing", "did you mean 'half'"]),
     ("attention", lambda: rr.attention(X.astype(np.longdouble), X, V), TypeError, ["q", "float128"]),
     ("attention", lambda: rr.attention(np.zeros(8), X, V), ValueError, ["(..., seq, d)"]),
+    ("attention", lambda: rr.attention(np.full((1, 2), 1.5e308), np.ones((1, 2)), np.ones((1, 1)), q_positions=[0.7]),
+     ValueError, ["q", "overflows", "norm below"]),
     ("attention_dense", lambda: rr.attention_dense(X, X, V, np.arange(5), np.arange(5), causal="yes"), TypeError,
      ["causal", "'yes'"]),
     ("attention_dense", lambda: rr.attention_dense(X + 1e200, X + 1e200, V, np.arange(5), np.arange(5)), ValueError,
