@@ -148,6 +148,9 @@ CATALOGUE = [
     # --- the identity table ---
     ("run_checks", lambda: checks.run_checks(d=7), ValueError, ["d", "even", "7"]),
     ("run_checks", lambda: checks.run_checks(seq=0), ValueError, ["seq", "positive", "0"]),
+    ("run_checks", lambda: checks.run_checks(seed=-1), TypeError, ["seed", "non-negative integer", "-1"]),
+    ("run_checks", lambda: checks.run_checks(seed="0"), TypeError, ["seed", "'0'"]),
+    ("precision_at", lambda: checks.precision_at(1e3, n=0), ValueError, ["n", "positive", "0"]),
     ("precision_at", lambda: checks.precision_at([1.0, 2.0]), ValueError, ["position", "scalar"]),
 ]
 
