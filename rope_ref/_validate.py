@@ -110,6 +110,13 @@ def check_positive_int(n, name: str, *, even: bool = False) -> int:
     return n
 
 
+def check_seed(seed, name: str = "seed") -> int:
+    """A non-negative integer random seed."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise TypeError(f"{name} must be a non-negative integer, got {seed!r} of type {type(seed).__name__}")
+    return int(seed)
+
+
 def check_d(d, name: str = "d") -> int:
     """A positive even integer feature dimension."""
     return check_positive_int(d, name, even=True)

@@ -65,8 +65,8 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     causal = val.check_bool(causal, "causal")
     qp = val.check_positions(q_positions, q.shape[:-1], "q_positions")
     kp = val.check_positions(k_positions, k.shape[:-1], "k_positions")
-    qr = rotate(q, qp, base=base, pairing=pairing).astype(np.float64)
-    kr = rotate(k, kp, base=base, pairing=pairing).astype(np.float64)
+    qr = val.check_no_overflow(rotate(q, qp, base=base, pairing=pairing).astype(np.float64), q, "q")
+    kr = val.check_no_overflow(rotate(k, kp, base=base, pairing=pairing).astype(np.float64), k, "k")
     sq, sk = _pow2_scale(qr), _pow2_scale(kr)
     u = (qr / sq) @ np.swapaxes(kr / sk, -1, -2)       # (..., n_q, n_k), |u| <= d: cannot overflow
     if causal:

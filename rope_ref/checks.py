@@ -32,7 +32,7 @@ class Check:
 def run_checks(d: int = 128, seq: int = 4096, seed: int = 0) -> list[Check]:
     """Run every identity on random float64 vectors at positions 0..seq-1."""
     d, seq = val.check_d(d), val.check_positive_int(seq, "seq")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(val.check_seed(seed))
     x = rng.standard_normal((seq, d))
     pos = np.arange(seq, dtype=np.float64)
     # Four independent code paths for the same rotation; the plain eq-34 form is the reference.
@@ -117,7 +117,7 @@ def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 
     product of the same float64 m and theta_i.  The identities compare rotations at the large
     positions m, n with one rotation by the small, exact distance n - m.
     """
-    d, n = val.check_d(d), val.check_positive_int(n, "n")
+    d, n, seed = val.check_d(d), val.check_positive_int(n, "n"), val.check_seed(seed)
     m = val.check_scalar(position, "position") + np.arange(n, dtype=np.float64)
     theta = frequencies(d, base)
     angles = np.multiply.outer(m, theta)

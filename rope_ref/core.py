@@ -137,17 +137,15 @@ def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interlea
     pos = val.check_positions(positions, x.shape[:-1])
     val.check_angles(pos, freqs)
     work = np.float64 if x.dtype == np.float64 else np.float32  # angles are float64 either way
-    if out is not None:
-        out = val.check_out(out, x)
-    # _fast writes C-contiguous buffers only: any other out gets the result copied in.
-    buf = out if out is not None and out.flags.c_contiguous else np.empty(x.shape, dtype=x.dtype)
-    with np.errstate(over="ignore"):                 # an overflow is reported below, as a ValueError
+    out = np.empty(x.shape, dtype=x.dtype) if out is None else val.check_out(out, x)
+    buf = out if out.flags.c_contiguous else np.empty(x.shape, dtype=x.dtype)  # _fast writes C-contiguous only
+    with np.errstate(over="ignore", invalid="ignore"):   # an overflow is reported below, as a ValueError
         _fast.rotate_into(x, buf, pos, freqs, pairing, r, work)
     if x.dtype == np.float16:  # the one dtype where real data (a pair's norm > 65504) can overflow
         val.check_no_overflow(buf, x)
-    if out is not None and buf is not out:
+    if buf is not out:
         out[...] = buf
-    return buf if out is None else out
+    return out
 
 
 @val.suggest_keywords

@@ -125,6 +125,8 @@ CATALOGUE = [
     ("attention", lambda: rr.attention(X, X, V, pairing="neox"), ValueError, ["pairing", "did you mean 'half'"]),
     ("attention", lambda: rr.attention(X.astype(np.longdouble), X, V), TypeError, ["q", "float128"]),
     ("attention", lambda: rr.attention(np.zeros(8), X, V), ValueError, ["(..., seq, d)"]),
+    ("attention", lambda: rr.attention(np.full((1, 2), 1.5e308), np.ones((1, 2)), np.ones((1, 1)), q_positions=[0.7]),
+     ValueError, ["q", "overflows", "norm below"]),
     ("attention_dense", lambda: rr.attention_dense(X, X, V, np.arange(5), np.arange(5), causal="yes"), TypeError,
      ["causal", "'yes'"]),
     ("attention_dense", lambda: rr.attention_dense(X + 1e200, X + 1e200, V, np.arange(5), np.arange(5)), ValueError,
@@ -146,6 +148,9 @@ CATALOGUE = [
     # --- the identity table ---
     ("run_checks", lambda: checks.run_checks(d=7), ValueError, ["d", "even", "7"]),
     ("run_checks", lambda: checks.run_checks(seq=0), ValueError, ["seq", "positive", "0"]),
+    ("run_checks", lambda: checks.run_checks(seed=-1), TypeError, ["seed", "non-negative integer", "-1"]),
+    ("run_checks", lambda: checks.run_checks(seed="0"), TypeError, ["seed", "'0'"]),
+    ("precision_at", lambda: checks.precision_at(1e3, n=0), ValueError, ["n", "positive", "0"]),
     ("precision_at", lambda: checks.precision_at([1.0, 2.0]), ValueError, ["position", "scalar"]),
 ]
 

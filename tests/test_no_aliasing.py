@@ -10,13 +10,14 @@ from rope_ref import _fast
 DTYPES = [np.float16, np.float32, np.float64, ml_dtypes.bfloat16, np.int64]
 
 
-def _cases(dt):
-    """(name, function, inputs): each input is an array the function receives; positions 0 and
-    rotary_dim passthrough are included because they are where an implementation is tempted to return x."""
+def _cases(dt, positions):
+    """(name, function, inputs): each input is an array the function receives.  Positions 0 and rotary_dim
+    passthrough are included because they are where an implementation is tempted to return x; positions
+    0, 1, 2 because there an in-place update of x would change its values."""
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((2, 3, 8)) * 4).astype(dt)
     x1 = (rng.standard_normal(8) * 4).astype(dt)
-    pos0 = np.zeros(3, dtype=np.int64 if dt == np.int64 else np.float64)
+    pos0 = (np.zeros(3) if positions == "zeros" else np.arange(3)).astype(np.int64 if dt == np.int64 else np.float64)
     w2 = (rng.standard_normal((4, 5)) * 4).astype(dt)      # n_heads=2, head_dim=2: reshape would be a view
     return [
         ("rotate", lambda x, p: rr.rotate(x, p), (x, pos0)),
@@ -48,13 +49,14 @@ def _cases(dt):
     ]
 
 
-CASE_NAMES = [c[0] for c in _cases(np.float64)]
+CASE_NAMES = [c[0] for c in _cases(np.float64, "zeros")]
 
 
+@pytest.mark.parametrize("positions", ["zeros", "arange"])
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("case", CASE_NAMES)
-def test_inputs_unchanged_and_result_is_not_a_view(case, dt):
-    name, fn, inputs = next(c for c in _cases(dt) if c[0] == case)
+def test_inputs_unchanged_and_result_is_not_a_view(case, dt, positions):
+    name, fn, inputs = next(c for c in _cases(dt, positions) if c[0] == case)
     before = [a.copy() for a in inputs]
     results = fn(*inputs)
     results = results if isinstance(results, tuple) else (results,)

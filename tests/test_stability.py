@@ -1,10 +1,13 @@
 """Finite input never gives NaN or inf: stable softmax, stable linear attention, the precision warning,
 and the precision numbers README "Precision" states."""
 
+import math
 import warnings
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import rope_ref as rr
 from rope_ref import _validate, checks
@@ -206,3 +209,31 @@ def test_readme_precision_numbers():
         assert lo <= r.matrix_error <= hi
         assert lo <= r.score_error <= 10 * hi
     assert checks.precision_at(0).matrix_error < 1e-14
+
+
+# ---- property: any finite position either works (finite result, warned iff beyond the limit) or raises ----
+
+@settings(max_examples=80, deadline=None)
+@given(exp_m=st.floats(-3, 300), exp_f=st.floats(-300, 10), sign=st.sampled_from([1.0, -1.0]),
+       fn=st.sampled_from([rr.rotate, rr.rotate_elementwise, rr.rotate_dense]))
+@example(exp_m=10.2, exp_f=0.0, sign=1.0, fn=rr.rotate)           # 1.6e10 < 2^34: no warning
+@example(exp_m=10.3, exp_f=0.0, sign=-1.0, fn=rr.rotate)          # 2.0e10 > 2^34: warning
+@example(exp_m=10.3, exp_f=-5.0, sign=1.0, fn=rr.rotate_dense)    # theta_0 = 1: warning
+@example(exp_m=300.0, exp_f=9.0, sign=1.0, fn=rr.rotate_elementwise)  # 1e309: overflow
+def test_any_finite_position_is_answered_or_refused(exp_m, exp_f, sign, fn):
+    m, f = sign * 10.0 ** exp_m, 10.0 ** exp_f
+    x = np.array([[1.0, 2.0, -0.5, 0.25]])
+    kw = {} if fn is rr.rotate_dense else {"inv_freq": [f, f / 2]}   # rotate_dense: theta_0 = 1
+    peak = abs(m) * (1.0 if fn is rr.rotate_dense else f)            # Python floats: inf iff float64 overflows
+    _validate._WARNED.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if math.isinf(peak):
+            with pytest.raises(ValueError, match="positions times the frequencies overflow"):
+                fn(x, [m], **kw)
+            return
+        out = fn(x, [m], **kw)
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(np.linalg.norm(out), np.linalg.norm(x), rtol=1e-14)   # still a rotation
+    warned = [w for w in caught if issubclass(w.category, rr.RopeRefPrecisionWarning)]
+    assert bool(warned) == (peak >= 2.0 ** 34)
