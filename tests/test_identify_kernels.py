@@ -91,8 +91,10 @@ def test_float32_kernels_at_decode_offsets(kernel, pairing, base, offset):
     assert (s.pairing, s.rotary_dim, s.offset, s.rope_type) == (pairing, D, offset, "default"), str(s)
     assert math.isclose(s.base, base, rel_tol=1e-4)
     assert s.angle_precision == "float32"
+    np.testing.assert_allclose(s.inv_freq, hf_inv_freq(D, base), rtol=3e-7)   # the kernel's float32 thetas
     assert s.phase_error < 8 * 2.0**-24 * (1 + (offset + s.rows) * 1.0)   # float32 rounding of the fastest angle
     assert f"offset={offset} " in str(s)                                  # printed as an integer
+    assert not any("ambiguous" in n or "do not agree" in n for n in s.notes), s.notes
     assert_rope_matches(fn, D, pairing=pairing, base=base, offset=offset, rotary_dim=D, rope_type="default")
 
 
@@ -128,6 +130,7 @@ def test_scaled_float32_kernels(rope_type, base, params, offset):
     fn = lambda x: hf_rope(x, offset, inv_freq=freqs, attention_scaling=att)  # noqa: E731
     s = identify(fn, D)
     assert (s.rope_type, s.offset) == (rope_type, offset), str(s)
+    assert not any("ambiguous" in n or "do not agree" in n for n in s.notes), s.notes
     assert math.isclose(s.base, base, rel_tol=1e-4)
     for k, v in params.items():
         assert s.rope_params[k] == pytest.approx(v, rel=1e-4), k
