@@ -68,6 +68,7 @@ class RopeSpec:
     norm_scale: float | None = None     # |output| / |input| on the rotated features
     rope_type: str | None = None        # a rope_ref.ROPE_TYPES name, "custom", or None (too noisy)
     rope_params: dict = field(default_factory=dict)
+    closest: str | None = None          # for "custom": the method whose parameters rope_params holds
     fit_error: float | None = None      # max relative |theta_method / theta_measured - 1|
     freq_tolerance: float | None = None  # largest relative tolerance used for the frequencies
     angle_precision: str | None = None  # the float type the kernel's angles behave like
@@ -81,8 +82,10 @@ class RopeSpec:
             return f"not a rotary embedding: {self.reason}"
         lines = [f"pairing={self.pairing} rotary_dim={self.rotary_dim} base={_num(self.base)} "
                  f"offset={_num(self.offset)} norm_scale={_num(self.norm_scale)}",
-                 f"rope_type={self.rope_type} {_short(self.rope_params)}"
-                 + (f" (frequencies within {self.fit_error:.1e} relative, tolerance {self.freq_tolerance:.1e})"
+                 f"rope_type={self.rope_type}" + (f", closest {self.closest}" if self.closest else "")
+                 + f" {_short(self.rope_params)}"
+                 + (f" (frequencies {'off by up to' if self.closest else 'within'} {self.fit_error:.1e} relative, "
+                    f"tolerance {self.freq_tolerance:.1e})"
                     if self.fit_error is not None and self.freq_tolerance is not None else ""),
                  f"angles behave like {self.angle_precision}: phase_error={self.phase_error:.2e} rad "
                  f"over {self.rows} rows, offset resolution {_num(self.offset_resolution, '.1e')}, "
@@ -90,7 +93,7 @@ class RopeSpec:
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 
 
-def _num(v, fmt=".6g") -> str:
+def _num(v, fmt=".7g") -> str:
     """A number for display: integers as integers, None as None."""
     if v is None:
         return "None"
@@ -103,7 +106,7 @@ def _short(params: dict) -> str:
     """Parameters for display: floats to 6 digits, long lists summarized."""
     def fmt(v):
         if isinstance(v, float):
-            return f"{v:.6g}"
+            return f"{v:.7g}"
         if isinstance(v, list):
             return f"[{len(v)} values, {min(v):.4g}..{max(v):.4g}]"
         return repr(v)
@@ -159,8 +162,10 @@ def _not_rope(reason):
 
 
 def _check_seed(seed):
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
-        raise TypeError(f"seed must be None or a non-negative integer, got {seed!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+        raise TypeError(f"seed must be None or a non-negative integer, got {seed!r} of type {type(seed).__name__}")
+    if seed is not None and seed < 0:
+        raise ValueError(f"seed must be None or a non-negative integer, got {seed}")
     return seed
 
 
@@ -499,6 +504,18 @@ def _kw(params):
     return {k: v for k, v in params.items() if k != "base"}
 
 
+def _round_params(rope_type, params, theta, r, tau, rel):
+    """Fitted parameters rounded to the digits the frequencies resolve (8.000001 -> 8), if they still fit."""
+    digits = max(1, int(-math.log10(float(tau.max()))))
+    rounded = {k: float(f"{v:.{digits}g}") if isinstance(v, float) else v for k, v in params.items()}
+    try:
+        freqs, _ = scaled_inv_freq(r, rounded["base"], rope_type=rope_type, **_kw(rounded))
+    except (ValueError, TypeError):
+        return params, rel
+    rounded_rel = np.abs(freqs / theta - 1)
+    return (rounded, rounded_rel) if np.all(rounded_rel <= np.maximum(tau, rel)) else (params, rel)
+
+
 def _name_method(spec, theta, base_hint, tau, unit):
     """The first candidate whose frequencies match within tau; else LongRoPE factors or "custom"."""
     r, norm_scale = spec.rotary_dim, spec.norm_scale
@@ -516,6 +533,7 @@ def _name_method(spec, theta, base_hint, tau, unit):
             if not np.all(rel <= tau):
                 spec.notes.append(f"frequencies match {rope_type} to {rel.max():.1e} relative, as if computed in "
                                   "float32 (the angles themselves are float64)")
+            params, rel = _round_params(rope_type, params, theta, r, tau, rel)
             spec.rope_type, spec.rope_params, spec.base = rope_type, params, float(params["base"])
             spec.fit_error = float(rel.max())
             if rope_type == "ntk":
@@ -537,7 +555,7 @@ def _name_method(spec, theta, base_hint, tau, unit):
                               "and long_factor the kernel used, and original_max_position_embeddings, are not "
                               "observable: add the latter to use these parameters with scaled_inv_freq")
             return
-    spec.rope_type, spec.rope_params, spec.fit_error = "custom", dict(best[2]), best[0]
+    spec.rope_type, spec.closest, spec.rope_params, spec.fit_error = "custom", best[1], dict(best[2]), best[0]
     spec.notes.append(f"no scaling method fits to the measured precision (tolerance {tau.max():.1e}); closest: "
                       f"{best[1]} {_short(best[2])}, off by {best[0]:.2g} relative")
     spec.notes.append(confounded + ("" if base_hint is not None else "; pass base_hint to express the "

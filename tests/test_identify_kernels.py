@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from rope_ref import RopeSpec, assert_rope_matches, identify, scaled_inv_freq
+from rope_ref import ROPE_TYPES, RopeSpec, assert_rope_matches, identify, scaled_inv_freq
 
 F32 = np.float32
 D = 64
@@ -181,7 +181,7 @@ def test_no_method_fits_is_custom_with_best_fit():
     freqs = 1.0 / 10000.0 ** (np.arange(0, D, 2) / D) * wobble
     for hint in (None, 10000.0):
         s = identify(lambda x: hf_rope(x, 5000, inv_freq=freqs), D, base_hint=hint)
-        assert s.rope_type == "custom" and s.offset == 5000
+        assert s.rope_type == "custom" and s.offset == 5000 and s.closest in ROPE_TYPES
         assert 1e-4 < s.fit_error < 1e-2
         assert any("no scaling method fits" in n for n in s.notes)
 
