@@ -110,6 +110,7 @@ def test_partial_rotary_neox(offset):
 def test_float64_kernel_up_to_a_million(offset):
     s = identify(lambda x: float64_rope(x, offset), D)
     assert (s.offset, s.rope_type, s.angle_precision) == (offset, "default", "float64")
+    assert s.phase_error < 1e-9                     # float64 rounding of angles up to 1e6 rad
     assert math.isclose(s.base, 10000.0, rel_tol=1e-9)
     np.testing.assert_allclose(s.inv_freq, 1.0 / 10000.0 ** (np.arange(0, D, 2) / D), rtol=1e-12)
 
