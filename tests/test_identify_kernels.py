@@ -249,3 +249,16 @@ def test_bug_missing_attention_factor():
 
 def test_bug_base_left_at_ten_thousand():
     _mismatch(lambda x: meta_rope(x, 5000, base=10000.0), "base left at 10^4", base=500000.0)
+
+
+def test_frequencies_that_change_with_the_sequence_length_are_noted():
+    def hf_dynamic(x, offset=65536, factor=2.0, max_position_embeddings=65600):
+        """HF dynamic NTK: the base grows once offset + seq passes the trained length."""
+        seq, d = x.shape
+        seq_len, base = offset + seq, 10000.0
+        if seq_len > max_position_embeddings:
+            base *= (factor * seq_len / max_position_embeddings - (factor - 1)) ** (d / (d - 2))
+        return hf_rope(x, offset, base=base)
+    s = identify(hf_dynamic, D)              # 64 rows end at the trained length; the refining call passes it
+    assert any("depend on the sequence length" in n for n in s.notes), s.notes
+    assert s.rows == 64 and s.offset == 65536
