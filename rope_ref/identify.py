@@ -270,9 +270,11 @@ def _analyse(fn, M, base_hint):
 
     # ---- 2.-3. angles and offset
     phase = np.unwrap(np.arctan2(s, c), axis=0)            # (seq, pairs), relative to row 0
-    offset, sigma_o, status, fit = _locate(phase)
+    offset, sigma_o, status, fit, unit = _locate(phase)
     rows = seq
-    while (sigma_o > OFFSET_SIGMA or status != "ok") and rows < MAX_ROWS:   # at most two more calls
+    # More rows pin the offset down (at most two more calls), unless the angles are coarser than
+    # float32: then their errors grow with the position faster than more rows help.
+    while (sigma_o > OFFSET_SIGMA or status != "ok") and rows < MAX_ROWS and unit <= 2.0**-24:
         rows = MAX_ROWS if rows > seq or status != "ok" else _rows_needed(seq, sigma_o)
         x = np.zeros((rows, d))
         x[:, ia] = 1.0                                 # one probe: column ia of every block at once
@@ -284,9 +286,10 @@ def _analyse(fn, M, base_hint):
                          f"{rows} rows: its frequencies depend on the sequence length (dynamic scaling?)")
             break
         phase = long_phase
-        offset, sigma_o, status, fit = _locate(phase)
+        offset, sigma_o, status, fit, unit = _locate(phase)
     if status == "ambiguous":
-        notes.append("the offset is ambiguous (the slowest pairs wrap around): reported the smallest consistent one")
+        notes.append("the offset is ambiguous: several offsets fit the angles within their noise (reported the "
+                     "smallest; the slowest pairs may wrap around within the positions searched)")
     elif status == "inconsistent":
         notes.append("the angles of different pairs do not agree on one offset (best compromise reported)")
     if abs(offset - round(offset)) <= max(SIGMAS * sigma_o, 1e-9):
@@ -334,13 +337,16 @@ def _fit_rows(phase, unit=0.0, offset=0.0):
 
 
 def _locate(phase):
-    """Row fit and offset, twice: the first offset sizes the angles, which sets the rounding floor."""
+    """Row fit and offset, twice: the first offset sizes the angles, which sets the rounding floor.
+
+    Returns (offset, its standard deviation, status, fit, unit roundoff the angles behave like)."""
     fit = _fit_rows(phase)
     offset, _, _ = _solve_offset(fit)
-    angle = np.abs(np.outer(offset + np.arange(phase.shape[0]), fit["theta"])) + np.abs(phase) + np.pi
+    # the fit's own rounding scales with the largest angle of each pair's column
+    angle = (np.abs(np.outer(offset + np.arange(phase.shape[0]), fit["theta"])) + np.abs(phase)).max(axis=0) + np.pi
     _, unit = _angle_precision(fit["resid"], angle)
     fit = _fit_rows(phase, unit, offset)
-    return (*_solve_offset(fit), fit)
+    return (*_solve_offset(fit), fit, unit)
 
 
 def _rows_needed(seq, sigma_o):
@@ -500,6 +506,11 @@ def _candidates(theta, r, base, norm_scale, base_hint, tau):
                                    beta_fast=fast, beta_slow=slow)
 
 
+def _scale_tol(spec):
+    """Relative tolerance on norm_scale: its measured spread, or a few roundings of the angles' float type."""
+    return max(SIGMAS * spec.scale_error, FREQ_ULPS * dict(PRECISIONS).get(spec.angle_precision, 2.0**-4))
+
+
 def _kw(params):
     return {k: v for k, v in params.items() if k != "base"}
 
@@ -526,7 +537,7 @@ def _name_method(spec, theta, base_hint, tau, unit):
             freqs, att = scaled_inv_freq(r, params["base"], rope_type=rope_type, **_kw(params))
         except (ValueError, TypeError):
             continue
-        if rope_type == "yarn" and abs(norm_scale / att - 1) > 1e-6:
+        if rope_type == "yarn" and abs(norm_scale / att - 1) > _scale_tol(spec):
             params = dict(params, attention_factor=norm_scale)   # frequencies do not depend on it
         rel = np.abs(freqs / theta - 1)
         if np.all(rel <= tau) or (unit < 2.0**-24 and np.all(rel <= float32_tau)):
@@ -548,7 +559,7 @@ def _name_method(spec, theta, base_hint, tau, unit):
         if np.all(factors >= 1 - tau):
             spec.rope_type, spec.base = "longrope", base_hint
             spec.rope_params = dict(base=base_hint, short_factor=factors.tolist(), long_factor=factors.tolist())
-            if abs(norm_scale - 1) > 1e-6:
+            if abs(norm_scale - 1) > _scale_tol(spec):
                 spec.rope_params["attention_factor"] = norm_scale
             spec.fit_error = 0.0
             spec.notes.append(confounded + "; the factors here are relative to base_hint. Which of short_factor "
@@ -609,7 +620,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
         problems += _compare_frequencies(want_freqs, spec)
     if "norm_scale" in expected:
         want_scale = expected["norm_scale"]
-    scale_tol = max(SIGMAS * spec.scale_error, FREQ_ULPS * 2.0**-24)
+    scale_tol = max(_scale_tol(spec), FREQ_ULPS * 2.0**-24)   # the expected factor may be a float32 one
     if want_scale is not None and abs(spec.norm_scale / want_scale - 1) > scale_tol:
         hint = " (attention factor not applied?)" if math.isclose(spec.norm_scale, 1.0, rel_tol=scale_tol) else ""
         problems.append(f"norm_scale: expected {want_scale:.6g}, found {spec.norm_scale:.6g}{hint}")

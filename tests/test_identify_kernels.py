@@ -111,6 +111,7 @@ def test_float64_kernel_up_to_a_million(offset):
     s = identify(lambda x: float64_rope(x, offset), D)
     assert (s.offset, s.rope_type, s.angle_precision) == (offset, "default", "float64")
     assert s.phase_error < 1e-9                     # float64 rounding of angles up to 1e6 rad
+    assert s.offset_resolution < (1e-9 if offset < 10**5 else 1e-5)
     assert math.isclose(s.base, 10000.0, rel_tol=1e-9)
     np.testing.assert_allclose(s.inv_freq, 1.0 / 10000.0 ** (np.arange(0, D, 2) / D), rtol=1e-12)
 
@@ -198,6 +199,7 @@ def test_angle_precision_is_reported():
         return x * np.cos(emb) + np.concatenate([-x[:, d // 2:], x[:, :d // 2]], axis=-1) * np.sin(emb)
     s = identify(float16_angles, D)
     assert s.angle_precision in ("float16", "bfloat16", "coarser than bfloat16") and s.rope_type is None
+    assert s.rows == 64 and s.offset == 0      # no longer calls: float16 errors grow with the position
 
 
 def test_str_of_a_bare_spec_and_integer_offsets():
