@@ -106,14 +106,14 @@ def test_partial_rotary_neox(offset):
     assert math.isclose(s.base, 10000.0, rel_tol=1e-4)
 
 
-@pytest.mark.parametrize("offset", [0, 12345, 10**6])
-def test_float64_kernel_up_to_a_million(offset):
-    s = identify(lambda x: float64_rope(x, offset), D)
+@pytest.mark.parametrize("offset,d", [(0, D), (1, 128), (12345, D), (10**6, D)])
+def test_float64_kernel_up_to_a_million(offset, d):
+    s = identify(lambda x: float64_rope(x, offset), d)
     assert (s.offset, s.rope_type, s.angle_precision) == (offset, "default", "float64")
     assert s.phase_error < 1e-9                     # float64 rounding of angles up to 1e6 rad
     assert s.offset_resolution < (1e-9 if offset < 10**5 else 1e-5)
     assert math.isclose(s.base, 10000.0, rel_tol=1e-9)
-    np.testing.assert_allclose(s.inv_freq, 1.0 / 10000.0 ** (np.arange(0, D, 2) / D), rtol=1e-12)
+    np.testing.assert_allclose(s.inv_freq, 1.0 / 10000.0 ** (np.arange(0, d, 2) / d), rtol=1e-12)
 
 
 SCALED = [
@@ -136,6 +136,7 @@ def test_scaled_float32_kernels(rope_type, base, params, offset):
     assert math.isclose(s.base, base, rel_tol=1e-4)
     for k, v in params.items():
         assert s.rope_params[k] == pytest.approx(v, rel=1e-4), k
+    assert "attention_factor" not in s.rope_params     # the kernel applies YaRN's default factor
     assert math.isclose(s.norm_scale, att, rel_tol=1e-6)
     assert_rope_matches(fn, D, base=base, rope_type=rope_type, offset=offset, pairing="half", **params)
 
