@@ -625,7 +625,8 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
         hint = " (attention factor not applied?)" if math.isclose(spec.norm_scale, 1.0, rel_tol=scale_tol) else ""
         problems.append(f"norm_scale: expected {want_scale:.6g}, found {spec.norm_scale:.6g}{hint}")
     if "rope_type" in expected and want_freqs is None and expected["rope_type"] != spec.rope_type:
-        problems.append(f"rope_type: expected {expected['rope_type']}, found {spec.rope_type} {_short(spec.rope_params)}")
+        problems.append(f"rope_type: expected {expected['rope_type']}, found {spec.rope_type} "
+                        f"{_short(spec.rope_params)}")
     if phase_atol is not None and spec.phase_error > phase_atol:
         problems.append(f"angle precision: angles deviate from (offset + row) * theta by up to "
                         f"{spec.phase_error:.2g} rad (> phase_atol={phase_atol:g})")

@@ -1,7 +1,6 @@
 """identify / assert_rope_matches: what fn may return, config= objects, and a catalogue of bad inputs."""
 
 import dataclasses
-import math
 
 import ml_dtypes
 import numpy as np
