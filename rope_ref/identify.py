@@ -68,6 +68,7 @@ class RopeSpec:
     norm_scale: float | None = None     # |output| / |input| on the rotated features
     rope_type: str | None = None        # a rope_ref.ROPE_TYPES name, "custom", or None (too noisy)
     rope_params: dict = field(default_factory=dict)
+    closest: str | None = None          # for "custom": the method whose parameters rope_params holds
     fit_error: float | None = None      # max relative |theta_method / theta_measured - 1|
     freq_tolerance: float | None = None  # largest relative tolerance used for the frequencies
     angle_precision: str | None = None  # the float type the kernel's angles behave like
@@ -81,8 +82,10 @@ class RopeSpec:
             return f"not a rotary embedding: {self.reason}"
         lines = [f"pairing={self.pairing} rotary_dim={self.rotary_dim} base={_num(self.base)} "
                  f"offset={_num(self.offset)} norm_scale={_num(self.norm_scale)}",
-                 f"rope_type={self.rope_type} {_short(self.rope_params)}"
-                 + (f" (frequencies within {self.fit_error:.1e} relative, tolerance {self.freq_tolerance:.1e})"
+                 f"rope_type={self.rope_type}" + (f", closest {self.closest}" if self.closest else "")
+                 + f" {_short(self.rope_params)}"
+                 + (f" (frequencies {'off by up to' if self.closest else 'within'} {self.fit_error:.1e} relative, "
+                    f"tolerance {self.freq_tolerance:.1e})"
                     if self.fit_error is not None and self.freq_tolerance is not None else ""),
                  f"angles behave like {self.angle_precision}: phase_error={self.phase_error:.2e} rad "
                  f"over {self.rows} rows, offset resolution {_num(self.offset_resolution, '.1e')}, "
@@ -90,7 +93,7 @@ class RopeSpec:
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 
 
-def _num(v, fmt=".6g") -> str:
+def _num(v, fmt=".7g") -> str:
     """A number for display: integers as integers, None as None."""
     if v is None:
         return "None"
@@ -103,7 +106,7 @@ def _short(params: dict) -> str:
     """Parameters for display: floats to 6 digits, long lists summarized."""
     def fmt(v):
         if isinstance(v, float):
-            return f"{v:.6g}"
+            return f"{v:.7g}"
         if isinstance(v, list):
             return f"[{len(v)} values, {min(v):.4g}..{max(v):.4g}]"
         return repr(v)
@@ -159,8 +162,10 @@ def _not_rope(reason):
 
 
 def _check_seed(seed):
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
-        raise TypeError(f"seed must be None or a non-negative integer, got {seed!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+        raise TypeError(f"seed must be None or a non-negative integer, got {seed!r} of type {type(seed).__name__}")
+    if seed is not None and seed < 0:
+        raise ValueError(f"seed must be None or a non-negative integer, got {seed}")
     return seed
 
 
@@ -265,9 +270,11 @@ def _analyse(fn, M, base_hint):
 
     # ---- 2.-3. angles and offset
     phase = np.unwrap(np.arctan2(s, c), axis=0)            # (seq, pairs), relative to row 0
-    offset, sigma_o, status, fit = _locate(phase)
+    offset, sigma_o, status, fit, unit = _locate(phase)
     rows = seq
-    while (sigma_o > OFFSET_SIGMA or status != "ok") and rows < MAX_ROWS:   # at most two more calls
+    # More rows pin the offset down (at most two more calls), unless the angles are coarser than
+    # float32: then their errors grow with the position faster than more rows help.
+    while (sigma_o > OFFSET_SIGMA or status != "ok") and rows < MAX_ROWS and unit <= 2.0**-24:
         rows = MAX_ROWS if rows > seq or status != "ok" else _rows_needed(seq, sigma_o)
         x = np.zeros((rows, d))
         x[:, ia] = 1.0                                 # one probe: column ia of every block at once
@@ -279,9 +286,10 @@ def _analyse(fn, M, base_hint):
                          f"{rows} rows: its frequencies depend on the sequence length (dynamic scaling?)")
             break
         phase = long_phase
-        offset, sigma_o, status, fit = _locate(phase)
+        offset, sigma_o, status, fit, unit = _locate(phase)
     if status == "ambiguous":
-        notes.append("the offset is ambiguous (the slowest pairs wrap around): reported the smallest consistent one")
+        notes.append("the offset is ambiguous: several offsets fit the angles within their noise (reported the "
+                     "smallest; the slowest pairs may wrap around within the positions searched)")
     elif status == "inconsistent":
         notes.append("the angles of different pairs do not agree on one offset (best compromise reported)")
     if abs(offset - round(offset)) <= max(SIGMAS * sigma_o, 1e-9):
@@ -329,13 +337,16 @@ def _fit_rows(phase, unit=0.0, offset=0.0):
 
 
 def _locate(phase):
-    """Row fit and offset, twice: the first offset sizes the angles, which sets the rounding floor."""
+    """Row fit and offset, twice: the first offset sizes the angles, which sets the rounding floor.
+
+    Returns (offset, its standard deviation, status, fit, unit roundoff the angles behave like)."""
     fit = _fit_rows(phase)
     offset, _, _ = _solve_offset(fit)
-    angle = np.abs(np.outer(offset + np.arange(phase.shape[0]), fit["theta"])) + np.abs(phase) + np.pi
+    # the fit's own rounding scales with the largest angle of each pair's column
+    angle = (np.abs(np.outer(offset + np.arange(phase.shape[0]), fit["theta"])) + np.abs(phase)).max(axis=0) + np.pi
     _, unit = _angle_precision(fit["resid"], angle)
     fit = _fit_rows(phase, unit, offset)
-    return (*_solve_offset(fit), fit)
+    return (*_solve_offset(fit), fit, unit)
 
 
 def _rows_needed(seq, sigma_o):
@@ -495,8 +506,25 @@ def _candidates(theta, r, base, norm_scale, base_hint, tau):
                                    beta_fast=fast, beta_slow=slow)
 
 
+def _scale_tol(spec):
+    """Relative tolerance on norm_scale: its measured spread, or a few roundings of the angles' float type."""
+    return max(SIGMAS * spec.scale_error, FREQ_ULPS * dict(PRECISIONS).get(spec.angle_precision, 2.0**-4))
+
+
 def _kw(params):
     return {k: v for k, v in params.items() if k != "base"}
+
+
+def _round_params(rope_type, params, theta, r, tau, rel):
+    """Fitted parameters rounded to the digits the frequencies resolve (8.000001 -> 8), if they still fit."""
+    digits = max(1, int(-math.log10(float(tau.max()))))
+    rounded = {k: float(f"{v:.{digits}g}") if isinstance(v, float) else v for k, v in params.items()}
+    try:
+        freqs, _ = scaled_inv_freq(r, rounded["base"], rope_type=rope_type, **_kw(rounded))
+    except (ValueError, TypeError):
+        return params, rel
+    rounded_rel = np.abs(freqs / theta - 1)
+    return (rounded, rounded_rel) if np.all(rounded_rel <= np.maximum(tau, rel)) else (params, rel)
 
 
 def _name_method(spec, theta, base_hint, tau, unit):
@@ -509,13 +537,14 @@ def _name_method(spec, theta, base_hint, tau, unit):
             freqs, att = scaled_inv_freq(r, params["base"], rope_type=rope_type, **_kw(params))
         except (ValueError, TypeError):
             continue
-        if rope_type == "yarn" and abs(norm_scale / att - 1) > 1e-6:
+        if rope_type == "yarn" and abs(norm_scale / att - 1) > _scale_tol(spec):
             params = dict(params, attention_factor=norm_scale)   # frequencies do not depend on it
         rel = np.abs(freqs / theta - 1)
         if np.all(rel <= tau) or (unit < 2.0**-24 and np.all(rel <= float32_tau)):
             if not np.all(rel <= tau):
                 spec.notes.append(f"frequencies match {rope_type} to {rel.max():.1e} relative, as if computed in "
                                   "float32 (the angles themselves are float64)")
+            params, rel = _round_params(rope_type, params, theta, r, tau, rel)
             spec.rope_type, spec.rope_params, spec.base = rope_type, params, float(params["base"])
             spec.fit_error = float(rel.max())
             if rope_type == "ntk":
@@ -530,14 +559,14 @@ def _name_method(spec, theta, base_hint, tau, unit):
         if np.all(factors >= 1 - tau):
             spec.rope_type, spec.base = "longrope", base_hint
             spec.rope_params = dict(base=base_hint, short_factor=factors.tolist(), long_factor=factors.tolist())
-            if abs(norm_scale - 1) > 1e-6:
+            if abs(norm_scale - 1) > _scale_tol(spec):
                 spec.rope_params["attention_factor"] = norm_scale
             spec.fit_error = 0.0
             spec.notes.append(confounded + "; the factors here are relative to base_hint. Which of short_factor "
                               "and long_factor the kernel used, and original_max_position_embeddings, are not "
                               "observable: add the latter to use these parameters with scaled_inv_freq")
             return
-    spec.rope_type, spec.rope_params, spec.fit_error = "custom", dict(best[2]), best[0]
+    spec.rope_type, spec.closest, spec.rope_params, spec.fit_error = "custom", best[1], dict(best[2]), best[0]
     spec.notes.append(f"no scaling method fits to the measured precision (tolerance {tau.max():.1e}); closest: "
                       f"{best[1]} {_short(best[2])}, off by {best[0]:.2g} relative")
     spec.notes.append(confounded + ("" if base_hint is not None else "; pass base_hint to express the "
@@ -591,12 +620,13 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
         problems += _compare_frequencies(want_freqs, spec)
     if "norm_scale" in expected:
         want_scale = expected["norm_scale"]
-    scale_tol = max(SIGMAS * spec.scale_error, FREQ_ULPS * 2.0**-24)
+    scale_tol = max(_scale_tol(spec), FREQ_ULPS * 2.0**-24)   # the expected factor may be a float32 one
     if want_scale is not None and abs(spec.norm_scale / want_scale - 1) > scale_tol:
         hint = " (attention factor not applied?)" if math.isclose(spec.norm_scale, 1.0, rel_tol=scale_tol) else ""
         problems.append(f"norm_scale: expected {want_scale:.6g}, found {spec.norm_scale:.6g}{hint}")
     if "rope_type" in expected and want_freqs is None and expected["rope_type"] != spec.rope_type:
-        problems.append(f"rope_type: expected {expected['rope_type']}, found {spec.rope_type} {_short(spec.rope_params)}")
+        problems.append(f"rope_type: expected {expected['rope_type']}, found {spec.rope_type} "
+                        f"{_short(spec.rope_params)}")
     if phase_atol is not None and spec.phase_error > phase_atol:
         problems.append(f"angle precision: angles deviate from (offset + row) * theta by up to "
                         f"{spec.phase_error:.2g} rad (> phase_atol={phase_atol:g})")

@@ -1,7 +1,6 @@
 """identify / assert_rope_matches: what fn may return, config= objects, and a catalogue of bad inputs."""
 
 import dataclasses
-import math
 
 import ml_dtypes
 import numpy as np
@@ -138,6 +137,13 @@ def test_explicit_keywords_override_config():
         assert_rope_matches(neox, config=plain, base=500000.0)
 
 
+def test_config_attention_factor_is_expected_as_norm_scale():
+    halved = StandIn(D, D, "half", 10000.0, "default", {}, 0.5)
+    assert_rope_matches(lambda x: neox(x, scale=0.5), config=halved)
+    with pytest.raises(AssertionError, match="norm_scale: expected 0.5, found 1"):
+        assert_rope_matches(neox, config=halved)
+
+
 def test_config_without_the_attributes_is_a_type_error():
     with pytest.raises(TypeError, match="config") as info:
         assert_rope_matches(neox, config={"head_dim": D})
@@ -163,7 +169,7 @@ IDENTIFY_BAD = [
     (dict(d="16"), TypeError, "d"),
     (dict(seq="64"), TypeError, "seq"),
     (dict(seq=2), ValueError, "seq"),
-    (dict(seed=-1), TypeError, "seed"),
+    (dict(seed=-1), ValueError, "seed"),
     (dict(seed="a"), TypeError, "seed"),
     (dict(base_hint=0), ValueError, "base_hint"),
     (dict(base_hint=-1.0), ValueError, "base_hint"),

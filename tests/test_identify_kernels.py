@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from rope_ref import RopeSpec, assert_rope_matches, identify, scaled_inv_freq
+from rope_ref import ROPE_TYPES, RopeSpec, assert_rope_matches, identify, scaled_inv_freq
 
 F32 = np.float32
 D = 64
@@ -89,10 +89,12 @@ def test_float32_kernels_at_decode_offsets(kernel, pairing, base, offset):
     fn = lambda x: kernel(x, offset, base=base)  # noqa: E731
     s = identify(fn, D)
     assert (s.pairing, s.rotary_dim, s.offset, s.rope_type) == (pairing, D, offset, "default"), str(s)
-    assert math.isclose(s.base, base, rel_tol=1e-4)
+    assert s.base == base              # rounded to the 6 digits float32 frequencies resolve (README)
     assert s.angle_precision == "float32"
+    np.testing.assert_allclose(s.inv_freq, hf_inv_freq(D, base), rtol=3e-7)   # the kernel's float32 thetas
     assert s.phase_error < 8 * 2.0**-24 * (1 + (offset + s.rows) * 1.0)   # float32 rounding of the fastest angle
     assert f"offset={offset} " in str(s)                                  # printed as an integer
+    assert not any("ambiguous" in n or "do not agree" in n for n in s.notes), s.notes
     assert_rope_matches(fn, D, pairing=pairing, base=base, offset=offset, rotary_dim=D, rope_type="default")
 
 
@@ -104,12 +106,14 @@ def test_partial_rotary_neox(offset):
     assert math.isclose(s.base, 10000.0, rel_tol=1e-4)
 
 
-@pytest.mark.parametrize("offset", [0, 12345, 10**6])
-def test_float64_kernel_up_to_a_million(offset):
-    s = identify(lambda x: float64_rope(x, offset), D)
+@pytest.mark.parametrize("offset,d", [(0, D), (1, 128), (12345, D), (10**6, D)])
+def test_float64_kernel_up_to_a_million(offset, d):
+    s = identify(lambda x: float64_rope(x, offset), d)
     assert (s.offset, s.rope_type, s.angle_precision) == (offset, "default", "float64")
+    assert s.phase_error < 1e-9                     # float64 rounding of angles up to 1e6 rad
+    assert s.offset_resolution < (1e-9 if offset < 10**5 else 1e-5)
     assert math.isclose(s.base, 10000.0, rel_tol=1e-9)
-    np.testing.assert_allclose(s.inv_freq, 1.0 / 10000.0 ** (np.arange(0, D, 2) / D), rtol=1e-12)
+    np.testing.assert_allclose(s.inv_freq, 1.0 / 10000.0 ** (np.arange(0, d, 2) / d), rtol=1e-12)
 
 
 SCALED = [
@@ -128,9 +132,11 @@ def test_scaled_float32_kernels(rope_type, base, params, offset):
     fn = lambda x: hf_rope(x, offset, inv_freq=freqs, attention_scaling=att)  # noqa: E731
     s = identify(fn, D)
     assert (s.rope_type, s.offset) == (rope_type, offset), str(s)
+    assert not any("ambiguous" in n or "do not agree" in n for n in s.notes), s.notes
     assert math.isclose(s.base, base, rel_tol=1e-4)
     for k, v in params.items():
         assert s.rope_params[k] == pytest.approx(v, rel=1e-4), k
+    assert "attention_factor" not in s.rope_params     # the kernel applies YaRN's default factor
     assert math.isclose(s.norm_scale, att, rel_tol=1e-6)
     assert_rope_matches(fn, D, base=base, rope_type=rope_type, offset=offset, pairing="half", **params)
 
@@ -178,7 +184,7 @@ def test_no_method_fits_is_custom_with_best_fit():
     freqs = 1.0 / 10000.0 ** (np.arange(0, D, 2) / D) * wobble
     for hint in (None, 10000.0):
         s = identify(lambda x: hf_rope(x, 5000, inv_freq=freqs), D, base_hint=hint)
-        assert s.rope_type == "custom" and s.offset == 5000
+        assert s.rope_type == "custom" and s.offset == 5000 and s.closest in ROPE_TYPES
         assert 1e-4 < s.fit_error < 1e-2
         assert any("no scaling method fits" in n for n in s.notes)
 
@@ -194,6 +200,7 @@ def test_angle_precision_is_reported():
         return x * np.cos(emb) + np.concatenate([-x[:, d // 2:], x[:, :d // 2]], axis=-1) * np.sin(emb)
     s = identify(float16_angles, D)
     assert s.angle_precision in ("float16", "bfloat16", "coarser than bfloat16") and s.rope_type is None
+    assert s.rows == 64 and s.offset == 0      # no longer calls: float16 errors grow with the position
 
 
 def test_str_of_a_bare_spec_and_integer_offsets():
@@ -245,3 +252,16 @@ def test_bug_missing_attention_factor():
 
 def test_bug_base_left_at_ten_thousand():
     _mismatch(lambda x: meta_rope(x, 5000, base=10000.0), "base left at 10^4", base=500000.0)
+
+
+def test_frequencies_that_change_with_the_sequence_length_are_noted():
+    def hf_dynamic(x, offset=65536, factor=2.0, max_position_embeddings=65600):
+        """HF dynamic NTK: the base grows once offset + seq passes the trained length."""
+        seq, d = x.shape
+        seq_len, base = offset + seq, 10000.0
+        if seq_len > max_position_embeddings:
+            base *= (factor * seq_len / max_position_embeddings - (factor - 1)) ** (d / (d - 2))
+        return hf_rope(x, offset, base=base)
+    s = identify(hf_dynamic, D)              # 64 rows end at the trained length; the refining call passes it
+    assert any("depend on the sequence length" in n for n in s.notes), s.notes
+    assert s.rows == 64 and s.offset == 65536
