@@ -175,7 +175,7 @@ def execute(path: Path, timeout: int = 300):
     The kernel's own log lines on stderr are dropped; a failing cell raises RuntimeError."""
     nb = nbformat.read(path, as_version=4)
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+        NotebookClient(nb, timeout=timeout, startup_timeout=timeout, kernel_name="python3",
                        resources={"metadata": {"path": str(path.parent)}}).execute(stderr=subprocess.DEVNULL)
     except CellExecutionError as exc:
         raise RuntimeError(f"notebook {path.name} failed: {exc.ename}: {exc.evalue}") from exc
