@@ -66,7 +66,14 @@ _CODE_OR_MATH = re.compile(r"(```.*?```|`[^`\n]*`)|\$\$(.+?)\$\$|(?<![\\$])\$((?
 
 def math_to_mathml(tex: str, display: bool = False) -> str:
     """LaTeX to a MathML element the browser draws itself (no script, no network)."""
-    return latex2mathml.converter.convert(tex.strip(), display="block" if display else "inline")
+    try:
+        mathml = latex2mathml.converter.convert(tex.strip(), display="block" if display else "inline")
+    except Exception as exc:        # latex2mathml has many exception types; name the formula instead
+        raise ValueError(f"cannot render the math {tex.strip()!r} as MathML: {exc!r}") from exc
+    unknown = re.findall(r">(\\[A-Za-z]+)<", mathml)    # a command latex2mathml does not know is left as text
+    if unknown:
+        raise ValueError(f"cannot render the math {tex.strip()!r} as MathML: unknown command(s) {unknown}")
+    return mathml
 
 
 def markdown_to_html(source: str) -> str:
@@ -90,7 +97,7 @@ def _embed_local_images(text: str, folder: Path, attachments: dict) -> str:
         if src.startswith("attachment:"):
             bundle = attachments.get(src.split(":", 1)[1], {})
             mime, data = next(iter(bundle.items()), ("", ""))
-        elif (folder / src).is_file() and not re.match(r"\w+:", src):
+        elif not re.match(r"\w+:", src) and (folder / src).is_file():
             mime = "image/svg+xml" if src.endswith(".svg") else f"image/{Path(src).suffix[1:].lower()}"
             data = base64.b64encode((folder / src).read_bytes()).decode()
         else:
@@ -215,9 +222,12 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Pa
     pages, bodies = [], []
     for path in map(Path, notebooks):
         nb = execute(path, timeout)
-        title, objectives = title_and_objectives(nb, path.stem)
+        try:
+            title, objectives = title_and_objectives(nb, path.stem)
+            bodies.append(notebook_body(nb, path.parent))
+        except ValueError as exc:
+            raise RuntimeError(f"notebook {path.name}: {exc}") from exc
         pages.append((path.stem, title, objectives))
-        bodies.append(notebook_body(nb, path.parent))
     for i, ((stem, title, _), body) in enumerate(zip(pages, bodies)):
         page = PAGE.format(title=html.escape(title), css=CSS, nav=_nav(pages, i), body=body)
         (out / f"{stem}.html").write_text(page, encoding="utf-8")

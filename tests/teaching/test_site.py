@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from rope_ref.teaching.site import SCHEDULE, build_site
+from rope_ref.teaching.site import SCHEDULE, build_site, markdown_to_html
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -165,6 +165,13 @@ def test_index_lists_the_course_in_order_with_timings(site):
         nb = nbformat.read(ROOT / "notebooks" / f"{page.stem}.ipynb", 4)
         if not any(c.source.startswith("## Learning objectives") for c in nb.cells):
             assert "no learning objectives given" in text
+
+
+@pytest.mark.parametrize("tex,words", [(r"x^", "MissingSuperScript"), (r"\nosuchcommand x", r"\nosuchcommand")])
+def test_math_that_cannot_be_rendered_is_an_error_naming_it(tex, words):
+    with pytest.raises(ValueError, match=re.escape(words)) as err:
+        markdown_to_html(f"before ${tex}$ after")
+    assert repr(tex) in str(err.value)
 
 
 def test_a_failing_notebook_names_itself(tmp_path):
