@@ -196,13 +196,19 @@ def _nav(pages, i: int) -> str:
     return f'<nav>{link(i - 1, "&larr; previous")}<a href="index.html">course overview</a>{link(i + 1, "next &rarr;")}</nav>'
 
 
+def _inline(title: str) -> str:
+    """A title as HTML: text escaped, $...$ as MathML (not markdown: "1. Title" is no list)."""
+    parts = re.split(r"\$([^$]+)\$", title)
+    return "".join(math_to_mathml(p) if i % 2 else html.escape(p) for i, p in enumerate(parts))
+
+
 def index_html(pages) -> str:
     rows, total = [], 0
     for stem, title, objectives in pages:
         minutes = SCHEDULE.get(stem)
         total += minutes or 0
         rows.append(f'<tr><td>{minutes if minutes is not None else "&ndash;"} min</td>'
-                    f'<td><a href="{stem}.html">{html.escape(title)}</a><br><code>notebooks/{stem}.ipynb</code></td>'
+                    f'<td><a href="{stem}.html">{_inline(title)}</a><br><code>notebooks/{stem}.ipynb</code></td>'
                     f"<td>{objectives or '<em>(no learning objectives given)</em>'}</td></tr>")
     body = ("<h1>RoPE from the paper to your kernel: a 90-minute course</h1>"
             "<p>RoFormer (arXiv:2104.09864), section 3, with the NumPy reference implementation "
@@ -229,7 +235,7 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Pa
             raise RuntimeError(f"notebook {path.name}: {exc}") from exc
         pages.append((path.stem, title, objectives))
     for i, ((stem, title, _), body) in enumerate(zip(pages, bodies)):
-        page = PAGE.format(title=html.escape(title), css=CSS, nav=_nav(pages, i), body=body)
+        page = PAGE.format(title=html.escape(title.replace("$", "")), css=CSS, nav=_nav(pages, i), body=body)
         (out / f"{stem}.html").write_text(page, encoding="utf-8")
     index = out / "index.html"
     index.write_text(index_html(pages), encoding="utf-8")
