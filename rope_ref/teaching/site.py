@@ -66,7 +66,14 @@ _CODE_OR_MATH = re.compile(r"(```.*?```|`[^`\n]*`)|\$\$(.+?)\$\$|(?<![\\$])\$((?
 
 def math_to_mathml(tex: str, display: bool = False) -> str:
     """LaTeX to a MathML element the browser draws itself (no script, no network)."""
-    return latex2mathml.converter.convert(tex.strip(), display="block" if display else "inline")
+    try:
+        mathml = latex2mathml.converter.convert(tex.strip(), display="block" if display else "inline")
+    except Exception as exc:        # latex2mathml has many exception types; name the formula instead
+        raise ValueError(f"cannot render the math {tex.strip()!r} as MathML: {exc!r}") from exc
+    unknown = re.findall(r">(\\[A-Za-z]+)<", mathml)    # a command latex2mathml does not know is left as text
+    if unknown:
+        raise ValueError(f"cannot render the math {tex.strip()!r} as MathML: unknown command(s) {unknown}")
+    return mathml
 
 
 def markdown_to_html(source: str) -> str:
@@ -90,7 +97,7 @@ def _embed_local_images(text: str, folder: Path, attachments: dict) -> str:
         if src.startswith("attachment:"):
             bundle = attachments.get(src.split(":", 1)[1], {})
             mime, data = next(iter(bundle.items()), ("", ""))
-        elif (folder / src).is_file() and not re.match(r"\w+:", src):
+        elif not re.match(r"\w+:", src) and (folder / src).is_file():
             mime = "image/svg+xml" if src.endswith(".svg") else f"image/{Path(src).suffix[1:].lower()}"
             data = base64.b64encode((folder / src).read_bytes()).decode()
         else:
@@ -175,7 +182,7 @@ def execute(path: Path, timeout: int = 300):
     The kernel's own log lines on stderr are dropped; a failing cell raises RuntimeError."""
     nb = nbformat.read(path, as_version=4)
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+        NotebookClient(nb, timeout=timeout, startup_timeout=timeout, kernel_name="python3",
                        resources={"metadata": {"path": str(path.parent)}}).execute(stderr=subprocess.DEVNULL)
     except CellExecutionError as exc:
         raise RuntimeError(f"notebook {path.name} failed: {exc.ename}: {exc.evalue}") from exc
@@ -189,13 +196,19 @@ def _nav(pages, i: int) -> str:
     return f'<nav>{link(i - 1, "&larr; previous")}<a href="index.html">course overview</a>{link(i + 1, "next &rarr;")}</nav>'
 
 
+def _inline(title: str) -> str:
+    """A title as HTML: text escaped, $...$ as MathML (not markdown: "1. Title" is no list)."""
+    parts = re.split(r"\$([^$]+)\$", title)
+    return "".join(math_to_mathml(p) if i % 2 else html.escape(p) for i, p in enumerate(parts))
+
+
 def index_html(pages) -> str:
     rows, total = [], 0
     for stem, title, objectives in pages:
         minutes = SCHEDULE.get(stem)
         total += minutes or 0
         rows.append(f'<tr><td>{minutes if minutes is not None else "&ndash;"} min</td>'
-                    f'<td><a href="{stem}.html">{html.escape(title)}</a><br><code>notebooks/{stem}.ipynb</code></td>'
+                    f'<td><a href="{stem}.html">{_inline(title)}</a><br><code>notebooks/{stem}.ipynb</code></td>'
                     f"<td>{objectives or '<em>(no learning objectives given)</em>'}</td></tr>")
     body = ("<h1>RoPE from the paper to your kernel: a 90-minute course</h1>"
             "<p>RoFormer (arXiv:2104.09864), section 3, with the NumPy reference implementation "
@@ -215,11 +228,14 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Pa
     pages, bodies = [], []
     for path in map(Path, notebooks):
         nb = execute(path, timeout)
-        title, objectives = title_and_objectives(nb, path.stem)
+        try:
+            title, objectives = title_and_objectives(nb, path.stem)
+            bodies.append(notebook_body(nb, path.parent))
+        except ValueError as exc:
+            raise RuntimeError(f"notebook {path.name}: {exc}") from exc
         pages.append((path.stem, title, objectives))
-        bodies.append(notebook_body(nb, path.parent))
     for i, ((stem, title, _), body) in enumerate(zip(pages, bodies)):
-        page = PAGE.format(title=html.escape(title), css=CSS, nav=_nav(pages, i), body=body)
+        page = PAGE.format(title=html.escape(title.replace("$", "")), css=CSS, nav=_nav(pages, i), body=body)
         (out / f"{stem}.html").write_text(page, encoding="utf-8")
     index = out / "index.html"
     index.write_text(index_html(pages), encoding="utf-8")

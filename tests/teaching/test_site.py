@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from rope_ref.teaching.site import SCHEDULE, build_site
+from rope_ref.teaching.site import SCHEDULE, build_site, markdown_to_html
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -32,7 +32,7 @@ def _synthetic_notebook(folder: Path) -> Path:
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     hidden = {"tags": ["solution"], "jupyter": {"source_hidden": True}}
     cells = [
-        md("# Zero. A test lesson\n\nThe angle is $m\\theta_i$ and\n\n$$q_m \\cdot k_n = x^2.$$\n\n"
+        md("# Zero. A test lesson on $\\theta_i$\n\nThe angle is $m\\theta_i$ and\n\n$$q_m \\cdot k_n = x^2.$$\n\n"
            "A price in code stays: `echo $HOME and $PATH`.\n\n![a dot](dot.png)"),
         md("## Learning objectives\n\n- rotate a pair by $m\\theta_i$\n- read Figure 2, where $a +\n b$ spans two lines"),
         md("**Exercise.** Compute $2+2$.", metadata={"tags": ["exercise"]}),
@@ -112,7 +112,7 @@ def test_math_is_mathml_and_no_tex_is_left(site):
     assert re.search(r"<mi>m</mi>\s*<msub>\s*<mi>(&#x0*3B8;|\u03b8)</mi>\s*<mi>i</mi>\s*</msub>", lesson, re.I)
     assert re.search(r'<math[^>]*display="block"', lesson) and "<msup><mi>x</mi><mn>2</mn></msup>" in lesson
     assert "echo $HOME and $PATH" in lesson            # a dollar in code is not math
-    for page in pages:
+    for page in [index, *pages]:
         prose = "".join(_parse(page).prose)
         assert "$" not in prose, f"{page.name}: TeX left in the text: {prose[prose.find('$') - 40:][:80]!r}"
     for page in pages[1:]:
@@ -140,12 +140,14 @@ def test_widgets_and_local_images_are_embedded(site):
     imgs = [a["src"] for t, a in _parse(pages[0]).tags if t == "img"]
     sizes = [_png_size(base64.b64decode(src.split(",", 1)[1])) for src in imgs]
     assert (1, 1) in sizes, "the local dot.png is embedded"
-    # DecayView is 9 x 3.4 inches; at 150 dpi its first image is 1350 x 510 pixels
-    assert (1350, 510) in sizes, sizes
+    # the slider view's first image, at 150 pixels per inch of its figure
+    from rope_ref.teaching.views import DecayView
+    width_in, height_in = DecayView(d=64).fig.get_size_inches()
+    assert (round(150 * width_in), round(150 * height_in)) in sizes, sizes
     assert "open the notebook in JupyterLab" in pages[0].read_text(encoding="utf-8")   # the plain slider
     for page in pages[1:]:       # a notebook that shows a view shows its image
         nb = nbformat.read(ROOT / "notebooks" / f"{page.stem}.ipynb", 4)
-        n_views = sum(bool(re.search(r"^\w+_widget\(", c.source, re.M)) for c in nb.cells if c.cell_type == "code")
+        n_views = sum(len(re.findall(r"\b\w+_widget\(", c.source)) for c in nb.cells if c.cell_type == "code")
         n_imgs = sum(t == "img" for t, _ in _parse(page).tags)
         assert n_imgs >= n_views, page.name
 
@@ -165,6 +167,13 @@ def test_index_lists_the_course_in_order_with_timings(site):
         nb = nbformat.read(ROOT / "notebooks" / f"{page.stem}.ipynb", 4)
         if not any(c.source.startswith("## Learning objectives") for c in nb.cells):
             assert "no learning objectives given" in text
+
+
+@pytest.mark.parametrize("tex,words", [(r"x^", "MissingSuperScript"), (r"\nosuchcommand x", r"\nosuchcommand")])
+def test_math_that_cannot_be_rendered_is_an_error_naming_it(tex, words):
+    with pytest.raises(ValueError, match=re.escape(words)) as err:
+        markdown_to_html(f"before ${tex}$ after")
+    assert repr(tex) in str(err.value)
 
 
 def test_a_failing_notebook_names_itself(tmp_path):
