@@ -384,9 +384,11 @@ def main(argv=None) -> int:
     print(table(["view: parameter", "median", "p90", "target"],
                 [(k, f"{np.median(v) * 1e3:.1f} ms", f"{np.percentile(v, 90) * 1e3:.1f} ms",
                   "median <= 50 ms: " + ("met" if np.median(v) <= 0.05 else "MISSED")) for k, v in steps.items()]))
-    if args.browser:
-        lat = browser_latencies()
-        print("\nbrowser: key press to new image (JupyterLab + Chromium)")
+    if args.browser or (LATENCY_FILE.exists() and not args.quick):
+        lat = browser_latencies() if args.browser else json.loads(LATENCY_FILE.read_text())
+        when = "this run" if args.browser else "the last browser test run, " + time.strftime(
+            "%Y-%m-%d %H:%M UTC", time.gmtime(LATENCY_FILE.stat().st_mtime))
+        print(f"\nbrowser: key press to new image (JupyterLab + Chromium), from {when}")
         if lat is None:
             print("browser test did not report (Chromium missing or the test failed)")
         else:
