@@ -12,6 +12,7 @@ import io
 import sys
 import threading
 import weakref
+import zlib
 
 import ml_dtypes
 import numpy as np
@@ -72,7 +73,7 @@ def blocks(request, monkeypatch):
 @pytest.mark.parametrize("pairing", ["interleaved", "half"])
 @pytest.mark.parametrize("shape,pshape", LAYOUTS)
 def test_every_leading_shape_matches_the_plain_form(blocks, shape, pshape, pairing):
-    rng = np.random.default_rng(abs(hash((shape, pshape, pairing))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(repr((shape, pshape, pairing)).encode()))   # same data every run
     positions = None if pshape is None else rng.uniform(-50, 3000, pshape)
     for dtype in DTYPES:
         x = (rng.standard_normal(shape) * 3).astype(dtype)
