@@ -222,6 +222,9 @@ def main_shape(n_rounds: int, shape=SHAPE, with_peers: bool = True) -> tuple[lis
                      fmt_ratio(r_copy), note))
     for p in ("interleaved", "half"):
         warm, cold_t = t[f"rotate {p}, one array warm"], t[f"rotate {p}, one array cold"]
+        r_one = ratio(t, f"rotate {p}, one array warm", "x.copy() one")
+        rows.append((f"rotate {p}, q alone, warm", f"{np.median(warm) * 1e3:.1f} ms", "-", fmt_ratio(r_one),
+                     "vs q.copy() " + verdict(r_one, {"interleaved": 1.25, "half": 2.0}[p])))
         extra = (cold_t - warm) / warm
         rows.append((f"rotate {p}, q alone: cold vs warm", f"{np.median(cold_t) * 1e3:.1f} ms", "-",
                      fmt_ratio(ratio(t, f"rotate {p}, one array cold", "x.copy() one")),
