@@ -222,6 +222,9 @@ def main_shape(n_rounds: int, shape=SHAPE, with_peers: bool = True) -> tuple[lis
                      fmt_ratio(r_copy), note))
     for p in ("interleaved", "half"):
         warm, cold_t = t[f"rotate {p}, one array warm"], t[f"rotate {p}, one array cold"]
+        r_one = ratio(t, f"rotate {p}, one array warm", "x.copy() one")
+        rows.append((f"rotate {p}, q alone, warm", f"{np.median(warm) * 1e3:.1f} ms", "-", fmt_ratio(r_one),
+                     "vs q.copy() " + verdict(r_one, {"interleaved": 1.25, "half": 2.0}[p])))
         extra = (cold_t - warm) / warm
         rows.append((f"rotate {p}, q alone: cold vs warm", f"{np.median(cold_t) * 1e3:.1f} ms", "-",
                      fmt_ratio(ratio(t, f"rotate {p}, one array cold", "x.copy() one")),
@@ -384,9 +387,11 @@ def main(argv=None) -> int:
     print(table(["view: parameter", "median", "p90", "target"],
                 [(k, f"{np.median(v) * 1e3:.1f} ms", f"{np.percentile(v, 90) * 1e3:.1f} ms",
                   "median <= 50 ms: " + ("met" if np.median(v) <= 0.05 else "MISSED")) for k, v in steps.items()]))
-    if args.browser:
-        lat = browser_latencies()
-        print("\nbrowser: key press to new image (JupyterLab + Chromium)")
+    if args.browser or (LATENCY_FILE.exists() and not args.quick):
+        lat = browser_latencies() if args.browser else json.loads(LATENCY_FILE.read_text())
+        when = "this run" if args.browser else "the last browser test run, " + time.strftime(
+            "%Y-%m-%d %H:%M UTC", time.gmtime(LATENCY_FILE.stat().st_mtime))
+        print(f"\nbrowser: key press to new image (JupyterLab + Chromium), from {when}")
         if lat is None:
             print("browser test did not report (Chromium missing or the test failed)")
         else:

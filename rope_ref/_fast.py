@@ -22,7 +22,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-BLOCK_ELEMENTS = 1 << 15                 # elements per block: x, table, temporary stay in L2
+BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
 
 _lock = threading.Lock()                 # guards the three names below

@@ -8,6 +8,7 @@ Screenshots go to ``test-artifacts/browser/`` (git-ignored).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -25,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 TOKEN = "rope-ref-browser-test"
+LATENCY_FILE = ARTIFACTS / "latency.json"      # read by benchmarks/bench.py --browser
+LATENCY_PRESSES = 15
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage"]
 
@@ -151,8 +154,9 @@ def _move_slider(page, notebook, label, presses, key="ArrowRight"):
     src_before = image.get_attribute("src")
     shot_before = image.screenshot(path=str(ARTIFACTS / f"{notebook}_{label}_before.png"))
     slider.locator(".noUi-handle").first.focus()
+    _watch_latency(page, image)
     for _ in range(presses):
-        page.keyboard.press(key)
+        _press_and_wait(page, key)
     page.wait_for_function("([el, src]) => el.getAttribute('src') !== src",
                            arg=[image.element_handle(), src_before], timeout=30_000)
     page.wait_for_timeout(300)
@@ -160,6 +164,38 @@ def _move_slider(page, notebook, label, presses, key="ArrowRight"):
     page.screenshot(path=str(ARTIFACTS / f"{notebook}_page.png"), full_page=False)
     return value_before, readout_el.inner_text(), text_before, box.locator(".widget-html-content").first.inner_text(), \
         shot_before, shot_after
+
+
+def _watch_latency(page, image):
+    """Record, in the page, the time from each key press to the load of the next new image."""
+    page.evaluate("""(el) => {
+        window.__latency = []; window.__keyAt = null;
+        document.addEventListener('keydown', () => { window.__keyAt = performance.now(); }, true);
+        el.addEventListener('load', () => {
+            if (window.__keyAt !== null) { window.__latency.push(performance.now() - window.__keyAt); window.__keyAt = null; }
+        });
+    }""", image.element_handle())
+
+
+def _press_and_wait(page, key):
+    """One key press, then wait until its new image has loaded (so presses do not queue up)."""
+    n = page.evaluate("window.__latency.length")
+    page.keyboard.press(key)
+    page.wait_for_function(f"window.__latency.length > {n}", timeout=30_000)
+
+
+def _report_latency(name, page, key):
+    """More presses, one at a time; print key-press-to-new-image latencies and add them to LATENCY_FILE.
+    No assertion on time (the machine is shared): the benchmark reports them against the target."""
+    for _ in range(LATENCY_PRESSES):
+        _press_and_wait(page, key)
+    ms = page.evaluate("window.__latency")
+    q = sorted(ms)
+    print(f"\n{name}: key press to new image over {len(ms)} presses: median {q[len(q) // 2]:.0f} ms, "
+          f"p90 {q[min(len(q) - 1, int(0.9 * len(q)))]:.0f} ms, max {q[-1]:.0f} ms")
+    data = json.loads(LATENCY_FILE.read_text()) if LATENCY_FILE.exists() else {}
+    data[name] = ms
+    LATENCY_FILE.write_text(json.dumps(data, indent=1))
 
 
 def _assert_clean(page, errors):
@@ -182,6 +218,7 @@ def test_slider_moves_readout_and_plot(jupyter_server, browser, notebook, label,
         assert v1 != v0, f"slider readout did not change ({v0!r})"
         assert text1 != text0, "the view's text readout did not change"
         assert png1 != png0, "the plot image did not change"
+        _report_latency(f"{Path(notebook).stem}: {label}", page, "ArrowRight")
         _assert_clean(page, errors)
     finally:
         page.close()
