@@ -298,9 +298,11 @@ def _analyse(fn, M, base_hint, max_rows):
                      "smallest; the slowest pairs may wrap around within the positions searched)")
     elif status == "inconsistent":
         notes.append("the angles of different pairs do not agree on one offset (best compromise reported)")
-    if sigma_o > OFFSET_SIGMA and rows >= max_rows and unit <= 2.0**-24:
-        notes.append(f"the offset is not resolved to an integer within max_rows={max_rows} rows (standard "
-                     f"deviation {sigma_o:.2g} positions); pass a larger max_rows if fn accepts more rows")
+    if sigma_o > OFFSET_SIGMA:
+        more = phase.shape[0] >= max_rows and unit <= 2.0**-24
+        notes.append(f"the offset is not resolved to an integer from the {phase.shape[0]} rows measured (standard "
+                     f"deviation {sigma_o:.2g} positions)" + ("; pass a larger max_rows if fn accepts more rows"
+                                                             if more else ""))
     if sigma_o <= OFFSET_SIGMA and abs(offset - round(offset)) <= max(SIGMAS * sigma_o, 1e-9):
         offset = float(round(offset))
 
