@@ -294,8 +294,10 @@ def _analyse(fn, M, base_hint, max_rows):
         phase = long_phase
         offset, sigma_o, status, fit, unit = _locate(phase)
     if status == "ambiguous":
-        notes.append("the offset is ambiguous: several offsets fit the angles within their noise (reported the "
-                     "smallest; the slowest pairs may wrap around within the positions searched)")
+        also = ", ".join(f"{o:.0f}" for o in fit["also"][:3])
+        notes.append(f"the offset is ambiguous: {len(fit['also']) + 1} offsets within +-{MAX_OFFSET} fit the angles "
+                     f"within their noise (reported the smallest; also {also}"
+                     f"{', ...' if len(fit['also']) > 3 else ''}): the frequencies' ratios nearly repeat there")
     elif status == "inconsistent":
         notes.append("the angles of different pairs do not agree on one offset (best compromise reported)")
     if sigma_o > OFFSET_SIGMA:
@@ -365,7 +367,7 @@ def _locate(phase):
         sized = 0.0
         while True:
             fit = _fit_rows(phase, unit, sized)
-            offset, sigma, status = _solve_offset(fit)
+            offset, sigma, status, also = _solve_offset(fit)
             if (status != "inconsistent" and abs(offset) <= sized + n) or sized >= MAX_OFFSET:
                 break
             sized = abs(offset) if status != "inconsistent" else max(4 * sized, n)
@@ -374,6 +376,7 @@ def _locate(phase):
         if unit_here == unit:
             break
         unit = unit_here
+    fit["also"] = also
     return offset, sigma, status, fit, unit
 
 
@@ -394,7 +397,8 @@ def _solve_offset(fit, max_candidates=200_000):
     come from the slowest pair; each is refined from slow to fast pairs (a wrap count is
     chosen only where the uncertainty makes it decidable) and kept if every pair agrees
     within SIGMAS of its noise.  Returns (offset, standard deviation, status) with status
-    "ok", "ambiguous" (several offsets agree) or "inconsistent" (none does).
+    "ok", "ambiguous" (several offsets agree) or "inconsistent" (none does), and the other
+    offsets that agree, nearest first.
     """
     theta, centre, rc = fit["theta"], fit["centre"], fit["row_centre"]
     s_theta, s_centre = fit["sigma_theta"], fit["sigma_centre"]
@@ -422,10 +426,10 @@ def _solve_offset(fit, max_candidates=200_000):
     ok = np.flatnonzero(worst <= SIGMAS)
     if ok.size == 0:
         best = int(np.argmin(worst))
-        return float(offsets[best]), float(np.sqrt(var_q[best])), "inconsistent"
-    best = ok[np.argmin(np.abs(offsets[ok]))]
+        return float(offsets[best]), float(np.sqrt(var_q[best])), "inconsistent", []
+    ok = ok[np.argsort(np.abs(offsets[ok]))]
     status = "ok" if ok.size == 1 else "ambiguous"
-    return float(offsets[best]), float(np.sqrt(var_q[best])), status
+    return float(offsets[ok[0]]), float(np.sqrt(var_q[ok[0]])), status, offsets[ok[1:]].tolist()
 
 
 # ---- 4. frequencies ---------------------------------------------------------------------------

@@ -311,3 +311,16 @@ def test_max_rows_below_seq_is_refused():
         identify(lambda x: x, 8, seq=64, max_rows=32)
     with pytest.raises(ValueError, match="max_rows"):
         assert_rope_matches(lambda x: x, 8, max_rows=0)
+
+
+def test_few_pairs_a_near_common_period_is_named_and_the_smallest_offset_reported():
+    """StableLM-2's rotary part: 8 pairs, base 10^4, so theta_p = 10^(-p/2).  q = 2 pi * 721000 turns every
+    pair by nearly whole turns (1000 q theta_even / 2 pi is an integer; 721 * sqrt 10 = 2280.002): at float32
+    precision (theta known to ~2^-24 relative, so q theta to ~0.3 rad) that offset cannot be excluded.
+    identify reports 0, the smallest, and names the alternative rather than guessing silently."""
+    fn, asked = cache_kernel(0, 64, d=16)
+    s = identify(fn, 16, max_rows=64)
+    assert s.offset == 0 and max(asked) == 64, s
+    note = next(n for n in s.notes if "ambiguous" in n)
+    also = [float(w.strip(",):")) for w in note.split("also ")[1].split()[:3]]
+    assert any(abs(abs(o) - 2 * math.pi * 721000) < 5 for o in also), note
