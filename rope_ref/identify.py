@@ -715,7 +715,11 @@ def _check_expected(expected):
 def _compare_offset(want, spec):
     diff = spec.offset - want
     if abs(diff) <= max(SIGMAS * spec.offset_resolution, 1e-9):
-        return []
+        if spec.offset_resolution <= OFFSET_SIGMA or want != round(want):
+            return []
+        return [f"offset: expected row 0 at position {_num(float(want))}, measured {spec.offset:.7g} +- "
+                f"{spec.offset_resolution:.2g}: not resolved to one position from {spec.rows} rows (pass a "
+                "larger max_rows if fn accepts more rows)"]
     if spec.offset == 0:
         why = " (kernel ignores its cache offset?)"
     elif abs(abs(diff) - 1) <= max(SIGMAS * spec.offset_resolution, 1e-9):

@@ -304,6 +304,8 @@ def test_unresolved_offset_within_max_rows_is_said_not_guessed():
     assert s.offset_resolution > 0.5 / SIGMAS, s
     assert any("not resolved to an integer" in n and "max_rows" in n for n in s.notes), s.notes
     assert s.offset != round(s.offset) and abs(s.offset - 40000) <= SIGMAS * s.offset_resolution, s
+    with pytest.raises(AssertionError, match="offset: expected row 0 at position 40000, measured .* not resolved"):
+        assert_rope_matches(cache_kernel(40000, 8, d=16)[0], 16, seq=8, max_rows=8, offset=40000)
 
 
 def test_max_rows_below_seq_is_refused():
