@@ -292,7 +292,8 @@ def test_max_rows_is_never_exceeded_and_64_rows_resolve_a_decode_offset(offset):
     s = identify(fn, 128, max_rows=64)
     assert max(asked) == 64
     assert s.offset == offset and s.offset_resolution < 0.5 / SIGMAS, s
-    assert (s.rope_type, s.rotary_dim, s.pairing) == ("default", 128, "half") and math.isclose(s.base, 1e4, rel_tol=1e-4)
+    assert (s.rope_type, s.rotary_dim, s.pairing) == ("default", 128, "half"), s
+    assert math.isclose(s.base, 1e4, rel_tol=1e-4), s
     assert not any("ambiguous" in n or "not resolved" in n for n in s.notes), s.notes
 
 
