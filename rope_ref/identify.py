@@ -44,9 +44,9 @@ FREQ_ULPS = 64
 SIGMAS = 6.0
 #: Offsets searched: |offset| <= MAX_OFFSET (float32 represents every integer up to 2^24).
 MAX_OFFSET = 2**24
-#: The offset is wanted to this standard deviation (positions) so an integer is unambiguous.
-OFFSET_SIGMA = 0.005
-#: At most this many rows are requested from fn when refining the offset.
+#: The offset is resolved to an integer when SIGMAS standard deviations stay within half a position.
+OFFSET_SIGMA = 0.5 / SIGMAS
+#: Default for max_rows: at most this many rows are requested from fn when refining the offset.
 MAX_ROWS = 4096
 
 _TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
@@ -169,15 +169,18 @@ def _check_seed(seed):
     return seed
 
 
-def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | None = None) -> RopeSpec:
+def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | None = None,
+             max_rows: int = MAX_ROWS) -> RopeSpec:
     """Identify the RoPE variant that ``fn`` implements.
 
     ``fn(x) -> y``: x float64 of shape ``(seq, d)``, row r at the function's own
     position for row r; y any real array of that shape (numpy, torch of any dtype or
     device, jax, a list).  ``base_hint`` (optional): the base the model was trained
     with, so a changed base is reported as NTK scaling and LongRoPE factors can be
-    separated from the base.  Calls ``fn`` d + 3 times on ``seq`` rows, and once on up
-    to 4096 rows when the angle noise leaves the offset unresolved.  Returns a :class:`RopeSpec`.
+    separated from the base.  Calls ``fn`` d + 3 times on ``seq`` rows, and up to twice on
+    more rows (never more than ``max_rows``, e.g. the size of a kernel's cos/sin cache) when
+    the angle noise leaves the offset unresolved; if it stays unresolved, the spec says so
+    (a note, and ``offset_resolution``).  Returns a :class:`RopeSpec`.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable (x of shape (seq, d) -> rotated x), got {fn!r} of type "
@@ -186,6 +189,9 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
     seq = val.check_positive_int(seq, "seq")
     if seq < 3:
         raise ValueError(f"seq must be >= 3 to measure frequencies, got {seq}")
+    max_rows = val.check_positive_int(max_rows, "max_rows")
+    if max_rows < seq:
+        raise ValueError(f"max_rows (the most rows fn accepts) must be >= seq={seq}, got {max_rows}")
     if base_hint is not None:
         base_hint = val.check_base(base_hint, "base_hint")
     rng = np.random.default_rng(_check_seed(seed))
@@ -203,7 +209,7 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
     if mix > STRUCTURE_RTOL:
         return _not_rope(f"row r of the output depends on other rows (error {mix:.2g} relative): "
                          "fn mixes positions or depends on content")
-    return _analyse(fn, M, base_hint)
+    return _analyse(fn, M, base_hint, max_rows)
 
 
 # ---- 1. structure ----------------------------------------------------------------------------
@@ -237,7 +243,7 @@ def _order_pairs(pairs, r):
     return "other", sorted(pairs)
 
 
-def _analyse(fn, M, base_hint):
+def _analyse(fn, M, base_hint, max_rows):
     seq, d = M.shape[0], M.shape[-1]
     pairs, passthrough, why = _find_pairs(M)
     if pairs is None:
@@ -274,8 +280,8 @@ def _analyse(fn, M, base_hint):
     rows = seq
     # More rows pin the offset down (at most two more calls), unless the angles are coarser than
     # float32: then their errors grow with the position faster than more rows help.
-    while (sigma_o > OFFSET_SIGMA or status != "ok") and rows < MAX_ROWS and unit <= 2.0**-24:
-        rows = MAX_ROWS if rows > seq or status != "ok" else _rows_needed(seq, sigma_o)
+    while (sigma_o > OFFSET_SIGMA or status != "ok") and rows < max_rows and unit <= 2.0**-24:
+        rows = max_rows if rows > seq or status != "ok" else _rows_needed(seq, sigma_o, max_rows)
         x = np.zeros((rows, d))
         x[:, ia] = 1.0                                 # one probe: column ia of every block at once
         y = _call(fn, x, f"e_i on the first feature of every pair, {rows} rows, to refine the offset")
@@ -288,11 +294,18 @@ def _analyse(fn, M, base_hint):
         phase = long_phase
         offset, sigma_o, status, fit, unit = _locate(phase)
     if status == "ambiguous":
-        notes.append("the offset is ambiguous: several offsets fit the angles within their noise (reported the "
-                     "smallest; the slowest pairs may wrap around within the positions searched)")
+        also = ", ".join(f"{o:.0f}" for o in fit["also"][:3])
+        notes.append(f"the offset is ambiguous: {len(fit['also']) + 1} offsets within +-{MAX_OFFSET} fit the angles "
+                     f"within their noise (reported the smallest; also {also}"
+                     f"{', ...' if len(fit['also']) > 3 else ''}): the frequencies' ratios nearly repeat there")
     elif status == "inconsistent":
         notes.append("the angles of different pairs do not agree on one offset (best compromise reported)")
-    if abs(offset - round(offset)) <= max(SIGMAS * sigma_o, 1e-9):
+    if sigma_o > OFFSET_SIGMA:
+        more = phase.shape[0] >= max_rows and unit <= 2.0**-24
+        notes.append(f"the offset is not resolved to an integer from the {phase.shape[0]} rows measured (standard "
+                     f"deviation {sigma_o:.2g} positions)" + ("; pass a larger max_rows if fn accepts more rows"
+                                                             if more else ""))
+    if sigma_o <= OFFSET_SIGMA and abs(offset - round(offset)) <= max(SIGMAS * sigma_o, 1e-9):
         offset = float(round(offset))
 
     # ---- 4. frequencies against the absolute angle (offset + row) * theta
@@ -337,24 +350,42 @@ def _fit_rows(phase, unit=0.0, offset=0.0):
 
 
 def _locate(phase):
-    """Row fit and offset, twice: the first offset sizes the angles, which sets the rounding floor.
+    """Row fit and offset, with the rounding floor sized for the offset found.
+
+    The unit roundoff is the finest float type whose rounding explains the residuals at some
+    offset in range.  The floors start sized for the rows alone and grow (to the offset found,
+    or fourfold while no offset fits) until they cover the offset they find: the smallest
+    angle scale that explains the measurements.  If the angles at that offset behave like a
+    coarser type, the search is repeated with it.
 
     Returns (offset, its standard deviation, status, fit, unit roundoff the angles behave like)."""
-    fit = _fit_rows(phase)
-    offset, _, _ = _solve_offset(fit)
-    # the fit's own rounding scales with the largest angle of each pair's column
-    angle = (np.abs(np.outer(offset + np.arange(phase.shape[0]), fit["theta"])) + np.abs(phase)).max(axis=0) + np.pi
-    _, unit = _angle_precision(fit["resid"], angle)
-    fit = _fit_rows(phase, unit, offset)
-    return (*_solve_offset(fit), fit, unit)
+    n = phase.shape[0]
+    rows_fit = _fit_rows(phase)
+    widest = (MAX_OFFSET + n) * np.abs(rows_fit["theta"]) + np.abs(phase).max(axis=0) + np.pi
+    _, unit = _angle_precision(rows_fit["resid"], widest)
+    for _ in range(2):
+        sized = 0.0
+        while True:
+            fit = _fit_rows(phase, unit, sized)
+            offset, sigma, status, also = _solve_offset(fit)
+            if (status != "inconsistent" and abs(offset) <= sized + n) or sized >= MAX_OFFSET:
+                break
+            sized = abs(offset) if status != "inconsistent" else max(4 * sized, n)
+        angle = (np.abs(np.outer(offset + np.arange(n), fit["theta"])) + np.abs(phase)).max(axis=0) + np.pi
+        _, unit_here = _angle_precision(rows_fit["resid"], angle)
+        if unit_here == unit:
+            break
+        unit = unit_here
+    fit["also"] = also
+    return offset, sigma, status, fit, unit
 
 
-def _rows_needed(seq, sigma_o):
+def _rows_needed(seq, sigma_o, max_rows):
     """Rows for an offset standard deviation OFFSET_SIGMA: it falls as rows^-3/2 (slope of a line fit)."""
     if not math.isfinite(sigma_o):
-        return MAX_ROWS
+        return max_rows
     want = seq * (sigma_o / OFFSET_SIGMA) ** (2 / 3)
-    return int(min(MAX_ROWS, 2 ** math.ceil(math.log2(max(want, 2 * seq)))))
+    return int(min(max_rows, 2 ** math.ceil(math.log2(max(want, 2 * seq)))))
 
 
 # ---- 3. offset --------------------------------------------------------------------------------
@@ -366,7 +397,8 @@ def _solve_offset(fit, max_candidates=200_000):
     come from the slowest pair; each is refined from slow to fast pairs (a wrap count is
     chosen only where the uncertainty makes it decidable) and kept if every pair agrees
     within SIGMAS of its noise.  Returns (offset, standard deviation, status) with status
-    "ok", "ambiguous" (several offsets agree) or "inconsistent" (none does).
+    "ok", "ambiguous" (several offsets agree) or "inconsistent" (none does), and the other
+    offsets that agree, nearest first.
     """
     theta, centre, rc = fit["theta"], fit["centre"], fit["row_centre"]
     s_theta, s_centre = fit["sigma_theta"], fit["sigma_centre"]
@@ -394,10 +426,10 @@ def _solve_offset(fit, max_candidates=200_000):
     ok = np.flatnonzero(worst <= SIGMAS)
     if ok.size == 0:
         best = int(np.argmin(worst))
-        return float(offsets[best]), float(np.sqrt(var_q[best])), "inconsistent"
-    best = ok[np.argmin(np.abs(offsets[ok]))]
+        return float(offsets[best]), float(np.sqrt(var_q[best])), "inconsistent", []
+    ok = ok[np.argsort(np.abs(offsets[ok]))]
     status = "ok" if ok.size == 1 else "ambiguous"
-    return float(offsets[best]), float(np.sqrt(var_q[best])), status
+    return float(offsets[ok[0]]), float(np.sqrt(var_q[ok[0]])), status, offsets[ok[1:]].tolist()
 
 
 # ---- 4. frequencies ---------------------------------------------------------------------------
@@ -582,7 +614,7 @@ _RELIABLE = ("float64", "float32")
 
 
 def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64, phase_atol: float | None = None,
-                        **expected) -> RopeSpec:
+                        max_rows: int = MAX_ROWS, **expected) -> RopeSpec:
     """Raise AssertionError naming every property in which ``fn`` differs from ``expected``.
 
     ``expected`` may hold ``pairing``, ``rotary_dim``, ``offset``, ``base``, ``norm_scale``,
@@ -593,7 +625,10 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
     ``d`` defaults to its head_dim and the expectations come from it; explicit keywords win.
     Frequencies are compared pair by pair to the precision identify measured; angles must
     behave like float32 or better (or, with ``phase_atol``, deviate from (offset + row) * theta
-    by at most that many radians).  Returns the :class:`RopeSpec` when all match.
+    by at most that many radians).  ``max_rows``: the most rows ``fn`` accepts (see :func:`identify`).
+    For dynamic and LongRoPE the expected frequencies are those at ``seq_len``, by default the
+    length a model sees at the rows measured: last position + 1, as ``RopeConfig.rotate``.
+    Returns the :class:`RopeSpec` when all match.
     """
     val.check_keywords(expected, _SPEC_KEYS + _PARAM_KEYS, "assert_rope_matches()")
     if config is not None:
@@ -604,7 +639,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
     if phase_atol is not None and (isinstance(phase_atol, bool) or not isinstance(phase_atol, numbers.Real)
                                    or not phase_atol > 0):
         raise ValueError(f"phase_atol must be None or a positive number of radians, got {phase_atol!r}")
-    spec = identify(fn, d, seq=seq, base_hint=expected.get("base"))
+    spec = identify(fn, d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows)
     if not spec.is_rope:
         raise AssertionError(f"not a rotary embedding: {spec.reason}")
     problems = []
@@ -680,7 +715,11 @@ def _check_expected(expected):
 def _compare_offset(want, spec):
     diff = spec.offset - want
     if abs(diff) <= max(SIGMAS * spec.offset_resolution, 1e-9):
-        return []
+        if spec.offset_resolution <= OFFSET_SIGMA or want != round(want):
+            return []
+        return [f"offset: expected row 0 at position {_num(float(want))}, measured {spec.offset:.7g} +- "
+                f"{spec.offset_resolution:.2g}: not resolved to one position from {spec.rows} rows (pass a "
+                "larger max_rows if fn accepts more rows)"]
     if spec.offset == 0:
         why = " (kernel ignores its cache offset?)"
     elif abs(abs(diff) - 1) <= max(SIGMAS * spec.offset_resolution, 1e-9):
@@ -697,6 +736,8 @@ def _expected_frequencies(expected, spec):
     if "base" not in expected and "rope_type" not in expected and not params:
         return None, None
     r = expected.get("rotary_dim", spec.rotary_dim)
+    if expected.get("rope_type") in ("dynamic", "longrope") and "seq_len" not in params:
+        params["seq_len"] = max(int(round(expected.get("offset", spec.offset))) + spec.rows, 1)
     freqs, att = scaled_inv_freq(r, expected.get("base", 10000.0),
                                  rope_type=expected.get("rope_type", "default"), **params)
     return freqs, att

@@ -71,10 +71,16 @@ def rotate_half(x, pairing):
     return out
 
 
+def recorded_rows(name, offset):
+    return len(REC[f"{name}/{offset}/cos"])
+
+
 def replay_kernel(name, offset, cfg):
-    """The real kernel's float32 cos/sin for rows offset..offset+63, applied as a black box:
-    y = x*cos + rotate_half(x)*sin on the rotated part (pairs in place), in float32."""
+    """The real kernel's float32 cos/sin for the recorded rows offset.. (a fixed-size cache),
+    applied as a black box: y = x*cos + rotate_half(x)*sin on the rotated part (pairs in place),
+    in float32.  More rows than recorded are refused, as a kernel with a cos/sin cache would."""
     cos, sin = REC[f"{name}/{offset}/cos"], REC[f"{name}/{offset}/sin"]
+    rows = len(cos)
     expand = (lambda t: np.concatenate([t, t], axis=-1)) if cfg.pairing == "half" else \
         (lambda t: np.repeat(t, 2, axis=-1))
     cos, sin, r = expand(cos), expand(sin), cfg.rotary_dim
@@ -82,6 +88,8 @@ def replay_kernel(name, offset, cfg):
     def fn(x):
         x = np.asarray(x, dtype=np.float32)
         seq = x.shape[-2]
+        if seq > rows:
+            raise ValueError(f"replayed kernel {name} at offset {offset} has {rows} recorded rows, asked for {seq}")
         rot = x[..., :r] * cos[:seq] + rotate_half(x[..., :r], cfg.pairing) * sin[:seq]
         return np.concatenate([rot, x[..., r:]], axis=-1)
     return fn
@@ -104,7 +112,8 @@ def test_replay_reproduces_the_recorded_output(name, offset):
 def test_identify_recovers_the_real_kernel(name, offset):
     cfg = config_of(CASES[name])
     hint = cfg.base if cfg.rope_type == "longrope" else None    # LongRoPE: base and factors are confounded
-    spec = rr.identify(replay_kernel(name, offset, cfg), cfg.head_dim, base_hint=hint)
+    spec = rr.identify(replay_kernel(name, offset, cfg), cfg.head_dim, base_hint=hint,
+                       max_rows=recorded_rows(name, offset))
     assert spec.is_rope, spec
     assert (spec.pairing, spec.rotary_dim) == (cfg.pairing, cfg.rotary_dim), spec
     assert math.isclose(spec.base, cfg.base, rel_tol=1e-4), spec
@@ -116,7 +125,8 @@ def test_identify_recovers_the_real_kernel(name, offset):
 @pytest.mark.parametrize("offset", OFFSETS)
 def test_assert_rope_matches_passes_on_the_real_kernel(name, offset):
     cfg = config_of(CASES[name])
-    rr.assert_rope_matches(replay_kernel(name, offset, cfg), config=cfg, offset=offset)
+    rr.assert_rope_matches(replay_kernel(name, offset, cfg), config=cfg, offset=offset,
+                           max_rows=recorded_rows(name, offset))
 
 
 def planted(cfg, bug):

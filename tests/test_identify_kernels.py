@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from rope_ref import ROPE_TYPES, RopeSpec, assert_rope_matches, identify, scaled_inv_freq
+from rope_ref.identify import SIGMAS
 
 F32 = np.float32
 D = 64
@@ -264,4 +265,65 @@ def test_frequencies_that_change_with_the_sequence_length_are_noted():
         return hf_rope(x, offset, base=base)
     s = identify(hf_dynamic, D)              # 64 rows end at the trained length; the refining call passes it
     assert any("depend on the sequence length" in n for n in s.notes), s.notes
-    assert s.rows == 64 and s.offset == 65536
+    assert s.rows == 64 and abs(s.offset - 65536) <= SIGMAS * s.offset_resolution, s
+    # 64 rows leave the offset to ~2 positions here: not claimed as an integer, and said so
+    assert s.offset_resolution > 0.5 / SIGMAS and s.offset != round(s.offset), s
+    assert any("not resolved to an integer" in n for n in s.notes), s.notes
+
+
+def cache_kernel(offset, rows, base=10000.0, d=128):
+    """A float32 kernel with a fixed-size cos/sin cache of `rows` rows: more rows are refused."""
+    asked = []
+
+    def fn(x):
+        asked.append(len(x))
+        if len(x) > rows:
+            raise ValueError(f"cache holds {rows} rows, asked for {len(x)}")
+        return hf_rope(x, offset, base=base)
+    return fn, asked
+
+
+@pytest.mark.parametrize("offset", [0, 7, 5000])
+def test_max_rows_is_never_exceeded_and_64_rows_resolve_a_decode_offset(offset):
+    """d = 128, base 10^4, float32: at 5000 the slowest pairs' angles (~0.6 rad) are precise to ~1e-7,
+    so 64 rows fix the offset to ~0.01 positions; the rounding floors must be sized for 5000, not
+    for an offset that no pair agrees with."""
+    fn, asked = cache_kernel(offset, 64)
+    s = identify(fn, 128, max_rows=64)
+    assert max(asked) == 64
+    assert s.offset == offset and s.offset_resolution < 0.5 / SIGMAS, s
+    assert (s.rope_type, s.rotary_dim, s.pairing) == ("default", 128, "half"), s
+    assert math.isclose(s.base, 1e4, rel_tol=1e-4), s
+    assert not any("ambiguous" in n or "not resolved" in n for n in s.notes), s.notes
+
+
+def test_unresolved_offset_within_max_rows_is_said_not_guessed():
+    """8 rows of a float32 kernel at 40000 cannot pin the offset to one position: the spec says so."""
+    fn, asked = cache_kernel(40000, 8, d=16)
+    s = identify(fn, 16, seq=8, max_rows=8)
+    assert max(asked) == 8
+    assert s.offset_resolution > 0.5 / SIGMAS, s
+    assert any("not resolved to an integer" in n and "max_rows" in n for n in s.notes), s.notes
+    assert s.offset != round(s.offset) and abs(s.offset - 40000) <= SIGMAS * s.offset_resolution, s
+    with pytest.raises(AssertionError, match="offset: expected row 0 at position 40000, measured .* not resolved"):
+        assert_rope_matches(cache_kernel(40000, 8, d=16)[0], 16, seq=8, max_rows=8, offset=40000)
+
+
+def test_max_rows_below_seq_is_refused():
+    with pytest.raises(ValueError, match="max_rows"):
+        identify(lambda x: x, 8, seq=64, max_rows=32)
+    with pytest.raises(ValueError, match="max_rows"):
+        assert_rope_matches(lambda x: x, 8, max_rows=0)
+
+
+def test_few_pairs_a_near_common_period_is_named_and_the_smallest_offset_reported():
+    """StableLM-2's rotary part: 8 pairs, base 10^4, so theta_p = 10^(-p/2).  q = 2 pi * 721000 turns every
+    pair by nearly whole turns (1000 q theta_even / 2 pi is an integer; 721 * sqrt 10 = 2280.002): at float32
+    precision (theta known to ~2^-24 relative, so q theta to ~0.3 rad) that offset cannot be excluded.
+    identify reports 0, the smallest, and names the alternative rather than guessing silently."""
+    fn, asked = cache_kernel(0, 64, d=16)
+    s = identify(fn, 16, max_rows=64)
+    assert s.offset == 0 and max(asked) == 64, s
+    note = next(n for n in s.notes if "ambiguous" in n)
+    also = [float(w.strip(",):")) for w in note.split("also ")[1].split()[:3]]
+    assert any(abs(abs(o) - 2 * math.pi * 721000) < 5 for o in also), note
