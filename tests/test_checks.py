@@ -45,3 +45,14 @@ def test_format_table_marks_failures():
     table = [checks.Check("a", "1", 0.0, 1e-12), checks.Check("b", "2", np.nan, 1e-12)]
     text = checks.format_table(table)
     assert "pass" in text and "FAIL" in text
+
+
+def test_readme_shows_the_table_a_fresh_run_prints():
+    """The README's identity table (Quick start) is the one `python -m rope_ref` prints today."""
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = readme.split("```\nidentity  ", 1)[1].split("```", 1)[0]
+    shown = ["identity  " + block.splitlines()[0]] + block.splitlines()[1:]
+    printed = checks.format_table(checks.run_checks()).splitlines()
+    assert [line.rstrip() for line in shown[:len(printed)]] == [line.rstrip() for line in printed]
+    assert shown[len(printed)].startswith(f"{len(printed) - 2} of {len(printed) - 2} identities hold")
