@@ -43,3 +43,15 @@ def test_quick_run_prints_every_table(capsys):
     for heading in ("x np.copyto", "narrow dtypes", "leading shapes", "slider steps", "rotate_complex",
                     "rotations: m", "decay (Fig 2): d", "context extension: factor", "(256, 1, d), per-row positions"):
         assert heading in out, heading
+
+
+def test_cast_round_trip_is_the_identity_on_every_block():
+    # float16 -> float32 -> float16 is exact, so the floor must hand back x bit for bit, partial last block too.
+    import ml_dtypes
+    bits = np.arange(65536, dtype=np.uint16)
+    for dt, exponent in ((np.float16, 0x7C00), (ml_dtypes.bfloat16, 0x7F80)):
+        x = bits[(bits & exponent) != exponent].view(dt)   # every finite value
+        x = x[:7 * 9000].reshape(-1, 7)
+        got = bench.cast_round_trip(x, block=999)          # the last block is partial
+        assert got.shape == x.shape and got.dtype == x.dtype and not np.shares_memory(got, x)
+        np.testing.assert_array_equal(got.view(np.uint16), x.view(np.uint16))
