@@ -7,8 +7,8 @@ The math is eq 34 and nothing else; this module only decides *how* to stream it:
   computed per distinct position from float64 angles, then cast;
 * interleaved pairs are multiplied as complex numbers in one ufunc call
   (``(x_2i + i x_2i+1) * (cos + i sin)`` is exactly eq 34);
-* half-split pairs use ``x * [cos, cos] + swap_halves(x) * [-sin, sin]`` (rotate_half's sign
-  carried by the table), over blocks of rows small enough that the temporary stays in cache;
+* half-split pairs use ``x * [cos, cos] + (halves swapped) * [-sin, sin]`` (rotate_half, with its
+  sign carried by the table), over blocks of rows small enough that the temporary stays in cache;
   float16/bfloat16 are converted to float32 block by block the same way;
 * tables are cached: see :func:`set_cache_limit`.
 """
