@@ -183,7 +183,10 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
     separated from the base.  Calls ``fn`` d + 3 times on ``seq`` rows, and up to twice on
     more rows (never more than ``max_rows``, e.g. the size of a kernel's cos/sin cache) when
     the angle noise leaves the offset unresolved; if it stays unresolved, the spec says so
-    (a note, and ``offset_resolution``).  Returns a :class:`RopeSpec`.
+    (a note, and ``offset_resolution``).  A kernel that looks like ``ntk`` (or ``default`` with rows
+    from DYNAMIC_MIN_OFFSET on) is measured at one or two other lengths: if its base changes with
+    the length offset + rows it is ``dynamic`` (solved given ``base_hint``) or ``"custom"``.
+    Returns a :class:`RopeSpec`.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable (x of shape (seq, d) -> rotated x), got {fn!r} of type "
@@ -325,9 +328,10 @@ def _analyse(fn, M, base_hint, max_rows):
     _describe_frequencies(spec, base_hint, tau, unit)
     if spec.rope_type == "ntk" or (spec.rope_type == "default" and offset >= DYNAMIC_MIN_OFFSET):
         if offset == round(offset):
-            measure = lambda n: _theta_at(_probe_phase(fn, d, ia, ib, n, "to see if the frequencies depend on "  # noqa: E731
-                                                       "the sequence length"), offset, unit)
-            _check_dynamic(spec, measure, np.abs(theta), tau, unit, base_hint, max_rows)
+            def measure(n):
+                return _theta_at(_probe_phase(fn, d, ia, ib, n, "to see if the frequencies depend on the "
+                                              "sequence length"), offset, unit)
+            _check_dynamic(spec, measure, np.abs(theta), tau, base_hint, max_rows)
         elif drifted and spec.rope_type == "ntk":
             spec.rope_type, spec.closest = "custom", "ntk"
             notes.append("not static NTK: the frequencies depend on the sequence length, and dynamic NTK "
@@ -631,13 +635,13 @@ def _name_method(spec, theta, base_hint, tau, unit):
                                     "frequencies as LongRoPE factors of that base"))
 
 
-def _check_dynamic(spec, measure, theta, tau, unit, base_hint, max_rows):
+def _check_dynamic(spec, measure, theta, tau, base_hint, max_rows):
     """Static base or dynamic NTK: measure the frequencies again at another length L = offset + rows.
 
     transformers' dynamic NTK uses base * g^(r/(r-2)), g = 1 + factor (L - L_train) / L_train, past
     L_train (max_position_embeddings) and the default frequencies up to it: g is a straight line in L,
     so two lengths past L_train give factor and L_train, given the trained base (base_hint).
-    ``measure(rows)`` -> (|theta|, tau) at that many rows.  Makes one call, two if a length is not past L_train.
+    ``measure(rows)`` -> (|theta|, tau) at that many rows.  One call; a second when the base changes.
     """
     r, offset, kind = spec.rotary_dim, int(spec.offset), spec.rope_type
     rows1 = max_rows if max_rows > spec.rows else spec.rows // 2
@@ -663,7 +667,7 @@ def _check_dynamic(spec, measure, theta, tau, unit, base_hint, max_rows):
     default = frequencies(r, base_hint)
     past = lambda: sorted(x for x in seen if not np.all(np.abs(default / x[1] - 1) <= x[2]))  # noqa: E731
     rows2 = (spec.rows + rows1) // 2
-    if len(past()) == 1 and rows2 not in (spec.rows, rows1) and rows2 >= 3:
+    if rows2 not in (spec.rows, rows1) and rows2 >= 3:      # a third length checks that g is a line in L
         seen.append((offset + rows2, *measure(rows2)))
     far = past()
     params = _solve_dynamic(far, r, base_hint, base_at) if len(far) >= 2 else None
@@ -764,8 +768,12 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
     if "offset" in expected:
         problems += _compare_offset(expected["offset"], spec)
     want_freqs, want_scale = _expected_frequencies(expected, spec)
-    if want_freqs is not None:
-        problems += _compare_frequencies(want_freqs, spec)
+    freq_problems = [] if want_freqs is None else _compare_frequencies(want_freqs, spec)
+    if freq_problems and expected.get("rope_type") == spec.rope_type == "dynamic":   # name the parameter
+        freq_problems += [f"{k}: expected {_num(expected[k])}, found {_num(spec.rope_params[k])}"
+                          for k in ("factor", "max_position_embeddings") if expected.get(k, spec.rope_params[k])
+                          != spec.rope_params[k]]
+    problems += freq_problems
     if "norm_scale" in expected:
         want_scale = expected["norm_scale"]
     scale_tol = max(_scale_tol(spec), FREQ_ULPS * 2.0**-24)   # the expected factor may be a float32 one
