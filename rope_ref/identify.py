@@ -641,7 +641,7 @@ def _check_dynamic(spec, measure, theta, tau, base_hint, max_rows):
     transformers' dynamic NTK uses base * g^(r/(r-2)), g = 1 + factor (L - L_train) / L_train, past
     L_train (max_position_embeddings) and the default frequencies up to it: g is a straight line in L,
     so two lengths past L_train give factor and L_train, given the trained base (base_hint).
-    ``measure(rows)`` -> (|theta|, tau) at that many rows.  One call; a second when the base changes.
+    ``measure(rows)`` -> (|theta|, tau) at that many rows.  One call; a second if the base changes.
     """
     r, offset, kind = spec.rotary_dim, int(spec.offset), spec.rope_type
     rows1 = max_rows if max_rows > spec.rows else spec.rows // 2
@@ -664,12 +664,11 @@ def _check_dynamic(spec, measure, theta, tau, base_hint, max_rows):
         spec.notes.append("dynamic NTK? its factor and max_position_embeddings can be solved for only from the "
                           "trained base: pass base_hint")
         return
-    default = frequencies(r, base_hint)
-    past = lambda: sorted(x for x in seen if not np.all(np.abs(default / x[1] - 1) <= x[2]))  # noqa: E731
     rows2 = (spec.rows + rows1) // 2
     if rows2 not in (spec.rows, rows1) and rows2 >= 3:      # a third length checks that g is a line in L
         seen.append((offset + rows2, *measure(rows2)))
-    far = past()
+    default = frequencies(r, base_hint)
+    far = sorted(x for x in seen if not np.all(np.abs(default / x[1] - 1) <= x[2]))   # lengths past L_train
     params = _solve_dynamic(far, r, base_hint, base_at) if len(far) >= 2 else None
     digits = max(1, int(-math.log10(float(tau.max()))))
     fits = lambda p: p is not None and _dynamic_error(p, seen, r) <= 1  # noqa: E731
