@@ -46,6 +46,9 @@ SIGMAS = 6.0
 MAX_OFFSET = 2**24
 #: The offset is resolved to an integer when SIGMAS standard deviations stay within half a position.
 OFFSET_SIGMA = 0.5 / SIGMAS
+#: A `default` kernel whose rows start this far in is measured at a second length too: dynamic NTK
+#: leaves the frequencies at their default up to its training length (1024 or more in published models).
+DYNAMIC_MIN_OFFSET = 1024
 #: Default for max_rows: at most this many rows are requested from fn when refining the offset.
 MAX_ROWS = 4096
 
@@ -180,7 +183,10 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
     separated from the base.  Calls ``fn`` d + 3 times on ``seq`` rows, and up to twice on
     more rows (never more than ``max_rows``, e.g. the size of a kernel's cos/sin cache) when
     the angle noise leaves the offset unresolved; if it stays unresolved, the spec says so
-    (a note, and ``offset_resolution``).  Returns a :class:`RopeSpec`.
+    (a note, and ``offset_resolution``).  A kernel that looks like ``ntk`` (or ``default`` with rows
+    from DYNAMIC_MIN_OFFSET on) is measured at one or two other lengths: if its base changes with
+    the length offset + rows it is ``dynamic`` (solved given ``base_hint``) or ``"custom"``.
+    Returns a :class:`RopeSpec`.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable (x of shape (seq, d) -> rotated x), got {fn!r} of type "
@@ -277,19 +283,17 @@ def _analyse(fn, M, base_hint, max_rows):
     # ---- 2.-3. angles and offset
     phase = np.unwrap(np.arctan2(s, c), axis=0)            # (seq, pairs), relative to row 0
     offset, sigma_o, status, fit, unit = _locate(phase)
-    rows = seq
+    rows, drifted = seq, False
     # More rows pin the offset down (at most two more calls), unless the angles are coarser than
     # float32: then their errors grow with the position faster than more rows help.
     while (sigma_o > OFFSET_SIGMA or status != "ok") and rows < max_rows and unit <= 2.0**-24:
         rows = max_rows if rows > seq or status != "ok" else _rows_needed(seq, sigma_o, max_rows)
-        x = np.zeros((rows, d))
-        x[:, ia] = 1.0                                 # one probe: column ia of every block at once
-        y = _call(fn, x, f"e_i on the first feature of every pair, {rows} rows, to refine the offset")
-        long_phase = np.unwrap(np.arctan2(y[:, ib], y[:, ia]), axis=0)
+        long_phase = _probe_phase(fn, d, ia, ib, rows, "to refine the offset")
         drift = np.abs(wrap_angle(long_phase[:seq] - phase[:seq])).max()
         if drift > SIGMAS * fit["noise"].max() + 1e-12:
             notes.append(f"the angles at rows 0..{seq - 1} change by {drift:.2g} rad when fn is given "
                          f"{rows} rows: its frequencies depend on the sequence length (dynamic scaling?)")
+            drifted = True
             break
         phase = long_phase
         offset, sigma_o, status, fit, unit = _locate(phase)
@@ -322,7 +326,35 @@ def _analyse(fn, M, base_hint, max_rows):
                     angle_precision=precision, phase_error=float(np.abs(resid).max()),
                     scale_error=scale_error, rows=int(phase.shape[0]), notes=notes)
     _describe_frequencies(spec, base_hint, tau, unit)
+    if spec.rope_type == "ntk" or (spec.rope_type == "default" and offset >= DYNAMIC_MIN_OFFSET):
+        if offset == round(offset):
+            def measure(n):
+                return _theta_at(_probe_phase(fn, d, ia, ib, n, "to see if the frequencies depend on the "
+                                              "sequence length"), offset, unit)
+            _check_dynamic(spec, measure, np.abs(theta), tau, base_hint, max_rows)
+        elif drifted and spec.rope_type == "ntk":
+            spec.rope_type, spec.closest = "custom", "ntk"
+            notes.append("not static NTK: the frequencies depend on the sequence length, and dynamic NTK "
+                         "cannot be solved for while the offset is not resolved")
+        elif spec.rope_type == "ntk":
+            notes.append("not checked at another sequence length (offset not resolved): dynamic NTK at one "
+                         "length is the same base change")
     return spec
+
+
+def _probe_phase(fn, d, ia, ib, rows, why):
+    """Unwrapped angle of every pair at rows 0..rows-1, from one call: column ia of every block at once."""
+    x = np.zeros((rows, d))
+    x[:, ia] = 1.0
+    y = _call(fn, x, f"e_i on the first feature of every pair, {rows} rows, {why}")
+    return np.unwrap(np.arctan2(y[:, ib], y[:, ia]), axis=0)
+
+
+def _theta_at(phase, offset, unit):
+    """|theta| refitted against (offset + row) and its relative tolerance, as for the first rows."""
+    theta, _, sigma_theta = _refit_absolute(phase, offset, _fit_rows(phase, unit, offset))
+    theta = np.abs(theta)
+    return theta, np.maximum(SIGMAS * sigma_theta / np.maximum(theta, 1e-300), FREQ_ULPS * unit)
 
 
 # ---- 2. angles --------------------------------------------------------------------------------
@@ -579,8 +611,6 @@ def _name_method(spec, theta, base_hint, tau, unit):
             params, rel = _round_params(rope_type, params, theta, r, tau, rel)
             spec.rope_type, spec.rope_params, spec.base = rope_type, params, float(params["base"])
             spec.fit_error = float(rel.max())
-            if rope_type == "ntk":
-                spec.notes.append("dynamic NTK scaling at a fixed sequence length is the same base change")
             return
         if rel.max() < best[0]:
             best = (float(rel.max()), rope_type, params)
@@ -603,6 +633,92 @@ def _name_method(spec, theta, base_hint, tau, unit):
                       f"{best[1]} {_short(best[2])}, off by {best[0]:.2g} relative")
     spec.notes.append(confounded + ("" if base_hint is not None else "; pass base_hint to express the "
                                     "frequencies as LongRoPE factors of that base"))
+
+
+def _check_dynamic(spec, measure, theta, tau, base_hint, max_rows):
+    """Static base or dynamic NTK: measure the frequencies again at another length L = offset + rows.
+
+    transformers' dynamic NTK uses base * g^(r/(r-2)), g = 1 + factor (L - L_train) / L_train, past
+    L_train (max_position_embeddings) and the default frequencies up to it: g is a straight line in L,
+    so two lengths past L_train give factor and L_train, given the trained base (base_hint).
+    ``measure(rows)`` -> (|theta|, tau) at that many rows.  One call; a second if the base changes.
+    """
+    r, offset, kind = spec.rotary_dim, int(spec.offset), spec.rope_type
+    rows1 = max_rows if max_rows > spec.rows else spec.rows // 2
+    if rows1 < 3:
+        if kind == "ntk":
+            spec.notes.append("not checked at another sequence length (max_rows): dynamic NTK at one length "
+                              "is the same base change")
+        return
+    seen = [(offset + spec.rows, theta, tau), (offset + rows1, *measure(rows1))]
+    (L0, _, _), (L1, theta1, tau1) = seen
+    if np.all(np.abs(theta1 / theta - 1) <= tau + tau1):
+        if kind == "ntk":
+            spec.notes.append(f"static NTK: the same base at sequence lengths {L0} and {L1} (offset + rows)")
+        return
+    base_at = lambda th: _log_fit(th, r, intercept=False)[0]  # noqa: E731
+    spec.notes.append(f"the frequencies depend on the sequence length L = offset + rows: base {base_at(theta):.7g} "
+                      f"at L = {L0}, {base_at(theta1):.7g} at L = {L1}")
+    if base_hint is None:
+        spec.rope_type, spec.closest = "custom", kind
+        spec.notes.append("dynamic NTK? its factor and max_position_embeddings can be solved for only from the "
+                          "trained base: pass base_hint")
+        return
+    rows2 = (spec.rows + rows1) // 2
+    if rows2 not in (spec.rows, rows1) and rows2 >= 3:      # a third length checks that g is a line in L
+        seen.append((offset + rows2, *measure(rows2)))
+    default = frequencies(r, base_hint)
+    far = sorted(x for x in seen if not np.all(np.abs(default / x[1] - 1) <= x[2]))   # lengths past L_train
+    params = _solve_dynamic(far, r, base_hint, base_at) if len(far) >= 2 else None
+    digits = max(1, int(-math.log10(float(tau.max()))))
+    fits = lambda p: p is not None and _dynamic_error(p, seen, r) <= 1  # noqa: E731
+    if fits(params):
+        rounded = dict(params, factor=float(f"{params['factor']:.{digits}g}"))
+        params = rounded if fits(rounded) else params
+        spec.rope_type, spec.closest, spec.rope_params, spec.base = "dynamic", None, params, base_hint
+        spec.fit_error = _dynamic_error(params, seen[:1], r, relative=True)
+        T = params["max_position_embeddings"]
+        if any(fits(_solve_dynamic(far, r, base_hint, base_at, T + dt)) for dt in (-1, 1)):
+            spec.notes.append(f"max_position_embeddings is not resolved to one integer from lengths "
+                              f"{[x[0] for x in seen]} (a larger max_rows would)")
+        return
+    if kind == "default" and len(far) < 2:
+        spec.notes.append("dynamic NTK past a training length? one length past it is not enough to solve for "
+                          f"its factor and max_position_embeddings; at L = {L0} the frequencies are the default ones")
+        return
+    spec.rope_type, spec.closest = "custom", "dynamic" if params else kind
+    if params:
+        spec.rope_params, spec.fit_error = params, _dynamic_error(params, seen, r, relative=True)
+    spec.notes.append("no dynamic NTK factor and max_position_embeddings reproduce the frequencies at every "
+                      "length measured")
+
+
+def _solve_dynamic(far, r, base_hint, base_at, T=None):
+    """factor and max_position_embeddings T from g at lengths past T: g - 1 = factor (L - T) / T."""
+    L = np.array([x[0] for x in far], float)
+    g = np.array([(base_at(x[1]) / base_hint) ** ((r - 2) / r) for x in far])
+    slope = (g[-1] - g[0]) / (L[-1] - L[0])
+    if T is None:
+        if not slope > 0:
+            return None
+        T = int(round(L[0] - (g[0] - 1) / slope))
+    if T < 1 or np.any(L <= T):
+        return None
+    factor = T * float((g - 1) @ (L - T) / ((L - T) @ (L - T)))
+    return dict(base=base_hint, factor=factor, max_position_embeddings=T) if factor > 0 else None
+
+
+def _dynamic_error(params, seen, r, relative=False):
+    """Largest |theta_dynamic / theta_measured - 1| over the lengths seen, in units of tau (or relative)."""
+    worst = 0.0
+    for L, theta, tau in seen:
+        try:
+            freqs, _ = scaled_inv_freq(r, params["base"], rope_type="dynamic", seq_len=L, **_kw(params))
+        except (ValueError, TypeError):
+            return math.inf
+        rel = np.abs(freqs / theta - 1)
+        worst = max(worst, float(rel.max() if relative else (rel / tau).max()))
+    return worst
 
 
 # ---- assertions -----------------------------------------------------------------------------
@@ -651,8 +767,12 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
     if "offset" in expected:
         problems += _compare_offset(expected["offset"], spec)
     want_freqs, want_scale = _expected_frequencies(expected, spec)
-    if want_freqs is not None:
-        problems += _compare_frequencies(want_freqs, spec)
+    freq_problems = [] if want_freqs is None else _compare_frequencies(want_freqs, spec)
+    if freq_problems and expected.get("rope_type") == spec.rope_type == "dynamic":   # name the parameter
+        freq_problems += [f"{k}: expected {_num(expected[k])}, found {_num(spec.rope_params[k])}"
+                          for k in ("factor", "max_position_embeddings") if expected.get(k, spec.rope_params[k])
+                          != spec.rope_params[k]]
+    problems += freq_problems
     if "norm_scale" in expected:
         want_scale = expected["norm_scale"]
     scale_tol = max(_scale_tol(spec), FREQ_ULPS * 2.0**-24)   # the expected factor may be a float32 one
