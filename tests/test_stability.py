@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import rope_ref as rr
 from rope_ref import _validate, checks
+from test_attention import linear_attention_loop   # eq 19 term by term, dense rotation matrices
 
 
 # ---- softmax attention --------------------------------------------------------------------------------
@@ -89,20 +90,6 @@ def test_moderate_inputs_unchanged_by_the_scaling(rng):
 
 # ---- linear attention -------------------------------------------------------------------------------
 
-def _linear_loop(q, k, v, causal):
-    """Eq 19 term by term with phi = elu + 1 (same as tests/test_attention.py)."""
-    N, d = q.shape
-    phi = lambda x: np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))  # noqa: E731
-    out = np.zeros((N, v.shape[-1]))
-    for m in range(N):
-        num, den = np.zeros(v.shape[-1]), 0.0
-        for n in range(m + 1 if causal else N):
-            num += (rr.rotation_matrix(m, d) @ phi(q[m])) @ (rr.rotation_matrix(n, d) @ phi(k[n])) * v[n]
-            den += phi(q[m]) @ phi(k[n])
-        out[m] = num / den
-    return out
-
-
 @pytest.mark.parametrize("causal", [False, True])
 def test_linear_attention_with_very_negative_q_and_k(causal, rng):
     """For x <= 0, phi(x - 800) = e^-800 phi(x): the factor underflows to 0 in float64 but cancels in eq 19,
@@ -111,17 +98,17 @@ def test_linear_attention_with_very_negative_q_and_k(causal, rng):
     v = rng.standard_normal((6, 2))
     out = rr.linear_attention(q - 800, k - 800, v, causal=causal)
     assert np.all(np.isfinite(out))
-    np.testing.assert_allclose(out, _linear_loop(q, k, v, causal), atol=1e-12)
+    np.testing.assert_allclose(out, linear_attention_loop(q, k, v, causal), atol=1e-12)
     # the issue's case: every q, k = -800 -> every phi equal -> same as q = k = 0
     flat = rr.linear_attention(np.full((6, 8), -800.0), np.full((6, 8), -800.0), v, causal=causal)
-    np.testing.assert_allclose(flat, _linear_loop(np.zeros((6, 8)), np.zeros((6, 8)), v, causal), atol=1e-12)
+    np.testing.assert_allclose(flat, linear_attention_loop(np.zeros((6, 8)), np.zeros((6, 8)), v, causal), atol=1e-12)
 
 
 def test_linear_attention_with_huge_q_and_k(rng):
     """phi(1e300) = 1e300 for every entry: proportional to phi(0) = 1, so the answer is that of q = k = 0."""
     v = rng.standard_normal((5, 3))
     out = rr.linear_attention(np.full((5, 8), 1e300), np.full((5, 8), 1e300), v, causal=True)
-    np.testing.assert_allclose(out, _linear_loop(np.zeros((5, 8)), np.zeros((5, 8)), v, True), atol=1e-12)
+    np.testing.assert_allclose(out, linear_attention_loop(np.zeros((5, 8)), np.zeros((5, 8)), v, True), atol=1e-12)
 
 
 def test_linear_attention_raises_when_a_causal_prefix_underflows(rng):
