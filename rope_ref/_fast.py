@@ -161,7 +161,8 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     """Write RoPE of ``x`` ``(..., seq, d)`` into ``out`` (same shape, x's dtype), block by block.
 
     ``pos`` broadcasts to ``x.shape[:-1]``; ``freqs`` has ``r/2`` entries; ``work`` is the dtype the
-    arithmetic runs in (float32 or float64).  ``out`` may be any writeable array (C-contiguous is fastest).
+    arithmetic runs in (float32 or float64).  ``out`` is C-contiguous (:func:`rope_ref.rotate` hands over
+    a contiguous buffer when the caller's is strided).
     """
     work = np.dtype(work)
     if x.size == 0:
@@ -171,7 +172,7 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     gshape, tshape = _groups(lead, pos)
     tabs = [t.reshape(tshape + t.shape[-1:]) for t in tables(pos.reshape(-1), freqs, work, pairing)]
     xg = x.reshape(gshape + (d,))                       # a view unless x's leading axes are scattered
-    og = out.reshape(gshape + (d,)) if out.flags.c_contiguous else np.empty(gshape + (d,), out.dtype)
+    og = out.reshape(gshape + (d,))                    # a view: out is C-contiguous
     direct = x.dtype == work and og.dtype == work and xg.strides[-1] == work.itemsize
     if direct and pairing == "interleaved":
         _rotate_block(xg, og, tabs, pairing, r)        # no temporary at all: one complex multiply
@@ -188,8 +189,6 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
                 ys[..., r:] = xs[..., r:]
             if not direct:
                 ys[...] = yw
-    if not out.flags.c_contiguous:                      # core.rotate hands over a contiguous out
-        out[...] = og.reshape(out.shape)
     return out
 
 

@@ -62,15 +62,6 @@ def test_rotate_equals_the_real_library(name, offset):
     assert np.all(np.abs(got - want) <= tol), (name, offset, np.abs(got - want).max(), tol.max())
 
 
-def rotate_half(x, pairing):
-    if pairing == "half":
-        h = x.shape[-1] // 2
-        return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
-    out = np.empty_like(x)
-    out[..., 0::2], out[..., 1::2] = -x[..., 1::2], x[..., 0::2]
-    return out
-
-
 def recorded_rows(name, offset):
     return len(REC[f"{name}/{offset}/cos"])
 
@@ -90,7 +81,7 @@ def replay_kernel(name, offset, cfg):
         seq = x.shape[-2]
         if seq > rows:
             raise ValueError(f"replayed kernel {name} at offset {offset} has {rows} recorded rows, asked for {seq}")
-        rot = x[..., :r] * cos[:seq] + rotate_half(x[..., :r], cfg.pairing) * sin[:seq]
+        rot = x[..., :r] * cos[:seq] + rr.rotate_half(x[..., :r], cfg.pairing) * sin[:seq]
         return np.concatenate([rot, x[..., r:]], axis=-1)
     return fn
 

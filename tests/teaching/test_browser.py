@@ -23,22 +23,10 @@ import pytest
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 TOKEN = "rope-ref-browser-test"
 LATENCY_FILE = ARTIFACTS / "latency.json"      # read by benchmarks/bench.py --browser
 LATENCY_PRESSES = 15
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage"]
-
-
-def _require_browser():
-    if CHROMIUM.exists():
-        return
-    msg = f"{CHROMIUM} not found: install it with `apt-get update && apt-get install -y chromium`"
-    if os.environ.get("CI") == "true":
-        pytest.fail(msg + " (CI=true: a missing browser is a failure)")
-    pytest.skip(msg)
 
 
 def _free_port() -> int:
@@ -48,9 +36,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def jupyter_server(tmp_path_factory):
+def jupyter_server(tmp_path_factory, chromium):
     """JupyterLab serving a scratch copy of the notebooks; stopped in the finalizer."""
-    _require_browser()
     work = tmp_path_factory.mktemp("lab")
     for nb in ("02_long_term_decay.ipynb", "03_rotations.ipynb"):
         shutil.copy(ROOT / "notebooks" / nb, work / nb)
@@ -93,18 +80,6 @@ def jupyter_server(tmp_path_factory):
             proc.kill()
             proc.wait(timeout=5)
         log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    _require_browser()
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS, timeout=60_000)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def _open_and_run(browser, url, notebook):

@@ -9,7 +9,6 @@ headless Chromium with every non-file request aborted.
 from __future__ import annotations
 
 import base64
-import os
 import re
 import struct
 from html.parser import HTMLParser
@@ -22,9 +21,6 @@ from rope_ref.teaching.site import SCHEDULE, build_site, markdown_to_html
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage"]
 PNG_1x1 = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
 
 
@@ -184,22 +180,6 @@ def test_a_failing_notebook_names_itself(tmp_path):
 
 
 # --- in a real browser, offline -------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        msg = f"{CHROMIUM} not found: install it with `apt-get update && apt-get install -y chromium`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg + " (CI=true: a missing browser is a failure)")
-        pytest.skip(msg)
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS, timeout=120_000)
-        try:
-            yield b
-        finally:
-            b.close()
-
 
 MATH_LAYOUT = """() => [...document.querySelectorAll('math')].map(m => {
     const r = m.getBoundingClientRect(), sub = m.querySelector('msub');
