@@ -18,7 +18,7 @@ The teaching layer (notebook quantities, figures, interactive views, widgets) li
 :mod:`rope_ref.teaching` and needs matplotlib (and ipywidgets for the sliders).
 """
 
-from ._fast import clear_cache, set_cache_limit
+from ._fast import clear_cache, set_cache_limit, set_num_threads
 from ._validate import RopeRefPrecisionWarning
 from .attention import attention, attention_dense, elu_plus_one, linear_attention, linear_attention_dense
 from .core import (
@@ -46,7 +46,7 @@ from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
 __version__ = "0.1.0"
 
 __all__ = [
-    "attention", "attention_dense", "clear_cache", "set_cache_limit", "decay_bound", "elu_plus_one", "frequencies",
+    "attention", "attention_dense", "clear_cache", "set_cache_limit", "set_num_threads", "decay_bound", "elu_plus_one", "frequencies",
     "linear_attention", "linear_attention_dense", "partial_sums", "permute_qk_weights", "rotate",
     "rotate_complex", "rotate_dense", "rotate_elementwise", "rotate_half", "rotation_angles",
     "rotation_matrix", "sinusoidal", "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle",

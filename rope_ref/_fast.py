@@ -16,6 +16,8 @@ The math is eq 34 and nothing else; this module only decides *how* to stream it:
 from __future__ import annotations
 
 import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
 import numbers
 import threading
 from collections import OrderedDict
@@ -25,7 +27,10 @@ import numpy as np
 BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
 
-_lock = threading.Lock()                 # guards the three names below
+THREADED_ELEMENTS = 1 << 20             # arrays at least this large are split across threads
+_lock = threading.Lock()                 # guards the cache names below and the thread pool
+_threads = min(4, os.cpu_count() or 1)
+_pool_: list = []                        # [ThreadPoolExecutor] once made                 # guards the three names below
 _cache: OrderedDict = OrderedDict()      # digest -> tuple of read-only tables, least recently used first
 _cache_bytes = 0
 _cache_limit = DEFAULT_CACHE_LIMIT
@@ -62,6 +67,36 @@ def cache_info() -> dict:
     """``{"entries": n, "nbytes": bytes held, "limit": bound in bytes}`` of the table cache."""
     with _lock:
         return {"entries": len(_cache), "nbytes": _cache_bytes, "limit": _cache_limit}
+
+
+def set_num_threads(n: int) -> int:
+    """Let :func:`rope_ref.rotate` split arrays of at least 2^20 elements across ``n`` threads; return the old ``n``.
+
+    NumPy releases the GIL inside each ufunc call, so blocks of rows run in parallel.  Default:
+    the number of CPUs, at most 4.  ``1`` runs everything in the calling thread.  Results do not
+    depend on ``n`` (every element is computed by the same operations either way).
+    """
+    global _threads
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"n must be a positive integer number of threads, got {n!r}")
+    if n < 1:
+        raise ValueError(f"n must be a positive integer number of threads, got {n}")
+    with _lock:
+        old, _threads = _threads, int(n)
+        if _pool_ and _pool_[0]._max_workers < _threads:
+            _pool_.pop().shutdown(wait=False)
+    return old
+
+
+def _pool() -> ThreadPoolExecutor:
+    with _lock:
+        if not _pool_:
+            _pool_.append(ThreadPoolExecutor(_threads, thread_name_prefix="rope_ref"))
+        return _pool_[0]
+
+
+if hasattr(os, "register_at_fork"):                     # a forked child has the pool but not its threads
+    os.register_at_fork(after_in_child=_pool_.clear)
 
 
 def _evict() -> None:
@@ -174,34 +209,52 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     xg = x.reshape(gshape + (d,))                       # a view unless x's leading axes are scattered
     og = out.reshape(gshape + (d,))                    # a view: out is C-contiguous
     direct = x.dtype == work and og.dtype == work and xg.strides[-1] == work.itemsize
-    if direct and pairing == "interleaved":
-        _rotate_block(xg, og, tabs, pairing, r)        # no temporary at all: one complex multiply
-        if r < d:
-            og[..., r:] = xg[..., r:]
-    else:
-        for idx in _blocks(gshape, max(1, BLOCK_ELEMENTS // d)):
-            tidx = tuple(i if t > 1 else (slice(None) if isinstance(i, slice) else 0) for i, t in zip(idx, tshape))
-            xs, ys = xg[idx], og[idx]
-            xw = xs if direct else np.array(xs, dtype=work, order="C")  # a block at a time: narrow dtypes, strides
-            yw = ys if direct else xw
-            _rotate_block(xw, yw, [t[tidx] for t in tabs], pairing, r)
-            if r < d and direct:
-                ys[..., r:] = xs[..., r:]
-            if not direct:
-                ys[...] = yw
+    threads = _threads if x.size >= THREADED_ELEMENTS else 1
+    rows = max(1, BLOCK_ELEMENTS // d)
+    if direct and pairing == "interleaved":            # no temporaries: one complex multiply per thread
+        rows = max(1, -(-int(np.prod(gshape)) // threads))
+    blocks = list(_blocks(gshape, rows))
+    threads = min(threads, len(blocks))
+    args = (xg, og, tabs, tshape, pairing, r, work, direct, rows * d, np.geterr())
+    if threads == 1:
+        _rotate_blocks(blocks, *args)
+    else:                                              # NumPy releases the GIL inside each ufunc call
+        parts = [blocks[i * len(blocks) // threads:(i + 1) * len(blocks) // threads] for i in range(threads)]
+        list(_pool().map(lambda part: _rotate_blocks(part, *args), parts))
     return out
 
 
-def _rotate_block(xs, ys, tabs, pairing, r):
-    """Eq 34 on a block ``(..., d)``; the first ``r`` features are rotated (``ys`` may be ``xs``)."""
+def _rotate_blocks(blocks, xg, og, tabs, tshape, pairing, r, work, direct, size, errors):
+    """Eq 34 on ``xg[i]`` into ``og[i]`` for each index ``i`` in ``blocks`` (each at most ``size`` elements)."""
+    scratch = np.empty(0 if direct and pairing == "interleaved" else 2 * size, work)  # every block's temporaries
+    with np.errstate(**errors):                        # a worker thread does not inherit the caller's errstate
+        for xi in blocks:
+            ti = tuple(i if t > 1 else (slice(None) if isinstance(i, slice) else 0) for i, t in zip(xi, tshape))
+            xs, ys = xg[xi], og[xi]
+            xw, yw, tmp = xs, ys, scratch[:xs.size].reshape(xs.shape) if scratch.size else None
+            if not direct:                             # narrow dtypes, strided x: convert a block at a time
+                xw = yw = scratch[size:size + xs.size].reshape(xs.shape)
+                xw[...] = xs
+            _rotate_block(xw, yw, [t[ti] for t in tabs], pairing, r, tmp)
+            if not direct:
+                ys[...] = yw
+            elif r < xs.shape[-1]:
+                ys[..., r:] = xs[..., r:]
+
+
+def _rotate_block(xs, ys, tabs, pairing, r, tmp):
+    """Eq 34 on a block ``(..., d)``; the first ``r`` features are rotated (``ys`` may be ``xs``).
+
+    ``tmp`` is scratch of the block's shape (half pairing only)."""
     if pairing == "interleaved":
         (cis,) = tabs
         np.multiply(xs[..., :r].view(cis.dtype), cis, out=ys[..., :r].view(cis.dtype))
         return
     cos2, sin2 = tabs
     h, lead = r // 2, xs.shape[:-1]
-    tmp = np.empty(lead + (r,), xs.dtype)
+    tmp = tmp[..., :r].view()
+    tmp.shape = lead + (2, h)                                   # a view, never a copy (that would raise)
     swapped = xs[..., :r].reshape(lead + (2, h))[..., ::-1, :]  # (x_{i+h}, x_i): rotate_half without its sign
-    np.multiply(swapped, sin2.reshape(sin2.shape[:-1] + (2, h)), out=tmp.reshape(lead + (2, h)))
+    np.multiply(swapped, sin2.reshape(sin2.shape[:-1] + (2, h)), out=tmp)
     np.multiply(xs[..., :r], cos2, out=ys[..., :r])             # after the swap: ys may be xs
-    np.add(ys[..., :r], tmp, out=ys[..., :r])
+    np.add(ys[..., :r], tmp.reshape(lead + (r,)), out=ys[..., :r])

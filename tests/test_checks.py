@@ -20,8 +20,8 @@ def test_every_identity_holds_on_a_small_case():
 def test_a_bug_planted_in_the_fast_path_is_caught(monkeypatch):
     real = _fast._rotate_block
 
-    def off_by_a_sign(xs, ys, tabs, pairing, r):      # sin flipped: rotates clockwise
-        real(xs, ys, [np.conj(t) if np.iscomplexobj(t) else t for t in tabs], pairing, r)
+    def off_by_a_sign(xs, ys, tabs, pairing, r, tmp):      # sin flipped: rotates clockwise
+        real(xs, ys, [np.conj(t) if np.iscomplexobj(t) else t for t in tabs], pairing, r, tmp)
 
     rr.clear_cache()
     monkeypatch.setattr(_fast, "_rotate_block", off_by_a_sign)

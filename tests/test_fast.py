@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import gc
 import io
+import multiprocessing
+import os
 import sys
 import threading
+import warnings
 import weakref
 import zlib
 
@@ -64,10 +67,16 @@ def assert_matches_plain(x, positions, **kw):
     np.testing.assert_array_equal(x, x_before)
 
 
-@pytest.fixture(params=[_fast.BLOCK_ELEMENTS, 48], ids=["default-blocks", "tiny-blocks"])
+@pytest.fixture(params=[(_fast.BLOCK_ELEMENTS, 1), (48, 1), (48, 3)],
+                ids=["default-blocks", "tiny-blocks", "tiny-blocks-3-threads"])
 def blocks(request, monkeypatch):
-    monkeypatch.setattr(_fast, "BLOCK_ELEMENTS", request.param)
-    return request.param
+    """Block size and thread count; threads start at any size, so small tests split across them."""
+    size, threads = request.param
+    monkeypatch.setattr(_fast, "BLOCK_ELEMENTS", size)
+    monkeypatch.setattr(_fast, "THREADED_ELEMENTS", 0)
+    old = rr.set_num_threads(threads)
+    yield size
+    rr.set_num_threads(old)
 
 
 @pytest.mark.parametrize("pairing", ["interleaved", "half"])
@@ -264,3 +273,57 @@ def test_view_steps_draw_what_a_full_redraw_draws(view_name, steps):
         for artist in view.dynamic:
             view.fig.draw_artist(artist)
         np.testing.assert_array_equal(shown, np.asarray(canvas.buffer_rgba())[..., :3], err_msg=str(params))
+
+
+@pytest.mark.parametrize("bad,error", [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError),
+                                       ("2", TypeError), (None, TypeError)])
+def test_set_num_threads_names_bad_values(bad, error):
+    old = rr.set_num_threads(2)
+    try:
+        with pytest.raises(error, match="n must be a positive integer number of threads"):
+            rr.set_num_threads(bad)
+        assert rr.set_num_threads(old) == 2          # the bad call changed nothing
+    finally:
+        rr.set_num_threads(old)
+
+
+def test_worker_threads_keep_the_callers_errstate(monkeypatch):
+    """float16 overflow is reported as rope_ref's ValueError, not a RuntimeWarning from a worker thread."""
+    monkeypatch.setattr(_fast, "THREADED_ELEMENTS", 0)
+    monkeypatch.setattr(_fast, "BLOCK_ELEMENTS", 64)
+    old = rr.set_num_threads(3)
+    x = np.full((8, 64, 16), 60000.0, np.float16)       # each pair's norm is 84853 > 65504
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(ValueError, match="overflow"):
+                rr.rotate(x, np.full(64, 0.7))
+    finally:
+        rr.set_num_threads(old)
+
+
+def _rotate_in_child(queue):
+    x = np.ones((4, 512, 1024), np.float32)
+    queue.put(float(rr.rotate(x, pairing="half")[0, 3, 0]))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_can_rotate_after_the_parent_used_the_threads():
+    """A forked child inherits the parent's thread pool object but not its threads; it must not hang."""
+    old = rr.set_num_threads(2)
+    try:
+        rr.rotate(np.ones((4, 512, 1024), np.float32))   # 2^21 elements: the pool starts
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        child = ctx.Process(target=_rotate_in_child, args=(queue,))
+        with warnings.catch_warnings():                  # Python 3.12+ warns that forking a threaded process is risky
+            warnings.simplefilter("ignore", DeprecationWarning)
+            child.start()
+        child.join(60)
+        if child.is_alive():
+            child.kill()
+        assert child.exitcode == 0, "the forked child hung or failed"
+        # position 3, first pair: cos(3) - sin(3) (half pairing: x_0 pairs with x_512, both 1)
+        assert queue.get(timeout=5) == pytest.approx(np.cos(3.0) - np.sin(3.0), abs=1e-6)
+    finally:
+        rr.set_num_threads(old)
