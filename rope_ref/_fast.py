@@ -254,7 +254,8 @@ def _rotate_block(xs, ys, tabs, pairing, r, tmp):
     h, lead = r // 2, xs.shape[:-1]
     tmp = tmp[..., :r].view()
     tmp.shape = lead + (2, h)                                   # a view, never a copy (that would raise)
-    swapped = xs[..., :r].reshape(lead + (2, h))[..., ::-1, :]  # (x_{i+h}, x_i): rotate_half without its sign
-    np.multiply(swapped, sin2.reshape(sin2.shape[:-1] + (2, h)), out=tmp)
+    np.copyto(tmp, xs[..., :r].reshape(lead + (2, h))[..., ::-1, :])  # (x_{i+h}, x_i): rotate_half, unsigned
+    tmp = tmp.reshape(lead + (r,))                              # (a copy then a contiguous multiply beats
+    np.multiply(tmp, sin2, out=tmp)                             #  one multiply reading the swapped view)
     np.multiply(xs[..., :r], cos2, out=ys[..., :r])             # after the swap: ys may be xs
-    np.add(ys[..., :r], tmp.reshape(lead + (r,)), out=ys[..., :r])
+    np.add(ys[..., :r], tmp, out=ys[..., :r])
