@@ -33,12 +33,30 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from rope_ref import clear_cache, rotate, rotate_complex
+from rope_ref import clear_cache, rotate, rotate_complex, set_num_threads
 from rope_ref.teaching.views import DecayView, RotationsView, ScalingView
 
 ROOT = Path(__file__).resolve().parent.parent
 SHAPE = (32, 4096, 128)
 LATENCY_FILE = ROOT / "test-artifacts" / "browser" / "latency.json"
+
+
+def threads() -> int:
+    """How many threads rope_ref.rotate splits large arrays across (set_num_threads)."""
+    n = set_num_threads(1)
+    set_num_threads(n)
+    return n
+
+
+def one_thread(fn):
+    """``fn`` run with rotate confined to the calling thread."""
+    def run():
+        old = set_num_threads(1)
+        try:
+            return fn()
+        finally:
+            set_num_threads(old)
+    return run
 
 
 def rounds(contenders: dict, n_rounds: int) -> dict:
@@ -187,6 +205,7 @@ def main_shape(n_rounds: int, shape=SHAPE, with_peers: bool = True) -> tuple[lis
     }
     for p in ("interleaved", "half"):
         c[f"rotate {p}, warm"] = lambda p=p: (rotate(q, pairing=p), rotate(k, pairing=p))
+        c[f"rotate {p}, warm, 1 thread"] = one_thread(lambda p=p: (rotate(q, pairing=p), rotate(k, pairing=p)))
         c[f"rotate {p}, cold tables"] = lambda p=p: cold(p)
         c[f"rotate {p}, out="] = lambda p=p: (rotate(q, pairing=p, out=oq), rotate(k, pairing=p, out=ok))
         c[f"rotate {p}, one array warm"] = lambda p=p: rotate(q, pairing=p)
@@ -203,7 +222,8 @@ def main_shape(n_rounds: int, shape=SHAPE, with_peers: bool = True) -> tuple[lis
     rows = []
     for name in ["np.copyto", "x.copy()"]:
         rows.append((name, f"{np.median(t[name]) * 1e3:.1f} ms", fmt_ratio(ratio(t, name, "np.copyto")), "1.00", ""))
-    targets = {"rotate interleaved, warm": 1.25, "rotate half, warm": 2.0, "rotate_complex": None}
+    targets = {"rotate interleaved, warm": 1.25, "rotate half, warm": 2.0, "rotate_complex": None,
+               "rotate interleaved, warm, 1 thread": 1.25, "rotate half, warm, 1 thread": 2.0}
     for name in c:
         if name in ("np.copyto", "x.copy()", "x.copy() one") or "one array" in name:
             continue
@@ -257,9 +277,11 @@ def narrow_dtypes(n_rounds: int, shape=SHAPE) -> list:
         o = np.empty_like(x)
         c = {"np.copyto": lambda: np.copyto(o, x), "x.copy()": lambda: x.copy(),
              "interleaved": lambda: rotate(x), "half": lambda: rotate(x, pairing="half"),
+             "interleaved, 1 thread": one_thread(lambda: rotate(x)),
+             "half, 1 thread": one_thread(lambda: rotate(x, pairing="half")),
              "casts": lambda: cast_round_trip(x)}
         t = rounds(c, n_rounds)
-        for p in ("interleaved", "half"):
+        for p in ("interleaved", "half", "interleaved, 1 thread", "half, 1 thread"):
             r = ratio(t, p, "x.copy()")
             rows.append((f"rotate {p}, {np.dtype(dt).name}", f"{np.median(t[p]) * 1e3:.1f} ms",
                          fmt_ratio(ratio(t, p, "np.copyto")), fmt_ratio(r), "x.copy() " + verdict(r, 3.0)))
@@ -373,7 +395,8 @@ def machine() -> str:
         cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return f"{cpu}, {os.cpu_count()} CPUs, numpy {np.__version__}, Python {sys.version.split()[0]}"
+    return (f"{cpu}, {os.cpu_count()} CPUs, numpy {np.__version__}, Python {sys.version.split()[0]}, "
+            f"rope_ref.rotate on {threads()} threads for arrays of 2^20+ elements")
 
 
 def main(argv=None) -> int:
