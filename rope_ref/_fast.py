@@ -129,15 +129,27 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    angles = np.multiply.outer(pos, freqs)
-    cos, sin = np.cos(angles), np.sin(angles)
+    flat, h = pos.reshape(-1), freqs.size
     if pairing == "interleaved":
-        cis = np.empty(angles.shape, dtype=np.result_type(work, np.complex64))
-        cis.real, cis.imag = cos, sin
-        tabs = (cis,)
+        tabs = (np.empty((flat.size, h), np.result_type(work, np.complex64)),)
     else:
-        tabs = (np.concatenate([cos, cos], axis=-1).astype(work),
-                np.concatenate([-sin, sin], axis=-1).astype(work))
+        tabs = (np.empty((flat.size, 2 * h), work), np.empty((flat.size, 2 * h), work))
+
+    def fill(rows: slice) -> None:                     # eq 15's angles m theta_i in float64, then cos and sin
+        angles = np.multiply.outer(flat[rows], freqs)
+        cos, sin = np.cos(angles), np.sin(angles)
+        if pairing == "interleaved":
+            tabs[0].real[rows], tabs[0].imag[rows] = cos, sin
+        else:
+            tabs[0][rows, :h], tabs[0][rows, h:] = cos, cos
+            tabs[1][rows, :h], tabs[1][rows, h:] = -sin, sin
+
+    n = min(_threads, -(-flat.size * h // max(1, THREADED_ELEMENTS // 4)))  # cos, sin: ~15 ns an angle
+    if n > 1:
+        list(_pool().map(fill, [slice(i * flat.size // n, (i + 1) * flat.size // n) for i in range(n)]))
+    else:
+        fill(slice(None))
+    tabs = tuple(t.reshape(pos.shape + t.shape[-1:]) for t in tabs)
     for t in tabs:
         t.setflags(write=False)
     nbytes = sum(t.nbytes for t in tabs)
