@@ -9,28 +9,31 @@ The math is eq 34 and nothing else; this module only decides *how* to stream it:
   (``(x_2i + i x_2i+1) * (cos + i sin)`` is exactly eq 34);
 * half-split pairs use ``x * [cos, cos] + (halves swapped) * [-sin, sin]`` (rotate_half, with its
   sign carried by the table), over blocks of rows small enough that the temporary stays in cache;
+  the halves are swapped by a copy, so that every multiply reads contiguous memory;
   float16/bfloat16 are converted to float32 block by block the same way;
+* arrays of 2^20 elements or more are split into runs of blocks, one per thread (NumPy releases
+  the GIL inside each ufunc call): see :func:`set_num_threads`;
 * tables are cached: see :func:`set_cache_limit`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-from concurrent.futures import ThreadPoolExecutor
 import numbers
+import os
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
+THREADED_ELEMENTS = 1 << 20              # arrays at least this large are split across threads
 
-THREADED_ELEMENTS = 1 << 20             # arrays at least this large are split across threads
-_lock = threading.Lock()                 # guards the cache names below and the thread pool
+_lock = threading.Lock()                 # guards the five names below
 _threads = min(4, os.cpu_count() or 1)
-_pool_: list = []                        # [ThreadPoolExecutor] once made                 # guards the three names below
+_pool_: list = []                        # [(workers, ThreadPoolExecutor)] once made
 _cache: OrderedDict = OrderedDict()      # digest -> tuple of read-only tables, least recently used first
 _cache_bytes = 0
 _cache_limit = DEFAULT_CACHE_LIMIT
@@ -83,16 +86,16 @@ def set_num_threads(n: int) -> int:
         raise ValueError(f"n must be a positive integer number of threads, got {n}")
     with _lock:
         old, _threads = _threads, int(n)
-        if _pool_ and _pool_[0]._max_workers < _threads:
-            _pool_.pop().shutdown(wait=False)
+        if _pool_ and _pool_[0][0] < _threads:
+            _pool_.clear()          # a larger pool next time; calls holding the old one finish on it
     return old
 
 
 def _pool() -> ThreadPoolExecutor:
     with _lock:
         if not _pool_:
-            _pool_.append(ThreadPoolExecutor(_threads, thread_name_prefix="rope_ref"))
-        return _pool_[0]
+            _pool_.append((_threads, ThreadPoolExecutor(_threads, thread_name_prefix="rope_ref")))
+        return _pool_[0][1]
 
 
 if hasattr(os, "register_at_fork"):                     # a forked child has the pool but not its threads
