@@ -5,7 +5,7 @@ The math is eq 34 and nothing else; this module only decides *how* to stream it:
 * leading axes are flattened into rows; the positions are reduced to their distinct rows
   (an axis along which they do not change, e.g. heads, is dropped) and one cos/sin table is
   computed per distinct position from float64 angles, then cast;
-* interleaved pairs are multiplied as complex numbers in one ufunc call
+* interleaved pairs are multiplied as complex numbers in one ufunc call (per thread)
   (``(x_2i + i x_2i+1) * (cos + i sin)`` is exactly eq 34);
 * half-split pairs use ``x * [cos, cos] + (halves swapped) * [-sin, sin]`` (rotate_half, with its
   sign carried by the table), over blocks of rows small enough that the temporary stays in cache;

@@ -128,7 +128,8 @@ def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interlea
     Returns a new array (or ``out``) of x's shape and dtype; x is not modified.  Interleaved pairs are
     multiplied as complex numbers (x_2i + i x_2i+1) * e^{i m theta_i}; half-split pairs as
     x * cos + rotate_half(x) * sin.  cos/sin tables come from float64 angles and are cached;
-    rows stream in cache-sized blocks (see ``rope_ref/_fast.py``).
+    rows stream in cache-sized blocks, split across threads for arrays of 2^20 elements or more
+    (:func:`set_num_threads`; the result does not depend on the thread count; see ``rope_ref/_fast.py``).
     """
     x = val.check_x(x)
     pairing = val.check_pairing(pairing)
