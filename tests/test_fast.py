@@ -327,3 +327,23 @@ def test_a_forked_child_can_rotate_after_the_parent_used_the_threads():
         assert queue.get(timeout=5) == pytest.approx(np.cos(3.0) - np.sin(3.0), abs=1e-6)
     finally:
         rr.set_num_threads(old)
+
+
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_the_result_does_not_depend_on_the_thread_count(monkeypatch, pairing):
+    """rotate's docstring promises bit-identical results for any set_num_threads (elementwise math)."""
+    monkeypatch.setattr(_fast, "THREADED_ELEMENTS", 0)
+    monkeypatch.setattr(_fast, "BLOCK_ELEMENTS", 256)
+    rng = np.random.default_rng(11)
+    results = {}
+    for n in (1, 2, 3):
+        old = rr.set_num_threads(n)
+        try:
+            for dtype in (np.float32, np.float16, BF16):
+                x = rng.standard_normal((3, 50, 32)).astype(dtype) if n == 1 else results[(1, dtype)][0]
+                rr.clear_cache()                                   # tables are rebuilt with n threads too
+                results[(n, dtype)] = (x, rr.rotate(x, np.arange(50) * 37.5, pairing=pairing))
+        finally:
+            rr.set_num_threads(old)
+    for (n, dtype), (_, got) in results.items():
+        np.testing.assert_array_equal(got, results[(1, dtype)][1], err_msg=f"{n} threads, {np.dtype(dtype)}")
