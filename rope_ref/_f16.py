@@ -1,0 +1,103 @@
+"""float16 <-> float32 conversions of a block, bit-identical to NumPy's casts, from vectorised ufuncs.
+
+NumPy's own float16 casts run one element at a time (about 30x a float16 copy on a block that sits in
+cache); these do the same conversions with a handful of integer/float ufunc passes over ``uint16`` /
+``int32`` / ``uint32`` views, writing into caller-given buffers.  ``rope_ref.rotate`` uses them to
+convert float16 input to float32 block by block and back.
+
+Bit layouts: float16 = sign(1) | exponent(5, bias 15) | mantissa(10);
+float32 = sign(1) | exponent(8, bias 127) | mantissa(23).
+
+* :func:`to_float32` puts the float16 exponent and mantissa where the float32 ones live (``<< 13``),
+  reads that as a float32 and multiplies by ``2**112`` (= 2**(127-15)): normals get the right exponent,
+  float16 subnormals (a float32 subnormal after the shift) become the right float32 normal, exactly.
+  Only exponent 31 (inf/NaN) needs a fix-up, applied when a cheap min/max finds one.
+* :func:`from_float32` is F. Giesen's ``float_to_half_fast3_rtne`` done on whole arrays: the normal
+  path (rebias the exponent, add ``0xfff`` plus the kept mantissa's lowest bit so the carry rounds to
+  nearest even, shift right 13) runs on every element; elements outside the float16 normal range (zeros,
+  subnormals, overflow, inf, NaN) are found by a min/max of ``|f|`` and only they are redone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_SCALE = np.float32(2.0 ** 112)           # 2**(127 - 15): float16 exponent bias -> float32 bias
+_KEEP = np.int32(-0x70000001)             # 0x8FFFFFFF: clears bits 28..30 (copies of the sign)
+_REBIAS_ROUND = np.uint32(0xC8000FFF)     # (-112 << 23) + 0xFFF modulo 2**32
+_MIN_NORMAL = 113 << 23                   # |f| bits of 2**-14, the smallest float16 normal
+_OVERFLOW = 143 << 23                     # |f| bits of 2**16: rounds to inf (and beyond: the normal path breaks)
+
+
+def _check(a, name: str, dtypes: tuple, like=None) -> np.ndarray:
+    """A C-contiguous ndarray of one of ``dtypes`` (and ``like``'s shape), else TypeError/ValueError."""
+    names = " or ".join(np.dtype(t).name for t in dtypes)
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array of {names}, got {type(a).__name__}")
+    if a.dtype not in [np.dtype(t) for t in dtypes]:
+        raise TypeError(f"{name} must have dtype {names}, got {a.dtype}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous, got strides {a.strides} for shape {a.shape}")
+    if like is not None:
+        if a.shape != like.shape:
+            raise ValueError(f"{name} must have shape {like.shape} (the input's), got {a.shape}")
+        if np.may_share_memory(a, like):
+            raise ValueError(f"{name} must not overlap the input array")
+    return a
+
+
+def to_float32(h: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Write float16 values ``h`` (float16 or their uint16 bit patterns, any shape, C-contiguous) into
+    ``out`` (float32, same shape) exactly: ``out`` equals ``h.view(np.float16).astype(np.float32)`` bit
+    for bit (NaN payloads included).  Needs no scratch memory; returns ``out``."""
+    h = _check(h, "h", (np.float16, np.uint16))
+    out = _check(out, "out", (np.float32,), like=h)
+    w = out.view(np.int32)
+    np.copyto(w, h.view(np.int16))             # sign-extends: the sign lands on bits 15..31
+    np.left_shift(w, 13, out=w)                # exponent -> bits 23..27, mantissa -> 13..22, sign -> 28..31
+    np.bitwise_and(w, _KEEP, out=w)            # one sign bit left, at 31
+    np.multiply(out, _SCALE, out=out)          # bias 15 -> 127, exact; subnormals come out normal
+    if out.size and not (out.max() < 65536 and out.min() > -65536):   # exponent 31 gave 2**16 <= |x| < 2**17
+        special = np.flatnonzero(np.abs(out) >= 65536)
+        w.reshape(-1)[special] |= 0x7F800000    # exponent 143 -> 255: inf, or NaN keeping the payload
+    return out
+
+
+def from_float32(f: np.ndarray, out: np.ndarray, work: np.ndarray | None = None) -> np.ndarray:
+    """Write ``f`` (float32, any shape, C-contiguous) rounded to float16 into ``out`` (float16 or
+    uint16, same shape), bit-identical to ``f.astype(np.float16)``: round to nearest, ties to even;
+    subnormals; overflow to inf; NaN stays NaN with its payload's top bits.  ``work`` is a scratch
+    uint32 array of the same shape (allocated when not given); returns ``out``."""
+    f = _check(f, "f", (np.float32,))
+    out = _check(out, "out", (np.float16, np.uint16), like=f)
+    work = np.empty(f.shape, np.uint32) if work is None else _check(work, "work", (np.uint32,), like=f)
+    if np.may_share_memory(work, out):
+        raise ValueError("work must not overlap out")
+    u, w = f.view(np.uint32), work
+    np.left_shift(u, 1, out=w)                 # 2|f| as bits: the sign shifted out
+    special = f.size and (w.min() < 2 * _MIN_NORMAL or w.max() >= 2 * _OVERFLOW)   # NaN: max is huge
+    np.right_shift(u.view(np.int32), 13, out=w.view(np.int32))   # arithmetic: bit 0 = mantissa bit 13, bit 28 = sign
+    np.bitwise_and(w, 0x10000001, out=w)       # the kept mantissa's lowest bit (ties to even) | sign << 28
+    np.add(w, u, out=w)
+    np.add(w, _REBIAS_ROUND, out=w)            # exponent -112, + 0xFFF: the carry rounds; sign bit 28 untouched
+    np.right_shift(w, 13, out=w)               # sign at 15, exponent 10..14, mantissa 0..9
+    bits = out.view(np.uint16)
+    np.copyto(bits, w, casting="unsafe")       # keeps the low 16 bits
+    if special:
+        _fix_specials(u.reshape(-1), bits.reshape(-1), w.reshape(-1))
+    return out
+
+
+def _fix_specials(u: np.ndarray, bits: np.ndarray, w: np.ndarray) -> None:
+    """Redo the elements of ``u`` (float32 bits) whose magnitude is outside the float16 normal range."""
+    np.bitwise_and(u, 0x7FFFFFFF, out=w)
+    np.subtract(w, _MIN_NORMAL, out=w)         # wraps below 2**-14, so one comparison finds both ends
+    idx = np.flatnonzero(w >= _OVERFLOW - _MIN_NORMAL)
+    a = u[idx] & 0x7FFFFFFF
+    sign = ((u[idx] >> 16) & 0x8000).astype(np.uint16)
+    small = np.minimum(a, _MIN_NORMAL).view(np.float32)             # (no NaN in the float add below)
+    sub = (small + np.float32(0.5)).view(np.uint32) - 0x3F000000    # 2**-1 + |f|: the float add rounds to 2**-24
+    nan = 0x7C00 + ((a & 0x7FFFFF) >> 13)      # NaN keeps the top of its payload, and stays NaN
+    nan += nan == 0x7C00
+    r = np.where(a < _MIN_NORMAL, sub, np.where(a > 0x7F800000, nan, 0x7C00))
+    bits[idx] = r.astype(np.uint16) | sign
