@@ -126,6 +126,8 @@ def test_from_float32_structured_values_in_small_sorted_blocks():
     (65504, 0x7BFF),
     (65519.99, 0x7BFF),                        # below the midpoint 65520 between 65504 and 2^16
     (65520, 0x7C00),                           # the tie rounds to even, i.e. 2^16, which overflows
+    (70000, 0x7C00),                           # |f| in [2^16, 2^17): the normal path alone would give NaN bits
+    (-131071, 0xFC00),
     (-1e6, 0xFC00),
     (2.0 ** -14, 0x0400),
     (2.0 ** -24, 0x0001),                      # smallest subnormal
