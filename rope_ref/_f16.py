@@ -26,16 +26,20 @@ _SCALE = np.float32(2.0 ** 112)           # 2**(127 - 15): float16 exponent bias
 _KEEP = np.int32(-0x70000001)             # 0x8FFFFFFF: clears bits 28..30 (copies of the sign)
 _REBIAS_ROUND = np.uint32(0xC8000FFF)     # (-112 << 23) + 0xFFF modulo 2**32
 _MIN_NORMAL = 113 << 23                   # |f| bits of 2**-14, the smallest float16 normal
-_OVERFLOW = 143 << 23                     # |f| bits of 2**16: rounds to inf (and beyond: the normal path breaks)
+_OVERFLOW = 143 << 23                     # |f| bits of 2**16: from there on the normal path breaks
+
+
+F16_BITS = (np.dtype(np.float16), np.dtype(np.uint16))
+F32 = (np.dtype(np.float32),)
+U32 = (np.dtype(np.uint32),)
 
 
 def _check(a, name: str, dtypes: tuple, like=None) -> np.ndarray:
     """A C-contiguous ndarray of one of ``dtypes`` (and ``like``'s shape), else TypeError/ValueError."""
-    names = " or ".join(np.dtype(t).name for t in dtypes)
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"{name} must be a numpy array of {names}, got {type(a).__name__}")
-    if a.dtype not in [np.dtype(t) for t in dtypes]:
-        raise TypeError(f"{name} must have dtype {names}, got {a.dtype}")
+    if not isinstance(a, np.ndarray) or a.dtype not in dtypes:
+        names = " or ".join(t.name for t in dtypes)
+        given = f"dtype {a.dtype}" if isinstance(a, np.ndarray) else type(a).__name__
+        raise TypeError(f"{name} must be a numpy array of {names}, got {given}")
     if not a.flags.c_contiguous:
         raise ValueError(f"{name} must be C-contiguous, got strides {a.strides} for shape {a.shape}")
     if like is not None:
@@ -50,8 +54,8 @@ def to_float32(h: np.ndarray, out: np.ndarray) -> np.ndarray:
     """Write float16 values ``h`` (float16 or their uint16 bit patterns, any shape, C-contiguous) into
     ``out`` (float32, same shape) exactly: ``out`` equals ``h.view(np.float16).astype(np.float32)`` bit
     for bit (NaN payloads included).  Needs no scratch memory; returns ``out``."""
-    h = _check(h, "h", (np.float16, np.uint16))
-    out = _check(out, "out", (np.float32,), like=h)
+    h = _check(h, "h", F16_BITS)
+    out = _check(out, "out", F32, like=h)
     w = out.view(np.int32)
     np.copyto(w, h.view(np.int16))             # sign-extends: the sign lands on bits 15..31
     np.left_shift(w, 13, out=w)                # exponent -> bits 23..27, mantissa -> 13..22, sign -> 28..31
@@ -66,16 +70,17 @@ def to_float32(h: np.ndarray, out: np.ndarray) -> np.ndarray:
 def from_float32(f: np.ndarray, out: np.ndarray, work: np.ndarray | None = None) -> np.ndarray:
     """Write ``f`` (float32, any shape, C-contiguous) rounded to float16 into ``out`` (float16 or
     uint16, same shape), bit-identical to ``f.astype(np.float16)``: round to nearest, ties to even;
-    subnormals; overflow to inf; NaN stays NaN with its payload's top bits.  ``work`` is a scratch
-    uint32 array of the same shape (allocated when not given); returns ``out``."""
-    f = _check(f, "f", (np.float32,))
-    out = _check(out, "out", (np.float16, np.uint16), like=f)
-    work = np.empty(f.shape, np.uint32) if work is None else _check(work, "work", (np.uint32,), like=f)
+    subnormals; overflow to inf; NaN stays NaN with its sign and the top of its payload.  ``work`` is
+    a scratch uint32 array of the same shape (allocated when not given); returns ``out``."""
+    f = _check(f, "f", F32)
+    out = _check(out, "out", F16_BITS, like=f)
+    work = np.empty(f.shape, np.uint32) if work is None else _check(work, "work", U32, like=f)
     if np.may_share_memory(work, out):
         raise ValueError("work must not overlap out")
     u, w = f.view(np.uint32), work
     np.left_shift(u, 1, out=w)                 # 2|f| as bits: the sign shifted out
-    special = f.size and (w.min() < 2 * _MIN_NORMAL or w.max() >= 2 * _OVERFLOW)   # NaN: max is huge
+    small = f.size and w.min() < 2 * _MIN_NORMAL       # zeros, subnormals: the normal path breaks
+    large = f.size and w.max() >= 2 * _OVERFLOW        # |f| >= 2**16, inf, NaN: likewise
     np.right_shift(u.view(np.int32), 13, out=w.view(np.int32))   # arithmetic: bit 0 = mantissa bit 13, bit 28 = sign
     np.bitwise_and(w, 0x10000001, out=w)       # the kept mantissa's lowest bit (ties to even) | sign << 28
     np.add(w, u, out=w)
@@ -83,21 +88,17 @@ def from_float32(f: np.ndarray, out: np.ndarray, work: np.ndarray | None = None)
     np.right_shift(w, 13, out=w)               # sign at 15, exponent 10..14, mantissa 0..9
     bits = out.view(np.uint16)
     np.copyto(bits, w, casting="unsafe")       # keeps the low 16 bits
-    if special:
-        _fix_specials(u.reshape(-1), bits.reshape(-1), w.reshape(-1))
+    if small or large:
+        u, bits, w = u.reshape(-1), bits.reshape(-1), w.reshape(-1)
+        np.left_shift(u, 1, out=w)
+        if small:                              # |f| < 2**-14: adding 2**-1 rounds |f| to a multiple of 2**-24
+            i = np.flatnonzero(w < 2 * _MIN_NORMAL)
+            ui = u[i]
+            half = (ui & 0x7FFFFFFF).view(np.float32) + np.float32(0.5)
+            bits[i] = (half.view(np.uint32) - 0x3F000000) | (ui >> 16) & 0x8000
+        if large:                              # inf; NaN keeps the top 10 payload bits (at least 1: still NaN)
+            i = np.flatnonzero(w >= 2 * _OVERFLOW)
+            ui = u[i]
+            nan = (ui & 0x7FFFFFFF) > 0x7F800000
+            bits[i] = 0x7C00 | (ui >> 16) & 0x8000 | np.where(nan, np.maximum((ui >> 13) & 0x3FF, 1), 0)
     return out
-
-
-def _fix_specials(u: np.ndarray, bits: np.ndarray, w: np.ndarray) -> None:
-    """Redo the elements of ``u`` (float32 bits) whose magnitude is outside the float16 normal range."""
-    np.bitwise_and(u, 0x7FFFFFFF, out=w)
-    np.subtract(w, _MIN_NORMAL, out=w)         # wraps below 2**-14, so one comparison finds both ends
-    idx = np.flatnonzero(w >= _OVERFLOW - _MIN_NORMAL)
-    a = u[idx] & 0x7FFFFFFF
-    sign = ((u[idx] >> 16) & 0x8000).astype(np.uint16)
-    small = np.minimum(a, _MIN_NORMAL).view(np.float32)             # (no NaN in the float add below)
-    sub = (small + np.float32(0.5)).view(np.uint32) - 0x3F000000    # 2**-1 + |f|: the float add rounds to 2**-24
-    nan = 0x7C00 + ((a & 0x7FFFFF) >> 13)      # NaN keeps the top of its payload, and stays NaN
-    nan += nan == 0x7C00
-    r = np.where(a < _MIN_NORMAL, sub, np.where(a > 0x7F800000, nan, 0x7C00))
-    bits[idx] = r.astype(np.uint16) | sign

@@ -194,19 +194,19 @@ def test_shapes_buffers_and_inputs_untouched():
 
 def test_bad_arguments_are_named():
     f, h = np.ones(8, np.float32), np.ones(8, np.float16)
-    with pytest.raises(TypeError, match=r"^f must have dtype float32, got float64"):
+    with pytest.raises(TypeError, match=r"^f must be a numpy array of float32, got dtype float64"):
         from_float32(np.ones(8), np.empty(8, np.float16))
-    with pytest.raises(TypeError, match=r"^out must have dtype float16 or uint16, got float32"):
+    with pytest.raises(TypeError, match=r"^out must be a numpy array of float16 or uint16, got dtype float32"):
         from_float32(f, np.empty(8, np.float32))
     with pytest.raises(TypeError, match=r"^h must be a numpy array of float16 or uint16, got list"):
         to_float32([1.0], np.empty(1, np.float32))
-    with pytest.raises(TypeError, match=r"^h must have dtype float16 or uint16, got int16"):
+    with pytest.raises(TypeError, match=r"^h must be a numpy array of float16 or uint16, got dtype int16"):
         to_float32(np.ones(8, np.int16), np.empty(8, np.float32))
     with pytest.raises(ValueError, match=r"^out must have shape \(8,\) \(the input's\), got \(7,\)"):
         to_float32(h, np.empty(7, np.float32))
     with pytest.raises(ValueError, match=r"^f must be C-contiguous"):
         from_float32(np.ones(16, np.float32)[::2], np.empty(8, np.float16))
-    with pytest.raises(TypeError, match=r"^work must have dtype uint32, got int32"):
+    with pytest.raises(TypeError, match=r"^work must be a numpy array of uint32, got dtype int32"):
         from_float32(f, np.empty(8, np.float16), work=np.empty(8, np.int32))
     with pytest.raises(ValueError, match=r"^out must not overlap the input"):
         buf = np.ones(16, np.float32)
