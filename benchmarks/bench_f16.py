@@ -29,42 +29,39 @@ SHAPE = (32, 4096, 128)
 def contenders(x: np.ndarray, block: int) -> dict:
     """NumPy's casts and ours over ``x`` (float16) in blocks of ``block`` elements."""
     flat = x.reshape(-1)
+    block = min(block, flat.size)
+    assert flat.size % block == 0, "whole blocks only (every size here is a power of two)"
     out = np.empty_like(flat)
     buf = np.empty(block, np.float32)
     src = flat[:block].astype(np.float32)                # one block of x's values, float32, stays in cache
-    work = np.empty(block, np.uint32)
+    work = np.empty((3, block), np.uint32)
     starts = range(0, flat.size, block)
 
     def np_to():
         for i in starts:
-            np.copyto(buf[:flat[i:i + block].size], flat[i:i + block])
+            np.copyto(buf, flat[i:i + block])
 
     def ours_to():
         for i in starts:
-            b = flat[i:i + block]
-            to_float32(b, buf[:b.size])
+            to_float32(flat[i:i + block], buf)
 
     def np_from():
         for i in starts:
-            o = out[i:i + block]
-            np.copyto(o, src[:o.size])
+            np.copyto(out[i:i + block], src)
 
     def ours_from():
         for i in starts:
-            o = out[i:i + block]
-            from_float32(src[:o.size], o, work[:o.size])
+            from_float32(src, out[i:i + block], work)
 
     def np_trip():
         for i in starts:
-            b = flat[i:i + block]
-            np.copyto(buf[:b.size], b)
-            np.copyto(out[i:i + block], buf[:b.size])
+            np.copyto(buf, flat[i:i + block])
+            np.copyto(out[i:i + block], buf)
 
     def ours_trip():
         for i in starts:
-            b = flat[i:i + block]
-            to_float32(b, buf[:b.size])
-            from_float32(buf[:b.size], out[i:i + block], work[:b.size])
+            to_float32(flat[i:i + block], buf)
+            from_float32(buf, out[i:i + block], work)
 
     return {"numpy to float32": np_to, "ours to float32": ours_to,
             "numpy from float32": np_from, "ours from float32": ours_from,

@@ -1,7 +1,7 @@
 """float16 <-> float32 conversions of a block, bit-identical to NumPy's casts, from vectorised ufuncs.
 
-NumPy's own float16 casts run one element at a time (about 30x a float16 copy on a block that sits in
-cache); these do the same conversions with a handful of integer/float ufunc passes over ``uint16`` /
+NumPy's own float16 casts run one element at a time (benchmarks/bench_f16.py times them against
+a float16 copy); these do the same conversions with a handful of integer/float ufunc passes over ``uint16`` /
 ``int32`` / ``uint32`` views, writing into caller-given buffers.  ``rope_ref.rotate`` uses them to
 convert float16 input to float32 block by block and back.
 
@@ -12,10 +12,12 @@ float32 = sign(1) | exponent(8, bias 127) | mantissa(23).
   reads that as a float32 and multiplies by ``2**112`` (= 2**(127-15)): normals get the right exponent,
   float16 subnormals (a float32 subnormal after the shift) become the right float32 normal, exactly.
   Only exponent 31 (inf/NaN) needs a fix-up, applied when a cheap min/max finds one.
-* :func:`from_float32` is F. Giesen's ``float_to_half_fast3_rtne`` done on whole arrays: the normal
-  path (rebias the exponent, add ``0xfff`` plus the kept mantissa's lowest bit so the carry rounds to
-  nearest even, shift right 13) runs on every element; elements outside the float16 normal range (zeros,
-  subnormals, overflow, inf, NaN) are found by a min/max of ``|f|`` and only they are redone.
+* :func:`from_float32` is F. Giesen's ``float_to_half_fast3_rtne`` done on whole arrays, without
+  selecting: the normal path (rebias the exponent, add ``0xfff`` plus the kept mantissa's lowest bit so
+  the carry rounds to nearest even, shift right 13) runs on ``max(|f|, 2**-14)``, the subnormal path
+  (``2**-1 + |f|``: the float add rounds to a multiple of 2**-24) on ``min(|f|, 2**-14)``, and the two
+  are added, each minus what it gives at 2**-14.  Only ``|f| >= 2**16``, inf and NaN need a fix-up,
+  applied when a max finds one.  About twelve passes over 32-bit data.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import numpy as np
 
 _SCALE = np.float32(2.0 ** 112)           # 2**(127 - 15): float16 exponent bias -> float32 bias
 _KEEP = np.int32(-0x70000001)             # 0x8FFFFFFF: clears bits 28..30 (copies of the sign)
-_REBIAS_ROUND = np.uint32(0xC8000FFF)     # (-112 << 23) + 0xFFF modulo 2**32
-_MIN_NORMAL = 113 << 23                   # |f| bits of 2**-14, the smallest float16 normal
+_MIN_NORMAL = np.float32(2.0 ** -14)      # the smallest float16 normal
+_HALF_BITS = 0x3F000400                   # bits of 2**-1 + 2**-14
+_REBIAS_ROUND = np.uint32((0xC8000FFF - (_HALF_BITS << 13)) % 2 ** 32)   # (-112 << 23) + 0xFFF - _HALF_BITS << 13
 _OVERFLOW = 143 << 23                     # |f| bits of 2**16: from there on the normal path breaks
 
 
@@ -71,34 +74,37 @@ def from_float32(f: np.ndarray, out: np.ndarray, work: np.ndarray | None = None)
     """Write ``f`` (float32, any shape, C-contiguous) rounded to float16 into ``out`` (float16 or
     uint16, same shape), bit-identical to ``f.astype(np.float16)``: round to nearest, ties to even;
     subnormals; overflow to inf; NaN stays NaN with its sign and the top of its payload.  ``work`` is
-    a scratch uint32 array of the same shape (allocated when not given); returns ``out``."""
+    scratch, uint32 of shape ``(3, *f.shape)`` (allocated when not given); returns ``out``."""
     f = _check(f, "f", F32)
     out = _check(out, "out", F16_BITS, like=f)
-    work = np.empty(f.shape, np.uint32) if work is None else _check(work, "work", U32, like=f)
-    if np.may_share_memory(work, out):
-        raise ValueError("work must not overlap out")
-    u, w = f.view(np.uint32), work
-    np.left_shift(u, 1, out=w)                 # 2|f| as bits: the sign shifted out
-    small = f.size and w.min() < 2 * _MIN_NORMAL       # zeros, subnormals: the normal path breaks
-    large = f.size and w.max() >= 2 * _OVERFLOW        # |f| >= 2**16, inf, NaN: likewise
-    np.right_shift(u.view(np.int32), 13, out=w.view(np.int32))   # arithmetic: bit 0 = mantissa bit 13, bit 28 = sign
-    np.bitwise_and(w, 0x10000001, out=w)       # the kept mantissa's lowest bit (ties to even) | sign << 28
-    np.add(w, u, out=w)
-    np.add(w, _REBIAS_ROUND, out=w)            # exponent -112, + 0xFFF: the carry rounds; sign bit 28 untouched
-    np.right_shift(w, 13, out=w)               # sign at 15, exponent 10..14, mantissa 0..9
+    shape = (3,) + f.shape
+    if work is None:
+        work = np.empty(shape, np.uint32)
+    elif not (isinstance(work, np.ndarray) and work.dtype == np.uint32 and work.shape == shape
+              and work.flags.c_contiguous):
+        given = f"{work.dtype} of shape {work.shape}" if isinstance(work, np.ndarray) else type(work).__name__
+        raise TypeError(f"work must be a C-contiguous uint32 array of shape {shape}, got {given}")
+    if np.may_share_memory(work, f) or np.may_share_memory(work, out):
+        raise ValueError("work must not overlap f or out")
+    u, t, k, a = f.view(np.uint32), work[0], work[1], work[2]
+    np.right_shift(u.view(np.int32), 13, out=k.view(np.int32))  # arithmetic: bit 0 = mantissa bit 13, bit 28 = sign
+    np.bitwise_and(k, 0x10000001, out=k)       # the kept mantissa's lowest bit (ties to even) | sign << 28
+    af = a.view(np.float32)
+    np.abs(f, out=af)
+    np.maximum(af, _MIN_NORMAL, out=t.view(np.float32))   # |f| clamped up to 2**-14, the normal path's range
+    large = f.size and t.max() >= _OVERFLOW    # |f| >= 2**16, inf, NaN: the normal path breaks there
+    np.add(t, k, out=t)                        # normal path (clamped values give 0x400, the top subnormal):
+    np.add(t, _REBIAS_ROUND, out=t)            # exponent -112, + 0xFFF (+ odd bit): the carry rounds, ties to even
+    np.right_shift(t, 13, out=t)               # -> sign at 15, exponent 10..14, mantissa 0..9, minus _HALF_BITS
+    np.fmin(af, _MIN_NORMAL, out=af)           # subnormal path: 2**-1 + min(|f|, 2**-14) rounds |f| to a multiple
+    np.add(af, np.float32(0.5), out=af)        # of 2**-24; its bits are _HALF_BITS - 0x400 + the float16 bits
+    np.add(t, a, out=t)                        # (adds just _HALF_BITS when |f| >= 2**-14)
     bits = out.view(np.uint16)
-    np.copyto(bits, w, casting="unsafe")       # keeps the low 16 bits
-    if small or large:
-        u, bits, w = u.reshape(-1), bits.reshape(-1), w.reshape(-1)
-        np.left_shift(u, 1, out=w)
-        if small:                              # |f| < 2**-14: adding 2**-1 rounds |f| to a multiple of 2**-24
-            i = np.flatnonzero(w < 2 * _MIN_NORMAL)
-            ui = u[i]
-            half = (ui & 0x7FFFFFFF).view(np.float32) + np.float32(0.5)
-            bits[i] = (half.view(np.uint32) - 0x3F000000) | (ui >> 16) & 0x8000
-        if large:                              # inf; NaN keeps the top 10 payload bits (at least 1: still NaN)
-            i = np.flatnonzero(w >= 2 * _OVERFLOW)
-            ui = u[i]
-            nan = (ui & 0x7FFFFFFF) > 0x7F800000
-            bits[i] = 0x7C00 | (ui >> 16) & 0x8000 | np.where(nan, np.maximum((ui >> 13) & 0x3FF, 1), 0)
+    np.copyto(bits, t, casting="unsafe")       # keeps the low 16 bits
+    if large:                                  # inf; NaN keeps the top 10 payload bits (at least 1: still NaN)
+        u, bits = u.reshape(-1), bits.reshape(-1)
+        i = np.flatnonzero(u & 0x7FFFFFFF >= _OVERFLOW)
+        ui = u[i]
+        nan = (ui & 0x7FFFFFFF) > 0x7F800000
+        bits[i] = 0x7C00 | (ui >> 16) & 0x8000 | np.where(nan, np.maximum((ui >> 13) & 0x3FF, 1), 0)
     return out

@@ -180,7 +180,7 @@ def test_shapes_buffers_and_inputs_untouched():
     f = rng.standard_normal((3, 5, 8)).astype(np.float32)
     f_before = f.copy()
     out = np.empty(f.shape, np.float16)
-    work = np.empty(f.shape, np.uint32)
+    work = np.empty((3,) + f.shape, np.uint32)
     assert from_float32(f, out, work=work) is out
     assert np.array_equal(out.view(np.uint16), numpy_half(f))
     assert np.array_equal(f, f_before)
@@ -206,11 +206,13 @@ def test_bad_arguments_are_named():
         to_float32(h, np.empty(7, np.float32))
     with pytest.raises(ValueError, match=r"^f must be C-contiguous"):
         from_float32(np.ones(16, np.float32)[::2], np.empty(8, np.float16))
-    with pytest.raises(TypeError, match=r"^work must be a numpy array of uint32, got dtype int32"):
-        from_float32(f, np.empty(8, np.float16), work=np.empty(8, np.int32))
+    with pytest.raises(TypeError, match=r"^work must be a C-contiguous uint32 array of shape \(3, 8\), got int32 of shape \(3, 8\)"):
+        from_float32(f, np.empty(8, np.float16), work=np.empty((3, 8), np.int32))
+    with pytest.raises(TypeError, match=r"^work must be a C-contiguous uint32 array of shape \(3, 8\), got uint32 of shape \(8,\)"):
+        from_float32(f, np.empty(8, np.float16), work=np.empty(8, np.uint32))
     with pytest.raises(ValueError, match=r"^out must not overlap the input"):
         buf = np.ones(16, np.float32)
         from_float32(buf[:8], buf.view(np.uint16)[4:12])
-    with pytest.raises(ValueError, match=r"^work must not overlap out"):
-        out = np.empty(16, np.uint16)
-        from_float32(f, out[:8], work=out.view(np.uint32))
+    with pytest.raises(ValueError, match=r"^work must not overlap f or out"):
+        out = np.empty(48, np.uint16)
+        from_float32(f, out[:8], work=out.view(np.uint32).reshape(3, 8))
