@@ -8,6 +8,8 @@ mean something if NumPy changed.  Every float32 -> float16 comparison is on the 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -166,6 +168,14 @@ def test_from_float32_blocks_without_specials_match_numpy():
 @given(hnp.arrays(np.float32, st.integers(0, 300), elements=st.floats(width=32, allow_subnormal=True)))
 def test_from_float32_hypothesis_arrays(f):
     assert_same_bits(ours_half(f), numpy_half(f), f)
+
+
+def test_no_floating_point_warnings():
+    """Signalling NaNs, overflow and subnormals are data here, not errors: no RuntimeWarning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours_half(structured_float32())
+        ours_float(ALL16)
 
 
 # ---- round trip, shapes, buffers, bad input --------------------------------------------------------
