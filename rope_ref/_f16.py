@@ -59,14 +59,14 @@ def to_float32(h: np.ndarray, out: np.ndarray) -> np.ndarray:
     for bit (NaN payloads included).  Needs no scratch memory; returns ``out``."""
     h = _check(h, "h", F16_BITS)
     out = _check(out, "out", F32, like=h)
-    w = out.view(np.int32)
-    np.copyto(w, h.view(np.int16))             # sign-extends: the sign lands on bits 15..31
+    x = out.reshape(-1)                        # a view (C-contiguous), 0-d included
+    w = x.view(np.int32)
+    np.copyto(w, h.reshape(-1).view(np.int16))  # sign-extends: the sign lands on bits 15..31
     np.left_shift(w, 13, out=w)                # exponent -> bits 23..27, mantissa -> 13..22, sign -> 28..31
     np.bitwise_and(w, _KEEP, out=w)            # one sign bit left, at 31
-    np.multiply(out, _SCALE, out=out)          # bias 15 -> 127, exact; subnormals come out normal
-    if out.size and not (out.max() < 65536 and out.min() > -65536):   # exponent 31 gave 2**16 <= |x| < 2**17
-        special = np.flatnonzero(np.abs(out) >= 65536)
-        w.reshape(-1)[special] |= 0x7F800000    # exponent 143 -> 255: inf, or NaN keeping the payload
+    np.multiply(x, _SCALE, out=x)              # bias 15 -> 127, exact; subnormals come out normal
+    if x.size and not (x.max() < 65536 and x.min() > -65536):   # exponent 31 gave 2**16 <= |x| < 2**17
+        w[np.flatnonzero(np.abs(x) >= 65536)] |= 0x7F800000     # exponent 143 -> 255: inf, or NaN with its payload
     return out
 
 
@@ -86,7 +86,8 @@ def from_float32(f: np.ndarray, out: np.ndarray, work: np.ndarray | None = None)
         raise TypeError(f"work must be a C-contiguous uint32 array of shape {shape}, got {given}")
     if np.may_share_memory(work, f) or np.may_share_memory(work, out):
         raise ValueError("work must not overlap f or out")
-    u, t, k, a = f.view(np.uint32), work[0], work[1], work[2]
+    f, bits = f.reshape(-1), out.reshape(-1).view(np.uint16)    # views (C-contiguous), 0-d included
+    u, (t, k, a) = f.view(np.uint32), work.reshape(3, -1)
     np.right_shift(u.view(np.int32), 13, out=k.view(np.int32))  # arithmetic: bit 0 = mantissa bit 13, bit 28 = sign
     np.bitwise_and(k, 0x10000001, out=k)       # the kept mantissa's lowest bit (ties to even) | sign << 28
     af = a.view(np.float32)
@@ -99,10 +100,8 @@ def from_float32(f: np.ndarray, out: np.ndarray, work: np.ndarray | None = None)
     np.fmin(af, _MIN_NORMAL, out=af)           # subnormal path: 2**-1 + min(|f|, 2**-14) rounds |f| to a multiple
     np.add(af, np.float32(0.5), out=af)        # of 2**-24; its bits are _HALF_BITS - 0x400 + the float16 bits
     np.add(t, a, out=t)                        # (adds just _HALF_BITS when |f| >= 2**-14)
-    bits = out.view(np.uint16)
     np.copyto(bits, t, casting="unsafe")       # keeps the low 16 bits
     if large:                                  # inf; NaN keeps the top 10 payload bits (at least 1: still NaN)
-        u, bits = u.reshape(-1), bits.reshape(-1)
         i = np.flatnonzero(u & 0x7FFFFFFF >= _OVERFLOW)
         ui = u[i]
         nan = (ui & 0x7FFFFFFF) > 0x7F800000

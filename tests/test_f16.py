@@ -198,8 +198,10 @@ def test_shapes_buffers_and_inputs_untouched():
     back = np.empty(f.shape, np.float32)
     assert to_float32(out, back) is back
     assert np.array_equal(back, out.astype(np.float32)) and np.array_equal(out.view(np.uint16), h_before.view(np.uint16))
-    for n in (0, 1):
-        assert ours_half(np.ones(n, np.float32)).shape == (n,) and ours_float(np.ones(n, np.uint16)).shape == (n,)
+    for shape in ((0,), (1,), (), (2, 0, 3)):
+        assert ours_half(np.ones(shape, np.float32)).shape == shape and ours_float(np.ones(shape, np.uint16)).shape == shape
+    assert int(ours_half(np.array(-2.0 ** -24, np.float32))) == 0x8001          # 0-d: the smallest negative subnormal
+    assert ours_float(np.array(0xFC00, np.uint16)) == -np.inf
 
 
 def test_bad_arguments_are_named():
