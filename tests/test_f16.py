@@ -28,7 +28,7 @@ def numpy_half(f: np.ndarray) -> np.ndarray:
 
 
 def ours_half(f: np.ndarray, **kw) -> np.ndarray:
-    f = np.ascontiguousarray(f, np.float32)
+    f = np.asarray(f, np.float32, order="C")
     return from_float32(f, np.empty(f.shape, np.uint16), **kw)
 
 
