@@ -16,8 +16,10 @@ float32 = sign(1) | exponent(8, bias 127) | mantissa(23).
   selecting: the normal path (rebias the exponent, add ``0xfff`` plus the kept mantissa's lowest bit so
   the carry rounds to nearest even, shift right 13) runs on ``max(|f|, 2**-14)``, the subnormal path
   (``2**-1 + |f|``: the float add rounds to a multiple of 2**-24) on ``min(|f|, 2**-14)``, and the two
-  are added, each minus what it gives at 2**-14.  Only ``|f| >= 2**16``, inf and NaN need a fix-up,
-  applied when a max finds one.  About twelve passes over 32-bit data.
+  are added, each minus what it gives at 2**-14.  The sign rides along: an arithmetic shift by 13
+  copies it to bit 28 (next to the kept mantissa bit, at 0), added before the final shift it lands on
+  bit 15.  Only ``|f| >= 2**16``, inf and NaN need a fix-up, applied when a max finds one.  Eleven
+  passes over 32-bit data and one max.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ _SCALE = np.float32(2.0 ** 112)           # 2**(127 - 15): float16 exponent bias
 _KEEP = np.int32(-0x70000001)             # 0x8FFFFFFF: clears bits 28..30 (copies of the sign)
 _MIN_NORMAL = np.float32(2.0 ** -14)      # the smallest float16 normal
 _HALF_BITS = 0x3F000400                   # bits of 2**-1 + 2**-14
-_REBIAS_ROUND = np.uint32((0xC8000FFF - (_HALF_BITS << 13)) % 2 ** 32)   # (-112 << 23) + 0xFFF - _HALF_BITS << 13
+_REBIAS_ROUND = np.uint32((0xC8000FFF - (_HALF_BITS << 13)) % 2 ** 32)   # (-112 << 23) + 0xFFF - (_HALF_BITS << 13)
 _OVERFLOW = 143 << 23                     # |f| bits of 2**16: from there on the normal path breaks
 
 
