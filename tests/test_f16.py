@@ -8,7 +8,10 @@ mean something if NumPy changed.  Every float32 -> float16 comparison is on the 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -228,3 +231,13 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match=r"^work must not overlap f or out"):
         out = np.empty(48, np.uint16)
         from_float32(f, out[:8], work=out.view(np.uint32).reshape(3, 8))
+
+
+def test_benchmark_script_runs():
+    """benchmarks/bench_f16.py --quick prints every row (a smoke run: no timing is asserted)."""
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_f16.py"
+    res = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    rows = [line for line in res.stdout.splitlines() if line.startswith("| 2**")]
+    assert len(rows) == 6 * 4, res.stdout                       # 6 block/data cases x (3 directions + floors)
+    assert sum(("faster" in r) for r in rows) == 6 * 3
