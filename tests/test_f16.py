@@ -40,11 +40,12 @@ def ours_float(h: np.ndarray) -> np.ndarray:
 
 
 def assert_same_bits(got: np.ndarray, want: np.ndarray, inputs: np.ndarray) -> None:
-    bad = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
-    assert bad.size == 0, (f"{bad.size} mismatches, first: input bits "
-                           f"{[hex(int(b)) for b in inputs.reshape(-1)[bad[:5]].view(np.uint32 if inputs.dtype.itemsize == 4 else np.uint16)]} "
-                           f"got {[hex(int(g)) for g in got.reshape(-1)[bad[:5]]]} "
-                           f"want {[hex(int(w)) for w in want.reshape(-1)[bad[:5]]]}")
+    """Equal bit patterns; on failure, show the first inputs that differ (as bits) with both outputs."""
+    got, want, inputs = got.reshape(-1), want.reshape(-1), inputs.reshape(-1)
+    bad = np.flatnonzero(got != want)[:5]
+    as_bits = inputs.view(np.uint32 if inputs.dtype.itemsize == 4 else np.uint16)
+    assert bad.size == 0, "mismatches at input bits " + ", ".join(
+        f"{int(as_bits[i]):#x}: got {int(got[i]):#x}, want {int(want[i]):#x}" for i in bad)
 
 
 # ---- float16 -> float32 ---------------------------------------------------------------------------
