@@ -27,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from . import _f16
+
 BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
 THREADED_ELEMENTS = 1 << 20              # arrays at least this large are split across threads
@@ -242,6 +244,8 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
 def _rotate_blocks(blocks, xg, og, tabs, tshape, pairing, r, work, direct, size, errors):
     """Eq 34 on ``xg[i]`` into ``og[i]`` for each index ``i`` in ``blocks`` (each at most ``size`` elements)."""
     scratch = np.empty(0 if direct and pairing == "interleaved" else 2 * size, work)  # every block's temporaries
+    half = xg.dtype == np.float16                      # NumPy's float16 casts are scalar loops: see _f16
+    bits = np.empty(3 * size if half else 0, np.uint32)
     with np.errstate(**errors):                        # a worker thread does not inherit the caller's errstate
         for xi in blocks:
             ti = tuple(i if t > 1 else (slice(None) if isinstance(i, slice) else 0) for i, t in zip(xi, tshape))
@@ -249,9 +253,14 @@ def _rotate_blocks(blocks, xg, og, tabs, tshape, pairing, r, work, direct, size,
             xw, yw, tmp = xs, ys, scratch[:xs.size].reshape(xs.shape) if scratch.size else None
             if not direct:                             # narrow dtypes, strided x: convert a block at a time
                 xw = yw = scratch[size:size + xs.size].reshape(xs.shape)
-                xw[...] = xs
+                if half and xs.flags.c_contiguous:
+                    _f16.to_float32(xs, xw)
+                else:
+                    xw[...] = xs
             _rotate_block(xw, yw, [t[ti] for t in tabs], pairing, r, tmp)
-            if not direct:
+            if half:                                   # og is C-contiguous, so each block of it is
+                _f16.from_float32(yw, ys, bits[:3 * ys.size].reshape((3,) + ys.shape))
+            elif not direct:
                 ys[...] = yw
             elif r < xs.shape[-1]:
                 ys[..., r:] = xs[..., r:]
