@@ -347,3 +347,20 @@ def test_the_result_does_not_depend_on_the_thread_count(monkeypatch, pairing):
             rr.set_num_threads(old)
     for (n, dtype), (_, got) in results.items():
         np.testing.assert_array_equal(got, results[(1, dtype)][1], err_msg=f"{n} threads, {np.dtype(dtype)}")
+
+
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_narrow_dtypes_are_the_float32_result_rounded_once(blocks, pairing):
+    """float16/bfloat16 run in float32 and are rounded once at the end, so they must equal the float32
+    result cast by NumPy/ml_dtypes bit for bit (the float32 path is checked against the plain form above;
+    this catches conversion errors far below the narrow dtypes' tolerance)."""
+    rng = np.random.default_rng(12)
+    big = rng.standard_normal((5, 40, 64)) * 30
+    big[0, 0, :4] = [0.0, -0.0, 1e-6, -3e-7]                     # zeros and float16 subnormals
+    for dtype in (np.float16, BF16):
+        for x in [big.astype(dtype), big.astype(dtype)[:, ::3, :32], big.astype(dtype).transpose(1, 0, 2)]:
+            for kw in [{}, {"rotary_dim": 16}]:
+                pos = rng.uniform(0, 5000, x.shape[-2])
+                want = rr.rotate(x.astype(np.float32), pos, pairing=pairing, **kw).astype(dtype)
+                got = rr.rotate(x, pos, pairing=pairing, **kw)
+                np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16), err_msg=f"{dtype} {kw}")
