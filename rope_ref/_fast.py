@@ -34,7 +34,7 @@ DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
 THREADED_ELEMENTS = 1 << 20              # arrays at least this large are split across threads
 
 _lock = threading.Lock()                 # guards the five names below
-_threads = min(4, os.cpu_count() or 1)
+_threads = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 _pool_: list = []                        # [(workers, ThreadPoolExecutor)] once made
 _cache: OrderedDict = OrderedDict()      # digest -> tuple of read-only tables, least recently used first
 _cache_bytes = 0
@@ -78,7 +78,7 @@ def set_num_threads(n: int) -> int:
     """Let :func:`rope_ref.rotate` split arrays of at least 2^20 elements across ``n`` threads; return the old ``n``.
 
     NumPy releases the GIL inside each ufunc call, so blocks of rows run in parallel.  Default:
-    the number of CPUs, at most 4.  ``1`` runs everything in the calling thread.  Results do not
+    the number of CPUs this process may run on, at most 4.  ``1`` runs everything in the calling thread.  Results do not
     depend on ``n`` (every element is computed by the same operations either way).
     """
     global _threads
