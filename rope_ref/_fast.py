@@ -77,9 +77,9 @@ def cache_info() -> dict:
 def set_num_threads(n: int) -> int:
     """Let :func:`rope_ref.rotate` split arrays of at least 2^20 elements across ``n`` threads; return the old ``n``.
 
-    NumPy releases the GIL inside each ufunc call, so blocks of rows run in parallel.  Default:
-    the number of CPUs this process may run on, at most 4.  ``1`` runs everything in the calling thread.  Results do not
-    depend on ``n`` (every element is computed by the same operations either way).
+    NumPy releases the GIL inside each ufunc call, so blocks of rows run in parallel.  Default: the
+    number of CPUs this process may run on, at most 4.  ``1`` runs everything in the calling thread.
+    Results do not depend on ``n`` (every element is computed by the same operations either way).
     """
     global _threads
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
