@@ -57,6 +57,10 @@ class View:
         dynamic artists as animated (drawn by :meth:`to_png` on top of a cached background)."""
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")
+        for ax in self.relayout_axes:     # their axis labels stay where the layout put them (no placement per draw)
+            for axis in (ax.xaxis, ax.yaxis):
+                anchor = axis.label.get_transform().transform(axis.label.get_position())
+                axis.set_label_coords(*ax.transAxes.inverted().transform(anchor))
         for artist in self.dynamic:
             artist.set_animated(True)
 
@@ -88,20 +92,22 @@ class View:
 
 
 def _png(rgba: np.ndarray) -> bytes:
-    """A PNG of an ``(h, w, 4)`` uint8 image: unfiltered rows, zlib level 1 (several times faster than
-    PIL's encoder here; lossless like any PNG).  Opaque images are stored as RGB."""
+    """A PNG of an ``(h, w, 4)`` uint8 image: unfiltered RGBA rows, zlib level 1 (several times faster than
+    PIL's encoder here; lossless like any PNG; dropping the opaque alpha channel costs more than it saves)."""
     h, w, _ = rgba.shape
-    opaque = bool((rgba[..., 3] == 255).all())
-    pixels = rgba[..., :3] if opaque else rgba
-    rows = np.zeros((h, 1 + pixels.shape[-1] * w), np.uint8)    # each row: filter byte 0, then pixels
-    rows[:, 1:] = pixels.reshape(h, -1)
+    rows = np.zeros((h, 1 + 4 * w), np.uint8)                # each row: filter byte 0, then the pixels
+    rows[:, 1:] = rgba.reshape(h, -1)
 
     def chunk(tag: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
 
-    header = struct.pack(">IIBBBBB", w, h, 8, 2 if opaque else 6, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
-            + chunk(b"IEND", b""))
+    header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b"")
+
+
+def _minus(text: str) -> str:
+    """Plain text with a typographic minus sign (as mathtext draws it) instead of the hyphen."""
+    return text.replace("-", "\N{MINUS SIGN}")
 
 
 class DecayView(View):
@@ -114,7 +120,8 @@ class DecayView(View):
         self.axes = self.fig.subplots(1, 2)
         self.lines = [ax.plot(self.r, np.zeros_like(self.r), lw=1)[0] for ax in self.axes]
         for ax, title in zip(self.axes, ["paper's view ($y$ from 6 to 22)", "full range"]):
-            ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", xlim=(0, 256), title=title)
+            ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", xlim=(0, 256))
+            ax.set_title(title, y=1.0)
             ax.grid(alpha=0.3)
         self.axes[0].set_ylim(*FIG2_PAPER_YLIM)
         self.title = self.fig.suptitle(" ")
@@ -130,7 +137,7 @@ class DecayView(View):
         for line in self.lines:
             line.set_ydata(self.y)
         self.axes[1].set_ylim(0, (d / 2 + 1) / 2 * 1.05)
-        self.title.set_text(f"$d = {d}$, base $= {base:g}$")
+        self.title.set_text(f"$d$ = {d}, base = {base:g}")
 
     def readout(self) -> str:
         d = self.params["d"]
@@ -163,18 +170,23 @@ class RotationsView(View):
         self.k0, = ax.plot([], [], color="C1", alpha=0.3, lw=2, label="$k$ (at 0)")
         self.qm, = ax.plot([], [], "-o", color="C0", lw=2, markevery=[1], label="$q_m$")
         self.kn, = ax.plot([], [], "-o", color="C1", lw=2, markevery=[1], label="$k_n$")
-        self.angle_text = ax.text(0.02, 0.02, "", transform=ax.transAxes)
+        # The angle as a formula (mathtext, changes with i only) over its value (plain text, every step).
+        self.angle_values = ax.text(0.02, 0.02, " ", transform=ax.transAxes)
+        self.angle_text = ax.annotate(" ", xy=(0, 1), xycoords=self.angle_values, va="bottom")
         ax.set(aspect="equal", xlim=(-1.8, 1.8), ylim=(-1.8, 1.8), xticks=[], yticks=[])
-        self.plane_title = ax.set_title(" ")
+        self.plane_title = ax.set_title(" ", y=1.0)
         ax.legend(loc="upper right", ncols=2)
         self.curve, = self.ax_score.plot(self.r, np.zeros_like(self.r), lw=1)
         self.marker, = self.ax_score.plot([0], [0], "o", color="C3", ms=8)
+        self.marker_value = self.ax_score.annotate(" ", xy=(0, 0), xytext=(10, 0), textcoords="offset points",
+                                                   va="center")
         self.ax_score.set(xlabel="relative distance $m - n$", ylabel=r"$q_m \cdot k_n$ (sum over all $d/2$ pairs)",
                           xlim=self.r[[0, -1]])
+        self.ax_score.set_title(" ", y=1.0)
         self.ax_score.grid(alpha=0.3)
-        self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_text, self.marker, self.ax_score.title,
-                        self.plane_title)
-        self.relayout_params = frozenset({"base", "d"})      # they change the curve and its y-limits
+        self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
+                        self.marker_value, self.plane_title)
+        self.relayout_params = frozenset({"base", "d"})      # they change the curve, its y-limits and the title
         self.relayout_axes = (self.ax_score,)
         self._redraw()
         self._freeze_layout()
@@ -199,16 +211,20 @@ class RotationsView(View):
         self.value = float(score(q, k, p["m"], p["n"], base=base))
         phi_q, phi_k = (np.angle(v[2 * i] + 1j * v[2 * i + 1]) for v in (q, k))
         self.angle = phi_q - phi_k + (p["m"] - p["n"]) * self.theta_i      # angle from k_n to q_m
-        self.angle_text.set_text(rf"$(\phi_q - \phi_k) + (m-n)\theta_{{{i}}}$" + "\n"
-                                 + rf"$= {phi_q - phi_k:+.2f} {(p['m'] - p['n']) * self.theta_i:+.2f}$ rad")
-        self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$, $m = {p['m']:g}$, $n = {p['n']:g}$")
+        self.angle_text.set_text(rf"$(\phi_q - \phi_k) + (m-n)\theta_{{{i}}}$")
+        self.angle_values.set_text(_minus(f"= {phi_q - phi_k:+.2f} {(p['m'] - p['n']) * self.theta_i:+.2f} rad"))
+        self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$")
         if getattr(self, "_curve_for", None) != (d, base):   # the curve depends on d and base only
             y = score_vs_distance(q, k, -self.r, base=base)               # x-axis is m - n = -(n - m)
             self.curve.set_ydata(y)
             self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
+            self.ax_score.title.set_text(f"$d$ = {d}, base = {base:g}")
             self._curve_for = (d, base)
-        self.marker.set_data([p["m"] - p["n"]], [self.value])
-        self.ax_score.set_title(rf"$d = {d}$, base $= {base:g}$: $q_m \cdot k_n = {self.value:.4f}$")
+        x = p["m"] - p["n"]
+        self.marker.set_data([x], [self.value])
+        self.marker_value.xy = (x, self.value)                      # the value beside the marker, towards the middle
+        self.marker_value.set(text=_minus(f"{self.value:.4f}"), ha="left" if x <= 0 else "right",
+                              position=(10 if x <= 0 else -10, 0))
 
     def readout(self) -> str:
         p = self.params
@@ -230,7 +246,8 @@ class ScalingView(View):
         colors = {n: f"C{j}" for j, n in enumerate(names)} | {"default": "0.55"}
         self.ratio_lines = {n: self.ax_ratio.plot([], [], label=n, lw=1.5, color=colors[n])[0] for n in names}
         self.ax_ratio.set(xlabel=r"pair $i$ (fast $\rightarrow$ slow)", ylabel=r"$\theta_i' / \theta_i$", yscale="log",
-                          xlim=(0, d // 2 - 1), title="frequency ratio per pair")
+                          xlim=(0, d // 2 - 1))
+        self.ax_ratio.set_title("frequency ratio per pair", y=1.0)
         self.ax_ratio.legend(loc="lower left")
         ticks = [4.0 ** -k for k in range(6)][::-1]
         self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)              # fixed, so a step only redraws the lines
@@ -251,7 +268,7 @@ class ScalingView(View):
                xlim=(0, d // 2 - 1), ylim=(1e-3, 1e5))
         ax.legend(loc="upper right", ncols=2)
         ax.grid(alpha=0.3)
-        self.angle_title = ax.set_title(" ")
+        self.angle_title = ax.set_title(" ", y=1.0)
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.ratio_lines.values(), *self.angle_lines.values(), self.angle_title, self.title)
         self._redraw()
