@@ -10,6 +10,7 @@ import struct
 import zlib
 
 import numpy as np
+from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
@@ -22,20 +23,22 @@ from .style import new_figure, unit_circle
 class View:
     """Base: a figure built once; ``update`` changes artists in place; ``to_png`` renders.
 
-    Subclasses list the artists a step changes (``dynamic``), the parameters whose change
-    moves axes or ticks (``relayout_params``) and the axes those parameters move
-    (``relayout_axes``).  A step that changes only dynamic artists restores a cached background
-    and redraws just those (blitting); a relayout step redraws only ``relayout_axes`` on a cached
-    image of the rest of the figure, then blits.
+    Subclasses list the artists every step changes (``dynamic``), the parameters whose change
+    moves more than those (``relayout_params``: limits, ticks, a curve) and, in drawing order,
+    the artists such a change redraws (``relayout``: an axis, a curve, the spines drawn over them).
+    A step restores a cached background and draws just the dynamic artists on it (blitting); a
+    relayout step first rebuilds that background by drawing ``relayout`` on a cached image of
+    everything else.  The picture is the same as a full redraw as long as nothing outside
+    ``relayout`` is drawn over those artists (tests/test_fast.py checks it for every view).
     """
 
     fig: Figure
     params: dict
     dynamic: tuple = ()
     relayout_params: frozenset = frozenset()
-    relayout_axes: tuple = ()
+    relayout: tuple = ()
     _background = None            # everything but the dynamic artists
-    _static = None                # everything but the dynamic artists and relayout_axes
+    _static = None                # everything but the dynamic and the relayout artists
 
     def update(self, **params) -> None:
         unknown = set(params) - set(self.params)
@@ -57,10 +60,10 @@ class View:
         dynamic artists as animated (drawn by :meth:`to_png` on top of a cached background)."""
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")
-        for ax in self.relayout_axes:     # their axis labels stay where the layout put them (no placement per draw)
-            for axis in (ax.xaxis, ax.yaxis):
+        for axis in self.relayout:        # a redrawn axis keeps its label where the layout put it
+            if isinstance(axis, Axis):
                 anchor = axis.label.get_transform().transform(axis.label.get_position())
-                axis.set_label_coords(*ax.transAxes.inverted().transform(anchor))
+                axis.set_label_coords(*axis.axes.transAxes.inverted().transform(anchor))
         for artist in self.dynamic:
             artist.set_animated(True)
 
@@ -68,16 +71,16 @@ class View:
         """Render the current state to PNG (fast zlib level; the figures/ files use :func:`figure_png`)."""
         canvas = self.fig.canvas
         if self._background is None:
-            if self._static is None:                        # once: the figure without the axes that move
-                for ax in self.relayout_axes:
-                    ax.set_visible(False)
+            if self._static is None:                        # once: the figure without the relayout artists
+                for artist in self.relayout:
+                    artist.set_visible(False)
                 canvas.draw()
                 self._static = canvas.copy_from_bbox(self.fig.bbox)
-                for ax in self.relayout_axes:
-                    ax.set_visible(True)
+                for artist in self.relayout:
+                    artist.set_visible(True)
             canvas.restore_region(self._static)
-            for ax in self.relayout_axes:
-                self.fig.draw_artist(ax)
+            for artist in self.relayout:
+                self.fig.draw_artist(artist)
             self._background = canvas.copy_from_bbox(self.fig.bbox)
         canvas.restore_region(self._background)
         for artist in self.dynamic:
@@ -127,7 +130,7 @@ class DecayView(View):
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.lines, self.title)
         self.relayout_params = frozenset({"d"})              # d moves the right panel's y-limit
-        self.relayout_axes = (self.axes[1],)
+        self.relayout = (self.axes[1].yaxis, *self.axes[1].spines.values())
         self._redraw()
         self._freeze_layout()
 
@@ -187,7 +190,7 @@ class RotationsView(View):
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
                         self.marker_value, self.plane_title)
         self.relayout_params = frozenset({"base", "d"})      # they change the curve, its y-limits and the title
-        self.relayout_axes = (self.ax_score,)
+        self.relayout = (self.ax_score.yaxis, self.curve, *self.ax_score.spines.values(), self.ax_score.title)
         self._redraw()
         self._freeze_layout()
 
