@@ -39,7 +39,7 @@ def _free_port() -> int:
 def jupyter_server(tmp_path_factory, chromium):
     """JupyterLab serving a scratch copy of the notebooks; stopped in the finalizer."""
     work = tmp_path_factory.mktemp("lab")
-    for nb in ("02_long_term_decay.ipynb", "03_rotations.ipynb"):
+    for nb in ("02_long_term_decay.ipynb", "03_rotations.ipynb", "05_context_extension.ipynb"):
         shutil.copy(ROOT / "notebooks" / nb, work / nb)
     # Render every cell (no virtual scrolling, so off-screen widgets exist) and skip the news prompt.
     settings = work / ".settings"
@@ -183,6 +183,7 @@ def _assert_clean(page, errors):
 @pytest.mark.parametrize("notebook,label,presses", [
     ("03_rotations.ipynb", "m", 3),
     ("02_long_term_decay.ipynb", "d", 2),
+    ("05_context_extension.ipynb", "factor", 2),
 ])
 def test_slider_moves_readout_and_plot(jupyter_server, browser, notebook, label, presses):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
