@@ -17,7 +17,7 @@ from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 from ..core import decay_bound, frequencies, rotate
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
 from .quantities import FIG2_PAPER_YLIM, random_qk, score, score_vs_distance
-from .style import new_figure, unit_circle
+from .style import DPI, VIEW_DPI, new_figure, unit_circle
 
 
 class View:
@@ -88,9 +88,14 @@ class View:
         return _png(np.asarray(canvas.buffer_rgba()))
 
     def static_figure(self) -> Figure:
-        """The figure with every artist drawn normally (for savefig / figures/)."""
+        """The figure with every artist drawn normally, laid out again at :data:`DPI` (for savefig /
+        figures/).  The view is not stepped after this."""
         for artist in self.dynamic:
             artist.set_animated(False)
+        self.fig.set_dpi(DPI)
+        self.fig.set_layout_engine("constrained")
+        self.fig.canvas.draw()                        # lay out at DPI, then keep it (for PNG and SVG alike)
+        self.fig.set_layout_engine("none")
         return self.fig
 
 
@@ -123,7 +128,7 @@ class DecayView(View):
     def __init__(self, d: int = 128, base: float = 10000.0, n_points: int = 1025):
         self.params = dict(d=d, base=base)
         self.r = np.linspace(0, 256, n_points)
-        self.fig = new_figure(9, 3.4)
+        self.fig = new_figure(9, 3.4, dpi=VIEW_DPI)
         self.axes = self.fig.subplots(1, 2)
         self.lines = [ax.plot(self.r, np.zeros_like(self.r), lw=1)[0] for ax in self.axes]
         for ax, title in zip(self.axes, ["paper's view ($y$ from 6 to 22)", "full range"]):
@@ -167,7 +172,7 @@ class RotationsView(View):
         self.params = dict(m=m, n=n, i=i, base=base, d=d)
         self.seed, self.max_distance = seed, max_distance
         self.r = np.arange(-max_distance, max_distance + 1, 0.5)
-        self.fig = new_figure(9, 3.8)
+        self.fig = new_figure(9, 3.8, dpi=VIEW_DPI)
         self.ax_plane, self.ax_score = self.fig.subplots(1, 2, width_ratios=[1, 1.6])
         ax = self.ax_plane
         ax.add_patch(unit_circle())
@@ -246,7 +251,7 @@ class ScalingView(View):
     def __init__(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
         self.params = dict(factor=factor)
         self.d, self.base, self.train_len = d, base, train_len
-        self.fig = new_figure(11, 4.4)
+        self.fig = new_figure(11, 4.4, dpi=VIEW_DPI)
         self.ax_ratio, self.ax_angle = self.fig.subplots(1, 2)
         names = list(method_configs())
         pairs = np.arange(d // 2)
