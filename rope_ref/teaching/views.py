@@ -60,7 +60,7 @@ class View:
         dynamic artists as animated (drawn by :meth:`to_png` on top of a cached background)."""
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")
-        for axis in self.relayout:        # a redrawn axis keeps its label where the layout put it
+        for axis in self.relayout:        # a redrawn axis keeps its label where the layout put it, drawn once
             if isinstance(axis, Axis):
                 anchor = axis.label.get_transform().transform(axis.label.get_position())
                 axis.set_label_coords(*axis.axes.transAxes.inverted().transform(anchor))
@@ -71,16 +71,19 @@ class View:
         """Render the current state to PNG (fast zlib level; the figures/ files use :func:`figure_png`)."""
         canvas = self.fig.canvas
         if self._background is None:
+            labels = [axis.label for axis in self.relayout if isinstance(axis, Axis)]   # fixed: drawn once
             if self._static is None:                        # once: the figure without the relayout artists
-                for artist in self.relayout:
-                    artist.set_visible(False)
+                _set_visible(self.relayout, False)
                 canvas.draw()
+                for label in labels:
+                    self.fig.draw_artist(label)
                 self._static = canvas.copy_from_bbox(self.fig.bbox)
-                for artist in self.relayout:
-                    artist.set_visible(True)
+                _set_visible(self.relayout, True)
             canvas.restore_region(self._static)
+            _set_visible(labels, False)
             for artist in self.relayout:
                 self.fig.draw_artist(artist)
+            _set_visible(labels, True)
             self._background = canvas.copy_from_bbox(self.fig.bbox)
         canvas.restore_region(self._background)
         for artist in self.dynamic:
@@ -97,6 +100,11 @@ class View:
         self.fig.canvas.draw()                        # lay out at DPI, then keep it (for PNG and SVG alike)
         self.fig.set_layout_engine("none")
         return self.fig
+
+
+def _set_visible(artists, visible: bool) -> None:
+    for artist in artists:
+        artist.set_visible(visible)
 
 
 def _png(rgba: np.ndarray) -> bytes:
