@@ -140,8 +140,7 @@ class DecayView(View):
         self.axes = self.fig.subplots(1, 2)
         self.lines = [ax.plot(self.r, np.zeros_like(self.r), lw=1)[0] for ax in self.axes]
         for ax, title in zip(self.axes, ["paper's view ($y$ from 6 to 22)", "full range"]):
-            ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", xlim=(0, 256))
-            ax.set_title(title, y=1.0)
+            ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", xlim=(0, 256), title=title)
             ax.grid(alpha=0.3)
         self.axes[0].set_ylim(*FIG2_PAPER_YLIM)
         self.title = self.fig.suptitle(" ")
@@ -194,7 +193,7 @@ class RotationsView(View):
         self.angle_values = ax.text(0.02, 0.02, " ", transform=ax.transAxes)
         self.angle_text = ax.annotate(" ", xy=(0, 1), xycoords=self.angle_values, va="bottom")
         ax.set(aspect="equal", xlim=(-1.8, 1.8), ylim=(-1.8, 1.8), xticks=[], yticks=[])
-        self.plane_title = ax.set_title(" ", y=1.0)
+        self.plane_title = ax.set_title(" ")
         ax.legend(loc="upper right", ncols=2)
         self.curve, = self.ax_score.plot(self.r, np.zeros_like(self.r), lw=1)
         self.marker, = self.ax_score.plot([0], [0], "o", color="C3", ms=8)
@@ -202,7 +201,7 @@ class RotationsView(View):
                                                    va="center")
         self.ax_score.set(xlabel="relative distance $m - n$", ylabel=r"$q_m \cdot k_n$ (sum over all $d/2$ pairs)",
                           xlim=self.r[[0, -1]])
-        self.ax_score.set_title(" ", y=1.0)
+        self.ax_score.set_title(" ", y=1.0)        # a fixed position: a relayout step draws the title by itself
         self.ax_score.grid(alpha=0.3)
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
                         self.marker_value, self.plane_title)
@@ -266,8 +265,7 @@ class ScalingView(View):
         colors = {n: f"C{j}" for j, n in enumerate(names)} | {"default": "0.55"}
         self.ratio_lines = {n: self.ax_ratio.plot([], [], label=n, lw=1.5, color=colors[n])[0] for n in names}
         self.ax_ratio.set(xlabel=r"pair $i$ (fast $\rightarrow$ slow)", ylabel=r"$\theta_i' / \theta_i$", yscale="log",
-                          xlim=(0, d // 2 - 1))
-        self.ax_ratio.set_title("frequency ratio per pair", y=1.0)
+                          xlim=(0, d // 2 - 1), title="frequency ratio per pair")
         self.ax_ratio.legend(loc="lower left")
         ticks = [4.0 ** -k for k in range(6)][::-1]
         self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)              # fixed, so a step only redraws the lines
@@ -288,7 +286,7 @@ class ScalingView(View):
                xlim=(0, d // 2 - 1), ylim=(1e-3, 1e5))
         ax.legend(loc="upper right", ncols=2)
         ax.grid(alpha=0.3)
-        self.angle_title = ax.set_title(" ", y=1.0)
+        self.angle_title = ax.set_title(" ")
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.ratio_lines.values(), *self.angle_lines.values(), self.angle_title, self.title)
         self._redraw()
