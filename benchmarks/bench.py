@@ -1,4 +1,4 @@
-"""Benchmark of rope_ref: ``python benchmarks/bench.py [--rounds N] [--quick] [--skip-notebooks] [--browser]``.
+"""Benchmark of rope_ref: ``python benchmarks/bench.py [--rounds N] [--quick] [--skip-notebooks] [--browser] [--sliders]``.
 
 Every figure is a ratio to floors measured in the same run on the same arrays: ``np.copyto`` into a
 preallocated array and ``x.copy()`` (which also pays for the fresh output's pages).  Contenders run
@@ -11,8 +11,8 @@ median over rounds of (contender / floor in that round), printed with its [min, 
   a Meta-Llama-style torch complex form, numexpr, JAX jit), otherwise skipped with a note;
 * leading shapes: the same rows as (1, rows, d), (rows, 1, d), ... with shared and per-row positions;
 * scaling curves over seq, d, heads (printed tables);
-* slider steps of every interactive view (median and p90 of update + PNG), optionally the browser's
-  key-press-to-new-image latencies (``--browser`` runs tests/teaching/test_browser.py);
+* slider steps of every interactive view (median and p90 of update + PNG), optionally the browser's key-press-to-new-image latencies (``--browser`` runs
+  tests/teaching/test_browser.py); ``--sliders`` prints only these;
 * notebooks and ``python -m rope_ref figures`` wall time.
 
 No test asserts these numbers (benchmarks/test_bench.py runs a tiny smoke version).
@@ -406,24 +406,26 @@ def main(argv=None) -> int:
     parser.add_argument("--skip-notebooks", action="store_true", help="do not time notebooks and figures")
     parser.add_argument("--no-peers", action="store_true", help="do not import torch, numexpr, JAX")
     parser.add_argument("--browser", action="store_true", help="also run the browser slider test for latencies")
+    parser.add_argument("--sliders", action="store_true", help="only the slider tables (and the browser's with --browser)")
     args = parser.parse_args(argv)
     n, shape = (2, (2, 64, 32)) if args.quick else (args.rounds, SHAPE)
     print(f"rope_ref benchmark: {machine()}; medians of {n} interleaved rounds, [min-max] over rounds\n")
 
-    rows, missing = main_shape(n, shape, not args.no_peers)
-    print(f"float32 q, k {shape}, positions 0..{shape[-2] - 1} (pairs of calls unless noted)")
-    print(table(["contender", "time", "x np.copyto", "x x.copy()", "target / note"], rows))
-    if missing:
-        print("not installed, skipped: " + ", ".join(missing))
-    print("\nnarrow dtypes, one array of shape", shape)
-    print(table(["contender", "time", "x np.copyto", "x x.copy()", "target"], narrow_dtypes(n, shape)))
-    print("\nleading shapes: the same rows in one call each, ratio to (1, rows, d)")
-    print(table(["pairing", "shape", "time", "ratio", "target"], leading_shapes(n, 256 if args.quick else 8192, shape[-1])))
-    if not args.quick:
-        print("\nscaling: warm rotate / x.copy() of the same array")
-        print(table(["axis", "shape", "x.copy()", "interleaved", "half"], scaling(max(3, n // 2))))
+    if not args.sliders:
+        rows, missing = main_shape(n, shape, not args.no_peers)
+        print(f"float32 q, k {shape}, positions 0..{shape[-2] - 1} (pairs of calls unless noted)")
+        print(table(["contender", "time", "x np.copyto", "x x.copy()", "target / note"], rows))
+        if missing:
+            print("not installed, skipped: " + ", ".join(missing))
+        print("\nnarrow dtypes, one array of shape", shape)
+        print(table(["contender", "time", "x np.copyto", "x x.copy()", "target"], narrow_dtypes(n, shape)))
+        print("\nleading shapes: the same rows in one call each, ratio to (1, rows, d)")
+        print(table(["pairing", "shape", "time", "ratio", "target"], leading_shapes(n, 256 if args.quick else 8192, shape[-1])))
+        if not args.quick:
+            print("\nscaling: warm rotate / x.copy() of the same array")
+            print(table(["axis", "shape", "x.copy()", "interleaved", "half"], scaling(max(3, n // 2))))
     steps = slider_steps(3 if args.quick else 15)
-    print("\nslider steps in Python (update + PNG)")
+    print(f"\nslider steps in Python (update + PNG), load average {os.getloadavg()[0]:.1f}")
     print(table(["view: parameter", "median", "p90", "target"],
                 [(k, f"{np.median(v) * 1e3:.1f} ms", f"{np.percentile(v, 90) * 1e3:.1f} ms",
                   "median <= 50 ms: " + ("met" if np.median(v) <= 0.05 else "MISSED")) for k, v in steps.items()]))
@@ -437,9 +439,10 @@ def main(argv=None) -> int:
         else:
             print(table(["notebook: slider", "median", "p90", "target"],
                         [(k, f"{np.median(v):.0f} ms", f"{np.percentile(v, 90):.0f} ms",
+                          "JupyterLab alone, no rope_ref" if k.startswith("00_round_trip") else
                           "p90 <= 100 ms: " + ("met" if np.percentile(v, 90) <= 100 else "MISSED"))
                          for k, v in lat.items()]))
-    if not (args.quick or args.skip_notebooks):
+    if not (args.quick or args.skip_notebooks or args.sliders):
         t_nb, count = notebooks_wall_time()
         print(f"\nexecute all {count} notebooks headless: {t_nb:.1f} s; python -m rope_ref figures: "
               f"{figures_wall_time():.1f} s")

@@ -10,32 +10,35 @@ import struct
 import zlib
 
 import numpy as np
+from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
 from ..core import decay_bound, frequencies, rotate
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
 from .quantities import FIG2_PAPER_YLIM, random_qk, score, score_vs_distance
-from .style import new_figure, unit_circle
+from .style import DPI, VIEW_DPI, new_figure, unit_circle
 
 
 class View:
     """Base: a figure built once; ``update`` changes artists in place; ``to_png`` renders.
 
-    Subclasses list the artists a step changes (``dynamic``), the parameters whose change
-    moves axes or ticks (``relayout_params``) and the axes those parameters move
-    (``relayout_axes``).  A step that changes only dynamic artists restores a cached background
-    and redraws just those (blitting); a relayout step redraws only ``relayout_axes`` on a cached
-    image of the rest of the figure, then blits.
+    Subclasses list the artists every step changes (``dynamic``), the parameters whose change
+    moves more than those (``relayout_params``: limits, ticks, a curve) and, in drawing order,
+    the artists such a change redraws (``relayout``: an axis, a curve, the spines drawn over them).
+    A step restores a cached background and draws just the dynamic artists on it (blitting); a
+    relayout step first rebuilds that background by drawing ``relayout`` on a cached image of
+    everything else.  The picture is the same as a full redraw as long as nothing outside
+    ``relayout`` is drawn over those artists (tests/test_fast.py checks it for every view).
     """
 
     fig: Figure
     params: dict
     dynamic: tuple = ()
     relayout_params: frozenset = frozenset()
-    relayout_axes: tuple = ()
+    relayout: tuple = ()
     _background = None            # everything but the dynamic artists
-    _static = None                # everything but the dynamic artists and relayout_axes
+    _static = None                # everything but the dynamic and the relayout artists
 
     def update(self, **params) -> None:
         unknown = set(params) - set(self.params)
@@ -57,6 +60,10 @@ class View:
         dynamic artists as animated (drawn by :meth:`to_png` on top of a cached background)."""
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")
+        for axis in self.relayout:        # a redrawn axis keeps its label where the layout put it, drawn once
+            if isinstance(axis, Axis):
+                anchor = axis.label.get_transform().transform(axis.label.get_position())
+                axis.set_label_coords(*axis.axes.transAxes.inverted().transform(anchor))
         for artist in self.dynamic:
             artist.set_animated(True)
 
@@ -64,16 +71,19 @@ class View:
         """Render the current state to PNG (fast zlib level; the figures/ files use :func:`figure_png`)."""
         canvas = self.fig.canvas
         if self._background is None:
-            if self._static is None:                        # once: the figure without the axes that move
-                for ax in self.relayout_axes:
-                    ax.set_visible(False)
+            labels = [axis.label for axis in self.relayout if isinstance(axis, Axis)]   # fixed: drawn once
+            if self._static is None:                        # once: the figure without the relayout artists
+                _set_visible(self.relayout, False)
                 canvas.draw()
+                for label in labels:
+                    self.fig.draw_artist(label)
                 self._static = canvas.copy_from_bbox(self.fig.bbox)
-                for ax in self.relayout_axes:
-                    ax.set_visible(True)
+                _set_visible(self.relayout, True)
             canvas.restore_region(self._static)
-            for ax in self.relayout_axes:
-                self.fig.draw_artist(ax)
+            _set_visible(labels, False)
+            for artist in self.relayout:
+                self.fig.draw_artist(artist)
+            _set_visible(labels, True)
             self._background = canvas.copy_from_bbox(self.fig.bbox)
         canvas.restore_region(self._background)
         for artist in self.dynamic:
@@ -81,36 +91,52 @@ class View:
         return _png(np.asarray(canvas.buffer_rgba()))
 
     def static_figure(self) -> Figure:
-        """The figure with every artist drawn normally (for savefig / figures/)."""
+        """The figure with every artist drawn normally, laid out again at :data:`DPI` (for savefig /
+        figures/).  The view is not stepped after this."""
         for artist in self.dynamic:
             artist.set_animated(False)
+        self.fig.set_dpi(DPI)
+        self.fig.set_layout_engine("constrained")
+        self.fig.canvas.draw()                        # lay out at DPI, then keep it (for PNG and SVG alike)
+        self.fig.set_layout_engine("none")
         return self.fig
 
 
+def _set_visible(artists, visible: bool) -> None:
+    for artist in artists:
+        artist.set_visible(visible)
+
+
 def _png(rgba: np.ndarray) -> bytes:
-    """A PNG of an ``(h, w, 4)`` uint8 image: unfiltered rows, zlib level 1 (several times faster than
-    PIL's encoder here; lossless like any PNG).  Opaque images are stored as RGB."""
+    """A PNG of an ``(h, w, 4)`` uint8 image: unfiltered RGBA rows, zlib level 1 (several times faster than
+    PIL's encoder here; lossless like any PNG; dropping the opaque alpha channel costs more than it saves)."""
     h, w, _ = rgba.shape
-    opaque = bool((rgba[..., 3] == 255).all())
-    pixels = rgba[..., :3] if opaque else rgba
-    rows = np.zeros((h, 1 + pixels.shape[-1] * w), np.uint8)    # each row: filter byte 0, then pixels
-    rows[:, 1:] = pixels.reshape(h, -1)
+    rows = np.zeros((h, 1 + 4 * w), np.uint8)                # each row: filter byte 0, then the pixels
+    rows[:, 1:] = rgba.reshape(h, -1)
 
     def chunk(tag: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
 
-    header = struct.pack(">IIBBBBB", w, h, 8, 2 if opaque else 6, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
-            + chunk(b"IEND", b""))
+    header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b"")
+
+
+def _minus(text: str) -> str:
+    """Plain text with a typographic minus sign (as mathtext draws it) instead of the hyphen."""
+    return text.replace("-", "\N{MINUS SIGN}")
 
 
 class DecayView(View):
-    """Figure 2 for any d and base: the paper's view and the full range, updated in place."""
+    """Figure 2 for any d and base: the paper's view and the full range, updated in place.
 
-    def __init__(self, d: int = 128, base: float = 10000.0, n_points: int = 2561):
+    Distances in steps of 0.25 (``n_points``): 25 samples per turn of the fastest pair
+    (theta_0 = 1), about two per pixel of a panel (the figures/ file samples every 0.01).
+    """
+
+    def __init__(self, d: int = 128, base: float = 10000.0, n_points: int = 1025):
         self.params = dict(d=d, base=base)
         self.r = np.linspace(0, 256, n_points)
-        self.fig = new_figure(9, 3.4)
+        self.fig = new_figure(9, 3.4, dpi=VIEW_DPI)
         self.axes = self.fig.subplots(1, 2)
         self.lines = [ax.plot(self.r, np.zeros_like(self.r), lw=1)[0] for ax in self.axes]
         for ax, title in zip(self.axes, ["paper's view ($y$ from 6 to 22)", "full range"]):
@@ -120,7 +146,7 @@ class DecayView(View):
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.lines, self.title)
         self.relayout_params = frozenset({"d"})              # d moves the right panel's y-limit
-        self.relayout_axes = (self.axes[1],)
+        self.relayout = (self.axes[1].yaxis, *self.axes[1].spines.values())
         self._redraw()
         self._freeze_layout()
 
@@ -130,7 +156,7 @@ class DecayView(View):
         for line in self.lines:
             line.set_ydata(self.y)
         self.axes[1].set_ylim(0, (d / 2 + 1) / 2 * 1.05)
-        self.title.set_text(f"$d = {d}$, base $= {base:g}$")
+        self.title.set_text(f"$d$ = {d}, base = {base:g}")
 
     def readout(self) -> str:
         d = self.params["d"]
@@ -153,7 +179,7 @@ class RotationsView(View):
         self.params = dict(m=m, n=n, i=i, base=base, d=d)
         self.seed, self.max_distance = seed, max_distance
         self.r = np.arange(-max_distance, max_distance + 1, 0.5)
-        self.fig = new_figure(9, 3.8)
+        self.fig = new_figure(9, 3.8, dpi=VIEW_DPI)
         self.ax_plane, self.ax_score = self.fig.subplots(1, 2, width_ratios=[1, 1.6])
         ax = self.ax_plane
         ax.add_patch(unit_circle())
@@ -163,19 +189,24 @@ class RotationsView(View):
         self.k0, = ax.plot([], [], color="C1", alpha=0.3, lw=2, label="$k$ (at 0)")
         self.qm, = ax.plot([], [], "-o", color="C0", lw=2, markevery=[1], label="$q_m$")
         self.kn, = ax.plot([], [], "-o", color="C1", lw=2, markevery=[1], label="$k_n$")
-        self.angle_text = ax.text(0.02, 0.02, "", transform=ax.transAxes)
+        # The angle as a formula (mathtext, changes with i only) over its value (plain text, every step).
+        self.angle_values = ax.text(0.02, 0.02, " ", transform=ax.transAxes)
+        self.angle_text = ax.annotate(" ", xy=(0, 1), xycoords=self.angle_values, va="bottom")
         ax.set(aspect="equal", xlim=(-1.8, 1.8), ylim=(-1.8, 1.8), xticks=[], yticks=[])
         self.plane_title = ax.set_title(" ")
         ax.legend(loc="upper right", ncols=2)
         self.curve, = self.ax_score.plot(self.r, np.zeros_like(self.r), lw=1)
         self.marker, = self.ax_score.plot([0], [0], "o", color="C3", ms=8)
+        self.marker_value = self.ax_score.annotate(" ", xy=(0, 0), xytext=(10, 0), textcoords="offset points",
+                                                   va="center")
         self.ax_score.set(xlabel="relative distance $m - n$", ylabel=r"$q_m \cdot k_n$ (sum over all $d/2$ pairs)",
                           xlim=self.r[[0, -1]])
+        self.ax_score.set_title(" ", y=1.0)        # a fixed position: a relayout step draws the title by itself
         self.ax_score.grid(alpha=0.3)
-        self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_text, self.marker, self.ax_score.title,
-                        self.plane_title)
-        self.relayout_params = frozenset({"base", "d"})      # they change the curve and its y-limits
-        self.relayout_axes = (self.ax_score,)
+        self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
+                        self.marker_value, self.plane_title)
+        self.relayout_params = frozenset({"base", "d"})      # they change the curve, its y-limits and the title
+        self.relayout = (self.ax_score.yaxis, self.curve, *self.ax_score.spines.values(), self.ax_score.title)
         self._redraw()
         self._freeze_layout()
 
@@ -199,16 +230,20 @@ class RotationsView(View):
         self.value = float(score(q, k, p["m"], p["n"], base=base))
         phi_q, phi_k = (np.angle(v[2 * i] + 1j * v[2 * i + 1]) for v in (q, k))
         self.angle = phi_q - phi_k + (p["m"] - p["n"]) * self.theta_i      # angle from k_n to q_m
-        self.angle_text.set_text(rf"$(\phi_q - \phi_k) + (m-n)\theta_{{{i}}}$" + "\n"
-                                 + rf"$= {phi_q - phi_k:+.2f} {(p['m'] - p['n']) * self.theta_i:+.2f}$ rad")
-        self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$, $m = {p['m']:g}$, $n = {p['n']:g}$")
+        self.angle_text.set_text(rf"$(\phi_q - \phi_k) + (m-n)\theta_{{{i}}}$")
+        self.angle_values.set_text(_minus(f"= {phi_q - phi_k:+.2f} {(p['m'] - p['n']) * self.theta_i:+.2f} rad"))
+        self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$")
         if getattr(self, "_curve_for", None) != (d, base):   # the curve depends on d and base only
             y = score_vs_distance(q, k, -self.r, base=base)               # x-axis is m - n = -(n - m)
             self.curve.set_ydata(y)
             self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
+            self.ax_score.title.set_text(f"$d$ = {d}, base = {base:g}")
             self._curve_for = (d, base)
-        self.marker.set_data([p["m"] - p["n"]], [self.value])
-        self.ax_score.set_title(rf"$d = {d}$, base $= {base:g}$: $q_m \cdot k_n = {self.value:.4f}$")
+        x = p["m"] - p["n"]
+        self.marker.set_data([x], [self.value])
+        self.marker_value.xy = (x, self.value)                      # the value beside the marker, towards the middle
+        self.marker_value.set(text=_minus(f"{self.value:.4f}"), ha="left" if x <= 0 else "right",
+                              position=(10 if x <= 0 else -10, 0))
 
     def readout(self) -> str:
         p = self.params
@@ -223,7 +258,7 @@ class ScalingView(View):
     def __init__(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
         self.params = dict(factor=factor)
         self.d, self.base, self.train_len = d, base, train_len
-        self.fig = new_figure(11, 4.4)
+        self.fig = new_figure(11, 4.4, dpi=VIEW_DPI)
         self.ax_ratio, self.ax_angle = self.fig.subplots(1, 2)
         names = list(method_configs())
         pairs = np.arange(d // 2)

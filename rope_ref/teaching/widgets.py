@@ -12,6 +12,7 @@ import base64
 
 import ipywidgets as W
 
+from .style import VIEW_DPI
 from .views import DecayView, RotationsView, ScalingView, View
 
 
@@ -28,7 +29,7 @@ class SliderApp(W.VBox):
 
 def slider_app(view: View, controls: dict) -> W.VBox:
     """Wire ``controls`` (name -> widget) to ``view``; return the assembled box."""
-    width_px = round(view.fig.get_figwidth() * 100)        # 1 inch = 100 CSS px: 10 pt text stays readable
+    width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
     image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
     readout = W.HTML(value=view.readout())
 

@@ -4,6 +4,10 @@ Needs Debian's Chromium at /usr/bin/chromium (``apt-get install chromium``); Pla
 from PyPI and is launched with that executable (no ``playwright install``).  Under ``CI=true``
 a missing browser fails; elsewhere the test skips and says how to install it.
 Screenshots go to ``test-artifacts/browser/`` (git-ignored).
+
+Each slider also prints its key-press-to-new-image latencies (into ``latency.json`` there, which
+``benchmarks/bench.py`` reports), next to those of a bare ipywidgets slider that swaps a small PNG:
+JupyterLab's own round trip on the same machine, the floor under every view.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -27,6 +32,31 @@ ARTIFACTS = ROOT / "test-artifacts" / "browser"
 TOKEN = "rope-ref-browser-test"
 LATENCY_FILE = ARTIFACTS / "latency.json"      # read by benchmarks/bench.py --browser
 LATENCY_PRESSES = 15
+
+# The same slider, readout and image, swapping a small PNG and nothing else: JupyterLab's own round
+# trip on this machine, to read the views' latencies against (rope_ref is not imported).
+ROUND_TRIP = "00_round_trip.ipynb"
+ROUND_TRIP_SOURCE = """\
+import io
+import ipywidgets as W
+from PIL import Image
+
+def png(level):
+    buf = io.BytesIO()
+    Image.new("RGB", (200, 100), (level, level, level)).save(buf, "png")
+    return buf.getvalue()
+
+slider = W.IntSlider(value=0, min=0, max=255, description="m")
+readout = W.HTML("level 0")
+image = W.Image(value=png(0), format="png")
+
+def step(change):
+    image.value = png(change["new"])
+    readout.value = f"level {change['new']}"
+
+slider.observe(step, names="value")
+W.VBox([W.HBox([slider]), readout, image])
+"""
 
 
 def _free_port() -> int:
@@ -39,8 +69,11 @@ def _free_port() -> int:
 def jupyter_server(tmp_path_factory, chromium):
     """JupyterLab serving a scratch copy of the notebooks; stopped in the finalizer."""
     work = tmp_path_factory.mktemp("lab")
-    for nb in ("02_long_term_decay.ipynb", "03_rotations.ipynb"):
+    for nb in ("02_long_term_decay.ipynb", "03_rotations.ipynb", "05_context_extension.ipynb"):
         shutil.copy(ROOT / "notebooks" / nb, work / nb)
+    round_trip = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(ROUND_TRIP_SOURCE)])
+    round_trip.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(round_trip, work / ROUND_TRIP)
     # Render every cell (no virtual scrolling, so off-screen widgets exist) and skip the news prompt.
     settings = work / ".settings"
     for name, body in [("notebook-extension/tracker", '{"windowingMode": "none"}'),
@@ -183,6 +216,8 @@ def _assert_clean(page, errors):
 @pytest.mark.parametrize("notebook,label,presses", [
     ("03_rotations.ipynb", "m", 3),
     ("02_long_term_decay.ipynb", "d", 2),
+    ("05_context_extension.ipynb", "factor", 2),
+    (ROUND_TRIP, "m", 3),
 ])
 def test_slider_moves_readout_and_plot(jupyter_server, browser, notebook, label, presses):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

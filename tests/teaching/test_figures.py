@@ -125,16 +125,18 @@ def test_every_figure_is_in_the_style(regenerated):
 
 @pytest.mark.parametrize("make", ["DecayView", "RotationsView", "ScalingView"])
 def test_every_view_is_in_the_style(make):
-    """A view's slider image has 150 pixels per inch of figure, and no text under 10 pt."""
+    """A view's slider image is shown pixel for pixel (its width is the widget's CSS width, 100 px per
+    inch of figure: nothing is rescaled on a standard display), and has no text under 10 pt."""
     import io
 
     from PIL import Image
 
     import rope_ref.teaching.views as views
+    from rope_ref.teaching.widgets import slider_app
     view = getattr(views, make)()
-    png = view.to_png()
-    width_px = Image.open(io.BytesIO(png)).size[0]
-    assert width_px / view.fig.get_figwidth() >= 149.9, (width_px, view.fig.get_figwidth())
+    width_px = Image.open(io.BytesIO(view.to_png())).size[0]
+    assert width_px / view.fig.get_figwidth() >= 99.9, (width_px, view.fig.get_figwidth())
+    assert slider_app(view, {}).image.layout.width == f"{width_px}px"
     texts, legends = _texts_and_legends(view.fig)
     assert texts and not [(t.get_text(), t.get_fontsize()) for t in texts if t.get_fontsize() < 10]
     assert all(leg.get_texts()[0].get_fontsize() >= 10 for leg in legends)

@@ -136,10 +136,11 @@ def test_widgets_and_local_images_are_embedded(site):
     imgs = [a["src"] for t, a in _parse(pages[0]).tags if t == "img"]
     sizes = [_png_size(base64.b64decode(src.split(",", 1)[1])) for src in imgs]
     assert (1, 1) in sizes, "the local dot.png is embedded"
-    # the slider view's first image, at 150 pixels per inch of its figure
+    # the slider view's first image, at VIEW_DPI pixels per inch of its figure
+    from rope_ref.teaching.style import VIEW_DPI
     from rope_ref.teaching.views import DecayView
     width_in, height_in = DecayView(d=64).fig.get_size_inches()
-    assert (round(150 * width_in), round(150 * height_in)) in sizes, sizes
+    assert (round(VIEW_DPI * width_in), round(VIEW_DPI * height_in)) in sizes, sizes
     assert "open the notebook in JupyterLab" in pages[0].read_text(encoding="utf-8")   # the plain slider
     for page in pages[1:]:       # a notebook that shows a view shows its image
         nb = nbformat.read(ROOT / "notebooks" / f"{page.stem}.ipynb", 4)
