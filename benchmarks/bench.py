@@ -33,7 +33,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from rope_ref import clear_cache, rotate, rotate_complex, set_num_threads
+from rope_ref import _f16, clear_cache, rotate, rotate_complex, set_num_threads
 from rope_ref.teaching.views import DecayView, RotationsView, ScalingView
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -257,14 +257,20 @@ def main_shape(n_rounds: int, shape=SHAPE, with_peers: bool = True) -> tuple[lis
 
 
 def cast_round_trip(x: np.ndarray, block: int = 1 << 16) -> np.ndarray:
-    """x to float32 and back into a fresh array, a cache-sized block at a time, as rotate converts narrow
-    dtypes (no arithmetic): the cost rotate cannot go below with NumPy's casts."""
+    """x to float32 and back into a fresh array, a cache-sized block at a time, with the conversions
+    rotate uses (rope_ref._f16 for float16, ml_dtypes' casts for bfloat16; no arithmetic): the cost
+    rotate cannot go below in one thread."""
     flat, out = x.reshape(-1), np.empty(x.size, x.dtype)
-    buf = np.empty(block, np.float32)
+    buf, work = np.empty(block, np.float32), np.empty(3 * block, np.uint32)
     for i in range(0, flat.size, block):
-        b = buf[:flat[i:i + block].size]
-        np.copyto(b, flat[i:i + block], casting="unsafe")
-        np.copyto(out[i:i + block], b, casting="unsafe")
+        src, dst = flat[i:i + block], out[i:i + block]
+        b = buf[:src.size]
+        if x.dtype == np.float16:
+            _f16.to_float32(src, b)
+            _f16.from_float32(b, dst, work[:3 * src.size].reshape(3, -1))
+        else:
+            np.copyto(b, src, casting="unsafe")
+            np.copyto(dst, b, casting="unsafe")
     return out.reshape(x.shape)
 
 
@@ -285,7 +291,7 @@ def narrow_dtypes(n_rounds: int, shape=SHAPE) -> list:
             r = ratio(t, p, "x.copy()")
             rows.append((f"rotate {p}, {np.dtype(dt).name}", f"{np.median(t[p]) * 1e3:.1f} ms",
                          fmt_ratio(ratio(t, p, "np.copyto")), fmt_ratio(r), "x.copy() " + verdict(r, 3.0)))
-        rows.append((f"casts alone: {np.dtype(dt).name} -> float32 -> {np.dtype(dt).name}, by blocks",
+        rows.append((f"casts alone: {np.dtype(dt).name} -> float32 -> {np.dtype(dt).name}, by blocks, 1 thread",
                      f"{np.median(t['casts']) * 1e3:.1f} ms", fmt_ratio(ratio(t, "casts", "np.copyto")),
                      fmt_ratio(ratio(t, "casts", "x.copy()")), "a floor for rotate"))
     return rows
