@@ -149,7 +149,7 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
             tabs[0][rows, :h], tabs[0][rows, h:] = cos, cos
             tabs[1][rows, :h], tabs[1][rows, h:] = -sin, sin
 
-    n = min(_threads, -(-flat.size * h // max(1, THREADED_ELEMENTS // 4)))  # cos, sin: ~15 ns an angle
+    n = min(_threads, -(-flat.size * h // max(1, THREADED_ELEMENTS // 16)))  # cos, sin: 15-30 ns an angle
     if n > 1:
         list(_pool().map(fill, [slice(i * flat.size // n, (i + 1) * flat.size // n) for i in range(n)]))
     else:
