@@ -19,6 +19,7 @@ The math is eq 34 and nothing else; this module only decides *how* to stream it:
 from __future__ import annotations
 
 import hashlib
+import math
 import numbers
 import os
 import threading
@@ -231,7 +232,7 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     # 2^17 elements beat 2^16 by 20-35 % (float32 half, bfloat16, float16; benchmarks/bench.py).
     rows = max(1, BLOCK_ELEMENTS * (2 if threads > 1 else 1) // d)
     if direct and pairing == "interleaved":            # no temporaries: one complex multiply per thread
-        rows = max(1, -(-int(np.prod(gshape)) // threads))
+        rows = max(1, -(-math.prod(gshape) // threads))
     blocks = list(_blocks(gshape, rows))
     threads = min(threads, len(blocks))
     args = (xg, og, tabs, tshape, pairing, r, work, direct, rows * d, np.geterr())
