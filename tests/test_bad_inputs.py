@@ -68,6 +68,12 @@ CATALOGUE = [
     ("rotate", lambda: rr.rotate(X, out=np.broadcast_to(0.0, X.shape)), ValueError, ["out", "writeable"]),
     ("rotate", lambda: rr.rotate(np.full((1, 2), 60000, np.float16), [0.7]), ValueError,
      ["x", "float16", "overflows", "65504", "norm below"]),
+    # base goes through a cache of frequencies: unhashable or bad values must still be named
+    ("rotate", lambda: rr.rotate(X, base=[2.0]), TypeError, ["base", "[2.0]", "positive finite real"]),
+    ("rotate", lambda: rr.rotate(X, base=np.array([2.0, 3.0])), TypeError, ["base", "ndarray"]),
+    ("rotate", lambda: rr.rotate(X, base=np.nan), ValueError, ["base", "nan"]),
+    ("rotate", lambda: rr.rotate(X, base=True), TypeError, ["base", "True", "bool"]),
+    ("rotate", lambda: rr.rotate(X, base=5e-324), ValueError, ["base", "overflow"]),
     # --- the other forms of the rotation ---
     ("rotate_elementwise", lambda: rr.rotate_elementwise(X.astype(np.longdouble)), TypeError, ["x", "float128"]),
     ("rotate_elementwise", lambda: rr.rotate_elementwise(X, [1j] * 5), TypeError, ["positions", "complex"]),
