@@ -73,7 +73,7 @@ CATALOGUE = [
     ("rotate", lambda: rr.rotate(X, base=np.array([2.0, 3.0])), TypeError, ["base", "ndarray"]),
     ("rotate", lambda: rr.rotate(X, base=np.nan), ValueError, ["base", "nan"]),
     ("rotate", lambda: rr.rotate(X, base=True), TypeError, ["base", "True", "bool"]),
-    ("rotate", lambda: rr.rotate(X, base=5e-324), ValueError, ["base", "overflow"]),
+    ("rotate", lambda: rr.rotate(X, base=0), ValueError, ["base", "positive finite", "0"]),
     # --- the other forms of the rotation ---
     ("rotate_elementwise", lambda: rr.rotate_elementwise(X.astype(np.longdouble)), TypeError, ["x", "float128"]),
     ("rotate_elementwise", lambda: rr.rotate_elementwise(X, [1j] * 5), TypeError, ["positions", "complex"]),
