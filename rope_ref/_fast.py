@@ -105,6 +105,15 @@ if hasattr(os, "register_at_fork"):                     # a forked child has the
     os.register_at_fork(after_in_child=_pool_.clear)
 
 
+def _in_parts(fn, size: int, parts: int) -> None:
+    """``fn(slice)`` over ``parts`` contiguous pieces of ``range(size)``, one per pool thread when there
+    are several (NumPy releases the GIL inside each ufunc call, so they run in parallel)."""
+    if parts <= 1:
+        fn(slice(0, size))
+    else:
+        list(_pool().map(fn, [slice(i * size // parts, (i + 1) * size // parts) for i in range(parts)]))
+
+
 def _evict() -> None:
     """Drop least recently used tables until the cache fits its bound (caller holds the lock)."""
     global _cache_bytes
@@ -150,11 +159,8 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
             tabs[0][rows, :h], tabs[0][rows, h:] = cos, cos
             tabs[1][rows, :h], tabs[1][rows, h:] = -sin, sin
 
-    n = min(_threads, -(-flat.size * h // max(1, THREADED_ELEMENTS // 16)))  # cos, sin: 15-30 ns an angle
-    if n > 1:
-        list(_pool().map(fill, [slice(i * flat.size // n, (i + 1) * flat.size // n) for i in range(n)]))
-    else:
-        fill(slice(None))
+    angles_per_thread = max(1, THREADED_ELEMENTS // 16)     # float64 cos and sin: 15-30 ns an angle
+    _in_parts(fill, flat.size, min(_threads, -(-flat.size * h // angles_per_thread)))
     tabs = tuple(t.reshape(pos.shape + t.shape[-1:]) for t in tabs)
     for t in tabs:
         t.setflags(write=False)
@@ -234,21 +240,16 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     if direct and pairing == "interleaved":            # no temporaries: one complex multiply per thread
         rows = max(1, -(-math.prod(gshape) // threads))
     blocks = list(_blocks(gshape, rows))
-    threads = min(threads, len(blocks))
     args = (xg, og, tabs, tshape, pairing, r, work, direct, rows * d, np.geterr())
-    if threads == 1:
-        _rotate_blocks(blocks, *args)
-    else:                                              # NumPy releases the GIL inside each ufunc call
-        parts = [blocks[i * len(blocks) // threads:(i + 1) * len(blocks) // threads] for i in range(threads)]
-        list(_pool().map(lambda part: _rotate_blocks(part, *args), parts))
+    _in_parts(lambda part: _rotate_blocks(blocks[part], *args), len(blocks), min(threads, len(blocks)))
     return out
 
 
 def _rotate_blocks(blocks, xg, og, tabs, tshape, pairing, r, work, direct, size, errors):
     """Eq 34 on ``xg[i]`` into ``og[i]`` for each index ``i`` in ``blocks`` (each at most ``size`` elements)."""
     scratch = np.empty(0 if direct and pairing == "interleaved" else 2 * size, work)  # every block's temporaries
-    half = xg.dtype == np.float16                      # NumPy's float16 casts are scalar loops: see _f16
-    bits = np.empty(3 * size if half else 0, np.uint32)
+    f16 = xg.dtype == np.float16                       # NumPy's float16 casts are scalar loops: see _f16
+    bits = np.empty(3 * size if f16 else 0, np.uint32)
     with np.errstate(**errors):                        # a worker thread does not inherit the caller's errstate
         for xi in blocks:
             ti = tuple(i if t > 1 else (slice(None) if isinstance(i, slice) else 0) for i, t in zip(xi, tshape))
@@ -256,12 +257,12 @@ def _rotate_blocks(blocks, xg, og, tabs, tshape, pairing, r, work, direct, size,
             xw, yw, tmp = xs, ys, scratch[:xs.size].reshape(xs.shape) if scratch.size else None
             if not direct:                             # narrow dtypes, strided x: convert a block at a time
                 xw = yw = scratch[size:size + xs.size].reshape(xs.shape)
-                if half and xs.flags.c_contiguous:
+                if f16 and xs.flags.c_contiguous:
                     _f16.to_float32(xs, xw)
                 else:
                     xw[...] = xs
             _rotate_block(xw, yw, [t[ti] for t in tabs], pairing, r, tmp)
-            if half:                                   # og is C-contiguous, so each block of it is
+            if f16:                                    # og is C-contiguous, so each block of it is
                 _f16.from_float32(yw, ys, bits[:3 * ys.size].reshape((3,) + ys.shape))
             elif not direct:
                 ys[...] = yw
