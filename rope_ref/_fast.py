@@ -42,6 +42,15 @@ _cache_bytes = 0
 _cache_limit = DEFAULT_CACHE_LIMIT
 
 
+def _count(value, name: str, least: int, expected: str) -> int:
+    """``value`` as an int >= ``least``: a TypeError for non-integers (bools included), else a ValueError."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be {expected}, got {value!r}")
+    if value < least:
+        raise ValueError(f"{name} must be {expected}, got {value}")
+    return int(value)
+
+
 def set_cache_limit(nbytes: int) -> int:
     """Bound the cos/sin table cache of :func:`rope_ref.rotate` to ``nbytes`` bytes; return the old bound.
 
@@ -51,12 +60,9 @@ def set_cache_limit(nbytes: int) -> int:
     ``0`` disables caching.  Default 256 MiB.  Thread-safe.
     """
     global _cache_limit
-    if isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, numbers.Integral):
-        raise TypeError(f"nbytes must be a non-negative integer number of bytes, got {nbytes!r}")
-    if nbytes < 0:
-        raise ValueError(f"nbytes must be a non-negative integer number of bytes, got {nbytes}")
+    nbytes = _count(nbytes, "nbytes", 0, "a non-negative integer number of bytes")
     with _lock:
-        old, _cache_limit = _cache_limit, int(nbytes)
+        old, _cache_limit = _cache_limit, nbytes
         _evict()
     return old
 
@@ -83,12 +89,9 @@ def set_num_threads(n: int) -> int:
     Results do not depend on ``n`` (every element is computed by the same operations either way).
     """
     global _threads
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"n must be a positive integer number of threads, got {n!r}")
-    if n < 1:
-        raise ValueError(f"n must be a positive integer number of threads, got {n}")
+    n = _count(n, "n", 1, "a positive integer number of threads")
     with _lock:
-        old, _threads = _threads, int(n)
+        old, _threads = _threads, n
         if _pool_ and _pool_[0][0] < _threads:
             _pool_.clear()          # a larger pool next time; calls holding the old one finish on it
     return old
