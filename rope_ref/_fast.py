@@ -113,8 +113,13 @@ def _in_parts(fn, size: int, parts: int) -> None:
     are several (NumPy releases the GIL inside each ufunc call, so they run in parallel)."""
     if parts <= 1:
         fn(slice(0, size))
-    else:
-        list(_pool().map(fn, [slice(i * size // parts, (i + 1) * size // parts) for i in range(parts)]))
+        return
+    pool = _pool()
+    futures = [pool.submit(fn, slice(i * size // parts, (i + 1) * size // parts)) for i in range(parts)]
+    for f in futures:           # every part finishes before anything is raised: no thread is still
+        f.exception()           # writing into the output when the caller sees an error
+    for f in futures:
+        f.result()
 
 
 def _evict() -> None:

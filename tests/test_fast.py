@@ -302,6 +302,26 @@ def test_worker_threads_keep_the_callers_errstate(monkeypatch):
         rr.set_num_threads(old)
 
 
+def test_an_error_in_one_thread_is_raised_after_every_part_has_finished():
+    """No worker may still be writing into the caller's output when the caller sees the error."""
+    import time
+    old = rr.set_num_threads(2)
+    finished = []
+
+    def part(rows):
+        if rows.start == 0:
+            raise FloatingPointError("planted")
+        time.sleep(0.2)                                 # the other part is still running when part 0 fails
+        finished.append(rows)
+
+    try:
+        with pytest.raises(FloatingPointError, match="planted"):
+            _fast._in_parts(part, 10, 2)
+        assert finished == [slice(5, 10)]
+    finally:
+        rr.set_num_threads(old)
+
+
 def _rotate_in_child(queue):
     x = np.ones((4, 512, 1024), np.float32)
     queue.put(float(rr.rotate(x, pairing="half")[0, 3, 0]))
