@@ -126,7 +126,11 @@ def check_base(base, name: str = "base") -> float:
     """A finite, positive real base."""
     if isinstance(base, bool) or not isinstance(base, numbers.Real):
         raise TypeError(f"{name} must be a positive finite real number, got {base!r} of type {type(base).__name__}")
-    base = float(base)
+    try:
+        base = float(base)
+    except OverflowError:        # an int beyond float64 (10**400)
+        raise ValueError(f"{name} must be a positive finite real number, got an integer too large for float64 "
+                         f"({len(str(base))} digits)") from None
     if not np.isfinite(base) or base <= 0:
         raise ValueError(f"{name} must be a positive finite real number, got {base}")
     return base
@@ -160,10 +164,15 @@ def check_real_array(a, name: str, *, allow_int: bool = True) -> np.ndarray:
     expected = f"a real array of dtype {ACCEPTED}" if allow_int else f"a real array of dtype {ACCEPTED[:ACCEPTED.index(', or')]}"
     if a is None or isinstance(a, (str, bytes)):
         raise TypeError(f"{name} must be {expected}, got {'None' if a is None else 'a string ' + repr(a)}")
+    if np.ma.is_masked(a):       # np.asarray would drop the mask and use the hidden values
+        raise TypeError(f"{name} must be {expected}, got a masked array with masked entries (rope_ref ignores no "
+                        f"values); pass {name}.filled(value) or the unmasked part")
     try:
         arr = np.asarray(a)
-    except (ValueError, TypeError) as e:                      # ragged nested lists and the like
+    except (ValueError, TypeError, OverflowError) as e:       # ragged nested lists and the like
         raise TypeError(f"{name} must be {expected}, got {type(a).__name__} that numpy cannot convert ({e})") from None
+    if not arr.dtype.isnative:   # big-endian data ('>f4' is float32): the same numbers in native byte order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     dt = arr.dtype
     if dt in FLOAT_DTYPES or (allow_int and dt.kind in "iu"):
         return arr
@@ -275,7 +284,7 @@ def check_angles(pos: np.ndarray, freqs: np.ndarray, name: str = "positions") ->
 
 def check_out(out, x: np.ndarray) -> np.ndarray:
     """An output buffer: a writeable ndarray of x's shape and dtype (any strides) that does not overlap x."""
-    if not isinstance(out, np.ndarray):
+    if not isinstance(out, np.ndarray) or isinstance(out, np.ma.MaskedArray):   # a mask would be left stale
         raise TypeError(f"out must be a numpy array of x's shape {x.shape} and dtype {x.dtype}, got {type(out).__name__}")
     if out.shape != x.shape or out.dtype != x.dtype:
         raise ValueError(f"out must have x's shape {x.shape} and dtype {x.dtype} (integers are promoted to float64), "

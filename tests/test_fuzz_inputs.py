@@ -1,0 +1,197 @@
+"""Fuzzing the input contract: odd array layouts and dtypes, extreme values, and every warning turned
+into an error (a RuntimeWarning from NumPy is a contract violation, as is NaN/inf from finite input).
+
+Where a call succeeds its result is compared with ``_reference``, a plain loop over pairs written
+here with ``math.cos``/``math.sin`` (eq 13 per pair), not with rope_ref's own code.
+"""
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rope_ref as rr
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+FORMS = {"rotate": rr.rotate, "rotate_elementwise": rr.rotate_elementwise, "rotate_dense": rr.rotate_dense,
+         "rotate_complex": rr.rotate_complex}
+
+
+def _reference(x, positions, base=10000.0):
+    """Interleaved RoPE in float64, pair by pair (eq 13): (a, b) -> (a cos - b sin, a sin + b cos)."""
+    x = np.array(x, dtype=np.float64)
+    pos = np.broadcast_to(np.asarray(positions, dtype=np.float64), x.shape[:-1])
+    out = np.empty_like(x)
+    d = x.shape[-1]
+    for idx in np.ndindex(x.shape[:-1]):
+        for i in range(d // 2):
+            angle = float(pos[idx]) * base ** (-2 * i / d)
+            a, b = x[idx + (2 * i,)], x[idx + (2 * i + 1,)]
+            out[idx + (2 * i,)] = a * math.cos(angle) - b * math.sin(angle)
+            out[idx + (2 * i + 1,)] = a * math.sin(angle) + b * math.cos(angle)
+    return out
+
+
+# ---- overflow from finite input: a ValueError in every dtype, never inf and never a RuntimeWarning ----------
+
+BIG = {np.float32: 3e38, np.float64: 1.7e308, np.float16: 60000.0, ml_dtypes.bfloat16: 3e38}
+
+
+@pytest.mark.parametrize("rows", [4, 2048], ids=["one-block", "threaded"])   # 2048 x 1024: 2^21 elements
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+@pytest.mark.parametrize("dtype", list(BIG), ids=lambda d: np.dtype(d).name)
+def test_rotate_overflow_is_a_value_error_in_every_dtype(dtype, pairing, rows):
+    x = np.ones((rows, 1024), dtype)
+    x[rows - 1, [0, 1, 512]] = BIG[dtype]          # a pair (either pairing) of norm sqrt(2) * BIG > the largest value
+    with pytest.raises(ValueError) as info:
+        rr.rotate(x, np.full(rows, 0.7), pairing=pairing)
+    assert "x" in str(info.value) and "overflows" in str(info.value) and np.dtype(dtype).name in str(info.value)
+
+
+@pytest.mark.parametrize("form", [f for f in FORMS if f != "rotate"])
+@pytest.mark.parametrize("dtype", list(BIG), ids=lambda d: np.dtype(d).name)
+def test_every_form_reports_overflow_without_a_warning(form, dtype):
+    x = np.full((1, 2), BIG[dtype], dtype)
+    with pytest.raises(ValueError, match="overflows"):
+        FORMS[form](x, [0.7])
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_x_passes_through_to_its_own_pair_only(form, bad):
+    # Not finite input, so not an error; but no RuntimeWarning either, and other rows stay exact.
+    x = np.random.default_rng(0).standard_normal((3, 4, 8))
+    x[1, 2, 5] = bad
+    out = FORMS[form](x, np.arange(4) * 0.5)
+    good = np.ones(x.shape[:-1], bool)
+    good[1, 2] = False
+    np.testing.assert_allclose(out[good], _reference(x, np.arange(4) * 0.5)[good], atol=1e-12)
+    assert not np.all(np.isfinite(out[1, 2, 4:6]))
+
+
+def test_an_overflow_next_to_an_inf_in_x_is_not_reported_as_finite_input():
+    x = np.ones((2, 4))
+    x[0, :2] = 1.7e308
+    x[1, 0] = np.inf
+    out = rr.rotate(x, [0.7, 0.7])                 # x is not finite: rows with inf, no error, no warning
+    assert np.isinf(out[0]).any() and np.isfinite(out[0, 2:]).all()
+
+
+@pytest.mark.parametrize("fn", ["attention", "attention_dense", "linear_attention", "linear_attention_dense"])
+def test_attention_overflow_names_the_argument_and_warns_nothing(fn):
+    q = np.random.default_rng(1).standard_normal((2, 5, 8))
+    v_huge = np.full((2, 5, 3), 1.7e308)
+    v_huge[..., 0] = -1.7e308
+    f = getattr(rr, fn)
+    if fn == "attention_dense":
+        f = lambda q, k, v: rr.attention_dense(q, k, v, np.arange(5), np.arange(5))   # noqa: E731
+    if fn in ("attention", "attention_dense"):    # convex weights: |out| <= max|v|, so huge v is fine here
+        out = f(q, q, v_huge)
+        np.testing.assert_allclose(out, np.broadcast_to(v_huge[:, :1], out.shape), rtol=1e-12)
+    else:                                         # eq 19's weights are not convex: the sums may overflow
+        with pytest.raises(ValueError, match="^v: .*overflows"):
+            f(q, q, v_huge)
+    q_huge = np.clip(q, -1, 1) * 1.7e308
+    if fn == "linear_attention":                  # normalised in the log domain: finite
+        assert np.all(np.isfinite(f(q_huge, q_huge, v_huge[..., 1:] * 1e-300)))
+    elif fn == "attention":                       # a pair of q overflows when rotated: named q
+        with pytest.raises(ValueError, match="^q: .*overflows"):
+            f(q_huge, q_huge, v_huge * 1e-300)
+    else:
+        with pytest.raises(ValueError, match=f"{fn}: .*overflow.*{fn[:-6]}\\(\\)"):
+            f(q_huge, q_huge, v_huge * 1e-300)
+
+
+@pytest.mark.parametrize("fn", ["attention_dense", "linear_attention_dense"])
+def test_dense_attention_takes_scalar_positions_like_the_fast_forms(fn):
+    rng = np.random.default_rng(2)
+    q, k, v = rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 5, 3))
+    if fn == "attention_dense":
+        np.testing.assert_allclose(rr.attention_dense(q, k, v, 3, 3), rr.attention(q, k, v, q_positions=3, k_positions=3),
+                                   atol=1e-12)
+    else:
+        np.testing.assert_allclose(rr.linear_attention_dense(q, k, v, 3), rr.linear_attention(q, k, v, positions=3),
+                                   atol=1e-12)
+
+
+# ---- layouts and byte orders ---------------------------------------------------------------------------------
+
+def test_big_endian_input_is_the_same_numbers():
+    x = np.random.default_rng(3).standard_normal((2, 3, 8))
+    pos = np.arange(3) * 0.7
+    for form in FORMS.values():
+        for dt in (">f4", ">f8"):
+            out = form(x.astype(dt), pos.astype(">f8"))
+            assert out.dtype == np.dtype(dt).newbyteorder("=")
+            np.testing.assert_allclose(out, _reference(x.astype(dt), pos), atol=1e-6 if dt == ">f4" else 1e-12)
+    assert rr.rotate(np.arange(8).astype(">i4")).dtype == np.float64
+    np.testing.assert_allclose(rr.rotate(x, inv_freq=rr.frequencies(8).astype(">f8")), _reference(x, np.arange(3)),
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("where", ["x", "positions", "inv_freq", "out"])
+def test_masked_arrays_with_masked_entries_are_refused_not_unmasked(where):
+    x = np.ones((2, 4))
+    args = dict(x=x, positions=np.arange(2.0), inv_freq=np.ones(2), out=np.empty((2, 4)))
+    args[where] = np.ma.masked_array(args[where], mask=np.ones(args[where].shape, bool))
+    with pytest.raises(TypeError) as info:
+        rr.rotate(args.pop("x"), **args)
+    assert str(info.value).startswith(where) and "masked" in str(info.value).lower()
+
+
+def test_masked_arrays_without_masked_entries_are_plain_arrays():
+    x = np.ma.masked_array(np.random.default_rng(4).standard_normal((3, 4)), mask=False)
+    np.testing.assert_allclose(rr.rotate(x, np.ma.masked_array([0.0, 1, 2])), _reference(x.data, [0, 1, 2]), atol=1e-12)
+
+
+@pytest.mark.parametrize("base", [10 ** 400, -(10 ** 400)])
+def test_an_integer_base_beyond_float64_is_named(base):
+    for call in (lambda: rr.rotate(np.ones((2, 4)), base=base), lambda: rr.frequencies(8, base)):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value).startswith("base") and "too large for float64" in str(info.value)
+
+
+@st.composite
+def strided_inputs(draw):
+    """x of every layout numpy makes: C, Fortran, negative strides, a broadcast (0-stride) axis, a slice."""
+    lead = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    d = 2 * draw(st.integers(1, 5))
+    base = np.random.default_rng(draw(st.integers(0, 2 ** 16))).standard_normal(lead + (2 * d,))
+    layout = draw(st.sampled_from(["C", "F", "reversed", "broadcast", "every-other", "readonly"]))
+    if layout == "F":
+        x = np.asfortranarray(base[..., :d])
+    elif layout == "reversed":
+        x = base[..., ::-1][..., :d]
+    elif layout == "broadcast":
+        x = np.broadcast_to(base[..., :1, :d], base.shape[:-1] + (d,))
+    elif layout == "every-other":
+        x = base[..., ::2]
+    else:
+        x = base[..., :d].copy()
+        if layout == "readonly":
+            x.setflags(write=False)
+    dtype = draw(st.sampled_from([np.float64, np.float32, ">f8", ">f4"]))
+    positions = draw(st.sampled_from(["default", "fractional", "negative", "broadcast"]))
+    seq = lead[-1]
+    pos = {"default": None, "fractional": np.arange(seq) * 0.37, "negative": -np.arange(seq) * 3.0,
+           "broadcast": np.broadcast_to(np.float64(2.5), (seq,))}[positions]
+    return x.astype(dtype) if np.dtype(dtype) != x.dtype else x, pos
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=strided_inputs(), form=st.sampled_from(list(FORMS)))
+def test_any_layout_gives_the_reference_and_leaves_x_alone(case, form):
+    x, pos = case
+    before = np.array(x, copy=True)
+    out = FORMS[form](x, pos)
+    np.testing.assert_array_equal(x, before)
+    assert out.flags.writeable and not np.shares_memory(out, x)
+    assert out.shape == x.shape and out.dtype == np.dtype(x.dtype).newbyteorder("=")
+    ref = _reference(x, np.arange(x.shape[-2]) if pos is None else pos)
+    tol = 1e-12 if x.dtype.itemsize == 8 else 1e-5
+    np.testing.assert_allclose(out.astype(np.float64), ref, atol=tol * max(1.0, np.abs(ref).max()))
