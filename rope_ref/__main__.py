@@ -113,6 +113,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+#: Upper bounds for the checks' sizes: run_checks builds 64 dense d x d matrices and several (seq, d)
+#: float64 arrays, so these keep one run within a few hundred MB instead of a MemoryError traceback.
+MAX_D, MAX_SEQ, MAX_ELEMENTS = 512, 1 << 20, 1 << 23
+
+
 def _even_positive(text: str) -> int:
     try:
         value = int(text)
@@ -120,6 +125,8 @@ def _even_positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive even integer, got {text!r}") from None
     if value <= 0 or value % 2:
         raise argparse.ArgumentTypeError(f"expected a positive even integer, got {value}")
+    if value > MAX_D:
+        raise argparse.ArgumentTypeError(f"expected a positive even integer up to {MAX_D}, got {value}")
     return value
 
 
@@ -128,8 +135,8 @@ def _seq_length(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer >= 2, got {text!r}") from None
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 2, got {value}")
+    if value < 2 or value > MAX_SEQ:
+        raise argparse.ArgumentTypeError(f"expected an integer from 2 to {MAX_SEQ}, got {value}")
     return value
 
 
@@ -153,10 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     for name, default in [("d", 128), ("seq", 4096), ("out", None)]:
         if not hasattr(args, name):
             setattr(args, name, default)
+    if args.d * args.seq > MAX_ELEMENTS:
+        parser.error(f"--d {args.d} times --seq {args.seq} is {args.d * args.seq} values; expected at most "
+                     f"{MAX_ELEMENTS} (2^23)")
     if args.command == "check":
         return _check(args)
     if args.command == "figures":

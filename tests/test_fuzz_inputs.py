@@ -195,3 +195,120 @@ def test_any_layout_gives_the_reference_and_leaves_x_alone(case, form):
     ref = _reference(x, np.arange(x.shape[-2]) if pos is None else pos)
     tol = 1e-12 if x.dtype.itemsize == 8 else 1e-5
     np.testing.assert_allclose(out.astype(np.float64), ref, atol=tol * max(1.0, np.abs(ref).max()))
+
+
+# ---- the teaching layer's quantities: the same contract ------------------------------------------------------
+
+quantities = pytest.importorskip("rope_ref.teaching.quantities")   # needs the teaching extra (matplotlib)
+Q8, K8 = np.random.default_rng(5).standard_normal((2, 8))
+QN = np.random.default_rng(6).standard_normal((3, 8))
+
+QUANTITY_CATALOGUE = [
+    # (call, exception, words the message must contain)
+    (lambda: quantities.random_qk(7), ValueError, ["d", "even", "7"]),
+    (lambda: quantities.random_qk(8, seed=-1), TypeError, ["seed", "-1"]),
+    (lambda: quantities.random_qk(8, n=0), ValueError, ["n", "positive", "0"]),
+    (lambda: quantities.score(Q8.tolist(), K8[:6], 1, 2), ValueError, ["q", "k", "(8,)", "(6,)"]),
+    (lambda: quantities.score(3.0, K8, 1, 2), ValueError, ["q", "0-d"]),
+    (lambda: quantities.score(Q8, K8, "a", 2), TypeError, ["m", "'a'"]),
+    (lambda: quantities.score(Q8, K8, 1j, 2), TypeError, ["m", "complex"]),
+    (lambda: quantities.score(Q8, K8, 1, np.nan), ValueError, ["n", "finite"]),
+    (lambda: quantities.score(Q8, K8, True, 2), TypeError, ["m", "bool"]),
+    (lambda: quantities.score(Q8, K8, [1, 2], [1, 2, 3]), ValueError, ["m (2,)", "n (3,)"]),
+    (lambda: quantities.score(Q8 * 1e200, K8 * 1e200, 1, 2), ValueError, ["score", "overflow"]),
+    (lambda: quantities.score_map(Q8, K8, 3), ValueError, ["positions", "1-D", "()"]),
+    (lambda: quantities.score_map(QN, QN, [1, 2]), ValueError, ["q", "(d,)", "(3, 8)"]),
+    (lambda: quantities.sinusoidal_score_map(Q8, K8[:6], [1, 2]), ValueError, ["q", "k", "(6,)"]),
+    (lambda: quantities.sinusoidal_score_map(Q8, K8, [[1, 2]]), ValueError, ["positions", "1-D", "(1, 2)"]),
+    (lambda: quantities.sinusoidal_score(Q8, K8[:6], 1, 2), ValueError, ["q", "k", "(6,)"]),
+    (lambda: quantities.diagonal_spread([1, 2, 3]), ValueError, ["S", "2-D", "(3,)"]),
+    (lambda: quantities.diagonal_spread(np.zeros((0, 0))), ValueError, ["S", "non-empty"]),
+    (lambda: quantities.diagonal_spread([[np.nan]]), ValueError, ["S", "finite"]),
+    (lambda: quantities.score_vs_distance(Q8, K8, "1"), TypeError, ["n", "'1'"]),
+    (lambda: quantities.mean_abs_score([1.0], d=8, n_samples=0), ValueError, ["n_samples", "0"]),
+    (lambda: quantities.mean_abs_score([1.0], d=8, same_vector="no"), TypeError, ["same_vector", "'no'", "True or False"]),
+    (lambda: quantities.pair_polar([1.0]), ValueError, ["x2", "(2,)", "(1,)"]),
+    (lambda: quantities.pair_polar([1.0, 2.0, 3.0]), ValueError, ["x2", "(2,)", "(3,)"]),
+    (lambda: quantities.pair_polar([1j, 2]), TypeError, ["x2", "complex"]),
+    (lambda: quantities.form_errors("abc", d=8), TypeError, ["positions", "'abc'"]),
+    (lambda: quantities.form_errors([1.0], d=8, seed=-1), TypeError, ["seed", "-1"]),
+    (lambda: quantities.clock_angles("a"), TypeError, ["position", "'a'"]),
+    (lambda: quantities.clock_angles([1, 2]), ValueError, ["position", "scalar", "(2,)"]),
+    (lambda: quantities.code_distance(1.0, d=8, pairs=[4]), ValueError, ["pairs", "[0, d/2 = 4)", "[4]"]),
+    (lambda: quantities.code_distance(1.0, d=8, pairs=[-1]), ValueError, ["pairs", "[-1]"]),
+    (lambda: quantities.code_distance(1.0, d=8, pairs=[1.5]), ValueError, ["pairs", "integers", "float64"]),
+    (lambda: quantities.code_distance("a"), TypeError, ["m", "'a'"]),
+    (lambda: quantities.code_distance(1.0, d="8"), TypeError, ["d", "'8'"]),
+    (lambda: quantities.radial_scaled(np.ones((2, 4)), [0, 1.5], -2.0), ValueError, ["a", "positive", "-2.0"]),
+    (lambda: quantities.radial_scaled(np.ones((2, 4)), [0, 1], "2"), TypeError, ["a", "'2'"]),
+    (lambda: quantities.radial_scaled(np.ones((2, 4)), [0, 1000], 10.0), ValueError, ["a=10", "1000", "overflow"]),
+    (lambda: quantities.radial_scaled(np.ones((2, 4)), [0, 1, 2], 2.0), ValueError, ["positions", "(3,)", "(2,)"]),
+    (lambda: quantities.abel_terms(Q8[:6], K8, 1.0), ValueError, ["q", "k", "(6,)", "(8,)"]),
+    (lambda: quantities.abel_terms(QN, QN, 1.0), ValueError, ["q", "(d,)", "(3, 8)"]),
+    (lambda: quantities.abel_terms(Q8, K8, [1.0, 2.0]), ValueError, ["distance", "scalar"]),
+    (lambda: quantities.abel_terms(Q8 + 1j, K8, 1.0), TypeError, ["q", "complex"]),
+    (lambda: quantities.attention_weights(Q8, K8), ValueError, ["q", "(..., N, d)", "(8,)"]),
+    (lambda: quantities.attention_weights(QN, QN[:2]), ValueError, ["q", "k", "(3, 8)", "(2, 8)"]),
+    (lambda: quantities.attention_weights(QN, QN, [0, 1]), ValueError, ["positions", "(2,)", "(3,)"]),
+    (lambda: quantities.attention_weights(QN, QN, rope="no"), TypeError, ["rope", "'no'"]),
+    (lambda: quantities.attention_weights(QN, QN, causal="False"), TypeError, ["causal", "'False'"]),
+    (lambda: quantities.attention_weights(QN * 1e200, QN * 1e200), ValueError, ["scores", "overflow", "attention"]),
+    (lambda: quantities.attention_weights(np.ones((0, 8)), np.ones((0, 8))), ValueError, ["N >= 1", "(0, 8)"]),
+    (lambda: quantities.attention_weights(QN + 1j, QN), TypeError, ["q", "complex"]),
+    (lambda: quantities.linear_attention_weights(np.full((3, 8), -800.0), np.full((3, 8), -800.0)), ValueError,
+     ["linear_attention_weights", "under-", "linear_attention"]),
+    (lambda: quantities.linear_attention_weights(Q8, K8), ValueError, ["q", "(..., N, d)"]),
+    (lambda: quantities.KVCache().attend(Q8, 0), ValueError, ["empty", "append"]),
+    (lambda: quantities.KVCache(base=-1), ValueError, ["base", "-1"]),
+    (lambda: quantities.KVCache().append(Q8, np.ones(3), "a"), TypeError, ["position", "'a'"]),
+    (lambda: quantities.KVCache().append(Q8, np.ones((2, 3)), 0), ValueError, ["v", "(8,)", "(2, 3)"]),
+]
+
+
+@pytest.mark.parametrize("call,exc,words", QUANTITY_CATALOGUE, ids=[str(i) for i in range(len(QUANTITY_CATALOGUE))])
+def test_teaching_quantities_name_bad_input(call, exc, words):
+    with pytest.raises(exc) as info:
+        call()
+    for w in words:
+        assert w in str(info.value), f"{w!r} not in {type(info.value).__name__}: {info.value}"
+
+
+def test_kv_cache_refuses_mismatched_steps_and_keeps_its_own_copy_of_v():
+    cache = quantities.KVCache()
+    v = np.ones(3)
+    cache.append(Q8, v, 2)
+    v[0] = 99.0                                       # the caller reuses its buffer
+    np.testing.assert_array_equal(cache.values[0], np.ones(3))
+    with pytest.raises(ValueError, match=r"stored.*k \(8,\).*v \(3,\).*v \(4,\)"):
+        cache.append(K8, np.ones(4), 3)
+    with pytest.raises(ValueError, match=r"q must have the stored keys' shape \(8,\), got \(4,\)"):
+        cache.attend(np.ones(4), 3)
+    with pytest.raises(ValueError, match="position must be at or after .* got 1 < 2"):
+        cache.attend(Q8, 1)
+    assert cache.rotations == 1                       # refused calls rotate nothing
+    # the one step that is allowed: weight 1 on the one key, so the output is v
+    np.testing.assert_allclose(cache.attend(Q8, 2), np.ones(3), rtol=1e-15)
+
+
+def test_quantities_take_array_likes_and_broadcast_q_against_positions():
+    # q as a list, q with a leading axis against scalar positions: q_m . k_n by an independent loop
+    got = quantities.score(QN.tolist(), K8, 4, 1.5)
+    want = [_reference(q, 4.0) @ _reference(K8, 1.5) for q in QN]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert quantities.code_distance(6, 8, pairs=[]) == 0.0     # no pair chosen: nothing moves
+    np.testing.assert_allclose(quantities.code_distance(6, 8, pairs=np.array([0], np.int8)), 2 * abs(math.sin(3)),
+                               rtol=1e-12)
+
+
+# ---- checks and the command line -----------------------------------------------------------------------------
+
+def test_check_tables_name_bad_arguments():
+    from rope_ref import checks
+    for bad, exc, words in [(None, TypeError, ["positions", "None"]), ([[1, 2]], ValueError, ["positions", "1-D"]),
+                            ([np.nan], ValueError, ["position", "finite"])]:
+        with pytest.raises(exc) as info:
+            checks.precision_table(bad, d=8)
+        assert all(w in str(info.value) for w in words), info.value
+    for bad in (None, 3, [1, 2]):
+        with pytest.raises(TypeError, match="checks must be a list"):
+            checks.format_table(bad)
