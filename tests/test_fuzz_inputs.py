@@ -312,3 +312,16 @@ def test_check_tables_name_bad_arguments():
     for bad in (None, 3, [1, 2]):
         with pytest.raises(TypeError, match="checks must be a list"):
             checks.format_table(bad)
+
+
+def test_a_refused_view_update_leaves_the_view_as_it_was():
+    views = pytest.importorskip("rope_ref.teaching.views")
+    view = views.DecayView(d=16, n_points=65)
+    before, png = dict(view.params), view.to_png()
+    for bad in (dict(d=7), dict(base="x"), dict(base=-1.0)):
+        with pytest.raises((TypeError, ValueError)) as info:
+            view.update(**bad)
+        assert str(info.value).startswith(next(iter(bad)))      # names what was refused, not an earlier value
+        assert view.params == before and view.to_png() == png
+    view.update(d=32)                                            # and still steps normally
+    assert view.params["d"] == 32 and view.y[0] == pytest.approx((32 / 2 + 1) / 2)
