@@ -21,18 +21,21 @@ FORMS = {"rotate": rr.rotate, "rotate_elementwise": rr.rotate_elementwise, "rota
          "rotate_complex": rr.rotate_complex}
 
 
-def _reference(x, positions, base=10000.0):
-    """Interleaved RoPE in float64, pair by pair (eq 13): (a, b) -> (a cos - b sin, a sin + b cos)."""
+def _reference(x, positions, base=10000.0, pairing="interleaved", rotary_dim=None, inv_freq=None):
+    """RoPE in float64, pair by pair (eq 13): (a, b) -> (a cos - b sin, a sin + b cos), pair i being features
+    (2i, 2i+1) (interleaved) or (i, i + r/2) (half); features from rotary_dim on pass through."""
     x = np.array(x, dtype=np.float64)
     pos = np.broadcast_to(np.asarray(positions, dtype=np.float64), x.shape[:-1])
-    out = np.empty_like(x)
-    d = x.shape[-1]
+    out = x.copy()
+    r = x.shape[-1] if rotary_dim is None else rotary_dim
     for idx in np.ndindex(x.shape[:-1]):
-        for i in range(d // 2):
-            angle = float(pos[idx]) * base ** (-2 * i / d)
-            a, b = x[idx + (2 * i,)], x[idx + (2 * i + 1,)]
-            out[idx + (2 * i,)] = a * math.cos(angle) - b * math.sin(angle)
-            out[idx + (2 * i + 1,)] = a * math.sin(angle) + b * math.cos(angle)
+        for i in range(r // 2):
+            theta = base ** (-2 * i / r) if inv_freq is None else float(inv_freq[i])
+            angle = float(pos[idx]) * theta
+            ia, ib = (2 * i, 2 * i + 1) if pairing == "interleaved" else (i, i + r // 2)
+            a, b = x[idx + (ia,)], x[idx + (ib,)]
+            out[idx + (ia,)] = a * math.cos(angle) - b * math.sin(angle)
+            out[idx + (ib,)] = a * math.sin(angle) + b * math.cos(angle)
     return out
 
 
@@ -325,3 +328,55 @@ def test_a_refused_view_update_leaves_the_view_as_it_was():
         assert view.params == before and view.to_png() == png
     view.update(d=32)                                            # and still steps normally
     assert view.params["d"] == 32 and view.y[0] == pytest.approx((32 / 2 + 1) / 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=strided_inputs(), pairing=st.sampled_from(["interleaved", "half"]), data=st.data(),
+       form=st.sampled_from(["rotate", "rotate_elementwise"]))
+def test_pairing_rotary_dim_and_inv_freq_match_the_reference(case, pairing, data, form):
+    x, pos = case
+    d = x.shape[-1]
+    r = data.draw(st.sampled_from([None] + list(range(2, d + 1, 2))))
+    n_pairs = (d if r is None else r) // 2
+    inv = data.draw(st.one_of(st.none(), st.lists(st.floats(-3, 3), min_size=n_pairs, max_size=n_pairs)))
+    base = data.draw(st.sampled_from([10000.0, 2, 1.5, 1e6]))
+    out = FORMS[form](x, pos, base=base, pairing=pairing, rotary_dim=r, inv_freq=inv)
+    ref = _reference(x, np.arange(x.shape[-2]) if pos is None else pos, base, pairing, r, inv)
+    tol = 1e-12 if x.dtype.itemsize == 8 else 1e-5
+    np.testing.assert_allclose(out.astype(np.float64), ref, atol=tol * max(1.0, np.abs(ref).max()))
+
+
+def _softmax_attention(q, k, v, qp, kp, causal):
+    """Eqs 2 and 16 by loops: rotate with ``_reference``, then a plain softmax per query."""
+    qr, kr = _reference(q, qp), _reference(k, kp)
+    out = np.empty(q.shape[:-1] + v.shape[-1:])
+    for idx in np.ndindex(q.shape[:-2]):
+        for m in range(q.shape[-2]):
+            s = np.array([qr[idx][m] @ kr[idx][n] / math.sqrt(q.shape[-1]) for n in range(k.shape[-2])])
+            if causal:
+                s[np.broadcast_to(kp, k.shape[:-1])[idx] > np.broadcast_to(qp, q.shape[:-1])[idx][m]] = -np.inf
+            w = np.exp(s - s.max())
+            out[idx][m] = (w / w.sum()) @ np.asarray(v, np.float64)[idx]
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(lead=st.lists(st.integers(1, 3), max_size=2), n_q=st.integers(1, 5), n_k=st.integers(1, 5),
+       half_d=st.integers(1, 4), d_v=st.integers(1, 3), causal=st.booleans(), offset=st.integers(0, 3),
+       seed=st.integers(0, 2 ** 16), dtype=st.sampled_from([np.float64, np.float32, ">f8", np.int16]))
+def test_attention_matches_plain_softmax_for_any_shape(lead, n_q, n_k, half_d, d_v, causal, offset, seed, dtype):
+    rng = np.random.default_rng(seed)
+    lead = tuple(lead)
+    q, k = (rng.standard_normal(lead + (n, 2 * half_d)) * 3 for n in (n_q, n_k))
+    v = rng.standard_normal(lead + (n_k, d_v))
+    q, k, v = (a.astype(dtype) if np.dtype(dtype).kind == "f" else np.round(a).astype(dtype) for a in (q, k, v))
+    kp = np.arange(n_k)
+    qp = np.arange(n_q) + max(0, n_k - n_q) + offset if causal else rng.uniform(-5, 5, n_q)
+    before = [a.copy() for a in (q, k, v)]
+    out = rr.attention(q, k, v, q_positions=qp, k_positions=kp, causal=causal)
+    for a, b in zip((q, k, v), before):
+        np.testing.assert_array_equal(a, b)
+    assert not any(np.shares_memory(out, a) for a in (q, k, v))
+    narrow = all(a.dtype.kind == "f" and a.dtype.itemsize <= 4 for a in (q, k, v))   # integers become float64
+    assert out.dtype == (np.float32 if narrow else np.float64)
+    np.testing.assert_allclose(out, _softmax_attention(q, k, v, qp, kp, causal), atol=2e-5 if narrow else 1e-12)

@@ -46,8 +46,15 @@ class View:
             raise TypeError(f"unknown parameter(s) {sorted(unknown)}; expected some of {sorted(self.params)}")
         if any(self.params.get(k) != v for k, v in params.items() if k in self.relayout_params):
             self._background = None
+        old = dict(self.params)
         self.params.update(params)
-        self._redraw()
+        try:
+            self._redraw()
+        except (TypeError, ValueError):   # a refused value leaves the view as it was, not half-updated
+            self.params = old
+            self._background = None
+            self._redraw()
+            raise
 
     def _redraw(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
