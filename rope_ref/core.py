@@ -203,9 +203,12 @@ def rotate_half(x, pairing: str = "interleaved") -> np.ndarray:
 
 
 def _chosen_frequencies(r: int, base, inv_freq) -> np.ndarray:
-    """theta for rotary dimension ``r``, or the caller's explicit ``inv_freq`` checked against it."""
+    """theta for rotary dimension ``r``, or the caller's explicit ``inv_freq`` checked against it.
+
+    ``base`` is checked either way: a bad base next to ``inv_freq`` is a mistake, not a value to ignore."""
+    base = val.check_base(base)                                # checked first: the cache needs a float
     if inv_freq is None:
-        return _frequencies_cached(r, val.check_base(base))   # checked first: the cache needs a float
+        return _frequencies_cached(r, base)
     return val.check_inv_freq(inv_freq, r // 2)
 
 

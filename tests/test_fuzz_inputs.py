@@ -380,3 +380,12 @@ def test_attention_matches_plain_softmax_for_any_shape(lead, n_q, n_k, half_d, d
     narrow = all(a.dtype.kind == "f" and a.dtype.itemsize <= 4 for a in (q, k, v))   # integers become float64
     assert out.dtype == (np.float32 if narrow else np.float64)
     np.testing.assert_allclose(out, _softmax_attention(q, k, v, qp, kp, causal), atol=2e-5 if narrow else 1e-12)
+
+
+@pytest.mark.parametrize("fn", ["rotate", "rotate_elementwise", "partial_sums", "decay_bound"])
+@pytest.mark.parametrize("base,exc", [(-1.0, ValueError), ("10000", TypeError), (np.nan, ValueError)])
+def test_a_bad_base_is_named_even_when_inv_freq_replaces_it(fn, base, exc):
+    args = (np.ones((2, 4)),) if fn.startswith("rotate") else (1.0, 4)
+    with pytest.raises(exc) as info:
+        getattr(rr, fn)(*args, base=base, inv_freq=[1.0, 0.5])
+    assert str(info.value).startswith("base")
