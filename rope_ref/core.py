@@ -130,7 +130,8 @@ def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interlea
     inv_freq : explicit frequencies of shape ``(rotary_dim/2,)`` (e.g. from a scaling method).
     out : optional writeable array of x's shape and dtype, any strides (a reused buffer); must not overlap x.
 
-    Returns a new array (or ``out``) of x's shape and dtype; x is not modified.  Interleaved pairs are
+    Returns a new array (or ``out``) of x's shape and dtype; x is not modified; a finite x whose rotated
+    pairs overflow its dtype raises a ValueError (README "Precision").  Interleaved pairs are
     multiplied as complex numbers (x_2i + i x_2i+1) * e^{i m theta_i}; half-split pairs as
     x * cos + rotate_half(x) * sin.  cos/sin tables come from float64 angles and are cached;
     rows stream in cache-sized blocks, split across threads for arrays of 2^20 elements or more
