@@ -65,7 +65,7 @@ def _figures(args) -> int:
         print(f"python -m rope_ref figures needs the teaching dependencies ({exc.name} is missing): "
               "pip install 'rope_ref[teaching]'", file=sys.stderr)
         return 1
-    out = Path(args.out).resolve() if args.out else default_figures_dir()
+    out = args.out if args.out is not None else default_figures_dir()
     t0 = time.perf_counter()
     paths = write_all(out)
     print(f"wrote {len(paths)} figure files (PNG and SVG) to {out} in {time.perf_counter() - t0:.1f} s")
@@ -85,15 +85,7 @@ def _site(args) -> int:
         print(f"{prog}: error: the notebooks are not part of an installed package; run it in a clone of the "
               "rope_ref repository", file=sys.stderr)
         return 1
-    out = Path(args.out).resolve()
-    if out.exists() and not out.is_dir():
-        print(f"{prog}: error: --out: {out} is an existing file, expected a folder (see --help)", file=sys.stderr)
-        return 2
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"{prog}: error: --out: cannot create the folder {out}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    out = args.out
     notebooks = sorted((root / "notebooks").glob("*.ipynb"))
     t0 = time.perf_counter()
     try:
@@ -104,6 +96,23 @@ def _site(args) -> int:
     print(f"built {len(notebooks)} executed notebooks as HTML in {time.perf_counter() - t0:.1f} s; open")
     print(index)
     return 0
+
+
+def _out_dir(prog: str, text: str) -> Path | None:
+    """The --out folder, created; None after a one-line error on stderr (empty, a file, not creatable)."""
+    if not text.strip():
+        print(f"{prog}: error: --out: expected a folder path, got {text!r} (see --help)", file=sys.stderr)
+        return None
+    out = Path(text).resolve()
+    if out.exists() and not out.is_dir():
+        print(f"{prog}: error: --out: {out} is an existing file, expected a folder (see --help)", file=sys.stderr)
+        return None
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"{prog}: error: --out: cannot create the folder {out}: {exc.strerror or exc}", file=sys.stderr)
+        return None
+    return out
 
 
 class _Parser(argparse.ArgumentParser):
@@ -168,6 +177,10 @@ def main(argv=None) -> int:
     if args.d * args.seq > MAX_ELEMENTS:
         parser.error(f"--d {args.d} times --seq {args.seq} is {args.d * args.seq} values; expected at most "
                      f"{MAX_ELEMENTS} (2^23)")
+    if args.out is not None:        # checked (and created) before any work, as argparse checks the others
+        args.out = _out_dir(" ".join(filter(None, ["python -m rope_ref", args.command])), args.out)
+        if args.out is None:
+            return 2
     if args.command == "check":
         return _check(args)
     if args.command == "figures":

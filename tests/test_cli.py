@@ -153,3 +153,21 @@ def test_sizes_that_would_exhaust_memory_are_argument_errors(args, words):
     assert res.returncode == 2, res.stderr[-500:]
     assert words in res.stderr
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+@pytest.mark.parametrize("kind,words", [("file", "is an existing file, expected a folder"),
+                                        ("under a file", "cannot create the folder"),
+                                        ("empty", "expected a folder path, got ''")])
+@pytest.mark.parametrize("command", [["figures"], [], ["site"]], ids=["figures", "default", "site"])
+def test_a_bad_out_is_one_line_and_status_2_before_any_work(tmp_path, capsys, monkeypatch, command, kind, words):
+    # figures (and the default check + figures) used to end in a FileExistsError traceback after the checks ran,
+    # and --out '' built the site in the current folder
+    import rope_ref.__main__ as cli
+    monkeypatch.setattr(cli, "_check", lambda args: pytest.fail("ran the checks before refusing --out"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "taken.txt").write_text("x")
+    out = {"file": "taken.txt", "under a file": "taken.txt/sub", "empty": ""}[kind]
+    assert main(command + ["--out", out]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "--out" in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken.txt"]
