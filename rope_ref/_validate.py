@@ -214,7 +214,7 @@ def _float_positions(positions, name: str) -> np.ndarray:
     return check_finite(pos, name)
 
 
-def check_positions(positions, lead_shape: tuple, name: str = "positions") -> np.ndarray:
+def check_positions(positions, lead_shape: tuple, name: str = "positions", target: str = "x.shape[:-1]") -> np.ndarray:
     """Finite real positions as float64, broadcastable to ``lead_shape`` = x.shape[:-1].
 
     ``None`` means ``arange(seq)`` along the second-to-last axis of x (or 0 for a
@@ -231,7 +231,7 @@ def check_positions(positions, lead_shape: tuple, name: str = "positions") -> np
         shape = None
     if shape != tuple(lead_shape):
         raise ValueError(
-            f"{name} of shape {pos.shape} does not broadcast to x.shape[:-1] = {tuple(lead_shape)}"
+            f"{name} of shape {pos.shape} does not broadcast to {target} = {tuple(lead_shape)}"
         )
     return pos
 

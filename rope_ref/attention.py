@@ -63,8 +63,8 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     """
     q, k, v = _check_qkv(q, k, v)
     causal = val.check_bool(causal, "causal")
-    qp = val.check_positions(q_positions, q.shape[:-1], "q_positions")
-    kp = val.check_positions(k_positions, k.shape[:-1], "k_positions")
+    qp = val.check_positions(q_positions, q.shape[:-1], "q_positions", "q.shape[:-1]")
+    kp = val.check_positions(k_positions, k.shape[:-1], "k_positions", "k.shape[:-1]")
     qr = _rotate(q, qp, base, pairing, None, None, None, "q").astype(np.float64)
     kr = _rotate(k, kp, base, pairing, None, None, None, "k").astype(np.float64)
     sq, sk = _pow2_scale(qr), _pow2_scale(kr)
@@ -130,7 +130,7 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
     causal = val.check_bool(causal, "causal")
     if q.shape[-2] != k.shape[-2]:
         raise ValueError(f"linear_attention is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
-    pos = val.check_positions(positions, q.shape[:-1])
+    pos = val.check_positions(positions, q.shape[:-1], "positions", "q.shape[:-1]")
     lq, lk = _log_phi(q.astype(np.float64)), _log_phi(k.astype(np.float64))
     fq = np.exp(lq - lq.max(axis=-1, keepdims=True))             # phi(q_m) / max_j phi(q_m)_j
     fk = np.exp(lk - lk.max(axis=(-2, -1), keepdims=True))       # phi(k_n) / max_{n,j} phi(k_n)_j
@@ -164,8 +164,9 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
     """
     q, k, v = _check_qkv(q, k, v)
     causal = val.check_bool(causal, "causal")
-    qp = np.broadcast_to(val.check_positions(q_positions, q.shape[-2:-1], "q_positions"), q.shape[-2:-1])
-    kp = np.broadcast_to(val.check_positions(k_positions, k.shape[-2:-1], "k_positions"), k.shape[-2:-1])
+    qp = val.check_positions(q_positions, q.shape[-2:-1], "q_positions", "(q.shape[-2],)")
+    kp = val.check_positions(k_positions, k.shape[-2:-1], "k_positions", "(k.shape[-2],)")
+    qp, kp = np.broadcast_to(qp, q.shape[-2:-1]), np.broadcast_to(kp, k.shape[-2:-1])   # a scalar: every position
     d = q.shape[-1]
     with np.errstate(over="ignore", invalid="ignore"):   # inf or inf - inf: the ValueError below
         qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base), q)
@@ -199,7 +200,7 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
     n_pos = q.shape[-2]
     if k.shape[-2] != n_pos:
         raise ValueError(f"linear_attention_dense is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
-    pos = np.broadcast_to(val.check_positions(positions, (n_pos,)), (n_pos,))
+    pos = np.broadcast_to(val.check_positions(positions, (n_pos,), "positions", "(q.shape[-2],)"), (n_pos,))
     R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)
     fq, fk = elu_plus_one(q), elu_plus_one(k)
     with np.errstate(over="ignore", invalid="ignore"):   # checked below: a ValueError, not a warning

@@ -389,3 +389,15 @@ def test_a_bad_base_is_named_even_when_inv_freq_replaces_it(fn, base, exc):
     with pytest.raises(exc) as info:
         getattr(rr, fn)(*args, base=base, inv_freq=[1.0, 0.5])
     assert str(info.value).startswith("base")
+
+
+@pytest.mark.parametrize("call,target", [
+    (lambda X: rr.attention(X, X, X, k_positions=np.arange(4)), "k_positions of shape (4,) does not broadcast to k.shape[:-1] = (2, 5)"),
+    (lambda X: rr.attention_dense(X, X, X, np.arange(5), np.arange(4)), "k_positions of shape (4,) does not broadcast to (k.shape[-2],) = (5,)"),
+    (lambda X: rr.linear_attention(X, X, X, positions=np.arange(4)), "positions of shape (4,) does not broadcast to q.shape[:-1] = (2, 5)"),
+    (lambda X: rr.rotate(X, np.arange(4)), "positions of shape (4,) does not broadcast to x.shape[:-1] = (2, 5)"),
+])
+def test_a_positions_shape_error_names_the_array_it_must_match(call, target):
+    with pytest.raises(ValueError) as info:            # attention has no argument x: say q or k
+        call(np.zeros((2, 5, 8)))
+    assert str(info.value) == target

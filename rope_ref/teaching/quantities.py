@@ -283,8 +283,9 @@ def _self_attention_inputs(q, k, positions):
     if q.ndim < 2 or q.shape != k.shape or q.shape[-2] == 0:
         raise ValueError(f"q and k must have the same shape (..., N, d) with N >= 1; got q {q.shape}, k {k.shape}")
     n = q.shape[-2]
-    pos = np.arange(n, dtype=float) if positions is None else np.broadcast_to(val.check_positions(positions, (n,)), (n,))
-    return q.astype(np.float64), k.astype(np.float64), pos
+    pos = np.arange(n, dtype=float) if positions is None else val.check_positions(positions, (n,), "positions",
+                                                                                  "(q.shape[-2],)")
+    return q.astype(np.float64), k.astype(np.float64), np.broadcast_to(pos, (n,))
 
 
 class KVCache:
