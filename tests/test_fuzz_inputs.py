@@ -401,3 +401,23 @@ def test_a_positions_shape_error_names_the_array_it_must_match(call, target):
     with pytest.raises(ValueError) as info:            # attention has no argument x: say q or k
         call(np.zeros((2, 5, 8)))
     assert str(info.value) == target
+
+
+@pytest.mark.parametrize("make,exc,words", [
+    (lambda w: w.rotations_widget(m=100), ValueError, ["m", "[0, 64]", "100"]),
+    (lambda w: w.rotations_widget(n=-1), ValueError, ["n", "[0, 64]", "-1"]),
+    (lambda w: w.rotations_widget(m=2.5), TypeError, ["m", "integer", "2.5"]),
+    (lambda w: w.rotations_widget(i=8), ValueError, ["i", "[0, 7]", "8"]),
+    (lambda w: w.rotations_widget(d=200), ValueError, ["d", "[2, 128]", "200"]),
+    (lambda w: w.rotations_widget(base=1e9), ValueError, ["base", "1e+06", "1000000000.0"]),
+    (lambda w: w.decay_widget(d=4), ValueError, ["d", "[8, 512]", "4"]),
+    (lambda w: w.decay_widget(base=True), TypeError, ["base", "True"]),
+    (lambda w: w.scaling_widget(factor=64), ValueError, ["factor", "[1, 32]", "64"]),
+    (lambda w: w.scaling_widget(factor="2"), TypeError, ["factor", "'2'"]),
+])
+def test_widgets_refuse_what_their_sliders_cannot_show(make, exc, words):
+    # an ipywidgets slider clamps an out-of-range value: the slider would show 64 while the picture shows m=100
+    widgets = pytest.importorskip("rope_ref.teaching.widgets")
+    with pytest.raises(exc) as info:
+        make(widgets)
+    assert str(info.value).startswith(words[0]) and all(w in str(info.value) for w in words), info.value
