@@ -421,3 +421,21 @@ def test_widgets_refuse_what_their_sliders_cannot_show(make, exc, words):
     with pytest.raises(exc) as info:
         make(widgets)
     assert str(info.value).startswith(words[0]) and all(w in str(info.value) for w in words), info.value
+
+
+@pytest.mark.parametrize("make,exc,words", [
+    (lambda v: v.RotationsView(i=2.5), TypeError, ["i", "integer", "2.5"]),
+    (lambda v: v.RotationsView(i="3"), TypeError, ["i", "'3'"]),
+    (lambda v: v.RotationsView(m="a"), TypeError, ["m", "'a'"]),
+    (lambda v: v.RotationsView(n=np.nan), ValueError, ["n", "finite"]),
+    (lambda v: v.ScalingView(factor="2"), TypeError, ["factor", "'2'"]),
+    (lambda v: v.ScalingView(factor=np.nan), ValueError, ["factor", "nan"]),
+    (lambda v: v.DecayView(n_points=1), ValueError, ["n_points", "2", "1"]),
+    (lambda v: v.DecayView(n_points=2.5), TypeError, ["n_points", "2.5"]),
+])
+def test_view_constructors_name_bad_values(make, exc, words):
+    # these were taken as int(2.5) = pair 2, float('2'), an empty curve, or named 'positions' instead of m
+    views = pytest.importorskip("rope_ref.teaching.views")
+    with pytest.raises(exc) as info:
+        make(views)
+    assert str(info.value).startswith(words[0]) and all(w in str(info.value) for w in words), info.value
