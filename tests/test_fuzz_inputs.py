@@ -439,3 +439,51 @@ def test_view_constructors_name_bad_values(make, exc, words):
     with pytest.raises(exc) as info:
         make(views)
     assert str(info.value).startswith(words[0]) and all(w in str(info.value) for w in words), info.value
+
+
+def _readonly(a):
+    a = np.array(a)
+    a.setflags(write=False)
+    return a
+
+
+QUANTITY_CALLS = {   # name -> (function, read-only inputs); a write into an input raises, a view of one is caught below
+    "score": (lambda q, k, m: quantities.score(q, k, m, 2.0), (QN, K8, np.arange(3.0))),
+    "score_map": (lambda q, k, p: quantities.score_map(q, k, p), (Q8, K8, np.arange(4.0))),
+    "sinusoidal_score_map": (lambda q, k, p: quantities.sinusoidal_score_map(q, k, p), (Q8, K8, np.arange(4.0))),
+    "sinusoidal_score": (lambda q, k, m: quantities.sinusoidal_score(q, k, m, 1.0), (Q8, K8, np.arange(3.0))),
+    "diagonal_spread": (quantities.diagonal_spread, (np.eye(3),)),
+    "score_vs_distance": (quantities.score_vs_distance, (Q8, K8, np.arange(3.0))),
+    "mean_abs_score": (lambda r: quantities.mean_abs_score(r, 8, n_samples=4), (np.arange(3.0),)),
+    "pair_polar": (quantities.pair_polar, (Q8[:2],)),
+    "form_errors": (lambda p: quantities.form_errors(p, 8), (np.arange(3.0),)),
+    "code_distance": (lambda m, pairs: quantities.code_distance(m, 8, pairs=pairs), (np.arange(3.0), np.array([0, 2]))),
+    "radial_scaled": (lambda x, p: quantities.radial_scaled(x, p, 1.05), (QN, np.arange(3.0))),
+    "abel_terms": (lambda q, k: quantities.abel_terms(q, k, 3.0), (Q8, K8)),
+    "attention_weights": (lambda q, k, p: quantities.attention_weights(q, k, p), (QN, QN * 0.5, np.arange(3.0))),
+    "linear_attention_weights": (lambda q, k, p: quantities.linear_attention_weights(q, k, p), (QN, QN * 0.5, np.arange(3.0))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(QUANTITY_CALLS))
+def test_quantities_take_read_only_inputs_and_return_new_arrays(name):
+    fn, inputs = QUANTITY_CALLS[name]
+    inputs = [_readonly(a) for a in inputs]
+    before = [a.copy() for a in inputs]
+    result = fn(*inputs)
+    results = result.values() if isinstance(result, dict) else result if isinstance(result, tuple) else [result]
+    for r in results:
+        if isinstance(r, np.ndarray):
+            assert r.flags.writeable and not any(np.shares_memory(r, a) for a in inputs), name
+    for a, b in zip(inputs, before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_kv_cache_keeps_its_own_copies_and_returns_new_arrays():
+    k, v, q = _readonly(K8), _readonly(np.arange(3.0)), _readonly(Q8)
+    cache = quantities.KVCache()
+    cache.append(k, v, 0)
+    out = cache.attend(q, 1)
+    for stored in (cache.keys[0], cache.values[0], out):
+        assert not any(np.shares_memory(stored, a) for a in (k, v, q))
+    np.testing.assert_allclose(out, np.arange(3.0), rtol=1e-15)    # one key: weight 1
