@@ -487,3 +487,21 @@ def test_kv_cache_keeps_its_own_copies_and_returns_new_arrays():
     for stored in (cache.keys[0], cache.values[0], out):
         assert not any(np.shares_memory(stored, a) for a in (k, v, q))
     np.testing.assert_allclose(out, np.arange(3.0), rtol=1e-15)    # one key: weight 1
+
+
+POSITION_DTYPES = [np.int8, np.uint8, np.int16, np.uint32, np.int64, ">i4", np.float16, ml_dtypes.bfloat16, np.float32,
+                   ">f8", np.float64]
+
+
+@settings(max_examples=40, deadline=None)
+@given(dtype=st.sampled_from(POSITION_DTYPES), seq=st.integers(1, 6), as_scalar=st.booleans(),
+       form=st.sampled_from(list(FORMS)), seed=st.integers(0, 2 ** 16))
+def test_positions_of_any_real_dtype_are_their_own_values(dtype, seq, as_scalar, form, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, seq, 6))
+    raw = rng.integers(0, 100, seq) if np.dtype(dtype).kind in "iu" else rng.uniform(-50, 50, seq)
+    pos = np.asarray(raw).astype(dtype)
+    if as_scalar:                                  # a NumPy scalar of that dtype, or a 0-d array
+        pos = pos[0] if seed % 2 else pos[:1].reshape(())
+    exact = np.asarray(pos).astype(np.float64)     # the value the dtype holds, rounded or not
+    np.testing.assert_allclose(FORMS[form](x, pos), _reference(x, exact), atol=1e-12)
