@@ -182,6 +182,10 @@ def check_real_array(a, name: str, *, allow_int: bool = True) -> np.ndarray:
     if dt.kind == "f":
         raise TypeError(f"{name} has dtype {dt}, which rope_ref does not accept; expected {expected} "
                         f"(convert with .astype(np.float64))")
+    if dt == object and arr.size:                # say what the objects are: an int beyond int64 becomes one
+        kinds = sorted({type(v).__name__ for v in arr.flat[:1000]})
+        hint = "; integers beyond the int64 range are not NumPy integers: pass floats" if "int" in kinds else ""
+        raise TypeError(f"{name} must be {expected}, got dtype object (elements of type {', '.join(kinds)}){hint}")
     raise TypeError(f"{name} must be {expected}, got dtype {dt}")
 
 

@@ -505,3 +505,14 @@ def test_positions_of_any_real_dtype_are_their_own_values(dtype, seq, as_scalar,
         pos = pos[0] if seed % 2 else pos[:1].reshape(())
     exact = np.asarray(pos).astype(np.float64)     # the value the dtype holds, rounded or not
     np.testing.assert_allclose(FORMS[form](x, pos), _reference(x, exact), atol=1e-12)
+
+
+@pytest.mark.parametrize("positions,words", [
+    (2 ** 70, ["positions", "dtype object", "elements of type int", "beyond the int64 range", "pass floats"]),
+    ([2 ** 70, 1], ["positions", "elements of type int", "pass floats"]),
+    (np.array([None, 1.0]), ["positions", "elements of type NoneType, float"]),
+])
+def test_object_positions_say_what_the_objects_are(positions, words):
+    with pytest.raises(TypeError) as info:
+        rr.rotate(np.ones((2, 4)), positions)
+    assert all(w in str(info.value) for w in words), info.value
