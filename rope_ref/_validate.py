@@ -323,13 +323,18 @@ def all_finite(a: np.ndarray) -> bool:
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
     """``result`` unchanged, or ValueError when finite ``x`` gave inf/NaN (by default: a rotated pair beyond the dtype)."""
     if not all_finite(result) and all_finite(x):
-        big = float(ml_dtypes.finfo(result.dtype).max)
-        if expected is None:
-            expected = (f"every pair of {name} to have norm below {big:.5g} (safe: |{name}| < {big / np.sqrt(2):.5g}), "
-                        f"or a wider dtype")
-        raise ValueError(f"{name}: the result computed from finite {name} overflows {result.dtype} (largest value "
-                         f"{big:.5g}); expected {expected}")
+        raise overflow_error(result.dtype, name, expected)
     return result
+
+
+def overflow_error(dtype, name: str = "x", expected: str | None = None) -> ValueError:
+    """The ValueError for a result of ``dtype`` that overflowed although ``name`` was finite."""
+    big = float(ml_dtypes.finfo(dtype).max)
+    if expected is None:
+        expected = (f"every pair of {name} to have norm below {big:.5g} (safe: |{name}| < {big / np.sqrt(2):.5g}), "
+                    f"or a wider dtype")
+    return ValueError(f"{name}: the result computed from finite {name} overflows {np.dtype(dtype)} (largest value "
+                      f"{big:.5g}); expected {expected}")
 
 
 def cast_back(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:

@@ -154,9 +154,10 @@ def _rotate(x: np.ndarray, positions, base, pairing, rotary_dim, inv_freq, out, 
         with np.errstate(over="raise", invalid="ignore"):
             _fast.rotate_into(x, buf, pos, freqs, pairing, r, work)
     except FloatingPointError:
-        with np.errstate(over="ignore", invalid="ignore"):  # inf elsewhere in x: its rows are inf anyway
+        if val.all_finite(x):                                # finite x overflowed: the result would hold inf
+            raise val.overflow_error(x.dtype, name) from None
+        with np.errstate(over="ignore", invalid="ignore"):  # x holds inf or NaN: its rows are non-finite anyway
             _fast.rotate_into(x, buf, pos, freqs, pairing, r, work)
-        val.check_no_overflow(buf, x, name)                  # raises if x is finite
     if x.dtype == np.float16:  # rounded to float16 bit by bit (no flag): a pair's norm > 65504 gives inf
         val.check_no_overflow(buf, x, name)
     if buf is not out:
