@@ -65,7 +65,7 @@ def _figures(args) -> int:
         print(f"python -m rope_ref figures needs the teaching dependencies ({exc.name} is missing): "
               "pip install 'rope_ref[teaching]'", file=sys.stderr)
         return 1
-    out = Path(args.out).resolve() if args.out else default_figures_dir()
+    out = args.out if args.out is not None else default_figures_dir()
     t0 = time.perf_counter()
     paths = write_all(out)
     print(f"wrote {len(paths)} figure files (PNG and SVG) to {out} in {time.perf_counter() - t0:.1f} s")
@@ -85,15 +85,7 @@ def _site(args) -> int:
         print(f"{prog}: error: the notebooks are not part of an installed package; run it in a clone of the "
               "rope_ref repository", file=sys.stderr)
         return 1
-    out = Path(args.out).resolve()
-    if out.exists() and not out.is_dir():
-        print(f"{prog}: error: --out: {out} is an existing file, expected a folder (see --help)", file=sys.stderr)
-        return 2
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"{prog}: error: --out: cannot create the folder {out}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    out = args.out
     notebooks = sorted((root / "notebooks").glob("*.ipynb"))
     t0 = time.perf_counter()
     try:
@@ -106,11 +98,33 @@ def _site(args) -> int:
     return 0
 
 
+def _out_dir(prog: str, text: str) -> Path | None:
+    """The --out folder, created; None after a one-line error on stderr (empty, a file, not creatable)."""
+    if not text.strip():
+        print(f"{prog}: error: --out: expected a folder path, got {text!r} (see --help)", file=sys.stderr)
+        return None
+    out = Path(text).resolve()
+    if out.exists() and not out.is_dir():
+        print(f"{prog}: error: --out: {out} is an existing file, expected a folder (see --help)", file=sys.stderr)
+        return None
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"{prog}: error: --out: cannot create the folder {out}: {exc.strerror or exc}", file=sys.stderr)
+        return None
+    return out
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a bad argument is one line on stderr and exit status 2 (no usage dump)."""
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+#: Upper bounds for the checks' sizes: run_checks builds 64 dense d x d matrices and several (seq, d)
+#: float64 arrays, so these keep one run within a few hundred MB instead of a MemoryError traceback.
+MAX_D, MAX_SEQ, MAX_ELEMENTS = 512, 1 << 20, 1 << 23
 
 
 def _even_positive(text: str) -> int:
@@ -120,6 +134,8 @@ def _even_positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive even integer, got {text!r}") from None
     if value <= 0 or value % 2:
         raise argparse.ArgumentTypeError(f"expected a positive even integer, got {value}")
+    if value > MAX_D:
+        raise argparse.ArgumentTypeError(f"expected a positive even integer up to {MAX_D}, got {value}")
     return value
 
 
@@ -128,8 +144,8 @@ def _seq_length(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer >= 2, got {text!r}") from None
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 2, got {value}")
+    if value < 2 or value > MAX_SEQ:
+        raise argparse.ArgumentTypeError(f"expected an integer from 2 to {MAX_SEQ}, got {value}")
     return value
 
 
@@ -153,10 +169,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     for name, default in [("d", 128), ("seq", 4096), ("out", None)]:
         if not hasattr(args, name):
             setattr(args, name, default)
+    if args.d * args.seq > MAX_ELEMENTS:
+        parser.error(f"--d {args.d} times --seq {args.seq} is {args.d * args.seq} values; expected at most "
+                     f"{MAX_ELEMENTS} (2^23)")
+    if args.out is not None:        # checked (and created) before any work, as argparse checks the others
+        args.out = _out_dir(" ".join(filter(None, ["python -m rope_ref", args.command])), args.out)
+        if args.out is None:
+            return 2
     if args.command == "check":
         return _check(args)
     if args.command == "figures":

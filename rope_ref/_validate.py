@@ -126,7 +126,11 @@ def check_base(base, name: str = "base") -> float:
     """A finite, positive real base."""
     if isinstance(base, bool) or not isinstance(base, numbers.Real):
         raise TypeError(f"{name} must be a positive finite real number, got {base!r} of type {type(base).__name__}")
-    base = float(base)
+    try:
+        base = float(base)
+    except OverflowError:        # an int beyond float64 (10**400)
+        raise ValueError(f"{name} must be a positive finite real number, got an integer too large for float64 "
+                         f"({len(str(base))} digits)") from None
     if not np.isfinite(base) or base <= 0:
         raise ValueError(f"{name} must be a positive finite real number, got {base}")
     return base
@@ -160,10 +164,15 @@ def check_real_array(a, name: str, *, allow_int: bool = True) -> np.ndarray:
     expected = f"a real array of dtype {ACCEPTED}" if allow_int else f"a real array of dtype {ACCEPTED[:ACCEPTED.index(', or')]}"
     if a is None or isinstance(a, (str, bytes)):
         raise TypeError(f"{name} must be {expected}, got {'None' if a is None else 'a string ' + repr(a)}")
+    if np.ma.is_masked(a):       # np.asarray would drop the mask and use the hidden values
+        raise TypeError(f"{name} must be {expected}, got a masked array with masked entries (rope_ref ignores no "
+                        f"values); pass {name}.filled(value) or the unmasked part")
     try:
         arr = np.asarray(a)
-    except (ValueError, TypeError) as e:                      # ragged nested lists and the like
+    except (ValueError, TypeError, OverflowError) as e:       # ragged nested lists and the like
         raise TypeError(f"{name} must be {expected}, got {type(a).__name__} that numpy cannot convert ({e})") from None
+    if not arr.dtype.isnative:   # big-endian data ('>f4' is float32): the same numbers in native byte order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     dt = arr.dtype
     if dt in FLOAT_DTYPES or (allow_int and dt.kind in "iu"):
         return arr
@@ -173,6 +182,10 @@ def check_real_array(a, name: str, *, allow_int: bool = True) -> np.ndarray:
     if dt.kind == "f":
         raise TypeError(f"{name} has dtype {dt}, which rope_ref does not accept; expected {expected} "
                         f"(convert with .astype(np.float64))")
+    if dt == object and arr.size:                # say what the objects are: an int beyond int64 becomes one
+        kinds = sorted({type(v).__name__ for v in arr.flat[:1000]})
+        hint = "; integers beyond the int64 range are not NumPy integers: pass floats" if "int" in kinds else ""
+        raise TypeError(f"{name} must be {expected}, got dtype object (elements of type {', '.join(kinds)}){hint}")
     raise TypeError(f"{name} must be {expected}, got dtype {dt}")
 
 
@@ -205,7 +218,7 @@ def _float_positions(positions, name: str) -> np.ndarray:
     return check_finite(pos, name)
 
 
-def check_positions(positions, lead_shape: tuple, name: str = "positions") -> np.ndarray:
+def check_positions(positions, lead_shape: tuple, name: str = "positions", target: str = "x.shape[:-1]") -> np.ndarray:
     """Finite real positions as float64, broadcastable to ``lead_shape`` = x.shape[:-1].
 
     ``None`` means ``arange(seq)`` along the second-to-last axis of x (or 0 for a
@@ -222,7 +235,7 @@ def check_positions(positions, lead_shape: tuple, name: str = "positions") -> np
         shape = None
     if shape != tuple(lead_shape):
         raise ValueError(
-            f"{name} of shape {pos.shape} does not broadcast to x.shape[:-1] = {tuple(lead_shape)}"
+            f"{name} of shape {pos.shape} does not broadcast to {target} = {tuple(lead_shape)}"
         )
     return pos
 
@@ -275,7 +288,7 @@ def check_angles(pos: np.ndarray, freqs: np.ndarray, name: str = "positions") ->
 
 def check_out(out, x: np.ndarray) -> np.ndarray:
     """An output buffer: a writeable ndarray of x's shape and dtype (any strides) that does not overlap x."""
-    if not isinstance(out, np.ndarray):
+    if not isinstance(out, np.ndarray) or isinstance(out, np.ma.MaskedArray):   # a mask would be left stale
         raise TypeError(f"out must be a numpy array of x's shape {x.shape} and dtype {x.dtype}, got {type(out).__name__}")
     if out.shape != x.shape or out.dtype != x.dtype:
         raise ValueError(f"out must have x's shape {x.shape} and dtype {x.dtype} (integers are promoted to float64), "
@@ -310,13 +323,18 @@ def all_finite(a: np.ndarray) -> bool:
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
     """``result`` unchanged, or ValueError when finite ``x`` gave inf/NaN (by default: a rotated pair beyond the dtype)."""
     if not all_finite(result) and all_finite(x):
-        big = float(ml_dtypes.finfo(result.dtype).max)
-        if expected is None:
-            expected = (f"every pair of {name} to have norm below {big:.5g} (safe: |{name}| < {big / np.sqrt(2):.5g}), "
-                        f"or a wider dtype")
-        raise ValueError(f"{name}: the result computed from finite {name} overflows {result.dtype} (largest value "
-                         f"{big:.5g}); expected {expected}")
+        raise overflow_error(result.dtype, name, expected)
     return result
+
+
+def overflow_error(dtype, name: str = "x", expected: str | None = None) -> ValueError:
+    """The ValueError for a result of ``dtype`` that overflowed although ``name`` was finite."""
+    big = float(ml_dtypes.finfo(dtype).max)
+    if expected is None:
+        expected = (f"every pair of {name} to have norm below {big:.5g} (safe: |{name}| < {big / np.sqrt(2):.5g}), "
+                    f"or a wider dtype")
+    return ValueError(f"{name}: the result computed from finite {name} overflows {np.dtype(dtype)} (largest value "
+                      f"{big:.5g}); expected {expected}")
 
 
 def cast_back(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate as val
-from .core import rotate, rotation_matrix
+from .core import _rotate, rotate, rotation_matrix
 
 
 def _check_qkv(q, k, v):
@@ -63,10 +63,10 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     """
     q, k, v = _check_qkv(q, k, v)
     causal = val.check_bool(causal, "causal")
-    qp = val.check_positions(q_positions, q.shape[:-1], "q_positions")
-    kp = val.check_positions(k_positions, k.shape[:-1], "k_positions")
-    qr = val.check_no_overflow(rotate(q, qp, base=base, pairing=pairing).astype(np.float64), q, "q")
-    kr = val.check_no_overflow(rotate(k, kp, base=base, pairing=pairing).astype(np.float64), k, "k")
+    qp = val.check_positions(q_positions, q.shape[:-1], "q_positions", "q.shape[:-1]")
+    kp = val.check_positions(k_positions, k.shape[:-1], "k_positions", "k.shape[:-1]")
+    qr = _rotate(q, qp, base, pairing, None, None, None, "q").astype(np.float64)
+    kr = _rotate(k, kp, base, pairing, None, None, None, "k").astype(np.float64)
     sq, sk = _pow2_scale(qr), _pow2_scale(kr)
     u = (qr / sq) @ np.swapaxes(kr / sk, -1, -2)       # (..., n_q, n_k), |u| <= d: cannot overflow
     if causal:
@@ -130,20 +130,21 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
     causal = val.check_bool(causal, "causal")
     if q.shape[-2] != k.shape[-2]:
         raise ValueError(f"linear_attention is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
-    pos = val.check_positions(positions, q.shape[:-1])
+    pos = val.check_positions(positions, q.shape[:-1], "positions", "q.shape[:-1]")
     lq, lk = _log_phi(q.astype(np.float64)), _log_phi(k.astype(np.float64))
     fq = np.exp(lq - lq.max(axis=-1, keepdims=True))             # phi(q_m) / max_j phi(q_m)_j
     fk = np.exp(lk - lk.max(axis=(-2, -1), keepdims=True))       # phi(k_n) / max_{n,j} phi(k_n)_j
     rq, rk = rotate(fq, pos, base=base), rotate(fk, pos, base=base)
     v = v.astype(np.float64)
-    kv = rk[..., :, None] * v[..., None, :]  # (..., N, d, d_v): one outer product per key
-    if causal:
-        num = np.einsum("...nd,...nde->...ne", rq, np.cumsum(kv, axis=-3))
-        den = np.einsum("...nd,...nd->...n", fq, np.cumsum(fk, axis=-2))
-    else:
-        num = np.einsum("...nd,...de->...ne", rq, kv.sum(axis=-3))
-        den = fq @ fk.sum(axis=-2)[..., None]
-        den = den[..., 0]
+    with np.errstate(over="ignore", invalid="ignore"):   # |v| near 1.8e308 overflows: a ValueError below
+        kv = rk[..., :, None] * v[..., None, :]  # (..., N, d, d_v): one outer product per key
+        if causal:
+            num = np.einsum("...nd,...nde->...ne", rq, np.cumsum(kv, axis=-3))
+            den = np.einsum("...nd,...nd->...n", fq, np.cumsum(fk, axis=-2))
+        else:
+            num = np.einsum("...nd,...de->...ne", rq, kv.sum(axis=-3))
+            den = fq @ fk.sum(axis=-2)[..., None]
+            den = den[..., 0]
     if not np.all(den > 0):
         raise ValueError("linear_attention: a denominator sum_n phi(q_m).phi(k_n) underflows to 0: the keys of a causal "
                          "prefix are all ~745 or more below the largest key in log(elu(k) + 1); rescale k")
@@ -163,12 +164,13 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
     """
     q, k, v = _check_qkv(q, k, v)
     causal = val.check_bool(causal, "causal")
-    qp = val.check_positions(q_positions, q.shape[-2:-1], "q_positions")
-    kp = val.check_positions(k_positions, k.shape[-2:-1], "k_positions")
+    qp = val.check_positions(q_positions, q.shape[-2:-1], "q_positions", "(q.shape[-2],)")
+    kp = val.check_positions(k_positions, k.shape[-2:-1], "k_positions", "(k.shape[-2],)")
+    qp, kp = np.broadcast_to(qp, q.shape[-2:-1]), np.broadcast_to(kp, k.shape[-2:-1])   # a scalar: every position
     d = q.shape[-1]
-    qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base), q)
-    kr = np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base), k)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):   # inf or inf - inf: the ValueError below
+        qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base), q)
+        kr = np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base), k)
         s = qr @ np.swapaxes(kr, -1, -2) / np.sqrt(d)
     if not np.all(np.isfinite(s)):
         raise ValueError("attention_dense: scores q.k/sqrt(d) overflow float64 (q and k too large); "
@@ -179,7 +181,9 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
             raise ValueError("causal attention: some query has no key at or before its position "
                              "(check q_positions against k_positions)")
     w = np.exp(s - s.max(axis=-1, keepdims=True))
-    return (w / w.sum(axis=-1, keepdims=True)) @ v
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = (w / w.sum(axis=-1, keepdims=True)) @ v
+    return val.check_no_overflow(out, v, "v", "|v| well below 1.8e308")
 
 
 @val.suggest_keywords
@@ -196,18 +200,23 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
     n_pos = q.shape[-2]
     if k.shape[-2] != n_pos:
         raise ValueError(f"linear_attention_dense is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
-    pos = val.check_positions(positions, (n_pos,))
+    pos = np.broadcast_to(val.check_positions(positions, (n_pos,), "positions", "(q.shape[-2],)"), (n_pos,))
     R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)
     fq, fk = elu_plus_one(q), elu_plus_one(k)
-    rq = np.einsum("nij,...nj->...ni", R, fq)
-    rk = np.einsum("nij,...nj->...ni", R, fk)
-    num_w = rq @ np.swapaxes(rk, -1, -2)  # (..., N, N)
-    den_w = fq @ np.swapaxes(fk, -1, -2)
-    if causal:
-        mask = np.tril(np.ones((n_pos, n_pos), bool))
-        num_w, den_w = num_w * mask, den_w * mask
-    den = den_w.sum(axis=-1, keepdims=True)
-    if not np.all((den > 0) & np.isfinite(den)):
-        raise ValueError("linear_attention_dense: the denominator sum_n phi(q_m).phi(k_n) under- or overflows float64; "
-                         "linear_attention() computes it normalised")
-    return (num_w @ v) / den
+    with np.errstate(over="ignore", invalid="ignore"):   # checked below: a ValueError, not a warning
+        rq = np.einsum("nij,...nj->...ni", R, fq)
+        rk = np.einsum("nij,...nj->...ni", R, fk)
+        num_w = rq @ np.swapaxes(rk, -1, -2)  # (..., N, N)
+        den_w = fq @ np.swapaxes(fk, -1, -2)
+        if causal:
+            mask = np.tril(np.ones((n_pos, n_pos), bool))
+            num_w, den_w = num_w * mask, den_w * mask
+        den = den_w.sum(axis=-1, keepdims=True)
+        if not np.all((den > 0) & np.isfinite(den)):
+            raise ValueError("linear_attention_dense: the denominator sum_n phi(q_m).phi(k_n) under- or overflows "
+                             "float64; linear_attention() computes it normalised")
+        if not np.all(np.isfinite(num_w)):
+            raise ValueError("linear_attention_dense: the numerator (R_m phi(q_m)).(R_n phi(k_n)) overflows float64 "
+                             "(q and k too large); linear_attention() computes it normalised")
+        out = (num_w @ v) / den
+    return val.check_no_overflow(out, v, "v", "|v| well below 1.8e308")

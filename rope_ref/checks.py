@@ -86,11 +86,21 @@ def _attention_checks(rng, d: int) -> list[Check]:
     ]
 
 
+def _iterable(obj, name: str):
+    try:
+        return list(obj)
+    except TypeError:
+        raise TypeError(f"{name} must be a list, got {type(obj).__name__}") from None
+
+
 def _err(a, b) -> float:
     return float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))))
 
 
 def format_table(checks: list[Check]) -> str:
+    """The identity table of :func:`run_checks`' result, as text."""
+    if isinstance(checks, Check) or not all(isinstance(c, Check) for c in _iterable(checks, "checks")):
+        raise TypeError(f"checks must be a list of Check (what run_checks returns), got {checks!r:.80}")
     rows = [("identity", "paper eq", "max abs error", "tolerance", "result")]
     rows += [(c.name, c.equation, f"{c.error:.3e}", f"{c.tol:.0e}", "pass" if c.ok else "FAIL") for c in checks]
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
@@ -139,6 +149,9 @@ def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 
 def precision_table(positions=(0, 1e3, 1e6, 1e9), d: int = 128, base: float = 10000.0) -> str:
     """The table README "Precision" shows: ``python -c "from rope_ref.checks import precision_table; print(precision_table())"``."""
     rows = [("position", "angle error (rad)", "R_m^T R_n - R_{n-m}", "q_m.k_n - q.R_{n-m}k", "relative to |q||k|")]
+    positions = val.check_positions_any(positions)
+    if positions.ndim != 1:
+        raise ValueError(f"positions must be a 1-D list of positions, got shape {positions.shape}")
     for p in positions:
         r = precision_at(p, d, base)
         rows.append((f"{p:.0e}", f"{r.angle_error:.1e}", f"{r.matrix_error:.1e}", f"{r.score_error:.1e}",

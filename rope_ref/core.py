@@ -86,7 +86,8 @@ def rotate_dense(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     x = val.check_x(x)
     pos = val.check_positions(positions, x.shape[:-1])
     R = rotation_matrix(pos, x.shape[-1], base)  # pos.shape + (d, d)
-    out = np.matmul(R, x.astype(np.float64)[..., None])[..., 0]
+    with np.errstate(over="ignore", invalid="ignore"):                          # overflow: cast_back raises
+        out = np.matmul(R, x.astype(np.float64)[..., None])[..., 0]
     return val.cast_back(out, x)
 
 
@@ -104,7 +105,9 @@ def rotate_complex(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     angles = rotation_angles(pos, frequencies(x.shape[-1], base))              # m theta_i, float64
     cis = (np.cos(angles) + 1j * np.sin(angles)).astype(np.result_type(real, np.complex64))  # e^{i m theta_i}
     z = np.ascontiguousarray(x, dtype=real).view(cis.dtype)                     # x_2i + i x_2i+1: (..., d/2)
-    return (z * cis).view(real).astype(x.dtype, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):                          # overflow: a ValueError below
+        out = (z * cis).view(real).astype(x.dtype, copy=False)
+    return val.check_no_overflow(out, x)
 
 
 @val.suggest_keywords
@@ -127,13 +130,18 @@ def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interlea
     inv_freq : explicit frequencies of shape ``(rotary_dim/2,)`` (e.g. from a scaling method).
     out : optional writeable array of x's shape and dtype, any strides (a reused buffer); must not overlap x.
 
-    Returns a new array (or ``out``) of x's shape and dtype; x is not modified.  Interleaved pairs are
+    Returns a new array (or ``out``) of x's shape and dtype; x is not modified; a finite x whose rotated
+    pairs overflow its dtype raises a ValueError (README "Precision").  Interleaved pairs are
     multiplied as complex numbers (x_2i + i x_2i+1) * e^{i m theta_i}; half-split pairs as
     x * cos + rotate_half(x) * sin.  cos/sin tables come from float64 angles and are cached;
     rows stream in cache-sized blocks, split across threads for arrays of 2^20 elements or more
     (:func:`set_num_threads`; the result does not depend on the thread count; see ``rope_ref/_fast.py``).
     """
-    x = val.check_x(x)
+    return _rotate(val.check_x(x), positions, base, pairing, rotary_dim, inv_freq, out)
+
+
+def _rotate(x: np.ndarray, positions, base, pairing, rotary_dim, inv_freq, out, name: str = "x") -> np.ndarray:
+    """:func:`rotate` of a checked ``x``; an overflow is reported naming ``name`` (attention passes q or k)."""
     pairing = val.check_pairing(pairing)
     r = val.check_rotary_dim(rotary_dim, x.shape[-1])
     freqs = _chosen_frequencies(r, base, inv_freq)
@@ -142,10 +150,16 @@ def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interlea
     work = np.float64 if x.dtype == np.float64 else np.float32  # angles are float64 either way
     out = np.empty(x.shape, dtype=x.dtype) if out is None else val.check_out(out, x)
     buf = out if out.flags.c_contiguous else np.empty(x.shape, dtype=x.dtype)  # _fast writes C-contiguous only
-    with np.errstate(over="ignore", invalid="ignore"):   # an overflow is reported below, as a ValueError
-        _fast.rotate_into(x, buf, pos, freqs, pairing, r, work)
-    if x.dtype == np.float16:  # the one dtype where real data (a pair's norm > 65504) can overflow
-        val.check_no_overflow(buf, x)
+    try:    # float32/64 arithmetic that overflows raises here, at no cost when it does not
+        with np.errstate(over="raise", invalid="ignore"):
+            _fast.rotate_into(x, buf, pos, freqs, pairing, r, work)
+    except FloatingPointError:
+        if val.all_finite(x):                                # finite x overflowed: the result would hold inf
+            raise val.overflow_error(x.dtype, name) from None
+        with np.errstate(over="ignore", invalid="ignore"):  # x holds inf or NaN: its rows are non-finite anyway
+            _fast.rotate_into(x, buf, pos, freqs, pairing, r, work)
+    if x.dtype == np.float16:  # rounded to float16 bit by bit (no flag): a pair's norm > 65504 gives inf
+        val.check_no_overflow(buf, x, name)
     if buf is not out:
         out[...] = buf
     return out
@@ -168,7 +182,8 @@ def rotate_elementwise(x, positions=None, *, base: float = 10000.0, pairing: str
     spread = (lambda a: np.repeat(a, 2, axis=-1)) if pairing == "interleaved" else (lambda a: np.concatenate([a, a], -1))
     cos, sin = spread(np.cos(angles)), spread(np.sin(angles))      # (..., seq, r)
     out = x.astype(np.float64)                                      # a copy: x is never modified
-    out[..., :r] = out[..., :r] * cos + rotate_half(out[..., :r], pairing) * sin
+    with np.errstate(over="ignore", invalid="ignore"):              # overflow: cast_back raises
+        out[..., :r] = out[..., :r] * cos + rotate_half(out[..., :r], pairing) * sin
     return val.cast_back(out, x)
 
 
@@ -190,9 +205,12 @@ def rotate_half(x, pairing: str = "interleaved") -> np.ndarray:
 
 
 def _chosen_frequencies(r: int, base, inv_freq) -> np.ndarray:
-    """theta for rotary dimension ``r``, or the caller's explicit ``inv_freq`` checked against it."""
+    """theta for rotary dimension ``r``, or the caller's explicit ``inv_freq`` checked against it.
+
+    ``base`` is checked either way: a bad base next to ``inv_freq`` is a mistake, not a value to ignore."""
+    base = val.check_base(base)                                # checked first: the cache needs a float
     if inv_freq is None:
-        return _frequencies_cached(r, val.check_base(base))   # checked first: the cache needs a float
+        return _frequencies_cached(r, base)
     return val.check_inv_freq(inv_freq, r // 2)
 
 

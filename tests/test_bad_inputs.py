@@ -16,6 +16,9 @@ from hypothesis import strategies as st
 import rope_ref as rr
 from rope_ref import checks
 
+# A NumPy RuntimeWarning (or any other) escaping a call is itself a contract violation.
+pytestmark = pytest.mark.filterwarnings("error")
+
 X = np.zeros((2, 5, 8))
 V = np.zeros((2, 5, 3))
 DTYPES_LISTED = ["float16", "float32", "float64", "bfloat16", "integers"]

@@ -140,3 +140,34 @@ def test_site_builds_every_notebook_and_prints_the_absolute_index_path(tmp_path,
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert Path(last).is_absolute() and Path(last) == tmp_path / "rel" / "site" / "index.html"
     assert calls[0][1] == sorted((ROOT / "notebooks").glob("*.ipynb")) and len(calls[0][1]) >= 7
+
+
+@pytest.mark.parametrize("args,words", [
+    (["check", "--seq", "99999999999999999999"], "--seq: expected an integer from 2 to 1048576"),
+    (["check", "--d", "10000000"], "--d: expected a positive even integer up to 512, got 10000000"),
+    (["check", "--d", "512", "--seq", "100000"], "--d 512 times --seq 100000 is 51200000 values"),
+])
+def test_sizes_that_would_exhaust_memory_are_argument_errors(args, words):
+    # before the bounds these ended in a MemoryError / numpy ValueError traceback (exit status 1)
+    res = _run(*args)
+    assert res.returncode == 2, res.stderr[-500:]
+    assert words in res.stderr
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+@pytest.mark.parametrize("kind,words", [("file", "is an existing file, expected a folder"),
+                                        ("under a file", "cannot create the folder"),
+                                        ("empty", "expected a folder path, got ''")])
+@pytest.mark.parametrize("command", [["figures"], [], ["site"]], ids=["figures", "default", "site"])
+def test_a_bad_out_is_one_line_and_status_2_before_any_work(tmp_path, capsys, monkeypatch, command, kind, words):
+    # figures (and the default check + figures) used to end in a FileExistsError traceback after the checks ran,
+    # and --out '' built the site in the current folder
+    import rope_ref.__main__ as cli
+    monkeypatch.setattr(cli, "_check", lambda args: pytest.fail("ran the checks before refusing --out"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "taken.txt").write_text("x")
+    out = {"file": "taken.txt", "under a file": "taken.txt/sub", "empty": ""}[kind]
+    assert main(command + ["--out", out]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "--out" in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken.txt"]

@@ -6,6 +6,9 @@ import pytest
 
 import rope_ref as rr
 
+# A NumPy RuntimeWarning (or any other) escaping a call is itself a contract violation.
+pytestmark = pytest.mark.filterwarnings("error")
+
 FLOATS = [np.float16, np.float32, np.float64, ml_dtypes.bfloat16]
 TOL = {np.float16: 2e-3, np.float32: 1e-6, np.float64: 1e-13, ml_dtypes.bfloat16: 1.6e-2}
 

@@ -7,6 +7,9 @@ import pytest
 import rope_ref as rr
 from rope_ref import _fast
 
+# A NumPy RuntimeWarning (or any other) escaping a call is itself a contract violation.
+pytestmark = pytest.mark.filterwarnings("error")
+
 DTYPES = [np.float16, np.float32, np.float64, ml_dtypes.bfloat16, np.int64]
 
 

@@ -22,35 +22,80 @@ FIG2_PAPER_YLIM = (6.0, 22.0)
 
 def random_qk(d: int, seed: int = 0, n: int | None = None):
     """Seeded standard-normal query and key vectors: shape ``(d,)`` each, or ``(n, d)``."""
+    d, seed = val.check_d(d), val.check_seed(seed)
+    n = None if n is None else val.check_positive_int(n, "n")
     rng = np.random.default_rng(seed)
     shape = (d,) if n is None else (n, d)
     return rng.standard_normal(shape), rng.standard_normal(shape)
 
 
+def _qk(q, k, one_d: bool = False):
+    """Checked finite q, k ``(..., d)`` with the same even d (``one_d``: single vectors ``(d,)``)."""
+    q, k = val.check_finite(val.check_x(q, "q"), "q"), val.check_finite(val.check_x(k, "k"), "k")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must have the same feature size d; got q {q.shape}, k {k.shape}")
+    if one_d and (q.ndim != 1 or k.ndim != 1):
+        raise ValueError(f"q and k must be single vectors of shape (d,); got q {q.shape}, k {k.shape}")
+    return q, k
+
+
+def _shape(**shapes) -> tuple:
+    """The broadcast of the named shapes, or a ValueError naming each of them."""
+    try:
+        return np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        given = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        raise ValueError(f"shapes do not broadcast against each other: {given} (q, k without their last axis d)") from None
+
+
+def _finite(result, what: str, expected: str):
+    """``result``, or a ValueError when finite inputs gave inf/NaN."""
+    if not np.all(np.isfinite(result)):
+        raise ValueError(f"{what}: not finite in float64 (overflow); expected {expected}")
+    return result
+
+
 def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", inv_freq=None) -> np.ndarray:
-    """q_m . k_n = <rotate(q, m), rotate(k, n)> (eq 16); m, n broadcast against each other."""
-    m, n = np.broadcast_arrays(np.asarray(m, float), np.asarray(n, float))
+    """q_m . k_n = <rotate(q, m), rotate(k, n)> (eq 16); ``q``, ``k`` ``(..., d)``, m, n broadcast with their
+    leading axes and against each other; returns float64 of that broadcast shape."""
+    q, k = _qk(q, k)
+    m, n = val.check_positions_any(m, "m"), val.check_positions_any(n, "n")
+    shape = _shape(q=q.shape[:-1], k=k.shape[:-1], m=m.shape, n=n.shape)
+    m, n = np.broadcast_to(m, shape), np.broadcast_to(n, shape)
     kw = dict(base=base, pairing=pairing, inv_freq=inv_freq)
     qm = rotate(np.broadcast_to(q, m.shape + q.shape[-1:]), m, **kw)
     kn = rotate(np.broadcast_to(k, n.shape + k.shape[-1:]), n, **kw)
-    return np.einsum("...d,...d->...", qm, kn)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _finite(np.einsum("...d,...d->...", qm, kn), "the score q_m . k_n", "smaller q and k")
 
 
 def score_map(q, k, positions, *, base: float = 10000.0) -> np.ndarray:
-    """RoPE scores on a grid: ``S[a, b] = q_{positions[a]} . k_{positions[b]}``, shape ``(P, P)``."""
-    p = np.asarray(positions, float)
+    """RoPE scores on a grid: ``S[a, b] = q_{positions[a]} . k_{positions[b]}``, shape ``(P, P)``; q, k ``(d,)``."""
+    q, k = _qk(q, k, one_d=True)
+    p = _positions_1d(positions)
     return score(q, k, p[:, None], p[None, :], base=base)
 
 
+def _positions_1d(positions, name: str = "positions") -> np.ndarray:
+    p = val.check_positions_any(positions, name)
+    if p.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one position per row of the map), got shape {p.shape}")
+    return p
+
+
 def sinusoidal_score_map(q, k, positions, *, base: float = 10000.0) -> np.ndarray:
-    """The same grid for the additive sinusoidal embedding E: ``(q + E(m)) . (k + E(n))``."""
-    E = sinusoidal(np.asarray(positions, float), q.shape[-1], base)
-    return (q + E) @ (k + E).T
+    """The same grid for the additive sinusoidal embedding E: ``(q + E(m)) . (k + E(n))``; q, k ``(d,)``."""
+    q, k = _qk(q, k, one_d=True)
+    E = sinusoidal(_positions_1d(positions), q.shape[-1], base)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _finite((q + E) @ (k + E).T, "the score (q + E(m)) . (k + E(n))", "smaller q and k")
 
 
 def diagonal_spread(S) -> float:
     """Largest (max - min) along any diagonal of a square map: 0 when S depends only on n - m."""
-    S = np.asarray(S)
+    S = val.check_finite(val.check_real_array(S, "S"), "S")
+    if S.ndim != 2 or S.size == 0:
+        raise ValueError(f"S must be a non-empty 2-D map (P, P), got shape {S.shape}")
     return max(np.ptp(np.diagonal(S, off)) for off in range(-S.shape[0] + 1, S.shape[1]))
 
 
@@ -69,7 +114,8 @@ def mean_abs_score(distance, d: int = 128, *, base: float = 10000.0, n_samples: 
     Returns float64 of ``distance``'s shape.
     """
     r = val.check_positions_any(distance, "distance")
-    q, k = random_qk(d, seed, n_samples)
+    same_vector = val.check_bool(same_vector, "same_vector")
+    q, k = random_qk(d, seed, val.check_positive_int(n_samples, "n_samples"))
     if same_vector:
         k = q
     out = np.empty(r.size)
@@ -80,7 +126,10 @@ def mean_abs_score(distance, d: int = 128, *, base: float = 10000.0, n_samples: 
 
 def pair_polar(x2) -> tuple[float, float]:
     """Radius and angle of a 2-vector on the complex plane (eq 23's R and Theta)."""
-    z = complex(x2[0], x2[1])
+    x2 = val.check_finite(val.check_real_array(x2, "x2"), "x2")
+    if x2.shape != (2,):
+        raise ValueError(f"x2 must be one pair, shape (2,), got shape {x2.shape}")
+    z = complex(float(x2[0]), float(x2[1]))
     return abs(z), float(np.angle(z))
 
 
@@ -89,8 +138,8 @@ def form_errors(positions, d: int = 128, *, seed: int = 0, base: float = 10000.0
 
     Returns ``{name: errors}``, each of ``positions``' shape, for plotting agreement.
     """
-    pos = np.asarray(positions, float)
-    x = np.random.default_rng(seed).standard_normal(pos.shape + (d,))
+    pos, d = val.check_positions_any(positions), val.check_d(d)
+    x = np.random.default_rng(val.check_seed(seed)).standard_normal(pos.shape + (d,))
     ref = rotate_elementwise(x, pos, base=base)
     return {
         "dense R x (eq 14)": np.abs(rotate_dense(x, pos, base=base) - ref).max(axis=-1),
@@ -104,15 +153,22 @@ def form_errors(positions, d: int = 128, *, seed: int = 0, base: float = 10000.0
 # --- notebook 00: why positions, clock hands, aliasing -------------------------------------------------------------
 
 def sinusoidal_score(q, k, m, n, *, base: float = 10000.0) -> np.ndarray:
-    """(q + E(m)) . (k + E(n)) with the additive sinusoidal embedding E (Vaswani et al. 2017, section 3.5)."""
-    m, n = np.broadcast_arrays(np.asarray(m, float), np.asarray(n, float))
+    """(q + E(m)) . (k + E(n)) with the additive sinusoidal embedding E (Vaswani et al. 2017, section 3.5).
+
+    Shapes as in :func:`score`."""
+    q, k = _qk(q, k)
+    m, n = val.check_positions_any(m, "m"), val.check_positions_any(n, "n")
+    shape = _shape(q=q.shape[:-1], k=k.shape[:-1], m=m.shape, n=n.shape)
+    m, n = np.broadcast_to(m, shape), np.broadcast_to(n, shape)
     d = q.shape[-1]
-    return np.einsum("...d,...d->...", q + sinusoidal(m, d, base), k + sinusoidal(n, d, base))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _finite(np.einsum("...d,...d->...", q + sinusoidal(m, d, base), k + sinusoidal(n, d, base)),
+                       "the score (q + E(m)) . (k + E(n))", "smaller q and k")
 
 
 def clock_angles(position, d: int = 16, base: float = 10000.0) -> np.ndarray:
     """The angle of every pair's "clock hand" at ``position``: m theta_i wrapped to (-pi, pi], shape ``(d/2,)``."""
-    return wrap_angle(float(position) * frequencies(d, base))
+    return wrap_angle(val.check_scalar(position, "position") * frequencies(d, base))
 
 
 def code_distance(m, d: int = 8, base: float = 10000.0, pairs=None) -> np.ndarray:
@@ -121,12 +177,23 @@ def code_distance(m, d: int = 8, base: float = 10000.0, pairs=None) -> np.ndarra
     How far the position code at m is from the code at 0: zero means m and 0 look the same
     (aliasing).  ``m`` any shape; returns float64 of that shape.
     """
-    m = np.asarray(m, float)
-    idx = np.arange(d // 2) if pairs is None else np.asarray(pairs)
+    m, d = val.check_positions_any(m, "m"), val.check_d(d)
+    idx = np.arange(d // 2) if pairs is None else _pair_indices(pairs, d)
     u = np.zeros(d)
     u[2 * idx] = 1.0
     diff = rotate(np.broadcast_to(u, m.shape + (d,)), m, base=base) - u
     return np.linalg.norm(diff, axis=-1)
+
+
+def _pair_indices(pairs, d: int) -> np.ndarray:
+    """Pair indices: integers in [0, d/2) (an empty list means no pair)."""
+    idx = val.check_real_array(pairs, "pairs")
+    if idx.size == 0:
+        return np.zeros(0, dtype=int)
+    if idx.dtype.kind not in "iu" or idx.ndim != 1 or idx.min() < 0 or idx.max() >= d // 2:
+        raise ValueError(f"pairs must be a 1-D list of pair indices, integers in [0, d/2 = {d // 2}), "
+                         f"got {idx.tolist() if idx.size < 20 else idx.shape} of dtype {idx.dtype}")
+    return idx
 
 
 # --- notebook 01: the radius is a choice (eqs 24-27) ------------------------------------------------------------------
@@ -138,8 +205,12 @@ def radial_scaled(x, positions, a: float, *, base: float = 10000.0) -> np.ndarra
     of m - n only: eqs 11 and 22 hold, and eq 26a fixes only the product of the radii.  RoPE
     takes the constant radius (eq 27); xPos (Sun et al. 2022) takes a decaying one.
     """
-    m = np.asarray(positions, float)
-    return (float(a) ** m)[..., None] * rotate(x, m, base=base)
+    x = val.check_x(x)
+    m = val.check_positions(positions, x.shape[:-1])
+    a = val.check_base(a, "a")
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _finite((a ** m)[..., None] * rotate(x, m, base=base), f"a^m R_m x with a={a:g} and |m| up to "
+                       f"{np.max(np.abs(m), initial=0):g}", "|m log a| well below 709 and |x| not near 1.8e308")
 
 
 # --- notebook 02: Abel summation (eqs 35-37) --------------------------------------------------------------------------
@@ -152,7 +223,8 @@ def abel_terms(q, k, distance: float, *, base: float = 10000.0) -> dict:
     -sum_i S_{i+1} (h_{i+1} - h_i) (eq 36), ``triangle`` = sum_i |S_{i+1}| |h_{i+1} - h_i| and
     ``bound`` = max_i |h_{i+1} - h_i| sum_i |S_{i+1}| (eq 37).
     """
-    q, k = np.asarray(q, float), np.asarray(k, float)
+    q, k = _qk(q, k, one_d=True)
+    q, k, distance = q.astype(np.float64), k.astype(np.float64), val.check_scalar(distance, "distance")
     h = (q[0::2] + 1j * q[1::2]) * np.conj(k[0::2] + 1j * k[1::2])
     dh = np.append(h[1:], 0.0) - h                         # h_{i+1} - h_i with h_{d/2} = 0
     S = partial_sums(float(distance), q.shape[-1], base)   # S_1 .. S_{d/2}
@@ -174,11 +246,12 @@ def attention_weights(q, k, positions=None, *, rope: bool = True, causal: bool =
     Row m holds the weights query m gives to keys n (causal: n <= m).  ``weights @ v`` equals
     :func:`rope_ref.attention`.
     """
-    q, k = np.asarray(q, float), np.asarray(k, float)
-    n = q.shape[-2]
-    pos = np.arange(n, dtype=float) if positions is None else np.asarray(positions, float)
+    q, k, pos = _self_attention_inputs(q, k, positions)
+    rope, causal = val.check_bool(rope, "rope"), val.check_bool(causal, "causal")
     p = pos if rope else np.zeros_like(pos)
-    s = rotate(q, p, base=base) @ np.swapaxes(rotate(k, p, base=base), -1, -2) / np.sqrt(q.shape[-1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = rotate(q, p, base=base) @ np.swapaxes(rotate(k, p, base=base), -1, -2) / np.sqrt(q.shape[-1])
+    _finite(s, "the scores q_m . k_n / sqrt(d)", "smaller q and k (rope_ref.attention scales them)")
     if causal:
         s = np.where(pos[None, :] <= pos[:, None], s, -np.inf)
     w = np.exp(s - s.max(axis=-1, keepdims=True))
@@ -192,12 +265,27 @@ def linear_attention_weights(q, k, positions=None, *, base: float = 10000.0) -> 
     :func:`rope_ref.linear_attention` (non-causal).  Entries can be negative and rows need not
     sum to 1: the numerator is rotated, the denominator is not.
     """
-    fq, fk = elu_plus_one(np.asarray(q, float)), elu_plus_one(np.asarray(k, float))
-    n = fq.shape[-2]
-    pos = np.arange(n, dtype=float) if positions is None else np.asarray(positions, float)
-    num = rotate(fq, pos, base=base) @ np.swapaxes(rotate(fk, pos, base=base), -1, -2)
-    den = fq @ np.swapaxes(fk, -1, -2)
-    return num / den.sum(axis=-1, keepdims=True)
+    q, k, pos = _self_attention_inputs(q, k, positions)
+    fq, fk = elu_plus_one(q), elu_plus_one(k)
+    with np.errstate(over="ignore", invalid="ignore"):
+        num = rotate(fq, pos, base=base) @ np.swapaxes(rotate(fk, pos, base=base), -1, -2)
+        den = fq @ np.swapaxes(fk, -1, -2)
+        den = den.sum(axis=-1, keepdims=True)
+        if not np.all((den > 0) & np.isfinite(den)) or not np.all(np.isfinite(num)):
+            raise ValueError("linear_attention_weights: the sums phi(q_m).phi(k_n) under- or overflow float64 (q, k "
+                             "too large or too negative); rope_ref.linear_attention computes them normalised")
+        return num / den
+
+
+def _self_attention_inputs(q, k, positions):
+    """q, k as float64 of one shape ``(..., N, d)`` with N >= 1, and positions ``(N,)`` (default arange(N))."""
+    q, k = _qk(q, k)
+    if q.ndim < 2 or q.shape != k.shape or q.shape[-2] == 0:
+        raise ValueError(f"q and k must have the same shape (..., N, d) with N >= 1; got q {q.shape}, k {k.shape}")
+    n = q.shape[-2]
+    pos = np.arange(n, dtype=float) if positions is None else val.check_positions(positions, (n,), "positions",
+                                                                                  "(q.shape[-2],)")
+    return q.astype(np.float64), k.astype(np.float64), np.broadcast_to(pos, (n,))
 
 
 class KVCache:
@@ -210,20 +298,41 @@ class KVCache:
     """
 
     def __init__(self, *, base: float = 10000.0):
-        self.base = base
+        self.base = val.check_base(base)
         self.keys, self.values, self.positions = [], [], []
         self.rotations = 0
 
     def append(self, k, v, position: float) -> None:
-        self.keys.append(rotate(np.asarray(k, float)[..., None, :], [float(position)], base=self.base)[..., 0, :])
-        self.values.append(np.asarray(v, float))
-        self.positions.append(float(position))
+        k = val.check_finite(val.check_x(k, "k"), "k").astype(np.float64)
+        v = val.check_finite(val.check_real_array(v, "v"), "v")
+        position = val.check_scalar(position, "position")
+        if v.shape[:-1] != k.shape[:-1] or v.ndim == 0:
+            raise ValueError(f"v must have k's leading axes and its own last axis (..., d_v); got k {k.shape}, v {v.shape}")
+        if self.keys and (k.shape != self.keys[0].shape or v.shape != self.values[0].shape):
+            raise ValueError(f"k and v must have the shapes of the stored ones, k {self.keys[0].shape} and v "
+                             f"{self.values[0].shape}; got k {k.shape}, v {v.shape}")
+        self.keys.append(rotate(k[..., None, :], [position], base=self.base)[..., 0, :])
+        self.values.append(np.array(v, dtype=np.float64))      # a copy: the caller's v may change later
+        self.positions.append(position)
         self.rotations += 1
 
     def attend(self, q, position: float) -> np.ndarray:
-        qr = rotate(np.asarray(q, float)[..., None, :], [float(position)], base=self.base)[..., 0, :]
+        if not self.keys:
+            raise ValueError("KVCache.attend: the cache is empty; append(k, v, position) a key and value first")
+        q = val.check_finite(val.check_x(q, "q"), "q").astype(np.float64)
+        position = val.check_scalar(position, "position")
+        if q.shape != self.keys[0].shape:
+            raise ValueError(f"q must have the stored keys' shape {self.keys[0].shape}, got {q.shape}")
+        if position < max(self.positions):
+            raise ValueError(f"position must be at or after every stored key's position (a causal decoder), "
+                             f"got {position:g} < {max(self.positions):g}")
+        qr = rotate(q[..., None, :], [position], base=self.base)[..., 0, :]
         self.rotations += 1
         K, V = np.stack(self.keys, axis=-2), np.stack(self.values, axis=-2)      # (..., t, d)
-        s = np.einsum("...d,...td->...t", qr, K) / np.sqrt(qr.shape[-1])
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = np.einsum("...d,...td->...t", qr, K) / np.sqrt(qr.shape[-1])
+        _finite(s, "the scores q . k / sqrt(d)", "smaller q and k")
         w = np.exp(s - s.max(axis=-1, keepdims=True))
-        return np.einsum("...t,...td->...d", w / w.sum(axis=-1, keepdims=True), V)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _finite(np.einsum("...t,...td->...d", w / w.sum(axis=-1, keepdims=True), V), "the weighted sum of v",
+                           "|v| well below 1.8e308")

@@ -6,6 +6,7 @@ cached background (blitting).  :mod:`rope_ref.teaching.widgets` wraps each view 
 
 from __future__ import annotations
 
+import numbers
 import struct
 import zlib
 
@@ -14,6 +15,7 @@ from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
+from .. import _validate as val
 from ..core import decay_bound, frequencies, rotate
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
 from .quantities import FIG2_PAPER_YLIM, random_qk, score, score_vs_distance
@@ -46,8 +48,15 @@ class View:
             raise TypeError(f"unknown parameter(s) {sorted(unknown)}; expected some of {sorted(self.params)}")
         if any(self.params.get(k) != v for k, v in params.items() if k in self.relayout_params):
             self._background = None
+        old = dict(self.params)
         self.params.update(params)
-        self._redraw()
+        try:
+            self._redraw()
+        except (TypeError, ValueError):   # a refused value leaves the view as it was, not half-updated
+            self.params = old
+            self._background = None
+            self._redraw()
+            raise
 
     def _redraw(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -135,6 +144,8 @@ class DecayView(View):
 
     def __init__(self, d: int = 128, base: float = 10000.0, n_points: int = 1025):
         self.params = dict(d=d, base=base)
+        if val.check_positive_int(n_points, "n_points") < 2:
+            raise ValueError(f"n_points must be at least 2 (the curve's samples over [0, 256]), got {n_points}")
         self.r = np.linspace(0, 256, n_points)
         self.fig = new_figure(9, 3.4, dpi=VIEW_DPI)
         self.axes = self.fig.subplots(1, 2)
@@ -218,6 +229,9 @@ class RotationsView(View):
     def _redraw(self):
         p = self.params
         d, base = p["d"], p["base"]
+        val.check_scalar(p["m"], "m"), val.check_scalar(p["n"], "n")          # named here, not as rotate's positions
+        if isinstance(p["i"], bool) or not isinstance(p["i"], numbers.Integral):   # int(2.5) would show pair 2
+            raise TypeError(f"i must be an integer pair index 0..d/2-1, got {p['i']!r}")
         i = int(p["i"])
         if not 0 <= i <= d // 2 - 1:
             raise ValueError(f"i must be a pair index 0..d/2-1 = 0..{d // 2 - 1} for d = {d}, got {p['i']}")
@@ -293,7 +307,7 @@ class ScalingView(View):
         self._freeze_layout()
 
     def _redraw(self):
-        factor = float(self.params["factor"])
+        factor = val.check_base(self.params["factor"], "factor")   # a positive finite real: not the string '2'
         scaled = scaled_frequencies(self.d, self.base, factor, self.train_len)   # once per step
         self.ratios = ratios = frequency_ratios(self.d, self.base, scaled=scaled)
         pairs = np.arange(self.d // 2)

@@ -9,6 +9,7 @@ keeps ``.view``, ``.controls``, ``.image`` and ``.readout`` for tests.
 from __future__ import annotations
 
 import base64
+import numbers
 
 import ipywidgets as W
 
@@ -49,8 +50,22 @@ def _int(name, value, lo, hi, step=1):
     return W.IntSlider(value=value, min=lo, max=hi, step=step, description=name, continuous_update=True)
 
 
+def _on_slider(name: str, value, lo, hi, *, integer: bool = False):
+    """``value`` if a slider over [lo, hi] can show it, else a TypeError/ValueError: a slider clamps what it
+    cannot show (m=100 on a 0..64 slider shows 64), and then the slider and the picture would disagree."""
+    kind = "an integer" if integer else "a real number"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral if integer else numbers.Real):
+        raise TypeError(f"{name} must be {kind} in [{lo:g}, {hi:g}] (the slider's range), got {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be {kind} in [{lo:g}, {hi:g}] (the slider's range), got {value!r}")
+    return value
+
+
 def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, d: int = 16) -> W.VBox:
     """Sliders for positions m, n, pair index i, log10(base) and d over :class:`RotationsView`."""
+    d = _on_slider("d", d, 2, 128, integer=True)
+    m, n, i = (_on_slider(k, v, 0, hi, integer=True) for k, v, hi in (("m", m, 64), ("n", n, 64), ("i", i, d // 2 - 1)))
+    base = _on_slider("base", base, 10.0, 1e6)
     view = RotationsView(m=m, n=n, i=i, base=base, d=d)
     controls = {
         "m": _int("m", m, 0, 64),
@@ -70,6 +85,7 @@ def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, 
 
 def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
     """Sliders for d and base over :class:`DecayView` (Figure 2)."""
+    d, base = _on_slider("d", d, 8, 512, integer=True), _on_slider("base", base, 100.0, 1e6)
     view = DecayView(d=d, base=base)
     controls = {
         "d": _int("d", d, 8, 512, 8),
@@ -80,6 +96,6 @@ def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
 
 def scaling_widget(factor: float = 8.0) -> W.VBox:
     """A slider for the context-extension factor over :class:`ScalingView`."""
-    view = ScalingView(factor=factor)
+    view = ScalingView(factor=_on_slider("factor", factor, 1.0, 32.0))
     controls = {"factor": W.FloatSlider(value=factor, min=1.0, max=32.0, step=1.0, description="factor")}
     return slider_app(view, controls)

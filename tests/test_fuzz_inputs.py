@@ -1,0 +1,518 @@
+"""Fuzzing the input contract: odd array layouts and dtypes, extreme values, and every warning turned
+into an error (a RuntimeWarning from NumPy is a contract violation, as is NaN/inf from finite input).
+
+Where a call succeeds its result is compared with ``_reference``, a plain loop over pairs written
+here with ``math.cos``/``math.sin`` (eq 13 per pair), not with rope_ref's own code.
+"""
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rope_ref as rr
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+FORMS = {"rotate": rr.rotate, "rotate_elementwise": rr.rotate_elementwise, "rotate_dense": rr.rotate_dense,
+         "rotate_complex": rr.rotate_complex}
+
+
+def _reference(x, positions, base=10000.0, pairing="interleaved", rotary_dim=None, inv_freq=None):
+    """RoPE in float64, pair by pair (eq 13): (a, b) -> (a cos - b sin, a sin + b cos), pair i being features
+    (2i, 2i+1) (interleaved) or (i, i + r/2) (half); features from rotary_dim on pass through."""
+    x = np.array(x, dtype=np.float64)
+    pos = np.broadcast_to(np.asarray(positions, dtype=np.float64), x.shape[:-1])
+    out = x.copy()
+    r = x.shape[-1] if rotary_dim is None else rotary_dim
+    for idx in np.ndindex(x.shape[:-1]):
+        for i in range(r // 2):
+            theta = base ** (-2 * i / r) if inv_freq is None else float(inv_freq[i])
+            angle = float(pos[idx]) * theta
+            ia, ib = (2 * i, 2 * i + 1) if pairing == "interleaved" else (i, i + r // 2)
+            a, b = x[idx + (ia,)], x[idx + (ib,)]
+            out[idx + (ia,)] = a * math.cos(angle) - b * math.sin(angle)
+            out[idx + (ib,)] = a * math.sin(angle) + b * math.cos(angle)
+    return out
+
+
+# ---- overflow from finite input: a ValueError in every dtype, never inf and never a RuntimeWarning ----------
+
+BIG = {np.float32: 3e38, np.float64: 1.7e308, np.float16: 60000.0, ml_dtypes.bfloat16: 3e38}
+
+
+@pytest.mark.parametrize("rows", [4, 2048], ids=["one-block", "threaded"])   # 2048 x 1024: 2^21 elements
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+@pytest.mark.parametrize("dtype", list(BIG), ids=lambda d: np.dtype(d).name)
+def test_rotate_overflow_is_a_value_error_in_every_dtype(dtype, pairing, rows):
+    x = np.ones((rows, 1024), dtype)
+    x[rows - 1, [0, 1, 512]] = BIG[dtype]          # a pair (either pairing) of norm sqrt(2) * BIG > the largest value
+    with pytest.raises(ValueError) as info:
+        rr.rotate(x, np.full(rows, 0.7), pairing=pairing)
+    assert "x" in str(info.value) and "overflows" in str(info.value) and np.dtype(dtype).name in str(info.value)
+
+
+@pytest.mark.parametrize("form", [f for f in FORMS if f != "rotate"])
+@pytest.mark.parametrize("dtype", list(BIG), ids=lambda d: np.dtype(d).name)
+def test_every_form_reports_overflow_without_a_warning(form, dtype):
+    x = np.full((1, 2), BIG[dtype], dtype)
+    with pytest.raises(ValueError, match="overflows"):
+        FORMS[form](x, [0.7])
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_x_passes_through_to_its_own_pair_only(form, bad):
+    # Not finite input, so not an error; but no RuntimeWarning either, and other rows stay exact.
+    x = np.random.default_rng(0).standard_normal((3, 4, 8))
+    x[1, 2, 5] = bad
+    out = FORMS[form](x, np.arange(4) * 0.5)
+    good = np.ones(x.shape[:-1], bool)
+    good[1, 2] = False
+    np.testing.assert_allclose(out[good], _reference(x, np.arange(4) * 0.5)[good], atol=1e-12)
+    assert not np.all(np.isfinite(out[1, 2, 4:6]))
+
+
+def test_an_overflow_next_to_an_inf_in_x_is_not_reported_as_finite_input():
+    x = np.ones((2, 4))
+    x[0, :2] = 1.7e308
+    x[1, 0] = np.inf
+    out = rr.rotate(x, [0.7, 0.7])                 # x is not finite: rows with inf, no error, no warning
+    assert np.isinf(out[0]).any() and np.isfinite(out[0, 2:]).all()
+
+
+@pytest.mark.parametrize("fn", ["attention", "attention_dense", "linear_attention", "linear_attention_dense"])
+def test_attention_overflow_names_the_argument_and_warns_nothing(fn):
+    q = np.random.default_rng(1).standard_normal((2, 5, 8))
+    v_huge = np.full((2, 5, 3), 1.7e308)
+    v_huge[..., 0] = -1.7e308
+    f = getattr(rr, fn)
+    if fn == "attention_dense":
+        f = lambda q, k, v: rr.attention_dense(q, k, v, np.arange(5), np.arange(5))   # noqa: E731
+    if fn in ("attention", "attention_dense"):    # convex weights: |out| <= max|v|, so huge v is fine here
+        out = f(q, q, v_huge)
+        np.testing.assert_allclose(out, np.broadcast_to(v_huge[:, :1], out.shape), rtol=1e-12)
+    else:                                         # eq 19's weights are not convex: the sums may overflow
+        with pytest.raises(ValueError, match="^v: .*overflows"):
+            f(q, q, v_huge)
+    q_huge = np.clip(q, -1, 1) * 1.7e308
+    if fn == "linear_attention":                  # normalised in the log domain: finite
+        assert np.all(np.isfinite(f(q_huge, q_huge, v_huge[..., 1:] * 1e-300)))
+    elif fn == "attention":                       # a pair of q overflows when rotated: named q
+        with pytest.raises(ValueError, match="^q: .*overflows"):
+            f(q_huge, q_huge, v_huge * 1e-300)
+    else:
+        with pytest.raises(ValueError, match=f"{fn}: .*overflow.*{fn[:-6]}\\(\\)"):
+            f(q_huge, q_huge, v_huge * 1e-300)
+
+
+@pytest.mark.parametrize("fn", ["attention_dense", "linear_attention_dense"])
+def test_dense_attention_takes_scalar_positions_like_the_fast_forms(fn):
+    rng = np.random.default_rng(2)
+    q, k, v = rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 5, 3))
+    if fn == "attention_dense":
+        np.testing.assert_allclose(rr.attention_dense(q, k, v, 3, 3), rr.attention(q, k, v, q_positions=3, k_positions=3),
+                                   atol=1e-12)
+    else:
+        np.testing.assert_allclose(rr.linear_attention_dense(q, k, v, 3), rr.linear_attention(q, k, v, positions=3),
+                                   atol=1e-12)
+
+
+# ---- layouts and byte orders ---------------------------------------------------------------------------------
+
+def test_big_endian_input_is_the_same_numbers():
+    x = np.random.default_rng(3).standard_normal((2, 3, 8))
+    pos = np.arange(3) * 0.7
+    for form in FORMS.values():
+        for dt in (">f4", ">f8"):
+            out = form(x.astype(dt), pos.astype(">f8"))
+            assert out.dtype == np.dtype(dt).newbyteorder("=")
+            np.testing.assert_allclose(out, _reference(x.astype(dt), pos), atol=1e-6 if dt == ">f4" else 1e-12)
+    assert rr.rotate(np.arange(8).astype(">i4")).dtype == np.float64
+    np.testing.assert_allclose(rr.rotate(x, inv_freq=rr.frequencies(8).astype(">f8")), _reference(x, np.arange(3)),
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("where", ["x", "positions", "inv_freq", "out"])
+def test_masked_arrays_with_masked_entries_are_refused_not_unmasked(where):
+    x = np.ones((2, 4))
+    args = dict(x=x, positions=np.arange(2.0), inv_freq=np.ones(2), out=np.empty((2, 4)))
+    args[where] = np.ma.masked_array(args[where], mask=np.ones(args[where].shape, bool))
+    with pytest.raises(TypeError) as info:
+        rr.rotate(args.pop("x"), **args)
+    assert str(info.value).startswith(where) and "masked" in str(info.value).lower()
+
+
+def test_masked_arrays_without_masked_entries_are_plain_arrays():
+    x = np.ma.masked_array(np.random.default_rng(4).standard_normal((3, 4)), mask=False)
+    np.testing.assert_allclose(rr.rotate(x, np.ma.masked_array([0.0, 1, 2])), _reference(x.data, [0, 1, 2]), atol=1e-12)
+
+
+@pytest.mark.parametrize("base", [10 ** 400, -(10 ** 400)])
+def test_an_integer_base_beyond_float64_is_named(base):
+    for call in (lambda: rr.rotate(np.ones((2, 4)), base=base), lambda: rr.frequencies(8, base)):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert str(info.value).startswith("base") and "too large for float64" in str(info.value)
+
+
+@st.composite
+def strided_inputs(draw):
+    """x of every layout numpy makes: C, Fortran, negative strides, a broadcast (0-stride) axis, a slice."""
+    lead = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    d = 2 * draw(st.integers(1, 5))
+    base = np.random.default_rng(draw(st.integers(0, 2 ** 16))).standard_normal(lead + (2 * d,))
+    layout = draw(st.sampled_from(["C", "F", "reversed", "broadcast", "every-other", "readonly"]))
+    if layout == "F":
+        x = np.asfortranarray(base[..., :d])
+    elif layout == "reversed":
+        x = base[..., ::-1][..., :d]
+    elif layout == "broadcast":
+        x = np.broadcast_to(base[..., :1, :d], base.shape[:-1] + (d,))
+    elif layout == "every-other":
+        x = base[..., ::2]
+    else:
+        x = base[..., :d].copy()
+        if layout == "readonly":
+            x.setflags(write=False)
+    dtype = draw(st.sampled_from([np.float64, np.float32, ">f8", ">f4"]))
+    positions = draw(st.sampled_from(["default", "fractional", "negative", "broadcast"]))
+    seq = lead[-1]
+    pos = {"default": None, "fractional": np.arange(seq) * 0.37, "negative": -np.arange(seq) * 3.0,
+           "broadcast": np.broadcast_to(np.float64(2.5), (seq,))}[positions]
+    return x.astype(dtype) if np.dtype(dtype) != x.dtype else x, pos
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=strided_inputs(), form=st.sampled_from(list(FORMS)))
+def test_any_layout_gives_the_reference_and_leaves_x_alone(case, form):
+    x, pos = case
+    before = np.array(x, copy=True)
+    out = FORMS[form](x, pos)
+    np.testing.assert_array_equal(x, before)
+    assert out.flags.writeable and not np.shares_memory(out, x)
+    assert out.shape == x.shape and out.dtype == np.dtype(x.dtype).newbyteorder("=")
+    ref = _reference(x, np.arange(x.shape[-2]) if pos is None else pos)
+    tol = 1e-12 if x.dtype.itemsize == 8 else 1e-5
+    np.testing.assert_allclose(out.astype(np.float64), ref, atol=tol * max(1.0, np.abs(ref).max()))
+
+
+# ---- the teaching layer's quantities: the same contract ------------------------------------------------------
+
+quantities = pytest.importorskip("rope_ref.teaching.quantities")   # needs the teaching extra (matplotlib)
+Q8, K8 = np.random.default_rng(5).standard_normal((2, 8))
+QN = np.random.default_rng(6).standard_normal((3, 8))
+
+QUANTITY_CATALOGUE = [
+    # (call, exception, words the message must contain)
+    (lambda: quantities.random_qk(7), ValueError, ["d", "even", "7"]),
+    (lambda: quantities.random_qk(8, seed=-1), TypeError, ["seed", "-1"]),
+    (lambda: quantities.random_qk(8, n=0), ValueError, ["n", "positive", "0"]),
+    (lambda: quantities.score(Q8.tolist(), K8[:6], 1, 2), ValueError, ["q", "k", "(8,)", "(6,)"]),
+    (lambda: quantities.score(3.0, K8, 1, 2), ValueError, ["q", "0-d"]),
+    (lambda: quantities.score(Q8, K8, "a", 2), TypeError, ["m", "'a'"]),
+    (lambda: quantities.score(Q8, K8, 1j, 2), TypeError, ["m", "complex"]),
+    (lambda: quantities.score(Q8, K8, 1, np.nan), ValueError, ["n", "finite"]),
+    (lambda: quantities.score(Q8, K8, True, 2), TypeError, ["m", "bool"]),
+    (lambda: quantities.score(Q8, K8, [1, 2], [1, 2, 3]), ValueError, ["m (2,)", "n (3,)"]),
+    (lambda: quantities.score(Q8 * 1e200, K8 * 1e200, 1, 2), ValueError, ["score", "overflow"]),
+    (lambda: quantities.score_map(Q8, K8, 3), ValueError, ["positions", "1-D", "()"]),
+    (lambda: quantities.score_map(QN, QN, [1, 2]), ValueError, ["q", "(d,)", "(3, 8)"]),
+    (lambda: quantities.sinusoidal_score_map(Q8, K8[:6], [1, 2]), ValueError, ["q", "k", "(6,)"]),
+    (lambda: quantities.sinusoidal_score_map(Q8, K8, [[1, 2]]), ValueError, ["positions", "1-D", "(1, 2)"]),
+    (lambda: quantities.sinusoidal_score(Q8, K8[:6], 1, 2), ValueError, ["q", "k", "(6,)"]),
+    (lambda: quantities.diagonal_spread([1, 2, 3]), ValueError, ["S", "2-D", "(3,)"]),
+    (lambda: quantities.diagonal_spread(np.zeros((0, 0))), ValueError, ["S", "non-empty"]),
+    (lambda: quantities.diagonal_spread([[np.nan]]), ValueError, ["S", "finite"]),
+    (lambda: quantities.score_vs_distance(Q8, K8, "1"), TypeError, ["n", "'1'"]),
+    (lambda: quantities.mean_abs_score([1.0], d=8, n_samples=0), ValueError, ["n_samples", "0"]),
+    (lambda: quantities.mean_abs_score([1.0], d=8, same_vector="no"), TypeError, ["same_vector", "'no'", "True or False"]),
+    (lambda: quantities.pair_polar([1.0]), ValueError, ["x2", "(2,)", "(1,)"]),
+    (lambda: quantities.pair_polar([1.0, 2.0, 3.0]), ValueError, ["x2", "(2,)", "(3,)"]),
+    (lambda: quantities.pair_polar([1j, 2]), TypeError, ["x2", "complex"]),
+    (lambda: quantities.form_errors("abc", d=8), TypeError, ["positions", "'abc'"]),
+    (lambda: quantities.form_errors([1.0], d=8, seed=-1), TypeError, ["seed", "-1"]),
+    (lambda: quantities.clock_angles("a"), TypeError, ["position", "'a'"]),
+    (lambda: quantities.clock_angles([1, 2]), ValueError, ["position", "scalar", "(2,)"]),
+    (lambda: quantities.code_distance(1.0, d=8, pairs=[4]), ValueError, ["pairs", "[0, d/2 = 4)", "[4]"]),
+    (lambda: quantities.code_distance(1.0, d=8, pairs=[-1]), ValueError, ["pairs", "[-1]"]),
+    (lambda: quantities.code_distance(1.0, d=8, pairs=[1.5]), ValueError, ["pairs", "integers", "float64"]),
+    (lambda: quantities.code_distance("a"), TypeError, ["m", "'a'"]),
+    (lambda: quantities.code_distance(1.0, d="8"), TypeError, ["d", "'8'"]),
+    (lambda: quantities.radial_scaled(np.ones((2, 4)), [0, 1.5], -2.0), ValueError, ["a", "positive", "-2.0"]),
+    (lambda: quantities.radial_scaled(np.ones((2, 4)), [0, 1], "2"), TypeError, ["a", "'2'"]),
+    (lambda: quantities.radial_scaled(np.ones((2, 4)), [0, 1000], 10.0), ValueError, ["a=10", "1000", "overflow"]),
+    (lambda: quantities.radial_scaled(np.ones((2, 4)), [0, 1, 2], 2.0), ValueError, ["positions", "(3,)", "(2,)"]),
+    (lambda: quantities.abel_terms(Q8[:6], K8, 1.0), ValueError, ["q", "k", "(6,)", "(8,)"]),
+    (lambda: quantities.abel_terms(QN, QN, 1.0), ValueError, ["q", "(d,)", "(3, 8)"]),
+    (lambda: quantities.abel_terms(Q8, K8, [1.0, 2.0]), ValueError, ["distance", "scalar"]),
+    (lambda: quantities.abel_terms(Q8 + 1j, K8, 1.0), TypeError, ["q", "complex"]),
+    (lambda: quantities.attention_weights(Q8, K8), ValueError, ["q", "(..., N, d)", "(8,)"]),
+    (lambda: quantities.attention_weights(QN, QN[:2]), ValueError, ["q", "k", "(3, 8)", "(2, 8)"]),
+    (lambda: quantities.attention_weights(QN, QN, [0, 1]), ValueError, ["positions", "(2,)", "(3,)"]),
+    (lambda: quantities.attention_weights(QN, QN, rope="no"), TypeError, ["rope", "'no'"]),
+    (lambda: quantities.attention_weights(QN, QN, causal="False"), TypeError, ["causal", "'False'"]),
+    (lambda: quantities.attention_weights(QN * 1e200, QN * 1e200), ValueError, ["scores", "overflow", "attention"]),
+    (lambda: quantities.attention_weights(np.ones((0, 8)), np.ones((0, 8))), ValueError, ["N >= 1", "(0, 8)"]),
+    (lambda: quantities.attention_weights(QN + 1j, QN), TypeError, ["q", "complex"]),
+    (lambda: quantities.linear_attention_weights(np.full((3, 8), -800.0), np.full((3, 8), -800.0)), ValueError,
+     ["linear_attention_weights", "under-", "linear_attention"]),
+    (lambda: quantities.linear_attention_weights(Q8, K8), ValueError, ["q", "(..., N, d)"]),
+    (lambda: quantities.KVCache().attend(Q8, 0), ValueError, ["empty", "append"]),
+    (lambda: quantities.KVCache(base=-1), ValueError, ["base", "-1"]),
+    (lambda: quantities.KVCache().append(Q8, np.ones(3), "a"), TypeError, ["position", "'a'"]),
+    (lambda: quantities.KVCache().append(Q8, np.ones((2, 3)), 0), ValueError, ["v", "(8,)", "(2, 3)"]),
+]
+
+
+@pytest.mark.parametrize("call,exc,words", QUANTITY_CATALOGUE, ids=[str(i) for i in range(len(QUANTITY_CATALOGUE))])
+def test_teaching_quantities_name_bad_input(call, exc, words):
+    with pytest.raises(exc) as info:
+        call()
+    for w in words:
+        assert w in str(info.value), f"{w!r} not in {type(info.value).__name__}: {info.value}"
+
+
+def test_kv_cache_refuses_mismatched_steps_and_keeps_its_own_copy_of_v():
+    cache = quantities.KVCache()
+    v = np.ones(3)
+    cache.append(Q8, v, 2)
+    v[0] = 99.0                                       # the caller reuses its buffer
+    np.testing.assert_array_equal(cache.values[0], np.ones(3))
+    with pytest.raises(ValueError, match=r"stored.*k \(8,\).*v \(3,\).*v \(4,\)"):
+        cache.append(K8, np.ones(4), 3)
+    with pytest.raises(ValueError, match=r"q must have the stored keys' shape \(8,\), got \(4,\)"):
+        cache.attend(np.ones(4), 3)
+    with pytest.raises(ValueError, match="position must be at or after .* got 1 < 2"):
+        cache.attend(Q8, 1)
+    assert cache.rotations == 1                       # refused calls rotate nothing
+    # the one step that is allowed: weight 1 on the one key, so the output is v
+    np.testing.assert_allclose(cache.attend(Q8, 2), np.ones(3), rtol=1e-15)
+
+
+def test_quantities_take_array_likes_and_broadcast_q_against_positions():
+    # q as a list, q with a leading axis against scalar positions: q_m . k_n by an independent loop
+    got = quantities.score(QN.tolist(), K8, 4, 1.5)
+    want = [_reference(q, 4.0) @ _reference(K8, 1.5) for q in QN]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert quantities.code_distance(6, 8, pairs=[]) == 0.0     # no pair chosen: nothing moves
+    np.testing.assert_allclose(quantities.code_distance(6, 8, pairs=np.array([0], np.int8)), 2 * abs(math.sin(3)),
+                               rtol=1e-12)
+
+
+# ---- checks and the command line -----------------------------------------------------------------------------
+
+def test_check_tables_name_bad_arguments():
+    from rope_ref import checks
+    for bad, exc, words in [(None, TypeError, ["positions", "None"]), ([[1, 2]], ValueError, ["positions", "1-D"]),
+                            ([np.nan], ValueError, ["position", "finite"])]:
+        with pytest.raises(exc) as info:
+            checks.precision_table(bad, d=8)
+        assert all(w in str(info.value) for w in words), info.value
+    for bad in (None, 3, [1, 2]):
+        with pytest.raises(TypeError, match="checks must be a list"):
+            checks.format_table(bad)
+
+
+def test_a_refused_view_update_leaves_the_view_as_it_was():
+    views = pytest.importorskip("rope_ref.teaching.views")
+    view = views.DecayView(d=16, n_points=65)
+    before, png = dict(view.params), view.to_png()
+    for bad in (dict(d=7), dict(base="x"), dict(base=-1.0)):
+        with pytest.raises((TypeError, ValueError)) as info:
+            view.update(**bad)
+        assert str(info.value).startswith(next(iter(bad)))      # names what was refused, not an earlier value
+        assert view.params == before and view.to_png() == png
+    view.update(d=32)                                            # and still steps normally
+    assert view.params["d"] == 32 and view.y[0] == pytest.approx((32 / 2 + 1) / 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=strided_inputs(), pairing=st.sampled_from(["interleaved", "half"]), data=st.data(),
+       form=st.sampled_from(["rotate", "rotate_elementwise"]))
+def test_pairing_rotary_dim_and_inv_freq_match_the_reference(case, pairing, data, form):
+    x, pos = case
+    d = x.shape[-1]
+    r = data.draw(st.sampled_from([None] + list(range(2, d + 1, 2))))
+    n_pairs = (d if r is None else r) // 2
+    inv = data.draw(st.one_of(st.none(), st.lists(st.floats(-3, 3), min_size=n_pairs, max_size=n_pairs)))
+    base = data.draw(st.sampled_from([10000.0, 2, 1.5, 1e6]))
+    out = FORMS[form](x, pos, base=base, pairing=pairing, rotary_dim=r, inv_freq=inv)
+    ref = _reference(x, np.arange(x.shape[-2]) if pos is None else pos, base, pairing, r, inv)
+    tol = 1e-12 if x.dtype.itemsize == 8 else 1e-5
+    np.testing.assert_allclose(out.astype(np.float64), ref, atol=tol * max(1.0, np.abs(ref).max()))
+
+
+def _softmax_attention(q, k, v, qp, kp, causal):
+    """Eqs 2 and 16 by loops: rotate with ``_reference``, then a plain softmax per query."""
+    qr, kr = _reference(q, qp), _reference(k, kp)
+    out = np.empty(q.shape[:-1] + v.shape[-1:])
+    for idx in np.ndindex(q.shape[:-2]):
+        for m in range(q.shape[-2]):
+            s = np.array([qr[idx][m] @ kr[idx][n] / math.sqrt(q.shape[-1]) for n in range(k.shape[-2])])
+            if causal:
+                s[np.broadcast_to(kp, k.shape[:-1])[idx] > np.broadcast_to(qp, q.shape[:-1])[idx][m]] = -np.inf
+            w = np.exp(s - s.max())
+            out[idx][m] = (w / w.sum()) @ np.asarray(v, np.float64)[idx]
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(lead=st.lists(st.integers(1, 3), max_size=2), n_q=st.integers(1, 5), n_k=st.integers(1, 5),
+       half_d=st.integers(1, 4), d_v=st.integers(1, 3), causal=st.booleans(), offset=st.integers(0, 3),
+       seed=st.integers(0, 2 ** 16), dtype=st.sampled_from([np.float64, np.float32, ">f8", np.int16]))
+def test_attention_matches_plain_softmax_for_any_shape(lead, n_q, n_k, half_d, d_v, causal, offset, seed, dtype):
+    rng = np.random.default_rng(seed)
+    lead = tuple(lead)
+    q, k = (rng.standard_normal(lead + (n, 2 * half_d)) * 3 for n in (n_q, n_k))
+    v = rng.standard_normal(lead + (n_k, d_v))
+    q, k, v = (a.astype(dtype) if np.dtype(dtype).kind == "f" else np.round(a).astype(dtype) for a in (q, k, v))
+    kp = np.arange(n_k)
+    qp = np.arange(n_q) + max(0, n_k - n_q) + offset if causal else rng.uniform(-5, 5, n_q)
+    before = [a.copy() for a in (q, k, v)]
+    out = rr.attention(q, k, v, q_positions=qp, k_positions=kp, causal=causal)
+    for a, b in zip((q, k, v), before):
+        np.testing.assert_array_equal(a, b)
+    assert not any(np.shares_memory(out, a) for a in (q, k, v))
+    narrow = all(a.dtype.kind == "f" and a.dtype.itemsize <= 4 for a in (q, k, v))   # integers become float64
+    assert out.dtype == (np.float32 if narrow else np.float64)
+    np.testing.assert_allclose(out, _softmax_attention(q, k, v, qp, kp, causal), atol=2e-5 if narrow else 1e-12)
+
+
+@pytest.mark.parametrize("fn", ["rotate", "rotate_elementwise", "partial_sums", "decay_bound"])
+@pytest.mark.parametrize("base,exc", [(-1.0, ValueError), ("10000", TypeError), (np.nan, ValueError)])
+def test_a_bad_base_is_named_even_when_inv_freq_replaces_it(fn, base, exc):
+    args = (np.ones((2, 4)),) if fn.startswith("rotate") else (1.0, 4)
+    with pytest.raises(exc) as info:
+        getattr(rr, fn)(*args, base=base, inv_freq=[1.0, 0.5])
+    assert str(info.value).startswith("base")
+
+
+@pytest.mark.parametrize("call,target", [
+    (lambda X: rr.attention(X, X, X, k_positions=np.arange(4)), "k_positions of shape (4,) does not broadcast to k.shape[:-1] = (2, 5)"),
+    (lambda X: rr.attention_dense(X, X, X, np.arange(5), np.arange(4)), "k_positions of shape (4,) does not broadcast to (k.shape[-2],) = (5,)"),
+    (lambda X: rr.linear_attention(X, X, X, positions=np.arange(4)), "positions of shape (4,) does not broadcast to q.shape[:-1] = (2, 5)"),
+    (lambda X: rr.rotate(X, np.arange(4)), "positions of shape (4,) does not broadcast to x.shape[:-1] = (2, 5)"),
+])
+def test_a_positions_shape_error_names_the_array_it_must_match(call, target):
+    with pytest.raises(ValueError) as info:            # attention has no argument x: say q or k
+        call(np.zeros((2, 5, 8)))
+    assert str(info.value) == target
+
+
+@pytest.mark.parametrize("make,exc,words", [
+    (lambda w: w.rotations_widget(m=100), ValueError, ["m", "[0, 64]", "100"]),
+    (lambda w: w.rotations_widget(n=-1), ValueError, ["n", "[0, 64]", "-1"]),
+    (lambda w: w.rotations_widget(m=2.5), TypeError, ["m", "integer", "2.5"]),
+    (lambda w: w.rotations_widget(i=8), ValueError, ["i", "[0, 7]", "8"]),
+    (lambda w: w.rotations_widget(d=200), ValueError, ["d", "[2, 128]", "200"]),
+    (lambda w: w.rotations_widget(base=1e9), ValueError, ["base", "1e+06", "1000000000.0"]),
+    (lambda w: w.decay_widget(d=4), ValueError, ["d", "[8, 512]", "4"]),
+    (lambda w: w.decay_widget(base=True), TypeError, ["base", "True"]),
+    (lambda w: w.scaling_widget(factor=64), ValueError, ["factor", "[1, 32]", "64"]),
+    (lambda w: w.scaling_widget(factor="2"), TypeError, ["factor", "'2'"]),
+])
+def test_widgets_refuse_what_their_sliders_cannot_show(make, exc, words):
+    # an ipywidgets slider clamps an out-of-range value: the slider would show 64 while the picture shows m=100
+    widgets = pytest.importorskip("rope_ref.teaching.widgets")
+    with pytest.raises(exc) as info:
+        make(widgets)
+    assert str(info.value).startswith(words[0]) and all(w in str(info.value) for w in words), info.value
+
+
+@pytest.mark.parametrize("make,exc,words", [
+    (lambda v: v.RotationsView(i=2.5), TypeError, ["i", "integer", "2.5"]),
+    (lambda v: v.RotationsView(i="3"), TypeError, ["i", "'3'"]),
+    (lambda v: v.RotationsView(m="a"), TypeError, ["m", "'a'"]),
+    (lambda v: v.RotationsView(n=np.nan), ValueError, ["n", "finite"]),
+    (lambda v: v.ScalingView(factor="2"), TypeError, ["factor", "'2'"]),
+    (lambda v: v.ScalingView(factor=np.nan), ValueError, ["factor", "nan"]),
+    (lambda v: v.DecayView(n_points=1), ValueError, ["n_points", "2", "1"]),
+    (lambda v: v.DecayView(n_points=2.5), TypeError, ["n_points", "2.5"]),
+])
+def test_view_constructors_name_bad_values(make, exc, words):
+    # these were taken as int(2.5) = pair 2, float('2'), an empty curve, or named 'positions' instead of m
+    views = pytest.importorskip("rope_ref.teaching.views")
+    with pytest.raises(exc) as info:
+        make(views)
+    assert str(info.value).startswith(words[0]) and all(w in str(info.value) for w in words), info.value
+
+
+def _readonly(a):
+    a = np.array(a)
+    a.setflags(write=False)
+    return a
+
+
+QUANTITY_CALLS = {   # name -> (function, read-only inputs); a write into an input raises, a view of one is caught below
+    "score": (lambda q, k, m: quantities.score(q, k, m, 2.0), (QN, K8, np.arange(3.0))),
+    "score_map": (lambda q, k, p: quantities.score_map(q, k, p), (Q8, K8, np.arange(4.0))),
+    "sinusoidal_score_map": (lambda q, k, p: quantities.sinusoidal_score_map(q, k, p), (Q8, K8, np.arange(4.0))),
+    "sinusoidal_score": (lambda q, k, m: quantities.sinusoidal_score(q, k, m, 1.0), (Q8, K8, np.arange(3.0))),
+    "diagonal_spread": (quantities.diagonal_spread, (np.eye(3),)),
+    "score_vs_distance": (quantities.score_vs_distance, (Q8, K8, np.arange(3.0))),
+    "mean_abs_score": (lambda r: quantities.mean_abs_score(r, 8, n_samples=4), (np.arange(3.0),)),
+    "pair_polar": (quantities.pair_polar, (Q8[:2],)),
+    "form_errors": (lambda p: quantities.form_errors(p, 8), (np.arange(3.0),)),
+    "code_distance": (lambda m, pairs: quantities.code_distance(m, 8, pairs=pairs), (np.arange(3.0), np.array([0, 2]))),
+    "radial_scaled": (lambda x, p: quantities.radial_scaled(x, p, 1.05), (QN, np.arange(3.0))),
+    "abel_terms": (lambda q, k: quantities.abel_terms(q, k, 3.0), (Q8, K8)),
+    "attention_weights": (lambda q, k, p: quantities.attention_weights(q, k, p), (QN, QN * 0.5, np.arange(3.0))),
+    "linear_attention_weights": (lambda q, k, p: quantities.linear_attention_weights(q, k, p), (QN, QN * 0.5, np.arange(3.0))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(QUANTITY_CALLS))
+def test_quantities_take_read_only_inputs_and_return_new_arrays(name):
+    fn, inputs = QUANTITY_CALLS[name]
+    inputs = [_readonly(a) for a in inputs]
+    before = [a.copy() for a in inputs]
+    result = fn(*inputs)
+    results = result.values() if isinstance(result, dict) else result if isinstance(result, tuple) else [result]
+    for r in results:
+        if isinstance(r, np.ndarray):
+            assert r.flags.writeable and not any(np.shares_memory(r, a) for a in inputs), name
+    for a, b in zip(inputs, before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_kv_cache_keeps_its_own_copies_and_returns_new_arrays():
+    k, v, q = _readonly(K8), _readonly(np.arange(3.0)), _readonly(Q8)
+    cache = quantities.KVCache()
+    cache.append(k, v, 0)
+    out = cache.attend(q, 1)
+    for stored in (cache.keys[0], cache.values[0], out):
+        assert not any(np.shares_memory(stored, a) for a in (k, v, q))
+    np.testing.assert_allclose(out, np.arange(3.0), rtol=1e-15)    # one key: weight 1
+
+
+POSITION_DTYPES = [np.int8, np.uint8, np.int16, np.uint32, np.int64, ">i4", np.float16, ml_dtypes.bfloat16, np.float32,
+                   ">f8", np.float64]
+
+
+@settings(max_examples=40, deadline=None)
+@given(dtype=st.sampled_from(POSITION_DTYPES), seq=st.integers(1, 6), as_scalar=st.booleans(),
+       form=st.sampled_from(list(FORMS)), seed=st.integers(0, 2 ** 16))
+def test_positions_of_any_real_dtype_are_their_own_values(dtype, seq, as_scalar, form, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, seq, 6))
+    raw = rng.integers(0, 100, seq) if np.dtype(dtype).kind in "iu" else rng.uniform(-50, 50, seq)
+    pos = np.asarray(raw).astype(dtype)
+    if as_scalar:                                  # a NumPy scalar of that dtype, or a 0-d array
+        pos = pos[0] if seed % 2 else pos[:1].reshape(())
+    exact = np.asarray(pos).astype(np.float64)     # the value the dtype holds, rounded or not
+    np.testing.assert_allclose(FORMS[form](x, pos), _reference(x, exact), atol=1e-12)
+
+
+@pytest.mark.parametrize("positions,words", [
+    (2 ** 70, ["positions", "dtype object", "elements of type int", "beyond the int64 range", "pass floats"]),
+    ([2 ** 70, 1], ["positions", "elements of type int", "pass floats"]),
+    (np.array([None, 1.0]), ["positions", "elements of type NoneType, float"]),
+])
+def test_object_positions_say_what_the_objects_are(positions, words):
+    with pytest.raises(TypeError) as info:
+        rr.rotate(np.ones((2, 4)), positions)
+    assert all(w in str(info.value) for w in words), info.value
