@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import _validate as val
 from ..core import frequencies
 from ..scaling import scaled_inv_freq
 
@@ -10,7 +11,11 @@ TRAIN_LEN = 4096
 
 
 def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
-    """rope_type -> parameters for scaled_inv_freq, for a model trained on ``train_len`` extended ``factor``x."""
+    """rope_type -> parameters for scaled_inv_freq, for a model trained on ``train_len`` extended ``factor``x
+    (``factor`` a real number >= 1, ``train_len`` a positive integer)."""
+    factor, train_len = val.check_scalar(factor, "factor"), val.check_positive_int(train_len, "train_len")
+    if isinstance(factor, bool) or factor < 1:
+        raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), got {factor}")
     return {
         "linear": dict(factor=factor),
         "ntk": dict(factor=factor),

@@ -11,29 +11,43 @@ import warnings
 import ml_dtypes
 import numpy as np
 
+from .. import _validate as val
 from ..core import frequencies
 from .quantities import score
 
 #: The narrow dtypes notebook 06 compares with float64.
 PRECISION_DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
+_ANGLE_DTYPES = tuple(PRECISION_DTYPES) + ("float64",)
+
+
+def _check_dtype(dtype) -> np.dtype:
+    """One of the dtypes an angle can be computed in: float16, bfloat16, float32, float64 (or its name)."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt.name not in _ANGLE_DTYPES:
+        raise TypeError(f"dtype must be one of {_ANGLE_DTYPES} (a dtype or its name), got {dtype!r}")
+    return dt
 
 
 def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
     """m * theta_i computed the way a kernel would in ``dtype`` (positions and frequencies cast
     first, product rounded to ``dtype``), returned as float64 for comparison.  float16 overflows
     to inf beyond 65504."""
-    dt = np.dtype(dtype)
+    dt = _check_dtype(dtype)
+    pos, freqs = val.check_positions_any(positions), val.check_freqs(freqs)
     with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        p = np.asarray(positions, dtype=np.float64).astype(dt)
-        f = np.asarray(freqs, dtype=np.float64).astype(dt)
+        p = pos.astype(dt)
+        f = freqs.astype(dt)
         return np.multiply.outer(p, f).astype(dt).astype(np.float64)
 
 
 def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float32) -> dict:
     """Max over pairs of |angle error| and |cos error| at each position when angles are computed
     in ``dtype`` (cos/sin then evaluated and rounded to ``dtype`` too), against float64."""
-    pos = np.asarray(positions, dtype=np.float64)
+    pos = val.check_positions_any(positions)
     freqs = frequencies(d, base)
     exact = np.multiply.outer(pos, freqs)
     low = angles_in_dtype(pos, freqs, dtype)
@@ -46,8 +60,9 @@ def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float3
 def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.float32) -> np.ndarray:
     """Interleaved RoPE whose angles and cos/sin are computed in ``dtype`` (the data stay float64):
     the numerical practice notebook 06 warns about.  ``x``: ``(..., seq, d)``."""
-    x = np.asarray(x, dtype=np.float64)
-    ang = angles_in_dtype(positions, frequencies(x.shape[-1], base), dtype)
+    x = val.check_x(x).astype(np.float64)
+    pos = val.check_positions(positions, x.shape[:-1])
+    ang = angles_in_dtype(pos, frequencies(x.shape[-1], base), dtype)
     dt = np.dtype(dtype)
     with np.errstate(invalid="ignore"):
         cos = np.cos(ang).astype(dt).astype(np.float64)
@@ -60,8 +75,11 @@ def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.flo
 
 def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000.0, dtype=np.float32):
     """|q_m . k_{m+r}| error when angles are computed in ``dtype`` vs float64, for each m."""
-    m = np.asarray(m, dtype=np.float64)
-    n = m + distance
+    q, k = val.check_x(q, "q"), val.check_x(k, "k")
+    if q.shape != k.shape or q.ndim != 1:
+        raise ValueError(f"q and k must be single vectors of one length d, got shapes {q.shape} and {k.shape}")
+    m = val.check_positions_any(m, "m")
+    n = m + val.check_scalar(distance, "distance")
     qm = rotate_with_angle_dtype(np.broadcast_to(q, m.shape + q.shape), m, base=base, dtype=dtype)
     kn = rotate_with_angle_dtype(np.broadcast_to(k, n.shape + k.shape), n, base=base, dtype=dtype)
     exact = score(q, k, m, n, base=base)
@@ -71,5 +89,7 @@ def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000
 def format_errors(values, digits: int = 1) -> str:
     """Errors as a row of fixed-width scientific numbers (``3.4e-02``), with ``inf`` and ``nan`` spelled out
     (float16 overflow: the angle becomes inf, cos and sin of inf are nan).  Never prints a small error as ``0.``."""
+    values = val.check_real_array(values, "values")
+    digits = val.check_positive_int(digits, "digits")
     return "  ".join(f"{float(v):>{7 + digits}.{digits}e}" if np.isfinite(v) else f"{str(float(v)):>{7 + digits}}"
                      for v in np.ravel(values))
