@@ -34,6 +34,8 @@ from .scaling import scaled_inv_freq
 
 #: Relative tolerance for structure (linearity, pair blocks): loose enough for bfloat16 kernels.
 STRUCTURE_RTOL = 2e-2
+#: fn(0) must be 0 to this relative tolerance (exactly 0 for a linear kernel in any float type).
+ZERO_RTOL = 1e-6
 #: Unit roundoff of the float types a kernel's angles may be computed in, finest first.
 PRECISIONS = (("float64", 2.0**-53), ("float32", 2.0**-24), ("float16", 2.0**-11), ("bfloat16", 2.0**-8))
 #: Angles "behave like" a float type when |error| <= NOISE_ULPS * u * (1 + |angle|).
@@ -61,9 +63,12 @@ class RopeSpec:
 
     is_rope: bool
     reason: str = ""
-    pairing: str | None = None          # "interleaved", "half" or "other"
+    pairing: str | None = None          # "interleaved", "half" or "other", within the rotated features
     pairs: list = field(default_factory=list)
     rotary_dim: int | None = None
+    rotary_start: int = 0               # first rotated feature (0: the leading rotary_dim features rotate)
+    output_pairing: str | None = None   # None: pair (i, j) is written back to features (i, j); else the
+    output_pairs: list | None = None    # layout of the features it is written to (output_pairs[p] for pairs[p])
     inv_freq: np.ndarray | None = None  # signed per-pair angular frequency, pair p in pairing order
     base: float | None = None           # of the named method; for "custom", of the leading pairs
     offset: float | None = None         # position of row 0 (an integer when resolved as one)
@@ -83,7 +88,9 @@ class RopeSpec:
     def __str__(self) -> str:
         if not self.is_rope:
             return f"not a rotary embedding: {self.reason}"
-        lines = [f"pairing={self.pairing} rotary_dim={self.rotary_dim} base={_num(self.base)} "
+        where = (f" rotary_start={self.rotary_start}" if self.rotary_start else "") + (
+            f" output_pairing={self.output_pairing}" if self.output_pairing else "")
+        lines = [f"pairing={self.pairing} rotary_dim={self.rotary_dim}{where} base={_num(self.base)} "
                  f"offset={_num(self.offset)} norm_scale={_num(self.norm_scale)}",
                  f"rope_type={self.rope_type}" + (f", closest {self.closest}" if self.closest else "")
                  + f" {_short(self.rope_params)}"
@@ -143,17 +150,20 @@ def _to_array(out):
     return arr.astype(np.float64)
 
 
-def _call(fn, x, what: str) -> np.ndarray:
-    """fn(x) as float64 of x's shape; fn's own errors are re-raised with a note saying which call."""
+def _call(fn, x, what: str, hint: str = "") -> np.ndarray:
+    """fn(x) as float64 of x's shape; fn's own errors are re-raised with a note saying which call
+    (and ``hint``: what the caller may have got wrong)."""
     try:
         out = fn(x.copy())
     except Exception as err:
-        err.add_note(f"(raised by fn when rope_ref.identify called it with {what}, shape {x.shape})")
+        err.add_note(f"(raised by fn when rope_ref.identify called it with {what}, shape {x.shape}{hint})")
         raise
     out = _to_array(out)
     if out.shape != x.shape:
+        extra = ("; it holds the same values: drop its batch and head axes (e.g. [0, 0])" if out.size == x.size else
+                 "; did fn return (q, k)? return one of them" if out.shape[1:] == x.shape else "")
         raise ValueError(f"fn must map an array of shape {x.shape} to the same shape, got {out.shape} "
-                         f"(called with {what})")
+                         f"(called with {what}){extra}")
     if not np.all(np.isfinite(out)):
         raise ValueError(f"fn returned non-finite values (NaN or inf) for finite input ({what}, shape "
                          f"{x.shape}); a rotary embedding maps finite input to finite output")
@@ -180,7 +190,7 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
     position for row r; y any real array of that shape (numpy, torch of any dtype or
     device, jax, a list).  ``base_hint`` (optional): the base the model was trained
     with, so a changed base is reported as NTK scaling and LongRoPE factors can be
-    separated from the base.  Calls ``fn`` d + 3 times on ``seq`` rows, and up to twice on
+    separated from the base.  Calls ``fn`` d + 4 times on ``seq`` rows, and up to twice on
     more rows (never more than ``max_rows``, e.g. the size of a kernel's cos/sin cache) when
     the angle noise leaves the offset unresolved; if it stays unresolved, the spec says so
     (a note, and ``offset_resolution``).  A kernel that looks like ``ntk`` (or ``default`` with rows
@@ -202,12 +212,23 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
         base_hint = val.check_base(base_hint, "base_hint")
     rng = np.random.default_rng(_check_seed(seed))
     a, b = rng.standard_normal((2, seq, d))
-    ya, yb = _call(fn, a, "random input a"), _call(fn, b, "random input b")
+    first = (f"; identify passes a float64 NumPy array of shape (seq, d) = ({seq}, {d}): is d={d} the width fn "
+             "rotates? wrap a kernel that takes (batch, heads, seq, d) torch tensors as "
+             "lambda x: kernel(torch.from_numpy(x)[None, None])[0, 0]")
+    ya, yb = _call(fn, a, "random input a", first), _call(fn, b, "random input b")
     scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
-    lin = np.abs(_call(fn, 2 * a - 3 * b, "2a - 3b") - (2 * ya - 3 * yb)).max() / scale
+    # A linear kernel maps 0 to exactly 0 in any float type: a bias or an added position embedding does not.
+    bias = np.abs(_call(fn, np.zeros((seq, d)), "zeros")).max() / scale
+    if bias > ZERO_RTOL:
+        return _not_rope(f"fn(0) is not 0 (up to {bias:.2g} relative to its output): fn adds something that does "
+                         "not depend on x (an absolute position embedding? a bias?); a rotary embedding is linear "
+                         "in its input")
+    # Rounding in the kernel's float type is relative to the terms: |f(2a - 3b)| + 2 |f(a)| + 3 |f(b)|.
+    y_lin = _call(fn, 2 * a - 3 * b, "2a - 3b")
+    lin = np.abs(y_lin - (2 * ya - 3 * yb)).max() / max((np.abs(y_lin) + 2 * np.abs(ya) + 3 * np.abs(yb)).max(), 1e-300)
     if lin > STRUCTURE_RTOL:
         return _not_rope(f"fn is not linear: f(2a - 3b) differs from 2 f(a) - 3 f(b) by {lin:.2g} "
-                         "(relative); a rotary embedding is linear in its input")
+                         "(relative to the terms); a rotary embedding is linear in its input")
     # M[r] is the d x d matrix applied to row r: column j is the response to e_j.
     M = np.stack([_call(fn, np.broadcast_to(e, (seq, d)), f"basis vector e_{j} in every row")
                   for j, e in enumerate(np.eye(d))], axis=-1)
@@ -241,16 +262,51 @@ def _find_pairs(M):
     return pairs, passthrough, ""
 
 
-def _order_pairs(pairs, r):
-    if pairs == [(2 * p, 2 * p + 1) for p in range(r // 2)]:
+def _output_order(M):
+    """Output feature for each input feature, when a kernel writes its rotated pairs elsewhere.
+
+    DeepSeek's apply_rotary_pos_emb_interleave rotates the interleaved pairs (x0, x1), (x2, x3), ...
+    and writes them in half layout: out_p = x_2p cos - x_2p+1 sin, out_(p + r/2) = x_2p+1 cos + x_2p sin.
+    That is eq 34 followed by a fixed permutation of the features (q.k is unchanged when q and k are
+    permuted alike).  Returns perm with M[:, perm] mapping every pair back onto itself, or None when
+    the outputs are in place or the structure is not pairs of features (left to _find_pairs to name).
+    """
+    d = M.shape[-1]
+    dep = np.abs(M).max(axis=0) > 1e-12 * max(np.abs(M).max(), 1e-300)   # dep[i, j]: output i uses input j
+    if np.array_equal(dep, dep.T):
+        return None
+    perm = np.full(d, -1)
+    for j in range(d):
+        outs = np.flatnonzero(dep[:, j])
+        ins = np.flatnonzero(dep[outs].any(axis=0))
+        if len(outs) == 1 and outs[0] == j and len(ins) == 1:
+            perm[j] = j                                          # passed through in place
+        elif len(outs) == 2 and len(ins) == 2 and dep[np.ix_(outs, ins)].all():
+            if j == ins[0]:                                      # once per pair (j, k), j < k
+                k, (a, b) = ins[1], outs
+                block = M[:, [a, b]][:, :, [j, k]]               # [[c, -s], [s, c]] when a holds x_j cos
+                straight = np.abs(block[:, 0, 0] - block[:, 1, 1]) + np.abs(block[:, 1, 0] + block[:, 0, 1])
+                swapped = np.abs(block[:, 1, 0] - block[:, 0, 1]) + np.abs(block[:, 0, 0] + block[:, 1, 1])
+                perm[[j, k]] = (a, b) if straight.max() <= swapped.max() else (b, a)
+        else:
+            return None
+    return perm if len(set(perm.tolist())) == d else None
+
+
+def _order_pairs(pairs, r, start=0):
+    """Pairing name within the rotated features start..start + r - 1, and the pairs in that order."""
+    if pairs == [(start + 2 * p, start + 2 * p + 1) for p in range(r // 2)]:
         return "interleaved", pairs
-    if sorted(pairs) == [(p, p + r // 2) for p in range(r // 2)]:
+    if sorted(pairs) == [(start + p, start + p + r // 2) for p in range(r // 2)]:
         return "half", sorted(pairs)
     return "other", sorted(pairs)
 
 
 def _analyse(fn, M, base_hint, max_rows):
     seq, d = M.shape[0], M.shape[-1]
+    perm = _output_order(M)
+    if perm is not None:
+        M = M[:, perm]
     pairs, passthrough, why = _find_pairs(M)
     if pairs is None:
         return _not_rope(why)
@@ -261,10 +317,22 @@ def _analyse(fn, M, base_hint, max_rows):
         return _not_rope("no pair of features is rotated: fn leaves every feature in place")
     notes = []
     r = 2 * len(pairs)
-    if sorted(i for p in pairs for i in p) != list(range(r)):
-        notes.append(f"the rotated features are not the leading {r}: passthrough features {passthrough[:8]}")
-    pairing, pairs = _order_pairs(pairs, r)
+    rotated = sorted(i for p in pairs for i in p)
+    start = rotated[0] if rotated == list(range(rotated[0], rotated[0] + r)) else 0
+    if rotated != list(range(start, start + r)):
+        notes.append(f"the rotated features are not {r} consecutive ones: passthrough features {passthrough[:8]}")
+    elif start:
+        notes.append(f"the rotated features are {start}..{start + r - 1}, not the leading {r} (rotary_start={start})")
+    pairing, pairs = _order_pairs(pairs, r, start)
+    out_pairing = out_pairs = None
+    if perm is not None:
+        out_pairs = [(int(perm[i]), int(perm[j])) for i, j in pairs]
+        out_pairing = _order_pairs(sorted(out_pairs), r, start)[0] if sorted(perm[rotated]) == rotated else "other"
+        notes.append(f"the rotated pairs are written to other features ({out_pairing} layout): pair "
+                     f"{pairs[0]} -> features {out_pairs[0]}, {pairs[1 % len(pairs)]} -> {out_pairs[1 % len(pairs)]}, ...; "
+                     "q.k is unchanged only if q and k are written alike")
     ia, ib = np.array(pairs).T
+    out = (ia, ib) if perm is None else (perm[ia], perm[ib])    # where fn writes each pair
     c1, c2 = M[:, ia, ia], M[:, ib, ib]
     s1, s2 = M[:, ib, ia], -M[:, ia, ib]
     big = np.abs(M).max()
@@ -288,7 +356,7 @@ def _analyse(fn, M, base_hint, max_rows):
     # float32: then their errors grow with the position faster than more rows help.
     while (sigma_o > OFFSET_SIGMA or status != "ok") and rows < max_rows and unit <= 2.0**-24:
         rows = max_rows if rows > seq or status != "ok" else _rows_needed(seq, sigma_o, max_rows)
-        long_phase = _probe_phase(fn, d, ia, ib, rows, "to refine the offset")
+        long_phase = _probe_phase(fn, d, ia, out, rows, "to refine the offset")
         drift = np.abs(wrap_angle(long_phase[:seq] - phase[:seq])).max()
         if drift > SIGMAS * fit["noise"].max() + 1e-12:
             notes.append(f"the angles at rows 0..{seq - 1} change by {drift:.2g} rad when fn is given "
@@ -321,7 +389,8 @@ def _analyse(fn, M, base_hint, max_rows):
     angle = np.abs(np.outer(positions, theta))
     precision, unit = _angle_precision(resid, angle)
     tau = np.maximum(SIGMAS * sigma_theta / np.maximum(np.abs(theta), 1e-300), FREQ_ULPS * unit)
-    spec = RopeSpec(is_rope=True, pairing=pairing, pairs=pairs, rotary_dim=r, inv_freq=theta,
+    spec = RopeSpec(is_rope=True, pairing=pairing, pairs=pairs, rotary_dim=r, rotary_start=start,
+                    output_pairing=out_pairing, output_pairs=out_pairs, inv_freq=theta,
                     offset=offset, offset_resolution=float(sigma_o), norm_scale=norm_scale,
                     angle_precision=precision, phase_error=float(np.abs(resid).max()),
                     scale_error=scale_error, rows=int(phase.shape[0]), notes=notes)
@@ -329,7 +398,7 @@ def _analyse(fn, M, base_hint, max_rows):
     if spec.rope_type == "ntk" or (spec.rope_type == "default" and offset >= DYNAMIC_MIN_OFFSET):
         if offset == round(offset):
             def measure(n):
-                return _theta_at(_probe_phase(fn, d, ia, ib, n, "to see if the frequencies depend on the "
+                return _theta_at(_probe_phase(fn, d, ia, out, n, "to see if the frequencies depend on the "
                                               "sequence length"), offset, unit)
             _check_dynamic(spec, measure, np.abs(theta), tau, base_hint, max_rows)
         elif drifted and spec.rope_type == "ntk":
@@ -342,12 +411,14 @@ def _analyse(fn, M, base_hint, max_rows):
     return spec
 
 
-def _probe_phase(fn, d, ia, ib, rows, why):
-    """Unwrapped angle of every pair at rows 0..rows-1, from one call: column ia of every block at once."""
+def _probe_phase(fn, d, ia, out, rows, why):
+    """Unwrapped angle of every pair at rows 0..rows-1, from one call: column ia of every block at once,
+    read from the output features ``out`` = (oa, ob) the pairs are written to."""
     x = np.zeros((rows, d))
     x[:, ia] = 1.0
-    y = _call(fn, x, f"e_i on the first feature of every pair, {rows} rows, {why}")
-    return np.unwrap(np.arctan2(y[:, ib], y[:, ia]), axis=0)
+    y = _call(fn, x, f"e_i on the first feature of every pair, {rows} rows, {why}",
+              "; if fn accepts fewer rows (a cos/sin cache read at an offset), pass max_rows= the most it accepts")
+    return np.unwrap(np.arctan2(y[:, out[1]], y[:, out[0]]), axis=0)
 
 
 def _theta_at(phase, offset, unit):
@@ -723,7 +794,8 @@ def _dynamic_error(params, seen, r, relative=False):
 
 # ---- assertions -----------------------------------------------------------------------------
 
-_SPEC_KEYS = ("pairing", "rotary_dim", "offset", "base", "norm_scale", "rope_type", "inv_freq")
+_SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
+              "inv_freq")
 _PARAM_KEYS = tuple(sorted({k for table in (scaling.REQUIRED, scaling.OPTIONAL) for keys in table.values()
                             for req in keys for k in req.split(" | ")} | {"seq_len"}))
 _RELIABLE = ("float64", "float32")
@@ -733,7 +805,9 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
                         max_rows: int = MAX_ROWS, **expected) -> RopeSpec:
     """Raise AssertionError naming every property in which ``fn`` differs from ``expected``.
 
-    ``expected`` may hold ``pairing``, ``rotary_dim``, ``offset``, ``base``, ``norm_scale``,
+    ``expected`` may hold ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0: the leading
+    features rotate), ``output_pairing`` (default None: each pair is written back to its own
+    features; "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``,
     ``rope_type``, ``inv_freq`` and the parameters of ``rope_type`` (``factor``,
     ``original_max_position_embeddings``, ..., and ``seq_len`` for dynamic/longrope).
     ``config``: any object with ``head_dim``, ``rotary_dim``, ``pairing``, ``base``,
@@ -764,6 +838,15 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
         problems.append(f"pairing: expected {expected['pairing']}, found {spec.pairing}; pairs {shown}…")
     if "rotary_dim" in expected and expected["rotary_dim"] != spec.rotary_dim:
         problems.append(f"rotary_dim: expected {expected['rotary_dim']}, found {spec.rotary_dim}")
+    if expected.get("rotary_start", 0) != spec.rotary_start:      # HF and Meta rotate the leading features
+        problems.append(f"rotary_start: expected rotated features from {expected.get('rotary_start', 0)}, found "
+                        f"{spec.rotary_start}..{spec.rotary_start + spec.rotary_dim - 1} (pass rotary_start="
+                        f"{spec.rotary_start} if intended)")
+    if expected.get("output_pairing") != spec.output_pairing:     # by default, pairs written back in place
+        want = expected.get("output_pairing") or "in place"
+        shown = ", ".join(f"{p}->{o}" for p, o in zip(spec.pairs[:2], (spec.output_pairs or spec.pairs)[:2]))
+        problems.append(f"output_pairing: expected pairs written {want}, found {spec.output_pairing or 'in place'} "
+                        f"({shown}, ...)")
     if "offset" in expected:
         problems += _compare_offset(expected["offset"], spec)
     want_freqs, want_scale = _expected_frequencies(expected, spec)
@@ -827,6 +910,14 @@ def _check_expected(expected):
                          f"{val.closest_name(expected['pairing'], ('interleaved', 'half', 'other'))}")
     if "rotary_dim" in expected:
         val.check_d(expected["rotary_dim"], "rotary_dim")
+    if "rotary_start" in expected:
+        v = expected["rotary_start"]
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+            raise ValueError(f"rotary_start must be a non-negative integer (the first rotated feature), got {v!r}")
+    if "output_pairing" in expected and expected["output_pairing"] not in (None, "interleaved", "half", "other"):
+        raise ValueError(f"output_pairing must be None (pairs written in place), 'interleaved', 'half' or 'other', "
+                         f"got {expected['output_pairing']!r}"
+                         f"{val.closest_name(str(expected['output_pairing']), ('interleaved', 'half', 'other'))}")
     if "rope_type" in expected and expected["rope_type"] not in scaling.ROPE_TYPES:
         raise ValueError(f"rope_type must be one of {scaling.ROPE_TYPES}, got {expected['rope_type']!r}"
                          f"{val.closest_name(expected['rope_type'], scaling.ROPE_TYPES)}")
