@@ -81,6 +81,7 @@ class RopeSpec:
     freq_tolerance: float | None = None  # largest relative tolerance used for the frequencies
     angle_precision: str | None = None  # the float type the kernel's angles behave like
     phase_error: float = 0.0            # max |measured angle - (offset + row) * theta|, radians
+    output_rounded: bool = False        # angle errors from rounding cos/sin or the output (norm errs alike)
     scale_error: float = 0.0            # max relative spread of the per-pair scale over rows
     rows: int | None = None             # rows the angles were measured at
     notes: list = field(default_factory=list)
@@ -350,7 +351,12 @@ def _analyse(fn, M, base_hint, max_rows):
 
     # ---- 2.-3. angles and offset
     phase = np.unwrap(np.arctan2(s, c), axis=0)            # (seq, pairs), relative to row 0
-    offset, sigma_o, status, fit, unit = _locate(phase)
+    # Rounding cos/sin or the output to a 16-bit type (cos.to(x.dtype) in a bfloat16 model) errs in the
+    # angle and the norm alike, by up to about the norm's error at every position; rounding the angles
+    # themselves leaves the norm exact.  Such angles are first tried as float32 ones plus that error.
+    out_err = 2 * scale_error if scale_error > 2.0**-16 else 0.0
+    offset, sigma_o, status, fit, unit = _locate(phase, out_err)
+    out_rounded = bool(out_err and unit <= 2.0**-24)
     rows, drifted = seq, False
     # More rows pin the offset down (at most two more calls), unless the angles are coarser than
     # float32: then their errors grow with the position faster than more rows help.
@@ -364,7 +370,7 @@ def _analyse(fn, M, base_hint, max_rows):
             drifted = True
             break
         phase = long_phase
-        offset, sigma_o, status, fit, unit = _locate(phase)
+        offset, sigma_o, status, fit, unit = _locate(phase, out_err)
     if status == "ambiguous":
         also = ", ".join(f"{o:.0f}" for o in fit["also"][:3])
         notes.append(f"the offset is ambiguous: {len(fit['also']) + 1} offsets within +-{MAX_OFFSET} fit the angles "
@@ -388,18 +394,23 @@ def _analyse(fn, M, base_hint, max_rows):
     positions = offset + np.arange(phase.shape[0])
     angle = np.abs(np.outer(positions, theta))
     precision, unit = _angle_precision(resid, angle)
-    tau = np.maximum(SIGMAS * sigma_theta / np.maximum(np.abs(theta), 1e-300), FREQ_ULPS * unit)
+    if out_rounded:
+        notes.append(f"the angle errors (up to {np.abs(resid).max():.2g} rad) come with norm errors (up to "
+                     f"{scale_error:.2g}): float32 angles, with cos/sin or the output rounded to a 16-bit type "
+                     "(cos.to(x.dtype)?); frequencies are compared to the precision that leaves")
+        unit = 2.0**-24
+    tau = _freq_tol(theta, sigma_theta, unit, out_err if out_rounded else 0.0, positions)
     spec = RopeSpec(is_rope=True, pairing=pairing, pairs=pairs, rotary_dim=r, rotary_start=start,
                     output_pairing=out_pairing, output_pairs=out_pairs, inv_freq=theta,
                     offset=offset, offset_resolution=float(sigma_o), norm_scale=norm_scale,
                     angle_precision=precision, phase_error=float(np.abs(resid).max()),
-                    scale_error=scale_error, rows=int(phase.shape[0]), notes=notes)
+                    scale_error=scale_error, output_rounded=out_rounded, rows=int(phase.shape[0]), notes=notes)
     _describe_frequencies(spec, base_hint, tau, unit)
     if spec.rope_type == "ntk" or (spec.rope_type == "default" and offset >= DYNAMIC_MIN_OFFSET):
         if offset == round(offset):
             def measure(n):
                 return _theta_at(_probe_phase(fn, d, ia, out, n, "to see if the frequencies depend on the "
-                                              "sequence length"), offset, unit)
+                                              "sequence length"), offset, unit, out_err if out_rounded else 0.0)
             _check_dynamic(spec, measure, np.abs(theta), tau, base_hint, max_rows)
         elif drifted and spec.rope_type == "ntk":
             spec.rope_type, spec.closest = "custom", "ntk"
@@ -421,11 +432,20 @@ def _probe_phase(fn, d, ia, out, rows, why):
     return np.unwrap(np.arctan2(y[:, out[1]], y[:, out[0]]), axis=0)
 
 
-def _theta_at(phase, offset, unit):
+def _theta_at(phase, offset, unit, out_err=0.0):
     """|theta| refitted against (offset + row) and its relative tolerance, as for the first rows."""
     theta, _, sigma_theta = _refit_absolute(phase, offset, _fit_rows(phase, unit, offset))
     theta = np.abs(theta)
-    return theta, np.maximum(SIGMAS * sigma_theta / np.maximum(theta, 1e-300), FREQ_ULPS * unit)
+    return theta, _freq_tol(theta, sigma_theta, unit, out_err, offset + np.arange(phase.shape[0]))
+
+
+def _freq_tol(theta, sigma_theta, unit, out_err, positions):
+    """Relative tolerance on each |theta|: SIGMAS standard deviations, a few roundings of the angles'
+    float type, and the bias an angle error out_err at every position can give a fit through 0:
+    |sum m e| / sum m^2 <= out_err / rms(m)."""
+    theta = np.maximum(np.abs(theta), 1e-300)
+    bias = out_err / max(math.sqrt(float(np.mean(np.square(positions)))), 1e-300)
+    return np.maximum(np.maximum(SIGMAS * sigma_theta / theta, FREQ_ULPS * unit), bias / theta)
 
 
 # ---- 2. angles --------------------------------------------------------------------------------
@@ -452,7 +472,7 @@ def _fit_rows(phase, unit=0.0, offset=0.0):
                 sigma_theta=sigma_theta, sigma_centre=np.maximum(noise / np.sqrt(n), unit * biggest))
 
 
-def _locate(phase):
+def _locate(phase, out_err=0.0):
     """Row fit and offset, with the rounding floor sized for the offset found.
 
     The unit roundoff is the finest float type whose rounding explains the residuals at some
@@ -461,26 +481,42 @@ def _locate(phase):
     angle scale that explains the measurements.  If the angles at that offset behave like a
     coarser type, the search is repeated with it.
 
+    With ``out_err`` (the angle error from rounding cos/sin or the output, at every position) the
+    angles are first tried as float32 ones: kept if float32 rounding plus out_err explains them.
+
     Returns (offset, its standard deviation, status, fit, unit roundoff the angles behave like)."""
     n = phase.shape[0]
     rows_fit = _fit_rows(phase)
+    if out_err:
+        offset, sigma, status, fit, angle = _search_offset(phase, 2.0**-24)
+        if status != "inconsistent" and np.all(np.abs(rows_fit["resid"]) <= NOISE_ULPS * 2.0**-24 * (1 + angle)
+                                               + out_err):
+            return offset, sigma, status, fit, 2.0**-24
     widest = (MAX_OFFSET + n) * np.abs(rows_fit["theta"]) + np.abs(phase).max(axis=0) + np.pi
     _, unit = _angle_precision(rows_fit["resid"], widest)
     for _ in range(2):
-        sized = 0.0
-        while True:
-            fit = _fit_rows(phase, unit, sized)
-            offset, sigma, status, also = _solve_offset(fit)
-            if (status != "inconsistent" and abs(offset) <= sized + n) or sized >= MAX_OFFSET:
-                break
-            sized = abs(offset) if status != "inconsistent" else max(4 * sized, n)
-        angle = (np.abs(np.outer(offset + np.arange(n), fit["theta"])) + np.abs(phase)).max(axis=0) + np.pi
+        offset, sigma, status, fit, angle = _search_offset(phase, unit)
         _, unit_here = _angle_precision(rows_fit["resid"], angle)
         if unit_here == unit:
             break
         unit = unit_here
-    fit["also"] = also
     return offset, sigma, status, fit, unit
+
+
+def _search_offset(phase, unit):
+    """Offset with the floors for angles of unit roundoff ``unit`` sized for the offset found;
+    returns (offset, sigma, status, fit, largest |angle| of each pair at that offset)."""
+    n = phase.shape[0]
+    sized = 0.0
+    while True:
+        fit = _fit_rows(phase, unit, sized)
+        offset, sigma, status, also = _solve_offset(fit)
+        if (status != "inconsistent" and abs(offset) <= sized + n) or sized >= MAX_OFFSET:
+            break
+        sized = abs(offset) if status != "inconsistent" else max(4 * sized, n)
+    fit["also"] = also
+    angle = (np.abs(np.outer(offset + np.arange(n), fit["theta"])) + np.abs(phase)).max(axis=0) + np.pi
+    return offset, sigma, status, fit, angle
 
 
 def _rows_needed(seq, sigma_o, max_rows):
@@ -870,7 +906,10 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
                         f"{spec.phase_error:.2g} rad (> phase_atol={phase_atol:g})")
     elif phase_atol is None and spec.angle_precision not in _RELIABLE:
         problems.append(f"angle precision: angles behave like {spec.angle_precision} (errors up to "
-                        f"{spec.phase_error:.2g} rad); compute angles in float32 or better")
+                        f"{spec.phase_error:.2g} rad); " + (
+                            f"they come with norm errors up to {spec.scale_error:.2g}: cos/sin or the output rounded "
+                            "to a 16-bit type (cos.to(x.dtype)?); pass phase_atol= to accept that precision"
+                            if spec.output_rounded else "compute angles in float32 or better"))
     if problems:
         raise AssertionError("RoPE mismatch:\n  " + "\n  ".join(problems) + f"\nidentified: {spec}")
     return spec

@@ -102,11 +102,12 @@ def meta_kernel(d=128, offset=0, theta=500000.0, end=8192):
     return fn
 
 
-def cache_kernel(d=128, base=10000.0, cache_rows=8192, offset=0, sign=1.0, scale=1.0, dtype=torch.float32):
+def cache_kernel(d=128, base=10000.0, cache_rows=8192, offset=0, sign=1.0, scale=1.0, dtype=torch.float32,
+                 angle_dtype=torch.float32):
     """A hand-written kernel: cos/sin cache precomputed once (float32), read at rows offset..offset+seq."""
     inv = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
     t = torch.arange(cache_rows, dtype=torch.float32)
-    emb = torch.cat([torch.outer(t, inv)] * 2, dim=-1)
+    emb = torch.cat([torch.outer(t.to(angle_dtype), inv.to(angle_dtype))] * 2, dim=-1).float()
     cos_cache, sin_cache = emb.cos() * scale, sign * emb.sin() * scale
 
     def fn(x):
@@ -209,7 +210,7 @@ def case(name, fn, d, want=None, expect=None, ident_kw=None, assert_kw=None, mis
         if mismatch is not None:
             kw, words = mismatch
             try:
-                rr.assert_rope_matches(fn, d, **(assert_kw or {}), **kw)
+                rr.assert_rope_matches(fn, d, **{k: v for k, v in (assert_kw or {}).items() if k == "max_rows"}, **kw)
                 verdict, said = "MISSED", "assert passed a planted mismatch | " + said
             except AssertionError as err:
                 if not all(w in str(err) for w in words):
@@ -309,16 +310,27 @@ def main():
     if run("dtype"):
         for dt in (torch.bfloat16, torch.float16):
             name = str(dt).split(".")[1]
-            case(f"llama {name} compute (cos/sin cast) offset 0",
-                 hf_kernel("llama", D, dict(rope_type="default", rope_theta=1e4), 0, dtype=dt), D,
-                 want=dict(pairing="half", rotary_dim=D, offset=0),
-                 expect=dict(pairing="half", rotary_dim=D, offset=0, base=1e4), assert_kw=dict(phase_atol=0.05))
-            case(f"llama {name} compute offset 5000",
-                 hf_kernel("llama", D, dict(rope_type="default", rope_theta=1e4), 5000, dtype=dt), D,
-                 want=dict(pairing="half", rotary_dim=D),
-                 mismatch=(dict(pairing="half", base=1e4), ["angle precision"]))
+            for off in (0, 5000, 65535):
+                case(f"llama {name} compute (cos/sin cast) offset {off}",
+                     hf_kernel("llama", D, dict(rope_type="default", rope_theta=1e4), off, dtype=dt), D,
+                     want=dict(pairing="half", rotary_dim=D, offset=off, rope_type="default", base=1e4),
+                     expect=dict(pairing="half", rotary_dim=D, offset=off, base=1e4), assert_kw=dict(phase_atol=0.02),
+                     mismatch=(dict(pairing="half", base=1e4), ["angle precision", "cos.to(x.dtype)", "phase_atol"]))
+            l3 = dict(base=5e5, rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                      original_max_position_embeddings=8192)
+            if dt == torch.float16:
+                case(f"llama3 {name} compute offset 5000", hf_kernel("llama", D, L3, 5000, dtype=dt), D,
+                     want=dict(rope_type="llama3", base=5e5, offset=5000), assert_kw=dict(phase_atol=0.02),
+                     expect=dict(l3, offset=5000))
+            else:   # bfloat16: 4096 rows leave the offset to a few positions here: said so, never guessed
+                case(f"llama3 {name} compute offset 5000", hf_kernel("llama", D, L3, 5000, dtype=dt), D,
+                     want=dict(rope_type="llama3", base=5e5), assert_kw=dict(phase_atol=0.02), expect=l3,
+                     mismatch=(dict(offset=5000), ["not resolved to one position"]))
             case(f"cache kernel {name} offset 100", cache_kernel(offset=100, dtype=dt), D,
-                 want=dict(pairing="half", rotary_dim=D), mismatch=(dict(base=1e4), ["angle precision"]))
+                 want=dict(pairing="half", rotary_dim=D, offset=100), mismatch=(dict(base=1e4), ["angle precision"]))
+        case("cache kernel float32, angles in float16", cache_kernel(offset=100, angle_dtype=torch.float16), D,
+             want=dict(pairing="half", rotary_dim=D, rope_type=None),
+             mismatch=(dict(base=1e4), ["angle precision", "compute angles in float32"]))
     if run("jax"):
         for off in (0, 5000, 65535):
             case(f"jax jit float32 offset {off}", jax_kernel(offset=off), D,
