@@ -34,6 +34,8 @@ from .scaling import scaled_inv_freq
 
 #: Relative tolerance for structure (linearity, pair blocks): loose enough for bfloat16 kernels.
 STRUCTURE_RTOL = 2e-2
+#: Two calls with the same input must agree to this relative tolerance (fn depends on x alone).
+STATE_RTOL = 1e-6
 #: fn(0) must be 0 to this relative tolerance (exactly 0 for a linear kernel in any float type).
 ZERO_RTOL = 1e-6
 #: Unit roundoff of the float types a kernel's angles may be computed in, finest first.
@@ -82,6 +84,7 @@ class RopeSpec:
     angle_precision: str | None = None  # the float type the kernel's angles behave like
     phase_error: float = 0.0            # max |measured angle - (offset + row) * theta|, radians
     output_rounded: bool = False        # angle errors from rounding cos/sin or the output (norm errs alike)
+    stateful: bool = False              # fn's output for the first input changed after the calls on more rows
     scale_error: float = 0.0            # max relative spread of the per-pair scale over rows
     rows: int | None = None             # rows the angles were measured at
     notes: list = field(default_factory=list)
@@ -218,6 +221,11 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
              "lambda x: kernel(torch.from_numpy(x)[None, None])[0, 0]")
     ya, yb = _call(fn, a, "random input a", first), _call(fn, b, "random input b")
     scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
+    state = np.abs(_call(fn, a, "random input a again") - ya).max() / scale
+    if state > STATE_RTOL:
+        raise ValueError(f"fn must depend on x alone: two calls with the same x gave outputs {state:.2g} apart "
+                         "(relative): fn keeps state between calls (a cache position advanced by every call?); "
+                         "pass a function that applies the same positions on every call")
     # A linear kernel maps 0 to exactly 0 in any float type: a bias or an added position embedding does not.
     bias = np.abs(_call(fn, np.zeros((seq, d)), "zeros")).max() / scale
     if bias > ZERO_RTOL:
@@ -237,7 +245,21 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
     if mix > STRUCTURE_RTOL:
         return _not_rope(f"row r of the output depends on other rows (error {mix:.2g} relative): "
                          "fn mixes positions or depends on content")
-    return _analyse(fn, M, base_hint, max_rows)
+    longest = [seq]
+
+    def counted(x):
+        longest[0] = max(longest[0], len(x))
+        return fn(x)
+    spec = _analyse(counted, M, base_hint, max_rows)
+    if spec.is_rope and longest[0] > seq:       # transformers' dynamic RoPE keeps the longest length seen
+        state = np.abs(_call(fn, a, "random input a after the longer calls") - ya).max() / scale
+        if state > STATE_RTOL:
+            spec.stateful = True
+            spec.notes.append(f"fn keeps state between calls: after the calls on more rows, the first call gives "
+                              f"outputs {state:.2g} apart (relative); transformers' dynamic RoPE keeps the frequencies "
+                              "of the longest sequence seen: pass a fresh rotary module per call. The frequencies at "
+                              "other lengths above were measured in that state")
+    return spec
 
 
 # ---- 1. structure ----------------------------------------------------------------------------
@@ -901,6 +923,9 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
     if "rope_type" in expected and want_freqs is None and expected["rope_type"] != spec.rope_type:
         problems.append(f"rope_type: expected {expected['rope_type']}, found {spec.rope_type} "
                         f"{_short(spec.rope_params)}")
+    if spec.stateful:
+        problems.append("state: fn keeps state between calls (its output for the same input changed after calls on "
+                        "more rows): its frequencies at one length depend on the calls before")
     if phase_atol is not None and spec.phase_error > phase_atol:
         problems.append(f"angle precision: angles deviate from (offset + row) * theta by up to "
                         f"{spec.phase_error:.2g} rad (> phase_atol={phase_atol:g})")

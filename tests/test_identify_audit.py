@@ -211,3 +211,49 @@ def test_output_of_the_wrong_shape_says_what_to_fix(back, words):
 def test_new_expectations_are_checked(kw, err, words):
     with pytest.raises(err, match=words):
         assert_rope_matches(lambda x: x, 16, **kw)
+
+
+# ---- fn must depend on x alone -------------------------------------------------------------------
+
+class HFDynamicModule:
+    """transformers' dynamic NTK rotary module used as one object: dynamic_frequency_update recomputes
+    inv_freq when seq_len = max(position_ids) + 1 exceeds max_seq_len_cached and then keeps it."""
+
+    def __init__(self, offset, d=64, base=10000.0, factor=2.0, max_position_embeddings=2048):
+        self.offset, self.d, self.base, self.factor, self.train = offset, d, base, factor, max_position_embeddings
+        self.cached, self.inv = max_position_embeddings, inv_freq(d, base)
+
+    def __call__(self, x):
+        seq_len = self.offset + len(x)
+        if seq_len > self.cached:                          # growth; never shrinks while above the trained length
+            base = self.base * (self.factor * seq_len / self.train - (self.factor - 1)) ** (self.d / (self.d - 2))
+            self.inv, self.cached = inv_freq(self.d, base), seq_len
+        cos, sin = hf_cos_sin(len(x), self.offset, self.inv)
+        q = x.astype(F32)
+        return q * cos + np.concatenate([-q[:, self.d // 2:], q[:, :self.d // 2]], axis=-1) * sin
+
+
+def test_a_module_that_keeps_the_longest_length_is_said_to_keep_state():
+    # The audit: one transformers dynamic module was "custom, no dynamic NTK factor ... reproduce the
+    # frequencies", with no word that the third length was measured with the second length's frequencies.
+    s = identify(HFDynamicModule(5000), 64, base_hint=10000.0)
+    assert s.stateful and any("keeps state between calls" in n and "fresh rotary module" in n for n in s.notes), s
+    with pytest.raises(AssertionError, match="state: fn keeps state between calls"):
+        assert_rope_matches(HFDynamicModule(5000), 64, base=10000.0, rope_type="dynamic", factor=2.0,
+                            max_position_embeddings=2048, offset=5000)
+    # a fresh module per call is a function of x: dynamic, named with its parameters
+    s = identify(lambda x: HFDynamicModule(5000)(x), 64, base_hint=10000.0)
+    assert not s.stateful and s.rope_type == "dynamic", str(s)
+    assert (s.rope_params["factor"], s.rope_params["max_position_embeddings"]) == (2.0, 2048), str(s)
+
+
+def test_a_kernel_whose_position_advances_every_call_is_refused():
+    # The audit: such a kernel was "not linear" (each call saw other positions).
+    pos = [0]
+
+    def decode(x):
+        cos, sin = hf_cos_sin(len(x), pos[0], inv_freq(32))
+        pos[0] += len(x)
+        return x * cos + np.concatenate([-x[:, 16:], x[:, :16]], axis=-1) * sin
+    with pytest.raises(ValueError, match="fn must depend on x alone: two calls with the same x gave outputs"):
+        identify(decode, 32)

@@ -193,9 +193,9 @@ def case(name, fn, d, want=None, expect=None, ident_kw=None, assert_kw=None, mis
     ident_kw = ident_kw or {}
     verdict, said = "ok", ""
     try:
-        s = rr.identify(fn, d, **ident_kw)
+        s = rr.identify(fn, d, **ident_kw) if want != "skip" else None
         said = _first(s)
-        for k, v in (want or {}).items():
+        for k, v in (want if isinstance(want, dict) else {}).items():
             got = getattr(s, k)
             good = (math.isclose(got, v, rel_tol=1e-4) if isinstance(v, float) and got is not None
                     else got == v)
@@ -261,7 +261,11 @@ def main():
              expect=dict(base=1e4, rope_type="dynamic", factor=2.0, max_position_embeddings=2048, offset=5000))
         case("llama dynamic (one stateful module) offset 5000, hint",
              hf_kernel("llama", D, dyn, 5000, fresh=False, max_position_embeddings=2048),
-             D, ident_kw=dict(base_hint=1e4), want=dict(offset=5000))
+             D, ident_kw=dict(base_hint=1e4), want=dict(offset=5000, stateful=True))
+        case("llama dynamic (one stateful module), assert only",
+             hf_kernel("llama", D, dyn, 5000, fresh=False, max_position_embeddings=2048), D, want="skip",
+             mismatch=(dict(base=1e4, rope_type="dynamic", factor=2.0, max_position_embeddings=2048, offset=5000),
+                       ["state: fn keeps state"]))
         case("llama dynamic below trained length (offset 0)", hf_kernel("llama", D, dyn, 0, max_position_embeddings=8192),
              D, want=dict(offset=0, rope_type="default"), expect=dict(base=1e4, rope_type="default", offset=0))
         r = D // 2
@@ -369,6 +373,13 @@ def main():
         case("kernel raises", lambda x: 1 / 0, D, want="raises")
         case("kernel takes (b, h, s, d) only", bhsd_only_kernel(), D, want="raises")
         case("kernel takes torch tensors only", lambda x: x.float(), D, want="raises")
+        pos = [0]
+
+        def advancing(x):                     # a decode kernel whose cache position advances with every call
+            y = cache_kernel(offset=pos[0])(x)
+            pos[0] += len(x)
+            return y
+        case("kernel whose position advances every call", advancing, D, want="raises")
         case("kernel returns complex", lambda x: x.astype(complex), D, want="raises")
         case("kernel returns the transpose (d, seq) at d == seq", lambda x: x.T.copy(), 64, ident_kw=dict(seq=64),
              want=dict(is_rope=False))
