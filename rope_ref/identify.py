@@ -75,6 +75,7 @@ class RopeSpec:
     base: float | None = None           # of the named method; for "custom", of the leading pairs
     offset: float | None = None         # position of row 0 (an integer when resolved as one)
     offset_resolution: float | None = None  # standard deviation of the offset, in positions
+    offset_alternatives: np.ndarray = field(default_factory=lambda: np.zeros(0))  # others that fit as well
     norm_scale: float | None = None     # |output| / |input| on the rotated features
     rope_type: str | None = None        # a rope_ref.ROPE_TYPES name, "custom", or None (too noisy)
     rope_params: dict = field(default_factory=dict)
@@ -395,9 +396,12 @@ def _analyse(fn, M, base_hint, max_rows):
         offset, sigma_o, status, fit, unit = _locate(phase, out_err)
     if status == "ambiguous":
         also = ", ".join(f"{o:.0f}" for o in fit["also"][:3])
+        why = (f"one rotated pair fixes the offset only modulo its wavelength 2 pi / theta = "
+               f"{2 * np.pi / abs(fit['theta'][0]):.4g} positions" if len(pairs) == 1
+               else "the frequencies' ratios nearly repeat there")
         notes.append(f"the offset is ambiguous: {len(fit['also']) + 1} offsets within +-{MAX_OFFSET} fit the angles "
                      f"within their noise (reported the smallest; also {also}"
-                     f"{', ...' if len(fit['also']) > 3 else ''}): the frequencies' ratios nearly repeat there")
+                     f"{', ...' if len(fit['also']) > 3 else ''}): {why}")
     elif status == "inconsistent":
         notes.append("the angles of different pairs do not agree on one offset (best compromise reported)")
     if sigma_o > OFFSET_SIGMA:
@@ -426,7 +430,9 @@ def _analyse(fn, M, base_hint, max_rows):
                     output_pairing=out_pairing, output_pairs=out_pairs, inv_freq=theta,
                     offset=offset, offset_resolution=float(sigma_o), norm_scale=norm_scale,
                     angle_precision=precision, phase_error=float(np.abs(resid).max()),
-                    scale_error=scale_error, output_rounded=out_rounded, rows=int(phase.shape[0]), notes=notes)
+                    scale_error=scale_error, output_rounded=out_rounded,
+                    offset_alternatives=np.asarray(fit["also"] if status == "ambiguous" else [], float),
+                    rows=int(phase.shape[0]), notes=notes)
     _describe_frequencies(spec, base_hint, tau, unit)
     if spec.rope_type == "ntk" or (spec.rope_type == "default" and offset >= DYNAMIC_MIN_OFFSET):
         if offset == round(offset):
@@ -891,7 +897,8 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
     if not spec.is_rope:
         raise AssertionError(f"not a rotary embedding: {spec.reason}")
     problems = []
-    if "pairing" in expected and expected["pairing"] != spec.pairing:
+    same_pair = spec.rotary_dim == 2 and {expected.get("pairing"), spec.pairing} <= {"half", "interleaved"}
+    if "pairing" in expected and expected["pairing"] != spec.pairing and not same_pair:   # one pair: both names
         shown = ", ".join(str(p) for p in spec.pairs[:3])
         problems.append(f"pairing: expected {expected['pairing']}, found {spec.pairing}; pairs {shown}…")
     if "rotary_dim" in expected and expected["rotary_dim"] != spec.rotary_dim:
@@ -989,6 +996,11 @@ def _check_expected(expected):
 
 def _compare_offset(want, spec):
     diff = spec.offset - want
+    alts = np.asarray(spec.offset_alternatives, float)
+    if np.any(np.abs(alts - want) <= max(SIGMAS * spec.offset_resolution, 1e-9)) and abs(diff) > 0:
+        return [f"offset: expected row 0 at position {_num(float(want))}: it fits the angles, but so do "
+                f"{_num(spec.offset)} (reported) and {len(spec.offset_alternatives) - 1} other offsets: not "
+                f"determined by these rotations (see the note)"]
     if abs(diff) <= max(SIGMAS * spec.offset_resolution, 1e-9):
         if spec.offset_resolution <= OFFSET_SIGMA or want != round(want):
             return []

@@ -257,3 +257,22 @@ def test_a_kernel_whose_position_advances_every_call_is_refused():
         return x * cos + np.concatenate([-x[:, 16:], x[:, :16]], axis=-1) * sin
     with pytest.raises(ValueError, match="fn must depend on x alone: two calls with the same x gave outputs"):
         identify(decode, 32)
+
+
+# ---- one rotated pair: its offset is known modulo one wavelength -----------------------------------
+
+def test_one_pair_offset_is_said_undetermined_not_shifted():
+    """d = 2, theta = 1: every offset 5000 + 2 pi k / theta... fits; the audit's assert said "positions
+    shifted by -5001.416" and "pairing: expected half, found interleaved" (one pair is both)."""
+    def fn(x):
+        cos, sin = hf_cos_sin(len(x), 5000, inv_freq(2))
+        return x * cos + np.concatenate([-x[:, 1:], x[:, :1]], axis=-1) * sin
+    s = identify(fn, 2)
+    assert any("modulo its wavelength 2 pi / theta = 6.283 positions" in n for n in s.notes), s.notes
+    with pytest.raises(AssertionError) as info:
+        assert_rope_matches(fn, 2, pairing="half", offset=5000)
+    msg = str(info.value).split("\nidentified:")[0]
+    assert "expected row 0 at position 5000: it fits the angles, but so do" in msg, msg
+    assert "shifted" not in msg and "pairing" not in msg, msg
+    assert_rope_matches(fn, 2, pairing="half", rotary_dim=2)
+    assert_rope_matches(fn, 2, pairing="interleaved", rotary_dim=2)

@@ -132,7 +132,19 @@ def torch64_kernel(d=128, base=10000.0, offset=0):
     return fn
 
 
-def jax_kernel(d=128, base=10000.0, offset=0):
+def bf16_positions_kernel(d=128, base=10000.0, offset=0):
+    """A bug seen in mixed-precision code: position_ids cast to bfloat16 before the angles (5000 -> 4992)."""
+    inv = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+
+    def fn(x):
+        pos = (torch.arange(x.shape[0]) + offset).to(torch.bfloat16).float()
+        emb = torch.cat([torch.outer(pos, inv)] * 2, -1)
+        q = torch.tensor(x, dtype=torch.float32)
+        return q * emb.cos() + torch.cat([-q[:, d // 2:], q[:, :d // 2]], -1) * emb.sin()
+    return fn
+
+
+def jax_kernel(d=128, base=10000.0, offset=0, dtype=None):
     import jax
     import jax.numpy as jnp
 
@@ -144,7 +156,8 @@ def jax_kernel(d=128, base=10000.0, offset=0):
         c, s = jnp.cos(ang), jnp.sin(ang)
         return jnp.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
 
-    return lambda x: rope(jnp.asarray(x, jnp.float32), jnp.arange(x.shape[0]) + offset)
+    dt = dtype or jnp.float32
+    return lambda x: rope(jnp.asarray(x, dt), jnp.arange(x.shape[0]) + offset)
 
 
 def bhsd_only_kernel(d=128, offset=0):
@@ -340,6 +353,18 @@ def main():
             case(f"jax jit float32 offset {off}", jax_kernel(offset=off), D,
                  want=dict(pairing="half", offset=off, rope_type="default", base=1e4),
                  expect=dict(pairing="half", offset=off, base=1e4))
+        import jax.numpy as jnp
+        case("jax jit bfloat16 input offset 5000", jax_kernel(offset=5000, dtype=jnp.bfloat16), D,
+             want=dict(pairing="half", offset=5000, rope_type="default", base=1e4),
+             expect=dict(pairing="half", offset=5000, base=1e4), assert_kw=dict(phase_atol=0.02))
+    if run("bug"):
+        for off in (300, 5000):              # bfloat16 holds integers exactly up to 256
+            case(f"positions cast to bfloat16 (bug) offset {off}", bf16_positions_kernel(offset=off), D,
+                 mismatch=(dict(offset=off, base=1e4), ["offset"]))
+        case("single pair (d=2) offset 5000", cache_kernel(d=2, offset=5000), 2, ident_kw=dict(max_rows=3192),
+             want=dict(pairing="half", rotary_dim=2), assert_kw=dict(max_rows=3192),
+             mismatch=(dict(offset=5000, pairing="half"), ["it fits the angles, but so do"]))
+        case("d=127 (odd)", cache_kernel(), 127, want="raises")
     if run("meta"):
         for off in (0, 4095, 65535):
             case(f"meta torch.polar 5e5 offset {off}", meta_kernel(offset=off), D,
