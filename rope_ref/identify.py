@@ -424,7 +424,7 @@ def _analyse(fn, M, base_hint, max_rows):
         notes.append(f"the angle errors (up to {np.abs(resid).max():.2g} rad) come with norm errors (up to "
                      f"{scale_error:.2g}): float32 angles, with cos/sin or the output rounded to a 16-bit type "
                      "(cos.to(x.dtype)?); frequencies are compared to the precision that leaves")
-        unit = 2.0**-24
+        precision, unit = "float32 (cos/sin 16-bit)", 2.0**-24
     tau = _freq_tol(theta, sigma_theta, unit, out_err if out_rounded else 0.0, positions)
     spec = RopeSpec(is_rope=True, pairing=pairing, pairs=pairs, rotary_dim=r, rotary_start=start,
                     output_pairing=out_pairing, output_pairs=out_pairs, inv_freq=theta,
@@ -707,6 +707,8 @@ def _candidates(theta, r, base, norm_scale, base_hint, tau):
 
 def _scale_tol(spec):
     """Relative tolerance on norm_scale: its measured spread, or a few roundings of the angles' float type."""
+    if spec.output_rounded:             # cos/sin rounded: the spread measures that rounding
+        return SIGMAS * spec.scale_error
     return max(SIGMAS * spec.scale_error, FREQ_ULPS * dict(PRECISIONS).get(spec.angle_precision, 2.0**-4))
 
 

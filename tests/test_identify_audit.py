@@ -121,7 +121,8 @@ def test_16bit_cos_sin_is_a_rotary_embedding_at_its_offset(dtype, offset):
     s = identify(fn, 128)
     assert s.is_rope, s.reason
     assert (s.pairing, s.offset, s.rope_type, s.base) == ("half", offset, "default", 10000.0), str(s)
-    assert s.output_rounded and any("16-bit" in n for n in s.notes), str(s)
+    assert s.output_rounded and s.angle_precision == "float32 (cos/sin 16-bit)", str(s)
+    assert any("cos/sin or the output rounded to a 16-bit type" in n for n in s.notes), s.notes
     assert s.phase_error < 8 * 2.0**-8                     # a few bfloat16 roundings of cos/sin, not of the angle
     spec = assert_rope_matches(fn, 128, pairing="half", offset=offset, base=10000.0, phase_atol=0.05)
     assert spec.norm_scale == pytest.approx(1.0, abs=1e-3)
