@@ -277,3 +277,22 @@ def test_one_pair_offset_is_said_undetermined_not_shifted():
     assert "shifted" not in msg and "pairing" not in msg, msg
     assert_rope_matches(fn, 2, pairing="half", rotary_dim=2)
     assert_rope_matches(fn, 2, pairing="interleaved", rotary_dim=2)
+
+
+def _sci(v):
+    """2.9e-03 -> 2.9·10⁻³, as README writes numbers."""
+    mant, exp = f"{v:.1e}".split("e")
+    return f"{mant}·10" + str(int(exp)).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+
+
+def test_readme_numbers_for_16bit_kernels_are_todays():
+    """README "Checking your own RoPE kernel" quotes these runs; the text is checked against them."""
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    bf = identify(lambda x: hf_llama_16bit(x, 5000, BF16), 128)
+    f16 = identify(lambda x: hf_llama_16bit(x, 5000, np.float16), 128)
+    assert bf.rows == 4096 and (bf.offset, bf.rope_params) == (5000, {"base": 10000.0})
+    said = (f"(frequencies within {_sci(bf.fit_error)} relative, tolerance {_sci(bf.freq_tolerance)}) from 4096 rows,\n"
+            f"angle errors up to {_sci(bf.phase_error)} rad, norm errors up to {_sci(bf.scale_error)}; in float16, "
+            f"{_sci(f16.phase_error)} rad and {_sci(f16.scale_error)}.")
+    assert said in readme, said
