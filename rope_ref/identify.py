@@ -958,6 +958,7 @@ def _from_config(config, d, expected):
                         f"{type(config).__name__} lacks {missing}")
     want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, base=config.base,
                 norm_scale=config.attention_factor)
+    want.update({k: getattr(config, k) for k in ("rotary_start", "output_pairing") if hasattr(config, k)})
     if "rope_type" not in expected and "inv_freq" not in expected:
         want.update(rope_type=config.rope_type, **dict(config.params))
     want.update(expected)

@@ -296,3 +296,23 @@ def test_readme_numbers_for_16bit_kernels_are_todays():
             f"angle errors up to {_sci(bf.phase_error)} rad, norm errors up to {_sci(bf.scale_error)}; in float16, "
             f"{_sci(f16.phase_error)} rad and {_sci(f16.scale_error)}.")
     assert said in readme, said
+
+
+def test_config_may_carry_where_the_pairs_are_written():
+    """A DeepSeek-V3 RopeConfig (head_dim 64: the rotary part alone) with output_pairing='half'."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Config:
+        head_dim: int = 64
+        rotary_dim: int = 64
+        pairing: str = "interleaved"
+        base: float = 10000.0
+        rope_type: str = "default"
+        params: dict = dataclasses.field(default_factory=dict)
+        attention_factor: float = 1.0
+        output_pairing: str = "half"
+    fn = lambda x: deepseek_v3(x, 300, nope=0)  # noqa: E731
+    assert_rope_matches(fn, config=Config(), offset=300)
+    with pytest.raises(AssertionError, match="output_pairing: expected pairs written in place, found half"):
+        assert_rope_matches(fn, config=Config(output_pairing=None), offset=300)

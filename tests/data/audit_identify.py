@@ -318,6 +318,11 @@ def main():
                  expect=dict(pairing="interleaved", rotary_dim=64, rotary_start=128, output_pairing="half",
                              offset=off, base=1e4),
                  mismatch=(dict(pairing="interleaved", rotary_dim=64, offset=off), ["rotary_start", "output_pairing"]))
+        case("deepseek_v3 rotary part alone (d 64), config= from_hf_config", deepseek_kernel(5000, nope=0), 64,
+             want=dict(pairing="interleaved", rotary_start=0, output_pairing="half", offset=5000),
+             expect=dict(config=rr.from_hf_config(dict(model_type="deepseek_v3", rope_theta=10000.0, hidden_size=512,
+                                                        num_attention_heads=2, qk_rope_head_dim=64)),
+                         output_pairing="half", offset=5000))
         ds_yarn = dict(rope_type="yarn", rope_theta=1e4, factor=40.0, original_max_position_embeddings=4096,
                        beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0)
         case("deepseek_v3 yarn (mscale folded) offset 5000", deepseek_kernel(5000, ds_yarn), 192,
