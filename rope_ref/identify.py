@@ -195,12 +195,14 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
     position for row r; y any real array of that shape (numpy, torch of any dtype or
     device, jax, a list).  ``base_hint`` (optional): the base the model was trained
     with, so a changed base is reported as NTK scaling and LongRoPE factors can be
-    separated from the base.  Calls ``fn`` d + 4 times on ``seq`` rows, and up to twice on
+    separated from the base.  Calls ``fn`` d + 5 times on ``seq`` rows (the first input twice:
+    ``fn`` must depend on x alone, else ValueError), and up to twice on
     more rows (never more than ``max_rows``, e.g. the size of a kernel's cos/sin cache) when
     the angle noise leaves the offset unresolved; if it stays unresolved, the spec says so
     (a note, and ``offset_resolution``).  A kernel that looks like ``ntk`` (or ``default`` with rows
     from DYNAMIC_MIN_OFFSET on) is measured at one or two other lengths: if its base changes with
     the length offset + rows it is ``dynamic`` (solved given ``base_hint``) or ``"custom"``.
+    After calls on more rows the first call is repeated: a changed output sets ``stateful``.
     Returns a :class:`RopeSpec`.
     """
     if not callable(fn):
@@ -235,7 +237,8 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
                          "in its input")
     # Rounding in the kernel's float type is relative to the terms: |f(2a - 3b)| + 2 |f(a)| + 3 |f(b)|.
     y_lin = _call(fn, 2 * a - 3 * b, "2a - 3b")
-    lin = np.abs(y_lin - (2 * ya - 3 * yb)).max() / max((np.abs(y_lin) + 2 * np.abs(ya) + 3 * np.abs(yb)).max(), 1e-300)
+    terms = np.abs(y_lin) + 2 * np.abs(ya) + 3 * np.abs(yb)
+    lin = np.abs(y_lin - (2 * ya - 3 * yb)).max() / max(terms.max(), 1e-300)
     if lin > STRUCTURE_RTOL:
         return _not_rope(f"fn is not linear: f(2a - 3b) differs from 2 f(a) - 3 f(b) by {lin:.2g} "
                          "(relative to the terms); a rotary embedding is linear in its input")
@@ -352,8 +355,8 @@ def _analyse(fn, M, base_hint, max_rows):
     if perm is not None:
         out_pairs = [(int(perm[i]), int(perm[j])) for i, j in pairs]
         out_pairing = _order_pairs(sorted(out_pairs), r, start)[0] if sorted(perm[rotated]) == rotated else "other"
-        notes.append(f"the rotated pairs are written to other features ({out_pairing} layout): pair "
-                     f"{pairs[0]} -> features {out_pairs[0]}, {pairs[1 % len(pairs)]} -> {out_pairs[1 % len(pairs)]}, ...; "
+        shown = ", ".join(f"{p} -> {o}" for p, o in zip(pairs[:2], out_pairs[:2]))
+        notes.append(f"the rotated pairs are written to other features ({out_pairing} layout): {shown}, ...; "
                      "q.k is unchanged only if q and k are written alike")
     ia, ib = np.array(pairs).T
     out = (ia, ib) if perm is None else (perm[ia], perm[ib])    # where fn writes each pair
