@@ -377,6 +377,10 @@ def _analyse(fn, M, base_hint, max_rows):
 
     # ---- 2.-3. angles and offset
     phase = np.unwrap(np.arctan2(s, c), axis=0)            # (seq, pairs), relative to row 0
+    if np.abs(phase - phase[0]).max() <= 1e-9:
+        return _not_rope(f"every row is rotated alike (by up to {np.abs(phase[0]).max():.3g} rad): fn does not "
+                         "advance the position with the row; identify needs row r at position offset + r "
+                         "(does fn treat the first axis as a batch of tokens at one position?)")
     # Rounding cos/sin or the output to a 16-bit type (cos.to(x.dtype) in a bfloat16 model) errs in the
     # angle and the norm alike, by up to about the norm's error at every position; rounding the angles
     # themselves leaves the norm exact.  Such angles are first tried as float32 ones plus that error.
@@ -574,7 +578,7 @@ def _solve_offset(fit, max_candidates=200_000):
     s_theta, s_centre = fit["sigma_theta"], fit["sigma_centre"]
     order = [p for p in np.argsort(np.abs(theta)) if abs(theta[p]) > 1e-12]
     if not order:
-        return 0.0, math.inf, "ambiguous"
+        return 0.0, math.inf, "ambiguous", []
     p0 = order[0]
     kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, max_candidates // 2)
     k = np.arange(-kmax, kmax + 1)

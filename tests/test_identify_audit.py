@@ -316,3 +316,15 @@ def test_config_may_carry_where_the_pairs_are_written():
     assert_rope_matches(fn, config=Config(), offset=300)
     with pytest.raises(AssertionError, match="output_pairing: expected pairs written in place, found half"):
         assert_rope_matches(fn, config=Config(output_pairing=None), offset=300)
+
+
+def test_rows_at_one_position_are_named():
+    """A decode kernel given the rows as a batch of tokens all at position 5000 (the audit: a raw
+    "ValueError: not enough values to unpack" from inside identify)."""
+    def fn(x):
+        cos, sin = hf_cos_sin(1, 5000, inv_freq(32))
+        return x * cos + np.concatenate([-x[:, 16:], x[:, :16]], axis=-1) * sin
+    s = identify(fn, 32)
+    assert not s.is_rope and "every row is rotated alike" in s.reason and "batch" in s.reason, s.reason
+    with pytest.raises(AssertionError, match="every row is rotated alike"):
+        assert_rope_matches(fn, 32, offset=5000)

@@ -410,6 +410,9 @@ def main():
             pos[0] += len(x)
             return y
         case("kernel whose position advances every call", advancing, D, want="raises")
+        one_pos = cache_kernel(offset=5000)
+        case("rows treated as a batch at one position", lambda x: np.concatenate([one_pos(x[i:i + 1]) for i in
+                                                                              range(len(x))]), D, want=dict(is_rope=False))
         case("kernel returns complex", lambda x: x.astype(complex), D, want="raises")
         case("kernel returns the transpose (d, seq) at d == seq", lambda x: x.T.copy(), 64, ident_kw=dict(seq=64),
              want=dict(is_rope=False))
