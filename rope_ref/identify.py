@@ -44,6 +44,9 @@ PRECISIONS = (("float64", 2.0**-53), ("float32", 2.0**-24), ("float16", 2.0**-11
 NOISE_ULPS = 8
 #: Frequencies computed in a float type carry a few roundings: allow FREQ_ULPS * u relative.
 FREQ_ULPS = 64
+#: A scaling method is named only when every frequency is known to this relative tolerance: Llama 3 and
+#: YaRN change only the slow pairs, by their factor (4 to 40 in published models: 0.75 relative or more).
+NAME_RTOL = 0.5
 #: Measured quantities agree when within SIGMAS standard deviations of their noise.
 SIGMAS = 6.0
 #: Offsets searched: |offset| <= MAX_OFFSET (float32 represents every integer up to 2^24).
@@ -432,7 +435,8 @@ def _analyse(fn, M, base_hint, max_rows):
                      f"{scale_error:.2g}): float32 angles, with cos/sin or the output rounded to a 16-bit type "
                      "(cos.to(x.dtype)?); frequencies are compared to the precision that leaves")
         precision, unit = "float32 (cos/sin 16-bit)", 2.0**-24
-    tau = _freq_tol(theta, sigma_theta, unit, out_err if out_rounded else 0.0, positions)
+    lever = positions if status == "ok" else np.arange(phase.shape[0]) - (phase.shape[0] - 1) / 2   # of the fit used
+    tau = _freq_tol(theta, sigma_theta, unit, out_err if out_rounded else 0.0, lever)
     spec = RopeSpec(is_rope=True, pairing=pairing, pairs=pairs, rotary_dim=r, rotary_start=start,
                     output_pairing=out_pairing, output_pairs=out_pairs, inv_freq=theta,
                     offset=offset, offset_resolution=float(sigma_o), norm_scale=norm_scale,
@@ -476,8 +480,8 @@ def _theta_at(phase, offset, unit, out_err=0.0):
 
 def _freq_tol(theta, sigma_theta, unit, out_err, positions):
     """Relative tolerance on each |theta|: SIGMAS standard deviations, a few roundings of the angles'
-    float type, and the bias an angle error out_err at every position can give a fit through 0:
-    |sum m e| / sum m^2 <= out_err / rms(m)."""
+    float type, and the bias an angle error out_err at every row can give a line fitted against
+    ``positions`` m (through 0): |sum m e| / sum m^2 <= out_err / rms(m)."""
     theta = np.maximum(np.abs(theta), 1e-300)
     bias = out_err / max(math.sqrt(float(np.mean(np.square(positions)))), 1e-300)
     return np.maximum(np.maximum(SIGMAS * sigma_theta / theta, FREQ_ULPS * unit), bias / theta)
@@ -485,7 +489,7 @@ def _freq_tol(theta, sigma_theta, unit, out_err, positions):
 
 # ---- 2. angles --------------------------------------------------------------------------------
 
-def _fit_rows(phase, unit=0.0, offset=0.0):
+def _fit_rows(phase, unit=0.0, offset=0.0, out_err=0.0):
     """Per-pair straight line through the angles of the rows, about the centre row.
 
     Returns theta (slopes), centre (angle at the centre row), their standard deviations and
@@ -493,6 +497,8 @@ def _fit_rows(phase, unit=0.0, offset=0.0):
     rounding to a float type with unit roundoff ``unit`` can do to angles near
     (offset + row) * theta: up to unit * |angle| at every row, and -- rounding errors of
     consecutive multiples of one theta can drift together -- a slope error up to 2 unit |angle| / rows.
+    ``out_err``: an error up to that many radians at every row (cos/sin rounded), which the centre
+    angle may keep whole (a slowly turning pair's rounding errors do not average out).
     """
     n = phase.shape[0]
     x = np.arange(n) - (n - 1) / 2
@@ -504,7 +510,7 @@ def _fit_rows(phase, unit=0.0, offset=0.0):
     noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(n - 2, 1)), floor)
     sigma_theta = np.maximum(noise / np.sqrt(x @ x), 2 * unit * biggest / n)
     return dict(theta=theta, centre=centre, row_centre=(n - 1) / 2, resid=resid, noise=noise,
-                sigma_theta=sigma_theta, sigma_centre=np.maximum(noise / np.sqrt(n), unit * biggest))
+                sigma_theta=sigma_theta, sigma_centre=np.maximum(noise / np.sqrt(n), unit * biggest + out_err))
 
 
 def _locate(phase, out_err=0.0):
@@ -523,7 +529,7 @@ def _locate(phase, out_err=0.0):
     n = phase.shape[0]
     rows_fit = _fit_rows(phase)
     if out_err:
-        offset, sigma, status, fit, angle = _search_offset(phase, 2.0**-24)
+        offset, sigma, status, fit, angle = _search_offset(phase, 2.0**-24, out_err)
         if status != "inconsistent" and np.all(np.abs(rows_fit["resid"]) <= NOISE_ULPS * 2.0**-24 * (1 + angle)
                                                + out_err):
             return offset, sigma, status, fit, 2.0**-24
@@ -538,13 +544,13 @@ def _locate(phase, out_err=0.0):
     return offset, sigma, status, fit, unit
 
 
-def _search_offset(phase, unit):
+def _search_offset(phase, unit, out_err=0.0):
     """Offset with the floors for angles of unit roundoff ``unit`` sized for the offset found;
     returns (offset, sigma, status, fit, largest |angle| of each pair at that offset)."""
     n = phase.shape[0]
     sized = 0.0
     while True:
-        fit = _fit_rows(phase, unit, sized)
+        fit = _fit_rows(phase, unit, sized, out_err)
         offset, sigma, status, also = _solve_offset(fit)
         if (status != "inconsistent" and abs(offset) <= sized + n) or sized >= MAX_OFFSET:
             break
@@ -661,6 +667,10 @@ def _describe_frequencies(spec, base_hint, tau, unit):
     if spec.offset == round(spec.offset) and spec.offset != 0:
         spec.notes.append(f"row 0 is rotated as position {int(spec.offset)}")
     spec.freq_tolerance = float(tau.max())
+    if not np.all(np.isfinite(theta) & (theta > 0)):
+        spec.base = float("nan")
+        spec.notes.append("a pair does not turn measurably between rows: frequencies too noisy to name a method")
+        return
     if len(theta) < 2:
         spec.base = float("nan")
         spec.rope_type, spec.rope_params = "default", {}
@@ -672,6 +682,10 @@ def _describe_frequencies(spec, base_hint, tau, unit):
     if unit > 2.0**-24:
         spec.notes.append(f"angles behave like {spec.angle_precision} (errors up to {spec.phase_error:.2g} rad): "
                           "frequencies are too noisy to name a scaling method")
+        return
+    if tau.max() > NAME_RTOL:
+        spec.notes.append(f"the frequencies are known only to {tau.max():.2g} relative (pair {int(np.argmax(tau))}, "
+                          f"{spec.rows} rows): too noisy to name a scaling method")
         return
     _name_method(spec, theta, base_hint, tau, unit)
 
@@ -702,7 +716,10 @@ def _candidates(theta, r, base, norm_scale, base_hint, tau):
         yield "linear", dict(base=b, factor=factor)
     ratio = theta / frequencies(r, base)
     f_max = float(1 / ratio.min())
-    if f_max > 1 + tau.max():
+    # the factor as fitted, and rounded to fewer digits where the slowest pair cannot tell them apart
+    factors = dict.fromkeys([f_max] + [float(f"{f_max:.{k}g}") for k in (1, 2, 3, 4)
+                                       if abs(float(f"{f_max:.{k}g}") / f_max - 1) <= tau[int(np.argmin(ratio))]])
+    for f_max in factors if f_max > 1 + tau.max() else ():
         for L in _TRAIN_LENGTHS:
             for low, high in [(1.0, 4.0), (1.0, 2.0), (1.0, 8.0), (2.0, 8.0)]:
                 yield "llama3", dict(base=base, factor=f_max, low_freq_factor=low, high_freq_factor=high,

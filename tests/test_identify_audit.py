@@ -328,3 +328,40 @@ def test_rows_at_one_position_are_named():
     assert not s.is_rope and "every row is rotated alike" in s.reason and "batch" in s.reason, s.reason
     with pytest.raises(AssertionError, match="every row is rotated alike"):
         assert_rope_matches(fn, 32, offset=5000)
+
+
+LLAMA3 = dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8192)
+
+
+def test_16bit_slow_pairs_do_not_mislead_the_offset():
+    """Llama 3 frequencies in bfloat16, 64 rows at 5000: the slowest pairs turn by ~2e-5 rad over the rows,
+    far less than the rounding of cos/sin, whose error does not average out over the rows.  The audit:
+    offset -1.85e7 "+- 4.1e5" (5000 excluded at 45 standard deviations)."""
+    freqs, _ = scaled_inv_freq(128, 500000.0, rope_type="llama3", **LLAMA3)
+    s = identify(lambda x: hf_llama_16bit(x, 5000, BF16, inv=freqs), 128, max_rows=64)
+    assert s.offset == 5000 and s.rows == 64, str(s)
+
+
+def test_16bit_frequencies_too_noisy_to_name_are_not_named():
+    """64 rows of bfloat16 Llama 3 at 0: the slow pairs are known to no better than a factor of a few,
+    which cannot tell Llama 3 (slow pairs / 8) from default: no name rather than a wrong one."""
+    freqs, _ = scaled_inv_freq(128, 500000.0, rope_type="llama3", **LLAMA3)
+    s = identify(lambda x: hf_llama_16bit(x, 0, BF16, inv=freqs), 128, max_rows=64)
+    assert s.rope_type is None and any("too noisy to name" in n for n in s.notes), str(s)
+
+
+def test_16bit_llama3_far_out_is_named_with_its_round_factor():
+    """float16 at 65535: the fitted factor 8.0017 (slowest pair) missed by the mid pairs; 8 fits."""
+    freqs, _ = scaled_inv_freq(128, 500000.0, rope_type="llama3", **LLAMA3)
+    s = identify(lambda x: hf_llama_16bit(x, 65535, np.float16, inv=freqs), 128)
+    assert (s.rope_type, s.offset) == ("llama3", 65535), str(s)
+    assert s.rope_params["factor"] == 8.0 and s.rope_params["original_max_position_embeddings"] == 8192
+
+
+def test_a_pair_that_does_not_turn_gives_no_numpy_warning():
+    import warnings
+    freqs, _ = scaled_inv_freq(128, 500000.0, rope_type="llama3", **LLAMA3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = identify(lambda x: hf_llama_16bit(x, 65535, BF16, inv=freqs), 128, max_rows=64)
+    assert s.rope_type is None, str(s)

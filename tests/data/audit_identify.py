@@ -344,10 +344,10 @@ def main():
                 case(f"llama3 {name} compute offset 5000", hf_kernel("llama", D, L3, 5000, dtype=dt), D,
                      want=dict(rope_type="llama3", base=5e5, offset=5000), assert_kw=dict(phase_atol=0.02),
                      expect=dict(l3, offset=5000))
-            else:   # bfloat16: 4096 rows leave the offset to a few positions here: said so, never guessed
+            else:   # bfloat16: the slowest pairs turn by less than the rounding over 4096 rows: not named
                 case(f"llama3 {name} compute offset 5000", hf_kernel("llama", D, L3, 5000, dtype=dt), D,
-                     want=dict(rope_type="llama3", base=5e5), assert_kw=dict(phase_atol=0.02), expect=l3,
-                     mismatch=(dict(offset=5000), ["not resolved to one position"]))
+                     want=dict(rope_type=None, offset=5000), assert_kw=dict(phase_atol=0.02),
+                     expect=dict(l3, offset=5000))
             case(f"cache kernel {name} offset 100", cache_kernel(offset=100, dtype=dt), D,
                  want=dict(pairing="half", rotary_dim=D, offset=100), mismatch=(dict(base=1e4), ["angle precision"]))
         case("cache kernel float32, angles in float16", cache_kernel(offset=100, angle_dtype=torch.float16), D,
