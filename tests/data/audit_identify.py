@@ -348,6 +348,14 @@ def main():
                 case(f"llama3 {name} compute offset 5000", hf_kernel("llama", D, L3, 5000, dtype=dt), D,
                      want=dict(rope_type=None, offset=5000), assert_kw=dict(phase_atol=0.02),
                      expect=dict(l3, offset=5000))
+            case(f"glm partial 0.5 {name} offset 5000", hf_kernel("glm", D, dict(rope_type="default", rope_theta=1e4), 5000,
+                 dtype=dt, rotary_factor=0.5), D, want=dict(pairing="interleaved", rotary_dim=64, offset=5000,
+                                                            rope_type="default"),
+                 expect=dict(pairing="interleaved", rotary_dim=64, offset=5000, base=1e4), assert_kw=dict(phase_atol=0.02))
+            case(f"gpt_neox partial 0.25 {name} offset 4095", hf_kernel("gpt_neox", D, dict(rope_type="default",
+                 rope_theta=1e4), 4095, dtype=dt, rotary_factor=0.25), D,
+                 want=dict(pairing="half", rotary_dim=32, offset=4095),
+                 expect=dict(pairing="half", rotary_dim=32, offset=4095, base=1e4), assert_kw=dict(phase_atol=0.02))
             case(f"cache kernel {name} offset 100", cache_kernel(offset=100, dtype=dt), D,
                  want=dict(pairing="half", rotary_dim=D, offset=100), mismatch=(dict(base=1e4), ["angle precision"]))
         case("cache kernel float32, angles in float16", cache_kernel(offset=100, angle_dtype=torch.float16), D,
