@@ -34,12 +34,19 @@ from .scaling import scaled_inv_freq
 
 #: Relative tolerance for structure (linearity, pair blocks): loose enough for bfloat16 kernels.
 STRUCTURE_RTOL = 2e-2
+#: Two calls with the same input must agree to this relative tolerance (fn depends on x alone).
+STATE_RTOL = 1e-6
+#: fn(0) must be 0 to this relative tolerance (exactly 0 for a linear kernel in any float type).
+ZERO_RTOL = 1e-6
 #: Unit roundoff of the float types a kernel's angles may be computed in, finest first.
 PRECISIONS = (("float64", 2.0**-53), ("float32", 2.0**-24), ("float16", 2.0**-11), ("bfloat16", 2.0**-8))
 #: Angles "behave like" a float type when |error| <= NOISE_ULPS * u * (1 + |angle|).
 NOISE_ULPS = 8
 #: Frequencies computed in a float type carry a few roundings: allow FREQ_ULPS * u relative.
 FREQ_ULPS = 64
+#: A scaling method is named only when every frequency is known to this relative tolerance: Llama 3 and
+#: YaRN change only the slow pairs, by their factor (4 to 40 in published models: 0.75 relative or more).
+NAME_RTOL = 0.5
 #: Measured quantities agree when within SIGMAS standard deviations of their noise.
 SIGMAS = 6.0
 #: Offsets searched: |offset| <= MAX_OFFSET (float32 represents every integer up to 2^24).
@@ -61,13 +68,17 @@ class RopeSpec:
 
     is_rope: bool
     reason: str = ""
-    pairing: str | None = None          # "interleaved", "half" or "other"
+    pairing: str | None = None          # "interleaved", "half" or "other", within the rotated features
     pairs: list = field(default_factory=list)
     rotary_dim: int | None = None
+    rotary_start: int = 0               # first rotated feature (0: the leading rotary_dim features rotate)
+    output_pairing: str | None = None   # None: pair (i, j) is written back to features (i, j); else the
+    output_pairs: list | None = None    # layout of the features it is written to (output_pairs[p] for pairs[p])
     inv_freq: np.ndarray | None = None  # signed per-pair angular frequency, pair p in pairing order
     base: float | None = None           # of the named method; for "custom", of the leading pairs
     offset: float | None = None         # position of row 0 (an integer when resolved as one)
     offset_resolution: float | None = None  # standard deviation of the offset, in positions
+    offset_alternatives: np.ndarray = field(default_factory=lambda: np.zeros(0))  # others that fit as well
     norm_scale: float | None = None     # |output| / |input| on the rotated features
     rope_type: str | None = None        # a rope_ref.ROPE_TYPES name, "custom", or None (too noisy)
     rope_params: dict = field(default_factory=dict)
@@ -76,6 +87,8 @@ class RopeSpec:
     freq_tolerance: float | None = None  # largest relative tolerance used for the frequencies
     angle_precision: str | None = None  # the float type the kernel's angles behave like
     phase_error: float = 0.0            # max |measured angle - (offset + row) * theta|, radians
+    output_rounded: bool = False        # angle errors from rounding cos/sin or the output (norm errs alike)
+    stateful: bool = False              # fn's output for the first input changed after the calls on more rows
     scale_error: float = 0.0            # max relative spread of the per-pair scale over rows
     rows: int | None = None             # rows the angles were measured at
     notes: list = field(default_factory=list)
@@ -83,7 +96,9 @@ class RopeSpec:
     def __str__(self) -> str:
         if not self.is_rope:
             return f"not a rotary embedding: {self.reason}"
-        lines = [f"pairing={self.pairing} rotary_dim={self.rotary_dim} base={_num(self.base)} "
+        where = (f" rotary_start={self.rotary_start}" if self.rotary_start else "") + (
+            f" output_pairing={self.output_pairing}" if self.output_pairing else "")
+        lines = [f"pairing={self.pairing} rotary_dim={self.rotary_dim}{where} base={_num(self.base)} "
                  f"offset={_num(self.offset)} norm_scale={_num(self.norm_scale)}",
                  f"rope_type={self.rope_type}" + (f", closest {self.closest}" if self.closest else "")
                  + f" {_short(self.rope_params)}"
@@ -143,17 +158,20 @@ def _to_array(out):
     return arr.astype(np.float64)
 
 
-def _call(fn, x, what: str) -> np.ndarray:
-    """fn(x) as float64 of x's shape; fn's own errors are re-raised with a note saying which call."""
+def _call(fn, x, what: str, hint: str = "") -> np.ndarray:
+    """fn(x) as float64 of x's shape; fn's own errors are re-raised with a note saying which call
+    (and ``hint``: what the caller may have got wrong)."""
     try:
         out = fn(x.copy())
     except Exception as err:
-        err.add_note(f"(raised by fn when rope_ref.identify called it with {what}, shape {x.shape})")
+        err.add_note(f"(raised by fn when rope_ref.identify called it with {what}, shape {x.shape}{hint})")
         raise
     out = _to_array(out)
     if out.shape != x.shape:
+        extra = ("; it holds the same values: drop its batch and head axes (e.g. [0, 0])" if out.size == x.size else
+                 "; did fn return (q, k)? return one of them" if out.shape[1:] == x.shape else "")
         raise ValueError(f"fn must map an array of shape {x.shape} to the same shape, got {out.shape} "
-                         f"(called with {what})")
+                         f"(called with {what}){extra}")
     if not np.all(np.isfinite(out)):
         raise ValueError(f"fn returned non-finite values (NaN or inf) for finite input ({what}, shape "
                          f"{x.shape}); a rotary embedding maps finite input to finite output")
@@ -180,12 +198,14 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
     position for row r; y any real array of that shape (numpy, torch of any dtype or
     device, jax, a list).  ``base_hint`` (optional): the base the model was trained
     with, so a changed base is reported as NTK scaling and LongRoPE factors can be
-    separated from the base.  Calls ``fn`` d + 3 times on ``seq`` rows, and up to twice on
+    separated from the base.  Calls ``fn`` d + 5 times on ``seq`` rows (the first input twice:
+    ``fn`` must depend on x alone, else ValueError), and up to twice on
     more rows (never more than ``max_rows``, e.g. the size of a kernel's cos/sin cache) when
     the angle noise leaves the offset unresolved; if it stays unresolved, the spec says so
     (a note, and ``offset_resolution``).  A kernel that looks like ``ntk`` (or ``default`` with rows
     from DYNAMIC_MIN_OFFSET on) is measured at one or two other lengths: if its base changes with
     the length offset + rows it is ``dynamic`` (solved given ``base_hint``) or ``"custom"``.
+    After calls on more rows the first call is repeated: a changed output sets ``stateful``.
     Returns a :class:`RopeSpec`.
     """
     if not callable(fn):
@@ -202,12 +222,29 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
         base_hint = val.check_base(base_hint, "base_hint")
     rng = np.random.default_rng(_check_seed(seed))
     a, b = rng.standard_normal((2, seq, d))
-    ya, yb = _call(fn, a, "random input a"), _call(fn, b, "random input b")
+    first = (f"; identify passes a float64 NumPy array of shape (seq, d) = ({seq}, {d}): is d={d} the width fn "
+             "rotates? wrap a kernel that takes (batch, heads, seq, d) torch tensors as "
+             "lambda x: kernel(torch.from_numpy(x)[None, None])[0, 0]")
+    ya, yb = _call(fn, a, "random input a", first), _call(fn, b, "random input b")
     scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
-    lin = np.abs(_call(fn, 2 * a - 3 * b, "2a - 3b") - (2 * ya - 3 * yb)).max() / scale
+    state = np.abs(_call(fn, a, "random input a again") - ya).max() / scale
+    if state > STATE_RTOL:
+        raise ValueError(f"fn must depend on x alone: two calls with the same x gave outputs {state:.2g} apart "
+                         "(relative): fn keeps state between calls (a cache position advanced by every call?); "
+                         "pass a function that applies the same positions on every call")
+    # A linear kernel maps 0 to exactly 0 in any float type: a bias or an added position embedding does not.
+    bias = np.abs(_call(fn, np.zeros((seq, d)), "zeros")).max() / scale
+    if bias > ZERO_RTOL:
+        return _not_rope(f"fn(0) is not 0 (up to {bias:.2g} relative to its output): fn adds something that does "
+                         "not depend on x (an absolute position embedding? a bias?); a rotary embedding is linear "
+                         "in its input")
+    # Rounding in the kernel's float type is relative to the terms: |f(2a - 3b)| + 2 |f(a)| + 3 |f(b)|.
+    y_lin = _call(fn, 2 * a - 3 * b, "2a - 3b")
+    terms = np.abs(y_lin) + 2 * np.abs(ya) + 3 * np.abs(yb)
+    lin = np.abs(y_lin - (2 * ya - 3 * yb)).max() / max(terms.max(), 1e-300)
     if lin > STRUCTURE_RTOL:
         return _not_rope(f"fn is not linear: f(2a - 3b) differs from 2 f(a) - 3 f(b) by {lin:.2g} "
-                         "(relative); a rotary embedding is linear in its input")
+                         "(relative to the terms); a rotary embedding is linear in its input")
     # M[r] is the d x d matrix applied to row r: column j is the response to e_j.
     M = np.stack([_call(fn, np.broadcast_to(e, (seq, d)), f"basis vector e_{j} in every row")
                   for j, e in enumerate(np.eye(d))], axis=-1)
@@ -215,7 +252,21 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
     if mix > STRUCTURE_RTOL:
         return _not_rope(f"row r of the output depends on other rows (error {mix:.2g} relative): "
                          "fn mixes positions or depends on content")
-    return _analyse(fn, M, base_hint, max_rows)
+    longest = [seq]
+
+    def counted(x):
+        longest[0] = max(longest[0], len(x))
+        return fn(x)
+    spec = _analyse(counted, M, base_hint, max_rows)
+    if spec.is_rope and longest[0] > seq:       # transformers' dynamic RoPE keeps the longest length seen
+        state = np.abs(_call(fn, a, "random input a after the longer calls") - ya).max() / scale
+        if state > STATE_RTOL:
+            spec.stateful = True
+            spec.notes.append(f"fn keeps state between calls: after the calls on more rows, the first call gives "
+                              f"outputs {state:.2g} apart (relative); transformers' dynamic RoPE keeps the frequencies "
+                              "of the longest sequence seen: pass a fresh rotary module per call. The frequencies at "
+                              "other lengths above were measured in that state")
+    return spec
 
 
 # ---- 1. structure ----------------------------------------------------------------------------
@@ -241,16 +292,51 @@ def _find_pairs(M):
     return pairs, passthrough, ""
 
 
-def _order_pairs(pairs, r):
-    if pairs == [(2 * p, 2 * p + 1) for p in range(r // 2)]:
+def _output_order(M):
+    """Output feature for each input feature, when a kernel writes its rotated pairs elsewhere.
+
+    DeepSeek's apply_rotary_pos_emb_interleave rotates the interleaved pairs (x0, x1), (x2, x3), ...
+    and writes them in half layout: out_p = x_2p cos - x_2p+1 sin, out_(p + r/2) = x_2p+1 cos + x_2p sin.
+    That is eq 34 followed by a fixed permutation of the features (q.k is unchanged when q and k are
+    permuted alike).  Returns perm with M[:, perm] mapping every pair back onto itself, or None when
+    the outputs are in place or the structure is not pairs of features (left to _find_pairs to name).
+    """
+    d = M.shape[-1]
+    dep = np.abs(M).max(axis=0) > 1e-12 * max(np.abs(M).max(), 1e-300)   # dep[i, j]: output i uses input j
+    if np.array_equal(dep, dep.T):
+        return None
+    perm = np.full(d, -1)
+    for j in range(d):
+        outs = np.flatnonzero(dep[:, j])
+        ins = np.flatnonzero(dep[outs].any(axis=0))
+        if len(outs) == 1 and outs[0] == j and len(ins) == 1:
+            perm[j] = j                                          # passed through in place
+        elif len(outs) == 2 and len(ins) == 2 and dep[np.ix_(outs, ins)].all():
+            if j == ins[0]:                                      # once per pair (j, k), j < k
+                k, (a, b) = ins[1], outs
+                block = M[:, [a, b]][:, :, [j, k]]               # [[c, -s], [s, c]] when a holds x_j cos
+                straight = np.abs(block[:, 0, 0] - block[:, 1, 1]) + np.abs(block[:, 1, 0] + block[:, 0, 1])
+                swapped = np.abs(block[:, 1, 0] - block[:, 0, 1]) + np.abs(block[:, 0, 0] + block[:, 1, 1])
+                perm[[j, k]] = (a, b) if straight.max() <= swapped.max() else (b, a)
+        else:
+            return None
+    return perm if len(set(perm.tolist())) == d else None
+
+
+def _order_pairs(pairs, r, start=0):
+    """Pairing name within the rotated features start..start + r - 1, and the pairs in that order."""
+    if pairs == [(start + 2 * p, start + 2 * p + 1) for p in range(r // 2)]:
         return "interleaved", pairs
-    if sorted(pairs) == [(p, p + r // 2) for p in range(r // 2)]:
+    if sorted(pairs) == [(start + p, start + p + r // 2) for p in range(r // 2)]:
         return "half", sorted(pairs)
     return "other", sorted(pairs)
 
 
 def _analyse(fn, M, base_hint, max_rows):
     seq, d = M.shape[0], M.shape[-1]
+    perm = _output_order(M)
+    if perm is not None:
+        M = M[:, perm]
     pairs, passthrough, why = _find_pairs(M)
     if pairs is None:
         return _not_rope(why)
@@ -261,10 +347,22 @@ def _analyse(fn, M, base_hint, max_rows):
         return _not_rope("no pair of features is rotated: fn leaves every feature in place")
     notes = []
     r = 2 * len(pairs)
-    if sorted(i for p in pairs for i in p) != list(range(r)):
-        notes.append(f"the rotated features are not the leading {r}: passthrough features {passthrough[:8]}")
-    pairing, pairs = _order_pairs(pairs, r)
+    rotated = sorted(i for p in pairs for i in p)
+    start = rotated[0] if rotated == list(range(rotated[0], rotated[0] + r)) else 0
+    if rotated != list(range(start, start + r)):
+        notes.append(f"the rotated features are not {r} consecutive ones: passthrough features {passthrough[:8]}")
+    elif start:
+        notes.append(f"the rotated features are {start}..{start + r - 1}, not the leading {r} (rotary_start={start})")
+    pairing, pairs = _order_pairs(pairs, r, start)
+    out_pairing = out_pairs = None
+    if perm is not None:
+        out_pairs = [(int(perm[i]), int(perm[j])) for i, j in pairs]
+        out_pairing = _order_pairs(sorted(out_pairs), r, start)[0] if sorted(perm[rotated]) == rotated else "other"
+        shown = ", ".join(f"{p} -> {o}" for p, o in zip(pairs[:2], out_pairs[:2]))
+        notes.append(f"the rotated pairs are written to other features ({out_pairing} layout): {shown}, ...; "
+                     "q.k is unchanged only if q and k are written alike")
     ia, ib = np.array(pairs).T
+    out = (ia, ib) if perm is None else (perm[ia], perm[ib])    # where fn writes each pair
     c1, c2 = M[:, ia, ia], M[:, ib, ib]
     s1, s2 = M[:, ib, ia], -M[:, ia, ib]
     big = np.abs(M).max()
@@ -282,13 +380,22 @@ def _analyse(fn, M, base_hint, max_rows):
 
     # ---- 2.-3. angles and offset
     phase = np.unwrap(np.arctan2(s, c), axis=0)            # (seq, pairs), relative to row 0
-    offset, sigma_o, status, fit, unit = _locate(phase)
+    if np.abs(phase - phase[0]).max() <= 1e-9:
+        return _not_rope(f"every row is rotated alike (by up to {np.abs(phase[0]).max():.3g} rad): fn does not "
+                         "advance the position with the row; identify needs row r at position offset + r "
+                         "(does fn treat the first axis as a batch of tokens at one position?)")
+    # Rounding cos/sin or the output to a 16-bit type (cos.to(x.dtype) in a bfloat16 model) errs in the
+    # angle and the norm alike, by up to about the norm's error at every position; rounding the angles
+    # themselves leaves the norm exact.  Such angles are first tried as float32 ones plus that error.
+    out_err = 2 * scale_error if scale_error > 2.0**-16 else 0.0
+    offset, sigma_o, status, fit, unit = _locate(phase, out_err)
+    out_rounded = bool(out_err and unit <= 2.0**-24)
     rows, drifted = seq, False
     # More rows pin the offset down (at most two more calls), unless the angles are coarser than
     # float32: then their errors grow with the position faster than more rows help.
     while (sigma_o > OFFSET_SIGMA or status != "ok") and rows < max_rows and unit <= 2.0**-24:
         rows = max_rows if rows > seq or status != "ok" else _rows_needed(seq, sigma_o, max_rows)
-        long_phase = _probe_phase(fn, d, ia, ib, rows, "to refine the offset")
+        long_phase = _probe_phase(fn, d, ia, out, rows, "to refine the offset")
         drift = np.abs(wrap_angle(long_phase[:seq] - phase[:seq])).max()
         if drift > SIGMAS * fit["noise"].max() + 1e-12:
             notes.append(f"the angles at rows 0..{seq - 1} change by {drift:.2g} rad when fn is given "
@@ -296,12 +403,15 @@ def _analyse(fn, M, base_hint, max_rows):
             drifted = True
             break
         phase = long_phase
-        offset, sigma_o, status, fit, unit = _locate(phase)
+        offset, sigma_o, status, fit, unit = _locate(phase, out_err)
     if status == "ambiguous":
         also = ", ".join(f"{o:.0f}" for o in fit["also"][:3])
+        why = (f"one rotated pair fixes the offset only modulo its wavelength 2 pi / theta = "
+               f"{2 * np.pi / abs(fit['theta'][0]):.4g} positions" if len(pairs) == 1
+               else "the frequencies' ratios nearly repeat there")
         notes.append(f"the offset is ambiguous: {len(fit['also']) + 1} offsets within +-{MAX_OFFSET} fit the angles "
                      f"within their noise (reported the smallest; also {also}"
-                     f"{', ...' if len(fit['also']) > 3 else ''}): the frequencies' ratios nearly repeat there")
+                     f"{', ...' if len(fit['also']) > 3 else ''}): {why}")
     elif status == "inconsistent":
         notes.append("the angles of different pairs do not agree on one offset (best compromise reported)")
     if sigma_o > OFFSET_SIGMA:
@@ -320,17 +430,26 @@ def _analyse(fn, M, base_hint, max_rows):
     positions = offset + np.arange(phase.shape[0])
     angle = np.abs(np.outer(positions, theta))
     precision, unit = _angle_precision(resid, angle)
-    tau = np.maximum(SIGMAS * sigma_theta / np.maximum(np.abs(theta), 1e-300), FREQ_ULPS * unit)
-    spec = RopeSpec(is_rope=True, pairing=pairing, pairs=pairs, rotary_dim=r, inv_freq=theta,
+    if out_rounded:
+        notes.append(f"the angle errors (up to {np.abs(resid).max():.2g} rad) come with norm errors (up to "
+                     f"{scale_error:.2g}): float32 angles, with cos/sin or the output rounded to a 16-bit type "
+                     "(cos.to(x.dtype)?); frequencies are compared to the precision that leaves")
+        precision, unit = "float32 (cos/sin 16-bit)", 2.0**-24
+    lever = positions if status == "ok" else np.arange(phase.shape[0]) - (phase.shape[0] - 1) / 2   # of the fit used
+    tau = _freq_tol(theta, sigma_theta, unit, out_err if out_rounded else 0.0, lever)
+    spec = RopeSpec(is_rope=True, pairing=pairing, pairs=pairs, rotary_dim=r, rotary_start=start,
+                    output_pairing=out_pairing, output_pairs=out_pairs, inv_freq=theta,
                     offset=offset, offset_resolution=float(sigma_o), norm_scale=norm_scale,
                     angle_precision=precision, phase_error=float(np.abs(resid).max()),
-                    scale_error=scale_error, rows=int(phase.shape[0]), notes=notes)
+                    scale_error=scale_error, output_rounded=out_rounded,
+                    offset_alternatives=np.asarray(fit["also"] if status == "ambiguous" else [], float),
+                    rows=int(phase.shape[0]), notes=notes)
     _describe_frequencies(spec, base_hint, tau, unit)
     if spec.rope_type == "ntk" or (spec.rope_type == "default" and offset >= DYNAMIC_MIN_OFFSET):
         if offset == round(offset):
             def measure(n):
-                return _theta_at(_probe_phase(fn, d, ia, ib, n, "to see if the frequencies depend on the "
-                                              "sequence length"), offset, unit)
+                return _theta_at(_probe_phase(fn, d, ia, out, n, "to see if the frequencies depend on the "
+                                              "sequence length"), offset, unit, out_err if out_rounded else 0.0)
             _check_dynamic(spec, measure, np.abs(theta), tau, base_hint, max_rows)
         elif drifted and spec.rope_type == "ntk":
             spec.rope_type, spec.closest = "custom", "ntk"
@@ -342,24 +461,35 @@ def _analyse(fn, M, base_hint, max_rows):
     return spec
 
 
-def _probe_phase(fn, d, ia, ib, rows, why):
-    """Unwrapped angle of every pair at rows 0..rows-1, from one call: column ia of every block at once."""
+def _probe_phase(fn, d, ia, out, rows, why):
+    """Unwrapped angle of every pair at rows 0..rows-1, from one call: column ia of every block at once,
+    read from the output features ``out`` = (oa, ob) the pairs are written to."""
     x = np.zeros((rows, d))
     x[:, ia] = 1.0
-    y = _call(fn, x, f"e_i on the first feature of every pair, {rows} rows, {why}")
-    return np.unwrap(np.arctan2(y[:, ib], y[:, ia]), axis=0)
+    y = _call(fn, x, f"e_i on the first feature of every pair, {rows} rows, {why}",
+              "; if fn accepts fewer rows (a cos/sin cache read at an offset), pass max_rows= the most it accepts")
+    return np.unwrap(np.arctan2(y[:, out[1]], y[:, out[0]]), axis=0)
 
 
-def _theta_at(phase, offset, unit):
+def _theta_at(phase, offset, unit, out_err=0.0):
     """|theta| refitted against (offset + row) and its relative tolerance, as for the first rows."""
     theta, _, sigma_theta = _refit_absolute(phase, offset, _fit_rows(phase, unit, offset))
     theta = np.abs(theta)
-    return theta, np.maximum(SIGMAS * sigma_theta / np.maximum(theta, 1e-300), FREQ_ULPS * unit)
+    return theta, _freq_tol(theta, sigma_theta, unit, out_err, offset + np.arange(phase.shape[0]))
+
+
+def _freq_tol(theta, sigma_theta, unit, out_err, positions):
+    """Relative tolerance on each |theta|: SIGMAS standard deviations, a few roundings of the angles'
+    float type, and the bias an angle error out_err at every row can give a line fitted against
+    ``positions`` m (through 0): |sum m e| / sum m^2 <= out_err / rms(m)."""
+    theta = np.maximum(np.abs(theta), 1e-300)
+    bias = out_err / max(math.sqrt(float(np.mean(np.square(positions)))), 1e-300)
+    return np.maximum(np.maximum(SIGMAS * sigma_theta / theta, FREQ_ULPS * unit), bias / theta)
 
 
 # ---- 2. angles --------------------------------------------------------------------------------
 
-def _fit_rows(phase, unit=0.0, offset=0.0):
+def _fit_rows(phase, unit=0.0, offset=0.0, out_err=0.0):
     """Per-pair straight line through the angles of the rows, about the centre row.
 
     Returns theta (slopes), centre (angle at the centre row), their standard deviations and
@@ -367,6 +497,8 @@ def _fit_rows(phase, unit=0.0, offset=0.0):
     rounding to a float type with unit roundoff ``unit`` can do to angles near
     (offset + row) * theta: up to unit * |angle| at every row, and -- rounding errors of
     consecutive multiples of one theta can drift together -- a slope error up to 2 unit |angle| / rows.
+    ``out_err``: an error up to that many radians at every row (cos/sin rounded), which the centre
+    angle may keep whole (a slowly turning pair's rounding errors do not average out).
     """
     n = phase.shape[0]
     x = np.arange(n) - (n - 1) / 2
@@ -378,10 +510,10 @@ def _fit_rows(phase, unit=0.0, offset=0.0):
     noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(n - 2, 1)), floor)
     sigma_theta = np.maximum(noise / np.sqrt(x @ x), 2 * unit * biggest / n)
     return dict(theta=theta, centre=centre, row_centre=(n - 1) / 2, resid=resid, noise=noise,
-                sigma_theta=sigma_theta, sigma_centre=np.maximum(noise / np.sqrt(n), unit * biggest))
+                sigma_theta=sigma_theta, sigma_centre=np.maximum(noise / np.sqrt(n), unit * biggest + out_err))
 
 
-def _locate(phase):
+def _locate(phase, out_err=0.0):
     """Row fit and offset, with the rounding floor sized for the offset found.
 
     The unit roundoff is the finest float type whose rounding explains the residuals at some
@@ -390,26 +522,42 @@ def _locate(phase):
     angle scale that explains the measurements.  If the angles at that offset behave like a
     coarser type, the search is repeated with it.
 
+    With ``out_err`` (the angle error from rounding cos/sin or the output, at every position) the
+    angles are first tried as float32 ones: kept if float32 rounding plus out_err explains them.
+
     Returns (offset, its standard deviation, status, fit, unit roundoff the angles behave like)."""
     n = phase.shape[0]
     rows_fit = _fit_rows(phase)
+    if out_err:
+        offset, sigma, status, fit, angle = _search_offset(phase, 2.0**-24, out_err)
+        if status != "inconsistent" and np.all(np.abs(rows_fit["resid"]) <= NOISE_ULPS * 2.0**-24 * (1 + angle)
+                                               + out_err):
+            return offset, sigma, status, fit, 2.0**-24
     widest = (MAX_OFFSET + n) * np.abs(rows_fit["theta"]) + np.abs(phase).max(axis=0) + np.pi
     _, unit = _angle_precision(rows_fit["resid"], widest)
     for _ in range(2):
-        sized = 0.0
-        while True:
-            fit = _fit_rows(phase, unit, sized)
-            offset, sigma, status, also = _solve_offset(fit)
-            if (status != "inconsistent" and abs(offset) <= sized + n) or sized >= MAX_OFFSET:
-                break
-            sized = abs(offset) if status != "inconsistent" else max(4 * sized, n)
-        angle = (np.abs(np.outer(offset + np.arange(n), fit["theta"])) + np.abs(phase)).max(axis=0) + np.pi
+        offset, sigma, status, fit, angle = _search_offset(phase, unit)
         _, unit_here = _angle_precision(rows_fit["resid"], angle)
         if unit_here == unit:
             break
         unit = unit_here
-    fit["also"] = also
     return offset, sigma, status, fit, unit
+
+
+def _search_offset(phase, unit, out_err=0.0):
+    """Offset with the floors for angles of unit roundoff ``unit`` sized for the offset found;
+    returns (offset, sigma, status, fit, largest |angle| of each pair at that offset)."""
+    n = phase.shape[0]
+    sized = 0.0
+    while True:
+        fit = _fit_rows(phase, unit, sized, out_err)
+        offset, sigma, status, also = _solve_offset(fit)
+        if (status != "inconsistent" and abs(offset) <= sized + n) or sized >= MAX_OFFSET:
+            break
+        sized = abs(offset) if status != "inconsistent" else max(4 * sized, n)
+    fit["also"] = also
+    angle = (np.abs(np.outer(offset + np.arange(n), fit["theta"])) + np.abs(phase)).max(axis=0) + np.pi
+    return offset, sigma, status, fit, angle
 
 
 def _rows_needed(seq, sigma_o, max_rows):
@@ -436,7 +584,7 @@ def _solve_offset(fit, max_candidates=200_000):
     s_theta, s_centre = fit["sigma_theta"], fit["sigma_centre"]
     order = [p for p in np.argsort(np.abs(theta)) if abs(theta[p]) > 1e-12]
     if not order:
-        return 0.0, math.inf, "ambiguous"
+        return 0.0, math.inf, "ambiguous", []
     p0 = order[0]
     kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, max_candidates // 2)
     k = np.arange(-kmax, kmax + 1)
@@ -519,6 +667,10 @@ def _describe_frequencies(spec, base_hint, tau, unit):
     if spec.offset == round(spec.offset) and spec.offset != 0:
         spec.notes.append(f"row 0 is rotated as position {int(spec.offset)}")
     spec.freq_tolerance = float(tau.max())
+    if not np.all(np.isfinite(theta) & (theta > 0)):
+        spec.base = float("nan")
+        spec.notes.append("a pair does not turn measurably between rows: frequencies too noisy to name a method")
+        return
     if len(theta) < 2:
         spec.base = float("nan")
         spec.rope_type, spec.rope_params = "default", {}
@@ -530,6 +682,10 @@ def _describe_frequencies(spec, base_hint, tau, unit):
     if unit > 2.0**-24:
         spec.notes.append(f"angles behave like {spec.angle_precision} (errors up to {spec.phase_error:.2g} rad): "
                           "frequencies are too noisy to name a scaling method")
+        return
+    if tau.max() > NAME_RTOL:
+        spec.notes.append(f"the frequencies are known only to {tau.max():.2g} relative (pair {int(np.argmax(tau))}, "
+                          f"{spec.rows} rows): too noisy to name a scaling method")
         return
     _name_method(spec, theta, base_hint, tau, unit)
 
@@ -560,7 +716,10 @@ def _candidates(theta, r, base, norm_scale, base_hint, tau):
         yield "linear", dict(base=b, factor=factor)
     ratio = theta / frequencies(r, base)
     f_max = float(1 / ratio.min())
-    if f_max > 1 + tau.max():
+    # the factor as fitted, and rounded to fewer digits where the slowest pair cannot tell them apart
+    factors = dict.fromkeys([f_max] + [float(f"{f_max:.{k}g}") for k in (1, 2, 3, 4)
+                                       if abs(float(f"{f_max:.{k}g}") / f_max - 1) <= tau[int(np.argmin(ratio))]])
+    for f_max in factors if f_max > 1 + tau.max() else ():
         for L in _TRAIN_LENGTHS:
             for low, high in [(1.0, 4.0), (1.0, 2.0), (1.0, 8.0), (2.0, 8.0)]:
                 yield "llama3", dict(base=base, factor=f_max, low_freq_factor=low, high_freq_factor=high,
@@ -572,6 +731,8 @@ def _candidates(theta, r, base, norm_scale, base_hint, tau):
 
 def _scale_tol(spec):
     """Relative tolerance on norm_scale: its measured spread, or a few roundings of the angles' float type."""
+    if spec.output_rounded:             # cos/sin rounded: the spread measures that rounding
+        return SIGMAS * spec.scale_error
     return max(SIGMAS * spec.scale_error, FREQ_ULPS * dict(PRECISIONS).get(spec.angle_precision, 2.0**-4))
 
 
@@ -723,7 +884,8 @@ def _dynamic_error(params, seen, r, relative=False):
 
 # ---- assertions -----------------------------------------------------------------------------
 
-_SPEC_KEYS = ("pairing", "rotary_dim", "offset", "base", "norm_scale", "rope_type", "inv_freq")
+_SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
+              "inv_freq")
 _PARAM_KEYS = tuple(sorted({k for table in (scaling.REQUIRED, scaling.OPTIONAL) for keys in table.values()
                             for req in keys for k in req.split(" | ")} | {"seq_len"}))
 _RELIABLE = ("float64", "float32")
@@ -733,7 +895,9 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
                         max_rows: int = MAX_ROWS, **expected) -> RopeSpec:
     """Raise AssertionError naming every property in which ``fn`` differs from ``expected``.
 
-    ``expected`` may hold ``pairing``, ``rotary_dim``, ``offset``, ``base``, ``norm_scale``,
+    ``expected`` may hold ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0: the leading
+    features rotate), ``output_pairing`` (default None: each pair is written back to its own
+    features; "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``,
     ``rope_type``, ``inv_freq`` and the parameters of ``rope_type`` (``factor``,
     ``original_max_position_embeddings``, ..., and ``seq_len`` for dynamic/longrope).
     ``config``: any object with ``head_dim``, ``rotary_dim``, ``pairing``, ``base``,
@@ -759,11 +923,21 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
     if not spec.is_rope:
         raise AssertionError(f"not a rotary embedding: {spec.reason}")
     problems = []
-    if "pairing" in expected and expected["pairing"] != spec.pairing:
+    same_pair = spec.rotary_dim == 2 and {expected.get("pairing"), spec.pairing} <= {"half", "interleaved"}
+    if "pairing" in expected and expected["pairing"] != spec.pairing and not same_pair:   # one pair: both names
         shown = ", ".join(str(p) for p in spec.pairs[:3])
         problems.append(f"pairing: expected {expected['pairing']}, found {spec.pairing}; pairs {shown}…")
     if "rotary_dim" in expected and expected["rotary_dim"] != spec.rotary_dim:
         problems.append(f"rotary_dim: expected {expected['rotary_dim']}, found {spec.rotary_dim}")
+    if expected.get("rotary_start", 0) != spec.rotary_start:      # HF and Meta rotate the leading features
+        problems.append(f"rotary_start: expected rotated features from {expected.get('rotary_start', 0)}, found "
+                        f"{spec.rotary_start}..{spec.rotary_start + spec.rotary_dim - 1} (pass rotary_start="
+                        f"{spec.rotary_start} if intended)")
+    if expected.get("output_pairing") != spec.output_pairing:     # by default, pairs written back in place
+        want = expected.get("output_pairing") or "in place"
+        shown = ", ".join(f"{p}->{o}" for p, o in zip(spec.pairs[:2], (spec.output_pairs or spec.pairs)[:2]))
+        problems.append(f"output_pairing: expected pairs written {want}, found {spec.output_pairing or 'in place'} "
+                        f"({shown}, ...)")
     if "offset" in expected:
         problems += _compare_offset(expected["offset"], spec)
     want_freqs, want_scale = _expected_frequencies(expected, spec)
@@ -782,12 +956,18 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
     if "rope_type" in expected and want_freqs is None and expected["rope_type"] != spec.rope_type:
         problems.append(f"rope_type: expected {expected['rope_type']}, found {spec.rope_type} "
                         f"{_short(spec.rope_params)}")
+    if spec.stateful:
+        problems.append("state: fn keeps state between calls (its output for the same input changed after calls on "
+                        "more rows): its frequencies at one length depend on the calls before")
     if phase_atol is not None and spec.phase_error > phase_atol:
         problems.append(f"angle precision: angles deviate from (offset + row) * theta by up to "
                         f"{spec.phase_error:.2g} rad (> phase_atol={phase_atol:g})")
     elif phase_atol is None and spec.angle_precision not in _RELIABLE:
         problems.append(f"angle precision: angles behave like {spec.angle_precision} (errors up to "
-                        f"{spec.phase_error:.2g} rad); compute angles in float32 or better")
+                        f"{spec.phase_error:.2g} rad); " + (
+                            f"they come with norm errors up to {spec.scale_error:.2g}: cos/sin or the output rounded "
+                            "to a 16-bit type (cos.to(x.dtype)?); pass phase_atol= to accept that precision"
+                            if spec.output_rounded else "compute angles in float32 or better"))
     if problems:
         raise AssertionError("RoPE mismatch:\n  " + "\n  ".join(problems) + f"\nidentified: {spec}")
     return spec
@@ -802,6 +982,7 @@ def _from_config(config, d, expected):
                         f"{type(config).__name__} lacks {missing}")
     want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, base=config.base,
                 norm_scale=config.attention_factor)
+    want.update({k: getattr(config, k) for k in ("rotary_start", "output_pairing") if hasattr(config, k)})
     if "rope_type" not in expected and "inv_freq" not in expected:
         want.update(rope_type=config.rope_type, **dict(config.params))
     want.update(expected)
@@ -827,6 +1008,14 @@ def _check_expected(expected):
                          f"{val.closest_name(expected['pairing'], ('interleaved', 'half', 'other'))}")
     if "rotary_dim" in expected:
         val.check_d(expected["rotary_dim"], "rotary_dim")
+    if "rotary_start" in expected:
+        v = expected["rotary_start"]
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+            raise ValueError(f"rotary_start must be a non-negative integer (the first rotated feature), got {v!r}")
+    if "output_pairing" in expected and expected["output_pairing"] not in (None, "interleaved", "half", "other"):
+        raise ValueError(f"output_pairing must be None (pairs written in place), 'interleaved', 'half' or 'other', "
+                         f"got {expected['output_pairing']!r}"
+                         f"{val.closest_name(str(expected['output_pairing']), ('interleaved', 'half', 'other'))}")
     if "rope_type" in expected and expected["rope_type"] not in scaling.ROPE_TYPES:
         raise ValueError(f"rope_type must be one of {scaling.ROPE_TYPES}, got {expected['rope_type']!r}"
                          f"{val.closest_name(expected['rope_type'], scaling.ROPE_TYPES)}")
@@ -834,6 +1023,11 @@ def _check_expected(expected):
 
 def _compare_offset(want, spec):
     diff = spec.offset - want
+    alts = np.asarray(spec.offset_alternatives, float)
+    if np.any(np.abs(alts - want) <= max(SIGMAS * spec.offset_resolution, 1e-9)) and abs(diff) > 0:
+        return [f"offset: expected row 0 at position {_num(float(want))}: it fits the angles, but so do "
+                f"{_num(spec.offset)} (reported) and {len(spec.offset_alternatives) - 1} other offsets: not "
+                f"determined by these rotations (see the note)"]
     if abs(diff) <= max(SIGMAS * spec.offset_resolution, 1e-9):
         if spec.offset_resolution <= OFFSET_SIGMA or want != round(want):
             return []
