@@ -29,31 +29,78 @@ class _Family:
     rope_theta: float = 10000.0    # the config class's default
     partial_rotary_factor: float = 1.0
     head_dim: int | None = None    # the config class's default head_dim, when the config has none
+    rope: Mapping | None = None    # the config class's default rope section, when the config has none
+    layers: Mapping | None = None  # one RoPE per layer type: layer type -> (theta key, default theta, scaled?)
 
+
+_GEMMA3_LAYERS = {"full_attention": ("rope_theta", 1e6, True), "sliding_attention": ("rope_local_base_freq", 1e4, False)}
 
 #: model_type -> pairing and defaults, as transformers v5 implements each family:
-#: "half" = rotate_half (x_i, x_{i+d/2}); "interleaved" = rotate_every_two / repeat_interleave (x_2i, x_2i+1).
+#: "half" = rotate_half (x_i, x_{i+d/2}); "interleaved" = rotate_every_two / repeat_interleave / complex
+#: multiplication of (x_2i, x_2i+1).  Families marked "NoPE layers" apply this RoPE on some layers only.
 FAMILIES = {
     "llama": _Family("half"),
     "mistral": _Family("half"),
+    "ministral": _Family("half"),
     "mixtral": _Family("half", rope_theta=1e6),
     "qwen2": _Family("half"),
+    "qwen2_moe": _Family("half"),
     "qwen3": _Family("half", head_dim=128),
+    "qwen3_moe": _Family("half"),
+    "qwen3_next": _Family("half", partial_rotary_factor=0.25, head_dim=256),
     "gemma": _Family("half", head_dim=256),
     "gemma2": _Family("half", head_dim=256),
+    "gemma3_text": _Family("half", head_dim=256, layers=_GEMMA3_LAYERS),   # one RoPE per layer type
+    "vaultgemma": _Family("half", head_dim=256),
     "gpt_neox": _Family("half", partial_rotary_factor=0.25),   # rotary_pct, rotary_emb_base in old configs
+    "gpt_neox_japanese": _Family("half"),                      # rotary_pct, rotary_emb_base in old configs
     "phi": _Family("half", partial_rotary_factor=0.5),
     "phi3": _Family("half"),
     "stablelm": _Family("half", partial_rotary_factor=0.25),
     "falcon": _Family("half"),
     "olmo": _Family("half"),
+    "olmo2": _Family("half"),
+    "olmo3": _Family("half", rope_theta=500000.0),             # one RoPE per layer type (rope_parameters)
+    "olmoe": _Family("half"),
+    "flex_olmo": _Family("half", rope_theta=500000.0),
     "persimmon": _Family("half", partial_rotary_factor=0.5),
     "starcoder2": _Family("half"),
+    "granite": _Family("half"),
+    "granitemoe": _Family("half"),
+    "granitemoeshared": _Family("half"),
+    "nemotron": _Family("half", partial_rotary_factor=0.5),
+    "exaone4": _Family("half"),                                # NoPE layers: full attention, with sliding_window
+    "smollm3": _Family("half", rope_theta=2e6),                # NoPE layers: no_rope_layers (0 = NoPE)
+    "gpt_oss": _Family("half", rope_theta=150000.0, head_dim=64,
+                       rope={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                             "truncate": False, "original_max_position_embeddings": 4096}),
+    "apertus": _Family("half", rope_theta=12e6,
+                       rope={"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192,
+                             "low_freq_factor": 1.0, "high_freq_factor": 4.0}),
+    "arcee": _Family("half"),
+    "bitnet": _Family("half", rope_theta=500000.0),
+    "dots1": _Family("half"),
+    "seed_oss": _Family("half", head_dim=128),
+    "solar_open": _Family("half", rope_theta=1e6, head_dim=128),
+    "hunyuan_v1_dense": _Family("half"),                       # "dynamic" with alpha is static NTK (ntk, factor=alpha)
+    "hunyuan_v1_moe": _Family("half"),
+    "phimoe": _Family("half", rope_theta=1e6),
     "gptj": _Family("interleaved"),                            # rotary_dim (default 64), base fixed at 10^4
+    "codegen": _Family("interleaved"),                         # as gptj
     "cohere": _Family("interleaved", rope_theta=500000.0),
+    "cohere2": _Family("interleaved"),                         # NoPE layers: full attention
+    "helium": _Family("interleaved", rope_theta=100000.0, head_dim=128),
+    "ernie4_5": _Family("interleaved", rope_theta=500000.0, head_dim=128),
+    "ernie4_5_moe": _Family("interleaved", rope_theta=500000.0),
     "glm": _Family("interleaved", partial_rotary_factor=0.5, head_dim=128),
+    "glm4": _Family("interleaved", partial_rotary_factor=0.5, head_dim=128),
+    "glm4_moe": _Family("half", partial_rotary_factor=0.5),      # GLM-4.5: rotate_half, unlike glm and glm4
+    "llama4_text": _Family("interleaved", rope_theta=500000.0),  # NoPE layers: no_rope_layers (0 = NoPE)
+    "deepseek_v2": _Family("interleaved"),                     # qk_rope_head_dim; output stays interleaved
     "deepseek_v3": _Family(None),                              # rope_interleave (default True)
 }
+_SINUSOIDAL = ("gptj", "codegen")     # create_sinusoidal_positions: rotary_dim, base 10^4
+_ROPE_HEAD = ("deepseek_v2", "deepseek_v3")   # head_dim is qk_rope_head_dim (default 64)
 _RENAMED_TYPES = {"su": "longrope"}   # Phi-3's first name for LongRoPE
 
 
@@ -97,7 +144,7 @@ class RopeConfig:
         return y
 
 
-def from_hf_config(config, *, pairing=None) -> RopeConfig:
+def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     """Read a model's RoPE from its Hugging Face config: a dict, or the path of a ``config.json``.
 
     Reads the transformers v5 layout (``rope_parameters``) and the v4 one
@@ -115,6 +162,10 @@ def from_hf_config(config, *, pairing=None) -> RopeConfig:
     """
     cfg = _load(config)
     model_type = cfg.get("model_type")
+    if model_type not in FAMILIES and isinstance(cfg.get("text_config"), Mapping) \
+            and not any(cfg.get(k) for k in ("rope_parameters", "rope_scaling", "rope_theta")):
+        # a multimodal wrapper (mistral3, llava, gemma3, ...): the language model is its text_config
+        return from_hf_config(cfg["text_config"], pairing=pairing, layer_type=layer_type)
     if pairing is not None:
         pairing = val.check_pairing(pairing)
     family = FAMILIES.get(model_type)
@@ -129,17 +180,27 @@ def from_hf_config(config, *, pairing=None) -> RopeConfig:
         raise ValueError("config has model_type='falcon' with alibi=True: that model uses ALiBi, not RoPE")
 
     head_dim = _head_dim(cfg, model_type, family)
-    rope = _rope_section(cfg)
+    rope = _rope_section(cfg, layer_type, family)
     old_name = rope.pop("type", None)
     rope_type = rope.pop("rope_type", None) or old_name or "default"
     rope_type = _RENAMED_TYPES.get(rope_type, rope_type)
-    if rope_type not in ROPE_TYPES or rope_type == "ntk":
+    if rope_type not in ROPE_TYPES or rope_type == "ntk":    # transformers has no "ntk" rope_type
         raise ValueError(f"config rope_type={rope_type!r} is not supported; supported: "
                          f"{[t for t in ROPE_TYPES if t != 'ntk']}")
+    alpha = rope.pop("alpha", None)
+    if alpha is not None and model_type not in ("hunyuan_v1_dense", "hunyuan_v1_moe"):
+        raise ValueError(f"config rope section has key 'alpha', which only HunYuan's RoPE uses; this config has "
+                         f"model_type={model_type!r}")
+    if alpha and rope_type == "dynamic":   # HunYuan: a fixed alpha makes it static NTK, base * alpha^(d/(d-2))
+        rope_type, rope["factor"] = "ntk", alpha
+    if model_type == "phimoe" and rope_type != "default":
+        raise ValueError(f"config has model_type='phimoe' with rope_type={rope_type!r}: transformers' PhiMoE "
+                         "scales cos and sin by short_mscale or long_mscale and computes the frequencies without the "
+                         "current length, which rope_ref does not model; only its default RoPE is supported")
     base = rope.pop("rope_theta", None)
     if base is None:
         base = cfg.get("rope_theta", cfg.get("rotary_emb_base", family.rope_theta))
-    if model_type == "gptj":
+    if model_type in _SINUSOIDAL:
         base = 10000.0    # create_sinusoidal_positions hard-codes it
     base = val.check_base(base, "rope_theta")
 
@@ -189,7 +250,7 @@ def _positive_int(cfg, key, why):
 
 
 def _head_dim(cfg, model_type, family) -> int:
-    if model_type == "deepseek_v3":
+    if model_type in _ROPE_HEAD:
         return val.check_positive_int(cfg.get("qk_rope_head_dim", 64), "config['qk_rope_head_dim']")
     if cfg.get("head_dim") is not None and model_type != "falcon":   # Falcon's head_dim is always derived
         return val.check_positive_int(cfg["head_dim"], "config['head_dim']")
@@ -204,24 +265,44 @@ def _head_dim(cfg, model_type, family) -> int:
     return hidden // heads
 
 
-def _rope_section(cfg) -> dict:
-    """The v5 ``rope_parameters`` or the v4 ``rope_scaling`` (may be null), checked key by key."""
+def _rope_section(cfg, layer_type, family) -> dict:
+    """The v5 ``rope_parameters`` or the v4 ``rope_scaling`` (may be null), checked key by key;
+    for a family with one RoPE per layer type (gemma3, olmo3, ...), the one of ``layer_type``."""
     key = "rope_parameters" if cfg.get("rope_parameters") is not None else "rope_scaling"
-    rope = cfg.get(key) or {}
+    rope = cfg.get(key)
+    if rope is None and family.rope is not None and "rope_theta" not in cfg:
+        rope = dict(family.rope)
+    rope = rope or {}
     if not isinstance(rope, Mapping):
         raise TypeError(f"config[{key!r}] must be an object (dict) or null, got {type(rope).__name__}")
-    if any(isinstance(v, Mapping) for v in rope.values()):
-        raise ValueError(f"config[{key!r}] holds one RoPE per layer type ({sorted(rope)}); "
-                         f"pass a config with one of them as {key!r}")
+    nested = sorted(k for k, v in rope.items() if isinstance(v, Mapping))
+    if family.layers is not None and not nested:       # v4 layout of gemma3: rope_local_base_freq, ...
+        nested = sorted(family.layers)
+        rope = {lt: dict(rope if scaled else {}, rope_theta=cfg.get(k, theta))
+                for lt, (k, theta, scaled) in family.layers.items()}
+    if nested:
+        if layer_type not in nested:
+            given = "no layer_type" if layer_type is None else f"layer_type={layer_type!r}"
+            raise ValueError(f"config holds one RoPE per layer type ({nested}), so the layers of this model do not "
+                             f"share one RoPE; got {given}. Pass layer_type= one of {nested} to read the RoPE of "
+                             "those layers (config['layer_types'] says which layers are which)")
+        rope = rope[layer_type]
+    elif layer_type is not None:
+        raise ValueError(f"layer_type={layer_type!r} was given, but the config has one RoPE for every layer; "
+                         "layer_type is only for configs with one RoPE per layer type")
+    if "mrope_section" in rope or "mrope_interleaved" in rope:
+        raise ValueError(f"config[{key!r}] has {'mrope_section' if 'mrope_section' in rope else 'mrope_interleaved'}: "
+                         "multimodal RoPE (Qwen2-VL style) rotates sections of each head by different position ids "
+                         "(time, height, width), which one RopeConfig over positions does not model")
     for k in rope:
-        if k not in CONFIG_KEYS and k != "rope_type":
+        if k not in CONFIG_KEYS and k not in ("rope_type", "alpha"):
             raise ValueError(f"config[{key!r}] has key {k!r}, which rope_ref does not model"
                              f"{val.closest_name(k, CONFIG_KEYS)}; known keys: {sorted(CONFIG_KEYS + ('rope_type',))}")
     return dict(rope)
 
 
 def _rotary_dim(cfg, section_factor, model_type, family, head_dim) -> int:
-    if model_type == "gptj":
+    if model_type in _SINUSOIDAL:
         r = cfg.get("rotary_dim", 64)
         return head_dim if r is None else val.check_rotary_dim(r, head_dim)
     factor = section_factor
