@@ -95,7 +95,7 @@ FAMILIES = {
     "glm": _Family("interleaved", partial_rotary_factor=0.5, head_dim=128),
     "glm4": _Family("interleaved", partial_rotary_factor=0.5, head_dim=128),
     "glm4_moe": _Family("half", partial_rotary_factor=0.5),      # GLM-4.5: rotate_half, unlike glm and glm4
-    "llama4_text": _Family("interleaved", rope_theta=500000.0),  # NoPE layers: no_rope_layers (0 = NoPE)
+    "llama4_text": _Family("interleaved", rope_theta=500000.0, head_dim=128),  # NoPE layers: no_rope_layers (0 = NoPE)
     "deepseek_v2": _Family("interleaved"),                     # qk_rope_head_dim; output stays interleaved
     "deepseek_v3": _Family(None),                              # rope_interleave (default True)
 }

@@ -29,7 +29,7 @@ ULP = 2.0 ** -24
 
 
 def config_of(case):
-    return rr.from_hf_config(CONFIGS / case["config"], pairing=case["pairing"])
+    return rr.from_hf_config(CONFIGS / case["config"], pairing=case["pairing"], layer_type=case.get("layer_type"))
 
 
 def query(head_dim):
@@ -98,6 +98,11 @@ def test_replay_reproduces_the_recorded_output(name, offset):
     np.testing.assert_allclose(got, want, rtol=0, atol=8 * ULP * np.abs(q).max())
 
 
+#: Recorded kernels whose scaling identify() does not name from 64 rows (it says 'custom' and fits the
+#: frequencies): GPT-OSS's yarn with truncate=False, and Llama-4's llama3 band with high_freq_factor 1.5.
+IDENTIFY_CANNOT_NAME = {"v5-gpt-oss", "v5-llama4-text"}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("offset", OFFSETS)
 def test_identify_recovers_the_real_kernel(name, offset):
@@ -107,9 +112,16 @@ def test_identify_recovers_the_real_kernel(name, offset):
                        max_rows=recorded_rows(name, offset))
     assert spec.is_rope, spec
     assert (spec.pairing, spec.rotary_dim) == (cfg.pairing, cfg.rotary_dim), spec
-    assert math.isclose(spec.base, cfg.base, rel_tol=1e-4), spec
-    assert spec.rope_type == cfg.rope_type, spec
     assert abs(spec.offset - offset) < 0.5, spec
+    base, rope_type = cfg.base, cfg.rope_type
+    if rope_type == "ntk":     # static NTK is plain RoPE with base * factor^(d/(d-2)): no kernel can tell them apart
+        d = cfg.rotary_dim
+        base, rope_type = cfg.base * cfg.params["factor"] ** (d / (d - 2)), "default"
+    assert math.isclose(spec.base, base, rel_tol=1e-4), spec
+    if name in IDENTIFY_CANNOT_NAME:
+        assert spec.rope_type == "custom", spec       # fails (so this entry goes) once identify names it
+        return
+    assert spec.rope_type == rope_type, spec
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -189,6 +201,29 @@ EXPECTED = {
     "c4ai-command-r-v01": ("interleaved", 128, 128, 8e6, "default"),
     "glm-4-9b-chat-hf": ("interleaved", 128, 64, 10000.0, "default"),
     "deepseek-v3": ("interleaved", 64, 64, 10000.0, "yarn"),
+    # Small configs of families added after tests/data/audit_families.py (hidden 256, 4 heads):
+    "v5-qwen2-moe": ("half", 64, 64, 1e6, "default"),
+    "v5-qwen3-moe-yarn": ("half", 64, 64, 1e6, "yarn"),
+    "v5-granite": ("half", 64, 64, 1e7, "default"),
+    "v5-olmo2": ("half", 64, 64, 500000.0, "default"),
+    "v5-ministral": ("half", 64, 64, 1e8, "default"),
+    "v5-gpt-oss": ("half", 64, 64, 150000.0, "yarn"),                 # GptOssConfig's default rope is yarn
+    "v5-smollm3": ("half", 64, 64, 2e6, "default"),
+    "v5-nemotron": ("half", 64, 32, 10000.0, "default"),
+    "v5-exaone4-llama3": ("half", 64, 64, 1e6, "llama3"),
+    "v5-hunyuan-alpha": ("half", 64, 64, 10000.0, "ntk"),             # "dynamic" with alpha: static NTK
+    "v5-gpt-neox-japanese": ("half", 64, 32, 10000.0, "default"),    # rotary_pct 0.5
+    "v5-apertus": ("half", 64, 64, 12e6, "llama3"),                   # ApertusConfig's default rope is llama3
+    "v5-qwen3-next": ("half", 64, 16, 10000.0, "default"),
+    "v5-glm4-moe": ("half", 64, 32, 1e6, "default"),                  # GLM-4.5: rotate_half, unlike glm4
+    "v5-helium": ("interleaved", 64, 64, 100000.0, "default"),
+    "v5-ernie4-5": ("interleaved", 64, 64, 500000.0, "default"),
+    "v5-cohere2": ("interleaved", 64, 64, 50000.0, "default"),
+    "v5-glm4": ("interleaved", 64, 32, 10000.0, "default"),
+    "v5-codegen": ("interleaved", 64, 32, 10000.0, "default"),
+    "v5-llama4-text": ("interleaved", 64, 64, 500000.0, "llama3"),
+    "v5-deepseek-v2": ("interleaved", 64, 64, 10000.0, "yarn"),
+    "v5-mistral3": ("half", 64, 64, 1e9, "default"),                  # read from its text_config
 }
 
 
@@ -223,8 +258,9 @@ def test_defaults_come_from_the_family(model_type):
     """A config giving only hidden_size 4096 and 64 heads: head_dim, rotated features and base as the
     family's transformers v5 config class fills them in (recorded by record_reference.py)."""
     cfg = rr.from_hf_config({"model_type": model_type, "hidden_size": 4096, "num_attention_heads": 64})
-    assert {"head_dim": cfg.head_dim, "rotary_dim": cfg.rotary_dim, "base": cfg.base} == \
-        META["family_defaults"][model_type]
+    want = META["family_defaults"][model_type]
+    assert {"head_dim": cfg.head_dim, "rotary_dim": cfg.rotary_dim, "base": cfg.base, "rope_type": cfg.rope_type} == \
+        dict(want, rope_type=want.get("rope_type", "default"))
 
 
 def test_family_quirks():
