@@ -166,6 +166,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
             and not any(cfg.get(k) for k in ("rope_parameters", "rope_scaling", "rope_theta")):
         # a multimodal wrapper (mistral3, llava, gemma3, ...): the language model is its text_config
         return from_hf_config(cfg["text_config"], pairing=pairing, layer_type=layer_type)
+    _refuse_mrope(cfg)
     if pairing is not None:
         pairing = val.check_pairing(pairing)
     family = FAMILIES.get(model_type)
@@ -290,15 +291,22 @@ def _rope_section(cfg, layer_type, family) -> dict:
     elif layer_type is not None:
         raise ValueError(f"layer_type={layer_type!r} was given, but the config has one RoPE for every layer; "
                          "layer_type is only for configs with one RoPE per layer type")
-    if "mrope_section" in rope or "mrope_interleaved" in rope:
-        raise ValueError(f"config[{key!r}] has {'mrope_section' if 'mrope_section' in rope else 'mrope_interleaved'}: "
-                         "multimodal RoPE (Qwen2-VL style) rotates sections of each head by different position ids "
-                         "(time, height, width), which one RopeConfig over positions does not model")
     for k in rope:
         if k not in CONFIG_KEYS and k not in ("rope_type", "alpha"):
             raise ValueError(f"config[{key!r}] has key {k!r}, which rope_ref does not model"
                              f"{val.closest_name(k, CONFIG_KEYS)}; known keys: {sorted(CONFIG_KEYS + ('rope_type',))}")
     return dict(rope)
+
+
+def _refuse_mrope(cfg):
+    for key in ("rope_parameters", "rope_scaling"):
+        rope = cfg.get(key)
+        if isinstance(rope, Mapping) and ("mrope_section" in rope or rope.get("type") == "mrope"
+                                          or rope.get("rope_type") == "mrope"):
+            kind = rope.get("rope_type", rope.get("type"))
+            raise ValueError(f"config[{key!r}] (rope_type={kind!r}, mrope_section={rope.get('mrope_section')}) is "
+                             "multimodal RoPE, Qwen2-VL style: it rotates sections of each head by different position "
+                             "ids (time, height, width), which one RopeConfig over positions does not model")
 
 
 def _rotary_dim(cfg, section_factor, model_type, family, head_dim) -> int:

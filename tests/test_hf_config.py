@@ -272,6 +272,49 @@ def test_family_quirks():
     assert rr.from_hf_config({"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "head_dim": 32}).head_dim == 64
 
 
+def test_one_rope_per_layer_type():
+    """Gemma-3 (v4 layout, read off Gemma3TextConfig): full-attention layers use rope_theta and rope_scaling,
+    sliding-window layers rope_local_base_freq and no scaling.  The v5 layout names them the same way."""
+    path = CONFIGS / "v5-gemma3-text.json"
+    full = rr.from_hf_config(path, layer_type="full_attention")
+    local = rr.from_hf_config(path, layer_type="sliding_attention")
+    assert (full.base, full.rope_type, full.params["factor"]) == (1e6, "linear", 8.0)
+    assert (local.base, local.rope_type) == (1e4, "default")
+    v5 = {"model_type": "olmo3", "head_dim": 64, "rope_parameters": {
+        "full_attention": {"rope_type": "yarn", "factor": 8.0, "rope_theta": 5e5, "original_max_position_embeddings": 8192},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 5e5}}}
+    assert rr.from_hf_config(v5, layer_type="full_attention").params["factor"] == 8.0
+    assert rr.from_hf_config(v5, layer_type="sliding_attention").rope_type == "default"
+    for lt, words in ((None, ["layer_type", "full_attention", "sliding_attention"]),
+                      ("global", ["layer_type='global'", "full_attention"])):
+        with pytest.raises(ValueError) as info:
+            rr.from_hf_config(path, layer_type=lt)
+        assert all(w in str(info.value) for w in words), str(info.value)
+    with pytest.raises(ValueError, match="one RoPE for every layer"):
+        rr.from_hf_config(CONFIGS / "mistral-7b-v0.1.json", layer_type="full_attention")
+
+
+def test_multimodal_wrapper_reads_its_text_config():
+    wrapper = json.loads((CONFIGS / "v5-mistral3.json").read_text())
+    cfg = rr.from_hf_config(wrapper)
+    assert (cfg.model_type, cfg.base, cfg.head_dim) == ("mistral", 1e9, 64)
+    with pytest.raises(ValueError, match="mrope_section"):
+        rr.from_hf_config({"model_type": "qwen2_5_vl", "text_config": {"model_type": "qwen2_5_vl_text", "head_dim": 128,
+                           "rope_parameters": {"rope_type": "default", "mrope_section": [16, 24, 24]}}})
+    with pytest.raises(ValueError, match="multimodal"):      # Qwen2-VL's v4 config.json
+        rr.from_hf_config({"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28,
+                           "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}})
+
+
+def test_hunyuan_alpha_is_static_ntk():
+    """HunYuan's "dynamic" with alpha: base * alpha^(d/(d-2)) at every length (compute_ntk_alpha_rope_parameters)."""
+    cfg = rr.from_hf_config(CONFIGS / "v5-hunyuan-alpha.json")
+    x = np.random.default_rng(0).standard_normal((3, 64))
+    pos = np.array([0, 10, 90000])
+    want = rr.rotate(x, pos, pairing="half", base=10000.0 * 1000.0 ** (64 / 62))
+    np.testing.assert_allclose(cfg.rotate(x, pos), want, atol=1e-12)
+
+
 def test_pairing_overrides_and_lets_unknown_families_through():
     cfg = rr.from_hf_config(CONFIGS / "llama-3.1-8b.json", pairing="interleaved")
     assert cfg.pairing == "interleaved"
@@ -330,6 +373,14 @@ def test_config_is_frozen_and_inputs_untouched():
     ({"model_type": "phi", "head_dim": 10, "partial_rotary_factor": 0.5}, {}, ValueError, ["partial_rotary_factor", "even"]),
     ({"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "alibi": True}, {}, ValueError, ["alibi"]),
     ({"model_type": "deepseek_v3", "rope_interleave": "yes"}, {}, TypeError, ["rope_interleave"]),
+    ({"model_type": "qwen2", "head_dim": 64, "rope_scaling": {"rope_type": "default", "mrope_section": [8, 12, 12]}},
+     {}, ValueError, ["mrope_section", "multimodal"]),
+    ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0, "alpha": 10.0}},
+     {}, ValueError, ["alpha", "HunYuan", "llama"]),
+    ({"model_type": "phimoe", "head_dim": 64, "rope_scaling": {"rope_type": "longrope", "short_factor": [1] * 32,
+      "long_factor": [1] * 32, "short_mscale": 1.2, "long_mscale": 1.2}}, {}, ValueError, ["phimoe", "longrope"]),
+    ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "ntk", "factor": 2.0}}, {}, ValueError,
+     ["rope_type", "ntk"]),
     ({"model_type": "phi3", "head_dim": 8, "max_position_embeddings": 8192, "original_max_position_embeddings": 4096,
       "rope_scaling": {"type": "longrope", "short_factor": [1, 1], "long_factor": [1, 1, 1, 1]}}, {}, ValueError,
      ["short_factor", "(4,)"]),
