@@ -195,9 +195,14 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     if alpha and rope_type == "dynamic":   # HunYuan: a fixed alpha makes it static NTK, base * alpha^(d/(d-2))
         rope_type, rope["factor"] = "ntk", alpha
     if model_type == "phimoe" and rope_type != "default":
-        raise ValueError(f"config has model_type='phimoe' with rope_type={rope_type!r}: transformers' PhiMoE "
-                         "scales cos and sin by short_mscale or long_mscale and computes the frequencies without the "
-                         "current length, which rope_ref does not model; only its default RoPE is supported")
+        # transformers' PhiMoE computes its frequencies without the current length (so always with short_factor)
+        # and scales cos and sin by short_mscale or long_mscale (by length): one RopeConfig when they are equal.
+        mscales = rope.get("short_mscale"), rope.get("long_mscale")
+        if rope_type != "longrope" or None in mscales or mscales[0] != mscales[1]:
+            raise ValueError(f"config has model_type='phimoe' with rope_type={rope_type!r}, short_mscale={mscales[0]} "
+                             f"and long_mscale={mscales[1]}: rope_ref models PhiMoE's longrope only with "
+                             "short_mscale == long_mscale (transformers' PhiMoE fails without them)")
+        rope.update(long_factor=rope.get("short_factor"), attention_factor=mscales[0])
     base = rope.pop("rope_theta", None)
     if base is None:
         base = cfg.get("rope_theta", cfg.get("rotary_emb_base", family.rope_theta))

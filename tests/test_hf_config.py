@@ -224,6 +224,7 @@ EXPECTED = {
     "v5-llama4-text": ("interleaved", 64, 64, 500000.0, "llama3"),
     "v5-deepseek-v2": ("interleaved", 64, 64, 10000.0, "yarn"),
     "v5-mistral3": ("half", 64, 64, 1e9, "default"),                  # read from its text_config
+    "v5-phimoe-longrope": ("half", 64, 64, 10000.0, "longrope"),      # short factors at every length
 }
 
 
@@ -306,6 +307,17 @@ def test_multimodal_wrapper_reads_its_text_config():
                            "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}})
 
 
+def test_phimoe_uses_short_factors_and_its_mscale_at_every_length():
+    """modeling_phimoe: inv_freq = rope_init_fn(config) (no seq_len: short_factor); cos, sin * short/long_mscale."""
+    d = json.loads((CONFIGS / "v5-phimoe-longrope.json").read_text())
+    cfg = rr.from_hf_config(d)
+    x = np.random.default_rng(0).standard_normal((2, 64))
+    pos = np.array([3, 9000])                          # 9001 > original_max_position_embeddings 4096
+    inv_freq = rr.frequencies(64, 10000.0) / np.array(d["rope_scaling"]["short_factor"])
+    want = rr.rotate(x, pos, pairing="half", inv_freq=inv_freq) * d["rope_scaling"]["short_mscale"]
+    np.testing.assert_allclose(cfg.rotate(x, pos), want, atol=1e-12)
+
+
 def test_hunyuan_alpha_is_static_ntk():
     """HunYuan's "dynamic" with alpha: base * alpha^(d/(d-2)) at every length (compute_ntk_alpha_rope_parameters)."""
     cfg = rr.from_hf_config(CONFIGS / "v5-hunyuan-alpha.json")
@@ -378,7 +390,9 @@ def test_config_is_frozen_and_inputs_untouched():
     ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0, "alpha": 10.0}},
      {}, ValueError, ["alpha", "HunYuan", "llama"]),
     ({"model_type": "phimoe", "head_dim": 64, "rope_scaling": {"rope_type": "longrope", "short_factor": [1] * 32,
-      "long_factor": [1] * 32, "short_mscale": 1.2, "long_mscale": 1.2}}, {}, ValueError, ["phimoe", "longrope"]),
+      "long_factor": [1] * 32, "short_mscale": 1.2, "long_mscale": 1.3}}, {}, ValueError, ["phimoe", "long_mscale"]),
+    ({"model_type": "phimoe", "head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}, {}, ValueError,
+     ["phimoe", "linear"]),
     ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "ntk", "factor": 2.0}}, {}, ValueError,
      ["rope_type", "ntk"]),
     ({"model_type": "phi3", "head_dim": 8, "max_position_embeddings": 8192, "original_max_position_embeddings": 4096,

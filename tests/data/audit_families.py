@@ -210,6 +210,8 @@ def variant_config(model_type, base_config, name, rotary_pairs):
         rng = np.random.default_rng(5)
         rope["short_factor"] = (1 + rng.random(rotary_pairs)).round(3).tolist()
         rope["long_factor"] = (1 + 8 * rng.random(rotary_pairs)).round(3).tolist()
+    if model_type == "phimoe":            # its module reads these for every rope_type but default
+        rope.update(short_mscale=1.243, long_mscale=1.243)
     kw = {k: v for k, v in base_config.to_dict().items() if k not in ("rope_parameters", "rope_scaling", "model_type",
                                                                        "transformers_version", "architectures")}
     kw.update(rope_parameters=rope, max_position_embeddings=4096)
