@@ -149,16 +149,38 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
 
     Reads the transformers v5 layout (``rope_parameters``) and the v4 one
     (``rope_theta`` plus ``rope_scaling`` with ``rope_type`` or ``type``); ``head_dim``, or
-    ``hidden_size / num_attention_heads`` (``n_embd / n_head`` for GPT-J); the rotated
+    ``hidden_size / num_attention_heads`` (``n_embd / n_head`` for GPT-J and CodeGen); the rotated
     part from ``partial_rotary_factor``, ``rotary_pct`` (GPT-NeoX) or ``rotary_dim``
-    (GPT-J); the pairing from ``model_type`` (see :data:`FAMILIES`; ``pairing=``
+    (GPT-J, CodeGen); the pairing from ``model_type`` (see :data:`FAMILIES`; ``pairing=``
     overrides it, and lets an unknown ``model_type`` through with generic defaults).
-    Defaults a config leaves out are those of the family's transformers v5 config class.
+    Defaults a config leaves out are those of the family's transformers v5 config class
+    (including its default rope section: yarn for gpt_oss, llama3 for apertus).
+
+    Families (transformers v5 ``model_type``), rotate_half pairs (x_i, x_{i+d/2}): llama, mistral,
+    ministral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next, gemma, gemma2, gemma3_text,
+    vaultgemma, gpt_neox, gpt_neox_japanese, phi, phi3, phimoe, stablelm, falcon, olmo, olmo2, olmo3,
+    olmoe, flex_olmo, persimmon, starcoder2, granite, granitemoe, granitemoeshared, nemotron, exaone4,
+    smollm3, gpt_oss, apertus, arcee, bitnet, dots1, seed_oss, solar_open, hunyuan_v1_dense,
+    hunyuan_v1_moe, glm4_moe; interleaved pairs (x_2i, x_2i+1): gptj, codegen, cohere, cohere2,
+    helium, ernie4_5, ernie4_5_moe, glm, glm4, llama4_text, deepseek_v2; deepseek_v3 by its flag.
+    A multimodal config with a ``text_config`` (mistral3, llava, gemma3, llama4, ...) is read
+    from that text_config.  Refused with a ValueError saying why: multimodal RoPE
+    (``mrope_section``), an unknown ``model_type`` without ``pairing=``, and scaling a family
+    applies differently (e.g. PhiMoE's other than longrope).
+
+    ``layer_type``: a config with one RoPE per layer type (gemma3_text: ``full_attention`` with
+    ``rope_theta`` and ``rope_scaling``, ``sliding_attention`` with ``rope_local_base_freq``; or any
+    v5 config whose ``rope_parameters`` is keyed by layer type, e.g. olmo3) needs it, and it
+    chooses that RoPE; elsewhere it is an error.  Some families apply RoPE on some layers only
+    (NoPE layers: cohere2 and exaone4 with a sliding window rotate only in their sliding layers,
+    llama4 and smollm3 only where ``no_rope_layers`` is 1); ``rotate`` is what the rotating
+    layers do.
 
     DeepSeek-V3 rotates only its ``qk_rope_head_dim`` (64) features, the last ones of each
-    query head, so ``head_dim`` here is that part.  With ``rope_interleave`` (its default)
-    the model rotates interleaved pairs and writes the result in half layout:
-    ``rope_ref.to_half(cfg.rotate(x))`` is the model's output.
+    query head, so ``head_dim`` here is that part (as for DeepSeek-V2, which writes its output
+    interleaved).  With ``rope_interleave`` (its default) DeepSeek-V3 rotates interleaved pairs
+    and writes the result in half layout: ``rope_ref.to_half(cfg.rotate(x))`` is the model's output.
+    HunYuan's ``"dynamic"`` with ``alpha`` is static NTK (``rope_type`` ``"ntk"``, factor alpha).
     """
     cfg = _load(config)
     model_type = cfg.get("model_type")

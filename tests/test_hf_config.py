@@ -28,6 +28,12 @@ OFFSETS = META["offsets"]
 ULP = 2.0 ** -24
 
 
+def config_file(stem):
+    """tests/data/configs: published configs; configs/families: small configs of the families added later."""
+    path = CONFIGS / f"{stem}.json"
+    return path if path.exists() else CONFIGS / "families" / f"{stem}.json"
+
+
 def config_of(case):
     return rr.from_hf_config(CONFIGS / case["config"], pairing=case["pairing"], layer_type=case.get("layer_type"))
 
@@ -230,7 +236,7 @@ EXPECTED = {
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_family_is_read_as_transformers_implements_it(name):
-    cfg = rr.from_hf_config(CONFIGS / f"{name}.json")
+    cfg = rr.from_hf_config(config_file(name))
     assert (cfg.pairing, cfg.head_dim, cfg.rotary_dim, cfg.base, cfg.rope_type) == EXPECTED[name]
 
 
@@ -276,7 +282,7 @@ def test_family_quirks():
 def test_one_rope_per_layer_type():
     """Gemma-3 (v4 layout, read off Gemma3TextConfig): full-attention layers use rope_theta and rope_scaling,
     sliding-window layers rope_local_base_freq and no scaling.  The v5 layout names them the same way."""
-    path = CONFIGS / "v5-gemma3-text.json"
+    path = config_file("v5-gemma3-text")
     full = rr.from_hf_config(path, layer_type="full_attention")
     local = rr.from_hf_config(path, layer_type="sliding_attention")
     assert (full.base, full.rope_type, full.params["factor"]) == (1e6, "linear", 8.0)
@@ -296,7 +302,7 @@ def test_one_rope_per_layer_type():
 
 
 def test_multimodal_wrapper_reads_its_text_config():
-    wrapper = json.loads((CONFIGS / "v5-mistral3.json").read_text())
+    wrapper = json.loads(config_file("v5-mistral3").read_text())
     cfg = rr.from_hf_config(wrapper)
     assert (cfg.model_type, cfg.base, cfg.head_dim) == ("mistral", 1e9, 64)
     with pytest.raises(ValueError, match="mrope_section"):
@@ -309,7 +315,7 @@ def test_multimodal_wrapper_reads_its_text_config():
 
 def test_phimoe_uses_short_factors_and_its_mscale_at_every_length():
     """modeling_phimoe: inv_freq = rope_init_fn(config) (no seq_len: short_factor); cos, sin * short/long_mscale."""
-    d = json.loads((CONFIGS / "v5-phimoe-longrope.json").read_text())
+    d = json.loads(config_file("v5-phimoe-longrope").read_text())
     cfg = rr.from_hf_config(d)
     x = np.random.default_rng(0).standard_normal((2, 64))
     pos = np.array([3, 9000])                          # 9001 > original_max_position_embeddings 4096
@@ -320,7 +326,7 @@ def test_phimoe_uses_short_factors_and_its_mscale_at_every_length():
 
 def test_hunyuan_alpha_is_static_ntk():
     """HunYuan's "dynamic" with alpha: base * alpha^(d/(d-2)) at every length (compute_ntk_alpha_rope_parameters)."""
-    cfg = rr.from_hf_config(CONFIGS / "v5-hunyuan-alpha.json")
+    cfg = rr.from_hf_config(config_file("v5-hunyuan-alpha"))
     x = np.random.default_rng(0).standard_normal((3, 64))
     pos = np.array([0, 10, 90000])
     want = rr.rotate(x, pos, pairing="half", base=10000.0 * 1000.0 ** (64 / 62))

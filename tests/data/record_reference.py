@@ -188,21 +188,21 @@ def main(only=None):
     arrays, meta = {}, {"transformers": transformers.__version__, "torch": torch.__version__,
                         "offsets": list(OFFSETS), "rows": ROWS, "table_rows": TABLE_ROWS, "seed": 1234,
                         "cases": [], "family_defaults": family_defaults()}
-    configs = sorted((HERE / "configs").glob("*.json"))
-    cases = [(p.stem, "transformers", p.name, None, lambda d=json.loads(p.read_text()), n=p.stem: hf_rotary(n, d))
-             for p in configs if p.stem not in LAYER_TYPES]
-    for stem, layer_types in LAYER_TYPES.items():        # one case per layer type, read with layer_type=
-        d = json.loads((HERE / "configs" / f"{stem}.json").read_text())
-        cases += [(f"{stem}[{lt}]", "transformers", f"{stem}.json", None, lambda d=d, lt=lt: hf_rotary(stem, d, lt))
-                  for lt in layer_types]
+    configs = sorted((HERE / "configs").glob("*.json")) + sorted((HERE / "configs").glob("families/*.json"))
+    cases = []
+    for p in configs:
+        rel, d = str(p.relative_to(HERE / "configs")), json.loads(p.read_text())
+        for lt in LAYER_TYPES.get(p.stem, (None,)):   # one case per layer type, read with layer_type=
+            name = p.stem if lt is None else f"{p.stem}[{lt}]"
+            cases.append((name, "transformers", rel, None, lambda d=d, n=name, lt=lt: hf_rotary(n, d, lt)))
     cases += [("torchtune-llama3.1", "torchtune Llama3ScaledRoPE", "llama-3.1-8b.json", "interleaved", torchtune_llama31),
               ("lucidrains-phi-2", "rotary-embedding-torch RotaryEmbedding", "phi-2.json", "interleaved", lucidrains_phi2)]
     if only:
         old = json.loads((HERE / "rope_outputs.json").read_text())
-        kept = {c["name"]: c for c in old["cases"] if c["config"][:-5] not in only}
+        kept = {c["name"]: c for c in old["cases"] if Path(c["config"]).stem not in only}
         with np.load(HERE / "rope_outputs.npz") as f:
             arrays = {k: f[k] for k in f.files if k.split("/")[0] in kept}
-        cases = [c for c in cases if c[2][:-5] in only]
+        cases = [c for c in cases if Path(c[2]).stem in only]
         meta["cases"] = list(kept.values())
     for name, library, config, pairing, record in cases:
         for offset, (out, cos, sin) in record().items():
