@@ -215,7 +215,8 @@ def variant_config(model_type, base_config, name, rotary_pairs):
     kw = {k: v for k, v in base_config.to_dict().items() if k not in ("rope_parameters", "rope_scaling", "model_type",
                                                                        "transformers_version", "architectures")}
     kw.update(rope_parameters=rope, max_position_embeddings=4096)
-    if kw.get("head_dim") is None and "hidden_size" in kw:   # transformers' yarn/dynamic/longrope read head_dim
+    settable = not isinstance(getattr(type(base_config), "head_dim", None), property)     # Falcon derives it
+    if settable and kw.get("head_dim") is None and "hidden_size" in kw:   # transformers' yarn/dynamic/longrope read head_dim
         kw["head_dim"] = kw["hidden_size"] // kw["num_attention_heads"]
     return CONFIG_MAPPING[model_type](**kw)
 
