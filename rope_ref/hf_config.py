@@ -85,6 +85,19 @@ FAMILIES = {
     "hunyuan_v1_dense": _Family("half"),                       # "dynamic" with alpha is static NTK (ntk, factor=alpha)
     "hunyuan_v1_moe": _Family("half"),
     "phimoe": _Family("half", rope_theta=1e6),
+    "minimax_m2": _Family("half", rope_theta=5e6, head_dim=128),   # rotary_dim / head_dim in released configs
+    "lfm2": _Family("half", rope_theta=1e6),
+    "lfm2_moe": _Family("half", rope_theta=1e6),
+    "falcon_h1": _Family("half"),
+    "cwm": _Family("half", rope_theta=1e6, head_dim=128,
+                   rope={"rope_type": "llama3", "factor": 16.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                         "original_max_position_embeddings": 8192}),
+    "jais2": _Family("half"),
+    "hyperclovax": _Family("half"),
+    "diffllama": _Family("half"),
+    "doge": _Family("half"),
+    "exaone_moe": _Family("half"),                             # NoPE layers: full attention, with sliding_window
+    "afmoe": _Family("half", head_dim=128),                    # NoPE layers: full attention
     "gptj": _Family("interleaved"),                            # rotary_dim (default 64), base fixed at 10^4
     "codegen": _Family("interleaved"),                         # as gptj
     "cohere": _Family("interleaved", rope_theta=500000.0),
@@ -344,6 +357,8 @@ def _rotary_dim(cfg, section_factor, model_type, family, head_dim) -> int:
     for key in ("partial_rotary_factor", "rotary_pct"):
         if factor is None:
             factor = cfg.get(key)
+    if factor is None and model_type == "minimax_m2" and cfg.get("rotary_dim") is not None:
+        factor = val.check_positive_int(cfg["rotary_dim"], "config['rotary_dim']") / head_dim
     if factor is None:
         factor = family.partial_rotary_factor
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:

@@ -231,6 +231,7 @@ EXPECTED = {
     "v5-deepseek-v2": ("interleaved", 64, 64, 10000.0, "yarn"),
     "v5-mistral3": ("half", 64, 64, 1e9, "default"),                  # read from its text_config
     "v5-phimoe-longrope": ("half", 64, 64, 10000.0, "longrope"),      # short factors at every length
+    "v5-minimax-m2": ("half", 64, 32, 5e6, "default"),                # rotary_dim 32: partial_rotary_factor 0.5
 }
 
 

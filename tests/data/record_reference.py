@@ -174,7 +174,8 @@ def family_defaults():
                        "olmo2", "olmoe", "flex_olmo", "granite", "granitemoe", "granitemoeshared", "nemotron",
                        "exaone4", "smollm3", "gpt_oss", "apertus", "arcee", "bitnet", "dots1", "seed_oss",
                        "solar_open", "hunyuan_v1_dense", "hunyuan_v1_moe", "phimoe", "cohere2", "helium", "ernie4_5",
-                       "ernie4_5_moe", "glm4", "glm4_moe", "llama4_text"):
+                       "ernie4_5_moe", "glm4", "glm4_moe", "llama4_text", "minimax_m2", "lfm2", "lfm2_moe",
+                       "falcon_h1", "cwm", "jais2", "hyperclovax", "diffllama", "doge", "exaone_moe", "afmoe"):
         config = transformers.AutoConfig.for_model(model_type, hidden_size=4096, num_attention_heads=64)
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         rope = config.rope_parameters
