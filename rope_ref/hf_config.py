@@ -29,7 +29,8 @@ class _Family:
     rope_theta: float = 10000.0    # the config class's default
     partial_rotary_factor: float = 1.0
     head_dim: int | None = None    # the config class's default head_dim, when the config has none
-    rope: Mapping | None = None    # the config class's default rope section, when the config has none
+    rope: Mapping | None = None    # the config class's default rope section, used when the config has none
+                                   # (with its rope_theta, if it has one, over a top-level rope_theta)
     layers: Mapping | None = None  # one RoPE per layer type: layer type -> (theta key, default theta, scaled?)
 
 
@@ -75,7 +76,7 @@ FAMILIES = {
                        rope={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
                              "truncate": False, "original_max_position_embeddings": 4096}),
     "apertus": _Family("half", rope_theta=12e6,
-                       rope={"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192,
+                       rope={"rope_type": "llama3", "rope_theta": 12e6, "factor": 8.0, "original_max_position_embeddings": 8192,
                              "low_freq_factor": 1.0, "high_freq_factor": 4.0}),
     "arcee": _Family("half"),
     "bitnet": _Family("half", rope_theta=500000.0),
@@ -90,7 +91,7 @@ FAMILIES = {
     "lfm2_moe": _Family("half", rope_theta=1e6),
     "falcon_h1": _Family("half"),
     "cwm": _Family("half", rope_theta=1e6, head_dim=128,
-                   rope={"rope_type": "llama3", "factor": 16.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                   rope={"rope_type": "llama3", "rope_theta": 1e6, "factor": 16.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
                          "original_max_position_embeddings": 8192}),
     "jais2": _Family("half"),
     "hyperclovax": _Family("half"),
@@ -167,14 +168,16 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     (GPT-J, CodeGen); the pairing from ``model_type`` (see :data:`FAMILIES`; ``pairing=``
     overrides it, and lets an unknown ``model_type`` through with generic defaults).
     Defaults a config leaves out are those of the family's transformers v5 config class
-    (including its default rope section: yarn for gpt_oss, llama3 for apertus).
+    (including its default rope section: yarn for gpt_oss, llama3 for apertus and cwm; MiniMax-M2's
+    ``rotary_dim`` is its partial_rotary_factor times head_dim).
 
     Families (transformers v5 ``model_type``), rotate_half pairs (x_i, x_{i+d/2}): llama, mistral,
     ministral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next, gemma, gemma2, gemma3_text,
     vaultgemma, gpt_neox, gpt_neox_japanese, phi, phi3, phimoe, stablelm, falcon, olmo, olmo2, olmo3,
     olmoe, flex_olmo, persimmon, starcoder2, granite, granitemoe, granitemoeshared, nemotron, exaone4,
     smollm3, gpt_oss, apertus, arcee, bitnet, dots1, seed_oss, solar_open, hunyuan_v1_dense,
-    hunyuan_v1_moe, glm4_moe; interleaved pairs (x_2i, x_2i+1): gptj, codegen, cohere, cohere2,
+    hunyuan_v1_moe, glm4_moe, minimax_m2, lfm2, lfm2_moe, falcon_h1, cwm, jais2, hyperclovax,
+    diffllama, doge, exaone_moe, afmoe; interleaved pairs (x_2i, x_2i+1): gptj, codegen, cohere, cohere2,
     helium, ernie4_5, ernie4_5_moe, glm, glm4, llama4_text, deepseek_v2; deepseek_v3 by its flag.
     A multimodal config with a ``text_config`` (mistral3, llava, gemma3, llama4, ...) is read
     from that text_config.  Refused with a ValueError saying why: multimodal RoPE
@@ -185,9 +188,9 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     ``rope_theta`` and ``rope_scaling``, ``sliding_attention`` with ``rope_local_base_freq``; or any
     v5 config whose ``rope_parameters`` is keyed by layer type, e.g. olmo3) needs it, and it
     chooses that RoPE; elsewhere it is an error.  Some families apply RoPE on some layers only
-    (NoPE layers: cohere2 and exaone4 with a sliding window rotate only in their sliding layers,
-    llama4 and smollm3 only where ``no_rope_layers`` is 1); ``rotate`` is what the rotating
-    layers do.
+    (NoPE layers: cohere2 and afmoe, and exaone4 and exaone_moe with a sliding window, rotate only
+    in their sliding-window layers, llama4 and smollm3 only where ``no_rope_layers`` is 1);
+    ``rotate`` is what the rotating layers do.
 
     DeepSeek-V3 rotates only its ``qk_rope_head_dim`` (64) features, the last ones of each
     query head, so ``head_dim`` here is that part (as for DeepSeek-V2, which writes its output
@@ -311,7 +314,7 @@ def _rope_section(cfg, layer_type, family) -> dict:
     for a family with one RoPE per layer type (gemma3, olmo3, ...), the one of ``layer_type``."""
     key = "rope_parameters" if cfg.get("rope_parameters") is not None else "rope_scaling"
     rope = cfg.get(key)
-    if rope is None and family.rope is not None and "rope_theta" not in cfg:
+    if rope is None and family.rope is not None:
         rope = dict(family.rope)
     rope = rope or {}
     if not isinstance(rope, Mapping):

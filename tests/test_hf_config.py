@@ -334,6 +334,16 @@ def test_hunyuan_alpha_is_static_ntk():
     np.testing.assert_allclose(cfg.rotate(x, pos), want, atol=1e-12)
 
 
+def test_a_family_default_rope_section_is_used_as_its_config_class_does():
+    """transformers 5.23.0: AutoConfig.for_model(mt, rope_theta=5e5).rope_parameters is GptOssConfig's yarn
+    block with rope_theta 5e5, but ApertusConfig's and CwmConfig's llama3 blocks keep their own rope_theta."""
+    got = {mt: rr.from_hf_config({"model_type": mt, "hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 5e5})
+           for mt in ("gpt_oss", "apertus", "cwm")}
+    assert {mt: (c.rope_type, c.base) for mt, c in got.items()} == \
+        {"gpt_oss": ("yarn", 5e5), "apertus": ("llama3", 12e6), "cwm": ("llama3", 1e6)}
+    assert got["gpt_oss"].params["factor"] == 32.0 and got["gpt_oss"].params["truncate"] is False
+
+
 def test_pairing_overrides_and_lets_unknown_families_through():
     cfg = rr.from_hf_config(CONFIGS / "llama-3.1-8b.json", pairing="interleaved")
     assert cfg.pairing == "interleaved"
