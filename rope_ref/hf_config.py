@@ -69,6 +69,7 @@ FAMILIES = {
     "granite": _Family("half"),
     "granitemoe": _Family("half"),
     "granitemoeshared": _Family("half"),
+    "granitemoehybrid": _Family("half"),                       # RoPE only with position_embedding_type "rope"
     "nemotron": _Family("half", partial_rotary_factor=0.5),
     "exaone4": _Family("half"),                                # NoPE layers: full attention, with sliding_window
     "smollm3": _Family("half", rope_theta=2e6),                # NoPE layers: no_rope_layers (0 = NoPE)
@@ -174,7 +175,8 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     Families (transformers v5 ``model_type``), rotate_half pairs (x_i, x_{i+d/2}): llama, mistral,
     ministral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next, gemma, gemma2, gemma3_text,
     vaultgemma, gpt_neox, gpt_neox_japanese, phi, phi3, phimoe, stablelm, falcon, olmo, olmo2, olmo3,
-    olmoe, flex_olmo, persimmon, starcoder2, granite, granitemoe, granitemoeshared, nemotron, exaone4,
+    olmoe, flex_olmo, persimmon, starcoder2, granite, granitemoe, granitemoeshared, granitemoehybrid
+    (with ``position_embedding_type`` "rope"), nemotron, exaone4,
     smollm3, gpt_oss, apertus, arcee, bitnet, dots1, seed_oss, solar_open, hunyuan_v1_dense,
     hunyuan_v1_moe, glm4_moe, minimax_m2, lfm2, lfm2_moe, falcon_h1, cwm, jais2, hyperclovax,
     diffllama, doge, exaone_moe, afmoe; interleaved pairs (x_2i, x_2i+1): gptj, codegen, cohere, cohere2,
@@ -217,6 +219,9 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
         family = _Family(pairing)
     if model_type == "falcon" and cfg.get("alibi"):
         raise ValueError("config has model_type='falcon' with alibi=True: that model uses ALiBi, not RoPE")
+    if model_type == "granitemoehybrid" and cfg.get("position_embedding_type") != "rope":
+        raise ValueError(f"config has model_type='granitemoehybrid' with position_embedding_type="
+                         f"{cfg.get('position_embedding_type')!r}: that model applies no RoPE (only 'rope' does)")
 
     head_dim = _head_dim(cfg, model_type, family)
     rope = _rope_section(cfg, layer_type, family)

@@ -232,6 +232,7 @@ EXPECTED = {
     "v5-mistral3": ("half", 64, 64, 1e9, "default"),                  # read from its text_config
     "v5-phimoe-longrope": ("half", 64, 64, 10000.0, "longrope"),      # short factors at every length
     "v5-minimax-m2": ("half", 64, 32, 5e6, "default"),                # rotary_dim 32: partial_rotary_factor 0.5
+    "v5-granitemoehybrid": ("half", 64, 64, 1e7, "default"),          # position_embedding_type "rope"
 }
 
 
@@ -401,6 +402,9 @@ def test_config_is_frozen_and_inputs_untouched():
     ({"model_type": "phi", "head_dim": 64, "partial_rotary_factor": 1.5}, {}, ValueError, ["partial_rotary_factor"]),
     ({"model_type": "phi", "head_dim": 10, "partial_rotary_factor": 0.5}, {}, ValueError, ["partial_rotary_factor", "even"]),
     ({"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "alibi": True}, {}, ValueError, ["alibi"]),
+    ({"model_type": "granitemoehybrid", "head_dim": 64}, {}, ValueError, ["position_embedding_type", "None"]),
+    ({"model_type": "granitemoehybrid", "head_dim": 64, "position_embedding_type": "nope"}, {}, ValueError,
+     ["position_embedding_type", "'nope'", "no RoPE"]),
     ({"model_type": "deepseek_v3", "rope_interleave": "yes"}, {}, TypeError, ["rope_interleave"]),
     ({"model_type": "qwen2", "head_dim": 64, "rope_scaling": {"rope_type": "default", "mrope_section": [8, 12, 12]}},
      {}, ValueError, ["mrope_section", "multimodal"]),
