@@ -105,8 +105,9 @@ def test_replay_reproduces_the_recorded_output(name, offset):
 
 
 #: Recorded kernels whose scaling identify() does not name from 64 rows (it says 'custom' and fits the
-#: frequencies): GPT-OSS's yarn with truncate=False, and Llama-4's llama3 band with high_freq_factor 1.5.
-IDENTIFY_CANNOT_NAME = {"v5-gpt-oss", "v5-llama4-text"}
+#: frequencies): GPT-OSS's yarn with truncate=False, and llama3 bands with high_freq_factor 1.5 or equal
+#: to low_freq_factor (Llama-4-Scout).
+IDENTIFY_CANNOT_NAME = {"v5-gpt-oss", "v5-llama4-text", "v5-llama4-scout"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -233,6 +234,7 @@ EXPECTED = {
     "v5-phimoe-longrope": ("half", 64, 64, 10000.0, "longrope"),      # short factors at every length
     "v5-minimax-m2": ("half", 64, 32, 5e6, "default"),                # rotary_dim 32: partial_rotary_factor 0.5
     "v5-granitemoehybrid": ("half", 64, 64, 1e7, "default"),          # position_embedding_type "rope"
+    "v5-llama4-scout": ("interleaved", 64, 64, 500000.0, "llama3"),   # high_freq_factor == low_freq_factor
 }
 
 
