@@ -221,7 +221,8 @@ def variant_config(model_type, base_config, name, rotary_pairs):
     return CONFIG_MAPPING[model_type](**kw)
 
 
-OVERRIDES = {"glm4_moe": {"head_dim": 128}}   # its defaults (4096 / 96 heads) give an odd rotary_dim
+OVERRIDES = {"glm4_moe": {"head_dim": 128},   # its defaults (4096 / 96 heads) give an odd rotary_dim
+             "granitemoehybrid": {"position_embedding_type": "rope"}}   # default None: no RoPE at all
 
 
 def audit(dirname):
