@@ -252,12 +252,13 @@ def _llama3(d, base, seq_len, p):
     low_ff, high_ff = _pos_float(p, "low_freq_factor"), _pos_float(p, "high_freq_factor")
     key = "original_max_position_embeddings" if "original_max_position_embeddings" in p else "max_position_embeddings"
     L_train = _pos_int(p, key)
-    if high_ff <= low_ff:
-        raise ValueError(f"llama3: high_freq_factor ({high_ff}) must be > low_freq_factor ({low_ff})")
+    if high_ff < low_ff:
+        raise ValueError(f"llama3: high_freq_factor ({high_ff}) must be >= low_freq_factor ({low_ff})")
     freqs = frequencies(d, base)
     wavelen = 2 * math.pi / freqs
     out = np.where(wavelen > L_train / low_ff, freqs / factor, freqs)
-    smooth = (L_train / wavelen - low_ff) / (high_ff - low_ff)
+    # high_freq_factor == low_freq_factor (Llama-4-Scout: both 1): no band between, a step at L_train / low_ff
+    smooth = (L_train / wavelen - low_ff) / (high_ff - low_ff) if high_ff > low_ff else 0.0
     medium = (wavelen >= L_train / high_ff) & (wavelen <= L_train / low_ff)
     return np.where(medium, (1 - smooth) * out / factor + smooth * out, out), 1.0
 

@@ -73,6 +73,17 @@ def test_llama3_three_bands():
     np.testing.assert_allclose(f[wavelen > 8192], base[wavelen > 8192] / 8, rtol=1e-15)
 
 
+def test_llama3_with_equal_band_factors_is_a_step():
+    """Llama-4-Scout: low_freq_factor == high_freq_factor == 1.  transformers v5 only warns and computes it:
+    pairs with wavelength > original_max_position_embeddings are divided by factor, the others kept."""
+    f, _ = scaled_inv_freq(128, 500000.0, rope_type="llama3", factor=16.0, low_freq_factor=1.0,
+                           high_freq_factor=1.0, original_max_position_embeddings=8192)
+    base = rr.frequencies(128, 500000.0)
+    long_wave = 2 * np.pi / base > 8192
+    assert 0 < long_wave.sum() < 64
+    np.testing.assert_array_equal(f, np.where(long_wave, base / 16, base))
+
+
 def test_longrope_switches_factors_with_seq_len():
     short, long_ = np.full(8, 2.0), np.full(8, 5.0)
     kw = dict(rope_type="longrope", short_factor=short, long_factor=long_, factor=8.0,

@@ -2,6 +2,9 @@
 
 Run where torch, transformers, torchtune and rotary-embedding-torch are installed:
     python tests/data/record_reference.py
+or, to record only some configs (stems of tests/data/configs/*.json) and keep the other recorded cases
+(transformers alone is then enough):
+    python tests/data/record_reference.py v5-granite v5-olmo2 ...
 It writes rope_outputs.npz (float32 arrays) and rope_outputs.json (metadata).  For every config
 and every offset in OFFSETS it records, from transformers' own classes (the family's config class,
 its <Family>RotaryEmbedding module and its apply function, as the family's attention calls them):
@@ -27,9 +30,12 @@ import torch
 import transformers
 
 HERE = Path(__file__).parent
+LAYER_TYPES = {"v5-gemma3-text": ("full_attention", "sliding_attention")}   # configs with one RoPE per layer type
 OFFSETS = (0, 7, 5000)
 ROWS, TABLE_ROWS = 4, 64
-PARTIAL_IN_ATTENTION = {"phi", "stablelm", "persimmon"}   # the attention splits q; apply_rotary_pos_emb rotates all
+PARTIAL_IN_ATTENTION = {"phi", "stablelm", "persimmon", "gpt_neox_japanese"}   # the attention splits q
+REPEAT_INTERLEAVE = {"cohere", "cohere2"}   # modules whose cos/sin repeat each column twice in place
+COMPLEX = {"llama4_text", "deepseek_v2"}                        # complex freqs_cis and apply_rotary_emb
 
 
 def query(head_dim):
@@ -37,22 +43,31 @@ def query(head_dim):
     return np.random.default_rng(1234).standard_normal((ROWS, head_dim)).astype(np.float32)
 
 
-def hf_rotary(name, cfg_dict):
+def hf_rotary(name, cfg_dict, layer_type=None):
     """(out per offset, cos/sin per offset) from transformers' own module and apply function."""
-    model_type = cfg_dict["model_type"]
-    modeling = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
     config = transformers.AutoConfig.for_model(**cfg_dict)
-    if model_type == "gptj":
+    if getattr(config, "text_config", None) is not None:        # a multimodal wrapper: its language model
+        config = config.text_config
+    model_type = config.model_type
+    family = {"llama4_text": "llama4", "gemma3_text": "gemma3"}.get(model_type, model_type)
+    modeling = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
+    if model_type in ("gptj", "codegen"):
         return gptj_rotary(config, modeling)
     rotary_cls = next(getattr(modeling, n) for n in dir(modeling) if n.endswith("RotaryEmbedding")
-                      and not n.startswith(("Dynamic", "Linear")))
+                      and not n.startswith(("Dynamic", "Linear")) and "Vision" not in n)
     module = rotary_cls(config=config)
-    head_dim = config.head_dim if getattr(config, "head_dim", None) else config.hidden_size // config.num_attention_heads
+    if model_type in ("deepseek_v2", "deepseek_v3"):
+        head_dim = config.qk_rope_head_dim
+    else:
+        head_dim = config.head_dim if getattr(config, "head_dim", None) else config.hidden_size // config.num_attention_heads
+    if model_type in COMPLEX:
+        return complex_rotary(modeling, module, head_dim, model_type)
     q = torch.from_numpy(query(head_dim))[None, None]          # (batch 1, heads 1, 4, head_dim)
+    kw = {} if layer_type is None else {"layer_type": layer_type}
     records = {}
     for offset in OFFSETS:
         pos = torch.arange(offset, offset + ROWS)[None]
-        cos, sin = module(q, pos)
+        cos, sin = module(q, pos, **kw)
         if model_type in PARTIAL_IN_ATTENTION:
             r = cos.shape[-1]
             rot, _ = modeling.apply_rotary_pos_emb(q[..., :r], q[..., :r], cos, sin)
@@ -62,19 +77,36 @@ def hf_rotary(name, cfg_dict):
         else:
             out, _ = modeling.apply_rotary_pos_emb(q, q, cos, sin)
         tpos = torch.arange(offset, offset + TABLE_ROWS)[None]
-        tcos, tsin = module(q, tpos)
+        tcos, tsin = module(q, tpos, **kw)
         records[offset] = (out[0, 0].numpy(), *(pair_columns(t[0].numpy(), model_type) for t in (tcos, tsin)))
+    return records
+
+
+def complex_rotary(modeling, module, head_dim, model_type):
+    """llama4 and deepseek_v2: the module returns complex freqs_cis; apply_rotary_emb multiplies the
+    pairs (x_2i, x_2i+1) read as complex numbers.  cos/sin are its real and imaginary parts."""
+    heads_second = model_type == "deepseek_v2"                 # q (b, h, s, d); llama4: (b, s, h, d)
+    q = torch.from_numpy(query(head_dim))
+    q = q[None, None] if heads_second else q[None, :, None]
+    records = {}
+    for offset in OFFSETS:
+        out, _ = modeling.apply_rotary_emb(q, q, module(q, torch.arange(offset, offset + ROWS)[None]))
+        out = out[0, 0] if heads_second else out[0, :, 0]
+        table = module(q, torch.arange(offset, offset + TABLE_ROWS)[None])[0]
+        records[offset] = (out.numpy(), table.real.numpy(), table.imag.numpy())
     return records
 
 
 def pair_columns(table, model_type):
     """One column per pair from the module's (rows, rotary_dim) table, checking the repeat."""
     r = table.shape[-1]
-    if model_type in ("cohere",):                     # repeat_interleave: columns 2i and 2i+1
+    if model_type == "gpt_oss":                       # one column per pair already (its apply chunks x in two)
+        return table.astype(np.float32)
+    if model_type in REPEAT_INTERLEAVE:               # repeat_interleave: columns 2i and 2i+1
         cols, twin = table[:, 0::2], table[:, 1::2]
     else:                                             # cat(freqs, freqs): columns i and i + r/2
         cols, twin = table[:, : r // 2], table[:, r // 2:]
-    if model_type != "glm":                           # GLM's apply uses the first half only
+    if model_type not in ("glm", "glm4"):             # GLM's apply uses the first half only
         assert np.array_equal(cols, twin), model_type
     return cols.astype(np.float32)
 
@@ -136,29 +168,51 @@ def family_defaults():
     """What each family's v5 config class makes of a config that gives only hidden_size 4096 and 64 heads."""
     out = {}
     for model_type in ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "gpt_neox", "phi", "phi3",
-                       "stablelm", "olmo", "persimmon", "starcoder2", "cohere", "glm"):
+                       "stablelm", "olmo", "persimmon", "starcoder2", "cohere", "glm",
+                       # added with tests/data/audit_families.py
+                       "ministral", "qwen2_moe", "qwen3_moe", "qwen3_next", "vaultgemma", "gpt_neox_japanese",
+                       "olmo2", "olmoe", "flex_olmo", "granite", "granitemoe", "granitemoeshared", "nemotron",
+                       "exaone4", "smollm3", "gpt_oss", "apertus", "arcee", "bitnet", "dots1", "seed_oss",
+                       "solar_open", "hunyuan_v1_dense", "hunyuan_v1_moe", "phimoe", "cohere2", "helium", "ernie4_5",
+                       "ernie4_5_moe", "glm4", "glm4_moe", "llama4_text", "minimax_m2", "lfm2", "lfm2_moe",
+                       "falcon_h1", "cwm", "jais2", "hyperclovax", "diffllama", "doge", "exaone_moe", "afmoe"):
         config = transformers.AutoConfig.for_model(model_type, hidden_size=4096, num_attention_heads=64)
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         rope = config.rope_parameters
         out[model_type] = {"head_dim": head_dim, "rotary_dim": int(head_dim * rope.get("partial_rotary_factor", 1.0)),
-                           "base": float(rope["rope_theta"])}
+                           "base": float(rope["rope_theta"]), "rope_type": rope["rope_type"]}
     return out
 
 
-def main():
+def main(only=None):
+    """Record every case; with ``only`` (config stems), record those and keep the other recorded cases."""
     arrays, meta = {}, {"transformers": transformers.__version__, "torch": torch.__version__,
                         "offsets": list(OFFSETS), "rows": ROWS, "table_rows": TABLE_ROWS, "seed": 1234,
                         "cases": [], "family_defaults": family_defaults()}
-    configs = sorted((HERE / "configs").glob("*.json"))
-    cases = [(p.stem, "transformers", p.name, None, lambda d=json.loads(p.read_text()), n=p.stem: hf_rotary(n, d))
-             for p in configs]
+    configs = sorted((HERE / "configs").glob("*.json")) + sorted((HERE / "configs").glob("families/*.json"))
+    cases = []
+    for p in configs:
+        rel, d = str(p.relative_to(HERE / "configs")), json.loads(p.read_text())
+        for lt in LAYER_TYPES.get(p.stem, (None,)):   # one case per layer type, read with layer_type=
+            name = p.stem if lt is None else f"{p.stem}[{lt}]"
+            cases.append((name, "transformers", rel, None, lambda d=d, n=name, lt=lt: hf_rotary(n, d, lt)))
     cases += [("torchtune-llama3.1", "torchtune Llama3ScaledRoPE", "llama-3.1-8b.json", "interleaved", torchtune_llama31),
               ("lucidrains-phi-2", "rotary-embedding-torch RotaryEmbedding", "phi-2.json", "interleaved", lucidrains_phi2)]
+    if only:
+        old = json.loads((HERE / "rope_outputs.json").read_text())
+        kept = {c["name"]: c for c in old["cases"] if Path(c["config"]).stem not in only}
+        with np.load(HERE / "rope_outputs.npz") as f:
+            arrays = {k: f[k] for k in f.files if k.split("/")[0] in kept}
+        cases = [c for c in cases if Path(c[2]).stem in only]
+        meta["cases"] = list(kept.values())
     for name, library, config, pairing, record in cases:
         for offset, (out, cos, sin) in record().items():
             for key, arr in (("out", out), ("cos", cos), ("sin", sin)):
                 arrays[f"{name}/{offset}/{key}"] = np.ascontiguousarray(arr, dtype=np.float32)
-        meta["cases"].append({"name": name, "library": library, "config": config, "pairing": pairing})
+        case = {"name": name, "library": library, "config": config, "pairing": pairing}
+        if name.endswith("]"):
+            case["layer_type"] = name[name.index("[") + 1:-1]
+        meta["cases"].append(case)
         print(f"recorded {name} ({library})")
     np.savez_compressed(HERE / "rope_outputs.npz", **arrays)
     (HERE / "rope_outputs.json").write_text(json.dumps(meta, indent=1) + "\n")
@@ -167,4 +221,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    main(set(sys.argv[1:]) or None)
