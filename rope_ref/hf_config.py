@@ -131,6 +131,9 @@ class RopeConfig:
     rope_type: str           # one of rope_ref.ROPE_TYPES
     params: Mapping = field(default_factory=dict)   # scaling parameters, as scaled_inv_freq names them
     attention_factor: float = 1.0                    # multiplies cos and sin (yarn, longrope)
+    output_pairing: str | None = None                # None: each pair written back in place; "half":
+    # DeepSeek-V3 (rope_interleave) rotates interleaved pairs and writes them in half layout, so the
+    # model's output is rope_ref.to_half(cfg.rotate(x)); assert_rope_matches(config=...) expects that
 
     def inv_freq(self, seq_len=None) -> np.ndarray:
         """Per-pair frequencies ``(rotary_dim/2,)`` float64 at the current length ``seq_len``."""
@@ -254,6 +257,9 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     base = val.check_base(base, "rope_theta")
 
     rotary_dim = _rotary_dim(cfg, rope.pop("partial_rotary_factor", None), model_type, family, head_dim)
+    output_pairing = None
+    if pairing is None and model_type == "deepseek_v3" and _deepseek_pairing(cfg) == "interleaved":
+        output_pairing = "half"          # apply_rotary_pos_emb_interleave: interleaved in, half layout out
     pairing = pairing or family.pairing or _deepseek_pairing(cfg)
 
     # transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a
@@ -272,7 +278,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
     return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing,
                       base=base, rope_type=rope_type, params=MappingProxyType(params),
-                      attention_factor=float(attention_factor))
+                      attention_factor=float(attention_factor), output_pairing=output_pairing)
 
 
 def _load(config) -> dict:

@@ -45,8 +45,8 @@ def query(head_dim):
 
 
 def model_layout(cfg, case, y):
-    """DeepSeek-V3's interleaved kernel writes its output in half layout (see from_hf_config)."""
-    return rr.to_half(y) if cfg.model_type == "deepseek_v3" and case["pairing"] is None else y
+    """DeepSeek-V3's interleaved kernel writes its output in half layout (cfg.output_pairing, from_hf_config)."""
+    return rr.to_half(y) if cfg.output_pairing == "half" else y
 
 
 def float32_tolerance(positions, theta_max, x):
@@ -89,6 +89,8 @@ def replay_kernel(name, offset, cfg):
         if seq > rows:
             raise ValueError(f"replayed kernel {name} at offset {offset} has {rows} recorded rows, asked for {seq}")
         rot = x[..., :r] * cos[:seq] + rr.rotate_half(x[..., :r], cfg.pairing) * sin[:seq]
+        if cfg.output_pairing == "half":                 # DeepSeek-V3 writes its pairs in half layout
+            rot = rr.to_half(rot)
         return np.concatenate([rot, x[..., r:]], axis=-1)
     return fn
 
@@ -100,7 +102,7 @@ def test_replay_reproduces_the_recorded_output(name, offset):
     case = CASES[name]
     cfg = config_of(case)
     q = query(cfg.head_dim)
-    got = model_layout(cfg, case, replay_kernel(name, offset, cfg)(q))
+    got = replay_kernel(name, offset, cfg)(q)          # the model's layout already (output_pairing)
     want = REC[f"{name}/{offset}/out"]
     np.testing.assert_allclose(got, want, rtol=0, atol=8 * ULP * np.abs(q).max())
 
@@ -109,6 +111,10 @@ def test_replay_reproduces_the_recorded_output(name, offset):
 #: frequencies): GPT-OSS's yarn with truncate=False, and llama3 bands with high_freq_factor 1.5 or equal
 #: to low_freq_factor (Llama-4-Scout).
 IDENTIFY_CANNOT_NAME = {"v5-gpt-oss", "v5-llama4-text", "v5-llama4-scout"}
+#: Recorded kernels whose slowest pair turns by about 1e-6 rad or less over the 64 recorded rows (base 1e8 and
+#: 1e9 at head_dim 64; Apertus' base 1.2e7 with its llama3 factor 8): identify measures that frequency only to
+#: ~60 % and names no method (a note says so), since default and llama3 differ exactly there.
+IDENTIFY_TOO_SLOW = {"v5-mistral3", "v5-ministral", "v5-apertus"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -128,6 +134,9 @@ def test_identify_recovers_the_real_kernel(name, offset):
     assert math.isclose(spec.base, base, rel_tol=1e-4), spec
     if name in IDENTIFY_CANNOT_NAME:
         assert spec.rope_type == "custom", spec       # fails (so this entry goes) once identify names it
+        return
+    if name in IDENTIFY_TOO_SLOW:
+        assert spec.rope_type is None and any("too noisy to name a scaling method" in n for n in spec.notes), spec
         return
     assert spec.rope_type == rope_type, spec
 
@@ -276,8 +285,12 @@ def test_defaults_come_from_the_family(model_type):
 
 
 def test_family_quirks():
-    assert rr.from_hf_config({"model_type": "deepseek_v3", "rope_interleave": False}).pairing == "half"
-    assert rr.from_hf_config({"model_type": "deepseek_v3"}).pairing == "interleaved"
+    flat = rr.from_hf_config({"model_type": "deepseek_v3", "rope_interleave": False})
+    assert (flat.pairing, flat.output_pairing) == ("half", None)
+    ds = rr.from_hf_config({"model_type": "deepseek_v3"})     # interleaved in, half layout out
+    assert (ds.pairing, ds.output_pairing) == ("interleaved", "half")
+    assert rr.from_hf_config({"model_type": "deepseek_v3"}, pairing="interleaved").output_pairing is None
+    assert rr.from_hf_config({"model_type": "deepseek_v2"}).output_pairing is None   # V2 writes interleaved
     # GPT-J's create_sinusoidal_positions hard-codes base 10^4; Falcon derives head_dim.
     assert rr.from_hf_config({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rope_theta": 5e5}).base == 1e4
     assert rr.from_hf_config({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": None}).rotary_dim == 256
