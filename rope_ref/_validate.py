@@ -89,7 +89,7 @@ def check_keywords(given, valid, what: str) -> None:
 def suggest_keywords(fn):
     """Decorator: a misspelt keyword raises a TypeError naming the closest valid one (pairng= -> pairing)."""
     params = inspect.signature(fn).parameters
-    valid = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
+    valid = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY) and p != "self"]
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

@@ -135,11 +135,13 @@ class RopeConfig:
     # DeepSeek-V3 (rope_interleave) rotates interleaved pairs and writes them in half layout, so the
     # model's output is rope_ref.to_half(cfg.rotate(x)); assert_rope_matches(config=...) expects that
 
+    @val.suggest_keywords
     def inv_freq(self, seq_len=None) -> np.ndarray:
         """Per-pair frequencies ``(rotary_dim/2,)`` float64 at the current length ``seq_len``."""
         return scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len,
                                **self.params)[0]
 
+    @val.suggest_keywords
     def rotate(self, x, positions=None, seq_len=None) -> np.ndarray:
         """RoPE as the model applies it: ``x`` ``(..., seq, head_dim)`` -> same shape and dtype.
 
@@ -158,10 +160,14 @@ class RopeConfig:
                                      **self.params)
         y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=freqs)
         if att != 1.0:
-            y[..., :self.rotary_dim] *= np.asarray(att, dtype=y.dtype)
+            with np.errstate(over="ignore"):                 # reported below as a ValueError
+                y[..., :self.rotary_dim] *= np.asarray(att, dtype=y.dtype)
+            val.check_no_overflow(y, x, expected=f"x times the attention factor {att:.5g} to stay within "
+                                  f"{np.dtype(y.dtype).name}")
         return y
 
 
+@val.suggest_keywords
 def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     """Read a model's RoPE from its Hugging Face config: a dict, or the path of a ``config.json``.
 
@@ -205,6 +211,9 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     """
     cfg = _load(config)
     model_type = cfg.get("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise TypeError(f"config['model_type'] must be a string (e.g. 'llama'), got {model_type!r} of type "
+                        f"{type(model_type).__name__}")
     if model_type not in FAMILIES and isinstance(cfg.get("text_config"), Mapping) \
             and not any(cfg.get(k) for k in ("rope_parameters", "rope_scaling", "rope_theta")):
         # a multimodal wrapper (mistral3, llava, gemma3, ...): the language model is its text_config

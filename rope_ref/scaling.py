@@ -103,6 +103,9 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
 
 
 def _resolve_rope_type(rope_type, old_name):
+    for name, value in (("rope_type", rope_type), ("type", old_name)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, one of {ROPE_TYPES}, got {value!r} of type {type(value).__name__}")
     if rope_type is None:
         rope_type = "default" if old_name is None else old_name
     elif old_name is not None and old_name != rope_type:
@@ -149,7 +152,11 @@ def _pos_float(params, name):
     value = params[name]
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a finite real number > 0, got {value!r} of type {type(value).__name__}")
-    if not math.isfinite(value) or value <= 0:
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:        # an int beyond float64 (10**400)
+        raise ValueError(f"{name} must be a finite real number > 0, got an integer too large for float64") from None
+    if not finite or value <= 0:
         raise ValueError(f"{name} must be a finite real number > 0, got {value}")
     return float(value)
 
@@ -284,5 +291,13 @@ _METHODS = {"default": _default, "linear": _linear, "ntk": _ntk, "dynamic": _dyn
 
 
 def wavelengths(freqs) -> np.ndarray:
-    """Wavelength 2 pi / theta_i of each pair, in positions."""
-    return 2 * np.pi / np.asarray(freqs, dtype=float)
+    """Wavelength 2 pi / |theta_i| of each pair, in positions: ``freqs`` ``(n,)`` -> ``(n,)`` float64.
+
+    A frequency of 0 (a pair that never turns), or one so small that its wavelength exceeds float64,
+    is a ValueError."""
+    f = val.check_freqs(freqs)
+    small = np.abs(f) < 2 * np.pi / np.finfo(np.float64).max
+    if small.any():
+        i = int(np.argmax(small))
+        raise ValueError(f"freqs must be non-zero with a wavelength 2*pi/|theta| within float64, got freqs[{i}] = {f[i]}")
+    return 2 * np.pi / np.abs(f)

@@ -23,6 +23,11 @@ X = np.zeros((2, 5, 8))
 V = np.zeros((2, 5, 3))
 DTYPES_LISTED = ["float16", "float32", "float64", "bfloat16", "integers"]
 
+LLAMA = rr.from_hf_config({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4})
+YARN_HUGE = rr.from_hf_config({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4,
+                               "max_position_embeddings": 4096,
+                               "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "attention_factor": 1e308}})
+
 CATALOGUE = [
     # --- frequencies ---
     ("frequencies", lambda: rr.frequencies("128"), TypeError, ["d", "'128'", "positive even integer"]),
@@ -161,6 +166,25 @@ CATALOGUE = [
     ("run_checks", lambda: checks.run_checks(seed="0"), TypeError, ["seed", "'0'"]),
     ("precision_at", lambda: checks.precision_at(1e3, n=0), ValueError, ["n", "positive", "0"]),
     ("precision_at", lambda: checks.precision_at([1.0, 2.0]), ValueError, ["position", "scalar"]),
+    # --- scaling and model configs ---
+    ("scaled_inv_freq", lambda: rr.scaled_inv_freq(64, rope_type=np.array(["linear"]), factor=2.0), TypeError,
+     ["rope_type", "must be a string", "ndarray"]),
+    ("scaled_inv_freq", lambda: rr.scaled_inv_freq(64, rope_type=["linear"], factor=2.0), TypeError,
+     ["rope_type", "must be a string", "list"]),
+    ("scaled_inv_freq", lambda: rr.scaled_inv_freq(64, type=3, factor=2.0), TypeError, ["type", "string", "3"]),
+    ("scaled_inv_freq", lambda: rr.scaled_inv_freq(64, rope_type="linear", factor=10**400), ValueError,
+     ["factor", "too large for float64"]),
+    ("wavelengths", lambda: rr.wavelengths([0.5, 0.0]), ValueError, ["freqs[1] = 0.0", "non-zero"]),
+    ("wavelengths", lambda: rr.wavelengths([1e-320]), ValueError, ["freqs[0]", "within float64"]),
+    ("wavelengths", lambda: rr.wavelengths("a"), TypeError, ["freqs", "string"]),
+    ("from_hf_config", lambda: rr.from_hf_config({"model_type": ["llama"]}), TypeError,
+     ["model_type", "string", "list"]),
+    ("from_hf_config", lambda: rr.from_hf_config({"model_type": "llama"}, pairng="half"), TypeError,
+     ["'pairng'", "did you mean 'pairing'"]),
+    ("RopeConfig.rotate", lambda: LLAMA.rotate(np.ones((4, 64)), positons=[0, 1, 2, 3]), TypeError,
+     ["'positons'", "did you mean 'positions'"]),
+    ("RopeConfig.rotate", lambda: YARN_HUGE.rotate(np.full((2, 64), 10.0)), ValueError,
+     ["overflows float64", "attention factor 1e+308"]),
 ]
 
 
