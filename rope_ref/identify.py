@@ -202,7 +202,8 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
     ``fn`` must depend on x alone, else ValueError), and up to twice on
     more rows (never more than ``max_rows``, e.g. the size of a kernel's cos/sin cache) when
     the angle noise leaves the offset unresolved; if it stays unresolved, the spec says so
-    (a note, and ``offset_resolution``).  A kernel that looks like ``ntk`` (or ``default`` with rows
+    (a note, and ``offset_resolution``).  Once more on ``max_rows`` rows when the slowest pairs
+    turn too little over the rows measured to tell the scaling methods apart.  A kernel that looks like ``ntk`` (or ``default`` with rows
     from DYNAMIC_MIN_OFFSET on) is measured at one or two other lengths: if its base changes with
     the length offset + rows it is ``dynamic`` (solved given ``base_hint``) or ``"custom"``.
     After calls on more rows the first call is repeated: a changed output sets ``stateful``.
@@ -391,19 +392,40 @@ def _analyse(fn, M, base_hint, max_rows):
     offset, sigma_o, status, fit, unit = _locate(phase, out_err)
     out_rounded = bool(out_err and unit <= 2.0**-24)
     rows, drifted = seq, False
-    # More rows pin the offset down (at most two more calls), unless the angles are coarser than
-    # float32: then their errors grow with the position faster than more rows help.
-    while (sigma_o > OFFSET_SIGMA or status != "ok") and rows < max_rows and unit <= 2.0**-24:
-        rows = max_rows if rows > seq or status != "ok" else _rows_needed(seq, sigma_o, max_rows)
-        long_phase = _probe_phase(fn, d, ia, out, rows, "to refine the offset")
+
+    def longer(rows, why):
+        """The angles over ``rows`` rows, or None (with a note) when those of the first rows moved."""
+        long_phase = _probe_phase(fn, d, ia, out, rows, why)
         drift = np.abs(wrap_angle(long_phase[:seq] - phase[:seq])).max()
         if drift > SIGMAS * fit["noise"].max() + 1e-12:
             notes.append(f"the angles at rows 0..{seq - 1} change by {drift:.2g} rad when fn is given "
                          f"{rows} rows: its frequencies depend on the sequence length (dynamic scaling?)")
+            return None
+        return long_phase
+
+    # More rows pin the offset down (at most two more calls), unless the angles are coarser than
+    # float32: then their errors grow with the position faster than more rows help.
+    while (sigma_o > OFFSET_SIGMA or status != "ok") and rows < max_rows and unit <= 2.0**-24:
+        rows = max_rows if rows > seq or status != "ok" else _rows_needed(seq, sigma_o, max_rows)
+        long_phase = longer(rows, "to refine the offset")
+        if long_phase is None:
             drifted = True
             break
         phase = long_phase
         offset, sigma_o, status, fit, unit = _locate(phase, out_err)
+    # Pairs that turn too little over the rows measured (a large base; llama3's divided low frequencies)
+    # leave their frequencies too uncertain to tell the methods apart, which differ exactly there: one
+    # more call on max_rows rows lengthens the lever.
+    if status == "ok" and not drifted and phase.shape[0] < max_rows and unit <= 2.0**-24:
+        theta, _, sigma_theta = _refit_absolute(phase, offset, fit)
+        lever = offset + np.arange(phase.shape[0])
+        if _freq_tol(theta, sigma_theta, unit, out_err if out_rounded else 0.0, lever).max() > NAME_RTOL:
+            long_phase = longer(max_rows, "to measure the slowest pairs' frequencies")
+            if long_phase is None:
+                drifted = True
+            else:
+                phase = long_phase
+                offset, sigma_o, status, fit, unit = _locate(phase, out_err)
     if status == "ambiguous":
         also = ", ".join(f"{o:.0f}" for o in fit["also"][:3])
         why = (f"one rotated pair fixes the offset only modulo its wavelength 2 pi / theta = "

@@ -328,3 +328,27 @@ def test_few_pairs_a_near_common_period_is_named_and_the_smallest_offset_reporte
     note = next(n for n in s.notes if "ambiguous" in n)
     also = [float(w.strip(",):")) for w in note.split("also ")[1].split()[:3]]
     assert any(abs(abs(o) - 2 * math.pi * 721000) < 5 for o in also), note
+
+
+def half_cos_sin_rope(x, offset, base):
+    """A float16 model's kernel: float32 angles, cos/sin and q rounded to float16 (cos.to(x.dtype)),
+    q*cos + rotate_half(q)*sin computed in float16."""
+    seq, d = x.shape
+    inv = hf_inv_freq(d, base)
+    angles = (np.arange(seq) + offset).astype(F32)[:, None] * inv[None, :]
+    emb = np.concatenate([angles, angles], axis=-1)
+    cos, sin, q = np.cos(emb).astype(np.float16), np.sin(emb).astype(np.float16), x.astype(np.float16)
+    rotate_half = np.concatenate([-q[:, d // 2:], q[:, :d // 2]], axis=-1)
+    return (q * cos + rotate_half * sin).astype(F32)
+
+
+@pytest.mark.parametrize("offset", [0, 1000])
+def test_slow_pairs_are_measured_on_more_rows_before_a_method_is_named(offset):
+    """Pairs that turn too little over 64 rows (base 1e6: the slowest by 7.7e-5 rad) leave their
+    frequencies too uncertain, with cos/sin rounded to float16, to tell default from llama3 (which
+    differ exactly there); one more call on max_rows rows lengthens the lever and names the method."""
+    spec = identify(lambda x: half_cos_sin_rope(x, offset, 1e6), 128)
+    assert (spec.rope_type, spec.rows, spec.offset) == ("default", 4096, offset), spec
+    assert math.isclose(spec.base, 1e6, rel_tol=1e-3), spec
+    short = identify(lambda x: half_cos_sin_rope(x, offset, 1e6), 128, max_rows=64)   # a 64-row cos/sin cache
+    assert short.rope_type is None and any("too noisy to name" in n for n in short.notes), short
