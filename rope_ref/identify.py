@@ -743,12 +743,14 @@ def _candidates(theta, r, base, norm_scale, base_hint, tau):
                                        if abs(float(f"{f_max:.{k}g}") / f_max - 1) <= tau[int(np.argmin(ratio))]])
     for f_max in factors if f_max > 1 + tau.max() else ():
         for L in _TRAIN_LENGTHS:
-            for low, high in [(1.0, 4.0), (1.0, 2.0), (1.0, 8.0), (2.0, 8.0)]:
+            # Llama 3.1 (1, 4); Llama 4 (1, 1.5) and Llama-4-Scout's step (1, 1)
+            for low, high in [(1.0, 4.0), (1.0, 2.0), (1.0, 8.0), (2.0, 8.0), (1.0, 1.5), (1.0, 1.0)]:
                 yield "llama3", dict(base=base, factor=f_max, low_freq_factor=low, high_freq_factor=high,
                                      original_max_position_embeddings=L)
-            for fast, slow in [(32.0, 1.0), (16.0, 1.0), (32.0, 2.0), (16.0, 2.0)]:
-                yield "yarn", dict(base=base, factor=f_max, original_max_position_embeddings=L,
-                                   beta_fast=fast, beta_slow=slow)
+            for truncate in (True, False):          # GPT-OSS: truncate=False (unrounded correction range)
+                for fast, slow in [(32.0, 1.0), (16.0, 1.0), (32.0, 2.0), (16.0, 2.0)]:
+                    yield "yarn", dict(base=base, factor=f_max, original_max_position_embeddings=L,
+                                       beta_fast=fast, beta_slow=slow, **({} if truncate else {"truncate": False}))
 
 
 def _scale_tol(spec):

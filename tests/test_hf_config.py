@@ -107,10 +107,6 @@ def test_replay_reproduces_the_recorded_output(name, offset):
     np.testing.assert_allclose(got, want, rtol=0, atol=8 * ULP * np.abs(q).max())
 
 
-#: Recorded kernels whose scaling identify() does not name from 64 rows (it says 'custom' and fits the
-#: frequencies): GPT-OSS's yarn with truncate=False, and llama3 bands with high_freq_factor 1.5 or equal
-#: to low_freq_factor (Llama-4-Scout).
-IDENTIFY_CANNOT_NAME = {"v5-gpt-oss", "v5-llama4-text", "v5-llama4-scout"}
 #: Recorded kernels whose slowest pair turns by about 1e-6 rad or less over the 64 recorded rows (base 1e8 and
 #: 1e9 at head_dim 64; Apertus' base 1.2e7 with its llama3 factor 8): identify measures that frequency only to
 #: ~60 % and names no method (a note says so), since default and llama3 differ exactly there.
@@ -132,13 +128,17 @@ def test_identify_recovers_the_real_kernel(name, offset):
         d = cfg.rotary_dim
         base, rope_type = cfg.base * cfg.params["factor"] ** (d / (d - 2)), "default"
     assert math.isclose(spec.base, base, rel_tol=1e-4), spec
-    if name in IDENTIFY_CANNOT_NAME:
-        assert spec.rope_type == "custom", spec       # fails (so this entry goes) once identify names it
-        return
     if name in IDENTIFY_TOO_SLOW:
         assert spec.rope_type is None and any("too noisy to name a scaling method" in n for n in spec.notes), spec
         return
     assert spec.rope_type == rope_type, spec
+    # and the method's parameters, as the config has them (LongRoPE's measured factors are reported as both
+    # short_factor and long_factor: which one the kernel used is not observable)
+    for key, value in spec.rope_params.items():
+        if key not in ("base", "short_factor", "long_factor") and key in cfg.params:
+            want = cfg.params[key]
+            close = (value == want) if isinstance(want, bool) else np.allclose(value, want, rtol=1e-3, atol=0)
+            assert close, (key, value, want, spec)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
