@@ -46,34 +46,37 @@ def slider_app(view: View, controls: dict) -> W.VBox:
     return box
 
 
-def _int(name, value, lo, hi, step=1):
-    return W.IntSlider(value=value, min=lo, max=hi, step=step, description=name, continuous_update=True)
+def _int(name, lo, hi, step=1):
+    return W.IntSlider(min=lo, max=hi, step=step, description=name, continuous_update=True)
 
 
-def _on_slider(name: str, value, lo, hi, *, integer: bool = False):
-    """``value`` if a slider over [lo, hi] can show it, else a TypeError/ValueError: a slider clamps what it
+def _log(name, lo_exp, hi_exp):
+    return W.FloatLogSlider(base=10, min=lo_exp, max=hi_exp, step=0.25, description=name)
+
+
+def _set(name: str, slider, value):
+    """Put ``value`` on ``slider`` if its range can show it, else a TypeError/ValueError: a slider clamps what it
     cannot show (m=100 on a 0..64 slider shows 64), and then the slider and the picture would disagree."""
+    integer = isinstance(slider, W.IntSlider)
+    lo, hi = (slider.base ** slider.min, slider.base ** slider.max) if isinstance(slider, W.FloatLogSlider) \
+        else (slider.min, slider.max)
     kind = "an integer" if integer else "a real number"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral if integer else numbers.Real):
         raise TypeError(f"{name} must be {kind} in [{lo:g}, {hi:g}] (the slider's range), got {value!r}")
     if not lo <= value <= hi:
         raise ValueError(f"{name} must be {kind} in [{lo:g}, {hi:g}] (the slider's range), got {value!r}")
+    slider.value = value
     return value
 
 
 def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, d: int = 16) -> W.VBox:
     """Sliders for positions m, n, pair index i, log10(base) and d over :class:`RotationsView`."""
-    d = _on_slider("d", d, 2, 128, integer=True)
-    m, n, i = (_on_slider(k, v, 0, hi, integer=True) for k, v, hi in (("m", m, 64), ("n", n, 64), ("i", i, d // 2 - 1)))
-    base = _on_slider("base", base, 10.0, 1e6)
+    controls = {"m": _int("m", 0, 64), "n": _int("n", 0, 64), "i": None, "base": _log("base", 1, 6),
+                "d": _int("d", 2, 128, 2)}
+    d = _set("d", controls["d"], d)
+    controls["i"] = _int("pair i", 0, d // 2 - 1)
+    m, n, i, base = (_set(k, controls[k], v) for k, v in (("m", m), ("n", n), ("i", i), ("base", base)))
     view = RotationsView(m=m, n=n, i=i, base=base, d=d)
-    controls = {
-        "m": _int("m", m, 0, 64),
-        "n": _int("n", n, 0, 64),
-        "i": _int("pair i", i, 0, d // 2 - 1),
-        "base": W.FloatLogSlider(value=base, base=10, min=1, max=6, step=0.25, description="base"),
-        "d": _int("d", d, 2, 128, 2),
-    }
 
     def follow_d(change):
         # The pair slider runs over 0..d/2-1; lowering its max moves a larger value down in sight.
@@ -85,17 +88,12 @@ def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, 
 
 def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
     """Sliders for d and base over :class:`DecayView` (Figure 2)."""
-    d, base = _on_slider("d", d, 8, 512, integer=True), _on_slider("base", base, 100.0, 1e6)
-    view = DecayView(d=d, base=base)
-    controls = {
-        "d": _int("d", d, 8, 512, 8),
-        "base": W.FloatLogSlider(value=base, base=10, min=2, max=6, step=0.25, description="base"),
-    }
-    return slider_app(view, controls)
+    controls = {"d": _int("d", 8, 512, 8), "base": _log("base", 2, 6)}
+    d, base = _set("d", controls["d"], d), _set("base", controls["base"], base)
+    return slider_app(DecayView(d=d, base=base), controls)
 
 
 def scaling_widget(factor: float = 8.0) -> W.VBox:
     """A slider for the context-extension factor over :class:`ScalingView`."""
-    view = ScalingView(factor=_on_slider("factor", factor, 1.0, 32.0))
-    controls = {"factor": W.FloatSlider(value=factor, min=1.0, max=32.0, step=1.0, description="factor")}
-    return slider_app(view, controls)
+    controls = {"factor": W.FloatSlider(min=1.0, max=32.0, step=1.0, description="factor")}
+    return slider_app(ScalingView(factor=_set("factor", controls["factor"], factor)), controls)
