@@ -122,18 +122,23 @@ def check_d(d, name: str = "d") -> int:
     return check_positive_int(d, name, even=True)
 
 
+def check_positive_real(value, name: str, expected: str = "a positive finite real number") -> float:
+    """A finite, positive real number (a Python or NumPy number, not a bool), as a float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {expected}, got {value!r} of type {type(value).__name__}")
+    try:
+        value = float(value)
+    except OverflowError:        # an int beyond float64 (10**400)
+        raise ValueError(f"{name} must be {expected}, got an integer too large for float64 "
+                         f"({len(str(value))} digits)") from None
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be {expected}, got {value}")
+    return value
+
+
 def check_base(base, name: str = "base") -> float:
     """A finite, positive real base."""
-    if isinstance(base, bool) or not isinstance(base, numbers.Real):
-        raise TypeError(f"{name} must be a positive finite real number, got {base!r} of type {type(base).__name__}")
-    try:
-        base = float(base)
-    except OverflowError:        # an int beyond float64 (10**400)
-        raise ValueError(f"{name} must be a positive finite real number, got an integer too large for float64 "
-                         f"({len(str(base))} digits)") from None
-    if not np.isfinite(base) or base <= 0:
-        raise ValueError(f"{name} must be a positive finite real number, got {base}")
-    return base
+    return check_positive_real(base, name)
 
 
 def check_pairing(pairing) -> str:

@@ -267,9 +267,11 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
 
     rotary_dim = _rotary_dim(cfg, rope.pop("partial_rotary_factor", None), model_type, family, head_dim)
     output_pairing = None
-    if pairing is None and model_type == "deepseek_v3" and _deepseek_pairing(cfg) == "interleaved":
-        output_pairing = "half"          # apply_rotary_pos_emb_interleave: interleaved in, half layout out
-    pairing = pairing or family.pairing or _deepseek_pairing(cfg)
+    if pairing is None and family.pairing is None:       # deepseek_v3: by its rope_interleave flag
+        pairing = _deepseek_pairing(cfg)
+        if pairing == "interleaved":
+            output_pairing = "half"      # apply_rotary_pos_emb_interleave: interleaved in, half layout out
+    pairing = pairing or family.pairing
 
     # transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a
     # top-level original_max_position_embeddings when there is one (Phi-3), else the rope section's,

@@ -391,6 +391,7 @@ def _analyse(fn, M, base_hint, max_rows):
     out_err = 2 * scale_error if scale_error > 2.0**-16 else 0.0
     offset, sigma_o, status, fit, unit = _locate(phase, out_err)
     out_rounded = bool(out_err and unit <= 2.0**-24)
+    bias_err = out_err if out_rounded else 0.0           # what the frequency tolerances allow for it
     rows, drifted = seq, False
 
     def longer(rows, why):
@@ -419,7 +420,7 @@ def _analyse(fn, M, base_hint, max_rows):
     if status == "ok" and not drifted and phase.shape[0] < max_rows and unit <= 2.0**-24:
         theta, _, sigma_theta = _refit_absolute(phase, offset, fit)
         lever = offset + np.arange(phase.shape[0])
-        if _freq_tol(theta, sigma_theta, unit, out_err if out_rounded else 0.0, lever).max() > NAME_RTOL:
+        if _freq_tol(theta, sigma_theta, unit, bias_err, lever).max() > NAME_RTOL:
             long_phase = longer(max_rows, "to measure the slowest pairs' frequencies")
             if long_phase is None:
                 drifted = True
@@ -458,7 +459,7 @@ def _analyse(fn, M, base_hint, max_rows):
                      "(cos.to(x.dtype)?); frequencies are compared to the precision that leaves")
         precision, unit = "float32 (cos/sin 16-bit)", 2.0**-24
     lever = positions if status == "ok" else np.arange(phase.shape[0]) - (phase.shape[0] - 1) / 2   # of the fit used
-    tau = _freq_tol(theta, sigma_theta, unit, out_err if out_rounded else 0.0, lever)
+    tau = _freq_tol(theta, sigma_theta, unit, bias_err, lever)
     spec = RopeSpec(is_rope=True, pairing=pairing, pairs=pairs, rotary_dim=r, rotary_start=start,
                     output_pairing=out_pairing, output_pairs=out_pairs, inv_freq=theta,
                     offset=offset, offset_resolution=float(sigma_o), norm_scale=norm_scale,
@@ -471,7 +472,7 @@ def _analyse(fn, M, base_hint, max_rows):
         if offset == round(offset):
             def measure(n):
                 return _theta_at(_probe_phase(fn, d, ia, out, n, "to see if the frequencies depend on the "
-                                              "sequence length"), offset, unit, out_err if out_rounded else 0.0)
+                                              "sequence length"), offset, unit, bias_err)
             _check_dynamic(spec, measure, np.abs(theta), tau, base_hint, max_rows)
         elif drifted and spec.rope_type == "ntk":
             spec.rope_type, spec.closest = "custom", "ntk"

@@ -12,7 +12,6 @@ configuration (tests/data/hf_rope_reference.json, to float32 precision).
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
@@ -149,16 +148,7 @@ def _needs(rope_type) -> str:
 
 
 def _pos_float(params, name):
-    value = params[name]
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a finite real number > 0, got {value!r} of type {type(value).__name__}")
-    try:
-        finite = math.isfinite(value)
-    except OverflowError:        # an int beyond float64 (10**400)
-        raise ValueError(f"{name} must be a finite real number > 0, got an integer too large for float64") from None
-    if not finite or value <= 0:
-        raise ValueError(f"{name} must be a finite real number > 0, got {value}")
-    return float(value)
+    return val.check_positive_real(params[name], name, "a finite real number > 0")
 
 
 def _pos_int(params, name):
