@@ -48,6 +48,14 @@ def _shape(**shapes) -> tuple:
         raise ValueError(f"shapes do not broadcast against each other: {given} (q, k without their last axis d)") from None
 
 
+def _score_inputs(q, k, m, n):
+    """Checked q, k ``(..., d)`` and positions m, n broadcast to one shape with the leading axes of q and k."""
+    q, k = _qk(q, k)
+    m, n = val.check_positions_any(m, "m"), val.check_positions_any(n, "n")
+    shape = _shape(q=q.shape[:-1], k=k.shape[:-1], m=m.shape, n=n.shape)
+    return q, k, np.broadcast_to(m, shape), np.broadcast_to(n, shape)
+
+
 def _finite(result, what: str, expected: str):
     """``result``, or a ValueError when finite inputs gave inf/NaN."""
     if not np.all(np.isfinite(result)):
@@ -58,10 +66,7 @@ def _finite(result, what: str, expected: str):
 def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", inv_freq=None) -> np.ndarray:
     """q_m . k_n = <rotate(q, m), rotate(k, n)> (eq 16); ``q``, ``k`` ``(..., d)``, m, n broadcast with their
     leading axes and against each other; returns float64 of that broadcast shape."""
-    q, k = _qk(q, k)
-    m, n = val.check_positions_any(m, "m"), val.check_positions_any(n, "n")
-    shape = _shape(q=q.shape[:-1], k=k.shape[:-1], m=m.shape, n=n.shape)
-    m, n = np.broadcast_to(m, shape), np.broadcast_to(n, shape)
+    q, k, m, n = _score_inputs(q, k, m, n)
     kw = dict(base=base, pairing=pairing, inv_freq=inv_freq)
     qm = rotate(np.broadcast_to(q, m.shape + q.shape[-1:]), m, **kw)
     kn = rotate(np.broadcast_to(k, n.shape + k.shape[-1:]), n, **kw)
@@ -156,10 +161,7 @@ def sinusoidal_score(q, k, m, n, *, base: float = 10000.0) -> np.ndarray:
     """(q + E(m)) . (k + E(n)) with the additive sinusoidal embedding E (Vaswani et al. 2017, section 3.5).
 
     Shapes as in :func:`score`."""
-    q, k = _qk(q, k)
-    m, n = val.check_positions_any(m, "m"), val.check_positions_any(n, "n")
-    shape = _shape(q=q.shape[:-1], k=k.shape[:-1], m=m.shape, n=n.shape)
-    m, n = np.broadcast_to(m, shape), np.broadcast_to(n, shape)
+    q, k, m, n = _score_inputs(q, k, m, n)
     d = q.shape[-1]
     with np.errstate(over="ignore", invalid="ignore"):
         return _finite(np.einsum("...d,...d->...", q + sinusoidal(m, d, base), k + sinusoidal(n, d, base)),
