@@ -1,5 +1,7 @@
 """The identity table compares independent code paths: a bug planted in one of them is caught."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -54,5 +56,14 @@ def test_readme_shows_the_table_a_fresh_run_prints():
     block = readme.split("```\nidentity  ", 1)[1].split("```", 1)[0]
     shown = ["identity  " + block.splitlines()[0]] + block.splitlines()[1:]
     printed = checks.format_table(checks.run_checks()).splitlines()
-    assert [line.rstrip() for line in shown[:len(printed)]] == [line.rstrip() for line in printed]
+    # Rounding errors (the third column) differ between CPUs (libm, SIMD paths): 0.000e+00 on one machine
+    # is 1.110e-15 on another.  Every other column must match; the shown error must be a rounding-level
+    # number below its tolerance, as the printed one is.
+    def columns(line):
+        return re.split(r"\s{2,}", line.strip())
+    assert [columns(a)[:2] + columns(a)[3:] for a in shown[:len(printed)]] == \
+        [columns(b)[:2] + columns(b)[3:] for b in printed]
+    for a in shown[2:len(printed)]:
+        err, tol = float(columns(a)[2]), float(columns(a)[3])
+        assert 0.0 <= err < tol, a
     assert shown[len(printed)].startswith(f"{len(printed) - 2} of {len(printed) - 2} identities hold")
