@@ -166,6 +166,17 @@ def test_max_plus_one_agrees_with_transformers_wherever_the_rules_coincide(rope_
         assert same == (case["name"] in agree), case["name"]
 
 
+def test_max_plus_one_equals_get_rope_index_of_transformers_5_2():
+    # transformers up to 5.2 (token ids with vision-start markers) resumed at the largest id + 1: the
+    # default rule, exactly, on every case that API can express -- including those where 5.24 differs.
+    old = json.loads((DATA / "multiaxis_rope_index_v5.2.json").read_text())
+    assert old["transformers"] == "5.2.0"
+    names = {c["name"] for c in old["cases"]}
+    assert {"long-video", "video-2s", "video-default-seconds"} <= names and len(names) == 7
+    for case in old["cases"]:
+        np.testing.assert_array_equal(_ids(case, "max+1"), case["position_ids"], err_msg=case["name"])
+
+
 def test_max_plus_one_after_a_long_video_by_hand(rope_index):
     # Qwen2-VL, 2 text tokens, a 4-frame video of 4x4 patches (2x2 tokens per frame), 3 text tokens.
     # Video ids start at 2: t = 2..5, h, w = 2..3.  The largest id is 5, so the text resumes at 6.

@@ -19,7 +19,14 @@ No downloads: every module is built from a small config with random init.  It wr
   learned ``freqs``) the embedding ``sin``/``cos`` ``(H*W, dim)`` and the rotated ``out`` of a seeded
   ``x`` through ``apply_rot_embed_cat``.
 
-tests/test_multiaxis.py replays both with numpy alone.
+Under transformers < 5.3 (whose ``get_rope_index`` takes token ids with vision-start markers and
+resumes text at the largest id + 1) it records only the index cases that API can express (every
+image or video after a text segment whose last token is the vision-start marker; whole seconds per
+grid, which 5.2 truncates to integers) into ``multiaxis_rope_index_v<major>.<minor>.json``, e.g.
+    pip install --target /tmp/tf52 --no-deps transformers==5.2.0   (plus tokenizers 0.22, huggingface-hub 1.x)
+    PYTHONPATH=/tmp/tf52:. python tests/data/record_multiaxis.py
+
+tests/test_multiaxis.py replays all of them with numpy alone.
 """
 
 import json
@@ -60,7 +67,8 @@ class _Holder:
 
     def __init__(self, model_cls, config):
         self.config = config
-        self.get_vision_position_ids = model_cls.get_vision_position_ids.__get__(self)
+        if hasattr(model_cls, "get_vision_position_ids"):          # transformers >= 5.3
+            self.get_vision_position_ids = model_cls.get_vision_position_ids.__get__(self)
         self.get_rope_index = model_cls.get_rope_index.__get__(self)
 
 
@@ -102,17 +110,71 @@ def rope_index_case(model, segments, settings):
     return ids[:, 0].tolist(), int(deltas[0, 0])
 
 
+IMAGE_TOKEN, VIDEO_TOKEN, VISION_START, FILLER = 151655, 151656, 151652, 100
+
+
+def old_api_can_express(segments):
+    """transformers < 5.3 finds an image or video by the vision-start marker just before it."""
+    prev = None
+    for seg in segments:
+        if seg[0] != "text" and (prev is None or prev[0] != "text"):
+            return False
+        if seg[0] == "video" and len(seg) == 3 and seg[2] != int(seg[2]):
+            return False
+        prev = seg
+    return True
+
+
+def rope_index_case_old_api(model, segments, settings):
+    """get_rope_index(input_ids, image_grid_thw, video_grid_thw, second_per_grid_ts) of transformers < 5.3."""
+    merge = settings.get("spatial_merge_size", 2)
+    ids, images, videos, seconds = [], [], [], []
+    for seg in segments:
+        if seg[0] == "text":
+            ids += [FILLER] * seg[1]
+            continue
+        ids[-1] = VISION_START
+        t, h, w = seg[1]
+        ids += [IMAGE_TOKEN if seg[0] == "image" else VIDEO_TOKEN] * (t * h * w // merge ** 2)
+        (images if seg[0] == "image" else videos).append([t, h, w])
+        if seg[0] == "video" and len(seg) == 3:
+            seconds.append(seg[2])
+    tokens = {"image_token_id": IMAGE_TOKEN, "video_token_id": VIDEO_TOKEN, "vision_start_token_id": VISION_START}
+    if model == "qwen2_vl":
+        holder = _Holder(m2.Qwen2VLModel, transformers.Qwen2VLConfig(vision_config={"spatial_merge_size": merge}, **tokens))
+    elif model == "qwen2_5_vl":
+        holder = _Holder(m25.Qwen2_5_VLModel, transformers.Qwen2_5_VLConfig(
+            vision_config={"spatial_merge_size": merge, "tokens_per_second": settings["tokens_per_second"]}, **tokens))
+    else:
+        holder = _Holder(m3.Qwen3VLModel, transformers.Qwen3VLConfig(vision_config={"spatial_merge_size": merge}, **tokens))
+        videos = [[sum(v[0] for v in videos), *videos[0][1:]]] if videos else []
+    kwargs = {"image_grid_thw": torch.tensor(images) if images else None,
+              "video_grid_thw": torch.tensor(videos) if videos else None}
+    if seconds:
+        kwargs["second_per_grid_ts"] = torch.tensor(seconds, dtype=torch.float32)
+    out, deltas = holder.get_rope_index(torch.tensor([ids]), **kwargs)
+    return out[:, 0].tolist(), int(deltas[0, 0])
+
+
+def old_api():
+    major, minor = (int(v) for v in transformers.__version__.split(".")[:2])
+    return (major, minor) < (5, 3)
+
+
 def record_rope_index():
     cases = []
     for model, name, segments, settings in INDEX_CASES:
-        ids, delta = rope_index_case(model, segments, settings)
+        if old_api() and not old_api_can_express(segments):
+            continue
+        ids, delta = (rope_index_case_old_api if old_api() else rope_index_case)(model, segments, settings)
         cases.append({"model": model, "name": name, "segments": segments,
                       "spatial_merge_size": settings.get("spatial_merge_size", 2),
                       "tokens_per_second": settings.get("tokens_per_second"),
                       "position_ids": ids, "mrope_position_deltas": delta})
     out = {"transformers": transformers.__version__, "torch": torch.__version__,
            "what": "transformers' get_rope_index, (3, seq) position ids of one sequence", "cases": cases}
-    (HERE / "multiaxis_rope_index.json").write_text(json.dumps(out, indent=1) + "\n")
+    stem = "multiaxis_rope_index" + (f"_v{'.'.join(transformers.__version__.split('.')[:2])}" if old_api() else "")
+    (HERE / f"{stem}.json").write_text(json.dumps(out, indent=1) + "\n")
 
 
 # ---- rotary modules ------------------------------------------------------------------------------
@@ -192,6 +254,8 @@ def record_timm(arrays, meta):
 
 def main():
     record_rope_index()
+    if old_api():
+        return
     arrays, meta = {}, {}
     record_qwen_modules(arrays, meta)
     record_timm(arrays, meta)
