@@ -18,9 +18,9 @@ The math is eq 34 and nothing else; this module only decides *how* to stream it:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
-import numbers
 import os
 import threading
 from collections import OrderedDict
@@ -28,7 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import _f16
+from . import _f16, forms
+from . import _validate as val
 
 BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
@@ -42,15 +43,6 @@ _cache_bytes = 0
 _cache_limit = DEFAULT_CACHE_LIMIT
 
 
-def _count(value, name: str, least: int, expected: str) -> int:
-    """``value`` as an int >= ``least``: a TypeError for non-integers (bools included), else a ValueError."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be {expected}, got {value!r}")
-    if value < least:
-        raise ValueError(f"{name} must be {expected}, got {value}")
-    return int(value)
-
-
 def set_cache_limit(nbytes: int) -> int:
     """Bound the cos/sin table cache of :func:`rope_ref.rotate` to ``nbytes`` bytes; return the old bound.
 
@@ -60,7 +52,7 @@ def set_cache_limit(nbytes: int) -> int:
     ``0`` disables caching.  Default 256 MiB.  Thread-safe.
     """
     global _cache_limit
-    nbytes = _count(nbytes, "nbytes", 0, "a non-negative integer number of bytes")
+    nbytes = val.check_nonnegative_int(nbytes, "nbytes", "a non-negative integer number of bytes")
     with _lock:
         old, _cache_limit = _cache_limit, nbytes
         _evict()
@@ -89,7 +81,7 @@ def set_num_threads(n: int) -> int:
     Results do not depend on ``n`` (every element is computed by the same operations either way).
     """
     global _threads
-    n = _count(n, "n", 1, "a positive integer number of threads")
+    n = val.check_positive_int(n, "n", expected="a positive integer number of threads")
     with _lock:
         old, _threads = _threads, n
         if _pool_ and _pool_[0][0] < _threads:
@@ -222,6 +214,55 @@ def _blocks(shape: tuple, rows: int):
     for idx in np.ndindex(shape[:j - 1]):
         for s in range(0, shape[j - 1], step):
             yield idx + (slice(s, s + step),)
+
+
+def rotate(x, positions=None, *, base=10000.0, pairing="interleaved", rotary_dim=None, inv_freq=None, out=None,
+           name: str = "x") -> np.ndarray:
+    """:func:`rope_ref.rotate` (same arguments, keywords only after ``positions``); ``name`` is what
+    an overflow error calls ``x`` (attention passes "q" or "k").
+
+    Checks its arguments, then streams eq 34 through :func:`rotate_into`; around it: a C-contiguous
+    buffer when ``out`` is strided, float32/64 overflow caught as a FloatingPointError (free when
+    nothing overflows), and float16's overflow (rounded bit by bit, no flag) found by :func:`_f16.all_finite`.
+    """
+    x = val.check_x(x, name)
+    pairing = val.check_pairing(pairing)
+    r = val.check_rotary_dim(rotary_dim, x.shape[-1])
+    freqs = _frequencies(r, base, inv_freq)
+    pos = val.check_positions(positions, x.shape[:-1])
+    val.check_angle_range(pos, freqs)
+    work = np.float64 if x.dtype == np.float64 else np.float32  # angles are float64 either way
+    out = np.empty(x.shape, dtype=x.dtype) if out is None else val.check_out(out, x)
+    buf = out if out.flags.c_contiguous else np.empty(x.shape, dtype=x.dtype)  # rotate_into writes C-contiguous only
+    try:    # float32/64 arithmetic that overflows raises here, at no cost when it does not
+        with np.errstate(over="raise", invalid="ignore"):
+            rotate_into(x, buf, pos, freqs, pairing, r, work)
+    except FloatingPointError:
+        if _f16.all_finite(x):                               # finite x overflowed: the result would hold inf
+            raise val.overflow_error(x.dtype, name) from None
+        with np.errstate(over="ignore", invalid="ignore"):  # x holds inf or NaN: its rows are non-finite anyway
+            rotate_into(x, buf, pos, freqs, pairing, r, work)
+    if x.dtype == np.float16:  # rounded to float16 bit by bit (no flag): a pair's norm > 65504 gives inf
+        val.check_no_overflow(buf, x, name)
+    if buf is not out:
+        out[...] = buf
+    return out
+
+
+def _frequencies(r: int, base, inv_freq) -> np.ndarray:
+    """The frequencies :func:`rope_ref.forms.rotate_elementwise` would use; theta for (r, base) is kept."""
+    base = val.check_base(base)                                # checked first: the cache needs a float
+    if inv_freq is None:
+        return _theta(r, base)
+    return val.check_inv_freq(inv_freq, r // 2)
+
+
+@functools.lru_cache(maxsize=64)
+def _theta(r: int, base: float) -> np.ndarray:
+    """:func:`rope_ref.frequencies`, read-only and kept (a small call to rotate spent a quarter of its time there)."""
+    theta = forms.frequencies(r, base)
+    theta.setflags(write=False)
+    return theta
 
 
 def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, work):

@@ -1,4 +1,4 @@
-"""A catalogue of bad inputs for every public function of rope_ref.core and rope_ref.attention.
+"""A catalogue of bad inputs for every public function of rope_ref.forms and rope_ref.attention.
 
 Each entry asserts the exception type and that the message names the argument (and, where it
 matters, what was given and what is expected).  Property-based tests draw shapes, dtypes and
@@ -205,7 +205,7 @@ PUBLIC = ["attention", "attention_dense", "decay_bound", "elu_plus_one", "freque
 
 
 def test_the_catalogue_covers_every_public_function_of_core_and_attention():
-    core, attention = sys.modules["rope_ref.core"], sys.modules["rope_ref.attention"]
+    core, attention = sys.modules["rope_ref.forms"], sys.modules["rope_ref.attention"]
     public = {n for m in (core, attention) for n in dir(m)
               if not n.startswith("_") and callable(getattr(m, n)) and getattr(m, n).__module__ == m.__name__}
     assert public == set(PUBLIC)

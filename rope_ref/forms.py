@@ -15,8 +15,6 @@ Angles are always computed in float64; outputs keep the input dtype.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from . import _fast
@@ -52,7 +50,7 @@ def rotation_angles(positions, freqs) -> np.ndarray:
 
 def _angles(pos: np.ndarray, freqs: np.ndarray, name: str = "positions") -> np.ndarray:
     """m * theta for checked float64 ``pos`` and ``freqs``; overflow raises, lost precision warns (once)."""
-    val.check_angles(pos, freqs, name)
+    val.check_angle_range(pos, freqs, name)
     return np.multiply.outer(pos, freqs)
 
 
@@ -137,32 +135,7 @@ def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interlea
     rows stream in cache-sized blocks, split across threads for arrays of 2^20 elements or more
     (:func:`set_num_threads`; the result does not depend on the thread count; see ``rope_ref/_fast.py``).
     """
-    return _rotate(val.check_x(x), positions, base, pairing, rotary_dim, inv_freq, out)
-
-
-def _rotate(x: np.ndarray, positions, base, pairing, rotary_dim, inv_freq, out, name: str = "x") -> np.ndarray:
-    """:func:`rotate` of a checked ``x``; an overflow is reported naming ``name`` (attention passes q or k)."""
-    pairing = val.check_pairing(pairing)
-    r = val.check_rotary_dim(rotary_dim, x.shape[-1])
-    freqs = _chosen_frequencies(r, base, inv_freq)
-    pos = val.check_positions(positions, x.shape[:-1])
-    val.check_angles(pos, freqs)
-    work = np.float64 if x.dtype == np.float64 else np.float32  # angles are float64 either way
-    out = np.empty(x.shape, dtype=x.dtype) if out is None else val.check_out(out, x)
-    buf = out if out.flags.c_contiguous else np.empty(x.shape, dtype=x.dtype)  # _fast writes C-contiguous only
-    try:    # float32/64 arithmetic that overflows raises here, at no cost when it does not
-        with np.errstate(over="raise", invalid="ignore"):
-            _fast.rotate_into(x, buf, pos, freqs, pairing, r, work)
-    except FloatingPointError:
-        if val.all_finite(x):                                # finite x overflowed: the result would hold inf
-            raise val.overflow_error(x.dtype, name) from None
-        with np.errstate(over="ignore", invalid="ignore"):  # x holds inf or NaN: its rows are non-finite anyway
-            _fast.rotate_into(x, buf, pos, freqs, pairing, r, work)
-    if x.dtype == np.float16:  # rounded to float16 bit by bit (no flag): a pair's norm > 65504 gives inf
-        val.check_no_overflow(buf, x, name)
-    if buf is not out:
-        out[...] = buf
-    return out
+    return _fast.rotate(x, positions, base=base, pairing=pairing, rotary_dim=rotary_dim, inv_freq=inv_freq, out=out)
 
 
 @val.suggest_keywords
@@ -208,18 +181,8 @@ def _chosen_frequencies(r: int, base, inv_freq) -> np.ndarray:
     """theta for rotary dimension ``r``, or the caller's explicit ``inv_freq`` checked against it.
 
     ``base`` is checked either way: a bad base next to ``inv_freq`` is a mistake, not a value to ignore."""
-    base = val.check_base(base)                                # checked first: the cache needs a float
-    if inv_freq is None:
-        return _frequencies_cached(r, base)
-    return val.check_inv_freq(inv_freq, r // 2)
-
-
-@functools.lru_cache(maxsize=64)
-def _frequencies_cached(r: int, base) -> np.ndarray:
-    """:func:`frequencies`, read-only and kept (a small call to rotate spent a quarter of its time here)."""
-    theta = frequencies(r, base)
-    theta.setflags(write=False)
-    return theta
+    base = val.check_base(base)
+    return frequencies(r, base) if inv_freq is None else val.check_inv_freq(inv_freq, r // 2)
 
 
 @val.suggest_keywords
@@ -315,4 +278,4 @@ def decay_bound(distance, d: int = 128, base: float = 10000.0, *, inv_freq=None)
 @val.suggest_keywords
 def wrap_angle(a) -> np.ndarray:
     """Angles wrapped to (-pi, pi]: compare an angle with m*theta modulo 2 pi.  float64, a's shape."""
-    return np.angle(np.exp(1j * val.check_positions_any(a, "a")))
+    return np.angle(np.exp(1j * val.check_real_values(a, "a")))
