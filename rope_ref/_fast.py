@@ -131,10 +131,11 @@ def _digest(pos: np.ndarray, freqs: np.ndarray, work: np.dtype, pairing: str) ->
 
 
 def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
-    """Read-only tables for positions ``pos`` (any shape P), cached.
+    """Read-only tables for positions ``pos`` of shape ``(n, A)`` and ``freqs`` ``(h, A)``, cached.
 
-    interleaved -> ``(cis,)``, complex ``P + (h,)``; half -> (``[cos, cos]``, ``[-sin, sin]``),
-    each ``P + (2h,)`` of dtype ``work``.  cos and sin are taken of float64 angles, then cast.
+    interleaved -> ``(cis,)``, complex ``(n, h)``; half -> (``[cos, cos]``, ``[-sin, sin]``),
+    each ``(n, 2h)`` of dtype ``work``.  cos and sin are taken of float64 angles sum_a freqs[:, a] pos[:, a]
+    (summed in axis order, as :func:`rope_ref.rotate_elementwise` does), then cast.
     """
     global _cache_bytes
     work = np.dtype(work)
@@ -144,14 +145,16 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    flat, h = pos.reshape(-1), freqs.size
+    flat, h = pos, freqs.shape[0]
     if pairing == "interleaved":
-        tabs = (np.empty((flat.size, h), np.result_type(work, np.complex64)),)
+        tabs = (np.empty((len(flat), h), np.result_type(work, np.complex64)),)
     else:
-        tabs = (np.empty((flat.size, 2 * h), work), np.empty((flat.size, 2 * h), work))
+        tabs = (np.empty((len(flat), 2 * h), work), np.empty((len(flat), 2 * h), work))
 
-    def fill(rows: slice) -> None:                     # eq 15's angles m theta_i in float64, then cos and sin
-        angles = np.multiply.outer(flat[rows], freqs)
+    def fill(rows: slice) -> None:                     # the angles in float64, then cos and sin
+        angles = np.multiply.outer(flat[rows, 0], freqs[:, 0])
+        for a in range(1, freqs.shape[1]):
+            angles += np.multiply.outer(flat[rows, a], freqs[:, a])
         cos, sin = np.cos(angles), np.sin(angles)
         if pairing == "interleaved":
             tabs[0].real[rows], tabs[0].imag[rows] = cos, sin
@@ -160,8 +163,7 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
             tabs[1][rows, :h], tabs[1][rows, h:] = -sin, sin
 
     angles_per_thread = max(1, THREADED_ELEMENTS // 16)     # float64 cos and sin: 15-30 ns an angle
-    _in_parts(fill, flat.size, min(_threads, -(-flat.size * h // angles_per_thread)))
-    tabs = tuple(t.reshape(pos.shape + t.shape[-1:]) for t in tabs)
+    _in_parts(fill, len(flat), min(_threads, -(-len(flat) * h // angles_per_thread)))
     for t in tabs:
         t.setflags(write=False)
     nbytes = sum(t.nbytes for t in tabs)
@@ -174,8 +176,8 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
 
 
 def _distinct_rows(pos: np.ndarray) -> np.ndarray:
-    """``pos`` with every axis along which it does not change cut to length 1 (heads, batch...)."""
-    for ax in range(pos.ndim):
+    """``pos`` ``P + (A,)`` with every axis of P along which it does not change cut to length 1 (heads, batch...)."""
+    for ax in range(pos.ndim - 1):
         if pos.shape[ax] > 1:
             first = pos[(slice(None),) * ax + (slice(0, 1),)]
             if np.array_equal(pos, np.broadcast_to(first, pos.shape)):
@@ -228,9 +230,11 @@ def rotate(x, positions=None, *, base=10000.0, pairing="interleaved", rotary_dim
     x = val.check_x(x, name)
     pairing = val.check_pairing(pairing)
     r = val.check_rotary_dim(rotary_dim, x.shape[-1])
-    freqs = _frequencies(r, base, inv_freq)
-    pos = val.check_positions(positions, x.shape[:-1])
+    freqs = _frequencies(r, base, inv_freq)                     # (r/2,) or (r/2, A)
+    pos = val.check_positions(positions, x.shape[:-1], axes=None if freqs.ndim == 1 else freqs.shape[1])
     val.check_angle_range(pos, freqs)
+    if freqs.ndim == 1:                                         # one axis: A = 1 (the same angles, bit for bit)
+        pos, freqs = pos[None], freqs[:, None]
     work = np.float64 if x.dtype == np.float64 else np.float32  # angles are float64 either way
     out = np.empty(x.shape, dtype=x.dtype) if out is None else val.check_out(out, x)
     buf = out if out.flags.c_contiguous else np.empty(x.shape, dtype=x.dtype)  # rotate_into writes C-contiguous only
@@ -268,17 +272,18 @@ def _theta(r: int, base: float) -> np.ndarray:
 def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, work):
     """Write RoPE of ``x`` ``(..., seq, d)`` into ``out`` (same shape, x's dtype), block by block.
 
-    ``pos`` broadcasts to ``x.shape[:-1]``; ``freqs`` has ``r/2`` entries; ``work`` is the dtype the
-    arithmetic runs in (float32 or float64).  ``out`` is C-contiguous (:func:`rope_ref.rotate` hands over
+    ``pos`` has shape ``(A,) + P``, each ``pos[a]`` broadcasting to ``x.shape[:-1]``; ``freqs`` is ``(r/2, A)``
+    (pair j turns by sum_a freqs[j, a] pos[a]); ``work`` is the dtype the arithmetic runs in (float32 or float64).  ``out`` is C-contiguous (:func:`rope_ref.rotate` hands over
     a contiguous buffer when the caller's is strided).
     """
     work = np.dtype(work)
     if x.size == 0:
         return out
-    lead, d = x.shape[:-1], x.shape[-1]
-    pos = _distinct_rows(pos.reshape((1,) * (len(lead) - pos.ndim) + pos.shape))
+    lead, d, n_axes = x.shape[:-1], x.shape[-1], pos.shape[0]
+    pos = np.moveaxis(pos.reshape((n_axes,) + (1,) * (len(lead) + 1 - pos.ndim) + pos.shape[1:]), 0, -1)
+    pos = _distinct_rows(pos)                            # P + (A,), P of len(lead) axes
     gshape, tshape = _groups(lead, pos)
-    tabs = [t.reshape(tshape + t.shape[-1:]) for t in tables(pos.reshape(-1), freqs, work, pairing)]
+    tabs = [t.reshape(tshape + t.shape[-1:]) for t in tables(pos.reshape(-1, n_axes), freqs, work, pairing)]
     xg = x.reshape(gshape + (d,))                       # a view unless x's leading axes are scattered
     og = out.reshape(gshape + (d,))                    # a view: out is C-contiguous
     direct = x.dtype == work and og.dtype == work and xg.strides[-1] == work.itemsize

@@ -44,6 +44,30 @@ ANGLE_LIMIT = 2.0 ** (np.ceil(np.log2(ANGLE_TOL)) + 53)    # 2^34 ~ 1.7e10: ulp(
 EXACT_INT_LIMIT = 2 ** 53                                  # integers beyond this are not all float64 values
 
 
+#: arrays rope_ref allocates from your sizes (d, positions x d x d, ...) larger than this raise a ValueError
+#: before any allocation; each such function takes ``max_bytes=`` to allow more.
+DEFAULT_MAX_BYTES = 2 * 1024 ** 3
+
+
+def check_nbytes(nbytes: int, name: str, *, what: str, limit: int | None = None) -> int:
+    """``nbytes`` (the size of an array about to be allocated, ``what`` it is), or a ValueError naming
+    ``name`` (the argument that sets the size), the size and the limit (``limit``, default
+    :data:`DEFAULT_MAX_BYTES`; callers pass their ``max_bytes=``)."""
+    limit = DEFAULT_MAX_BYTES if limit is None else check_nonnegative_int(limit, "max_bytes", "None or a number of bytes")
+    if nbytes > limit:
+        raise ValueError(f"{name}: {what} would take {_size(nbytes)}, above the limit of {_size(limit)}; "
+                         f"pass max_bytes={nbytes} (or more) to allow it")
+    return nbytes
+
+
+def _size(nbytes: int) -> str:
+    """Bytes in words: '8 GiB (8589934592 bytes)'."""
+    for unit, scale in (("TiB", 1024 ** 4), ("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit} ({nbytes} bytes)"
+    return f"{nbytes} bytes"
+
+
 class RopeRefPrecisionWarning(UserWarning):
     """The math is fine but float64 cannot resolve it (positions so large that m*theta loses digits)."""
 
@@ -234,31 +258,44 @@ def _float_positions(positions, name: str) -> np.ndarray:
     return check_finite(pos, name)
 
 
-def check_positions(positions, lead_shape: tuple, name: str = "positions", target: str = "x.shape[:-1]") -> np.ndarray:
-    """Finite real positions as float64, broadcastable to ``lead_shape`` = x.shape[:-1].
+def check_positions(positions, lead_shape: tuple | None, name: str = "positions", target: str = "x.shape[:-1]",
+                    *, axes: int | None = None, freqs_name: str = "inv_freq") -> np.ndarray:
+    """Finite real positions as float64, broadcastable to ``lead_shape`` = x.shape[:-1] (any shape if None).
 
-    ``None`` means ``arange(seq)`` along the second-to-last axis of x (or 0 for a
-    single vector).  The result keeps its own (smaller) shape; callers broadcast.
+    ``axes=None``: one axis of positions, ``None`` means ``arange(seq)`` along the second-to-last axis of x
+    (or 0 for a single vector).  ``axes=A`` (an ``inv_freq`` of shape ``(rotary_dim/2, A)``): shape
+    ``(A, ...)``, each ``positions[a]`` broadcastable to ``lead_shape``; ``None`` means ``arange(seq)``
+    only for A = 1.  The result keeps its own (smaller) shape; callers broadcast.
     """
-    if positions is None:
-        if len(lead_shape) == 0:
-            return np.zeros(())
-        return np.arange(lead_shape[-1], dtype=np.float64)
+    if positions is None and lead_shape is not None:
+        if axes is not None and axes > 1:
+            raise ValueError(f"{name} must be given with an {freqs_name} of shape (rotary_dim/2, {axes}): shape "
+                             f"({axes}, ..., seq), one row of positions per axis (M-RoPE: t, h, w)")
+        default = np.zeros(()) if len(lead_shape) == 0 else np.arange(lead_shape[-1], dtype=np.float64)
+        return default if axes is None else default[None]
     pos = _float_positions(positions, name)
+    each = pos.shape
+    if axes is not None:
+        if pos.ndim == 0 or pos.shape[0] != axes:
+            got = "a 0-d array" if pos.ndim == 0 else f"shape {pos.shape} ({name}.shape[0] = {pos.shape[0]})"
+            raise ValueError(f"{name} must have shape ({axes}, ..., seq), one row of positions per column of "
+                             f"{freqs_name} ({freqs_name}.shape[1] = {axes}), got {got}")
+        each = pos.shape[1:]
+    if lead_shape is None:
+        return pos
     try:
-        shape = np.broadcast_shapes(pos.shape, tuple(lead_shape))
+        shape = np.broadcast_shapes(each, tuple(lead_shape))
     except ValueError:
         shape = None
     if shape != tuple(lead_shape):
-        raise ValueError(
-            f"{name} of shape {pos.shape} does not broadcast to {target} = {tuple(lead_shape)}"
-        )
+        which = name if axes is None else f"{name}[a] (of {name}.shape = {pos.shape})"
+        raise ValueError(f"{which} of shape {each} does not broadcast to {target} = {tuple(lead_shape)}")
     return pos
 
 
 def check_positions_any(positions, name: str = "positions") -> np.ndarray:
-    """Finite real positions of any shape, as float64."""
-    return _float_positions(positions, name)
+    """Finite real positions of any shape, as float64 (``check_positions(positions, None, name)``)."""
+    return check_positions(positions, None, name)
 
 
 def check_real_values(values, name: str) -> np.ndarray:
@@ -268,25 +305,27 @@ def check_real_values(values, name: str) -> np.ndarray:
 
 def check_scalar(value, name: str) -> float:
     """A finite real scalar (a 0-d array or a Python/numpy number)."""
-    arr = check_positions_any(value, name)
+    arr = check_positions(value, None, name)
     if arr.ndim:
         raise ValueError(f"{name} must be a real scalar, got an array of shape {arr.shape}")
     return float(arr)
 
 
 def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray:
-    """Explicit per-pair values: finite reals of shape (n_pairs,)."""
+    """Explicit frequencies: finite reals of shape (n_pairs,), or (n_pairs, A) for A axes of positions."""
     f = check_real_array(inv_freq, name).astype(np.float64)
-    if f.shape != (n_pairs,):
-        raise ValueError(f"{name} must have shape ({n_pairs},) = (rotary_dim/2,), got shape {f.shape}")
+    if f.ndim not in (1, 2) or f.shape[0] != n_pairs or f.size == 0 and f.ndim == 2:
+        raise ValueError(f"{name} must have shape ({n_pairs},) = (rotary_dim/2,), or ({n_pairs}, A) for A axes of "
+                         f"positions, got shape {f.shape}")
     return check_finite(f, name)
 
 
-def check_freqs(freqs, name: str = "freqs") -> np.ndarray:
-    """Finite real frequencies of shape (n,)."""
+def check_freqs(freqs, name: str = "freqs", *, axes: bool = False) -> np.ndarray:
+    """Finite real frequencies of shape (n,), or (n, A) with A >= 1 if ``axes``."""
     f = check_real_array(freqs, name).astype(np.float64)
-    if f.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (one frequency per pair), got shape {f.shape}")
+    if f.ndim != 1 and not (axes and f.ndim == 2 and f.shape[1] > 0):
+        expected = "1-D (one frequency per pair) or 2-D (pairs, axes)" if axes else "1-D (one frequency per pair)"
+        raise ValueError(f"{name} must be {expected}, got shape {f.shape}")
     return check_finite(f, name)
 
 
@@ -296,7 +335,10 @@ def check_angle_range(pos: np.ndarray, freqs: np.ndarray, name: str = "positions
         return
     m, f = float(np.max(np.abs(pos))), float(np.max(np.abs(freqs)))
     with np.errstate(over="ignore"):
-        peak = m * f
+        if freqs.ndim == 1:
+            peak = m * f
+        else:       # the general form: |sum_a F[j, a] p_a| <= sum_a max|F[:, a]| max|p_a|
+            peak = sum(float(np.max(np.abs(p))) * float(np.max(np.abs(c))) for p, c in zip(pos, freqs.T))
     if not np.isfinite(peak):
         raise ValueError(f"{name} times the frequencies overflow float64: |{name}| up to {m:.3g} times theta up to "
                          f"{f:.3g} is not a finite angle; expected |{name} * theta| < 1.8e308")

@@ -1,16 +1,21 @@
-"""Rotary Position Embedding (RoFormer, Su et al., section 3) in NumPy.
+"""Rotary Position Embedding (RoFormer, Su et al., section 3) in NumPy: the forms, math only.
 
 Four ways to compute the same rotation, written independently so each checks the others:
 
 * :func:`rotate_dense`       -- multiply by the block-diagonal matrix R (eqs 14-15);
 * :func:`rotate_complex`     -- view pairs as complex numbers, multiply by e^{i m theta} (eq 12);
 * :func:`rotate_elementwise` -- eq 34 written plainly: x*cos + rotate_half(x)*sin;
-* :func:`rotate`             -- the fast path (same math as eq 34, streamed by ``_fast``).
+* :func:`rotate`             -- the fast path: the same math, streamed by ``rope_ref/_fast.py``.
 
-Conventions (see README "Conventions"): frequencies are indexed from 0,
-theta_i = base^(-2i/d) for i = 0..d/2-1 (the same set as eq 15's 1-indexed
-theta_i = 10000^(-2(i-1)/d)); pair i rotates counter-clockwise by m*theta_i.
-Angles are always computed in float64; outputs keep the input dtype.
+Conventions (README "Conventions"): frequencies are indexed from 0, theta_i = base^(-2i/d) for
+i = 0..d/2-1 (the set of eq 15's 1-indexed theta_i = 10000^(-2(i-1)/d)); pair i turns
+counter-clockwise by m*theta_i.  Angles are computed in float64; outputs keep the input dtype.
+
+The general (multi-axis) form: ``inv_freq`` F of shape ``(rotary_dim/2, A)`` and ``positions`` p of
+shape ``(A, ..., seq)`` (transformers' layout for M-RoPE position ids): pair j turns by
+sum_a F[j, a] * p_a.  A 1-D ``inv_freq`` (A = 1, positions without the axis) is eq 34 itself;
+M-RoPE puts each theta_j in the column of its axis (t, h, w); 2-D axial RoPE gives each axis its own
+spectrum; RoPE-Mixed is a dense F.  Every ``positions[a]`` broadcasts to ``x.shape[:-1]``.
 """
 
 from __future__ import annotations
@@ -40,53 +45,100 @@ def frequencies(d: int, base: float = 10000.0) -> np.ndarray:
 
 @val.suggest_keywords
 def rotation_angles(positions, freqs) -> np.ndarray:
-    """Angles m * theta_i in float64: ``positions`` any shape ``P``, ``freqs`` ``(n,)``; returns ``P + (n,)``.
+    """Angles sum_a freqs[j, a] * positions[a] in float64, shape ``P + (n,)``.
 
-    Raises if an angle overflows float64; warns once (:class:`RopeRefPrecisionWarning`) when
-    |m * theta| >= 2^34, where float64 rounds the angle by more than 1e-6 rad (README "Precision").
+    ``freqs`` ``(n,)`` with ``positions`` of any shape ``P`` (angles m * theta_j), or ``freqs`` ``(n, A)``
+    with ``positions`` ``(A,) + P``.  Raises if an angle overflows float64; warns
+    (:class:`RopeRefPrecisionWarning`) when |angle| >= 2^34, where float64 rounds it by more than 1e-6 rad.
     """
-    return _angles(val.check_positions_any(positions), val.check_freqs(freqs))
+    freqs = val.check_freqs(freqs, axes=True)
+    return _angles(val.check_positions(positions, None, axes=_axes(freqs), freqs_name="freqs"), freqs)
+
+
+def _axes(freqs: np.ndarray) -> int | None:
+    """A for a frequency matrix ``(n, A)``; None for a vector (positions without an axis of axes)."""
+    return None if freqs.ndim == 1 else freqs.shape[1]
 
 
 def _angles(pos: np.ndarray, freqs: np.ndarray, name: str = "positions") -> np.ndarray:
-    """m * theta for checked float64 ``pos`` and ``freqs``; overflow raises, lost precision warns (once)."""
+    """sum_a F[j, a] p_a for checked float64 ``pos`` and ``freqs`` (the general form); overflow raises."""
     val.check_angle_range(pos, freqs, name)
-    return np.multiply.outer(pos, freqs)
+    if freqs.ndim == 1:
+        return np.multiply.outer(pos, freqs)
+    angles = np.multiply.outer(pos[0], freqs[:, 0])
+    for a in range(1, freqs.shape[1]):
+        angles += np.multiply.outer(pos[a], freqs[:, a])
+    return angles
+
+
+def _arguments(x, positions, base, pairing, rotary_dim, inv_freq):
+    """The checked arguments every rotation shares: x, positions, pairing, rotary dim r, frequencies."""
+    x = val.check_x(x)
+    pairing, r = val.check_pairing(pairing), val.check_rotary_dim(rotary_dim, x.shape[-1])
+    freqs = _chosen_frequencies(r, base, inv_freq)
+    return x, val.check_positions(positions, x.shape[:-1], axes=_axes(freqs)), pairing, r, freqs
+
+
+def _chosen_frequencies(r: int, base, inv_freq) -> np.ndarray:
+    """theta for rotary dimension ``r``, or the caller's ``inv_freq`` ((r/2,) or (r/2, A)) checked against it.
+
+    ``base`` is checked either way: a bad base next to ``inv_freq`` is a mistake, not a value to ignore."""
+    base = val.check_base(base)
+    return frequencies(r, base) if inv_freq is None else val.check_inv_freq(inv_freq, r // 2)
+
+
+def _pairs(r: int, pairing: str):
+    """Feature indices (a_j, b_j) of pair j: (2j, 2j+1) interleaved, (j, j + r/2) half-split."""
+    j = np.arange(r // 2)
+    return (2 * j, 2 * j + 1) if pairing == "interleaved" else (j, j + r // 2)
 
 
 @val.suggest_keywords
-def rotation_matrix(positions, d: int, base: float = 10000.0) -> np.ndarray:
-    """The block-diagonal rotary matrix R^d_{Theta,m} of eq 15.
+def rotation_matrix(positions, d: int, base: float = 10000.0, *, pairing: str = "interleaved",
+                    rotary_dim: int | None = None, inv_freq=None) -> np.ndarray:
+    """The block-diagonal rotary matrix R^d_{Theta,m} of eq 15 (general form: angles sum_a F[j, a] p_a).
 
-    ``positions``: any shape ``P`` (a scalar gives one matrix).
-    Returns float64 of shape ``P + (d, d)``; block i (rows/cols 2i, 2i+1) is
-    [[cos m theta_i, -sin m theta_i], [sin m theta_i, cos m theta_i]].
+    ``positions``: any shape ``P`` (a scalar gives one matrix), or ``(A,) + P`` with ``inv_freq`` ``(r/2, A)``.
+    Returns float64 ``P + (d, d)``: for pair j on features (a, b) (see ``pairing``),
+    [[R_aa, R_ab], [R_ba, R_bb]] = [[cos, -sin], [sin, cos]] of its angle; the identity beyond ``rotary_dim``.
     """
-    angles = _angles(val.check_positions_any(positions), frequencies(d, base))  # P + (d/2,)
+    d = val.check_d(d)
+    r, pairing = val.check_rotary_dim(rotary_dim, d), val.check_pairing(pairing)
+    freqs = _chosen_frequencies(r, base, inv_freq)
+    pos = val.check_positions(positions, None, axes=_axes(freqs))
+    n = pos[0].size if freqs.ndim == 2 else pos.size
+    val.check_nbytes(n * d * d * 8, "positions", what=f"{n} float64 matrices of {d} x {d}")
+    angles = _angles(pos, freqs)                                                          # P + (r/2,)
     cos, sin = np.cos(angles), np.sin(angles)
     R = np.zeros(angles.shape[:-1] + (d, d))
-    even, odd = np.arange(0, d, 2), np.arange(1, d, 2)
-    R[..., even, even] = cos
-    R[..., even, odd] = -sin
-    R[..., odd, even] = sin
-    R[..., odd, odd] = cos
+    R[..., np.arange(r, d), np.arange(r, d)] = 1.0
+    a, b = _pairs(r, pairing)
+    R[..., a, a], R[..., a, b], R[..., b, a], R[..., b, b] = cos, -sin, sin, cos
     return R
 
 
 @val.suggest_keywords
-def rotate_dense(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
-    """R^d_{Theta,m} @ x through the dense matrix (eq 14): slow and obviously correct.
+def rotate_dense(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
+                 rotary_dim: int | None = None, inv_freq=None, out=None) -> np.ndarray:
+    """R x through the dense matrix (eq 14): slow and obviously correct.
 
-    ``x``: ``(..., seq, d)``; ``positions``: broadcastable to ``x.shape[:-1]``
-    (default ``arange(seq)``).  Returns an array of x's shape and dtype.
-    Builds one d x d matrix per distinct position: use it to check, not to run.
+    Same arguments as :func:`rotate`.  Builds one d x d matrix per entry of ``positions``: use it to
+    check, not to run.  Returns an array (or ``out``) of x's shape and dtype.
     """
-    x = val.check_x(x)
-    pos = val.check_positions(positions, x.shape[:-1])
-    R = rotation_matrix(pos, x.shape[-1], base)  # pos.shape + (d, d)
+    x, pos, pairing, r, freqs = _arguments(x, positions, base, pairing, rotary_dim, inv_freq)
+    out = None if out is None else val.check_out(out, x)
+    R = rotation_matrix(pos, x.shape[-1], pairing=pairing, rotary_dim=r, inv_freq=freqs)   # P + (d, d)
     with np.errstate(over="ignore", invalid="ignore"):                          # overflow: cast_back raises
-        out = np.matmul(R, x.astype(np.float64)[..., None])[..., 0]
-    return val.cast_back(out, x)
+        result = np.matmul(R, x.astype(np.float64)[..., None])[..., 0]
+    return _deliver(val.cast_back(result, x), out)
+
+
+def _deliver(result: np.ndarray, out) -> np.ndarray:
+    """``result``, or ``out`` (checked by the caller before any work) holding it."""
+    if out is None:
+        return result
+    out[...] = result
+    return out
 
 
 @val.suggest_keywords
@@ -111,53 +163,45 @@ def rotate_complex(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
 @val.suggest_keywords
 def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
            rotary_dim: int | None = None, inv_freq=None, out=None) -> np.ndarray:
-    """RoPE, the fast path: the elementwise form of eq 34, x*cos(m theta) + rotate_half(x)*sin(m theta).
+    """RoPE, the fast path: eq 34, x*cos + rotate_half(x)*sin, computed as :func:`rotate_elementwise` does.
 
-    Computes what :func:`rotate_elementwise` computes (the tests check one against the other),
-    but streamed for speed; read :func:`rotate_elementwise` to see the math.
-
-    Parameters
-    ----------
-    x : array ``(..., seq, d)``, float16/32/64 or bfloat16 (integers become float64; other dtypes,
-        e.g. longdouble or complex, raise a TypeError listing these).
-    positions : array broadcastable to ``x.shape[:-1]``, default ``arange(seq)``; may be fractional.
+    x : ``(..., seq, d)``, float16/32/64 or bfloat16 (integers become float64; other dtypes raise a TypeError).
+    positions : broadcastable to ``x.shape[:-1]``, default ``arange(seq)``; may be fractional.  With an
+        ``inv_freq`` of shape ``(rotary_dim/2, A)``: shape ``(A, ..., seq)``, each ``positions[a]``
+        broadcastable to ``x.shape[:-1]`` (required when A > 1).
     base : theta_i = base^(-2i/rotary_dim).  Ignored when ``inv_freq`` is given.
     pairing : ``"interleaved"`` rotates (x_{2i}, x_{2i+1}) as the paper and Llama do;
         ``"half"`` rotates (x_i, x_{i+r/2}) as GPT-NeoX and HF ``rotate_half`` do.
     rotary_dim : rotate only the first ``rotary_dim`` features (even); the rest pass through.
-    inv_freq : explicit frequencies of shape ``(rotary_dim/2,)`` (e.g. from a scaling method).
-    out : optional writeable array of x's shape and dtype, any strides (a reused buffer); must not overlap x.
+    inv_freq : explicit frequencies ``(rotary_dim/2,)`` (e.g. scaled), or a matrix ``(rotary_dim/2, A)``:
+        pair j turns by sum_a inv_freq[j, a] * positions[a] (M-RoPE, 2-D axial RoPE, RoPE-Mixed).
+    out : optional writeable array of x's shape and dtype, any strides; must not overlap x or itself.
 
     Returns a new array (or ``out``) of x's shape and dtype; x is not modified; a finite x whose rotated
-    pairs overflow its dtype raises a ValueError (README "Precision").  Interleaved pairs are
-    multiplied as complex numbers (x_2i + i x_2i+1) * e^{i m theta_i}; half-split pairs as
-    x * cos + rotate_half(x) * sin.  cos/sin tables come from float64 angles and are cached;
-    rows stream in cache-sized blocks, split across threads for arrays of 2^20 elements or more
-    (:func:`set_num_threads`; the result does not depend on the thread count; see ``rope_ref/_fast.py``).
+    pairs overflow its dtype raises a ValueError (README "Precision").  How it streams (cached cos/sin
+    tables, blocks, threads: :func:`set_num_threads`) is described in ``rope_ref/_fast.py``.
     """
     return _fast.rotate(x, positions, base=base, pairing=pairing, rotary_dim=rotary_dim, inv_freq=inv_freq, out=out)
 
 
 @val.suggest_keywords
 def rotate_elementwise(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
-                       rotary_dim: int | None = None, inv_freq=None) -> np.ndarray:
-    """Eq 34 written plainly: R x = x * cos(m theta) + rotate_half(x) * sin(m theta).
+                       rotary_dim: int | None = None, inv_freq=None, out=None) -> np.ndarray:
+    """Eq 34 written plainly: R x = x * cos(angle) + rotate_half(x) * sin(angle), angle_j = sum_a F[j, a] p_a.
 
-    The form to read.  Same arguments as :func:`rotate` (without ``out``): ``x`` ``(..., seq, d)``,
-    ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``).  Angles, cos and sin
-    are float64; no cache, no blocking, no complex numbers.  Returns x's shape and dtype.
+    The form to read.  Same arguments as :func:`rotate`.  Angles, cos and sin are float64; no cache,
+    no blocking, no complex numbers.  Returns an array (or ``out``) of x's shape and dtype.
     """
-    x = val.check_x(x)
-    pairing = val.check_pairing(pairing)
-    r = val.check_rotary_dim(rotary_dim, x.shape[-1])
-    angles = _angles(val.check_positions(positions, x.shape[:-1]), _chosen_frequencies(r, base, inv_freq))
-    # theta_i belongs to features (2i, 2i+1) when interleaved, to (i, i + r/2) when half-split.
+    x, pos, pairing, r, freqs = _arguments(x, positions, base, pairing, rotary_dim, inv_freq)
+    out = None if out is None else val.check_out(out, x)
+    angles = _angles(pos, freqs)                                    # (..., seq, r/2)
+    # angle j belongs to features (2j, 2j+1) when interleaved, to (j, j + r/2) when half-split.
     spread = (lambda a: np.repeat(a, 2, axis=-1)) if pairing == "interleaved" else (lambda a: np.concatenate([a, a], -1))
     cos, sin = spread(np.cos(angles)), spread(np.sin(angles))      # (..., seq, r)
-    out = x.astype(np.float64)                                      # a copy: x is never modified
+    result = x.astype(np.float64)                                   # a copy: x is never modified
     with np.errstate(over="ignore", invalid="ignore"):              # overflow: cast_back raises
-        out[..., :r] = out[..., :r] * cos + rotate_half(out[..., :r], pairing) * sin
-    return val.cast_back(out, x)
+        result[..., :r] = result[..., :r] * cos + rotate_half(result[..., :r], pairing) * sin
+    return _deliver(val.cast_back(result, x), out)
 
 
 @val.suggest_keywords
@@ -167,22 +211,11 @@ def rotate_half(x, pairing: str = "interleaved") -> np.ndarray:
     ``pairing="interleaved"``: pairs (2i, 2i+1); ``"half"``: pairs (i, i + d/2), which is
     Hugging Face's ``rotate_half``.  ``x``: ``(..., d)``; returns a new array of x's shape and dtype.
     """
-    x = val.check_x(x)
-    pairing = val.check_pairing(pairing)
-    if pairing == "half":
-        h = x.shape[-1] // 2
-        return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+    x, pairing = val.check_x(x), val.check_pairing(pairing)
+    a, b = _pairs(x.shape[-1], pairing)
     out = np.empty_like(x)
-    out[..., 0::2], out[..., 1::2] = -x[..., 1::2], x[..., 0::2]
+    out[..., a], out[..., b] = -x[..., b], x[..., a]
     return out
-
-
-def _chosen_frequencies(r: int, base, inv_freq) -> np.ndarray:
-    """theta for rotary dimension ``r``, or the caller's explicit ``inv_freq`` checked against it.
-
-    ``base`` is checked either way: a bad base next to ``inv_freq`` is a mistake, not a value to ignore."""
-    base = val.check_base(base)
-    return frequencies(r, base) if inv_freq is None else val.check_inv_freq(inv_freq, r // 2)
 
 
 @val.suggest_keywords
@@ -210,9 +243,8 @@ def to_interleaved(x) -> np.ndarray:
 def permute_qk_weights(w, n_heads: int) -> np.ndarray:
     """Reorder the rows of W_q or W_k ``(n_heads*head_dim, in)`` from interleaved to half-split.
 
-    Within each head the output rows (2i, 2i+1) become (i, i+head_dim/2), so
-    ``(permute_qk_weights(W) @ x)`` per head equals ``to_half(W @ x)`` per head.
-    This is the permutation Llama-to-HF checkpoint converters apply.  Returns a new array.
+    Within each head the output rows (2i, 2i+1) become (i, i+head_dim/2), so ``(permute_qk_weights(W) @ x)``
+    per head equals ``to_half(W @ x)`` per head: the permutation Llama-to-HF checkpoint converters apply.
     """
     w = val.check_real_array(w, "w")
     if w.ndim != 2:
@@ -229,10 +261,10 @@ def permute_qk_weights(w, n_heads: int) -> np.ndarray:
 def sinusoidal(positions, d: int, base: float = 10000.0) -> np.ndarray:
     """The additive absolute embedding of Vaswani et al. 2017 ("Attention Is All You Need", section 3.5).
 
-    E(t)_{2i} = sin(t theta_i), E(t)_{2i+1} = cos(t theta_i) with the same theta_i
-    as RoPE.  ``positions``: any shape ``P``; returns float64 ``P + (d,)``.
+    E(t)_{2i} = sin(t theta_i), E(t)_{2i+1} = cos(t theta_i) with RoPE's theta_i.
+    ``positions``: any shape ``P``; returns float64 ``P + (d,)``.
     """
-    pos = val.check_positions_any(positions)
+    pos = val.check_positions(positions, None)
     angles = _angles(pos, frequencies(d, base))
     out = np.empty(pos.shape + (d,))
     out[..., 0::2], out[..., 1::2] = np.sin(angles), np.cos(angles)
@@ -258,10 +290,12 @@ def partial_sums(distance, d: int, base: float = 10000.0, *, inv_freq=None) -> n
     """S_j = sum_{i<j} e^{i (m-n) theta_i} for j = 1..d/2 (section 3.4.3, eq 36).
 
     ``distance`` = m - n, any shape ``P`` of reals; returns complex128 ``P + (d/2,)``
-    whose last index j-1 holds S_j.  ``inv_freq`` overrides the frequencies (scaled RoPE).
+    whose last index j-1 holds S_j.  ``inv_freq`` ``(d/2,)`` overrides the frequencies (scaled RoPE).
     """
-    r = val.check_positions_any(distance, "distance")
+    r = val.check_positions(distance, None, "distance")
     freqs = _chosen_frequencies(val.check_d(d), base, inv_freq)
+    if freqs.ndim != 1:
+        raise ValueError(f"inv_freq must have shape ({freqs.shape[0]},) here (one distance axis), got shape {freqs.shape}")
     return np.cumsum(np.exp(1j * _angles(r, freqs, "distance")), axis=-1)
 
 
