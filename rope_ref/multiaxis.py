@@ -24,7 +24,7 @@ import numbers
 import numpy as np
 
 from . import _validate as val
-from .core import frequencies
+from .forms import frequencies
 
 #: the three M-RoPE axes, in the order of ``positions[0], positions[1], positions[2]``.
 MROPE_AXES = ("temporal", "height", "width")
