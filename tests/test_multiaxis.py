@@ -372,3 +372,33 @@ def test_bad_input_is_named(fn, args, kwargs, exc, words):
     with pytest.raises(exc) as err:
         fn(*args, **kwargs)
     assert words in str(err.value)
+
+
+# ---- rope_ref's general form (rotate, rotate_elementwise, rotate_dense with inv_freq (r/2, A)) -----
+
+def _recorded_rotations(arrays, meta):
+    """(name, x, F, positions, pairing, recorded out) for every recorded module."""
+    for case, (sections, base, interleaved) in QWEN.items():
+        yield (case, arrays[f"{case}/q"], rr.mrope_frequencies(128, sections, base=base, interleaved=interleaved),
+               arrays[f"{case}/pos"].astype(np.float64), "half", arrays[f"{case}/out"])
+    for case, (F, P, pairing) in TIMM.items():
+        yield case, arrays[f"{case}/x"], F(), P(), pairing, arrays[f"{case}/out"]
+    freqs = arrays["timm_mixed/freqs"].astype(np.float64)
+    h, w = meta["cases"]["timm_mixed"]["grid"]
+    for head in range(freqs.shape[2]):
+        yield (f"timm_mixed head {head}", arrays["timm_mixed/x"][head], freqs[:, 1, head].T,
+               rr.grid_positions(h, w, indexing="xy"), "interleaved", arrays["timm_mixed/out_block1"][head])
+
+
+@pytest.mark.parametrize("form", ["rotate", "rotate_elementwise", "rotate_dense"])
+def test_rope_ref_general_form_replays_every_recording(modules, form):
+    arrays, meta = modules
+    fn = getattr(rr, form)
+    for name, x, F, P, pairing, recorded in _recorded_rotations(arrays, meta):
+        x64 = x.astype(np.float64)
+        ours = fn(x64, P, inv_freq=F, pairing=pairing)
+        np.testing.assert_allclose(ours, _rotate_plain(x64, F, P, pairing), atol=1e-12, err_msg=name)
+        ang = np.abs(_angles(F, P))                              # float32 angles err by ~|angle| * 2^-22
+        spread = np.repeat(ang, 2, -1) if pairing == "interleaved" else np.concatenate([ang, ang], -1)
+        tol = (5e-7 * spread + 2e-6) * 4 * (1 + np.abs(x).max())
+        assert np.all(np.abs(ours - recorded) <= tol), name
