@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref import multiaxis as ma
+from rope_ref import _fast, checks
 
 
 # ---- mrope_frequencies: hand-derived layouts ------------------------------------------------------
@@ -402,3 +402,74 @@ def test_rope_ref_general_form_replays_every_recording(modules, form):
         spread = np.repeat(ang, 2, -1) if pairing == "interleaved" else np.concatenate([ang, ang], -1)
         tol = (5e-7 * spread + 2e-6) * 4 * (1 + np.abs(x).max())
         assert np.all(np.abs(ours - recorded) <= tol), name
+
+
+# ---- the identity table's multi-axis rows catch planted bugs --------------------------------------
+
+ROWS = ("any F: q_m.k_n depends only on F(p_n-p_m)", "M-RoPE on text (t=h=w) == 1-D RoPE",
+        "2-D grid: score depends on (dx, dy) only")
+
+
+def _failed_rows():
+    rr.clear_cache()
+    table = checks.run_checks(d=32, seq=300)
+    return {c.name for c in table if not c.ok}
+
+
+def test_multiaxis_rows_hold_on_a_small_case():
+    table = {c.name: c for c in checks.run_checks(d=32, seq=300)}
+    assert all(table[name].ok for name in ROWS)
+    assert table["M-RoPE on text (t=h=w) == 1-D RoPE"].error <= 1e-15
+
+
+def _patch_tables(monkeypatch, change):
+    real = _fast.tables
+
+    def planted(pos, freqs, work, pairing):
+        if freqs.ndim == 2 and freqs.shape[1] > 1:
+            pos, freqs = change(pos, freqs)
+        return real(pos, freqs, work, pairing)
+    monkeypatch.setattr(_fast, "tables", planted)
+
+
+def test_axes_swapped_in_the_fast_path_is_caught(monkeypatch):
+    _patch_tables(monkeypatch, lambda pos, freqs: (pos[:, ::-1].copy(), freqs))
+    failed = _failed_rows()
+    assert {ROWS[0], ROWS[2]} <= failed
+    assert ROWS[1] not in failed           # on text every axis holds the same position: no row can see it
+
+
+def test_axes_averaged_instead_of_summed_in_the_fast_path_is_caught(monkeypatch):
+    _patch_tables(monkeypatch, lambda pos, freqs: (pos, freqs / freqs.shape[1]))
+    assert {ROWS[1], ROWS[2]} <= _failed_rows()
+
+
+def test_relative_rotation_turning_the_wrong_way_in_the_dense_path_is_caught(monkeypatch):
+    real = checks.rotate_dense
+    monkeypatch.setattr(checks, "rotate_dense", lambda x, p, **kw: real(x, -np.asarray(p), **kw)
+                        if np.ndim(kw.get("inv_freq")) == 2 else real(x, p, **kw))
+    assert _failed_rows() == {ROWS[0]}
+
+
+def test_interleaving_that_drops_the_leftover_pairs_is_caught(monkeypatch):
+    real = checks.mrope_frequencies
+
+    def planted(rotary_dim, sections, **kw):
+        F = real(rotary_dim, sections, **kw)
+        if kw.get("interleaved"):
+            F[3 * max(sections[1], sections[2]):] = 0            # temporal's leftover pairs forgotten
+        return F
+    monkeypatch.setattr(checks, "mrope_frequencies", planted)
+    assert _failed_rows() == {ROWS[1]}
+
+
+def test_second_axis_with_a_shifted_spectrum_is_caught(monkeypatch):
+    real = checks.axial_frequencies
+
+    def planted(rotary_dim, **kw):
+        F = real(rotary_dim, **kw)
+        n = rotary_dim // 4
+        F[n:-1, 1] = F[n + 1:, 1]                              # y's frequencies off by one pair
+        return F
+    monkeypatch.setattr(checks, "axial_frequencies", planted)
+    assert _failed_rows() == {ROWS[2]}
