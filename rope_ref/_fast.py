@@ -227,11 +227,8 @@ def rotate(x, positions=None, *, base=10000.0, pairing="interleaved", rotary_dim
     buffer when ``out`` is strided, float32/64 overflow caught as a FloatingPointError (free when
     nothing overflows), and float16's overflow (rounded bit by bit, no flag) found by :func:`_f16.all_finite`.
     """
-    x = val.check_x(x, name)
-    pairing = val.check_pairing(pairing)
-    r = val.check_rotary_dim(rotary_dim, x.shape[-1])
-    freqs = _frequencies(r, base, inv_freq)                     # (r/2,) or (r/2, A)
-    pos = val.check_positions(positions, x.shape[:-1], axes=None if freqs.ndim == 1 else freqs.shape[1])
+    x, pos, pairing, r, freqs = val.check_rotation(x, positions, base=base, pairing=pairing, rotary_dim=rotary_dim,
+                                                   inv_freq=inv_freq, theta=_theta, name=name)
     val.check_angle_range(pos, freqs)
     if freqs.ndim == 1:                                         # one axis: A = 1 (the same angles, bit for bit)
         pos, freqs = pos[None], freqs[:, None]
@@ -251,14 +248,6 @@ def rotate(x, positions=None, *, base=10000.0, pairing="interleaved", rotary_dim
     if buf is not out:
         out[...] = buf
     return out
-
-
-def _frequencies(r: int, base, inv_freq) -> np.ndarray:
-    """The frequencies :func:`rope_ref.forms.rotate_elementwise` would use; theta for (r, base) is kept."""
-    base = val.check_base(base)                                # checked first: the cache needs a float
-    if inv_freq is None:
-        return _theta(r, base)
-    return val.check_inv_freq(inv_freq, r // 2)
 
 
 @functools.lru_cache(maxsize=64)

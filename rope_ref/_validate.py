@@ -320,6 +320,46 @@ def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray
     return check_finite(f, name)
 
 
+def check_frequencies(r: int, base, inv_freq, theta, *, axes: bool = True) -> np.ndarray:
+    """The frequencies of rotary dimension ``r``: ``theta(r, base)`` (``rope_ref.frequencies`` or a cached
+    copy), or ``inv_freq`` ((r/2,), or (r/2, A) if ``axes``) checked against ``r``.  ``base`` is checked either
+    way: a bad base next to ``inv_freq`` is a mistake, not a value to ignore."""
+    base = check_base(base)
+    if inv_freq is None:
+        return theta(r, base)
+    f = check_inv_freq(inv_freq, r // 2)
+    if f.ndim != 1 and not axes:
+        raise ValueError(f"inv_freq must have shape ({r // 2},) here (one axis of positions), got shape {f.shape}")
+    return f
+
+
+def axes_of(freqs: np.ndarray) -> int | None:
+    """A for a frequency matrix ``(n, A)``; None for a vector (positions then have no axis of axes)."""
+    return None if freqs.ndim == 1 else freqs.shape[1]
+
+
+def check_qk_weights(w, n_heads):
+    """``(w, n_heads, head_dim)`` for a 2-D weight matrix ``(n_heads * head_dim, in)`` with head_dim even."""
+    w = check_real_array(w, "w")
+    if w.ndim != 2:
+        raise ValueError(f"w must be a 2-D weight matrix (n_heads*head_dim, in_features), got shape {w.shape}")
+    n_heads = check_positive_int(n_heads, "n_heads")
+    if w.shape[0] % n_heads:
+        raise ValueError(f"w.shape[0]={w.shape[0]} is not divisible by n_heads={n_heads}")
+    return w, n_heads, check_d(w.shape[0] // n_heads, "head_dim (w.shape[0] // n_heads)")
+
+
+def check_rotation(x, positions, *, base, pairing, rotary_dim, inv_freq, theta, name: str = "x"):
+    """The arguments every rotation (``rope_ref.rotate`` and the forms) shares, checked, in one place.
+
+    Returns ``(x, positions, pairing, r, freqs)``: ``freqs`` ``(r/2,)`` with positions broadcastable to
+    ``x.shape[:-1]``, or ``(r/2, A)`` with positions ``(A, ...)`` (see :func:`check_positions`)."""
+    x = check_x(x, name)
+    pairing, r = check_pairing(pairing), check_rotary_dim(rotary_dim, x.shape[-1])
+    freqs = check_frequencies(r, base, inv_freq, theta)
+    return x, check_positions(positions, x.shape[:-1], axes=axes_of(freqs)), pairing, r, freqs
+
+
 def check_freqs(freqs, name: str = "freqs", *, axes: bool = False) -> np.ndarray:
     """Finite real frequencies of shape (n,), or (n, A) with A >= 1 if ``axes``."""
     f = check_real_array(freqs, name).astype(np.float64)
