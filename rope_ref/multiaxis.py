@@ -176,8 +176,6 @@ def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarr
 
 _KINDS = ("text", "image", "video")
 _RESUME = ("max+1", "spatial")
-#: a segment list longer than this many tokens is refused before anything is allocated.
-MAX_TOKENS = 2 ** 27
 
 
 _SEGMENT_FORMS = '("text", n), ("image", (t, h, w)), ("video", (t, h, w)) or ("video", (t, h, w), seconds_per_grid)'
@@ -225,7 +223,7 @@ def _check_segment(i: int, seg, merge: int):
 
 @val.suggest_keywords
 def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
-                       text_after_vision: str = "max+1") -> np.ndarray:
+                       text_after_vision: str = "max+1", max_bytes: int | None = None) -> np.ndarray:
     """M-RoPE position ids (temporal, height, width) of one sequence: int64 of shape ``(3, seq)``.
 
     The rule of Qwen2-VL (arXiv:2409.12191, section 2.1) as transformers' ``get_rope_index``
@@ -250,7 +248,8 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     in ``image_grid_thw`` / ``video_grid_thw``; ``seconds_per_grid`` is ``second_per_grid_ts``
     (default 1.0, as in transformers when it is not given).  Vision-start/end marker tokens are text.
     Qwen3-VL separates video frames by timestamp text: give each frame as its own ``(1, h, w)``
-    video segment, as its ``get_rope_index`` splits ``video_grid_thw``.
+    video segment, as its ``get_rope_index`` splits ``video_grid_thw``.  The size of the result
+    (8 bytes per id) is checked against ``max_bytes`` (default: rope_ref's limit) before it is built.
 
     >>> mrope_position_ids([("text", 2), ("image", (1, 4, 6)), ("text", 1)]).tolist()
     [[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]]
@@ -268,8 +267,8 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     if not parsed:
         raise ValueError("segments must hold at least one segment, got an empty list")
     total = sum(n if kind == "text" else n[0] * n[1] * n[2] for kind, n, _ in parsed)
-    if total > MAX_TOKENS:
-        raise ValueError(f"segments describe {total} tokens; expected at most {MAX_TOKENS} (2^27)")
+    val.check_nbytes(2 * 3 * 8 * total, "segments", what=f"the (3, {total}) int64 position ids (and their parts)",
+                     limit=max_bytes)
     blocks, start = [], 0
     for kind, n, seconds in parsed:
         if kind == "text":

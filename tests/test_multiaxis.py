@@ -365,8 +365,11 @@ def test_segments_are_not_modified():
     (rr.mrope_position_ids, ([("text", 2)],), {"spatial_merge_size": 0}, ValueError, "spatial_merge_size"),
     (rr.mrope_position_ids, ([("text", 2)],), {"tokens_per_second": "2"}, TypeError, "tokens_per_second"),
     (rr.mrope_position_ids, ([("text", 2)],), {"text_after_vision": "max"}, ValueError, "text_after_vision"),
-    (rr.mrope_position_ids, ([("text", 2 ** 28)],), {}, ValueError, "at most"),
-    (rr.mrope_position_ids, ([("image", (1, 2 ** 15, 2 ** 15))],), {"spatial_merge_size": 1}, ValueError, "at most"),
+    (rr.mrope_position_ids, ([("text", 2 ** 28)],), {}, ValueError, "above the limit"),
+    (rr.mrope_position_ids, ([("image", (1, 2 ** 15, 2 ** 15))],), {"spatial_merge_size": 1}, ValueError,
+     "above the limit"),
+    (rr.mrope_position_ids, ([("text", 100)],), {"max_bytes": 1000}, ValueError, "max_bytes=4800"),
+    (rr.mrope_position_ids, ([("text", 100)],), {"max_bytes": -1}, ValueError, "max_bytes"),
 ])
 def test_bad_input_is_named(fn, args, kwargs, exc, words):
     with pytest.raises(exc) as err:

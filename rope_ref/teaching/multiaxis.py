@@ -217,6 +217,13 @@ class GridScoreView(View):
                 f"heat map at ({p['dx']}, {p['dy']}) = {self.map_value:.6f}")
 
 
+#: telling states of the view, for a static fallback that shows several frames (caption, params): the
+#: query moves and the score stays; the offset changes and the score follows the heat map.
+GRID_FRAMES = (("query (3, 4), key one right and one up", {"qx": 3, "qy": 4, "dx": 1, "dy": -1}),
+               ("query moved to (10, 9), same offset: same score", {"qx": 10, "qy": 9, "dx": 1, "dy": -1}),
+               ("offset (6, 4): a lower score", {"qx": 3, "qy": 4, "dx": 6, "dy": 4}))
+
+
 def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1):
     """Sliders for the query patch (qx, qy) and the offset (dx, dy) over :class:`GridScoreView`."""
     r = GRID - 1
