@@ -72,7 +72,10 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
       ``Qwen3VLTextRotaryEmbedding``: ``freqs_thw[..., slice(offset, 3 * s, 3)] = freq[axis]``).
       Sections whose strided slice would run past the last pair (``3*s_h - 2 >= rotary_dim/2`` or
       ``3*s_w - 1 >= rotary_dim/2``) raise: transformers clips such a slice, so the config's counts
-      would not be the counts used.
+      would not be the counts used.  (timm's ``RotaryEmbeddingMRope`` for images, GenLIP's
+      ``(8, 12, 12)`` over head_dim 72, gives temporal every pair the others leave: that is
+      ``mrope_frequencies(72, [12, 12, 12], interleaved=True)``; sections that do not sum to
+      ``rotary_dim/2`` are refused rather than read one way or the other.)
 
     Example: Qwen2-VL ``mrope_frequencies(128, [16, 24, 24])``; Qwen3-VL
     ``mrope_frequencies(128, [24, 20, 20], base=5e6, interleaved=True)``.

@@ -476,3 +476,21 @@ def test_second_axis_with_a_shifted_spectrum_is_caught(monkeypatch):
         return F
     monkeypatch.setattr(checks, "axial_frequencies", planted)
     assert _failed_rows() == {ROWS[2]}
+
+
+def test_timm_image_mrope_is_the_interleaved_layout_of_its_effective_sections(modules):
+    # timm's RotaryEmbeddingMRope (GenLIP) with mrope_section (8, 12, 12) over head_dim 72 (36 pairs) clips
+    # nothing here, but its sections do not sum to 36: temporal takes the 12 remaining pairs.  So it is
+    # Qwen3-VL's interleaving with sections [12, 12, 12] -- which rope_ref builds -- while the nominal
+    # [8, 12, 12] is refused rather than silently read.
+    arrays, meta = modules
+    assert meta["cases"]["timm_mrope"]["mrope_section"] == [8, 12, 12]
+    F = rr.mrope_frequencies(72, [12, 12, 12], interleaved=True)
+    np.testing.assert_array_equal(np.argmax(F != 0, axis=1), arrays["timm_mrope/axis"].astype(int))
+    h, w = meta["cases"]["timm_mrope"]["grid"]
+    P = np.concatenate([np.zeros((1, h * w)), rr.grid_positions(h, w)])            # (t = 0, row, column)
+    _check_cos_sin(arrays["timm_mrope/cos"][:, :36], arrays["timm_mrope/sin"][:, :36], _angles(F, P))
+    out = rr.rotate(arrays["timm_mrope/x"].astype(np.float64), P, inv_freq=F, pairing="half")
+    np.testing.assert_allclose(out, arrays["timm_mrope/out"], atol=2e-5)
+    with pytest.raises(ValueError, match="sum to rotary_dim/2 = 36"):
+        rr.mrope_frequencies(72, [8, 12, 12], interleaved=True)
