@@ -14,7 +14,8 @@ layouts models ship and the position ids that go with them:
 * :func:`mrope_position_ids` -- the ``(3, seq)`` position ids of a sequence of text, image and
   video segments (transformers' ``get_rope_index`` for the Qwen VL models).
 
-Arrays are float64 and new; inputs are never modified.
+Frequency matrices and grid positions are float64, position ids int64; every result is a new
+array, inputs are never modified, and sizes are checked (``max_bytes``) before anything is allocated.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def _check_sections(sections, n_pairs: int, rotary_dim: int) -> tuple[int, int, 
 
 
 @val.suggest_keywords
-def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, interleaved: bool = False) -> np.ndarray:
+def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, interleaved: bool = False,
+                      max_bytes: int | None = None) -> np.ndarray:
     """M-RoPE's frequency matrix ``F``, float64 of shape ``(rotary_dim/2, 3)``: columns temporal, height, width.
 
     Pair ``j`` keeps its 1-D frequency ``theta_j = base^(-2j/rotary_dim)`` (eq 15, 0-indexed) and
@@ -90,6 +92,7 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
     base = val.check_base(base)
     interleaved = val.check_bool(interleaved, "interleaved")
     n = rotary_dim // 2
+    val.check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix", limit=max_bytes)
     s_t, s_h, s_w = _check_sections(sections, n, rotary_dim)
     axis = np.zeros(n, dtype=np.intp)                       # temporal unless claimed below
     if interleaved:
@@ -104,12 +107,13 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
         axis[s_t:s_t + s_h] = 1
         axis[s_t + s_h:] = 2
     F = np.zeros((n, 3))
-    F[np.arange(n), axis] = frequencies(rotary_dim, base)
+    F[np.arange(n), axis] = frequencies(rotary_dim, base, max_bytes=max_bytes)
     return F
 
 
 @val.suggest_keywords
-def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2) -> np.ndarray:
+def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2,
+                      max_bytes: int | None = None) -> np.ndarray:
     """Axial RoPE's frequency matrix ``F``, float64 of shape ``(rotary_dim/2, axes)``: one block of pairs per axis.
 
     The ``rotary_dim/2`` pairs split into ``axes`` contiguous blocks of ``n = rotary_dim/(2*axes)``
@@ -143,7 +147,9 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2) 
         raise ValueError(f"rotary_dim must be a multiple of 2*axes = {2 * axes} (each axis gets the same number "
                          f"of pairs), got rotary_dim={rotary_dim} with axes={axes}")
     n = rotary_dim // (2 * axes)
-    theta = frequencies(2 * n, base)                       # base^(-2k/(2n)) = base^(-k/n), k = 0..n-1
+    val.check_nbytes(rotary_dim // 2 * axes * 8, "rotary_dim", what=f"a ({rotary_dim // 2}, {axes}) float64 frequency "
+                     "matrix", limit=max_bytes)
+    theta = frequencies(2 * n, base, max_bytes=max_bytes)                       # base^(-2k/(2n)) = base^(-k/n), k = 0..n-1
     F = np.zeros((rotary_dim // 2, axes))
     for a in range(axes):
         F[a * n:(a + 1) * n, a] = theta
@@ -154,7 +160,7 @@ _INDEXINGS = ("ij", "xy")
 
 
 @val.suggest_keywords
-def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarray:
+def grid_positions(height: int, width: int, *, indexing: str = "ij", max_bytes: int | None = None) -> np.ndarray:
     """Positions of the patches of a ``height x width`` grid, float64 of shape ``(2, height*width)``.
 
     Patches are numbered row by row (patch ``i`` is row ``i // width``, column ``i % width``), as
@@ -172,6 +178,8 @@ def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarr
     if indexing not in _INDEXINGS:
         raise ValueError(f"indexing must be one of {_INDEXINGS} ('ij': row first, 'xy': column first), "
                          f"got {indexing!r}")
+    val.check_nbytes(4 * 8 * height * width, "height * width", what=f"(2, {height * width}) float64 positions",
+                     limit=max_bytes)
     rows = np.repeat(np.arange(height, dtype=np.float64), width)
     cols = np.tile(np.arange(width, dtype=np.float64), height)
     return np.stack([rows, cols] if indexing == "ij" else [cols, rows])
