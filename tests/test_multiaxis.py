@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rope_ref as rr
 from rope_ref import _fast, checks
@@ -498,3 +500,46 @@ def test_timm_image_mrope_is_the_interleaved_layout_of_its_effective_sections(mo
     np.testing.assert_allclose(out, arrays["timm_mrope/out"], atol=2e-5)
     with pytest.raises(ValueError, match="sum to rotary_dim/2 = 36"):
         rr.mrope_frequencies(72, [8, 12, 12], interleaved=True)
+
+
+# ---- mrope_position_ids against a token-by-token reading of the rule -----------------------------
+
+
+def _ids_token_by_token(segments, merge, tps):
+    """The published rule, one token at a time (Qwen2-VL section 2.1; Qwen2.5-VL's time scale)."""
+    ids, nxt = [], 0
+    for seg in segments:
+        if seg[0] == "text":
+            for i in range(seg[1]):
+                ids.append((nxt + i,) * 3)
+            nxt += seg[1]
+            continue
+        t, h, w = seg[1][0], seg[1][1] // merge, seg[1][2] // merge
+        seconds = seg[2] if len(seg) == 3 else 1.0
+        block = []
+        for f in range(t):
+            tt = int(np.float32(f) * np.float32(np.float32(seconds) * np.float32(tps))) \
+                if seg[0] == "video" and tps is not None else f
+            for r in range(h):
+                for c in range(w):
+                    block.append((nxt + tt, nxt + r, nxt + c))
+        ids += block
+        nxt = max(max(b) for b in block) + 1
+    return np.array(ids, dtype=np.int64).T
+
+
+_segment = st.one_of(
+    st.tuples(st.just("text"), st.integers(1, 5)),
+    st.tuples(st.just("image"), st.tuples(st.integers(1, 2), st.integers(1, 3).map(lambda v: 2 * v),
+                                          st.integers(1, 3).map(lambda v: 2 * v))),
+    st.tuples(st.just("video"), st.tuples(st.integers(1, 4), st.integers(1, 3).map(lambda v: 2 * v),
+                                          st.integers(1, 3).map(lambda v: 2 * v)),
+              st.sampled_from([0.25, 0.5, 1.0, 1.5, 2.0, 2 / 3])),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_segment, min_size=1, max_size=5), st.sampled_from([None, 1, 2, 25]))
+def test_position_ids_follow_the_rule_token_by_token(segments, tps):
+    ids = rr.mrope_position_ids(segments, spatial_merge_size=2, tokens_per_second=tps)
+    np.testing.assert_array_equal(ids, _ids_token_by_token(segments, 2, tps))
