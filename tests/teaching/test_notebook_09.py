@@ -258,3 +258,16 @@ def test_every_number_in_the_prose_is_one_a_test_checks():
              "10", "2409.12191", "24", "20", "6", "1.8", "62", "60", "63", "5", "8", "12", "27", "5.3", "5.24",
              "128", "0.62", "64", "02", "7"}           # "02": EVA-02
     assert numbers <= known, sorted(numbers - known)
+
+
+def test_the_figures_draw_what_they_claim():
+    fig = mx.fig_mrope_layout()
+    rows = np.asarray(fig.axes[0].images[0].get_array())
+    np.testing.assert_array_equal(rows[0], [0] * 16 + [1] * 24 + [2] * 24)               # Qwen2-VL, by hand
+    np.testing.assert_array_equal(rows[1], [0, 1, 2] * 20 + [0] * 4)                     # Qwen3-VL, by hand
+    segments = [("text", 3), ("image", (1, 8, 12)), ("text", 4)]
+    fig = mx.fig_position_ids(segments)
+    lines = fig.axes[0].get_lines()
+    ids = rr.mrope_position_ids(segments)
+    for a in range(3):
+        np.testing.assert_array_equal(lines[a].get_ydata(), ids[a])
