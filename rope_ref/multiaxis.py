@@ -278,7 +278,13 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
             continue
         t, h, w = n
         if kind == "video" and tps is not None:
-            interval = np.float32(np.float32(1.0 if seconds is None else seconds) * np.float32(tps))
+            with np.errstate(over="ignore"):
+                interval = np.float32(np.float32(1.0 if seconds is None else seconds) * np.float32(tps))
+                last = np.float32(t - 1) * interval
+            if not np.isfinite(last) or last >= 2 ** 40:
+                raise ValueError(f"a video's temporal ids reach (t-1) * seconds_per_grid * tokens_per_second = "
+                                 f"{(t - 1) * (1.0 if seconds is None else seconds) * tps:.3g}; expected below 2^40 "
+                                 "(check seconds_per_grid and tokens_per_second)")
             temporal = (np.arange(t, dtype=np.float32) * interval).astype(np.int64)   # truncation, as .long()
         else:
             temporal = np.arange(t, dtype=np.int64)

@@ -375,6 +375,8 @@ def test_segments_are_not_modified():
     (rr.mrope_position_ids, ([("image", (1, 2 ** 15, 2 ** 15))],), {"spatial_merge_size": 1}, ValueError,
      "above the limit"),
     (rr.mrope_position_ids, ([("text", 100)],), {"max_bytes": 1000}, ValueError, "max_bytes=4800"),
+    (rr.mrope_position_ids, ([("video", (3, 2, 2), 1e30)],), {"tokens_per_second": 25}, ValueError, "below 2^40"),
+    (rr.mrope_position_ids, ([("video", (3, 2, 2), 1e200)],), {"tokens_per_second": 25}, ValueError, "below 2^40"),
     (rr.mrope_position_ids, ([("text", 100)],), {"max_bytes": -1}, ValueError, "max_bytes"),
 ])
 def test_bad_input_is_named(fn, args, kwargs, exc, words):
