@@ -411,7 +411,7 @@ def _structure(M, done):
         return _not_rope(f"features {passthrough[:6]} are scaled, not rotated or passed through", **done), None, None
     if not pairs:
         return _not_rope("no pair of features is rotated at any of the positions: fn ignores the positions",
-                         **done)
+                         **done), None, None
     notes = []
     r = 2 * len(pairs)
     rotated = sorted(i for p in pairs for i in p)
