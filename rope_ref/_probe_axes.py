@@ -100,6 +100,7 @@ class AxesSpec:
     angle_precision: str | None = None  # the float type the kernel's angles behave like
     phase_error: float = 0.0            # largest |measured angle - sum_a F[j, a] p_a| over the rows, radians
     phase_at_zero: float = 0.0          # largest |angle| at position 0 on every axis (0 unless positions shift)
+    position_shift: tuple | None = None  # per axis, the shift s_a with angle(0) = sum_a F[j, a] s_a, when solved
     scale_error: float = 0.0
     positions: np.ndarray | None = None  # (axes, seq): the positions fn was called with
     calls: int = 0
@@ -487,11 +488,6 @@ def _measure(spec, c, s, steps, linear, sweeps, mixed, call):
     phi0 = phase[0]
     zero_allow = _allow(unit, 0.0)
     spec.phase_at_zero = float(np.abs(phi0).max())
-    if spec.phase_at_zero > zero_allow:
-        j = int(np.argmax(np.abs(phi0)))
-        spec.notes.append(f"at position 0 on every axis fn already turns pair {j} by {phi0[j]:.6g} rad (up to "
-                          f"{spec.phase_at_zero:.2g} rad over the pairs): are its positions shifted? The "
-                          "frequencies are measured from that rotation")
     npairs = len(spec.pairs)
     F = np.zeros((npairs, A))
     sigma = np.zeros((npairs, A))
@@ -542,7 +538,42 @@ def _measure(spec, c, s, steps, linear, sweeps, mixed, call):
     spec.inv_freq, spec.freq_sigma = F, sigma
     spec.freq_tolerance = SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(F)
     _name(spec, nonzero=np.abs(F) > SIGMAS * sigma)
+    if spec.phase_at_zero > _allow(unit, 0.0):
+        j = int(np.argmax(np.abs(phi0)))
+        spec.position_shift = _shift(spec, phi0, unit)
+        why = ("fn shifts the positions by " + _shifts(spec) if spec.position_shift else
+               "are its positions shifted?")
+        spec.notes.append(f"at position 0 on every axis fn already turns pair {j} by {phi0[j]:.6g} rad (up to "
+                          f"{spec.phase_at_zero:.2g} rad over the pairs): {why}; the frequencies are measured from "
+                          "that rotation")
     return spec
+
+
+def _shift(spec, phi0, unit):
+    """Per-axis shift s with phi0_j = sum_a F[j, a] s_a (mod 2 pi), when each pair turns with one axis:
+    read from the axis's slowest pair (no whole turn for |s| < pi / theta_slowest), checked on all of them."""
+    if spec.axis_of_pair is None:
+        return None
+    F, shift = spec.inv_freq, []
+    for a in range(spec.axes):
+        own = np.flatnonzero(spec.axis_of_pair == a)
+        if own.size == 0:
+            shift.append(0.0)
+            continue
+        j = own[np.argmin(np.abs(F[own, a]))]
+        s = phi0[j] / F[j, a]
+        if abs(s - round(s)) <= max(SIGMAS * spec.freq_sigma[j, a] * abs(s) / abs(F[j, a]), 1e-6):
+            s = float(round(s))
+        miss = np.angle(np.exp(1j * (F[own, a] * s - phi0[own])))
+        if np.any(np.abs(miss) > _allow(unit, F[own, a] * s) + SIGMAS * spec.freq_sigma[own, a] * abs(s) + 1e-9):
+            return None
+        shift.append(float(s))
+    return tuple(shift)
+
+
+def _shifts(spec):
+    return ", ".join(f"{n}{_num(s) if s < 0 else '+' + _num(s)}" for n, s in zip(spec.axis_names, spec.position_shift)
+                     if s != 0)
 
 
 def _kept(spec):
@@ -568,19 +599,20 @@ def interleaved_assignment(sections) -> np.ndarray:
     return axis
 
 
-def _geometric_base(theta, denominator):
-    """base with theta_k = base^(-k/denominator) for k = 0.. (theta_0 = 1), when every theta fits it."""
-    theta = np.abs(np.asarray(theta, float))
-    if theta.size < 2 or not np.all(theta > 0) or abs(theta[0] - 1) > 1e-5:
+def _geometric_base(theta, denominator, rtol):
+    """base with theta_k = base^(-k/denominator) for k = 0.. (eq 15; theta_0 = 1), when every |theta_k| fits it
+    within ``rtol`` (relative, per pair); the base with the fewest significant digits that fits."""
+    theta, rtol = np.abs(np.asarray(theta, float)), np.maximum(rtol, 4 * FREQ_ULPS * 2.0**-24)
+    if theta.size < 2 or not np.all(theta > 0) or np.any(np.abs(theta[0] - 1) > rtol[0]):
         return None
     k = np.arange(theta.size)
     rate = -(k @ np.log(theta)) / (k @ k)          # log base / denominator
-    fit = np.exp(-rate * k)
-    if np.abs(theta / fit - 1).max() > FREQ_ULPS * 2.0**-24 * 4:
-        return None
     base = float(np.exp(rate * denominator))
-    nice = float(f"{base:.6g}")
-    return nice if abs(nice / base - 1) < 1e-6 else base
+    for digits in range(1, 17):
+        nice = float(f"{base:.{digits}g}")
+        if np.all(np.abs(theta / nice ** (-k / denominator) - 1) <= rtol):
+            return nice
+    return None
 
 
 def classify(F, nonzero=None):
@@ -609,13 +641,16 @@ def _name(spec, nonzero):
     names = spec.axis_names
     if spec.form in ("1-D", "M-RoPE"):
         theta = np.abs(F[np.arange(len(F)), spec.axis_of_pair])
-        spec.base = _geometric_base(theta, spec.rotary_dim / 2)
+        rel = spec.freq_tolerance[np.arange(len(F)), spec.axis_of_pair] / theta
+        spec.base = _geometric_base(theta, spec.rotary_dim / 2, rel)
         if spec.form == "M-RoPE" and spec.mrope_layout is None:
             spec.notes.append(f"each pair turns with one axis and the pairs share one spectrum, but the axes are "
                               f"laid out neither as blocks nor as Qwen3-VL's interleaving: "
                               f"{_runs(spec.axis_of_pair, names)}")
     elif spec.form == "axial":
-        spec.axis_bases = tuple(_geometric_base(F[spec.axis_of_pair == a, a], spec.sections[a]) if spec.sections[a]
+        rel = spec.freq_tolerance / np.maximum(np.abs(F), 1e-300)
+        spec.axis_bases = tuple(_geometric_base(F[spec.axis_of_pair == a, a], spec.sections[a],
+                                                rel[spec.axis_of_pair == a, a]) if spec.sections[a]
                                 else None for a in range(spec.axes))
     if spec.sections is not None:
         unused = [names[a] for a in range(spec.axes) if spec.sections[a] == 0]
@@ -697,8 +732,9 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
     if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > max(FREQ_ULPS * 2.0**-24, 2 * spec.scale_error):
         problems.append(f"norm_scale: expected {norm_scale:.6g}, found {spec.norm_scale:.6g}")
     if spec.phase_at_zero > _allow(2.0**-24, 0.0):
+        why = f"fn shifts the positions by {_shifts(spec)}" if spec.position_shift else "positions shifted?"
         problems.append(f"rotation at position 0: expected none, found pairs turned by up to {spec.phase_at_zero:.3g} "
-                        "rad with every axis at 0 (positions shifted?)")
+                        f"rad with every axis at 0 ({why})")
     if inv_freq is not None:
         problems += _compare_matrix(spec, _check_matrix(inv_freq, spec.axes), rtol, names)
     return problems

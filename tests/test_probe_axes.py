@@ -5,6 +5,7 @@ rotary code, timm's axial and mixed 2-D RoPE), and every expected frequency matr
 published formulas, not by rope_ref.
 """
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -243,6 +244,30 @@ def test_partial_rotary_m_rope():
     assert_axes_match(partial_mrope_kernel(), 64, 3, sections=[4, 6, 6], base=10000.0, rotary_dim=32, pairing="half")
 
 
+def test_float32_rope_mixed():
+    fx, fy = mixed_frequencies()
+
+    def fn(x, p):          # timm computes the angles and sin/cos in float32
+        f32 = np.float32
+        ang = np.repeat(p[0][:, None].astype(f32) * fx.astype(f32) + p[1][:, None].astype(f32) * fy.astype(f32), 2, -1)
+        x = x.astype(f32)
+        return x * np.cos(ang) + rot_interleaved(x) * np.sin(ang)
+    spec = identify_axes(fn, 64, 2)
+    assert (spec.form, spec.angle_precision) == ("mixed", "float32")
+    assert rel_err(spec.inv_freq, np.stack([fx, fy], axis=1)) < 1e-6
+    assert compare_axes(spec, np.stack([fx, fy], axis=1)) == []
+
+
+def test_bfloat16_output_kernel():
+    def fn(x, p):
+        return qwen2vl_kernel(dtype=np.float32)(x, p).astype(ml_dtypes.bfloat16)
+    spec = identify_axes(fn, 128, 3)
+    assert spec.is_rope, spec.reason
+    assert (spec.sections, spec.mrope_layout, spec.base) == ((16, 24, 24), "blocks", 1e6)
+    assert rel_err(spec.inv_freq, qwen2vl_matrix()) < 1e-2
+    assert compare_axes(spec, qwen2vl_matrix()) == []
+
+
 def test_float16_kernel_reported_at_its_precision():
     def fn(x, p):
         return qwen2vl_kernel(dtype=np.float32)(x, p).astype(np.float16)
@@ -341,8 +366,17 @@ def test_wrong_base_named():
 
 def test_shifted_positions_named():
     msg = mismatch(qwen2vl_kernel(shift=1), 128, 3, sections=[16, 24, 24], base=1e6)
-    assert "rotation at position 0: expected none" in msg
+    assert "rotation at position 0: expected none, found pairs turned by up to 1 rad with every axis at 0 (fn shifts " \
+           "the positions by t+1, h+1, w+1)" in msg
     assert "frequencies" not in msg
+
+
+def test_one_axis_shift_named():
+    inner = qwen2vl_kernel()
+    spec = identify_axes(lambda x, p: inner(x, p + np.array([[0], [0], [-7]])), 128, 3)
+    assert spec.position_shift == (0.0, 0.0, -7.0)
+    assert "fn shifts the positions by w-7" in spec.notes[-1]
+    assert spec.sections == (16, 24, 24) and rel_err(spec.inv_freq, qwen2vl_matrix()) < 1e-12
 
 
 def test_axial_expected_as_m_rope_named():
