@@ -100,6 +100,7 @@ class AxesSpec:
     angle_precision: str | None = None  # the float type the kernel's angles behave like
     phase_error: float = 0.0            # largest |measured angle - sum_a F[j, a] p_a| over the rows, radians
     phase_at_zero: float = 0.0          # largest |angle| at position 0 on every axis (0 unless positions shift)
+    rotated_at_zero: bool = False       # pairs turned beyond rounding with every axis at 0
     position_shift: tuple | None = None  # per axis, the shift s_a with angle(0) = sum_a F[j, a] s_a, when solved
     scale_error: float = 0.0
     positions: np.ndarray | None = None  # (axes, seq): the positions fn was called with
@@ -442,12 +443,13 @@ def _structure(M, done):
     return spec, c, s
 
 
-def _allow(unit, angle):
-    """Largest angle error rounding in a float type of unit roundoff ``unit`` explains, at |angle| radians."""
-    return NOISE_ULPS * unit * (1 + np.abs(angle))
+def _allow(unit, angle, out_err=0.0):
+    """Largest angle error rounding in a float type of unit roundoff ``unit`` explains, at |angle| radians,
+    plus ``out_err`` radians (cos/sin or the output rounded to a coarser type: see _measure)."""
+    return NOISE_ULPS * unit * (1 + np.abs(angle)) + out_err
 
 
-def _fit_axis(psi, steps, linear, unit):
+def _fit_axis(psi, steps, linear, unit, out_err):
     """Slope through 0 of the angles ``psi`` (points, pairs; wrapped, relative to position 0) at ``steps``.
 
     The first ``linear`` steps are 1, 2, ...: unwrapped from step to step.  Each farther step's whole
@@ -472,7 +474,7 @@ def _fit_axis(psi, steps, linear, unit):
     slope, sigma, _ = fit()
     for k in range(linear, n):
         pred = slope * p[k]
-        spread = SIGMAS * sigma * p[k] + _allow(unit, pred)
+        spread = SIGMAS * sigma * p[k] + _allow(unit, pred, out_err)
         turns = np.round((pred - psi[k]) / (2 * np.pi))
         ang[k] = psi[k] + 2 * np.pi * turns
         used[k] = spread < np.pi / 2
@@ -486,34 +488,39 @@ def _measure(spec, c, s, steps, linear, sweeps, mixed, call):
     unit = call.unit                                 # the coarsest rounding fn's output type explains
     phase = np.arctan2(s, c)                         # (seq, pairs)
     phi0 = phase[0]
-    zero_allow = _allow(unit, 0.0)
+    # Rounding cos/sin or the output (a bfloat16 result handed back as float32) errs in a pair's angle and
+    # norm alike; an angle relative to the base row's carries two such errors.
+    out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
     spec.phase_at_zero = float(np.abs(phi0).max())
     npairs = len(spec.pairs)
     F = np.zeros((npairs, A))
     sigma = np.zeros((npairs, A))
+    bias = np.zeros((npairs, A))                    # the most an error out_err at every point moves a slope
     worst = []                                      # (excess over the allowance, message) of each check
     resid_all, angle_all = [], []
     for a in range(A):
         psi = np.angle(np.exp(1j * (phase[sweeps[a]] - phi0)))
-        F[:, a], sigma[:, a], resid, used = _fit_axis(psi, steps, linear, unit)
+        F[:, a], sigma[:, a], resid, used = _fit_axis(psi, steps, linear, unit, out_err)
         angle = np.outer(steps, F[:, a])
+        pu = np.where(used, steps[:, None].astype(float), 0.0)
+        bias[:, a] = out_err * pu.sum(0) / (pu * pu).sum(0)
         resid_all.append(resid[used])
         angle_all.append(angle[used])
-        excess = np.where(used, np.abs(resid) - _allow(unit, angle), -np.inf)
+        excess = np.where(used, np.abs(resid) - _allow(unit, angle, out_err), -np.inf)
         k, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
         if excess[k, j] > 0:
-            worst.append((excess[k, j] / _allow(unit, angle[k, j]), (
+            worst.append((excess[k, j] / _allow(unit, angle[k, j], out_err), (
                 f"along {names[a]} (the other axes at 0) pair {j} (features {spec.pairs[j]}) turns by "
                 f"{resid[k, j] + angle[k, j]:.7g} rad at {names[a]} = {steps[k]}, where the line through the "
                 f"other positions 0..{steps[used[:, j]].max()} gives {angle[k, j]:.7g} (off by "
-                f"{abs(resid[k, j]):.2g} rad; {call.precision} rounding allows {_allow(unit, angle[k, j]):.2g})")))
+                f"{abs(resid[k, j]):.2g} rad; {call.precision} rounding allows {_allow(unit, angle[k, j], out_err):.2g})")))
     # Rows at combinations of all axes: the angles must add up.
     pm = P[:, mixed].T.astype(float)                       # (rows, A)
     pred = pm @ F.T                                        # (rows, pairs)
     meas = phase[mixed] - phi0
     resid = np.angle(np.exp(1j * (meas - pred)))
     terms = np.abs(pm) @ np.abs(F.T)
-    allow = _allow(unit, terms) + SIGMAS * (pm @ sigma.T)
+    allow = _allow(unit, terms, out_err) + SIGMAS * (pm @ sigma.T)
     excess = np.abs(resid) - allow
     k, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
     if excess[k, j] > 0:
@@ -531,16 +538,22 @@ def _measure(spec, c, s, steps, linear, sweeps, mixed, call):
     resid_all, angle_all = np.concatenate([r.ravel() for r in resid_all]), np.concatenate(
         [t.ravel() for t in angle_all])
     spec.phase_error = float(np.abs(resid_all).max()) if resid_all.size else 0.0
-    for name, u in PRECISIONS:
-        if np.all(np.abs(resid_all) <= _allow(u, angle_all)) or u >= unit:
-            spec.angle_precision, prec_unit = name, u
+    for err in ((0.0, out_err) if out_err else (0.0,)):
+        fits = [(name, u) for name, u in PRECISIONS if u <= unit and np.all(np.abs(resid_all) <= _allow(u, angle_all, err))]
+        if fits:
+            spec.angle_precision, prec_unit = fits[0]
+            if err:
+                spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
+                spec.notes.append(f"the angle errors (up to {spec.phase_error:.2g} rad) come with norm errors (up to "
+                                  f"{spec.scale_error:.2g}): cos/sin or the output rounded to a 16-bit type")
             break
     spec.inv_freq, spec.freq_sigma = F, sigma
-    spec.freq_tolerance = SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(F)
+    spec.freq_tolerance = SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(F) + bias
     _name(spec, nonzero=np.abs(F) > SIGMAS * sigma)
-    if spec.phase_at_zero > _allow(unit, 0.0):
+    if spec.phase_at_zero > _allow(unit, 0.0, out_err / 2):
+        spec.rotated_at_zero = True
         j = int(np.argmax(np.abs(phi0)))
-        spec.position_shift = _shift(spec, phi0, unit)
+        spec.position_shift = _shift(spec, phi0, unit, out_err)
         why = ("fn shifts the positions by " + _shifts(spec) if spec.position_shift else
                "are its positions shifted?")
         spec.notes.append(f"at position 0 on every axis fn already turns pair {j} by {phi0[j]:.6g} rad (up to "
@@ -549,7 +562,7 @@ def _measure(spec, c, s, steps, linear, sweeps, mixed, call):
     return spec
 
 
-def _shift(spec, phi0, unit):
+def _shift(spec, phi0, unit, out_err):
     """Per-axis shift s with phi0_j = sum_a F[j, a] s_a (mod 2 pi), when each pair turns with one axis:
     read from the axis's slowest pair (no whole turn for |s| < pi / theta_slowest), checked on all of them."""
     if spec.axis_of_pair is None:
@@ -565,7 +578,7 @@ def _shift(spec, phi0, unit):
         if abs(s - round(s)) <= max(SIGMAS * spec.freq_sigma[j, a] * abs(s) / abs(F[j, a]), 1e-6):
             s = float(round(s))
         miss = np.angle(np.exp(1j * (F[own, a] * s - phi0[own])))
-        if np.any(np.abs(miss) > _allow(unit, F[own, a] * s) + SIGMAS * spec.freq_sigma[own, a] * abs(s) + 1e-9):
+        if np.any(np.abs(miss) > _allow(unit, F[own, a] * s, out_err) + SIGMAS * spec.freq_sigma[own, a] * abs(s) + 1e-9):
             return None
         shift.append(float(s))
     return tuple(shift)
@@ -672,6 +685,11 @@ def mrope_inv_freq(rotary_dim: int, sections, *, base: float = 10000.0, layout: 
     base = val.check_base(base)
     sections = _check_sections(sections, rotary_dim // 2)
     axis = (blocks_assignment if _check_layout(layout) == "blocks" else interleaved_assignment)(sections)
+    got = np.bincount(axis, minlength=len(sections)).tolist()
+    if got != list(sections):
+        raise ValueError(f"layout='interleaved' cannot give sections {list(sections)}: Qwen3-VL's interleaving (axis a "
+                         f">= 1 takes pairs a, a + {len(sections)}, ... below {len(sections)} * sections[a], axis 0 the "
+                         f"rest) gives {'/'.join(map(str, got))} pairs over {rotary_dim // 2}")
     theta = base ** (-np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim)
     F = np.zeros((rotary_dim // 2, len(sections)))
     F[np.arange(rotary_dim // 2), axis] = theta
@@ -731,7 +749,7 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
         problems.append(f"rotary_dim: expected {rotary_dim}, found {spec.rotary_dim}")
     if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > max(FREQ_ULPS * 2.0**-24, 2 * spec.scale_error):
         problems.append(f"norm_scale: expected {norm_scale:.6g}, found {spec.norm_scale:.6g}")
-    if spec.phase_at_zero > _allow(2.0**-24, 0.0):
+    if spec.rotated_at_zero:
         why = f"fn shifts the positions by {_shifts(spec)}" if spec.position_shift else "positions shifted?"
         problems.append(f"rotation at position 0: expected none, found pairs turned by up to {spec.phase_at_zero:.3g} "
                         f"rad with every axis at 0 ({why})")

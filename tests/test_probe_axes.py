@@ -268,6 +268,18 @@ def test_bfloat16_output_kernel():
     assert compare_axes(spec, qwen2vl_matrix()) == []
 
 
+def test_bfloat16_result_handed_back_as_float32():
+    """torch's bfloat16 has no numpy dtype: wrappers return q.float(). The norm errors reveal the rounding."""
+    def fn(x, p):
+        return qwen3vl_kernel(dtype=np.float32)(x, p).astype(ml_dtypes.bfloat16).astype(np.float32)
+    spec = identify_axes(fn, 128, 3)
+    assert spec.is_rope, spec.reason
+    assert spec.angle_precision == "float32 (cos/sin or output rounded to 16 bits)"
+    assert (spec.sections, spec.mrope_layout, spec.base) == ((24, 20, 20), "interleaved", 5e6)
+    assert compare_axes(spec, qwen3vl_matrix()) == []
+    assert "layout: kernel's axes are interleaved" in compare_axes(spec, qwen2vl_matrix((24, 20, 20), base=5e6))[0]
+
+
 def test_float16_kernel_reported_at_its_precision():
     def fn(x, p):
         return qwen2vl_kernel(dtype=np.float32)(x, p).astype(np.float16)
@@ -548,6 +560,9 @@ def test_mrope_inv_freq_matches_the_published_layouts():
     assert blocks_assignment([2, 1, 3]).tolist() == [0, 0, 1, 2, 2, 2]
     with pytest.raises(ValueError, match="sections must add up to rotary_dim/2 = 64 pairs, got \\[16, 24, 20\\]"):
         mrope_inv_freq(128, [16, 24, 20])
+    with pytest.raises(ValueError, match="layout='interleaved' cannot give sections \\[16, 24, 24\\]: .* gives 22/21/21 "
+                                         "pairs over 64"):
+        mrope_inv_freq(128, [16, 24, 24], layout="interleaved")
     with pytest.raises(ValueError, match="layout must be 'blocks' or 'interleaved', got 'interleave' \\(did you mean"):
         mrope_inv_freq(128, [16, 24, 24], layout="interleave")
 
