@@ -5,10 +5,13 @@ rotary code, timm's axial and mixed 2-D RoPE), and every expected frequency matr
 published formulas, not by rope_ref.
 """
 
+import doctest
+
 import ml_dtypes
 import numpy as np
 import pytest
 
+import rope_ref._probe_axes as probe_module
 from rope_ref._probe_axes import (
     AxesSpec,
     assert_axes_match,
@@ -26,6 +29,9 @@ from rope_ref._probe_axes import (
 def rotate_half(x):
     h = x.shape[-1] // 2
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+rotate_half_fn = rotate_half
 
 
 def rot_interleaved(x):
@@ -72,7 +78,7 @@ def qwen3vl_kernel(section=(24, 20, 20), head_dim=128, base=5e6, dtype=np.float6
     return fn
 
 
-def timm_axial_kernel(dim=64, temperature=10000.0, dtype=np.float64):
+def timm_axial_kernel(dim=64, temperature=10000.0, dtype=np.float64, rotate_half=False):
     """timm's build_rotary_pos_embed (in_pixels=False): dim // 4 bands 1 / temperature^(k / bands) per axis,
     angles (seq, 2 axes, bands) flattened to [h bands, w bands], repeat_interleave(2): interleaved pairs."""
     nb = dim // 4
@@ -80,8 +86,12 @@ def timm_axial_kernel(dim=64, temperature=10000.0, dtype=np.float64):
 
     def fn(x, positions):
         pos = positions.T.astype(dtype)[:, :, None] * bands              # (seq, 2, nb)
-        ang = np.repeat(pos.reshape(len(pos), -1), 2, axis=-1)
+        flat = pos.reshape(len(pos), -1)
         x = x.astype(dtype)
+        if rotate_half:                                                  # timm's _rope_layout(rotate_half=True)
+            ang = np.concatenate([flat, flat], axis=-1)
+            return x * np.cos(ang) + rotate_half_fn(x) * np.sin(ang)
+        ang = np.repeat(flat, 2, axis=-1)
         return x * np.cos(ang) + rot_interleaved(x) * np.sin(ang)
     return fn
 
@@ -219,6 +229,14 @@ def test_timm_axial_vit_is_a_general_matrix_not_m_rope():
     assert spec.axis_bases == (10000.0, 10000.0)
     assert rel_err(spec.inv_freq, axial_matrix()) < 1e-13
     assert spec.angle_precision == "float64" and "precision" not in " ".join(spec.notes)
+
+
+def test_timm_axial_half_layout():
+    spec = identify_axes(timm_axial_kernel(rotate_half=True), 64, 2)
+    assert (spec.form, spec.pairing, spec.sections, spec.pairs[0]) == ("axial", "half", (16, 16), (0, 32))
+    assert rel_err(spec.inv_freq, axial_matrix()) < 1e-13
+    assert compare_axes(spec, axial_matrix(), pairing="interleaved") == [
+        "pairing: expected interleaved, found half (pairs (0, 32), (1, 33), (2, 34), ...)"]
 
 
 def test_rope_mixed_dense_matrix():
@@ -549,6 +567,11 @@ def test_stateful_fn_refused():
         return qwen2vl_kernel()(x, p + state[0])
     with pytest.raises(ValueError, match="fn must depend on x and positions alone"):
         identify_axes(fn, 128, 3)
+
+
+def test_docstring_example_runs():
+    result = doctest.testmod(probe_module)
+    assert result.attempted >= 5 and result.failed == 0
 
 
 # ---- builders and comparisons --------------------------------------------------------------------------
