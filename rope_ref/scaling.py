@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from . import _validate as val
-from .core import frequencies
+from .forms import frequencies
 
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
 
