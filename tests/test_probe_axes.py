@@ -11,7 +11,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import rope_ref as rr
 import rope_ref._probe_axes as probe_module
+from rope_ref import multiaxis
 from rope_ref._probe_axes import (
     AxesSpec,
     assert_axes_match,
@@ -601,3 +603,23 @@ def test_compare_axes_arguments():
     assert compare_axes(AxesSpec(is_rope=False, reason="x"), qwen2vl_matrix()) == ["not a rotary embedding: x"]
     with pytest.raises(TypeError, match="pass either inv_freq= or sections="):
         assert_axes_match(qwen2vl_kernel(), 128, 3, inv_freq=qwen2vl_matrix(), sections=[16, 24, 24])
+
+
+# ---- cross-check with rope_ref.multiaxis (the builders) and rope_ref.rotate (the general form) -------------------
+
+@pytest.mark.parametrize("build, kernel, A, sections, layout", [
+    (lambda: multiaxis.mrope_frequencies(128, [16, 24, 24], base=1e6), qwen2vl_kernel(), 3, (16, 24, 24), "blocks"),
+    (lambda: multiaxis.mrope_frequencies(128, [24, 20, 20], base=5e6, interleaved=True), qwen3vl_kernel(), 3,
+     (24, 20, 20), "interleaved"),
+    (lambda: multiaxis.axial_frequencies(64), timm_axial_kernel(), 2, (16, 16), None),
+])
+def test_probe_recovers_the_multiaxis_builders(build, kernel, A, sections, layout):
+    """The probe on a transformers/timm-style kernel gives rope_ref.multiaxis's matrix (to rounding), and on
+    rope_ref.rotate fed that matrix gives the matrix back: three independent descriptions agree."""
+    F = build()
+    pairing = "interleaved" if A == 2 else "half"
+    for fn in (kernel, lambda x, p: rr.rotate(x, p, inv_freq=F, pairing=pairing)):
+        spec = identify_axes(fn, 2 * len(F), A)
+        assert (spec.sections, spec.mrope_layout, spec.pairing) == (sections, layout, pairing)
+        assert rel_err(spec.inv_freq, F) < 1e-13
+        assert compare_axes(spec, F, pairing=pairing, rotary_dim=2 * len(F)) == []
