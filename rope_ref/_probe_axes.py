@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _validate as val
+from .multiaxis import mrope_frequencies
 
 #: Relative tolerance for structure (linearity in x, pair blocks): loose enough for bfloat16 kernels.
 STRUCTURE_RTOL = 2e-2
@@ -343,7 +344,8 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     done = dict(axes=axes, axis_names=names, positions=P)
 
     a, b = rng.standard_normal((2, seq, d))
-    ya, yb = call(a, "random input a", "; " + _FN_SHAPES + f"; is d={d} the width fn rotates?"), call(b, "random input b")
+    ya = call(a, "random input a", "; " + _FN_SHAPES + f"; is d={d} the width fn rotates?")
+    yb = call(b, "random input b")
     scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
     state = np.abs(call(a, "random input a again") - ya).max() / scale
     if state > STATE_RTOL:
@@ -513,7 +515,8 @@ def _measure(spec, c, s, steps, linear, sweeps, mixed, call):
                 f"along {names[a]} (the other axes at 0) pair {j} (features {spec.pairs[j]}) turns by "
                 f"{resid[k, j] + angle[k, j]:.7g} rad at {names[a]} = {steps[k]}, where the line through the "
                 f"other positions 0..{steps[used[:, j]].max()} gives {angle[k, j]:.7g} (off by "
-                f"{abs(resid[k, j]):.2g} rad; {call.precision} rounding allows {_allow(unit, angle[k, j], out_err):.2g})")))
+                f"{abs(resid[k, j]):.2g} rad; {call.precision} rounding allows "
+                f"{_allow(unit, angle[k, j], out_err):.2g})")))
     # Rows at combinations of all axes: the angles must add up.
     pm = P[:, mixed].T.astype(float)                       # (rows, A)
     pred = pm @ F.T                                        # (rows, pairs)
@@ -539,7 +542,8 @@ def _measure(spec, c, s, steps, linear, sweeps, mixed, call):
         [t.ravel() for t in angle_all])
     spec.phase_error = float(np.abs(resid_all).max()) if resid_all.size else 0.0
     for err in ((0.0, out_err) if out_err else (0.0,)):
-        fits = [(name, u) for name, u in PRECISIONS if u <= unit and np.all(np.abs(resid_all) <= _allow(u, angle_all, err))]
+        fits = [(name, u) for name, u in PRECISIONS
+                if u <= unit and np.all(np.abs(resid_all) <= _allow(u, angle_all, err))]
         if fits:
             spec.angle_precision, prec_unit = fits[0]
             if err:
@@ -578,7 +582,8 @@ def _shift(spec, phi0, unit, out_err):
         if abs(s - round(s)) <= max(SIGMAS * spec.freq_sigma[j, a] * abs(s) / abs(F[j, a]), 1e-6):
             s = float(round(s))
         miss = np.angle(np.exp(1j * (F[own, a] * s - phi0[own])))
-        if np.any(np.abs(miss) > _allow(unit, F[own, a] * s, out_err) + SIGMAS * spec.freq_sigma[own, a] * abs(s) + 1e-9):
+        allow = _allow(unit, F[own, a] * s, out_err) + SIGMAS * spec.freq_sigma[own, a] * abs(s) + 1e-9
+        if np.any(np.abs(miss) > allow):
             return None
         shift.append(float(s))
     return tuple(shift)
@@ -678,38 +683,6 @@ def _name(spec, nonzero):
 
 # ---- comparing with what you expect ----------------------------------------------------------------
 
-def mrope_inv_freq(rotary_dim: int, sections, *, base: float = 10000.0, layout: str = "blocks") -> np.ndarray:
-    """The M-RoPE frequency matrix (rotary_dim/2, len(sections)): theta_j = base^(-2j/rotary_dim) (eq 15) in
-    the column of the axis that drives pair j (``layout`` "blocks" or "interleaved", see the module doc)."""
-    rotary_dim = val.check_d(rotary_dim, "rotary_dim")
-    base = val.check_base(base)
-    sections = _check_sections(sections, rotary_dim // 2)
-    axis = (blocks_assignment if _check_layout(layout) == "blocks" else interleaved_assignment)(sections)
-    got = np.bincount(axis, minlength=len(sections)).tolist()
-    if got != list(sections):
-        raise ValueError(f"layout='interleaved' cannot give sections {list(sections)}: Qwen3-VL's interleaving (axis a "
-                         f">= 1 takes pairs a, a + {len(sections)}, ... below {len(sections)} * sections[a], axis 0 the "
-                         f"rest) gives {'/'.join(map(str, got))} pairs over {rotary_dim // 2}")
-    theta = base ** (-np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim)
-    F = np.zeros((rotary_dim // 2, len(sections)))
-    F[np.arange(rotary_dim // 2), axis] = theta
-    return F
-
-
-def _check_sections(sections, npairs=None):
-    try:
-        sec = tuple(sections)
-    except TypeError:
-        raise TypeError(f"sections must be a sequence of non-negative integers (pairs per axis, e.g. "
-                        f"[16, 24, 24]), got {sections!r}") from None
-    if not sec or not all(isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 0 for n in sec):
-        raise ValueError(f"sections must be non-negative integers (pairs per axis, e.g. [16, 24, 24]), got "
-                         f"{sections!r}")
-    if npairs is not None and sum(sec) != npairs:
-        raise ValueError(f"sections must add up to rotary_dim/2 = {npairs} pairs, got {list(sec)} (sum {sum(sec)})")
-    return tuple(int(n) for n in sec)
-
-
 def _check_layout(layout):
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be 'blocks' or 'interleaved', got {layout!r}"
@@ -727,9 +700,9 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
                  norm_scale: float | None = None, rtol: float = 0.0) -> list:
     """Every difference between what identify_axes found and what you expect, as readable lines.
 
-    ``inv_freq``: the expected matrix (rotary_dim/2, axes), e.g. :func:`mrope_inv_freq`.  Frequencies agree
-    within the spec's measured tolerance, FREQ_ULPS float32 roundings (a float32 inv_freq buffer) and
-    ``rtol`` relative.  For matrices where each pair turns with one axis the lines name the section split
+    ``inv_freq``: the expected matrix (rotary_dim/2, axes), e.g. :func:`rope_ref.multiaxis.mrope_frequencies`.
+    Frequencies agree within the spec's measured tolerance, FREQ_ULPS float32 roundings (a float32 inv_freq
+    buffer) and ``rtol`` relative.  For matrices where each pair turns with one axis the lines name the section split
     ("kernel gives t/h/w 16/24/24 pairs, expected 24/20/20"), the layout, which axis drives which pairs and
     an axis whose frequencies have the opposite sign before listing wrong frequencies.  [] when all match.
     """
@@ -747,7 +720,8 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
         problems.append(f"pairing: expected {pairing}, found {spec.pairing} (pairs {shown}, ...)")
     if rotary_dim is not None and rotary_dim != spec.rotary_dim:
         problems.append(f"rotary_dim: expected {rotary_dim}, found {spec.rotary_dim}")
-    if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > max(FREQ_ULPS * 2.0**-24, 2 * spec.scale_error):
+    scale_tol = max(FREQ_ULPS * 2.0**-24, 2 * spec.scale_error)
+    if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > scale_tol:
         problems.append(f"norm_scale: expected {norm_scale:.6g}, found {spec.norm_scale:.6g}")
     if spec.rotated_at_zero:
         why = f"fn shifts the positions by {_shifts(spec)}" if spec.position_shift else "positions shifted?"
@@ -783,7 +757,8 @@ def _compare_matrix(spec, E, rtol, names):
     problems = []
     if axis is not None and spec.axis_of_pair is None:
         j = int(np.flatnonzero((np.abs(F) > spec.freq_tolerance).sum(1) > 1)[0])
-        drive = ", ".join(f"{names[a]} {F[j, a]:.4g}" for a in range(spec.axes) if abs(F[j, a]) > spec.freq_tolerance[j, a])
+        drive = ", ".join(f"{names[a]} {F[j, a]:.4g}" for a in range(spec.axes)
+                          if abs(F[j, a]) > spec.freq_tolerance[j, a])
         return [f"axes: expected each pair to turn with one axis ({form}), found pairs that turn with several: pair "
                 f"{j} with {drive} (found {spec.form})"]
     if axis is not None:
@@ -814,14 +789,16 @@ def _compare_matrix(spec, E, rtol, names):
     for a in range(spec.axes):
         col = E[:, a] != 0
         if bad[:, a].any() and col.any() and np.all(np.abs(F[col, a] + E[col, a]) <= tol[col, a]):
-            problems.append(f"axis {names[a]}: every frequency has the opposite sign (expected {E[col, a][0]:.6g} for "
-                            f"pair {int(np.flatnonzero(col)[0])}, found {F[col, a][0]:.6g}): the kernel turns the other "
-                            f"way in {names[a]} (position negated or sin's sign flipped?)")
+            first = int(np.flatnonzero(col)[0])
+            problems.append(f"axis {names[a]}: every frequency has the opposite sign (expected {E[first, a]:.6g} for "
+                            f"pair {first}, found {F[first, a]:.6g}): the kernel turns the other way in {names[a]} "
+                            "(position negated or sin's sign flipped?)")
             bad[:, a] = False
     rows, cols = np.nonzero(bad)
     if rows.size:
         problems.append("frequencies: " + "; ".join(
-            f"pair {j} along {names[a]} expected {E[j, a]:.6g}, found {F[j, a]:.6g}" for j, a in zip(rows[:3], cols[:3]))
+            f"pair {j} along {names[a]} expected {E[j, a]:.6g}, found {F[j, a]:.6g}"
+            for j, a in zip(rows[:3], cols[:3]))
             + f"; {rows.size} of {E.size} entries differ")
     return problems
 
@@ -833,10 +810,11 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
     """Raise AssertionError naming every way the multi-axis kernel ``fn(x, positions)`` differs from what you
     expect; return the :class:`AxesSpec` when all match.
 
-    Expect either ``inv_freq`` (rotary_dim/2, axes) or M-RoPE's ``sections`` with ``layout`` ("blocks",
-    the default, or "interleaved") and ``base`` (default 10000): theta_j = base^(-2j/rotary_dim) with
-    rotary_dim defaulting to d.  Also ``pairing``, ``rotary_dim``, ``norm_scale``.  See :func:`identify_axes`
-    for how fn is called and :func:`compare_axes` for the comparison.
+    Expect either ``inv_freq`` (rotary_dim/2, axes) or, for M-RoPE (axes=3), ``sections`` (t, h, w pairs: a
+    config's mrope_section) with ``layout`` ("blocks", the default, or "interleaved") and ``base`` (default
+    10000): :func:`rope_ref.multiaxis.mrope_frequencies` with rotary_dim defaulting to d.  Also ``pairing``,
+    ``rotary_dim``, ``norm_scale``.  See :func:`identify_axes` for how fn is called and :func:`compare_axes`
+    for the comparison.
     """
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
@@ -850,11 +828,12 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
     if norm_scale is not None:
         norm_scale = val.check_positive_real(norm_scale, "norm_scale")
     if sections is not None:
-        sec = _check_sections(sections)
-        if len(sec) != axes:
-            raise ValueError(f"sections must give the pairs of each of the {axes} axes, got {list(sec)}")
-        inv_freq = mrope_inv_freq(rotary_dim or d, sec, base=10000.0 if base is None else base,
-                                  layout=layout or "blocks")
+        if axes != 3:
+            raise ValueError(f"sections= describes M-RoPE's three axes (t, h, w), got axes={axes}: pass inv_freq= "
+                             "(rotary_dim/2, axes) for other layouts")
+        interleaved = _check_layout("blocks" if layout is None else layout) == "interleaved"
+        inv_freq = mrope_frequencies(rotary_dim or d, sections, base=10000.0 if base is None else base,
+                                     interleaved=interleaved)
     spec = identify_axes(fn, d, axes, seq=seq, seed=seed, max_position=max_position, axis_names=axis_names)
     problems = compare_axes(spec, inv_freq, pairing=pairing, rotary_dim=rotary_dim, norm_scale=norm_scale, rtol=rtol)
     if problems:

@@ -22,7 +22,6 @@ from rope_ref._probe_axes import (
     identify_axes,
     interleaved_assignment,
     min_rows,
-    mrope_inv_freq,
 )
 
 
@@ -366,7 +365,8 @@ def test_qwen3_sections_named():
 def test_h_and_w_swapped_named():
     msg = mismatch(qwen2vl_kernel(axes_order=(0, 2, 1)), 128, 3, sections=[16, 24, 24], base=1e6)
     assert "sections:" not in msg
-    assert "layout: kernel's axes are neither blocks nor interleaved (t 0..15, w 16..39, h 40..63), expected blocks" in msg
+    assert ("layout: kernel's axes are neither blocks nor interleaved (t 0..15, w 16..39, h 40..63), expected "
+            "blocks") in msg
 
 
 def test_wrong_layout_named():
@@ -534,7 +534,8 @@ def test_sizes_checked_before_calling_fn():
 
 
 @pytest.mark.parametrize("out, err, match", [
-    (lambda x, p: x[:-1], ValueError, r"fn must map x of shape \(seq, d\) = \(64, 8\) to the same shape, got \(63, 8\)"),
+    (lambda x, p: x[:-1], ValueError,
+     r"fn must map x of shape \(seq, d\) = \(64, 8\) to the same shape, got \(63, 8\)"),
     (lambda x, p: x[None], ValueError, r"got \(1, 64, 8\).*drop its batch and head axes"),
     (lambda x, p: x * np.nan, ValueError, "fn returned non-finite values"),
     (lambda x, p: x.astype(complex), TypeError, "fn must return a real numeric array of shape \\(seq, d\\), got "
@@ -578,18 +579,19 @@ def test_docstring_example_runs():
 
 # ---- builders and comparisons --------------------------------------------------------------------------
 
-def test_mrope_inv_freq_matches_the_published_layouts():
-    assert np.array_equal(mrope_inv_freq(128, [16, 24, 24], base=1e6), qwen2vl_matrix())
-    assert np.array_equal(mrope_inv_freq(128, [24, 20, 20], base=5e6, layout="interleaved"), qwen3vl_matrix())
-    assert interleaved_assignment([24, 20, 20])[:6].tolist() == [0, 1, 2, 0, 1, 2]
+def test_assignments_and_expected_sections():
+    assert interleaved_assignment([24, 20, 20]).tolist() == np.argmax(qwen3vl_matrix() != 0, axis=1).tolist()
+    assert blocks_assignment([16, 24, 24]).tolist() == np.argmax(qwen2vl_matrix() != 0, axis=1).tolist()
     assert blocks_assignment([2, 1, 3]).tolist() == [0, 0, 1, 2, 2, 2]
-    with pytest.raises(ValueError, match="sections must add up to rotary_dim/2 = 64 pairs, got \\[16, 24, 20\\]"):
-        mrope_inv_freq(128, [16, 24, 20])
-    with pytest.raises(ValueError, match="layout='interleaved' cannot give sections \\[16, 24, 24\\]: .* gives 22/21/21 "
-                                         "pairs over 64"):
-        mrope_inv_freq(128, [16, 24, 24], layout="interleaved")
+    k = qwen2vl_kernel()
+    with pytest.raises(ValueError, match="sections must sum to rotary_dim/2 = 64"):
+        assert_axes_match(k, 128, 3, sections=[16, 24, 20])
+    with pytest.raises(ValueError, match="cannot be interleaved over rotary_dim/2 = 64 pairs"):
+        assert_axes_match(k, 128, 3, sections=[16, 24, 24], layout="interleaved")
     with pytest.raises(ValueError, match="layout must be 'blocks' or 'interleaved', got 'interleave' \\(did you mean"):
-        mrope_inv_freq(128, [16, 24, 24], layout="interleave")
+        assert_axes_match(k, 128, 3, sections=[16, 24, 24], layout="interleave")
+    with pytest.raises(ValueError, match="sections= describes M-RoPE's three axes"):
+        assert_axes_match(timm_axial_kernel(), 64, 2, sections=[16, 16])
 
 
 def test_compare_axes_arguments():
