@@ -697,7 +697,7 @@ def _describe_layout(layout, axis, names):
 
 
 def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, rotary_dim: int | None = None,
-                 norm_scale: float | None = None, rtol: float = 0.0) -> list:
+                 rotary_start: int | None = None, norm_scale: float | None = None, rtol: float = 0.0) -> list:
     """Every difference between what identify_axes found and what you expect, as readable lines.
 
     ``inv_freq``: the expected matrix (rotary_dim/2, axes), e.g. :func:`rope_ref.multiaxis.mrope_frequencies`.
@@ -720,6 +720,9 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
         problems.append(f"pairing: expected {pairing}, found {spec.pairing} (pairs {shown}, ...)")
     if rotary_dim is not None and rotary_dim != spec.rotary_dim:
         problems.append(f"rotary_dim: expected {rotary_dim}, found {spec.rotary_dim}")
+    if rotary_start is not None and rotary_start != spec.rotary_start:
+        problems.append(f"rotary_start: expected rotated features from {rotary_start}, found {spec.rotary_start}.."
+                        f"{spec.rotary_start + spec.rotary_dim - 1}")
     scale_tol = max(FREQ_ULPS * 2.0**-24, 2 * spec.scale_error)
     if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > scale_tol:
         problems.append(f"norm_scale: expected {norm_scale:.6g}, found {spec.norm_scale:.6g}")
@@ -805,15 +808,16 @@ def _compare_matrix(spec, E, rtol, names):
 
 def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, layout: str | None = None,
                       base: float | None = None, pairing: str | None = None, rotary_dim: int | None = None,
-                      norm_scale: float | None = None, rtol: float = 0.0, seq: int = 64, seed: int = 0,
-                      max_position: int = MAX_POSITION, axis_names=None) -> AxesSpec:
+                      rotary_start: int = 0, norm_scale: float | None = None, rtol: float = 0.0, seq: int = 64,
+                      seed: int = 0, max_position: int = MAX_POSITION, axis_names=None) -> AxesSpec:
     """Raise AssertionError naming every way the multi-axis kernel ``fn(x, positions)`` differs from what you
     expect; return the :class:`AxesSpec` when all match.
 
     Expect either ``inv_freq`` (rotary_dim/2, axes) or, for M-RoPE (axes=3), ``sections`` (t, h, w pairs: a
     config's mrope_section) with ``layout`` ("blocks", the default, or "interleaved") and ``base`` (default
     10000): :func:`rope_ref.multiaxis.mrope_frequencies` with rotary_dim defaulting to d.  Also ``pairing``,
-    ``rotary_dim``, ``norm_scale``.  See :func:`identify_axes` for how fn is called and :func:`compare_axes`
+    ``rotary_dim``, ``rotary_start`` (default 0: the leading features rotate), ``norm_scale``.  See
+    :func:`identify_axes` for how fn is called and :func:`compare_axes`
     for the comparison.
     """
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
@@ -827,6 +831,9 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
         rotary_dim = val.check_d(rotary_dim, "rotary_dim")
     if norm_scale is not None:
         norm_scale = val.check_positive_real(norm_scale, "norm_scale")
+    if isinstance(rotary_start, bool) or not isinstance(rotary_start, numbers.Integral) or rotary_start < 0:
+        raise ValueError(f"rotary_start must be a non-negative integer (the first rotated feature), got "
+                         f"{rotary_start!r}")
     if sections is not None:
         if axes != 3:
             raise ValueError(f"sections= describes M-RoPE's three axes (t, h, w), got axes={axes}: pass inv_freq= "
@@ -835,7 +842,8 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
         inv_freq = mrope_frequencies(rotary_dim or d, sections, base=10000.0 if base is None else base,
                                      interleaved=interleaved)
     spec = identify_axes(fn, d, axes, seq=seq, seed=seed, max_position=max_position, axis_names=axis_names)
-    problems = compare_axes(spec, inv_freq, pairing=pairing, rotary_dim=rotary_dim, norm_scale=norm_scale, rtol=rtol)
+    problems = compare_axes(spec, inv_freq, pairing=pairing, rotary_dim=rotary_dim, rotary_start=rotary_start,
+                            norm_scale=norm_scale, rtol=rtol)
     if problems:
         raise AssertionError("multi-axis RoPE mismatch:\n  " + "\n  ".join(problems) + f"\nidentified: {spec}")
     return spec

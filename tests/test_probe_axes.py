@@ -299,6 +299,19 @@ def test_bfloat16_result_handed_back_as_float32():
     assert "layout: kernel's axes are interleaved" in compare_axes(spec, qwen2vl_matrix((24, 20, 20), base=5e6))[0]
 
 
+def test_rotary_start_and_norm_scale_named():
+    inner = qwen2vl_kernel((4, 6, 6), head_dim=32, base=10000.0)
+
+    def fn(x, p):             # M-RoPE on features 32..63, scaled by 0.5
+        out = x.copy()
+        out[:, 32:] = 0.5 * inner(x[:, 32:], p)
+        return out
+    msg = mismatch(fn, 64, 3, sections=[4, 6, 6], base=10000.0, rotary_dim=32, norm_scale=1.0)
+    assert "rotary_start: expected rotated features from 0, found 32..63" in msg
+    assert "norm_scale: expected 1, found 0.5" in msg and "sections:" not in msg and "frequencies" not in msg
+    assert_axes_match(fn, 64, 3, sections=[4, 6, 6], base=10000.0, rotary_dim=32, rotary_start=32, norm_scale=0.5)
+
+
 def test_float16_kernel_reported_at_its_precision():
     def fn(x, p):
         return qwen2vl_kernel(dtype=np.float32)(x, p).astype(np.float16)
