@@ -9,6 +9,7 @@ The oracle (this package's top level) needs numpy and ml_dtypes only:
 * ``core``      -- the forms of RoPE (dense eq 14, complex eq 12, plain eq 34, fast), the
   pairings, the sinusoidal embedding, the long-term-decay bound (eqs 35-37);
 * ``attention`` -- softmax and linear attention (eq 19) with RoPE;
+* ``multiaxis`` -- multi-axis RoPE: M-RoPE and 2-D axial frequency matrices, M-RoPE position ids;
 * ``scaling``   -- context-extension frequencies (linear, NTK, dynamic, YaRN, Llama 3, LongRoPE);
 * ``hf_config`` -- a model's RoPE from its Hugging Face config.json (``from_hf_config``);
 * ``identify``  -- black-box identification of someone else's RoPE kernel;

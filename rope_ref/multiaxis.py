@@ -14,7 +14,8 @@ layouts models ship and the position ids that go with them:
 * :func:`mrope_position_ids` -- the ``(3, seq)`` position ids of a sequence of text, image and
   video segments (transformers' ``get_rope_index`` for the Qwen VL models).
 
-Arrays are float64 and new; inputs are never modified.
+Frequency matrices and grid positions are float64, position ids int64; every result is a new
+array, inputs are never modified, and sizes are checked (``max_bytes``) before anything is allocated.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def _check_sections(sections, n_pairs: int, rotary_dim: int) -> tuple[int, int, 
 
 
 @val.suggest_keywords
-def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, interleaved: bool = False) -> np.ndarray:
+def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, interleaved: bool = False,
+                      max_bytes: int | None = None) -> np.ndarray:
     """M-RoPE's frequency matrix ``F``, float64 of shape ``(rotary_dim/2, 3)``: columns temporal, height, width.
 
     Pair ``j`` keeps its 1-D frequency ``theta_j = base^(-2j/rotary_dim)`` (eq 15, 0-indexed) and
@@ -72,7 +74,10 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
       ``Qwen3VLTextRotaryEmbedding``: ``freqs_thw[..., slice(offset, 3 * s, 3)] = freq[axis]``).
       Sections whose strided slice would run past the last pair (``3*s_h - 2 >= rotary_dim/2`` or
       ``3*s_w - 1 >= rotary_dim/2``) raise: transformers clips such a slice, so the config's counts
-      would not be the counts used.
+      would not be the counts used.  (timm's ``RotaryEmbeddingMRope`` for images, GenLIP's
+      ``(8, 12, 12)`` over head_dim 72, gives temporal every pair the others leave: that is
+      ``mrope_frequencies(72, [12, 12, 12], interleaved=True)``; sections that do not sum to
+      ``rotary_dim/2`` are refused rather than read one way or the other.)
 
     Example: Qwen2-VL ``mrope_frequencies(128, [16, 24, 24])``; Qwen3-VL
     ``mrope_frequencies(128, [24, 20, 20], base=5e6, interleaved=True)``.
@@ -87,6 +92,7 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
     base = val.check_base(base)
     interleaved = val.check_bool(interleaved, "interleaved")
     n = rotary_dim // 2
+    val.check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix", limit=max_bytes)
     s_t, s_h, s_w = _check_sections(sections, n, rotary_dim)
     axis = np.zeros(n, dtype=np.intp)                       # temporal unless claimed below
     if interleaved:
@@ -101,12 +107,13 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
         axis[s_t:s_t + s_h] = 1
         axis[s_t + s_h:] = 2
     F = np.zeros((n, 3))
-    F[np.arange(n), axis] = frequencies(rotary_dim, base)
+    F[np.arange(n), axis] = frequencies(rotary_dim, base, max_bytes=max_bytes)
     return F
 
 
 @val.suggest_keywords
-def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2) -> np.ndarray:
+def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2,
+                      max_bytes: int | None = None) -> np.ndarray:
     """Axial RoPE's frequency matrix ``F``, float64 of shape ``(rotary_dim/2, axes)``: one block of pairs per axis.
 
     The ``rotary_dim/2`` pairs split into ``axes`` contiguous blocks of ``n = rotary_dim/(2*axes)``
@@ -140,7 +147,9 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2) 
         raise ValueError(f"rotary_dim must be a multiple of 2*axes = {2 * axes} (each axis gets the same number "
                          f"of pairs), got rotary_dim={rotary_dim} with axes={axes}")
     n = rotary_dim // (2 * axes)
-    theta = frequencies(2 * n, base)                       # base^(-2k/(2n)) = base^(-k/n), k = 0..n-1
+    val.check_nbytes(rotary_dim // 2 * axes * 8, "rotary_dim", what=f"a ({rotary_dim // 2}, {axes}) float64 frequency "
+                     "matrix", limit=max_bytes)
+    theta = frequencies(2 * n, base, max_bytes=max_bytes)                       # base^(-2k/(2n)) = base^(-k/n), k = 0..n-1
     F = np.zeros((rotary_dim // 2, axes))
     for a in range(axes):
         F[a * n:(a + 1) * n, a] = theta
@@ -151,7 +160,7 @@ _INDEXINGS = ("ij", "xy")
 
 
 @val.suggest_keywords
-def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarray:
+def grid_positions(height: int, width: int, *, indexing: str = "ij", max_bytes: int | None = None) -> np.ndarray:
     """Positions of the patches of a ``height x width`` grid, float64 of shape ``(2, height*width)``.
 
     Patches are numbered row by row (patch ``i`` is row ``i // width``, column ``i % width``), as
@@ -169,6 +178,8 @@ def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarr
     if indexing not in _INDEXINGS:
         raise ValueError(f"indexing must be one of {_INDEXINGS} ('ij': row first, 'xy': column first), "
                          f"got {indexing!r}")
+    val.check_nbytes(4 * 8 * height * width, "height * width", what=f"(2, {height * width}) float64 positions",
+                     limit=max_bytes)
     rows = np.repeat(np.arange(height, dtype=np.float64), width)
     cols = np.tile(np.arange(width, dtype=np.float64), height)
     return np.stack([rows, cols] if indexing == "ij" else [cols, rows])
@@ -176,8 +187,6 @@ def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarr
 
 _KINDS = ("text", "image", "video")
 _RESUME = ("max+1", "spatial")
-#: a segment list longer than this many tokens is refused before anything is allocated.
-MAX_TOKENS = 2 ** 27
 
 
 _SEGMENT_FORMS = '("text", n), ("image", (t, h, w)), ("video", (t, h, w)) or ("video", (t, h, w), seconds_per_grid)'
@@ -225,7 +234,7 @@ def _check_segment(i: int, seg, merge: int):
 
 @val.suggest_keywords
 def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
-                       text_after_vision: str = "max+1") -> np.ndarray:
+                       text_after_vision: str = "max+1", max_bytes: int | None = None) -> np.ndarray:
     """M-RoPE position ids (temporal, height, width) of one sequence: int64 of shape ``(3, seq)``.
 
     The rule of Qwen2-VL (arXiv:2409.12191, section 2.1) as transformers' ``get_rope_index``
@@ -250,7 +259,8 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     in ``image_grid_thw`` / ``video_grid_thw``; ``seconds_per_grid`` is ``second_per_grid_ts``
     (default 1.0, as in transformers when it is not given).  Vision-start/end marker tokens are text.
     Qwen3-VL separates video frames by timestamp text: give each frame as its own ``(1, h, w)``
-    video segment, as its ``get_rope_index`` splits ``video_grid_thw``.
+    video segment, as its ``get_rope_index`` splits ``video_grid_thw``.  The size of the result
+    (8 bytes per id) is checked against ``max_bytes`` (default: rope_ref's limit) before it is built.
 
     >>> mrope_position_ids([("text", 2), ("image", (1, 4, 6)), ("text", 1)]).tolist()
     [[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]]
@@ -268,8 +278,8 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     if not parsed:
         raise ValueError("segments must hold at least one segment, got an empty list")
     total = sum(n if kind == "text" else n[0] * n[1] * n[2] for kind, n, _ in parsed)
-    if total > MAX_TOKENS:
-        raise ValueError(f"segments describe {total} tokens; expected at most {MAX_TOKENS} (2^27)")
+    val.check_nbytes(2 * 3 * 8 * total, "segments", what=f"the (3, {total}) int64 position ids (and their parts)",
+                     limit=max_bytes)
     blocks, start = [], 0
     for kind, n, seconds in parsed:
         if kind == "text":
@@ -278,7 +288,13 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
             continue
         t, h, w = n
         if kind == "video" and tps is not None:
-            interval = np.float32(np.float32(1.0 if seconds is None else seconds) * np.float32(tps))
+            with np.errstate(over="ignore"):
+                interval = np.float32(np.float32(1.0 if seconds is None else seconds) * np.float32(tps))
+                last = np.float32(t - 1) * interval
+            if not np.isfinite(last) or last >= 2 ** 40:
+                raise ValueError(f"a video's temporal ids reach (t-1) * seconds_per_grid * tokens_per_second = "
+                                 f"{(t - 1) * (1.0 if seconds is None else seconds) * tps:.3g}; expected below 2^40 "
+                                 "(check seconds_per_grid and tokens_per_second)")
             temporal = (np.arange(t, dtype=np.float32) * interval).astype(np.int64)   # truncation, as .long()
         else:
             temporal = np.arange(t, dtype=np.int64)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rope_ref as rr
 from rope_ref import _fast, checks
@@ -348,6 +350,10 @@ def test_segments_are_not_modified():
     (rr.axial_frequencies, (32,), {"base": 0}, ValueError, "base"),
     (rr.axial_frequencies, (32,), {"layout": "x"}, TypeError, "unexpected keyword"),
     (rr.grid_positions, (0, 3), {}, ValueError, "height"),
+    (rr.grid_positions, (10 ** 6, 10 ** 6), {}, ValueError, "above the limit"),
+    (rr.axial_frequencies, (2 ** 40,), {}, ValueError, "above the limit"),
+    (rr.mrope_frequencies, (2 ** 40, [2 ** 39, 0, 0]), {}, ValueError, "above the limit"),
+    (rr.mrope_frequencies, (128, [16, 24, 24]), {"max_bytes": 100}, ValueError, "max_bytes="),
     (rr.grid_positions, (2, 3.5), {}, TypeError, "width"),
     (rr.grid_positions, (2, 3), {"indexing": "yx"}, ValueError, "indexing"),
     (rr.grid_positions, (2, 3), {"indexing": None}, TypeError, "indexing"),
@@ -365,8 +371,13 @@ def test_segments_are_not_modified():
     (rr.mrope_position_ids, ([("text", 2)],), {"spatial_merge_size": 0}, ValueError, "spatial_merge_size"),
     (rr.mrope_position_ids, ([("text", 2)],), {"tokens_per_second": "2"}, TypeError, "tokens_per_second"),
     (rr.mrope_position_ids, ([("text", 2)],), {"text_after_vision": "max"}, ValueError, "text_after_vision"),
-    (rr.mrope_position_ids, ([("text", 2 ** 28)],), {}, ValueError, "at most"),
-    (rr.mrope_position_ids, ([("image", (1, 2 ** 15, 2 ** 15))],), {"spatial_merge_size": 1}, ValueError, "at most"),
+    (rr.mrope_position_ids, ([("text", 2 ** 28)],), {}, ValueError, "above the limit"),
+    (rr.mrope_position_ids, ([("image", (1, 2 ** 15, 2 ** 15))],), {"spatial_merge_size": 1}, ValueError,
+     "above the limit"),
+    (rr.mrope_position_ids, ([("text", 100)],), {"max_bytes": 1000}, ValueError, "max_bytes=4800"),
+    (rr.mrope_position_ids, ([("video", (3, 2, 2), 1e30)],), {"tokens_per_second": 25}, ValueError, "below 2^40"),
+    (rr.mrope_position_ids, ([("video", (3, 2, 2), 1e200)],), {"tokens_per_second": 25}, ValueError, "below 2^40"),
+    (rr.mrope_position_ids, ([("text", 100)],), {"max_bytes": -1}, ValueError, "max_bytes"),
 ])
 def test_bad_input_is_named(fn, args, kwargs, exc, words):
     with pytest.raises(exc) as err:
@@ -473,3 +484,64 @@ def test_second_axis_with_a_shifted_spectrum_is_caught(monkeypatch):
         return F
     monkeypatch.setattr(checks, "axial_frequencies", planted)
     assert _failed_rows() == {ROWS[2]}
+
+
+def test_timm_image_mrope_is_the_interleaved_layout_of_its_effective_sections(modules):
+    # timm's RotaryEmbeddingMRope (GenLIP) with mrope_section (8, 12, 12) over head_dim 72 (36 pairs) clips
+    # nothing here, but its sections do not sum to 36: temporal takes the 12 remaining pairs.  So it is
+    # Qwen3-VL's interleaving with sections [12, 12, 12] -- which rope_ref builds -- while the nominal
+    # [8, 12, 12] is refused rather than silently read.
+    arrays, meta = modules
+    assert meta["cases"]["timm_mrope"]["mrope_section"] == [8, 12, 12]
+    F = rr.mrope_frequencies(72, [12, 12, 12], interleaved=True)
+    np.testing.assert_array_equal(np.argmax(F != 0, axis=1), arrays["timm_mrope/axis"].astype(int))
+    h, w = meta["cases"]["timm_mrope"]["grid"]
+    P = np.concatenate([np.zeros((1, h * w)), rr.grid_positions(h, w)])            # (t = 0, row, column)
+    _check_cos_sin(arrays["timm_mrope/cos"][:, :36], arrays["timm_mrope/sin"][:, :36], _angles(F, P))
+    out = rr.rotate(arrays["timm_mrope/x"].astype(np.float64), P, inv_freq=F, pairing="half")
+    np.testing.assert_allclose(out, arrays["timm_mrope/out"], atol=2e-5)
+    with pytest.raises(ValueError, match="sum to rotary_dim/2 = 36"):
+        rr.mrope_frequencies(72, [8, 12, 12], interleaved=True)
+
+
+# ---- mrope_position_ids against a token-by-token reading of the rule -----------------------------
+
+
+def _ids_token_by_token(segments, merge, tps):
+    """The published rule, one token at a time (Qwen2-VL section 2.1; Qwen2.5-VL's time scale)."""
+    ids, nxt = [], 0
+    for seg in segments:
+        if seg[0] == "text":
+            for i in range(seg[1]):
+                ids.append((nxt + i,) * 3)
+            nxt += seg[1]
+            continue
+        t, h, w = seg[1][0], seg[1][1] // merge, seg[1][2] // merge
+        seconds = seg[2] if len(seg) == 3 else 1.0
+        block = []
+        for f in range(t):
+            tt = int(np.float32(f) * np.float32(np.float32(seconds) * np.float32(tps))) \
+                if seg[0] == "video" and tps is not None else f
+            for r in range(h):
+                for c in range(w):
+                    block.append((nxt + tt, nxt + r, nxt + c))
+        ids += block
+        nxt = max(max(b) for b in block) + 1
+    return np.array(ids, dtype=np.int64).T
+
+
+_segment = st.one_of(
+    st.tuples(st.just("text"), st.integers(1, 5)),
+    st.tuples(st.just("image"), st.tuples(st.integers(1, 2), st.integers(1, 3).map(lambda v: 2 * v),
+                                          st.integers(1, 3).map(lambda v: 2 * v))),
+    st.tuples(st.just("video"), st.tuples(st.integers(1, 4), st.integers(1, 3).map(lambda v: 2 * v),
+                                          st.integers(1, 3).map(lambda v: 2 * v)),
+              st.sampled_from([0.25, 0.5, 1.0, 1.5, 2.0, 2 / 3])),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_segment, min_size=1, max_size=5), st.sampled_from([None, 1, 2, 25]))
+def test_position_ids_follow_the_rule_token_by_token(segments, tps):
+    ids = rr.mrope_position_ids(segments, spatial_merge_size=2, tokens_per_second=tps)
+    np.testing.assert_array_equal(ids, _ids_token_by_token(segments, 2, tps))

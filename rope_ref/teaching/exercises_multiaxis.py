@@ -3,7 +3,8 @@
 Every checker prints one line and returns a bool, as :mod:`rope_ref.teaching.exercises` does:
 ``Not answered yet ...`` (False) while the answer is ``None``, ``Correct: ...`` (True), or
 ``Not yet: <why>`` (False), naming the common slip without giving the right value away.  The right
-answer comes from :func:`rope_ref.mrope_position_ids`; tests/teaching/test_notebook_09.py tries
+answer comes from :mod:`rope_ref` (``mrope_position_ids``; ``rotate`` with 2-D axial frequencies);
+tests/teaching/test_notebook_09.py tries
 right and wrong answers on each checker.
 """
 
@@ -13,7 +14,10 @@ import numbers
 
 import numpy as np
 
-from ..multiaxis import mrope_position_ids
+from ..forms import rotate
+from ..multiaxis import axial_frequencies, mrope_position_ids
+from .multiaxis import BASE_GRID
+from .quantities import random_qk
 
 #: the exercise's sequence: 5 text tokens, an image of 6 x 10 patches (merged 2 x 2), 3 text tokens.
 AFTER_IMAGE_SEGMENTS = (("text", 5), ("image", (1, 6, 10)), ("text", 3))
@@ -60,3 +64,49 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
              start + 1: "that is one past the image's temporal id; its rows and columns go further"}
     return _say(False, hints.get(value, f"{value} is not where the text resumes; find the largest id the image "
                                         "uses on any axis"))
+
+
+#: the second exercise: query patch (2, 3) with key patch (7, 1); the query moves to (10, 10).
+SAME_SCORE_FROM, SAME_SCORE_TO, SAME_SCORE_QUERY = (2, 3), (7, 1), (10, 10)
+
+
+def same_score_qk(d: int = 64, seed: int = 1):
+    """The exercise's query and key: seeded standard-normal, independent (so the score of an offset and of its
+    reverse differ)."""
+    return random_qk(d, seed)
+
+
+def _score(q, k, q_xy, k_xy) -> float:
+    P = np.array([[q_xy[0], k_xy[0]], [q_xy[1], k_xy[1]]], dtype=np.float64)
+    F = axial_frequencies(q.size, base=BASE_GRID)
+    rq, rk = rotate(np.stack([q, k]), P, inv_freq=F)
+    return float(rq @ rk)
+
+
+def check_same_score_patch(answer) -> bool:
+    """``answer``: the key patch (x, y) that, with the query at (10, 10), gives exactly the score of
+    query (2, 3) and key (7, 1) under 2-D axial RoPE."""
+    if answer is None:
+        print("Not answered yet: set answer to the key patch (x, y), then run this cell")
+        return False
+    if (not isinstance(answer, (tuple, list, np.ndarray)) or len(answer) != 2
+            or any(isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral) for v in answer)):
+        return _say(False, f"answer should be a patch (x, y) of two integers, got {answer!r}")
+    x, y = (int(v) for v in answer)
+    (x1, y1), (x2, y2), (qx, qy) = SAME_SCORE_FROM, SAME_SCORE_TO, SAME_SCORE_QUERY
+    dx, dy = x2 - x1, y2 - y1
+    q, k = same_score_qk()
+    target = _score(q, k, SAME_SCORE_FROM, SAME_SCORE_TO)
+    yours = _score(q, k, SAME_SCORE_QUERY, (x, y))
+    if (x - qx, y - qy) == (dx, dy):
+        return _say(True, f"key ({x}, {y}) sits at the same offset from the query as (7, 1) from (2, 3): "
+                          f"score {yours:.6f} = {target:.6f}")
+    if (x, y) == (dx, dy):
+        return _say(False, "that is the offset between the patches; the answer is a patch, seen from the query at (10, 10)")
+    if (x - qx, y - qy) == (-dx, -dy):
+        return _say(False, f"that patch is at the reversed offset: score {yours:.4f}, not {target:.4f} "
+                           "(the key goes where the key was, relative to the query)")
+    if (x - qx, y - qy) == (dy, dx):
+        return _say(False, f"x and y are swapped: score {yours:.4f}, not {target:.4f}")
+    return _say(False, f"with the query at (10, 10) that key scores {yours:.4f}, not {target:.4f}; "
+                       "what stays the same when both patches move together?")

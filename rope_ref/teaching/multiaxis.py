@@ -31,8 +31,10 @@ from .widgets import _int, _set, slider_app
 
 #: the view's image: GRID x GRID patches, head dimension D_GRID, Heo et al.'s RoPE-Axial base 100.
 GRID, D_GRID, BASE_GRID = 14, 64, 100.0
-#: the published M-RoPE layouts the notebook compares: sections, base (rope_theta), interleaved.
+#: the published M-RoPE layouts the notebook compares (head_dim MROPE_HEAD_DIM): sections, base (rope_theta),
+#: interleaved.
 MROPE_MODELS = {"Qwen2-VL": ([16, 24, 24], 1e6, False), "Qwen3-VL": ([24, 20, 20], 5e6, True)}
+MROPE_HEAD_DIM = 128
 AXIS_COLORS = ("C0", "C1", "C2")
 #: patches shown around the image in the view (a key further out is off the picture, not wrong).
 MARGIN = 4
@@ -84,9 +86,9 @@ def relative_spread(q, k, height: int, width: int, *, base: float = BASE_GRID) -
     return float(np.max(np.abs(grid_scores(q, k, height, width, base=base) - S[dy + r, dx + r])))
 
 
-def mrope_bands(d: int = 128) -> dict:
+def mrope_bands() -> dict:
     """Per model of :data:`MROPE_MODELS` and axis: ``{"pairs": [...], "fastest": theta, "slowest": theta}``."""
-    out = {}
+    out, d = {}, MROPE_HEAD_DIM
     for model, (sections, base, interleaved) in MROPE_MODELS.items():
         F = mrope_frequencies(d, sections, base=base, interleaved=interleaved)
         out[model] = {}
@@ -97,9 +99,10 @@ def mrope_bands(d: int = 128) -> dict:
     return out
 
 
-def fig_mrope_layout(d: int = 128) -> Figure:
+def fig_mrope_layout() -> Figure:
     """Which pairs serve temporal, height and width: Qwen2-VL's contiguous sections against Qwen3-VL's
-    interleaving, pair index 0 (fastest) to d/2-1 (slowest)."""
+    interleaving (head_dim 128), pair index 0 (fastest) to 63 (slowest)."""
+    d = MROPE_HEAD_DIM
     fig = new_figure(9, 2.9)
     ax = fig.subplots()
     cmap = ListedColormap(AXIS_COLORS)
@@ -111,7 +114,7 @@ def fig_mrope_layout(d: int = 128) -> Figure:
     ax.imshow(np.array(rows), cmap=cmap, vmin=-0.5, vmax=2.5, aspect="auto", interpolation="nearest")
     ax.set_yticks(range(len(names)))
     ax.set_yticklabels([f"{m}\n{MROPE_MODELS[m][0]}" for m in names])
-    ax.set_xticks([0, 16, 32, 40, 48, 63])
+    ax.set_xticks(sorted({0, d // 2 - 1, *np.cumsum(MROPE_MODELS["Qwen2-VL"][0][:2]).tolist(), d // 4}))
     ax.set_xlabel(r"pair $j$ (fast $\rightarrow$ slow: $\theta_j = \mathrm{base}^{-2j/d}$)")
     ax.set_xticks(np.arange(-0.5, d // 2, 1), minor=True)
     ax.set_yticks(np.arange(-0.5, len(names), 1), minor=True)
@@ -215,6 +218,13 @@ class GridScoreView(View):
         return (f"query patch ({p['qx']}, {p['qy']}), key patch ({p['qx'] + p['dx']}, {p['qy'] + p['dy']})"
                 f"{'' if inside else ' (outside the image: RoPE does not mind)'}: q_m . k_n = {self.value:.6f}; "
                 f"heat map at ({p['dx']}, {p['dy']}) = {self.map_value:.6f}")
+
+
+#: telling states of the view, for a static fallback that shows several frames (caption, params): the
+#: query moves and the score stays; the offset changes and the score follows the heat map.
+GRID_FRAMES = (("query (3, 4), key one right and one up", {"qx": 3, "qy": 4, "dx": 1, "dy": -1}),
+               ("query moved to (10, 9), same offset: same score", {"qx": 10, "qy": 9, "dx": 1, "dy": -1}),
+               ("offset (6, 4): a lower score", {"qx": 3, "qy": 4, "dx": 6, "dy": 4}))
 
 
 def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1):

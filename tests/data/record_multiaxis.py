@@ -17,7 +17,8 @@ No downloads: every module is built from a small config with random init.  It wr
   through the family's ``apply_rotary_pos_emb``; for timm's ``RotaryEmbeddingCat``
   (``in_pixels=False``; 'ij' and 'xy' grids, both pairings) and ``RotaryEmbeddingMixed`` (its
   learned ``freqs``) the embedding ``sin``/``cos`` ``(H*W, dim)`` and the rotated ``out`` of a seeded
-  ``x`` through ``apply_rot_embed_cat``.
+  ``x`` through ``apply_rot_embed_cat``; and ``RotaryEmbeddingMRope`` (GenLIP's interleaved M-RoPE
+  for images, ``mrope_section`` (8, 12, 12) over head_dim 72: its axis per pair ``axis``, sin/cos, ``out``).
 
 Under transformers < 5.3 (whose ``get_rope_index`` takes token ids with vision-start markers and
 resumes text at the largest id + 1) it records only the index cases that API can express (every
@@ -247,6 +248,19 @@ def record_timm(arrays, meta):
     arrays["timm_mixed/freqs"] = rope.freqs.detach().numpy()
     arrays["timm_mixed/sin"], arrays["timm_mixed/cos"] = sin.detach().numpy(), cos.detach().numpy()
     arrays["timm_mixed/x"], arrays["timm_mixed/out_block1"] = x[0].numpy(), out[0].detach().numpy()
+    # timm's interleaved M-RoPE for images (GenLIP): mrope_section (8, 12, 12) over head_dim 72, half pairing.
+    dim, (h, w) = 72, (3, 4)
+    rope = timm_rope.RotaryEmbeddingMRope(dim=dim, mrope_section=(8, 12, 12), temperature=10000.0)
+    emb = rope.get_embed((h, w))                                                # (H*W, 2*dim): sin | cos
+    x = torch.from_numpy(np.random.default_rng(9).standard_normal((1, h * w, dim)).astype(np.float32))
+    out = timm_rope.apply_rot_embed_cat(x, emb, half=True)
+    sin, cos = emb.chunk(2, -1)
+    arrays["timm_mrope/sin"], arrays["timm_mrope/cos"] = sin.numpy(), cos.numpy()
+    arrays["timm_mrope/x"], arrays["timm_mrope/out"] = x[0].numpy(), out[0].numpy()
+    arrays["timm_mrope/axis"] = rope.axis.numpy()
+    meta["timm_mrope"] = {"library": "timm", "module": "RotaryEmbeddingMRope", "dim": dim,
+                          "mrope_section": [8, 12, 12], "temperature": 10000.0, "grid": [h, w],
+                          "grid_indexing": "ij", "pairing": "half"}
     meta["timm_mixed"] = {"library": "timm", "module": "RotaryEmbeddingMixed", "dim": dim, "depth": depth,
                           "num_heads": heads, "temperature": 10.0, "grid": [h, w], "grid_indexing": "xy",
                           "pairing": "interleaved"}

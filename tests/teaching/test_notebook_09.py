@@ -40,33 +40,46 @@ def test_learning_objectives_at_the_top():
     assert found and sum(ln.startswith("* ") for ln in src(found[0]).splitlines()) >= 3
 
 
-def test_the_exercise_follows_the_convention():
-    i = next(i for i, c in enumerate(CELLS) if "exercise" in tags(c))
-    task, student, heading = CELLS[i], CELLS[i + 1], CELLS[i + 2]
-    assert task["cell_type"] == "markdown" and student["cell_type"] == "code" and "exercise" in tags(student)
-    assert "answer = None" in src(student) and "exercises.check_text_after_image(answer)" in src(student)
-    assert heading["cell_type"] == "markdown" and src(heading).strip() == "#### Solution"
-    assert heading["metadata"].get("heading_collapsed") is True and "solution" in tags(heading)
-    solution = []
-    j = i + 3
-    while j < len(CELLS) and "solution" in tags(CELLS[j]):
-        solution.append(CELLS[j])
-        j += 1
-    assert solution and all(c["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
-                            for c in solution)
-    assert "check_text_after_image(answer)" in src(solution[-1]).splitlines()[-1]
-    # the question and the heading give nothing away
-    asked = src(task).replace("6 \\times 10", "").replace("(1, 6, 10)", "") + src(heading) + src(student)
-    assert "10" not in asked
+def _exercises():
+    """(task, student, heading, solution cells) for each exercise, in order."""
+    out = []
+    for i, c in enumerate(CELLS):
+        if c["cell_type"] == "markdown" and "exercise" in tags(c):
+            j = i + 3
+            while j < len(CELLS) and "solution" in tags(CELLS[j]):
+                j += 1
+            out.append((c, CELLS[i + 1], CELLS[i + 2], CELLS[i + 3:j]))
+    return out
 
 
-def test_the_solution_runs_and_checks_itself(capsys):
-    namespace = {"np": np, "rr": rr, "exercises": exercises}
-    for c in CELLS:
-        if c["cell_type"] == "code" and "solution" in tags(c):
-            exec(compile(src(c), "solution", "exec"), namespace)      # its asserts must hold
-    assert namespace["answer"] == 10
-    assert capsys.readouterr().out.rstrip().splitlines()[-1].startswith("Correct: ")
+CHECKERS = ["check_same_score_patch", "check_text_after_image"]
+ANSWERS = [("(15, 8)", "15"), ("10", "10")]          # what the question must not say
+
+
+def test_each_exercise_follows_the_convention():
+    exercises_found = _exercises()
+    assert len(exercises_found) == len(CHECKERS)
+    for (task, student, heading, solution), checker, (answer, token) in zip(exercises_found, CHECKERS, ANSWERS):
+        assert student["cell_type"] == "code" and "exercise" in tags(student)
+        assert "answer = None" in src(student) and f"exercises.{checker}(answer)" in src(student)
+        assert heading["cell_type"] == "markdown" and src(heading).strip() == "#### Solution"
+        assert heading["metadata"].get("heading_collapsed") is True and "solution" in tags(heading)
+        assert solution and all(c["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
+                                for c in solution)
+        assert f"{checker}(answer)" in src(solution[-1]).splitlines()[-1]
+        # the question and the heading give nothing away
+        asked = src(task).replace("6 \\times 10", "").replace("(1, 6, 10)", "") + src(heading) + src(student)
+        assert answer not in asked and token not in asked, checker
+
+
+def test_the_solutions_run_and_check_themselves(capsys):
+    for (_, _, _, solution), right in zip(_exercises(), [(15, 8), 10]):
+        namespace = {"np": np, "rr": rr, "exercises": exercises}
+        for c in solution:
+            if c["cell_type"] == "code":
+                exec(compile(src(c), "solution", "exec"), namespace)      # its asserts must hold
+        assert namespace["answer"] == right
+        assert capsys.readouterr().out.rstrip().splitlines()[-1].startswith("Correct: ")
 
 
 def test_the_notebook_uses_no_hub_data_and_no_test_data():
@@ -75,6 +88,32 @@ def test_the_notebook_uses_no_hub_data_and_no_test_data():
 
 
 # ---- the exercise's checker --------------------------------------------------------------------------
+
+def test_same_score_checker_right_and_wrong_answers(capsys):
+    # By hand: the offset (7 - 2, 1 - 3) = (5, -2) from (10, 10) is (15, 8).  Scores in plain numpy below.
+    q, k = exercises.same_score_qk()
+    assert not np.allclose(q, k)
+    theta = 100.0 ** (-np.arange(16) / 16)
+
+    def plain_score(qxy, kxy):
+        ang = np.concatenate([theta * (kxy[0] - qxy[0]), theta * (kxy[1] - qxy[1])])
+        a, b = k[0::2], k[1::2]
+        return q[0::2] @ (a * np.cos(ang) - b * np.sin(ang)) + q[1::2] @ (a * np.sin(ang) + b * np.cos(ang))
+
+    assert abs(plain_score((2, 3), (7, 1)) - plain_score((10, 10), (15, 8))) < 1e-12
+    assert abs(plain_score((2, 3), (7, 1)) - plain_score((10, 10), (5, 12))) > 0.1      # the reverse differs
+    assert exercises.check_same_score_patch(None) is False
+    assert capsys.readouterr().out.startswith("Not answered yet")
+    assert exercises.check_same_score_patch((15, 8)) is True
+    assert exercises.check_same_score_patch([15, 8]) is True
+    for wrong, words in [((5, -2), "offset between"), ((5, 12), "reversed"), ((8, 15), "swapped"),
+                         ((7, 1), "what stays the same"), ((15.0, 8), "two integers"), (15, "two integers"),
+                         ((True, 8), "two integers")]:
+        capsys.readouterr()
+        assert exercises.check_same_score_patch(wrong) is False, wrong
+        out = capsys.readouterr().out
+        assert out.startswith("Not yet: ") and words in out and "(15, 8)" not in out, (wrong, out)
+
 
 def test_checker_right_and_wrong_answers(capsys):
     # By hand: the image starts at 5; 6 x 10 patches merged 2 x 2 are 3 x 5 tokens, rows 5..7, columns 5..9.
@@ -217,5 +256,18 @@ def test_every_number_in_the_prose_is_one_a_test_checks():
     numbers = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?", TEXT))
     known = {"9", "1", "2", "0", "15", "34", "16", "3", "4", "2024", "2403.13298", "100", "14", "196", "38416", "13",
              "10", "2409.12191", "24", "20", "6", "1.8", "62", "60", "63", "5", "8", "12", "27", "5.3", "5.24",
-             "128", "0.62", "64", "02"}           # "02": EVA-02
+             "128", "0.62", "64", "02", "7"}           # "02": EVA-02
     assert numbers <= known, sorted(numbers - known)
+
+
+def test_the_figures_draw_what_they_claim():
+    fig = mx.fig_mrope_layout()
+    rows = np.asarray(fig.axes[0].images[0].get_array())
+    np.testing.assert_array_equal(rows[0], [0] * 16 + [1] * 24 + [2] * 24)               # Qwen2-VL, by hand
+    np.testing.assert_array_equal(rows[1], [0, 1, 2] * 20 + [0] * 4)                     # Qwen3-VL, by hand
+    segments = [("text", 3), ("image", (1, 8, 12)), ("text", 4)]
+    fig = mx.fig_position_ids(segments)
+    lines = fig.axes[0].get_lines()
+    ids = rr.mrope_position_ids(segments)
+    for a in range(3):
+        np.testing.assert_array_equal(lines[a].get_ydata(), ids[a])
