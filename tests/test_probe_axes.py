@@ -206,6 +206,14 @@ def test_qwen3vl_interleaved_is_named():
     assert spec.axis_of_pair[:7].tolist() == [0, 1, 2, 0, 1, 2, 0] and spec.axis_of_pair[60:].tolist() == [0] * 4
 
 
+def test_round_robin_interleaving_is_qwen3_style():
+    """timm's RotaryEmbeddingMRope (GenLIP) strides t, h, w over all 36 pairs of head_dim 72: Qwen3-VL's
+    interleaving with sections [12, 12, 12]."""
+    spec = identify_axes(qwen3vl_kernel(section=(12, 12, 12), head_dim=72, base=10000.0), 72, 3)
+    assert (spec.sections, spec.mrope_layout) == ((12, 12, 12), "interleaved")
+    assert spec.axis_of_pair.tolist() == [0, 1, 2] * 12
+
+
 def test_interleaved_pairing_m_rope():
     spec = identify_axes(qwen3vl_kernel(pairing="interleaved"), 128, 3)
     assert (spec.pairing, spec.mrope_layout) == ("interleaved", "interleaved")
