@@ -115,7 +115,7 @@ class AxesSpec:
         start = f" rotary_start={self.rotary_start}" if self.rotary_start else ""
         base = f" base={_num(self.base)}" if self.base is not None else ""
         form = self.form if self.form == "M-RoPE" else f"{self.form} RoPE"
-        lines = [f"{form} over {self.axes} axes ({names}): pairing={self.pairing} "
+        lines = [f"{form} over {self.axes} {'axis' if self.axes == 1 else 'axes'} ({names}): pairing={self.pairing} "
                  f"rotary_dim={self.rotary_dim}{start}{base} norm_scale={_num(self.norm_scale)}"]
         if self.sections is not None:
             layout = (f", layout {self.mrope_layout} ({LAYOUTS[self.mrope_layout]})" if self.mrope_layout
