@@ -12,6 +12,7 @@ configuration (tests/data/hf_rope_reference.json, to float32 precision).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,7 +21,9 @@ from .core import frequencies
 
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
 
-#: What each method needs (one of the names joined by " | "), and what it uses besides.
+#: What each method needs and what it uses besides: the one schema of a rope section.  A required
+#: entry ``"a | b"`` is satisfied by either key (the first given wins).  Read it through
+#: :func:`method_keys` / :func:`used_params`, never by splitting the strings again.
 REQUIRED = {
     "default": (),
     "linear": ("factor",),
@@ -40,6 +43,37 @@ OPTIONAL = {
     "llama3": (),
     "longrope": ("factor", "attention_factor"),
 }
+
+
+class MethodKeys(NamedTuple):
+    """The keys of one ``rope_type``: ``required`` (each a tuple of alternatives), ``optional``, and
+    ``used`` (every key the method reads)."""
+    required: tuple
+    optional: tuple
+    used: frozenset
+
+
+def method_keys(rope_type: str) -> MethodKeys:
+    """The schema of ``rope_type`` (a name in :data:`ROPE_TYPES`), parsed from :data:`REQUIRED` and
+    :data:`OPTIONAL`: ``method_keys("yarn").required == (("original_max_position_embeddings",
+    "max_position_embeddings"),)``."""
+    if rope_type not in REQUIRED:
+        raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}"
+                         f"{val.closest_name(str(rope_type), ROPE_TYPES)}")
+    required = tuple(tuple(k.strip() for k in req.split("|")) for req in REQUIRED[rope_type])
+    optional = tuple(OPTIONAL[rope_type])
+    return MethodKeys(required, optional, frozenset(k for alts in required for k in alts) | frozenset(optional))
+
+
+def used_params(rope_type: str, section) -> dict:
+    """The entries of a rope section (a mapping) that ``rope_type`` uses and that are not None."""
+    used = method_keys(rope_type).used
+    return {k: v for k, v in section.items() if k in used and v is not None}
+
+
+#: Every key some method uses (the union of :func:`method_keys` over :data:`ROPE_TYPES`).
+METHOD_PARAM_KEYS = frozenset().union(*(method_keys(t).used for t in ROPE_TYPES))
+
 #: Every key a published ``rope_scaling`` / ``rope_parameters`` section carries.  A method ignores
 #: the ones it does not use (as transformers does); a name outside this list is a TypeError.
 CONFIG_KEYS = (
@@ -91,8 +125,7 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     base = _resolve_base(base, params.pop("rope_theta", None))
     d = val.check_d(d)
     _check_keys(rope_type, params)
-    used = {k for req in REQUIRED[rope_type] for k in req.split(" | ")} | set(OPTIONAL[rope_type])
-    params = {k: v for k, v in params.items() if k in used and v is not None}
+    params = used_params(rope_type, params)
     if seq_len is not None:
         seq_len = val.check_positive_int(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # _check_result names the cause
@@ -125,8 +158,8 @@ def _resolve_base(base, rope_theta):
 
 
 def _check_keys(rope_type, params):
-    missing = [req for req in REQUIRED[rope_type]
-               if not any(params.get(k) is not None for k in req.split(" | "))]
+    missing = [" | ".join(alts) for alts in method_keys(rope_type).required
+               if not any(params.get(k) is not None for k in alts)]
     if missing:
         raise ValueError(f"rope_type={rope_type!r} is missing {missing}; it takes {_needs(rope_type)}")
 
