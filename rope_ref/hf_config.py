@@ -141,11 +141,13 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     if family.mscale_longrope and rope_type != "default":
         rope_type = _phimoe_longrope(rope, rope_type)
     base = rope.pop("rope_theta", None)
-    base_key = f"{where}['rope_theta']"
+    base_key = f"config[{key!r}]['rope_theta']"
     if base is None:
-        base_key = next((f"config[{k!r}]" for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None), None)
-        base = cfg[base_key[8:-2]] if base_key else family.rope_theta
-    base = val.check_base(family.fixed_theta or base, base_key or "rope_theta (the family's default)")
+        top = [k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None]
+        base, base_key = (cfg[top[0]], f"config[{top[0]!r}]") if top else (family.rope_theta, "the family's default")
+    if family.fixed_theta:
+        base, base_key = family.fixed_theta, "fixed by the family's code"
+    base = val.check_base(base, f"rope_theta ({base_key})")
     rotary_dim = _rotary_dim(cfg, rope.pop("partial_rotary_factor", None), family, head_dim)
     pairing, output_pairing = _pairing(cfg, family, pairing)
     _training_lengths(cfg, rope, rope_type)
@@ -153,7 +155,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     try:
         _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
     except (ValueError, TypeError) as err:
-        raise type(err)(f"{where}: {err}") from None
+        raise type(err)(f"{where}, with rope_theta {base:g} ({base_key}): {err}") from None
     return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing,
                       base=base, rope_type=rope_type, params=MappingProxyType(params),
                       attention_factor=float(attention_factor), output_pairing=output_pairing,

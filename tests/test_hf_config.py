@@ -471,3 +471,58 @@ def test_rotate_checks_x():
     cfg = rr.from_hf_config(CONFIGS / "mistral-7b-v0.1.json")
     with pytest.raises(ValueError, match="head_dim=128"):
         cfg.rotate(np.zeros((3, 64)))
+
+
+# ---- configs that were misread (issue: configs as written; each case failed before its fix) --------------
+
+def _self_containing():
+    wrapper = {"model_type": "llava"}
+    wrapper["text_config"] = wrapper
+    return wrapper
+
+
+def _deep_cycle():
+    outer = {"model_type": "llava", "text_config": {"model_type": "llava_text"}}
+    outer["text_config"]["text_config"] = outer
+    return outer
+
+
+LLAMA3 = {"model_type": "llama", "head_dim": 64, "rope_theta": 500000.0,
+          "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}}
+
+#: (what, config, words the message must hold, words it must not hold)
+MISREAD = [
+    ("text_config contains itself", _self_containing(), ["text_config", "cycle"], []),
+    ("text_config cycle two deep", _deep_cycle(), ["['text_config']['text_config']", "cycle"], []),
+    ("rope_scaling []", {"model_type": "llama", "head_dim": 64, "rope_scaling": []}, ["'rope_scaling'", "[]"], []),
+    ("rope_scaling ''", {"model_type": "llama", "head_dim": 64, "rope_scaling": ""}, ["'rope_scaling'", "''"], []),
+    ("rope_scaling 0", {"model_type": "llama", "head_dim": 64, "rope_scaling": 0}, ["'rope_scaling'", "0"], []),
+    ("rope_parameters []", {"model_type": "llama", "head_dim": 64, "rope_parameters": []}, ["'rope_parameters'"], []),
+    ("rope_parameters {} beside rope_scaling", dict(LLAMA3, rope_parameters={}),
+     ["'rope_parameters'", "'rope_scaling'", "disagree"], []),
+    ("rope_parameters default beside yarn rope_scaling",
+     {"model_type": "qwen2", "head_dim": 64, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6},
+      "rope_scaling": {"type": "yarn", "factor": 4.0}}, ["'rope_parameters'", "'rope_scaling'"], []),
+    ("llama3 with max_position_embeddings -1", dict(LLAMA3, max_position_embeddings=-1),
+     ["config['max_position_embeddings']", "-1"], ["original_max_position_embeddings"]),
+    ("gpt_oss's default yarn section with rope_theta 1", {"model_type": "gpt_oss", "rope_theta": 1.0},
+     ["config['rope_theta']", "default", "base must be > 1"], []),
+]
+
+
+@pytest.mark.parametrize("what,config,words,absent", MISREAD, ids=[m[0] for m in MISREAD])
+def test_misread_configs_are_named(what, config, words, absent):
+    with pytest.raises(ValueError) as info:
+        rr.from_hf_config(config)
+    msg = str(info.value)
+    assert all(w in msg for w in words), msg
+    assert not any(w in msg for w in absent), msg
+
+
+def test_sections_that_agree_are_read():
+    """A v5 config may carry the v4 rope_scaling too: where every key agrees it is one section."""
+    v5 = dict(LLAMA3, max_position_embeddings=8192)
+    v5["rope_parameters"] = dict(v5.pop("rope_scaling"), rope_theta=v5.pop("rope_theta"))
+    both = dict(v5, rope_scaling={"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0})
+    assert rr.from_hf_config(both) == rr.from_hf_config(v5)
+    assert rr.from_hf_config(v5).params["original_max_position_embeddings"] == 8192
