@@ -127,8 +127,8 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     _refuse_mrope(cfg)
     family = _family(cfg, model_type, None if pairing is None else val.check_pairing(pairing))
     head_dim = _head_dim(cfg, family, known=model_type in FAMILIES)
-    key, rope, defaulted = _rope_section(cfg, layer_type, family)
-    where = f"config[{key!r}]" + (" (the family's default, as the config has none)" if defaulted else "")
+    where, rope, defaulted = _rope_section(cfg, layer_type, family)
+    where += " (the family's default, as the config has none)" if defaulted else ""
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
     rope_type = _rope_type(rope, where)
@@ -141,7 +141,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     if family.mscale_longrope and rope_type != "default":
         rope_type = _phimoe_longrope(rope, rope_type)
     base = rope.pop("rope_theta", None)
-    base_key = f"config[{key!r}]['rope_theta']"
+    base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
     if base is None:
         top = [k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None]
         base, base_key = (cfg[top[0]], f"config[{top[0]!r}]") if top else (family.rope_theta, "the family's default")
@@ -150,7 +150,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     base = val.check_base(base, f"rope_theta ({base_key})")
     rotary_dim = _rotary_dim(cfg, rope.pop("partial_rotary_factor", None), family, head_dim)
     pairing, output_pairing = _pairing(cfg, family, pairing)
-    _training_lengths(cfg, rope, rope_type)
+    _training_lengths(cfg, family, rope, rope_type)
     params = {k: _plain(v) for k, v in used_params(rope_type, rope).items()}
     try:
         _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
@@ -248,7 +248,7 @@ def _head_dim(cfg, family, known) -> int:
 
 
 def _rope_section(cfg, layer_type, family):
-    """(key, section, defaulted): the v5 ``rope_parameters`` or the v4 ``rope_scaling`` (either may be
+    """(where, section, defaulted): the v5 ``rope_parameters`` or the v4 ``rope_scaling`` (either may be
     null; if both are given they must agree), checked key by key; for a family with one RoPE per layer
     type (gemma3, olmo3, ...), the one of ``layer_type``.  ``defaulted``: the family's default was used."""
     for k in _SECTIONS:
@@ -260,7 +260,7 @@ def _rope_section(cfg, layer_type, family):
         raise ValueError(f"config has both 'rope_parameters' ({dict(v5)}) and 'rope_scaling' ({dict(v4)}) and they "
                          "disagree; keep one of them (v5 configs use 'rope_parameters')")
     key = "rope_parameters" if v5 is not None else "rope_scaling"
-    rope, defaulted = cfg.get(key), False
+    rope, defaulted, where = cfg.get(key), False, f"config[{key!r}]"
     if rope is None and family.rope is not None:
         rope, defaulted = dict(family.rope), True
     rope = rope or {}
@@ -275,16 +275,16 @@ def _rope_section(cfg, layer_type, family):
             raise ValueError(f"config holds one RoPE per layer type ({nested}), so the layers of this model do not "
                              f"share one RoPE; got {given}. Pass layer_type= one of {nested} to read the RoPE of "
                              "those layers (config['layer_types'] says which layers are which)")
-        rope, key = rope[layer_type], f"{key}'][{layer_type!r}"
+        rope, where = rope[layer_type], f"config[{key!r}][{layer_type!r}]"
     elif layer_type is not None:
         raise ValueError(f"layer_type={layer_type!r} was given, but the config has one RoPE for every layer; "
                          "layer_type is only for configs with one RoPE per layer type")
     known = CONFIG_KEYS + ("rope_type", "alpha") + QUERY_SCALING_KEYS
     for k in rope:
         if k not in known:
-            raise ValueError(f"config[{key!r}] has key {k!r}, which rope_ref does not model"
+            raise ValueError(f"{where} has key {k!r}, which rope_ref does not model"
                              f"{val.closest_name(k, CONFIG_KEYS)}; known keys: {sorted(known)}")
-    return key, dict(rope), defaulted
+    return where, dict(rope), defaulted
 
 
 def _agree(v5, v4) -> bool:
@@ -316,6 +316,8 @@ def _phimoe_longrope(rope, rope_type) -> str:
 
 
 def _rotary_dim(cfg, section_factor, family, head_dim) -> int:
+    if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
+        return _mla_rotary_dim(cfg, section_factor, head_dim)
     if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
         r = cfg.get(family.rotary_key, family.rotary_default)
         return head_dim if r is None else val.check_rotary_dim(r, head_dim)
@@ -336,23 +338,40 @@ def _rotary_dim(cfg, section_factor, family, head_dim) -> int:
     return r
 
 
+def _mla_rotary_dim(cfg, factor, rope_dim) -> int:
+    """MLA rotates all qk_rope_head_dim features.  A partial_rotary_factor, where a config gives one, is that
+    part's share of a wider head (Mistral 4: of qk_nope + qk_rope; dots3: of head_dim) and must agree."""
+    factor = cfg.get("partial_rotary_factor") if factor is None else factor
+    if factor is None or factor == 1:
+        return rope_dim
+    widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}
+    if isinstance(cfg.get("qk_nope_head_dim"), int):
+        widths["qk_nope_head_dim + qk_rope_head_dim"] = cfg["qk_nope_head_dim"] + rope_dim
+    if not any(isinstance(factor, (int, float)) and int(w * factor) == rope_dim for w in widths.values()):
+        raise ValueError(f"config partial_rotary_factor={factor!r} does not give qk_rope_head_dim={rope_dim} rotated "
+                         f"features of any head width the config states ({widths or 'none'}); MLA rotates "
+                         "qk_rope_head_dim features")
+    return rope_dim
+
+
 def _pairing(cfg, family, pairing):
     """(pairing, output_pairing).  MLA with rope_interleave: interleaved pairs in, half layout out."""
     if pairing is not None or family.interleave_flag is None:
         return pairing or family.pairing, None
-    flag = val.check_bool(cfg.get("rope_interleave", family.interleave_flag), "config['rope_interleave']")
+    flag = family.interleave_always or val.check_bool(cfg.get("rope_interleave", family.interleave_flag),
+                                                      "config['rope_interleave']")
     return ("interleaved", "half") if flag else ("half", None)
 
 
-def _training_lengths(cfg, rope, rope_type):
+def _training_lengths(cfg, family, rope, rope_type):
     """transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a top-level
     original_max_position_embeddings when there is one (Phi-3), else the rope section's, else
     max_position_embeddings.  Values copied from the top level are checked under their own names."""
     top = {}
-    for k in ("max_position_embeddings", "n_positions", "original_max_position_embeddings"):
+    for k in family.max_pos_keys + ("original_max_position_embeddings",):
         if cfg.get(k) is not None:
             top[k] = val.check_positive_int(cfg[k], f"config[{k!r}]")
-    max_pos = top.get("max_position_embeddings", top.get("n_positions"))
+    max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
     if rope_type in ("llama3", "yarn", "longrope"):
         if "original_max_position_embeddings" in top:
             rope["original_max_position_embeddings"] = top["original_max_position_embeddings"]

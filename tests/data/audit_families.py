@@ -77,9 +77,8 @@ def text_config(config):
 
 
 def head_width(config):
-    for key in ("qk_rope_head_dim",):
-        if getattr(config, key, None):
-            return None
+    if getattr(config, "qk_rope_head_dim", None):      # MLA: the rotary module covers the rotated part only
+        return config.qk_rope_head_dim
     hd = getattr(config, "head_dim", None)
     if hd:
         return hd
@@ -90,7 +89,10 @@ def hf_outputs(modeling, config, module, width, layer_type=None):
     """{offset: (4, width) float32} from the module and the family's apply function."""
     apply = getattr(modeling, "apply_rotary_pos_emb", None)
     interleave = getattr(modeling, "apply_rotary_pos_emb_interleave", None)
-    use_interleave = interleave is not None and (apply is None or getattr(config, "rope_interleave", False))
+    # MLA attention (qk_rope_head_dim) calls the interleave form unless rope_interleave says otherwise
+    mla = getattr(config, "qk_rope_head_dim", None) is not None
+    use_interleave = interleave is not None and (apply is None or getattr(config, "rope_interleave", None) or
+                                                 mla and getattr(config, "rope_interleave", None) is None)
     fn = interleave if use_interleave else apply
     complex_fn = getattr(modeling, "apply_rotary_emb", None)
     if fn is None and complex_fn is not None and list(inspect.signature(complex_fn).parameters)[:3] == \
@@ -142,7 +144,7 @@ def compare(rcfg, outs, width):
     for offset, want in outs.items():
         pos = np.arange(offset, offset + ROWS)
         got = rcfg.rotate(q, pos)
-        if rcfg.model_type == "deepseek_v3" and rcfg.pairing == "interleaved":
+        if rcfg.output_pairing == "half":        # MLA's apply_rotary_pos_emb_interleave: half layout out
             got = rr.to_half(got)
         theta = rcfg.inv_freq(int(pos.max()) + 1).max()
         tol = (4 * 2.0 ** -24 * (pos[:, None] * theta + 1) * np.abs(q).max() * 1.5 + 1e-6) * max(rcfg.attention_factor, 1)
@@ -216,7 +218,8 @@ def variant_config(model_type, base_config, name, rotary_pairs):
                                                                        "transformers_version", "architectures")}
     kw.update(rope_parameters=rope, max_position_embeddings=4096)
     settable = not isinstance(getattr(type(base_config), "head_dim", None), property)     # Falcon derives it
-    if settable and kw.get("head_dim") is None and "hidden_size" in kw:   # transformers' yarn/dynamic/longrope read head_dim
+    mla = getattr(base_config, "qk_rope_head_dim", None) is not None      # head_dim may alias qk_rope_head_dim
+    if settable and not mla and kw.get("head_dim") is None and "hidden_size" in kw:   # transformers' yarn/dynamic/longrope read head_dim
         kw["head_dim"] = kw["hidden_size"] // kw["num_attention_heads"]
     return CONFIG_MAPPING[model_type](**kw)
 
