@@ -183,7 +183,7 @@ FAMILIES = {
     'dots3_note_audio_encoder': F('half', partial_rotary_factor=0.5),
     'emu3_text_model': F('half', rope_theta=1000000.0),
     'ernie4_5_vl_moe_text': F('interleaved', rope_theta=500000.0),
-    'esm': F('half'),
+    'esm': F('half', needs=(('position_embedding_type', 'rotary'),)),   # default 'absolute': no RoPE
     'esmc': F('half'),
     'eurobert': F('half'),
     'evolla': F('half', rope_theta=500000.0),

@@ -225,7 +225,8 @@ def variant_config(model_type, base_config, name, rotary_pairs):
 
 
 OVERRIDES = {"glm4_moe": {"head_dim": 128},   # its defaults (4096 / 96 heads) give an odd rotary_dim
-             "granitemoehybrid": {"position_embedding_type": "rope"}}   # default None: no RoPE at all
+             "granitemoehybrid": {"position_embedding_type": "rope"},   # default None: no RoPE at all
+             "esm": {"position_embedding_type": "rotary"}}              # default "absolute": no RoPE
 
 
 def audit(dirname):
