@@ -21,7 +21,7 @@ The teaching layer (notebook quantities, figures, interactive views, widgets) li
 from ._fast import clear_cache, set_cache_limit, set_num_threads
 from ._validate import RopeRefPrecisionWarning
 from .attention import attention, attention_dense, elu_plus_one, linear_attention, linear_attention_dense
-from .core import (
+from .forms import (
     decay_bound,
     frequencies,
     partial_sums,

@@ -121,3 +121,19 @@ def from_float32(f: np.ndarray, out: np.ndarray, work: np.ndarray | None = None)
         nan = (ui & 0x7FFFFFFF) > 0x7F800000
         bits[i] = 0x7C00 | (ui >> 16) & 0x8000 | np.where(nan, np.maximum((ui >> 13) & 0x3FF, 1), 0)
     return out
+
+
+def all_finite(a: np.ndarray) -> bool:
+    """``np.all(np.isfinite(a))``; for float16 from the exponent bits, 64k values at a time (about 6x faster
+    than NumPy's float16 ``isfinite``, which runs as a scalar loop)."""
+    a = np.asarray(a)
+    if a.dtype != np.float16:
+        return bool(np.all(np.isfinite(a)))
+    bits = np.ascontiguousarray(a).view(np.uint16).reshape(-1)
+    exponent = np.empty(max(1, min(bits.size, 1 << 16)), np.uint16)
+    for i in range(0, bits.size, exponent.size):
+        e = exponent[:bits[i:i + exponent.size].size]
+        np.bitwise_and(bits[i:i + e.size], 0x7C00, out=e)   # all exponent bits set: inf or NaN
+        if e.max() == 0x7C00:
+            return False
+    return True

@@ -18,9 +18,9 @@ The math is eq 34 and nothing else; this module only decides *how* to stream it:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
-import numbers
 import os
 import threading
 from collections import OrderedDict
@@ -28,7 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import _f16
+from . import _f16, forms
+from . import _validate as val
 
 BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
@@ -42,15 +43,6 @@ _cache_bytes = 0
 _cache_limit = DEFAULT_CACHE_LIMIT
 
 
-def _count(value, name: str, least: int, expected: str) -> int:
-    """``value`` as an int >= ``least``: a TypeError for non-integers (bools included), else a ValueError."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be {expected}, got {value!r}")
-    if value < least:
-        raise ValueError(f"{name} must be {expected}, got {value}")
-    return int(value)
-
-
 def set_cache_limit(nbytes: int) -> int:
     """Bound the cos/sin table cache of :func:`rope_ref.rotate` to ``nbytes`` bytes; return the old bound.
 
@@ -60,7 +52,7 @@ def set_cache_limit(nbytes: int) -> int:
     ``0`` disables caching.  Default 256 MiB.  Thread-safe.
     """
     global _cache_limit
-    nbytes = _count(nbytes, "nbytes", 0, "a non-negative integer number of bytes")
+    nbytes = val.check_nonnegative_int(nbytes, "nbytes", "a non-negative integer number of bytes")
     with _lock:
         old, _cache_limit = _cache_limit, nbytes
         _evict()
@@ -89,7 +81,7 @@ def set_num_threads(n: int) -> int:
     Results do not depend on ``n`` (every element is computed by the same operations either way).
     """
     global _threads
-    n = _count(n, "n", 1, "a positive integer number of threads")
+    n = val.check_positive_int(n, "n", expected="a positive integer number of threads")
     with _lock:
         old, _threads = _threads, n
         if _pool_ and _pool_[0][0] < _threads:
@@ -139,10 +131,11 @@ def _digest(pos: np.ndarray, freqs: np.ndarray, work: np.dtype, pairing: str) ->
 
 
 def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
-    """Read-only tables for positions ``pos`` (any shape P), cached.
+    """Read-only tables for positions ``pos`` of shape ``(n, A)`` and ``freqs`` ``(h, A)``, cached.
 
-    interleaved -> ``(cis,)``, complex ``P + (h,)``; half -> (``[cos, cos]``, ``[-sin, sin]``),
-    each ``P + (2h,)`` of dtype ``work``.  cos and sin are taken of float64 angles, then cast.
+    interleaved -> ``(cis,)``, complex ``(n, h)``; half -> (``[cos, cos]``, ``[-sin, sin]``),
+    each ``(n, 2h)`` of dtype ``work``.  cos and sin are taken of float64 angles sum_a freqs[:, a] pos[:, a]
+    (summed in axis order, as :func:`rope_ref.rotate_elementwise` does), then cast.
     """
     global _cache_bytes
     work = np.dtype(work)
@@ -152,14 +145,16 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    flat, h = pos.reshape(-1), freqs.size
+    flat, h = pos, freqs.shape[0]
     if pairing == "interleaved":
-        tabs = (np.empty((flat.size, h), np.result_type(work, np.complex64)),)
+        tabs = (np.empty((len(flat), h), np.result_type(work, np.complex64)),)
     else:
-        tabs = (np.empty((flat.size, 2 * h), work), np.empty((flat.size, 2 * h), work))
+        tabs = (np.empty((len(flat), 2 * h), work), np.empty((len(flat), 2 * h), work))
 
-    def fill(rows: slice) -> None:                     # eq 15's angles m theta_i in float64, then cos and sin
-        angles = np.multiply.outer(flat[rows], freqs)
+    def fill(rows: slice) -> None:                     # the angles in float64, then cos and sin
+        angles = np.multiply.outer(flat[rows, 0], freqs[:, 0])
+        for a in range(1, freqs.shape[1]):
+            angles += np.multiply.outer(flat[rows, a], freqs[:, a])
         cos, sin = np.cos(angles), np.sin(angles)
         if pairing == "interleaved":
             tabs[0].real[rows], tabs[0].imag[rows] = cos, sin
@@ -168,8 +163,7 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
             tabs[1][rows, :h], tabs[1][rows, h:] = -sin, sin
 
     angles_per_thread = max(1, THREADED_ELEMENTS // 16)     # float64 cos and sin: 15-30 ns an angle
-    _in_parts(fill, flat.size, min(_threads, -(-flat.size * h // angles_per_thread)))
-    tabs = tuple(t.reshape(pos.shape + t.shape[-1:]) for t in tabs)
+    _in_parts(fill, len(flat), min(_threads, -(-len(flat) * h // angles_per_thread)))
     for t in tabs:
         t.setflags(write=False)
     nbytes = sum(t.nbytes for t in tabs)
@@ -182,8 +176,8 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
 
 
 def _distinct_rows(pos: np.ndarray) -> np.ndarray:
-    """``pos`` with every axis along which it does not change cut to length 1 (heads, batch...)."""
-    for ax in range(pos.ndim):
+    """``pos`` ``P + (A,)`` with every axis of P along which it does not change cut to length 1 (heads, batch...)."""
+    for ax in range(pos.ndim - 1):
         if pos.shape[ax] > 1:
             first = pos[(slice(None),) * ax + (slice(0, 1),)]
             if np.array_equal(pos, np.broadcast_to(first, pos.shape)):
@@ -224,20 +218,61 @@ def _blocks(shape: tuple, rows: int):
             yield idx + (slice(s, s + step),)
 
 
+def rotate(x, positions=None, *, base=10000.0, pairing="interleaved", rotary_dim=None, inv_freq=None, out=None,
+           name: str = "x") -> np.ndarray:
+    """:func:`rope_ref.rotate` (same arguments, keywords only after ``positions``); ``name`` is what
+    an overflow error calls ``x`` (attention passes "q" or "k").
+
+    Checks its arguments, then streams eq 34 through :func:`rotate_into`; around it: a C-contiguous
+    buffer when ``out`` is strided, float32/64 overflow caught as a FloatingPointError (free when
+    nothing overflows), and float16's overflow (rounded bit by bit, no flag) found by :func:`_f16.all_finite`.
+    """
+    x, pos, pairing, r, freqs = val.check_rotation(x, positions, base=base, pairing=pairing, rotary_dim=rotary_dim,
+                                                   inv_freq=inv_freq, theta=_theta, name=name)
+    val.check_angle_range(pos, freqs)
+    if freqs.ndim == 1:                                         # one axis: A = 1 (the same angles, bit for bit)
+        pos, freqs = pos[None], freqs[:, None]
+    work = np.float64 if x.dtype == np.float64 else np.float32  # angles are float64 either way
+    out = np.empty(x.shape, dtype=x.dtype) if out is None else val.check_out(out, x)
+    buf = out if out.flags.c_contiguous else np.empty(x.shape, dtype=x.dtype)  # rotate_into writes C-contiguous only
+    try:    # float32/64 arithmetic that overflows raises here, at no cost when it does not
+        with np.errstate(over="raise", invalid="ignore"):
+            rotate_into(x, buf, pos, freqs, pairing, r, work)
+    except FloatingPointError:
+        if _f16.all_finite(x):                               # finite x overflowed: the result would hold inf
+            raise val.overflow_error(x.dtype, name) from None
+        with np.errstate(over="ignore", invalid="ignore"):  # x holds inf or NaN: its rows are non-finite anyway
+            rotate_into(x, buf, pos, freqs, pairing, r, work)
+    if x.dtype == np.float16:  # rounded to float16 bit by bit (no flag): a pair's norm > 65504 gives inf
+        val.check_no_overflow(buf, x, name)
+    if buf is not out:
+        out[...] = buf
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _theta(r: int, base: float) -> np.ndarray:
+    """:func:`rope_ref.frequencies`, read-only and kept (a small call to rotate spent a quarter of its time there)."""
+    theta = forms.frequencies(r, base)
+    theta.setflags(write=False)
+    return theta
+
+
 def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, work):
     """Write RoPE of ``x`` ``(..., seq, d)`` into ``out`` (same shape, x's dtype), block by block.
 
-    ``pos`` broadcasts to ``x.shape[:-1]``; ``freqs`` has ``r/2`` entries; ``work`` is the dtype the
-    arithmetic runs in (float32 or float64).  ``out`` is C-contiguous (:func:`rope_ref.rotate` hands over
+    ``pos`` has shape ``(A,) + P``, each ``pos[a]`` broadcasting to ``x.shape[:-1]``; ``freqs`` is ``(r/2, A)``
+    (pair j turns by sum_a freqs[j, a] pos[a]); ``work`` is the dtype the arithmetic runs in (float32 or float64).  ``out`` is C-contiguous (:func:`rope_ref.rotate` hands over
     a contiguous buffer when the caller's is strided).
     """
     work = np.dtype(work)
     if x.size == 0:
         return out
-    lead, d = x.shape[:-1], x.shape[-1]
-    pos = _distinct_rows(pos.reshape((1,) * (len(lead) - pos.ndim) + pos.shape))
+    lead, d, n_axes = x.shape[:-1], x.shape[-1], pos.shape[0]
+    pos = np.moveaxis(pos.reshape((n_axes,) + (1,) * (len(lead) + 1 - pos.ndim) + pos.shape[1:]), 0, -1)
+    pos = _distinct_rows(pos)                            # P + (A,), P of len(lead) axes
     gshape, tshape = _groups(lead, pos)
-    tabs = [t.reshape(tshape + t.shape[-1:]) for t in tables(pos.reshape(-1), freqs, work, pairing)]
+    tabs = [t.reshape(tshape + t.shape[-1:]) for t in tables(pos.reshape(-1, n_axes), freqs, work, pairing)]
     xg = x.reshape(gshape + (d,))                       # a view unless x's leading axes are scattered
     og = out.reshape(gshape + (d,))                    # a view: out is C-contiguous
     direct = x.dtype == work and og.dtype == work and xg.strides[-1] == work.itemsize

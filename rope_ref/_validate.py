@@ -21,6 +21,8 @@ import warnings
 import ml_dtypes
 import numpy as np
 
+from . import _f16
+
 PAIRINGS = ("interleaved", "half")
 #: other names people use for the two pairings, for the "did you mean" hint.
 PAIRING_ALIASES = {"neox": "half", "gpt-neox": "half", "gptneox": "half", "rotate_half": "half",
@@ -40,6 +42,30 @@ ACCEPTED = "float16, float32, float64 or bfloat16 (ml_dtypes), or integers (prom
 ANGLE_TOL = 1e-6
 ANGLE_LIMIT = 2.0 ** (np.ceil(np.log2(ANGLE_TOL)) + 53)    # 2^34 ~ 1.7e10: ulp(2^34)/2 = 2^-19 ~ 1.9e-6
 EXACT_INT_LIMIT = 2 ** 53                                  # integers beyond this are not all float64 values
+
+
+#: arrays rope_ref allocates from your sizes (d, positions x d x d, ...) larger than this raise a ValueError
+#: before any allocation; each such function takes ``max_bytes=`` to allow more.
+DEFAULT_MAX_BYTES = 2 * 1024 ** 3
+
+
+def check_nbytes(nbytes: int, name: str, *, what: str, limit: int | None = None) -> int:
+    """``nbytes`` (the size of an array about to be allocated, ``what`` it is), or a ValueError naming
+    ``name`` (the argument that sets the size), the size and the limit (``limit``, default
+    :data:`DEFAULT_MAX_BYTES`; callers pass their ``max_bytes=``)."""
+    limit = DEFAULT_MAX_BYTES if limit is None else check_nonnegative_int(limit, "max_bytes", "None or a number of bytes")
+    if nbytes > limit:
+        raise ValueError(f"{name}: {what} would take {_size(nbytes)}, above the limit of {_size(limit)}; "
+                         f"pass max_bytes={nbytes} (or more) to allow it")
+    return nbytes
+
+
+def _size(nbytes: int) -> str:
+    """Bytes in words: '8 GiB (8589934592 bytes)'."""
+    for unit, scale in (("TiB", 1024 ** 4), ("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit} ({nbytes} bytes)"
+    return f"{nbytes} bytes"
 
 
 class RopeRefPrecisionWarning(UserWarning):
@@ -99,15 +125,24 @@ def suggest_keywords(fn):
     return wrapper
 
 
-def check_positive_int(n, name: str, *, even: bool = False) -> int:
-    """A positive integer (even if asked)."""
-    what = "a positive even integer" if even else "a positive integer"
+def check_positive_int(n, name: str, *, even: bool = False, expected: str | None = None) -> int:
+    """A positive integer (even if asked); ``expected`` words it for the message."""
+    what = expected or ("a positive even integer" if even else "a positive integer")
     if isinstance(n, bool) or not isinstance(n, numbers.Integral):
         raise TypeError(f"{name} must be {what}, got {n!r} of type {type(n).__name__}")
     n = int(n)
     if n <= 0 or (even and n % 2):
         raise ValueError(f"{name} must be {what}, got {n}")
     return n
+
+
+def check_nonnegative_int(n, name: str, expected: str = "a non-negative integer") -> int:
+    """An integer >= 0: a TypeError for non-integers (bools included), a ValueError for negative ones."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"{name} must be {expected}, got {n!r}")
+    if n < 0:
+        raise ValueError(f"{name} must be {expected}, got {n}")
+    return int(n)
 
 
 def check_seed(seed, name: str = "seed") -> int:
@@ -223,64 +258,127 @@ def _float_positions(positions, name: str) -> np.ndarray:
     return check_finite(pos, name)
 
 
-def check_positions(positions, lead_shape: tuple, name: str = "positions", target: str = "x.shape[:-1]") -> np.ndarray:
-    """Finite real positions as float64, broadcastable to ``lead_shape`` = x.shape[:-1].
+def check_positions(positions, lead_shape: tuple | None, name: str = "positions", target: str = "x.shape[:-1]",
+                    *, axes: int | None = None, freqs_name: str = "inv_freq") -> np.ndarray:
+    """Finite real positions as float64, broadcastable to ``lead_shape`` = x.shape[:-1] (any shape if None).
 
-    ``None`` means ``arange(seq)`` along the second-to-last axis of x (or 0 for a
-    single vector).  The result keeps its own (smaller) shape; callers broadcast.
+    ``axes=None``: one axis of positions, ``None`` means ``arange(seq)`` along the second-to-last axis of x
+    (or 0 for a single vector).  ``axes=A`` (an ``inv_freq`` of shape ``(rotary_dim/2, A)``): shape
+    ``(A, ...)``, each ``positions[a]`` broadcastable to ``lead_shape``; ``None`` means ``arange(seq)``
+    only for A = 1.  The result keeps its own (smaller) shape; callers broadcast.
     """
-    if positions is None:
-        if len(lead_shape) == 0:
-            return np.zeros(())
-        return np.arange(lead_shape[-1], dtype=np.float64)
+    if positions is None and lead_shape is not None:
+        if axes is not None and axes > 1:
+            raise ValueError(f"{name} must be given with an {freqs_name} of shape (rotary_dim/2, {axes}): shape "
+                             f"({axes}, ..., seq), one row of positions per axis (M-RoPE: t, h, w)")
+        default = np.zeros(()) if len(lead_shape) == 0 else np.arange(lead_shape[-1], dtype=np.float64)
+        return default if axes is None else default[None]
     pos = _float_positions(positions, name)
+    each = pos.shape
+    if axes is not None:
+        if pos.ndim == 0 or pos.shape[0] != axes:
+            got = "a 0-d array" if pos.ndim == 0 else f"shape {pos.shape} ({name}.shape[0] = {pos.shape[0]})"
+            raise ValueError(f"{name} must have shape ({axes}, ..., seq), one row of positions per column of "
+                             f"{freqs_name} ({freqs_name}.shape[1] = {axes}), got {got}")
+        each = pos.shape[1:]
+    if lead_shape is None:
+        return pos
     try:
-        shape = np.broadcast_shapes(pos.shape, tuple(lead_shape))
+        shape = np.broadcast_shapes(each, tuple(lead_shape))
     except ValueError:
         shape = None
     if shape != tuple(lead_shape):
-        raise ValueError(
-            f"{name} of shape {pos.shape} does not broadcast to {target} = {tuple(lead_shape)}"
-        )
+        which = name if axes is None else f"{name}[a] (of {name}.shape = {pos.shape})"
+        raise ValueError(f"{which} of shape {each} does not broadcast to {target} = {tuple(lead_shape)}")
     return pos
 
 
 def check_positions_any(positions, name: str = "positions") -> np.ndarray:
-    """Finite real positions of any shape, as float64."""
-    return _float_positions(positions, name)
+    """Finite real positions of any shape, as float64 (``check_positions(positions, None, name)``)."""
+    return check_positions(positions, None, name)
+
+
+def check_real_values(values, name: str) -> np.ndarray:
+    """Finite reals of any shape (angles, say), as float64: no position-specific warnings."""
+    return check_finite(check_real_array(values, name).astype(np.float64), name)
 
 
 def check_scalar(value, name: str) -> float:
     """A finite real scalar (a 0-d array or a Python/numpy number)."""
-    arr = check_positions_any(value, name)
+    arr = check_positions(value, None, name)
     if arr.ndim:
         raise ValueError(f"{name} must be a real scalar, got an array of shape {arr.shape}")
     return float(arr)
 
 
 def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray:
-    """Explicit per-pair values: finite reals of shape (n_pairs,)."""
+    """Explicit frequencies: finite reals of shape (n_pairs,), or (n_pairs, A) for A axes of positions."""
     f = check_real_array(inv_freq, name).astype(np.float64)
-    if f.shape != (n_pairs,):
-        raise ValueError(f"{name} must have shape ({n_pairs},) = (rotary_dim/2,), got shape {f.shape}")
+    if f.ndim not in (1, 2) or f.shape[0] != n_pairs or f.size == 0 and f.ndim == 2:
+        raise ValueError(f"{name} must have shape ({n_pairs},) = (rotary_dim/2,), or ({n_pairs}, A) for A axes of "
+                         f"positions, got shape {f.shape}")
     return check_finite(f, name)
 
 
-def check_freqs(freqs, name: str = "freqs") -> np.ndarray:
-    """Finite real frequencies of shape (n,)."""
+def check_frequencies(r: int, base, inv_freq, theta, *, axes: bool = True) -> np.ndarray:
+    """The frequencies of rotary dimension ``r``: ``theta(r, base)`` (``rope_ref.frequencies`` or a cached
+    copy), or ``inv_freq`` ((r/2,), or (r/2, A) if ``axes``) checked against ``r``.  ``base`` is checked either
+    way: a bad base next to ``inv_freq`` is a mistake, not a value to ignore."""
+    base = check_base(base)
+    if inv_freq is None:
+        return theta(r, base)
+    f = check_inv_freq(inv_freq, r // 2)
+    if f.ndim != 1 and not axes:
+        raise ValueError(f"inv_freq must have shape ({r // 2},) here (one axis of positions), got shape {f.shape}")
+    return f
+
+
+def axes_of(freqs: np.ndarray) -> int | None:
+    """A for a frequency matrix ``(n, A)``; None for a vector (positions then have no axis of axes)."""
+    return None if freqs.ndim == 1 else freqs.shape[1]
+
+
+def check_qk_weights(w, n_heads):
+    """``(w, n_heads, head_dim)`` for a 2-D weight matrix ``(n_heads * head_dim, in)`` with head_dim even."""
+    w = check_real_array(w, "w")
+    if w.ndim != 2:
+        raise ValueError(f"w must be a 2-D weight matrix (n_heads*head_dim, in_features), got shape {w.shape}")
+    n_heads = check_positive_int(n_heads, "n_heads")
+    if w.shape[0] % n_heads:
+        raise ValueError(f"w.shape[0]={w.shape[0]} is not divisible by n_heads={n_heads}")
+    return w, n_heads, check_d(w.shape[0] // n_heads, "head_dim (w.shape[0] // n_heads)")
+
+
+def check_rotation(x, positions, *, base, pairing, rotary_dim, inv_freq, theta, name: str = "x"):
+    """The arguments every rotation (``rope_ref.rotate`` and the forms) shares, checked, in one place.
+
+    Returns ``(x, positions, pairing, r, freqs)``: ``freqs`` ``(r/2,)`` with positions broadcastable to
+    ``x.shape[:-1]``, or ``(r/2, A)`` with positions ``(A, ...)`` (see :func:`check_positions`)."""
+    x = check_x(x, name)
+    pairing, r = check_pairing(pairing), check_rotary_dim(rotary_dim, x.shape[-1])
+    freqs = check_frequencies(r, base, inv_freq, theta)
+    return x, check_positions(positions, x.shape[:-1], axes=axes_of(freqs)), pairing, r, freqs
+
+
+def check_freqs(freqs, name: str = "freqs", *, axes: bool = False) -> np.ndarray:
+    """Finite real frequencies of shape (n,), or (n, A) with A >= 1 if ``axes``."""
     f = check_real_array(freqs, name).astype(np.float64)
-    if f.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (one frequency per pair), got shape {f.shape}")
+    if f.ndim != 1 and not (axes and f.ndim == 2 and f.shape[1] > 0):
+        expected = "1-D (one frequency per pair) or 2-D (pairs, axes)" if axes else "1-D (one frequency per pair)"
+        raise ValueError(f"{name} must be {expected}, got shape {f.shape}")
     return check_finite(f, name)
 
 
-def check_angles(pos: np.ndarray, freqs: np.ndarray, name: str = "positions") -> None:
+def check_angle_range(pos: np.ndarray, freqs: np.ndarray, name: str = "positions") -> None:
     """m * theta must be finite (else ValueError); beyond ``ANGLE_LIMIT`` float64 rounds it by > 1e-6 rad: warn once."""
     if pos.size == 0 or freqs.size == 0:
         return
     m, f = float(np.max(np.abs(pos))), float(np.max(np.abs(freqs)))
     with np.errstate(over="ignore"):
-        peak = m * f
+        if freqs.ndim == 1:
+            peak = m * f
+        else:       # the general form: |sum_a F[j, a] p_a| <= sum_a max|F[:, a]| max|p_a|
+            peak = sum(float(np.max(np.abs(p))) * float(np.max(np.abs(c))) for p, c in zip(pos, freqs.T))
     if not np.isfinite(peak):
         raise ValueError(f"{name} times the frequencies overflow float64: |{name}| up to {m:.3g} times theta up to "
                          f"{f:.3g} is not a finite angle; expected |{name} * theta| < 1.8e308")
@@ -309,25 +407,9 @@ def check_out(out, x: np.ndarray) -> np.ndarray:
     return out
 
 
-def all_finite(a: np.ndarray) -> bool:
-    """``np.all(np.isfinite(a))``; for float16 from the exponent bits, 64k values at a time (about 6x faster
-    than NumPy's float16 ``isfinite``, which runs as a scalar loop)."""
-    a = np.asarray(a)
-    if a.dtype != np.float16:
-        return bool(np.all(np.isfinite(a)))
-    bits = np.ascontiguousarray(a).view(np.uint16).reshape(-1)
-    exponent = np.empty(max(1, min(bits.size, 1 << 16)), np.uint16)
-    for i in range(0, bits.size, exponent.size):
-        e = exponent[:bits[i:i + exponent.size].size]
-        np.bitwise_and(bits[i:i + e.size], 0x7C00, out=e)   # all exponent bits set: inf or NaN
-        if e.max() == 0x7C00:
-            return False
-    return True
-
-
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
     """``result`` unchanged, or ValueError when finite ``x`` gave inf/NaN (by default: a rotated pair beyond the dtype)."""
-    if not all_finite(result) and all_finite(x):
+    if not _f16.all_finite(result) and _f16.all_finite(x):
         raise overflow_error(result.dtype, name, expected)
     return result
 
@@ -347,3 +429,7 @@ def cast_back(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str 
     with np.errstate(over="ignore"):
         out = result.astype(x.dtype)
     return check_no_overflow(out, x, name, expected)
+
+
+# Old names kept until the other branches are merged (forms helper, issue 19): check_angles -> check_angle_range.
+check_angles = check_angle_range

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _fast
 from . import _validate as val
-from .core import _rotate, rotate, rotation_matrix
+from .forms import rotate, rotation_matrix
 
 
 def _check_qkv(q, k, v):
@@ -65,8 +66,8 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     causal = val.check_bool(causal, "causal")
     qp = val.check_positions(q_positions, q.shape[:-1], "q_positions", "q.shape[:-1]")
     kp = val.check_positions(k_positions, k.shape[:-1], "k_positions", "k.shape[:-1]")
-    qr = _rotate(q, qp, base, pairing, None, None, None, "q").astype(np.float64)
-    kr = _rotate(k, kp, base, pairing, None, None, None, "k").astype(np.float64)
+    qr = _fast.rotate(q, qp, base=base, pairing=pairing, name="q").astype(np.float64)
+    kr = _fast.rotate(k, kp, base=base, pairing=pairing, name="k").astype(np.float64)
     sq, sk = _pow2_scale(qr), _pow2_scale(kr)
     u = (qr / sq) @ np.swapaxes(kr / sk, -1, -2)       # (..., n_q, n_k), |u| <= d: cannot overflow
     if causal:

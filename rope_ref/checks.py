@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _validate as val
 from .attention import attention, linear_attention, linear_attention_dense
-from .core import (decay_bound, frequencies, rotate, rotate_complex, rotate_dense, rotate_elementwise,
+from .forms import (decay_bound, frequencies, rotate, rotate_complex, rotate_dense, rotate_elementwise,
                    rotation_matrix, sinusoidal, sinusoidal_shift_matrix, to_half, to_interleaved)
 
 

@@ -19,7 +19,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import _validate as val
-from .core import rotate
+from .forms import rotate
 from .hf_families import FAMILIES, Family
 from .scaling import CONFIG_KEYS, ROPE_TYPES, scaled_inv_freq, used_params
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import _validate as val
 from . import scaling
-from .core import frequencies, wrap_angle
+from .forms import frequencies, wrap_angle
 from .scaling import scaled_inv_freq
 
 #: Relative tolerance for structure (linearity, pair blocks): loose enough for bfloat16 kernels.

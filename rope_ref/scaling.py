@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _validate as val
-from .core import frequencies
+from .forms import frequencies
 
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
 

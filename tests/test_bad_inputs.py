@@ -1,4 +1,4 @@
-"""A catalogue of bad inputs for every public function of rope_ref.core and rope_ref.attention.
+"""A catalogue of bad inputs for every public function of rope_ref.forms and rope_ref.attention.
 
 Each entry asserts the exception type and that the message names the argument (and, where it
 matters, what was given and what is expected).  Property-based tests draw shapes, dtypes and
@@ -39,7 +39,8 @@ CATALOGUE = [
     ("rotation_angles", lambda: rr.rotation_angles(None, [1.0]), TypeError, ["positions", "None", "float64"]),
     ("rotation_angles", lambda: rr.rotation_angles([np.nan], [1.0]), ValueError, ["positions", "finite", "NaN"]),
     ("rotation_angles", lambda: rr.rotation_angles([1 + 2j], [1.0]), TypeError, ["positions", "complex", "imaginary"]),
-    ("rotation_angles", lambda: rr.rotation_angles([1.0], [[1.0]]), ValueError, ["freqs", "1-D", "(1, 1)"]),
+    ("rotation_angles", lambda: rr.rotation_angles([1.0], [[[1.0]]]), ValueError, ["freqs", "1-D", "2-D", "(1, 1, 1)"]),
+    ("rotation_angles", lambda: rr.rotation_angles([1.0, 2.0, 3.0], [[1.0, 2.0]]), ValueError, ["positions", "(2, ..., seq)", "(3,)", "freqs.shape[1] = 2"]),
     ("rotation_angles", lambda: rr.rotation_angles([1.0], [np.inf]), ValueError, ["freqs", "finite"]),
     ("rotation_angles", lambda: rr.rotation_angles([1e300], [1e10]), ValueError, ["positions", "overflow", "1e+300"]),
     ("rotation_angles", lambda: rr.rotation_angles([True], [1.0]), TypeError, ["positions", "bool"]),
@@ -86,7 +87,8 @@ CATALOGUE = [
     ("rotate_elementwise", lambda: rr.rotate_elementwise(X.astype(np.longdouble)), TypeError, ["x", "float128"]),
     ("rotate_elementwise", lambda: rr.rotate_elementwise(X, [1j] * 5), TypeError, ["positions", "complex"]),
     ("rotate_elementwise", lambda: rr.rotate_elementwise(X, pairing="Half"), ValueError, ["pairing", "'Half'"]),
-    ("rotate_elementwise", lambda: rr.rotate_elementwise(X, out=X.copy()), TypeError, ["'out'"]),
+    ("rotate_elementwise", lambda: rr.rotate_elementwise(X, out=X[0].copy()), ValueError, ["out", "(2, 5, 8)", "(5, 8)"]),
+    ("rotate_elementwise", lambda: rr.rotate_elementwise(X, ouy=X.copy()), TypeError, ["'ouy'", "did you mean 'out'"]),
     ("rotate_elementwise", lambda: rr.rotate_elementwise(np.full((1, 2), 60000, np.float16), [0.7]), ValueError,
      ["x", "overflows"]),
     ("rotate_dense", lambda: rr.rotate_dense(X, np.full(4, 1.0)), ValueError, ["positions", "(4,)", "(2, 5)"]),
@@ -205,7 +207,7 @@ PUBLIC = ["attention", "attention_dense", "decay_bound", "elu_plus_one", "freque
 
 
 def test_the_catalogue_covers_every_public_function_of_core_and_attention():
-    core, attention = sys.modules["rope_ref.core"], sys.modules["rope_ref.attention"]
+    core, attention = sys.modules["rope_ref.forms"], sys.modules["rope_ref.attention"]
     public = {n for m in (core, attention) for n in dir(m)
               if not n.startswith("_") and callable(getattr(m, n)) and getattr(m, n).__module__ == m.__name__}
     assert public == set(PUBLIC)

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rope_ref._f16 import from_float32, to_float32
+from rope_ref._f16 import all_finite, from_float32, to_float32
 
 ALL16 = np.arange(1 << 16, dtype=np.uint16)          # every float16 bit pattern
 
@@ -242,3 +242,19 @@ def test_benchmark_script_runs():
     rows = [line for line in res.stdout.splitlines() if line.startswith("| 2**")]
     assert len(rows) == 6 * 4, res.stdout                       # 6 block/data cases x (3 directions + floors)
     assert sum(("faster" in r) for r in rows) == 6 * 3
+
+
+def test_all_finite_reads_every_float16_bit_pattern_right():
+    """The float16 fast path of all_finite against the definition: exponent field all ones is inf or NaN."""
+    patterns = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    nonfinite = patterns[(patterns & 0x7C00) == 0x7C00]                  # 2 infinities, 2046 NaNs
+    assert nonfinite.size == 2048
+    finite = patterns[(patterns & 0x7C00) != 0x7C00].view(np.float16)
+    assert all_finite(finite) and all_finite(np.tile(finite, 3).reshape(3, -1)) and all_finite(finite[:0])
+    rng = np.random.default_rng(5)
+    for p in nonfinite:                                                  # alone, anywhere in a long array
+        big = np.tile(finite, 2)                                         # 126,976 values: several blocks
+        big[rng.integers(big.size)] = p.view(np.float16)
+        assert not all_finite(big), hex(int(p))
+    for dtype in (np.float32, np.float64):
+        assert all_finite(np.array([0.0, -1e30], dtype)) and not all_finite(np.array([0.0, np.inf], dtype))

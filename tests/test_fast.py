@@ -243,7 +243,7 @@ def test_a_planted_bug_is_caught(monkeypatch):
     """The comparison above fails when the fast path reuses one position row for all (a real risk of
     reducing positions to their distinct rows)."""
     rr.clear_cache()
-    monkeypatch.setattr(_fast, "_distinct_rows", lambda pos: np.ascontiguousarray(pos[..., :1]))
+    monkeypatch.setattr(_fast, "_distinct_rows", lambda pos: np.ascontiguousarray(pos[..., :1, :]))  # P + (A,)
     x = np.random.default_rng(5).standard_normal((3, 5, 7, 16))
     with pytest.raises(AssertionError):
         assert_matches_plain(x, np.arange(7.0), pairing="half")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import _validate as val
-from ..core import frequencies
+from ..forms import frequencies
 from ..scaling import scaled_inv_freq
 
 #: Example configurations for a model trained on 4k positions, extended 8x.

@@ -12,7 +12,7 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..core import decay_bound, frequencies, partial_sums, rotate
+from ..forms import decay_bound, frequencies, partial_sums, rotate
 from ..scaling import wavelengths
 from .context_extension import TRAIN_LEN
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype

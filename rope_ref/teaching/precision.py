@@ -12,7 +12,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import _validate as val
-from ..core import frequencies
+from ..forms import frequencies
 from .quantities import score
 
 #: The narrow dtypes notebook 06 compares with float64.

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _validate as val
 from ..attention import elu_plus_one
-from ..core import (frequencies, partial_sums, rotate, rotate_complex, rotate_dense, rotate_elementwise, sinusoidal,
+from ..forms import (frequencies, partial_sums, rotate, rotate_complex, rotate_dense, rotate_elementwise, sinusoidal,
                     to_half, to_interleaved, wrap_angle)
 
 

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
 from .. import _validate as val
-from ..core import decay_bound, frequencies, rotate
+from ..forms import decay_bound, frequencies, rotate
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
 from .quantities import FIG2_PAPER_YLIM, random_qk, score, score_vs_distance
 from .style import DPI, VIEW_DPI, new_figure, unit_circle

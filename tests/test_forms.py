@@ -311,3 +311,141 @@ def test_sinusoidal_layout_and_shift_matrix(rng):
         B = rr.sinusoidal_shift_matrix(k, d)
         np.testing.assert_allclose(rr.sinusoidal(t + k, d), E @ B.T, atol=1e-11)  # B_k independent of t
         np.testing.assert_allclose(B.T @ B, np.eye(d), atol=1e-14)
+
+
+# ---- the general (multi-axis) form: F of shape (rotary_dim/2, A), positions (A, ..., seq) ------------
+
+import itertools  # noqa: E402
+import math  # noqa: E402
+
+from rope_ref import _fast  # noqa: E402
+
+GENERAL_FORMS = [rr.rotate, rr.rotate_elementwise, rr.rotate_dense]
+
+
+def _general_reference(x, positions, F, pairing, r):
+    """Pair j of x[idx] turns by sum_a F[j, a] * positions[a][idx]: one element at a time with math.cos/sin.
+
+    Written from the definition, sharing nothing with rope_ref: positions[a] is broadcast to
+    x.shape[:-1] by NumPy only to index it."""
+    x = np.asarray(x, dtype=np.float64)
+    F = np.asarray(F, dtype=np.float64).reshape(len(F), -1)
+    lead = x.shape[:-1]
+    pos = [np.broadcast_to(np.asarray(p, dtype=np.float64), lead) for p in positions]
+    out = x.copy()
+    h = r // 2
+    for idx in itertools.product(*(range(n) for n in lead)):
+        for j in range(h):
+            angle = sum(float(F[j, a]) * float(pos[a][idx]) for a in range(F.shape[1]))
+            ia, ib = (2 * j, 2 * j + 1) if pairing == "interleaved" else (j, j + h)
+            c, s = math.cos(angle), math.sin(angle)
+            u, v = x[idx + (ia,)], x[idx + (ib,)]
+            out[idx + (ia,)], out[idx + (ib,)] = u * c - v * s, u * s + v * c
+    return out
+
+
+CASES = [  # (x shape, positions shape, A, rotary_dim)
+    ((5, 8), (1, 5), 1, None),
+    ((5, 8), (2, 5), 2, None),
+    ((2, 3, 5, 12), (3, 1, 1, 5), 3, None),          # M-RoPE layout: one row of ids per axis, broadcast over heads
+    ((2, 3, 5, 12), (3, 2, 1, 5), 3, 8),             # per-batch positions, partial rotary
+    ((4, 6, 10), (2, 6), 2, 6),
+    ((3, 4, 10), (2, 3, 4), 2, None),                # one position per (batch, token)
+    ((6, 4), (3, 6), 3, 2),
+]
+
+
+@pytest.mark.parametrize("fn", GENERAL_FORMS)
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+@pytest.mark.parametrize("xs,ps,A,r", CASES)
+def test_the_general_form_against_a_per_element_loop(fn, pairing, xs, ps, A, r):
+    rng = np.random.default_rng(hash((xs, ps, A, r)) % 2**32)
+    rot = xs[-1] if r is None else r
+    x = rng.standard_normal(xs)
+    pos = rng.uniform(-50, 50, ps).round(2)
+    F = rng.standard_normal((rot // 2, A)) * rng.choice([1.0, 0.1, 0.001], (rot // 2, A))   # dense: RoPE-Mixed
+    expected = _general_reference(x, pos, F, pairing, rot)
+    got = fn(x, pos, pairing=pairing, rotary_dim=r, inv_freq=F)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    out = np.full(xs, np.nan)
+    assert fn(x, pos, pairing=pairing, rotary_dim=r, inv_freq=F, out=out) is out
+    np.testing.assert_allclose(out, expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("fn", GENERAL_FORMS)
+def test_mrope_sections_by_hand(fn):
+    """Qwen2-VL-style F: pair 0 follows t, pair 1 follows h, pair 2 follows w (theta 1, 0.1, 0.01)."""
+    F = np.array([[1.0, 0, 0], [0, 0.1, 0], [0, 0, 0.01]])
+    x = np.tile([1.0, 0.0], 3)[None, :]                          # every pair = (1, 0): the result is (cos, sin)
+    t, h, w = 2.0, 30.0, 400.0
+    out = fn(x, [[t], [h], [w]], inv_freq=F)
+    angles = [t * 1.0, h * 0.1, w * 0.01]
+    np.testing.assert_allclose(out[0], [f(a) for a in angles for f in (math.cos, math.sin)], atol=1e-14)
+
+
+@pytest.mark.parametrize("fn", GENERAL_FORMS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_one_axis_as_a_matrix_is_the_vector_bit_for_bit(fn, dtype, pairing):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 7, 12)).astype(dtype)
+    pos = rng.uniform(0, 1000, 7)
+    F = rr.frequencies(8, 500.0)
+    vec = fn(x, pos, pairing=pairing, rotary_dim=8, inv_freq=F)
+    mat = fn(x, pos[None], pairing=pairing, rotary_dim=8, inv_freq=F[:, None])
+    assert vec.dtype == mat.dtype == dtype
+    assert np.array_equal(vec, mat)
+    assert np.array_equal(fn(x, pairing=pairing, inv_freq=rr.frequencies(12)[:, None]), fn(x, pairing=pairing))
+
+
+@pytest.mark.parametrize("fn", GENERAL_FORMS)
+def test_the_score_depends_on_F_times_the_difference_only(fn):
+    """Relative identity of the general form: q_m . k_n depends on F (p_m - p_n) alone (any F)."""
+    rng = np.random.default_rng(11)
+    q, k = rng.standard_normal(8), rng.standard_normal(8)
+    F = rng.standard_normal((4, 3))
+
+    def score(pm, pn):
+        both = fn(np.stack([q, k]), np.stack([pm, pn], axis=1), inv_freq=F)
+        return float(both[0] @ both[1])
+
+    pm, pn = rng.uniform(-20, 20, 3), rng.uniform(-20, 20, 3)
+    shift = rng.uniform(-1000, 1000, 3)
+    assert score(pm + shift, pn + shift) == pytest.approx(score(pm, pn), abs=1e-9)
+    assert score(pm - pn, np.zeros(3)) == pytest.approx(score(pm, pn), abs=1e-9)
+    # Two different differences with the same F (p_m - p_n): a 1 x 2 F has a null direction.
+    F2 = np.array([[1.0, 2.0]])
+    s1 = fn(np.stack([q[:2], k[:2]]), [[2.0, 0.0], [0.0, 0.0]], inv_freq=F2)          # F diff = 2
+    s2 = fn(np.stack([q[:2], k[:2]]), [[5.0, 5.0], [3.0, 2.0]], inv_freq=F2)          # diff (0, 1): F diff = 2 again
+    assert float(s1[0] @ s1[1]) == pytest.approx(float(s2[0] @ s2[1]), abs=1e-12)
+    assert float(s1[0] @ s1[1]) != pytest.approx(float(q[:2] @ k[:2]), abs=1e-3)      # and it did turn
+
+
+@pytest.mark.parametrize("fn", GENERAL_FORMS + [rr.rotation_matrix])
+def test_positions_must_have_one_row_per_axis(fn):
+    x, F = np.zeros((5, 8)), np.ones((4, 3))
+    call = (lambda p: fn(p, 8, inv_freq=F)) if fn is rr.rotation_matrix else (lambda p: fn(x, p, inv_freq=F))
+    with pytest.raises(ValueError) as info:
+        call(np.zeros((2, 5)))
+    for w in ("positions", "(3, ..., seq)", "(2, 5)", "positions.shape[0] = 2", "inv_freq.shape[1] = 3"):
+        assert w in str(info.value)
+    if fn is not rr.rotation_matrix:
+        with pytest.raises(ValueError, match=r"positions must be given with an inv_freq of shape \(rotary_dim/2, 3\)"):
+            fn(x, inv_freq=F)
+        with pytest.raises(ValueError, match=r"positions\[a\] .* of shape \(4,\) does not broadcast to x.shape\[:-1\] = \(5,\)"):
+            fn(x, np.zeros((3, 4)), inv_freq=F)
+        with pytest.raises(ValueError, match=r"inv_freq must have shape \(4,\) = \(rotary_dim/2,\), or \(4, A\)"):
+            fn(x, np.zeros((3, 5)), inv_freq=np.ones((3, 3)))
+
+
+def test_a_fast_path_that_drops_an_axis_is_caught(monkeypatch):
+    """Planted: the fast path's tables use only the first axis of positions."""
+    rr.clear_cache()
+    real = _fast.tables
+    monkeypatch.setattr(_fast, "tables", lambda pos, freqs, *a: real(pos[:, :1], freqs[:, :1], *a))
+    rng = np.random.default_rng(2)
+    x, pos, F = rng.standard_normal((5, 8)), rng.uniform(0, 9, (2, 5)), rng.standard_normal((4, 2))
+    with pytest.raises(AssertionError):
+        np.testing.assert_allclose(rr.rotate(x, pos, inv_freq=F), _general_reference(x, pos, F, "interleaved", 8),
+                                   atol=1e-12)
+    rr.clear_cache()
