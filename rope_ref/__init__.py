@@ -40,6 +40,7 @@ from .forms import (
     wrap_angle,
 )
 from .hf_config import RopeConfig, from_hf_config
+from .multiaxis import axial_frequencies, grid_positions, mrope_frequencies, mrope_position_ids
 from .identify import RopeSpec, assert_rope_matches, identify
 from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
 
@@ -51,5 +52,5 @@ __all__ = [
     "rotate_complex", "rotate_dense", "rotate_elementwise", "rotate_half", "rotation_angles",
     "rotation_matrix", "sinusoidal", "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle",
     "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches", "identify",
-    "RopeConfig", "from_hf_config",
+    "RopeConfig", "from_hf_config", "mrope_frequencies", "mrope_position_ids", "axial_frequencies", "grid_positions",
 ]

@@ -1,5 +1,7 @@
 """The identities ``python -m rope_ref`` verifies on a default case (d=128, positions 0..4095, float64).
 
+The last three are the multi-axis (general) form: pair j turns by sum_a F[j, a] p_a.
+
 Each check returns the maximum absolute error of one identity; the table
 pairs it with the paper's equation and a tolerance.
 """
@@ -15,6 +17,7 @@ from . import _validate as val
 from .attention import attention, linear_attention, linear_attention_dense
 from .forms import (decay_bound, frequencies, rotate, rotate_complex, rotate_dense, rotate_elementwise,
                    rotation_matrix, sinusoidal, sinusoidal_shift_matrix, to_half, to_interleaved)
+from .multiaxis import axial_frequencies, grid_positions, mrope_frequencies
 
 
 @dataclass
@@ -70,6 +73,7 @@ def run_checks(d: int = 128, seq: int = 4096, seed: int = 0) -> list[Check]:
     out.append(Check("sinusoidal E(t+k) = B_k E(t)", "Vaswani 3.5",
                      _err(E_shift, sinusoidal(t, d) @ sinusoidal_shift_matrix(shift, d).T), 1e-9))
     out += _attention_checks(rng, d)
+    out += _multiaxis_checks(rng, d, seq)
     return out
 
 
@@ -84,6 +88,48 @@ def _attention_checks(rng, d: int) -> list[Check]:
         Check("incremental decoding == full recomputation", "16/17", _err(inc, base_out[:, 48:]), 1e-12),
         Check("linear attention == dense O(N^2) eq 19", "19", _err(lin, linear_attention_dense(q, k, v, causal=True)), 1e-9),
     ]
+
+
+def _multiaxis_checks(rng, d: int, seq: int) -> list[Check]:
+    """The general form (pair j turns by sum_a F[j, a] p_a): three identities, each against another code path."""
+    n = d // 2
+    q, k = rng.standard_normal(d), rng.standard_normal(d)
+    # Relative identity for any F (here dense and signed, as RoPE-Mixed learns it, over 3 axes): the fast
+    # path at absolute positions against the dense matrix (eq 14's path) at the offset p_n - p_m alone.
+    F = rng.standard_normal((n, 3)) * frequencies(d)[:, None]
+    pm, pn = rng.uniform(0, seq, (3, 16)), rng.uniform(0, seq, (3, 16))
+    scores = rotate(np.tile(q, (16, 1)), pm, inv_freq=F) @ rotate(np.tile(k, (16, 1)), pn, inv_freq=F).T
+    offsets = pn[:, None, :] - pm[:, :, None]                                   # (3, 16 m, 16 n)
+    rel = rotate_dense(np.broadcast_to(k, (16, 16, d)), offsets, inv_freq=F) @ q
+    # M-RoPE on text (p_t = p_h = p_w = m): Qwen2-VL's blocks and Qwen3-VL's interleaving, fast path with the
+    # (d/2, 3) matrix against the plain 1-D form with theta (eq 34), both pairings.
+    m = np.arange(seq, dtype=np.float64)
+    x = rng.standard_normal((seq, d))
+    s_hw, s_i = 3 * n // 8, 5 * n // 16                   # [16, 24, 24] and [24, 20, 20] for d = 128
+    text_err = max(_err(rotate(x, np.stack([m, m, m]), pairing=pairing, inv_freq=mrope_frequencies(d, sections, interleaved=inter)),
+                        rotate_elementwise(x, m, pairing=pairing))
+                   for sections, inter in (([n - 2 * s_hw, s_hw, s_hw], False), ([n - 2 * s_i, s_i, s_i], True))
+                   for pairing in ("interleaved", "half"))
+    # A 2-D grid (timm / Heo et al. axial layout): the score of patches (x1, y1), (x2, y2) against two 1-D
+    # RoPEs of dimension d/2 -- the first half of the features by x2 - x1, the second by y2 - y1.
+    grid = []
+    if d % 4 == 0:
+        side = 16
+        P = grid_positions(side, side, indexing="xy")                           # (x, y) of 256 patches
+        Fa = axial_frequencies(d, base=100.0)
+        pick = rng.choice(side * side, 32, replace=False)
+        Q, K = np.tile(q, (32, 1)), np.tile(k, (32, 1))
+        s2d = rotate(Q, P[:, pick], inv_freq=Fa) @ rotate(K, P[:, pick], inv_freq=Fa).T
+        dx = P[0, pick][None, :] - P[0, pick][:, None]
+        dy = P[1, pick][None, :] - P[1, pick][:, None]
+        h = d // 2
+        kx = rotate_elementwise(np.broadcast_to(k[:h], (32, 32, h)), dx, base=100.0)
+        ky = rotate_elementwise(np.broadcast_to(k[h:], (32, 32, h)), dy, base=100.0)
+        grid = [Check("2-D grid: score depends on (dx, dy) only", "16, 2-D", _err(s2d, kx @ q[:h] + ky @ q[h:]), 1e-9)]
+    return [
+        Check("any F: q_m.k_n depends only on F(p_n-p_m)", "16, any F", _err(scores, rel), 1e-9),
+        Check("M-RoPE on text (t=h=w) == 1-D RoPE", "34, M-RoPE", text_err, 1e-12),
+    ] + grid
 
 
 def _iterable(obj, name: str):

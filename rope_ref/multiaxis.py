@@ -1,0 +1,292 @@
+"""Multi-axis RoPE: frequency matrices and position ids for images, video and text.
+
+A multi-axis RoPE is a frequency matrix ``F`` of shape ``(rotary_dim/2, A)`` and positions ``p``
+of ``A`` axes: pair ``j`` turns by ``sum_a F[j, a] * p_a`` (RoFormer eq 34 with the angle
+``m * theta_j`` replaced by that sum).  1-D RoPE is ``A = 1``.  This module builds ``F`` for the
+layouts models ship and the position ids that go with them:
+
+* :func:`mrope_frequencies` -- M-RoPE (Qwen2-VL, arXiv:2409.12191): each pair keeps its 1-D
+  frequency ``theta_j = base^(-2j/rotary_dim)`` and serves one of three axes (temporal, height,
+  width), in contiguous sections (Qwen2-VL, Qwen2.5-VL) or interleaved (Qwen3-VL);
+* :func:`axial_frequencies` and :func:`grid_positions` -- 2-D axial RoPE for image patches
+  (timm's ``RotaryEmbeddingCat``; Heo et al. 2024, "Rotary Position Embedding for Vision
+  Transformer", arXiv:2403.13298, RoPE-Axial);
+* :func:`mrope_position_ids` -- the ``(3, seq)`` position ids of a sequence of text, image and
+  video segments (transformers' ``get_rope_index`` for the Qwen VL models).
+
+Arrays are float64 and new; inputs are never modified.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _validate as val
+from .forms import frequencies
+
+#: the three M-RoPE axes, in the order of ``positions[0], positions[1], positions[2]``.
+MROPE_AXES = ("temporal", "height", "width")
+
+
+def _check_sections(sections, n_pairs: int, rotary_dim: int) -> tuple[int, int, int]:
+    """Three non-negative integers summing to ``rotary_dim/2``."""
+    if isinstance(sections, (str, bytes)) or not hasattr(sections, "__len__"):
+        raise TypeError(f"sections must be a list of 3 non-negative integers (pairs for temporal, height, "
+                        f"width), got {sections!r} of type {type(sections).__name__}")
+    items = list(np.asarray(sections).tolist()) if isinstance(sections, np.ndarray) else list(sections)
+    if len(items) != 3:
+        raise ValueError(f"sections must have 3 entries (pairs for temporal, height, width), got {len(items)}: "
+                         f"{items!r}")
+    for i, s in enumerate(items):
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+            raise TypeError(f"sections[{i}] must be a non-negative integer, got {s!r} of type {type(s).__name__}")
+        if s < 0:
+            raise ValueError(f"sections[{i}] must be a non-negative integer, got {s}")
+    items = [int(s) for s in items]
+    if sum(items) != n_pairs:
+        raise ValueError(f"sections must sum to rotary_dim/2 = {n_pairs} (rotary_dim={rotary_dim}), got "
+                         f"{items} summing to {sum(items)}")
+    return items[0], items[1], items[2]
+
+
+@val.suggest_keywords
+def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, interleaved: bool = False) -> np.ndarray:
+    """M-RoPE's frequency matrix ``F``, float64 of shape ``(rotary_dim/2, 3)``: columns temporal, height, width.
+
+    Pair ``j`` keeps its 1-D frequency ``theta_j = base^(-2j/rotary_dim)`` (eq 15, 0-indexed) and
+    serves exactly one axis: ``F[j, axis(j)] = theta_j``, the other two entries are 0.  So pair ``j``
+    turns by ``theta_j * p[axis(j)]``, and on text, where ``p_t = p_h = p_w = m``, by ``theta_j * m``:
+    1-D RoPE.
+
+    ``sections`` = ``[s_t, s_h, s_w]`` pairs per axis (a config's ``mrope_section``), summing to
+    ``rotary_dim/2``:
+
+    * ``interleaved=False`` (Qwen2-VL, Qwen2.5-VL): contiguous blocks in theta order -- pairs
+      ``[0, s_t)`` temporal, ``[s_t, s_t+s_h)`` height, the rest width (transformers'
+      ``Qwen2VLRotaryEmbedding``: ``freq.split(mrope_section)``, chunk ``i`` from axis ``i % 3``).
+    * ``interleaved=True`` (Qwen3-VL, ``mrope_interleaved``): height takes pairs ``1, 4, 7, ...``
+      (``s_h`` of them), width ``2, 5, 8, ...`` (``s_w``), and temporal every other pair: ``0, 3, 6,
+      ...`` and the leftover pairs at the top when ``s_t > s_h, s_w`` (transformers'
+      ``Qwen3VLTextRotaryEmbedding``: ``freqs_thw[..., slice(offset, 3 * s, 3)] = freq[axis]``).
+      Sections whose strided slice would run past the last pair (``3*s_h - 2 >= rotary_dim/2`` or
+      ``3*s_w - 1 >= rotary_dim/2``) raise: transformers clips such a slice, so the config's counts
+      would not be the counts used.
+
+    Example: Qwen2-VL ``mrope_frequencies(128, [16, 24, 24])``; Qwen3-VL
+    ``mrope_frequencies(128, [24, 20, 20], base=5e6, interleaved=True)``.
+
+    >>> F = mrope_frequencies(8, [2, 1, 1])
+    >>> (F != 0).astype(int).tolist()
+    [[1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    >>> (mrope_frequencies(8, [2, 1, 1], interleaved=True) != 0).astype(int).tolist()
+    [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0]]
+    """
+    rotary_dim = val.check_d(rotary_dim, "rotary_dim")
+    base = val.check_base(base)
+    interleaved = val.check_bool(interleaved, "interleaved")
+    n = rotary_dim // 2
+    s_t, s_h, s_w = _check_sections(sections, n, rotary_dim)
+    axis = np.zeros(n, dtype=np.intp)                       # temporal unless claimed below
+    if interleaved:
+        for a, (offset, s) in enumerate(((1, s_h), (2, s_w)), start=1):
+            if s and offset + 3 * (s - 1) >= n:
+                raise ValueError(
+                    f"sections={[s_t, s_h, s_w]} cannot be interleaved over rotary_dim/2 = {n} pairs: "
+                    f"{MROPE_AXES[a]} would need pairs {offset}, {offset + 3}, ..., {offset + 3 * (s - 1)} "
+                    f"(expected {MROPE_AXES[a]}'s section s with {offset} + 3*(s-1) < {n})")
+            axis[offset:offset + 3 * s:3] = a
+    else:
+        axis[s_t:s_t + s_h] = 1
+        axis[s_t + s_h:] = 2
+    F = np.zeros((n, 3))
+    F[np.arange(n), axis] = frequencies(rotary_dim, base)
+    return F
+
+
+@val.suggest_keywords
+def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2) -> np.ndarray:
+    """Axial RoPE's frequency matrix ``F``, float64 of shape ``(rotary_dim/2, axes)``: one block of pairs per axis.
+
+    The ``rotary_dim/2`` pairs split into ``axes`` contiguous blocks of ``n = rotary_dim/(2*axes)``
+    pairs; block ``a`` serves ``positions[a]`` with its own copy of the spectrum
+    ``base^(-k/n)``, ``k = 0..n-1``: ``F[a*n + k, a] = base^(-k/n)``, every other entry 0.  Each axis
+    is thus a 1-D RoPE of dimension ``rotary_dim/axes`` (eq 15 with d = rotary_dim/axes), and the
+    score of two tokens depends on their offset along every axis, nothing else.
+
+    For 2-D images (``axes=2``) this is the layout of:
+
+    * timm's ``RotaryEmbeddingCat`` / ``build_rotary_pos_embed`` with ``in_pixels=False`` (EVA-02,
+      Perception Encoder): ``bands = temperature^(-k/(dim/4))``, the first ``dim/4`` pairs on
+      ``grid[..., 0]``, the rest on ``grid[..., 1]``; pairs interleaved (``rotate_half=False``) or
+      half-split (``rotate_half=True``).  With ``grid_indexing='ij'`` (timm's default) the first
+      axis is the row: ``grid_positions(h, w)``; with ``'xy'`` it is the column:
+      ``grid_positions(h, w, indexing="xy")``.
+    * Heo et al. 2024 (arXiv:2403.13298), RoPE-Axial (``compute_axial_cis`` in naver-ai/rope-vit):
+      ``base=100``, the first block on x (the column), interleaved pairs -- so
+      ``axial_frequencies(d, base=100.0)`` with ``grid_positions(h, w, indexing="xy")``.
+
+    timm's ``grid_offset`` and ``ref_feat_shape`` move and rescale the positions, not ``F``:
+    apply them to :func:`grid_positions`' result.
+
+    >>> axial_frequencies(8, base=100.0).tolist()
+    [[1.0, 0.0], [0.1, 0.0], [0.0, 1.0], [0.0, 0.1]]
+    """
+    rotary_dim = val.check_d(rotary_dim, "rotary_dim")
+    base = val.check_base(base)
+    axes = val.check_positive_int(axes, "axes")
+    if rotary_dim % (2 * axes):
+        raise ValueError(f"rotary_dim must be a multiple of 2*axes = {2 * axes} (each axis gets the same number "
+                         f"of pairs), got rotary_dim={rotary_dim} with axes={axes}")
+    n = rotary_dim // (2 * axes)
+    theta = frequencies(2 * n, base)                       # base^(-2k/(2n)) = base^(-k/n), k = 0..n-1
+    F = np.zeros((rotary_dim // 2, axes))
+    for a in range(axes):
+        F[a * n:(a + 1) * n, a] = theta
+    return F
+
+
+_INDEXINGS = ("ij", "xy")
+
+
+@val.suggest_keywords
+def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarray:
+    """Positions of the patches of a ``height x width`` grid, float64 of shape ``(2, height*width)``.
+
+    Patches are numbered row by row (patch ``i`` is row ``i // width``, column ``i % width``), as
+    a ViT flattens them.  ``indexing="ij"``: ``positions[0]`` is the row, ``positions[1]`` the
+    column (timm's default ``grid_indexing='ij'``); ``"xy"``: ``positions[0]`` is the column x,
+    ``positions[1]`` the row y (timm's ``'xy'``; Heo et al.'s ``init_t_xy``).
+
+    >>> grid_positions(2, 3).tolist()
+    [[0.0, 0.0, 0.0, 1.0, 1.0, 1.0], [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]]
+    """
+    height = val.check_positive_int(height, "height")
+    width = val.check_positive_int(width, "width")
+    if not isinstance(indexing, str):
+        raise TypeError(f"indexing must be one of {_INDEXINGS}, got {indexing!r} of type {type(indexing).__name__}")
+    if indexing not in _INDEXINGS:
+        raise ValueError(f"indexing must be one of {_INDEXINGS} ('ij': row first, 'xy': column first), "
+                         f"got {indexing!r}")
+    rows = np.repeat(np.arange(height, dtype=np.float64), width)
+    cols = np.tile(np.arange(width, dtype=np.float64), height)
+    return np.stack([rows, cols] if indexing == "ij" else [cols, rows])
+
+
+_KINDS = ("text", "image", "video")
+_RESUME = ("max+1", "spatial")
+#: a segment list longer than this many tokens is refused before anything is allocated.
+MAX_TOKENS = 2 ** 27
+
+
+_SEGMENT_FORMS = '("text", n), ("image", (t, h, w)), ("video", (t, h, w)) or ("video", (t, h, w), seconds_per_grid)'
+
+
+def _segment_error(cls, i: int, seg, why: str) -> Exception:
+    return cls(f"segments[{i}] {why}; expected one of {_SEGMENT_FORMS}, got {seg!r:.120}")
+
+
+def _is_int(n) -> bool:
+    return isinstance(n, numbers.Integral) and not isinstance(n, bool)
+
+
+def _check_segment(i: int, seg, merge: int):
+    """``(kind, n, seconds)`` for segment ``i``: ``n`` text tokens, or the grid ``(t, h/merge, w/merge)``."""
+    if not isinstance(seg, (tuple, list)) or len(seg) not in (2, 3):
+        raise _segment_error(TypeError, i, seg, "is not a 2- or 3-item tuple")
+    kind = seg[0]
+    if not isinstance(kind, str) or kind not in _KINDS:
+        hint = val.closest_name(kind, _KINDS) if isinstance(kind, str) else ""
+        raise _segment_error(ValueError, i, seg, f"has kind {kind!r}, not one of {_KINDS}{hint}")
+    if kind == "text":
+        if len(seg) != 2 or not _is_int(seg[1]):
+            raise _segment_error(TypeError, i, seg, "must be ('text', n) with n a positive integer")
+        if seg[1] < 1:
+            raise _segment_error(ValueError, i, seg, f"has n={seg[1]} text tokens; expected n >= 1")
+        return kind, int(seg[1]), None
+    grid = seg[1].tolist() if isinstance(seg[1], np.ndarray) else seg[1]
+    if not isinstance(grid, (tuple, list)) or len(grid) != 3 or not all(_is_int(g) for g in grid):
+        raise _segment_error(TypeError, i, seg, "needs a grid (t, h, w) of three positive integers (patches "
+                             "before the spatial merge, as in image_grid_thw / video_grid_thw)")
+    t, h, w = (int(g) for g in grid)
+    if min(t, h, w) < 1:
+        raise _segment_error(ValueError, i, seg, f"has grid (t, h, w) = {(t, h, w)}; all must be >= 1")
+    if h % merge or w % merge:
+        raise _segment_error(ValueError, i, seg, f"has grid h={h}, w={w} not divisible by spatial_merge_size="
+                             f"{merge} (the vision encoder merges {merge}x{merge} patches into one token)")
+    seconds = None
+    if len(seg) == 3:
+        if kind != "video":
+            raise _segment_error(ValueError, i, seg, "gives seconds_per_grid, which only videos have")
+        seconds = val.check_positive_real(seg[2], f"segments[{i}][2] (seconds_per_grid)")
+    return kind, (t, h // merge, w // merge), seconds
+
+
+@val.suggest_keywords
+def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
+                       text_after_vision: str = "max+1") -> np.ndarray:
+    """M-RoPE position ids (temporal, height, width) of one sequence: int64 of shape ``(3, seq)``.
+
+    The rule of Qwen2-VL (arXiv:2409.12191, section 2.1) as transformers' ``get_rope_index``
+    computes it for Qwen2-VL, Qwen2.5-VL and Qwen3-VL:
+
+    * text tokens get the same id on all three axes, one more per token (1-D RoPE);
+    * an image or video of ``t x h x w`` patches becomes ``t * (h/s) * (w/s)`` tokens
+      (``s = spatial_merge_size``), ordered frame by frame, row by row; token (i, r, c) gets ids
+      ``(start + temporal(i), start + r, start + c)``, where ``start`` is the next id in the
+      sequence and ``temporal(i) = i`` -- or, for a video when ``tokens_per_second`` is given
+      (Qwen2.5-VL), ``floor(i * seconds_per_grid * tokens_per_second)``, computed in float32 as the
+      processor's tensors are;
+    * the next segment starts at the largest id used so far plus one (``text_after_vision="max+1"``,
+      the published rule, and transformers' ``get_rope_index`` up to v5.2).  transformers from v5.3
+      (checked on 5.24) instead resumes at ``start + max(h, w)/s``, which differs after a video whose
+      temporal ids outrun its spatial ones; ``text_after_vision="spatial"`` reproduces that.  The
+      token generated after the prompt continues at ``ids.max() + 1`` in both
+      (``mrope_position_deltas``).
+
+    ``segments``: a list of ``("text", n)``, ``("image", (t, h, w))``, ``("video", (t, h, w))`` and
+    ``("video", (t, h, w), seconds_per_grid)``; ``(t, h, w)`` is the patch grid before the merge, as
+    in ``image_grid_thw`` / ``video_grid_thw``; ``seconds_per_grid`` is ``second_per_grid_ts``
+    (default 1.0, as in transformers when it is not given).  Vision-start/end marker tokens are text.
+    Qwen3-VL separates video frames by timestamp text: give each frame as its own ``(1, h, w)``
+    video segment, as its ``get_rope_index`` splits ``video_grid_thw``.
+
+    >>> mrope_position_ids([("text", 2), ("image", (1, 4, 6)), ("text", 1)]).tolist()
+    [[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]]
+    """
+    merge = val.check_positive_int(spatial_merge_size, "spatial_merge_size")
+    tps = None if tokens_per_second is None else val.check_positive_real(tokens_per_second, "tokens_per_second")
+    if text_after_vision not in _RESUME:
+        raise (TypeError if not isinstance(text_after_vision, str) else ValueError)(
+            f"text_after_vision must be one of {_RESUME} ('max+1': the published rule; 'spatial': transformers "
+            f">= 5.3), got {text_after_vision!r}")
+    if isinstance(segments, (str, bytes, dict)) or not hasattr(segments, "__iter__"):
+        raise TypeError(f"segments must be a list of segments such as [('text', 5), ('image', (1, 28, 28))], "
+                        f"got {segments!r:.80} of type {type(segments).__name__}")
+    parsed = [_check_segment(i, seg, merge) for i, seg in enumerate(segments)]
+    if not parsed:
+        raise ValueError("segments must hold at least one segment, got an empty list")
+    total = sum(n if kind == "text" else n[0] * n[1] * n[2] for kind, n, _ in parsed)
+    if total > MAX_TOKENS:
+        raise ValueError(f"segments describe {total} tokens; expected at most {MAX_TOKENS} (2^27)")
+    blocks, start = [], 0
+    for kind, n, seconds in parsed:
+        if kind == "text":
+            blocks.append(np.broadcast_to(start + np.arange(n, dtype=np.int64), (3, n)))
+            start += n
+            continue
+        t, h, w = n
+        if kind == "video" and tps is not None:
+            interval = np.float32(np.float32(1.0 if seconds is None else seconds) * np.float32(tps))
+            temporal = (np.arange(t, dtype=np.float32) * interval).astype(np.int64)   # truncation, as .long()
+        else:
+            temporal = np.arange(t, dtype=np.int64)
+        ids = np.empty((3, t, h, w), dtype=np.int64)
+        ids[0] = temporal[:, None, None]
+        ids[1] = np.arange(h)[None, :, None]
+        ids[2] = np.arange(w)[None, None, :]
+        ids += start
+        blocks.append(ids.reshape(3, -1))
+        start = int(ids.max()) + 1 if text_after_vision == "max+1" else start + max(h, w)
+    return np.concatenate(blocks, axis=1)

@@ -1,0 +1,226 @@
+"""What notebook 09 (RoPE beyond one axis) computes and draws.
+
+* 2-D axial RoPE on a grid of image patches: :func:`relative_score_map` (the score as a function of the
+  offset (dx, dy)), :func:`grid_scores` (every pair of patches at absolute positions),
+  :func:`relative_spread` (how far the second is from a function of the offset alone), and the slider
+  view :class:`GridScoreView` / :func:`grid_score_widget`;
+* M-RoPE's frequency bands: :func:`mrope_bands` (per model and axis: pairs, fastest and slowest
+  frequency) and :func:`fig_mrope_layout` (which pairs serve t, h, w in Qwen2-VL and Qwen3-VL);
+* position ids of a sequence of text, image and video segments: :func:`fig_position_ids`.
+
+Every number is computed with :mod:`rope_ref` (``rotate`` with a frequency matrix ``inv_freq``
+``(d/2, A)`` and positions ``(A, ..., seq)``); figures use :mod:`rope_ref.teaching.style`.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch, Rectangle
+
+from .. import _validate as val
+from ..forms import rotate
+from ..multiaxis import MROPE_AXES, axial_frequencies, grid_positions, mrope_frequencies, mrope_position_ids
+from .quantities import random_qk
+from .style import VIEW_DPI, new_figure
+from .views import View, _minus
+from .widgets import _int, _set, slider_app
+
+#: the view's image: GRID x GRID patches, head dimension D_GRID, Heo et al.'s RoPE-Axial base 100.
+GRID, D_GRID, BASE_GRID = 14, 64, 100.0
+#: the published M-RoPE layouts the notebook compares: sections, base (rope_theta), interleaved.
+MROPE_MODELS = {"Qwen2-VL": ([16, 24, 24], 1e6, False), "Qwen3-VL": ([24, 20, 20], 5e6, True)}
+AXIS_COLORS = ("C0", "C1", "C2")
+#: patches shown around the image in the view (a key further out is off the picture, not wrong).
+MARGIN = 4
+
+
+def grid_qk(d: int = D_GRID, seed: int = 0):
+    """The notebook's query and key: a seeded standard-normal q, and k = q (a key with the query's content)."""
+    q, _ = random_qk(d, seed)
+    return q, q.copy()
+
+
+def _axial_rotate(x, positions, base: float):
+    """x ``(n, d)`` rotated by 2-D axial RoPE at ``positions`` ``(2, n)`` (x, y)."""
+    return rotate(x, positions, inv_freq=axial_frequencies(x.shape[-1], base=base))
+
+
+def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndarray:
+    """q at patch (0, 0), k at (dx, dy) for dx, dy in -radius..radius: float64 ``(2r+1, 2r+1)``, row dy, column dx.
+
+    The 2-D axial score (timm / Heo et al. layout, first half of the pairs on x, second on y).
+    """
+    radius = val.check_positive_int(radius, "radius")
+    q, k = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    offsets = np.arange(-radius, radius + 1, dtype=np.float64)
+    dy, dx = np.meshgrid(offsets, offsets, indexing="ij")
+    keys = _axial_rotate(np.broadcast_to(k, (dx.size, k.size)), np.stack([dx.ravel(), dy.ravel()]), base)
+    return (keys @ q).reshape(dx.shape)                 # q at the origin is not rotated
+
+
+def grid_scores(q, k, height: int, width: int, *, base: float = BASE_GRID) -> np.ndarray:
+    """q_m . k_n for every pair of patches of a height x width grid at absolute positions: ``(h*w, h*w)``."""
+    P = grid_positions(height, width, indexing="xy")
+    n = P.shape[1]
+    Q = _axial_rotate(np.broadcast_to(q, (n, q.size)), P, base)
+    K = _axial_rotate(np.broadcast_to(k, (n, k.size)), P, base)
+    return Q @ K.T
+
+
+def relative_spread(q, k, height: int, width: int, *, base: float = BASE_GRID) -> float:
+    """max |q_m . k_n - S(x_n - x_m, y_n - y_m)| over every pair of patches, S from :func:`relative_score_map`.
+
+    0 up to rounding: the 2-D axial score depends on the offset (dx, dy) alone.
+    """
+    S = relative_score_map(q, k, max(height, width) - 1, base=base)
+    P = grid_positions(height, width, indexing="xy").astype(int)
+    r = max(height, width) - 1
+    dx = P[0][None, :] - P[0][:, None]
+    dy = P[1][None, :] - P[1][:, None]
+    return float(np.max(np.abs(grid_scores(q, k, height, width, base=base) - S[dy + r, dx + r])))
+
+
+def mrope_bands(d: int = 128) -> dict:
+    """Per model of :data:`MROPE_MODELS` and axis: ``{"pairs": [...], "fastest": theta, "slowest": theta}``."""
+    out = {}
+    for model, (sections, base, interleaved) in MROPE_MODELS.items():
+        F = mrope_frequencies(d, sections, base=base, interleaved=interleaved)
+        out[model] = {}
+        for a, axis in enumerate(MROPE_AXES):
+            pairs = np.nonzero(F[:, a])[0]
+            out[model][axis] = {"pairs": pairs.tolist(), "fastest": float(F[pairs[0], a]),
+                                "slowest": float(F[pairs[-1], a])}
+    return out
+
+
+def fig_mrope_layout(d: int = 128) -> Figure:
+    """Which pairs serve temporal, height and width: Qwen2-VL's contiguous sections against Qwen3-VL's
+    interleaving, pair index 0 (fastest) to d/2-1 (slowest)."""
+    fig = new_figure(9, 2.9)
+    ax = fig.subplots()
+    cmap = ListedColormap(AXIS_COLORS)
+    names = list(MROPE_MODELS)
+    rows = []
+    for model in names:
+        sections, base, interleaved = MROPE_MODELS[model]
+        rows.append(np.argmax(mrope_frequencies(d, sections, base=base, interleaved=interleaved) != 0, axis=1))
+    ax.imshow(np.array(rows), cmap=cmap, vmin=-0.5, vmax=2.5, aspect="auto", interpolation="nearest")
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels([f"{m}\n{MROPE_MODELS[m][0]}" for m in names])
+    ax.set_xticks([0, 16, 32, 40, 48, 63])
+    ax.set_xlabel(r"pair $j$ (fast $\rightarrow$ slow: $\theta_j = \mathrm{base}^{-2j/d}$)")
+    ax.set_xticks(np.arange(-0.5, d // 2, 1), minor=True)
+    ax.set_yticks(np.arange(-0.5, len(names), 1), minor=True)
+    ax.grid(which="minor", color="white", lw=0.6)
+    ax.tick_params(which="minor", length=0)
+    handles = [Rectangle((0, 0), 1, 1, color=c) for c in AXIS_COLORS]
+    ax.legend(handles, [f"{a} ($p_{a[0]}$)" for a in MROPE_AXES], loc="upper center", ncols=3,
+              bbox_to_anchor=(0.5, -0.32), frameon=False)
+    ax.set_title(f"M-RoPE: the axis each of the {d // 2} pairs turns with (head_dim {d})")
+    return fig
+
+
+def fig_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
+                     text_after_vision: str = "max+1") -> Figure:
+    """The three rows of :func:`rope_ref.mrope_position_ids` against the token index, vision segments shaded."""
+    ids = mrope_position_ids(segments, spatial_merge_size=spatial_merge_size, tokens_per_second=tokens_per_second,
+                             text_after_vision=text_after_vision)
+    fig = new_figure(9, 3.4)
+    ax = fig.subplots()
+    start = 0
+    for seg in segments:                                     # checked by mrope_position_ids above
+        n = seg[1] if seg[0] == "text" else int(np.prod(seg[1])) // spatial_merge_size ** 2
+        if seg[0] != "text":
+            ax.axvspan(start - 0.5, start + n - 0.5, color="0.92", zorder=0)
+            ax.text(start + n / 2 - 0.5, 0.98, f"{seg[0]} {tuple(seg[1])}", transform=ax.get_xaxis_transform(),
+                    ha="center", va="top", color="0.3")
+        start += n
+    tokens = np.arange(ids.shape[1])
+    for a, (axis, marker) in enumerate(zip(MROPE_AXES, "os^")):
+        ax.plot(tokens, ids[a], marker, ms=4, color=AXIS_COLORS[a], label=axis, alpha=0.85)
+    ax.set(xlabel="token index in the sequence", ylabel="position id", xlim=(-0.5, ids.shape[1] - 0.5),
+           ylim=(-0.5, ids.max() * 1.25 + 1))
+    ax.legend(loc="upper left")
+    ax.grid(alpha=0.3)
+    ax.set_title("M-RoPE position ids: text on all three axes alike, images on (t, h, w)")
+    return fig
+
+
+class GridScoreView(View):
+    """A query patch and a key patch on a GRID x GRID image (left) and the 2-D axial score as a function of
+    their offset (dx, dy) (right).  Moving the query (qx, qy) moves both patches and leaves the marker
+    on the heat map, and the score, where they are: the score depends on (dx, dy) only."""
+
+    def __init__(self, qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1, seed: int = 0):
+        self.params = dict(qx=qx, qy=qy, dx=dx, dy=dy)
+        self.q, self.k = grid_qk(D_GRID, seed)
+        self.radius = GRID - 1
+        self.S = relative_score_map(self.q, self.k, self.radius)
+        self.fig = new_figure(9.5, 4.3, dpi=VIEW_DPI)
+        self.ax_grid, self.ax_map = self.fig.subplots(1, 2, width_ratios=[1, 1.2])
+        ax = self.ax_grid
+        lo, hi = -MARGIN, GRID - 1 + MARGIN
+        ax.add_patch(Rectangle((-0.5, -0.5), GRID, GRID, facecolor="0.93", edgecolor="0.5", lw=1))
+        for i in range(GRID + 1):
+            ax.plot([i - 0.5, i - 0.5], [-0.5, GRID - 0.5], color="white", lw=0.8)
+            ax.plot([-0.5, GRID - 0.5], [i - 0.5, i - 0.5], color="white", lw=0.8)
+        self.q_patch = ax.add_patch(Rectangle((0, 0), 1, 1, color="C0"))
+        self.k_patch = ax.add_patch(Rectangle((0, 0), 1, 1, color="C1"))
+        self.arrow = ax.add_patch(FancyArrowPatch((0, 0), (1, 1), arrowstyle="-|>", mutation_scale=14, color="k"))
+        ax.set(xlim=(lo - 0.5, hi + 0.5), ylim=(hi + 0.5, lo - 0.5), aspect="equal",
+               xlabel="patch column $x$", ylabel="patch row $y$")
+        ax.set_title(f"{GRID} x {GRID} patches: query (blue), key (orange)")
+        r = self.radius
+        im = self.ax_map.imshow(self.S, extent=(-r - 0.5, r + 0.5, r + 0.5, -r - 0.5), cmap="viridis")
+        self.fig.colorbar(im, ax=self.ax_map, label=r"$q_m \cdot k_n$")
+        self.marker, = self.ax_map.plot([0], [0], "s", ms=9, mfc="none", mec="C3", mew=2)
+        self.ax_map.set(xlabel=r"$\Delta x = x_n - x_m$", ylabel=r"$\Delta y = y_n - y_m$")
+        self.ax_map.set_title("score against the offset only")
+        self.title = self.fig.suptitle(" ")
+        self.dynamic = (self.q_patch, self.k_patch, self.arrow, self.marker, self.title)
+        self._redraw()
+        self._freeze_layout()
+
+    def _redraw(self):
+        p = self.params
+        for name in ("qx", "qy", "dx", "dy"):
+            if isinstance(p[name], bool) or not isinstance(p[name], numbers.Integral):
+                raise TypeError(f"{name} must be an integer patch index or offset, got {p[name]!r}")
+        for name in ("qx", "qy"):
+            if not 0 <= p[name] <= GRID - 1:
+                raise ValueError(f"{name} must be a patch index 0..{GRID - 1}, got {p[name]}")
+        for name in ("dx", "dy"):
+            if not -self.radius <= p[name] <= self.radius:
+                raise ValueError(f"{name} must be an offset in -{self.radius}..{self.radius}, got {p[name]}")
+        qx, qy, dx, dy = (int(p[k]) for k in ("qx", "qy", "dx", "dy"))
+        kx, ky = qx + dx, qy + dy
+        self.q_patch.set_xy((qx - 0.5, qy - 0.5))
+        self.k_patch.set_xy((kx - 0.5, ky - 0.5))
+        self.arrow.set_positions((qx, qy), (kx, ky))
+        self.marker.set_data([dx], [dy])
+        q_m = _axial_rotate(self.q[None], np.array([[qx], [qy]], dtype=float), BASE_GRID)[0]
+        k_n = _axial_rotate(self.k[None], np.array([[kx], [ky]], dtype=float), BASE_GRID)[0]
+        self.value = float(q_m @ k_n)                                      # at absolute positions
+        self.map_value = float(self.S[dy + self.radius, dx + self.radius])  # from the offset alone
+        self.title.set_text(_minus(f"query ({qx}, {qy}), key ({kx}, {ky}): offset ({dx}, {dy}), "
+                                   f"score {self.value:.4f}"))
+
+    def readout(self) -> str:
+        p = self.params
+        inside = 0 <= p["qx"] + p["dx"] < GRID and 0 <= p["qy"] + p["dy"] < GRID
+        return (f"query patch ({p['qx']}, {p['qy']}), key patch ({p['qx'] + p['dx']}, {p['qy'] + p['dy']})"
+                f"{'' if inside else ' (outside the image: RoPE does not mind)'}: q_m . k_n = {self.value:.6f}; "
+                f"heat map at ({p['dx']}, {p['dy']}) = {self.map_value:.6f}")
+
+
+def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1):
+    """Sliders for the query patch (qx, qy) and the offset (dx, dy) over :class:`GridScoreView`."""
+    r = GRID - 1
+    controls = {"qx": _int("query x", 0, r), "qy": _int("query y", 0, r), "dx": _int("Δx", -r, r),
+                "dy": _int("Δy", -r, r)}
+    values = {k: _set(k, controls[k], v) for k, v in (("qx", qx), ("qy", qy), ("dx", dx), ("dy", dy))}
+    return slider_app(GridScoreView(**values), controls)

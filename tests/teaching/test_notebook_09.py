@@ -1,0 +1,221 @@
+"""Notebook 09 (RoPE beyond one axis): its structure, its exercise, and every number its prose states,
+each checked here independently of the notebook's own output."""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rope_ref as rr
+from rope_ref.teaching import exercises_multiaxis as exercises
+from rope_ref.teaching import multiaxis as mx
+
+NB = Path(__file__).resolve().parents[2] / "notebooks" / "09_multi_axis.ipynb"
+CELLS = json.loads(NB.read_text())["cells"]
+
+
+def src(cell):
+    return "".join(cell["source"])
+
+
+def tags(cell):
+    return cell["metadata"].get("tags", [])
+
+
+TEXT = "\n".join(src(c) for c in CELLS if c["cell_type"] == "markdown" and "solution" not in tags(c))
+SOLUTION_TEXT = "\n".join(src(c) for c in CELLS if c["cell_type"] == "markdown" and "solution" in tags(c))
+
+
+def _say(*fragments):
+    for f in fragments:
+        assert f in TEXT, f"the notebook no longer says {f!r}"
+
+
+# ---- structure ---------------------------------------------------------------------------------------
+
+def test_learning_objectives_at_the_top():
+    found = [c for c in CELLS[:3] if c["cell_type"] == "markdown" and src(c).lstrip().startswith("## Learning objectives")]
+    assert found and sum(ln.startswith("* ") for ln in src(found[0]).splitlines()) >= 3
+
+
+def test_the_exercise_follows_the_convention():
+    i = next(i for i, c in enumerate(CELLS) if "exercise" in tags(c))
+    task, student, heading = CELLS[i], CELLS[i + 1], CELLS[i + 2]
+    assert task["cell_type"] == "markdown" and student["cell_type"] == "code" and "exercise" in tags(student)
+    assert "answer = None" in src(student) and "exercises.check_text_after_image(answer)" in src(student)
+    assert heading["cell_type"] == "markdown" and src(heading).strip() == "#### Solution"
+    assert heading["metadata"].get("heading_collapsed") is True and "solution" in tags(heading)
+    solution = []
+    j = i + 3
+    while j < len(CELLS) and "solution" in tags(CELLS[j]):
+        solution.append(CELLS[j])
+        j += 1
+    assert solution and all(c["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
+                            for c in solution)
+    assert "check_text_after_image(answer)" in src(solution[-1]).splitlines()[-1]
+    # the question and the heading give nothing away
+    asked = src(task).replace("6 \\times 10", "").replace("(1, 6, 10)", "") + src(heading) + src(student)
+    assert "10" not in asked
+
+
+def test_the_solution_runs_and_checks_itself(capsys):
+    namespace = {"np": np, "rr": rr, "exercises": exercises}
+    for c in CELLS:
+        if c["cell_type"] == "code" and "solution" in tags(c):
+            exec(compile(src(c), "solution", "exec"), namespace)      # its asserts must hold
+    assert namespace["answer"] == 10
+    assert capsys.readouterr().out.rstrip().splitlines()[-1].startswith("Correct: ")
+
+
+def test_the_notebook_uses_no_hub_data_and_no_test_data():
+    code = "\n".join(src(c) for c in CELLS if c["cell_type"] == "code")
+    assert "tests/data" not in code and "from_pretrained" not in code
+
+
+# ---- the exercise's checker --------------------------------------------------------------------------
+
+def test_checker_right_and_wrong_answers(capsys):
+    # By hand: the image starts at 5; 6 x 10 patches merged 2 x 2 are 3 x 5 tokens, rows 5..7, columns 5..9.
+    assert exercises.check_text_after_image(None) is False
+    assert capsys.readouterr().out.startswith("Not answered yet")
+    assert exercises.check_text_after_image(10) is True
+    assert exercises.check_text_after_image((10, 10, 10)) is True
+    assert exercises.check_text_after_image(np.int64(10)) is True
+    for wrong, words in [(20, "1-D RoPE"), (15, "spatial merge"), (9, "largest id"), (8, "columns"),
+                         (11, "largest id the image uses"), ((10, 8, 10), "same id"), ("10", "integer"),
+                         (True, "integer"), (10.0, "integer")]:
+        capsys.readouterr()
+        assert exercises.check_text_after_image(wrong) is False, wrong
+        out = capsys.readouterr().out
+        assert out.startswith("Not yet: ") and words in out, (wrong, out)
+        assert "10" not in out.replace("6 x 10", "").replace(str(wrong), ""), out   # never the right value
+
+
+# ---- every number the prose states -------------------------------------------------------------------
+
+def test_axial_layout_sentence():
+    _say("first half of the pairs to $x$ and the second half to $y$", "base 100", "`RotaryEmbeddingCat`")
+    F = rr.axial_frequencies(64, base=100.0)
+    assert F.shape == (32, 2)
+    np.testing.assert_allclose(F[:16, 0], 100.0 ** (-np.arange(16) / 16), rtol=1e-14)    # base^(-k/(d/4))
+    np.testing.assert_allclose(F[16:, 1], 100.0 ** (-np.arange(16) / 16), rtol=1e-14)
+    assert not F[16:, 0].any() and not F[:16, 1].any()
+
+
+def test_relative_in_both_axes_on_every_pair_of_patches():
+    _say("$196^2 = 38416$ pairs", "below $10^{-13}$")
+    q, k = mx.grid_qk()
+    assert q.shape == (64,) and np.array_equal(q, k)
+    assert 196 ** 2 == 38416 == mx.grid_scores(q, k, 14, 14).size
+    assert mx.relative_spread(q, k, 14, 14) < 1e-13
+    # independently: pair j of the x half turns by theta_j * dx, of the y half by theta_j * dy (plain numpy).
+    theta = 100.0 ** (-np.arange(16) / 16)
+    for (x1, y1), (x2, y2) in [((0, 0), (5, 3)), ((7, 9), (12, 12)), ((13, 2), (0, 13))]:
+        ang = np.concatenate([theta * (x2 - x1), theta * (y2 - y1)])
+        a, b = k[0::2], k[1::2]
+        expected = q[0::2] @ (a * np.cos(ang) - b * np.sin(ang)) + q[1::2] @ (a * np.sin(ang) + b * np.cos(ang))
+        i, j = 14 * y1 + x1, 14 * y2 + x2
+        assert abs(mx.grid_scores(q, k, 14, 14)[i, j] - expected) < 1e-11
+
+
+def test_raster_order_puts_the_end_of_a_row_next_to_the_start_of_the_next():
+    _say("patch 13, the end of row 0, and patch 14, the start of row 1, are one step apart",
+         "13 columns apart")
+    P = rr.grid_positions(14, 14, indexing="xy")
+    assert P[:, 13].tolist() == [13, 0] and P[:, 14].tolist() == [0, 1]
+    q, k = mx.grid_qk()
+    one_d = [q @ rr.rotate(k, float(n - m)) for m, n in ((13, 14), (0, 1))]       # 1-D: depends on n - m
+    assert abs(one_d[0] - one_d[1]) < 1e-12
+    scores = mx.grid_scores(q, k, 14, 14)
+    assert abs(scores[13, 14] - scores[0, 1]) > 1.0
+
+
+def test_the_grid_view_keeps_the_score_when_the_query_moves():
+    _say("move the query and the marker stays put, and so does the score", "$k = q$", "peaks at offset 0")
+    view = mx.GridScoreView(qx=3, qy=4, dx=2, dy=-1)
+    first = view.value
+    assert abs(first - view.map_value) < 1e-12
+    view.update(qx=10, qy=1)
+    assert abs(view.value - first) < 1e-12 and view.marker.get_xdata()[0] == 2
+    S = view.S
+    assert np.unravel_index(np.argmax(S), S.shape) == (13, 13)      # peak at offset (0, 0)
+    with pytest.raises(ValueError, match="qx"):
+        view.update(qx=14)
+    assert view.params["qx"] == 10                                   # a refused value leaves the view as it was
+    with pytest.raises(TypeError, match="dy"):
+        view.update(dy=1.5)
+
+
+def test_the_grid_widget_shows_its_picture_without_a_kernel():
+    box = mx.grid_score_widget(qx=0, qy=0, dx=1, dy=1)
+    assert "image/png" in box._repr_mimebundle_()
+    box.controls["qx"].value = 5
+    assert box.view.params["qx"] == 5 and "query patch (5, 0)" in box.readout.value
+    with pytest.raises(ValueError):
+        mx.grid_score_widget(dx=20)
+
+
+def test_mrope_sentences():
+    _say("`[16, 24, 24]` in contiguous blocks for Qwen2-VL and Qwen2.5-VL", "`[24, 20, 20]` interleaved",
+         "temporal axis gets the 16 fastest pairs, height the next 24 and\nwidth the 24 slowest",
+         "by only $1.8\\times10^{-4}$ rad", "width's fastest pair is pair 2, with $\\theta_2 = 0.62$",
+         "Temporal\ngets the 4 leftover pairs at the slow end (60..63)")
+    bands = mx.mrope_bands()
+    q2, q3 = bands["Qwen2-VL"], bands["Qwen3-VL"]
+    assert q2["temporal"]["pairs"] == list(range(16)) and q2["height"]["pairs"] == list(range(16, 40))
+    assert q2["width"]["pairs"] == list(range(40, 64))
+    assert f"{1e6 ** (-80 / 128):.1e}" == "1.8e-04" == f"{q2['width']['fastest']:.1e}"      # theta_40, base 1e6
+    assert q3["width"]["pairs"][0] == 2 and f"{5e6 ** (-4 / 128):.2f}" == "0.62" == f"{q3['width']['fastest']:.2f}"
+    assert q3["temporal"]["pairs"][-4:] == [60, 61, 62, 63] and q3["temporal"]["pairs"][-5] == 57
+
+
+def test_text_is_one_dimensional_rope_bit_for_bit():
+    _say("bit for bit", "$p_t = p_h = p_w = m$")
+    x = np.random.default_rng(0).standard_normal((50, 128))
+    m = np.arange(50.0)
+    for sections, inter in (([16, 24, 24], False), ([24, 20, 20], True)):
+        F = rr.mrope_frequencies(128, sections, base=1e6, interleaved=inter)
+        text = rr.rotate(x, np.stack([m, m, m]), inv_freq=F, pairing="half")
+        assert np.array_equal(text, rr.rotate(x, m, base=1e6, pairing="half"))
+
+
+def test_position_ids_around_an_image_sentences():
+    _say("$8\\times12$ patches is $4\\times6 = 24$ tokens", "The image's ids run from 3 to 8",
+         "resumes at 9, not at\n$3 + 24 = 27$")
+    ids = rr.mrope_position_ids([("text", 3), ("image", (1, 8, 12)), ("text", 4)], spatial_merge_size=2)
+    assert ids.shape == (3, 3 + 24 + 4)
+    image = ids[:, 3:27]
+    assert image.min() == 3 and image.max() == 8 and set(image[1].tolist()) == {3, 4, 5, 6}
+    np.testing.assert_array_equal(ids[:, 27], [9, 9, 9])
+
+
+def test_video_sentences():
+    _say("temporal ids $s, s+2, s+4, s+6$", "resumes at\n$s + \\max(h, w)/2$ instead", "(checked on 5.24)")
+    video = [("text", 2), ("video", (4, 4, 4), 1.0), ("text", 2)]
+    ids = rr.mrope_position_ids(video, tokens_per_second=2)
+    assert sorted(set(ids[0, 2:-2].tolist())) == [2, 4, 6, 8]                    # s = 2
+    np.testing.assert_array_equal(ids[:, -2], [9, 9, 9])
+    spatial = rr.mrope_position_ids(video, tokens_per_second=2, text_after_vision="spatial")
+    np.testing.assert_array_equal(spatial[:, -2], [2 + 4 // 2] * 3)
+    recorded = json.loads((Path(__file__).resolve().parents[1] / "data" / "multiaxis_rope_index.json").read_text())
+    assert recorded["transformers"] == "5.24.0"
+
+
+def test_exercise_solution_sentences():
+    for f in ("$3 \\times 5$ tokens", "rows get ids $5..7$, columns $5..9$", "resumes at **10**", "give 20",
+              "$5 + 10 = 15$"):
+        assert f in SOLUTION_TEXT, f
+    ids = rr.mrope_position_ids([("text", 5), ("image", (1, 6, 10)), ("text", 3)])
+    assert ids[1, 5:20].min() == 5 and ids[1, 5:20].max() == 7 and ids[2, 5:20].max() == 9
+    assert ids[0, 20] == 10
+
+
+def test_every_number_in_the_prose_is_one_a_test_checks():
+    # The numbers the prose states, listed; a new number in the prose needs a test above and an entry here.
+    numbers = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?", TEXT))
+    known = {"9", "1", "2", "0", "15", "34", "16", "3", "4", "2024", "2403.13298", "100", "14", "196", "38416", "13",
+             "10", "2409.12191", "24", "20", "6", "1.8", "62", "60", "63", "5", "8", "12", "27", "5.3", "5.24",
+             "128", "0.62", "64", "02"}           # "02": EVA-02
+    assert numbers <= known, sorted(numbers - known)
