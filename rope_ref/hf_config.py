@@ -21,6 +21,7 @@ import numpy as np
 from . import _validate as val
 from .forms import rotate
 from .hf_families import FAMILIES, Family
+from .multiaxis import mrope_frequencies
 from .scaling import CONFIG_KEYS, ROPE_TYPES, scaled_inv_freq, used_params
 
 
@@ -51,21 +52,40 @@ class RopeConfig:
     # DeepSeek-V3 (rope_interleave) rotates interleaved pairs and writes them in half layout, so the
     # model's output is rope_ref.to_half(cfg.rotate(x)); assert_rope_matches(config=...) expects that
     query_scaling: Mapping = field(default_factory=dict)
-    # attention-side keys the config carries that scale the queries by position, not the angles (Ministral 3's
+    # attention-side keys (see below)
+    mrope_section: tuple | None = None               # M-RoPE: pairs per axis (temporal, height, width)
+    mrope_interleaved: bool = False                  # Qwen3-VL's interleaved axes; False: blocks (Qwen2-VL)
+    # query_scaling: attention-side keys the config carries that scale the queries by position, not the angles (Ministral 3's
     # llama_4_scaling_beta, Llama 4's attn_temperature_tuning / floor_scale / attn_scale): kept as written,
     # not applied by rotate (they are no part of the rotation; Llama 4 applies them on its NoPE layers)
 
+    @property
+    def axes(self) -> int | None:
+        """3 for M-RoPE (positions ``(3, ..., seq)``: temporal, height, width), None for 1-D RoPE."""
+        return None if self.mrope_section is None else 3
+
     @val.suggest_keywords
     def inv_freq(self, seq_len=None) -> np.ndarray:
-        """Per-pair frequencies ``(rotary_dim/2,)`` float64 at the current length ``seq_len``."""
-        return scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len,
-                               **self.params)[0]
+        """Per-pair frequencies at the current length ``seq_len``, float64: ``(rotary_dim/2,)``, or for M-RoPE
+        the matrix ``(rotary_dim/2, 3)`` whose row j holds pair j's frequency in the column of its axis
+        (``rope_ref.mrope_frequencies`` with the method's frequencies; pair j turns by sum_a F[j, a] p_a)."""
+        return self._frequencies(seq_len)[0]
+
+    def _frequencies(self, seq_len):
+        freqs, att = scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len,
+                                     **self.params)
+        if self.mrope_section is not None:
+            axis_of_pair = mrope_frequencies(self.rotary_dim, self.mrope_section, interleaved=self.mrope_interleaved) != 0
+            freqs = axis_of_pair * freqs[:, None]
+        return freqs, att
 
     @val.suggest_keywords
     def rotate(self, x, positions=None, seq_len=None) -> np.ndarray:
         """RoPE as the model applies it: ``x`` ``(..., seq, head_dim)`` -> same shape and dtype.
 
-        ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``).  The
+        ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``); for M-RoPE
+        (``self.axes == 3``) ``(3, ..., seq)``: temporal, height and width ids, as transformers'
+        ``position_ids`` (default: text, all three ``arange(seq)``).  The
         first ``rotary_dim`` features are rotated (RoFormer eq 34) and multiplied by the
         attention factor; the rest pass through.  ``seq_len`` (dynamic, longrope) defaults to
         ``max(positions) + 1``, the length transformers uses.
@@ -73,11 +93,12 @@ class RopeConfig:
         x = val.check_x(x)
         if x.shape[-1] != self.head_dim:
             raise ValueError(f"x.shape[-1] must be head_dim={self.head_dim}, got {x.shape[-1]}")
-        pos = val.check_positions(positions, x.shape[:-1])
+        if positions is None and self.axes:
+            positions = np.broadcast_to(np.arange(x.shape[-2]), (self.axes, x.shape[-2]))
+        pos = val.check_positions(positions, x.shape[:-1], axes=self.axes)
         if seq_len is None and self.rope_type in ("dynamic", "longrope"):
             seq_len = int(np.max(pos, initial=0)) + 1
-        freqs, att = scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len,
-                                     **self.params)
+        freqs, att = self._frequencies(seq_len)
         y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=freqs)
         if att != 1.0:
             with np.errstate(over="ignore"):                 # reported below as a ValueError
@@ -124,10 +145,10 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     """
     cfg = _text_model_config(_load(config))
     model_type = cfg.get("model_type")
-    _refuse_mrope(cfg)
     family = _family(cfg, model_type, None if pairing is None else val.check_pairing(pairing))
-    head_dim = _head_dim(cfg, family, known=model_type in FAMILIES)
+    head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family, known=model_type in FAMILIES)
     where, rope, defaulted = _rope_section(cfg, layer_type, family)
+    mrope = _mrope(rope, family, where, known=model_type in FAMILIES)
     where += " (the family's default, as the config has none)" if defaulted else ""
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
@@ -148,18 +169,25 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     if family.fixed_theta:
         base, base_key = family.fixed_theta, "fixed by the family's code"
     base = val.check_base(base, f"rope_theta ({base_key})")
-    rotary_dim = _rotary_dim(cfg, rope.pop("partial_rotary_factor", None), family, head_dim)
+    share = rope.pop("partial_rotary_factor", None)
+    if rope_type == "proportional":    # frequencies over the whole head, the pairs past the share at 0
+        rotary_dim, rope["partial_rotary_factor"] = head_dim, share
+    else:
+        rotary_dim = _rotary_dim(cfg, share, family, head_dim)
     pairing, output_pairing = _pairing(cfg, family, pairing)
     _training_lengths(cfg, family, rope, rope_type)
     params = {k: _plain(v) for k, v in used_params(rope_type, rope).items()}
     try:
         _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
+        if mrope[0] is not None:
+            mrope_frequencies(rotary_dim, mrope[0], interleaved=mrope[1])
     except (ValueError, TypeError) as err:
         raise type(err)(f"{where}, with rope_theta {base:g} ({base_key}): {err}") from None
     return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing,
                       base=base, rope_type=rope_type, params=MappingProxyType(params),
                       attention_factor=float(attention_factor), output_pairing=output_pairing,
-                      query_scaling=MappingProxyType({k: _plain(v) for k, v in query_scaling.items()}))
+                      query_scaling=MappingProxyType({k: _plain(v) for k, v in query_scaling.items()}),
+                      mrope_section=mrope[0], mrope_interleaved=mrope[1])
 
 
 def _load(config) -> dict:
@@ -189,7 +217,7 @@ def _text_model_config(cfg) -> dict:
             raise TypeError(f"{path}['model_type'] must be a string (e.g. 'llama'), got {mt!r} of type "
                             f"{type(mt).__name__}")
         inner = cfg.get("text_config")
-        if mt in FAMILIES or not isinstance(inner, Mapping) or any(cfg.get(k) for k in _SECTIONS + ("rope_theta",)):
+        if not isinstance(inner, Mapping) or any(cfg.get(k) for k in _SECTIONS + ("rope_theta",)):
             return cfg
         path += "['text_config']"
         if id(inner) in seen:
@@ -218,6 +246,23 @@ def _family(cfg, model_type, pairing) -> Family:
             raise ValueError(f"config has model_type={model_type!r} with {key}={cfg.get(key)!r}: that model applies "
                              f"no RoPE (only {value!r} does)")
     return family
+
+
+def _layer_head_dim(cfg, family, layer_type):
+    """A head size that differs by layer type (Gemma 4's full-attention layers: global_head_dim, or the
+    per_layer_config entry transformers writes for those layers), else None."""
+    if not family.layer_heads or layer_type not in family.layer_heads:
+        return None
+    key, default = family.layer_heads[layer_type]
+    if cfg.get(key) is not None:
+        return val.check_positive_int(cfg[key], f"config[{key!r}]")
+    types, per_layer = cfg.get("layer_types"), cfg.get("per_layer_config")
+    if isinstance(types, list) and isinstance(per_layer, Mapping):
+        for idx, over in per_layer.items():
+            if str(idx).isdigit() and int(idx) < len(types) and types[int(idx)] == layer_type \
+                    and isinstance(over, Mapping) and over.get("head_dim") is not None:
+                return val.check_positive_int(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
+    return default
 
 
 def _positive_int(cfg, key, why):
@@ -279,7 +324,7 @@ def _rope_section(cfg, layer_type, family):
     elif layer_type is not None:
         raise ValueError(f"layer_type={layer_type!r} was given, but the config has one RoPE for every layer; "
                          "layer_type is only for configs with one RoPE per layer type")
-    known = CONFIG_KEYS + ("rope_type", "alpha") + QUERY_SCALING_KEYS
+    known = CONFIG_KEYS + ("rope_type", "alpha") + QUERY_SCALING_KEYS + _MROPE_KEYS
     for k in rope:
         if k not in known:
             raise ValueError(f"{where} has key {k!r}, which rope_ref does not model"
@@ -296,7 +341,7 @@ def _agree(v5, v4) -> bool:
 def _rope_type(rope, where) -> str:
     old_name = rope.pop("type", None)
     rope_type = rope.pop("rope_type", None) or old_name or "default"
-    rope_type = _RENAMED_TYPES.get(rope_type, rope_type)
+    rope_type = _RENAMED_TYPES.get(rope_type, rope_type)   # (an "mrope" type was read by _mrope)
     if rope_type not in ROPE_TYPES or rope_type == "ntk":    # transformers has no "ntk" rope_type
         raise ValueError(f"{where} has rope_type={rope_type!r}, which is not supported; supported: "
                          f"{[t for t in ROPE_TYPES if t != 'ntk']}")
@@ -381,15 +426,40 @@ def _training_lengths(cfg, family, rope, rope_type):
         rope["max_position_embeddings"] = max_pos
 
 
-def _refuse_mrope(cfg):
-    for key in _SECTIONS:
-        rope = cfg.get(key)
-        if isinstance(rope, Mapping) and ("mrope_section" in rope or rope.get("type") == "mrope"
-                                          or rope.get("rope_type") == "mrope"):
-            kind = rope.get("rope_type", rope.get("type"))
-            raise ValueError(f"config[{key!r}] (rope_type={kind!r}, mrope_section={rope.get('mrope_section')}) is "
-                             "multimodal RoPE, Qwen2-VL style: it rotates sections of each head by different position "
-                             "ids (time, height, width), which one RopeConfig over positions does not model")
+_MROPE_KEYS = ("mrope_section", "mrope_interleaved")
+
+
+def _mrope(rope, family, where, known):
+    """(mrope_section, interleaved) of M-RoPE, or (None, False); takes its keys out of the rope section.
+
+    M-RoPE is written as a v4 ``type: "mrope"``, or as ``mrope_section`` next to any rope_type (v5: with
+    ``mrope_interleaved``); a family whose text module always applies it (FAMILIES' ``mrope``) gives the
+    defaults.  The layout is the family's: a config's ``mrope_interleaved`` that contradicts it is refused."""
+    section, flag = rope.pop("mrope_section", None), rope.pop("mrope_interleaved", None)
+    kind = rope.get("rope_type", rope.get("type"))
+    if kind == "mrope":
+        rope.pop("type", None), rope.pop("rope_type", None)
+    if section is None and family.mrope is None:
+        if kind == "mrope" or flag is not None:
+            raise ValueError(f"{where} has rope_type='mrope' or mrope_interleaved but no mrope_section; M-RoPE needs "
+                             "the pairs per axis (mrope_section: [temporal, height, width])")
+        return None, False
+    if family.mrope is None and known:
+        raise ValueError(f"{where} (rope_type={kind!r}, mrope_section={section}) is multimodal RoPE, Qwen2-VL style, but "
+                         "this model_type's attention applies 1-D RoPE; rope_ref reads M-RoPE for the families whose "
+                         f"text module applies it ({sorted(k for k, f in FAMILIES.items() if f.mrope)})")
+    default_section, default_flag = family.mrope or (None, False)
+    if flag is not None:
+        flag = val.check_bool(flag, f"{where}['mrope_interleaved']")
+        if family.mrope is not None and flag != default_flag:
+            raise ValueError(f"{where} has mrope_interleaved={flag}, but this model_type's module lays its axes out "
+                             f"{'interleaved' if default_flag else 'in blocks'} whatever the key says")
+    section = default_section if section is None else section
+    if not isinstance(section, (list, tuple)) or len(section) != 3 or \
+            not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in section):
+        raise ValueError(f"{where}['mrope_section'] must be 3 non-negative integers (pairs for temporal, height, "
+                         f"width), got {section!r}")
+    return tuple(section), default_flag if flag is None else flag
 
 
 def _plain(v):

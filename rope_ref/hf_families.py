@@ -44,9 +44,16 @@ class Family:
     mscale_longrope: bool = False      # PhiMoE: longrope, short factors at every length, cos/sin * mscale
     query_keys: tuple = ()             # top-level keys that scale queries, not angles (Llama 4's temperature)
     max_pos_keys: tuple = ("max_position_embeddings", "n_positions")   # the context length, first present wins
+    mrope: tuple | None = None         # M-RoPE its text module always applies: (default mrope_section, interleaved?)
+    layer_heads: Mapping | None = None  # layer type -> (key, default) of a head size that differs by layer type
+                                        # (Gemma 4: full-attention heads are global_head_dim wide)
 
 
 F = Family
+_MROPE_QWEN2 = ((16, 24, 24), False)     # Qwen2VLRotaryEmbedding: freq.split(mrope_section), blocks in theta order
+_MROPE_QWEN3 = ((24, 20, 20), True)      # Qwen3VLTextRotaryEmbedding: apply_interleaved_mrope
+_MROPE_QWEN35 = ((11, 11, 10), True)     # Qwen3_5TextRotaryEmbedding: interleaved, partial_rotary_factor 0.25
+_MROPE_GLM4V = ((8, 12, 12), False)      # Glm4vTextRotaryEmbedding: blocks, over the rotated half
 _GEMMA3_LAYERS = {"full_attention": ("rope_theta", 1e6, True), "sliding_attention": ("rope_local_base_freq", 1e4, False)}
 _MLA = dict(head_keys=("qk_rope_head_dim",), head_dim=64)           # the rotated part of each query head
 _SINUSOIDAL = dict(rotary_key="rotary_dim", rotary_default=64, fixed_theta=10000.0)   # create_sinusoidal_positions
@@ -188,7 +195,7 @@ FAMILIES = {
     'eurobert': F('half'),
     'evolla': F('half', rope_theta=500000.0),
     'flint': F('half', head_dim=128),
-    'glm_ocr_text': F('interleaved'),
+    'glm_ocr_text': F('interleaved', mrope=_MROPE_GLM4V),
     'glmasr_encoder': F('half', partial_rotary_factor=0.5),
     'gradium_phonon_tts': F('half'),
     'granite4_vision_text': F('half'),
@@ -230,7 +237,7 @@ FAMILIES = {
     'nomic_bert': F('half', rope_theta=1000.0),
     'olmo_hybrid': F('half'),
     'openai_privacy_filter': F('interleaved', rope_theta=150000.0, rope={'rope_type': 'yarn', 'factor': 32.0, 'beta_fast': 32.0, 'beta_slow': 1.0, 'truncate': False, 'original_max_position_embeddings': 4096, 'rope_theta': 150000.0}),
-    'paddleocr_vl_text': F('half', rope_theta=500000.0, head_dim=128),
+    'paddleocr_vl_text': F('half', rope_theta=500000.0, head_dim=128, mrope=_MROPE_QWEN2),
     'pe_audio_encoder': F('interleaved', rope_theta=20000.0, head_dim=128),
     'pe_audio_video_encoder': F('interleaved', rope_theta=20000.0, head_dim=128),
     'pe_video_encoder': F('interleaved', rope_theta=20000.0, head_dim=128),
@@ -240,16 +247,16 @@ FAMILIES = {
     'pocket_tts_audio_tokenizer_decoder': F('half'),
     'pocket_tts_audio_tokenizer_encoder': F('half'),
     'qwen2_5_omni_talker': F('half', rope_theta=1000000.0, head_dim=128),
-    'qwen2_5_omni_text': F('half', rope_theta=1000000.0),
-    'qwen2_5_vl_text': F('half', rope_theta=1000000.0),
-    'qwen2_vl_text': F('half', rope_theta=1000000.0),
-    'qwen3_5_moe_text': F('half', partial_rotary_factor=0.25, head_dim=256),
-    'qwen3_5_text': F('half', partial_rotary_factor=0.25, head_dim=256),
+    'qwen2_5_omni_text': F('half', rope_theta=1000000.0, mrope=_MROPE_QWEN2),
+    'qwen2_5_vl_text': F('half', rope_theta=1000000.0, mrope=_MROPE_QWEN2),
+    'qwen2_vl_text': F('half', rope_theta=1000000.0, mrope=_MROPE_QWEN2),
+    'qwen3_5_moe_text': F('half', partial_rotary_factor=0.25, head_dim=256, mrope=_MROPE_QWEN35),
+    'qwen3_5_text': F('half', partial_rotary_factor=0.25, head_dim=256, mrope=_MROPE_QWEN35),
     'qwen3_omni_moe_talker_code_predictor': F('half', head_dim=128),
     'qwen3_omni_moe_talker_text': F('half'),
-    'qwen3_vl_moe_text': F('half', rope_theta=500000.0),
-    'qwen3_vl_text': F('half', rope_theta=500000.0, head_dim=128),
-    'qwen4_exp_text': F('half', head_dim=256),
+    'qwen3_vl_moe_text': F('half', rope_theta=500000.0, mrope=_MROPE_QWEN3),
+    'qwen3_vl_text': F('half', rope_theta=500000.0, head_dim=128, mrope=_MROPE_QWEN3),
+    'qwen4_exp_text': F('half', head_dim=256, mrope=_MROPE_QWEN35),
     'recurrent_gemma': F('half', partial_rotary_factor=0.5),
     'step3p5': F('half', head_dim=128, rope={'full_attention': {'rope_type': 'default', 'rope_theta': 10000.0}}),
     't5_gemma_module': F('half', head_dim=256),
@@ -262,4 +269,15 @@ FAMILIES = {
     'voxtral_realtime_text': F('half'),
     'xcodec2': F('half'),
     'zaya': F('half', head_dim=128, rope={'hybrid': {'rope_type': 'default', 'rope_theta': 5000000.0, 'partial_rotary_factor': 0.5}, 'hybrid_sliding': {'rope_type': 'default', 'rope_theta': 10000.0, 'partial_rotary_factor': 0.5}}),
+    # M-RoPE families whose published config.json is flat (v4 rope_scaling type "mrope"), and GLM-4V's text model
+    "qwen2_vl": F("half", rope_theta=1e6, mrope=_MROPE_QWEN2),
+    "qwen2_5_vl": F("half", rope_theta=1e6, mrope=_MROPE_QWEN2),
+    "glm4v_text": F("interleaved", mrope=_MROPE_GLM4V),   # rotate_half_llm pairs; GLM-4.1V sets partial 0.5
+    "glm4v_moe_text": F("half", partial_rotary_factor=0.5, mrope=_MROPE_GLM4V),
+    # Gemma 4: sliding layers default RoPE over head_dim, full-attention layers proportional RoPE over
+    # global_head_dim (transformers' per_layer_config) -- one RoPE per layer type
+    "gemma4_text": F("half", head_dim=256, layer_heads={"full_attention": ("global_head_dim", 512)},
+                     rope={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                           "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                              "rope_theta": 1000000.0}}),
 }

@@ -22,6 +22,7 @@ rotated part), whose pairing is interleaved.  The tests replay cos/sin as a blac
 
 import importlib
 import importlib.util
+import inspect
 import json
 from pathlib import Path
 
@@ -31,7 +32,16 @@ import transformers
 
 HERE = Path(__file__).parent
 LAYER_TYPES = {"v5-gemma3-text": ("full_attention", "sliding_attention"),    # configs with one RoPE per layer type
-               "v5-modernbert": ("full_attention", "sliding_attention")}
+               "v5-modernbert": ("full_attention", "sliding_attention"),
+               "v5-gemma4-text": ("full_attention", "sliding_attention")}
+#: M-RoPE configs: recorded at (temporal, height, width) ids mrope_positions(offset, rows), not at one id per row.
+MROPE = {"v5-qwen3-5-text", "v5-qwen2-vl", "v5-qwen3-vl-text", "v5-glm4v-text"}
+
+
+def mrope_positions(offset, rows):
+    """(3, rows) ids that differ by axis: t = offset + r, h = offset + 2r + 1, w = offset + 3r + 2."""
+    r = np.arange(rows)
+    return np.stack([offset + r, offset + 2 * r + 1, offset + 3 * r + 2])
 #: Model types transformers has no classes for, recorded with the classes their published checkpoints run
 #: (Kimi-K2's config.json names DeepseekV3ForCausalLM): the config's values, that family's module and apply.
 RECORD_AS = {"kimi_k2": "deepseek_v3"}
@@ -60,6 +70,8 @@ def hf_rotary(name, cfg_dict, layer_type=None):
     rotary_cls = next(getattr(modeling, n) for n in dir(modeling) if n.endswith("RotaryEmbedding")
                       and not n.startswith(("Dynamic", "Linear")) and "Vision" not in n)
     module = rotary_cls(config=config)
+    if hasattr(config, "allow_global_per_layer_attribute_access"):    # Gemma 4: head_dim is the sliding layers'
+        config.allow_global_per_layer_attribute_access = True
     mla = getattr(config, "qk_rope_head_dim", None) is not None   # MLA: the module covers the rotated part
     interleave = getattr(modeling, "apply_rotary_pos_emb_interleave", None)
     # MLA attention calls the interleave form unless rope_interleave is False (or the family has none)
@@ -72,11 +84,20 @@ def hf_rotary(name, cfg_dict, layer_type=None):
         return complex_rotary(modeling, module, head_dim, model_type)
     q = torch.from_numpy(query(head_dim))[None, None]          # (batch 1, heads 1, 4, head_dim)
     kw = {} if layer_type is None else {"layer_type": layer_type}
+    one_tensor = list(inspect.signature(modeling.apply_rotary_pos_emb).parameters)[:3] == ["x", "cos", "sin"]
+    if one_tensor and layer_type is not None:   # Gemma 4: a layer type's heads are as wide as its cos/sin
+        head_dim = module(q, torch.arange(1)[None], **kw)[0].shape[-1]      # (global_head_dim on full layers)
+        q = torch.from_numpy(query(head_dim))[None, None]
     records = {}
     for offset in OFFSETS:
-        pos = torch.arange(offset, offset + ROWS)[None]
+        if name in MROPE:                        # (3, batch 1, rows): the module's M-RoPE position ids
+            pos, tpos = (torch.from_numpy(mrope_positions(offset, n))[:, None] for n in (ROWS, TABLE_ROWS))
+        else:
+            pos, tpos = (torch.arange(offset, offset + n)[None] for n in (ROWS, TABLE_ROWS))
         cos, sin = module(q, pos, **kw)
-        if model_type in PARTIAL_IN_ATTENTION:
+        if one_tensor:                           # Gemma 4: apply_rotary_pos_emb(x, cos, sin)
+            out = modeling.apply_rotary_pos_emb(q, cos, sin)
+        elif model_type in PARTIAL_IN_ATTENTION:
             r = cos.shape[-1]
             rot, _ = modeling.apply_rotary_pos_emb(q[..., :r], q[..., :r], cos, sin)
             out = torch.cat([rot, q[..., r:]], dim=-1)
@@ -84,7 +105,6 @@ def hf_rotary(name, cfg_dict, layer_type=None):
             out, _ = interleave(q, q, cos, sin)
         else:
             out, _ = modeling.apply_rotary_pos_emb(q, q, cos, sin)
-        tpos = torch.arange(offset, offset + TABLE_ROWS)[None]
         tcos, tsin = module(q, tpos, **kw)
         records[offset] = (out[0, 0].numpy(), *(pair_columns(t[0].numpy(), model_type) for t in (tcos, tsin)))
     return records
@@ -110,7 +130,7 @@ def pair_columns(table, model_type):
     r = table.shape[-1]
     if model_type == "gpt_oss":                       # one column per pair already (its apply chunks x in two)
         return table.astype(np.float32)
-    if model_type in REPEAT_INTERLEAVE or model_type.startswith(("blt_", "cohere2_moe")):   # repeat_interleave
+    if model_type in REPEAT_INTERLEAVE or model_type.startswith(("blt_", "cohere2_moe", "glm4v")):   # repeat_interleave
         cols, twin = table[:, 0::2], table[:, 1::2]
     else:                                             # cat(freqs, freqs): columns i and i + r/2
         cols, twin = table[:, : r // 2], table[:, r // 2:]
@@ -215,6 +235,9 @@ def family_defaults():
         if getattr(config, "qk_rope_head_dim", None) is not None or getattr(config, "rope_parameters", None) is None or \
                 any(isinstance(v, dict) for v in (config.rope_parameters or {}).values()):
             continue               # MLA and per-layer-type RoPE: read by the recorded configs instead
+        if "mrope_section" in Path(importlib.import_module(type(config).__module__.replace(
+                ".configuration_", ".modeling_")).__file__).read_text():
+            continue               # M-RoPE: its default sections do not fit these sizes (recorded configs instead)
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         rope = config.rope_parameters
         out[model_type] = {"head_dim": head_dim, "rotary_dim": int(head_dim * rope.get("partial_rotary_factor", 1.0)),
@@ -248,6 +271,8 @@ def main(only=None):
             for key, arr in (("out", out), ("cos", cos), ("sin", sin)):
                 arrays[f"{name}/{offset}/{key}"] = np.ascontiguousarray(arr, dtype=np.float32)
         case = {"name": name, "library": library, "config": config, "pairing": pairing}
+        if Path(config).stem in MROPE:
+            case["positions"] = "mrope"          # recorded at mrope_positions(offset, rows)
         if name.endswith("]"):
             case["layer_type"] = name[name.index("[") + 1:-1]
         meta["cases"].append(case)
