@@ -3,7 +3,7 @@
 ``RopeConfig`` holds what the model's rotary embedding does -- features per head,
 rotated features, pairing, base, context-extension method and its parameters,
 attention factor -- and ``RopeConfig.rotate`` applies it as the model does.  The
-pairing, defaults and key names of each family were read from transformers v5
+pairing, defaults and key names of each family (rope_ref/hf_families.py) were read from transformers v5
 (``models/<family>/modeling_<family>.py`` and ``configuration_<family>.py``); the
 recorded outputs of those modules in tests/data check them.
 """
@@ -138,8 +138,16 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     factor alpha).  Keys that scale queries rather than angles (``llama_4_scaling_beta``, Llama 4's
     attention temperature) go to ``query_scaling``.
 
-    Refused with a ValueError naming the key: multimodal RoPE (``mrope_section``), an unknown
-    ``model_type`` without ``pairing=``, a rope section that is not a mapping, ``rope_parameters`` and
+    M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5, GLM-4V text models) is read as written -- v4
+    ``rope_scaling`` ``{"type": "mrope", "mrope_section": [...]}``, ``mrope_section`` next to any rope_type,
+    v5 ``mrope_interleaved`` -- with the family's default sections when the config has none:
+    ``inv_freq()`` is then the ``(rotary_dim/2, 3)`` matrix (:func:`rope_ref.mrope_frequencies`'s layout
+    with the method's frequencies) and ``rotate`` takes ``(3, ..., seq)`` position ids.  Gemma 4
+    (``layer_type="full_attention"``) is proportional RoPE over ``global_head_dim``: ``rope_type``
+    ``"proportional"``, frequencies over the whole head, the pairs past ``partial_rotary_factor`` at 0.
+
+    Refused with a ValueError naming the key: M-RoPE on a family whose attention applies 1-D RoPE, an
+    unknown ``model_type`` without ``pairing=``, a rope section that is not a mapping, ``rope_parameters`` and
     ``rope_scaling`` that disagree, a ``text_config`` that contains itself, and scaling a family applies
     differently (e.g. PhiMoE's other than longrope).
     """
@@ -238,6 +246,8 @@ def _family(cfg, model_type, pairing) -> Family:
                              f"{val.closest_name(model_type, FAMILIES) if model_type else ''}. "
                              "Pass pairing='half' or 'interleaved' to read it anyway")
         family = Family(pairing)
+    if family.unsupported:
+        raise ValueError(f"config has model_type={model_type!r}: {family.unsupported}")
     for key, why in family.refuses:
         if cfg.get(key):
             raise ValueError(f"config has model_type={model_type!r} with {key}={cfg[key]!r}: {why}")

@@ -45,6 +45,7 @@ class Family:
     query_keys: tuple = ()             # top-level keys that scale queries, not angles (Llama 4's temperature)
     max_pos_keys: tuple = ("max_position_embeddings", "n_positions")   # the context length, first present wins
     mrope: tuple | None = None         # M-RoPE its text module always applies: (default mrope_section, interleaved?)
+    unsupported: str | None = None     # why rope_ref refuses this family (its RoPE is one it does not model)
     layer_heads: Mapping | None = None  # layer type -> (key, default) of a head size that differs by layer type
                                         # (Gemma 4: full-attention heads are global_head_dim wide)
 
@@ -169,8 +170,18 @@ FAMILIES = {
                           "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1}),
     # Read from each config class's defaults and checked against the family's rotary module and apply
     # function by tests/data/audit_families.py (transformers 5.24.0); "[layer types]" = one RoPE per layer type.
-    'apertus1p5_text': F('half', rope_theta=12000000.0, rope={'rope_type': 'llama3', 'rope_theta': 12000000.0, 'factor': 8.0, 'original_max_position_embeddings': 8192, 'low_freq_factor': 1.0, 'high_freq_factor': 4.0}),
-    'dory': F('half', head_dim=256, rope={'full_attention': {'rope_type': 'default', 'rope_theta': 10000000.0}, 'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}}),
+    'apertus1p5_text': F('half', rope_theta=12000000.0,
+                         rope={
+                               'rope_type': 'llama3',
+                               'rope_theta': 12000000.0,
+                               'factor': 8.0,
+                               'original_max_position_embeddings': 8192,
+                               'low_freq_factor': 1.0,
+                               'high_freq_factor': 4.0}),
+    'dory': F('half', head_dim=256,
+              rope={
+                    'full_attention': {'rope_type': 'default', 'rope_theta': 10000000.0},
+                    'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}}),
     'lara_mini': F('half', head_dim=128),
     'aria_text': F('half'),
     'bamba': F('half', partial_rotary_factor=0.5),
@@ -189,7 +200,9 @@ FAMILIES = {
     'dia_encoder': F('half', head_dim=128),
     'dots3_note_audio_encoder': F('half', partial_rotary_factor=0.5),
     'emu3_text_model': F('half', rope_theta=1000000.0),
-    'ernie4_5_vl_moe_text': F('interleaved', rope_theta=500000.0),
+    'ernie4_5_vl_moe_text': F('interleaved', rope_theta=500000.0, unsupported=(
+        "ERNIE-4.5-VL's text module applies M-RoPE in its own layout (height and width interleaved over the first "
+        "mrope_section[0] + [1] pairs, temporal last), which rope_ref does not model")),
     'esm': F('half', needs=(('position_embedding_type', 'rotary'),)),   # default 'absolute': no RoPE
     'esmc': F('half'),
     'eurobert': F('half'),
@@ -203,26 +216,51 @@ FAMILIES = {
     'granite_swa': F('half'),
     'granitemoe_swa': F('half'),
     'gte': F('half', rope_theta=160000.0),
-    'higgs_audio_v2': F('half', rope_theta=500000.0, head_dim=128, rope={'factor': 32.0, 'rope_theta': 500000.0, 'high_freq_factor': 0.5, 'low_freq_factor': 0.125, 'original_max_position_embeddings': 1024, 'rope_type': 'llama3'}),
+    'higgs_audio_v2': F('half', rope_theta=500000.0, head_dim=128,
+                        rope={
+                              'factor': 32.0,
+                              'rope_theta': 500000.0,
+                              'high_freq_factor': 0.5,
+                              'low_freq_factor': 0.125,
+                              'original_max_position_embeddings': 1024,
+                              'rope_type': 'llama3'}),
     'hrm_text': F('half', head_dim=128),
     'hy_v3': F('half', rope_theta=11158840.0, head_dim=128),
     'idefics': F('half'),
     'jina_embeddings_v3': F('half', rope_theta=20000.0),
     'kolibri1': F('half', head_dim=128),
     'kyutai_speech_to_text': F('half'),
-    'laguna': F('half', head_dim=128, rope={'full_attention': {'rope_type': 'default', 'rope_theta': 500000.0, 'partial_rotary_factor': 0.5}, 'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0, 'partial_rotary_factor': 1.0}}),
+    'laguna': F('half', head_dim=128,
+                rope={
+                      'full_attention': {'rope_type': 'default', 'rope_theta': 500000.0, 'partial_rotary_factor': 0.5},
+                      'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0, 'partial_rotary_factor': 1.0}}),
     'lasr_encoder': F('half'),
-    'lfm3': F('half', head_dim=128, rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}, 'full_attention': {'rope_type': 'proportional', 'rope_theta': 1000000.0, 'partial_rotary_factor': 0.5}}),
-    'mellum': F('half', head_dim=128, rope={'full_attention': {'rope_type': 'default', 'rope_theta': 500000.0}, 'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}}),
+    'lfm3': F('half', head_dim=128,
+              rope={
+                    'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
+                    'full_attention': {'rope_type': 'proportional', 'rope_theta': 1000000.0, 'partial_rotary_factor': 0.5}}),
+    'mellum': F('half', head_dim=128,
+                rope={
+                      'full_attention': {'rope_type': 'default', 'rope_theta': 500000.0},
+                      'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}}),
     'mimi': F('half'),
     'mimi_decoder': F('half'),
     'mimi_encoder': F('half'),
-    'mimo_v2_flash': F('half', head_dim=192, rope={'full_attention': {'rope_type': 'default', 'rope_theta': 5000000.0, 'partial_rotary_factor': 0.334}, 'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0, 'partial_rotary_factor': 0.334}}),
+    'mimo_v2_flash': F('half', head_dim=192,
+                       rope={
+                             'full_attention': {'rope_type': 'default', 'rope_theta': 5000000.0, 'partial_rotary_factor': 0.334},
+                             'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0, 'partial_rotary_factor': 0.334}}),
     'minimax': F('half', rope_theta=1000000.0),
     'minimax_m3_vl_text': F('half', rope_theta=5000000.0, head_dim=128),   # its module ignores rotary_dim (64)
     'mllama_text_model': F('half', rope_theta=500000.0),
-    'modernbert': F('half', rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}, 'full_attention': {'rope_type': 'default', 'rope_theta': 160000.0}}),
-    'modernbert-decoder': F('half', rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}, 'full_attention': {'rope_type': 'default', 'rope_theta': 160000.0}}),
+    'modernbert': F('half',
+                    rope={
+                          'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
+                          'full_attention': {'rope_type': 'default', 'rope_theta': 160000.0}}),
+    'modernbert-decoder': F('half',
+                            rope={
+                                  'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
+                                  'full_attention': {'rope_type': 'default', 'rope_theta': 160000.0}}),
     'molmo2_text': F('half', head_dim=128),
     'moonshine_streaming': F('interleaved', partial_rotary_factor=0.8),
     'moshi': F('half'),
@@ -232,11 +270,22 @@ FAMILIES = {
     'nemotron3_5_transcribe_asr_audio': F('half', partial_rotary_factor=0.5),
     'nemotron3_5_transcribe_word_timestamp': F('half', partial_rotary_factor=0.5),
     'nemotron3_diarization_audio': F('half'),
-    'neomme': F('half', rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0, 'partial_rotary_factor': 1.0}, 'full_attention': {'rope_type': 'default', 'rope_theta': 1000000.0, 'partial_rotary_factor': 0.25}}),
+    'neomme': F('half',
+                rope={
+                      'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0, 'partial_rotary_factor': 1.0},
+                      'full_attention': {'rope_type': 'default', 'rope_theta': 1000000.0, 'partial_rotary_factor': 0.25}}),
     'neucodec': F('half'),
     'nomic_bert': F('half', rope_theta=1000.0),
     'olmo_hybrid': F('half'),
-    'openai_privacy_filter': F('interleaved', rope_theta=150000.0, rope={'rope_type': 'yarn', 'factor': 32.0, 'beta_fast': 32.0, 'beta_slow': 1.0, 'truncate': False, 'original_max_position_embeddings': 4096, 'rope_theta': 150000.0}),
+    'openai_privacy_filter': F('interleaved', rope_theta=150000.0,
+                               rope={
+                                     'rope_type': 'yarn',
+                                     'factor': 32.0,
+                                     'beta_fast': 32.0,
+                                     'beta_slow': 1.0,
+                                     'truncate': False,
+                                     'original_max_position_embeddings': 4096,
+                                     'rope_theta': 150000.0}),
     'paddleocr_vl_text': F('half', rope_theta=500000.0, head_dim=128, mrope=_MROPE_QWEN2),
     'pe_audio_encoder': F('interleaved', rope_theta=20000.0, head_dim=128),
     'pe_audio_video_encoder': F('interleaved', rope_theta=20000.0, head_dim=128),
@@ -246,7 +295,7 @@ FAMILIES = {
     'pocket_tts_audio_tokenizer': F('half'),
     'pocket_tts_audio_tokenizer_decoder': F('half'),
     'pocket_tts_audio_tokenizer_encoder': F('half'),
-    'qwen2_5_omni_talker': F('half', rope_theta=1000000.0, head_dim=128),
+    'qwen2_5_omni_talker': F('half', rope_theta=1000000.0, head_dim=128, mrope=_MROPE_QWEN2),
     'qwen2_5_omni_text': F('half', rope_theta=1000000.0, mrope=_MROPE_QWEN2),
     'qwen2_5_vl_text': F('half', rope_theta=1000000.0, mrope=_MROPE_QWEN2),
     'qwen2_vl_text': F('half', rope_theta=1000000.0, mrope=_MROPE_QWEN2),
@@ -260,15 +309,27 @@ FAMILIES = {
     'recurrent_gemma': F('half', partial_rotary_factor=0.5),
     'step3p5': F('half', head_dim=128, rope={'full_attention': {'rope_type': 'default', 'rope_theta': 10000.0}}),
     't5_gemma_module': F('half', head_dim=256),
-    't5gemma2_decoder': F('half', head_dim=256, rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}, 'full_attention': {'rope_type': 'default', 'rope_theta': 1000000.0}}),
-    't5gemma2_text': F('half', head_dim=256, rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}, 'full_attention': {'rope_type': 'default', 'rope_theta': 1000000.0}}),
+    't5gemma2_decoder': F('half', head_dim=256,
+                          rope={
+                                'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
+                                'full_attention': {'rope_type': 'default', 'rope_theta': 1000000.0}}),
+    't5gemma2_text': F('half', head_dim=256,
+                       rope={
+                             'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
+                             'full_attention': {'rope_type': 'default', 'rope_theta': 1000000.0}}),
     'timesfm2_5': F('half', head_dim=80),
-    'ultrabert': F('half', rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}, 'full_attention': {'rope_type': 'default', 'rope_theta': 2560000.0}}),
+    'ultrabert': F('half',
+                   rope={
+                         'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
+                         'full_attention': {'rope_type': 'default', 'rope_theta': 2560000.0}}),
     'unlimited_ocr_text': F('half'),
     'voxtral_realtime_encoder': F('half'),
     'voxtral_realtime_text': F('half'),
     'xcodec2': F('half'),
-    'zaya': F('half', head_dim=128, rope={'hybrid': {'rope_type': 'default', 'rope_theta': 5000000.0, 'partial_rotary_factor': 0.5}, 'hybrid_sliding': {'rope_type': 'default', 'rope_theta': 10000.0, 'partial_rotary_factor': 0.5}}),
+    'zaya': F('half', head_dim=128,
+              rope={
+                    'hybrid': {'rope_type': 'default', 'rope_theta': 5000000.0, 'partial_rotary_factor': 0.5},
+                    'hybrid_sliding': {'rope_type': 'default', 'rope_theta': 10000.0, 'partial_rotary_factor': 0.5}}),
     # M-RoPE families whose published config.json is flat (v4 rope_scaling type "mrope"), and GLM-4V's text model
     "qwen2_vl": F("half", rope_theta=1e6, mrope=_MROPE_QWEN2),
     "qwen2_5_vl": F("half", rope_theta=1e6, mrope=_MROPE_QWEN2),

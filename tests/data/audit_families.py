@@ -8,7 +8,10 @@ For each family (a transformers/models/<dir>/modeling_<dir>.py that defines a cl
 (``AutoConfig.for_model``), the family's rotary module and calls the family's ``apply_rotary_pos_emb``
 (or ``apply_rotary_pos_emb_interleave`` when the config says ``rope_interleave``) on a fixed float32
 query at positions offset .. offset+3 for offsets 0, 7, 5000, then compares with
-``from_hf_config(config.to_dict()).rotate``.  When the apply function refuses a query wider than the
+``from_hf_config(config.to_dict()).rotate``; modules that apply M-RoPE (a ``mrope_section`` attribute) are
+called with (temporal, height, width) ids that differ by axis, ``from_hf_config(...).rotate`` with the same.
+MLA configs (``qk_rope_head_dim``) use ``apply_rotary_pos_emb_interleave`` unless ``rope_interleave`` is
+False, as their attention does.  When the apply function refuses a query wider than the
 module's cos/sin (the attention splits the head), the first ``rotary_dim`` features are rotated and
 the rest passed through, as the attention of phi, stablelm and persimmon does.  Then the same for
 rope_scaling variants (linear, dynamic, yarn with and without mscale, llama3, longrope).
@@ -17,8 +20,9 @@ Verdicts:
   ok                 from_hf_config(...).rotate equals the module within float32 tolerance, every case
   MISMATCH           it reads the config but disagrees with the module (the line says where)
   refused: ...       from_hf_config raises ValueError; with ``pairing=`` forced, which pairing would match
-  not audited: ...   no text rotary module this script can drive generically (vision, mrope, complex
+  not audited: ...   no text rotary module this script can drive generically (vision, complex
                      freqs_cis, ...): the reason
+Last run: transformers 5.24.0, torch 2.14.1 (tests/data/audit_families.txt).
 What the module + apply function compute is what the attention does only where the attention calls
 them this way; the families from_hf_config supports were also read by hand (tests/data/README.md).
 """
@@ -43,6 +47,16 @@ transformers.logging.set_verbosity_error()
 OFFSETS = (0, 7, 5000)
 ROWS = 4
 MODELS = Path(transformers.__file__).parent / "models"
+
+
+def positions(offset, mrope):
+    """Row ids at offset..offset+3, or for M-RoPE modules (t, h, w) ids that differ by axis (3, 4)."""
+    r = np.arange(ROWS)
+    return np.stack([offset + r, offset + 2 * r + 1, offset + 3 * r + 2]) if mrope else offset + r
+
+
+def is_mrope(module):
+    return getattr(module, "mrope_section", None) is not None
 
 
 def query(width):
@@ -101,15 +115,20 @@ def hf_outputs(modeling, config, module, width, layer_type=None):
     if fn is None:
         raise NotImplementedError("no apply_rotary_pos_emb in the modeling file")
     params = list(inspect.signature(fn).parameters)
-    if params[:4] != ["q", "k", "cos", "sin"]:
+    if params[:4] != ["q", "k", "cos", "sin"] and params[:3] != ["x", "cos", "sin"]:
         raise NotImplementedError(f"apply function takes {params}")
     q = torch.from_numpy(query(width))[None, None]
     how = "interleave-apply" if use_interleave else "apply"
     outs = {}
+    one_tensor = params[:3] == ["x", "cos", "sin"]
     for offset in OFFSETS:
-        pos = torch.arange(offset, offset + ROWS)[None]
+        p = torch.from_numpy(positions(offset, is_mrope(module)))
+        pos = p[:, None] if p.ndim == 2 else p[None]              # M-RoPE: (3, batch 1, rows)
         kw = {"layer_type": layer_type} if layer_type is not None else {}
         cos, sin = module(q, pos, **kw)
+        if one_tensor:                                            # Gemma 4: apply_rotary_pos_emb(x, cos, sin)
+            outs[offset] = fn(q, cos, sin)[0, 0].numpy()
+            continue
         r = cos.shape[-1]
         if r == width:
             out = fn(q, q, cos, sin)[0]
@@ -142,8 +161,9 @@ def compare(rcfg, outs, width):
     q = query(width).astype(np.float64)
     worst, ok = 0.0, True
     for offset, want in outs.items():
-        pos = np.arange(offset, offset + ROWS)
-        got = rcfg.rotate(q, pos)
+        ids = positions(offset, rcfg.axes is not None)
+        got = rcfg.rotate(q, ids)
+        pos = ids.max(axis=0) if ids.ndim == 2 else ids
         if rcfg.output_pairing == "half":        # MLA's apply_rotary_pos_emb_interleave: half layout out
             got = rr.to_half(got)
         theta = rcfg.inv_freq(int(pos.max()) + 1).max()
@@ -264,9 +284,6 @@ def audit(dirname):
                     rows.append((f"{label} [{lt}]", verdict_for(modeling, config_used, module, lt, config.to_dict())))
                 except Exception as e:
                     rows.append((f"{label} [{lt}]", f"not audited: {type(e).__name__}: {str(e)[:100]}"))
-            continue
-        if "mrope_section" in rp or "mrope_interleaved" in rp:
-            rows.append((label, f"not audited: multimodal mrope ({ {k: rp[k] for k in rp if 'mrope' in k} })"))
             continue
         try:
             base_verdict = verdict_for(modeling, config_used, module, None, config.to_dict())
