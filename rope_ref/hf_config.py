@@ -33,6 +33,9 @@ QUERY_SCALING_KEYS = ("llama_4_scaling_beta",)
 #: Keys that say the features per head are not hidden_size / num_attention_heads, in a way rope_ref
 #: does not read: an unknown family carrying one is refused rather than given a size the config contradicts.
 _OTHER_HEAD_KEYS = ("qk_nope_head_dim", "kv_channels", "attention_head_dim", "head_size", "d_head", "attn_config")
+#: ... and keys that say only part of each head rotates, in a way rope_ref does not read.
+_OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rotary_percentage", "rotary_percent",
+                      "rope_pct")
 _MAX_NESTING = 8
 
 
@@ -245,7 +248,11 @@ def _family(cfg, model_type, pairing) -> Family:
             raise ValueError(f"config {what}; known model_type values: {sorted(FAMILIES)}"
                              f"{val.closest_name(model_type, FAMILIES) if model_type else ''}. "
                              "Pass pairing='half' or 'interleaved' to read it anyway")
-        family = Family(pairing)
+        other = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
+        if other:
+            raise ValueError(f"config has {other[0]!r}, which rope_ref does not read, so the number of rotated features "
+                             "cannot be derived; give 'partial_rotary_factor' (or 'rotary_dim', the count) instead")
+        family = Family(pairing, rotary_key="rotary_dim")      # a rotary_dim count is read as such
     if family.unsupported:
         raise ValueError(f"config has model_type={model_type!r}: {family.unsupported}")
     for key, why in family.refuses:

@@ -374,6 +374,8 @@ def test_mla_reads_the_rotated_part_and_its_layout():
     ({"model_type": "zamba2", "hidden_size": 2560, "num_attention_heads": 32, "attention_head_dim": 160},
      "attention_head_dim"),
     ({"model_type": "dbrx", "d_model": 2048, "n_heads": 16, "attn_config": {"rope_theta": 5e5}}, "attn_config"),
+    ({"model_type": "nomic_like", "hidden_size": 768, "num_attention_heads": 12, "rotary_emb_fraction": 0.5},
+     "rotary_emb_fraction"),
 ])
 def test_pairing_never_gives_a_head_size_the_config_contradicts(config, key):
     """transformers 5.24.0: JetMoE's heads are kv_channels wide, Zamba2's attention_head_dim, DBRX keeps its RoPE
@@ -479,6 +481,8 @@ def test_pairing_overrides_and_lets_unknown_families_through():
     cfg = rr.from_hf_config(CONFIGS / "llama-3.1-8b.json", pairing="interleaved")
     assert cfg.pairing == "interleaved"
     assert rr.from_hf_config({"model_type": "my_model", "head_dim": 64}, pairing="half").rotary_dim == 64
+    # a rotary_dim count (GPT-J style) is the rotated size, not ignored
+    assert rr.from_hf_config({"model_type": "my_model", "head_dim": 64, "rotary_dim": 16}, pairing="half").rotary_dim == 16
 
 
 def test_rotate_applies_the_attention_factor_to_the_rotated_part_only():
