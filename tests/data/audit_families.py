@@ -246,7 +246,12 @@ def variant_config(model_type, base_config, name, rotary_pairs):
 
 OVERRIDES = {"glm4_moe": {"head_dim": 128},   # its defaults (4096 / 96 heads) give an odd rotary_dim
              "granitemoehybrid": {"position_embedding_type": "rope"},   # default None: no RoPE at all
-             "esm": {"position_embedding_type": "rotary"}}              # default "absolute": no RoPE
+             "esm": {"position_embedding_type": "rotary"},              # default "absolute": no RoPE
+             # GLM-4V's text classes: defaults whose sections [8, 12, 12] do not fit the rotated half (GLM-4.1V's
+             # config.json sets partial_rotary_factor 0.5 with head_dim 128)
+             "glm4v_text": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                                "partial_rotary_factor": 0.5}},
+             "glm4v_moe_text": {"head_dim": 128}}
 
 
 def audit(dirname):
