@@ -3,7 +3,7 @@
 ``RopeConfig`` holds what the model's rotary embedding does -- features per head,
 rotated features, pairing, base, context-extension method and its parameters,
 attention factor -- and ``RopeConfig.rotate`` applies it as the model does.  The
-pairing, defaults and key names of each family were read from transformers v5
+pairing, defaults and key names of each family (rope_ref/hf_families.py) were read from transformers v5
 (``models/<family>/modeling_<family>.py`` and ``configuration_<family>.py``); the
 recorded outputs of those modules in tests/data check them.
 """
@@ -20,103 +20,23 @@ import numpy as np
 
 from . import _validate as val
 from .forms import rotate
-from .scaling import CONFIG_KEYS, OPTIONAL, REQUIRED, ROPE_TYPES, scaled_inv_freq
+from .hf_families import FAMILIES, Family
+from .multiaxis import mrope_frequencies
+from .scaling import CONFIG_KEYS, ROPE_TYPES, scaled_inv_freq, used_params
 
 
-@dataclass(frozen=True)
-class _Family:
-    pairing: str | None            # None: read from the config (DeepSeek-V3's rope_interleave)
-    rope_theta: float = 10000.0    # the config class's default
-    partial_rotary_factor: float = 1.0
-    head_dim: int | None = None    # the config class's default head_dim, when the config has none
-    rope: Mapping | None = None    # the config class's default rope section, used when the config has none
-                                   # (with its rope_theta, if it has one, over a top-level rope_theta)
-    layers: Mapping | None = None  # one RoPE per layer type: layer type -> (theta key, default theta, scaled?)
-
-
-_GEMMA3_LAYERS = {"full_attention": ("rope_theta", 1e6, True), "sliding_attention": ("rope_local_base_freq", 1e4, False)}
-
-#: model_type -> pairing and defaults, as transformers v5 implements each family:
-#: "half" = rotate_half (x_i, x_{i+d/2}); "interleaved" = rotate_every_two / repeat_interleave / complex
-#: multiplication of (x_2i, x_2i+1).  Families marked "NoPE layers" apply this RoPE on some layers only.
-FAMILIES = {
-    "llama": _Family("half"),
-    "mistral": _Family("half"),
-    "ministral": _Family("half"),
-    "mixtral": _Family("half", rope_theta=1e6),
-    "qwen2": _Family("half"),
-    "qwen2_moe": _Family("half"),
-    "qwen3": _Family("half", head_dim=128),
-    "qwen3_moe": _Family("half"),
-    "qwen3_next": _Family("half", partial_rotary_factor=0.25, head_dim=256),
-    "gemma": _Family("half", head_dim=256),
-    "gemma2": _Family("half", head_dim=256),
-    "gemma3_text": _Family("half", head_dim=256, layers=_GEMMA3_LAYERS),   # one RoPE per layer type
-    "vaultgemma": _Family("half", head_dim=256),
-    "gpt_neox": _Family("half", partial_rotary_factor=0.25),   # rotary_pct, rotary_emb_base in old configs
-    "gpt_neox_japanese": _Family("half"),                      # rotary_pct, rotary_emb_base in old configs
-    "phi": _Family("half", partial_rotary_factor=0.5),
-    "phi3": _Family("half"),
-    "stablelm": _Family("half", partial_rotary_factor=0.25),
-    "falcon": _Family("half"),
-    "olmo": _Family("half"),
-    "olmo2": _Family("half"),
-    "olmo3": _Family("half", rope_theta=500000.0),             # one RoPE per layer type (rope_parameters)
-    "olmoe": _Family("half"),
-    "flex_olmo": _Family("half", rope_theta=500000.0),
-    "persimmon": _Family("half", partial_rotary_factor=0.5),
-    "starcoder2": _Family("half"),
-    "granite": _Family("half"),
-    "granitemoe": _Family("half"),
-    "granitemoeshared": _Family("half"),
-    "granitemoehybrid": _Family("half"),                       # RoPE only with position_embedding_type "rope"
-    "nemotron": _Family("half", partial_rotary_factor=0.5),
-    "exaone4": _Family("half"),                                # NoPE layers: full attention, with sliding_window
-    "smollm3": _Family("half", rope_theta=2e6),                # NoPE layers: no_rope_layers (0 = NoPE)
-    "gpt_oss": _Family("half", rope_theta=150000.0, head_dim=64,
-                       rope={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
-                             "truncate": False, "original_max_position_embeddings": 4096}),
-    "apertus": _Family("half", rope_theta=12e6,
-                       rope={"rope_type": "llama3", "rope_theta": 12e6, "factor": 8.0, "original_max_position_embeddings": 8192,
-                             "low_freq_factor": 1.0, "high_freq_factor": 4.0}),
-    "arcee": _Family("half"),
-    "bitnet": _Family("half", rope_theta=500000.0),
-    "dots1": _Family("half"),
-    "seed_oss": _Family("half", head_dim=128),
-    "solar_open": _Family("half", rope_theta=1e6, head_dim=128),
-    "hunyuan_v1_dense": _Family("half"),                       # "dynamic" with alpha is static NTK (ntk, factor=alpha)
-    "hunyuan_v1_moe": _Family("half"),
-    "phimoe": _Family("half", rope_theta=1e6),
-    "minimax_m2": _Family("half", rope_theta=5e6, head_dim=128),   # rotary_dim / head_dim in released configs
-    "lfm2": _Family("half", rope_theta=1e6),
-    "lfm2_moe": _Family("half", rope_theta=1e6),
-    "falcon_h1": _Family("half"),
-    "cwm": _Family("half", rope_theta=1e6, head_dim=128,
-                   rope={"rope_type": "llama3", "rope_theta": 1e6, "factor": 16.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
-                         "original_max_position_embeddings": 8192}),
-    "jais2": _Family("half"),
-    "hyperclovax": _Family("half"),
-    "diffllama": _Family("half"),
-    "doge": _Family("half"),
-    "exaone_moe": _Family("half"),                             # NoPE layers: full attention, with sliding_window
-    "afmoe": _Family("half", head_dim=128),                    # NoPE layers: full attention
-    "gptj": _Family("interleaved"),                            # rotary_dim (default 64), base fixed at 10^4
-    "codegen": _Family("interleaved"),                         # as gptj
-    "cohere": _Family("interleaved", rope_theta=500000.0),
-    "cohere2": _Family("interleaved"),                         # NoPE layers: full attention
-    "helium": _Family("interleaved", rope_theta=100000.0, head_dim=128),
-    "ernie4_5": _Family("interleaved", rope_theta=500000.0, head_dim=128),
-    "ernie4_5_moe": _Family("interleaved", rope_theta=500000.0),
-    "glm": _Family("interleaved", partial_rotary_factor=0.5, head_dim=128),
-    "glm4": _Family("interleaved", partial_rotary_factor=0.5, head_dim=128),
-    "glm4_moe": _Family("half", partial_rotary_factor=0.5),      # GLM-4.5: rotate_half, unlike glm and glm4
-    "llama4_text": _Family("interleaved", rope_theta=500000.0, head_dim=128),  # NoPE layers: no_rope_layers (0 = NoPE)
-    "deepseek_v2": _Family("interleaved"),                     # qk_rope_head_dim; output stays interleaved
-    "deepseek_v3": _Family(None),                              # rope_interleave (default True)
-}
-_SINUSOIDAL = ("gptj", "codegen")     # create_sinusoidal_positions: rotary_dim, base 10^4
-_ROPE_HEAD = ("deepseek_v2", "deepseek_v3")   # head_dim is qk_rope_head_dim (default 64)
 _RENAMED_TYPES = {"su": "longrope"}   # Phi-3's first name for LongRoPE
+_SECTIONS = ("rope_parameters", "rope_scaling")   # v5, v4
+#: Keys of a rope section that scale the queries (attention temperature), not the angles: kept in
+#: RopeConfig.query_scaling, not applied by RopeConfig.rotate.
+QUERY_SCALING_KEYS = ("llama_4_scaling_beta",)
+#: Keys that say the features per head are not hidden_size / num_attention_heads, in a way rope_ref
+#: does not read: an unknown family carrying one is refused rather than given a size the config contradicts.
+_OTHER_HEAD_KEYS = ("qk_nope_head_dim", "kv_channels", "attention_head_dim", "head_size", "d_head", "attn_config")
+#: ... and keys that say only part of each head rotates, in a way rope_ref does not read.
+_OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rotary_percentage", "rotary_percent",
+                      "rope_pct")
+_MAX_NESTING = 8
 
 
 @dataclass(frozen=True)
@@ -134,18 +54,41 @@ class RopeConfig:
     output_pairing: str | None = None                # None: each pair written back in place; "half":
     # DeepSeek-V3 (rope_interleave) rotates interleaved pairs and writes them in half layout, so the
     # model's output is rope_ref.to_half(cfg.rotate(x)); assert_rope_matches(config=...) expects that
+    query_scaling: Mapping = field(default_factory=dict)
+    # attention-side keys (see below)
+    mrope_section: tuple | None = None               # M-RoPE: pairs per axis (temporal, height, width)
+    mrope_interleaved: bool = False                  # Qwen3-VL's interleaved axes; False: blocks (Qwen2-VL)
+    # query_scaling: attention-side keys the config carries that scale the queries by position, not the angles (Ministral 3's
+    # llama_4_scaling_beta, Llama 4's attn_temperature_tuning / floor_scale / attn_scale): kept as written,
+    # not applied by rotate (they are no part of the rotation; Llama 4 applies them on its NoPE layers)
+
+    @property
+    def axes(self) -> int | None:
+        """3 for M-RoPE (positions ``(3, ..., seq)``: temporal, height, width), None for 1-D RoPE."""
+        return None if self.mrope_section is None else 3
 
     @val.suggest_keywords
     def inv_freq(self, seq_len=None) -> np.ndarray:
-        """Per-pair frequencies ``(rotary_dim/2,)`` float64 at the current length ``seq_len``."""
-        return scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len,
-                               **self.params)[0]
+        """Per-pair frequencies at the current length ``seq_len``, float64: ``(rotary_dim/2,)``, or for M-RoPE
+        the matrix ``(rotary_dim/2, 3)`` whose row j holds pair j's frequency in the column of its axis
+        (``rope_ref.mrope_frequencies`` with the method's frequencies; pair j turns by sum_a F[j, a] p_a)."""
+        return self._frequencies(seq_len)[0]
+
+    def _frequencies(self, seq_len):
+        freqs, att = scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len,
+                                     **self.params)
+        if self.mrope_section is not None:
+            axis_of_pair = mrope_frequencies(self.rotary_dim, self.mrope_section, interleaved=self.mrope_interleaved) != 0
+            freqs = axis_of_pair * freqs[:, None]
+        return freqs, att
 
     @val.suggest_keywords
     def rotate(self, x, positions=None, seq_len=None) -> np.ndarray:
         """RoPE as the model applies it: ``x`` ``(..., seq, head_dim)`` -> same shape and dtype.
 
-        ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``).  The
+        ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``); for M-RoPE
+        (``self.axes == 3``) ``(3, ..., seq)``: temporal, height and width ids, as transformers'
+        ``position_ids`` (default: text, all three ``arange(seq)``).  The
         first ``rotary_dim`` features are rotated (RoFormer eq 34) and multiplied by the
         attention factor; the rest pass through.  ``seq_len`` (dynamic, longrope) defaults to
         ``max(positions) + 1``, the length transformers uses.
@@ -153,11 +96,12 @@ class RopeConfig:
         x = val.check_x(x)
         if x.shape[-1] != self.head_dim:
             raise ValueError(f"x.shape[-1] must be head_dim={self.head_dim}, got {x.shape[-1]}")
-        pos = val.check_positions(positions, x.shape[:-1])
+        if positions is None and self.axes:
+            positions = np.broadcast_to(np.arange(x.shape[-2]), (self.axes, x.shape[-2]))
+        pos = val.check_positions(positions, x.shape[:-1], axes=self.axes)
         if seq_len is None and self.rope_type in ("dynamic", "longrope"):
             seq_len = int(np.max(pos, initial=0)) + 1
-        freqs, att = scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len,
-                                     **self.params)
+        freqs, att = self._frequencies(seq_len)
         y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=freqs)
         if att != 1.0:
             with np.errstate(over="ignore"):                 # reported below as a ValueError
@@ -167,129 +111,94 @@ class RopeConfig:
         return y
 
 
+
 @val.suggest_keywords
 def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     """Read a model's RoPE from its Hugging Face config: a dict, or the path of a ``config.json``.
 
-    Reads the transformers v5 layout (``rope_parameters``) and the v4 one
-    (``rope_theta`` plus ``rope_scaling`` with ``rope_type`` or ``type``); ``head_dim``, or
-    ``hidden_size / num_attention_heads`` (``n_embd / n_head`` for GPT-J and CodeGen); the rotated
-    part from ``partial_rotary_factor``, ``rotary_pct`` (GPT-NeoX) or ``rotary_dim``
-    (GPT-J, CodeGen); the pairing from ``model_type`` (see :data:`FAMILIES`; ``pairing=``
-    overrides it, and lets an unknown ``model_type`` through with generic defaults).
-    Defaults a config leaves out are those of the family's transformers v5 config class
-    (including its default rope section: yarn for gpt_oss, llama3 for apertus and cwm; MiniMax-M2's
-    ``rotary_dim`` is its partial_rotary_factor times head_dim).
+    Reads the transformers v5 layout (``rope_parameters``) and the v4 one (``rope_theta`` plus
+    ``rope_scaling`` with ``rope_type`` or ``type``).  What each ``model_type`` does -- pairing, the
+    defaults of its config class (including a default rope section: yarn for gpt_oss, llama3 for
+    apertus and cwm), where its head size and rotated part are written -- is data in
+    :data:`rope_ref.hf_families.FAMILIES`, read off transformers v5 and checked against each family's
+    rotary module (tests/data/audit_families.py).  Features per head: ``head_dim``, else
+    ``hidden_size / num_attention_heads`` (``n_embd / n_head``); for MLA attention (any config with
+    ``qk_rope_head_dim``: DeepSeek-V2/V3, Kimi-K2, GLM-4.7-Flash) the rotated part of each query head,
+    ``qk_rope_head_dim``.  Rotated features: ``partial_rotary_factor``, ``rotary_pct`` or the family's
+    ``rotary_dim``.  A multimodal config with a ``text_config`` is read from that text_config.
 
-    Families (transformers v5 ``model_type``), rotate_half pairs (x_i, x_{i+d/2}): llama, mistral,
-    ministral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next, gemma, gemma2, gemma3_text,
-    vaultgemma, gpt_neox, gpt_neox_japanese, phi, phi3, phimoe, stablelm, falcon, olmo, olmo2, olmo3,
-    olmoe, flex_olmo, persimmon, starcoder2, granite, granitemoe, granitemoeshared, granitemoehybrid
-    (with ``position_embedding_type`` "rope"), nemotron, exaone4,
-    smollm3, gpt_oss, apertus, arcee, bitnet, dots1, seed_oss, solar_open, hunyuan_v1_dense,
-    hunyuan_v1_moe, glm4_moe, minimax_m2, lfm2, lfm2_moe, falcon_h1, cwm, jais2, hyperclovax,
-    diffllama, doge, exaone_moe, afmoe; interleaved pairs (x_2i, x_2i+1): gptj, codegen, cohere, cohere2,
-    helium, ernie4_5, ernie4_5_moe, glm, glm4, llama4_text, deepseek_v2; deepseek_v3 by its flag.
-    A multimodal config with a ``text_config`` (mistral3, llava, gemma3, llama4, ...) is read
-    from that text_config.  Refused with a ValueError saying why: multimodal RoPE
-    (``mrope_section``), an unknown ``model_type`` without ``pairing=``, and scaling a family
-    applies differently (e.g. PhiMoE's other than longrope).
+    ``pairing=`` overrides the family's pairing and lets an unknown ``model_type`` through with generic
+    defaults -- but never with a head size the config contradicts: a config whose head size is written
+    in a key rope_ref does not read (``qk_nope_head_dim`` without ``qk_rope_head_dim``, ``kv_channels``,
+    ``attention_head_dim``, ...) is refused, naming the key.
 
-    ``layer_type``: a config with one RoPE per layer type (gemma3_text: ``full_attention`` with
-    ``rope_theta`` and ``rope_scaling``, ``sliding_attention`` with ``rope_local_base_freq``; or any
-    v5 config whose ``rope_parameters`` is keyed by layer type, e.g. olmo3) needs it, and it
-    chooses that RoPE; elsewhere it is an error.  Some families apply RoPE on some layers only
-    (NoPE layers: cohere2 and afmoe, and exaone4 and exaone_moe with a sliding window, rotate only
-    in their sliding-window layers, llama4 and smollm3 only where ``no_rope_layers`` is 1);
-    ``rotate`` is what the rotating layers do.
+    ``layer_type``: a config with one RoPE per layer type (gemma3_text's ``rope_local_base_freq``, or a v5
+    ``rope_parameters`` keyed by layer type, e.g. olmo3) needs it, and it chooses that RoPE; elsewhere it
+    is an error.  Families with NoPE layers (noted in FAMILIES) rotate only in some layers; ``rotate`` is
+    what the rotating layers do.  MLA with ``rope_interleave`` (DeepSeek-V3's default) rotates interleaved
+    pairs and writes them in half layout: ``rope_ref.to_half(cfg.rotate(x))`` is the model's output
+    (``output_pairing == "half"``).  HunYuan's ``"dynamic"`` with ``alpha`` is static NTK (``"ntk"``,
+    factor alpha).  Keys that scale queries rather than angles (``llama_4_scaling_beta``, Llama 4's
+    attention temperature) go to ``query_scaling``.
 
-    DeepSeek-V3 rotates only its ``qk_rope_head_dim`` (64) features, the last ones of each
-    query head, so ``head_dim`` here is that part (as for DeepSeek-V2, which writes its output
-    interleaved).  With ``rope_interleave`` (its default) DeepSeek-V3 rotates interleaved pairs
-    and writes the result in half layout: ``rope_ref.to_half(cfg.rotate(x))`` is the model's output.
-    HunYuan's ``"dynamic"`` with ``alpha`` is static NTK (``rope_type`` ``"ntk"``, factor alpha).
+    M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5, GLM-4V text models) is read as written -- v4
+    ``rope_scaling`` ``{"type": "mrope", "mrope_section": [...]}``, ``mrope_section`` next to any rope_type,
+    v5 ``mrope_interleaved`` -- with the family's default sections when the config has none:
+    ``inv_freq()`` is then the ``(rotary_dim/2, 3)`` matrix (:func:`rope_ref.mrope_frequencies`'s layout
+    with the method's frequencies) and ``rotate`` takes ``(3, ..., seq)`` position ids.  Gemma 4
+    (``layer_type="full_attention"``) is proportional RoPE over ``global_head_dim``: ``rope_type``
+    ``"proportional"``, frequencies over the whole head, the pairs past ``partial_rotary_factor`` at 0.
+
+    Refused with a ValueError naming the key: M-RoPE on a family whose attention applies 1-D RoPE, an
+    unknown ``model_type`` without ``pairing=``, a rope section that is not a mapping, ``rope_parameters`` and
+    ``rope_scaling`` that disagree, a ``text_config`` that contains itself, and scaling a family applies
+    differently (e.g. PhiMoE's other than longrope).
     """
-    cfg = _load(config)
+    cfg = _text_model_config(_load(config))
     model_type = cfg.get("model_type")
-    if model_type is not None and not isinstance(model_type, str):
-        raise TypeError(f"config['model_type'] must be a string (e.g. 'llama'), got {model_type!r} of type "
-                        f"{type(model_type).__name__}")
-    if model_type not in FAMILIES and isinstance(cfg.get("text_config"), Mapping) \
-            and not any(cfg.get(k) for k in ("rope_parameters", "rope_scaling", "rope_theta")):
-        # a multimodal wrapper (mistral3, llava, gemma3, ...): the language model is its text_config
-        return from_hf_config(cfg["text_config"], pairing=pairing, layer_type=layer_type)
-    _refuse_mrope(cfg)
-    if pairing is not None:
-        pairing = val.check_pairing(pairing)
-    family = FAMILIES.get(model_type)
-    if family is None:
-        if pairing is None:
-            what = "has no 'model_type'" if model_type is None else f"has model_type={model_type!r}, not a known family"
-            raise ValueError(f"config {what}; known model_type values: {sorted(FAMILIES)}"
-                             f"{val.closest_name(model_type, FAMILIES) if model_type else ''}. "
-                             "Pass pairing='half' or 'interleaved' to read it anyway")
-        family = _Family(pairing)
-    if model_type == "falcon" and cfg.get("alibi"):
-        raise ValueError("config has model_type='falcon' with alibi=True: that model uses ALiBi, not RoPE")
-    if model_type == "granitemoehybrid" and cfg.get("position_embedding_type") != "rope":
-        raise ValueError(f"config has model_type='granitemoehybrid' with position_embedding_type="
-                         f"{cfg.get('position_embedding_type')!r}: that model applies no RoPE (only 'rope' does)")
-
-    head_dim = _head_dim(cfg, model_type, family)
-    rope = _rope_section(cfg, layer_type, family)
-    old_name = rope.pop("type", None)
-    rope_type = rope.pop("rope_type", None) or old_name or "default"
-    rope_type = _RENAMED_TYPES.get(rope_type, rope_type)
-    if rope_type not in ROPE_TYPES or rope_type == "ntk":    # transformers has no "ntk" rope_type
-        raise ValueError(f"config rope_type={rope_type!r} is not supported; supported: "
-                         f"{[t for t in ROPE_TYPES if t != 'ntk']}")
+    family = _family(cfg, model_type, None if pairing is None else val.check_pairing(pairing))
+    head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family, known=model_type in FAMILIES)
+    where, rope, defaulted = _rope_section(cfg, layer_type, family)
+    mrope = _mrope(rope, family, where, known=model_type in FAMILIES)
+    where += " (the family's default, as the config has none)" if defaulted else ""
+    query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
+    query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
+    rope_type = _rope_type(rope, where)
     alpha = rope.pop("alpha", None)
-    if alpha is not None and model_type not in ("hunyuan_v1_dense", "hunyuan_v1_moe"):
-        raise ValueError(f"config rope section has key 'alpha', which only HunYuan's RoPE uses; this config has "
+    if alpha is not None and not family.alpha_is_ntk:
+        raise ValueError(f"{where} has key 'alpha', which only HunYuan's RoPE uses; this config has "
                          f"model_type={model_type!r}")
     if alpha and rope_type == "dynamic":   # HunYuan: a fixed alpha makes it static NTK, base * alpha^(d/(d-2))
         rope_type, rope["factor"] = "ntk", alpha
-    if model_type == "phimoe" and rope_type != "default":
-        # transformers' PhiMoE computes its frequencies without the current length (so always with short_factor)
-        # and scales cos and sin by short_mscale or long_mscale (by length): one RopeConfig when they are equal.
-        mscales = rope.get("short_mscale"), rope.get("long_mscale")
-        if rope_type != "longrope" or None in mscales or mscales[0] != mscales[1]:
-            raise ValueError(f"config has model_type='phimoe' with rope_type={rope_type!r}, short_mscale={mscales[0]} "
-                             f"and long_mscale={mscales[1]}: rope_ref models PhiMoE's longrope only with "
-                             "short_mscale == long_mscale (transformers' PhiMoE fails without them)")
-        rope.update(long_factor=rope.get("short_factor"), attention_factor=mscales[0])
+    if family.mscale_longrope and rope_type != "default":
+        rope_type = _phimoe_longrope(rope, rope_type)
     base = rope.pop("rope_theta", None)
+    base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
     if base is None:
-        base = cfg.get("rope_theta", cfg.get("rotary_emb_base", family.rope_theta))
-    if model_type in _SINUSOIDAL:
-        base = 10000.0    # create_sinusoidal_positions hard-codes it
-    base = val.check_base(base, "rope_theta")
-
-    rotary_dim = _rotary_dim(cfg, rope.pop("partial_rotary_factor", None), model_type, family, head_dim)
-    output_pairing = None
-    if pairing is None and family.pairing is None:       # deepseek_v3: by its rope_interleave flag
-        pairing = _deepseek_pairing(cfg)
-        if pairing == "interleaved":
-            output_pairing = "half"      # apply_rotary_pos_emb_interleave: interleaved in, half layout out
-    pairing = pairing or family.pairing
-
-    # transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a
-    # top-level original_max_position_embeddings when there is one (Phi-3), else the rope section's,
-    # else max_position_embeddings.
-    max_pos = cfg.get("max_position_embeddings", cfg.get("n_positions"))
-    if rope_type in ("llama3", "yarn", "longrope"):
-        if cfg.get("original_max_position_embeddings") is not None:
-            rope["original_max_position_embeddings"] = cfg["original_max_position_embeddings"]
-        elif rope.get("original_max_position_embeddings") is None and max_pos is not None:
-            rope["original_max_position_embeddings"] = max_pos
-    if max_pos is not None:
-        rope["max_position_embeddings"] = max_pos
-    used = {k for req in REQUIRED[rope_type] for k in req.split(" | ")} | set(OPTIONAL[rope_type])
-    params = {k: _plain(v) for k, v in rope.items() if k in used and v is not None}
-    _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
+        top = [k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None]
+        base, base_key = (cfg[top[0]], f"config[{top[0]!r}]") if top else (family.rope_theta, "the family's default")
+    if family.fixed_theta:
+        base, base_key = family.fixed_theta, "fixed by the family's code"
+    base = val.check_base(base, f"rope_theta ({base_key})")
+    share = rope.pop("partial_rotary_factor", None)
+    if rope_type == "proportional":    # frequencies over the whole head, the pairs past the share at 0
+        rotary_dim, rope["partial_rotary_factor"] = head_dim, share
+    else:
+        rotary_dim = _rotary_dim(cfg, share, family, head_dim)
+    pairing, output_pairing = _pairing(cfg, family, pairing)
+    _training_lengths(cfg, family, rope, rope_type)
+    params = {k: _plain(v) for k, v in used_params(rope_type, rope).items()}
+    try:
+        _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
+        if mrope[0] is not None:
+            mrope_frequencies(rotary_dim, mrope[0], interleaved=mrope[1])
+    except (ValueError, TypeError) as err:
+        raise type(err)(f"{where}, with rope_theta {base:g} ({base_key}): {err}") from None
     return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing,
                       base=base, rope_type=rope_type, params=MappingProxyType(params),
-                      attention_factor=float(attention_factor), output_pairing=output_pairing)
+                      attention_factor=float(attention_factor), output_pairing=output_pairing,
+                      query_scaling=MappingProxyType({k: _plain(v) for k, v in query_scaling.items()}),
+                      mrope_section=mrope[0], mrope_interleaved=mrope[1])
 
 
 def _load(config) -> dict:
@@ -309,19 +218,88 @@ def _load(config) -> dict:
     return dict(config)
 
 
+def _text_model_config(cfg) -> dict:
+    """A multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config; a text_config
+    that contains a config it is nested in (a cycle) or nests deeper than _MAX_NESTING is a ValueError."""
+    seen, path = {id(cfg)}, "config"
+    for _ in range(_MAX_NESTING):
+        mt = cfg.get("model_type")
+        if mt is not None and not isinstance(mt, str):
+            raise TypeError(f"{path}['model_type'] must be a string (e.g. 'llama'), got {mt!r} of type "
+                            f"{type(mt).__name__}")
+        inner = cfg.get("text_config")
+        if not isinstance(inner, Mapping) or any(cfg.get(k) for k in _SECTIONS + ("rope_theta",)):
+            return cfg
+        path += "['text_config']"
+        if id(inner) in seen:
+            raise ValueError(f"{path} contains the config it is nested in (a cycle); a text_config must be "
+                             "a separate object")
+        seen.add(id(inner))
+        cfg = dict(inner)
+    raise ValueError(f"{path} nests text_config deeper than {_MAX_NESTING} levels; expected a wrapper around "
+                     "one language-model config")
+
+
+def _family(cfg, model_type, pairing) -> Family:
+    family = FAMILIES.get(model_type)
+    if family is None:
+        if pairing is None:
+            what = "has no 'model_type'" if model_type is None else f"has model_type={model_type!r}, not a known family"
+            raise ValueError(f"config {what}; known model_type values: {sorted(FAMILIES)}"
+                             f"{val.closest_name(model_type, FAMILIES) if model_type else ''}. "
+                             "Pass pairing='half' or 'interleaved' to read it anyway")
+        other = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
+        if other:
+            raise ValueError(f"config has {other[0]!r}, which rope_ref does not read, so the number of rotated features "
+                             "cannot be derived; give 'partial_rotary_factor' (or 'rotary_dim', the count) instead")
+        family = Family(pairing, rotary_key="rotary_dim")      # a rotary_dim count is read as such
+    if family.unsupported:
+        raise ValueError(f"config has model_type={model_type!r}: {family.unsupported}")
+    for key, why in family.refuses:
+        if cfg.get(key):
+            raise ValueError(f"config has model_type={model_type!r} with {key}={cfg[key]!r}: {why}")
+    for key, value in family.needs:
+        if cfg.get(key) != value:
+            raise ValueError(f"config has model_type={model_type!r} with {key}={cfg.get(key)!r}: that model applies "
+                             f"no RoPE (only {value!r} does)")
+    return family
+
+
+def _layer_head_dim(cfg, family, layer_type):
+    """A head size that differs by layer type (Gemma 4's full-attention layers: global_head_dim, or the
+    per_layer_config entry transformers writes for those layers), else None."""
+    if not family.layer_heads or layer_type not in family.layer_heads:
+        return None
+    key, default = family.layer_heads[layer_type]
+    if cfg.get(key) is not None:
+        return val.check_positive_int(cfg[key], f"config[{key!r}]")
+    types, per_layer = cfg.get("layer_types"), cfg.get("per_layer_config")
+    if isinstance(types, list) and isinstance(per_layer, Mapping):
+        for idx, over in per_layer.items():
+            if str(idx).isdigit() and int(idx) < len(types) and types[int(idx)] == layer_type \
+                    and isinstance(over, Mapping) and over.get("head_dim") is not None:
+                return val.check_positive_int(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
+    return default
+
+
 def _positive_int(cfg, key, why):
     if cfg.get(key) is None:
         raise ValueError(f"config is missing {key!r} ({why})")
     return val.check_positive_int(cfg[key], f"config[{key!r}]")
 
 
-def _head_dim(cfg, model_type, family) -> int:
-    if model_type in _ROPE_HEAD:
-        return val.check_positive_int(cfg.get("qk_rope_head_dim", 64), "config['qk_rope_head_dim']")
-    if cfg.get("head_dim") is not None and model_type != "falcon":   # Falcon's head_dim is always derived
-        return val.check_positive_int(cfg["head_dim"], "config['head_dim']")
+def _head_dim(cfg, family, known) -> int:
+    """Features per head (for MLA: the rotated part of each query head, qk_rope_head_dim)."""
+    for key in ("qk_rope_head_dim",) + family.head_keys:
+        if cfg.get(key) is not None and (key in family.head_keys or key == "qk_rope_head_dim"):
+            return val.check_positive_int(cfg[key], f"config[{key!r}]")
     if family.head_dim is not None:
         return family.head_dim
+    other = [k for k in _OTHER_HEAD_KEYS if cfg.get(k) is not None]
+    if not known and other:
+        raise ValueError(f"config has {other[0]!r}, so its heads are not hidden_size / num_attention_heads wide in a "
+                         "way rope_ref can tell, and it gives no 'head_dim' (or 'qk_rope_head_dim' for MLA attention): "
+                         "add the size of the rotated head as 'head_dim'")
     hidden_key = "n_embd" if "n_embd" in cfg and "hidden_size" not in cfg else "hidden_size"
     heads_key = "n_head" if "n_head" in cfg and "num_attention_heads" not in cfg else "num_attention_heads"
     why = "head_dim is hidden_size / num_attention_heads when the config has no head_dim"
@@ -331,16 +309,23 @@ def _head_dim(cfg, model_type, family) -> int:
     return hidden // heads
 
 
-def _rope_section(cfg, layer_type, family) -> dict:
-    """The v5 ``rope_parameters`` or the v4 ``rope_scaling`` (may be null), checked key by key;
-    for a family with one RoPE per layer type (gemma3, olmo3, ...), the one of ``layer_type``."""
-    key = "rope_parameters" if cfg.get("rope_parameters") is not None else "rope_scaling"
-    rope = cfg.get(key)
+def _rope_section(cfg, layer_type, family):
+    """(where, section, defaulted): the v5 ``rope_parameters`` or the v4 ``rope_scaling`` (either may be
+    null; if both are given they must agree), checked key by key; for a family with one RoPE per layer
+    type (gemma3, olmo3, ...), the one of ``layer_type``.  ``defaulted``: the family's default was used."""
+    for k in _SECTIONS:
+        if k in cfg and cfg[k] is not None and not isinstance(cfg[k], Mapping):
+            raise ValueError(f"config[{k!r}] must be an object (dict) or null, got {cfg[k]!r} of type "
+                             f"{type(cfg[k]).__name__}")
+    v5, v4 = cfg.get("rope_parameters"), cfg.get("rope_scaling")
+    if v5 is not None and v4 is not None and not _agree(v5, v4):
+        raise ValueError(f"config has both 'rope_parameters' ({dict(v5)}) and 'rope_scaling' ({dict(v4)}) and they "
+                         "disagree; keep one of them (v5 configs use 'rope_parameters')")
+    key = "rope_parameters" if v5 is not None else "rope_scaling"
+    rope, defaulted, where = cfg.get(key), False, f"config[{key!r}]"
     if rope is None and family.rope is not None:
-        rope = dict(family.rope)
+        rope, defaulted = dict(family.rope), True
     rope = rope or {}
-    if not isinstance(rope, Mapping):
-        raise TypeError(f"config[{key!r}] must be an object (dict) or null, got {type(rope).__name__}")
     nested = sorted(k for k, v in rope.items() if isinstance(v, Mapping))
     if family.layers is not None and not nested:       # v4 layout of gemma3: rope_local_base_freq, ...
         nested = sorted(family.layers)
@@ -352,52 +337,146 @@ def _rope_section(cfg, layer_type, family) -> dict:
             raise ValueError(f"config holds one RoPE per layer type ({nested}), so the layers of this model do not "
                              f"share one RoPE; got {given}. Pass layer_type= one of {nested} to read the RoPE of "
                              "those layers (config['layer_types'] says which layers are which)")
-        rope = rope[layer_type]
+        rope, where = rope[layer_type], f"config[{key!r}][{layer_type!r}]"
     elif layer_type is not None:
         raise ValueError(f"layer_type={layer_type!r} was given, but the config has one RoPE for every layer; "
                          "layer_type is only for configs with one RoPE per layer type")
+    known = CONFIG_KEYS + ("rope_type", "alpha") + QUERY_SCALING_KEYS + _MROPE_KEYS
     for k in rope:
-        if k not in CONFIG_KEYS and k not in ("rope_type", "alpha"):
-            raise ValueError(f"config[{key!r}] has key {k!r}, which rope_ref does not model"
-                             f"{val.closest_name(k, CONFIG_KEYS)}; known keys: {sorted(CONFIG_KEYS + ('rope_type',))}")
-    return dict(rope)
+        if k not in known:
+            raise ValueError(f"{where} has key {k!r}, which rope_ref does not model"
+                             f"{val.closest_name(k, CONFIG_KEYS)}; known keys: {sorted(known)}")
+    return where, dict(rope), defaulted
 
 
-def _refuse_mrope(cfg):
-    for key in ("rope_parameters", "rope_scaling"):
-        rope = cfg.get(key)
-        if isinstance(rope, Mapping) and ("mrope_section" in rope or rope.get("type") == "mrope"
-                                          or rope.get("rope_type") == "mrope"):
-            kind = rope.get("rope_type", rope.get("type"))
-            raise ValueError(f"config[{key!r}] (rope_type={kind!r}, mrope_section={rope.get('mrope_section')}) is "
-                             "multimodal RoPE, Qwen2-VL style: it rotates sections of each head by different position "
-                             "ids (time, height, width), which one RopeConfig over positions does not model")
+def _agree(v5, v4) -> bool:
+    """v5 configs may also carry the v4 section: every key of rope_scaling must say the same in rope_parameters."""
+    named = {("rope_type" if k == "type" else k): v for k, v in v4.items()}
+    return all(v5.get(k, v5.get("type") if k == "rope_type" else None) == v for k, v in named.items())
 
 
-def _rotary_dim(cfg, section_factor, model_type, family, head_dim) -> int:
-    if model_type in _SINUSOIDAL:
-        r = cfg.get("rotary_dim", 64)
+def _rope_type(rope, where) -> str:
+    old_name = rope.pop("type", None)
+    rope_type = rope.pop("rope_type", None) or old_name or "default"
+    rope_type = _RENAMED_TYPES.get(rope_type, rope_type)   # (an "mrope" type was read by _mrope)
+    if rope_type not in ROPE_TYPES or rope_type == "ntk":    # transformers has no "ntk" rope_type
+        raise ValueError(f"{where} has rope_type={rope_type!r}, which is not supported; supported: "
+                         f"{[t for t in ROPE_TYPES if t != 'ntk']}")
+    return rope_type
+
+
+def _phimoe_longrope(rope, rope_type) -> str:
+    """transformers' PhiMoE computes its frequencies without the current length (so always with short_factor)
+    and scales cos and sin by short_mscale or long_mscale (by length): one RopeConfig when they are equal."""
+    mscales = rope.get("short_mscale"), rope.get("long_mscale")
+    if rope_type != "longrope" or None in mscales or mscales[0] != mscales[1]:
+        raise ValueError(f"config has model_type='phimoe' with rope_type={rope_type!r}, short_mscale={mscales[0]} "
+                         f"and long_mscale={mscales[1]}: rope_ref models PhiMoE's longrope only with "
+                         "short_mscale == long_mscale (transformers' PhiMoE fails without them)")
+    rope.update(long_factor=rope.get("short_factor"), attention_factor=mscales[0])
+    return rope_type
+
+
+def _rotary_dim(cfg, section_factor, family, head_dim) -> int:
+    if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
+        return _mla_rotary_dim(cfg, section_factor, head_dim)
+    if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
+        r = cfg.get(family.rotary_key, family.rotary_default)
         return head_dim if r is None else val.check_rotary_dim(r, head_dim)
-    factor = section_factor
-    for key in ("partial_rotary_factor", "rotary_pct"):
-        if factor is None:
-            factor = cfg.get(key)
-    if factor is None and model_type == "minimax_m2" and cfg.get("rotary_dim") is not None:
-        factor = val.check_positive_int(cfg["rotary_dim"], "config['rotary_dim']") / head_dim
+    factor, key = section_factor, "partial_rotary_factor"
+    for k in ("partial_rotary_factor", "rotary_pct"):
+        if factor is None and cfg.get(k) is not None:
+            factor, key = cfg[k], k
+    if factor is None and family.rotary_key and cfg.get(family.rotary_key) is not None:
+        return val.check_rotary_dim(cfg[family.rotary_key], head_dim)
     if factor is None:
         factor = family.partial_rotary_factor
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
-        raise ValueError(f"config partial_rotary_factor must be a number in (0, 1], got {factor!r}")
+        raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
     r = int(head_dim * factor)     # as transformers: int(head_dim * partial_rotary_factor)
     if r < 2 or r % 2:
-        raise ValueError(f"config: head_dim {head_dim} * partial_rotary_factor {factor} = {r} rotated features; "
-                         "expected an even number >= 2")
+        raise ValueError(f"config: head_dim {head_dim} * {key} {factor} = {r} rotated features; "
+                         "expected an even number >= 2 (partial_rotary_factor)")
     return r
 
 
-def _deepseek_pairing(cfg) -> str:
-    flag = cfg.get("rope_interleave", True)
-    return "interleaved" if val.check_bool(flag, "config['rope_interleave']") else "half"
+def _mla_rotary_dim(cfg, factor, rope_dim) -> int:
+    """MLA rotates all qk_rope_head_dim features.  A partial_rotary_factor, where a config gives one, is that
+    part's share of a wider head (Mistral 4: of qk_nope + qk_rope; dots3: of head_dim) and must agree."""
+    factor = cfg.get("partial_rotary_factor") if factor is None else factor
+    if factor is None or factor == 1:
+        return rope_dim
+    widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}
+    if isinstance(cfg.get("qk_nope_head_dim"), int):
+        widths["qk_nope_head_dim + qk_rope_head_dim"] = cfg["qk_nope_head_dim"] + rope_dim
+    if not any(isinstance(factor, (int, float)) and int(w * factor) == rope_dim for w in widths.values()):
+        raise ValueError(f"config partial_rotary_factor={factor!r} does not give qk_rope_head_dim={rope_dim} rotated "
+                         f"features of any head width the config states ({widths or 'none'}); MLA rotates "
+                         "qk_rope_head_dim features")
+    return rope_dim
+
+
+def _pairing(cfg, family, pairing):
+    """(pairing, output_pairing).  MLA with rope_interleave: interleaved pairs in, half layout out."""
+    if pairing is not None or family.interleave_flag is None:
+        return pairing or family.pairing, None
+    flag = family.interleave_always or val.check_bool(cfg.get("rope_interleave", family.interleave_flag),
+                                                      "config['rope_interleave']")
+    return ("interleaved", "half") if flag else ("half", None)
+
+
+def _training_lengths(cfg, family, rope, rope_type):
+    """transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a top-level
+    original_max_position_embeddings when there is one (Phi-3), else the rope section's, else
+    max_position_embeddings.  Values copied from the top level are checked under their own names."""
+    top = {}
+    for k in family.max_pos_keys + ("original_max_position_embeddings",):
+        if cfg.get(k) is not None:
+            top[k] = val.check_positive_int(cfg[k], f"config[{k!r}]")
+    max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
+    if rope_type in ("llama3", "yarn", "longrope"):
+        if "original_max_position_embeddings" in top:
+            rope["original_max_position_embeddings"] = top["original_max_position_embeddings"]
+        elif rope.get("original_max_position_embeddings") is None and max_pos is not None:
+            rope["original_max_position_embeddings"] = max_pos
+    if max_pos is not None:
+        rope["max_position_embeddings"] = max_pos
+
+
+_MROPE_KEYS = ("mrope_section", "mrope_interleaved")
+
+
+def _mrope(rope, family, where, known):
+    """(mrope_section, interleaved) of M-RoPE, or (None, False); takes its keys out of the rope section.
+
+    M-RoPE is written as a v4 ``type: "mrope"``, or as ``mrope_section`` next to any rope_type (v5: with
+    ``mrope_interleaved``); a family whose text module always applies it (FAMILIES' ``mrope``) gives the
+    defaults.  The layout is the family's: a config's ``mrope_interleaved`` that contradicts it is refused."""
+    section, flag = rope.pop("mrope_section", None), rope.pop("mrope_interleaved", None)
+    kind = rope.get("rope_type", rope.get("type"))
+    if kind == "mrope":
+        rope.pop("type", None), rope.pop("rope_type", None)
+    if section is None and family.mrope is None:
+        if kind == "mrope" or flag is not None:
+            raise ValueError(f"{where} has rope_type='mrope' or mrope_interleaved but no mrope_section; M-RoPE needs "
+                             "the pairs per axis (mrope_section: [temporal, height, width])")
+        return None, False
+    if family.mrope is None and known:
+        raise ValueError(f"{where} (rope_type={kind!r}, mrope_section={section}) is multimodal RoPE, Qwen2-VL style, but "
+                         "this model_type's attention applies 1-D RoPE; rope_ref reads M-RoPE for the families whose "
+                         f"text module applies it ({sorted(k for k, f in FAMILIES.items() if f.mrope)})")
+    default_section, default_flag = family.mrope or (None, False)
+    if flag is not None:
+        flag = val.check_bool(flag, f"{where}['mrope_interleaved']")
+        if family.mrope is not None and flag != default_flag:
+            raise ValueError(f"{where} has mrope_interleaved={flag}, but this model_type's module lays its axes out "
+                             f"{'interleaved' if default_flag else 'in blocks'} whatever the key says")
+    section = default_section if section is None else section
+    if not isinstance(section, (list, tuple)) or len(section) != 3 or \
+            not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in section):
+        raise ValueError(f"{where}['mrope_section'] must be 3 non-negative integers (pairs for temporal, height, "
+                         f"width), got {section!r}")
+    return tuple(section), default_flag if flag is None else flag
 
 
 def _plain(v):

@@ -12,15 +12,18 @@ configuration (tests/data/hf_rope_reference.json, to float32 precision).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from . import _validate as val
 from .forms import frequencies
 
-ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
+ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
 
-#: What each method needs (one of the names joined by " | "), and what it uses besides.
+#: What each method needs and what it uses besides: the one schema of a rope section.  A required
+#: entry ``"a | b"`` is satisfied by either key (the first given wins).  Read it through
+#: :func:`method_keys` / :func:`used_params`, never by splitting the strings again.
 REQUIRED = {
     "default": (),
     "linear": ("factor",),
@@ -30,6 +33,7 @@ REQUIRED = {
     "llama3": ("factor", "original_max_position_embeddings | max_position_embeddings", "low_freq_factor",
                "high_freq_factor"),
     "longrope": ("short_factor", "long_factor", "original_max_position_embeddings | max_position_embeddings"),
+    "proportional": (),
 }
 OPTIONAL = {
     "default": (),
@@ -39,7 +43,39 @@ OPTIONAL = {
     "yarn": ("factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate"),
     "llama3": (),
     "longrope": ("factor", "attention_factor"),
+    "proportional": ("partial_rotary_factor", "factor"),
 }
+
+
+class MethodKeys(NamedTuple):
+    """The keys of one ``rope_type``: ``required`` (each a tuple of alternatives), ``optional``, and
+    ``used`` (every key the method reads)."""
+    required: tuple
+    optional: tuple
+    used: frozenset
+
+
+def method_keys(rope_type: str) -> MethodKeys:
+    """The schema of ``rope_type`` (a name in :data:`ROPE_TYPES`), parsed from :data:`REQUIRED` and
+    :data:`OPTIONAL`: ``method_keys("yarn").required == (("original_max_position_embeddings",
+    "max_position_embeddings"),)``."""
+    if rope_type not in REQUIRED:
+        raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}"
+                         f"{val.closest_name(str(rope_type), ROPE_TYPES)}")
+    required = tuple(tuple(k.strip() for k in req.split("|")) for req in REQUIRED[rope_type])
+    optional = tuple(OPTIONAL[rope_type])
+    return MethodKeys(required, optional, frozenset(k for alts in required for k in alts) | frozenset(optional))
+
+
+def used_params(rope_type: str, section) -> dict:
+    """The entries of a rope section (a mapping) that ``rope_type`` uses and that are not None."""
+    used = method_keys(rope_type).used
+    return {k: v for k, v in section.items() if k in used and v is not None}
+
+
+#: Every key some method uses (the union of :func:`method_keys` over :data:`ROPE_TYPES`).
+METHOD_PARAM_KEYS = frozenset().union(*(method_keys(t).used for t in ROPE_TYPES))
+
 #: Every key a published ``rope_scaling`` / ``rope_parameters`` section carries.  A method ignores
 #: the ones it does not use (as transformers does); a name outside this list is a TypeError.
 CONFIG_KEYS = (
@@ -68,11 +104,16 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     * ``llama3`` -- low frequencies / factor, high unchanged, smooth between (Meta, Llama 3.1, 2024).
     * ``longrope`` -- per-pair rescale factors (Ding et al. 2024, "LongRoPE"), attention factor
       sqrt(1 + ln(factor)/ln(L_train)).
+    * ``proportional`` -- Gemma 4's full-attention layers: ``d`` is the whole head; the first
+      ``int(partial_rotary_factor * d // 2)`` pairs turn at base^(-2i/d) (the exponent over the whole
+      head, not over the rotated part), the other pairs at 0 (they pass through), all / ``factor``
+      (transformers' ``_compute_proportional_rope_parameters``).
 
     ``**params`` may be a model config's whole rope section (``**config["rope_scaling"]``
     or ``**config["rope_parameters"]``): every key in :data:`CONFIG_KEYS` is accepted,
     ``type`` is the old name of ``rope_type``, keys a method does not use are ignored,
-    and ``partial_rotary_factor`` is ignored because ``d`` is already the rotary dimension.
+    and ``partial_rotary_factor`` is ignored because ``d`` is already the rotary dimension (except by
+    ``proportional``, whose ``d`` is the whole head).
     A misspelt key is a TypeError naming the closest valid one.
 
     Where transformers v4 and v5 differ, this follows v5 (``modeling_rope_utils``):
@@ -91,13 +132,12 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     base = _resolve_base(base, params.pop("rope_theta", None))
     d = val.check_d(d)
     _check_keys(rope_type, params)
-    used = {k for req in REQUIRED[rope_type] for k in req.split(" | ")} | set(OPTIONAL[rope_type])
-    params = {k: v for k, v in params.items() if k in used and v is not None}
+    params = used_params(rope_type, params)
     if seq_len is not None:
         seq_len = val.check_positive_int(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # _check_result names the cause
         inv_freq, attention_factor = _METHODS[rope_type](d, base, seq_len, params)
-    _check_result(inv_freq, attention_factor, rope_type, params)
+    _check_result(inv_freq, attention_factor, rope_type, params, zeros=rope_type == "proportional")
     return inv_freq, attention_factor
 
 
@@ -125,15 +165,17 @@ def _resolve_base(base, rope_theta):
 
 
 def _check_keys(rope_type, params):
-    missing = [req for req in REQUIRED[rope_type]
-               if not any(params.get(k) is not None for k in req.split(" | "))]
+    missing = [" | ".join(alts) for alts in method_keys(rope_type).required
+               if not any(params.get(k) is not None for k in alts)]
     if missing:
         raise ValueError(f"rope_type={rope_type!r} is missing {missing}; it takes {_needs(rope_type)}")
 
 
-def _check_result(inv_freq, attention_factor, rope_type, params):
-    """Finite input must not give inf, NaN or non-positive frequencies: name the arguments that did it."""
-    if np.all(np.isfinite(inv_freq)) and np.all(inv_freq > 0) and math.isfinite(attention_factor) \
+def _check_result(inv_freq, attention_factor, rope_type, params, zeros=False):
+    """Finite input must not give inf, NaN or non-positive frequencies (zeros where the method intends them):
+    name the arguments that did it."""
+    if np.all(np.isfinite(inv_freq)) and np.all(inv_freq >= 0 if zeros else inv_freq > 0) \
+            and math.isfinite(attention_factor) \
             and attention_factor > 0:
         return
     given = {k: v for k, v in params.items() if not isinstance(v, (list, tuple, np.ndarray))}
@@ -276,8 +318,20 @@ def _longrope(d, base, seq_len, p):
     return frequencies(d, base) / (long_ if use_long else short), float(attention_factor)
 
 
+def _proportional(d, base, seq_len, p):
+    """Gemma 4's proportional RoPE (transformers' _compute_proportional_rope_parameters): the first
+    int(partial_rotary_factor * d // 2) pairs at base^(-2i/d) over the whole head, the rest 0, all / factor."""
+    share = val.check_positive_real(p.get("partial_rotary_factor", 1.0), "partial_rotary_factor", "a number in (0, 1]")
+    if share > 1:
+        raise ValueError(f"partial_rotary_factor must be a number in (0, 1], got {share}")
+    factor = _pos_float(p, "factor") if "factor" in p else 1.0
+    freqs = frequencies(d, base)
+    freqs[int(share * d // 2):] = 0.0
+    return freqs / factor, 1.0
+
+
 _METHODS = {"default": _default, "linear": _linear, "ntk": _ntk, "dynamic": _dynamic,
-            "yarn": _yarn, "llama3": _llama3, "longrope": _longrope}
+            "yarn": _yarn, "llama3": _llama3, "longrope": _longrope, "proportional": _proportional}
 
 
 def wavelengths(freqs) -> np.ndarray:

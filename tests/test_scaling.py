@@ -119,8 +119,24 @@ def test_bad_configuration_is_named(rope_type, params, exc, words):
 
 
 def test_every_rope_type_has_a_reference_or_hand_test():
-    covered = {c["rope_parameters"]["rope_type"] for c in REF["cases"]} | {"default", "ntk"}
+    covered = {c["rope_parameters"]["rope_type"] for c in REF["cases"]} | {"default", "ntk", "proportional"}
     assert covered == set(ROPE_TYPES)
+
+
+def test_proportional_by_hand():
+    """Gemma 4's full-attention layers (transformers' _compute_proportional_rope_parameters): d = 512, share 0.25:
+    int(0.25 * 512 // 2) = 64 pairs turn at 1e6^(-2i/512) -- the exponent over the whole head -- the other 192 stand
+    still; factor divides them all.  (Recorded against Gemma 4's own module in tests/test_hf_config.py.)"""
+    f, att = scaled_inv_freq(512, 1e6, rope_type="proportional", partial_rotary_factor=0.25)
+    i = np.arange(64)
+    np.testing.assert_allclose(f[:64], 1e6 ** (-2.0 * i / 512), rtol=1e-15)
+    assert f.shape == (256,) and np.all(f[64:] == 0) and att == 1.0
+    g, _ = scaled_inv_freq(512, 1e6, rope_type="proportional", partial_rotary_factor=0.25, factor=2.0)
+    np.testing.assert_allclose(g, f / 2, rtol=1e-15)
+    h, _ = scaled_inv_freq(10, 1e4, rope_type="proportional", partial_rotary_factor=0.5)   # int(2.5) = 2 pairs
+    assert np.count_nonzero(h) == 2
+    with pytest.raises(ValueError, match="partial_rotary_factor"):
+        scaled_inv_freq(64, rope_type="proportional", partial_rotary_factor=1.5)
 
 
 # ---- published config sections, transformers v5 semantics --------------------------------------

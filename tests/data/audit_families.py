@@ -8,7 +8,10 @@ For each family (a transformers/models/<dir>/modeling_<dir>.py that defines a cl
 (``AutoConfig.for_model``), the family's rotary module and calls the family's ``apply_rotary_pos_emb``
 (or ``apply_rotary_pos_emb_interleave`` when the config says ``rope_interleave``) on a fixed float32
 query at positions offset .. offset+3 for offsets 0, 7, 5000, then compares with
-``from_hf_config(config.to_dict()).rotate``.  When the apply function refuses a query wider than the
+``from_hf_config(config.to_dict()).rotate``; modules that apply M-RoPE (a ``mrope_section`` attribute) are
+called with (temporal, height, width) ids that differ by axis, ``from_hf_config(...).rotate`` with the same.
+MLA configs (``qk_rope_head_dim``) use ``apply_rotary_pos_emb_interleave`` unless ``rope_interleave`` is
+False, as their attention does.  When the apply function refuses a query wider than the
 module's cos/sin (the attention splits the head), the first ``rotary_dim`` features are rotated and
 the rest passed through, as the attention of phi, stablelm and persimmon does.  Then the same for
 rope_scaling variants (linear, dynamic, yarn with and without mscale, llama3, longrope).
@@ -17,8 +20,9 @@ Verdicts:
   ok                 from_hf_config(...).rotate equals the module within float32 tolerance, every case
   MISMATCH           it reads the config but disagrees with the module (the line says where)
   refused: ...       from_hf_config raises ValueError; with ``pairing=`` forced, which pairing would match
-  not audited: ...   no text rotary module this script can drive generically (vision, mrope, complex
+  not audited: ...   no text rotary module this script can drive generically (vision, complex
                      freqs_cis, ...): the reason
+Last run: transformers 5.24.0, torch 2.14.1 (tests/data/audit_families.txt).
 What the module + apply function compute is what the attention does only where the attention calls
 them this way; the families from_hf_config supports were also read by hand (tests/data/README.md).
 """
@@ -43,6 +47,16 @@ transformers.logging.set_verbosity_error()
 OFFSETS = (0, 7, 5000)
 ROWS = 4
 MODELS = Path(transformers.__file__).parent / "models"
+
+
+def positions(offset, mrope):
+    """Row ids at offset..offset+3, or for M-RoPE modules (t, h, w) ids that differ by axis (3, 4)."""
+    r = np.arange(ROWS)
+    return np.stack([offset + r, offset + 2 * r + 1, offset + 3 * r + 2]) if mrope else offset + r
+
+
+def is_mrope(module):
+    return getattr(module, "mrope_section", None) is not None
 
 
 def query(width):
@@ -77,9 +91,8 @@ def text_config(config):
 
 
 def head_width(config):
-    for key in ("qk_rope_head_dim",):
-        if getattr(config, key, None):
-            return None
+    if getattr(config, "qk_rope_head_dim", None):      # MLA: the rotary module covers the rotated part only
+        return config.qk_rope_head_dim
     hd = getattr(config, "head_dim", None)
     if hd:
         return hd
@@ -90,7 +103,10 @@ def hf_outputs(modeling, config, module, width, layer_type=None):
     """{offset: (4, width) float32} from the module and the family's apply function."""
     apply = getattr(modeling, "apply_rotary_pos_emb", None)
     interleave = getattr(modeling, "apply_rotary_pos_emb_interleave", None)
-    use_interleave = interleave is not None and (apply is None or getattr(config, "rope_interleave", False))
+    # MLA attention (qk_rope_head_dim) calls the interleave form unless rope_interleave says otherwise
+    mla = getattr(config, "qk_rope_head_dim", None) is not None
+    use_interleave = interleave is not None and (apply is None or getattr(config, "rope_interleave", None) or
+                                                 mla and getattr(config, "rope_interleave", None) is None)
     fn = interleave if use_interleave else apply
     complex_fn = getattr(modeling, "apply_rotary_emb", None)
     if fn is None and complex_fn is not None and list(inspect.signature(complex_fn).parameters)[:3] == \
@@ -99,15 +115,20 @@ def hf_outputs(modeling, config, module, width, layer_type=None):
     if fn is None:
         raise NotImplementedError("no apply_rotary_pos_emb in the modeling file")
     params = list(inspect.signature(fn).parameters)
-    if params[:4] != ["q", "k", "cos", "sin"]:
+    if params[:4] != ["q", "k", "cos", "sin"] and params[:3] != ["x", "cos", "sin"]:
         raise NotImplementedError(f"apply function takes {params}")
     q = torch.from_numpy(query(width))[None, None]
     how = "interleave-apply" if use_interleave else "apply"
     outs = {}
+    one_tensor = params[:3] == ["x", "cos", "sin"]
     for offset in OFFSETS:
-        pos = torch.arange(offset, offset + ROWS)[None]
+        p = torch.from_numpy(positions(offset, is_mrope(module)))
+        pos = p[:, None] if p.ndim == 2 else p[None]              # M-RoPE: (3, batch 1, rows)
         kw = {"layer_type": layer_type} if layer_type is not None else {}
         cos, sin = module(q, pos, **kw)
+        if one_tensor:                                            # Gemma 4: apply_rotary_pos_emb(x, cos, sin)
+            outs[offset] = fn(q, cos, sin)[0, 0].numpy()
+            continue
         r = cos.shape[-1]
         if r == width:
             out = fn(q, q, cos, sin)[0]
@@ -140,9 +161,10 @@ def compare(rcfg, outs, width):
     q = query(width).astype(np.float64)
     worst, ok = 0.0, True
     for offset, want in outs.items():
-        pos = np.arange(offset, offset + ROWS)
-        got = rcfg.rotate(q, pos)
-        if rcfg.model_type == "deepseek_v3" and rcfg.pairing == "interleaved":
+        ids = positions(offset, rcfg.axes is not None)
+        got = rcfg.rotate(q, ids)
+        pos = ids.max(axis=0) if ids.ndim == 2 else ids
+        if rcfg.output_pairing == "half":        # MLA's apply_rotary_pos_emb_interleave: half layout out
             got = rr.to_half(got)
         theta = rcfg.inv_freq(int(pos.max()) + 1).max()
         tol = (4 * 2.0 ** -24 * (pos[:, None] * theta + 1) * np.abs(q).max() * 1.5 + 1e-6) * max(rcfg.attention_factor, 1)
@@ -216,13 +238,20 @@ def variant_config(model_type, base_config, name, rotary_pairs):
                                                                        "transformers_version", "architectures")}
     kw.update(rope_parameters=rope, max_position_embeddings=4096)
     settable = not isinstance(getattr(type(base_config), "head_dim", None), property)     # Falcon derives it
-    if settable and kw.get("head_dim") is None and "hidden_size" in kw:   # transformers' yarn/dynamic/longrope read head_dim
+    mla = getattr(base_config, "qk_rope_head_dim", None) is not None      # head_dim may alias qk_rope_head_dim
+    if settable and not mla and kw.get("head_dim") is None and "hidden_size" in kw:   # transformers' yarn/dynamic/longrope read head_dim
         kw["head_dim"] = kw["hidden_size"] // kw["num_attention_heads"]
     return CONFIG_MAPPING[model_type](**kw)
 
 
 OVERRIDES = {"glm4_moe": {"head_dim": 128},   # its defaults (4096 / 96 heads) give an odd rotary_dim
-             "granitemoehybrid": {"position_embedding_type": "rope"}}   # default None: no RoPE at all
+             "granitemoehybrid": {"position_embedding_type": "rope"},   # default None: no RoPE at all
+             "esm": {"position_embedding_type": "rotary"},              # default "absolute": no RoPE
+             # GLM-4V's text classes: defaults whose sections [8, 12, 12] do not fit the rotated half (GLM-4.1V's
+             # config.json sets partial_rotary_factor 0.5 with head_dim 128)
+             "glm4v_text": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                                "partial_rotary_factor": 0.5}},
+             "glm4v_moe_text": {"head_dim": 128}}
 
 
 def audit(dirname):
@@ -260,9 +289,6 @@ def audit(dirname):
                     rows.append((f"{label} [{lt}]", verdict_for(modeling, config_used, module, lt, config.to_dict())))
                 except Exception as e:
                     rows.append((f"{label} [{lt}]", f"not audited: {type(e).__name__}: {str(e)[:100]}"))
-            continue
-        if "mrope_section" in rp or "mrope_interleaved" in rp:
-            rows.append((label, f"not audited: multimodal mrope ({ {k: rp[k] for k in rp if 'mrope' in k} })"))
             continue
         try:
             base_verdict = verdict_for(modeling, config_used, module, None, config.to_dict())

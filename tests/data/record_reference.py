@@ -22,6 +22,7 @@ rotated part), whose pairing is interleaved.  The tests replay cos/sin as a blac
 
 import importlib
 import importlib.util
+import inspect
 import json
 from pathlib import Path
 
@@ -30,7 +31,20 @@ import torch
 import transformers
 
 HERE = Path(__file__).parent
-LAYER_TYPES = {"v5-gemma3-text": ("full_attention", "sliding_attention")}   # configs with one RoPE per layer type
+LAYER_TYPES = {"v5-gemma3-text": ("full_attention", "sliding_attention"),    # configs with one RoPE per layer type
+               "v5-modernbert": ("full_attention", "sliding_attention"),
+               "v5-gemma4-text": ("full_attention", "sliding_attention")}
+#: M-RoPE configs: recorded at (temporal, height, width) ids mrope_positions(offset, rows), not at one id per row.
+MROPE = {"v5-qwen3-5-text", "v5-qwen2-vl", "v5-qwen3-vl-text", "v5-glm4v-text"}
+
+
+def mrope_positions(offset, rows):
+    """(3, rows) ids that differ by axis: t = offset + r, h = offset + 2r + 1, w = offset + 3r + 2."""
+    r = np.arange(rows)
+    return np.stack([offset + r, offset + 2 * r + 1, offset + 3 * r + 2])
+#: Model types transformers has no classes for, recorded with the classes their published checkpoints run
+#: (Kimi-K2's config.json names DeepseekV3ForCausalLM): the config's values, that family's module and apply.
+RECORD_AS = {"kimi_k2": "deepseek_v3"}
 OFFSETS = (0, 7, 5000)
 ROWS, TABLE_ROWS = 4, 64
 PARTIAL_IN_ATTENTION = {"phi", "stablelm", "persimmon", "gpt_neox_japanese"}   # the attention splits q
@@ -45,18 +59,24 @@ def query(head_dim):
 
 def hf_rotary(name, cfg_dict, layer_type=None):
     """(out per offset, cos/sin per offset) from transformers' own module and apply function."""
+    cfg_dict = dict(cfg_dict, model_type=RECORD_AS.get(cfg_dict["model_type"], cfg_dict["model_type"]))
     config = transformers.AutoConfig.for_model(**cfg_dict)
     if getattr(config, "text_config", None) is not None:        # a multimodal wrapper: its language model
         config = config.text_config
     model_type = config.model_type
-    family = {"llama4_text": "llama4", "gemma3_text": "gemma3"}.get(model_type, model_type)
-    modeling = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
+    modeling = importlib.import_module(type(config).__module__.replace(".configuration_", ".modeling_"))
     if model_type in ("gptj", "codegen"):
         return gptj_rotary(config, modeling)
     rotary_cls = next(getattr(modeling, n) for n in dir(modeling) if n.endswith("RotaryEmbedding")
                       and not n.startswith(("Dynamic", "Linear")) and "Vision" not in n)
     module = rotary_cls(config=config)
-    if model_type in ("deepseek_v2", "deepseek_v3"):
+    if hasattr(config, "allow_global_per_layer_attribute_access"):    # Gemma 4: head_dim is the sliding layers'
+        config.allow_global_per_layer_attribute_access = True
+    mla = getattr(config, "qk_rope_head_dim", None) is not None   # MLA: the module covers the rotated part
+    interleave = getattr(modeling, "apply_rotary_pos_emb_interleave", None)
+    # MLA attention calls the interleave form unless rope_interleave is False (or the family has none)
+    use_interleave = interleave is not None and mla and getattr(config, "rope_interleave", None) is not False
+    if mla:
         head_dim = config.qk_rope_head_dim
     else:
         head_dim = config.head_dim if getattr(config, "head_dim", None) else config.hidden_size // config.num_attention_heads
@@ -64,19 +84,27 @@ def hf_rotary(name, cfg_dict, layer_type=None):
         return complex_rotary(modeling, module, head_dim, model_type)
     q = torch.from_numpy(query(head_dim))[None, None]          # (batch 1, heads 1, 4, head_dim)
     kw = {} if layer_type is None else {"layer_type": layer_type}
+    one_tensor = list(inspect.signature(modeling.apply_rotary_pos_emb).parameters)[:3] == ["x", "cos", "sin"]
+    if one_tensor and layer_type is not None:   # Gemma 4: a layer type's heads are as wide as its cos/sin
+        head_dim = module(q, torch.arange(1)[None], **kw)[0].shape[-1]      # (global_head_dim on full layers)
+        q = torch.from_numpy(query(head_dim))[None, None]
     records = {}
     for offset in OFFSETS:
-        pos = torch.arange(offset, offset + ROWS)[None]
+        if name in MROPE:                        # (3, batch 1, rows): the module's M-RoPE position ids
+            pos, tpos = (torch.from_numpy(mrope_positions(offset, n))[:, None] for n in (ROWS, TABLE_ROWS))
+        else:
+            pos, tpos = (torch.arange(offset, offset + n)[None] for n in (ROWS, TABLE_ROWS))
         cos, sin = module(q, pos, **kw)
-        if model_type in PARTIAL_IN_ATTENTION:
+        if one_tensor:                           # Gemma 4: apply_rotary_pos_emb(x, cos, sin)
+            out = modeling.apply_rotary_pos_emb(q, cos, sin)
+        elif model_type in PARTIAL_IN_ATTENTION:
             r = cos.shape[-1]
             rot, _ = modeling.apply_rotary_pos_emb(q[..., :r], q[..., :r], cos, sin)
             out = torch.cat([rot, q[..., r:]], dim=-1)
-        elif model_type == "deepseek_v3" and config.rope_interleave:
-            out, _ = modeling.apply_rotary_pos_emb_interleave(q, q, cos, sin)
+        elif use_interleave:
+            out, _ = interleave(q, q, cos, sin)
         else:
             out, _ = modeling.apply_rotary_pos_emb(q, q, cos, sin)
-        tpos = torch.arange(offset, offset + TABLE_ROWS)[None]
         tcos, tsin = module(q, tpos, **kw)
         records[offset] = (out[0, 0].numpy(), *(pair_columns(t[0].numpy(), model_type) for t in (tcos, tsin)))
     return records
@@ -102,7 +130,7 @@ def pair_columns(table, model_type):
     r = table.shape[-1]
     if model_type == "gpt_oss":                       # one column per pair already (its apply chunks x in two)
         return table.astype(np.float32)
-    if model_type in REPEAT_INTERLEAVE:               # repeat_interleave: columns 2i and 2i+1
+    if model_type in REPEAT_INTERLEAVE or model_type.startswith(("blt_", "cohere2_moe", "glm4v")):   # repeat_interleave
         cols, twin = table[:, 0::2], table[:, 1::2]
     else:                                             # cat(freqs, freqs): columns i and i + r/2
         cols, twin = table[:, : r // 2], table[:, r // 2:]
@@ -164,6 +192,27 @@ def lucidrains_phi2():
     return records
 
 
+#: The families added after the transformers 5.24.0 audit whose text config class takes hidden_size and heads
+#: (not moonshine_streaming: its default partial_rotary_factor 0.8 gives 51 rotated features at head_dim 64).
+NEW_FAMILIES = (
+    "aria_text", "bamba", "blt_global_transformer", "blt_local_decoder", "blt_local_encoder", "blt_patcher",
+    "chameleon", "cohere2_moe", "csm", "csm_depth_decoder_model", "deepseek_ocr2_text", "dia_decoder", "dia_encoder",
+    "emu3_text_model", "ernie4_5_vl_moe_text", "esm", "esmc", "eurobert", "evolla", "flint", "glm_ocr_text",
+    "glmasr_encoder", "granite4_vision_text", "granite_docling_text", "granite_swa", "granitemoe_swa", "gte",
+    "higgs_audio_v2", "hrm_text", "hy_v3", "idefics", "jina_embeddings_v3", "kolibri1", "kyutai_speech_to_text",
+    "lara_mini", "apertus1p5_text", "lasr_encoder", "mimi", "mimi_decoder", "mimi_encoder", "minimax",
+    "minimax_m3_vl_text", "mllama_text_model", "molmo2_text", "moshi", "muse_glimmer_assistant",
+    "muse_glimmer_text", "muse_spark_text", "nemotron3_5_transcribe_asr_audio", "nemotron3_5_transcribe_word_timestamp",
+    "nemotron3_diarization_audio", "neucodec", "nomic_bert", "olmo_hybrid", "openai_privacy_filter",
+    "paddleocr_vl_text", "pe_audio_encoder", "pe_audio_video_encoder", "pe_video_encoder", "phi4_multimodal",
+    "pocket_tts_audio_tokenizer", "pocket_tts_audio_tokenizer_decoder", "pocket_tts_audio_tokenizer_encoder",
+    "qwen2_5_omni_talker", "qwen2_5_omni_text", "qwen2_5_vl_text", "qwen2_vl_text", "qwen3_5_moe_text", "qwen3_5_text",
+    "qwen3_omni_moe_talker_code_predictor", "qwen3_omni_moe_talker_text", "qwen3_vl_moe_text", "qwen3_vl_text",
+    "qwen4_exp_text", "recurrent_gemma", "t5_gemma_module", "timesfm2_5", "unlimited_ocr_text",
+    "voxtral_realtime_encoder", "voxtral_realtime_text", "xcodec2", "deepseek_ocr2_encoder", "ministral3",
+)
+
+
 def family_defaults():
     """What each family's v5 config class makes of a config that gives only hidden_size 4096 and 64 heads."""
     out = {}
@@ -175,8 +224,20 @@ def family_defaults():
                        "exaone4", "smollm3", "gpt_oss", "apertus", "arcee", "bitnet", "dots1", "seed_oss",
                        "solar_open", "hunyuan_v1_dense", "hunyuan_v1_moe", "phimoe", "cohere2", "helium", "ernie4_5",
                        "ernie4_5_moe", "glm4", "glm4_moe", "llama4_text", "minimax_m2", "lfm2", "lfm2_moe",
-                       "falcon_h1", "cwm", "jais2", "hyperclovax", "diffllama", "doge", "exaone_moe", "afmoe"):
-        config = transformers.AutoConfig.for_model(model_type, hidden_size=4096, num_attention_heads=64)
+                       "falcon_h1", "cwm", "jais2", "hyperclovax", "diffllama", "doge", "exaone_moe", "afmoe",
+                       # added with the transformers 5.24.0 audit (rope_ref/hf_families.py)
+                       *NEW_FAMILIES):
+        try:
+            config = transformers.AutoConfig.for_model(model_type, hidden_size=4096, num_attention_heads=64,
+                                                       **({"position_embedding_type": "rotary"} if model_type == "esm" else {}))
+        except Exception:          # a config class that refuses these sizes (validators): not recorded
+            continue
+        if getattr(config, "qk_rope_head_dim", None) is not None or getattr(config, "rope_parameters", None) is None or \
+                any(isinstance(v, dict) for v in (config.rope_parameters or {}).values()):
+            continue               # MLA and per-layer-type RoPE: read by the recorded configs instead
+        if "mrope_section" in Path(importlib.import_module(type(config).__module__.replace(
+                ".configuration_", ".modeling_")).__file__).read_text():
+            continue               # M-RoPE: its default sections do not fit these sizes (recorded configs instead)
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         rope = config.rope_parameters
         out[model_type] = {"head_dim": head_dim, "rotary_dim": int(head_dim * rope.get("partial_rotary_factor", 1.0)),
@@ -210,6 +271,8 @@ def main(only=None):
             for key, arr in (("out", out), ("cos", cos), ("sin", sin)):
                 arrays[f"{name}/{offset}/{key}"] = np.ascontiguousarray(arr, dtype=np.float32)
         case = {"name": name, "library": library, "config": config, "pairing": pairing}
+        if Path(config).stem in MROPE:
+            case["positions"] = "mrope"          # recorded at mrope_positions(offset, rows)
         if name.endswith("]"):
             case["layer_type"] = name[name.index("[") + 1:-1]
         meta["cases"].append(case)
