@@ -6,16 +6,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from kernels import neox
 from rope_ref import RopeSpec, assert_rope_matches, identify, scaled_inv_freq
 
 D = 16
-
-
-def neox(x, offset=0, freqs=None, scale=1.0):
-    seq, d = x.shape
-    f = 1.0 / 10000.0 ** (np.arange(0, d, 2) / d) if freqs is None else freqs
-    emb = np.concatenate([np.outer(np.arange(seq) + offset, f)] * 2, axis=-1)
-    return scale * (x * np.cos(emb) + np.concatenate([-x[:, d // 2:], x[:, :d // 2]], axis=-1) * np.sin(emb))
 
 
 # ---- any array back ------------------------------------------------------------------------------
