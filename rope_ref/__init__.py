@@ -40,7 +40,7 @@ from .core import (
     wrap_angle,
 )
 from .hf_config import RopeConfig, from_hf_config
-from .identify import RopeSpec, assert_rope_matches, identify
+from .identify import RopeSpec, assert_rope_grad_matches, assert_rope_matches, identify
 from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
 
 __version__ = "0.1.0"
@@ -50,6 +50,6 @@ __all__ = [
     "linear_attention", "linear_attention_dense", "partial_sums", "permute_qk_weights", "rotate",
     "rotate_complex", "rotate_dense", "rotate_elementwise", "rotate_half", "rotation_angles",
     "rotation_matrix", "sinusoidal", "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle",
-    "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches", "identify",
+    "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches", "assert_rope_grad_matches", "identify",
     "RopeConfig", "from_hf_config",
 ]

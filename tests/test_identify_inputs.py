@@ -139,9 +139,17 @@ def test_config_attention_factor_is_expected_as_norm_scale():
 
 
 def test_config_without_the_attributes_is_a_type_error():
+    class Partial:
+        head_dim = D
     with pytest.raises(TypeError, match="config") as info:
+        assert_rope_matches(neox, config=Partial())
+    assert "rotary_dim" in str(info.value) and "Partial" in str(info.value)
+
+
+def test_a_config_dict_is_read_as_from_hf_config_reads_it():
+    # issue 21: the config.json dict itself was refused ("config must be a RopeConfig")
+    with pytest.raises(ValueError, match="model_type"):       # from_hf_config's own refusal, unchanged
         assert_rope_matches(neox, config={"head_dim": D})
-    assert "head_dim" in str(info.value)
 
 
 # ---- bad inputs ------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from .spec import show_params
 from .tolerances import _TRAIN_LENGTHS, FREQ_ULPS, NAME_RTOL, PRECISIONS, SIGMAS
 
 
-def _geometric_base(theta, r, tau):
+def geometric_base(theta, r, tau):
     """Base from the leading pairs that follow theta_p = theta_0 * base^(-2p/r) (eq 15).
 
     Scaling methods that keep the fast pairs (YaRN, Llama 3) keep them geometric; the run
@@ -45,7 +45,7 @@ def describe_frequencies(spec, base_hint, tau, unit):
         spec.base = float("nan")
         spec.rope_type, spec.rope_params = "default", {}
         return
-    spec.base = _geometric_base(theta, r, tau)
+    spec.base = geometric_base(theta, r, tau)
     if abs(theta[0] / spec.base ** (-2 / r) - 1) <= tau[0] and abs(theta[0] - 1) > tau[0]:
         spec.notes.append(f"theta_0 = {theta[0]:.6g} = base^(-2/d): frequencies look indexed from 1 "
                           "(eq 15's 10000^(-2(i-1)/d) with i starting at 0)")
@@ -78,7 +78,7 @@ def describe_proportional(spec, d, tau) -> bool:
     n, theta = len(spec.pairs), np.abs(spec.inv_freq)
     if not (2 <= n < d // 2 and spec.pairs == [(p, p + d // 2) for p in range(n)] and np.all(spec.inv_freq > 0)):
         return False
-    base = _geometric_base(theta, d, tau)
+    base = geometric_base(theta, d, tau)
     rel = np.abs(frequencies(d, base)[:n] / theta - 1)
     tol = np.maximum(tau, FREQ_ULPS * 2.0**-24)
     if not np.all(rel <= tol):
@@ -114,7 +114,7 @@ def _candidates(theta, r, base, norm_scale, base_hint, tau):
     if base_hint is not None:
         yield "default", dict(base=base_hint)
         fitted, _ = log_fit(theta, r, intercept=False)
-        if r > 2:
+        if r > 2 and fitted > base_hint:          # NTK-aware scaling raises the base (factor > 1)
             yield "ntk", dict(base=base_hint, factor=float((fitted / base_hint) ** ((r - 2) / r)))
     yield "default", dict(base=log_fit(theta, r, intercept=False)[0])
     b, factor = log_fit(theta, r, intercept=True)
