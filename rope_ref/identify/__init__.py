@@ -13,12 +13,12 @@ the same for a backward pass.  How the measurement works: docs/identify_internal
 """
 
 from .analyse import identify
-from .assertions import KernelRaised, assert_rope_matches
+from .assertions import KernelRaised, RopeMismatch, assert_rope_matches
 from .grad import assert_rope_grad_matches
 from .spec import RopeSpec
 from .tolerances import (DYNAMIC_MIN_OFFSET, FREQ_ULPS, MAX_OFFSET, MAX_ROWS, NAME_RTOL, NOISE_ULPS, OFFSET_SIGMA,
                          PRECISIONS, SIGMAS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL)
 
-__all__ = ["RopeSpec", "identify", "assert_rope_matches", "assert_rope_grad_matches", "KernelRaised", "DYNAMIC_MIN_OFFSET", "FREQ_ULPS", "MAX_OFFSET", "MAX_ROWS",
+__all__ = ["RopeSpec", "identify", "assert_rope_matches", "assert_rope_grad_matches", "KernelRaised", "RopeMismatch", "DYNAMIC_MIN_OFFSET", "FREQ_ULPS", "MAX_OFFSET", "MAX_ROWS",
            "NAME_RTOL", "NOISE_ULPS", "OFFSET_SIGMA", "PRECISIONS", "SIGMAS", "STATE_RTOL", "STRUCTURE_RTOL",
            "ZERO_RTOL"]

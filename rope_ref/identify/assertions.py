@@ -70,8 +70,16 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
         raise AssertionError(str(spec))
     problems = compare(spec, expected, phase_atol)
     if problems:
-        raise AssertionError("RoPE mismatch:\n  " + "\n  ".join(problems) + f"\nidentified: {spec}")
+        raise RopeMismatch("RoPE mismatch", problems, spec)
     return spec
+
+
+class RopeMismatch(AssertionError):
+    """An AssertionError listing each difference (``problems``, one line each) and the ``spec`` identified."""
+
+    def __init__(self, title: str, problems: list, spec: RopeSpec, spec_title: str = "identified"):
+        super().__init__(f"{title}:\n  " + "\n  ".join(problems) + f"\n{spec_title}: {spec}")
+        self.problems, self.spec = list(problems), spec
 
 
 def _prepare(d, config, expected, phase_atol):

@@ -15,7 +15,7 @@ import dataclasses
 import numpy as np
 
 from .analyse import identify
-from .assertions import _prepare, _raising_as, compare
+from .assertions import RopeMismatch, _prepare, _raising_as, compare
 from .spec import RopeSpec
 from .tolerances import MAX_ROWS
 
@@ -55,8 +55,8 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
     problems = compare(spec, expected, phase_atol, what="vjp")
     problems = [_backward_words(p, back) for p in problems]
     if problems:
-        raise AssertionError("RoPE backward mismatch (vjp(x, g) should rotate g by minus the forward angles):\n  "
-                             + "\n  ".join(problems) + f"\nidentified backward, as a rotation of g: {back}")
+        raise RopeMismatch("RoPE backward mismatch (vjp(x, g) should rotate g by minus the forward angles)",
+                           problems, back, "identified backward, as a rotation of g")
     return spec
 
 

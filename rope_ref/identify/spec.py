@@ -40,6 +40,17 @@ class RopeSpec:
     notes: list = field(default_factory=list)
     multi_axis: bool = False            # not a 1-D RoPE, but its angles are exact: probe along several axes
 
+    def summary(self) -> str:
+        """One line in a kernel engineer's words: pairs, rotated features, base, position of row 0, method."""
+        if not self.is_rope:
+            return str(self)
+        pairs = {"half": "half-split pairs (i, i + d/2)", "interleaved": "interleaved pairs (2i, 2i + 1)"}
+        where = f"features {self.rotary_start}..{self.rotary_start + self.rotary_dim - 1}"
+        method = {None: "scaling not named (angles too noisy)", "custom": f"custom (closest {self.closest})"}.get(
+            self.rope_type, self.rope_type)
+        return (f"{pairs.get(self.pairing, 'pairs ' + str(self.pairs[:2]) + '...')} on {where}, "
+                f"base {show_number(self.base, '.6g')}, row 0 at position {show_number(self.offset, '.6g')}, {method}")
+
     def __str__(self) -> str:
         if not self.is_rope:
             return f"not a {'1-D ' if self.multi_axis else ''}rotary embedding: {self.reason}"
