@@ -237,3 +237,21 @@ def test_fn_that_writes_into_its_input_does_not_disturb_identify():
         return y
     s = identify(vandal, D)
     assert (s.is_rope, s.offset, s.rope_type) == (True, 2, "default")
+
+
+# ---- sizes are checked before anything is allocated or fn is called (issue 22) -------------------------
+
+def test_sizes_are_refused_before_fn_is_called():
+    calls = []
+    fn = lambda x: calls.append(1) or neox(x)            # noqa: E731
+    with pytest.raises(ValueError, match=r"seq=1000000 and d=16 need seq x d x d float64 .*: 1\.907 GiB, "
+                                         r"above max_bytes=1073741824 \(1 GiB\); pass a smaller seq"):
+        identify(fn, D, seq=10**6, max_rows=10**6)
+    with pytest.raises(ValueError, match=r"max_rows=100000000 and d=16 need max_rows x d float64 for one call"):
+        identify(fn, D, max_rows=10**8)
+    with pytest.raises(ValueError, match="max_bytes"):
+        assert_rope_matches(fn, D, seq=4096, max_bytes=10**6)
+    assert calls == []
+    with pytest.raises(ValueError, match="max_bytes must be a positive integer"):
+        identify(fn, D, max_bytes=0)
+    assert identify(neox, D, seq=8, max_rows=64, max_bytes=8 * 8 * D * D).is_rope     # exactly at the limit

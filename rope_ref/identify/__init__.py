@@ -16,9 +16,9 @@ from .analyse import identify
 from .assertions import KernelRaised, RopeMismatch, assert_rope_matches
 from .grad import assert_rope_grad_matches
 from .spec import RopeSpec
-from .tolerances import (DYNAMIC_MIN_OFFSET, FREQ_ULPS, MAX_OFFSET, MAX_ROWS, NAME_RTOL, NOISE_ULPS, OFFSET_SIGMA,
-                         PRECISIONS, SIGMAS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL)
+from .tolerances import (DYNAMIC_MIN_OFFSET, FREQ_ULPS, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, NOISE_ULPS,
+                         OFFSET_SIGMA, PRECISIONS, SIGMAS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL)
 
-__all__ = ["RopeSpec", "identify", "assert_rope_matches", "assert_rope_grad_matches", "KernelRaised", "RopeMismatch", "DYNAMIC_MIN_OFFSET", "FREQ_ULPS", "MAX_OFFSET", "MAX_ROWS",
-           "NAME_RTOL", "NOISE_ULPS", "OFFSET_SIGMA", "PRECISIONS", "SIGMAS", "STATE_RTOL", "STRUCTURE_RTOL",
-           "ZERO_RTOL"]
+__all__ = ["RopeSpec", "identify", "assert_rope_matches", "assert_rope_grad_matches", "KernelRaised", "RopeMismatch",
+           "DYNAMIC_MIN_OFFSET", "FREQ_ULPS", "MAX_BYTES", "MAX_OFFSET", "MAX_ROWS", "NAME_RTOL", "NOISE_ULPS",
+           "OFFSET_SIGMA", "PRECISIONS", "SIGMAS", "STATE_RTOL", "STRUCTURE_RTOL", "ZERO_RTOL"]

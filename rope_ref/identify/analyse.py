@@ -23,14 +23,14 @@ from .offset import locate, rows_needed
 from .probe import call, probe_phase
 from .spec import RopeSpec, not_rope
 from .structure import Structure, read_structure
-from .tolerances import (DYNAMIC_MIN_OFFSET, MAX_OFFSET, MAX_ROWS, NAME_RTOL, OFFSET_SIGMA, SIGMAS, STATE_RTOL,
-                         STRUCTURE_RTOL, ZERO_RTOL)
+from .tolerances import (DYNAMIC_MIN_OFFSET, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, OFFSET_SIGMA, SIGMAS,
+                         STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL)
 
 FLOAT32_UNIT = 2.0**-24
 
 
 def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | None = None,
-             max_rows: int = MAX_ROWS) -> RopeSpec:
+             max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES) -> RopeSpec:
     """Identify the RoPE variant that ``fn`` implements.
 
     ``fn(x) -> y``: x float64 of shape ``(seq, d)``, row r at the function's own
@@ -46,6 +46,8 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
     from DYNAMIC_MIN_OFFSET on) is measured at one or two other lengths: if its base changes with
     the length offset + rows it is ``dynamic`` (solved given ``base_hint``) or ``"custom"``.
     After calls on more rows the first call is repeated: a changed output sets ``stateful``.
+    ``max_bytes``: the largest array identify may hold (seq x d x d float64 for the row matrices,
+    max_rows x d for one call); larger ``seq``/``max_rows`` are a ValueError before any call.
     Returns a :class:`RopeSpec`.
     """
     if not callable(fn):
@@ -53,6 +55,7 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
                         f"{type(fn).__name__}")
     seq, max_rows, base_hint = _check_arguments(fn, d, seq, seed, base_hint, max_rows)
     d = val.check_d(d)
+    _check_sizes(seq, max_rows, d, max_bytes)
     a, b = np.random.default_rng(seed).standard_normal((2, seq, d))
     read = _read_matrices(fn, a, b)
     if isinstance(read, RopeSpec):
@@ -94,6 +97,25 @@ def _check_arguments(fn, d, seq, seed, base_hint, max_rows):
     if seed is not None and seed < 0:
         raise ValueError(f"seed must be None or a non-negative integer, got {seed}")
     return seq, max_rows, base_hint
+
+
+def _check_sizes(seq, max_rows, d, max_bytes):
+    """The arrays identify would hold, against max_bytes, before anything is allocated or fn is called."""
+    max_bytes = val.check_positive_int(max_bytes, "max_bytes")
+    for size, what, fix in ((8 * seq * d * d, f"seq={seq} and d={d} need seq x d x d float64 (the matrix of "
+                             "every row)", "a smaller seq (the default 64 is enough)"),
+                            (8 * max_rows * d, f"max_rows={max_rows} and d={d} need max_rows x d float64 for one "
+                             "call", "a smaller max_rows")):
+        if size > max_bytes:
+            raise ValueError(f"{what}: {_show_bytes(size)}, above max_bytes={max_bytes} ({_show_bytes(max_bytes)}); "
+                             f"pass {fix}, or a larger max_bytes")
+
+
+def _show_bytes(n):
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.4g} {unit}"
+        n /= 1024
 
 
 def _read_matrices(fn, a, b):

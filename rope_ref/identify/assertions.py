@@ -16,7 +16,7 @@ from ..scaling import scaled_inv_freq
 from .analyse import identify
 from .naming import geometric_base, scale_tol
 from .spec import RopeSpec, show_number, show_params
-from .tolerances import FREQ_ULPS, MAX_ROWS, OFFSET_SIGMA, SIGMAS
+from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS
 
 _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
               "inv_freq")
@@ -35,7 +35,7 @@ _RELIABLE = ("float64", "float32")
 
 
 def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64, phase_atol: float | None = None,
-                        max_rows: int = MAX_ROWS, **expected) -> RopeSpec:
+                        max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES, **expected) -> RopeSpec:
     """Raise AssertionError naming every property in which ``fn`` differs from ``expected``.
 
     ``fn(x) -> y`` as for :func:`identify`: x ``(seq, d)``, row r at position offset + r.
@@ -55,7 +55,8 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
 
     Frequencies are compared pair by pair to the precision identify measured; angles must
     behave like float32 or better (or, with ``phase_atol``, deviate from (offset + row) * theta
-    by at most that many radians).  ``max_rows``: the most rows ``fn`` accepts (see :func:`identify`).
+    by at most that many radians).  ``max_rows``: the most rows ``fn`` accepts; ``max_bytes``: the largest
+    array identify may hold (see :func:`identify`).
     For dynamic and LongRoPE the expected frequencies are those at ``seq_len``, by default the
     length a model sees at the rows measured: last position + 1, as ``RopeConfig.rotate``.
     An exception raised inside ``fn`` (an AssertionError included) is re-raised as a RuntimeError
@@ -65,7 +66,8 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
     >>> spec = rr.assert_rope_matches(lambda x: rr.rotate(x, np.arange(len(x)) + 5.0), 8, offset=5, base=1e4)
     """
     d, expected = _prepare(d, config, expected, phase_atol)
-    spec = identify(_raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows)
+    spec = identify(_raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
+                    max_bytes=max_bytes)
     if not spec.is_rope:
         raise AssertionError(str(spec))
     problems = compare(spec, expected, phase_atol)

@@ -17,18 +17,19 @@ import numpy as np
 from .analyse import identify
 from .assertions import RopeMismatch, _prepare, _raising_as, compare
 from .spec import RopeSpec
-from .tolerances import MAX_ROWS
+from .tolerances import MAX_BYTES, MAX_ROWS
 
 
 def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int = 64,
-                             phase_atol: float | None = None, max_rows: int = MAX_ROWS, **expected) -> RopeSpec:
+                             phase_atol: float | None = None, max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES,
+                             **expected) -> RopeSpec:
     """Raise AssertionError naming every way the backward pass ``vjp`` differs from that of the RoPE expected.
 
     ``vjp(x, g) -> dx``: x and g of shape ``(seq, d)`` (rows at positions offset, offset + 1, ...),
     dx the gradient with respect to x of ``sum(fn(x) * g)`` for the forward ``fn`` (e.g.
     ``torch.autograd.grad((fn(x) * g).sum(), x)[0]``), any array type :func:`identify` accepts.
     The expected gradient is the inverse rotation of g, by -(offset + r) * theta_p in each pair
-    (times the norm scale).  ``d``, ``config``, ``seq``, ``phase_atol``, ``max_rows`` and the
+    (times the norm scale).  ``d``, ``config``, ``seq``, ``phase_atol``, ``max_rows``, ``max_bytes`` and the
     expectations are those of :func:`assert_rope_matches`, of the forward pass: with ``config``, row 0
     is at position 0 unless ``offset=`` says otherwise (``offset=None`` skips the check).  A backward
     that rotates forward (returns R g instead of R^T g) and one whose pairs differ from the expected
@@ -48,7 +49,8 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
         if g.shape not in xs:
             xs[g.shape] = np.random.default_rng(len(g)).standard_normal(g.shape)
         return guarded(xs[g.shape].copy(), g)
-    back = identify(g_to_dx, d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows)
+    back = identify(g_to_dx, d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
+                    max_bytes=max_bytes)
     if not back.is_rope:
         raise AssertionError(f"backward: {back}")
     spec = _forward_of(back)

@@ -26,5 +26,7 @@ OFFSET_SIGMA = 0.5 / SIGMAS
 DYNAMIC_MIN_OFFSET = 1024
 #: Default for max_rows: at most this many rows are requested from fn when refining the offset.
 MAX_ROWS = 4096
+#: Default for max_bytes: the largest array identify holds (seq x d x d, or max_rows x d, float64).
+MAX_BYTES = 2**30
 
 _TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
