@@ -114,3 +114,9 @@ def test_torch_planted_backward_bug_is_caught():
         return grad
     with pytest.raises(AssertionError, match="wrong direction"):
         rr.assert_rope_grad_matches(vjp, D, pairing="half", base=10000.0, offset=0)
+
+
+def test_a_backward_that_is_not_a_rotation_says_so_in_its_problems():
+    with pytest.raises(AssertionError) as info:
+        rr.assert_rope_grad_matches(lambda x, g: g + 1.0, D)
+    assert info.value.problems == [str(info.value)] and str(info.value).startswith("backward: not a rotary embedding")

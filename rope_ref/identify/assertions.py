@@ -69,7 +69,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
     spec = identify(_raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
                     max_bytes=max_bytes)
     if not spec.is_rope:
-        raise AssertionError(str(spec))
+        raise RopeMismatch("", [str(spec)], spec)
     problems = compare(spec, expected, phase_atol)
     if problems:
         raise RopeMismatch("RoPE mismatch", problems, spec)
@@ -77,10 +77,14 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
 
 
 class RopeMismatch(AssertionError):
-    """An AssertionError listing each difference (``problems``, one line each) and the ``spec`` identified."""
+    """An AssertionError with each difference on its own line (``problems``) and the ``spec`` identified.
+
+    Its message: a title, the problems indented, then the whole spec (what a test run shows)."""
 
     def __init__(self, title: str, problems: list, spec: RopeSpec, spec_title: str = "identified"):
-        super().__init__(f"{title}:\n  " + "\n  ".join(problems) + f"\n{spec_title}: {spec}")
+        message = (f"{title}:\n  " + "\n  ".join(problems) + f"\n{spec_title}: {spec}" if spec.is_rope
+                   else "\n".join(problems))
+        super().__init__(message)
         self.problems, self.spec = list(problems), spec
 
 

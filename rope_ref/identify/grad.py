@@ -52,7 +52,7 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
     back = identify(g_to_dx, d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
                     max_bytes=max_bytes)
     if not back.is_rope:
-        raise AssertionError(f"backward: {back}")
+        raise RopeMismatch("", [f"backward: {back}"], back)
     spec = _forward_of(back)
     problems = compare(spec, expected, phase_atol, what="vjp")
     problems = [_backward_words(p, back) for p in problems]
