@@ -107,3 +107,21 @@ def test_proportional_rope_is_named_with_half_pairing_base_and_fraction(d, fract
 def test_a_proportional_kernel_with_the_wrong_base_is_not_named_proportional_with_it():
     spec = rr.identify(lambda x: proportional(x, 0, base=1e4), 64)
     assert spec.rope_type == "proportional" and spec.base == pytest.approx(1e4, rel=1e-6)
+
+
+def test_positions_rounded_to_bfloat16_are_one_axis_not_multi_axis():
+    # a 1-D kernel whose positions are cast to bfloat16 (spacing 32 near 5000): rows stand still, then all pairs
+    # jump together. That is one axis with uneven positions, not a multi-axis RoPE (the first version of the
+    # multi-axis test called it one; the audit's "positions cast to bfloat16 (bug)" case caught it).
+    import ml_dtypes
+
+    def bf16_positions(x):
+        pos = (np.arange(len(x)) + 5000).astype(ml_dtypes.bfloat16).astype(np.float64)
+        emb = np.concatenate([np.outer(pos, 10000.0 ** (-2 * np.arange(D // 2) / D))] * 2, axis=-1)
+        return x * np.cos(emb) + rotate_half(x) * np.sin(emb)
+    spec = rr.identify(bf16_positions, D)
+    assert spec.is_rope and not spec.multi_axis
+    assert any("not at evenly spaced positions" in n and "bfloat16" in n for n in spec.notes)
+    with pytest.raises(AssertionError) as info:
+        rr.assert_rope_matches(bf16_positions, D, offset=5000, base=10000.0)
+    assert "offset" in str(info.value) and "not a 1-D" not in str(info.value)

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _validate as val
 from ..core import wrap_angle
-from .angles import angle_precision, freq_tol, piecewise_exact, refit_absolute, theta_at
+from .angles import angle_precision, freq_tol, refit_absolute, theta_at, uneven_steps
 from .dynamic import check_dynamic
 from .naming import describe_frequencies, describe_proportional
 from .offset import locate, rows_needed
@@ -168,7 +168,12 @@ def _analyse(fn, M, base_hint, max_rows) -> RopeSpec:
                         "(does fn treat the first axis as a batch of tokens at one position?)")
     angles = _Angles(fn, M.shape[-1], st, phase)
     angles.refine(max_rows)
-    if angles.loc.unit > FLOAT32_UNIT and piecewise_exact(angles.phase):
+    steps = uneven_steps(angles.phase) if angles.loc.unit > FLOAT32_UNIT else None
+    if steps == "one axis":
+        angles.notes.append("the rows are not at evenly spaced positions: the angles are exact, but every pair "
+                            "stands still or jumps together at the same rows, as when positions are rounded to a "
+                            "coarse float type (cast to bfloat16 or float16?) and several rows share a position")
+    elif steps == "several axes":
         return not_rope("the angles are not linear in the row index: they are exact, but each pair's angle "
                         "advances by one step on most rows and jumps on others, as when fn reads its rows as a "
                         "flattened grid (2-D axial RoPE of a ViT) or gives them non-text M-RoPE positions. This is "

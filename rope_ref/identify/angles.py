@@ -106,11 +106,16 @@ def theta_at(phase, offset, unit, out_err=0.0):
     return theta, freq_tol(theta, fit.sigma_theta, unit, out_err, offset + np.arange(phase.shape[0]))
 
 
-def piecewise_exact(phase, tol=1e-9) -> bool:
-    """True when the angles are exact but not a line in the row index: in every pair most steps from one
-    row to the next are one exact value, and every pair that ever steps otherwise does so at the same rows
-    (a 2-D grid read as rows wraps there; M-RoPE image tokens likewise).  Rounded angles of a 1-D kernel
-    (float16, bfloat16) deviate at rows that differ from pair to pair, or on most rows."""
+def uneven_steps(phase, tol=1e-9) -> str | None:
+    """How exact angles that are not a line in the row index advance, or None when they are not that.
+
+    In every pair most steps from one row to the next are one exact value, and every pair that ever
+    steps otherwise does so at the same rows.  Then "one axis": the slow pairs (no wrap within a step)
+    all step in proportion to theta, so the rows sit at uneven positions of one axis (positions rounded
+    to a coarse float type; several rows at one position); or "several axes": pairs advance on different
+    rows (a 2-D grid read as rows, M-RoPE image tokens).  Rounded angles of a 1-D kernel (float16,
+    bfloat16) deviate at rows that differ from pair to pair, or on most rows: None.
+    """
     steps = np.diff(phase, axis=0)
     steps = (steps + np.pi) % (2 * np.pi) - np.pi
     irregular = []
@@ -118,7 +123,13 @@ def piecewise_exact(phase, tol=1e-9) -> bool:
         mode = np.median(col)
         off = np.abs(col - mode) > tol * (1 + abs(mode))
         if off.mean() > 0.5:
-            return False
+            return None
         irregular.append(off)
     rows = np.any(irregular, axis=0)
-    return bool(rows.any()) and all(not off.any() or np.array_equal(off, rows) for off in irregular)
+    if not rows.any() or not all(not off.any() or np.array_equal(off, rows) for off in irregular):
+        return None
+    slow = [col for col in steps.T if np.abs(col).max() < np.pi / 2 and np.abs(col).sum() > 0]
+    shares = [col / col.sum() for col in slow if col.sum() != 0]
+    if len(shares) == len(slow) and all(np.allclose(sh, shares[0], rtol=1e-3, atol=1e-3) for sh in shares):
+        return "one axis"
+    return "several axes"
