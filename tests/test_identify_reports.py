@@ -83,3 +83,12 @@ def test_config_dict_is_accepted_and_row_0_must_be_position_0():
         rr.assert_rope_matches(lambda x: neox(x, 3), config=rr.from_hf_config(cfg))
     rr.assert_rope_matches(lambda x: neox(x, 3), config=cfg, offset=3)
     rr.assert_rope_matches(lambda x: neox(x, 3), config=cfg, offset=None)    # skips the offset check
+
+
+def test_summary_says_what_the_kernel_does_in_one_line():
+    # expected words from the kernels' definitions: neox = half pairs, row r at offset + r, base 10^4
+    assert rr.identify(lambda x: neox(x, 7), D).summary() == (
+        "half-split pairs (i, i + d/2) on features 0..15, base 10000, row 0 at position 7, default")
+    assert rr.identify(lambda x: rr.rotate(x, np.arange(len(x)) + 2.0, base=5e5), D).summary() == (
+        "interleaved pairs (2i, 2i + 1) on features 0..15, base 500000, row 0 at position 2, default")
+    assert rr.identify(lambda x: neox(x) + 1.0, D).summary().startswith("not a rotary embedding: fn(0) is not 0")

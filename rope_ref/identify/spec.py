@@ -46,10 +46,12 @@ class RopeSpec:
             return str(self)
         pairs = {"half": "half-split pairs (i, i + d/2)", "interleaved": "interleaved pairs (2i, 2i + 1)"}
         where = f"features {self.rotary_start}..{self.rotary_start + self.rotary_dim - 1}"
-        method = {None: "scaling not named (angles too noisy)", "custom": f"custom (closest {self.closest})"}.get(
-            self.rope_type, self.rope_type)
+        method = {None: "scaling not named (angles too noisy)", "custom": f"custom (closest {self.closest})",
+                  "proportional": f"proportional ({self.rope_params.get('partial_rotary_factor', 0):g} of the "
+                                  "features rotate)"}.get(self.rope_type, self.rope_type)
         return (f"{pairs.get(self.pairing, 'pairs ' + str(self.pairs[:2]) + '...')} on {where}, "
-                f"base {show_number(self.base, '.6g')}, row 0 at position {show_number(self.offset, '.6g')}, {method}")
+                f"base {show_number(float(f'{self.base:.6g}'))}, row 0 at position {show_number(self.offset, '.6g')}, "
+                f"{method}")
 
     def __str__(self) -> str:
         if not self.is_rope:
