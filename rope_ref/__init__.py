@@ -41,8 +41,8 @@ from .forms import (
     wrap_angle,
 )
 from .hf_config import RopeConfig, from_hf_config
+from .identify import RopeSpec, assert_rope_grad_matches, assert_rope_matches, identify
 from .multiaxis import axial_frequencies, grid_positions, mrope_frequencies, mrope_position_ids
-from .identify import RopeSpec, assert_rope_matches, identify
 from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
 
 __version__ = "0.1.0"
@@ -52,6 +52,7 @@ __all__ = [
     "linear_attention", "linear_attention_dense", "partial_sums", "permute_qk_weights", "rotate",
     "rotate_complex", "rotate_dense", "rotate_elementwise", "rotate_half", "rotation_angles",
     "rotation_matrix", "sinusoidal", "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle",
-    "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches", "identify",
-    "RopeConfig", "from_hf_config", "mrope_frequencies", "mrope_position_ids", "axial_frequencies", "grid_positions",
+    "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches",
+    "assert_rope_grad_matches", "identify", "RopeConfig", "from_hf_config", "mrope_frequencies", "mrope_position_ids",
+    "axial_frequencies", "grid_positions",
 ]

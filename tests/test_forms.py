@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import rope_ref as rr
+from kernels import llama_complex, neox_rotate_half
 
 DS = [2, 4, 6, 8, 10, 32, 64, 96, 128, 256]
 
@@ -103,26 +104,6 @@ def test_partial_rotary(pairing, rng):
     np.testing.assert_array_equal(out[..., 8:], x[..., 8:])
     # The rotated part uses frequencies computed for d = rotary_dim (GPT-NeoX, HF partial_rotary_factor).
     np.testing.assert_allclose(out[..., :8], rr.rotate(x[..., :8], pairing=pairing), atol=1e-15)
-
-
-def neox_rotate_half(x, pos, base=10000.0):
-    """GPT-NeoX / HF transformers form, written from their source: x*cos + rotate_half(x)*sin."""
-    d = x.shape[-1]
-    inv = 1.0 / base ** (np.arange(0, d, 2) / d)
-    freqs = np.outer(pos, inv)
-    emb = np.concatenate([freqs, freqs], axis=-1)
-    rot_half = np.concatenate([-x[..., d // 2:], x[..., :d // 2]], axis=-1)
-    return x * np.cos(emb) + rot_half * np.sin(emb)
-
-
-def llama_complex(x, pos, base=10000.0):
-    """Meta Llama's form: view_as_complex of (..., d/2, 2) times polar(1, freqs)."""
-    d = x.shape[-1]
-    freqs = np.outer(pos, 1.0 / base ** (np.arange(0, d, 2)[: d // 2] / d))
-    z = x.reshape(*x.shape[:-1], d // 2, 2)
-    z = z[..., 0] + 1j * z[..., 1]
-    out = z * np.exp(1j * freqs)
-    return np.stack([out.real, out.imag], axis=-1).reshape(x.shape)
 
 
 @pytest.mark.parametrize("d", [8, 64, 128])

@@ -8,50 +8,26 @@ import pytest
 from rope_ref.identify import assert_rope_matches, identify
 from rope_ref.scaling import scaled_inv_freq
 
+from kernels import freqs64, llama, neox
+
 D = 64
-
-
-def hf_freqs(d, base=10000.0, start=0):
-    return 1.0 / base ** (np.arange(start, d + start, 2) / d)
-
-
-def neox_kernel(x, *, offset=0, freqs=None, rotary_dim=None, sign=1.0, angle_dtype=np.float64, scale=1.0):
-    """GPT-NeoX / HF style: half-split pairs, x*cos + rotate_half(x)*sin, partial rotary."""
-    seq, d = x.shape
-    r = rotary_dim or d
-    f = hf_freqs(r) if freqs is None else freqs
-    ang = (np.arange(seq) + offset).astype(angle_dtype)[:, None] * f.astype(angle_dtype)
-    emb = np.concatenate([ang, ang], axis=-1).astype(np.float64)
-    xr, xp = x[:, :r], x[:, r:]
-    rot = np.concatenate([-xr[:, r // 2:], xr[:, :r // 2]], axis=-1)
-    out = (xr * np.cos(emb) * scale + sign * rot * np.sin(emb) * scale)
-    return np.concatenate([out, xp], axis=-1)
-
-
-def llama_kernel(x, *, offset=0, freqs=None):
-    """Meta Llama style: interleaved pairs as complex numbers times e^{i m theta}."""
-    seq, d = x.shape
-    f = hf_freqs(d) if freqs is None else freqs
-    cis = np.exp(1j * np.outer(np.arange(seq) + offset, f))
-    z = (x[:, 0::2] + 1j * x[:, 1::2]) * cis
-    return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
 
 
 @pytest.mark.parametrize("offset", [0, 7, 1000])
 def test_identifies_neox_and_llama(offset):
-    s = identify(lambda x: neox_kernel(x, offset=offset), D)
+    s = identify(lambda x: neox(x, offset=offset), D)
     assert (s.is_rope, s.pairing, s.rotary_dim, s.rope_type) == (True, "half", D, "default")
     assert s.pairs[:2] == [(0, 32), (1, 33)]
     assert math.isclose(s.base, 10000.0, rel_tol=1e-9) and s.offset == offset
-    np.testing.assert_allclose(s.inv_freq, hf_freqs(D), rtol=1e-9)
-    s = identify(lambda x: llama_kernel(x, offset=offset), D)
+    np.testing.assert_allclose(s.inv_freq, freqs64(D), rtol=1e-9)
+    s = identify(lambda x: llama(x, offset=offset), D)
     assert (s.pairing, s.offset, s.rope_type, s.norm_scale) == ("interleaved", offset, "default", pytest.approx(1.0))
-    assert_rope_matches(lambda x: llama_kernel(x, offset=offset), D, pairing="interleaved", base=10000.0,
+    assert_rope_matches(lambda x: llama(x, offset=offset), D, pairing="interleaved", base=10000.0,
                         offset=offset, rotary_dim=D, rope_type="default", norm_scale=1.0)
 
 
 def test_partial_rotary_and_other_base():
-    fn = lambda x: neox_kernel(x, rotary_dim=16, freqs=hf_freqs(16, 500000.0))  # noqa: E731
+    fn = lambda x: neox(x, rotary_dim=16, freqs=freqs64(16, 500000.0))  # noqa: E731
     s = identify(fn, D)
     assert (s.rotary_dim, s.pairing) == (16, "half")
     assert math.isclose(s.base, 500000.0, rel_tol=1e-9)
@@ -69,7 +45,7 @@ SCALINGS = [
 def test_identifies_scaling_methods(rope_type, params):
     base = 500000.0 if rope_type == "llama3" else 10000.0
     freqs, att = scaled_inv_freq(D, base, rope_type=rope_type, **params)
-    fn = lambda x: neox_kernel(x, freqs=freqs, scale=att)  # noqa: E731
+    fn = lambda x: neox(x, freqs=freqs, scale=att)  # noqa: E731
     s = identify(fn, D)
     assert s.rope_type == rope_type
     assert math.isclose(s.rope_params["factor"], params["factor"], rel_tol=1e-9)
@@ -81,14 +57,14 @@ def test_identifies_scaling_methods(rope_type, params):
 
 def test_ntk_reported_against_a_base_hint():
     freqs, _ = scaled_inv_freq(D, 10000.0, rope_type="ntk", factor=4.0)
-    s = identify(lambda x: neox_kernel(x, freqs=freqs), D, base_hint=10000.0)
+    s = identify(lambda x: neox(x, freqs=freqs), D, base_hint=10000.0)
     assert s.rope_type == "ntk" and math.isclose(s.rope_params["factor"], 4.0, rel_tol=1e-9)
-    assert_rope_matches(lambda x: neox_kernel(x, freqs=freqs), D, base=10000.0, rope_type="ntk", factor=4.0)
+    assert_rope_matches(lambda x: neox(x, freqs=freqs), D, base=10000.0, rope_type="ntk", factor=4.0)
 
 
 def test_identifies_dynamic_as_a_base_change():
     freqs, _ = scaled_inv_freq(D, rope_type="dynamic", seq_len=8192, factor=2.0, max_position_embeddings=4096)
-    fn = lambda x: llama_kernel(x, freqs=freqs)  # noqa: E731
+    fn = lambda x: llama(x, freqs=freqs)  # noqa: E731
     s = identify(fn, D, base_hint=10000.0)
     assert s.rope_type == "ntk"   # dynamic NTK at a given length is a static base change
 
@@ -105,31 +81,31 @@ def _raises(fn, words, **expected):
 
 
 def test_bug_wrong_pairing_is_named():
-    _raises(lambda x: neox_kernel(x), ["pairing: expected interleaved, found half", "(0, 32)"],
+    _raises(lambda x: neox(x), ["pairing: expected interleaved, found half", "(0, 32)"],
             pairing="interleaved", base=10000.0)
 
 
 def test_bug_wrong_sign():
-    s = identify(lambda x: neox_kernel(x, sign=-1.0), D)
+    s = identify(lambda x: neox(x, sign=-1.0), D)
     assert s.is_rope and np.all(s.inv_freq < 0) and any("clockwise" in n for n in s.notes)
-    _raises(lambda x: neox_kernel(x, sign=-1.0), ["frequencies", "sign flipped"], base=10000.0, pairing="half")
+    _raises(lambda x: neox(x, sign=-1.0), ["frequencies", "sign flipped"], base=10000.0, pairing="half")
 
 
 def test_bug_theta_indexed_from_one():
-    fn = lambda x: llama_kernel(x, freqs=hf_freqs(D, start=2))  # noqa: E731
+    fn = lambda x: llama(x, freqs=freqs64(D, start=2))  # noqa: E731
     s = identify(fn, D)
     assert any("indexed from 1" in n for n in s.notes)
     _raises(fn, ["frequencies", "pair 0 expected 1, found 0.7498", "indexed from 1"], base=10000.0)
 
 
 def test_bug_positions_off_by_one():
-    _raises(lambda x: llama_kernel(x, offset=1), ["offset: expected row 0 at position 0, found 1",
+    _raises(lambda x: llama(x, offset=1), ["offset: expected row 0 at position 0, found 1",
                                                    "off by one"], offset=0, base=10000.0)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_bug_angles_in_low_precision(dtype):
-    fn = lambda x: neox_kernel(x, angle_dtype=dtype)  # noqa: E731
+    fn = lambda x: neox(x, angle_dtype=dtype)  # noqa: E731
     s = identify(fn, D)
     assert s.is_rope
     if dtype == np.float16:
@@ -142,7 +118,7 @@ def test_bug_angles_in_low_precision(dtype):
 
 def test_bug_missing_attention_factor():
     freqs, att = scaled_inv_freq(D, rope_type="yarn", factor=16.0, original_max_position_embeddings=4096)
-    _raises(lambda x: neox_kernel(x, freqs=freqs), ["norm_scale: expected 1.27726, found 1"],
+    _raises(lambda x: neox(x, freqs=freqs), ["norm_scale: expected 1.27726, found 1"],
             rope_type="yarn", factor=16.0, original_max_position_embeddings=4096)
 
 

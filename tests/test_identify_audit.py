@@ -11,21 +11,10 @@ import pytest
 
 from rope_ref import assert_rope_matches, identify, scaled_inv_freq
 
+from kernels import hf_cos_sin, hf_inv_freq, rotate_half
+
 F32 = np.float32
 BF16 = ml_dtypes.bfloat16
-
-
-def inv_freq(dim, base=10000.0):
-    """HF: 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)), in float32."""
-    return (F32(1.0) / (F32(base) ** (np.arange(0, dim, 2).astype(F32) / F32(dim)))).astype(F32)
-
-
-def hf_cos_sin(seq, offset, inv, dtype=F32):
-    """HF rotary module: freqs = position_ids.float() * inv_freq in float32, emb = cat(freqs, freqs),
-    cos/sin in float32, then `.to(dtype=x.dtype)`."""
-    freqs = (np.arange(seq) + offset).astype(F32)[:, None] * inv[None, :]
-    emb = np.concatenate([freqs, freqs], axis=-1)
-    return np.cos(emb).astype(dtype), np.sin(emb).astype(dtype)
 
 
 # ---- DeepSeek-V3: interleaved pairs written in half layout, on the last 64 features -----------------
@@ -36,7 +25,7 @@ def deepseek_v3(x, offset=0, nope=128, base=10000.0, inv=None, scale=1.0):
     cat([q1 cos - q2 sin, q2 cos + q1 sin]); query = cat(q_pass, q_rot)."""
     seq, d = x.shape
     r = d - nope
-    cos, sin = hf_cos_sin(seq, offset, inv_freq(r, base) if inv is None else np.asarray(inv, F32))
+    cos, sin = hf_cos_sin(seq, offset, hf_inv_freq(r, base) if inv is None else np.asarray(inv, F32))
     cos, sin = cos[:, : r // 2] * F32(scale), sin[:, : r // 2] * F32(scale)
     q = x.astype(F32)
     q_pass, q_rot = q[:, :nope], q[:, nope:]
@@ -54,7 +43,7 @@ def test_deepseek_interleave_then_half_on_the_last_features(offset):
     assert (s.offset, s.rope_type, s.base) == (offset, "default", 10000.0), str(s)
     # pair (128 + 2p, 129 + 2p) is written to features (128 + p, 160 + p), as the code above says
     assert s.pairs[:2] == [(128, 129), (130, 131)] and s.output_pairs[:2] == [(128, 160), (129, 161)]
-    np.testing.assert_allclose(s.inv_freq, inv_freq(64), rtol=3e-7)
+    np.testing.assert_allclose(s.inv_freq, hf_inv_freq(64), rtol=3e-7)
     assert "rotary_start=128 output_pairing=half" in str(s)
     assert_rope_matches(fn, 192, pairing="interleaved", rotary_dim=64, rotary_start=128, output_pairing="half",
                         offset=offset, base=10000.0, rope_type="default")
@@ -84,7 +73,7 @@ def test_rotated_features_at_the_end_in_place_are_named_not_other():
     """A NeoX-style half rotation of the last 32 of 64 features, written in place."""
     def fn(x):
         y = x.astype(F32).copy()
-        cos, sin = hf_cos_sin(len(x), 300, inv_freq(32))
+        cos, sin = hf_cos_sin(len(x), 300, hf_inv_freq(32))
         q = y[:, 32:]
         y[:, 32:] = q * cos + np.concatenate([-q[:, 16:], q[:, :16]], axis=-1) * sin
         return y
@@ -106,7 +95,7 @@ def hf_llama_16bit(x, offset=0, dtype=BF16, inv=None):
     """HF Llama in a bfloat16 model: cos/sin from float32 angles, `.to(x.dtype)`; q * cos + rotate_half(q) * sin
     in bfloat16, each product and the sum rounded (torch computes bf16 ops in float32 and rounds)."""
     seq, d = x.shape
-    cos, sin = hf_cos_sin(seq, offset, inv_freq(d) if inv is None else np.asarray(inv, F32), dtype)
+    cos, sin = hf_cos_sin(seq, offset, hf_inv_freq(d) if inv is None else np.asarray(inv, F32), dtype)
     q = x.astype(dtype)
     rot = np.concatenate([-q[:, d // 2:], q[:, :d // 2]], axis=-1)
     return ((q * cos).astype(dtype) + (rot * sin).astype(dtype)).astype(dtype)
@@ -144,9 +133,9 @@ def test_16bit_cos_sin_with_llama3_frequencies():
 def test_angles_computed_in_float16_are_still_told_apart():
     """Angles rounded to float16 (norm exact): errors grow with the position; "compute angles in float32"."""
     def fn(x):
-        ang = (np.arange(len(x)) + 100).astype(np.float16)[:, None] * inv_freq(64).astype(np.float16)
+        ang = (np.arange(len(x)) + 100).astype(np.float16)[:, None] * hf_inv_freq(64).astype(np.float16)
         emb = np.concatenate([ang, ang], axis=-1).astype(F32)
-        return x * np.cos(emb) + np.concatenate([-x[:, 32:], x[:, :32]], axis=-1) * np.sin(emb)
+        return x * np.cos(emb) + rotate_half(x) * np.sin(emb)
     s = identify(fn, 64)
     assert not s.output_rounded and s.rope_type is None, str(s)
     with pytest.raises(AssertionError, match="compute angles in float32 or better"):
@@ -171,7 +160,7 @@ def test_nonlinear_is_still_not_linear():
 # ---- calling it wrongly: the messages say what to do ----------------------------------------------
 
 def test_kernel_for_another_width_or_layout_gets_a_hint():
-    cos, sin = hf_cos_sin(64, 0, inv_freq(128))
+    cos, sin = hf_cos_sin(64, 0, hf_inv_freq(128))
 
     def fn(x):                                  # a d=128 kernel
         return x * cos + np.concatenate([-x[:, 64:], x[:, :64]], axis=-1) * sin
@@ -183,7 +172,7 @@ def test_kernel_for_another_width_or_layout_gets_a_hint():
 
 
 def test_kernel_with_a_short_cache_is_told_about_max_rows():
-    cos, sin = hf_cos_sin(3000, 0, inv_freq(32))
+    cos, sin = hf_cos_sin(3000, 0, hf_inv_freq(32))
 
     def fn(x):                                  # a cos/sin cache of 3000 positions, read at 2000
         c, s = cos[2000:2000 + len(x)], sin[2000:2000 + len(x)]
@@ -222,13 +211,13 @@ class HFDynamicModule:
 
     def __init__(self, offset, d=64, base=10000.0, factor=2.0, max_position_embeddings=2048):
         self.offset, self.d, self.base, self.factor, self.train = offset, d, base, factor, max_position_embeddings
-        self.cached, self.inv = max_position_embeddings, inv_freq(d, base)
+        self.cached, self.inv = max_position_embeddings, hf_inv_freq(d, base)
 
     def __call__(self, x):
         seq_len = self.offset + len(x)
         if seq_len > self.cached:                          # growth; never shrinks while above the trained length
             base = self.base * (self.factor * seq_len / self.train - (self.factor - 1)) ** (self.d / (self.d - 2))
-            self.inv, self.cached = inv_freq(self.d, base), seq_len
+            self.inv, self.cached = hf_inv_freq(self.d, base), seq_len
         cos, sin = hf_cos_sin(len(x), self.offset, self.inv)
         q = x.astype(F32)
         return q * cos + np.concatenate([-q[:, self.d // 2:], q[:, :self.d // 2]], axis=-1) * sin
@@ -253,7 +242,7 @@ def test_a_kernel_whose_position_advances_every_call_is_refused():
     pos = [0]
 
     def decode(x):
-        cos, sin = hf_cos_sin(len(x), pos[0], inv_freq(32))
+        cos, sin = hf_cos_sin(len(x), pos[0], hf_inv_freq(32))
         pos[0] += len(x)
         return x * cos + np.concatenate([-x[:, 16:], x[:, :16]], axis=-1) * sin
     with pytest.raises(ValueError, match="fn must depend on x alone: two calls with the same x gave outputs"):
@@ -266,7 +255,7 @@ def test_one_pair_offset_is_said_undetermined_not_shifted():
     """d = 2, theta = 1: every offset 5000 + 2 pi k / theta... fits; the audit's assert said "positions
     shifted by -5001.416" and "pairing: expected half, found interleaved" (one pair is both)."""
     def fn(x):
-        cos, sin = hf_cos_sin(len(x), 5000, inv_freq(2))
+        cos, sin = hf_cos_sin(len(x), 5000, hf_inv_freq(2))
         return x * cos + np.concatenate([-x[:, 1:], x[:, :1]], axis=-1) * sin
     s = identify(fn, 2)
     assert any("modulo its wavelength 2 pi / theta = 6.283 positions" in n for n in s.notes), s.notes
@@ -322,7 +311,7 @@ def test_rows_at_one_position_are_named():
     """A decode kernel given the rows as a batch of tokens all at position 5000 (the audit: a raw
     "ValueError: not enough values to unpack" from inside identify)."""
     def fn(x):
-        cos, sin = hf_cos_sin(1, 5000, inv_freq(32))
+        cos, sin = hf_cos_sin(1, 5000, hf_inv_freq(32))
         return x * cos + np.concatenate([-x[:, 16:], x[:, :16]], axis=-1) * sin
     s = identify(fn, 32)
     assert not s.is_rope and "every row is rotated alike" in s.reason and "batch" in s.reason, s.reason

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from rope_ref import assert_rope_matches, identify, scaled_inv_freq
-from test_identify_kernels import hf_inv_freq, hf_rope
+
+from kernels import hf_inv_freq, hf_rope, rotate_half
 
 D = 64
 
@@ -36,8 +37,7 @@ def dynamic64(offset, factor, L_train, base=10000.0):
         freqs, _ = scaled_inv_freq(D, base, rope_type="dynamic", factor=factor, max_position_embeddings=L_train,
                                    seq_len=offset + len(x))
         angle = np.outer(offset + np.arange(len(x)), np.concatenate([freqs, freqs]))
-        rotate_half = np.concatenate([-x[:, D // 2:], x[:, :D // 2]], axis=-1)
-        return x * np.cos(angle) + rotate_half * np.sin(angle)
+        return x * np.cos(angle) + rotate_half(x) * np.sin(angle)
     return fn
 
 

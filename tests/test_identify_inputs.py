@@ -6,16 +6,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from kernels import neox
 from rope_ref import RopeSpec, assert_rope_matches, identify, scaled_inv_freq
 
 D = 16
-
-
-def neox(x, offset=0, freqs=None, scale=1.0):
-    seq, d = x.shape
-    f = 1.0 / 10000.0 ** (np.arange(0, d, 2) / d) if freqs is None else freqs
-    emb = np.concatenate([np.outer(np.arange(seq) + offset, f)] * 2, axis=-1)
-    return scale * (x * np.cos(emb) + np.concatenate([-x[:, d // 2:], x[:, :d // 2]], axis=-1) * np.sin(emb))
 
 
 # ---- any array back ------------------------------------------------------------------------------
@@ -145,9 +139,17 @@ def test_config_attention_factor_is_expected_as_norm_scale():
 
 
 def test_config_without_the_attributes_is_a_type_error():
+    class Partial:
+        head_dim = D
     with pytest.raises(TypeError, match="config") as info:
+        assert_rope_matches(neox, config=Partial())
+    assert "rotary_dim" in str(info.value) and "Partial" in str(info.value)
+
+
+def test_a_config_dict_is_read_as_from_hf_config_reads_it():
+    # issue 21: the config.json dict itself was refused ("config must be a RopeConfig")
+    with pytest.raises(ValueError, match="model_type"):       # from_hf_config's own refusal, unchanged
         assert_rope_matches(neox, config={"head_dim": D})
-    assert "head_dim" in str(info.value)
 
 
 # ---- bad inputs ------------------------------------------------------------------------------------
@@ -235,3 +237,21 @@ def test_fn_that_writes_into_its_input_does_not_disturb_identify():
         return y
     s = identify(vandal, D)
     assert (s.is_rope, s.offset, s.rope_type) == (True, 2, "default")
+
+
+# ---- sizes are checked before anything is allocated or fn is called (issue 22) -------------------------
+
+def test_sizes_are_refused_before_fn_is_called():
+    calls = []
+    fn = lambda x: calls.append(1) or neox(x)            # noqa: E731
+    with pytest.raises(ValueError, match=r"seq=1000000 and d=16 need seq x d x d float64 .*: 1\.907 GiB, "
+                                         r"above max_bytes=1073741824 \(1 GiB\); pass a smaller seq"):
+        identify(fn, D, seq=10**6, max_rows=10**6)
+    with pytest.raises(ValueError, match=r"max_rows=100000000 and d=16 need max_rows x d float64 for one call"):
+        identify(fn, D, max_rows=10**8)
+    with pytest.raises(ValueError, match="max_bytes"):
+        assert_rope_matches(fn, D, seq=4096, max_bytes=10**6)
+    assert calls == []
+    with pytest.raises(ValueError, match="max_bytes must be a positive integer"):
+        identify(fn, D, max_bytes=0)
+    assert identify(neox, D, seq=8, max_rows=64, max_bytes=8 * 8 * D * D).is_rope     # exactly at the limit

@@ -14,58 +14,10 @@ import pytest
 from rope_ref import ROPE_TYPES, RopeSpec, assert_rope_matches, identify, scaled_inv_freq
 from rope_ref.identify import SIGMAS
 
+from kernels import gptj_rope, hf_inv_freq, hf_rope, meta_rope, neox
+
 F32 = np.float32
 D = 64
-
-
-def hf_inv_freq(dim, base):
-    """HF: 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim)), in float32."""
-    return (F32(1.0) / (F32(base) ** (np.arange(0, dim, 2, dtype=np.int64).astype(F32) / F32(dim)))).astype(F32)
-
-
-def hf_rope(x, offset=0, inv_freq=None, base=10000.0, rotary_dim=None, attention_scaling=1.0):
-    """HF Llama / GPT-NeoX (rotary_pct): freqs = inv_freq[None, :, None] @ position_ids[:, None, :].float(),
-    emb = cat(freqs, freqs), cos/sin (times attention_scaling) in float32, q*cos + rotate_half(q)*sin."""
-    seq, d = x.shape
-    r = rotary_dim or d
-    inv = hf_inv_freq(r, base) if inv_freq is None else np.asarray(inv_freq, F32)
-    position_ids = (np.arange(seq, dtype=np.int64) + offset).astype(F32)
-    freqs = (inv[:, None] @ position_ids[None, :]).T
-    emb = np.concatenate([freqs, freqs], axis=-1)
-    cos, sin = np.cos(emb) * F32(attention_scaling), np.sin(emb) * F32(attention_scaling)
-    q = x.astype(F32)
-    q_rot, q_pass = q[:, :r], q[:, r:]
-    rotate_half = np.concatenate([-q_rot[:, r // 2:], q_rot[:, :r // 2]], axis=-1)
-    return np.concatenate([q_rot * cos + rotate_half * sin, q_pass], axis=-1)
-
-
-def gptj_rope(x, offset=0, base=10000.0):
-    """GPT-J: sinusoids in float32, repeat_interleave, rotate_every_two (interleaved pairs)."""
-    seq, d = x.shape
-    sinusoid = (np.arange(seq) + offset).astype(F32)[:, None] * hf_inv_freq(d, base)[None, :]
-    sin, cos = np.repeat(np.sin(sinusoid), 2, axis=-1), np.repeat(np.cos(sinusoid), 2, axis=-1)
-    q = x.astype(F32)
-    rotate_every_two = np.stack([-q[:, 1::2], q[:, 0::2]], axis=-1).reshape(seq, d)
-    return q * cos + rotate_every_two * sin
-
-
-def meta_rope(x, offset=0, base=10000.0):
-    """Meta Llama: freqs_cis = torch.polar(ones, outer(t, freqs)) in complex64, x viewed as complex."""
-    seq, d = x.shape
-    freqs = (F32(1.0) / (F32(base) ** (np.arange(0, d, 2)[: d // 2].astype(F32) / F32(d)))).astype(F32)
-    angles = np.outer((np.arange(seq) + offset).astype(F32), freqs)
-    freqs_cis = (np.cos(angles) + 1j * np.sin(angles)).astype(np.complex64)
-    q = x.astype(F32)
-    z = (q[:, 0::2] + 1j * q[:, 1::2]).astype(np.complex64) * freqs_cis
-    return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
-
-
-def float64_rope(x, offset=0, base=10000.0):
-    """A float64 kernel (half pairing), angles (offset + row) * theta in float64."""
-    seq, d = x.shape
-    angles = np.outer(np.arange(seq) + float(offset), 1.0 / base ** (np.arange(0, d, 2) / d))
-    emb = np.concatenate([angles, angles], axis=-1)
-    return x * np.cos(emb) + np.concatenate([-x[:, d // 2:], x[:, :d // 2]], axis=-1) * np.sin(emb)
 
 
 # Phi-3.5-mini-instruct's published rope_scaling.short_factor (first 32 of 48; head_dim 96 there).
@@ -109,7 +61,7 @@ def test_partial_rotary_neox(offset):
 
 @pytest.mark.parametrize("offset,d", [(0, D), (1, 128), (12345, D), (10**6, D)])
 def test_float64_kernel_up_to_a_million(offset, d):
-    s = identify(lambda x: float64_rope(x, offset), d)
+    s = identify(lambda x: neox(x, offset), d)
     assert (s.offset, s.rope_type, s.angle_precision) == (offset, "default", "float64")
     assert s.phase_error < 1e-9                     # float64 rounding of angles up to 1e6 rad
     assert s.offset_resolution < (1e-9 if offset < 10**5 else 1e-5)
@@ -192,7 +144,7 @@ def test_no_method_fits_is_custom_with_best_fit():
 
 
 def test_angle_precision_is_reported():
-    assert identify(lambda x: float64_rope(x, 5000), D).angle_precision == "float64"
+    assert identify(lambda x: neox(x, 5000), D).angle_precision == "float64"
     assert identify(lambda x: hf_rope(x, 5000), D).angle_precision == "float32"
 
     def float16_angles(x):

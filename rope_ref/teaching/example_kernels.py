@@ -5,21 +5,22 @@ torch/JAX/CUDA kernel (here in NumPy), each taking ``x`` of shape ``(seq, d)`` a
 applying its own positions.  ``identify`` and ``assert_rope_matches`` check them.
 """
 
-from pathlib import Path
+import json
+from importlib import resources
 
 import numpy as np
 
-#: Published model configs shipped with the repository's tests (tests/data/configs, numbers only).
-CONFIGS = Path(__file__).resolve().parents[2] / "tests" / "data" / "configs"
+#: The published configs notebook 07 reads, shipped as package data (rope_ref/teaching/data; numbers only,
+#: copies of tests/data/configs' files of the same names).
+CONFIGS = ("llama-3.1-8b", "qwen2.5-7b-instruct-yarn")
 
 
-def config_path(name: str) -> Path:
-    """Path of a shipped config, e.g. ``config_path("qwen2.5-7b-instruct-yarn")`` (needs a checkout)."""
-    path = CONFIGS / f"{name}.json"
-    if not path.is_file():
-        known = sorted(p.stem for p in CONFIGS.glob("*.json"))
-        raise ValueError(f"no shipped config named {name!r}; shipped: {known}")
-    return path
+def config(name: str) -> dict:
+    """A shipped model config.json as a dict, e.g. ``config("qwen2.5-7b-instruct-yarn")``; read it with
+    ``rope_ref.from_hf_config``.  Works in an installed copy (importlib.resources)."""
+    if name not in CONFIGS:
+        raise ValueError(f"no shipped config named {name!r}; shipped: {list(CONFIGS)}")
+    return json.loads((resources.files(__package__) / "data" / f"{name}.json").read_text(encoding="utf-8"))
 
 
 def neox_style_rope(x, base=10000.0):
@@ -72,3 +73,17 @@ def hf_style_rope(x, inv_freq, attention_factor=1.0):
     cos, sin = np.cos(emb) * attention_factor, np.sin(emb) * attention_factor
     rotate_half = np.concatenate([-x[:, d // 2:], x[:, :d // 2]], axis=-1)
     return (x * cos + rotate_half * sin).astype(np.float32)
+
+
+def llama_style_rope_backward(x, g, base=10000.0):
+    """The backward of ``llama_style_rope``: the gradient of sum(fn(x) * g) with respect to x is g rotated
+    by minus the angles (each 2x2 rotation's transpose), times e^{-i m theta_i} on the complex pairs."""
+    seq, d = g.shape
+    freqs = 1.0 / base ** (np.arange(0, d, 2) / d)
+    z = (g[:, 0::2] + 1j * g[:, 1::2]) * np.exp(-1j * np.outer(np.arange(seq), freqs))
+    return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
+
+
+def fused_backward(x, g, base=10000.0):
+    """A fused kernel's backward as it is sometimes first written: it reuses the forward's code path."""
+    return llama_style_rope(g, base)

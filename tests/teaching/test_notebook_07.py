@@ -1,19 +1,24 @@
-"""Notebook 07: its structure (objectives, an exercise with a hidden solution, the answer after the
-question), and every fact its prose states, checked independently of the notebook's own output."""
+"""Notebook 07: its structure (objectives, the exercise convention of HELPERS/lecture plan: task, student
+cell with a checker, a collapsed "#### Solution" with hidden cells), the checker with right and wrong
+answers, and every fact its prose states, checked independently of the notebook's own output."""
 
-import functools
 import inspect
+import io
 import json
 import math
+import re
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.teaching import example_kernels
+from rope_ref.teaching import example_kernels, exercises_kernels
+from rope_ref.teaching.kernel_plot import kernel_vs_expected
 
-NB = Path(__file__).resolve().parents[2] / "notebooks" / "07_check_your_rope.ipynb"
+ROOT = Path(__file__).resolve().parents[2]
+NB = ROOT / "notebooks" / "07_check_your_rope.ipynb"
 CELLS = json.loads(NB.read_text())["cells"]
 
 
@@ -33,28 +38,56 @@ def test_learning_objectives_at_the_top():
     assert found and sum(ln.startswith("* ") for ln in src(found[0]).splitlines()) >= 3
 
 
-def exercise_and_solution():
-    i = next(i for i, c in enumerate(CELLS) if "exercise" in tags(c))
-    j = i + 1
-    while j < len(CELLS) and "solution" in tags(CELLS[j]):
-        j += 1
-    return i, CELLS[i + 1:j]
+def exercise():
+    """(task index, student index, heading index, [solution indices], index after the solution)."""
+    task = next(i for i, c in enumerate(CELLS) if "exercise" in tags(c))
+    student, heading = task + 1, task + 2
+    k = heading + 1
+    while k < len(CELLS) and "solution" in tags(CELLS[k]):
+        k += 1
+    return task, student, heading, list(range(heading + 1, k)), k
 
 
-def test_the_exercise_has_hidden_solution_cells():
-    i, solution = exercise_and_solution()
-    assert CELLS[i]["cell_type"] == "markdown" and "planted bug" in src(CELLS[i])
-    assert solution and all(c["metadata"].get("jupyter", {}).get("source_hidden") is True for c in solution)
-    assert any(c["cell_type"] == "code" and "assert " in src(c) for c in solution)
+def test_the_exercise_follows_the_convention():
+    task, student, heading, solution, after = exercise()
+    assert CELLS[task]["cell_type"] == "markdown" and src(CELLS[task]).startswith("### Exercise")
+    s = CELLS[student]
+    assert s["cell_type"] == "code" and "exercise" in tags(s)
+    assert src(s).splitlines() == ["answer = None", "exercises_kernels.check_planted_bug(answer)"]
+    h = CELLS[heading]
+    assert src(h).strip() == "#### Solution" and h["metadata"].get("heading_collapsed") is True
+    assert "solution" in tags(h)
+    assert solution and all(CELLS[k]["metadata"].get("jupyter") == {"source_hidden": True, "outputs_hidden": True}
+                            for k in solution)
+    last_code = [src(CELLS[k]) for k in solution if CELLS[k]["cell_type"] == "code"][-1]
+    assert re.search(r"^assert exercises_kernels\.check_planted_bug\(answer\)$", last_code, re.M)
+    assert after == len(CELLS) or re.match(r"#{1,4} ", src(CELLS[after]))   # the collapsed heading hides only it
+
+
+def run_checker(answer):
+    out = io.StringIO()
+    with redirect_stdout(out):
+        ok = exercises_kernels.check_planted_bug(answer)
+    return ok, out.getvalue()
+
+
+@pytest.mark.parametrize("answer,ok,start", [
+    (None, False, "Not answered yet"), (1, True, "Correct:"), (1.0, True, "Correct:"),
+    (0, False, "Not yet: position 0 is where Llama's kernel starts"), (2, False, "Not yet:"),
+    (-1, False, "Not yet:"), ("one", False, "Not yet: answer should be a number"), (True, False, "Not yet:")])
+def test_the_checker_with_right_and_wrong_answers(answer, ok, start):
+    got, printed = run_checker(answer)
+    assert got is ok and printed.startswith(start) and printed.count("\n") == 1
 
 
 def test_the_solution_runs_and_checks_itself():
-    _, solution = exercise_and_solution()
-    namespace = {"np": np, "rr": rr, "example_kernels": example_kernels, "inspect": inspect, "functools": functools}
-    for c in solution:
-        if c["cell_type"] == "code":
-            exec(compile(src(c), "solution", "exec"), namespace)      # its asserts must hold
-    assert "offset" in namespace["message"]
+    _, _, _, solution, _ = exercise()
+    namespace = {"np": np, "rr": rr, "example_kernels": example_kernels, "exercises_kernels": exercises_kernels,
+                 "spec": rr.identify(example_kernels.buggy_rope, 128)}
+    for k in solution:
+        if CELLS[k]["cell_type"] == "code":
+            exec(compile(src(CELLS[k]), "solution", "exec"), namespace)      # its assert must hold
+    assert namespace["answer"] == 1
 
 
 def test_the_bug_is_what_the_solution_says():
@@ -62,33 +95,35 @@ def test_the_bug_is_what_the_solution_says():
     x = np.random.default_rng(0).standard_normal((9, 16))
     np.testing.assert_allclose(example_kernels.buggy_rope(x), rr.rotate(x, np.arange(1, 10)), atol=1e-12)
     np.testing.assert_allclose(example_kernels.llama_style_rope(x), rr.rotate(x), atol=1e-12)
-    _, solution = exercise_and_solution()
-    assert "row 0 is rotated as position 1" in src(solution[0])
+    _, _, _, solution, _ = exercise()
+    assert "row 0 as position 1" in src(CELLS[solution[0]])
 
 
 def test_the_question_does_not_give_the_answer_away():
-    # The signature is Llama's; the cells up to the exercise never run a check on the buggy kernel
-    # nor say what the bug is.
+    # The signature is Llama's; the cells up to the student cell draw the picture but print no check or
+    # spec of the buggy kernel, nor say what the bug is.
     assert inspect.signature(example_kernels.buggy_rope) == inspect.signature(example_kernels.llama_style_rope)
-    i, _ = exercise_and_solution()
+    _, student, _, _, _ = exercise()
     start = next(k for k, c in enumerate(CELLS) if "## Find the planted bug" in src(c))
-    asked = CELLS[start:i + 1]
+    asked = CELLS[start:student + 1]
     code = "\n".join(src(c) for c in asked if c["cell_type"] == "code")
-    assert "assert_rope_matches" not in code and "identify(" not in code
+    assert "assert_rope_matches" not in code and "print(spec" not in code and "summary()" not in code
     assert not any(w in "\n".join(src(c) for c in asked) for w in ("off by one", "position 1", "offset"))
 
 
-def test_float16_kernel_source_is_shown_and_spec_printed_once():
-    code = [src(c) for c in CELLS if c["cell_type"] == "code"]
-    assert any("getsource(example_kernels.float16_angle_rope)" in s for s in code)
-    # assert_rope_matches' message already ends with the identified spec: no cell prints both.
-    assert not any("print(spec)" in s and "assert_rope_matches" in s for s in code)
+def test_no_tool_internals_in_the_prose():
+    for word in ("offset resolution", "16777216", "ambiguous", "tolerance", "SIGMAS", "phase_error"):
+        assert word not in TEXT
 
 
-def test_stated_numbers():
-    cfg = rr.from_hf_config(example_kernels.config_path("qwen2.5-7b-instruct-yarn"))
-    assert "19 published configs" in TEXT
-    assert len(list(example_kernels.CONFIGS.glob("*.json"))) == 19
+def test_stated_facts():
+    x = np.random.default_rng(2).standard_normal((8, 128))
+    # "Both rotate all 128 features with base 10000, starting at position 0; they pair the features differently."
+    assert "Both rotate all 128 features with base 10000, starting at position 0" in TEXT
+    np.testing.assert_allclose(example_kernels.neox_style_rope(x), rr.rotate(x, pairing="half"), atol=1e-12)
+    np.testing.assert_allclose(example_kernels.llama_style_rope(x), rr.rotate(x, pairing="interleaved"), atol=1e-12)
+    assert r"Pair 0 has $\theta_0 = 1$" in TEXT      # 10000^(-2*0/d); its line: the picture test below
+    cfg = rr.from_hf_config(example_kernels.config("qwen2.5-7b-instruct-yarn"))
     assert "all 128 features" in TEXT and cfg.head_dim == cfg.rotary_dim == 128
     assert "half-split pairs" in TEXT and cfg.pairing == "half"
     assert "base $10^6$" in TEXT and cfg.base == 1e6
@@ -97,8 +132,18 @@ def test_stated_numbers():
     assert math.isclose(cfg.attention_factor, 0.1 * math.log(4) + 1) and round(cfg.attention_factor, 3) == 1.139
 
 
+def test_the_picture_of_the_planted_bug_shows_flat_lines_at_theta_p():
+    """The exercise's reading: phase error of pair p is theta_p * 1 at every row (independent of identify:
+    the measured angles are those of the kernel's definition, rows at 1 + r)."""
+    spec = rr.identify(example_kernels.buggy_rope, 128)
+    fig = kernel_vs_expected(spec, rr.frequencies(128), 0)
+    right = fig.axes[1]
+    for p, line in enumerate(right.get_lines()[:3]):
+        np.testing.assert_allclose(line.get_ydata(), 10000.0 ** (-2 * p / 128), atol=1e-9)
+
+
 def test_the_ported_kernel_misses_exactly_the_attention_factor():
-    cfg = rr.from_hf_config(example_kernels.config_path("qwen2.5-7b-instruct-yarn"))
+    cfg = rr.from_hf_config(example_kernels.config("qwen2.5-7b-instruct-yarn"))
     x = np.random.default_rng(1).standard_normal((16, 128))
     ported = example_kernels.hf_style_rope(x, cfg.inv_freq())
     fixed = example_kernels.hf_style_rope(x, cfg.inv_freq(), cfg.attention_factor)
@@ -109,6 +154,29 @@ def test_the_ported_kernel_misses_exactly_the_attention_factor():
     np.testing.assert_allclose(ported * cfg.attention_factor, want, atol=tol)
 
 
-def test_config_path_names_the_shipped_configs():
+def test_the_backward_kernels_are_what_the_prose_says():
+    """llama_style_rope_backward is the vjp: x . vjp(x, g) = fn(x) . g for the linear fn (its transpose);
+    fused_backward applies the forward rotation instead."""
+    rng = np.random.default_rng(3)
+    x, g = rng.standard_normal((2, 12, 16))
+    fn = example_kernels.llama_style_rope
+    assert math.isclose(np.sum(x * example_kernels.llama_style_rope_backward(x, g)), np.sum(fn(x) * g), rel_tol=1e-12)
+    np.testing.assert_allclose(example_kernels.fused_backward(x, g), fn(g), atol=1e-12)
+    assert not math.isclose(np.sum(x * example_kernels.fused_backward(x, g)), np.sum(fn(x) * g), rel_tol=1e-3)
+
+
+def test_shipped_configs_are_package_data_equal_to_the_test_copies():
+    # issue 19: example_kernels read tests/data, which an installed copy does not have
+    assert "tests" not in inspect.getsource(example_kernels).split("def neox_style_rope")[0].replace(
+        "tests/data/configs", "")
+    for name in example_kernels.CONFIGS:
+        assert example_kernels.config(name) == json.loads((ROOT / "tests" / "data" / "configs" / f"{name}.json")
+                                                          .read_text())
+    assert 'package-data = {"rope_ref.teaching" = ["data/*.json"]}' in (ROOT / "pyproject.toml").read_text()
     with pytest.raises(ValueError, match="qwen2.5-7b-instruct-yarn"):
-        example_kernels.config_path("qwen")
+        example_kernels.config("qwen")
+
+
+def test_used_configs_are_the_shipped_ones():
+    used = set(re.findall(r'example_kernels\.config\("([^"]+)"\)', "\n".join(src(c) for c in CELLS)))
+    assert used and used <= set(example_kernels.CONFIGS)

@@ -1,0 +1,24 @@
+"""Black-box identification of a RoPE implementation: which pairing, base, offset, scaling.
+
+``identify(fn, d)`` feeds ``fn`` float64 inputs of shape ``(seq, d)`` (the function
+applies its own positions, row r at position offset + r) and reads back, row by row,
+the linear map it applies.  A rotary embedding maps each row by the block-diagonal
+rotation of eq 34 (RoFormer, arXiv:2104.09864): one 2x2 block [[cos, -sin], [sin, cos]]
+per pair of features, with angle (offset + row) * theta_i.  Everything else follows
+from measuring those blocks (:mod:`.analyse` lists the steps and the module of each).
+
+``assert_rope_matches(fn, d, **expected)`` turns the differences from what you expect
+into one readable AssertionError; ``assert_rope_grad_matches(vjp, d, **expected)`` does
+the same for a backward pass.  How the measurement works: docs/identify_internals.md.
+"""
+
+from .analyse import identify
+from .assertions import KernelRaised, RopeMismatch, assert_rope_matches
+from .grad import assert_rope_grad_matches
+from .spec import RopeSpec
+from .tolerances import (DYNAMIC_MIN_OFFSET, FREQ_ULPS, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, NOISE_ULPS,
+                         OFFSET_SIGMA, PRECISIONS, SIGMAS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL)
+
+__all__ = ["RopeSpec", "identify", "assert_rope_matches", "assert_rope_grad_matches", "KernelRaised", "RopeMismatch",
+           "DYNAMIC_MIN_OFFSET", "FREQ_ULPS", "MAX_BYTES", "MAX_OFFSET", "MAX_ROWS", "NAME_RTOL", "NOISE_ULPS",
+           "OFFSET_SIGMA", "PRECISIONS", "SIGMAS", "STATE_RTOL", "STRUCTURE_RTOL", "ZERO_RTOL"]

@@ -1,0 +1,135 @@
+"""Angles: straight-line fits of each pair's angle against the row, and the float type they behave like.
+
+Row r of a 1-D rotary embedding is rotated by (offset + r) * theta_p in pair p (eq 34).  The
+scatter of the measured angles about a line is the angle noise; every tolerance identify
+uses is derived from it, floored by what rounding in the kernel's float type can do.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .tolerances import FREQ_ULPS, NOISE_ULPS, PRECISIONS, SIGMAS
+
+
+@dataclass
+class RowFit:
+    """Per-pair straight line through the angles of the rows, about the centre row."""
+
+    theta: np.ndarray           # slope of each pair (radians per row)
+    centre: np.ndarray          # angle at the centre row
+    row_centre: float
+    resid: np.ndarray           # (rows, pairs) residuals about the line
+    noise: np.ndarray           # per-pair residual standard deviation (floored)
+    sigma_theta: np.ndarray
+    sigma_centre: np.ndarray
+    also: list = field(default_factory=list)   # other offsets that fit as well (set by the offset search)
+
+
+@dataclass
+class AbsoluteFit:
+    """theta_p fitted against the absolute position offset + row."""
+
+    theta: np.ndarray
+    resid: np.ndarray
+    sigma_theta: np.ndarray
+
+
+def fit_rows(phase, unit=0.0, offset=0.0, out_err=0.0) -> RowFit:
+    """Per-pair straight line through the angles of the rows, about the centre row.
+
+    The deviations come from the scatter about the line, floored by what rounding to a float
+    type with unit roundoff ``unit`` can do to angles near (offset + row) * theta: up to
+    unit * |angle| at every row, and -- rounding errors of consecutive multiples of one theta
+    can drift together -- a slope error up to 2 unit |angle| / rows.  ``out_err``: an error up
+    to that many radians at every row (cos/sin rounded), which the centre angle may keep whole
+    (a slowly turning pair's rounding errors do not average out).
+    """
+    n = phase.shape[0]
+    x = np.arange(n) - (n - 1) / 2
+    centre = phase.mean(axis=0)
+    theta = x @ (phase - centre) / (x @ x)
+    resid = phase - centre - np.outer(x, theta)
+    biggest = 1 + np.abs(offset + n) * np.abs(theta)      # largest |angle| over the rows, + 1 for cos/sin rounding
+    floor = np.maximum(2.0**-52 * (np.pi + n * np.abs(theta)), unit * biggest)
+    noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(n - 2, 1)), floor)
+    sigma_theta = np.maximum(noise / np.sqrt(x @ x), 2 * unit * biggest / n)
+    return RowFit(theta=theta, centre=centre, row_centre=(n - 1) / 2, resid=resid, noise=noise,
+                  sigma_theta=sigma_theta, sigma_centre=np.maximum(noise / np.sqrt(n), unit * biggest + out_err))
+
+
+def refit_absolute(phase, offset, fit: RowFit) -> AbsoluteFit:
+    """theta_p by least squares on the absolute angle: phase + 2 pi k_p = (offset + row) * theta_p.
+
+    With the offset known, the angle at row r is known absolutely (up to a whole number of
+    turns k_p, decided from the row fit at the centre row), so theta is measured against
+    (offset + row) rather than against the few rows of the block: its error falls by about
+    the ratio offset / rows.
+    """
+    m = offset + np.arange(phase.shape[0], dtype=float)
+    if m @ m == 0:
+        return AbsoluteFit(fit.theta, fit.resid, fit.sigma_theta)
+    turns = np.round(((offset + fit.row_centre) * fit.theta - fit.centre) / (2 * np.pi))
+    absolute = phase + 2 * np.pi * turns
+    theta = m @ absolute / (m @ m)
+    resid = absolute - np.outer(m, theta)
+    floor = 2.0**-52 * (1 + np.abs(np.outer(m, theta)).max(axis=0))
+    noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(len(m) - 1, 1)), floor)
+    return AbsoluteFit(theta, resid, noise / np.sqrt(m @ m))
+
+
+def angle_precision(resid, angle):
+    """The finest float type whose rounding, NOISE_ULPS * u * (1 + |angle|), covers the residuals:
+    (name, unit roundoff)."""
+    for name, unit in PRECISIONS:
+        if np.all(np.abs(resid) <= NOISE_ULPS * unit * (1 + angle)):
+            return name, unit
+    return "coarser than bfloat16", 2.0**-4
+
+
+def freq_tol(theta, sigma_theta, unit, out_err, positions):
+    """Relative tolerance on each |theta|: SIGMAS standard deviations, a few roundings of the angles'
+    float type, and the bias an angle error out_err at every row can give a line fitted against
+    ``positions`` m (through 0): |sum m e| / sum m^2 <= out_err / rms(m)."""
+    theta = np.maximum(np.abs(theta), 1e-300)
+    bias = out_err / max(math.sqrt(float(np.mean(np.square(positions)))), 1e-300)
+    return np.maximum(np.maximum(SIGMAS * sigma_theta / theta, FREQ_ULPS * unit), bias / theta)
+
+
+def theta_at(phase, offset, unit, out_err=0.0):
+    """|theta| refitted against (offset + row) and its relative tolerance, as for the first rows."""
+    fit = refit_absolute(phase, offset, fit_rows(phase, unit, offset))
+    theta = np.abs(fit.theta)
+    return theta, freq_tol(theta, fit.sigma_theta, unit, out_err, offset + np.arange(phase.shape[0]))
+
+
+def uneven_steps(phase, tol=1e-9) -> str | None:
+    """How exact angles that are not a line in the row index advance, or None when they are not that.
+
+    In every pair most steps from one row to the next are one exact value, and every pair that ever
+    steps otherwise does so at the same rows.  Then "one axis": the slow pairs (no wrap within a step)
+    all step in proportion to theta, so the rows sit at uneven positions of one axis (positions rounded
+    to a coarse float type; several rows at one position); or "several axes": pairs advance on different
+    rows (a 2-D grid read as rows, M-RoPE image tokens).  Rounded angles of a 1-D kernel (float16,
+    bfloat16) deviate at rows that differ from pair to pair, or on most rows: None.
+    """
+    steps = np.diff(phase, axis=0)
+    steps = (steps + np.pi) % (2 * np.pi) - np.pi
+    irregular = []
+    for col in steps.T:
+        mode = np.median(col)
+        off = np.abs(col - mode) > tol * (1 + abs(mode))
+        if off.mean() > 0.5:
+            return None
+        irregular.append(off)
+    rows = np.any(irregular, axis=0)
+    if not rows.any() or not all(not off.any() or np.array_equal(off, rows) for off in irregular):
+        return None
+    slow = [col for col in steps.T if np.abs(col).max() < np.pi / 2 and np.abs(col).sum() > 0]
+    shares = [col / col.sum() for col in slow if col.sum() != 0]
+    if len(shares) == len(slow) and all(np.allclose(sh, shares[0], rtol=1e-3, atol=1e-3) for sh in shares):
+        return "one axis"
+    return "several axes"

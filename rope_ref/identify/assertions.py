@@ -1,0 +1,321 @@
+"""assert_rope_matches: what fn does against what you expect, as one readable AssertionError."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from collections.abc import Mapping
+
+import numpy as np
+
+from .. import _validate as val
+from .. import scaling
+from ..core import frequencies
+from ..scaling import scaled_inv_freq
+from .analyse import identify
+from .naming import geometric_base, scale_tol
+from .spec import RopeSpec, show_number, show_params
+from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS
+
+_SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
+              "inv_freq")
+
+
+def _scaling_parameter_names() -> tuple:
+    """Every parameter name a scaling method takes, read from scaling's tables (where "a | b" means either
+    name): the one place identify reads that schema."""
+    names = {k for table in (scaling.REQUIRED, scaling.OPTIONAL) for keys in table.values()
+             for req in keys for k in req.split(" | ")}
+    return tuple(sorted(names | {"seq_len"}))
+
+
+_PARAM_KEYS = _scaling_parameter_names()
+_RELIABLE = ("float64", "float32")
+
+
+def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64, phase_atol: float | None = None,
+                        max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES, **expected) -> RopeSpec:
+    """Raise AssertionError naming every property in which ``fn`` differs from ``expected``.
+
+    ``fn(x) -> y`` as for :func:`identify`: x ``(seq, d)``, row r at position offset + r.
+    ``expected`` may hold ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0: the leading
+    features rotate), ``output_pairing`` (default None: each pair is written back to its own
+    features; "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``,
+    ``rope_type``, ``inv_freq`` and the parameters of ``rope_type`` (``factor``,
+    ``original_max_position_embeddings``, ..., and ``seq_len`` for dynamic/longrope).
+
+    ``config``: a model's ``config.json`` as a dict or a path (anything
+    ``rope_ref.from_hf_config`` reads; it is read with that function), or a ``RopeConfig`` (any
+    object with ``head_dim``, ``rotary_dim``, ``pairing``, ``base``, ``rope_type``, ``params`` and
+    ``attention_factor``): ``d`` defaults to its head_dim and the expectations come from it;
+    explicit keywords win.  With ``config``, row 0 must be at position 0 (``offset=0``) unless
+    ``offset=`` says otherwise: pass the position of row 0 (a KV cache's length at decode), or
+    ``offset=None`` to skip the offset check.  Without ``config`` the offset is checked only when given.
+
+    Frequencies are compared pair by pair to the precision identify measured; angles must
+    behave like float32 or better (or, with ``phase_atol``, deviate from (offset + row) * theta
+    by at most that many radians).  ``max_rows``: the most rows ``fn`` accepts; ``max_bytes``: the largest
+    array identify may hold (see :func:`identify`).
+    For dynamic and LongRoPE the expected frequencies are those at ``seq_len``, by default the
+    length a model sees at the rows measured: last position + 1, as ``RopeConfig.rotate``.
+    An exception raised inside ``fn`` (an AssertionError included) is re-raised as a RuntimeError
+    "fn raised ...", never reported as a mismatch.  Returns the :class:`RopeSpec` when all match.
+
+    >>> import rope_ref as rr, numpy as np
+    >>> spec = rr.assert_rope_matches(lambda x: rr.rotate(x, np.arange(len(x)) + 5.0), 8, offset=5, base=1e4)
+    """
+    d, expected = _prepare(d, config, expected, phase_atol)
+    spec = identify(_raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
+                    max_bytes=max_bytes)
+    if not spec.is_rope:
+        raise RopeMismatch("", [str(spec)], spec)
+    problems = compare(spec, expected, phase_atol)
+    if problems:
+        raise RopeMismatch("RoPE mismatch", problems, spec)
+    return spec
+
+
+class RopeMismatch(AssertionError):
+    """An AssertionError with each difference on its own line (``problems``) and the ``spec`` identified.
+
+    Its message: a title, the problems indented, then the whole spec (what a test run shows)."""
+
+    def __init__(self, title: str, problems: list, spec: RopeSpec, spec_title: str = "identified"):
+        message = (f"{title}:\n  " + "\n  ".join(problems) + f"\n{spec_title}: {spec}" if spec.is_rope
+                   else "\n".join(problems))
+        super().__init__(message)
+        self.problems, self.spec = list(problems), spec
+
+
+def _prepare(d, config, expected, phase_atol):
+    """(d, expectations) from the arguments, each checked."""
+    val.check_keywords(expected, _SPEC_KEYS + _PARAM_KEYS, "assert_rope_matches()")
+    if config is not None:
+        d, expected = _from_config(config, d, expected)
+    if d is None:
+        raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
+    _check_expected(expected)
+    if phase_atol is not None:
+        val.check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
+    return d, expected
+
+
+class KernelRaised(RuntimeError):
+    """The function under test raised: reported as "fn raised ...", never as a RoPE mismatch."""
+
+
+def _raising_as(name, fn):
+    """fn, with any exception it raises (AssertionError included) re-raised as KernelRaised."""
+    if not callable(fn):
+        return fn                       # identify names it
+    def guarded(*args):
+        try:
+            return fn(*args)
+        except Exception as err:
+            raise KernelRaised(f"{name} raised {type(err).__name__}: {err}") from err
+    return guarded
+
+
+def compare(spec, expected, phase_atol, *, what="fn") -> list:
+    """The differences between ``spec`` and ``expected``, one readable line each (empty when they match)."""
+    problems = []
+    same_pair = spec.rotary_dim == 2 and {expected.get("pairing"), spec.pairing} <= {"half", "interleaved"}
+    if "pairing" in expected and expected["pairing"] != spec.pairing and not same_pair:   # one pair: both names
+        shown = ", ".join(str(p) for p in spec.pairs[:3])
+        problems.append(f"pairing: expected {expected['pairing']}, found {spec.pairing}; pairs {shown}…")
+    if "rotary_dim" in expected and expected["rotary_dim"] != spec.rotary_dim:
+        problems.append(f"rotary_dim: expected {expected['rotary_dim']}, found {spec.rotary_dim}")
+    if expected.get("rotary_start", 0) != spec.rotary_start:      # HF and Meta rotate the leading features
+        problems.append(f"rotary_start: expected rotated features from {expected.get('rotary_start', 0)}, found "
+                        f"{spec.rotary_start}..{spec.rotary_start + spec.rotary_dim - 1} (pass rotary_start="
+                        f"{spec.rotary_start} if intended)")
+    if expected.get("output_pairing") != spec.output_pairing:     # by default, pairs written back in place
+        want = expected.get("output_pairing") or "in place"
+        shown = ", ".join(f"{p}->{o}" for p, o in zip(spec.pairs[:2], (spec.output_pairs or spec.pairs)[:2]))
+        problems.append(f"output_pairing: expected pairs written {want}, found {spec.output_pairing or 'in place'} "
+                        f"({shown}, ...)")
+    if expected.get("offset") is not None:
+        problems += _compare_offset(expected["offset"], spec)
+    want_freqs, want_scale = _expected_frequencies(expected, spec)
+    freq_problems = [] if want_freqs is None else _compare_frequencies(want_freqs, spec, expected)
+    if freq_problems and expected.get("rope_type") == spec.rope_type == "dynamic":   # name the parameter
+        freq_problems += [f"{k}: expected {show_number(expected[k])}, found {show_number(spec.rope_params[k])}"
+                          for k in ("factor", "max_position_embeddings") if expected.get(k, spec.rope_params[k])
+                          != spec.rope_params[k]]
+    problems += freq_problems
+    if "norm_scale" in expected:
+        want_scale = expected["norm_scale"]
+    scale_rtol = max(scale_tol(spec), FREQ_ULPS * 2.0**-24)   # the expected factor may be a float32 one
+    if want_scale is not None and abs(spec.norm_scale / want_scale - 1) > scale_rtol:
+        hint = " (attention factor not applied?)" if math.isclose(spec.norm_scale, 1.0, rel_tol=scale_rtol) else ""
+        problems.append(f"norm_scale: expected {want_scale:.6g}, found {spec.norm_scale:.6g}{hint}")
+    if "rope_type" in expected and want_freqs is None and expected["rope_type"] != spec.rope_type:
+        problems.append(f"rope_type: expected {expected['rope_type']}, found {spec.rope_type} "
+                        f"{show_params(spec.rope_params)}")
+    if spec.stateful:
+        problems.append(f"state: {what} keeps state between calls (its output for the same input changed after "
+                        "calls on more rows): its frequencies at one length depend on the calls before")
+    if phase_atol is not None and spec.phase_error > phase_atol:
+        problems.append(f"angle precision: angles deviate from (offset + row) * theta by up to "
+                        f"{spec.phase_error:.2g} rad (> phase_atol={phase_atol:g})")
+    elif phase_atol is None and spec.angle_precision not in _RELIABLE:
+        problems.append(f"angle precision: angles behave like {spec.angle_precision} (errors up to "
+                        f"{spec.phase_error:.2g} rad); " + (
+                            f"they come with norm errors up to {spec.scale_error:.2g}: cos/sin or the output rounded "
+                            "to a 16-bit type (cos.to(x.dtype)?); pass phase_atol= to accept that precision"
+                            if spec.output_rounded else "compute angles in float32 or better"))
+    return problems
+
+
+def _from_config(config, d, expected):
+    """Expectations from a config.json (dict or path, read with from_hf_config) or a RopeConfig-like object
+    (duck-typed); row 0 at position 0 unless ``offset`` is given; explicit keywords win."""
+    names = ("head_dim", "rotary_dim", "pairing", "base", "rope_type", "params", "attention_factor")
+    if isinstance(config, (Mapping, str, os.PathLike)):
+        from ..hf_config import from_hf_config
+        config = from_hf_config(config)
+    missing = [n for n in names if not hasattr(config, n)]
+    if missing:
+        raise TypeError(f"config must be a model's config.json (a dict or a path, as rope_ref.from_hf_config reads) "
+                        f"or a RopeConfig (rope_ref.from_hf_config) or have its attributes; "
+                        f"{type(config).__name__} lacks {missing}")
+    want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, base=config.base,
+                norm_scale=config.attention_factor, offset=0)
+    want.update({k: getattr(config, k) for k in ("rotary_start", "output_pairing") if hasattr(config, k)})
+    if "rope_type" not in expected and "inv_freq" not in expected:
+        want.update(rope_type=config.rope_type, **dict(config.params))
+    want.update(expected)
+    return (config.head_dim if d is None else d), want
+
+
+def _check_expected(expected):
+    """Expected values are the right kind of thing, named when not."""
+    if "offset" in expected and expected["offset"] is not None:
+        v = expected["offset"]
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise TypeError(f"offset must be None or a finite real number, got {v!r} of type {type(v).__name__}")
+    if "norm_scale" in expected:
+        val.check_positive_real(expected["norm_scale"], "norm_scale")
+    if "base" in expected:
+        val.check_base(expected["base"])
+    if "pairing" in expected and expected["pairing"] not in ("interleaved", "half", "other"):
+        raise ValueError(f"pairing must be 'interleaved', 'half' or 'other', got {expected['pairing']!r}"
+                         f"{val.closest_name(expected['pairing'], ('interleaved', 'half', 'other'))}")
+    if "rotary_dim" in expected:
+        val.check_d(expected["rotary_dim"], "rotary_dim")
+    if "rotary_start" in expected:
+        v = expected["rotary_start"]
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+            raise ValueError(f"rotary_start must be a non-negative integer (the first rotated feature), got {v!r}")
+    if "output_pairing" in expected and expected["output_pairing"] not in (None, "interleaved", "half", "other"):
+        raise ValueError(f"output_pairing must be None (pairs written in place), 'interleaved', 'half' or 'other', "
+                         f"got {expected['output_pairing']!r}"
+                         f"{val.closest_name(str(expected['output_pairing']), ('interleaved', 'half', 'other'))}")
+    if "rope_type" in expected and expected["rope_type"] not in scaling.ROPE_TYPES:
+        raise ValueError(f"rope_type must be one of {scaling.ROPE_TYPES}, got {expected['rope_type']!r}"
+                         f"{val.closest_name(expected['rope_type'], scaling.ROPE_TYPES)}")
+
+
+def _compare_offset(want, spec):
+    diff = spec.offset - want
+    alts = np.asarray(spec.offset_alternatives, float)
+    if np.any(np.abs(alts - want) <= max(SIGMAS * spec.offset_resolution, 1e-9)) and abs(diff) > 0:
+        return [f"offset: expected row 0 at position {show_number(float(want))}: it fits the angles, but so do "
+                f"{show_number(spec.offset)} (reported) and {len(spec.offset_alternatives) - 1} other offsets: not "
+                f"determined by these rotations (see the note)"]
+    if abs(diff) <= max(SIGMAS * spec.offset_resolution, 1e-9):
+        if spec.offset_resolution <= OFFSET_SIGMA or want != round(want):
+            return []
+        return [f"offset: expected row 0 at position {show_number(float(want))}, measured {spec.offset:.7g} +- "
+                f"{spec.offset_resolution:.2g}: not resolved to one position from {spec.rows} rows (pass a "
+                "larger max_rows if fn accepts more rows)"]
+    if spec.offset == 0:
+        why = " (kernel ignores its cache offset?)"
+    elif abs(abs(diff) - 1) <= max(SIGMAS * spec.offset_resolution, 1e-9):
+        why = " (positions off by one?)"
+    else:
+        why = f" (positions shifted by {show_number(diff)})"
+    return [f"offset: expected row 0 at position {show_number(float(want))}, found {show_number(spec.offset)}{why}"]
+
+
+def _expected_frequencies(expected, spec):
+    if "inv_freq" in expected:
+        return np.asarray(expected["inv_freq"], float), None
+    params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS}
+    if "base" not in expected and "rope_type" not in expected and not params:
+        return None, None
+    r = expected.get("rotary_dim", spec.rotary_dim)
+    if expected.get("rope_type") in ("dynamic", "longrope") and "seq_len" not in params:
+        params["seq_len"] = _measured_length(expected, spec)
+    freqs, att = scaled_inv_freq(r, expected.get("base", 10000.0),
+                                 rope_type=expected.get("rope_type", "default"), **params)
+    return freqs, att
+
+
+def _measured_length(expected, spec):
+    """The length a model sees at the rows measured: last position + 1."""
+    offset = expected.get("offset")
+    return max(int(round(spec.offset if offset is None else offset)) + spec.rows, 1)
+
+
+def _compare_frequencies(want, spec, expected):
+    found = spec.inv_freq
+    if want.shape != found.shape:
+        return [f"frequencies: expected {want.size} pairs, found {found.size}"]
+    tol = spec.freq_tolerance
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(want == 0, np.abs(found), np.abs(found / want - 1))
+    bad = np.flatnonzero(rel > tol)
+    if bad.size == 0:
+        return []
+    msg = "frequencies: " + "; ".join(f"pair {p} expected {want[p]:.6g}, found {found[p]:.6g}" for p in bad[:3])
+    aliased = np.abs(want) > np.pi
+    if np.any(aliased[bad]):
+        fast = np.flatnonzero(aliased)
+        return [msg + f"; pairs {fast[0]}..{fast[-1]} are expected to turn by more than pi rad per row (up to "
+                f"{np.abs(want).max():.4g}): sampled once per row such a turn aliases to theta - 2 pi k, so no "
+                "per-row measurement can check it (it is not a clockwise rotation). Give fn rows fewer positions "
+                "apart (consecutive positions), or check those pairs another way"]
+    if np.all(np.abs(found / -want - 1) <= tol):
+        msg += " (every sign flipped: rotation is clockwise)"
+    elif len(want) > 1 and np.all(np.abs(found / (want * (want[1] / want[0])) - 1) <= tol):
+        msg += " (found theta_i = expected theta_{i+1}: indexed from 1?)"
+    elif np.all(np.abs(found / frequencies(len(want) * 2, 10000.0) - 1) <= tol):
+        msg += " (the kernel uses the default base 10000: base left at 10^4?)"
+    lines = [msg + f"; {bad.size} of {want.size} pairs differ (tolerance {tol:.1e} relative); " + _kernel_named(spec)]
+    if expected.get("rope_type") == "longrope":
+        lines.append(_longrope_factor_set(spec, expected))
+    return lines
+
+
+def _kernel_named(spec):
+    """What the kernel's own frequencies are, never the expectation passed to identify as base_hint."""
+    theta = np.abs(spec.inv_freq)
+    r = spec.rotary_dim
+    if len(theta) < 2 or not np.all(theta > 0):
+        return f"the kernel: rope_type {spec.rope_type}"
+    tau = np.full(len(theta), spec.freq_tolerance)
+    base = geometric_base(theta, r, tau)
+    named = (f", named {spec.rope_type} {show_params(spec.rope_params)}" if spec.rope_type not in (None, "default")
+             else "")
+    return f"the kernel's frequencies follow base {show_number(float(f'{base:.7g}'))} (leading pairs){named}"
+
+
+def _longrope_factor_set(spec, expected):
+    """Which LongRoPE factor set the kernel uses at the length measured, and where the switch is expected."""
+    r = expected.get("rotary_dim", spec.rotary_dim)
+    base = expected.get("base", 10000.0)
+    params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS and k != "seq_len"}
+    L_train = params.get("original_max_position_embeddings") or params.get("max_position_embeddings")
+    L = expected.get("seq_len") or _measured_length(expected, spec)
+    found, tol = spec.inv_freq, spec.freq_tolerance
+    sets = {}
+    for name, seq_len in (("short", 1), ("long", int(L_train) + 1)):
+        freqs, _ = scaled_inv_freq(r, base, rope_type="longrope", seq_len=seq_len, **params)
+        sets[name] = bool(freqs.shape == found.shape and np.all(np.abs(found / freqs - 1) <= tol))
+    uses = ("both (short_factor and long_factor agree)" if all(sets.values()) else
+            "short_factor" if sets["short"] else "long_factor" if sets["long"] else "neither factor set")
+    want = "long_factor" if L > L_train else "short_factor"
+    return (f"longrope: at length {L} (last position + 1) the kernel uses {uses}; expected {want}: the switch to "
+            f"long_factor is expected for lengths above original_max_position_embeddings = {L_train}")

@@ -1,0 +1,205 @@
+"""Naming: the base, and the simplest scaling method whose frequencies match to the measured precision."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core import frequencies
+from ..scaling import scaled_inv_freq
+from .spec import show_params
+from .tolerances import _TRAIN_LENGTHS, FREQ_ULPS, NAME_RTOL, PRECISIONS, SIGMAS
+
+
+def geometric_base(theta, r, tau):
+    """Base from the leading pairs that follow theta_p = theta_0 * base^(-2p/r) (eq 15).
+
+    Scaling methods that keep the fast pairs (YaRN, Llama 3) keep them geometric; the run
+    of leading pairs that agree with the ratio so far gives the base with the most precision.
+    """
+    last = 1
+    for p in range(2, len(theta)):
+        rho = (theta[last] / theta[0]) ** (1 / last)
+        if abs(theta[p] / (theta[0] * rho**p) - 1) > tau[p] + p / last * (tau[0] + tau[last]):
+            break
+        last = p
+    return float((theta[0] / theta[last]) ** (r / (2 * last)))
+
+
+def describe_frequencies(spec, base_hint, tau, unit):
+    theta = np.abs(spec.inv_freq)
+    r = spec.rotary_dim
+    if np.all(spec.inv_freq < 0):
+        spec.notes.append("every pair rotates clockwise (negative frequencies): the sign of sin is flipped")
+    elif np.any(spec.inv_freq < 0):
+        spec.notes.append(_aliasing(spec.inv_freq) or "some pairs rotate clockwise: the sign of sin is flipped for them")
+    if spec.offset == round(spec.offset) and spec.offset != 0:
+        spec.notes.append(f"row 0 is rotated as position {int(spec.offset)}")
+    spec.freq_tolerance = float(tau.max())
+    if not np.all(np.isfinite(theta) & (theta > 0)):
+        spec.base = float("nan")
+        spec.notes.append("a pair does not turn measurably between rows: frequencies too noisy to name a method")
+        return
+    if len(theta) < 2:
+        spec.base = float("nan")
+        spec.rope_type, spec.rope_params = "default", {}
+        return
+    spec.base = geometric_base(theta, r, tau)
+    if abs(theta[0] / spec.base ** (-2 / r) - 1) <= tau[0] and abs(theta[0] - 1) > tau[0]:
+        spec.notes.append(f"theta_0 = {theta[0]:.6g} = base^(-2/d): frequencies look indexed from 1 "
+                          "(eq 15's 10000^(-2(i-1)/d) with i starting at 0)")
+    if unit > 2.0**-24:
+        spec.notes.append(f"angles behave like {spec.angle_precision} (errors up to {spec.phase_error:.2g} rad): "
+                          "frequencies are too noisy to name a scaling method")
+        return
+    if tau.max() > NAME_RTOL:
+        spec.notes.append(f"the frequencies are known only to {tau.max():.2g} relative (pair {int(np.argmax(tau))}, "
+                          f"{spec.rows} rows): too noisy to name a scaling method")
+        return
+    _name_method(spec, theta, base_hint, tau, unit)
+
+
+def _aliasing(theta) -> str:
+    """A note when the leading pairs look clockwise only because they turn more than pi per row."""
+    k = int(np.argmax(theta >= 0))                        # first pair turning counterclockwise
+    if k == 0 or np.any(theta[k:] < 0) or not theta[k - 1] + 2 * np.pi > theta[k]:
+        return ""
+    return (f"pairs 0..{k - 1} turn more than pi rad per row (aliasing): sampled once per row, a turn by theta "
+            f"looks like theta - 2 pi, so they seem to rotate clockwise (pair 0 measured {theta[0]:.4g}, i.e. "
+            f"{theta[0] + 2 * np.pi:.4g} + 2 pi k): their frequencies are known only modulo 2 pi. Rows that are "
+            "positions apart (a stride, scaled positions) alias; give fn consecutive positions, fewer apart")
+
+
+def describe_proportional(spec, d, tau) -> bool:
+    """Proportional RoPE (Gemma 4's full-attention layers; transformers' ``proportional`` init): half pairing
+    over the whole head, theta_i = base^(-2i/d) for the first n pairs and the other d/2 - n pairs not rotated.
+    Names it on ``spec`` and returns True when the pairs and frequencies are that; False otherwise."""
+    n, theta = len(spec.pairs), np.abs(spec.inv_freq)
+    if not (2 <= n < d // 2 and spec.pairs == [(p, p + d // 2) for p in range(n)] and np.all(spec.inv_freq > 0)):
+        return False
+    base = geometric_base(theta, d, tau)
+    rel = np.abs(frequencies(d, base)[:n] / theta - 1)
+    tol = np.maximum(tau, FREQ_ULPS * 2.0**-24)
+    if not np.all(rel <= tol):
+        return False
+    fraction = 2 * n / d
+    spec.pairing, spec.rotary_dim, spec.base, spec.rope_type = "half", d, base, "proportional"
+    spec.pairs = [(p, p + d // 2) for p in range(d // 2)]
+    spec.inv_freq = np.concatenate([spec.inv_freq, np.zeros(d // 2 - n)])
+    spec.rope_params = dict(base=base, partial_rotary_factor=fraction)
+    spec.fit_error, spec.freq_tolerance = float(rel.max()), float(tol.max())
+    spec.notes.append(f"proportional RoPE (Gemma 4 full attention; transformers' 'proportional'): half pairing over "
+                      f"all {d} features, theta_i = base^(-2i/{d}) on the first {n} of {d // 2} pairs, the other "
+                      f"{d // 2 - n} not rotated: a fraction {fraction:g} of the features rotates "
+                      f"(partial_rotary_factor {fraction:g})")
+    if spec.offset == round(spec.offset) and spec.offset != 0:
+        spec.notes.append(f"row 0 is rotated as position {int(spec.offset)}")
+    return True
+
+
+def log_fit(theta, r, intercept):
+    """Least squares of log theta_p = a - (2p/r) log base (a = 0 unless intercept)."""
+    x = -2 * np.arange(len(theta)) / r
+    y = np.log(theta)
+    if intercept:
+        slope, a = np.polyfit(x, y, 1)
+    else:
+        slope, a = (x @ y) / (x @ x), 0.0
+    return float(np.exp(slope)), float(np.exp(-a))       # base, factor
+
+
+def _candidates(theta, r, base, norm_scale, base_hint, tau):
+    """(rope_type, params) configurations worth comparing, simplest first."""
+    if base_hint is not None:
+        yield "default", dict(base=base_hint)
+        fitted, _ = log_fit(theta, r, intercept=False)
+        if r > 2 and fitted > base_hint:          # NTK-aware scaling raises the base (factor > 1)
+            yield "ntk", dict(base=base_hint, factor=float((fitted / base_hint) ** ((r - 2) / r)))
+    yield "default", dict(base=log_fit(theta, r, intercept=False)[0])
+    b, factor = log_fit(theta, r, intercept=True)
+    if abs(factor - 1) > tau[0]:
+        yield "linear", dict(base=b, factor=factor)
+    ratio = theta / frequencies(r, base)
+    f_max = float(1 / ratio.min())
+    # the factor as fitted, and rounded to fewer digits where the slowest pair cannot tell them apart
+    factors = dict.fromkeys([f_max] + [float(f"{f_max:.{k}g}") for k in (1, 2, 3, 4)
+                                       if abs(float(f"{f_max:.{k}g}") / f_max - 1) <= tau[int(np.argmin(ratio))]])
+    for f_max in factors if f_max > 1 + tau.max() else ():
+        for L in _TRAIN_LENGTHS:
+            # Llama 3.1 (1, 4); Llama 4 (1, 1.5) and Llama-4-Scout's step (1, 1)
+            for low, high in [(1.0, 4.0), (1.0, 2.0), (1.0, 8.0), (2.0, 8.0), (1.0, 1.5), (1.0, 1.0)]:
+                yield "llama3", dict(base=base, factor=f_max, low_freq_factor=low, high_freq_factor=high,
+                                     original_max_position_embeddings=L)
+            for truncate in (True, False):          # GPT-OSS: truncate=False (unrounded correction range)
+                for fast, slow in [(32.0, 1.0), (16.0, 1.0), (32.0, 2.0), (16.0, 2.0)]:
+                    yield "yarn", dict(base=base, factor=f_max, original_max_position_embeddings=L,
+                                       beta_fast=fast, beta_slow=slow, **({} if truncate else {"truncate": False}))
+
+
+def scale_tol(spec):
+    """Relative tolerance on norm_scale: its measured spread, or a few roundings of the angles' float type."""
+    if spec.output_rounded:             # cos/sin rounded: the spread measures that rounding
+        return SIGMAS * spec.scale_error
+    return max(SIGMAS * spec.scale_error, FREQ_ULPS * dict(PRECISIONS).get(spec.angle_precision, 2.0**-4))
+
+
+def method_kwargs(params):
+    return {k: v for k, v in params.items() if k != "base"}
+
+
+def _round_params(rope_type, params, theta, r, tau, rel):
+    """Fitted parameters rounded to the digits the frequencies resolve (8.000001 -> 8), if they still fit."""
+    digits = max(1, int(-math.log10(float(tau.max()))))
+    rounded = {k: float(f"{v:.{digits}g}") if isinstance(v, float) else v for k, v in params.items()}
+    try:
+        freqs, _ = scaled_inv_freq(r, rounded["base"], rope_type=rope_type, **method_kwargs(rounded))
+    except (ValueError, TypeError):
+        return params, rel
+    rounded_rel = np.abs(freqs / theta - 1)
+    return (rounded, rounded_rel) if np.all(rounded_rel <= np.maximum(tau, rel)) else (params, rel)
+
+
+def _name_method(spec, theta, base_hint, tau, unit):
+    """The first candidate whose frequencies match within tau; else LongRoPE factors or "custom"."""
+    r, norm_scale = spec.rotary_dim, spec.norm_scale
+    float32_tau = np.maximum(tau, FREQ_ULPS * 2.0**-24)
+    best = (np.inf, None, {})
+    for rope_type, params in _candidates(theta, r, spec.base, norm_scale, base_hint, tau):
+        try:
+            freqs, att = scaled_inv_freq(r, params["base"], rope_type=rope_type, **method_kwargs(params))
+        except (ValueError, TypeError):
+            continue
+        if rope_type == "yarn" and abs(norm_scale / att - 1) > scale_tol(spec):
+            params = dict(params, attention_factor=norm_scale)   # frequencies do not depend on it
+        rel = np.abs(freqs / theta - 1)
+        if np.all(rel <= tau) or (unit < 2.0**-24 and np.all(rel <= float32_tau)):
+            if not np.all(rel <= tau):
+                spec.notes.append(f"frequencies match {rope_type} to {rel.max():.1e} relative, as if computed in "
+                                  "float32 (the angles themselves are float64)")
+            params, rel = _round_params(rope_type, params, theta, r, tau, rel)
+            spec.rope_type, spec.rope_params, spec.base = rope_type, params, float(params["base"])
+            spec.fit_error = float(rel.max())
+            return
+        if rel.max() < best[0]:
+            best = (float(rel.max()), rope_type, params)
+    confounded = ("LongRoPE's base and per-pair factors cannot be told apart from rotations alone: "
+                  "theta_p = base^(-2p/d) / factor_p fits any base")
+    if base_hint is not None:
+        factors = frequencies(r, base_hint) / theta
+        if np.all(factors >= 1 - tau):
+            spec.rope_type, spec.base = "longrope", base_hint
+            spec.rope_params = dict(base=base_hint, short_factor=factors.tolist(), long_factor=factors.tolist())
+            if abs(norm_scale - 1) > scale_tol(spec):
+                spec.rope_params["attention_factor"] = norm_scale
+            spec.fit_error = 0.0
+            spec.notes.append(confounded + "; the factors here are relative to base_hint. Which of short_factor "
+                              "and long_factor the kernel used, and original_max_position_embeddings, are not "
+                              "observable: add the latter to use these parameters with scaled_inv_freq")
+            return
+    spec.rope_type, spec.closest, spec.rope_params, spec.fit_error = "custom", best[1], dict(best[2]), best[0]
+    spec.notes.append(f"no scaling method fits to the measured precision (tolerance {tau.max():.1e}); closest: "
+                      f"{best[1]} {show_params(best[2])}, off by {best[0]:.2g} relative")
+    spec.notes.append(confounded + ("" if base_hint is not None else "; pass base_hint to express the "
+                                    "frequencies as LongRoPE factors of that base"))
+

@@ -1,0 +1,73 @@
+"""Calling the kernel: what fn may return, and the probes identify reads its rotations from."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate as val
+
+def to_array(out):
+    """numpy float64 from whatever fn returned: numpy, ml_dtypes, lists, torch (any dtype or
+    device, with grad), anything with ``__array__``.  Duck-typed: torch is never imported."""
+    if hasattr(out, "detach"):
+        out = out.detach()
+    if hasattr(out, "cpu") and not isinstance(out, np.ndarray):
+        out = out.cpu()
+    if hasattr(out, "numpy") and not isinstance(out, np.ndarray):
+        try:
+            out = out.numpy()
+        except (TypeError, RuntimeError, ValueError):   # e.g. torch bfloat16 has no numpy dtype
+            if not hasattr(out, "float"):
+                raise
+            out = out.float().numpy()
+    try:
+        arr = np.asarray(out)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"fn must return an array (numpy, torch, jax, a list), got {type(out).__name__}: "
+                        f"{err}") from err
+    if not (arr.dtype in val.FLOAT_DTYPES or arr.dtype.kind in "fiu"):
+        raise TypeError(f"fn must return a real numeric array (numpy, torch, jax, a list), got "
+                        f"{type(out).__name__} of dtype {arr.dtype}")
+    return arr.astype(np.float64)
+
+
+def call(fn, x, what: str, hint: str = "") -> np.ndarray:
+    """fn(x) as float64 of x's shape; fn's own errors are re-raised with a note saying which call
+    (and ``hint``: what the caller may have got wrong)."""
+    try:
+        out = fn(x.copy())
+    except Exception as err:
+        err.add_note(f"(raised by fn when rope_ref.identify called it with {what}, shape {x.shape}{hint})")
+        raise
+    out = to_array(out)
+    if out.shape != x.shape:
+        extra = _shape_hint(out.shape, x.shape)
+        raise ValueError(f"fn must map an array of shape {x.shape} to the same shape, got {out.shape} "
+                         f"(called with {what}){extra}")
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"fn returned non-finite values (NaN or inf) for finite input ({what}, shape "
+                         f"{x.shape}); a rotary embedding maps finite input to finite output")
+    return out
+
+
+
+
+def probe_phase(fn, d, ia, out, rows, why):
+    """Unwrapped angle of every pair at rows 0..rows-1, from one call: column ia of every block at once,
+    read from the output features ``out`` = (oa, ob) the pairs are written to."""
+    x = np.zeros((rows, d))
+    x[:, ia] = 1.0
+    y = call(fn, x, f"e_i on the first feature of every pair, {rows} rows, {why}",
+             "; if fn accepts fewer rows (a cos/sin cache read at an offset), pass max_rows= the most it accepts")
+    return np.unwrap(np.arctan2(y[:, out[1]], y[:, out[0]]), axis=0)
+
+
+def _shape_hint(got, want):
+    """What a kernel returning shape ``got`` for input shape ``want`` may have done; "" when nothing fits."""
+    if got == (2, *want):
+        return "; did fn return (q, k)? return one of them"
+    if got == want[::-1]:
+        return "; did fn return the transpose? return (seq, d)"
+    if int(np.prod(got)) == int(np.prod(want)):
+        return "; it holds the same values: drop its batch and head axes (e.g. [0, 0])"
+    return ""

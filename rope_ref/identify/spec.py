@@ -1,0 +1,97 @@
+"""What identify found: :class:`RopeSpec`, and how its numbers are displayed."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+@dataclass
+class RopeSpec:
+    """What :func:`identify` found.  ``is_rope`` False means the other fields are not meaningful."""
+
+    is_rope: bool
+    reason: str = ""
+    pairing: str | None = None          # "interleaved", "half" or "other", within the rotated features
+    pairs: list = field(default_factory=list)
+    rotary_dim: int | None = None
+    rotary_start: int = 0               # first rotated feature (0: the leading rotary_dim features rotate)
+    output_pairing: str | None = None   # None: pair (i, j) is written back to features (i, j); else the
+    output_pairs: list | None = None    # layout of the features it is written to (output_pairs[p] for pairs[p])
+    inv_freq: np.ndarray | None = None  # signed per-pair angular frequency, pair p in pairing order
+    base: float | None = None           # of the named method; for "custom", of the leading pairs
+    offset: float | None = None         # position of row 0 (an integer when resolved as one)
+    offset_resolution: float | None = None  # standard deviation of the offset, in positions
+    offset_alternatives: np.ndarray = field(default_factory=lambda: np.zeros(0))  # others that fit as well
+    norm_scale: float | None = None     # |output| / |input| on the rotated features
+    rope_type: str | None = None        # a rope_ref.ROPE_TYPES name, "custom", or None (too noisy)
+    rope_params: dict = field(default_factory=dict)
+    closest: str | None = None          # for "custom": the method whose parameters rope_params holds
+    fit_error: float | None = None      # max relative |theta_method / theta_measured - 1|
+    freq_tolerance: float | None = None  # largest relative tolerance used for the frequencies
+    angle_precision: str | None = None  # the float type the kernel's angles behave like
+    phase_error: float = 0.0            # max |measured angle - (offset + row) * theta|, radians
+    output_rounded: bool = False        # angle errors from rounding cos/sin or the output (norm errs alike)
+    stateful: bool = False              # fn's output for the first input changed after the calls on more rows
+    scale_error: float = 0.0            # max relative spread of the per-pair scale over rows
+    rows: int | None = None             # rows the angles were measured at
+    notes: list = field(default_factory=list)
+    multi_axis: bool = False            # not a 1-D RoPE, but its angles are exact: probe along several axes
+
+    def summary(self) -> str:
+        """One line in a kernel engineer's words: pairs, rotated features, base, position of row 0, method."""
+        if not self.is_rope:
+            return str(self)
+        pairs = {"half": "half-split pairs (i, i + d/2)", "interleaved": "interleaved pairs (2i, 2i + 1)"}
+        where = f"features {self.rotary_start}..{self.rotary_start + self.rotary_dim - 1}"
+        method = {None: "scaling not named (angles too noisy)", "custom": f"custom (closest {self.closest})",
+                  "proportional": f"proportional ({self.rope_params.get('partial_rotary_factor', 0):g} of the "
+                                  "features rotate)"}.get(self.rope_type, self.rope_type)
+        return (f"{pairs.get(self.pairing, 'pairs ' + str(self.pairs[:2]) + '...')} on {where}, "
+                f"base {show_number(float(f'{self.base:.6g}'))}, row 0 at position {show_number(self.offset, '.6g')}, "
+                f"{method}")
+
+    def __str__(self) -> str:
+        if not self.is_rope:
+            return f"not a {'1-D ' if self.multi_axis else ''}rotary embedding: {self.reason}"
+        where = (f" rotary_start={self.rotary_start}" if self.rotary_start else "") + (
+            f" output_pairing={self.output_pairing}" if self.output_pairing else "")
+        lines = [f"pairing={self.pairing} rotary_dim={self.rotary_dim}{where} base={show_number(self.base)} "
+                 f"offset={show_number(self.offset)} norm_scale={show_number(self.norm_scale)}",
+                 f"rope_type={self.rope_type}" + (f", closest {self.closest}" if self.closest else "")
+                 + f" {show_params(self.rope_params)}"
+                 + (f" (frequencies {'off by up to' if self.closest else 'within'} {self.fit_error:.1e} relative, "
+                    f"tolerance {self.freq_tolerance:.1e})"
+                    if self.fit_error is not None and self.freq_tolerance is not None else ""),
+                 f"angles behave like {self.angle_precision}: phase_error={self.phase_error:.2e} rad "
+                 f"over {self.rows} rows, offset resolution {show_number(self.offset_resolution, '.1e')}, "
+                 f"scale_error={self.scale_error:.2e}"]
+        return "\n".join(lines + [f"note: {n}" for n in self.notes])
+
+
+def show_number(v, fmt=".7g") -> str:
+    """A number for display: integers as integers, None as None."""
+    if v is None:
+        return "None"
+    if isinstance(v, numbers.Integral) or (math.isfinite(v) and v == round(v) and abs(v) < 2**53):
+        return str(int(v))
+    return format(v, fmt)
+
+
+def show_params(params: dict) -> str:
+    """Parameters for display: floats to 6 digits, long lists summarized."""
+    def fmt(v):
+        if isinstance(v, float):
+            return f"{v:.7g}"
+        if isinstance(v, list):
+            return f"[{len(v)} values, {min(v):.4g}..{max(v):.4g}]"
+        return repr(v)
+    return "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in params.items()) + "}"
+
+
+
+def not_rope(reason, multi_axis=False) -> RopeSpec:
+    """The spec of a function that is not a (1-D) rotary embedding, and why."""
+    return RopeSpec(is_rope=False, reason=reason, multi_axis=multi_axis)

@@ -1,0 +1,158 @@
+"""Structure: which features pair up, where the pairs are written, and each row's 2x2 blocks.
+
+A rotary embedding maps each row by the block-diagonal rotation of eq 34 (RoFormer,
+arXiv:2104.09864): one 2x2 block [[cos, -sin], [sin, cos]] per pair of features.  From the
+matrices M[r] that fn applies to row r, :func:`read_structure` finds the pairs, the pairing
+name, the rotated features, and each pair's (scaled) cos and sin at every row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .tolerances import STRUCTURE_RTOL
+
+
+@dataclass
+class Structure:
+    """The pairs fn rotates and the blocks it applies to them (a rotary embedding's shape, before angles)."""
+
+    pairs: list                  # (i, j) input features of each pair, in pairing order
+    pairing: str                 # "interleaved", "half" or "other"
+    rotary_dim: int
+    rotary_start: int            # first rotated feature
+    passthrough: list            # features left in place
+    out: tuple                   # (oa, ob): the output features each pair is written to
+    output_pairing: str | None   # None: written in place
+    output_pairs: list | None
+    cos: np.ndarray              # (seq, pairs): scaled cos of each pair's angle at each row
+    sin: np.ndarray
+    norm_scale: float            # median |output| / |input| of a pair
+    scale_error: float           # max relative spread of that scale over rows and pairs
+    notes: list = field(default_factory=list)
+
+    @property
+    def first_features(self) -> np.ndarray:
+        """The first input feature of every pair (probes put 1 there)."""
+        return np.array([i for i, _ in self.pairs])
+
+
+def read_structure(M) -> Structure | str:
+    """The :class:`Structure` of the matrices ``M`` (seq, d, d), or the reason it is not a rotary embedding."""
+    perm = _output_order(M)
+    if perm is not None:
+        M = M[:, perm]
+    pairs, passthrough, why = _find_pairs(M)
+    if pairs is None:
+        return why
+    pt_diag = M[:, passthrough, passthrough] if passthrough else np.ones(1)
+    if np.abs(pt_diag - 1).max() > STRUCTURE_RTOL:
+        return f"features {passthrough[:6]} are scaled, not rotated or passed through"
+    if not pairs:
+        return "no pair of features is rotated: fn leaves every feature in place"
+    notes = []
+    r = 2 * len(pairs)
+    rotated = sorted(i for p in pairs for i in p)
+    start = rotated[0] if rotated == list(range(rotated[0], rotated[0] + r)) else 0
+    if rotated != list(range(start, start + r)) and not _proportional(pairs, M.shape[-1]):
+        notes.append(f"the rotated features are not {r} consecutive ones: passthrough features {passthrough[:8]}")
+    elif start:
+        notes.append(f"the rotated features are {start}..{start + r - 1}, not the leading {r} (rotary_start={start})")
+    pairing, pairs = _order_pairs(pairs, r, start)
+    out_pairing = out_pairs = None
+    if perm is not None:
+        out_pairs = [(int(perm[i]), int(perm[j])) for i, j in pairs]
+        out_pairing = _order_pairs(sorted(out_pairs), r, start)[0] if sorted(perm[rotated]) == rotated else "other"
+        shown = ", ".join(f"{p} -> {o}" for p, o in zip(pairs[:2], out_pairs[:2]))
+        notes.append(f"the rotated pairs are written to other features ({out_pairing} layout): {shown}, ...; "
+                     "q.k is unchanged only if q and k are written alike")
+    ia, ib = np.array(pairs).T
+    out = (ia, ib) if perm is None else (perm[ia], perm[ib])
+    c1, c2 = M[:, ia, ia], M[:, ib, ib]
+    s1, s2 = M[:, ib, ia], -M[:, ia, ib]
+    big = np.abs(M).max()
+    if max(np.abs(c1 - c2).max(), np.abs(s1 - s2).max()) > STRUCTURE_RTOL * big:
+        return ("a pair's 2x2 block is not a (scaled) rotation [[c, -s], [s, c]] (eq 34) "
+                f"(pair {pairs[int(np.argmax(np.abs(c1 - c2).max(0) + np.abs(s1 - s2).max(0)))]})")
+    c, s = (c1 + c2) / 2, (s1 + s2) / 2
+    scales = np.hypot(c, s)                                # (seq, pairs)
+    norm_scale = float(np.median(scales))
+    scale_error = float(np.abs(scales / norm_scale - 1).max())
+    if scale_error > STRUCTURE_RTOL:
+        return f"the norm of a pair changes with position by up to {scale_error:.1%}"
+    if norm_scale == 0:
+        return "fn maps the rotated features to zero"
+    return Structure(pairs=pairs, pairing=pairing, rotary_dim=r, rotary_start=start, passthrough=passthrough,
+                     out=out, output_pairing=out_pairing, output_pairs=out_pairs, cos=c, sin=s,
+                     norm_scale=norm_scale, scale_error=scale_error, notes=notes)
+
+
+def _proportional(pairs, d) -> bool:
+    """Pairs (p, p + d/2) for the first n < d/2 features: half pairing over the whole head with the last
+    d/2 - n pairs not rotated (Gemma 4's proportional RoPE, transformers' ``proportional`` init)."""
+    n = len(pairs)
+    return n < d // 2 and sorted(pairs) == [(p, p + d // 2) for p in range(n)]
+
+
+def _find_pairs(M):
+    """Partner of each feature from where the off-diagonal entries are non-zero."""
+    d = M.shape[-1]
+    off = np.abs(M).max(axis=0) * (1 - np.eye(d))
+    tol = 1e-12 * max(np.abs(M).max(), 1e-300)  # structural zeros are exact, even in float16 kernels
+    pairs, passthrough = [], []
+    for j in range(d):
+        partners = np.flatnonzero((off[:, j] > tol) | (off[j, :] > tol))
+        if len(partners) == 0:
+            passthrough.append(j)
+        elif len(partners) > 1:
+            return None, None, f"feature {j} mixes with features {partners.tolist()[:6]}: not pairwise rotations"
+        elif j < partners[0]:
+            pairs.append((j, int(partners[0])))
+    partnered = {i for p in pairs for i in p}
+    lonely = [j for j in range(d) if j not in partnered and j not in passthrough]
+    if lonely:
+        return None, None, f"features {lonely[:6]} mix one-way with others: not pairwise rotations"
+    return pairs, passthrough, ""
+
+
+def _output_order(M):
+    """Output feature for each input feature, when a kernel writes its rotated pairs elsewhere.
+
+    DeepSeek's apply_rotary_pos_emb_interleave rotates the interleaved pairs (x0, x1), (x2, x3), ...
+    and writes them in half layout: out_p = x_2p cos - x_2p+1 sin, out_(p + r/2) = x_2p+1 cos + x_2p sin.
+    That is eq 34 followed by a fixed permutation of the features (q.k is unchanged when q and k are
+    permuted alike).  Returns perm with M[:, perm] mapping every pair back onto itself, or None when
+    the outputs are in place or the structure is not pairs of features (left to _find_pairs to name).
+    """
+    d = M.shape[-1]
+    dep = np.abs(M).max(axis=0) > 1e-12 * max(np.abs(M).max(), 1e-300)   # dep[i, j]: output i uses input j
+    if np.array_equal(dep, dep.T):
+        return None
+    perm = np.full(d, -1)
+    for j in range(d):
+        outs = np.flatnonzero(dep[:, j])
+        ins = np.flatnonzero(dep[outs].any(axis=0))
+        if len(outs) == 1 and outs[0] == j and len(ins) == 1:
+            perm[j] = j                                          # passed through in place
+        elif len(outs) == 2 and len(ins) == 2 and dep[np.ix_(outs, ins)].all():
+            if j == ins[0]:                                      # once per pair (j, k), j < k
+                k, (a, b) = ins[1], outs
+                block = M[:, [a, b]][:, :, [j, k]]               # [[c, -s], [s, c]] when a holds x_j cos
+                straight = np.abs(block[:, 0, 0] - block[:, 1, 1]) + np.abs(block[:, 1, 0] + block[:, 0, 1])
+                swapped = np.abs(block[:, 1, 0] - block[:, 0, 1]) + np.abs(block[:, 0, 0] + block[:, 1, 1])
+                perm[[j, k]] = (a, b) if straight.max() <= swapped.max() else (b, a)
+        else:
+            return None
+    return perm if len(set(perm.tolist())) == d else None
+
+
+def _order_pairs(pairs, r, start=0):
+    """Pairing name within the rotated features start..start + r - 1, and the pairs in that order."""
+    if pairs == [(start + 2 * p, start + 2 * p + 1) for p in range(r // 2)]:
+        return "interleaved", pairs
+    if sorted(pairs) == [(start + p, start + p + r // 2) for p in range(r // 2)]:
+        return "half", sorted(pairs)
+    return "other", sorted(pairs)
+

@@ -1,0 +1,59 @@
+"""A measured kernel against what it should be: one picture per pair of frequencies and phases.
+
+:func:`kernel_vs_expected` draws a :class:`rope_ref.RopeSpec` (what :func:`rope_ref.identify`
+measured) against expected frequencies and the expected position of row 0:
+
+* left, per pair p: the measured frequency |theta_p| and the expected one (log scale), so a wrong
+  base, a scaling method or frequencies indexed from 1 show as two curves apart;
+* right, against the position of each row: the phase error of a few pairs, measured angle minus
+  expected angle, (o_found + r) theta_found - (o_expected + r) theta_expected, wrapped to (-pi, pi].
+  A wrong offset is a flat line per pair (theta_p times the shift); a wrong frequency a line that
+  grows with the position.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..core import wrap_angle
+from .style import new_figure
+
+
+def phase_errors(spec, inv_freq, offset=0.0, rows=None):
+    """(positions (rows,), errors (rows, pairs)): the measured angle of every pair minus the expected one at
+    each row, wrapped to (-pi, pi]; rows at the expected positions offset, offset + 1, ...  ``spec``: a
+    RopeSpec (its ``inv_freq`` and ``offset``); ``inv_freq`` (pairs,): the expected frequencies."""
+    want = np.asarray(inv_freq, dtype=np.float64)
+    found = np.asarray(spec.inv_freq, dtype=np.float64)
+    if want.shape != found.shape:
+        raise ValueError(f"inv_freq must have one frequency per measured pair, shape {found.shape}, got {want.shape}")
+    r = np.arange(spec.rows if rows is None else rows, dtype=np.float64)
+    err = np.outer(spec.offset + r, found) - np.outer(offset + r, want)
+    return offset + r, wrap_angle(err)
+
+
+def kernel_vs_expected(spec, inv_freq, offset=0.0, *, pairs=(0, 1, 2), title: str | None = None) -> Figure:
+    """Figure: per-pair frequency, measured vs expected (left), and the phase error of ``pairs`` against
+    position (right).  ``spec``: a RopeSpec from :func:`rope_ref.identify`; ``inv_freq`` (pairs,) and
+    ``offset``: the expected frequencies and position of row 0 (e.g. a RopeConfig's ``inv_freq()``)."""
+    positions, err = phase_errors(spec, inv_freq, offset)
+    fig = new_figure(10, 3.8)
+    left, right = fig.subplots(1, 2)
+    p = np.arange(len(spec.inv_freq))
+    left.semilogy(p, np.abs(inv_freq), "o", color="0.6", ms=7, label="expected")
+    left.semilogy(p, np.abs(spec.inv_freq), ".", color="C3", ms=6, label="measured")
+    left.set(xlabel="pair $p$", ylabel=r"frequency $|\theta_p|$ (rad per position)", title="frequencies")
+    left.legend(loc="upper right")
+    left.grid(alpha=0.3)
+    for k in pairs:
+        if k < err.shape[1]:
+            right.plot(positions, err[:, k], lw=1.2, label=f"pair {k}")
+    right.axhline(0.0, color="0.5", lw=0.8, ls=":")
+    right.set(xlabel="expected position of the row", ylabel="measured - expected angle (rad)",
+              title="phase error", ylim=(-np.pi * 1.05, np.pi * 1.05))
+    right.legend(loc="upper right")
+    right.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    return fig

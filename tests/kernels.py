@@ -1,0 +1,119 @@
+"""Reference RoPE kernels written from published code, shared by the tests (one copy of each).
+
+float64 forms (the math as the sources write it):
+
+* :func:`neox_rotate_half` / :func:`llama_complex` -- any positions, any leading axes;
+* :func:`neox` / :func:`llama` -- kernels ``fn(x)`` of shape ``(seq, d)`` with row r at offset + r,
+  the shape ``rope_ref.identify`` calls; ``neox`` takes partial rotary, a flipped sin, angles in
+  another float type and a norm scale, for planting bugs.
+
+float32 transcriptions (float32 exactly where torch computes in float32):
+
+* :func:`hf_inv_freq`, :func:`hf_cos_sin`, :func:`hf_rope` -- transformers' Llama / GPT-NeoX rotary module;
+* :func:`gptj_rope` -- GPT-J's rotate_every_two; :func:`meta_rope` -- Meta Llama's torch.polar form.
+
+Expected values in tests come from these kernels' parameters, never from rope_ref's output.
+"""
+
+import numpy as np
+
+F32 = np.float32
+
+
+def freqs64(d, base=10000.0, start=0):
+    """theta_i = base^(-2i/d) in float64 (start=2: indexed from 1, a planted bug)."""
+    return 1.0 / base ** (np.arange(start, d + start, 2) / d)
+
+
+def rotate_half(x):
+    """transformers' rotate_half: (-x2, x1) for the halves x1, x2 of the last axis."""
+    d = x.shape[-1]
+    return np.concatenate([-x[..., d // 2:], x[..., :d // 2]], axis=-1)
+
+
+def neox_rotate_half(x, pos, base=10000.0):
+    """GPT-NeoX / HF transformers form, written from their source: x*cos + rotate_half(x)*sin."""
+    d = x.shape[-1]
+    freqs = np.outer(pos, 1.0 / base ** (np.arange(0, d, 2) / d))
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    return x * np.cos(emb) + rotate_half(x) * np.sin(emb)
+
+
+def llama_complex(x, pos, base=10000.0):
+    """Meta Llama's form: view_as_complex of (..., d/2, 2) times polar(1, freqs)."""
+    d = x.shape[-1]
+    freqs = np.outer(pos, 1.0 / base ** (np.arange(0, d, 2)[: d // 2] / d))
+    z = x.reshape(*x.shape[:-1], d // 2, 2)
+    z = z[..., 0] + 1j * z[..., 1]
+    out = z * np.exp(1j * freqs)
+    return np.stack([out.real, out.imag], axis=-1).reshape(x.shape)
+
+
+def neox(x, offset=0, freqs=None, scale=1.0, *, base=10000.0, rotary_dim=None, sign=1.0, angle_dtype=np.float64):
+    """GPT-NeoX / HF style on (seq, d), row r at position offset + r: half pairs on the leading rotary_dim
+    features, x*cos + sign * rotate_half(x)*sin, times scale; angles computed in angle_dtype."""
+    seq, d = x.shape
+    r = rotary_dim or d
+    f = freqs64(r, base) if freqs is None else np.asarray(freqs)
+    ang = (np.arange(seq) + offset).astype(angle_dtype)[:, None] * f.astype(angle_dtype)
+    emb = np.concatenate([ang, ang], axis=-1).astype(np.float64)
+    xr, xp = x[:, :r], x[:, r:]
+    out = xr * np.cos(emb) * scale + sign * rotate_half(xr) * np.sin(emb) * scale
+    return np.concatenate([out, xp], axis=-1)
+
+
+def llama(x, offset=0, freqs=None, *, base=10000.0):
+    """Meta Llama style on (seq, d): interleaved pairs as complex numbers times e^{i (offset + r) theta}."""
+    seq, d = x.shape
+    f = freqs64(d, base) if freqs is None else np.asarray(freqs)
+    z = (x[:, 0::2] + 1j * x[:, 1::2]) * np.exp(1j * np.outer(np.arange(seq) + offset, f))
+    return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
+
+
+def hf_inv_freq(dim, base=10000.0):
+    """HF: 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim)), in float32."""
+    return (F32(1.0) / (F32(base) ** (np.arange(0, dim, 2, dtype=np.int64).astype(F32) / F32(dim)))).astype(F32)
+
+
+def hf_cos_sin(seq, offset, inv, dtype=F32):
+    """HF rotary module: freqs = position_ids.float() * inv_freq in float32, emb = cat(freqs, freqs),
+    cos/sin in float32, then `.to(dtype=x.dtype)`."""
+    freqs = (np.arange(seq) + offset).astype(F32)[:, None] * inv[None, :]
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    return np.cos(emb).astype(dtype), np.sin(emb).astype(dtype)
+
+
+def hf_rope(x, offset=0, inv_freq=None, base=10000.0, rotary_dim=None, attention_scaling=1.0):
+    """HF Llama / GPT-NeoX (rotary_pct): freqs = inv_freq[None, :, None] @ position_ids[:, None, :].float(),
+    emb = cat(freqs, freqs), cos/sin (times attention_scaling) in float32, q*cos + rotate_half(q)*sin."""
+    seq, d = x.shape
+    r = rotary_dim or d
+    inv = hf_inv_freq(r, base) if inv_freq is None else np.asarray(inv_freq, F32)
+    position_ids = (np.arange(seq, dtype=np.int64) + offset).astype(F32)
+    freqs = (inv[:, None] @ position_ids[None, :]).T
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    cos, sin = np.cos(emb) * F32(attention_scaling), np.sin(emb) * F32(attention_scaling)
+    q = x.astype(F32)
+    q_rot, q_pass = q[:, :r], q[:, r:]
+    return np.concatenate([q_rot * cos + rotate_half(q_rot) * sin, q_pass], axis=-1)
+
+
+def gptj_rope(x, offset=0, base=10000.0):
+    """GPT-J: sinusoids in float32, repeat_interleave, rotate_every_two (interleaved pairs)."""
+    seq, d = x.shape
+    sinusoid = (np.arange(seq) + offset).astype(F32)[:, None] * hf_inv_freq(d, base)[None, :]
+    sin, cos = np.repeat(np.sin(sinusoid), 2, axis=-1), np.repeat(np.cos(sinusoid), 2, axis=-1)
+    q = x.astype(F32)
+    rotate_every_two = np.stack([-q[:, 1::2], q[:, 0::2]], axis=-1).reshape(seq, d)
+    return q * cos + rotate_every_two * sin
+
+
+def meta_rope(x, offset=0, base=10000.0):
+    """Meta Llama: freqs_cis = torch.polar(ones, outer(t, freqs)) in complex64, x viewed as complex."""
+    seq, d = x.shape
+    freqs = (F32(1.0) / (F32(base) ** (np.arange(0, d, 2)[: d // 2].astype(F32) / F32(d)))).astype(F32)
+    angles = np.outer((np.arange(seq) + offset).astype(F32), freqs)
+    freqs_cis = (np.cos(angles) + 1j * np.sin(angles)).astype(np.complex64)
+    q = x.astype(F32)
+    z = (q[:, 0::2] + 1j * q[:, 1::2]).astype(np.complex64) * freqs_cis
+    return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
