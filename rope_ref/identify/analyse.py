@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from .. import _validate as val
-from ..core import wrap_angle
+from ..forms import wrap_angle
 from .angles import angle_precision, freq_tol, refit_absolute, theta_at, uneven_steps
 from .dynamic import check_dynamic
 from .naming import describe_frequencies, describe_proportional

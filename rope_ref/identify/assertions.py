@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _validate as val
 from .. import scaling
-from ..core import frequencies
+from ..forms import frequencies
 from ..scaling import scaled_inv_freq
 from .analyse import identify
 from .naming import geometric_base, scale_tol

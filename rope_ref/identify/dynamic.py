@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..core import frequencies
+from ..forms import frequencies
 from ..scaling import scaled_inv_freq
 from .naming import log_fit, method_kwargs
 

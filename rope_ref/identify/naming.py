@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..core import frequencies
+from ..forms import frequencies
 from ..scaling import scaled_inv_freq
 from .spec import show_params
 from .tolerances import _TRAIN_LENGTHS, FREQ_ULPS, NAME_RTOL, PRECISIONS, SIGMAS

@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from ..core import rotate
+from ..forms import rotate
 from . import example_kernels
 
 

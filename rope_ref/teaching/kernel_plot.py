@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..core import wrap_angle
+from ..forms import wrap_angle
 from .style import new_figure
 
 
