@@ -25,8 +25,18 @@ def _imports(path):
             yield ("." * node.level) + (node.module or "")
 
 
+def _oracle_modules():
+    """Every module of the package outside rope_ref/teaching (subpackages such as identify/ included)."""
+    return [p for p in sorted(PKG.rglob("*.py")) if "teaching" not in p.relative_to(PKG).parts]
+
+
+def test_oracle_modules_include_the_subpackages():
+    assert PKG / "identify" / "__init__.py" in _oracle_modules()
+    assert not any("teaching" in p.parts for p in _oracle_modules())
+
+
 def test_oracle_modules_import_neither_teaching_nor_its_dependencies():
-    for path in PKG.glob("*.py"):
+    for path in _oracle_modules():
         if path.name == "__main__.py":       # the CLI loads the figures on demand
             continue
         for name in _imports(path):
@@ -36,7 +46,7 @@ def test_oracle_modules_import_neither_teaching_nor_its_dependencies():
 
 def test_no_function_local_imports_in_the_package():
     allowed = {("__main__.py", "_figures"), ("__main__.py", "_site")}   # optional dependencies, with a clear message
-    for path in list(PKG.glob("*.py")) + list((PKG / "teaching").glob("*.py")):
+    for path in sorted(PKG.rglob("*.py")):
         for fn in ast.walk(ast.parse(path.read_text())):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 local = [n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))]
