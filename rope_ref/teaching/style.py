@@ -53,10 +53,10 @@ def new_figure(width: float = 9.0, height: float = 3.6, dpi: int = DPI) -> Figur
     return fig
 
 
-def figure_png(fig: Figure) -> bytes:
-    """PNG bytes of a figure at :data:`DPI`, without the metadata that makes files differ."""
+def figure_png(fig: Figure, dpi: int = DPI) -> bytes:
+    """PNG bytes of a figure at ``dpi`` (default :data:`DPI`), without the metadata that makes files differ."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, metadata=METADATA["png"])
+    fig.savefig(buf, format="png", dpi=dpi, metadata=METADATA["png"])
     return buf.getvalue()
 
 
