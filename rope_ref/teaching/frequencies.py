@@ -19,12 +19,19 @@ Shapes are written ``(..., seq, d)`` as in rope_ref; ``d`` is the head dimension
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import ipywidgets as W
+import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm
 
 from .. import _validate as val
 from ..core import frequencies, rotate
+from ..hf_config import from_hf_config
 from .style import VIEW_DPI, figure_png, new_figure
+from .widgets import slider_app
 
 # --- which dimensions turn ---------------------------------------------------------------------------------------------
 
@@ -130,7 +137,6 @@ def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
 
 def matplotlib_cmap():
     """The colour map of the turning-dimensions picture: fast = dark, slow = light, not-turning = white."""
-    import matplotlib
     return matplotlib.colormaps["viridis"]
 
 
@@ -280,10 +286,6 @@ MODELS = {
 def model_points(config_dir) -> dict:
     """name -> dict(base, context, head_dim, scaled_from or None, source) for every model of :data:`MODELS`,
     reading the repository's configs with :func:`rope_ref.from_hf_config` where there is one."""
-    import json
-    from pathlib import Path
-
-    from ..hf_config import from_hf_config
     out = {}
     for name, entry in MODELS.items():
         e = dict(entry)
@@ -445,9 +447,6 @@ class SemanticMatchView(_PlainView):
 
 def offset_attention_widget(pair: int = 0, offset: int = 1, scale: float = 16.0):
     """Sliders for the first pair (the frequencies), the target offset and |u|^2 over :class:`OffsetAttentionView`."""
-    import ipywidgets as W
-
-    from .widgets import slider_app
     view = OffsetAttentionView(pair=pair, offset=offset, scale=scale)
     controls = {"pair": W.IntSlider(min=0, max=view.d // 2 - view.width, value=pair, description="first pair"),
                 "offset": W.IntSlider(min=0, max=view.n_keys - 1, value=offset, description="offset"),
@@ -457,9 +456,6 @@ def offset_attention_widget(pair: int = 0, offset: int = 1, scale: float = 16.0)
 
 def semantic_match_widget(base: float = 10000.0, max_distance: int = 4096):
     """Sliders for the base and the distance range over :class:`SemanticMatchView`."""
-    import ipywidgets as W
-
-    from .widgets import slider_app
     view = SemanticMatchView(base=base, max_distance=max_distance)
     controls = {"base": W.FloatLogSlider(base=10, min=3, max=7, step=0.25, value=base, description="base"),
                 "max_distance": W.IntSlider(min=64, max=32768, step=64, value=max_distance, description="distance")}

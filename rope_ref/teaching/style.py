@@ -22,8 +22,11 @@ import io
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Circle
+from matplotlib.path import Path
 from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
 DPI = 150
 VIEW_DPI = 100
@@ -69,7 +72,6 @@ def unit_circle():
 
 def _data_paths(ax):
     """Every visible plotted line of ``ax`` in display coordinates: (label, (n, 2) pieces, markers only?)."""
-    from matplotlib.lines import Line2D
     out = []
     for line in ax.get_children():
         if not isinstance(line, Line2D) or not line.get_visible() or line not in ax.lines:
@@ -90,7 +92,6 @@ def _data_paths(ax):
 
 def _blockers(fig, ax, renderer):
     """Words drawn inside ``ax`` (texts, annotations, its legend) as (description, display Bbox)."""
-    from matplotlib.text import Text
     out = []
     for t in ax.texts:          # an annotation's own extent includes its arrow: the words' box is Text's
         if t.get_visible() and t.get_text().strip():
@@ -116,11 +117,8 @@ def layout_faults(fig: Figure, pad_px: float = 1.0) -> list[str]:
     the axes (``axhline``, ``axvline``) are references like grid lines, not data; so are images and
     filled areas.
     """
-    from matplotlib.transforms import Bbox
-    from matplotlib.path import Path
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    from matplotlib.text import Text
     words = [fig._suptitle, *fig.texts, *(t for leg in fig.legends for t in leg.get_texts())]
     for ax in fig.axes:
         legend = ax.get_legend()
