@@ -222,6 +222,45 @@ def distractor_level(width: int = 8) -> float:
     return 1.0 / np.sqrt(2 * val.check_positive_int(width, "width"))
 
 
+def fig_offset_attention_frames(firsts=(0, 3, 8, 16), offset: int = 1, scale: float = 16.0, d: int = 64,
+                                n_keys: int = 48, width: int = 4):
+    """What :func:`offset_attention_widget` shows at a few positions of its "first pair" slider, in one picture
+    (for a reader without a kernel): RoPE's attention for each band of pairs, and NoPE's uniform 1/n_keys."""
+    fig = new_figure(9, 4.4)
+    ax = fig.subplots()
+    r = np.arange(n_keys)
+    for first in firsts:
+        w = offset_attention(offset, first, n_keys, scale, d, width=width)
+        ax.plot(r, w, marker="o", ms=3, lw=1.2, label=f"pairs {first}..{first + width - 1}: {w[offset]:.3f} on offset {offset}")
+    ax.axhline(1 / n_keys, color="0.3", ls=":", lw=1.5)
+    ax.plot([], [], color="0.3", ls=":", lw=1.5, label=f"NoPE: 1/{n_keys} on every key")
+    ax.set(xlabel="distance to the key (positions back)", ylabel="attention weight", xlim=(-0.5, n_keys - 0.5),
+           ylim=(0, 1.02), title=rf"Positional head, $|u|^2 = {scale:g}$: sharp on fast pairs, flat on slow ones")
+    ax.grid(alpha=0.3)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
+    return fig
+
+
+def fig_semantic_match_frames(bases=(1e4, 1e5, 1e6), max_distance: int = 32768, d: int = 128, width: int = 8):
+    """What :func:`semantic_match_widget` shows at a few positions of its base slider, in one picture: the
+    same word's score on the slowest pairs for each base, and on the fastest pairs (base 10^4)."""
+    r = np.linspace(0, max_distance, 1601)
+    fig = new_figure(9, 4.4)
+    ax = fig.subplots()
+    level = distractor_level(width)
+    ax.axhspan(-2 * level, 2 * level, color="0.88", zorder=0)
+    ax.plot(r, semantic_match(r, "high", d, bases[0], width), color="0.55", lw=0.6, alpha=0.7,
+            label=f"{width} fastest pairs, base {bases[0]:g}")
+    for j, base in enumerate(bases):
+        ax.plot(r, semantic_match(r, "low", d, base, width), color=f"C{j + 2}", lw=2,
+                label=f"{width} slowest pairs, base {base:g}")
+    ax.set(xlabel="distance $r$ between the two occurrences", ylabel="score / score at $r = 0$", xlim=(0, max_distance),
+           ylim=(-1.05, 1.15), title="The same word met again: grey band, a random word's score")
+    ax.grid(alpha=0.3)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
+    return fig
+
+
 # --- Men et al.: the base a context length needs -----------------------------------------------------------------------
 
 def similarity_margin(m, d: int = 128, base: float = 10000.0) -> np.ndarray:

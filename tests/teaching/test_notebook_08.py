@@ -239,16 +239,31 @@ def test_exercise_follows_the_course_convention():
 
 # --- pictures ------------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("make", ["turning", "bound", "OffsetAttentionView", "SemanticMatchView"])
+@pytest.mark.parametrize("make", ["turning", "bound", "OffsetAttentionView", "SemanticMatchView",
+                                  "fig_offset_attention_frames", "fig_semantic_match_frames"])
 def test_pictures_put_no_words_on_their_data(make):
     from rope_ref.teaching.style import layout_faults
     if make == "turning":
         fig = F.fig_turning_dimensions()
     elif make == "bound":
         fig = F.fig_base_bound(F.model_points(ROOT / "tests" / "data" / "configs"), bases=10.0 ** np.arange(3, 6.41, 0.1))
+    elif make.startswith("fig_"):
+        fig = getattr(F, make)()
     else:
         fig = getattr(F, make)().static_figure()
     assert layout_faults(fig) == []
+
+
+def test_static_frames_show_what_the_sliders_show():
+    fig = F.fig_offset_attention_frames(firsts=(0, 8))
+    for line, first in zip(fig.axes[0].get_lines(), (0, 8)):
+        np.testing.assert_allclose(line.get_ydata(), offset_weights_by_formula(1, first), rtol=1e-10)
+    fig = F.fig_semantic_match_frames(bases=(1e4, 1e6), max_distance=4096)
+    r = fig.axes[0].get_lines()[1].get_xdata()
+    np.testing.assert_allclose(fig.axes[0].get_lines()[1].get_ydata(), semantic_by_formula(r, "low", 1e4), atol=1e-12)
+    np.testing.assert_allclose(fig.axes[0].get_lines()[2].get_ydata(), semantic_by_formula(r, "low", 1e6), atol=1e-12)
+    code = "\n".join("".join(c["source"]) for c in cells() if c["cell_type"] == "code")
+    assert "F.fig_offset_attention_frames(" in code and "F.fig_semantic_match_frames(" in code
 
 
 def test_views_update_and_report():
