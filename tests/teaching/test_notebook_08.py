@@ -279,3 +279,13 @@ def test_views_update_and_report():
     s = F.SemanticMatchView()
     s.update(base=1e6)
     assert "slowest pairs +1.00" in s.readout() or "slowest pairs +0.99" in s.readout()
+
+
+def test_partial_fractions_named_in_the_prose_are_the_configs():
+    import rope_ref as rr
+    configs = ROOT / "tests" / "data" / "configs"
+    for name, fraction, shown in [("gpt-neox-20b.json", 0.25, "GPT-NeoX 1/4"), ("phi-2.json", 0.4, "Phi-2 0.4"),
+                                  ("glm-4-9b-chat-hf.json", 0.5, "GLM-4 1/2")]:
+        cfg = rr.from_hf_config(configs / name)
+        assert cfg.rotary_dim == fraction * cfg.head_dim, name
+        assert shown in text(), shown
