@@ -345,7 +345,8 @@ def model_points(config_dir) -> dict:
 
 
 def fig_base_bound(points: dict, d: int = 128, bases=None):
-    """The longest context each base supports (Men et al.'s B >= 0), with real models as points."""
+    """The longest context each base supports (Men et al.'s B >= 0, for head dimension ``d``), with real models as
+    points; a model's verdict (X: above its base's supported length) uses its own head_dim."""
     bases = 10.0 ** np.arange(3, 6.41, 0.025) if bases is None else np.asarray(bases, float)
     supported = np.array([supported_context(b, d, limit=1 << 21) for b in bases])
     fig = new_figure(9, 6.2)
@@ -354,7 +355,8 @@ def fig_base_bound(points: dict, d: int = 128, bases=None):
     ax.fill_between(bases, supported, 1, color="0.85", zorder=0)
     for j, (name, p) in enumerate(points.items()):
         ok = supported_context(p["base"], p["head_dim"], limit=1 << 21) >= p["context"]
-        ax.plot([p["base"]], [p["context"]], "o" if ok else "X", ms=9, color=f"C{j}",
+        ax.plot([p["base"]], [p["context"]], "o" if ok else "X", ms=13 - 1.1 * j, color=f"C{j}",   # shrinking: a
+                # later model at the same point (Gemma 3 on Qwen2.5) sits inside the earlier one
                 label=f"{name}: {p['context']:,} at {p['base']:g}" + ("" if ok else " (above)"))
         if p["scaled_from"]:
             ax.plot([p["base"]], [p["scaled_from"]], "o", ms=6, mfc="none", color=f"C{j}")

@@ -289,3 +289,8 @@ def test_partial_fractions_named_in_the_prose_are_the_configs():
         cfg = rr.from_hf_config(configs / name)
         assert cfg.rotary_dim == fraction * cfg.head_dim, name
         assert shown in text(), shown
+
+
+def test_gemma_7b_verdict_uses_its_own_head_dim():
+    assert first_negative_B(1e4, d=256) - 1 == 2652
+    assert "Gemma 7B's is 256, for which base $10^4$ supports 2,652 positions" in text()
