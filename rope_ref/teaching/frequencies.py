@@ -123,8 +123,7 @@ def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
     fig = new_figure(10, 4.2)
     ax = fig.subplots()
     masked = np.ma.masked_equal(F, 0.0)
-    cmap = matplotlib_cmap()
-    im = ax.imshow(masked, aspect="auto", cmap=cmap, norm=LogNorm(vmin=base ** -1, vmax=1.0), interpolation="nearest")
+    im = ax.imshow(masked, aspect="auto", cmap=matplotlib.colormaps["viridis"], norm=LogNorm(vmin=base ** -1, vmax=1.0), interpolation="nearest")
     ax.set_facecolor("white")
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
     ax.set(xlabel=f"feature of the head (0 .. {d - 1}); white: does not turn",
@@ -133,11 +132,6 @@ def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
         ax.axhline(y, color="0.6", lw=0.8)
     fig.colorbar(im, ax=ax, label=r"frequency $\theta$ (rad per position)")
     return fig
-
-
-def matplotlib_cmap():
-    """The colour map of the turning-dimensions picture: fast = dark, slow = light, not-turning = white."""
-    return matplotlib.colormaps["viridis"]
 
 
 # --- Barbero et al.: a positional head and a semantic channel ---------------------------------------------------------
@@ -334,11 +328,9 @@ def model_points(config_dir) -> dict:
             raw = json.loads(path.read_text())
             e.update(base=cfg.base, context=int(raw["max_position_embeddings"]), head_dim=cfg.head_dim,
                      source=f"tests/data/configs/{e.pop('config')}")
-        if e.get("scaled_from") and "config" not in entry:
-            pass
-        elif e.get("scaled_from"):
-            section = raw.get("rope_scaling") or {}
-            e["context"] = max(e["context"], int(section.get("factor", 1) * e["scaled_from"]))
+            if e.get("scaled_from"):        # reached by scaling: factor x the length before it, if that is longer
+                section = raw.get("rope_scaling") or {}
+                e["context"] = max(e["context"], int(section.get("factor", 1) * e["scaled_from"]))
         e.setdefault("scaled_from", None)
         out[name] = e
     return out
