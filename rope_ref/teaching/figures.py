@@ -15,8 +15,9 @@ from matplotlib.figure import Figure
 from ..forms import decay_bound, frequencies, partial_sums, rotate
 from ..scaling import wavelengths
 from .context_extension import TRAIN_LEN
+from .frequencies import fig_turning_dimensions
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
-from .quantities import (FIG2_DISTANCES, FIG2_PAPER_YLIM, attention_weights, clock_angles, code_distance, form_errors,
+from .quantities import (FIG2_DISTANCES, FIG2_PAPER_YLIM, attention_weights, clock_angles, code_distance,
                          mean_abs_score, random_qk, score_map, sinusoidal_score_map)
 from .style import METADATA, RC, new_figure, unit_circle
 from .views import ScalingView
@@ -44,8 +45,9 @@ def fig2_long_term_decay(d: int = 128, base: float = 10000.0) -> Figure:
 
 def fig_decay_vs_actual(d: int = 128, base: float = 10000.0, n_samples: int = 256, seed: int = 0) -> Figure:
     """The Figure-2 bound beside the actual mean |q . R_r k| of random vectors, each divided by its
-    value at distance 0: independent q, k do not decay; k = q does; the bound only caps."""
-    fig = new_figure(7, 3.8)
+    value at distance 0: independent q, k do not decay; k = q does; the bound only caps.
+    The legend sits below the axes, clear of the curves."""
+    fig = new_figure(7, 4.4)
     ax = fig.subplots()
     r = np.linspace(0, 256, 129)
     bound = decay_bound(FIG2_DISTANCES, d, base)
@@ -56,27 +58,8 @@ def fig_decay_vs_actual(d: int = 128, base: float = 10000.0, n_samples: int = 25
         ax.plot(r, y / y[0], label=label)
     ax.set(xlabel="relative distance $r$", ylabel="value / value at $r = 0$", xlim=(0, 256), ylim=(0, 1.3),
            title=f"What the bound promises: $d = {d}$, {n_samples} random vectors")
-    ax.legend(loc="upper right")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
     ax.grid(alpha=0.3)
-    return fig
-
-
-def fig_three_forms(d: int = 128) -> Figure:
-    """Max |difference| between the elementwise form (eq 34) and the dense (eq 14), complex (eq 12)
-    and half-split forms, at positions from 1 to 10^6."""
-    pos = np.unique(np.round(np.logspace(0, 6, 200)))
-    errs = form_errors(pos, d)
-    labels = {"dense R x (eq 14)": r"dense $R_m x$ (eq 14)", "complex (eq 12)": r"complex $x\,e^{im\theta}$ (eq 12)",
-              "fast rotate": "fast rotate", "half pairing, permuted": "half pairing, permuted"}
-    fig = new_figure(7, 3.6)
-    ax = fig.subplots()
-    for (name, e), marker in zip(errs.items(), "o^sv"):
-        ax.semilogx(pos, np.maximum(e, 1e-17), marker, ms=3, label=labels[name], alpha=0.8)
-    ax.set_yscale("log")
-    ax.axhline(1e-12, color="C3", ls="--", lw=1, label="tolerance $10^{-12}$")
-    ax.set(xlabel="position $m$", ylabel="max |difference| (0 shown as $10^{-17}$)", ylim=(1e-18, 1e-10),
-           title=f"The forms agree with eq 34 ($d = {d}$, float64)")
-    ax.legend(loc="upper left", ncols=2)
     return fig
 
 
@@ -98,17 +81,25 @@ def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figur
     """Figure-1-style illustration: pairs 0 and 1 of one vector at positions 0..6 (eq 13).
 
     Pair 0 turns 1 radian per position, so m = 6 lands 0.28 rad short of m = 0 (aliasing);
-    pair 1 turns slower and keeps them apart."""
+    pair 1 turns slower and keeps them apart.  An arrow is labelled with its m where the label has
+    room (0.35 rad from the labels before it and from the last arrow's, which is always labelled)."""
+    positions = list(positions)
     x = np.tile(np.array([1.0, 0.0] * (d // 2)), (len(positions), 1))
-    rot = rotate(x, np.asarray(list(positions), float), base=base)
+    rot = rotate(x, np.asarray(positions, float), base=base)
     fig = new_figure(8, 4)
     for i, ax in enumerate(fig.subplots(1, 2)):
         theta = frequencies(d, base)[i]
         ax.add_patch(unit_circle())
-        for m, (a, b) in zip(positions, rot[:, 2 * i:2 * i + 2]):
+        angles = np.arctan2(rot[:, 2 * i + 1], rot[:, 2 * i])
+        labelled = []
+        for j, (m, (a, b)) in enumerate(zip(positions, rot[:, 2 * i:2 * i + 2])):
             ax.annotate("", xy=(a, b), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=f"C{m % 10}"))
-            ax.text(1.15 * a, 1.15 * b, f"$m={m}$", ha="center", va="center")
-        ax.set(xlim=(-1.4, 1.4), ylim=(-1.4, 1.4), aspect="equal",
+            last = j == len(positions) - 1
+            gaps = [abs(np.angle(np.exp(1j * (angles[j] - angles[k])))) for k in labelled + ([] if last else [-1])]
+            if last or min(gaps, default=np.inf) >= 0.35:
+                ax.text(1.17 * a, 1.17 * b, f"$m={m}$", ha="center", va="center")
+                labelled.append(j)
+        ax.set(xlim=(-1.45, 1.45), ylim=(-1.45, 1.45), aspect="equal",
                title=rf"pair {i}: angle $m\theta_{i}$, $\theta_{i} = {theta:.3g}$")
     return fig
 
@@ -122,39 +113,53 @@ def fig_wavelengths(d: int = 128, base: float = 10000.0, train_len: int = TRAIN_
     ax.axhline(train_len, color="C3", ls="--", label=f"training length {train_len}")
     n_long = int((wl > train_len).sum())
     ax.set(xlabel="pair $i$", ylabel="positions per turn",
-           title=f"$d = {d}$, base $= {base:g}$: {n_long} of {d // 2} pairs never complete a turn in training")
+           title=f"$d = {d}$, base $= {base:g}$:\n{n_long} of {d // 2} pairs never complete a turn in training")
     ax.legend(loc="upper left")
     ax.grid(alpha=0.3)
     return fig
 
 
 def fig_frequency_ratios(factor: float = 8.0):
-    """Static snapshot of :class:`ScalingView` for the figures folder."""
-    return ScalingView(factor=factor).static_figure()
+    """Static snapshot of :class:`ScalingView` for the figures folder.
+
+    The view's note on the one-turn line ("above: a full turn, every angle seen") sits where the curves
+    cross that line; here it moves to the empty lower left corner, below the line, reworded for there."""
+    fig = ScalingView(factor=factor).static_figure()
+    for ax in fig.axes:
+        for t in ax.texts:
+            if t.get_text().startswith("above: a full turn"):
+                t.set(text="dotted: one full turn (above it, every angle was seen)", x=1, y=2e-3, va="bottom")
+    return fig
 
 
-def fig_precision(d: int = 128, seed: int = 0):
-    """Error of m*theta and cos, and of q.k, when angles are computed in a narrow dtype, vs float64."""
-    pos = np.unique(np.round(np.logspace(0, 6, 121)))
-    fig = new_figure(12, 4.4)
-    axes = fig.subplots(1, 3)
-    for (name, dt), color in zip(PRECISION_DTYPES.items(), ["C0", "C1", "C2"]):
-        for base, ls in [(1e4, "-"), (5e5, "--")]:
-            e = angle_errors(pos, d, base, dt)
-            axes[0].loglog(pos, e["angle"], ls, color=color)
-            axes[1].loglog(pos, e["cos"], ls, color=color)
-        q, k = random_qk(d, seed)
-        axes[2].loglog(pos, score_error_by_dtype(q, k, pos, dtype=dt), color=color, label=name)
-    axes[0].set(xlabel="position $m$", ylabel="max |angle error| (rad)", title=r"$m\theta_i$")
-    axes[1].set(xlabel="position $m$", ylabel=r"max |$\cos$ error|", title=r"$\cos(m\theta_i)$")
-    axes[2].set(xlabel="position $m$", ylabel=r"$|q_m \cdot k_{m+16}$ error$|$", title=r"$q_m \cdot k_{m+16}$, base $10^4$")
-    axes[2].legend(loc="upper left", title="angles in")
-    axes[0].plot([], [], "-", color="0.3", label="base $10^4$")
-    axes[0].plot([], [], "--", color="0.3", label=r"base $5\cdot 10^5$")
-    axes[0].legend(loc="upper left")
+def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: float = 16.0) -> Figure:
+    """What a narrow dtype for the angles costs, as a room can read it: one line per dtype in each panel,
+    each the largest error at any position up to m (the errors themselves jump with every rounding).
+
+    Left: |angle error| of m theta_i, worst pair; right: |q_m . k_{m+r}| error (r = ``distance``), both
+    against float64.  float16 has no line past 65504, its largest number (the angle is inf there)."""
+    pos = np.unique(np.round(np.logspace(0, 6, 241)))
+    q, k = random_qk(d, seed)
+    fig = new_figure(11, 4.6)
+    axes = fig.subplots(1, 2)
+    for (name, dt), color in zip(PRECISION_DTYPES.items(), ["C3", "C1", "C0"]):
+        for ax, err in [(axes[0], angle_errors(pos, d, base, dt)["angle"]),
+                        (axes[1], score_error_by_dtype(q, k, pos, distance, base=base, dtype=dt))]:
+            finite = np.isfinite(err)
+            ax.loglog(pos[finite], np.maximum.accumulate(err[finite]), color=color, lw=2.2,
+                      label=f"angles in {name}" if ax is axes[0] else None)
+    axes[0].axhline(np.pi, color="0.4", ls=":", lw=1.2)
+    axes[0].text(1.5, np.pi * 1.4, r"$\pi$: the angle says nothing", color="0.3", va="bottom")
+    axes[0].set(ylabel="largest |angle error| so far (rad)", title=r"angle $m\theta_i$ (worst pair)",
+                ylim=(1e-8, 1e5))
+    axes[1].set(ylabel=rf"largest $|q_m \cdot k_{{m+{distance:g}}}$ error$|$ so far",
+                title=rf"score $q_m \cdot k_{{m+{distance:g}}}$", ylim=(1e-8, 1e3))
     for ax in axes:
+        ax.set(xlabel="position $m$", xlim=(1, 1e6))
         ax.grid(alpha=0.3)
-    fig.suptitle("float16 stops at 65504 (beyond it the angle is inf and cos, sin are nan: no line)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
+    fig.suptitle(rf"Angles computed in a narrow dtype, against float64 ($d = {d}$, base {base:g}); "
+                 "float16 stops at 65504")
     return fig
 
 
@@ -170,9 +175,9 @@ def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000
         ax.add_patch(unit_circle())
         for i, (a, length) in enumerate(zip(clock_angles(m, d, base), lengths)):
             ax.plot([0, length * np.cos(a)], [0, length * np.sin(a)], color=f"C{i % 10}", lw=2.5 - 1.5 * i / n_pairs,
-                    label=rf"$\theta_{i}$" if m == positions[0] else None)
+                    label=f"hand {i}" if m == positions[0] else None)
         ax.set(xlim=(-1.15, 1.15), ylim=(-1.15, 1.15), aspect="equal", xticks=[], yticks=[], title=f"$m = {m}$")
-    fig.legend(*fig.axes[0].get_legend_handles_labels(), loc="outside right center", title="hand")
+    fig.legend(*fig.axes[0].get_legend_handles_labels(), loc="outside right center")
     fig.suptitle(rf"Position $m$ as {n_pairs} clock hands: hand $i$ at angle $m\theta_i$ ($d = {d}$, base {base:g})")
     return fig
 
@@ -188,10 +193,10 @@ def fig_aliasing(d: int = 8, base: float = 10000.0, max_position: int = 60) -> F
     for k in range(1, int(max_position / (2 * np.pi)) + 1):
         ax.axvline(2 * np.pi * k, color="0.8", lw=0.8, zorder=0)
     ax.annotate(r"$m = 6$: pair 0 almost back at $m = 0$", xy=(6, code_distance(6.0, d, base, pairs=[0])),
-                xytext=(12, 0.2), arrowprops=dict(arrowstyle="->"))
-    ax.set(xlabel="position $m$", ylabel=r"$\|R_m u - R_0 u\|$", xlim=(0, max_position),
-           title=rf"One frequency repeats every $2\pi$ positions; many frequencies together do not ($d = {d}$)")
-    ax.legend(loc="upper right")
+                xytext=(8, 3.05), arrowprops=dict(arrowstyle="->"))
+    ax.set(xlabel="position $m$", ylabel=r"$\|R_m u - R_0 u\|$", xlim=(0, max_position), ylim=(-0.05, 3.5),
+           title=rf"One frequency repeats every $2\pi$ positions;" "\n" rf"many frequencies together do not ($d = {d}$)")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
     ax.grid(alpha=0.3)
     return fig
 
@@ -245,7 +250,6 @@ def fig_attention_pattern(n: int = 32, d: int = 64, seed: int = 0, scale: float 
 FIGURES = {
     "fig2_long_term_decay": fig2_long_term_decay,
     "decay_bound_vs_actual": fig_decay_vs_actual,
-    "three_forms_agreement": fig_three_forms,
     "relative_identity_heatmaps": fig_relative_heatmaps,
     "rotation_illustration": fig_rotation,
     "wavelengths_vs_training_length": fig_wavelengths,
@@ -255,6 +259,7 @@ FIGURES = {
     "aliasing": fig_aliasing,
     "decay_intuition": fig_decay_intuition,
     "attention_pattern": fig_attention_pattern,
+    "turning_dimensions": fig_turning_dimensions,          # notebook 08: which features turn in each scheme
 }
 
 

@@ -7,7 +7,7 @@ import pytest
 from rope_ref.teaching.figures import FIGURES, write_all
 
 FIG_DIR = Path(__file__).resolve().parents[2] / "figures"
-REQUIRED = ["fig2_long_term_decay", "three_forms_agreement", "relative_identity_heatmaps", "rotation_illustration"]
+REQUIRED = ["fig2_long_term_decay", "relative_identity_heatmaps", "rotation_illustration", "precision_angle_errors"]
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,9 @@ def test_committed_figures_match_regeneration(regenerated):
 
 def test_two_runs_are_byte_identical(regenerated, tmp_path):
     out, paths = regenerated
-    again = write_all(tmp_path, names=["fig2_long_term_decay", "relative_identity_heatmaps"])
+    again = write_all(tmp_path, names=["fig2_long_term_decay", "relative_identity_heatmaps", "precision_angle_errors",
+                                       "context_extension_frequency_ratios", "decay_bound_vs_actual", "aliasing",
+                                       "turning_dimensions"])
     for p in again:
         assert p.read_bytes() == (out / p.name).read_bytes(), p.name
     svg = (tmp_path / "fig2_long_term_decay.svg").read_text()
@@ -140,3 +142,121 @@ def test_every_view_is_in_the_style(make):
     texts, legends = _texts_and_legends(view.fig)
     assert texts and not [(t.get_text(), t.get_fontsize()) for t in texts if t.get_fontsize() < 10]
     assert all(leg.get_texts()[0].get_fontsize() >= 10 for leg in legends)
+
+
+# --- words never sit on the data (rope_ref.teaching.style.layout_faults) ------------------------------------------------
+
+def _styled(make):
+    import matplotlib
+    from rope_ref.teaching.style import RC
+    with matplotlib.rc_context(matplotlib.rcParamsDefault), matplotlib.rc_context(RC):
+        fig = make()
+        fig.canvas.draw()
+        return fig
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_no_figure_puts_words_on_its_data(name):
+    from rope_ref.teaching.style import layout_faults
+    assert layout_faults(_styled(FIGURES[name])) == []
+
+
+@pytest.mark.parametrize("name", ["DecayView", "RotationsView", "ScalingView"])
+def test_no_view_puts_words_on_its_data(name, request):
+    import rope_ref.teaching.views as views
+    from rope_ref.teaching.style import layout_faults
+    if name != "DecayView":      # views.py is helper room's: these first frames have the faults named here
+        request.applymarker(pytest.mark.xfail(reason={
+            "RotationsView": "the score's value ('1.2739') is written on the curve beside its marker",
+            "ScalingView": "'above: a full turn, every angle seen' lies on the dynamic curve"}[name], strict=False))
+    assert layout_faults(getattr(views, name)().static_figure()) == []
+
+
+def _line_figure(**legend):
+    import numpy as np
+    from rope_ref.teaching.style import new_figure
+    fig = new_figure(6, 3)
+    ax = fig.subplots()
+    x = np.linspace(0, 10, 200)
+    ax.plot(x, x, label="rising")
+    ax.plot(x, 10 - x, label="falling")
+    ax.set(xlim=(0, 10), ylim=(0, 10))
+    if legend:
+        ax.legend(**legend)
+    return fig, ax
+
+
+def test_layout_faults_sees_a_legend_on_a_line_and_text_on_a_line():
+    from rope_ref.teaching.style import layout_faults
+    fig, ax = _line_figure()
+    assert layout_faults(fig) == []                                  # two crossing lines, no words: clean
+    fig, ax = _line_figure(loc="upper right")                        # the rising line ends under the legend
+    assert any("legend covers the line 'rising'" in f for f in layout_faults(fig))
+    fig, ax = _line_figure(loc="upper center")                       # between the lines' ends: clean
+    assert layout_faults(fig) == []
+    fig, ax = _line_figure()
+    ax.text(4.5, 5, "on the crossing")
+    assert any("text 'on the crossing' covers the line" in f for f in layout_faults(fig))
+    fig, ax = _line_figure()
+    ax.annotate("clear of both", xy=(5, 5), xytext=(3.5, 9), arrowprops=dict(arrowstyle="->"))
+    assert layout_faults(fig) == []                                  # the arrow may cross; the words do not
+    fig, ax = _line_figure()
+    ax.set_title("a title far too long for a figure six inches wide " * 3)
+    assert any("runs off the figure" in f for f in layout_faults(fig))
+    fig, ax = _line_figure()
+    ax.text(1, 8.5, "one")
+    ax.text(1.2, 8.6, "two")
+    assert any("overlaps text 'two'" in f for f in layout_faults(fig))
+
+
+@pytest.mark.parametrize("plant", ["ratios text back above the turn line", "precision legend inside a panel",
+                                   "bound-vs-actual legend upper right", "aliasing note at (12, 0.2)"])
+def test_layout_faults_sees_the_old_figures_faults(plant):
+    """The faults seen on a projector, planted back into today's figures: each is reported."""
+    from rope_ref.teaching import figures
+    from rope_ref.teaching.style import layout_faults
+    if plant.startswith("ratios"):
+        fig = _styled(figures.fig_frequency_ratios)
+        note = [t for ax in fig.axes for t in ax.texts if t.get_text().startswith("dotted: one full turn")]
+        assert len(note) == 1
+        note[0].set(text="above: a full turn, every angle seen", x=1, y=1.3)
+        assert any("text 'above: a full turn" in f for f in layout_faults(fig))
+    elif plant.startswith("precision"):
+        fig = _styled(figures.fig_precision)
+        fig.legends.clear()
+        for name in ["float16", "bfloat16", "float32"]:                    # the old legend: three entries
+            fig.axes[1].plot([], [], label=name)
+        fig.axes[1].legend(loc="upper right", title="angles in")
+        assert any("legend covers the line" in f for f in layout_faults(fig))
+    elif plant.startswith("bound"):
+        fig = _styled(figures.fig_decay_vs_actual)
+        fig.legends.clear()
+        fig.axes[0].legend(loc="upper right")
+        assert any("legend covers the line 'mean $|q" in f for f in layout_faults(fig))
+    else:
+        fig = _styled(figures.fig_aliasing)
+        note = fig.axes[0].texts[0]
+        note.set_position((12, 0.2))
+        assert any("almost back at" in f and "covers the line" in f for f in layout_faults(fig))
+
+
+def test_clock_hands_are_labelled_as_the_prose_says():
+    from rope_ref.teaching.figures import fig_clock_hands
+    fig = fig_clock_hands(d=16)
+    labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert labels == [f"hand {i}" for i in range(8)]
+
+
+def test_precision_figure_plots_the_largest_error_so_far():
+    # Recomputed without rope_ref: float32 angles of pair i are fl(fl(m) * fl(theta_i)); the plotted value at m
+    # is the largest |error| over the pairs and over every sampled position up to m.
+    import numpy as np
+    from rope_ref.teaching.figures import fig_precision
+    fig = fig_precision()
+    (x16, _), (xb, _), (x32, y32) = [line.get_data() for line in fig.axes[0].get_lines()[:3]]
+    assert x16.max() <= 65504 < xb.max() == x32.max() == 1e6
+    theta = 10000.0 ** (-np.arange(0, 128, 2) / 128)
+    err = np.abs((np.float32(1) * x32.astype(np.float32)[:, None] * theta.astype(np.float32)).astype(np.float64)
+                 - x32[:, None] * theta).max(axis=1)
+    np.testing.assert_allclose(y32, np.maximum.accumulate(err), rtol=1e-12)
+    assert np.all(np.diff(y32) >= 0)

@@ -1,0 +1,495 @@
+"""What RoPE's frequencies are for (notebook 08): positional heads, semantic channels, the base a context needs.
+
+Two papers, recomputed here with rope_ref:
+
+* Barbero et al., "Round and Round We Go! What makes Rotary Positional Encodings useful?"
+  (arXiv:2410.06205): a head can attend to a fixed offset by using a high frequency (a *positional*
+  head; NoPE cannot build one), while content matching ("semantic channels") survives long distances
+  only on the lowest frequencies; p-RoPE removes the lowest frequencies (those pairs are not rotated).
+* Men et al., "Base of RoPE Bounds Context Length" (arXiv:2405.14591): a query should score a key
+  equal to itself higher than a random key; for i.i.d. q, k that margin is proportional to
+  B_{m,theta} = sum_i cos(m theta_i) (their Theorem 1), and a base "supports" a context length L when
+  B_{m,theta} >= 0 for every distance m <= L.  The smallest such base is their lower bound (Figure 1).
+
+And the schemes that leave some dimensions unrotated: partial rotary (GPT-NeoX, Phi, GLM, Qwen3.5),
+NoPE layers (Llama 4, SmolLM3), p-RoPE and proportional RoPE (Gemma 4).
+
+Shapes are written ``(..., seq, d)`` as in rope_ref; ``d`` is the head dimension.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import ipywidgets as W
+import matplotlib
+import numpy as np
+from matplotlib.colors import LogNorm
+
+from .. import _validate as val
+from ..core import frequencies, rotate
+from ..hf_config import from_hf_config
+from .style import VIEW_DPI, figure_png, new_figure
+from .widgets import slider_app
+
+# --- which dimensions turn ---------------------------------------------------------------------------------------------
+
+#: scheme -> (what it is, which models use it).  ``fraction`` is the config's partial_rotary_factor
+#: (rotary_pct in GPT-NeoX) for "partial" and "proportional", and p for "p-rope".
+SCHEMES = {
+    "rope": ("every pair turns, theta_i = base^(-2i/d)", "Llama 2/3, Mistral, Qwen2.5, Gemma 1-3"),
+    "partial": ("the first fraction*d features turn, theta_j = base^(-2j/(fraction*d)): the whole spectrum, "
+                "squeezed into fewer pairs", "GPT-NeoX (1/4), Phi-2 (0.4), GLM-4 (1/2), Qwen3.5 (1/4)"),
+    "p-rope": ("the highest fraction of RoPE's frequencies turn; the lowest pairs do not", "Barbero et al."),
+    "proportional": ("theta_j = base^(-2j/d) over the full head for j < fraction*d/2; the other pairs do not turn",
+                     "Gemma 4"),
+    "nope": ("no feature turns", "NoPE layers of Llama 4 and SmolLM3"),
+}
+
+
+def _check_scheme(scheme: str) -> str:
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {list(SCHEMES)}, got {scheme!r}")
+    return scheme
+
+
+def _check_fraction(fraction) -> float:
+    f = val.check_scalar(fraction, "fraction")
+    if isinstance(f, bool) or not 0 <= f <= 1:
+        raise ValueError(f"fraction must be a real number in [0, 1] (the part of the head that turns), got {fraction!r}")
+    return float(f)
+
+
+def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0, fraction: float = 1.0) -> np.ndarray:
+    """Frequency of each of the d/2 pairs under ``scheme`` (0 where the pair is not rotated), ``(d/2,)``.
+
+    Pairs are listed fast to slow.  "partial" keeps the first ``fraction * d`` features (rounded down
+    to even) and spreads the whole geometric range over them; "p-rope" and "proportional" both keep
+    RoPE's own theta_i for the first ``fraction * d/2`` pairs (rounded down): the same frequencies --
+    proportional RoPE is p-RoPE with p = partial_rotary_factor.
+    """
+    _check_scheme(scheme)
+    d = _even(d)
+    fraction = _check_fraction(fraction)
+    out = np.zeros(d // 2)
+    if scheme == "rope":
+        out[:] = frequencies(d, base)
+    elif scheme == "partial":
+        r = int(fraction * d) // 2 * 2
+        if r:
+            out[:r // 2] = frequencies(r, base)
+    elif scheme in ("p-rope", "proportional"):
+        k = int(fraction * d / 2)
+        out[:k] = frequencies(d, base)[:k]
+    return out
+
+
+def _even(d) -> int:
+    return val.check_d(d)
+
+
+def dimension_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0, fraction: float = 1.0,
+                          pairing: str = "half") -> np.ndarray:
+    """Frequency of each of the d features in the model's layout, ``(d,)``: 0 where a feature does not turn.
+
+    ``pairing`` "half" (rotate_half: feature j pairs with j + r/2 within the rotated part of width r) or
+    "interleaved" (2j with 2j+1).  For "partial" the rotated part is the first ``fraction * d`` features;
+    otherwise it is the whole head, and unrotated pairs keep their places (frequency 0), as transformers
+    pads proportional RoPE's frequencies with zeros.
+    """
+    if pairing not in ("half", "interleaved"):
+        raise ValueError(f"pairing must be 'half' or 'interleaved', got {pairing!r}")
+    pair_freqs = scheme_frequencies(scheme, d, base, fraction)
+    width = int(_check_fraction(fraction) * d) // 2 * 2 if scheme == "partial" else d
+    out = np.zeros(d)
+    f = pair_freqs[:width // 2]
+    if pairing == "half":
+        out[:width // 2], out[width // 2:width] = f, f
+    else:
+        out[0:width:2], out[1:width:2] = f, f
+    return out
+
+
+def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
+    """Which features of a d = 128 head turn, and how fast, in each scheme: one row per scheme."""
+    rows = [("RoPE (Llama, Qwen2.5, Gemma 3)", "rope", 1.0, "half"),
+            ("partial 1/4, rotate_half (GPT-NeoX, Qwen3.5)", "partial", 0.25, "half"),
+            ("partial 1/2, interleaved (GLM-4)", "partial", 0.5, "interleaved"),
+            ("p-RoPE, p = 3/4 (Barbero et al.)", "p-rope", 0.75, "half"),
+            ("proportional, 1/4 (Gemma 4)", "proportional", 0.25, "half"),
+            ("NoPE layer (Llama 4, SmolLM3)", "nope", 1.0, "half")]
+    F = np.array([dimension_frequencies(s, d, base, f, p) for _, s, f, p in rows])
+    fig = new_figure(10, 4.2)
+    ax = fig.subplots()
+    masked = np.ma.masked_equal(F, 0.0)
+    im = ax.imshow(masked, aspect="auto", cmap=matplotlib.colormaps["viridis"], norm=LogNorm(vmin=base ** -1, vmax=1.0), interpolation="nearest")
+    ax.set_facecolor("white")
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows])
+    ax.set(xlabel=f"feature of the head (0 .. {d - 1}); white: does not turn",
+           title=f"Which features turn, and how fast ($d = {d}$, base {base:g})")
+    for y in np.arange(len(rows) - 1) + 0.5:
+        ax.axhline(y, color="0.6", lw=0.8)
+    fig.colorbar(im, ax=ax, label=r"frequency $\theta$ (rad per position)")
+    return fig
+
+
+# --- Barbero et al.: a positional head and a semantic channel ---------------------------------------------------------
+
+def _band_vector(d: int, pair: int, width: int) -> np.ndarray:
+    """A unit-norm vector on pairs ``pair .. pair + width - 1`` (first feature of each pair), zero elsewhere."""
+    d = _even(d)
+    width = val.check_positive_int(width, "width")
+    if isinstance(pair, bool) or not isinstance(pair, (int, np.integer)) or not 0 <= pair <= d // 2 - width:
+        raise ValueError(f"pair must be an integer in 0..d/2-width = 0..{d // 2 - width} (the first of {width} "
+                         f"pairs), got {pair!r}")
+    v = np.zeros(d)
+    v[2 * np.arange(pair, pair + width)] = 1.0 / np.sqrt(width)
+    return v
+
+
+def offset_scores(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0, d: int = 64,
+                  base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
+    """Scores of a positional head (Barbero et al.'s construction) for keys at distances 0..n_keys-1 behind
+    the query, ``(n_keys,)``.
+
+    Every token carries the same vector u, spread evenly over the ``width`` pairs starting at ``pair``
+    (|u|^2 = ``scale``); the query is u rotated back by ``offset`` positions, so
+    q_m . k_n = (scale / width) * sum_j cos((m - n - offset) theta_j): largest at distance ``offset``,
+    and the faster the pairs, the faster it falls off beside it.  Under "nope" nothing turns and every
+    key scores ``scale`` (NoPE cannot prefer a distance here); under "p-rope" the lowest (1 - fraction)
+    of the pairs do not turn.  All rotations by :func:`rope_ref.rotate` (interleaved pairs).
+    """
+    n_keys = val.check_positive_int(n_keys, "n_keys")
+    u = _band_vector(d, pair, width) * np.sqrt(val.check_scalar(scale, "scale"))
+    freqs = scheme_frequencies(scheme, d, base, fraction)
+    m = float(n_keys - 1)                                   # the query's position; keys at m - r
+    r = np.arange(n_keys, dtype=float)
+    q = rotate(u[None], np.array([m - val.check_scalar(offset, "offset")]), inv_freq=freqs)[0]
+    k = rotate(np.broadcast_to(u, (n_keys, d)), m - r, inv_freq=freqs)
+    return k @ q
+
+
+def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0, d: int = 64,
+                     base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
+    """Softmax of :func:`offset_scores` over the keys: the attention weights ``(n_keys,)``, summing to 1."""
+    s = offset_scores(offset, pair, n_keys, scale, d, base, scheme, fraction, width)
+    w = np.exp(s - s.max())
+    return w / w.sum()
+
+
+def band_pairs(band: str, d: int = 128, width: int = 8) -> np.ndarray:
+    """Pair indices of a band: "high" = the ``width`` fastest pairs, "low" = the ``width`` slowest."""
+    d = _even(d)
+    width = val.check_positive_int(width, "width")
+    if width > d // 2:
+        raise ValueError(f"width must be at most d/2 = {d // 2}, got {width}")
+    if band == "high":
+        return np.arange(width)
+    if band == "low":
+        return np.arange(d // 2 - width, d // 2)
+    raise ValueError(f"band must be 'high' or 'low', got {band!r}")
+
+
+def semantic_match(distances, band: str = "low", d: int = 128, base: float = 10000.0, width: int = 8,
+                   scheme: str = "rope", fraction: float = 0.75, seed: int = 0) -> np.ndarray:
+    """Score of a key equal to the query (the same word, met again) at each distance, content carried on
+    one band of pairs, divided by its value at distance 0: ``distances.shape``.
+
+    At distance 0 a word matches itself with score |c|^2; a random other word scores about
+    |c|^2 / sqrt(2 * width) (see :func:`distractor_level`).  On high frequencies the match turns away
+    within a few positions; on the lowest it stays near 1 for thousands (Barbero et al.'s semantic channels).
+    """
+    r = val.check_positions_any(distances, "distances")
+    pairs = band_pairs(band, d, width)
+    c = np.zeros(d)
+    vals = np.random.default_rng(seed).standard_normal((len(pairs), 2))
+    c[2 * pairs], c[2 * pairs + 1] = vals[:, 0], vals[:, 1]
+    c /= np.linalg.norm(c)
+    freqs = scheme_frequencies(scheme, d, base, fraction)
+    q = rotate(np.broadcast_to(c, r.shape + (d,)), r, inv_freq=freqs)      # query at r, key (= c) at 0
+    return q @ c
+
+
+def distractor_level(width: int = 8) -> float:
+    """Typical |score| of a random unit key against a unit query on 2 * ``width`` features: 1/sqrt(2 width)."""
+    return 1.0 / np.sqrt(2 * val.check_positive_int(width, "width"))
+
+
+def fig_offset_attention_frames(firsts=(0, 3, 8, 16), offset: int = 1, scale: float = 16.0, d: int = 64,
+                                n_keys: int = 48, width: int = 4):
+    """What :func:`offset_attention_widget` shows at a few positions of its "first pair" slider, in one picture
+    (for a reader without a kernel): RoPE's attention for each band of pairs, and NoPE's uniform 1/n_keys."""
+    fig = new_figure(9, 4.4)
+    ax = fig.subplots()
+    r = np.arange(n_keys)
+    for first in firsts:
+        w = offset_attention(offset, first, n_keys, scale, d, width=width)
+        ax.plot(r, w, marker="o", ms=3, lw=1.2, label=f"pairs {first}..{first + width - 1}: {w[offset]:.3f} on offset {offset}")
+    ax.axhline(1 / n_keys, color="0.3", ls=":", lw=1.5)
+    ax.plot([], [], color="0.3", ls=":", lw=1.5, label=f"NoPE: 1/{n_keys} on every key")
+    ax.set(xlabel="distance to the key (positions back)", ylabel="attention weight", xlim=(-0.5, n_keys - 0.5),
+           ylim=(0, 1.02), title=rf"Positional head, $|u|^2 = {scale:g}$: sharp on fast pairs, flat on slow ones")
+    ax.grid(alpha=0.3)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
+    return fig
+
+
+def fig_semantic_match_frames(bases=(1e4, 1e5, 1e6), max_distance: int = 32768, d: int = 128, width: int = 8):
+    """What :func:`semantic_match_widget` shows at a few positions of its base slider, in one picture: the
+    same word's score on the slowest pairs for each base, and on the fastest pairs (base 10^4)."""
+    r = np.linspace(0, max_distance, 1601)
+    fig = new_figure(9, 4.4)
+    ax = fig.subplots()
+    level = distractor_level(width)
+    ax.axhspan(-2 * level, 2 * level, color="0.88", zorder=0)
+    ax.plot(r, semantic_match(r, "high", d, bases[0], width), color="0.55", lw=0.6, alpha=0.7,
+            label=f"{width} fastest pairs, base {bases[0]:g}")
+    for j, base in enumerate(bases):
+        ax.plot(r, semantic_match(r, "low", d, base, width), color=f"C{j + 2}", lw=2,
+                label=f"{width} slowest pairs, base {base:g}")
+    ax.set(xlabel="distance $r$ between the two occurrences", ylabel="score / score at $r = 0$", xlim=(0, max_distance),
+           ylim=(-1.05, 1.15), title="The same word met again: grey band, a random word's score")
+    ax.grid(alpha=0.3)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
+    return fig
+
+
+# --- Men et al.: the base a context length needs -----------------------------------------------------------------------
+
+def similarity_margin(m, d: int = 128, base: float = 10000.0) -> np.ndarray:
+    """Men et al.'s B_{m,theta} = sum_i cos(m theta_i) (Theorem 1: for i.i.d. q, k and k* = q + noise,
+    E[q.R_m k*] - E[q.R_m k] = 2 sigma^2 B_{m,theta}): how much more a query scores a key like itself than
+    a random key at distance m.  ``m.shape``."""
+    m = val.check_positions_any(m, "m")
+    return np.cos(np.multiply.outer(m, frequencies(d, base))).sum(axis=-1)
+
+
+def supported_context(base: float, d: int = 128, limit: int = 1 << 22) -> int:
+    """The longest L with B_{m,theta} >= 0 for every integer distance 0 <= m <= L (capped at ``limit``).
+
+    Scans m = 0, 1, 2, ... in growing blocks and stops at the first negative B."""
+    limit = val.check_positive_int(limit, "limit")
+    th = frequencies(d, base)
+    start, block = 0, 256
+    while start <= limit:
+        m = np.arange(start, min(start + block, limit + 1), dtype=float)
+        negative = np.flatnonzero(np.cos(np.multiply.outer(m, th)).sum(axis=1) < 0)
+        if len(negative):
+            return int(m[negative[0]]) - 1
+        start, block = start + block, min(2 * block, 1 << 16)
+    return limit
+
+
+def base_lower_bound(context_lengths, d: int = 128, bases=None) -> np.ndarray:
+    """Men et al.'s lower bound: for each L, the smallest base (of ``bases``, default 10^3..10^7 in steps
+    of 10^0.01) whose :func:`supported_context` is at least L; NaN where none is.
+
+    The supported length is not monotone in the base (B_m can dip below 0 for a base and not for a
+    slightly smaller one), so the smallest supporting base is found by trying each base in turn."""
+    L = np.asarray(context_lengths, dtype=float)
+    bases = 10.0 ** np.arange(3, 7.001, 0.01) if bases is None else np.asarray(bases, dtype=float)
+    out = np.full(L.shape, np.nan)
+    todo = np.ones(L.shape, bool)
+    for b in np.sort(bases):
+        if not todo.any():
+            break
+        s = supported_context(b, d, limit=int(L[todo].max()))
+        hit = todo & (L <= s)
+        out[hit], todo = b, todo & ~hit
+    return out
+
+
+#: Real models: (rope_theta, context length, head_dim) with where each number comes from.
+#: "configs" = this repository's tests/data/configs (read with rope_ref.from_hf_config); the others are
+#: the published config.json on the Hugging Face Hub (model id named).  The context is the config's
+#: max_position_embeddings; where it is reached by a scaling method the length before it is given too.
+MODELS = {
+    "Llama 2 7B": dict(base=10000.0, context=4096, head_dim=128, source="meta-llama/Llama-2-7b-hf config.json"),
+    "Llama 3 8B": dict(base=500000.0, context=8192, head_dim=128, source="meta-llama/Meta-Llama-3-8B config.json"),
+    "Llama 3.1 8B": dict(config="llama-3.1-8b.json", scaled_from=8192),
+    "Mistral 7B v0.1": dict(config="mistral-7b-v0.1.json"),
+    "Qwen2.5 7B": dict(config="qwen2.5-7b-instruct-yarn.json", scaled_from=32768),
+    "Gemma 7B": dict(config="gemma-7b.json"),
+    "Gemma 3 27B (global layers)": dict(base=1000000.0, context=131072, head_dim=128, scaled_from=32768,
+                                        source="google/gemma-3-27b-pt config.json (rope_theta, linear factor 8)"),
+}
+
+
+def model_points(config_dir) -> dict:
+    """name -> dict(base, context, head_dim, scaled_from or None, source) for every model of :data:`MODELS`,
+    reading the repository's configs with :func:`rope_ref.from_hf_config` where there is one."""
+    out = {}
+    for name, entry in MODELS.items():
+        e = dict(entry)
+        if "config" in e:
+            path = Path(config_dir) / e["config"]
+            cfg = from_hf_config(path)
+            raw = json.loads(path.read_text())
+            e.update(base=cfg.base, context=int(raw["max_position_embeddings"]), head_dim=cfg.head_dim,
+                     source=f"tests/data/configs/{e.pop('config')}")
+            if e.get("scaled_from"):        # reached by scaling: factor x the length before it, if that is longer
+                section = raw.get("rope_scaling") or {}
+                e["context"] = max(e["context"], int(section.get("factor", 1) * e["scaled_from"]))
+        e.setdefault("scaled_from", None)
+        out[name] = e
+    return out
+
+
+def fig_base_bound(points: dict, d: int = 128, bases=None):
+    """The longest context each base supports (Men et al.'s B >= 0, for head dimension ``d``), with real models as
+    points; a model's verdict (X: above its base's supported length) uses its own head_dim."""
+    bases = 10.0 ** np.arange(3, 6.41, 0.025) if bases is None else np.asarray(bases, float)
+    supported = np.array([supported_context(b, d, limit=1 << 21) for b in bases])
+    fig = new_figure(9, 6.2)
+    ax = fig.subplots()
+    ax.loglog(bases, supported, color="0.3", lw=1.2, label=rf"longest $L$ with $B_{{m,\theta}} \geq 0$, $d = {d}$")
+    ax.fill_between(bases, supported, 1, color="0.85", zorder=0)
+    for j, (name, p) in enumerate(points.items()):
+        ok = supported_context(p["base"], p["head_dim"], limit=1 << 21) >= p["context"]
+        ax.plot([p["base"]], [p["context"]], "o" if ok else "X", ms=13 - 1.1 * j, color=f"C{j}",   # shrinking: a
+                # later model at the same point (Gemma 3 on Qwen2.5) sits inside the earlier one
+                label=f"{name}: {p['context']:,} at {p['base']:g}" + ("" if ok else " (above)"))
+        if p["scaled_from"]:
+            ax.plot([p["base"]], [p["scaled_from"]], "o", ms=6, mfc="none", color=f"C{j}")
+            ax.plot([p["base"]] * 2, [p["scaled_from"], p["context"]], ":", color=f"C{j}", lw=1)
+    ax.set(xlabel="RoPE base (rope_theta)", ylabel="context length", xlim=(bases[0], bases[-1]), ylim=(5e2, 3e5),
+           title="Context a base supports (shaded); X: a model above it; hollow: length before scaling")
+    ax.grid(alpha=0.3)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
+    return fig
+
+
+# --- views (sliders): the same pattern as rope_ref.teaching.views, with a plain redraw ---------------------------------
+
+class _PlainView:
+    """A figure built once; ``update(**params)`` changes its artists; ``to_png`` redraws it whole."""
+
+    fig = None
+    params: dict = {}
+
+    def update(self, **params) -> None:
+        unknown = set(params) - set(self.params)
+        if unknown:
+            raise TypeError(f"unknown parameter(s) {sorted(unknown)}; expected some of {sorted(self.params)}")
+        old = dict(self.params)
+        self.params.update(params)
+        try:
+            self._redraw()
+        except (TypeError, ValueError):
+            self.params = old
+            self._redraw()
+            raise
+
+    def to_png(self) -> bytes:
+        return figure_png(self.fig, dpi=VIEW_DPI)
+
+    def static_figure(self):
+        self.fig.canvas.draw()
+        return self.fig
+
+    def readout(self) -> str:
+        return ""
+
+
+class OffsetAttentionView(_PlainView):
+    """Attention of the positional head of :func:`offset_attention` under RoPE, p-RoPE and NoPE, built on
+    ``width`` pairs from ``pair`` on (their frequencies), for one target offset."""
+
+    def __init__(self, pair: int = 0, offset: int = 1, scale: float = 16.0, d: int = 64, n_keys: int = 48,
+                 fraction: float = 0.75, width: int = 4):
+        self.params = dict(pair=pair, offset=offset, scale=scale)
+        self.d, self.n_keys, self.fraction, self.width = d, n_keys, fraction, width
+        self.fig = new_figure(9, 3.9, dpi=VIEW_DPI)
+        self.ax = self.fig.subplots()
+        r = np.arange(n_keys)
+        self.lines = {}
+        for name, style in [("rope", dict(color="C0", marker="o", ms=4, lw=1.5)),
+                            ("p-rope", dict(color="C1", ls="--", lw=2)),
+                            ("nope", dict(color="0.4", ls=":", lw=2))]:
+            label = {"rope": "RoPE", "p-rope": f"p-RoPE, p = {fraction:g}", "nope": "NoPE"}[name]
+            self.lines[name], = self.ax.plot(r, np.zeros(n_keys), label=label, **style)
+        self.target = self.ax.axvline(0, color="C3", lw=1, alpha=0.6)
+        self.ax.set(xlabel="distance to the key (positions back)", ylabel="attention weight", xlim=(-0.5, n_keys - 0.5),
+                    ylim=(0, 1.02))
+        self.ax.grid(alpha=0.3)
+        self.fig.legend(*self.ax.get_legend_handles_labels(), loc="outside lower center", ncols=3)
+        self._redraw()
+
+    def _redraw(self):
+        p = self.params
+        self.weights = {name: offset_attention(p["offset"], p["pair"], self.n_keys, p["scale"], self.d,
+                                               scheme=name, fraction=self.fraction, width=self.width)
+                        for name in self.lines}
+        for name, line in self.lines.items():
+            line.set_ydata(self.weights[name])
+        self.target.set_xdata([p["offset"]] * 2)
+        th = frequencies(self.d)[[p["pair"], p["pair"] + self.width - 1]]
+        self.ax.set_title(rf"pairs {p['pair']}..{p['pair'] + self.width - 1} ($\theta$ from {th[0]:.3g} to "
+                          rf"{th[1]:.3g}), target offset {p['offset']}, $|u|^2 = {p['scale']:g}$")
+
+    def readout(self) -> str:
+        w = self.weights
+        o = self.params["offset"]
+        return (f"weight on the target offset {o}: RoPE {w['rope'][o]:.3f}, p-RoPE {w['p-rope'][o]:.3f}, "
+                f"NoPE {w['nope'][o]:.3f} (= 1/{self.n_keys})")
+
+
+class SemanticMatchView(_PlainView):
+    """The same word met again at distance r: its score on the highest and on the lowest pairs (RoPE),
+    and on the lowest under p-RoPE (which does not turn them), against a random word's typical score."""
+
+    def __init__(self, base: float = 10000.0, max_distance: int = 4096, d: int = 128, width: int = 8,
+                 fraction: float = 0.75):
+        self.params = dict(base=base, max_distance=max_distance)
+        self.d, self.width, self.fraction = d, width, fraction
+        self.fig = new_figure(9, 3.9, dpi=VIEW_DPI)
+        self.ax = self.fig.subplots()
+        self.lines = {}
+        for key, label, style in [(("high", "rope"), f"RoPE, {width} fastest pairs", dict(color="C0", lw=1)),
+                                  (("low", "rope"), f"RoPE, {width} slowest pairs", dict(color="C2", lw=2)),
+                                  (("low", "p-rope"), f"p-RoPE ({width} slowest do not turn)",
+                                   dict(color="C1", lw=2, ls="--"))]:
+            self.lines[key], = self.ax.plot([0, 1], [0, 0], label=label, **style)
+        self.level = distractor_level(width)
+        self.ax.axhspan(-2 * self.level, 2 * self.level, color="0.88", zorder=0)
+        self.ax.set(xlabel="distance $r$ between the two occurrences", ylabel="score / score at $r = 0$",
+                    ylim=(-1.05, 1.15))
+        self.ax.grid(alpha=0.3)
+        self.fig.legend(*self.ax.get_legend_handles_labels(), loc="outside lower center", ncols=3)
+        self._redraw()
+
+    def _redraw(self):
+        p = self.params
+        r = np.linspace(0, val.check_positive_int(p["max_distance"], "max_distance"), 801)
+        self.r = r
+        self.scores = {}
+        for (band, scheme), line in self.lines.items():
+            y = semantic_match(r, band, self.d, p["base"], self.width, scheme, self.fraction)
+            self.scores[(band, scheme)] = y
+            line.set_data(r, y)
+        self.ax.set_xlim(0, r[-1])
+        self.ax.set_title(f"base {p['base']:g}; grey band: a random word's score (two standard deviations)")
+
+    def readout(self) -> str:
+        s = self.scores
+        return (f"at distance {self.r[-1]:g}: fastest pairs {s[('high', 'rope')][-1]:+.2f}, slowest pairs "
+                f"{s[('low', 'rope')][-1]:+.2f}, p-RoPE slowest {s[('low', 'p-rope')][-1]:+.2f}; a random word "
+                f"scores within ±{2 * self.level:.2f}")
+
+
+def offset_attention_widget(pair: int = 0, offset: int = 1, scale: float = 16.0):
+    """Sliders for the first pair (the frequencies), the target offset and |u|^2 over :class:`OffsetAttentionView`."""
+    view = OffsetAttentionView(pair=pair, offset=offset, scale=scale)
+    controls = {"pair": W.IntSlider(min=0, max=view.d // 2 - view.width, value=pair, description="first pair"),
+                "offset": W.IntSlider(min=0, max=view.n_keys - 1, value=offset, description="offset"),
+                "scale": W.FloatSlider(min=1.0, max=30.0, step=1.0, value=scale, description="|u|²")}
+    return slider_app(view, controls)
+
+
+def semantic_match_widget(base: float = 10000.0, max_distance: int = 4096):
+    """Sliders for the base and the distance range over :class:`SemanticMatchView`."""
+    view = SemanticMatchView(base=base, max_distance=max_distance)
+    controls = {"base": W.FloatLogSlider(base=10, min=3, max=7, step=0.25, value=base, description="base"),
+                "max_distance": W.IntSlider(min=64, max=32768, step=64, value=max_distance, description="distance")}
+    return slider_app(view, controls)

@@ -1,0 +1,105 @@
+"""Notebook 06's engineering checklist: every number its new prose states, recomputed here in plain NumPy
+(without rope_ref.teaching.precision), and its exercise's checker with right and wrong answers."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rope_ref as rr
+from rope_ref.teaching.exercises_precision import check_reduced_cast_error, reduced_then_cast_error
+
+ROOT = Path(__file__).resolve().parents[2]
+NB = ROOT / "notebooks" / "06_precision.ipynb"
+
+
+def cells():
+    return json.loads(NB.read_text())["cells"]
+
+
+def text():
+    return "\n".join("".join(c["source"]) for c in cells() if c["cell_type"] == "markdown")
+
+
+def thetas(d, base=10000.0):
+    return base ** (-np.arange(0, d, 2) / d)
+
+
+def test_float16_table_at_position_1857():
+    # the whole table in float16: position and theta cast, product rounded, cos rounded
+    th16 = thetas(128).astype(np.float16)
+    ang = (np.float16(1857) * th16).astype(np.float16).astype(np.float64)
+    exact = 1857 * thetas(128)
+    angle_err = np.abs(ang - exact).max()
+    cos_err = np.abs(np.cos(ang).astype(np.float16).astype(np.float64) - np.cos(exact)).max()
+    assert f"{angle_err:.2f}" == "0.73" and f"{cos_err:.2f}" == "0.71"
+    t = text()
+    assert "position 1857" in t and "off by 0.73 rad" in t and "off by 0.71" in t
+    assert "0.78" not in t                 # the unverified number from the issue is not repeated
+
+
+def test_clamped_table_numbers():
+    positions = 4090 + np.arange(16)
+    assert positions.max() == 4105 and int((positions >= 4096).sum()) == 10
+    th = thetas(128)
+    wrong = (np.minimum(positions, 4095)[:, None] - positions[:, None]) * th[None, :]
+    wrapped = np.abs((wrong + np.pi) % (2 * np.pi) - np.pi)
+    assert f"{wrapped.max():.2f}" == "3.12"
+    t = text()
+    assert "reuses row 4095 for 10 positions" in t and "up to 3.12 rad" in t
+    assert 'mode="clip"' in t and "KV-cache offset plus the new tokens" in t
+
+
+def test_attention_factor_numbers_and_where_it_goes():
+    factor = 0.1 * math.log(4) + 1
+    assert f"{factor:.4f}" == "1.1386" and f"{factor ** 2:.4f}" == "1.2965"
+    t = text()
+    assert "YaRN's factor 1.1386" in t and "by 1.2965" in t
+    assert "multiplies $\\cos$ and $\\sin$" in t or "multiplies $\\cos$ and $\\sin$ by it" in t
+    # the config's rotation is the plain rotation (dense matrices, not the fast path) times the factor
+    cfg = rr.from_hf_config(ROOT / "tests" / "data" / "configs" / "qwen2.5-7b-instruct-yarn.json")
+    assert cfg.attention_factor == pytest.approx(factor)
+    x = np.random.default_rng(0).standard_normal(cfg.head_dim)
+    half = cfg.head_dim // 2
+    th = cfg.inv_freq()
+    y = np.empty_like(x)
+    c, s = np.cos(7 * th), np.sin(7 * th)
+    y[:half], y[half:] = x[:half] * c - x[half:] * s, x[half:] * c + x[:half] * s     # rotate_half pairs
+    np.testing.assert_allclose(cfg.rotate(x[None], np.array([7.0]))[0], factor * y, rtol=1e-12)
+
+
+def test_reduce_then_cast_numbers():
+    exact = 1e6 * thetas(128)
+    red = (exact + np.pi) % (2 * np.pi) - np.pi
+    err = np.abs(red.astype(np.float32).astype(np.float64) - red).max()
+    assert err == pytest.approx(reduced_then_cast_error(), rel=1e-6)
+    assert err <= np.spacing(np.float32(np.pi)) / 2 and f"{np.spacing(np.float32(np.pi)) / 2:.1e}" == "1.2e-07"
+
+
+def test_checker_with_right_wrong_and_missing_answers(capsys):
+    right = reduced_then_cast_error()
+    assert check_reduced_cast_error(None) is False and capsys.readouterr().out.startswith("Not answered yet")
+    assert check_reduced_cast_error(right) is True and capsys.readouterr().out.startswith("Correct: ")
+    naive = float(np.abs((np.float32(1e6) * thetas(128).astype(np.float32)).astype(np.float64)
+                         - 1e6 * thetas(128)).max())
+    assert check_reduced_cast_error(naive) is False and "product formed in float32" in capsys.readouterr().out
+    assert check_reduced_cast_error(0.0) is False and "not 0" in capsys.readouterr().out
+    assert check_reduced_cast_error(1e-3) is False and capsys.readouterr().out.startswith("Not yet: ")
+    assert check_reduced_cast_error("small") is False and "finite real number" in capsys.readouterr().out
+
+
+def test_exercise_follows_the_course_convention():
+    cs = cells()
+    tags = [c["metadata"].get("tags", []) for c in cs]
+    ex = [i for i, t in enumerate(tags) if "exercise" in t]
+    assert [cs[i]["cell_type"] for i in ex] == ["markdown", "code"] and ex[1] == ex[0] + 1
+    assert "answer = None" in "".join(cs[ex[1]]["source"])
+    heading = cs[ex[1] + 1]
+    assert heading["metadata"].get("heading_collapsed") is True and "".join(heading["source"]).strip() == "### Solution"
+    sol = cs[ex[1] + 2:]
+    assert sol and all("solution" in c["metadata"].get("tags", []) for c in sol)
+    assert all(c["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True} for c in sol)
+    code = [c for c in sol if c["cell_type"] == "code"]
+    assert "".join(code[-1]["source"]).strip().splitlines()[-1] == "check_reduced_cast_error(answer)"

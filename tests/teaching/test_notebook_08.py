@@ -1,0 +1,296 @@
+"""Notebook 08 (what the frequencies are for): every number its prose states, recomputed here without
+rope_ref.teaching.frequencies (plain NumPy from the formulas), its exercise and checker, its pictures' layout."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rope_ref.teaching import frequencies as F
+from rope_ref.teaching.exercises_frequencies import check_supported_context
+
+ROOT = Path(__file__).resolve().parents[2]
+NB = ROOT / "notebooks" / "08_what_frequencies_do.ipynb"
+
+
+def cells():
+    return json.loads(NB.read_text())["cells"]
+
+
+def text():
+    return "\n".join("".join(c["source"]) for c in cells() if c["cell_type"] == "markdown")
+
+
+def thetas(d, base=10000.0):
+    return base ** (-np.arange(0, d, 2) / d)            # RoFormer eq 15, written out here
+
+
+def first_negative_B(base, d=128, limit=200_000):
+    """Men et al.'s B_m = sum_i cos(m theta_i): the first integer m with B_m < 0, by brute force."""
+    m = np.arange(limit, dtype=float)
+    B = np.cos(m[:, None] * thetas(d, base)[None, :]).sum(axis=1)
+    neg = np.flatnonzero(B < 0)
+    return int(neg[0]) if len(neg) else None
+
+
+# --- the papers are named with their arXiv numbers ---------------------------------------------------------------------
+
+def test_papers_are_cited_with_arxiv_numbers():
+    t = text()
+    assert "Round and Round We Go! What makes Rotary Positional Encodings useful?" in t and "arXiv:2410.06205" in t
+    assert "Base of RoPE Bounds Context Length" in t and "arXiv:2405.14591" in t
+    for model in ["GPT-NeoX", "Phi", "GLM", "Qwen3.5", "Llama 4", "SmolLM3", "Gemma 4"]:
+        assert model in t, model
+
+
+# --- which features turn --------------------------------------------------------------------------------------------------
+
+def test_scheme_frequencies_against_the_definitions():
+    d, base = 128, 1e6
+    th = thetas(d, base)
+    np.testing.assert_allclose(F.scheme_frequencies("rope", d, base), th, rtol=1e-12)
+    part = F.scheme_frequencies("partial", d, base, 0.25)                    # r = 32: base^(-2j/32), j < 16
+    np.testing.assert_allclose(part[:16], base ** (-np.arange(0, 32, 2) / 32), rtol=1e-12)
+    assert np.all(part[16:] == 0)
+    prop = F.scheme_frequencies("proportional", d, base, 0.25)               # base^(-2j/128), j < 16
+    np.testing.assert_allclose(prop[:16], th[:16], rtol=1e-12)
+    assert np.all(prop[16:] == 0) and np.array_equal(prop, F.scheme_frequencies("p-rope", d, base, 0.25))
+    assert np.all(F.scheme_frequencies("nope", d, base) == 0)
+    # the layout: rotate_half pairs j with j + r/2 inside the rotated part; interleaved 2j with 2j+1
+    half = F.dimension_frequencies("partial", d, base, 0.25, "half")
+    assert np.array_equal(half[:16], half[16:32]) and np.all(half[32:] == 0)
+    inter = F.dimension_frequencies("partial", d, base, 0.5, "interleaved")
+    assert np.array_equal(inter[0:64:2], inter[1:64:2]) and np.all(inter[64:] == 0)
+    p = F.dimension_frequencies("proportional", d, base, 0.25, "half")
+    assert np.all(p[:16] > 0) and np.all(p[16:64] == 0) and np.all(p[64:80] > 0) and np.all(p[80:] == 0)
+    # the prose's numbers
+    t = text()
+    assert f"{th[15]:.4f}" == "0.0392" and round(2 * np.pi / th[15]) == 160
+    assert "0.0392 rad per position" in t and "every 160 positions" in t
+    slowest_partial = base ** (-30 / 32)
+    assert f"{slowest_partial:.2e}" == "2.37e-06" and "$2.37\\cdot10^{-6}$" in t
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: F.scheme_frequencies("alibi"), "scheme must be one of"),
+    (lambda: F.scheme_frequencies("partial", fraction=1.5), r"fraction must be a real number in \[0, 1\]"),
+    (lambda: F.scheme_frequencies("rope", d=7), "d must be a positive even integer"),
+    (lambda: F.dimension_frequencies(pairing="zigzag"), "pairing must be"),
+    (lambda: F.offset_attention(1, 62, d=64), "pair must be an integer in 0..d/2-width"),
+    (lambda: F.band_pairs("middle"), "band must be 'high' or 'low'"),
+    (lambda: F.band_pairs("low", 16, 9), "width must be at most d/2"),
+])
+def test_bad_arguments_are_named(call, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        call()
+
+
+# --- Barbero et al.: the positional head ------------------------------------------------------------------------------
+
+def offset_weights_by_formula(offset, first, n_keys=48, scale=16.0, d=64, width=4, rotated=None):
+    """q_m . k_n = (scale/width) sum_j cos((r - offset) theta_j) over the rotated pairs (r = m - n), + scale/width
+    per unrotated pair; softmax over r = 0..n_keys-1."""
+    th = thetas(d)[first:first + width]
+    rot = np.ones(width, bool) if rotated is None else rotated[first:first + width]
+    r = np.arange(n_keys)[:, None]
+    s = (scale / width) * np.where(rot, np.cos((r - offset) * th), 1.0).sum(axis=1)
+    w = np.exp(s - s.max())
+    return w / w.sum()
+
+
+def test_positional_head_numbers():
+    t = text()
+    expected = {0: "0.944", 3: "0.492", 8: "0.170", 16: "0.027"}
+    for first, shown in expected.items():
+        w = offset_weights_by_formula(1, first)
+        assert f"{w[1]:.3f}" == shown and shown in t
+        np.testing.assert_allclose(F.offset_attention(1, first, 48, 16.0, 64), w, rtol=1e-10)
+        # p-RoPE (p = 3/4 of 32 pairs: 24 turn) keeps these pairs: the same head
+        np.testing.assert_allclose(F.offset_attention(1, first, 48, 16.0, 64, scheme="p-rope"), w, rtol=1e-10)
+    # NoPE: every key scores |u|^2, attention is uniform whatever the offset
+    np.testing.assert_allclose(F.offset_attention(1, 0, 48, 16.0, 64, scheme="nope"), np.full(48, 1 / 48))
+    assert f"{1 / 48:.3f}" == "0.021" and "$1/48 = 0.021$" in t
+    # p-RoPE on the slowest quarter (pairs 28..31 of 32 do not turn): uniform too
+    rotated = np.arange(32) < 24
+    np.testing.assert_allclose(F.offset_attention(1, 28, 48, 16.0, 64, scheme="p-rope"),
+                               offset_weights_by_formula(1, 28, rotated=rotated), rtol=1e-10)
+    np.testing.assert_allclose(F.offset_attention(1, 28, 48, 16.0, 64, scheme="p-rope"), np.full(48, 1 / 48))
+    # sharper with higher frequency: the weight on the offset falls as the first pair rises
+    w = [offset_weights_by_formula(1, f)[1] for f in range(0, 29)]
+    assert w[0] > 0.9 and w[-1] < 0.025 and np.all(np.diff(w[:17]) < 0.02)
+
+
+# --- Barbero et al.: the semantic channel -----------------------------------------------------------------------------
+
+def semantic_by_formula(r, band, base=1e4, d=128, width=8, seed=0, rotated=True):
+    pairs = np.arange(width) if band == "high" else np.arange(d // 2 - width, d // 2)
+    vals = np.random.default_rng(seed).standard_normal((width, 2))
+    a = (vals ** 2).sum(axis=1)
+    a = a / a.sum()                                                # |c_i|^2 per pair, summing to 1
+    th = thetas(d, base)[pairs] if rotated else np.zeros(width)
+    return (a[None, :] * np.cos(np.asarray(r, float)[:, None] * th[None, :])).sum(axis=1)
+
+
+def test_semantic_channel_numbers():
+    r = np.array([0, 100, 1000, 4096, 32768])
+    for band in ["high", "low"]:
+        np.testing.assert_allclose(F.semantic_match(r, band), semantic_by_formula(r, band), atol=1e-12)
+    np.testing.assert_allclose(F.semantic_match(r, "low", scheme="p-rope"), 1.0, atol=1e-12)
+    hi, lo = semantic_by_formula(r, "high"), semantic_by_formula(r, "low")
+    t = text()
+    assert f"{lo[3]:.2f}" == "0.78" and f"{hi[3]:.2f}" == "0.21" and f"{lo[4]:.2f}" == "0.04"
+    assert "slowest pairs still score 0.78, the fastest 0.21" in t and "(0.04)" in t
+    assert F.distractor_level(8) == 0.25 and "\\pm 1/\\sqrt{16} = \\pm 0.25" in t
+    # a random unit key against a unit query on 16 features: standard deviation 1/4 (checked by sampling)
+    rng = np.random.default_rng(1)
+    q, k = rng.standard_normal((2, 20000, 16))
+    s = (q / np.linalg.norm(q, axis=1, keepdims=True) * k / np.linalg.norm(k, axis=1, keepdims=True)).sum(axis=1)
+    assert abs(s.std() - 0.25) < 0.01
+
+
+# --- Men et al.: the bound --------------------------------------------------------------------------------------------
+
+def test_similarity_margin_is_theorem_1s_sum():
+    m = np.array([0.0, 1.0, 17.5, 1000.0])
+    np.testing.assert_allclose(F.similarity_margin(m, 128, 1e4), np.cos(m[:, None] * thetas(128)).sum(axis=1),
+                               atol=1e-10)
+    # Theorem 1 by sampling: q ~ N(0, s^2 I), k* = q + eps; E[q.R_m k*] - E[q.R_m k] = 2 s^2 B_m ... with k
+    # independent of q the second term is 0, and E[q.R_m q] = s^2 * 2 * sum_i cos(m theta_i)
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((20000, 16))
+    import rope_ref as rr
+    for dist in [0.0, 3.0, 40.0]:
+        est = (rr.rotate(q, np.full(20000, dist)) * q).sum(axis=1).mean()
+        assert est == pytest.approx(2 * F.similarity_margin(dist, 16), abs=0.15)
+
+
+@pytest.mark.parametrize("base", [1e3, 1e4, 5e5, 1e6])
+def test_supported_context_is_the_last_distance_before_B_turns_negative(base):
+    assert F.supported_context(base, 128) == first_negative_B(base) - 1
+
+
+def test_supported_context_numbers_in_the_prose():
+    t = text()
+    for base, shown in [(1e4, "1,706"), (5e5, "18,437"), (1e6, "27,114")]:
+        assert f"{first_negative_B(base) - 1:,}" == shown and shown in t
+
+
+def test_base_lower_bound_reproduces_men_et_al_figure_1():
+    """Figure 1 of Men et al. (arXiv:2405.14591): the lower bound of the base against context length, d = 128, with
+    the power law 0.0424 L^1.628 fitted to it.  Our bound, found by brute force over the same grid of bases,
+    lies within a factor 1.7 of that fit from 1k to 32k -- and equals base_lower_bound."""
+    bases = 10.0 ** np.arange(3, 7.001, 0.01)
+    lengths = np.array([1024, 2048, 4096, 8192])
+    brute = []
+    for L in lengths:
+        brute.append(next(b for b in bases if (first_negative_B(b, limit=L + 1) is None)))
+    ours = F.base_lower_bound(lengths, 128, bases)
+    np.testing.assert_array_equal(ours, brute)
+    more = F.base_lower_bound([16384, 32768], 128, bases)
+    everything = np.concatenate([ours, more])
+    fit = 0.0424 * np.array([1024, 2048, 4096, 8192, 16384, 32768]) ** 1.628
+    ratio = everything / fit
+    assert np.all((ratio < 1.7) & (ratio > 1 / 1.7)), ratio
+    assert "within a\nfactor 1.7" in text() or "within a factor 1.7" in text().replace("\n", " ")
+    assert "0.0424\\,L^{1.628}" in text() and "Figure 1" in text()
+
+
+def test_real_models_read_from_configs_and_the_prose_verdict():
+    pts = F.model_points(ROOT / "tests" / "data" / "configs")
+    assert pts["Llama 3.1 8B"]["base"] == 500000.0 and pts["Llama 3.1 8B"]["context"] == 131072
+    assert pts["Qwen2.5 7B"]["context"] == 4 * 32768 and pts["Qwen2.5 7B"]["scaled_from"] == 32768
+    assert pts["Gemma 7B"]["head_dim"] == 256 and pts["Mistral 7B v0.1"]["base"] == 10000.0
+    for name, p in pts.items():
+        assert p["source"], name
+    below = [name for name, p in pts.items() if first_negative_B(p["base"], p["head_dim"], 140_000) is not None
+             and first_negative_B(p["base"], p["head_dim"], 140_000) > p["context"]]
+    assert below == ["Llama 3 8B"]
+    assert "Only Llama 3 (8,192 positions at base 500,000) is below it" in text()
+
+
+# --- the exercise ---------------------------------------------------------------------------------------------------------
+
+def test_checker_with_right_wrong_and_missing_answers(capsys):
+    right = first_negative_B(5e5) - 1
+    assert check_supported_context(None) is False and capsys.readouterr().out.startswith("Not answered yet")
+    assert check_supported_context(right) is True and capsys.readouterr().out.startswith("Correct: ")
+    assert check_supported_context(right + 1) is False
+    assert "first distance where B_m < 0" in capsys.readouterr().out
+    assert check_supported_context(8192) is False and capsys.readouterr().out.startswith("Not yet: ")
+    assert check_supported_context(10 ** 6) is False and "already negative" in capsys.readouterr().out
+    assert check_supported_context(18437.0) is False and "a whole number" in capsys.readouterr().out
+
+
+def test_exercise_follows_the_course_convention():
+    cs = cells()
+    tags = [c["metadata"].get("tags", []) for c in cs]
+    ex = [i for i, t in enumerate(tags) if "exercise" in t]
+    assert [cs[i]["cell_type"] for i in ex] == ["markdown", "code"]
+    student = "".join(cs[ex[1]]["source"])
+    assert "answer = None" in student and "check_supported_context(answer" in student
+    heading = cs[ex[1] + 1]
+    assert heading["cell_type"] == "markdown" and heading["metadata"].get("heading_collapsed") is True
+    assert "".join(heading["source"]).strip() == "### Solution"
+    sol = [c for c in cs[ex[1] + 2:] if "solution" in c["metadata"].get("tags", [])]
+    assert sol and all(c["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True} for c in sol)
+    assert "".join(sol[-1]["source"]).strip().splitlines()[-1].startswith("check_supported_context(answer")
+
+
+# --- pictures ------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make", ["turning", "bound", "OffsetAttentionView", "SemanticMatchView",
+                                  "fig_offset_attention_frames", "fig_semantic_match_frames"])
+def test_pictures_put_no_words_on_their_data(make):
+    from rope_ref.teaching.style import layout_faults
+    if make == "turning":
+        fig = F.fig_turning_dimensions()
+    elif make == "bound":
+        fig = F.fig_base_bound(F.model_points(ROOT / "tests" / "data" / "configs"), bases=10.0 ** np.arange(3, 6.41, 0.1))
+    elif make.startswith("fig_"):
+        fig = getattr(F, make)()
+    else:
+        fig = getattr(F, make)().static_figure()
+    assert layout_faults(fig) == []
+
+
+def test_static_frames_show_what_the_sliders_show():
+    fig = F.fig_offset_attention_frames(firsts=(0, 8))
+    for line, first in zip(fig.axes[0].get_lines(), (0, 8)):
+        np.testing.assert_allclose(line.get_ydata(), offset_weights_by_formula(1, first), rtol=1e-10)
+    fig = F.fig_semantic_match_frames(bases=(1e4, 1e6), max_distance=4096)
+    r = fig.axes[0].get_lines()[1].get_xdata()
+    np.testing.assert_allclose(fig.axes[0].get_lines()[1].get_ydata(), semantic_by_formula(r, "low", 1e4), atol=1e-12)
+    np.testing.assert_allclose(fig.axes[0].get_lines()[2].get_ydata(), semantic_by_formula(r, "low", 1e6), atol=1e-12)
+    code = "\n".join("".join(c["source"]) for c in cells() if c["cell_type"] == "code")
+    assert "F.fig_offset_attention_frames(" in code and "F.fig_semantic_match_frames(" in code
+
+
+def test_views_update_and_report():
+    v = F.OffsetAttentionView()
+    png = v.to_png()
+    v.update(pair=16)
+    assert v.to_png() != png and "RoPE 0.027" in v.readout()
+    with pytest.raises(TypeError, match="unknown parameter"):
+        v.update(offest=2)
+    with pytest.raises(ValueError, match="pair must be"):
+        v.update(pair=40)
+    assert v.params["pair"] == 16                       # a refused value leaves the view as it was
+    s = F.SemanticMatchView()
+    s.update(base=1e6)
+    assert "slowest pairs +1.00" in s.readout() or "slowest pairs +0.99" in s.readout()
+
+
+def test_partial_fractions_named_in_the_prose_are_the_configs():
+    import rope_ref as rr
+    configs = ROOT / "tests" / "data" / "configs"
+    for name, fraction, shown in [("gpt-neox-20b.json", 0.25, "GPT-NeoX 1/4"), ("phi-2.json", 0.4, "Phi-2 0.4"),
+                                  ("glm-4-9b-chat-hf.json", 0.5, "GLM-4 1/2")]:
+        cfg = rr.from_hf_config(configs / name)
+        assert cfg.rotary_dim == fraction * cfg.head_dim, name
+        assert shown in text(), shown
+
+
+def test_gemma_7b_verdict_uses_its_own_head_dim():
+    assert first_negative_B(1e4, d=256) - 1 == 2652
+    assert "Gemma 7B's is 256, for which base $10^4$ supports 2,652 positions" in text()
