@@ -6,6 +6,7 @@ run to run.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import matplotlib
@@ -15,6 +16,7 @@ from matplotlib.figure import Figure
 from ..core import decay_bound, frequencies, partial_sums, rotate
 from ..scaling import wavelengths
 from .context_extension import TRAIN_LEN
+from .files import check_targets, write_atomically
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
 from .quantities import (FIG2_DISTANCES, FIG2_PAPER_YLIM, attention_weights, clock_angles, code_distance, form_errors,
                          mean_abs_score, random_qk, score_map, sinusoidal_score_map)
@@ -259,15 +261,26 @@ FIGURES = {
 
 
 def write_all(out_dir: Path | str, names=None) -> list[Path]:
-    """Write NAME.png and NAME.svg for every figure (or the given ``names``) into ``out_dir``."""
+    """Write NAME.png and NAME.svg for every figure (or the given ``names``) into ``out_dir``.
+
+    Each file is written whole (:func:`~rope_ref.teaching.files.write_atomically`: a temporary file beside
+    it, then renamed into place), so an interrupted run leaves every file either old or new.  Files of the
+    same names are replaced; a symbolic link (or a folder) with such a name is a ``ValueError`` raised
+    before anything is drawn or written.  ``out_dir`` is created if missing.
+    """
     out_dir = Path(out_dir)
+    names = list(names or FIGURES)
+    unknown = [name for name in names if name not in FIGURES]
+    if unknown:
+        raise ValueError(f"names: expected figure names from {sorted(FIGURES)}, got {unknown}")
+    check_targets(out_dir, [f"{name}.{fmt}" for name in names for fmt in ("png", "svg")])
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     with matplotlib.rc_context(matplotlib.rcParamsDefault), matplotlib.rc_context(RC):
-        for name in names or FIGURES:
+        for name in names:
             fig = FIGURES[name]()
             for fmt in ("png", "svg"):
-                path = out_dir / f"{name}.{fmt}"
-                fig.savefig(path, format=fmt, metadata=METADATA[fmt])
-                written.append(path)
+                buf = io.BytesIO()
+                fig.savefig(buf, format=fmt, metadata=METADATA[fmt])
+                written.append(write_atomically(out_dir / f"{name}.{fmt}", buf.getvalue()))
     return written

@@ -31,6 +31,8 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
+from .files import check_targets, write_atomically
+
 #: The 90-minute session: notebook name -> minutes, in teaching order.
 SCHEDULE = {"00_why_positions": 10, "01_three_forms": 15, "02_long_term_decay": 10, "03_rotations": 15,
             "04_attention": 15, "05_context_extension": 10, "06_precision": 5, "07_check_your_rope": 10}
@@ -220,13 +222,32 @@ def index_html(pages) -> str:
     return PAGE.format(title="rope_ref course", css=CSS, nav="", body=body)
 
 
+def course_notebooks(folder: Path | str) -> list[Path]:
+    """The course: every ``*.ipynb`` in ``folder``, in file-name order (the names' numbers give the order)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"the notebooks folder {folder} does not exist")
+    return sorted(folder.glob("*.ipynb"))
+
+
 def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Path:
     """Execute ``notebooks`` in the given order, write one page each and ``index.html`` into ``out``;
-    return the path of ``index.html``."""
+    return the path of ``index.html``.
+
+    Nothing is created before every notebook has run: then ``out`` is made if missing and each page is
+    written whole (a temporary file beside it, renamed into place).  Pages of the same names are replaced;
+    a symbolic link with such a name is a ``ValueError`` (checked before the notebooks run).  A notebook
+    path that does not exist is a ``FileNotFoundError`` naming it, raised before any notebook runs.
+    """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    notebooks = [Path(p) for p in notebooks]
+    missing = [str(p) for p in notebooks if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"build_site: notebook(s) not found: {', '.join(missing)}")
+    names = [f"{p.stem}.html" for p in notebooks] + ["index.html"]
+    check_targets(out, names)
     pages, bodies = [], []
-    for path in map(Path, notebooks):
+    for path in notebooks:
         nb = execute(path, timeout)
         try:
             title, objectives = title_and_objectives(nb, path.stem)
@@ -234,9 +255,8 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Pa
         except ValueError as exc:
             raise RuntimeError(f"notebook {path.name}: {exc}") from exc
         pages.append((path.stem, title, objectives))
+    out.mkdir(parents=True, exist_ok=True)
     for i, ((stem, title, _), body) in enumerate(zip(pages, bodies)):
         page = PAGE.format(title=html.escape(title.replace("$", "")), css=CSS, nav=_nav(pages, i), body=body)
-        (out / f"{stem}.html").write_text(page, encoding="utf-8")
-    index = out / "index.html"
-    index.write_text(index_html(pages), encoding="utf-8")
-    return index
+        write_atomically(out / f"{stem}.html", page.encode("utf-8"))
+    return write_atomically(out / "index.html", index_html(pages).encode("utf-8"))
