@@ -57,6 +57,13 @@ details.solution { border: 1px solid #bbb; padding: .3rem 1rem; margin: 1rem 0; 
 details.solution > summary { cursor: pointer; font-weight: bold; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: .3rem .6rem; vertical-align: top; }
 math[display="block"] { margin: .8rem 0; overflow-x: auto; overflow-y: hidden; }
+mtable.paren, mtable.bracket, mtable.vbar, mtable.vvbar { border: 0 solid currentColor; border-width: 0 1.5px;
+       padding: 0 .3em; margin: 0 .15em; }
+mtable.paren { border-radius: .8em / 50%; }
+mtable.bracket { --tick: linear-gradient(currentColor, currentColor);
+       background: var(--tick) 0 0 / .3em 1.5px no-repeat, var(--tick) 0 100% / .3em 1.5px no-repeat,
+                   var(--tick) 100% 0 / .3em 1.5px no-repeat, var(--tick) 100% 100% / .3em 1.5px no-repeat; }
+mtable.vvbar { border-style: double; border-width: 0 4px; }
 """ + HtmlFormatter().get_style_defs(".highlight")
 
 PAGE = """<!DOCTYPE html>
@@ -82,12 +89,26 @@ _THIN = '<mspace width="0.1667em"></mspace>'
 _OPEN_FENCE = re.compile(r'<mo(?: stretchy="false")?>(?:&#x00028;|&#x0005B;|&#x0007B;|\(|\[)</mo>')
 
 
+_MATRIX_FENCES = {("&#x00028;", "&#x00029;"): "paren", ("&#x0005B;", "&#x0005D;"): "bracket",
+                  ("&#x0007C;", "&#x0007C;"): "vbar", ("&#x02016;", "&#x02016;"): "vvbar"}
+_MATRIX = re.compile(r"<mo>([^<]*)</mo><mtable>((?:(?!<mtable>).)*?)</mtable><mo>([^<]*)</mo>", re.S)
+
+
 def _stretch_fences(mathml: str) -> str:
-    """The brackets of a matrix (``<mo>(</mo><mtable>...</mtable><mo>)</mo>``) stretch to its height."""
-    mathml = re.sub(r"<mo>([^<]*)</mo>(?=<mtable)", r'<mo stretchy="true" fence="true" form="prefix">\1</mo>',
-                    mathml)
-    return re.sub(r"(</mtable>)<mo>([^<]*)</mo>", r'\1<mo stretchy="true" fence="true" form="postfix">\2</mo>',
-                  mathml)
+    """The brackets of a matrix (``<mo>(</mo><mtable>...</mtable><mo>)</mo>``) as tall as the matrix.
+
+    A stretchy ``<mo>`` grows only with an OpenType MATH font, which many machines lack (then the brackets
+    stay one line high, as in issue 24); so a matrix's brackets are drawn by the page's style instead: the
+    ``<mo>`` pair is replaced by a class on the ``<mtable>`` (``paren``, ``bracket``, ``vbar``, ``vvbar``)
+    whose borders span its height.  Other fences around a matrix become stretchy operators.
+    """
+    def fence(match):
+        kind = _MATRIX_FENCES.get((match.group(1), match.group(3)))
+        if kind:
+            return f'<mtable class="{kind}">{match.group(2)}</mtable>'
+        return (f'<mo stretchy="true" fence="true" form="prefix">{match.group(1)}</mo><mtable>{match.group(2)}'
+                f'</mtable><mo stretchy="true" fence="true" form="postfix">{match.group(3)}</mo>')
+    return _MATRIX.sub(fence, mathml)
 
 
 def _space_functions(mathml: str) -> str:
@@ -220,19 +241,17 @@ class _Sanitizer(HTMLParser):
             self.out.append(html.escape(data, quote=False))
 
 
-def _embed_attachments(text: str, attachments: dict) -> str:
-    """Turn <img src="attachment:NAME"> (an image stored in the notebook cell) into a data: URI.  Images
+def _embed_attachments(source: str, attachments: dict) -> str:
+    """Markdown ``![alt](attachment:NAME)`` (an image stored in the notebook cell) as a data: URI.  Images
     from files or the network are not embedded (the sanitizer turns them into their alt text)."""
     def embed(match):
-        src = html.unescape(match.group(2))
-        if not src.startswith("attachment:"):
-            return match.group(0)
-        bundle = attachments.get(src.split(":", 1)[1], {})
+        bundle = attachments.get(match.group(2), {})
         mime, data = next(((m, d) for m, d in bundle.items() if m.startswith("image/")), ("", ""))
         if not mime:
             return match.group(0)
-        return f'{match.group(1)}"data:{mime};base64,{"".join(data.split())}"'
-    return re.sub(r'(<img\b[^>]*?\bsrc=)"([^"]*)"', embed, text)
+        data = "".join(data) if isinstance(data, list) else data
+        return f'{match.group(1)}data:{mime};base64,{"".join(data.split())})'
+    return re.sub(r"(!\[[^\]]*\]\(\s*)attachment:([^)\s]+)\)", embed, source)
 
 
 def _png_width(data: bytes) -> str:
@@ -293,7 +312,7 @@ def _strip_ansi(text: str) -> str:
 
 def cell_to_html(cell, folder: Path) -> str:
     if cell.cell_type == "markdown":
-        text = _Sanitizer.clean(_embed_attachments(markdown_to_html(cell.source), cell.get("attachments", {})))
+        text = markdown_to_html(_embed_attachments(cell.source, cell.get("attachments", {})))
     elif cell.cell_type == "code":
         text = highlight(cell.source, PythonLexer(), HtmlFormatter()) + "".join(map(output_to_html, cell.outputs))
     else:

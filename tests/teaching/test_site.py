@@ -237,9 +237,9 @@ def test_no_script_from_any_notebook(tmp_path):
     (r"0.1\ln 4 + 1", r"<mn>0.1</mn><mspace[^>]*></mspace><mi>ln</mi><mspace[^>]*></mspace><mn>4</mn>"),
     (r"\sin(x)", r"<mi>sin</mi><mo stretchy=\"false\">\(</mo>"),
     (r"\cos^2 x", r"</msup><mspace[^>]*></mspace><mi>x</mi>"),
-    (r"\begin{pmatrix} a \\ b \end{pmatrix}",
-     r'<mo stretchy="true" fence="true" form="prefix">\(</mo><mtable>.*</mtable><mo stretchy="true" fence="true" '
-     r'form="postfix">\)</mo>'),
+    (r"\begin{pmatrix} a \\ b \end{pmatrix}", r'<mrow><mtable class="paren">.*</mtable></mrow>'),
+    (r"\begin{bmatrix} a \\ b \end{bmatrix}", r'<mrow><mtable class="bracket">.*</mtable></mrow>'),
+    (r"\left( \frac{a}{b} \right)", r'<mo stretchy="true" fence="true" form="prefix">\(</mo><mfrac>'),
 ])
 def test_mathml_spaces_function_names_and_stretches_matrix_brackets(tex, pattern):
     assert re.search(pattern, math_to_mathml(tex)), math_to_mathml(tex)
@@ -298,3 +298,39 @@ def test_every_page_renders_offline_in_chromium(site, browser):
     finally:
         context.close()
     assert not blocked, f"the pages tried to fetch: {blocked}"
+
+
+LAYOUT = """() => ({
+    matrices: [...document.querySelectorAll('mtable.paren, mtable.bracket')].map(t => {
+        const s = getComputedStyle(t), r = t.getBoundingClientRect();
+        return {h: r.height, left: parseFloat(s.borderLeftWidth), right: parseFloat(s.borderRightWidth)}; }),
+    figures: [...document.querySelectorAll('.fig img')].map(i => ({natural: i.naturalWidth,
+        attr: parseFloat(i.getAttribute('width') || '0'), shown: i.getBoundingClientRect().width})),
+    outputs: [...document.querySelectorAll('pre.out')].map(p => p.scrollWidth - p.clientWidth),
+})"""
+
+
+@pytest.mark.browser
+def test_matrices_figures_and_outputs_are_laid_out_for_reading(site, browser):
+    # issue 24: matrix brackets one line high, wide figures shrunk to the column (7-8 px legends), long
+    # outputs of notebook 07 scrolling sideways
+    _, pages = site
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    seen_matrix = seen_figure = 0
+    try:
+        for path in pages:
+            page = context.new_page()
+            page.goto(path.as_uri(), wait_until="load")
+            layout = page.evaluate(LAYOUT)
+            for m in layout["matrices"]:
+                seen_matrix += 1
+                assert m["left"] > 0 and m["right"] > 0 and m["h"] > 30, (path.name, m)
+            for f in layout["figures"]:
+                if f["attr"]:       # shown at its physical size (96 CSS px per inch), not squeezed into the column
+                    seen_figure += 1
+                    assert abs(f["shown"] - f["attr"]) <= 1, (path.name, f)
+            assert all(extra <= 1 for extra in layout["outputs"]), (path.name, layout["outputs"])
+            page.close()
+    finally:
+        context.close()
+    assert seen_matrix and seen_figure
