@@ -16,12 +16,12 @@ from matplotlib.figure import Figure
 from ..core import decay_bound, frequencies, partial_sums, rotate
 from ..scaling import wavelengths
 from .context_extension import TRAIN_LEN
-from .files import check_targets, write_atomically
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
 from .quantities import (FIG2_DISTANCES, FIG2_PAPER_YLIM, attention_weights, clock_angles, code_distance, form_errors,
                          mean_abs_score, random_qk, score_map, sinusoidal_score_map)
 from .style import METADATA, RC, new_figure, unit_circle
 from .views import ScalingView
+from .files import check_targets, write_atomically    # noqa: I001 (kept apart: the figures above change often)
 
 
 def fig2_long_term_decay(d: int = 128, base: float = 10000.0) -> Figure:
