@@ -1,5 +1,6 @@
 """``python -m rope_ref``: the identity table, exit statuses, where figures go, argument errors."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,9 +36,9 @@ def test_options_are_accepted_after_the_sub_command():
 
 
 @pytest.mark.parametrize("args,words", [
-    (["check", "--d", "7"], "--d: expected a positive even integer, got 7"),
-    (["--seq", "x"], "--seq: expected an integer >= 2, got 'x'"),
-    (["check", "--d", "-4"], "--d: expected a positive even integer, got -4"),
+    (["check", "--d", "7"], "--d: expected an even integer from 2 to 512, got 7"),
+    (["--seq", "x"], "--seq: expected an integer from 2 to 1048576, got 'x'"),
+    (["check", "--d", "-4"], "--d: expected an even integer from 2 to 512, got -4"),
     (["bogus"], "invalid choice"),
 ])
 def test_bad_values_give_one_line_and_status_2(args, words):
@@ -111,7 +112,7 @@ def test_a_copy_outside_the_checkout_never_writes_into_its_own_folder(tmp_path):
 
 @pytest.mark.parametrize("make_out,words", [
     (lambda tmp: (tmp / "taken.txt", (tmp / "taken.txt").write_text("x"))[0], "is an existing file, expected a folder"),
-    (lambda tmp: (tmp / "f", (tmp / "f").write_text("x"))[0] / "sub", "cannot create the folder"),
+    (lambda tmp: (tmp / "f", (tmp / "f").write_text("x"))[0] / "sub", "lies under the file"),
 ])
 def test_site_with_a_bad_out_gives_one_line_and_status_2(tmp_path, make_out, words):
     res = _run("site", "--out", str(make_out(tmp_path)))
@@ -131,6 +132,8 @@ def test_site_builds_every_notebook_and_prints_the_absolute_index_path(tmp_path,
 
     def fake_build(out, notebooks):
         calls.append((out, list(notebooks)))
+        assert not out.exists(), "the CLI leaves making the folder to build_site, after the notebooks ran"
+        out.mkdir(parents=True)
         (out / "index.html").write_text("<html></html>")
         return out / "index.html"
 
@@ -144,7 +147,7 @@ def test_site_builds_every_notebook_and_prints_the_absolute_index_path(tmp_path,
 
 @pytest.mark.parametrize("args,words", [
     (["check", "--seq", "99999999999999999999"], "--seq: expected an integer from 2 to 1048576"),
-    (["check", "--d", "10000000"], "--d: expected a positive even integer up to 512, got 10000000"),
+    (["check", "--d", "10000000"], "--d: expected an even integer from 2 to 512, got 10000000"),
     (["check", "--d", "512", "--seq", "100000"], "--d 512 times --seq 100000 is 51200000 values"),
 ])
 def test_sizes_that_would_exhaust_memory_are_argument_errors(args, words):
@@ -156,7 +159,7 @@ def test_sizes_that_would_exhaust_memory_are_argument_errors(args, words):
 
 
 @pytest.mark.parametrize("kind,words", [("file", "is an existing file, expected a folder"),
-                                        ("under a file", "cannot create the folder"),
+                                        ("under a file", "lies under the file"),
                                         ("empty", "expected a folder path, got ''")])
 @pytest.mark.parametrize("command", [["figures"], [], ["site"]], ids=["figures", "default", "site"])
 def test_a_bad_out_is_one_line_and_status_2_before_any_work(tmp_path, capsys, monkeypatch, command, kind, words):
@@ -171,3 +174,230 @@ def test_a_bad_out_is_one_line_and_status_2_before_any_work(tmp_path, capsys, mo
     err = capsys.readouterr().err
     assert words in err and "--out" in err and len(err.strip().splitlines()) == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken.txt"]
+
+
+# ---- each sub-command its own options (issue 19) -----------------------------------------------------------
+
+@pytest.mark.parametrize("command,words,own,foreign", [
+    ("check", "Check every identity", ["--d", "--seq"], ["--out"]),
+    ("figures", "Regenerate every figure", ["--out"], ["--d", "--seq"]),
+    ("site", "Execute every notebook", ["--out"], ["--d", "--seq"]),
+])
+def test_each_sub_command_has_its_own_help(command, words, own, foreign):
+    res = _run(command, "--help")
+    assert res.returncode == 0, res.stderr
+    assert words in res.stdout, res.stdout
+    for option in own:
+        assert option in res.stdout, (command, option)
+    for option in foreign:
+        assert option not in res.stdout, (command, option)
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--out", "D", "check"], "--out is not an option of check; it takes --d, --seq"),
+    (["check", "--out", "D"], "--out is not an option of check; it takes --d, --seq"),
+    (["--d", "64", "figures"], "--d is not an option of figures; it takes --out"),
+    (["figures", "--d", "64"], "--d is not an option of figures; it takes --out"),
+    (["figures", "--seq", "64", "--out", "D"], "--seq is not an option of figures; it takes --out"),
+    (["--seq", "64", "site", "--out", "D"], "--seq is not an option of site; it takes --out"),
+    (["site", "--out", "D", "--d", "8"], "--d is not an option of site; it takes --out"),
+    (["--out", "D", "site", "--out", "E"], "--out is given twice (before and after site)"),
+])
+def test_an_option_a_sub_command_does_not_use_is_an_error(tmp_path, args, words):
+    # before: `--out D check` created D and ignored it, `--d 64 figures` ignored --d
+    res = _run(*args, cwd=tmp_path)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert words in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert list(tmp_path.iterdir()) == [], "nothing is created"
+
+
+@pytest.mark.parametrize("args", [["--out", "rel/site", "site"], ["site", "--out", "rel/site"]])
+def test_out_works_before_or_after_site(tmp_path, monkeypatch, capsys, args):
+    # before: `--out D site` said "--out is required"
+    import rope_ref.teaching.site as site
+    monkeypatch.setattr(site, "build_site", lambda out, notebooks: (out.mkdir(parents=True),
+                                                                      out / "index.html")[1])
+    monkeypatch.chdir(tmp_path)
+    assert main(args) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.strip().splitlines()[-1] == str(tmp_path / "rel" / "site" / "index.html")
+
+
+@pytest.mark.parametrize("text", ["abc", "1", "1048577", "2.5"])
+def test_one_wording_per_rule(text):
+    res = _run("check", "--seq", text)
+    assert res.returncode == 2
+    shown = text if not text.isdigit() else str(int(text))
+    expected = f"--seq: expected an integer from 2 to 1048576, got {shown if text.isdigit() else repr(text)}"
+    assert expected in res.stderr, res.stderr
+
+
+def test_a_site_that_fails_creates_no_folder(tmp_path, capsys, monkeypatch):
+    # before: site made its --out folder, then failed on the first notebook
+    import rope_ref.teaching.site as site
+    bad = tmp_path / "bad.ipynb"
+    import nbformat
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")],
+                                            metadata={"kernelspec": {"name": "python3", "language": "python",
+                                                                     "display_name": "Python 3"}}), bad)
+    monkeypatch.setattr(site, "course_notebooks", lambda folder: [bad])
+    assert main(["site", "--out", str(tmp_path / "out" / "site")]) == 1
+    assert "bad.ipynb failed: ZeroDivisionError" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_main_job_checks_writes_the_figures_and_names_the_notebooks(tmp_path, monkeypatch, capsys):
+    import rope_ref.teaching.figures as figures
+    monkeypatch.setattr(figures, "FIGURES", {"fig2_long_term_decay": figures.FIGURES["fig2_long_term_decay"]})
+    assert main(["--d", "8", "--seq", "64", "--out", str(tmp_path / "figs")]) == 0
+    out = capsys.readouterr().out
+    assert "d=8, positions 0..63" in out and "identities hold" in out
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["fig2_long_term_decay.png",
+                                                                     "fig2_long_term_decay.svg"]
+    assert out.strip().splitlines()[-1].startswith("Next: open the notebooks with")
+
+
+# ---- where files may go (issue 22) ---------------------------------------------------------------------------
+
+def _listing(folder: Path) -> list:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def _bad_out(tmp_path, kind):
+    """An --out that cannot work, and the words its error must contain."""
+    if kind == "root":
+        return "/", "is the root of the filesystem"
+    if kind == "proc":
+        return "/proc/rope_ref_cli_test/figs", "cannot write in /proc"
+    if kind == "sys":
+        return "/sys/rope_ref_cli_test", "cannot write in /sys"
+    if kind == "under a file":
+        (tmp_path / "f").write_text("x")
+        return str(tmp_path / "f" / "sub" / "figs"), f"lies under the file {tmp_path / 'f'}"
+    if kind == "symlink loop":
+        (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+        (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+        return str(tmp_path / "loop1" / "figs"), "a loop of symbolic links"
+    if kind == "name too long":
+        return str(tmp_path / ("n" * 300) / "figs"), "a name too long for the filesystem"
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("command", [["figures"], ["site"], []], ids=["figures", "site", "default"])
+@pytest.mark.parametrize("kind", ["root", "proc", "sys", "under a file", "symlink loop", "name too long"])
+def test_an_impossible_out_is_one_line_and_status_2_before_any_work(tmp_path, monkeypatch, capsys, command, kind):
+    # before: `figures --out /` wrote 24 files into /; /proc and /sys, loops and long names ended in tracebacks
+    import rope_ref.__main__ as cli
+    monkeypatch.setattr(cli, "_check", lambda args: pytest.fail("ran the checks before refusing --out"))
+    out, words = _bad_out(tmp_path, kind)
+    before = _listing(tmp_path)
+    root_before = sorted(os.listdir("/"))
+    assert main(command + ["--out", out]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "--out" in err and len(err.strip().splitlines()) == 1, err
+    assert _listing(tmp_path) == before and sorted(os.listdir("/")) == root_before
+    assert kind == "root" or not os.path.lexists(out)
+
+
+def _unprivileged() -> list:
+    """A command prefix that runs without root's override of file permissions: as root, setpriv dropping
+    CAP_DAC_OVERRIDE (the interpreter under /root stays reachable); else nothing."""
+    if os.geteuid() != 0:
+        return []
+    import shutil
+    if not shutil.which("setpriv"):
+        pytest.skip("as root, testing permissions needs setpriv (util-linux) to drop CAP_DAC_OVERRIDE")
+    caps = "-dac_override,-dac_read_search"
+    return ["setpriv", "--bounding-set", caps, "--inh-caps", caps]
+
+
+def test_a_folder_without_write_permission_is_refused():
+    import tempfile
+    base = Path(tempfile.mkdtemp(prefix="rope_ref_perm_"))
+    try:
+        os.chmod(base, 0o755)
+        ro = base / "readonly"
+        ro.mkdir(mode=0o555)
+        os.chmod(ro, 0o555)
+        for out in [ro, ro / "new" / "figs"]:
+            res = subprocess.run(_unprivileged() + [sys.executable, "-m", "rope_ref", "figures", "--out", str(out)],
+                                 capture_output=True, text=True, timeout=300, cwd=base,
+                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
+            assert res.returncode == 2, res.stdout + res.stderr
+            assert f"--out: cannot write in {ro}: permission denied" in res.stderr, res.stderr
+            assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+            assert os.listdir(ro) == []
+    finally:
+        os.chmod(base / "readonly", 0o755)
+        import shutil
+        shutil.rmtree(base)
+
+
+def test_a_read_only_mount_is_refused(tmp_path):
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a read-only tmpfs here (needs root with CAP_SYS_ADMIN)")
+    try:
+        res = _run("figures", "--out", str(mnt / "figs"))
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert f"--out: cannot write in {mnt}: a read-only filesystem" in res.stderr, res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+@pytest.mark.parametrize("command,name", [("figures", "fig2_long_term_decay.png"), ("site", "index.html")])
+def test_a_symbolic_link_among_the_outputs_is_refused_before_any_work(tmp_path, command, name):
+    # before: the PNG was written through the link, over a file outside the folder
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).symlink_to(victim)
+    res = _run(command, "--out", str(out))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"--out: {out / name} is a symbolic link" in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert victim.read_text() == "precious" and os.listdir(out) == [name]
+
+
+def test_figures_say_how_many_files_they_replaced(tmp_path, monkeypatch, capsys):
+    import rope_ref.teaching.figures as figures
+    monkeypatch.setattr(figures, "FIGURES", {"aliasing": figures.FIGURES["aliasing"]})
+    (tmp_path / "aliasing.png").write_bytes(b"old")
+    (tmp_path / "notes.txt").write_text("mine")
+    assert main(["figures", "--out", str(tmp_path)]) == 0
+    assert "(1 replaced files of the same names)" in capsys.readouterr().out
+    assert (tmp_path / "notes.txt").read_text() == "mine" and (tmp_path / "aliasing.png").read_bytes() != b"old"
+
+
+@pytest.mark.slow
+def test_a_killed_figures_run_leaves_every_file_old_or_new(tmp_path):
+    """Start `figures`, kill it at random moments: each file is the old whole file or the new whole file.
+    Before the fix (savefig straight into the final path) kills left empty or cut SVG/PNG files."""
+    import random
+    import signal
+    import time
+    ref, out = tmp_path / "ref", tmp_path / "out"
+    t0 = time.perf_counter()
+    assert _run("figures", "--out", str(ref)).returncode == 0
+    duration = time.perf_counter() - t0
+    new = {p.name: p.read_bytes() for p in ref.iterdir()}
+    rng = random.Random(22)
+    cut = []
+    for attempt in range(20):
+        out.mkdir(exist_ok=True)
+        for name in new:
+            (out / name).write_bytes(b"OLD " + name.encode())
+        proc = subprocess.Popen([sys.executable, "-m", "rope_ref", "figures", "--out", str(out)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.25 * duration, duration))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        for name, data in new.items():
+            now = (out / name).read_bytes()
+            if now not in (data, b"OLD " + name.encode()):
+                cut.append((attempt, name, len(now)))
+    assert not cut, f"files neither old nor new after a kill: {cut}"
+    assert {p.name for p in out.iterdir() if not p.name.startswith(".")} == set(new)

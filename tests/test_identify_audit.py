@@ -275,9 +275,9 @@ def _sci(v):
 
 
 def test_readme_numbers_for_16bit_kernels_are_todays():
-    """README "Checking your own RoPE kernel" quotes these runs; the text is checked against them."""
+    """docs/checking_kernels.md (moved from the README) quotes these runs; the text is checked against them."""
     from pathlib import Path
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "checking_kernels.md").read_text()
     bf = identify(lambda x: hf_llama_16bit(x, 5000, BF16), 128)
     f16 = identify(lambda x: hf_llama_16bit(x, 5000, np.float16), 128)
     assert bf.rows == 4096 and (bf.offset, bf.rope_params) == (5000, {"base": 10000.0})

@@ -6,6 +6,7 @@ run to run.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import matplotlib
@@ -21,6 +22,7 @@ from .quantities import (FIG2_DISTANCES, FIG2_PAPER_YLIM, attention_weights, clo
                          mean_abs_score, random_qk, score_map, sinusoidal_score_map)
 from .style import METADATA, RC, new_figure, unit_circle
 from .views import ScalingView
+from .files import check_targets, write_atomically    # noqa: I001 (kept apart: the figures above change often)
 
 
 def fig2_long_term_decay(d: int = 128, base: float = 10000.0) -> Figure:
@@ -264,15 +266,26 @@ FIGURES = {
 
 
 def write_all(out_dir: Path | str, names=None) -> list[Path]:
-    """Write NAME.png and NAME.svg for every figure (or the given ``names``) into ``out_dir``."""
+    """Write NAME.png and NAME.svg for every figure (or the given ``names``) into ``out_dir``.
+
+    Each file is written whole (:func:`~rope_ref.teaching.files.write_atomically`: a temporary file beside
+    it, then renamed into place), so an interrupted run leaves every file either old or new.  Files of the
+    same names are replaced; a symbolic link (or a folder) with such a name is a ``ValueError`` raised
+    before anything is drawn or written.  ``out_dir`` is created if missing.
+    """
     out_dir = Path(out_dir)
+    names = list(names or FIGURES)
+    unknown = [name for name in names if name not in FIGURES]
+    if unknown:
+        raise ValueError(f"names: expected figure names from {sorted(FIGURES)}, got {unknown}")
+    check_targets(out_dir, [f"{name}.{fmt}" for name in names for fmt in ("png", "svg")])
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     with matplotlib.rc_context(matplotlib.rcParamsDefault), matplotlib.rc_context(RC):
-        for name in names or FIGURES:
+        for name in names:
             fig = FIGURES[name]()
             for fmt in ("png", "svg"):
-                path = out_dir / f"{name}.{fmt}"
-                fig.savefig(path, format=fmt, metadata=METADATA[fmt])
-                written.append(path)
+                buf = io.BytesIO()
+                fig.savefig(buf, format=fmt, metadata=METADATA[fmt])
+                written.append(write_atomically(out_dir / f"{name}.{fmt}", buf.getvalue()))
     return written

@@ -1,12 +1,16 @@
 """The course as static HTML that works offline: ``python -m rope_ref site --out DIR``.
 
-:func:`build_site` executes every notebook (nbclient) and writes ``index.html`` (order, timings,
+:func:`build_site` executes every notebook (nbclient) and writes ``index.html`` (the order,
 learning objectives, links) and one page per notebook.  Pages load nothing from the network:
 
 * math (``$...$``, ``$$...$$``) is pre-rendered to MathML (latex2mathml), which the browser draws;
 * figures and the first image of every slider view are embedded as ``data:`` URIs (the sliders'
   box carries an ``image/png`` next to its widget view, see :class:`~.widgets.SliderApp`);
-* the only style is a ``<style>`` block in each page; there are no scripts at all;
+* the only style is a ``<style>`` block in each page; there are no scripts at all, whatever a notebook
+  holds: raw HTML in markdown is escaped, HTML outputs are shown as text, SVG only as an image, and every
+  piece of HTML passes an allowlist of tags and attributes (:class:`_Sanitizer`); images are embedded
+  only when the notebook itself holds them (outputs, cell attachments), never from a file path or URL;
+* figures keep their physical size (wide ones may use the whole window and scroll), long outputs wrap;
 * solutions (cells tagged ``solution``) are collapsed in ``<details>``; exercises (tagged
   ``exercise``) are framed.
 
@@ -19,7 +23,9 @@ from __future__ import annotations
 import base64
 import html
 import re
+import struct
 import subprocess
+from html.parser import HTMLParser
 from pathlib import Path
 
 import latex2mathml.converter
@@ -31,23 +37,33 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-#: The 90-minute session: notebook name -> minutes, in teaching order.
-SCHEDULE = {"00_why_positions": 10, "01_three_forms": 15, "02_long_term_decay": 10, "03_rotations": 15,
-            "04_attention": 15, "05_context_extension": 10, "06_precision": 5, "07_check_your_rope": 10}
+from .files import check_targets, write_atomically
+
 OBJECTIVES = "## Learning objectives"
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
 CSS = """
-body { font: 17px/1.5 system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+body { font: 17px/1.5 system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222;
+       overflow-x: hidden; }
 nav { display: flex; justify-content: space-between; border-bottom: 1px solid #ddd; margin-bottom: 1rem; }
 pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; font-size: 14px; }
-pre.out { background: none; border-left: 3px solid #ccc; }
+pre.out { background: none; border-left: 3px solid #ccc; white-space: pre-wrap; overflow-wrap: anywhere; }
 pre.stderr { border-left-color: #e6a23c; }
 img { max-width: 100%; }
+.fig { width: calc(100vw - 2rem); margin-left: calc(50% - 50vw + 1rem); overflow-x: auto; text-align: center; }
+.fig img { max-width: none; }
 .exercise { border-left: 4px solid #2b7bb9; padding: 0 1rem; background: #f0f6fb; }
 details.solution { border: 1px solid #bbb; padding: .3rem 1rem; margin: 1rem 0; }
 details.solution > summary { cursor: pointer; font-weight: bold; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: .3rem .6rem; vertical-align: top; }
+math[display="block"] { margin: .8rem 0; overflow-x: auto; overflow-y: hidden; }
+mtable.paren, mtable.bracket, mtable.vbar, mtable.vvbar { border: 0 solid currentColor; border-width: 0 1.5px;
+       padding: 0 .3em; margin: 0 .15em; }
+mtable.paren { border-radius: .8em / 50%; }
+mtable.bracket { --tick: linear-gradient(currentColor, currentColor);
+       background: var(--tick) 0 0 / .3em 1.5px no-repeat, var(--tick) 0 100% / .3em 1.5px no-repeat,
+                   var(--tick) 100% 0 / .3em 1.5px no-repeat, var(--tick) 100% 100% / .3em 1.5px no-repeat; }
+mtable.vvbar { border-style: double; border-width: 0 4px; }
 """ + HtmlFormatter().get_style_defs(".highlight")
 
 PAGE = """<!DOCTYPE html>
@@ -59,9 +75,64 @@ PAGE = """<!DOCTYPE html>
 {nav}</body></html>
 """
 
-_markdown = mistune.create_markdown(escape=False, plugins=["strikethrough", "table"])
+# Raw HTML in markdown is escaped (shown as text), never passed through; see also _Sanitizer.
+_markdown = mistune.create_markdown(escape=True, plugins=["strikethrough", "table"])
 # Code first, so a $ inside code stays a $; then display math, then inline math (not across a blank line).
 _CODE_OR_MATH = re.compile(r"(```.*?```|`[^`\n]*`)|\$\$(.+?)\$\$|(?<![\\$])\$((?:[^$\n]|\n(?!\n))+?)\$", re.S)
+
+# ---- MathML that reads like TeX: fences that stretch, thin spaces around function names ----------------
+
+_FUNCTIONS = ("arccos|arcsin|arctan|arg|cosh|cos|cot|csc|det|dim|exp|gcd|inf|lim|ln|log|max|min|mod|sec|sinh|sin|"
+              "sup|tanh|tan")
+_FUNCTION_MI = re.compile(rf"<mi>(?:{_FUNCTIONS})</mi>")
+_THIN = '<mspace width="0.1667em"></mspace>'
+_OPEN_FENCE = re.compile(r'<mo(?: stretchy="false")?>(?:&#x00028;|&#x0005B;|&#x0007B;|\(|\[)</mo>')
+
+
+_MATRIX_FENCES = {("&#x00028;", "&#x00029;"): "paren", ("&#x0005B;", "&#x0005D;"): "bracket",
+                  ("&#x0007C;", "&#x0007C;"): "vbar", ("&#x02016;", "&#x02016;"): "vvbar"}
+_MATRIX = re.compile(r"<mo>([^<]*)</mo><mtable>((?:(?!<mtable>).)*?)</mtable><mo>([^<]*)</mo>", re.S)
+
+
+def _stretch_fences(mathml: str) -> str:
+    """The brackets of a matrix (``<mo>(</mo><mtable>...</mtable><mo>)</mo>``) as tall as the matrix.
+
+    A stretchy ``<mo>`` grows only with an OpenType MATH font, which many machines lack (then the brackets
+    stay one line high, as in issue 24); so a matrix's brackets are drawn by the page's style instead: the
+    ``<mo>`` pair is replaced by a class on the ``<mtable>`` (``paren``, ``bracket``, ``vbar``, ``vvbar``)
+    whose borders span its height.  Other fences around a matrix become stretchy operators.
+    """
+    def fence(match):
+        kind = _MATRIX_FENCES.get((match.group(1), match.group(3)))
+        if kind:
+            return f'<mtable class="{kind}">{match.group(2)}</mtable>'
+        return (f'<mo stretchy="true" fence="true" form="prefix">{match.group(1)}</mo><mtable>{match.group(2)}'
+                f'</mtable><mo stretchy="true" fence="true" form="postfix">{match.group(3)}</mo>')
+    return _MATRIX.sub(fence, mathml)
+
+
+def _space_functions(mathml: str) -> str:
+    """TeX's thin spaces around \\cos, \\ln, ... that MathML leaves out ("cos mθ", "0.1 ln 4").
+
+    A space goes before the name when it follows an operand (a number, an identifier, a script, a group),
+    and after it unless an opening bracket or the end of the group follows; the base of a script
+    (``\\cos^2``) gets none, as the script element must keep exactly its children.
+    """
+    out, pos = [], 0
+    for match in _FUNCTION_MI.finditer(mathml):
+        before, after = mathml[:match.start()], mathml[match.end():]
+        out.append(mathml[pos:match.start()])
+        pos = match.end()
+        if re.search(r"<(msub|msup|msubsup|munder|mover|munderover)>$", before):
+            out.append(match.group(0))
+            continue
+        lead = _THIN if re.search(r"</(mi|mn|msub|msup|msubsup|mrow|mfrac|msqrt|mtext)>$", before) else ""
+        trail = "" if (_OPEN_FENCE.match(after) or after.startswith("</")) else _THIN
+        out.append(lead + match.group(0) + trail)
+    out.append(mathml[pos:])
+    # \cos^2 x: a thin space after the script whose base is a function name, before an operand
+    return re.sub(rf"(<msup><mi>(?:{_FUNCTIONS})</mi><mn>[^<]*</mn></msup>)(?=<mi>|<mn>|<msub>|<msup>)",
+                  rf"\1{_THIN}", "".join(out))
 
 
 def math_to_mathml(tex: str, display: bool = False) -> str:
@@ -73,11 +144,13 @@ def math_to_mathml(tex: str, display: bool = False) -> str:
     unknown = re.findall(r">(\\[A-Za-z]+)<", mathml)    # a command latex2mathml does not know is left as text
     if unknown:
         raise ValueError(f"cannot render the math {tex.strip()!r} as MathML: unknown command(s) {unknown}")
-    return mathml
+    return _Sanitizer.clean(_space_functions(_stretch_fences(mathml)))
 
 
 def markdown_to_html(source: str) -> str:
-    """Markdown with $...$ and $$...$$ math to HTML; math becomes MathML."""
+    """Markdown with $...$ and $$...$$ math to HTML; math becomes MathML.  Raw HTML is escaped, and the
+    result keeps only the tags and attributes :class:`_Sanitizer` allows (no scripts, no event handlers,
+    no ``javascript:`` links, images only from ``data:`` URIs)."""
     maths = []
 
     def protect(match):
@@ -87,50 +160,149 @@ def markdown_to_html(source: str) -> str:
         return f"MATHPLACEHOLDER{len(maths) - 1}END"
 
     text = _markdown(_CODE_OR_MATH.sub(protect, source))
-    return re.sub(r"MATHPLACEHOLDER(\d+)END", lambda m: maths[int(m.group(1))], text)
+    return _Sanitizer.clean(re.sub(r"MATHPLACEHOLDER(\d+)END", lambda m: maths[int(m.group(1))], text))
 
 
-def _embed_local_images(text: str, folder: Path, attachments: dict) -> str:
-    """Turn <img src="..."> of a cell attachment or a file next to the notebook into a data: URI."""
+# ---- only what a page needs: an allowlist of tags and attributes --------------------------------------
+
+class _Sanitizer(HTMLParser):
+    """Rebuilds HTML keeping only allowed tags and attributes.  Dropped with their content: scripts,
+    styles, frames, objects, forms, inline SVG.  Dropped alone (their text kept): any other tag.  Links
+    keep only http(s), mailto, ``#`` and relative targets; images only ``data:image/...`` sources (what
+    the notebook itself produced), others become their alt text."""
+
+    TAGS = set("""a abbr b blockquote br code del details div em h1 h2 h3 h4 h5 h6 hr i img li nav ol p pre
+        s span strong sub summary sup table tbody td th thead tr ul
+        math semantics annotation mrow mi mn mo ms mtext mspace msub msup msubsup mfrac msqrt mroot mtable
+        mtr mtd mover munder munderover mstyle mpadded mphantom menclose merror mmultiscripts mprescripts
+        none""".split())
+    DROP_WITH_CONTENT = {"script", "style", "iframe", "frame", "frameset", "object", "embed", "applet",
+                         "template", "noscript", "svg", "form", "textarea", "select", "button", "title",
+                         "head", "link", "meta", "base", "audio", "video", "canvas", "xmp", "plaintext"}
+    VOID = {"br", "hr", "img", "mspace", "mprescripts", "none"}
+    ATTRS = set("""class alt title colspan rowspan align width height display xmlns mathvariant stretchy
+        fence separator lspace rspace columnalign rowalign columnspacing rowspacing columnlines rowlines
+        frame depth minsize maxsize accent accentunder linethickness movablelimits symmetric form notation
+        displaystyle scriptlevel encoding largeop voffset open close href src""".split())
+    IMAGE_SRC = re.compile(r"data:image/(png|jpeg|gif|webp|svg\+xml);base64,[A-Za-z0-9+/=\s]*$", re.I)
+    SAFE_HREF = re.compile(r"(https?:|mailto:|#)|[^:]*([/?#]|$)", re.I)
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.out, self.skip = [], 0
+
+    @classmethod
+    def clean(cls, text: str) -> str:
+        parser = cls()
+        parser.feed(text)
+        parser.close()
+        return "".join(parser.out)
+
+    def _attrs(self, tag, attrs):
+        kept = []
+        for name, value in attrs:
+            value = "" if value is None else value
+            if name not in self.ATTRS:
+                continue
+            if name == "href" and not self.SAFE_HREF.match(value.strip()):
+                continue
+            if name == "src" and not (tag == "img" and self.IMAGE_SRC.match(value.strip())):
+                return None
+            kept.append(f' {name}="{html.escape(value, quote=True)}"')
+        return "".join(kept)
+
+    def handle_starttag(self, tag, attrs, closed=False):
+        if tag in self.DROP_WITH_CONTENT:
+            self.skip += tag not in self.VOID and not closed
+            return
+        if self.skip or tag not in self.TAGS:
+            return
+        kept = self._attrs(tag, attrs)
+        if kept is None or (tag == "img" and " src=" not in kept):     # an image from elsewhere: its alt text
+            alt = dict(attrs).get("alt") or "image"
+            self.out.append(f"<em>[{html.escape(alt)}: not embedded]</em>")
+            return
+        self.out.append(f"<{tag}{kept}>" if tag not in self.VOID or tag in ("br", "hr", "img")
+                        else f"<{tag}{kept}></{tag}>")
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs, closed=True)
+
+    def handle_endtag(self, tag):
+        if tag in self.DROP_WITH_CONTENT:
+            self.skip = max(0, self.skip - 1)
+            return
+        if self.skip or tag not in self.TAGS or tag in self.VOID:
+            return
+        self.out.append(f"</{tag}>")
+
+    def handle_data(self, data):
+        if not self.skip:
+            self.out.append(html.escape(data, quote=False))
+
+
+def _embed_attachments(source: str, attachments: dict) -> str:
+    """Markdown ``![alt](attachment:NAME)`` (an image stored in the notebook cell) as a data: URI.  Images
+    from files or the network are not embedded (the sanitizer turns them into their alt text)."""
     def embed(match):
-        src = html.unescape(match.group(2))
-        if src.startswith("attachment:"):
-            bundle = attachments.get(src.split(":", 1)[1], {})
-            mime, data = next(iter(bundle.items()), ("", ""))
-        elif not re.match(r"\w+:", src) and (folder / src).is_file():
-            mime = "image/svg+xml" if src.endswith(".svg") else f"image/{Path(src).suffix[1:].lower()}"
-            data = base64.b64encode((folder / src).read_bytes()).decode()
-        else:
+        bundle = attachments.get(match.group(2), {})
+        mime, data = next(((m, d) for m, d in bundle.items() if m.startswith("image/")), ("", ""))
+        if not mime:
             return match.group(0)
-        return f'{match.group(1)}"data:{mime};base64,{data}"'
-    return re.sub(r'(<img\b[^>]*?\bsrc=)"([^"]*)"', embed, text)
+        data = "".join(data) if isinstance(data, list) else data
+        return f'{match.group(1)}data:{mime};base64,{"".join(data.split())})'
+    return re.sub(r"(!\[[^\]]*\]\(\s*)attachment:([^)\s]+)\)", embed, source)
+
+
+def _png_width(data: bytes) -> str:
+    """' width="W"': the PNG's width in CSS pixels from its pHYs resolution (a figure at 150 dpi is shown at
+    its physical size, 96 CSS px per inch, so 10-point text stays about 13 px); '' if unknown."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or len(data) < 24:
+        return ""
+    width = struct.unpack(">I", data[16:20])[0]
+    phys = data.find(b"pHYs")
+    if phys < 0 or len(data) < phys + 13:
+        return ""
+    ppu, _, unit = struct.unpack(">IIB", data[phys + 4:phys + 13])
+    if unit != 1 or ppu == 0:
+        return ""
+    return f' width="{round(width * 96 / (ppu * 0.0254))}"'
 
 
 def _png(data: str) -> str:
-    return f'<img src="data:image/png;base64,{"".join(data.split())}" alt="figure">'
+    data = "".join(data.split())
+    try:
+        width = _png_width(base64.b64decode(data[:4096] + "=" * (-len(data[:4096]) % 4)))
+    except (ValueError, struct.error):
+        width = ""
+    return f'<div class="fig"><img src="data:image/png;base64,{data}" alt="figure"{width}></div>'
 
 
 def output_to_html(output) -> str:
-    """One code-cell output as HTML: images inline, math as MathML, text escaped."""
+    """One code-cell output as HTML: images inline, math as MathML, text escaped.  Raw HTML outputs are
+    shown by their plain-text form (or escaped); SVG only as an image (where scripts never run)."""
     if output.output_type == "stream":
-        return f'<pre class="out {output.name}">{html.escape(_strip_ansi(output.text))}</pre>'
+        return f'<pre class="out {html.escape(output.name)}">{html.escape(_strip_ansi(output.text))}</pre>'
     if output.output_type == "error":
         return f'<pre class="out stderr">{html.escape(_strip_ansi(chr(10).join(output.traceback)))}</pre>'
     data = output.get("data", {})
     if "image/png" in data:
         return _png(data["image/png"])
     if "image/svg+xml" in data:
-        return data["image/svg+xml"]
+        svg = data["image/svg+xml"]
+        svg = "".join(svg) if isinstance(svg, list) else svg
+        return (f'<div class="fig"><img src="data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()}"'
+                ' alt="figure"></div>')
     if WIDGET in data:      # a widget that carries no image needs a live kernel
         return '<p class="out"><em>(interactive view: open the notebook in JupyterLab to use it)</em></p>'
-    if "text/html" in data:
-        return data["text/html"]
     if "text/latex" in data:
         return math_to_mathml(data["text/latex"].strip().strip("$"), display=True)
     if "text/markdown" in data:
         return markdown_to_html(data["text/markdown"])
     if "text/plain" in data:
         return f'<pre class="out">{html.escape(_strip_ansi(data["text/plain"]))}</pre>'
+    if "text/html" in data:     # no plain form: show the HTML as text, never as markup
+        return f'<pre class="out">{html.escape(data["text/html"])}</pre>'
     return ""
 
 
@@ -140,7 +312,7 @@ def _strip_ansi(text: str) -> str:
 
 def cell_to_html(cell, folder: Path) -> str:
     if cell.cell_type == "markdown":
-        text = _embed_local_images(markdown_to_html(cell.source), folder, cell.get("attachments", {}))
+        text = markdown_to_html(_embed_attachments(cell.source, cell.get("attachments", {})))
     elif cell.cell_type == "code":
         text = highlight(cell.source, PythonLexer(), HtmlFormatter()) + "".join(map(output_to_html, cell.outputs))
     else:
@@ -199,34 +371,53 @@ def _nav(pages, i: int) -> str:
 def _inline(title: str) -> str:
     """A title as HTML: text escaped, $...$ as MathML (not markdown: "1. Title" is no list)."""
     parts = re.split(r"\$([^$]+)\$", title)
-    return "".join(math_to_mathml(p) if i % 2 else html.escape(p) for i, p in enumerate(parts))
+    return "".join(math_to_mathml(p) if i % 2 else html.escape(p, quote=False) for i, p in enumerate(parts))
 
 
 def index_html(pages) -> str:
-    rows, total = [], 0
-    for stem, title, objectives in pages:
-        minutes = SCHEDULE.get(stem)
-        total += minutes or 0
-        rows.append(f'<tr><td>{minutes if minutes is not None else "&ndash;"} min</td>'
-                    f'<td><a href="{stem}.html">{_inline(title)}</a><br><code>notebooks/{stem}.ipynb</code></td>'
+    """The overview: every notebook in the given order, with its title, file and learning objectives."""
+    rows = []
+    for number, (stem, title, objectives) in enumerate(pages, 1):
+        rows.append(f'<tr><td>{number}</td>'
+                    f'<td><a href="{stem}.html">{_inline(title)}</a><br><code>notebooks/{html.escape(stem)}.ipynb</code></td>'
                     f"<td>{objectives or '<em>(no learning objectives given)</em>'}</td></tr>")
-    body = ("<h1>RoPE from the paper to your kernel: a 90-minute course</h1>"
+    body = ("<h1>RoPE from the paper to your kernel: the course</h1>"
             "<p>RoFormer (arXiv:2104.09864), section 3, with the NumPy reference implementation "
             "<code>rope_ref</code>. Work through the notebooks in this order; the pages show them executed. "
+            "The lecture plan (which cells and exercises fit a 90-minute session, and what is homework) is "
+            "<code>docs/lecture_plan.md</code> in the repository. "
             "Solutions are folded: click <em>Solution</em> to open one. To move the sliders, run the notebooks in "
             "JupyterLab.</p>"
-            "<table><tr><th>time</th><th>notebook</th><th>learning objectives</th></tr>"
-            + "".join(rows) + f'<tr><th>{total} min</th><td colspan="2">in total</td></tr></table>')
+            "<table><tr><th>#</th><th>notebook</th><th>learning objectives</th></tr>" + "".join(rows) + "</table>")
     return PAGE.format(title="rope_ref course", css=CSS, nav="", body=body)
+
+
+def course_notebooks(folder: Path | str) -> list[Path]:
+    """The course: every ``*.ipynb`` in ``folder``, in file-name order (the names' numbers give the order)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"the notebooks folder {folder} does not exist")
+    return sorted(folder.glob("*.ipynb"))
 
 
 def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Path:
     """Execute ``notebooks`` in the given order, write one page each and ``index.html`` into ``out``;
-    return the path of ``index.html``."""
+    return the path of ``index.html``.
+
+    Nothing is created before every notebook has run: then ``out`` is made if missing and each page is
+    written whole (a temporary file beside it, renamed into place).  Pages of the same names are replaced;
+    a symbolic link with such a name is a ``ValueError`` (checked before the notebooks run).  A notebook
+    path that does not exist is a ``FileNotFoundError`` naming it, raised before any notebook runs.
+    """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    notebooks = [Path(p) for p in notebooks]
+    missing = [str(p) for p in notebooks if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"build_site: notebook(s) not found: {', '.join(missing)}")
+    names = [f"{p.stem}.html" for p in notebooks] + ["index.html"]
+    check_targets(out, names)
     pages, bodies = [], []
-    for path in map(Path, notebooks):
+    for path in notebooks:
         nb = execute(path, timeout)
         try:
             title, objectives = title_and_objectives(nb, path.stem)
@@ -234,9 +425,8 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Pa
         except ValueError as exc:
             raise RuntimeError(f"notebook {path.name}: {exc}") from exc
         pages.append((path.stem, title, objectives))
+    out.mkdir(parents=True, exist_ok=True)
     for i, ((stem, title, _), body) in enumerate(zip(pages, bodies)):
         page = PAGE.format(title=html.escape(title.replace("$", "")), css=CSS, nav=_nav(pages, i), body=body)
-        (out / f"{stem}.html").write_text(page, encoding="utf-8")
-    index = out / "index.html"
-    index.write_text(index_html(pages), encoding="utf-8")
-    return index
+        write_atomically(out / f"{stem}.html", page.encode("utf-8"))
+    return write_atomically(out / "index.html", index_html(pages).encode("utf-8"))

@@ -17,10 +17,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from rope_ref.teaching.site import SCHEDULE, build_site, markdown_to_html
+from rope_ref.teaching.site import build_site, course_notebooks, markdown_to_html, math_to_mathml
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = course_notebooks(ROOT / "notebooks")
+pytestmark = pytest.mark.slow
 PNG_1x1 = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
 
 
@@ -29,7 +30,8 @@ def _synthetic_notebook(folder: Path) -> Path:
     hidden = {"tags": ["solution"], "jupyter": {"source_hidden": True}}
     cells = [
         md("# Zero. A test lesson on $\\theta_i$\n\nThe angle is $m\\theta_i$ and\n\n$$q_m \\cdot k_n = x^2.$$\n\n"
-           "A price in code stays: `echo $HOME and $PATH`.\n\n![a dot](dot.png)"),
+           "A price in code stays: `echo $HOME and $PATH`.\n\n![a dot](dot.png) ![attached](attachment:dot2.png)",
+           attachments={"dot2.png": {"image/png": base64.b64encode(PNG_1x1).decode()}}),
         md("## Learning objectives\n\n- rotate a pair by $m\\theta_i$\n- read Figure 2, where $a +\n b$ spans two lines"),
         md("**Exercise.** Compute $2+2$.", metadata={"tags": ["exercise"]}),
         md("The answer is SOLUTION-TEXT.", metadata=hidden),
@@ -131,11 +133,12 @@ def test_solutions_are_folded_and_exercises_framed(site):
         assert ("<details" in page.read_text(encoding="utf-8")) == (n_solutions > 0), page.name
 
 
-def test_widgets_and_local_images_are_embedded(site):
+def test_widgets_and_attachments_are_embedded_and_local_files_are_not(site):
     _, pages = site
     imgs = [a["src"] for t, a in _parse(pages[0]).tags if t == "img"]
     sizes = [_png_size(base64.b64decode(src.split(",", 1)[1])) for src in imgs]
-    assert (1, 1) in sizes, "the local dot.png is embedded"
+    assert sizes.count((1, 1)) == 1, "the cell attachment is embedded, the file dot.png next to the notebook is not"
+    assert "[a dot: not embedded]" in pages[0].read_text(encoding="utf-8")
     # the slider view's first image, at VIEW_DPI pixels per inch of its figure
     from rope_ref.teaching.style import VIEW_DPI
     from rope_ref.teaching.views import DecayView
@@ -149,17 +152,14 @@ def test_widgets_and_local_images_are_embedded(site):
         assert n_imgs >= n_views, page.name
 
 
-def test_index_lists_the_course_in_order_with_timings(site):
+def test_index_lists_every_notebook_in_order(site):
     index, pages = site
-    assert list(SCHEDULE.values()) == [10, 15, 10, 15, 15, 10, 5, 10] and sum(SCHEDULE.values()) == 90
-    assert list(SCHEDULE) == sorted(SCHEDULE)           # the file names give the order
+    assert [p.name for p in NOTEBOOKS] == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     text = index.read_text(encoding="utf-8")
     links = re.findall(r'<a href="([^"]+\.html)">', text)
     assert links == [p.name for p in pages] and all((index.parent / link).is_file() for link in links)
     assert "Zero. A test lesson" in text and "read Figure 2" in text
-    minutes = [int(m) for m in re.findall(r"<td>(\d+) min</td>", text)]
-    assert minutes == [SCHEDULE[p.stem] for p in pages if p.stem in SCHEDULE]
-    assert f"<th>{sum(minutes)} min</th>" in text
+    assert "docs/lecture_plan.md" in text
     for page in pages[1:]:
         nb = nbformat.read(ROOT / "notebooks" / f"{page.stem}.ipynb", 4)
         if not any(c.source.startswith("## Learning objectives") for c in nb.cells):
@@ -173,11 +173,76 @@ def test_math_that_cannot_be_rendered_is_an_error_naming_it(tex, words):
     assert repr(tex) in str(err.value)
 
 
-def test_a_failing_notebook_names_itself(tmp_path):
+def test_a_failing_notebook_names_itself_and_creates_nothing(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")])
     nbformat.write(nb, tmp_path / "bad.ipynb")
     with pytest.raises(RuntimeError, match="bad.ipynb failed: ZeroDivisionError"):
         build_site(tmp_path / "out", [tmp_path / "bad.ipynb"])
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_notebook_is_named_before_any_runs(tmp_path):
+    # before: a raw FileNotFoundError from nbformat, after the notebooks before it had run
+    with pytest.raises(FileNotFoundError, match="notebook.s. not found: " + re.escape(str(tmp_path / "nope.ipynb"))):
+        build_site(tmp_path / "out", [tmp_path / "nope.ipynb"])
+    assert not (tmp_path / "out").exists()
+
+
+HOSTILE = [
+    ("markdown", "<script>alert('md')</script> <img src=x onerror=alert(1)> <iframe src='https://e.org'></iframe>"),
+    ("markdown", "[click](javascript:alert(1)) [again](JaVaScRiPt:alert(2)) <a href='javascript:alert(3)'>a</a>"),
+    ("markdown", "![secret](/etc/hostname) ![remote](https://example.org/x.png) <style>body{display:none}</style>"),
+    ("markdown", "Math with a payload $\\text{<script>alert(4)</script>}$"),
+    ("html", "<script>alert('out')</script><b onclick='alert(5)'>bold</b>"),
+    ("svg", "<svg xmlns='http://www.w3.org/2000/svg'><script>alert(6)</script><circle r='4'/></svg>"),
+    ("markdown-output", "<script>alert(7)</script>[x](javascript:alert(8))"),
+]
+
+
+def test_no_script_from_any_notebook(tmp_path):
+    # before: <script> in markdown and text/html outputs was copied into the page, javascript: links kept,
+    # and ![..](/local/path) embedded a file of the builder's machine
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    cells = []
+    for kind, payload in HOSTILE:
+        if kind == "markdown":
+            cells.append(md(payload))
+        else:
+            mime = {"html": "text/html", "svg": "image/svg+xml", "markdown-output": "text/markdown"}[kind]
+            cells.append(code(f"from IPython.display import display\ndisplay({{{mime!r}: {payload!r}}}, raw=True)"))
+    nb = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "language": "python",
+                                                                        "display_name": "Python 3"}})
+    nbformat.write(nb, tmp_path / "evil.ipynb")
+    build_site(tmp_path / "out", [tmp_path / "evil.ipynb"])
+    page = tmp_path / "out" / "evil.html"
+    parsed = _parse(page)
+    assert [t for t, _ in parsed.tags].count("style") == 1, "only the page's own style block"
+    for tag, attrs in parsed.tags:
+        assert tag not in ("script", "iframe", "svg", "object", "embed"), (tag, attrs)
+        assert not any(name.startswith("on") for name in attrs), (tag, attrs)
+        assert not re.match(r"\s*javascript:", attrs.get("href", ""), re.I), (tag, attrs)
+        if tag == "img":
+            assert attrs["src"].startswith("data:image/"), attrs["src"][:80]
+    text = page.read_text(encoding="utf-8")
+    assert "alert(4)" not in text      # the payload inside \text{} is dropped with its <script>
+    assert "&lt;script&gt;alert(&#x27;md&#x27;)" in text or "&lt;script&gt;alert('md')" in text   # shown, not run
+    hostname = Path("/etc/hostname").read_bytes() if Path("/etc/hostname").exists() else b"\0"
+    assert base64.b64encode(hostname).decode() not in text
+    assert "[secret: not embedded]" in text and "[remote: not embedded]" in text
+
+
+@pytest.mark.parametrize("tex,pattern", [
+    # issue 24: "cosmθ₁", "0.1ln4 + 1" had no space; matrices' brackets did not stretch
+    (r"\cos m\theta_1", r"<mi>cos</mi><mspace width=\"0.1667em\"></mspace><mi>m</mi>"),
+    (r"0.1\ln 4 + 1", r"<mn>0.1</mn><mspace[^>]*></mspace><mi>ln</mi><mspace[^>]*></mspace><mn>4</mn>"),
+    (r"\sin(x)", r"<mi>sin</mi><mo stretchy=\"false\">\(</mo>"),
+    (r"\cos^2 x", r"</msup><mspace[^>]*></mspace><mi>x</mi>"),
+    (r"\begin{pmatrix} a \\ b \end{pmatrix}", r'<mrow><mtable class="paren">.*</mtable></mrow>'),
+    (r"\begin{bmatrix} a \\ b \end{bmatrix}", r'<mrow><mtable class="bracket">.*</mtable></mrow>'),
+    (r"\left( \frac{a}{b} \right)", r'<mo stretchy="true" fence="true" form="prefix">\(</mo><mfrac>'),
+])
+def test_mathml_spaces_function_names_and_stretches_matrix_brackets(tex, pattern):
+    assert re.search(pattern, math_to_mathml(tex)), math_to_mathml(tex)
 
 
 # --- in a real browser, offline -------------------------------------------------------------------------------
@@ -233,3 +298,39 @@ def test_every_page_renders_offline_in_chromium(site, browser):
     finally:
         context.close()
     assert not blocked, f"the pages tried to fetch: {blocked}"
+
+
+LAYOUT = """() => ({
+    matrices: [...document.querySelectorAll('mtable.paren, mtable.bracket')].map(t => {
+        const s = getComputedStyle(t), r = t.getBoundingClientRect();
+        return {h: r.height, left: parseFloat(s.borderLeftWidth), right: parseFloat(s.borderRightWidth)}; }),
+    figures: [...document.querySelectorAll('.fig img')].map(i => ({natural: i.naturalWidth,
+        attr: parseFloat(i.getAttribute('width') || '0'), shown: i.getBoundingClientRect().width})),
+    outputs: [...document.querySelectorAll('pre.out')].map(p => p.scrollWidth - p.clientWidth),
+})"""
+
+
+@pytest.mark.browser
+def test_matrices_figures_and_outputs_are_laid_out_for_reading(site, browser):
+    # issue 24: matrix brackets one line high, wide figures shrunk to the column (7-8 px legends), long
+    # outputs of notebook 07 scrolling sideways
+    _, pages = site
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    seen_matrix = seen_figure = 0
+    try:
+        for path in pages:
+            page = context.new_page()
+            page.goto(path.as_uri(), wait_until="load")
+            layout = page.evaluate(LAYOUT)
+            for m in layout["matrices"]:
+                seen_matrix += 1
+                assert m["left"] > 0 and m["right"] > 0 and m["h"] > 30, (path.name, m)
+            for f in layout["figures"]:
+                if f["attr"]:       # shown at its physical size (96 CSS px per inch), not squeezed into the column
+                    seen_figure += 1
+                    assert abs(f["shown"] - f["attr"]) <= 1, (path.name, f)
+            assert all(extra <= 1 for extra in layout["outputs"]), (path.name, layout["outputs"])
+            page.close()
+    finally:
+        context.close()
+    assert seen_matrix and seen_figure
