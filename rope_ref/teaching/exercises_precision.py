@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-from ..core import frequencies, rotation_angles, wrap_angle
+from ..forms import frequencies, rotation_angles, wrap_angle
 from .precision import angle_errors
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from matplotlib.colors import LogNorm
 
 from .. import _validate as val
-from ..core import frequencies, rotate
+from ..forms import frequencies, rotate
 from ..hf_config import from_hf_config
 from .style import VIEW_DPI, figure_png, new_figure
 from .widgets import slider_app
