@@ -215,7 +215,7 @@ def radial_scaled(x, positions, a: float, *, base: float = 10000.0) -> np.ndarra
                        f"{np.max(np.abs(m), initial=0):g}", "|m log a| well below 709 and |x| not near 1.8e308")
 
 
-# --- notebook 02: Abel summation (eqs 35-37) --------------------------------------------------------------------------
+# --- notebook 03: Abel summation (eqs 35-37) --------------------------------------------------------------------------
 
 def abel_terms(q, k, distance: float, *, base: float = 10000.0) -> dict:
     """Each side of eqs 35-37 for one relative distance r = m - n, as complex/real numbers.

@@ -69,7 +69,7 @@ def _free_port() -> int:
 def jupyter_server(tmp_path_factory, chromium):
     """JupyterLab serving a scratch copy of the notebooks; stopped in the finalizer."""
     work = tmp_path_factory.mktemp("lab")
-    for nb in ("02_long_term_decay.ipynb", "03_rotations.ipynb", "05_context_extension.ipynb"):
+    for nb in ("02_rotations.ipynb", "03_long_term_decay.ipynb", "05_context_extension.ipynb"):
         shutil.copy(ROOT / "notebooks" / nb, work / nb)
     round_trip = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(ROUND_TRIP_SOURCE)])
     round_trip.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -214,8 +214,8 @@ def _assert_clean(page, errors):
 
 
 @pytest.mark.parametrize("notebook,label,presses", [
-    ("03_rotations.ipynb", "m", 3),
-    ("02_long_term_decay.ipynb", "d", 2),
+    ("02_rotations.ipynb", "m", 3),
+    ("03_long_term_decay.ipynb", "d", 2),
     ("05_context_extension.ipynb", "factor", 2),
     (ROUND_TRIP, "m", 3),
 ])

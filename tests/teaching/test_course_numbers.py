@@ -44,7 +44,7 @@ def test_aliasing_numbers():
     short = 2 * np.pi - 6.0                               # how far 6 rad is from a full turn
     assert f"{short:.2f}" == "0.28"
     assert thetas(8)[1] == pytest.approx(0.1) and 6 * thetas(8)[1] == pytest.approx(0.6)
-    for name in ["00_why_positions", "03_rotations"]:
+    for name in ["00_why_positions", "02_rotations"]:
         assert "0.28 rad short of" in text(name) and "0.6 rad" in text(name)
     # distance of the code at m from the code at 0 in one pair is the chord 2 |sin(m theta / 2)|
     m = np.array([0.0, 1.0, 6.0, 44.0])
@@ -93,7 +93,7 @@ def test_figure2_numbers(fig2):
     assert f"{r[np.argmax(y4 < 22)]:.2f}" == "4.27"
     assert f"{y4[r >= 5].min():.2f}" == "6.39" and f"{y4[r >= 5].max():.2f}" == "20.85"
     assert f"{y4[r >= 128].mean():.2f}" == "8.26" and f"{y5[r >= 128].mean():.2f}" == "12.58"
-    t = text("02_long_term_decay")
+    t = text("03_long_term_decay")
     assert "distance 4.27" in t and "32.5" in t and "12.58 instead of 8.26" in t
     np.testing.assert_allclose(rr.decay_bound(r, 128), y4, rtol=1e-12)
 

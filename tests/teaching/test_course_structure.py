@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 NB_DIR = Path(__file__).resolve().parents[2] / "notebooks"
-COURSE = ["00_why_positions", "01_three_forms", "02_long_term_decay", "03_rotations", "04_attention",
+COURSE = ["00_why_positions", "01_three_forms", "02_rotations", "03_long_term_decay", "04_attention",
           "05_context_extension", "06_precision"]
 
 
@@ -69,9 +69,9 @@ def test_notebook_01_shows_the_plain_eq34_source():
     assert any("inspect.getsource(rr.rotate_elementwise)" in s for s in code)
 
 
-def test_notebook_03_run_all_shows_what_the_text_describes():
+def test_notebook_02_run_all_shows_what_the_text_describes():
     # The text describes m = 3, n = 7; no later cell may move the widget.
-    cs = cells("03_rotations")
+    cs = cells("02_rotations")
     code = [src(c) for c in cs if c["cell_type"] == "code"]
     widget = [s for s in code if "rotations_widget(" in s]
     assert len(widget) == 1 and re.search(r"rotations_widget\(m=3, n=7\b", widget[0])
