@@ -16,9 +16,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
 from .. import _validate as val
-from ..core import decay_bound, frequencies, rotate
+from ..core import decay_bound, frequencies, rotate, wrap_angle
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
-from .quantities import FIG2_PAPER_YLIM, random_qk, score, score_vs_distance
+from .quantities import random_qk, score, score_vs_distance
 from .style import DPI, VIEW_DPI, new_figure, unit_circle
 
 
@@ -140,6 +140,9 @@ class DecayView(View):
 
     Distances in steps of 0.25 (``n_points``): 25 samples per turn of the fastest pair
     (theta_0 = 1), about two per pixel of a panel (the figures/ file samples every 0.01).
+    The left panel is the paper's view for any d and base: distances from 5 on (the peak at 0 cut off),
+    y from 0.95 x the smallest to 1.05 x the largest value there -- (6.07, 21.9) for Figure 2's d = 128, base
+    10^4, the paper's 6 to 22.
     """
 
     def __init__(self, d: int = 128, base: float = 10000.0, n_points: int = 1025):
@@ -150,14 +153,13 @@ class DecayView(View):
         self.fig = new_figure(9, 3.4, dpi=VIEW_DPI)
         self.axes = self.fig.subplots(1, 2)
         self.lines = [ax.plot(self.r, np.zeros_like(self.r), lw=1)[0] for ax in self.axes]
-        for ax, title in zip(self.axes, ["paper's view ($y$ from 6 to 22)", "full range"]):
+        for ax, title in zip(self.axes, ["paper's view (distance $\\geq$ 5, peak cut off)", "full range"]):
             ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", xlim=(0, 256), title=title)
             ax.grid(alpha=0.3)
-        self.axes[0].set_ylim(*FIG2_PAPER_YLIM)
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.lines, self.title)
-        self.relayout_params = frozenset({"d"})              # d moves the right panel's y-limit
-        self.relayout = (self.axes[1].yaxis, *self.axes[1].spines.values())
+        self.relayout_params = frozenset({"d", "base"})      # they move both panels' y-limits
+        self.relayout = tuple(a for ax in self.axes for a in (ax.yaxis, *ax.spines.values()))
         self._redraw()
         self._freeze_layout()
 
@@ -167,6 +169,8 @@ class DecayView(View):
         for line in self.lines:
             line.set_ydata(self.y)
         self.axes[1].set_ylim(0, (d / 2 + 1) / 2 * 1.05)
+        beyond = self.y[self.r >= 5]
+        self.axes[0].set_ylim(0.95 * beyond.min(), 1.05 * beyond.max())
         self.title.set_text(f"$d$ = {d}, base = {base:g}")
 
     def readout(self) -> str:
@@ -182,12 +186,25 @@ class RotationsView(View):
     angle difference plus the position-dependent part.  The right panel is the whole score,
     the sum over all d/2 pairs.  Moving m and n together rotates both arrows but keeps their
     angle, and the marker on the right stays put: the score depends only on m - n (eq 11).
+    ``shift`` moves both positions together: the arrows are drawn at m + shift and n + shift.
     ``i`` must be a pair index, 0..d/2-1 (a ValueError otherwise; the widget's slider follows d).
+
+    q and k are ``quantities.random_qk(d, seed)`` as they are (``self.q``, ``self.k``): the score the view
+    shows is ``quantities.score(q, k, m + shift, n + shift, base=base)``, the number a notebook cell prints
+    for the same state.  Each pair's arrows are drawn on the unit circle (their directions; the title
+    gives their lengths), so a short pair is not drawn as a dot.
     """
 
     def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16,
-                 seed: int = 0, max_distance: int = 64):
-        self.params = dict(m=m, n=n, i=i, base=base, d=d)
+                 seed: int = 0, max_distance: int = 64, shift: float = 0):
+        if isinstance(max_distance, bool) or not isinstance(max_distance, numbers.Integral) or max_distance < 1:
+            raise ValueError(f"max_distance must be a positive integer (the score panel spans -max_distance.."
+                             f"max_distance), got {max_distance!r}")
+        if max_distance > 100_000:
+            raise ValueError(f"max_distance must be at most 100000 (the curve has 4 max_distance + 1 points), "
+                             f"got {max_distance}")
+        val.check_seed(seed)
+        self.params = dict(m=m, n=n, i=i, base=base, d=d, shift=shift)
         self.seed, self.max_distance = seed, max_distance
         self.r = np.arange(-max_distance, max_distance + 1, 0.5)
         self.fig = new_figure(9, 3.8, dpi=VIEW_DPI)
@@ -217,43 +234,50 @@ class RotationsView(View):
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
                         self.marker_value, self.plane_title)
         self.relayout_params = frozenset({"base", "d"})      # they change the curve, its y-limits and the title
-        self.relayout = (self.ax_score.yaxis, self.curve, *self.ax_score.spines.values(), self.ax_score.title)
+        self.relayout = (self.ax_score.yaxis, self.curve, *self.ax_score.spines.values(),
+                         self.ax_score.title)
         self._redraw()
-        self._freeze_layout()
+        ylim = self.ax_score.get_ylim()
+        self.ax_score.set_ylim(-150, 150)          # lay out room for the widest tick labels (d up to 128), then
+        self._freeze_layout()                      # keep it: the y-label then never meets a tick label
+        self.ax_score.set_ylim(*ylim)
 
     def _vectors(self):
-        p = self.params
-        q, k = random_qk(p["d"], self.seed)
-        return q / np.linalg.norm(q) * np.sqrt(p["d"] / 2), k / np.linalg.norm(k) * np.sqrt(p["d"] / 2)
+        return random_qk(self.params["d"], self.seed)
 
     def _redraw(self):
         p = self.params
-        d, base = p["d"], p["base"]
-        val.check_scalar(p["m"], "m"), val.check_scalar(p["n"], "n")          # named here, not as rotate's positions
+        d, base = val.check_d(p["d"]), val.check_base(p["base"])
+        val.check_scalar(p["m"], "m"), val.check_scalar(p["n"], "n"), val.check_scalar(p["shift"], "shift")
         if isinstance(p["i"], bool) or not isinstance(p["i"], numbers.Integral):   # int(2.5) would show pair 2
             raise TypeError(f"i must be an integer pair index 0..d/2-1, got {p['i']!r}")
         i = int(p["i"])
         if not 0 <= i <= d // 2 - 1:
             raise ValueError(f"i must be a pair index 0..d/2-1 = 0..{d // 2 - 1} for d = {d}, got {p['i']}")
-        q, k = self._vectors()
-        qm, kn = rotate(q, p["m"], base=base), rotate(k, p["n"], base=base)
-        for line, vec in [(self.q0, q), (self.k0, k), (self.qm, qm), (self.kn, kn)]:
-            a, b = vec[2 * i:2 * i + 2] / max(np.linalg.norm(q[2 * i:2 * i + 2]), np.linalg.norm(k[2 * i:2 * i + 2]))
+        self.q, self.k = q, k = self._vectors()
+        pm, pn = p["m"] + p["shift"], p["n"] + p["shift"]
+        qm, kn = rotate(q, pm, base=base), rotate(k, pn, base=base)
+        lengths = [float(np.linalg.norm(v[2 * i:2 * i + 2])) for v in (q, k)]
+        for line, vec, length in [(self.q0, q, lengths[0]), (self.k0, k, lengths[1]), (self.qm, qm, lengths[0]),
+                                  (self.kn, kn, lengths[1])]:
+            a, b = vec[2 * i:2 * i + 2] / length if length > 0 else (0.0, 0.0)
             line.set_data([0, a], [0, b])
         self.theta_i = frequencies(d, base)[i]
-        self.value = float(score(q, k, p["m"], p["n"], base=base))
+        self.value = float(score(q, k, pm, pn, base=base))
         phi_q, phi_k = (np.angle(v[2 * i] + 1j * v[2 * i + 1]) for v in (q, k))
         self.angle = phi_q - phi_k + (p["m"] - p["n"]) * self.theta_i      # angle from k_n to q_m
         self.angle_text.set_text(rf"$(\phi_q - \phi_k) + (m-n)\theta_{{{i}}}$")
-        self.angle_values.set_text(_minus(f"= {phi_q - phi_k:+.2f} {(p['m'] - p['n']) * self.theta_i:+.2f} rad"))
-        self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$")
+        self.angle_values.set_text(_minus(f"= {phi_q - phi_k:+.2f} {(p['m'] - p['n']) * self.theta_i:+.2f}\n"
+                                          f"= {self.angle:+.2f} rad ({float(wrap_angle(self.angle)):+.2f} mod 2\N{GREEK SMALL LETTER PI})"))
+        self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$, "
+                                  rf"$|q_{{{i}}}| = {lengths[0]:.2f}$, $|k_{{{i}}}| = {lengths[1]:.2f}$")
         if getattr(self, "_curve_for", None) != (d, base):   # the curve depends on d and base only
             y = score_vs_distance(q, k, -self.r, base=base)               # x-axis is m - n = -(n - m)
             self.curve.set_ydata(y)
             self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
             self.ax_score.title.set_text(f"$d$ = {d}, base = {base:g}")
             self._curve_for = (d, base)
-        x = p["m"] - p["n"]
+        x = p["m"] - p["n"]                                          # shift moves both: x stays
         self.marker.set_data([x], [self.value])
         self.marker_value.xy = (x, self.value)                      # the value beside the marker, towards the middle
         self.marker_value.set(text=_minus(f"{self.value:.4f}"), ha="left" if x <= 0 else "right",
@@ -261,8 +285,10 @@ class RotationsView(View):
 
     def readout(self) -> str:
         p = self.params
-        return (f"m = {p['m']:g}, n = {p['n']:g}, m - n = {p['m'] - p['n']:g}; pair {int(p['i'])} of {p['d'] // 2}: "
-                f"theta = {self.theta_i:.4g}; q_m . k_n = {self.value:.6f}")
+        where = (f"m = {p['m']:g}, n = {p['n']:g}" if p["shift"] == 0 else
+                 f"m = {p['m']:g} + {p['shift']:g}, n = {p['n']:g} + {p['shift']:g}")
+        return (f"{where}, m - n = {p['m'] - p['n']:g}; pair {int(p['i'])} of {p['d'] // 2}: "
+                f"theta = {self.theta_i:.4g}, angle k_n to q_m = {self.angle:+.4f} rad; q_m . k_n = {self.value:.4f}")
 
 
 class ScalingView(View):

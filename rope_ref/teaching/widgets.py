@@ -54,9 +54,25 @@ def _log(name, lo_exp, hi_exp):
     return W.FloatLogSlider(base=10, min=lo_exp, max=hi_exp, step=0.25, description=name)
 
 
+#: The bases a base slider offers: round values, the paper's 10^4, Llama 3's 5*10^5 and Qwen's 10^6 among them.
+BASES = (10.0, 100.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 5e6, 1e7)
+
+
+def _bases(name):
+    return W.SelectionSlider(options=[(f"{b:g}", b) for b in BASES], description=name, continuous_update=True)
+
+
 def _set(name: str, slider, value):
     """Put ``value`` on ``slider`` if its range can show it, else a TypeError/ValueError: a slider clamps what it
     cannot show (m=100 on a 0..64 slider shows 64), and then the slider and the picture would disagree."""
+    if isinstance(slider, W.SelectionSlider):
+        options = [v for _, v in slider.options]
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be one of {[f'{v:g}' for v in options]} (the slider's values), got {value!r}")
+        if value not in options:
+            raise ValueError(f"{name} must be one of {[f'{v:g}' for v in options]} (the slider's values), got {value!r}")
+        slider.value = options[options.index(value)]
+        return slider.value
     integer = isinstance(slider, W.IntSlider)
     lo, hi = (slider.base ** slider.min, slider.base ** slider.max) if isinstance(slider, W.FloatLogSlider) \
         else (slider.min, slider.max)
@@ -69,14 +85,17 @@ def _set(name: str, slider, value):
     return value
 
 
-def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, d: int = 16) -> W.VBox:
-    """Sliders for positions m, n, pair index i, log10(base) and d over :class:`RotationsView`."""
-    controls = {"m": _int("m", 0, 64), "n": _int("n", 0, 64), "i": None, "base": _log("base", 1, 6),
-                "d": _int("d", 2, 128, 2)}
+def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, d: int = 16,
+                     shift: int = 0) -> W.VBox:
+    """Sliders for positions m, n, "both +" (a shift added to m and n together), pair index i, base and d over
+    :class:`RotationsView`."""
+    controls = {"m": _int("m", 0, 64), "n": _int("n", 0, 64), "shift": _int("both +", 0, 200),
+                "i": None, "base": _bases("base"), "d": _int("d", 2, 128, 2)}
     d = _set("d", controls["d"], d)
     controls["i"] = _int("pair i", 0, d // 2 - 1)
-    m, n, i, base = (_set(k, controls[k], v) for k, v in (("m", m), ("n", n), ("i", i), ("base", base)))
-    view = RotationsView(m=m, n=n, i=i, base=base, d=d)
+    m, n, shift, i, base = (_set(k, controls[k], v) for k, v in (("m", m), ("n", n), ("shift", shift), ("i", i),
+                                                                 ("base", base)))
+    view = RotationsView(m=m, n=n, i=i, base=base, d=d, shift=shift)
 
     def follow_d(change):
         # The pair slider runs over 0..d/2-1; lowering its max moves a larger value down in sight.
@@ -88,7 +107,7 @@ def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, 
 
 def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
     """Sliders for d and base over :class:`DecayView` (Figure 2)."""
-    controls = {"d": _int("d", 8, 512, 8), "base": _log("base", 2, 6)}
+    controls = {"d": _int("d", 8, 512, 8), "base": _bases("base")}
     d, base = _set("d", controls["d"], d), _set("base", controls["base"], base)
     return slider_app(DecayView(d=d, base=base), controls)
 
