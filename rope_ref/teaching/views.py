@@ -221,7 +221,7 @@ class RotationsView(View):
         self.angle_values = ax.text(0.02, 0.02, " ", transform=ax.transAxes)
         self.angle_text = ax.annotate(" ", xy=(0, 1), xycoords=self.angle_values, va="bottom")
         ax.set(aspect="equal", xlim=(-1.8, 1.8), ylim=(-1.8, 1.8), xticks=[], yticks=[])
-        self.plane_title = ax.set_title(" ")
+        self.plane_title = ax.set_title(" ", fontsize=9.5)
         ax.legend(loc="upper right", ncols=2)
         self.curve, = self.ax_score.plot(self.r, np.zeros_like(self.r), lw=1)
         self.marker, = self.ax_score.plot([0], [0], "o", color="C3", ms=8)
@@ -292,23 +292,31 @@ class RotationsView(View):
 
 
 class ScalingView(View):
-    """For a scale factor s: how each method rescales each frequency (left), and per pair the
-    largest angle seen in training against the largest angle at the extended length s * L_train (right)."""
+    """For a scale factor s, head dimension d, base and training length L: how each method rescales each
+    frequency (left); per pair the largest angle seen in training against the largest angle at the extended
+    length s * L (middle); and the squeeze (right): the angle between neighbouring positions, theta_i' per
+    pair, against training's theta_i -- linear scaling puts neighbours s times closer in every pair.
+
+    The x-axis is the pair's place in the spectrum, i / (d/2 - 1) from 0 (fastest) to 1 (slowest), so every d
+    shares one axis and a step redraws only lines and texts.
+    """
+
+    METHODS_Y = {"ratio": (4.0 ** -5.5, 1.5), "angle": (1e-3, 1e6), "gap": (1e-9, 3.0)}
 
     def __init__(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
-        self.params = dict(factor=factor)
-        self.d, self.base, self.train_len = d, base, train_len
-        self.fig = new_figure(11, 4.4, dpi=VIEW_DPI)
-        self.ax_ratio, self.ax_angle = self.fig.subplots(1, 2)
+        self.params = dict(factor=factor, d=d, base=base, train_len=train_len)
+        self._check(self.params)
+        self.fig = new_figure(13, 4.4, dpi=VIEW_DPI)
+        self.ax_ratio, self.ax_angle, self.ax_gap = self.fig.subplots(1, 3)
         names = list(method_configs())
-        pairs = np.arange(d // 2)
         colors = {n: f"C{j}" for j, n in enumerate(names)} | {"default": "0.55"}
+        xlabel = r"pair $i\,/\,(d/2-1)$ (fast $\rightarrow$ slow)"
         self.ratio_lines = {n: self.ax_ratio.plot([], [], label=n, lw=1.5, color=colors[n])[0] for n in names}
-        self.ax_ratio.set(xlabel=r"pair $i$ (fast $\rightarrow$ slow)", ylabel=r"$\theta_i' / \theta_i$", yscale="log",
-                          xlim=(0, d // 2 - 1), title="frequency ratio per pair")
+        self.ax_ratio.set(xlabel=xlabel, ylabel=r"$\theta_i' / \theta_i$", yscale="log", xlim=(0, 1),
+                          title="frequency ratio per pair")
         self.ax_ratio.legend(loc="lower left")
         ticks = [4.0 ** -k for k in range(6)][::-1]
-        self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)              # fixed, so a step only redraws the lines
+        self.ax_ratio.set_ylim(*self.METHODS_Y["ratio"])              # fixed, so a step only redraws the lines
         self.ax_ratio.yaxis.set_major_locator(FixedLocator(ticks))
         self.ax_ratio.yaxis.set_major_formatter(FixedFormatter([f"1/{round(1 / t)}" if t < 1 else "1" for t in ticks]))
         self.ax_ratio.yaxis.set_minor_locator(NullLocator())
@@ -316,39 +324,72 @@ class ScalingView(View):
         # Per pair: the largest angle reached, in turns (angle / 2 pi).  A pair below one turn in
         # training never saw the angles above its training curve.
         ax = self.ax_angle
-        ax.semilogy(pairs, train_len * frequencies(d, base) / (2 * np.pi), color="k", lw=2.5,
-                    label=rf"training: $L\,\theta_i$, $L = {train_len}$")
-        self.angle_lines = {n: ax.plot(pairs, np.ones(d // 2), lw=1.2, label=n, color=colors[n],
+        self.train_line, = ax.semilogy([], [], color="k", lw=2.5, label=r"training: $L\,\theta_i$")
+        self.angle_lines = {n: ax.plot([], [], lw=1.2, label=n, color=colors[n],
                                        ls="--" if n == "default" else "-")[0] for n in ["default", *names]}
         ax.axhline(1.0, color="0.5", ls=":", lw=1)
-        ax.text(1, 1.3, "above: a full turn, every angle seen", ha="left", va="bottom", color="0.35")
-        ax.set(xlabel=r"pair $i$ (fast $\rightarrow$ slow)", ylabel=r"largest angle $/\ 2\pi$ (turns)",
-               xlim=(0, d // 2 - 1), ylim=(1e-3, 1e5))
-        ax.legend(loc="upper right", ncols=2)
+        ax.text(0.02, 1.3, "above: a full turn", ha="left", va="bottom", color="0.35")
+        ax.set(xlabel=xlabel, ylabel=r"largest angle $/\ 2\pi$ (turns)", xlim=(0, 1), ylim=self.METHODS_Y["angle"])
+        ax.legend(loc="upper right", ncols=2, fontsize=7.5)
         ax.grid(alpha=0.3)
         self.angle_title = ax.set_title(" ")
-        self.title = self.fig.suptitle(f"trained on L = {train_len} positions")     # static: drawn once
-        self.dynamic = (*self.ratio_lines.values(), *self.angle_lines.values(), self.angle_title)
+        # The squeeze: theta_i' is the angle between positions m and m + 1 in pair i.
+        ax = self.ax_gap
+        self.gap_train, = ax.semilogy([], [], color="k", lw=2.5, label=r"training: $\theta_i$")
+        self.gap_lines = {n: ax.plot([], [], lw=1.2, label=n, color=colors[n])[0] for n in names}
+        ax.set(xlabel=xlabel, ylabel="angle between neighbouring positions (rad)", xlim=(0, 1),
+               ylim=self.METHODS_Y["gap"], title="the squeeze: neighbours' angle gap")
+        ax.legend(loc="lower left", fontsize=7.5)
+        ax.grid(alpha=0.3)
+        self.gap_text = ax.text(0.98, 0.97, " ", transform=ax.transAxes, ha="right", va="top", fontsize=8.5)
+        self.title = self.fig.suptitle(" ")
+        self.dynamic = (*self.ratio_lines.values(), self.train_line, *self.angle_lines.values(), self.angle_title,
+                        self.gap_train, *self.gap_lines.values(), self.gap_text, self.title)
         self._redraw()
         self._freeze_layout()
 
+    @staticmethod
+    def _check(p) -> None:
+        val.check_base(p["factor"], "factor")                  # a positive finite real: not the string '2'
+        if p["factor"] < 1:
+            raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), "
+                             f"got {p['factor']}")
+        d = val.check_d(p["d"])
+        if d < 4:
+            raise ValueError(f"d must be an even integer >= 4 (two pairs at least, for a spectrum), got {d}")
+        if d > 4096:
+            raise ValueError(f"d must be at most 4096 (one line point per pair), got {d}")
+        val.check_base(p["base"])
+        val.check_positive_int(p["train_len"], "train_len")
+
     def _redraw(self):
-        factor = val.check_base(self.params["factor"], "factor")   # a positive finite real: not the string '2'
-        scaled = scaled_frequencies(self.d, self.base, factor, self.train_len)   # once per step
-        self.ratios = ratios = frequency_ratios(self.d, self.base, scaled=scaled)
-        pairs = np.arange(self.d // 2)
+        p = self.params
+        self._check(p)
+        factor, d, base, train_len = float(p["factor"]), int(p["d"]), float(p["base"]), int(p["train_len"])
+        scaled = scaled_frequencies(d, base, factor, train_len)   # once per step
+        self.ratios = ratios = frequency_ratios(d, base, scaled=scaled)
+        x = np.arange(d // 2) / (d // 2 - 1)
+        theta = frequencies(d, base)
         for name, (ratio, _) in ratios.items():
-            self.ratio_lines[name].set_data(pairs, ratio)
-        self.angles = angles_reached(self.d, self.base, factor, self.train_len, scaled=scaled)
-        extended = factor * self.train_len
-        self.angles["default"] = extended * frequencies(self.d, self.base)
+            self.ratio_lines[name].set_data(x, ratio)
+            self.gap_lines[name].set_data(x, ratio * theta)
+        self.angles = angles_reached(d, base, factor, train_len, scaled=scaled)
+        extended = factor * train_len
+        self.angles["default"] = extended * theta
+        self.train_line.set_data(x, self.angles["training"] / (2 * np.pi))
         for name, line in self.angle_lines.items():
-            line.set_ydata(self.angles[name] / (2 * np.pi))
+            line.set_data(x, self.angles[name] / (2 * np.pi))
+        self.gap_train.set_data(x, theta)
+        self.gaps = {name: ratio * theta for name, (ratio, _) in ratios.items()}
         # short plain text: every glyph is rasterised again each step (~50 us each), mathtext parsed (~6 ms)
         self.angle_title.set_text(f"largest angle per pair at {factor:g} L = {extended:g}")
+        self.gap_text.set_text(f"pair 0, neighbours apart by: training {theta[0]:.3g} rad,\n"
+                               f"linear {self.gaps['linear'][0]:.3g}, yarn {self.gaps['yarn'][0]:.3g}, "
+                               f"llama3 {self.gaps['llama3'][0]:.3g}")
+        self.title.set_text(f"d = {d}, base = {base:g}, trained on L = {train_len} positions, extended {factor:g}x")
 
     def readout(self) -> str:
-        f = float(self.params["factor"])
-        ratios = self.ratios
-        return "factor {:g}: slowest pair scaled by ".format(f) + ", ".join(
-            f"{n} {r[-1]:.3g}" for n, (r, _) in ratios.items())
+        p = self.params
+        return (f"factor {float(p['factor']):g}, d = {p['d']}, base = {float(p['base']):g}, L = {p['train_len']}: "
+                "slowest pair scaled by " + ", ".join(f"{n} {r[-1]:.3g}" for n, (r, _) in self.ratios.items())
+                + f"; neighbours in pair 0 apart by {self.gaps['linear'][0]:.3g} rad with linear")
