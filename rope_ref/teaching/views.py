@@ -147,8 +147,10 @@ class DecayView(View):
 
     def __init__(self, d: int = 128, base: float = 10000.0, n_points: int = 1025):
         self.params = dict(d=d, base=base)
-        if val.check_positive_int(n_points, "n_points") < 2:
-            raise ValueError(f"n_points must be at least 2 (the curve's samples over [0, 256]), got {n_points}")
+        if not 2 <= val.check_positive_int(n_points, "n_points") <= 100_000:
+            raise ValueError(f"n_points must be an integer from 2 to 100000 (the curve's samples over [0, 256]), "
+                             f"got {n_points}")
+        val.check_d(d), val.check_base(base)
         self.r = np.linspace(0, 256, n_points)
         self.fig = new_figure(9, 3.4, dpi=VIEW_DPI)
         self.axes = self.fig.subplots(1, 2)
@@ -197,7 +199,10 @@ class RotationsView(View):
 
     def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16,
                  seed: int = 0, max_distance: int = 64, shift: float = 0):
-        if isinstance(max_distance, bool) or not isinstance(max_distance, numbers.Integral) or max_distance < 1:
+        if isinstance(max_distance, bool) or not isinstance(max_distance, numbers.Integral):
+            raise TypeError(f"max_distance must be a positive integer (the score panel spans -max_distance.."
+                            f"max_distance), got {max_distance!r}")
+        if max_distance < 1:
             raise ValueError(f"max_distance must be a positive integer (the score panel spans -max_distance.."
                              f"max_distance), got {max_distance!r}")
         if max_distance > 100_000:
