@@ -90,11 +90,19 @@ def test_every_exercise_has_a_student_cell_a_checker_and_a_hidden_solution(name)
             f"{name}: after the student cell {student} comes a markdown cell '{SOLUTION_HEADING}' and nothing else"
         assert head["metadata"].get("heading_collapsed") is True and "solution" in tags(head), \
             f"{name} cell {h}: the solution heading is collapsed (heading_collapsed: true) and tagged solution"
+        assert head["metadata"].get("jp-MarkdownHeadingCollapsed") is True, \
+            f"{name} cell {h}: JupyterLab 4 reads the collapsed state from jp-MarkdownHeadingCollapsed: true"
         assert sol, f"{name}: no cells tagged 'solution' under the heading {h}"
         for k in sol:
             jm = cs[k]["metadata"].get("jupyter", {})
             assert jm.get("source_hidden") is True and jm.get("outputs_hidden") is True, \
                 f"{name} cell {k}: a solution cell hides its source and its outputs"
+            first = src(cs[k]).split("\n", 1)[0]
+            assert first == ("# (solution)" if cs[k]["cell_type"] == "code" else "*(solution)*"), \
+                f"{name} cell {k}: a hidden cell still shows its first line; it must give nothing away, got {first!r}"
+            if cs[k]["cell_type"] == "code":       # a hidden output shows its first line too
+                assert src(cs[k]).split("\n")[1].startswith('print("(solution)")'), \
+                    f"{name} cell {k}: a solution's first output line is print(\"(solution)\")"
         sol_code = [src(cs[k]) for k in sol if cs[k]["cell_type"] == "code"]
         assert sol_code and re.search(rf"^assert exercises\.{checker[0]}\(", sol_code[-1], re.M), \
             f"{name}: the solution to exercise {task} ends with `assert exercises.{checker[0]}(...)`"
@@ -117,7 +125,7 @@ def test_exactly_one_cell_writes_a_formula_and_it_is_the_eq34_solution():
     assert len(tagged) == 1
     name, c = tagged[0]
     assert name == "01_three_forms" and "solution" in tags(c) and "rr.rotate(x)" in src(c)
-    lines = [ln for ln in src(c).splitlines() if ln.strip() and not ln.startswith(("print", "assert", "x = "))]
+    lines = [ln for ln in src(c).splitlines() if ln.strip() and not ln.startswith(("print", "assert", "x = ", "#"))]
     assert len(lines) <= 5, "eq 34 in five lines"
 
 
