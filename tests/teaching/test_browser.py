@@ -343,6 +343,38 @@ def test_solutions_stay_hidden_in_jupyterlab_until_clicked(jupyter_server, brows
         page.close()
 
 
+def test_run_all_in_jupyterlab_keeps_solutions_hidden(jupyter_server, browser):
+    """The README tells instructors to Run All before class: running every cell (the solutions too) must not
+    unfold a collapsed heading or a hidden output."""
+    name = "00_why_positions.ipynb"
+    work = jupyter_server_dir(jupyter_server)
+    shutil.copy(ROOT / "notebooks" / name, work / f"run_all_{name}")
+    found = _solution_needles(nbformat.read(work / f"executed_{name}", 4))
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{jupyter_server}/lab/tree/run_all_{name}?token={TOKEN}&reset")
+        page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell", timeout=60_000)
+        page.wait_for_selector(".jp-StatusBar-TextItem:has-text('| Idle')", timeout=60_000)
+        for attempt in range(3):   # a run-all issued while the kernel is still connecting can be dropped
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
+            try:
+                page.wait_for_selector("text=Not answered yet", timeout=30_000)
+                break
+            except Exception:
+                if attempt == 2:
+                    raise
+        page.wait_for_selector(".jp-StatusBar-TextItem:has-text('| Idle')", timeout=60_000)
+        page.wait_for_timeout(1500)
+        text = _visible_text(page)
+        leaks = [n for n in found["needles"] if n in text]
+        assert not leaks and "Correct:" not in text, f"Run All showed solution text: {leaks}"
+        assert _panel(page).locator(".jp-showHiddenCellsButton").count() == 1, "the Solution heading is still folded"
+    finally:
+        page.close()
+
+
 def jupyter_server_dir(url: str) -> Path:
     """The folder the test's JupyterLab serves (its root_dir), asked from the server itself."""
     with urllib.request.urlopen(f"{url}/api/contents?token={TOKEN}", timeout=10) as r:
