@@ -17,7 +17,8 @@ import numbers
 
 import numpy as np
 
-from ..core import frequencies, rotate, rotation_matrix, wrap_angle
+from ..attention import attention
+from ..core import decay_bound, frequencies, rotate, rotation_matrix, wrap_angle
 from .quantities import pair_polar, random_qk
 
 
@@ -183,7 +184,6 @@ def check_decay_prediction(value_at_0, far_is_higher) -> bool:
     if not isinstance(far_is_higher, (bool, np.bool_)):
         return _say(False, f"far_is_higher should be True or False, got {far_is_higher!r}")
     r = np.linspace(0, 256, 2561)
-    from ..core import decay_bound
     lo, hi = decay_bound(r, 128, 1e4), decay_bound(r, 128, 5e5)
     if abs(v - hi[0]) > 1e-6:
         return _say(False, f"the value at distance 0 is not {v:g}: at distance 0 every term e^(i 0 theta) is 1, "
@@ -203,7 +203,6 @@ def check_rerotating_cache(answer, q, k, v, t: int = 20) -> bool:
     vector rotated at position t (shape ``(..., 1, d_v)``)."""
     if _unanswered(answer, hint="compute the buggy step's output with rr.attention into answer, then run this cell"):
         return False
-    from ..attention import attention
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
     sl_q, sl_kv = (Ellipsis, slice(t, t + 1), slice(None)), (Ellipsis, slice(0, t + 1), slice(None))
     shape = q[sl_q].shape[:-1] + v.shape[-1:]

@@ -226,21 +226,20 @@ class RotationsView(View):
         self.angle_values = ax.text(0.02, 0.02, " ", transform=ax.transAxes)
         self.angle_text = ax.annotate(" ", xy=(0, 1), xycoords=self.angle_values, va="bottom")
         ax.set(aspect="equal", xlim=(-1.8, 1.8), ylim=(-1.8, 1.8), xticks=[], yticks=[])
-        self.plane_title = ax.set_title(" ", fontsize=9.5)
+        self.plane_title = ax.set_title(" \n ")          # two lines: the pair and theta, then the lengths
         ax.legend(loc="upper right", ncols=2)
         self.curve, = self.ax_score.plot(self.r, np.zeros_like(self.r), lw=1)
         self.marker, = self.ax_score.plot([0], [0], "o", color="C3", ms=8)
-        self.marker_value = self.ax_score.annotate(" ", xy=(0, 0), xytext=(10, 0), textcoords="offset points",
-                                                   va="center")
         self.ax_score.set(xlabel="relative distance $m - n$", ylabel=r"$q_m \cdot k_n$ (sum over all $d/2$ pairs)",
                           xlim=self.r[[0, -1]])
-        self.ax_score.set_title(" ", y=1.0)        # a fixed position: a relayout step draws the title by itself
+        self.score_title = self.ax_score.set_title(" ", y=1.0, loc="left")   # fixed: a relayout step draws the title by itself
+        self.score_text = self.ax_score.set_title(" ", y=1.0, loc="right", color="C3")   # the red dot's value
         self.ax_score.grid(alpha=0.3)
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
-                        self.marker_value, self.plane_title)
+                        self.score_text, self.plane_title)
         self.relayout_params = frozenset({"base", "d"})      # they change the curve, its y-limits and the title
         self.relayout = (self.ax_score.yaxis, self.curve, *self.ax_score.spines.values(),
-                         self.ax_score.title)
+                         self.score_title)
         self._redraw()
         ylim = self.ax_score.get_ylim()
         self.ax_score.set_ylim(-150, 150)          # lay out room for the widest tick labels (d up to 128), then
@@ -274,19 +273,17 @@ class RotationsView(View):
         self.angle_text.set_text(rf"$(\phi_q - \phi_k) + (m-n)\theta_{{{i}}}$")
         self.angle_values.set_text(_minus(f"= {phi_q - phi_k:+.2f} {(p['m'] - p['n']) * self.theta_i:+.2f}\n"
                                           f"= {self.angle:+.2f} rad ({float(wrap_angle(self.angle)):+.2f} mod 2\N{GREEK SMALL LETTER PI})"))
-        self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$, "
+        self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$" "\n"
                                   rf"$|q_{{{i}}}| = {lengths[0]:.2f}$, $|k_{{{i}}}| = {lengths[1]:.2f}$")
         if getattr(self, "_curve_for", None) != (d, base):   # the curve depends on d and base only
             y = score_vs_distance(q, k, -self.r, base=base)               # x-axis is m - n = -(n - m)
             self.curve.set_ydata(y)
             self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
-            self.ax_score.title.set_text(f"$d$ = {d}, base = {base:g}")
+            self.score_title.set_text(f"$d$ = {d}, base = {base:g}")
             self._curve_for = (d, base)
         x = p["m"] - p["n"]                                          # shift moves both: x stays
         self.marker.set_data([x], [self.value])
-        self.marker_value.xy = (x, self.value)                      # the value beside the marker, towards the middle
-        self.marker_value.set(text=_minus(f"{self.value:.4f}"), ha="left" if x <= 0 else "right",
-                              position=(10 if x <= 0 else -10, 0))
+        self.score_text.set_text(_minus(f"red dot: q\N{MIDDLE DOT}k = {self.value:.4f}"))
 
     def readout(self) -> str:
         p = self.params
@@ -302,8 +299,8 @@ class ScalingView(View):
     length s * L (middle); and the squeeze (right): the angle between neighbouring positions, theta_i' per
     pair, against training's theta_i -- linear scaling puts neighbours s times closer in every pair.
 
-    The x-axis is the pair's place in the spectrum, i / (d/2 - 1) from 0 (fastest) to 1 (slowest), so every d
-    shares one axis and a step redraws only lines and texts.
+    The x-axis is the pair index; a change of d relays out the three x-axes (``relayout``), any other step
+    redraws only lines and texts.
     """
 
     METHODS_Y = {"ratio": (4.0 ** -5.5, 1.5), "angle": (1e-3, 1e6), "gap": (1e-9, 3.0)}
@@ -315,9 +312,9 @@ class ScalingView(View):
         self.ax_ratio, self.ax_angle, self.ax_gap = self.fig.subplots(1, 3)
         names = list(method_configs())
         colors = {n: f"C{j}" for j, n in enumerate(names)} | {"default": "0.55"}
-        xlabel = r"pair $i\,/\,(d/2-1)$ (fast $\rightarrow$ slow)"
+        xlabel = r"pair $i$ (fast $\rightarrow$ slow)"
         self.ratio_lines = {n: self.ax_ratio.plot([], [], label=n, lw=1.5, color=colors[n])[0] for n in names}
-        self.ax_ratio.set(xlabel=xlabel, ylabel=r"$\theta_i' / \theta_i$", yscale="log", xlim=(0, 1),
+        self.ax_ratio.set(xlabel=xlabel, ylabel=r"$\theta_i' / \theta_i$", yscale="log",
                           title="frequency ratio per pair")
         self.ax_ratio.legend(loc="lower left")
         ticks = [4.0 ** -k for k in range(6)][::-1]
@@ -333,23 +330,29 @@ class ScalingView(View):
         self.angle_lines = {n: ax.plot([], [], lw=1.2, label=n, color=colors[n],
                                        ls="--" if n == "default" else "-")[0] for n in ["default", *names]}
         ax.axhline(1.0, color="0.5", ls=":", lw=1)
-        ax.text(0.02, 1.3, "above: a full turn", ha="left", va="bottom", color="0.35")
-        ax.set(xlabel=xlabel, ylabel=r"largest angle $/\ 2\pi$ (turns)", xlim=(0, 1), ylim=self.METHODS_Y["angle"])
-        ax.legend(loc="upper right", ncols=2, fontsize=7.5)
+        ax.text(0.02, 0.02, "dotted: one full turn", transform=ax.transAxes,
+                ha="left", va="bottom", color="0.35")
+        ax.set(xlabel=xlabel, ylabel=r"largest angle $/\ 2\pi$ (turns)", ylim=self.METHODS_Y["angle"])
+        ax.legend(loc="upper right", ncols=2)
         ax.grid(alpha=0.3)
         self.angle_title = ax.set_title(" ")
         # The squeeze: theta_i' is the angle between positions m and m + 1 in pair i.
         ax = self.ax_gap
         self.gap_train, = ax.semilogy([], [], color="k", lw=2.5, label=r"training: $\theta_i$")
         self.gap_lines = {n: ax.plot([], [], lw=1.2, label=n, color=colors[n])[0] for n in names}
-        ax.set(xlabel=xlabel, ylabel="angle between neighbouring positions (rad)", xlim=(0, 1),
-               ylim=self.METHODS_Y["gap"], title="the squeeze: neighbours' angle gap")
-        ax.legend(loc="lower left", fontsize=7.5)
+        ax.set(xlabel=xlabel, ylabel="angle between neighbours (rad)", ylim=self.METHODS_Y["gap"])
+        ax.legend(loc="lower left")
         ax.grid(alpha=0.3)
-        self.gap_text = ax.text(0.98, 0.97, " ", transform=ax.transAxes, ha="right", va="top", fontsize=8.5)
+        self.gap_text = ax.set_title(" \n ")            # the squeeze in numbers, two lines (dynamic)
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.ratio_lines.values(), self.train_line, *self.angle_lines.values(), self.angle_title,
                         self.gap_train, *self.gap_lines.values(), self.gap_text, self.title)
+        self.relayout_params = frozenset({"d"})              # d moves the three x-axes
+        # what a new x-axis is drawn under, in a full redraw's order: the grid (both axes), the static lines and
+        # notes, the spines, the legend
+        self.relayout = tuple(a for ax in self.fig.axes for a in (
+            ax.xaxis, ax.yaxis, *(ln for ln in ax.lines if ln not in self.dynamic),
+            *(tx for tx in ax.texts if tx not in self.dynamic), *ax.spines.values(), ax.get_legend()))
         self._redraw()
         self._freeze_layout()
 
@@ -373,7 +376,9 @@ class ScalingView(View):
         factor, d, base, train_len = float(p["factor"]), int(p["d"]), float(p["base"]), int(p["train_len"])
         scaled = scaled_frequencies(d, base, factor, train_len)   # once per step
         self.ratios = ratios = frequency_ratios(d, base, scaled=scaled)
-        x = np.arange(d // 2) / (d // 2 - 1)
+        x = np.arange(d // 2)
+        for ax in self.fig.axes:
+            ax.set_xlim(0, d // 2 - 1)
         theta = frequencies(d, base)
         for name, (ratio, _) in ratios.items():
             self.ratio_lines[name].set_data(x, ratio)
@@ -388,9 +393,8 @@ class ScalingView(View):
         self.gaps = {name: ratio * theta for name, (ratio, _) in ratios.items()}
         # short plain text: every glyph is rasterised again each step (~50 us each), mathtext parsed (~6 ms)
         self.angle_title.set_text(f"largest angle per pair at {factor:g} L = {extended:g}")
-        self.gap_text.set_text(f"pair 0, neighbours apart by: training {theta[0]:.3g} rad,\n"
-                               f"linear {self.gaps['linear'][0]:.3g}, yarn {self.gaps['yarn'][0]:.3g}, "
-                               f"llama3 {self.gaps['llama3'][0]:.3g}")
+        self.gap_text.set_text(f"the squeeze, pair 0: neighbours\n{theta[0]:.3g} rad apart, "
+                               f"{self.gaps['linear'][0]:.3g} with linear")
         self.title.set_text(f"d = {d}, base = {base:g}, trained on L = {train_len} positions, extended {factor:g}x")
 
     def readout(self) -> str:

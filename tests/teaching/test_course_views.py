@@ -59,8 +59,8 @@ def test_rotations_view_score_equals_the_cell_below(nb02):
 def test_rotations_view_draws_the_number_of_its_readout():
     from rope_ref.teaching.widgets import rotations_widget
     w = rotations_widget(m=3, n=7, i=0, base=10000.0, d=16)
-    shown = w.view.marker_value.get_text().replace("\N{MINUS SIGN}", "-")
-    assert f"q_m . k_n = {shown}" in w.readout.value
+    shown = w.view.score_text.get_text().replace("\N{MINUS SIGN}", "-").split("= ")[-1]
+    assert f"q_m . k_n = {shown}" in w.readout.value and shown == "1.6182"
 
 
 def test_decay_view_numbers_equal_the_cells(tmp_path):

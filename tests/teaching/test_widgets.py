@@ -193,3 +193,21 @@ def test_static_fallback_is_a_strip_of_captioned_frames(make, n):
     frames = np.asarray(strip.convert("RGB"))
     tiles = [frames[j * (one.height + 40) + 40:(j + 1) * (one.height + 40)] for j in range(n)]
     assert all(np.any(tiles[0] != t) for t in tiles[1:]), "every frame shows another state"
+
+
+@pytest.mark.parametrize("steps", [[{"d": 64}], [{"factor": 3.0}, {"d": 256}, {"base": 5e5, "train_len": 8192}]])
+def test_scaling_view_steps_draw_what_a_full_redraw_draws(steps):
+    """A d step relays out the three x-axes on a cached image; the picture equals a full redraw."""
+    import io
+    from PIL import Image
+    from rope_ref.teaching.views import ScalingView
+    view = ScalingView()
+    view.to_png()
+    for params in steps:
+        view.update(**params)
+        shown = np.asarray(Image.open(io.BytesIO(view.to_png())).convert("RGB"))
+        canvas = view.fig.canvas
+        canvas.draw()
+        for artist in view.dynamic:
+            view.fig.draw_artist(artist)
+        np.testing.assert_array_equal(shown, np.asarray(canvas.buffer_rgba())[..., :3], err_msg=str(params))
