@@ -85,6 +85,7 @@ def test_every_exercise_has_a_student_cell_a_checker_and_a_hidden_solution(name)
         assert len(checker) == 1 and callable(getattr(exercises, checker[0], None)), \
             f"{name} cell {student}: the student cell ends by calling one checker of rope_ref.teaching.exercises"
         assert re.search(r"^\w+ = None\b", code, re.M), f"{name} cell {student}: the student's answer starts as None"
+        assert code.rstrip().endswith(");"), f"{name} cell {student}: the checker's call ends with ';' (no stray False)"
         head = cs[h] if h < len(cs) else None
         assert head is not None and head["cell_type"] == "markdown" and src(head).strip() == SOLUTION_HEADING, \
             f"{name}: after the student cell {student} comes a markdown cell '{SOLUTION_HEADING}' and nothing else"
