@@ -262,3 +262,12 @@ def test_notebook_05_names_and_no_repeated_wavelength_cell():
     code = "\n".join("".join(c["source"]) for c in json.loads((NB_DIR / "05_context_extension.ipynb").read_text())["cells"]
                      if c["cell_type"] == "code")
     assert "wavelengths(" not in code, "the wavelength cell lives in 00; 05 refers back"
+
+
+def test_notebook_01_worked_example():
+    c, s = math.cos(1.4314), math.sin(1.4314)
+    assert (f"{c:.3f}", f"{s:.3f}") == ("0.139", "0.990")
+    x, y = 1.5410 * c + 0.2934 * s, 1.5410 * s - 0.2934 * c            # rotate (1.5410, -0.2934) by 1.4314
+    assert (f"{x:.4f}", f"{y:.4f}") == ("0.5047", "1.4853")
+    t = " ".join(text("01_three_forms").split())
+    assert "$(0.5047, 1.4853)$" in t and "$\\cos 1.4314 \\approx 0.139$" in t and "$\\sin 1.4314 \\approx 0.990$" in t
