@@ -215,7 +215,7 @@ def radial_scaled(x, positions, a: float, *, base: float = 10000.0) -> np.ndarra
                        f"{np.max(np.abs(m), initial=0):g}", "|m log a| well below 709 and |x| not near 1.8e308")
 
 
-# --- notebook 02: Abel summation (eqs 35-37) --------------------------------------------------------------------------
+# --- notebook 03: Abel summation (eqs 35-37) --------------------------------------------------------------------------
 
 def abel_terms(q, k, distance: float, *, base: float = 10000.0) -> dict:
     """Each side of eqs 35-37 for one relative distance r = m - n, as complex/real numbers.
@@ -338,3 +338,74 @@ class KVCache:
         with np.errstate(over="ignore", invalid="ignore"):
             return _finite(np.einsum("...t,...td->...d", w / w.sum(axis=-1, keepdims=True), V), "the weighted sum of v",
                            "|v| well below 1.8e308")
+
+
+# --- notebook 00: four ways to give attention positions, on one task ---------------------------------------------------
+
+def t5_bucket(distance, num_buckets: int = 32, max_distance: int = 128) -> np.ndarray:
+    """T5's relative-position bucket for a causal distance m - n >= 0 (Raffel et al. 2020, arXiv:1910.10683;
+    transformers' ``T5Attention._relative_position_bucket`` with ``bidirectional=False``): distances below
+    num_buckets/2 get a bucket each, larger ones share log-spaced buckets, all beyond ``max_distance`` the last."""
+    r = np.asarray(val.check_positions_any(distance, "distance"), dtype=np.int64)
+    if np.any(r < 0):
+        raise ValueError(f"distance must be causal, m - n >= 0, got a minimum of {r.min()}")
+    exact = num_buckets // 2
+    with np.errstate(divide="ignore"):
+        log_bucket = exact + (np.log(np.maximum(r, 1) / exact) / np.log(max_distance / exact)
+                              * (num_buckets - exact)).astype(np.int64)
+    return np.where(r < exact, r, np.minimum(log_bucket, num_buckets - 1))
+
+
+def offset_head_weights(offsets=(3, 7), train_len: int = 64, d: int = 128, height: float = 8.0,
+                        window_ends=(63, 1000), alibi_slope: float = 0.5) -> dict:
+    """A head that should look a *content-dependent* number of tokens back, fitted with four position schemes.
+
+    Query content ``c`` (one per entry of ``offsets``) should put its weight on the key ``offsets[c]`` back: the
+    target logits are ``height`` at that distance and 0 elsewhere, for distances 0..train_len-1 (keys carry no
+    content, so only positions can do it).  Each scheme is fitted by least squares on the training positions
+    0..train_len-1 and then evaluated on a window of ``train_len`` keys ending at each of ``window_ends``:
+
+    * ``learned absolute``: a table of position vectors (rank-``d`` logits A_c[m] . B[n], fitted by SVD); it has
+      no row for a position >= train_len (nan there);
+    * ``T5 bias``: one learned bias per distance bucket (:func:`t5_bucket`), added to the logits, the same for
+      every content (the bias does not see the query);
+    * ``ALiBi``: a fixed bias -slope * (m - n) (Press et al. 2021, arXiv:2108.12409): no parameters to fit;
+    * ``RoPE``: a query vector per content, keys rotated: logits q_c^T R_(n-m) k, a sum of cos/sin of
+      (m - n) theta_i with d coefficients per content, fitted by least squares.
+
+    Returns ``{scheme: weights}``, weights of shape ``(len(offsets), len(window_ends))``: the softmax weight each
+    query content gives its target key (1 is perfect, 1/train_len is no preference).
+    """
+    train_len, d = val.check_positive_int(train_len, "train_len"), val.check_d(d)
+    offsets = [val.check_positive_int(o, "offsets") for o in offsets]
+    if max(offsets) >= train_len:
+        raise ValueError(f"offsets must be below train_len = {train_len}, got {offsets}")
+    r = np.arange(train_len)                                          # distances m - n in a window
+    targets = [height * (r == o) for o in offsets]
+    theta = frequencies(d)
+    features = np.concatenate([np.cos(np.outer(r, theta)), np.sin(np.outer(r, theta))], axis=1)   # (L, d)
+    rope = [np.linalg.lstsq(features, t, rcond=None)[0] for t in targets]        # q_c^T R k, per content
+    buckets = t5_bucket(r)
+    mean_target = np.mean(targets, axis=0)                                       # one bias for every content
+    t5 = np.array([mean_target[buckets == b].mean() if np.any(buckets == b) else 0.0 for b in range(32)])
+    dist = np.subtract.outer(np.arange(train_len), np.arange(train_len))         # m - n on the training grid
+    absolute = []
+    for o in offsets:                                                            # rank-d fit of the target map
+        u, s, vt = np.linalg.svd(np.where(dist == o, height, 0.0))
+        absolute.append((u[:, :d] * s[:d], vt[:d].T))
+    out = {name: np.full((len(offsets), len(window_ends)), np.nan)
+           for name in ["learned absolute", "T5 bias", "ALiBi", "RoPE"]}
+    for j, end in enumerate(window_ends):
+        keys = np.arange(end - train_len + 1, end + 1)                           # a window of train_len keys
+        rel = end - keys
+        for c, o in enumerate(offsets):
+            target_key = int(np.flatnonzero(rel == o)[0])
+            logits = {"T5 bias": t5[t5_bucket(rel)], "ALiBi": -alibi_slope * rel,
+                      "RoPE": np.concatenate([np.cos(np.outer(rel, theta)), np.sin(np.outer(rel, theta))], 1) @ rope[c]}
+            if end < train_len:
+                a, b = absolute[c]
+                logits["learned absolute"] = a[end] @ b[keys].T
+            for name, z in logits.items():
+                w = np.exp(z - z.max())
+                out[name][c, j] = w[target_key] / w.sum()
+    return out

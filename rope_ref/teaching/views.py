@@ -16,9 +16,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
 from .. import _validate as val
-from ..forms import decay_bound, frequencies, rotate
+from ..forms import decay_bound, frequencies, rotate, wrap_angle
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
-from .quantities import FIG2_PAPER_YLIM, random_qk, score, score_vs_distance
+from .quantities import random_qk, score, score_vs_distance
 from .style import DPI, VIEW_DPI, new_figure, unit_circle
 
 
@@ -140,24 +140,28 @@ class DecayView(View):
 
     Distances in steps of 0.25 (``n_points``): 25 samples per turn of the fastest pair
     (theta_0 = 1), about two per pixel of a panel (the figures/ file samples every 0.01).
+    The left panel is the paper's view for any d and base: distances from 5 on (the peak at 0 cut off),
+    y from 0.95 x the smallest to 1.05 x the largest value there -- (6.07, 21.9) for Figure 2's d = 128, base
+    10^4, the paper's 6 to 22.
     """
 
     def __init__(self, d: int = 128, base: float = 10000.0, n_points: int = 1025):
         self.params = dict(d=d, base=base)
-        if val.check_positive_int(n_points, "n_points") < 2:
-            raise ValueError(f"n_points must be at least 2 (the curve's samples over [0, 256]), got {n_points}")
+        if not 2 <= val.check_positive_int(n_points, "n_points") <= 100_000:
+            raise ValueError(f"n_points must be an integer from 2 to 100000 (the curve's samples over [0, 256]), "
+                             f"got {n_points}")
+        val.check_d(d), val.check_base(base)
         self.r = np.linspace(0, 256, n_points)
         self.fig = new_figure(9, 3.4, dpi=VIEW_DPI)
         self.axes = self.fig.subplots(1, 2)
         self.lines = [ax.plot(self.r, np.zeros_like(self.r), lw=1)[0] for ax in self.axes]
-        for ax, title in zip(self.axes, ["paper's view ($y$ from 6 to 22)", "full range"]):
+        for ax, title in zip(self.axes, ["paper's view (distance $\\geq$ 5, peak cut off)", "full range"]):
             ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", xlim=(0, 256), title=title)
             ax.grid(alpha=0.3)
-        self.axes[0].set_ylim(*FIG2_PAPER_YLIM)
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.lines, self.title)
-        self.relayout_params = frozenset({"d"})              # d moves the right panel's y-limit
-        self.relayout = (self.axes[1].yaxis, *self.axes[1].spines.values())
+        self.relayout_params = frozenset({"d", "base"})      # they move both panels' y-limits
+        self.relayout = tuple(a for ax in self.axes for a in (ax.yaxis, *ax.spines.values()))
         self._redraw()
         self._freeze_layout()
 
@@ -167,6 +171,8 @@ class DecayView(View):
         for line in self.lines:
             line.set_ydata(self.y)
         self.axes[1].set_ylim(0, (d / 2 + 1) / 2 * 1.05)
+        beyond = self.y[self.r >= 5]
+        self.axes[0].set_ylim(0.95 * beyond.min(), 1.05 * beyond.max())
         self.title.set_text(f"$d$ = {d}, base = {base:g}")
 
     def readout(self) -> str:
@@ -182,12 +188,28 @@ class RotationsView(View):
     angle difference plus the position-dependent part.  The right panel is the whole score,
     the sum over all d/2 pairs.  Moving m and n together rotates both arrows but keeps their
     angle, and the marker on the right stays put: the score depends only on m - n (eq 11).
+    ``shift`` moves both positions together: the arrows are drawn at m + shift and n + shift.
     ``i`` must be a pair index, 0..d/2-1 (a ValueError otherwise; the widget's slider follows d).
+
+    q and k are ``quantities.random_qk(d, seed)`` as they are (``self.q``, ``self.k``): the score the view
+    shows is ``quantities.score(q, k, m + shift, n + shift, base=base)``, the number a notebook cell prints
+    for the same state.  Each pair's arrows are drawn on the unit circle (their directions; the title
+    gives their lengths), so a short pair is not drawn as a dot.
     """
 
     def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16,
-                 seed: int = 0, max_distance: int = 64):
-        self.params = dict(m=m, n=n, i=i, base=base, d=d)
+                 seed: int = 0, max_distance: int = 64, shift: float = 0):
+        if isinstance(max_distance, bool) or not isinstance(max_distance, numbers.Integral):
+            raise TypeError(f"max_distance must be a positive integer (the score panel spans -max_distance.."
+                            f"max_distance), got {max_distance!r}")
+        if max_distance < 1:
+            raise ValueError(f"max_distance must be a positive integer (the score panel spans -max_distance.."
+                             f"max_distance), got {max_distance!r}")
+        if max_distance > 100_000:
+            raise ValueError(f"max_distance must be at most 100000 (the curve has 4 max_distance + 1 points), "
+                             f"got {max_distance}")
+        val.check_seed(seed)
+        self.params = dict(m=m, n=n, i=i, base=base, d=d, shift=shift)
         self.seed, self.max_distance = seed, max_distance
         self.r = np.arange(-max_distance, max_distance + 1, 0.5)
         self.fig = new_figure(9, 3.8, dpi=VIEW_DPI)
@@ -204,85 +226,99 @@ class RotationsView(View):
         self.angle_values = ax.text(0.02, 0.02, " ", transform=ax.transAxes)
         self.angle_text = ax.annotate(" ", xy=(0, 1), xycoords=self.angle_values, va="bottom")
         ax.set(aspect="equal", xlim=(-1.8, 1.8), ylim=(-1.8, 1.8), xticks=[], yticks=[])
-        self.plane_title = ax.set_title(" ")
+        self.plane_title = ax.set_title(" \n ")          # two lines: the pair and theta, then the lengths
         ax.legend(loc="upper right", ncols=2)
         self.curve, = self.ax_score.plot(self.r, np.zeros_like(self.r), lw=1)
         self.marker, = self.ax_score.plot([0], [0], "o", color="C3", ms=8)
-        self.marker_value = self.ax_score.annotate(" ", xy=(0, 0), xytext=(10, 0), textcoords="offset points",
-                                                   va="center")
         self.ax_score.set(xlabel="relative distance $m - n$", ylabel=r"$q_m \cdot k_n$ (sum over all $d/2$ pairs)",
                           xlim=self.r[[0, -1]])
-        self.ax_score.set_title(" ", y=1.0)        # a fixed position: a relayout step draws the title by itself
+        self.score_title = self.ax_score.set_title(" ", y=1.0, loc="left")   # fixed: a relayout step draws the title by itself
+        self.score_text = self.ax_score.set_title(" ", y=1.0, loc="right", color="C3")   # the red dot's value
         self.ax_score.grid(alpha=0.3)
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
-                        self.marker_value, self.plane_title)
+                        self.score_text, self.plane_title)
         self.relayout_params = frozenset({"base", "d"})      # they change the curve, its y-limits and the title
-        self.relayout = (self.ax_score.yaxis, self.curve, *self.ax_score.spines.values(), self.ax_score.title)
+        self.relayout = (self.ax_score.yaxis, self.curve, *self.ax_score.spines.values(),
+                         self.score_title)
         self._redraw()
-        self._freeze_layout()
+        ylim = self.ax_score.get_ylim()
+        self.ax_score.set_ylim(-150, 150)          # lay out room for the widest tick labels (d up to 128), then
+        self._freeze_layout()                      # keep it: the y-label then never meets a tick label
+        self.ax_score.set_ylim(*ylim)
 
     def _vectors(self):
-        p = self.params
-        q, k = random_qk(p["d"], self.seed)
-        return q / np.linalg.norm(q) * np.sqrt(p["d"] / 2), k / np.linalg.norm(k) * np.sqrt(p["d"] / 2)
+        return random_qk(self.params["d"], self.seed)
 
     def _redraw(self):
         p = self.params
-        d, base = p["d"], p["base"]
-        val.check_scalar(p["m"], "m"), val.check_scalar(p["n"], "n")          # named here, not as rotate's positions
+        d, base = val.check_d(p["d"]), val.check_base(p["base"])
+        val.check_scalar(p["m"], "m"), val.check_scalar(p["n"], "n"), val.check_scalar(p["shift"], "shift")
         if isinstance(p["i"], bool) or not isinstance(p["i"], numbers.Integral):   # int(2.5) would show pair 2
             raise TypeError(f"i must be an integer pair index 0..d/2-1, got {p['i']!r}")
         i = int(p["i"])
         if not 0 <= i <= d // 2 - 1:
             raise ValueError(f"i must be a pair index 0..d/2-1 = 0..{d // 2 - 1} for d = {d}, got {p['i']}")
-        q, k = self._vectors()
-        qm, kn = rotate(q, p["m"], base=base), rotate(k, p["n"], base=base)
-        for line, vec in [(self.q0, q), (self.k0, k), (self.qm, qm), (self.kn, kn)]:
-            a, b = vec[2 * i:2 * i + 2] / max(np.linalg.norm(q[2 * i:2 * i + 2]), np.linalg.norm(k[2 * i:2 * i + 2]))
+        self.q, self.k = q, k = self._vectors()
+        pm, pn = p["m"] + p["shift"], p["n"] + p["shift"]
+        qm, kn = rotate(q, pm, base=base), rotate(k, pn, base=base)
+        lengths = [float(np.linalg.norm(v[2 * i:2 * i + 2])) for v in (q, k)]
+        for line, vec, length in [(self.q0, q, lengths[0]), (self.k0, k, lengths[1]), (self.qm, qm, lengths[0]),
+                                  (self.kn, kn, lengths[1])]:
+            a, b = vec[2 * i:2 * i + 2] / length if length > 0 else (0.0, 0.0)
             line.set_data([0, a], [0, b])
         self.theta_i = frequencies(d, base)[i]
-        self.value = float(score(q, k, p["m"], p["n"], base=base))
+        self.value = float(score(q, k, pm, pn, base=base))
         phi_q, phi_k = (np.angle(v[2 * i] + 1j * v[2 * i + 1]) for v in (q, k))
         self.angle = phi_q - phi_k + (p["m"] - p["n"]) * self.theta_i      # angle from k_n to q_m
         self.angle_text.set_text(rf"$(\phi_q - \phi_k) + (m-n)\theta_{{{i}}}$")
-        self.angle_values.set_text(_minus(f"= {phi_q - phi_k:+.2f} {(p['m'] - p['n']) * self.theta_i:+.2f} rad"))
-        self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$")
+        self.angle_values.set_text(_minus(f"= {phi_q - phi_k:+.2f} {(p['m'] - p['n']) * self.theta_i:+.2f}\n"
+                                          f"= {self.angle:+.2f} rad ({float(wrap_angle(self.angle)):+.2f} mod 2\N{GREEK SMALL LETTER PI})"))
+        self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$" "\n"
+                                  rf"$|q_{{{i}}}| = {lengths[0]:.2f}$, $|k_{{{i}}}| = {lengths[1]:.2f}$")
         if getattr(self, "_curve_for", None) != (d, base):   # the curve depends on d and base only
             y = score_vs_distance(q, k, -self.r, base=base)               # x-axis is m - n = -(n - m)
             self.curve.set_ydata(y)
             self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
-            self.ax_score.title.set_text(f"$d$ = {d}, base = {base:g}")
+            self.score_title.set_text(f"$d$ = {d}, base = {base:g}")
             self._curve_for = (d, base)
-        x = p["m"] - p["n"]
+        x = p["m"] - p["n"]                                          # shift moves both: x stays
         self.marker.set_data([x], [self.value])
-        self.marker_value.xy = (x, self.value)                      # the value beside the marker, towards the middle
-        self.marker_value.set(text=_minus(f"{self.value:.4f}"), ha="left" if x <= 0 else "right",
-                              position=(10 if x <= 0 else -10, 0))
+        self.score_text.set_text(_minus(f"red dot: q\N{MIDDLE DOT}k = {self.value:.4f}"))
 
     def readout(self) -> str:
         p = self.params
-        return (f"m = {p['m']:g}, n = {p['n']:g}, m - n = {p['m'] - p['n']:g}; pair {int(p['i'])} of {p['d'] // 2}: "
-                f"theta = {self.theta_i:.4g}; q_m . k_n = {self.value:.6f}")
+        where = (f"m = {p['m']:g}, n = {p['n']:g}" if p["shift"] == 0 else
+                 f"m = {p['m']:g} + {p['shift']:g}, n = {p['n']:g} + {p['shift']:g}")
+        return (f"{where}, m - n = {p['m'] - p['n']:g}; pair {int(p['i'])} of {p['d'] // 2}: "
+                f"theta = {self.theta_i:.4g}, angle k_n to q_m = {self.angle:+.4f} rad; q_m . k_n = {self.value:.4f}")
 
 
 class ScalingView(View):
-    """For a scale factor s: how each method rescales each frequency (left), and per pair the
-    largest angle seen in training against the largest angle at the extended length s * L_train (right)."""
+    """For a scale factor s, head dimension d, base and training length L: how each method rescales each
+    frequency (left); per pair the largest angle seen in training against the largest angle at the extended
+    length s * L (middle); and the squeeze (right): the angle between neighbouring positions, theta_i' per
+    pair, against training's theta_i -- linear scaling puts neighbours s times closer in every pair.
+
+    The x-axis is the pair index; a change of d relays out the three x-axes (``relayout``), any other step
+    redraws only lines and texts.
+    """
+
+    METHODS_Y = {"ratio": (4.0 ** -5.5, 1.5), "angle": (1e-3, 1e6), "gap": (1e-9, 3.0)}
 
     def __init__(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
-        self.params = dict(factor=factor)
-        self.d, self.base, self.train_len = d, base, train_len
-        self.fig = new_figure(11, 4.4, dpi=VIEW_DPI)
-        self.ax_ratio, self.ax_angle = self.fig.subplots(1, 2)
+        self.params = dict(factor=factor, d=d, base=base, train_len=train_len)
+        self._check(self.params)
+        self.fig = new_figure(13, 4.4, dpi=VIEW_DPI)
+        self.ax_ratio, self.ax_angle, self.ax_gap = self.fig.subplots(1, 3)
         names = list(method_configs())
-        pairs = np.arange(d // 2)
         colors = {n: f"C{j}" for j, n in enumerate(names)} | {"default": "0.55"}
+        xlabel = r"pair $i$ (fast $\rightarrow$ slow)"
         self.ratio_lines = {n: self.ax_ratio.plot([], [], label=n, lw=1.5, color=colors[n])[0] for n in names}
-        self.ax_ratio.set(xlabel=r"pair $i$ (fast $\rightarrow$ slow)", ylabel=r"$\theta_i' / \theta_i$", yscale="log",
-                          xlim=(0, d // 2 - 1), title="frequency ratio per pair")
+        self.ax_ratio.set(xlabel=xlabel, ylabel=r"$\theta_i' / \theta_i$", yscale="log",
+                          title="frequency ratio per pair")
         self.ax_ratio.legend(loc="lower left")
         ticks = [4.0 ** -k for k in range(6)][::-1]
-        self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)              # fixed, so a step only redraws the lines
+        self.ax_ratio.set_ylim(*self.METHODS_Y["ratio"])              # fixed, so a step only redraws the lines
         self.ax_ratio.yaxis.set_major_locator(FixedLocator(ticks))
         self.ax_ratio.yaxis.set_major_formatter(FixedFormatter([f"1/{round(1 / t)}" if t < 1 else "1" for t in ticks]))
         self.ax_ratio.yaxis.set_minor_locator(NullLocator())
@@ -290,39 +326,79 @@ class ScalingView(View):
         # Per pair: the largest angle reached, in turns (angle / 2 pi).  A pair below one turn in
         # training never saw the angles above its training curve.
         ax = self.ax_angle
-        ax.semilogy(pairs, train_len * frequencies(d, base) / (2 * np.pi), color="k", lw=2.5,
-                    label=rf"training: $L\,\theta_i$, $L = {train_len}$")
-        self.angle_lines = {n: ax.plot(pairs, np.ones(d // 2), lw=1.2, label=n, color=colors[n],
+        self.train_line, = ax.semilogy([], [], color="k", lw=2.5, label=r"training: $L\,\theta_i$")
+        self.angle_lines = {n: ax.plot([], [], lw=1.2, label=n, color=colors[n],
                                        ls="--" if n == "default" else "-")[0] for n in ["default", *names]}
         ax.axhline(1.0, color="0.5", ls=":", lw=1)
-        ax.text(1, 1.3, "above: a full turn, every angle seen", ha="left", va="bottom", color="0.35")
-        ax.set(xlabel=r"pair $i$ (fast $\rightarrow$ slow)", ylabel=r"largest angle $/\ 2\pi$ (turns)",
-               xlim=(0, d // 2 - 1), ylim=(1e-3, 1e5))
+        ax.text(0.02, 0.02, "dotted: one full turn", transform=ax.transAxes,
+                ha="left", va="bottom", color="0.35")
+        ax.set(xlabel=xlabel, ylabel=r"largest angle $/\ 2\pi$ (turns)", ylim=self.METHODS_Y["angle"])
         ax.legend(loc="upper right", ncols=2)
         ax.grid(alpha=0.3)
         self.angle_title = ax.set_title(" ")
-        self.title = self.fig.suptitle(f"trained on L = {train_len} positions")     # static: drawn once
-        self.dynamic = (*self.ratio_lines.values(), *self.angle_lines.values(), self.angle_title)
+        # The squeeze: theta_i' is the angle between positions m and m + 1 in pair i.
+        ax = self.ax_gap
+        self.gap_train, = ax.semilogy([], [], color="k", lw=2.5, label=r"training: $\theta_i$")
+        self.gap_lines = {n: ax.plot([], [], lw=1.2, label=n, color=colors[n])[0] for n in names}
+        ax.set(xlabel=xlabel, ylabel="angle between neighbours (rad)", ylim=self.METHODS_Y["gap"])
+        ax.legend(loc="lower left")
+        ax.grid(alpha=0.3)
+        self.gap_text = ax.set_title(" \n ")            # the squeeze in numbers, two lines (dynamic)
+        self.title = self.fig.suptitle(" ")
+        self.dynamic = (*self.ratio_lines.values(), self.train_line, *self.angle_lines.values(), self.angle_title,
+                        self.gap_train, *self.gap_lines.values(), self.gap_text, self.title)
+        self.relayout_params = frozenset({"d"})              # d moves the three x-axes
+        # what a new x-axis is drawn under, in a full redraw's order: the grid (both axes), the static lines and
+        # notes, the spines, the legend
+        self.relayout = tuple(a for ax in self.fig.axes for a in (
+            ax.xaxis, ax.yaxis, *(ln for ln in ax.lines if ln not in self.dynamic),
+            *(tx for tx in ax.texts if tx not in self.dynamic), *ax.spines.values(), ax.get_legend()))
         self._redraw()
         self._freeze_layout()
 
+    @staticmethod
+    def _check(p) -> None:
+        val.check_base(p["factor"], "factor")                  # a positive finite real: not the string '2'
+        if p["factor"] < 1:
+            raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), "
+                             f"got {p['factor']}")
+        d = val.check_d(p["d"])
+        if d < 4:
+            raise ValueError(f"d must be an even integer >= 4 (two pairs at least, for a spectrum), got {d}")
+        if d > 4096:
+            raise ValueError(f"d must be at most 4096 (one line point per pair), got {d}")
+        val.check_base(p["base"])
+        val.check_positive_int(p["train_len"], "train_len")
+
     def _redraw(self):
-        factor = val.check_base(self.params["factor"], "factor")   # a positive finite real: not the string '2'
-        scaled = scaled_frequencies(self.d, self.base, factor, self.train_len)   # once per step
-        self.ratios = ratios = frequency_ratios(self.d, self.base, scaled=scaled)
-        pairs = np.arange(self.d // 2)
+        p = self.params
+        self._check(p)
+        factor, d, base, train_len = float(p["factor"]), int(p["d"]), float(p["base"]), int(p["train_len"])
+        scaled = scaled_frequencies(d, base, factor, train_len)   # once per step
+        self.ratios = ratios = frequency_ratios(d, base, scaled=scaled)
+        x = np.arange(d // 2)
+        for ax in self.fig.axes:
+            ax.set_xlim(0, d // 2 - 1)
+        theta = frequencies(d, base)
         for name, (ratio, _) in ratios.items():
-            self.ratio_lines[name].set_data(pairs, ratio)
-        self.angles = angles_reached(self.d, self.base, factor, self.train_len, scaled=scaled)
-        extended = factor * self.train_len
-        self.angles["default"] = extended * frequencies(self.d, self.base)
+            self.ratio_lines[name].set_data(x, ratio)
+            self.gap_lines[name].set_data(x, ratio * theta)
+        self.angles = angles_reached(d, base, factor, train_len, scaled=scaled)
+        extended = factor * train_len
+        self.angles["default"] = extended * theta
+        self.train_line.set_data(x, self.angles["training"] / (2 * np.pi))
         for name, line in self.angle_lines.items():
-            line.set_ydata(self.angles[name] / (2 * np.pi))
+            line.set_data(x, self.angles[name] / (2 * np.pi))
+        self.gap_train.set_data(x, theta)
+        self.gaps = {name: ratio * theta for name, (ratio, _) in ratios.items()}
         # short plain text: every glyph is rasterised again each step (~50 us each), mathtext parsed (~6 ms)
         self.angle_title.set_text(f"largest angle per pair at {factor:g} L = {extended:g}")
+        self.gap_text.set_text(f"the squeeze, pair 0: neighbours\n{theta[0]:.3g} rad apart, "
+                               f"{self.gaps['linear'][0]:.3g} with linear")
+        self.title.set_text(f"d = {d}, base = {base:g}, trained on L = {train_len} positions, extended {factor:g}x")
 
     def readout(self) -> str:
-        f = float(self.params["factor"])
-        ratios = self.ratios
-        return "factor {:g}: slowest pair scaled by ".format(f) + ", ".join(
-            f"{n} {r[-1]:.3g}" for n, (r, _) in ratios.items())
+        p = self.params
+        return (f"factor {float(p['factor']):g}, d = {p['d']}, base = {float(p['base']):g}, L = {p['train_len']}: "
+                "slowest pair scaled by " + ", ".join(f"{n} {r[-1]:.3g}" for n, (r, _) in self.ratios.items())
+                + f"; neighbours in pair 0 apart by {self.gaps['linear'][0]:.3g} rad with linear")

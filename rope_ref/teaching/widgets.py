@@ -10,26 +10,69 @@ from __future__ import annotations
 
 import base64
 import numbers
+import re
 
 import ipywidgets as W
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from .style import VIEW_DPI
-from .views import DecayView, RotationsView, ScalingView, View
+from .views import DecayView, RotationsView, ScalingView, View, _png
 
 
 class SliderApp(W.VBox):
-    """The sliders' box; it also carries its current image as ``image/png``, so a page rendered
-    without a live kernel (the course site, a notebook viewer) shows the plot instead of nothing."""
+    """The sliders' box.  For a page rendered without a live kernel (the course site, a notebook viewer) it also
+    carries ``image/png``: the view at a few telling slider values, one frame under another, each captioned with
+    its values (:func:`frames_png`), and ``text/plain``: the readout of the state the sliders start in."""
+
+    frames: tuple = ()
 
     def _repr_mimebundle_(self, **kwargs):
         data = super()._repr_mimebundle_(**kwargs)
         if data is not None:
-            data["image/png"] = base64.b64encode(self.image.value).decode("ascii")
+            png = frames_png(self.view, self.frames) if self.frames else self.image.value
+            data["image/png"] = base64.b64encode(png).decode("ascii")
+            data["text/plain"] = _plain(self.readout.value)
         return data
 
 
-def slider_app(view: View, controls: dict) -> W.VBox:
-    """Wire ``controls`` (name -> widget) to ``view``; return the assembled box."""
+def _plain(html_text: str) -> str:
+    return re.sub(r"<[^>]+>", "", html_text)
+
+
+def frames_png(view: View, frames) -> bytes:
+    """The view at each state of ``frames`` -- ``(caption, params)`` pairs, applied one after another from the
+    view's current state -- stacked top to bottom, each under one line: its caption and the view's readout.
+    The view is put back in the state it started in.  Returns PNG bytes."""
+    start = dict(view.params)
+    images, captions = [], []
+    try:
+        for caption, params in frames:
+            view.update(**params)
+            view.to_png()
+            images.append(np.asarray(view.fig.canvas.buffer_rgba()).copy())
+            captions.append((f"{len(images)}. {caption}", _plain(view.readout())))
+    finally:
+        view.update(**start)
+        view.to_png()
+    h, w = images[0].shape[:2]
+    band = 40                                              # pixels for two caption lines above each frame
+    fig = Figure(figsize=(w / VIEW_DPI, len(images) * (h + band) / VIEW_DPI), dpi=VIEW_DPI, facecolor="white")
+    canvas = FigureCanvasAgg(fig)
+    total = len(images) * (h + band)
+    for j, (img, (caption, values)) in enumerate(zip(images, captions)):
+        top = total - j * (h + band)                       # figimage and text count pixels from the bottom
+        fig.text(6 / w, (top - 11) / total, caption, va="center", ha="left", fontsize=10, fontweight="bold")
+        fig.text(6 / w, (top - 29) / total, values, va="center", ha="left", fontsize=8.5, family="monospace")
+        fig.figimage(img, xo=0, yo=top - band - h)
+    canvas.draw()
+    return _png(np.asarray(canvas.buffer_rgba()))
+
+
+def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
+    """Wire ``controls`` (name -> widget) to ``view``; return the assembled box.  ``frames``: ``(caption,
+    params)`` pairs for the static fallback (:func:`frames_png`)."""
     width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
     image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
     readout = W.HTML(value=view.readout())
@@ -43,6 +86,7 @@ def slider_app(view: View, controls: dict) -> W.VBox:
         w.observe(on_change, names="value")
     box = SliderApp([W.HBox(list(controls.values()), layout=W.Layout(flex_flow="row wrap")), readout, image])
     box.view, box.controls, box.image, box.readout = view, controls, image, readout
+    box.frames = tuple(frames)
     return box
 
 
@@ -50,13 +94,27 @@ def _int(name, lo, hi, step=1):
     return W.IntSlider(min=lo, max=hi, step=step, description=name, continuous_update=True)
 
 
-def _log(name, lo_exp, hi_exp):
-    return W.FloatLogSlider(base=10, min=lo_exp, max=hi_exp, step=0.25, description=name)
+#: The bases a base slider offers: round values, the paper's 10^4, Llama 3's 5*10^5 and Qwen's 10^6 among them.
+BASES = (10.0, 100.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 5e6, 1e7)
+
+
+def _bases(name):
+    return W.SelectionSlider(options=[(f"{b:g}", b) for b in BASES], description=name, continuous_update=True)
 
 
 def _set(name: str, slider, value):
     """Put ``value`` on ``slider`` if its range can show it, else a TypeError/ValueError: a slider clamps what it
     cannot show (m=100 on a 0..64 slider shows 64), and then the slider and the picture would disagree."""
+    if isinstance(slider, W.SelectionSlider):
+        options = [v for _, v in slider.options]
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and float(value) in options:
+            value = options[options.index(float(value))]
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be one of {[f'{v:g}' for v in options]} (the slider's values), got {value!r}")
+        if value not in options:
+            raise ValueError(f"{name} must be one of {[f'{v:g}' for v in options]} (the slider's values), got {value!r}")
+        slider.value = options[options.index(value)]
+        return slider.value
     integer = isinstance(slider, W.IntSlider)
     lo, hi = (slider.base ** slider.min, slider.base ** slider.max) if isinstance(slider, W.FloatLogSlider) \
         else (slider.min, slider.max)
@@ -69,31 +127,53 @@ def _set(name: str, slider, value):
     return value
 
 
-def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, d: int = 16) -> W.VBox:
-    """Sliders for positions m, n, pair index i, log10(base) and d over :class:`RotationsView`."""
-    controls = {"m": _int("m", 0, 64), "n": _int("n", 0, 64), "i": None, "base": _log("base", 1, 6),
-                "d": _int("d", 2, 128, 2)}
+def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, d: int = 16,
+                     shift: int = 0) -> W.VBox:
+    """Sliders for positions m, n, "both +" (a shift added to m and n together), pair index i, base and d over
+    :class:`RotationsView`."""
+    controls = {"m": _int("m", 0, 64), "n": _int("n", 0, 64), "shift": _int("both +", 0, 200),
+                "i": None, "base": _bases("base"), "d": _int("d", 2, 128, 2)}
     d = _set("d", controls["d"], d)
     controls["i"] = _int("pair i", 0, d // 2 - 1)
-    m, n, i, base = (_set(k, controls[k], v) for k, v in (("m", m), ("n", n), ("i", i), ("base", base)))
-    view = RotationsView(m=m, n=n, i=i, base=base, d=d)
+    m, n, shift, i, base = (_set(k, controls[k], v) for k, v in (("m", m), ("n", n), ("shift", shift), ("i", i),
+                                                                 ("base", base)))
+    view = RotationsView(m=m, n=n, i=i, base=base, d=d, shift=shift)
 
     def follow_d(change):
         # The pair slider runs over 0..d/2-1; lowering its max moves a larger value down in sight.
         controls["i"].max = change["new"] // 2 - 1
 
     controls["d"].observe(follow_d, names="value")     # registered first: runs before the view updates
-    return slider_app(view, controls)
+    frames = [("the start", {}),
+              ("m moved by 9: the dot slides along the curve", {"m": m + 9 if m + 9 <= 64 else m - 9}),
+              ("back, then both + 20: both arrows turn, the dot stays", {"m": m, "shift": shift + 20}),
+              (f"pair {min(3, d // 2 - 1)}: a slower pair, the same score", {"i": min(3, d // 2 - 1)})]
+    return slider_app(view, controls, frames)
 
 
 def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
     """Sliders for d and base over :class:`DecayView` (Figure 2)."""
-    controls = {"d": _int("d", 8, 512, 8), "base": _log("base", 2, 6)}
+    controls = {"d": _int("d", 8, 512, 8), "base": _bases("base")}
     d, base = _set("d", controls["d"], d), _set("base", controls["base"], base)
-    return slider_app(DecayView(d=d, base=base), controls)
+    second = (("d = 128: Figure 2", {"d": 128, "base": 10000.0}) if (d, base) != (128, 10000.0) else
+              ("d = 64: a lower peak", {"d": 64}))
+    frames = [("the start", {}), second,
+              ("d = 128, Llama 3's base 5e5: slower decay", {"base": 500000.0}),
+              ("d = 512: a higher peak", {"d": 512, "base": 10000.0})]
+    return slider_app(DecayView(d=d, base=base), controls, frames)
 
 
-def scaling_widget(factor: float = 8.0) -> W.VBox:
-    """A slider for the context-extension factor over :class:`ScalingView`."""
-    controls = {"factor": W.FloatSlider(min=1.0, max=32.0, step=1.0, description="factor")}
-    return slider_app(ScalingView(factor=_set("factor", controls["factor"], factor)), controls)
+#: Training lengths the scaling view offers.
+TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768)
+
+
+def scaling_widget(factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = 4096) -> W.VBox:
+    """Sliders for the context-extension factor, d, base and the training length over :class:`ScalingView`."""
+    controls = {"factor": W.FloatSlider(min=1.0, max=32.0, step=1.0, description="factor"),
+                "d": _int("d", 16, 256, 16), "base": _bases("base"),
+                "train_len": W.SelectionSlider(options=[(str(n), n) for n in TRAIN_LENGTHS], description="L train")}
+    values = {k: _set(k, controls[k], v) for k, v in
+              (("factor", factor), ("d", d), ("base", base), ("train_len", train_len))}
+    frames = [("the start", {}), ("factor 2: a small extension", {"factor": 2.0}),
+              ("factor 32: linear squeezes neighbours 32 times closer in every pair", {"factor": 32.0})]
+    return slider_app(ScalingView(**values), controls, frames)

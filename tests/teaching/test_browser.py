@@ -32,6 +32,7 @@ ARTIFACTS = ROOT / "test-artifacts" / "browser"
 TOKEN = "rope-ref-browser-test"
 LATENCY_FILE = ARTIFACTS / "latency.json"      # read by benchmarks/bench.py --browser
 LATENCY_PRESSES = 15
+_ROOT_DIRS: dict = {}         # JupyterLab's URL -> the folder it serves
 
 # The same slider, readout and image, swapping a small PNG and nothing else: JupyterLab's own round
 # trip on this machine, to read the views' latencies against (rope_ref is not imported).
@@ -59,6 +60,18 @@ W.VBox([W.HBox([slider]), readout, image])
 """
 
 
+#: Notebooks whose solutions the browser checks are hidden (each is opened executed, as after Run All).
+HIDDEN_SOLUTION_NOTEBOOKS = ("00_why_positions.ipynb", "01_three_forms.ipynb", "02_rotations.ipynb",
+                             "03_long_term_decay.ipynb", "04_attention.ipynb", "05_context_extension.ipynb")
+
+
+def _executed(path: Path):
+    from nbclient import NotebookClient
+    nb = nbformat.read(path, 4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -69,8 +82,10 @@ def _free_port() -> int:
 def jupyter_server(tmp_path_factory, chromium):
     """JupyterLab serving a scratch copy of the notebooks; stopped in the finalizer."""
     work = tmp_path_factory.mktemp("lab")
-    for nb in ("02_long_term_decay.ipynb", "03_rotations.ipynb", "05_context_extension.ipynb"):
+    for nb in ("02_rotations.ipynb", "03_long_term_decay.ipynb", "05_context_extension.ipynb"):
         shutil.copy(ROOT / "notebooks" / nb, work / nb)
+    for name in HIDDEN_SOLUTION_NOTEBOOKS:          # executed copies: every solution has its outputs
+        nbformat.write(_executed(ROOT / "notebooks" / name), work / f"executed_{name}")
     round_trip = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(ROUND_TRIP_SOURCE)])
     round_trip.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(round_trip, work / ROUND_TRIP)
@@ -94,6 +109,7 @@ def jupyter_server(tmp_path_factory, chromium):
     log = open(work / "server.log", "w")
     proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
+    _ROOT_DIRS[url] = work
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -214,8 +230,8 @@ def _assert_clean(page, errors):
 
 
 @pytest.mark.parametrize("notebook,label,presses", [
-    ("03_rotations.ipynb", "m", 3),
-    ("02_long_term_decay.ipynb", "d", 2),
+    ("02_rotations.ipynb", "m", 3),
+    ("03_long_term_decay.ipynb", "d", 2),
     ("05_context_extension.ipynb", "factor", 2),
     (ROUND_TRIP, "m", 3),
 ])
@@ -233,3 +249,134 @@ def test_slider_moves_readout_and_plot(jupyter_server, browser, notebook, label,
     finally:
         page.close()
     assert time.monotonic() - t0 < 110
+
+
+# --- solutions stay hidden until clicked -------------------------------------------------------------------------------
+
+def _solution_needles(nb) -> dict:
+    """Text that only a solution shows: per solution cell, a line of its source (code) or a phrase of its prose
+    (markdown, no math), and the first line of each of its text outputs; plus how many images its outputs hold."""
+    import re
+    needles, images = [], 0
+    for cell in nb.cells:
+        if "solution" not in cell.metadata.get("tags", []) or cell.metadata.get("heading_collapsed"):
+            continue
+        if cell.cell_type == "code":
+            needles.append(next(ln.strip() for ln in cell.source.splitlines()
+                                if len(ln.strip()) > 12 and "(solution)" not in ln))
+            for out in cell.get("outputs", []):
+                text = out.get("text") or out.get("data", {}).get("text/plain", "")
+                lines = [ln.strip() for ln in text.splitlines() if ln.strip() and ln.strip() != "(solution)"]
+                if out.output_type == "stream" and lines:
+                    needles.append(lines[0])
+                images += "image/png" in out.get("data", {})
+        else:
+            prose = re.sub(r"\$\$.*?\$\$|\$[^$]*\$", "|", cell.source.replace("*(solution)*", ""), flags=re.S)
+            words = [w for w in re.split(r"[|*`:.]", prose) if len(w.split()) >= 4]
+            if words:                                 # (a cell of formulas only has its code cell's needles)
+                needles.append(" ".join(max(words, key=len).split()[:4]))
+    elsewhere = "".join(c.source + "".join(o.get("text", "") for o in c.get("outputs", [])) for c in nb.cells
+                        if "solution" not in c.metadata.get("tags", []))
+    needles = [" ".join(n.split()) for n in needles]
+    return {"needles": [n for n in needles if n not in " ".join(elsewhere.split())], "images": images}
+
+
+def _visible_text(page) -> str:
+    """The notebook's visible text, whitespace runs made one space (the needles are compared the same way)."""
+    return " ".join(_panel(page).locator(".jp-Notebook").inner_text().split())
+
+
+def _visible_output_images(page) -> int:
+    return _panel(page).locator(".jp-OutputArea-output img:visible").count()
+
+
+@pytest.mark.parametrize("name", HIDDEN_SOLUTION_NOTEBOOKS)
+def test_solutions_stay_hidden_in_jupyterlab_until_clicked(jupyter_server, browser, name):
+    """An executed notebook (as an instructor leaves it after Run All) opened in JupyterLab: no solution's source,
+    prose or output is visible, and no solution image; the one visible line is "Solution".  Clicking the collapsed
+    heading and then each hidden cell shows them (so the check can see solution text when it is there)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    nb = nbformat.read(jupyter_server_dir(jupyter_server) / f"executed_{name}", 4)
+    found = _solution_needles(nb)
+    shown_images = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
+                       and "solution" not in c.metadata.get("tags", []) for o in c.get("outputs", []))
+    assert found["needles"]
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{jupyter_server}/lab/tree/executed_{name}?token={TOKEN}&reset")
+        page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell", timeout=60_000)
+        page.wait_for_selector(".jp-StatusBar-TextItem:has-text('| Idle')", timeout=60_000)
+        page.wait_for_timeout(1500)                       # rendered markdown and outputs settle
+        text = _visible_text(page)
+        page.screenshot(path=str(ARTIFACTS / f"hidden_{Path(name).stem}.png"), full_page=True)
+        assert "Solution" in text and "Not answered yet" in text, "the heading and the student cell's output show"
+        leaks = [n for n in found["needles"] if n in text]
+        assert not leaks, f"{name}: solution text visible before a click: {leaks}"
+        assert "Correct:" not in text
+        assert _visible_output_images(page) <= shown_images, f"{name}: a solution's image is visible"
+        # Click 1: "N cells hidden" under each "Solution" heading.  The cells appear folded: each shows only its
+        # first source line and first output line, which give nothing away.
+        buttons = _panel(page).locator(".jp-showHiddenCellsButton")
+        assert buttons.count() == sum(1 for c in nb.cells if c.metadata.get("heading_collapsed"))
+        while buttons.count():
+            buttons.first.click()
+            page.wait_for_timeout(200)
+        folded = _panel(page).locator(".jp-Placeholder-content").all_inner_texts()
+        assert folded and all(f.strip() in ("*(solution)*", "# (solution)", "(solution)") for f in folded), folded
+        text = _visible_text(page)
+        leaks = [n for n in found["needles"] if n in text]
+        assert not leaks and "Correct:" not in text, f"{name}: solution text visible with the heading open: {leaks}"
+        # Click 2: every folded cell; now the solutions, their outputs and the checker's verdict show.
+        placeholders = _panel(page).locator(".jp-Placeholder:visible")
+        for _ in range(50):
+            if not placeholders.count():
+                break
+            placeholders.first.click()
+            page.wait_for_timeout(200)
+        page.wait_for_timeout(800)
+        opened = _visible_text(page)
+        page.screenshot(path=str(ARTIFACTS / f"opened_{Path(name).stem}.png"))
+        assert "Correct:" in opened and all(n in opened for n in found["needles"]), \
+            [n for n in found["needles"] if n not in opened]
+    finally:
+        page.close()
+
+
+def test_run_all_in_jupyterlab_keeps_solutions_hidden(jupyter_server, browser):
+    """The README tells instructors to Run All before class: running every cell (the solutions too) must not
+    unfold a collapsed heading or a hidden output."""
+    name = "00_why_positions.ipynb"
+    work = jupyter_server_dir(jupyter_server)
+    shutil.copy(ROOT / "notebooks" / name, work / f"run_all_{name}")
+    found = _solution_needles(nbformat.read(work / f"executed_{name}", 4))
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{jupyter_server}/lab/tree/run_all_{name}?token={TOKEN}&reset")
+        page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell", timeout=60_000)
+        page.wait_for_selector(".jp-StatusBar-TextItem:has-text('| Idle')", timeout=60_000)
+        for attempt in range(3):   # a run-all issued while the kernel is still connecting can be dropped
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
+            try:
+                page.wait_for_selector("text=Not answered yet", timeout=30_000)
+                break
+            except Exception:
+                if attempt == 2:
+                    raise
+        page.wait_for_selector(".jp-StatusBar-TextItem:has-text('| Idle')", timeout=60_000)
+        page.wait_for_timeout(1500)
+        text = _visible_text(page)
+        leaks = [n for n in found["needles"] if n in text]
+        assert not leaks and "Correct:" not in text, f"Run All showed solution text: {leaks}"
+        assert _panel(page).locator(".jp-showHiddenCellsButton").count() == 1, "the Solution heading is still folded"
+    finally:
+        page.close()
+
+
+def jupyter_server_dir(url: str) -> Path:
+    """The folder the test's JupyterLab serves (its root_dir), asked from the server itself."""
+    with urllib.request.urlopen(f"{url}/api/contents?token={TOKEN}", timeout=10) as r:
+        json.loads(r.read())
+    return _ROOT_DIRS[url]

@@ -44,8 +44,8 @@ def test_aliasing_numbers():
     short = 2 * np.pi - 6.0                               # how far 6 rad is from a full turn
     assert f"{short:.2f}" == "0.28"
     assert thetas(8)[1] == pytest.approx(0.1) and 6 * thetas(8)[1] == pytest.approx(0.6)
-    for name in ["00_why_positions", "03_rotations"]:
-        assert "0.28 rad short of" in text(name) and "0.6 rad" in text(name)
+    assert "0.28 rad short of" in text("00_why_positions") and "0.6 rad" in text("00_why_positions")
+    assert "0.28 rad" not in text("02_rotations"), "aliasing is explained once, in 00; 02 refers back"
     # distance of the code at m from the code at 0 in one pair is the chord 2 |sin(m theta / 2)|
     m = np.array([0.0, 1.0, 6.0, 44.0])
     np.testing.assert_allclose(quantities.code_distance(m, 8, pairs=[0]), 2 * np.abs(np.sin(m / 2)), atol=1e-12)
@@ -93,7 +93,7 @@ def test_figure2_numbers(fig2):
     assert f"{r[np.argmax(y4 < 22)]:.2f}" == "4.27"
     assert f"{y4[r >= 5].min():.2f}" == "6.39" and f"{y4[r >= 5].max():.2f}" == "20.85"
     assert f"{y4[r >= 128].mean():.2f}" == "8.26" and f"{y5[r >= 128].mean():.2f}" == "12.58"
-    t = text("02_long_term_decay")
+    t = text("03_long_term_decay")
     assert "distance 4.27" in t and "32.5" in t and "12.58 instead of 8.26" in t
     np.testing.assert_allclose(rr.decay_bound(r, 128), y4, rtol=1e-12)
 
@@ -162,3 +162,112 @@ def test_format_errors_spells_out_inf_nan_and_small_values():
     assert row.split() == ["3.1e-03", "inf", "nan", "2.3e+03"]
     e16 = precision.score_error_by_dtype(*quantities.random_qk(128, seed=0), np.array([100.0]), dtype=np.float16)
     assert 1e-3 < e16[0] < 1e-2 and precision.format_errors(e16).strip() == f"{e16[0]:.1e}"
+
+
+# --- 00: four schemes, one task (issue 24) ------------------------------------------------------------------------------
+
+def _softmax_weight(logits, target):
+    w = np.exp(logits - logits.max())
+    return w[target] / w.sum()
+
+
+def _t5_bucket(r, num_buckets=32, max_distance=128):
+    """transformers' T5Attention._relative_position_bucket, bidirectional=False, for one distance r = m - n >= 0."""
+    exact = num_buckets // 2
+    if r < exact:
+        return r
+    return min(exact + int(math.log(r / exact) / math.log(max_distance / exact) * (num_buckets - exact)),
+               num_buckets - 1)
+
+
+def test_four_schemes_numbers_of_notebook_00():
+    L, height, offsets = 64, 12.0, (3, 7)
+    theta = thetas(128)
+    # RoPE with content-free keys: the logit of query c at distance r is Re(sum_i z_ci e^{-i r theta_i}) for complex
+    # z_ci (q and k as complex pairs); fitted here as a complex least-squares problem on e^{-i r theta_i}
+    E = np.exp(-1j * np.outer(np.arange(L), theta))
+    A = np.concatenate([E.real, -E.imag], axis=1)             # Re(z e) = Re z Re e - Im z Im e
+    rope = {}
+    for o in offsets:
+        sol = np.linalg.lstsq(A, height * (np.arange(L) == o), rcond=None)[0]
+        for end in (63, 1000):
+            rel = np.arange(L)[::-1]                          # keys end-63..end: distances 63..0
+            Er = np.exp(-1j * np.outer(rel, theta))
+            rope[o, end] = _softmax_weight(np.concatenate([Er.real, -Er.imag], axis=1) @ sol,
+                                           int(np.flatnonzero(rel == o)[0]))
+    # T5: per bucket the mean target over both contents; all distances 0..15 have their own bucket
+    t5 = {}
+    for o in offsets:
+        logits = np.array([height / 2 if r in offsets else 0.0 for r in range(L)])   # mean of the two targets
+        t5[o] = _softmax_weight(logits, o)
+    assert all(_t5_bucket(r) == r for r in range(16)) and _t5_bucket(128) == _t5_bucket(5000) == 31
+    np.testing.assert_array_equal(quantities.t5_bucket(np.arange(600)), [_t5_bucket(r) for r in range(600)])
+    alibi = {o: _softmax_weight(-0.5 * np.arange(L), o) for o in offsets}
+    got = quantities.offset_head_weights(offsets=offsets, train_len=L, d=128, height=height, window_ends=(63, 1000))
+    np.testing.assert_allclose(got["RoPE"], [[rope[3, 63], rope[3, 1000]], [rope[7, 63], rope[7, 1000]]], atol=1e-6)
+    np.testing.assert_allclose(got["T5 bias"], [[t5[3]] * 2, [t5[7]] * 2], atol=1e-9)
+    np.testing.assert_allclose(got["ALiBi"], [[alibi[3]] * 2, [alibi[7]] * 2], atol=1e-12)
+    assert np.all(np.isnan(got["learned absolute"][:, 1])) and np.all(got["learned absolute"][:, 0] > 0.97)
+    t = text("00_why_positions")
+    assert f"{t5[3]:.2f}" == "0.46" and "(0.46 each)" in t
+    assert f"{rope[3, 63]:.3f}" == "0.999" and f"{rope[7, 63]:.2f}" == "0.73" and "0.999 and 0.73" in t
+    assert "1/64 is no preference" in t and 1 / L == 0.015625
+
+
+def test_notebook_00_fact_check():
+    t = text("00_why_positions")
+    assert "seven apart" in t and (10 - 3) == 7 and "three apart" not in t
+    assert "§3.4.3" in t and "§3.3, Figure 2" not in t
+    a = (44 * thetas(8) + np.pi) % (2 * np.pi) - np.pi
+    assert [f"{x:.2f}" for x in a[1:]] == ["-1.88", "0.44", "0.04"] and f"{a[3]:.3f}" == "0.044"
+    assert "hand 2 at 0.44 rad" in t and "hand 3 at 0.044 rad" in t and "$-1.88$ rad from home" in t
+    assert "lecture notes" not in t + text("01_three_forms") and "Stratos" not in text("01_three_forms")
+
+
+# --- 03: how loose the bound is, what the normalised figure shows -------------------------------------------------------
+
+def test_decay_looseness_and_normalised_figure_numbers():
+    q, k = quantities.random_qk(128, seed=0)
+    h = [complex(q[2 * i], q[2 * i + 1]) * complex(k[2 * i], -k[2 * i + 1]) for i in range(64)] + [0j]
+    middle, final = [], []
+    for dist in [0.0, 7.5, 100.0, 250.0]:
+        e = [cmath_exp(dist * th) for th in thetas(128)]
+        S = np.cumsum(e)
+        direct = abs(sum(h[i] * e[i] for i in range(64)))
+        dh = [abs(h[i + 1] - h[i]) for i in range(64)]
+        middle.append(sum(abs(S[i]) * dh[i] for i in range(64)) / direct)
+        final.append(max(dh) * np.abs(S).sum() / direct)
+    assert (f"{min(middle):.0f}", f"{max(middle):.0f}") == ("60", "793")
+    assert (f"{min(final):.0f}", f"{max(final):.0f}") == ("146", "1900")
+    t = text("03_long_term_decay")
+    assert "60 to 793 times" in t and "146 to 1900 times" in t and "tens to hundreds" not in t
+    # the normalised figure: random q, k stay within about 0.9..1.1 of their value at 0; the bound falls to ~0.2
+    r = np.linspace(0, 256, 41)
+    qs, ks = quantities.random_qk(128, seed=0, n=128)
+    got = quantities.mean_abs_score(r, 128, n_samples=128)
+    assert got[0] == pytest.approx(np.mean([abs(qq @ kk) for qq, kk in zip(qs, ks)]))
+    assert np.all((got / got[0] > 0.85) & (got / got[0] < 1.15))
+    bound = np.abs(np.cumsum(np.exp(1j * np.outer(r, thetas(128))), axis=1)).mean(axis=1)
+    assert bound[-1] / bound[0] == pytest.approx(0.2, abs=0.03)
+    assert "between\n  about 0.9 and 1.1" in t or "about 0.9 and 1.1" in " ".join(t.split())
+
+
+def cmath_exp(angle):
+    return complex(math.cos(angle), math.sin(angle))
+
+
+def test_notebook_05_names_and_no_repeated_wavelength_cell():
+    t = text("05_context_extension")
+    assert "transformers has no static `ntk` type" in t and "18 of the 64" in t
+    code = "\n".join("".join(c["source"]) for c in json.loads((NB_DIR / "05_context_extension.ipynb").read_text())["cells"]
+                     if c["cell_type"] == "code")
+    assert "wavelengths(" not in code, "the wavelength cell lives in 00; 05 refers back"
+
+
+def test_notebook_01_worked_example():
+    c, s = math.cos(1.4314), math.sin(1.4314)
+    assert (f"{c:.3f}", f"{s:.3f}") == ("0.139", "0.990")
+    x, y = 1.5410 * c + 0.2934 * s, 1.5410 * s - 0.2934 * c            # rotate (1.5410, -0.2934) by 1.4314
+    assert (f"{x:.4f}", f"{y:.4f}") == ("0.5047", "1.4853")
+    t = " ".join(text("01_three_forms").split())
+    assert "$(0.5047, 1.4853)$" in t and "$\\cos 1.4314 \\approx 0.139$" in t and "$\\sin 1.4314 \\approx 0.990$" in t

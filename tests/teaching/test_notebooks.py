@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
-EXPECTED = ["00_why_positions", "01_three_forms", "02_long_term_decay", "03_rotations", "04_attention",
+EXPECTED = ["00_why_positions", "01_three_forms", "02_rotations", "03_long_term_decay", "04_attention",
             "05_context_extension", "06_precision", "07_check_your_rope"]
 
 

@@ -92,3 +92,122 @@ def test_pair_slider_follows_d_and_never_clamps_silently():
     assert w.controls["i"].max == 31
     w.controls["i"].value = 30
     assert w.view.params["i"] == 30 and "pair 30 of 32" in w.readout.value
+
+
+# --- issue 24: what the sliders show ----------------------------------------------------------------------------------
+
+def test_both_plus_turns_both_arrows_and_keeps_the_score():
+    w = rotations_widget(m=3, n=7)
+    before, qm_before = w.view.value, w.view.qm.get_data()[0][1]
+    png = w.image.value
+    w.controls["shift"].value = 20
+    assert w.view.params["shift"] == 20 and "m = 3 + 20, n = 7 + 20" in w.readout.value
+    assert abs(w.view.value - before) < 1e-10, "moving both positions changed the score"
+    assert w.view.qm.get_data()[0][1] != qm_before and w.image.value != png, "the arrows did not turn"
+    from rope_ref.teaching import quantities
+    q, k = quantities.random_qk(16, seed=0)
+    assert w.view.value == pytest.approx(float((rr_rotate(q, 23) @ rr_rotate(k, 27))), abs=1e-12)
+
+
+def rr_rotate(x, m):
+    import rope_ref as rr
+    return rr.rotation_matrix(float(m), x.shape[-1]) @ x          # dense matrix: an independent path
+
+
+def test_rotation_view_shows_the_total_angle_and_unit_arrows():
+    v = RotationsView(m=3, n=7, i=0, d=16)
+    import cmath
+    from rope_ref.teaching import quantities
+    q, k = quantities.random_qk(16, seed=0)
+    total = cmath.phase(complex(q[0], q[1])) - cmath.phase(complex(k[0], k[1])) + (3 - 7) * 1.0
+    assert f"= {total:+.2f} rad".replace("-", "\N{MINUS SIGN}") in v.angle_values.get_text()
+    x, y = v.qm.get_data()                                     # q's pair 0 is short (0.18): drawn at full length
+    assert np.hypot(x[1], y[1]) == pytest.approx(1.0)
+    assert "|q_{0}| = 0.18" in v.plane_title.get_text()
+
+
+def test_decay_base_slider_reaches_the_exercise_base_and_the_paper_panel_follows_d():
+    w = decay_widget(d=128, base=5e5)
+    assert w.view.params["base"] == 5e5
+    from rope_ref import decay_bound
+    for d, base in [(128, 1e4), (64, 1e4), (512, 5e5)]:
+        w.controls["d"].value, w.controls["base"].value = d, base
+        r = np.linspace(0, 256, 1025)
+        y = decay_bound(r[r >= 5], d, base)
+        assert w.view.axes[0].get_ylim() == pytest.approx((0.95 * y.min(), 1.05 * y.max()))
+    w.controls["d"].value, w.controls["base"].value = 128, 1e4
+    lo, hi = w.view.axes[0].get_ylim()
+    assert 5.5 < lo < 6.5 and 21.5 < hi < 22.5, "Figure 2's own view is y 6 to 22"
+    with pytest.raises(ValueError, match="slider's values"):
+        decay_widget(base=3e5)
+
+
+def test_scaling_view_moves_with_d_base_and_l_and_shows_the_squeeze():
+    from rope_ref.teaching.widgets import scaling_widget
+    w = scaling_widget(factor=8.0)
+    _, gap = w.view.gap_lines["linear"].get_data()
+    np.testing.assert_allclose(gap, 10000.0 ** (-np.arange(0, 128, 2) / 128) / 8)     # theta_i / s
+    png = w.image.value
+    for name, value in [("d", 64), ("base", 5e5), ("train_len", 8192)]:
+        w.controls[name].value = value
+        assert w.view.params[name] == value and w.image.value != png
+        png = w.image.value
+    x, train = w.view.train_line.get_data()
+    assert len(x) == 32
+    np.testing.assert_allclose(train * 2 * np.pi, 8192 * 5e5 ** (-np.arange(0, 64, 2) / 64))
+
+
+@pytest.mark.parametrize("make,error", [
+    (lambda: RotationsView(max_distance=-1), ValueError), (lambda: RotationsView(max_distance=0), ValueError),
+    (lambda: RotationsView(max_distance=2.5), TypeError), (lambda: RotationsView(d=7), ValueError),
+    (lambda: RotationsView(i=8), ValueError), (lambda: DecayView(n_points=10 ** 9), ValueError),
+    (lambda: DecayView(d=0), ValueError), (lambda: DecayView(base="x"), TypeError),
+])
+def test_bad_constructor_values_are_clear_errors(make, error):
+    with pytest.raises(error, match=r"max_distance|d must|i must|n_points|base must"):
+        make()
+
+
+def test_bad_scaling_values_are_clear_errors():
+    from rope_ref.teaching.views import ScalingView
+    for kw, match in [({"factor": 0.5}, "factor"), ({"d": 2}, "d must"), ({"train_len": 0}, "train_len"),
+                      ({"base": 0.0}, "base")]:
+        with pytest.raises(ValueError, match=match):
+            ScalingView(**kw)
+
+
+@pytest.mark.parametrize("make,n", [(rotations_widget, 4), (decay_widget, 4)])
+def test_static_fallback_is_a_strip_of_captioned_frames(make, n):
+    import base64
+    import io
+    from PIL import Image
+    w = make()
+    start = dict(w.view.params)
+    data = w._repr_mimebundle_()
+    data = data[0] if isinstance(data, tuple) else data
+    strip = Image.open(io.BytesIO(base64.b64decode(data["image/png"])))
+    one = Image.open(io.BytesIO(w.image.value))
+    assert strip.width == one.width and strip.height == n * (one.height + 40), "n frames with a caption band each"
+    assert w.view.params == start, "the view is back where it started"
+    assert data["text/plain"] == w.readout.value
+    frames = np.asarray(strip.convert("RGB"))
+    tiles = [frames[j * (one.height + 40) + 40:(j + 1) * (one.height + 40)] for j in range(n)]
+    assert all(np.any(tiles[0] != t) for t in tiles[1:]), "every frame shows another state"
+
+
+@pytest.mark.parametrize("steps", [[{"d": 64}], [{"factor": 3.0}, {"d": 256}, {"base": 5e5, "train_len": 8192}]])
+def test_scaling_view_steps_draw_what_a_full_redraw_draws(steps):
+    """A d step relays out the three x-axes on a cached image; the picture equals a full redraw."""
+    import io
+    from PIL import Image
+    from rope_ref.teaching.views import ScalingView
+    view = ScalingView()
+    view.to_png()
+    for params in steps:
+        view.update(**params)
+        shown = np.asarray(Image.open(io.BytesIO(view.to_png())).convert("RGB"))
+        canvas = view.fig.canvas
+        canvas.draw()
+        for artist in view.dynamic:
+            view.fig.draw_artist(artist)
+        np.testing.assert_array_equal(shown, np.asarray(canvas.buffer_rgba())[..., :3], err_msg=str(params))

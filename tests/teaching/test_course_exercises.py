@@ -1,0 +1,173 @@
+"""Each exercise checker of notebooks 00-05 accepts a right answer, refuses a wrong one with its reason, and says
+"Not answered yet" (returning False, raising nothing) for None.  The right answers are derived here without the
+checker's code path: plain math/NumPy loops, hand-built 2x2 blocks, arithmetic."""
+
+import cmath
+import math
+
+import numpy as np
+import pytest
+
+from rope_ref.teaching import exercises, quantities
+
+
+def run(capsys, checker, *args, **kwargs):
+    ok = checker(*args, **kwargs)
+    out = capsys.readouterr().out.strip()
+    assert "\n" not in out, f"a checker prints one line, got {out!r}"
+    return ok, out
+
+
+def right(capsys, checker, *args, **kwargs):
+    ok, out = run(capsys, checker, *args, **kwargs)
+    assert ok is True and out.startswith("Correct: "), out
+    return out
+
+
+def wrong(capsys, checker, *args, expect: str, **kwargs):
+    ok, out = run(capsys, checker, *args, **kwargs)
+    assert ok is False and out.startswith("Not yet: ") and expect in out, out
+    return out
+
+
+# --- 00 ------------------------------------------------------------------------------------------------------------
+
+def closest_return():
+    best, best_off = None, 10.0
+    for m in range(1, 101):
+        off = abs(m - round(m / (2 * math.pi)) * 2 * math.pi)
+        if off < best_off:
+            best, best_off = m, off
+    return best
+
+
+def test_hand0_return(capsys):
+    m = closest_return()
+    assert m == 44
+    right(capsys, exercises.check_hand0_return, m, False)
+    wrong(capsys, exercises.check_hand0_return, 6, False, expect="another position")
+    wrong(capsys, exercises.check_hand0_return, 88, False, expect="another position")
+    wrong(capsys, exercises.check_hand0_return, 44, True, expect="other hands")
+    wrong(capsys, exercises.check_hand0_return, 44.0, False, expect="integer")
+    wrong(capsys, exercises.check_hand0_return, 44, "no", expect="True or False")
+
+
+# --- 01 ------------------------------------------------------------------------------------------------------------
+
+def block_rotation(angle_per_pair):
+    R = np.zeros((2 * len(angle_per_pair),) * 2)
+    for i, a in enumerate(angle_per_pair):
+        R[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]]
+    return R
+
+
+def test_relative_rotation(capsys):
+    theta = [10000 ** (-2 * i / 16) for i in range(8)]
+    Rm, Rn = block_rotation([5 * t for t in theta]), block_rotation([12.5 * t for t in theta])
+    right(capsys, exercises.check_relative_rotation, Rm.T @ Rn)
+    wrong(capsys, exercises.check_relative_rotation, Rm @ Rn.T, expect="sign is flipped")
+    wrong(capsys, exercises.check_relative_rotation, Rm @ Rn, expect="transpose")
+    wrong(capsys, exercises.check_relative_rotation, Rm.T @ Rm, expect="orthogonality")
+    wrong(capsys, exercises.check_relative_rotation, np.eye(8), expect="shape")
+
+
+def test_eq34(capsys):
+    x = np.random.default_rng(1).standard_normal((32, 16))
+    out = np.empty_like(x)
+    for m in range(32):                                  # one position and one pair at a time
+        for i in range(8):
+            z = complex(x[m, 2 * i], x[m, 2 * i + 1]) * cmath.exp(1j * m * 10000 ** (-2 * i / 16))
+            out[m, 2 * i], out[m, 2 * i + 1] = z.real, z.imag
+    right(capsys, exercises.check_eq34, x, out)
+    half = np.concatenate([x[:, 0::2], x[:, 1::2]], axis=1)   # the same numbers, features in half-split order
+    half_rotated = np.empty_like(x)
+    for m in range(32):                                  # pairs (x_i, x_(i+8)) rotated: the half-split convention
+        for i in range(8):
+            z = complex(x[m, i], x[m, i + 8]) * cmath.exp(1j * m * 10000 ** (-2 * i / 16))
+            half_rotated[m, i], half_rotated[m, i + 8] = z.real, z.imag
+    wrong(capsys, exercises.check_eq34, x, half_rotated, expect="half-split")
+    assert half.shape == x.shape
+    back = np.empty_like(x)
+    for m in range(32):
+        for i in range(8):
+            z = complex(x[m, 2 * i], x[m, 2 * i + 1]) * cmath.exp(-1j * m * 10000 ** (-2 * i / 16))
+            back[m, 2 * i], back[m, 2 * i + 1] = z.real, z.imag
+    wrong(capsys, exercises.check_eq34, x, back, expect="wrong way")
+    wrong(capsys, exercises.check_eq34, x, x.copy(), expect="nothing was rotated")
+    shifted = np.vstack([out[1:], out[:1]])
+    wrong(capsys, exercises.check_eq34, x, shifted, expect="rows")
+    wrong(capsys, exercises.check_eq34, x, out[:, :8], expect="shape")
+
+
+# --- 02 ------------------------------------------------------------------------------------------------------------
+
+def test_predicted_angle(capsys):
+    q, k = quantities.random_qk(16, seed=0)
+    zq, zk = complex(q[4], q[5]), complex(k[4], k[5])
+    theta2 = 10000 ** (-4 / 16)
+    predicted = cmath.phase(zq) - cmath.phase(zk) + 6 * theta2
+    right(capsys, exercises.check_predicted_angle, predicted)
+    right(capsys, exercises.check_predicted_angle, predicted + 4 * math.pi)        # modulo 2 pi
+    wrong(capsys, exercises.check_predicted_angle, cmath.phase(zk) - cmath.phase(zq) + 6 * theta2,
+          expect="content part has the wrong sign")
+    wrong(capsys, exercises.check_predicted_angle, cmath.phase(zq) - cmath.phase(zk) - 6 * theta2,
+          expect="position part has the wrong sign")
+    wrong(capsys, exercises.check_predicted_angle, 6 * theta2, expect="left out the content part")
+    wrong(capsys, exercises.check_predicted_angle, "1.2", expect="should be a number")
+
+
+# --- 03 ------------------------------------------------------------------------------------------------------------
+
+def test_decay_prediction(capsys):
+    right(capsys, exercises.check_decay_prediction, (64 + 1) / 2, True)             # (d/2 + 1)/2 for d = 128
+    wrong(capsys, exercises.check_decay_prediction, 20.0, True, expect="every term")
+    wrong(capsys, exercises.check_decay_prediction, 32.5, False, expect="slow pairs")
+
+
+# --- 04 ------------------------------------------------------------------------------------------------------------
+
+def test_rerotating_cache(capsys):
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 4, 32, 16)) for _ in range(3))
+    t = 20
+    s = np.einsum("bhd,bhnd->bhn", q[:, :, t], k[:, :, :t + 1]) / 4.0   # no rotation at all: every m - n is 0
+    w = np.exp(s - s.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    no_positions = np.einsum("bhn,bhnd->bhd", w, v[:, :, :t + 1])[:, :, None, :]
+    right(capsys, exercises.check_rerotating_cache, no_positions, q, k, v, t=t)
+    import rope_ref as rr
+    correct = rr.attention_dense(q, k, v, np.arange(32), np.arange(32), causal=True)[..., t:t + 1, :]
+    wrong(capsys, exercises.check_rerotating_cache, correct, q, k, v, t=t, expect="correct decoder")
+    wrong(capsys, exercises.check_rerotating_cache, no_positions + 0.1, q, k, v, t=t, expect="differs")
+
+
+# --- 05 ------------------------------------------------------------------------------------------------------------
+
+def test_dynamic_ntk_factors(capsys):
+    s = 4
+    right(capsys, exercises.check_dynamic_ntk_factors, s * 4 - (s - 1), s * 2 - (s - 1))
+    wrong(capsys, exercises.check_dynamic_ntk_factors, 4, 4, expect="configured factor")
+    wrong(capsys, exercises.check_dynamic_ntk_factors, 16, 8, expect="subtracts")
+    wrong(capsys, exercises.check_dynamic_ntk_factors, 13, 8, expect="at_2x")
+
+
+# --- every checker: None is "not answered yet", no exception -------------------------------------------------------
+
+@pytest.mark.parametrize("checker,args", [
+    (exercises.check_hand0_return, (None, None)), (exercises.check_relative_rotation, (None,)),
+    (exercises.check_eq34, (np.zeros((2, 4)), None)), (exercises.check_predicted_angle, (None,)),
+    (exercises.check_decay_prediction, (None, True)), (exercises.check_dynamic_ntk_factors, (13, None)),
+    (exercises.check_rerotating_cache, (None, np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2)))),
+])
+def test_unanswered_is_not_an_error(capsys, checker, args):
+    ok, out = run(capsys, checker, *args)
+    assert ok is False and out.startswith("Not answered yet")
+
+
+def test_every_public_checker_is_tested():
+    import inspect
+    import sys
+    names = {n for n, f in inspect.getmembers(exercises, inspect.isfunction)
+             if n.startswith("check_") and f.__module__ == exercises.__name__}
+    source = inspect.getsource(sys.modules[__name__])
+    assert names and all(f"right(capsys, exercises.{n}" in source for n in names), names
