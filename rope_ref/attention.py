@@ -41,6 +41,12 @@ def _check_qkv(q, k, v):
     return q, k, v
 
 
+def _check_scores_size(q: np.ndarray, k: np.ndarray, max_bytes) -> None:
+    """The float64 scores (..., n_q, n_k) fit the size limit (:data:`rope_ref._validate.DEFAULT_MAX_BYTES`)."""
+    n = int(np.prod(q.shape[:-1], dtype=object)) * k.shape[-2]
+    val.check_nbytes(n * 8, "q, k", what=f"the float64 scores {q.shape[:-1] + k.shape[-2:-1]}", limit=max_bytes)
+
+
 def _pow2_scale(a: np.ndarray) -> float:
     """A power of two near max|a| (1 for a = 0): dividing by it is exact and brings |a| to [0.5, 1]."""
     peak = float(np.max(np.abs(a), initial=0.0))
@@ -49,7 +55,7 @@ def _pow2_scale(a: np.ndarray) -> float:
 
 @val.suggest_keywords
 def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = False,
-              base: float = 10000.0, pairing: str = "interleaved") -> np.ndarray:
+              base: float = 10000.0, pairing: str = "interleaved", max_bytes: int | None = None) -> np.ndarray:
     """Scaled dot-product softmax attention with RoPE applied to q and k only.
 
     ``q``: ``(..., n_q, d)``; ``k``: ``(..., n_k, d)`` with n_k >= 1; ``v``: ``(..., n_k, d_v)``; the
@@ -63,6 +69,7 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     exp((u - max u) * s_q s_k / sqrt(d)), so huge q, k tend to the argmax instead of inf - inf.
     """
     q, k, v = _check_qkv(q, k, v)
+    _check_scores_size(q, k, max_bytes)
     causal = val.check_bool(causal, "causal")
     qp = val.check_positions(q_positions, q.shape[:-1], "q_positions", "q.shape[:-1]")
     kp = val.check_positions(k_positions, k.shape[:-1], "k_positions", "k.shape[:-1]")
@@ -110,7 +117,7 @@ def _log_phi(x: np.ndarray) -> np.ndarray:
 
 @val.suggest_keywords
 def linear_attention(q, k, v, *, positions=None, causal: bool = False,
-                     base: float = 10000.0) -> np.ndarray:
+                     base: float = 10000.0, max_bytes: int | None = None) -> np.ndarray:
     """Linear attention with RoPE, eq 19, phi = elu + 1.
 
     Numerator: sum_n (R_m phi(q_m))^T (R_n phi(k_n)) v_n; denominator: the
@@ -132,6 +139,8 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
     if q.shape[-2] != k.shape[-2]:
         raise ValueError(f"linear_attention is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
     pos = val.check_positions(positions, q.shape[:-1], "positions", "q.shape[:-1]")
+    n = int(np.prod(k.shape, dtype=object)) * v.shape[-1]
+    val.check_nbytes(n * 8, "k, v", what=f"the float64 outer products {k.shape + v.shape[-1:]}", limit=max_bytes)
     lq, lk = _log_phi(q.astype(np.float64)), _log_phi(k.astype(np.float64))
     fq = np.exp(lq - lq.max(axis=-1, keepdims=True))             # phi(q_m) / max_j phi(q_m)_j
     fk = np.exp(lk - lk.max(axis=(-2, -1), keepdims=True))       # phi(k_n) / max_{n,j} phi(k_n)_j
@@ -156,7 +165,7 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
 
 @val.suggest_keywords
 def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
-                    base: float = 10000.0) -> np.ndarray:
+                    base: float = 10000.0, max_bytes: int | None = None) -> np.ndarray:
     """Softmax attention written out with the dense matrices (eqs 2, 14, 16): a check for :func:`attention`.
 
     ``q``: ``(..., n_q, d)``, ``k``: ``(..., n_k, d)``, ``v``: ``(..., n_k, d_v)``; positions 1-D of
@@ -164,14 +173,16 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
     scores that overflow float64 raise (use :func:`attention`, which scales).
     """
     q, k, v = _check_qkv(q, k, v)
+    _check_scores_size(q, k, max_bytes)
     causal = val.check_bool(causal, "causal")
     qp = val.check_positions(q_positions, q.shape[-2:-1], "q_positions", "(q.shape[-2],)")
     kp = val.check_positions(k_positions, k.shape[-2:-1], "k_positions", "(k.shape[-2],)")
     qp, kp = np.broadcast_to(qp, q.shape[-2:-1]), np.broadcast_to(kp, k.shape[-2:-1])   # a scalar: every position
     d = q.shape[-1]
+    _check_scores_size(q, k, max_bytes)
     with np.errstate(over="ignore", invalid="ignore"):   # inf or inf - inf: the ValueError below
-        qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base), q)
-        kr = np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base), k)
+        qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base, max_bytes=max_bytes), q)
+        kr = np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base, max_bytes=max_bytes), k)
         s = qr @ np.swapaxes(kr, -1, -2) / np.sqrt(d)
     if not np.all(np.isfinite(s)):
         raise ValueError("attention_dense: scores q.k/sqrt(d) overflow float64 (q and k too large); "
@@ -189,7 +200,7 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
 
 @val.suggest_keywords
 def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
-                           base: float = 10000.0) -> np.ndarray:
+                           base: float = 10000.0, max_bytes: int | None = None) -> np.ndarray:
     """Eq 19 evaluated literally in O(N^2) with dense rotation matrices: a check for :func:`linear_attention`.
 
     ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions`` 1-D of length N
@@ -202,7 +213,8 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
     if k.shape[-2] != n_pos:
         raise ValueError(f"linear_attention_dense is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
     pos = np.broadcast_to(val.check_positions(positions, (n_pos,), "positions", "(q.shape[-2],)"), (n_pos,))
-    R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)
+    _check_scores_size(q, k, max_bytes)
+    R = rotation_matrix(pos, q.shape[-1], base, max_bytes=max_bytes)  # (N, d, d)
     fq, fk = elu_plus_one(q), elu_plus_one(k)
     with np.errstate(over="ignore", invalid="ignore"):   # checked below: a ValueError, not a warning
         rq = np.einsum("nij,...nj->...ni", R, fq)
