@@ -287,7 +287,8 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     if x.size == 0:
         return out
     lead, d, n_axes = x.shape[:-1], x.shape[-1], pos.shape[0]
-    pos = np.moveaxis(pos.reshape((n_axes,) + (1,) * (len(lead) + 1 - pos.ndim) + pos.shape[1:]), 0, -1)
+    pos = pos.reshape((n_axes,) + (1,) * (len(lead) + 1 - pos.ndim) + pos.shape[1:])
+    pos = pos.transpose(tuple(range(1, pos.ndim)) + (0,))          # axes last: P + (A,)
     pos = _distinct_rows(pos)                            # P + (A,), P of len(lead) axes
     gshape, tshape = _groups(lead, pos)
     tabs = [t.reshape(tshape + t.shape[-1:]) for t in tables(pos.reshape(-1, n_axes), freqs, work, pairing)]
