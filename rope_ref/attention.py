@@ -110,6 +110,30 @@ def elu_plus_one(x) -> np.ndarray:
     return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
 
 
+_TINY = 1e-290      # denominators below this have lost digits (subnormals start at 2.2e-308)
+
+
+def _causal_sums_per_prefix(rq, fq, lk, pos, v, base):
+    """Eq 19's causal sums with prefix m's keys divided by their own largest phi (a running maximum), so no
+    prefix underflows because a later key is far larger: sum_{n<=m} e^{c_n - C_m} phi~(k_n), C_m = max_{n<=m} c_n,
+    accumulated in sequence order (the factor e^{-C_m} cancels in num/den)."""
+    c = lk.max(axis=-1)                                          # (..., N): log of each key's largest phi
+    C = np.maximum.accumulate(c, axis=-1)
+    fk = np.exp(lk - c[..., None])                               # each row's largest entry is 1
+    rk = rotate(fk, pos, base=base)
+    lead, n_pos = rq.shape[:-2], rq.shape[-2]
+    S, z = np.zeros(lead + (rq.shape[-1], v.shape[-1])), np.zeros(lead + (rq.shape[-1],))
+    num, den = np.empty(lead + (n_pos, v.shape[-1])), np.empty(lead + (n_pos,))
+    for m in range(n_pos):
+        decay = np.exp(C[..., m - 1] - C[..., m]) if m else np.ones(lead)      # rescale the prefix to C_m
+        w = np.exp(c[..., m] - C[..., m])
+        S = S * decay[..., None, None] + (w[..., None] * rk[..., m, :])[..., :, None] * v[..., m, None, :]
+        z = z * decay[..., None] + w[..., None] * fk[..., m, :]
+        num[..., m, :] = np.einsum("...d,...de->...e", rq[..., m, :], S)
+        den[..., m] = np.einsum("...d,...d->...", fq[..., m, :], z)
+    return num, den
+
+
 def _log_phi(x: np.ndarray) -> np.ndarray:
     """log(elu(x) + 1): x for x <= 0, log(1 + x) for x > 0 -- finite where phi itself under- or overflows."""
     return np.where(x > 0, np.log1p(np.maximum(x, 0.0)), x)
@@ -155,9 +179,13 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
             num = np.einsum("...nd,...de->...ne", rq, kv.sum(axis=-3))
             den = fq @ fk.sum(axis=-2)[..., None]
             den = den[..., 0]
+    if causal and not np.all(den > _TINY):    # a prefix's keys are all far below the largest key: normalise per prefix
+        with np.errstate(over="ignore", invalid="ignore"):
+            num, den = _causal_sums_per_prefix(rq, fq, lk, pos, v, base)
     if not np.all(den > 0):
-        raise ValueError("linear_attention: a denominator sum_n phi(q_m).phi(k_n) underflows to 0: the keys of a causal "
-                         "prefix are all ~745 or more below the largest key in log(elu(k) + 1); rescale k")
+        raise ValueError("linear_attention: a denominator sum_n phi(q_m).phi(k_n) underflows float64 even normalised per "
+                         "prefix: the large features of phi(q_m) meet only features of phi(k_n) ~745 or more smaller in "
+                         "log(elu + 1); rescale q or k")
     with np.errstate(over="ignore", invalid="ignore"):
         out = num / den[..., None]
     return val.check_no_overflow(out, v, "v", "|v| well below 1.8e308")
