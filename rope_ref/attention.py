@@ -155,8 +155,9 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
 
     Stable: phi(q_m) is divided by its row's largest entry and phi(k) by the largest over all keys
     (computed from log phi); both factors cancel between numerator and denominator, so very negative
-    q, k (phi underflowing to 0) and huge ones (phi overflowing) give the exact ratio.  A ValueError
-    names k only when a causal prefix's keys are all ~745 below the largest key in log phi.
+    q, k (phi underflowing to 0) and huge ones (phi overflowing) give the exact ratio.  A causal prefix whose
+    keys are all ~745 below a later key in log phi is summed normalised by its own largest key instead (a
+    sequential scan).  A ValueError says so only where phi(q_m) and phi(k_n) share no feature within ~745.
     """
     q, k, v = _check_qkv(q, k, v)
     causal = val.check_bool(causal, "causal")
