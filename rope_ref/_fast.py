@@ -33,13 +33,20 @@ from . import _validate as val
 
 BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
+# What an entry holds beyond its tables' data, counted against the bound so that it bounds process memory
+# even for one-position tables (a decode loop at d = 2 keeps 16-byte tables): tracemalloc measures ~380 bytes
+# for an entry of one table and ~440 for two (digest, tuple, array objects, the dict's slot; NumPy 2, CPython
+# 3.11-3.13); counted with room for malloc's own headers.
+ENTRY_OVERHEAD = 512
+TABLE_OVERHEAD = 128
 THREADED_ELEMENTS = 1 << 20              # arrays at least this large are split across threads
 
 _lock = threading.Lock()                 # guards the five names below
 _threads = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 _pool_: list = []                        # [(workers, ThreadPoolExecutor)] once made
 _cache: OrderedDict = OrderedDict()      # digest -> tuple of read-only tables, least recently used first
-_cache_bytes = 0
+_cache_bytes = 0                         # tables' data plus each entry's counted overhead: what the bound bounds
+_cache_overhead = 0                      # the counted overhead part of _cache_bytes
 _cache_limit = DEFAULT_CACHE_LIMIT
 
 
@@ -48,8 +55,11 @@ def set_cache_limit(nbytes: int) -> int:
 
     The cache keeps the most recently used tables (keyed by a BLAKE2b digest of the positions,
     frequencies, dtype and pairing, never a copy of the positions) and evicts the least recently
-    used ones to stay within the bound.  A table larger than the bound is computed and not kept.
-    ``0`` disables caching.  Default 256 MiB.  Thread-safe.
+    used ones to stay within the bound.  The bound counts each entry's tables plus ``ENTRY_OVERHEAD +
+    TABLE_OVERHEAD`` bytes per table (the digest, the array objects, the dict's slot), so it bounds the
+    memory the cache holds for any table size, one-position decode tables included (within ~1.3x: malloc's
+    own headers).  A table larger than the bound is computed and not kept.  ``0`` disables caching.
+    Default 256 MiB.  Thread-safe.
     """
     global _cache_limit
     nbytes = val.check_nonnegative_int(nbytes, "nbytes", "a non-negative integer number of bytes")
@@ -61,16 +71,22 @@ def set_cache_limit(nbytes: int) -> int:
 
 def clear_cache() -> None:
     """Free every cached cos/sin table (the next :func:`rope_ref.rotate` call recomputes its table)."""
-    global _cache_bytes
+    global _cache_bytes, _cache_overhead
     with _lock:
         _cache.clear()
-        _cache_bytes = 0
+        _cache_bytes = _cache_overhead = 0
 
 
 def cache_info() -> dict:
-    """``{"entries": n, "nbytes": bytes held, "limit": bound in bytes}`` of the table cache."""
+    """``{"entries": n, "nbytes": the tables' bytes, "limit": bound in bytes}`` of the table cache (the bound
+    holds for nbytes plus the counted overhead of each entry: see :func:`set_cache_limit`)."""
     with _lock:
-        return {"entries": len(_cache), "nbytes": _cache_bytes, "limit": _cache_limit}
+        return {"entries": len(_cache), "nbytes": _cache_bytes - _cache_overhead, "limit": _cache_limit}
+
+
+def _overhead(tabs: tuple) -> int:
+    """The bytes an entry holding ``tabs`` is counted for beyond their data."""
+    return ENTRY_OVERHEAD + TABLE_OVERHEAD * len(tabs)
 
 
 def set_num_threads(n: int) -> int:
@@ -116,10 +132,11 @@ def _in_parts(fn, size: int, parts: int) -> None:
 
 def _evict() -> None:
     """Drop least recently used tables until the cache fits its bound (caller holds the lock)."""
-    global _cache_bytes
+    global _cache_bytes, _cache_overhead
     while _cache and _cache_bytes > _cache_limit:
         _, tabs = _cache.popitem(last=False)
-        _cache_bytes -= sum(t.nbytes for t in tabs)
+        _cache_bytes -= sum(t.nbytes for t in tabs) + _overhead(tabs)
+        _cache_overhead -= _overhead(tabs)
 
 
 def _digest(pos: np.ndarray, freqs: np.ndarray, work: np.dtype, pairing: str) -> bytes:
@@ -137,7 +154,7 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
     each ``(n, 2h)`` of dtype ``work``.  cos and sin are taken of float64 angles sum_a freqs[:, a] pos[:, a]
     (summed in axis order, as :func:`rope_ref.rotate_elementwise` does), then cast.
     """
-    global _cache_bytes
+    global _cache_bytes, _cache_overhead
     work = np.dtype(work)
     key = _digest(pos, freqs, work, pairing)
     with _lock:
@@ -168,9 +185,10 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
         t.setflags(write=False)
     nbytes = sum(t.nbytes for t in tabs)
     with _lock:
-        if nbytes <= _cache_limit and key not in _cache:
+        if nbytes + _overhead(tabs) <= _cache_limit and key not in _cache:
             _cache[key] = tabs
-            _cache_bytes += nbytes
+            _cache_bytes += nbytes + _overhead(tabs)
+            _cache_overhead += _overhead(tabs)
             _evict()
     return tabs
 
@@ -269,7 +287,8 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     if x.size == 0:
         return out
     lead, d, n_axes = x.shape[:-1], x.shape[-1], pos.shape[0]
-    pos = np.moveaxis(pos.reshape((n_axes,) + (1,) * (len(lead) + 1 - pos.ndim) + pos.shape[1:]), 0, -1)
+    pos = pos.reshape((n_axes,) + (1,) * (len(lead) + 1 - pos.ndim) + pos.shape[1:])
+    pos = pos.transpose(tuple(range(1, pos.ndim)) + (0,))          # axes last: P + (A,)
     pos = _distinct_rows(pos)                            # P + (A,), P of len(lead) axes
     gshape, tshape = _groups(lead, pos)
     tabs = [t.reshape(tshape + t.shape[-1:]) for t in tables(pos.reshape(-1, n_axes), freqs, work, pairing)]

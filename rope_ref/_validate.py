@@ -75,9 +75,10 @@ class RopeRefPrecisionWarning(UserWarning):
 _WARNED: set = set()
 
 
-def warn_precision(kind: str, message: str) -> None:
-    """Warn once per process for each ``kind`` of precision loss."""
-    if kind not in _WARNED:
+def warn_precision(kind: str, message: str, *, every_call: bool = False) -> None:
+    """Warn once per process for each ``kind`` of precision loss (on every call if ``every_call``; Python's
+    warning filters still decide what is shown)."""
+    if every_call or kind not in _WARNED:
         _WARNED.add(kind)
         warnings.warn(message, RopeRefPrecisionWarning, stacklevel=_caller_level())
 
@@ -116,9 +117,17 @@ def suggest_keywords(fn):
     """Decorator: a misspelt keyword raises a TypeError naming the closest valid one (pairng= -> pairing)."""
     params = inspect.signature(fn).parameters
     valid = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY) and p != "self"]
+    positional = [p for p, v in params.items() if v.kind == v.POSITIONAL_OR_KEYWORD]
+    keyword_only = [p for p, v in params.items() if v.kind == v.KEYWORD_ONLY]
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        if len(args) > len(positional) and keyword_only and not any(
+                v.kind == v.VAR_POSITIONAL for v in params.values()):
+            extra = keyword_only[:len(args) - len(positional)]
+            raise TypeError(f"{fn.__name__}() takes {len(positional)} positional argument(s) ({', '.join(positional)}), "
+                            f"got {len(args)}; {', '.join(extra)} {'is' if len(extra) == 1 else 'are'} keyword-only: "
+                            f"{fn.__name__}(..., {extra[0]}=...)")
         if kwargs:
             check_keywords(kwargs, valid, f"{fn.__name__}()")
         return fn(*args, **kwargs)
@@ -202,8 +211,13 @@ def check_rotary_dim(rotary_dim, d: int) -> int:
 def check_real_array(a, name: str, *, allow_int: bool = True) -> np.ndarray:
     """A real array of an accepted dtype (see ``ACCEPTED``): not complex, object, string, bool or longdouble."""
     expected = f"a real array of dtype {ACCEPTED}" if allow_int else f"a real array of dtype {ACCEPTED[:ACCEPTED.index(', or')]}"
-    if a is None or isinstance(a, (str, bytes)):
+    if a is None or isinstance(a, str):
         raise TypeError(f"{name} must be {expected}, got {'None' if a is None else 'a string ' + repr(a)}")
+    if isinstance(a, (bytes, bytearray)) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray)):
+        raise TypeError(f"{name} must be {expected}, got {type(a).__name__} (raw bytes are not read as numbers); "
+                        f"pass np.frombuffer({name}, dtype=...) with the dtype the bytes hold")
+    if type(a).__module__.split(".")[0] == "torch":
+        _refuse_torch(a, name)
     if np.ma.is_masked(a):       # np.asarray would drop the mask and use the hidden values
         raise TypeError(f"{name} must be {expected}, got a masked array with masked entries (rope_ref ignores no "
                         f"values); pass {name}.filled(value) or the unmasked part")
@@ -227,6 +241,22 @@ def check_real_array(a, name: str, *, allow_int: bool = True) -> np.ndarray:
         hint = "; integers beyond the int64 range are not NumPy integers: pass floats" if "int" in kinds else ""
         raise TypeError(f"{name} must be {expected}, got dtype object (elements of type {', '.join(kinds)}){hint}")
     raise TypeError(f"{name} must be {expected}, got dtype {dt}")
+
+
+def _refuse_torch(t, name: str) -> None:
+    """A torch tensor NumPy cannot read as it is (needs grad, bfloat16, not on the CPU): a TypeError saying
+    what to pass.  Plain CPU tensors of other dtypes are read through NumPy (``np.asarray``), unchanged."""
+    dtype, device = str(getattr(t, "dtype", "?")), str(getattr(t, "device", "cpu"))
+    why = [w for w, bad in (("it requires grad", bool(getattr(t, "requires_grad", False))),
+                            ("it is bfloat16", dtype == "torch.bfloat16"),
+                            (f"it is on {device}", device != "cpu")) if bad]
+    if why:
+        fix = ".detach()" * ("it requires grad" in why) + ".cpu()" * (device != "cpu") + \
+              ".float()" * (dtype == "torch.bfloat16")
+        exact = (f" (bfloat16 exactly: {name}{fix.replace('.float()', '')}.view(torch.int16).numpy()"
+                 f".view(ml_dtypes.bfloat16))") if dtype == "torch.bfloat16" else ""
+        raise TypeError(f"{name} is a torch tensor ({dtype}, device {device}) that NumPy cannot read: "
+                        f"{' and '.join(why)}; pass {name}{fix}.numpy(){exact}")
 
 
 def check_finite(arr: np.ndarray, name: str) -> np.ndarray:
@@ -253,7 +283,7 @@ def _float_positions(positions, name: str) -> np.ndarray:
     if pos.dtype.kind in "iu" and pos.size and (pos.max() > EXACT_INT_LIMIT or pos.min() < -EXACT_INT_LIMIT):
         warn_precision("int53", f"{name}: integers beyond 2^53 = {EXACT_INT_LIMIT} are rounded to float64, so "
                        f"neighbouring positions can get identical angles (2^53 and 2^53 + 1 do); "
-                       f"got {name} up to {max(abs(int(pos.max())), abs(int(pos.min())))}")
+                       f"got {name} up to {max(abs(int(pos.max())), abs(int(pos.min())))}", every_call=True)
     pos = pos.astype(np.float64)
     return check_finite(pos, name)
 
@@ -398,6 +428,9 @@ def check_out(out, x: np.ndarray) -> np.ndarray:
                          f"got shape {out.shape} and dtype {out.dtype}")
     if not out.flags.writeable:
         raise ValueError("out must be writeable, got a read-only array")
+    if _overlaps_itself(out):
+        raise ValueError(f"out must not overlap itself: its strides {out.strides} for shape {out.shape} make several "
+                         f"elements share memory (np.broadcast_to or as_strided?); pass a separate array, e.g. np.empty_like(x)")
     try:
         overlap = np.shares_memory(out, x, max_work=10**6)
     except np.exceptions.TooHardError:
@@ -405,6 +438,27 @@ def check_out(out, x: np.ndarray) -> np.ndarray:
     if overlap:
         raise ValueError("out must not overlap x: rope_ref never modifies its input in place; pass a separate buffer")
     return out
+
+
+def _overlaps_itself(a: np.ndarray) -> bool:
+    """Whether two elements of ``a`` share memory.  Axes sorted by |stride|: each stride reaching past the
+    extent of the smaller ones proves there is none; otherwise the byte offsets are compared (up to 2^22
+    elements; beyond that a tangle of strides counts as overlapping)."""
+    axes = sorted((abs(st), n) for st, n in zip(a.strides, a.shape) if n > 1)
+    extent = a.itemsize
+    for stride, n in axes:
+        if stride < extent:
+            break
+        extent = stride * (n - 1) + extent
+    else:
+        return False
+    if a.size > 1 << 22:
+        return True
+    offsets = np.zeros((), np.int64)
+    for stride, n in zip(a.strides, a.shape):
+        offsets = np.add.outer(offsets, np.arange(n, dtype=np.int64) * stride)
+    starts = np.sort(offsets.ravel())
+    return bool(np.any(np.diff(starts) < a.itemsize))
 
 
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:

@@ -41,6 +41,12 @@ def _check_qkv(q, k, v):
     return q, k, v
 
 
+def _check_scores_size(q: np.ndarray, k: np.ndarray, max_bytes) -> None:
+    """The float64 scores (..., n_q, n_k) fit the size limit (:data:`rope_ref._validate.DEFAULT_MAX_BYTES`)."""
+    n = int(np.prod(q.shape[:-1], dtype=object)) * k.shape[-2]
+    val.check_nbytes(n * 8, "q, k", what=f"the float64 scores {q.shape[:-1] + k.shape[-2:-1]}", limit=max_bytes)
+
+
 def _pow2_scale(a: np.ndarray) -> float:
     """A power of two near max|a| (1 for a = 0): dividing by it is exact and brings |a| to [0.5, 1]."""
     peak = float(np.max(np.abs(a), initial=0.0))
@@ -49,7 +55,7 @@ def _pow2_scale(a: np.ndarray) -> float:
 
 @val.suggest_keywords
 def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = False,
-              base: float = 10000.0, pairing: str = "interleaved") -> np.ndarray:
+              base: float = 10000.0, pairing: str = "interleaved", max_bytes: int | None = None) -> np.ndarray:
     """Scaled dot-product softmax attention with RoPE applied to q and k only.
 
     ``q``: ``(..., n_q, d)``; ``k``: ``(..., n_k, d)`` with n_k >= 1; ``v``: ``(..., n_k, d_v)``; the
@@ -63,6 +69,7 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     exp((u - max u) * s_q s_k / sqrt(d)), so huge q, k tend to the argmax instead of inf - inf.
     """
     q, k, v = _check_qkv(q, k, v)
+    _check_scores_size(q, k, max_bytes)
     causal = val.check_bool(causal, "causal")
     qp = val.check_positions(q_positions, q.shape[:-1], "q_positions", "q.shape[:-1]")
     kp = val.check_positions(k_positions, k.shape[:-1], "k_positions", "k.shape[:-1]")
@@ -103,6 +110,30 @@ def elu_plus_one(x) -> np.ndarray:
     return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
 
 
+_TINY = 1e-290      # denominators below this have lost digits (subnormals start at 2.2e-308)
+
+
+def _causal_sums_per_prefix(rq, fq, lk, pos, v, base):
+    """Eq 19's causal sums with prefix m's keys divided by their own largest phi (a running maximum), so no
+    prefix underflows because a later key is far larger: sum_{n<=m} e^{c_n - C_m} phi~(k_n), C_m = max_{n<=m} c_n,
+    accumulated in sequence order (the factor e^{-C_m} cancels in num/den)."""
+    c = lk.max(axis=-1)                                          # (..., N): log of each key's largest phi
+    C = np.maximum.accumulate(c, axis=-1)
+    fk = np.exp(lk - c[..., None])                               # each row's largest entry is 1
+    rk = rotate(fk, pos, base=base)
+    lead, n_pos = rq.shape[:-2], rq.shape[-2]
+    S, z = np.zeros(lead + (rq.shape[-1], v.shape[-1])), np.zeros(lead + (rq.shape[-1],))
+    num, den = np.empty(lead + (n_pos, v.shape[-1])), np.empty(lead + (n_pos,))
+    for m in range(n_pos):
+        decay = np.exp(C[..., m - 1] - C[..., m]) if m else np.ones(lead)      # rescale the prefix to C_m
+        w = np.exp(c[..., m] - C[..., m])
+        S = S * decay[..., None, None] + (w[..., None] * rk[..., m, :])[..., :, None] * v[..., m, None, :]
+        z = z * decay[..., None] + w[..., None] * fk[..., m, :]
+        num[..., m, :] = np.einsum("...d,...de->...e", rq[..., m, :], S)
+        den[..., m] = np.einsum("...d,...d->...", fq[..., m, :], z)
+    return num, den
+
+
 def _log_phi(x: np.ndarray) -> np.ndarray:
     """log(elu(x) + 1): x for x <= 0, log(1 + x) for x > 0 -- finite where phi itself under- or overflows."""
     return np.where(x > 0, np.log1p(np.maximum(x, 0.0)), x)
@@ -110,7 +141,7 @@ def _log_phi(x: np.ndarray) -> np.ndarray:
 
 @val.suggest_keywords
 def linear_attention(q, k, v, *, positions=None, causal: bool = False,
-                     base: float = 10000.0) -> np.ndarray:
+                     base: float = 10000.0, max_bytes: int | None = None) -> np.ndarray:
     """Linear attention with RoPE, eq 19, phi = elu + 1.
 
     Numerator: sum_n (R_m phi(q_m))^T (R_n phi(k_n)) v_n; denominator: the
@@ -124,14 +155,17 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
 
     Stable: phi(q_m) is divided by its row's largest entry and phi(k) by the largest over all keys
     (computed from log phi); both factors cancel between numerator and denominator, so very negative
-    q, k (phi underflowing to 0) and huge ones (phi overflowing) give the exact ratio.  A ValueError
-    names k only when a causal prefix's keys are all ~745 below the largest key in log phi.
+    q, k (phi underflowing to 0) and huge ones (phi overflowing) give the exact ratio.  A causal prefix whose
+    keys are all ~745 below a later key in log phi is summed normalised by its own largest key instead (a
+    sequential scan).  A ValueError says so only where phi(q_m) and phi(k_n) share no feature within ~745.
     """
     q, k, v = _check_qkv(q, k, v)
     causal = val.check_bool(causal, "causal")
     if q.shape[-2] != k.shape[-2]:
         raise ValueError(f"linear_attention is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
     pos = val.check_positions(positions, q.shape[:-1], "positions", "q.shape[:-1]")
+    n = int(np.prod(k.shape, dtype=object)) * v.shape[-1]
+    val.check_nbytes(n * 8, "k, v", what=f"the float64 outer products {k.shape + v.shape[-1:]}", limit=max_bytes)
     lq, lk = _log_phi(q.astype(np.float64)), _log_phi(k.astype(np.float64))
     fq = np.exp(lq - lq.max(axis=-1, keepdims=True))             # phi(q_m) / max_j phi(q_m)_j
     fk = np.exp(lk - lk.max(axis=(-2, -1), keepdims=True))       # phi(k_n) / max_{n,j} phi(k_n)_j
@@ -146,9 +180,13 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
             num = np.einsum("...nd,...de->...ne", rq, kv.sum(axis=-3))
             den = fq @ fk.sum(axis=-2)[..., None]
             den = den[..., 0]
+    if causal and not np.all(den > _TINY):    # a prefix's keys are all far below the largest key: normalise per prefix
+        with np.errstate(over="ignore", invalid="ignore"):
+            num, den = _causal_sums_per_prefix(rq, fq, lk, pos, v, base)
     if not np.all(den > 0):
-        raise ValueError("linear_attention: a denominator sum_n phi(q_m).phi(k_n) underflows to 0: the keys of a causal "
-                         "prefix are all ~745 or more below the largest key in log(elu(k) + 1); rescale k")
+        raise ValueError("linear_attention: a denominator sum_n phi(q_m).phi(k_n) underflows float64 even normalised per "
+                         "prefix: the large features of phi(q_m) meet only features of phi(k_n) ~745 or more smaller in "
+                         "log(elu + 1); rescale q or k")
     with np.errstate(over="ignore", invalid="ignore"):
         out = num / den[..., None]
     return val.check_no_overflow(out, v, "v", "|v| well below 1.8e308")
@@ -156,7 +194,7 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
 
 @val.suggest_keywords
 def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
-                    base: float = 10000.0) -> np.ndarray:
+                    base: float = 10000.0, max_bytes: int | None = None) -> np.ndarray:
     """Softmax attention written out with the dense matrices (eqs 2, 14, 16): a check for :func:`attention`.
 
     ``q``: ``(..., n_q, d)``, ``k``: ``(..., n_k, d)``, ``v``: ``(..., n_k, d_v)``; positions 1-D of
@@ -164,14 +202,16 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
     scores that overflow float64 raise (use :func:`attention`, which scales).
     """
     q, k, v = _check_qkv(q, k, v)
+    _check_scores_size(q, k, max_bytes)
     causal = val.check_bool(causal, "causal")
     qp = val.check_positions(q_positions, q.shape[-2:-1], "q_positions", "(q.shape[-2],)")
     kp = val.check_positions(k_positions, k.shape[-2:-1], "k_positions", "(k.shape[-2],)")
     qp, kp = np.broadcast_to(qp, q.shape[-2:-1]), np.broadcast_to(kp, k.shape[-2:-1])   # a scalar: every position
     d = q.shape[-1]
+    _check_scores_size(q, k, max_bytes)
     with np.errstate(over="ignore", invalid="ignore"):   # inf or inf - inf: the ValueError below
-        qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base), q)
-        kr = np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base), k)
+        qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base, max_bytes=max_bytes), q)
+        kr = np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base, max_bytes=max_bytes), k)
         s = qr @ np.swapaxes(kr, -1, -2) / np.sqrt(d)
     if not np.all(np.isfinite(s)):
         raise ValueError("attention_dense: scores q.k/sqrt(d) overflow float64 (q and k too large); "
@@ -189,7 +229,7 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
 
 @val.suggest_keywords
 def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
-                           base: float = 10000.0) -> np.ndarray:
+                           base: float = 10000.0, max_bytes: int | None = None) -> np.ndarray:
     """Eq 19 evaluated literally in O(N^2) with dense rotation matrices: a check for :func:`linear_attention`.
 
     ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions`` 1-D of length N
@@ -202,7 +242,8 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
     if k.shape[-2] != n_pos:
         raise ValueError(f"linear_attention_dense is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
     pos = np.broadcast_to(val.check_positions(positions, (n_pos,), "positions", "(q.shape[-2],)"), (n_pos,))
-    R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)
+    _check_scores_size(q, k, max_bytes)
+    R = rotation_matrix(pos, q.shape[-1], base, max_bytes=max_bytes)  # (N, d, d)
     fq, fk = elu_plus_one(q), elu_plus_one(k)
     with np.errstate(over="ignore", invalid="ignore"):   # checked below: a ValueError, not a warning
         rq = np.einsum("nij,...nj->...ni", R, fq)

@@ -62,15 +62,16 @@ def test_incremental_decoding_equals_full(rng):
     np.testing.assert_allclose(block, full[..., 20:, :], atol=1e-12)
 
 
-def linear_attention_loop(q, k, v, causal):
-    """Eq 19 term by term, with phi = elu + 1 and dense rotation matrices."""
+def linear_attention_loop(q, k, v, causal, positions=None):
+    """Eq 19 term by term, with phi = elu + 1 and dense rotation matrices (query/key i at ``positions[i]``)."""
     N, d = q.shape
+    p = np.arange(N) if positions is None else positions
     phi = lambda x: np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))  # noqa: E731  (no overflow warning)
     out = np.zeros((N, v.shape[-1]))
     for m in range(N):
         num, den = np.zeros(v.shape[-1]), 0.0
         for n in range(m + 1 if causal else N):
-            num += (rr.rotation_matrix(m, d) @ phi(q[m])) @ (rr.rotation_matrix(n, d) @ phi(k[n])) * v[n]
+            num += (rr.rotation_matrix(p[m], d) @ phi(q[m])) @ (rr.rotation_matrix(p[n], d) @ phi(k[n])) * v[n]
             den += phi(q[m]) @ phi(k[n])
         out[m] = num / den
     return out
@@ -78,6 +79,7 @@ def linear_attention_loop(q, k, v, causal):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_linear_attention_matches_eq19(causal, rng):
+    """(The per-prefix normalised sums, used when a causal prefix underflows, are checked here too.)"""
     q, k, v = rng.standard_normal((12, 8)), rng.standard_normal((12, 8)), rng.standard_normal((12, 5))
     np.testing.assert_allclose(rr.linear_attention(q, k, v, causal=causal),
                                linear_attention_loop(q, k, v, causal), atol=1e-12)
@@ -89,3 +91,18 @@ def test_causal_attention_with_no_visible_key_is_an_error(rng):
     q, k, v = (rng.standard_normal((3, 4)) for _ in range(3))
     with pytest.raises(ValueError, match="no key at or before"):
         rr.attention(q, k, v, q_positions=[0, 1, 2], k_positions=[5, 6, 7], causal=True)
+
+
+@pytest.mark.parametrize("shape", [(9, 6), (2, 3, 7, 4)])
+def test_per_prefix_normalisation_is_eq19(shape, rng):
+    """The fallback for underflowing causal prefixes, called directly on ordinary q, k: the same as eq 19."""
+    import sys
+    att = sys.modules["rope_ref.attention"]
+    q, k, v = rng.standard_normal(shape), rng.standard_normal(shape), rng.standard_normal(shape[:-1] + (3,))
+    lq, lk = att._log_phi(q), att._log_phi(k)
+    fq = np.exp(lq - lq.max(axis=-1, keepdims=True))
+    pos = np.arange(shape[-2], dtype=float)
+    num, den = att._causal_sums_per_prefix(rr.rotate(fq, pos), fq, lk, pos, v, 10000.0)
+    want = rr.linear_attention_dense(q, k, v, causal=True)
+    np.testing.assert_allclose(num / den[..., None], want, atol=1e-12)
+

@@ -1,5 +1,7 @@
 """dtypes, no mutation, and every bad input named in the core issue."""
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -162,3 +164,136 @@ def test_non_contiguous_and_large_inputs_take_the_blocked_path(pairing, dtype, r
     assert not xf.flags.c_contiguous
     out = rr.rotate(xf, pos, pairing=pairing)
     np.testing.assert_allclose(out, dense, atol=1e-12 if dtype == np.float64 else 1e-5)
+
+
+# ---- issue 22: sizes and the last unclear inputs (each case failed before its fix) ------------------------
+
+from numpy.lib.stride_tricks import as_strided  # noqa: E402
+
+from rope_ref import _validate  # noqa: E402
+
+GIB = 1024 ** 3
+SIZES = [  # each raised numpy's raw "Unable to allocate", or allocated silently, before the check
+    (lambda **kw: rr.frequencies(2**40, **kw), "d", 2**39 * 8),
+    (lambda **kw: rr.rotation_matrix(np.arange(4096), 4096, **kw), "positions", 4096 ** 3 * 8),
+    (lambda **kw: rr.rotation_matrix(1, 2**15, **kw), "positions", 2**30 * 8),            # 8 GiB, silently
+    (lambda **kw: rr.rotate_dense(np.zeros((64, 8192)), **kw), "positions", 64 * 8192 ** 2 * 8),
+    (lambda **kw: rr.rotation_angles(np.zeros(2048), np.ones(2**18), **kw), "positions", 2**29 * 8),
+    (lambda **kw: rr.sinusoidal(np.zeros(2**13), 2**16, **kw), "positions", 2**29 * 8),
+    (lambda **kw: rr.sinusoidal_shift_matrix(1.0, 2**15, **kw), "d", 2**30 * 8),
+    (lambda **kw: rr.decay_bound(np.zeros(2**13), 2**16, **kw), "distance", 2**28 * 16),
+    (lambda **kw: rr.attention(*[np.broadcast_to(0.0, (2**17, 2))] * 3, **kw), "q, k", 2**34 * 8),
+    (lambda **kw: rr.linear_attention(*[np.broadcast_to(0.0, (2**16, 256))] * 3, **kw), "k, v", 2**32 * 8),
+]
+
+
+@pytest.mark.parametrize("call,name,nbytes", SIZES, ids=[str(i) for i in range(len(SIZES))])
+def test_sizes_are_checked_before_allocating(call, name, nbytes):
+    with pytest.raises(ValueError) as info:
+        call()
+    msg = str(info.value)
+    assert msg.startswith(name + ":"), msg
+    for w in (f"({nbytes} bytes)", "above the limit of 2 GiB", f"max_bytes={nbytes}"):
+        assert w in msg, msg
+    with pytest.raises(ValueError, match=f"above the limit of 1 KiB"):
+        call(max_bytes=1024)                                 # the keyword moves the limit (down here: no allocation)
+
+
+def test_max_bytes_raises_the_limit():
+    assert rr.rotation_matrix(0.5, 64, max_bytes=64 * 64 * 8).shape == (64, 64)
+    with pytest.raises(ValueError, match=r"positions: 1 float64 matrices of 64 x 64 would take 32 KiB"):
+        rr.rotation_matrix(0.5, 64, max_bytes=64 * 64 * 8 - 1)
+    with pytest.raises(TypeError, match="max_bytes must be None or a number of bytes"):
+        rr.frequencies(8, max_bytes="1e9")
+
+
+def _self_overlapping(shape):
+    a = np.zeros(shape[-1])
+    return as_strided(a, shape, (0, a.strides[0]))          # every row is the same memory, writeable
+
+
+@pytest.mark.parametrize("fn", [rr.rotate, rr.rotate_elementwise, rr.rotate_dense])
+def test_an_out_that_overlaps_itself_is_refused(fn):
+    x = np.random.default_rng(0).standard_normal((4, 6))
+    for out in (_self_overlapping((4, 6)), as_strided(np.zeros(30), (4, 6), (24, 8))):   # stride 0; rows overlap
+        with pytest.raises(ValueError, match=r"out must not overlap itself: its strides \("):
+            fn(x, out=out)
+    for out in (np.zeros((4, 6), order="F"), np.zeros((4, 12))[:, ::2], np.zeros((4, 6))[::-1],
+                as_strided(np.zeros(24), (4, 6), (8, 32))):                                 # no overlap: accepted
+        np.testing.assert_allclose(fn(x, out=out), rr.rotate_elementwise(x), atol=1e-12)
+
+
+@pytest.mark.parametrize("call,fn,kw", [
+    (lambda: rr.rotate(X, None, 10000.0), "rotate", "base"),
+    (lambda: rr.rotate_elementwise(X, None, 10.0, "half"), "rotate_elementwise", "base, pairing are"),
+    (lambda: rr.rotate_dense(X, None, 10.0), "rotate_dense", "base"),
+    (lambda: rr.rotate_complex(X, None, 10.0), "rotate_complex", "base"),
+    (lambda: rr.attention(QKV, QKV, QKV, None), "attention", "q_positions"),
+    (lambda: rr.linear_attention(QKV, QKV, QKV, None), "linear_attention", "positions"),
+    (lambda: rr.partial_sums(1.0, 8, 10.0, None), "partial_sums", "inv_freq"),
+])
+def test_keyword_only_arguments_are_named(call, fn, kw):
+    with pytest.raises(TypeError) as info:
+        call()
+    msg = str(info.value)
+    assert msg.startswith(f"{fn}() takes ") and f"{kw}" in msg and "keyword-only" in msg, msg
+
+
+@pytest.mark.parametrize("raw", [bytearray(b"\x00\x01\x02\x03"), b"\x00\x01\x02\x03", memoryview(b"\x00\x01\x02\x03"),
+                                 memoryview(bytearray(4))])
+@pytest.mark.parametrize("where", ["x", "positions", "inv_freq"])
+def test_raw_bytes_are_not_read_as_numbers(raw, where):
+    args = {"x": ([raw], {}), "positions": ([np.zeros((4, 2)), raw], {}), "inv_freq": ([np.zeros((4, 8))], {"inv_freq": raw})}
+    a, kw = args[where]
+    for fn in (rr.rotate, rr.rotate_elementwise, rr.rotate_dense):
+        with pytest.raises(TypeError, match=rf"^{where} must be .* got {type(raw).__name__} \(raw bytes are not read"):
+            fn(*a, **kw)
+
+
+def test_a_memoryview_of_numbers_is_still_numbers():
+    np.testing.assert_array_equal(rr.rotate(np.ones((1, 2)), memoryview(np.array([0.0]))), [[1.0, 1.0]])
+
+
+def test_positions_beyond_2_53_warn_on_every_call():
+    x = np.ones((2, 4))
+    big = np.array([2**53, 2**53 + 1], dtype=np.int64)                # equal as float64: equal rows
+    for _ in range(3):
+        with pytest.warns(rr.RopeRefPrecisionWarning, match=r"positions: integers beyond 2\^53"):
+            out = rr.rotate(x, big, inv_freq=[1e-16, 1e-17])             # angles ~0.9: no angle warning
+        assert np.array_equal(out[0], out[1])                            # the collapse the warning names
+
+
+def test_attention_with_huge_finite_q_and_k_is_the_argmax_limit():
+    rng = np.random.default_rng(8)
+    q, k, v = rng.standard_normal((5, 8)), rng.standard_normal((6, 8)), rng.standard_normal((6, 3))
+    scores = rr.rotate(q) @ rr.rotate(k).T                              # the softmax of s * scores -> one-hot
+    want = v[np.argmax(scores, axis=-1)]
+    np.testing.assert_allclose(rr.attention(q * 1e200, k * 1e200, v), want, atol=1e-12)
+
+
+def test_linear_attention_with_phi_underflowing_is_exact():
+    rng = np.random.default_rng(9)
+    q, k, v = rng.standard_normal((5, 8)), rng.standard_normal((5, 8)), rng.standard_normal((5, 3))
+    # phi(x) = e^x for x <= 0, so phi(x - 800) = e^-800 phi(x): underflows to 0 in float64, yet cancels exactly.
+    qn, kn = -np.abs(q), -np.abs(k)
+    np.testing.assert_allclose(rr.linear_attention(qn - 800.0, kn - 800.0, v), rr.linear_attention_dense(qn, kn, v),
+                               rtol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["requires_grad", "bfloat16"])
+def test_torch_tensors_numpy_cannot_read_get_a_clear_answer(kind):
+    torch = pytest.importorskip("torch")          # CI has no torch: skipped there; run with /work/venv-rec
+    t = torch.ones(2, 4, requires_grad=True) if kind == "requires_grad" else torch.ones(2, 4, dtype=torch.bfloat16)
+    fix = ".detach().numpy()" if kind == "requires_grad" else ".float().numpy()"
+    calls = {"x": [lambda: rr.rotate(t), lambda: rr.rotate_elementwise(t), lambda: rr.rotate_dense(t),
+                   lambda: rr.rotate_complex(t), lambda: rr.rotate_half(t), lambda: rr.to_half(t),
+                   lambda: rr.elu_plus_one(t)],
+             "q": [lambda: rr.attention(t, t, t), lambda: rr.linear_attention(t, t, t)],
+             "positions": [lambda: rr.rotate(np.ones((2, 4)), t[:, 0]), lambda: rr.rotation_matrix(t[0], 4)],
+             "inv_freq": [lambda: rr.rotate(np.ones((2, 4)), inv_freq=t[0, :2])]}
+    for name, fns in calls.items():
+        for call in fns:
+            with pytest.raises(TypeError, match=rf"^{name} is a torch tensor .* pass {name}{re.escape(fix)}"):
+                call()
+    plain = torch.arange(8.0).reshape(2, 4)       # a plain CPU tensor is read as the array it is
+    np.testing.assert_array_equal(rr.rotate(plain), rr.rotate(plain.numpy()))

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import sys
 import threading
+import tracemalloc
 import warnings
 import weakref
 import zlib
@@ -204,7 +205,7 @@ def test_eight_threads_under_a_tiny_switch_interval(cache_limit):
     # Small arrays (the time goes to the cache's bookkeeping) and a bound of two tables, so threads
     # evict what others are reading: the old cache raised KeyError at move_to_end here.
     table_bytes = 4 * 4 * 8                           # complex64 (4 positions, 4 pairs); half: 2 x 4 x 8 x 4
-    rr.set_cache_limit(2 * table_bytes)
+    rr.set_cache_limit(2 * (table_bytes + _fast.ENTRY_OVERHEAD + _fast.TABLE_OVERHEAD))   # entries count their overhead
     rng = np.random.default_rng(4)
     cases = []
     for i in range(12):
@@ -237,6 +238,33 @@ def test_eight_threads_under_a_tiny_switch_interval(cache_limit):
     assert not errors, errors[:3]
     assert not bad
     assert _fast.cache_info()["nbytes"] <= 2 * table_bytes
+
+
+@pytest.mark.parametrize("d", [2, 128])
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_the_cache_bound_bounds_the_memory_it_holds_in_a_decode_loop(cache_limit, d, pairing):
+    """One new position per call (decoding): each entry holds a tiny table plus its own objects.  The
+    memory the cache holds (tracemalloc: every Python and NumPy allocation) stays within 1.5x the bound; the
+    tables alone were counted before, so at d = 2 it held ~20x the bound."""
+    limit = 64 * 1024
+    rr.set_cache_limit(limit)
+    rr.clear_cache()
+    x = np.ones((1, 1, d))
+    rr.rotate(x, [0.5], pairing=pairing)               # first-call allocations (theta cache etc.) before measuring
+    rr.clear_cache()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(4000):
+            rr.rotate(x, [i + 0.25], pairing=pairing)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    info = _fast.cache_info()
+    assert info["entries"] >= 10                       # the cache is in use, and full (evicting)
+    assert limit / 2 < held <= 1.5 * limit, (held, info)
 
 
 def test_a_planted_bug_is_caught(monkeypatch):

@@ -430,3 +430,17 @@ def test_a_fast_path_that_drops_an_axis_is_caught(monkeypatch):
         np.testing.assert_allclose(rr.rotate(x, pos, inv_freq=F), _general_reference(x, pos, F, "interleaved", 8),
                                    atol=1e-12)
     rr.clear_cache()
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float16, 4e-3), (np.float32, 2e-6), ("bfloat16", 3e-2)])
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_the_general_form_in_narrow_dtypes_matches_the_plain_form(dtype, tol, pairing):
+    import ml_dtypes
+    dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((2, 3, 9, 16)).astype(dtype)
+    pos, F = rng.integers(0, 64, (3, 2, 1, 9)), rng.uniform(0, 1, (6, 3))
+    got = rr.rotate(x, pos, pairing=pairing, rotary_dim=12, inv_freq=F)
+    want = _general_reference(x.astype(np.float64), pos, F, pairing, 12)
+    assert got.dtype == x.dtype
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=tol * 4)

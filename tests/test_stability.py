@@ -111,14 +111,26 @@ def test_linear_attention_with_huge_q_and_k(rng):
     np.testing.assert_allclose(out, linear_attention_loop(np.zeros((5, 8)), np.zeros((5, 8)), v, True), atol=1e-12)
 
 
-def test_linear_attention_raises_when_a_causal_prefix_underflows(rng):
-    k = np.zeros((4, 8))
-    k[0] = -1000.0                                   # phi(k_0) / max phi = e^-1000 = 0: query 0 has nothing
-    with pytest.raises(ValueError, match="denominator.*underflows.*rescale k"):
-        rr.linear_attention(np.zeros((4, 8)), k, rng.standard_normal((4, 2)), causal=True)
+def test_linear_attention_normalises_each_causal_prefix(rng):
+    """Key 0 far below the others (phi(k_0) / max phi = e^-1000 = 0 in float64): query 0 sees key 0 alone, so its
+    answer is v_0 exactly; later queries see key 0 with weight ~e^-1000 next to the others.  (This raised before.)"""
+    k = rng.uniform(-3, 0, (5, 8))
+    q, v = rng.uniform(-3, 0, (5, 8)), rng.standard_normal((5, 2))
+    far = k.copy()
+    far[0] -= 1000.0                                 # phi(x - 1000) = e^-1000 phi(x) for x <= 0
+    out = rr.linear_attention(q, far, v, causal=True)
+    np.testing.assert_allclose(out[0], v[0], atol=1e-12)
+    rest = linear_attention_loop(q[1:], k[1:], v[1:], True, positions=np.arange(1, 5))
+    np.testing.assert_allclose(out[1:], rest, atol=1e-12)
+
+
+def test_linear_attention_raises_when_no_feature_of_q_meets_one_of_k():
+    q, k = np.array([[0.0, -2000.0]]), np.array([[-2000.0, 0.0]])   # phi(q).phi(k) = 2e^-2000: 0 however scaled
+    with pytest.raises(ValueError, match="denominator.*underflows float64 even normalised per prefix.*rescale q or k"):
+        rr.linear_attention(q, k, np.ones((1, 2)), causal=True)
     # the dense form computes plainly and says so too
     with pytest.raises(ValueError, match="linear_attention_dense: the denominator"):
-        rr.linear_attention_dense(np.full((4, 8), -800.0), np.full((4, 8), -800.0), rng.standard_normal((4, 2)))
+        rr.linear_attention_dense(np.full((4, 8), -800.0), np.full((4, 8), -800.0), np.ones((4, 2)))
 
 
 def test_elu_plus_one_takes_array_likes():
