@@ -60,9 +60,11 @@ W.VBox([W.HBox([slider]), readout, image])
 """
 
 
-#: Notebooks whose solutions the browser checks are hidden (each is opened executed, as after Run All).
-HIDDEN_SOLUTION_NOTEBOOKS = ("00_why_positions.ipynb", "01_three_forms.ipynb", "02_rotations.ipynb",
-                             "03_long_term_decay.ipynb", "04_attention.ipynb", "05_context_extension.ipynb")
+#: Notebooks whose solutions the browser checks are hidden (each is opened executed, as after Run All): every
+#: notebook in notebooks/ with an exercise, found by glob so that a new notebook is checked without being listed.
+HIDDEN_SOLUTION_NOTEBOOKS = tuple(sorted(
+    p.name for p in (ROOT / "notebooks").glob("*.ipynb")
+    if any("exercise" in c.get("metadata", {}).get("tags", []) for c in json.loads(p.read_text())["cells"])))
 
 
 def _executed(path: Path):

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 NB_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+#: Every notebook in notebooks/ follows the convention below: a new notebook is checked without being listed.
+ALL = sorted(p.stem for p in NB_DIR.glob("*.ipynb"))
 COURSE = ["00_why_positions", "01_three_forms", "02_rotations", "03_long_term_decay", "04_attention",
           "05_context_extension", "06_precision"]
 
@@ -23,7 +25,7 @@ def tags(cell):
     return cell["metadata"].get("tags", [])
 
 
-@pytest.mark.parametrize("name", COURSE)
+@pytest.mark.parametrize("name", ALL)
 def test_learning_objectives_near_the_top(name):
     cs = cells(name)
     found = [i for i, c in enumerate(cs[:4]) if c["cell_type"] == "markdown"
@@ -33,9 +35,9 @@ def test_learning_objectives_near_the_top(name):
     assert len(bullets) >= 3, f"{name}: learning objectives need a bullet list"
 
 
-#: The notebooks whose exercises follow the convention below (06-09 join when their owners convert them).
-CHECKED = ["00_why_positions", "01_three_forms", "02_rotations", "03_long_term_decay", "04_attention",
-           "05_context_extension"]
+#: The notebooks with at least one exercise (a markdown cell tagged exercise).
+CHECKED = [name for name in ALL if any("exercise" in c["metadata"].get("tags", []) and c["cell_type"] == "markdown"
+                                       for c in json.loads((NB_DIR / f"{name}.ipynb").read_text())["cells"])]
 SOLUTION_HEADING = "#### Solution"
 
 
@@ -44,6 +46,24 @@ def heading_level(cell) -> int:
     first = src(cell).lstrip().split("\n", 1)[0] if cell["cell_type"] == "markdown" else ""
     m = re.match(r"(#{1,6}) ", first)
     return len(m.group(1)) if m else 0
+
+
+def checker_modules(cs) -> dict:
+    """The notebook's names for rope_ref.teaching's checker modules (exercises, exercises_<topic>), from its
+    import lines: `from rope_ref.teaching import exercises_x [as y]` binds y (or exercises_x)."""
+    names = {}
+    for c in cs:
+        if c["cell_type"] != "code":
+            continue
+        for line in src(c).splitlines():
+            m = re.match(r"from rope_ref\.teaching import (.+)$", line.split("#")[0].strip())
+            if not m:
+                continue
+            for item in m.group(1).strip("() ").split(","):
+                parts = item.split()
+                if parts and re.fullmatch(r"exercises(_\w+)?", parts[0]):
+                    names[parts[-1] if len(parts) == 3 and parts[1] == "as" else parts[0]] = parts[0]
+    return names
 
 
 def exercises_of(cs):
@@ -69,21 +89,28 @@ def exercises_of(cs):
 @pytest.mark.parametrize("name", CHECKED)
 def test_every_exercise_has_a_student_cell_a_checker_and_a_hidden_solution(name):
     """The convention (docs/lecture_plan.md, "Exercises and hidden solutions"): task (markdown, tag exercise),
-    student cell (code, tag exercise: answer = None, then a checker from rope_ref.teaching.exercises), a collapsed
+    student cell (code, tag exercise: answer = None, then a checker from rope_ref.teaching.exercises or
+    rope_ref.teaching.exercises_<topic>, called through the module's name as the notebook imports it), a collapsed
     heading "#### Solution" (tag solution, heading_collapsed), solution cells (tag solution, source and outputs
     hidden) ending in `assert exercises.<the same checker>(...)`, then a heading of level <= 4 or the end, so that
     the collapsed heading hides the solution cells and nothing else."""
-    from rope_ref.teaching import exercises
+    import importlib
     cs = cells(name)
+    modules = checker_modules(cs)
+    assert modules, f"{name}: no `from rope_ref.teaching import exercises...` line"
     found = exercises_of(cs)
     assert found, f"{name}: no markdown cell tagged 'exercise'"
     for task, student, h, sol in found:
         assert src(cs[task]).lstrip().startswith("### Exercise"), f"{name} cell {task}: a task starts '### Exercise'"
         assert student is not None, f"{name}: exercise cell {task} has no student code cell tagged 'exercise' after it"
         code = src(cs[student])
-        checker = re.findall(r"^exercises\.(check_\w+)\(", code, re.M)
-        assert len(checker) == 1 and callable(getattr(exercises, checker[0], None)), \
-            f"{name} cell {student}: the student cell ends by calling one checker of rope_ref.teaching.exercises"
+        calls = re.findall(r"^(\w+)\.(check_\w+)\(", code, re.M)
+        assert len(calls) == 1 and calls[0][0] in modules, \
+            f"{name} cell {student}: the student cell calls one checker of a rope_ref.teaching.exercises* module " \
+            f"(as imported: {sorted(modules)}), got {calls}"
+        alias, checker = calls[0]
+        module = importlib.import_module(f"rope_ref.teaching.{modules[alias]}")
+        assert callable(getattr(module, checker, None)), f"{name}: {modules[alias]}.{checker} does not exist"
         assert re.search(r"^\w+ = None\b", code, re.M), f"{name} cell {student}: the student's answer starts as None"
         assert code.rstrip().endswith(");"), f"{name} cell {student}: the checker's call ends with ';' (no stray False)"
         head = cs[h] if h < len(cs) else None
@@ -105,15 +132,15 @@ def test_every_exercise_has_a_student_cell_a_checker_and_a_hidden_solution(name)
                 assert src(cs[k]).split("\n")[1].startswith('print("(solution)")'), \
                     f"{name} cell {k}: a solution's first output line is print(\"(solution)\")"
         sol_code = [src(cs[k]) for k in sol if cs[k]["cell_type"] == "code"]
-        assert sol_code and re.search(rf"^assert exercises\.{checker[0]}\(", sol_code[-1], re.M), \
-            f"{name}: the solution to exercise {task} ends with `assert exercises.{checker[0]}(...)`"
+        assert sol_code and re.search(rf"^assert {alias}\.{checker}\(", sol_code[-1], re.M), \
+            f"{name}: the solution to exercise {task} ends (its last code cell) with `assert {alias}.{checker}(...)`"
         after = sol[-1] + 1
         assert after == len(cs) or 1 <= heading_level(cs[after]) <= 4, \
             f"{name} cell {after}: the cell after a solution must be a heading (level 1-4) or nothing, else the " \
             "collapsed '#### Solution' hides it too"
 
 
-@pytest.mark.parametrize("name", CHECKED)
+@pytest.mark.parametrize("name", ALL)
 def test_no_solution_cell_outside_a_solution_run(name):
     cs = cells(name)
     under = {k for _, _, h, sol in exercises_of(cs) for k in [h, *sol]}
@@ -162,6 +189,6 @@ def test_notebook_05_draws_every_method_and_no_noisy_far_distance_panel():
 
 def test_markdown_has_no_unformatted_float_noise():
     # e.g. 4.2700000000000005 in prose
-    for name in COURSE:
+    for name in ALL:
         for c in cells(name):
             assert not re.search(r"\d\.\d{9,}", src(c)), f"{name}: unformatted number in a cell's source"

@@ -97,9 +97,11 @@ def test_exercise_follows_the_course_convention():
     assert [cs[i]["cell_type"] for i in ex] == ["markdown", "code"] and ex[1] == ex[0] + 1
     assert "answer = None" in "".join(cs[ex[1]]["source"])
     heading = cs[ex[1] + 1]
-    assert heading["metadata"].get("heading_collapsed") is True and "".join(heading["source"]).strip() == "### Solution"
+    assert heading["metadata"].get("heading_collapsed") is True and "".join(heading["source"]).strip() == "#### Solution"
+    assert heading["metadata"].get("jp-MarkdownHeadingCollapsed") is True     # what JupyterLab 4 folds by
     sol = cs[ex[1] + 2:]
+    assert all("".join(c["source"]).startswith(("# (solution)\n", "*(solution)*")) for c in sol)
     assert sol and all("solution" in c["metadata"].get("tags", []) for c in sol)
     assert all(c["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True} for c in sol)
     code = [c for c in sol if c["cell_type"] == "code"]
-    assert "".join(code[-1]["source"]).strip().splitlines()[-1] == "check_reduced_cast_error(answer)"
+    assert "".join(code[-1]["source"]).strip().splitlines()[-1] == "assert exercises_precision.check_reduced_cast_error(answer)"

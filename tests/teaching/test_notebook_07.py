@@ -53,9 +53,10 @@ def test_the_exercise_follows_the_convention():
     assert CELLS[task]["cell_type"] == "markdown" and src(CELLS[task]).startswith("### Exercise")
     s = CELLS[student]
     assert s["cell_type"] == "code" and "exercise" in tags(s)
-    assert src(s).splitlines() == ["answer = None", "exercises_kernels.check_planted_bug(answer)"]
+    assert src(s).splitlines() == ["answer = None", "exercises_kernels.check_planted_bug(answer);"]
     h = CELLS[heading]
     assert src(h).strip() == "#### Solution" and h["metadata"].get("heading_collapsed") is True
+    assert h["metadata"].get("jp-MarkdownHeadingCollapsed") is True      # what JupyterLab 4 folds by
     assert "solution" in tags(h)
     assert solution and all(CELLS[k]["metadata"].get("jupyter") == {"source_hidden": True, "outputs_hidden": True}
                             for k in solution)

@@ -64,6 +64,7 @@ def test_each_exercise_follows_the_convention():
         assert "answer = None" in src(student) and f"exercises.{checker}(answer)" in src(student)
         assert heading["cell_type"] == "markdown" and src(heading).strip() == "#### Solution"
         assert heading["metadata"].get("heading_collapsed") is True and "solution" in tags(heading)
+        assert heading["metadata"].get("jp-MarkdownHeadingCollapsed") is True      # what JupyterLab 4 folds by
         assert solution and all(c["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
                                 for c in solution)
         assert f"{checker}(answer)" in src(solution[-1]).splitlines()[-1]
