@@ -228,9 +228,11 @@ GRID_FRAMES = (("query (3, 4), key one right and one up", {"qx": 3, "qy": 4, "dx
 
 
 def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1):
-    """Sliders for the query patch (qx, qy) and the offset (dx, dy) over :class:`GridScoreView`."""
+    """Sliders for the query patch (qx, qy) and the offset (dx, dy) over :class:`GridScoreView`.  Without a live
+    kernel (the course site, a notebook viewer) the box shows the view at the states of :data:`GRID_FRAMES`, one
+    captioned frame under another."""
     r = GRID - 1
     controls = {"qx": _int("query x", 0, r), "qy": _int("query y", 0, r), "dx": _int("Δx", -r, r),
                 "dy": _int("Δy", -r, r)}
     values = {k: _set(k, controls[k], v) for k, v in (("qx", qx), ("qy", qy), ("dx", dx), ("dy", dy))}
-    return slider_app(GridScoreView(**values), controls)
+    return slider_app(GridScoreView(**values), controls, frames=GRID_FRAMES)

@@ -176,7 +176,12 @@ def test_bad_scaling_values_are_clear_errors():
             ScalingView(**kw)
 
 
-@pytest.mark.parametrize("make,n", [(rotations_widget, 4), (decay_widget, 4)])
+def _grid_widget():
+    from rope_ref.teaching.multiaxis import grid_score_widget
+    return grid_score_widget(qx=3, qy=4, dx=2, dy=-1)       # as notebook 09 calls it
+
+
+@pytest.mark.parametrize("make,n", [(rotations_widget, 4), (decay_widget, 4), (_grid_widget, 3)])
 def test_static_fallback_is_a_strip_of_captioned_frames(make, n):
     import base64
     import io
