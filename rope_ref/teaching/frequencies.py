@@ -4,12 +4,15 @@ Two papers, recomputed here with rope_ref:
 
 * Barbero et al., "Round and Round We Go! What makes Rotary Positional Encodings useful?"
   (arXiv:2410.06205): a head can attend to a fixed offset by using a high frequency (a *positional*
-  head; NoPE cannot build one), while content matching ("semantic channels") survives long distances
+  head; their Theorem 5.3 builds one, :func:`diagonal_head_weight`; NoPE cannot, Proposition 5.2,
+  :func:`nope_repeated_token_weights`), while content matching ("semantic channels") survives long distances
   only on the lowest frequencies; p-RoPE removes the lowest frequencies (those pairs are not rotated).
+  Their Gemma 7B measurements need the model's weights and are not repeated here.
 * Men et al., "Base of RoPE Bounds Context Length" (arXiv:2405.14591): a query should score a key
-  equal to itself higher than a random key; for i.i.d. q, k that margin is proportional to
-  B_{m,theta} = sum_i cos(m theta_i) (their Theorem 1), and a base "supports" a context length L when
-  B_{m,theta} >= 0 for every distance m <= L.  The smallest such base is their lower bound (Figure 1).
+  like itself higher than a random key; for i.i.d. q, k that margin is 2 sigma^2 B_{m,theta},
+  B_{m,theta} = sum_i cos(m theta_i) (Theorem 1, eq 9).  A base supports L when B_{m,theta} >= 0 for every
+  distance m <= L (eq 10); the smallest such base is their lower bound (eq 11, Table 2, Figure 1):
+  :func:`base_lower_bound` recomputes Table 2, :func:`negative_margin_count` their Table 4.
 
 And the schemes that leave some dimensions unrotated: partial rotary (GPT-NeoX, Phi, GLM, Qwen3.5),
 NoPE layers (Llama 4, SmolLM3), p-RoPE and proportional RoPE (Gemma 4).
@@ -350,6 +353,35 @@ def base_lower_bound(context_lengths, d: int = 128, rel_step: float = 1e-4) -> n
             b *= 1 + rel
         out[idx] = b
     return out
+
+
+def men_method_frequencies(method: int) -> np.ndarray:
+    """The frequencies of the two ways Men et al. extend Llama 2 (d = 128) from 4k to 32k in their §5.5 / Table 4,
+    ``(64,)``, fast to slow.  Both leave no rotation angle out of distribution:
+
+    * method 1: theta_i = (5e6)^(-2i/d), a larger base;
+    * method 2: theta_i = (1e4)^(-2i/128) / 8 for i >= 44 (interpolated by 8), (1e4 * 8^(128/88))^(-2i/128)
+      for i < 44 (the two pieces meet at i = 44)."""
+    i = np.arange(64)
+    if method == 1:
+        return 5e6 ** (-2 * i / 128)
+    if method == 2:
+        return np.where(i >= 44, 1e4 ** (-2 * i / 128) / 8, (1e4 * 8 ** (128 / 88)) ** (-2 * i / 128))
+    raise ValueError(f"method must be 1 or 2 (Men et al.'s Table 4), got {method!r}")
+
+
+def negative_margin_count(inv_freq, length: int) -> int:
+    """How many integer distances 0 <= m <= ``length`` have sum_i cos(m inv_freq_i) < 0: where eq 10's condition
+    B_{m,theta} >= 0 fails (Men et al.'s Table 4 counts these)."""
+    th = np.asarray(inv_freq, dtype=float)
+    if th.ndim != 1 or not np.all(np.isfinite(th)):
+        raise ValueError(f"inv_freq must be a 1-D array of finite frequencies, got shape {th.shape}")
+    length = val.check_positive_int(length, "length")
+    count = 0
+    for start in range(0, length + 1, 1 << 15):
+        m = np.arange(start, min(start + (1 << 15), length + 1), dtype=float)
+        count += int((np.cos(np.multiply.outer(m, th)).sum(axis=1) < 0).sum())
+    return count
 
 
 #: Men et al. (arXiv:2405.14591) Table 2 for d = 128, as printed (two significant digits), with Su Jianlin's

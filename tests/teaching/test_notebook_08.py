@@ -240,6 +240,29 @@ def test_the_bound_is_not_monotone_in_the_base():
     assert "the bases 26,955–26,970\npass while 27,000–28,600 fail" in text()
 
 
+def test_men_et_al_table_4_counts_exactly():
+    """Table 4 of Men et al.: distances with B_{m,theta} < 0 up to 15k and 30k -- method 1: 0, 0; method 2: 97, 2554
+    (typed from the paper).  Frequencies written out here from §5.5's two formulas."""
+    i = np.arange(64)
+    method_1 = 5e6 ** (-2 * i / 128)
+    method_2 = np.array([1e4 ** (-2 * k / 128) / 8 if k >= 44 else (1e4 * 8 ** (128 / 88)) ** (-2 * k / 128) for k in i])
+    np.testing.assert_allclose(F.men_method_frequencies(1), method_1, rtol=1e-13)
+    np.testing.assert_allclose(F.men_method_frequencies(2), method_2, rtol=1e-13)
+    m = np.arange(30 * 1024 + 1, dtype=float)
+    for th, paper in [(method_1, (0, 0)), (method_2, (97, 2554))]:
+        B = np.cos(m[:, None] * th[None, :]).sum(axis=1)
+        counts = (int((B[:15 * 1024 + 1] < 0).sum()), int((B < 0).sum()))
+        assert counts == paper
+        assert (F.negative_margin_count(th, 15 * 1024), F.negative_margin_count(th, 30 * 1024)) == paper
+    B2 = np.cos(m[:30001, None] * method_2[None, :]).sum(axis=1)
+    assert (int((B2[:15001] < 0).sum()), int((B2 < 0).sum())) == (35, 2462)
+    t = text().replace("\n", " ")
+    for shown in ["**97 and 2554**", "0 and 0 for method 1", "would be 35 and 2,462", "(0.00, against 0.27 for method 1)"]:
+        assert shown in t, shown
+    with pytest.raises(ValueError, match="method must be 1 or 2"):
+        F.men_method_frequencies(3)
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda: F.base_lower_bound([1000.5]), "whole numbers"),
     (lambda: F.base_lower_bound([0]), "context_lengths must be in"),
