@@ -1,13 +1,15 @@
 """rope_ref: a readable NumPy oracle for Rotary Position Embedding (RoFormer, arXiv:2104.09864, section 3).
 
 Shapes are written ``(..., seq, d)``: any leading batch/head axes, then
-positions, then features.  See the README's "Conventions" for the choices
-made where the sources disagree.
+positions, then features.  See docs/conventions.md for the choices made
+where the sources disagree.
 
 The oracle (this package's top level) needs numpy and ml_dtypes only:
 
-* ``core``      -- the forms of RoPE (dense eq 14, complex eq 12, plain eq 34, fast), the
-  pairings, the sinusoidal embedding, the long-term-decay bound (eqs 35-37);
+* ``forms``     -- the forms of RoPE (dense eq 14, complex eq 12, plain eq 34), the frequencies,
+  the pairings, the sinusoidal embedding, the long-term-decay bound (eqs 35-37);
+* ``_fast``     -- ``rotate``'s machinery (cached cos/sin tables, blocks, threads, float16 casts),
+  checked against the plain form;
 * ``attention`` -- softmax and linear attention (eq 19) with RoPE;
 * ``multiaxis`` -- multi-axis RoPE: M-RoPE and 2-D axial frequency matrices, M-RoPE position ids;
 * ``scaling``   -- context-extension frequencies (linear, NTK, dynamic, YaRN, Llama 3, LongRoPE);

@@ -155,7 +155,7 @@ def format_table(checks: list[Check]) -> str:
     return "\n".join(lines)
 
 
-# ---- precision of float64 at large positions (README "Precision") --------------------------------
+# ---- precision of float64 at large positions (docs/precision.md) ------------------------------------
 
 @dataclass
 class Precision:
@@ -193,7 +193,7 @@ def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 
 
 
 def precision_table(positions=(0, 1e3, 1e6, 1e9), d: int = 128, base: float = 10000.0) -> str:
-    """The table README "Precision" shows: ``python -c "from rope_ref.checks import precision_table; print(precision_table())"``."""
+    """The table docs/precision.md shows: ``python -c "from rope_ref.checks import precision_table; print(precision_table())"``."""
     rows = [("position", "angle error (rad)", "R_m^T R_n - R_{n-m}", "q_m.k_n - q.R_{n-m}k", "relative to |q||k|")]
     positions = val.check_positions_any(positions)
     if positions.ndim != 1:

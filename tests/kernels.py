@@ -10,10 +10,13 @@ float64 forms (the math as the sources write it):
 float32 transcriptions (float32 exactly where torch computes in float32):
 
 * :func:`hf_inv_freq`, :func:`hf_cos_sin`, :func:`hf_rope` -- transformers' Llama / GPT-NeoX rotary module;
-* :func:`gptj_rope` -- GPT-J's rotate_every_two; :func:`meta_rope` -- Meta Llama's torch.polar form.
+* :func:`gptj_rope` -- GPT-J's rotate_every_two; :func:`meta_rope` -- Meta Llama's torch.polar form;
+* :func:`pairwise_reference` -- eq 13 pair by pair with math.cos/math.sin, any layout (the fuzz tests' reference).
 
 Expected values in tests come from these kernels' parameters, never from rope_ref's output.
 """
+
+import math
 
 import numpy as np
 
@@ -117,3 +120,21 @@ def meta_rope(x, offset=0, base=10000.0):
     q = x.astype(F32)
     z = (q[:, 0::2] + 1j * q[:, 1::2]).astype(np.complex64) * freqs_cis
     return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
+
+
+def pairwise_reference(x, positions, base=10000.0, pairing="interleaved", rotary_dim=None, inv_freq=None):
+    """RoPE in float64, pair by pair (eq 13): (a, b) -> (a cos - b sin, a sin + b cos), pair i being features
+    (2i, 2i+1) (interleaved) or (i, i + r/2) (half); features from rotary_dim on pass through."""
+    x = np.array(x, dtype=np.float64)
+    pos = np.broadcast_to(np.asarray(positions, dtype=np.float64), x.shape[:-1])
+    out = x.copy()
+    r = x.shape[-1] if rotary_dim is None else rotary_dim
+    for idx in np.ndindex(x.shape[:-1]):
+        for i in range(r // 2):
+            theta = base ** (-2 * i / r) if inv_freq is None else float(inv_freq[i])
+            angle = float(pos[idx]) * theta
+            ia, ib = (2 * i, 2 * i + 1) if pairing == "interleaved" else (i, i + r // 2)
+            a, b = x[idx + (ia,)], x[idx + (ib,)]
+            out[idx + (ia,)] = a * math.cos(angle) - b * math.sin(angle)
+            out[idx + (ib,)] = a * math.sin(angle) + b * math.cos(angle)
+    return out

@@ -4,12 +4,15 @@ Two papers, recomputed here with rope_ref:
 
 * Barbero et al., "Round and Round We Go! What makes Rotary Positional Encodings useful?"
   (arXiv:2410.06205): a head can attend to a fixed offset by using a high frequency (a *positional*
-  head; NoPE cannot build one), while content matching ("semantic channels") survives long distances
+  head; their Theorem 5.3 builds one, :func:`diagonal_head_weight`; NoPE cannot, Proposition 5.2,
+  :func:`nope_repeated_token_weights`), while content matching ("semantic channels") survives long distances
   only on the lowest frequencies; p-RoPE removes the lowest frequencies (those pairs are not rotated).
+  Their Gemma 7B measurements need the model's weights and are not repeated here.
 * Men et al., "Base of RoPE Bounds Context Length" (arXiv:2405.14591): a query should score a key
-  equal to itself higher than a random key; for i.i.d. q, k that margin is proportional to
-  B_{m,theta} = sum_i cos(m theta_i) (their Theorem 1), and a base "supports" a context length L when
-  B_{m,theta} >= 0 for every distance m <= L.  The smallest such base is their lower bound (Figure 1).
+  like itself higher than a random key; for i.i.d. q, k that margin is 2 sigma^2 B_{m,theta},
+  B_{m,theta} = sum_i cos(m theta_i) (Theorem 1, eq 9).  A base supports L when B_{m,theta} >= 0 for every
+  distance m <= L (eq 10); the smallest such base is their lower bound (eq 11, Table 2, Figure 1):
+  :func:`base_lower_bound` recomputes Table 2, :func:`negative_margin_count` their Table 4.
 
 And the schemes that leave some dimensions unrotated: partial rotary (GPT-NeoX, Phi, GLM, Qwen3.5),
 NoPE layers (Llama 4, SmolLM3), p-RoPE and proportional RoPE (Gemma 4).
@@ -178,6 +181,32 @@ def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 
     return w / w.sum()
 
 
+def diagonal_head_weight(norm_sq: float, pair: int = 0, n_keys: int = 48, d: int = 64, base: float = 10000.0) -> float:
+    """The construction in Barbero et al.'s Theorem 5.3 (arXiv:2410.06205, §5): every query and key is the same
+    vector psi on one pair of frequency g = theta_pair, |psi|^2 = ``norm_sq``, so a_{i,j} = |psi|^2 cos((j - i) g)
+    is largest at j = i; returns alpha_{i,i}, the weight the last of ``n_keys`` tokens puts on itself.
+
+    It tends to 1 as |psi|^2 grows, on any pair; how large |psi|^2 must be is set by the distance whose
+    cos((j - i) g) comes closest to 1 -- on the fastest pair (g = 1) that is 44 positions back, cos 44 = 0.99984.
+    Computed with :func:`offset_attention` (offset 0, one pair), i.e. by rotating with rope_ref."""
+    return float(offset_attention(0, pair, n_keys, norm_sq, d, base, width=1)[0])
+
+
+def nope_repeated_token_weights(d: int = 16, seed: int = 0, scale: float = 3.0) -> np.ndarray:
+    """Barbero et al.'s Proposition 5.2 (NoPE cannot build a diagonal head), on its counterexample: the sequence
+    [bos, x, x] and a head without positions (random W_Q, W_K with entries N(0, scale^2 / d)).  Tokens 2 and 3 are
+    the same, so query 3 scores keys 2 and 3 the same and alpha_{3,3} = alpha_{3,2} <= 1/2, whatever the weights.
+    Returns the weights of query 3 on (bos, x, x), ``(3,)``."""
+    rng = np.random.default_rng(val.check_positive_int(seed + 1, "seed") - 1)
+    d = _even(d)
+    bos, x = rng.standard_normal((2, d))
+    Wq, Wk = rng.standard_normal((2, d, d)) * val.check_scalar(scale, "scale") / np.sqrt(d)
+    keys = np.stack([bos, x, x]) @ Wk.T
+    s = keys @ (Wq @ x)
+    w = np.exp(s - s.max())
+    return w / w.sum()
+
+
 def band_pairs(band: str, d: int = 128, width: int = 8) -> np.ndarray:
     """Pair indices of a band: "high" = the ``width`` fastest pairs, "low" = the ``width`` slowest."""
     d = _even(d)
@@ -258,46 +287,109 @@ def fig_semantic_match_frames(bases=(1e4, 1e5, 1e6), max_distance: int = 32768, 
 # --- Men et al.: the base a context length needs -----------------------------------------------------------------------
 
 def similarity_margin(m, d: int = 128, base: float = 10000.0) -> np.ndarray:
-    """Men et al.'s B_{m,theta} = sum_i cos(m theta_i) (Theorem 1: for i.i.d. q, k and k* = q + noise,
-    E[q.R_m k*] - E[q.R_m k] = 2 sigma^2 B_{m,theta}): how much more a query scores a key like itself than
-    a random key at distance m.  ``m.shape``."""
+    """Men et al.'s B_{m,theta} = sum_{i=0}^{d/2-1} cos(m theta_i), theta_i = base^(-2i/d) (arXiv:2405.14591,
+    Theorem 1, eq 9): for i.i.d. query and key components of standard deviation sigma and k* = q + eps
+    (eps of mean 0), (E[q.R_m k*] - E[q.R_m k]) / (2 sigma^2) = B_{m,theta} -- how much more a query scores a
+    key like itself than a random key at distance m.  ``m.shape``."""
     m = val.check_positions_any(m, "m")
     return np.cos(np.multiply.outer(m, frequencies(d, base))).sum(axis=-1)
 
 
-def supported_context(base: float, d: int = 128, limit: int = 1 << 22) -> int:
-    """The longest L with B_{m,theta} >= 0 for every integer distance 0 <= m <= L (capped at ``limit``).
-
-    Scans m = 0, 1, 2, ... in growing blocks and stops at the first negative B."""
-    limit = val.check_positive_int(limit, "limit")
-    th = frequencies(d, base)
-    start, block = 0, 256
+def _first_negative(th: np.ndarray, limit: int):
+    """The first integer m in 0..limit with sum_i cos(m th_i) < 0, or None: scanned in growing blocks."""
+    start, block = 0, 4096
     while start <= limit:
         m = np.arange(start, min(start + block, limit + 1), dtype=float)
         negative = np.flatnonzero(np.cos(np.multiply.outer(m, th)).sum(axis=1) < 0)
         if len(negative):
-            return int(m[negative[0]]) - 1
-        start, block = start + block, min(2 * block, 1 << 16)
-    return limit
+            return int(m[negative[0]])
+        start, block = start + block, min(2 * block, 1 << 15)
+    return None
 
 
-def base_lower_bound(context_lengths, d: int = 128, bases=None) -> np.ndarray:
-    """Men et al.'s lower bound: for each L, the smallest base (of ``bases``, default 10^3..10^7 in steps
-    of 10^0.01) whose :func:`supported_context` is at least L; NaN where none is.
+def supported_context(base: float, d: int = 128, limit: int = 1 << 22) -> int:
+    """Men et al.'s L_theta = sup{L | B_{m,theta} >= 0 for all m in 0..L} (eq 10): the longest L with
+    B_{m,theta} >= 0 at every integer distance 0 <= m <= L (capped at ``limit``)."""
+    limit = val.check_positive_int(limit, "limit")
+    first = _first_negative(frequencies(d, base), limit)
+    return limit if first is None else first - 1
 
-    The supported length is not monotone in the base (B_m can dip below 0 for a base and not for a
-    slightly smaller one), so the smallest supporting base is found by trying each base in turn."""
-    L = np.asarray(context_lengths, dtype=float)
-    bases = 10.0 ** np.arange(3, 7.001, 0.01) if bases is None else np.asarray(bases, dtype=float)
-    out = np.full(L.shape, np.nan)
-    todo = np.ones(L.shape, bool)
-    for b in np.sort(bases):
-        if not todo.any():
-            break
-        s = supported_context(b, d, limit=int(L[todo].max()))
-        hit = todo & (L <= s)
-        out[hit], todo = b, todo & ~hit
+
+def base_lower_bound(context_lengths, d: int = 128, rel_step: float = 1e-4) -> np.ndarray:
+    """Men et al.'s lower bound base_L = inf{base | B_{m,theta} >= 0 for all m in 0..L} (eq 11), one per
+    context length, ``np.shape(context_lengths)``.
+
+    Computed as the paper did (the "inverse" method, Su Jianlin's account of it): for a base, the longest
+    supported L is easy (eq 10, :func:`supported_context`); so walk up a geometric grid of bases,
+    b_{k+1} = b_k (1 + ``rel_step``), from L/4, and return the first base that supports L.  The bound is *not*
+    monotone in the base: B_{m,theta} dips to just below 0 at scattered m, so a base can pass where slightly
+    larger ones fail (at L = 4096, d = 128: bases 26,955..26,970 pass, 27,000..28,600 fail), and a grid
+    coarser than such windows misses them.  That is why the walk tests every grid base in turn instead of
+    bisecting.  Speed-up, exact on the grid: a base is first tested at the distances where lower bases failed
+    (they usually fail there too); only if it survives is it scanned from m = 0.
+    """
+    L = np.asarray(context_lengths)
+    if L.dtype.kind not in "iu" and not (L.dtype.kind == "f" and np.all(L == np.round(L))):
+        raise TypeError(f"context_lengths must be whole numbers of positions, got {context_lengths!r}")
+    if np.any(L < 1) or np.any(L > 1 << 21):
+        raise ValueError(f"context_lengths must be in 1..{1 << 21}, got {context_lengths!r}")
+    rel = val.check_scalar(rel_step, "rel_step")
+    if not 0 < rel <= 0.1:
+        raise ValueError(f"rel_step must be in (0, 0.1] (the relative spacing of the bases tried), got {rel_step!r}")
+    d = _even(d)
+    half = np.arange(0, d, 2) / d
+    out = np.empty(L.shape)
+    for idx, length in np.ndenumerate(L):
+        length = int(length)
+        b, witnesses = max(2.0, length / 4), []
+        while True:
+            th = b ** -half
+            w = np.array([m for m in witnesses[-64:] if m <= length], dtype=float)
+            if not (len(w) and (np.cos(np.multiply.outer(w, th)).sum(axis=1) < 0).any()):
+                first = _first_negative(th, length)
+                if first is None:
+                    break
+                witnesses.append(first)
+            b *= 1 + rel
+        out[idx] = b
     return out
+
+
+def men_method_frequencies(method: int) -> np.ndarray:
+    """The frequencies of the two ways Men et al. extend Llama 2 (d = 128) from 4k to 32k in their §5.5 / Table 4,
+    ``(64,)``, fast to slow.  Both leave no rotation angle out of distribution:
+
+    * method 1: theta_i = (5e6)^(-2i/d), a larger base;
+    * method 2: theta_i = (1e4)^(-2i/128) / 8 for i >= 44 (interpolated by 8), (1e4 * 8^(128/88))^(-2i/128)
+      for i < 44 (the two pieces meet at i = 44)."""
+    i = np.arange(64)
+    if method == 1:
+        return 5e6 ** (-2 * i / 128)
+    if method == 2:
+        return np.where(i >= 44, 1e4 ** (-2 * i / 128) / 8, (1e4 * 8 ** (128 / 88)) ** (-2 * i / 128))
+    raise ValueError(f"method must be 1 or 2 (Men et al.'s Table 4), got {method!r}")
+
+
+def negative_margin_count(inv_freq, length: int) -> int:
+    """How many integer distances 0 <= m <= ``length`` have sum_i cos(m inv_freq_i) < 0: where eq 10's condition
+    B_{m,theta} >= 0 fails (Men et al.'s Table 4 counts these)."""
+    th = np.asarray(inv_freq, dtype=float)
+    if th.ndim != 1 or not np.all(np.isfinite(th)):
+        raise ValueError(f"inv_freq must be a 1-D array of finite frequencies, got shape {th.shape}")
+    length = val.check_positive_int(length, "length")
+    count = 0
+    for start in range(0, length + 1, 1 << 15):
+        m = np.arange(start, min(start + (1 << 15), length + 1), dtype=float)
+        count += int((np.cos(np.multiply.outer(m, th)).sum(axis=1) < 0).sum())
+    return count
+
+
+#: Men et al. (arXiv:2405.14591) Table 2 for d = 128, as printed (two significant digits), with Su Jianlin's
+#: recomputation by brute force ("Transformer upgrade road 18: principles for choosing the RoPE base",
+#: kexue.fm/archives/10122, May 2024): context length -> (paper, Su).
+MEN_TABLE_2 = {1024: (4.3e3, 4.3e3), 2048: (1.6e4, 1.2e4), 4096: (2.7e4, 2.7e4), 8192: (8.4e4, 8.4e4),
+               16384: (3.1e5, 2.3e5), 32768: (6.4e5, 6.3e5), 65536: (2.1e6, 2.1e6), 131072: (7.8e6, 4.9e6),
+               262144: (3.6e7, 2.4e7), 524288: (6.4e7, 5.8e7), 1048576: (5.1e8, 6.5e7)}
 
 
 #: Real models: (rope_theta, context length, head_dim) with where each number comes from.

@@ -1,6 +1,6 @@
 """Quantities the notebooks and figures look at: scores, score maps, agreement of the forms.
 
-Nothing here is new math: each function composes the oracle (:mod:`rope_ref.core`) so that
+Nothing here is new math: each function composes the oracle (:mod:`rope_ref.forms` and friends) so that
 notebooks can call it instead of re-deriving a formula in a cell.
 """
 
@@ -209,7 +209,7 @@ def radial_scaled(x, positions, a: float, *, base: float = 10000.0) -> np.ndarra
     """
     x = val.check_x(x)
     m = val.check_positions(positions, x.shape[:-1])
-    a = val.check_base(a, "a")
+    a = val.check_positive_real(a, "a")
     with np.errstate(over="ignore", invalid="ignore"):
         return _finite((a ** m)[..., None] * rotate(x, m, base=base), f"a^m R_m x with a={a:g} and |m| up to "
                        f"{np.max(np.abs(m), initial=0):g}", "|m log a| well below 709 and |x| not near 1.8e308")

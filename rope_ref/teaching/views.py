@@ -358,7 +358,7 @@ class ScalingView(View):
 
     @staticmethod
     def _check(p) -> None:
-        val.check_base(p["factor"], "factor")                  # a positive finite real: not the string '2'
+        val.check_positive_real(p["factor"], "factor")                  # a positive finite real: not the string '2'
         if p["factor"] < 1:
             raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), "
                              f"got {p['factor']}")
