@@ -351,10 +351,12 @@ def test_exercise_follows_the_course_convention():
     assert "answer = None" in student and "check_supported_context(answer" in student
     heading = cs[ex[1] + 1]
     assert heading["cell_type"] == "markdown" and heading["metadata"].get("heading_collapsed") is True
-    assert "".join(heading["source"]).strip() == "### Solution"
+    assert "".join(heading["source"]).strip() == "#### Solution"
+    assert heading["metadata"].get("jp-MarkdownHeadingCollapsed") is True     # what JupyterLab 4 folds by
     sol = [c for c in cs[ex[1] + 2:] if "solution" in c["metadata"].get("tags", [])]
     assert sol and all(c["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True} for c in sol)
-    assert "".join(sol[-1]["source"]).strip().splitlines()[-1].startswith("check_supported_context(answer")
+    assert "".join(sol[-1]["source"]).strip().splitlines()[-1].startswith(
+        "assert exercises_frequencies.check_supported_context(answer")
 
 
 # --- pictures ------------------------------------------------------------------------------------------------------------
