@@ -162,13 +162,9 @@ def test_no_figure_puts_words_on_its_data(name):
 
 
 @pytest.mark.parametrize("name", ["DecayView", "RotationsView", "ScalingView"])
-def test_no_view_puts_words_on_its_data(name, request):
+def test_no_view_puts_words_on_its_data(name):
     import rope_ref.teaching.views as views
     from rope_ref.teaching.style import layout_faults
-    if name != "DecayView":      # views.py is helper room's: these first frames have the faults named here
-        request.applymarker(pytest.mark.xfail(reason={
-            "RotationsView": "the score's value ('1.2739') is written on the curve beside its marker",
-            "ScalingView": "'above: a full turn, every angle seen' lies on the dynamic curve"}[name], strict=False))
     assert layout_faults(getattr(views, name)().static_figure()) == []
 
 

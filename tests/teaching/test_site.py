@@ -139,11 +139,16 @@ def test_widgets_and_attachments_are_embedded_and_local_files_are_not(site):
     sizes = [_png_size(base64.b64decode(src.split(",", 1)[1])) for src in imgs]
     assert sizes.count((1, 1)) == 1, "the cell attachment is embedded, the file dot.png next to the notebook is not"
     assert "[a dot: not embedded]" in pages[0].read_text(encoding="utf-8")
-    # the slider view's first image, at VIEW_DPI pixels per inch of its figure
+    # the slider view's static fallback: its strip of frames, each the view's figure at VIEW_DPI pixels per inch
+    # under a caption band of 40 pixels (two lines), one frame per state the widget lists, stacked top to bottom
     from rope_ref.teaching.style import VIEW_DPI
     from rope_ref.teaching.views import DecayView
+    from rope_ref.teaching.widgets import decay_widget
     width_in, height_in = DecayView(d=64).fig.get_size_inches()
-    assert (round(VIEW_DPI * width_in), round(VIEW_DPI * height_in)) in sizes, sizes
+    n_frames = len(decay_widget(d=64).frames)
+    assert n_frames >= 2, "a strip shows the view in more than one state"
+    strip = (round(VIEW_DPI * width_in), n_frames * (round(VIEW_DPI * height_in) + 40))
+    assert strip in sizes, (strip, sizes)
     assert "open the notebook in JupyterLab" in pages[0].read_text(encoding="utf-8")   # the plain slider
     for page in pages[1:]:       # a notebook that shows a view shows its image
         nb = nbformat.read(ROOT / "notebooks" / f"{page.stem}.ipynb", 4)
