@@ -13,6 +13,9 @@ the same for a backward pass.  How the measurement works: docs/identify_internal
 """
 
 from .analyse import identify
+from .axes_compare import assert_axes_match, compare_axes
+from .axes_probe import identify_axes
+from .axes_spec import AxesSpec
 from .assertions import KernelRaised, RopeMismatch, assert_rope_matches
 from .grad import assert_rope_grad_matches
 from .spec import RopeSpec
@@ -20,5 +23,6 @@ from .tolerances import (DYNAMIC_MIN_OFFSET, FREQ_ULPS, MAX_BYTES, MAX_OFFSET, M
                          OFFSET_SIGMA, PRECISIONS, SIGMAS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL)
 
 __all__ = ["RopeSpec", "identify", "assert_rope_matches", "assert_rope_grad_matches", "KernelRaised", "RopeMismatch",
+           "AxesSpec", "identify_axes", "compare_axes", "assert_axes_match",
            "DYNAMIC_MIN_OFFSET", "FREQ_ULPS", "MAX_BYTES", "MAX_OFFSET", "MAX_ROWS", "NAME_RTOL", "NOISE_ULPS",
            "OFFSET_SIGMA", "PRECISIONS", "SIGMAS", "STATE_RTOL", "STRUCTURE_RTOL", "ZERO_RTOL"]
