@@ -553,8 +553,8 @@ def test_sizes_checked_before_calling_fn():
      r"fn must map x of shape \(seq, d\) = \(64, 8\) to the same shape, got \(63, 8\)"),
     (lambda x, p: x[None], ValueError, r"got \(1, 64, 8\).*drop its batch and head axes"),
     (lambda x, p: x * np.nan, ValueError, "fn returned non-finite values"),
-    (lambda x, p: x.astype(complex), TypeError, "fn must return a real numeric array of shape \\(seq, d\\), got "
-                                                "ndarray of dtype complex128"),
+    (lambda x, p: x.astype(complex), TypeError, "fn must return a real numeric array \\(numpy, torch, jax, a list\\), "
+                                                "got ndarray of dtype complex128"),
     (lambda x, p: "rotated", TypeError, "fn must return a real numeric array"),
 ])
 def test_bad_fn_output(out, err, match):

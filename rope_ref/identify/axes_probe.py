@@ -37,6 +37,7 @@ import numpy as np
 from .. import _validate as val
 from .axes_angles import measure
 from .axes_spec import DEFAULT_AXIS_NAMES, MAX_AXES, MAX_POSITION, MAX_PROBE_VALUES, AxesSpec, not_axes_rope
+from .probe import to_array
 from .tolerances import PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
 
 # ---- calling fn ------------------------------------------------------------------------------
@@ -48,31 +49,11 @@ _FN_SHAPES = ("identify_axes calls fn(x, positions): x float64 of shape (seq, d)
 
 
 def _to_array(out):
-    """(numpy float64, name of the float type fn returned) from numpy, ml_dtypes, lists, torch (any dtype or
-    device, with grad), anything with ``__array__``.  Duck-typed: torch is never imported."""
+    """(numpy float64, name of the float type fn returned): :func:`.probe.to_array`, which takes numpy,
+    ml_dtypes, lists, torch (any dtype or device, with grad), anything with ``__array__``."""
     kind = str(getattr(out, "dtype", ""))
-    if hasattr(out, "detach"):
-        out = out.detach()
-    if hasattr(out, "cpu") and not isinstance(out, np.ndarray):
-        out = out.cpu()
-    if hasattr(out, "numpy") and not isinstance(out, np.ndarray):
-        try:
-            out = out.numpy()
-        except (TypeError, RuntimeError, ValueError):   # torch bfloat16 has no numpy dtype
-            if not hasattr(out, "float"):
-                raise
-            out = out.float().numpy()
-    try:
-        arr = np.asarray(out)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"fn must return an array (numpy, torch, jax, a list), got {type(out).__name__}: "
-                        f"{err}") from err
-    if not (arr.dtype in val.FLOAT_DTYPES or arr.dtype.kind in "fiu"):
-        raise TypeError(f"fn must return a real numeric array of shape (seq, d), got {type(out).__name__} of "
-                        f"dtype {arr.dtype}")
-    kind = kind or str(arr.dtype)
     name = "bfloat16" if "bfloat16" in kind else "float16" if "float16" in kind else "float32"
-    return arr.astype(np.float64), name
+    return to_array(out), name
 
 
 class _Caller:
