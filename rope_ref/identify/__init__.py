@@ -16,8 +16,9 @@ from .analyse import identify
 from .axes_compare import assert_axes_match, compare_axes
 from .axes_probe import identify_axes
 from .axes_spec import AxesSpec
-from .assertions import KernelRaised, RopeMismatch, assert_rope_matches
+from .assertions import assert_rope_matches
 from .grad import assert_rope_grad_matches
+from .mismatch import KernelRaised, RopeMismatch
 from .spec import RopeSpec
 from .tolerances import (DYNAMIC_MIN_OFFSET, FREQ_ULPS, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, NOISE_ULPS,
                          OFFSET_SIGMA, PRECISIONS, SIGMAS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL)

@@ -11,7 +11,8 @@ from .. import _validate as val
 from ..multiaxis import mrope_frequencies
 from .axes_probe import identify_axes
 from .axes_spec import LAYOUTS, MAX_POSITION, AxesSpec, classify, runs, show_shifts
-from .tolerances import FREQ_ULPS
+from .mismatch import RopeMismatch, raising_as
+from .tolerances import FREQ_ULPS, MAX_BYTES
 
 # ---- comparing with what you expect ----------------------------------------------------------------
 
@@ -29,14 +30,17 @@ def _describe_layout(layout, axis, names):
 
 
 def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, rotary_dim: int | None = None,
-                 rotary_start: int | None = None, norm_scale: float | None = None, rtol: float = 0.0) -> list:
+                 rotary_start: int | None = None, norm_scale: float | None = None, rtol: float = 0.0,
+                 phase_atol: float | None = None) -> list:
     """Every difference between what identify_axes found and what you expect, as readable lines.
 
     ``inv_freq``: the expected matrix (rotary_dim/2, axes), e.g. :func:`rope_ref.multiaxis.mrope_frequencies`.
     Frequencies agree within the spec's measured tolerance, FREQ_ULPS float32 roundings (a float32 inv_freq
     buffer) and ``rtol`` relative.  For matrices where each pair turns with one axis the lines name the section split
     ("kernel gives t/h/w 16/24/24 pairs, expected 24/20/20"), the layout, which axis drives which pairs and
-    an axis whose frequencies have the opposite sign before listing wrong frequencies.  [] when all match.
+    an axis whose frequencies have the opposite sign before listing wrong frequencies.  Angles must behave like
+    float32 or better or, with ``phase_atol``, deviate from ``sum_a F[j, a] p_a`` by at most that many radians
+    (as for 1-D kernels).  [] when all match.
     """
     if not isinstance(spec, AxesSpec):
         raise TypeError(f"spec must be an AxesSpec (from identify_axes), got {type(spec).__name__}")
@@ -64,6 +68,15 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
                         f"rad with every axis at 0 ({why})")
     if inv_freq is not None:
         problems += _compare_matrix(spec, _check_matrix(inv_freq, spec.axes), rtol, names)
+    if phase_atol is not None and spec.phase_error > phase_atol:
+        problems.append(f"angle precision: angles deviate from sum_a F[j, a] p_a by up to {spec.phase_error:.2g} rad "
+                        f"(> phase_atol={phase_atol:g})")
+    elif phase_atol is None and spec.angle_precision not in ("float64", "float32"):
+        rounded = spec.angle_precision.startswith("float32 (")
+        problems.append(f"angle precision: angles behave like {spec.angle_precision} (errors up to "
+                        f"{spec.phase_error:.2g} rad); " + (
+                            "pass phase_atol= to accept that precision" if rounded else
+                            "compute angles in float32 or better, or pass phase_atol= to accept that precision"))
     return problems
 
 
@@ -138,19 +151,26 @@ def _compare_matrix(spec, E, rtol, names):
     return problems
 
 
+#: What assert_axes_match and assert_rope_matches(axes=...) may be told to expect, and how to probe.
+AXES_KEYS = ("inv_freq", "sections", "layout", "base", "pairing", "rotary_dim", "rotary_start", "norm_scale", "rtol",
+             "max_position", "axis_names", "seed")
+
+
 def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, layout: str | None = None,
                       base: float | None = None, pairing: str | None = None, rotary_dim: int | None = None,
-                      rotary_start: int = 0, norm_scale: float | None = None, rtol: float = 0.0, seq: int = 64,
-                      seed: int = 0, max_position: int = MAX_POSITION, axis_names=None) -> AxesSpec:
-    """Raise AssertionError naming every way the multi-axis kernel ``fn(x, positions)`` differs from what you
-    expect; return the :class:`AxesSpec` when all match.
+                      rotary_start: int = 0, norm_scale: float | None = None, rtol: float = 0.0,
+                      phase_atol: float | None = None, seq: int = 64, seed: int = 0,
+                      max_position: int = MAX_POSITION, axis_names=None, max_bytes: int = MAX_BYTES) -> AxesSpec:
+    """Raise AssertionError (:class:`~rope_ref.identify.RopeMismatch`) naming every way the multi-axis kernel
+    ``fn(x, positions)`` differs from what you expect; return the :class:`AxesSpec` when all match.
 
     Expect either ``inv_freq`` (rotary_dim/2, axes) or, for M-RoPE (axes=3), ``sections`` (t, h, w pairs: a
     config's mrope_section) with ``layout`` ("blocks", the default, or "interleaved") and ``base`` (default
     10000): :func:`rope_ref.multiaxis.mrope_frequencies` with rotary_dim defaulting to d.  Also ``pairing``,
-    ``rotary_dim``, ``rotary_start`` (default 0: the leading features rotate), ``norm_scale``.  See
-    :func:`identify_axes` for how fn is called and :func:`compare_axes`
-    for the comparison.
+    ``rotary_dim``, ``rotary_start`` (default 0: the leading features rotate), ``norm_scale``, ``phase_atol``.
+    See :func:`~rope_ref.identify.axes_probe.identify_axes` for how fn is called and :func:`compare_axes` for
+    the comparison.  An exception raised inside ``fn`` is re-raised as ``KernelRaised`` ("fn raised ..."),
+    never reported as a mismatch.
     """
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
@@ -163,6 +183,8 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
         rotary_dim = val.check_d(rotary_dim, "rotary_dim")
     if norm_scale is not None:
         norm_scale = val.check_positive_real(norm_scale, "norm_scale")
+    if phase_atol is not None:
+        val.check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
     if isinstance(rotary_start, bool) or not isinstance(rotary_start, numbers.Integral) or rotary_start < 0:
         raise ValueError(f"rotary_start must be a non-negative integer (the first rotated feature), got "
                          f"{rotary_start!r}")
@@ -173,9 +195,32 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
         interleaved = _check_layout("blocks" if layout is None else layout) == "interleaved"
         inv_freq = mrope_frequencies(rotary_dim or d, sections, base=10000.0 if base is None else base,
                                      interleaved=interleaved)
-    spec = identify_axes(fn, d, axes, seq=seq, seed=seed, max_position=max_position, axis_names=axis_names)
+    spec = identify_axes(raising_as("fn", fn), d, axes, seq=seq, seed=seed, max_position=max_position,
+                         axis_names=axis_names, max_bytes=max_bytes)
+    if not spec.is_rope:
+        raise RopeMismatch("", [str(spec)], spec)
     problems = compare_axes(spec, inv_freq, pairing=pairing, rotary_dim=rotary_dim, rotary_start=rotary_start,
-                            norm_scale=norm_scale, rtol=rtol)
+                            norm_scale=norm_scale, rtol=rtol, phase_atol=phase_atol)
     if problems:
-        raise AssertionError("multi-axis RoPE mismatch:\n  " + "\n  ".join(problems) + f"\nidentified: {spec}")
+        raise RopeMismatch("multi-axis RoPE mismatch", problems, spec)
     return spec
+
+
+def expected_from_config(config, axes, expected) -> dict:
+    """assert_axes_match's expectations for a multi-axis ``config`` (a RopeConfig whose ``inv_freq()`` is a
+    ``(rotary_dim/2, A)`` matrix, e.g. M-RoPE): its matrix, pairing, rotary_dim, rotary_start and attention
+    factor; explicit keywords win (``sections=``/``layout=``/``base=``/``inv_freq=`` replace the matrix)."""
+    if not getattr(config, "axes", None):
+        raise ValueError(f"axes={axes!r} with a config whose RoPE has one position per row (1-D): leave axes= out "
+                         "to check fn(x) against it")
+    if axes is not None and axes != config.axes:
+        raise ValueError(f"axes={axes!r} disagrees with config, whose RoPE has {config.axes} position axes "
+                         "(M-RoPE: t, h, w); leave axes= out with config=")
+    if getattr(config, "output_pairing", None) is not None:
+        raise ValueError(f"config writes its pairs in {config.output_pairing} layout (output_pairing): multi-axis "
+                         "probing follows pairs written back in place only")
+    want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, rotary_start=getattr(config, "rotary_start", 0),
+                norm_scale=config.attention_factor)
+    if not any(k in expected for k in ("inv_freq", "sections", "layout", "base")):
+        want["inv_freq"] = config.inv_freq()
+    return {**want, **expected}

@@ -13,18 +13,19 @@ for M-RoPE position ids without the batch axis) and measures F:
 
 1. structure (here): the d x d linear map of every row (one call per basis vector): which features pair up
    (pairing, rotary_dim), the norm scale, and that every block is a rotation;
-2. angles (:mod:`.axes_angles`): the base row sits at position 0 on every axis; each axis is then moved alone, by 1, 2, ...
-   (angles unwrapped from step to step) and then on geometrically to ``max_position`` (each far angle's
-   whole turns predicted from the fit so far), and a straight line through 0 fitted per pair and axis;
-3. linearity (:mod:`.axes_angles`): the residuals of those lines, and rows at random combinations of all axes (predicted by
-   ``sum_a F[j, a] p_a``), must stay within the rounding of the kernel's float type, else the spec says
-   "not a rotation linear in positions";
-4. naming (:mod:`.axes_spec`): which axis drives each pair, ``sections`` (pairs per axis) and, for M-RoPE, the layout:
-   ``"blocks"`` (each axis one contiguous run, in axis order: Qwen2-VL) or ``"interleaved"`` (Qwen3-VL's
-   ``mrope_interleaved``).
+2. angles (:mod:`.axes_angles`): the base row sits at position 0 on every axis; each axis is then moved
+   alone, by 1, 2, ... (angles unwrapped from step to step) and then on geometrically to ``max_position``
+   (each far angle's whole turns predicted from the fit so far), and a straight line through 0 fitted per
+   pair and axis;
+3. linearity (:mod:`.axes_angles`): the residuals of those lines, and rows at random combinations of all axes
+   (predicted by ``sum_a F[j, a] p_a``), must stay within the rounding of the kernel's float type, else the
+   spec says "not a rotation linear in positions";
+4. naming (:mod:`.axes_spec`): which axis drives each pair, ``sections`` (pairs per axis) and, for M-RoPE,
+   the layout: ``"blocks"`` (each axis one contiguous run, in axis order: Qwen2-VL) or ``"interleaved"``
+   (Qwen3-VL's ``mrope_interleaved``).
 
-``assert_axes_match(fn, d, axes, ...)`` and ``compare_axes`` (:mod:`.axes_compare`) name every difference from what you expect
-(a wrong section split, layout, pairing, sign or frequency) in one AssertionError.
+``assert_axes_match(fn, d, axes, ...)`` and ``compare_axes`` (:mod:`.axes_compare`) name every difference
+from what you expect (a wrong section split, layout, pairing, sign or frequency) in one AssertionError.
 
 Positions are integers, so frequencies are measured modulo 2 pi: |F[j, a]| must stay below pi (every
 published RoPE has |theta| <= 1 per position).
@@ -36,9 +37,9 @@ import numpy as np
 
 from .. import _validate as val
 from .axes_angles import measure
-from .axes_spec import DEFAULT_AXIS_NAMES, MAX_AXES, MAX_POSITION, MAX_PROBE_VALUES, AxesSpec, not_axes_rope
-from .probe import to_array
-from .tolerances import PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
+from .axes_spec import DEFAULT_AXIS_NAMES, MAX_AXES, MAX_POSITION, AxesSpec, not_axes_rope
+from .probe import check_sizes, to_array
+from .tolerances import MAX_BYTES, PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
 
 # ---- calling fn ------------------------------------------------------------------------------
 
@@ -135,7 +136,7 @@ def _check_names(axis_names, axes):
     return names
 
 
-def _check_inputs(fn, d, axes, seq, seed, max_position):
+def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes):
     if not callable(fn):
         raise TypeError(f"fn must be callable as fn(x, positions) -> rotated x, got {fn!r} of type "
                         f"{type(fn).__name__}")
@@ -148,11 +149,7 @@ def _check_inputs(fn, d, axes, seq, seed, max_position):
     if seq < min_rows(axes):
         raise ValueError(f"seq must be >= {min_rows(axes)} rows for {axes} axes (the base row, 3 steps per axis, "
                          f"2 rows mixing the axes), got {seq}")
-    if seq * d * d > MAX_PROBE_VALUES:
-        raise ValueError(f"d={d} with seq={seq} needs seq * d * d = {seq * d * d} float64 values "
-                         f"({seq * d * d * 8 / 2**20:.0f} MiB) for the per-row matrices, more than the limit of "
-                         f"{MAX_PROBE_VALUES} ({MAX_PROBE_VALUES * 8 // 2**20} MiB): is d the width fn rotates "
-                         "(one head's head_dim)? or pass a smaller seq")
+    check_sizes(seq, d, max_bytes)
     seed = val.check_seed(seed)
     max_position = val.check_positive_int(max_position, "max_position")
     if max_position < 3:
@@ -164,7 +161,7 @@ def _check_inputs(fn, d, axes, seq, seed, max_position):
 # ---- the probe ---------------------------------------------------------------------------------
 
 def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_position: int = MAX_POSITION,
-                  axis_names=None) -> AxesSpec:
+                  axis_names=None, max_bytes: int = MAX_BYTES) -> AxesSpec:
     """Measure the frequency matrix ``F`` (rotary_dim/2, axes) of a multi-axis RoPE kernel.
 
     ``fn(x, positions) -> y``: ``x`` float64 of shape ``(seq, d)``, ``positions`` int64 of shape
@@ -173,7 +170,9 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     positions[:, r].  fn must depend on x and positions alone.  Calls fn d + 5 times, always with the same
     positions: at 0 on every axis; each axis alone at 1, 2, ... and geometrically up to ``max_position``
     (pass the largest position fn accepts, e.g. its cos/sin cache length - 1); random combinations of all axes.
-    ``axis_names``: for the reports (default t/h/w for 3 axes, h/w for 2).
+    ``axis_names``: for the reports (default t/h/w for 3 axes, h/w for 2).  ``max_bytes``: the largest array
+    it may hold (seq x d x d float64 for the row matrices), as for :func:`rope_ref.identify`.
+    ``rope_ref.identify(fn, d, axes=A)`` calls this.
 
     Returns an :class:`AxesSpec`: ``inv_freq`` (pair j turns by ``sum_a inv_freq[j, a] * p_a``, eq 34 per
     pair), pairing, rotary_dim, ``sections`` and ``mrope_layout`` for M-RoPE.  ``is_rope`` is False, with the
@@ -190,7 +189,7 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     >>> spec.form, spec.pairing, spec.sections, spec.mrope_layout, bool(np.allclose(spec.inv_freq, F))
     ('M-RoPE', 'half', (2, 2), 'blocks', True)
     """
-    d, axes, seq, seed, max_position = _check_inputs(fn, d, axes, seq, seed, max_position)
+    d, axes, seq, seed, max_position = _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes)
     names = _check_names(axis_names, axes)
     rng = np.random.default_rng(seed)
     P, steps, linear, sweeps, mixed = _design(axes, seq, max_position, rng)

@@ -14,8 +14,6 @@ from .tolerances import FREQ_ULPS
 MAX_AXES = 16
 #: Default for max_position: the largest position the probe passes on any axis.
 MAX_POSITION = 4096
-#: The per-row matrices take seq * d * d float64 values: refused above this many (256 MiB).
-MAX_PROBE_VALUES = 2**25
 #: Axis names shown when none are given: transformers' M-RoPE order (t, h, w) and a grid's (h, w).
 DEFAULT_AXIS_NAMES = {1: ("p",), 2: ("h", "w"), 3: ("t", "h", "w")}
 #: What each layout is, for the reports.
