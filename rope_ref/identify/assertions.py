@@ -25,15 +25,8 @@ _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset
               "inv_freq")
 
 
-def _scaling_parameter_names() -> tuple:
-    """Every parameter name a scaling method takes, read from scaling's tables (where "a | b" means either
-    name): the one place identify reads that schema."""
-    names = {k for table in (scaling.REQUIRED, scaling.OPTIONAL) for keys in table.values()
-             for req in keys for k in req.split(" | ")}
-    return tuple(sorted(names | {"seq_len"}))
-
-
-_PARAM_KEYS = _scaling_parameter_names()
+#: Every parameter a scaling method takes (scaling's one schema), and the length dynamic/longrope are measured at.
+_PARAM_KEYS = tuple(sorted(scaling.METHOD_PARAM_KEYS | {"seq_len"}))
 _RELIABLE = ("float64", "float32")
 
 
