@@ -661,6 +661,21 @@ def test_probe_recovers_the_multiaxis_builders(build, kernel, A, sections, layou
 
 # ---- the hook: rr.identify(fn, d, axes=A) and rr.assert_rope_matches(fn, ..., axes=A / config=) ----------------
 
+@pytest.mark.parametrize("probe", ["1-D", "axes"])
+@pytest.mark.parametrize("seed, err", [(-1, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_both_probes_check_seed_alike(probe, seed, err):
+    kernel = qwen2vl_kernel()
+    with pytest.raises(err, match="seed must be None or a non-negative integer"):
+        if probe == "axes":
+            rr.identify(kernel, 128, axes=3, seed=seed)
+        else:
+            rr.identify(lambda x: x, 16, seed=seed)
+
+
+def test_seed_none_draws_fresh_inputs_for_both_probes():
+    assert rr.identify(qwen2vl_kernel(), 128, axes=3, seed=None).sections == (16, 24, 24)
+
+
 def test_identify_with_axes_is_the_multi_axis_probe():
     spec = rr.identify(qwen3vl_kernel(), 128, axes=3, max_position=1000, axis_names=("T", "H", "W"))
     assert isinstance(spec, rr.AxesSpec) and spec.axis_names == ("T", "H", "W")

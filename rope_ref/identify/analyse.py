@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from .. import _validate as val
@@ -22,7 +20,7 @@ from .axes_spec import MAX_POSITION, AxesSpec
 from .dynamic import check_dynamic
 from .naming import describe_frequencies, describe_proportional
 from .offset import locate, rows_needed
-from .probe import call, check_sizes, probe_phase
+from .probe import call, check_seed, check_sizes, probe_phase
 from .spec import RopeSpec, not_rope
 from .structure import Structure, read_structure
 from .tolerances import (DYNAMIC_MIN_OFFSET, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, OFFSET_SIGMA, SIGMAS,
@@ -123,11 +121,7 @@ def _check_arguments(fn, d, seq, seed, base_hint, max_rows):
         raise ValueError(f"max_rows (the most rows fn accepts) must be >= seq={seq}, got {max_rows}")
     if base_hint is not None:
         base_hint = val.check_base(base_hint, "base_hint")
-    # seed=None draws fresh inputs; a negative seed is a ValueError (val.check_seed makes it a TypeError)
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
-        raise TypeError(f"seed must be None or a non-negative integer, got {seed!r} of type {type(seed).__name__}")
-    if seed is not None and seed < 0:
-        raise ValueError(f"seed must be None or a non-negative integer, got {seed}")
+    check_seed(seed)
     return seq, max_rows, base_hint
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 import os
 from collections.abc import Mapping
 
@@ -18,6 +17,7 @@ from .axes_compare import AXES_KEYS, assert_axes_match, expected_from_config
 from .axes_spec import AxesSpec
 from .mismatch import RopeMismatch, raising_as
 from .naming import geometric_base, scale_tol
+from .probe import check_rotary_start
 from .spec import RopeSpec, show_number, show_params
 from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS
 
@@ -197,9 +197,7 @@ def _from_config(config, d, expected):
 def _check_expected(expected):
     """Expected values are the right kind of thing, named when not."""
     if "offset" in expected and expected["offset"] is not None:
-        v = expected["offset"]
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
-            raise TypeError(f"offset must be None or a finite real number, got {v!r} of type {type(v).__name__}")
+        expected["offset"] = val.check_scalar(expected["offset"], "offset")
     if "norm_scale" in expected:
         val.check_positive_real(expected["norm_scale"], "norm_scale")
     if "base" in expected:
@@ -210,9 +208,7 @@ def _check_expected(expected):
     if "rotary_dim" in expected:
         val.check_d(expected["rotary_dim"], "rotary_dim")
     if "rotary_start" in expected:
-        v = expected["rotary_start"]
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-            raise ValueError(f"rotary_start must be a non-negative integer (the first rotated feature), got {v!r}")
+        check_rotary_start(expected["rotary_start"])
     if "output_pairing" in expected and expected["output_pairing"] not in (None, "interleaved", "half", "other"):
         raise ValueError(f"output_pairing must be None (pairs written in place), 'interleaved', 'half' or 'other', "
                          f"got {expected['output_pairing']!r}"

@@ -12,6 +12,7 @@ from ..multiaxis import mrope_frequencies
 from .axes_probe import identify_axes
 from .axes_spec import LAYOUTS, MAX_POSITION, AxesSpec, classify, runs, show_shifts
 from .mismatch import RopeMismatch, raising_as
+from .probe import check_rotary_start
 from .tolerances import FREQ_ULPS, MAX_BYTES
 
 # ---- comparing with what you expect ----------------------------------------------------------------
@@ -185,9 +186,7 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
         norm_scale = val.check_positive_real(norm_scale, "norm_scale")
     if phase_atol is not None:
         val.check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
-    if isinstance(rotary_start, bool) or not isinstance(rotary_start, numbers.Integral) or rotary_start < 0:
-        raise ValueError(f"rotary_start must be a non-negative integer (the first rotated feature), got "
-                         f"{rotary_start!r}")
+    rotary_start = check_rotary_start(rotary_start)
     if sections is not None:
         if axes != 3:
             raise ValueError(f"sections= describes M-RoPE's three axes (t, h, w), got axes={axes}: pass inv_freq= "

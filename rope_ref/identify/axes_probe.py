@@ -38,7 +38,7 @@ import numpy as np
 from .. import _validate as val
 from .axes_angles import measure
 from .axes_spec import DEFAULT_AXIS_NAMES, MAX_AXES, MAX_POSITION, AxesSpec, not_axes_rope
-from .probe import check_sizes, to_array
+from .probe import check_seed, check_sizes, to_array
 from .tolerances import MAX_BYTES, PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
 
 # ---- calling fn ------------------------------------------------------------------------------
@@ -150,7 +150,7 @@ def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes):
         raise ValueError(f"seq must be >= {min_rows(axes)} rows for {axes} axes (the base row, 3 steps per axis, "
                          f"2 rows mixing the axes), got {seq}")
     check_sizes(seq, d, max_bytes)
-    seed = val.check_seed(seed)
+    seed = check_seed(seed)
     max_position = val.check_positive_int(max_position, "max_position")
     if max_position < 3:
         raise ValueError(f"max_position must be >= 3 (positions 1, 2, 3 on each axis), got {max_position}")

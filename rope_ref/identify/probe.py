@@ -50,6 +50,18 @@ def call(fn, x, what: str, hint: str = "") -> np.ndarray:
     return out
 
 
+def check_seed(seed):
+    """None (fresh random inputs each run) or a non-negative integer: a TypeError for other kinds, a
+    ValueError for a negative one (both probes; _validate.check_seed takes no None)."""
+    return None if seed is None else val.check_nonnegative_int(seed, "seed", "None or a non-negative integer")
+
+
+def check_rotary_start(rotary_start):
+    """The first rotated feature: a non-negative integer."""
+    return val.check_nonnegative_int(rotary_start, "rotary_start",
+                                     "a non-negative integer (the first rotated feature)")
+
+
 def check_sizes(seq, d, max_bytes, max_rows=None):
     """The arrays identify would hold, against max_bytes, before anything is allocated or fn is called:
     seq x d x d float64 (the matrix of every row) and, when fn is asked for up to ``max_rows`` rows,
