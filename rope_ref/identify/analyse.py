@@ -45,7 +45,8 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     (a note, and ``offset_resolution``).  Once more on ``max_rows`` rows when the slowest pairs
     turn too little over the rows measured to tell the scaling methods apart.  A kernel that looks
     like ``ntk`` (or ``default`` with rows from DYNAMIC_MIN_OFFSET on) is measured at one or two
-    other lengths: if its base changes with the length offset + rows it is ``dynamic`` (solved given ``base_hint``) or ``"custom"``.
+    other lengths: if its base changes with the length offset + rows it is ``dynamic`` (solved given
+    ``base_hint``) or ``"custom"``.
     After calls on more rows the first call is repeated: a changed output sets ``stateful``.
     ``max_bytes``: the largest array identify may hold (seq x d x d float64 for the row matrices,
     max_rows x d for one call); larger ``seq``/``max_rows`` are a ValueError before any call.

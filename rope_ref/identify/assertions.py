@@ -11,6 +11,7 @@ import numpy as np
 from .. import _validate as val
 from .. import scaling
 from ..forms import frequencies
+from ..hf_config import from_hf_config
 from ..scaling import scaled_inv_freq
 from .analyse import identify
 from .axes_compare import AXES_KEYS, assert_axes_match, expected_from_config
@@ -103,7 +104,6 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
 def load_config(config):
     """A config.json (dict or path) read with from_hf_config; a RopeConfig-like object as it is; None stays."""
     if isinstance(config, (Mapping, str, os.PathLike)):
-        from ..hf_config import from_hf_config
         return from_hf_config(config)
     return config
 
