@@ -1,15 +1,22 @@
 """identify(fn, d, axes=3) and assert_rope_matches(fn, config=<M-RoPE config>) on transformers' own M-RoPE modules.
 
-tests/data/multiaxis_modules.npz holds the float32 cos/sin that transformers 5.24's Qwen2VLRotaryEmbedding,
-Qwen2_5_VLRotaryEmbedding and Qwen3VLTextRotaryEmbedding computed at 22 recorded (t, h, w) position ids
-(tests/data/record_multiaxis.py).  The probe needs other positions, so each recording is replayed as a kernel:
-the frequency of every feature column along each axis is solved here from the recorded cos/sin alone (unit
-steps of each axis in the recorded ids, then least squares over all 22 rows with whole turns predicted from
-the fit so far), shown to reproduce every recorded cos/sin and the recorded rotated query, and applied the way
-the recorded ``apply_rotary_pos_emb`` does (x * cos + rotate_half(x) * sin).  Nothing in the kernel comes
-from rope_ref; the expectations come from the configs the modules were built with (the recorded
-``rope_parameters``, read by rope_ref.from_hf_config).  Planted kernels move a section boundary or swap the
-layout of the recorded frequencies, and must be named.
+Two recordings, both at 22 (t, h, w) position ids that move each axis alone by one from some rows, all three
+together, and far ids up to 70000 (float32, transformers 5.24):
+
+* tests/data/multiaxis_modules.npz (record_multiaxis.py): Qwen2VLRotaryEmbedding, Qwen2_5_VLRotaryEmbedding and
+  Qwen3VLTextRotaryEmbedding with head_dim 128 and their published sections;
+* tests/data/mrope_families.npz (record_mrope_families.py): the modules of the small configs
+  configs/families/v5-qwen2-vl, v5-qwen3-vl-text, v5-glm4v-text (half the head rotated, GLM's interleaved
+  pairs) and v5-qwen3-5-text (a quarter rotated, interleaved axes), with the family's apply function.
+
+The probe needs other positions, so each recording is replayed as a kernel: the frequency of every table
+column along each axis is solved here from the recorded cos/sin alone (unit steps of each axis in the recorded
+ids, then least squares over all 22 rows with whole turns predicted from the fit so far), shown to reproduce
+every recorded cos/sin and the recorded rotated query, and applied as the recorded apply function does
+(x * cos + rotate_half(x) * sin on the rotated features, GLM's pairs (2i, 2i + 1) for its repeat-interleaved
+tables, the rest passed through).  Nothing in a kernel comes from rope_ref; the expectations come from the
+configs the modules were built with, read by rope_ref.from_hf_config.  Planted kernels move a section boundary
+or swap the layout of the recorded frequencies, and must be named.
 """
 
 import json
@@ -22,19 +29,49 @@ import rope_ref as rr
 from rope_ref.identify import KernelRaised, RopeMismatch
 
 DATA = Path(__file__).parent / "data"
-META = json.loads((DATA / "multiaxis_modules.json").read_text())
-with np.load(DATA / "multiaxis_modules.npz") as _z:
-    REC = {k: _z[k] for k in _z.files}
+MODULES = json.loads((DATA / "multiaxis_modules.json").read_text())
+FAMILIES = json.loads((DATA / "mrope_families.json").read_text())
+REC = {}
+for _name in ("multiaxis_modules.npz", "mrope_families.npz"):
+    with np.load(DATA / _name) as _z:
+        REC.update({k: _z[k] for k in _z.files})
 
 #: The transformers config class each module was built with (record_multiaxis.py: QWEN_MODULES), by model_type.
 MODEL_TYPE = {"qwen2_vl": "qwen2_vl", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl_text"}
-CASES = sorted(MODEL_TYPE)
+CASES = sorted(MODEL_TYPE) + sorted(FAMILIES["configs"])
 
 
 def config_of(case):
-    """The config the recorded module was built with: 2 heads of head_dim 128 and its recorded rope_parameters."""
-    return {"model_type": MODEL_TYPE[case], "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128,
-            "rope_parameters": dict(META["cases"][case]["rope_parameters"])}
+    """The config the recorded module was built with: a dict (2 heads of head_dim 128 and the recorded
+    rope_parameters), or the path of the family's small config."""
+    if case in MODEL_TYPE:
+        return {"model_type": MODEL_TYPE[case], "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128,
+                "rope_parameters": dict(MODULES["cases"][case]["rope_parameters"])}
+    return DATA / "configs" / "families" / f"{case}.json"
+
+
+def rope_section(case):
+    """(sections, interleaved axes, base) as the config file or recorded rope_parameters write them."""
+    if case in MODEL_TYPE:
+        rope = MODULES["cases"][case]["rope_parameters"]
+    else:
+        cfg = json.loads(config_of(case).read_text())
+        rope = cfg.get("rope_parameters") or dict(cfg["rope_scaling"], rope_theta=cfg["rope_theta"])
+    return list(rope["mrope_section"]), bool(rope.get("mrope_interleaved")), rope["rope_theta"]
+
+
+def layout_of(case):
+    """(head_dim, rotary_dim, table columns: "cat" or "repeat_interleave") of the recorded module."""
+    if case in MODEL_TYPE:
+        return 128, 128, "cat"
+    meta = FAMILIES["configs"][case]
+    return meta["head_dim"], meta["rotary_dim"], meta["columns"]
+
+
+def q_of(case):
+    """The recorded queries as (heads, rows, head_dim)."""
+    q = REC[f"{case}/q"]
+    return q if q.ndim == 3 else q[None]
 
 
 def wrap(a):
@@ -42,7 +79,7 @@ def wrap(a):
 
 
 def recorded_matrix(case):
-    """F (feature columns, 3): the angle of column c at ids p is sum_a F[c, a] p_a, solved from the recording."""
+    """F (table columns, 3): the angle of column c at ids p is sum_a F[c, a] p_a, solved from the recording."""
     P = REC[f"{case}/pos"].astype(np.float64)                             # (3, rows)
     phi = np.arctan2(REC[f"{case}/sin"], REC[f"{case}/cos"]).astype(np.float64)   # (rows, columns)
     # the recorded ids move w alone (rows 2 -> 3), h alone (4 -> 7) and all three (0 -> 1) by one
@@ -71,12 +108,29 @@ def rotate_half(x):
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
 
 
-def kernel_of(F):
-    """transformers' apply_rotary_pos_emb with cos/sin of the column frequencies F: fn(x (seq, 128), p (3, seq))."""
+def rotate_every_two(x):
+    """GLM's rotate_half_llm: (x0, x1, x2, x3) -> (-x1, x0, -x3, x2)."""
+    return np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
+
+
+def kernel_of(F, columns="cat"):
+    """The family's apply_rotary_pos_emb with cos/sin of the column frequencies F (rotary_dim, 3) on the first
+    rotary_dim features, the rest passed through: fn(x (seq, head_dim), p (3, seq))."""
+    rot = rotate_half if columns == "cat" else rotate_every_two
+
     def fn(x, p):
-        ang = np.asarray(p, np.float64).T @ F.T                           # (seq, columns)
-        return x * np.cos(ang) + rotate_half(x) * np.sin(ang)
+        ang = np.asarray(p, np.float64).T @ F.T                           # (seq, rotary_dim)
+        r = F.shape[0]
+        out = x.copy()
+        out[..., :r] = x[..., :r] * np.cos(ang) + rot(x[..., :r]) * np.sin(ang)
+        return out
     return fn
+
+
+def pair_columns(columns, r):
+    """Table columns (first, second) of each of the r/2 pairs."""
+    j = np.arange(r // 2)
+    return (j, j + r // 2) if columns == "cat" else (2 * j, 2 * j + 1)
 
 
 @pytest.fixture(scope="module", params=CASES)
@@ -86,36 +140,42 @@ def recorded(request):
 
 def test_the_replayed_kernel_is_the_recording(recorded):
     case, F = recorded
+    head_dim, r, columns = layout_of(case)
     P = REC[f"{case}/pos"].astype(np.float64)
     ang = P.T @ F.T
     tol = 5e-7 * np.abs(ang) + 2e-6                                       # float32 angles and cos/sin
     assert np.all(np.abs(np.cos(ang) - REC[f"{case}/cos"]) <= tol)
     assert np.all(np.abs(np.sin(ang) - REC[f"{case}/sin"]) <= tol)
-    q = REC[f"{case}/q"].astype(np.float64)                               # (heads, rows, 128)
-    out = np.stack([kernel_of(F)(head, P) for head in q])
-    bound = 4 * np.concatenate([tol[None]] * len(q)) * (1 + np.abs(q))
-    assert np.all(np.abs(out - REC[f"{case}/out"]) <= bound)
-    # each column turns with one axis, the two halves of a pair alike (rotate_half)
-    assert np.all((F != 0).sum(axis=1) == 1) and np.array_equal(F[:64], F[64:])
+    q = q_of(case).astype(np.float64)                                     # (heads, rows, head_dim)
+    out = np.stack([kernel_of(F, columns)(head, P) for head in q])
+    want = REC[f"{case}/out"].reshape(out.shape)
+    assert np.all(np.abs(out[..., :r] - want[..., :r]) <= 4 * tol * (1 + np.abs(q[..., :r])))
+    np.testing.assert_array_equal(out[..., r:], want[..., r:])           # passed through
+    # each column turns with one axis, the two columns of a pair alike
+    first, second = pair_columns(columns, r)
+    assert np.all((F != 0).sum(axis=1) == 1) and np.array_equal(F[first], F[second])
 
 
 def test_identify_with_axes_reads_the_recorded_sections_and_layout(recorded):
     case, F = recorded
-    spec = rr.identify(kernel_of(F), 128, axes=3)
-    rope = META["cases"][case]["rope_parameters"]
+    head_dim, r, columns = layout_of(case)
+    sections, was_interleaved, base = rope_section(case)
+    spec = rr.identify(kernel_of(F, columns), head_dim, axes=3)
     assert isinstance(spec, rr.AxesSpec) and spec.is_rope, spec
-    assert (spec.form, spec.pairing, spec.rotary_dim, spec.inv_freq.shape) == ("M-RoPE", "half", 128, (64, 3))
-    assert spec.sections == tuple(rope["mrope_section"])
-    assert spec.mrope_layout == ("interleaved" if rope.get("mrope_interleaved") else "blocks")
-    assert spec.base == rope["rope_theta"]
+    pairing = "half" if columns == "cat" else "interleaved"
+    assert (spec.form, spec.pairing, spec.rotary_dim, spec.rotary_start) == ("M-RoPE", pairing, r, 0), spec
+    assert spec.inv_freq.shape == (r // 2, 3) and spec.sections == tuple(sections)
+    assert spec.mrope_layout == ("interleaved" if was_interleaved else "blocks")
+    assert spec.base == base
 
 
-@pytest.mark.parametrize("as_object", [False, True], ids=["config.json dict", "RopeConfig"])
+@pytest.mark.parametrize("as_object", [False, True], ids=["config.json", "RopeConfig"])
 def test_assert_rope_matches_passes_with_the_modules_config(recorded, as_object):
     case, F = recorded
     config = config_of(case)
-    spec = rr.assert_rope_matches(kernel_of(F), config=rr.from_hf_config(config) if as_object else config)
-    assert spec.sections == tuple(config["rope_parameters"]["mrope_section"])
+    spec = rr.assert_rope_matches(kernel_of(F, layout_of(case)[2]),
+                                  config=rr.from_hf_config(config) if as_object else config)
+    assert spec.sections == tuple(rope_section(case)[0])
 
 
 def blocks(sections):
@@ -131,12 +191,13 @@ def interleaved(sections):
     return axis
 
 
-def reassigned(F, axis_of_pair):
+def reassigned(case, F, axis_of_pair):
     """The recorded frequencies, each pair moved to the axis given (the plant)."""
-    theta = np.abs(F[:64]).max(axis=1)
-    G = np.zeros((64, 3))
-    G[np.arange(64), axis_of_pair] = theta
-    return np.concatenate([G, G])
+    first, second = pair_columns(layout_of(case)[2], F.shape[0])
+    theta = np.abs(F[first]).max(axis=1)
+    G = np.zeros_like(F)
+    G[first, axis_of_pair] = G[second, axis_of_pair] = theta
+    return kernel_of(G, layout_of(case)[2])
 
 
 def problems(fn, config):
@@ -147,48 +208,56 @@ def problems(fn, config):
 
 def test_the_axes_from_the_recording_follow_transformers_layouts(recorded):
     case, F = recorded
-    rope = META["cases"][case]["rope_parameters"]
-    layout = interleaved if rope.get("mrope_interleaved") else blocks
-    np.testing.assert_array_equal(np.argmax(F[:64] != 0, axis=1), layout(rope["mrope_section"]))
+    sections, was_interleaved, _ = rope_section(case)
+    first, _ = pair_columns(layout_of(case)[2], F.shape[0])
+    np.testing.assert_array_equal(np.argmax(F[first] != 0, axis=1),
+                                  (interleaved if was_interleaved else blocks)(sections))
 
 
 def test_a_swapped_layout_is_named(recorded):
     case, F = recorded
-    rope = META["cases"][case]["rope_parameters"]
-    sections, was_interleaved = rope["mrope_section"], bool(rope.get("mrope_interleaved"))
+    sections, was_interleaved, _ = rope_section(case)
     axis = (blocks if was_interleaved else interleaved)(sections)
     found, expected = ("blocks", "interleaved") if was_interleaved else ("interleaved", "blocks")
-    lines = problems(kernel_of(reassigned(F, axis)), config_of(case))
+    lines = problems(reassigned(case, F, axis), config_of(case))
     layout = [p for p in lines if p.startswith("layout:")]
     assert len(layout) == 1 and layout[0].startswith(f"layout: kernel's axes are {found} ("), lines
     assert f"expected {expected} (" in layout[0]
-    # transformers' interleaving of 16/24/24 over 64 pairs gives h and w only 21 pairs each (t 22): that
-    # split is named too; Qwen3-VL's 24/20/20 fit both layouts, so only the layout differs
-    effective = tuple(np.bincount(axis, minlength=3))
-    assert any(p.startswith("sections:") for p in lines) == (effective != tuple(sections)), lines
-    if effective != tuple(sections):
-        assert "sections: kernel gives t/h/w 22/21/21 pairs, expected 16/24/24" in lines
+    # transformers' interleaving of 16/24/24 over 64 pairs gives h and w only 21 pairs each (t 22), GLM-4V's
+    # 4/6/6 over 16 pairs 6/5/5: that split is named too; where the sections fit both layouts (Qwen3-VL's
+    # 24/20/20, Qwen3.5's 3/3/2) only the layout differs
+    effective = tuple(int(n) for n in np.bincount(axis, minlength=3))
+    split = [p for p in lines if p.startswith("sections:")]
+    if effective == tuple(sections):
+        assert split == [], lines
+    else:
+        assert split == [f"sections: kernel gives t/h/w {'/'.join(map(str, effective))} pairs, expected "
+                         f"{'/'.join(map(str, sections))}"], lines
 
 
 def test_a_shifted_section_boundary_is_named(recorded):
     case, F = recorded
-    rope = META["cases"][case]["rope_parameters"]
-    sections = rope["mrope_section"]
-    axis = (interleaved if rope.get("mrope_interleaved") else blocks)(sections)
-    first_h = int(np.flatnonzero(axis == 1)[0])
-    axis = axis.copy()
-    axis[first_h] = 0                                                     # one pair of h turns with t
-    lines = problems(kernel_of(reassigned(F, axis)), config_of(case))
+    sections, was_interleaved, _ = rope_section(case)
+    axis = (interleaved if was_interleaved else blocks)(sections).copy()
+    axis[int(np.flatnonzero(axis == 1)[0])] = 0                           # one pair of h turns with t
+    lines = problems(reassigned(case, F, axis), config_of(case))
     t, h, w = sections
     assert lines[0] == f"sections: kernel gives t/h/w {t + 1}/{h - 1}/{w} pairs, expected {t}/{h}/{w}", lines
 
 
+#: A recorded module checked against another model's config, and the first lines expected.
+OTHER = {"qwen2_vl": ("qwen3_vl", "sections:"), "qwen2_5_vl": ("qwen3_vl", "sections:"),
+         "qwen3_vl": ("qwen2_vl", "sections:"), "v5-qwen2-vl": ("v5-qwen3-vl-text", "sections:"),
+         "v5-qwen3-vl-text": ("v5-qwen2-vl", "sections:"), "v5-glm4v-text": ("v5-qwen3-5-text", "pairing:"),
+         "v5-qwen3-5-text": ("v5-glm4v-text", "pairing:")}
+
+
 def test_the_other_models_config_is_named(recorded):
-    # Qwen2-VL's module checked against Qwen3-VL's config and back: sections, layout and base all differ
     case, F = recorded
-    other = config_of("qwen3_vl" if case != "qwen3_vl" else "qwen2_vl")
-    lines = problems(kernel_of(F), other)
-    assert any(p.startswith("sections:") for p in lines) and any(p.startswith("frequencies") for p in lines), lines
+    other, first = OTHER[case]
+    lines = problems(kernel_of(F, layout_of(case)[2]), config_of(other))
+    assert lines[0].startswith(first), lines
+    assert any(p.startswith(("frequencies", "rotary_dim")) for p in lines), lines
 
 
 def test_a_one_axis_kernel_for_an_mrope_config_is_named_as_raising():
