@@ -59,7 +59,9 @@ def recorded_positions(case, offset, rows):
 
 
 #: M-RoPE cases: their rows are not at one position each, so 1-D probing (identify, assert_rope_matches with
-#: offset=) does not apply to them; they are checked by rotate and the replay.
+#: offset=) does not apply to them; they are checked here by rotate and the replay, and by
+#: tests/test_identify_axes_recorded.py (identify(axes=3), assert_rope_matches(config=...)) on their modules
+#: recorded at ids that move each axis alone.
 ONE_AXIS = sorted(n for n in CASES if CASES[n].get("positions") != "mrope")
 
 

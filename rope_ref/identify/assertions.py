@@ -68,7 +68,9 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     directly: ``inv_freq=`` (rotary_dim/2, A), or for M-RoPE ``sections=`` with ``layout=`` and ``base=``; also
     ``pairing``, ``rotary_dim``, ``rotary_start``, ``norm_scale``, ``rtol``, and the probe's ``max_position``,
     ``axis_names``, ``seed``.  ``offset``, ``rope_type`` and ``max_rows`` are 1-D only (TypeError).  Returns the
-    :class:`AxesSpec`.
+    :class:`AxesSpec`.  A kernel of text tokens only, ``fn(x)`` (on text t = h = w and M-RoPE is 1-D RoPE), is
+    checked with the config's 1-D values instead: ``assert_rope_matches(fn, cfg.head_dim, base=cfg.base,
+    pairing=cfg.pairing, rotary_dim=cfg.rotary_dim)``.
 
     >>> import rope_ref as rr, numpy as np
     >>> spec = rr.assert_rope_matches(lambda x: rr.rotate(x, np.arange(len(x)) + 5.0), 8, offset=5, base=1e4)
