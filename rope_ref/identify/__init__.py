@@ -10,13 +10,20 @@ from measuring those blocks (:mod:`.analyse` lists the steps and the module of e
 ``assert_rope_matches(fn, d, **expected)`` turns the differences from what you expect
 into one readable AssertionError; ``assert_rope_grad_matches(vjp, d, **expected)`` does
 the same for a backward pass.  How the measurement works: docs/identify_internals.md.
+
+Multi-axis RoPE (M-RoPE, 2-D axial, RoPE-Mixed): ``identify(fn, d, axes=A)`` calls
+``fn(x, positions)`` with positions ``(A, seq)`` and returns an :class:`AxesSpec` (the frequency
+matrix ``(rotary_dim/2, A)``, sections, M-RoPE layout); ``assert_rope_matches(fn, config=<M-RoPE
+config>)`` or ``assert_rope_matches(fn, d, axes=A, ...)`` compares it.  The modules: :mod:`.axes_probe`
+(calls and structure), :mod:`.axes_angles` (the fits), :mod:`.axes_spec` (the spec and its naming),
+:mod:`.axes_compare` (``compare_axes``, ``assert_axes_match``, what a config expects).
 """
 
 from .analyse import identify
+from .assertions import assert_rope_matches
 from .axes_compare import assert_axes_match, compare_axes
 from .axes_probe import identify_axes
 from .axes_spec import AxesSpec
-from .assertions import assert_rope_matches
 from .grad import assert_rope_grad_matches
 from .mismatch import KernelRaised, RopeMismatch
 from .spec import RopeSpec
