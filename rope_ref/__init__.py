@@ -43,7 +43,7 @@ from .forms import (
     wrap_angle,
 )
 from .hf_config import RopeConfig, from_hf_config
-from .identify import RopeSpec, assert_rope_grad_matches, assert_rope_matches, identify
+from .identify import AxesSpec, RopeSpec, assert_rope_grad_matches, assert_rope_matches, identify
 from .multiaxis import axial_frequencies, grid_positions, mrope_frequencies, mrope_position_ids
 from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
 
@@ -56,5 +56,5 @@ __all__ = [
     "rotation_matrix", "sinusoidal", "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle",
     "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches",
     "assert_rope_grad_matches", "identify", "RopeConfig", "from_hf_config", "mrope_frequencies", "mrope_position_ids",
-    "axial_frequencies", "grid_positions",
+    "axial_frequencies", "grid_positions", "AxesSpec",
 ]
