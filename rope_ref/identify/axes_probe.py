@@ -39,6 +39,7 @@ from .. import _validate as val
 from .axes_angles import measure
 from .axes_spec import DEFAULT_AXIS_NAMES, MAX_AXES, MAX_POSITION, AxesSpec, not_axes_rope
 from .probe import check_seed, check_sizes, to_array
+from .structure import couplings, pairs_of
 from .tolerances import MAX_BYTES, PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
 
 # ---- calling fn ------------------------------------------------------------------------------
@@ -230,24 +231,13 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
 
 def _find_pairs(M):
     """Partner of each feature from where the off-diagonal entries are non-zero at some row."""
-    d = M.shape[-1]
-    dep = np.abs(M).max(axis=0) > 1e-12 * max(np.abs(M).max(), 1e-300)   # structural zeros are exact
-    off = dep & ~np.eye(d, dtype=bool)
+    off = couplings(M)
     if not np.array_equal(off, off.T):
         i, j = np.argwhere(off & ~off.T)[0]
         return None, None, (f"output feature {i} depends on input feature {j} but not the other way round: not "
                             "rotations of pairs of features written back in place (identify_axes does not follow "
                             "pairs written to other features)")
-    pairs, passthrough = [], []
-    for j in range(d):
-        partners = np.flatnonzero(off[j])
-        if len(partners) == 0:
-            passthrough.append(j)
-        elif len(partners) > 1:
-            return None, None, f"feature {j} mixes with features {partners.tolist()[:6]}: not pairwise rotations"
-        elif j < partners[0]:
-            pairs.append((j, int(partners[0])))
-    return pairs, passthrough, ""
+    return pairs_of(off)
 
 
 def _order_pairs(pairs, r, start):
