@@ -30,3 +30,44 @@ def test_every_python_block_runs(page, monkeypatch):
     for i, block in enumerate(python_blocks((ROOT / page).read_text())):
         code = compile(block, f"{page} block {i + 1}", "exec")
         exec(code, namespace)
+
+
+def audit_counts():
+    """Verdict counts of tests/data/audit_families.txt, config types and scaling variants apart."""
+    counts = {}
+    for line in (ROOT / "tests" / "data" / "audit_families.txt").read_text().splitlines()[1:]:
+        m = re.match(r"^(\S+(?: \(text_config: \S+\))?(?: \[\S+\])?)( \+\S+)?\s+(ok \(|refused:|not audited:|MISMATCH)", line)
+        if m:
+            key = ("variant" if m.group(2) else "type", m.group(3).rstrip(" (:"))
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def test_the_audit_numbers_the_docs_state_are_the_recorded_run():
+    c = audit_counts()
+    types = sum(n for (kind, _), n in c.items() if kind == "type")
+    variants = sum(n for (kind, _), n in c.items() if kind == "variant")
+    configs = (ROOT / "docs" / "model_configs.md").read_text()
+    data = (ROOT / "tests" / "data" / "README.md").read_text()
+    assert ("type", "MISMATCH") not in c and ("variant", "MISMATCH") not in c
+    assert (f"of {types}\nconfig-type lines, **{c['type', 'ok']} ok**, {c['type', 'refused']} refused, "
+            f"{c['type', 'not audited']} not audited, **no mismatch**; of {variants} scaling-variant\nlines, "
+            f"{c['variant', 'ok']} ok, {c['variant', 'refused']} refused, {c['variant', 'not audited']} not audited"
+            ) in configs
+    assert f"{types}\nconfig-type lines and {variants} scaling-variant lines" in data
+    assert f"**ok**: {c['type', 'ok']} config-type lines and {c['variant', 'ok']} scaling-variant lines" in data
+    assert f"**refused**: {c['type', 'refused']} config-type lines" in data
+    assert f"**not audited**: {c['type', 'not audited']} config-type lines" in data
+
+
+def test_the_counts_of_families_and_recorded_configs_are_todays():
+    from rope_ref.hf_families import FAMILIES
+    read = sum(1 for f in FAMILIES.values() if not f.unsupported)
+    family_configs = len(list((ROOT / "tests" / "data" / "configs" / "families").glob("*.json")))
+    published = len(list((ROOT / "tests" / "data" / "configs").glob("*.json")))
+    configs = (ROOT / "docs" / "model_configs.md").read_text()
+    data = (ROOT / "tests" / "data" / "README.md").read_text()
+    assert f"**{read} families** rope_ref reads" in configs
+    assert f"`tests/data/configs/families/` {family_configs} small" in configs
+    assert f"rope fields of {published} published configs" in configs
+    assert f"| `configs/families/*.json` | {family_configs} small configs" in data
