@@ -71,3 +71,7 @@ def test_the_counts_of_families_and_recorded_configs_are_todays():
     assert f"`tests/data/configs/families/` {family_configs} small" in configs
     assert f"rope fields of {published} published configs" in configs
     assert f"| `configs/families/*.json` | {family_configs} small configs" in data
+    mla = sum(1 for f in FAMILIES.values() if "qk_rope_head_dim" in f.head_keys)
+    mrope = sum(1 for f in FAMILIES.values() if f.mrope)
+    assert f"Mistral 4, ...: {mla} families)" in configs
+    assert f"GLM-4V text models, ...: {mrope} families)" in configs
