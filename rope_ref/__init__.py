@@ -13,8 +13,10 @@ The oracle (this package's top level) needs numpy and ml_dtypes only:
 * ``attention`` -- softmax and linear attention (eq 19) with RoPE;
 * ``multiaxis`` -- multi-axis RoPE: M-RoPE and 2-D axial frequency matrices, M-RoPE position ids;
 * ``scaling``   -- context-extension frequencies (linear, NTK, dynamic, YaRN, Llama 3, LongRoPE);
-* ``hf_config`` -- a model's RoPE from its Hugging Face config.json (``from_hf_config``);
-* ``identify``  -- black-box identification of someone else's RoPE kernel;
+* ``hf_config`` -- a model's RoPE from its Hugging Face config.json (``from_hf_config``), reading
+  ``hf_families`` (what each transformers family does, as data);
+* ``identify``  -- black-box identification of someone else's RoPE kernel (one position axis or
+  several) and the assertions against what is expected, backward passes included (a package);
 * ``checks``    -- the identity table that ``python -m rope_ref`` prints.
 
 The teaching layer (notebook quantities, figures, interactive views, widgets) lives in
