@@ -13,8 +13,10 @@ The oracle (this package's top level) needs numpy and ml_dtypes only:
 * ``attention`` -- softmax and linear attention (eq 19) with RoPE;
 * ``multiaxis`` -- multi-axis RoPE: M-RoPE and 2-D axial frequency matrices, M-RoPE position ids;
 * ``scaling``   -- context-extension frequencies (linear, NTK, dynamic, YaRN, Llama 3, LongRoPE);
-* ``hf_config`` -- a model's RoPE from its Hugging Face config.json (``from_hf_config``);
-* ``identify``  -- black-box identification of someone else's RoPE kernel;
+* ``hf_config`` -- a model's RoPE from its Hugging Face config.json (``from_hf_config``), reading
+  ``hf_families`` (what each transformers family does, as data);
+* ``identify``  -- black-box identification of someone else's RoPE kernel (one position axis or
+  several) and the assertions against what is expected, backward passes included (a package);
 * ``checks``    -- the identity table that ``python -m rope_ref`` prints.
 
 The teaching layer (notebook quantities, figures, interactive views, widgets) lives in
@@ -43,7 +45,7 @@ from .forms import (
     wrap_angle,
 )
 from .hf_config import RopeConfig, from_hf_config
-from .identify import RopeSpec, assert_rope_grad_matches, assert_rope_matches, identify
+from .identify import AxesSpec, RopeSpec, assert_rope_grad_matches, assert_rope_matches, identify
 from .multiaxis import axial_frequencies, grid_positions, mrope_frequencies, mrope_position_ids
 from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
 
@@ -56,5 +58,5 @@ __all__ = [
     "rotation_matrix", "sinusoidal", "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle",
     "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches",
     "assert_rope_grad_matches", "identify", "RopeConfig", "from_hf_config", "mrope_frequencies", "mrope_position_ids",
-    "axial_frequencies", "grid_positions",
+    "axial_frequencies", "grid_positions", "AxesSpec",
 ]

@@ -2,10 +2,10 @@
 
 Every check raises ``TypeError`` (wrong kind of thing) or ``ValueError``
 (right kind, wrong value) with a message that names the argument, says what
-was given and what was expected.  Kept out of ``core.py`` so the math there
+was given and what was expected.  Kept out of ``forms.py`` so the math there
 reads cleanly.  Where the math is fine but float64 runs out of digits (huge
-positions), :func:`warn_precision` warns once per process with a
-:class:`RopeRefPrecisionWarning`.
+positions), :func:`warn_precision` warns with a :class:`RopeRefPrecisionWarning`:
+once per process for a rounded angle, on every call for integer positions beyond 2^53.
 """
 
 from __future__ import annotations

@@ -21,18 +21,19 @@ from .forms import frequencies
 
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
 
-#: What each method needs and what it uses besides: the one schema of a rope section.  A required
-#: entry ``"a | b"`` is satisfied by either key (the first given wins).  Read it through
-#: :func:`method_keys` / :func:`used_params`, never by splitting the strings again.
+_TRAIN_LENGTH = ("original_max_position_embeddings", "max_position_embeddings")
+
+#: What each method needs and what it uses besides: the one schema of a rope section.  Each required
+#: entry is a tuple of alternative keys, satisfied by any of them (the first given wins).  Read it
+#: through :func:`method_keys` / :func:`used_params`.
 REQUIRED = {
     "default": (),
-    "linear": ("factor",),
-    "ntk": ("factor",),
-    "dynamic": ("factor", "max_position_embeddings"),
-    "yarn": ("original_max_position_embeddings | max_position_embeddings",),
-    "llama3": ("factor", "original_max_position_embeddings | max_position_embeddings", "low_freq_factor",
-               "high_freq_factor"),
-    "longrope": ("short_factor", "long_factor", "original_max_position_embeddings | max_position_embeddings"),
+    "linear": (("factor",),),
+    "ntk": (("factor",),),
+    "dynamic": (("factor",), ("max_position_embeddings",)),
+    "yarn": (_TRAIN_LENGTH,),
+    "llama3": (("factor",), _TRAIN_LENGTH, ("low_freq_factor",), ("high_freq_factor",)),
+    "longrope": (("short_factor",), ("long_factor",), _TRAIN_LENGTH),
     "proportional": (),
 }
 OPTIONAL = {
@@ -56,13 +57,13 @@ class MethodKeys(NamedTuple):
 
 
 def method_keys(rope_type: str) -> MethodKeys:
-    """The schema of ``rope_type`` (a name in :data:`ROPE_TYPES`), parsed from :data:`REQUIRED` and
+    """The schema of ``rope_type`` (a name in :data:`ROPE_TYPES`), from :data:`REQUIRED` and
     :data:`OPTIONAL`: ``method_keys("yarn").required == (("original_max_position_embeddings",
     "max_position_embeddings"),)``."""
     if rope_type not in REQUIRED:
         raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}"
                          f"{val.closest_name(str(rope_type), ROPE_TYPES)}")
-    required = tuple(tuple(k.strip() for k in req.split("|")) for req in REQUIRED[rope_type])
+    required = tuple(tuple(alts) for alts in REQUIRED[rope_type])
     optional = tuple(OPTIONAL[rope_type])
     return MethodKeys(required, optional, frozenset(k for alts in required for k in alts) | frozenset(optional))
 
@@ -185,8 +186,9 @@ def _check_result(inv_freq, attention_factor, rope_type, params, zeros=False):
 
 
 def _needs(rope_type) -> str:
-    req, opt = REQUIRED[rope_type], OPTIONAL[rope_type]
-    return f"required {list(req)}" + (f", optional {list(opt)}" if opt else "")
+    keys = method_keys(rope_type)
+    required = [" | ".join(alts) for alts in keys.required]        # "a | b": either key
+    return f"required {required}" + (f", optional {list(keys.optional)}" if keys.optional else "")
 
 
 def _pos_float(params, name):

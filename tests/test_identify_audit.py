@@ -195,7 +195,7 @@ def test_output_of_the_wrong_shape_says_what_to_fix(back, words):
 
 @pytest.mark.parametrize("kw,err,words", [
     (dict(rotary_start=-1), ValueError, "rotary_start"),
-    (dict(rotary_start=1.5), ValueError, "rotary_start"),
+    (dict(rotary_start=1.5), TypeError, "rotary_start must be a non-negative integer"),
     (dict(output_pairing="halff"), ValueError, "did you mean 'half'"),
 ])
 def test_new_expectations_are_checked(kw, err, words):

@@ -6,6 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import rope_ref as rr
 from kernels import neox
 from rope_ref import RopeSpec, assert_rope_matches, identify, scaled_inv_freq
 
@@ -197,7 +198,7 @@ ASSERT_BAD = [
     (dict(bse=1e4), TypeError, "'bse' (did you mean 'base'?)"),
     (dict(offset="0"), TypeError, "offset"),
     (dict(offset=True), TypeError, "offset"),
-    (dict(offset=float("nan")), TypeError, "offset"),
+    (dict(offset=float("nan")), ValueError, "offset must be finite"),      # _validate.check_scalar
     (dict(norm_scale=-1.0), ValueError, "norm_scale"),
     (dict(base=0), ValueError, "base"),
     (dict(pairing="halff"), ValueError, "did you mean 'half'"),
@@ -255,3 +256,14 @@ def test_sizes_are_refused_before_fn_is_called():
     with pytest.raises(ValueError, match="max_bytes must be a positive integer"):
         identify(fn, D, max_bytes=0)
     assert identify(neox, D, seq=8, max_rows=64, max_bytes=8 * 8 * D * D).is_rope     # exactly at the limit
+
+
+@pytest.mark.parametrize("rope_type", [t for t in rr.ROPE_TYPES if rr.scaling.method_keys(t).required])
+def test_every_key_of_the_scaling_schema_is_an_expectation(rope_type):
+    # identify reads scaling's one schema: each alternative of a required key is accepted by name (a kernel that
+    # is not that method then fails on its frequencies or a missing key, never on an unknown keyword)
+    for alts in rr.scaling.method_keys(rope_type).required:
+        for key in alts:
+            with pytest.raises((AssertionError, ValueError, TypeError)) as info:
+                rr.assert_rope_matches(lambda x: neox(x), 16, rope_type=rope_type, **{key: 2})
+            assert "unexpected keyword" not in str(info.value)

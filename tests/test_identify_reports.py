@@ -92,3 +92,39 @@ def test_summary_says_what_the_kernel_does_in_one_line():
     assert rr.identify(lambda x: rr.rotate(x, np.arange(len(x)) + 2.0, base=5e5), D).summary() == (
         "interleaved pairs (2i, 2i + 1) on features 0..15, base 500000, row 0 at position 2, default")
     assert rr.identify(lambda x: neox(x) + 1.0, D).summary().startswith("not a rotary embedding: fn(0) is not 0")
+
+
+def step_frequencies(d, base, factor, length, beta):
+    """Pairs whose wavelength 2 pi / theta exceeds length / beta divided by factor, the rest unchanged: the step
+    llama3 gives with low_freq_factor == high_freq_factor == beta and YaRN with beta_fast == beta_slow == beta."""
+    theta = freqs64(d, base)
+    return np.where(2 * np.pi / theta > length / beta, theta / factor, theta)
+
+
+def test_a_step_of_divided_pairs_names_llama3_and_yarn_alike():
+    # before: one of the two named, nothing said of the other (Kimi-K2's YaRN reported as llama3)
+    d, base, factor, length = 64, 50000.0, 32.0, 4096
+    freqs = step_frequencies(d, base, factor, length, beta=1.0)
+    assert 0 < np.sum(freqs != freqs64(d, base)) < d // 2          # a real step inside the spectrum
+    spec = rr.identify(lambda x: neox(x, 0, freqs), d, max_rows=8192)
+    named = {spec.rope_type: spec.rope_params, **dict(spec.also)}
+    assert set(named) == {"llama3", "yarn"}, spec
+    assert named["yarn"]["beta_fast"] == named["yarn"]["beta_slow"] == 1.0
+    assert named["llama3"]["low_freq_factor"] == named["llama3"]["high_freq_factor"] == 1.0
+    assert all(p["factor"] == factor and p["original_max_position_embeddings"] == length for p in named.values())
+    assert any("rotations alone cannot tell them apart" in n for n in spec.notes)
+    # assert_rope_matches compares the frequencies: the YaRN expectation passes on the same kernel
+    rr.assert_rope_matches(lambda x: neox(x, 0, freqs), d, offset=0, base=base, rope_type="yarn", factor=factor,
+                           original_max_position_embeddings=length, beta_fast=1.0, beta_slow=1.0, norm_scale=1.0,
+                           max_rows=8192)
+
+
+def test_a_llama3_ramp_names_one_method():
+    d, base, factor, length, low, high = 64, 50000.0, 8.0, 4096, 1.0, 4.0
+    theta = freqs64(d, base)
+    wavelength = 2 * np.pi / theta
+    smooth = np.clip((length / wavelength - low) / (high - low), 0, 1)        # Llama 3.1's ramp
+    freqs = (1 - smooth) * theta / factor + smooth * theta
+    spec = rr.identify(lambda x: neox(x, 0, freqs), d, max_rows=8192)
+    assert (spec.rope_type, spec.also) == ("llama3", []), spec
+    assert not any("also exactly" in n for n in spec.notes)

@@ -10,17 +10,17 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from .. import _validate as val
 from ..forms import wrap_angle
 from .angles import angle_precision, freq_tol, refit_absolute, theta_at, uneven_steps
+from .axes_probe import identify_axes
+from .axes_spec import MAX_POSITION, AxesSpec
 from .dynamic import check_dynamic
 from .naming import describe_frequencies, describe_proportional
 from .offset import locate, rows_needed
-from .probe import call, probe_phase
+from .probe import call, check_seed, check_sizes, probe_phase
 from .spec import RopeSpec, not_rope
 from .structure import Structure, read_structure
 from .tolerances import (DYNAMIC_MIN_OFFSET, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, OFFSET_SIGMA, SIGMAS,
@@ -29,8 +29,9 @@ from .tolerances import (DYNAMIC_MIN_OFFSET, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NA
 FLOAT32_UNIT = 2.0**-24
 
 
-def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | None = None,
-             max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES) -> RopeSpec:
+def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 0, base_hint: float | None = None,
+             max_rows: int | None = None, max_bytes: int = MAX_BYTES, max_position: int | None = None,
+             axis_names=None) -> RopeSpec | AxesSpec:
     """Identify the RoPE variant that ``fn`` implements.
 
     ``fn(x) -> y``: x float64 of shape ``(seq, d)``, row r at the function's own
@@ -42,20 +43,50 @@ def identify(fn, d: int, *, seq: int = 64, seed: int = 0, base_hint: float | Non
     more rows (never more than ``max_rows``, e.g. the size of a kernel's cos/sin cache) when
     the angle noise leaves the offset unresolved; if it stays unresolved, the spec says so
     (a note, and ``offset_resolution``).  Once more on ``max_rows`` rows when the slowest pairs
-    turn too little over the rows measured to tell the scaling methods apart.  A kernel that looks like ``ntk`` (or ``default`` with rows
-    from DYNAMIC_MIN_OFFSET on) is measured at one or two other lengths: if its base changes with
-    the length offset + rows it is ``dynamic`` (solved given ``base_hint``) or ``"custom"``.
+    turn too little over the rows measured to tell the scaling methods apart.  A kernel that looks
+    like ``ntk`` (or ``default`` with rows from DYNAMIC_MIN_OFFSET on) is measured at one or two
+    other lengths: if its base changes with the length offset + rows it is ``dynamic`` (solved given
+    ``base_hint``) or ``"custom"``.
     After calls on more rows the first call is repeated: a changed output sets ``stateful``.
     ``max_bytes``: the largest array identify may hold (seq x d x d float64 for the row matrices,
     max_rows x d for one call); larger ``seq``/``max_rows`` are a ValueError before any call.
-    Returns a :class:`RopeSpec`.
+    ``max_rows`` defaults to MAX_ROWS.  Returns a :class:`RopeSpec`.
+
+    **Multi-axis kernels** (M-RoPE of Qwen2-VL / Qwen3-VL, 2-D axial RoPE of ViTs, RoPE-Mixed): with
+    ``axes=A``, ``fn(x, positions) -> y`` is called with x float64 ``(seq, d)`` and positions int64 ``(A, seq)``
+    that identify chooses (row r at positions[:, r]: transformers' M-RoPE position ids without the batch
+    axis; each axis moved alone up to ``max_position``, default 4096, then mixed), and the result is an
+    :class:`AxesSpec`: ``inv_freq`` of shape ``(rotary_dim/2, A)`` (pair j turns by
+    ``sum_a inv_freq[j, a] * p_a``, signed), ``pairing``, ``rotary_dim``, ``rotary_start``, ``form``
+    ("1-D", "M-RoPE", "axial" or "mixed"), and where each pair turns with one axis ``sections`` (pairs per
+    axis, in axis order) and for M-RoPE ``mrope_layout`` ("blocks": Qwen2-VL's contiguous sections;
+    "interleaved": Qwen3-VL's ``mrope_interleaved``).  ``axis_names`` label the axes in its reports
+    (default t/h/w for 3 axes, h/w for 2).  ``base_hint`` and ``max_rows`` are 1-D probing's (TypeError with
+    ``axes``); ``max_position`` and ``axis_names`` are multi-axis probing's.  See
+    :func:`~rope_ref.identify.axes_probe.identify_axes`.
+
+    >>> import rope_ref as rr, numpy as np
+    >>> F = rr.mrope_frequencies(16, [2, 3, 3])                 # Qwen2-VL's layout: t, h, w blocks
+    >>> spec = rr.identify(lambda x, p: rr.rotate(x, p, inv_freq=F, pairing="half"), 16, axes=3)
+    >>> spec.sections, spec.mrope_layout, spec.pairing, spec.inv_freq.shape
+    ((2, 3, 3), 'blocks', 'half', (8, 3))
     """
+    if axes is not None:
+        if base_hint is not None or max_rows is not None:
+            raise TypeError("base_hint= and max_rows= are for 1-D probing (identify without axes=); with axes= "
+                            "pass max_position= (the largest position fn accepts on any axis)")
+        return identify_axes(fn, d, axes, seq=seq, seed=seed, max_bytes=max_bytes, axis_names=axis_names,
+                             max_position=MAX_POSITION if max_position is None else max_position)
+    if max_position is not None or axis_names is not None:
+        raise TypeError("max_position= and axis_names= are for multi-axis probing: pass axes= (the number of "
+                        "position axes fn reads) with them")
+    max_rows = MAX_ROWS if max_rows is None else max_rows
     if not callable(fn):
         raise TypeError(f"fn must be callable (x of shape (seq, d) -> rotated x), got {fn!r} of type "
                         f"{type(fn).__name__}")
     seq, max_rows, base_hint = _check_arguments(fn, d, seq, seed, base_hint, max_rows)
     d = val.check_d(d)
-    _check_sizes(seq, max_rows, d, max_bytes)
+    check_sizes(seq, d, max_bytes, max_rows)
     a, b = np.random.default_rng(seed).standard_normal((2, seq, d))
     read = _read_matrices(fn, a, b)
     if isinstance(read, RopeSpec):
@@ -91,31 +122,8 @@ def _check_arguments(fn, d, seq, seed, base_hint, max_rows):
         raise ValueError(f"max_rows (the most rows fn accepts) must be >= seq={seq}, got {max_rows}")
     if base_hint is not None:
         base_hint = val.check_base(base_hint, "base_hint")
-    # seed=None draws fresh inputs; a negative seed is a ValueError (val.check_seed makes it a TypeError)
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
-        raise TypeError(f"seed must be None or a non-negative integer, got {seed!r} of type {type(seed).__name__}")
-    if seed is not None and seed < 0:
-        raise ValueError(f"seed must be None or a non-negative integer, got {seed}")
+    check_seed(seed)
     return seq, max_rows, base_hint
-
-
-def _check_sizes(seq, max_rows, d, max_bytes):
-    """The arrays identify would hold, against max_bytes, before anything is allocated or fn is called."""
-    max_bytes = val.check_positive_int(max_bytes, "max_bytes")
-    for size, what, fix in ((8 * seq * d * d, f"seq={seq} and d={d} need seq x d x d float64 (the matrix of "
-                             "every row)", "a smaller seq (the default 64 is enough)"),
-                            (8 * max_rows * d, f"max_rows={max_rows} and d={d} need max_rows x d float64 for one "
-                             "call", "a smaller max_rows")):
-        if size > max_bytes:
-            raise ValueError(f"{what}: {_show_bytes(size)}, above max_bytes={max_bytes} ({_show_bytes(max_bytes)}); "
-                             f"pass {fix}, or a larger max_bytes")
-
-
-def _show_bytes(n):
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.4g} {unit}"
-        n /= 1024
 
 
 def _read_matrices(fn, a, b):

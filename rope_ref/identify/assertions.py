@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 import os
 from collections.abc import Mapping
 
@@ -12,9 +11,14 @@ import numpy as np
 from .. import _validate as val
 from .. import scaling
 from ..forms import frequencies
+from ..hf_config import from_hf_config
 from ..scaling import scaled_inv_freq
 from .analyse import identify
+from .axes_compare import AXES_KEYS, assert_axes_match, expected_from_config
+from .axes_spec import AxesSpec
+from .mismatch import RopeMismatch, raising_as
 from .naming import geometric_base, scale_tol
+from .probe import check_rotary_start
 from .spec import RopeSpec, show_number, show_params
 from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS
 
@@ -22,20 +26,14 @@ _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset
               "inv_freq")
 
 
-def _scaling_parameter_names() -> tuple:
-    """Every parameter name a scaling method takes, read from scaling's tables (where "a | b" means either
-    name): the one place identify reads that schema."""
-    names = {k for table in (scaling.REQUIRED, scaling.OPTIONAL) for keys in table.values()
-             for req in keys for k in req.split(" | ")}
-    return tuple(sorted(names | {"seq_len"}))
-
-
-_PARAM_KEYS = _scaling_parameter_names()
+#: Every parameter a scaling method takes (scaling's one schema), and the length dynamic/longrope are measured at.
+_PARAM_KEYS = tuple(sorted(scaling.METHOD_PARAM_KEYS | {"seq_len"}))
 _RELIABLE = ("float64", "float32")
 
 
-def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64, phase_atol: float | None = None,
-                        max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES, **expected) -> RopeSpec:
+def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | None = None, seq: int = 64,
+                        phase_atol: float | None = None, max_rows: int | None = None, max_bytes: int = MAX_BYTES,
+                        **expected) -> RopeSpec | AxesSpec:
     """Raise AssertionError naming every property in which ``fn`` differs from ``expected``.
 
     ``fn(x) -> y`` as for :func:`identify`: x ``(seq, d)``, row r at position offset + r.
@@ -62,12 +60,41 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
     An exception raised inside ``fn`` (an AssertionError included) is re-raised as a RuntimeError
     "fn raised ...", never reported as a mismatch.  Returns the :class:`RopeSpec` when all match.
 
+    **Multi-axis kernels.**  When ``config`` is multi-axis (an M-RoPE config: ``RopeConfig.axes == 3``,
+    ``inv_freq()`` a ``(rotary_dim/2, 3)`` matrix) or ``axes=A`` is given, ``fn(x, positions)`` is probed as
+    ``identify(fn, d, axes=A)`` does and compared with :func:`~rope_ref.identify.axes_compare.assert_axes_match`:
+    a wrong section split, M-RoPE layout (blocks vs interleaved), pairing, rotary_dim, sign or frequency is
+    named.  The expectations come from the config (its matrix, pairing, rotary_dim, attention factor), or
+    directly: ``inv_freq=`` (rotary_dim/2, A), or for M-RoPE ``sections=`` with ``layout=`` and ``base=``; also
+    ``pairing``, ``rotary_dim``, ``rotary_start``, ``norm_scale``, ``rtol``, and the probe's ``max_position``,
+    ``axis_names``, ``seed``.  ``offset``, ``rope_type`` and ``max_rows`` are 1-D only (TypeError).  Returns the
+    :class:`AxesSpec`.  A kernel of text tokens only, ``fn(x)`` (on text t = h = w and M-RoPE is 1-D RoPE), is
+    checked with the config's 1-D values instead: ``assert_rope_matches(fn, cfg.head_dim, base=cfg.base,
+    pairing=cfg.pairing, rotary_dim=cfg.rotary_dim)``.
+
     >>> import rope_ref as rr, numpy as np
     >>> spec = rr.assert_rope_matches(lambda x: rr.rotate(x, np.arange(len(x)) + 5.0), 8, offset=5, base=1e4)
+    >>> F = rr.mrope_frequencies(16, [4, 2, 2], interleaved=True)      # Qwen3-VL's layout
+    >>> kernel = lambda x, p: rr.rotate(x, p, inv_freq=F, pairing="half")
+    >>> spec = rr.assert_rope_matches(kernel, 16, axes=3, sections=[4, 2, 2], layout="interleaved")
     """
+    config = load_config(config)
+    if axes is not None or getattr(config, "axes", None):
+        if max_rows is not None:
+            raise TypeError("max_rows= is for 1-D kernels fn(x); a multi-axis kernel is probed on seq rows: pass "
+                            "max_position= (the largest position it accepts) instead")
+        val.check_keywords(expected, AXES_KEYS, "assert_rope_matches() of a multi-axis kernel")
+        if config is not None:
+            expected = expected_from_config(config, axes, expected)
+            axes = config.axes
+            d = config.head_dim if d is None else d
+        if d is None:
+            raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
+        return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, max_bytes=max_bytes,
+                                 **expected)
     d, expected = _prepare(d, config, expected, phase_atol)
-    spec = identify(_raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
-                    max_bytes=max_bytes)
+    spec = identify(raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"),
+                    max_rows=MAX_ROWS if max_rows is None else max_rows, max_bytes=max_bytes)
     if not spec.is_rope:
         raise RopeMismatch("", [str(spec)], spec)
     problems = compare(spec, expected, phase_atol)
@@ -76,21 +103,20 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, seq: int = 64,
     return spec
 
 
-class RopeMismatch(AssertionError):
-    """An AssertionError with each difference on its own line (``problems``) and the ``spec`` identified.
-
-    Its message: a title, the problems indented, then the whole spec (what a test run shows)."""
-
-    def __init__(self, title: str, problems: list, spec: RopeSpec, spec_title: str = "identified"):
-        message = (f"{title}:\n  " + "\n  ".join(problems) + f"\n{spec_title}: {spec}" if spec.is_rope
-                   else "\n".join(problems))
-        super().__init__(message)
-        self.problems, self.spec = list(problems), spec
+def load_config(config):
+    """A config.json (dict or path) read with from_hf_config; a RopeConfig-like object as it is; None stays."""
+    if isinstance(config, (Mapping, str, os.PathLike)):
+        return from_hf_config(config)
+    return config
 
 
 def _prepare(d, config, expected, phase_atol):
-    """(d, expectations) from the arguments, each checked."""
+    """(d, expectations) from the arguments, each checked (1-D RoPE)."""
     val.check_keywords(expected, _SPEC_KEYS + _PARAM_KEYS, "assert_rope_matches()")
+    config = load_config(config)
+    if getattr(config, "axes", None):
+        raise ValueError(f"config is multi-axis RoPE ({config.axes} position axes: M-RoPE): backward passes are "
+                         "checked for 1-D RoPE only")
     if config is not None:
         d, expected = _from_config(config, d, expected)
     if d is None:
@@ -99,22 +125,6 @@ def _prepare(d, config, expected, phase_atol):
     if phase_atol is not None:
         val.check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
     return d, expected
-
-
-class KernelRaised(RuntimeError):
-    """The function under test raised: reported as "fn raised ...", never as a RoPE mismatch."""
-
-
-def _raising_as(name, fn):
-    """fn, with any exception it raises (AssertionError included) re-raised as KernelRaised."""
-    if not callable(fn):
-        return fn                       # identify names it
-    def guarded(*args):
-        try:
-            return fn(*args)
-        except Exception as err:
-            raise KernelRaised(f"{name} raised {type(err).__name__}: {err}") from err
-    return guarded
 
 
 def compare(spec, expected, phase_atol, *, what="fn") -> list:
@@ -172,9 +182,6 @@ def _from_config(config, d, expected):
     """Expectations from a config.json (dict or path, read with from_hf_config) or a RopeConfig-like object
     (duck-typed); row 0 at position 0 unless ``offset`` is given; explicit keywords win."""
     names = ("head_dim", "rotary_dim", "pairing", "base", "rope_type", "params", "attention_factor")
-    if isinstance(config, (Mapping, str, os.PathLike)):
-        from ..hf_config import from_hf_config
-        config = from_hf_config(config)
     missing = [n for n in names if not hasattr(config, n)]
     if missing:
         raise TypeError(f"config must be a model's config.json (a dict or a path, as rope_ref.from_hf_config reads) "
@@ -192,9 +199,7 @@ def _from_config(config, d, expected):
 def _check_expected(expected):
     """Expected values are the right kind of thing, named when not."""
     if "offset" in expected and expected["offset"] is not None:
-        v = expected["offset"]
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
-            raise TypeError(f"offset must be None or a finite real number, got {v!r} of type {type(v).__name__}")
+        expected["offset"] = val.check_scalar(expected["offset"], "offset")
     if "norm_scale" in expected:
         val.check_positive_real(expected["norm_scale"], "norm_scale")
     if "base" in expected:
@@ -205,9 +210,7 @@ def _check_expected(expected):
     if "rotary_dim" in expected:
         val.check_d(expected["rotary_dim"], "rotary_dim")
     if "rotary_start" in expected:
-        v = expected["rotary_start"]
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-            raise ValueError(f"rotary_start must be a non-negative integer (the first rotated feature), got {v!r}")
+        check_rotary_start(expected["rotary_start"])
     if "output_pairing" in expected and expected["output_pairing"] not in (None, "interleaved", "half", "other"):
         raise ValueError(f"output_pairing must be None (pairs written in place), 'interleaved', 'half' or 'other', "
                          f"got {expected['output_pairing']!r}"

@@ -15,7 +15,8 @@ import dataclasses
 import numpy as np
 
 from .analyse import identify
-from .assertions import RopeMismatch, _prepare, _raising_as, compare
+from .assertions import _prepare, compare
+from .mismatch import RopeMismatch, raising_as
 from .spec import RopeSpec
 from .tolerances import MAX_BYTES, MAX_ROWS
 
@@ -41,7 +42,7 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
     >>> spec = rr.assert_rope_grad_matches(back, 8, base=1e4, offset=0)
     """
     d, expected = _prepare(d, config, expected, phase_atol)
-    guarded = _raising_as("vjp", vjp)
+    guarded = raising_as("vjp", vjp)
     xs = {}
 
     def g_to_dx(g):

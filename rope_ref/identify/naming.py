@@ -160,6 +160,38 @@ def _round_params(rope_type, params, theta, r, tau, rel):
     return (rounded, rounded_rel) if np.all(rounded_rel <= np.maximum(tau, rel)) else (params, rel)
 
 
+def _twins(rope_type, params):
+    """Configurations of another method with the same frequencies: a step between unchanged and divided pairs
+    is llama3 with low_freq_factor == high_freq_factor (Llama-4-Scout) and YaRN with beta_fast == beta_slow
+    (Kimi-K2), the step at wavelength original_max_position_embeddings / that factor."""
+    keep = ("base", "factor", "original_max_position_embeddings")
+    if rope_type == "llama3" and params["low_freq_factor"] == params["high_freq_factor"]:
+        beta = params["low_freq_factor"]
+        for truncate in (True, False):
+            yield "yarn", dict({k: params[k] for k in keep}, beta_fast=beta, beta_slow=beta,
+                               **({} if truncate else {"truncate": False}))
+    elif rope_type == "yarn" and params.get("beta_fast") == params.get("beta_slow") is not None:
+        beta = params["beta_fast"]
+        yield "llama3", dict({k: params[k] for k in keep}, low_freq_factor=beta, high_freq_factor=beta)
+
+
+def _name_twins(spec, theta, tau):
+    """Every other method whose frequencies match as well goes to ``spec.also``, with a note naming both."""
+    r = spec.rotary_dim
+    for rope_type, params in _twins(spec.rope_type, spec.rope_params):
+        try:
+            freqs, _ = scaled_inv_freq(r, params["base"], rope_type=rope_type, **method_kwargs(params))
+        except (ValueError, TypeError):
+            continue
+        if np.all(np.abs(freqs / theta - 1) <= tau):
+            spec.also.append((rope_type, params))
+            spec.notes.append(f"the frequencies are also exactly {rope_type} {show_params(params)}: a step between "
+                              "unchanged and divided pairs, which llama3 with low_freq_factor == high_freq_factor and "
+                              "YaRN with beta_fast == beta_slow both give; rotations alone cannot tell them apart "
+                              "(compare the frequencies, as assert_rope_matches does)")
+            return
+
+
 def _name_method(spec, theta, base_hint, tau, unit):
     """The first candidate whose frequencies match within tau; else LongRoPE factors or "custom"."""
     r, norm_scale = spec.rotary_dim, spec.norm_scale
@@ -180,6 +212,7 @@ def _name_method(spec, theta, base_hint, tau, unit):
             params, rel = _round_params(rope_type, params, theta, r, tau, rel)
             spec.rope_type, spec.rope_params, spec.base = rope_type, params, float(params["base"])
             spec.fit_error = float(rel.max())
+            _name_twins(spec, theta, np.maximum(tau, rel))
             return
         if rel.max() < best[0]:
             best = (float(rel.max()), rope_type, params)

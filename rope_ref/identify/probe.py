@@ -50,6 +50,39 @@ def call(fn, x, what: str, hint: str = "") -> np.ndarray:
     return out
 
 
+def check_seed(seed):
+    """None (fresh random inputs each run) or a non-negative integer: a TypeError for other kinds, a
+    ValueError for a negative one (both probes; _validate.check_seed takes no None)."""
+    return None if seed is None else val.check_nonnegative_int(seed, "seed", "None or a non-negative integer")
+
+
+def check_rotary_start(rotary_start):
+    """The first rotated feature: a non-negative integer."""
+    return val.check_nonnegative_int(rotary_start, "rotary_start",
+                                     "a non-negative integer (the first rotated feature)")
+
+
+def check_sizes(seq, d, max_bytes, max_rows=None):
+    """The arrays identify would hold, against max_bytes, before anything is allocated or fn is called:
+    seq x d x d float64 (the matrix of every row) and, when fn is asked for up to ``max_rows`` rows,
+    max_rows x d for one call."""
+    max_bytes = val.check_positive_int(max_bytes, "max_bytes")
+    sizes = [(8 * seq * d * d, f"seq={seq} and d={d} need seq x d x d float64 (the matrix of every row)",
+              "a smaller seq (the default 64 is enough)")]
+    if max_rows is not None:
+        sizes.append((8 * max_rows * d, f"max_rows={max_rows} and d={d} need max_rows x d float64 for one call",
+                      "a smaller max_rows"))
+    for size, what, fix in sizes:
+        if size > max_bytes:
+            raise ValueError(f"{what}: {_show_bytes(size)}, above max_bytes={max_bytes} ({_show_bytes(max_bytes)}); "
+                             f"pass {fix}, or a larger max_bytes")
+
+
+def _show_bytes(n):
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.4g} {unit}"
+        n /= 1024
 
 
 def probe_phase(fn, d, ia, out, rows, why):

@@ -29,6 +29,7 @@ class RopeSpec:
     rope_type: str | None = None        # a rope_ref.ROPE_TYPES name, "custom", or None (too noisy)
     rope_params: dict = field(default_factory=dict)
     closest: str | None = None          # for "custom": the method whose parameters rope_params holds
+    also: list = field(default_factory=list)  # other (rope_type, params) with the same frequencies (a note says so)
     fit_error: float | None = None      # max relative |theta_method / theta_measured - 1|
     freq_tolerance: float | None = None  # largest relative tolerance used for the frequencies
     angle_precision: str | None = None  # the float type the kernel's angles behave like

@@ -96,20 +96,35 @@ def _proportional(pairs, d) -> bool:
     return n < d // 2 and sorted(pairs) == [(p, p + d // 2) for p in range(n)]
 
 
-def _find_pairs(M):
-    """Partner of each feature from where the off-diagonal entries are non-zero."""
+def couplings(M) -> np.ndarray:
+    """``off[i, j]``: output feature i depends on input feature j (i != j) at some row of ``M`` (rows, d, d).
+    Structural zeros are exact, even in float16 kernels, so the threshold is relative 1e-12."""
     d = M.shape[-1]
-    off = np.abs(M).max(axis=0) * (1 - np.eye(d))
-    tol = 1e-12 * max(np.abs(M).max(), 1e-300)  # structural zeros are exact, even in float16 kernels
+    return (np.abs(M).max(axis=0) > 1e-12 * max(np.abs(M).max(), 1e-300)) & ~np.eye(d, dtype=bool)
+
+
+def pairs_of(linked: np.ndarray):
+    """``(pairs, passthrough, reason)`` from a symmetric (d, d) mask of coupled features: features with no
+    partner pass through, features with one partner form a pair (j, partner), more is not RoPE (``reason``)."""
     pairs, passthrough = [], []
-    for j in range(d):
-        partners = np.flatnonzero((off[:, j] > tol) | (off[j, :] > tol))
+    for j in range(linked.shape[0]):
+        partners = np.flatnonzero(linked[j])
         if len(partners) == 0:
             passthrough.append(j)
         elif len(partners) > 1:
             return None, None, f"feature {j} mixes with features {partners.tolist()[:6]}: not pairwise rotations"
         elif j < partners[0]:
             pairs.append((j, int(partners[0])))
+    return pairs, passthrough, ""
+
+
+def _find_pairs(M):
+    """Partner of each feature from where the off-diagonal entries are non-zero."""
+    d = M.shape[-1]
+    off = couplings(M)
+    pairs, passthrough, reason = pairs_of(off | off.T)
+    if reason:
+        return None, None, reason
     partnered = {i for p in pairs for i in p}
     lonely = [j for j in range(d) if j not in partnered and j not in passthrough]
     if lonely:

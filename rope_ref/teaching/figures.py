@@ -17,6 +17,7 @@ from ..forms import decay_bound, frequencies, partial_sums, rotate
 from ..scaling import wavelengths
 from .context_extension import TRAIN_LEN
 from .frequencies import fig_turning_dimensions
+from .multiaxis import fig_mrope_layout
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
 from .quantities import (FIG2_DISTANCES, FIG2_PAPER_YLIM, attention_weights, clock_angles, code_distance,
                          mean_abs_score, random_qk, score_map, sinusoidal_score_map)
@@ -262,6 +263,7 @@ FIGURES = {
     "decay_intuition": fig_decay_intuition,
     "attention_pattern": fig_attention_pattern,
     "turning_dimensions": fig_turning_dimensions,          # notebook 08: which features turn in each scheme
+    "mrope_layout": fig_mrope_layout,                      # notebook 09: which pairs serve t, h, w (Qwen2-VL, Qwen3-VL)
 }
 
 

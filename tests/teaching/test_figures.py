@@ -35,7 +35,7 @@ def test_two_runs_are_byte_identical(regenerated, tmp_path):
     out, paths = regenerated
     again = write_all(tmp_path, names=["fig2_long_term_decay", "relative_identity_heatmaps", "precision_angle_errors",
                                        "context_extension_frequency_ratios", "decay_bound_vs_actual", "aliasing",
-                                       "turning_dimensions"])
+                                       "turning_dimensions", "mrope_layout"])
     for p in again:
         assert p.read_bytes() == (out / p.name).read_bytes(), p.name
     svg = (tmp_path / "fig2_long_term_decay.svg").read_text()

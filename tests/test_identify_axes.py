@@ -12,17 +12,11 @@ import numpy as np
 import pytest
 
 import rope_ref as rr
-import rope_ref._probe_axes as probe_module
 from rope_ref import multiaxis
-from rope_ref._probe_axes import (
-    AxesSpec,
-    assert_axes_match,
-    blocks_assignment,
-    compare_axes,
-    identify_axes,
-    interleaved_assignment,
-    min_rows,
-)
+from rope_ref.identify import analyse, assertions, axes_compare, axes_probe, axes_spec
+from rope_ref.identify.axes_compare import assert_axes_match, compare_axes
+from rope_ref.identify.axes_probe import identify_axes, min_rows
+from rope_ref.identify.axes_spec import AxesSpec, blocks_assignment, interleaved_assignment
 
 
 # ---- kernels ---------------------------------------------------------------------------------------
@@ -292,7 +286,11 @@ def test_bfloat16_output_kernel():
     assert spec.is_rope, spec.reason
     assert (spec.sections, spec.mrope_layout, spec.base) == ((16, 24, 24), "blocks", 1e6)
     assert rel_err(spec.inv_freq, qwen2vl_matrix()) < 1e-2
-    assert compare_axes(spec, qwen2vl_matrix()) == []
+    # as for 1-D kernels, 16-bit angles are named unless phase_atol= accepts them
+    problems = compare_axes(spec, qwen2vl_matrix())
+    assert len(problems) == 1 and problems[0].startswith("angle precision: angles behave like float16"), problems
+    assert compare_axes(spec, qwen2vl_matrix(), phase_atol=0.01) == []
+    assert "> phase_atol=0.0001" in compare_axes(spec, qwen2vl_matrix(), phase_atol=1e-4)[0]
 
 
 def test_bfloat16_result_handed_back_as_float32():
@@ -303,8 +301,12 @@ def test_bfloat16_result_handed_back_as_float32():
     assert spec.is_rope, spec.reason
     assert spec.angle_precision == "float32 (cos/sin or output rounded to 16 bits)"
     assert (spec.sections, spec.mrope_layout, spec.base) == ((24, 20, 20), "interleaved", 5e6)
-    assert compare_axes(spec, qwen3vl_matrix()) == []
-    assert "layout: kernel's axes are interleaved" in compare_axes(spec, qwen2vl_matrix((24, 20, 20), base=5e6))[0]
+    assert compare_axes(spec, qwen3vl_matrix(), phase_atol=0.01) == []
+    assert compare_axes(spec, qwen3vl_matrix()) == [
+        f"angle precision: angles behave like float32 (cos/sin or output rounded to 16 bits) (errors up to "
+        f"{spec.phase_error:.2g} rad); pass phase_atol= to accept that precision"]
+    assert "layout: kernel's axes are interleaved" in compare_axes(spec, qwen2vl_matrix((24, 20, 20), base=5e6),
+                                                                   phase_atol=0.01)[0]
 
 
 def test_rotary_start_and_norm_scale_named():
@@ -549,8 +551,12 @@ def test_bad_arguments():
 
 def test_sizes_checked_before_calling_fn():
     calls = []
-    with pytest.raises(ValueError, match=r"d=8192 with seq=64 needs seq \* d \* d = 4294967296 float64 values"):
+    with pytest.raises(ValueError, match=r"seq=64 and d=8192 need seq x d x d float64 \(the matrix of every row\): "
+                                         r"32 GiB, above max_bytes=1073741824"):
         identify_axes(lambda x, p: calls.append(1), 8192, 3)
+    # the same limit as 1-D probing, and max_bytes= moves it (32 x 128 x 128 x 8 bytes = 4 MiB)
+    with pytest.raises(ValueError, match=r"4 MiB, above max_bytes=1000000"):
+        rr.identify(lambda x, p: calls.append(1), 128, axes=3, seq=32, max_bytes=10**6)
     assert calls == []
 
 
@@ -559,8 +565,8 @@ def test_sizes_checked_before_calling_fn():
      r"fn must map x of shape \(seq, d\) = \(64, 8\) to the same shape, got \(63, 8\)"),
     (lambda x, p: x[None], ValueError, r"got \(1, 64, 8\).*drop its batch and head axes"),
     (lambda x, p: x * np.nan, ValueError, "fn returned non-finite values"),
-    (lambda x, p: x.astype(complex), TypeError, "fn must return a real numeric array of shape \\(seq, d\\), got "
-                                                "ndarray of dtype complex128"),
+    (lambda x, p: x.astype(complex), TypeError, "fn must return a real numeric array \\(numpy, torch, jax, a list\\), "
+                                                "got ndarray of dtype complex128"),
     (lambda x, p: "rotated", TypeError, "fn must return a real numeric array"),
 ])
 def test_bad_fn_output(out, err, match):
@@ -593,9 +599,14 @@ def test_stateful_fn_refused():
         identify_axes(fn, 128, 3)
 
 
-def test_docstring_example_runs():
-    result = doctest.testmod(probe_module)
-    assert result.attempted >= 5 and result.failed == 0
+@pytest.mark.parametrize("module", [axes_probe, axes_spec, axes_compare, analyse, assertions],
+                         ids=lambda m: m.__name__)
+def test_docstring_examples_run(module):
+    # identify(fn, d, axes=3) and assert_rope_matches(fn, d, axes=3, ...) in analyse / assertions
+    result = doctest.testmod(module)
+    assert result.failed == 0
+    if module in (axes_probe, analyse, assertions):
+        assert result.attempted >= 4
 
 
 # ---- builders and comparisons --------------------------------------------------------------------------
@@ -646,3 +657,70 @@ def test_probe_recovers_the_multiaxis_builders(build, kernel, A, sections, layou
         assert (spec.sections, spec.mrope_layout, spec.pairing) == (sections, layout, pairing)
         assert rel_err(spec.inv_freq, F) < 1e-13
         assert compare_axes(spec, F, pairing=pairing, rotary_dim=2 * len(F)) == []
+
+
+# ---- the hook: rr.identify(fn, d, axes=A) and rr.assert_rope_matches(fn, ..., axes=A / config=) ----------------
+
+@pytest.mark.parametrize("probe", ["1-D", "axes"])
+@pytest.mark.parametrize("seed, err", [(-1, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_both_probes_check_seed_alike(probe, seed, err):
+    kernel = qwen2vl_kernel()
+    with pytest.raises(err, match="seed must be None or a non-negative integer"):
+        if probe == "axes":
+            rr.identify(kernel, 128, axes=3, seed=seed)
+        else:
+            rr.identify(lambda x: x, 16, seed=seed)
+
+
+def test_seed_none_draws_fresh_inputs_for_both_probes():
+    assert rr.identify(qwen2vl_kernel(), 128, axes=3, seed=None).sections == (16, 24, 24)
+
+
+def test_identify_with_axes_is_the_multi_axis_probe():
+    spec = rr.identify(qwen3vl_kernel(), 128, axes=3, max_position=1000, axis_names=("T", "H", "W"))
+    assert isinstance(spec, rr.AxesSpec) and spec.axis_names == ("T", "H", "W")
+    assert (spec.sections, spec.mrope_layout, spec.inv_freq.shape) == ((24, 20, 20), "interleaved", (64, 3))
+    assert int(spec.positions.max()) == 1000
+    assert rel_err(spec.inv_freq, qwen3vl_matrix()) < 1e-9
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(axes=3, base_hint=1e4), "base_hint= and max_rows= are for 1-D probing"),
+    (dict(axes=3, max_rows=100), "base_hint= and max_rows= are for 1-D probing"),
+    (dict(max_position=100), "max_position= and axis_names= are for multi-axis probing"),
+    (dict(axis_names=("t", "h", "w")), "max_position= and axis_names= are for multi-axis probing"),
+])
+def test_identify_options_of_the_other_probe_are_named(kwargs, words):
+    with pytest.raises(TypeError, match=words):
+        rr.identify(qwen2vl_kernel(), 128, **kwargs)
+
+
+def test_assert_rope_matches_with_axes_checks_directly():
+    spec = rr.assert_rope_matches(qwen2vl_kernel(), 128, axes=3, sections=[16, 24, 24], base=1e6, pairing="half")
+    assert spec.sections == (16, 24, 24)
+    rr.assert_rope_matches(timm_axial_kernel(), 64, axes=2, inv_freq=axial_matrix())
+    with pytest.raises(AssertionError) as info:
+        rr.assert_rope_matches(qwen3vl_kernel(), 128, axes=3, sections=[24, 20, 20], layout="blocks", base=5e6)
+    assert info.value.problems[0].startswith("layout: kernel's axes are interleaved")
+    with pytest.raises(TypeError, match="unexpected keyword.*'offset'"):
+        rr.assert_rope_matches(qwen2vl_kernel(), 128, axes=3, offset=0)
+    with pytest.raises(TypeError, match="max_rows= is for 1-D kernels"):
+        rr.assert_rope_matches(qwen2vl_kernel(), 128, axes=3, max_rows=64)
+    with pytest.raises(AssertionError, match="^not a rotary embedding: fn\\(0, positions\\) is not 0"):
+        rr.assert_rope_matches(lambda x, p: x + 1, 8, axes=2)
+
+
+def test_config_and_axes_must_agree():
+    mrope = {"model_type": "qwen2_vl", "hidden_size": 512, "num_attention_heads": 4,
+             "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [16, 24, 24]}}
+    with pytest.raises(ValueError, match="axes=2 disagrees with config, whose RoPE has 3 position axes"):
+        rr.assert_rope_matches(qwen2vl_kernel(), config=mrope, axes=2)
+    llama = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 4, "rope_theta": 1e4}
+    with pytest.raises(ValueError, match="axes=3 with a config whose RoPE has one position per row"):
+        rr.assert_rope_matches(qwen2vl_kernel(), config=llama, axes=3)
+    with pytest.raises(ValueError, match="config is multi-axis RoPE .* backward passes are checked for 1-D"):
+        rr.assert_rope_grad_matches(lambda x, g: g, config=mrope)
+    # explicit keywords win over the config: the kernel's own sections pass with them
+    rr.assert_rope_matches(qwen2vl_kernel(section=(24, 20, 20)), config=mrope, sections=[24, 20, 20], base=1e6)
+    with pytest.raises(AssertionError, match="pairing: expected interleaved, found half"):
+        rr.assert_rope_matches(qwen2vl_kernel(), config=mrope, pairing="interleaved")

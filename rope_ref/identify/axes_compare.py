@@ -1,0 +1,225 @@
+"""Multi-axis kernels against what you expect: :func:`compare_axes` lists every difference (section split,
+layout, pairing, sign, frequency) and :func:`assert_axes_match` raises them as one AssertionError."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import _validate as val
+from ..multiaxis import mrope_frequencies
+from .axes_probe import identify_axes
+from .axes_spec import LAYOUTS, MAX_POSITION, AxesSpec, classify, runs, show_shifts
+from .mismatch import RopeMismatch, raising_as
+from .probe import check_rotary_start
+from .tolerances import FREQ_ULPS, MAX_BYTES
+
+# ---- comparing with what you expect ----------------------------------------------------------------
+
+def _check_layout(layout):
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be 'blocks' or 'interleaved', got {layout!r}"
+                         f"{val.closest_name(str(layout), tuple(LAYOUTS))}")
+    return layout
+
+
+def _describe_layout(layout, axis, names):
+    if layout:
+        return f"{layout} ({LAYOUTS[layout]})"
+    return f"neither blocks nor interleaved ({runs(axis, names)})"
+
+
+def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, rotary_dim: int | None = None,
+                 rotary_start: int | None = None, norm_scale: float | None = None, rtol: float = 0.0,
+                 phase_atol: float | None = None) -> list:
+    """Every difference between what identify_axes found and what you expect, as readable lines.
+
+    ``inv_freq``: the expected matrix (rotary_dim/2, axes), e.g. :func:`rope_ref.multiaxis.mrope_frequencies`.
+    Frequencies agree within the spec's measured tolerance, FREQ_ULPS float32 roundings (a float32 inv_freq
+    buffer) and ``rtol`` relative.  For matrices where each pair turns with one axis the lines name the section split
+    ("kernel gives t/h/w 16/24/24 pairs, expected 24/20/20"), the layout, which axis drives which pairs and
+    an axis whose frequencies have the opposite sign before listing wrong frequencies.  Angles must behave like
+    float32 or better or, with ``phase_atol``, deviate from ``sum_a F[j, a] p_a`` by at most that many radians
+    (as for 1-D kernels).  [] when all match.
+    """
+    if not isinstance(spec, AxesSpec):
+        raise TypeError(f"spec must be an AxesSpec (from identify_axes), got {type(spec).__name__}")
+    if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) or not 0 <= rtol < 1:
+        raise ValueError(f"rtol must be a real number in [0, 1), got {rtol!r}")
+    if not spec.is_rope:
+        return [f"not a rotary embedding: {spec.reason}"]
+    problems = []
+    names = spec.axis_names
+    if pairing is not None and pairing != spec.pairing and not (spec.rotary_dim == 2 and pairing in val.PAIRINGS
+                                                                  and spec.pairing in val.PAIRINGS):
+        shown = ", ".join(str(p) for p in spec.pairs[:3])
+        problems.append(f"pairing: expected {pairing}, found {spec.pairing} (pairs {shown}, ...)")
+    if rotary_dim is not None and rotary_dim != spec.rotary_dim:
+        problems.append(f"rotary_dim: expected {rotary_dim}, found {spec.rotary_dim}")
+    if rotary_start is not None and rotary_start != spec.rotary_start:
+        problems.append(f"rotary_start: expected rotated features from {rotary_start}, found {spec.rotary_start}.."
+                        f"{spec.rotary_start + spec.rotary_dim - 1}")
+    scale_tol = max(FREQ_ULPS * 2.0**-24, 2 * spec.scale_error)
+    if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > scale_tol:
+        problems.append(f"norm_scale: expected {norm_scale:.6g}, found {spec.norm_scale:.6g}")
+    if spec.rotated_at_zero:
+        why = f"fn shifts the positions by {show_shifts(spec)}" if spec.position_shift else "positions shifted?"
+        problems.append(f"rotation at position 0: expected none, found pairs turned by up to {spec.phase_at_zero:.3g} "
+                        f"rad with every axis at 0 ({why})")
+    if inv_freq is not None:
+        problems += _compare_matrix(spec, _check_matrix(inv_freq, spec.axes), rtol, names)
+    if phase_atol is not None and spec.phase_error > phase_atol:
+        problems.append(f"angle precision: angles deviate from sum_a F[j, a] p_a by up to {spec.phase_error:.2g} rad "
+                        f"(> phase_atol={phase_atol:g})")
+    elif phase_atol is None and spec.angle_precision not in ("float64", "float32"):
+        rounded = spec.angle_precision.startswith("float32 (")
+        problems.append(f"angle precision: angles behave like {spec.angle_precision} (errors up to "
+                        f"{spec.phase_error:.2g} rad); " + (
+                            "pass phase_atol= to accept that precision" if rounded else
+                            "compute angles in float32 or better, or pass phase_atol= to accept that precision"))
+    return problems
+
+
+def _check_matrix(E, axes):
+    try:
+        E = np.array(E, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"inv_freq must be a real array of shape (rotary_dim/2, axes={axes}), got "
+                        f"{type(E).__name__}: {err}") from None
+    if E.ndim == 1 and axes == 1:
+        E = E[:, None]
+    if E.ndim != 2 or E.shape[1] != axes:
+        raise ValueError(f"inv_freq must have shape (rotary_dim/2, axes={axes}), got {E.shape}")
+    if not np.all(np.isfinite(E)):
+        raise ValueError("inv_freq must be finite")
+    return E
+
+
+def _compare_matrix(spec, E, rtol, names):
+    F = spec.inv_freq
+    if E.shape != F.shape:
+        return [f"frequencies: expected a ({E.shape[0]}, {E.shape[1]}) matrix ({2 * E.shape[0]} rotated features), "
+                f"found ({F.shape[0]}, {F.shape[1]}) (rotary_dim {spec.rotary_dim})"]
+    tol = spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(E)
+    form, axis, sections, layout = classify(E)
+    problems = []
+    if axis is not None and spec.axis_of_pair is None:
+        j = int(np.flatnonzero((np.abs(F) > spec.freq_tolerance).sum(1) > 1)[0])
+        drive = ", ".join(f"{names[a]} {F[j, a]:.4g}" for a in range(spec.axes)
+                          if abs(F[j, a]) > spec.freq_tolerance[j, a])
+        return [f"axes: expected each pair to turn with one axis ({form}), found pairs that turn with several: pair "
+                f"{j} with {drive} (found {spec.form})"]
+    if axis is not None:
+        found_axis = spec.axis_of_pair
+        if sections != spec.sections:
+            problems.append(f"sections: kernel gives {'/'.join(names)} {'/'.join(map(str, spec.sections))} pairs, "
+                            f"expected {'/'.join(map(str, sections))}")
+        if form == "M-RoPE" and spec.form == "M-RoPE" and layout != spec.mrope_layout:
+            problems.append(f"layout: kernel's axes are {_describe_layout(spec.mrope_layout, found_axis, names)}, "
+                            f"expected {_describe_layout(layout, axis, names)}")
+        elif form != spec.form:
+            problems.append(f"form: expected {form}, found {spec.form} ({runs(found_axis, names)})")
+        elif sections == spec.sections and not np.array_equal(axis, found_axis):
+            problems.append(f"axis of each pair: kernel has {runs(found_axis, names)}, expected {runs(axis, names)}")
+        if not np.array_equal(axis, found_axis):
+            # the spectra, whichever axis drives each pair
+            want = np.abs(E[np.arange(len(E)), axis])
+            got = np.abs(F[np.arange(len(F)), found_axis])
+            bad = np.flatnonzero(np.abs(got - want) > spec.freq_tolerance[np.arange(len(F)), found_axis]
+                                 + max(rtol, FREQ_ULPS * 2.0**-24) * want)
+            if bad.size:
+                problems.append("frequencies (whichever axis turns each pair): " + "; ".join(
+                    f"pair {j} expected {want[j]:.6g}, found {got[j]:.6g}" for j in bad[:3])
+                    + f"; {bad.size} of {len(want)} pairs differ")
+            return problems
+    # Same zero pattern or dense: entry by entry, an axis with every sign flipped named first.
+    bad = np.abs(F - E) > tol
+    for a in range(spec.axes):
+        col = E[:, a] != 0
+        if bad[:, a].any() and col.any() and np.all(np.abs(F[col, a] + E[col, a]) <= tol[col, a]):
+            first = int(np.flatnonzero(col)[0])
+            problems.append(f"axis {names[a]}: every frequency has the opposite sign (expected {E[first, a]:.6g} for "
+                            f"pair {first}, found {F[first, a]:.6g}): the kernel turns the other way in {names[a]} "
+                            "(position negated or sin's sign flipped?)")
+            bad[:, a] = False
+    rows, cols = np.nonzero(bad)
+    if rows.size:
+        problems.append("frequencies: " + "; ".join(
+            f"pair {j} along {names[a]} expected {E[j, a]:.6g}, found {F[j, a]:.6g}"
+            for j, a in zip(rows[:3], cols[:3]))
+            + f"; {rows.size} of {E.size} entries differ")
+    return problems
+
+
+#: What assert_axes_match and assert_rope_matches(axes=...) may be told to expect, and how to probe.
+AXES_KEYS = ("inv_freq", "sections", "layout", "base", "pairing", "rotary_dim", "rotary_start", "norm_scale", "rtol",
+             "max_position", "axis_names", "seed")
+
+
+def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, layout: str | None = None,
+                      base: float | None = None, pairing: str | None = None, rotary_dim: int | None = None,
+                      rotary_start: int = 0, norm_scale: float | None = None, rtol: float = 0.0,
+                      phase_atol: float | None = None, seq: int = 64, seed: int = 0,
+                      max_position: int = MAX_POSITION, axis_names=None, max_bytes: int = MAX_BYTES) -> AxesSpec:
+    """Raise AssertionError (:class:`~rope_ref.identify.RopeMismatch`) naming every way the multi-axis kernel
+    ``fn(x, positions)`` differs from what you expect; return the :class:`AxesSpec` when all match.
+
+    Expect either ``inv_freq`` (rotary_dim/2, axes) or, for M-RoPE (axes=3), ``sections`` (t, h, w pairs: a
+    config's mrope_section) with ``layout`` ("blocks", the default, or "interleaved") and ``base`` (default
+    10000): :func:`rope_ref.multiaxis.mrope_frequencies` with rotary_dim defaulting to d.  Also ``pairing``,
+    ``rotary_dim``, ``rotary_start`` (default 0: the leading features rotate), ``norm_scale``, ``phase_atol``.
+    See :func:`~rope_ref.identify.axes_probe.identify_axes` for how fn is called and :func:`compare_axes` for
+    the comparison.  An exception raised inside ``fn`` is re-raised as ``KernelRaised`` ("fn raised ..."),
+    never reported as a mismatch.
+    """
+    if inv_freq is not None and (sections is not None or layout is not None or base is not None):
+        raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
+    if inv_freq is None and sections is None and (layout is not None or base is not None):
+        raise TypeError("layout= and base= describe M-RoPE: pass sections= with them (pairs per axis)")
+    if pairing is not None and pairing not in ("interleaved", "half", "other"):
+        raise ValueError(f"pairing must be 'interleaved', 'half' or 'other', got {pairing!r}"
+                         f"{val.closest_name(str(pairing), ('interleaved', 'half', 'other'))}")
+    if rotary_dim is not None:
+        rotary_dim = val.check_d(rotary_dim, "rotary_dim")
+    if norm_scale is not None:
+        norm_scale = val.check_positive_real(norm_scale, "norm_scale")
+    if phase_atol is not None:
+        val.check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
+    rotary_start = check_rotary_start(rotary_start)
+    if sections is not None:
+        if axes != 3:
+            raise ValueError(f"sections= describes M-RoPE's three axes (t, h, w), got axes={axes}: pass inv_freq= "
+                             "(rotary_dim/2, axes) for other layouts")
+        interleaved = _check_layout("blocks" if layout is None else layout) == "interleaved"
+        inv_freq = mrope_frequencies(rotary_dim or d, sections, base=10000.0 if base is None else base,
+                                     interleaved=interleaved)
+    spec = identify_axes(raising_as("fn", fn), d, axes, seq=seq, seed=seed, max_position=max_position,
+                         axis_names=axis_names, max_bytes=max_bytes)
+    if not spec.is_rope:
+        raise RopeMismatch("", [str(spec)], spec)
+    problems = compare_axes(spec, inv_freq, pairing=pairing, rotary_dim=rotary_dim, rotary_start=rotary_start,
+                            norm_scale=norm_scale, rtol=rtol, phase_atol=phase_atol)
+    if problems:
+        raise RopeMismatch("multi-axis RoPE mismatch", problems, spec)
+    return spec
+
+
+def expected_from_config(config, axes, expected) -> dict:
+    """assert_axes_match's expectations for a multi-axis ``config`` (a RopeConfig whose ``inv_freq()`` is a
+    ``(rotary_dim/2, A)`` matrix, e.g. M-RoPE): its matrix, pairing, rotary_dim, rotary_start and attention
+    factor; explicit keywords win (``sections=``/``layout=``/``base=``/``inv_freq=`` replace the matrix)."""
+    if not getattr(config, "axes", None):
+        raise ValueError(f"axes={axes!r} with a config whose RoPE has one position per row (1-D): leave axes= out "
+                         "to check fn(x) against it")
+    if axes is not None and axes != config.axes:
+        raise ValueError(f"axes={axes!r} disagrees with config, whose RoPE has {config.axes} position axes "
+                         "(M-RoPE: t, h, w); leave axes= out with config=")
+    if getattr(config, "output_pairing", None) is not None:
+        raise ValueError(f"config writes its pairs in {config.output_pairing} layout (output_pairing): multi-axis "
+                         "probing follows pairs written back in place only")
+    want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, rotary_start=getattr(config, "rotary_start", 0),
+                norm_scale=config.attention_factor)
+    if not any(k in expected for k in ("inv_freq", "sections", "layout", "base")):
+        want["inv_freq"] = config.inv_freq()
+    return {**want, **expected}

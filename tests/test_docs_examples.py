@@ -1,0 +1,77 @@
+"""Every ```python block of the docs pages below runs as written, in order, one namespace per page.
+
+The blocks carry their numbers as ``assert`` lines, so a number that is no longer what the code gives
+fails here.  Run from the checkout's root (paths such as tests/data/configs/... are relative to it).
+"""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ["docs/checking_kernels.md", "docs/oracle.md", "docs/model_configs.md"]
+
+
+def python_blocks(text):
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def test_the_pages_have_blocks():
+    for page in PAGES:
+        assert python_blocks((ROOT / page).read_text()), page
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_python_block_runs(page, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    namespace = {"__name__": "docs_example"}
+    for i, block in enumerate(python_blocks((ROOT / page).read_text())):
+        code = compile(block, f"{page} block {i + 1}", "exec")
+        exec(code, namespace)
+
+
+def audit_counts():
+    """Verdict counts of tests/data/audit_families.txt, config types and scaling variants apart."""
+    counts = {}
+    for line in (ROOT / "tests" / "data" / "audit_families.txt").read_text().splitlines()[1:]:
+        m = re.match(r"^(\S+(?: \(text_config: \S+\))?(?: \[\S+\])?)( \+\S+)?\s+(ok \(|refused:|not audited:|MISMATCH)", line)
+        if m:
+            key = ("variant" if m.group(2) else "type", m.group(3).rstrip(" (:"))
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def test_the_audit_numbers_the_docs_state_are_the_recorded_run():
+    c = audit_counts()
+    types = sum(n for (kind, _), n in c.items() if kind == "type")
+    variants = sum(n for (kind, _), n in c.items() if kind == "variant")
+    configs = (ROOT / "docs" / "model_configs.md").read_text()
+    data = (ROOT / "tests" / "data" / "README.md").read_text()
+    assert ("type", "MISMATCH") not in c and ("variant", "MISMATCH") not in c
+    assert (f"of {types}\nconfig-type lines, **{c['type', 'ok']} ok**, {c['type', 'refused']} refused, "
+            f"{c['type', 'not audited']} not audited, **no mismatch**; of {variants} scaling-variant\nlines, "
+            f"{c['variant', 'ok']} ok, {c['variant', 'refused']} refused, {c['variant', 'not audited']} not audited"
+            ) in configs
+    assert f"{types}\nconfig-type lines and {variants} scaling-variant lines" in data
+    assert f"**ok**: {c['type', 'ok']} config-type lines and {c['variant', 'ok']} scaling-variant lines" in data
+    assert f"**refused**: {c['type', 'refused']} config-type lines" in data
+    assert f"**not audited**: {c['type', 'not audited']} config-type lines" in data
+
+
+def test_the_counts_of_families_and_recorded_configs_are_todays():
+    from rope_ref.hf_families import FAMILIES
+    read = sum(1 for f in FAMILIES.values() if not f.unsupported)
+    family_configs = len(list((ROOT / "tests" / "data" / "configs" / "families").glob("*.json")))
+    published = len(list((ROOT / "tests" / "data" / "configs").glob("*.json")))
+    configs = (ROOT / "docs" / "model_configs.md").read_text()
+    data = (ROOT / "tests" / "data" / "README.md").read_text()
+    assert f"**{read} families** rope_ref reads" in configs
+    assert f"`tests/data/configs/families/` {family_configs} small" in configs
+    assert f"rope fields of {published} published configs" in configs
+    assert f"| `configs/families/*.json` | {family_configs} small configs" in data
+    mla = sum(1 for f in FAMILIES.values() if "qk_rope_head_dim" in f.head_keys)
+    mrope = sum(1 for f in FAMILIES.values() if f.mrope)
+    assert f"Mistral 4, ...: {mla} families)" in configs
+    assert f"GLM-4V text models, ...: {mrope} families)" in configs

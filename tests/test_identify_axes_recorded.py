@@ -1,0 +1,266 @@
+"""identify(fn, d, axes=3) and assert_rope_matches(fn, config=<M-RoPE config>) on transformers' own M-RoPE modules.
+
+Two recordings, both at 22 (t, h, w) position ids that move each axis alone by one from some rows, all three
+together, and far ids up to 70000 (float32, transformers 5.24):
+
+* tests/data/multiaxis_modules.npz (record_multiaxis.py): Qwen2VLRotaryEmbedding, Qwen2_5_VLRotaryEmbedding and
+  Qwen3VLTextRotaryEmbedding with head_dim 128 and their published sections;
+* tests/data/mrope_families.npz (record_mrope_families.py): the modules of the small configs
+  configs/families/v5-qwen2-vl, v5-qwen3-vl-text, v5-glm4v-text (half the head rotated, GLM's interleaved
+  pairs) and v5-qwen3-5-text (a quarter rotated, interleaved axes), with the family's apply function.
+
+The probe needs other positions, so each recording is replayed as a kernel: the frequency of every table
+column along each axis is solved here from the recorded cos/sin alone (unit steps of each axis in the recorded
+ids, then least squares over all 22 rows with whole turns predicted from the fit so far), shown to reproduce
+every recorded cos/sin and the recorded rotated query, and applied as the recorded apply function does
+(x * cos + rotate_half(x) * sin on the rotated features, GLM's pairs (2i, 2i + 1) for its repeat-interleaved
+tables, the rest passed through).  Nothing in a kernel comes from rope_ref; the expectations come from the
+configs the modules were built with, read by rope_ref.from_hf_config.  Planted kernels move a section boundary
+or swap the layout of the recorded frequencies, and must be named.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rope_ref as rr
+from rope_ref.identify import KernelRaised, RopeMismatch
+
+DATA = Path(__file__).parent / "data"
+MODULES = json.loads((DATA / "multiaxis_modules.json").read_text())
+FAMILIES = json.loads((DATA / "mrope_families.json").read_text())
+REC = {}
+for _name in ("multiaxis_modules.npz", "mrope_families.npz"):
+    with np.load(DATA / _name) as _z:
+        REC.update({k: _z[k] for k in _z.files})
+
+#: The transformers config class each module was built with (record_multiaxis.py: QWEN_MODULES), by model_type.
+MODEL_TYPE = {"qwen2_vl": "qwen2_vl", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl_text"}
+CASES = sorted(MODEL_TYPE) + sorted(FAMILIES["configs"])
+
+
+def config_of(case):
+    """The config the recorded module was built with: a dict (2 heads of head_dim 128 and the recorded
+    rope_parameters), or the path of the family's small config."""
+    if case in MODEL_TYPE:
+        return {"model_type": MODEL_TYPE[case], "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128,
+                "rope_parameters": dict(MODULES["cases"][case]["rope_parameters"])}
+    return DATA / "configs" / "families" / f"{case}.json"
+
+
+def rope_section(case):
+    """(sections, interleaved axes, base) as the config file or recorded rope_parameters write them."""
+    if case in MODEL_TYPE:
+        rope = MODULES["cases"][case]["rope_parameters"]
+    else:
+        cfg = json.loads(config_of(case).read_text())
+        rope = cfg.get("rope_parameters") or dict(cfg["rope_scaling"], rope_theta=cfg["rope_theta"])
+    return list(rope["mrope_section"]), bool(rope.get("mrope_interleaved")), rope["rope_theta"]
+
+
+def layout_of(case):
+    """(head_dim, rotary_dim, table columns: "cat" or "repeat_interleave") of the recorded module."""
+    if case in MODEL_TYPE:
+        return 128, 128, "cat"
+    meta = FAMILIES["configs"][case]
+    return meta["head_dim"], meta["rotary_dim"], meta["columns"]
+
+
+def q_of(case):
+    """The recorded queries as (heads, rows, head_dim)."""
+    q = REC[f"{case}/q"]
+    return q if q.ndim == 3 else q[None]
+
+
+def wrap(a):
+    return np.angle(np.exp(1j * a))
+
+
+def recorded_matrix(case):
+    """F (table columns, 3): the angle of column c at ids p is sum_a F[c, a] p_a, solved from the recording."""
+    P = REC[f"{case}/pos"].astype(np.float64)                             # (3, rows)
+    phi = np.arctan2(REC[f"{case}/sin"], REC[f"{case}/cos"]).astype(np.float64)   # (rows, columns)
+    # the recorded ids move w alone (rows 2 -> 3), h alone (4 -> 7) and all three (0 -> 1) by one
+    assert [list(P[:, 3] - P[:, 2]), list(P[:, 7] - P[:, 4]), list(P[:, 1] - P[:, 0])] == [[0, 0, 1], [0, 1, 0],
+                                                                                          [1, 1, 1]]
+    assert np.all(P[:, 0] == 0)
+    fw, fh = wrap(phi[3] - phi[2]), wrap(phi[7] - phi[4])
+    F = np.stack([wrap(phi[1] - phi[0] - fh - fw), fh, fw], axis=-1)
+    order = np.argsort(P.max(axis=0), kind="stable")
+    for k in range(8, len(order) + 1):                                    # rows by their largest id
+        rows = order[:k]
+        pred = P[:, rows].T @ F.T
+        unwrapped = phi[rows] + 2 * np.pi * np.round((pred - phi[rows]) / (2 * np.pi))
+        F = np.linalg.lstsq(P[:, rows].T, unwrapped, rcond=None)[0].T
+    # entries far below their column's largest are rounding (float32 angles up to 70000 rad): exactly 0, and the
+    # others fitted again by least squares over the axes left
+    keep = np.abs(F) >= 1e-4 * np.abs(F).max(axis=1, keepdims=True)
+    for c in range(F.shape[0]):
+        F[c] = 0.0
+        F[c, keep[c]] = np.linalg.lstsq(P[keep[c]].T, unwrapped[:, c], rcond=None)[0]
+    return F
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def rotate_every_two(x):
+    """GLM's rotate_half_llm: (x0, x1, x2, x3) -> (-x1, x0, -x3, x2)."""
+    return np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
+
+
+def kernel_of(F, columns="cat"):
+    """The family's apply_rotary_pos_emb with cos/sin of the column frequencies F (rotary_dim, 3) on the first
+    rotary_dim features, the rest passed through: fn(x (seq, head_dim), p (3, seq))."""
+    rot = rotate_half if columns == "cat" else rotate_every_two
+
+    def fn(x, p):
+        ang = np.asarray(p, np.float64).T @ F.T                           # (seq, rotary_dim)
+        r = F.shape[0]
+        out = x.copy()
+        out[..., :r] = x[..., :r] * np.cos(ang) + rot(x[..., :r]) * np.sin(ang)
+        return out
+    return fn
+
+
+def pair_columns(columns, r):
+    """Table columns (first, second) of each of the r/2 pairs."""
+    j = np.arange(r // 2)
+    return (j, j + r // 2) if columns == "cat" else (2 * j, 2 * j + 1)
+
+
+@pytest.fixture(scope="module", params=CASES)
+def recorded(request):
+    return request.param, recorded_matrix(request.param)
+
+
+def test_the_replayed_kernel_is_the_recording(recorded):
+    case, F = recorded
+    head_dim, r, columns = layout_of(case)
+    P = REC[f"{case}/pos"].astype(np.float64)
+    ang = P.T @ F.T
+    tol = 5e-7 * np.abs(ang) + 2e-6                                       # float32 angles and cos/sin
+    assert np.all(np.abs(np.cos(ang) - REC[f"{case}/cos"]) <= tol)
+    assert np.all(np.abs(np.sin(ang) - REC[f"{case}/sin"]) <= tol)
+    q = q_of(case).astype(np.float64)                                     # (heads, rows, head_dim)
+    out = np.stack([kernel_of(F, columns)(head, P) for head in q])
+    want = REC[f"{case}/out"].reshape(out.shape)
+    assert np.all(np.abs(out[..., :r] - want[..., :r]) <= 4 * tol * (1 + np.abs(q[..., :r])))
+    np.testing.assert_array_equal(out[..., r:], want[..., r:])           # passed through
+    # each column turns with one axis, the two columns of a pair alike
+    first, second = pair_columns(columns, r)
+    assert np.all((F != 0).sum(axis=1) == 1) and np.array_equal(F[first], F[second])
+
+
+def test_identify_with_axes_reads_the_recorded_sections_and_layout(recorded):
+    case, F = recorded
+    head_dim, r, columns = layout_of(case)
+    sections, was_interleaved, base = rope_section(case)
+    spec = rr.identify(kernel_of(F, columns), head_dim, axes=3)
+    assert isinstance(spec, rr.AxesSpec) and spec.is_rope, spec
+    pairing = "half" if columns == "cat" else "interleaved"
+    assert (spec.form, spec.pairing, spec.rotary_dim, spec.rotary_start) == ("M-RoPE", pairing, r, 0), spec
+    assert spec.inv_freq.shape == (r // 2, 3) and spec.sections == tuple(sections)
+    assert spec.mrope_layout == ("interleaved" if was_interleaved else "blocks")
+    assert spec.base == base
+
+
+@pytest.mark.parametrize("as_object", [False, True], ids=["config.json", "RopeConfig"])
+def test_assert_rope_matches_passes_with_the_modules_config(recorded, as_object):
+    case, F = recorded
+    config = config_of(case)
+    spec = rr.assert_rope_matches(kernel_of(F, layout_of(case)[2]),
+                                  config=rr.from_hf_config(config) if as_object else config)
+    assert spec.sections == tuple(rope_section(case)[0])
+
+
+def blocks(sections):
+    return np.repeat(np.arange(3), sections)
+
+
+def interleaved(sections):
+    """transformers' apply_interleaved_mrope: h takes pairs 1, 4, ... < 3 * sections[1]; w 2, 5, ...; t the rest."""
+    axis = np.zeros(sum(sections), int)
+    for a in (1, 2):
+        idx = np.arange(a, 3 * sections[a], 3)
+        axis[idx[idx < len(axis)]] = a
+    return axis
+
+
+def reassigned(case, F, axis_of_pair):
+    """The recorded frequencies, each pair moved to the axis given (the plant)."""
+    first, second = pair_columns(layout_of(case)[2], F.shape[0])
+    theta = np.abs(F[first]).max(axis=1)
+    G = np.zeros_like(F)
+    G[first, axis_of_pair] = G[second, axis_of_pair] = theta
+    return kernel_of(G, layout_of(case)[2])
+
+
+def problems(fn, config):
+    with pytest.raises(RopeMismatch) as info:
+        rr.assert_rope_matches(fn, config=config)
+    return info.value.problems
+
+
+def test_the_axes_from_the_recording_follow_transformers_layouts(recorded):
+    case, F = recorded
+    sections, was_interleaved, _ = rope_section(case)
+    first, _ = pair_columns(layout_of(case)[2], F.shape[0])
+    np.testing.assert_array_equal(np.argmax(F[first] != 0, axis=1),
+                                  (interleaved if was_interleaved else blocks)(sections))
+
+
+def test_a_swapped_layout_is_named(recorded):
+    case, F = recorded
+    sections, was_interleaved, _ = rope_section(case)
+    axis = (blocks if was_interleaved else interleaved)(sections)
+    found, expected = ("blocks", "interleaved") if was_interleaved else ("interleaved", "blocks")
+    lines = problems(reassigned(case, F, axis), config_of(case))
+    layout = [p for p in lines if p.startswith("layout:")]
+    assert len(layout) == 1 and layout[0].startswith(f"layout: kernel's axes are {found} ("), lines
+    assert f"expected {expected} (" in layout[0]
+    # transformers' interleaving of 16/24/24 over 64 pairs gives h and w only 21 pairs each (t 22), GLM-4V's
+    # 4/6/6 over 16 pairs 6/5/5: that split is named too; where the sections fit both layouts (Qwen3-VL's
+    # 24/20/20, Qwen3.5's 3/3/2) only the layout differs
+    effective = tuple(int(n) for n in np.bincount(axis, minlength=3))
+    split = [p for p in lines if p.startswith("sections:")]
+    if effective == tuple(sections):
+        assert split == [], lines
+    else:
+        assert split == [f"sections: kernel gives t/h/w {'/'.join(map(str, effective))} pairs, expected "
+                         f"{'/'.join(map(str, sections))}"], lines
+
+
+def test_a_shifted_section_boundary_is_named(recorded):
+    case, F = recorded
+    sections, was_interleaved, _ = rope_section(case)
+    axis = (interleaved if was_interleaved else blocks)(sections).copy()
+    axis[int(np.flatnonzero(axis == 1)[0])] = 0                           # one pair of h turns with t
+    lines = problems(reassigned(case, F, axis), config_of(case))
+    t, h, w = sections
+    assert lines[0] == f"sections: kernel gives t/h/w {t + 1}/{h - 1}/{w} pairs, expected {t}/{h}/{w}", lines
+
+
+#: A recorded module checked against another model's config, and the first lines expected.
+OTHER = {"qwen2_vl": ("qwen3_vl", "sections:"), "qwen2_5_vl": ("qwen3_vl", "sections:"),
+         "qwen3_vl": ("qwen2_vl", "sections:"), "v5-qwen2-vl": ("v5-qwen3-vl-text", "sections:"),
+         "v5-qwen3-vl-text": ("v5-qwen2-vl", "sections:"), "v5-glm4v-text": ("v5-qwen3-5-text", "pairing:"),
+         "v5-qwen3-5-text": ("v5-glm4v-text", "pairing:")}
+
+
+def test_the_other_models_config_is_named(recorded):
+    case, F = recorded
+    other, first = OTHER[case]
+    lines = problems(kernel_of(F, layout_of(case)[2]), config_of(other))
+    assert lines[0].startswith(first), lines
+    assert any(p.startswith(("frequencies", "rotary_dim")) for p in lines), lines
+
+
+def test_a_one_axis_kernel_for_an_mrope_config_is_named_as_raising():
+    # fn(x) where the config needs fn(x, positions): the kernel's own TypeError, never a RoPE mismatch
+    with pytest.raises(KernelRaised, match="fn raised TypeError"):
+        rr.assert_rope_matches(lambda x: x, config=config_of("qwen2_vl"))
