@@ -1,7 +1,6 @@
 """Notebook 06's engineering checklist: every number its new prose states, recomputed here in plain NumPy
 (without rope_ref.teaching.precision), and its exercise's checker with right and wrong answers."""
 
-import json
 import math
 from pathlib import Path
 
@@ -11,16 +10,18 @@ import pytest
 import rope_ref as rr
 from rope_ref.teaching.exercises_precision import check_reduced_cast_error, reduced_then_cast_error
 
+import notebook_cells
+
 ROOT = Path(__file__).resolve().parents[2]
 NB = ROOT / "notebooks" / "06_precision.ipynb"
 
 
 def cells():
-    return json.loads(NB.read_text())["cells"]
+    return notebook_cells.cells(NB.stem)
 
 
 def text():
-    return "\n".join("".join(c["source"]) for c in cells() if c["cell_type"] == "markdown")
+    return notebook_cells.prose(NB.stem, solutions=None)
 
 
 def thetas(d, base=10000.0):

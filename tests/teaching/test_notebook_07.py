@@ -17,20 +17,12 @@ import rope_ref as rr
 from rope_ref.teaching import example_kernels, exercises_kernels
 from rope_ref.teaching.kernel_plot import kernel_vs_expected
 
+from notebook_cells import cells, prose, src, tags
+
 ROOT = Path(__file__).resolve().parents[2]
 NB = ROOT / "notebooks" / "07_check_your_rope.ipynb"
-CELLS = json.loads(NB.read_text())["cells"]
-
-
-def src(cell):
-    return "".join(cell["source"])
-
-
-def tags(cell):
-    return cell["metadata"].get("tags", [])
-
-
-TEXT = "\n".join(src(c) for c in CELLS if c["cell_type"] == "markdown" and "solution" not in tags(c))
+CELLS = cells(NB.stem)
+TEXT = prose(NB.stem)
 
 
 def test_learning_objectives_at_the_top():

@@ -1,7 +1,6 @@
 """Notebook 08 (what the frequencies are for): every number its prose states, recomputed here without
 rope_ref.teaching.frequencies (plain NumPy from the formulas), its exercise and checker, its pictures' layout."""
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -10,16 +9,18 @@ import pytest
 from rope_ref.teaching import frequencies as F
 from rope_ref.teaching.exercises_frequencies import check_supported_context
 
+import notebook_cells
+
 ROOT = Path(__file__).resolve().parents[2]
 NB = ROOT / "notebooks" / "08_what_frequencies_do.ipynb"
 
 
 def cells():
-    return json.loads(NB.read_text())["cells"]
+    return notebook_cells.cells(NB.stem)
 
 
 def text():
-    return "\n".join("".join(c["source"]) for c in cells() if c["cell_type"] == "markdown")
+    return notebook_cells.prose(NB.stem, solutions=None)
 
 
 def thetas(d, base=10000.0):

@@ -12,20 +12,12 @@ import rope_ref as rr
 from rope_ref.teaching import exercises_multiaxis as exercises
 from rope_ref.teaching import multiaxis as mx
 
+from notebook_cells import cells, prose, src, tags
+
 NB = Path(__file__).resolve().parents[2] / "notebooks" / "09_multi_axis.ipynb"
-CELLS = json.loads(NB.read_text())["cells"]
-
-
-def src(cell):
-    return "".join(cell["source"])
-
-
-def tags(cell):
-    return cell["metadata"].get("tags", [])
-
-
-TEXT = "\n".join(src(c) for c in CELLS if c["cell_type"] == "markdown" and "solution" not in tags(c))
-SOLUTION_TEXT = "\n".join(src(c) for c in CELLS if c["cell_type"] == "markdown" and "solution" in tags(c))
+CELLS = cells(NB.stem)
+TEXT = prose(NB.stem)
+SOLUTION_TEXT = prose(NB.stem, solutions=True)
 
 
 def _say(*fragments):
