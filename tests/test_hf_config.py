@@ -20,6 +20,9 @@ import pytest
 
 import rope_ref as rr
 
+#: A NumPy warning from rope_ref is a contract violation (e.g. 0/0 on proportional RoPE's unrotated pairs).
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
 DATA = Path(__file__).parent / "data"
 CONFIGS = DATA / "configs"
 META = json.loads((DATA / "rope_outputs.json").read_text())

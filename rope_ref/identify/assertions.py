@@ -280,11 +280,15 @@ def _compare_frequencies(want, spec, expected):
                 f"{np.abs(want).max():.4g}): sampled once per row such a turn aliases to theta - 2 pi k, so no "
                 "per-row measurement can check it (it is not a clockwise rotation). Give fn rows fewer positions "
                 "apart (consecutive positions), or check those pairs another way"]
-    if np.all(np.abs(found / -want - 1) <= tol):
+    with np.errstate(divide="ignore", invalid="ignore"):      # pairs expected not to turn (proportional RoPE): 0/0
+        flipped = np.all(np.abs(found / -want - 1) <= tol)
+        shifted = len(want) > 1 and np.all(np.abs(found / (want * (want[1] / want[0])) - 1) <= tol)
+        default_base = np.all(np.abs(found / frequencies(len(want) * 2, 10000.0) - 1) <= tol)
+    if flipped:
         msg += " (every sign flipped: rotation is clockwise)"
-    elif len(want) > 1 and np.all(np.abs(found / (want * (want[1] / want[0])) - 1) <= tol):
+    elif shifted:
         msg += " (found theta_i = expected theta_{i+1}: indexed from 1?)"
-    elif np.all(np.abs(found / frequencies(len(want) * 2, 10000.0) - 1) <= tol):
+    elif default_base:
         msg += " (the kernel uses the default base 10000: base left at 10^4?)"
     lines = [msg + f"; {bad.size} of {want.size} pairs differ (tolerance {tol:.1e} relative); " + _kernel_named(spec)]
     if expected.get("rope_type") == "longrope":

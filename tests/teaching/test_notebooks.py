@@ -7,7 +7,7 @@ import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 EXPECTED = ["00_why_positions", "01_three_forms", "02_rotations", "03_long_term_decay", "04_attention",
-            "05_context_extension", "06_precision", "07_check_your_rope"]
+            "05_context_extension", "06_precision", "07_check_your_rope", "08_what_frequencies_do", "09_multi_axis"]
 
 
 def test_expected_notebooks_exist():
@@ -24,6 +24,17 @@ def test_notebook_is_stored_clean(path):
             continue
         assert cell.get("outputs") == [], f"{path.name} cell {i} has stored outputs"
         assert cell.get("execution_count") is None, f"{path.name} cell {i} has an execution count"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_is_valid_nbformat_with_unique_cell_ids(path):
+    """nbformat 4.5: every cell has an id (a missing one is a MissingIDFieldWarning now, an error later)."""
+    nbformat = pytest.importorskip("nbformat")
+    raw = json.loads(path.read_text())
+    ids = [cell.get("id") for cell in raw["cells"]]
+    assert None not in ids, f"{path.name}: cells {[i for i, c in enumerate(ids) if c is None]} have no id"
+    assert len(set(ids)) == len(ids), f"{path.name}: repeated cell ids"
+    nbformat.validate(nbformat.reads(path.read_text(), as_version=4))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
