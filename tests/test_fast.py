@@ -239,6 +239,7 @@ def test_eight_threads_under_a_tiny_switch_interval(cache_limit):
     assert _fast.cache_info()["nbytes"] <= 2 * table_bytes
 
 
+@pytest.mark.slow                                     # 4000 calls under tracemalloc per case: 1.5 s each
 @pytest.mark.parametrize("d", [2, 128])
 @pytest.mark.parametrize("pairing", ["interleaved", "half"])
 def test_the_cache_bound_bounds_the_memory_it_holds_in_a_decode_loop(cache_limit, d, pairing):

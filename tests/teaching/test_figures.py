@@ -16,6 +16,7 @@ def regenerated(tmp_path_factory):
     return out, write_all(out)
 
 
+@pytest.mark.slow            # regenerates every figure (about 10 s in all)
 def test_required_figures_are_produced(regenerated):
     out, paths = regenerated
     names = {p.name for p in paths}
@@ -24,6 +25,7 @@ def test_required_figures_are_produced(regenerated):
     assert len(paths) == 2 * len(FIGURES)
 
 
+@pytest.mark.slow            # regenerates every figure (about 10 s in all)
 def test_committed_figures_match_regeneration(regenerated):
     out, paths = regenerated
     stale = [p.name for p in paths if not (FIG_DIR / p.name).exists()
@@ -31,6 +33,7 @@ def test_committed_figures_match_regeneration(regenerated):
     assert not stale, f"committed figures differ from regenerated ones (run `python -m rope_ref figures`): {stale}"
 
 
+@pytest.mark.slow            # regenerates every figure (about 10 s in all)
 def test_two_runs_are_byte_identical(regenerated, tmp_path):
     out, paths = regenerated
     again = write_all(tmp_path, names=["fig2_long_term_decay", "relative_identity_heatmaps", "precision_angle_errors",
@@ -69,6 +72,7 @@ def every_figure():
         yield figs
 
 
+@pytest.mark.slow            # regenerates every figure (about 10 s in all)
 def test_no_text_is_smaller_than_10_points(every_figure):
     from matplotlib.text import Text
     for name, fig in every_figure.items():
@@ -77,6 +81,7 @@ def test_no_text_is_smaller_than_10_points(every_figure):
                 assert t.get_fontsize() >= 10, f"{name}: {t.get_text()!r} is {t.get_fontsize()} pt"
 
 
+@pytest.mark.slow            # regenerates every figure (about 10 s in all)
 def test_math_in_labels_is_mathtext(every_figure):
     # "theta_i", "k_{m+16}" or "10000^(-2i/d)" in plain text is unreadable on a slide: math goes in $...$.
     import re
@@ -111,6 +116,7 @@ def _texts_and_legends(fig):
     return texts, fig.findobj(Legend)
 
 
+@pytest.mark.slow            # regenerates every figure (about 10 s in all)
 def test_every_figure_is_in_the_style(regenerated):
     """150 dpi or more, read back from each PNG; no visible text and no legend under 10 pt."""
     out, _ = regenerated

@@ -202,6 +202,7 @@ def test_the_module_table_is_the_papers():
     assert {L: v[1] for L, v in F.MEN_TABLE_2.items()} == SU_TABLE
 
 
+@pytest.mark.slow            # a base search over a fine grid: seconds
 def test_base_lower_bound_reproduces_men_et_al_table_2_up_to_8k():
     """Table 2 at 1k..8k: our eq-11 walk (relative grid step 1e-4) against the printed values (two significant
     digits: tolerance = the paper's rounding).  1k, 4k, 8k equal the paper's; 2k is 1.2e4 where the paper prints
@@ -317,6 +318,7 @@ def test_proposition_5_2_nope_cannot_build_a_diagonal_head():
     assert f"{w[2]:.3f}" == "0.035"
 
 
+@pytest.mark.slow            # a base search over a fine grid: seconds
 def test_real_models_read_from_configs_and_the_prose_verdict():
     pts = F.model_points(ROOT / "tests" / "data" / "configs")
     assert pts["Llama 3.1 8B"]["base"] == 500000.0 and pts["Llama 3.1 8B"]["context"] == 131072
