@@ -292,6 +292,16 @@ def _visible_output_images(page) -> int:
     return _panel(page).locator(".jp-OutputArea-output img:visible").count()
 
 
+def _open_in_lab(browser, server: str, filename: str):
+    """A new page with ``filename`` open in JupyterLab, its cells drawn and its kernel idle."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    page.goto(f"{server}/lab/tree/{filename}?token={TOKEN}&reset")
+    page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_selector(".jp-StatusBar-TextItem:has-text('| Idle')", timeout=60_000)
+    return page
+
+
 @pytest.mark.parametrize("name", HIDDEN_SOLUTION_NOTEBOOKS)
 def test_solutions_stay_hidden_in_jupyterlab_until_clicked(jupyter_server, browser, name):
     """An executed notebook (as an instructor leaves it after Run All) opened in JupyterLab: no solution's source,
@@ -303,12 +313,8 @@ def test_solutions_stay_hidden_in_jupyterlab_until_clicked(jupyter_server, brows
     shown_images = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
                        and "solution" not in c.metadata.get("tags", []) for o in c.get("outputs", []))
     assert found["needles"]
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.set_default_timeout(60_000)
+    page = _open_in_lab(browser, jupyter_server, f"executed_{name}")
     try:
-        page.goto(f"{jupyter_server}/lab/tree/executed_{name}?token={TOKEN}&reset")
-        page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell", timeout=60_000)
-        page.wait_for_selector(".jp-StatusBar-TextItem:has-text('| Idle')", timeout=60_000)
         page.wait_for_timeout(1500)                       # rendered markdown and outputs settle
         text = _visible_text(page)
         page.screenshot(path=str(ARTIFACTS / f"hidden_{Path(name).stem}.png"), full_page=True)
@@ -352,12 +358,8 @@ def test_run_all_in_jupyterlab_keeps_solutions_hidden(jupyter_server, browser):
     work = jupyter_server_dir(jupyter_server)
     shutil.copy(ROOT / "notebooks" / name, work / f"run_all_{name}")
     found = _solution_needles(nbformat.read(work / f"executed_{name}", 4))
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.set_default_timeout(60_000)
+    page = _open_in_lab(browser, jupyter_server, f"run_all_{name}")
     try:
-        page.goto(f"{jupyter_server}/lab/tree/run_all_{name}?token={TOKEN}&reset")
-        page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell", timeout=60_000)
-        page.wait_for_selector(".jp-StatusBar-TextItem:has-text('| Idle')", timeout=60_000)
         for attempt in range(3):   # a run-all issued while the kernel is still connecting can be dropped
             page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
             page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
