@@ -4,10 +4,11 @@ Two papers, recomputed here with rope_ref:
 
 * Barbero et al., "Round and Round We Go! What makes Rotary Positional Encodings useful?"
   (arXiv:2410.06205): a head can attend to a fixed offset by using a high frequency (a *positional*
-  head; their Theorem 5.3 builds one, :func:`diagonal_head_weight`; NoPE cannot, Proposition 5.2,
+  head; their Theorem 5.3 builds one, :func:`diagonal_head_weight`; a single NoPE head cannot, Proposition 5.2,
   :func:`nope_repeated_token_weights`), while content matching ("semantic channels") survives long distances
   only on the lowest frequencies; p-RoPE removes the lowest frequencies (those pairs are not rotated).
-  Their Gemma 7B measurements need the model's weights and are not repeated here.
+  Their Figure 2 (does RoPE decay? all-ones vs Gaussian queries and keys; Proposition 3.2) is synthetic and is
+  recomputed, :func:`decay_experiment`; their Gemma 7B measurements need the model's weights and are not repeated here.
 * Men et al., "Base of RoPE Bounds Context Length" (arXiv:2405.14591): a query should score a key
   like itself higher than a random key; for i.i.d. q, k that margin is 2 sigma^2 B_{m,theta},
   B_{m,theta} = sum_i cos(m theta_i) (Theorem 1, eq 9).  A base supports L when B_{m,theta} >= 0 for every
@@ -193,9 +194,9 @@ def diagonal_head_weight(norm_sq: float, pair: int = 0, n_keys: int = 48, d: int
 
 
 def nope_repeated_token_weights(d: int = 16, seed: int = 0, scale: float = 3.0) -> np.ndarray:
-    """Barbero et al.'s Proposition 5.2 (NoPE cannot build a diagonal head), on its counterexample: the sequence
+    """Barbero et al.'s Proposition 5.2 (a single NoPE head cannot build a diagonal head), on its counterexample: the sequence
     [bos, x, x] and a head without positions (random W_Q, W_K with entries N(0, scale^2 / d)).  Tokens 2 and 3 are
-    the same, so query 3 scores keys 2 and 3 the same and alpha_{3,3} = alpha_{3,2} <= 1/2, whatever the weights.
+    the same, so query 3 scores keys 2 and 3 the same and alpha_{3,3} = alpha_{3,2} < 1/2, whatever the weights.
     Returns the weights of query 3 on (bos, x, x), ``(3,)``."""
     rng = np.random.default_rng(val.check_positive_int(seed + 1, "seed") - 1)
     d = _even(d)
@@ -205,6 +206,42 @@ def nope_repeated_token_weights(d: int = 16, seed: int = 0, scale: float = 3.0) 
     s = keys @ (Wq @ x)
     w = np.exp(s - s.max())
     return w / w.sum()
+
+
+def decay_experiment(distances, d: int = 256, base: float = 10000.0, n_samples: int = 256, seed: int = 0) -> dict:
+    """The synthetic experiment of Barbero et al.'s Figure 2 (arXiv:2410.06205, §3; their Figure 9, Appendix B.4,
+    in the ICLR revision): the mean activation a = q . R_r k of a query and a key ``r`` positions apart, for
+
+    * ``"ones"`` -- Figure 2 (a): q and k both the all-ones vector, the same at every position.  Then
+      a(r) = 2 sum_i cos(r theta_i): it decays from d at r = 0 (the alignment Su et al.'s bound assumes);
+    * ``"gaussian"`` -- Figure 2 (b): a fresh q, k ~ N(0, I_d) at every position; the mean over ``n_samples``
+      pairs per distance has expectation 0 at every r (their Proposition 3.2: E[q^T R_r k] = 0 for
+      q, k ~ N(0, I)): nothing to decay from;
+    * ``"gaussian_once"`` -- Figure 9: one q and one k drawn once from N(0, I_d) and repeated: a(r) oscillates
+      about 0 without decaying -- repeating is not enough, q and k must be aligned to decay.
+
+    The paper plots r from 0 to 5000, normalised to 1 at r = 0, and does not state d; our default d = 256 and
+    base 10^4 are Gemma 7B's.  Draws: ``rng = np.random.default_rng(seed)``, then ``q, k = rng.standard_normal((2, n_samples, d))``
+    (row 0 of each is the ``"gaussian_once"`` pair); the query sits at position r, the key at 0, both rotated by
+    :func:`rope_ref.rotate` (interleaved pairs).  Returns the three curves, each ``distances.shape``.
+    """
+    r = val.check_positions_any(distances, "distances")
+    d = _even(d)
+    n_samples = val.check_positive_int(n_samples, "n_samples")
+    if r.size * n_samples * d > 1 << 25:
+        raise ValueError(f"distances.size * n_samples * d must be at most {1 << 25}, got "
+                         f"{r.size} * {n_samples} * {d} = {r.size * n_samples * d}")
+    freqs = frequencies(d, val.check_scalar(base, "base"))
+    rng = np.random.default_rng(val.check_positive_int(seed + 1, "seed") - 1)
+    q, k = rng.standard_normal((2, n_samples, d))
+    pos = r.reshape(-1).astype(float)
+    ones = np.ones(d)
+    a_ones = rotate(np.broadcast_to(ones, (pos.size, d)), pos, inv_freq=freqs) @ ones
+    qr = rotate(np.broadcast_to(q[None], (pos.size, n_samples, d)), np.broadcast_to(pos[:, None], (pos.size, n_samples)),
+                inv_freq=freqs)                                  # (n_r, n_samples, d): each q at position r
+    a_gauss = np.einsum("rsd,sd->rs", qr, k)
+    return {"ones": a_ones.reshape(r.shape), "gaussian": a_gauss.mean(axis=1).reshape(r.shape),
+            "gaussian_once": a_gauss[:, 0].reshape(r.shape)}
 
 
 def band_pairs(band: str, d: int = 128, width: int = 8) -> np.ndarray:

@@ -275,7 +275,7 @@ def test_base_lower_bound_refuses_bad_arguments(call, match):
         call()
 
 
-# --- Barbero et al.: Theorem 5.3's construction and Proposition 5.2's counterexample ------------------------------------
+# --- Barbero et al.: Theorem 5.3's construction and Proposition 5.2's counterexample ---------------------------------------
 
 def diagonal_weight_by_formula(norm_sq, g, n):
     """alpha_{i,i} = exp(|psi|^2) / sum_{r=0}^{n-1} exp(|psi|^2 cos(r g)), written out."""
@@ -300,14 +300,14 @@ def test_theorem_5_3_construction_and_the_prose_numbers():
     assert f"{diagonal_weight_by_formula(16, 1.0, 3):.4f}" == "0.9994"
     t = text()
     for shown in ["0.994 on itself", "stays at\n0.021", "only 0.655", "$\\cos 44 = 0.99984$", "puts 0.9994 on the last",
-                  "Theorem 5.3", "Proposition 5.2", "0.035 each"]:
+                  "Theorem 5.3", "Proposition 3.1", "Proposition 5.2, that a single NoPE head cannot", "0.035 each"]:
         assert shown in t, shown
 
 
 def test_proposition_5_2_nope_cannot_build_a_diagonal_head():
     for seed in range(20):
         w = F.nope_repeated_token_weights(seed=seed)
-        assert w.sum() == pytest.approx(1.0) and w[1] == pytest.approx(w[2], rel=1e-12) and w[2] <= 0.5 + 1e-12
+        assert w.sum() == pytest.approx(1.0) and w[1] == pytest.approx(w[2], rel=1e-12) and w[2] <= 0.5 + 1e-12   # < 1/2 exactly; rounding where bos gets ~1e-14
     # recomputed for the prose's seed 0 without the module: the same draws, the same head
     rng = np.random.default_rng(0)
     bos, x = rng.standard_normal((2, 16))
@@ -316,6 +316,40 @@ def test_proposition_5_2_nope_cannot_build_a_diagonal_head():
     w = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
     np.testing.assert_allclose(F.nope_repeated_token_weights(), w, rtol=1e-12)
     assert f"{w[2]:.3f}" == "0.035"
+
+
+def decay_curves_by_hand(r, d=256, base=1e4, n=256, seed=0):
+    """Figure 2 of Barbero et al. written out: pairs as complex numbers, the query turned by e^{i r theta}."""
+    th = thetas(d, base)
+    ones = 2.0 * np.cos(np.outer(r, th)).sum(axis=1)                # a(r) = 2 sum_i cos(r theta_i), q = k = 1
+    q, k = np.random.default_rng(seed).standard_normal((2, n, d))
+    qc, kc = q[:, 0::2] + 1j * q[:, 1::2], k[:, 0::2] + 1j * k[:, 1::2]
+    a = np.real((qc[None] * np.exp(1j * np.outer(r, th))[:, None, :] * np.conj(kc)[None]).sum(axis=2))   # (r, n)
+    return ones, a.mean(axis=1), a[:, 0]
+
+
+def test_figure_2_of_barbero_et_al_decay_needs_aligned_queries_and_keys():
+    r = np.array([0, 1, 10, 100, 1_000, 5_000])
+    got = F.decay_experiment(r, d=256, base=1e4, n_samples=256, seed=0)
+    ones, mean, once = decay_curves_by_hand(r)
+    np.testing.assert_allclose(got["ones"], ones, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got["gaussian"], mean, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got["gaussian_once"], once, rtol=1e-9, atol=1e-9)
+    assert ones[0] == pytest.approx(256.0)                          # a(0) = |1|^2 = d
+    # the prose: Figure 2 (a) decays from 1 to near 0 over 0..5000 (the paper's axis), (b) stays at 0 within
+    # 2 standard errors (sqrt(d / n) = 1) -- Proposition 3.2, E[q^T R_r k] = 0
+    assert ", ".join(f"{x:.3f}" for x in ones[1:] / 256) == "0.972, 0.675, 0.456, 0.193, -0.029"
+    assert np.all(np.abs(mean) <= 2.0) and np.all(np.diff(ones) < 0)
+    dense = decay_curves_by_hand(np.arange(0, 5001, 50))[0] / 256
+    assert np.all(np.abs(dense[dense.size // 2:]) < 0.15)           # "near 0" over the second half of the axis
+    t = text()
+    for shown in ["Figure 2 of Barbero et al.", "1, 0.972, 0.675, 0.456, 0.193, −0.029 of $d$", "within $\\pm 2$ of 0",
+                  "Figure 9", "Proposition 3.2", "Figures 5–6", "4.4414 against 4.4627"]:
+        assert shown in t, shown
+    with pytest.raises(ValueError, match="n_samples"):
+        F.decay_experiment(r, n_samples=0)
+    with pytest.raises(ValueError, match="at most"):
+        F.decay_experiment(np.arange(10_000), n_samples=4096)
 
 
 @pytest.mark.slow            # a base search over a fine grid: seconds
