@@ -22,12 +22,14 @@ from ..forms import decay_bound, frequencies, rotate, rotation_matrix, wrap_angl
 from .quantities import pair_polar, random_qk
 
 
-def _say(ok: bool, text: str) -> bool:
+def verdict(ok: bool, text: str) -> bool:
+    """Print the checker's one line, "Correct: ..." or "Not yet: ...", and return ``ok``."""
     print(("Correct: " if ok else "Not yet: ") + text)
     return ok
 
 
-def _unanswered(*answers, hint: str) -> bool:
+def unanswered(*answers, hint: str) -> bool:
+    """True (after printing "Not answered yet: <hint>") while any answer is still ``None``."""
     if any(a is None for a in answers):
         print(f"Not answered yet: {hint}")
         return True
@@ -63,52 +65,52 @@ def _array(value, shape, name: str):
 def check_hand0_return(m, confused_with_all_hands) -> bool:
     """Notebook 00: the position 1..100 hand 0 (theta_0 = 1) confuses most with position 0, and whether the full
     code of d = 8 still confuses it (a bool)."""
-    if _unanswered(m, confused_with_all_hands, hint="set m (a position 1..100) and confused_with_all_hands "
+    if unanswered(m, confused_with_all_hands, hint="set m (a position 1..100) and confused_with_all_hands "
                                                     "(True or False), then run this cell"):
         return False
     if isinstance(m, bool) or not isinstance(m, numbers.Integral) or not 1 <= m <= 100:
-        return _say(False, f"m should be an integer position from 1 to 100, got {m!r}")
+        return verdict(False, f"m should be an integer position from 1 to 100, got {m!r}")
     if not isinstance(confused_with_all_hands, (bool, np.bool_)):
-        return _say(False, f"confused_with_all_hands should be True or False, got {confused_with_all_hands!r}")
+        return verdict(False, f"confused_with_all_hands should be True or False, got {confused_with_all_hands!r}")
     positions = np.arange(1, 101)
     off = np.abs(wrap_angle(positions * frequencies(8)[0]))        # hand 0's distance from a whole turn
     best = int(positions[np.argmin(off)])
     if m != best:
         yours = float(np.abs(wrap_angle(float(m))))
-        return _say(False, f"at m = {m} hand 0 is {yours:.3f} rad from a whole turn; another position between 1 and "
-                           "100 comes closer (compute |wrap_angle(m * theta_0)| for every m and take the smallest)")
+        return verdict(False, f"at m = {m} hand 0 is {yours:.3f} rad from a whole turn; another position between 1 and "
+                              "100 comes closer (compute |wrap_angle(m * theta_0)| for every m and take the smallest)")
     if bool(confused_with_all_hands):
-        return _say(False, f"m = {m} is right for hand 0, but look at the other hands: compare "
-                           f"quantities.code_distance({m}, 8) (all hands) with hand 0 alone (pairs=[0])")
-    return _say(True, f"hand 0 comes within {off.min():.3f} rad of home at m = {m}, but hand 1 "
-                      f"(theta_1 = 0.1) is then at {wrap_angle(m * 0.1):.2f} rad, so the full code differs")
+        return verdict(False, f"m = {m} is right for hand 0, but look at the other hands: compare "
+                              f"quantities.code_distance({m}, 8) (all hands) with hand 0 alone (pairs=[0])")
+    return verdict(True, f"hand 0 comes within {off.min():.3f} rad of home at m = {m}, but hand 1 "
+                         f"(theta_1 = 0.1) is then at {wrap_angle(m * 0.1):.2f} rad, so the full code differs")
 
 
 # --- notebook 01 --------------------------------------------------------------------------------------------------------
 
 def check_relative_rotation(answer, m: float = 5.0, n: float = 12.5, d: int = 16) -> bool:
     """Notebook 01, exercise 1: ``answer`` is the matrix R_m^T R_n, shape (d, d); it should equal R_{n-m}."""
-    if _unanswered(answer, hint="set answer to the matrix R_m^T R_n (use rr.rotation_matrix), then run this cell"):
+    if unanswered(answer, hint="set answer to the matrix R_m^T R_n (use rr.rotation_matrix), then run this cell"):
         return False
     a = _array(answer, (d, d), "answer")
     if a is None:
         return False
     if np.allclose(a, rotation_matrix(n - m, d), atol=1e-9):
-        return _say(True, f"R_m^T R_n equals R_(n-m) = R_{n - m:g} (max difference "
-                          f"{np.abs(a - rotation_matrix(n - m, d)).max():.1e})")
+        return verdict(True, f"R_m^T R_n equals R_(n-m) = R_{n - m:g} (max difference "
+                             f"{np.abs(a - rotation_matrix(n - m, d)).max():.1e})")
     for wrong, why in [(m - n, "R_(m-n): the sign is flipped (R_m^T = R_(-m), so it is R_(-m) R_n)"),
                        (m + n, "R_(m+n): did you forget the transpose? R_m^T undoes R_m"),
                        (0.0, "the identity: that is R_m^T R_m (orthogonality), not R_m^T R_n")]:
         if np.allclose(a, rotation_matrix(wrong, d), atol=1e-9):
-            return _say(False, f"your matrix is {why}")
-    return _say(False, "your matrix is not R_(n-m) (nor R_(m-n) or R_(m+n)); build R_m and R_n with "
-                       "rr.rotation_matrix and multiply R_m.T @ R_n")
+            return verdict(False, f"your matrix is {why}")
+    return verdict(False, "your matrix is not R_(n-m) (nor R_(m-n) or R_(m+n)); build R_m and R_n with "
+                          "rr.rotation_matrix and multiply R_m.T @ R_n")
 
 
 def check_eq34(x, answer, base: float = 10000.0) -> bool:
     """Notebook 01, exercise 2: ``answer`` should be eq 34 applied to ``x`` ``(seq, d)`` at positions 0..seq-1,
     interleaved pairs -- the numbers of ``rr.rotate(x)``."""
-    if _unanswered(answer, hint="compute eq 34 for x into answer (five lines of NumPy), then run this cell"):
+    if unanswered(answer, hint="compute eq 34 for x into answer (five lines of NumPy), then run this cell"):
         return False
     x = np.asarray(x, dtype=np.float64)
     a = _array(answer, x.shape, "answer")
@@ -117,7 +119,7 @@ def check_eq34(x, answer, base: float = 10000.0) -> bool:
     pos = np.arange(x.shape[-2], dtype=float)
     right = rotate(x, pos, base=base)
     if np.allclose(a, right, atol=1e-9):
-        return _say(True, f"your eq 34 matches rr.rotate(x) to {np.abs(a - right).max():.1e}")
+        return verdict(True, f"your eq 34 matches rr.rotate(x) to {np.abs(a - right).max():.1e}")
     checks = [(rotate(x, -pos, base=base), "you rotate the wrong way: the sign of the sin term "
                                             "(rotate_half is (-x2, x1, -x4, x3, ...))"),
               (rotate(x, pos, base=base, pairing="half"), "you paired x_i with x_(i+d/2) (half-split); "
@@ -126,11 +128,11 @@ def check_eq34(x, answer, base: float = 10000.0) -> bool:
               (x, "the answer equals x: nothing was rotated")]
     for wrong, why in checks:
         if np.allclose(a, wrong, atol=1e-9):
-            return _say(False, why)
+            return verdict(False, why)
     rows = np.flatnonzero(~np.all(np.isclose(a, right, atol=1e-9), axis=-1))
-    return _say(False, f"rows (positions) {rows[:5].tolist()}{' ...' if rows.size > 5 else ''} differ from "
-                       f"rr.rotate(x) by up to {np.abs(a - right).max():.3g}; check theta_i = base^(-2i/d) for "
-                       "i = 0..d/2-1, each repeated twice")
+    return verdict(False, f"rows (positions) {rows[:5].tolist()}{' ...' if rows.size > 5 else ''} differ from "
+                          f"rr.rotate(x) by up to {np.abs(a - right).max():.3g}; check theta_i = base^(-2i/d) for "
+                          "i = 0..d/2-1, each repeated twice")
 
 
 # --- notebook 02 (rotations) ---------------------------------------------------------------------------------------------
@@ -145,14 +147,14 @@ def rotations_exercise_angle(m: float = 10, n: float = 4, i: int = 2, d: int = 1
 
 def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: int = 16, seed: int = 0) -> bool:
     """Notebook 02: ``answer`` (radians) should be the angle from k_n to q_m in pair i, modulo 2 pi."""
-    if _unanswered(answer, hint="set answer to your predicted angle in radians, then run this cell"):
+    if unanswered(answer, hint="set answer to your predicted angle in radians, then run this cell"):
         return False
     a = _number(answer, "answer")
     if a is None:
         return False
     measured = rotations_exercise_angle(m, n, i, d, seed)
     if abs(wrap_angle(a - measured)) < 1e-6:
-        return _say(True, f"{a:+.6f} rad is the measured angle {measured:+.6f} rad (modulo 2 pi)")
+        return verdict(True, f"{a:+.6f} rad is the measured angle {measured:+.6f} rad (modulo 2 pi)")
     q, k = random_qk(d, seed)
     phi_q, phi_k = pair_polar(q[2 * i:2 * i + 2])[1], pair_polar(k[2 * i:2 * i + 2])[1]
     theta = frequencies(d)[i]
@@ -165,9 +167,9 @@ def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: in
                        (phi_q - phi_k + (m - n) * frequencies(d)[min(i + 1, d // 2 - 1)], "wrong pair: theta_i "
                         "for pair i = 2 is frequencies(16)[2]")]:
         if abs(wrap_angle(a - wrong)) < 1e-6:
-            return _say(False, why)
-    return _say(False, f"{a:+.4f} rad is {abs(wrap_angle(a - measured)):.3f} rad away from the measured angle "
-                       "(modulo 2 pi); predict (phi_q - phi_k) + (m - n) theta_i")
+            return verdict(False, why)
+    return verdict(False, f"{a:+.4f} rad is {abs(wrap_angle(a - measured)):.3f} rad away from the measured angle "
+                          "(modulo 2 pi); predict (phi_q - phi_k) + (m - n) theta_i")
 
 
 # --- notebook 03 (long-term decay) ---------------------------------------------------------------------------------------
@@ -175,25 +177,25 @@ def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: in
 def check_decay_prediction(value_at_0, far_is_higher) -> bool:
     """Notebook 03: with base 5e5 instead of 1e4 (d = 128): the bound's value at distance 0, and whether its mean
     over distances 128..256 is higher (True) or lower (False) than with base 1e4."""
-    if _unanswered(value_at_0, far_is_higher, hint="set value_at_0 (a number) and far_is_higher (True or False), "
+    if unanswered(value_at_0, far_is_higher, hint="set value_at_0 (a number) and far_is_higher (True or False), "
                                                    "then run this cell"):
         return False
     v = _number(value_at_0, "value_at_0")
     if v is None:
         return False
     if not isinstance(far_is_higher, (bool, np.bool_)):
-        return _say(False, f"far_is_higher should be True or False, got {far_is_higher!r}")
+        return verdict(False, f"far_is_higher should be True or False, got {far_is_higher!r}")
     r = np.linspace(0, 256, 2561)
     lo, hi = decay_bound(r, 128, 1e4), decay_bound(r, 128, 5e5)
     if abs(v - hi[0]) > 1e-6:
-        return _say(False, f"the value at distance 0 is not {v:g}: at distance 0 every term e^(i 0 theta) is 1, "
-                           "whatever the base, so |S_j| = j")
+        return verdict(False, f"the value at distance 0 is not {v:g}: at distance 0 every term e^(i 0 theta) is 1, "
+                              "whatever the base, so |S_j| = j")
     higher = bool(hi[r >= 128].mean() > lo[r >= 128].mean())
     if bool(far_is_higher) != higher:
-        return _say(False, "the value at 0 is right; for the far distances think of what a larger base does to the "
-                           "slow pairs' angles (r theta_i): do the partial sums S_j stay coherent longer or shorter?")
-    return _say(True, f"{hi[0]:g} at 0 for any base; over 128..256 the mean is {hi[r >= 128].mean():.2f} with base 5e5 "
-                      f"against {lo[r >= 128].mean():.2f} with 1e4")
+        return verdict(False, "the value at 0 is right; for the far distances think of what a larger base does to the "
+                              "slow pairs' angles (r theta_i): do the partial sums S_j stay coherent longer or shorter?")
+    return verdict(True, f"{hi[0]:g} at 0 for any base; over 128..256 the mean is {hi[r >= 128].mean():.2f} with base 5e5 "
+                         f"against {lo[r >= 128].mean():.2f} with 1e4")
 
 
 # --- notebook 04 --------------------------------------------------------------------------------------------------------
@@ -201,7 +203,7 @@ def check_decay_prediction(value_at_0, far_is_higher) -> bool:
 def check_rerotating_cache(answer, q, k, v, t: int = 20) -> bool:
     """Notebook 04: ``answer`` should be the buggy decoder's output at step t: query t attending keys 0..t, every
     vector rotated at position t (shape ``(..., 1, d_v)``)."""
-    if _unanswered(answer, hint="compute the buggy step's output with rr.attention into answer, then run this cell"):
+    if unanswered(answer, hint="compute the buggy step's output with rr.attention into answer, then run this cell"):
         return False
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
     sl_q, sl_kv = (Ellipsis, slice(t, t + 1), slice(None)), (Ellipsis, slice(0, t + 1), slice(None))
@@ -212,13 +214,13 @@ def check_rerotating_cache(answer, q, k, v, t: int = 20) -> bool:
     buggy = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.full(t + 1, t))
     right = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.arange(t + 1))
     if np.allclose(a, buggy, atol=1e-9):
-        return _say(True, "every vector rotated at the same position t: all m - n are 0, so the step is attention "
-                          "without positions")
+        return verdict(True, "every vector rotated at the same position t: all m - n are 0, so the step is attention "
+                             "without positions")
     if np.allclose(a, right, atol=1e-9):
-        return _say(False, "that is the correct decoder (each key rotated at its own position n); the buggy one "
-                           "rotates every stored key at the current position t")
-    return _say(False, f"your output differs from the buggy step by up to {np.abs(a - buggy).max():.3g}; rotate the "
-                       "query and every key at position t (q_positions=[t], k_positions=np.full(t + 1, t))")
+        return verdict(False, "that is the correct decoder (each key rotated at its own position n); the buggy one "
+                              "rotates every stored key at the current position t")
+    return verdict(False, f"your output differs from the buggy step by up to {np.abs(a - buggy).max():.3g}; rotate the "
+                          "query and every key at position t (q_positions=[t], k_positions=np.full(t + 1, t))")
 
 
 # --- notebook 05 --------------------------------------------------------------------------------------------------------
@@ -226,7 +228,7 @@ def check_rerotating_cache(answer, q, k, v, t: int = 20) -> bool:
 def check_dynamic_ntk_factors(at_4x, at_2x, factor: float = 4.0) -> bool:
     """Notebook 05: by how much dynamic NTK (factor s = 4, L_train = 4096) divides the slowest pair at L = 4 L_train
     (``at_4x``) and at L = 2 L_train (``at_2x``)."""
-    if _unanswered(at_4x, at_2x, hint="set at_4x and at_2x (two numbers), then run this cell"):
+    if unanswered(at_4x, at_2x, hint="set at_4x and at_2x (two numbers), then run this cell"):
         return False
     a4, a2 = _number(at_4x, "at_4x"), _number(at_2x, "at_2x")
     if a4 is None or a2 is None:
@@ -234,12 +236,12 @@ def check_dynamic_ntk_factors(at_4x, at_2x, factor: float = 4.0) -> bool:
     s = float(factor)
     right = {4: s * 4 - (s - 1), 2: s * 2 - (s - 1)}
     if abs(a4 - right[4]) < 1e-6 and abs(a2 - right[2]) < 1e-6:
-        return _say(True, f"divided by {right[4]:g} and {right[2]:g}: s L / L_train - (s - 1)")
+        return verdict(True, f"divided by {right[4]:g} and {right[2]:g}: s L / L_train - (s - 1)")
     if abs(a4 - s) < 1e-6 and abs(a2 - s) < 1e-6:
-        return _say(False, "that is the configured factor; dynamic NTK computes its own from the current length L")
+        return verdict(False, "that is the configured factor; dynamic NTK computes its own from the current length L")
     if abs(a4 - s * 4) < 1e-6 and abs(a2 - s * 2) < 1e-6:
-        return _say(False, "close: s L / L_train is part of it, but dynamic NTK subtracts s - 1 so that nothing "
-                           "changes at L = L_train")
+        return verdict(False, "close: s L / L_train is part of it, but dynamic NTK subtracts s - 1 so that nothing "
+                              "changes at L = L_train")
     which = [name for name, val, mult in [("at_4x", a4, 4), ("at_2x", a2, 2)] if abs(val - right[mult]) >= 1e-6]
-    return _say(False, f"{' and '.join(which)} not right; read the base change "
-                       "base * (s L / L_train - (s - 1))^(d/(d-2)) and what it does to the slowest pair, base^(-(d-2)/d)")
+    return verdict(False, f"{' and '.join(which)} not right; read the base change "
+                          "base * (s L / L_train - (s - 1))^(d/(d-2)) and what it does to the slowest pair, base^(-(d-2)/d)")

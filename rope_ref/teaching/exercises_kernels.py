@@ -16,6 +16,7 @@ import numpy as np
 
 from ..forms import rotate
 from . import example_kernels
+from .exercises import unanswered, verdict
 
 
 def _rotates_row0_to(kernel, position, d=16, seq=8) -> bool:
@@ -26,19 +27,14 @@ def _rotates_row0_to(kernel, position, d=16, seq=8) -> bool:
 
 def check_planted_bug(answer) -> bool:
     """``answer``: the position ``buggy_rope`` rotates its row 0 to (an integer)."""
-    if answer is None:
-        print("Not answered yet: set answer to the position buggy_rope rotates its first row to")
+    if unanswered(answer, hint="set answer to the position buggy_rope rotates its first row to"):
         return False
     if isinstance(answer, bool) or not isinstance(answer, (numbers.Real, np.integer, np.floating)):
-        print(f"Not yet: answer should be a number (a position), got {answer!r}")
-        return False
+        return verdict(False, f"answer should be a number (a position), got {answer!r}")
     if _rotates_row0_to(example_kernels.buggy_rope, answer):
-        print(f"Correct: buggy_rope rotates row 0 as position {answer:g}, so every position is one too high; "
-              "Llama's kernel starts at 0")
-        return True
+        return verdict(True, f"buggy_rope rotates row 0 as position {answer:g}, so every position is one too high; "
+                             "Llama's kernel starts at 0")
     if _rotates_row0_to(example_kernels.llama_style_rope, answer):
-        print(f"Not yet: position {answer:g} is where Llama's kernel starts; read the flat lines in the phase-"
-              "error plot: each pair is off by theta_p times the shift")
-        return False
-    print(f"Not yet: buggy_rope does not rotate row 0 as position {answer:g}")
-    return False
+        return verdict(False, f"position {answer:g} is where Llama's kernel starts; read the flat lines in the phase-"
+                              "error plot: each pair is off by theta_p times the shift")
+    return verdict(False, f"buggy_rope does not rotate row 0 as position {answer:g}")

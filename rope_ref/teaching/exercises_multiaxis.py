@@ -16,6 +16,7 @@ import numpy as np
 
 from ..forms import rotate
 from ..multiaxis import axial_frequencies, mrope_position_ids
+from .exercises import unanswered, verdict
 from .multiaxis import BASE_GRID
 from .quantities import random_qk
 
@@ -23,24 +24,18 @@ from .quantities import random_qk
 AFTER_IMAGE_SEGMENTS = (("text", 5), ("image", (1, 6, 10)), ("text", 3))
 
 
-def _say(ok: bool, text: str) -> bool:
-    print(("Correct: " if ok else "Not yet: ") + text)
-    return ok
-
-
 def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_size: int = 2) -> bool:
     """``answer``: the position id of the first text token after the image (an int, or its (t, h, w) ids)."""
-    if answer is None:
-        print("Not answered yet: set answer to the position id of the first text token after the image, "
-              "then run this cell")
+    if unanswered(answer, hint="set answer to the position id of the first text token after the image, "
+                               "then run this cell"):
         return False
     values = list(np.asarray(answer).ravel()) if isinstance(answer, (tuple, list, np.ndarray)) else [answer]
     if len(values) not in (1, 3) or any(isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)
                                         for v in values):
-        return _say(False, f"answer should be one integer (or three: t, h, w), got {answer!r}")
+        return verdict(False, f"answer should be one integer (or three: t, h, w), got {answer!r}")
     if len(set(int(v) for v in values)) != 1:
-        return _say(False, f"you gave different ids {tuple(int(v) for v in values)} on the three axes, but a text "
-                           "token has the same id on t, h and w")
+        return verdict(False, f"you gave different ids {tuple(int(v) for v in values)} on the three axes, but a text "
+                              "token has the same id on t, h and w")
     value = int(values[0])
     segments = [tuple(s) for s in segments]
     ids = mrope_position_ids(segments, spatial_merge_size=spatial_merge_size)
@@ -50,9 +45,9 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
     right = int(ids[0, n_before + tokens])
     start = n_before
     if value == right:
-        return _say(True, f"the image's ids run from {start} to {right - 1} (its widest axis has "
-                          f"{max(h, w) // spatial_merge_size} tokens), so the text resumes at {right}; "
-                          f"counting tokens as 1-D RoPE does would give {start + tokens}")
+        return verdict(True, f"the image's ids run from {start} to {right - 1} (its widest axis has "
+                             f"{max(h, w) // spatial_merge_size} tokens), so the text resumes at {right}; "
+                             f"counting tokens as 1-D RoPE does would give {start + tokens}")
     hints = {start + tokens: "that counts every image token as one position, as 1-D RoPE would; "
                              "an image token's ids are (start + t, start + row, start + column)",
              start + max(h, w): "the grid (t, h, w) counts patches before the spatial merge: "
@@ -62,7 +57,7 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
              right - 1: "that is the largest id the image uses; the text starts one after it",
              start + h // spatial_merge_size: "that is one past the image's last row; the columns go further",
              start + 1: "that is one past the image's temporal id; its rows and columns go further"}
-    return _say(False, hints.get(value, f"{value} is not where the text resumes; find the largest id the image "
+    return verdict(False, hints.get(value, f"{value} is not where the text resumes; find the largest id the image "
                                         "uses on any axis"))
 
 
@@ -86,12 +81,11 @@ def _score(q, k, q_xy, k_xy) -> float:
 def check_same_score_patch(answer) -> bool:
     """``answer``: the key patch (x, y) that, with the query at (10, 10), gives exactly the score of
     query (2, 3) and key (7, 1) under 2-D axial RoPE."""
-    if answer is None:
-        print("Not answered yet: set answer to the key patch (x, y), then run this cell")
+    if unanswered(answer, hint="set answer to the key patch (x, y), then run this cell"):
         return False
     if (not isinstance(answer, (tuple, list, np.ndarray)) or len(answer) != 2
             or any(isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral) for v in answer)):
-        return _say(False, f"answer should be a patch (x, y) of two integers, got {answer!r}")
+        return verdict(False, f"answer should be a patch (x, y) of two integers, got {answer!r}")
     x, y = (int(v) for v in answer)
     (x1, y1), (x2, y2), (qx, qy) = SAME_SCORE_FROM, SAME_SCORE_TO, SAME_SCORE_QUERY
     dx, dy = x2 - x1, y2 - y1
@@ -99,14 +93,14 @@ def check_same_score_patch(answer) -> bool:
     target = _score(q, k, SAME_SCORE_FROM, SAME_SCORE_TO)
     yours = _score(q, k, SAME_SCORE_QUERY, (x, y))
     if (x - qx, y - qy) == (dx, dy):
-        return _say(True, f"key ({x}, {y}) sits at the same offset from the query as (7, 1) from (2, 3): "
-                          f"score {yours:.6f} = {target:.6f}")
+        return verdict(True, f"key ({x}, {y}) sits at the same offset from the query as (7, 1) from (2, 3): "
+                             f"score {yours:.6f} = {target:.6f}")
     if (x, y) == (dx, dy):
-        return _say(False, "that is the offset between the patches; the answer is a patch, seen from the query at (10, 10)")
+        return verdict(False, "that is the offset between the patches; the answer is a patch, seen from the query at (10, 10)")
     if (x - qx, y - qy) == (-dx, -dy):
-        return _say(False, f"that patch is at the reversed offset: score {yours:.4f}, not {target:.4f} "
-                           "(the key goes where the key was, relative to the query)")
+        return verdict(False, f"that patch is at the reversed offset: score {yours:.4f}, not {target:.4f} "
+                              "(the key goes where the key was, relative to the query)")
     if (x - qx, y - qy) == (dy, dx):
-        return _say(False, f"x and y are swapped: score {yours:.4f}, not {target:.4f}")
-    return _say(False, f"with the query at (10, 10) that key scores {yours:.4f}, not {target:.4f}; "
-                       "what stays the same when both patches move together?")
+        return verdict(False, f"x and y are swapped: score {yours:.4f}, not {target:.4f}")
+    return verdict(False, f"with the query at (10, 10) that key scores {yours:.4f}, not {target:.4f}; "
+                          "what stays the same when both patches move together?")
