@@ -35,6 +35,7 @@ from .. import _validate as val
 from ..forms import frequencies, rotate
 from ..hf_config import from_hf_config
 from .style import VIEW_DPI, figure_png, new_figure
+from .views import View
 from .widgets import slider_app
 
 # --- which dimensions turn ---------------------------------------------------------------------------------------------
@@ -491,24 +492,9 @@ def fig_base_bound(points: dict, d: int = 128, bases=None):
 
 # --- views (sliders): the same pattern as rope_ref.teaching.views, with a plain redraw ---------------------------------
 
-class _PlainView:
-    """A figure built once; ``update(**params)`` changes its artists; ``to_png`` redraws it whole."""
-
-    fig = None
-    params: dict = {}
-
-    def update(self, **params) -> None:
-        unknown = set(params) - set(self.params)
-        if unknown:
-            raise TypeError(f"unknown parameter(s) {sorted(unknown)}; expected some of {sorted(self.params)}")
-        old = dict(self.params)
-        self.params.update(params)
-        try:
-            self._redraw()
-        except (TypeError, ValueError):
-            self.params = old
-            self._redraw()
-            raise
+class _PlainView(View):
+    """A :class:`~rope_ref.teaching.views.View` (same ``update``, with its rollback of refused values) that
+    ``to_png`` redraws whole instead of blitting: these views change most of their artists at every step."""
 
     def to_png(self) -> bytes:
         return figure_png(self.fig, dpi=VIEW_DPI)
@@ -516,9 +502,6 @@ class _PlainView:
     def static_figure(self):
         self.fig.canvas.draw()
         return self.fig
-
-    def readout(self) -> str:
-        return ""
 
 
 class OffsetAttentionView(_PlainView):
