@@ -1,4 +1,4 @@
-"""Checkers for the exercises of notebook 08 (what RoPE's frequencies are for).
+"""Checkers for the exercises of notebooks 08 (what RoPE's frequencies are for) and 10 (the papers' numbers).
 
 Each checker prints one line -- "Not answered yet ...", "Correct: ..." or "Not yet: <why>" -- and returns
 True or False; an unanswered exercise (``None``) is not an error, so Run All works.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 
 from .exercises import unanswered, verdict
-from .frequencies import supported_context
+from .frequencies import diagonal_head_weight, supported_context
 
 
 def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> bool:
@@ -29,3 +29,38 @@ def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> boo
         return verdict(False, f"B_m is already negative at m = {right + 1:,}, before {answer:,}: scan from m = 0 "
                               "and stop at the first negative value.")
     return verdict(False, f"B_m is still >= 0 at every m up to {answer + 1:,}: the first negative value comes later.")
+
+
+def smallest_diagonal_norm(target: float = 0.9, pair: int = 8, n_keys: int = 48, d: int = 64) -> int:
+    """The smallest integer |psi|^2 >= 1 for which Theorem 5.3's diagonal head (:func:`diagonal_head_weight`) on
+    ``pair`` puts at least ``target`` on the query's own token.  alpha_{i,i} = 1 / (1 + sum_{r != 0}
+    exp(|psi|^2 (cos(r g) - 1))) rises with |psi|^2 (every term falls), so a bisection finds it."""
+    if not 0 < target < 1:
+        raise ValueError(f"target must be a weight in (0, 1), got {target!r}")
+    lo, hi = 0, 1
+    while diagonal_head_weight(float(hi), pair, n_keys, d) < target:
+        lo, hi = hi, 2 * hi
+        if hi > 1 << 40:
+            raise ValueError(f"pair {pair} turns too slowly: no |psi|^2 up to 2**40 reaches {target}")
+    while hi - lo > 1:                                     # weight(lo) < target <= weight(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if diagonal_head_weight(float(mid), pair, n_keys, d) >= target else (mid, hi)
+    return hi
+
+
+def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
+    """Exercise (notebook 10): the smallest integer |psi|^2 at which the diagonal head of Theorem 5.3, built on
+    ``pair`` (48 tokens, d = 64), puts at least ``target`` of the last token's attention on itself."""
+    if unanswered(answer, hint="set answer to an integer and run the cell again."):
+        return False
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Integral):
+        return verdict(False, f"the answer is a whole number (an int), got {answer!r}")
+    right = smallest_diagonal_norm(target, pair)
+    answer = int(answer)
+    if answer == right:
+        return verdict(True, f"|psi|^2 = {right:,} gives {diagonal_head_weight(float(right), pair):.5f} >= {target}; "
+                             f"{right - 1:,} gives {diagonal_head_weight(float(right - 1), pair):.5f}.")
+    if answer < right:
+        return verdict(False, f"at |psi|^2 = {answer:,} the weight is {diagonal_head_weight(float(answer), pair):.5f}, "
+                              f"below {target}: it must be larger.")
+    return verdict(False, f"|psi|^2 = {answer:,} reaches {target}, but so does a smaller value: find the first one.")

@@ -245,6 +245,30 @@ def decay_experiment(distances, d: int = 256, base: float = 10000.0, n_samples: 
             "gaussian_once": a_gauss[:, 0].reshape(r.shape)}
 
 
+def fig_decay_experiment(d: int = 256, base: float = 10000.0, max_distance: int = 5000, n_samples: int = 64,
+                         seed: int = 0):
+    """Barbero et al.'s Figure 2 recomputed by :func:`decay_experiment`: (a) all-ones q and k, a(r) / a(0), which
+    decays; (b) a fresh Gaussian q, k per position, the mean activation over ``n_samples`` draws divided by d, on
+    the same scale -- about 0 at every distance.  Distances 0, 10, ..., ``max_distance``."""
+    r = np.arange(0, val.check_positive_int(max_distance, "max_distance") + 1, 10)
+    a = decay_experiment(r, d, base, n_samples, seed)
+    d = _even(d)
+    fig = new_figure(9, 5.4)
+    ax_a, ax_b = fig.subplots(2, 1, sharex=True)
+    ax_a.plot(r, a["ones"] / a["ones"][0], color="C0", lw=1.2, label="(a) q = k = all ones: a(r) / a(0)")
+    ax_b.plot(r, a["gaussian"] / d, color="C1", lw=0.8,
+              label=f"(b) fresh Gaussian q, k: mean of {n_samples} activations / d")
+    for ax in (ax_a, ax_b):
+        ax.axhline(0, color="0.3", lw=0.8)
+        ax.set(ylim=(-0.35, 1.05), xlim=(0, r[-1]))
+        ax.grid(alpha=0.3)
+    ax_a.set(ylabel="activation / d", title=rf"Does RoPE make $q^\top R_r k$ decay? $d = {d}$, base {base:g}")
+    ax_b.set(xlabel="distance r", ylabel="activation / d")
+    handles = [h for ax in (ax_a, ax_b) for h in ax.get_legend_handles_labels()[0]]
+    fig.legend(handles, [h.get_label() for h in handles], loc="outside lower center", ncols=1)
+    return fig
+
+
 def band_pairs(band: str, d: int = 128, width: int = 8) -> np.ndarray:
     """Pair indices of a band: "high" = the ``width`` fastest pairs, "low" = the ``width`` slowest."""
     d = _even(d)
@@ -281,45 +305,6 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
 def distractor_level(width: int = 8) -> float:
     """Typical |score| of a random unit key against a unit query on 2 * ``width`` features: 1/sqrt(2 width)."""
     return 1.0 / np.sqrt(2 * val.check_positive_int(width, "width"))
-
-
-def fig_offset_attention_frames(firsts=(0, 3, 8, 16), offset: int = 1, scale: float = 16.0, d: int = 64,
-                                n_keys: int = 48, width: int = 4):
-    """What :func:`offset_attention_widget` shows at a few positions of its "first pair" slider, in one picture
-    (for a reader without a kernel): RoPE's attention for each band of pairs, and NoPE's uniform 1/n_keys."""
-    fig = new_figure(9, 4.4)
-    ax = fig.subplots()
-    r = np.arange(n_keys)
-    for first in firsts:
-        w = offset_attention(offset, first, n_keys, scale, d, width=width)
-        ax.plot(r, w, marker="o", ms=3, lw=1.2, label=f"pairs {first}..{first + width - 1}: {w[offset]:.3f} on offset {offset}")
-    ax.axhline(1 / n_keys, color="0.3", ls=":", lw=1.5)
-    ax.plot([], [], color="0.3", ls=":", lw=1.5, label=f"NoPE: 1/{n_keys} on every key")
-    ax.set(xlabel="distance to the key (positions back)", ylabel="attention weight", xlim=(-0.5, n_keys - 0.5),
-           ylim=(0, 1.02), title=rf"Positional head, $|u|^2 = {scale:g}$: sharp on fast pairs, flat on slow ones")
-    ax.grid(alpha=0.3)
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
-    return fig
-
-
-def fig_semantic_match_frames(bases=(1e4, 1e5, 1e6), max_distance: int = 32768, d: int = 128, width: int = 8):
-    """What :func:`semantic_match_widget` shows at a few positions of its base slider, in one picture: the
-    same word's score on the slowest pairs for each base, and on the fastest pairs (base 10^4)."""
-    r = np.linspace(0, max_distance, 1601)
-    fig = new_figure(9, 4.4)
-    ax = fig.subplots()
-    level = distractor_level(width)
-    ax.axhspan(-2 * level, 2 * level, color="0.88", zorder=0)
-    ax.plot(r, semantic_match(r, "high", d, bases[0], width), color="0.55", lw=0.6, alpha=0.7,
-            label=f"{width} fastest pairs, base {bases[0]:g}")
-    for j, base in enumerate(bases):
-        ax.plot(r, semantic_match(r, "low", d, base, width), color=f"C{j + 2}", lw=2,
-                label=f"{width} slowest pairs, base {base:g}")
-    ax.set(xlabel="distance $r$ between the two occurrences", ylabel="score / score at $r = 0$", xlim=(0, max_distance),
-           ylim=(-1.05, 1.15), title="The same word met again: grey band, a random word's score")
-    ax.grid(alpha=0.3)
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
-    return fig
 
 
 # --- Men et al.: the base a context length needs -----------------------------------------------------------------------
@@ -596,7 +581,10 @@ def offset_attention_widget(pair: int = 0, offset: int = 1, scale: float = 16.0)
     controls = {"pair": W.IntSlider(min=0, max=view.d // 2 - view.width, value=pair, description="first pair"),
                 "offset": W.IntSlider(min=0, max=view.n_keys - 1, value=offset, description="offset"),
                 "scale": W.FloatSlider(min=1.0, max=30.0, step=1.0, value=scale, description="|u|²")}
-    return slider_app(view, controls)
+    # the static fallback: the first-pair slider dragged up, the peak widening until the head attends to everything
+    frames = [(f"the start: first pair {pair}", {})] + [(f"first pair {first}", {"pair": first})
+                                                        for first in (3, 8, 16) if first != pair]
+    return slider_app(view, controls, frames)
 
 
 def semantic_match_widget(base: float = 10000.0, max_distance: int = 4096):
@@ -604,4 +592,8 @@ def semantic_match_widget(base: float = 10000.0, max_distance: int = 4096):
     view = SemanticMatchView(base=base, max_distance=max_distance)
     controls = {"base": W.FloatLogSlider(base=10, min=3, max=7, step=0.25, value=base, description="base"),
                 "max_distance": W.IntSlider(min=64, max=32768, step=64, value=max_distance, description="distance")}
-    return slider_app(view, controls)
+    # the static fallback: out to 32768 positions, then the base slider at 10^5 and 10^6
+    frames = [(f"the start: base {base:g}, distance {max_distance}", {}),
+              (f"distance 32768, base {base:g}", {"max_distance": 32768}),
+              ("base 1e+05", {"base": 1e5}), ("base 1e+06", {"base": 1e6})]
+    return slider_app(view, controls, frames)

@@ -10,6 +10,7 @@ from rope_ref.teaching import frequencies as F
 from rope_ref.teaching.exercises_frequencies import check_supported_context
 
 import notebook_cells
+from frequency_formulas import first_negative_B, thetas
 
 ROOT = Path(__file__).resolve().parents[2]
 NB = ROOT / "notebooks" / "08_what_frequencies_do.ipynb"
@@ -23,18 +24,6 @@ def text():
     return notebook_cells.prose(NB.stem, solutions=None)
 
 
-def thetas(d, base=10000.0):
-    return base ** (-np.arange(0, d, 2) / d)            # RoFormer eq 15, written out here
-
-
-def first_negative_B(base, d=128, limit=200_000):
-    """Men et al.'s B_m = sum_i cos(m theta_i): the first integer m with B_m < 0, by brute force."""
-    m = np.arange(limit, dtype=float)
-    B = np.cos(m[:, None] * thetas(d, base)[None, :]).sum(axis=1)
-    neg = np.flatnonzero(B < 0)
-    return int(neg[0]) if len(neg) else None
-
-
 # --- the papers are named with their arXiv numbers ---------------------------------------------------------------------
 
 def test_papers_are_cited_with_arxiv_numbers():
@@ -43,6 +32,9 @@ def test_papers_are_cited_with_arxiv_numbers():
     assert "Base of RoPE Bounds Context Length" in t and "arXiv:2405.14591" in t
     for model in ["GPT-NeoX", "Phi", "GLM", "Qwen3.5", "Llama 4", "SmolLM3", "Gemma 4"]:
         assert model in t, model
+    # the papers' measurements, quoted (not recomputable without the models): typed from Barbero et al. §5-6
+    for shown in ["Figures 5–6", "4.4414 with $p = 0.75$ against 4.4627"]:
+        assert shown in t, shown
 
 
 # --- which features turn --------------------------------------------------------------------------------------------------
@@ -173,183 +165,10 @@ def test_supported_context_is_the_last_distance_before_B_turns_negative(base):
 
 def test_supported_context_numbers_in_the_prose():
     t = text()
+    for shown in ["Theorem 1 (eq 9)", "(eq 10)", "(eq 11)"]:
+        assert shown in t, shown
     for base, shown in [(1e4, "1,706"), (5e5, "18,437"), (1e6, "27,114")]:
         assert f"{first_negative_B(base) - 1:,}" == shown and shown in t
-
-
-# Men et al. (arXiv:2405.14591), Table 2, typed from the paper: the lower bound of the base (eq 11), d = 128.
-PAPER_TABLE_2 = {1024: 4.3e3, 2048: 1.6e4, 4096: 2.7e4, 8192: 8.4e4, 16384: 3.1e5, 32768: 6.4e5, 65536: 2.1e6,
-                 131072: 7.8e6, 262144: 3.6e7, 524288: 6.4e7, 1048576: 5.1e8}
-# Su Jianlin's brute-force recomputation (kexue.fm/archives/10122, "b*(本文)" row), typed from the post.
-SU_TABLE = {1024: 4.3e3, 2048: 1.2e4, 4096: 2.7e4, 8192: 8.4e4, 16384: 2.3e5, 32768: 6.3e5, 65536: 2.1e6,
-            131072: 4.9e6, 262144: 2.4e7, 524288: 5.8e7, 1048576: 6.5e7}
-
-
-def two_digits(x):
-    return float(f"{x:.1e}")
-
-
-def check_bound_against_brute_force(L, b, rel=1e-4, below=30):
-    """b keeps B_m >= 0 for every m in 0..L (eq 11's condition, all m computed), and each of the ``below`` grid bases
-    just under it, b / (1 + rel)^k, has some m <= L with B_m < 0."""
-    assert first_negative_B(b, limit=L + 1) in (None, L + 1)
-    for k in range(1, below + 1):
-        assert first_negative_B(b / (1 + rel) ** k, limit=L + 1) not in (None, L + 1), (L, k)
-
-
-def test_the_module_table_is_the_papers():
-    assert {L: v[0] for L, v in F.MEN_TABLE_2.items()} == PAPER_TABLE_2
-    assert {L: v[1] for L, v in F.MEN_TABLE_2.items()} == SU_TABLE
-
-
-@pytest.mark.slow            # a base search over a fine grid: seconds
-def test_base_lower_bound_reproduces_men_et_al_table_2_up_to_8k():
-    """Table 2 at 1k..8k: our eq-11 walk (relative grid step 1e-4) against the printed values (two significant
-    digits: tolerance = the paper's rounding).  1k, 4k, 8k equal the paper's; 2k is 1.2e4 where the paper prints
-    1.6e4 -- and our base is checked by brute force to satisfy eq 11's condition, so the paper's is not the
-    infimum there; Su's independent recomputation gives 1.2e4 too."""
-    lengths = [1024, 2048, 4096, 8192]
-    ours = F.base_lower_bound(lengths, 128)
-    for L, b in zip(lengths, ours):
-        check_bound_against_brute_force(L, b)
-        assert two_digits(b) == SU_TABLE[L], (L, b)
-        if L == 2048:
-            assert b < PAPER_TABLE_2[L] and two_digits(b) == 1.2e4
-        else:
-            assert two_digits(b) == PAPER_TABLE_2[L], (L, b)
-    t = text().replace("\n", " ")
-    for shown in ["(4.3e3, 2.7e4, 8.4e4)", "1.2e4 where the paper prints 1.6e4", "Table 2", "eq 11", "eq 10", "eq 9"]:
-        assert shown in t, shown
-
-
-@pytest.mark.slow
-def test_base_lower_bound_at_16k_and_32k_against_table_2():
-    """16k: 2.3e5 (paper 3.1e5, Su 2.3e5); 32k: 6.3e5 (paper 6.4e5, Su 6.3e5): the numbers the prose states."""
-    ours = F.base_lower_bound([16384, 32768], 128)
-    for L, b in zip([16384, 32768], ours):
-        check_bound_against_brute_force(L, b, below=5)
-        assert two_digits(b) == SU_TABLE[L] and b < PAPER_TABLE_2[L], (L, b)
-    t = text().replace("\n", " ")
-    assert "16k 2.3e5 (paper 3.1e5) and at 32k 6.3e5 (paper 6.4e5)" in t
-
-
-def test_the_bound_is_not_monotone_in_the_base():
-    """The prose: at L = 4096 the bases 26,955..26,970 pass while 27,000..28,600 fail (all m <= 4096 computed)."""
-    passes = lambda b: first_negative_B(b, limit=4097) in (None, 4097)
-    assert all(passes(b) for b in np.arange(26955.0, 26971.0, 5.0))
-    assert not any(passes(b) for b in np.arange(26975.0, 28605.0, 25.0))
-    assert not passes(26950.0)
-    assert "the bases 26,955–26,970\npass while 27,000–28,600 fail" in text()
-
-
-def test_men_et_al_table_4_counts_exactly():
-    """Table 4 of Men et al.: distances with B_{m,theta} < 0 up to 15k and 30k -- method 1: 0, 0; method 2: 97, 2554
-    (typed from the paper).  Frequencies written out here from §5.5's two formulas."""
-    i = np.arange(64)
-    method_1 = 5e6 ** (-2 * i / 128)
-    method_2 = np.array([1e4 ** (-2 * k / 128) / 8 if k >= 44 else (1e4 * 8 ** (128 / 88)) ** (-2 * k / 128) for k in i])
-    np.testing.assert_allclose(F.men_method_frequencies(1), method_1, rtol=1e-13)
-    np.testing.assert_allclose(F.men_method_frequencies(2), method_2, rtol=1e-13)
-    m = np.arange(30 * 1024 + 1, dtype=float)
-    for th, paper in [(method_1, (0, 0)), (method_2, (97, 2554))]:
-        B = np.cos(m[:, None] * th[None, :]).sum(axis=1)
-        counts = (int((B[:15 * 1024 + 1] < 0).sum()), int((B < 0).sum()))
-        assert counts == paper
-        assert (F.negative_margin_count(th, 15 * 1024), F.negative_margin_count(th, 30 * 1024)) == paper
-    B2 = np.cos(m[:30001, None] * method_2[None, :]).sum(axis=1)
-    assert (int((B2[:15001] < 0).sum()), int((B2 < 0).sum())) == (35, 2462)
-    t = text().replace("\n", " ")
-    for shown in ["**97 and 2554**", "0 and 0 for method 1", "would be 35 and 2,462", "(0.00, against 0.27 for method 1)"]:
-        assert shown in t, shown
-    with pytest.raises(ValueError, match="method must be 1 or 2"):
-        F.men_method_frequencies(3)
-
-
-@pytest.mark.parametrize("call, match", [
-    (lambda: F.base_lower_bound([1000.5]), "whole numbers"),
-    (lambda: F.base_lower_bound([0]), "context_lengths must be in"),
-    (lambda: F.base_lower_bound([1024], rel_step=0.0), "rel_step must be in"),
-])
-def test_base_lower_bound_refuses_bad_arguments(call, match):
-    with pytest.raises((TypeError, ValueError), match=match):
-        call()
-
-
-# --- Barbero et al.: Theorem 5.3's construction and Proposition 5.2's counterexample ---------------------------------------
-
-def diagonal_weight_by_formula(norm_sq, g, n):
-    """alpha_{i,i} = exp(|psi|^2) / sum_{r=0}^{n-1} exp(|psi|^2 cos(r g)), written out."""
-    r = np.arange(n)
-    return 1.0 / np.exp(norm_sq * (np.cos(r * g) - 1.0)).sum()
-
-
-def test_theorem_5_3_construction_and_the_prose_numbers():
-    g = thetas(64)
-    for pair in [0, 8, 31]:
-        for s in [1.0, 16.0, 256.0, 1024.0, 4096.0]:
-            assert F.diagonal_head_weight(s, pair, 48, 64) == pytest.approx(diagonal_weight_by_formula(s, g[pair], 48),
-                                                                            rel=1e-9)
-    # alpha_ii -> 1 as |psi|^2 grows (Theorem 5.3), slowly where some cos(r g) comes close to 1
-    w8 = [diagonal_weight_by_formula(s, g[8], 48) for s in [16, 256, 1024, 4096]]
-    assert np.all(np.diff(w8) > 0) and w8[-1] > 0.999
-    assert f"{diagonal_weight_by_formula(1024, g[8], 48):.3f}" == "0.994"
-    assert f"{diagonal_weight_by_formula(4096, g[31], 48):.3f}" == "0.021"
-    assert f"{diagonal_weight_by_formula(4096, g[0], 48):.3f}" == "0.655"
-    r = np.arange(1, 48)
-    assert r[np.argmax(np.cos(r))] == 44 and f"{np.cos(44):.5f}" == "0.99984"
-    assert f"{diagonal_weight_by_formula(16, 1.0, 3):.4f}" == "0.9994"
-    t = text()
-    for shown in ["0.994 on itself", "stays at\n0.021", "only 0.655", "$\\cos 44 = 0.99984$", "puts 0.9994 on the last",
-                  "Theorem 5.3", "Proposition 3.1", "Proposition 5.2, that a single NoPE head cannot", "0.035 each"]:
-        assert shown in t, shown
-
-
-def test_proposition_5_2_nope_cannot_build_a_diagonal_head():
-    for seed in range(20):
-        w = F.nope_repeated_token_weights(seed=seed)
-        assert w.sum() == pytest.approx(1.0) and w[1] == pytest.approx(w[2], rel=1e-12) and w[2] <= 0.5 + 1e-12   # < 1/2 exactly; rounding where bos gets ~1e-14
-    # recomputed for the prose's seed 0 without the module: the same draws, the same head
-    rng = np.random.default_rng(0)
-    bos, x = rng.standard_normal((2, 16))
-    Wq, Wk = rng.standard_normal((2, 16, 16)) * 3.0 / 4.0
-    s = np.array([(Wk @ v) @ (Wq @ x) for v in (bos, x, x)])
-    w = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
-    np.testing.assert_allclose(F.nope_repeated_token_weights(), w, rtol=1e-12)
-    assert f"{w[2]:.3f}" == "0.035"
-
-
-def decay_curves_by_hand(r, d=256, base=1e4, n=256, seed=0):
-    """Figure 2 of Barbero et al. written out: pairs as complex numbers, the query turned by e^{i r theta}."""
-    th = thetas(d, base)
-    ones = 2.0 * np.cos(np.outer(r, th)).sum(axis=1)                # a(r) = 2 sum_i cos(r theta_i), q = k = 1
-    q, k = np.random.default_rng(seed).standard_normal((2, n, d))
-    qc, kc = q[:, 0::2] + 1j * q[:, 1::2], k[:, 0::2] + 1j * k[:, 1::2]
-    a = np.real((qc[None] * np.exp(1j * np.outer(r, th))[:, None, :] * np.conj(kc)[None]).sum(axis=2))   # (r, n)
-    return ones, a.mean(axis=1), a[:, 0]
-
-
-def test_figure_2_of_barbero_et_al_decay_needs_aligned_queries_and_keys():
-    r = np.array([0, 1, 10, 100, 1_000, 5_000])
-    got = F.decay_experiment(r, d=256, base=1e4, n_samples=256, seed=0)
-    ones, mean, once = decay_curves_by_hand(r)
-    np.testing.assert_allclose(got["ones"], ones, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(got["gaussian"], mean, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(got["gaussian_once"], once, rtol=1e-9, atol=1e-9)
-    assert ones[0] == pytest.approx(256.0)                          # a(0) = |1|^2 = d
-    # the prose: Figure 2 (a) decays from 1 to near 0 over 0..5000 (the paper's axis), (b) stays at 0 within
-    # 2 standard errors (sqrt(d / n) = 1) -- Proposition 3.2, E[q^T R_r k] = 0
-    assert ", ".join(f"{x:.3f}" for x in ones[1:] / 256) == "0.972, 0.675, 0.456, 0.193, -0.029"
-    assert np.all(np.abs(mean) <= 2.0) and np.all(np.diff(ones) < 0)
-    dense = decay_curves_by_hand(np.arange(0, 5001, 50))[0] / 256
-    assert np.all(np.abs(dense[dense.size // 2:]) < 0.15)           # "near 0" over the second half of the axis
-    t = text()
-    for shown in ["Figure 2 of Barbero et al.", "1, 0.972, 0.675, 0.456, 0.193, −0.029 of $d$", "within $\\pm 2$ of 0",
-                  "Figure 9", "Proposition 3.2", "Figures 5–6", "4.4414 against 4.4627"]:
-        assert shown in t, shown
-    with pytest.raises(ValueError, match="n_samples"):
-        F.decay_experiment(r, n_samples=0)
-    with pytest.raises(ValueError, match="at most"):
-        F.decay_experiment(np.arange(10_000), n_samples=4096)
 
 
 @pytest.mark.slow            # a base search over a fine grid: seconds
@@ -398,8 +217,7 @@ def test_exercise_follows_the_course_convention():
 
 # --- pictures ------------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("make", ["turning", "bound", "OffsetAttentionView", "SemanticMatchView",
-                                  "fig_offset_attention_frames", "fig_semantic_match_frames"])
+@pytest.mark.parametrize("make", ["turning", "bound", "OffsetAttentionView", "SemanticMatchView", "fig_decay_experiment"])
 def test_pictures_put_no_words_on_their_data(make):
     from rope_ref.teaching.style import layout_faults
     if make == "turning":
@@ -414,15 +232,28 @@ def test_pictures_put_no_words_on_their_data(make):
 
 
 def test_static_frames_show_what_the_sliders_show():
-    fig = F.fig_offset_attention_frames(firsts=(0, 8))
-    for line, first in zip(fig.axes[0].get_lines(), (0, 8)):
-        np.testing.assert_allclose(line.get_ydata(), offset_weights_by_formula(1, first), rtol=1e-10)
-    fig = F.fig_semantic_match_frames(bases=(1e4, 1e6), max_distance=4096)
-    r = fig.axes[0].get_lines()[1].get_xdata()
-    np.testing.assert_allclose(fig.axes[0].get_lines()[1].get_ydata(), semantic_by_formula(r, "low", 1e4), atol=1e-12)
-    np.testing.assert_allclose(fig.axes[0].get_lines()[2].get_ydata(), semantic_by_formula(r, "low", 1e6), atol=1e-12)
+    """The views' strips of frames (what a reader without a kernel sees): the first-pair slider at 0, 3, 8, 16 with
+    the head's weights of the formula; the base slider at 10^4 (out to 32768), 10^5, 10^6."""
+    w = F.offset_attention_widget(pair=0, offset=1, scale=16.0)         # as notebook 08 calls it
+    assert [params.get("pair", 0) for _, params in w.frames] == [0, 3, 8, 16]
+    view = F.OffsetAttentionView(pair=0, offset=1, scale=16.0)
+    for caption, params in w.frames:
+        view.update(**params)
+        first = view.params["pair"]
+        assert f"first pair {first}" in caption
+        np.testing.assert_allclose(view.weights["rope"], offset_weights_by_formula(1, first), rtol=1e-10)
+    s = F.semantic_match_widget(base=10000.0, max_distance=4096)
+    view = F.SemanticMatchView(base=10000.0, max_distance=4096)
+    states = []
+    for caption, params in s.frames:
+        view.update(**params)
+        states.append((view.params["base"], view.params["max_distance"]))
+        np.testing.assert_allclose(view.scores[("low", "rope")],
+                                   semantic_by_formula(view.r, "low", view.params["base"]), atol=1e-12)
+    assert states == [(1e4, 4096), (1e4, 32768), (1e5, 32768), (1e6, 32768)]
     code = "\n".join("".join(c["source"]) for c in cells() if c["cell_type"] == "code")
-    assert "F.fig_offset_attention_frames(" in code and "F.fig_semantic_match_frames(" in code
+    assert "F.offset_attention_widget(pair=0, offset=1, scale=16.0)" in code
+    assert "F.semantic_match_widget(base=10000.0, max_distance=4096)" in code
 
 
 def test_views_update_and_report():

@@ -7,7 +7,8 @@ import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 EXPECTED = ["00_why_positions", "01_three_forms", "02_rotations", "03_long_term_decay", "04_attention",
-            "05_context_extension", "06_precision", "07_check_your_rope", "08_what_frequencies_do", "09_multi_axis"]
+            "05_context_extension", "06_precision", "07_check_your_rope", "08_what_frequencies_do", "09_multi_axis",
+            "10_the_papers_numbers"]
 
 
 def test_expected_notebooks_exist():

@@ -181,7 +181,18 @@ def _grid_widget():
     return grid_score_widget(qx=3, qy=4, dx=2, dy=-1)       # as notebook 09 calls it
 
 
-@pytest.mark.parametrize("make,n", [(rotations_widget, 4), (decay_widget, 4), (_grid_widget, 3)])
+def _offset_widget():
+    from rope_ref.teaching.frequencies import offset_attention_widget
+    return offset_attention_widget(pair=0, offset=1, scale=16.0)   # as notebook 08 calls it
+
+
+def _semantic_widget():
+    from rope_ref.teaching.frequencies import semantic_match_widget
+    return semantic_match_widget(base=10000.0, max_distance=4096)   # as notebook 08 calls it
+
+
+@pytest.mark.parametrize("make,n", [(rotations_widget, 4), (decay_widget, 4), (_grid_widget, 3), (_offset_widget, 4),
+                                    (_semantic_widget, 4)])
 def test_static_fallback_is_a_strip_of_captioned_frames(make, n):
     import base64
     import io
