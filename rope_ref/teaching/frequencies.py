@@ -72,7 +72,8 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
     Pairs are listed fast to slow.  "partial" keeps the first ``fraction * d`` features (rounded down
     to even) and spreads the whole geometric range over them; "p-rope" and "proportional" both keep
     RoPE's own theta_i for the first ``fraction * d/2`` pairs (rounded down): the same frequencies --
-    proportional RoPE is p-RoPE with p = partial_rotary_factor.
+    proportional RoPE is p-RoPE with p = partial_rotary_factor.  (Barbero et al.'s pseudocode ``apply_p_rope``
+    counts the same pairs: ``rope_angles = int(rope_percentage * head_dim // 2)``, timescales over head_dim.)
     """
     _check_scheme(scheme)
     d = _even(d)

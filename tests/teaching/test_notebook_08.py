@@ -50,6 +50,11 @@ def test_scheme_frequencies_against_the_definitions():
     np.testing.assert_allclose(prop[:16], th[:16], rtol=1e-12)
     assert np.all(prop[16:] == 0) and np.array_equal(prop, F.scheme_frequencies("p-rope", d, base, 0.25))
     assert np.all(F.scheme_frequencies("nope", d, base) == 0)
+    # how many pairs p-RoPE turns: Barbero et al.'s pseudocode, rope_angles = int(rope_percentage * head_dim // 2)
+    for p, dd in [(0.3, 64), (0.75, 64), (0.1, 128), (0.55, 96), (1.0, 16)]:
+        k = int(p * dd // 2)
+        got = F.scheme_frequencies("p-rope", dd, base, p)
+        assert np.count_nonzero(got) == k and np.array_equal(got[:k], thetas(dd, base)[:k]), (p, dd)
     # the layout: rotate_half pairs j with j + r/2 inside the rotated part; interleaved 2j with 2j+1
     half = F.dimension_frequencies("partial", d, base, 0.25, "half")
     assert np.array_equal(half[:16], half[16:32]) and np.all(half[32:] == 0)
