@@ -9,7 +9,8 @@ from __future__ import annotations
 import numbers
 
 from .exercises import unanswered, verdict
-from .frequencies import diagonal_head_weight, supported_context
+from .base_bound import supported_context
+from .frequencies import diagonal_head_weight
 
 
 def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> bool:

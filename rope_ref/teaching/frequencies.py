@@ -1,6 +1,6 @@
-"""What RoPE's frequencies are for (notebook 08): positional heads, semantic channels, the base a context needs.
+"""What RoPE's frequencies are for (notebooks 08 and 10): which features turn, positional heads, semantic channels.
 
-Two papers, recomputed here with rope_ref:
+Two papers, recomputed with rope_ref:
 
 * Barbero et al., "Round and Round We Go! What makes Rotary Positional Encodings useful?"
   (arXiv:2410.06205): a head can attend to a fixed offset by using a high frequency (a *positional*
@@ -9,11 +9,7 @@ Two papers, recomputed here with rope_ref:
   only on the lowest frequencies; p-RoPE removes the lowest frequencies (those pairs are not rotated).
   Their Figure 2 (does RoPE decay? all-ones vs Gaussian queries and keys; Proposition 3.2) is synthetic and is
   recomputed, :func:`decay_experiment`; their Gemma 7B measurements need the model's weights and are not repeated here.
-* Men et al., "Base of RoPE Bounds Context Length" (arXiv:2405.14591): a query should score a key
-  like itself higher than a random key; for i.i.d. q, k that margin is 2 sigma^2 B_{m,theta},
-  B_{m,theta} = sum_i cos(m theta_i) (Theorem 1, eq 9).  A base supports L when B_{m,theta} >= 0 for every
-  distance m <= L (eq 10); the smallest such base is their lower bound (eq 11, Table 2, Figure 1):
-  :func:`base_lower_bound` recomputes Table 2, :func:`negative_margin_count` their Table 4.
+* Men et al., "Base of RoPE Bounds Context Length" (arXiv:2405.14591): in :mod:`rope_ref.teaching.base_bound`.
 
 And the schemes that leave some dimensions unrotated: partial rotary (GPT-NeoX, Phi, GLM, Qwen3.5),
 NoPE layers (Llama 4, SmolLM3), p-RoPE and proportional RoPE (Gemma 4).
@@ -23,9 +19,6 @@ Shapes are written ``(..., seq, d)`` as in rope_ref; ``d`` is the head dimension
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import ipywidgets as W
 import matplotlib
 import numpy as np
@@ -33,7 +26,6 @@ from matplotlib.colors import LogNorm
 
 from .. import _validate as val
 from ..forms import frequencies, rotate
-from ..hf_config import from_hf_config
 from .style import VIEW_DPI, figure_png, new_figure
 from .views import View
 from .widgets import slider_app
@@ -306,174 +298,6 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
 def distractor_level(width: int = 8) -> float:
     """Typical |score| of a random unit key against a unit query on 2 * ``width`` features: 1/sqrt(2 width)."""
     return 1.0 / np.sqrt(2 * val.check_positive_int(width, "width"))
-
-
-# --- Men et al.: the base a context length needs -----------------------------------------------------------------------
-
-def similarity_margin(m, d: int = 128, base: float = 10000.0) -> np.ndarray:
-    """Men et al.'s B_{m,theta} = sum_{i=0}^{d/2-1} cos(m theta_i), theta_i = base^(-2i/d) (arXiv:2405.14591,
-    Theorem 1, eq 9): for i.i.d. query and key components of standard deviation sigma and k* = q + eps
-    (eps of mean 0), (E[q.R_m k*] - E[q.R_m k]) / (2 sigma^2) = B_{m,theta} -- how much more a query scores a
-    key like itself than a random key at distance m.  ``m.shape``."""
-    m = val.check_positions_any(m, "m")
-    return np.cos(np.multiply.outer(m, frequencies(d, base))).sum(axis=-1)
-
-
-def _first_negative(th: np.ndarray, limit: int):
-    """The first integer m in 0..limit with sum_i cos(m th_i) < 0, or None: scanned in growing blocks."""
-    start, block = 0, 4096
-    while start <= limit:
-        m = np.arange(start, min(start + block, limit + 1), dtype=float)
-        negative = np.flatnonzero(np.cos(np.multiply.outer(m, th)).sum(axis=1) < 0)
-        if len(negative):
-            return int(m[negative[0]])
-        start, block = start + block, min(2 * block, 1 << 15)
-    return None
-
-
-def supported_context(base: float, d: int = 128, limit: int = 1 << 22) -> int:
-    """Men et al.'s L_theta = sup{L | B_{m,theta} >= 0 for all m in 0..L} (eq 10): the longest L with
-    B_{m,theta} >= 0 at every integer distance 0 <= m <= L (capped at ``limit``)."""
-    limit = val.check_positive_int(limit, "limit")
-    first = _first_negative(frequencies(d, base), limit)
-    return limit if first is None else first - 1
-
-
-def base_lower_bound(context_lengths, d: int = 128, rel_step: float = 1e-4) -> np.ndarray:
-    """Men et al.'s lower bound base_L = inf{base | B_{m,theta} >= 0 for all m in 0..L} (eq 11), one per
-    context length, ``np.shape(context_lengths)``.
-
-    Computed as the paper did (the "inverse" method, Su Jianlin's account of it): for a base, the longest
-    supported L is easy (eq 10, :func:`supported_context`); so walk up a geometric grid of bases,
-    b_{k+1} = b_k (1 + ``rel_step``), from L/4, and return the first base that supports L.  The bound is *not*
-    monotone in the base: B_{m,theta} dips to just below 0 at scattered m, so a base can pass where slightly
-    larger ones fail (at L = 4096, d = 128: bases 26,955..26,970 pass, 27,000..28,600 fail), and a grid
-    coarser than such windows misses them.  That is why the walk tests every grid base in turn instead of
-    bisecting.  Speed-up, exact on the grid: a base is first tested at the distances where lower bases failed
-    (they usually fail there too); only if it survives is it scanned from m = 0.
-    """
-    L = np.asarray(context_lengths)
-    if L.dtype.kind not in "iu" and not (L.dtype.kind == "f" and np.all(L == np.round(L))):
-        raise TypeError(f"context_lengths must be whole numbers of positions, got {context_lengths!r}")
-    if np.any(L < 1) or np.any(L > 1 << 21):
-        raise ValueError(f"context_lengths must be in 1..{1 << 21}, got {context_lengths!r}")
-    rel = val.check_scalar(rel_step, "rel_step")
-    if not 0 < rel <= 0.1:
-        raise ValueError(f"rel_step must be in (0, 0.1] (the relative spacing of the bases tried), got {rel_step!r}")
-    d = _even(d)
-    half = np.arange(0, d, 2) / d
-    out = np.empty(L.shape)
-    for idx, length in np.ndenumerate(L):
-        length = int(length)
-        b, witnesses = max(2.0, length / 4), []
-        while True:
-            th = b ** -half
-            w = np.array([m for m in witnesses[-64:] if m <= length], dtype=float)
-            if not (len(w) and (np.cos(np.multiply.outer(w, th)).sum(axis=1) < 0).any()):
-                first = _first_negative(th, length)
-                if first is None:
-                    break
-                witnesses.append(first)
-            b *= 1 + rel
-        out[idx] = b
-    return out
-
-
-def men_method_frequencies(method: int) -> np.ndarray:
-    """The frequencies of the two ways Men et al. extend Llama 2 (d = 128) from 4k to 32k in their §5.5 / Table 4,
-    ``(64,)``, fast to slow.  Both leave no rotation angle out of distribution:
-
-    * method 1: theta_i = (5e6)^(-2i/d), a larger base;
-    * method 2: theta_i = (1e4)^(-2i/128) / 8 for i >= 44 (interpolated by 8), (1e4 * 8^(128/88))^(-2i/128)
-      for i < 44 (the two pieces meet at i = 44)."""
-    i = np.arange(64)
-    if method == 1:
-        return 5e6 ** (-2 * i / 128)
-    if method == 2:
-        return np.where(i >= 44, 1e4 ** (-2 * i / 128) / 8, (1e4 * 8 ** (128 / 88)) ** (-2 * i / 128))
-    raise ValueError(f"method must be 1 or 2 (Men et al.'s Table 4), got {method!r}")
-
-
-def negative_margin_count(inv_freq, length: int) -> int:
-    """How many integer distances 0 <= m <= ``length`` have sum_i cos(m inv_freq_i) < 0: where eq 10's condition
-    B_{m,theta} >= 0 fails (Men et al.'s Table 4 counts these)."""
-    th = np.asarray(inv_freq, dtype=float)
-    if th.ndim != 1 or not np.all(np.isfinite(th)):
-        raise ValueError(f"inv_freq must be a 1-D array of finite frequencies, got shape {th.shape}")
-    length = val.check_positive_int(length, "length")
-    count = 0
-    for start in range(0, length + 1, 1 << 15):
-        m = np.arange(start, min(start + (1 << 15), length + 1), dtype=float)
-        count += int((np.cos(np.multiply.outer(m, th)).sum(axis=1) < 0).sum())
-    return count
-
-
-#: Men et al. (arXiv:2405.14591) Table 2 for d = 128, as printed (two significant digits), with Su Jianlin's
-#: recomputation by brute force ("Transformer upgrade road 18: principles for choosing the RoPE base",
-#: kexue.fm/archives/10122, May 2024): context length -> (paper, Su).
-MEN_TABLE_2 = {1024: (4.3e3, 4.3e3), 2048: (1.6e4, 1.2e4), 4096: (2.7e4, 2.7e4), 8192: (8.4e4, 8.4e4),
-               16384: (3.1e5, 2.3e5), 32768: (6.4e5, 6.3e5), 65536: (2.1e6, 2.1e6), 131072: (7.8e6, 4.9e6),
-               262144: (3.6e7, 2.4e7), 524288: (6.4e7, 5.8e7), 1048576: (5.1e8, 6.5e7)}
-
-
-#: Real models: (rope_theta, context length, head_dim) with where each number comes from.
-#: "configs" = this repository's tests/data/configs (read with rope_ref.from_hf_config); the others are
-#: the published config.json on the Hugging Face Hub (model id named).  The context is the config's
-#: max_position_embeddings; where it is reached by a scaling method the length before it is given too.
-MODELS = {
-    "Llama 2 7B": dict(base=10000.0, context=4096, head_dim=128, source="meta-llama/Llama-2-7b-hf config.json"),
-    "Llama 3 8B": dict(base=500000.0, context=8192, head_dim=128, source="meta-llama/Meta-Llama-3-8B config.json"),
-    "Llama 3.1 8B": dict(config="llama-3.1-8b.json", scaled_from=8192),
-    "Mistral 7B v0.1": dict(config="mistral-7b-v0.1.json"),
-    "Qwen2.5 7B": dict(config="qwen2.5-7b-instruct-yarn.json", scaled_from=32768),
-    "Gemma 7B": dict(config="gemma-7b.json"),
-    "Gemma 3 27B (global layers)": dict(base=1000000.0, context=131072, head_dim=128, scaled_from=32768,
-                                        source="google/gemma-3-27b-pt config.json (rope_theta, linear factor 8)"),
-}
-
-
-def model_points(config_dir) -> dict:
-    """name -> dict(base, context, head_dim, scaled_from or None, source) for every model of :data:`MODELS`,
-    reading the repository's configs with :func:`rope_ref.from_hf_config` where there is one."""
-    out = {}
-    for name, entry in MODELS.items():
-        e = dict(entry)
-        if "config" in e:
-            path = Path(config_dir) / e["config"]
-            cfg = from_hf_config(path)
-            raw = json.loads(path.read_text())
-            e.update(base=cfg.base, context=int(raw["max_position_embeddings"]), head_dim=cfg.head_dim,
-                     source=f"tests/data/configs/{e.pop('config')}")
-            if e.get("scaled_from"):        # reached by scaling: factor x the length before it, if that is longer
-                section = raw.get("rope_scaling") or {}
-                e["context"] = max(e["context"], int(section.get("factor", 1) * e["scaled_from"]))
-        e.setdefault("scaled_from", None)
-        out[name] = e
-    return out
-
-
-def fig_base_bound(points: dict, d: int = 128, bases=None):
-    """The longest context each base supports (Men et al.'s B >= 0, for head dimension ``d``), with real models as
-    points; a model's verdict (X: above its base's supported length) uses its own head_dim."""
-    bases = 10.0 ** np.arange(3, 6.41, 0.025) if bases is None else np.asarray(bases, float)
-    supported = np.array([supported_context(b, d, limit=1 << 21) for b in bases])
-    fig = new_figure(9, 6.2)
-    ax = fig.subplots()
-    ax.loglog(bases, supported, color="0.3", lw=1.2, label=rf"longest $L$ with $B_{{m,\theta}} \geq 0$, $d = {d}$")
-    ax.fill_between(bases, supported, 1, color="0.85", zorder=0)
-    for j, (name, p) in enumerate(points.items()):
-        ok = supported_context(p["base"], p["head_dim"], limit=1 << 21) >= p["context"]
-        ax.plot([p["base"]], [p["context"]], "o" if ok else "X", ms=13 - 1.1 * j, color=f"C{j}",   # shrinking: a
-                # later model at the same point (Gemma 3 on Qwen2.5) sits inside the earlier one
-                label=f"{name}: {p['context']:,} at {p['base']:g}" + ("" if ok else " (above)"))
-        if p["scaled_from"]:
-            ax.plot([p["base"]], [p["scaled_from"]], "o", ms=6, mfc="none", color=f"C{j}")
-            ax.plot([p["base"]] * 2, [p["scaled_from"], p["context"]], ":", color=f"C{j}", lw=1)
-    ax.set(xlabel="RoPE base (rope_theta)", ylabel="context length", xlim=(bases[0], bases[-1]), ylim=(5e2, 3e5),
-           title="Context a base supports (shaded); X: a model above it; hollow: length before scaling")
-    ax.grid(alpha=0.3)
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
-    return fig
 
 
 # --- views (sliders): the same pattern as rope_ref.teaching.views, with a plain redraw ---------------------------------

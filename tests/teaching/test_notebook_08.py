@@ -1,11 +1,12 @@
 """Notebook 08 (what the frequencies are for): every number its prose states, recomputed here without
-rope_ref.teaching.frequencies (plain NumPy from the formulas), its exercise and checker, its pictures' layout."""
+rope_ref.teaching.frequencies and base_bound (plain NumPy from the formulas), its exercise and checker, its pictures' layout."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from rope_ref.teaching import base_bound as B
 from rope_ref.teaching import frequencies as F
 from rope_ref.teaching.exercises_frequencies import check_supported_context
 
@@ -151,7 +152,7 @@ def test_semantic_channel_numbers():
 
 def test_similarity_margin_is_theorem_1s_sum():
     m = np.array([0.0, 1.0, 17.5, 1000.0])
-    np.testing.assert_allclose(F.similarity_margin(m, 128, 1e4), np.cos(m[:, None] * thetas(128)).sum(axis=1),
+    np.testing.assert_allclose(B.similarity_margin(m, 128, 1e4), np.cos(m[:, None] * thetas(128)).sum(axis=1),
                                atol=1e-10)
     # Theorem 1 by sampling: q ~ N(0, s^2 I), k* = q + eps; E[q.R_m k*] - E[q.R_m k] = 2 s^2 B_m ... with k
     # independent of q the second term is 0, and E[q.R_m q] = s^2 * 2 * sum_i cos(m theta_i)
@@ -160,12 +161,12 @@ def test_similarity_margin_is_theorem_1s_sum():
     import rope_ref as rr
     for dist in [0.0, 3.0, 40.0]:
         est = (rr.rotate(q, np.full(20000, dist)) * q).sum(axis=1).mean()
-        assert est == pytest.approx(2 * F.similarity_margin(dist, 16), abs=0.15)
+        assert est == pytest.approx(2 * B.similarity_margin(dist, 16), abs=0.15)
 
 
 @pytest.mark.parametrize("base", [1e3, 1e4, 5e5, 1e6])
 def test_supported_context_is_the_last_distance_before_B_turns_negative(base):
-    assert F.supported_context(base, 128) == first_negative_B(base) - 1
+    assert B.supported_context(base, 128) == first_negative_B(base) - 1
 
 
 def test_supported_context_numbers_in_the_prose():
@@ -178,7 +179,7 @@ def test_supported_context_numbers_in_the_prose():
 
 @pytest.mark.slow            # a base search over a fine grid: seconds
 def test_real_models_read_from_configs_and_the_prose_verdict():
-    pts = F.model_points(ROOT / "tests" / "data" / "configs")
+    pts = B.model_points(ROOT / "tests" / "data" / "configs")
     assert pts["Llama 3.1 8B"]["base"] == 500000.0 and pts["Llama 3.1 8B"]["context"] == 131072
     assert pts["Qwen2.5 7B"]["context"] == 4 * 32768 and pts["Qwen2.5 7B"]["scaled_from"] == 32768
     assert pts["Gemma 7B"]["head_dim"] == 256 and pts["Mistral 7B v0.1"]["base"] == 10000.0
@@ -228,7 +229,7 @@ def test_pictures_put_no_words_on_their_data(make):
     if make == "turning":
         fig = F.fig_turning_dimensions()
     elif make == "bound":
-        fig = F.fig_base_bound(F.model_points(ROOT / "tests" / "data" / "configs"), bases=10.0 ** np.arange(3, 6.41, 0.1))
+        fig = B.fig_base_bound(B.model_points(ROOT / "tests" / "data" / "configs"), bases=10.0 ** np.arange(3, 6.41, 0.1))
     elif make.startswith("fig_"):
         fig = getattr(F, make)()
     else:

@@ -1,12 +1,13 @@
 """Notebook 10 (the papers' numbers, recomputed): Barbero et al.'s Theorem 5.3, Proposition 5.2 and Figure 2, Men et
 al.'s Tables 2 and 4 -- every number its prose states, recomputed here in plain NumPy from the formulas (without
-rope_ref.teaching.frequencies), its exercise and checker, its figure."""
+rope_ref.teaching.frequencies or base_bound), its exercise and checker, its figure."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from rope_ref.teaching import base_bound as B
 from rope_ref.teaching import frequencies as F
 from rope_ref.teaching.exercises_frequencies import check_diagonal_norm, smallest_diagonal_norm
 
@@ -53,8 +54,8 @@ def check_bound_against_brute_force(L, b, rel=1e-4, below=30):
 
 
 def test_the_module_table_is_the_papers():
-    assert {L: v[0] for L, v in F.MEN_TABLE_2.items()} == PAPER_TABLE_2
-    assert {L: v[1] for L, v in F.MEN_TABLE_2.items()} == SU_TABLE
+    assert {L: v[0] for L, v in B.MEN_TABLE_2.items()} == PAPER_TABLE_2
+    assert {L: v[1] for L, v in B.MEN_TABLE_2.items()} == SU_TABLE
 
 
 @pytest.mark.slow            # a base search over a fine grid: seconds
@@ -64,7 +65,7 @@ def test_base_lower_bound_reproduces_men_et_al_table_2_up_to_8k():
     1.6e4 -- and our base is checked by brute force to satisfy eq 11's condition, so the paper's is not the
     infimum there; Su's independent recomputation gives 1.2e4 too."""
     lengths = [1024, 2048, 4096, 8192]
-    ours = F.base_lower_bound(lengths, 128)
+    ours = B.base_lower_bound(lengths, 128)
     for L, b in zip(lengths, ours):
         check_bound_against_brute_force(L, b)
         assert two_digits(b) == SU_TABLE[L], (L, b)
@@ -80,7 +81,7 @@ def test_base_lower_bound_reproduces_men_et_al_table_2_up_to_8k():
 @pytest.mark.slow
 def test_base_lower_bound_at_16k_and_32k_against_table_2():
     """16k: 2.3e5 (paper 3.1e5, Su 2.3e5); 32k: 6.3e5 (paper 6.4e5, Su 6.3e5): the numbers the prose states."""
-    ours = F.base_lower_bound([16384, 32768], 128)
+    ours = B.base_lower_bound([16384, 32768], 128)
     for L, b in zip([16384, 32768], ours):
         check_bound_against_brute_force(L, b, below=5)
         assert two_digits(b) == SU_TABLE[L] and b < PAPER_TABLE_2[L], (L, b)
@@ -103,27 +104,27 @@ def test_men_et_al_table_4_counts_exactly():
     i = np.arange(64)
     method_1 = 5e6 ** (-2 * i / 128)
     method_2 = np.array([1e4 ** (-2 * k / 128) / 8 if k >= 44 else (1e4 * 8 ** (128 / 88)) ** (-2 * k / 128) for k in i])
-    np.testing.assert_allclose(F.men_method_frequencies(1), method_1, rtol=1e-13)
-    np.testing.assert_allclose(F.men_method_frequencies(2), method_2, rtol=1e-13)
+    np.testing.assert_allclose(B.men_method_frequencies(1), method_1, rtol=1e-13)
+    np.testing.assert_allclose(B.men_method_frequencies(2), method_2, rtol=1e-13)
     m = np.arange(30 * 1024 + 1, dtype=float)
     for th, paper in [(method_1, (0, 0)), (method_2, (97, 2554))]:
-        B = np.cos(m[:, None] * th[None, :]).sum(axis=1)
-        counts = (int((B[:15 * 1024 + 1] < 0).sum()), int((B < 0).sum()))
+        margin = np.cos(m[:, None] * th[None, :]).sum(axis=1)
+        counts = (int((margin[:15 * 1024 + 1] < 0).sum()), int((margin < 0).sum()))
         assert counts == paper
-        assert (F.negative_margin_count(th, 15 * 1024), F.negative_margin_count(th, 30 * 1024)) == paper
+        assert (B.negative_margin_count(th, 15 * 1024), B.negative_margin_count(th, 30 * 1024)) == paper
     B2 = np.cos(m[:30001, None] * method_2[None, :]).sum(axis=1)
     assert (int((B2[:15001] < 0).sum()), int((B2 < 0).sum())) == (35, 2462)
     t = text().replace("\n", " ")
     for shown in ["**97 and 2554**", "0 and 0 for method 1", "would be 35 and 2,462", "(0.00, against 0.27 for method 1)"]:
         assert shown in t, shown
     with pytest.raises(ValueError, match="method must be 1 or 2"):
-        F.men_method_frequencies(3)
+        B.men_method_frequencies(3)
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: F.base_lower_bound([1000.5]), "whole numbers"),
-    (lambda: F.base_lower_bound([0]), "context_lengths must be in"),
-    (lambda: F.base_lower_bound([1024], rel_step=0.0), "rel_step must be in"),
+    (lambda: B.base_lower_bound([1000.5]), "whole numbers"),
+    (lambda: B.base_lower_bound([0]), "context_lengths must be in"),
+    (lambda: B.base_lower_bound([1024], rel_step=0.0), "rel_step must be in"),
 ])
 def test_base_lower_bound_refuses_bad_arguments(call, match):
     with pytest.raises((TypeError, ValueError), match=match):
