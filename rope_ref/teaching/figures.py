@@ -262,7 +262,7 @@ FIGURES = {
     "aliasing": fig_aliasing,
     "decay_intuition": fig_decay_intuition,
     "attention_pattern": fig_attention_pattern,
-    "turning_dimensions": fig_turning_dimensions,          # notebook 08: which features turn in each scheme
+    "turning_dimensions": fig_turning_dimensions,          # notebook 00: which features turn in each scheme
     "mrope_layout": fig_mrope_layout,                      # notebook 09: which pairs serve t, h, w (Qwen2-VL, Qwen3-VL)
 }
 
