@@ -36,7 +36,7 @@ def smallest_diagonal_norm(target: float = 0.9, pair: int = 8, n_keys: int = 48,
     """The smallest integer |psi|^2 >= 1 for which Theorem 5.3's diagonal head (:func:`diagonal_head_weight`) on
     ``pair`` puts at least ``target`` on the query's own token.  alpha_{i,i} = 1 / (1 + sum_{r != 0}
     exp(|psi|^2 (cos(r g) - 1))) rises with |psi|^2 (every term falls), so a bisection finds it."""
-    if not 0 < target < 1:
+    if isinstance(target, bool) or not isinstance(target, numbers.Real) or not 0 < target < 1:
         raise ValueError(f"target must be a weight in (0, 1), got {target!r}")
     lo, hi = 0, 1
     while diagonal_head_weight(float(hi), pair, n_keys, d) < target:
@@ -56,6 +56,8 @@ def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
         return False
     if isinstance(answer, bool) or not isinstance(answer, numbers.Integral):
         return verdict(False, f"the answer is a whole number (an int), got {answer!r}")
+    if answer < 1:
+        return verdict(False, f"|psi|^2 is a squared norm, and the search starts at 1: got {answer!r}")
     right = smallest_diagonal_norm(target, pair)
     answer = int(answer)
     if answer == right:

@@ -159,7 +159,10 @@ def offset_scores(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0
     of the pairs do not turn.  All rotations by :func:`rope_ref.rotate` (interleaved pairs).
     """
     n_keys = val.check_positive_int(n_keys, "n_keys")
-    u = _band_vector(d, pair, width) * np.sqrt(val.check_scalar(scale, "scale"))
+    scale = val.check_scalar(scale, "scale")
+    if scale < 0:
+        raise ValueError(f"scale must be |u|^2 >= 0 (a squared norm), got {scale!r}")
+    u = _band_vector(d, pair, width) * np.sqrt(scale)
     freqs = scheme_frequencies(scheme, d, base, fraction)
     m = float(n_keys - 1)                                   # the query's position; keys at m - r
     r = np.arange(n_keys, dtype=float)

@@ -77,6 +77,8 @@ def test_scheme_frequencies_against_the_definitions():
     (lambda: F.scheme_frequencies("rope", d=7), "d must be a positive even integer"),
     (lambda: F.dimension_frequencies(pairing="zigzag"), "pairing must be"),
     (lambda: F.offset_attention(1, 62, d=64), "pair must be an integer in 0..d/2-width"),
+    (lambda: F.offset_attention(1, 0, scale=-5.0), r"scale must be \|u\|\^2 >= 0"),
+    (lambda: F.fig_decay_experiment(max_distance=0), "max_distance must be a positive integer"),
     (lambda: F.band_pairs("middle"), "band must be 'high' or 'low'"),
     (lambda: F.band_pairs("low", 16, 9), "width must be at most d/2"),
 ])

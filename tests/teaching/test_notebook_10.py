@@ -242,8 +242,12 @@ def test_diagonal_exercise_checker_with_right_wrong_and_missing_answers(capsys):
     assert check_diagonal_norm(right - 1) is False and "must be larger" in capsys.readouterr().out
     assert check_diagonal_norm(1024) is False and "a smaller value" in capsys.readouterr().out
     assert check_diagonal_norm(441.0) is False and "a whole number" in capsys.readouterr().out
-    with pytest.raises(ValueError, match="target must be"):
-        smallest_diagonal_norm(1.0)
+    assert check_diagonal_norm(-5) is False and "squared norm" in capsys.readouterr().out
+    for bad in [1.0, float("nan"), "x", None]:
+        with pytest.raises(ValueError, match="target must be"):
+            smallest_diagonal_norm(bad)
+    with pytest.raises(ValueError, match="pair must be"):
+        smallest_diagonal_norm(0.9, pair=40)
     t = text()
     assert "0.994 on itself at $|\\psi|^2 = 1024$" in t
     assert f"{diagonal_weight_by_formula(1024, thetas(64)[8], 48):.3f}" == "0.994"
