@@ -11,6 +11,7 @@ import rope_ref as rr
 from rope_ref.teaching.exercises_precision import check_reduced_cast_error, reduced_then_cast_error
 
 import notebook_cells
+from frequency_formulas import thetas
 
 ROOT = Path(__file__).resolve().parents[2]
 NB = ROOT / "notebooks" / "06_precision.ipynb"
@@ -22,10 +23,6 @@ def cells():
 
 def text():
     return notebook_cells.prose(NB.stem, solutions=None)
-
-
-def thetas(d, base=10000.0):
-    return base ** (-np.arange(0, d, 2) / d)
 
 
 def test_float16_table_at_position_1857():
