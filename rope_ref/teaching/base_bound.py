@@ -5,14 +5,14 @@ A query should score a key like itself higher than a random key.  For i.i.d. q, 
 2 sigma^2 B_{m,theta}, B_{m,theta} = sum_i cos(m theta_i) (Theorem 1, eq 9: :func:`similarity_margin`).  A base
 supports L when B_{m,theta} >= 0 for every distance m <= L (eq 10: :func:`supported_context`); the smallest such
 base is their lower bound (eq 11, Table 2, Figure 1: :func:`base_lower_bound`).  :func:`negative_margin_count`
-recomputes their Table 4; :func:`model_points` and :func:`fig_base_bound` place real models' configs against the
-bound.  ``d`` is the head dimension.
+recomputes their Table 4; :func:`model_points` and :func:`fig_base_bound` place real models' configs (shipped
+in rope_ref/teaching/data) against the bound.  ``d`` is the head dimension.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from importlib import resources
 
 import numpy as np
 
@@ -128,39 +128,47 @@ MEN_TABLE_2 = {1024: (4.3e3, 4.3e3), 2048: (1.6e4, 1.2e4), 4096: (2.7e4, 2.7e4),
                262144: (3.6e7, 2.4e7), 524288: (6.4e7, 5.8e7), 1048576: (5.1e8, 6.5e7)}
 
 
-#: Real models: (rope_theta, context length, head_dim) with where each number comes from.
-#: "configs" = this repository's tests/data/configs (read with rope_ref.from_hf_config); the others are
-#: the published config.json on the Hugging Face Hub (model id named).  The context is the config's
-#: max_position_embeddings; where it is reached by a scaling method the length before it is given too.
+#: Real models: the config.json each is read from (shipped as package data in rope_ref/teaching/data, published
+#: on the Hugging Face Hub under the id named), the layer type where layers differ, and the training length
+#: before a scaling method where the model reaches its context by one (from the model's report: not in its config).
 MODELS = {
-    "Llama 2 7B": dict(base=10000.0, context=4096, head_dim=128, source="meta-llama/Llama-2-7b-hf config.json"),
-    "Llama 3 8B": dict(base=500000.0, context=8192, head_dim=128, source="meta-llama/Meta-Llama-3-8B config.json"),
-    "Llama 3.1 8B": dict(config="llama-3.1-8b.json", scaled_from=8192),
-    "Mistral 7B v0.1": dict(config="mistral-7b-v0.1.json"),
-    "Qwen2.5 7B": dict(config="qwen2.5-7b-instruct-yarn.json", scaled_from=32768),
-    "Gemma 7B": dict(config="gemma-7b.json"),
-    "Gemma 3 27B (global layers)": dict(base=1000000.0, context=131072, head_dim=128, scaled_from=32768,
-                                        source="google/gemma-3-27b-pt config.json (rope_theta, linear factor 8)"),
+    "Llama 2 7B": dict(config="llama-2-7b-hf", hub="meta-llama/Llama-2-7b-hf"),
+    "Llama 3 8B": dict(config="meta-llama-3-8b", hub="meta-llama/Meta-Llama-3-8B"),
+    "Llama 3.1 8B": dict(config="llama-3.1-8b", hub="meta-llama/Llama-3.1-8B", scaled_from=8192),
+    "Mistral 7B v0.1": dict(config="mistral-7b-v0.1", hub="mistralai/Mistral-7B-v0.1"),
+    "Qwen2.5 7B": dict(config="qwen2.5-7b-instruct-yarn", hub="Qwen/Qwen2.5-7B-Instruct", scaled_from=32768,
+                       note=", with the yarn section its model card adds"),
+    "Gemma 7B": dict(config="gemma-7b", hub="google/gemma-7b"),
+    "Gemma 3 27B (global layers)": dict(config="gemma-3-27b-pt", hub="google/gemma-3-27b-pt",
+                                        layer_type="full_attention", scaled_from=32768),
 }
 
+#: Context lengths a published config leaves to its config class's default (transformers 5.24.0).
+DEFAULT_CONTEXT = {"gemma3_text": 131072}
 
-def model_points(config_dir) -> dict:
-    """name -> dict(base, context, head_dim, scaled_from or None, source) for every model of :data:`MODELS`,
-    reading the repository's configs with :func:`rope_ref.from_hf_config` where there is one."""
+
+def _shipped_config(name: str) -> dict:
+    return json.loads((resources.files(__package__) / "data" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def model_points() -> dict:
+    """name -> dict(base, context, head_dim, scaled_from or None, source) for every model of :data:`MODELS`, each
+    read from its shipped config.json with :func:`rope_ref.from_hf_config` (works in an installed copy).  The
+    context is the config's max_position_embeddings (its text_config's for a vision-language model, or the
+    config class's default where the published file leaves it out); where that is the length before scaling
+    (``scaled_from``, as in Qwen2.5's config with its yarn section), factor x scaled_from."""
     out = {}
     for name, entry in MODELS.items():
-        e = dict(entry)
-        if "config" in e:
-            path = Path(config_dir) / e["config"]
-            cfg = from_hf_config(path)
-            raw = json.loads(path.read_text())
-            e.update(base=cfg.base, context=int(raw["max_position_embeddings"]), head_dim=cfg.head_dim,
-                     source=f"tests/data/configs/{e.pop('config')}")
-            if e.get("scaled_from"):        # reached by scaling: factor x the length before it, if that is longer
-                section = raw.get("rope_scaling") or {}
-                e["context"] = max(e["context"], int(section.get("factor", 1) * e["scaled_from"]))
-        e.setdefault("scaled_from", None)
-        out[name] = e
+        raw = _shipped_config(entry["config"])
+        cfg = from_hf_config(raw, **({"layer_type": entry["layer_type"]} if "layer_type" in entry else {}))
+        text = raw.get("text_config", raw)
+        context = text.get("max_position_embeddings") or DEFAULT_CONTEXT[text["model_type"]]
+        scaled_from = entry.get("scaled_from")
+        if scaled_from and int(context) == scaled_from:
+            context = int((text.get("rope_scaling") or {}).get("factor", 1) * scaled_from)
+        out[name] = dict(base=cfg.base, context=int(context), head_dim=cfg.head_dim, scaled_from=scaled_from,
+                         source=f"{entry['hub']} config.json{entry.get('note', '')} "
+                                f"(rope_ref/teaching/data/{entry['config']}.json)")
     return out
 
 

@@ -179,9 +179,37 @@ def test_supported_context_numbers_in_the_prose():
         assert f"{first_negative_B(base) - 1:,}" == shown and shown in t
 
 
+def test_model_points_are_what_transformers_reads_from_the_shipped_configs():
+    """Each model's base, head_dim and context against transformers 5.24.0's reading of the same shipped file
+    (tests/data/record_shipped_configs.py), and the shipped copies of test configs are those files unchanged."""
+    import json
+    recorded = json.loads((ROOT / "tests" / "data" / "shipped_configs_transformers.json").read_text())["configs"]
+    shipped = sorted(p.stem for p in (ROOT / "rope_ref" / "teaching" / "data").glob("*.json"))
+    assert sorted(recorded) == shipped and {e["config"] for e in B.MODELS.values()} <= set(shipped)
+    pts = B.model_points()
+    assert list(pts) == list(B.MODELS)
+    for name, entry in B.MODELS.items():
+        rec = recorded[entry["config"]]
+        rope = rec["rope_parameters"].get(entry.get("layer_type"), rec["rope_parameters"])
+        p = pts[name]
+        assert (p["base"], p["head_dim"]) == (rope["rope_theta"], rec["head_dim"]), name
+        ctx = rec["max_position_embeddings"]
+        if p["scaled_from"] == ctx:                       # the config states the length before its yarn section
+            ctx = int(rope["factor"] * ctx)
+        assert p["context"] == ctx, name
+        test_copy = ROOT / "tests" / "data" / "configs" / f"{entry['config']}.json"
+        if test_copy.exists():
+            assert json.loads(test_copy.read_text()) == B._shipped_config(entry["config"]), name
+    # typed from the models' cards: the points the figure draws
+    assert {n: (p["base"], p["context"]) for n, p in pts.items()} == {
+        "Llama 2 7B": (1e4, 4096), "Llama 3 8B": (5e5, 8192), "Llama 3.1 8B": (5e5, 131072),
+        "Mistral 7B v0.1": (1e4, 32768), "Qwen2.5 7B": (1e6, 131072), "Gemma 7B": (1e4, 8192),
+        "Gemma 3 27B (global layers)": (1e6, 131072)}
+
+
 @pytest.mark.slow            # a base search over a fine grid: seconds
 def test_real_models_read_from_configs_and_the_prose_verdict():
-    pts = B.model_points(ROOT / "tests" / "data" / "configs")
+    pts = B.model_points()
     assert pts["Llama 3.1 8B"]["base"] == 500000.0 and pts["Llama 3.1 8B"]["context"] == 131072
     assert pts["Qwen2.5 7B"]["context"] == 4 * 32768 and pts["Qwen2.5 7B"]["scaled_from"] == 32768
     assert pts["Gemma 7B"]["head_dim"] == 256 and pts["Mistral 7B v0.1"]["base"] == 10000.0
@@ -231,7 +259,7 @@ def test_pictures_put_no_words_on_their_data(make):
     if make == "turning":
         fig = F.fig_turning_dimensions()
     elif make == "bound":
-        fig = B.fig_base_bound(B.model_points(ROOT / "tests" / "data" / "configs"), bases=10.0 ** np.arange(3, 6.41, 0.1))
+        fig = B.fig_base_bound(B.model_points(), bases=10.0 ** np.arange(3, 6.41, 0.1))
     elif make.startswith("fig_"):
         fig = getattr(F, make)()
     else:
