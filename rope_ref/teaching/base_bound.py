@@ -136,8 +136,8 @@ MODELS = {
     "Llama 3 8B": dict(config="meta-llama-3-8b", hub="meta-llama/Meta-Llama-3-8B"),
     "Llama 3.1 8B": dict(config="llama-3.1-8b", hub="meta-llama/Llama-3.1-8B", scaled_from=8192),
     "Mistral 7B v0.1": dict(config="mistral-7b-v0.1", hub="mistralai/Mistral-7B-v0.1"),
-    "Qwen2.5 7B": dict(config="qwen2.5-7b-instruct-yarn", hub="Qwen/Qwen2.5-7B-Instruct", scaled_from=32768,
-                       note=", with the yarn section its model card adds"),
+    "Qwen2.5 7B": dict(config="qwen2.5-7b-instruct-yarn", hub="Qwen/Qwen2.5-7B-Instruct", scaled_from=32768),
+    # ^ with the yarn section its model card adds for contexts beyond 32k
     "Gemma 7B": dict(config="gemma-7b", hub="google/gemma-7b"),
     "Gemma 3 27B (global layers)": dict(config="gemma-3-27b-pt", hub="google/gemma-3-27b-pt",
                                         layer_type="full_attention", scaled_from=32768),
@@ -152,8 +152,9 @@ def _shipped_config(name: str) -> dict:
 
 
 def model_points() -> dict:
-    """name -> dict(base, context, head_dim, scaled_from or None, source) for every model of :data:`MODELS`, each
-    read from its shipped config.json with :func:`rope_ref.from_hf_config` (works in an installed copy).  The
+    """name -> dict(base, context, head_dim, scaled_from or None, source: the Hub id, file: the shipped copy) for
+    every model of :data:`MODELS`, each read from its shipped config.json with :func:`rope_ref.from_hf_config`
+    (works in an installed copy).  The
     context is the config's max_position_embeddings (its text_config's for a vision-language model, or the
     config class's default where the published file leaves it out); where that is the length before scaling
     (``scaled_from``, as in Qwen2.5's config with its yarn section), factor x scaled_from."""
@@ -167,8 +168,7 @@ def model_points() -> dict:
         if scaled_from and int(context) == scaled_from:
             context = int((text.get("rope_scaling") or {}).get("factor", 1) * scaled_from)
         out[name] = dict(base=cfg.base, context=int(context), head_dim=cfg.head_dim, scaled_from=scaled_from,
-                         source=f"{entry['hub']} config.json{entry.get('note', '')} "
-                                f"(rope_ref/teaching/data/{entry['config']}.json)")
+                         source=entry["hub"], file=f"rope_ref/teaching/data/{entry['config']}.json")
     return out
 
 
