@@ -192,6 +192,8 @@ def test_figure_2_of_barbero_et_al_decay_needs_aligned_queries_and_keys():
     np.testing.assert_allclose(got["gaussian"], mean, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(got["gaussian_once"], once, rtol=1e-9, atol=1e-9)
     assert ones[0] == pytest.approx(256.0)                          # a(0) = |1|^2 = d
+    # the prose: panel (a) is 2 B_{r,theta}, Men et al.'s quantity (their module's, against the by-hand curve)
+    np.testing.assert_allclose(ones, 2 * B.similarity_margin(r.astype(float), 256, 1e4), rtol=1e-9, atol=1e-9)
     # the prose: Figure 2 (a) decays from 1 to near 0 over 0..5000 (the paper's axis), (b) stays at 0 within
     # 2 standard errors (sqrt(d / n) = 1) -- Proposition 3.2, E[q^T R_r k] = 0
     assert ", ".join(f"{x:.3f}" for x in ones[1:] / 256) == "0.972, 0.675, 0.456, 0.193, -0.029"
