@@ -31,6 +31,19 @@ def similarity_margin(m, d: int = 128, base: float = 10000.0) -> np.ndarray:
     return np.cos(np.multiply.outer(m, frequencies(d, base))).sum(axis=-1)
 
 
+#: The most integer distances a scan of B_{m,theta} covers (about 10 s at d = 128): limit= and length= above it are
+#: refused before any work.
+MAX_DISTANCES = 1 << 24
+
+
+def _check_distances(n, name: str) -> int:
+    n = val.check_positive_int(n, name)
+    if n > MAX_DISTANCES:
+        raise ValueError(f"{name} must be at most {MAX_DISTANCES:,} (B_m is computed at every integer distance up "
+                         f"to it), got {n:,}")
+    return n
+
+
 def _first_negative(th: np.ndarray, limit: int):
     """The first integer m in 0..limit with sum_i cos(m th_i) < 0, or None: scanned in growing blocks."""
     start, block = 0, 4096
@@ -46,7 +59,7 @@ def _first_negative(th: np.ndarray, limit: int):
 def supported_context(base: float, d: int = 128, limit: int = 1 << 22) -> int:
     """Men et al.'s L_theta = sup{L | B_{m,theta} >= 0 for all m in 0..L} (eq 10): the longest L with
     B_{m,theta} >= 0 at every integer distance 0 <= m <= L (capped at ``limit``)."""
-    limit = val.check_positive_int(limit, "limit")
+    limit = _check_distances(limit, "limit")
     first = _first_negative(frequencies(d, base), limit)
     return limit if first is None else first - 1
 
@@ -73,6 +86,7 @@ def base_lower_bound(context_lengths, d: int = 128, rel_step: float = 1e-4) -> n
     if not 0 < rel <= 0.1:
         raise ValueError(f"rel_step must be in (0, 0.1] (the relative spacing of the bases tried), got {rel_step!r}")
     d = val.check_d(d)
+    val.check_nbytes(8 * d, "d", what=f"d = {d} float64 exponents")
     half = np.arange(0, d, 2) / d
     out = np.empty(L.shape)
     for idx, length in np.ndenumerate(L):
@@ -109,10 +123,11 @@ def men_method_frequencies(method: int) -> np.ndarray:
 def negative_margin_count(inv_freq, length: int) -> int:
     """How many integer distances 0 <= m <= ``length`` have sum_i cos(m inv_freq_i) < 0: where eq 10's condition
     B_{m,theta} >= 0 fails (Men et al.'s Table 4 counts these)."""
-    th = np.asarray(inv_freq, dtype=float)
+    th = val.check_real_array(inv_freq, "inv_freq").astype(float)
     if th.ndim != 1 or not np.all(np.isfinite(th)):
         raise ValueError(f"inv_freq must be a 1-D array of finite frequencies, got shape {th.shape}")
-    length = val.check_positive_int(length, "length")
+    length = _check_distances(length, "length")
+    val.check_nbytes(8 * (1 << 15) * th.size, "inv_freq", what=f"blocks of 32768 distances x {th.size} frequencies")
     count = 0
     for start in range(0, length + 1, 1 << 15):
         m = np.arange(start, min(start + (1 << 15), length + 1), dtype=float)

@@ -20,6 +20,8 @@ def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> boo
         return False
     if isinstance(answer, bool) or not isinstance(answer, numbers.Integral):
         return verdict(False, f"the answer is a whole number of positions (an int), got {answer!r}")
+    if answer < 0:
+        return verdict(False, f"a context length is a number of positions, 0 or more: got {answer!r}")
     right = supported_context(base, d)
     answer = int(answer)
     if answer == right:

@@ -19,6 +19,8 @@ Shapes are written ``(..., seq, d)`` as in rope_ref; ``d`` is the head dimension
 
 from __future__ import annotations
 
+import math
+
 import ipywidgets as W
 import matplotlib
 import numpy as np
@@ -84,7 +86,10 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
 
 
 def _even(d) -> int:
-    return val.check_d(d)
+    """A positive even head dimension whose float64 features fit in memory (checked before allocating)."""
+    d = val.check_d(d)
+    val.check_nbytes(8 * d, "d", what=f"d = {d} float64 features")
+    return d
 
 
 def dimension_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0, fraction: float = 1.0,
@@ -159,6 +164,7 @@ def offset_scores(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0
     of the pairs do not turn.  All rotations by :func:`rope_ref.rotate` (interleaved pairs).
     """
     n_keys = val.check_positive_int(n_keys, "n_keys")
+    val.check_nbytes(8 * n_keys * _even(d), "n_keys", what=f"{n_keys} keys of d = {d} float64 features")
     scale = val.check_scalar(scale, "scale")
     if scale < 0:
         raise ValueError(f"scale must be |u|^2 >= 0 (a squared norm), got {scale!r}")
@@ -195,7 +201,7 @@ def nope_repeated_token_weights(d: int = 16, seed: int = 0, scale: float = 3.0) 
     [bos, x, x] and a head without positions (random W_Q, W_K with entries N(0, scale^2 / d)).  Tokens 2 and 3 are
     the same, so query 3 scores keys 2 and 3 the same and alpha_{3,3} = alpha_{3,2} < 1/2, whatever the weights.
     Returns the weights of query 3 on (bos, x, x), ``(3,)``."""
-    rng = np.random.default_rng(val.check_positive_int(seed + 1, "seed") - 1)
+    rng = np.random.default_rng(val.check_seed(seed))
     d = _even(d)
     bos, x = rng.standard_normal((2, d))
     Wq, Wk = rng.standard_normal((2, d, d)) * val.check_scalar(scale, "scale") / np.sqrt(d)
@@ -229,7 +235,7 @@ def decay_experiment(distances, d: int = 256, base: float = 10000.0, n_samples: 
         raise ValueError(f"distances.size * n_samples * d must be at most {1 << 25}, got "
                          f"{r.size} * {n_samples} * {d} = {r.size * n_samples * d}")
     freqs = frequencies(d, val.check_scalar(base, "base"))
-    rng = np.random.default_rng(val.check_positive_int(seed + 1, "seed") - 1)
+    rng = np.random.default_rng(val.check_seed(seed))
     q, k = rng.standard_normal((2, n_samples, d))
     pos = r.reshape(-1).astype(float)
     ones = np.ones(d)
@@ -246,9 +252,12 @@ def fig_decay_experiment(d: int = 256, base: float = 10000.0, max_distance: int 
     """Barbero et al.'s Figure 2 recomputed by :func:`decay_experiment`: (a) all-ones q and k, a(r) / a(0), which
     decays; (b) a fresh Gaussian q, k per position, the mean activation over ``n_samples`` draws divided by d, on
     the same scale -- about 0 at every distance.  Distances 0, 10, ..., ``max_distance``."""
-    r = np.arange(0, val.check_positive_int(max_distance, "max_distance") + 1, 10)
+    max_distance, d = val.check_positive_int(max_distance, "max_distance"), _even(d)
+    n_r = max_distance // 10 + 1
+    if n_r * val.check_positive_int(n_samples, "n_samples") * d > 1 << 25:     # decay_experiment's limit, before arange
+        raise ValueError(f"max_distance / 10 * n_samples * d must be at most {1 << 25}, got {n_r} * {n_samples} * {d}")
+    r = np.arange(0, max_distance + 1, 10)
     a = decay_experiment(r, d, base, n_samples, seed)
-    d = _even(d)
     fig = new_figure(9, 5.4)
     ax_a, ax_b = fig.subplots(2, 1, sharex=True)
     ax_a.plot(r, a["ones"] / a["ones"][0], color="C0", lw=1.2, label="(a) q = k = all ones: a(r) / a(0)")
@@ -300,7 +309,7 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
 
 def distractor_level(width: int = 8) -> float:
     """Typical |score| of a random unit key against a unit query on 2 * ``width`` features: 1/sqrt(2 width)."""
-    return 1.0 / np.sqrt(2 * val.check_positive_int(width, "width"))
+    return 1.0 / math.sqrt(2 * val.check_positive_int(width, "width"))
 
 
 # --- views (sliders): the same pattern as rope_ref.teaching.views, with a plain redraw ---------------------------------

@@ -79,6 +79,17 @@ def test_scheme_frequencies_against_the_definitions():
     (lambda: F.offset_attention(1, 62, d=64), "pair must be an integer in 0..d/2-width"),
     (lambda: F.offset_attention(1, 0, scale=-5.0), r"scale must be \|u\|\^2 >= 0"),
     (lambda: F.fig_decay_experiment(max_distance=0), "max_distance must be a positive integer"),
+    # sizes and work checked before any is done; seeds named (issue 23's review: these were numpy's own errors,
+    # a MemoryError, or a scan that never ended)
+    (lambda: F.dimension_frequencies(d=2 ** 40), "d: d = 1099511627776 float64 features would take 8 TiB"),
+    (lambda: F.offset_attention(1, 0, n_keys=2 ** 40), "n_keys: 1099511627776 keys"),
+    (lambda: F.nope_repeated_token_weights(seed=None), "seed must be a non-negative integer, got None"),
+    (lambda: F.decay_experiment([1.0], seed="x"), "seed must be a non-negative integer, got 'x'"),
+    (lambda: F.fig_decay_experiment(max_distance=2 ** 40), r"max_distance / 10 \* n_samples \* d must be at most"),
+    (lambda: B.negative_margin_count(B.men_method_frequencies(1), 10 ** 30), "length must be at most 16,777,216"),
+    (lambda: B.supported_context(1e4, limit=10 ** 30), "limit must be at most 16,777,216"),
+    (lambda: B.negative_margin_count("x", 100), "inv_freq must be a real array"),
+    (lambda: B.base_lower_bound([64], d=2 ** 40), "d: d = 1099511627776 float64 exponents"),
     (lambda: F.band_pairs("middle"), "band must be 'high' or 'low'"),
     (lambda: F.band_pairs("low", 16, 9), "width must be at most d/2"),
 ])
@@ -232,6 +243,8 @@ def test_checker_with_right_wrong_and_missing_answers(capsys):
     assert check_supported_context(8192) is False and capsys.readouterr().out.startswith("Not yet: ")
     assert check_supported_context(10 ** 6) is False and "already negative" in capsys.readouterr().out
     assert check_supported_context(18437.0) is False and "a whole number" in capsys.readouterr().out
+    assert check_supported_context(-1) is False and "0 or more" in capsys.readouterr().out
+    assert F.distractor_level(10 ** 30) == pytest.approx(1 / np.sqrt(2e30))          # a huge int is a number
 
 
 def test_exercise_follows_the_course_convention():
