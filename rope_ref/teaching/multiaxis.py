@@ -24,7 +24,7 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 from .. import _validate as val
 from ..forms import rotate
 from ..multiaxis import MROPE_AXES, axial_frequencies, grid_positions, mrope_frequencies, mrope_position_ids
-from .quantities import random_qk
+from .quantities import _qk, random_qk
 from .style import VIEW_DPI, new_figure
 from .views import View, _minus
 from .widgets import _int, _set, slider_app
@@ -57,7 +57,9 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
     The 2-D axial score (timm / Heo et al. layout, first half of the pairs on x, second on y).
     """
     radius = val.check_positive_int(radius, "radius")
-    q, k = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    q, k = _qk(q, k, one_d=True)
+    q, k = q.astype(np.float64), k.astype(np.float64)
+    val.check_nbytes(8 * (2 * radius + 1) ** 2 * q.size, "radius", what=f"{(2 * radius + 1) ** 2} rotated keys of d = {q.size}")
     offsets = np.arange(-radius, radius + 1, dtype=np.float64)
     dy, dx = np.meshgrid(offsets, offsets, indexing="ij")
     keys = _axial_rotate(np.broadcast_to(k, (dx.size, k.size)), np.stack([dx.ravel(), dy.ravel()]), base)
@@ -66,8 +68,10 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
 
 def grid_scores(q, k, height: int, width: int, *, base: float = BASE_GRID) -> np.ndarray:
     """q_m . k_n for every pair of patches of a height x width grid at absolute positions: ``(h*w, h*w)``."""
+    q, k = _qk(q, k, one_d=True)
     P = grid_positions(height, width, indexing="xy")
     n = P.shape[1]
+    val.check_nbytes(8 * n * max(n, q.size), "height * width", what=f"the ({n}, {n}) scores of {n} patches")
     Q = _axial_rotate(np.broadcast_to(q, (n, q.size)), P, base)
     K = _axial_rotate(np.broadcast_to(k, (n, k.size)), P, base)
     return Q @ K.T
@@ -78,6 +82,12 @@ def relative_spread(q, k, height: int, width: int, *, base: float = BASE_GRID) -
 
     0 up to rounding: the 2-D axial score depends on the offset (dx, dy) alone.
     """
+    height, width = val.check_positive_int(height, "height"), val.check_positive_int(width, "width")
+    if max(height, width) == 1:
+        return 0.0                                      # one patch: no offset but (0, 0)
+    q, k = _qk(q, k, one_d=True)                        # checked before the map below is built
+    n = height * width
+    val.check_nbytes(8 * n * max(n, q.size), "height * width", what=f"the ({n}, {n}) scores of {n} patches")
     S = relative_score_map(q, k, max(height, width) - 1, base=base)
     P = grid_positions(height, width, indexing="xy").astype(int)
     r = max(height, width) - 1

@@ -91,5 +91,7 @@ def format_errors(values, digits: int = 1) -> str:
     (float16 overflow: the angle becomes inf, cos and sin of inf are nan).  Never prints a small error as ``0.``."""
     values = val.check_real_array(values, "values")
     digits = val.check_positive_int(digits, "digits")
+    if digits > 17:
+        raise ValueError(f"digits must be at most 17 (a float64 holds 17 significant digits), got {digits}")
     return "  ".join(f"{float(v):>{7 + digits}.{digits}e}" if np.isfinite(v) else f"{str(float(v)):>{7 + digits}}"
                      for v in np.ravel(values))

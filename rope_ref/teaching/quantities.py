@@ -24,6 +24,7 @@ def random_qk(d: int, seed: int = 0, n: int | None = None):
     """Seeded standard-normal query and key vectors: shape ``(d,)`` each, or ``(n, d)``."""
     d, seed = val.check_d(d), val.check_seed(seed)
     n = None if n is None else val.check_positive_int(n, "n")
+    val.check_nbytes(2 * 8 * d * (n or 1), "d" if n is None else "n * d", what=f"two float64 {(n or 1) * d}-element draws")
     rng = np.random.default_rng(seed)
     shape = (d,) if n is None else (n, d)
     return rng.standard_normal(shape), rng.standard_normal(shape)
