@@ -13,13 +13,20 @@ from .base_bound import supported_context
 from .frequencies import diagonal_head_weight
 
 
-def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> bool:
-    """Exercise: the longest context L that base ``base`` supports by Men et al.'s criterion
-    (B_{m,theta} >= 0 for every integer distance 0 <= m <= L), for head dimension ``d``."""
+def _whole_answer(answer, what: str) -> bool:
+    """True for an int answer; otherwise prints "Not answered yet" (None) or why not, and returns False."""
     if unanswered(answer, hint="set answer to an integer and run the cell again."):
         return False
     if isinstance(answer, bool) or not isinstance(answer, numbers.Integral):
-        return verdict(False, f"the answer is a whole number of positions (an int), got {answer!r}")
+        return verdict(False, f"the answer is {what} (an int), got {answer!r}")
+    return True
+
+
+def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> bool:
+    """Exercise: the longest context L that base ``base`` supports by Men et al.'s criterion
+    (B_{m,theta} >= 0 for every integer distance 0 <= m <= L), for head dimension ``d``."""
+    if not _whole_answer(answer, "a whole number of positions"):
+        return False
     if answer < 0:
         return verdict(False, f"a context length is a number of positions, 0 or more: got {answer!r}")
     right = supported_context(base, d)
@@ -54,10 +61,8 @@ def smallest_diagonal_norm(target: float = 0.9, pair: int = 8, n_keys: int = 48,
 def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
     """Exercise (notebook 10): the smallest integer |psi|^2 at which the diagonal head of Theorem 5.3, built on
     ``pair`` (48 tokens, d = 64), puts at least ``target`` of the last token's attention on itself."""
-    if unanswered(answer, hint="set answer to an integer and run the cell again."):
+    if not _whole_answer(answer, "a whole number"):
         return False
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Integral):
-        return verdict(False, f"the answer is a whole number (an int), got {answer!r}")
     if answer < 1:
         return verdict(False, f"|psi|^2 is a squared norm, and the search starts at 1: got {answer!r}")
     right = smallest_diagonal_norm(target, pair)

@@ -211,6 +211,16 @@ def nope_repeated_token_weights(d: int = 16, seed: int = 0, scale: float = 3.0) 
     return w / w.sum()
 
 
+def _check_decay_work(n_r: int, n_samples, d: int, what: str) -> int:
+    """:func:`decay_experiment` rotates ``n_r * n_samples`` vectors of d features: at most 2**25 numbers.
+    ``what`` names where ``n_r`` comes from.  Returns the checked ``n_samples``."""
+    n_samples = val.check_positive_int(n_samples, "n_samples")
+    if n_r * n_samples * d > 1 << 25:
+        raise ValueError(f"{what} * n_samples * d must be at most {1 << 25}, got "
+                         f"{n_r} * {n_samples} * {d} = {n_r * n_samples * d}")
+    return n_samples
+
+
 def decay_experiment(distances, d: int = 256, base: float = 10000.0, n_samples: int = 256, seed: int = 0) -> dict:
     """The synthetic experiment of Barbero et al.'s Figure 2 (arXiv:2410.06205, §3; their Figure 9, Appendix B.4,
     in the ICLR revision): the mean activation a = q . R_r k of a query and a key ``r`` positions apart, for
@@ -230,10 +240,7 @@ def decay_experiment(distances, d: int = 256, base: float = 10000.0, n_samples: 
     """
     r = val.check_positions_any(distances, "distances")
     d = _even(d)
-    n_samples = val.check_positive_int(n_samples, "n_samples")
-    if r.size * n_samples * d > 1 << 25:
-        raise ValueError(f"distances.size * n_samples * d must be at most {1 << 25}, got "
-                         f"{r.size} * {n_samples} * {d} = {r.size * n_samples * d}")
+    n_samples = _check_decay_work(r.size, n_samples, d, "distances.size")
     freqs = frequencies(d, val.check_scalar(base, "base"))
     rng = np.random.default_rng(val.check_seed(seed))
     q, k = rng.standard_normal((2, n_samples, d))
@@ -253,9 +260,7 @@ def fig_decay_experiment(d: int = 256, base: float = 10000.0, max_distance: int 
     decays; (b) a fresh Gaussian q, k per position, the mean activation over ``n_samples`` draws divided by d, on
     the same scale -- about 0 at every distance.  Distances 0, 10, ..., ``max_distance``."""
     max_distance, d = val.check_positive_int(max_distance, "max_distance"), _even(d)
-    n_r = max_distance // 10 + 1
-    if n_r * val.check_positive_int(n_samples, "n_samples") * d > 1 << 25:     # decay_experiment's limit, before arange
-        raise ValueError(f"max_distance / 10 * n_samples * d must be at most {1 << 25}, got {n_r} * {n_samples} * {d}")
+    _check_decay_work(max_distance // 10 + 1, n_samples, d, "max_distance / 10")       # before arange
     r = np.arange(0, max_distance + 1, 10)
     a = decay_experiment(r, d, base, n_samples, seed)
     fig = new_figure(9, 5.4)

@@ -82,18 +82,15 @@ def relative_spread(q, k, height: int, width: int, *, base: float = BASE_GRID) -
 
     0 up to rounding: the 2-D axial score depends on the offset (dx, dy) alone.
     """
-    height, width = val.check_positive_int(height, "height"), val.check_positive_int(width, "width")
-    if max(height, width) == 1:
-        return 0.0                                      # one patch: no offset but (0, 0)
-    q, k = _qk(q, k, one_d=True)                        # checked before the map below is built
-    n = height * width
-    val.check_nbytes(8 * n * max(n, q.size), "height * width", what=f"the ({n}, {n}) scores of {n} patches")
-    S = relative_score_map(q, k, max(height, width) - 1, base=base)
-    P = grid_positions(height, width, indexing="xy").astype(int)
+    scores = grid_scores(q, k, height, width, base=base)      # checks q, k and the grid's size first
     r = max(height, width) - 1
+    if r == 0:
+        return 0.0                                      # one patch: no offset but (0, 0)
+    S = relative_score_map(q, k, r, base=base)
+    P = grid_positions(height, width, indexing="xy").astype(int)
     dx = P[0][None, :] - P[0][:, None]
     dy = P[1][None, :] - P[1][:, None]
-    return float(np.max(np.abs(grid_scores(q, k, height, width, base=base) - S[dy + r, dx + r])))
+    return float(np.max(np.abs(scores - S[dy + r, dx + r])))
 
 
 def mrope_bands() -> dict:
