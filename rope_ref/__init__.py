@@ -25,7 +25,7 @@ The teaching layer (notebook quantities, figures, interactive views, widgets) li
 
 from ._fast import clear_cache, set_cache_limit, set_num_threads
 from ._validate import RopeRefPrecisionWarning
-from .attention import attention, attention_dense, elu_plus_one, linear_attention, linear_attention_dense
+from .attention import attention, attention_dense, elu_plus_one, linear_attention, linear_attention_dense, softmax
 from .forms import (
     decay_bound,
     frequencies,
@@ -53,7 +53,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "attention", "attention_dense", "clear_cache", "set_cache_limit", "set_num_threads", "decay_bound", "elu_plus_one", "frequencies",
-    "linear_attention", "linear_attention_dense", "partial_sums", "permute_qk_weights", "rotate",
+    "linear_attention", "linear_attention_dense", "softmax", "partial_sums", "permute_qk_weights", "rotate",
     "rotate_complex", "rotate_dense", "rotate_elementwise", "rotate_half", "rotation_angles",
     "rotation_matrix", "sinusoidal", "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle",
     "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches",

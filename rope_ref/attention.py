@@ -93,6 +93,21 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     return val.cast_back(out, v.astype(_out_dtype(q, k, v), copy=False), "v", "|v| below the output dtype's largest value")
 
 
+def softmax(scores, axis: int = -1) -> np.ndarray:
+    """exp(s_i - max s) / sum_j exp(s_j - max s) along ``axis`` (eq 2's row normalisation), float64.
+
+    ``scores``: any shape, finite or -inf (a -inf score gets weight 0); a row needs one finite score.
+    """
+    s = val.check_real_array(scores, "scores").astype(np.float64)
+    if np.any(np.isnan(s) | (s == np.inf)):
+        raise ValueError("scores must be finite or -inf (a masked score), got NaN or +inf")
+    top = s.max(axis=axis, keepdims=True)
+    if not np.all(np.isfinite(top)):
+        raise ValueError(f"scores: every row along axis {axis} needs at least one finite score, got a row of -inf")
+    w = np.exp(s - top)
+    return w / w.sum(axis=axis, keepdims=True)
+
+
 def _out_dtype(*arrays):
     narrow = all(a.dtype.itemsize <= 4 for a in arrays)
     return np.float32 if narrow else np.float64
@@ -221,9 +236,8 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
         if not np.all(np.isfinite(s.max(axis=-1))):
             raise ValueError("causal attention: some query has no key at or before its position "
                              "(check q_positions against k_positions)")
-    w = np.exp(s - s.max(axis=-1, keepdims=True))
     with np.errstate(over="ignore", invalid="ignore"):
-        out = (w / w.sum(axis=-1, keepdims=True)) @ v
+        out = softmax(s) @ v
     return val.check_no_overflow(out, v, "v", "|v| well below 1.8e308")
 
 

@@ -106,3 +106,15 @@ def test_per_prefix_normalisation_is_eq19(shape, rng):
     want = rr.linear_attention_dense(q, k, v, causal=True)
     np.testing.assert_allclose(num / den[..., None], want, atol=1e-12)
 
+
+
+def test_softmax_is_the_row_normalised_exponential():
+    # exp(0) : exp(log 3) = 1 : 3, so the weights are 1/4 and 3/4; a masked (-inf) score gets weight 0
+    w = rr.softmax(np.array([[0.0, np.log(3.0), -np.inf]]))
+    np.testing.assert_allclose(w, [[0.25, 0.75, 0.0]], rtol=1e-15)
+    # a shift of every score leaves the weights alone, even a shift that would overflow exp
+    np.testing.assert_allclose(rr.softmax(np.array([1000.0, 1000.0 + np.log(3.0)])), [0.25, 0.75], rtol=1e-12)
+    with pytest.raises(ValueError, match="scores"):
+        rr.softmax([np.nan, 1.0])
+    with pytest.raises(ValueError, match="at least one finite score"):
+        rr.softmax([-np.inf, -np.inf])
