@@ -23,3 +23,15 @@ def prose(name: str, *, solutions: bool | None = False) -> str:
     """The markdown of a notebook: without solutions (False), only solutions (True), or all (None)."""
     return "\n".join(src(c) for c in cells(name) if c["cell_type"] == "markdown"
                      and (solutions is None or ("solution" in tags(c)) == solutions))
+
+
+def run_cells(name: str, *ids: str, namespace: dict | None = None) -> dict:
+    """Execute the code cells ``ids`` of a notebook, in the order given, in ``namespace`` (a new dict when None;
+    a test may fill in its own inputs first) and return it: what a notebook computes, read from its own lines.
+    IPython magics (``%...`` lines) are skipped."""
+    namespace = {} if namespace is None else namespace
+    by_id = {c["id"]: c for c in cells(name)}
+    for cell_id in ids:
+        code = "\n".join(line for line in src(by_id[cell_id]).splitlines() if not line.startswith("%"))
+        exec(compile(code, f"{name}.ipynb:{cell_id}", "exec"), namespace)
+    return namespace

@@ -3,7 +3,7 @@
 Needs matplotlib (and ipywidgets for :mod:`~rope_ref.teaching.widgets`); the oracle in
 :mod:`rope_ref` does not.  Modules:
 
-* ``quantities``        -- scores, score maps and form agreement the notebooks plot;
+* ``quantities``        -- seeded q and k, the RoPE score, notebook 00's four-schemes task;
 * ``precision``         -- angles computed in a narrow dtype, and what they cost (notebook 06);
 * ``context_extension`` -- every scaling method on one model, side by side (notebook 05);
 * ``style``             -- the one figure style, and byte-stable rendering;

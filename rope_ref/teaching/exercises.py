@@ -19,7 +19,7 @@ import numpy as np
 
 from ..attention import attention
 from ..forms import decay_bound, frequencies, rotate, rotation_matrix, wrap_angle
-from .quantities import pair_polar, random_qk
+from .quantities import random_qk
 
 
 def verdict(ok: bool, text: str) -> bool:
@@ -80,8 +80,8 @@ def check_hand0_return(m, confused_with_all_hands) -> bool:
         return verdict(False, f"at m = {m} hand 0 is {yours:.3f} rad from a whole turn; another position between 1 and "
                               "100 comes closer (compute |wrap_angle(m * theta_0)| for every m and take the smallest)")
     if bool(confused_with_all_hands):
-        return verdict(False, f"m = {m} is right for hand 0, but look at the other hands: compare "
-                              f"quantities.code_distance({m}, 8) (all hands) with hand 0 alone (pairs=[0])")
+        return verdict(False, f"m = {m} is right for hand 0, but look at the other hands: compare |R_m u - u| for "
+                              "u = (1, 0, 1, 0, 1, 0, 1, 0) (all hands) with hand 0 alone, |e^(im) - 1|")
     return verdict(True, f"hand 0 comes within {off.min():.3f} rad of home at m = {m}, but hand 1 "
                          f"(theta_1 = 0.1) is then at {wrap_angle(m * 0.1):.2f} rad, so the full code differs")
 
@@ -140,9 +140,8 @@ def check_eq34(x, answer, base: float = 10000.0) -> bool:
 def rotations_exercise_angle(m: float = 10, n: float = 4, i: int = 2, d: int = 16, seed: int = 0) -> float:
     """The angle from k_n to q_m in pair i, measured on the rotated vectors, wrapped to (-pi, pi]."""
     q, k = random_qk(d, seed)
-    _, a_q = pair_polar(rotate(q, m)[2 * i:2 * i + 2])
-    _, a_k = pair_polar(rotate(k, n)[2 * i:2 * i + 2])
-    return float(wrap_angle(a_q - a_k))
+    q_m, k_n = rotate(q, m)[2 * i:2 * i + 2], rotate(k, n)[2 * i:2 * i + 2]      # pair i, rotated
+    return float(wrap_angle(np.angle(complex(*q_m)) - np.angle(complex(*k_n))))
 
 
 def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: int = 16, seed: int = 0) -> bool:
@@ -156,7 +155,7 @@ def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: in
     if abs(wrap_angle(a - measured)) < 1e-6:
         return verdict(True, f"{a:+.6f} rad is the measured angle {measured:+.6f} rad (modulo 2 pi)")
     q, k = random_qk(d, seed)
-    phi_q, phi_k = pair_polar(q[2 * i:2 * i + 2])[1], pair_polar(k[2 * i:2 * i + 2])[1]
+    phi_q, phi_k = np.angle(complex(*q[2 * i:2 * i + 2])), np.angle(complex(*k[2 * i:2 * i + 2]))
     theta = frequencies(d)[i]
     for wrong, why in [(phi_k - phi_q + (m - n) * theta, "the content part has the wrong sign: the angle from "
                                                           "k to q is phi_q - phi_k"),

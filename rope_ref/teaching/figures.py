@@ -13,17 +13,22 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..forms import decay_bound, frequencies, partial_sums, rotate
+from ..attention import softmax
+from ..forms import decay_bound, frequencies, partial_sums, rotate, sinusoidal, wrap_angle
 from ..scaling import wavelengths
 from .context_extension import TRAIN_LEN
 from .frequencies import fig_turning_dimensions
 from .multiaxis import fig_mrope_layout
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
-from .quantities import (FIG2_DISTANCES, FIG2_PAPER_YLIM, attention_weights, clock_angles, code_distance,
-                         mean_abs_score, random_qk, score_map, sinusoidal_score_map)
+from .quantities import random_qk, score
 from .style import METADATA, RC, new_figure, unit_circle
 from .views import ScalingView
 from .files import check_targets, write_atomically    # noqa: I001 (kept apart: the figures above change often)
+
+#: Relative distances of Figure 2: continuous over [0, 256] in steps of 0.01 (25,601 points).
+FIG2_DISTANCES = np.linspace(0.0, 256.0, 25601)
+#: The y-range of the paper's Figure 2 axis.
+FIG2_PAPER_YLIM = (6.0, 22.0)
 
 
 def fig2_long_term_decay(d: int = 128, base: float = 10000.0) -> Figure:
@@ -55,9 +60,10 @@ def fig_decay_vs_actual(d: int = 128, base: float = 10000.0, n_samples: int = 25
     r = np.linspace(0, 256, 129)
     bound = decay_bound(FIG2_DISTANCES, d, base)
     ax.plot(FIG2_DISTANCES, bound / bound[0], lw=1, label=r"bound $\frac{1}{d/2}\sum_j |S_j|$ (eq 37)")
-    for same, label in [(False, r"mean $|q \cdot R_r k|$, $q, k$ independent"),
-                        (True, r"mean $|q \cdot R_r q|$, $k = q$")]:
-        y = mean_abs_score(r, d, base=base, n_samples=n_samples, seed=seed, same_vector=same)
+    q, k = random_qk(d, seed, n_samples)                                        # (n_samples, d) each
+    for keys, label in [(k, r"mean $|q \cdot R_r k|$, $q, k$ independent"), (q, r"mean $|q \cdot R_r q|$, $k = q$")]:
+        y = np.array([np.abs(np.einsum("nd,nd->n", q, rotate(keys, np.full(n_samples, dist), base=base))).mean()
+                      for dist in r])                                           # mean |q . R_r k| at each distance r
         ax.plot(r, y / y[0], label=label)
     ax.set(xlabel="relative distance $r$", ylabel="value / value at $r = 0$", xlim=(0, 256), ylim=(0, 1.3),
            title=f"What the bound promises: $d = {d}$, {n_samples} random vectors")
@@ -72,7 +78,8 @@ def fig_relative_heatmaps(d: int = 64, n_pos: int = 48, seed: int = 0) -> Figure
     pos = np.arange(n_pos)
     fig = new_figure(9, 4.2)
     axes = fig.subplots(1, 2)
-    for ax, S, title in zip(axes, [score_map(q, k, pos), sinusoidal_score_map(q, k, pos)],
+    E = sinusoidal(pos, d)                                                      # the additive embedding E(m)
+    for ax, S, title in zip(axes, [score(q, k, pos[:, None], pos[None, :]), (q + E) @ (k + E).T],
                             [r"RoPE: $(R_m q)\cdot(R_n k)$", r"sinusoidal: $(q + E_m)\cdot(k + E_n)$"]):
         im = ax.imshow(S, origin="lower", cmap="RdBu_r", vmin=-np.abs(S).max(), vmax=np.abs(S).max())
         ax.set(xlabel="key position $n$", ylabel="query position $m$", title=title)
@@ -176,7 +183,7 @@ def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000
     lengths = np.linspace(1.0, 0.35, n_pairs)
     for ax, m in zip(fig.subplots(1, len(positions)), positions):
         ax.add_patch(unit_circle())
-        for i, (a, length) in enumerate(zip(clock_angles(m, d, base), lengths)):
+        for i, (a, length) in enumerate(zip(wrap_angle(m * frequencies(d, base)), lengths)):
             ax.plot([0, length * np.cos(a)], [0, length * np.sin(a)], color=f"C{i % 10}", lw=2.5 - 1.5 * i / n_pairs,
                     label=f"hand {i}" if m == positions[0] else None)
         ax.set(xlim=(-1.15, 1.15), ylim=(-1.15, 1.15), aspect="equal", xticks=[], yticks=[], title=f"$m = {m}$")
@@ -191,17 +198,24 @@ def fig_aliasing(d: int = 8, base: float = 10000.0, max_position: int = 60) -> F
     m = np.linspace(0, max_position, 6001)
     fig = new_figure(8, 3.6)
     ax = fig.subplots()
-    ax.plot(m, code_distance(m, d, base, pairs=[0]), label=r"pair 0 only ($\theta_0 = 1$)")
-    ax.plot(m, code_distance(m, d, base), label=f"all {d // 2} pairs")
+    ax.plot(m, _code_distance(m, d, base, n_pairs=1), label=r"pair 0 only ($\theta_0 = 1$)")
+    ax.plot(m, _code_distance(m, d, base, n_pairs=d // 2), label=f"all {d // 2} pairs")
     for k in range(1, int(max_position / (2 * np.pi)) + 1):
         ax.axvline(2 * np.pi * k, color="0.8", lw=0.8, zorder=0)
-    ax.annotate(r"$m = 6$: pair 0 almost back at $m = 0$", xy=(6, code_distance(6.0, d, base, pairs=[0])),
+    ax.annotate(r"$m = 6$: pair 0 almost back at $m = 0$", xy=(6, _code_distance(6.0, d, base, n_pairs=1)),
                 xytext=(8, 3.05), arrowprops=dict(arrowstyle="->"))
     ax.set(xlabel="position $m$", ylabel=r"$\|R_m u - R_0 u\|$", xlim=(0, max_position), ylim=(-0.05, 3.5),
            title=rf"One frequency repeats every $2\pi$ positions;" "\n" rf"many frequencies together do not ($d = {d}$)")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
     ax.grid(alpha=0.3)
     return fig
+
+
+def _code_distance(m, d: int, base: float, n_pairs: int) -> np.ndarray:
+    """|R_m u - u| for u = (1, 0, 1, 0, ...) on the first ``n_pairs`` pairs (0 elsewhere): the code at m against 0."""
+    u = np.zeros(d)
+    u[0:2 * n_pairs:2] = 1.0
+    return np.linalg.norm(rotate(np.broadcast_to(u, np.shape(m) + (d,)), m, base=base) - u, axis=-1)
 
 
 def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)) -> Figure:
@@ -212,7 +226,7 @@ def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)
     n_pairs = d // 2
     for ax, r in zip(axes, distances):
         ax.add_patch(unit_circle())
-        a = clock_angles(r, d, base)
+        a = wrap_angle(r * frequencies(d, base))
         for ang in a:
             ax.plot([0, np.cos(ang)], [0, np.sin(ang)], color="C0", lw=0.8, alpha=0.6)
         mean = np.exp(1j * a).mean()
@@ -239,8 +253,11 @@ def fig_attention_pattern(n: int = 32, d: int = 64, seed: int = 0, scale: float 
     x = np.tile(x / np.linalg.norm(x) * np.sqrt(scale * np.sqrt(d)), (n, 1))    # |x|^2 / sqrt(d) = scale
     fig = new_figure(9.5, 4.2)
     axes = fig.subplots(1, 2)
-    for ax, rope, title in zip(axes, [False, True], ["no positions (all at $m = 0$)", "RoPE"]):
-        w = attention_weights(x, x, rope=rope)
+    pos = np.arange(n, dtype=float)
+    for ax, positions, title in zip(axes, [np.zeros(n), pos], ["no positions (all at $m = 0$)", "RoPE"]):
+        rotated = rotate(x, positions)
+        scores = rotated @ rotated.T / np.sqrt(d)
+        w = softmax(np.where(pos[None, :] <= pos[:, None], scores, -np.inf))     # causal softmax weights (eq 2)
         im = ax.imshow(np.where(np.tril(np.ones((n, n))) > 0, w, np.nan), origin="upper", cmap="viridis",
                        vmin=0, vmax=0.5)
         ax.set(xlabel="key position $n$", ylabel="query position $m$", title=title)

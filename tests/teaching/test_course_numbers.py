@@ -6,13 +6,16 @@ notebook calls rope_ref, or with a second rope_ref path (dense matrices) where i
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.teaching import context_extension, precision, quantities
+from rope_ref.teaching import context_extension, figures, precision, quantities
+
+from notebook_cells import run_cells
 
 NB_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -46,9 +49,12 @@ def test_aliasing_numbers():
     assert thetas(8)[1] == pytest.approx(0.1) and 6 * thetas(8)[1] == pytest.approx(0.6)
     assert "0.28 rad short of" in text("00_why_positions") and "0.6 rad" in text("00_why_positions")
     assert "0.28 rad" not in text("02_rotations"), "aliasing is explained once, in 00; 02 refers back"
-    # distance of the code at m from the code at 0 in one pair is the chord 2 |sin(m theta / 2)|
-    m = np.array([0.0, 1.0, 6.0, 44.0])
-    np.testing.assert_allclose(quantities.code_distance(m, 8, pairs=[0]), 2 * np.abs(np.sin(m / 2)), atol=1e-12)
+    # distance of the code at m from the code at 0 in one pair is the chord 2 |sin(m theta / 2)|: the aliasing
+    # figure's pair-0 curve, and the number notebook 00 prints with |e^{im} - 1|
+    m, pair0 = figures.fig_aliasing().axes[0].lines[0].get_data()
+    np.testing.assert_allclose(pair0, 2 * np.abs(np.sin(m / 2)), atol=1e-12)
+    assert f"{2 * abs(math.sin(3)):.2f}" == "0.28" and "abs(np.exp(6j) - 1)" in "".join(
+        "".join(c["source"]) for c in json.loads((NB_DIR / "00_why_positions.ipynb").read_text())["cells"])
     # 44 rad = 7 turns + 0.018 rad: the closest return of pair 0 within 1..100
     turns = np.arange(1, 101) / (2 * np.pi)
     assert int(np.argmin(np.abs(turns - np.round(turns)))) + 1 == 44
@@ -58,16 +64,19 @@ def test_aliasing_numbers():
 
 # --- 01: the radius is a choice ---------------------------------------------------------------------------------------
 
-def test_radius_choice_keeps_the_score_and_grows_the_norm():
+def test_radius_choice_keeps_the_score_and_grows_the_norm(capsys):
     q, k, a = np.array([1.5410, -0.2934]), np.array([-2.1788, 0.5684]), 1.05
+    notebook = run_cells("01_three_forms", "cell-31", namespace={"np": np, "rr": rr, "q2": q})   # f_q, f_k as 01 has them
+    printed = re.findall(r"f_q \. f_k = ([-+]\d+\.\d+), \|f_q\| = +(\d+\.\d+)", capsys.readouterr().out)
     scores, norms = [], []
-    for m, n in [(3, 10), (103, 110)]:
+    for (m, n), (score, norm) in zip([(3, 10), (103, 110)], printed, strict=True):
         fq = a ** m * (rr.rotation_matrix(m, 2) @ q)      # dense matrices, not the fast path
         fk = a ** -n * (rr.rotation_matrix(n, 2) @ k)
-        np.testing.assert_allclose(quantities.radial_scaled(q, m, a), fq, rtol=1e-12)
-        np.testing.assert_allclose(quantities.radial_scaled(k, n, 1 / a), fk, rtol=1e-12)
+        assert (f"{fq @ fk:+.10f}", f"{np.linalg.norm(fq):.3f}") == (score, norm)
         scores.append(fq @ fk)
         norms.append(np.linalg.norm(fq))
+    np.testing.assert_allclose(notebook["fq"], fq, rtol=1e-12)     # the last (m, n) = (103, 110)
+    np.testing.assert_allclose(notebook["fk"], fk, rtol=1e-12)
     assert scores[0] == pytest.approx(scores[1], rel=1e-12)
     assert norms[1] / norms[0] == pytest.approx(a ** 100) and f"{a ** 100:.1f}" == "131.5"
     t = text("01_three_forms")
@@ -98,10 +107,11 @@ def test_figure2_numbers(fig2):
     np.testing.assert_allclose(rr.decay_bound(r, 128), y4, rtol=1e-12)
 
 
-def test_abel_terms_against_a_loop():
+def test_eqs_35_to_37_of_notebook_03_against_a_loop():
     q, k = quantities.random_qk(16, seed=3)
+    eqs_35_to_37 = run_cells("03_long_term_decay", "cell-07", namespace={"np": np})["eqs_35_to_37"]
     for dist in [0.0, 2.5, 40.0]:
-        t = quantities.abel_terms(q, k, dist)
+        t = eqs_35_to_37(q, k, dist, thetas(16))
         h = [complex(q[2 * i], q[2 * i + 1]) * complex(k[2 * i], -k[2 * i + 1]) for i in range(8)] + [0j]
         e = [complex(math.cos(dist * th), math.sin(dist * th)) for th in thetas(16)]
         S = np.cumsum(e)
@@ -241,11 +251,16 @@ def test_decay_looseness_and_normalised_figure_numbers():
     assert (f"{min(final):.0f}", f"{max(final):.0f}") == ("146", "1900")
     t = text("03_long_term_decay")
     assert "60 to 793 times" in t and "146 to 1900 times" in t and "tens to hundreds" not in t
-    # the normalised figure: random q, k stay within about 0.9..1.1 of their value at 0; the bound falls to ~0.2
-    r = np.linspace(0, 256, 41)
+    # the normalised figure (as notebook 03 draws it): random q, k stay within about 0.9..1.1 of their value at 0; the
+    # bound falls to ~0.2
+    r, got = figures.fig_decay_vs_actual(n_samples=128).axes[0].lines[1].get_data()
     qs, ks = quantities.random_qk(128, seed=0, n=128)
-    got = quantities.mean_abs_score(r, 128, n_samples=128)
-    assert got[0] == pytest.approx(np.mean([abs(qq @ kk) for qq, kk in zip(qs, ks)]))
+    at_0 = np.mean([abs(qq @ kk) for qq, kk in zip(qs, ks)])
+    assert r[64] == 128 and got[64] == pytest.approx(np.mean([abs(qq @ rr.rotation_matrix(128.0, 128) @ kk)
+                                                               for qq, kk in zip(qs, ks)]) / at_0)
+    r = np.linspace(0, 256, 41)
+    got = np.array([np.mean([abs(qq @ rr.rotation_matrix(dist, 128) @ kk) for qq, kk in zip(qs, ks)]) for dist in r])
+    assert got[0] == pytest.approx(at_0)
     assert np.all((got / got[0] > 0.85) & (got / got[0] < 1.15))
     bound = np.abs(np.cumsum(np.exp(1j * np.outer(r, thetas(128))), axis=1)).mean(axis=1)
     assert bound[-1] / bound[0] == pytest.approx(0.2, abs=0.03)

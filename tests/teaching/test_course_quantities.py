@@ -1,11 +1,15 @@
-"""The teaching quantities the course adds: KV cache, attention weights, eq 19 weights, the rotation view's angle."""
+"""What notebook 04 computes in its own cells (attention with RoPE, the KV cache, eq 19's weights), run on this file's
+inputs and checked against independent paths (dense rotation matrices, rope_ref's dense forms); the attention-pattern
+figure; the rotation view's angle."""
 
 import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.teaching import quantities
+from rope_ref.teaching import figures, quantities
 from rope_ref.teaching.views import RotationsView, ScalingView
+
+from notebook_cells import run_cells
 
 
 @pytest.fixture
@@ -14,52 +18,61 @@ def qkv():
     return tuple(rng.standard_normal((2, 3, 12, 8)) for _ in range(3))
 
 
-def test_kv_cache_rotates_each_key_once_and_matches_full_attention(qkv, monkeypatch):
+class CountingRotations:
+    """rope_ref as a notebook sees it, except that ``rotate`` records a copy of every result it returns."""
+
+    def __init__(self):
+        self.results = []
+
+    def __getattr__(self, name):
+        return getattr(rr, name)
+
+    def rotate(self, *args, **kwargs):
+        out = rr.rotate(*args, **kwargs)
+        self.results.append(out.copy())
+        return out
+
+
+def notebook_04(cell_id, q, k, v=None, **more):
+    """Run notebook 04's cell on q, k, v of shape (..., N, d) (d and N taken from them)."""
+    namespace = {"np": np, "rr": more.pop("rr", rr), "q": q, "k": k, "v": v, "N": q.shape[-2], "d": q.shape[-1]}
+    return run_cells("04_attention", cell_id, namespace=namespace | more)
+
+
+def test_kv_cache_rotates_each_key_once_and_matches_full_attention(qkv):
     q, k, v = qkv
-    cache = quantities.KVCache()
-    outs, snapshots = [], []
-    for t in range(12):
-        cache.append(k[..., t, :], v[..., t, :], position=t)
-        outs.append(cache.attend(q[..., t, :], position=t))
-        snapshots.append([key.copy() for key in cache.keys])
-    # stored keys never change after they are stored, and each is R_t k_t (dense matrix, independent path)
-    for t, snap in enumerate(snapshots):
-        for j, key in enumerate(snap):
-            np.testing.assert_array_equal(key, cache.keys[j])
-    for t in range(12):
-        np.testing.assert_allclose(cache.keys[t], k[..., t, :] @ rr.rotation_matrix(float(t), 8).T, atol=1e-12)
-    assert cache.rotations == 24
+    counting = CountingRotations()
     dense = rr.attention_dense(q, k, v, np.arange(12), np.arange(12), causal=True)
-    np.testing.assert_allclose(np.stack(outs, axis=-2), dense, atol=1e-12)
-    # one more step rotates exactly two vectors, whatever the cache length
-    calls = []
-    real_rotate = quantities.rotate
-    monkeypatch.setattr(quantities, "rotate", lambda *a, **kw: calls.append(1) or real_rotate(*a, **kw))
-    cache.append(k[..., 0, :], v[..., 0, :], position=12)
-    cache.attend(q[..., 0, :], position=12)
-    assert len(calls) == 2
+    cache = notebook_04("cell-10", q, k, v, rr=counting, out=dense)
+    # stored keys never change after they are stored, and each is R_t k_t (dense matrix, independent path)
+    keys_when_rotated = counting.results[0::2]
+    for t in range(12):
+        np.testing.assert_array_equal(keys_when_rotated[t], cache["keys"][t])
+        np.testing.assert_allclose(cache["keys"][t], k[..., t, :] @ rr.rotation_matrix(float(t), 8).T, atol=1e-12)
+    # each step rotates exactly two vectors (one key, one query), whatever the cache length
+    assert len(counting.results) == 24 and all(r.shape == (2, 3, 8) for r in counting.results)
+    np.testing.assert_allclose(cache["incremental"], dense, atol=1e-12)
 
 
-def test_attention_weights_reproduce_attention_and_see_positions(qkv):
+def test_attention_with_rope_reproduces_attention_and_sees_positions(qkv):
     q, k, v = qkv
-    w = quantities.attention_weights(q, k)
+    notebook = notebook_04("cell-04", q, k, v)
+    w = notebook["weights"]
     np.testing.assert_allclose(w @ v, rr.attention_dense(q, k, v, np.arange(12), np.arange(12), causal=True),
                                atol=1e-12)
     np.testing.assert_allclose(w.sum(-1), 1.0)
     assert np.all(np.triu(w[0, 0], 1) == 0)
-    # same content everywhere: no positions -> uniform rows; RoPE -> the diagonal gets the most
-    x = np.tile(np.random.default_rng(0).standard_normal(16), (10, 1))
-    flat = quantities.attention_weights(x, x, rope=False)
+    # same content everywhere (the attention-pattern figure): no positions -> uniform rows; RoPE -> the diagonal
+    flat, peaked = (ax.images[0].get_array() for ax in figures.fig_attention_pattern(n=10).axes[:2])
     np.testing.assert_allclose(flat[9], np.full(10, 0.1))
-    peaked = quantities.attention_weights(x * 2, x * 2)
     assert np.argmax(peaked[9]) == 9 and peaked[9, 9] > 0.1
 
 
 def test_linear_attention_weights_match_eq19_and_are_not_probabilities(qkv):
     q, k, v = qkv
-    w = quantities.linear_attention_weights(q, k)
+    w = notebook_04("cell-14", q, k)["w_lin"]
     np.testing.assert_allclose(w @ v, rr.linear_attention_dense(q, k, v), atol=1e-12)
-    big = quantities.linear_attention_weights(*quantities.random_qk(16, seed=0, n=64))
+    big = notebook_04("cell-14", *quantities.random_qk(16, seed=0, n=64))["w_lin"]
     assert big.min() < 0 and np.abs(big.sum(-1) - 1).max() > 0.1
 
 

@@ -146,18 +146,13 @@ def test_no_solution_cell_outside_a_solution_run(name):
     assert not stray, f"{name}: cells {stray} are tagged solution but not under a '#### Solution' heading"
 
 
-def test_exactly_one_cell_writes_a_formula_and_it_is_the_eq34_solution():
-    tagged = [(name, c) for name in ALL for c in cells(name) if "writes-a-formula" in tags(c)]
-    assert len(tagged) == 1
-    name, c = tagged[0]
-    assert name == "01_three_forms" and "solution" in tags(c) and "rr.rotate(x)" in src(c)
-    lines = [ln for ln in src(c).splitlines() if ln.strip() and not ln.startswith(("print", "assert", "x = ", "#"))]
+def test_the_eq34_exercise_solution_is_at_most_five_lines():
+    # The lesson shows eq 34 for one vector (test_notebooks checks it); the exercise extends it to a sequence.
+    solved = [c for c in cells("01_three_forms") if "solution" in tags(c) and "check_eq34(" in src(c)]
+    assert len(solved) == 1 and "rr.rotate(x)" in src(solved[0])
+    lines = [ln for ln in src(solved[0]).splitlines()
+             if ln.strip() and not ln.startswith(("print", "assert", "x = ", "#"))]
     assert len(lines) <= 5, "eq 34 in five lines"
-
-
-def test_notebook_01_shows_the_plain_eq34_source():
-    code = [src(c) for c in cells("01_three_forms") if c["cell_type"] == "code"]
-    assert any("inspect.getsource(rr.rotate_elementwise)" in s for s in code)
 
 
 def test_notebook_02_run_all_shows_what_the_text_describes():
@@ -176,7 +171,7 @@ def test_notebook_04_has_a_cache_and_a_pattern_and_the_caveat():
     cs = cells("04_attention")
     code = "\n".join(src(c) for c in cs if c["cell_type"] == "code")
     text = "\n".join(src(c) for c in cs if c["cell_type"] == "markdown")
-    assert "quantities.KVCache()" in code and "fig_attention_pattern()" in code
+    assert "keys.append(rr.rotate(k[..., t, :], t))" in code and "fig_attention_pattern()" in code
     assert "negative" in text and "not** a probability" in text
 
 
