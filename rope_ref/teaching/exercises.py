@@ -8,7 +8,7 @@ Every checker prints one line and returns a bool:
   configured factor instead of the effective one), without giving the right value away.
 
 Each checker computes the right answer with :mod:`rope_ref` (the notebook's solution shows how) and the
-common wrong answers the same way; tests/teaching/test_exercises.py tries a right and a wrong answer on each.
+common wrong answers the same way; tests/teaching/test_course_exercises.py tries right and wrong answers on each.
 """
 
 from __future__ import annotations
