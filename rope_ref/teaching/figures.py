@@ -155,8 +155,11 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
     for (name, dt), color in zip(PRECISION_DTYPES.items(), ["C3", "C1", "C0"]):
         for ax, err in [(axes[0], angle_errors(pos, d, base, dt)["angle"]),
                         (axes[1], score_error_by_dtype(q, k, pos, distance, base=base, dtype=dt))]:
-            finite = np.isfinite(err)
-            ax.loglog(pos[finite], np.maximum.accumulate(err[finite]), color=color, lw=2.2,
+            finite = np.isfinite(err) & (err > 0)
+            # drawn to 0.1% (1e-3 in log10): the last bits of these errors vary with the CPU's SIMD and BLAS
+            # kernels, and must not change the figure's bytes from one machine to another
+            drawn = 10 ** np.round(np.log10(np.maximum.accumulate(err[finite])), 3)
+            ax.loglog(pos[finite], drawn, color=color, lw=2.2,
                       label=f"angles in {name}" if ax is axes[0] else None)
     axes[0].axhline(np.pi, color="0.4", ls=":", lw=1.2)
     axes[0].text(1.5, np.pi * 1.4, r"$\pi$: the angle says nothing", color="0.3", va="bottom")
