@@ -22,10 +22,9 @@ from . import _validate as val
 from .forms import rotate
 from .hf_families import FAMILIES, Family
 from .multiaxis import mrope_frequencies
-from .scaling import CONFIG_KEYS, ROPE_TYPES, scaled_inv_freq, used_params
+from .scaling import SCALING_METHODS, config_keys, scaled_inv_freq
 
 
-_RENAMED_TYPES = {"su": "longrope"}   # Phi-3's first name for LongRoPE
 _SECTIONS = ("rope_parameters", "rope_scaling")   # v5, v4
 #: Keys of a rope section that scale the queries (attention temperature), not the angles: kept in
 #: RopeConfig.query_scaling, not applied by RopeConfig.rotate.
@@ -187,7 +186,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
         rotary_dim = _rotary_dim(cfg, share, family, head_dim)
     pairing, output_pairing = _pairing(cfg, family, pairing)
     _training_lengths(cfg, family, rope, rope_type)
-    params = {k: _plain(v) for k, v in used_params(rope_type, rope).items()}
+    params = {k: _plain(v) for k, v in SCALING_METHODS[rope_type].params_of(rope).items()}
     try:
         _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
         if mrope[0] is not None:
@@ -341,11 +340,11 @@ def _rope_section(cfg, layer_type, family):
     elif layer_type is not None:
         raise ValueError(f"layer_type={layer_type!r} was given, but the config has one RoPE for every layer; "
                          "layer_type is only for configs with one RoPE per layer type")
-    known = CONFIG_KEYS + ("rope_type", "alpha") + QUERY_SCALING_KEYS + _MROPE_KEYS
+    known = tuple(config_keys()) + ("rope_type", "alpha") + QUERY_SCALING_KEYS + _MROPE_KEYS
     for k in rope:
         if k not in known:
             raise ValueError(f"{where} has key {k!r}, which rope_ref does not model"
-                             f"{val.closest_name(k, CONFIG_KEYS)}; known keys: {sorted(known)}")
+                             f"{val.closest_name(k, config_keys())}; known keys: {sorted(known)}")
     return where, dict(rope), defaulted
 
 
@@ -356,13 +355,14 @@ def _agree(v5, v4) -> bool:
 
 
 def _rope_type(rope, where) -> str:
+    """The registry's name of the section's rope_type (v4: type); an "mrope" type was read by _mrope."""
     old_name = rope.pop("type", None)
     rope_type = rope.pop("rope_type", None) or old_name or "default"
-    rope_type = _RENAMED_TYPES.get(rope_type, rope_type)   # (an "mrope" type was read by _mrope)
-    if rope_type not in ROPE_TYPES or rope_type == "ntk":    # transformers has no "ntk" rope_type
-        raise ValueError(f"{where} has rope_type={rope_type!r}, which is not supported; supported: "
-                         f"{[t for t in ROPE_TYPES if t != 'ntk']}")
-    return rope_type
+    supported = [name for name, method in SCALING_METHODS.items() if method.in_transformers]
+    names = {alias: name for name in supported for alias in (name,) + SCALING_METHODS[name].config_names}
+    if rope_type not in names:
+        raise ValueError(f"{where} has rope_type={rope_type!r}, which is not supported; supported: {supported}")
+    return names[rope_type]
 
 
 def _phimoe_longrope(rope, rope_type) -> str:
