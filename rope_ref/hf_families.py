@@ -92,7 +92,8 @@ _MROPE_QWEN2 = ((16, 24, 24), False)     # Qwen2VLRotaryEmbedding: freq.split(mr
 _MROPE_QWEN3 = ((24, 20, 20), True)      # Qwen3VLTextRotaryEmbedding: apply_interleaved_mrope
 _MROPE_QWEN35 = ((11, 11, 10), True)     # Qwen3_5TextRotaryEmbedding: interleaved, partial_rotary_factor 0.25
 _MROPE_GLM4V = ((8, 12, 12), False)      # Glm4vTextRotaryEmbedding: blocks, over the rotated half
-_GEMMA3_LAYERS = {"full_attention": ("rope_theta", 1e6, True), "sliding_attention": ("rope_local_base_freq", 1e4, False)}
+_GEMMA3_LAYERS = {"full_attention": ("rope_theta", 1e6, True),
+                  "sliding_attention": ("rope_local_base_freq", 1e4, False)}
 _MLA = dict(head_keys=("qk_rope_head_dim",), head_dim=64)           # the rotated part of each query head
 _SINUSOIDAL = dict(rotary_key="rotary_dim", rotary_default=64, fixed_theta=10000.0)   # create_sinusoidal_positions
 _LLAMA4_TEMPERATURE = ("attn_temperature_tuning", "floor_scale", "attn_scale")
@@ -133,11 +134,11 @@ FAMILIES = {
     "exaone4": Family("half"),                                # NoPE layers: full attention, with sliding_window
     "smollm3": Family("half", rope_theta=2e6),                # NoPE layers: no_rope_layers (0 = NoPE)
     "gpt_oss": Family("half", rope_theta=150000.0, head_dim=64,
-                 rope={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
-                       "truncate": False, "original_max_position_embeddings": 4096}),
+                      rope={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                            "truncate": False, "original_max_position_embeddings": 4096}),
     "apertus": Family("half", rope_theta=12e6,
-                 rope={"rope_type": "llama3", "rope_theta": 12e6, "factor": 8.0, "original_max_position_embeddings": 8192,
-                       "low_freq_factor": 1.0, "high_freq_factor": 4.0}),
+                      rope={"rope_type": "llama3", "rope_theta": 12e6, "factor": 8.0,
+                            "original_max_position_embeddings": 8192, "low_freq_factor": 1.0, "high_freq_factor": 4.0}),
     "arcee": Family("half"),
     "bitnet": Family("half", rope_theta=500000.0),
     "dots1": Family("half"),
@@ -146,13 +147,13 @@ FAMILIES = {
     "hunyuan_v1_dense": Family("half", quirk=_HUNYUAN_ALPHA),
     "hunyuan_v1_moe": Family("half", quirk=_HUNYUAN_ALPHA),
     "phimoe": Family("half", rope_theta=1e6, quirk=_PHIMOE_MSCALE),
-    "minimax_m2": Family("half", rope_theta=5e6, head_dim=128, rotary_key="rotary_dim"),   # rotary_dim in released configs
+    "minimax_m2": Family("half", rope_theta=5e6, head_dim=128, rotary_key="rotary_dim"),   # rotary_dim in its configs
     "lfm2": Family("half", rope_theta=1e6),
     "lfm2_moe": Family("half", rope_theta=1e6),
     "falcon_h1": Family("half"),
     "cwm": Family("half", rope_theta=1e6, head_dim=128,
-             rope={"rope_type": "llama3", "rope_theta": 1e6, "factor": 16.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
-                   "original_max_position_embeddings": 8192}),
+                  rope={"rope_type": "llama3", "rope_theta": 1e6, "factor": 16.0, "high_freq_factor": 4.0,
+                        "low_freq_factor": 1.0, "original_max_position_embeddings": 8192}),
     "jais2": Family("half"),
     "hyperclovax": Family("half"),
     "diffllama": Family("half"),
@@ -170,7 +171,7 @@ FAMILIES = {
     "glm4": Family("interleaved", partial_rotary_factor=0.5, head_dim=128),
     "glm4_moe": Family("half", partial_rotary_factor=0.5),    # GLM-4.5: rotate_half, unlike glm and glm4
     "llama4_text": Family("interleaved", rope_theta=500000.0, head_dim=128,   # NoPE layers: no_rope_layers (0 = NoPE)
-                     query_keys=_LLAMA4_TEMPERATURE),
+                          query_keys=_LLAMA4_TEMPERATURE),
     "deepseek_v2": Family("interleaved", **_MLA),             # output stays interleaved (complex freqs_cis)
     "deepseek_v3": Family("interleaved", interleave_flag=True, **_MLA),
     # MLA families with DeepSeek-V3's attention (apply_rotary_pos_emb_interleave when rope_interleave):
@@ -179,46 +180,41 @@ FAMILIES = {
     "axk1": Family("interleaved", interleave_flag=True, **_MLA),
     "youtu": Family("interleaved", interleave_flag=True, **_MLA),
     "mistral4": Family("interleaved", interleave_flag=True, **_MLA,         # llama_4_scaling_beta: queries
-                  rope={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 128.0, "original_max_position_embeddings": 8192,
-                        "beta_fast": 32.0, "beta_slow": 1.0, "mscale_all_dim": 1.0, "mscale": 1.0,
-                        "llama_4_scaling_beta": 0.1}),
+                       rope={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 128.0,
+                             "original_max_position_embeddings": 8192, "beta_fast": 32.0, "beta_slow": 1.0,
+                             "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1}),
     # MLA whose main attention always uses apply_rotary_pos_emb_interleave (their DSA indexers rotate rotate_half
     # pairs of the indexer's own heads: not modelled here)
     "axk2": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA),
     "deepseek_v32": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA),
     "glm_moe_dsa": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA),
     "bailing_hybrid": Family("interleaved", rope_theta=6e6, interleave_flag=True, interleave_always=True, **_MLA,
-                        max_pos_keys=("model_max_length",)),      # its attribute_map's name in config.json
+                             max_pos_keys=("model_max_length",)),      # its attribute_map's name in config.json
     "dots3_note_text": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA,
-                         rope={"sliding_attention": {"rope_type": "default", "rope_theta": 50000.0},
-                               "indexed_attention": {"rope_type": "default", "rope_theta": 80000000.0}}),
+                              rope={"sliding_attention": {"rope_type": "default", "rope_theta": 50000.0},
+                                    "indexed_attention": {"rope_type": "default", "rope_theta": 80000000.0}}),
     "longcat_flash": Family("interleaved", rope_theta=1e7, interleave_flag=True, interleave_always=True, **_MLA),
     "mistral_large4_text": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA,
-                             rope={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 2048.0,
-                                   "original_max_position_embeddings": 512, "beta_fast": 32.0, "beta_slow": 1.0,
-                                   "attention_factor": 1.0}),
+                                  rope={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 2048.0,
+                                        "original_max_position_embeddings": 512, "beta_fast": 32.0, "beta_slow": 1.0,
+                                        "attention_factor": 1.0}),
     # MLA with rotate_half pairs written back in place
     "hy_v4": Family("half", **_MLA),
     "minicpm3": Family("half", head_keys=("qk_rope_head_dim",), head_dim=32),
     # Ministral 3: YaRN whose llama_4_scaling_beta scales the queries (get_llama_4_attn_scale), not the angles
     "ministral3": Family("half", rope_theta=1e6, head_dim=128,
-                    rope={"rope_type": "yarn", "rope_theta": 1e6, "factor": 16.0,
-                          "original_max_position_embeddings": 16384, "beta_fast": 32.0, "beta_slow": 1.0,
-                          "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1}),
+                         rope={"rope_type": "yarn", "rope_theta": 1e6, "factor": 16.0,
+                               "original_max_position_embeddings": 16384, "beta_fast": 32.0, "beta_slow": 1.0,
+                               "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1}),
     # Read from each config class's defaults and checked against the family's rotary module and apply
     # function by tests/data/audit_families.py (transformers 5.24.0); "[layer types]" = one RoPE per layer type.
     'apertus1p5_text': Family('half', rope_theta=12000000.0,
-                         rope={
-                               'rope_type': 'llama3',
-                               'rope_theta': 12000000.0,
-                               'factor': 8.0,
-                               'original_max_position_embeddings': 8192,
-                               'low_freq_factor': 1.0,
-                               'high_freq_factor': 4.0}),
+                              rope={'rope_type': 'llama3', 'rope_theta': 12000000.0, 'factor': 8.0,
+                                    'original_max_position_embeddings': 8192, 'low_freq_factor': 1.0,
+                                    'high_freq_factor': 4.0}),
     'dory': Family('half', head_dim=256,
-              rope={
-                    'full_attention': {'rope_type': 'default', 'rope_theta': 10000000.0},
-                    'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}}),
+                   rope={'full_attention': {'rope_type': 'default', 'rope_theta': 10000000.0},
+                         'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}}),
     'lara_mini': Family('half', head_dim=128),
     'aria_text': Family('half'),
     'bamba': Family('half', partial_rotary_factor=0.5),
@@ -254,13 +250,9 @@ FAMILIES = {
     'granitemoe_swa': Family('half'),
     'gte': Family('half', rope_theta=160000.0),
     'higgs_audio_v2': Family('half', rope_theta=500000.0, head_dim=128,
-                        rope={
-                              'factor': 32.0,
-                              'rope_theta': 500000.0,
-                              'high_freq_factor': 0.5,
-                              'low_freq_factor': 0.125,
-                              'original_max_position_embeddings': 1024,
-                              'rope_type': 'llama3'}),
+                             rope={'factor': 32.0, 'rope_theta': 500000.0, 'high_freq_factor': 0.5,
+                                   'low_freq_factor': 0.125, 'original_max_position_embeddings': 1024,
+                                   'rope_type': 'llama3'}),
     'hrm_text': Family('half', head_dim=128),
     'hy_v3': Family('half', rope_theta=11158840.0, head_dim=128),
     'idefics': Family('half'),
@@ -268,36 +260,35 @@ FAMILIES = {
     'kolibri1': Family('half', head_dim=128),
     'kyutai_speech_to_text': Family('half'),
     'laguna': Family('half', head_dim=128,
-                rope={
-                      'full_attention': {'rope_type': 'default', 'rope_theta': 500000.0, 'partial_rotary_factor': 0.5},
-                      'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0, 'partial_rotary_factor': 1.0}}),
+                     rope={'full_attention': {'rope_type': 'default', 'rope_theta': 500000.0,
+                                              'partial_rotary_factor': 0.5},
+                           'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0,
+                                                 'partial_rotary_factor': 1.0}}),
     'lasr_encoder': Family('half'),
     'lfm3': Family('half', head_dim=128,
-              rope={
-                    'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
-                    'full_attention': {'rope_type': 'proportional', 'rope_theta': 1000000.0, 'partial_rotary_factor': 0.5}}),
+                   rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
+                         'full_attention': {'rope_type': 'proportional', 'rope_theta': 1000000.0,
+                                            'partial_rotary_factor': 0.5}}),
     'mellum': Family('half', head_dim=128,
-                rope={
-                      'full_attention': {'rope_type': 'default', 'rope_theta': 500000.0},
-                      'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}}),
+                     rope={'full_attention': {'rope_type': 'default', 'rope_theta': 500000.0},
+                           'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}}),
     'mimi': Family('half'),
     'mimi_decoder': Family('half'),
     'mimi_encoder': Family('half'),
     'mimo_v2_flash': Family('half', head_dim=192,
-                       rope={
-                             'full_attention': {'rope_type': 'default', 'rope_theta': 5000000.0, 'partial_rotary_factor': 0.334},
-                             'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0, 'partial_rotary_factor': 0.334}}),
+                            rope={'full_attention': {'rope_type': 'default', 'rope_theta': 5000000.0,
+                                                     'partial_rotary_factor': 0.334},
+                                  'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0,
+                                                        'partial_rotary_factor': 0.334}}),
     'minimax': Family('half', rope_theta=1000000.0),
     'minimax_m3_vl_text': Family('half', rope_theta=5000000.0, head_dim=128),   # its module ignores rotary_dim (64)
     'mllama_text_model': Family('half', rope_theta=500000.0),
     'modernbert': Family('half',
-                    rope={
-                          'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
-                          'full_attention': {'rope_type': 'default', 'rope_theta': 160000.0}}),
+                         rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
+                               'full_attention': {'rope_type': 'default', 'rope_theta': 160000.0}}),
     'modernbert-decoder': Family('half',
-                            rope={
-                                  'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
-                                  'full_attention': {'rope_type': 'default', 'rope_theta': 160000.0}}),
+                                 rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
+                                       'full_attention': {'rope_type': 'default', 'rope_theta': 160000.0}}),
     'molmo2_text': Family('half', head_dim=128),
     'moonshine_streaming': Family('interleaved', partial_rotary_factor=0.8),
     'moshi': Family('half'),
@@ -308,21 +299,17 @@ FAMILIES = {
     'nemotron3_5_transcribe_word_timestamp': Family('half', partial_rotary_factor=0.5),
     'nemotron3_diarization_audio': Family('half'),
     'neomme': Family('half',
-                rope={
-                      'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0, 'partial_rotary_factor': 1.0},
-                      'full_attention': {'rope_type': 'default', 'rope_theta': 1000000.0, 'partial_rotary_factor': 0.25}}),
+                     rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0,
+                                                 'partial_rotary_factor': 1.0},
+                           'full_attention': {'rope_type': 'default', 'rope_theta': 1000000.0,
+                                              'partial_rotary_factor': 0.25}}),
     'neucodec': Family('half'),
     'nomic_bert': Family('half', rope_theta=1000.0),
     'olmo_hybrid': Family('half'),
     'openai_privacy_filter': Family('interleaved', rope_theta=150000.0,
-                               rope={
-                                     'rope_type': 'yarn',
-                                     'factor': 32.0,
-                                     'beta_fast': 32.0,
-                                     'beta_slow': 1.0,
-                                     'truncate': False,
-                                     'original_max_position_embeddings': 4096,
-                                     'rope_theta': 150000.0}),
+                                    rope={'rope_type': 'yarn', 'factor': 32.0, 'beta_fast': 32.0, 'beta_slow': 1.0,
+                                          'truncate': False, 'original_max_position_embeddings': 4096,
+                                          'rope_theta': 150000.0}),
     'paddleocr_vl_text': Family('half', rope_theta=500000.0, head_dim=128, mrope=_MROPE_QWEN2),
     'pe_audio_encoder': Family('interleaved', rope_theta=20000.0, head_dim=128),
     'pe_audio_video_encoder': Family('interleaved', rope_theta=20000.0, head_dim=128),
@@ -347,26 +334,23 @@ FAMILIES = {
     'step3p5': Family('half', head_dim=128, rope={'full_attention': {'rope_type': 'default', 'rope_theta': 10000.0}}),
     't5_gemma_module': Family('half', head_dim=256),
     't5gemma2_decoder': Family('half', head_dim=256,
-                          rope={
-                                'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
-                                'full_attention': {'rope_type': 'default', 'rope_theta': 1000000.0}}),
+                               rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
+                                     'full_attention': {'rope_type': 'default', 'rope_theta': 1000000.0}}),
     't5gemma2_text': Family('half', head_dim=256,
-                       rope={
-                             'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
-                             'full_attention': {'rope_type': 'default', 'rope_theta': 1000000.0}}),
+                            rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
+                                  'full_attention': {'rope_type': 'default', 'rope_theta': 1000000.0}}),
     'timesfm2_5': Family('half', head_dim=80),
     'ultrabert': Family('half',
-                   rope={
-                         'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
-                         'full_attention': {'rope_type': 'default', 'rope_theta': 2560000.0}}),
+                        rope={'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0},
+                              'full_attention': {'rope_type': 'default', 'rope_theta': 2560000.0}}),
     'unlimited_ocr_text': Family('half'),
     'voxtral_realtime_encoder': Family('half'),
     'voxtral_realtime_text': Family('half'),
     'xcodec2': Family('half'),
     'zaya': Family('half', head_dim=128,
-              rope={
-                    'hybrid': {'rope_type': 'default', 'rope_theta': 5000000.0, 'partial_rotary_factor': 0.5},
-                    'hybrid_sliding': {'rope_type': 'default', 'rope_theta': 10000.0, 'partial_rotary_factor': 0.5}}),
+                   rope={'hybrid': {'rope_type': 'default', 'rope_theta': 5000000.0, 'partial_rotary_factor': 0.5},
+                         'hybrid_sliding': {'rope_type': 'default', 'rope_theta': 10000.0,
+                                            'partial_rotary_factor': 0.5}}),
     # M-RoPE families whose published config.json is flat (v4 rope_scaling type "mrope"), and GLM-4V's text model
     "qwen2_vl": Family("half", rope_theta=1e6, mrope=_MROPE_QWEN2),
     "qwen2_5_vl": Family("half", rope_theta=1e6, mrope=_MROPE_QWEN2),
@@ -375,10 +359,11 @@ FAMILIES = {
     # Gemma 4: sliding layers default RoPE over head_dim, full-attention layers proportional RoPE over
     # global_head_dim (transformers' per_layer_config) -- one RoPE per layer type
     "gemma4_text": Family("half", head_dim=256, layer_heads={"full_attention": ("global_head_dim", 512)},
-                     rope={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
-                           "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
-                                              "rope_theta": 1000000.0}}),
+                          rope={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                   "rope_theta": 1000000.0}}),
 }
 
 #: Section keys that only one family's quirk reads -> the family that reads them.
-SECTION_QUIRK_KEYS = {key: family.quirk.owner for family in FAMILIES.values() if family.quirk for key in family.quirk.keys}
+SECTION_QUIRK_KEYS = {key: family.quirk.owner for family in FAMILIES.values() if family.quirk
+                      for key in family.quirk.keys}
