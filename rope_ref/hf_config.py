@@ -1,11 +1,8 @@
 """A model's RoPE from its Hugging Face ``config.json``: ``from_hf_config(config) -> RopeConfig``.
 
-``RopeConfig`` holds what the model's rotary embedding does -- features per head,
-rotated features, pairing, base, context-extension method and its parameters,
-attention factor -- and ``RopeConfig.rotate`` applies it as the model does.  The
-pairing, defaults and key names of each family (rope_ref/hf_families.py) were read from transformers v5
-(``models/<family>/modeling_<family>.py`` and ``configuration_<family>.py``); the
-recorded outputs of those modules in tests/data check them.
+The pairing, defaults and key names of each family (rope_ref/hf_families.py) were read from transformers v5
+(``models/<family>/modeling_<family>.py`` and ``configuration_<family>.py``); the recorded outputs of those
+modules in tests/data check them.
 """
 
 from __future__ import annotations
@@ -13,15 +10,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 
-import numpy as np
-
 from . import _validate as val
-from .forms import rotate
 from .hf_families import FAMILIES, SECTION_QUIRK_KEYS, Family
 from .multiaxis import mrope_frequencies
+from .rope_config import RopeConfig
 from .scaling import SCALING_METHODS, config_keys, scaled_inv_freq
 
 
@@ -36,77 +30,6 @@ _OTHER_HEAD_KEYS = ("qk_nope_head_dim", "kv_channels", "attention_head_dim", "he
 _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rotary_percentage", "rotary_percent",
                       "rope_pct")
 _MAX_NESTING = 8
-
-
-@dataclass(frozen=True)
-class RopeConfig:
-    """A model's rotary embedding, as :func:`from_hf_config` reads it from the model's config."""
-
-    model_type: str | None
-    head_dim: int            # features per head
-    rotary_dim: int          # rotated features (the first rotary_dim of each head), even
-    pairing: str             # "half" or "interleaved"
-    base: float              # rope_theta
-    rope_type: str           # one of rope_ref.ROPE_TYPES
-    params: Mapping = field(default_factory=dict)   # scaling parameters, as scaled_inv_freq names them
-    attention_factor: float = 1.0                    # multiplies cos and sin (yarn, longrope)
-    output_pairing: str | None = None                # None: each pair written back in place; "half":
-    # DeepSeek-V3 (rope_interleave) rotates interleaved pairs and writes them in half layout, so the
-    # model's output is rope_ref.to_half(cfg.rotate(x)); assert_rope_matches(config=...) expects that
-    query_scaling: Mapping = field(default_factory=dict)
-    # attention-side keys that scale the queries by position, not the angles (Ministral 3's llama_4_scaling_beta,
-    # Llama 4's attn_temperature_tuning / floor_scale / attn_scale): kept as written, not applied by rotate
-    mrope_section: tuple | None = None               # M-RoPE: pairs per axis (temporal, height, width)
-    mrope_interleaved: bool = False                  # Qwen3-VL's interleaved axes; False: blocks (Qwen2-VL)
-
-    @property
-    def axes(self) -> int | None:
-        """3 for M-RoPE (positions ``(3, ..., seq)``: temporal, height, width), None for 1-D RoPE."""
-        return None if self.mrope_section is None else 3
-
-    @val.suggest_keywords
-    def inv_freq(self, seq_len=None) -> np.ndarray:
-        """Per-pair frequencies at the current length ``seq_len``, float64: ``(rotary_dim/2,)``, or for M-RoPE
-        the matrix ``(rotary_dim/2, 3)`` whose row j holds pair j's frequency in the column of its axis
-        (``rope_ref.mrope_frequencies`` with the method's frequencies; pair j turns by sum_a F[j, a] p_a)."""
-        return self._frequencies(seq_len)[0]
-
-    def _frequencies(self, seq_len):
-        freqs, att = scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len,
-                                     **self.params)
-        if self.mrope_section is not None:
-            axis_of_pair = mrope_frequencies(self.rotary_dim, self.mrope_section, interleaved=self.mrope_interleaved) != 0
-            freqs = axis_of_pair * freqs[:, None]
-        return freqs, att
-
-    @val.suggest_keywords
-    def rotate(self, x, positions=None, seq_len=None) -> np.ndarray:
-        """RoPE as the model applies it: ``x`` ``(..., seq, head_dim)`` -> same shape and dtype.
-
-        ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``); for M-RoPE
-        (``self.axes == 3``) ``(3, ..., seq)``: temporal, height and width ids, as transformers'
-        ``position_ids`` (default: text, all three ``arange(seq)``).  The
-        first ``rotary_dim`` features are rotated (RoFormer eq 34) and multiplied by the
-        attention factor; the rest pass through.  ``seq_len`` (dynamic, longrope) defaults to
-        ``max(positions) + 1``, the length transformers uses.
-        """
-        x = val.check_x(x)
-        if x.shape[-1] != self.head_dim:
-            raise ValueError(f"x.shape[-1] must be head_dim={self.head_dim}, got {x.shape[-1]}")
-        if positions is None and self.axes:
-            positions = np.broadcast_to(np.arange(x.shape[-2]), (self.axes, x.shape[-2]))
-        pos = val.check_positions(positions, x.shape[:-1], axes=self.axes)
-        if seq_len is None and SCALING_METHODS[self.rope_type].uses_seq_len:
-            seq_len = int(np.max(pos, initial=0)) + 1
-        freqs, att = self._frequencies(seq_len)
-        y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=freqs)
-        if att != 1.0:
-            with np.errstate(over="ignore"):                 # reported below as a ValueError
-                y[..., :self.rotary_dim] *= np.asarray(att, dtype=y.dtype)
-            val.check_no_overflow(y, x, expected=f"x times the attention factor {att:.5g} to stay within "
-                                  f"{np.dtype(y.dtype).name}")
-        return y
-
 
 
 @val.suggest_keywords
@@ -224,8 +147,9 @@ def _family(cfg, model_type, pairing) -> Family:
                              "Pass pairing='half' or 'interleaved' to read it anyway")
         other = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
         if other:
-            raise ValueError(f"config has {other[0]!r}, which rope_ref does not read, so the number of rotated features "
-                             "cannot be derived; give 'partial_rotary_factor' (or 'rotary_dim', the count) instead")
+            raise ValueError(f"config has {other[0]!r}, which rope_ref does not read, so the number of rotated "
+                             "features cannot be derived; give 'partial_rotary_factor' (or 'rotary_dim', the count) "
+                             "instead")
         family = Family(pairing, rotary_key="rotary_dim")      # a rotary_dim count is read as such
     if family.unsupported:
         raise ValueError(f"config has model_type={model_type!r}: {family.unsupported}")
@@ -396,10 +320,8 @@ def _training_lengths(cfg, family, rope, rope_type):
     """transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a top-level
     original_max_position_embeddings when there is one (Phi-3), else the rope section's, else
     max_position_embeddings.  Values copied from the top level are checked under their own names."""
-    top = {}
-    for k in family.max_pos_keys + ("original_max_position_embeddings",):
-        if cfg.get(k) is not None:
-            top[k] = val.check_positive_int(cfg[k], f"config[{k!r}]")
+    top = {k: val.check_positive_int(cfg[k], f"config[{k!r}]")
+           for k in family.max_pos_keys + ("original_max_position_embeddings",) if cfg.get(k) is not None}
     max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
     if SCALING_METHODS[rope_type].needs_train_length:
         if "original_max_position_embeddings" in top:
@@ -429,9 +351,9 @@ def _mrope(rope, family, where, known):
                              "the pairs per axis (mrope_section: [temporal, height, width])")
         return None, False
     if family.mrope is None and known:
-        raise ValueError(f"{where} (rope_type={kind!r}, mrope_section={section}) is multimodal RoPE, Qwen2-VL style, but "
-                         "this model_type's attention applies 1-D RoPE; rope_ref reads M-RoPE for the families whose "
-                         f"text module applies it ({sorted(k for k, f in FAMILIES.items() if f.mrope)})")
+        raise ValueError(f"{where} (rope_type={kind!r}, mrope_section={section}) is multimodal RoPE, Qwen2-VL style, "
+                         "but this model_type's attention applies 1-D RoPE; rope_ref reads M-RoPE for the families "
+                         f"whose text module applies it ({sorted(k for k, f in FAMILIES.items() if f.mrope)})")
     default_section, default_flag = family.mrope or (None, False)
     if flag is not None:
         flag = val.check_bool(flag, f"{where}['mrope_interleaved']")
