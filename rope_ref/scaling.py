@@ -30,14 +30,12 @@ _SECTION_KEYS = ("rope_theta", "type", "partial_rotary_factor", "short_mscale", 
 class ScalingMethod:
     """Everything rope_ref knows about one context-extension method (one ``rope_type``).
 
-    ``inv_freq(d, base, seq_len, params)`` is the method's formula, theta_i ``(d/2,)``, and
-    ``attention_factor(params)`` the factor on cos and sin (None: 1); ``params`` holds only the keys the method
-    uses, None values left out.  ``required``: tuples of alternative keys, any one of which satisfies it;
-    ``optional``: keys with defaults.  ``example(factor, train_len)``: parameters extending a model trained on
-    ``train_len`` positions ``factor`` times (notebook 05), None to leave it out there.  ``candidates(fit)``:
-    the configurations ``identify`` compares with measured frequencies (``fit``: a
-    :class:`rope_ref.identify.naming.FrequencyFit`), as ``(rank, params)`` with ``params["base"]``; the
-    candidates of every method are tried in the order of their rank tuples, simplest first.
+    ``inv_freq(d, base, seq_len, params)``: the method's formula, theta_i ``(d/2,)``; ``attention_factor(params)``:
+    the factor on cos and sin (None: 1); ``params`` holds the keys the method uses, without None values.
+    ``required``: tuples of alternative keys (any one will do); ``optional``: keys with defaults.
+    ``example(factor, train_len)``: parameters extending a model trained on ``train_len`` positions ``factor``
+    times (notebook 05).  ``candidates(fit)``: the ``(rank, params)`` that ``identify`` compares with measured
+    frequencies (``fit``: an ``identify.naming.FrequencyFit``), tried by rank across all methods, simplest first.
     """
 
     inv_freq: Callable
@@ -96,11 +94,10 @@ def config_keys() -> frozenset:
 def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None = None, seq_len=None, **params):
     """Per-pair frequencies of a context-extension method: ``(inv_freq (d/2,), attention_factor)``.
 
-    ``d`` is the rotary dimension (head_dim * partial_rotary_factor; for ``proportional``, Gemma 4's, the whole
-    head).  ``base`` is rope_theta (default 10000; a ``rope_theta=`` keyword is the same thing).  ``seq_len``
-    matters only for the methods whose frequencies follow the current length (``dynamic``; ``longrope``: short
-    vs long factors).  ``rope_type``: one of :data:`ROPE_TYPES`, whose entries in :data:`SCALING_METHODS` give
-    each method's formula and paper.
+    ``d`` is the rotary dimension (head_dim * partial_rotary_factor; for ``proportional`` the whole head).
+    ``base`` is rope_theta (default 10000; ``rope_theta=`` is the same).  ``seq_len``: the current length, for
+    ``dynamic`` and ``longrope``.  ``rope_type``: one of :data:`ROPE_TYPES`; its entry in :data:`SCALING_METHODS`
+    gives the formula and the paper.
 
     ``**params`` may be a model config's whole rope section (``**config["rope_scaling"]`` or
     ``**config["rope_parameters"]``): every key of :func:`config_keys` is accepted, ``type`` is the old name of
@@ -169,12 +166,9 @@ def _pos_float(params, name, default=None):
     return val.check_positive_real(params[name], name, "a finite real number > 0")
 
 
-def _pos_int(params, name):
-    return val.check_positive_int(params[name], name)
-
-
 def _train_length(params):
-    return _pos_int(params, next(k for k in TRAIN_LENGTH if k in params))
+    key = next(k for k in TRAIN_LENGTH if k in params)
+    return val.check_positive_int(params[key], key)
 
 
 # ---- the methods: each one's formula, then the registry --------------------------------------------------
@@ -212,7 +206,7 @@ def _new_base(base, growth, d, name):
 def _dynamic(d, base, seq_len, p):
     """Dynamic NTK: base * (factor * L / L_train - (factor - 1))^(d/(d-2)) with L = max(seq_len, L_train)
     (emozilla, "Dynamically Scaled RoPE", 2023; YaRN, arXiv:2309.00071, section 3.3)."""
-    factor, train_len = _pos_float(p, "factor"), _pos_int(p, "max_position_embeddings")
+    factor, train_len = _pos_float(p, "factor"), _train_length(p)     # dynamic reads max_position_embeddings
     length = train_len if seq_len is None else max(seq_len, train_len)
     return frequencies(d, _new_base(base, (factor * length / train_len) - (factor - 1), d, "factor"))
 
@@ -223,7 +217,7 @@ def _train_length_and_factor(p, method):
     if "factor" in p:
         return train_len, _pos_float(p, "factor")
     if "original_max_position_embeddings" in p and "max_position_embeddings" in p:
-        return train_len, _pos_int(p, "max_position_embeddings") / train_len
+        return train_len, val.check_positive_int(p["max_position_embeddings"], "max_position_embeddings") / train_len
     raise ValueError(f"rope_type={method!r} needs factor, or both max_position_embeddings and "
                      f"original_max_position_embeddings; it takes {SCALING_METHODS[method].describe()}")
 
