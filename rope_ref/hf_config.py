@@ -16,7 +16,7 @@ from . import _validate as val
 from .hf_families import FAMILIES, SECTION_QUIRK_KEYS, Family
 from .multiaxis import mrope_frequencies
 from .rope_config import RopeConfig
-from .scaling import SCALING_METHODS, config_keys, scaled_inv_freq
+from .scaling import SCALING_METHODS, TRAIN_LENGTH, config_keys, scaled_inv_freq
 
 
 _SECTIONS = ("rope_parameters", "rope_scaling")   # v5, v4
@@ -323,7 +323,7 @@ def _training_lengths(cfg, family, rope, rope_type):
     top = {k: val.check_positive_int(cfg[k], f"config[{k!r}]")
            for k in family.max_pos_keys + ("original_max_position_embeddings",) if cfg.get(k) is not None}
     max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
-    if SCALING_METHODS[rope_type].needs_train_length:
+    if TRAIN_LENGTH in SCALING_METHODS[rope_type].required:
         if "original_max_position_embeddings" in top:
             rope["original_max_position_embeddings"] = top["original_max_position_embeddings"]
         elif rope.get("original_max_position_embeddings") is None and max_pos is not None:

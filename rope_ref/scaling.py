@@ -54,10 +54,6 @@ class ScalingMethod:
         """Every key the method reads."""
         return frozenset(k for alternatives in self.required for k in alternatives) | frozenset(self.optional)
 
-    @property
-    def needs_train_length(self) -> bool:
-        return TRAIN_LENGTH in self.required
-
     def params_of(self, section) -> dict:
         """The entries of a rope section (a mapping) that the method uses and that are not None."""
         return {k: v for k, v in section.items() if k in self.used and v is not None}
@@ -179,13 +175,13 @@ def _default(d, base, seq_len, p):
 
 
 def _linear(d, base, seq_len, p):
-    """Position interpolation, theta_i / factor (Chen et al. 2023, arXiv:2306.15595, eq 4: m -> m / factor)."""
+    """Position interpolation, theta_i / factor: position m read as m / factor (Chen et al. 2023, arXiv:2306.15595)."""
     return frequencies(d, base) / _pos_float(p, "factor")
 
 
 def _ntk(d, base, seq_len, p):
     """Static NTK-aware scaling, the base raised to base * factor^(d/(d-2)) (bloc97, "NTK-Aware Scaled RoPE",
-    2023; YaRN, arXiv:2309.00071, eq 16)."""
+    2023; YaRN, arXiv:2309.00071, section 3.1)."""
     return frequencies(d, _new_base(base, _pos_float(p, "factor"), d, "factor"))
 
 
@@ -225,7 +221,7 @@ def _train_length_and_factor(p, method):
 def _yarn(d, base, seq_len, p):
     """YaRN's NTK-by-parts: theta_i ((1 - gamma_i) / factor + gamma_i), gamma the ramp from the pairs turning
     fewer than beta_slow times over L_train (interpolated) to those turning more than beta_fast times
-    (extrapolated) (Peng et al. 2023, arXiv:2309.00071, eqs 17-20)."""
+    (extrapolated) (Peng et al. 2023, arXiv:2309.00071, section 3.2)."""
     train_len, factor = _train_length_and_factor(p, "yarn")
     if base == 1.0:
         raise ValueError("base must be > 1 for rope_type='yarn' (the ramp divides by log(base)), got 1.0")
@@ -253,7 +249,7 @@ def _yarn_mscale(scale, mscale=1.0):
 
 
 def _yarn_attention(p):
-    """sqrt(1/t) = 0.1 ln(factor) + 1 (arXiv:2309.00071, eq 22), or an explicit attention_factor, or
+    """sqrt(1/t) = 0.1 ln(factor) + 1 (arXiv:2309.00071, section 3.4), or an explicit attention_factor, or
     DeepSeek-V2's mscale(factor, mscale) / mscale(factor, mscale_all_dim)."""
     _, factor = _train_length_and_factor(p, "yarn")
     if "attention_factor" in p:
@@ -266,7 +262,8 @@ def _yarn_attention(p):
 
 def _llama3(d, base, seq_len, p):
     """Llama 3.1's bands: wavelengths above L_train / low_freq_factor divided by factor, below L_train /
-    high_freq_factor unchanged, linear in L_train / wavelength between (Meta 2024, arXiv:2407.21783)."""
+    high_freq_factor unchanged, linear in L_train / wavelength between (Meta 2024, arXiv:2407.21783; transformers'
+    _compute_llama3_parameters)."""
     factor, low_ff, high_ff = (_pos_float(p, k) for k in ("factor", "low_freq_factor", "high_freq_factor"))
     train_len = _train_length(p)
     if high_ff < low_ff:
@@ -282,7 +279,7 @@ def _llama3(d, base, seq_len, p):
 
 def _longrope(d, base, seq_len, p):
     """theta_i / lambda_i with searched per-pair factors: short_factor up to L_train, long_factor beyond
-    (Ding et al. 2024, "LongRoPE", arXiv:2402.13753, eq 3)."""
+    (Ding et al. 2024, "LongRoPE", arXiv:2402.13753)."""
     train_len, _ = _train_length_and_factor(p, "longrope")
     short, long_ = (val.check_inv_freq(p[k], d // 2, k) for k in ("short_factor", "long_factor"))
     for name, f in (("short_factor", short), ("long_factor", long_)):
