@@ -1,11 +1,8 @@
 """A model's RoPE from its Hugging Face ``config.json``: ``from_hf_config(config) -> RopeConfig``.
 
-``RopeConfig`` holds what the model's rotary embedding does -- features per head,
-rotated features, pairing, base, context-extension method and its parameters,
-attention factor -- and ``RopeConfig.rotate`` applies it as the model does.  The
-pairing, defaults and key names of each family (rope_ref/hf_families.py) were read from transformers v5
-(``models/<family>/modeling_<family>.py`` and ``configuration_<family>.py``); the
-recorded outputs of those modules in tests/data check them.
+The pairing, defaults and key names of each family (rope_ref/hf_families.py) were read from transformers v5
+(``models/<family>/modeling_<family>.py`` and ``configuration_<family>.py``); the recorded outputs of those
+modules in tests/data check them.
 """
 
 from __future__ import annotations
@@ -13,19 +10,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 
-import numpy as np
-
 from . import _validate as val
-from .forms import rotate
-from .hf_families import FAMILIES, Family
+from .hf_families import FAMILIES, SECTION_QUIRK_KEYS, Family
 from .multiaxis import mrope_frequencies
-from .scaling import CONFIG_KEYS, ROPE_TYPES, scaled_inv_freq, used_params
+from .rope_config import RopeConfig
+from .scaling import SCALING_METHODS, TRAIN_LENGTH, config_keys, scaled_inv_freq
 
 
-_RENAMED_TYPES = {"su": "longrope"}   # Phi-3's first name for LongRoPE
 _SECTIONS = ("rope_parameters", "rope_scaling")   # v5, v4
 #: Keys of a rope section that scale the queries (attention temperature), not the angles: kept in
 #: RopeConfig.query_scaling, not applied by RopeConfig.rotate.
@@ -39,139 +32,62 @@ _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rota
 _MAX_NESTING = 8
 
 
-@dataclass(frozen=True)
-class RopeConfig:
-    """A model's rotary embedding, as :func:`from_hf_config` reads it from the model's config."""
-
-    model_type: str | None
-    head_dim: int            # features per head
-    rotary_dim: int          # rotated features (the first rotary_dim of each head), even
-    pairing: str             # "half" or "interleaved"
-    base: float              # rope_theta
-    rope_type: str           # one of rope_ref.ROPE_TYPES
-    params: Mapping = field(default_factory=dict)   # scaling parameters, as scaled_inv_freq names them
-    attention_factor: float = 1.0                    # multiplies cos and sin (yarn, longrope)
-    output_pairing: str | None = None                # None: each pair written back in place; "half":
-    # DeepSeek-V3 (rope_interleave) rotates interleaved pairs and writes them in half layout, so the
-    # model's output is rope_ref.to_half(cfg.rotate(x)); assert_rope_matches(config=...) expects that
-    query_scaling: Mapping = field(default_factory=dict)
-    # attention-side keys (see below)
-    mrope_section: tuple | None = None               # M-RoPE: pairs per axis (temporal, height, width)
-    mrope_interleaved: bool = False                  # Qwen3-VL's interleaved axes; False: blocks (Qwen2-VL)
-    # query_scaling: attention-side keys the config carries that scale the queries by position, not the angles (Ministral 3's
-    # llama_4_scaling_beta, Llama 4's attn_temperature_tuning / floor_scale / attn_scale): kept as written,
-    # not applied by rotate (they are no part of the rotation; Llama 4 applies them on its NoPE layers)
-
-    @property
-    def axes(self) -> int | None:
-        """3 for M-RoPE (positions ``(3, ..., seq)``: temporal, height, width), None for 1-D RoPE."""
-        return None if self.mrope_section is None else 3
-
-    @val.suggest_keywords
-    def inv_freq(self, seq_len=None) -> np.ndarray:
-        """Per-pair frequencies at the current length ``seq_len``, float64: ``(rotary_dim/2,)``, or for M-RoPE
-        the matrix ``(rotary_dim/2, 3)`` whose row j holds pair j's frequency in the column of its axis
-        (``rope_ref.mrope_frequencies`` with the method's frequencies; pair j turns by sum_a F[j, a] p_a)."""
-        return self._frequencies(seq_len)[0]
-
-    def _frequencies(self, seq_len):
-        freqs, att = scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len,
-                                     **self.params)
-        if self.mrope_section is not None:
-            axis_of_pair = mrope_frequencies(self.rotary_dim, self.mrope_section, interleaved=self.mrope_interleaved) != 0
-            freqs = axis_of_pair * freqs[:, None]
-        return freqs, att
-
-    @val.suggest_keywords
-    def rotate(self, x, positions=None, seq_len=None) -> np.ndarray:
-        """RoPE as the model applies it: ``x`` ``(..., seq, head_dim)`` -> same shape and dtype.
-
-        ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``); for M-RoPE
-        (``self.axes == 3``) ``(3, ..., seq)``: temporal, height and width ids, as transformers'
-        ``position_ids`` (default: text, all three ``arange(seq)``).  The
-        first ``rotary_dim`` features are rotated (RoFormer eq 34) and multiplied by the
-        attention factor; the rest pass through.  ``seq_len`` (dynamic, longrope) defaults to
-        ``max(positions) + 1``, the length transformers uses.
-        """
-        x = val.check_x(x)
-        if x.shape[-1] != self.head_dim:
-            raise ValueError(f"x.shape[-1] must be head_dim={self.head_dim}, got {x.shape[-1]}")
-        if positions is None and self.axes:
-            positions = np.broadcast_to(np.arange(x.shape[-2]), (self.axes, x.shape[-2]))
-        pos = val.check_positions(positions, x.shape[:-1], axes=self.axes)
-        if seq_len is None and self.rope_type in ("dynamic", "longrope"):
-            seq_len = int(np.max(pos, initial=0)) + 1
-        freqs, att = self._frequencies(seq_len)
-        y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=freqs)
-        if att != 1.0:
-            with np.errstate(over="ignore"):                 # reported below as a ValueError
-                y[..., :self.rotary_dim] *= np.asarray(att, dtype=y.dtype)
-            val.check_no_overflow(y, x, expected=f"x times the attention factor {att:.5g} to stay within "
-                                  f"{np.dtype(y.dtype).name}")
-        return y
-
-
-
 @val.suggest_keywords
 def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     """Read a model's RoPE from its Hugging Face config: a dict, or the path of a ``config.json``.
 
-    Reads the transformers v5 layout (``rope_parameters``) and the v4 one (``rope_theta`` plus
-    ``rope_scaling`` with ``rope_type`` or ``type``).  What each ``model_type`` does -- pairing, the
-    defaults of its config class (including a default rope section: yarn for gpt_oss, llama3 for
-    apertus and cwm), where its head size and rotated part are written -- is data in
-    :data:`rope_ref.hf_families.FAMILIES`, read off transformers v5 and checked against each family's
-    rotary module (tests/data/audit_families.py).  Features per head: ``head_dim``, else
-    ``hidden_size / num_attention_heads`` (``n_embd / n_head``); for MLA attention (any config with
-    ``qk_rope_head_dim``: DeepSeek-V2/V3, Kimi-K2, GLM-4.7-Flash) the rotated part of each query head,
-    ``qk_rope_head_dim``.  Rotated features: ``partial_rotary_factor``, ``rotary_pct`` or the family's
-    ``rotary_dim``.  A multimodal config with a ``text_config`` is read from that text_config.
-
-    ``pairing=`` overrides the family's pairing and lets an unknown ``model_type`` through with generic
-    defaults -- but never with a head size the config contradicts: a config whose head size is written
-    in a key rope_ref does not read (``qk_nope_head_dim`` without ``qk_rope_head_dim``, ``kv_channels``,
-    ``attention_head_dim``, ...) is refused, naming the key.
-
-    ``layer_type``: a config with one RoPE per layer type (gemma3_text's ``rope_local_base_freq``, or a v5
-    ``rope_parameters`` keyed by layer type, e.g. olmo3) needs it, and it chooses that RoPE; elsewhere it
-    is an error.  Families with NoPE layers (noted in FAMILIES) rotate only in some layers; ``rotate`` is
-    what the rotating layers do.  MLA with ``rope_interleave`` (DeepSeek-V3's default) rotates interleaved
-    pairs and writes them in half layout: ``rope_ref.to_half(cfg.rotate(x))`` is the model's output
-    (``output_pairing == "half"``).  HunYuan's ``"dynamic"`` with ``alpha`` is static NTK (``"ntk"``,
-    factor alpha).  Keys that scale queries rather than angles (``llama_4_scaling_beta``, Llama 4's
-    attention temperature) go to ``query_scaling``.
-
-    M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5, GLM-4V text models) is read as written -- v4
-    ``rope_scaling`` ``{"type": "mrope", "mrope_section": [...]}``, ``mrope_section`` next to any rope_type,
-    v5 ``mrope_interleaved`` -- with the family's default sections when the config has none:
-    ``inv_freq()`` is then the ``(rotary_dim/2, 3)`` matrix (:func:`rope_ref.mrope_frequencies`'s layout
-    with the method's frequencies) and ``rotate`` takes ``(3, ..., seq)`` position ids.  Gemma 4
-    (``layer_type="full_attention"``) is proportional RoPE over ``global_head_dim``: ``rope_type``
-    ``"proportional"``, frequencies over the whole head, the pairs past ``partial_rotary_factor`` at 0.
-
-    Refused with a ValueError naming the key: M-RoPE on a family whose attention applies 1-D RoPE, an
-    unknown ``model_type`` without ``pairing=``, a rope section that is not a mapping, ``rope_parameters`` and
-    ``rope_scaling`` that disagree, a ``text_config`` that contains itself, and scaling a family applies
-    differently (e.g. PhiMoE's other than longrope).
+    Reads the transformers v5 layout (``rope_parameters``) and the v4 one (``rope_theta`` plus ``rope_scaling``
+    with ``rope_type`` or ``type``); a multimodal config's ``text_config``.  What each ``model_type`` does --
+    pairing, its config class's defaults, where its head size and rotated part are written, its quirks -- is data
+    in :data:`rope_ref.hf_families.FAMILIES`, read off transformers v5 and checked against each family's rotary
+    module (tests/data/audit_families.py).  ``pairing=`` overrides the family's pairing and lets an unknown
+    ``model_type`` through with generic defaults, never with a head size the config contradicts.  ``layer_type``
+    chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, Gemma 4, ...), and is an error
+    elsewhere.  docs/model_configs.md describes each case (MLA, M-RoPE, proportional RoPE, query scaling) and
+    what is refused: each with a ValueError naming the key.
     """
     cfg = _text_model_config(_load(config))
     model_type = cfg.get("model_type")
     family = _family(cfg, model_type, None if pairing is None else val.check_pairing(pairing))
-    head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family, known=model_type in FAMILIES)
+    known = model_type in FAMILIES
+    head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family, known)
     where, rope, defaulted = _rope_section(cfg, layer_type, family)
-    mrope = _mrope(rope, family, where, known=model_type in FAMILIES)
+    mrope_section, mrope_interleaved = _mrope(rope, family, where, known)
     where += " (the family's default, as the config has none)" if defaulted else ""
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
-    rope_type = _rope_type(rope, where)
-    alpha = rope.pop("alpha", None)
-    if alpha is not None and not family.alpha_is_ntk:
-        raise ValueError(f"{where} has key 'alpha', which only HunYuan's RoPE uses; this config has "
-                         f"model_type={model_type!r}")
-    if alpha and rope_type == "dynamic":   # HunYuan: a fixed alpha makes it static NTK, base * alpha^(d/(d-2))
-        rope_type, rope["factor"] = "ntk", alpha
-    if family.mscale_longrope and rope_type != "default":
-        rope_type = _phimoe_longrope(rope, rope_type)
+    rope_type = _family_rope_type(rope, family, _rope_type(rope, where), where, model_type)
+    base, base_key = _base(cfg, rope, family, where, defaulted)
+    rotary_dim = _rotary_dim(cfg, rope, rope_type, family, head_dim)
+    pairing, output_pairing = _pairing(cfg, family, pairing)
+    _training_lengths(cfg, family, rope, rope_type)
+    params = {k: _list_as_tuple(v) for k, v in SCALING_METHODS[rope_type].params_of(rope).items()}
+    try:
+        _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
+        if mrope_section is not None:
+            mrope_frequencies(rotary_dim, mrope_section, interleaved=mrope_interleaved)
+    except (ValueError, TypeError) as err:
+        raise type(err)(f"{where}, with rope_theta {base:g} ({base_key}): {err}") from None
+    return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing,
+                      base=base, rope_type=rope_type, params=MappingProxyType(params),
+                      attention_factor=float(attention_factor), output_pairing=output_pairing,
+                      query_scaling=MappingProxyType({k: _list_as_tuple(v) for k, v in query_scaling.items()}),
+                      mrope_section=mrope_section, mrope_interleaved=mrope_interleaved)
+
+
+def _family_rope_type(rope, family, rope_type, where, model_type) -> str:
+    """A family that reads its section its own way (hf_families.SectionQuirk) rewrites it as the registry's method
+    it computes; a key only another family's quirk reads is refused."""
+    for key, owner in SECTION_QUIRK_KEYS.items():
+        if rope.get(key) is not None and (family.quirk is None or key not in family.quirk.keys):
+            raise ValueError(f"{where} has key {key!r}, which only {owner}'s RoPE uses; this config has "
+                             f"model_type={model_type!r}")
+    return rope_type if family.quirk is None else family.quirk.rewrite(rope, rope_type)
+
+
+def _base(cfg, rope, family, where, defaulted):
+    """(rope_theta, where it was read): the section's, else the config's top level, else the family's default;
+    a base the family's code hard-codes wins."""
     base = rope.pop("rope_theta", None)
     base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
     if base is None:
@@ -179,26 +95,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
         base, base_key = (cfg[top[0]], f"config[{top[0]!r}]") if top else (family.rope_theta, "the family's default")
     if family.fixed_theta:
         base, base_key = family.fixed_theta, "fixed by the family's code"
-    base = val.check_base(base, f"rope_theta ({base_key})")
-    share = rope.pop("partial_rotary_factor", None)
-    if rope_type == "proportional":    # frequencies over the whole head, the pairs past the share at 0
-        rotary_dim, rope["partial_rotary_factor"] = head_dim, share
-    else:
-        rotary_dim = _rotary_dim(cfg, share, family, head_dim)
-    pairing, output_pairing = _pairing(cfg, family, pairing)
-    _training_lengths(cfg, family, rope, rope_type)
-    params = {k: _plain(v) for k, v in used_params(rope_type, rope).items()}
-    try:
-        _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
-        if mrope[0] is not None:
-            mrope_frequencies(rotary_dim, mrope[0], interleaved=mrope[1])
-    except (ValueError, TypeError) as err:
-        raise type(err)(f"{where}, with rope_theta {base:g} ({base_key}): {err}") from None
-    return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing,
-                      base=base, rope_type=rope_type, params=MappingProxyType(params),
-                      attention_factor=float(attention_factor), output_pairing=output_pairing,
-                      query_scaling=MappingProxyType({k: _plain(v) for k, v in query_scaling.items()}),
-                      mrope_section=mrope[0], mrope_interleaved=mrope[1])
+    return val.check_base(base, f"rope_theta ({base_key})"), base_key
 
 
 def _load(config) -> dict:
@@ -250,8 +147,9 @@ def _family(cfg, model_type, pairing) -> Family:
                              "Pass pairing='half' or 'interleaved' to read it anyway")
         other = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
         if other:
-            raise ValueError(f"config has {other[0]!r}, which rope_ref does not read, so the number of rotated features "
-                             "cannot be derived; give 'partial_rotary_factor' (or 'rotary_dim', the count) instead")
+            raise ValueError(f"config has {other[0]!r}, which rope_ref does not read, so the number of rotated "
+                             "features cannot be derived; give 'partial_rotary_factor' (or 'rotary_dim', the count) "
+                             "instead")
         family = Family(pairing, rotary_key="rotary_dim")      # a rotary_dim count is read as such
     if family.unsupported:
         raise ValueError(f"config has model_type={model_type!r}: {family.unsupported}")
@@ -291,7 +189,7 @@ def _positive_int(cfg, key, why):
 def _head_dim(cfg, family, known) -> int:
     """Features per head (for MLA: the rotated part of each query head, qk_rope_head_dim)."""
     for key in ("qk_rope_head_dim",) + family.head_keys:
-        if cfg.get(key) is not None and (key in family.head_keys or key == "qk_rope_head_dim"):
+        if cfg.get(key) is not None:
             return val.check_positive_int(cfg[key], f"config[{key!r}]")
     if family.head_dim is not None:
         return family.head_dim
@@ -341,11 +239,11 @@ def _rope_section(cfg, layer_type, family):
     elif layer_type is not None:
         raise ValueError(f"layer_type={layer_type!r} was given, but the config has one RoPE for every layer; "
                          "layer_type is only for configs with one RoPE per layer type")
-    known = CONFIG_KEYS + ("rope_type", "alpha") + QUERY_SCALING_KEYS + _MROPE_KEYS
+    known = tuple(config_keys()) + ("rope_type",) + tuple(SECTION_QUIRK_KEYS) + QUERY_SCALING_KEYS + _MROPE_KEYS
     for k in rope:
         if k not in known:
             raise ValueError(f"{where} has key {k!r}, which rope_ref does not model"
-                             f"{val.closest_name(k, CONFIG_KEYS)}; known keys: {sorted(known)}")
+                             f"{val.closest_name(k, config_keys())}; known keys: {sorted(known)}")
     return where, dict(rope), defaulted
 
 
@@ -356,28 +254,21 @@ def _agree(v5, v4) -> bool:
 
 
 def _rope_type(rope, where) -> str:
+    """The registry's name of the section's rope_type (v4: type); an "mrope" type was read by _mrope."""
     old_name = rope.pop("type", None)
     rope_type = rope.pop("rope_type", None) or old_name or "default"
-    rope_type = _RENAMED_TYPES.get(rope_type, rope_type)   # (an "mrope" type was read by _mrope)
-    if rope_type not in ROPE_TYPES or rope_type == "ntk":    # transformers has no "ntk" rope_type
-        raise ValueError(f"{where} has rope_type={rope_type!r}, which is not supported; supported: "
-                         f"{[t for t in ROPE_TYPES if t != 'ntk']}")
-    return rope_type
+    supported = [name for name, method in SCALING_METHODS.items() if method.in_transformers]
+    names = {alias: name for name in supported for alias in (name,) + SCALING_METHODS[name].config_names}
+    if rope_type not in names:
+        raise ValueError(f"{where} has rope_type={rope_type!r}, which is not supported; supported: {supported}")
+    return names[rope_type]
 
 
-def _phimoe_longrope(rope, rope_type) -> str:
-    """transformers' PhiMoE computes its frequencies without the current length (so always with short_factor)
-    and scales cos and sin by short_mscale or long_mscale (by length): one RopeConfig when they are equal."""
-    mscales = rope.get("short_mscale"), rope.get("long_mscale")
-    if rope_type != "longrope" or None in mscales or mscales[0] != mscales[1]:
-        raise ValueError(f"config has model_type='phimoe' with rope_type={rope_type!r}, short_mscale={mscales[0]} "
-                         f"and long_mscale={mscales[1]}: rope_ref models PhiMoE's longrope only with "
-                         "short_mscale == long_mscale (transformers' PhiMoE fails without them)")
-    rope.update(long_factor=rope.get("short_factor"), attention_factor=mscales[0])
-    return rope_type
-
-
-def _rotary_dim(cfg, section_factor, family, head_dim) -> int:
+def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
+    section_factor = rope.pop("partial_rotary_factor", None)
+    if SCALING_METHODS[rope_type].whole_head:   # frequencies over the whole head, the pairs past the share at 0
+        rope["partial_rotary_factor"] = section_factor
+        return head_dim
     if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
         return _mla_rotary_dim(cfg, section_factor, head_dim)
     if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
@@ -429,12 +320,10 @@ def _training_lengths(cfg, family, rope, rope_type):
     """transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a top-level
     original_max_position_embeddings when there is one (Phi-3), else the rope section's, else
     max_position_embeddings.  Values copied from the top level are checked under their own names."""
-    top = {}
-    for k in family.max_pos_keys + ("original_max_position_embeddings",):
-        if cfg.get(k) is not None:
-            top[k] = val.check_positive_int(cfg[k], f"config[{k!r}]")
+    top = {k: val.check_positive_int(cfg[k], f"config[{k!r}]")
+           for k in family.max_pos_keys + ("original_max_position_embeddings",) if cfg.get(k) is not None}
     max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
-    if rope_type in ("llama3", "yarn", "longrope"):
+    if TRAIN_LENGTH in SCALING_METHODS[rope_type].required:
         if "original_max_position_embeddings" in top:
             rope["original_max_position_embeddings"] = top["original_max_position_embeddings"]
         elif rope.get("original_max_position_embeddings") is None and max_pos is not None:
@@ -462,9 +351,9 @@ def _mrope(rope, family, where, known):
                              "the pairs per axis (mrope_section: [temporal, height, width])")
         return None, False
     if family.mrope is None and known:
-        raise ValueError(f"{where} (rope_type={kind!r}, mrope_section={section}) is multimodal RoPE, Qwen2-VL style, but "
-                         "this model_type's attention applies 1-D RoPE; rope_ref reads M-RoPE for the families whose "
-                         f"text module applies it ({sorted(k for k, f in FAMILIES.items() if f.mrope)})")
+        raise ValueError(f"{where} (rope_type={kind!r}, mrope_section={section}) is multimodal RoPE, Qwen2-VL style, "
+                         "but this model_type's attention applies 1-D RoPE; rope_ref reads M-RoPE for the families "
+                         f"whose text module applies it ({sorted(k for k, f in FAMILIES.items() if f.mrope)})")
     default_section, default_flag = family.mrope or (None, False)
     if flag is not None:
         flag = val.check_bool(flag, f"{where}['mrope_interleaved']")
@@ -479,6 +368,6 @@ def _mrope(rope, family, where, known):
     return tuple(section), default_flag if flag is None else flag
 
 
-def _plain(v):
+def _list_as_tuple(v):
     """Lists of factors become tuples, so the frozen RopeConfig holds no mutable parameter."""
     return tuple(v) if isinstance(v, list) else v

@@ -1,158 +1,137 @@
 """Context-extension methods: per-pair frequencies (and an attention factor) for longer contexts.
 
-``scaled_inv_freq(d, base, rope_type=..., seq_len=..., **params)`` returns
-``(inv_freq, attention_factor)``; use them as
-``rotate(x, positions, inv_freq=inv_freq) * attention_factor`` (the factor
-multiplies cos and sin, i.e. scales the rotated features).  Parameter names and
-defaults follow the ``rope_scaling`` configuration of Hugging Face transformers
-(``modeling_rope_utils``), and the numbers match that library's for the same
+``scaled_inv_freq(d, base, rope_type=..., seq_len=..., **params)`` returns ``(inv_freq, attention_factor)``;
+use them as ``rotate(x, positions, inv_freq=inv_freq) * attention_factor`` (the factor multiplies cos and sin,
+i.e. scales the rotated features).  Each method is one entry of :data:`SCALING_METHODS` (as transformers'
+``ROPE_INIT_FUNCTIONS``) holding its formula, attention factor, config keys and how ``identify`` names it:
+adding a method is adding one entry.  Parameter names and defaults follow the ``rope_scaling`` configuration
+of Hugging Face transformers (``modeling_rope_utils``), and the numbers match that library's for the same
 configuration (tests/data/hf_rope_reference.json, to float32 precision).
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from . import _validate as val
 from .forms import frequencies
 
-ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
-
-_TRAIN_LENGTH = ("original_max_position_embeddings", "max_position_embeddings")
-
-#: What each method needs and what it uses besides: the one schema of a rope section.  Each required
-#: entry is a tuple of alternative keys, satisfied by any of them (the first given wins).  Read it
-#: through :func:`method_keys` / :func:`used_params`.
-REQUIRED = {
-    "default": (),
-    "linear": (("factor",),),
-    "ntk": (("factor",),),
-    "dynamic": (("factor",), ("max_position_embeddings",)),
-    "yarn": (_TRAIN_LENGTH,),
-    "llama3": (("factor",), _TRAIN_LENGTH, ("low_freq_factor",), ("high_freq_factor",)),
-    "longrope": (("short_factor",), ("long_factor",), _TRAIN_LENGTH),
-    "proportional": (),
-}
-OPTIONAL = {
-    "default": (),
-    "linear": (),
-    "ntk": (),
-    "dynamic": (),
-    "yarn": ("factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate"),
-    "llama3": (),
-    "longrope": ("factor", "attention_factor"),
-    "proportional": ("partial_rotary_factor", "factor"),
-}
+#: The training length: original_max_position_embeddings, else max_position_embeddings (transformers v5).
+TRAIN_LENGTH = ("original_max_position_embeddings", "max_position_embeddings")
+#: Keys a published rope section carries besides the methods' own: accepted, and ignored by the methods.
+_SECTION_KEYS = ("rope_theta", "type", "partial_rotary_factor", "short_mscale", "long_mscale")
 
 
-class MethodKeys(NamedTuple):
-    """The keys of one ``rope_type``: ``required`` (each a tuple of alternatives), ``optional``, and
-    ``used`` (every key the method reads)."""
-    required: tuple
-    optional: tuple
-    used: frozenset
+@dataclass(frozen=True)
+class ScalingMethod:
+    """Everything rope_ref knows about one context-extension method (one ``rope_type``).
+
+    ``inv_freq(d, base, seq_len, params)``: the method's formula, theta_i ``(d/2,)``; ``attention_factor(params)``:
+    the factor on cos and sin (None: 1); ``params`` holds the keys the method uses, without None values.
+    ``required``: tuples of alternative keys (any one will do); ``optional``: keys with defaults.
+    ``example(factor, train_len)``: parameters extending a model trained on ``train_len`` positions ``factor``
+    times (notebook 05).  ``candidates(fit)``: the ``(rank, params)`` that ``identify`` compares with measured
+    frequencies (``fit``: an ``identify.naming.FrequencyFit``), tried by rank across all methods, simplest first.
+    """
+
+    inv_freq: Callable
+    attention_factor: Callable | None = None
+    required: tuple = ()
+    optional: tuple = ()
+    uses_seq_len: bool = False        # the frequencies depend on the current length (dynamic, longrope)
+    whole_head: bool = False          # d is the whole head and some pairs stand still (proportional)
+    in_transformers: bool = True      # a transformers rope_type ("ntk" is rope_ref's name for static NTK)
+    config_names: tuple = ()          # other names configs give it (Phi-3's "su" for longrope)
+    example: Callable | None = None
+    candidates: Callable | None = None
+
+    @property
+    def used(self) -> frozenset:
+        """Every key the method reads."""
+        return frozenset(k for alternatives in self.required for k in alternatives) | frozenset(self.optional)
+
+    def params_of(self, section) -> dict:
+        """The entries of a rope section (a mapping) that the method uses and that are not None."""
+        return {k: v for k, v in section.items() if k in self.used and v is not None}
+
+    def missing(self, params) -> list:
+        """The required keys (``"a | b"``: either) that ``params`` lacks or gives as None."""
+        return [" | ".join(alts) for alts in self.required if not any(params.get(k) is not None for k in alts)]
+
+    def describe(self) -> str:
+        required = [" | ".join(alts) for alts in self.required]
+        return f"required {required}" + (f", optional {list(self.optional)}" if self.optional else "")
 
 
-def method_keys(rope_type: str) -> MethodKeys:
-    """The schema of ``rope_type`` (a name in :data:`ROPE_TYPES`), from :data:`REQUIRED` and
-    :data:`OPTIONAL`: ``method_keys("yarn").required == (("original_max_position_embeddings",
-    "max_position_embeddings"),)``."""
-    if rope_type not in REQUIRED:
-        raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}"
-                         f"{val.closest_name(str(rope_type), ROPE_TYPES)}")
-    required = tuple(tuple(alts) for alts in REQUIRED[rope_type])
-    optional = tuple(OPTIONAL[rope_type])
-    return MethodKeys(required, optional, frozenset(k for alts in required for k in alts) | frozenset(optional))
+def scaling_method(rope_type) -> ScalingMethod:
+    """The entry of ``rope_type`` in :data:`SCALING_METHODS`; another name is a ValueError naming the closest."""
+    if rope_type not in SCALING_METHODS:
+        names = tuple(SCALING_METHODS)
+        raise ValueError(f"rope_type must be one of {names}, got {rope_type!r}"
+                         f"{val.closest_name(str(rope_type), names)}")
+    return SCALING_METHODS[rope_type]
 
 
-def used_params(rope_type: str, section) -> dict:
-    """The entries of a rope section (a mapping) that ``rope_type`` uses and that are not None."""
-    used = method_keys(rope_type).used
-    return {k: v for k, v in section.items() if k in used and v is not None}
+def method_param_keys() -> frozenset:
+    """Every key some method uses."""
+    return frozenset().union(*(method.used for method in SCALING_METHODS.values()))
 
 
-#: Every key some method uses (the union of :func:`method_keys` over :data:`ROPE_TYPES`).
-METHOD_PARAM_KEYS = frozenset().union(*(method_keys(t).used for t in ROPE_TYPES))
-
-#: Every key a published ``rope_scaling`` / ``rope_parameters`` section carries.  A method ignores
-#: the ones it does not use (as transformers does); a name outside this list is a TypeError.
-CONFIG_KEYS = (
-    "factor", "max_position_embeddings", "original_max_position_embeddings", "low_freq_factor",
-    "high_freq_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate",
-    "short_factor", "long_factor", "short_mscale", "long_mscale", "rope_theta", "partial_rotary_factor", "type",
-)
+def config_keys() -> frozenset:
+    """Every key a published ``rope_scaling`` / ``rope_parameters`` section carries: a method ignores the ones
+    it does not use (as transformers does); a name outside this set is a TypeError."""
+    return method_param_keys() | frozenset(_SECTION_KEYS)
 
 
 def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None = None, seq_len=None, **params):
     """Per-pair frequencies of a context-extension method: ``(inv_freq (d/2,), attention_factor)``.
 
-    ``d`` is the rotary dimension (head_dim * partial_rotary_factor).  ``base`` is
-    rope_theta (default 10000; a ``rope_theta=`` keyword is the same thing).  ``seq_len``
-    matters only for ``dynamic`` (the current length) and ``longrope`` (short vs
-    long factors).  Methods (HF ``rope_type`` names):
+    ``d`` is the rotary dimension (head_dim * partial_rotary_factor; for ``proportional`` the whole head).
+    ``base`` is rope_theta (default 10000; ``rope_theta=`` is the same).  ``seq_len``: the current length, for
+    ``dynamic`` and ``longrope``.  ``rope_type``: one of :data:`ROPE_TYPES`; its entry in :data:`SCALING_METHODS`
+    gives the formula and the paper.
 
-    * ``default`` -- theta_i = base^(-2i/d) (RoFormer eq 15).
-    * ``linear`` -- position interpolation, theta_i / factor (Chen et al. 2023,
-      "Extending Context Window of LLMs via Positional Interpolation").
-    * ``ntk`` -- static NTK-aware: base * factor^(d/(d-2)) (bloc97, "NTK-Aware Scaled RoPE", 2023).
-    * ``dynamic`` -- dynamic NTK: base * (factor*L/L_train - (factor-1))^(d/(d-2)) with
-      L = max(seq_len, max_position_embeddings) (emozilla, "Dynamically Scaled RoPE", 2023).
-    * ``yarn`` -- NTK-by-parts ramp between interpolation and extrapolation, attention factor
-      0.1 ln(factor) + 1 (Peng et al. 2023, "YaRN"; mscale/mscale_all_dim as in DeepSeek-V2).
-    * ``llama3`` -- low frequencies / factor, high unchanged, smooth between (Meta, Llama 3.1, 2024).
-    * ``longrope`` -- per-pair rescale factors (Ding et al. 2024, "LongRoPE"), attention factor
-      sqrt(1 + ln(factor)/ln(L_train)).
-    * ``proportional`` -- Gemma 4's full-attention layers: ``d`` is the whole head; the first
-      ``int(partial_rotary_factor * d // 2)`` pairs turn at base^(-2i/d) (the exponent over the whole
-      head, not over the rotated part), the other pairs at 0 (they pass through), all / ``factor``
-      (transformers' ``_compute_proportional_rope_parameters``).
-
-    ``**params`` may be a model config's whole rope section (``**config["rope_scaling"]``
-    or ``**config["rope_parameters"]``): every key in :data:`CONFIG_KEYS` is accepted,
-    ``type`` is the old name of ``rope_type``, keys a method does not use are ignored,
-    and ``partial_rotary_factor`` is ignored because ``d`` is already the rotary dimension (except by
-    ``proportional``, whose ``d`` is the whole head).
-    A misspelt key is a TypeError naming the closest valid one.
-
-    Where transformers v4 and v5 differ, this follows v5 (``modeling_rope_utils``):
-    for ``yarn`` and ``longrope`` an explicit ``factor`` is used as given, with
-    ``original_max_position_embeddings`` (else ``max_position_embeddings``) as the
-    training length, and ``max_position_embeddings / original_max_position_embeddings``
-    is used only when ``factor`` is missing.  transformers v4 (4.4x-4.5x) replaced
-    ``factor`` by that ratio whenever ``original_max_position_embeddings`` was given, so
-    Qwen2.5's published YaRN block (factor 4, both lengths 32768) meant factor 1 there
-    and means factor 4 in v5 and here.  ``short_mscale``/``long_mscale`` (Phi-3-small) are
-    ignored, as v5 ignores them.
+    ``**params`` may be a model config's whole rope section (``**config["rope_scaling"]`` or
+    ``**config["rope_parameters"]``): every key of :func:`config_keys` is accepted, ``type`` is the old name of
+    ``rope_type``, keys a method does not use are ignored (``partial_rotary_factor`` too, as ``d`` is already
+    the rotary dimension, except by ``proportional``).  A misspelt key is a TypeError naming the closest valid
+    one.  Where transformers v4 and v5 differ, this follows v5: for ``yarn`` and ``longrope`` an explicit
+    ``factor`` is used as given, and ``max_position_embeddings / original_max_position_embeddings`` only when
+    ``factor`` is missing (docs/model_configs.md: Qwen2.5's YaRN block is factor 4 here, 1 in v4).
+    ``short_mscale``/``long_mscale`` (Phi-3-small) are ignored, as v5 ignores them.
     """
     params = dict(params)
-    val.check_keywords(params, CONFIG_KEYS, "scaled_inv_freq")
+    val.check_keywords(params, config_keys(), "scaled_inv_freq")
     rope_type = _resolve_rope_type(rope_type, params.pop("type", None))
     base = _resolve_base(base, params.pop("rope_theta", None))
     d = val.check_d(d)
-    _check_keys(rope_type, params)
-    params = used_params(rope_type, params)
+    method = SCALING_METHODS[rope_type]
+    if method.missing(params):
+        raise ValueError(f"rope_type={rope_type!r} is missing {method.missing(params)}; it takes {method.describe()}")
+    params = method.params_of(params)
     if seq_len is not None:
         seq_len = val.check_positive_int(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # _check_result names the cause
-        inv_freq, attention_factor = _METHODS[rope_type](d, base, seq_len, params)
-    _check_result(inv_freq, attention_factor, rope_type, params, zeros=rope_type == "proportional")
+        inv_freq = method.inv_freq(d, base, seq_len, params)
+        attention_factor = 1.0 if method.attention_factor is None else float(method.attention_factor(params))
+    _check_result(inv_freq, attention_factor, rope_type, params, zeros=method.whole_head)
     return inv_freq, attention_factor
 
 
 def _resolve_rope_type(rope_type, old_name):
     for name, value in (("rope_type", rope_type), ("type", old_name)):
         if value is not None and not isinstance(value, str):
-            raise TypeError(f"{name} must be a string, one of {ROPE_TYPES}, got {value!r} of type {type(value).__name__}")
+            raise TypeError(f"{name} must be a string, one of {tuple(SCALING_METHODS)}, got {value!r} of type "
+                            f"{type(value).__name__}")
     if rope_type is None:
         rope_type = "default" if old_name is None else old_name
     elif old_name is not None and old_name != rope_type:
         raise ValueError(f"rope_type={rope_type!r} and type={old_name!r} disagree; give one of them")
-    if rope_type not in ROPE_TYPES:
-        raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}"
-                         f"{val.closest_name(rope_type, ROPE_TYPES)}")
+    scaling_method(rope_type)
     return rope_type
 
 
@@ -165,19 +144,11 @@ def _resolve_base(base, rope_theta):
     return rope_theta
 
 
-def _check_keys(rope_type, params):
-    missing = [" | ".join(alts) for alts in method_keys(rope_type).required
-               if not any(params.get(k) is not None for k in alts)]
-    if missing:
-        raise ValueError(f"rope_type={rope_type!r} is missing {missing}; it takes {_needs(rope_type)}")
-
-
 def _check_result(inv_freq, attention_factor, rope_type, params, zeros=False):
     """Finite input must not give inf, NaN or non-positive frequencies (zeros where the method intends them):
     name the arguments that did it."""
     if np.all(np.isfinite(inv_freq)) and np.all(inv_freq >= 0 if zeros else inv_freq > 0) \
-            and math.isfinite(attention_factor) \
-            and attention_factor > 0:
+            and math.isfinite(attention_factor) and attention_factor > 0:
         return
     given = {k: v for k, v in params.items() if not isinstance(v, (list, tuple, np.ndarray))}
     raise ValueError(f"rope_type={rope_type!r} with {given} gives frequencies or an attention factor that are "
@@ -185,34 +156,33 @@ def _check_result(inv_freq, attention_factor, rope_type, params, zeros=False):
                      f"{attention_factor:.3g}); check the size of {sorted(params)}")
 
 
-def _needs(rope_type) -> str:
-    keys = method_keys(rope_type)
-    required = [" | ".join(alts) for alts in keys.required]        # "a | b": either key
-    return f"required {required}" + (f", optional {list(keys.optional)}" if keys.optional else "")
-
-
-def _pos_float(params, name):
+def _pos_float(params, name, default=None):
+    if name not in params and default is not None:
+        return default
     return val.check_positive_real(params[name], name, "a finite real number > 0")
 
 
-def _pos_int(params, name):
-    return val.check_positive_int(params[name], name)
+def _train_length(params):
+    key = next(k for k in TRAIN_LENGTH if k in params)
+    return val.check_positive_int(params[key], key)
 
+
+# ---- the methods: each one's formula, then the registry --------------------------------------------------
 
 def _default(d, base, seq_len, p):
-    """theta_i = base^(-2i/d): RoFormer (Su et al. 2021), eq 15."""
-    return frequencies(d, base), 1.0
+    """theta_i = base^(-2i/d): RoFormer (Su et al. 2021, arXiv:2104.09864), eq 15."""
+    return frequencies(d, base)
 
 
 def _linear(d, base, seq_len, p):
-    """Position interpolation: theta_i / factor (Chen et al. 2023, arXiv:2306.15595)."""
-    return frequencies(d, base) / _pos_float(p, "factor"), 1.0
+    """Position interpolation, theta_i / factor: position m read as m / factor (Chen et al. 2023, arXiv:2306.15595)."""
+    return frequencies(d, base) / _pos_float(p, "factor")
 
 
 def _ntk(d, base, seq_len, p):
-    """NTK-aware base change base * factor^(d/(d-2)) (bloc97, "NTK-Aware Scaled RoPE", 2023)."""
-    factor = _pos_float(p, "factor")
-    return frequencies(d, _new_base(base, factor, d, "factor")), 1.0
+    """Static NTK-aware scaling, the base raised to base * factor^(d/(d-2)) (bloc97, "NTK-Aware Scaled RoPE",
+    2023; YaRN, arXiv:2309.00071, section 3.1)."""
+    return frequencies(d, _new_base(base, _pos_float(p, "factor"), d, "factor"))
 
 
 def _new_base(base, growth, d, name):
@@ -230,51 +200,38 @@ def _new_base(base, growth, d, name):
 
 
 def _dynamic(d, base, seq_len, p):
-    """Dynamic NTK: the base grows with the current length (emozilla, "Dynamically Scaled RoPE", 2023)."""
-    factor, L_train = _pos_float(p, "factor"), _pos_int(p, "max_position_embeddings")
-    L = L_train if seq_len is None else max(seq_len, L_train)
-    return frequencies(d, _new_base(base, (factor * L / L_train) - (factor - 1), d, "factor")), 1.0
+    """Dynamic NTK: base * (factor * L / L_train - (factor - 1))^(d/(d-2)) with L = max(seq_len, L_train)
+    (emozilla, "Dynamically Scaled RoPE", 2023; YaRN, arXiv:2309.00071, section 3.3)."""
+    factor, train_len = _pos_float(p, "factor"), _train_length(p)     # dynamic reads max_position_embeddings
+    length = train_len if seq_len is None else max(seq_len, train_len)
+    return frequencies(d, _new_base(base, (factor * length / train_len) - (factor - 1), d, "factor"))
 
 
 def _train_length_and_factor(p, method):
     """transformers v5: an explicit factor wins; else max_position_embeddings / original."""
-    key = "original_max_position_embeddings" if "original_max_position_embeddings" in p else "max_position_embeddings"
-    L_train = _pos_int(p, key)
+    train_len = _train_length(p)
     if "factor" in p:
-        return L_train, _pos_float(p, "factor")
+        return train_len, _pos_float(p, "factor")
     if "original_max_position_embeddings" in p and "max_position_embeddings" in p:
-        return L_train, _pos_int(p, "max_position_embeddings") / L_train
+        return train_len, val.check_positive_int(p["max_position_embeddings"], "max_position_embeddings") / train_len
     raise ValueError(f"rope_type={method!r} needs factor, or both max_position_embeddings and "
-                     f"original_max_position_embeddings; it takes {_needs(method)}")
-
-
-def _yarn_mscale(scale, mscale=1.0):
-    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+                     f"original_max_position_embeddings; it takes {SCALING_METHODS[method].describe()}")
 
 
 def _yarn(d, base, seq_len, p):
-    """YaRN: NTK-by-parts ramp plus attention factor (Peng et al. 2023, arXiv:2309.00071)."""
-    L_train, factor = _train_length_and_factor(p, "yarn")
+    """YaRN's NTK-by-parts: theta_i ((1 - gamma_i) / factor + gamma_i), gamma the ramp from the pairs turning
+    fewer than beta_slow times over L_train (interpolated) to those turning more than beta_fast times
+    (extrapolated) (Peng et al. 2023, arXiv:2309.00071, section 3.2)."""
+    train_len, factor = _train_length_and_factor(p, "yarn")
     if base == 1.0:
         raise ValueError("base must be > 1 for rope_type='yarn' (the ramp divides by log(base)), got 1.0")
-    beta_fast = _pos_float(p, "beta_fast") if "beta_fast" in p else 32.0
-    beta_slow = _pos_float(p, "beta_slow") if "beta_slow" in p else 1.0
+    beta_fast, beta_slow = _pos_float(p, "beta_fast", 32.0), _pos_float(p, "beta_slow", 1.0)
     if beta_fast < beta_slow:
         raise ValueError(f"yarn: beta_fast ({beta_fast}) must be >= beta_slow ({beta_slow})")
     truncate = val.check_bool(p.get("truncate", True), "truncate")
-    if "attention_factor" in p:
-        attention_factor = _pos_float(p, "attention_factor")
-    elif "mscale" in p and "mscale_all_dim" in p:
-        mscale, mscale_all_dim = _pos_float(p, "mscale"), _pos_float(p, "mscale_all_dim")
-        attention_factor = _yarn_mscale(factor, mscale) / _yarn_mscale(factor, mscale_all_dim)
-    else:
-        for k in ("mscale", "mscale_all_dim"):   # one alone is unused (as in transformers), but must be sane
-            if k in p:
-                _pos_float(p, k)
-        attention_factor = _yarn_mscale(factor)
 
     def correction_dim(n_rotations):  # the pair dimension whose wavelength fits n_rotations in L_train
-        return d * math.log(L_train / (n_rotations * 2 * math.pi)) / (2 * math.log(base))
+        return d * math.log(train_len / (n_rotations * 2 * math.pi)) / (2 * math.log(base))
 
     low, high = correction_dim(beta_fast), correction_dim(beta_slow)
     if truncate:
@@ -284,40 +241,61 @@ def _yarn(d, base, seq_len, p):
         high += 0.001
     ramp = np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)  # 0: extrapolate, 1: interpolate
     extrapolation = frequencies(d, base)
-    return extrapolation / factor * ramp + extrapolation * (1 - ramp), float(attention_factor)
+    return extrapolation / factor * ramp + extrapolation * (1 - ramp)
+
+
+def _yarn_mscale(scale, mscale=1.0):
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def _yarn_attention(p):
+    """sqrt(1/t) = 0.1 ln(factor) + 1 (arXiv:2309.00071, section 3.4), or an explicit attention_factor, or
+    DeepSeek-V2's mscale(factor, mscale) / mscale(factor, mscale_all_dim)."""
+    _, factor = _train_length_and_factor(p, "yarn")
+    if "attention_factor" in p:
+        return _pos_float(p, "attention_factor")
+    mscales = [_pos_float(p, k) for k in ("mscale", "mscale_all_dim") if k in p]  # one alone is checked, unused
+    if len(mscales) == 2:
+        return _yarn_mscale(factor, mscales[0]) / _yarn_mscale(factor, mscales[1])
+    return _yarn_mscale(factor)
 
 
 def _llama3(d, base, seq_len, p):
-    """Llama 3.1 frequency bands (Meta, "The Llama 3 Herd of Models", 2024, arXiv:2407.21783)."""
-    factor = _pos_float(p, "factor")
-    low_ff, high_ff = _pos_float(p, "low_freq_factor"), _pos_float(p, "high_freq_factor")
-    key = "original_max_position_embeddings" if "original_max_position_embeddings" in p else "max_position_embeddings"
-    L_train = _pos_int(p, key)
+    """Llama 3.1's bands: wavelengths above L_train / low_freq_factor divided by factor, below L_train /
+    high_freq_factor unchanged, linear in L_train / wavelength between (Meta 2024, arXiv:2407.21783; transformers'
+    _compute_llama3_parameters)."""
+    factor, low_ff, high_ff = (_pos_float(p, k) for k in ("factor", "low_freq_factor", "high_freq_factor"))
+    train_len = _train_length(p)
     if high_ff < low_ff:
         raise ValueError(f"llama3: high_freq_factor ({high_ff}) must be >= low_freq_factor ({low_ff})")
     freqs = frequencies(d, base)
     wavelen = 2 * math.pi / freqs
-    out = np.where(wavelen > L_train / low_ff, freqs / factor, freqs)
+    out = np.where(wavelen > train_len / low_ff, freqs / factor, freqs)
     # high_freq_factor == low_freq_factor (Llama-4-Scout: both 1): no band between, a step at L_train / low_ff
-    smooth = (L_train / wavelen - low_ff) / (high_ff - low_ff) if high_ff > low_ff else 0.0
-    medium = (wavelen >= L_train / high_ff) & (wavelen <= L_train / low_ff)
-    return np.where(medium, (1 - smooth) * out / factor + smooth * out, out), 1.0
+    smooth = (train_len / wavelen - low_ff) / (high_ff - low_ff) if high_ff > low_ff else 0.0
+    medium = (wavelen >= train_len / high_ff) & (wavelen <= train_len / low_ff)
+    return np.where(medium, (1 - smooth) * out / factor + smooth * out, out)
 
 
 def _longrope(d, base, seq_len, p):
-    """Per-pair rescale factors (Ding et al. 2024, "LongRoPE", arXiv:2402.13753)."""
-    L_train, factor = _train_length_and_factor(p, "longrope")
+    """theta_i / lambda_i with searched per-pair factors: short_factor up to L_train, long_factor beyond
+    (Ding et al. 2024, "LongRoPE", arXiv:2402.13753)."""
+    train_len, _ = _train_length_and_factor(p, "longrope")
     short, long_ = (val.check_inv_freq(p[k], d // 2, k) for k in ("short_factor", "long_factor"))
     for name, f in (("short_factor", short), ("long_factor", long_)):
         if np.any(f <= 0):
             raise ValueError(f"{name} must be > 0 (it divides the frequencies), got {f[f <= 0][:3].tolist()} "
                              f"at pair(s) {np.flatnonzero(f <= 0)[:3].tolist()}")
+    use_long = seq_len is not None and seq_len > train_len
+    return frequencies(d, base) / (long_ if use_long else short)
+
+
+def _longrope_attention(p):
+    """sqrt(1 + ln(factor) / ln(L_train)) (transformers' _compute_longrope_parameters), or attention_factor."""
+    train_len, factor = _train_length_and_factor(p, "longrope")
     if "attention_factor" in p:
-        attention_factor = _pos_float(p, "attention_factor")
-    else:
-        attention_factor = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(L_train))
-    use_long = seq_len is not None and seq_len > L_train
-    return frequencies(d, base) / (long_ if use_long else short), float(attention_factor)
+        return _pos_float(p, "attention_factor")
+    return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(train_len))
 
 
 def _proportional(d, base, seq_len, p):
@@ -326,14 +304,82 @@ def _proportional(d, base, seq_len, p):
     share = val.check_positive_real(p.get("partial_rotary_factor", 1.0), "partial_rotary_factor", "a number in (0, 1]")
     if share > 1:
         raise ValueError(f"partial_rotary_factor must be a number in (0, 1], got {share}")
-    factor = _pos_float(p, "factor") if "factor" in p else 1.0
     freqs = frequencies(d, base)
     freqs[int(share * d // 2):] = 0.0
-    return freqs / factor, 1.0
+    return freqs / _pos_float(p, "factor", 1.0)
 
 
-_METHODS = {"default": _default, "linear": _linear, "ntk": _ntk, "dynamic": _dynamic,
-            "yarn": _yarn, "llama3": _llama3, "longrope": _longrope, "proportional": _proportional}
+# ---- how identify names a method (rank tuples: simplest first, compared across methods) ---------------
+
+def _default_candidates(fit):
+    if fit.base_hint is not None:
+        yield (0,), dict(base=fit.base_hint)
+    yield (2,), dict(base=fit.fitted_base)
+
+
+def _ntk_candidates(fit):
+    if fit.base_hint is not None and fit.r > 2 and fit.fitted_base > fit.base_hint:   # NTK raises the base
+        yield (1,), dict(base=fit.base_hint, factor=float((fit.fitted_base / fit.base_hint) ** ((fit.r - 2) / fit.r)))
+
+
+def _linear_candidates(fit):
+    base, factor = fit.linear_fit
+    if abs(factor - 1) > fit.tau[0]:
+        yield (3,), dict(base=base, factor=factor)
+
+
+def _factor_grid(fit, tiebreak):
+    """(rank, factor, train length) over the fitted factors and the usual training lengths."""
+    for i, factor in enumerate(fit.factors):
+        for j, train_len in enumerate(fit.train_lengths):
+            yield (4, i, j, tiebreak), factor, train_len
+
+
+def _llama3_candidates(fit):
+    for rank, factor, train_len in _factor_grid(fit, 0):
+        # Llama 3.1 (1, 4); Llama 4 (1, 1.5) and Llama-4-Scout's step (1, 1)
+        for low, high in [(1.0, 4.0), (1.0, 2.0), (1.0, 8.0), (2.0, 8.0), (1.0, 1.5), (1.0, 1.0)]:
+            yield rank, dict(base=fit.base, factor=factor, low_freq_factor=low, high_freq_factor=high,
+                             original_max_position_embeddings=train_len)
+
+
+def _yarn_candidates(fit):
+    for rank, factor, train_len in _factor_grid(fit, 1):
+        for truncate in (True, False):          # GPT-OSS: truncate=False (unrounded correction range)
+            for fast, slow in [(32.0, 1.0), (16.0, 1.0), (32.0, 2.0), (16.0, 2.0)]:
+                yield rank, dict(base=fit.base, factor=factor, original_max_position_embeddings=train_len,
+                                 beta_fast=fast, beta_slow=slow, **({} if truncate else {"truncate": False}))
+
+
+#: rope_type -> ScalingMethod: the one registry of context-extension methods (names as transformers' rope_type).
+SCALING_METHODS = {
+    "default": ScalingMethod(_default, candidates=_default_candidates),
+    "linear": ScalingMethod(_linear, required=(("factor",),), candidates=_linear_candidates,
+                            example=lambda factor, train_len: dict(factor=factor)),
+    "ntk": ScalingMethod(_ntk, required=(("factor",),), in_transformers=False, candidates=_ntk_candidates,
+                         example=lambda factor, train_len: dict(factor=factor)),
+    "dynamic": ScalingMethod(_dynamic, required=(("factor",), ("max_position_embeddings",)), uses_seq_len=True,
+                             example=lambda factor, train_len: dict(factor=factor, max_position_embeddings=train_len,
+                                                                    seq_len=int(factor * train_len))),
+    "yarn": ScalingMethod(
+        _yarn, _yarn_attention, required=(TRAIN_LENGTH,), candidates=_yarn_candidates,
+        optional=("factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate"),
+        example=lambda factor, train_len: dict(factor=factor, original_max_position_embeddings=train_len)),
+    "llama3": ScalingMethod(
+        _llama3, required=(("factor",), TRAIN_LENGTH, ("low_freq_factor",), ("high_freq_factor",)),
+        candidates=_llama3_candidates,
+        example=lambda factor, train_len: dict(factor=factor, low_freq_factor=1.0, high_freq_factor=4.0,
+                                               original_max_position_embeddings=train_len)),
+    "longrope": ScalingMethod(
+        _longrope, _longrope_attention, required=(("short_factor",), ("long_factor",), TRAIN_LENGTH),
+        optional=("factor", "attention_factor"), uses_seq_len=True, config_names=("su",)),
+    "proportional": ScalingMethod(_proportional, optional=("partial_rotary_factor", "factor"), whole_head=True),
+}
+
+#: The method names, in registry order.
+ROPE_TYPES = tuple(SCALING_METHODS)
+#: Every key some method uses, as at import (:func:`method_param_keys` reads the registry at call time).
+METHOD_PARAM_KEYS = method_param_keys()
 
 
 def wavelengths(freqs) -> np.ndarray:
@@ -345,5 +391,6 @@ def wavelengths(freqs) -> np.ndarray:
     small = np.abs(f) < 2 * np.pi / np.finfo(np.float64).max
     if small.any():
         i = int(np.argmax(small))
-        raise ValueError(f"freqs must be non-zero with a wavelength 2*pi/|theta| within float64, got freqs[{i}] = {f[i]}")
+        raise ValueError(f"freqs must be non-zero with a wavelength 2*pi/|theta| within float64, "
+                         f"got freqs[{i}] = {f[i]}")
     return 2 * np.pi / np.abs(f)

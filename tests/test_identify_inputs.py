@@ -258,11 +258,11 @@ def test_sizes_are_refused_before_fn_is_called():
     assert identify(neox, D, seq=8, max_rows=64, max_bytes=8 * 8 * D * D).is_rope     # exactly at the limit
 
 
-@pytest.mark.parametrize("rope_type", [t for t in rr.ROPE_TYPES if rr.scaling.method_keys(t).required])
+@pytest.mark.parametrize("rope_type", [t for t in rr.ROPE_TYPES if rr.scaling.SCALING_METHODS[t].required])
 def test_every_key_of_the_scaling_schema_is_an_expectation(rope_type):
     # identify reads scaling's one schema: each alternative of a required key is accepted by name (a kernel that
     # is not that method then fails on its frequencies or a missing key, never on an unknown keyword)
-    for alts in rr.scaling.method_keys(rope_type).required:
+    for alts in rr.scaling.SCALING_METHODS[rope_type].required:
         for key in alts:
             with pytest.raises((AssertionError, ValueError, TypeError)) as info:
                 rr.assert_rope_matches(lambda x: neox(x), 16, rope_type=rope_type, **{key: 2})

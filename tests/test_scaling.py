@@ -267,3 +267,113 @@ def test_finite_input_gives_finite_frequencies_or_names_the_cause(d, base, facto
         assert "factor" in str(err), str(err)
         return
     assert f.shape == (d // 2,) and np.all(np.isfinite(f)) and np.all(f > 0) and math.isfinite(att) and att > 0
+
+
+# ---- the registry: one entry per method ------------------------------------------------------------------
+
+from rope_ref import scaling  # noqa: E402
+from rope_ref.teaching import context_extension  # noqa: E402
+
+
+def entry_problems(name, method):
+    """What an entry of scaling.SCALING_METHODS lacks: a formula citing its source, keys in the schema's shape,
+    an attention factor and example that run, candidates that scaled_inv_freq accepts."""
+    problems = []
+    doc = method.inv_freq.__doc__ or ""
+    if not any(source in doc for source in ("arXiv:", "transformers'")):
+        problems.append("inv_freq's docstring cites no paper (arXiv:) or transformers function")
+    if not all(isinstance(alts, tuple) and alts and all(isinstance(k, str) for k in alts) for alts in method.required):
+        problems.append(f"required must be tuples of alternative key names, got {method.required!r}")
+    if not all(isinstance(k, str) for k in method.optional) or set(method.optional) & {"type", "rope_theta"}:
+        problems.append(f"optional must be key names other than type and rope_theta, got {method.optional!r}")
+    if method.attention_factor is not None and not callable(method.attention_factor):
+        problems.append("attention_factor must be None or a function of the parameters")
+    if method.example is not None:
+        try:
+            f, att = scaled_inv_freq(64, rope_type=name, **method.example(4.0, 2048))
+            assert f.shape == (32,) and np.all(f > 0) and att > 0
+        except Exception as err:   # noqa: BLE001 - any failure is the entry's problem
+            problems.append(f"example(4.0, 2048) does not run: {err!r}")
+    if method.candidates is not None:
+        fit = scaling_fit()
+        for rank, params in method.candidates(fit):
+            if not isinstance(rank, tuple) or "base" not in params:
+                problems.append(f"a candidate must be (rank tuple, params with 'base'), got {rank!r}, {params!r}")
+                break
+            params = dict(params)
+            scaled_inv_freq(fit.r, params.pop("base"), rope_type=name, **params)
+    return problems
+
+
+def scaling_fit():
+    """A FrequencyFit of Llama 3.1's frequencies (8x, 8192 positions), as identify's naming builds it."""
+    from rope_ref.identify.naming import FrequencyFit, log_fit
+    theta, _ = scaled_inv_freq(64, 5e5, rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                               original_max_position_embeddings=8192)
+    return FrequencyFit(64, 5e5, 5e5, np.full(32, 1e-9), log_fit(theta, 64, False)[0], log_fit(theta, 64, True),
+                        (8.0,), (8192,))
+
+
+@pytest.mark.parametrize("name", ROPE_TYPES)
+def test_every_registry_entry_is_complete(name):
+    assert entry_problems(name, scaling.SCALING_METHODS[name]) == []
+
+
+def test_an_incomplete_entry_is_caught():
+    """The completeness check can fail: an entry without a cited formula, with a bare key, a broken example."""
+    def undocumented(d, base, seq_len, p):
+        return rr.frequencies(d, base)
+    broken = scaling.ScalingMethod(undocumented, required=("factor",), example=lambda factor, train_len: {"factr": 1})
+    problems = entry_problems("default", broken)
+    assert len(problems) == 3, problems
+
+
+def _every_other_pair_halved(d, base, seq_len, p):
+    """Toy method for the registry test: odd pairs' theta_i / toy_divisor (no paper; transformers' has none)."""
+    freqs = rr.frequencies(d, base)
+    freqs[1::2] /= _checked_divisor(p["toy_divisor"])
+    return freqs
+
+
+def _checked_divisor(x):
+    if not x > 0:
+        raise ValueError(f"toy_divisor must be > 0, got {x}")
+    return float(x)
+
+
+def _toy_candidates(fit):
+    if fit.base_hint is not None:
+        yield (5,), dict(base=fit.base_hint, toy_divisor=2.0)
+
+
+TOY = scaling.ScalingMethod(_every_other_pair_halved, required=(("toy_divisor",),), candidates=_toy_candidates,
+                            example=lambda factor, train_len: dict(toy_divisor=factor))
+
+
+def test_adding_a_method_is_one_entry(monkeypatch):
+    """One entry in SCALING_METHODS (restored after the test) is seen by scaled_inv_freq, from_hf_config's key
+    check, identify's naming and notebook 05's examples; before it, each of them refuses or ignores the method."""
+    config = {"model_type": "llama", "head_dim": 16, "rope_scaling": {"rope_type": "toy", "toy_divisor": 2.0}}
+    d, base = 16, 10000.0
+    want = rr.frequencies(d, base) / np.tile([1.0, 2.0], d // 4)
+
+    def kernel(x):
+        return rr.rotate(x, pairing="half", inv_freq=want)
+
+    with pytest.raises(TypeError, match="toy_divisor"):
+        scaled_inv_freq(d, base, rope_type="toy", toy_divisor=2.0)
+    with pytest.raises(ValueError, match="toy_divisor"):
+        rr.from_hf_config(config)
+    assert rr.identify(kernel, d, base_hint=base).rope_type == "longrope"    # per-pair factors: the fallback
+    assert "toy" not in context_extension.method_configs()
+
+    monkeypatch.setitem(scaling.SCALING_METHODS, "toy", TOY)
+    f, att = scaled_inv_freq(d, base, rope_type="toy", toy_divisor=2.0)
+    np.testing.assert_array_equal(f, want)
+    assert att == 1.0
+    cfg = rr.from_hf_config(config)
+    assert (cfg.rope_type, dict(cfg.params)) == ("toy", {"toy_divisor": 2.0})
+    np.testing.assert_array_equal(cfg.inv_freq(), want)
+    spec = rr.identify(kernel, d, base_hint=base)
+    assert (spec.rope_type, spec.rope_params) == ("toy", {"base": base, "toy_divisor": 2.0})
+    assert context_extension.method_configs(8.0)["toy"] == {"toy_divisor": 8.0}

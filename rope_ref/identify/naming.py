@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from ..forms import frequencies
-from ..scaling import scaled_inv_freq
+from ..scaling import SCALING_METHODS, scaled_inv_freq
 from .spec import show_params
 from .tolerances import _TRAIN_LENGTHS, FREQ_ULPS, NAME_RTOL, PRECISIONS, SIGMAS
 
@@ -33,7 +34,8 @@ def describe_frequencies(spec, base_hint, tau, unit):
     if np.all(spec.inv_freq < 0):
         spec.notes.append("every pair rotates clockwise (negative frequencies): the sign of sin is flipped")
     elif np.any(spec.inv_freq < 0):
-        spec.notes.append(_aliasing(spec.inv_freq) or "some pairs rotate clockwise: the sign of sin is flipped for them")
+        spec.notes.append(_aliasing(spec.inv_freq) or "some pairs rotate clockwise: the sign of sin is flipped "
+                          "for them")
     if spec.offset == round(spec.offset) and spec.offset != 0:
         spec.notes.append(f"row 0 is rotated as position {int(spec.offset)}")
     spec.freq_tolerance = float(tau.max())
@@ -109,32 +111,31 @@ def log_fit(theta, r, intercept):
     return float(np.exp(slope)), float(np.exp(-a))       # base, factor
 
 
-def _candidates(theta, r, base, norm_scale, base_hint, tau):
-    """(rope_type, params) configurations worth comparing, simplest first."""
-    if base_hint is not None:
-        yield "default", dict(base=base_hint)
-        fitted, _ = log_fit(theta, r, intercept=False)
-        if r > 2 and fitted > base_hint:          # NTK-aware scaling raises the base (factor > 1)
-            yield "ntk", dict(base=base_hint, factor=float((fitted / base_hint) ** ((r - 2) / r)))
-    yield "default", dict(base=log_fit(theta, r, intercept=False)[0])
-    b, factor = log_fit(theta, r, intercept=True)
-    if abs(factor - 1) > tau[0]:
-        yield "linear", dict(base=b, factor=factor)
+class FrequencyFit(NamedTuple):
+    """Measured frequencies as scaling methods' ``candidates`` read them (rope_ref.scaling.ScalingMethod)."""
+    r: int                    # rotated features
+    base: float               # geometric_base of the leading pairs
+    base_hint: float | None   # the caller's base
+    tau: np.ndarray           # relative precision per pair
+    fitted_base: float        # least squares of log theta_p = -(2p/r) log base
+    linear_fit: tuple         # (base, factor): the same with an intercept, -log factor
+    factors: tuple            # the factors dividing the slowest pair: fitted, and rounded where it cannot tell
+    train_lengths: tuple      # the usual training lengths
+
+
+def _candidates(theta, r, base, base_hint, tau):
+    """(rope_type, params) configurations of every method in the registry worth comparing, simplest first."""
     ratio = theta / frequencies(r, base)
     f_max = float(1 / ratio.min())
     # the factor as fitted, and rounded to fewer digits where the slowest pair cannot tell them apart
     factors = dict.fromkeys([f_max] + [float(f"{f_max:.{k}g}") for k in (1, 2, 3, 4)
                                        if abs(float(f"{f_max:.{k}g}") / f_max - 1) <= tau[int(np.argmin(ratio))]])
-    for f_max in factors if f_max > 1 + tau.max() else ():
-        for L in _TRAIN_LENGTHS:
-            # Llama 3.1 (1, 4); Llama 4 (1, 1.5) and Llama-4-Scout's step (1, 1)
-            for low, high in [(1.0, 4.0), (1.0, 2.0), (1.0, 8.0), (2.0, 8.0), (1.0, 1.5), (1.0, 1.0)]:
-                yield "llama3", dict(base=base, factor=f_max, low_freq_factor=low, high_freq_factor=high,
-                                     original_max_position_embeddings=L)
-            for truncate in (True, False):          # GPT-OSS: truncate=False (unrounded correction range)
-                for fast, slow in [(32.0, 1.0), (16.0, 1.0), (32.0, 2.0), (16.0, 2.0)]:
-                    yield "yarn", dict(base=base, factor=f_max, original_max_position_embeddings=L,
-                                       beta_fast=fast, beta_slow=slow, **({} if truncate else {"truncate": False}))
+    fit = FrequencyFit(r, base, base_hint, tau, log_fit(theta, r, intercept=False)[0],
+                       log_fit(theta, r, intercept=True), tuple(factors) if f_max > 1 + tau.max() else (),
+                       _TRAIN_LENGTHS)
+    ranked = [(rank, rope_type, params) for rope_type, method in SCALING_METHODS.items() if method.candidates
+              for rank, params in method.candidates(fit)]
+    return [(rope_type, params) for _, rope_type, params in sorted(ranked, key=lambda candidate: candidate[0])]
 
 
 def scale_tol(spec):
@@ -197,12 +198,12 @@ def _name_method(spec, theta, base_hint, tau, unit):
     r, norm_scale = spec.rotary_dim, spec.norm_scale
     float32_tau = np.maximum(tau, FREQ_ULPS * 2.0**-24)
     best = (np.inf, None, {})
-    for rope_type, params in _candidates(theta, r, spec.base, norm_scale, base_hint, tau):
+    for rope_type, params in _candidates(theta, r, spec.base, base_hint, tau):
         try:
             freqs, att = scaled_inv_freq(r, params["base"], rope_type=rope_type, **method_kwargs(params))
         except (ValueError, TypeError):
             continue
-        if rope_type == "yarn" and abs(norm_scale / att - 1) > scale_tol(spec):
+        if "attention_factor" in SCALING_METHODS[rope_type].optional and abs(norm_scale / att - 1) > scale_tol(spec):
             params = dict(params, attention_factor=norm_scale)   # frequencies do not depend on it
         rel = np.abs(freqs / theta - 1)
         if np.all(rel <= tau) or (unit < 2.0**-24 and np.all(rel <= float32_tau)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import _validate as val
 from ..forms import frequencies
-from ..scaling import scaled_inv_freq
+from ..scaling import SCALING_METHODS, scaled_inv_freq
 
 #: Example configurations for a model trained on 4k positions, extended 8x.
 TRAIN_LEN = 4096
@@ -12,18 +12,11 @@ TRAIN_LEN = 4096
 
 def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
     """rope_type -> parameters for scaled_inv_freq, for a model trained on ``train_len`` extended ``factor``x
-    (``factor`` a real number >= 1, ``train_len`` a positive integer)."""
+    (``factor`` a real number >= 1, ``train_len`` a positive integer): each method's ``example`` in the registry."""
     factor, train_len = val.check_scalar(factor, "factor"), val.check_positive_int(train_len, "train_len")
     if isinstance(factor, bool) or factor < 1:
         raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), got {factor}")
-    return {
-        "linear": dict(factor=factor),
-        "ntk": dict(factor=factor),
-        "dynamic": dict(factor=factor, max_position_embeddings=train_len, seq_len=int(factor * train_len)),
-        "yarn": dict(factor=factor, original_max_position_embeddings=train_len),
-        "llama3": dict(factor=factor, low_freq_factor=1.0, high_freq_factor=4.0,
-                       original_max_position_embeddings=train_len),
-    }
+    return {name: method.example(factor, train_len) for name, method in SCALING_METHODS.items() if method.example}
 
 
 def scaled_frequencies(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:

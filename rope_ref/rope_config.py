@@ -1,0 +1,84 @@
+"""A model's rotary embedding as one value: ``RopeConfig``, which :func:`rope_ref.from_hf_config` reads from a
+Hugging Face config and whose ``rotate`` applies it as the model does."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _validate as val
+from .forms import rotate
+from .multiaxis import mrope_frequencies
+from .scaling import SCALING_METHODS, scaled_inv_freq
+
+
+@dataclass(frozen=True)
+class RopeConfig:
+    """A model's rotary embedding, as :func:`from_hf_config` reads it from the model's config."""
+
+    model_type: str | None
+    head_dim: int            # features per head
+    rotary_dim: int          # rotated features (the first rotary_dim of each head), even
+    pairing: str             # "half" or "interleaved"
+    base: float              # rope_theta
+    rope_type: str           # one of rope_ref.ROPE_TYPES
+    params: Mapping = field(default_factory=dict)   # scaling parameters, as scaled_inv_freq names them
+    attention_factor: float = 1.0                    # multiplies cos and sin (yarn, longrope)
+    output_pairing: str | None = None                # None: each pair written back in place; "half":
+    # DeepSeek-V3 (rope_interleave) rotates interleaved pairs and writes them in half layout, so the
+    # model's output is rope_ref.to_half(cfg.rotate(x)); assert_rope_matches(config=...) expects that
+    query_scaling: Mapping = field(default_factory=dict)
+    # attention-side keys that scale the queries by position, not the angles (Ministral 3's llama_4_scaling_beta,
+    # Llama 4's attn_temperature_tuning / floor_scale / attn_scale): kept as written, not applied by rotate
+    mrope_section: tuple | None = None               # M-RoPE: pairs per axis (temporal, height, width)
+    mrope_interleaved: bool = False                  # Qwen3-VL's interleaved axes; False: blocks (Qwen2-VL)
+
+    @property
+    def axes(self) -> int | None:
+        """3 for M-RoPE (positions ``(3, ..., seq)``: temporal, height, width), None for 1-D RoPE."""
+        return None if self.mrope_section is None else 3
+
+    @val.suggest_keywords
+    def inv_freq(self, seq_len=None) -> np.ndarray:
+        """Per-pair frequencies at the current length ``seq_len``, float64: ``(rotary_dim/2,)``, or for M-RoPE
+        the matrix ``(rotary_dim/2, 3)`` whose row j holds pair j's frequency in the column of its axis
+        (``rope_ref.mrope_frequencies`` with the method's frequencies; pair j turns by sum_a F[j, a] p_a)."""
+        return self._frequencies(seq_len)[0]
+
+    def _frequencies(self, seq_len):
+        freqs, att = scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len,
+                                     **self.params)
+        if self.mrope_section is not None:
+            sections = mrope_frequencies(self.rotary_dim, self.mrope_section, interleaved=self.mrope_interleaved)
+            freqs = (sections != 0) * freqs[:, None]      # pair j's frequency in the column of its axis
+        return freqs, att
+
+    @val.suggest_keywords
+    def rotate(self, x, positions=None, seq_len=None) -> np.ndarray:
+        """RoPE as the model applies it: ``x`` ``(..., seq, head_dim)`` -> same shape and dtype.
+
+        ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``); for M-RoPE
+        (``self.axes == 3``) ``(3, ..., seq)``: temporal, height and width ids, as transformers'
+        ``position_ids`` (default: text, all three ``arange(seq)``).  The
+        first ``rotary_dim`` features are rotated (RoFormer eq 34) and multiplied by the
+        attention factor; the rest pass through.  ``seq_len`` (dynamic, longrope) defaults to
+        ``max(positions) + 1``, the length transformers uses.
+        """
+        x = val.check_x(x)
+        if x.shape[-1] != self.head_dim:
+            raise ValueError(f"x.shape[-1] must be head_dim={self.head_dim}, got {x.shape[-1]}")
+        if positions is None and self.axes:
+            positions = np.broadcast_to(np.arange(x.shape[-2]), (self.axes, x.shape[-2]))
+        pos = val.check_positions(positions, x.shape[:-1], axes=self.axes)
+        if seq_len is None and SCALING_METHODS[self.rope_type].uses_seq_len:
+            seq_len = int(np.max(pos, initial=0)) + 1
+        freqs, att = self._frequencies(seq_len)
+        y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=freqs)
+        if att != 1.0:
+            with np.errstate(over="ignore"):                 # reported below as a ValueError
+                y[..., :self.rotary_dim] *= np.asarray(att, dtype=y.dtype)
+            val.check_no_overflow(y, x, expected=f"x times the attention factor {att:.5g} to stay within "
+                                  f"{np.dtype(y.dtype).name}")
+        return y
