@@ -10,7 +10,7 @@ import numbers
 
 from .exercises import unanswered, verdict
 from .base_bound import supported_context
-from .frequencies import diagonal_head_weight
+from .spectrum import diagonal_head_weight
 
 
 def _whole_answer(answer, what: str) -> bool:

@@ -17,7 +17,7 @@ import numpy as np
 from ..forms import rotate
 from ..multiaxis import axial_frequencies, mrope_position_ids
 from .exercises import unanswered, verdict
-from .multiaxis import BASE_GRID
+from .vision_rope import BASE_GRID
 from .quantities import random_qk
 
 #: the exercise's sequence: 5 text tokens, an image of 6 x 10 patches (merged 2 x 2), 3 text tokens.

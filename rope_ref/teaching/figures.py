@@ -16,8 +16,8 @@ from matplotlib.figure import Figure
 from ..forms import decay_bound, frequencies, partial_sums, rotate
 from ..scaling import wavelengths
 from .context_extension import TRAIN_LEN
-from .frequencies import fig_turning_dimensions
-from .multiaxis import fig_mrope_layout
+from .spectrum import fig_turning_dimensions
+from .vision_rope import fig_mrope_layout
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
 from .quantities import (FIG2_DISTANCES, FIG2_PAPER_YLIM, attention_weights, clock_angles, code_distance,
                          mean_abs_score, random_qk, score_map, sinusoidal_score_map)

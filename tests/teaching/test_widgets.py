@@ -177,17 +177,17 @@ def test_bad_scaling_values_are_clear_errors():
 
 
 def _grid_widget():
-    from rope_ref.teaching.multiaxis import grid_score_widget
+    from rope_ref.teaching.widgets import grid_score_widget
     return grid_score_widget(qx=3, qy=4, dx=2, dy=-1)       # as notebook 09 calls it
 
 
 def _offset_widget():
-    from rope_ref.teaching.frequencies import offset_attention_widget
+    from rope_ref.teaching.widgets import offset_attention_widget
     return offset_attention_widget(pair=0, offset=1, scale=16.0)   # as notebook 08 calls it
 
 
 def _semantic_widget():
-    from rope_ref.teaching.frequencies import semantic_match_widget
+    from rope_ref.teaching.widgets import semantic_match_widget
     return semantic_match_widget(base=10000.0, max_distance=4096)   # as notebook 08 calls it
 
 

@@ -1,9 +1,9 @@
-"""What notebook 09 (RoPE beyond one axis) computes and draws.
+"""RoPE for images and video (notebook 09): what it computes and draws.
 
 * 2-D axial RoPE on a grid of image patches: :func:`relative_score_map` (the score as a function of the
   offset (dx, dy)), :func:`grid_scores` (every pair of patches at absolute positions),
   :func:`relative_spread` (how far the second is from a function of the offset alone), and the slider
-  view :class:`GridScoreView` / :func:`grid_score_widget`;
+  view :class:`GridScoreView` (its sliders: :func:`rope_ref.teaching.widgets.grid_score_widget`);
 * M-RoPE's frequency bands: :func:`mrope_bands` (per model and axis: pairs, fastest and slowest
   frequency) and :func:`fig_mrope_layout` (which pairs serve t, h, w in Qwen2-VL and Qwen3-VL);
 * position ids of a sequence of text, image and video segments: :func:`fig_position_ids`.
@@ -27,7 +27,6 @@ from ..multiaxis import MROPE_AXES, axial_frequencies, grid_positions, mrope_fre
 from .quantities import _qk, random_qk
 from .style import VIEW_DPI, new_figure
 from .views import View, _minus
-from .widgets import _int, _set, slider_app
 
 #: the view's image: GRID x GRID patches, head dimension D_GRID, Heo et al.'s RoPE-Axial base 100.
 GRID, D_GRID, BASE_GRID = 14, 64, 100.0
@@ -225,21 +224,3 @@ class GridScoreView(View):
         return (f"query patch ({p['qx']}, {p['qy']}), key patch ({p['qx'] + p['dx']}, {p['qy'] + p['dy']})"
                 f"{'' if inside else ' (outside the image: RoPE does not mind)'}: q_m . k_n = {self.value:.6f}; "
                 f"heat map at ({p['dx']}, {p['dy']}) = {self.map_value:.6f}")
-
-
-#: telling states of the view, for a static fallback that shows several frames (caption, params): the
-#: query moves and the score stays; the offset changes and the score follows the heat map.
-GRID_FRAMES = (("query (3, 4), key one right and one up", {"qx": 3, "qy": 4, "dx": 1, "dy": -1}),
-               ("query moved to (10, 9), same offset: same score", {"qx": 10, "qy": 9, "dx": 1, "dy": -1}),
-               ("offset (6, 4): a lower score", {"qx": 3, "qy": 4, "dx": 6, "dy": 4}))
-
-
-def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1):
-    """Sliders for the query patch (qx, qy) and the offset (dx, dy) over :class:`GridScoreView`.  Without a live
-    kernel (the course site, a notebook viewer) the box shows the view at the states of :data:`GRID_FRAMES`, one
-    captioned frame under another."""
-    r = GRID - 1
-    controls = {"qx": _int("query x", 0, r), "qy": _int("query y", 0, r), "dx": _int("Δx", -r, r),
-                "dy": _int("Δy", -r, r)}
-    values = {k: _set(k, controls[k], v) for k, v in (("qx", qx), ("qy", qy), ("dx", dx), ("dy", dy))}
-    return slider_app(GridScoreView(**values), controls, frames=GRID_FRAMES)
