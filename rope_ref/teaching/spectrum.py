@@ -1,18 +1,12 @@
 """RoPE's spectrum and what it is for (notebooks 08 and 10): which features turn, positional heads, semantic channels.
 
-Two papers, recomputed with rope_ref:
-
-* Barbero et al., "Round and Round We Go! What makes Rotary Positional Encodings useful?"
-  (arXiv:2410.06205): a head can attend to a fixed offset by using a high frequency (a *positional*
-  head; their Theorem 5.3 builds one, :func:`diagonal_head_weight`; a single NoPE head cannot, Proposition 5.2,
-  :func:`nope_repeated_token_weights`), while content matching ("semantic channels") survives long distances
-  only on the lowest frequencies; p-RoPE removes the lowest frequencies (those pairs are not rotated).
-  Their Figure 2 (does RoPE decay? all-ones vs Gaussian queries and keys; Proposition 3.2) is synthetic and is
-  recomputed, :func:`decay_experiment`; their Gemma 7B measurements need the model's weights and are not repeated here.
-* Men et al., "Base of RoPE Bounds Context Length" (arXiv:2405.14591): in :mod:`rope_ref.teaching.base_bound`.
-
-And the schemes that leave some dimensions unrotated: partial rotary (GPT-NeoX, Phi, GLM, Qwen3.5),
-NoPE layers (Llama 4, SmolLM3), p-RoPE and proportional RoPE (Gemma 4).
+* The schemes that leave some features unrotated (:data:`SCHEMES`): partial rotary (GPT-NeoX, Phi, GLM, Qwen3.5),
+  NoPE layers (Llama 4, SmolLM3), p-RoPE and proportional RoPE (Gemma 4).
+* Barbero et al., "Round and Round We Go! What makes Rotary Positional Encodings useful?" (arXiv:2410.06205),
+  recomputed: a *positional* head attends to a fixed offset on high frequencies (Theorem 5.3; a NoPE head
+  cannot, Proposition 5.2), content matching ("semantic channels") survives long distances only on the lowest
+  ones, and their Figure 2 (does RoPE decay?) is synthetic and recomputed; their Gemma 7B measurements need the
+  model's weights and are not repeated.  Men et al.'s base bound is in :mod:`rope_ref.teaching.base_bound`.
 
 Shapes are written ``(..., seq, d)`` as in rope_ref; ``d`` is the head dimension.
 """

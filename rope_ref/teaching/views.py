@@ -189,12 +189,8 @@ class RotationsView(View):
 
     def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16,
                  seed: int = 0, max_distance: int = 64, shift: float = 0):
-        if isinstance(max_distance, bool) or not isinstance(max_distance, numbers.Integral):
-            raise TypeError(f"max_distance must be a positive integer (the score panel spans -max_distance.."
-                            f"max_distance), got {max_distance!r}")
-        if max_distance < 1:
-            raise ValueError(f"max_distance must be a positive integer (the score panel spans -max_distance.."
-                             f"max_distance), got {max_distance!r}")
+        val.check_positive_int(max_distance, "max_distance",
+                               expected="a positive integer (the score panel spans -max_distance..max_distance)")
         if max_distance > 100_000:
             raise ValueError(f"max_distance must be at most 100000 (the curve has 4 max_distance + 1 points), "
                              f"got {max_distance}")
@@ -222,7 +218,7 @@ class RotationsView(View):
         self.marker, = self.ax_score.plot([0], [0], "o", color="C3", ms=8)
         self.ax_score.set(xlabel="relative distance $m - n$", ylabel=r"$q_m \cdot k_n$ (sum over all $d/2$ pairs)",
                           xlim=self.r[[0, -1]])
-        self.score_title = self.ax_score.set_title(" ", y=1.0, loc="left")   # fixed: a relayout step draws the title by itself
+        self.score_title = self.ax_score.set_title(" ", y=1.0, loc="left")   # fixed: a relayout step draws it alone
         self.score_text = self.ax_score.set_title(" ", y=1.0, loc="right", color="C3")   # the red dot's value
         self.ax_score.grid(alpha=0.3)
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
@@ -262,7 +258,8 @@ class RotationsView(View):
         self.angle = phi_q - phi_k + (p["m"] - p["n"]) * self.theta_i      # angle from k_n to q_m
         self.angle_text.set_text(rf"$(\phi_q - \phi_k) + (m-n)\theta_{{{i}}}$")
         self.angle_values.set_text(_minus(f"= {phi_q - phi_k:+.2f} {(p['m'] - p['n']) * self.theta_i:+.2f}\n"
-                                          f"= {self.angle:+.2f} rad ({float(wrap_angle(self.angle)):+.2f} mod 2\N{GREEK SMALL LETTER PI})"))
+                                          f"= {self.angle:+.2f} rad ({float(wrap_angle(self.angle)):+.2f} "
+                                          "mod 2\N{GREEK SMALL LETTER PI})"))
         self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$" "\n"
                                   rf"$|q_{{{i}}}| = {lengths[0]:.2f}$, $|k_{{{i}}}| = {lengths[1]:.2f}$")
         if getattr(self, "_curve_for", None) != (d, base):   # the curve depends on d and base only
@@ -348,15 +345,12 @@ class ScalingView(View):
 
     @staticmethod
     def _check(p) -> None:
-        val.check_positive_real(p["factor"], "factor")                  # a positive finite real: not the string '2'
-        if p["factor"] < 1:
+        if val.check_positive_real(p["factor"], "factor") < 1:           # a positive finite real: not the string '2'
             raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), "
                              f"got {p['factor']}")
-        d = val.check_d(p["d"])
-        if d < 4:
-            raise ValueError(f"d must be an even integer >= 4 (two pairs at least, for a spectrum), got {d}")
-        if d > 4096:
-            raise ValueError(f"d must be at most 4096 (one line point per pair), got {d}")
+        if not 4 <= val.check_d(p["d"]) <= 4096:
+            raise ValueError(f"d must be an even integer from 4 (two pairs, for a spectrum) to 4096 (one line point "
+                             f"per pair), got {p['d']}")
         val.check_base(p["base"])
         val.check_positive_int(p["train_len"], "train_len")
 

@@ -104,26 +104,21 @@ def _bases(name):
 def _set(name: str, slider, value):
     """Put ``value`` on ``slider`` if its range can show it, else a TypeError/ValueError: a slider clamps what it
     cannot show (m=100 on a 0..64 slider shows 64), and then the slider and the picture would disagree."""
-    if isinstance(slider, W.SelectionSlider):
+    integer, selection = isinstance(slider, W.IntSlider), isinstance(slider, W.SelectionSlider)
+    if selection:
         options = [v for _, v in slider.options]
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and float(value) in options:
-            value = options[options.index(float(value))]
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be one of {[f'{v:g}' for v in options]} (the slider's values), got {value!r}")
-        if value not in options:
-            raise ValueError(f"{name} must be one of {[f'{v:g}' for v in options]} (the slider's values), got {value!r}")
-        slider.value = options[options.index(value)]
-        return slider.value
-    integer = isinstance(slider, W.IntSlider)
-    lo, hi = (slider.base ** slider.min, slider.base ** slider.max) if isinstance(slider, W.FloatLogSlider) \
-        else (slider.min, slider.max)
-    kind = "an integer" if integer else "a real number"
+        expected = f"{name} must be one of {[f'{v:g}' for v in options]} (the slider's values), got {value!r}"
+    else:
+        lo, hi = (slider.base ** slider.min, slider.base ** slider.max) if isinstance(slider, W.FloatLogSlider) \
+            else (slider.min, slider.max)
+        kind = "an integer" if integer else "a real number"
+        expected = f"{name} must be {kind} in [{lo:g}, {hi:g}] (the slider's range), got {value!r}"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral if integer else numbers.Real):
-        raise TypeError(f"{name} must be {kind} in [{lo:g}, {hi:g}] (the slider's range), got {value!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be {kind} in [{lo:g}, {hi:g}] (the slider's range), got {value!r}")
-    slider.value = value
-    return value
+        raise TypeError(expected)
+    if not (value in options if selection else lo <= value <= hi):         # in options: 1e4 and 10000 alike
+        raise ValueError(expected)
+    slider.value = options[options.index(value)] if selection else value
+    return slider.value if selection else value
 
 
 def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, d: int = 16,

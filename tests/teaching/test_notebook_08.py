@@ -84,8 +84,10 @@ def test_scheme_frequencies_against_the_definitions():
     (lambda: spectrum.offset_attention(1, 0, n_keys=2 ** 40), "n_keys: 1099511627776 keys"),
     (lambda: spectrum.nope_repeated_token_weights(seed=None), "seed must be a non-negative integer, got None"),
     (lambda: spectrum.decay_experiment([1.0], seed="x"), "seed must be a non-negative integer, got 'x'"),
-    (lambda: spectrum.fig_decay_experiment(max_distance=2 ** 40), r"max_distance / 10 \* n_samples \* d must be at most"),
-    (lambda: base_bound.negative_margin_count(base_bound.men_method_frequencies(1), 10 ** 30), "length must be at most 16,777,216"),
+    (lambda: spectrum.fig_decay_experiment(max_distance=2 ** 40),
+     r"max_distance / 10 \* n_samples \* d must be at most"),
+    (lambda: base_bound.negative_margin_count(base_bound.men_method_frequencies(1), 10 ** 30),
+     "length must be at most 16,777,216"),
     (lambda: base_bound.supported_context(1e4, limit=10 ** 30), "limit must be at most 16,777,216"),
     (lambda: base_bound.negative_margin_count("x", 100), "inv_freq must be a real array"),
     (lambda: base_bound.base_lower_bound([64], d=2 ** 40), "d: d = 1099511627776 float64 exponents"),
@@ -267,7 +269,7 @@ def test_exercise_follows_the_course_convention():
 
 @pytest.mark.parametrize("make", ["turning", "bound", "OffsetAttentionView", "SemanticMatchView", "fig_decay_experiment"])
 def test_pictures_put_no_words_on_their_data(make):
-    from rope_ref.teaching.style import layout_faults
+    from figure_layout import layout_faults
     if make == "turning":
         fig = spectrum.fig_turning_dimensions()
     elif make == "bound":

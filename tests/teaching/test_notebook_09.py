@@ -171,7 +171,7 @@ def test_the_grid_view_keeps_the_score_when_the_query_moves():
     assert abs(first - view.map_value) < 1e-12
     view.update(qx=10, qy=1)
     assert abs(view.value - first) < 1e-12 and view.marker.get_xdata()[0] == 2
-    S = view.S
+    S = view.score_map
     assert np.unravel_index(np.argmax(S), S.shape) == (13, 13)      # peak at offset (0, 0)
     with pytest.raises(ValueError, match="qx"):
         view.update(qx=14)

@@ -110,7 +110,8 @@ def test_men_et_al_table_4_counts_exactly():
         margin = np.cos(m[:, None] * th[None, :]).sum(axis=1)
         counts = (int((margin[:15 * 1024 + 1] < 0).sum()), int((margin < 0).sum()))
         assert counts == paper
-        assert (base_bound.negative_margin_count(th, 15 * 1024), base_bound.negative_margin_count(th, 30 * 1024)) == paper
+        assert (base_bound.negative_margin_count(th, 15 * 1024),
+                base_bound.negative_margin_count(th, 30 * 1024)) == paper
     B2 = np.cos(m[:30001, None] * method_2[None, :]).sum(axis=1)
     assert (int((B2[:15001] < 0).sum()), int((B2 < 0).sum())) == (35, 2462)
     t = text().replace("\n", " ")
@@ -142,8 +143,8 @@ def test_theorem_5_3_construction_and_the_prose_numbers():
     g = thetas(64)
     for pair in [0, 8, 31]:
         for s in [1.0, 16.0, 256.0, 1024.0, 4096.0]:
-            assert spectrum.diagonal_head_weight(s, pair, 48, 64) == pytest.approx(diagonal_weight_by_formula(s, g[pair], 48),
-                                                                            rel=1e-9)
+            assert spectrum.diagonal_head_weight(s, pair, 48, 64) == pytest.approx(
+                diagonal_weight_by_formula(s, g[pair], 48), rel=1e-9)
     # alpha_ii -> 1 as |psi|^2 grows (Theorem 5.3), slowly where some cos(r g) comes close to 1
     w8 = [diagonal_weight_by_formula(s, g[8], 48) for s in [16, 256, 1024, 4096]]
     assert np.all(np.diff(w8) > 0) and w8[-1] > 0.999
@@ -210,8 +211,8 @@ def test_figure_2_of_barbero_et_al_decay_needs_aligned_queries_and_keys():
 
 
 def test_figure_2_plot_draws_the_curves_by_hand():
-    """spectrum.fig_decay_experiment (the notebook's picture of Figure 2): panel (a) is a(r)/a(0), panel (b) the mean over
-    its draws / d, at r = 0, 10, ..., 5000 -- the by-hand curves of decay_curves_by_hand."""
+    """spectrum.fig_decay_experiment (the notebook's picture of Figure 2): panel (a) is a(r)/a(0), panel (b) the mean
+    over its draws / d, at r = 0, 10, ..., 5000 -- the by-hand curves of decay_curves_by_hand."""
     fig = spectrum.fig_decay_experiment(d=256, base=1e4, max_distance=5000, n_samples=64, seed=0)
     (line_a,), (line_b,) = [[ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2] for ax in fig.axes[:2]]
     r = np.arange(0, 5001, 10)
