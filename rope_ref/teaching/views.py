@@ -11,8 +11,8 @@ import numbers
 
 import numpy as np
 from matplotlib.axis import Axis
-from matplotlib.image import imsave
 from matplotlib.figure import Figure
+from matplotlib.image import imsave
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
 from .. import _validate as val
