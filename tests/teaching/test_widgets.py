@@ -227,3 +227,16 @@ def test_scaling_view_steps_draw_what_a_full_redraw_draws(steps):
         for artist in view.dynamic:
             view.fig.draw_artist(artist)
         np.testing.assert_array_equal(shown, np.asarray(canvas.buffer_rgba())[..., :3], err_msg=str(params))
+
+
+def test_only_the_widgets_module_needs_ipywidgets():
+    # the figures, the views and every notebook module but widgets import without ipywidgets
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "import rope_ref.teaching.figures, rope_ref.teaching.spectrum, rope_ref.teaching.vision_rope\n"
+            "import rope_ref.teaching.base_bound, rope_ref.teaching.precision, rope_ref.teaching.views\n"
+            "import rope_ref.teaching.exercises_frequencies, rope_ref.teaching.exercises_multiaxis\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'ipywidgets'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
