@@ -44,15 +44,18 @@ def _check_distances(n, name: str) -> int:
     return n
 
 
-def _first_negative(th: np.ndarray, limit: int):
-    """The first integer m in 0..limit with sum_i cos(m th_i) < 0, or None: scanned in growing blocks."""
-    start, block = 0, 4096
-    while start <= limit:
+def _margins(inv_freq: np.ndarray, limit: int, block: int = 4096):
+    """(m, B_m = sum_i cos(m inv_freq_i)) for the integers m in 0..limit, in blocks of ``block`` distances."""
+    for start in range(0, limit + 1, block):
         m = np.arange(start, min(start + block, limit + 1), dtype=float)
-        negative = np.flatnonzero(np.cos(np.multiply.outer(m, th)).sum(axis=1) < 0)
-        if len(negative):
-            return int(m[negative[0]])
-        start, block = start + block, min(2 * block, 1 << 15)
+        yield m, np.cos(np.multiply.outer(m, inv_freq)).sum(axis=1)
+
+
+def _first_negative(inv_freq: np.ndarray, limit: int):
+    """The first integer m in 0..limit with sum_i cos(m inv_freq_i) < 0, or None."""
+    for m, margin in _margins(inv_freq, limit):
+        if np.any(margin < 0):
+            return int(m[np.argmax(margin < 0)])
     return None
 
 
@@ -87,21 +90,21 @@ def base_lower_bound(context_lengths, d: int = 128, rel_step: float = 1e-4) -> n
         raise ValueError(f"rel_step must be in (0, 0.1] (the relative spacing of the bases tried), got {rel_step!r}")
     d = val.check_d(d)
     val.check_nbytes(8 * d, "d", what=f"d = {d} float64 exponents")
-    half = np.arange(0, d, 2) / d
+    exponents = np.arange(0, d, 2) / d
     out = np.empty(L.shape)
     for idx, length in np.ndenumerate(L):
         length = int(length)
-        b, witnesses = max(2.0, length / 4), []
+        base, witnesses = max(2.0, length / 4), []
         while True:
-            th = b ** -half
-            w = np.array([m for m in witnesses[-64:] if m <= length], dtype=float)
-            if not (len(w) and (np.cos(np.multiply.outer(w, th)).sum(axis=1) < 0).any()):
-                first = _first_negative(th, length)
+            theta = base ** -exponents
+            known = np.array([m for m in witnesses[-64:] if m <= length], dtype=float)
+            if not (len(known) and (np.cos(np.multiply.outer(known, theta)).sum(axis=1) < 0).any()):
+                first = _first_negative(theta, length)
                 if first is None:
                     break
                 witnesses.append(first)
-            b *= 1 + rel
-        out[idx] = b
+            base *= 1 + rel
+        out[idx] = base
     return out
 
 
@@ -123,16 +126,12 @@ def men_method_frequencies(method: int) -> np.ndarray:
 def negative_margin_count(inv_freq, length: int) -> int:
     """How many integer distances 0 <= m <= ``length`` have sum_i cos(m inv_freq_i) < 0: where eq 10's condition
     B_{m,theta} >= 0 fails (Men et al.'s Table 4 counts these)."""
-    th = val.check_real_array(inv_freq, "inv_freq").astype(float)
-    if th.ndim != 1 or not np.all(np.isfinite(th)):
-        raise ValueError(f"inv_freq must be a 1-D array of finite frequencies, got shape {th.shape}")
+    theta = val.check_real_array(inv_freq, "inv_freq").astype(float)
+    if theta.ndim != 1 or not np.all(np.isfinite(theta)):
+        raise ValueError(f"inv_freq must be a 1-D array of finite frequencies, got shape {theta.shape}")
     length = _check_distances(length, "length")
-    val.check_nbytes(8 * (1 << 15) * th.size, "inv_freq", what=f"blocks of 32768 distances x {th.size} frequencies")
-    count = 0
-    for start in range(0, length + 1, 1 << 15):
-        m = np.arange(start, min(start + (1 << 15), length + 1), dtype=float)
-        count += int((np.cos(np.multiply.outer(m, th)).sum(axis=1) < 0).sum())
-    return count
+    val.check_nbytes(8 * 4096 * theta.size, "inv_freq", what=f"blocks of 4096 distances x {theta.size} frequencies")
+    return sum(int((margin < 0).sum()) for _, margin in _margins(theta, length))
 
 
 #: Men et al. (arXiv:2405.14591) Table 2 for d = 128, as printed (two significant digits), with Su Jianlin's

@@ -1,8 +1,5 @@
-"""Checkers for the exercises of notebooks 08 (what RoPE's frequencies are for) and 10 (the papers' numbers).
-
-Each checker prints one line -- "Not answered yet ...", "Correct: ..." or "Not yet: <why>" -- and returns
-True or False; an unanswered exercise (``None``) is not an error, so Run All works.
-"""
+"""Checkers for the exercises of notebooks 08 (what RoPE's frequencies are for) and 10 (the papers' numbers);
+each prints one line and returns a bool, as :mod:`rope_ref.teaching.exercises` describes."""
 
 from __future__ import annotations
 
@@ -10,27 +7,31 @@ import numbers
 
 from .exercises import unanswered, verdict
 from .base_bound import supported_context
-from .frequencies import diagonal_head_weight
+from .spectrum import diagonal_head_weight
 
 
-def _whole_answer(answer, what: str) -> bool:
-    """True for an int answer; otherwise prints "Not answered yet" (None) or why not, and returns False."""
+def _whole_answer(answer, what: str, lowest: int, why: str):
+    """``answer`` as an int if it is a whole number >= ``lowest``; otherwise prints "Not answered yet" (None) or
+    why not (``what`` it should be; ``why``, when below ``lowest``), and returns None."""
     if unanswered(answer, hint="set answer to an integer and run the cell again."):
-        return False
+        return None
     if isinstance(answer, bool) or not isinstance(answer, numbers.Integral):
-        return verdict(False, f"the answer is {what} (an int), got {answer!r}")
-    return True
+        verdict(False, f"the answer is {what} (an int), got {answer!r}")
+    elif answer < lowest:
+        verdict(False, f"{why}: got {answer!r}")
+    else:
+        return int(answer)
+    return None
 
 
 def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> bool:
     """Exercise: the longest context L that base ``base`` supports by Men et al.'s criterion
     (B_{m,theta} >= 0 for every integer distance 0 <= m <= L), for head dimension ``d``."""
-    if not _whole_answer(answer, "a whole number of positions"):
+    answer = _whole_answer(answer, "a whole number of positions", 0,
+                           "a context length is a number of positions, 0 or more")
+    if answer is None:
         return False
-    if answer < 0:
-        return verdict(False, f"a context length is a number of positions, 0 or more: got {answer!r}")
     right = supported_context(base, d)
-    answer = int(answer)
     if answer == right:
         return verdict(True, f"B_m >= 0 for every m up to {right:,}; at m = {right + 1:,} it is negative.")
     if answer == right + 1:
@@ -61,12 +62,10 @@ def smallest_diagonal_norm(target: float = 0.9, pair: int = 8, n_keys: int = 48,
 def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
     """Exercise (notebook 10): the smallest integer |psi|^2 at which the diagonal head of Theorem 5.3, built on
     ``pair`` (48 tokens, d = 64), puts at least ``target`` of the last token's attention on itself."""
-    if not _whole_answer(answer, "a whole number"):
+    answer = _whole_answer(answer, "a whole number", 1, "|psi|^2 is a squared norm, and the search starts at 1")
+    if answer is None:
         return False
-    if answer < 1:
-        return verdict(False, f"|psi|^2 is a squared norm, and the search starts at 1: got {answer!r}")
     right = smallest_diagonal_norm(target, pair)
-    answer = int(answer)
     if answer == right:
         return verdict(True, f"|psi|^2 = {right:,} gives {diagonal_head_weight(float(right), pair):.5f} >= {target}; "
                              f"{right - 1:,} gives {diagonal_head_weight(float(right - 1), pair):.5f}.")

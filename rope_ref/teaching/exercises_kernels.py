@@ -1,11 +1,6 @@
-"""Checker for the exercise of notebook 07 (checking a kernel): prints one line and returns a bool.
-
-* ``Not answered yet ...`` (False) while the answer is ``None`` -- no exception, so Run All works;
-* ``Correct: ...`` (True);
-* ``Not yet: <why>`` (False).
-
-The checker derives the right answer itself, by comparing the kernel's output with
-``rope_ref.rotate`` at candidate positions (not with identify, which the notebook uses to find it).
+"""Checker for the exercise of notebook 07 (checking a kernel); it prints one line and returns a bool, as
+:mod:`rope_ref.teaching.exercises` describes.  It derives the right answer itself, by comparing the kernel's output
+with ``rope_ref.rotate`` at candidate positions (not with identify, which the notebook uses to find it).
 """
 
 from __future__ import annotations

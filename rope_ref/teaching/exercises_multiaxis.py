@@ -1,11 +1,6 @@
-"""Checkers for the exercises of notebook 09 (RoPE beyond one axis).
-
-Every checker prints one line and returns a bool, as :mod:`rope_ref.teaching.exercises` does:
-``Not answered yet ...`` (False) while the answer is ``None``, ``Correct: ...`` (True), or
-``Not yet: <why>`` (False), naming the common slip without giving the right value away.  The right
-answer comes from :mod:`rope_ref` (``mrope_position_ids``; ``rotate`` with 2-D axial frequencies);
-tests/teaching/test_notebook_09.py tries
-right and wrong answers on each checker.
+"""Checkers for the exercises of notebook 09 (RoPE beyond one axis); each prints one line and returns a bool, as
+:mod:`rope_ref.teaching.exercises` describes, naming the common slip without giving the right value away.  The
+right answer comes from :mod:`rope_ref` (``mrope_position_ids``; ``rotate`` with 2-D axial frequencies).
 """
 
 from __future__ import annotations
@@ -17,7 +12,7 @@ import numpy as np
 from ..forms import rotate
 from ..multiaxis import axial_frequencies, mrope_position_ids
 from .exercises import unanswered, verdict
-from .multiaxis import BASE_GRID
+from .vision_rope import BASE_GRID
 from .quantities import random_qk
 
 #: the exercise's sequence: 5 text tokens, an image of 6 x 10 patches (merged 2 x 2), 3 text tokens.
@@ -72,10 +67,10 @@ def same_score_qk(d: int = 64, seed: int = 1):
 
 
 def _score(q, k, q_xy, k_xy) -> float:
-    P = np.array([[q_xy[0], k_xy[0]], [q_xy[1], k_xy[1]]], dtype=np.float64)
-    F = axial_frequencies(q.size, base=BASE_GRID)
-    rq, rk = rotate(np.stack([q, k]), P, inv_freq=F)
-    return float(rq @ rk)
+    """q at patch q_xy against k at patch k_xy under 2-D axial RoPE (base BASE_GRID)."""
+    positions = np.array([[q_xy[0], k_xy[0]], [q_xy[1], k_xy[1]]], dtype=np.float64)
+    q_rotated, k_rotated = rotate(np.stack([q, k]), positions, inv_freq=axial_frequencies(q.size, base=BASE_GRID))
+    return float(q_rotated @ k_rotated)
 
 
 def check_same_score_patch(answer) -> bool:
@@ -96,7 +91,8 @@ def check_same_score_patch(answer) -> bool:
         return verdict(True, f"key ({x}, {y}) sits at the same offset from the query as (7, 1) from (2, 3): "
                              f"score {yours:.6f} = {target:.6f}")
     if (x, y) == (dx, dy):
-        return verdict(False, "that is the offset between the patches; the answer is a patch, seen from the query at (10, 10)")
+        return verdict(False, "that is the offset between the patches; the answer is a patch, seen from the query "
+                              "at (10, 10)")
     if (x - qx, y - qy) == (-dx, -dy):
         return verdict(False, f"that patch is at the reversed offset: score {yours:.4f}, not {target:.4f} "
                               "(the key goes where the key was, relative to the query)")

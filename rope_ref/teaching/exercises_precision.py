@@ -1,8 +1,5 @@
-"""Checker for the exercise of notebook 06 (precision): reduce the angle first, then cast.
-
-Prints one line -- "Not answered yet ...", "Correct: ..." or "Not yet: <why>" -- and returns True or False;
-an unanswered exercise (``None``) is not an error, so Run All works.
-"""
+"""Checker for the exercise of notebook 06 (precision): reduce the angle first, then cast.  It prints one line
+and returns a bool, as :mod:`rope_ref.teaching.exercises` describes."""
 
 from __future__ import annotations
 
@@ -38,7 +35,7 @@ def check_reduced_cast_error(answer, position: float = 1e6, d: int = 128, base: 
         return verdict(False, f"{answer:.1e} rad is the error of the product formed in float32; reduce the float64 "
                               "angle to (-pi, pi] first, then cast.")
     if answer == 0:
-        return verdict(False, "a float32 cast of an angle near pi rounds it (float32 keeps 24 bits): the error is not 0. "
-                              "Compare the cast angle with the float64 one.")
+        return verdict(False, "a float32 cast of an angle near pi rounds it (float32 keeps 24 bits): the error is "
+                              "not 0. Compare the cast angle with the float64 one.")
     return verdict(False, f"{answer:.2e} rad is not the largest error over the 64 pairs; compare each cast angle with "
                           "its float64 value (mod 2 pi) and take the largest.")

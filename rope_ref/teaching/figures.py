@@ -17,8 +17,8 @@ from ..attention import softmax
 from ..forms import decay_bound, frequencies, partial_sums, rotate, sinusoidal, wrap_angle
 from ..scaling import wavelengths
 from .context_extension import TRAIN_LEN
-from .frequencies import fig_turning_dimensions
-from .multiaxis import fig_mrope_layout
+from .spectrum import fig_turning_dimensions
+from .vision_rope import fig_mrope_layout
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
 from .quantities import random_qk, score
 from .style import METADATA, RC, new_figure, unit_circle

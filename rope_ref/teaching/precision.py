@@ -12,7 +12,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import _validate as val
-from ..forms import frequencies
+from ..forms import frequencies, rotate_half
 from .quantities import score
 
 #: The narrow dtypes notebook 06 compares with float64.
@@ -25,8 +25,8 @@ def _check_dtype(dtype) -> np.dtype:
     try:
         dt = np.dtype(dtype)
     except TypeError:
-        dt = None
-    if dt is None or dt.name not in _ANGLE_DTYPES:
+        dt = np.dtype(object)
+    if dt.name not in _ANGLE_DTYPES:
         raise TypeError(f"dtype must be one of {_ANGLE_DTYPES} (a dtype or its name), got {dtype!r}")
     return dt
 
@@ -39,9 +39,7 @@ def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
     pos, freqs = val.check_positions_any(positions), val.check_freqs(freqs)
     with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        p = pos.astype(dt)
-        f = freqs.astype(dt)
-        return np.multiply.outer(p, f).astype(dt).astype(np.float64)
+        return np.multiply.outer(pos.astype(dt), freqs.astype(dt)).astype(dt).astype(np.float64)
 
 
 def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float32) -> dict:
@@ -58,19 +56,14 @@ def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float3
 
 
 def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.float32) -> np.ndarray:
-    """Interleaved RoPE whose angles and cos/sin are computed in ``dtype`` (the data stay float64):
-    the numerical practice notebook 06 warns about.  ``x``: ``(..., seq, d)``."""
+    """Interleaved RoPE, x cos + rotate_half(x) sin (eq 34), whose angles and cos/sin are computed in ``dtype``
+    (the data stay float64): the numerical practice notebook 06 warns about.  ``x``: ``(..., seq, d)``."""
     x = val.check_x(x).astype(np.float64)
     pos = val.check_positions(positions, x.shape[:-1])
-    ang = angles_in_dtype(pos, frequencies(x.shape[-1], base), dtype)
-    dt = np.dtype(dtype)
+    angles = np.repeat(angles_in_dtype(pos, frequencies(x.shape[-1], base), dtype), 2, axis=-1)
     with np.errstate(invalid="ignore"):
-        cos = np.cos(ang).astype(dt).astype(np.float64)
-        sin = np.sin(ang).astype(dt).astype(np.float64)
-    out = np.empty_like(x)
-    out[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
-    out[..., 1::2] = x[..., 1::2] * cos + x[..., 0::2] * sin
-    return out
+        cos, sin = (np.asarray(f(angles)).astype(np.dtype(dtype)).astype(np.float64) for f in (np.cos, np.sin))
+    return x * cos + rotate_half(x) * sin
 
 
 def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000.0, dtype=np.float32):

@@ -6,20 +6,20 @@ cached background (blitting).  :mod:`rope_ref.teaching.widgets` wraps each view 
 
 from __future__ import annotations
 
+import io
 import numbers
-import struct
-import zlib
 
 import numpy as np
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
+from matplotlib.image import imsave
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
 from .. import _validate as val
 from ..forms import decay_bound, frequencies, rotate, wrap_angle
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
 from .quantities import random_qk, score, score_vs_distance
-from .style import DPI, VIEW_DPI, new_figure, unit_circle
+from .style import DPI, METADATA, VIEW_DPI, new_figure, unit_circle
 
 
 class View:
@@ -77,7 +77,8 @@ class View:
             artist.set_animated(True)
 
     def to_png(self) -> bytes:
-        """Render the current state to PNG (fast zlib level; the figures/ files use :func:`figure_png`)."""
+        """Render the current state to PNG: matplotlib's writer on the blitted canvas, at the fastest zlib level
+        (the figures/ files use :func:`~rope_ref.teaching.style.figure_png`)."""
         canvas = self.fig.canvas
         if self._background is None:
             labels = [axis.label for axis in self.relayout if isinstance(axis, Axis)]   # fixed: drawn once
@@ -97,7 +98,10 @@ class View:
         canvas.restore_region(self._background)
         for artist in self.dynamic:
             self.fig.draw_artist(artist)
-        return _png(np.asarray(canvas.buffer_rgba()))
+        png = io.BytesIO()
+        imsave(png, np.asarray(canvas.buffer_rgba()), format="png", metadata=METADATA["png"],
+               pil_kwargs={"compress_level": 1})
+        return png.getvalue()
 
     def static_figure(self) -> Figure:
         """The figure with every artist drawn normally, laid out again at :data:`DPI` (for savefig /
@@ -114,20 +118,6 @@ class View:
 def _set_visible(artists, visible: bool) -> None:
     for artist in artists:
         artist.set_visible(visible)
-
-
-def _png(rgba: np.ndarray) -> bytes:
-    """A PNG of an ``(h, w, 4)`` uint8 image: unfiltered RGBA rows, zlib level 1 (several times faster than
-    PIL's encoder here; lossless like any PNG; dropping the opaque alpha channel costs more than it saves)."""
-    h, w, _ = rgba.shape
-    rows = np.zeros((h, 1 + 4 * w), np.uint8)                # each row: filter byte 0, then the pixels
-    rows[:, 1:] = rgba.reshape(h, -1)
-
-    def chunk(tag: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
-
-    header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b"")
 
 
 def _minus(text: str) -> str:
@@ -199,12 +189,8 @@ class RotationsView(View):
 
     def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16,
                  seed: int = 0, max_distance: int = 64, shift: float = 0):
-        if isinstance(max_distance, bool) or not isinstance(max_distance, numbers.Integral):
-            raise TypeError(f"max_distance must be a positive integer (the score panel spans -max_distance.."
-                            f"max_distance), got {max_distance!r}")
-        if max_distance < 1:
-            raise ValueError(f"max_distance must be a positive integer (the score panel spans -max_distance.."
-                             f"max_distance), got {max_distance!r}")
+        val.check_positive_int(max_distance, "max_distance",
+                               expected="a positive integer (the score panel spans -max_distance..max_distance)")
         if max_distance > 100_000:
             raise ValueError(f"max_distance must be at most 100000 (the curve has 4 max_distance + 1 points), "
                              f"got {max_distance}")
@@ -232,7 +218,7 @@ class RotationsView(View):
         self.marker, = self.ax_score.plot([0], [0], "o", color="C3", ms=8)
         self.ax_score.set(xlabel="relative distance $m - n$", ylabel=r"$q_m \cdot k_n$ (sum over all $d/2$ pairs)",
                           xlim=self.r[[0, -1]])
-        self.score_title = self.ax_score.set_title(" ", y=1.0, loc="left")   # fixed: a relayout step draws the title by itself
+        self.score_title = self.ax_score.set_title(" ", y=1.0, loc="left")   # fixed: a relayout step draws it alone
         self.score_text = self.ax_score.set_title(" ", y=1.0, loc="right", color="C3")   # the red dot's value
         self.ax_score.grid(alpha=0.3)
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
@@ -272,7 +258,8 @@ class RotationsView(View):
         self.angle = phi_q - phi_k + (p["m"] - p["n"]) * self.theta_i      # angle from k_n to q_m
         self.angle_text.set_text(rf"$(\phi_q - \phi_k) + (m-n)\theta_{{{i}}}$")
         self.angle_values.set_text(_minus(f"= {phi_q - phi_k:+.2f} {(p['m'] - p['n']) * self.theta_i:+.2f}\n"
-                                          f"= {self.angle:+.2f} rad ({float(wrap_angle(self.angle)):+.2f} mod 2\N{GREEK SMALL LETTER PI})"))
+                                          f"= {self.angle:+.2f} rad ({float(wrap_angle(self.angle)):+.2f} "
+                                          "mod 2\N{GREEK SMALL LETTER PI})"))
         self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$" "\n"
                                   rf"$|q_{{{i}}}| = {lengths[0]:.2f}$, $|k_{{{i}}}| = {lengths[1]:.2f}$")
         if getattr(self, "_curve_for", None) != (d, base):   # the curve depends on d and base only
@@ -358,15 +345,12 @@ class ScalingView(View):
 
     @staticmethod
     def _check(p) -> None:
-        val.check_positive_real(p["factor"], "factor")                  # a positive finite real: not the string '2'
-        if p["factor"] < 1:
+        if val.check_positive_real(p["factor"], "factor") < 1:           # a positive finite real: not the string '2'
             raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), "
                              f"got {p['factor']}")
-        d = val.check_d(p["d"])
-        if d < 4:
-            raise ValueError(f"d must be an even integer >= 4 (two pairs at least, for a spectrum), got {d}")
-        if d > 4096:
-            raise ValueError(f"d must be at most 4096 (one line point per pair), got {d}")
+        if not 4 <= val.check_d(p["d"]) <= 4096:
+            raise ValueError(f"d must be an even integer from 4 (two pairs, for a spectrum) to 4096 (one line point "
+                             f"per pair), got {p['d']}")
         val.check_base(p["base"])
         val.check_positive_int(p["train_len"], "train_len")
 

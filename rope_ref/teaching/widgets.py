@@ -1,4 +1,4 @@
-"""ipywidgets front-ends for the views in :mod:`rope_ref.teaching.views`.
+"""ipywidgets front-ends for the views (:mod:`rope_ref.teaching.views`, ``spectrum``, ``vision_rope``).
 
 Each function returns a ``VBox`` of sliders, a text readout and an ``Image``
 that shows the view's figure as PNG.  A slider change calls ``view.update``
@@ -14,11 +14,12 @@ import re
 
 import ipywidgets as W
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .style import VIEW_DPI
-from .views import DecayView, RotationsView, ScalingView, View, _png
+from .spectrum import OffsetAttentionView, SemanticMatchView
+from .style import VIEW_DPI, figure_png
+from .views import DecayView, RotationsView, ScalingView, View
+from .vision_rope import GRID, GridScoreView
 
 
 class SliderApp(W.VBox):
@@ -33,11 +34,11 @@ class SliderApp(W.VBox):
         if data is not None:
             png = frames_png(self.view, self.frames) if self.frames else self.image.value
             data["image/png"] = base64.b64encode(png).decode("ascii")
-            data["text/plain"] = _plain(self.readout.value)
+            data["text/plain"] = _strip_html(self.readout.value)
         return data
 
 
-def _plain(html_text: str) -> str:
+def _strip_html(html_text: str) -> str:
     return re.sub(r"<[^>]+>", "", html_text)
 
 
@@ -52,22 +53,20 @@ def frames_png(view: View, frames) -> bytes:
             view.update(**params)
             view.to_png()
             images.append(np.asarray(view.fig.canvas.buffer_rgba()).copy())
-            captions.append((f"{len(images)}. {caption}", _plain(view.readout())))
+            captions.append((f"{len(images)}. {caption}", _strip_html(view.readout())))
     finally:
         view.update(**start)
         view.to_png()
     h, w = images[0].shape[:2]
     band = 40                                              # pixels for two caption lines above each frame
     fig = Figure(figsize=(w / VIEW_DPI, len(images) * (h + band) / VIEW_DPI), dpi=VIEW_DPI, facecolor="white")
-    canvas = FigureCanvasAgg(fig)
     total = len(images) * (h + band)
     for j, (img, (caption, values)) in enumerate(zip(images, captions)):
         top = total - j * (h + band)                       # figimage and text count pixels from the bottom
         fig.text(6 / w, (top - 11) / total, caption, va="center", ha="left", fontsize=10, fontweight="bold")
         fig.text(6 / w, (top - 29) / total, values, va="center", ha="left", fontsize=8.5, family="monospace")
         fig.figimage(img, xo=0, yo=top - band - h)
-    canvas.draw()
-    return _png(np.asarray(canvas.buffer_rgba()))
+    return figure_png(fig, dpi=VIEW_DPI)
 
 
 def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
@@ -105,26 +104,21 @@ def _bases(name):
 def _set(name: str, slider, value):
     """Put ``value`` on ``slider`` if its range can show it, else a TypeError/ValueError: a slider clamps what it
     cannot show (m=100 on a 0..64 slider shows 64), and then the slider and the picture would disagree."""
-    if isinstance(slider, W.SelectionSlider):
+    integer, selection = isinstance(slider, W.IntSlider), isinstance(slider, W.SelectionSlider)
+    if selection:
         options = [v for _, v in slider.options]
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and float(value) in options:
-            value = options[options.index(float(value))]
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be one of {[f'{v:g}' for v in options]} (the slider's values), got {value!r}")
-        if value not in options:
-            raise ValueError(f"{name} must be one of {[f'{v:g}' for v in options]} (the slider's values), got {value!r}")
-        slider.value = options[options.index(value)]
-        return slider.value
-    integer = isinstance(slider, W.IntSlider)
-    lo, hi = (slider.base ** slider.min, slider.base ** slider.max) if isinstance(slider, W.FloatLogSlider) \
-        else (slider.min, slider.max)
-    kind = "an integer" if integer else "a real number"
+        expected = f"{name} must be one of {[f'{v:g}' for v in options]} (the slider's values), got {value!r}"
+    else:
+        lo, hi = (slider.base ** slider.min, slider.base ** slider.max) if isinstance(slider, W.FloatLogSlider) \
+            else (slider.min, slider.max)
+        kind = "an integer" if integer else "a real number"
+        expected = f"{name} must be {kind} in [{lo:g}, {hi:g}] (the slider's range), got {value!r}"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral if integer else numbers.Real):
-        raise TypeError(f"{name} must be {kind} in [{lo:g}, {hi:g}] (the slider's range), got {value!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be {kind} in [{lo:g}, {hi:g}] (the slider's range), got {value!r}")
-    slider.value = value
-    return value
+        raise TypeError(expected)
+    if not (value in options if selection else lo <= value <= hi):         # in options: 1e4 and 10000 alike
+        raise ValueError(expected)
+    slider.value = options[options.index(value)] if selection else value
+    return slider.value if selection else value
 
 
 def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, d: int = 16,
@@ -177,3 +171,46 @@ def scaling_widget(factor: float = 8.0, d: int = 128, base: float = 10000.0, tra
     frames = [("the start", {}), ("factor 2: a small extension", {"factor": 2.0}),
               ("factor 32: linear squeezes neighbours 32 times closer in every pair", {"factor": 32.0})]
     return slider_app(ScalingView(**values), controls, frames)
+
+
+#: telling states of :class:`~rope_ref.teaching.vision_rope.GridScoreView`, for its static fallback (caption,
+#: params): the query moves and the score stays; the offset changes and the score follows the heat map.
+GRID_FRAMES = (("query (3, 4), key one right and one up", {"qx": 3, "qy": 4, "dx": 1, "dy": -1}),
+               ("query moved to (10, 9), same offset: same score", {"qx": 10, "qy": 9, "dx": 1, "dy": -1}),
+               ("offset (6, 4): a lower score", {"qx": 3, "qy": 4, "dx": 6, "dy": 4}))
+
+
+def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1) -> W.VBox:
+    """Sliders for the query patch (qx, qy) and the offset (dx, dy) over
+    :class:`~rope_ref.teaching.vision_rope.GridScoreView`.  Without a live kernel (the course site, a notebook
+    viewer) the box shows the view at the states of :data:`GRID_FRAMES`, one captioned frame under another."""
+    r = GRID - 1
+    controls = {"qx": _int("query x", 0, r), "qy": _int("query y", 0, r), "dx": _int("Δx", -r, r),
+                "dy": _int("Δy", -r, r)}
+    values = {k: _set(k, controls[k], v) for k, v in (("qx", qx), ("qy", qy), ("dx", dx), ("dy", dy))}
+    return slider_app(GridScoreView(**values), controls, frames=GRID_FRAMES)
+
+
+def offset_attention_widget(pair: int = 0, offset: int = 1, scale: float = 16.0) -> W.VBox:
+    """Sliders for the first pair (the frequencies), the target offset and |u|^2 over
+    :class:`~rope_ref.teaching.spectrum.OffsetAttentionView`."""
+    view = OffsetAttentionView(pair=pair, offset=offset, scale=scale)
+    controls = {"pair": W.IntSlider(min=0, max=view.d // 2 - view.width, value=pair, description="first pair"),
+                "offset": W.IntSlider(min=0, max=view.n_keys - 1, value=offset, description="offset"),
+                "scale": W.FloatSlider(min=1.0, max=30.0, step=1.0, value=scale, description="|u|²")}
+    # the static fallback: the first-pair slider dragged up, the peak widening until the head attends to everything
+    frames = [(f"the start: first pair {pair}", {})] + [(f"first pair {first}", {"pair": first})
+                                                        for first in (3, 8, 16) if first != pair]
+    return slider_app(view, controls, frames)
+
+
+def semantic_match_widget(base: float = 10000.0, max_distance: int = 4096) -> W.VBox:
+    """Sliders for the base and the distance range over :class:`~rope_ref.teaching.spectrum.SemanticMatchView`."""
+    view = SemanticMatchView(base=base, max_distance=max_distance)
+    controls = {"base": W.FloatLogSlider(base=10, min=3, max=7, step=0.25, value=base, description="base"),
+                "max_distance": W.IntSlider(min=64, max=32768, step=64, value=max_distance, description="distance")}
+    # the static fallback: out to 32768 positions, then the base slider at 10^5 and 10^6
+    frames = [(f"the start: base {base:g}, distance {max_distance}", {}),
+              (f"distance 32768, base {base:g}", {"max_distance": 32768}),
+              ("base 1e+05", {"base": 1e5}), ("base 1e+06", {"base": 1e6})]
+    return slider_app(view, controls, frames)

@@ -150,7 +150,7 @@ def test_every_view_is_in_the_style(make):
     assert all(leg.get_texts()[0].get_fontsize() >= 10 for leg in legends)
 
 
-# --- words never sit on the data (rope_ref.teaching.style.layout_faults) ------------------------------------------------
+# --- words never sit on the data (figure_layout.layout_faults) --------------------------------------------------------
 
 def _styled(make):
     import matplotlib
@@ -163,14 +163,14 @@ def _styled(make):
 
 @pytest.mark.parametrize("name", list(FIGURES))
 def test_no_figure_puts_words_on_its_data(name):
-    from rope_ref.teaching.style import layout_faults
+    from figure_layout import layout_faults
     assert layout_faults(_styled(FIGURES[name])) == []
 
 
 @pytest.mark.parametrize("name", ["DecayView", "RotationsView", "ScalingView"])
 def test_no_view_puts_words_on_its_data(name):
     import rope_ref.teaching.views as views
-    from rope_ref.teaching.style import layout_faults
+    from figure_layout import layout_faults
     assert layout_faults(getattr(views, name)().static_figure()) == []
 
 
@@ -189,7 +189,7 @@ def _line_figure(**legend):
 
 
 def test_layout_faults_sees_a_legend_on_a_line_and_text_on_a_line():
-    from rope_ref.teaching.style import layout_faults
+    from figure_layout import layout_faults
     fig, ax = _line_figure()
     assert layout_faults(fig) == []                                  # two crossing lines, no words: clean
     fig, ax = _line_figure(loc="upper right")                        # the rising line ends under the legend
@@ -216,7 +216,7 @@ def test_layout_faults_sees_a_legend_on_a_line_and_text_on_a_line():
 def test_layout_faults_sees_the_old_figures_faults(plant):
     """The faults seen on a projector, planted back into today's figures: each is reported."""
     from rope_ref.teaching import figures
-    from rope_ref.teaching.style import layout_faults
+    from figure_layout import layout_faults
     if plant.startswith("ratios"):
         fig = _styled(figures.fig_frequency_ratios)
         note = [t for ax in fig.axes for t in ax.texts if t.get_text().startswith("dotted: one full turn")]

@@ -32,21 +32,21 @@ QUANTITY_CATALOGUE = [
     (lambda: quantities.score_vs_distance(Q8, K8, "1"), TypeError, ["n", "'1'"]),
     # sizes checked before allocating, vectors named (these were numpy's own errors or a MemoryError)
     (lambda: quantities.random_qk(2 ** 40), ValueError, ["d", "16 TiB", "max_bytes"]),
-    (lambda: _multiaxis().grid_qk(d=2 ** 40), ValueError, ["d", "max_bytes"]),
-    (lambda: _multiaxis().relative_score_map(Q8, K8, 2 ** 40), ValueError, ["radius", "rotated keys", "max_bytes"]),
-    (lambda: _multiaxis().relative_score_map(None, K8, 3), TypeError, ["q", "None"]),
-    (lambda: _multiaxis().relative_score_map(Q8, [1.0, 2.0], 3), ValueError, ["q and k", "(8,)", "(2,)"]),
-    (lambda: _multiaxis().grid_scores(Q8, K8, 2 ** 20, 2 ** 20), ValueError, ["height * width", "max_bytes"]),
-    (lambda: _multiaxis().grid_scores("x", K8, 4, 4), TypeError, ["q", "'x'"]),
-    (lambda: _multiaxis().relative_spread(Q8, K8, None, 4), TypeError, ["height", "None"]),
-    (lambda: _multiaxis().relative_spread(Q8, K8, 2 ** 40, 4), ValueError, ["height * width", "max_bytes"]),
+    (lambda: _vision_rope().grid_qk(d=2 ** 40), ValueError, ["d", "max_bytes"]),
+    (lambda: _vision_rope().relative_score_map(Q8, K8, 2 ** 40), ValueError, ["radius", "rotated keys", "max_bytes"]),
+    (lambda: _vision_rope().relative_score_map(None, K8, 3), TypeError, ["q", "None"]),
+    (lambda: _vision_rope().relative_score_map(Q8, [1.0, 2.0], 3), ValueError, ["q and k", "(8,)", "(2,)"]),
+    (lambda: _vision_rope().grid_scores(Q8, K8, 2 ** 20, 2 ** 20), ValueError, ["height * width", "max_bytes"]),
+    (lambda: _vision_rope().grid_scores("x", K8, 4, 4), TypeError, ["q", "'x'"]),
+    (lambda: _vision_rope().relative_spread(Q8, K8, None, 4), TypeError, ["height", "None"]),
+    (lambda: _vision_rope().relative_spread(Q8, K8, 2 ** 40, 4), ValueError, ["height * width", "max_bytes"]),
     (lambda: _precision().format_errors([1.0], 10 ** 30), ValueError, ["digits", "at most 17"]),
 ]
 
 
-def _multiaxis():
-    from rope_ref.teaching import multiaxis
-    return multiaxis
+def _vision_rope():
+    from rope_ref.teaching import vision_rope
+    return vision_rope
 
 
 def _precision():

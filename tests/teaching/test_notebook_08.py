@@ -1,13 +1,12 @@
 """Notebook 08 (what the frequencies are for): every number its prose states, recomputed here without
-rope_ref.teaching.frequencies and base_bound (plain NumPy from the formulas), its exercise and checker, its pictures' layout."""
+rope_ref.teaching.spectrum and base_bound (plain NumPy from the formulas), its exercise and checker, its pictures' layout."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rope_ref.teaching import base_bound as B
-from rope_ref.teaching import frequencies as F
+from rope_ref.teaching import base_bound, spectrum, widgets
 from rope_ref.teaching.exercises_frequencies import check_supported_context
 
 import notebook_cells
@@ -43,25 +42,25 @@ def test_papers_are_cited_with_arxiv_numbers():
 def test_scheme_frequencies_against_the_definitions():
     d, base = 128, 1e6
     th = thetas(d, base)
-    np.testing.assert_allclose(F.scheme_frequencies("rope", d, base), th, rtol=1e-12)
-    part = F.scheme_frequencies("partial", d, base, 0.25)                    # r = 32: base^(-2j/32), j < 16
+    np.testing.assert_allclose(spectrum.scheme_frequencies("rope", d, base), th, rtol=1e-12)
+    part = spectrum.scheme_frequencies("partial", d, base, 0.25)                    # r = 32: base^(-2j/32), j < 16
     np.testing.assert_allclose(part[:16], base ** (-np.arange(0, 32, 2) / 32), rtol=1e-12)
     assert np.all(part[16:] == 0)
-    prop = F.scheme_frequencies("proportional", d, base, 0.25)               # base^(-2j/128), j < 16
+    prop = spectrum.scheme_frequencies("proportional", d, base, 0.25)               # base^(-2j/128), j < 16
     np.testing.assert_allclose(prop[:16], th[:16], rtol=1e-12)
-    assert np.all(prop[16:] == 0) and np.array_equal(prop, F.scheme_frequencies("p-rope", d, base, 0.25))
-    assert np.all(F.scheme_frequencies("nope", d, base) == 0)
+    assert np.all(prop[16:] == 0) and np.array_equal(prop, spectrum.scheme_frequencies("p-rope", d, base, 0.25))
+    assert np.all(spectrum.scheme_frequencies("nope", d, base) == 0)
     # how many pairs p-RoPE turns: Barbero et al.'s pseudocode, rope_angles = int(rope_percentage * head_dim // 2)
     for p, dd in [(0.3, 64), (0.75, 64), (0.1, 128), (0.55, 96), (1.0, 16)]:
         k = int(p * dd // 2)
-        got = F.scheme_frequencies("p-rope", dd, base, p)
+        got = spectrum.scheme_frequencies("p-rope", dd, base, p)
         assert np.count_nonzero(got) == k and np.array_equal(got[:k], thetas(dd, base)[:k]), (p, dd)
     # the layout: rotate_half pairs j with j + r/2 inside the rotated part; interleaved 2j with 2j+1
-    half = F.dimension_frequencies("partial", d, base, 0.25, "half")
+    half = spectrum.dimension_frequencies("partial", d, base, 0.25, "half")
     assert np.array_equal(half[:16], half[16:32]) and np.all(half[32:] == 0)
-    inter = F.dimension_frequencies("partial", d, base, 0.5, "interleaved")
+    inter = spectrum.dimension_frequencies("partial", d, base, 0.5, "interleaved")
     assert np.array_equal(inter[0:64:2], inter[1:64:2]) and np.all(inter[64:] == 0)
-    p = F.dimension_frequencies("proportional", d, base, 0.25, "half")
+    p = spectrum.dimension_frequencies("proportional", d, base, 0.25, "half")
     assert np.all(p[:16] > 0) and np.all(p[16:64] == 0) and np.all(p[64:80] > 0) and np.all(p[80:] == 0)
     # the prose's numbers
     t = text()
@@ -72,26 +71,28 @@ def test_scheme_frequencies_against_the_definitions():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: F.scheme_frequencies("alibi"), "scheme must be one of"),
-    (lambda: F.scheme_frequencies("partial", fraction=1.5), r"fraction must be a real number in \[0, 1\]"),
-    (lambda: F.scheme_frequencies("rope", d=7), "d must be a positive even integer"),
-    (lambda: F.dimension_frequencies(pairing="zigzag"), "pairing must be"),
-    (lambda: F.offset_attention(1, 62, d=64), "pair must be an integer in 0..d/2-width"),
-    (lambda: F.offset_attention(1, 0, scale=-5.0), r"scale must be \|u\|\^2 >= 0"),
-    (lambda: F.fig_decay_experiment(max_distance=0), "max_distance must be a positive integer"),
+    (lambda: spectrum.scheme_frequencies("alibi"), "scheme must be one of"),
+    (lambda: spectrum.scheme_frequencies("partial", fraction=1.5), r"fraction must be a real number in \[0, 1\]"),
+    (lambda: spectrum.scheme_frequencies("rope", d=7), "d must be a positive even integer"),
+    (lambda: spectrum.dimension_frequencies(pairing="zigzag"), "pairing must be"),
+    (lambda: spectrum.offset_attention(1, 62, d=64), "pair must be an integer in 0..d/2-width"),
+    (lambda: spectrum.offset_attention(1, 0, scale=-5.0), r"scale must be \|u\|\^2 >= 0"),
+    (lambda: spectrum.fig_decay_experiment(max_distance=0), "max_distance must be a positive integer"),
     # sizes and work checked before any is done; seeds named (issue 23's review: these were numpy's own errors,
     # a MemoryError, or a scan that never ended)
-    (lambda: F.dimension_frequencies(d=2 ** 40), "d: d = 1099511627776 float64 features would take 8 TiB"),
-    (lambda: F.offset_attention(1, 0, n_keys=2 ** 40), "n_keys: 1099511627776 keys"),
-    (lambda: F.nope_repeated_token_weights(seed=None), "seed must be a non-negative integer, got None"),
-    (lambda: F.decay_experiment([1.0], seed="x"), "seed must be a non-negative integer, got 'x'"),
-    (lambda: F.fig_decay_experiment(max_distance=2 ** 40), r"max_distance / 10 \* n_samples \* d must be at most"),
-    (lambda: B.negative_margin_count(B.men_method_frequencies(1), 10 ** 30), "length must be at most 16,777,216"),
-    (lambda: B.supported_context(1e4, limit=10 ** 30), "limit must be at most 16,777,216"),
-    (lambda: B.negative_margin_count("x", 100), "inv_freq must be a real array"),
-    (lambda: B.base_lower_bound([64], d=2 ** 40), "d: d = 1099511627776 float64 exponents"),
-    (lambda: F.band_pairs("middle"), "band must be 'high' or 'low'"),
-    (lambda: F.band_pairs("low", 16, 9), "width must be at most d/2"),
+    (lambda: spectrum.dimension_frequencies(d=2 ** 40), "d: d = 1099511627776 float64 features would take 8 TiB"),
+    (lambda: spectrum.offset_attention(1, 0, n_keys=2 ** 40), "n_keys: 1099511627776 keys"),
+    (lambda: spectrum.nope_repeated_token_weights(seed=None), "seed must be a non-negative integer, got None"),
+    (lambda: spectrum.decay_experiment([1.0], seed="x"), "seed must be a non-negative integer, got 'x'"),
+    (lambda: spectrum.fig_decay_experiment(max_distance=2 ** 40),
+     r"max_distance / 10 \* n_samples \* d must be at most"),
+    (lambda: base_bound.negative_margin_count(base_bound.men_method_frequencies(1), 10 ** 30),
+     "length must be at most 16,777,216"),
+    (lambda: base_bound.supported_context(1e4, limit=10 ** 30), "limit must be at most 16,777,216"),
+    (lambda: base_bound.negative_margin_count("x", 100), "inv_freq must be a real array"),
+    (lambda: base_bound.base_lower_bound([64], d=2 ** 40), "d: d = 1099511627776 float64 exponents"),
+    (lambda: spectrum.band_pairs("middle"), "band must be 'high' or 'low'"),
+    (lambda: spectrum.band_pairs("low", 16, 9), "width must be at most d/2"),
 ])
 def test_bad_arguments_are_named(call, match):
     with pytest.raises((TypeError, ValueError), match=match):
@@ -117,17 +118,17 @@ def test_positional_head_numbers():
     for first, shown in expected.items():
         w = offset_weights_by_formula(1, first)
         assert f"{w[1]:.3f}" == shown and shown in t
-        np.testing.assert_allclose(F.offset_attention(1, first, 48, 16.0, 64), w, rtol=1e-10)
+        np.testing.assert_allclose(spectrum.offset_attention(1, first, 48, 16.0, 64), w, rtol=1e-10)
         # p-RoPE (p = 3/4 of 32 pairs: 24 turn) keeps these pairs: the same head
-        np.testing.assert_allclose(F.offset_attention(1, first, 48, 16.0, 64, scheme="p-rope"), w, rtol=1e-10)
+        np.testing.assert_allclose(spectrum.offset_attention(1, first, 48, 16.0, 64, scheme="p-rope"), w, rtol=1e-10)
     # NoPE: every key scores |u|^2, attention is uniform whatever the offset
-    np.testing.assert_allclose(F.offset_attention(1, 0, 48, 16.0, 64, scheme="nope"), np.full(48, 1 / 48))
+    np.testing.assert_allclose(spectrum.offset_attention(1, 0, 48, 16.0, 64, scheme="nope"), np.full(48, 1 / 48))
     assert f"{1 / 48:.3f}" == "0.021" and "$1/48 = 0.021$" in t
     # p-RoPE on the slowest quarter (pairs 28..31 of 32 do not turn): uniform too
     rotated = np.arange(32) < 24
-    np.testing.assert_allclose(F.offset_attention(1, 28, 48, 16.0, 64, scheme="p-rope"),
+    np.testing.assert_allclose(spectrum.offset_attention(1, 28, 48, 16.0, 64, scheme="p-rope"),
                                offset_weights_by_formula(1, 28, rotated=rotated), rtol=1e-10)
-    np.testing.assert_allclose(F.offset_attention(1, 28, 48, 16.0, 64, scheme="p-rope"), np.full(48, 1 / 48))
+    np.testing.assert_allclose(spectrum.offset_attention(1, 28, 48, 16.0, 64, scheme="p-rope"), np.full(48, 1 / 48))
     # sharper with higher frequency: the weight on the offset falls as the first pair rises
     w = [offset_weights_by_formula(1, f)[1] for f in range(0, 29)]
     assert w[0] > 0.9 and w[-1] < 0.025 and np.all(np.diff(w[:17]) < 0.02)
@@ -147,13 +148,13 @@ def semantic_by_formula(r, band, base=1e4, d=128, width=8, seed=0, rotated=True)
 def test_semantic_channel_numbers():
     r = np.array([0, 100, 1000, 4096, 32768])
     for band in ["high", "low"]:
-        np.testing.assert_allclose(F.semantic_match(r, band), semantic_by_formula(r, band), atol=1e-12)
-    np.testing.assert_allclose(F.semantic_match(r, "low", scheme="p-rope"), 1.0, atol=1e-12)
+        np.testing.assert_allclose(spectrum.semantic_match(r, band), semantic_by_formula(r, band), atol=1e-12)
+    np.testing.assert_allclose(spectrum.semantic_match(r, "low", scheme="p-rope"), 1.0, atol=1e-12)
     hi, lo = semantic_by_formula(r, "high"), semantic_by_formula(r, "low")
     t = text()
     assert f"{lo[3]:.2f}" == "0.78" and f"{hi[3]:.2f}" == "0.21" and f"{lo[4]:.2f}" == "0.04"
     assert "slowest pairs still score 0.78, the fastest 0.21" in t and "(0.04)" in t
-    assert F.distractor_level(8) == 0.25 and "\\pm 1/\\sqrt{16} = \\pm 0.25" in t
+    assert spectrum.distractor_level(8) == 0.25 and "\\pm 1/\\sqrt{16} = \\pm 0.25" in t
     # a random unit key against a unit query on 16 features: standard deviation 1/4 (checked by sampling)
     rng = np.random.default_rng(1)
     q, k = rng.standard_normal((2, 20000, 16))
@@ -165,7 +166,7 @@ def test_semantic_channel_numbers():
 
 def test_similarity_margin_is_theorem_1s_sum():
     m = np.array([0.0, 1.0, 17.5, 1000.0])
-    np.testing.assert_allclose(B.similarity_margin(m, 128, 1e4), np.cos(m[:, None] * thetas(128)).sum(axis=1),
+    np.testing.assert_allclose(base_bound.similarity_margin(m, 128, 1e4), np.cos(m[:, None] * thetas(128)).sum(axis=1),
                                atol=1e-10)
     # Theorem 1 by sampling: q ~ N(0, s^2 I), k* = q + eps; E[q.R_m k*] - E[q.R_m k] = 2 s^2 B_m ... with k
     # independent of q the second term is 0, and E[q.R_m q] = s^2 * 2 * sum_i cos(m theta_i)
@@ -174,12 +175,12 @@ def test_similarity_margin_is_theorem_1s_sum():
     import rope_ref as rr
     for dist in [0.0, 3.0, 40.0]:
         est = (rr.rotate(q, np.full(20000, dist)) * q).sum(axis=1).mean()
-        assert est == pytest.approx(2 * B.similarity_margin(dist, 16), abs=0.15)
+        assert est == pytest.approx(2 * base_bound.similarity_margin(dist, 16), abs=0.15)
 
 
 @pytest.mark.parametrize("base", [1e3, 1e4, 5e5, 1e6])
 def test_supported_context_is_the_last_distance_before_B_turns_negative(base):
-    assert B.supported_context(base, 128) == first_negative_B(base) - 1
+    assert base_bound.supported_context(base, 128) == first_negative_B(base) - 1
 
 
 def test_supported_context_numbers_in_the_prose():
@@ -196,10 +197,10 @@ def test_model_points_are_what_transformers_reads_from_the_shipped_configs():
     import json
     recorded = json.loads((ROOT / "tests" / "data" / "shipped_configs_transformers.json").read_text())["configs"]
     shipped = sorted(p.stem for p in (ROOT / "rope_ref" / "teaching" / "data").glob("*.json"))
-    assert sorted(recorded) == shipped and {e["config"] for e in B.MODELS.values()} <= set(shipped)
-    pts = B.model_points()
-    assert list(pts) == list(B.MODELS)
-    for name, entry in B.MODELS.items():
+    assert sorted(recorded) == shipped and {e["config"] for e in base_bound.MODELS.values()} <= set(shipped)
+    pts = base_bound.model_points()
+    assert list(pts) == list(base_bound.MODELS)
+    for name, entry in base_bound.MODELS.items():
         rec = recorded[entry["config"]]
         rope = rec["rope_parameters"].get(entry.get("layer_type"), rec["rope_parameters"])
         p = pts[name]
@@ -210,7 +211,7 @@ def test_model_points_are_what_transformers_reads_from_the_shipped_configs():
         assert p["context"] == ctx, name
         test_copy = ROOT / "tests" / "data" / "configs" / f"{entry['config']}.json"
         if test_copy.exists():
-            assert json.loads(test_copy.read_text()) == B._shipped_config(entry["config"]), name
+            assert json.loads(test_copy.read_text()) == base_bound._shipped_config(entry["config"]), name
     # typed from the models' cards: the points the figure draws
     assert {n: (p["base"], p["context"]) for n, p in pts.items()} == {
         "Llama 2 7B": (1e4, 4096), "Llama 3 8B": (5e5, 8192), "Llama 3.1 8B": (5e5, 131072),
@@ -220,7 +221,7 @@ def test_model_points_are_what_transformers_reads_from_the_shipped_configs():
 
 @pytest.mark.slow            # a base search over a fine grid: seconds
 def test_real_models_read_from_configs_and_the_prose_verdict():
-    pts = B.model_points()
+    pts = base_bound.model_points()
     assert pts["Llama 3.1 8B"]["base"] == 500000.0 and pts["Llama 3.1 8B"]["context"] == 131072
     assert pts["Qwen2.5 7B"]["context"] == 4 * 32768 and pts["Qwen2.5 7B"]["scaled_from"] == 32768
     assert pts["Gemma 7B"]["head_dim"] == 256 and pts["Mistral 7B v0.1"]["base"] == 10000.0
@@ -244,7 +245,7 @@ def test_checker_with_right_wrong_and_missing_answers(capsys):
     assert check_supported_context(10 ** 6) is False and "already negative" in capsys.readouterr().out
     assert check_supported_context(18437.0) is False and "a whole number" in capsys.readouterr().out
     assert check_supported_context(-1) is False and "0 or more" in capsys.readouterr().out
-    assert F.distractor_level(10 ** 30) == pytest.approx(1 / np.sqrt(2e30))          # a huge int is a number
+    assert spectrum.distractor_level(10 ** 30) == pytest.approx(1 / np.sqrt(2e30))          # a huge int is a number
 
 
 def test_exercise_follows_the_course_convention():
@@ -268,31 +269,31 @@ def test_exercise_follows_the_course_convention():
 
 @pytest.mark.parametrize("make", ["turning", "bound", "OffsetAttentionView", "SemanticMatchView", "fig_decay_experiment"])
 def test_pictures_put_no_words_on_their_data(make):
-    from rope_ref.teaching.style import layout_faults
+    from figure_layout import layout_faults
     if make == "turning":
-        fig = F.fig_turning_dimensions()
+        fig = spectrum.fig_turning_dimensions()
     elif make == "bound":
-        fig = B.fig_base_bound(B.model_points(), bases=10.0 ** np.arange(3, 6.41, 0.1))
+        fig = base_bound.fig_base_bound(base_bound.model_points(), bases=10.0 ** np.arange(3, 6.41, 0.1))
     elif make.startswith("fig_"):
-        fig = getattr(F, make)()
+        fig = getattr(spectrum, make)()
     else:
-        fig = getattr(F, make)().static_figure()
+        fig = getattr(spectrum, make)().static_figure()
     assert layout_faults(fig) == []
 
 
 def test_static_frames_show_what_the_sliders_show():
     """The views' strips of frames (what a reader without a kernel sees): the first-pair slider at 0, 3, 8, 16 with
     the head's weights of the formula; the base slider at 10^4 (out to 32768), 10^5, 10^6."""
-    w = F.offset_attention_widget(pair=0, offset=1, scale=16.0)         # as notebook 08 calls it
+    w = widgets.offset_attention_widget(pair=0, offset=1, scale=16.0)         # as notebook 08 calls it
     assert [params.get("pair", 0) for _, params in w.frames] == [0, 3, 8, 16]
-    view = F.OffsetAttentionView(pair=0, offset=1, scale=16.0)
+    view = spectrum.OffsetAttentionView(pair=0, offset=1, scale=16.0)
     for caption, params in w.frames:
         view.update(**params)
         first = view.params["pair"]
         assert f"first pair {first}" in caption
         np.testing.assert_allclose(view.weights["rope"], offset_weights_by_formula(1, first), rtol=1e-10)
-    s = F.semantic_match_widget(base=10000.0, max_distance=4096)
-    view = F.SemanticMatchView(base=10000.0, max_distance=4096)
+    s = widgets.semantic_match_widget(base=10000.0, max_distance=4096)
+    view = spectrum.SemanticMatchView(base=10000.0, max_distance=4096)
     states = []
     for caption, params in s.frames:
         view.update(**params)
@@ -301,12 +302,12 @@ def test_static_frames_show_what_the_sliders_show():
                                    semantic_by_formula(view.r, "low", view.params["base"]), atol=1e-12)
     assert states == [(1e4, 4096), (1e4, 32768), (1e5, 32768), (1e6, 32768)]
     code = "\n".join("".join(c["source"]) for c in cells() if c["cell_type"] == "code")
-    assert "F.offset_attention_widget(pair=0, offset=1, scale=16.0)" in code
-    assert "F.semantic_match_widget(base=10000.0, max_distance=4096)" in code
+    assert "widgets.offset_attention_widget(pair=0, offset=1, scale=16.0)" in code
+    assert "widgets.semantic_match_widget(base=10000.0, max_distance=4096)" in code
 
 
 def test_views_update_and_report():
-    v = F.OffsetAttentionView()
+    v = spectrum.OffsetAttentionView()
     png = v.to_png()
     v.update(pair=16)
     assert v.to_png() != png and "RoPE 0.027" in v.readout()
@@ -315,7 +316,7 @@ def test_views_update_and_report():
     with pytest.raises(ValueError, match="pair must be"):
         v.update(pair=40)
     assert v.params["pair"] == 16                       # a refused value leaves the view as it was
-    s = F.SemanticMatchView()
+    s = spectrum.SemanticMatchView()
     s.update(base=1e6)
     assert "slowest pairs +1.00" in s.readout() or "slowest pairs +0.99" in s.readout()
 

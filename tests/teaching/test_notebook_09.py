@@ -10,7 +10,7 @@ import pytest
 
 import rope_ref as rr
 from rope_ref.teaching import exercises_multiaxis as exercises
-from rope_ref.teaching import multiaxis as mx
+from rope_ref.teaching import vision_rope, widgets
 
 from notebook_cells import cells, prose, src, tags
 
@@ -138,10 +138,10 @@ def test_axial_layout_sentence():
 
 def test_relative_in_both_axes_on_every_pair_of_patches():
     _say("$196^2 = 38416$ pairs", "below $10^{-13}$")
-    q, k = mx.grid_qk()
+    q, k = vision_rope.grid_qk()
     assert q.shape == (64,) and np.array_equal(q, k)
-    assert 196 ** 2 == 38416 == mx.grid_scores(q, k, 14, 14).size
-    assert mx.relative_spread(q, k, 14, 14) < 1e-13
+    assert 196 ** 2 == 38416 == vision_rope.grid_scores(q, k, 14, 14).size
+    assert vision_rope.relative_spread(q, k, 14, 14) < 1e-13
     # independently: pair j of the x half turns by theta_j * dx, of the y half by theta_j * dy (plain numpy).
     theta = 100.0 ** (-np.arange(16) / 16)
     for (x1, y1), (x2, y2) in [((0, 0), (5, 3)), ((7, 9), (12, 12)), ((13, 2), (0, 13))]:
@@ -149,7 +149,7 @@ def test_relative_in_both_axes_on_every_pair_of_patches():
         a, b = k[0::2], k[1::2]
         expected = q[0::2] @ (a * np.cos(ang) - b * np.sin(ang)) + q[1::2] @ (a * np.sin(ang) + b * np.cos(ang))
         i, j = 14 * y1 + x1, 14 * y2 + x2
-        assert abs(mx.grid_scores(q, k, 14, 14)[i, j] - expected) < 1e-11
+        assert abs(vision_rope.grid_scores(q, k, 14, 14)[i, j] - expected) < 1e-11
 
 
 def test_raster_order_puts_the_end_of_a_row_next_to_the_start_of_the_next():
@@ -157,21 +157,21 @@ def test_raster_order_puts_the_end_of_a_row_next_to_the_start_of_the_next():
          "13 columns apart")
     P = rr.grid_positions(14, 14, indexing="xy")
     assert P[:, 13].tolist() == [13, 0] and P[:, 14].tolist() == [0, 1]
-    q, k = mx.grid_qk()
+    q, k = vision_rope.grid_qk()
     one_d = [q @ rr.rotate(k, float(n - m)) for m, n in ((13, 14), (0, 1))]       # 1-D: depends on n - m
     assert abs(one_d[0] - one_d[1]) < 1e-12
-    scores = mx.grid_scores(q, k, 14, 14)
+    scores = vision_rope.grid_scores(q, k, 14, 14)
     assert abs(scores[13, 14] - scores[0, 1]) > 1.0
 
 
 def test_the_grid_view_keeps_the_score_when_the_query_moves():
     _say("move the query and the marker stays put, and so does the score", "$k = q$", "peaks at offset 0")
-    view = mx.GridScoreView(qx=3, qy=4, dx=2, dy=-1)
+    view = vision_rope.GridScoreView(qx=3, qy=4, dx=2, dy=-1)
     first = view.value
     assert abs(first - view.map_value) < 1e-12
     view.update(qx=10, qy=1)
     assert abs(view.value - first) < 1e-12 and view.marker.get_xdata()[0] == 2
-    S = view.S
+    S = view.score_map
     assert np.unravel_index(np.argmax(S), S.shape) == (13, 13)      # peak at offset (0, 0)
     with pytest.raises(ValueError, match="qx"):
         view.update(qx=14)
@@ -181,12 +181,12 @@ def test_the_grid_view_keeps_the_score_when_the_query_moves():
 
 
 def test_the_grid_widget_shows_its_picture_without_a_kernel():
-    box = mx.grid_score_widget(qx=0, qy=0, dx=1, dy=1)
+    box = widgets.grid_score_widget(qx=0, qy=0, dx=1, dy=1)
     assert "image/png" in box._repr_mimebundle_()
     box.controls["qx"].value = 5
     assert box.view.params["qx"] == 5 and "query patch (5, 0)" in box.readout.value
     with pytest.raises(ValueError):
-        mx.grid_score_widget(dx=20)
+        widgets.grid_score_widget(dx=20)
 
 
 def test_mrope_sentences():
@@ -194,7 +194,7 @@ def test_mrope_sentences():
          "temporal axis gets the 16 fastest pairs, height the next 24 and\nwidth the 24 slowest",
          "by only $1.8\\times10^{-4}$ rad", "width's fastest pair is pair 2, with $\\theta_2 = 0.62$",
          "Temporal\ngets the 4 leftover pairs at the slow end (60..63)")
-    bands = mx.mrope_bands()
+    bands = vision_rope.mrope_bands()
     q2, q3 = bands["Qwen2-VL"], bands["Qwen3-VL"]
     assert q2["temporal"]["pairs"] == list(range(16)) and q2["height"]["pairs"] == list(range(16, 40))
     assert q2["width"]["pairs"] == list(range(40, 64))
@@ -254,12 +254,12 @@ def test_every_number_in_the_prose_is_one_a_test_checks():
 
 
 def test_the_figures_draw_what_they_claim():
-    fig = mx.fig_mrope_layout()
+    fig = vision_rope.fig_mrope_layout()
     rows = np.asarray(fig.axes[0].images[0].get_array())
     np.testing.assert_array_equal(rows[0], [0] * 16 + [1] * 24 + [2] * 24)               # Qwen2-VL, by hand
     np.testing.assert_array_equal(rows[1], [0, 1, 2] * 20 + [0] * 4)                     # Qwen3-VL, by hand
     segments = [("text", 3), ("image", (1, 8, 12)), ("text", 4)]
-    fig = mx.fig_position_ids(segments)
+    fig = vision_rope.fig_position_ids(segments)
     lines = fig.axes[0].get_lines()
     ids = rr.mrope_position_ids(segments)
     for a in range(3):

@@ -1,14 +1,13 @@
 """Notebook 10 (the papers' numbers, recomputed): Barbero et al.'s Theorem 5.3, Proposition 5.2 and Figure 2, Men et
 al.'s Tables 2 and 4 -- every number its prose states, recomputed here in plain NumPy from the formulas (without
-rope_ref.teaching.frequencies or base_bound), its exercise and checker, its figure."""
+rope_ref.teaching.spectrum or base_bound), its exercise and checker, its figure."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rope_ref.teaching import base_bound as B
-from rope_ref.teaching import frequencies as F
+from rope_ref.teaching import base_bound, spectrum
 from rope_ref.teaching.exercises_frequencies import check_diagonal_norm, smallest_diagonal_norm
 
 import notebook_cells
@@ -54,8 +53,8 @@ def check_bound_against_brute_force(L, b, rel=1e-4, below=30):
 
 
 def test_the_module_table_is_the_papers():
-    assert {L: v[0] for L, v in B.MEN_TABLE_2.items()} == PAPER_TABLE_2
-    assert {L: v[1] for L, v in B.MEN_TABLE_2.items()} == SU_TABLE
+    assert {L: v[0] for L, v in base_bound.MEN_TABLE_2.items()} == PAPER_TABLE_2
+    assert {L: v[1] for L, v in base_bound.MEN_TABLE_2.items()} == SU_TABLE
 
 
 @pytest.mark.slow            # a base search over a fine grid: seconds
@@ -65,7 +64,7 @@ def test_base_lower_bound_reproduces_men_et_al_table_2_up_to_8k():
     1.6e4 -- and our base is checked by brute force to satisfy eq 11's condition, so the paper's is not the
     infimum there; Su's independent recomputation gives 1.2e4 too."""
     lengths = [1024, 2048, 4096, 8192]
-    ours = B.base_lower_bound(lengths, 128)
+    ours = base_bound.base_lower_bound(lengths, 128)
     for L, b in zip(lengths, ours):
         check_bound_against_brute_force(L, b)
         assert two_digits(b) == SU_TABLE[L], (L, b)
@@ -81,7 +80,7 @@ def test_base_lower_bound_reproduces_men_et_al_table_2_up_to_8k():
 @pytest.mark.slow
 def test_base_lower_bound_at_16k_and_32k_against_table_2():
     """16k: 2.3e5 (paper 3.1e5, Su 2.3e5); 32k: 6.3e5 (paper 6.4e5, Su 6.3e5): the numbers the prose states."""
-    ours = B.base_lower_bound([16384, 32768], 128)
+    ours = base_bound.base_lower_bound([16384, 32768], 128)
     for L, b in zip([16384, 32768], ours):
         check_bound_against_brute_force(L, b, below=5)
         assert two_digits(b) == SU_TABLE[L] and b < PAPER_TABLE_2[L], (L, b)
@@ -104,27 +103,28 @@ def test_men_et_al_table_4_counts_exactly():
     i = np.arange(64)
     method_1 = 5e6 ** (-2 * i / 128)
     method_2 = np.array([1e4 ** (-2 * k / 128) / 8 if k >= 44 else (1e4 * 8 ** (128 / 88)) ** (-2 * k / 128) for k in i])
-    np.testing.assert_allclose(B.men_method_frequencies(1), method_1, rtol=1e-13)
-    np.testing.assert_allclose(B.men_method_frequencies(2), method_2, rtol=1e-13)
+    np.testing.assert_allclose(base_bound.men_method_frequencies(1), method_1, rtol=1e-13)
+    np.testing.assert_allclose(base_bound.men_method_frequencies(2), method_2, rtol=1e-13)
     m = np.arange(30 * 1024 + 1, dtype=float)
     for th, paper in [(method_1, (0, 0)), (method_2, (97, 2554))]:
         margin = np.cos(m[:, None] * th[None, :]).sum(axis=1)
         counts = (int((margin[:15 * 1024 + 1] < 0).sum()), int((margin < 0).sum()))
         assert counts == paper
-        assert (B.negative_margin_count(th, 15 * 1024), B.negative_margin_count(th, 30 * 1024)) == paper
+        assert (base_bound.negative_margin_count(th, 15 * 1024),
+                base_bound.negative_margin_count(th, 30 * 1024)) == paper
     B2 = np.cos(m[:30001, None] * method_2[None, :]).sum(axis=1)
     assert (int((B2[:15001] < 0).sum()), int((B2 < 0).sum())) == (35, 2462)
     t = text().replace("\n", " ")
     for shown in ["**97 and 2554**", "0 and 0 for method 1", "would be 35 and 2,462", "(0.00, against 0.27 for method 1)"]:
         assert shown in t, shown
     with pytest.raises(ValueError, match="method must be 1 or 2"):
-        B.men_method_frequencies(3)
+        base_bound.men_method_frequencies(3)
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: B.base_lower_bound([1000.5]), "whole numbers"),
-    (lambda: B.base_lower_bound([0]), "context_lengths must be in"),
-    (lambda: B.base_lower_bound([1024], rel_step=0.0), "rel_step must be in"),
+    (lambda: base_bound.base_lower_bound([1000.5]), "whole numbers"),
+    (lambda: base_bound.base_lower_bound([0]), "context_lengths must be in"),
+    (lambda: base_bound.base_lower_bound([1024], rel_step=0.0), "rel_step must be in"),
 ])
 def test_base_lower_bound_refuses_bad_arguments(call, match):
     with pytest.raises((TypeError, ValueError), match=match):
@@ -143,8 +143,8 @@ def test_theorem_5_3_construction_and_the_prose_numbers():
     g = thetas(64)
     for pair in [0, 8, 31]:
         for s in [1.0, 16.0, 256.0, 1024.0, 4096.0]:
-            assert F.diagonal_head_weight(s, pair, 48, 64) == pytest.approx(diagonal_weight_by_formula(s, g[pair], 48),
-                                                                            rel=1e-9)
+            assert spectrum.diagonal_head_weight(s, pair, 48, 64) == pytest.approx(
+                diagonal_weight_by_formula(s, g[pair], 48), rel=1e-9)
     # alpha_ii -> 1 as |psi|^2 grows (Theorem 5.3), slowly where some cos(r g) comes close to 1
     w8 = [diagonal_weight_by_formula(s, g[8], 48) for s in [16, 256, 1024, 4096]]
     assert np.all(np.diff(w8) > 0) and w8[-1] > 0.999
@@ -162,7 +162,7 @@ def test_theorem_5_3_construction_and_the_prose_numbers():
 
 def test_proposition_5_2_nope_cannot_build_a_diagonal_head():
     for seed in range(20):
-        w = F.nope_repeated_token_weights(seed=seed)
+        w = spectrum.nope_repeated_token_weights(seed=seed)
         assert w.sum() == pytest.approx(1.0) and w[1] == pytest.approx(w[2], rel=1e-12) and w[2] <= 0.5 + 1e-12   # < 1/2 exactly; rounding where bos gets ~1e-14
     # recomputed for the prose's seed 0 without the module: the same draws, the same head
     rng = np.random.default_rng(0)
@@ -170,7 +170,7 @@ def test_proposition_5_2_nope_cannot_build_a_diagonal_head():
     Wq, Wk = rng.standard_normal((2, 16, 16)) * 3.0 / 4.0
     s = np.array([(Wk @ v) @ (Wq @ x) for v in (bos, x, x)])
     w = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
-    np.testing.assert_allclose(F.nope_repeated_token_weights(), w, rtol=1e-12)
+    np.testing.assert_allclose(spectrum.nope_repeated_token_weights(), w, rtol=1e-12)
     assert f"{w[2]:.3f}" == "0.035"
 
 
@@ -186,14 +186,14 @@ def decay_curves_by_hand(r, d=256, base=1e4, n=256, seed=0):
 
 def test_figure_2_of_barbero_et_al_decay_needs_aligned_queries_and_keys():
     r = np.array([0, 1, 10, 100, 1_000, 5_000])
-    got = F.decay_experiment(r, d=256, base=1e4, n_samples=256, seed=0)
+    got = spectrum.decay_experiment(r, d=256, base=1e4, n_samples=256, seed=0)
     ones, mean, once = decay_curves_by_hand(r)
     np.testing.assert_allclose(got["ones"], ones, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(got["gaussian"], mean, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(got["gaussian_once"], once, rtol=1e-9, atol=1e-9)
     assert ones[0] == pytest.approx(256.0)                          # a(0) = |1|^2 = d
     # the prose: panel (a) is 2 B_{r,theta}, Men et al.'s quantity (their module's, against the by-hand curve)
-    np.testing.assert_allclose(ones, 2 * B.similarity_margin(r.astype(float), 256, 1e4), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(ones, 2 * base_bound.similarity_margin(r.astype(float), 256, 1e4), rtol=1e-9, atol=1e-9)
     # the prose: Figure 2 (a) decays from 1 to near 0 over 0..5000 (the paper's axis), (b) stays at 0 within
     # 2 standard errors (sqrt(d / n) = 1) -- Proposition 3.2, E[q^T R_r k] = 0
     assert ", ".join(f"{x:.3f}" for x in ones[1:] / 256) == "0.972, 0.675, 0.456, 0.193, -0.029"
@@ -205,22 +205,22 @@ def test_figure_2_of_barbero_et_al_decay_needs_aligned_queries_and_keys():
                   "Figure 9", "Proposition 3.2", "$2\\sum_i\\cos(r\\theta_i) = 2B_{r,\\theta}$"]:
         assert shown in t, shown
     with pytest.raises(ValueError, match="n_samples"):
-        F.decay_experiment(r, n_samples=0)
+        spectrum.decay_experiment(r, n_samples=0)
     with pytest.raises(ValueError, match="at most"):
-        F.decay_experiment(np.arange(10_000), n_samples=4096)
+        spectrum.decay_experiment(np.arange(10_000), n_samples=4096)
 
 
 def test_figure_2_plot_draws_the_curves_by_hand():
-    """F.fig_decay_experiment (the notebook's picture of Figure 2): panel (a) is a(r)/a(0), panel (b) the mean over
-    its draws / d, at r = 0, 10, ..., 5000 -- the by-hand curves of decay_curves_by_hand."""
-    fig = F.fig_decay_experiment(d=256, base=1e4, max_distance=5000, n_samples=64, seed=0)
+    """spectrum.fig_decay_experiment (the notebook's picture of Figure 2): panel (a) is a(r)/a(0), panel (b) the mean
+    over its draws / d, at r = 0, 10, ..., 5000 -- the by-hand curves of decay_curves_by_hand."""
+    fig = spectrum.fig_decay_experiment(d=256, base=1e4, max_distance=5000, n_samples=64, seed=0)
     (line_a,), (line_b,) = [[ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2] for ax in fig.axes[:2]]
     r = np.arange(0, 5001, 10)
     np.testing.assert_array_equal(line_a.get_xdata(), r)
     ones, mean, _ = decay_curves_by_hand(r, n=64)
     np.testing.assert_allclose(line_a.get_ydata(), ones / 256, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(line_b.get_ydata(), mean / 256, rtol=1e-9, atol=1e-12)
-    assert "F.fig_decay_experiment(d=256, base=1e4, max_distance=5000)" in "\n".join(
+    assert "spectrum.fig_decay_experiment(d=256, base=1e4, max_distance=5000)" in "\n".join(
         "".join(c["source"]) for c in cells() if c["cell_type"] == "code")
 
 

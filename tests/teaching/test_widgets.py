@@ -177,17 +177,17 @@ def test_bad_scaling_values_are_clear_errors():
 
 
 def _grid_widget():
-    from rope_ref.teaching.multiaxis import grid_score_widget
+    from rope_ref.teaching.widgets import grid_score_widget
     return grid_score_widget(qx=3, qy=4, dx=2, dy=-1)       # as notebook 09 calls it
 
 
 def _offset_widget():
-    from rope_ref.teaching.frequencies import offset_attention_widget
+    from rope_ref.teaching.widgets import offset_attention_widget
     return offset_attention_widget(pair=0, offset=1, scale=16.0)   # as notebook 08 calls it
 
 
 def _semantic_widget():
-    from rope_ref.teaching.frequencies import semantic_match_widget
+    from rope_ref.teaching.widgets import semantic_match_widget
     return semantic_match_widget(base=10000.0, max_distance=4096)   # as notebook 08 calls it
 
 
@@ -227,3 +227,16 @@ def test_scaling_view_steps_draw_what_a_full_redraw_draws(steps):
         for artist in view.dynamic:
             view.fig.draw_artist(artist)
         np.testing.assert_array_equal(shown, np.asarray(canvas.buffer_rgba())[..., :3], err_msg=str(params))
+
+
+def test_only_the_widgets_module_needs_ipywidgets():
+    # the figures, the views and every notebook module but widgets import without ipywidgets
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "import rope_ref.teaching.figures, rope_ref.teaching.spectrum, rope_ref.teaching.vision_rope\n"
+            "import rope_ref.teaching.base_bound, rope_ref.teaching.precision, rope_ref.teaching.views\n"
+            "import rope_ref.teaching.exercises_frequencies, rope_ref.teaching.exercises_multiaxis\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'ipywidgets'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

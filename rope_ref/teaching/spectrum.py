@@ -1,18 +1,12 @@
-"""What RoPE's frequencies are for (notebooks 08 and 10): which features turn, positional heads, semantic channels.
+"""RoPE's spectrum and what it is for (notebooks 08 and 10): which features turn, positional heads, semantic channels.
 
-Two papers, recomputed with rope_ref:
-
-* Barbero et al., "Round and Round We Go! What makes Rotary Positional Encodings useful?"
-  (arXiv:2410.06205): a head can attend to a fixed offset by using a high frequency (a *positional*
-  head; their Theorem 5.3 builds one, :func:`diagonal_head_weight`; a single NoPE head cannot, Proposition 5.2,
-  :func:`nope_repeated_token_weights`), while content matching ("semantic channels") survives long distances
-  only on the lowest frequencies; p-RoPE removes the lowest frequencies (those pairs are not rotated).
-  Their Figure 2 (does RoPE decay? all-ones vs Gaussian queries and keys; Proposition 3.2) is synthetic and is
-  recomputed, :func:`decay_experiment`; their Gemma 7B measurements need the model's weights and are not repeated here.
-* Men et al., "Base of RoPE Bounds Context Length" (arXiv:2405.14591): in :mod:`rope_ref.teaching.base_bound`.
-
-And the schemes that leave some dimensions unrotated: partial rotary (GPT-NeoX, Phi, GLM, Qwen3.5),
-NoPE layers (Llama 4, SmolLM3), p-RoPE and proportional RoPE (Gemma 4).
+* The schemes that leave some features unrotated (:data:`SCHEMES`): partial rotary (GPT-NeoX, Phi, GLM, Qwen3.5),
+  NoPE layers (Llama 4, SmolLM3), p-RoPE and proportional RoPE (Gemma 4).
+* Barbero et al., "Round and Round We Go! What makes Rotary Positional Encodings useful?" (arXiv:2410.06205),
+  recomputed: a *positional* head attends to a fixed offset on high frequencies (Theorem 5.3; a NoPE head
+  cannot, Proposition 5.2), content matching ("semantic channels") survives long distances only on the lowest
+  ones, and their Figure 2 (does RoPE decay?) is synthetic and recomputed; their Gemma 7B measurements need the
+  model's weights and are not repeated.  Men et al.'s base bound is in :mod:`rope_ref.teaching.base_bound`.
 
 Shapes are written ``(..., seq, d)`` as in rope_ref; ``d`` is the head dimension.
 """
@@ -21,18 +15,17 @@ from __future__ import annotations
 
 import math
 
-import ipywidgets as W
 import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm
 
 from .. import _validate as val
+from ..attention import softmax
 from ..forms import frequencies, rotate
 from .style import VIEW_DPI, figure_png, new_figure
 from .views import View
-from .widgets import slider_app
 
-# --- which dimensions turn ---------------------------------------------------------------------------------------------
+# --- which dimensions turn -----------------------------------------------------------------------------------------
 
 #: scheme -> (what it is, which models use it).  ``fraction`` is the config's partial_rotary_factor
 #: (rotary_pct in GPT-NeoX) for "partial" and "proportional", and p for "p-rope".
@@ -47,17 +40,11 @@ SCHEMES = {
 }
 
 
-def _check_scheme(scheme: str) -> str:
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {list(SCHEMES)}, got {scheme!r}")
-    return scheme
-
-
 def _check_fraction(fraction) -> float:
-    f = val.check_scalar(fraction, "fraction")
-    if isinstance(f, bool) or not 0 <= f <= 1:
-        raise ValueError(f"fraction must be a real number in [0, 1] (the part of the head that turns), got {fraction!r}")
-    return float(f)
+    if not 0 <= val.check_scalar(fraction, "fraction") <= 1:
+        raise ValueError(f"fraction must be a real number in [0, 1] (the part of the head that turns), "
+                         f"got {fraction!r}")
+    return float(fraction)
 
 
 def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0, fraction: float = 1.0) -> np.ndarray:
@@ -69,7 +56,8 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
     proportional RoPE is p-RoPE with p = partial_rotary_factor.  (Barbero et al.'s pseudocode ``apply_p_rope``
     counts the same pairs: ``rope_angles = int(rope_percentage * head_dim // 2)``, timescales over head_dim.)
     """
-    _check_scheme(scheme)
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {list(SCHEMES)}, got {scheme!r}")
     d = _even(d)
     fraction = _check_fraction(fraction)
     out = np.zeros(d // 2)
@@ -105,13 +93,9 @@ def dimension_frequencies(scheme: str = "rope", d: int = 128, base: float = 1000
         raise ValueError(f"pairing must be 'half' or 'interleaved', got {pairing!r}")
     pair_freqs = scheme_frequencies(scheme, d, base, fraction)
     width = int(_check_fraction(fraction) * d) // 2 * 2 if scheme == "partial" else d
-    out = np.zeros(d)
-    f = pair_freqs[:width // 2]
-    if pairing == "half":
-        out[:width // 2], out[width // 2:width] = f, f
-    else:
-        out[0:width:2], out[1:width:2] = f, f
-    return out
+    rotated = pair_freqs[:width // 2]
+    in_layout = np.concatenate([rotated, rotated]) if pairing == "half" else np.repeat(rotated, 2)
+    return np.concatenate([in_layout, np.zeros(d - width)])
 
 
 def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
@@ -122,11 +106,11 @@ def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
             ("p-RoPE, p = 3/4 (Barbero et al.)", "p-rope", 0.75, "half"),
             ("proportional, 1/4 (Gemma 4)", "proportional", 0.25, "half"),
             ("NoPE layer (Llama 4, SmolLM3)", "nope", 1.0, "half")]
-    F = np.array([dimension_frequencies(s, d, base, f, p) for _, s, f, p in rows])
+    feature_freqs = np.array([dimension_frequencies(s, d, base, f, p) for _, s, f, p in rows])
     fig = new_figure(10, 4.2)
     ax = fig.subplots()
-    masked = np.ma.masked_equal(F, 0.0)
-    im = ax.imshow(masked, aspect="auto", cmap=matplotlib.colormaps["viridis"], norm=LogNorm(vmin=base ** -1, vmax=1.0), interpolation="nearest")
+    im = ax.imshow(np.ma.masked_equal(feature_freqs, 0.0), aspect="auto", cmap=matplotlib.colormaps["viridis"],
+                   norm=LogNorm(vmin=base ** -1, vmax=1.0), interpolation="nearest")
     ax.set_facecolor("white")
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
     ax.set(xlabel=f"feature of the head (0 .. {d - 1}); white: does not turn",
@@ -180,9 +164,7 @@ def offset_scores(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0
 def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0, d: int = 64,
                      base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
     """Softmax of :func:`offset_scores` over the keys: the attention weights ``(n_keys,)``, summing to 1."""
-    s = offset_scores(offset, pair, n_keys, scale, d, base, scheme, fraction, width)
-    w = np.exp(s - s.max())
-    return w / w.sum()
+    return softmax(offset_scores(offset, pair, n_keys, scale, d, base, scheme, fraction, width))
 
 
 def diagonal_head_weight(norm_sq: float, pair: int = 0, n_keys: int = 48, d: int = 64, base: float = 10000.0) -> float:
@@ -197,18 +179,16 @@ def diagonal_head_weight(norm_sq: float, pair: int = 0, n_keys: int = 48, d: int
 
 
 def nope_repeated_token_weights(d: int = 16, seed: int = 0, scale: float = 3.0) -> np.ndarray:
-    """Barbero et al.'s Proposition 5.2 (a single NoPE head cannot build a diagonal head), on its counterexample: the sequence
-    [bos, x, x] and a head without positions (random W_Q, W_K with entries N(0, scale^2 / d)).  Tokens 2 and 3 are
-    the same, so query 3 scores keys 2 and 3 the same and alpha_{3,3} = alpha_{3,2} < 1/2, whatever the weights.
-    Returns the weights of query 3 on (bos, x, x), ``(3,)``."""
+    """Barbero et al.'s Proposition 5.2 (a single NoPE head cannot build a diagonal head), on its counterexample:
+    the sequence [bos, x, x] and a head without positions (random W_Q, W_K with entries N(0, scale^2 / d)).
+    Tokens 2 and 3 are the same, so query 3 scores keys 2 and 3 the same and alpha_{3,3} = alpha_{3,2} < 1/2,
+    whatever the weights.  Returns the weights of query 3 on (bos, x, x), ``(3,)``."""
     rng = np.random.default_rng(val.check_seed(seed))
     d = _even(d)
     bos, x = rng.standard_normal((2, d))
     Wq, Wk = rng.standard_normal((2, d, d)) * val.check_scalar(scale, "scale") / np.sqrt(d)
     keys = np.stack([bos, x, x]) @ Wk.T
-    s = keys @ (Wq @ x)
-    w = np.exp(s - s.max())
-    return w / w.sum()
+    return softmax(keys @ (Wq @ x))
 
 
 def _check_decay_work(n_r: int, n_samples, d: int, what: str) -> int:
@@ -234,9 +214,10 @@ def decay_experiment(distances, d: int = 256, base: float = 10000.0, n_samples: 
       about 0 without decaying -- repeating is not enough, q and k must be aligned to decay.
 
     The paper plots r from 0 to 5000, normalised to 1 at r = 0, and does not state d; our default d = 256 and
-    base 10^4 are Gemma 7B's.  Draws: ``rng = np.random.default_rng(seed)``, then ``q, k = rng.standard_normal((2, n_samples, d))``
-    (row 0 of each is the ``"gaussian_once"`` pair); the query sits at position r, the key at 0, both rotated by
-    :func:`rope_ref.rotate` (interleaved pairs).  Returns the three curves, each ``distances.shape``.
+    base 10^4 are Gemma 7B's.  Draws: ``rng = np.random.default_rng(seed)``, then
+    ``q, k = rng.standard_normal((2, n_samples, d))`` (row 0 of each is the ``"gaussian_once"`` pair); the query
+    sits at position r, the key at 0, both rotated by :func:`rope_ref.rotate` (interleaved pairs).  Returns the
+    three curves, each ``distances.shape``.
     """
     r = val.check_positions_any(distances, "distances")
     d = _even(d)
@@ -247,9 +228,9 @@ def decay_experiment(distances, d: int = 256, base: float = 10000.0, n_samples: 
     pos = r.reshape(-1).astype(float)
     ones = np.ones(d)
     a_ones = rotate(np.broadcast_to(ones, (pos.size, d)), pos, inv_freq=freqs) @ ones
-    qr = rotate(np.broadcast_to(q[None], (pos.size, n_samples, d)), np.broadcast_to(pos[:, None], (pos.size, n_samples)),
-                inv_freq=freqs)                                  # (n_r, n_samples, d): each q at position r
-    a_gauss = np.einsum("rsd,sd->rs", qr, k)
+    q_at_r = rotate(np.broadcast_to(q, (pos.size, n_samples, d)), np.repeat(pos[:, None], n_samples, axis=1),
+                    inv_freq=freqs)                              # (n_r, n_samples, d): each q at position r
+    a_gauss = np.einsum("rsd,sd->rs", q_at_r, k)
     return {"ones": a_ones.reshape(r.shape), "gaussian": a_gauss.mean(axis=1).reshape(r.shape),
             "gaussian_once": a_gauss[:, 0].reshape(r.shape)}
 
@@ -304,8 +285,8 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
     r = val.check_positions_any(distances, "distances")
     pairs = band_pairs(band, d, width)
     c = np.zeros(d)
-    vals = np.random.default_rng(seed).standard_normal((len(pairs), 2))
-    c[2 * pairs], c[2 * pairs + 1] = vals[:, 0], vals[:, 1]
+    coordinates = np.random.default_rng(seed).standard_normal((len(pairs), 2))
+    c[2 * pairs], c[2 * pairs + 1] = coordinates[:, 0], coordinates[:, 1]
     c /= np.linalg.norm(c)
     freqs = scheme_frequencies(scheme, d, base, fraction)
     q = rotate(np.broadcast_to(c, r.shape + (d,)), r, inv_freq=freqs)      # query at r, key (= c) at 0
@@ -317,11 +298,21 @@ def distractor_level(width: int = 8) -> float:
     return 1.0 / math.sqrt(2 * val.check_positive_int(width, "width"))
 
 
-# --- views (sliders): the same pattern as rope_ref.teaching.views, with a plain redraw ---------------------------------
+# --- views (their sliders are in rope_ref.teaching.widgets): redrawn whole at every step ------------------------------
 
 class _PlainView(View):
     """A :class:`~rope_ref.teaching.views.View` (same ``update``, with its rollback of refused values) that
-    ``to_png`` redraws whole instead of blitting: these views change most of their artists at every step."""
+    ``to_png`` redraws whole instead of blitting: these views change most of their artists at every step.
+    One axes, one line per entry of ``curves`` (key -> (label, line style)), the legend below."""
+
+    def __init__(self, params: dict, curves: dict, **axes_settings):
+        self.params = params
+        self.fig = new_figure(9, 3.9, dpi=VIEW_DPI)
+        self.ax = self.fig.subplots()
+        self.lines = {key: self.ax.plot([], [], label=label, **style)[0] for key, (label, style) in curves.items()}
+        self.ax.set(**axes_settings)
+        self.ax.grid(alpha=0.3)
+        self.fig.legend(*self.ax.get_legend_handles_labels(), loc="outside lower center", ncols=3)
 
     def to_png(self) -> bytes:
         return figure_png(self.fig, dpi=VIEW_DPI)
@@ -337,22 +328,14 @@ class OffsetAttentionView(_PlainView):
 
     def __init__(self, pair: int = 0, offset: int = 1, scale: float = 16.0, d: int = 64, n_keys: int = 48,
                  fraction: float = 0.75, width: int = 4):
-        self.params = dict(pair=pair, offset=offset, scale=scale)
         self.d, self.n_keys, self.fraction, self.width = d, n_keys, fraction, width
-        self.fig = new_figure(9, 3.9, dpi=VIEW_DPI)
-        self.ax = self.fig.subplots()
-        r = np.arange(n_keys)
-        self.lines = {}
-        for name, style in [("rope", dict(color="C0", marker="o", ms=4, lw=1.5)),
-                            ("p-rope", dict(color="C1", ls="--", lw=2)),
-                            ("nope", dict(color="0.4", ls=":", lw=2))]:
-            label = {"rope": "RoPE", "p-rope": f"p-RoPE, p = {fraction:g}", "nope": "NoPE"}[name]
-            self.lines[name], = self.ax.plot(r, np.zeros(n_keys), label=label, **style)
+        super().__init__(dict(pair=pair, offset=offset, scale=scale),
+                         {"rope": ("RoPE", dict(color="C0", marker="o", ms=4, lw=1.5)),
+                          "p-rope": (f"p-RoPE, p = {fraction:g}", dict(color="C1", ls="--", lw=2)),
+                          "nope": ("NoPE", dict(color="0.4", ls=":", lw=2))},
+                         xlabel="distance to the key (positions back)", ylabel="attention weight",
+                         xlim=(-0.5, n_keys - 0.5), ylim=(0, 1.02))
         self.target = self.ax.axvline(0, color="C3", lw=1, alpha=0.6)
-        self.ax.set(xlabel="distance to the key (positions back)", ylabel="attention weight", xlim=(-0.5, n_keys - 0.5),
-                    ylim=(0, 1.02))
-        self.ax.grid(alpha=0.3)
-        self.fig.legend(*self.ax.get_legend_handles_labels(), loc="outside lower center", ncols=3)
         self._redraw()
 
     def _redraw(self):
@@ -361,17 +344,16 @@ class OffsetAttentionView(_PlainView):
                                                scheme=name, fraction=self.fraction, width=self.width)
                         for name in self.lines}
         for name, line in self.lines.items():
-            line.set_ydata(self.weights[name])
+            line.set_data(np.arange(self.n_keys), self.weights[name])
         self.target.set_xdata([p["offset"]] * 2)
-        th = frequencies(self.d)[[p["pair"], p["pair"] + self.width - 1]]
-        self.ax.set_title(rf"pairs {p['pair']}..{p['pair'] + self.width - 1} ($\theta$ from {th[0]:.3g} to "
-                          rf"{th[1]:.3g}), target offset {p['offset']}, $|u|^2 = {p['scale']:g}$")
+        theta = frequencies(self.d)[[p["pair"], p["pair"] + self.width - 1]]
+        self.ax.set_title(rf"pairs {p['pair']}..{p['pair'] + self.width - 1} ($\theta$ from {theta[0]:.3g} to "
+                          rf"{theta[1]:.3g}), target offset {p['offset']}, $|u|^2 = {p['scale']:g}$")
 
     def readout(self) -> str:
-        w = self.weights
-        o = self.params["offset"]
-        return (f"weight on the target offset {o}: RoPE {w['rope'][o]:.3f}, p-RoPE {w['p-rope'][o]:.3f}, "
-                f"NoPE {w['nope'][o]:.3f} (= 1/{self.n_keys})")
+        w, offset = self.weights, self.params["offset"]
+        return (f"weight on the target offset {offset}: RoPE {w['rope'][offset]:.3f}, "
+                f"p-RoPE {w['p-rope'][offset]:.3f}, NoPE {w['nope'][offset]:.3f} (= 1/{self.n_keys})")
 
 
 class SemanticMatchView(_PlainView):
@@ -380,34 +362,26 @@ class SemanticMatchView(_PlainView):
 
     def __init__(self, base: float = 10000.0, max_distance: int = 4096, d: int = 128, width: int = 8,
                  fraction: float = 0.75):
-        self.params = dict(base=base, max_distance=max_distance)
         self.d, self.width, self.fraction = d, width, fraction
-        self.fig = new_figure(9, 3.9, dpi=VIEW_DPI)
-        self.ax = self.fig.subplots()
-        self.lines = {}
-        for key, label, style in [(("high", "rope"), f"RoPE, {width} fastest pairs", dict(color="C0", lw=1)),
-                                  (("low", "rope"), f"RoPE, {width} slowest pairs", dict(color="C2", lw=2)),
-                                  (("low", "p-rope"), f"p-RoPE ({width} slowest do not turn)",
-                                   dict(color="C1", lw=2, ls="--"))]:
-            self.lines[key], = self.ax.plot([0, 1], [0, 0], label=label, **style)
+        super().__init__(dict(base=base, max_distance=max_distance),
+                         {("high", "rope"): (f"RoPE, {width} fastest pairs", dict(color="C0", lw=1)),
+                          ("low", "rope"): (f"RoPE, {width} slowest pairs", dict(color="C2", lw=2)),
+                          ("low", "p-rope"): (f"p-RoPE ({width} slowest do not turn)",
+                                              dict(color="C1", lw=2, ls="--"))},
+                         xlabel="distance $r$ between the two occurrences", ylabel="score / score at $r = 0$",
+                         ylim=(-1.05, 1.15))
         self.level = distractor_level(width)
         self.ax.axhspan(-2 * self.level, 2 * self.level, color="0.88", zorder=0)
-        self.ax.set(xlabel="distance $r$ between the two occurrences", ylabel="score / score at $r = 0$",
-                    ylim=(-1.05, 1.15))
-        self.ax.grid(alpha=0.3)
-        self.fig.legend(*self.ax.get_legend_handles_labels(), loc="outside lower center", ncols=3)
         self._redraw()
 
     def _redraw(self):
         p = self.params
-        r = np.linspace(0, val.check_positive_int(p["max_distance"], "max_distance"), 801)
-        self.r = r
-        self.scores = {}
-        for (band, scheme), line in self.lines.items():
-            y = semantic_match(r, band, self.d, p["base"], self.width, scheme, self.fraction)
-            self.scores[(band, scheme)] = y
-            line.set_data(r, y)
-        self.ax.set_xlim(0, r[-1])
+        self.r = np.linspace(0, val.check_positive_int(p["max_distance"], "max_distance"), 801)
+        self.scores = {(band, scheme): semantic_match(self.r, band, self.d, p["base"], self.width, scheme,
+                                                      self.fraction) for band, scheme in self.lines}
+        for key, line in self.lines.items():
+            line.set_data(self.r, self.scores[key])
+        self.ax.set_xlim(0, self.r[-1])
         self.ax.set_title(f"base {p['base']:g}; grey band: a random word's score (two standard deviations)")
 
     def readout(self) -> str:
@@ -415,27 +389,3 @@ class SemanticMatchView(_PlainView):
         return (f"at distance {self.r[-1]:g}: fastest pairs {s[('high', 'rope')][-1]:+.2f}, slowest pairs "
                 f"{s[('low', 'rope')][-1]:+.2f}, p-RoPE slowest {s[('low', 'p-rope')][-1]:+.2f}; a random word "
                 f"scores within ±{2 * self.level:.2f}")
-
-
-def offset_attention_widget(pair: int = 0, offset: int = 1, scale: float = 16.0):
-    """Sliders for the first pair (the frequencies), the target offset and |u|^2 over :class:`OffsetAttentionView`."""
-    view = OffsetAttentionView(pair=pair, offset=offset, scale=scale)
-    controls = {"pair": W.IntSlider(min=0, max=view.d // 2 - view.width, value=pair, description="first pair"),
-                "offset": W.IntSlider(min=0, max=view.n_keys - 1, value=offset, description="offset"),
-                "scale": W.FloatSlider(min=1.0, max=30.0, step=1.0, value=scale, description="|u|²")}
-    # the static fallback: the first-pair slider dragged up, the peak widening until the head attends to everything
-    frames = [(f"the start: first pair {pair}", {})] + [(f"first pair {first}", {"pair": first})
-                                                        for first in (3, 8, 16) if first != pair]
-    return slider_app(view, controls, frames)
-
-
-def semantic_match_widget(base: float = 10000.0, max_distance: int = 4096):
-    """Sliders for the base and the distance range over :class:`SemanticMatchView`."""
-    view = SemanticMatchView(base=base, max_distance=max_distance)
-    controls = {"base": W.FloatLogSlider(base=10, min=3, max=7, step=0.25, value=base, description="base"),
-                "max_distance": W.IntSlider(min=64, max=32768, step=64, value=max_distance, description="distance")}
-    # the static fallback: out to 32768 positions, then the base slider at 10^5 and 10^6
-    frames = [(f"the start: base {base:g}, distance {max_distance}", {}),
-              (f"distance 32768, base {base:g}", {"max_distance": 32768}),
-              ("base 1e+05", {"base": 1e5}), ("base 1e+06", {"base": 1e6})]
-    return slider_app(view, controls, frames)

@@ -1,15 +1,7 @@
-"""What notebook 09 (RoPE beyond one axis) computes and draws.
-
-* 2-D axial RoPE on a grid of image patches: :func:`relative_score_map` (the score as a function of the
-  offset (dx, dy)), :func:`grid_scores` (every pair of patches at absolute positions),
-  :func:`relative_spread` (how far the second is from a function of the offset alone), and the slider
-  view :class:`GridScoreView` / :func:`grid_score_widget`;
-* M-RoPE's frequency bands: :func:`mrope_bands` (per model and axis: pairs, fastest and slowest
-  frequency) and :func:`fig_mrope_layout` (which pairs serve t, h, w in Qwen2-VL and Qwen3-VL);
-* position ids of a sequence of text, image and video segments: :func:`fig_position_ids`.
-
-Every number is computed with :mod:`rope_ref` (``rotate`` with a frequency matrix ``inv_freq``
-``(d/2, A)`` and positions ``(A, ..., seq)``); figures use :mod:`rope_ref.teaching.style`.
+"""RoPE for images and video (notebook 09): 2-D axial RoPE on a grid of image patches (score maps, the
+:class:`GridScoreView`), M-RoPE's frequency bands in Qwen2-VL and Qwen3-VL, and the position ids of text, image
+and video segments.  Every number comes from :mod:`rope_ref` (``rotate`` with a frequency matrix ``inv_freq``
+``(d/2, A)`` and positions ``(A, ..., seq)``).
 """
 
 from __future__ import annotations
@@ -27,7 +19,6 @@ from ..multiaxis import MROPE_AXES, axial_frequencies, grid_positions, mrope_fre
 from .quantities import _qk, random_qk
 from .style import VIEW_DPI, new_figure
 from .views import View, _minus
-from .widgets import _int, _set, slider_app
 
 #: the view's image: GRID x GRID patches, head dimension D_GRID, Heo et al.'s RoPE-Axial base 100.
 GRID, D_GRID, BASE_GRID = 14, 64, 100.0
@@ -59,7 +50,8 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
     radius = val.check_positive_int(radius, "radius")
     q, k = _qk(q, k, one_d=True)
     q, k = q.astype(np.float64), k.astype(np.float64)
-    val.check_nbytes(8 * (2 * radius + 1) ** 2 * q.size, "radius", what=f"{(2 * radius + 1) ** 2} rotated keys of d = {q.size}")
+    n_keys = (2 * radius + 1) ** 2
+    val.check_nbytes(8 * n_keys * q.size, "radius", what=f"{n_keys} rotated keys of d = {q.size}")
     offsets = np.arange(-radius, radius + 1, dtype=np.float64)
     dy, dx = np.meshgrid(offsets, offsets, indexing="ij")
     keys = _axial_rotate(np.broadcast_to(k, (dx.size, k.size)), np.stack([dx.ravel(), dy.ravel()]), base)
@@ -69,12 +61,12 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
 def grid_scores(q, k, height: int, width: int, *, base: float = BASE_GRID) -> np.ndarray:
     """q_m . k_n for every pair of patches of a height x width grid at absolute positions: ``(h*w, h*w)``."""
     q, k = _qk(q, k, one_d=True)
-    P = grid_positions(height, width, indexing="xy")
-    n = P.shape[1]
+    positions = grid_positions(height, width, indexing="xy")
+    n = positions.shape[1]
     val.check_nbytes(8 * n * max(n, q.size), "height * width", what=f"the ({n}, {n}) scores of {n} patches")
-    Q = _axial_rotate(np.broadcast_to(q, (n, q.size)), P, base)
-    K = _axial_rotate(np.broadcast_to(k, (n, k.size)), P, base)
-    return Q @ K.T
+    queries = _axial_rotate(np.broadcast_to(q, (n, q.size)), positions, base)
+    keys = _axial_rotate(np.broadcast_to(k, (n, k.size)), positions, base)
+    return queries @ keys.T
 
 
 def relative_spread(q, k, height: int, width: int, *, base: float = BASE_GRID) -> float:
@@ -86,23 +78,27 @@ def relative_spread(q, k, height: int, width: int, *, base: float = BASE_GRID) -
     r = max(height, width) - 1
     if r == 0:
         return 0.0                                      # one patch: no offset but (0, 0)
-    S = relative_score_map(q, k, r, base=base)
-    P = grid_positions(height, width, indexing="xy").astype(int)
-    dx = P[0][None, :] - P[0][:, None]
-    dy = P[1][None, :] - P[1][:, None]
-    return float(np.max(np.abs(scores - S[dy + r, dx + r])))
+    score_map = relative_score_map(q, k, r, base=base)
+    x, y = grid_positions(height, width, indexing="xy").astype(int)
+    dx, dy = x[None, :] - x[:, None], y[None, :] - y[:, None]
+    return float(np.max(np.abs(scores - score_map[dy + r, dx + r])))
+
+
+def _mrope_model_frequencies() -> dict:
+    """model -> its M-RoPE frequency matrix ``(MROPE_HEAD_DIM/2, 3)``, for each model of :data:`MROPE_MODELS`."""
+    return {model: mrope_frequencies(MROPE_HEAD_DIM, sections, base=base, interleaved=interleaved)
+            for model, (sections, base, interleaved) in MROPE_MODELS.items()}
 
 
 def mrope_bands() -> dict:
     """Per model of :data:`MROPE_MODELS` and axis: ``{"pairs": [...], "fastest": theta, "slowest": theta}``."""
-    out, d = {}, MROPE_HEAD_DIM
-    for model, (sections, base, interleaved) in MROPE_MODELS.items():
-        F = mrope_frequencies(d, sections, base=base, interleaved=interleaved)
+    out = {}
+    for model, freqs in _mrope_model_frequencies().items():
         out[model] = {}
         for a, axis in enumerate(MROPE_AXES):
-            pairs = np.nonzero(F[:, a])[0]
-            out[model][axis] = {"pairs": pairs.tolist(), "fastest": float(F[pairs[0], a]),
-                                "slowest": float(F[pairs[-1], a])}
+            pairs = np.nonzero(freqs[:, a])[0]
+            out[model][axis] = {"pairs": pairs.tolist(), "fastest": float(freqs[pairs[0], a]),
+                                "slowest": float(freqs[pairs[-1], a])}
     return out
 
 
@@ -112,13 +108,10 @@ def fig_mrope_layout() -> Figure:
     d = MROPE_HEAD_DIM
     fig = new_figure(9, 2.9)
     ax = fig.subplots()
-    cmap = ListedColormap(AXIS_COLORS)
     names = list(MROPE_MODELS)
-    rows = []
-    for model in names:
-        sections, base, interleaved = MROPE_MODELS[model]
-        rows.append(np.argmax(mrope_frequencies(d, sections, base=base, interleaved=interleaved) != 0, axis=1))
-    ax.imshow(np.array(rows), cmap=cmap, vmin=-0.5, vmax=2.5, aspect="auto", interpolation="nearest")
+    rows = [np.argmax(freqs != 0, axis=1) for freqs in _mrope_model_frequencies().values()]   # each pair's axis
+    ax.imshow(np.array(rows), cmap=ListedColormap(AXIS_COLORS), vmin=-0.5, vmax=2.5, aspect="auto",
+              interpolation="nearest")
     ax.set_yticks(range(len(names)))
     ax.set_yticklabels([f"{m}\n{MROPE_MODELS[m][0]}" for m in names])
     ax.set_xticks(sorted({0, d // 2 - 1, *np.cumsum(MROPE_MODELS["Qwen2-VL"][0][:2]).tolist(), d // 4}))
@@ -169,7 +162,7 @@ class GridScoreView(View):
         self.params = dict(qx=qx, qy=qy, dx=dx, dy=dy)
         self.q, self.k = grid_qk(D_GRID, seed)
         self.radius = GRID - 1
-        self.S = relative_score_map(self.q, self.k, self.radius)
+        self.score_map = relative_score_map(self.q, self.k, self.radius)
         self.fig = new_figure(9.5, 4.3, dpi=VIEW_DPI)
         self.ax_grid, self.ax_map = self.fig.subplots(1, 2, width_ratios=[1, 1.2])
         ax = self.ax_grid
@@ -185,7 +178,7 @@ class GridScoreView(View):
                xlabel="patch column $x$", ylabel="patch row $y$")
         ax.set_title(f"{GRID} x {GRID} patches: query (blue), key (orange)")
         r = self.radius
-        im = self.ax_map.imshow(self.S, extent=(-r - 0.5, r + 0.5, r + 0.5, -r - 0.5), cmap="viridis")
+        im = self.ax_map.imshow(self.score_map, extent=(-r - 0.5, r + 0.5, r + 0.5, -r - 0.5), cmap="viridis")
         self.fig.colorbar(im, ax=self.ax_map, label=r"$q_m \cdot k_n$")
         self.marker, = self.ax_map.plot([0], [0], "s", ms=9, mfc="none", mec="C3", mew=2)
         self.ax_map.set(xlabel=r"$\Delta x = x_n - x_m$", ylabel=r"$\Delta y = y_n - y_m$")
@@ -197,15 +190,13 @@ class GridScoreView(View):
 
     def _redraw(self):
         p = self.params
-        for name in ("qx", "qy", "dx", "dy"):
+        r = self.radius
+        for name, lo, hi, what in (("qx", 0, GRID - 1, "a patch index"), ("qy", 0, GRID - 1, "a patch index"),
+                                   ("dx", -r, r, "an offset in"), ("dy", -r, r, "an offset in")):
             if isinstance(p[name], bool) or not isinstance(p[name], numbers.Integral):
                 raise TypeError(f"{name} must be an integer patch index or offset, got {p[name]!r}")
-        for name in ("qx", "qy"):
-            if not 0 <= p[name] <= GRID - 1:
-                raise ValueError(f"{name} must be a patch index 0..{GRID - 1}, got {p[name]}")
-        for name in ("dx", "dy"):
-            if not -self.radius <= p[name] <= self.radius:
-                raise ValueError(f"{name} must be an offset in -{self.radius}..{self.radius}, got {p[name]}")
+            if not lo <= p[name] <= hi:
+                raise ValueError(f"{name} must be {what} {lo}..{hi}, got {p[name]}")
         qx, qy, dx, dy = (int(p[k]) for k in ("qx", "qy", "dx", "dy"))
         kx, ky = qx + dx, qy + dy
         self.q_patch.set_xy((qx - 0.5, qy - 0.5))
@@ -215,7 +206,7 @@ class GridScoreView(View):
         q_m = _axial_rotate(self.q[None], np.array([[qx], [qy]], dtype=float), BASE_GRID)[0]
         k_n = _axial_rotate(self.k[None], np.array([[kx], [ky]], dtype=float), BASE_GRID)[0]
         self.value = float(q_m @ k_n)                                      # at absolute positions
-        self.map_value = float(self.S[dy + self.radius, dx + self.radius])  # from the offset alone
+        self.map_value = float(self.score_map[dy + self.radius, dx + self.radius])  # from the offset alone
         self.title.set_text(_minus(f"query ({qx}, {qy}), key ({kx}, {ky}): offset ({dx}, {dy}), "
                                    f"score {self.value:.4f}"))
 
@@ -225,21 +216,3 @@ class GridScoreView(View):
         return (f"query patch ({p['qx']}, {p['qy']}), key patch ({p['qx'] + p['dx']}, {p['qy'] + p['dy']})"
                 f"{'' if inside else ' (outside the image: RoPE does not mind)'}: q_m . k_n = {self.value:.6f}; "
                 f"heat map at ({p['dx']}, {p['dy']}) = {self.map_value:.6f}")
-
-
-#: telling states of the view, for a static fallback that shows several frames (caption, params): the
-#: query moves and the score stays; the offset changes and the score follows the heat map.
-GRID_FRAMES = (("query (3, 4), key one right and one up", {"qx": 3, "qy": 4, "dx": 1, "dy": -1}),
-               ("query moved to (10, 9), same offset: same score", {"qx": 10, "qy": 9, "dx": 1, "dy": -1}),
-               ("offset (6, 4): a lower score", {"qx": 3, "qy": 4, "dx": 6, "dy": 4}))
-
-
-def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1):
-    """Sliders for the query patch (qx, qy) and the offset (dx, dy) over :class:`GridScoreView`.  Without a live
-    kernel (the course site, a notebook viewer) the box shows the view at the states of :data:`GRID_FRAMES`, one
-    captioned frame under another."""
-    r = GRID - 1
-    controls = {"qx": _int("query x", 0, r), "qy": _int("query y", 0, r), "dx": _int("Δx", -r, r),
-                "dy": _int("Δy", -r, r)}
-    values = {k: _set(k, controls[k], v) for k, v in (("qx", qx), ("qy", qy), ("dx", dx), ("dy", dy))}
-    return slider_app(GridScoreView(**values), controls, frames=GRID_FRAMES)
