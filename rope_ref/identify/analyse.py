@@ -20,7 +20,7 @@ from .axes_spec import MAX_POSITION, AxesSpec
 from .dynamic import check_dynamic
 from .naming import describe_frequencies, describe_proportional
 from .offset import locate, rows_needed
-from .probe import call, check_seed, check_sizes, probe_phase
+from .probe import Caller, check_probe_arguments, check_sizes, probe_phase, read_matrices
 from .spec import RopeSpec, not_rope
 from .structure import Structure, read_structure
 from .tolerances import (DYNAMIC_MIN_OFFSET, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, OFFSET_SIGMA, SIGMAS,
@@ -80,26 +80,25 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     if max_position is not None or axis_names is not None:
         raise TypeError("max_position= and axis_names= are for multi-axis probing: pass axes= (the number of "
                         "position axes fn reads) with them")
-    max_rows = MAX_ROWS if max_rows is None else max_rows
-    if not callable(fn):
-        raise TypeError(f"fn must be callable (x of shape (seq, d) -> rotated x), got {fn!r} of type "
-                        f"{type(fn).__name__}")
-    seq, max_rows, base_hint = _check_arguments(fn, d, seq, seed, base_hint, max_rows)
-    d = val.check_d(d)
+    d, seq, seed = check_probe_arguments(fn, d, seq, seed, 3, "(x of shape (seq, d) -> rotated x)",
+                                         "to measure frequencies")
+    max_rows = val.check_positive_int(MAX_ROWS if max_rows is None else max_rows, "max_rows")
+    if max_rows < seq:
+        raise ValueError(f"max_rows (the most rows fn accepts) must be >= seq={seq}, got {max_rows}")
+    if base_hint is not None:
+        base_hint = val.check_base(base_hint, "base_hint")
     check_sizes(seq, d, max_bytes, max_rows)
     a, b = np.random.default_rng(seed).standard_normal((2, seq, d))
-    read = _read_matrices(fn, a, b)
-    if isinstance(read, RopeSpec):
-        return read
-    M, ya, scale = read
-    longest = [seq]
-
-    def counted(x):
-        longest[0] = max(longest[0], len(x))
-        return fn(x)
-    spec = _analyse(counted, M, base_hint, max_rows)
-    if spec.is_rope and longest[0] > seq:       # transformers' dynamic RoPE keeps the longest length seen
-        state = np.abs(call(fn, a, "random input a after the longer calls") - ya).max() / scale
+    call = Caller(fn)
+    read = read_matrices(call, a, b, f"; identify passes a float64 NumPy array of shape (seq, d) = ({seq}, {d}): is "
+                         f"d={d} the width fn rotates? wrap a kernel that takes (batch, heads, seq, d) torch tensors "
+                         "as lambda x: kernel(torch.from_numpy(x)[None, None])[0, 0]")
+    if isinstance(read, str):
+        return not_rope(read)
+    matrices, ya, scale = read
+    spec = _analyse(call, matrices, base_hint, max_rows)
+    if spec.is_rope and call.longest > seq:       # transformers' dynamic RoPE keeps the longest length seen
+        state = np.abs(call(a, "random input a after the longer calls") - ya).max() / scale
         if state > STATE_RTOL:
             spec.stateful = True
             spec.notes.append(f"fn keeps state between calls: after the calls on more rows, the first call gives "
@@ -109,74 +108,19 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     return spec
 
 
-def _check_arguments(fn, d, seq, seed, base_hint, max_rows):
-    if not callable(fn):
-        raise TypeError(f"fn must be callable (x of shape (seq, d) -> rotated x), got {fn!r} of type "
-                        f"{type(fn).__name__}")
-    val.check_d(d)
-    seq = val.check_positive_int(seq, "seq")
-    if seq < 3:
-        raise ValueError(f"seq must be >= 3 to measure frequencies, got {seq}")
-    max_rows = val.check_positive_int(max_rows, "max_rows")
-    if max_rows < seq:
-        raise ValueError(f"max_rows (the most rows fn accepts) must be >= seq={seq}, got {max_rows}")
-    if base_hint is not None:
-        base_hint = val.check_base(base_hint, "base_hint")
-    check_seed(seed)
-    return seq, max_rows, base_hint
-
-
-def _read_matrices(fn, a, b):
-    """The d x d matrix fn applies to each row, M (seq, d, d), after checking that fn is a function of x
-    alone, maps 0 to 0, is linear and keeps rows apart: (M, fn(a), output scale), or a RopeSpec saying which
-    of those fails.  d + 5 calls."""
-    seq, d = a.shape
-    first = (f"; identify passes a float64 NumPy array of shape (seq, d) = ({seq}, {d}): is d={d} the width fn "
-             "rotates? wrap a kernel that takes (batch, heads, seq, d) torch tensors as "
-             "lambda x: kernel(torch.from_numpy(x)[None, None])[0, 0]")
-    ya, yb = call(fn, a, "random input a", first), call(fn, b, "random input b")
-    scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
-    state = np.abs(call(fn, a, "random input a again") - ya).max() / scale
-    if state > STATE_RTOL:
-        raise ValueError(f"fn must depend on x alone: two calls with the same x gave outputs {state:.2g} apart "
-                         "(relative): fn keeps state between calls (a cache position advanced by every call?); "
-                         "pass a function that applies the same positions on every call")
-    # A linear kernel maps 0 to exactly 0 in any float type: a bias or an added position embedding does not.
-    bias = np.abs(call(fn, np.zeros((seq, d)), "zeros")).max() / scale
-    if bias > ZERO_RTOL:
-        return not_rope(f"fn(0) is not 0 (up to {bias:.2g} relative to its output): fn adds something that does "
-                        "not depend on x (an absolute position embedding? a bias?); a rotary embedding is linear "
-                        "in its input")
-    # Rounding in the kernel's float type is relative to the terms: |f(2a - 3b)| + 2 |f(a)| + 3 |f(b)|.
-    y_lin = call(fn, 2 * a - 3 * b, "2a - 3b")
-    terms = np.abs(y_lin) + 2 * np.abs(ya) + 3 * np.abs(yb)
-    lin = np.abs(y_lin - (2 * ya - 3 * yb)).max() / max(terms.max(), 1e-300)
-    if lin > STRUCTURE_RTOL:
-        return not_rope(f"fn is not linear: f(2a - 3b) differs from 2 f(a) - 3 f(b) by {lin:.2g} "
-                        "(relative to the terms); a rotary embedding is linear in its input")
-    # M[r] is the d x d matrix applied to row r: column j is the response to e_j.
-    M = np.stack([call(fn, np.broadcast_to(e, (seq, d)), f"basis vector e_{j} in every row")
-                  for j, e in enumerate(np.eye(d))], axis=-1)
-    mix = np.abs(np.einsum("rij,rj->ri", M, a) - ya).max() / scale
-    if mix > STRUCTURE_RTOL:
-        return not_rope(f"row r of the output depends on other rows (error {mix:.2g} relative): "
-                        "fn mixes positions or depends on content")
-    return M, ya, scale
-
-
-def _analyse(fn, M, base_hint, max_rows) -> RopeSpec:
-    """Steps 1-5 on the matrices M fn applies to the first rows."""
-    st = read_structure(M)
-    if isinstance(st, str):
-        return not_rope(st)
-    phase = np.unwrap(np.arctan2(st.sin, st.cos), axis=0)            # (seq, pairs), relative to row 0
+def _analyse(call, matrices, base_hint, max_rows) -> RopeSpec:
+    """Steps 1-5 on the matrices fn applies to the first rows."""
+    structure = read_structure(matrices)
+    if isinstance(structure, str):
+        return not_rope(structure)
+    phase = np.unwrap(np.arctan2(structure.sin, structure.cos), axis=0)            # (seq, pairs), relative to row 0
     if np.abs(phase - phase[0]).max() <= 1e-9:
         return not_rope(f"every row is rotated alike (by up to {np.abs(phase[0]).max():.3g} rad): fn does not "
                         "advance the position with the row; identify needs row r at position offset + r "
                         "(does fn treat the first axis as a batch of tokens at one position?)")
-    angles = _Angles(fn, M.shape[-1], st, phase)
+    angles = _Angles(call, matrices.shape[-1], structure, phase)
     angles.refine(max_rows)
-    steps = uneven_steps(angles.phase) if angles.loc.unit > FLOAT32_UNIT else None
+    steps = uneven_steps(angles.phase) if angles.located.unit > FLOAT32_UNIT else None
     if steps == "one axis":
         angles.notes.append("the rows are not at evenly spaced positions: the angles are exact, but every pair "
                             "stands still or jumps together at the same rows, as when positions are rounded to a "
@@ -187,9 +131,9 @@ def _analyse(fn, M, base_hint, max_rows) -> RopeSpec:
                         "flattened grid (2-D axial RoPE of a ViT) or gives them non-text M-RoPE positions. This is "
                         "not a 1-D RoPE: probe it along each axis with identify(fn, d, axes=A)", multi_axis=True)
     angles.note_offset(max_rows)
-    spec, tau = angles.spec(st)
-    if not describe_proportional(spec, M.shape[-1], tau):
-        describe_frequencies(spec, base_hint, tau, angles.loc.unit)
+    spec, tau = angles.spec(structure)
+    if not describe_proportional(spec, matrices.shape[-1], tau):
+        describe_frequencies(spec, base_hint, tau, angles.located.unit)
     if spec.rope_type == "ntk" or (spec.rope_type == "default" and spec.offset >= DYNAMIC_MIN_OFFSET):
         _check_length_dependence(spec, angles, tau, base_hint, max_rows)
     return spec
@@ -200,7 +144,7 @@ def _check_length_dependence(spec, angles, tau, base_hint, max_rows):
     if spec.offset == round(spec.offset):
         def measure(n):
             return theta_at(angles.probe(n, "to see if the frequencies depend on the sequence length"),
-                            spec.offset, angles.loc.unit, angles.bias_err)
+                            spec.offset, angles.located.unit, angles.bias_err)
         check_dynamic(spec, measure, np.abs(spec.inv_freq), tau, base_hint, max_rows)
     elif angles.drifted and spec.rope_type == "ntk":
         spec.rope_type, spec.closest = "custom", "ntk"
@@ -213,35 +157,35 @@ def _check_length_dependence(spec, angles, tau, base_hint, max_rows):
 
 class _Angles:
     """The measured angles of every pair (``phase``, rows x pairs) and the offset solved from them
-    (``loc``), lengthened by further calls on more rows where that pins them down."""
+    (``located``), lengthened by further calls on more rows where that pins them down."""
 
-    def __init__(self, fn, d, st: Structure, phase):
-        self.fn, self.d, self.st, self.phase = fn, d, st, phase
+    def __init__(self, call, d, structure: Structure, phase):
+        self.call, self.d, self.structure, self.phase = call, d, structure, phase
         self.seq = phase.shape[0]
-        self.notes = list(st.notes)
+        self.notes = list(structure.notes)
         self.drifted = False
         # Rounding cos/sin or the output to a 16-bit type (cos.to(x.dtype) in a bfloat16 model) errs in the
         # angle and the norm alike, by up to about the norm's error at every position; rounding the angles
         # themselves leaves the norm exact.  Such angles are first tried as float32 ones plus that error.
-        self.out_err = 2 * st.scale_error if st.scale_error > 2.0**-16 else 0.0
-        self.loc = locate(phase, self.out_err)
-        self.out_rounded = bool(self.out_err and self.loc.unit <= FLOAT32_UNIT)
+        self.out_err = 2 * structure.scale_error if structure.scale_error > 2.0**-16 else 0.0
+        self.located = locate(phase, self.out_err)
+        self.out_rounded = bool(self.out_err and self.located.unit <= FLOAT32_UNIT)
         self.bias_err = self.out_err if self.out_rounded else 0.0    # what the frequency tolerances allow for it
 
     def probe(self, rows, why):
-        return probe_phase(self.fn, self.d, self.st.first_features, self.st.out, rows, why)
+        return probe_phase(self.call, self.d, self.structure.first_features, self.structure.out, rows, why)
 
     def _lengthen(self, rows, why) -> bool:
         """Measure over ``rows`` rows and solve again; False (with a note) when the first rows' angles moved."""
         long_phase = self.probe(rows, why)
         drift = np.abs(wrap_angle(long_phase[:self.seq] - self.phase[:self.seq])).max()
-        if drift > SIGMAS * self.loc.fit.noise.max() + 1e-12:
+        if drift > SIGMAS * self.located.fit.noise.max() + 1e-12:
             self.notes.append(f"the angles at rows 0..{self.seq - 1} change by {drift:.2g} rad when fn is given "
                               f"{rows} rows: its frequencies depend on the sequence length (dynamic scaling?)")
             self.drifted = True
             return False
         self.phase = long_phase
-        self.loc = locate(long_phase, self.out_err)
+        self.located = locate(long_phase, self.out_err)
         return True
 
     def refine(self, max_rows):
@@ -251,65 +195,69 @@ class _Angles:
         frequencies too uncertain to tell the methods apart, which differ exactly there: one more call
         on max_rows rows lengthens the lever."""
         rows = self.seq
-        while ((self.loc.sigma > OFFSET_SIGMA or self.loc.status != "ok") and rows < max_rows
-               and self.loc.unit <= FLOAT32_UNIT):
-            rows = (max_rows if rows > self.seq or self.loc.status != "ok"
-                    else rows_needed(self.seq, self.loc.sigma, max_rows))
+        while ((self.located.sigma > OFFSET_SIGMA or self.located.status != "ok") and rows < max_rows
+               and self.located.unit <= FLOAT32_UNIT):
+            rows = (max_rows if rows > self.seq or self.located.status != "ok"
+                    else rows_needed(self.seq, self.located.sigma, max_rows))
             if not self._lengthen(rows, "to refine the offset"):
                 return
-        loc = self.loc
-        if loc.status == "ok" and self.phase.shape[0] < max_rows and loc.unit <= FLOAT32_UNIT:
-            fit = refit_absolute(self.phase, loc.offset, loc.fit)
-            lever = loc.offset + np.arange(self.phase.shape[0])
-            if freq_tol(fit.theta, fit.sigma_theta, loc.unit, self.bias_err, lever).max() > NAME_RTOL:
+        located = self.located
+        if located.status == "ok" and self.phase.shape[0] < max_rows and located.unit <= FLOAT32_UNIT:
+            fit = refit_absolute(self.phase, located.offset, located.fit)
+            lever = located.offset + np.arange(self.phase.shape[0])
+            if freq_tol(fit.theta, fit.sigma_theta, located.unit, self.bias_err, lever).max() > NAME_RTOL:
                 self._lengthen(max_rows, "to measure the slowest pairs' frequencies")
 
     def note_offset(self, max_rows):
         """Notes on an ambiguous, inconsistent or unresolved offset; an integer offset when resolved."""
-        loc, rows = self.loc, self.phase.shape[0]
-        if loc.status == "ambiguous":
-            also = ", ".join(f"{o:.0f}" for o in loc.fit.also[:3])
+        located, rows = self.located, self.phase.shape[0]
+        if located.status == "ambiguous":
+            also = ", ".join(f"{o:.0f}" for o in located.fit.also[:3])
             why = (f"one rotated pair fixes the offset only modulo its wavelength 2 pi / theta = "
-                   f"{2 * np.pi / abs(loc.fit.theta[0]):.4g} positions" if len(self.st.pairs) == 1
+                   f"{2 * np.pi / abs(located.fit.theta[0]):.4g} positions" if len(self.structure.pairs) == 1
                    else "the frequencies' ratios nearly repeat there")
-            self.notes.append(f"the offset is ambiguous: {len(loc.fit.also) + 1} offsets within +-{MAX_OFFSET} fit "
+            self.notes.append(f"the offset is ambiguous: {len(located.fit.also) + 1} offsets within +-{MAX_OFFSET} fit "
                               f"the angles within their noise (reported the smallest; also {also}"
-                              f"{', ...' if len(loc.fit.also) > 3 else ''}): {why}")
-        elif loc.status == "inconsistent":
+                              f"{', ...' if len(located.fit.also) > 3 else ''}): {why}")
+        elif located.status == "inconsistent":
             self.notes.append("the angles of different pairs do not agree on one offset (best compromise reported)")
-        if loc.sigma > OFFSET_SIGMA:
-            more = rows >= max_rows and loc.unit <= FLOAT32_UNIT
+        if located.sigma > OFFSET_SIGMA:
+            more = rows >= max_rows and located.unit <= FLOAT32_UNIT
             self.notes.append(f"the offset is not resolved to an integer from the {rows} rows measured (standard "
-                              f"deviation {loc.sigma:.2g} positions)" + ("; pass a larger max_rows if fn accepts "
+                              f"deviation {located.sigma:.2g} positions)" + ("; pass a larger max_rows if fn accepts "
                                                                          "more rows" if more else ""))
-        if loc.sigma <= OFFSET_SIGMA and abs(loc.offset - round(loc.offset)) <= max(SIGMAS * loc.sigma, 1e-9):
-            loc.offset = float(round(loc.offset))
+        nearest = round(located.offset)
+        if located.sigma <= OFFSET_SIGMA and abs(located.offset - nearest) <= max(SIGMAS * located.sigma, 1e-9):
+            located.offset = float(round(located.offset))
 
-    def spec(self, st: Structure):
+    def spec(self, structure: Structure):
         """Step 4: frequencies against the absolute angle (offset + row) * theta; the spec and the
         relative tolerance of each frequency."""
-        loc, rows = self.loc, self.phase.shape[0]
-        if loc.status == "ok":
-            fit = refit_absolute(self.phase, loc.offset, loc.fit)
-            lever = loc.offset + np.arange(rows)
+        located, rows = self.located, self.phase.shape[0]
+        if located.status == "ok":
+            fit = refit_absolute(self.phase, located.offset, located.fit)
+            lever = located.offset + np.arange(rows)
         else:
-            fit = loc.fit
+            fit = located.fit
             lever = np.arange(rows) - (rows - 1) / 2
-        angle = np.abs(np.outer(loc.offset + np.arange(rows), fit.theta))
+        angle = np.abs(np.outer(located.offset + np.arange(rows), fit.theta))
         precision, unit = angle_precision(fit.resid, angle)
         if self.out_rounded:
             self.notes.append(f"the angle errors (up to {np.abs(fit.resid).max():.2g} rad) come with norm errors (up "
-                              f"to {st.scale_error:.2g}): float32 angles, with cos/sin or the output rounded to a "
-                              "16-bit type (cos.to(x.dtype)?); frequencies are compared to the precision that leaves")
+                              f"to {structure.scale_error:.2g}): float32 angles, with cos/sin or the output rounded "
+                              "to a 16-bit type (cos.to(x.dtype)?); frequencies are compared to the precision that "
+                              "leaves")
             precision, unit = "float32 (cos/sin 16-bit)", FLOAT32_UNIT
-        loc.unit = unit
+        located.unit = unit
         tau = freq_tol(fit.theta, fit.sigma_theta, unit, self.bias_err, lever)
-        spec = RopeSpec(is_rope=True, pairing=st.pairing, pairs=st.pairs, rotary_dim=st.rotary_dim,
-                        rotary_start=st.rotary_start, output_pairing=st.output_pairing, output_pairs=st.output_pairs,
-                        inv_freq=fit.theta, offset=loc.offset, offset_resolution=float(loc.sigma),
-                        norm_scale=st.norm_scale, angle_precision=precision,
-                        phase_error=float(np.abs(fit.resid).max()), scale_error=st.scale_error,
+        spec = RopeSpec(is_rope=True, pairing=structure.pairing, pairs=structure.pairs,
+                        rotary_dim=structure.rotary_dim, rotary_start=structure.rotary_start,
+                        output_pairing=structure.output_pairing, output_pairs=structure.output_pairs,
+                        inv_freq=fit.theta, offset=located.offset, offset_resolution=float(located.sigma),
+                        norm_scale=structure.norm_scale, angle_precision=precision,
+                        phase_error=float(np.abs(fit.resid).max()), scale_error=structure.scale_error,
                         output_rounded=self.out_rounded,
-                        offset_alternatives=np.asarray(loc.fit.also if loc.status == "ambiguous" else [], float),
+                        offset_alternatives=np.asarray(located.fit.also if located.status == "ambiguous" else [],
+                                                       float),
                         rows=int(rows), notes=self.notes)
         return spec, tau

@@ -1,10 +1,18 @@
-"""Calling the kernel: what fn may return, and the probes identify reads its rotations from."""
+"""Calling the kernel, for both probes: what fn may return, the checks every probe starts with, and the
+probes identify reads its rotations from.
+
+A 1-D kernel is called ``fn(x)``, a multi-axis one ``fn(x, positions)`` with the positions the probe chose:
+:class:`Caller` wraps either, and :func:`read_matrices` runs the same five checks on both (fn depends on its
+inputs alone, maps 0 to 0, is linear, keeps rows apart) while reading the d x d matrix of every row.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .. import _validate as val
+from .tolerances import PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
+
 
 def to_array(out):
     """numpy float64 from whatever fn returned: numpy, ml_dtypes, lists, torch (any dtype or
@@ -31,29 +39,101 @@ def to_array(out):
     return arr.astype(np.float64)
 
 
-def call(fn, x, what: str, hint: str = "") -> np.ndarray:
-    """fn(x) as float64 of x's shape; fn's own errors are re-raised with a note saying which call
-    (and ``hint``: what the caller may have got wrong)."""
-    try:
-        out = fn(x.copy())
-    except Exception as err:
-        err.add_note(f"(raised by fn when rope_ref.identify called it with {what}, shape {x.shape}{hint})")
-        raise
-    out = to_array(out)
-    if out.shape != x.shape:
-        extra = _shape_hint(out.shape, x.shape)
-        raise ValueError(f"fn must map an array of shape {x.shape} to the same shape, got {out.shape} "
-                         f"(called with {what}){extra}")
-    if not np.all(np.isfinite(out)):
-        raise ValueError(f"fn returned non-finite values (NaN or inf) for finite input ({what}, shape "
-                         f"{x.shape}); a rotary embedding maps finite input to finite output")
-    return out
+def _float_type(out) -> str:
+    """The float type fn returned, as named in PRECISIONS (float32 for float32 and finer)."""
+    kind = str(getattr(out, "dtype", ""))
+    return "bfloat16" if "bfloat16" in kind else "float16" if "float16" in kind else "float32"
 
 
-def check_seed(seed):
-    """None (fresh random inputs each run) or a non-negative integer: a TypeError for other kinds, a
-    ValueError for a negative one (both probes; _validate.check_seed takes no None)."""
-    return None if seed is None else val.check_nonnegative_int(seed, "seed", "None or a non-negative integer")
+class Caller:
+    """fn(x) -- or fn(x, positions) when ``positions`` (axes, seq) are given -- as float64 of x's shape, checked.
+
+    fn's own errors are re-raised with a note saying which call (and a hint: what the caller may have got
+    wrong).  Counts the calls, the most rows asked for, and the coarsest float type fn returned
+    (``unit``, ``precision``; float32 at least: a float64 kernel may compute its angles in float32).
+    """
+
+    def __init__(self, fn, positions=None):
+        self.fn, self.positions = fn, positions
+        self.calls, self.longest = 0, 0
+        self.unit, self.precision = 2.0**-24, "float32"
+        self.inputs = "x" if positions is None else "x and positions"     # what fn may depend on
+
+    def __call__(self, x, what, hint=""):
+        try:
+            out = self.fn(x.copy()) if self.positions is None else self.fn(x.copy(), self.positions.copy())
+        except Exception as err:
+            if self.positions is None:
+                err.add_note(f"(raised by fn when rope_ref.identify called it with {what}, shape {x.shape}{hint})")
+            else:
+                err.add_note(f"(fn raised this when rope_ref identify_axes called it with {what}: x of shape "
+                             f"{x.shape}, positions of shape {self.positions.shape}{hint})")
+            raise
+        self.calls += 1
+        self.longest = max(self.longest, len(x))
+        kind = _float_type(out)
+        out = to_array(out)
+        if out.shape != x.shape:
+            raise ValueError(f"fn must map x of shape (seq, d) = {x.shape} to the same shape, got {out.shape} "
+                             f"(called with {what}){_shape_hint(out.shape, x.shape)}")
+        if not np.all(np.isfinite(out)):
+            where = "" if self.positions is None else f", positions within 0..{int(self.positions.max())}"
+            raise ValueError(f"fn returned non-finite values (NaN or inf) for finite input ({what}, x of shape "
+                             f"{x.shape}{where}); a rotary embedding maps finite input to finite output")
+        unit = dict(PRECISIONS)[kind]
+        if unit > self.unit:
+            self.unit, self.precision = unit, kind
+        return out
+
+
+def read_matrices(call: Caller, a, b, hint):
+    """The d x d matrix fn applies to each row, ``(seq, d, d)``, after checking that fn is a function of its
+    inputs alone, maps 0 to 0, is linear and keeps rows apart: (matrices, fn(a), output scale), or the reason
+    (a str) when one of those fails.  ``a``, ``b``: random inputs ``(seq, d)``; ``hint`` goes with the first
+    call's errors.  d + 5 calls."""
+    seq, d = a.shape
+    ya, yb = call(a, "random input a", hint), call(b, "random input b")
+    scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
+    state = np.abs(call(a, "random input a again") - ya).max() / scale
+    if state > STATE_RTOL:
+        raise ValueError(f"fn must depend on {call.inputs} alone: two calls with the same {call.inputs} gave "
+                         f"outputs {state:.2g} apart (relative): fn keeps state between calls (a cache position "
+                         "advanced by every call?); pass a function that applies the same positions on every call")
+    # A linear kernel maps 0 to exactly 0 in any float type: a bias or an added position embedding does not.
+    bias = np.abs(call(np.zeros((seq, d)), "zeros")).max() / scale
+    if bias > ZERO_RTOL:
+        zero = "fn(0)" if call.positions is None else "fn(0, positions)"
+        return (f"{zero} is not 0 (up to {bias:.2g} relative to its output): fn adds something that does not "
+                "depend on x (an absolute position embedding? a bias?); a rotary embedding is linear in its input")
+    # Rounding in the kernel's float type is relative to the terms: |f(2a - 3b)| + 2 |f(a)| + 3 |f(b)|.
+    y_lin = call(2 * a - 3 * b, "2a - 3b")
+    terms = np.abs(y_lin) + 2 * np.abs(ya) + 3 * np.abs(yb)
+    lin = np.abs(y_lin - (2 * ya - 3 * yb)).max() / max(terms.max(), 1e-300)
+    if lin > STRUCTURE_RTOL:
+        return (f"fn is not linear in x: f(2a - 3b) differs from 2 f(a) - 3 f(b) by {lin:.2g} (relative to the "
+                "terms); a rotary embedding is linear in its input")
+    # matrices[r] is the d x d matrix applied to row r: column j is the response to e_j.
+    matrices = np.stack([call(np.broadcast_to(e, (seq, d)), f"basis vector e_{j} in every row")
+                         for j, e in enumerate(np.eye(d))], axis=-1)
+    mix = np.abs(np.einsum("rij,rj->ri", matrices, a) - ya).max() / scale
+    if mix > STRUCTURE_RTOL:
+        return (f"row r of the output depends on other rows (error {mix:.2g} relative): fn mixes rows (positions) "
+                "or depends on content")
+    return matrices, ya, scale
+
+
+def check_probe_arguments(fn, d, seq, seed, min_seq, calling, why_min):
+    """(d, seq, seed) for either probe, each checked.  ``seed``: None (fresh random inputs each run) or a
+    non-negative integer (``_validate.check_seed`` takes no None); ``seq`` at least ``min_seq`` rows
+    (``why_min`` says why); ``calling``: how fn is called, for the error when it is not callable."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable {calling}, got {fn!r} of type {type(fn).__name__}")
+    d = val.check_d(d)
+    seq = val.check_positive_int(seq, "seq")
+    if seq < min_seq:
+        raise ValueError(f"seq must be >= {min_seq} {why_min}, got {seq}")
+    seed = None if seed is None else val.check_nonnegative_int(seed, "seed", "None or a non-negative integer")
+    return d, seq, seed
 
 
 def check_rotary_start(rotary_start):
@@ -85,12 +165,12 @@ def _show_bytes(n):
         n /= 1024
 
 
-def probe_phase(fn, d, ia, out, rows, why):
-    """Unwrapped angle of every pair at rows 0..rows-1, from one call: column ia of every block at once,
-    read from the output features ``out`` = (oa, ob) the pairs are written to."""
+def probe_phase(call: Caller, d, first_features, out, rows, why):
+    """Unwrapped angle of every pair at rows 0..rows-1, from one call: column ``first_features`` of every
+    block at once, read from the output features ``out`` = (oa, ob) the pairs are written to."""
     x = np.zeros((rows, d))
-    x[:, ia] = 1.0
-    y = call(fn, x, f"e_i on the first feature of every pair, {rows} rows, {why}",
+    x[:, first_features] = 1.0
+    y = call(x, f"e_i on the first feature of every pair, {rows} rows, {why}",
              "; if fn accepts fewer rows (a cos/sin cache read at an offset), pass max_rows= the most it accepts")
     return np.unwrap(np.arctan2(y[:, out[1]], y[:, out[0]]), axis=0)
 
