@@ -94,21 +94,33 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
     n = rotary_dim // 2
     val.check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix", limit=max_bytes)
     s_t, s_h, s_w = _check_sections(sections, n, rotary_dim)
-    axis = np.zeros(n, dtype=np.intp)                       # temporal unless claimed below
     if interleaved:
-        for a, (offset, s) in enumerate(((1, s_h), (2, s_w)), start=1):
-            if s and offset + 3 * (s - 1) >= n:
+        for a, s in ((1, s_h), (2, s_w)):
+            if s and a + 3 * (s - 1) >= n:
                 raise ValueError(
                     f"sections={[s_t, s_h, s_w]} cannot be interleaved over rotary_dim/2 = {n} pairs: "
-                    f"{MROPE_AXES[a]} would need pairs {offset}, {offset + 3}, ..., {offset + 3 * (s - 1)} "
-                    f"(expected {MROPE_AXES[a]}'s section s with {offset} + 3*(s-1) < {n})")
-            axis[offset:offset + 3 * s:3] = a
-    else:
-        axis[s_t:s_t + s_h] = 1
-        axis[s_t + s_h:] = 2
-    F = np.zeros((n, 3))
-    F[np.arange(n), axis] = frequencies(rotary_dim, base, max_bytes=max_bytes)
-    return F
+                    f"{MROPE_AXES[a]} would need pairs {a}, {a + 3}, ..., {a + 3 * (s - 1)} "
+                    f"(expected {MROPE_AXES[a]}'s section s with {a} + 3*(s-1) < {n})")
+    axis = (interleaved_assignment if interleaved else blocks_assignment)((s_t, s_h, s_w))
+    matrix = np.zeros((n, 3))
+    matrix[np.arange(n), axis] = frequencies(rotary_dim, base, max_bytes=max_bytes)
+    return matrix
+
+
+def blocks_assignment(sections) -> np.ndarray:
+    """Axis of each pair when axis a owns one contiguous run of sections[a] pairs, in axis order (Qwen2-VL)."""
+    return np.repeat(np.arange(len(sections)), sections)
+
+
+def interleaved_assignment(sections) -> np.ndarray:
+    """Axis of each pair in Qwen3-VL's interleaving (transformers' ``apply_interleaved_mrope``): axis a >= 1
+    takes pairs a, a + A, a + 2A, ... below A * sections[a] (and below the number of pairs); axis 0 the rest."""
+    n_axes, n = len(sections), int(sum(sections))
+    axis = np.zeros(n, np.int64)
+    for a in range(1, n_axes):
+        idx = np.arange(a, n_axes * sections[a], n_axes)
+        axis[idx[idx < n]] = a
+    return axis
 
 
 @val.suggest_keywords
@@ -150,10 +162,10 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2,
     val.check_nbytes(rotary_dim // 2 * axes * 8, "rotary_dim", what=f"a ({rotary_dim // 2}, {axes}) float64 frequency "
                      "matrix", limit=max_bytes)
     theta = frequencies(2 * n, base, max_bytes=max_bytes)                       # base^(-2k/(2n)) = base^(-k/n), k = 0..n-1
-    F = np.zeros((rotary_dim // 2, axes))
+    matrix = np.zeros((rotary_dim // 2, axes))
     for a in range(axes):
-        F[a * n:(a + 1) * n, a] = theta
-    return F
+        matrix[a * n:(a + 1) * n, a] = theta
+    return matrix
 
 
 _INDEXINGS = ("ij", "xy")

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..multiaxis import blocks_assignment, interleaved_assignment
+from .naming import geometric_base
 from .spec import show_number
 from .tolerances import FREQ_ULPS
 
@@ -127,31 +129,15 @@ def kept(spec) -> dict:
 
 # ---- naming --------------------------------------------------------------------------------------
 
-def blocks_assignment(sections) -> np.ndarray:
-    """Axis of each pair when axis a owns one contiguous run of sections[a] pairs, in axis order (Qwen2-VL)."""
-    return np.repeat(np.arange(len(sections)), sections)
-
-
-def interleaved_assignment(sections) -> np.ndarray:
-    """Axis of each pair in Qwen3-VL's interleaving (transformers' ``apply_interleaved_mrope``): axis a >= 1
-    takes pairs a, a + A, a + 2A, ... below A * sections[a]; axis 0 the rest."""
-    A, n = len(sections), int(sum(sections))
-    axis = np.zeros(n, np.int64)
-    for a in range(1, A):
-        idx = np.arange(a, A * sections[a], A)
-        axis[idx[idx < n]] = a
-    return axis
-
-
-def _geometric_base(theta, denominator, rtol):
+def _rounded_base(theta, denominator, rtol):
     """base with theta_k = base^(-k/denominator) for k = 0.. (eq 15; theta_0 = 1), when every |theta_k| fits it
-    within ``rtol`` (relative, per pair); the base with the fewest significant digits that fits."""
+    within ``rtol`` (relative, per pair): :func:`.naming.geometric_base`'s fit, to the fewest significant digits
+    that still fit every pair."""
     theta, rtol = np.abs(np.asarray(theta, float)), np.maximum(rtol, 4 * FREQ_ULPS * 2.0**-24)
     if theta.size < 2 or not np.all(theta > 0) or np.any(np.abs(theta[0] - 1) > rtol[0]):
         return None
+    base = geometric_base(theta, 2 * denominator, rtol)
     k = np.arange(theta.size)
-    rate = -(k @ np.log(theta)) / (k @ k)          # log base / denominator
-    base = float(np.exp(rate * denominator))
     for digits in range(1, 17):
         nice = float(f"{base:.{digits}g}")
         if np.all(np.abs(theta / nice ** (-k / denominator) - 1) <= rtol):
@@ -186,14 +172,14 @@ def name_axes(spec, nonzero):
     if spec.form in ("1-D", "M-RoPE"):
         theta = np.abs(F[np.arange(len(F)), spec.axis_of_pair])
         rel = spec.freq_tolerance[np.arange(len(F)), spec.axis_of_pair] / theta
-        spec.base = _geometric_base(theta, spec.rotary_dim / 2, rel)
+        spec.base = _rounded_base(theta, spec.rotary_dim / 2, rel)
         if spec.form == "M-RoPE" and spec.mrope_layout is None:
             spec.notes.append(f"each pair turns with one axis and the pairs share one spectrum, but the axes are "
                               f"laid out neither as blocks nor as Qwen3-VL's interleaving: "
                               f"{runs(spec.axis_of_pair, names)}")
     elif spec.form == "axial":
         rel = spec.freq_tolerance / np.maximum(np.abs(F), 1e-300)
-        spec.axis_bases = tuple(_geometric_base(F[spec.axis_of_pair == a, a], spec.sections[a],
+        spec.axis_bases = tuple(_rounded_base(F[spec.axis_of_pair == a, a], spec.sections[a],
                                                 rel[spec.axis_of_pair == a, a]) if spec.sections[a]
                                 else None for a in range(spec.axes))
     if spec.sections is not None:
