@@ -16,9 +16,8 @@ from ..scaling import scaled_inv_freq
 from .analyse import identify
 from .axes_compare import AXES_KEYS, assert_axes_match, expected_from_config
 from .axes_spec import AxesSpec
-from .mismatch import RopeMismatch, raising_as
+from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
 from .naming import geometric_base, scale_tol
-from .probe import check_rotary_start
 from .spec import RopeSpec, show_number, show_params
 from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS
 
@@ -28,7 +27,6 @@ _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset
 
 #: Every parameter a scaling method takes (scaling's one schema), and the length dynamic/longrope are measured at.
 _PARAM_KEYS = tuple(sorted(scaling.METHOD_PARAM_KEYS | {"seq_len"}))
-_RELIABLE = ("float64", "float32")
 
 
 def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | None = None, seq: int = 64,
@@ -92,7 +90,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
             raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, max_bytes=max_bytes,
                                  **expected)
-    d, expected = _prepare(d, config, expected, phase_atol)
+    d, expected = prepare_expected(d, config, expected, phase_atol)
     spec = identify(raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"),
                     max_rows=MAX_ROWS if max_rows is None else max_rows, max_bytes=max_bytes)
     if not spec.is_rope:
@@ -110,7 +108,7 @@ def load_config(config):
     return config
 
 
-def _prepare(d, config, expected, phase_atol):
+def prepare_expected(d, config, expected, phase_atol):
     """(d, expectations) from the arguments, each checked (1-D RoPE)."""
     val.check_keywords(expected, _SPEC_KEYS + _PARAM_KEYS, "assert_rope_matches()")
     config = load_config(config)
@@ -121,25 +119,15 @@ def _prepare(d, config, expected, phase_atol):
         d, expected = _from_config(config, d, expected)
     if d is None:
         raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
-    _check_expected(expected)
-    if phase_atol is not None:
-        val.check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
+    check_expected(expected, phase_atol)
     return d, expected
 
 
 def compare(spec, expected, phase_atol, *, what="fn") -> list:
     """The differences between ``spec`` and ``expected``, one readable line each (empty when they match)."""
-    problems = []
-    same_pair = spec.rotary_dim == 2 and {expected.get("pairing"), spec.pairing} <= {"half", "interleaved"}
-    if "pairing" in expected and expected["pairing"] != spec.pairing and not same_pair:   # one pair: both names
-        shown = ", ".join(str(p) for p in spec.pairs[:3])
-        problems.append(f"pairing: expected {expected['pairing']}, found {spec.pairing}; pairs {shown}…")
-    if "rotary_dim" in expected and expected["rotary_dim"] != spec.rotary_dim:
-        problems.append(f"rotary_dim: expected {expected['rotary_dim']}, found {spec.rotary_dim}")
-    if expected.get("rotary_start", 0) != spec.rotary_start:      # HF and Meta rotate the leading features
-        problems.append(f"rotary_start: expected rotated features from {expected.get('rotary_start', 0)}, found "
-                        f"{spec.rotary_start}..{spec.rotary_start + spec.rotary_dim - 1} (pass rotary_start="
-                        f"{spec.rotary_start} if intended)")
+    # by default the leading features rotate (as HF and Meta)
+    problems = layout_problems(spec, expected.get("pairing"), expected.get("rotary_dim"),
+                               expected.get("rotary_start", 0))
     if expected.get("output_pairing") != spec.output_pairing:     # by default, pairs written back in place
         want = expected.get("output_pairing") or "in place"
         shown = ", ".join(f"{p}->{o}" for p, o in zip(spec.pairs[:2], (spec.output_pairs or spec.pairs)[:2]))
@@ -166,15 +154,10 @@ def compare(spec, expected, phase_atol, *, what="fn") -> list:
     if spec.stateful:
         problems.append(f"state: {what} keeps state between calls (its output for the same input changed after "
                         "calls on more rows): its frequencies at one length depend on the calls before")
-    if phase_atol is not None and spec.phase_error > phase_atol:
-        problems.append(f"angle precision: angles deviate from (offset + row) * theta by up to "
-                        f"{spec.phase_error:.2g} rad (> phase_atol={phase_atol:g})")
-    elif phase_atol is None and spec.angle_precision not in _RELIABLE:
-        problems.append(f"angle precision: angles behave like {spec.angle_precision} (errors up to "
-                        f"{spec.phase_error:.2g} rad); " + (
-                            f"they come with norm errors up to {spec.scale_error:.2g}: cos/sin or the output rounded "
-                            "to a 16-bit type (cos.to(x.dtype)?); pass phase_atol= to accept that precision"
-                            if spec.output_rounded else "compute angles in float32 or better"))
+    problems += precision_problems(spec, phase_atol, "(offset + row) * theta",
+                                   f"they come with norm errors up to {spec.scale_error:.2g}: cos/sin or the output "
+                                   "rounded to a 16-bit type (cos.to(x.dtype)?); pass phase_atol= to accept that "
+                                   "precision", "compute angles in float32 or better")
     return problems
 
 
@@ -194,30 +177,6 @@ def _from_config(config, d, expected):
         want.update(rope_type=config.rope_type, **dict(config.params))
     want.update(expected)
     return (config.head_dim if d is None else d), want
-
-
-def _check_expected(expected):
-    """Expected values are the right kind of thing, named when not."""
-    if "offset" in expected and expected["offset"] is not None:
-        expected["offset"] = val.check_scalar(expected["offset"], "offset")
-    if "norm_scale" in expected:
-        val.check_positive_real(expected["norm_scale"], "norm_scale")
-    if "base" in expected:
-        val.check_base(expected["base"])
-    if "pairing" in expected and expected["pairing"] not in ("interleaved", "half", "other"):
-        raise ValueError(f"pairing must be 'interleaved', 'half' or 'other', got {expected['pairing']!r}"
-                         f"{val.closest_name(expected['pairing'], ('interleaved', 'half', 'other'))}")
-    if "rotary_dim" in expected:
-        val.check_d(expected["rotary_dim"], "rotary_dim")
-    if "rotary_start" in expected:
-        check_rotary_start(expected["rotary_start"])
-    if "output_pairing" in expected and expected["output_pairing"] not in (None, "interleaved", "half", "other"):
-        raise ValueError(f"output_pairing must be None (pairs written in place), 'interleaved', 'half' or 'other', "
-                         f"got {expected['output_pairing']!r}"
-                         f"{val.closest_name(str(expected['output_pairing']), ('interleaved', 'half', 'other'))}")
-    if "rope_type" in expected and expected["rope_type"] not in scaling.ROPE_TYPES:
-        raise ValueError(f"rope_type must be one of {scaling.ROPE_TYPES}, got {expected['rope_type']!r}"
-                         f"{val.closest_name(expected['rope_type'], scaling.ROPE_TYPES)}")
 
 
 def _compare_offset(want, spec):

@@ -11,8 +11,7 @@ from .. import _validate as val
 from ..multiaxis import mrope_frequencies
 from .axes_probe import identify_axes
 from .axes_spec import LAYOUTS, MAX_POSITION, AxesSpec, classify, runs, show_shifts
-from .mismatch import RopeMismatch, raising_as
-from .probe import check_rotary_start
+from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
 from .tolerances import FREQ_ULPS, MAX_BYTES
 
 # ---- comparing with what you expect ----------------------------------------------------------------
@@ -49,17 +48,8 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
         raise ValueError(f"rtol must be a real number in [0, 1), got {rtol!r}")
     if not spec.is_rope:
         return [f"not a rotary embedding: {spec.reason}"]
-    problems = []
     names = spec.axis_names
-    if pairing is not None and pairing != spec.pairing and not (spec.rotary_dim == 2 and pairing in val.PAIRINGS
-                                                                  and spec.pairing in val.PAIRINGS):
-        shown = ", ".join(str(p) for p in spec.pairs[:3])
-        problems.append(f"pairing: expected {pairing}, found {spec.pairing} (pairs {shown}, ...)")
-    if rotary_dim is not None and rotary_dim != spec.rotary_dim:
-        problems.append(f"rotary_dim: expected {rotary_dim}, found {spec.rotary_dim}")
-    if rotary_start is not None and rotary_start != spec.rotary_start:
-        problems.append(f"rotary_start: expected rotated features from {rotary_start}, found {spec.rotary_start}.."
-                        f"{spec.rotary_start + spec.rotary_dim - 1}")
+    problems = layout_problems(spec, pairing, rotary_dim, rotary_start)
     scale_tol = max(FREQ_ULPS * 2.0**-24, 2 * spec.scale_error)
     if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > scale_tol:
         problems.append(f"norm_scale: expected {norm_scale:.6g}, found {spec.norm_scale:.6g}")
@@ -69,15 +59,8 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
                         f"rad with every axis at 0 ({why})")
     if inv_freq is not None:
         problems += _compare_matrix(spec, _check_matrix(inv_freq, spec.axes), rtol, names)
-    if phase_atol is not None and spec.phase_error > phase_atol:
-        problems.append(f"angle precision: angles deviate from sum_a F[j, a] p_a by up to {spec.phase_error:.2g} rad "
-                        f"(> phase_atol={phase_atol:g})")
-    elif phase_atol is None and spec.angle_precision not in ("float64", "float32"):
-        rounded = spec.angle_precision.startswith("float32 (")
-        problems.append(f"angle precision: angles behave like {spec.angle_precision} (errors up to "
-                        f"{spec.phase_error:.2g} rad); " + (
-                            "pass phase_atol= to accept that precision" if rounded else
-                            "compute angles in float32 or better, or pass phase_atol= to accept that precision"))
+    problems += precision_problems(spec, phase_atol, "sum_a F[j, a] p_a", "pass phase_atol= to accept that precision",
+                                   "compute angles in float32 or better, or pass phase_atol= to accept that precision")
     return problems
 
 
@@ -177,16 +160,8 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
     if inv_freq is None and sections is None and (layout is not None or base is not None):
         raise TypeError("layout= and base= describe M-RoPE: pass sections= with them (pairs per axis)")
-    if pairing is not None and pairing not in ("interleaved", "half", "other"):
-        raise ValueError(f"pairing must be 'interleaved', 'half' or 'other', got {pairing!r}"
-                         f"{val.closest_name(str(pairing), ('interleaved', 'half', 'other'))}")
-    if rotary_dim is not None:
-        rotary_dim = val.check_d(rotary_dim, "rotary_dim")
-    if norm_scale is not None:
-        norm_scale = val.check_positive_real(norm_scale, "norm_scale")
-    if phase_atol is not None:
-        val.check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
-    rotary_start = check_rotary_start(rotary_start)
+    given = dict(pairing=pairing, rotary_dim=rotary_dim, norm_scale=norm_scale, rotary_start=rotary_start)
+    check_expected({k: v for k, v in given.items() if v is not None}, phase_atol)
     if sections is not None:
         if axes != 3:
             raise ValueError(f"sections= describes M-RoPE's three axes (t, h, w), got axes={axes}: pass inv_freq= "

@@ -15,7 +15,7 @@ import dataclasses
 import numpy as np
 
 from .analyse import identify
-from .assertions import _prepare, compare
+from .assertions import prepare_expected, compare
 from .mismatch import RopeMismatch, raising_as
 from .spec import RopeSpec
 from .tolerances import MAX_BYTES, MAX_ROWS
@@ -41,7 +41,7 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
     >>> back = lambda x, g: rr.rotate(g, np.arange(len(g)), inv_freq=-rr.frequencies(8))
     >>> spec = rr.assert_rope_grad_matches(back, 8, base=1e4, offset=0)
     """
-    d, expected = _prepare(d, config, expected, phase_atol)
+    d, expected = prepare_expected(d, config, expected, phase_atol)
     guarded = raising_as("vjp", vjp)
     xs = {}
 

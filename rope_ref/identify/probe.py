@@ -136,12 +136,6 @@ def check_probe_arguments(fn, d, seq, seed, min_seq, calling, why_min):
     return d, seq, seed
 
 
-def check_rotary_start(rotary_start):
-    """The first rotated feature: a non-negative integer."""
-    return val.check_nonnegative_int(rotary_start, "rotary_start",
-                                     "a non-negative integer (the first rotated feature)")
-
-
 def check_sizes(seq, d, max_bytes, max_rows=None):
     """The arrays identify would hold, against max_bytes, before anything is allocated or fn is called:
     seq x d x d float64 (the matrix of every row) and, when fn is asked for up to ``max_rows`` rows,
