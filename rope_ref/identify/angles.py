@@ -73,19 +73,34 @@ def refit_absolute(phase, offset, fit: RowFit) -> AbsoluteFit:
     if m @ m == 0:
         return AbsoluteFit(fit.theta, fit.resid, fit.sigma_theta)
     turns = np.round(((offset + fit.row_centre) * fit.theta - fit.centre) / (2 * np.pi))
-    absolute = phase + 2 * np.pi * turns
-    theta = m @ absolute / (m @ m)
-    resid = absolute - np.outer(m, theta)
+    theta, sigma, resid = line_through_zero(m[:, None], phase + 2 * np.pi * turns)
     floor = 2.0**-52 * (1 + np.abs(np.outer(m, theta)).max(axis=0))
-    noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(len(m) - 1, 1)), floor)
-    return AbsoluteFit(theta, resid, noise / np.sqrt(m @ m))
+    return AbsoluteFit(theta, resid, np.maximum(sigma, floor / np.sqrt(m @ m)))
 
 
-def angle_precision(resid, angle):
-    """The finest float type whose rounding, NOISE_ULPS * u * (1 + |angle|), covers the residuals:
+def line_through_zero(positions, angles, used=None):
+    """Per-pair slope of the line through 0 that fits ``angles`` (points, pairs) at ``positions`` (points, pairs)
+    or (points, 1), by least squares over the points ``used`` (default all): (slope, its standard deviation,
+    residuals, 0 where not used).  Both probes fit their frequencies with it."""
+    used = np.ones(angles.shape, bool) if used is None else used
+    pu, au = np.where(used, positions, 0.0), np.where(used, angles, 0.0)
+    slope = (pu * au).sum(0) / (pu * pu).sum(0)
+    resid = np.where(used, angles - positions * slope, 0.0)
+    dof = np.maximum(used.sum(0) - 1, 1)
+    return slope, np.sqrt((resid**2).sum(0) / dof / (pu * pu).sum(0)), resid
+
+
+def rounding_allowance(unit, angle, out_err=0.0):
+    """Largest angle error rounding in a float type of unit roundoff ``unit`` explains at |angle| radians:
+    NOISE_ULPS * unit * (1 + |angle|), plus ``out_err`` radians (cos/sin or the output rounded)."""
+    return NOISE_ULPS * unit * (1 + np.abs(angle)) + out_err
+
+
+def angle_precision(resid, angle, out_err=0.0):
+    """The finest float type whose rounding (:func:`rounding_allowance`) covers the residuals:
     (name, unit roundoff)."""
     for name, unit in PRECISIONS:
-        if np.all(np.abs(resid) <= NOISE_ULPS * unit * (1 + angle)):
+        if np.all(np.abs(resid) <= rounding_allowance(unit, angle, out_err)):
             return name, unit
     return "coarser than bfloat16", 2.0**-4
 

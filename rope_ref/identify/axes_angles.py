@@ -6,14 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .angles import angle_precision, line_through_zero, rounding_allowance
 from .axes_spec import kept, name_axes, not_axes_rope, show_shifts
-from .tolerances import FREQ_ULPS, NOISE_ULPS, PRECISIONS, SIGMAS
-
-
-def _allow(unit, angle, out_err=0.0):
-    """Largest angle error rounding in a float type of unit roundoff ``unit`` explains, at |angle| radians,
-    plus ``out_err`` radians (cos/sin or the output rounded to a coarser type: see measure)."""
-    return NOISE_ULPS * unit * (1 + np.abs(angle)) + out_err
+from .tolerances import FREQ_ULPS, SIGMAS
 
 
 def _fit_axis(psi, steps, linear, unit, out_err):
@@ -30,23 +25,14 @@ def _fit_axis(psi, steps, linear, unit, out_err):
     ang[:linear] = np.unwrap(np.vstack([np.zeros((1, npairs)), psi[:linear]]), axis=0)[1:]
     used = np.zeros((n, npairs), bool)
     used[:linear] = True
-
-    def fit():
-        pu, au = np.where(used, p, 0.0), np.where(used, ang, 0.0)
-        slope = (pu * au).sum(0) / (pu * pu).sum(0)
-        resid = np.where(used, ang - p * slope, 0.0)
-        dof = np.maximum(used.sum(0) - 1, 1)
-        sigma = np.sqrt((resid**2).sum(0) / dof / (pu * pu).sum(0))
-        return slope, sigma, resid
-    slope, sigma, _ = fit()
+    slope, sigma, resid = line_through_zero(p, ang, used)
     for k in range(linear, n):
         pred = slope * p[k]
-        spread = SIGMAS * sigma * p[k] + _allow(unit, pred, out_err)
+        spread = SIGMAS * sigma * p[k] + rounding_allowance(unit, pred, out_err)
         turns = np.round((pred - psi[k]) / (2 * np.pi))
         ang[k] = psi[k] + 2 * np.pi * turns
         used[k] = spread < np.pi / 2
-        slope, sigma, _ = fit()
-    slope, sigma, resid = fit()
+        slope, sigma, resid = line_through_zero(p, ang, used)
     return slope, np.maximum(sigma, 2.0**-52 * np.abs(slope)), resid, used
 
 
@@ -73,22 +59,22 @@ def measure(spec, c, s, steps, linear, sweeps, mixed, call):
         bias[:, a] = out_err * pu.sum(0) / (pu * pu).sum(0)
         resid_all.append(resid[used])
         angle_all.append(angle[used])
-        excess = np.where(used, np.abs(resid) - _allow(unit, angle, out_err), -np.inf)
+        excess = np.where(used, np.abs(resid) - rounding_allowance(unit, angle, out_err), -np.inf)
         k, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
         if excess[k, j] > 0:
-            worst.append((excess[k, j] / _allow(unit, angle[k, j], out_err), (
+            worst.append((excess[k, j] / rounding_allowance(unit, angle[k, j], out_err), (
                 f"along {names[a]} (the other axes at 0) pair {j} (features {spec.pairs[j]}) turns by "
                 f"{resid[k, j] + angle[k, j]:.7g} rad at {names[a]} = {steps[k]}, where the line through the "
                 f"other positions 0..{steps[used[:, j]].max()} gives {angle[k, j]:.7g} (off by "
                 f"{abs(resid[k, j]):.2g} rad; {call.precision} rounding allows "
-                f"{_allow(unit, angle[k, j], out_err):.2g})")))
+                f"{rounding_allowance(unit, angle[k, j], out_err):.2g})")))
     # Rows at combinations of all axes: the angles must add up.
     pm = P[:, mixed].T.astype(float)                       # (rows, A)
     pred = pm @ F.T                                        # (rows, pairs)
     meas = phase[mixed] - phi0
     resid = np.angle(np.exp(1j * (meas - pred)))
     terms = np.abs(pm) @ np.abs(F.T)
-    allow = _allow(unit, terms, out_err) + SIGMAS * (pm @ sigma.T)
+    allow = rounding_allowance(unit, terms, out_err) + SIGMAS * (pm @ sigma.T)
     excess = np.abs(resid) - allow
     k, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
     if excess[k, j] > 0:
@@ -106,20 +92,15 @@ def measure(spec, c, s, steps, linear, sweeps, mixed, call):
     resid_all, angle_all = np.concatenate([r.ravel() for r in resid_all]), np.concatenate(
         [t.ravel() for t in angle_all])
     spec.phase_error = float(np.abs(resid_all).max()) if resid_all.size else 0.0
-    for err in ((0.0, out_err) if out_err else (0.0,)):
-        fits = [(name, u) for name, u in PRECISIONS
-                if u <= unit and np.all(np.abs(resid_all) <= _allow(u, angle_all, err))]
-        if fits:
-            spec.angle_precision, prec_unit = fits[0]
-            if err:
-                spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
-                spec.notes.append(f"the angle errors (up to {spec.phase_error:.2g} rad) come with norm errors (up to "
-                                  f"{spec.scale_error:.2g}): cos/sin or the output rounded to a 16-bit type")
-            break
+    spec.angle_precision, prec_unit = angle_precision(resid_all, angle_all)
+    if out_err and prec_unit > unit and angle_precision(resid_all, angle_all, out_err)[1] <= unit:
+        spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
+        spec.notes.append(f"the angle errors (up to {spec.phase_error:.2g} rad) come with norm errors (up to "
+                          f"{spec.scale_error:.2g}): cos/sin or the output rounded to a 16-bit type")
     spec.inv_freq, spec.freq_sigma = F, sigma
     spec.freq_tolerance = SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(F) + bias
     name_axes(spec, nonzero=np.abs(F) > SIGMAS * sigma)
-    if spec.phase_at_zero > _allow(unit, 0.0, out_err / 2):
+    if spec.phase_at_zero > rounding_allowance(unit, 0.0, out_err / 2):
         spec.rotated_at_zero = True
         j = int(np.argmax(np.abs(phi0)))
         spec.position_shift = _shift(spec, phi0, unit, out_err)
@@ -147,7 +128,7 @@ def _shift(spec, phi0, unit, out_err):
         if abs(s - round(s)) <= max(SIGMAS * spec.freq_sigma[j, a] * abs(s) / abs(F[j, a]), 1e-6):
             s = float(round(s))
         miss = np.angle(np.exp(1j * (F[own, a] * s - phi0[own])))
-        allow = _allow(unit, F[own, a] * s, out_err) + SIGMAS * spec.freq_sigma[own, a] * abs(s) + 1e-9
+        allow = rounding_allowance(unit, F[own, a] * s, out_err) + SIGMAS * spec.freq_sigma[own, a] * abs(s) + 1e-9
         if np.any(np.abs(miss) > allow):
             return None
         shift.append(float(s))

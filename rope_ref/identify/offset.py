@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .angles import RowFit, angle_precision, fit_rows
-from .tolerances import MAX_OFFSET, NOISE_ULPS, OFFSET_SIGMA, SIGMAS
+from .angles import RowFit, angle_precision, fit_rows, rounding_allowance
+from .tolerances import MAX_OFFSET, OFFSET_SIGMA, SIGMAS
 
 
 @dataclass
@@ -39,8 +39,8 @@ def locate(phase, out_err=0.0) -> OffsetFit:
     rows_fit = fit_rows(phase)
     if out_err:
         found, angle = _search_offset(phase, 2.0**-24, out_err)
-        if found.status != "inconsistent" and np.all(np.abs(rows_fit.resid) <= NOISE_ULPS * 2.0**-24 * (1 + angle)
-                                                      + out_err):
+        float32_explains = np.all(np.abs(rows_fit.resid) <= rounding_allowance(2.0**-24, angle, out_err))
+        if found.status != "inconsistent" and float32_explains:
             return found
     widest = (MAX_OFFSET + n) * np.abs(rows_fit.theta) + np.abs(phase).max(axis=0) + np.pi
     _, unit = angle_precision(rows_fit.resid, widest)
