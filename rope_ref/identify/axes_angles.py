@@ -11,50 +11,50 @@ from .axes_spec import kept, name_axes, not_axes_rope, show_shifts
 from .tolerances import FREQ_ULPS, SIGMAS
 
 
-def _fit_axis(psi, steps, linear, unit, out_err):
-    """Slope through 0 of the angles ``psi`` (points, pairs; wrapped, relative to position 0) at ``steps``.
+def _fit_axis(wrapped, steps, linear, unit, out_err):
+    """Slope through 0 of the angles ``wrapped`` (points, pairs; wrapped, relative to position 0) at ``steps``.
 
     The first ``linear`` steps are 1, 2, ...: unwrapped from step to step.  Each farther step's whole
     turns are predicted from the fit so far, and used only where SIGMAS standard deviations of that
     prediction plus rounding of a ``unit`` float type stay within a quarter turn.
     Returns (slope, its standard deviation, residuals, used mask).
     """
-    n, npairs = psi.shape
+    n, npairs = wrapped.shape
     p = steps.astype(float)[:, None] * np.ones((1, npairs))
-    ang = np.zeros_like(psi)
-    ang[:linear] = np.unwrap(np.vstack([np.zeros((1, npairs)), psi[:linear]]), axis=0)[1:]
+    ang = np.zeros_like(wrapped)
+    ang[:linear] = np.unwrap(np.vstack([np.zeros((1, npairs)), wrapped[:linear]]), axis=0)[1:]
     used = np.zeros((n, npairs), bool)
     used[:linear] = True
     slope, sigma, resid = line_through_zero(p, ang, used)
     for k in range(linear, n):
         pred = slope * p[k]
         spread = SIGMAS * sigma * p[k] + rounding_allowance(unit, pred, out_err)
-        turns = np.round((pred - psi[k]) / (2 * np.pi))
-        ang[k] = psi[k] + 2 * np.pi * turns
+        turns = np.round((pred - wrapped[k]) / (2 * np.pi))
+        ang[k] = wrapped[k] + 2 * np.pi * turns
         used[k] = spread < np.pi / 2
         slope, sigma, resid = line_through_zero(p, ang, used)
     return slope, np.maximum(sigma, 2.0**-52 * np.abs(slope)), resid, used
 
 
 def measure(spec, c, s, steps, linear, sweeps, mixed, call):
-    P, names, A = spec.positions, spec.axis_names, spec.axes
+    positions, names, n_axes = spec.positions, spec.axis_names, spec.axes
     unit = call.unit                                 # the coarsest rounding fn's output type explains
     phase = np.arctan2(s, c)                         # (seq, pairs)
-    phi0 = phase[0]
+    phase_at_zero = phase[0]
     # Rounding cos/sin or the output (a bfloat16 result handed back as float32) errs in a pair's angle and
     # norm alike; an angle relative to the base row's carries two such errors.
     out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
-    spec.phase_at_zero = float(np.abs(phi0).max())
+    spec.phase_at_zero = float(np.abs(phase_at_zero).max())
     npairs = len(spec.pairs)
-    F = np.zeros((npairs, A))
-    sigma = np.zeros((npairs, A))
-    bias = np.zeros((npairs, A))                    # the most an error out_err at every point moves a slope
+    freqs = np.zeros((npairs, n_axes))
+    sigma = np.zeros((npairs, n_axes))
+    bias = np.zeros((npairs, n_axes))               # the most an error out_err at every point moves a slope
     worst = []                                      # (excess over the allowance, message) of each check
     resid_all, angle_all = [], []
-    for a in range(A):
-        psi = np.angle(np.exp(1j * (phase[sweeps[a]] - phi0)))
-        F[:, a], sigma[:, a], resid, used = _fit_axis(psi, steps, linear, unit, out_err)
-        angle = np.outer(steps, F[:, a])
+    for a in range(n_axes):
+        wrapped = np.angle(np.exp(1j * (phase[sweeps[a]] - phase_at_zero)))
+        freqs[:, a], sigma[:, a], resid, used = _fit_axis(wrapped, steps, linear, unit, out_err)
+        angle = np.outer(steps, freqs[:, a])
         pu = np.where(used, steps[:, None].astype(float), 0.0)
         bias[:, a] = out_err * pu.sum(0) / (pu * pu).sum(0)
         resid_all.append(resid[used])
@@ -69,16 +69,16 @@ def measure(spec, c, s, steps, linear, sweeps, mixed, call):
                 f"{abs(resid[k, j]):.2g} rad; {call.precision} rounding allows "
                 f"{rounding_allowance(unit, angle[k, j], out_err):.2g})")))
     # Rows at combinations of all axes: the angles must add up.
-    pm = P[:, mixed].T.astype(float)                       # (rows, A)
-    pred = pm @ F.T                                        # (rows, pairs)
-    meas = phase[mixed] - phi0
+    mixed_positions = positions[:, mixed].T.astype(float)      # (rows, axes)
+    pred = mixed_positions @ freqs.T                            # (rows, pairs)
+    meas = phase[mixed] - phase_at_zero
     resid = np.angle(np.exp(1j * (meas - pred)))
-    terms = np.abs(pm) @ np.abs(F.T)
-    allow = rounding_allowance(unit, terms, out_err) + SIGMAS * (pm @ sigma.T)
+    terms = np.abs(mixed_positions) @ np.abs(freqs.T)
+    allow = rounding_allowance(unit, terms, out_err) + SIGMAS * (mixed_positions @ sigma.T)
     excess = np.abs(resid) - allow
     k, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
     if excess[k, j] > 0:
-        at = ", ".join(f"{n}={int(v)}" for n, v in zip(names, pm[k]))
+        at = ", ".join(f"{n}={int(v)}" for n, v in zip(names, mixed_positions[k]))
         worst.append((excess[k, j] / allow[k, j], (
             f"the angles are linear along each axis alone but do not add up across axes: at {at} pair {j} "
             f"(features {spec.pairs[j]}) turns by {np.angle(np.exp(1j * meas[k, j])):.7g} rad, "
@@ -97,38 +97,39 @@ def measure(spec, c, s, steps, linear, sweeps, mixed, call):
         spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
         spec.notes.append(f"the angle errors (up to {spec.phase_error:.2g} rad) come with norm errors (up to "
                           f"{spec.scale_error:.2g}): cos/sin or the output rounded to a 16-bit type")
-    spec.inv_freq, spec.freq_sigma = F, sigma
-    spec.freq_tolerance = SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(F) + bias
-    name_axes(spec, nonzero=np.abs(F) > SIGMAS * sigma)
+    spec.inv_freq, spec.freq_sigma = freqs, sigma
+    spec.freq_tolerance = SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs) + bias
+    name_axes(spec, nonzero=np.abs(freqs) > SIGMAS * sigma)
     if spec.phase_at_zero > rounding_allowance(unit, 0.0, out_err / 2):
         spec.rotated_at_zero = True
-        j = int(np.argmax(np.abs(phi0)))
-        spec.position_shift = _shift(spec, phi0, unit, out_err)
+        j = int(np.argmax(np.abs(phase_at_zero)))
+        spec.position_shift = _shift(spec, phase_at_zero, unit, out_err)
         why = ("fn shifts the positions by " + show_shifts(spec) if spec.position_shift else
                "are its positions shifted?")
-        spec.notes.append(f"at position 0 on every axis fn already turns pair {j} by {phi0[j]:.6g} rad (up to "
-                          f"{spec.phase_at_zero:.2g} rad over the pairs): {why}; the frequencies are measured from "
-                          "that rotation")
+        spec.notes.append(f"at position 0 on every axis fn already turns pair {j} by {phase_at_zero[j]:.6g} rad "
+                          f"(up to {spec.phase_at_zero:.2g} rad over the pairs): {why}; the frequencies are measured "
+                          "from that rotation")
     return spec
 
 
-def _shift(spec, phi0, unit, out_err):
-    """Per-axis shift s with phi0_j = sum_a F[j, a] s_a (mod 2 pi), when each pair turns with one axis:
+def _shift(spec, phase_at_zero, unit, out_err):
+    """Per-axis shift s with phase_at_zero[j] = sum_a F[j, a] s_a (mod 2 pi), when each pair turns with one axis:
     read from the axis's slowest pair (no whole turn for |s| < pi / theta_slowest), checked on all of them."""
     if spec.axis_of_pair is None:
         return None
-    F, shift = spec.inv_freq, []
+    freqs, shift = spec.inv_freq, []
     for a in range(spec.axes):
         own = np.flatnonzero(spec.axis_of_pair == a)
         if own.size == 0:
             shift.append(0.0)
             continue
-        j = own[np.argmin(np.abs(F[own, a]))]
-        s = phi0[j] / F[j, a]
-        if abs(s - round(s)) <= max(SIGMAS * spec.freq_sigma[j, a] * abs(s) / abs(F[j, a]), 1e-6):
+        j = own[np.argmin(np.abs(freqs[own, a]))]
+        s = phase_at_zero[j] / freqs[j, a]
+        if abs(s - round(s)) <= max(SIGMAS * spec.freq_sigma[j, a] * abs(s) / abs(freqs[j, a]), 1e-6):
             s = float(round(s))
-        miss = np.angle(np.exp(1j * (F[own, a] * s - phi0[own])))
-        allow = rounding_allowance(unit, F[own, a] * s, out_err) + SIGMAS * spec.freq_sigma[own, a] * abs(s) + 1e-9
+        miss = np.angle(np.exp(1j * (freqs[own, a] * s - phase_at_zero[own])))
+        allow = (rounding_allowance(unit, freqs[own, a] * s, out_err) + SIGMAS * spec.freq_sigma[own, a] * abs(s)
+                 + 1e-9)
         if np.any(np.abs(miss) > allow):
             return None
         shift.append(float(s))

@@ -64,33 +64,33 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
     return problems
 
 
-def _check_matrix(E, axes):
+def _check_matrix(want, axes):
     try:
-        E = np.array(E, dtype=np.float64)
+        want = np.array(want, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise TypeError(f"inv_freq must be a real array of shape (rotary_dim/2, axes={axes}), got "
-                        f"{type(E).__name__}: {err}") from None
-    if E.ndim == 1 and axes == 1:
-        E = E[:, None]
-    if E.ndim != 2 or E.shape[1] != axes:
-        raise ValueError(f"inv_freq must have shape (rotary_dim/2, axes={axes}), got {E.shape}")
-    if not np.all(np.isfinite(E)):
+                        f"{type(want).__name__}: {err}") from None
+    if want.ndim == 1 and axes == 1:
+        want = want[:, None]
+    if want.ndim != 2 or want.shape[1] != axes:
+        raise ValueError(f"inv_freq must have shape (rotary_dim/2, axes={axes}), got {want.shape}")
+    if not np.all(np.isfinite(want)):
         raise ValueError("inv_freq must be finite")
-    return E
+    return want
 
 
-def _compare_matrix(spec, E, rtol, names):
-    F = spec.inv_freq
-    if E.shape != F.shape:
-        return [f"frequencies: expected a ({E.shape[0]}, {E.shape[1]}) matrix ({2 * E.shape[0]} rotated features), "
-                f"found ({F.shape[0]}, {F.shape[1]}) (rotary_dim {spec.rotary_dim})"]
-    tol = spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(E)
-    form, axis, sections, layout = classify(E)
+def _compare_matrix(spec, want, rtol, names):
+    found = spec.inv_freq
+    if want.shape != found.shape:
+        return [f"frequencies: expected a ({want.shape[0]}, {want.shape[1]}) matrix ({2 * want.shape[0]} rotated "
+                f"features), found ({found.shape[0]}, {found.shape[1]}) (rotary_dim {spec.rotary_dim})"]
+    tol = spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(want)
+    form, axis, sections, layout = classify(want)
     problems = []
     if axis is not None and spec.axis_of_pair is None:
-        j = int(np.flatnonzero((np.abs(F) > spec.freq_tolerance).sum(1) > 1)[0])
-        drive = ", ".join(f"{names[a]} {F[j, a]:.4g}" for a in range(spec.axes)
-                          if abs(F[j, a]) > spec.freq_tolerance[j, a])
+        j = int(np.flatnonzero((np.abs(found) > spec.freq_tolerance).sum(1) > 1)[0])
+        drive = ", ".join(f"{names[a]} {found[j, a]:.4g}" for a in range(spec.axes)
+                          if abs(found[j, a]) > spec.freq_tolerance[j, a])
         return [f"axes: expected each pair to turn with one axis ({form}), found pairs that turn with several: pair "
                 f"{j} with {drive} (found {spec.form})"]
     if axis is not None:
@@ -107,31 +107,32 @@ def _compare_matrix(spec, E, rtol, names):
             problems.append(f"axis of each pair: kernel has {runs(found_axis, names)}, expected {runs(axis, names)}")
         if not np.array_equal(axis, found_axis):
             # the spectra, whichever axis drives each pair
-            want = np.abs(E[np.arange(len(E)), axis])
-            got = np.abs(F[np.arange(len(F)), found_axis])
-            bad = np.flatnonzero(np.abs(got - want) > spec.freq_tolerance[np.arange(len(F)), found_axis]
-                                 + max(rtol, FREQ_ULPS * 2.0**-24) * want)
+            want_theta = np.abs(want[np.arange(len(want)), axis])
+            found_theta = np.abs(found[np.arange(len(found)), found_axis])
+            allowed = (spec.freq_tolerance[np.arange(len(found)), found_axis]
+                       + max(rtol, FREQ_ULPS * 2.0**-24) * want_theta)
+            bad = np.flatnonzero(np.abs(found_theta - want_theta) > allowed)
             if bad.size:
                 problems.append("frequencies (whichever axis turns each pair): " + "; ".join(
-                    f"pair {j} expected {want[j]:.6g}, found {got[j]:.6g}" for j in bad[:3])
+                    f"pair {j} expected {want_theta[j]:.6g}, found {found_theta[j]:.6g}" for j in bad[:3])
                     + f"; {bad.size} of {len(want)} pairs differ")
             return problems
     # Same zero pattern or dense: entry by entry, an axis with every sign flipped named first.
-    bad = np.abs(F - E) > tol
+    bad = np.abs(found - want) > tol
     for a in range(spec.axes):
-        col = E[:, a] != 0
-        if bad[:, a].any() and col.any() and np.all(np.abs(F[col, a] + E[col, a]) <= tol[col, a]):
+        col = want[:, a] != 0
+        if bad[:, a].any() and col.any() and np.all(np.abs(found[col, a] + want[col, a]) <= tol[col, a]):
             first = int(np.flatnonzero(col)[0])
-            problems.append(f"axis {names[a]}: every frequency has the opposite sign (expected {E[first, a]:.6g} for "
-                            f"pair {first}, found {F[first, a]:.6g}): the kernel turns the other way in {names[a]} "
-                            "(position negated or sin's sign flipped?)")
+            problems.append(f"axis {names[a]}: every frequency has the opposite sign (expected "
+                            f"{want[first, a]:.6g} for pair {first}, found {found[first, a]:.6g}): the kernel turns "
+                            f"the other way in {names[a]} (position negated or sin's sign flipped?)")
             bad[:, a] = False
     rows, cols = np.nonzero(bad)
     if rows.size:
         problems.append("frequencies: " + "; ".join(
-            f"pair {j} along {names[a]} expected {E[j, a]:.6g}, found {F[j, a]:.6g}"
+            f"pair {j} along {names[a]} expected {want[j, a]:.6g}, found {found[j, a]:.6g}"
             for j, a in zip(rows[:3], cols[:3]))
-            + f"; {rows.size} of {E.size} entries differ")
+            + f"; {rows.size} of {want.size} entries differ")
     return problems
 
 

@@ -69,17 +69,17 @@ def _design(axes, seq, max_position, rng):
     far = np.unique(np.round(np.geomspace(2 * linear, max_position, max(per_axis - linear, 1))).astype(np.int64))
     far = far[(far > linear) & (far <= max_position)][:per_axis - linear] if max_position > linear else far[:0]
     steps = np.concatenate([np.arange(1, linear + 1), far]).astype(np.int64)
-    P = np.zeros((axes, seq), np.int64)
+    positions = np.zeros((axes, seq), np.int64)
     sweeps = []
     row = 1
     for a in range(axes):
         rows = np.arange(row, row + len(steps))
-        P[a, rows] = steps
+        positions[a, rows] = steps
         sweeps.append(rows)
         row += len(steps)
     mixed = np.arange(row, seq)
-    P[:, mixed] = rng.integers(0, min(max_position, 63) + 1, size=(axes, len(mixed)))
-    return P, steps, linear, sweeps, mixed
+    positions[:, mixed] = rng.integers(0, min(max_position, 63) + 1, size=(axes, len(mixed)))
+    return positions, steps, linear, sweeps, mixed
 
 
 # ---- checks ------------------------------------------------------------------------------------
@@ -145,9 +145,9 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     d, axes, seq, seed, max_position = _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes)
     names = _check_names(axis_names, axes)
     rng = np.random.default_rng(seed)
-    P, steps, linear, sweeps, mixed = _design(axes, seq, max_position, rng)
-    call = Caller(fn, P)
-    done = dict(axes=axes, axis_names=names, positions=P)
+    positions, steps, linear, sweeps, mixed = _design(axes, seq, max_position, rng)
+    call = Caller(fn, positions)
+    done = dict(axes=axes, axis_names=names, positions=positions)
     a, b = rng.standard_normal((2, seq, d))
     read = read_matrices(call, a, b, "; " + _FN_SHAPES + f"; is d={d} the width fn rotates?")
     done["calls"] = call.calls

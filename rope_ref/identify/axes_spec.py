@@ -145,19 +145,19 @@ def _rounded_base(theta, denominator, rtol):
     return None
 
 
-def classify(F, nonzero=None):
+def classify(freqs, nonzero=None):
     """(form, axis_of_pair, sections, mrope_layout) of a frequency matrix F (pairs, axes); entries where
     ``nonzero`` is False (default: F == 0) count as zero."""
-    F = np.asarray(F, float)
-    nz = F != 0 if nonzero is None else nonzero
-    A = F.shape[1]
-    if not np.all(nz.sum(1) == 1):
+    freqs = np.asarray(freqs, float)
+    nonzero_mask = freqs != 0 if nonzero is None else nonzero
+    n_axes = freqs.shape[1]
+    if not np.all(nonzero_mask.sum(1) == 1):
         return "mixed", None, None, None
-    axis = np.argmax(nz, axis=1)
-    sections = tuple(int(n) for n in np.bincount(axis, minlength=A))
+    axis = np.argmax(nonzero_mask, axis=1)
+    sections = tuple(int(n) for n in np.bincount(axis, minlength=n_axes))
     if sum(n > 0 for n in sections) == 1:
         return "1-D", axis, sections, None
-    theta = np.abs(F[np.arange(len(axis)), axis])
+    theta = np.abs(freqs[np.arange(len(axis)), axis])
     if not np.all(np.diff(theta) < 0):
         return "axial", axis, sections, None
     layout = ("blocks" if np.array_equal(axis, blocks_assignment(sections)) else
@@ -166,20 +166,20 @@ def classify(F, nonzero=None):
 
 
 def name_axes(spec, nonzero):
-    F = spec.inv_freq
-    spec.form, spec.axis_of_pair, spec.sections, spec.mrope_layout = classify(F, nonzero)
+    freqs = spec.inv_freq
+    spec.form, spec.axis_of_pair, spec.sections, spec.mrope_layout = classify(freqs, nonzero)
     names = spec.axis_names
     if spec.form in ("1-D", "M-RoPE"):
-        theta = np.abs(F[np.arange(len(F)), spec.axis_of_pair])
-        rel = spec.freq_tolerance[np.arange(len(F)), spec.axis_of_pair] / theta
+        theta = np.abs(freqs[np.arange(len(freqs)), spec.axis_of_pair])
+        rel = spec.freq_tolerance[np.arange(len(freqs)), spec.axis_of_pair] / theta
         spec.base = _rounded_base(theta, spec.rotary_dim / 2, rel)
         if spec.form == "M-RoPE" and spec.mrope_layout is None:
             spec.notes.append(f"each pair turns with one axis and the pairs share one spectrum, but the axes are "
                               f"laid out neither as blocks nor as Qwen3-VL's interleaving: "
                               f"{runs(spec.axis_of_pair, names)}")
     elif spec.form == "axial":
-        rel = spec.freq_tolerance / np.maximum(np.abs(F), 1e-300)
-        spec.axis_bases = tuple(_rounded_base(F[spec.axis_of_pair == a, a], spec.sections[a],
+        rel = spec.freq_tolerance / np.maximum(np.abs(freqs), 1e-300)
+        spec.axis_bases = tuple(_rounded_base(freqs[spec.axis_of_pair == a, a], spec.sections[a],
                                                 rel[spec.axis_of_pair == a, a]) if spec.sections[a]
                                 else None for a in range(spec.axes))
     if spec.sections is not None:
@@ -187,7 +187,7 @@ def name_axes(spec, nonzero):
         if unused:
             spec.notes.append(f"no pair turns with {', '.join(unused)}: fn ignores "
                               f"{'that axis' if len(unused) == 1 else 'those axes'}")
-    flipped = [names[a] for a in range(spec.axes) if np.any(F[:, a] < 0) and not np.any(F[:, a] > 0)]
+    flipped = [names[a] for a in range(spec.axes) if np.any(freqs[:, a] < 0) and not np.any(freqs[:, a] > 0)]
     if flipped:
         spec.notes.append(f"every frequency along {', '.join(flipped)} is negative: the kernel turns clockwise in "
                           f"{'that axis' if len(flipped) == 1 else 'those axes'} (eq 34 turns counter-clockwise)")
