@@ -24,7 +24,7 @@ from .probe import Caller, check_probe_arguments, check_sizes, probe_phase, read
 from .spec import RopeSpec, not_rope
 from .structure import Structure, read_structure
 from .tolerances import (DYNAMIC_MIN_OFFSET, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, OFFSET_SIGMA, SIGMAS,
-                         STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL)
+                         STATE_RTOL)
 
 FLOAT32_UNIT = 2.0**-24
 

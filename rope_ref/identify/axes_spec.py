@@ -3,13 +3,13 @@ naming of a frequency matrix (which axis turns each pair, the sections, the M-Ro
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..multiaxis import blocks_assignment, interleaved_assignment
 from .naming import geometric_base
-from .spec import show_number
+from .spec import ProbeSpec, show_number
 from .tolerances import FREQ_ULPS
 
 #: Most position axes accepted.
@@ -24,7 +24,7 @@ LAYOUTS = {"blocks": "contiguous sections in axis order, as Qwen2-VL / Qwen2.5-V
 
 
 @dataclass
-class AxesSpec:
+class AxesSpec(ProbeSpec):
     """What :func:`identify_axes` found.  ``is_rope`` False means the other fields are not meaningful.
 
     ``inv_freq[j, a]``: signed angular frequency of pair j along axis a (radians per position), pairs in
@@ -32,36 +32,24 @@ class AxesSpec:
     ``"M-RoPE"`` (each pair with one axis, one spectrum strictly decreasing over the pairs), ``"axial"``
     (each pair with one axis, the axes' spectra repeat: 2-D ViT RoPE) or ``"mixed"`` (some pair turns with
     several axes: RoPE-Mixed).  ``axis_of_pair``, ``sections``: when each pair turns with one axis.
-    ``mrope_layout``: ``"blocks"`` / ``"interleaved"`` for M-RoPE, None otherwise.
+    ``mrope_layout``: ``"blocks"`` / ``"interleaved"`` for M-RoPE, None otherwise.  ``base``:
+    theta_j = base^(-2j/rotary_dim) over all pairs (1-D, M-RoPE), if so.
     """
 
-    is_rope: bool
-    reason: str = ""
     axes: int | None = None
     axis_names: tuple = ()
-    pairing: str | None = None          # "interleaved", "half" or "other", within the rotated features
-    pairs: list = field(default_factory=list)
-    rotary_dim: int | None = None
-    rotary_start: int = 0
-    inv_freq: np.ndarray | None = None  # (rotary_dim/2, axes), signed
     freq_sigma: np.ndarray | None = None      # standard deviation of each entry, radians per position
     freq_tolerance: np.ndarray | None = None  # absolute tolerance on each entry used by compare_axes
     form: str | None = None
     axis_of_pair: np.ndarray | None = None
     sections: tuple | None = None
     mrope_layout: str | None = None
-    base: float | None = None           # theta_j = base^(-2j/rotary_dim) over all pairs (1-D, M-RoPE), if so
     axis_bases: tuple | None = None     # axial: per axis, theta_k = base_a^(-k/n_a) over its n_a pairs, if so
-    norm_scale: float | None = None
-    angle_precision: str | None = None  # the float type the kernel's angles behave like
-    phase_error: float = 0.0            # largest |measured angle - sum_a F[j, a] p_a| over the rows, radians
     phase_at_zero: float = 0.0          # largest |angle| at position 0 on every axis (0 unless positions shift)
     rotated_at_zero: bool = False       # pairs turned beyond rounding with every axis at 0
     position_shift: tuple | None = None  # per axis, the shift s_a with angle(0) = sum_a F[j, a] s_a, when solved
-    scale_error: float = 0.0
     positions: np.ndarray | None = None  # (axes, seq): the positions fn was called with
     calls: int = 0
-    notes: list = field(default_factory=list)
 
     def __str__(self) -> str:
         if not self.is_rope:
