@@ -63,7 +63,7 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     "interleaved": Qwen3-VL's ``mrope_interleaved``).  ``axis_names`` label the axes in its reports
     (default t/h/w for 3 axes, h/w for 2).  ``base_hint`` and ``max_rows`` are 1-D probing's (TypeError with
     ``axes``); ``max_position`` and ``axis_names`` are multi-axis probing's.  See
-    :func:`~rope_ref.identify.axes_probe.identify_axes`.
+    :func:`~rope_ref.kernel_check.axes_probe.identify_axes`.
 
     >>> import rope_ref as rr, numpy as np
     >>> F = rr.mrope_frequencies(16, [2, 3, 3])                 # Qwen2-VL's layout: t, h, w blocks

@@ -1,4 +1,4 @@
-"""The angle fits of :func:`~rope_ref.identify.axes_probe.identify_axes`: a line through 0 per pair and axis,
+"""The angle fits of :func:`~rope_ref.kernel_check.axes_probe.identify_axes`: a line through 0 per pair and axis,
 unwrapped step by step then extended to far positions, checked on rows mixing all axes (the angles must add
 up: pair j turns by ``sum_a F[j, a] p_a``), the float type the angles behave like, a shift of the positions."""
 

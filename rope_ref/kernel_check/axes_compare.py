@@ -146,14 +146,14 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
                       rotary_start: int = 0, norm_scale: float | None = None, rtol: float = 0.0,
                       phase_atol: float | None = None, seq: int = 64, seed: int = 0,
                       max_position: int = MAX_POSITION, axis_names=None, max_bytes: int = MAX_BYTES) -> AxesSpec:
-    """Raise AssertionError (:class:`~rope_ref.identify.RopeMismatch`) naming every way the multi-axis kernel
+    """Raise AssertionError (:class:`~rope_ref.kernel_check.RopeMismatch`) naming every way the multi-axis kernel
     ``fn(x, positions)`` differs from what you expect; return the :class:`AxesSpec` when all match.
 
     Expect either ``inv_freq`` (rotary_dim/2, axes) or, for M-RoPE (axes=3), ``sections`` (t, h, w pairs: a
     config's mrope_section) with ``layout`` ("blocks", the default, or "interleaved") and ``base`` (default
     10000): :func:`rope_ref.multiaxis.mrope_frequencies` with rotary_dim defaulting to d.  Also ``pairing``,
     ``rotary_dim``, ``rotary_start`` (default 0: the leading features rotate), ``norm_scale``, ``phase_atol``.
-    See :func:`~rope_ref.identify.axes_probe.identify_axes` for how fn is called and :func:`compare_axes` for
+    See :func:`~rope_ref.kernel_check.axes_probe.identify_axes` for how fn is called and :func:`compare_axes` for
     the comparison.  An exception raised inside ``fn`` is re-raised as ``KernelRaised`` ("fn raised ..."),
     never reported as a mismatch.
     """

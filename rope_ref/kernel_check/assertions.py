@@ -60,7 +60,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
 
     **Multi-axis kernels.**  When ``config`` is multi-axis (an M-RoPE config: ``RopeConfig.axes == 3``,
     ``inv_freq()`` a ``(rotary_dim/2, 3)`` matrix) or ``axes=A`` is given, ``fn(x, positions)`` is probed as
-    ``identify(fn, d, axes=A)`` does and compared with :func:`~rope_ref.identify.axes_compare.assert_axes_match`:
+    ``identify(fn, d, axes=A)`` does and compared with :func:`~rope_ref.kernel_check.axes_compare.assert_axes_match`:
     a wrong section split, M-RoPE layout (blocks vs interleaved), pairing, rotary_dim, sign or frequency is
     named.  The expectations come from the config (its matrix, pairing, rotary_dim, attention factor), or
     directly: ``inv_freq=`` (rotary_dim/2, A), or for M-RoPE ``sections=`` with ``layout=`` and ``base=``; also

@@ -13,7 +13,7 @@ _PAIRINGS = ("interleaved", "half", "other")
 
 class RopeMismatch(AssertionError):
     """An AssertionError with each difference on its own line (``problems``) and the ``spec`` identified
-    (a :class:`~rope_ref.identify.spec.RopeSpec`, or an :class:`~rope_ref.identify.axes_spec.AxesSpec` for
+    (a :class:`~rope_ref.kernel_check.spec.RopeSpec`, or an :class:`~rope_ref.kernel_check.axes_spec.AxesSpec` for
     multi-axis kernels).
 
     Its message: a title, the problems indented, then the whole spec (what a test run shows)."""

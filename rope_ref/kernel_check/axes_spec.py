@@ -1,4 +1,4 @@
-"""What :func:`~rope_ref.identify.axes_probe.identify_axes` found: :class:`AxesSpec`, its display, and the
+"""What :func:`~rope_ref.kernel_check.axes_probe.identify_axes` found: :class:`AxesSpec`, its display, and the
 naming of a frequency matrix (which axis turns each pair, the sections, the M-RoPE layout)."""
 
 from __future__ import annotations
