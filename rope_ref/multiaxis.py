@@ -40,12 +40,7 @@ def _check_sections(sections, n_pairs: int, rotary_dim: int) -> tuple[int, int, 
     if len(items) != 3:
         raise ValueError(f"sections must have 3 entries (pairs for temporal, height, width), got {len(items)}: "
                          f"{items!r}")
-    for i, s in enumerate(items):
-        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
-            raise TypeError(f"sections[{i}] must be a non-negative integer, got {s!r} of type {type(s).__name__}")
-        if s < 0:
-            raise ValueError(f"sections[{i}] must be a non-negative integer, got {s}")
-    items = [int(s) for s in items]
+    items = [val.check_nonnegative_int(s, f"sections[{i}]") for i, s in enumerate(items)]
     if sum(items) != n_pairs:
         raise ValueError(f"sections must sum to rotary_dim/2 = {n_pairs} (rotary_dim={rotary_dim}), got "
                          f"{items} summing to {sum(items)}")
@@ -278,7 +273,8 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     [[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]]
     """
     merge = val.check_positive_int(spatial_merge_size, "spatial_merge_size")
-    tps = None if tokens_per_second is None else val.check_positive_real(tokens_per_second, "tokens_per_second")
+    if tokens_per_second is not None:
+        tokens_per_second = val.check_positive_real(tokens_per_second, "tokens_per_second")
     if text_after_vision not in _RESUME:
         raise (TypeError if not isinstance(text_after_vision, str) else ValueError)(
             f"text_after_vision must be one of {_RESUME} ('max+1': the published rule; 'spatial': transformers "
@@ -299,14 +295,14 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
             start += n
             continue
         t, h, w = n
-        if kind == "video" and tps is not None:
+        if kind == "video" and tokens_per_second is not None:
             with np.errstate(over="ignore"):
-                interval = np.float32(np.float32(1.0 if seconds is None else seconds) * np.float32(tps))
+                interval = np.float32(np.float32(1.0 if seconds is None else seconds) * np.float32(tokens_per_second))
                 last = np.float32(t - 1) * interval
             if not np.isfinite(last) or last >= 2 ** 40:
                 raise ValueError(f"a video's temporal ids reach (t-1) * seconds_per_grid * tokens_per_second = "
-                                 f"{(t - 1) * (1.0 if seconds is None else seconds) * tps:.3g}; expected below 2^40 "
-                                 "(check seconds_per_grid and tokens_per_second)")
+                                 f"{(t - 1) * (1.0 if seconds is None else seconds) * tokens_per_second:.3g}; expected "
+                                 "below 2^40 (check seconds_per_grid and tokens_per_second)")
             temporal = (np.arange(t, dtype=np.float32) * interval).astype(np.int64)   # truncation, as .long()
         else:
             temporal = np.arange(t, dtype=np.int64)
