@@ -1,22 +1,15 @@
-"""Black-box identification of a RoPE implementation: which pairing, base, offset, scaling.
+"""Black-box checking of a RoPE kernel: which pairing, base, offset, scaling (``identify``), and how it differs
+from what you expect (``assert_rope_matches``, ``assert_rope_grad_matches`` for a backward pass).
 
-``identify(fn, d)`` feeds ``fn`` float64 inputs of shape ``(seq, d)`` (the function
-applies its own positions, row r at position offset + r) and reads back, row by row,
-the linear map it applies.  A rotary embedding maps each row by the block-diagonal
-rotation of eq 34 (RoFormer, arXiv:2104.09864): one 2x2 block [[cos, -sin], [sin, cos]]
-per pair of features, with angle (offset + row) * theta_i.  Everything else follows
-from measuring those blocks (:mod:`.analyse` lists the steps and the module of each).
-
-``assert_rope_matches(fn, d, **expected)`` turns the differences from what you expect
-into one readable AssertionError; ``assert_rope_grad_matches(vjp, d, **expected)`` does
-the same for a backward pass.  How the measurement works: docs/identify_internals.md.
-
-Multi-axis RoPE (M-RoPE, 2-D axial, RoPE-Mixed): ``identify(fn, d, axes=A)`` calls
-``fn(x, positions)`` with positions ``(A, seq)`` and returns an :class:`AxesSpec` (the frequency
-matrix ``(rotary_dim/2, A)``, sections, M-RoPE layout); ``assert_rope_matches(fn, config=<M-RoPE
-config>)`` or ``assert_rope_matches(fn, d, axes=A, ...)`` compares it.  The modules: :mod:`.axes_probe`
-(calls and structure), :mod:`.axes_angles` (the fits), :mod:`.axes_spec` (the spec and its naming),
-:mod:`.axes_compare` (``compare_axes``, ``assert_axes_match``, what a config expects).
+A rotary embedding maps each row by the block-diagonal rotation of eq 34 (RoFormer, arXiv:2104.09864): one
+2x2 block [[cos, -sin], [sin, cos]] per pair of features.  ``identify(fn, d)`` calls ``fn(x)`` on rows
+(row r at position offset + r); with ``axes=A`` it calls ``fn(x, positions)`` with positions ``(A, seq)``
+(M-RoPE, 2-D axial, RoPE-Mixed).  One probe serves both, a 1-D kernel being the case A = 1 that also has an
+unknown offset: :mod:`.probe` (calling fn, the five opening checks), :mod:`.structure` (the pairs and their
+blocks), :mod:`.angles` (line fits, float types).  What differs lives apart: 1-D in :mod:`.analyse`
+(the steps), :mod:`.offset`, :mod:`.naming`, :mod:`.dynamic`, :mod:`.spec`, :mod:`.assertions`,
+:mod:`.grad`; several axes in :mod:`.axes_probe`, :mod:`.axes_angles`, :mod:`.axes_spec` (sections,
+layouts), :mod:`.axes_compare`.  How the measurement works: docs/identify_internals.md.
 """
 
 from .analyse import identify

@@ -53,17 +53,11 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     ``max_rows`` defaults to MAX_ROWS.  Returns a :class:`RopeSpec`.
 
     **Multi-axis kernels** (M-RoPE of Qwen2-VL / Qwen3-VL, 2-D axial RoPE of ViTs, RoPE-Mixed): with
-    ``axes=A``, ``fn(x, positions) -> y`` is called with x float64 ``(seq, d)`` and positions int64 ``(A, seq)``
-    that identify chooses (row r at positions[:, r]: transformers' M-RoPE position ids without the batch
-    axis; each axis moved alone up to ``max_position``, default 4096, then mixed), and the result is an
-    :class:`AxesSpec`: ``inv_freq`` of shape ``(rotary_dim/2, A)`` (pair j turns by
-    ``sum_a inv_freq[j, a] * p_a``, signed), ``pairing``, ``rotary_dim``, ``rotary_start``, ``form``
-    ("1-D", "M-RoPE", "axial" or "mixed"), and where each pair turns with one axis ``sections`` (pairs per
-    axis, in axis order) and for M-RoPE ``mrope_layout`` ("blocks": Qwen2-VL's contiguous sections;
-    "interleaved": Qwen3-VL's ``mrope_interleaved``).  ``axis_names`` label the axes in its reports
-    (default t/h/w for 3 axes, h/w for 2).  ``base_hint`` and ``max_rows`` are 1-D probing's (TypeError with
-    ``axes``); ``max_position`` and ``axis_names`` are multi-axis probing's.  See
-    :func:`~rope_ref.kernel_check.axes_probe.identify_axes`.
+    ``axes=A``, ``fn(x, positions) -> y`` is called with positions int64 ``(A, seq)`` that identify chooses
+    and the result is an :class:`AxesSpec` (the frequency matrix ``(rotary_dim/2, A)``, ``sections``,
+    ``mrope_layout``): :func:`~rope_ref.kernel_check.axes_probe.identify_axes` says how.  ``base_hint`` and
+    ``max_rows`` are 1-D probing's (TypeError with ``axes``); ``max_position`` (default 4096) and
+    ``axis_names`` are multi-axis probing's.
 
     >>> import rope_ref as rr, numpy as np
     >>> F = rr.mrope_frequencies(16, [2, 3, 3])                 # Qwen2-VL's layout: t, h, w blocks
