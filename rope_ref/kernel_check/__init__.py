@@ -7,17 +7,16 @@ A rotary embedding maps each row by the block-diagonal rotation of eq 34 (RoForm
 (M-RoPE, 2-D axial, RoPE-Mixed).  One probe serves both, a 1-D kernel being the case A = 1 that also has an
 unknown offset: :mod:`.probe` (calling fn, the five opening checks), :mod:`.structure` (the pairs and their
 blocks), :mod:`.angles` (line fits, float types).  What differs lives apart: 1-D in :mod:`.analyse`
-(the steps), :mod:`.offset`, :mod:`.naming`, :mod:`.dynamic`, :mod:`.spec`, :mod:`.assertions`,
-:mod:`.grad`; several axes in :mod:`.axes_probe`, :mod:`.axes_angles`, :mod:`.axes_spec` (sections,
+(the steps), :mod:`.offset`, :mod:`.naming`, :mod:`.dynamic`, :mod:`.spec`, :mod:`.assertions` (forward and
+backward passes); several axes in :mod:`.axes_probe` (positions and fits), :mod:`.axes_spec` (sections,
 layouts), :mod:`.axes_compare`.  How the measurement works: docs/identify_internals.md.
 """
 
 from .analyse import identify
-from .assertions import assert_rope_matches
+from .assertions import assert_rope_grad_matches, assert_rope_matches
 from .axes_compare import assert_axes_match, compare_axes
 from .axes_probe import identify_axes
 from .axes_spec import AxesSpec
-from .grad import assert_rope_grad_matches
 from .mismatch import KernelRaised, RopeMismatch
 from .spec import RopeSpec
 from .tolerances import (DYNAMIC_MIN_OFFSET, FREQ_ULPS, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, NOISE_ULPS,

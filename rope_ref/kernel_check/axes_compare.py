@@ -65,17 +65,12 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
 
 
 def _check_matrix(want, axes):
-    try:
-        want = np.array(want, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"inv_freq must be a real array of shape (rotary_dim/2, axes={axes}), got "
-                        f"{type(want).__name__}: {err}") from None
+    """The expected matrix: finite reals of shape (rotary_dim/2, axes) ((rotary_dim/2,) for one axis)."""
+    want = val.check_real_values(want, "inv_freq")
     if want.ndim == 1 and axes == 1:
         want = want[:, None]
     if want.ndim != 2 or want.shape[1] != axes:
         raise ValueError(f"inv_freq must have shape (rotary_dim/2, axes={axes}), got {want.shape}")
-    if not np.all(np.isfinite(want)):
-        raise ValueError("inv_freq must be finite")
     return want
 
 
