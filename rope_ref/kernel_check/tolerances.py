@@ -28,5 +28,5 @@ DYNAMIC_MIN_OFFSET = 1024
 MAX_ROWS = 4096
 #: Default for max_bytes: the largest array identify holds (seq x d x d, or max_rows x d, float64).
 MAX_BYTES = 2**30
-
-_TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+#: Training lengths of published models, tried when a scaling method's original length must be guessed.
+TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
