@@ -20,9 +20,9 @@ from .axes_spec import MAX_POSITION, AxesSpec
 from .dynamic import check_dynamic
 from .naming import describe_frequencies, describe_proportional
 from .offset import locate, rows_needed
-from .probe import Caller, check_probe_arguments, check_sizes, probe_phase, read_matrices
+from .probe import Caller, check_probe_arguments, check_sizes, probe_phase, read_rotations
 from .spec import RopeSpec, not_rope
-from .structure import Structure, read_structure
+from .structure import Structure
 from .tolerances import (DYNAMIC_MIN_OFFSET, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, OFFSET_SIGMA, SIGMAS,
                          STATE_RTOL)
 
@@ -84,13 +84,13 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     check_sizes(seq, d, max_bytes, max_rows)
     a, b = np.random.default_rng(seed).standard_normal((2, seq, d))
     call = Caller(fn)
-    read = read_matrices(call, a, b, f"; identify passes a float64 NumPy array of shape (seq, d) = ({seq}, {d}): is "
+    read = read_rotations(call, a, b, f"; identify passes a float64 NumPy array of shape (seq, d) = ({seq}, {d}): is "
                          f"d={d} the width fn rotates? wrap a kernel that takes (batch, heads, seq, d) torch tensors "
                          "as lambda x: kernel(torch.from_numpy(x)[None, None])[0, 0]")
     if isinstance(read, str):
         return not_rope(read)
-    matrices, ya, scale = read
-    spec = _analyse(call, matrices, base_hint, max_rows)
+    structure, ya, scale = read
+    spec = _analyse(call, d, structure, base_hint, max_rows)
     if spec.is_rope and call.longest > seq:       # transformers' dynamic RoPE keeps the longest length seen
         state = np.abs(call(a, "random input a after the longer calls") - ya).max() / scale
         if state > STATE_RTOL:
@@ -102,17 +102,14 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     return spec
 
 
-def _analyse(call, matrices, base_hint, max_rows) -> RopeSpec:
-    """Steps 1-5 on the matrices fn applies to the first rows."""
-    structure = read_structure(matrices)
-    if isinstance(structure, str):
-        return not_rope(structure)
+def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
+    """Steps 2-5 on the structure read from the first rows."""
     phase = np.unwrap(np.arctan2(structure.sin, structure.cos), axis=0)            # (seq, pairs), relative to row 0
     if np.abs(phase - phase[0]).max() <= 1e-9:
         return not_rope(f"every row is rotated alike (by up to {np.abs(phase[0]).max():.3g} rad): fn does not "
                         "advance the position with the row; identify needs row r at position offset + r "
                         "(does fn treat the first axis as a batch of tokens at one position?)")
-    angles = _Angles(call, matrices.shape[-1], structure, phase)
+    angles = _Angles(call, d, structure, phase)
     angles.refine(max_rows)
     steps = uneven_steps(angles.phase) if angles.located.unit > FLOAT32_UNIT else None
     if steps == "one axis":
@@ -126,7 +123,7 @@ def _analyse(call, matrices, base_hint, max_rows) -> RopeSpec:
                         "not a 1-D RoPE: probe it along each axis with identify(fn, d, axes=A)", multi_axis=True)
     angles.note_offset(max_rows)
     spec, tau = angles.spec(structure)
-    if not describe_proportional(spec, matrices.shape[-1], tau):
+    if not describe_proportional(spec, d, tau):
         describe_frequencies(spec, base_hint, tau, angles.located.unit)
     if spec.rope_type == "ntk" or (spec.rope_type == "default" and spec.offset >= DYNAMIC_MIN_OFFSET):
         _check_length_dependence(spec, angles, tau, base_hint, max_rows)

@@ -39,8 +39,7 @@ import numpy as np
 from .. import _validate as val
 from .angles import angle_precision, line_through_zero, rounding_allowance
 from .axes_spec import DEFAULT_AXIS_NAMES, MAX_AXES, MAX_POSITION, AxesSpec, kept, name_axes, not_axes_rope, show_shifts
-from .probe import Caller, check_probe_arguments, check_sizes, read_matrices
-from .structure import read_structure
+from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
 from .tolerances import FREQ_ULPS, MAX_BYTES, SIGMAS
 
 _FN_SHAPES = ("identify_axes calls fn(x, positions): x float64 of shape (seq, d), positions int64 of shape "
@@ -149,13 +148,11 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     call = Caller(fn, positions)
     done = dict(axes=axes, axis_names=names, positions=positions)
     a, b = rng.standard_normal((2, seq, d))
-    read = read_matrices(call, a, b, "; " + _FN_SHAPES + f"; is d={d} the width fn rotates?")
+    read = read_rotations(call, a, b, "; " + _FN_SHAPES + f"; is d={d} the width fn rotates?")
     done["calls"] = call.calls
     if isinstance(read, str):
         return not_axes_rope(read, **done)
-    structure = read_structure(read[0])
-    if isinstance(structure, str):
-        return not_axes_rope(structure, **done)
+    structure = read[0]
     if structure.output_pairing is not None:
         return not_axes_rope("the rotated pairs are written to other features (output feature "
                              f"{structure.output_pairs[0][0]} holds pair {structure.pairs[0]}): identify_axes follows "

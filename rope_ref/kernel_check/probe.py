@@ -2,8 +2,9 @@
 probes identify reads its rotations from.
 
 A 1-D kernel is called ``fn(x)``, a multi-axis one ``fn(x, positions)`` with the positions the probe chose:
-:class:`Caller` wraps either, and :func:`read_matrices` runs the same five checks on both (fn depends on its
-inputs alone, maps 0 to 0, is linear, keeps rows apart) while reading the d x d matrix of every row.
+:class:`Caller` wraps either, and :func:`read_rotations` runs the same five checks on both (fn depends on its
+inputs alone, maps 0 to 0, is linear, keeps rows apart) while reading the d x d matrix of every row, then the
+pairs those matrices rotate (:func:`~.structure.read_structure`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as val
+from .structure import read_structure
 from .tolerances import PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
 
 
@@ -86,11 +88,11 @@ class Caller:
         return out
 
 
-def read_matrices(call: Caller, a, b, hint):
+def read_rotations(call: Caller, a, b, hint):
     """The d x d matrix fn applies to each row, ``(seq, d, d)``, after checking that fn is a function of its
-    inputs alone, maps 0 to 0, is linear and keeps rows apart: (matrices, fn(a), output scale), or the reason
-    (a str) when one of those fails.  ``a``, ``b``: random inputs ``(seq, d)``; ``hint`` goes with the first
-    call's errors.  d + 5 calls."""
+    inputs alone, maps 0 to 0, is linear and keeps rows apart, and the pairs it rotates read from those matrices:
+    (:class:`~.structure.Structure`, fn(a), output scale), or the reason (a str) when one of those fails.
+    ``a``, ``b``: random inputs ``(seq, d)``; ``hint`` goes with the first call's errors.  d + 5 calls."""
     seq, d = a.shape
     ya, yb = call(a, "random input a", hint), call(b, "random input b")
     scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
@@ -119,7 +121,8 @@ def read_matrices(call: Caller, a, b, hint):
     if mix > STRUCTURE_RTOL:
         return (f"row r of the output depends on other rows (error {mix:.2g} relative): fn mixes rows (positions) "
                 "or depends on content")
-    return matrices, ya, scale
+    structure = read_structure(matrices)
+    return structure if isinstance(structure, str) else (structure, ya, scale)
 
 
 def check_probe_arguments(fn, d, seq, seed, min_seq, calling, why_min):
