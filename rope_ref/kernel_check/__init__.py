@@ -1,15 +1,7 @@
 """Black-box checking of a RoPE kernel: which pairing, base, offset, scaling (``identify``), and how it differs
-from what you expect (``assert_rope_matches``, ``assert_rope_grad_matches`` for a backward pass).
-
-A rotary embedding maps each row by the block-diagonal rotation of eq 34 (RoFormer, arXiv:2104.09864): one
-2x2 block [[cos, -sin], [sin, cos]] per pair of features.  ``identify(fn, d)`` calls ``fn(x)`` on rows
-(row r at position offset + r); with ``axes=A`` it calls ``fn(x, positions)`` with positions ``(A, seq)``
-(M-RoPE, 2-D axial, RoPE-Mixed).  One probe serves both, a 1-D kernel being the case A = 1 that also has an
-unknown offset: :mod:`.probe` (calling fn, the five opening checks), :mod:`.structure` (the pairs and their
-blocks), :mod:`.angles` (line fits, float types).  What differs lives apart: 1-D in :mod:`.analyse`
-(the steps), :mod:`.offset`, :mod:`.naming`, :mod:`.dynamic`, :mod:`.spec`, :mod:`.assertions` (forward and
-backward passes); several axes in :mod:`.axes_probe` (positions and fits), :mod:`.axes_spec` (sections,
-layouts), :mod:`.axes_compare`.  How the measurement works: docs/identify_internals.md.
+from what you expect (``assert_rope_matches``, ``assert_rope_grad_matches`` for a backward pass).  A 1-D kernel
+``fn(x)`` is the one-axis case of a multi-axis one ``fn(x, positions)`` (``axes=A``).  The modules and how the
+measurement works: docs/identify_internals.md.
 """
 
 from .analyse import identify

@@ -1,12 +1,5 @@
-"""identify(fn, d): the calls, and the steps that turn what fn does into a :class:`RopeSpec`.
-
-1. structure (:mod:`.structure`): which features pair up, the norm scale;
-2. angles (:mod:`.angles`): each pair's angle at each row, their noise and float type;
-3. offset (:mod:`.offset`): solved from the angles modulo 2 pi per pair, with more rows fetched
-   when the noise leaves it unresolved;
-4. frequencies: refitted against the absolute angle (offset + row) * theta_p;
-5. naming (:mod:`.naming`, :mod:`.dynamic`): the simplest scaling method that matches.
-"""
+"""identify(fn, d): the calls, and the steps that turn what fn does into a :class:`RopeSpec` (structure,
+angles, offset, frequencies, naming: docs/identify_internals.md)."""
 
 from __future__ import annotations
 
@@ -32,32 +25,20 @@ FLOAT32_UNIT = 2.0**-24
 def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 0, base_hint: float | None = None,
              max_rows: int | None = None, max_bytes: int = MAX_BYTES, max_position: int | None = None,
              axis_names=None) -> RopeSpec | AxesSpec:
-    """Identify the RoPE variant that ``fn`` implements.
+    """Identify the RoPE variant that ``fn`` implements (eq 34): a :class:`RopeSpec`.
 
-    ``fn(x) -> y``: x float64 of shape ``(seq, d)``, row r at the function's own
-    position for row r; y any real array of that shape (numpy, torch of any dtype or
-    device, jax, a list).  ``base_hint`` (optional): the base the model was trained
-    with, so a changed base is reported as NTK scaling and LongRoPE factors can be
-    separated from the base.  Calls ``fn`` d + 5 times on ``seq`` rows (the first input twice:
-    ``fn`` must depend on x alone, else ValueError), and up to twice on
-    more rows (never more than ``max_rows``, e.g. the size of a kernel's cos/sin cache) when
-    the angle noise leaves the offset unresolved; if it stays unresolved, the spec says so
-    (a note, and ``offset_resolution``).  Once more on ``max_rows`` rows when the slowest pairs
-    turn too little over the rows measured to tell the scaling methods apart.  A kernel that looks
-    like ``ntk`` (or ``default`` with rows from DYNAMIC_MIN_OFFSET on) is measured at one or two
-    other lengths: if its base changes with the length offset + rows it is ``dynamic`` (solved given
-    ``base_hint``) or ``"custom"``.
-    After calls on more rows the first call is repeated: a changed output sets ``stateful``.
-    ``max_bytes``: the largest array identify may hold (seq x d x d float64 for the row matrices,
-    max_rows x d for one call); larger ``seq``/``max_rows`` are a ValueError before any call.
-    ``max_rows`` defaults to MAX_ROWS.  Returns a :class:`RopeSpec`.
+    ``fn(x) -> y``: x float64 ``(seq, d)``, row r at the function's own position offset + r; y any real array
+    of that shape (numpy, torch of any dtype or device, jax, a list); fn must depend on x alone.  Calls fn
+    d + 5 times on ``seq`` rows and up to three times on at most ``max_rows`` rows (default MAX_ROWS: e.g. the
+    size of a kernel's cos/sin cache), as docs/identify_internals.md ("The calls") says.  ``base_hint``: the
+    base the model was trained with (a changed base is then NTK scaling; LongRoPE factors and dynamic NTK are
+    solved from it).  ``max_bytes``: the largest array identify may hold (seq x d x d float64, max_rows x d);
+    larger ``seq``/``max_rows`` are a ValueError before any call.
 
-    **Multi-axis kernels** (M-RoPE of Qwen2-VL / Qwen3-VL, 2-D axial RoPE of ViTs, RoPE-Mixed): with
-    ``axes=A``, ``fn(x, positions) -> y`` is called with positions int64 ``(A, seq)`` that identify chooses
-    and the result is an :class:`AxesSpec` (the frequency matrix ``(rotary_dim/2, A)``, ``sections``,
-    ``mrope_layout``): :func:`~rope_ref.kernel_check.axes_probe.identify_axes` says how.  ``base_hint`` and
-    ``max_rows`` are 1-D probing's (TypeError with ``axes``); ``max_position`` (default 4096) and
-    ``axis_names`` are multi-axis probing's.
+    With ``axes=A`` (M-RoPE, 2-D axial RoPE, RoPE-Mixed), ``fn(x, positions)`` is called with positions int64
+    ``(A, seq)`` and the result is an :class:`AxesSpec`: see :func:`~.axes_probe.identify_axes`.
+    ``base_hint`` and ``max_rows`` are 1-D probing's, ``max_position`` and ``axis_names`` multi-axis
+    probing's (TypeError otherwise).
 
     >>> import rope_ref as rr, numpy as np
     >>> F = rr.mrope_frequencies(16, [2, 3, 3])                 # Qwen2-VL's layout: t, h, w blocks

@@ -34,43 +34,24 @@ _PARAM_KEYS = tuple(sorted(scaling.METHOD_PARAM_KEYS | {"seq_len"}))
 def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | None = None, seq: int = 64,
                         phase_atol: float | None = None, max_rows: int | None = None, max_bytes: int = MAX_BYTES,
                         **expected) -> RopeSpec | AxesSpec:
-    """Raise AssertionError naming every property in which ``fn`` differs from ``expected``.
+    """Raise AssertionError (:class:`RopeMismatch`) naming every property in which ``fn`` differs from
+    ``expected``; return the :class:`RopeSpec` when all match.
 
-    ``fn(x) -> y`` as for :func:`identify`: x ``(seq, d)``, row r at position offset + r.
-    ``expected`` may hold ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0: the leading
-    features rotate), ``output_pairing`` (default None: each pair is written back to its own
-    features; "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``,
-    ``rope_type``, ``inv_freq`` and the parameters of ``rope_type`` (``factor``,
-    ``original_max_position_embeddings``, ..., and ``seq_len`` for dynamic/longrope).
+    ``fn(x) -> y`` as for :func:`identify` (``max_rows``, ``max_bytes`` as there).  ``expected`` may hold
+    ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0), ``output_pairing`` (default None: pairs written
+    back in place; "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``,
+    ``rope_type``, ``inv_freq`` and the parameters of ``rope_type`` (``factor``, ..., and ``seq_len`` for
+    dynamic/longrope, by default last position + 1 as ``RopeConfig.rotate``).  ``config``: a ``config.json``
+    (dict or path, read with ``rope_ref.from_hf_config``) or a ``RopeConfig``-like object: ``d`` and the
+    expectations come from it (explicit keywords win), with ``offset=0`` unless given (``offset=None`` skips
+    it).  Frequencies are compared to the precision identify measured; angles must behave like float32 or
+    better, or deviate from (offset + row) * theta by at most ``phase_atol`` radians.  An exception raised
+    inside ``fn`` is re-raised as ``KernelRaised`` ("fn raised ..."), never reported as a mismatch.
 
-    ``config``: a model's ``config.json`` as a dict or a path (anything
-    ``rope_ref.from_hf_config`` reads; it is read with that function), or a ``RopeConfig`` (any
-    object with ``head_dim``, ``rotary_dim``, ``pairing``, ``base``, ``rope_type``, ``params`` and
-    ``attention_factor``): ``d`` defaults to its head_dim and the expectations come from it;
-    explicit keywords win.  With ``config``, row 0 must be at position 0 (``offset=0``) unless
-    ``offset=`` says otherwise: pass the position of row 0 (a KV cache's length at decode), or
-    ``offset=None`` to skip the offset check.  Without ``config`` the offset is checked only when given.
-
-    Frequencies are compared pair by pair to the precision identify measured; angles must
-    behave like float32 or better (or, with ``phase_atol``, deviate from (offset + row) * theta
-    by at most that many radians).  ``max_rows``: the most rows ``fn`` accepts; ``max_bytes``: the largest
-    array identify may hold (see :func:`identify`).
-    For dynamic and LongRoPE the expected frequencies are those at ``seq_len``, by default the
-    length a model sees at the rows measured: last position + 1, as ``RopeConfig.rotate``.
-    An exception raised inside ``fn`` (an AssertionError included) is re-raised as a RuntimeError
-    "fn raised ...", never reported as a mismatch.  Returns the :class:`RopeSpec` when all match.
-
-    **Multi-axis kernels.**  When ``config`` is multi-axis (an M-RoPE config: ``RopeConfig.axes == 3``,
-    ``inv_freq()`` a ``(rotary_dim/2, 3)`` matrix) or ``axes=A`` is given, ``fn(x, positions)`` is probed as
-    ``identify(fn, d, axes=A)`` does and compared with :func:`~rope_ref.kernel_check.axes_compare.assert_axes_match`:
-    a wrong section split, M-RoPE layout (blocks vs interleaved), pairing, rotary_dim, sign or frequency is
-    named.  The expectations come from the config (its matrix, pairing, rotary_dim, attention factor), or
-    directly: ``inv_freq=`` (rotary_dim/2, A), or for M-RoPE ``sections=`` with ``layout=`` and ``base=``; also
-    ``pairing``, ``rotary_dim``, ``rotary_start``, ``norm_scale``, ``rtol``, and the probe's ``max_position``,
-    ``axis_names``, ``seed``.  ``offset``, ``rope_type`` and ``max_rows`` are 1-D only (TypeError).  Returns the
-    :class:`AxesSpec`.  A kernel of text tokens only, ``fn(x)`` (on text t = h = w and M-RoPE is 1-D RoPE), is
-    checked with the config's 1-D values instead: ``assert_rope_matches(fn, cfg.head_dim, base=cfg.base,
-    pairing=cfg.pairing, rotary_dim=cfg.rotary_dim)``.
+    A multi-axis ``config`` (M-RoPE) or ``axes=A`` compares ``fn(x, positions)`` with
+    :func:`~.axes_compare.assert_axes_match` (expect ``inv_freq=`` (rotary_dim/2, A), or ``sections=`` with
+    ``layout=`` and ``base=``; ``offset``, ``rope_type`` and ``max_rows`` are TypeErrors there) and returns
+    the :class:`AxesSpec`.  A text-only kernel ``fn(x)`` is checked with the config's 1-D values instead.
 
     >>> import rope_ref as rr, numpy as np
     >>> spec = rr.assert_rope_matches(lambda x: rr.rotate(x, np.arange(len(x)) + 5.0), 8, offset=5, base=1e4)

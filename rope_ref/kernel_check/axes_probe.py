@@ -1,35 +1,6 @@
-"""Black-box identification of a multi-axis RoPE kernel: which pairs turn with which position axis, how fast.
-
-A multi-axis rotary embedding is a frequency matrix ``F`` of shape ``(rotary_dim/2, A)``: at positions
-``p = (p_0, ..., p_{A-1})`` pair j is rotated (eq 34 of RoFormer, arXiv:2104.09864, one 2x2 block per pair)
-by the angle ``sum_a F[j, a] * p_a``.  1-D RoPE is A = 1; M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL;
-``mrope_section`` in transformers) drives each pair by exactly one of the t, h, w axes with one shared
-spectrum theta_j; a 2-D axial ViT RoPE (timm, Heo et al. 2024, arXiv:2403.13298) gives each axis its own
-spectrum; RoPE-Mixed (learned) is a dense F.
-
-``identify_axes(fn, d, axes)`` calls ``fn(x, positions)`` with ``x`` float64 of shape ``(seq, d)`` and
-``positions`` int64 of shape ``(axes, seq)`` that it chooses (row r at positions[:, r], transformers' layout
-for M-RoPE position ids without the batch axis) and measures F:
-
-1. structure (:mod:`.probe`, :mod:`.structure`, as for 1-D kernels): the d x d linear map of every row (one
-   call per basis vector): which features pair up (pairing, rotary_dim), the norm scale, and that every block
-   is a rotation;
-2. angles (this module): the base row sits at position 0 on every axis; each axis is then moved
-   alone, by 1, 2, ... (angles unwrapped from step to step) and then on geometrically to ``max_position``
-   (each far angle's whole turns predicted from the fit so far), and a straight line through 0 fitted per
-   pair and axis;
-3. linearity (this module): the residuals of those lines, and rows at random combinations of all axes
-   (predicted by ``sum_a F[j, a] p_a``), must stay within the rounding of the kernel's float type, else the
-   spec says "not a rotation linear in positions";
-4. naming (:mod:`.axes_spec`): which axis drives each pair, ``sections`` (pairs per axis) and, for M-RoPE,
-   the layout: ``"blocks"`` (each axis one contiguous run, in axis order: Qwen2-VL) or ``"interleaved"``
-   (Qwen3-VL's ``mrope_interleaved``).
-
-``assert_axes_match(fn, d, axes, ...)`` and ``compare_axes`` (:mod:`.axes_compare`) name every difference
-from what you expect (a wrong section split, layout, pairing, sign or frequency) in one AssertionError.
-
-Positions are integers, so frequencies are measured modulo 2 pi: |F[j, a]| must stay below pi (every
-published RoPE has |theta| <= 1 per position).
+"""Black-box identification of a multi-axis RoPE kernel (M-RoPE, 2-D axial, RoPE-Mixed): the frequency matrix
+``F`` ``(rotary_dim/2, A)`` by which pair j turns ``sum_a F[j, a] * p_a`` (eq 34 per pair; 1-D RoPE is A = 1).
+The positions it calls ``fn(x, positions)`` with and the angle fits; how they work: docs/identify_internals.md.
 """
 
 from __future__ import annotations
@@ -114,21 +85,14 @@ def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes):
 
 def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_position: int = MAX_POSITION,
                   axis_names=None, max_bytes: int = MAX_BYTES) -> AxesSpec:
-    """Measure the frequency matrix ``F`` (rotary_dim/2, axes) of a multi-axis RoPE kernel.
+    """Measure the frequency matrix ``F`` ``(rotary_dim/2, axes)`` of a multi-axis RoPE kernel: an :class:`AxesSpec`.
 
-    ``fn(x, positions) -> y``: ``x`` float64 of shape ``(seq, d)``, ``positions`` int64 of shape
-    ``(axes, seq)`` (row r at positions[:, r]: transformers' M-RoPE position ids without the batch axis);
-    ``y`` any real array of x's shape (numpy, torch of any dtype or device, jax, a list), row r rotated as at
-    positions[:, r].  fn must depend on x and positions alone.  Calls fn d + 5 times, always with the same
-    positions: at 0 on every axis; each axis alone at 1, 2, ... and geometrically up to ``max_position``
-    (pass the largest position fn accepts, e.g. its cos/sin cache length - 1); random combinations of all axes.
-    ``axis_names``: for the reports (default t/h/w for 3 axes, h/w for 2).  ``max_bytes``: the largest array
-    it may hold (seq x d x d float64 for the row matrices), as for :func:`rope_ref.identify`.
-    ``rope_ref.identify(fn, d, axes=A)`` calls this.
-
-    Returns an :class:`AxesSpec`: ``inv_freq`` (pair j turns by ``sum_a inv_freq[j, a] * p_a``, eq 34 per
-    pair), pairing, rotary_dim, ``sections`` and ``mrope_layout`` for M-RoPE.  ``is_rope`` is False, with the
-    reason, when fn is not a rotation of pairs of features or its angles are not linear in the positions.
+    ``fn(x, positions) -> y``: ``x`` float64 ``(seq, d)``, ``positions`` int64 ``(axes, seq)`` (row r at
+    positions[:, r]); ``y`` any real array of x's shape, row r rotated as at positions[:, r]; fn must depend on x
+    and positions alone.  Calls fn d + 5 times, always with the same positions, up to ``max_position`` on each
+    axis (the largest position fn accepts).  ``axis_names``: for the reports (default t/h/w for 3 axes, h/w
+    for 2); ``max_bytes`` as for :func:`rope_ref.identify`, which calls this with ``axes=``.  ``is_rope`` is
+    False, with the reason, when fn is not a rotation of pairs or its angles are not linear in the positions.
 
     >>> import numpy as np
     >>> theta = 10000.0 ** (-np.arange(0, 8, 2) / 8)                        # 4 pairs, half pairing
