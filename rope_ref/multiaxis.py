@@ -1,21 +1,8 @@
-"""Multi-axis RoPE: frequency matrices and position ids for images, video and text.
-
-A multi-axis RoPE is a frequency matrix ``F`` of shape ``(rotary_dim/2, A)`` and positions ``p``
-of ``A`` axes: pair ``j`` turns by ``sum_a F[j, a] * p_a`` (RoFormer eq 34 with the angle
-``m * theta_j`` replaced by that sum).  1-D RoPE is ``A = 1``.  This module builds ``F`` for the
-layouts models ship and the position ids that go with them:
-
-* :func:`mrope_frequencies` -- M-RoPE (Qwen2-VL, arXiv:2409.12191): each pair keeps its 1-D
-  frequency ``theta_j = base^(-2j/rotary_dim)`` and serves one of three axes (temporal, height,
-  width), in contiguous sections (Qwen2-VL, Qwen2.5-VL) or interleaved (Qwen3-VL);
-* :func:`axial_frequencies` and :func:`grid_positions` -- 2-D axial RoPE for image patches
-  (timm's ``RotaryEmbeddingCat``; Heo et al. 2024, "Rotary Position Embedding for Vision
-  Transformer", arXiv:2403.13298, RoPE-Axial);
-* :func:`mrope_position_ids` -- the ``(3, seq)`` position ids of a sequence of text, image and
-  video segments (transformers' ``get_rope_index`` for the Qwen VL models).
-
-Frequency matrices and grid positions are float64, position ids int64; every result is a new
-array, inputs are never modified, and sizes are checked (``max_bytes``) before anything is allocated.
+"""Multi-axis RoPE: frequency matrices ``F`` ``(rotary_dim/2, A)`` (pair j turns by ``sum_a F[j, a] * p_a``,
+RoFormer eq 34 with ``m * theta_j`` replaced by that sum; 1-D RoPE is A = 1) and the position ids that go with
+them: M-RoPE (:func:`mrope_frequencies`, :func:`mrope_position_ids`) and 2-D axial RoPE for image patches
+(:func:`axial_frequencies`, :func:`grid_positions`).  Every result is a new array, inputs are never modified,
+and sizes are checked (``max_bytes``) before anything is allocated.
 """
 
 from __future__ import annotations

@@ -281,16 +281,11 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
                              **expected) -> RopeSpec:
     """Raise AssertionError naming every way the backward pass ``vjp`` differs from that of the RoPE expected.
 
-    ``vjp(x, g) -> dx``: x and g of shape ``(seq, d)`` (rows at positions offset, offset + 1, ...),
-    dx the gradient with respect to x of ``sum(fn(x) * g)`` for the forward ``fn`` (e.g.
-    ``torch.autograd.grad((fn(x) * g).sum(), x)[0]``), any array type :func:`identify` accepts.
-    The expected gradient is the inverse rotation of g, by -(offset + r) * theta_p in each pair
-    (times the norm scale).  ``d``, ``config``, ``seq``, ``phase_atol``, ``max_rows``, ``max_bytes`` and the
-    expectations are those of :func:`assert_rope_matches`, of the forward pass: with ``config``, row 0
-    is at position 0 unless ``offset=`` says otherwise (``offset=None`` skips the check).  A backward
-    that rotates forward (returns R g instead of R^T g) and one whose pairs differ from the expected
-    forward's are named as such.  An exception raised inside ``vjp`` is re-raised as a RuntimeError
-    "vjp raised ...".  Returns the :class:`RopeSpec` of the forward rotation the backward implies.
+    ``vjp(x, g) -> dx``: x and g ``(seq, d)``, dx the gradient of ``sum(fn(x) * g)`` with respect to x (e.g.
+    ``torch.autograd.grad((fn(x) * g).sum(), x)[0]``): the inverse rotation of g (docs/identify_internals.md,
+    "The checks built on it").  The other arguments and the expectations are those of
+    :func:`assert_rope_matches`, of the forward pass.  Returns the :class:`RopeSpec` of the forward rotation
+    the backward implies.
 
     >>> import rope_ref as rr, numpy as np
     >>> back = lambda x, g: rr.rotate(g, np.arange(len(g)), inv_freq=-rr.frequencies(8))

@@ -32,16 +32,12 @@ def _describe_layout(layout, axis, names):
 def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, rotary_dim: int | None = None,
                  rotary_start: int | None = None, norm_scale: float | None = None, rtol: float = 0.0,
                  phase_atol: float | None = None) -> list:
-    """Every difference between what identify_axes found and what you expect, as readable lines.
+    """Every difference between what identify_axes found and what you expect, as readable lines ([] when all match).
 
-    ``inv_freq``: the expected matrix (rotary_dim/2, axes), e.g. :func:`rope_ref.multiaxis.mrope_frequencies`.
-    Frequencies agree within the spec's measured tolerance, FREQ_ULPS float32 roundings (a float32 inv_freq
-    buffer) and ``rtol`` relative.  For matrices where each pair turns with one axis the lines name the section split
-    ("kernel gives t/h/w 16/24/24 pairs, expected 24/20/20"), the layout, which axis drives which pairs and
-    an axis whose frequencies have the opposite sign before listing wrong frequencies.  Angles must behave like
-    float32 or better or, with ``phase_atol``, deviate from ``sum_a F[j, a] p_a`` by at most that many radians
-    (as for 1-D kernels).  [] when all match.
-    """
+    ``inv_freq``: the expected matrix (rotary_dim/2, axes), e.g. :func:`rope_ref.multiaxis.mrope_frequencies`,
+    agreeing within the spec's tolerance, FREQ_ULPS float32 roundings and ``rtol`` relative; when each pair
+    turns with one axis the section split, layout and axis of each pair are named first, and an axis with
+    every sign flipped.  ``phase_atol`` as for 1-D kernels."""
     if not isinstance(spec, AxesSpec):
         raise TypeError(f"spec must be an AxesSpec (from identify_axes), got {type(spec).__name__}")
     if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) or not 0 <= rtol < 1:
@@ -142,16 +138,11 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
                       phase_atol: float | None = None, seq: int = 64, seed: int = 0,
                       max_position: int = MAX_POSITION, axis_names=None, max_bytes: int = MAX_BYTES) -> AxesSpec:
     """Raise AssertionError (:class:`~rope_ref.kernel_check.RopeMismatch`) naming every way the multi-axis kernel
-    ``fn(x, positions)`` differs from what you expect; return the :class:`AxesSpec` when all match.
-
-    Expect either ``inv_freq`` (rotary_dim/2, axes) or, for M-RoPE (axes=3), ``sections`` (t, h, w pairs: a
-    config's mrope_section) with ``layout`` ("blocks", the default, or "interleaved") and ``base`` (default
-    10000): :func:`rope_ref.multiaxis.mrope_frequencies` with rotary_dim defaulting to d.  Also ``pairing``,
-    ``rotary_dim``, ``rotary_start`` (default 0: the leading features rotate), ``norm_scale``, ``phase_atol``.
-    See :func:`~rope_ref.kernel_check.axes_probe.identify_axes` for how fn is called and :func:`compare_axes` for
-    the comparison.  An exception raised inside ``fn`` is re-raised as ``KernelRaised`` ("fn raised ..."),
-    never reported as a mismatch.
-    """
+    ``fn(x, positions)`` (called as by :func:`~.axes_probe.identify_axes`) differs from what you expect
+    (:func:`compare_axes`); return the :class:`AxesSpec` when all match.  Expect ``inv_freq`` or, for M-RoPE,
+    ``sections`` (a config's mrope_section) with ``layout`` ("blocks" or "interleaved") and ``base`` (default
+    10000): :func:`rope_ref.multiaxis.mrope_frequencies` over rotary_dim (default d).  fn's own exceptions
+    are re-raised as ``KernelRaised``."""
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
     if inv_freq is None and sections is None and (layout is not None or base is not None):

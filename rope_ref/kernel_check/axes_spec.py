@@ -25,25 +25,19 @@ LAYOUTS = {"blocks": "contiguous sections in axis order, as Qwen2-VL / Qwen2.5-V
 
 @dataclass
 class AxesSpec(ProbeSpec):
-    """What :func:`identify_axes` found.  ``is_rope`` False means the other fields are not meaningful.
-
-    ``inv_freq[j, a]``: signed angular frequency of pair j along axis a (radians per position), pairs in
-    pairing order (theta order for RoPE).  ``form``: ``"1-D"`` (every pair turns with the same single axis),
-    ``"M-RoPE"`` (each pair with one axis, one spectrum strictly decreasing over the pairs), ``"axial"``
-    (each pair with one axis, the axes' spectra repeat: 2-D ViT RoPE) or ``"mixed"`` (some pair turns with
-    several axes: RoPE-Mixed).  ``axis_of_pair``, ``sections``: when each pair turns with one axis.
-    ``mrope_layout``: ``"blocks"`` / ``"interleaved"`` for M-RoPE, None otherwise.  ``base``:
-    theta_j = base^(-2j/rotary_dim) over all pairs (1-D, M-RoPE), if so.
-    """
+    """What :func:`identify_axes` found: ``inv_freq[j, a]`` the signed frequency of pair j along axis a.  ``form``:
+    ``"1-D"``, ``"M-RoPE"`` (each pair with one axis, one strictly decreasing spectrum), ``"axial"`` (the axes'
+    spectra repeat) or ``"mixed"`` (a pair turns with several axes); ``base``: theta_j = base^(-2j/rotary_dim)
+    over all pairs (1-D, M-RoPE), if so."""
 
     axes: int | None = None
     axis_names: tuple = ()
     freq_sigma: np.ndarray | None = None      # standard deviation of each entry, radians per position
     freq_tolerance: np.ndarray | None = None  # absolute tolerance on each entry used by compare_axes
     form: str | None = None
-    axis_of_pair: np.ndarray | None = None
-    sections: tuple | None = None
-    mrope_layout: str | None = None
+    axis_of_pair: np.ndarray | None = None  # the axis that turns each pair, when each pair turns with one
+    sections: tuple | None = None       # pairs per axis, then
+    mrope_layout: str | None = None     # M-RoPE: "blocks" or "interleaved" (None: neither, or not M-RoPE)
     axis_bases: tuple | None = None     # axial: per axis, theta_k = base_a^(-k/n_a) over its n_a pairs, if so
     phase_at_zero: float = 0.0          # largest |angle| at position 0 on every axis (0 unless positions shift)
     rotated_at_zero: bool = False       # pairs turned beyond rounding with every axis at 0

@@ -1,11 +1,5 @@
-"""Calling the kernel, for both probes: what fn may return, the checks every probe starts with, and the
-probes identify reads its rotations from.
-
-A 1-D kernel is called ``fn(x)``, a multi-axis one ``fn(x, positions)`` with the positions the probe chose:
-:class:`Caller` wraps either, and :func:`read_rotations` runs the same five checks on both (fn depends on its
-inputs alone, maps 0 to 0, is linear, keeps rows apart) while reading the d x d matrix of every row, then the
-pairs those matrices rotate (:func:`~.structure.read_structure`).
-"""
+"""Calling the kernel, for both probes (``fn(x)`` or ``fn(x, positions)``: :class:`Caller`), and the five
+checks and row matrices every probe starts with (:func:`read_rotations`)."""
 
 from __future__ import annotations
 

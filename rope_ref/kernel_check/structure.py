@@ -1,10 +1,5 @@
-"""Structure: which features pair up, where the pairs are written, and each row's 2x2 blocks.
-
-A rotary embedding maps each row by the block-diagonal rotation of eq 34 (RoFormer,
-arXiv:2104.09864): one 2x2 block [[cos, -sin], [sin, cos]] per pair of features.  From the
-matrices that fn applies to row r, :func:`read_structure` finds the pairs, the pairing
-name, the rotated features, and each pair's (scaled) cos and sin at every row.
-"""
+"""Structure: which features pair up, where the pairs are written, and each row's 2x2 blocks [[cos, -sin],
+[sin, cos]] (eq 34), read from the matrices fn applies to each row (docs/identify_internals.md, "1. Structure")."""
 
 from __future__ import annotations
 
