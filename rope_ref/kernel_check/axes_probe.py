@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _validate as val
 from .angles import angle_precision, line_through_zero, rounding_allowance
-from .axes_spec import DEFAULT_AXIS_NAMES, MAX_AXES, MAX_POSITION, AxesSpec, kept, name_axes, not_axes_rope, show_shifts
+from .axes_spec import DEFAULT_AXIS_NAMES, MAX_AXES, MAX_POSITION, AxesSpec, name_axes, show_shifts
 from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
 from .tolerances import FREQ_ULPS, MAX_BYTES, SIGMAS
 
@@ -39,34 +39,18 @@ def _design(axes, seq, max_position, rng):
     far = np.unique(np.round(np.geomspace(2 * linear, max_position, max(per_axis - linear, 1))).astype(np.int64))
     far = far[(far > linear) & (far <= max_position)][:per_axis - linear] if max_position > linear else far[:0]
     steps = np.concatenate([np.arange(1, linear + 1), far]).astype(np.int64)
+    sweeps = [1 + a * len(steps) + np.arange(len(steps)) for a in range(axes)]
     positions = np.zeros((axes, seq), np.int64)
-    sweeps = []
-    row = 1
-    for a in range(axes):
-        rows = np.arange(row, row + len(steps))
+    for a, rows in enumerate(sweeps):
         positions[a, rows] = steps
-        sweeps.append(rows)
-        row += len(steps)
-    mixed = np.arange(row, seq)
+    mixed = np.arange(1 + axes * len(steps), seq)
     positions[:, mixed] = rng.integers(0, min(max_position, 63) + 1, size=(axes, len(mixed)))
     return positions, steps, linear, sweeps, mixed
 
 
 # ---- checks ------------------------------------------------------------------------------------
 
-def _check_names(axis_names, axes):
-    if axis_names is None:
-        return DEFAULT_AXIS_NAMES.get(axes, tuple(f"axis{a}" for a in range(axes)))
-    if isinstance(axis_names, str) or not all(isinstance(n, str) and n for n in axis_names):
-        raise TypeError(f"axis_names must be a sequence of {axes} non-empty strings (e.g. ('t', 'h', 'w')), got "
-                        f"{axis_names!r}")
-    names = tuple(axis_names)
-    if len(names) != axes or len(set(names)) != axes:
-        raise ValueError(f"axis_names must hold {axes} distinct names, one per axis, got {names!r}")
-    return names
-
-
-def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes):
+def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes, axis_names):
     axes = val.check_positive_int(axes, "axes")
     if axes > MAX_AXES:
         raise ValueError(f"axes must be at most {MAX_AXES} (the position axes fn reads: 3 for M-RoPE, 2 for a "
@@ -78,7 +62,14 @@ def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes):
     max_position = val.check_positive_int(max_position, "max_position")
     if max_position < 3:
         raise ValueError(f"max_position must be >= 3 (positions 1, 2, 3 on each axis), got {max_position}")
-    return d, axes, seq, seed, max_position
+    if axis_names is None:
+        return d, axes, seq, seed, max_position, DEFAULT_AXIS_NAMES.get(axes, tuple(f"axis{a}" for a in range(axes)))
+    if isinstance(axis_names, str) or not all(isinstance(n, str) and n for n in axis_names):
+        raise TypeError(f"axis_names must be a sequence of {axes} non-empty strings (e.g. ('t', 'h', 'w')), got "
+                        f"{axis_names!r}")
+    if len(tuple(axis_names)) != axes or len(set(axis_names)) != axes:
+        raise ValueError(f"axis_names must hold {axes} distinct names, one per axis, got {tuple(axis_names)!r}")
+    return d, axes, seq, seed, max_position, tuple(axis_names)
 
 
 # ---- the probe ---------------------------------------------------------------------------------
@@ -105,8 +96,8 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     >>> spec.form, spec.pairing, spec.sections, spec.mrope_layout, bool(np.allclose(spec.inv_freq, F))
     ('M-RoPE', 'half', (2, 2), 'blocks', True)
     """
-    d, axes, seq, seed, max_position = _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes)
-    names = _check_names(axis_names, axes)
+    d, axes, seq, seed, max_position, names = _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes,
+                                                            axis_names)
     rng = np.random.default_rng(seed)
     positions, steps, linear, sweeps, mixed = _design(axes, seq, max_position, rng)
     call = Caller(fn, positions)
@@ -115,12 +106,12 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     read = read_rotations(call, a, b, "; " + _FN_SHAPES + f"; is d={d} the width fn rotates?")
     done["calls"] = call.calls
     if isinstance(read, str):
-        return not_axes_rope(read, **done)
+        return AxesSpec(is_rope=False, reason=read, **done)
     structure = read[0]
     if structure.output_pairing is not None:
-        return not_axes_rope("the rotated pairs are written to other features (output feature "
-                             f"{structure.output_pairs[0][0]} holds pair {structure.pairs[0]}): identify_axes follows "
-                             "pairs written back in place only", **done)
+        return AxesSpec(is_rope=False, reason="the rotated pairs are written to other features (output feature "
+                        f"{structure.output_pairs[0][0]} holds pair {structure.pairs[0]}): identify_axes follows pairs "
+                        "written back in place only", **done)
     spec = AxesSpec(is_rope=True, pairing=structure.pairing, pairs=structure.pairs, rotary_dim=structure.rotary_dim,
                     rotary_start=structure.rotary_start, norm_scale=structure.norm_scale,
                     scale_error=structure.scale_error, notes=structure.notes, **done)
@@ -206,11 +197,10 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
             f"{abs(resid[k, j]):.2g} rad, {call.precision} rounding allows {allow[k, j]:.2g})")))
     if worst:
         worst.sort(key=lambda w: -w[0])
-        return not_axes_rope("not a rotation linear in positions: " + worst[0][1], **kept(spec))
-    resid_all.append(resid.ravel())
-    angle_all.append(terms.ravel())
-    resid_all, angle_all = np.concatenate([r.ravel() for r in resid_all]), np.concatenate(
-        [t.ravel() for t in angle_all])
+        return AxesSpec(is_rope=False, reason="not a rotation linear in positions: " + worst[0][1], axes=n_axes,
+                        axis_names=names, positions=positions, calls=spec.calls, notes=spec.notes)
+    resid_all = np.concatenate([*resid_all, resid.ravel()])
+    angle_all = np.concatenate([*angle_all, terms.ravel()])
     spec.phase_error = float(np.abs(resid_all).max()) if resid_all.size else 0.0
     spec.angle_precision, prec_unit = angle_precision(resid_all, angle_all)
     if out_err and prec_unit > unit and angle_precision(resid_all, angle_all, out_err)[1] <= unit:

@@ -3,6 +3,7 @@ naming of a frequency matrix (which axis turns each pair, the sections, the M-Ro
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,12 +83,9 @@ def _spectrum(theta) -> str:
 def runs(axis_of_pair, names) -> str:
     """'t 0..15, h 16..39, w 40..63' (contiguous runs), the first few runs only."""
     found, j = [], 0
-    n = len(axis_of_pair)
-    while j < n:
-        k = j
-        while k + 1 < n and axis_of_pair[k + 1] == axis_of_pair[j]:
-            k += 1
-        found.append(f"{names[axis_of_pair[j]]} {j}" + (f"..{k}" if k > j else ""))
+    for axis, run in itertools.groupby(axis_of_pair):
+        k = j + len(list(run)) - 1
+        found.append(f"{names[axis]} {j}" + (f"..{k}" if k > j else ""))
         j = k + 1
     return ", ".join(found[:9]) + (f", ... ({len(found)} runs)" if len(found) > 9 else "")
 
@@ -96,17 +94,6 @@ def show_shifts(spec) -> str:
     """'t+0, w-7': the per-axis position shift the kernel applies (non-zero axes only)."""
     return ", ".join(f"{n}{show_number(s) if s < 0 else '+' + show_number(s)}"
                      for n, s in zip(spec.axis_names, spec.position_shift) if s != 0)
-
-
-def not_axes_rope(reason, **kw) -> AxesSpec:
-    """The spec of a function that is not a multi-axis rotary embedding, and why."""
-    return AxesSpec(is_rope=False, reason=reason, **kw)
-
-
-def kept(spec) -> dict:
-    """The fields of ``spec`` a not-RoPE spec keeps (axes, positions, calls, notes)."""
-    return dict(axes=spec.axes, axis_names=spec.axis_names, positions=spec.positions, calls=spec.calls,
-                notes=spec.notes)
 
 
 # ---- naming --------------------------------------------------------------------------------------
