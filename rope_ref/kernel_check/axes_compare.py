@@ -14,14 +14,6 @@ from .axes_spec import LAYOUTS, MAX_POSITION, AxesSpec, classify, runs, show_shi
 from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
 from .tolerances import FREQ_ULPS, MAX_BYTES
 
-# ---- comparing with what you expect ----------------------------------------------------------------
-
-def _check_layout(layout):
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be 'blocks' or 'interleaved', got {layout!r}"
-                         f"{val.closest_name(str(layout), tuple(LAYOUTS))}")
-    return layout
-
 
 def _describe_layout(layout, axis, names):
     if layout:
@@ -153,9 +145,11 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
         if axes != 3:
             raise ValueError(f"sections= describes M-RoPE's three axes (t, h, w), got axes={axes}: pass inv_freq= "
                              "(rotary_dim/2, axes) for other layouts")
-        interleaved = _check_layout("blocks" if layout is None else layout) == "interleaved"
+        if layout not in (None, *LAYOUTS):
+            raise ValueError(f"layout must be 'blocks' or 'interleaved', got {layout!r}"
+                             f"{val.closest_name(str(layout), tuple(LAYOUTS))}")
         inv_freq = mrope_frequencies(rotary_dim or d, sections, base=10000.0 if base is None else base,
-                                     interleaved=interleaved)
+                                     interleaved=layout == "interleaved")
     spec = identify_axes(raising_as("fn", fn), d, axes, seq=seq, seed=seed, max_position=max_position,
                          axis_names=axis_names, max_bytes=max_bytes)
     if not spec.is_rope:

@@ -19,8 +19,6 @@ _FN_SHAPES = ("identify_axes calls fn(x, positions): x float64 of shape (seq, d)
               "torch.from_numpy(p)[:, None])[0, 0]")
 
 
-# ---- the probe's positions ------------------------------------------------------------------------
-
 def min_rows(axes: int) -> int:
     """Fewest rows ``seq`` identify_axes needs for ``axes`` axes: the base row, 3 steps per axis, 2 mixed rows."""
     return 1 + 3 * axes + 2
@@ -48,8 +46,6 @@ def _design(axes, seq, max_position, rng):
     return positions, steps, linear, sweeps, mixed
 
 
-# ---- checks ------------------------------------------------------------------------------------
-
 def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes, axis_names):
     axes = val.check_positive_int(axes, "axes")
     if axes > MAX_AXES:
@@ -71,8 +67,6 @@ def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes, axis_names):
         raise ValueError(f"axis_names must hold {axes} distinct names, one per axis, got {tuple(axis_names)!r}")
     return d, axes, seq, seed, max_position, tuple(axis_names)
 
-
-# ---- the probe ---------------------------------------------------------------------------------
 
 def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_position: int = MAX_POSITION,
                   axis_names=None, max_bytes: int = MAX_BYTES) -> AxesSpec:
@@ -117,8 +111,6 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
                     scale_error=structure.scale_error, notes=structure.notes, **done)
     return _measure(spec, structure.cos, structure.sin, steps, linear, sweeps, mixed, call)
 
-
-# ---- the angle fits ---------------------------------------------------------------------------------
 
 def _fit_axis(wrapped, steps, linear, unit, out_err):
     """Slope through 0 of the angles ``wrapped`` (points, pairs; wrapped, relative to position 0) at ``steps``.

@@ -42,12 +42,9 @@ def _float_type(out) -> str:
 
 
 class Caller:
-    """fn(x) -- or fn(x, positions) when ``positions`` (axes, seq) are given -- as float64 of x's shape, checked.
-
-    fn's own errors are re-raised with a note saying which call (and a hint: what the caller may have got
-    wrong).  Counts the calls, the most rows asked for, and the coarsest float type fn returned
-    (``unit``, ``precision``; float32 at least: a float64 kernel may compute its angles in float32).
-    """
+    """fn(x) -- or fn(x, positions) when ``positions`` (axes, seq) are given -- as float64 of x's shape, checked;
+    fn's own errors get a note saying which call.  Counts the calls, the most rows asked for (``longest``) and
+    the coarsest float type fn returned (``unit``, ``precision``; float32 at least)."""
 
     def __init__(self, fn, positions=None):
         self.fn, self.positions = fn, positions
@@ -83,10 +80,9 @@ class Caller:
 
 
 def read_rotations(call: Caller, a, b, hint):
-    """The d x d matrix fn applies to each row, ``(seq, d, d)``, after checking that fn is a function of its
-    inputs alone, maps 0 to 0, is linear and keeps rows apart, and the pairs it rotates read from those matrices:
-    (:class:`~.structure.Structure`, fn(a), output scale), or the reason (a str) when one of those fails.
-    ``a``, ``b``: random inputs ``(seq, d)``; ``hint`` goes with the first call's errors.  d + 5 calls."""
+    """After the five opening checks on the random inputs ``a``, ``b`` ``(seq, d)`` (docs/identify_internals.md,
+    "The calls": d + 5 calls), the pairs fn rotates, read from the matrix it applies to each row: (Structure,
+    fn(a), output scale), or the reason (a str) fn is not RoPE.  ``hint`` goes with the first call."""
     seq, d = a.shape
     ya, yb = call(a, "random input a", hint), call(b, "random input b")
     scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
@@ -120,9 +116,8 @@ def read_rotations(call: Caller, a, b, hint):
 
 
 def check_probe_arguments(fn, d, seq, seed, min_seq, calling, why_min):
-    """(d, seq, seed) for either probe, each checked.  ``seed``: None (fresh random inputs each run) or a
-    non-negative integer (``_validate.check_seed`` takes no None); ``seq`` at least ``min_seq`` rows
-    (``why_min`` says why); ``calling``: how fn is called, for the error when it is not callable."""
+    """(d, seq, seed) for either probe, each checked (``seed`` None or a non-negative integer); ``seq`` at least
+    ``min_seq`` rows (``why_min`` says why); ``calling``: how fn is called."""
     if not callable(fn):
         raise TypeError(f"fn must be callable {calling}, got {fn!r} of type {type(fn).__name__}")
     d = val.check_d(d)

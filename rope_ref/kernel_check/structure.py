@@ -117,14 +117,9 @@ def _depends(matrices) -> np.ndarray:
 
 
 def _output_order(matrices):
-    """Output feature for each input feature, when a kernel writes its rotated pairs elsewhere.
-
-    DeepSeek's apply_rotary_pos_emb_interleave rotates the interleaved pairs (x0, x1), (x2, x3), ...
-    and writes them in half layout: out_p = x_2p cos - x_2p+1 sin, out_(p + r/2) = x_2p+1 cos + x_2p sin.
-    That is eq 34 followed by a fixed permutation of the features (q.k is unchanged when q and k are
-    permuted alike).  Returns perm with matrices[:, perm] mapping every pair back onto itself, or None when
-    the outputs are in place or the structure is not pairs of features (left to _find_pairs to name).
-    """
+    """Output feature for each input feature, when a kernel writes its rotated pairs elsewhere (eq 34 followed by
+    a fixed permutation, as DeepSeek's apply_rotary_pos_emb_interleave: interleaved pairs written in half
+    layout): perm with matrices[:, perm] mapping every pair back onto itself, or None (in place, or not pairs)."""
     d = matrices.shape[-1]
     dep = _depends(matrices)
     if np.array_equal(dep, dep.T):
