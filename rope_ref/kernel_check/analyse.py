@@ -13,7 +13,7 @@ from .axes_spec import MAX_POSITION, AxesSpec
 from .dynamic import check_dynamic
 from .naming import describe_frequencies, describe_proportional
 from .offset import locate, rows_needed
-from .probe import Caller, check_probe_arguments, check_sizes, probe_phase, read_rotations
+from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
 from .spec import RopeSpec, not_rope
 from .structure import Structure
 from .tolerances import (DYNAMIC_MIN_OFFSET, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, OFFSET_SIGMA, SIGMAS,
@@ -145,7 +145,12 @@ class _Angles:
         self.bias_err = self.out_err if self.out_rounded else 0.0    # what the frequency tolerances allow for it
 
     def probe(self, rows, why):
-        return probe_phase(self.call, self.d, self.structure.first_features, self.structure.out, rows, why)
+        """Unwrapped angle of every pair at rows 0..rows-1, from one call with 1 on the first feature of each pair."""
+        x = np.zeros((rows, self.d))
+        x[:, [i for i, _ in self.structure.pairs]] = 1.0
+        y = self.call(x, f"e_i on the first feature of every pair, {rows} rows, {why}", "; if fn accepts fewer rows "
+                      "(a cos/sin cache read at an offset), pass max_rows= the most it accepts")
+        return np.unwrap(np.arctan2(y[:, self.structure.out[1]], y[:, self.structure.out[0]]), axis=0)
 
     def _lengthen(self, rows, why) -> bool:
         """Measure over ``rows`` rows and solve again; False (with a note) when the first rows' angles moved."""

@@ -25,12 +25,9 @@ def min_rows(axes: int) -> int:
 
 
 def _design(axes, seq, max_position, rng):
-    """Positions (axes, seq) int64 and where each part of the design sits.
-
-    Row 0: every axis at 0.  Per axis a, rows with axis a alone at 1, 2, ..., L (consecutive: angles unwrap
-    from step to step) then geometrically on to max_position (a long lever for the slow pairs).  The rest:
-    every axis at a random position in 0..min(max_position, 63), to check that the axes' angles add up.
-    """
+    """Positions (axes, seq) int64 and where each part of the design sits: row 0 at 0 on every axis; per axis,
+    rows with that axis alone at 1, 2, ..., ``linear`` then geometrically on to max_position; the rest random
+    in 0..min(max_position, 63) on every axis (docs/identify_internals.md)."""
     n_mix = max(2, min(8, seq // 8))
     per_axis = (seq - 1 - n_mix) // axes
     linear = min(max(3, per_axis // 2), max_position)
@@ -113,13 +110,9 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
 
 
 def _fit_axis(wrapped, steps, linear, unit, out_err):
-    """Slope through 0 of the angles ``wrapped`` (points, pairs; wrapped, relative to position 0) at ``steps``.
-
-    The first ``linear`` steps are 1, 2, ...: unwrapped from step to step.  Each farther step's whole
-    turns are predicted from the fit so far, and used only where SIGMAS standard deviations of that
-    prediction plus rounding of a ``unit`` float type stay within a quarter turn.
-    Returns (slope, its standard deviation, residuals, used mask).
-    """
+    """Slope through 0 of the angles ``wrapped`` (points, pairs; relative to position 0) at ``steps``: the first
+    ``linear`` unwrapped step to step, each farther one's whole turns predicted from the fit so far and used
+    where that prediction is sure to a quarter turn.  (slope, its standard deviation, residuals, used mask)."""
     n, npairs = wrapped.shape
     p = steps.astype(float)[:, None] * np.ones((1, npairs))
     ang = np.zeros_like(wrapped)

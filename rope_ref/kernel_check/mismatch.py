@@ -1,7 +1,5 @@
-"""What the 1-D and the multi-axis assertions share: the expected values checked (:func:`check_expected`),
-the report lines on pairs and angle precision (:func:`layout_problems`, :func:`precision_problems`), and how
-they fail: :class:`RopeMismatch` (each difference on its own line) and :class:`KernelRaised` (the function
-under test raised: never reported as a mismatch)."""
+"""What the 1-D and the multi-axis assertions share: the expected values checked, the pairing and precision
+lines, and how they fail (:class:`RopeMismatch`; :class:`KernelRaised` when the function under test raised)."""
 
 from __future__ import annotations
 
@@ -12,11 +10,8 @@ _PAIRINGS = ("interleaved", "half", "other")
 
 
 class RopeMismatch(AssertionError):
-    """An AssertionError with each difference on its own line (``problems``) and the ``spec`` identified
-    (a :class:`~rope_ref.kernel_check.spec.RopeSpec`, or an :class:`~rope_ref.kernel_check.axes_spec.AxesSpec` for
-    multi-axis kernels).
-
-    Its message: a title, the problems indented, then the whole spec (what a test run shows)."""
+    """An AssertionError with each difference on its own line (``problems``) and the ``spec`` identified (a RopeSpec
+    or an AxesSpec); its message: a title, the problems indented, then the whole spec."""
 
     def __init__(self, title: str, problems: list, spec, spec_title: str = "identified"):
         message = (f"{title}:\n  " + "\n  ".join(problems) + f"\n{spec_title}: {spec}" if spec.is_rope

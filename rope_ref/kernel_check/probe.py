@@ -151,16 +151,6 @@ def _show_bytes(n):
         n /= 1024
 
 
-def probe_phase(call: Caller, d, first_features, out, rows, why):
-    """Unwrapped angle of every pair at rows 0..rows-1, from one call: column ``first_features`` of every
-    block at once, read from the output features ``out`` = (oa, ob) the pairs are written to."""
-    x = np.zeros((rows, d))
-    x[:, first_features] = 1.0
-    y = call(x, f"e_i on the first feature of every pair, {rows} rows, {why}",
-             "; if fn accepts fewer rows (a cos/sin cache read at an offset), pass max_rows= the most it accepts")
-    return np.unwrap(np.arctan2(y[:, out[1]], y[:, out[0]]), axis=0)
-
-
 def _shape_hint(got, want):
     """What a kernel returning shape ``got`` for input shape ``want`` may have done; "" when nothing fits."""
     if got == (2, *want):

@@ -28,11 +28,6 @@ class Structure:
     scale_error: float           # max relative spread of that scale over rows and pairs
     notes: list = field(default_factory=list)
 
-    @property
-    def first_features(self) -> np.ndarray:
-        """The first input feature of every pair (probes put 1 there)."""
-        return np.array([i for i, _ in self.pairs])
-
 
 def read_structure(matrices) -> Structure | str:
     """The :class:`Structure` of the matrices ``(seq, d, d)`` fn applies to each row, or the reason (a str)
