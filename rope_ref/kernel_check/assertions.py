@@ -74,8 +74,8 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, max_bytes=max_bytes,
                                  **expected)
     d, expected = prepare_expected(d, config, expected, phase_atol)
-    spec = identify(raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"),
-                    max_rows=MAX_ROWS if max_rows is None else max_rows, max_bytes=max_bytes)
+    spec = identify(raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
+                    max_bytes=max_bytes)
     if not spec.is_rope:
         raise RopeMismatch("", [str(spec)], spec)
     problems = compare(spec, expected, phase_atol)
@@ -125,8 +125,7 @@ def compare(spec, expected, phase_atol, *, what="fn") -> list:
                           for k in ("factor", "max_position_embeddings") if expected.get(k, spec.rope_params[k])
                           != spec.rope_params[k]]
     problems += freq_problems
-    if "norm_scale" in expected:
-        want_scale = expected["norm_scale"]
+    want_scale = expected.get("norm_scale", want_scale)
     scale_rtol = max(scale_tol(spec), FREQ_ULPS * 2.0**-24)   # the expected factor may be a float32 one
     if want_scale is not None and abs(spec.norm_scale / want_scale - 1) > scale_rtol:
         hint = " (attention factor not applied?)" if math.isclose(spec.norm_scale, 1.0, rel_tol=scale_rtol) else ""
