@@ -45,7 +45,7 @@ from .forms import (
     wrap_angle,
 )
 from .hf_config import RopeConfig, from_hf_config
-from .identify import AxesSpec, RopeSpec, assert_rope_grad_matches, assert_rope_matches, identify
+from .kernel_check import AxesSpec, RopeSpec, assert_rope_grad_matches, assert_rope_matches, identify
 from .multiaxis import axial_frequencies, grid_positions, mrope_frequencies, mrope_position_ids
 from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
 

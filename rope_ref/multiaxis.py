@@ -1,21 +1,8 @@
-"""Multi-axis RoPE: frequency matrices and position ids for images, video and text.
-
-A multi-axis RoPE is a frequency matrix ``F`` of shape ``(rotary_dim/2, A)`` and positions ``p``
-of ``A`` axes: pair ``j`` turns by ``sum_a F[j, a] * p_a`` (RoFormer eq 34 with the angle
-``m * theta_j`` replaced by that sum).  1-D RoPE is ``A = 1``.  This module builds ``F`` for the
-layouts models ship and the position ids that go with them:
-
-* :func:`mrope_frequencies` -- M-RoPE (Qwen2-VL, arXiv:2409.12191): each pair keeps its 1-D
-  frequency ``theta_j = base^(-2j/rotary_dim)`` and serves one of three axes (temporal, height,
-  width), in contiguous sections (Qwen2-VL, Qwen2.5-VL) or interleaved (Qwen3-VL);
-* :func:`axial_frequencies` and :func:`grid_positions` -- 2-D axial RoPE for image patches
-  (timm's ``RotaryEmbeddingCat``; Heo et al. 2024, "Rotary Position Embedding for Vision
-  Transformer", arXiv:2403.13298, RoPE-Axial);
-* :func:`mrope_position_ids` -- the ``(3, seq)`` position ids of a sequence of text, image and
-  video segments (transformers' ``get_rope_index`` for the Qwen VL models).
-
-Frequency matrices and grid positions are float64, position ids int64; every result is a new
-array, inputs are never modified, and sizes are checked (``max_bytes``) before anything is allocated.
+"""Multi-axis RoPE: frequency matrices ``F`` ``(rotary_dim/2, A)`` (pair j turns by ``sum_a F[j, a] * p_a``,
+RoFormer eq 34 with ``m * theta_j`` replaced by that sum; 1-D RoPE is A = 1) and the position ids that go with
+them: M-RoPE (:func:`mrope_frequencies`, :func:`mrope_position_ids`) and 2-D axial RoPE for image patches
+(:func:`axial_frequencies`, :func:`grid_positions`).  Every result is a new array, inputs are never modified,
+and sizes are checked (``max_bytes``) before anything is allocated.
 """
 
 from __future__ import annotations
@@ -40,12 +27,7 @@ def _check_sections(sections, n_pairs: int, rotary_dim: int) -> tuple[int, int, 
     if len(items) != 3:
         raise ValueError(f"sections must have 3 entries (pairs for temporal, height, width), got {len(items)}: "
                          f"{items!r}")
-    for i, s in enumerate(items):
-        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
-            raise TypeError(f"sections[{i}] must be a non-negative integer, got {s!r} of type {type(s).__name__}")
-        if s < 0:
-            raise ValueError(f"sections[{i}] must be a non-negative integer, got {s}")
-    items = [int(s) for s in items]
+    items = [val.check_nonnegative_int(s, f"sections[{i}]") for i, s in enumerate(items)]
     if sum(items) != n_pairs:
         raise ValueError(f"sections must sum to rotary_dim/2 = {n_pairs} (rotary_dim={rotary_dim}), got "
                          f"{items} summing to {sum(items)}")
@@ -55,32 +37,22 @@ def _check_sections(sections, n_pairs: int, rotary_dim: int) -> tuple[int, int, 
 @val.suggest_keywords
 def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, interleaved: bool = False,
                       max_bytes: int | None = None) -> np.ndarray:
-    """M-RoPE's frequency matrix ``F``, float64 of shape ``(rotary_dim/2, 3)``: columns temporal, height, width.
+    """M-RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, 3)``: columns temporal, height, width.
 
-    Pair ``j`` keeps its 1-D frequency ``theta_j = base^(-2j/rotary_dim)`` (eq 15, 0-indexed) and
-    serves exactly one axis: ``F[j, axis(j)] = theta_j``, the other two entries are 0.  So pair ``j``
-    turns by ``theta_j * p[axis(j)]``, and on text, where ``p_t = p_h = p_w = m``, by ``theta_j * m``:
-    1-D RoPE.
+    Pair ``j`` keeps its 1-D frequency ``theta_j = base^(-2j/rotary_dim)`` (eq 15, 0-indexed) and serves one
+    axis: ``F[j, axis(j)] = theta_j``, so on text (``p_t = p_h = p_w = m``) it turns by ``theta_j * m``: 1-D RoPE.
+    ``sections`` = ``[s_t, s_h, s_w]`` pairs per axis (a config's ``mrope_section``), summing to ``rotary_dim/2``:
 
-    ``sections`` = ``[s_t, s_h, s_w]`` pairs per axis (a config's ``mrope_section``), summing to
-    ``rotary_dim/2``:
+    * ``interleaved=False`` (Qwen2-VL, Qwen2.5-VL; transformers' ``Qwen2VLRotaryEmbedding``): contiguous blocks
+      in theta order, pairs ``[0, s_t)`` temporal, ``[s_t, s_t+s_h)`` height, the rest width;
+    * ``interleaved=True`` (Qwen3-VL's ``mrope_interleaved``, ``Qwen3VLTextRotaryEmbedding``): height takes
+      pairs ``1, 4, 7, ...`` (``s_h`` of them), width ``2, 5, 8, ...`` (``s_w``), temporal the rest.  Sections
+      whose strided slice would run past the last pair raise: transformers clips such a slice, so the config's
+      counts would not be the counts used.  timm's ``RotaryEmbeddingMRope`` (GenLIP's ``(8, 12, 12)`` over
+      head_dim 72) is ``mrope_frequencies(72, [12, 12, 12], interleaved=True)``.
 
-    * ``interleaved=False`` (Qwen2-VL, Qwen2.5-VL): contiguous blocks in theta order -- pairs
-      ``[0, s_t)`` temporal, ``[s_t, s_t+s_h)`` height, the rest width (transformers'
-      ``Qwen2VLRotaryEmbedding``: ``freq.split(mrope_section)``, chunk ``i`` from axis ``i % 3``).
-    * ``interleaved=True`` (Qwen3-VL, ``mrope_interleaved``): height takes pairs ``1, 4, 7, ...``
-      (``s_h`` of them), width ``2, 5, 8, ...`` (``s_w``), and temporal every other pair: ``0, 3, 6,
-      ...`` and the leftover pairs at the top when ``s_t > s_h, s_w`` (transformers'
-      ``Qwen3VLTextRotaryEmbedding``: ``freqs_thw[..., slice(offset, 3 * s, 3)] = freq[axis]``).
-      Sections whose strided slice would run past the last pair (``3*s_h - 2 >= rotary_dim/2`` or
-      ``3*s_w - 1 >= rotary_dim/2``) raise: transformers clips such a slice, so the config's counts
-      would not be the counts used.  (timm's ``RotaryEmbeddingMRope`` for images, GenLIP's
-      ``(8, 12, 12)`` over head_dim 72, gives temporal every pair the others leave: that is
-      ``mrope_frequencies(72, [12, 12, 12], interleaved=True)``; sections that do not sum to
-      ``rotary_dim/2`` are refused rather than read one way or the other.)
-
-    Example: Qwen2-VL ``mrope_frequencies(128, [16, 24, 24])``; Qwen3-VL
-    ``mrope_frequencies(128, [24, 20, 20], base=5e6, interleaved=True)``.
+    Qwen2-VL: ``mrope_frequencies(128, [16, 24, 24])``; Qwen3-VL: ``mrope_frequencies(128, [24, 20, 20],
+    base=5e6, interleaved=True)``.
 
     >>> F = mrope_frequencies(8, [2, 1, 1])
     >>> (F != 0).astype(int).tolist()
@@ -94,48 +66,49 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
     n = rotary_dim // 2
     val.check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix", limit=max_bytes)
     s_t, s_h, s_w = _check_sections(sections, n, rotary_dim)
-    axis = np.zeros(n, dtype=np.intp)                       # temporal unless claimed below
     if interleaved:
-        for a, (offset, s) in enumerate(((1, s_h), (2, s_w)), start=1):
-            if s and offset + 3 * (s - 1) >= n:
+        for a, s in ((1, s_h), (2, s_w)):
+            if s and a + 3 * (s - 1) >= n:
                 raise ValueError(
                     f"sections={[s_t, s_h, s_w]} cannot be interleaved over rotary_dim/2 = {n} pairs: "
-                    f"{MROPE_AXES[a]} would need pairs {offset}, {offset + 3}, ..., {offset + 3 * (s - 1)} "
-                    f"(expected {MROPE_AXES[a]}'s section s with {offset} + 3*(s-1) < {n})")
-            axis[offset:offset + 3 * s:3] = a
-    else:
-        axis[s_t:s_t + s_h] = 1
-        axis[s_t + s_h:] = 2
-    F = np.zeros((n, 3))
-    F[np.arange(n), axis] = frequencies(rotary_dim, base, max_bytes=max_bytes)
-    return F
+                    f"{MROPE_AXES[a]} would need pairs {a}, {a + 3}, ..., {a + 3 * (s - 1)} "
+                    f"(expected {MROPE_AXES[a]}'s section s with {a} + 3*(s-1) < {n})")
+    axis = (interleaved_assignment if interleaved else blocks_assignment)((s_t, s_h, s_w))
+    matrix = np.zeros((n, 3))
+    matrix[np.arange(n), axis] = frequencies(rotary_dim, base, max_bytes=max_bytes)
+    return matrix
+
+
+def blocks_assignment(sections) -> np.ndarray:
+    """Axis of each pair when axis a owns one contiguous run of sections[a] pairs, in axis order (Qwen2-VL)."""
+    return np.repeat(np.arange(len(sections)), sections)
+
+
+def interleaved_assignment(sections) -> np.ndarray:
+    """Axis of each pair in Qwen3-VL's interleaving (transformers' ``apply_interleaved_mrope``): axis a >= 1
+    takes pairs a, a + A, a + 2A, ... below A * sections[a] (and below the number of pairs); axis 0 the rest."""
+    n_axes, n = len(sections), int(sum(sections))
+    axis = np.zeros(n, np.int64)
+    for a in range(1, n_axes):
+        idx = np.arange(a, n_axes * sections[a], n_axes)
+        axis[idx[idx < n]] = a
+    return axis
 
 
 @val.suggest_keywords
 def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2,
                       max_bytes: int | None = None) -> np.ndarray:
-    """Axial RoPE's frequency matrix ``F``, float64 of shape ``(rotary_dim/2, axes)``: one block of pairs per axis.
+    """Axial RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, axes)``: one block of pairs per axis.
 
-    The ``rotary_dim/2`` pairs split into ``axes`` contiguous blocks of ``n = rotary_dim/(2*axes)``
-    pairs; block ``a`` serves ``positions[a]`` with its own copy of the spectrum
-    ``base^(-k/n)``, ``k = 0..n-1``: ``F[a*n + k, a] = base^(-k/n)``, every other entry 0.  Each axis
-    is thus a 1-D RoPE of dimension ``rotary_dim/axes`` (eq 15 with d = rotary_dim/axes), and the
-    score of two tokens depends on their offset along every axis, nothing else.
-
-    For 2-D images (``axes=2``) this is the layout of:
-
-    * timm's ``RotaryEmbeddingCat`` / ``build_rotary_pos_embed`` with ``in_pixels=False`` (EVA-02,
-      Perception Encoder): ``bands = temperature^(-k/(dim/4))``, the first ``dim/4`` pairs on
-      ``grid[..., 0]``, the rest on ``grid[..., 1]``; pairs interleaved (``rotate_half=False``) or
-      half-split (``rotate_half=True``).  With ``grid_indexing='ij'`` (timm's default) the first
-      axis is the row: ``grid_positions(h, w)``; with ``'xy'`` it is the column:
-      ``grid_positions(h, w, indexing="xy")``.
-    * Heo et al. 2024 (arXiv:2403.13298), RoPE-Axial (``compute_axial_cis`` in naver-ai/rope-vit):
-      ``base=100``, the first block on x (the column), interleaved pairs -- so
-      ``axial_frequencies(d, base=100.0)`` with ``grid_positions(h, w, indexing="xy")``.
-
-    timm's ``grid_offset`` and ``ref_feat_shape`` move and rescale the positions, not ``F``:
-    apply them to :func:`grid_positions`' result.
+    The pairs split into ``axes`` contiguous blocks of ``n = rotary_dim/(2*axes)``; block ``a`` serves
+    ``positions[a]`` with its own spectrum ``F[a*n + k, a] = base^(-k/n)``: each axis is a 1-D RoPE of dimension
+    ``rotary_dim/axes`` (eq 15), and the score of two tokens depends on their offset along every axis only.
+    For images (``axes=2``) this is timm's ``RotaryEmbeddingCat`` with ``in_pixels=False`` (EVA-02, Perception
+    Encoder; pairs interleaved or, with ``rotate_half=True``, half-split) with :func:`grid_positions` of the same
+    ``indexing`` as its ``grid_indexing`` ('ij' by default); and Heo et al. 2024's RoPE-Axial
+    (arXiv:2403.13298, ``compute_axial_cis``): ``axial_frequencies(d, base=100.0)`` with
+    ``grid_positions(h, w, indexing="xy")``, interleaved pairs.  timm's ``grid_offset`` and ``ref_feat_shape``
+    move and rescale the positions, not ``F``.
 
     >>> axial_frequencies(8, base=100.0).tolist()
     [[1.0, 0.0], [0.1, 0.0], [0.0, 1.0], [0.0, 0.1]]
@@ -149,11 +122,11 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2,
     n = rotary_dim // (2 * axes)
     val.check_nbytes(rotary_dim // 2 * axes * 8, "rotary_dim", what=f"a ({rotary_dim // 2}, {axes}) float64 frequency "
                      "matrix", limit=max_bytes)
-    theta = frequencies(2 * n, base, max_bytes=max_bytes)                       # base^(-2k/(2n)) = base^(-k/n), k = 0..n-1
-    F = np.zeros((rotary_dim // 2, axes))
+    theta = frequencies(2 * n, base, max_bytes=max_bytes)      # base^(-2k/(2n)) = base^(-k/n), k = 0..n-1
+    matrix = np.zeros((rotary_dim // 2, axes))
     for a in range(axes):
-        F[a * n:(a + 1) * n, a] = theta
-    return F
+        matrix[a * n:(a + 1) * n, a] = theta
+    return matrix
 
 
 _INDEXINGS = ("ij", "xy")
@@ -235,38 +208,30 @@ def _check_segment(i: int, seg, merge: int):
 @val.suggest_keywords
 def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
                        text_after_vision: str = "max+1", max_bytes: int | None = None) -> np.ndarray:
-    """M-RoPE position ids (temporal, height, width) of one sequence: int64 of shape ``(3, seq)``.
-
-    The rule of Qwen2-VL (arXiv:2409.12191, section 2.1) as transformers' ``get_rope_index``
-    computes it for Qwen2-VL, Qwen2.5-VL and Qwen3-VL:
+    """M-RoPE position ids (temporal, height, width) of one sequence: int64 ``(3, seq)``, by the rule of Qwen2-VL
+    (arXiv:2409.12191, section 2.1) as transformers' ``get_rope_index`` computes it (Qwen2-VL to Qwen3-VL):
 
     * text tokens get the same id on all three axes, one more per token (1-D RoPE);
-    * an image or video of ``t x h x w`` patches becomes ``t * (h/s) * (w/s)`` tokens
-      (``s = spatial_merge_size``), ordered frame by frame, row by row; token (i, r, c) gets ids
-      ``(start + temporal(i), start + r, start + c)``, where ``start`` is the next id in the
-      sequence and ``temporal(i) = i`` -- or, for a video when ``tokens_per_second`` is given
-      (Qwen2.5-VL), ``floor(i * seconds_per_grid * tokens_per_second)``, computed in float32 as the
-      processor's tensors are;
-    * the next segment starts at the largest id used so far plus one (``text_after_vision="max+1"``,
-      the published rule, and transformers' ``get_rope_index`` up to v5.2).  transformers from v5.3
-      (checked on 5.24) instead resumes at ``start + max(h, w)/s``, which differs after a video whose
-      temporal ids outrun its spatial ones; ``text_after_vision="spatial"`` reproduces that.  The
-      token generated after the prompt continues at ``ids.max() + 1`` in both
-      (``mrope_position_deltas``).
+    * an image or video of ``t x h x w`` patches becomes ``t * (h/s) * (w/s)`` tokens (``s =
+      spatial_merge_size``), frame by frame, row by row; token (i, r, c) gets ``(start + temporal(i), start + r,
+      start + c)``, ``start`` the next id and ``temporal(i) = i`` -- or, for a video with ``tokens_per_second``
+      (Qwen2.5-VL), ``floor(i * seconds_per_grid * tokens_per_second)`` in float32, as the processor computes;
+    * the next segment starts at the largest id so far plus one (``text_after_vision="max+1"``: the published
+      rule, transformers up to v5.2); ``"spatial"`` resumes at ``start + max(h, w)/s`` as transformers from
+      v5.3 (checked on 5.24) does, which differs after a video whose temporal ids outrun its spatial ones.  The
+      token generated after the prompt continues at ``ids.max() + 1`` in both.
 
-    ``segments``: a list of ``("text", n)``, ``("image", (t, h, w))``, ``("video", (t, h, w))`` and
-    ``("video", (t, h, w), seconds_per_grid)``; ``(t, h, w)`` is the patch grid before the merge, as
-    in ``image_grid_thw`` / ``video_grid_thw``; ``seconds_per_grid`` is ``second_per_grid_ts``
-    (default 1.0, as in transformers when it is not given).  Vision-start/end marker tokens are text.
-    Qwen3-VL separates video frames by timestamp text: give each frame as its own ``(1, h, w)``
-    video segment, as its ``get_rope_index`` splits ``video_grid_thw``.  The size of the result
-    (8 bytes per id) is checked against ``max_bytes`` (default: rope_ref's limit) before it is built.
+    ``segments``: ``("text", n)``, ``("image", (t, h, w))``, ``("video", (t, h, w))`` or ``("video", (t, h, w),
+    seconds_per_grid)`` (``second_per_grid_ts``, default 1.0), ``(t, h, w)`` the patch grid before the merge
+    (``image_grid_thw``); vision marker tokens are text.  Qwen3-VL gives each video frame as its own ``(1, h,
+    w)`` video segment (its timestamps are text).  ``max_bytes``: the limit on the result (8 bytes per id).
 
     >>> mrope_position_ids([("text", 2), ("image", (1, 4, 6)), ("text", 1)]).tolist()
     [[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]]
     """
     merge = val.check_positive_int(spatial_merge_size, "spatial_merge_size")
-    tps = None if tokens_per_second is None else val.check_positive_real(tokens_per_second, "tokens_per_second")
+    if tokens_per_second is not None:
+        tokens_per_second = val.check_positive_real(tokens_per_second, "tokens_per_second")
     if text_after_vision not in _RESUME:
         raise (TypeError if not isinstance(text_after_vision, str) else ValueError)(
             f"text_after_vision must be one of {_RESUME} ('max+1': the published rule; 'spatial': transformers "
@@ -287,14 +252,14 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
             start += n
             continue
         t, h, w = n
-        if kind == "video" and tps is not None:
+        if kind == "video" and tokens_per_second is not None:
             with np.errstate(over="ignore"):
-                interval = np.float32(np.float32(1.0 if seconds is None else seconds) * np.float32(tps))
+                interval = np.float32(np.float32(1.0 if seconds is None else seconds) * np.float32(tokens_per_second))
                 last = np.float32(t - 1) * interval
             if not np.isfinite(last) or last >= 2 ** 40:
                 raise ValueError(f"a video's temporal ids reach (t-1) * seconds_per_grid * tokens_per_second = "
-                                 f"{(t - 1) * (1.0 if seconds is None else seconds) * tps:.3g}; expected below 2^40 "
-                                 "(check seconds_per_grid and tokens_per_second)")
+                                 f"{(t - 1) * (1.0 if seconds is None else seconds) * tokens_per_second:.3g}; expected "
+                                 "below 2^40 (check seconds_per_grid and tokens_per_second)")
             temporal = (np.arange(t, dtype=np.float32) * interval).astype(np.int64)   # truncation, as .long()
         else:
             temporal = np.arange(t, dtype=np.int64)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from rope_ref.identify import assert_rope_matches, identify
+from rope_ref.kernel_check import assert_rope_matches, identify
 from rope_ref.scaling import scaled_inv_freq
 
 from kernels import freqs64, llama, neox

@@ -13,10 +13,10 @@ import pytest
 
 import rope_ref as rr
 from rope_ref import multiaxis
-from rope_ref.identify import analyse, assertions, axes_compare, axes_probe, axes_spec
-from rope_ref.identify.axes_compare import assert_axes_match, compare_axes
-from rope_ref.identify.axes_probe import identify_axes, min_rows
-from rope_ref.identify.axes_spec import AxesSpec, blocks_assignment, interleaved_assignment
+from rope_ref.kernel_check import analyse, assertions, axes_compare, axes_probe, axes_spec
+from rope_ref.kernel_check.axes_compare import assert_axes_match, compare_axes
+from rope_ref.kernel_check.axes_probe import identify_axes, min_rows
+from rope_ref.kernel_check.axes_spec import AxesSpec, blocks_assignment, interleaved_assignment
 
 
 # ---- kernels ---------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.identify import KernelRaised, RopeMismatch
+from rope_ref.kernel_check import KernelRaised, RopeMismatch
 
 DATA = Path(__file__).parent / "data"
 MODULES = json.loads((DATA / "multiaxis_modules.json").read_text())

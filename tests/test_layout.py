@@ -10,7 +10,7 @@ TEACHING_DEPS = {"matplotlib", "IPython", "ipywidgets", "PIL", "nbformat", "nbcl
 
 
 def test_import_rope_ref_loads_no_teaching_dependency():
-    code = ("import sys, rope_ref, rope_ref.checks, rope_ref.identify, rope_ref.scaling; "
+    code = ("import sys, rope_ref, rope_ref.checks, rope_ref.kernel_check, rope_ref.scaling; "
             f"print(sorted(m for m in {sorted(TEACHING_DEPS)!r} if m in sys.modules))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.strip() == "[]", res.stdout
@@ -31,7 +31,7 @@ def _oracle_modules():
 
 
 def test_oracle_modules_include_the_subpackages():
-    assert PKG / "identify" / "__init__.py" in _oracle_modules()
+    assert PKG / "kernel_check" / "__init__.py" in _oracle_modules()
     assert not any("teaching" in p.parts for p in _oracle_modules())
 
 

@@ -11,13 +11,9 @@ from ..scaling import scaled_inv_freq
 from .naming import log_fit, method_kwargs
 
 def check_dynamic(spec, measure, theta, tau, base_hint, max_rows):
-    """Static base or dynamic NTK: measure the frequencies again at another length L = offset + rows.
-
-    transformers' dynamic NTK uses base * g^(r/(r-2)), g = 1 + factor (L - L_train) / L_train, past
-    L_train (max_position_embeddings) and the default frequencies up to it: g is a straight line in L,
-    so two lengths past L_train give factor and L_train, given the trained base (base_hint).
-    ``measure(rows)`` -> (|theta|, tau) at that many rows.  One call; a second if the base changes.
-    """
+    """Static base or dynamic NTK: the frequencies measured again (``measure(rows)`` -> (|theta|, tau)) at one or
+    two other lengths L = offset + rows.  transformers' dynamic NTK uses base * g^(r/(r-2)) past L_train, with
+    g = 1 + factor (L - L_train) / L_train a line in L: two lengths past L_train give factor and L_train."""
     r, offset, kind = spec.rotary_dim, int(spec.offset), spec.rope_type
     rows1 = max_rows if max_rows > spec.rows else spec.rows // 2
     if rows1 < 3:

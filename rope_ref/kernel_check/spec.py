@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 @dataclass
-class RopeSpec:
-    """What :func:`identify` found.  ``is_rope`` False means the other fields are not meaningful."""
+class ProbeSpec:
+    """What both probes report (:class:`RopeSpec` for 1-D kernels, :class:`~.axes_spec.AxesSpec` for multi-axis
+    ones).  ``is_rope`` False means the other fields are not meaningful; ``reason`` says why."""
 
     is_rope: bool
     reason: str = ""
@@ -18,27 +19,34 @@ class RopeSpec:
     pairs: list = field(default_factory=list)
     rotary_dim: int | None = None
     rotary_start: int = 0               # first rotated feature (0: the leading rotary_dim features rotate)
+    inv_freq: np.ndarray | None = None  # signed frequencies, pairs in pairing order: (pairs,) or (pairs, axes)
+    base: float | None = None
+    norm_scale: float | None = None     # |output| / |input| on the rotated features
+    angle_precision: str | None = None  # the float type the kernel's angles behave like
+    phase_error: float = 0.0            # max |measured angle - the angle the frequencies give|, radians
+    scale_error: float = 0.0            # max relative spread of the per-pair scale over rows
+    notes: list = field(default_factory=list)
+
+
+@dataclass
+class RopeSpec(ProbeSpec):
+    """What :func:`identify` found for a 1-D kernel (angle (offset + row) * inv_freq[p] in pair p).  ``base``: of
+    the named method; for "custom", of the leading pairs."""
+
     output_pairing: str | None = None   # None: pair (i, j) is written back to features (i, j); else the
     output_pairs: list | None = None    # layout of the features it is written to (output_pairs[p] for pairs[p])
-    inv_freq: np.ndarray | None = None  # signed per-pair angular frequency, pair p in pairing order
-    base: float | None = None           # of the named method; for "custom", of the leading pairs
     offset: float | None = None         # position of row 0 (an integer when resolved as one)
     offset_resolution: float | None = None  # standard deviation of the offset, in positions
     offset_alternatives: np.ndarray = field(default_factory=lambda: np.zeros(0))  # others that fit as well
-    norm_scale: float | None = None     # |output| / |input| on the rotated features
     rope_type: str | None = None        # a rope_ref.ROPE_TYPES name, "custom", or None (too noisy)
     rope_params: dict = field(default_factory=dict)
     closest: str | None = None          # for "custom": the method whose parameters rope_params holds
     also: list = field(default_factory=list)  # other (rope_type, params) with the same frequencies (a note says so)
     fit_error: float | None = None      # max relative |theta_method / theta_measured - 1|
     freq_tolerance: float | None = None  # largest relative tolerance used for the frequencies
-    angle_precision: str | None = None  # the float type the kernel's angles behave like
-    phase_error: float = 0.0            # max |measured angle - (offset + row) * theta|, radians
     output_rounded: bool = False        # angle errors from rounding cos/sin or the output (norm errs alike)
     stateful: bool = False              # fn's output for the first input changed after the calls on more rows
-    scale_error: float = 0.0            # max relative spread of the per-pair scale over rows
     rows: int | None = None             # rows the angles were measured at
-    notes: list = field(default_factory=list)
     multi_axis: bool = False            # not a 1-D RoPE, but its angles are exact: probe along several axes
 
     def summary(self) -> str:

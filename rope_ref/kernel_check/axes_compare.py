@@ -11,17 +11,8 @@ from .. import _validate as val
 from ..multiaxis import mrope_frequencies
 from .axes_probe import identify_axes
 from .axes_spec import LAYOUTS, MAX_POSITION, AxesSpec, classify, runs, show_shifts
-from .mismatch import RopeMismatch, raising_as
-from .probe import check_rotary_start
+from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
 from .tolerances import FREQ_ULPS, MAX_BYTES
-
-# ---- comparing with what you expect ----------------------------------------------------------------
-
-def _check_layout(layout):
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be 'blocks' or 'interleaved', got {layout!r}"
-                         f"{val.closest_name(str(layout), tuple(LAYOUTS))}")
-    return layout
 
 
 def _describe_layout(layout, axis, names):
@@ -33,33 +24,20 @@ def _describe_layout(layout, axis, names):
 def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, rotary_dim: int | None = None,
                  rotary_start: int | None = None, norm_scale: float | None = None, rtol: float = 0.0,
                  phase_atol: float | None = None) -> list:
-    """Every difference between what identify_axes found and what you expect, as readable lines.
+    """Every difference between what identify_axes found and what you expect, as readable lines ([] when all match).
 
-    ``inv_freq``: the expected matrix (rotary_dim/2, axes), e.g. :func:`rope_ref.multiaxis.mrope_frequencies`.
-    Frequencies agree within the spec's measured tolerance, FREQ_ULPS float32 roundings (a float32 inv_freq
-    buffer) and ``rtol`` relative.  For matrices where each pair turns with one axis the lines name the section split
-    ("kernel gives t/h/w 16/24/24 pairs, expected 24/20/20"), the layout, which axis drives which pairs and
-    an axis whose frequencies have the opposite sign before listing wrong frequencies.  Angles must behave like
-    float32 or better or, with ``phase_atol``, deviate from ``sum_a F[j, a] p_a`` by at most that many radians
-    (as for 1-D kernels).  [] when all match.
-    """
+    ``inv_freq``: the expected matrix (rotary_dim/2, axes), e.g. :func:`rope_ref.multiaxis.mrope_frequencies`,
+    agreeing within the spec's tolerance, FREQ_ULPS float32 roundings and ``rtol`` relative; when each pair
+    turns with one axis the section split, layout and axis of each pair are named first, and an axis with
+    every sign flipped.  ``phase_atol`` as for 1-D kernels."""
     if not isinstance(spec, AxesSpec):
         raise TypeError(f"spec must be an AxesSpec (from identify_axes), got {type(spec).__name__}")
     if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) or not 0 <= rtol < 1:
         raise ValueError(f"rtol must be a real number in [0, 1), got {rtol!r}")
     if not spec.is_rope:
         return [f"not a rotary embedding: {spec.reason}"]
-    problems = []
     names = spec.axis_names
-    if pairing is not None and pairing != spec.pairing and not (spec.rotary_dim == 2 and pairing in val.PAIRINGS
-                                                                  and spec.pairing in val.PAIRINGS):
-        shown = ", ".join(str(p) for p in spec.pairs[:3])
-        problems.append(f"pairing: expected {pairing}, found {spec.pairing} (pairs {shown}, ...)")
-    if rotary_dim is not None and rotary_dim != spec.rotary_dim:
-        problems.append(f"rotary_dim: expected {rotary_dim}, found {spec.rotary_dim}")
-    if rotary_start is not None and rotary_start != spec.rotary_start:
-        problems.append(f"rotary_start: expected rotated features from {rotary_start}, found {spec.rotary_start}.."
-                        f"{spec.rotary_start + spec.rotary_dim - 1}")
+    problems = layout_problems(spec, pairing, rotary_dim, rotary_start)
     scale_tol = max(FREQ_ULPS * 2.0**-24, 2 * spec.scale_error)
     if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > scale_tol:
         problems.append(f"norm_scale: expected {norm_scale:.6g}, found {spec.norm_scale:.6g}")
@@ -69,45 +47,33 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
                         f"rad with every axis at 0 ({why})")
     if inv_freq is not None:
         problems += _compare_matrix(spec, _check_matrix(inv_freq, spec.axes), rtol, names)
-    if phase_atol is not None and spec.phase_error > phase_atol:
-        problems.append(f"angle precision: angles deviate from sum_a F[j, a] p_a by up to {spec.phase_error:.2g} rad "
-                        f"(> phase_atol={phase_atol:g})")
-    elif phase_atol is None and spec.angle_precision not in ("float64", "float32"):
-        rounded = spec.angle_precision.startswith("float32 (")
-        problems.append(f"angle precision: angles behave like {spec.angle_precision} (errors up to "
-                        f"{spec.phase_error:.2g} rad); " + (
-                            "pass phase_atol= to accept that precision" if rounded else
-                            "compute angles in float32 or better, or pass phase_atol= to accept that precision"))
+    problems += precision_problems(spec, phase_atol, "sum_a F[j, a] p_a", "pass phase_atol= to accept that precision",
+                                   "compute angles in float32 or better, or pass phase_atol= to accept that precision")
     return problems
 
 
-def _check_matrix(E, axes):
-    try:
-        E = np.array(E, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"inv_freq must be a real array of shape (rotary_dim/2, axes={axes}), got "
-                        f"{type(E).__name__}: {err}") from None
-    if E.ndim == 1 and axes == 1:
-        E = E[:, None]
-    if E.ndim != 2 or E.shape[1] != axes:
-        raise ValueError(f"inv_freq must have shape (rotary_dim/2, axes={axes}), got {E.shape}")
-    if not np.all(np.isfinite(E)):
-        raise ValueError("inv_freq must be finite")
-    return E
+def _check_matrix(want, axes):
+    """The expected matrix: finite reals of shape (rotary_dim/2, axes) ((rotary_dim/2,) for one axis)."""
+    want = val.check_real_values(want, "inv_freq")
+    if want.ndim == 1 and axes == 1:
+        want = want[:, None]
+    if want.ndim != 2 or want.shape[1] != axes:
+        raise ValueError(f"inv_freq must have shape (rotary_dim/2, axes={axes}), got {want.shape}")
+    return want
 
 
-def _compare_matrix(spec, E, rtol, names):
-    F = spec.inv_freq
-    if E.shape != F.shape:
-        return [f"frequencies: expected a ({E.shape[0]}, {E.shape[1]}) matrix ({2 * E.shape[0]} rotated features), "
-                f"found ({F.shape[0]}, {F.shape[1]}) (rotary_dim {spec.rotary_dim})"]
-    tol = spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(E)
-    form, axis, sections, layout = classify(E)
+def _compare_matrix(spec, want, rtol, names):
+    found = spec.inv_freq
+    if want.shape != found.shape:
+        return [f"frequencies: expected a ({want.shape[0]}, {want.shape[1]}) matrix ({2 * want.shape[0]} rotated "
+                f"features), found ({found.shape[0]}, {found.shape[1]}) (rotary_dim {spec.rotary_dim})"]
+    tol = spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(want)
+    form, axis, sections, layout = classify(want)
     problems = []
     if axis is not None and spec.axis_of_pair is None:
-        j = int(np.flatnonzero((np.abs(F) > spec.freq_tolerance).sum(1) > 1)[0])
-        drive = ", ".join(f"{names[a]} {F[j, a]:.4g}" for a in range(spec.axes)
-                          if abs(F[j, a]) > spec.freq_tolerance[j, a])
+        j = int(np.flatnonzero((np.abs(found) > spec.freq_tolerance).sum(1) > 1)[0])
+        drive = ", ".join(f"{names[a]} {found[j, a]:.4g}" for a in range(spec.axes)
+                          if abs(found[j, a]) > spec.freq_tolerance[j, a])
         return [f"axes: expected each pair to turn with one axis ({form}), found pairs that turn with several: pair "
                 f"{j} with {drive} (found {spec.form})"]
     if axis is not None:
@@ -124,31 +90,32 @@ def _compare_matrix(spec, E, rtol, names):
             problems.append(f"axis of each pair: kernel has {runs(found_axis, names)}, expected {runs(axis, names)}")
         if not np.array_equal(axis, found_axis):
             # the spectra, whichever axis drives each pair
-            want = np.abs(E[np.arange(len(E)), axis])
-            got = np.abs(F[np.arange(len(F)), found_axis])
-            bad = np.flatnonzero(np.abs(got - want) > spec.freq_tolerance[np.arange(len(F)), found_axis]
-                                 + max(rtol, FREQ_ULPS * 2.0**-24) * want)
+            want_theta = np.abs(want[np.arange(len(want)), axis])
+            found_theta = np.abs(found[np.arange(len(found)), found_axis])
+            allowed = (spec.freq_tolerance[np.arange(len(found)), found_axis]
+                       + max(rtol, FREQ_ULPS * 2.0**-24) * want_theta)
+            bad = np.flatnonzero(np.abs(found_theta - want_theta) > allowed)
             if bad.size:
                 problems.append("frequencies (whichever axis turns each pair): " + "; ".join(
-                    f"pair {j} expected {want[j]:.6g}, found {got[j]:.6g}" for j in bad[:3])
+                    f"pair {j} expected {want_theta[j]:.6g}, found {found_theta[j]:.6g}" for j in bad[:3])
                     + f"; {bad.size} of {len(want)} pairs differ")
             return problems
     # Same zero pattern or dense: entry by entry, an axis with every sign flipped named first.
-    bad = np.abs(F - E) > tol
+    bad = np.abs(found - want) > tol
     for a in range(spec.axes):
-        col = E[:, a] != 0
-        if bad[:, a].any() and col.any() and np.all(np.abs(F[col, a] + E[col, a]) <= tol[col, a]):
+        col = want[:, a] != 0
+        if bad[:, a].any() and col.any() and np.all(np.abs(found[col, a] + want[col, a]) <= tol[col, a]):
             first = int(np.flatnonzero(col)[0])
-            problems.append(f"axis {names[a]}: every frequency has the opposite sign (expected {E[first, a]:.6g} for "
-                            f"pair {first}, found {F[first, a]:.6g}): the kernel turns the other way in {names[a]} "
-                            "(position negated or sin's sign flipped?)")
+            problems.append(f"axis {names[a]}: every frequency has the opposite sign (expected "
+                            f"{want[first, a]:.6g} for pair {first}, found {found[first, a]:.6g}): the kernel turns "
+                            f"the other way in {names[a]} (position negated or sin's sign flipped?)")
             bad[:, a] = False
     rows, cols = np.nonzero(bad)
     if rows.size:
         problems.append("frequencies: " + "; ".join(
-            f"pair {j} along {names[a]} expected {E[j, a]:.6g}, found {F[j, a]:.6g}"
+            f"pair {j} along {names[a]} expected {want[j, a]:.6g}, found {found[j, a]:.6g}"
             for j, a in zip(rows[:3], cols[:3]))
-            + f"; {rows.size} of {E.size} entries differ")
+            + f"; {rows.size} of {want.size} entries differ")
     return problems
 
 
@@ -162,38 +129,27 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
                       rotary_start: int = 0, norm_scale: float | None = None, rtol: float = 0.0,
                       phase_atol: float | None = None, seq: int = 64, seed: int = 0,
                       max_position: int = MAX_POSITION, axis_names=None, max_bytes: int = MAX_BYTES) -> AxesSpec:
-    """Raise AssertionError (:class:`~rope_ref.identify.RopeMismatch`) naming every way the multi-axis kernel
-    ``fn(x, positions)`` differs from what you expect; return the :class:`AxesSpec` when all match.
-
-    Expect either ``inv_freq`` (rotary_dim/2, axes) or, for M-RoPE (axes=3), ``sections`` (t, h, w pairs: a
-    config's mrope_section) with ``layout`` ("blocks", the default, or "interleaved") and ``base`` (default
-    10000): :func:`rope_ref.multiaxis.mrope_frequencies` with rotary_dim defaulting to d.  Also ``pairing``,
-    ``rotary_dim``, ``rotary_start`` (default 0: the leading features rotate), ``norm_scale``, ``phase_atol``.
-    See :func:`~rope_ref.identify.axes_probe.identify_axes` for how fn is called and :func:`compare_axes` for
-    the comparison.  An exception raised inside ``fn`` is re-raised as ``KernelRaised`` ("fn raised ..."),
-    never reported as a mismatch.
-    """
+    """Raise AssertionError (:class:`~rope_ref.kernel_check.RopeMismatch`) naming every way the multi-axis kernel
+    ``fn(x, positions)`` (called as by :func:`~.axes_probe.identify_axes`) differs from what you expect
+    (:func:`compare_axes`); return the :class:`AxesSpec` when all match.  Expect ``inv_freq`` or, for M-RoPE,
+    ``sections`` (a config's mrope_section) with ``layout`` ("blocks" or "interleaved") and ``base`` (default
+    10000): :func:`rope_ref.multiaxis.mrope_frequencies` over rotary_dim (default d).  fn's own exceptions
+    are re-raised as ``KernelRaised``."""
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
     if inv_freq is None and sections is None and (layout is not None or base is not None):
         raise TypeError("layout= and base= describe M-RoPE: pass sections= with them (pairs per axis)")
-    if pairing is not None and pairing not in ("interleaved", "half", "other"):
-        raise ValueError(f"pairing must be 'interleaved', 'half' or 'other', got {pairing!r}"
-                         f"{val.closest_name(str(pairing), ('interleaved', 'half', 'other'))}")
-    if rotary_dim is not None:
-        rotary_dim = val.check_d(rotary_dim, "rotary_dim")
-    if norm_scale is not None:
-        norm_scale = val.check_positive_real(norm_scale, "norm_scale")
-    if phase_atol is not None:
-        val.check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
-    rotary_start = check_rotary_start(rotary_start)
+    given = dict(pairing=pairing, rotary_dim=rotary_dim, norm_scale=norm_scale, rotary_start=rotary_start)
+    check_expected({k: v for k, v in given.items() if v is not None}, phase_atol)
     if sections is not None:
         if axes != 3:
             raise ValueError(f"sections= describes M-RoPE's three axes (t, h, w), got axes={axes}: pass inv_freq= "
                              "(rotary_dim/2, axes) for other layouts")
-        interleaved = _check_layout("blocks" if layout is None else layout) == "interleaved"
+        if layout not in (None, *LAYOUTS):
+            raise ValueError(f"layout must be 'blocks' or 'interleaved', got {layout!r}"
+                             f"{val.closest_name(str(layout), tuple(LAYOUTS))}")
         inv_freq = mrope_frequencies(rotary_dim or d, sections, base=10000.0 if base is None else base,
-                                     interleaved=interleaved)
+                                     interleaved=layout == "interleaved")
     spec = identify_axes(raising_as("fn", fn), d, axes, seq=seq, seed=seed, max_position=max_position,
                          axis_names=axis_names, max_bytes=max_bytes)
     if not spec.is_rope:

@@ -10,7 +10,8 @@ import numpy as np
 from ..forms import frequencies
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 from .spec import show_params
-from .tolerances import _TRAIN_LENGTHS, FREQ_ULPS, NAME_RTOL, PRECISIONS, SIGMAS
+from .tolerances import FREQ_ULPS, NAME_RTOL, PRECISIONS, SIGMAS
+from .tolerances import TRAIN_LENGTHS as _TRAIN_LENGTHS
 
 
 def geometric_base(theta, r, tau):

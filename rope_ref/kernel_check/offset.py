@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .angles import RowFit, angle_precision, fit_rows
-from .tolerances import MAX_OFFSET, NOISE_ULPS, OFFSET_SIGMA, SIGMAS
+from .angles import RowFit, angle_precision, fit_rows, rounding_allowance
+from .tolerances import MAX_OFFSET, OFFSET_SIGMA, SIGMAS
 
 
 @dataclass
@@ -24,23 +24,16 @@ class OffsetFit:
 
 
 def locate(phase, out_err=0.0) -> OffsetFit:
-    """Row fit and offset, with the rounding floor sized for the offset found.
-
-    The unit roundoff is the finest float type whose rounding explains the residuals at some
-    offset in range.  The floors start sized for the rows alone and grow (to the offset found,
-    or fourfold while no offset fits) until they cover the offset they find: the smallest
-    angle scale that explains the measurements.  If the angles at that offset behave like a
-    coarser type, the search is repeated with it.
-
-    With ``out_err`` (the angle error from rounding cos/sin or the output, at every position) the
-    angles are first tried as float32 ones: kept if float32 rounding plus out_err explains them.
-    """
+    """Row fit and offset of the angles ``phase`` (rows, pairs), with the rounding floors grown until they cover
+    the offset found (the smallest angle scale that explains the measurements), for the finest float type
+    whose rounding explains the residuals there.  With ``out_err`` (cos/sin or the output rounded: radians at
+    every row) the angles are first tried as float32 ones plus that error."""
     n = phase.shape[0]
     rows_fit = fit_rows(phase)
     if out_err:
         found, angle = _search_offset(phase, 2.0**-24, out_err)
-        if found.status != "inconsistent" and np.all(np.abs(rows_fit.resid) <= NOISE_ULPS * 2.0**-24 * (1 + angle)
-                                                      + out_err):
+        float32_explains = np.all(np.abs(rows_fit.resid) <= rounding_allowance(2.0**-24, angle, out_err))
+        if found.status != "inconsistent" and float32_explains:
             return found
     widest = (MAX_OFFSET + n) * np.abs(rows_fit.theta) + np.abs(phase).max(axis=0) + np.pi
     _, unit = angle_precision(rows_fit.resid, widest)
@@ -79,15 +72,9 @@ def rows_needed(seq, sigma_o, max_rows):
 
 
 def solve_offset(fit: RowFit, max_candidates=200_000):
-    """Offset o with (o + row_centre) * theta_p = centre_p (mod 2 pi) for every pair p.
-
-    Each pair fixes q = o + row_centre modulo its wavelength 2 pi / theta_p.  Candidates
-    come from the slowest pair; each is refined from slow to fast pairs (a wrap count is
-    chosen only where the uncertainty makes it decidable) and kept if every pair agrees
-    within SIGMAS of its noise.  Returns (offset, standard deviation, status) with status
-    "ok", "ambiguous" (several offsets agree) or "inconsistent" (none does), and the other
-    offsets that agree, nearest first.
-    """
+    """Offset o with (o + row_centre) * theta_p = centre_p (mod 2 pi) for every pair p, as docs/identify_internals.md
+    ("3. The offset") says: (offset, standard deviation, "ok" / "ambiguous" / "inconsistent", the other offsets
+    that agree, nearest first)."""
     theta, centre, rc = fit.theta, fit.centre, fit.row_centre
     s_theta, s_centre = fit.sigma_theta, fit.sigma_centre
     order = [p for p in np.argsort(np.abs(theta)) if abs(theta[p]) > 1e-12]

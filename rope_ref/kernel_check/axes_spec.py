@@ -1,13 +1,16 @@
-"""What :func:`~rope_ref.identify.axes_probe.identify_axes` found: :class:`AxesSpec`, its display, and the
+"""What :func:`~rope_ref.kernel_check.axes_probe.identify_axes` found: :class:`AxesSpec`, its display, and the
 naming of a frequency matrix (which axis turns each pair, the sections, the M-RoPE layout)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import itertools
+from dataclasses import dataclass
 
 import numpy as np
 
-from .spec import show_number
+from ..multiaxis import blocks_assignment, interleaved_assignment
+from .naming import geometric_base
+from .spec import ProbeSpec, show_number
 from .tolerances import FREQ_ULPS
 
 #: Most position axes accepted.
@@ -22,44 +25,26 @@ LAYOUTS = {"blocks": "contiguous sections in axis order, as Qwen2-VL / Qwen2.5-V
 
 
 @dataclass
-class AxesSpec:
-    """What :func:`identify_axes` found.  ``is_rope`` False means the other fields are not meaningful.
+class AxesSpec(ProbeSpec):
+    """What :func:`identify_axes` found: ``inv_freq[j, a]`` the signed frequency of pair j along axis a.  ``form``:
+    ``"1-D"``, ``"M-RoPE"`` (each pair with one axis, one strictly decreasing spectrum), ``"axial"`` (the axes'
+    spectra repeat) or ``"mixed"`` (a pair turns with several axes); ``base``: theta_j = base^(-2j/rotary_dim)
+    over all pairs (1-D, M-RoPE), if so."""
 
-    ``inv_freq[j, a]``: signed angular frequency of pair j along axis a (radians per position), pairs in
-    pairing order (theta order for RoPE).  ``form``: ``"1-D"`` (every pair turns with the same single axis),
-    ``"M-RoPE"`` (each pair with one axis, one spectrum strictly decreasing over the pairs), ``"axial"``
-    (each pair with one axis, the axes' spectra repeat: 2-D ViT RoPE) or ``"mixed"`` (some pair turns with
-    several axes: RoPE-Mixed).  ``axis_of_pair``, ``sections``: when each pair turns with one axis.
-    ``mrope_layout``: ``"blocks"`` / ``"interleaved"`` for M-RoPE, None otherwise.
-    """
-
-    is_rope: bool
-    reason: str = ""
     axes: int | None = None
     axis_names: tuple = ()
-    pairing: str | None = None          # "interleaved", "half" or "other", within the rotated features
-    pairs: list = field(default_factory=list)
-    rotary_dim: int | None = None
-    rotary_start: int = 0
-    inv_freq: np.ndarray | None = None  # (rotary_dim/2, axes), signed
     freq_sigma: np.ndarray | None = None      # standard deviation of each entry, radians per position
     freq_tolerance: np.ndarray | None = None  # absolute tolerance on each entry used by compare_axes
     form: str | None = None
-    axis_of_pair: np.ndarray | None = None
-    sections: tuple | None = None
-    mrope_layout: str | None = None
-    base: float | None = None           # theta_j = base^(-2j/rotary_dim) over all pairs (1-D, M-RoPE), if so
+    axis_of_pair: np.ndarray | None = None  # the axis that turns each pair, when each pair turns with one
+    sections: tuple | None = None       # pairs per axis, then
+    mrope_layout: str | None = None     # M-RoPE: "blocks" or "interleaved" (None: neither, or not M-RoPE)
     axis_bases: tuple | None = None     # axial: per axis, theta_k = base_a^(-k/n_a) over its n_a pairs, if so
-    norm_scale: float | None = None
-    angle_precision: str | None = None  # the float type the kernel's angles behave like
-    phase_error: float = 0.0            # largest |measured angle - sum_a F[j, a] p_a| over the rows, radians
     phase_at_zero: float = 0.0          # largest |angle| at position 0 on every axis (0 unless positions shift)
     rotated_at_zero: bool = False       # pairs turned beyond rounding with every axis at 0
     position_shift: tuple | None = None  # per axis, the shift s_a with angle(0) = sum_a F[j, a] s_a, when solved
-    scale_error: float = 0.0
     positions: np.ndarray | None = None  # (axes, seq): the positions fn was called with
     calls: int = 0
-    notes: list = field(default_factory=list)
 
     def __str__(self) -> str:
         if not self.is_rope:
@@ -98,12 +83,9 @@ def _spectrum(theta) -> str:
 def runs(axis_of_pair, names) -> str:
     """'t 0..15, h 16..39, w 40..63' (contiguous runs), the first few runs only."""
     found, j = [], 0
-    n = len(axis_of_pair)
-    while j < n:
-        k = j
-        while k + 1 < n and axis_of_pair[k + 1] == axis_of_pair[j]:
-            k += 1
-        found.append(f"{names[axis_of_pair[j]]} {j}" + (f"..{k}" if k > j else ""))
+    for axis, run in itertools.groupby(axis_of_pair):
+        k = j + len(list(run)) - 1
+        found.append(f"{names[axis]} {j}" + (f"..{k}" if k > j else ""))
         j = k + 1
     return ", ".join(found[:9]) + (f", ... ({len(found)} runs)" if len(found) > 9 else "")
 
@@ -114,44 +96,17 @@ def show_shifts(spec) -> str:
                      for n, s in zip(spec.axis_names, spec.position_shift) if s != 0)
 
 
-def not_axes_rope(reason, **kw) -> AxesSpec:
-    """The spec of a function that is not a multi-axis rotary embedding, and why."""
-    return AxesSpec(is_rope=False, reason=reason, **kw)
-
-
-def kept(spec) -> dict:
-    """The fields of ``spec`` a not-RoPE spec keeps (axes, positions, calls, notes)."""
-    return dict(axes=spec.axes, axis_names=spec.axis_names, positions=spec.positions, calls=spec.calls,
-                notes=spec.notes)
-
-
 # ---- naming --------------------------------------------------------------------------------------
 
-def blocks_assignment(sections) -> np.ndarray:
-    """Axis of each pair when axis a owns one contiguous run of sections[a] pairs, in axis order (Qwen2-VL)."""
-    return np.repeat(np.arange(len(sections)), sections)
-
-
-def interleaved_assignment(sections) -> np.ndarray:
-    """Axis of each pair in Qwen3-VL's interleaving (transformers' ``apply_interleaved_mrope``): axis a >= 1
-    takes pairs a, a + A, a + 2A, ... below A * sections[a]; axis 0 the rest."""
-    A, n = len(sections), int(sum(sections))
-    axis = np.zeros(n, np.int64)
-    for a in range(1, A):
-        idx = np.arange(a, A * sections[a], A)
-        axis[idx[idx < n]] = a
-    return axis
-
-
-def _geometric_base(theta, denominator, rtol):
+def _rounded_base(theta, denominator, rtol):
     """base with theta_k = base^(-k/denominator) for k = 0.. (eq 15; theta_0 = 1), when every |theta_k| fits it
-    within ``rtol`` (relative, per pair); the base with the fewest significant digits that fits."""
+    within ``rtol`` (relative, per pair): :func:`.naming.geometric_base`'s fit, to the fewest significant digits
+    that still fit every pair."""
     theta, rtol = np.abs(np.asarray(theta, float)), np.maximum(rtol, 4 * FREQ_ULPS * 2.0**-24)
     if theta.size < 2 or not np.all(theta > 0) or np.any(np.abs(theta[0] - 1) > rtol[0]):
         return None
+    base = geometric_base(theta, 2 * denominator, rtol)
     k = np.arange(theta.size)
-    rate = -(k @ np.log(theta)) / (k @ k)          # log base / denominator
-    base = float(np.exp(rate * denominator))
     for digits in range(1, 17):
         nice = float(f"{base:.{digits}g}")
         if np.all(np.abs(theta / nice ** (-k / denominator) - 1) <= rtol):
@@ -159,19 +114,19 @@ def _geometric_base(theta, denominator, rtol):
     return None
 
 
-def classify(F, nonzero=None):
+def classify(freqs, nonzero=None):
     """(form, axis_of_pair, sections, mrope_layout) of a frequency matrix F (pairs, axes); entries where
     ``nonzero`` is False (default: F == 0) count as zero."""
-    F = np.asarray(F, float)
-    nz = F != 0 if nonzero is None else nonzero
-    A = F.shape[1]
-    if not np.all(nz.sum(1) == 1):
+    freqs = np.asarray(freqs, float)
+    nonzero_mask = freqs != 0 if nonzero is None else nonzero
+    n_axes = freqs.shape[1]
+    if not np.all(nonzero_mask.sum(1) == 1):
         return "mixed", None, None, None
-    axis = np.argmax(nz, axis=1)
-    sections = tuple(int(n) for n in np.bincount(axis, minlength=A))
+    axis = np.argmax(nonzero_mask, axis=1)
+    sections = tuple(int(n) for n in np.bincount(axis, minlength=n_axes))
     if sum(n > 0 for n in sections) == 1:
         return "1-D", axis, sections, None
-    theta = np.abs(F[np.arange(len(axis)), axis])
+    theta = np.abs(freqs[np.arange(len(axis)), axis])
     if not np.all(np.diff(theta) < 0):
         return "axial", axis, sections, None
     layout = ("blocks" if np.array_equal(axis, blocks_assignment(sections)) else
@@ -180,20 +135,20 @@ def classify(F, nonzero=None):
 
 
 def name_axes(spec, nonzero):
-    F = spec.inv_freq
-    spec.form, spec.axis_of_pair, spec.sections, spec.mrope_layout = classify(F, nonzero)
+    freqs = spec.inv_freq
+    spec.form, spec.axis_of_pair, spec.sections, spec.mrope_layout = classify(freqs, nonzero)
     names = spec.axis_names
     if spec.form in ("1-D", "M-RoPE"):
-        theta = np.abs(F[np.arange(len(F)), spec.axis_of_pair])
-        rel = spec.freq_tolerance[np.arange(len(F)), spec.axis_of_pair] / theta
-        spec.base = _geometric_base(theta, spec.rotary_dim / 2, rel)
+        theta = np.abs(freqs[np.arange(len(freqs)), spec.axis_of_pair])
+        rel = spec.freq_tolerance[np.arange(len(freqs)), spec.axis_of_pair] / theta
+        spec.base = _rounded_base(theta, spec.rotary_dim / 2, rel)
         if spec.form == "M-RoPE" and spec.mrope_layout is None:
             spec.notes.append(f"each pair turns with one axis and the pairs share one spectrum, but the axes are "
                               f"laid out neither as blocks nor as Qwen3-VL's interleaving: "
                               f"{runs(spec.axis_of_pair, names)}")
     elif spec.form == "axial":
-        rel = spec.freq_tolerance / np.maximum(np.abs(F), 1e-300)
-        spec.axis_bases = tuple(_geometric_base(F[spec.axis_of_pair == a, a], spec.sections[a],
+        rel = spec.freq_tolerance / np.maximum(np.abs(freqs), 1e-300)
+        spec.axis_bases = tuple(_rounded_base(freqs[spec.axis_of_pair == a, a], spec.sections[a],
                                                 rel[spec.axis_of_pair == a, a]) if spec.sections[a]
                                 else None for a in range(spec.axes))
     if spec.sections is not None:
@@ -201,7 +156,7 @@ def name_axes(spec, nonzero):
         if unused:
             spec.notes.append(f"no pair turns with {', '.join(unused)}: fn ignores "
                               f"{'that axis' if len(unused) == 1 else 'those axes'}")
-    flipped = [names[a] for a in range(spec.axes) if np.any(F[:, a] < 0) and not np.any(F[:, a] > 0)]
+    flipped = [names[a] for a in range(spec.axes) if np.any(freqs[:, a] < 0) and not np.any(freqs[:, a] > 0)]
     if flipped:
         spec.notes.append(f"every frequency along {', '.join(flipped)} is negative: the kernel turns clockwise in "
                           f"{'that axis' if len(flipped) == 1 else 'those axes'} (eq 34 turns counter-clockwise)")

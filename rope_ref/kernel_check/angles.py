@@ -1,9 +1,5 @@
-"""Angles: straight-line fits of each pair's angle against the row, and the float type they behave like.
-
-Row r of a 1-D rotary embedding is rotated by (offset + r) * theta_p in pair p (eq 34).  The
-scatter of the measured angles about a line is the angle noise; every tolerance identify
-uses is derived from it, floored by what rounding in the kernel's float type can do.
-"""
+"""Angles: straight-line fits of each pair's angle against the row or position, and the float type they behave
+like (docs/identify_internals.md, "2. Angles and their float type")."""
 
 from __future__ import annotations
 
@@ -39,15 +35,10 @@ class AbsoluteFit:
 
 
 def fit_rows(phase, unit=0.0, offset=0.0, out_err=0.0) -> RowFit:
-    """Per-pair straight line through the angles of the rows, about the centre row.
-
-    The deviations come from the scatter about the line, floored by what rounding to a float
-    type with unit roundoff ``unit`` can do to angles near (offset + row) * theta: up to
-    unit * |angle| at every row, and -- rounding errors of consecutive multiples of one theta
-    can drift together -- a slope error up to 2 unit |angle| / rows.  ``out_err``: an error up
-    to that many radians at every row (cos/sin rounded), which the centre angle may keep whole
-    (a slowly turning pair's rounding errors do not average out).
-    """
+    """Per-pair straight line through the angles ``phase`` (rows, pairs), about the centre row; the deviations
+    are floored by what rounding to a float type of unit roundoff ``unit`` does to angles near (offset + row) *
+    theta (consecutive multiples' errors drift together: a slope error up to 2 unit |angle| / rows), and the
+    centre's by ``out_err`` radians at every row (cos/sin rounded)."""
     n = phase.shape[0]
     x = np.arange(n) - (n - 1) / 2
     centre = phase.mean(axis=0)
@@ -62,30 +53,40 @@ def fit_rows(phase, unit=0.0, offset=0.0, out_err=0.0) -> RowFit:
 
 
 def refit_absolute(phase, offset, fit: RowFit) -> AbsoluteFit:
-    """theta_p by least squares on the absolute angle: phase + 2 pi k_p = (offset + row) * theta_p.
-
-    With the offset known, the angle at row r is known absolutely (up to a whole number of
-    turns k_p, decided from the row fit at the centre row), so theta is measured against
-    (offset + row) rather than against the few rows of the block: its error falls by about
-    the ratio offset / rows.
-    """
+    """theta_p by least squares on the absolute angle: phase + 2 pi k_p = (offset + row) * theta_p, the whole
+    turns k_p decided from the row fit at the centre row (its error falls by about offset / rows)."""
     m = offset + np.arange(phase.shape[0], dtype=float)
     if m @ m == 0:
         return AbsoluteFit(fit.theta, fit.resid, fit.sigma_theta)
     turns = np.round(((offset + fit.row_centre) * fit.theta - fit.centre) / (2 * np.pi))
-    absolute = phase + 2 * np.pi * turns
-    theta = m @ absolute / (m @ m)
-    resid = absolute - np.outer(m, theta)
+    theta, sigma, resid = line_through_zero(m[:, None], phase + 2 * np.pi * turns)
     floor = 2.0**-52 * (1 + np.abs(np.outer(m, theta)).max(axis=0))
-    noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(len(m) - 1, 1)), floor)
-    return AbsoluteFit(theta, resid, noise / np.sqrt(m @ m))
+    return AbsoluteFit(theta, resid, np.maximum(sigma, floor / np.sqrt(m @ m)))
 
 
-def angle_precision(resid, angle):
-    """The finest float type whose rounding, NOISE_ULPS * u * (1 + |angle|), covers the residuals:
+def line_through_zero(positions, angles, used=None):
+    """Per-pair slope of the line through 0 that fits ``angles`` (points, pairs) at ``positions`` (points, pairs)
+    or (points, 1), by least squares over the points ``used`` (default all): (slope, its standard deviation,
+    residuals, 0 where not used).  Both probes fit their frequencies with it."""
+    used = np.ones(angles.shape, bool) if used is None else used
+    pu, au = np.where(used, positions, 0.0), np.where(used, angles, 0.0)
+    slope = (pu * au).sum(0) / (pu * pu).sum(0)
+    resid = np.where(used, angles - positions * slope, 0.0)
+    dof = np.maximum(used.sum(0) - 1, 1)
+    return slope, np.sqrt((resid**2).sum(0) / dof / (pu * pu).sum(0)), resid
+
+
+def rounding_allowance(unit, angle, out_err=0.0):
+    """Largest angle error rounding in a float type of unit roundoff ``unit`` explains at |angle| radians:
+    NOISE_ULPS * unit * (1 + |angle|), plus ``out_err`` radians (cos/sin or the output rounded)."""
+    return NOISE_ULPS * unit * (1 + np.abs(angle)) + out_err
+
+
+def angle_precision(resid, angle, out_err=0.0):
+    """The finest float type whose rounding (:func:`rounding_allowance`) covers the residuals:
     (name, unit roundoff)."""
     for name, unit in PRECISIONS:
-        if np.all(np.abs(resid) <= NOISE_ULPS * unit * (1 + angle)):
+        if np.all(np.abs(resid) <= rounding_allowance(unit, angle, out_err)):
             return name, unit
     return "coarser than bfloat16", 2.0**-4
 
@@ -107,15 +108,9 @@ def theta_at(phase, offset, unit, out_err=0.0):
 
 
 def uneven_steps(phase, tol=1e-9) -> str | None:
-    """How exact angles that are not a line in the row index advance, or None when they are not that.
-
-    In every pair most steps from one row to the next are one exact value, and every pair that ever
-    steps otherwise does so at the same rows.  Then "one axis": the slow pairs (no wrap within a step)
-    all step in proportion to theta, so the rows sit at uneven positions of one axis (positions rounded
-    to a coarse float type; several rows at one position); or "several axes": pairs advance on different
-    rows (a 2-D grid read as rows, M-RoPE image tokens).  Rounded angles of a 1-D kernel (float16,
-    bfloat16) deviate at rows that differ from pair to pair, or on most rows: None.
-    """
+    """How exact angles ``phase`` (rows, pairs) that are not a line in the row index advance: "one axis" (rows at
+    uneven positions of one axis), "several axes" (pairs advance on different rows), or None when they are
+    not that (rounded angles of a 1-D kernel deviate at rows that differ from pair to pair)."""
     steps = np.diff(phase, axis=0)
     steps = (steps + np.pi) % (2 * np.pi) - np.pi
     irregular = []

@@ -1,10 +1,5 @@
-"""Structure: which features pair up, where the pairs are written, and each row's 2x2 blocks.
-
-A rotary embedding maps each row by the block-diagonal rotation of eq 34 (RoFormer,
-arXiv:2104.09864): one 2x2 block [[cos, -sin], [sin, cos]] per pair of features.  From the
-matrices M[r] that fn applies to row r, :func:`read_structure` finds the pairs, the pairing
-name, the rotated features, and each pair's (scaled) cos and sin at every row.
-"""
+"""Structure: which features pair up, where the pairs are written, and each row's 2x2 blocks [[cos, -sin],
+[sin, cos]] (eq 34), read from the matrices fn applies to each row (docs/identify_internals.md, "1. Structure")."""
 
 from __future__ import annotations
 
@@ -33,30 +28,25 @@ class Structure:
     scale_error: float           # max relative spread of that scale over rows and pairs
     notes: list = field(default_factory=list)
 
-    @property
-    def first_features(self) -> np.ndarray:
-        """The first input feature of every pair (probes put 1 there)."""
-        return np.array([i for i, _ in self.pairs])
 
-
-def read_structure(M) -> Structure | str:
-    """The :class:`Structure` of the matrices ``M`` (seq, d, d), or the reason it is not a rotary embedding."""
-    perm = _output_order(M)
+def read_structure(matrices) -> Structure | str:
+    """The :class:`Structure` of the matrices ``(seq, d, d)`` fn applies to each row, or the reason (a str)
+    it is not a rotary embedding.  Both probes read it."""
+    perm = _output_order(matrices)
     if perm is not None:
-        M = M[:, perm]
-    pairs, passthrough, why = _find_pairs(M)
+        matrices = matrices[:, perm]
+    pairs, passthrough, why = _find_pairs(matrices)
     if pairs is None:
         return why
-    pt_diag = M[:, passthrough, passthrough] if passthrough else np.ones(1)
-    if np.abs(pt_diag - 1).max() > STRUCTURE_RTOL:
+    if passthrough and np.abs(matrices[:, passthrough, passthrough] - 1).max() > STRUCTURE_RTOL:
         return f"features {passthrough[:6]} are scaled, not rotated or passed through"
     if not pairs:
-        return "no pair of features is rotated: fn leaves every feature in place"
+        return "no pair of features is rotated at any row: fn leaves every feature in place (it ignores the positions)"
     notes = []
     r = 2 * len(pairs)
     rotated = sorted(i for p in pairs for i in p)
     start = rotated[0] if rotated == list(range(rotated[0], rotated[0] + r)) else 0
-    if rotated != list(range(start, start + r)) and not _proportional(pairs, M.shape[-1]):
+    if rotated != list(range(start, start + r)) and not _proportional(pairs, matrices.shape[-1]):
         notes.append(f"the rotated features are not {r} consecutive ones: passthrough features {passthrough[:8]}")
     elif start:
         notes.append(f"the rotated features are {start}..{start + r - 1}, not the leading {r} (rotary_start={start})")
@@ -70,20 +60,20 @@ def read_structure(M) -> Structure | str:
                      "q.k is unchanged only if q and k are written alike")
     ia, ib = np.array(pairs).T
     out = (ia, ib) if perm is None else (perm[ia], perm[ib])
-    c1, c2 = M[:, ia, ia], M[:, ib, ib]
-    s1, s2 = M[:, ib, ia], -M[:, ia, ib]
-    big = np.abs(M).max()
-    if max(np.abs(c1 - c2).max(), np.abs(s1 - s2).max()) > STRUCTURE_RTOL * big:
+    c1, c2 = matrices[:, ia, ia], matrices[:, ib, ib]
+    s1, s2 = matrices[:, ib, ia], -matrices[:, ia, ib]
+    unlike = np.abs(c1 - c2).max(0) + np.abs(s1 - s2).max(0)         # per pair
+    if unlike.max() > STRUCTURE_RTOL * np.abs(matrices).max():
         return ("a pair's 2x2 block is not a (scaled) rotation [[c, -s], [s, c]] (eq 34) "
-                f"(pair {pairs[int(np.argmax(np.abs(c1 - c2).max(0) + np.abs(s1 - s2).max(0)))]})")
+                f"(pair {pairs[int(np.argmax(unlike))]})")
     c, s = (c1 + c2) / 2, (s1 + s2) / 2
     scales = np.hypot(c, s)                                # (seq, pairs)
     norm_scale = float(np.median(scales))
+    if norm_scale == 0:
+        return "fn maps the rotated features to zero"
     scale_error = float(np.abs(scales / norm_scale - 1).max())
     if scale_error > STRUCTURE_RTOL:
         return f"the norm of a pair changes with position by up to {scale_error:.1%}"
-    if norm_scale == 0:
-        return "fn maps the rotated features to zero"
     return Structure(pairs=pairs, pairing=pairing, rotary_dim=r, rotary_start=start, passthrough=passthrough,
                      out=out, output_pairing=out_pairing, output_pairs=out_pairs, cos=c, sin=s,
                      norm_scale=norm_scale, scale_error=scale_error, notes=notes)
@@ -96,18 +86,15 @@ def _proportional(pairs, d) -> bool:
     return n < d // 2 and sorted(pairs) == [(p, p + d // 2) for p in range(n)]
 
 
-def couplings(M) -> np.ndarray:
-    """``off[i, j]``: output feature i depends on input feature j (i != j) at some row of ``M`` (rows, d, d).
-    Structural zeros are exact, even in float16 kernels, so the threshold is relative 1e-12."""
-    d = M.shape[-1]
-    return (np.abs(M).max(axis=0) > 1e-12 * max(np.abs(M).max(), 1e-300)) & ~np.eye(d, dtype=bool)
-
-
-def pairs_of(linked: np.ndarray):
-    """``(pairs, passthrough, reason)`` from a symmetric (d, d) mask of coupled features: features with no
-    partner pass through, features with one partner form a pair (j, partner), more is not RoPE (``reason``)."""
+def _find_pairs(matrices):
+    """``(pairs, passthrough, reason)``: the partner of each feature, from where the off-diagonal entries are
+    non-zero at some row.  Features with no partner pass through, features with one form a pair; more is not
+    RoPE (``reason``, with pairs None)."""
+    d = matrices.shape[-1]
+    off = _depends(matrices) & ~np.eye(d, dtype=bool)
+    linked = off | off.T
     pairs, passthrough = [], []
-    for j in range(linked.shape[0]):
+    for j in range(d):
         partners = np.flatnonzero(linked[j])
         if len(partners) == 0:
             passthrough.append(j)
@@ -118,31 +105,18 @@ def pairs_of(linked: np.ndarray):
     return pairs, passthrough, ""
 
 
-def _find_pairs(M):
-    """Partner of each feature from where the off-diagonal entries are non-zero."""
-    d = M.shape[-1]
-    off = couplings(M)
-    pairs, passthrough, reason = pairs_of(off | off.T)
-    if reason:
-        return None, None, reason
-    partnered = {i for p in pairs for i in p}
-    lonely = [j for j in range(d) if j not in partnered and j not in passthrough]
-    if lonely:
-        return None, None, f"features {lonely[:6]} mix one-way with others: not pairwise rotations"
-    return pairs, passthrough, ""
+def _depends(matrices) -> np.ndarray:
+    """``dep[i, j]``: output feature i depends on input feature j at some row.  Structural zeros are exact, even
+    in float16 kernels, so the threshold is relative 1e-12."""
+    return np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)
 
 
-def _output_order(M):
-    """Output feature for each input feature, when a kernel writes its rotated pairs elsewhere.
-
-    DeepSeek's apply_rotary_pos_emb_interleave rotates the interleaved pairs (x0, x1), (x2, x3), ...
-    and writes them in half layout: out_p = x_2p cos - x_2p+1 sin, out_(p + r/2) = x_2p+1 cos + x_2p sin.
-    That is eq 34 followed by a fixed permutation of the features (q.k is unchanged when q and k are
-    permuted alike).  Returns perm with M[:, perm] mapping every pair back onto itself, or None when
-    the outputs are in place or the structure is not pairs of features (left to _find_pairs to name).
-    """
-    d = M.shape[-1]
-    dep = np.abs(M).max(axis=0) > 1e-12 * max(np.abs(M).max(), 1e-300)   # dep[i, j]: output i uses input j
+def _output_order(matrices):
+    """Output feature for each input feature, when a kernel writes its rotated pairs elsewhere (eq 34 followed by
+    a fixed permutation, as DeepSeek's apply_rotary_pos_emb_interleave: interleaved pairs written in half
+    layout): perm with matrices[:, perm] mapping every pair back onto itself, or None (in place, or not pairs)."""
+    d = matrices.shape[-1]
+    dep = _depends(matrices)
     if np.array_equal(dep, dep.T):
         return None
     perm = np.full(d, -1)
@@ -154,7 +128,7 @@ def _output_order(M):
         elif len(outs) == 2 and len(ins) == 2 and dep[np.ix_(outs, ins)].all():
             if j == ins[0]:                                      # once per pair (j, k), j < k
                 k, (a, b) = ins[1], outs
-                block = M[:, [a, b]][:, :, [j, k]]               # [[c, -s], [s, c]] when a holds x_j cos
+                block = matrices[:, [a, b]][:, :, [j, k]]        # [[c, -s], [s, c]] when a holds x_j cos
                 straight = np.abs(block[:, 0, 0] - block[:, 1, 1]) + np.abs(block[:, 1, 0] + block[:, 0, 1])
                 swapped = np.abs(block[:, 1, 0] - block[:, 0, 1]) + np.abs(block[:, 0, 0] + block[:, 1, 1])
                 perm[[j, k]] = (a, b) if straight.max() <= swapped.max() else (b, a)

@@ -1,7 +1,9 @@
-"""assert_rope_matches: what fn does against what you expect, as one readable AssertionError."""
+"""assert_rope_matches and assert_rope_grad_matches: what fn (or its backward pass) does against what you expect,
+as one readable AssertionError."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Mapping
@@ -16,9 +18,8 @@ from ..scaling import scaled_inv_freq
 from .analyse import identify
 from .axes_compare import AXES_KEYS, assert_axes_match, expected_from_config
 from .axes_spec import AxesSpec
-from .mismatch import RopeMismatch, raising_as
+from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
 from .naming import geometric_base, scale_tol
-from .probe import check_rotary_start
 from .spec import RopeSpec, show_number, show_params
 from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS
 
@@ -28,49 +29,29 @@ _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset
 
 #: Every parameter a scaling method takes (scaling's one schema), and the length dynamic/longrope are measured at.
 _PARAM_KEYS = tuple(sorted(scaling.METHOD_PARAM_KEYS | {"seq_len"}))
-_RELIABLE = ("float64", "float32")
 
 
 def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | None = None, seq: int = 64,
                         phase_atol: float | None = None, max_rows: int | None = None, max_bytes: int = MAX_BYTES,
                         **expected) -> RopeSpec | AxesSpec:
-    """Raise AssertionError naming every property in which ``fn`` differs from ``expected``.
+    """Raise AssertionError (:class:`RopeMismatch`) naming every property in which ``fn`` differs from
+    ``expected``; return the :class:`RopeSpec` when all match.
 
-    ``fn(x) -> y`` as for :func:`identify`: x ``(seq, d)``, row r at position offset + r.
-    ``expected`` may hold ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0: the leading
-    features rotate), ``output_pairing`` (default None: each pair is written back to its own
-    features; "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``,
-    ``rope_type``, ``inv_freq`` and the parameters of ``rope_type`` (``factor``,
-    ``original_max_position_embeddings``, ..., and ``seq_len`` for dynamic/longrope).
+    ``fn(x) -> y`` as for :func:`identify` (``max_rows``, ``max_bytes`` as there).  ``expected`` may hold
+    ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0), ``output_pairing`` (default None: pairs written
+    back in place; "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``,
+    ``rope_type``, ``inv_freq`` and the parameters of ``rope_type`` (``factor``, ..., and ``seq_len`` for
+    dynamic/longrope, by default last position + 1 as ``RopeConfig.rotate``).  ``config``: a ``config.json``
+    (dict or path, read with ``rope_ref.from_hf_config``) or a ``RopeConfig``-like object: ``d`` and the
+    expectations come from it (explicit keywords win), with ``offset=0`` unless given (``offset=None`` skips
+    it).  Frequencies are compared to the precision identify measured; angles must behave like float32 or
+    better, or deviate from (offset + row) * theta by at most ``phase_atol`` radians.  An exception raised
+    inside ``fn`` is re-raised as ``KernelRaised`` ("fn raised ..."), never reported as a mismatch.
 
-    ``config``: a model's ``config.json`` as a dict or a path (anything
-    ``rope_ref.from_hf_config`` reads; it is read with that function), or a ``RopeConfig`` (any
-    object with ``head_dim``, ``rotary_dim``, ``pairing``, ``base``, ``rope_type``, ``params`` and
-    ``attention_factor``): ``d`` defaults to its head_dim and the expectations come from it;
-    explicit keywords win.  With ``config``, row 0 must be at position 0 (``offset=0``) unless
-    ``offset=`` says otherwise: pass the position of row 0 (a KV cache's length at decode), or
-    ``offset=None`` to skip the offset check.  Without ``config`` the offset is checked only when given.
-
-    Frequencies are compared pair by pair to the precision identify measured; angles must
-    behave like float32 or better (or, with ``phase_atol``, deviate from (offset + row) * theta
-    by at most that many radians).  ``max_rows``: the most rows ``fn`` accepts; ``max_bytes``: the largest
-    array identify may hold (see :func:`identify`).
-    For dynamic and LongRoPE the expected frequencies are those at ``seq_len``, by default the
-    length a model sees at the rows measured: last position + 1, as ``RopeConfig.rotate``.
-    An exception raised inside ``fn`` (an AssertionError included) is re-raised as a RuntimeError
-    "fn raised ...", never reported as a mismatch.  Returns the :class:`RopeSpec` when all match.
-
-    **Multi-axis kernels.**  When ``config`` is multi-axis (an M-RoPE config: ``RopeConfig.axes == 3``,
-    ``inv_freq()`` a ``(rotary_dim/2, 3)`` matrix) or ``axes=A`` is given, ``fn(x, positions)`` is probed as
-    ``identify(fn, d, axes=A)`` does and compared with :func:`~rope_ref.identify.axes_compare.assert_axes_match`:
-    a wrong section split, M-RoPE layout (blocks vs interleaved), pairing, rotary_dim, sign or frequency is
-    named.  The expectations come from the config (its matrix, pairing, rotary_dim, attention factor), or
-    directly: ``inv_freq=`` (rotary_dim/2, A), or for M-RoPE ``sections=`` with ``layout=`` and ``base=``; also
-    ``pairing``, ``rotary_dim``, ``rotary_start``, ``norm_scale``, ``rtol``, and the probe's ``max_position``,
-    ``axis_names``, ``seed``.  ``offset``, ``rope_type`` and ``max_rows`` are 1-D only (TypeError).  Returns the
-    :class:`AxesSpec`.  A kernel of text tokens only, ``fn(x)`` (on text t = h = w and M-RoPE is 1-D RoPE), is
-    checked with the config's 1-D values instead: ``assert_rope_matches(fn, cfg.head_dim, base=cfg.base,
-    pairing=cfg.pairing, rotary_dim=cfg.rotary_dim)``.
+    A multi-axis ``config`` (M-RoPE) or ``axes=A`` compares ``fn(x, positions)`` with
+    :func:`~.axes_compare.assert_axes_match` (expect ``inv_freq=`` (rotary_dim/2, A), or ``sections=`` with
+    ``layout=`` and ``base=``; ``offset``, ``rope_type`` and ``max_rows`` are TypeErrors there) and returns
+    the :class:`AxesSpec`.  A text-only kernel ``fn(x)`` is checked with the config's 1-D values instead.
 
     >>> import rope_ref as rr, numpy as np
     >>> spec = rr.assert_rope_matches(lambda x: rr.rotate(x, np.arange(len(x)) + 5.0), 8, offset=5, base=1e4)
@@ -92,9 +73,9 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
             raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, max_bytes=max_bytes,
                                  **expected)
-    d, expected = _prepare(d, config, expected, phase_atol)
-    spec = identify(raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"),
-                    max_rows=MAX_ROWS if max_rows is None else max_rows, max_bytes=max_bytes)
+    d, expected = prepare_expected(d, config, expected, phase_atol)
+    spec = identify(raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
+                    max_bytes=max_bytes)
     if not spec.is_rope:
         raise RopeMismatch("", [str(spec)], spec)
     problems = compare(spec, expected, phase_atol)
@@ -110,7 +91,7 @@ def load_config(config):
     return config
 
 
-def _prepare(d, config, expected, phase_atol):
+def prepare_expected(d, config, expected, phase_atol):
     """(d, expectations) from the arguments, each checked (1-D RoPE)."""
     val.check_keywords(expected, _SPEC_KEYS + _PARAM_KEYS, "assert_rope_matches()")
     config = load_config(config)
@@ -121,25 +102,15 @@ def _prepare(d, config, expected, phase_atol):
         d, expected = _from_config(config, d, expected)
     if d is None:
         raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
-    _check_expected(expected)
-    if phase_atol is not None:
-        val.check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
+    check_expected(expected, phase_atol)
     return d, expected
 
 
 def compare(spec, expected, phase_atol, *, what="fn") -> list:
     """The differences between ``spec`` and ``expected``, one readable line each (empty when they match)."""
-    problems = []
-    same_pair = spec.rotary_dim == 2 and {expected.get("pairing"), spec.pairing} <= {"half", "interleaved"}
-    if "pairing" in expected and expected["pairing"] != spec.pairing and not same_pair:   # one pair: both names
-        shown = ", ".join(str(p) for p in spec.pairs[:3])
-        problems.append(f"pairing: expected {expected['pairing']}, found {spec.pairing}; pairs {shown}…")
-    if "rotary_dim" in expected and expected["rotary_dim"] != spec.rotary_dim:
-        problems.append(f"rotary_dim: expected {expected['rotary_dim']}, found {spec.rotary_dim}")
-    if expected.get("rotary_start", 0) != spec.rotary_start:      # HF and Meta rotate the leading features
-        problems.append(f"rotary_start: expected rotated features from {expected.get('rotary_start', 0)}, found "
-                        f"{spec.rotary_start}..{spec.rotary_start + spec.rotary_dim - 1} (pass rotary_start="
-                        f"{spec.rotary_start} if intended)")
+    # by default the leading features rotate (as HF and Meta)
+    problems = layout_problems(spec, expected.get("pairing"), expected.get("rotary_dim"),
+                               expected.get("rotary_start", 0))
     if expected.get("output_pairing") != spec.output_pairing:     # by default, pairs written back in place
         want = expected.get("output_pairing") or "in place"
         shown = ", ".join(f"{p}->{o}" for p, o in zip(spec.pairs[:2], (spec.output_pairs or spec.pairs)[:2]))
@@ -154,8 +125,7 @@ def compare(spec, expected, phase_atol, *, what="fn") -> list:
                           for k in ("factor", "max_position_embeddings") if expected.get(k, spec.rope_params[k])
                           != spec.rope_params[k]]
     problems += freq_problems
-    if "norm_scale" in expected:
-        want_scale = expected["norm_scale"]
+    want_scale = expected.get("norm_scale", want_scale)
     scale_rtol = max(scale_tol(spec), FREQ_ULPS * 2.0**-24)   # the expected factor may be a float32 one
     if want_scale is not None and abs(spec.norm_scale / want_scale - 1) > scale_rtol:
         hint = " (attention factor not applied?)" if math.isclose(spec.norm_scale, 1.0, rel_tol=scale_rtol) else ""
@@ -166,15 +136,10 @@ def compare(spec, expected, phase_atol, *, what="fn") -> list:
     if spec.stateful:
         problems.append(f"state: {what} keeps state between calls (its output for the same input changed after "
                         "calls on more rows): its frequencies at one length depend on the calls before")
-    if phase_atol is not None and spec.phase_error > phase_atol:
-        problems.append(f"angle precision: angles deviate from (offset + row) * theta by up to "
-                        f"{spec.phase_error:.2g} rad (> phase_atol={phase_atol:g})")
-    elif phase_atol is None and spec.angle_precision not in _RELIABLE:
-        problems.append(f"angle precision: angles behave like {spec.angle_precision} (errors up to "
-                        f"{spec.phase_error:.2g} rad); " + (
-                            f"they come with norm errors up to {spec.scale_error:.2g}: cos/sin or the output rounded "
-                            "to a 16-bit type (cos.to(x.dtype)?); pass phase_atol= to accept that precision"
-                            if spec.output_rounded else "compute angles in float32 or better"))
+    problems += precision_problems(spec, phase_atol, "(offset + row) * theta",
+                                   f"they come with norm errors up to {spec.scale_error:.2g}: cos/sin or the output "
+                                   "rounded to a 16-bit type (cos.to(x.dtype)?); pass phase_atol= to accept that "
+                                   "precision", "compute angles in float32 or better")
     return problems
 
 
@@ -194,30 +159,6 @@ def _from_config(config, d, expected):
         want.update(rope_type=config.rope_type, **dict(config.params))
     want.update(expected)
     return (config.head_dim if d is None else d), want
-
-
-def _check_expected(expected):
-    """Expected values are the right kind of thing, named when not."""
-    if "offset" in expected and expected["offset"] is not None:
-        expected["offset"] = val.check_scalar(expected["offset"], "offset")
-    if "norm_scale" in expected:
-        val.check_positive_real(expected["norm_scale"], "norm_scale")
-    if "base" in expected:
-        val.check_base(expected["base"])
-    if "pairing" in expected and expected["pairing"] not in ("interleaved", "half", "other"):
-        raise ValueError(f"pairing must be 'interleaved', 'half' or 'other', got {expected['pairing']!r}"
-                         f"{val.closest_name(expected['pairing'], ('interleaved', 'half', 'other'))}")
-    if "rotary_dim" in expected:
-        val.check_d(expected["rotary_dim"], "rotary_dim")
-    if "rotary_start" in expected:
-        check_rotary_start(expected["rotary_start"])
-    if "output_pairing" in expected and expected["output_pairing"] not in (None, "interleaved", "half", "other"):
-        raise ValueError(f"output_pairing must be None (pairs written in place), 'interleaved', 'half' or 'other', "
-                         f"got {expected['output_pairing']!r}"
-                         f"{val.closest_name(str(expected['output_pairing']), ('interleaved', 'half', 'other'))}")
-    if "rope_type" in expected and expected["rope_type"] not in scaling.ROPE_TYPES:
-        raise ValueError(f"rope_type must be one of {scaling.ROPE_TYPES}, got {expected['rope_type']!r}"
-                         f"{val.closest_name(expected['rope_type'], scaling.ROPE_TYPES)}")
 
 
 def _compare_offset(want, spec):
@@ -326,3 +267,63 @@ def _longrope_factor_set(spec, expected):
     want = "long_factor" if L > L_train else "short_factor"
     return (f"longrope: at length {L} (last position + 1) the kernel uses {uses}; expected {want}: the switch to "
             f"long_factor is expected for lengths above original_max_position_embeddings = {L_train}")
+
+
+# ---- backward passes --------------------------------------------------------------------------------
+# The forward maps row r by R(r) = s * rotation by (offset + r) * theta_p in each pair (eq 34); its
+# vector-Jacobian product is g -> R(r)^T g, the inverse rotation.  So g -> vjp(x, g) is itself a rotary
+# embedding with every frequency negated: identify measures it like any forward kernel, the frequencies are
+# negated back and compared with the forward's expectations, with the same tolerances and the same report.
+
+def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int = 64,
+                             phase_atol: float | None = None, max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES,
+                             **expected) -> RopeSpec:
+    """Raise AssertionError naming every way the backward pass ``vjp`` differs from that of the RoPE expected.
+
+    ``vjp(x, g) -> dx``: x and g ``(seq, d)``, dx the gradient of ``sum(fn(x) * g)`` with respect to x (e.g.
+    ``torch.autograd.grad((fn(x) * g).sum(), x)[0]``): the inverse rotation of g (docs/identify_internals.md,
+    "The checks built on it").  The other arguments and the expectations are those of
+    :func:`assert_rope_matches`, of the forward pass.  Returns the :class:`RopeSpec` of the forward rotation
+    the backward implies.
+
+    >>> import rope_ref as rr, numpy as np
+    >>> back = lambda x, g: rr.rotate(g, np.arange(len(g)), inv_freq=-rr.frequencies(8))
+    >>> spec = rr.assert_rope_grad_matches(back, 8, base=1e4, offset=0)
+    """
+    d, expected = prepare_expected(d, config, expected, phase_atol)
+    guarded = raising_as("vjp", vjp)
+    xs = {}
+
+    def g_to_dx(g):
+        """The backward as a function of g alone, at one fixed random x per shape."""
+        if g.shape not in xs:
+            xs[g.shape] = np.random.default_rng(len(g)).standard_normal(g.shape)
+        return guarded(xs[g.shape].copy(), g)
+    back = identify(g_to_dx, d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
+                    max_bytes=max_bytes)
+    if not back.is_rope:
+        raise RopeMismatch("", [f"backward: {back}"], back)
+    spec = _forward_of(back)
+    problems = compare(spec, expected, phase_atol, what="vjp")
+    problems = [_backward_words(p, back) for p in problems]
+    if problems:
+        raise RopeMismatch("RoPE backward mismatch (vjp(x, g) should rotate g by minus the forward angles)",
+                           problems, back, "identified backward, as a rotation of g")
+    return spec
+
+
+def _forward_of(back: RopeSpec) -> RopeSpec:
+    """The forward rotation whose vjp ``back`` is: every frequency negated (the names, from |theta|, stay)."""
+    notes = [n for n in back.notes if "clockwise" not in n]
+    return dataclasses.replace(back, inv_freq=-back.inv_freq, notes=notes)
+
+
+def _backward_words(problem: str, back: RopeSpec) -> str:
+    """A forward report line, said of the backward."""
+    if "every sign flipped: rotation is clockwise" in problem:
+        return (problem.replace("(every sign flipped: rotation is clockwise)",
+                                "(wrong direction: the backward rotates g forward, by +angles, instead of applying "
+                                "the inverse rotation R^T)").replace("frequencies:", "backward frequencies:", 1))
+    if problem.startswith("pairing:"):
+        return "backward " + problem + " (wrong pairing in the backward: it rotates other pairs than the forward)"
+    return "backward " + problem

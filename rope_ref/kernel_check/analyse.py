@@ -1,0 +1,240 @@
+"""identify(fn, d): the calls, and the steps that turn what fn does into a :class:`RopeSpec` (structure,
+angles, offset, frequencies, naming: docs/identify_internals.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate as val
+from ..forms import wrap_angle
+from .angles import angle_precision, freq_tol, refit_absolute, theta_at, uneven_steps
+from .axes_probe import identify_axes
+from .axes_spec import MAX_POSITION, AxesSpec
+from .dynamic import check_dynamic
+from .naming import describe_frequencies, describe_proportional
+from .offset import locate, rows_needed
+from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
+from .spec import RopeSpec, not_rope
+from .structure import Structure
+from .tolerances import (DYNAMIC_MIN_OFFSET, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, OFFSET_SIGMA, SIGMAS,
+                         STATE_RTOL)
+
+FLOAT32_UNIT = 2.0**-24
+
+
+def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 0, base_hint: float | None = None,
+             max_rows: int | None = None, max_bytes: int = MAX_BYTES, max_position: int | None = None,
+             axis_names=None) -> RopeSpec | AxesSpec:
+    """Identify the RoPE variant that ``fn`` implements (eq 34): a :class:`RopeSpec`.
+
+    ``fn(x) -> y``: x float64 ``(seq, d)``, row r at the function's own position offset + r; y any real array
+    of that shape (numpy, torch of any dtype or device, jax, a list); fn must depend on x alone.  Calls fn
+    d + 5 times on ``seq`` rows and up to three times on at most ``max_rows`` rows (default MAX_ROWS: e.g. the
+    size of a kernel's cos/sin cache), as docs/identify_internals.md ("The calls") says.  ``base_hint``: the
+    base the model was trained with (a changed base is then NTK scaling; LongRoPE factors and dynamic NTK are
+    solved from it).  ``max_bytes``: the largest array identify may hold (seq x d x d float64, max_rows x d);
+    larger ``seq``/``max_rows`` are a ValueError before any call.
+
+    With ``axes=A`` (M-RoPE, 2-D axial RoPE, RoPE-Mixed), ``fn(x, positions)`` is called with positions int64
+    ``(A, seq)`` and the result is an :class:`AxesSpec`: see :func:`~.axes_probe.identify_axes`.
+    ``base_hint`` and ``max_rows`` are 1-D probing's, ``max_position`` and ``axis_names`` multi-axis
+    probing's (TypeError otherwise).
+
+    >>> import rope_ref as rr, numpy as np
+    >>> F = rr.mrope_frequencies(16, [2, 3, 3])                 # Qwen2-VL's layout: t, h, w blocks
+    >>> spec = rr.identify(lambda x, p: rr.rotate(x, p, inv_freq=F, pairing="half"), 16, axes=3)
+    >>> spec.sections, spec.mrope_layout, spec.pairing, spec.inv_freq.shape
+    ((2, 3, 3), 'blocks', 'half', (8, 3))
+    """
+    if axes is not None:
+        if base_hint is not None or max_rows is not None:
+            raise TypeError("base_hint= and max_rows= are for 1-D probing (identify without axes=); with axes= "
+                            "pass max_position= (the largest position fn accepts on any axis)")
+        return identify_axes(fn, d, axes, seq=seq, seed=seed, max_bytes=max_bytes, axis_names=axis_names,
+                             max_position=MAX_POSITION if max_position is None else max_position)
+    if max_position is not None or axis_names is not None:
+        raise TypeError("max_position= and axis_names= are for multi-axis probing: pass axes= (the number of "
+                        "position axes fn reads) with them")
+    d, seq, seed = check_probe_arguments(fn, d, seq, seed, 3, "(x of shape (seq, d) -> rotated x)",
+                                         "to measure frequencies")
+    max_rows = val.check_positive_int(MAX_ROWS if max_rows is None else max_rows, "max_rows")
+    if max_rows < seq:
+        raise ValueError(f"max_rows (the most rows fn accepts) must be >= seq={seq}, got {max_rows}")
+    if base_hint is not None:
+        base_hint = val.check_base(base_hint, "base_hint")
+    check_sizes(seq, d, max_bytes, max_rows)
+    a, b = np.random.default_rng(seed).standard_normal((2, seq, d))
+    call = Caller(fn)
+    read = read_rotations(call, a, b, f"; identify passes a float64 NumPy array of shape (seq, d) = ({seq}, {d}): is "
+                         f"d={d} the width fn rotates? wrap a kernel that takes (batch, heads, seq, d) torch tensors "
+                         "as lambda x: kernel(torch.from_numpy(x)[None, None])[0, 0]")
+    if isinstance(read, str):
+        return not_rope(read)
+    structure, ya, scale = read
+    spec = _analyse(call, d, structure, base_hint, max_rows)
+    if spec.is_rope and call.longest > seq:       # transformers' dynamic RoPE keeps the longest length seen
+        state = np.abs(call(a, "random input a after the longer calls") - ya).max() / scale
+        if state > STATE_RTOL:
+            spec.stateful = True
+            spec.notes.append(f"fn keeps state between calls: after the calls on more rows, the first call gives "
+                              f"outputs {state:.2g} apart (relative); transformers' dynamic RoPE keeps the frequencies "
+                              "of the longest sequence seen: pass a fresh rotary module per call. The frequencies at "
+                              "other lengths above were measured in that state")
+    return spec
+
+
+def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
+    """Steps 2-5 on the structure read from the first rows."""
+    phase = np.unwrap(np.arctan2(structure.sin, structure.cos), axis=0)            # (seq, pairs), relative to row 0
+    if np.abs(phase - phase[0]).max() <= 1e-9:
+        return not_rope(f"every row is rotated alike (by up to {np.abs(phase[0]).max():.3g} rad): fn does not "
+                        "advance the position with the row; identify needs row r at position offset + r "
+                        "(does fn treat the first axis as a batch of tokens at one position?)")
+    angles = _Angles(call, d, structure, phase)
+    angles.refine(max_rows)
+    steps = uneven_steps(angles.phase) if angles.located.unit > FLOAT32_UNIT else None
+    if steps == "one axis":
+        angles.notes.append("the rows are not at evenly spaced positions: the angles are exact, but every pair "
+                            "stands still or jumps together at the same rows, as when positions are rounded to a "
+                            "coarse float type (cast to bfloat16 or float16?) and several rows share a position")
+    elif steps == "several axes":
+        return not_rope("the angles are not linear in the row index: they are exact, but each pair's angle "
+                        "advances by one step on most rows and jumps on others, as when fn reads its rows as a "
+                        "flattened grid (2-D axial RoPE of a ViT) or gives them non-text M-RoPE positions. This is "
+                        "not a 1-D RoPE: probe it along each axis with identify(fn, d, axes=A)", multi_axis=True)
+    angles.note_offset(max_rows)
+    spec, tau = angles.spec(structure)
+    if not describe_proportional(spec, d, tau):
+        describe_frequencies(spec, base_hint, tau, angles.located.unit)
+    if spec.rope_type == "ntk" or (spec.rope_type == "default" and spec.offset >= DYNAMIC_MIN_OFFSET):
+        _check_length_dependence(spec, angles, tau, base_hint, max_rows)
+    return spec
+
+
+def _check_length_dependence(spec, angles, tau, base_hint, max_rows):
+    """Static base or dynamic NTK, when the offset allows measuring again at another length."""
+    if spec.offset == round(spec.offset):
+        def measure(n):
+            return theta_at(angles.probe(n, "to see if the frequencies depend on the sequence length"),
+                            spec.offset, angles.located.unit, angles.bias_err)
+        check_dynamic(spec, measure, np.abs(spec.inv_freq), tau, base_hint, max_rows)
+    elif angles.drifted and spec.rope_type == "ntk":
+        spec.rope_type, spec.closest = "custom", "ntk"
+        spec.notes.append("not static NTK: the frequencies depend on the sequence length, and dynamic NTK "
+                          "cannot be solved for while the offset is not resolved")
+    elif spec.rope_type == "ntk":
+        spec.notes.append("not checked at another sequence length (offset not resolved): dynamic NTK at one "
+                          "length is the same base change")
+
+
+class _Angles:
+    """The measured angles of every pair (``phase``, rows x pairs) and the offset solved from them
+    (``located``), lengthened by further calls on more rows where that pins them down."""
+
+    def __init__(self, call, d, structure: Structure, phase):
+        self.call, self.d, self.structure, self.phase = call, d, structure, phase
+        self.seq = phase.shape[0]
+        self.notes = list(structure.notes)
+        self.drifted = False
+        # Rounding cos/sin or the output to a 16-bit type (cos.to(x.dtype) in a bfloat16 model) errs in the
+        # angle and the norm alike, by up to about the norm's error at every position; rounding the angles
+        # themselves leaves the norm exact.  Such angles are first tried as float32 ones plus that error.
+        self.out_err = 2 * structure.scale_error if structure.scale_error > 2.0**-16 else 0.0
+        self.located = locate(phase, self.out_err)
+        self.out_rounded = bool(self.out_err and self.located.unit <= FLOAT32_UNIT)
+        self.bias_err = self.out_err if self.out_rounded else 0.0    # what the frequency tolerances allow for it
+
+    def probe(self, rows, why):
+        """Unwrapped angle of every pair at rows 0..rows-1, from one call with 1 on the first feature of each pair."""
+        x = np.zeros((rows, self.d))
+        x[:, [i for i, _ in self.structure.pairs]] = 1.0
+        y = self.call(x, f"e_i on the first feature of every pair, {rows} rows, {why}", "; if fn accepts fewer rows "
+                      "(a cos/sin cache read at an offset), pass max_rows= the most it accepts")
+        return np.unwrap(np.arctan2(y[:, self.structure.out[1]], y[:, self.structure.out[0]]), axis=0)
+
+    def _lengthen(self, rows, why) -> bool:
+        """Measure over ``rows`` rows and solve again; False (with a note) when the first rows' angles moved."""
+        long_phase = self.probe(rows, why)
+        drift = np.abs(wrap_angle(long_phase[:self.seq] - self.phase[:self.seq])).max()
+        if drift > SIGMAS * self.located.fit.noise.max() + 1e-12:
+            self.notes.append(f"the angles at rows 0..{self.seq - 1} change by {drift:.2g} rad when fn is given "
+                              f"{rows} rows: its frequencies depend on the sequence length (dynamic scaling?)")
+            self.drifted = True
+            return False
+        self.phase = long_phase
+        self.located = locate(long_phase, self.out_err)
+        return True
+
+    def refine(self, max_rows):
+        """More rows pin the offset down (at most two more calls), unless the angles are coarser than
+        float32: then their errors grow with the position faster than more rows help.  Pairs that turn
+        too little over the rows measured (a large base; llama3's divided low frequencies) leave their
+        frequencies too uncertain to tell the methods apart, which differ exactly there: one more call
+        on max_rows rows lengthens the lever."""
+        rows = self.seq
+        while ((self.located.sigma > OFFSET_SIGMA or self.located.status != "ok") and rows < max_rows
+               and self.located.unit <= FLOAT32_UNIT):
+            rows = (max_rows if rows > self.seq or self.located.status != "ok"
+                    else rows_needed(self.seq, self.located.sigma, max_rows))
+            if not self._lengthen(rows, "to refine the offset"):
+                return
+        located = self.located
+        if located.status == "ok" and self.phase.shape[0] < max_rows and located.unit <= FLOAT32_UNIT:
+            fit = refit_absolute(self.phase, located.offset, located.fit)
+            lever = located.offset + np.arange(self.phase.shape[0])
+            if freq_tol(fit.theta, fit.sigma_theta, located.unit, self.bias_err, lever).max() > NAME_RTOL:
+                self._lengthen(max_rows, "to measure the slowest pairs' frequencies")
+
+    def note_offset(self, max_rows):
+        """Notes on an ambiguous, inconsistent or unresolved offset; an integer offset when resolved."""
+        located, rows = self.located, self.phase.shape[0]
+        if located.status == "ambiguous":
+            also = ", ".join(f"{o:.0f}" for o in located.fit.also[:3])
+            why = (f"one rotated pair fixes the offset only modulo its wavelength 2 pi / theta = "
+                   f"{2 * np.pi / abs(located.fit.theta[0]):.4g} positions" if len(self.structure.pairs) == 1
+                   else "the frequencies' ratios nearly repeat there")
+            self.notes.append(f"the offset is ambiguous: {len(located.fit.also) + 1} offsets within +-{MAX_OFFSET} fit "
+                              f"the angles within their noise (reported the smallest; also {also}"
+                              f"{', ...' if len(located.fit.also) > 3 else ''}): {why}")
+        elif located.status == "inconsistent":
+            self.notes.append("the angles of different pairs do not agree on one offset (best compromise reported)")
+        if located.sigma > OFFSET_SIGMA:
+            more = rows >= max_rows and located.unit <= FLOAT32_UNIT
+            self.notes.append(f"the offset is not resolved to an integer from the {rows} rows measured (standard "
+                              f"deviation {located.sigma:.2g} positions)" + ("; pass a larger max_rows if fn accepts "
+                                                                         "more rows" if more else ""))
+        nearest = round(located.offset)
+        if located.sigma <= OFFSET_SIGMA and abs(located.offset - nearest) <= max(SIGMAS * located.sigma, 1e-9):
+            located.offset = float(round(located.offset))
+
+    def spec(self, structure: Structure):
+        """Step 4: frequencies against the absolute angle (offset + row) * theta; the spec and the
+        relative tolerance of each frequency."""
+        located, rows = self.located, self.phase.shape[0]
+        if located.status == "ok":
+            fit = refit_absolute(self.phase, located.offset, located.fit)
+            lever = located.offset + np.arange(rows)
+        else:
+            fit = located.fit
+            lever = np.arange(rows) - (rows - 1) / 2
+        angle = np.abs(np.outer(located.offset + np.arange(rows), fit.theta))
+        precision, unit = angle_precision(fit.resid, angle)
+        if self.out_rounded:
+            self.notes.append(f"the angle errors (up to {np.abs(fit.resid).max():.2g} rad) come with norm errors (up "
+                              f"to {structure.scale_error:.2g}): float32 angles, with cos/sin or the output rounded "
+                              "to a 16-bit type (cos.to(x.dtype)?); frequencies are compared to the precision that "
+                              "leaves")
+            precision, unit = "float32 (cos/sin 16-bit)", FLOAT32_UNIT
+        located.unit = unit
+        tau = freq_tol(fit.theta, fit.sigma_theta, unit, self.bias_err, lever)
+        spec = RopeSpec(is_rope=True, pairing=structure.pairing, pairs=structure.pairs,
+                        rotary_dim=structure.rotary_dim, rotary_start=structure.rotary_start,
+                        output_pairing=structure.output_pairing, output_pairs=structure.output_pairs,
+                        inv_freq=fit.theta, offset=located.offset, offset_resolution=float(located.sigma),
+                        norm_scale=structure.norm_scale, angle_precision=precision,
+                        phase_error=float(np.abs(fit.resid).max()), scale_error=structure.scale_error,
+                        output_rounded=self.out_rounded,
+                        offset_alternatives=np.asarray(located.fit.also if located.status == "ambiguous" else [],
+                                                       float),
+                        rows=int(rows), notes=self.notes)
+        return spec, tau

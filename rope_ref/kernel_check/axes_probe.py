@@ -1,0 +1,233 @@
+"""Black-box identification of a multi-axis RoPE kernel (M-RoPE, 2-D axial, RoPE-Mixed): the frequency matrix
+``F`` ``(rotary_dim/2, A)`` by which pair j turns ``sum_a F[j, a] * p_a`` (eq 34 per pair; 1-D RoPE is A = 1).
+The positions it calls ``fn(x, positions)`` with and the angle fits; how they work: docs/identify_internals.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate as val
+from .angles import angle_precision, line_through_zero, rounding_allowance
+from .axes_spec import DEFAULT_AXIS_NAMES, MAX_AXES, MAX_POSITION, AxesSpec, name_axes, show_shifts
+from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
+from .tolerances import FREQ_ULPS, MAX_BYTES, SIGMAS
+
+_FN_SHAPES = ("identify_axes calls fn(x, positions): x float64 of shape (seq, d), positions int64 of shape "
+              "(axes, seq), row r at positions[:, r]; wrap a kernel taking torch (batch, heads, seq, d) and "
+              "position ids (axes, batch, seq) as lambda x, p: kernel(torch.from_numpy(x)[None, None], "
+              "torch.from_numpy(p)[:, None])[0, 0]")
+
+
+def min_rows(axes: int) -> int:
+    """Fewest rows ``seq`` identify_axes needs for ``axes`` axes: the base row, 3 steps per axis, 2 mixed rows."""
+    return 1 + 3 * axes + 2
+
+
+def _design(axes, seq, max_position, rng):
+    """Positions (axes, seq) int64 and where each part of the design sits: row 0 at 0 on every axis; per axis,
+    rows with that axis alone at 1, 2, ..., ``linear`` then geometrically on to max_position; the rest random
+    in 0..min(max_position, 63) on every axis (docs/identify_internals.md)."""
+    n_mix = max(2, min(8, seq // 8))
+    per_axis = (seq - 1 - n_mix) // axes
+    linear = min(max(3, per_axis // 2), max_position)
+    far = np.unique(np.round(np.geomspace(2 * linear, max_position, max(per_axis - linear, 1))).astype(np.int64))
+    far = far[(far > linear) & (far <= max_position)][:per_axis - linear] if max_position > linear else far[:0]
+    steps = np.concatenate([np.arange(1, linear + 1), far]).astype(np.int64)
+    sweeps = [1 + a * len(steps) + np.arange(len(steps)) for a in range(axes)]
+    positions = np.zeros((axes, seq), np.int64)
+    for a, rows in enumerate(sweeps):
+        positions[a, rows] = steps
+    mixed = np.arange(1 + axes * len(steps), seq)
+    positions[:, mixed] = rng.integers(0, min(max_position, 63) + 1, size=(axes, len(mixed)))
+    return positions, steps, linear, sweeps, mixed
+
+
+def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes, axis_names):
+    axes = val.check_positive_int(axes, "axes")
+    if axes > MAX_AXES:
+        raise ValueError(f"axes must be at most {MAX_AXES} (the position axes fn reads: 3 for M-RoPE, 2 for a "
+                         f"2-D grid), got {axes}")
+    d, seq, seed = check_probe_arguments(fn, d, seq, seed, min_rows(axes), "as fn(x, positions) -> rotated x",
+                                         f"rows for {axes} axes (the base row, 3 steps per axis, 2 rows mixing "
+                                         "the axes)")
+    check_sizes(seq, d, max_bytes)
+    max_position = val.check_positive_int(max_position, "max_position")
+    if max_position < 3:
+        raise ValueError(f"max_position must be >= 3 (positions 1, 2, 3 on each axis), got {max_position}")
+    if axis_names is None:
+        return d, axes, seq, seed, max_position, DEFAULT_AXIS_NAMES.get(axes, tuple(f"axis{a}" for a in range(axes)))
+    if isinstance(axis_names, str) or not all(isinstance(n, str) and n for n in axis_names):
+        raise TypeError(f"axis_names must be a sequence of {axes} non-empty strings (e.g. ('t', 'h', 'w')), got "
+                        f"{axis_names!r}")
+    if len(tuple(axis_names)) != axes or len(set(axis_names)) != axes:
+        raise ValueError(f"axis_names must hold {axes} distinct names, one per axis, got {tuple(axis_names)!r}")
+    return d, axes, seq, seed, max_position, tuple(axis_names)
+
+
+def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_position: int = MAX_POSITION,
+                  axis_names=None, max_bytes: int = MAX_BYTES) -> AxesSpec:
+    """Measure the frequency matrix ``F`` ``(rotary_dim/2, axes)`` of a multi-axis RoPE kernel: an :class:`AxesSpec`.
+
+    ``fn(x, positions) -> y``: ``x`` float64 ``(seq, d)``, ``positions`` int64 ``(axes, seq)`` (row r at
+    positions[:, r]); ``y`` any real array of x's shape, row r rotated as at positions[:, r]; fn must depend on x
+    and positions alone.  Calls fn d + 5 times, always with the same positions, up to ``max_position`` on each
+    axis (the largest position fn accepts).  ``axis_names``: for the reports (default t/h/w for 3 axes, h/w
+    for 2); ``max_bytes`` as for :func:`rope_ref.identify`, which calls this with ``axes=``.  ``is_rope`` is
+    False, with the reason, when fn is not a rotation of pairs or its angles are not linear in the positions.
+
+    >>> import numpy as np
+    >>> theta = 10000.0 ** (-np.arange(0, 8, 2) / 8)                        # 4 pairs, half pairing
+    >>> F = np.zeros((4, 2)); F[:2, 0] = theta[:2]; F[2:, 1] = theta[2:]    # pairs 0-1 turn with h, 2-3 with w
+    >>> def kernel(x, p):
+    ...     ang = p.T @ F.T
+    ...     c, s, x1, x2 = np.cos(ang), np.sin(ang), x[:, :4], x[:, 4:]
+    ...     return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=1)
+    >>> spec = identify_axes(kernel, 8, 2)
+    >>> spec.form, spec.pairing, spec.sections, spec.mrope_layout, bool(np.allclose(spec.inv_freq, F))
+    ('M-RoPE', 'half', (2, 2), 'blocks', True)
+    """
+    d, axes, seq, seed, max_position, names = _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes,
+                                                            axis_names)
+    rng = np.random.default_rng(seed)
+    positions, steps, linear, sweeps, mixed = _design(axes, seq, max_position, rng)
+    call = Caller(fn, positions)
+    done = dict(axes=axes, axis_names=names, positions=positions)
+    a, b = rng.standard_normal((2, seq, d))
+    read = read_rotations(call, a, b, "; " + _FN_SHAPES + f"; is d={d} the width fn rotates?")
+    done["calls"] = call.calls
+    if isinstance(read, str):
+        return AxesSpec(is_rope=False, reason=read, **done)
+    structure = read[0]
+    if structure.output_pairing is not None:
+        return AxesSpec(is_rope=False, reason="the rotated pairs are written to other features (output feature "
+                        f"{structure.output_pairs[0][0]} holds pair {structure.pairs[0]}): identify_axes follows pairs "
+                        "written back in place only", **done)
+    spec = AxesSpec(is_rope=True, pairing=structure.pairing, pairs=structure.pairs, rotary_dim=structure.rotary_dim,
+                    rotary_start=structure.rotary_start, norm_scale=structure.norm_scale,
+                    scale_error=structure.scale_error, notes=structure.notes, **done)
+    return _measure(spec, structure.cos, structure.sin, steps, linear, sweeps, mixed, call)
+
+
+def _fit_axis(wrapped, steps, linear, unit, out_err):
+    """Slope through 0 of the angles ``wrapped`` (points, pairs; relative to position 0) at ``steps``: the first
+    ``linear`` unwrapped step to step, each farther one's whole turns predicted from the fit so far and used
+    where that prediction is sure to a quarter turn.  (slope, its standard deviation, residuals, used mask)."""
+    n, npairs = wrapped.shape
+    p = steps.astype(float)[:, None] * np.ones((1, npairs))
+    ang = np.zeros_like(wrapped)
+    ang[:linear] = np.unwrap(np.vstack([np.zeros((1, npairs)), wrapped[:linear]]), axis=0)[1:]
+    used = np.zeros((n, npairs), bool)
+    used[:linear] = True
+    slope, sigma, resid = line_through_zero(p, ang, used)
+    for k in range(linear, n):
+        pred = slope * p[k]
+        spread = SIGMAS * sigma * p[k] + rounding_allowance(unit, pred, out_err)
+        turns = np.round((pred - wrapped[k]) / (2 * np.pi))
+        ang[k] = wrapped[k] + 2 * np.pi * turns
+        used[k] = spread < np.pi / 2
+        slope, sigma, resid = line_through_zero(p, ang, used)
+    return slope, np.maximum(sigma, 2.0**-52 * np.abs(slope)), resid, used
+
+
+def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
+    """Steps 2-4 on the blocks (cos, sin) ``(seq, pairs)`` read at the probe's positions: the frequency matrix, its
+    tolerances, the float type, the naming; or a not-RoPE spec when the angles are not linear in the positions."""
+    positions, names, n_axes = spec.positions, spec.axis_names, spec.axes
+    unit = call.unit                                 # the coarsest rounding fn's output type explains
+    phase = np.arctan2(sin, cos)                     # (seq, pairs)
+    phase_at_zero = phase[0]
+    # Rounding cos/sin or the output (a bfloat16 result handed back as float32) errs in a pair's angle and
+    # norm alike; an angle relative to the base row's carries two such errors.
+    out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
+    spec.phase_at_zero = float(np.abs(phase_at_zero).max())
+    npairs = len(spec.pairs)
+    freqs = np.zeros((npairs, n_axes))
+    sigma = np.zeros((npairs, n_axes))
+    bias = np.zeros((npairs, n_axes))               # the most an error out_err at every point moves a slope
+    worst = []                                      # (excess over the allowance, message) of each check
+    resid_all, angle_all = [], []
+    for a in range(n_axes):
+        wrapped = np.angle(np.exp(1j * (phase[sweeps[a]] - phase_at_zero)))
+        freqs[:, a], sigma[:, a], resid, used = _fit_axis(wrapped, steps, linear, unit, out_err)
+        angle = np.outer(steps, freqs[:, a])
+        pu = np.where(used, steps[:, None].astype(float), 0.0)
+        bias[:, a] = out_err * pu.sum(0) / (pu * pu).sum(0)
+        resid_all.append(resid[used])
+        angle_all.append(angle[used])
+        excess = np.where(used, np.abs(resid) - rounding_allowance(unit, angle, out_err), -np.inf)
+        k, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
+        if excess[k, j] > 0:
+            worst.append((excess[k, j] / rounding_allowance(unit, angle[k, j], out_err), (
+                f"along {names[a]} (the other axes at 0) pair {j} (features {spec.pairs[j]}) turns by "
+                f"{resid[k, j] + angle[k, j]:.7g} rad at {names[a]} = {steps[k]}, where the line through the "
+                f"other positions 0..{steps[used[:, j]].max()} gives {angle[k, j]:.7g} (off by "
+                f"{abs(resid[k, j]):.2g} rad; {call.precision} rounding allows "
+                f"{rounding_allowance(unit, angle[k, j], out_err):.2g})")))
+    # Rows at combinations of all axes: the angles must add up.
+    mixed_positions = positions[:, mixed].T.astype(float)      # (rows, axes)
+    pred = mixed_positions @ freqs.T                            # (rows, pairs)
+    meas = phase[mixed] - phase_at_zero
+    resid = np.angle(np.exp(1j * (meas - pred)))
+    terms = np.abs(mixed_positions) @ np.abs(freqs.T)
+    allow = rounding_allowance(unit, terms, out_err) + SIGMAS * (mixed_positions @ sigma.T)
+    excess = np.abs(resid) - allow
+    k, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
+    if excess[k, j] > 0:
+        at = ", ".join(f"{n}={int(v)}" for n, v in zip(names, mixed_positions[k]))
+        worst.append((excess[k, j] / allow[k, j], (
+            f"the angles are linear along each axis alone but do not add up across axes: at {at} pair {j} "
+            f"(features {spec.pairs[j]}) turns by {np.angle(np.exp(1j * meas[k, j])):.7g} rad, "
+            f"sum_a F[j, a] p_a gives {np.angle(np.exp(1j * pred[k, j])):.7g} (mod 2 pi; off by "
+            f"{abs(resid[k, j]):.2g} rad, {call.precision} rounding allows {allow[k, j]:.2g})")))
+    if worst:
+        worst.sort(key=lambda w: -w[0])
+        return AxesSpec(is_rope=False, reason="not a rotation linear in positions: " + worst[0][1], axes=n_axes,
+                        axis_names=names, positions=positions, calls=spec.calls, notes=spec.notes)
+    resid_all = np.concatenate([*resid_all, resid.ravel()])
+    angle_all = np.concatenate([*angle_all, terms.ravel()])
+    spec.phase_error = float(np.abs(resid_all).max()) if resid_all.size else 0.0
+    spec.angle_precision, prec_unit = angle_precision(resid_all, angle_all)
+    if out_err and prec_unit > unit and angle_precision(resid_all, angle_all, out_err)[1] <= unit:
+        spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
+        spec.notes.append(f"the angle errors (up to {spec.phase_error:.2g} rad) come with norm errors (up to "
+                          f"{spec.scale_error:.2g}): cos/sin or the output rounded to a 16-bit type")
+    spec.inv_freq, spec.freq_sigma = freqs, sigma
+    spec.freq_tolerance = SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs) + bias
+    name_axes(spec, nonzero=np.abs(freqs) > SIGMAS * sigma)
+    if spec.phase_at_zero > rounding_allowance(unit, 0.0, out_err / 2):
+        spec.rotated_at_zero = True
+        j = int(np.argmax(np.abs(phase_at_zero)))
+        spec.position_shift = _shift(spec, phase_at_zero, unit, out_err)
+        why = ("fn shifts the positions by " + show_shifts(spec) if spec.position_shift else
+               "are its positions shifted?")
+        spec.notes.append(f"at position 0 on every axis fn already turns pair {j} by {phase_at_zero[j]:.6g} rad "
+                          f"(up to {spec.phase_at_zero:.2g} rad over the pairs): {why}; the frequencies are measured "
+                          "from that rotation")
+    return spec
+
+
+def _shift(spec, phase_at_zero, unit, out_err):
+    """Per-axis shift s with phase_at_zero[j] = sum_a F[j, a] s_a (mod 2 pi), when each pair turns with one axis:
+    read from the axis's slowest pair (no whole turn for |s| < pi / theta_slowest), checked on all of them."""
+    if spec.axis_of_pair is None:
+        return None
+    freqs, shift = spec.inv_freq, []
+    for a in range(spec.axes):
+        own = np.flatnonzero(spec.axis_of_pair == a)
+        if own.size == 0:
+            shift.append(0.0)
+            continue
+        j = own[np.argmin(np.abs(freqs[own, a]))]
+        s = phase_at_zero[j] / freqs[j, a]
+        if abs(s - round(s)) <= max(SIGMAS * spec.freq_sigma[j, a] * abs(s) / abs(freqs[j, a]), 1e-6):
+            s = float(round(s))
+        miss = np.angle(np.exp(1j * (freqs[own, a] * s - phase_at_zero[own])))
+        allow = (rounding_allowance(unit, freqs[own, a] * s, out_err) + SIGMAS * spec.freq_sigma[own, a] * abs(s)
+                 + 1e-9)
+        if np.any(np.abs(miss) > allow):
+            return None
+        shift.append(float(s))
+    return tuple(shift)
+
+

@@ -1,0 +1,94 @@
+"""What the 1-D and the multi-axis assertions share: the expected values checked, the pairing and precision
+lines, and how they fail (:class:`RopeMismatch`; :class:`KernelRaised` when the function under test raised)."""
+
+from __future__ import annotations
+
+from .. import _validate as val
+from .. import scaling
+
+_PAIRINGS = ("interleaved", "half", "other")
+
+
+class RopeMismatch(AssertionError):
+    """An AssertionError with each difference on its own line (``problems``) and the ``spec`` identified (a RopeSpec
+    or an AxesSpec); its message: a title, the problems indented, then the whole spec."""
+
+    def __init__(self, title: str, problems: list, spec, spec_title: str = "identified"):
+        message = (f"{title}:\n  " + "\n  ".join(problems) + f"\n{spec_title}: {spec}" if spec.is_rope
+                   else "\n".join(problems))
+        super().__init__(message)
+        self.problems, self.spec = list(problems), spec
+
+
+class KernelRaised(RuntimeError):
+    """The function under test raised: reported as "fn raised ...", never as a RoPE mismatch."""
+
+
+def raising_as(name, fn):
+    """fn, with any exception it raises (AssertionError included) re-raised as KernelRaised."""
+    if not callable(fn):
+        return fn                       # identify names it
+    def guarded(*args):
+        try:
+            return fn(*args)
+        except Exception as err:
+            raise KernelRaised(f"{name} raised {type(err).__name__}: {err}") from err
+    return guarded
+
+
+def check_expected(expected, phase_atol=None):
+    """Expected values are the right kind of thing, named when not (``offset`` is made a float)."""
+    if "offset" in expected and expected["offset"] is not None:
+        expected["offset"] = val.check_scalar(expected["offset"], "offset")
+    if "norm_scale" in expected:
+        val.check_positive_real(expected["norm_scale"], "norm_scale")
+    if "base" in expected:
+        val.check_base(expected["base"])
+    if "pairing" in expected and expected["pairing"] not in _PAIRINGS:
+        raise ValueError(f"pairing must be 'interleaved', 'half' or 'other', got {expected['pairing']!r}"
+                         f"{val.closest_name(str(expected['pairing']), _PAIRINGS)}")
+    if "rotary_dim" in expected:
+        val.check_d(expected["rotary_dim"], "rotary_dim")
+    if "rotary_start" in expected:
+        val.check_nonnegative_int(expected["rotary_start"], "rotary_start",
+                                  "a non-negative integer (the first rotated feature)")
+    if "output_pairing" in expected and expected["output_pairing"] not in (None, *_PAIRINGS):
+        raise ValueError(f"output_pairing must be None (pairs written in place), 'interleaved', 'half' or 'other', "
+                         f"got {expected['output_pairing']!r}"
+                         f"{val.closest_name(str(expected['output_pairing']), _PAIRINGS)}")
+    if "rope_type" in expected and expected["rope_type"] not in scaling.ROPE_TYPES:
+        raise ValueError(f"rope_type must be one of {scaling.ROPE_TYPES}, got {expected['rope_type']!r}"
+                         f"{val.closest_name(expected['rope_type'], scaling.ROPE_TYPES)}")
+    if phase_atol is not None:
+        val.check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
+
+
+def layout_problems(spec, pairing, rotary_dim, rotary_start) -> list:
+    """The pairing, rotary_dim and rotary_start lines of a comparison (None: not checked), for a RopeSpec or an
+    AxesSpec."""
+    problems = []
+    one_pair = spec.rotary_dim == 2 and {pairing, spec.pairing} <= {"half", "interleaved"}   # both names fit
+    if pairing is not None and pairing != spec.pairing and not one_pair:
+        shown = ", ".join(str(p) for p in spec.pairs[:3])
+        problems.append(f"pairing: expected {pairing}, found {spec.pairing} (pairs {shown}, ...)")
+    if rotary_dim is not None and rotary_dim != spec.rotary_dim:
+        problems.append(f"rotary_dim: expected {rotary_dim}, found {spec.rotary_dim}")
+    if rotary_start is not None and rotary_start != spec.rotary_start:
+        problems.append(f"rotary_start: expected rotated features from {rotary_start}, found {spec.rotary_start}.."
+                        f"{spec.rotary_start + spec.rotary_dim - 1} (pass rotary_start={spec.rotary_start} if "
+                        "intended)")
+    return problems
+
+
+def precision_problems(spec, phase_atol, exact_angles, rounded_hint, plain_hint) -> list:
+    """The angle precision line: angles deviating from ``exact_angles`` by more than ``phase_atol`` radians, or
+    without it, behaving like a float type coarser than float32 (``rounded_hint`` when cos/sin or the output was
+    rounded, ``plain_hint`` else)."""
+    if phase_atol is not None and spec.phase_error > phase_atol:
+        return [f"angle precision: angles deviate from {exact_angles} by up to {spec.phase_error:.2g} rad "
+                f"(> phase_atol={phase_atol:g})"]
+    if phase_atol is None and spec.angle_precision not in ("float64", "float32"):
+        hint = rounded_hint if spec.angle_precision.startswith("float32 (") else plain_hint
+        return [f"angle precision: angles behave like {spec.angle_precision} (errors up to {spec.phase_error:.2g} "
+                f"rad); {hint}"]
+    return []

@@ -1,0 +1,162 @@
+"""Calling the kernel, for both probes (``fn(x)`` or ``fn(x, positions)``: :class:`Caller`), and the five
+checks and row matrices every probe starts with (:func:`read_rotations`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate as val
+from .structure import read_structure
+from .tolerances import PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
+
+
+def to_array(out):
+    """numpy float64 from whatever fn returned: numpy, ml_dtypes, lists, torch (any dtype or
+    device, with grad), anything with ``__array__``.  Duck-typed: torch is never imported."""
+    if hasattr(out, "detach"):
+        out = out.detach()
+    if hasattr(out, "cpu") and not isinstance(out, np.ndarray):
+        out = out.cpu()
+    if hasattr(out, "numpy") and not isinstance(out, np.ndarray):
+        try:
+            out = out.numpy()
+        except (TypeError, RuntimeError, ValueError):   # e.g. torch bfloat16 has no numpy dtype
+            if not hasattr(out, "float"):
+                raise
+            out = out.float().numpy()
+    try:
+        arr = np.asarray(out)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"fn must return an array (numpy, torch, jax, a list), got {type(out).__name__}: "
+                        f"{err}") from err
+    if not (arr.dtype in val.FLOAT_DTYPES or arr.dtype.kind in "fiu"):
+        raise TypeError(f"fn must return a real numeric array (numpy, torch, jax, a list), got "
+                        f"{type(out).__name__} of dtype {arr.dtype}")
+    return arr.astype(np.float64)
+
+
+def _float_type(out) -> str:
+    """The float type fn returned, as named in PRECISIONS (float32 for float32 and finer)."""
+    kind = str(getattr(out, "dtype", ""))
+    return "bfloat16" if "bfloat16" in kind else "float16" if "float16" in kind else "float32"
+
+
+class Caller:
+    """fn(x) -- or fn(x, positions) when ``positions`` (axes, seq) are given -- as float64 of x's shape, checked;
+    fn's own errors get a note saying which call.  Counts the calls, the most rows asked for (``longest``) and
+    the coarsest float type fn returned (``unit``, ``precision``; float32 at least)."""
+
+    def __init__(self, fn, positions=None):
+        self.fn, self.positions = fn, positions
+        self.calls, self.longest = 0, 0
+        self.unit, self.precision = 2.0**-24, "float32"
+        self.inputs = "x" if positions is None else "x and positions"     # what fn may depend on
+
+    def __call__(self, x, what, hint=""):
+        try:
+            out = self.fn(x.copy()) if self.positions is None else self.fn(x.copy(), self.positions.copy())
+        except Exception as err:
+            if self.positions is None:
+                err.add_note(f"(raised by fn when rope_ref.identify called it with {what}, shape {x.shape}{hint})")
+            else:
+                err.add_note(f"(fn raised this when rope_ref identify_axes called it with {what}: x of shape "
+                             f"{x.shape}, positions of shape {self.positions.shape}{hint})")
+            raise
+        self.calls += 1
+        self.longest = max(self.longest, len(x))
+        kind = _float_type(out)
+        out = to_array(out)
+        if out.shape != x.shape:
+            raise ValueError(f"fn must map x of shape (seq, d) = {x.shape} to the same shape, got {out.shape} "
+                             f"(called with {what}){_shape_hint(out.shape, x.shape)}")
+        if not np.all(np.isfinite(out)):
+            where = "" if self.positions is None else f", positions within 0..{int(self.positions.max())}"
+            raise ValueError(f"fn returned non-finite values (NaN or inf) for finite input ({what}, x of shape "
+                             f"{x.shape}{where}); a rotary embedding maps finite input to finite output")
+        unit = dict(PRECISIONS)[kind]
+        if unit > self.unit:
+            self.unit, self.precision = unit, kind
+        return out
+
+
+def read_rotations(call: Caller, a, b, hint):
+    """After the five opening checks on the random inputs ``a``, ``b`` ``(seq, d)`` (docs/identify_internals.md,
+    "The calls": d + 5 calls), the pairs fn rotates, read from the matrix it applies to each row: (Structure,
+    fn(a), output scale), or the reason (a str) fn is not RoPE.  ``hint`` goes with the first call."""
+    seq, d = a.shape
+    ya, yb = call(a, "random input a", hint), call(b, "random input b")
+    scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
+    state = np.abs(call(a, "random input a again") - ya).max() / scale
+    if state > STATE_RTOL:
+        raise ValueError(f"fn must depend on {call.inputs} alone: two calls with the same {call.inputs} gave "
+                         f"outputs {state:.2g} apart (relative): fn keeps state between calls (a cache position "
+                         "advanced by every call?); pass a function that applies the same positions on every call")
+    # A linear kernel maps 0 to exactly 0 in any float type: a bias or an added position embedding does not.
+    bias = np.abs(call(np.zeros((seq, d)), "zeros")).max() / scale
+    if bias > ZERO_RTOL:
+        zero = "fn(0)" if call.positions is None else "fn(0, positions)"
+        return (f"{zero} is not 0 (up to {bias:.2g} relative to its output): fn adds something that does not "
+                "depend on x (an absolute position embedding? a bias?); a rotary embedding is linear in its input")
+    # Rounding in the kernel's float type is relative to the terms: |f(2a - 3b)| + 2 |f(a)| + 3 |f(b)|.
+    y_lin = call(2 * a - 3 * b, "2a - 3b")
+    terms = np.abs(y_lin) + 2 * np.abs(ya) + 3 * np.abs(yb)
+    lin = np.abs(y_lin - (2 * ya - 3 * yb)).max() / max(terms.max(), 1e-300)
+    if lin > STRUCTURE_RTOL:
+        return (f"fn is not linear in x: f(2a - 3b) differs from 2 f(a) - 3 f(b) by {lin:.2g} (relative to the "
+                "terms); a rotary embedding is linear in its input")
+    # matrices[r] is the d x d matrix applied to row r: column j is the response to e_j.
+    matrices = np.stack([call(np.broadcast_to(e, (seq, d)), f"basis vector e_{j} in every row")
+                         for j, e in enumerate(np.eye(d))], axis=-1)
+    mix = np.abs(np.einsum("rij,rj->ri", matrices, a) - ya).max() / scale
+    if mix > STRUCTURE_RTOL:
+        return (f"row r of the output depends on other rows (error {mix:.2g} relative): fn mixes rows (positions) "
+                "or depends on content")
+    structure = read_structure(matrices)
+    return structure if isinstance(structure, str) else (structure, ya, scale)
+
+
+def check_probe_arguments(fn, d, seq, seed, min_seq, calling, why_min):
+    """(d, seq, seed) for either probe, each checked (``seed`` None or a non-negative integer); ``seq`` at least
+    ``min_seq`` rows (``why_min`` says why); ``calling``: how fn is called."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable {calling}, got {fn!r} of type {type(fn).__name__}")
+    d = val.check_d(d)
+    seq = val.check_positive_int(seq, "seq")
+    if seq < min_seq:
+        raise ValueError(f"seq must be >= {min_seq} {why_min}, got {seq}")
+    seed = None if seed is None else val.check_nonnegative_int(seed, "seed", "None or a non-negative integer")
+    return d, seq, seed
+
+
+def check_sizes(seq, d, max_bytes, max_rows=None):
+    """The arrays identify would hold, against max_bytes, before anything is allocated or fn is called:
+    seq x d x d float64 (the matrix of every row) and, when fn is asked for up to ``max_rows`` rows,
+    max_rows x d for one call."""
+    max_bytes = val.check_positive_int(max_bytes, "max_bytes")
+    sizes = [(8 * seq * d * d, f"seq={seq} and d={d} need seq x d x d float64 (the matrix of every row)",
+              "a smaller seq (the default 64 is enough)")]
+    if max_rows is not None:
+        sizes.append((8 * max_rows * d, f"max_rows={max_rows} and d={d} need max_rows x d float64 for one call",
+                      "a smaller max_rows"))
+    for size, what, fix in sizes:
+        if size > max_bytes:
+            raise ValueError(f"{what}: {_show_bytes(size)}, above max_bytes={max_bytes} ({_show_bytes(max_bytes)}); "
+                             f"pass {fix}, or a larger max_bytes")
+
+
+def _show_bytes(n):
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.4g} {unit}"
+        n /= 1024
+
+
+def _shape_hint(got, want):
+    """What a kernel returning shape ``got`` for input shape ``want`` may have done; "" when nothing fits."""
+    if got == (2, *want):
+        return "; did fn return (q, k)? return one of them"
+    if got == want[::-1]:
+        return "; did fn return the transpose? return (seq, d)"
+    if int(np.prod(got)) == int(np.prod(want)):
+        return "; it holds the same values: drop its batch and head axes (e.g. [0, 0])"
+    return ""
