@@ -35,7 +35,7 @@ class ScalingMethod:
     ``required``: tuples of alternative keys (any one will do); ``optional``: keys with defaults.
     ``example(factor, train_len)``: parameters extending a model trained on ``train_len`` positions ``factor``
     times (notebook 05).  ``candidates(fit)``: the ``(rank, params)`` that ``identify`` compares with measured
-    frequencies (``fit``: an ``identify.naming.FrequencyFit``), tried by rank across all methods, simplest first.
+    frequencies (``fit``: an ``kernel_check.naming.FrequencyFit``), tried by rank across all methods, simplest first.
     """
 
     inv_freq: Callable

@@ -26,7 +26,7 @@ def _imports(path):
 
 
 def _oracle_modules():
-    """Every module of the package outside rope_ref/teaching (subpackages such as identify/ included)."""
+    """Every module of the package outside rope_ref/teaching (subpackages such as kernel_check/ included)."""
     return [p for p in sorted(PKG.rglob("*.py")) if "teaching" not in p.relative_to(PKG).parts]
 
 

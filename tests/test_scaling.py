@@ -307,7 +307,7 @@ def entry_problems(name, method):
 
 def scaling_fit():
     """A FrequencyFit of Llama 3.1's frequencies (8x, 8192 positions), as identify's naming builds it."""
-    from rope_ref.identify.naming import FrequencyFit, log_fit
+    from rope_ref.kernel_check.naming import FrequencyFit, log_fit
     theta, _ = scaled_inv_freq(64, 5e5, rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
                                original_max_position_embeddings=8192)
     return FrequencyFit(64, 5e5, 5e5, np.full(32, 1e-9), log_fit(theta, 64, False)[0], log_fit(theta, 64, True),

@@ -11,7 +11,7 @@ from ..forms import frequencies
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 from .spec import show_params
 from .tolerances import FREQ_ULPS, NAME_RTOL, PRECISIONS, SIGMAS
-from .tolerances import TRAIN_LENGTHS as _TRAIN_LENGTHS
+from .tolerances import TRAIN_LENGTHS
 
 
 def geometric_base(theta, r, tau):
@@ -133,7 +133,7 @@ def _candidates(theta, r, base, base_hint, tau):
                                        if abs(float(f"{f_max:.{k}g}") / f_max - 1) <= tau[int(np.argmin(ratio))]])
     fit = FrequencyFit(r, base, base_hint, tau, log_fit(theta, r, intercept=False)[0],
                        log_fit(theta, r, intercept=True), tuple(factors) if f_max > 1 + tau.max() else (),
-                       _TRAIN_LENGTHS)
+                       TRAIN_LENGTHS)
     ranked = [(rank, rope_type, params) for rope_type, method in SCALING_METHODS.items() if method.candidates
               for rank, params in method.candidates(fit)]
     return [(rope_type, params) for _, rope_type, params in sorted(ranked, key=lambda candidate: candidate[0])]
