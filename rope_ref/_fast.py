@@ -18,7 +18,6 @@ The math is eq 34 and nothing else; this module only decides *how* to stream it:
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import os
@@ -28,8 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import _f16, forms
-from . import _validate as val
+from ._boundary import check_angle_range
+from ._validate import check_no_overflow, check_nonnegative_int, check_positive_int, overflow_error
 
 BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
@@ -62,7 +61,7 @@ def set_cache_limit(nbytes: int) -> int:
     Default 256 MiB.  Thread-safe.
     """
     global _cache_limit
-    nbytes = val.check_nonnegative_int(nbytes, "nbytes", "a non-negative integer number of bytes")
+    nbytes = check_nonnegative_int(nbytes, "nbytes", "a non-negative integer number of bytes")
     with _lock:
         old, _cache_limit = _cache_limit, nbytes
         _evict()
@@ -97,7 +96,7 @@ def set_num_threads(n: int) -> int:
     Results do not depend on ``n`` (every element is computed by the same operations either way).
     """
     global _threads
-    n = val.check_positive_int(n, "n", expected="a positive integer number of threads")
+    n = check_positive_int(n, "n", expected="a positive integer number of threads")
     with _lock:
         old, _threads = _threads, n
         if _pool_ and _pool_[0][0] < _threads:
@@ -236,44 +235,34 @@ def _blocks(shape: tuple, rows: int):
             yield idx + (slice(s, s + step),)
 
 
-def rotate(x, positions=None, *, base=10000.0, pairing="interleaved", rotary_dim=None, inv_freq=None, out=None,
-           name: str = "x") -> np.ndarray:
-    """:func:`rope_ref.rotate` (same arguments, keywords only after ``positions``); ``name`` is what
-    an overflow error calls ``x`` (attention passes "q" or "k").
+def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, out=None, name: str = "x"):
+    """:func:`rope_ref.rotate` on checked arguments (``x`` of an accepted dtype, ``pos`` and ``freqs`` as its
+    boundary hands them over, ``out`` checked or None); ``name`` is what an overflow error calls ``x``
+    (attention passes "q" or "k").
 
-    Checks its arguments, then streams eq 34 through :func:`rotate_into`; around it: a C-contiguous
-    buffer when ``out`` is strided, float32/64 overflow caught as a FloatingPointError (free when
-    nothing overflows), and float16's overflow (rounded bit by bit, no flag) found by :func:`_f16.all_finite`.
+    Streams eq 34 through :func:`rotate_into`; around it: a C-contiguous buffer when ``out`` is strided,
+    float32/64 overflow caught as a FloatingPointError (free when nothing overflows), and float16's overflow
+    (rounded without a flag) found by looking for inf in the result.
     """
-    x, pos, pairing, r, freqs = val.check_rotation(x, positions, base=base, pairing=pairing, rotary_dim=rotary_dim,
-                                                   inv_freq=inv_freq, theta=_theta, name=name)
-    val.check_angle_range(pos, freqs)
+    check_angle_range(pos, freqs)
     if freqs.ndim == 1:                                         # one axis: A = 1 (the same angles, bit for bit)
         pos, freqs = pos[None], freqs[:, None]
     work = np.float64 if x.dtype == np.float64 else np.float32  # angles are float64 either way
-    out = np.empty(x.shape, dtype=x.dtype) if out is None else val.check_out(out, x)
+    out = np.empty(x.shape, dtype=x.dtype) if out is None else out
     buf = out if out.flags.c_contiguous else np.empty(x.shape, dtype=x.dtype)  # rotate_into writes C-contiguous only
     try:    # float32/64 arithmetic that overflows raises here, at no cost when it does not
         with np.errstate(over="raise", invalid="ignore"):
             rotate_into(x, buf, pos, freqs, pairing, r, work)
     except FloatingPointError:
-        if _f16.all_finite(x):                               # finite x overflowed: the result would hold inf
-            raise val.overflow_error(x.dtype, name) from None
+        if np.all(np.isfinite(x)):                           # finite x overflowed: the result would hold inf
+            raise overflow_error(x.dtype, name) from None
         with np.errstate(over="ignore", invalid="ignore"):  # x holds inf or NaN: its rows are non-finite anyway
             rotate_into(x, buf, pos, freqs, pairing, r, work)
-    if x.dtype == np.float16:  # rounded to float16 bit by bit (no flag): a pair's norm > 65504 gives inf
-        val.check_no_overflow(buf, x, name)
+    if x.dtype == np.float16:  # rounded to float16 without a flag: a pair's norm > 65504 gives inf
+        check_no_overflow(buf, x, name)
     if buf is not out:
         out[...] = buf
     return out
-
-
-@functools.lru_cache(maxsize=64)
-def _theta(r: int, base: float) -> np.ndarray:
-    """:func:`rope_ref.frequencies`, read-only and kept (a small call to rotate spent a quarter of its time there)."""
-    theta = forms.frequencies(r, base)
-    theta.setflags(write=False)
-    return theta
 
 
 def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, work):
@@ -310,8 +299,6 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
 def _rotate_blocks(blocks, xg, og, tabs, tshape, pairing, r, work, direct, size, errors):
     """Eq 34 on ``xg[i]`` into ``og[i]`` for each index ``i`` in ``blocks`` (each at most ``size`` elements)."""
     scratch = np.empty(0 if direct and pairing == "interleaved" else 2 * size, work)  # every block's temporaries
-    f16 = xg.dtype == np.float16                       # NumPy's float16 casts are scalar loops: see _f16
-    bits = np.empty(3 * size if f16 else 0, np.uint32)
     with np.errstate(**errors):                        # a worker thread does not inherit the caller's errstate
         for xi in blocks:
             ti = tuple(i if t > 1 else (slice(None) if isinstance(i, slice) else 0) for i, t in zip(xi, tshape))
@@ -319,14 +306,9 @@ def _rotate_blocks(blocks, xg, og, tabs, tshape, pairing, r, work, direct, size,
             xw, yw, tmp = xs, ys, scratch[:xs.size].reshape(xs.shape) if scratch.size else None
             if not direct:                             # narrow dtypes, strided x: convert a block at a time
                 xw = yw = scratch[size:size + xs.size].reshape(xs.shape)
-                if f16 and xs.flags.c_contiguous:
-                    _f16.to_float32(xs, xw)
-                else:
-                    xw[...] = xs
+                xw[...] = xs
             _rotate_block(xw, yw, [t[ti] for t in tabs], pairing, r, tmp)
-            if f16:                                    # og is C-contiguous, so each block of it is
-                _f16.from_float32(yw, ys, bits[:3 * ys.size].reshape((3,) + ys.shape))
-            elif not direct:
+            if not direct:
                 ys[...] = yw
             elif r < xs.shape[-1]:
                 ys[..., r:] = xs[..., r:]

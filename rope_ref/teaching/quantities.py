@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as val
-from ..attention import elu_plus_one
+from ..rope_attention import elu_plus_one
 from ..forms import (frequencies, partial_sums, rotate, rotate_complex, rotate_dense, rotate_elementwise, sinusoidal,
                     to_half, to_interleaved, wrap_angle)
 
