@@ -22,16 +22,18 @@ from ._validate import (ANGLE_LIMIT, ANGLE_TOL, check_base, check_d, check_finit
                         warn_precision)
 
 
-def checked(fn=None, *, theta=None, fast: bool = False):
+def checked(fn=None, *, freqs_from=None, fast: bool = False):
     """Decorator: ``fn``'s arguments checked and normalised by name (:data:`ARGUMENTS`) before its body runs.
 
-    ``theta(r, base)`` gives the frequencies when ``inv_freq`` is None (and, for the angle check, where a form
-    has no ``inv_freq``).  With ``x`` in the signature the body gets a float64 copy of ``x[..., :rotary_dim]``
-    and returns its rotation, which the boundary casts back and writes to ``out``; ``fast=True`` hands the body
-    x itself (integers promoted) and ``out`` (checked), and returns what the body returns.
+    ``freqs_from(r, base)`` (the function :func:`rope_ref.frequencies`) gives the frequencies when ``inv_freq``
+    is None (and, for the angle check, where a form has no ``inv_freq``).  With ``x`` in the signature the body
+    gets a float64 copy of ``x[..., :rotary_dim]`` and returns its rotation, which the boundary casts back and
+    writes to ``out``; ``fast=True`` hands the body x itself (integers promoted) and ``out`` (checked), and
+    returns what the body returns.
     """
     if fn is None:
-        return functools.partial(checked, theta=None if theta is None else _read_only_cache(theta), fast=fast)
+        return functools.partial(checked, freqs_from=None if freqs_from is None else _read_only_cache(freqs_from),
+                                 fast=fast)
     signature = inspect.signature(fn)
 
     @suggest_keywords
@@ -42,8 +44,8 @@ def checked(fn=None, *, theta=None, fast: bool = False):
         arguments = dict(given.arguments)
         for name, check in ARGUMENTS.items():
             if name in arguments:
-                arguments[name] = check(arguments[name], arguments, theta)
-        _check_angles(arguments, theta, fast)
+                arguments[name] = check(arguments[name], arguments, freqs_from)
+        _check_angles(arguments, freqs_from, fast)
         if fn.__name__ in RESULT_SIZES:
             name, nbytes, what = RESULT_SIZES[fn.__name__](arguments)
             check_nbytes(nbytes, name, what=what)
@@ -63,26 +65,33 @@ def checked(fn=None, *, theta=None, fast: bool = False):
     @functools.wraps(fn)
     def transitional(*args, **kwargs):
         """Until multiaxis.py passes its max_bytes through size_limit (removed at integration)."""
-        if "max_bytes" not in kwargs:
+        if kwargs.get("max_bytes") is None:
+            kwargs.pop("max_bytes", None)
             return boundary(*args, **kwargs)
         with size_limit(kwargs.pop("max_bytes")):
             return boundary(*args, **kwargs)
     return transitional
 
 
-def _read_only_cache(theta):
-    """``theta`` kept per (r, base), read-only (a small call to rotate spent a quarter of its time computing it)."""
+def _read_only_cache(freqs_from):
+    """``freqs_from``'s results kept per (r, base), read-only (a small call to rotate spent a quarter of its time
+    computing them)."""
     @functools.lru_cache(maxsize=64)
     def cached(r: int, base: float) -> np.ndarray:
-        frequencies = theta(r, base)
+        frequencies = freqs_from(r, base)
         frequencies.setflags(write=False)
         return frequencies
     return cached
 
 
+def _feature_count(args: dict) -> int:
+    """d: x's last axis, or the argument d."""
+    return args["x"].shape[-1] if "x" in args else args["d"]
+
+
 def _width(args: dict) -> int:
-    """The number of features rotated: rotary_dim, else d, else x's last axis."""
-    return args["rotary_dim"] if "rotary_dim" in args else args["d"] if "d" in args else args["x"].shape[-1]
+    """The number of features rotated: rotary_dim, else d."""
+    return args["rotary_dim"] if "rotary_dim" in args else _feature_count(args)
 
 
 def _frequencies_of(args: dict):
@@ -90,7 +99,7 @@ def _frequencies_of(args: dict):
     return args.get("inv_freq", args.get("freqs"))
 
 
-def _base(base, args: dict, theta) -> float:
+def _base(base, args: dict, freqs_from) -> float:
     """A positive base whose frequencies base^(-2i/r) fit float64 when they are used (no ``inv_freq``)."""
     base, r = check_base(base), _width(args)
     with np.errstate(over="ignore"):
@@ -101,18 +110,18 @@ def _base(base, args: dict, theta) -> float:
     return base
 
 
-def _inv_freq(inv_freq, args: dict, theta) -> np.ndarray:
-    """theta(r, base) when None; else (r/2,), or (r/2, A) for A axes of positions (forms with ``positions``)."""
+def _inv_freq(inv_freq, args: dict, freqs_from) -> np.ndarray:
+    """freqs_from(r, base) when None; else (r/2,), or (r/2, A) for A axes of positions (forms with ``positions``)."""
     r = _width(args)
     if inv_freq is None:
-        return theta(r, args["base"])
+        return freqs_from(r, args["base"])
     f = check_inv_freq(inv_freq, r // 2)
     if f.ndim != 1 and "positions" not in args:
         raise ValueError(f"inv_freq must have shape ({r // 2},) here (one axis of positions), got shape {f.shape}")
     return f
 
 
-def _positions(positions, args: dict, theta) -> np.ndarray:
+def _positions(positions, args: dict, freqs_from) -> np.ndarray:
     """Float64, broadcastable to x.shape[:-1] (any shape without x); ``(A, ...)`` for a ``(r/2, A)`` frequency matrix."""
     freqs = _frequencies_of(args)
     return check_positions(positions, args["x"].shape[:-1] if "x" in args else None,
@@ -120,7 +129,7 @@ def _positions(positions, args: dict, theta) -> np.ndarray:
                            freqs_name="freqs" if "freqs" in args else "inv_freq")
 
 
-def _n_heads(n_heads, args: dict, theta) -> int:
+def _n_heads(n_heads, args: dict, freqs_from) -> int:
     """A positive number of heads splitting w's rows ``(n_heads * head_dim, in)`` into heads of even head_dim."""
     w = args["w"]
     if w.ndim != 2:
@@ -132,25 +141,24 @@ def _n_heads(n_heads, args: dict, theta) -> int:
     return n_heads
 
 
-#: argument name -> its check: (value given, the arguments so far, theta) -> the value the body receives.
+#: argument name -> its check: (value given, the arguments so far, freqs_from) -> the value the body receives.
 #: Checked in this order, so that a check can read those before it (rotary_dim reads x or d, positions the
 #: frequencies) and the raw values after it (base: whether inv_freq is given).
 ARGUMENTS = {
-    "x": lambda x, args, theta: check_x(x),
-    "w": lambda w, args, theta: check_real_array(w, "w"),
+    "x": lambda x, args, freqs_from: check_x(x),
+    "w": lambda w, args, freqs_from: check_real_array(w, "w"),
     "n_heads": _n_heads,
-    "d": lambda d, args, theta: check_d(d),
-    "pairing": lambda pairing, args, theta: check_pairing(pairing),
-    "rotary_dim": lambda rotary_dim, args, theta: check_rotary_dim(rotary_dim, args["x"].shape[-1] if "x" in args
-                                                                   else args["d"]),
+    "d": lambda d, args, freqs_from: check_d(d),
+    "pairing": lambda pairing, args, freqs_from: check_pairing(pairing),
+    "rotary_dim": lambda rotary_dim, args, freqs_from: check_rotary_dim(rotary_dim, _feature_count(args)),
     "base": _base,
     "inv_freq": _inv_freq,
-    "freqs": lambda freqs, args, theta: check_freqs(freqs, axes=True),
+    "freqs": lambda freqs, args, freqs_from: check_freqs(freqs, axes=True),
     "positions": _positions,
-    "distance": lambda distance, args, theta: check_positions(distance, None, "distance"),
-    "k": lambda k, args, theta: check_scalar(k, "k"),
-    "a": lambda a, args, theta: check_finite(check_real_array(a, "a").astype(np.float64), "a"),
-    "out": lambda out, args, theta: None if out is None else check_out(out, args["x"]),
+    "distance": lambda distance, args, freqs_from: check_positions(distance, None, "distance"),
+    "k": lambda k, args, freqs_from: check_scalar(k, "k"),
+    "a": lambda a, args, freqs_from: check_finite(check_real_array(a, "a").astype(np.float64), "a"),
+    "out": lambda out, args, freqs_from: None if out is None else check_out(out, args["x"]),
 }
 
 
@@ -176,12 +184,12 @@ RESULT_SIZES = {
 }
 
 
-def _check_angles(args: dict, theta, fast: bool) -> None:
+def _check_angles(args: dict, freqs_from, fast: bool) -> None:
     """The angles p * theta of a form's positions (or distance, or k) are finite; beyond 2^34, a warning."""
     name = next((n for n in ("positions", "distance", "k") if n in args), None)
     freqs = _frequencies_of(args)
-    if freqs is None and theta is not None and name is not None:
-        freqs = theta(_width(args), args["base"])
+    if freqs is None and freqs_from is not None and name is not None:
+        freqs = freqs_from(_width(args), args["base"])
     if name is not None and freqs is not None and not fast:
         check_angle_range(np.asarray(args[name]), freqs, name)
 

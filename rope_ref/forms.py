@@ -46,7 +46,7 @@ def _pairs(r: int, pairing: str):
     return (2 * j, 2 * j + 1) if pairing == "interleaved" else (j, j + r // 2)
 
 
-@checked(theta=frequencies)
+@checked(freqs_from=frequencies)
 def rotation_matrix(positions, d: int, base: float = 10000.0, *, pairing: str = "interleaved",
                     rotary_dim: int | None = None, inv_freq=None) -> np.ndarray:
     """The block-diagonal rotary matrix R^d_{Theta,m} of eq 15 (general form: angles sum_a F[j, a] p_a).
@@ -62,7 +62,7 @@ def rotation_matrix(positions, d: int, base: float = 10000.0, *, pairing: str = 
     return R
 
 
-@checked(theta=frequencies)
+@checked(freqs_from=frequencies)
 def rotate_dense(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
                  rotary_dim: int | None = None, inv_freq=None, out=None) -> np.ndarray:
     """R x through the dense matrix (eq 14): slow and obviously correct (one d x d matrix per position: to
@@ -79,7 +79,7 @@ def rotate_complex(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     return (x.view(np.complex128) * np.exp(1j * angles)).view(np.float64)        # (x_2i + i x_2i+1) e^{i m theta_i}
 
 
-@checked(theta=frequencies, fast=True)
+@checked(freqs_from=frequencies, fast=True)
 def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
            rotary_dim: int | None = None, inv_freq=None, out=None) -> np.ndarray:
     """RoPE, the fast path: eq 34, x*cos + rotate_half(x)*sin, computed as :func:`rotate_elementwise` does.
@@ -100,7 +100,7 @@ def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interlea
     return _fast.rotate(x, positions, inv_freq, pairing, rotary_dim, out)
 
 
-@checked(theta=frequencies)
+@checked(freqs_from=frequencies)
 def rotate_elementwise(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
                        rotary_dim: int | None = None, inv_freq=None, out=None) -> np.ndarray:
     """Eq 34 written plainly: R x = x * cos(angle) + rotate_half(x) * sin(angle), angle_j = sum_a F[j, a] p_a.
@@ -157,7 +157,7 @@ def sinusoidal(positions, d: int, base: float = 10000.0) -> np.ndarray:
     return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(positions.shape + (d,))    # (sin, cos) per pair
 
 
-@checked(theta=frequencies)
+@checked(freqs_from=frequencies)
 def sinusoidal_shift_matrix(k: float, d: int, base: float = 10000.0) -> np.ndarray:
     """B_k with sinusoidal(t + k) = B_k @ sinusoidal(t) for every t: float64 ``(d, d)``, block i
     [[cos, sin], [-sin, cos]](k theta_i): a rotation that does not depend on t (the property RoPE builds on)."""
@@ -167,14 +167,14 @@ def sinusoidal_shift_matrix(k: float, d: int, base: float = 10000.0) -> np.ndarr
     return B
 
 
-@checked(theta=frequencies)
+@checked(freqs_from=frequencies)
 def partial_sums(distance, d: int, base: float = 10000.0, *, inv_freq=None) -> np.ndarray:
     """S_j = sum_{i<j} e^{i (m-n) theta_i} for j = 1..d/2 (section 3.4.3, eq 36): complex128 ``P + (d/2,)``, S_j at
     index j-1, for ``distance`` = m - n of any shape ``P``.  ``inv_freq`` ``(d/2,)`` replaces theta (scaled RoPE)."""
     return np.cumsum(np.exp(1j * rotation_angles(distance, inv_freq)), axis=-1)
 
 
-@checked(theta=frequencies)
+@checked(freqs_from=frequencies)
 def decay_bound(distance, d: int = 128, base: float = 10000.0, *, inv_freq=None) -> np.ndarray:
     """The long-term-decay bound (1/(d/2)) sum_{j=1}^{d/2} |S_j| of Figure 2 (eq 37); at distance 0, (d/2 + 1)/2.
 
