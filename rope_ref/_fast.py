@@ -40,12 +40,11 @@ ENTRY_OVERHEAD = 512
 TABLE_OVERHEAD = 128
 THREADED_ELEMENTS = 1 << 20              # arrays at least this large are split across threads
 
-_lock = threading.Lock()                 # guards the five names below
+_lock = threading.Lock()                 # guards the four names below
 _threads = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 _pool_: list = []                        # [(workers, ThreadPoolExecutor)] once made
 _cache: OrderedDict = OrderedDict()      # digest -> tuple of read-only tables, least recently used first
 _cache_bytes = 0                         # tables' data plus each entry's counted overhead: what the bound bounds
-_cache_overhead = 0                      # the counted overhead part of _cache_bytes
 _cache_limit = DEFAULT_CACHE_LIMIT
 
 
@@ -70,22 +69,23 @@ def set_cache_limit(nbytes: int) -> int:
 
 def clear_cache() -> None:
     """Free every cached cos/sin table (the next :func:`rope_ref.rotate` call recomputes its table)."""
-    global _cache_bytes, _cache_overhead
+    global _cache_bytes
     with _lock:
         _cache.clear()
-        _cache_bytes = _cache_overhead = 0
+        _cache_bytes = 0
 
 
 def cache_info() -> dict:
     """``{"entries": n, "nbytes": the tables' bytes, "limit": bound in bytes}`` of the table cache (the bound
     holds for nbytes plus the counted overhead of each entry: see :func:`set_cache_limit`)."""
     with _lock:
-        return {"entries": len(_cache), "nbytes": _cache_bytes - _cache_overhead, "limit": _cache_limit}
+        nbytes = sum(t.nbytes for tabs in _cache.values() for t in tabs)
+        return {"entries": len(_cache), "nbytes": nbytes, "limit": _cache_limit}
 
 
-def _overhead(tabs: tuple) -> int:
-    """The bytes an entry holding ``tabs`` is counted for beyond their data."""
-    return ENTRY_OVERHEAD + TABLE_OVERHEAD * len(tabs)
+def _cost(tabs: tuple) -> int:
+    """The bytes an entry holding ``tabs`` counts against the bound: their data and its overhead."""
+    return sum(t.nbytes for t in tabs) + ENTRY_OVERHEAD + TABLE_OVERHEAD * len(tabs)
 
 
 def set_num_threads(n: int) -> int:
@@ -131,11 +131,9 @@ def _in_parts(fn, size: int, parts: int) -> None:
 
 def _evict() -> None:
     """Drop least recently used tables until the cache fits its bound (caller holds the lock)."""
-    global _cache_bytes, _cache_overhead
+    global _cache_bytes
     while _cache and _cache_bytes > _cache_limit:
-        _, tabs = _cache.popitem(last=False)
-        _cache_bytes -= sum(t.nbytes for t in tabs) + _overhead(tabs)
-        _cache_overhead -= _overhead(tabs)
+        _cache_bytes -= _cost(_cache.popitem(last=False)[1])
 
 
 def _digest(pos: np.ndarray, freqs: np.ndarray, work: np.dtype, pairing: str) -> bytes:
@@ -153,7 +151,7 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
     each ``(n, 2h)`` of dtype ``work``.  cos and sin are taken of float64 angles sum_a freqs[:, a] pos[:, a]
     (summed in axis order, as :func:`rope_ref.rotate_elementwise` does), then cast.
     """
-    global _cache_bytes, _cache_overhead
+    global _cache_bytes
     work = np.dtype(work)
     key = _digest(pos, freqs, work, pairing)
     with _lock:
@@ -182,12 +180,10 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
     _in_parts(fill, len(flat), min(_threads, -(-len(flat) * h // angles_per_thread)))
     for t in tabs:
         t.setflags(write=False)
-    nbytes = sum(t.nbytes for t in tabs)
     with _lock:
-        if nbytes + _overhead(tabs) <= _cache_limit and key not in _cache:
+        if _cost(tabs) <= _cache_limit and key not in _cache:
             _cache[key] = tabs
-            _cache_bytes += nbytes + _overhead(tabs)
-            _cache_overhead += _overhead(tabs)
+            _cache_bytes += _cost(tabs)
             _evict()
     return tabs
 

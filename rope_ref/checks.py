@@ -149,8 +149,13 @@ def format_table(checks: list[Check]) -> str:
         raise TypeError(f"checks must be a list of Check (what run_checks returns), got {checks!r:.80}")
     rows = [("identity", "paper eq", "max abs error", "tolerance", "result")]
     rows += [(c.name, c.equation, f"{c.error:.3e}", f"{c.tol:.0e}", "pass" if c.ok else "FAIL") for c in checks]
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)) for r in rows]
+    return _text_table(rows)
+
+
+def _text_table(rows: list) -> str:
+    """Rows of cells (the first the header) as left-aligned text columns, the header underlined."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -202,7 +207,4 @@ def precision_table(positions=(0, 1e3, 1e6, 1e9), d: int = 128, base: float = 10
         r = precision_at(p, d, base)
         rows.append((f"{p:.0e}", f"{r.angle_error:.1e}", f"{r.matrix_error:.1e}", f"{r.score_error:.1e}",
                      f"{r.relative_score_error:.1e}"))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return _text_table(rows)

@@ -25,13 +25,9 @@ from .forms import frequencies, rotate, rotation_matrix
 def _check_qkv(q, k, v):
     q, k, v = check_x(q, "q"), check_x(k, "k"), check_real_array(v, "v")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
-        raise ValueError(
-            f"q, k, v must have shape (..., seq, d); got q {q.shape}, k {k.shape}, v {v.shape}"
-        )
+        raise ValueError(f"q, k, v must have shape (..., seq, d); got q {q.shape}, k {k.shape}, v {v.shape}")
     if q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2]:
-        raise ValueError(
-            f"q, k, v must share leading (batch/head) axes; got q {q.shape}, k {k.shape}, v {v.shape}"
-        )
+        raise ValueError(f"q, k, v must share leading (batch/head) axes; got q {q.shape}, k {k.shape}, v {v.shape}")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same feature size d; got q {q.shape}, k {k.shape}")
     if k.shape[-2] != v.shape[-2]:
@@ -47,6 +43,15 @@ def _check_scores_size(q: np.ndarray, k: np.ndarray) -> None:
     """The float64 scores (..., n_q, n_k) fit the size limit (:func:`rope_ref.size_limit`)."""
     n = int(np.prod(q.shape[:-1], dtype=object)) * k.shape[-2]
     check_nbytes(n * 8, "q, k", what=f"the float64 scores {q.shape[:-1] + k.shape[-2:-1]}")
+
+
+def _causal_mask(qp: np.ndarray, kp: np.ndarray) -> np.ndarray:
+    """``(..., n_q, n_k)``: key n is visible from query m iff its position is <= the query's; each query needs one."""
+    visible = kp[..., None, :] <= qp[..., :, None]
+    if not np.all(visible.any(axis=-1)):
+        raise ValueError("causal attention: some query has no key at or before its position "
+                         "(check q_positions against k_positions)")
+    return visible
 
 
 def _pow2_scale(a: np.ndarray) -> float:
@@ -81,13 +86,7 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     sq, sk = _pow2_scale(qr), _pow2_scale(kr)
     u = (qr / sq) @ np.swapaxes(kr / sk, -1, -2)       # (..., n_q, n_k), |u| <= d: cannot overflow
     if causal:
-        qpb = np.broadcast_to(qp, q.shape[:-1])[..., :, None]
-        kpb = np.broadcast_to(kp, k.shape[:-1])[..., None, :]
-        visible = kpb <= qpb
-        if not np.all(visible.any(axis=-1)):
-            raise ValueError("causal attention: some query has no key at or before its position "
-                             "(check q_positions against k_positions)")
-        u = np.where(visible, u, -np.inf)
+        u = np.where(_causal_mask(np.broadcast_to(qp, q.shape[:-1]), np.broadcast_to(kp, k.shape[:-1])), u, -np.inf)
     with np.errstate(over="ignore"):                   # a gap times a huge scale -> -inf -> weight 0: the limit
         shifted = (u - u.max(axis=-1, keepdims=True)) * (sq / np.sqrt(q.shape[-1])) * sk   # <= 0
     weights = np.exp(shifted)
@@ -235,10 +234,7 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
         raise ValueError("attention_dense: scores q.k/sqrt(d) overflow float64 (q and k too large); "
                          "attention() computes them scaled")
     if causal:
-        s = np.where(kp[None, :] <= qp[:, None], s, -np.inf)
-        if not np.all(np.isfinite(s.max(axis=-1))):
-            raise ValueError("causal attention: some query has no key at or before its position "
-                             "(check q_positions against k_positions)")
+        s = np.where(_causal_mask(qp, kp), s, -np.inf)
     with np.errstate(over="ignore", invalid="ignore"):
         out = softmax(s) @ v
     return check_no_overflow(out, v, "v", "|v| well below 1.8e308")
