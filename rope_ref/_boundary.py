@@ -122,7 +122,7 @@ def _inv_freq(inv_freq, args: dict, freqs_from) -> np.ndarray:
 
 
 def _positions(positions, args: dict, freqs_from) -> np.ndarray:
-    """Float64, broadcastable to x.shape[:-1] (any shape without x); ``(A, ...)`` for a ``(r/2, A)`` frequency matrix."""
+    """Float64, broadcastable to x.shape[:-1] (any shape without x); ``(A, ...)`` for an ``(r/2, A)`` inv_freq."""
     freqs = _frequencies_of(args)
     return check_positions(positions, args["x"].shape[:-1] if "x" in args else None,
                            axes=None if freqs is None or freqs.ndim == 1 else freqs.shape[1],
@@ -197,7 +197,8 @@ def _check_angles(args: dict, freqs_from, fast: bool) -> None:
 def check_out(out, x: np.ndarray) -> np.ndarray:
     """An output buffer: a writeable ndarray of x's shape and dtype (any strides) that does not overlap x."""
     if not isinstance(out, np.ndarray) or isinstance(out, np.ma.MaskedArray):   # a mask would be left stale
-        raise TypeError(f"out must be a numpy array of x's shape {x.shape} and dtype {x.dtype}, got {type(out).__name__}")
+        raise TypeError(f"out must be a numpy array of x's shape {x.shape} and dtype {x.dtype}, "
+                        f"got {type(out).__name__}")
     if out.shape != x.shape or out.dtype != x.dtype:
         raise ValueError(f"out must have x's shape {x.shape} and dtype {x.dtype} (integers are promoted to float64), "
                          f"got shape {out.shape} and dtype {out.dtype}")
@@ -205,7 +206,8 @@ def check_out(out, x: np.ndarray) -> np.ndarray:
         raise ValueError("out must be writeable, got a read-only array")
     if _overlaps_itself(out):
         raise ValueError(f"out must not overlap itself: its strides {out.strides} for shape {out.shape} make several "
-                         f"elements share memory (np.broadcast_to or as_strided?); pass a separate array, e.g. np.empty_like(x)")
+                         f"elements share memory (np.broadcast_to or as_strided?); pass a separate array, "
+                         f"e.g. np.empty_like(x)")
     try:
         overlap = np.shares_memory(out, x, max_work=10**6)
     except np.exceptions.TooHardError:

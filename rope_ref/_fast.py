@@ -265,8 +265,8 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     """Write RoPE of ``x`` ``(..., seq, d)`` into ``out`` (same shape, x's dtype), block by block.
 
     ``pos`` has shape ``(A,) + P``, each ``pos[a]`` broadcasting to ``x.shape[:-1]``; ``freqs`` is ``(r/2, A)``
-    (pair j turns by sum_a freqs[j, a] pos[a]); ``work`` is the dtype the arithmetic runs in (float32 or float64).  ``out`` is C-contiguous (:func:`rope_ref.rotate` hands over
-    a contiguous buffer when the caller's is strided).
+    (pair j turns by sum_a freqs[j, a] pos[a]); ``work`` is the dtype the arithmetic runs in (float32 or float64).
+    ``out`` is C-contiguous (:func:`rope_ref.rotate` hands over a contiguous buffer when the caller's is strided).
     """
     work = np.dtype(work)
     if x.size == 0:

@@ -139,7 +139,8 @@ def suggest_keywords(fn):
     def wrapper(*args, **kwargs):
         if len(args) > len(positional) and keyword_only and not star_args:
             extra = keyword_only[:len(args) - len(positional)]
-            raise TypeError(f"{fn.__name__}() takes {len(positional)} positional argument(s) ({', '.join(positional)}), "
+            raise TypeError(f"{fn.__name__}() takes {len(positional)} positional argument(s) "
+                            f"({', '.join(positional)}), "
                             f"got {len(args)}; {', '.join(extra)} {'is' if len(extra) == 1 else 'are'} keyword-only: "
                             f"{fn.__name__}(..., {extra[0]}=...)")
         if kwargs:
@@ -224,7 +225,7 @@ def check_rotary_dim(rotary_dim, d: int) -> int:
 
 def check_real_array(a, name: str, *, allow_int: bool = True) -> np.ndarray:
     """A real array of an accepted dtype (see ``ACCEPTED``): not complex, object, string, bool or longdouble."""
-    expected = f"a real array of dtype {ACCEPTED}" if allow_int else f"a real array of dtype {ACCEPTED[:ACCEPTED.index(', or')]}"
+    expected = f"a real array of dtype {ACCEPTED if allow_int else ACCEPTED[:ACCEPTED.index(', or')]}"
     if a is None or isinstance(a, str):
         raise TypeError(f"{name} must be {expected}, got {'None' if a is None else 'a string ' + repr(a)}")
     if isinstance(a, (bytes, bytearray)) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray)):
@@ -364,7 +365,8 @@ def check_freqs(freqs, name: str = "freqs", *, axes: bool = False) -> np.ndarray
 
 
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
-    """``result`` unchanged, or ValueError when finite ``x`` gave inf/NaN (by default: a rotated pair beyond the dtype)."""
+    """``result`` unchanged, or ValueError when finite ``x`` gave inf/NaN (by default: a rotated pair beyond the
+    dtype)."""
     if not np.all(np.isfinite(result)) and np.all(np.isfinite(x)):
         raise overflow_error(result.dtype, name, expected)
     return result

@@ -106,6 +106,8 @@ def rotate_elementwise(x, positions=None, *, base: float = 10000.0, pairing: str
     """Eq 34 written plainly: R x = x * cos(angle) + rotate_half(x) * sin(angle), angle_j = sum_a F[j, a] p_a.
 
     The form to read: same arguments as :func:`rotate`; float64 angles, cos and sin; no cache, no blocking.
+    The boundary hands this body float64 ``x[..., :rotary_dim]`` and the frequencies ``inv_freq`` (theta of
+    eq 15 unless given); ``base``, ``rotary_dim`` and ``out`` are its business.
     """
     angles = rotation_angles(positions, inv_freq)                                  # (..., seq, r/2): pair j's
     angles = np.repeat(angles, 2, -1) if pairing == "interleaved" else np.concatenate([angles, angles], -1)

@@ -180,7 +180,8 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
     q, k, v = _check_qkv(q, k, v)
     causal = check_bool(causal, "causal")
     if q.shape[-2] != k.shape[-2]:
-        raise ValueError(f"linear_attention is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
+        raise ValueError(f"linear_attention is self-attention: q and k need the same length; "
+                         f"got q {q.shape}, k {k.shape}")
     pos = check_positions(positions, q.shape[:-1], "positions", "q.shape[:-1]")
     n = int(np.prod(k.shape, dtype=object)) * v.shape[-1]
     check_nbytes(n * 8, "k, v", what=f"the float64 outer products {k.shape + v.shape[-1:]}")
@@ -202,9 +203,9 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
         with np.errstate(over="ignore", invalid="ignore"):
             num, den = _causal_sums_per_prefix(rq, fq, lk, pos, v, base)
     if not np.all(den > 0):
-        raise ValueError("linear_attention: a denominator sum_n phi(q_m).phi(k_n) underflows float64 even normalised per "
-                         "prefix: the large features of phi(q_m) meet only features of phi(k_n) ~745 or more smaller in "
-                         "log(elu + 1); rescale q or k")
+        raise ValueError("linear_attention: a denominator sum_n phi(q_m).phi(k_n) underflows float64 even normalised "
+                         "per prefix: the large features of phi(q_m) meet only features of phi(k_n) ~745 or more "
+                         "smaller in log(elu + 1); rescale q or k")
     with np.errstate(over="ignore", invalid="ignore"):
         out = num / den[..., None]
     return check_no_overflow(out, v, "v", "|v| well below 1.8e308")
@@ -253,7 +254,8 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
     causal = check_bool(causal, "causal")
     n_pos = q.shape[-2]
     if k.shape[-2] != n_pos:
-        raise ValueError(f"linear_attention_dense is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
+        raise ValueError(f"linear_attention_dense is self-attention: q and k need the same length; "
+                         f"got q {q.shape}, k {k.shape}")
     pos = np.broadcast_to(check_positions(positions, (n_pos,), "positions", "(q.shape[-2],)"), (n_pos,))
     _check_scores_size(q, k)
     R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)

@@ -481,6 +481,7 @@ def _code_lines(fn) -> int:
 def test_a_form_body_holds_no_check_and_no_plumbing(name):
     fn = getattr(rr, name)
     assert inspect.unwrap(fn) is not fn, f"{name} is not wrapped by its boundary"
+    assert f"def {name}(" in inspect.getsource(fn)           # `rr.name??` in Jupyter shows the form, not the wrapper
     code = "\n".join(ast.unparse(node) for node in _body(fn))
     for word in PLUMBING:
         assert word not in code, f"{name}'s body holds {word!r}:\n{code}"
