@@ -1,12 +1,11 @@
-"""Argument checks, and the boundary every form of RoPE runs inside (:func:`checked`).
+"""Argument checks, one per kind of argument, and the one size guard (:func:`check_nbytes`, :func:`size_limit`).
 
 Every check raises ``TypeError`` (wrong kind of thing) or ``ValueError`` (right kind, wrong value) with a
 message that names the argument, says what was given and what was expected.  The forms in ``forms.py``
-are their math only: :func:`checked` checks and normalises their arguments by name (:data:`ARGUMENTS`),
-checks the size of what they allocate (:data:`RESULT_SIZES`, against :func:`size_limit`) and casts their
-results back, so no check is interleaved with the math.  Where the math is fine but float64 runs out of
-digits (huge positions), :func:`warn_precision` warns with a :class:`RopeRefPrecisionWarning`: once per
-process for a rounded angle, on every call for integer positions beyond 2^53.
+call none of them: ``_boundary.checked`` applies them around each form, by argument name.  Where the math
+is fine but float64 runs out of digits (huge positions), :func:`warn_precision` warns with a
+:class:`RopeRefPrecisionWarning`: once per process for a rounded angle, on every call for integer positions
+beyond 2^53.
 """
 
 from __future__ import annotations
