@@ -33,7 +33,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from rope_ref import _f16, clear_cache, rotate, rotate_complex, set_num_threads
+from rope_ref import clear_cache, rotate, rotate_complex, set_num_threads
 from rope_ref.teaching.views import DecayView, RotationsView, ScalingView
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -258,19 +258,14 @@ def main_shape(n_rounds: int, shape=SHAPE, with_peers: bool = True) -> tuple[lis
 
 def cast_round_trip(x: np.ndarray, block: int = 1 << 16) -> np.ndarray:
     """x to float32 and back into a fresh array, a cache-sized block at a time, with the conversions
-    rotate uses (rope_ref._f16 for float16, ml_dtypes' casts for bfloat16; no arithmetic): the cost
-    rotate cannot go below in one thread."""
+    rotate uses (NumPy's and ml_dtypes' casts; no arithmetic): the cost rotate cannot go below in one thread."""
     flat, out = x.reshape(-1), np.empty(x.size, x.dtype)
-    buf, work = np.empty(block, np.float32), np.empty(3 * block, np.uint32)
+    buf = np.empty(block, np.float32)
     for i in range(0, flat.size, block):
         src, dst = flat[i:i + block], out[i:i + block]
         b = buf[:src.size]
-        if x.dtype == np.float16:
-            _f16.to_float32(src, b)
-            _f16.from_float32(b, dst, work[:3 * src.size].reshape(3, -1))
-        else:
-            np.copyto(b, src, casting="unsafe")
-            np.copyto(dst, b, casting="unsafe")
+        np.copyto(b, src, casting="unsafe")
+        np.copyto(dst, b, casting="unsafe")
     return out.reshape(x.shape)
 
 

@@ -7,10 +7,11 @@ where the sources disagree.
 The oracle (this package's top level) needs numpy and ml_dtypes only:
 
 * ``forms``     -- the forms of RoPE (dense eq 14, complex eq 12, plain eq 34), the frequencies,
-  the pairings, the sinusoidal embedding, the long-term-decay bound (eqs 35-37);
-* ``_fast``     -- ``rotate``'s machinery (cached cos/sin tables, blocks, threads, float16 casts),
-  checked against the plain form;
-* ``attention`` -- softmax and linear attention (eq 19) with RoPE;
+  the pairings, the sinusoidal embedding, the long-term-decay bound (eqs 35-37): math only;
+* ``_boundary`` -- the checks around every form (``checked``: each argument by its name, sizes, cast back);
+  ``size_limit(max_bytes)`` moves the 2 GiB limit on what rope_ref allocates from your sizes;
+* ``_fast``     -- ``rotate``'s machinery (cached cos/sin tables, blocks, threads), checked against the plain form;
+* ``rope_attention`` -- softmax and linear attention (eq 19) with RoPE;
 * ``multiaxis`` -- multi-axis RoPE: M-RoPE and 2-D axial frequency matrices, M-RoPE position ids;
 * ``scaling``   -- context-extension frequencies (linear, NTK, dynamic, YaRN, Llama 3, LongRoPE);
 * ``hf_config`` -- a model's RoPE from its Hugging Face config.json (``from_hf_config``), reading
@@ -24,8 +25,7 @@ The teaching layer (notebook quantities, figures, interactive views, widgets) li
 """
 
 from ._fast import clear_cache, set_cache_limit, set_num_threads
-from ._validate import RopeRefPrecisionWarning
-from .attention import attention, attention_dense, elu_plus_one, linear_attention, linear_attention_dense, softmax
+from ._validate import RopeRefPrecisionWarning, size_limit
 from .forms import (
     decay_bound,
     frequencies,
@@ -46,17 +46,19 @@ from .forms import (
 )
 from .hf_config import RopeConfig, from_hf_config
 from .kernel_check import AxesSpec, RopeSpec, assert_rope_grad_matches, assert_rope_matches, identify
+from .rope_attention import attention, attention_dense, elu_plus_one, linear_attention, linear_attention_dense, softmax
 from .multiaxis import axial_frequencies, grid_positions, mrope_frequencies, mrope_position_ids
 from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "attention", "attention_dense", "clear_cache", "set_cache_limit", "set_num_threads", "decay_bound", "elu_plus_one", "frequencies",
+    "attention", "attention_dense", "decay_bound", "elu_plus_one", "frequencies", "size_limit",
     "linear_attention", "linear_attention_dense", "softmax", "partial_sums", "permute_qk_weights", "rotate",
     "rotate_complex", "rotate_dense", "rotate_elementwise", "rotate_half", "rotation_angles",
     "rotation_matrix", "sinusoidal", "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle",
     "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches",
     "assert_rope_grad_matches", "identify", "RopeConfig", "from_hf_config", "mrope_frequencies", "mrope_position_ids",
     "axial_frequencies", "grid_positions", "AxesSpec",
+    "clear_cache", "set_cache_limit", "set_num_threads",   # performance knobs of rotate's table cache and threads
 ]

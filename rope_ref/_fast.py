@@ -18,7 +18,6 @@ The math is eq 34 and nothing else; this module only decides *how* to stream it:
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import os
@@ -28,8 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import _f16, forms
-from . import _validate as val
+from ._boundary import check_angle_range
+from ._validate import check_no_overflow, check_nonnegative_int, check_positive_int, overflow_error
 
 BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
@@ -41,12 +40,11 @@ ENTRY_OVERHEAD = 512
 TABLE_OVERHEAD = 128
 THREADED_ELEMENTS = 1 << 20              # arrays at least this large are split across threads
 
-_lock = threading.Lock()                 # guards the five names below
+_lock = threading.Lock()                 # guards the four names below
 _threads = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 _pool_: list = []                        # [(workers, ThreadPoolExecutor)] once made
 _cache: OrderedDict = OrderedDict()      # digest -> tuple of read-only tables, least recently used first
 _cache_bytes = 0                         # tables' data plus each entry's counted overhead: what the bound bounds
-_cache_overhead = 0                      # the counted overhead part of _cache_bytes
 _cache_limit = DEFAULT_CACHE_LIMIT
 
 
@@ -62,7 +60,7 @@ def set_cache_limit(nbytes: int) -> int:
     Default 256 MiB.  Thread-safe.
     """
     global _cache_limit
-    nbytes = val.check_nonnegative_int(nbytes, "nbytes", "a non-negative integer number of bytes")
+    nbytes = check_nonnegative_int(nbytes, "nbytes", "a non-negative integer number of bytes")
     with _lock:
         old, _cache_limit = _cache_limit, nbytes
         _evict()
@@ -71,22 +69,23 @@ def set_cache_limit(nbytes: int) -> int:
 
 def clear_cache() -> None:
     """Free every cached cos/sin table (the next :func:`rope_ref.rotate` call recomputes its table)."""
-    global _cache_bytes, _cache_overhead
+    global _cache_bytes
     with _lock:
         _cache.clear()
-        _cache_bytes = _cache_overhead = 0
+        _cache_bytes = 0
 
 
 def cache_info() -> dict:
     """``{"entries": n, "nbytes": the tables' bytes, "limit": bound in bytes}`` of the table cache (the bound
     holds for nbytes plus the counted overhead of each entry: see :func:`set_cache_limit`)."""
     with _lock:
-        return {"entries": len(_cache), "nbytes": _cache_bytes - _cache_overhead, "limit": _cache_limit}
+        nbytes = sum(t.nbytes for tabs in _cache.values() for t in tabs)
+        return {"entries": len(_cache), "nbytes": nbytes, "limit": _cache_limit}
 
 
-def _overhead(tabs: tuple) -> int:
-    """The bytes an entry holding ``tabs`` is counted for beyond their data."""
-    return ENTRY_OVERHEAD + TABLE_OVERHEAD * len(tabs)
+def _cost(tabs: tuple) -> int:
+    """The bytes an entry holding ``tabs`` counts against the bound: their data and its overhead."""
+    return sum(t.nbytes for t in tabs) + ENTRY_OVERHEAD + TABLE_OVERHEAD * len(tabs)
 
 
 def set_num_threads(n: int) -> int:
@@ -97,7 +96,7 @@ def set_num_threads(n: int) -> int:
     Results do not depend on ``n`` (every element is computed by the same operations either way).
     """
     global _threads
-    n = val.check_positive_int(n, "n", expected="a positive integer number of threads")
+    n = check_positive_int(n, "n", expected="a positive integer number of threads")
     with _lock:
         old, _threads = _threads, n
         if _pool_ and _pool_[0][0] < _threads:
@@ -132,11 +131,9 @@ def _in_parts(fn, size: int, parts: int) -> None:
 
 def _evict() -> None:
     """Drop least recently used tables until the cache fits its bound (caller holds the lock)."""
-    global _cache_bytes, _cache_overhead
+    global _cache_bytes
     while _cache and _cache_bytes > _cache_limit:
-        _, tabs = _cache.popitem(last=False)
-        _cache_bytes -= sum(t.nbytes for t in tabs) + _overhead(tabs)
-        _cache_overhead -= _overhead(tabs)
+        _cache_bytes -= _cost(_cache.popitem(last=False)[1])
 
 
 def _digest(pos: np.ndarray, freqs: np.ndarray, work: np.dtype, pairing: str) -> bytes:
@@ -154,7 +151,7 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
     each ``(n, 2h)`` of dtype ``work``.  cos and sin are taken of float64 angles sum_a freqs[:, a] pos[:, a]
     (summed in axis order, as :func:`rope_ref.rotate_elementwise` does), then cast.
     """
-    global _cache_bytes, _cache_overhead
+    global _cache_bytes
     work = np.dtype(work)
     key = _digest(pos, freqs, work, pairing)
     with _lock:
@@ -183,12 +180,10 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
     _in_parts(fill, len(flat), min(_threads, -(-len(flat) * h // angles_per_thread)))
     for t in tabs:
         t.setflags(write=False)
-    nbytes = sum(t.nbytes for t in tabs)
     with _lock:
-        if nbytes + _overhead(tabs) <= _cache_limit and key not in _cache:
+        if _cost(tabs) <= _cache_limit and key not in _cache:
             _cache[key] = tabs
-            _cache_bytes += nbytes + _overhead(tabs)
-            _cache_overhead += _overhead(tabs)
+            _cache_bytes += _cost(tabs)
             _evict()
     return tabs
 
@@ -236,52 +231,42 @@ def _blocks(shape: tuple, rows: int):
             yield idx + (slice(s, s + step),)
 
 
-def rotate(x, positions=None, *, base=10000.0, pairing="interleaved", rotary_dim=None, inv_freq=None, out=None,
-           name: str = "x") -> np.ndarray:
-    """:func:`rope_ref.rotate` (same arguments, keywords only after ``positions``); ``name`` is what
-    an overflow error calls ``x`` (attention passes "q" or "k").
+def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, out=None, name: str = "x"):
+    """:func:`rope_ref.rotate` on checked arguments (``x`` of an accepted dtype, ``pos`` and ``freqs`` as its
+    boundary hands them over, ``out`` checked or None); ``name`` is what an overflow error calls ``x``
+    (attention passes "q" or "k").
 
-    Checks its arguments, then streams eq 34 through :func:`rotate_into`; around it: a C-contiguous
-    buffer when ``out`` is strided, float32/64 overflow caught as a FloatingPointError (free when
-    nothing overflows), and float16's overflow (rounded bit by bit, no flag) found by :func:`_f16.all_finite`.
+    Streams eq 34 through :func:`rotate_into`; around it: a C-contiguous buffer when ``out`` is strided,
+    float32/64 overflow caught as a FloatingPointError (free when nothing overflows), and float16's overflow
+    (rounded without a flag) found by looking for inf in the result.
     """
-    x, pos, pairing, r, freqs = val.check_rotation(x, positions, base=base, pairing=pairing, rotary_dim=rotary_dim,
-                                                   inv_freq=inv_freq, theta=_theta, name=name)
-    val.check_angle_range(pos, freqs)
+    check_angle_range(pos, freqs)
     if freqs.ndim == 1:                                         # one axis: A = 1 (the same angles, bit for bit)
         pos, freqs = pos[None], freqs[:, None]
     work = np.float64 if x.dtype == np.float64 else np.float32  # angles are float64 either way
-    out = np.empty(x.shape, dtype=x.dtype) if out is None else val.check_out(out, x)
+    out = np.empty(x.shape, dtype=x.dtype) if out is None else out
     buf = out if out.flags.c_contiguous else np.empty(x.shape, dtype=x.dtype)  # rotate_into writes C-contiguous only
     try:    # float32/64 arithmetic that overflows raises here, at no cost when it does not
         with np.errstate(over="raise", invalid="ignore"):
             rotate_into(x, buf, pos, freqs, pairing, r, work)
     except FloatingPointError:
-        if _f16.all_finite(x):                               # finite x overflowed: the result would hold inf
-            raise val.overflow_error(x.dtype, name) from None
+        if np.all(np.isfinite(x)):                           # finite x overflowed: the result would hold inf
+            raise overflow_error(x.dtype, name) from None
         with np.errstate(over="ignore", invalid="ignore"):  # x holds inf or NaN: its rows are non-finite anyway
             rotate_into(x, buf, pos, freqs, pairing, r, work)
-    if x.dtype == np.float16:  # rounded to float16 bit by bit (no flag): a pair's norm > 65504 gives inf
-        val.check_no_overflow(buf, x, name)
+    if x.dtype == np.float16:  # rounded to float16 without a flag: a pair's norm > 65504 gives inf
+        check_no_overflow(buf, x, name)
     if buf is not out:
         out[...] = buf
     return out
-
-
-@functools.lru_cache(maxsize=64)
-def _theta(r: int, base: float) -> np.ndarray:
-    """:func:`rope_ref.frequencies`, read-only and kept (a small call to rotate spent a quarter of its time there)."""
-    theta = forms.frequencies(r, base)
-    theta.setflags(write=False)
-    return theta
 
 
 def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, work):
     """Write RoPE of ``x`` ``(..., seq, d)`` into ``out`` (same shape, x's dtype), block by block.
 
     ``pos`` has shape ``(A,) + P``, each ``pos[a]`` broadcasting to ``x.shape[:-1]``; ``freqs`` is ``(r/2, A)``
-    (pair j turns by sum_a freqs[j, a] pos[a]); ``work`` is the dtype the arithmetic runs in (float32 or float64).  ``out`` is C-contiguous (:func:`rope_ref.rotate` hands over
-    a contiguous buffer when the caller's is strided).
+    (pair j turns by sum_a freqs[j, a] pos[a]); ``work`` is the dtype the arithmetic runs in (float32 or float64).
+    ``out`` is C-contiguous (:func:`rope_ref.rotate` hands over a contiguous buffer when the caller's is strided).
     """
     work = np.dtype(work)
     if x.size == 0:
@@ -310,8 +295,6 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
 def _rotate_blocks(blocks, xg, og, tabs, tshape, pairing, r, work, direct, size, errors):
     """Eq 34 on ``xg[i]`` into ``og[i]`` for each index ``i`` in ``blocks`` (each at most ``size`` elements)."""
     scratch = np.empty(0 if direct and pairing == "interleaved" else 2 * size, work)  # every block's temporaries
-    f16 = xg.dtype == np.float16                       # NumPy's float16 casts are scalar loops: see _f16
-    bits = np.empty(3 * size if f16 else 0, np.uint32)
     with np.errstate(**errors):                        # a worker thread does not inherit the caller's errstate
         for xi in blocks:
             ti = tuple(i if t > 1 else (slice(None) if isinstance(i, slice) else 0) for i, t in zip(xi, tshape))
@@ -319,14 +302,9 @@ def _rotate_blocks(blocks, xg, og, tabs, tshape, pairing, r, work, direct, size,
             xw, yw, tmp = xs, ys, scratch[:xs.size].reshape(xs.shape) if scratch.size else None
             if not direct:                             # narrow dtypes, strided x: convert a block at a time
                 xw = yw = scratch[size:size + xs.size].reshape(xs.shape)
-                if f16 and xs.flags.c_contiguous:
-                    _f16.to_float32(xs, xw)
-                else:
-                    xw[...] = xs
+                xw[...] = xs
             _rotate_block(xw, yw, [t[ti] for t in tabs], pairing, r, tmp)
-            if f16:                                    # og is C-contiguous, so each block of it is
-                _f16.from_float32(yw, ys, bits[:3 * ys.size].reshape((3,) + ys.shape))
-            elif not direct:
+            if not direct:
                 ys[...] = yw
             elif r < xs.shape[-1]:
                 ys[..., r:] = xs[..., r:]

@@ -1,15 +1,17 @@
-"""Argument checks shared by the public functions.
+"""Argument checks, one per kind of argument, and the one size guard (:func:`check_nbytes`, :func:`size_limit`).
 
-Every check raises ``TypeError`` (wrong kind of thing) or ``ValueError``
-(right kind, wrong value) with a message that names the argument, says what
-was given and what was expected.  Kept out of ``forms.py`` so the math there
-reads cleanly.  Where the math is fine but float64 runs out of digits (huge
-positions), :func:`warn_precision` warns with a :class:`RopeRefPrecisionWarning`:
-once per process for a rounded angle, on every call for integer positions beyond 2^53.
+Every check raises ``TypeError`` (wrong kind of thing) or ``ValueError`` (right kind, wrong value) with a
+message that names the argument, says what was given and what was expected.  The forms in ``forms.py``
+call none of them: ``_boundary.checked`` applies them around each form, by argument name.  Where the math
+is fine but float64 runs out of digits (huge positions), :func:`warn_precision` warns with a
+:class:`RopeRefPrecisionWarning`: once per process for a rounded angle, on every call for integer positions
+beyond 2^53.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
 import functools
 import inspect
@@ -21,8 +23,6 @@ import warnings
 import ml_dtypes
 import numpy as np
 
-from . import _f16
-
 PAIRINGS = ("interleaved", "half")
 #: other names people use for the two pairings, for the "did you mean" hint.
 PAIRING_ALIASES = {"neox": "half", "gpt-neox": "half", "gptneox": "half", "rotate_half": "half",
@@ -30,12 +30,7 @@ PAIRING_ALIASES = {"neox": "half", "gpt-neox": "half", "gptneox": "half", "rotat
                    "gpt-j": "interleaved", "paper": "interleaved", "roformer": "interleaved"}
 
 #: dtypes ``rotate`` and friends accept and return unchanged.
-FLOAT_DTYPES = (
-    np.dtype(np.float16),
-    np.dtype(np.float32),
-    np.dtype(np.float64),
-    np.dtype(ml_dtypes.bfloat16),
-)
+FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16))
 ACCEPTED = "float16, float32, float64 or bfloat16 (ml_dtypes), or integers (promoted to float64)"
 
 #: float64 angles |m*theta| >= ANGLE_LIMIT have a rounding error ulp/2 > ANGLE_TOL rad.
@@ -45,18 +40,31 @@ EXACT_INT_LIMIT = 2 ** 53                                  # integers beyond thi
 
 
 #: arrays rope_ref allocates from your sizes (d, positions x d x d, ...) larger than this raise a ValueError
-#: before any allocation; each such function takes ``max_bytes=`` to allow more.
+#: before any allocation; ``with rope_ref.size_limit(max_bytes):`` moves the limit for the calls inside it.
 DEFAULT_MAX_BYTES = 2 * 1024 ** 3
+_MAX_BYTES = contextvars.ContextVar("rope_ref_max_bytes", default=DEFAULT_MAX_BYTES)
 
 
-def check_nbytes(nbytes: int, name: str, *, what: str, limit: int | None = None) -> int:
+@contextlib.contextmanager
+def size_limit(max_bytes):
+    """Within the ``with`` block, arrays rope_ref allocates from your sizes may take up to ``max_bytes``
+    bytes (``None``: the default, 2 GiB).  Nests; local to the thread (and asyncio task) that enters it."""
+    if max_bytes is not None:
+        max_bytes = check_nonnegative_int(max_bytes, "max_bytes", "None or a number of bytes")
+    token = _MAX_BYTES.set(DEFAULT_MAX_BYTES if max_bytes is None else max_bytes)
+    try:
+        yield
+    finally:
+        _MAX_BYTES.reset(token)
+
+
+def check_nbytes(nbytes: int, name: str, *, what: str) -> int:
     """``nbytes`` (the size of an array about to be allocated, ``what`` it is), or a ValueError naming
-    ``name`` (the argument that sets the size), the size and the limit (``limit``, default
-    :data:`DEFAULT_MAX_BYTES`; callers pass their ``max_bytes=``)."""
-    limit = DEFAULT_MAX_BYTES if limit is None else check_nonnegative_int(limit, "max_bytes", "None or a number of bytes")
+    ``name`` (the argument that sets the size), the size and the limit (:func:`size_limit`'s)."""
+    limit = _MAX_BYTES.get()
     if nbytes > limit:
         raise ValueError(f"{name}: {what} would take {_size(nbytes)}, above the limit of {_size(limit)}; "
-                         f"pass max_bytes={nbytes} (or more) to allow it")
+                         f"allow it with `with rope_ref.size_limit(max_bytes={nbytes}):`")
     return nbytes
 
 
@@ -114,18 +122,20 @@ def check_keywords(given, valid, what: str) -> None:
 
 
 def suggest_keywords(fn):
-    """Decorator: a misspelt keyword raises a TypeError naming the closest valid one (pairng= -> pairing)."""
+    """Decorator: a misspelt keyword raises a TypeError naming the closest valid one (pairng= -> pairing), and
+    a keyword-only argument given by position says so."""
     params = inspect.signature(fn).parameters
     valid = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY) and p != "self"]
     positional = [p for p, v in params.items() if v.kind == v.POSITIONAL_OR_KEYWORD]
     keyword_only = [p for p, v in params.items() if v.kind == v.KEYWORD_ONLY]
+    star_args = any(v.kind == v.VAR_POSITIONAL for v in params.values())
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if len(args) > len(positional) and keyword_only and not any(
-                v.kind == v.VAR_POSITIONAL for v in params.values()):
+        if len(args) > len(positional) and keyword_only and not star_args:
             extra = keyword_only[:len(args) - len(positional)]
-            raise TypeError(f"{fn.__name__}() takes {len(positional)} positional argument(s) ({', '.join(positional)}), "
+            raise TypeError(f"{fn.__name__}() takes {len(positional)} positional argument(s) "
+                            f"({', '.join(positional)}), "
                             f"got {len(args)}; {', '.join(extra)} {'is' if len(extra) == 1 else 'are'} keyword-only: "
                             f"{fn.__name__}(..., {extra[0]}=...)")
         if kwargs:
@@ -210,7 +220,7 @@ def check_rotary_dim(rotary_dim, d: int) -> int:
 
 def check_real_array(a, name: str, *, allow_int: bool = True) -> np.ndarray:
     """A real array of an accepted dtype (see ``ACCEPTED``): not complex, object, string, bool or longdouble."""
-    expected = f"a real array of dtype {ACCEPTED}" if allow_int else f"a real array of dtype {ACCEPTED[:ACCEPTED.index(', or')]}"
+    expected = f"a real array of dtype {ACCEPTED if allow_int else ACCEPTED[:ACCEPTED.index(', or')]}"
     if a is None or isinstance(a, str):
         raise TypeError(f"{name} must be {expected}, got {'None' if a is None else 'a string ' + repr(a)}")
     if isinstance(a, (bytes, bytearray)) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray)):
@@ -277,17 +287,6 @@ def check_x(x, name: str = "x") -> np.ndarray:
     return arr
 
 
-def _float_positions(positions, name: str) -> np.ndarray:
-    """Finite float64 positions; integers beyond 2^53 (which float64 cannot all represent) warn."""
-    pos = check_real_array(positions, name)
-    if pos.dtype.kind in "iu" and pos.size and (pos.max() > EXACT_INT_LIMIT or pos.min() < -EXACT_INT_LIMIT):
-        warn_precision("int53", f"{name}: integers beyond 2^53 = {EXACT_INT_LIMIT} are rounded to float64, so "
-                       f"neighbouring positions can get identical angles (2^53 and 2^53 + 1 do); "
-                       f"got {name} up to {max(abs(int(pos.max())), abs(int(pos.min())))}", every_call=True)
-    pos = pos.astype(np.float64)
-    return check_finite(pos, name)
-
-
 def check_positions(positions, lead_shape: tuple | None, name: str = "positions", target: str = "x.shape[:-1]",
                     *, axes: int | None = None, freqs_name: str = "inv_freq") -> np.ndarray:
     """Finite real positions as float64, broadcastable to ``lead_shape`` = x.shape[:-1] (any shape if None).
@@ -295,7 +294,8 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
     ``axes=None``: one axis of positions, ``None`` means ``arange(seq)`` along the second-to-last axis of x
     (or 0 for a single vector).  ``axes=A`` (an ``inv_freq`` of shape ``(rotary_dim/2, A)``): shape
     ``(A, ...)``, each ``positions[a]`` broadcastable to ``lead_shape``; ``None`` means ``arange(seq)``
-    only for A = 1.  The result keeps its own (smaller) shape; callers broadcast.
+    only for A = 1.  The result keeps its own (smaller) shape; callers broadcast.  Integers beyond 2^53 (which
+    float64 cannot all represent) warn.
     """
     if positions is None and lead_shape is not None:
         if axes is not None and axes > 1:
@@ -303,7 +303,12 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
                              f"({axes}, ..., seq), one row of positions per axis (M-RoPE: t, h, w)")
         default = np.zeros(()) if len(lead_shape) == 0 else np.arange(lead_shape[-1], dtype=np.float64)
         return default if axes is None else default[None]
-    pos = _float_positions(positions, name)
+    pos = check_real_array(positions, name)
+    if pos.dtype.kind in "iu" and pos.size and (pos.max() > EXACT_INT_LIMIT or pos.min() < -EXACT_INT_LIMIT):
+        warn_precision("int53", f"{name}: integers beyond 2^53 = {EXACT_INT_LIMIT} are rounded to float64, so "
+                       f"neighbouring positions can get identical angles (2^53 and 2^53 + 1 do); "
+                       f"got {name} up to {max(abs(int(pos.max())), abs(int(pos.min())))}", every_call=True)
+    pos = check_finite(pos.astype(np.float64), name)
     each = pos.shape
     if axes is not None:
         if pos.ndim == 0 or pos.shape[0] != axes:
@@ -328,11 +333,6 @@ def check_positions_any(positions, name: str = "positions") -> np.ndarray:
     return check_positions(positions, None, name)
 
 
-def check_real_values(values, name: str) -> np.ndarray:
-    """Finite reals of any shape (angles, say), as float64: no position-specific warnings."""
-    return check_finite(check_real_array(values, name).astype(np.float64), name)
-
-
 def check_scalar(value, name: str) -> float:
     """A finite real scalar (a 0-d array or a Python/numpy number)."""
     arr = check_positions(value, None, name)
@@ -350,46 +350,6 @@ def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray
     return check_finite(f, name)
 
 
-def check_frequencies(r: int, base, inv_freq, theta, *, axes: bool = True) -> np.ndarray:
-    """The frequencies of rotary dimension ``r``: ``theta(r, base)`` (``rope_ref.frequencies`` or a cached
-    copy), or ``inv_freq`` ((r/2,), or (r/2, A) if ``axes``) checked against ``r``.  ``base`` is checked either
-    way: a bad base next to ``inv_freq`` is a mistake, not a value to ignore."""
-    base = check_base(base)
-    if inv_freq is None:
-        return theta(r, base)
-    f = check_inv_freq(inv_freq, r // 2)
-    if f.ndim != 1 and not axes:
-        raise ValueError(f"inv_freq must have shape ({r // 2},) here (one axis of positions), got shape {f.shape}")
-    return f
-
-
-def axes_of(freqs: np.ndarray) -> int | None:
-    """A for a frequency matrix ``(n, A)``; None for a vector (positions then have no axis of axes)."""
-    return None if freqs.ndim == 1 else freqs.shape[1]
-
-
-def check_qk_weights(w, n_heads):
-    """``(w, n_heads, head_dim)`` for a 2-D weight matrix ``(n_heads * head_dim, in)`` with head_dim even."""
-    w = check_real_array(w, "w")
-    if w.ndim != 2:
-        raise ValueError(f"w must be a 2-D weight matrix (n_heads*head_dim, in_features), got shape {w.shape}")
-    n_heads = check_positive_int(n_heads, "n_heads")
-    if w.shape[0] % n_heads:
-        raise ValueError(f"w.shape[0]={w.shape[0]} is not divisible by n_heads={n_heads}")
-    return w, n_heads, check_d(w.shape[0] // n_heads, "head_dim (w.shape[0] // n_heads)")
-
-
-def check_rotation(x, positions, *, base, pairing, rotary_dim, inv_freq, theta, name: str = "x"):
-    """The arguments every rotation (``rope_ref.rotate`` and the forms) shares, checked, in one place.
-
-    Returns ``(x, positions, pairing, r, freqs)``: ``freqs`` ``(r/2,)`` with positions broadcastable to
-    ``x.shape[:-1]``, or ``(r/2, A)`` with positions ``(A, ...)`` (see :func:`check_positions`)."""
-    x = check_x(x, name)
-    pairing, r = check_pairing(pairing), check_rotary_dim(rotary_dim, x.shape[-1])
-    freqs = check_frequencies(r, base, inv_freq, theta)
-    return x, check_positions(positions, x.shape[:-1], axes=axes_of(freqs)), pairing, r, freqs
-
-
 def check_freqs(freqs, name: str = "freqs", *, axes: bool = False) -> np.ndarray:
     """Finite real frequencies of shape (n,), or (n, A) with A >= 1 if ``axes``."""
     f = check_real_array(freqs, name).astype(np.float64)
@@ -399,71 +359,10 @@ def check_freqs(freqs, name: str = "freqs", *, axes: bool = False) -> np.ndarray
     return check_finite(f, name)
 
 
-def check_angle_range(pos: np.ndarray, freqs: np.ndarray, name: str = "positions") -> None:
-    """m * theta must be finite (else ValueError); beyond ``ANGLE_LIMIT`` float64 rounds it by > 1e-6 rad: warn once."""
-    if pos.size == 0 or freqs.size == 0:
-        return
-    m, f = float(np.max(np.abs(pos))), float(np.max(np.abs(freqs)))
-    with np.errstate(over="ignore"):
-        if freqs.ndim == 1:
-            peak = m * f
-        else:       # the general form: |sum_a F[j, a] p_a| <= sum_a max|F[:, a]| max|p_a|
-            peak = sum(float(np.max(np.abs(p))) * float(np.max(np.abs(c))) for p, c in zip(pos, freqs.T))
-    if not np.isfinite(peak):
-        raise ValueError(f"{name} times the frequencies overflow float64: |{name}| up to {m:.3g} times theta up to "
-                         f"{f:.3g} is not a finite angle; expected |{name} * theta| < 1.8e308")
-    if peak >= ANGLE_LIMIT:
-        err = float(np.spacing(peak)) / 2
-        warn_precision("angle", f"{name} up to {m:.3g} with theta up to {f:.3g}: the float64 angle m*theta is rounded "
-                       f"by up to {err:.2g} rad; the rounding exceeds {ANGLE_TOL:g} rad once |m*theta| >= 2^34 = "
-                       f"{ANGLE_LIMIT:.4g} (ulp(m*theta)/2), i.e. beyond position {ANGLE_LIMIT / f:.4g} here")
-
-
-def check_out(out, x: np.ndarray) -> np.ndarray:
-    """An output buffer: a writeable ndarray of x's shape and dtype (any strides) that does not overlap x."""
-    if not isinstance(out, np.ndarray) or isinstance(out, np.ma.MaskedArray):   # a mask would be left stale
-        raise TypeError(f"out must be a numpy array of x's shape {x.shape} and dtype {x.dtype}, got {type(out).__name__}")
-    if out.shape != x.shape or out.dtype != x.dtype:
-        raise ValueError(f"out must have x's shape {x.shape} and dtype {x.dtype} (integers are promoted to float64), "
-                         f"got shape {out.shape} and dtype {out.dtype}")
-    if not out.flags.writeable:
-        raise ValueError("out must be writeable, got a read-only array")
-    if _overlaps_itself(out):
-        raise ValueError(f"out must not overlap itself: its strides {out.strides} for shape {out.shape} make several "
-                         f"elements share memory (np.broadcast_to or as_strided?); pass a separate array, e.g. np.empty_like(x)")
-    try:
-        overlap = np.shares_memory(out, x, max_work=10**6)
-    except np.exceptions.TooHardError:
-        overlap = True
-    if overlap:
-        raise ValueError("out must not overlap x: rope_ref never modifies its input in place; pass a separate buffer")
-    return out
-
-
-def _overlaps_itself(a: np.ndarray) -> bool:
-    """Whether two elements of ``a`` share memory.  Axes sorted by |stride|: each stride reaching past the
-    extent of the smaller ones proves there is none; otherwise the byte offsets are compared (up to 2^22
-    elements; beyond that a tangle of strides counts as overlapping)."""
-    axes = sorted((abs(st), n) for st, n in zip(a.strides, a.shape) if n > 1)
-    extent = a.itemsize
-    for stride, n in axes:
-        if stride < extent:
-            break
-        extent = stride * (n - 1) + extent
-    else:
-        return False
-    if a.size > 1 << 22:
-        return True
-    offsets = np.zeros((), np.int64)
-    for stride, n in zip(a.strides, a.shape):
-        offsets = np.add.outer(offsets, np.arange(n, dtype=np.int64) * stride)
-    starts = np.sort(offsets.ravel())
-    return bool(np.any(np.diff(starts) < a.itemsize))
-
-
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
-    """``result`` unchanged, or ValueError when finite ``x`` gave inf/NaN (by default: a rotated pair beyond the dtype)."""
-    if not _f16.all_finite(result) and _f16.all_finite(x):
+    """``result`` unchanged, or ValueError when finite ``x`` gave inf/NaN (by default: a rotated pair beyond the
+    dtype)."""
+    if not np.all(np.isfinite(result)) and np.all(np.isfinite(x)):
         raise overflow_error(result.dtype, name, expected)
     return result
 
@@ -476,14 +375,3 @@ def overflow_error(dtype, name: str = "x", expected: str | None = None) -> Value
                     f"or a wider dtype")
     return ValueError(f"{name}: the result computed from finite {name} overflows {np.dtype(dtype)} (largest value "
                       f"{big:.5g}); expected {expected}")
-
-
-def cast_back(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
-    """A float64 ``result`` as a new array of x's dtype; a finite x whose result overflows that dtype raises."""
-    with np.errstate(over="ignore"):
-        out = result.astype(x.dtype)
-    return check_no_overflow(out, x, name, expected)
-
-
-# Old names kept until the other branches are merged (forms helper, issue 19): check_angles -> check_angle_range.
-check_angles = check_angle_range

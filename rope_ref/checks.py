@@ -13,8 +13,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import _validate as val
-from .attention import attention, linear_attention, linear_attention_dense
+from ._validate import check_d, check_positions_any, check_positive_int, check_scalar, check_seed
+from .rope_attention import attention, linear_attention, linear_attention_dense
 from .forms import (decay_bound, frequencies, rotate, rotate_complex, rotate_dense, rotate_elementwise,
                    rotation_matrix, sinusoidal, sinusoidal_shift_matrix, to_half, to_interleaved)
 from .multiaxis import axial_frequencies, grid_positions, mrope_frequencies
@@ -34,8 +34,8 @@ class Check:
 
 def run_checks(d: int = 128, seq: int = 4096, seed: int = 0) -> list[Check]:
     """Run every identity on random float64 vectors at positions 0..seq-1."""
-    d, seq = val.check_d(d), val.check_positive_int(seq, "seq")
-    rng = np.random.default_rng(val.check_seed(seed))
+    d, seq = check_d(d), check_positive_int(seq, "seq")
+    rng = np.random.default_rng(check_seed(seed))
     x = rng.standard_normal((seq, d))
     pos = np.arange(seq, dtype=np.float64)
     # Four independent code paths for the same rotation; the plain eq-34 form is the reference.
@@ -149,8 +149,13 @@ def format_table(checks: list[Check]) -> str:
         raise TypeError(f"checks must be a list of Check (what run_checks returns), got {checks!r:.80}")
     rows = [("identity", "paper eq", "max abs error", "tolerance", "result")]
     rows += [(c.name, c.equation, f"{c.error:.3e}", f"{c.tol:.0e}", "pass" if c.ok else "FAIL") for c in checks]
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)) for r in rows]
+    return _text_table(rows)
+
+
+def _text_table(rows: list) -> str:
+    """Rows of cells (the first the header) as left-aligned text columns, the header underlined."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -173,8 +178,8 @@ def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 
     product of the same float64 m and theta_i.  The identities compare rotations at the large
     positions m, n with one rotation by the small, exact distance n - m.
     """
-    d, n, seed = val.check_d(d), val.check_positive_int(n, "n"), val.check_seed(seed)
-    m = val.check_scalar(position, "position") + np.arange(n, dtype=np.float64)
+    d, n, seed = check_d(d), check_positive_int(n, "n"), check_seed(seed)
+    m = check_scalar(position, "position") + np.arange(n, dtype=np.float64)
     theta = frequencies(d, base)
     angles = np.multiply.outer(m, theta)
     angle_error = max(abs(float(Fraction(a) - Fraction(mi) * Fraction(t)))
@@ -195,14 +200,11 @@ def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 
 def precision_table(positions=(0, 1e3, 1e6, 1e9), d: int = 128, base: float = 10000.0) -> str:
     """The table docs/precision.md shows: ``python -c "from rope_ref.checks import precision_table; print(precision_table())"``."""
     rows = [("position", "angle error (rad)", "R_m^T R_n - R_{n-m}", "q_m.k_n - q.R_{n-m}k", "relative to |q||k|")]
-    positions = val.check_positions_any(positions)
+    positions = check_positions_any(positions)
     if positions.ndim != 1:
         raise ValueError(f"positions must be a 1-D list of positions, got shape {positions.shape}")
     for p in positions:
         r = precision_at(p, d, base)
         rows.append((f"{p:.0e}", f"{r.angle_error:.1e}", f"{r.matrix_error:.1e}", f"{r.score_error:.1e}",
                      f"{r.relative_score_error:.1e}"))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return _text_table(rows)

@@ -2,7 +2,7 @@
 RoFormer eq 34 with ``m * theta_j`` replaced by that sum; 1-D RoPE is A = 1) and the position ids that go with
 them: M-RoPE (:func:`mrope_frequencies`, :func:`mrope_position_ids`) and 2-D axial RoPE for image patches
 (:func:`axial_frequencies`, :func:`grid_positions`).  Every result is a new array, inputs are never modified,
-and sizes are checked (``max_bytes``) before anything is allocated.
+and sizes are checked before anything is allocated (over 2 GiB: ``with rope_ref.size_limit(max_bytes=...)``).
 """
 
 from __future__ import annotations
@@ -35,8 +35,7 @@ def _check_sections(sections, n_pairs: int, rotary_dim: int) -> tuple[int, int, 
 
 
 @val.suggest_keywords
-def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, interleaved: bool = False,
-                      max_bytes: int | None = None) -> np.ndarray:
+def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, interleaved: bool = False) -> np.ndarray:
     """M-RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, 3)``: columns temporal, height, width.
 
     Pair ``j`` keeps its 1-D frequency ``theta_j = base^(-2j/rotary_dim)`` (eq 15, 0-indexed) and serves one
@@ -64,7 +63,7 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
     base = val.check_base(base)
     interleaved = val.check_bool(interleaved, "interleaved")
     n = rotary_dim // 2
-    val.check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix", limit=max_bytes)
+    val.check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix")
     s_t, s_h, s_w = _check_sections(sections, n, rotary_dim)
     if interleaved:
         for a, s in ((1, s_h), (2, s_w)):
@@ -75,7 +74,7 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
                     f"(expected {MROPE_AXES[a]}'s section s with {a} + 3*(s-1) < {n})")
     axis = (interleaved_assignment if interleaved else blocks_assignment)((s_t, s_h, s_w))
     matrix = np.zeros((n, 3))
-    matrix[np.arange(n), axis] = frequencies(rotary_dim, base, max_bytes=max_bytes)
+    matrix[np.arange(n), axis] = frequencies(rotary_dim, base)
     return matrix
 
 
@@ -96,8 +95,7 @@ def interleaved_assignment(sections) -> np.ndarray:
 
 
 @val.suggest_keywords
-def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2,
-                      max_bytes: int | None = None) -> np.ndarray:
+def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2) -> np.ndarray:
     """Axial RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, axes)``: one block of pairs per axis.
 
     The pairs split into ``axes`` contiguous blocks of ``n = rotary_dim/(2*axes)``; block ``a`` serves
@@ -121,8 +119,8 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2,
                          f"of pairs), got rotary_dim={rotary_dim} with axes={axes}")
     n = rotary_dim // (2 * axes)
     val.check_nbytes(rotary_dim // 2 * axes * 8, "rotary_dim", what=f"a ({rotary_dim // 2}, {axes}) float64 frequency "
-                     "matrix", limit=max_bytes)
-    theta = frequencies(2 * n, base, max_bytes=max_bytes)      # base^(-2k/(2n)) = base^(-k/n), k = 0..n-1
+                     "matrix")
+    theta = frequencies(2 * n, base)      # base^(-2k/(2n)) = base^(-k/n), k = 0..n-1
     matrix = np.zeros((rotary_dim // 2, axes))
     for a in range(axes):
         matrix[a * n:(a + 1) * n, a] = theta
@@ -133,7 +131,7 @@ _INDEXINGS = ("ij", "xy")
 
 
 @val.suggest_keywords
-def grid_positions(height: int, width: int, *, indexing: str = "ij", max_bytes: int | None = None) -> np.ndarray:
+def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarray:
     """Positions of the patches of a ``height x width`` grid, float64 of shape ``(2, height*width)``.
 
     Patches are numbered row by row (patch ``i`` is row ``i // width``, column ``i % width``), as
@@ -151,8 +149,7 @@ def grid_positions(height: int, width: int, *, indexing: str = "ij", max_bytes: 
     if indexing not in _INDEXINGS:
         raise ValueError(f"indexing must be one of {_INDEXINGS} ('ij': row first, 'xy': column first), "
                          f"got {indexing!r}")
-    val.check_nbytes(4 * 8 * height * width, "height * width", what=f"(2, {height * width}) float64 positions",
-                     limit=max_bytes)
+    val.check_nbytes(4 * 8 * height * width, "height * width", what=f"(2, {height * width}) float64 positions")
     rows = np.repeat(np.arange(height, dtype=np.float64), width)
     cols = np.tile(np.arange(width, dtype=np.float64), height)
     return np.stack([rows, cols] if indexing == "ij" else [cols, rows])
@@ -207,7 +204,7 @@ def _check_segment(i: int, seg, merge: int):
 
 @val.suggest_keywords
 def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
-                       text_after_vision: str = "max+1", max_bytes: int | None = None) -> np.ndarray:
+                       text_after_vision: str = "max+1") -> np.ndarray:
     """M-RoPE position ids (temporal, height, width) of one sequence: int64 ``(3, seq)``, by the rule of Qwen2-VL
     (arXiv:2409.12191, section 2.1) as transformers' ``get_rope_index`` computes it (Qwen2-VL to Qwen3-VL):
 
@@ -224,7 +221,7 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     ``segments``: ``("text", n)``, ``("image", (t, h, w))``, ``("video", (t, h, w))`` or ``("video", (t, h, w),
     seconds_per_grid)`` (``second_per_grid_ts``, default 1.0), ``(t, h, w)`` the patch grid before the merge
     (``image_grid_thw``); vision marker tokens are text.  Qwen3-VL gives each video frame as its own ``(1, h,
-    w)`` video segment (its timestamps are text).  ``max_bytes``: the limit on the result (8 bytes per id).
+    w)`` video segment (its timestamps are text).  The result (8 bytes per id) is checked against :func:`rope_ref.size_limit`.
 
     >>> mrope_position_ids([("text", 2), ("image", (1, 4, 6)), ("text", 1)]).tolist()
     [[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]]
@@ -243,8 +240,7 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     if not parsed:
         raise ValueError("segments must hold at least one segment, got an empty list")
     total = sum(n if kind == "text" else n[0] * n[1] * n[2] for kind, n, _ in parsed)
-    val.check_nbytes(2 * 3 * 8 * total, "segments", what=f"the (3, {total}) int64 position ids (and their parts)",
-                     limit=max_bytes)
+    val.check_nbytes(2 * 3 * 8 * total, "segments", what=f"the (3, {total}) int64 position ids (and their parts)")
     blocks, start = [], 0
     for kind, n, seconds in parsed:
         if kind == "text":

@@ -1,4 +1,4 @@
-"""A catalogue of bad inputs for every public function of rope_ref.forms and rope_ref.attention.
+"""A catalogue of bad inputs for every public function of rope_ref.forms and rope_ref.rope_attention.
 
 Each entry asserts the exception type and that the message names the argument (and, where it
 matters, what was given and what is expected).  Property-based tests draw shapes, dtypes and
@@ -161,6 +161,9 @@ CATALOGUE = [
     ("elu_plus_one", lambda: rr.elu_plus_one("1.0"), TypeError, ["x", "string"]),
     ("elu_plus_one", lambda: rr.elu_plus_one([1j]), TypeError, ["x", "complex"]),
     ("elu_plus_one", lambda: rr.elu_plus_one(None), TypeError, ["x", "None"]),
+    ("softmax", lambda: rr.softmax([1.0, np.nan]), ValueError, ["scores", "NaN"]),
+    ("softmax", lambda: rr.softmax([-np.inf, -np.inf]), ValueError, ["scores", "at least one finite score"]),
+    ("softmax", lambda: rr.softmax("1.0"), TypeError, ["scores", "string"]),
     # --- the identity table ---
     ("run_checks", lambda: checks.run_checks(d=7), ValueError, ["d", "even", "7"]),
     ("run_checks", lambda: checks.run_checks(seq=0), ValueError, ["seq", "positive", "0"]),
@@ -203,11 +206,11 @@ def test_bad_input_is_answered_clearly(fn, call, exc, words):
 PUBLIC = ["attention", "attention_dense", "decay_bound", "elu_plus_one", "frequencies", "linear_attention",
           "linear_attention_dense", "partial_sums", "permute_qk_weights", "rotate", "rotate_complex", "rotate_dense",
           "rotate_elementwise", "rotate_half", "rotation_angles", "rotation_matrix", "sinusoidal",
-          "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle"]
+          "sinusoidal_shift_matrix", "softmax", "to_half", "to_interleaved", "wrap_angle"]
 
 
 def test_the_catalogue_covers_every_public_function_of_core_and_attention():
-    core, attention = sys.modules["rope_ref.forms"], sys.modules["rope_ref.attention"]
+    core, attention = sys.modules["rope_ref.forms"], sys.modules["rope_ref.rope_attention"]
     public = {n for m in (core, attention) for n in dir(m)
               if not n.startswith("_") and callable(getattr(m, n)) and getattr(m, n).__module__ == m.__name__}
     assert public == set(PUBLIC)
@@ -287,7 +290,7 @@ KEYWORDS = {  # function -> a keyword it takes
     "to_half": "x", "to_interleaved": "x", "permute_qk_weights": "n_heads", "sinusoidal": "positions",
     "sinusoidal_shift_matrix": "base", "partial_sums": "distance", "decay_bound": "inv_freq", "wrap_angle": "a",
     "attention": "k_positions", "attention_dense": "causal", "linear_attention": "positions",
-    "linear_attention_dense": "causal", "elu_plus_one": "x",
+    "linear_attention_dense": "causal", "elu_plus_one": "x", "softmax": "scores",
 }
 
 

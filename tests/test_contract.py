@@ -174,16 +174,16 @@ from rope_ref import _validate  # noqa: E402
 
 GIB = 1024 ** 3
 SIZES = [  # each raised numpy's raw "Unable to allocate", or allocated silently, before the check
-    (lambda **kw: rr.frequencies(2**40, **kw), "d", 2**39 * 8),
-    (lambda **kw: rr.rotation_matrix(np.arange(4096), 4096, **kw), "positions", 4096 ** 3 * 8),
-    (lambda **kw: rr.rotation_matrix(1, 2**15, **kw), "positions", 2**30 * 8),            # 8 GiB, silently
-    (lambda **kw: rr.rotate_dense(np.zeros((64, 8192)), **kw), "positions", 64 * 8192 ** 2 * 8),
-    (lambda **kw: rr.rotation_angles(np.zeros(2048), np.ones(2**18), **kw), "positions", 2**29 * 8),
-    (lambda **kw: rr.sinusoidal(np.zeros(2**13), 2**16, **kw), "positions", 2**29 * 8),
-    (lambda **kw: rr.sinusoidal_shift_matrix(1.0, 2**15, **kw), "d", 2**30 * 8),
-    (lambda **kw: rr.decay_bound(np.zeros(2**13), 2**16, **kw), "distance", 2**28 * 16),
-    (lambda **kw: rr.attention(*[np.broadcast_to(0.0, (2**17, 2))] * 3, **kw), "q, k", 2**34 * 8),
-    (lambda **kw: rr.linear_attention(*[np.broadcast_to(0.0, (2**16, 256))] * 3, **kw), "k, v", 2**32 * 8),
+    (lambda: rr.frequencies(2**40), "d", 2**39 * 8),
+    (lambda: rr.rotation_matrix(np.arange(4096), 4096), "positions", 4096 ** 3 * 8),
+    (lambda: rr.rotation_matrix(1, 2**15), "positions", 2**30 * 8),            # 8 GiB, silently
+    (lambda: rr.rotate_dense(np.zeros((64, 8192))), "positions", 64 * 8192 ** 2 * 8),
+    (lambda: rr.rotation_angles(np.zeros(2048), np.ones(2**18)), "positions", 2**29 * 8),
+    (lambda: rr.sinusoidal(np.zeros(2**13), 2**16), "positions", 2**29 * 8),
+    (lambda: rr.sinusoidal_shift_matrix(1.0, 2**15), "d", 2**30 * 8),
+    (lambda: rr.decay_bound(np.zeros(2**13), 2**16), "distance", 2**28 * 16),
+    (lambda: rr.attention(*[np.broadcast_to(0.0, (2**17, 2))] * 3), "q, k", 2**34 * 8),
+    (lambda: rr.linear_attention(*[np.broadcast_to(0.0, (2**16, 256))] * 3), "k, v", 2**32 * 8),
 ]
 
 
@@ -195,16 +195,19 @@ def test_sizes_are_checked_before_allocating(call, name, nbytes):
     assert msg.startswith(name + ":"), msg
     for w in (f"({nbytes} bytes)", "above the limit of 2 GiB", f"max_bytes={nbytes}"):
         assert w in msg, msg
-    with pytest.raises(ValueError, match=f"above the limit of 1 KiB"):
-        call(max_bytes=1024)                                 # the keyword moves the limit (down here: no allocation)
+    with pytest.raises(ValueError, match=f"above the limit of 1 KiB"), rr.size_limit(max_bytes=1024):
+        call()                                               # size_limit moves the limit (down here: no allocation)
 
 
 def test_max_bytes_raises_the_limit():
-    assert rr.rotation_matrix(0.5, 64, max_bytes=64 * 64 * 8).shape == (64, 64)
+    with rr.size_limit(max_bytes=64 * 64 * 8):
+        assert rr.rotation_matrix(0.5, 64).shape == (64, 64)
     with pytest.raises(ValueError, match=r"positions: 1 float64 matrices of 64 x 64 would take 32 KiB"):
-        rr.rotation_matrix(0.5, 64, max_bytes=64 * 64 * 8 - 1)
+        with rr.size_limit(max_bytes=64 * 64 * 8 - 1):
+            rr.rotation_matrix(0.5, 64)
     with pytest.raises(TypeError, match="max_bytes must be None or a number of bytes"):
-        rr.frequencies(8, max_bytes="1e9")
+        with rr.size_limit(max_bytes="1e9"):
+            rr.frequencies(8)
 
 
 def _self_overlapping(shape):

@@ -387,3 +387,16 @@ def test_narrow_dtypes_are_the_float32_result_rounded_once(blocks, pairing):
                 want = rr.rotate(x.astype(np.float32), pos, pairing=pairing, **kw).astype(dtype)
                 got = rr.rotate(x, pos, pairing=pairing, **kw)
                 np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16), err_msg=f"{dtype} {kw}")
+
+
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_every_finite_float16_value_turned_by_zero_is_itself_and_inf_passes_through(pairing):
+    """Every finite float16 (subnormals, the largest 65504, both zeros) through rotate's float16 path at
+    position 0 comes back unchanged; an inf in x is carried to the result, not reported as an overflow."""
+    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    finite = bits[(bits & 0x7C00) != 0x7C00].view(np.float16)            # 63,488 values
+    x = np.stack([finite, np.zeros_like(finite)], axis=-1)               # pairs (v, 0), one per row
+    np.testing.assert_array_equal(rr.rotate(x, np.zeros(len(x)), pairing=pairing), x)
+    x[7, 0] = np.inf
+    got = rr.rotate(x, np.zeros(len(x)), pairing=pairing)
+    assert got[7, 0] == np.inf and np.array_equal(np.delete(got, 7, 0), np.delete(x, 7, 0))

@@ -343,6 +343,14 @@ def test_segments_are_not_modified():
     assert repr(segs) == before
 
 
+def _under_size_limit(fn, max_bytes):
+    """``fn`` called inside ``with rr.size_limit(max_bytes):`` (the one size guard)."""
+    def limited(*args, **kwargs):
+        with rr.size_limit(max_bytes):
+            return fn(*args, **kwargs)
+    return limited
+
+
 @pytest.mark.parametrize("fn, args, kwargs, exc, words", [
     (rr.axial_frequencies, (30,), {}, ValueError, "multiple of 2*axes = 4"),
     (rr.axial_frequencies, (32,), {"axes": 0}, ValueError, "axes"),
@@ -353,7 +361,7 @@ def test_segments_are_not_modified():
     (rr.grid_positions, (10 ** 6, 10 ** 6), {}, ValueError, "above the limit"),
     (rr.axial_frequencies, (2 ** 40,), {}, ValueError, "above the limit"),
     (rr.mrope_frequencies, (2 ** 40, [2 ** 39, 0, 0]), {}, ValueError, "above the limit"),
-    (rr.mrope_frequencies, (128, [16, 24, 24]), {"max_bytes": 100}, ValueError, "max_bytes="),
+    (_under_size_limit(rr.mrope_frequencies, 100), (128, [16, 24, 24]), {}, ValueError, "max_bytes="),
     (rr.grid_positions, (2, 3.5), {}, TypeError, "width"),
     (rr.grid_positions, (2, 3), {"indexing": "yx"}, ValueError, "indexing"),
     (rr.grid_positions, (2, 3), {"indexing": None}, TypeError, "indexing"),
@@ -374,10 +382,10 @@ def test_segments_are_not_modified():
     (rr.mrope_position_ids, ([("text", 2 ** 28)],), {}, ValueError, "above the limit"),
     (rr.mrope_position_ids, ([("image", (1, 2 ** 15, 2 ** 15))],), {"spatial_merge_size": 1}, ValueError,
      "above the limit"),
-    (rr.mrope_position_ids, ([("text", 100)],), {"max_bytes": 1000}, ValueError, "max_bytes=4800"),
+    (_under_size_limit(rr.mrope_position_ids, 1000), ([("text", 100)],), {}, ValueError, "max_bytes=4800"),
     (rr.mrope_position_ids, ([("video", (3, 2, 2), 1e30)],), {"tokens_per_second": 25}, ValueError, "below 2^40"),
     (rr.mrope_position_ids, ([("video", (3, 2, 2), 1e200)],), {"tokens_per_second": 25}, ValueError, "below 2^40"),
-    (rr.mrope_position_ids, ([("text", 100)],), {"max_bytes": -1}, ValueError, "max_bytes"),
+    (_under_size_limit(rr.mrope_position_ids, -1), ([("text", 100)],), {}, ValueError, "max_bytes"),
 ])
 def test_bad_input_is_named(fn, args, kwargs, exc, words):
     with pytest.raises(exc) as err:

@@ -38,7 +38,7 @@ def test_scores_shifted_by_a_constant_give_identical_attention(shift, rng):
 
 def _argmax_attention(q, k, v, qp, kp):
     """The limit of softmax(t * s) as t -> inf: all weight on the largest score (scores computed with the
-    dense matrices at unit scale, independently of rope_ref.attention)."""
+    dense matrices at unit scale, independently of rope_ref.rope_attention)."""
     d = q.shape[-1]
     qr = np.einsum("mij,mj->mi", rr.rotation_matrix(qp, d), q)
     kr = np.einsum("nij,nj->ni", rr.rotation_matrix(kp, d), k)

@@ -17,7 +17,7 @@ import numbers
 
 import numpy as np
 
-from ..attention import attention
+from ..rope_attention import attention
 from ..forms import decay_bound, frequencies, rotate, rotation_matrix, wrap_angle
 from .quantities import random_qk
 

@@ -13,7 +13,7 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..attention import softmax
+from ..rope_attention import softmax
 from ..forms import decay_bound, frequencies, partial_sums, rotate, sinusoidal, wrap_angle
 from ..scaling import wavelengths
 from .context_extension import TRAIN_LEN

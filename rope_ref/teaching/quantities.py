@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as val
-from ..attention import softmax
+from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.colors import LogNorm
 
 from .. import _validate as val
-from ..attention import softmax
+from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 from .style import VIEW_DPI, figure_png, new_figure
 from .views import View

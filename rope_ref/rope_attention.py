@@ -16,20 +16,18 @@ from __future__ import annotations
 import numpy as np
 
 from . import _fast
-from . import _validate as val
-from .forms import rotate, rotation_matrix
+from ._boundary import cast_back
+from ._validate import (check_bool, check_finite, check_nbytes, check_no_overflow, check_pairing, check_positions,
+                        check_real_array, check_x, suggest_keywords)
+from .forms import frequencies, rotate, rotation_matrix
 
 
 def _check_qkv(q, k, v):
-    q, k, v = val.check_x(q, "q"), val.check_x(k, "k"), val.check_real_array(v, "v")
+    q, k, v = check_x(q, "q"), check_x(k, "k"), check_real_array(v, "v")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
-        raise ValueError(
-            f"q, k, v must have shape (..., seq, d); got q {q.shape}, k {k.shape}, v {v.shape}"
-        )
+        raise ValueError(f"q, k, v must have shape (..., seq, d); got q {q.shape}, k {k.shape}, v {v.shape}")
     if q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2]:
-        raise ValueError(
-            f"q, k, v must share leading (batch/head) axes; got q {q.shape}, k {k.shape}, v {v.shape}"
-        )
+        raise ValueError(f"q, k, v must share leading (batch/head) axes; got q {q.shape}, k {k.shape}, v {v.shape}")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same feature size d; got q {q.shape}, k {k.shape}")
     if k.shape[-2] != v.shape[-2]:
@@ -37,14 +35,23 @@ def _check_qkv(q, k, v):
     if k.shape[-2] == 0:
         raise ValueError(f"k must have at least one position (softmax over zero keys is undefined); got k {k.shape}")
     for a, name in ((q, "q"), (k, "k"), (v, "v")):
-        val.check_finite(a, name)
+        check_finite(a, name)
     return q, k, v
 
 
-def _check_scores_size(q: np.ndarray, k: np.ndarray, max_bytes) -> None:
-    """The float64 scores (..., n_q, n_k) fit the size limit (:data:`rope_ref._validate.DEFAULT_MAX_BYTES`)."""
+def _check_scores_size(q: np.ndarray, k: np.ndarray) -> None:
+    """The float64 scores (..., n_q, n_k) fit the size limit (:func:`rope_ref.size_limit`)."""
     n = int(np.prod(q.shape[:-1], dtype=object)) * k.shape[-2]
-    val.check_nbytes(n * 8, "q, k", what=f"the float64 scores {q.shape[:-1] + k.shape[-2:-1]}", limit=max_bytes)
+    check_nbytes(n * 8, "q, k", what=f"the float64 scores {q.shape[:-1] + k.shape[-2:-1]}")
+
+
+def _causal_mask(qp: np.ndarray, kp: np.ndarray) -> np.ndarray:
+    """``(..., n_q, n_k)``: key n is visible from query m iff its position is <= the query's; each query needs one."""
+    visible = kp[..., None, :] <= qp[..., :, None]
+    if not np.all(visible.any(axis=-1)):
+        raise ValueError("causal attention: some query has no key at or before its position "
+                         "(check q_positions against k_positions)")
+    return visible
 
 
 def _pow2_scale(a: np.ndarray) -> float:
@@ -53,9 +60,9 @@ def _pow2_scale(a: np.ndarray) -> float:
     return float(np.ldexp(1.0, np.frexp(peak)[1])) if peak > 0 else 1.0
 
 
-@val.suggest_keywords
+@suggest_keywords
 def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = False,
-              base: float = 10000.0, pairing: str = "interleaved", max_bytes: int | None = None) -> np.ndarray:
+              base: float = 10000.0, pairing: str = "interleaved") -> np.ndarray:
     """Scaled dot-product softmax attention with RoPE applied to q and k only.
 
     ``q``: ``(..., n_q, d)``; ``k``: ``(..., n_k, d)`` with n_k >= 1; ``v``: ``(..., n_k, d_v)``; the
@@ -69,36 +76,32 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     exp((u - max u) * s_q s_k / sqrt(d)), so huge q, k tend to the argmax instead of inf - inf.
     """
     q, k, v = _check_qkv(q, k, v)
-    _check_scores_size(q, k, max_bytes)
-    causal = val.check_bool(causal, "causal")
-    qp = val.check_positions(q_positions, q.shape[:-1], "q_positions", "q.shape[:-1]")
-    kp = val.check_positions(k_positions, k.shape[:-1], "k_positions", "k.shape[:-1]")
-    qr = _fast.rotate(q, qp, base=base, pairing=pairing, name="q").astype(np.float64)
-    kr = _fast.rotate(k, kp, base=base, pairing=pairing, name="k").astype(np.float64)
+    _check_scores_size(q, k)
+    causal = check_bool(causal, "causal")
+    qp = check_positions(q_positions, q.shape[:-1], "q_positions", "q.shape[:-1]")
+    kp = check_positions(k_positions, k.shape[:-1], "k_positions", "k.shape[:-1]")
+    freqs, pairing = frequencies(q.shape[-1], base), check_pairing(pairing)
+    qr = _fast.rotate(q, qp, freqs, pairing, q.shape[-1], name="q").astype(np.float64)
+    kr = _fast.rotate(k, kp, freqs, pairing, k.shape[-1], name="k").astype(np.float64)
     sq, sk = _pow2_scale(qr), _pow2_scale(kr)
     u = (qr / sq) @ np.swapaxes(kr / sk, -1, -2)       # (..., n_q, n_k), |u| <= d: cannot overflow
     if causal:
-        qpb = np.broadcast_to(qp, q.shape[:-1])[..., :, None]
-        kpb = np.broadcast_to(kp, k.shape[:-1])[..., None, :]
-        visible = kpb <= qpb
-        if not np.all(visible.any(axis=-1)):
-            raise ValueError("causal attention: some query has no key at or before its position "
-                             "(check q_positions against k_positions)")
-        u = np.where(visible, u, -np.inf)
+        u = np.where(_causal_mask(np.broadcast_to(qp, q.shape[:-1]), np.broadcast_to(kp, k.shape[:-1])), u, -np.inf)
     with np.errstate(over="ignore"):                   # a gap times a huge scale -> -inf -> weight 0: the limit
         shifted = (u - u.max(axis=-1, keepdims=True)) * (sq / np.sqrt(q.shape[-1])) * sk   # <= 0
     weights = np.exp(shifted)
     weights /= weights.sum(axis=-1, keepdims=True)
     out = weights @ v.astype(np.float64)
-    return val.cast_back(out, v.astype(_out_dtype(q, k, v), copy=False), "v", "|v| below the output dtype's largest value")
+    return cast_back(out, v.astype(_out_dtype(q, k, v), copy=False), "v", "|v| below the output dtype's largest value")
 
 
+@suggest_keywords
 def softmax(scores, axis: int = -1) -> np.ndarray:
     """exp(s_i - max s) / sum_j exp(s_j - max s) along ``axis`` (eq 2's row normalisation), float64.
 
     ``scores``: any shape, finite or -inf (a -inf score gets weight 0); a row needs one finite score.
     """
-    s = val.check_real_array(scores, "scores").astype(np.float64)
+    s = check_real_array(scores, "scores").astype(np.float64)
     if np.any(np.isnan(s) | (s == np.inf)):
         raise ValueError("scores must be finite or -inf (a masked score), got NaN or +inf")
     top = s.max(axis=axis, keepdims=True)
@@ -113,14 +116,14 @@ def _out_dtype(*arrays):
     return np.float32 if narrow else np.float64
 
 
-@val.suggest_keywords
+@suggest_keywords
 def elu_plus_one(x) -> np.ndarray:
     """phi(x) = elu(x) + 1 (Katharopoulos et al. 2020), the feature map used with eq 19: positive.
 
     ``x``: any real array-like (integers become float64); returns a new array of x's shape.
     For x below about -745 phi underflows to 0; :func:`linear_attention` works with log phi instead.
     """
-    x = val.check_real_array(x, "x")
+    x = check_real_array(x, "x")
     x = x.astype(np.float64) if x.dtype.kind in "iu" else x
     return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
 
@@ -154,9 +157,9 @@ def _log_phi(x: np.ndarray) -> np.ndarray:
     return np.where(x > 0, np.log1p(np.maximum(x, 0.0)), x)
 
 
-@val.suggest_keywords
+@suggest_keywords
 def linear_attention(q, k, v, *, positions=None, causal: bool = False,
-                     base: float = 10000.0, max_bytes: int | None = None) -> np.ndarray:
+                     base: float = 10000.0) -> np.ndarray:
     """Linear attention with RoPE, eq 19, phi = elu + 1.
 
     Numerator: sum_n (R_m phi(q_m))^T (R_n phi(k_n)) v_n; denominator: the
@@ -175,12 +178,13 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
     sequential scan).  A ValueError says so only where phi(q_m) and phi(k_n) share no feature within ~745.
     """
     q, k, v = _check_qkv(q, k, v)
-    causal = val.check_bool(causal, "causal")
+    causal = check_bool(causal, "causal")
     if q.shape[-2] != k.shape[-2]:
-        raise ValueError(f"linear_attention is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
-    pos = val.check_positions(positions, q.shape[:-1], "positions", "q.shape[:-1]")
+        raise ValueError(f"linear_attention is self-attention: q and k need the same length; "
+                         f"got q {q.shape}, k {k.shape}")
+    pos = check_positions(positions, q.shape[:-1], "positions", "q.shape[:-1]")
     n = int(np.prod(k.shape, dtype=object)) * v.shape[-1]
-    val.check_nbytes(n * 8, "k, v", what=f"the float64 outer products {k.shape + v.shape[-1:]}", limit=max_bytes)
+    check_nbytes(n * 8, "k, v", what=f"the float64 outer products {k.shape + v.shape[-1:]}")
     lq, lk = _log_phi(q.astype(np.float64)), _log_phi(k.astype(np.float64))
     fq = np.exp(lq - lq.max(axis=-1, keepdims=True))             # phi(q_m) / max_j phi(q_m)_j
     fk = np.exp(lk - lk.max(axis=(-2, -1), keepdims=True))       # phi(k_n) / max_{n,j} phi(k_n)_j
@@ -199,17 +203,17 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
         with np.errstate(over="ignore", invalid="ignore"):
             num, den = _causal_sums_per_prefix(rq, fq, lk, pos, v, base)
     if not np.all(den > 0):
-        raise ValueError("linear_attention: a denominator sum_n phi(q_m).phi(k_n) underflows float64 even normalised per "
-                         "prefix: the large features of phi(q_m) meet only features of phi(k_n) ~745 or more smaller in "
-                         "log(elu + 1); rescale q or k")
+        raise ValueError("linear_attention: a denominator sum_n phi(q_m).phi(k_n) underflows float64 even normalised "
+                         "per prefix: the large features of phi(q_m) meet only features of phi(k_n) ~745 or more "
+                         "smaller in log(elu + 1); rescale q or k")
     with np.errstate(over="ignore", invalid="ignore"):
         out = num / den[..., None]
-    return val.check_no_overflow(out, v, "v", "|v| well below 1.8e308")
+    return check_no_overflow(out, v, "v", "|v| well below 1.8e308")
 
 
-@val.suggest_keywords
+@suggest_keywords
 def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
-                    base: float = 10000.0, max_bytes: int | None = None) -> np.ndarray:
+                    base: float = 10000.0) -> np.ndarray:
     """Softmax attention written out with the dense matrices (eqs 2, 14, 16): a check for :func:`attention`.
 
     ``q``: ``(..., n_q, d)``, ``k``: ``(..., n_k, d)``, ``v``: ``(..., n_k, d_v)``; positions 1-D of
@@ -217,33 +221,29 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
     scores that overflow float64 raise (use :func:`attention`, which scales).
     """
     q, k, v = _check_qkv(q, k, v)
-    _check_scores_size(q, k, max_bytes)
-    causal = val.check_bool(causal, "causal")
-    qp = val.check_positions(q_positions, q.shape[-2:-1], "q_positions", "(q.shape[-2],)")
-    kp = val.check_positions(k_positions, k.shape[-2:-1], "k_positions", "(k.shape[-2],)")
+    _check_scores_size(q, k)
+    causal = check_bool(causal, "causal")
+    qp = check_positions(q_positions, q.shape[-2:-1], "q_positions", "(q.shape[-2],)")
+    kp = check_positions(k_positions, k.shape[-2:-1], "k_positions", "(k.shape[-2],)")
     qp, kp = np.broadcast_to(qp, q.shape[-2:-1]), np.broadcast_to(kp, k.shape[-2:-1])   # a scalar: every position
     d = q.shape[-1]
-    _check_scores_size(q, k, max_bytes)
     with np.errstate(over="ignore", invalid="ignore"):   # inf or inf - inf: the ValueError below
-        qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base, max_bytes=max_bytes), q)
-        kr = np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base, max_bytes=max_bytes), k)
+        qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base), q)
+        kr = np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base), k)
         s = qr @ np.swapaxes(kr, -1, -2) / np.sqrt(d)
     if not np.all(np.isfinite(s)):
         raise ValueError("attention_dense: scores q.k/sqrt(d) overflow float64 (q and k too large); "
                          "attention() computes them scaled")
     if causal:
-        s = np.where(kp[None, :] <= qp[:, None], s, -np.inf)
-        if not np.all(np.isfinite(s.max(axis=-1))):
-            raise ValueError("causal attention: some query has no key at or before its position "
-                             "(check q_positions against k_positions)")
+        s = np.where(_causal_mask(qp, kp), s, -np.inf)
     with np.errstate(over="ignore", invalid="ignore"):
         out = softmax(s) @ v
-    return val.check_no_overflow(out, v, "v", "|v| well below 1.8e308")
+    return check_no_overflow(out, v, "v", "|v| well below 1.8e308")
 
 
-@val.suggest_keywords
+@suggest_keywords
 def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
-                           base: float = 10000.0, max_bytes: int | None = None) -> np.ndarray:
+                           base: float = 10000.0) -> np.ndarray:
     """Eq 19 evaluated literally in O(N^2) with dense rotation matrices: a check for :func:`linear_attention`.
 
     ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions`` 1-D of length N
@@ -251,13 +251,14 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
     that underflows to 0 raises (use :func:`linear_attention`, which normalises).
     """
     q, k, v = _check_qkv(q, k, v)
-    causal = val.check_bool(causal, "causal")
+    causal = check_bool(causal, "causal")
     n_pos = q.shape[-2]
     if k.shape[-2] != n_pos:
-        raise ValueError(f"linear_attention_dense is self-attention: q and k need the same length; got q {q.shape}, k {k.shape}")
-    pos = np.broadcast_to(val.check_positions(positions, (n_pos,), "positions", "(q.shape[-2],)"), (n_pos,))
-    _check_scores_size(q, k, max_bytes)
-    R = rotation_matrix(pos, q.shape[-1], base, max_bytes=max_bytes)  # (N, d, d)
+        raise ValueError(f"linear_attention_dense is self-attention: q and k need the same length; "
+                         f"got q {q.shape}, k {k.shape}")
+    pos = np.broadcast_to(check_positions(positions, (n_pos,), "positions", "(q.shape[-2],)"), (n_pos,))
+    _check_scores_size(q, k)
+    R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)
     fq, fk = elu_plus_one(q), elu_plus_one(k)
     with np.errstate(over="ignore", invalid="ignore"):   # checked below: a ValueError, not a warning
         rq = np.einsum("nij,...nj->...ni", R, fq)
@@ -275,4 +276,4 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
             raise ValueError("linear_attention_dense: the numerator (R_m phi(q_m)).(R_n phi(k_n)) overflows float64 "
                              "(q and k too large); linear_attention() computes it normalised")
         out = (num_w @ v) / den
-    return val.check_no_overflow(out, v, "v", "|v| well below 1.8e308")
+    return check_no_overflow(out, v, "v", "|v| well below 1.8e308")
