@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import inspect
 import os
 import stat
 import sys
@@ -40,6 +41,8 @@ MAX_D, MAX_SEQ, MAX_ELEMENTS = 512, 1 << 20, 1 << 23
 #: The options of the main job (no sub-command) and of each sub-command.
 OPTIONS = {None: ("d", "seq", "out"), "check": ("d", "seq"), "figures": ("out",), "site": ("out",)}
 DEFAULTS = {"d": 128, "seq": 4096, "out": None}
+REASONS = {errno.ELOOP: "a loop of symbolic links", errno.ENAMETOOLONG: "a name too long for the filesystem",
+           errno.EROFS: "a read-only filesystem", errno.EACCES: "permission denied"}
 
 
 def source_checkout() -> Path | None:
@@ -93,27 +96,15 @@ def output_folder(text: str) -> Path:
             break
         except (FileNotFoundError, NotADirectoryError):
             existing = existing.parent
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise refuse(f"cannot resolve {existing}: a loop of symbolic links") from None
-            if exc.errno == errno.ENAMETOOLONG:
-                raise refuse(f"{out}: a name too long for the filesystem") from None
-            raise refuse(f"cannot use {existing}: {exc.strerror}") from None
+        except OSError as exc:      # a loop of links, a name too long, ...
+            raise refuse(f"cannot use {out}: {REASONS.get(exc.errno, exc.strerror)}") from None
     if not stat.S_ISDIR(mode):
         raise refuse(f"{out} is an existing file, expected a folder" if existing == out
                      else f"{out} lies under the file {existing}, expected a folder")
-    name_max = os.pathconf(existing, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
-    long_names = [part for part in out.relative_to(existing).parts if len(os.fsencode(part)) > name_max]
-    if long_names or len(os.fsencode(str(out))) >= 4096:
-        raise refuse(f"{out}: a name too long for the filesystem (at most {name_max} bytes per name)")
-    if hasattr(os, "statvfs") and os.statvfs(existing).f_flag & os.ST_RDONLY:
-        raise refuse(f"cannot write in {existing}: a read-only filesystem")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise refuse(f"cannot write in {existing}: permission denied")
-    try:                            # root passes os.access: ask the filesystem itself (/proc, /sys refuse here)
+    try:                            # ask the filesystem itself: root passes os.access, /proc and /sys refuse here
         os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".rope_ref-probe-"))
     except OSError as exc:
-        raise refuse(f"cannot write in {existing}: {exc.strerror}") from None
+        raise refuse(f"cannot write in {existing}: {REASONS.get(exc.errno, exc.strerror)}") from None
     return out
 
 
@@ -130,10 +121,13 @@ def _integer_type(rule: str, low: int, high: int, step: int = 1):
     return integer
 
 
-# ---- the sub-commands --------------------------------------------------------------------------------------
+# ---- the sub-commands: each docstring is its --help ---------------------------------------------------------
 
 def _print_identity_table(args) -> int:
-    """Check every identity on one case and print the table; 1 if one fails."""
+    """Check every identity of RoFormer section 3 that rope_ref implements (the forms agree, q.k depends
+    only on n - m, R is orthogonal, the decay bound, attention and linear attention, ...) on one case:
+    d features, positions 0..N-1, float64. Prints a table; exit status 1 if an identity fails.
+    Writes no file. --d times --seq may be at most 2^23."""
     t0 = time.perf_counter()
     checks = run_checks(d=args.d, seq=args.seq)
     print(f"rope_ref identities: d={args.d}, positions 0..{args.seq - 1}, float64")
@@ -150,24 +144,22 @@ def _teaching_missing(command: str, exc: ImportError) -> int:
 
 
 def _figures(args, refuse, before=None) -> int:
-    """Regenerate the figures; ``before`` (the main job's checks) runs once the folder has been checked."""
+    """Regenerate every figure of the README and the course as NAME.png (150 dpi) and NAME.svg,
+    byte-identical run to run. Each file is written to a temporary file beside it and renamed into
+    place, so an interrupted run leaves each file old or new, never cut. Files of the same names are
+    replaced; a symbolic link or folder with such a name is refused; nothing else is touched."""
     try:    # the teaching layer needs matplotlib; the identity checks do not
         from .teaching.figures import FIGURES, write_all
         from .teaching.files import check_targets
     except ImportError as exc:
-        if before:
+        if before:      # the main job: the checks still run
             before()
         return _teaching_missing("figures", exc)
-    out = args.out
-    if out is None:
-        try:
-            out = output_folder(str(default_figures_dir()))
-        except argparse.ArgumentTypeError as exc:
-            refuse(f"the figures folder: {exc}")
     try:
+        out = args.out or output_folder(str(default_figures_dir()))
         replaced = check_targets(out, [f"{name}.{fmt}" for name in FIGURES for fmt in ("png", "svg")])
-    except ValueError as exc:
-        refuse(f"--out: {exc}" if args.out is not None else str(exc))
+    except (argparse.ArgumentTypeError, ValueError) as exc:
+        refuse(f"--out: {exc}" if args.out else f"the figures folder: {exc}")
     status = before() if before else 0
     if before:
         print()
@@ -179,8 +171,11 @@ def _figures(args, refuse, before=None) -> int:
 
 
 def _site(args, refuse) -> int:
+    """Execute every notebook in notebooks/ (in file-name order) and write index.html and one page per
+    notebook (NAME.html) into --out DIR. The pages need no network and contain no scripts. The folder
+    is created, and files written, only after every notebook has run; files of the same names are
+    replaced (each written whole), symbolic links refused, nothing else touched. Needs a checkout."""
     try:    # the site builder needs the teaching dependencies
-        from .teaching.files import check_targets
         from .teaching.site import build_site, course_notebooks
     except ImportError as exc:
         return _teaching_missing("site", exc)
@@ -190,13 +185,11 @@ def _site(args, refuse) -> int:
               "rope_ref repository", file=sys.stderr)
         return 1
     notebooks = course_notebooks(root / "notebooks")
-    try:
-        check_targets(args.out, [f"{p.stem}.html" for p in notebooks] + ["index.html"])
-    except ValueError as exc:
-        refuse(f"--out: {exc}")
     t0 = time.perf_counter()
     try:
         index = build_site(args.out, notebooks)
+    except ValueError as exc:       # a link or folder among the pages' names, refused before any notebook ran
+        refuse(f"--out: {exc}")
     except RuntimeError as exc:     # a notebook failed
         print(f"{PROG} site: error: {exc}", file=sys.stderr)
         return 1
@@ -214,27 +207,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-HELP = {"d": f"feature dimension for the checks, an even integer from 2 to {MAX_D} (default 128)",
-        "seq": f"number of positions for the checks, from 2 to {MAX_SEQ} (default 4096)",
-        "out": "folder for the figures (default: the checkout's figures/, else ./figures); created if missing"}
-TYPES = {"d": _integer_type(f"an even integer from 2 to {MAX_D}", 2, MAX_D, step=2),
-         "seq": _integer_type(f"an integer from 2 to {MAX_SEQ}", 2, MAX_SEQ), "out": output_folder}
-METAVARS = {"d": "D", "seq": "N", "out": "DIR"}
-DESCRIPTIONS = {
-    "check": "Check every identity of RoFormer section 3 that rope_ref implements (the forms agree, q.k depends\n"
-             "only on n - m, R is orthogonal, the decay bound, attention and linear attention, ...) on one case:\n"
-             "d features, positions 0..N-1, float64. Prints a table; exit status 1 if an identity fails.\n"
-             "Writes no file. --d times --seq may be at most 2^23.",
-    "figures": "Regenerate every figure of the README and the course as NAME.png (150 dpi) and NAME.svg,\n"
-               "byte-identical run to run. Each file is written to a temporary file beside it and renamed into\n"
-               "place, so an interrupted run leaves each file old or new, never cut. Files of the same names are\n"
-               "replaced; a symbolic link or folder with such a name is refused; nothing else is touched.",
-    "site": "Execute every notebook in notebooks/ (in file-name order) and write index.html and one page per\n"
-            "notebook (NAME.html) into --out DIR. The pages need no network and contain no scripts. The folder\n"
-            "is created, and files written, only after every notebook has run; files of the same names are\n"
-            "replaced (each written whole), symbolic links refused, nothing else touched. Needs a checkout."}
-SUMMARIES = {"check": "check every identity only", "figures": "regenerate every figure only (PNG and SVG)",
-             "site": "build the course as static HTML (executes every notebook)"}
+COMMANDS = {"check": _print_identity_table, "figures": _figures, "site": _site}
+#: Each option's type, metavar and help.
+KINDS = {"d": (_integer_type(f"an even integer from 2 to {MAX_D}", 2, MAX_D, step=2), "D",
+               f"feature dimension for the checks, an even integer from 2 to {MAX_D} (default 128)"),
+         "seq": (_integer_type(f"an integer from 2 to {MAX_SEQ}", 2, MAX_SEQ), "N",
+                 f"number of positions for the checks, from 2 to {MAX_SEQ} (default 4096)"),
+         "out": (output_folder, "DIR", "folder for the files, created if missing (figures: by default the "
+                                       "checkout's figures/, else ./figures)")}
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
@@ -243,13 +223,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     raw = argparse.RawDescriptionHelpFormatter
     parser = _Parser(prog=PROG, description=__doc__, formatter_class=raw)
     subparsers = parser.add_subparsers(dest="command", parser_class=_Parser, title="sub-commands")
-    commands = {name: subparsers.add_parser(name, help=SUMMARIES[name], description=DESCRIPTIONS[name],
-                                            formatter_class=raw) for name in DESCRIPTIONS}
+    commands = {name: subparsers.add_parser(name, formatter_class=raw, description=inspect.cleandoc(run.__doc__))
+                for name, run in COMMANDS.items()}
     for command, target in [(None, parser), *commands.items()]:
         for name in OPTIONS[command]:
-            helptext = "folder for index.html and one page per notebook (required)" if command == "site" else None
-            target.add_argument(f"--{name}", dest=name if command else f"before_{name}", type=TYPES[name],
-                                metavar=METAVARS[name], help=helptext or HELP[name])
+            kind, metavar, helptext = KINDS[name]
+            target.add_argument(f"--{name}", dest=name if command else f"before_{name}", type=kind,
+                                metavar=metavar, help=helptext)
     return parser, commands
 
 
@@ -286,10 +266,8 @@ def main(argv=None) -> int:
         args = parse_command_line(parser, commands, argv)
         if args.command == "check":
             return _print_identity_table(args)
-        if args.command == "site":
-            return _site(args, commands["site"].error)
-        if args.command == "figures":
-            return _figures(args, commands["figures"].error)
+        if args.command is not None:
+            return COMMANDS[args.command](args, commands[args.command].error)
         status = _figures(args, parser.error, before=lambda: _print_identity_table(args))
         print("\n" + notebooks_hint())
         return status

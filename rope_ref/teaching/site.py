@@ -1,27 +1,19 @@
 """The course as static HTML that works offline: ``python -m rope_ref site --out DIR``.
 
-:func:`build_site` executes every notebook (nbclient) and writes ``index.html`` (the order,
-learning objectives, links) and one page per notebook.  Pages load nothing from the network:
+:func:`build_site` executes every notebook (nbclient) and writes ``index.html`` (the order, learning
+objectives, links) and one page per notebook.  The pages load nothing from the network and hold no script:
 
-* math (``$...$``, ``$$...$$``, found by nbconvert's markdown-with-math parser) is pre-rendered to
-  MathML (latex2mathml), which the browser draws;
-* figures and the first image of every slider view are embedded as ``data:`` URIs (the sliders'
-  box carries an ``image/png`` next to its widget view, see :class:`~.widgets.SliderApp`);
-* the only style is a ``<style>`` block in each page; there are no scripts at all, whatever a notebook
-  holds: raw HTML in markdown is escaped and links keep only safe protocols (mistune), HTML outputs are
-  shown as text, SVG only as an image, and every page body passes an allowlist of tags and attributes
-  (nh3, :func:`_clean`); images are embedded only when the notebook itself holds them (outputs, cell
-  attachments), never from a file path or URL;
-* figures keep their physical size (wide ones may use the whole window and scroll), long outputs wrap;
-* solutions (cells tagged ``solution``) are collapsed in ``<details>``; exercises (tagged
-  ``exercise``) are framed.
+* math (``$...$``, ``$$...$$``, found by nbconvert's markdown-with-math parser) is MathML (latex2mathml);
+* figures, and the strip of frames every slider view carries next to its widget (see
+  :class:`~.widgets.SliderApp`), are embedded as ``data:`` URIs, never read from a file path or URL;
+* raw HTML in markdown is escaped, HTML outputs are shown as text, SVG only as an image, and each page
+  body passes an allowlist of tags and attributes (:func:`_clean`); the only style is the page's own;
+* solutions (cells tagged ``solution``) are folded in ``<details>``; exercises (``exercise``) framed.
 
-nbconvert's HTML exporter is not used for the pages: its templates load MathJax and require.js from the
-network and emit ``<script>`` for widgets and JavaScript outputs, and keeping the promises above means
-overriding the template block of every cell and output kind, as long as the Python below.
-
-The builder reads only cell types, tags and outputs, the first ``# `` heading (the title) and the
-markdown cell that starts with ``## Learning objectives``; nothing else about the notebooks.
+nbconvert's HTML exporter is not used: its templates load MathJax and require.js from the network and
+emit ``<script>`` for widgets, and a template that keeps the promises above overrides the block of
+every cell and output kind, no shorter than the functions here.  Of a notebook the builder reads only
+cell types, tags, outputs, the first ``# `` heading (the title) and the ``## Learning objectives`` cell.
 """
 
 from __future__ import annotations
@@ -84,15 +76,6 @@ PAGE = """<!DOCTYPE html>
 {nav}</body></html>
 """
 
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}</title><style>{css}</style></head>
-<body>{nav}
-{body}
-{nav}</body></html>
-"""
-
 # ---- MathML that reads like TeX: fences that stretch, thin spaces around function names ----------------
 
 _FUNCTIONS = ("arccos|arcsin|arctan|arg|cosh|cos|cot|csc|det|dim|exp|gcd|inf|lim|ln|log|max|min|mod|sec|sinh|sin|"
@@ -100,8 +83,6 @@ _FUNCTIONS = ("arccos|arcsin|arctan|arg|cosh|cos|cot|csc|det|dim|exp|gcd|inf|lim
 _FUNCTION_MI = re.compile(rf"<mi>(?:{_FUNCTIONS})</mi>")
 _THIN = '<mspace width="0.1667em"></mspace>'
 _OPEN_FENCE = re.compile(r'<mo(?: stretchy="false")?>(?:&#x00028;|&#x0005B;|&#x0007B;|\(|\[)</mo>')
-
-
 _MATRIX_FENCES = {("&#x00028;", "&#x00029;"): "paren", ("&#x0005B;", "&#x0005D;"): "bracket",
                   ("&#x0007C;", "&#x0007C;"): "vbar", ("&#x02016;", "&#x02016;"): "vvbar"}
 _MATRIX = re.compile(r"<mo>([^<]*)</mo><mtable>((?:(?!<mtable>).)*?)</mtable><mo>([^<]*)</mo>", re.S)
@@ -193,19 +174,13 @@ def markdown_to_html(source: str, attachments: dict | None = None) -> str:
     return MarkdownWithMath(renderer=_CourseRenderer(attachments or {})).render(source)
 
 
-# ---- only what a page needs: an allowlist of tags and attributes --------------------------------------
+# ---- only what a page needs: ammonia's allowlist of HTML, and MathML -----------------------------------
 
-TAGS = set("""a abbr b blockquote br code del details div em h1 h2 h3 h4 h5 h6 hr i img li nav ol p pre s span
-    strong sub summary sup table tbody td th thead tr ul
-    math semantics annotation mrow mi mn mo ms mtext mspace msub msup msubsup mfrac msqrt mroot mtable mtr mtd
-    mover munder munderover mstyle mpadded mphantom menclose merror mmultiscripts mprescripts none""".split())
-#: Dropped with their content (other tags not in TAGS are dropped alone, their text kept).
-DROPPED_WITH_CONTENT = set("""script style iframe frame frameset object embed applet template noscript svg form
-    textarea select button title head link meta base audio video canvas xmp plaintext""".split())
-ATTRIBUTES = set("""class alt title colspan rowspan align width height display xmlns mathvariant stretchy fence
-    separator lspace rspace columnalign rowalign columnspacing rowspacing columnlines rowlines frame depth minsize
-    maxsize accent accentunder linethickness movablelimits symmetric form notation displaystyle scriptlevel
-    encoding largeop voffset open close""".split())
+MATHML_TAGS = set("""math semantics annotation mrow mi mn mo ms mtext mspace msub msup msubsup mfrac msqrt mroot mtable
+    mtr mtd mover munder munderover mstyle mpadded mphantom menclose merror mmultiscripts mprescripts none""".split())
+MATHML_ATTRIBUTES = set("""display xmlns mathvariant stretchy fence separator lspace rspace columnalign rowalign
+    columnspacing rowspacing columnlines rowlines frame depth width height minsize maxsize accent accentunder
+    linethickness movablelimits symmetric form notation displaystyle scriptlevel encoding largeop voffset""".split())
 
 
 def _embedded_images_only(tag: str, attribute: str, value: str) -> str | None:
@@ -216,11 +191,11 @@ def _embedded_images_only(tag: str, attribute: str, value: str) -> str | None:
 
 
 def _clean(text: str) -> str:
-    """HTML with only the allowed tags and attributes: links keep only http(s), mailto, ``#`` and relative
-    targets; images only ``data:image/...`` sources."""
-    return nh3.clean(text, tags=TAGS, clean_content_tags=DROPPED_WITH_CONTENT, attributes={
-        "*": ATTRIBUTES, "a": {"href"}, "img": {"src"}}, attribute_filter=_embedded_images_only,
-        url_schemes={"http", "https", "mailto", "data"}, link_rel=None, strip_comments=True)
+    """HTML with only allowed tags and attributes (nh3's defaults, MathML, classes): scripts and styles dropped
+    with their content, links only to http(s), mailto and relative targets, images only from ``data:`` URIs."""
+    return nh3.clean(text, tags=nh3.ALLOWED_TAGS | MATHML_TAGS, link_rel=None, attribute_filter=_embedded_images_only,
+                     attributes={**nh3.ALLOWED_ATTRIBUTES, "*": MATHML_ATTRIBUTES | {"class", "title"}},
+                     url_schemes={"http", "https", "mailto", "data"})
 
 
 # ---- cells and outputs -----------------------------------------------------------------------------------
@@ -319,7 +294,8 @@ def _nav(pages, i: int) -> str:
     """Links to the previous page, the overview and the next page."""
     def link(j, text):
         return f'<a href="{pages[j][0]}.html">{text}</a>' if 0 <= j < len(pages) else "<span></span>"
-    return f'<nav>{link(i - 1, "&larr; previous")}<a href="index.html">course overview</a>{link(i + 1, "next &rarr;")}</nav>'
+    links = [link(i - 1, "&larr; previous"), '<a href="index.html">course overview</a>', link(i + 1, "next &rarr;")]
+    return f'<nav>{"".join(links)}</nav>'
 
 
 def _inline(title: str) -> str:
@@ -333,7 +309,8 @@ def index_html(pages) -> bytes:
     rows = []
     for number, (stem, title, objectives) in enumerate(pages, 1):
         rows.append(f'<tr><td>{number}</td>'
-                    f'<td><a href="{stem}.html">{_inline(title)}</a><br><code>notebooks/{html.escape(stem)}.ipynb</code></td>'
+                    f'<td><a href="{stem}.html">{_inline(title)}</a><br>'
+                    f'<code>notebooks/{html.escape(stem)}.ipynb</code></td>'
                     f"<td>{objectives or '<em>(no learning objectives given)</em>'}</td></tr>")
     body = ("<h1>RoPE from the paper to your kernel: the course</h1>"
             "<p>RoFormer (arXiv:2104.09864), section 3, with the NumPy reference implementation "
