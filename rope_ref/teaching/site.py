@@ -80,9 +80,11 @@ PAGE = """<!DOCTYPE html>
 
 _FUNCTIONS = ("arccos|arcsin|arctan|arg|cosh|cos|cot|csc|det|dim|exp|gcd|inf|lim|ln|log|max|min|mod|sec|sinh|sin|"
               "sup|tanh|tan")
-_FUNCTION_MI = re.compile(rf"<mi>(?:{_FUNCTIONS})</mi>")
+_FUNCTION = rf"<mi>(?:{_FUNCTIONS})</mi>"
+_AFTER_OPERAND = "|".join(f"(?<=</{tag}>)" for tag in "mi mn msub msup msubsup mrow mfrac msqrt mtext".split())
+_NOT_SCRIPT_BASE = "".join(f"(?<!<{tag}>)" for tag in "msub msup msubsup munder mover munderover".split())
+_OPEN_FENCE = r'<mo(?: stretchy="false")?>(?:&#x00028;|&#x0005B;|&#x0007B;|\(|\[)</mo>'
 _THIN = '<mspace width="0.1667em"></mspace>'
-_OPEN_FENCE = re.compile(r'<mo(?: stretchy="false")?>(?:&#x00028;|&#x0005B;|&#x0007B;|\(|\[)</mo>')
 _MATRIX_FENCES = {("&#x00028;", "&#x00029;"): "paren", ("&#x0005B;", "&#x0005D;"): "bracket",
                   ("&#x0007C;", "&#x0007C;"): "vbar", ("&#x02016;", "&#x02016;"): "vvbar"}
 _MATRIX = re.compile(r"<mo>([^<]*)</mo><mtable>((?:(?!<mtable>).)*?)</mtable><mo>([^<]*)</mo>", re.S)
@@ -112,21 +114,11 @@ def _space_functions(mathml: str) -> str:
     and after it unless an opening bracket or the end of the group follows; the base of a script
     (``\\cos^2``) gets none, as the script element must keep exactly its children.
     """
-    out, pos = [], 0
-    for match in _FUNCTION_MI.finditer(mathml):
-        before, after = mathml[:match.start()], mathml[match.end():]
-        out.append(mathml[pos:match.start()])
-        pos = match.end()
-        if re.search(r"<(msub|msup|msubsup|munder|mover|munderover)>$", before):
-            out.append(match.group(0))
-            continue
-        lead = _THIN if re.search(r"</(mi|mn|msub|msup|msubsup|mrow|mfrac|msqrt|mtext)>$", before) else ""
-        trail = "" if (_OPEN_FENCE.match(after) or after.startswith("</")) else _THIN
-        out.append(lead + match.group(0) + trail)
-    out.append(mathml[pos:])
+    mathml = re.sub(rf"(?:{_AFTER_OPERAND})(?={_FUNCTION})", _THIN, mathml)
+    mathml = re.sub(rf"{_NOT_SCRIPT_BASE}({_FUNCTION})(?!</|{_OPEN_FENCE})", rf"\1{_THIN}", mathml)
     # \cos^2 x: a thin space after the script whose base is a function name, before an operand
     return re.sub(rf"(<msup><mi>(?:{_FUNCTIONS})</mi><mn>[^<]*</mn></msup>)(?=<mi>|<mn>|<msub>|<msup>)",
-                  rf"\1{_THIN}", "".join(out))
+                  rf"\1{_THIN}", mathml)
 
 
 def math_to_mathml(tex: str, display: bool = False) -> str:
