@@ -134,12 +134,7 @@ def math_to_mathml(tex: str, display: bool = False) -> str:
 
 
 class _CourseRenderer(IPythonRenderer):
-    """nbconvert's markdown renderer (raw HTML escaped, unsafe link protocols dropped), with math as MathML
-    and images only from the notebook itself (the cell's attachments, ``data:`` URIs)."""
-
-    def __init__(self, attachments: dict):
-        super().__init__(escape=True, allow_harmful_protocols=None, exclude_anchor_links=True,
-                         attachments=attachments)
+    """nbconvert's markdown renderer with math as MathML, and images only from the notebook itself."""
 
     def inline_math(self, body: str) -> str:
         return math_to_mathml(body)
@@ -151,19 +146,22 @@ class _CourseRenderer(IPythonRenderer):
         return math_to_mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
 
     def image(self, text: str, url: str, title: str | None = None) -> str:
+        """An image the cell holds (nbconvert embeds its attachments, mistune keeps only ``data:`` images);
+        any other is shown as its alt text."""
         try:
-            url = "".join(self._embed_image_or_attachment(url).split())
+            img = super().image(text, url, title)
         except InvalidNotebook:     # an attachment the cell does not hold
-            pass
-        if self.sanitize_url(url).startswith(self.GOOD_DATA_PROTOCOLS):
-            return super().image(text, url, title)
-        return f"<em>[{striptags(text) or 'image'}: not embedded]</em>"
+            img = ""
+        embedded = img.startswith('<img src="data:image/')
+        return img if embedded else f"<em>[{striptags(text) or 'image'}: not embedded]</em>"
 
 
 def markdown_to_html(source: str, attachments: dict | None = None) -> str:
     """Markdown with $...$ and $$...$$ math to HTML; math becomes MathML.  Raw HTML is escaped, links keep only
     safe protocols, and an image is shown only when the cell holds it (``attachments``), else as its alt text."""
-    return MarkdownWithMath(renderer=_CourseRenderer(attachments or {})).render(source)
+    renderer = _CourseRenderer(escape=True, allow_harmful_protocols=None, exclude_anchor_links=True,
+                               attachments=attachments or {})
+    return MarkdownWithMath(renderer=renderer).render(source)
 
 
 # ---- only what a page needs: ammonia's allowlist of HTML, and MathML -----------------------------------
@@ -193,14 +191,15 @@ def _clean(text: str) -> str:
 # ---- cells and outputs -----------------------------------------------------------------------------------
 
 def _figure(mime: str, data: str) -> str:
-    """An image output in a box that may scroll, a PNG at its physical size when it states its resolution (a
+    """An image output in a box that may scroll, at its physical size when it states its resolution (a PNG
     figure at 150 dpi is shown at 96 CSS px per inch, so 10-point text stays about 13 px)."""
     data = "".join(data.split())
-    width = ""
-    if mime == "image/png":
+    try:
         with Image.open(io.BytesIO(base64.b64decode(data))) as image:
-            if image.info.get("dpi"):
-                width = f' width="{round(image.width * 96 / image.info["dpi"][0])}"'
+            dpi = image.info.get("dpi", (0,))[0]
+            width = f' width="{round(image.width * 96 / dpi)}"' if dpi > 0 else ""
+    except (OSError, ValueError):   # an image Pillow does not read (SVG): shown at its own size
+        width = ""
     return f'<div class="fig"><img src="data:{mime};base64,{data}" alt="figure"{width}></div>'
 
 
