@@ -262,7 +262,7 @@ def title_and_objectives(nb, default: str) -> tuple[str, str]:
     return title, objectives
 
 
-def execute(path: Path, timeout: int = 300):
+def executed_notebook(path: Path, timeout: int = 300):
     """The notebook read from ``path`` and run top to bottom in its own folder (the file is not changed).
     The kernel's own log lines on stderr are dropped; a failing cell raises RuntimeError."""
     nb = nbformat.read(path, as_version=4)
@@ -339,7 +339,7 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Pa
     check_targets(out, [f"{p.stem}.html" for p in notebooks] + ["index.html"])
     pages, bodies = [], []
     for path in notebooks:
-        nb = execute(path, timeout)
+        nb = executed_notebook(path, timeout)
         try:
             pages.append((path.stem, *title_and_objectives(nb, path.stem)))
             bodies.append(notebook_body(nb))
