@@ -166,7 +166,7 @@ def test_a_bad_out_is_one_line_and_status_2_before_any_work(tmp_path, capsys, mo
     # figures (and the default check + figures) used to end in a FileExistsError traceback after the checks ran,
     # and --out '' built the site in the current folder
     import rope_ref.__main__ as cli
-    monkeypatch.setattr(cli, "_check", lambda args: pytest.fail("ran the checks before refusing --out"))
+    monkeypatch.setattr(cli, "_print_identity_table", lambda args: pytest.fail("ran the checks before refusing --out"))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "taken.txt").write_text("x")
     out = {"file": "taken.txt", "under a file": "taken.txt/sub", "empty": ""}[kind]
@@ -288,7 +288,7 @@ def _bad_out(tmp_path, kind):
 def test_an_impossible_out_is_one_line_and_status_2_before_any_work(tmp_path, monkeypatch, capsys, command, kind):
     # before: `figures --out /` wrote 24 files into /; /proc and /sys, loops and long names ended in tracebacks
     import rope_ref.__main__ as cli
-    monkeypatch.setattr(cli, "_check", lambda args: pytest.fail("ran the checks before refusing --out"))
+    monkeypatch.setattr(cli, "_print_identity_table", lambda args: pytest.fail("ran the checks before refusing --out"))
     out, words = _bad_out(tmp_path, kind)
     before = _listing(tmp_path)
     root_before = sorted(os.listdir("/"))

@@ -3,9 +3,8 @@
 Every file that :func:`~rope_ref.teaching.figures.write_all` and :func:`~rope_ref.teaching.site.build_site`
 write goes through :func:`write_atomically`: the bytes go to a temporary file in the target's own folder
 (``.NAME.XXXXXXXX.tmp``), are flushed to disk, and the temporary file is renamed over the target with
-:func:`os.replace`, which is atomic on POSIX and Windows.  A run killed at any moment therefore leaves each
-target either as it was (the old whole file) or as the new whole file; at worst a stray ``.NAME.*.tmp``
-file stays behind, which is safe to delete.
+:func:`os.replace` (atomic on POSIX and Windows).  A run killed at any moment leaves each target either the
+old whole file or the new whole file; at worst a stray ``.NAME.*.tmp`` file, safe to delete, stays behind.
 
 Symbolic links are refused, not followed: :func:`check_targets` raises a ``ValueError`` when a target's
 name is a symbolic link (or anything but a regular file), before anything is written.  Should a link
@@ -27,38 +26,22 @@ def check_targets(folder: Path | str, names) -> list[str]:
     ``names`` in it is a symbolic link or not a regular file.  Returns the names that exist (and will be
     replaced)."""
     folder = Path(folder)
-    try:
-        st = os.lstat(folder)
-    except FileNotFoundError:
-        return []
-    if stat.S_ISLNK(st.st_mode):
-        st = os.stat(folder)
-    if not stat.S_ISDIR(st.st_mode):
+    if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder} is not a folder")
-    existing = []
-    for name in names:
-        path = folder / name
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            continue
-        if stat.S_ISLNK(st.st_mode):
-            raise ValueError(f"{path} is a symbolic link; rope_ref neither writes through links nor replaces "
-                             "them: remove it or choose another folder")
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{path} exists and is not a regular file; remove it or choose another folder")
-        existing.append(name)
+    existing = [name for name in names if (folder / name).is_symlink() or (folder / name).exists()]
+    for name in existing:
+        if (folder / name).is_symlink():
+            raise ValueError(f"{folder / name} is a symbolic link; rope_ref neither writes through links nor "
+                             "replaces them: remove it or choose another folder")
+        if not (folder / name).is_file():
+            raise ValueError(f"{folder / name} exists and is not a regular file; remove it or choose another folder")
     return existing
 
 
 def _mode_for(path: Path) -> int:
     """The permission bits of the file being replaced, or those a new file gets under the umask."""
-    try:
-        st = os.lstat(path)
-        if stat.S_ISREG(st.st_mode):
-            return stat.S_IMODE(st.st_mode)
-    except FileNotFoundError:
-        pass
+    if path.is_file() and not path.is_symlink():
+        return stat.S_IMODE(path.stat().st_mode)
     umask = os.umask(0o022)
     os.umask(umask)
     return 0o666 & ~umask
@@ -83,9 +66,6 @@ def write_atomically(path: Path | str, data: bytes) -> Path:
         os.chmod(tmp, mode)
         os.replace(tmp, path)       # replaces a link itself, never its target
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        Path(tmp).unlink(missing_ok=True)
         raise
     return path

@@ -1,38 +1,39 @@
 """The course as static HTML that works offline: ``python -m rope_ref site --out DIR``.
 
-:func:`build_site` executes every notebook (nbclient) and writes ``index.html`` (the order,
-learning objectives, links) and one page per notebook.  Pages load nothing from the network:
+:func:`build_site` executes every notebook (nbclient) and writes ``index.html`` (the order, learning
+objectives, links) and one page per notebook.  The pages load nothing from the network and hold no script:
 
-* math (``$...$``, ``$$...$$``) is pre-rendered to MathML (latex2mathml), which the browser draws;
-* figures and the first image of every slider view are embedded as ``data:`` URIs (the sliders'
-  box carries an ``image/png`` next to its widget view, see :class:`~.widgets.SliderApp`);
-* the only style is a ``<style>`` block in each page; there are no scripts at all, whatever a notebook
-  holds: raw HTML in markdown is escaped, HTML outputs are shown as text, SVG only as an image, and every
-  piece of HTML passes an allowlist of tags and attributes (:class:`_Sanitizer`); images are embedded
-  only when the notebook itself holds them (outputs, cell attachments), never from a file path or URL;
-* figures keep their physical size (wide ones may use the whole window and scroll), long outputs wrap;
-* solutions (cells tagged ``solution``) are collapsed in ``<details>``; exercises (tagged
-  ``exercise``) are framed.
+* math (``$...$``, ``$$...$$``, found by nbconvert's markdown-with-math parser) is MathML (latex2mathml);
+* figures, and the strip of frames every slider view carries next to its widget (see
+  :class:`~.widgets.SliderApp`), are embedded as ``data:`` URIs, never read from a file path or URL;
+* raw HTML in markdown is escaped, HTML outputs are shown as text, SVG only as an image, and each page
+  body passes an allowlist of tags and attributes (:func:`_clean`); the only style is the page's own;
+* solutions (cells tagged ``solution``) are folded in ``<details>``; exercises (``exercise``) framed.
 
-The builder reads only cell types, tags and outputs, the first ``# `` heading (the title) and the
-markdown cell that starts with ``## Learning objectives``; nothing else about the notebooks.
+nbconvert's HTML exporter is not used: its templates load MathJax and require.js from the network and
+emit ``<script>`` for widgets, and a template that keeps the promises above overrides the block of
+every cell and output kind, no shorter than the functions here.  Of a notebook the builder reads only
+cell types, tags, outputs, the first ``# `` heading (the title) and the ``## Learning objectives`` cell.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import io
 import re
-import struct
 import subprocess
-from html.parser import HTMLParser
 from pathlib import Path
 
 import latex2mathml.converter
-import mistune
 import nbformat
+import nh3
+from mistune.util import striptags
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+from nbconvert.filters import strip_ansi
+from nbconvert.filters.markdown_mistune import InvalidNotebook, IPythonRenderer, MarkdownWithMath
+from PIL import Image
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
@@ -75,20 +76,15 @@ PAGE = """<!DOCTYPE html>
 {nav}</body></html>
 """
 
-# Raw HTML in markdown is escaped (shown as text), never passed through; see also _Sanitizer.
-_markdown = mistune.create_markdown(escape=True, plugins=["strikethrough", "table"])
-# Code first, so a $ inside code stays a $; then display math, then inline math (not across a blank line).
-_CODE_OR_MATH = re.compile(r"(```.*?```|`[^`\n]*`)|\$\$(.+?)\$\$|(?<![\\$])\$((?:[^$\n]|\n(?!\n))+?)\$", re.S)
-
 # ---- MathML that reads like TeX: fences that stretch, thin spaces around function names ----------------
 
 _FUNCTIONS = ("arccos|arcsin|arctan|arg|cosh|cos|cot|csc|det|dim|exp|gcd|inf|lim|ln|log|max|min|mod|sec|sinh|sin|"
               "sup|tanh|tan")
-_FUNCTION_MI = re.compile(rf"<mi>(?:{_FUNCTIONS})</mi>")
+_FUNCTION = rf"<mi>(?:{_FUNCTIONS})</mi>"
+_AFTER_OPERAND = "|".join(f"(?<=</{tag}>)" for tag in "mi mn msub msup msubsup mrow mfrac msqrt mtext".split())
+_NOT_SCRIPT_BASE = "".join(f"(?<!<{tag}>)" for tag in "msub msup msubsup munder mover munderover".split())
+_OPEN_FENCE = r'<mo(?: stretchy="false")?>(?:&#x00028;|&#x0005B;|&#x0007B;|\(|\[)</mo>'
 _THIN = '<mspace width="0.1667em"></mspace>'
-_OPEN_FENCE = re.compile(r'<mo(?: stretchy="false")?>(?:&#x00028;|&#x0005B;|&#x0007B;|\(|\[)</mo>')
-
-
 _MATRIX_FENCES = {("&#x00028;", "&#x00029;"): "paren", ("&#x0005B;", "&#x0005D;"): "bracket",
                   ("&#x0007C;", "&#x0007C;"): "vbar", ("&#x02016;", "&#x02016;"): "vvbar"}
 _MATRIX = re.compile(r"<mo>([^<]*)</mo><mtable>((?:(?!<mtable>).)*?)</mtable><mo>([^<]*)</mo>", re.S)
@@ -118,21 +114,11 @@ def _space_functions(mathml: str) -> str:
     and after it unless an opening bracket or the end of the group follows; the base of a script
     (``\\cos^2``) gets none, as the script element must keep exactly its children.
     """
-    out, pos = [], 0
-    for match in _FUNCTION_MI.finditer(mathml):
-        before, after = mathml[:match.start()], mathml[match.end():]
-        out.append(mathml[pos:match.start()])
-        pos = match.end()
-        if re.search(r"<(msub|msup|msubsup|munder|mover|munderover)>$", before):
-            out.append(match.group(0))
-            continue
-        lead = _THIN if re.search(r"</(mi|mn|msub|msup|msubsup|mrow|mfrac|msqrt|mtext)>$", before) else ""
-        trail = "" if (_OPEN_FENCE.match(after) or after.startswith("</")) else _THIN
-        out.append(lead + match.group(0) + trail)
-    out.append(mathml[pos:])
+    mathml = re.sub(rf"(?:{_AFTER_OPERAND})(?={_FUNCTION})", _THIN, mathml)
+    mathml = re.sub(rf"{_NOT_SCRIPT_BASE}({_FUNCTION})(?!</|{_OPEN_FENCE})", rf"\1{_THIN}", mathml)
     # \cos^2 x: a thin space after the script whose base is a function name, before an operand
     return re.sub(rf"(<msup><mi>(?:{_FUNCTIONS})</mi><mn>[^<]*</mn></msup>)(?=<mi>|<mn>|<msub>|<msup>)",
-                  rf"\1{_THIN}", "".join(out))
+                  rf"\1{_THIN}", mathml)
 
 
 def math_to_mathml(tex: str, display: bool = False) -> str:
@@ -144,194 +130,123 @@ def math_to_mathml(tex: str, display: bool = False) -> str:
     unknown = re.findall(r">(\\[A-Za-z]+)<", mathml)    # a command latex2mathml does not know is left as text
     if unknown:
         raise ValueError(f"cannot render the math {tex.strip()!r} as MathML: unknown command(s) {unknown}")
-    return _Sanitizer.clean(_space_functions(_stretch_fences(mathml)))
+    return _clean(_space_functions(_stretch_fences(mathml)))
 
 
-def markdown_to_html(source: str) -> str:
-    """Markdown with $...$ and $$...$$ math to HTML; math becomes MathML.  Raw HTML is escaped, and the
-    result keeps only the tags and attributes :class:`_Sanitizer` allows (no scripts, no event handlers,
-    no ``javascript:`` links, images only from ``data:`` URIs)."""
-    maths = []
+class _CourseRenderer(IPythonRenderer):
+    """nbconvert's markdown renderer with math as MathML, and images only from the notebook itself."""
 
-    def protect(match):
-        if match.group(1):
-            return match.group(1)
-        maths.append(math_to_mathml(match.group(2) or match.group(3), display=match.group(2) is not None))
-        return f"MATHPLACEHOLDER{len(maths) - 1}END"
+    def inline_math(self, body: str) -> str:
+        return math_to_mathml(body)
 
-    text = _markdown(_CODE_OR_MATH.sub(protect, source))
-    return _Sanitizer.clean(re.sub(r"MATHPLACEHOLDER(\d+)END", lambda m: maths[int(m.group(1))], text))
+    def block_math(self, body: str) -> str:
+        return math_to_mathml(body, display=True)
 
+    def latex_environment(self, name: str, body: str) -> str:
+        return math_to_mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
 
-# ---- only what a page needs: an allowlist of tags and attributes --------------------------------------
-
-class _Sanitizer(HTMLParser):
-    """Rebuilds HTML keeping only allowed tags and attributes.  Dropped with their content: scripts,
-    styles, frames, objects, forms, inline SVG.  Dropped alone (their text kept): any other tag.  Links
-    keep only http(s), mailto, ``#`` and relative targets; images only ``data:image/...`` sources (what
-    the notebook itself produced), others become their alt text."""
-
-    TAGS = set("""a abbr b blockquote br code del details div em h1 h2 h3 h4 h5 h6 hr i img li nav ol p pre
-        s span strong sub summary sup table tbody td th thead tr ul
-        math semantics annotation mrow mi mn mo ms mtext mspace msub msup msubsup mfrac msqrt mroot mtable
-        mtr mtd mover munder munderover mstyle mpadded mphantom menclose merror mmultiscripts mprescripts
-        none""".split())
-    DROP_WITH_CONTENT = {"script", "style", "iframe", "frame", "frameset", "object", "embed", "applet",
-                         "template", "noscript", "svg", "form", "textarea", "select", "button", "title",
-                         "head", "link", "meta", "base", "audio", "video", "canvas", "xmp", "plaintext"}
-    VOID = {"br", "hr", "img", "mspace", "mprescripts", "none"}
-    ATTRS = set("""class alt title colspan rowspan align width height display xmlns mathvariant stretchy
-        fence separator lspace rspace columnalign rowalign columnspacing rowspacing columnlines rowlines
-        frame depth minsize maxsize accent accentunder linethickness movablelimits symmetric form notation
-        displaystyle scriptlevel encoding largeop voffset open close href src""".split())
-    IMAGE_SRC = re.compile(r"data:image/(png|jpeg|gif|webp|svg\+xml);base64,[A-Za-z0-9+/=\s]*$", re.I)
-    SAFE_HREF = re.compile(r"(https?:|mailto:|#)|[^:]*([/?#]|$)", re.I)
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.out, self.skip = [], 0
-
-    @classmethod
-    def clean(cls, text: str) -> str:
-        parser = cls()
-        parser.feed(text)
-        parser.close()
-        return "".join(parser.out)
-
-    def _attrs(self, tag, attrs):
-        kept = []
-        for name, value in attrs:
-            value = "" if value is None else value
-            if name not in self.ATTRS:
-                continue
-            if name == "href" and not self.SAFE_HREF.match(value.strip()):
-                continue
-            if name == "src" and not (tag == "img" and self.IMAGE_SRC.match(value.strip())):
-                return None
-            kept.append(f' {name}="{html.escape(value, quote=True)}"')
-        return "".join(kept)
-
-    def handle_starttag(self, tag, attrs, closed=False):
-        if tag in self.DROP_WITH_CONTENT:
-            self.skip += tag not in self.VOID and not closed
-            return
-        if self.skip or tag not in self.TAGS:
-            return
-        kept = self._attrs(tag, attrs)
-        if kept is None or (tag == "img" and " src=" not in kept):     # an image from elsewhere: its alt text
-            alt = dict(attrs).get("alt") or "image"
-            self.out.append(f"<em>[{html.escape(alt)}: not embedded]</em>")
-            return
-        self.out.append(f"<{tag}{kept}>" if tag not in self.VOID or tag in ("br", "hr", "img")
-                        else f"<{tag}{kept}></{tag}>")
-
-    def handle_startendtag(self, tag, attrs):
-        self.handle_starttag(tag, attrs, closed=True)
-
-    def handle_endtag(self, tag):
-        if tag in self.DROP_WITH_CONTENT:
-            self.skip = max(0, self.skip - 1)
-            return
-        if self.skip or tag not in self.TAGS or tag in self.VOID:
-            return
-        self.out.append(f"</{tag}>")
-
-    def handle_data(self, data):
-        if not self.skip:
-            self.out.append(html.escape(data, quote=False))
+    def image(self, text: str, url: str, title: str | None = None) -> str:
+        """An image the cell holds (nbconvert embeds its attachments, mistune keeps only ``data:`` images);
+        any other is shown as its alt text."""
+        try:
+            img = super().image(text, url, title)
+        except InvalidNotebook:     # an attachment the cell does not hold
+            img = ""
+        embedded = img.startswith('<img src="data:image/')
+        return img if embedded else f"<em>[{striptags(text) or 'image'}: not embedded]</em>"
 
 
-def _embed_attachments(source: str, attachments: dict) -> str:
-    """Markdown ``![alt](attachment:NAME)`` (an image stored in the notebook cell) as a data: URI.  Images
-    from files or the network are not embedded (the sanitizer turns them into their alt text)."""
-    def embed(match):
-        bundle = attachments.get(match.group(2), {})
-        mime, data = next(((m, d) for m, d in bundle.items() if m.startswith("image/")), ("", ""))
-        if not mime:
-            return match.group(0)
-        data = "".join(data) if isinstance(data, list) else data
-        return f'{match.group(1)}data:{mime};base64,{"".join(data.split())})'
-    return re.sub(r"(!\[[^\]]*\]\(\s*)attachment:([^)\s]+)\)", embed, source)
+def markdown_to_html(source: str, attachments: dict | None = None) -> str:
+    """Markdown with $...$ and $$...$$ math to HTML; math becomes MathML.  Raw HTML is escaped, links keep only
+    safe protocols, and an image is shown only when the cell holds it (``attachments``), else as its alt text."""
+    renderer = _CourseRenderer(escape=True, allow_harmful_protocols=None, exclude_anchor_links=True,
+                               attachments=attachments or {})
+    return MarkdownWithMath(renderer=renderer).render(source)
 
 
-def _png_width(data: bytes) -> str:
-    """' width="W"': the PNG's width in CSS pixels from its pHYs resolution (a figure at 150 dpi is shown at
-    its physical size, 96 CSS px per inch, so 10-point text stays about 13 px); '' if unknown."""
-    if data[:8] != b"\x89PNG\r\n\x1a\n" or len(data) < 24:
-        return ""
-    width = struct.unpack(">I", data[16:20])[0]
-    phys = data.find(b"pHYs")
-    if phys < 0 or len(data) < phys + 13:
-        return ""
-    ppu, _, unit = struct.unpack(">IIB", data[phys + 4:phys + 13])
-    if unit != 1 or ppu == 0:
-        return ""
-    return f' width="{round(width * 96 / (ppu * 0.0254))}"'
+# ---- only what a page needs: ammonia's allowlist of HTML, and MathML -----------------------------------
+
+MATHML_TAGS = set("""math semantics annotation mrow mi mn mo ms mtext mspace msub msup msubsup mfrac msqrt mroot mtable
+    mtr mtd mover munder munderover mstyle mpadded mphantom menclose merror mmultiscripts mprescripts none""".split())
+MATHML_ATTRIBUTES = set("""display xmlns mathvariant stretchy fence separator lspace rspace columnalign rowalign
+    columnspacing rowspacing columnlines rowlines frame depth width height minsize maxsize accent accentunder
+    linethickness movablelimits symmetric form notation displaystyle scriptlevel encoding largeop voffset""".split())
 
 
-def _png(data: str) -> str:
+def _embedded_images_only(tag: str, attribute: str, value: str) -> str | None:
+    """An image's source only as a ``data:image/...`` URI (what the notebook holds); no ``data:`` link."""
+    if attribute == "src":
+        return value if tag == "img" and value.startswith("data:image/") else None
+    return None if value.lstrip().lower().startswith("data:") else value
+
+
+def _clean(text: str) -> str:
+    """HTML with only allowed tags and attributes (nh3's defaults, MathML, classes): scripts and styles dropped
+    with their content, links only to http(s), mailto and relative targets, images only from ``data:`` URIs."""
+    return nh3.clean(text, tags=nh3.ALLOWED_TAGS | MATHML_TAGS, link_rel=None, attribute_filter=_embedded_images_only,
+                     attributes={**nh3.ALLOWED_ATTRIBUTES, "*": MATHML_ATTRIBUTES | {"class", "title"}},
+                     url_schemes={"http", "https", "mailto", "data"})
+
+
+# ---- cells and outputs -----------------------------------------------------------------------------------
+
+def _figure(mime: str, data: str) -> str:
+    """An image output in a box that may scroll, at its physical size when it states its resolution (a PNG
+    figure at 150 dpi is shown at 96 CSS px per inch, so 10-point text stays about 13 px)."""
     data = "".join(data.split())
     try:
-        width = _png_width(base64.b64decode(data[:4096] + "=" * (-len(data[:4096]) % 4)))
-    except (ValueError, struct.error):
+        with Image.open(io.BytesIO(base64.b64decode(data))) as image:
+            dpi = image.info.get("dpi", (0,))[0]
+            width = f' width="{round(image.width * 96 / dpi)}"' if dpi > 0 else ""
+    except (OSError, ValueError):   # an image Pillow does not read (SVG): shown at its own size
         width = ""
-    return f'<div class="fig"><img src="data:image/png;base64,{data}" alt="figure"{width}></div>'
+    return f'<div class="fig"><img src="data:{mime};base64,{data}" alt="figure"{width}></div>'
 
 
 def output_to_html(output) -> str:
     """One code-cell output as HTML: images inline, math as MathML, text escaped.  Raw HTML outputs are
     shown by their plain-text form (or escaped); SVG only as an image (where scripts never run)."""
     if output.output_type == "stream":
-        return f'<pre class="out {html.escape(output.name)}">{html.escape(_strip_ansi(output.text))}</pre>'
+        return f'<pre class="out {html.escape(output.name)}">{html.escape(strip_ansi(output.text))}</pre>'
     if output.output_type == "error":
-        return f'<pre class="out stderr">{html.escape(_strip_ansi(chr(10).join(output.traceback)))}</pre>'
+        return f'<pre class="out stderr">{html.escape(strip_ansi(chr(10).join(output.traceback)))}</pre>'
     data = output.get("data", {})
     if "image/png" in data:
-        return _png(data["image/png"])
+        return _figure("image/png", data["image/png"])
     if "image/svg+xml" in data:
-        svg = data["image/svg+xml"]
-        svg = "".join(svg) if isinstance(svg, list) else svg
-        return (f'<div class="fig"><img src="data:image/svg+xml;base64,{base64.b64encode(svg.encode()).decode()}"'
-                ' alt="figure"></div>')
+        return _figure("image/svg+xml", base64.b64encode(data["image/svg+xml"].encode()).decode())
     if WIDGET in data:      # a widget that carries no image needs a live kernel
         return '<p class="out"><em>(interactive view: open the notebook in JupyterLab to use it)</em></p>'
     if "text/latex" in data:
         return math_to_mathml(data["text/latex"].strip().strip("$"), display=True)
     if "text/markdown" in data:
         return markdown_to_html(data["text/markdown"])
-    if "text/plain" in data:
-        return f'<pre class="out">{html.escape(_strip_ansi(data["text/plain"]))}</pre>'
-    if "text/html" in data:     # no plain form: show the HTML as text, never as markup
-        return f'<pre class="out">{html.escape(data["text/html"])}</pre>'
-    return ""
+    text = data.get("text/plain", data.get("text/html"))     # HTML without a plain form: shown as text
+    return "" if text is None else f'<pre class="out">{html.escape(strip_ansi(text))}</pre>'
 
 
-def _strip_ansi(text: str) -> str:
-    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
-
-
-def cell_to_html(cell, folder: Path) -> str:
+def cell_to_html(cell) -> str:
+    """A markdown or code cell (code highlighted, then its outputs) as HTML; an exercise framed."""
     if cell.cell_type == "markdown":
-        text = markdown_to_html(_embed_attachments(cell.source, cell.get("attachments", {})))
+        text = markdown_to_html(cell.source, cell.get("attachments"))
     elif cell.cell_type == "code":
         text = highlight(cell.source, PythonLexer(), HtmlFormatter()) + "".join(map(output_to_html, cell.outputs))
     else:
         return ""
-    tags = cell.metadata.get("tags", [])
-    return f'<div class="exercise">{text}</div>' if "exercise" in tags else text
+    return f'<div class="exercise">{text}</div>' if "exercise" in cell.metadata.get("tags", []) else text
 
 
-def notebook_body(nb, folder: Path) -> str:
+def notebook_body(nb) -> str:
     """Every cell in order; each run of consecutive solution cells folded into one <details>."""
     parts, solution = [], []
     for cell in nb.cells + [nbformat.v4.new_raw_cell()]:       # the raw cell closes a last solution run
         if "solution" in cell.metadata.get("tags", []):
-            solution.append(cell_to_html(cell, folder))
+            solution.append(cell_to_html(cell))
             continue
         if solution:
             parts.append('<details class="solution"><summary>Solution</summary>' + "".join(solution) + "</details>")
             solution = []
-        parts.append(cell_to_html(cell, folder))
+        parts.append(cell_to_html(cell))
     return "\n".join(parts)
 
 
@@ -339,9 +254,7 @@ def title_and_objectives(nb, default: str) -> tuple[str, str]:
     """The first '# ' heading, and the objectives cell without its heading, as HTML ('' if absent)."""
     title, objectives = default, ""
     for cell in nb.cells:
-        if cell.cell_type != "markdown":
-            continue
-        lines = cell.source.strip().splitlines()
+        lines = cell.source.strip().splitlines() if cell.cell_type == "markdown" else []
         if title == default and lines and lines[0].startswith("# "):
             title = lines[0][2:].strip()
         if not objectives and lines and lines[0].strip().startswith(OBJECTIVES):
@@ -349,7 +262,7 @@ def title_and_objectives(nb, default: str) -> tuple[str, str]:
     return title, objectives
 
 
-def execute(path: Path, timeout: int = 300):
+def executed_notebook(path: Path, timeout: int = 300):
     """The notebook read from ``path`` and run top to bottom in its own folder (the file is not changed).
     The kernel's own log lines on stderr are dropped; a failing cell raises RuntimeError."""
     nb = nbformat.read(path, as_version=4)
@@ -361,11 +274,19 @@ def execute(path: Path, timeout: int = 300):
     return nb
 
 
+# ---- the pages -------------------------------------------------------------------------------------------
+
+def _page(title: str, body: str, nav: str = "") -> bytes:
+    """A whole page: its body cleaned (:func:`_clean`), the page's own style, no script."""
+    return PAGE.format(title=html.escape(title), css=CSS, nav=nav, body=_clean(body)).encode("utf-8")
+
+
 def _nav(pages, i: int) -> str:
     """Links to the previous page, the overview and the next page."""
     def link(j, text):
         return f'<a href="{pages[j][0]}.html">{text}</a>' if 0 <= j < len(pages) else "<span></span>"
-    return f'<nav>{link(i - 1, "&larr; previous")}<a href="index.html">course overview</a>{link(i + 1, "next &rarr;")}</nav>'
+    links = [link(i - 1, "&larr; previous"), '<a href="index.html">course overview</a>', link(i + 1, "next &rarr;")]
+    return f'<nav>{"".join(links)}</nav>'
 
 
 def _inline(title: str) -> str:
@@ -374,12 +295,13 @@ def _inline(title: str) -> str:
     return "".join(math_to_mathml(p) if i % 2 else html.escape(p, quote=False) for i, p in enumerate(parts))
 
 
-def index_html(pages) -> str:
+def index_html(pages) -> bytes:
     """The overview: every notebook in the given order, with its title, file and learning objectives."""
     rows = []
     for number, (stem, title, objectives) in enumerate(pages, 1):
         rows.append(f'<tr><td>{number}</td>'
-                    f'<td><a href="{stem}.html">{_inline(title)}</a><br><code>notebooks/{html.escape(stem)}.ipynb</code></td>'
+                    f'<td><a href="{stem}.html">{_inline(title)}</a><br>'
+                    f'<code>notebooks/{html.escape(stem)}.ipynb</code></td>'
                     f"<td>{objectives or '<em>(no learning objectives given)</em>'}</td></tr>")
     body = ("<h1>RoPE from the paper to your kernel: the course</h1>"
             "<p>RoFormer (arXiv:2104.09864), section 3, with the NumPy reference implementation "
@@ -389,7 +311,7 @@ def index_html(pages) -> str:
             "Solutions are folded: click <em>Solution</em> to open one. To move the sliders, run the notebooks in "
             "JupyterLab.</p>"
             "<table><tr><th>#</th><th>notebook</th><th>learning objectives</th></tr>" + "".join(rows) + "</table>")
-    return PAGE.format(title="rope_ref course", css=CSS, nav="", body=body)
+    return _page("rope_ref course", body)
 
 
 def course_notebooks(folder: Path | str) -> list[Path]:
@@ -414,19 +336,16 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Pa
     missing = [str(p) for p in notebooks if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"build_site: notebook(s) not found: {', '.join(missing)}")
-    names = [f"{p.stem}.html" for p in notebooks] + ["index.html"]
-    check_targets(out, names)
+    check_targets(out, [f"{p.stem}.html" for p in notebooks] + ["index.html"])
     pages, bodies = [], []
     for path in notebooks:
-        nb = execute(path, timeout)
+        nb = executed_notebook(path, timeout)
         try:
-            title, objectives = title_and_objectives(nb, path.stem)
-            bodies.append(notebook_body(nb, path.parent))
+            pages.append((path.stem, *title_and_objectives(nb, path.stem)))
+            bodies.append(notebook_body(nb))
         except ValueError as exc:
             raise RuntimeError(f"notebook {path.name}: {exc}") from exc
-        pages.append((path.stem, title, objectives))
     out.mkdir(parents=True, exist_ok=True)
     for i, ((stem, title, _), body) in enumerate(zip(pages, bodies)):
-        page = PAGE.format(title=html.escape(title.replace("$", "")), css=CSS, nav=_nav(pages, i), body=body)
-        write_atomically(out / f"{stem}.html", page.encode("utf-8"))
-    return write_atomically(out / "index.html", index_html(pages).encode("utf-8"))
+        write_atomically(out / f"{stem}.html", _page(title.replace("$", ""), body, _nav(pages, i)))
+    return write_atomically(out / "index.html", index_html(pages))
