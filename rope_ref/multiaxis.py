@@ -72,7 +72,8 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
                     f"sections={[s_t, s_h, s_w]} cannot be interleaved over rotary_dim/2 = {n} pairs: "
                     f"{MROPE_AXES[a]} would need pairs {a}, {a + 3}, ..., {a + 3 * (s - 1)} "
                     f"(expected {MROPE_AXES[a]}'s section s with {a} + 3*(s-1) < {n})")
-    axis = (interleaved_assignment if interleaved else blocks_assignment)((s_t, s_h, s_w))
+    assign_axes, _ = MROPE_LAYOUTS["interleaved" if interleaved else "blocks"]
+    axis = assign_axes((s_t, s_h, s_w))
     matrix = np.zeros((n, 3))
     matrix[np.arange(n), axis] = frequencies(rotary_dim, base)
     return matrix
@@ -92,6 +93,14 @@ def interleaved_assignment(sections) -> np.ndarray:
         idx = np.arange(a, n_axes * sections[a], n_axes)
         axis[idx[idx < n]] = a
     return axis
+
+
+#: The M-RoPE layouts: name -> (axis of each pair from the sections, what the layout is).  Adding a layout is one
+#: entry here: :func:`mrope_frequencies` builds it and :func:`rope_ref.identify` recognises and names it.
+MROPE_LAYOUTS = {
+    "blocks": (blocks_assignment, "contiguous sections in axis order, as Qwen2-VL / Qwen2.5-VL"),
+    "interleaved": (interleaved_assignment, "axes interleaved pair by pair, as Qwen3-VL's mrope_interleaved"),
+}
 
 
 @val.suggest_keywords

@@ -16,7 +16,8 @@ from rope_ref import multiaxis
 from rope_ref.kernel_check import analyse, assertions, axes_compare, axes_probe, axes_spec
 from rope_ref.kernel_check.axes_compare import assert_axes_match, compare_axes
 from rope_ref.kernel_check.axes_probe import identify_axes, min_rows
-from rope_ref.kernel_check.axes_spec import AxesSpec, blocks_assignment, interleaved_assignment
+from rope_ref.kernel_check.axes_spec import AxesSpec
+from rope_ref.multiaxis import blocks_assignment, interleaved_assignment
 
 
 # ---- kernels ---------------------------------------------------------------------------------------
@@ -191,6 +192,18 @@ def test_qwen2vl_blocks_are_measured_to_float64():
     assert rel_err(spec.inv_freq, qwen2vl_matrix()) < 1e-13
     assert spec.axis_of_pair.tolist() == [0] * 16 + [1] * 24 + [2] * 24
     assert "sections t/h/w = 16/24/24 pairs, layout blocks" in str(spec)
+
+
+def test_a_layout_is_one_entry_of_mrope_layouts(monkeypatch):
+    # axes in reverse order (w, h, then t): a layout no model uses, registered for this test only
+    def reverse(sections):
+        return np.repeat(np.arange(len(sections))[::-1], sections[::-1])
+    monkeypatch.setitem(multiaxis.MROPE_LAYOUTS, "reversed", (reverse, "w, h, t blocks"))
+    freqs = np.zeros((32, 3))
+    freqs[np.arange(32), [2] * 12 + [1] * 12 + [0] * 8] = 10000.0 ** (-np.arange(32) / 32)   # written out by hand
+    spec = identify_axes(lambda x, p: rr.rotate(x, p, inv_freq=freqs, pairing="half"), 64, 3)
+    assert (spec.form, spec.sections, spec.mrope_layout) == ("M-RoPE", (8, 12, 12), "reversed")
+    assert "layout reversed (w, h, t blocks)" in str(spec)
 
 
 def test_qwen3vl_interleaved_is_named():

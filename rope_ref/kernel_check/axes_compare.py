@@ -10,14 +10,15 @@ import numpy as np
 from .. import _validate as val
 from ..multiaxis import mrope_frequencies
 from .axes_probe import identify_axes
-from .axes_spec import LAYOUTS, MAX_POSITION, AxesSpec, classify, runs, show_shifts
+from ..multiaxis import MROPE_LAYOUTS
+from .axes_spec import MAX_POSITION, AxesSpec, classify, runs, show_shifts
 from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
 from .tolerances import FREQ_ULPS, MAX_BYTES
 
 
 def _describe_layout(layout, axis, names):
     if layout:
-        return f"{layout} ({LAYOUTS[layout]})"
+        return f"{layout} ({MROPE_LAYOUTS[layout][1]})"
     return f"neither blocks nor interleaved ({runs(axis, names)})"
 
 
@@ -54,7 +55,7 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
 
 def _check_matrix(want, axes):
     """The expected matrix: finite reals of shape (rotary_dim/2, axes) ((rotary_dim/2,) for one axis)."""
-    want = val.check_real_values(want, "inv_freq")
+    want = val.check_finite(val.check_real_array(want, "inv_freq").astype(np.float64), "inv_freq")
     if want.ndim == 1 and axes == 1:
         want = want[:, None]
     if want.ndim != 2 or want.shape[1] != axes:
@@ -145,9 +146,9 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
         if axes != 3:
             raise ValueError(f"sections= describes M-RoPE's three axes (t, h, w), got axes={axes}: pass inv_freq= "
                              "(rotary_dim/2, axes) for other layouts")
-        if layout not in (None, *LAYOUTS):
+        if layout not in (None, *MROPE_LAYOUTS):
             raise ValueError(f"layout must be 'blocks' or 'interleaved', got {layout!r}"
-                             f"{val.closest_name(str(layout), tuple(LAYOUTS))}")
+                             f"{val.closest_name(str(layout), tuple(MROPE_LAYOUTS))}")
         inv_freq = mrope_frequencies(rotary_dim or d, sections, base=10000.0 if base is None else base,
                                      interleaved=layout == "interleaved")
     spec = identify_axes(raising_as("fn", fn), d, axes, seq=seq, seed=seed, max_position=max_position,

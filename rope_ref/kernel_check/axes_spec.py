@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..multiaxis import blocks_assignment, interleaved_assignment
+from ..multiaxis import MROPE_LAYOUTS
 from .naming import geometric_base
 from .spec import ProbeSpec, show_number
 from .tolerances import FREQ_ULPS
@@ -19,9 +19,6 @@ MAX_AXES = 16
 MAX_POSITION = 4096
 #: Axis names shown when none are given: transformers' M-RoPE order (t, h, w) and a grid's (h, w).
 DEFAULT_AXIS_NAMES = {1: ("p",), 2: ("h", "w"), 3: ("t", "h", "w")}
-#: What each layout is, for the reports.
-LAYOUTS = {"blocks": "contiguous sections in axis order, as Qwen2-VL / Qwen2.5-VL",
-           "interleaved": "axes interleaved pair by pair, as Qwen3-VL's mrope_interleaved"}
 
 
 @dataclass
@@ -56,7 +53,7 @@ class AxesSpec(ProbeSpec):
         lines = [f"{form} over {self.axes} {'axis' if self.axes == 1 else 'axes'} ({names}): pairing={self.pairing} "
                  f"rotary_dim={self.rotary_dim}{start}{base} norm_scale={show_number(self.norm_scale)}"]
         if self.sections is not None:
-            layout = (f", layout {self.mrope_layout} ({LAYOUTS[self.mrope_layout]})" if self.mrope_layout
+            layout = (f", layout {self.mrope_layout} ({MROPE_LAYOUTS[self.mrope_layout][1]})" if self.mrope_layout
                       else "")
             lines.append(f"sections {names} = {'/'.join(map(str, self.sections))} pairs{layout}; "
                          f"pairs by axis: {runs(self.axis_of_pair, self.axis_names)}")
@@ -129,8 +126,8 @@ def classify(freqs, nonzero=None):
     theta = np.abs(freqs[np.arange(len(axis)), axis])
     if not np.all(np.diff(theta) < 0):
         return "axial", axis, sections, None
-    layout = ("blocks" if np.array_equal(axis, blocks_assignment(sections)) else
-              "interleaved" if np.array_equal(axis, interleaved_assignment(sections)) else None)
+    layout = next((name for name, (assign_axes, _) in MROPE_LAYOUTS.items()
+                   if np.array_equal(axis, assign_axes(sections))), None)
     return "M-RoPE", axis, sections, layout
 
 
