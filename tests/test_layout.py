@@ -1,6 +1,7 @@
 """The architecture holds: the oracle imports without the teaching layer's dependencies."""
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,3 +90,12 @@ def test_no_public_name_is_also_a_module():
                         if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")}
     clash = publics & modules
     assert not clash, clash
+
+
+def test_the_architecture_page_names_every_module():
+    # docs/architecture.md is the map for the next maintainer: a module it does not name is a room off the map
+    page = (PKG.parent / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"`([\w<>]+)(?:\.py|/)?`", page))
+    modules = {p.stem for p in PKG.rglob("*.py") if p.stem != "__init__"} | {"kernel_check", "teaching"}
+    missing = {m for m in modules if m not in named and not (m.startswith("exercises_") and "exercises_<topic>" in named)}
+    assert not missing, missing
