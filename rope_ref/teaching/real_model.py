@@ -70,8 +70,9 @@ class SmolLM2:
         self.eps = float(meta["llama.attention.layer_norm_rms_epsilon"])
         self.pairing = "interleaved"
         self.rope = functools.partial(rotate, base=self.base, pairing=self.pairing)
+        self.tokens = list(meta["tokenizer.ggml.tokens"])            # the GGUF's vocabulary: id -> token string
+        self.vocab = len(self.tokens)
         self.tokenizer = _bpe_tokenizer(meta)
-        self.vocab = len(meta["tokenizer.ggml.tokens"])
 
     def tokenize(self, text: str) -> np.ndarray:
         """Token ids ``(seq,)`` of ``text``, by the GGUF's byte-level BPE (no BOS added, as the GGUF says)."""
