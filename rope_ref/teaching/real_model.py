@@ -151,14 +151,14 @@ class SmolLM2:
 
 
 def _bpe_tokenizer(meta: dict):
-    """The GGUF's tokenizer (model gpt2, pre-tokenizer smollm) as a Hugging Face ``tokenizers`` byte-level BPE:
-    single digits split off, then GPT-2's byte-level split; control tokens (type 3) kept whole."""
+    """The GGUF's tokenizer (model gpt2, pre-tokenizer smollm) as a Hugging Face ``tokenizers`` byte-level BPE with
+    GPT-2's split; control tokens (type 3) kept whole.  (smollm also splits digits apart: no token in the vocabulary
+    holds two, so the BPE does it.)"""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     tokens = meta["tokenizer.ggml.tokens"]
     merges = [tuple(merge.split(" ", 1)) for merge in meta["tokenizer.ggml.merges"]]
     tokenizer = Tokenizer(models.BPE({token: i for i, token in enumerate(tokens)}, merges))
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
-                                                       pre_tokenizers.ByteLevel(add_prefix_space=False)])
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.add_special_tokens([t for t, kind in zip(tokens, meta["tokenizer.ggml.token_type"]) if kind == 3])
     return tokenizer

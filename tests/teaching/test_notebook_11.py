@@ -72,8 +72,9 @@ def test_intro_states_the_models_settings(model):
     assert "540 MB of float32" in t
     nbytes = model.embedding.nbytes + sum(w.nbytes for block in model.blocks for w in block.values())
     assert round(nbytes / 1e6, -1) == 540
-    lines = inspect.getsource(rm.SmolLM2._blocks).strip().splitlines()
-    assert "about 40 lines of NumPy" in t and 25 <= len(lines) <= 45
+    shown = [rm.rms_norm, rm.silu, rm.SmolLM2.forward, rm.SmolLM2._blocks]        # the cell that prints the pass
+    lines = sum(len(inspect.getsource(part).strip().splitlines()) for part in shown)
+    assert "about 40 lines of NumPy" in t and 30 <= lines <= 50
 
 
 def test_eq11_shift_leaves_the_logits_unchanged(model):
@@ -168,7 +169,7 @@ def test_pair_norms_and_figure_2_with_real_vectors(model, copy_ids, attention):
             assert 5.5 < period < 7 and decay[-1] > decay[0]
             assert "period of about 6 tokens" in text() and "is larger at distance 256 than at 0" in text()
         else:
-            assert np.abs(decay / decay[0] - 1).max() < 0.2 and "within 20% of its value at distance 0 out to 256" in stated
+            assert round(np.abs(decay / decay[0] - 1).max(), 1) == 0.2 and "by about 20% at most out to 256" in stated
 
 
 def test_papers_are_cited():
