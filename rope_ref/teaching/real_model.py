@@ -11,8 +11,10 @@ import functools
 import importlib.util
 from pathlib import Path
 
+import gguf
 import numpy as np
 from matplotlib.figure import Figure
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
 from .. import _validate as val
 from ..attention import softmax
@@ -52,7 +54,6 @@ class SmolLM2:
     """
 
     def __init__(self, path: Path):
-        import gguf
         reader = gguf.GGUFReader(path)
         meta = {name: field.contents() for name, field in reader.fields.items()}
         weights = {t.name: np.ascontiguousarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
@@ -151,7 +152,6 @@ def _bpe_tokenizer(meta: dict):
     """The GGUF's tokenizer (model gpt2, pre-tokenizer smollm) as a Hugging Face ``tokenizers`` byte-level BPE with
     GPT-2's split; control tokens (type 3) kept whole.  (smollm also splits digits apart: no token in the vocabulary
     holds two, so the BPE does it.)"""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     tokens = meta["tokenizer.ggml.tokens"]
     merges = [tuple(merge.split(" ", 1)) for merge in meta["tokenizer.ggml.merges"]]
     tokenizer = Tokenizer(models.BPE({token: i for i, token in enumerate(tokens)}, merges))
