@@ -12,7 +12,8 @@ import os
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from . import _validate as val
+from ._validate import (check_base, check_bool, check_pairing, check_positive_int, check_rotary_dim, closest_name,
+    suggest_keywords)
 from .hf_families import FAMILIES, SECTION_QUIRK_KEYS, Family
 from .multiaxis import mrope_frequencies
 from .rope_config import RopeConfig
@@ -32,7 +33,7 @@ _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rota
 _MAX_NESTING = 8
 
 
-@val.suggest_keywords
+@suggest_keywords
 def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     """Read a model's RoPE from its Hugging Face config: a dict, or the path of a ``config.json``.
 
@@ -48,7 +49,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     """
     cfg = _text_model_config(_load(config))
     model_type = cfg.get("model_type")
-    family = _family(cfg, model_type, None if pairing is None else val.check_pairing(pairing))
+    family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing))
     known = model_type in FAMILIES
     head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family, known)
     where, rope, defaulted = _rope_section(cfg, layer_type, family)
@@ -95,7 +96,7 @@ def _base(cfg, rope, family, where, defaulted):
         base, base_key = (cfg[top[0]], f"config[{top[0]!r}]") if top else (family.rope_theta, "the family's default")
     if family.fixed_theta:
         base, base_key = family.fixed_theta, "fixed by the family's code"
-    return val.check_base(base, f"rope_theta ({base_key})"), base_key
+    return check_base(base, f"rope_theta ({base_key})"), base_key
 
 
 def _load(config) -> dict:
@@ -143,7 +144,7 @@ def _family(cfg, model_type, pairing) -> Family:
         if pairing is None:
             what = "has no 'model_type'" if model_type is None else f"has model_type={model_type!r}, not a known family"
             raise ValueError(f"config {what}; known model_type values: {sorted(FAMILIES)}"
-                             f"{val.closest_name(model_type, FAMILIES) if model_type else ''}. "
+                             f"{closest_name(model_type, FAMILIES) if model_type else ''}. "
                              "Pass pairing='half' or 'interleaved' to read it anyway")
         other = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
         if other:
@@ -170,27 +171,27 @@ def _layer_head_dim(cfg, family, layer_type):
         return None
     key, default = family.layer_heads[layer_type]
     if cfg.get(key) is not None:
-        return val.check_positive_int(cfg[key], f"config[{key!r}]")
+        return check_positive_int(cfg[key], f"config[{key!r}]")
     types, per_layer = cfg.get("layer_types"), cfg.get("per_layer_config")
     if isinstance(types, list) and isinstance(per_layer, Mapping):
         for idx, over in per_layer.items():
             if str(idx).isdigit() and int(idx) < len(types) and types[int(idx)] == layer_type \
                     and isinstance(over, Mapping) and over.get("head_dim") is not None:
-                return val.check_positive_int(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
+                return check_positive_int(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
     return default
 
 
 def _positive_int(cfg, key, why):
     if cfg.get(key) is None:
         raise ValueError(f"config is missing {key!r} ({why})")
-    return val.check_positive_int(cfg[key], f"config[{key!r}]")
+    return check_positive_int(cfg[key], f"config[{key!r}]")
 
 
 def _head_dim(cfg, family, known) -> int:
     """Features per head (for MLA: the rotated part of each query head, qk_rope_head_dim)."""
     for key in ("qk_rope_head_dim",) + family.head_keys:
         if cfg.get(key) is not None:
-            return val.check_positive_int(cfg[key], f"config[{key!r}]")
+            return check_positive_int(cfg[key], f"config[{key!r}]")
     if family.head_dim is not None:
         return family.head_dim
     other = [k for k in _OTHER_HEAD_KEYS if cfg.get(k) is not None]
@@ -243,7 +244,7 @@ def _rope_section(cfg, layer_type, family):
     for k in rope:
         if k not in known:
             raise ValueError(f"{where} has key {k!r}, which rope_ref does not model"
-                             f"{val.closest_name(k, config_keys())}; known keys: {sorted(known)}")
+                             f"{closest_name(k, config_keys())}; known keys: {sorted(known)}")
     return where, dict(rope), defaulted
 
 
@@ -273,13 +274,13 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
         return _mla_rotary_dim(cfg, section_factor, head_dim)
     if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
         r = cfg.get(family.rotary_key, family.rotary_default)
-        return head_dim if r is None else val.check_rotary_dim(r, head_dim)
+        return head_dim if r is None else check_rotary_dim(r, head_dim)
     factor, key = section_factor, "partial_rotary_factor"
     for k in ("partial_rotary_factor", "rotary_pct"):
         if factor is None and cfg.get(k) is not None:
             factor, key = cfg[k], k
     if factor is None and family.rotary_key and cfg.get(family.rotary_key) is not None:
-        return val.check_rotary_dim(cfg[family.rotary_key], head_dim)
+        return check_rotary_dim(cfg[family.rotary_key], head_dim)
     if factor is None:
         factor = family.partial_rotary_factor
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
@@ -311,7 +312,7 @@ def _pairing(cfg, family, pairing):
     """(pairing, output_pairing).  MLA with rope_interleave: interleaved pairs in, half layout out."""
     if pairing is not None or family.interleave_flag is None:
         return pairing or family.pairing, None
-    flag = family.interleave_always or val.check_bool(cfg.get("rope_interleave", family.interleave_flag),
+    flag = family.interleave_always or check_bool(cfg.get("rope_interleave", family.interleave_flag),
                                                       "config['rope_interleave']")
     return ("interleaved", "half") if flag else ("half", None)
 
@@ -320,7 +321,7 @@ def _training_lengths(cfg, family, rope, rope_type):
     """transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a top-level
     original_max_position_embeddings when there is one (Phi-3), else the rope section's, else
     max_position_embeddings.  Values copied from the top level are checked under their own names."""
-    top = {k: val.check_positive_int(cfg[k], f"config[{k!r}]")
+    top = {k: check_positive_int(cfg[k], f"config[{k!r}]")
            for k in family.max_pos_keys + ("original_max_position_embeddings",) if cfg.get(k) is not None}
     max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
     if TRAIN_LENGTH in SCALING_METHODS[rope_type].required:
@@ -356,7 +357,7 @@ def _mrope(rope, family, where, known):
                          f"whose text module applies it ({sorted(k for k, f in FAMILIES.items() if f.mrope)})")
     default_section, default_flag = family.mrope or (None, False)
     if flag is not None:
-        flag = val.check_bool(flag, f"{where}['mrope_interleaved']")
+        flag = check_bool(flag, f"{where}['mrope_interleaved']")
         if family.mrope is not None and flag != default_flag:
             raise ValueError(f"{where} has mrope_interleaved={flag}, but this model_type's module lays its axes out "
                              f"{'interleaved' if default_flag else 'in blocks'} whatever the key says")

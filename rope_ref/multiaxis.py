@@ -11,7 +11,8 @@ import numbers
 
 import numpy as np
 
-from . import _validate as val
+from ._validate import (check_base, check_bool, check_d, check_nbytes, check_nonnegative_int, check_positive_int,
+    check_positive_real, closest_name, suggest_keywords)
 from .forms import frequencies
 
 #: the three M-RoPE axes, in the order of ``positions[0], positions[1], positions[2]``.
@@ -27,14 +28,14 @@ def _check_sections(sections, n_pairs: int, rotary_dim: int) -> tuple[int, int, 
     if len(items) != 3:
         raise ValueError(f"sections must have 3 entries (pairs for temporal, height, width), got {len(items)}: "
                          f"{items!r}")
-    items = [val.check_nonnegative_int(s, f"sections[{i}]") for i, s in enumerate(items)]
+    items = [check_nonnegative_int(s, f"sections[{i}]") for i, s in enumerate(items)]
     if sum(items) != n_pairs:
         raise ValueError(f"sections must sum to rotary_dim/2 = {n_pairs} (rotary_dim={rotary_dim}), got "
                          f"{items} summing to {sum(items)}")
     return items[0], items[1], items[2]
 
 
-@val.suggest_keywords
+@suggest_keywords
 def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, interleaved: bool = False) -> np.ndarray:
     """M-RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, 3)``: columns temporal, height, width.
 
@@ -59,11 +60,11 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
     >>> (mrope_frequencies(8, [2, 1, 1], interleaved=True) != 0).astype(int).tolist()
     [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0]]
     """
-    rotary_dim = val.check_d(rotary_dim, "rotary_dim")
-    base = val.check_base(base)
-    interleaved = val.check_bool(interleaved, "interleaved")
+    rotary_dim = check_d(rotary_dim, "rotary_dim")
+    base = check_base(base)
+    interleaved = check_bool(interleaved, "interleaved")
     n = rotary_dim // 2
-    val.check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix")
+    check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix")
     s_t, s_h, s_w = _check_sections(sections, n, rotary_dim)
     if interleaved:
         for a, s in ((1, s_h), (2, s_w)):
@@ -103,7 +104,7 @@ MROPE_LAYOUTS = {
 }
 
 
-@val.suggest_keywords
+@suggest_keywords
 def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2) -> np.ndarray:
     """Axial RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, axes)``: one block of pairs per axis.
 
@@ -120,14 +121,14 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2) 
     >>> axial_frequencies(8, base=100.0).tolist()
     [[1.0, 0.0], [0.1, 0.0], [0.0, 1.0], [0.0, 0.1]]
     """
-    rotary_dim = val.check_d(rotary_dim, "rotary_dim")
-    base = val.check_base(base)
-    axes = val.check_positive_int(axes, "axes")
+    rotary_dim = check_d(rotary_dim, "rotary_dim")
+    base = check_base(base)
+    axes = check_positive_int(axes, "axes")
     if rotary_dim % (2 * axes):
         raise ValueError(f"rotary_dim must be a multiple of 2*axes = {2 * axes} (each axis gets the same number "
                          f"of pairs), got rotary_dim={rotary_dim} with axes={axes}")
     n = rotary_dim // (2 * axes)
-    val.check_nbytes(rotary_dim // 2 * axes * 8, "rotary_dim", what=f"a ({rotary_dim // 2}, {axes}) float64 frequency "
+    check_nbytes(rotary_dim // 2 * axes * 8, "rotary_dim", what=f"a ({rotary_dim // 2}, {axes}) float64 frequency "
                      "matrix")
     theta = frequencies(2 * n, base)      # base^(-2k/(2n)) = base^(-k/n), k = 0..n-1
     matrix = np.zeros((rotary_dim // 2, axes))
@@ -139,7 +140,7 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2) 
 _INDEXINGS = ("ij", "xy")
 
 
-@val.suggest_keywords
+@suggest_keywords
 def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarray:
     """Positions of the patches of a ``height x width`` grid, float64 of shape ``(2, height*width)``.
 
@@ -151,14 +152,14 @@ def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarr
     >>> grid_positions(2, 3).tolist()
     [[0.0, 0.0, 0.0, 1.0, 1.0, 1.0], [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]]
     """
-    height = val.check_positive_int(height, "height")
-    width = val.check_positive_int(width, "width")
+    height = check_positive_int(height, "height")
+    width = check_positive_int(width, "width")
     if not isinstance(indexing, str):
         raise TypeError(f"indexing must be one of {_INDEXINGS}, got {indexing!r} of type {type(indexing).__name__}")
     if indexing not in _INDEXINGS:
         raise ValueError(f"indexing must be one of {_INDEXINGS} ('ij': row first, 'xy': column first), "
                          f"got {indexing!r}")
-    val.check_nbytes(4 * 8 * height * width, "height * width", what=f"(2, {height * width}) float64 positions")
+    check_nbytes(4 * 8 * height * width, "height * width", what=f"(2, {height * width}) float64 positions")
     rows = np.repeat(np.arange(height, dtype=np.float64), width)
     cols = np.tile(np.arange(width, dtype=np.float64), height)
     return np.stack([rows, cols] if indexing == "ij" else [cols, rows])
@@ -185,7 +186,7 @@ def _check_segment(i: int, seg, merge: int):
         raise _segment_error(TypeError, i, seg, "is not a 2- or 3-item tuple")
     kind = seg[0]
     if not isinstance(kind, str) or kind not in _KINDS:
-        hint = val.closest_name(kind, _KINDS) if isinstance(kind, str) else ""
+        hint = closest_name(kind, _KINDS) if isinstance(kind, str) else ""
         raise _segment_error(ValueError, i, seg, f"has kind {kind!r}, not one of {_KINDS}{hint}")
     if kind == "text":
         if len(seg) != 2 or not _is_int(seg[1]):
@@ -207,11 +208,11 @@ def _check_segment(i: int, seg, merge: int):
     if len(seg) == 3:
         if kind != "video":
             raise _segment_error(ValueError, i, seg, "gives seconds_per_grid, which only videos have")
-        seconds = val.check_positive_real(seg[2], f"segments[{i}][2] (seconds_per_grid)")
+        seconds = check_positive_real(seg[2], f"segments[{i}][2] (seconds_per_grid)")
     return kind, (t, h // merge, w // merge), seconds
 
 
-@val.suggest_keywords
+@suggest_keywords
 def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
                        text_after_vision: str = "max+1") -> np.ndarray:
     """M-RoPE position ids (temporal, height, width) of one sequence: int64 ``(3, seq)``, by the rule of Qwen2-VL
@@ -230,14 +231,15 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     ``segments``: ``("text", n)``, ``("image", (t, h, w))``, ``("video", (t, h, w))`` or ``("video", (t, h, w),
     seconds_per_grid)`` (``second_per_grid_ts``, default 1.0), ``(t, h, w)`` the patch grid before the merge
     (``image_grid_thw``); vision marker tokens are text.  Qwen3-VL gives each video frame as its own ``(1, h,
-    w)`` video segment (its timestamps are text).  The result (8 bytes per id) is checked against :func:`rope_ref.size_limit`.
+    w)`` video segment (its timestamps are text).  The result (8 bytes per id) is checked against
+    :func:`rope_ref.size_limit`.
 
     >>> mrope_position_ids([("text", 2), ("image", (1, 4, 6)), ("text", 1)]).tolist()
     [[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]]
     """
-    merge = val.check_positive_int(spatial_merge_size, "spatial_merge_size")
+    merge = check_positive_int(spatial_merge_size, "spatial_merge_size")
     if tokens_per_second is not None:
-        tokens_per_second = val.check_positive_real(tokens_per_second, "tokens_per_second")
+        tokens_per_second = check_positive_real(tokens_per_second, "tokens_per_second")
     if text_after_vision not in _RESUME:
         raise (TypeError if not isinstance(text_after_vision, str) else ValueError)(
             f"text_after_vision must be one of {_RESUME} ('max+1': the published rule; 'spatial': transformers "
@@ -249,7 +251,7 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     if not parsed:
         raise ValueError("segments must hold at least one segment, got an empty list")
     total = sum(n if kind == "text" else n[0] * n[1] * n[2] for kind, n, _ in parsed)
-    val.check_nbytes(2 * 3 * 8 * total, "segments", what=f"the (3, {total}) int64 position ids (and their parts)")
+    check_nbytes(2 * 3 * 8 * total, "segments", what=f"the (3, {total}) int64 position ids (and their parts)")
     blocks, start = [], 0
     for kind, n, seconds in parsed:
         if kind == "text":

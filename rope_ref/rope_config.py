@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _validate as val
+from ._validate import check_no_overflow, check_positions, check_x, suggest_keywords
 from .forms import rotate
 from .multiaxis import mrope_frequencies
 from .scaling import SCALING_METHODS, scaled_inv_freq
@@ -40,7 +40,7 @@ class RopeConfig:
         """3 for M-RoPE (positions ``(3, ..., seq)``: temporal, height, width), None for 1-D RoPE."""
         return None if self.mrope_section is None else 3
 
-    @val.suggest_keywords
+    @suggest_keywords
     def inv_freq(self, seq_len=None) -> np.ndarray:
         """Per-pair frequencies at the current length ``seq_len``, float64: ``(rotary_dim/2,)``, or for M-RoPE
         the matrix ``(rotary_dim/2, 3)`` whose row j holds pair j's frequency in the column of its axis
@@ -55,7 +55,7 @@ class RopeConfig:
             freqs = (sections != 0) * freqs[:, None]      # pair j's frequency in the column of its axis
         return freqs, att
 
-    @val.suggest_keywords
+    @suggest_keywords
     def rotate(self, x, positions=None, seq_len=None) -> np.ndarray:
         """RoPE as the model applies it: ``x`` ``(..., seq, head_dim)`` -> same shape and dtype.
 
@@ -66,12 +66,12 @@ class RopeConfig:
         attention factor; the rest pass through.  ``seq_len`` (dynamic, longrope) defaults to
         ``max(positions) + 1``, the length transformers uses.
         """
-        x = val.check_x(x)
+        x = check_x(x)
         if x.shape[-1] != self.head_dim:
             raise ValueError(f"x.shape[-1] must be head_dim={self.head_dim}, got {x.shape[-1]}")
         if positions is None and self.axes:
             positions = np.broadcast_to(np.arange(x.shape[-2]), (self.axes, x.shape[-2]))
-        pos = val.check_positions(positions, x.shape[:-1], axes=self.axes)
+        pos = check_positions(positions, x.shape[:-1], axes=self.axes)
         if seq_len is None and SCALING_METHODS[self.rope_type].uses_seq_len:
             seq_len = int(np.max(pos, initial=0)) + 1
         freqs, att = self._frequencies(seq_len)
@@ -79,6 +79,6 @@ class RopeConfig:
         if att != 1.0:
             with np.errstate(over="ignore"):                 # reported below as a ValueError
                 y[..., :self.rotary_dim] *= np.asarray(att, dtype=y.dtype)
-            val.check_no_overflow(y, x, expected=f"x times the attention factor {att:.5g} to stay within "
+            check_no_overflow(y, x, expected=f"x times the attention factor {att:.5g} to stay within "
                                   f"{np.dtype(y.dtype).name}")
         return y

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as val
+from ._validate import (check_base, check_bool, check_d, check_freqs, check_inv_freq, check_keywords,
+    check_positive_int, check_positive_real, closest_name)
 from .forms import frequencies
 
 #: The training length: original_max_position_embeddings, else max_position_embeddings (transformers v5).
@@ -72,7 +73,7 @@ def scaling_method(rope_type) -> ScalingMethod:
     if rope_type not in SCALING_METHODS:
         names = tuple(SCALING_METHODS)
         raise ValueError(f"rope_type must be one of {names}, got {rope_type!r}"
-                         f"{val.closest_name(str(rope_type), names)}")
+                         f"{closest_name(str(rope_type), names)}")
     return SCALING_METHODS[rope_type]
 
 
@@ -105,16 +106,16 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     ``short_mscale``/``long_mscale`` (Phi-3-small) are ignored, as v5 ignores them.
     """
     params = dict(params)
-    val.check_keywords(params, config_keys(), "scaled_inv_freq")
+    check_keywords(params, config_keys(), "scaled_inv_freq")
     rope_type = _resolve_rope_type(rope_type, params.pop("type", None))
     base = _resolve_base(base, params.pop("rope_theta", None))
-    d = val.check_d(d)
+    d = check_d(d)
     method = SCALING_METHODS[rope_type]
     if method.missing(params):
         raise ValueError(f"rope_type={rope_type!r} is missing {method.missing(params)}; it takes {method.describe()}")
     params = method.params_of(params)
     if seq_len is not None:
-        seq_len = val.check_positive_int(seq_len, "seq_len")
+        seq_len = check_positive_int(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # _check_result names the cause
         inv_freq = method.inv_freq(d, base, seq_len, params)
         attention_factor = 1.0 if method.attention_factor is None else float(method.attention_factor(params))
@@ -137,9 +138,9 @@ def _resolve_rope_type(rope_type, old_name):
 
 def _resolve_base(base, rope_theta):
     if rope_theta is None:
-        return val.check_base(10000.0 if base is None else base)
-    rope_theta = val.check_base(rope_theta, "rope_theta")
-    if base is not None and val.check_base(base) != rope_theta:
+        return check_base(10000.0 if base is None else base)
+    rope_theta = check_base(rope_theta, "rope_theta")
+    if base is not None and check_base(base) != rope_theta:
         raise ValueError(f"base={base} and rope_theta={rope_theta} disagree; they are the same thing, give one")
     return rope_theta
 
@@ -159,12 +160,12 @@ def _check_result(inv_freq, attention_factor, rope_type, params, zeros=False):
 def _pos_float(params, name, default=None):
     if name not in params and default is not None:
         return default
-    return val.check_positive_real(params[name], name, "a finite real number > 0")
+    return check_positive_real(params[name], name, "a finite real number > 0")
 
 
 def _train_length(params):
     key = next(k for k in TRAIN_LENGTH if k in params)
-    return val.check_positive_int(params[key], key)
+    return check_positive_int(params[key], key)
 
 
 # ---- the methods: each one's formula, then the registry --------------------------------------------------
@@ -213,7 +214,7 @@ def _train_length_and_factor(p, method):
     if "factor" in p:
         return train_len, _pos_float(p, "factor")
     if "original_max_position_embeddings" in p and "max_position_embeddings" in p:
-        return train_len, val.check_positive_int(p["max_position_embeddings"], "max_position_embeddings") / train_len
+        return train_len, check_positive_int(p["max_position_embeddings"], "max_position_embeddings") / train_len
     raise ValueError(f"rope_type={method!r} needs factor, or both max_position_embeddings and "
                      f"original_max_position_embeddings; it takes {SCALING_METHODS[method].describe()}")
 
@@ -228,7 +229,7 @@ def _yarn(d, base, seq_len, p):
     beta_fast, beta_slow = _pos_float(p, "beta_fast", 32.0), _pos_float(p, "beta_slow", 1.0)
     if beta_fast < beta_slow:
         raise ValueError(f"yarn: beta_fast ({beta_fast}) must be >= beta_slow ({beta_slow})")
-    truncate = val.check_bool(p.get("truncate", True), "truncate")
+    truncate = check_bool(p.get("truncate", True), "truncate")
 
     def correction_dim(n_rotations):  # the pair dimension whose wavelength fits n_rotations in L_train
         return d * math.log(train_len / (n_rotations * 2 * math.pi)) / (2 * math.log(base))
@@ -281,7 +282,7 @@ def _longrope(d, base, seq_len, p):
     """theta_i / lambda_i with searched per-pair factors: short_factor up to L_train, long_factor beyond
     (Ding et al. 2024, "LongRoPE", arXiv:2402.13753)."""
     train_len, _ = _train_length_and_factor(p, "longrope")
-    short, long_ = (val.check_inv_freq(p[k], d // 2, k) for k in ("short_factor", "long_factor"))
+    short, long_ = (check_inv_freq(p[k], d // 2, k) for k in ("short_factor", "long_factor"))
     for name, f in (("short_factor", short), ("long_factor", long_)):
         if np.any(f <= 0):
             raise ValueError(f"{name} must be > 0 (it divides the frequencies), got {f[f <= 0][:3].tolist()} "
@@ -301,7 +302,7 @@ def _longrope_attention(p):
 def _proportional(d, base, seq_len, p):
     """Gemma 4's proportional RoPE (transformers' _compute_proportional_rope_parameters): the first
     int(partial_rotary_factor * d // 2) pairs at base^(-2i/d) over the whole head, the rest 0, all / factor."""
-    share = val.check_positive_real(p.get("partial_rotary_factor", 1.0), "partial_rotary_factor", "a number in (0, 1]")
+    share = check_positive_real(p.get("partial_rotary_factor", 1.0), "partial_rotary_factor", "a number in (0, 1]")
     if share > 1:
         raise ValueError(f"partial_rotary_factor must be a number in (0, 1], got {share}")
     freqs = frequencies(d, base)
@@ -387,7 +388,7 @@ def wavelengths(freqs) -> np.ndarray:
 
     A frequency of 0 (a pair that never turns), or one so small that its wavelength exceeds float64,
     is a ValueError."""
-    f = val.check_freqs(freqs)
+    f = check_freqs(freqs)
     small = np.abs(f) < 2 * np.pi / np.finfo(np.float64).max
     if small.any():
         i = int(np.argmax(small))

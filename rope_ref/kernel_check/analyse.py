@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _validate as val
+from .._validate import check_base, check_positive_int
 from ..forms import wrap_angle
 from .angles import angle_precision, freq_tol, refit_absolute, theta_at, uneven_steps
 from .axes_probe import identify_axes
@@ -57,11 +57,11 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
                         "position axes fn reads) with them")
     d, seq, seed = check_probe_arguments(fn, d, seq, seed, 3, "(x of shape (seq, d) -> rotated x)",
                                          "to measure frequencies")
-    max_rows = val.check_positive_int(MAX_ROWS if max_rows is None else max_rows, "max_rows")
+    max_rows = check_positive_int(MAX_ROWS if max_rows is None else max_rows, "max_rows")
     if max_rows < seq:
         raise ValueError(f"max_rows (the most rows fn accepts) must be >= seq={seq}, got {max_rows}")
     if base_hint is not None:
-        base_hint = val.check_base(base_hint, "base_hint")
+        base_hint = check_base(base_hint, "base_hint")
     check_sizes(seq, d, max_bytes, max_rows)
     a, b = np.random.default_rng(seed).standard_normal((2, seq, d))
     call = Caller(fn)

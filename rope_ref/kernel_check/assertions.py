@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .. import _validate as val
+from .._validate import check_keywords
 from .. import scaling
 from ..forms import frequencies
 from ..hf_config import from_hf_config
@@ -64,7 +64,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
         if max_rows is not None:
             raise TypeError("max_rows= is for 1-D kernels fn(x); a multi-axis kernel is probed on seq rows: pass "
                             "max_position= (the largest position it accepts) instead")
-        val.check_keywords(expected, AXES_KEYS, "assert_rope_matches() of a multi-axis kernel")
+        check_keywords(expected, AXES_KEYS, "assert_rope_matches() of a multi-axis kernel")
         if config is not None:
             expected = expected_from_config(config, axes, expected)
             axes = config.axes
@@ -93,7 +93,7 @@ def load_config(config):
 
 def prepare_expected(d, config, expected, phase_atol):
     """(d, expectations) from the arguments, each checked (1-D RoPE)."""
-    val.check_keywords(expected, _SPEC_KEYS + _PARAM_KEYS, "assert_rope_matches()")
+    check_keywords(expected, _SPEC_KEYS + _PARAM_KEYS, "assert_rope_matches()")
     config = load_config(config)
     if getattr(config, "axes", None):
         raise ValueError(f"config is multi-axis RoPE ({config.axes} position axes: M-RoPE): backward passes are "

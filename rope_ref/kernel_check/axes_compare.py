@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from .. import _validate as val
+from .._validate import check_finite, check_real_array, closest_name
 from ..multiaxis import mrope_frequencies
 from .axes_probe import identify_axes
 from ..multiaxis import MROPE_LAYOUTS
@@ -55,7 +55,7 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
 
 def _check_matrix(want, axes):
     """The expected matrix: finite reals of shape (rotary_dim/2, axes) ((rotary_dim/2,) for one axis)."""
-    want = val.check_finite(val.check_real_array(want, "inv_freq").astype(np.float64), "inv_freq")
+    want = check_finite(check_real_array(want, "inv_freq").astype(np.float64), "inv_freq")
     if want.ndim == 1 and axes == 1:
         want = want[:, None]
     if want.ndim != 2 or want.shape[1] != axes:
@@ -148,7 +148,7 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
                              "(rotary_dim/2, axes) for other layouts")
         if layout not in (None, *MROPE_LAYOUTS):
             raise ValueError(f"layout must be 'blocks' or 'interleaved', got {layout!r}"
-                             f"{val.closest_name(str(layout), tuple(MROPE_LAYOUTS))}")
+                             f"{closest_name(str(layout), tuple(MROPE_LAYOUTS))}")
         inv_freq = mrope_frequencies(rotary_dim or d, sections, base=10000.0 if base is None else base,
                                      interleaved=layout == "interleaved")
     spec = identify_axes(raising_as("fn", fn), d, axes, seq=seq, seed=seed, max_position=max_position,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _validate as val
+from .._validate import check_positive_int
 from .angles import angle_precision, line_through_zero, rounding_allowance
 from .axes_spec import DEFAULT_AXIS_NAMES, MAX_AXES, MAX_POSITION, AxesSpec, name_axes, show_shifts
 from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
@@ -44,7 +44,7 @@ def _design(axes, seq, max_position, rng):
 
 
 def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes, axis_names):
-    axes = val.check_positive_int(axes, "axes")
+    axes = check_positive_int(axes, "axes")
     if axes > MAX_AXES:
         raise ValueError(f"axes must be at most {MAX_AXES} (the position axes fn reads: 3 for M-RoPE, 2 for a "
                          f"2-D grid), got {axes}")
@@ -52,7 +52,7 @@ def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes, axis_names):
                                          f"rows for {axes} axes (the base row, 3 steps per axis, 2 rows mixing "
                                          "the axes)")
     check_sizes(seq, d, max_bytes)
-    max_position = val.check_positive_int(max_position, "max_position")
+    max_position = check_positive_int(max_position, "max_position")
     if max_position < 3:
         raise ValueError(f"max_position must be >= 3 (positions 1, 2, 3 on each axis), got {max_position}")
     if axis_names is None:

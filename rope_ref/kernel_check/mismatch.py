@@ -3,7 +3,7 @@ lines, and how they fail (:class:`RopeMismatch`; :class:`KernelRaised` when the 
 
 from __future__ import annotations
 
-from .. import _validate as val
+from .._validate import check_base, check_d, check_nonnegative_int, check_positive_real, check_scalar, closest_name
 from .. import scaling
 
 _PAIRINGS = ("interleaved", "half", "other")
@@ -39,28 +39,28 @@ def raising_as(name, fn):
 def check_expected(expected, phase_atol=None):
     """Expected values are the right kind of thing, named when not (``offset`` is made a float)."""
     if "offset" in expected and expected["offset"] is not None:
-        expected["offset"] = val.check_scalar(expected["offset"], "offset")
+        expected["offset"] = check_scalar(expected["offset"], "offset")
     if "norm_scale" in expected:
-        val.check_positive_real(expected["norm_scale"], "norm_scale")
+        check_positive_real(expected["norm_scale"], "norm_scale")
     if "base" in expected:
-        val.check_base(expected["base"])
+        check_base(expected["base"])
     if "pairing" in expected and expected["pairing"] not in _PAIRINGS:
         raise ValueError(f"pairing must be 'interleaved', 'half' or 'other', got {expected['pairing']!r}"
-                         f"{val.closest_name(str(expected['pairing']), _PAIRINGS)}")
+                         f"{closest_name(str(expected['pairing']), _PAIRINGS)}")
     if "rotary_dim" in expected:
-        val.check_d(expected["rotary_dim"], "rotary_dim")
+        check_d(expected["rotary_dim"], "rotary_dim")
     if "rotary_start" in expected:
-        val.check_nonnegative_int(expected["rotary_start"], "rotary_start",
+        check_nonnegative_int(expected["rotary_start"], "rotary_start",
                                   "a non-negative integer (the first rotated feature)")
     if "output_pairing" in expected and expected["output_pairing"] not in (None, *_PAIRINGS):
         raise ValueError(f"output_pairing must be None (pairs written in place), 'interleaved', 'half' or 'other', "
                          f"got {expected['output_pairing']!r}"
-                         f"{val.closest_name(str(expected['output_pairing']), _PAIRINGS)}")
+                         f"{closest_name(str(expected['output_pairing']), _PAIRINGS)}")
     if "rope_type" in expected and expected["rope_type"] not in scaling.ROPE_TYPES:
         raise ValueError(f"rope_type must be one of {scaling.ROPE_TYPES}, got {expected['rope_type']!r}"
-                         f"{val.closest_name(expected['rope_type'], scaling.ROPE_TYPES)}")
+                         f"{closest_name(expected['rope_type'], scaling.ROPE_TYPES)}")
     if phase_atol is not None:
-        val.check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
+        check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
 
 
 def layout_problems(spec, pairing, rotary_dim, rotary_start) -> list:

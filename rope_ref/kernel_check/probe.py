@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _validate as val
+from .._validate import FLOAT_DTYPES, check_d, check_nonnegative_int, check_positive_int
 from .structure import read_structure
 from .tolerances import PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
 
@@ -29,7 +29,7 @@ def to_array(out):
     except (TypeError, ValueError) as err:
         raise TypeError(f"fn must return an array (numpy, torch, jax, a list), got {type(out).__name__}: "
                         f"{err}") from err
-    if not (arr.dtype in val.FLOAT_DTYPES or arr.dtype.kind in "fiu"):
+    if not (arr.dtype in FLOAT_DTYPES or arr.dtype.kind in "fiu"):
         raise TypeError(f"fn must return a real numeric array (numpy, torch, jax, a list), got "
                         f"{type(out).__name__} of dtype {arr.dtype}")
     return arr.astype(np.float64)
@@ -120,11 +120,11 @@ def check_probe_arguments(fn, d, seq, seed, min_seq, calling, why_min):
     ``min_seq`` rows (``why_min`` says why); ``calling``: how fn is called."""
     if not callable(fn):
         raise TypeError(f"fn must be callable {calling}, got {fn!r} of type {type(fn).__name__}")
-    d = val.check_d(d)
-    seq = val.check_positive_int(seq, "seq")
+    d = check_d(d)
+    seq = check_positive_int(seq, "seq")
     if seq < min_seq:
         raise ValueError(f"seq must be >= {min_seq} {why_min}, got {seq}")
-    seed = None if seed is None else val.check_nonnegative_int(seed, "seed", "None or a non-negative integer")
+    seed = None if seed is None else check_nonnegative_int(seed, "seed", "None or a non-negative integer")
     return d, seq, seed
 
 
@@ -132,7 +132,7 @@ def check_sizes(seq, d, max_bytes, max_rows=None):
     """The arrays identify would hold, against max_bytes, before anything is allocated or fn is called:
     seq x d x d float64 (the matrix of every row) and, when fn is asked for up to ``max_rows`` rows,
     max_rows x d for one call."""
-    max_bytes = val.check_positive_int(max_bytes, "max_bytes")
+    max_bytes = check_positive_int(max_bytes, "max_bytes")
     sizes = [(8 * seq * d * d, f"seq={seq} and d={d} need seq x d x d float64 (the matrix of every row)",
               "a smaller seq (the default 64 is enough)")]
     if max_rows is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import _validate as val
+from .._validate import check_positive_int, check_scalar
 from ..forms import frequencies
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 
@@ -13,7 +13,7 @@ TRAIN_LEN = 4096
 def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
     """rope_type -> parameters for scaled_inv_freq, for a model trained on ``train_len`` extended ``factor``x
     (``factor`` a real number >= 1, ``train_len`` a positive integer): each method's ``example`` in the registry."""
-    factor, train_len = val.check_scalar(factor, "factor"), val.check_positive_int(train_len, "train_len")
+    factor, train_len = check_scalar(factor, "factor"), check_positive_int(train_len, "train_len")
     if isinstance(factor, bool) or factor < 1:
         raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), got {factor}")
     return {name: method.example(factor, train_len) for name, method in SCALING_METHODS.items() if method.example}

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _validate as val
+from .._validate import (check_d, check_finite, check_nbytes, check_positions_any, check_positive_int, check_seed,
+    check_x)
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 
 
 def random_qk(d: int, seed: int = 0, n: int | None = None):
     """Seeded standard-normal query and key vectors: shape ``(d,)`` each, or ``(n, d)``."""
-    d, seed = val.check_d(d), val.check_seed(seed)
-    n = None if n is None else val.check_positive_int(n, "n")
-    val.check_nbytes(2 * 8 * d * (n or 1), "d" if n is None else "n * d", what=f"two float64 {(n or 1) * d}-element draws")
+    d, seed = check_d(d), check_seed(seed)
+    n = None if n is None else check_positive_int(n, "n")
+    check_nbytes(2 * 8 * d * (n or 1), "d" if n is None else "n * d", what=f"two float64 {(n or 1) * d}-element draws")
     rng = np.random.default_rng(seed)
     shape = (d,) if n is None else (n, d)
     return rng.standard_normal(shape), rng.standard_normal(shape)
@@ -25,7 +26,7 @@ def random_qk(d: int, seed: int = 0, n: int | None = None):
 
 def _qk(q, k, one_d: bool = False):
     """Checked finite q, k ``(..., d)`` with the same even d (``one_d``: single vectors ``(d,)``)."""
-    q, k = val.check_finite(val.check_x(q, "q"), "q"), val.check_finite(val.check_x(k, "k"), "k")
+    q, k = check_finite(check_x(q, "q"), "q"), check_finite(check_x(k, "k"), "k")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same feature size d; got q {q.shape}, k {k.shape}")
     if one_d and (q.ndim != 1 or k.ndim != 1):
@@ -45,7 +46,7 @@ def _shape(**shapes) -> tuple:
 def _score_inputs(q, k, m, n):
     """Checked q, k ``(..., d)`` and positions m, n broadcast to one shape with the leading axes of q and k."""
     q, k = _qk(q, k)
-    m, n = val.check_positions_any(m, "m"), val.check_positions_any(n, "n")
+    m, n = check_positions_any(m, "m"), check_positions_any(n, "n")
     shape = _shape(q=q.shape[:-1], k=k.shape[:-1], m=m.shape, n=n.shape)
     return q, k, np.broadcast_to(m, shape), np.broadcast_to(n, shape)
 
@@ -79,7 +80,7 @@ def t5_bucket(distance, num_buckets: int = 32, max_distance: int = 128) -> np.nd
     """T5's relative-position bucket for a causal distance m - n >= 0 (Raffel et al. 2020, arXiv:1910.10683;
     transformers' ``T5Attention._relative_position_bucket`` with ``bidirectional=False``): distances below
     num_buckets/2 get a bucket each, larger ones share log-spaced buckets, all beyond ``max_distance`` the last."""
-    r = np.asarray(val.check_positions_any(distance, "distance"), dtype=np.int64)
+    r = np.asarray(check_positions_any(distance, "distance"), dtype=np.int64)
     if np.any(r < 0):
         raise ValueError(f"distance must be causal, m - n >= 0, got a minimum of {r.min()}")
     exact = num_buckets // 2
@@ -108,8 +109,8 @@ def offset_head_weights(offsets=(3, 7), train_len: int = 64, d: int = 128, heigh
     Returns ``{scheme: weights}``, weights of shape ``(len(offsets), len(window_ends))``: the softmax weight each
     query content gives its target key (1 is perfect, 1/train_len is no preference).
     """
-    train_len, d = val.check_positive_int(train_len, "train_len"), val.check_d(d)
-    offsets = [val.check_positive_int(o, "offsets") for o in offsets]
+    train_len, d = check_positive_int(train_len, "train_len"), check_d(d)
+    offsets = [check_positive_int(o, "offsets") for o in offsets]
     if max(offsets) >= train_len:
         raise ValueError(f"offsets must be below train_len = {train_len}, got {offsets}")
     r = np.arange(train_len)                                          # distances m - n in a window

@@ -16,8 +16,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-from .. import _validate as val
-from ..attention import softmax
+from .._validate import check_positions, check_positions_any, check_positive_int, check_real_array, check_seed
+from ..rope_attention import softmax
 from ..forms import rotate
 from .style import new_figure
 
@@ -82,38 +82,40 @@ class SmolLM2:
         """The text of token ids ``(seq,)``."""
         return self.tokenizer.decode([int(i) for i in self._check_ids(ids)], skip_special_tokens=False)
 
-    def forward(self, ids, *, positions=None, rope=None) -> np.ndarray:
-        """Next-token logits ``(seq, vocab)``, float32, of token ids ``(seq,)`` at ``positions`` (default 0..seq-1)."""
-        hidden = self._blocks(*self._check_call(ids, positions, rope), attention=None)
+    def forward(self, ids, *, positions=None, rope=None, dtype=np.float32) -> np.ndarray:
+        """Next-token logits ``(seq, vocab)`` of token ids ``(seq,)`` at ``positions`` (default 0..seq-1), computed
+        in ``dtype`` (float32, as the model runs; float64 for results that must not depend on the CPU's kernels)."""
+        hidden = self._blocks(*self._check_call(ids, positions, rope, dtype), attention=None)
         return rms_norm(hidden, self.output_norm, self.eps) @ self.embedding.T         # tied output embedding
 
-    def attention(self, ids, *, positions=None, rope=None) -> np.ndarray:
-        """Causal softmax attention weights ``(layers, heads, seq, seq)`` (query, key), float32."""
+    def attention(self, ids, *, positions=None, rope=None, dtype=np.float32) -> np.ndarray:
+        """Causal softmax attention weights ``(layers, heads, seq, seq)`` (query, key), in ``dtype`` (as forward)."""
         weights = []
-        self._blocks(*self._check_call(ids, positions, rope), attention=weights)
+        self._blocks(*self._check_call(ids, positions, rope, dtype), attention=weights)
         return np.stack(weights)
 
     def complete(self, text: str, n_tokens: int = 8) -> str:
         """``text`` continued by ``n_tokens`` greedy (top-1) tokens."""
         ids = self.tokenize(text)
-        for _ in range(val.check_positive_int(n_tokens, "n_tokens")):
+        for _ in range(check_positive_int(n_tokens, "n_tokens")):
             ids = np.append(ids, np.argmax(self.forward(ids)[-1]))
         return self.decode(ids)
 
-    def _blocks(self, ids, positions, rope, attention: list | None) -> np.ndarray:
+    def _blocks(self, ids, positions, rope, dtype, attention: list | None) -> np.ndarray:
         """The transformer: per layer RMSNorm, grouped-query attention with RoPE on q and k only, RMSNorm, SwiGLU.
         Returns the last hidden states ``(seq, dim)``; appends each layer's attention weights to ``attention``."""
         seq, hd, group = len(ids), self.head_dim, self.heads // self.kv_heads
-        causal = np.triu(np.full((seq, seq), -np.inf, dtype=np.float32), k=1)
-        x = self.embedding[ids]
-        for w in self.blocks:
+        causal = np.triu(np.full((seq, seq), -np.inf, dtype=dtype), k=1)
+        x = self.embedding[ids].astype(dtype)
+        for block in self.blocks:
+            w = {name: weight.astype(dtype, copy=False) for name, weight in block.items()}
             h = rms_norm(x, w["attn_norm"], self.eps)
             q = (h @ w["attn_q"].T).reshape(seq, self.heads, hd).transpose(1, 0, 2)
             k = (h @ w["attn_k"].T).reshape(seq, self.kv_heads, hd).transpose(1, 0, 2)
             v = (h @ w["attn_v"].T).reshape(seq, self.kv_heads, hd).transpose(1, 0, 2)
-            q, k = self._rotated(rope, q, positions, "q"), self._rotated(rope, k, positions, "k")
+            q, k = self._rotated(rope, q, positions, "q", dtype), self._rotated(rope, k, positions, "k", dtype)
             k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)      # each kv head serves `group` q heads
-            weights = softmax(q @ k.transpose(0, 2, 1) / np.float32(np.sqrt(hd)) + causal).astype(np.float32)
+            weights = softmax(q @ k.transpose(0, 2, 1) / dtype(np.sqrt(hd)) + causal).astype(dtype)
             if attention is not None:
                 attention.append(weights)
             x = x + (weights @ v).transpose(1, 0, 2).reshape(seq, self.heads * hd) @ w["attn_output"].T
@@ -122,30 +124,32 @@ class SmolLM2:
         return x
 
     @staticmethod
-    def _rotated(rope, x, positions, name):
-        """rope(x, positions) as float32, or a ValueError naming the rope when its result has another shape or NaN."""
-        out = np.asarray(rope(x, positions), dtype=np.float32)
+    def _rotated(rope, x, positions, name, dtype):
+        """rope(x, positions) in ``dtype``, or a ValueError naming the rope when its result has another shape or NaN."""
+        out = np.asarray(rope(x, positions), dtype=dtype)
         if out.shape != x.shape or not np.all(np.isfinite(out)):
             raise ValueError(f"rope({name}, positions) must return finite values of {name}'s shape {x.shape}, "
                              f"got shape {out.shape}{'' if out.shape != x.shape else ' with NaN or inf'}")
         return out
 
     def _check_ids(self, ids) -> np.ndarray:
-        arr = val.check_real_array(ids, "ids")
+        arr = check_real_array(ids, "ids")
         if arr.ndim != 1 or arr.dtype.kind not in "iu" or not 1 <= len(arr) <= MAX_SEQ:
             raise ValueError(f"ids must be a 1-D integer array of 1..{MAX_SEQ} token ids, got {arr.dtype} {arr.shape}")
         if arr.min() < 0 or arr.max() >= self.vocab:
             raise ValueError(f"ids must be token ids in [0, {self.vocab}), got values {arr.min()}..{arr.max()}")
         return arr.astype(np.int64)
 
-    def _check_call(self, ids, positions, rope):
-        """The arguments of forward and attention, checked in one place: (ids, positions, rope)."""
+    def _check_call(self, ids, positions, rope, dtype):
+        """The arguments of forward and attention, checked in one place: (ids, positions, rope, dtype)."""
         ids = self._check_ids(ids)
-        positions = val.check_positions(positions, (len(ids),), target="(seq,) = ids.shape")
+        positions = check_positions(positions, (len(ids),), target="(seq,) = ids.shape")
         positions = np.broadcast_to(positions, (len(ids),)).copy()
         if rope is not None and not callable(rope):
             raise TypeError(f"rope must be None or a callable rope(x, positions), got {type(rope).__name__}")
-        return ids, positions, self.rope if rope is None else rope
+        if dtype not in (np.float32, np.float64):
+            raise TypeError(f"dtype must be np.float32 or np.float64, got {dtype!r}")
+        return ids, positions, self.rope if rope is None else rope, dtype
 
 
 def _bpe_tokenizer(meta: dict):
@@ -175,8 +179,8 @@ FIRST_ORDINARY = 17     # ids 0..16 are control tokens (<|endoftext|>, <|im_star
 def copy_task(model: SmolLM2, length: int = 40, seed: int = 0) -> np.ndarray:
     """``length`` seeded random ordinary token ids, twice: ``(2 * length,)``.  Only a model that finds where the
     current token appeared before, and copies what followed, predicts the second copy."""
-    half = np.random.default_rng(val.check_seed(seed)).integers(FIRST_ORDINARY, model.vocab,
-                                                                val.check_positive_int(length, "length"))
+    half = np.random.default_rng(check_seed(seed)).integers(FIRST_ORDINARY, model.vocab,
+                                                                check_positive_int(length, "length"))
     return np.concatenate([half, half])
 
 
@@ -232,7 +236,7 @@ def real_decay(q: np.ndarray, k: np.ndarray, distances, base: float) -> np.ndarr
     """Mean over every (query, key) pair of real vectors of |q . R_r k| at each distance r (Figure 2 with real q,
     k): ``q`` ``(n, d)``, ``k`` ``(n', d)``, before RoPE; returns ``(len(distances),)``."""
     return np.array([np.abs(q @ rotate(k, np.full(len(k), r, dtype=np.float64), base=base).T).mean()
-                     for r in val.check_positions_any(distances, "distances")])
+                     for r in check_positions_any(distances, "distances")])
 
 
 def mean_loss(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
@@ -245,7 +249,9 @@ def fig_real_attention_maps(length: int = 40, seed: int = 0) -> Figure:
     """SmolLM2's previous-token head and induction head on a :func:`copy_task`, each the head with the highest
     score of :func:`head_scores` (found, not picked by hand)."""
     model = load_smollm2()
-    attention = model.attention(copy_task(model, length, seed))
+    # float64: float32 matrix products round differently on different CPUs (their BLAS kernels), and 30 layers
+    # would carry that into the picture's bytes
+    attention = model.attention(copy_task(model, length, seed), dtype=np.float64)
     fig = new_figure(9.5, 4.4)
     for ax, scores, what in zip(fig.subplots(1, 2), head_scores(attention, length), ["previous-token", "induction"]):
         layer, head = np.unravel_index(np.argmax(scores), scores.shape)

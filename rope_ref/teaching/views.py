@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.image import imsave
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
-from .. import _validate as val
+from .._validate import check_base, check_d, check_positive_int, check_positive_real, check_scalar, check_seed
 from ..forms import decay_bound, frequencies, rotate, wrap_angle
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
 from .quantities import random_qk, score, score_vs_distance
@@ -137,10 +137,10 @@ class DecayView(View):
 
     def __init__(self, d: int = 128, base: float = 10000.0, n_points: int = 1025):
         self.params = dict(d=d, base=base)
-        if not 2 <= val.check_positive_int(n_points, "n_points") <= 100_000:
+        if not 2 <= check_positive_int(n_points, "n_points") <= 100_000:
             raise ValueError(f"n_points must be an integer from 2 to 100000 (the curve's samples over [0, 256]), "
                              f"got {n_points}")
-        val.check_d(d), val.check_base(base)
+        check_d(d), check_base(base)
         self.r = np.linspace(0, 256, n_points)
         self.fig = new_figure(9, 3.4, dpi=VIEW_DPI)
         self.axes = self.fig.subplots(1, 2)
@@ -189,12 +189,12 @@ class RotationsView(View):
 
     def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16,
                  seed: int = 0, max_distance: int = 64, shift: float = 0):
-        val.check_positive_int(max_distance, "max_distance",
+        check_positive_int(max_distance, "max_distance",
                                expected="a positive integer (the score panel spans -max_distance..max_distance)")
         if max_distance > 100_000:
             raise ValueError(f"max_distance must be at most 100000 (the curve has 4 max_distance + 1 points), "
                              f"got {max_distance}")
-        val.check_seed(seed)
+        check_seed(seed)
         self.params = dict(m=m, n=n, i=i, base=base, d=d, shift=shift)
         self.seed, self.max_distance = seed, max_distance
         self.r = np.arange(-max_distance, max_distance + 1, 0.5)
@@ -237,8 +237,8 @@ class RotationsView(View):
 
     def _redraw(self):
         p = self.params
-        d, base = val.check_d(p["d"]), val.check_base(p["base"])
-        val.check_scalar(p["m"], "m"), val.check_scalar(p["n"], "n"), val.check_scalar(p["shift"], "shift")
+        d, base = check_d(p["d"]), check_base(p["base"])
+        check_scalar(p["m"], "m"), check_scalar(p["n"], "n"), check_scalar(p["shift"], "shift")
         if isinstance(p["i"], bool) or not isinstance(p["i"], numbers.Integral):   # int(2.5) would show pair 2
             raise TypeError(f"i must be an integer pair index 0..d/2-1, got {p['i']!r}")
         i = int(p["i"])
@@ -345,14 +345,14 @@ class ScalingView(View):
 
     @staticmethod
     def _check(p) -> None:
-        if val.check_positive_real(p["factor"], "factor") < 1:           # a positive finite real: not the string '2'
+        if check_positive_real(p["factor"], "factor") < 1:           # a positive finite real: not the string '2'
             raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), "
                              f"got {p['factor']}")
-        if not 4 <= val.check_d(p["d"]) <= 4096:
+        if not 4 <= check_d(p["d"]) <= 4096:
             raise ValueError(f"d must be an even integer from 4 (two pairs, for a spectrum) to 4096 (one line point "
                              f"per pair), got {p['d']}")
-        val.check_base(p["base"])
-        val.check_positive_int(p["train_len"], "train_len")
+        check_base(p["base"])
+        check_positive_int(p["train_len"], "train_len")
 
     def _redraw(self):
         p = self.params
