@@ -27,17 +27,10 @@ from .views import View
 
 # --- which dimensions turn -----------------------------------------------------------------------------------------
 
-#: scheme -> (what it is, which models use it).  ``fraction`` is the config's partial_rotary_factor
-#: (rotary_pct in GPT-NeoX) for "partial" and "proportional", and p for "p-rope".
-SCHEMES = {
-    "rope": ("every pair turns, theta_i = base^(-2i/d)", "Llama 2/3, Mistral, Qwen2.5, Gemma 1-3"),
-    "partial": ("the first fraction*d features turn, theta_j = base^(-2j/(fraction*d)): the whole spectrum, "
-                "squeezed into fewer pairs", "GPT-NeoX (1/4), Phi-2 (0.4), GLM-4 (1/2), Qwen3.5 (1/4)"),
-    "p-rope": ("the highest fraction of RoPE's frequencies turn; the lowest pairs do not", "Barbero et al."),
-    "proportional": ("theta_j = base^(-2j/d) over the full head for j < fraction*d/2; the other pairs do not turn",
-                     "Gemma 4"),
-    "nope": ("no feature turns", "NoPE layers of Llama 4 and SmolLM3"),
-}
+#: RoPE (Llama, Mistral, Qwen2.5, Gemma 1-3); partial rotary (GPT-NeoX 1/4, Phi-2 0.4, GLM-4 1/2, Qwen3.5 1/4);
+#: p-RoPE (Barbero et al.); proportional RoPE (Gemma 4); NoPE layers (Llama 4, SmolLM3).  ``fraction`` is the
+#: config's partial_rotary_factor (rotary_pct in GPT-NeoX) for "partial" and "proportional", and p for "p-rope".
+SCHEMES = ("rope", "partial", "p-rope", "proportional", "nope")
 
 
 def _check_fraction(fraction) -> float:
@@ -123,22 +116,10 @@ def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
 
 # --- Barbero et al.: a positional head and a semantic channel ---------------------------------------------------------
 
-def _band_vector(d: int, pair: int, width: int) -> np.ndarray:
-    """A unit-norm vector on pairs ``pair .. pair + width - 1`` (first feature of each pair), zero elsewhere."""
-    d = _even(d)
-    width = val.check_positive_int(width, "width")
-    if isinstance(pair, bool) or not isinstance(pair, (int, np.integer)) or not 0 <= pair <= d // 2 - width:
-        raise ValueError(f"pair must be an integer in 0..d/2-width = 0..{d // 2 - width} (the first of {width} "
-                         f"pairs), got {pair!r}")
-    v = np.zeros(d)
-    v[2 * np.arange(pair, pair + width)] = 1.0 / np.sqrt(width)
-    return v
-
-
-def offset_scores(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0, d: int = 64,
-                  base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
-    """Scores of a positional head (Barbero et al.'s construction) for keys at distances 0..n_keys-1 behind
-    the query, ``(n_keys,)``.
+def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0, d: int = 64,
+                     base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
+    """Attention weights ``(n_keys,)`` of a positional head (Barbero et al.'s construction) on keys at distances
+    0..n_keys-1 behind the query: the softmax of its scores.
 
     Every token carries the same vector u, spread evenly over the ``width`` pairs starting at ``pair``
     (|u|^2 = ``scale``); the query is u rotated back by ``offset`` positions, so
@@ -152,19 +133,19 @@ def offset_scores(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0
     scale = val.check_scalar(scale, "scale")
     if scale < 0:
         raise ValueError(f"scale must be |u|^2 >= 0 (a squared norm), got {scale!r}")
-    u = _band_vector(d, pair, width) * np.sqrt(scale)
+    width = val.check_positive_int(width, "width")
+    if isinstance(pair, bool) or not isinstance(pair, (int, np.integer)) or not 0 <= pair <= d // 2 - width:
+        raise ValueError(f"pair must be an integer in 0..d/2-width = 0..{d // 2 - width} (the first of {width} "
+                         f"pairs), got {pair!r}")
+    u = np.zeros(d)
+    u[2 * np.arange(pair, pair + width)] = 1.0 / np.sqrt(width)
+    u *= np.sqrt(scale)                                     # |u|^2 = scale, spread evenly over the pairs
     freqs = scheme_frequencies(scheme, d, base, fraction)
     m = float(n_keys - 1)                                   # the query's position; keys at m - r
     r = np.arange(n_keys, dtype=float)
     q = rotate(u[None], np.array([m - val.check_scalar(offset, "offset")]), inv_freq=freqs)[0]
     k = rotate(np.broadcast_to(u, (n_keys, d)), m - r, inv_freq=freqs)
-    return k @ q
-
-
-def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0, d: int = 64,
-                     base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
-    """Softmax of :func:`offset_scores` over the keys: the attention weights ``(n_keys,)``, summing to 1."""
-    return softmax(offset_scores(offset, pair, n_keys, scale, d, base, scheme, fraction, width))
+    return softmax(k @ q)
 
 
 def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10000.0, n_samples: int = 64):
@@ -189,30 +170,23 @@ def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10
     return fig
 
 
-def band_pairs(band: str, d: int = 128, width: int = 8) -> np.ndarray:
-    """Pair indices of a band: "high" = the ``width`` fastest pairs, "low" = the ``width`` slowest."""
-    d = _even(d)
-    width = val.check_positive_int(width, "width")
-    if width > d // 2:
-        raise ValueError(f"width must be at most d/2 = {d // 2}, got {width}")
-    if band == "high":
-        return np.arange(width)
-    if band == "low":
-        return np.arange(d // 2 - width, d // 2)
-    raise ValueError(f"band must be 'high' or 'low', got {band!r}")
-
-
 def semantic_match(distances, band: str = "low", d: int = 128, base: float = 10000.0, width: int = 8,
                    scheme: str = "rope", fraction: float = 0.75, seed: int = 0) -> np.ndarray:
     """Score of a key equal to the query (the same word, met again) at each distance, content carried on
-    one band of pairs, divided by its value at distance 0: ``distances.shape``.
+    one band of pairs ("high": the ``width`` fastest, "low": the ``width`` slowest), divided by its value at
+    distance 0: ``distances.shape``.
 
     At distance 0 a word matches itself with score |c|^2; a random other word scores about
     |c|^2 / sqrt(2 * width) (see :func:`distractor_level`).  On high frequencies the match turns away
     within a few positions; on the lowest it stays near 1 for thousands (Barbero et al.'s semantic channels).
     """
     r = val.check_positions_any(distances, "distances")
-    pairs = band_pairs(band, d, width)
+    d, width = _even(d), val.check_positive_int(width, "width")
+    if width > d // 2:
+        raise ValueError(f"width must be at most d/2 = {d // 2}, got {width}")
+    if band not in ("high", "low"):
+        raise ValueError(f"band must be 'high' or 'low', got {band!r}")
+    pairs = np.arange(width) if band == "high" else np.arange(d // 2 - width, d // 2)
     c = np.zeros(d)
     coordinates = np.random.default_rng(seed).standard_normal((len(pairs), 2))
     c[2 * pairs], c[2 * pairs + 1] = coordinates[:, 0], coordinates[:, 1]

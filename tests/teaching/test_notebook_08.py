@@ -82,8 +82,8 @@ def test_scheme_frequencies_against_the_definitions():
     (lambda: spectrum.dimension_frequencies(d=2 ** 40), "d: d = 1099511627776 float64 features would take 8 TiB"),
     (lambda: spectrum.offset_attention(1, 0, n_keys=2 ** 40), "n_keys: 1099511627776 keys"),
     (lambda: base_bound.supported_context(1e4, limit=10 ** 30), "limit must be at most 16,777,216"),
-    (lambda: spectrum.band_pairs("middle"), "band must be 'high' or 'low'"),
-    (lambda: spectrum.band_pairs("low", 16, 9), "width must be at most d/2"),
+    (lambda: spectrum.semantic_match([0.0], "middle"), "band must be 'high' or 'low'"),
+    (lambda: spectrum.semantic_match([0.0], "low", 16, width=9), "width must be at most d/2"),
 ])
 def test_bad_arguments_are_named(call, match):
     with pytest.raises((TypeError, ValueError), match=match):
