@@ -125,6 +125,16 @@ def test_positional_head_numbers():
     assert w[0] > 0.9 and w[-1] < 0.025 and np.all(np.diff(w[:17]) < 0.02)
 
 
+def test_the_notebooks_own_positional_head():
+    """The notebook's cell c08-12, run: its weights for every first pair and scheme against the formula above."""
+    weights = notebook_cells.run_cells(NB.stem, "c08-02", "c08-12")["weights"]
+    rotated = {"rope": None, "p-rope": np.arange(32) < 24, "nope": np.zeros(32, bool)}
+    for first in [0, 3, 8, 16, 28]:
+        for scheme, turning in rotated.items():
+            np.testing.assert_allclose(weights[first, scheme], offset_weights_by_formula(1, first, rotated=turning),
+                                       rtol=1e-10)
+
+
 # --- Barbero et al.: the semantic channel -----------------------------------------------------------------------------
 
 def semantic_by_formula(r, band, base=1e4, d=128, width=8, seed=0, rotated=True):
@@ -154,6 +164,17 @@ def test_semantic_channel_numbers():
 
 
 # --- Men et al.: the bound --------------------------------------------------------------------------------------------
+
+def test_the_notebooks_own_semantic_channel():
+    """The notebook's cell c08-18, run: its last scores (the slowest pairs under p-RoPE) and its share of |c|^2 per
+    pair against semantic_by_formula."""
+    nb = notebook_cells.run_cells(NB.stem, "c08-02", "c08-18")
+    np.testing.assert_allclose(nb["scores"], semantic_by_formula(nb["r"], "low", rotated=False), atol=1e-12)
+    for band in ["high", "low"]:
+        pairs = slice(0, 8) if band == "high" else slice(56, 64)
+        np.testing.assert_allclose(np.cos(np.outer(nb["r"], thetas(128)[pairs])) @ nb["share"],
+                                   semantic_by_formula(nb["r"], band), atol=1e-12)
+
 
 def test_similarity_margin_is_theorem_1s_sum():
     """The notebook's own B_m (its cell c08-21), against the sum written out and against Theorem 1 by sampling."""
