@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
+from ..forms import frequencies
 from .exercises import unanswered, verdict
 from .base_bound import supported_context
-from .spectrum import diagonal_head_weight
 
 
 def _whole_answer(answer, what: str, lowest: int, why: str):
@@ -42,12 +44,21 @@ def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> boo
     return verdict(False, f"B_m is still >= 0 at every m up to {answer + 1:,}: the first negative value comes later.")
 
 
+def diagonal_head_weight(norm_sq: float, pair: int, n_keys: int = 48, d: int = 64) -> float:
+    """alpha_{i,i} of Barbero et al.'s diagonal head (Theorem 5.3, arXiv:2410.06205): every one of ``n_keys`` tokens
+    is psi on ``pair`` (frequency g), |psi|^2 = ``norm_sq``, so alpha_{i,i} = 1 / sum_r exp(|psi|^2 (cos(r g) - 1))."""
+    g = frequencies(d)[pair]
+    return float(1.0 / np.exp(norm_sq * (np.cos(np.arange(n_keys) * g) - 1.0)).sum())
+
+
 def smallest_diagonal_norm(target: float = 0.9, pair: int = 8, n_keys: int = 48, d: int = 64) -> int:
     """The smallest integer |psi|^2 >= 1 for which Theorem 5.3's diagonal head (:func:`diagonal_head_weight`) on
     ``pair`` puts at least ``target`` on the query's own token.  alpha_{i,i} = 1 / (1 + sum_{r != 0}
     exp(|psi|^2 (cos(r g) - 1))) rises with |psi|^2 (every term falls), so a bisection finds it."""
     if isinstance(target, bool) or not isinstance(target, numbers.Real) or not 0 < target < 1:
         raise ValueError(f"target must be a weight in (0, 1), got {target!r}")
+    if isinstance(pair, bool) or not isinstance(pair, numbers.Integral) or not 0 <= pair < d // 2:
+        raise ValueError(f"pair must be an integer in 0..d/2-1 = 0..{d // 2 - 1}, got {pair!r}")
     lo, hi = 0, 1
     while diagonal_head_weight(float(hi), pair, n_keys, d) < target:
         lo, hi = hi, 2 * hi

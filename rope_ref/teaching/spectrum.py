@@ -3,9 +3,9 @@
 * The schemes that leave some features unrotated (:data:`SCHEMES`): partial rotary (GPT-NeoX, Phi, GLM, Qwen3.5),
   NoPE layers (Llama 4, SmolLM3), p-RoPE and proportional RoPE (Gemma 4).
 * Barbero et al., "Round and Round We Go! What makes Rotary Positional Encodings useful?" (arXiv:2410.06205),
-  recomputed: a *positional* head attends to a fixed offset on high frequencies (Theorem 5.3; a NoPE head
-  cannot, Proposition 5.2), content matching ("semantic channels") survives long distances only on the lowest
-  ones, and their Figure 2 (does RoPE decay?) is synthetic and recomputed; their Gemma 7B measurements need the
+  recomputed: a *positional* head attends to a fixed offset on high frequencies, content matching ("semantic
+  channels") survives long distances only on the lowest ones, and the picture of their Figure 2 (does RoPE decay?)
+  whose curves notebook 10 computes (with Theorem 5.3 and Proposition 5.2); their Gemma 7B measurements need the
   model's weights and are not repeated.  Men et al.'s base bound is in :mod:`rope_ref.teaching.base_bound`.
 
 Shapes are written ``(..., seq, d)`` as in rope_ref; ``d`` is the head dimension.
@@ -27,17 +27,10 @@ from .views import View
 
 # --- which dimensions turn -----------------------------------------------------------------------------------------
 
-#: scheme -> (what it is, which models use it).  ``fraction`` is the config's partial_rotary_factor
-#: (rotary_pct in GPT-NeoX) for "partial" and "proportional", and p for "p-rope".
-SCHEMES = {
-    "rope": ("every pair turns, theta_i = base^(-2i/d)", "Llama 2/3, Mistral, Qwen2.5, Gemma 1-3"),
-    "partial": ("the first fraction*d features turn, theta_j = base^(-2j/(fraction*d)): the whole spectrum, "
-                "squeezed into fewer pairs", "GPT-NeoX (1/4), Phi-2 (0.4), GLM-4 (1/2), Qwen3.5 (1/4)"),
-    "p-rope": ("the highest fraction of RoPE's frequencies turn; the lowest pairs do not", "Barbero et al."),
-    "proportional": ("theta_j = base^(-2j/d) over the full head for j < fraction*d/2; the other pairs do not turn",
-                     "Gemma 4"),
-    "nope": ("no feature turns", "NoPE layers of Llama 4 and SmolLM3"),
-}
+#: RoPE (Llama, Mistral, Qwen2.5, Gemma 1-3); partial rotary (GPT-NeoX 1/4, Phi-2 0.4, GLM-4 1/2, Qwen3.5 1/4);
+#: p-RoPE (Barbero et al.); proportional RoPE (Gemma 4); NoPE layers (Llama 4, SmolLM3).  ``fraction`` is the
+#: config's partial_rotary_factor (rotary_pct in GPT-NeoX) for "partial" and "proportional", and p for "p-rope".
+SCHEMES = ("rope", "partial", "p-rope", "proportional", "nope")
 
 
 def _check_fraction(fraction) -> float:
@@ -123,22 +116,10 @@ def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
 
 # --- Barbero et al.: a positional head and a semantic channel ---------------------------------------------------------
 
-def _band_vector(d: int, pair: int, width: int) -> np.ndarray:
-    """A unit-norm vector on pairs ``pair .. pair + width - 1`` (first feature of each pair), zero elsewhere."""
-    d = _even(d)
-    width = val.check_positive_int(width, "width")
-    if isinstance(pair, bool) or not isinstance(pair, (int, np.integer)) or not 0 <= pair <= d // 2 - width:
-        raise ValueError(f"pair must be an integer in 0..d/2-width = 0..{d // 2 - width} (the first of {width} "
-                         f"pairs), got {pair!r}")
-    v = np.zeros(d)
-    v[2 * np.arange(pair, pair + width)] = 1.0 / np.sqrt(width)
-    return v
-
-
-def offset_scores(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0, d: int = 64,
-                  base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
-    """Scores of a positional head (Barbero et al.'s construction) for keys at distances 0..n_keys-1 behind
-    the query, ``(n_keys,)``.
+def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0, d: int = 64,
+                     base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
+    """Attention weights ``(n_keys,)`` of a positional head (Barbero et al.'s construction) on keys at distances
+    0..n_keys-1 behind the query: the softmax of its scores.
 
     Every token carries the same vector u, spread evenly over the ``width`` pairs starting at ``pair``
     (|u|^2 = ``scale``); the query is u rotated back by ``offset`` positions, so
@@ -152,102 +133,31 @@ def offset_scores(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0
     scale = val.check_scalar(scale, "scale")
     if scale < 0:
         raise ValueError(f"scale must be |u|^2 >= 0 (a squared norm), got {scale!r}")
-    u = _band_vector(d, pair, width) * np.sqrt(scale)
+    width = val.check_positive_int(width, "width")
+    if isinstance(pair, bool) or not isinstance(pair, (int, np.integer)) or not 0 <= pair <= d // 2 - width:
+        raise ValueError(f"pair must be an integer in 0..d/2-width = 0..{d // 2 - width} (the first of {width} "
+                         f"pairs), got {pair!r}")
+    u = np.zeros(d)
+    u[2 * np.arange(pair, pair + width)] = 1.0 / np.sqrt(width)
+    u *= np.sqrt(scale)                                     # |u|^2 = scale, spread evenly over the pairs
     freqs = scheme_frequencies(scheme, d, base, fraction)
     m = float(n_keys - 1)                                   # the query's position; keys at m - r
     r = np.arange(n_keys, dtype=float)
     q = rotate(u[None], np.array([m - val.check_scalar(offset, "offset")]), inv_freq=freqs)[0]
     k = rotate(np.broadcast_to(u, (n_keys, d)), m - r, inv_freq=freqs)
-    return k @ q
+    return softmax(k @ q)
 
 
-def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0, d: int = 64,
-                     base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
-    """Softmax of :func:`offset_scores` over the keys: the attention weights ``(n_keys,)``, summing to 1."""
-    return softmax(offset_scores(offset, pair, n_keys, scale, d, base, scheme, fraction, width))
-
-
-def diagonal_head_weight(norm_sq: float, pair: int = 0, n_keys: int = 48, d: int = 64, base: float = 10000.0) -> float:
-    """The construction in Barbero et al.'s Theorem 5.3 (arXiv:2410.06205, §5): every query and key is the same
-    vector psi on one pair of frequency g = theta_pair, |psi|^2 = ``norm_sq``, so a_{i,j} = |psi|^2 cos((j - i) g)
-    is largest at j = i; returns alpha_{i,i}, the weight the last of ``n_keys`` tokens puts on itself.
-
-    It tends to 1 as |psi|^2 grows, on any pair; how large |psi|^2 must be is set by the distance whose
-    cos((j - i) g) comes closest to 1 -- on the fastest pair (g = 1) that is 44 positions back, cos 44 = 0.99984.
-    Computed with :func:`offset_attention` (offset 0, one pair), i.e. by rotating with rope_ref."""
-    return float(offset_attention(0, pair, n_keys, norm_sq, d, base, width=1)[0])
-
-
-def nope_repeated_token_weights(d: int = 16, seed: int = 0, scale: float = 3.0) -> np.ndarray:
-    """Barbero et al.'s Proposition 5.2 (a single NoPE head cannot build a diagonal head), on its counterexample:
-    the sequence [bos, x, x] and a head without positions (random W_Q, W_K with entries N(0, scale^2 / d)).
-    Tokens 2 and 3 are the same, so query 3 scores keys 2 and 3 the same and alpha_{3,3} = alpha_{3,2} < 1/2,
-    whatever the weights.  Returns the weights of query 3 on (bos, x, x), ``(3,)``."""
-    rng = np.random.default_rng(val.check_seed(seed))
-    d = _even(d)
-    bos, x = rng.standard_normal((2, d))
-    Wq, Wk = rng.standard_normal((2, d, d)) * val.check_scalar(scale, "scale") / np.sqrt(d)
-    keys = np.stack([bos, x, x]) @ Wk.T
-    return softmax(keys @ (Wq @ x))
-
-
-def _check_decay_work(n_r: int, n_samples, d: int, what: str) -> int:
-    """:func:`decay_experiment` rotates ``n_r * n_samples`` vectors of d features: at most 2**25 numbers.
-    ``what`` names where ``n_r`` comes from.  Returns the checked ``n_samples``."""
-    n_samples = val.check_positive_int(n_samples, "n_samples")
-    if n_r * n_samples * d > 1 << 25:
-        raise ValueError(f"{what} * n_samples * d must be at most {1 << 25}, got "
-                         f"{n_r} * {n_samples} * {d} = {n_r * n_samples * d}")
-    return n_samples
-
-
-def decay_experiment(distances, d: int = 256, base: float = 10000.0, n_samples: int = 256, seed: int = 0) -> dict:
-    """The synthetic experiment of Barbero et al.'s Figure 2 (arXiv:2410.06205, §3; their Figure 9, Appendix B.4,
-    in the ICLR revision): the mean activation a = q . R_r k of a query and a key ``r`` positions apart, for
-
-    * ``"ones"`` -- Figure 2 (a): q and k both the all-ones vector, the same at every position.  Then
-      a(r) = 2 sum_i cos(r theta_i): it decays from d at r = 0 (the alignment Su et al.'s bound assumes);
-    * ``"gaussian"`` -- Figure 2 (b): a fresh q, k ~ N(0, I_d) at every position; the mean over ``n_samples``
-      pairs per distance has expectation 0 at every r (their Proposition 3.2: E[q^T R_r k] = 0 for
-      q, k ~ N(0, I)): nothing to decay from;
-    * ``"gaussian_once"`` -- Figure 9: one q and one k drawn once from N(0, I_d) and repeated: a(r) oscillates
-      about 0 without decaying -- repeating is not enough, q and k must be aligned to decay.
-
-    The paper plots r from 0 to 5000, normalised to 1 at r = 0, and does not state d; our default d = 256 and
-    base 10^4 are Gemma 7B's.  Draws: ``rng = np.random.default_rng(seed)``, then
-    ``q, k = rng.standard_normal((2, n_samples, d))`` (row 0 of each is the ``"gaussian_once"`` pair); the query
-    sits at position r, the key at 0, both rotated by :func:`rope_ref.rotate` (interleaved pairs).  Returns the
-    three curves, each ``distances.shape``.
-    """
-    r = val.check_positions_any(distances, "distances")
-    d = _even(d)
-    n_samples = _check_decay_work(r.size, n_samples, d, "distances.size")
-    freqs = frequencies(d, val.check_scalar(base, "base"))
-    rng = np.random.default_rng(val.check_seed(seed))
-    q, k = rng.standard_normal((2, n_samples, d))
-    pos = r.reshape(-1).astype(float)
-    ones = np.ones(d)
-    a_ones = rotate(np.broadcast_to(ones, (pos.size, d)), pos, inv_freq=freqs) @ ones
-    q_at_r = rotate(np.broadcast_to(q, (pos.size, n_samples, d)), np.repeat(pos[:, None], n_samples, axis=1),
-                    inv_freq=freqs)                              # (n_r, n_samples, d): each q at position r
-    a_gauss = np.einsum("rsd,sd->rs", q_at_r, k)
-    return {"ones": a_ones.reshape(r.shape), "gaussian": a_gauss.mean(axis=1).reshape(r.shape),
-            "gaussian_once": a_gauss[:, 0].reshape(r.shape)}
-
-
-def fig_decay_experiment(d: int = 256, base: float = 10000.0, max_distance: int = 5000, n_samples: int = 64,
-                         seed: int = 0):
-    """Barbero et al.'s Figure 2 recomputed by :func:`decay_experiment`: (a) all-ones q and k, a(r) / a(0), which
-    decays; (b) a fresh Gaussian q, k per position, the mean activation over ``n_samples`` draws divided by d, on
-    the same scale -- about 0 at every distance.  Distances 0, 10, ..., ``max_distance``."""
-    max_distance, d = val.check_positive_int(max_distance, "max_distance"), _even(d)
-    _check_decay_work(max_distance // 10 + 1, n_samples, d, "max_distance / 10")       # before arange
-    r = np.arange(0, max_distance + 1, 10)
-    a = decay_experiment(r, d, base, n_samples, seed)
+def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10000.0, n_samples: int = 64):
+    """Barbero et al.'s Figure 2 (arXiv:2410.06205, §3), drawn from ``curves`` computed in notebook 10: (a) all-ones
+    q and k, ``curves["ones"]`` / its value at r = 0, which decays; (b) a fresh Gaussian q, k per position,
+    ``curves["gaussian"]`` (the mean of ``n_samples`` activations) / d, on the same scale -- about 0 at every
+    distance.  ``distances`` ``(n,)`` starts at 0; each curve is ``(n,)``."""
+    r = np.asarray(distances)
     fig = new_figure(9, 5.4)
     ax_a, ax_b = fig.subplots(2, 1, sharex=True)
-    ax_a.plot(r, a["ones"] / a["ones"][0], color="C0", lw=1.2, label="(a) q = k = all ones: a(r) / a(0)")
-    ax_b.plot(r, a["gaussian"] / d, color="C1", lw=0.8,
+    ax_a.plot(r, curves["ones"] / curves["ones"][0], color="C0", lw=1.2, label="(a) q = k = all ones: a(r) / a(0)")
+    ax_b.plot(r, curves["gaussian"] / d, color="C1", lw=0.8,
               label=f"(b) fresh Gaussian q, k: mean of {n_samples} activations / d")
     for ax in (ax_a, ax_b):
         ax.axhline(0, color="0.3", lw=0.8)
@@ -260,30 +170,23 @@ def fig_decay_experiment(d: int = 256, base: float = 10000.0, max_distance: int 
     return fig
 
 
-def band_pairs(band: str, d: int = 128, width: int = 8) -> np.ndarray:
-    """Pair indices of a band: "high" = the ``width`` fastest pairs, "low" = the ``width`` slowest."""
-    d = _even(d)
-    width = val.check_positive_int(width, "width")
-    if width > d // 2:
-        raise ValueError(f"width must be at most d/2 = {d // 2}, got {width}")
-    if band == "high":
-        return np.arange(width)
-    if band == "low":
-        return np.arange(d // 2 - width, d // 2)
-    raise ValueError(f"band must be 'high' or 'low', got {band!r}")
-
-
 def semantic_match(distances, band: str = "low", d: int = 128, base: float = 10000.0, width: int = 8,
                    scheme: str = "rope", fraction: float = 0.75, seed: int = 0) -> np.ndarray:
     """Score of a key equal to the query (the same word, met again) at each distance, content carried on
-    one band of pairs, divided by its value at distance 0: ``distances.shape``.
+    one band of pairs ("high": the ``width`` fastest, "low": the ``width`` slowest), divided by its value at
+    distance 0: ``distances.shape``.
 
     At distance 0 a word matches itself with score |c|^2; a random other word scores about
     |c|^2 / sqrt(2 * width) (see :func:`distractor_level`).  On high frequencies the match turns away
     within a few positions; on the lowest it stays near 1 for thousands (Barbero et al.'s semantic channels).
     """
     r = val.check_positions_any(distances, "distances")
-    pairs = band_pairs(band, d, width)
+    d, width = _even(d), val.check_positive_int(width, "width")
+    if width > d // 2:
+        raise ValueError(f"width must be at most d/2 = {d // 2}, got {width}")
+    if band not in ("high", "low"):
+        raise ValueError(f"band must be 'high' or 'low', got {band!r}")
+    pairs = np.arange(width) if band == "high" else np.arange(d // 2 - width, d // 2)
     c = np.zeros(d)
     coordinates = np.random.default_rng(seed).standard_normal((len(pairs), 2))
     c[2 * pairs], c[2 * pairs + 1] = coordinates[:, 0], coordinates[:, 1]

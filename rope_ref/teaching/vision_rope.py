@@ -1,7 +1,7 @@
-"""RoPE for images and video (notebook 09): 2-D axial RoPE on a grid of image patches (score maps, the
-:class:`GridScoreView`), M-RoPE's frequency bands in Qwen2-VL and Qwen3-VL, and the position ids of text, image
-and video segments.  Every number comes from :mod:`rope_ref` (``rotate`` with a frequency matrix ``inv_freq``
-``(d/2, A)`` and positions ``(A, ..., seq)``).
+"""RoPE for images and video (notebook 09), what its figures and view draw: 2-D axial RoPE's score against the
+offset of two patches (the :class:`GridScoreView`), M-RoPE's frequency layouts in Qwen2-VL and Qwen3-VL, and the
+position ids of text, image and video segments.  Every number comes from :mod:`rope_ref` (``rotate`` with a
+frequency matrix ``inv_freq`` ``(d/2, A)`` and positions ``(A, ..., seq)``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from .. import _validate as val
 from ..forms import rotate
-from ..multiaxis import MROPE_AXES, axial_frequencies, grid_positions, mrope_frequencies, mrope_position_ids
+from ..multiaxis import MROPE_AXES, axial_frequencies, mrope_frequencies, mrope_position_ids
 from .quantities import _qk, random_qk
 from .style import VIEW_DPI, new_figure
 from .views import View, _minus
@@ -58,48 +58,10 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
     return (keys @ q).reshape(dx.shape)                 # q at the origin is not rotated
 
 
-def grid_scores(q, k, height: int, width: int, *, base: float = BASE_GRID) -> np.ndarray:
-    """q_m . k_n for every pair of patches of a height x width grid at absolute positions: ``(h*w, h*w)``."""
-    q, k = _qk(q, k, one_d=True)
-    positions = grid_positions(height, width, indexing="xy")
-    n = positions.shape[1]
-    val.check_nbytes(8 * n * max(n, q.size), "height * width", what=f"the ({n}, {n}) scores of {n} patches")
-    queries = _axial_rotate(np.broadcast_to(q, (n, q.size)), positions, base)
-    keys = _axial_rotate(np.broadcast_to(k, (n, k.size)), positions, base)
-    return queries @ keys.T
-
-
-def relative_spread(q, k, height: int, width: int, *, base: float = BASE_GRID) -> float:
-    """max |q_m . k_n - S(x_n - x_m, y_n - y_m)| over every pair of patches, S from :func:`relative_score_map`.
-
-    0 up to rounding: the 2-D axial score depends on the offset (dx, dy) alone.
-    """
-    scores = grid_scores(q, k, height, width, base=base)      # checks q, k and the grid's size first
-    r = max(height, width) - 1
-    if r == 0:
-        return 0.0                                      # one patch: no offset but (0, 0)
-    score_map = relative_score_map(q, k, r, base=base)
-    x, y = grid_positions(height, width, indexing="xy").astype(int)
-    dx, dy = x[None, :] - x[:, None], y[None, :] - y[:, None]
-    return float(np.max(np.abs(scores - score_map[dy + r, dx + r])))
-
-
 def _mrope_model_frequencies() -> dict:
     """model -> its M-RoPE frequency matrix ``(MROPE_HEAD_DIM/2, 3)``, for each model of :data:`MROPE_MODELS`."""
     return {model: mrope_frequencies(MROPE_HEAD_DIM, sections, base=base, interleaved=interleaved)
             for model, (sections, base, interleaved) in MROPE_MODELS.items()}
-
-
-def mrope_bands() -> dict:
-    """Per model of :data:`MROPE_MODELS` and axis: ``{"pairs": [...], "fastest": theta, "slowest": theta}``."""
-    out = {}
-    for model, freqs in _mrope_model_frequencies().items():
-        out[model] = {}
-        for a, axis in enumerate(MROPE_AXES):
-            pairs = np.nonzero(freqs[:, a])[0]
-            out[model][axis] = {"pairs": pairs.tolist(), "fastest": float(freqs[pairs[0], a]),
-                                "slowest": float(freqs[pairs[-1], a])}
-    return out
 
 
 def fig_mrope_layout() -> Figure:

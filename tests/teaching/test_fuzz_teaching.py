@@ -36,10 +36,6 @@ QUANTITY_CATALOGUE = [
     (lambda: _vision_rope().relative_score_map(Q8, K8, 2 ** 40), ValueError, ["radius", "rotated keys", "max_bytes"]),
     (lambda: _vision_rope().relative_score_map(None, K8, 3), TypeError, ["q", "None"]),
     (lambda: _vision_rope().relative_score_map(Q8, [1.0, 2.0], 3), ValueError, ["q and k", "(8,)", "(2,)"]),
-    (lambda: _vision_rope().grid_scores(Q8, K8, 2 ** 20, 2 ** 20), ValueError, ["height * width", "max_bytes"]),
-    (lambda: _vision_rope().grid_scores("x", K8, 4, 4), TypeError, ["q", "'x'"]),
-    (lambda: _vision_rope().relative_spread(Q8, K8, None, 4), TypeError, ["height", "None"]),
-    (lambda: _vision_rope().relative_spread(Q8, K8, 2 ** 40, 4), ValueError, ["height * width", "max_bytes"]),
     (lambda: _precision().format_errors([1.0], 10 ** 30), ValueError, ["digits", "at most 17"]),
 ]
 

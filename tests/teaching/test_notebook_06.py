@@ -38,6 +38,21 @@ def test_float16_table_at_position_1857():
     assert "0.78" not in t                 # the unverified number from the issue is not repeated
 
 
+def test_the_notebooks_own_angle_errors():
+    """The notebook's cells c06-04 (the table of angle errors) and c06-12 (the float16 table at 1857), run: against
+    the rounding written out here, one multiplication per pair (Python floats through NumPy scalars)."""
+    nb = notebook_cells.run_cells(NB.stem, "c06-02", "c06-04", "c06-12")
+    for base in [1e4, 5e5]:
+        th = thetas(128, base)
+        for p, err in zip([10, 100, 1_000, 10_000, 100_000, 1_000_000], nb["errors"]["float32", base]):
+            worst = max(abs(float(np.float32(np.float32(p) * np.float32(t))) - p * t) for t in th)
+            assert err == pytest.approx(worst, rel=1e-12, abs=0)
+    assert np.all(np.isinf(nb["errors"]["float16", 1e4][4:]))           # 10^5 and 10^6 overflow float16
+    exact = 1857 * thetas(128)
+    assert f"{np.abs(nb['angle16'] - exact).max():.2f}" == "0.73"
+    assert f"{np.abs(nb['cos16'] - np.cos(exact)).max():.2f}" == "0.71"
+
+
 def test_clamped_table_numbers():
     positions = 4090 + np.arange(16)
     assert positions.max() == 4105 and int((positions >= 4096).sum()) == 10

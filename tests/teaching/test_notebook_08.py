@@ -77,22 +77,13 @@ def test_scheme_frequencies_against_the_definitions():
     (lambda: spectrum.dimension_frequencies(pairing="zigzag"), "pairing must be"),
     (lambda: spectrum.offset_attention(1, 62, d=64), "pair must be an integer in 0..d/2-width"),
     (lambda: spectrum.offset_attention(1, 0, scale=-5.0), r"scale must be \|u\|\^2 >= 0"),
-    (lambda: spectrum.fig_decay_experiment(max_distance=0), "max_distance must be a positive integer"),
     # sizes and work checked before any is done; seeds named (issue 23's review: these were numpy's own errors,
     # a MemoryError, or a scan that never ended)
     (lambda: spectrum.dimension_frequencies(d=2 ** 40), "d: d = 1099511627776 float64 features would take 8 TiB"),
     (lambda: spectrum.offset_attention(1, 0, n_keys=2 ** 40), "n_keys: 1099511627776 keys"),
-    (lambda: spectrum.nope_repeated_token_weights(seed=None), "seed must be a non-negative integer, got None"),
-    (lambda: spectrum.decay_experiment([1.0], seed="x"), "seed must be a non-negative integer, got 'x'"),
-    (lambda: spectrum.fig_decay_experiment(max_distance=2 ** 40),
-     r"max_distance / 10 \* n_samples \* d must be at most"),
-    (lambda: base_bound.negative_margin_count(base_bound.men_method_frequencies(1), 10 ** 30),
-     "length must be at most 16,777,216"),
     (lambda: base_bound.supported_context(1e4, limit=10 ** 30), "limit must be at most 16,777,216"),
-    (lambda: base_bound.negative_margin_count("x", 100), "inv_freq must be a real array"),
-    (lambda: base_bound.base_lower_bound([64], d=2 ** 40), "d: d = 1099511627776 float64 exponents"),
-    (lambda: spectrum.band_pairs("middle"), "band must be 'high' or 'low'"),
-    (lambda: spectrum.band_pairs("low", 16, 9), "width must be at most d/2"),
+    (lambda: spectrum.semantic_match([0.0], "middle"), "band must be 'high' or 'low'"),
+    (lambda: spectrum.semantic_match([0.0], "low", 16, width=9), "width must be at most d/2"),
 ])
 def test_bad_arguments_are_named(call, match):
     with pytest.raises((TypeError, ValueError), match=match):
@@ -134,6 +125,16 @@ def test_positional_head_numbers():
     assert w[0] > 0.9 and w[-1] < 0.025 and np.all(np.diff(w[:17]) < 0.02)
 
 
+def test_the_notebooks_own_positional_head():
+    """The notebook's cell c08-12, run: its weights for every first pair and scheme against the formula above."""
+    weights = notebook_cells.run_cells(NB.stem, "c08-02", "c08-12")["weights"]
+    rotated = {"rope": None, "p-rope": np.arange(32) < 24, "nope": np.zeros(32, bool)}
+    for first in [0, 3, 8, 16, 28]:
+        for scheme, turning in rotated.items():
+            np.testing.assert_allclose(weights[first, scheme], offset_weights_by_formula(1, first, rotated=turning),
+                                       rtol=1e-10)
+
+
 # --- Barbero et al.: the semantic channel -----------------------------------------------------------------------------
 
 def semantic_by_formula(r, band, base=1e4, d=128, width=8, seed=0, rotated=True):
@@ -164,9 +165,22 @@ def test_semantic_channel_numbers():
 
 # --- Men et al.: the bound --------------------------------------------------------------------------------------------
 
+def test_the_notebooks_own_semantic_channel():
+    """The notebook's cell c08-18, run: its last scores (the slowest pairs under p-RoPE) and its share of |c|^2 per
+    pair against semantic_by_formula."""
+    nb = notebook_cells.run_cells(NB.stem, "c08-02", "c08-18")
+    np.testing.assert_allclose(nb["scores"], semantic_by_formula(nb["r"], "low", rotated=False), atol=1e-12)
+    for band in ["high", "low"]:
+        pairs = slice(0, 8) if band == "high" else slice(56, 64)
+        np.testing.assert_allclose(np.cos(np.outer(nb["r"], thetas(128)[pairs])) @ nb["share"],
+                                   semantic_by_formula(nb["r"], band), atol=1e-12)
+
+
 def test_similarity_margin_is_theorem_1s_sum():
+    """The notebook's own B_m (its cell c08-21), against the sum written out and against Theorem 1 by sampling."""
+    similarity_margin = notebook_cells.run_cells(NB.stem, "c08-02", "c08-21")["similarity_margin"]
     m = np.array([0.0, 1.0, 17.5, 1000.0])
-    np.testing.assert_allclose(base_bound.similarity_margin(m, 128, 1e4), np.cos(m[:, None] * thetas(128)).sum(axis=1),
+    np.testing.assert_allclose(similarity_margin(m, 128, 1e4), np.cos(m[:, None] * thetas(128)).sum(axis=1),
                                atol=1e-10)
     # Theorem 1 by sampling: q ~ N(0, s^2 I), k* = q + eps; E[q.R_m k*] - E[q.R_m k] = 2 s^2 B_m ... with k
     # independent of q the second term is 0, and E[q.R_m q] = s^2 * 2 * sum_i cos(m theta_i)
@@ -175,7 +189,7 @@ def test_similarity_margin_is_theorem_1s_sum():
     import rope_ref as rr
     for dist in [0.0, 3.0, 40.0]:
         est = (rr.rotate(q, np.full(20000, dist)) * q).sum(axis=1).mean()
-        assert est == pytest.approx(2 * base_bound.similarity_margin(dist, 16), abs=0.15)
+        assert est == pytest.approx(2 * similarity_margin([dist], 16)[0], abs=0.15)
 
 
 @pytest.mark.parametrize("base", [1e3, 1e4, 5e5, 1e6])
@@ -274,8 +288,11 @@ def test_pictures_put_no_words_on_their_data(make):
         fig = spectrum.fig_turning_dimensions()
     elif make == "bound":
         fig = base_bound.fig_base_bound(base_bound.model_points(), bases=10.0 ** np.arange(3, 6.41, 0.1))
-    elif make.startswith("fig_"):
-        fig = getattr(spectrum, make)()
+    elif make == "fig_decay_experiment":                     # the curves notebook 10 computes and draws
+        r = np.arange(0, 5001, 10)
+        decay_experiment = notebook_cells.run_cells("10_the_papers_numbers", "c10-02", "b08fig2b")["decay_experiment"]
+        curves = decay_experiment(r, n_samples=64)
+        fig = spectrum.fig_decay_experiment(r, curves, d=256, n_samples=64)
     else:
         fig = getattr(spectrum, make)().static_figure()
     assert layout_faults(fig) == []

@@ -12,7 +12,7 @@ import rope_ref as rr
 from rope_ref.teaching import exercises_multiaxis as exercises
 from rope_ref.teaching import vision_rope, widgets
 
-from notebook_cells import cells, prose, src, tags
+from notebook_cells import cells, prose, run_cells, src, tags
 
 NB = Path(__file__).resolve().parents[2] / "notebooks" / "09_multi_axis.ipynb"
 CELLS = cells(NB.stem)
@@ -139,9 +139,10 @@ def test_axial_layout_sentence():
 def test_relative_in_both_axes_on_every_pair_of_patches():
     _say("$196^2 = 38416$ pairs", "below $10^{-13}$")
     q, k = vision_rope.grid_qk()
+    notebook = run_cells("09_multi_axis", "c02", "c08")                # the notebook's own scores and spread
     assert q.shape == (64,) and np.array_equal(q, k)
-    assert 196 ** 2 == 38416 == vision_rope.grid_scores(q, k, 14, 14).size
-    assert vision_rope.relative_spread(q, k, 14, 14) < 1e-13
+    assert 196 ** 2 == 38416 == notebook["scores"].size
+    assert notebook["spread"] < 1e-13
     # independently: pair j of the x half turns by theta_j * dx, of the y half by theta_j * dy (plain numpy).
     theta = 100.0 ** (-np.arange(16) / 16)
     for (x1, y1), (x2, y2) in [((0, 0), (5, 3)), ((7, 9), (12, 12)), ((13, 2), (0, 13))]:
@@ -149,7 +150,7 @@ def test_relative_in_both_axes_on_every_pair_of_patches():
         a, b = k[0::2], k[1::2]
         expected = q[0::2] @ (a * np.cos(ang) - b * np.sin(ang)) + q[1::2] @ (a * np.sin(ang) + b * np.cos(ang))
         i, j = 14 * y1 + x1, 14 * y2 + x2
-        assert abs(vision_rope.grid_scores(q, k, 14, 14)[i, j] - expected) < 1e-11
+        assert abs(notebook["scores"][i, j] - expected) < 1e-11
 
 
 def test_raster_order_puts_the_end_of_a_row_next_to_the_start_of_the_next():
@@ -160,7 +161,7 @@ def test_raster_order_puts_the_end_of_a_row_next_to_the_start_of_the_next():
     q, k = vision_rope.grid_qk()
     one_d = [q @ rr.rotate(k, float(n - m)) for m, n in ((13, 14), (0, 1))]       # 1-D: depends on n - m
     assert abs(one_d[0] - one_d[1]) < 1e-12
-    scores = vision_rope.grid_scores(q, k, 14, 14)
+    scores = run_cells("09_multi_axis", "c02", "c08")["scores"]
     assert abs(scores[13, 14] - scores[0, 1]) > 1.0
 
 
@@ -194,7 +195,7 @@ def test_mrope_sentences():
          "temporal axis gets the 16 fastest pairs, height the next 24 and\nwidth the 24 slowest",
          "by only $1.8\\times10^{-4}$ rad", "width's fastest pair is pair 2, with $\\theta_2 = 0.62$",
          "Temporal\ngets the 4 leftover pairs at the slow end (60..63)")
-    bands = vision_rope.mrope_bands()
+    bands = run_cells("09_multi_axis", "c02", "c19")["bands"]
     q2, q3 = bands["Qwen2-VL"], bands["Qwen3-VL"]
     assert q2["temporal"]["pairs"] == list(range(16)) and q2["height"]["pairs"] == list(range(16, 40))
     assert q2["width"]["pairs"] == list(range(40, 64))

@@ -1,14 +1,14 @@
 """Notebook 10 (the papers' numbers, recomputed): Barbero et al.'s Theorem 5.3, Proposition 5.2 and Figure 2, Men et
-al.'s Tables 2 and 4 -- every number its prose states, recomputed here in plain NumPy from the formulas (without
-rope_ref.teaching.spectrum or base_bound), its exercise and checker, its figure."""
+al.'s Tables 2 and 4 -- every number its prose states, recomputed here in plain NumPy from the formulas, against
+the notebook's own cells (run with notebook_cells.run_cells), its exercise and checker, its figure."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rope_ref.teaching import base_bound, spectrum
-from rope_ref.teaching.exercises_frequencies import check_diagonal_norm, smallest_diagonal_norm
+from rope_ref.teaching import spectrum
+from rope_ref.teaching.exercises_frequencies import check_diagonal_norm, diagonal_head_weight, smallest_diagonal_norm
 
 import notebook_cells
 from frequency_formulas import first_negative_B, thetas
@@ -22,6 +22,11 @@ def cells():
 
 def text():
     return notebook_cells.prose(NB.stem, solutions=None)
+
+
+def notebook(*cell_ids):
+    """The namespace of the notebook's imports and then its cells ``cell_ids``: what the notebook computes."""
+    return notebook_cells.run_cells(NB.stem, "c10-02", *cell_ids)
 
 
 def test_papers_are_cited_with_arxiv_numbers():
@@ -52,9 +57,10 @@ def check_bound_against_brute_force(L, b, rel=1e-4, below=30):
         assert first_negative_B(b / (1 + rel) ** k, limit=L + 1) not in (None, L + 1), (L, k)
 
 
-def test_the_module_table_is_the_papers():
-    assert {L: v[0] for L, v in base_bound.MEN_TABLE_2.items()} == PAPER_TABLE_2
-    assert {L: v[1] for L, v in base_bound.MEN_TABLE_2.items()} == SU_TABLE
+def test_the_notebook_table_is_the_papers():
+    table = notebook("c08-22")["MEN_TABLE_2"]
+    assert {L: v[0] for L, v in table.items()} == PAPER_TABLE_2
+    assert {L: v[1] for L, v in table.items()} == SU_TABLE
 
 
 @pytest.mark.slow            # a base search over a fine grid: seconds
@@ -64,7 +70,8 @@ def test_base_lower_bound_reproduces_men_et_al_table_2_up_to_8k():
     1.6e4 -- and our base is checked by brute force to satisfy eq 11's condition, so the paper's is not the
     infimum there; Su's independent recomputation gives 1.2e4 too."""
     lengths = [1024, 2048, 4096, 8192]
-    ours = base_bound.base_lower_bound(lengths, 128)
+    base_lower_bound = notebook("c08-22")["base_lower_bound"]
+    ours = [base_lower_bound(L, 128) for L in lengths]
     for L, b in zip(lengths, ours):
         check_bound_against_brute_force(L, b)
         assert two_digits(b) == SU_TABLE[L], (L, b)
@@ -80,7 +87,8 @@ def test_base_lower_bound_reproduces_men_et_al_table_2_up_to_8k():
 @pytest.mark.slow
 def test_base_lower_bound_at_16k_and_32k_against_table_2():
     """16k: 2.3e5 (paper 3.1e5, Su 2.3e5); 32k: 6.3e5 (paper 6.4e5, Su 6.3e5): the numbers the prose states."""
-    ours = base_bound.base_lower_bound([16384, 32768], 128)
+    base_lower_bound = notebook("c08-22")["base_lower_bound"]
+    ours = [base_lower_bound(L, 128) for L in [16384, 32768]]
     for L, b in zip([16384, 32768], ours):
         check_bound_against_brute_force(L, b, below=5)
         assert two_digits(b) == SU_TABLE[L] and b < PAPER_TABLE_2[L], (L, b)
@@ -103,32 +111,21 @@ def test_men_et_al_table_4_counts_exactly():
     i = np.arange(64)
     method_1 = 5e6 ** (-2 * i / 128)
     method_2 = np.array([1e4 ** (-2 * k / 128) / 8 if k >= 44 else (1e4 * 8 ** (128 / 88)) ** (-2 * k / 128) for k in i])
-    np.testing.assert_allclose(base_bound.men_method_frequencies(1), method_1, rtol=1e-13)
-    np.testing.assert_allclose(base_bound.men_method_frequencies(2), method_2, rtol=1e-13)
+    nb = notebook("28af9d17")
+    np.testing.assert_allclose(nb["method_frequencies"][1], method_1, rtol=1e-13)
+    np.testing.assert_allclose(nb["method_frequencies"][2], method_2, rtol=1e-13)
     m = np.arange(30 * 1024 + 1, dtype=float)
-    for th, paper in [(method_1, (0, 0)), (method_2, (97, 2554))]:
+    for method, th, paper in [(1, method_1, (0, 0)), (2, method_2, (97, 2554))]:
         margin = np.cos(m[:, None] * th[None, :]).sum(axis=1)
         counts = (int((margin[:15 * 1024 + 1] < 0).sum()), int((margin < 0).sum()))
         assert counts == paper
-        assert (base_bound.negative_margin_count(th, 15 * 1024),
-                base_bound.negative_margin_count(th, 30 * 1024)) == paper
+        negative = nb["negative"][method]                 # the notebook's B_m < 0 at m = 0 .. 30k
+        assert (int(negative[:15 * 1024 + 1].sum()), int(negative.sum())) == paper
     B2 = np.cos(m[:30001, None] * method_2[None, :]).sum(axis=1)
     assert (int((B2[:15001] < 0).sum()), int((B2 < 0).sum())) == (35, 2462)
     t = text().replace("\n", " ")
     for shown in ["**97 and 2554**", "0 and 0 for method 1", "would be 35 and 2,462", "(0.00, against 0.27 for method 1)"]:
         assert shown in t, shown
-    with pytest.raises(ValueError, match="method must be 1 or 2"):
-        base_bound.men_method_frequencies(3)
-
-
-@pytest.mark.parametrize("call, match", [
-    (lambda: base_bound.base_lower_bound([1000.5]), "whole numbers"),
-    (lambda: base_bound.base_lower_bound([0]), "context_lengths must be in"),
-    (lambda: base_bound.base_lower_bound([1024], rel_step=0.0), "rel_step must be in"),
-])
-def test_base_lower_bound_refuses_bad_arguments(call, match):
-    with pytest.raises((TypeError, ValueError), match=match):
-        call()
 
 
 # --- Barbero et al.: Theorem 5.3's construction and Proposition 5.2's counterexample ---------------------------------------
@@ -141,10 +138,12 @@ def diagonal_weight_by_formula(norm_sq, g, n):
 
 def test_theorem_5_3_construction_and_the_prose_numbers():
     g = thetas(64)
+    notebooks_weight = notebook("b457c93c")["diagonal_head_weight"]          # tokens turned by rr.rotate
     for pair in [0, 8, 31]:
         for s in [1.0, 16.0, 256.0, 1024.0, 4096.0]:
-            assert spectrum.diagonal_head_weight(s, pair, 48, 64) == pytest.approx(
-                diagonal_weight_by_formula(s, g[pair], 48), rel=1e-9)
+            for weight in (notebooks_weight, diagonal_head_weight):          # the notebook's, the checker's
+                assert weight(s, pair, 48, 64) == pytest.approx(diagonal_weight_by_formula(s, g[pair], 48), rel=1e-9)
+    assert notebooks_weight(16.0, 0, n_keys=3) == pytest.approx(diagonal_weight_by_formula(16.0, g[0], 3), rel=1e-9)
     # alpha_ii -> 1 as |psi|^2 grows (Theorem 5.3), slowly where some cos(r g) comes close to 1
     w8 = [diagonal_weight_by_formula(s, g[8], 48) for s in [16, 256, 1024, 4096]]
     assert np.all(np.diff(w8) > 0) and w8[-1] > 0.999
@@ -161,8 +160,9 @@ def test_theorem_5_3_construction_and_the_prose_numbers():
 
 
 def test_proposition_5_2_nope_cannot_build_a_diagonal_head():
+    nope_repeated_token_weights = notebook("b457c93c")["nope_repeated_token_weights"]
     for seed in range(20):
-        w = spectrum.nope_repeated_token_weights(seed=seed)
+        w = nope_repeated_token_weights(seed=seed)
         assert w.sum() == pytest.approx(1.0) and w[1] == pytest.approx(w[2], rel=1e-12) and w[2] <= 0.5 + 1e-12   # < 1/2 exactly; rounding where bos gets ~1e-14
     # recomputed for the prose's seed 0 without the module: the same draws, the same head
     rng = np.random.default_rng(0)
@@ -170,7 +170,7 @@ def test_proposition_5_2_nope_cannot_build_a_diagonal_head():
     Wq, Wk = rng.standard_normal((2, 16, 16)) * 3.0 / 4.0
     s = np.array([(Wk @ v) @ (Wq @ x) for v in (bos, x, x)])
     w = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
-    np.testing.assert_allclose(spectrum.nope_repeated_token_weights(), w, rtol=1e-12)
+    np.testing.assert_allclose(nope_repeated_token_weights(), w, rtol=1e-12)
     assert f"{w[2]:.3f}" == "0.035"
 
 
@@ -186,14 +186,15 @@ def decay_curves_by_hand(r, d=256, base=1e4, n=256, seed=0):
 
 def test_figure_2_of_barbero_et_al_decay_needs_aligned_queries_and_keys():
     r = np.array([0, 1, 10, 100, 1_000, 5_000])
-    got = spectrum.decay_experiment(r, d=256, base=1e4, n_samples=256, seed=0)
+    got = notebook("b08fig2b")["decay_experiment"](r, d=256, base=1e4, n_samples=256, seed=0)
     ones, mean, once = decay_curves_by_hand(r)
     np.testing.assert_allclose(got["ones"], ones, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(got["gaussian"], mean, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(got["gaussian_once"], once, rtol=1e-9, atol=1e-9)
     assert ones[0] == pytest.approx(256.0)                          # a(0) = |1|^2 = d
-    # the prose: panel (a) is 2 B_{r,theta}, Men et al.'s quantity (their module's, against the by-hand curve)
-    np.testing.assert_allclose(ones, 2 * base_bound.similarity_margin(r.astype(float), 256, 1e4), rtol=1e-9, atol=1e-9)
+    # the prose: panel (a) is 2 B_{r,theta}, Men et al.'s quantity (notebook 08's B_m, against the by-hand curve)
+    similarity_margin = notebook_cells.run_cells("08_what_frequencies_do", "c08-02", "c08-21")["similarity_margin"]
+    np.testing.assert_allclose(ones, 2 * similarity_margin(r.astype(float), 256, 1e4), rtol=1e-9, atol=1e-9)
     # the prose: Figure 2 (a) decays from 1 to near 0 over 0..5000 (the paper's axis), (b) stays at 0 within
     # 2 standard errors (sqrt(d / n) = 1) -- Proposition 3.2, E[q^T R_r k] = 0
     assert ", ".join(f"{x:.3f}" for x in ones[1:] / 256) == "0.972, 0.675, 0.456, 0.193, -0.029"
@@ -204,23 +205,22 @@ def test_figure_2_of_barbero_et_al_decay_needs_aligned_queries_and_keys():
     for shown in ["Figure 2 of Barbero et al.", "1, 0.972, 0.675, 0.456, 0.193, −0.029 of $d$", "within $\\pm 2$ of 0",
                   "Figure 9", "Proposition 3.2", "$2\\sum_i\\cos(r\\theta_i) = 2B_{r,\\theta}$"]:
         assert shown in t, shown
-    with pytest.raises(ValueError, match="n_samples"):
-        spectrum.decay_experiment(r, n_samples=0)
-    with pytest.raises(ValueError, match="at most"):
-        spectrum.decay_experiment(np.arange(10_000), n_samples=4096)
 
 
 def test_figure_2_plot_draws_the_curves_by_hand():
-    """spectrum.fig_decay_experiment (the notebook's picture of Figure 2): panel (a) is a(r)/a(0), panel (b) the mean
-    over its draws / d, at r = 0, 10, ..., 5000 -- the by-hand curves of decay_curves_by_hand."""
-    fig = spectrum.fig_decay_experiment(d=256, base=1e4, max_distance=5000, n_samples=64, seed=0)
+    """spectrum.fig_decay_experiment (the notebook's picture of Figure 2), drawn from the notebook's curves: panel (a)
+    is a(r)/a(0), panel (b) the mean over its draws / d, at r = 0, 10, ..., 5000 -- the by-hand curves of
+    decay_curves_by_hand."""
+    nb = notebook("b08fig2b")
+    r_axis = np.arange(0, 5001, 10)
+    fig = spectrum.fig_decay_experiment(r_axis, nb["decay_experiment"](r_axis, n_samples=64), d=256, n_samples=64)
     (line_a,), (line_b,) = [[ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2] for ax in fig.axes[:2]]
     r = np.arange(0, 5001, 10)
     np.testing.assert_array_equal(line_a.get_xdata(), r)
     ones, mean, _ = decay_curves_by_hand(r, n=64)
     np.testing.assert_allclose(line_a.get_ydata(), ones / 256, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(line_b.get_ydata(), mean / 256, rtol=1e-9, atol=1e-12)
-    assert "spectrum.fig_decay_experiment(d=256, base=1e4, max_distance=5000)" in "\n".join(
+    assert "spectrum.fig_decay_experiment(r_axis, decay_experiment(r_axis, n_samples=64)" in "\n".join(
         "".join(c["source"]) for c in cells() if c["cell_type"] == "code")
 
 
