@@ -16,7 +16,7 @@ from importlib import resources
 
 import numpy as np
 
-from .. import _validate as val
+from .._validate import check_positive_int
 from ..forms import frequencies
 from ..hf_config import from_hf_config
 from .style import new_figure
@@ -40,7 +40,7 @@ def _first_negative(inv_freq: np.ndarray, limit: int):
 def supported_context(base: float, d: int = 128, limit: int = 1 << 22) -> int:
     """Men et al.'s L_theta = sup{L | B_{m,theta} >= 0 for all m in 0..L} (eq 10): the longest L with
     B_{m,theta} >= 0 at every integer distance 0 <= m <= L (capped at ``limit``)."""
-    limit = val.check_positive_int(limit, "limit")
+    limit = check_positive_int(limit, "limit")
     if limit > MAX_DISTANCES:
         raise ValueError(f"limit must be at most {MAX_DISTANCES:,} (B_m is computed at every integer distance up "
                          f"to it), got {limit:,}")

@@ -11,7 +11,8 @@ import warnings
 import ml_dtypes
 import numpy as np
 
-from .. import _validate as val
+from .._validate import (check_freqs, check_positions, check_positions_any, check_positive_int, check_real_array,
+    check_scalar, check_x)
 from ..forms import frequencies, rotate_half
 from .quantities import score
 
@@ -36,7 +37,7 @@ def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
     first, product rounded to ``dtype``), returned as float64 for comparison.  float16 overflows
     to inf beyond 65504."""
     dt = _check_dtype(dtype)
-    pos, freqs = val.check_positions_any(positions), val.check_freqs(freqs)
+    pos, freqs = check_positions_any(positions), check_freqs(freqs)
     with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.multiply.outer(pos.astype(dt), freqs.astype(dt)).astype(dt).astype(np.float64)
@@ -45,7 +46,7 @@ def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
 def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float32) -> dict:
     """Max over pairs of |angle error| and |cos error| at each position when angles are computed
     in ``dtype`` (cos/sin then evaluated and rounded to ``dtype`` too), against float64."""
-    pos = val.check_positions_any(positions)
+    pos = check_positions_any(positions)
     freqs = frequencies(d, base)
     exact = np.multiply.outer(pos, freqs)
     low = angles_in_dtype(pos, freqs, dtype)
@@ -58,8 +59,8 @@ def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float3
 def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.float32) -> np.ndarray:
     """Interleaved RoPE, x cos + rotate_half(x) sin (eq 34), whose angles and cos/sin are computed in ``dtype``
     (the data stay float64): the numerical practice notebook 06 warns about.  ``x``: ``(..., seq, d)``."""
-    x = val.check_x(x).astype(np.float64)
-    pos = val.check_positions(positions, x.shape[:-1])
+    x = check_x(x).astype(np.float64)
+    pos = check_positions(positions, x.shape[:-1])
     angles = np.repeat(angles_in_dtype(pos, frequencies(x.shape[-1], base), dtype), 2, axis=-1)
     with np.errstate(invalid="ignore"):
         cos, sin = (np.asarray(f(angles)).astype(np.dtype(dtype)).astype(np.float64) for f in (np.cos, np.sin))
@@ -68,11 +69,11 @@ def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.flo
 
 def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000.0, dtype=np.float32):
     """|q_m . k_{m+r}| error when angles are computed in ``dtype`` vs float64, for each m."""
-    q, k = val.check_x(q, "q"), val.check_x(k, "k")
+    q, k = check_x(q, "q"), check_x(k, "k")
     if q.shape != k.shape or q.ndim != 1:
         raise ValueError(f"q and k must be single vectors of one length d, got shapes {q.shape} and {k.shape}")
-    m = val.check_positions_any(m, "m")
-    n = m + val.check_scalar(distance, "distance")
+    m = check_positions_any(m, "m")
+    n = m + check_scalar(distance, "distance")
     qm = rotate_with_angle_dtype(np.broadcast_to(q, m.shape + q.shape), m, base=base, dtype=dtype)
     kn = rotate_with_angle_dtype(np.broadcast_to(k, n.shape + k.shape), n, base=base, dtype=dtype)
     exact = score(q, k, m, n, base=base)
@@ -82,8 +83,8 @@ def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000
 def format_errors(values, digits: int = 1) -> str:
     """Errors as a row of fixed-width scientific numbers (``3.4e-02``), with ``inf`` and ``nan`` spelled out
     (float16 overflow: the angle becomes inf, cos and sin of inf are nan).  Never prints a small error as ``0.``."""
-    values = val.check_real_array(values, "values")
-    digits = val.check_positive_int(digits, "digits")
+    values = check_real_array(values, "values")
+    digits = check_positive_int(digits, "digits")
     if digits > 17:
         raise ValueError(f"digits must be at most 17 (a float64 holds 17 significant digits), got {digits}")
     return "  ".join(f"{float(v):>{7 + digits}.{digits}e}" if np.isfinite(v) else f"{str(float(v)):>{7 + digits}}"

@@ -19,7 +19,7 @@ import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from .. import _validate as val
+from .._validate import check_d, check_nbytes, check_positions_any, check_positive_int, check_scalar
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 from .style import VIEW_DPI, figure_png, new_figure
@@ -34,7 +34,7 @@ SCHEMES = ("rope", "partial", "p-rope", "proportional", "nope")
 
 
 def _check_fraction(fraction) -> float:
-    if not 0 <= val.check_scalar(fraction, "fraction") <= 1:
+    if not 0 <= check_scalar(fraction, "fraction") <= 1:
         raise ValueError(f"fraction must be a real number in [0, 1] (the part of the head that turns), "
                          f"got {fraction!r}")
     return float(fraction)
@@ -68,8 +68,8 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
 
 def _even(d) -> int:
     """A positive even head dimension whose float64 features fit in memory (checked before allocating)."""
-    d = val.check_d(d)
-    val.check_nbytes(8 * d, "d", what=f"d = {d} float64 features")
+    d = check_d(d)
+    check_nbytes(8 * d, "d", what=f"d = {d} float64 features")
     return d
 
 
@@ -128,12 +128,12 @@ def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 
     key scores ``scale`` (NoPE cannot prefer a distance here); under "p-rope" the lowest (1 - fraction)
     of the pairs do not turn.  All rotations by :func:`rope_ref.rotate` (interleaved pairs).
     """
-    n_keys = val.check_positive_int(n_keys, "n_keys")
-    val.check_nbytes(8 * n_keys * _even(d), "n_keys", what=f"{n_keys} keys of d = {d} float64 features")
-    scale = val.check_scalar(scale, "scale")
+    n_keys = check_positive_int(n_keys, "n_keys")
+    check_nbytes(8 * n_keys * _even(d), "n_keys", what=f"{n_keys} keys of d = {d} float64 features")
+    scale = check_scalar(scale, "scale")
     if scale < 0:
         raise ValueError(f"scale must be |u|^2 >= 0 (a squared norm), got {scale!r}")
-    width = val.check_positive_int(width, "width")
+    width = check_positive_int(width, "width")
     if isinstance(pair, bool) or not isinstance(pair, (int, np.integer)) or not 0 <= pair <= d // 2 - width:
         raise ValueError(f"pair must be an integer in 0..d/2-width = 0..{d // 2 - width} (the first of {width} "
                          f"pairs), got {pair!r}")
@@ -143,7 +143,7 @@ def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 
     freqs = scheme_frequencies(scheme, d, base, fraction)
     m = float(n_keys - 1)                                   # the query's position; keys at m - r
     r = np.arange(n_keys, dtype=float)
-    q = rotate(u[None], np.array([m - val.check_scalar(offset, "offset")]), inv_freq=freqs)[0]
+    q = rotate(u[None], np.array([m - check_scalar(offset, "offset")]), inv_freq=freqs)[0]
     k = rotate(np.broadcast_to(u, (n_keys, d)), m - r, inv_freq=freqs)
     return softmax(k @ q)
 
@@ -180,8 +180,8 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
     |c|^2 / sqrt(2 * width) (see :func:`distractor_level`).  On high frequencies the match turns away
     within a few positions; on the lowest it stays near 1 for thousands (Barbero et al.'s semantic channels).
     """
-    r = val.check_positions_any(distances, "distances")
-    d, width = _even(d), val.check_positive_int(width, "width")
+    r = check_positions_any(distances, "distances")
+    d, width = _even(d), check_positive_int(width, "width")
     if width > d // 2:
         raise ValueError(f"width must be at most d/2 = {d // 2}, got {width}")
     if band not in ("high", "low"):
@@ -198,7 +198,7 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
 
 def distractor_level(width: int = 8) -> float:
     """Typical |score| of a random unit key against a unit query on 2 * ``width`` features: 1/sqrt(2 width)."""
-    return 1.0 / math.sqrt(2 * val.check_positive_int(width, "width"))
+    return 1.0 / math.sqrt(2 * check_positive_int(width, "width"))
 
 
 # --- views (their sliders are in rope_ref.teaching.widgets): redrawn whole at every step ------------------------------
@@ -279,7 +279,7 @@ class SemanticMatchView(_PlainView):
 
     def _redraw(self):
         p = self.params
-        self.r = np.linspace(0, val.check_positive_int(p["max_distance"], "max_distance"), 801)
+        self.r = np.linspace(0, check_positive_int(p["max_distance"], "max_distance"), 801)
         self.scores = {(band, scheme): semantic_match(self.r, band, self.d, p["base"], self.width, scheme,
                                                       self.fraction) for band, scheme in self.lines}
         for key, line in self.lines.items():

@@ -13,7 +13,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from .. import _validate as val
+from .._validate import check_nbytes, check_positive_int
 from ..forms import rotate
 from ..multiaxis import MROPE_AXES, axial_frequencies, mrope_frequencies, mrope_position_ids
 from .quantities import _qk, random_qk
@@ -47,11 +47,11 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
 
     The 2-D axial score (timm / Heo et al. layout, first half of the pairs on x, second on y).
     """
-    radius = val.check_positive_int(radius, "radius")
+    radius = check_positive_int(radius, "radius")
     q, k = _qk(q, k, one_d=True)
     q, k = q.astype(np.float64), k.astype(np.float64)
     n_keys = (2 * radius + 1) ** 2
-    val.check_nbytes(8 * n_keys * q.size, "radius", what=f"{n_keys} rotated keys of d = {q.size}")
+    check_nbytes(8 * n_keys * q.size, "radius", what=f"{n_keys} rotated keys of d = {q.size}")
     offsets = np.arange(-radius, radius + 1, dtype=np.float64)
     dy, dx = np.meshgrid(offsets, offsets, indexing="ij")
     keys = _axial_rotate(np.broadcast_to(k, (dx.size, k.size)), np.stack([dx.ravel(), dy.ravel()]), base)
