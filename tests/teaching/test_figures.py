@@ -161,7 +161,9 @@ def _styled(make):
         return fig
 
 
-@pytest.mark.parametrize("name", list(FIGURES))
+# the real model's figure loads SmolLM2 (several seconds): with the slow tests
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "real_attention_maps" else n
+                                  for n in FIGURES])
 def test_no_figure_puts_words_on_its_data(name):
     from figure_layout import layout_faults
     assert layout_faults(_styled(FIGURES[name])) == []
