@@ -54,6 +54,7 @@ SHOWN = [
     ("04_attention", "# the KV cache in NumPy", "rr.attention(", 12, ["rr.attention"]),
     ("04_attention", "# eq 19's weights in NumPy", "rr.linear_attention(", 4, ["rr.linear_attention"]),
     ("05_context_extension", "# each method's frequencies in NumPy", "rr.scaled_inv_freq(", 20, ["rr.scaled_inv_freq"]),
+    ("11_rope_inside_a_real_model", "# the forward pass in NumPy", "model.forward(", 30, ["model.forward", "rm."]),
 ]
 
 
