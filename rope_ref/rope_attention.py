@@ -87,27 +87,34 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     u = (qr / sq) @ np.swapaxes(kr / sk, -1, -2)       # (..., n_q, n_k), |u| <= d: cannot overflow
     if causal:
         u = np.where(_causal_mask(np.broadcast_to(qp, q.shape[:-1]), np.broadcast_to(kp, k.shape[:-1])), u, -np.inf)
-    with np.errstate(over="ignore"):                   # a gap times a huge scale -> -inf -> weight 0: the limit
-        shifted = (u - u.max(axis=-1, keepdims=True)) * (sq / np.sqrt(q.shape[-1])) * sk   # <= 0
-    weights = np.exp(shifted)
-    weights /= weights.sum(axis=-1, keepdims=True)
+    with np.errstate(over="ignore"):                   # s_q s_k / sqrt(d) may overflow to inf: softmax takes it
+        weights = softmax(u, scale=sq / np.sqrt(q.shape[-1]) * sk)
     out = weights @ v.astype(np.float64)
     return cast_back(out, v.astype(_out_dtype(q, k, v), copy=False), "v", "|v| below the output dtype's largest value")
 
 
 @suggest_keywords
-def softmax(scores, axis: int = -1) -> np.ndarray:
-    """exp(s_i - max s) / sum_j exp(s_j - max s) along ``axis`` (eq 2's row normalisation), float64.
+def softmax(scores, axis: int = -1, *, scale: float = 1.0) -> np.ndarray:
+    """exp(c (s_i - max s)) / sum_j exp(c (s_j - max s)) along ``axis``: softmax(c s) (eq 2's normalisation), float64.
 
-    ``scores``: any shape, finite or -inf (a -inf score gets weight 0); a row needs one finite score.
+    ``scores``: any shape, finite or -inf (a -inf score gets weight 0); a row needs one finite score.  ``scale``
+    c >= 0 multiplies the gaps to the row's maximum, so c s itself is never formed (c = inf: the argmax; c = 0: the
+    mean over the unmasked); :func:`attention` passes s_q s_k / sqrt(d) for scores u = (q/s_q).(k/s_k).
     """
     s = check_real_array(scores, "scores").astype(np.float64)
     if np.any(np.isnan(s) | (s == np.inf)):
         raise ValueError("scores must be finite or -inf (a masked score), got NaN or +inf")
+    if not isinstance(scale, (int, float, np.integer, np.floating)) or isinstance(scale, bool):
+        raise TypeError(f"scale must be a non-negative number (inf allowed), got {scale!r}")
+    if not scale >= 0:
+        raise ValueError(f"scale must be a non-negative number (inf allowed), got {scale!r}")
     top = s.max(axis=axis, keepdims=True)
     if not np.all(np.isfinite(top)):
         raise ValueError(f"scores: every row along axis {axis} needs at least one finite score, got a row of -inf")
-    w = np.exp(s - top)
+    gaps = s - top                                       # <= 0; -inf where masked
+    with np.errstate(over="ignore", invalid="ignore"):   # 0 * inf and -inf * 0 are replaced below
+        scaled = gaps * scale                            # a gap times a huge scale: -inf, weight 0 (the limit)
+    w = np.exp(np.where(gaps == 0, 0.0, np.where(np.isneginf(gaps), -np.inf, scaled)))
     return w / w.sum(axis=axis, keepdims=True)
 
 

@@ -117,3 +117,18 @@ def test_softmax_is_the_row_normalised_exponential():
         rr.softmax([np.nan, 1.0])
     with pytest.raises(ValueError, match="at least one finite score"):
         rr.softmax([-np.inf, -np.inf])
+
+
+def test_softmax_scale_multiplies_the_scores_without_forming_them():
+    s = np.array([[0.0, np.log(3.0), -np.inf]])
+    # scale 2: weights exp(0) : exp(2 log 3) = 1 : 9
+    np.testing.assert_allclose(rr.softmax(s, scale=2.0), [[0.1, 0.9, 0.0]], rtol=1e-14)
+    # scale inf: all weight on the largest score; scale 0: the mean over the unmasked scores
+    np.testing.assert_array_equal(rr.softmax(s, scale=np.inf), [[0.0, 1.0, 0.0]])
+    np.testing.assert_array_equal(rr.softmax(s, scale=0.0), [[0.5, 0.5, 0.0]])
+    # a scale whose product with the scores would overflow: the scores 1e300 apart still give the argmax
+    np.testing.assert_array_equal(rr.softmax(np.array([0.0, 1e300]), scale=1e300), [0.0, 1.0])
+    with pytest.raises(ValueError, match="scale"):
+        rr.softmax(s, scale=-1.0)
+    with pytest.raises(TypeError, match="scale"):
+        rr.softmax(s, scale="2")
