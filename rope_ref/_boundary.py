@@ -18,7 +18,7 @@ import numpy as np
 
 from ._validate import (ANGLE_LIMIT, ANGLE_TOL, check_base, check_d, check_finite, check_freqs, check_inv_freq,
                         check_no_overflow, check_nbytes, check_pairing, check_positions, check_positive_int,
-                        check_real_array, check_rotary_dim, check_scalar, check_x, size_limit, suggest_keywords,
+                        check_real_array, check_rotary_dim, check_scalar, check_x, suggest_keywords,
                         warn_precision)
 
 

@@ -63,16 +63,17 @@ def check_nbytes(nbytes: int, name: str, *, what: str) -> int:
     ``name`` (the argument that sets the size), the size and the limit (:func:`size_limit`'s)."""
     limit = _MAX_BYTES.get()
     if nbytes > limit:
-        raise ValueError(f"{name}: {what} would take {_size(nbytes)}, above the limit of {_size(limit)}; "
+        raise ValueError(f"{name}: {what} would take {format_bytes(nbytes)}, above the limit of {format_bytes(limit)}; "
                          f"allow it with `with rope_ref.size_limit(max_bytes={nbytes}):`")
     return nbytes
 
 
-def _size(nbytes: int) -> str:
-    """Bytes in words: '8 GiB (8589934592 bytes)'."""
+def format_bytes(nbytes: int, digits: int = 3, *, exact: bool = True) -> str:
+    """Bytes in words: '8 GiB (8589934592 bytes)' (``exact=False``: '8 GiB'), to ``digits`` significant digits."""
     for unit, scale in (("TiB", 1024 ** 4), ("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
         if nbytes >= scale:
-            return f"{nbytes / scale:.3g} {unit} ({nbytes} bytes)"
+            words = f"{nbytes / scale:.{digits}g} {unit}"
+            return f"{words} ({nbytes} bytes)" if exact else words
     return f"{nbytes} bytes"
 
 

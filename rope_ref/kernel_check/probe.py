@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import FLOAT_DTYPES, check_d, check_nonnegative_int, check_positive_int
+from .._validate import FLOAT_DTYPES, check_d, check_nonnegative_int, check_positive_int, format_bytes
 from .structure import read_structure
 from .tolerances import PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
 
@@ -140,15 +140,9 @@ def check_sizes(seq, d, max_bytes, max_rows=None):
                       "a smaller max_rows"))
     for size, what, fix in sizes:
         if size > max_bytes:
-            raise ValueError(f"{what}: {_show_bytes(size)}, above max_bytes={max_bytes} ({_show_bytes(max_bytes)}); "
+            raise ValueError(f"{what}: {format_bytes(size, 4, exact=False)}, above max_bytes={max_bytes} "
+                             f"({format_bytes(max_bytes, 4, exact=False)}); "
                              f"pass {fix}, or a larger max_bytes")
-
-
-def _show_bytes(n):
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.4g} {unit}"
-        n /= 1024
 
 
 def _shape_hint(got, want):

@@ -193,7 +193,7 @@ def copy_accuracy(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
 
 
 def _zero_pairs(x, positions, *, rope, pairs: tuple):
-    out = np.array(rope(x, positions), dtype=np.float32)
+    out = np.array(rope(x, positions))                                       # a copy, in the rope's dtype
     out.reshape(*out.shape[:-1], -1, 2)[..., pairs, :] = 0.0
     return out
 
