@@ -24,13 +24,15 @@ def _describe_layout(layout, axis, names):
 
 def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, rotary_dim: int | None = None,
                  rotary_start: int | None = None, norm_scale: float | None = None, rtol: float = 0.0,
-                 phase_atol: float | None = None) -> list:
+                 phase_atol: float | None = None, position_shift=None) -> list:
     """Every difference between what identify_axes found and what you expect, as readable lines ([] when all match).
 
     ``inv_freq``: the expected matrix (rotary_dim/2, axes), e.g. :func:`rope_ref.multiaxis.mrope_frequencies`,
     agreeing within the spec's tolerance, FREQ_ULPS float32 roundings and ``rtol`` relative; when each pair
     turns with one axis the section split, layout and axis of each pair are named first, and an axis with
-    every sign flipped.  ``phase_atol`` as for 1-D kernels."""
+    every sign flipped.  ``phase_atol`` as for 1-D kernels.  ``position_shift``: the shift s_a fn adds to each
+    axis's positions (the pairs turned by sum_a F[j, a] s_a at position 0, as Qwen-Image's centred ids); by
+    default any rotation at position 0 is a difference."""
     if not isinstance(spec, AxesSpec):
         raise TypeError(f"spec must be an AxesSpec (from identify_axes), got {type(spec).__name__}")
     if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) or not 0 <= rtol < 1:
@@ -42,8 +44,11 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
     scale_tol = max(FREQ_ULPS * 2.0**-24, 2 * spec.scale_error)
     if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > scale_tol:
         problems.append(f"norm_scale: expected {norm_scale:.6g}, found {spec.norm_scale:.6g}")
-    if spec.rotated_at_zero:
-        why = f"fn shifts the positions by {show_shifts(spec)}" if spec.position_shift else "positions shifted?"
+    if position_shift is not None:
+        problems += _compare_shift(spec, _check_shift(position_shift, spec.axes))
+    elif spec.rotated_at_zero:
+        why = (f"fn shifts the positions by {show_shifts(names, spec.position_shift)}" if spec.position_shift
+               else "positions shifted?")
         problems.append(f"rotation at position 0: expected none, found pairs turned by up to {spec.phase_at_zero:.3g} "
                         f"rad with every axis at 0 ({why})")
     if inv_freq is not None:
@@ -51,6 +56,26 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
     problems += precision_problems(spec, phase_atol, "sum_a F[j, a] p_a", "pass phase_atol= to accept that precision",
                                    "compute angles in float32 or better, or pass phase_atol= to accept that precision")
     return problems
+
+
+def _check_shift(want, axes):
+    """The expected shift: ``axes`` finite reals, one per axis."""
+    want = check_finite(check_real_array(want, "position_shift").astype(np.float64), "position_shift")
+    if want.shape != (axes,):
+        raise ValueError(f"position_shift must hold one shift per axis, shape ({axes},), got shape {want.shape}")
+    return want
+
+
+def _compare_shift(spec, want):
+    found = spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
+    names, shown = spec.axis_names, show_shifts(spec.axis_names, want)
+    if found is None:
+        return [f"position_shift: expected {shown}, found pairs turned by up to {spec.phase_at_zero:.3g} rad at "
+                "position 0 that no shift of the positions explains"]
+    if np.all(np.abs(np.subtract(found, want)) <= spec.shift_tolerance):
+        return []
+    why = " (fn does not shift its positions: ids not centred?)" if not spec.rotated_at_zero else ""
+    return [f"position_shift: expected {shown}, found {show_shifts(names, found)}{why}"]
 
 
 def _check_matrix(want, axes):
@@ -122,26 +147,28 @@ def _compare_matrix(spec, want, rtol, names):
 
 #: What assert_axes_match and assert_rope_matches(axes=...) may be told to expect, and how to probe.
 AXES_KEYS = ("inv_freq", "sections", "layout", "base", "pairing", "rotary_dim", "rotary_start", "norm_scale", "rtol",
-             "max_position", "axis_names", "seed")
+             "position_shift", "max_position", "axis_names", "seed")
 
 
 def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, layout: str | None = None,
                       base: float | None = None, pairing: str | None = None, rotary_dim: int | None = None,
                       rotary_start: int = 0, norm_scale: float | None = None, rtol: float = 0.0,
-                      phase_atol: float | None = None, seq: int = 64, seed: int = 0,
+                      phase_atol: float | None = None, position_shift=None, seq: int = 64, seed: int = 0,
                       max_position: int = MAX_POSITION, axis_names=None, max_bytes: int = MAX_BYTES) -> AxesSpec:
     """Raise AssertionError (:class:`~rope_ref.kernel_check.RopeMismatch`) naming every way the multi-axis kernel
     ``fn(x, positions)`` (called as by :func:`~.axes_probe.identify_axes`) differs from what you expect
     (:func:`compare_axes`); return the :class:`AxesSpec` when all match.  Expect ``inv_freq`` or, for M-RoPE,
     ``sections`` (a config's mrope_section) with ``layout`` ("blocks" or "interleaved") and ``base`` (default
-    10000): :func:`rope_ref.multiaxis.mrope_frequencies` over rotary_dim (default d).  fn's own exceptions
-    are re-raised as ``KernelRaised``."""
+    10000): :func:`rope_ref.multiaxis.mrope_frequencies` over rotary_dim (default d); ``position_shift`` the
+    shift fn adds to each axis (default: none).  fn's own exceptions are re-raised as ``KernelRaised``."""
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
     if inv_freq is None and sections is None and (layout is not None or base is not None):
         raise TypeError("layout= and base= describe M-RoPE: pass sections= with them (pairs per axis)")
     given = dict(pairing=pairing, rotary_dim=rotary_dim, norm_scale=norm_scale, rotary_start=rotary_start)
     check_expected({k: v for k, v in given.items() if v is not None}, phase_atol)
+    if position_shift is not None:
+        _check_shift(position_shift, axes)
     if sections is not None:
         if axes != 3:
             raise ValueError(f"sections= describes M-RoPE's three axes (t, h, w), got axes={axes}: pass inv_freq= "
@@ -156,7 +183,7 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
     if not spec.is_rope:
         raise RopeMismatch("", [str(spec)], spec)
     problems = compare_axes(spec, inv_freq, pairing=pairing, rotary_dim=rotary_dim, rotary_start=rotary_start,
-                            norm_scale=norm_scale, rtol=rtol, phase_atol=phase_atol)
+                            norm_scale=norm_scale, rtol=rtol, phase_atol=phase_atol, position_shift=position_shift)
     if problems:
         raise RopeMismatch("multi-axis RoPE mismatch", problems, spec)
     return spec

@@ -131,8 +131,9 @@ def _fit_axis(wrapped, steps, linear, unit, out_err):
 
 
 def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
-    """Steps 2-4 on the blocks (cos, sin) ``(seq, pairs)`` read at the probe's positions: the frequency matrix, its
-    tolerances, the float type, the naming; or a not-RoPE spec when the angles are not linear in the positions."""
+    """Steps 2-4 on the blocks (cos, sin) ``(seq, pairs)`` read at the probe's positions: the frequency matrix, the
+    shift of the positions, the tolerances, the float type, the naming; or a not-RoPE spec when the angles are
+    not linear in the positions."""
     positions, names, n_axes = spec.positions, spec.axis_names, spec.axes
     unit = call.unit                                 # the coarsest rounding fn's output type explains
     phase = np.arctan2(sin, cos)                     # (seq, pairs)
@@ -141,35 +142,38 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
     # norm alike; an angle relative to the base row's carries two such errors.
     out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
     spec.phase_at_zero = float(np.abs(phase_at_zero).max())
-    npairs = len(spec.pairs)
-    freqs = np.zeros((npairs, n_axes))
-    sigma = np.zeros((npairs, n_axes))
-    bias = np.zeros((npairs, n_axes))               # the most an error out_err at every point moves a slope
+    fits = [_fit_axis(np.angle(np.exp(1j * (phase[rows] - phase_at_zero))), steps, linear, unit, out_err)
+            for rows in sweeps]
+    freqs = np.stack([fit[0] for fit in fits], axis=1)          # (pairs, axes)
+    sigma = np.stack([fit[1] for fit in fits], axis=1)
+    spec.rotated_at_zero = bool(spec.phase_at_zero > rounding_allowance(unit, 0.0, out_err / 2))
+    shift, spec.shift_tolerance = _shift(freqs, sigma, phase_at_zero, unit, out_err)
+    spec.position_shift = shift if spec.rotated_at_zero else None
+    # Rounding errs with the absolute angle F (p + s), not the angle from position 0: a shift of 1000 positions
+    # makes float32 angles err as at position 1000.  Unsolved, the angle at 0 is known modulo 2 pi only.
+    at_zero = np.abs(freqs @ spec.position_shift if spec.position_shift else phase_at_zero)
     worst = []                                      # (excess over the allowance, message) of each check
     resid_all, angle_all = [], []
-    for a in range(n_axes):
-        wrapped = np.angle(np.exp(1j * (phase[sweeps[a]] - phase_at_zero)))
-        freqs[:, a], sigma[:, a], resid, used = _fit_axis(wrapped, steps, linear, unit, out_err)
+    for a, (_, _, resid, used) in enumerate(fits):
         angle = np.outer(steps, freqs[:, a])
-        pu = np.where(used, steps[:, None].astype(float), 0.0)
-        bias[:, a] = out_err * pu.sum(0) / (pu * pu).sum(0)
+        absolute = np.abs(angle) + 2 * at_zero             # |F (p + s)| + the base row's |F s|
+        allow = rounding_allowance(unit, absolute, out_err)
         resid_all.append(resid[used])
-        angle_all.append(angle[used])
-        excess = np.where(used, np.abs(resid) - rounding_allowance(unit, angle, out_err), -np.inf)
+        angle_all.append(absolute[used])
+        excess = np.where(used, np.abs(resid) - allow, -np.inf)
         k, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
         if excess[k, j] > 0:
-            worst.append((excess[k, j] / rounding_allowance(unit, angle[k, j], out_err), (
+            worst.append((excess[k, j] / allow[k, j], (
                 f"along {names[a]} (the other axes at 0) pair {j} (features {spec.pairs[j]}) turns by "
                 f"{resid[k, j] + angle[k, j]:.7g} rad at {names[a]} = {steps[k]}, where the line through the "
                 f"other positions 0..{steps[used[:, j]].max()} gives {angle[k, j]:.7g} (off by "
-                f"{abs(resid[k, j]):.2g} rad; {call.precision} rounding allows "
-                f"{rounding_allowance(unit, angle[k, j], out_err):.2g})")))
+                f"{abs(resid[k, j]):.2g} rad; {call.precision} rounding allows {allow[k, j]:.2g})")))
     # Rows at combinations of all axes: the angles must add up.
     mixed_positions = positions[:, mixed].T.astype(float)      # (rows, axes)
     pred = mixed_positions @ freqs.T                            # (rows, pairs)
     meas = phase[mixed] - phase_at_zero
     resid = np.angle(np.exp(1j * (meas - pred)))
-    terms = np.abs(mixed_positions) @ np.abs(freqs.T)
+    terms = np.abs(mixed_positions) @ np.abs(freqs.T) + 2 * at_zero
     allow = rounding_allowance(unit, terms, out_err) + SIGMAS * (mixed_positions @ sigma.T)
     excess = np.abs(resid) - allow
     k, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
@@ -188,18 +192,19 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
     angle_all = np.concatenate([*angle_all, terms.ravel()])
     spec.phase_error = float(np.abs(resid_all).max()) if resid_all.size else 0.0
     spec.angle_precision, prec_unit = angle_precision(resid_all, angle_all)
-    if out_err and prec_unit > unit and angle_precision(resid_all, angle_all, out_err)[1] <= unit:
+    if out_err and prec_unit > 2.0**-24 and angle_precision(resid_all, angle_all, out_err)[1] <= 2.0**-24:
         spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
         spec.notes.append(f"the angle errors (up to {spec.phase_error:.2g} rad) come with norm errors (up to "
                           f"{spec.scale_error:.2g}): cos/sin or the output rounded to a 16-bit type")
+    pu = np.stack([np.where(fit[3], steps[:, None].astype(float), 0.0) for fit in fits], axis=2)
+    bias = out_err * pu.sum(0) / (pu * pu).sum(0)   # the most an error out_err at every point moves a slope
     spec.inv_freq, spec.freq_sigma = freqs, sigma
     spec.freq_tolerance = SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs) + bias
     name_axes(spec, nonzero=np.abs(freqs) > SIGMAS * sigma)
-    if spec.phase_at_zero > rounding_allowance(unit, 0.0, out_err / 2):
-        spec.rotated_at_zero = True
+    if spec.rotated_at_zero:
         j = int(np.argmax(np.abs(phase_at_zero)))
-        spec.position_shift = _shift(spec, phase_at_zero, unit, out_err)
-        why = ("fn shifts the positions by " + show_shifts(spec) if spec.position_shift else
+        why = ("fn shifts the positions by " + show_shifts(spec.axis_names, spec.position_shift)
+               if spec.position_shift else
                "are its positions shifted?")
         spec.notes.append(f"at position 0 on every axis fn already turns pair {j} by {phase_at_zero[j]:.6g} rad "
                           f"(up to {spec.phase_at_zero:.2g} rad over the pairs): {why}; the frequencies are measured "
@@ -207,27 +212,21 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
     return spec
 
 
-def _shift(spec, phase_at_zero, unit, out_err):
-    """Per-axis shift s with phase_at_zero[j] = sum_a F[j, a] s_a (mod 2 pi), when each pair turns with one axis:
-    read from the axis's slowest pair (no whole turn for |s| < pi / theta_slowest), checked on all of them."""
-    if spec.axis_of_pair is None:
-        return None
-    freqs, shift = spec.inv_freq, []
-    for a in range(spec.axes):
-        own = np.flatnonzero(spec.axis_of_pair == a)
-        if own.size == 0:
-            shift.append(0.0)
-            continue
-        j = own[np.argmin(np.abs(freqs[own, a]))]
-        s = phase_at_zero[j] / freqs[j, a]
-        if abs(s - round(s)) <= max(SIGMAS * spec.freq_sigma[j, a] * abs(s) / abs(freqs[j, a]), 1e-6):
-            s = float(round(s))
-        miss = np.angle(np.exp(1j * (freqs[own, a] * s - phase_at_zero[own])))
-        allow = (rounding_allowance(unit, freqs[own, a] * s, out_err) + SIGMAS * spec.freq_sigma[own, a] * abs(s)
-                 + 1e-9)
-        if np.any(np.abs(miss) > allow):
-            return None
-        shift.append(float(s))
-    return tuple(shift)
-
-
+def _shift(freqs, sigma, phase_at_zero, unit, out_err):
+    """The shift s ``(axes,)`` with phase_at_zero[j] = sum_a F[j, a] s_a (mod 2 pi), by least squares over the pairs
+    from the slowest on (each axis's slowest making no whole turn: |s| < pi / its frequency), the whole turns
+    of each further pair predicted from the fit so far; checked on every pair.  (s or None when no s fits,
+    the tolerance on each s_a); s_a is rounded to an integer when resolved to one."""
+    order = np.argsort(np.abs(freqs).sum(1), kind="stable")
+    unwrapped = np.zeros_like(phase_at_zero)
+    shift = np.zeros(freqs.shape[1])
+    for k, j in enumerate(order):
+        unwrapped[j] = phase_at_zero[j] + 2 * np.pi * np.round((freqs[j] @ shift - phase_at_zero[j]) / (2 * np.pi))
+        shift = np.linalg.lstsq(freqs[order[:k + 1]], unwrapped[order[:k + 1]], rcond=None)[0]
+    allow = rounding_allowance(unit, 2 * np.abs(freqs @ shift), out_err) + SIGMAS * sigma @ np.abs(shift) + 1e-9
+    tolerance = np.abs(np.linalg.pinv(freqs)) @ allow
+    near = np.round(shift)
+    shift = np.where((np.abs(shift - near) <= tolerance) & (tolerance < 0.5), near, shift)
+    miss = np.angle(np.exp(1j * (freqs @ shift - phase_at_zero)))
+    fits = bool(np.all(np.abs(miss) <= allow))
+    return (tuple(float(s) for s in shift) if fits else None), tuple(float(t) for t in tolerance)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..multiaxis import MROPE_LAYOUTS
-from .naming import geometric_base
+from .naming import _aliasing, geometric_base
 from .spec import ProbeSpec, show_number
 from .tolerances import FREQ_ULPS
 
@@ -40,6 +40,7 @@ class AxesSpec(ProbeSpec):
     phase_at_zero: float = 0.0          # largest |angle| at position 0 on every axis (0 unless positions shift)
     rotated_at_zero: bool = False       # pairs turned beyond rounding with every axis at 0
     position_shift: tuple | None = None  # per axis, the shift s_a with angle(0) = sum_a F[j, a] s_a, when solved
+    shift_tolerance: tuple | None = None  # per axis, how far from position_shift (0 unrotated) s_a may be
     positions: np.ndarray | None = None  # (axes, seq): the positions fn was called with
     calls: int = 0
 
@@ -87,10 +88,10 @@ def runs(axis_of_pair, names) -> str:
     return ", ".join(found[:9]) + (f", ... ({len(found)} runs)" if len(found) > 9 else "")
 
 
-def show_shifts(spec) -> str:
-    """'t+0, w-7': the per-axis position shift the kernel applies (non-zero axes only)."""
+def show_shifts(names, shifts) -> str:
+    """'t+0, w-7': a per-axis position shift (non-zero axes only; 'none' when every axis is 0)."""
     return ", ".join(f"{n}{show_number(s) if s < 0 else '+' + show_number(s)}"
-                     for n, s in zip(spec.axis_names, spec.position_shift) if s != 0)
+                     for n, s in zip(names, shifts) if s != 0) or "none"
 
 
 # ---- naming --------------------------------------------------------------------------------------
@@ -153,6 +154,12 @@ def name_axes(spec, nonzero):
         if unused:
             spec.notes.append(f"no pair turns with {', '.join(unused)}: fn ignores "
                               f"{'that axis' if len(unused) == 1 else 'those axes'}")
+    if spec.axis_of_pair is not None:       # the 1-D probe's aliasing note, rows one step apart along an axis
+        aliased = {names[a]: note for a in range(spec.axes)
+                   if spec.sections[a] and (note := _aliasing(freqs[spec.axis_of_pair == a, a]))}
+        if aliased:
+            spec.notes.append(f"along {', '.join(aliased)} (pairs counted within the axis): "
+                              f"{next(iter(aliased.values()))}")
     flipped = [names[a] for a in range(spec.axes) if np.any(freqs[:, a] < 0) and not np.any(freqs[:, a] > 0)]
     if flipped:
         spec.notes.append(f"every frequency along {', '.join(flipped)} is negative: the kernel turns clockwise in "
