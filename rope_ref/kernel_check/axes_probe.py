@@ -11,7 +11,7 @@ from .._validate import check_positive_int
 from .angles import angle_precision, line_through_zero, rounding_allowance
 from .axes_spec import DEFAULT_AXIS_NAMES, MAX_AXES, MAX_POSITION, AxesSpec, name_axes, show_shifts
 from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
-from .tolerances import FREQ_ULPS, MAX_BYTES, SIGMAS
+from .tolerances import FREQ_ULPS, MAX_BYTES, NOISE_ULPS, SIGMAS
 
 _FN_SHAPES = ("identify_axes calls fn(x, positions): x float64 of shape (seq, d), positions int64 of shape "
               "(axes, seq), row r at positions[:, r]; wrap a kernel taking torch (batch, heads, seq, d) and "
@@ -162,7 +162,16 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
         angle_all.append(absolute[used])
         excess = np.where(used, np.abs(resid) - allow, -np.inf)
         k, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
-        if excess[k, j] > 0:
+        far = _far_angle(resid[used[:, j], j], steps[used[:, j]], unit) if excess[k, j] > 0 else None
+        if far:
+            worst.append((excess[k, j] / allow[k, j], (
+                f"the angles alias or are shifted far: along {names[a]} pair {j} (features {spec.pairs[j]}) strays from "
+                f"its line by up to {np.abs(resid[:, j]).max():.2g} rad at random, as {call.precision} rounding does to "
+                f"angles of some {far:.2g} rad or more, far beyond the line's: the pair turns by more than pi per "
+                "position step (normalised or scaled coordinates? at integer positions its frequency is then known "
+                "only modulo 2 pi), or fn shifts its positions further than the slowest pair tells; give fn unscaled, "
+                "unshifted positions")))
+        elif excess[k, j] > 0:
             worst.append((excess[k, j] / allow[k, j], (
                 f"along {names[a]} (the other axes at 0) pair {j} (features {spec.pairs[j]}) turns by "
                 f"{resid[k, j] + angle[k, j]:.7g} rad at {names[a]} = {steps[k]}, where the line through the "
@@ -186,7 +195,10 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
             f"{abs(resid[k, j]):.2g} rad, {call.precision} rounding allows {allow[k, j]:.2g})")))
     if worst:
         worst.sort(key=lambda w: -w[0])
-        return AxesSpec(is_rope=False, reason="not a rotation linear in positions: " + worst[0][1], axes=n_axes,
+        reason = worst[0][1]
+        if not reason.startswith("the angles alias"):
+            reason = "not a rotation linear in positions: " + reason
+        return AxesSpec(is_rope=False, reason=reason, axes=n_axes,
                         axis_names=names, positions=positions, calls=spec.calls, notes=spec.notes)
     resid_all = np.concatenate([*resid_all, resid.ravel()])
     angle_all = np.concatenate([*angle_all, terms.ravel()])
@@ -210,6 +222,16 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
                           f"(up to {spec.phase_at_zero:.2g} rad over the pairs): {why}; the frequencies are measured "
                           "from that rotation")
     return spec
+
+
+def _far_angle(resid, steps, unit):
+    """The angle whose rounding explains the residuals ``resid`` at ``steps`` of one pair, when above pi per step
+    and the residuals look like rounding (their sign flips between a third of neighbouring steps: no smooth
+    curve, as a clamp or a quadratic term draws); else None."""
+    signs = np.sign(resid[resid != 0])
+    angle = float(np.abs(resid).max() / (NOISE_ULPS * unit))
+    flips = np.mean(signs[1:] != signs[:-1]) if signs.size > 2 else 0.0
+    return angle if angle > np.pi * steps.max() and flips >= 1 / 3 else None
 
 
 def _shift(freqs, sigma, phase_at_zero, unit, out_err):

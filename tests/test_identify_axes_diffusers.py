@@ -1,0 +1,121 @@
+"""identify(fn, d, axes=A) and assert_rope_matches(fn, d, axes=A, ...) on diffusers' own rotary modules.
+
+tests/data/diffusers_rope.npz (record_diffusers_rope.py, diffusers 0.42.1) holds each module's float32 cos and sin
+with one axis at 0..47 and the others at 0 (the sweeps), and at a small grid of tokens moving every axis.  Each
+pair of these modules turns with one axis, so the module's rotation at any ids up to 47 is the sweep of that
+pair's axis read at the id of that axis: the replayed kernel looks its cos and sin up in the recorded sweeps
+(nothing is fitted) and applies them as diffusers' apply functions do (pairs (2i, 2i + 1), in float32).  It is
+shown to give the module's cos/sin on the small grid and its own apply function's rotated query.  Mochi's pairs
+turn with every axis (learned frequencies): its recording is replayed by the frequencies and shift solved from it.
+
+The expectations are written from the models' published settings (axes_dims_rope, rope_theta, head dims), one
+axis at a time: theta_k = base^(-2k/dim_a) over the dim_a features of axis a.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rope_ref as rr
+from rope_ref.kernel_check import RopeMismatch
+
+DATA = Path(__file__).parent / "data"
+META = json.loads((DATA / "diffusers_rope.json").read_text())
+with np.load(DATA / "diffusers_rope.npz") as _z:
+    REC = {k: _z[k] for k in _z.files}
+SWEEP = REC["flux/sweep_cos"].shape[1]
+
+
+def axial(dims, base):
+    """The expected matrix (sum(dims)/2, len(dims)): axis a turns its own dims[a]/2 pairs, in axis order, by
+    theta_k = base^(-2k/dims[a]) (RoFormer eq 15 per axis)."""
+    matrix = np.zeros((sum(dims) // 2, len(dims)))
+    start = 0
+    for a, dim in enumerate(dims):
+        matrix[start:start + dim // 2, a] = base ** (-np.arange(0, dim, 2) / dim)
+        start += dim // 2
+    return matrix
+
+
+def wan_dims(head_dim):
+    """Wan: h = w = 2 floor(d/6) features, t the rest."""
+    return head_dim - 4 * (head_dim // 6), 2 * (head_dim // 6), 2 * (head_dim // 6)
+
+
+#: case -> (head_dim, rotary_start, the expected matrix, the expected shift of each axis, axis bases)
+EXPECTED = {
+    "flux": (128, 0, axial((16, 56, 56), 1e4), (0, 0, 0), (1e4,) * 3),
+    "flux2": (128, 0, axial((32, 32, 32, 32), 2000.0), (0, 0, 0, 0), (2000.0,) * 4),
+    "hunyuan_video": (128, 0, axial((16, 56, 56), 256.0), (0, 0, 0), (256.0,) * 3),
+    "wan": (128, 0, axial(wan_dims(128), 1e4), (0, 0, 0), (1e4,) * 3),
+    "cogvideox": (64, 0, axial((64 // 4, 64 // 8 * 3, 64 // 8 * 3), 1e4), (0, 0, 0), (1e4,) * 3),
+    # Qwen-Image's scale_rope: a latent of 48 rows has ids -24..23 (-(48 - 48 // 2) on), columns alike
+    "qwen_image": (128, 0, axial((16, 56, 56), 1e4), (0, -24, -24), (1e4,) * 3),
+}
+SWEPT = sorted(EXPECTED)
+
+
+def axis_of_pairs(case):
+    """The axis whose sweep moves each pair (each moves in one at most; one that moves in none reads axis 0)."""
+    cos = REC[f"{case}/sweep_cos"]
+    moves = np.any(cos != cos[:, :1], axis=1)                     # (axes, pairs)
+    assert np.all(moves.sum(axis=0) <= 1), case
+    return np.argmax(moves, axis=0)
+
+
+def rotate_pairs(x, cos, sin, start=0):
+    """diffusers' apply_rotary_emb(use_real_unbind_dim=-1) in float32 on features start..: pairs (2i, 2i + 1)."""
+    x = np.asarray(x, np.float32)
+    out = x.copy()
+    x0, x1 = x[:, start::2], x[:, start + 1::2]
+    out[:, start::2] = x0 * cos - x1 * sin
+    out[:, start + 1::2] = x1 * cos + x0 * sin
+    return out
+
+
+def replayed(case, start=0):
+    """fn(x, positions) of the recorded module: pair j's cos/sin read in its axis's sweep at that axis's id."""
+    cos, sin, axis = REC[f"{case}/sweep_cos"], REC[f"{case}/sweep_sin"], axis_of_pairs(case)
+    pair = np.arange(cos.shape[2])
+
+    def fn(x, p):
+        ids = np.asarray(p)[axis].T                                 # (seq, pairs): each pair's own axis
+        return rotate_pairs(x, cos[axis, ids, pair], sin[axis, ids, pair], start)
+    return fn
+
+
+@pytest.mark.parametrize("case", SWEPT + ["ltx_video"])
+def test_the_replayed_kernel_is_the_recording(case):
+    start = 2 if case == "ltx_video" else 0
+    fn, pos = replayed(case, start), REC[f"{case}/pos"].astype(np.int64)
+    q = REC[f"{case}/q"]
+    basis = np.eye(q.shape[1])[start]                              # the first rotated feature of every pair
+    got = fn(np.tile(np.eye(q.shape[1])[start::2].sum(0), (pos.shape[1], 1)), pos)
+    np.testing.assert_array_equal(got[:, start::2], REC[f"{case}/cos"])
+    np.testing.assert_array_equal(got[:, start + 1::2], REC[f"{case}/sin"])
+    rows = len(q)
+    np.testing.assert_allclose(fn(q, pos[:, :rows]), REC[f"{case}/out"], rtol=1e-6, atol=1e-6)
+    assert basis[start] == 1
+
+
+@pytest.mark.parametrize("case", SWEPT)
+def test_identify_names_the_axes_bases_and_shift(case):
+    head_dim, start, want, shift, bases = EXPECTED[case]
+    spec = rr.identify(replayed(case), head_dim, axes=want.shape[1], max_position=SWEEP - 1)
+    assert spec.is_rope, spec
+    sections = tuple(int(n) for n in (want != 0).sum(axis=0))
+    assert (spec.form, spec.pairing, spec.rotary_start, spec.sections) == ("axial", "interleaved", start, sections)
+    assert spec.axis_bases == bases, spec
+    assert (spec.position_shift or (0,) * want.shape[1]) == shift, spec
+    assert spec.angle_precision in ("float64", "float32"), spec
+
+
+@pytest.mark.parametrize("case", SWEPT)
+def test_assert_rope_matches_accepts_the_published_settings(case):
+    head_dim, start, want, shift, _ = EXPECTED[case]
+    extra = {"position_shift": shift} if any(shift) else {}
+    spec = rr.assert_rope_matches(replayed(case), head_dim, axes=want.shape[1], inv_freq=want, pairing="interleaved",
+                                  max_position=SWEEP - 1, **extra)
+    assert spec.inv_freq.shape == want.shape
