@@ -119,3 +119,59 @@ def test_assert_rope_matches_accepts_the_published_settings(case):
     spec = rr.assert_rope_matches(replayed(case), head_dim, axes=want.shape[1], inv_freq=want, pairing="interleaved",
                                   max_position=SWEEP - 1, **extra)
     assert spec.inv_freq.shape == want.shape
+
+
+def solved(case):
+    """(F (pairs, axes), angle at ids 0 (pairs,)) with the recorded angles = pos^T F^T + c, by least squares over
+    the rows in order of their largest id, each row's whole turns predicted from the fit so far."""
+    P = REC[f"{case}/pos"]
+    phi = np.arctan2(REC[f"{case}/sin"], REC[f"{case}/cos"]).astype(np.float64)
+    design = np.vstack([P, np.ones(P.shape[1])]).T                  # (rows, axes + 1)
+    order = np.argsort(np.abs(P).max(axis=0), kind="stable")
+    fit = np.zeros((design.shape[1], phi.shape[1]))
+    for k in range(P.shape[0] + 2, len(order) + 1):
+        rows = order[:k]
+        unwrapped = phi[rows] + 2 * np.pi * np.round((design[rows] @ fit - phi[rows]) / (2 * np.pi))
+        fit = np.linalg.lstsq(design[rows], unwrapped, rcond=None)[0]
+    return fit[:-1].T, fit[-1]
+
+
+def mochi_kernel():
+    F, at_zero = solved("mochi")
+
+    def fn(x, p):                      # in float32, as MochiRoPE._create_rope
+        ang = np.asarray(p, np.float32).T @ F.T.astype(np.float32) + at_zero.astype(np.float32)
+        return rotate_pairs(x, np.cos(ang), np.sin(ang))
+    return fn
+
+
+def test_mochi_replay_is_the_recording():
+    F, at_zero = solved("mochi")
+    ang = REC["mochi/pos"].T @ F.T + at_zero
+    np.testing.assert_allclose(np.cos(ang), REC["mochi/cos"], atol=2e-6)
+    np.testing.assert_allclose(np.sin(ang), REC["mochi/sin"], atol=2e-6)
+
+
+def test_mochi_centred_scaled_learned_frequencies_are_named():
+    """MochiRoPE: token (f, r, c) of a 5 x 6 latent sits at (f, s (r - 2), s (c - 2.5)), s = sqrt(192^2 / 30), and
+    pair j turns by sum_a pos_frequencies[a, head, j] * that position: a dense matrix, shifted by (0, -2, -2.5)."""
+    scale = np.sqrt(192 * 192 / (5 * 6))
+    want = REC["mochi/pos_frequencies"][:, 0, :].T.astype(np.float64) * [1.0, scale, scale]
+    spec = rr.identify(mochi_kernel(), 128, axes=3)
+    assert spec.is_rope and spec.form == "mixed", spec
+    np.testing.assert_allclose(spec.position_shift, (0.0, -2.0, -2.5), atol=1e-3)
+    # the replay's frequencies are solved from float32 angles over 3 frames: known to 1e-3 relative
+    rr.assert_rope_matches(mochi_kernel(), 128, axes=3, inv_freq=want, pairing="interleaved", rtol=1e-3,
+                           position_shift=(0.0, -2.0, -2.5))
+    with pytest.raises(RopeMismatch, match=r"position_shift: expected h-2, w-3, found h-2, w-2.5"):
+        rr.assert_rope_matches(mochi_kernel(), 128, axes=3, inv_freq=want, rtol=1e-3, position_shift=(0, -2, -3))
+
+
+def test_ltx_video_aliased_normalised_coordinates_are_named_not_called_nonlinear():
+    """LTXVideoRotaryPosEmbed maps latent index i to 2 i * scale / base - 1 and turns pair k by theta^(k/20) pi/2
+    times that: up to about 490 rad per latent step along h (10^4 pi/2 * 2 * 32 / 2048), so at integer ids its
+    float32 angles, of thousands of radians, are the rounding of angles far beyond the aliased line's."""
+    spec = rr.identify(replayed("ltx_video", 2), 128, axes=3, max_position=SWEEP - 1)
+    assert not spec.is_rope
+    assert spec.reason.startswith("the angles alias or are shifted far: along "), spec.reason
+    assert "more than pi per position step" in spec.reason and "not a rotation linear" not in spec.reason

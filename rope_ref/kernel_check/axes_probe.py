@@ -162,7 +162,7 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
         angle_all.append(absolute[used])
         excess = np.where(used, np.abs(resid) - allow, -np.inf)
         k, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
-        far = _far_angle(resid[used[:, j], j], steps[used[:, j]], unit) if excess[k, j] > 0 else None
+        far = _far_angle(resid[excess[:, j] > 0, j], steps[excess[:, j] > 0], unit)
         if far:
             worst.append((excess[k, j] / allow[k, j], (
                 f"the angles alias or are shifted far: along {names[a]} pair {j} (features {spec.pairs[j]}) strays from "
@@ -225,13 +225,14 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
 
 
 def _far_angle(resid, steps, unit):
-    """The angle whose rounding explains the residuals ``resid`` at ``steps`` of one pair, when above pi per step
-    and the residuals look like rounding (their sign flips between a third of neighbouring steps: no smooth
-    curve, as a clamp or a quadratic term draws); else None."""
-    signs = np.sign(resid[resid != 0])
-    angle = float(np.abs(resid).max() / (NOISE_ULPS * unit))
-    flips = np.mean(signs[1:] != signs[:-1]) if signs.size > 2 else 0.0
-    return angle if angle > np.pi * steps.max() and flips >= 1 / 3 else None
+    """The angle whose rounding explains the residuals ``resid`` (beyond the allowance) at ``steps`` of one pair,
+    when that is above pi per step and they look like rounding: three or more, their sign flipping between a
+    third of neighbouring steps (a clamp or a quadratic term draws a smooth curve).  Else None."""
+    signs = np.sign(resid)
+    if resid.size < 3 or np.mean(signs[1:] != signs[:-1]) < 1 / 3:
+        return None
+    per_step = np.abs(resid) / (NOISE_ULPS * unit * steps)
+    return float(np.abs(resid).max() / (NOISE_ULPS * unit)) if per_step.max() > np.pi else None
 
 
 def _shift(freqs, sigma, phase_at_zero, unit, out_err):
