@@ -1,7 +1,8 @@
 """Multi-axis RoPE: frequency matrices ``F`` ``(rotary_dim/2, A)`` (pair j turns by ``sum_a F[j, a] * p_a``,
 RoFormer eq 34 with ``m * theta_j`` replaced by that sum; 1-D RoPE is A = 1) and the position ids that go with
-them: M-RoPE (:func:`mrope_frequencies`, :func:`mrope_position_ids`) and 2-D axial RoPE for image patches
-(:func:`axial_frequencies`, :func:`grid_positions`).  Every result is a new array, inputs are never modified,
+them: M-RoPE (:func:`mrope_frequencies`, :func:`mrope_position_ids`), 2-D axial RoPE for image patches
+(:func:`axial_frequencies`, :func:`grid_positions`) and the ids of diffusion transformers
+(:func:`flux_position_ids`, :func:`qwen_image_position_ids`).  Every result is a new array, inputs are never modified,
 and sizes are checked before anything is allocated (over 2 GiB: ``with rope_ref.size_limit(max_bytes=...)``).
 """
 
@@ -278,3 +279,50 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
         blocks.append(ids.reshape(3, -1))
         start = int(ids.max()) + 1 if text_after_vision == "max+1" else start + max(h, w)
     return np.concatenate(blocks, axis=1)
+
+
+
+def _counts(text_tokens, frames, height, width) -> tuple[int, int, int, int]:
+    """The token counts, checked, and the size of the (3, text_tokens + frames*height*width) int64 ids."""
+    text_tokens = check_nonnegative_int(text_tokens, "text_tokens")
+    frames, height, width = (check_positive_int(n, name) for n, name in
+                             ((frames, "frames"), (height, "height"), (width, "width")))
+    total = text_tokens + frames * height * width
+    check_nbytes(2 * 3 * 8 * total, "text_tokens, frames, height, width", what=f"(3, {total}) int64 position ids")
+    return text_tokens, frames, height, width
+
+
+def _text_then_grid(text_ids, frames, height, width, grid_start) -> np.ndarray:
+    """The text's ids (3, n), then token (f, r, c) of the grid, frame by frame, row by row, at grid_start + (f, r, c)."""
+    grid = np.indices((frames, height, width)).reshape(3, -1) + np.asarray(grid_start)[:, None]
+    return np.concatenate([text_ids, grid], axis=1).astype(np.int64)
+
+
+@suggest_keywords
+def flux_position_ids(text_tokens: int, height: int, width: int, *, frame: int = 0) -> np.ndarray:
+    """FLUX.1's (t, h, w) position ids (axes_dims_rope 16/56/56), int64 ``(3, text_tokens + height*width)`` in the
+    joint attention's order: the text tokens all at (0, 0, 0) (the pipeline's ``text_ids``), then the ``height x
+    width`` latent tokens (after 2x2 packing) row by row at (frame, row, column)
+    (``FluxPipeline._prepare_latent_image_ids``; Kontext's reference image has frame=1).
+
+    >>> flux_position_ids(2, 2, 3).tolist()
+    [[0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 2, 0, 1, 2]]
+    """
+    frame = check_nonnegative_int(frame, "frame")
+    text_tokens, _, height, width = _counts(text_tokens, 1, height, width)
+    return _text_then_grid(np.zeros((3, text_tokens)), 1, height, width, (frame, 0, 0))
+
+
+@suggest_keywords
+def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames: int = 1) -> np.ndarray:
+    """Qwen-Image's (t, h, w) position ids (diffusers' ``QwenEmbedRope`` with ``scale_rope=True``), int64 ``(3,
+    text_tokens + frames*height*width)``, text first as in the joint attention: the latent's rows and columns
+    centred on 0 -- token (f, r, c) at (f, r - ceil(height/2), c - ceil(width/2)) -- and text token n at
+    max(height//2, width//2) + n on every axis (1-D RoPE after the image's largest id).
+
+    >>> qwen_image_position_ids(1, 2, 3).tolist()
+    [[1, 0, 0, 0, 0, 0, 0], [1, -1, -1, -1, 0, 0, 0], [1, -2, -1, 0, -2, -1, 0]]
+    """
+    text_tokens, frames, height, width = _counts(text_tokens, frames, height, width)
+    text = np.broadcast_to(max(height // 2, width // 2) + np.arange(text_tokens), (3, text_tokens))
+    return _text_then_grid(text, frames, height, width, (0, -(height - height // 2), -(width - width // 2)))

@@ -553,3 +553,61 @@ _segment = st.one_of(
 def test_position_ids_follow_the_rule_token_by_token(segments, tps):
     ids = rr.mrope_position_ids(segments, spatial_merge_size=2, tokens_per_second=tps)
     np.testing.assert_array_equal(ids, _ids_token_by_token(segments, 2, tps))
+
+
+# ---- diffusion transformers' position ids (tests/data/diffusers_rope.npz, record_diffusers_rope.py) ----------
+
+from rope_ref.multiaxis import flux_position_ids, qwen_image_position_ids   # noqa: E402
+
+with np.load(Path(__file__).parent / "data" / "diffusers_rope.npz") as _z:
+    DIFFUSERS = {k: _z[k] for k in _z.files if "_ids/" in k or k.startswith("flux_pipeline/")}
+
+
+def _axial_16_56_56():
+    """Qwen-Image's and FLUX.1's matrix: axis a's own block of dims[a]/2 pairs, theta_k = 10^4^(-2k/dims[a])."""
+    F, start = np.zeros((64, 3)), 0
+    for a, dim in enumerate((16, 56, 56)):
+        F[start:start + dim // 2, a] = 1e4 ** (-np.arange(0, dim, 2) / dim)
+        start += dim // 2
+    return F
+
+
+def test_flux_position_ids_are_the_pipelines():
+    ids = flux_position_ids(4, 5, 6)
+    assert ids.shape == (3, 4 + 30) and ids.dtype == np.int64
+    assert not ids[:, :4].any()                                          # text_ids = zeros
+    np.testing.assert_array_equal(ids[:, 4:], DIFFUSERS["flux_pipeline/image_ids"].T)
+    kontext = flux_position_ids(0, 5, 6, frame=1)                        # the reference image: first id 1
+    assert np.all(kontext[0] == 1) and np.array_equal(kontext[1:], ids[1:, 4:])
+
+
+def test_qwen_image_position_ids_reproduce_the_modules_tables():
+    """QwenEmbedRope(scale_rope=True) of a (2, 5, 6) latent video and 4 text tokens: its tables are cos/sin of the
+    ids times the 16/56/56 axial matrix, the rows and columns centred (-3..1, -3..2), text from max(5//2, 6//2)."""
+    ids = qwen_image_position_ids(4, 5, 6, frames=2)
+    assert ids.shape == (3, 4 + 60) and ids.dtype == np.int64
+    image = ids[:, 4:]
+    assert (image[1].min(), image[1].max(), image[2].min(), image[2].max()) == (-3, 1, -3, 2)
+    assert np.array_equal(ids[:, :4], np.tile(3 + np.arange(4), (3, 1)))
+    ang = ids.T @ _axial_16_56_56().T
+    for part, rows in (("text", slice(0, 4)), ("image", slice(4, None))):
+        np.testing.assert_allclose(np.cos(ang[rows]), DIFFUSERS[f"qwen_image_ids/{part}_cos"], atol=2e-6)
+        np.testing.assert_allclose(np.sin(ang[rows]), DIFFUSERS[f"qwen_image_ids/{part}_sin"], atol=2e-6)
+
+
+@pytest.mark.parametrize("fn, kwargs, exc, words", [
+    (flux_position_ids, dict(text_tokens=-1, height=2, width=2), ValueError, "text_tokens must be a non-negative"),
+    (flux_position_ids, dict(text_tokens=1, height=2, width=2, frame=-1), ValueError, "frame must be"),
+    (qwen_image_position_ids, dict(text_tokens=1, height=0, width=2), ValueError, "height must be a positive"),
+    (qwen_image_position_ids, dict(text_tokens=1, height=2, width=2.5), TypeError, "width must be a positive"),
+    (qwen_image_position_ids, dict(text_tokens=1, height=2, width=2, frames=True), TypeError, "frames must be"),
+])
+def test_diffusion_position_ids_bad_input_is_named(fn, kwargs, exc, words):
+    with pytest.raises(exc, match=words):
+        fn(**kwargs)
+
+
+def test_diffusion_position_ids_sizes_are_checked_first():
+    with rr.size_limit(max_bytes=1000):
+        with pytest.raises(ValueError, match=r"text_tokens, frames, height, width"):
+            qwen_image_position_ids(0, 100, 100)

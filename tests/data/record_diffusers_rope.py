@@ -14,7 +14,10 @@ except Mochi's learned frequencies, which are drawn here).  It writes ``diffuser
   moving every axis (3 x 5 x 6; Flux.2 3 x 3 x 3 x 3), the tokens (frame, row, column) of that 48^3 video;
 * ``q`` ``(12, d)`` (seeded) and ``out``: q rotated at the small grid's first 12 rows by the family's own
   apply function (not Mochi);
-* Mochi: ``pos_frequencies`` ``(3, heads, pairs)``, the learned parameter the module was given (cos/sin of head 0).
+* Mochi: ``pos_frequencies`` ``(3, heads, pairs)``, the learned parameter the module was given (cos/sin of head 0);
+* ``flux_pipeline/image_ids`` ``(30, 3)``: ``FluxPipeline._prepare_latent_image_ids`` of a 5 x 6 packed latent;
+  ``qwen_image_ids/image_cos``, ``image_sin`` ``(60, 64)`` and ``text_cos``, ``text_sin`` ``(4, 64)``:
+  QwenEmbedRope's tables for a (2, 5, 6) latent video and 4 text tokens (for rope_ref.multiaxis's position ids).
 
 and ``diffusers_rope.json``: versions and, per case, the module, its settings and the latent grid.
 tests/test_identify_axes_diffusers.py replays them with numpy alone.
@@ -139,6 +142,18 @@ def ltx_video():
                    lambda q, rows: transformer_ltx.apply_rotary_emb(q[None], (cos[None, rows], sin[None, rows]))[0])
 
 
+def position_ids():
+    """The ids the pipelines give these modules: FluxPipeline._prepare_latent_image_ids for a 5 x 6 latent (after
+    packing), and QwenEmbedRope's tables of a (2, 5, 6) latent video and 4 text tokens (its ids are implicit)."""
+    from diffusers.pipelines.flux.pipeline_flux import FluxPipeline
+    flux_ids = FluxPipeline._prepare_latent_image_ids(1, 5, 6, torch.device("cpu"), torch.float32)
+    module = transformer_qwenimage.QwenEmbedRope(theta=10000, axes_dim=[16, 56, 56], scale_rope=True)
+    image, text = module([(2, 5, 6)], device=torch.device("cpu"), max_txt_seq_len=4)
+    return {"flux_pipeline/image_ids": flux_ids.numpy(),
+            "qwen_image_ids/image_cos": image.real.numpy(), "qwen_image_ids/image_sin": image.imag.numpy(),
+            "qwen_image_ids/text_cos": text.real.numpy(), "qwen_image_ids/text_sin": text.imag.numpy()}
+
+
 CASES = {
     "flux": (lambda: flux((16, 56, 56), 10000, transformer_flux.FluxPosEmbed),
              "FluxPosEmbed(theta=10000, axes_dim=[16, 56, 56]) (FLUX.1's axes_dims_rope), embeddings.apply_rotary_emb"),
@@ -162,6 +177,8 @@ def main():
             recorded = build()
         arrays.update({f"{case}/{k}": np.asarray(v) for k, v in recorded.items()})
         meta[case] = {"module": what, "pairs": int(recorded["cos"].shape[1]), "rows": int(recorded["pos"].shape[1])}
+    with torch.no_grad():
+        arrays.update(position_ids())
     np.savez_compressed(HERE / "diffusers_rope.npz", **arrays)
     info = {"diffusers": diffusers.__version__, "torch": torch.__version__, "latent_grid": GRID, "cases": meta}
     (HERE / "diffusers_rope.json").write_text(json.dumps(info, indent=1) + "\n")
