@@ -15,6 +15,7 @@ axis at a time: theta_k = base^(-2k/dim_a) over the dim_a features of axis a.
 import json
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -65,24 +66,25 @@ def axis_of_pairs(case):
     return np.argmax(moves, axis=0)
 
 
-def rotate_pairs(x, cos, sin, start=0):
-    """diffusers' apply_rotary_emb(use_real_unbind_dim=-1) in float32 on features start..: pairs (2i, 2i + 1)."""
-    x = np.asarray(x, np.float32)
+def rotate_pairs(x, cos, sin, start=0, dtype=np.float32):
+    """diffusers' apply_rotary_emb(use_real_unbind_dim=-1) on features start..: pairs (2i, 2i + 1), x in ``dtype``
+    (the model's), the arithmetic in float32, the result cast back to ``dtype`` (``.to(x.dtype)``)."""
+    x = np.asarray(x).astype(dtype).astype(np.float32)
     out = x.copy()
     x0, x1 = x[:, start::2], x[:, start + 1::2]
     out[:, start::2] = x0 * cos - x1 * sin
     out[:, start + 1::2] = x1 * cos + x0 * sin
-    return out
+    return out.astype(dtype)
 
 
-def replayed(case, start=0):
+def replayed(case, start=0, dtype=np.float32):
     """fn(x, positions) of the recorded module: pair j's cos/sin read in its axis's sweep at that axis's id."""
     cos, sin, axis = REC[f"{case}/sweep_cos"], REC[f"{case}/sweep_sin"], axis_of_pairs(case)
     pair = np.arange(cos.shape[2])
 
     def fn(x, p):
         ids = np.asarray(p)[axis].T                                 # (seq, pairs): each pair's own axis
-        return rotate_pairs(x, cos[axis, ids, pair], sin[axis, ids, pair], start)
+        return rotate_pairs(x, cos[axis, ids, pair], sin[axis, ids, pair], start, dtype)
     return fn
 
 
@@ -175,3 +177,26 @@ def test_ltx_video_aliased_normalised_coordinates_are_named_not_called_nonlinear
     assert not spec.is_rope
     assert spec.reason.startswith("the angles alias or are shifted far: along "), spec.reason
     assert "more than pi per position step" in spec.reason and "not a rotation linear" not in spec.reason
+
+
+@pytest.mark.parametrize("case", ["flux", "flux2"])
+def test_flux_in_bfloat16_is_named_a_16bit_output_not_low_precision_angles(case):
+    """Flux's tables are float64 angles as float32 cos/sin; in a bfloat16 pipeline q is bfloat16 and the apply
+    function's float32 result is cast back to bfloat16: the output is rounded, the angles are not."""
+    fn = replayed(case, dtype=ml_dtypes.bfloat16)
+    pos = REC[f"{case}/pos"].astype(np.int64)[:, :len(REC[f"{case}/q"])]
+    np.testing.assert_array_equal(fn(REC[f"{case}/q"], pos).astype(np.float32), REC[f"{case}/out_bfloat16"])
+    head_dim, _, want, _, _ = EXPECTED[case]
+    with pytest.raises(RopeMismatch) as err:
+        rr.assert_rope_matches(fn, head_dim, axes=want.shape[1], inv_freq=want, max_position=SWEEP - 1)
+    assert len(err.value.problems) == 1, err.value.problems
+    assert err.value.problems[0].startswith("angle precision: angles behave like float32 (cos/sin or output rounded "
+                                            "to 16 bits)") and "compute angles" not in str(err.value)
+    rr.assert_rope_matches(fn, head_dim, axes=want.shape[1], inv_freq=want, max_position=SWEEP - 1, phase_atol=0.02)
+
+
+def test_qwen_image_without_the_expected_shift_is_named():
+    with pytest.raises(RopeMismatch, match=r"rotation at position 0: expected none, found pairs turned by up to .* rad "
+                                           r"with every axis at 0 \(fn shifts the positions by h-24, w-24\)"):
+        rr.assert_rope_matches(replayed("qwen_image"), 128, axes=3, inv_freq=EXPECTED["qwen_image"][2],
+                               max_position=SWEEP - 1)

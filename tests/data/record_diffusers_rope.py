@@ -13,7 +13,8 @@ except Mochi's learned frequencies, which are drawn here).  It writes ``diffuser
 * ``pos`` ``(axes, rows)`` float64 and ``cos``, ``sin`` ``(rows, pairs)``: the same at the ids of a small grid
   moving every axis (3 x 5 x 6; Flux.2 3 x 3 x 3 x 3), the tokens (frame, row, column) of that 48^3 video;
 * ``q`` ``(12, d)`` (seeded) and ``out``: q rotated at the small grid's first 12 rows by the family's own
-  apply function (not Mochi);
+  apply function (not Mochi); Flux and Flux.2 also ``out_bfloat16``: q in bfloat16 (a bfloat16 pipeline), the
+  result of the apply function (float32 arithmetic, cast back to bfloat16) as float32;
 * Mochi: ``pos_frequencies`` ``(3, heads, pairs)``, the learned parameter the module was given (cos/sin of head 0);
 * ``flux_pipeline/image_ids`` ``(30, 3)``: ``FluxPipeline._prepare_latent_image_ids`` of a 5 x 6 packed latent;
   ``qwen_image_ids/image_cos``, ``image_sin`` ``(60, 64)`` and ``text_cos``, ``text_sin`` ``(4, 64)``:
@@ -89,7 +90,8 @@ def flux(axes_dim, theta, cls):
               for a in range(axes)]
     return {"pos": ids, **dict(zip(("cos", "sin"), per_pair(cos, sin))),
             "sweep_cos": np.stack([c for c, _ in sweeps]), "sweep_sin": np.stack([s for _, s in sweeps]),
-            "q": q.numpy(), "out": diffusers_apply(q, cos[:Q_ROWS], sin[:Q_ROWS]).numpy()}
+            "q": q.numpy(), "out": diffusers_apply(q, cos[:Q_ROWS], sin[:Q_ROWS]).numpy(),
+            "out_bfloat16": diffusers_apply(q.bfloat16(), cos[:Q_ROWS], sin[:Q_ROWS]).float().numpy()}
 
 
 def hunyuan_video():
