@@ -293,7 +293,8 @@ def _counts(text_tokens, frames, height, width) -> tuple[int, int, int, int]:
 
 
 def _text_then_grid(text_ids, frames, height, width, grid_start) -> np.ndarray:
-    """The text's ids (3, n), then token (f, r, c) of the grid, frame by frame, row by row, at grid_start + (f, r, c)."""
+    """The text's ids (3, n), then token (f, r, c) of the grid, frame by frame, row by row, at grid_start + (f, r,
+    c)."""
     grid = np.indices((frames, height, width)).reshape(3, -1) + np.asarray(grid_start)[:, None]
     return np.concatenate([text_ids, grid], axis=1).astype(np.int64)
 

@@ -165,12 +165,12 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
         far = _far_angle(resid[excess[:, j] > 0, j], steps[excess[:, j] > 0], unit)
         if far:
             worst.append((excess[k, j] / allow[k, j], (
-                f"the angles alias or are shifted far: along {names[a]} pair {j} (features {spec.pairs[j]}) strays from "
-                f"its line by up to {np.abs(resid[:, j]).max():.2g} rad at random, as {call.precision} rounding does to "
-                f"angles of some {far:.2g} rad or more, far beyond the line's: the pair turns by more than pi per "
-                "position step (normalised or scaled coordinates? at integer positions its frequency is then known "
-                "only modulo 2 pi), or fn shifts its positions further than the slowest pair tells; give fn unscaled, "
-                "unshifted positions")))
+                f"the angles alias or are shifted far: along {names[a]} pair {j} (features {spec.pairs[j]}) strays "
+                f"from its line by up to {np.abs(resid[:, j]).max():.2g} rad at random, as {call.precision} rounding "
+                f"does to angles of some {far:.2g} rad or more, far beyond the line's: the pair turns by more than pi "
+                "per position step (normalised or scaled coordinates? at integer positions its frequency is then "
+                "known only modulo 2 pi), or fn shifts its positions further than the slowest pair tells; give fn "
+                "unscaled, unshifted positions")))
         elif excess[k, j] > 0:
             worst.append((excess[k, j] / allow[k, j], (
                 f"along {names[a]} (the other axes at 0) pair {j} (features {spec.pairs[j]}) turns by "
@@ -216,8 +216,7 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
     if spec.rotated_at_zero:
         j = int(np.argmax(np.abs(phase_at_zero)))
         why = ("fn shifts the positions by " + show_shifts(spec.axis_names, spec.position_shift)
-               if spec.position_shift else
-               "are its positions shifted?")
+               if spec.position_shift else "are its positions shifted?")
         spec.notes.append(f"at position 0 on every axis fn already turns pair {j} by {phase_at_zero[j]:.6g} rad "
                           f"(up to {spec.phase_at_zero:.2g} rad over the pairs): {why}; the frequencies are measured "
                           "from that rotation")
