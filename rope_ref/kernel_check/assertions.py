@@ -50,7 +50,8 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
 
     A multi-axis ``config`` (M-RoPE) or ``axes=A`` compares ``fn(x, positions)`` with
     :func:`~.axes_compare.assert_axes_match` (expect ``inv_freq=`` (rotary_dim/2, A), or ``sections=`` with
-    ``layout=`` and ``base=``; ``offset``, ``rope_type`` and ``max_rows`` are TypeErrors there) and returns
+    ``layout=`` and ``base=``, and ``position_shift=`` (A,) for shifted or centred ids; ``offset``,
+    ``rope_type`` and ``max_rows`` are TypeErrors there) and returns
     the :class:`AxesSpec`.  A text-only kernel ``fn(x)`` is checked with the config's 1-D values instead.
 
     >>> import rope_ref as rr, numpy as np

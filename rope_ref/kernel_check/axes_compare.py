@@ -8,9 +8,8 @@ import numbers
 import numpy as np
 
 from .._validate import check_finite, check_real_array, closest_name
-from ..multiaxis import mrope_frequencies
+from ..multiaxis import MROPE_LAYOUTS, mrope_frequencies
 from .axes_probe import identify_axes
-from ..multiaxis import MROPE_LAYOUTS
 from .axes_spec import MAX_POSITION, AxesSpec, classify, runs, show_shifts
 from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
 from .tolerances import FREQ_ULPS, MAX_BYTES

@@ -73,8 +73,10 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     positions[:, r]); ``y`` any real array of x's shape, row r rotated as at positions[:, r]; fn must depend on x
     and positions alone.  Calls fn d + 5 times, always with the same positions, up to ``max_position`` on each
     axis (the largest position fn accepts).  ``axis_names``: for the reports (default t/h/w for 3 axes, h/w
-    for 2); ``max_bytes`` as for :func:`rope_ref.identify`, which calls this with ``axes=``.  ``is_rope`` is
-    False, with the reason, when fn is not a rotation of pairs or its angles are not linear in the positions.
+    for 2); ``max_bytes`` as for :func:`rope_ref.identify`, which calls this with ``axes=``.  Positions fn shifts
+    (Qwen-Image's centred ids: pair j turned by sum_a F[j, a] s_a at position 0) give ``position_shift`` s.
+    ``is_rope`` is False, with the reason, when fn is not a rotation of pairs or its angles are not linear in the
+    positions (or alias: more than pi per step).
 
     >>> import numpy as np
     >>> theta = 10000.0 ** (-np.arange(0, 8, 2) / 8)                        # 4 pairs, half pairing
