@@ -115,3 +115,12 @@ def test_position_shift_is_checked_before_fn_is_called(shift, err, words):
         raise AssertionError("fn must not be called")
     with pytest.raises(err, match=words):
         rr.assert_rope_matches(fn, 128, axes=3, position_shift=shift)
+
+
+def test_expected_frequencies_above_pi_per_step_are_said_to_alias():
+    with pytest.raises(RopeMismatch, match=r"3 of them expected to turn by more than pi rad per position step \(up "
+                                           r"to 4\): sampled at integer positions such a turn aliases"):
+        rr.assert_rope_matches(numpy_port(factor=4.0), 128, axes=3, inv_freq=expected_matrix(factor=4.0))
+    with pytest.raises(RopeMismatch) as err:                      # frequencies below pi: no such words
+        rr.assert_rope_matches(numpy_port(factor=0.5), 128, axes=3, inv_freq=expected_matrix())
+    assert "alias" not in str(err.value)

@@ -140,8 +140,17 @@ def _compare_matrix(spec, want, rtol, names):
         problems.append("frequencies: " + "; ".join(
             f"pair {j} along {names[a]} expected {want[j, a]:.6g}, found {found[j, a]:.6g}"
             for j, a in zip(rows[:3], cols[:3]))
-            + f"; {rows.size} of {want.size} entries differ")
+            + f"; {rows.size} of {want.size} entries differ" + _aliased(want[rows, cols]))
     return problems
+
+
+def _aliased(want) -> str:
+    """Why expected frequencies above pi per step cannot be checked (the 1-D comparison says the same)."""
+    if not np.any(np.abs(want) > np.pi):
+        return ""
+    return (f"; {int(np.sum(np.abs(want) > np.pi))} of them expected to turn by more than pi rad per position step "
+            f"(up to {np.abs(want).max():.4g}): sampled at integer positions such a turn aliases to theta - 2 pi k, "
+            "so no measurement at those positions can check it; give fn positions closer together")
 
 
 #: What assert_axes_match and assert_rope_matches(axes=...) may be told to expect, and how to probe.
