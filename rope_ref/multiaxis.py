@@ -271,12 +271,10 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
             temporal = (np.arange(t, dtype=np.float32) * interval).astype(np.int64)   # truncation, as .long()
         else:
             temporal = np.arange(t, dtype=np.int64)
-        ids = np.empty((3, t, h, w), dtype=np.int64)
-        ids[0] = temporal[:, None, None]
-        ids[1] = np.arange(h)[None, :, None]
-        ids[2] = np.arange(w)[None, None, :]
+        ids = np.indices((t, h, w), dtype=np.int64).reshape(3, -1)      # (frame, row, column), row by row
+        ids[0] = temporal[ids[0]]
         ids += start
-        blocks.append(ids.reshape(3, -1))
+        blocks.append(ids)
         start = int(ids.max()) + 1 if text_after_vision == "max+1" else start + max(h, w)
     return np.concatenate(blocks, axis=1)
 
