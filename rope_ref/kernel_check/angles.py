@@ -107,21 +107,49 @@ def theta_at(phase, offset, unit, out_err=0.0):
     return theta, freq_tol(theta, fit.sigma_theta, unit, out_err, offset + np.arange(phase.shape[0]))
 
 
-def uneven_steps(phase, tol=1e-9) -> str | None:
-    """How exact angles ``phase`` (rows, pairs) that are not a line in the row index advance: "one axis" (rows at
-    uneven positions of one axis), "several axes" (pairs advance on different rows), or None when they are
-    not that (rounded angles of a 1-D kernel deviate at rows that differ from pair to pair)."""
+def table_end(phase):
+    """Where a cos/sin table read row by row runs out in the angles ``phase`` (rows, pairs): (k, "clamped") when
+    rows k.. repeat row k - 1 exactly (an index clamped to the table) and no rows before stood still, (k,
+    "repeated") at the first row k rotated by exactly 0 in every pair after a step unlike the others (an index
+    modulo the table length, starting over at position 0); None otherwise.  Rows 0..k-1 are the table's."""
+    still = np.all(np.diff(phase, axis=0) == 0, axis=1)       # still[r]: row r + 1 is rotated as row r
+    run = int(np.argmin(still[::-1])) if not still.all() else len(still)      # trailing rows standing still
+    if 0 < run < len(still) and not still[:-run].any():
+        return len(phase) - run, "clamped"
+    steps = np.diff(phase, axis=0)
+    jumps = np.abs((steps - np.median(steps, axis=0) + np.pi) % (2 * np.pi) - np.pi).max(axis=1)
+    at_zero = np.abs((phase[1:] + np.pi) % (2 * np.pi) - np.pi).max(axis=1) <= 1e-9
+    restart = np.flatnonzero(at_zero & (jumps > 1e-3))
+    return (int(restart[0]) + 1, "repeated") if restart.size else None
+
+
+def uneven_steps(phase, out_err=0.0) -> str | None:
+    """How angles ``phase`` (rows, pairs) that are not a line in the row index advance, exact to some float type's
+    rounding (float64, float32, float16, bfloat16, plus ``out_err`` radians at every row): "one axis" (rows at
+    uneven positions of one axis), "several axes" (pairs advance on different rows, a grid read as flattened
+    rows), or None when they are not that (a 1-D kernel's rounded angles deviate at rows that differ from pair to
+    pair, and within the type's rounding no row deviates)."""
+    for _, unit in PRECISIONS:
+        tol = 2 * rounding_allowance(unit, np.abs(phase).max(axis=0) + np.pi, out_err)      # a step: two roundings
+        steps = _row_steps(phase, np.maximum(tol, 1e-9))
+        if steps is not None:
+            return steps
+    return None
+
+
+def _row_steps(phase, tol):
+    """uneven_steps at one rounding: a step deviating by more than ``tol`` (per pair) from its pair's usual one."""
     steps = np.diff(phase, axis=0)
     steps = (steps + np.pi) % (2 * np.pi) - np.pi
     irregular = []
-    for col in steps.T:
+    for col, col_tol in zip(steps.T, tol):
         mode = np.median(col)
-        off = np.abs(col - mode) > tol * (1 + abs(mode))
+        off = np.abs(col - mode) > col_tol * (1 + abs(mode))
         if off.mean() > 0.5:
             return None
         irregular.append(off)
     rows = np.any(irregular, axis=0)
-    if not rows.any() or not all(not off.any() or np.array_equal(off, rows) for off in irregular):
+    if sum(off.any() for off in irregular) < min(2, len(irregular)) or not all(not off.any() or np.array_equal(off, rows) for off in irregular):
         return None
     slow = [col for col in steps.T if np.abs(col).max() < np.pi / 2 and np.abs(col).sum() > 0]
     shares = [col / col.sum() for col in slow if col.sum() != 0]

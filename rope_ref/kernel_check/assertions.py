@@ -19,7 +19,7 @@ from .analyse import identify
 from .axes_compare import AXES_KEYS, assert_axes_match, expected_from_config
 from .axes_spec import AxesSpec
 from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
-from .naming import geometric_base, scale_tol
+from .naming import ROUNDING_TYPES, geometric_base, rounded_to, scale_tol
 from .spec import RopeSpec, show_number, show_params
 from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS
 
@@ -78,7 +78,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
                     max_bytes=max_bytes)
     if not spec.is_rope:
         raise RopeMismatch("", [str(spec)], spec)
-    problems = compare(spec, expected, phase_atol)
+    problems = compare(spec, expected, phase_atol, whose="the config's" if config is not None else "the expected")
     if problems:
         raise RopeMismatch("RoPE mismatch", problems, spec)
     return spec
@@ -106,8 +106,9 @@ def prepare_expected(d, config, expected, phase_atol):
     return d, expected
 
 
-def compare(spec, expected, phase_atol, *, what="fn") -> list:
-    """The differences between ``spec`` and ``expected``, one readable line each (empty when they match)."""
+def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> list:
+    """The differences between ``spec`` and ``expected``, one readable line each (empty when they match);
+    ``whose``: where the expectations came from ("the config's" for config=)."""
     # by default the leading features rotate (as HF and Meta)
     problems = layout_problems(spec, expected.get("pairing"), expected.get("rotary_dim"),
                                expected.get("rotary_start", 0))
@@ -119,7 +120,7 @@ def compare(spec, expected, phase_atol, *, what="fn") -> list:
     if expected.get("offset") is not None:
         problems += _compare_offset(expected["offset"], spec)
     want_freqs, want_scale = _expected_frequencies(expected, spec)
-    freq_problems = [] if want_freqs is None else _compare_frequencies(want_freqs, spec, expected)
+    freq_problems = [] if want_freqs is None else _compare_frequencies(want_freqs, spec, expected, whose)
     if freq_problems and expected.get("rope_type") == spec.rope_type == "dynamic":   # name the parameter
         freq_problems += [f"{k}: expected {show_number(expected[k])}, found {show_number(spec.rope_params[k])}"
                           for k in ("factor", "max_position_embeddings") if expected.get(k, spec.rope_params[k])
@@ -203,7 +204,7 @@ def _measured_length(expected, spec):
     return max(int(round(spec.offset if offset is None else offset)) + spec.rows, 1)
 
 
-def _compare_frequencies(want, spec, expected):
+def _compare_frequencies(want, spec, expected, whose):
     found = spec.inv_freq
     if want.shape != found.shape:
         return [f"frequencies: expected {want.size} pairs, found {found.size}"]
@@ -221,20 +222,33 @@ def _compare_frequencies(want, spec, expected):
                 f"{np.abs(want).max():.4g}): sampled once per row such a turn aliases to theta - 2 pi k, so no "
                 "per-row measurement can check it (it is not a clockwise rotation). Give fn rows fewer positions "
                 "apart (consecutive positions), or check those pairs another way"]
-    with np.errstate(divide="ignore", invalid="ignore"):      # pairs expected not to turn (proportional RoPE): 0/0
-        flipped = np.all(np.abs(found / -want - 1) <= tol)
-        shifted = len(want) > 1 and np.all(np.abs(found / (want * (want[1] / want[0])) - 1) <= tol)
-        default_base = np.all(np.abs(found / frequencies(len(want) * 2, 10000.0) - 1) <= tol)
-    if flipped:
-        msg += " (every sign flipped: rotation is clockwise)"
-    elif shifted:
-        msg += " (found theta_i = expected theta_{i+1}: indexed from 1?)"
-    elif default_base:
-        msg += " (the kernel uses the default base 10000: base left at 10^4?)"
+    msg += _frequency_defect(found, want, expected, tol, whose)
     lines = [msg + f"; {bad.size} of {want.size} pairs differ (tolerance {tol:.1e} relative); " + _kernel_named(spec)]
     if expected.get("rope_type") == "longrope":
         lines.append(_longrope_factor_set(spec, expected))
     return lines
+
+
+def _frequency_defect(found, want, expected, tol, whose):
+    """" (what turns the expected frequencies into the found ones)", or "" when no known bug does: a flipped
+    sign, theta indexed from 1, a buffer rounded to a 16-bit type, the scaling method left out, base 10^4."""
+    r, base, rope_type = 2 * len(want), expected.get("base", 10000.0), expected.get("rope_type", "default")
+
+    def rounded(freqs, words):
+        return [(rounded_to(freqs, t), f"{words} rounded to {t}: model.to(torch.{t}) rounds a module's inv_freq "
+                 "buffer (transformers #25681, #29496); keep it in float32") for t in ROUNDING_TYPES]
+    known = [(-want, "every sign flipped: rotation is clockwise"),
+             (want * (want[1] / want[0]) if len(want) > 1 else want, "found theta_i = expected theta_{i+1}: "
+                                                                     "indexed from 1?")]
+    known += rounded(want, "the expected frequencies")
+    if "inv_freq" not in expected and rope_type != "default":
+        missing = f"{whose} {rope_type} scaling is missing: the kernel has base {show_number(base)}'s unscaled frequencies"
+        plain = frequencies(r, base)
+        known += [(plain, missing), (plain * base ** (-2 / r), missing + ", indexed from 1 (theta_i = base^(-2(i+1)/d))")]
+        known += rounded(plain, missing + ",")
+    known.append((frequencies(r, 10000.0), "the kernel uses the default base 10000: base left at 10^4?"))
+    with np.errstate(divide="ignore", invalid="ignore"):      # pairs expected not to turn (proportional RoPE): 0/0
+        return next((f" ({words})" for freqs, words in known if np.all(np.abs(found / freqs - 1) <= tol)), "")
 
 
 def _kernel_named(spec):
@@ -247,6 +261,8 @@ def _kernel_named(spec):
     base = geometric_base(theta, r, tau)
     named = (f", named {spec.rope_type} {show_params(spec.rope_params)}" if spec.rope_type not in (None, "default")
              else "")
+    if spec.frequency_defect:
+        named = f", named {spec.closest} {show_params(spec.rope_params)} with frequencies {spec.frequency_defect}"
     return f"the kernel's frequencies follow base {show_number(float(f'{base:.7g}'))} (leading pairs){named}"
 
 
