@@ -62,8 +62,9 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
 
 
 def probe_one_axis(fn, d, *, seq=64, seed=0, base_hint=None, max_rows=None, max_bytes=MAX_BYTES, timeout=TIMEOUT,
-                   name="fn") -> RopeSpec:
-    """identify(fn, d) of a 1-D kernel; ``name``: what the errors call fn (``vjp`` for a backward pass)."""
+                   name="fn", argument="x") -> RopeSpec:
+    """identify(fn, d) of a 1-D kernel; ``name``, ``argument``: what the errors call fn and the array it is given
+    (``vjp`` and ``g`` for a backward pass)."""
     d, seq, seed = check_probe_arguments(fn, d, seq, seed, 3, "(x of shape (seq, d) -> rotated x)",
                                          "to measure frequencies")
     if timeout is not None:
@@ -75,7 +76,7 @@ def probe_one_axis(fn, d, *, seq=64, seed=0, base_hint=None, max_rows=None, max_
         base_hint = check_base(base_hint, "base_hint")
     check_sizes(seq, d, max_bytes, max_rows)
     a, b = np.random.default_rng(seed).standard_normal((2, seq, d))
-    call = Caller(fn, timeout=timeout, name=name)
+    call = Caller(fn, timeout=timeout, name=name, argument=argument)
     read = read_rotations(call, a, b, f"; identify passes a float64 NumPy array of shape (seq, d) = ({seq}, {d}): is "
                          f"d={d} the width fn rotates? wrap a kernel that takes (batch, heads, seq, d) torch tensors "
                          "as lambda x: kernel(torch.from_numpy(x)[None, None])[0, 0]")

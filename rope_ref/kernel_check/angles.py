@@ -149,7 +149,8 @@ def _row_steps(phase, tol):
             return None
         irregular.append(off)
     rows = np.any(irregular, axis=0)
-    if sum(off.any() for off in irregular) < min(2, len(irregular)) or not all(not off.any() or np.array_equal(off, rows) for off in irregular):
+    stepping = [off for off in irregular if off.any()]            # one such pair may be a 1-D kernel's rounding
+    if len(stepping) < min(2, len(irregular)) or not all(np.array_equal(off, rows) for off in stepping):
         return None
     slow = [col for col in steps.T if np.abs(col).max() < np.pi / 2 and np.abs(col).sum() > 0]
     shares = [col / col.sum() for col in slow if col.sum() != 0]

@@ -82,6 +82,7 @@ def _name_indexed_from_one(spec, theta, tau):
     if np.all(np.abs(frequencies(r, base) * base ** (-2 / r) / theta - 1) <= tau):
         spec.rope_type, spec.closest, spec.rope_params = "custom", "default", dict(base=base)
         spec.frequency_defect = "indexed from 1"
+        spec.notes[:] = [n for n in spec.notes if not n.startswith("theta_0 = ")]      # said better below
         spec.notes.append(f"the frequencies are default {{base: {show_number(base)}}}'s indexed from 1: theta_i = "
                           f"base^(-2(i+1)/d), every pair one step slower (the same as linear with factor base^(2/d) "
                           f"= {base ** (2 / r):.6g}, which no published config uses): count i "

@@ -49,10 +49,10 @@ class Caller:
     fn's own errors get a note saying which call.  Counts the calls, the most rows asked for (``longest``) and
     the coarsest float type fn returned (``unit``, ``precision``; float32 at least).  With ``timeout`` (seconds
     for all calls together) fn runs in a worker thread and a call still running at the deadline is a
-    TimeoutError; ``name``: what the errors call fn."""
+    TimeoutError; ``name``, ``argument``: what the errors call fn and the array it is given."""
 
-    def __init__(self, fn, positions=None, *, timeout=None, name="fn"):
-        self.fn, self.positions, self.name, self.timeout = fn, positions, name, timeout
+    def __init__(self, fn, positions=None, *, timeout=None, name="fn", argument="x"):
+        self.fn, self.positions, self.name, self.argument, self.timeout = fn, positions, name, argument, timeout
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self.calls, self.longest = 0, 0
         self.unit, self.precision = 2.0**-24, "float32"
@@ -79,12 +79,13 @@ class Caller:
         kind = _float_type(out)
         out = to_array(out, self.name)
         if out.shape != x.shape:
-            raise ValueError(f"{self.name} must map x of shape (seq, d) = {x.shape} to the same shape, got "
-                             f"{out.shape} (called with {what}){_shape_hint(out.shape, x.shape)}")
+            raise ValueError(f"{self.name} must map {self.argument} of shape (seq, d) = {x.shape} to the same shape, "
+                             f"got {out.shape} (called with {what}){_shape_hint(out.shape, x.shape)}")
         if not np.all(np.isfinite(out)):
             where = "" if self.positions is None else f", positions within 0..{int(self.positions.max())}"
-            raise ValueError(f"{self.name} returned non-finite values (NaN or inf) for finite input ({what}, x of "
-                             f"shape {x.shape}{where}); a rotary embedding maps finite input to finite output")
+            raise ValueError(f"{self.name} returned non-finite values (NaN or inf) for finite input ({what}, "
+                             f"{self.argument} of shape {x.shape}{where}); a rotary embedding maps finite input to "
+                             "finite output")
         unit = dict(PRECISIONS)[kind]
         if unit > self.unit:
             self.unit, self.precision = unit, kind
