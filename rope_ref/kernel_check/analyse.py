@@ -50,8 +50,8 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     """
     if axes is not None:
         if base_hint is not None or max_rows is not None or timeout != TIMEOUT:
-            raise TypeError("base_hint=, max_rows= and timeout= are for 1-D probing (identify without axes=); with "
-                            "axes= pass max_position= (the largest position fn accepts on any axis)")
+            raise TypeError("base_hint= and max_rows= are for 1-D probing (identify without axes=), and so is "
+                            "timeout=; with axes= pass max_position= (the largest position fn accepts on any axis)")
         return identify_axes(fn, d, axes, seq=seq, seed=seed, max_bytes=max_bytes, axis_names=axis_names,
                              max_position=MAX_POSITION if max_position is None else max_position)
     if max_position is not None or axis_names is not None:
@@ -235,7 +235,7 @@ class _Angles:
             located.offset = float(round(located.offset))
         if self.table:
             rows = self.table[0]
-            self.notes.append(f"the cos/sin table stops at position {show_number(located.offset + rows - 1)} (row "
+            self.notes.append(f"the cos/sin table stops at position {_position(located.offset + rows - 1)} (row "
                               f"{rows - 1} here): {_beyond(rows, self.table[1], located.offset)}; identify measured "
                               f"rows 0..{rows - 1} only. Size the table for the longest position, the cache offset "
                               "plus the new tokens minus one (notebook 06, checklist item 2)")
@@ -274,11 +274,16 @@ class _Angles:
         return spec, tau
 
 
+def _position(position):
+    """A position for display: an integer when it is one, else rounded, with a tilde."""
+    return show_number(position) if position == round(position) else f"~{position:.0f}"
+
+
 def _beyond(rows, kind, offset=None):
     """What the rows past a cos/sin table's end get (table_end's kind), in words."""
     if kind == "clamped":
         return (f"rows from {rows} on repeat row {rows - 1} exactly, as an index clamped to the table does "
                 "(mode=\"clip\", a clamping gather)")
-    length = "" if offset is None else f" {show_number(offset + rows)}"
+    length = "" if offset is None else f" {_position(offset + rows)}"
     return (f"row {rows} is rotated by 0 again and the rows after it start over from position 0, as an index "
             f"modulo the table length{length} does (a wrapped or repeated table)")

@@ -63,8 +63,9 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     config = load_config(config)
     if axes is not None or getattr(config, "axes", None):
         if max_rows is not None or timeout != TIMEOUT:
-            raise TypeError("max_rows= and timeout= are for 1-D kernels fn(x); a multi-axis kernel is probed on seq "
-                            "rows: pass max_position= (the largest position it accepts) instead of max_rows=")
+            raise TypeError(f"{'max_rows=' if max_rows is not None else 'timeout='} is for 1-D kernels fn(x); a "
+                            "multi-axis kernel is probed on seq rows: pass max_position= (the largest position it "
+                            "accepts) instead of max_rows=")
         check_keywords(expected, AXES_KEYS, "assert_rope_matches() of a multi-axis kernel")
         if config is not None:
             expected = expected_from_config(config, axes, expected)
@@ -130,7 +131,7 @@ def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> l
     if expected.get("offset") is not None:
         problems += _compare_offset(expected["offset"], spec)
     if spec.table_end:
-        problems.append(f"table: the cos/sin table stops at position {show_number(spec.table_end[0])} and rows "
+        problems.append(f"table: the cos/sin table stops at position {spec.table_end[0]:.0f} and rows "
                         f"beyond it are {spec.table_end[1]} (see the note): every position needs its own row")
     want_freqs, want_scale = _expected_frequencies(expected, spec)
     freq_problems = [] if want_freqs is None else _compare_frequencies(want_freqs, spec, expected, whose)

@@ -78,8 +78,11 @@ def rounded_to(freqs, type_name):
 
 def _name_indexed_from_one(spec, theta, tau):
     """linear with factor base^(2/r) is theta_i = base^(-2(i+1)/r): eq 15 indexed from 1, a bug, named as such."""
-    r, base = spec.rotary_dim, spec.base
-    if np.all(np.abs(frequencies(r, base) * base ** (-2 / r) / theta - 1) <= tau):
+    r = spec.rotary_dim
+    fits = [params["base"] for params in _rounded_params(dict(base=spec.base), [])
+            if np.all(np.abs(frequencies(r, params["base"]) * params["base"] ** (-2 / r) / theta - 1) <= tau)]
+    if fits:
+        base = spec.base = fits[0]
         spec.rope_type, spec.closest, spec.rope_params = "custom", "default", dict(base=base)
         spec.frequency_defect = "indexed from 1"
         spec.notes[:] = [n for n in spec.notes if not n.startswith("theta_0 = ")]      # said better below
