@@ -118,6 +118,24 @@ def test_inv_freq_cast_before_the_phase_is_named(type_name, dtype, base, d, offs
     assert f"the expected frequencies rounded to {type_name}" in str(info.value), str(info.value)
 
 
+@pytest.mark.parametrize("type_name,dtype,offset,spacing,low", [("bfloat16", BF16, 1000, 4, 512),
+                                                                ("bfloat16", BF16, 300, 2, 256),
+                                                                ("float16", np.float16, 5000, 4, 4096),
+                                                                ("float16", np.float16, 40000, 32, 32768)])
+def test_positions_held_in_16_bits_are_named(type_name, dtype, offset, spacing, low):
+    # was: "base 386.66, offset 995.89, some pairs rotate clockwise, angles coarser than bfloat16"
+    def fn(x):                                    # position_ids.to(dtype), then HF's float32 angles
+        positions = (np.arange(len(x)) + offset).astype(dtype).astype(F32)
+        emb = np.concatenate([positions[:, None] * hf_inv_freq(64)] * 2, axis=-1)
+        return x.astype(F32) * np.cos(emb) + rotate_half(x.astype(F32)) * np.sin(emb)
+    s = identify(fn, 64)
+    assert not s.is_rope and "rows share positions" in s.reason, str(s)
+    assert f"{type_name} (positions {low}..{2 * low - 1} are multiples of {spacing})" in s.reason, s.reason
+    with pytest.raises(AssertionError) as info:
+        assert_rope_matches(fn, 64, base=10000.0, offset=offset)
+    assert "rows share positions" in str(info.value) and not any(w in str(info.value) for w in PRECISION_BLAME)
+
+
 def test_assert_against_the_config_names_rounding_and_keeps_quiet_otherwise():
     fn = replay("llama3.1-bf16", 0)
     with pytest.raises(AssertionError) as info:

@@ -12,7 +12,7 @@ from .axes_probe import identify_axes
 from .axes_spec import MAX_POSITION, AxesSpec
 from .dynamic import check_dynamic
 from .naming import describe_frequencies, describe_proportional
-from .offset import locate, rows_needed
+from .offset import locate, rounded_positions, rows_needed
 from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
 from .spec import RopeSpec, not_rope, show_number
 from .structure import Structure
@@ -110,6 +110,14 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
     angles = _Angles(call, d, structure, phase, table)
     angles.refine(max_rows)
     steps = uneven_steps(angles.phase, angles.out_err) if angles.located.unit > FLOAT32_UNIT else None
+    rounded = rounded_positions(angles.phase) if steps == "one axis" else []
+    if rounded:
+        ways = " or ".join(f"{name} (positions {low}..{high} are multiples of {spacing})"
+                           for name, low, high, spacing in rounded)
+        return not_rope(f"rows share positions: the angles are exact, but every pair stands still at the same rows, "
+                        f"as positions offset + r rounded to {ways} do. The kernel holds its positions in a 16-bit "
+                        "float type (position_ids.to(bfloat16)?): keep them integers, or float32, until they multiply "
+                        "the frequencies. identify measures frequencies at consecutive positions only")
     if steps == "one axis":
         angles.notes.append("the rows are not at evenly spaced positions: the angles are exact, but every pair "
                             "stands still or jumps together at the same rows, as when positions are rounded to a "
