@@ -129,8 +129,9 @@ def test_positions_held_in_16_bits_are_named(type_name, dtype, offset, spacing, 
         emb = np.concatenate([positions[:, None] * hf_inv_freq(64)] * 2, axis=-1)
         return x.astype(F32) * np.cos(emb) + rotate_half(x.astype(F32)) * np.sin(emb)
     s = identify(fn, 64)
-    assert not s.is_rope and "rows share positions" in s.reason, str(s)
-    assert f"{type_name} (positions {low}..{2 * low - 1} are multiples of {spacing})" in s.reason, s.reason
+    assert s.rope_type is None and f"{type_name} (positions {low}..{2 * low - 1} are multiples of {spacing})" in (
+        s.rounded_positions or ""), str(s)
+    assert not any("clockwise" in n or "too noisy" in n for n in s.notes), s.notes
     with pytest.raises(AssertionError) as info:
         assert_rope_matches(fn, 64, base=10000.0, offset=offset)
     assert "rows share positions" in str(info.value) and not any(w in str(info.value) for w in PRECISION_BLAME)

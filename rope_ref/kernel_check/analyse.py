@@ -110,15 +110,15 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
     angles = _Angles(call, d, structure, phase, table)
     angles.refine(max_rows)
     steps = uneven_steps(angles.phase, angles.out_err) if angles.located.unit > FLOAT32_UNIT else None
-    rounded = rounded_positions(angles.phase) if steps == "one axis" else []
+    rounded = " or ".join(f"{name} (positions {low}..{high} are multiples of {spacing})" for name, low, high, spacing
+                          in (rounded_positions(angles.phase) if steps == "one axis" else []))
     if rounded:
-        ways = " or ".join(f"{name} (positions {low}..{high} are multiples of {spacing})"
-                           for name, low, high, spacing in rounded)
-        return not_rope(f"rows share positions: the angles are exact, but every pair stands still at the same rows, "
-                        f"as positions offset + r rounded to {ways} do. The kernel holds its positions in a 16-bit "
-                        "float type (position_ids.to(bfloat16)?): keep them integers, or float32, until they multiply "
-                        "the frequencies. identify measures frequencies at consecutive positions only")
-    if steps == "one axis":
+        angles.notes.append(f"the rows are not at evenly spaced positions: rows share positions, as positions offset "
+                            f"+ r rounded to {rounded} do (every pair stands still at the same rows, the angles "
+                            "exact). The kernel holds its positions in a 16-bit float type (position_ids.to(bfloat16)?): "
+                            "keep them integers, or float32, until they multiply the frequencies. The offset and "
+                            "frequencies above are not measured: identify measures them at consecutive positions")
+    elif steps == "one axis":
         angles.notes.append("the rows are not at evenly spaced positions: the angles are exact, but every pair "
                             "stands still or jumps together at the same rows, as when positions are rounded to a "
                             "coarse float type (cast to bfloat16 or float16?) and several rows share a position")
@@ -130,6 +130,10 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
                         "not a 1-D RoPE: probe it along each axis with identify(fn, d, axes=A)", multi_axis=True)
     angles.note_offset(max_rows)
     spec, tau = angles.spec(structure)
+    spec.rounded_positions = rounded or None
+    if rounded:                         # the phase error measures the positions' rounding, not the angles'
+        spec.angle_precision = "exact, at rounded positions"
+        return spec
     if not describe_proportional(spec, d, tau):
         describe_frequencies(spec, base_hint, tau, angles.located.unit)
     if not angles.table and (spec.rope_type == "ntk" or (spec.rope_type == "default"

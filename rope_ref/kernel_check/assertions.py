@@ -128,6 +128,9 @@ def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> l
         shown = ", ".join(f"{p}->{o}" for p, o in zip(spec.pairs[:2], (spec.output_pairs or spec.pairs)[:2]))
         problems.append(f"output_pairing: expected pairs written {want}, found {spec.output_pairing or 'in place'} "
                         f"({shown}, ...)")
+    if spec.rounded_positions:          # neither offset nor frequencies are measured at shared positions
+        return problems + [f"positions: rows share positions, as positions offset + r rounded to "
+                           f"{spec.rounded_positions} do: keep position ids integers, or float32 (see the note)"]
     if expected.get("offset") is not None:
         problems += _compare_offset(expected["offset"], spec)
     if spec.table_end:

@@ -51,6 +51,7 @@ class RopeSpec(ProbeSpec):
     rows: int | None = None             # rows the angles were measured at
     multi_axis: bool = False            # not a 1-D RoPE, but its angles are exact: probe along several axes
     table_end: tuple | None = None      # (last position, "clamped" or "repeated"): a cos/sin table ran out there
+    rounded_positions: str | None = None  # the 16-bit type(s) whose rounding of offset + r makes rows share positions
 
     def summary(self) -> str:
         """One line in a kernel engineer's words: pairs, rotated features, base, position of row 0, method."""
