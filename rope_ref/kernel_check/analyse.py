@@ -115,8 +115,9 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
     if rounded:
         angles.notes.append(f"the rows are not at evenly spaced positions: rows share positions, as positions offset "
                             f"+ r rounded to {rounded} do (every pair stands still at the same rows, the angles "
-                            "exact). The kernel holds its positions in a 16-bit float type (position_ids.to(bfloat16)?): "
-                            "keep them integers, or float32, until they multiply the frequencies. The offset and "
+                            "exact). The kernel holds its positions in a 16-bit float type "
+                            "(position_ids.to(bfloat16)?): keep them integers, or float32, until they multiply the "
+                            "frequencies. The offset and "
                             "frequencies above are not measured: identify measures them at consecutive positions")
     elif steps == "one axis":
         angles.notes.append("the rows are not at evenly spaced positions: the angles are exact, but every pair "

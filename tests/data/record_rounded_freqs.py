@@ -53,8 +53,8 @@ def record(params, module_dtype, x_dtype):
         assert np.array_equal(cos[:, :32], cos[:, 32:]) and np.array_equal(sin[:, :32], sin[:, 32:])
         c4, s4 = module(q[0], positions[:, :4])
         out, _ = modeling_llama.apply_rotary_pos_emb(q, q, c4, s4)
-        arrays.update({f"{offset}/cos": cos[:, :32], f"{offset}/sin": sin[:, :32], f"{offset}/q": q[0, 0].float().numpy(),
-                       f"{offset}/out": out[0, 0].float().numpy()})
+        arrays.update({f"{offset}/cos": cos[:, :32], f"{offset}/sin": sin[:, :32],
+                       f"{offset}/q": q[0, 0].float().numpy(), f"{offset}/out": out[0, 0].float().numpy()})
     meta = {"rope_parameters": params, "rope_theta": 500000.0, "head_dim": 64, "module_dtype": str(module_dtype),
             "x_dtype": str(x_dtype), "inv_freq": module.inv_freq.float().tolist()}
     return arrays, meta
