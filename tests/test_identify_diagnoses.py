@@ -233,6 +233,16 @@ def test_1d_kernel_with_16_bit_angles_is_still_a_precision_finding(dtype):
     assert s.is_rope and not s.multi_axis and s.angle_precision in ("float16", "bfloat16", "coarser than bfloat16")
 
 
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+@pytest.mark.parametrize("offset", [0, 1000, 5000, 9000, 20000, 40000])
+@pytest.mark.parametrize("d", [8, 32, 64])
+def test_1d_kernel_with_16_bit_positions_and_angles_is_never_a_grid(dtype, offset, d):
+    # positions and angles both rounded (neox's angle_dtype casts positions too): the angles jump at shared
+    # positions by amounts that vary with the rounding, which no grid does
+    s = identify(lambda x: neox(x, offset, angle_dtype=dtype), d)
+    assert s.is_rope and not s.multi_axis, str(s)
+
+
 # ---- 7. what was expected is named -----------------------------------------------------------------------
 
 def test_missing_llama3_scaling_is_named_against_the_config():

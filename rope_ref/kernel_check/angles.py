@@ -127,8 +127,9 @@ def uneven_steps(phase, out_err=0.0) -> str | None:
     """How angles ``phase`` (rows, pairs) that are not a line in the row index advance, exact to some float type's
     rounding (float64, float32, float16, bfloat16, plus ``out_err`` radians at every row): "one axis" (rows at
     uneven positions of one axis), "several axes" (pairs advance on different rows, a grid read as flattened
-    rows), or None when they are not that (a 1-D kernel's rounded angles deviate at rows that differ from pair to
-    pair, and within the type's rounding no row deviates)."""
+    rows: each pair jumps by one amount), or None when they are not that (a 1-D kernel's rounded angles deviate at
+    rows that differ from pair to pair, or by amounts that differ, and within the type's rounding no row
+    deviates)."""
     for _, unit in PRECISIONS:
         tol = 2 * rounding_allowance(unit, np.abs(phase).max(axis=0) + np.pi, out_err)      # a step: two roundings
         steps = _row_steps(phase, np.maximum(tol, 1e-9))
@@ -141,19 +142,25 @@ def _row_steps(phase, tol):
     """uneven_steps at one rounding: a step deviating by more than ``tol`` (per pair) from its pair's usual one."""
     steps = np.diff(phase, axis=0)
     steps = (steps + np.pi) % (2 * np.pi) - np.pi
-    irregular = []
+    irregular, uniform_jumps = [], True
     for col, col_tol in zip(steps.T, tol):
         mode = np.median(col)
         off = np.abs(col - mode) > col_tol * (1 + abs(mode))
         if off.mean() > 0.5:
             return None
         irregular.append(off)
+        uniform_jumps &= not off.any() or np.ptp(col[off]) <= 2 * col_tol * (1 + abs(mode))
     rows = np.any(irregular, axis=0)
     stepping = [off for off in irregular if off.any()]            # one such pair may be a 1-D kernel's rounding
     if len(stepping) < min(2, len(irregular)) or not all(np.array_equal(off, rows) for off in stepping):
         return None
-    slow = [col for col in steps.T if np.abs(col).max() < np.pi / 2 and np.abs(col).sum() > 0]
-    shares = [col / col.sum() for col in slow if col.sum() != 0]
-    if len(shares) == len(slow) and all(np.allclose(sh, shares[0], rtol=1e-3, atol=1e-3) for sh in shares):
-        return "one axis"
-    return "several axes"
+    # one axis: every slow pair's steps are one position step times its theta, shared within the rounding
+    slow = [(col, col_tol) for col, col_tol in zip(steps.T, tol) if np.abs(col).max() < np.pi / 2 and col.any()]
+    if any(col.sum() == 0 for col, _ in slow):
+        return "several axes"
+    reference, reference_tol = max(slow, key=lambda pair: abs(pair[0].sum()), default=(None, 0.0))
+    for col, col_tol in slow:
+        ratio = col.sum() / reference.sum()
+        if np.any(np.abs(col - ratio * reference) > 1e-3 * abs(col.sum()) + 2 * (col_tol + reference_tol * abs(ratio))):
+            return "several axes" if uniform_jumps else None     # a grid jumps alike at every row it wraps
+    return "one axis"

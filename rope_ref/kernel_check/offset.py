@@ -133,7 +133,7 @@ def rounded_positions(phase) -> list:
                 continue
             row0 = positions[np.flatnonzero(fits)[0]]
             theta = (phase[-1, slow] - phase[0, slow]) / (row0[-1] - row0[0])
-            if abs(theta) * 2 ** (e + 1) < np.pi and not 0.9 * 2**e <= phase[0, slow] / theta <= 1.1 * 2 ** (e + 1):
+            if 0 < abs(theta) * 2 ** (e + 1) < np.pi and not 0.9 * 2**e <= phase[0, slow] / theta <= 1.1 * 2 ** (e + 1):
                 continue                                    # row 0's angle puts it outside this binade
             found.append((name, 2**e, 2 ** (e + 1) - 1, spacing))
     return found
