@@ -101,8 +101,9 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
     if np.abs(phase - phase[0]).max() <= 1e-9:
         return not_rope(f"every row is rotated alike (by up to {np.abs(phase[0]).max():.3g} rad): fn does not "
                         "advance the position with the row; identify needs row r at position offset + r "
-                        "(does fn treat the first axis as a batch of tokens at one position? or read a cos/sin "
-                        "table beyond its end, its index clamped to the last row?)")
+                        "(does fn treat the first axis as a batch of tokens at one position? read a cos/sin table "
+                        "beyond its end, its index clamped to the last row? hold positions in a 16-bit float type, "
+                        "which rounds these consecutive ones to one?)")
     table = table_end(phase)
     if table and table[0] < 3:
         return not_rope(f"the angles advance over rows 0..{table[0] - 1} only: {_beyond(*table)}; identify needs "
