@@ -126,6 +126,7 @@ def _rounded_params(params, bases):
 
 
 def _note_rounded(spec, rope_type, params, freqs, type_name, fit_error):
+    """Names ``rope_type`` ``params`` (frequencies ``freqs``) rounded to ``type_name`` on ``spec``, with a note."""
     theta = np.abs(spec.inv_freq)
     moved = np.abs(theta / freqs - 1)
     differ = np.flatnonzero(moved > spec.freq_tolerance)
