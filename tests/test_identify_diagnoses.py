@@ -96,6 +96,22 @@ def test_bfloat16_model_is_not_misnamed():
     assert s.rope_type is None or s.frequency_defect == "rounded to bfloat16", str(s)
 
 
+@pytest.mark.parametrize("base,offset", [(10000.0, 0), (10000.0, 3000), (500000.0, 3000)])
+def test_bfloat16_model_over_4096_rows_is_named_rounded(base, offset):
+    # the whole model in bfloat16: inv_freq rounded, cos/sin and the output rounded too (x in bfloat16)
+    inv = hf_inv_freq(64, base).astype(BF16).astype(F32)
+
+    def fn(x):
+        emb = np.concatenate([(np.arange(len(x)) + offset).astype(F32)[:, None] * inv] * 2, axis=-1)
+        q = x.astype(BF16)
+        return q * np.cos(emb).astype(BF16) + rotate_half(q) * np.sin(emb).astype(BF16)
+    s = identify(fn, 64)
+    assert (s.closest, s.frequency_defect, s.base, s.offset) == ("default", "rounded to bfloat16", base, offset)
+    with pytest.raises(AssertionError) as info:
+        assert_rope_matches(fn, 64, base=base, offset=offset)
+    assert "frequencies: the expected ones rounded to bfloat16" in str(info.value), str(info.value)
+
+
 @pytest.mark.parametrize("type_name,dtype", [("bfloat16", BF16), ("float16", np.float16)])
 @pytest.mark.parametrize("base,d,offset", [(10000.0, 64, 0), (1e6, 128, 7), (500000.0, 64, 5000)])
 @pytest.mark.parametrize("pairing", ["half", "interleaved"])

@@ -19,7 +19,7 @@ from .analyse import probe_one_axis
 from .axes_compare import AXES_KEYS, assert_axes_match, expected_from_config
 from .axes_spec import AxesSpec
 from .mismatch import KernelRaised, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
-from .naming import ROUNDING_TYPES, geometric_base, rounded_to, scale_tol
+from .naming import ROUNDING_TYPES, geometric_base, method_kwargs, rounded_to, scale_tol
 from .spec import RopeSpec, show_number, show_params
 from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS, TIMEOUT
 
@@ -230,7 +230,7 @@ def _compare_frequencies(want, spec, expected, whose):
         rel = np.where(want == 0, np.abs(found), np.abs(found / want - 1))
     bad = np.flatnonzero(rel > tol)
     if bad.size == 0:
-        return []
+        return _told_apart(want, spec)
     msg = "frequencies: " + "; ".join(f"pair {p} expected {want[p]:.6g}, found {found[p]:.6g}" for p in bad[:3])
     aliased = np.abs(want) > np.pi
     if np.any(aliased[bad]):
@@ -244,6 +244,20 @@ def _compare_frequencies(want, spec, expected, whose):
     if expected.get("rope_type") == "longrope":
         lines.append(_longrope_factor_set(spec, expected))
     return lines
+
+
+def _told_apart(want, spec):
+    """The frequency line when they agree within the largest pair's tolerance, yet identify told them apart pair
+    by pair: the kernel has the expected method's frequencies rounded to a 16-bit type (spec.frequency_defect)."""
+    if not (spec.frequency_defect or "").startswith("rounded to "):
+        return []
+    type_name = spec.frequency_defect.removeprefix("rounded to ")
+    named, _ = scaled_inv_freq(spec.rotary_dim, spec.rope_params["base"], rope_type=spec.closest,
+                               **method_kwargs(spec.rope_params))
+    if named.shape != want.shape or not np.all(np.abs(named / want - 1) <= spec.freq_tolerance):
+        return []
+    return [f"frequencies: the expected ones {spec.frequency_defect}, told apart within each pair's tolerance (see "
+            f"the note): model.to(torch.{type_name}) rounds a module's inv_freq buffer; keep it in float32"]
 
 
 def _frequency_defect(found, want, expected, tol, whose):
