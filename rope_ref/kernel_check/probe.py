@@ -60,6 +60,8 @@ class Caller:
 
     def __call__(self, x, what, hint=""):
         kind, out = self._outcome(x)
+        if kind == "raised" and not isinstance(out, Exception):
+            raise out                                     # SystemExit, KeyboardInterrupt: as raised
         if kind == "raised":
             if self.positions is None:
                 out.add_note(f"(raised by {self.name} when rope_ref.identify called it with {what}, shape "
@@ -99,7 +101,7 @@ class Caller:
         def run():
             try:
                 outcome[:] = "returned", self.fn(*args)
-            except Exception as err:
+            except BaseException as err:                # re-raised in the calling thread
                 outcome[:] = "raised", err
         if self.deadline is None:
             run()
