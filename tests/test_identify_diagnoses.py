@@ -338,6 +338,17 @@ def test_default_limit_and_no_limit():
         identify(lambda x, p: x, 8, axes=2, timeout=5)
 
 
+def test_fn_raising_inside_the_worker_thread_is_reraised_as_raised():
+    def exits(x):
+        raise SystemExit(3)
+    with pytest.raises(SystemExit) as info:            # not a TimeoutError: the call ended
+        identify(exits, 8, timeout=30)
+    assert info.value.code == 3
+    with pytest.raises(KeyError, match="slot 7") as info:
+        identify(lambda x: {}["slot 7"], 8, timeout=30)
+    assert "raised by fn when rope_ref.identify called it" in info.value.__notes__[0]
+
+
 # ---- issue 32: a backward pass that is not callable or returns garbage -----------------------------------
 
 @pytest.mark.parametrize("vjp,error,words", [
