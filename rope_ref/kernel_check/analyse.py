@@ -5,26 +5,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_base, check_positive_int
+from .._validate import check_base, check_positive_int, check_positive_real
 from ..forms import wrap_angle
-from .angles import angle_precision, freq_tol, refit_absolute, theta_at, uneven_steps
+from .angles import angle_precision, freq_tol, refit_absolute, table_end, theta_at, uneven_steps
 from .axes_probe import identify_axes
 from .axes_spec import MAX_POSITION, AxesSpec
 from .dynamic import check_dynamic
 from .naming import describe_frequencies, describe_proportional
-from .offset import locate, rows_needed
+from .offset import locate, rounded_positions, rows_needed
 from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
-from .spec import RopeSpec, not_rope
+from .spec import RopeSpec, not_rope, show_number
 from .structure import Structure
 from .tolerances import (DYNAMIC_MIN_OFFSET, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, OFFSET_SIGMA, SIGMAS,
-                         STATE_RTOL)
+                         STATE_RTOL, TIMEOUT)
 
 FLOAT32_UNIT = 2.0**-24
 
 
 def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 0, base_hint: float | None = None,
              max_rows: int | None = None, max_bytes: int = MAX_BYTES, max_position: int | None = None,
-             axis_names=None) -> RopeSpec | AxesSpec:
+             axis_names=None, timeout: float | None = TIMEOUT) -> RopeSpec | AxesSpec:
     """Identify the RoPE variant that ``fn`` implements (eq 34): a :class:`RopeSpec`.
 
     ``fn(x) -> y``: x float64 ``(seq, d)``, row r at the function's own position offset + r; y any real array
@@ -33,11 +33,13 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     size of a kernel's cos/sin cache), as docs/identify_internals.md ("The calls") says.  ``base_hint``: the
     base the model was trained with (a changed base is then NTK scaling; LongRoPE factors and dynamic NTK are
     solved from it).  ``max_bytes``: the largest array identify may hold (seq x d x d float64, max_rows x d);
-    larger ``seq``/``max_rows`` are a ValueError before any call.
+    larger ``seq``/``max_rows`` are a ValueError before any call.  ``timeout``: seconds for all calls together
+    (default TIMEOUT), fn running in a worker thread, so that a kernel that blocks ends in a TimeoutError naming
+    the limit; None calls fn in this thread, without a limit.
 
     With ``axes=A`` (M-RoPE, 2-D axial RoPE, RoPE-Mixed), ``fn(x, positions)`` is called with positions int64
     ``(A, seq)`` and the result is an :class:`AxesSpec`: see :func:`~.axes_probe.identify_axes`.
-    ``base_hint`` and ``max_rows`` are 1-D probing's, ``max_position`` and ``axis_names`` multi-axis
+    ``base_hint``, ``max_rows`` and ``timeout`` are 1-D probing's, ``max_position`` and ``axis_names`` multi-axis
     probing's (TypeError otherwise).
 
     >>> import rope_ref as rr, numpy as np
@@ -47,16 +49,26 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     ((2, 3, 3), 'blocks', 'half', (8, 3))
     """
     if axes is not None:
-        if base_hint is not None or max_rows is not None:
-            raise TypeError("base_hint= and max_rows= are for 1-D probing (identify without axes=); with axes= "
-                            "pass max_position= (the largest position fn accepts on any axis)")
+        if base_hint is not None or max_rows is not None or timeout != TIMEOUT:
+            raise TypeError("base_hint= and max_rows= are for 1-D probing (identify without axes=), and so is "
+                            "timeout=; with axes= pass max_position= (the largest position fn accepts on any axis)")
         return identify_axes(fn, d, axes, seq=seq, seed=seed, max_bytes=max_bytes, axis_names=axis_names,
                              max_position=MAX_POSITION if max_position is None else max_position)
     if max_position is not None or axis_names is not None:
         raise TypeError("max_position= and axis_names= are for multi-axis probing: pass axes= (the number of "
                         "position axes fn reads) with them")
+    return probe_one_axis(fn, d, seq=seq, seed=seed, base_hint=base_hint, max_rows=max_rows, max_bytes=max_bytes,
+                          timeout=timeout)
+
+
+def probe_one_axis(fn, d, *, seq=64, seed=0, base_hint=None, max_rows=None, max_bytes=MAX_BYTES, timeout=TIMEOUT,
+                   name="fn", argument="x") -> RopeSpec:
+    """identify(fn, d) of a 1-D kernel; ``name``, ``argument``: what the errors call fn and the array it is given
+    (``vjp`` and ``g`` for a backward pass)."""
     d, seq, seed = check_probe_arguments(fn, d, seq, seed, 3, "(x of shape (seq, d) -> rotated x)",
                                          "to measure frequencies")
+    if timeout is not None:
+        timeout = check_positive_real(timeout, "timeout", "None (no limit) or a positive number of seconds")
     max_rows = check_positive_int(MAX_ROWS if max_rows is None else max_rows, "max_rows")
     if max_rows < seq:
         raise ValueError(f"max_rows (the most rows fn accepts) must be >= seq={seq}, got {max_rows}")
@@ -64,7 +76,7 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
         base_hint = check_base(base_hint, "base_hint")
     check_sizes(seq, d, max_bytes, max_rows)
     a, b = np.random.default_rng(seed).standard_normal((2, seq, d))
-    call = Caller(fn)
+    call = Caller(fn, timeout=timeout, name=name, argument=argument)
     read = read_rotations(call, a, b, f"; identify passes a float64 NumPy array of shape (seq, d) = ({seq}, {d}): is "
                          f"d={d} the width fn rotates? wrap a kernel that takes (batch, heads, seq, d) torch tensors "
                          "as lambda x: kernel(torch.from_numpy(x)[None, None])[0, 0]")
@@ -89,24 +101,45 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
     if np.abs(phase - phase[0]).max() <= 1e-9:
         return not_rope(f"every row is rotated alike (by up to {np.abs(phase[0]).max():.3g} rad): fn does not "
                         "advance the position with the row; identify needs row r at position offset + r "
-                        "(does fn treat the first axis as a batch of tokens at one position?)")
-    angles = _Angles(call, d, structure, phase)
+                        "(does fn treat the first axis as a batch of tokens at one position? read a cos/sin table "
+                        "beyond its end, its index clamped to the last row? hold positions in a 16-bit float type, "
+                        "which rounds these consecutive ones to one?)")
+    table = table_end(phase)
+    if table and table[0] < 3:
+        return not_rope(f"the angles advance over rows 0..{table[0] - 1} only: {_beyond(*table)}; identify needs "
+                        "at least 3 rows inside the table")
+    angles = _Angles(call, d, structure, phase, table)
     angles.refine(max_rows)
-    steps = uneven_steps(angles.phase) if angles.located.unit > FLOAT32_UNIT else None
-    if steps == "one axis":
+    steps = uneven_steps(angles.phase, angles.out_err) if angles.located.unit > FLOAT32_UNIT else None
+    rounded = " or ".join(f"{name} (positions {low}..{high} are multiples of {spacing})" for name, low, high, spacing
+                          in (rounded_positions(angles.phase) if steps == "one axis" else []))
+    if rounded:
+        angles.notes.append(f"the rows are not at evenly spaced positions: rows share positions, as positions offset "
+                            f"+ r rounded to {rounded} do (every pair stands still at the same rows, the angles "
+                            "exact). The kernel holds its positions in a 16-bit float type "
+                            "(position_ids.to(bfloat16)?): keep them integers, or float32, until they multiply the "
+                            "frequencies. The offset and "
+                            "frequencies above are not measured: identify measures them at consecutive positions")
+    elif steps == "one axis":
         angles.notes.append("the rows are not at evenly spaced positions: the angles are exact, but every pair "
                             "stands still or jumps together at the same rows, as when positions are rounded to a "
                             "coarse float type (cast to bfloat16 or float16?) and several rows share a position")
     elif steps == "several axes":
-        return not_rope("the angles are not linear in the row index: they are exact, but each pair's angle "
+        return not_rope("the angles are not linear in the row index: they are exact (to the kernel's rounding), but "
+                        "each pair's angle "
                         "advances by one step on most rows and jumps on others, as when fn reads its rows as a "
                         "flattened grid (2-D axial RoPE of a ViT) or gives them non-text M-RoPE positions. This is "
                         "not a 1-D RoPE: probe it along each axis with identify(fn, d, axes=A)", multi_axis=True)
     angles.note_offset(max_rows)
     spec, tau = angles.spec(structure)
+    spec.rounded_positions = rounded or None
+    if rounded:                         # the phase error measures the positions' rounding, not the angles'
+        spec.angle_precision = "exact, at rounded positions"
+        return spec
     if not describe_proportional(spec, d, tau):
         describe_frequencies(spec, base_hint, tau, angles.located.unit)
-    if spec.rope_type == "ntk" or (spec.rope_type == "default" and spec.offset >= DYNAMIC_MIN_OFFSET):
+    if not angles.table and (spec.rope_type == "ntk" or (spec.rope_type == "default"
+                                                         and spec.offset >= DYNAMIC_MIN_OFFSET)):
         _check_length_dependence(spec, angles, tau, base_hint, max_rows)
     return spec
 
@@ -131,16 +164,18 @@ class _Angles:
     """The measured angles of every pair (``phase``, rows x pairs) and the offset solved from them
     (``located``), lengthened by further calls on more rows where that pins them down."""
 
-    def __init__(self, call, d, structure: Structure, phase):
-        self.call, self.d, self.structure, self.phase = call, d, structure, phase
-        self.seq = phase.shape[0]
+    def __init__(self, call, d, structure: Structure, phase, table=None):
+        self.call, self.d, self.structure = call, d, structure
+        self.table = table                       # (rows, "clamped" or "repeated"): a cos/sin table ran out
+        self.phase = phase if table is None else phase[:table[0]]
+        self.seq = self.phase.shape[0]
         self.notes = list(structure.notes)
         self.drifted = False
         # Rounding cos/sin or the output to a 16-bit type (cos.to(x.dtype) in a bfloat16 model) errs in the
         # angle and the norm alike, by up to about the norm's error at every position; rounding the angles
         # themselves leaves the norm exact.  Such angles are first tried as float32 ones plus that error.
         self.out_err = 2 * structure.scale_error if structure.scale_error > 2.0**-16 else 0.0
-        self.located = locate(phase, self.out_err)
+        self.located = locate(self.phase, self.out_err)
         self.out_rounded = bool(self.out_err and self.located.unit <= FLOAT32_UNIT)
         self.bias_err = self.out_err if self.out_rounded else 0.0    # what the frequency tolerances allow for it
 
@@ -155,6 +190,9 @@ class _Angles:
     def _lengthen(self, rows, why) -> bool:
         """Measure over ``rows`` rows and solve again; False (with a note) when the first rows' angles moved."""
         long_phase = self.probe(rows, why)
+        self.table = table_end(long_phase)
+        if self.table:
+            long_phase = long_phase[:self.table[0]]
         drift = np.abs(wrap_angle(long_phase[:self.seq] - self.phase[:self.seq])).max()
         if drift > SIGMAS * self.located.fit.noise.max() + 1e-12:
             self.notes.append(f"the angles at rows 0..{self.seq - 1} change by {drift:.2g} rad when fn is given "
@@ -171,15 +209,18 @@ class _Angles:
         too little over the rows measured (a large base; llama3's divided low frequencies) leave their
         frequencies too uncertain to tell the methods apart, which differ exactly there: one more call
         on max_rows rows lengthens the lever."""
+        if self.table:                  # no rows beyond the table's end tell anything
+            return
         rows = self.seq
-        while ((self.located.sigma > OFFSET_SIGMA or self.located.status != "ok") and rows < max_rows
+        while ((self.located.sigma > OFFSET_SIGMA or self.located.status != "ok") and rows < max_rows and not self.table
                and self.located.unit <= FLOAT32_UNIT):
             rows = (max_rows if rows > self.seq or self.located.status != "ok"
                     else rows_needed(self.seq, self.located.sigma, max_rows))
             if not self._lengthen(rows, "to refine the offset"):
                 return
         located = self.located
-        if located.status == "ok" and self.phase.shape[0] < max_rows and located.unit <= FLOAT32_UNIT:
+        if (located.status == "ok" and self.phase.shape[0] < max_rows and located.unit <= FLOAT32_UNIT
+                and not self.table):
             fit = refit_absolute(self.phase, located.offset, located.fit)
             lever = located.offset + np.arange(self.phase.shape[0])
             if freq_tol(fit.theta, fit.sigma_theta, located.unit, self.bias_err, lever).max() > NAME_RTOL:
@@ -206,6 +247,12 @@ class _Angles:
         nearest = round(located.offset)
         if located.sigma <= OFFSET_SIGMA and abs(located.offset - nearest) <= max(SIGMAS * located.sigma, 1e-9):
             located.offset = float(round(located.offset))
+        if self.table:
+            rows = self.table[0]
+            self.notes.append(f"the cos/sin table stops at position {_position(located.offset + rows - 1)} (row "
+                              f"{rows - 1} here): {_beyond(rows, self.table[1], located.offset)}; identify measured "
+                              f"rows 0..{rows - 1} only. Size the table for the longest position, the cache offset "
+                              "plus the new tokens minus one (notebook 06, checklist item 2)")
 
     def spec(self, structure: Structure):
         """Step 4: frequencies against the absolute angle (offset + row) * theta; the spec and the
@@ -236,5 +283,21 @@ class _Angles:
                         output_rounded=self.out_rounded,
                         offset_alternatives=np.asarray(located.fit.also if located.status == "ambiguous" else [],
                                                        float),
-                        rows=int(rows), notes=self.notes)
+                        rows=int(rows), notes=self.notes,
+                        table_end=None if self.table is None else (located.offset + self.table[0] - 1, self.table[1]))
         return spec, tau
+
+
+def _position(position):
+    """A position for display: an integer when it is one, else rounded, with a tilde."""
+    return show_number(position) if position == round(position) else f"~{position:.0f}"
+
+
+def _beyond(rows, kind, offset=None):
+    """What the rows past a cos/sin table's end get (table_end's kind), in words."""
+    if kind == "clamped":
+        return (f"rows from {rows} on repeat row {rows - 1} exactly, as an index clamped to the table does "
+                "(mode=\"clip\", a clamping gather)")
+    length = "" if offset is None else f" {_position(offset + rows)}"
+    return (f"row {rows} is rotated by 0 again and the rows after it start over from position 0, as an index "
+            f"modulo the table length{length} does (a wrapped or repeated table)")

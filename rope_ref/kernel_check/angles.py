@@ -107,24 +107,60 @@ def theta_at(phase, offset, unit, out_err=0.0):
     return theta, freq_tol(theta, fit.sigma_theta, unit, out_err, offset + np.arange(phase.shape[0]))
 
 
-def uneven_steps(phase, tol=1e-9) -> str | None:
-    """How exact angles ``phase`` (rows, pairs) that are not a line in the row index advance: "one axis" (rows at
-    uneven positions of one axis), "several axes" (pairs advance on different rows), or None when they are
-    not that (rounded angles of a 1-D kernel deviate at rows that differ from pair to pair)."""
+def table_end(phase):
+    """Where a cos/sin table read row by row runs out in the angles ``phase`` (rows, pairs): (k, "clamped") when
+    rows k.. repeat row k - 1 exactly (an index clamped to the table) and no rows before stood still, (k,
+    "repeated") at the first row k rotated by exactly 0 in every pair after a step unlike the others (an index
+    modulo the table length, starting over at position 0); None otherwise.  Rows 0..k-1 are the table's."""
+    still = np.all(np.diff(phase, axis=0) == 0, axis=1)       # still[r]: row r + 1 is rotated as row r
+    run = int(np.argmin(still[::-1])) if not still.all() else len(still)      # trailing rows standing still
+    if 0 < run < len(still) and not still[:-run].any():
+        return len(phase) - run, "clamped"
+    steps = np.diff(phase, axis=0)
+    jumps = np.abs((steps - np.median(steps, axis=0) + np.pi) % (2 * np.pi) - np.pi).max(axis=1)
+    at_zero = np.abs((phase[1:] + np.pi) % (2 * np.pi) - np.pi).max(axis=1) <= 1e-9
+    restart = np.flatnonzero(at_zero & (jumps > 1e-3))
+    return (int(restart[0]) + 1, "repeated") if restart.size else None
+
+
+def uneven_steps(phase, out_err=0.0) -> str | None:
+    """How angles ``phase`` (rows, pairs) that are not a line in the row index advance, exact to some float type's
+    rounding (float64, float32, float16, bfloat16, plus ``out_err`` radians at every row): "one axis" (rows at
+    uneven positions of one axis), "several axes" (pairs advance on different rows, a grid read as flattened
+    rows: each pair jumps by one amount), or None when they are not that (a 1-D kernel's rounded angles deviate at
+    rows that differ from pair to pair, or by amounts that differ, and within the type's rounding no row
+    deviates)."""
+    for _, unit in PRECISIONS:
+        tol = 2 * rounding_allowance(unit, np.abs(phase).max(axis=0) + np.pi, out_err)      # a step: two roundings
+        steps = _row_steps(phase, np.maximum(tol, 1e-9))
+        if steps is not None:
+            return steps
+    return None
+
+
+def _row_steps(phase, tol):
+    """uneven_steps at one rounding: a step deviating by more than ``tol`` (per pair) from its pair's usual one."""
     steps = np.diff(phase, axis=0)
     steps = (steps + np.pi) % (2 * np.pi) - np.pi
-    irregular = []
-    for col in steps.T:
+    irregular, uniform_jumps = [], True
+    for col, col_tol in zip(steps.T, tol):
         mode = np.median(col)
-        off = np.abs(col - mode) > tol * (1 + abs(mode))
+        off = np.abs(col - mode) > col_tol * (1 + abs(mode))
         if off.mean() > 0.5:
             return None
         irregular.append(off)
+        uniform_jumps &= not off.any() or np.ptp(col[off]) <= 2 * col_tol * (1 + abs(mode))
     rows = np.any(irregular, axis=0)
-    if not rows.any() or not all(not off.any() or np.array_equal(off, rows) for off in irregular):
+    stepping = [off for off in irregular if off.any()]            # one such pair may be a 1-D kernel's rounding
+    if len(stepping) < min(2, len(irregular)) or not all(np.array_equal(off, rows) for off in stepping):
         return None
-    slow = [col for col in steps.T if np.abs(col).max() < np.pi / 2 and np.abs(col).sum() > 0]
-    shares = [col / col.sum() for col in slow if col.sum() != 0]
-    if len(shares) == len(slow) and all(np.allclose(sh, shares[0], rtol=1e-3, atol=1e-3) for sh in shares):
-        return "one axis"
-    return "several axes"
+    # one axis: every slow pair's steps are one position step times its theta, shared within the rounding
+    slow = [(col, col_tol) for col, col_tol in zip(steps.T, tol) if np.abs(col).max() < np.pi / 2 and col.any()]
+    if any(col.sum() == 0 for col, _ in slow):
+        return "several axes"
+    reference, reference_tol = max(slow, key=lambda pair: abs(pair[0].sum()), default=(None, 0.0))
+    for col, col_tol in slow:
+        ratio = col.sum() / reference.sum()
+        if np.any(np.abs(col - ratio * reference) > 1e-3 * abs(col.sum()) + 2 * (col_tol + reference_tol * abs(ratio))):
+            return "several axes" if uniform_jumps else None     # a grid jumps alike at every row it wraps
+    return "one axis"

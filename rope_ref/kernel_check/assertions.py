@@ -15,13 +15,13 @@ from .. import scaling
 from ..forms import frequencies
 from ..hf_config import from_hf_config
 from ..scaling import scaled_inv_freq
-from .analyse import identify
+from .analyse import probe_one_axis
 from .axes_compare import AXES_KEYS, assert_axes_match, expected_from_config
 from .axes_spec import AxesSpec
-from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
-from .naming import geometric_base, scale_tol
+from .mismatch import KernelRaised, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
+from .naming import ROUNDING_TYPES, geometric_base, method_kwargs, rounded_to, scale_tol
 from .spec import RopeSpec, show_number, show_params
-from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS
+from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS, TIMEOUT
 
 _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
               "inv_freq")
@@ -33,11 +33,11 @@ _PARAM_KEYS = tuple(sorted(scaling.METHOD_PARAM_KEYS | {"seq_len"}))
 
 def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | None = None, seq: int = 64,
                         phase_atol: float | None = None, max_rows: int | None = None, max_bytes: int = MAX_BYTES,
-                        **expected) -> RopeSpec | AxesSpec:
+                        timeout: float | None = TIMEOUT, **expected) -> RopeSpec | AxesSpec:
     """Raise AssertionError (:class:`RopeMismatch`) naming every property in which ``fn`` differs from
     ``expected``; return the :class:`RopeSpec` when all match.
 
-    ``fn(x) -> y`` as for :func:`identify` (``max_rows``, ``max_bytes`` as there).  ``expected`` may hold
+    ``fn(x) -> y`` as for :func:`identify` (``max_rows``, ``max_bytes``, ``timeout`` as there).  ``expected`` may hold
     ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0), ``output_pairing`` (default None: pairs written
     back in place; "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``,
     ``rope_type``, ``inv_freq`` and the parameters of ``rope_type`` (``factor``, ..., and ``seq_len`` for
@@ -46,7 +46,8 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     expectations come from it (explicit keywords win), with ``offset=0`` unless given (``offset=None`` skips
     it).  Frequencies are compared to the precision identify measured; angles must behave like float32 or
     better, or deviate from (offset + row) * theta by at most ``phase_atol`` radians.  An exception raised
-    inside ``fn`` is re-raised as ``KernelRaised`` ("fn raised ..."), never reported as a mismatch.
+    inside ``fn`` is re-raised as ``KernelRaised`` ("fn raised ...", with which call and what to try), never
+    reported as a mismatch.
 
     A multi-axis ``config`` (M-RoPE) or ``axes=A`` compares ``fn(x, positions)`` with
     :func:`~.axes_compare.assert_axes_match` (expect ``inv_freq=`` (rotary_dim/2, A), or ``sections=`` with
@@ -62,9 +63,10 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     """
     config = load_config(config)
     if axes is not None or getattr(config, "axes", None):
-        if max_rows is not None:
-            raise TypeError("max_rows= is for 1-D kernels fn(x); a multi-axis kernel is probed on seq rows: pass "
-                            "max_position= (the largest position it accepts) instead")
+        if max_rows is not None or timeout != TIMEOUT:
+            raise TypeError(f"{'max_rows=' if max_rows is not None else 'timeout='} is for 1-D kernels fn(x); a "
+                            "multi-axis kernel is probed on seq rows: pass max_position= (the largest position it "
+                            "accepts) instead of max_rows=")
         check_keywords(expected, AXES_KEYS, "assert_rope_matches() of a multi-axis kernel")
         if config is not None:
             expected = expected_from_config(config, axes, expected)
@@ -75,14 +77,23 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, max_bytes=max_bytes,
                                  **expected)
     d, expected = prepare_expected(d, config, expected, phase_atol)
-    spec = identify(raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
-                    max_bytes=max_bytes)
+    spec = _probe(raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
+                  max_bytes=max_bytes, timeout=timeout)
     if not spec.is_rope:
         raise RopeMismatch("", [str(spec)], spec)
-    problems = compare(spec, expected, phase_atol)
+    problems = compare(spec, expected, phase_atol, whose="the config's" if config is not None else "the expected")
     if problems:
         raise RopeMismatch("RoPE mismatch", problems, spec)
     return spec
+
+
+def _probe(fn, d, **probing):
+    """identify's 1-D probe, with the notes of an error raised inside the function under test (which call, what
+    to try: a kernel written for (batch, heads, seq, d)) in its message, where str(err) shows them."""
+    try:
+        return probe_one_axis(fn, d, **probing)
+    except KernelRaised as err:
+        raise KernelRaised("\n".join([str(err), *getattr(err, "__notes__", [])])) from err.__cause__
 
 
 def load_config(config):
@@ -107,8 +118,9 @@ def prepare_expected(d, config, expected, phase_atol):
     return d, expected
 
 
-def compare(spec, expected, phase_atol, *, what="fn") -> list:
-    """The differences between ``spec`` and ``expected``, one readable line each (empty when they match)."""
+def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> list:
+    """The differences between ``spec`` and ``expected``, one readable line each (empty when they match);
+    ``whose``: where the expectations came from ("the config's" for config=)."""
     # by default the leading features rotate (as HF and Meta)
     problems = layout_problems(spec, expected.get("pairing"), expected.get("rotary_dim"),
                                expected.get("rotary_start", 0))
@@ -117,10 +129,16 @@ def compare(spec, expected, phase_atol, *, what="fn") -> list:
         shown = ", ".join(f"{p}->{o}" for p, o in zip(spec.pairs[:2], (spec.output_pairs or spec.pairs)[:2]))
         problems.append(f"output_pairing: expected pairs written {want}, found {spec.output_pairing or 'in place'} "
                         f"({shown}, ...)")
+    if spec.rounded_positions:          # neither offset nor frequencies are measured at shared positions
+        return problems + [f"positions: rows share positions, as positions offset + r rounded to "
+                           f"{spec.rounded_positions} do: keep position ids integers, or float32 (see the note)"]
     if expected.get("offset") is not None:
         problems += _compare_offset(expected["offset"], spec)
+    if spec.table_end:
+        problems.append(f"table: the cos/sin table stops at position {spec.table_end[0]:.0f} and rows "
+                        f"beyond it are {spec.table_end[1]} (see the note): every position needs its own row")
     want_freqs, want_scale = _expected_frequencies(expected, spec)
-    freq_problems = [] if want_freqs is None else _compare_frequencies(want_freqs, spec, expected)
+    freq_problems = [] if want_freqs is None else _compare_frequencies(want_freqs, spec, expected, whose)
     if freq_problems and expected.get("rope_type") == spec.rope_type == "dynamic":   # name the parameter
         freq_problems += [f"{k}: expected {show_number(expected[k])}, found {show_number(spec.rope_params[k])}"
                           for k in ("factor", "max_position_embeddings") if expected.get(k, spec.rope_params[k])
@@ -204,7 +222,7 @@ def _measured_length(expected, spec):
     return max(int(round(spec.offset if offset is None else offset)) + spec.rows, 1)
 
 
-def _compare_frequencies(want, spec, expected):
+def _compare_frequencies(want, spec, expected, whose):
     found = spec.inv_freq
     if want.shape != found.shape:
         return [f"frequencies: expected {want.size} pairs, found {found.size}"]
@@ -213,7 +231,7 @@ def _compare_frequencies(want, spec, expected):
         rel = np.where(want == 0, np.abs(found), np.abs(found / want - 1))
     bad = np.flatnonzero(rel > tol)
     if bad.size == 0:
-        return []
+        return _told_apart(want, spec)
     msg = "frequencies: " + "; ".join(f"pair {p} expected {want[p]:.6g}, found {found[p]:.6g}" for p in bad[:3])
     aliased = np.abs(want) > np.pi
     if np.any(aliased[bad]):
@@ -222,20 +240,49 @@ def _compare_frequencies(want, spec, expected):
                 f"{np.abs(want).max():.4g}): sampled once per row such a turn aliases to theta - 2 pi k, so no "
                 "per-row measurement can check it (it is not a clockwise rotation). Give fn rows fewer positions "
                 "apart (consecutive positions), or check those pairs another way"]
-    with np.errstate(divide="ignore", invalid="ignore"):      # pairs expected not to turn (proportional RoPE): 0/0
-        flipped = np.all(np.abs(found / -want - 1) <= tol)
-        shifted = len(want) > 1 and np.all(np.abs(found / (want * (want[1] / want[0])) - 1) <= tol)
-        default_base = np.all(np.abs(found / frequencies(len(want) * 2, 10000.0) - 1) <= tol)
-    if flipped:
-        msg += " (every sign flipped: rotation is clockwise)"
-    elif shifted:
-        msg += " (found theta_i = expected theta_{i+1}: indexed from 1?)"
-    elif default_base:
-        msg += " (the kernel uses the default base 10000: base left at 10^4?)"
+    msg += _frequency_defect(found, want, expected, tol, whose)
     lines = [msg + f"; {bad.size} of {want.size} pairs differ (tolerance {tol:.1e} relative); " + _kernel_named(spec)]
     if expected.get("rope_type") == "longrope":
         lines.append(_longrope_factor_set(spec, expected))
     return lines
+
+
+def _told_apart(want, spec):
+    """The frequency line when they agree within the largest pair's tolerance, yet identify told them apart pair
+    by pair: the kernel has the expected method's frequencies rounded to a 16-bit type (spec.frequency_defect)."""
+    if not (spec.frequency_defect or "").startswith("rounded to "):
+        return []
+    type_name = spec.frequency_defect.removeprefix("rounded to ")
+    named, _ = scaled_inv_freq(spec.rotary_dim, spec.rope_params["base"], rope_type=spec.closest,
+                               **method_kwargs(spec.rope_params))
+    if named.shape != want.shape or not np.all(np.abs(named / want - 1) <= spec.freq_tolerance):
+        return []
+    return [f"frequencies: the expected ones {spec.frequency_defect}, told apart within each pair's tolerance (see "
+            f"the note): model.to(torch.{type_name}) rounds a module's inv_freq buffer; keep it in float32"]
+
+
+def _frequency_defect(found, want, expected, tol, whose):
+    """" (what turns the expected frequencies into the found ones)", or "" when no known bug does: a flipped
+    sign, theta indexed from 1, a buffer rounded to a 16-bit type, the scaling method left out, base 10^4."""
+    r, base, rope_type = 2 * len(want), expected.get("base", 10000.0), expected.get("rope_type", "default")
+
+    def rounded(freqs, words):
+        return [(rounded_to(freqs, t), f"{words} rounded to {t}: model.to(torch.{t}) rounds a module's inv_freq "
+                 "buffer (transformers #25681, #29496); keep it in float32") for t in ROUNDING_TYPES]
+    known = [(-want, "every sign flipped: rotation is clockwise"),
+             (want * (want[1] / want[0]) if len(want) > 1 else want, "found theta_i = expected theta_{i+1}: "
+                                                                     "indexed from 1?")]
+    known += rounded(want, "the expected frequencies")
+    if "inv_freq" not in expected and rope_type != "default":
+        missing = (f"{whose} {rope_type} scaling is missing: the kernel has base {show_number(base)}'s unscaled "
+                   "frequencies")
+        plain = frequencies(r, base)
+        known += [(plain, missing),
+                  (plain * base ** (-2 / r), missing + ", indexed from 1 (theta_i = base^(-2(i+1)/d))")]
+        known += rounded(plain, missing + ",")
+    known.append((frequencies(r, 10000.0), "the kernel uses the default base 10000: base left at 10^4?"))
+    with np.errstate(divide="ignore", invalid="ignore"):      # pairs expected not to turn (proportional RoPE): 0/0
+        return next((f" ({words})" for freqs, words in known if np.all(np.abs(found / freqs - 1) <= tol)), "")
 
 
 def _kernel_named(spec):
@@ -248,6 +295,8 @@ def _kernel_named(spec):
     base = geometric_base(theta, r, tau)
     named = (f", named {spec.rope_type} {show_params(spec.rope_params)}" if spec.rope_type not in (None, "default")
              else "")
+    if spec.frequency_defect:
+        named = f", named {spec.closest} {show_params(spec.rope_params)} with frequencies {spec.frequency_defect}"
     return f"the kernel's frequencies follow base {show_number(float(f'{base:.7g}'))} (leading pairs){named}"
 
 
@@ -278,7 +327,7 @@ def _longrope_factor_set(spec, expected):
 
 def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int = 64,
                              phase_atol: float | None = None, max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES,
-                             **expected) -> RopeSpec:
+                             timeout: float | None = TIMEOUT, **expected) -> RopeSpec:
     """Raise AssertionError naming every way the backward pass ``vjp`` differs from that of the RoPE expected.
 
     ``vjp(x, g) -> dx``: x and g ``(seq, d)``, dx the gradient of ``sum(fn(x) * g)`` with respect to x (e.g.
@@ -291,6 +340,9 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
     >>> back = lambda x, g: rr.rotate(g, np.arange(len(g)), inv_freq=-rr.frequencies(8))
     >>> spec = rr.assert_rope_grad_matches(back, 8, base=1e4, offset=0)
     """
+    if not callable(vjp):
+        raise TypeError(f"vjp must be callable as vjp(x, g) -> dx (the backward pass), got {vjp!r} of type "
+                        f"{type(vjp).__name__}")
     d, expected = prepare_expected(d, config, expected, phase_atol)
     guarded = raising_as("vjp", vjp)
     xs = {}
@@ -300,8 +352,8 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
         if g.shape not in xs:
             xs[g.shape] = np.random.default_rng(len(g)).standard_normal(g.shape)
         return guarded(xs[g.shape].copy(), g)
-    back = identify(g_to_dx, d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
-                    max_bytes=max_bytes)
+    back = _probe(g_to_dx, d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows, max_bytes=max_bytes,
+                  timeout=timeout, name="vjp", argument="g")
     if not back.is_rope:
         raise RopeMismatch("", [f"backward: {back}"], back)
     spec = _forward_of(back)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import ml_dtypes
 import numpy as np
 
 from ..forms import frequencies
 from ..scaling import SCALING_METHODS, scaled_inv_freq
-from .spec import show_params
+from .spec import show_number, show_params
 from .tolerances import FREQ_ULPS, NAME_RTOL, PRECISIONS, SIGMAS
 from .tolerances import TRAIN_LENGTHS
 
@@ -50,8 +51,8 @@ def describe_frequencies(spec, base_hint, tau, unit):
         return
     spec.base = geometric_base(theta, r, tau)
     if abs(theta[0] / spec.base ** (-2 / r) - 1) <= tau[0] and abs(theta[0] - 1) > tau[0]:
-        spec.notes.append(f"theta_0 = {theta[0]:.6g} = base^(-2/d): frequencies look indexed from 1 "
-                          "(eq 15's 10000^(-2(i-1)/d) with i starting at 0)")
+        spec.notes.append(f"theta_0 = {theta[0]:.6g} = base^(-2/d): frequencies look indexed from 1 (eq 15's "
+                          f"{show_number(float(f'{spec.base:.6g}'))}^(-2(i-1)/d) with i starting at 0, not at 1)")
     if unit > 2.0**-24:
         spec.notes.append(f"angles behave like {spec.angle_precision} (errors up to {spec.phase_error:.2g} rad): "
                           "frequencies are too noisy to name a scaling method")
@@ -61,6 +62,85 @@ def describe_frequencies(spec, base_hint, tau, unit):
                           f"{spec.rows} rows): too noisy to name a scaling method")
         return
     _name_method(spec, theta, base_hint, tau, unit)
+    if spec.rope_type == "linear":
+        _name_indexed_from_one(spec, theta, tau)
+
+
+#: The 16-bit float types a frequency buffer is rounded to (model.to(dtype)), coarsest first: a bfloat16 value
+#: in float16's normal range is also a float16 one.
+ROUNDING_TYPES = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
+
+
+def rounded_to(freqs, type_name):
+    """float64 ``freqs`` as a float32 buffer cast to ``type_name`` holds them (torch's ``.to(torch.bfloat16)``)."""
+    return np.asarray(freqs, np.float32).astype(ROUNDING_TYPES[type_name]).astype(np.float64)
+
+
+def _name_indexed_from_one(spec, theta, tau):
+    """linear with factor base^(2/r) is theta_i = base^(-2(i+1)/r): eq 15 indexed from 1, a bug, named as such."""
+    r = spec.rotary_dim
+    fits = [params["base"] for params in _rounded_params(dict(base=spec.base), [])
+            if np.all(np.abs(frequencies(r, params["base"]) * params["base"] ** (-2 / r) / theta - 1) <= tau)]
+    if fits:
+        base = spec.base = fits[0]
+        spec.rope_type, spec.closest, spec.rope_params = "custom", "default", dict(base=base)
+        spec.frequency_defect = "indexed from 1"
+        spec.notes[:] = [n for n in spec.notes if not n.startswith("theta_0 = ")]      # said better below
+        spec.notes.append(f"the frequencies are default {{base: {show_number(base)}}}'s indexed from 1: theta_i = "
+                          f"base^(-2(i+1)/d), every pair one step slower (the same as linear with factor base^(2/d) "
+                          f"= {base ** (2 / r):.6g}, which no published config uses): count i "
+                          "from 0 (eq 15)")
+
+
+def _name_rounded(spec, theta, base_hint, tau):
+    """A method whose frequencies, rounded to bfloat16 or float16, are the measured ones: ``model.to(torch.bfloat16)``
+    rounds a module's inv_freq buffer (transformers #25681, #29496).  Named on ``spec`` with the pairs the rounding
+    moved and by how much; False (nothing changed) when no method fits so."""
+    r = spec.rotary_dim
+    for type_name in ROUNDING_TYPES:
+        if not np.all(np.abs(rounded_to(theta, type_name) / theta - 1) <= tau):
+            continue                                     # the frequencies are not that type's values
+        loose = np.maximum(tau, 2 * dict(PRECISIONS)[type_name])
+        bases = [base_hint] if base_hint is not None else []
+        for rope_type, params in _candidates(theta, r, geometric_base(theta, r, loose), base_hint, loose):
+            for tried in _rounded_params(params, bases):
+                try:
+                    freqs, _ = scaled_inv_freq(r, tried["base"], rope_type=rope_type, **method_kwargs(tried))
+                except (ValueError, TypeError):
+                    continue
+                rel = np.abs(rounded_to(freqs, type_name) / theta - 1)
+                if np.all(rel <= tau):
+                    _note_rounded(spec, rope_type, tried, freqs, type_name, float(rel.max()))
+                    return True
+    return False
+
+
+def _rounded_params(params, bases):
+    """``params`` with each base in ``bases``, then with its floats rounded to 1..5 significant digits, then as
+    fitted: the simplest parameters first, as many round to the same 16-bit frequencies."""
+    for base in bases:
+        yield dict(params, base=base)
+    for digits in range(1, 6):
+        yield {k: float(f"{v:.{digits}g}") if isinstance(v, float) else v for k, v in params.items()}
+    yield params
+
+
+def _note_rounded(spec, rope_type, params, freqs, type_name, fit_error):
+    """Names ``rope_type`` ``params`` (frequencies ``freqs``) rounded to ``type_name`` on ``spec``, with a note."""
+    theta = np.abs(spec.inv_freq)
+    moved = np.abs(theta / freqs - 1)
+    differ = np.flatnonzero(moved > spec.freq_tolerance)
+    worst = [int(p) for p in np.argsort(-moved)[:3] if moved[p] > spec.freq_tolerance]
+    spec.rope_type, spec.closest, spec.rope_params = "custom", rope_type, dict(params)
+    spec.base, spec.fit_error, spec.frequency_defect = float(params["base"]), fit_error, f"rounded to {type_name}"
+    last = abs(spec.offset) + spec.rows
+    spec.notes.append(
+        f"the frequencies are {rope_type} {show_params(params)}'s rounded to {type_name} (model.to(torch.{type_name}) "
+        f"rounds a module's inv_freq buffer; transformers #25681, #29496): {len(differ)} of {len(theta)} pairs differ "
+        f"from the unrounded ones, by up to {moved.max():.2g} relative ("
+        + ", ".join(f"pair {p}: {moved[p]:.2g}" for p in worst)
+        + f"), which turns the angles at position {last:.0f} by up to {last * np.abs(theta - freqs).max():.2g} rad; "
+        f"keep inv_freq in float32 (cast the model, then rebuild the buffer, or compute it in forward)")
 
 
 def _aliasing(theta) -> str:
@@ -220,6 +300,8 @@ def _name_method(spec, theta, base_hint, tau, unit):
             best = (float(rel.max()), rope_type, params)
     confounded = ("LongRoPE's base and per-pair factors cannot be told apart from rotations alone: "
                   "theta_p = base^(-2p/d) / factor_p fits any base")
+    if _name_rounded(spec, theta, base_hint, tau):
+        return
     if base_hint is not None:
         factors = frequencies(r, base_hint) / theta
         if np.all(factors >= 1 - tau):

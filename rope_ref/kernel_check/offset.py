@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 from .angles import RowFit, angle_precision, fit_rows, rounding_allowance
@@ -106,3 +107,33 @@ def solve_offset(fit: RowFit, max_candidates=200_000):
     status = "ok" if ok.size == 1 else "ambiguous"
     return float(offsets[ok[0]]), float(np.sqrt(var_q[ok[0]])), status, offsets[ok[1:]].tolist()
 
+
+
+#: Float types a kernel may hold its positions in: significant bits, largest exponent searched.
+POSITION_TYPES = (("bfloat16", ml_dtypes.bfloat16, 8, 23), ("float16", np.float16, 11, 15))
+
+
+def rounded_positions(phase) -> list:
+    """The ways positions offset + r rounded to a 16-bit float type make the rows of ``phase`` (rows, pairs) that
+    stand still (rotated exactly as the row before: a shared position): (type, first, last position, spacing)
+    for each type and binade [2^e, 2^(e+1)) whose rounding stands still at exactly those rows; [] when none does.
+    A binade is dropped when the slowest pair's angle at row 0, too small to have wrapped, rules it out."""
+    n = len(phase)
+    still = np.all(np.diff(phase, axis=0) == 0, axis=1)
+    slow = int(np.argmin(np.abs(phase[-1] - phase[0])))                 # the slowest pair
+    found = []
+    for name, dtype, bits, top in POSITION_TYPES:
+        for e in range(bits, top + 1):
+            spacing = 2 ** (e + 1 - bits)
+            starts = np.unique(np.r_[2**e + np.arange(min(spacing, n)), 2 ** (e + 1) - np.arange(1, n)])
+            with np.errstate(over="ignore", invalid="ignore"):          # float16 ends at 65504
+                positions = (starts[:, None] + np.arange(n)).astype(np.float32).astype(dtype).astype(np.float64)
+                fits = np.all((np.diff(positions, axis=1) == 0) == still, axis=1) & np.isfinite(positions[:, -1])
+            if not fits.any():
+                continue
+            row0 = positions[np.flatnonzero(fits)[0]]
+            theta = (phase[-1, slow] - phase[0, slow]) / (row0[-1] - row0[0])
+            if 0 < abs(theta) * 2 ** (e + 1) < np.pi and not 0.9 * 2**e <= phase[0, slow] / theta <= 1.1 * 2 ** (e + 1):
+                continue                                    # row 0's angle puts it outside this binade
+            found.append((name, 2**e, 2 ** (e + 1) - 1, spacing))
+    return found

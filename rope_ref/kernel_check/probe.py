@@ -3,6 +3,9 @@ checks and row matrices every probe starts with (:func:`read_rotations`)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 
 from .._validate import FLOAT_DTYPES, check_d, check_nonnegative_int, check_positive_int, format_bytes
@@ -10,9 +13,9 @@ from .structure import read_structure
 from .tolerances import PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
 
 
-def to_array(out):
-    """numpy float64 from whatever fn returned: numpy, ml_dtypes, lists, torch (any dtype or
-    device, with grad), anything with ``__array__``.  Duck-typed: torch is never imported."""
+def to_array(out, name="fn"):
+    """numpy float64 from whatever fn (called ``name`` in errors) returned: numpy, ml_dtypes, lists, torch (any
+    dtype or device, with grad), anything with ``__array__``.  Duck-typed: torch is never imported."""
     if hasattr(out, "detach"):
         out = out.detach()
     if hasattr(out, "cpu") and not isinstance(out, np.ndarray):
@@ -27,10 +30,10 @@ def to_array(out):
     try:
         arr = np.asarray(out)
     except (TypeError, ValueError) as err:
-        raise TypeError(f"fn must return an array (numpy, torch, jax, a list), got {type(out).__name__}: "
+        raise TypeError(f"{name} must return an array (numpy, torch, jax, a list), got {type(out).__name__}: "
                         f"{err}") from err
     if not (arr.dtype in FLOAT_DTYPES or arr.dtype.kind in "fiu"):
-        raise TypeError(f"fn must return a real numeric array (numpy, torch, jax, a list), got "
+        raise TypeError(f"{name} must return a real numeric array (numpy, torch, jax, a list), got "
                         f"{type(out).__name__} of dtype {arr.dtype}")
     return arr.astype(np.float64)
 
@@ -44,39 +47,69 @@ def _float_type(out) -> str:
 class Caller:
     """fn(x) -- or fn(x, positions) when ``positions`` (axes, seq) are given -- as float64 of x's shape, checked;
     fn's own errors get a note saying which call.  Counts the calls, the most rows asked for (``longest``) and
-    the coarsest float type fn returned (``unit``, ``precision``; float32 at least)."""
+    the coarsest float type fn returned (``unit``, ``precision``; float32 at least).  With ``timeout`` (seconds
+    for all calls together) fn runs in a worker thread and a call still running at the deadline is a
+    TimeoutError; ``name``, ``argument``: what the errors call fn and the array it is given."""
 
-    def __init__(self, fn, positions=None):
-        self.fn, self.positions = fn, positions
+    def __init__(self, fn, positions=None, *, timeout=None, name="fn", argument="x"):
+        self.fn, self.positions, self.name, self.argument, self.timeout = fn, positions, name, argument, timeout
+        self.deadline = None if timeout is None else time.monotonic() + timeout
         self.calls, self.longest = 0, 0
         self.unit, self.precision = 2.0**-24, "float32"
         self.inputs = "x" if positions is None else "x and positions"     # what fn may depend on
 
     def __call__(self, x, what, hint=""):
-        try:
-            out = self.fn(x.copy()) if self.positions is None else self.fn(x.copy(), self.positions.copy())
-        except Exception as err:
+        kind, out = self._outcome(x)
+        if kind == "raised" and not isinstance(out, Exception):
+            raise out                                     # SystemExit, KeyboardInterrupt: as raised
+        if kind == "raised":
             if self.positions is None:
-                err.add_note(f"(raised by fn when rope_ref.identify called it with {what}, shape {x.shape}{hint})")
+                out.add_note(f"(raised by {self.name} when rope_ref.identify called it with {what}, shape "
+                             f"{x.shape}{hint})")
             else:
-                err.add_note(f"(fn raised this when rope_ref identify_axes called it with {what}: x of shape "
+                out.add_note(f"(fn raised this when rope_ref identify_axes called it with {what}: x of shape "
                              f"{x.shape}, positions of shape {self.positions.shape}{hint})")
-            raise
+            raise out
+        if kind == "running":
+            raise TimeoutError(f"identify's time limit of {self.timeout:g} s ran out while {self.name} was still "
+                               f"running (call {self.calls + 1}, with {what}, x of shape {x.shape}): a kernel that "
+                               "blocks (a lock, a queue, a device that never returns) stops here, the call left "
+                               f"running in a background thread; if {self.name} is only slow, pass a larger "
+                               "timeout= (seconds), or timeout=None for no limit")
         self.calls += 1
         self.longest = max(self.longest, len(x))
         kind = _float_type(out)
-        out = to_array(out)
+        out = to_array(out, self.name)
         if out.shape != x.shape:
-            raise ValueError(f"fn must map x of shape (seq, d) = {x.shape} to the same shape, got {out.shape} "
-                             f"(called with {what}){_shape_hint(out.shape, x.shape)}")
+            raise ValueError(f"{self.name} must map {self.argument} of shape (seq, d) = {x.shape} to the same shape, "
+                             f"got {out.shape} (called with {what}){_shape_hint(out.shape, x.shape)}")
         if not np.all(np.isfinite(out)):
             where = "" if self.positions is None else f", positions within 0..{int(self.positions.max())}"
-            raise ValueError(f"fn returned non-finite values (NaN or inf) for finite input ({what}, x of shape "
-                             f"{x.shape}{where}); a rotary embedding maps finite input to finite output")
+            raise ValueError(f"{self.name} returned non-finite values (NaN or inf) for finite input ({what}, "
+                             f"{self.argument} of shape {x.shape}{where}); a rotary embedding maps finite input to "
+                             "finite output")
         unit = dict(PRECISIONS)[kind]
         if unit > self.unit:
             self.unit, self.precision = unit, kind
         return out
+
+    def _outcome(self, x):
+        """("returned", fn's output), ("raised", its exception) or ("running", None) at the deadline."""
+        args = (x.copy(),) if self.positions is None else (x.copy(), self.positions.copy())
+        outcome = ["running", None]
+
+        def run():
+            try:
+                outcome[:] = "returned", self.fn(*args)
+            except BaseException as err:                # re-raised in the calling thread
+                outcome[:] = "raised", err
+        if self.deadline is None:
+            run()
+        else:
+            worker = threading.Thread(target=run, name=f"rope_ref identify: {self.name}", daemon=True)
+            worker.start()
+            worker.join(max(self.deadline - time.monotonic(), 0.0))
+        return tuple(outcome)
 
 
 def read_rotations(call: Caller, a, b, hint):

@@ -41,6 +41,8 @@ class RopeSpec(ProbeSpec):
     rope_type: str | None = None        # a rope_ref.ROPE_TYPES name, "custom", or None (too noisy)
     rope_params: dict = field(default_factory=dict)
     closest: str | None = None          # for "custom": the method whose parameters rope_params holds
+    frequency_defect: str | None = None  # for "custom": how the frequencies differ from closest's ("indexed from 1",
+                                         # "rounded to bfloat16" or "rounded to float16")
     also: list = field(default_factory=list)  # other (rope_type, params) with the same frequencies (a note says so)
     fit_error: float | None = None      # max relative |theta_method / theta_measured - 1|
     freq_tolerance: float | None = None  # largest relative tolerance used for the frequencies
@@ -48,6 +50,8 @@ class RopeSpec(ProbeSpec):
     stateful: bool = False              # fn's output for the first input changed after the calls on more rows
     rows: int | None = None             # rows the angles were measured at
     multi_axis: bool = False            # not a 1-D RoPE, but its angles are exact: probe along several axes
+    table_end: tuple | None = None      # (last position, "clamped" or "repeated"): a cos/sin table ran out there
+    rounded_positions: str | None = None  # the 16-bit type(s) whose rounding of offset + r makes rows share positions
 
     def summary(self) -> str:
         """One line in a kernel engineer's words: pairs, rotated features, base, position of row 0, method."""
@@ -55,7 +59,8 @@ class RopeSpec(ProbeSpec):
             return str(self)
         pairs = {"half": "half-split pairs (i, i + d/2)", "interleaved": "interleaved pairs (2i, 2i + 1)"}
         where = f"features {self.rotary_start}..{self.rotary_start + self.rotary_dim - 1}"
-        method = {None: "scaling not named (angles too noisy)", "custom": f"custom (closest {self.closest})",
+        method = {None: "scaling not named (angles too noisy)", "custom": f"custom (closest {self.closest}"
+                  + (f", frequencies {self.frequency_defect})" if self.frequency_defect else ")"),
                   "proportional": f"proportional ({self.rope_params.get('partial_rotary_factor', 0):g} of the "
                                   "features rotate)"}.get(self.rope_type, self.rope_type)
         return (f"{pairs.get(self.pairing, 'pairs ' + str(self.pairs[:2]) + '...')} on {where}, "
@@ -70,6 +75,7 @@ class RopeSpec(ProbeSpec):
         lines = [f"pairing={self.pairing} rotary_dim={self.rotary_dim}{where} base={show_number(self.base)} "
                  f"offset={show_number(self.offset)} norm_scale={show_number(self.norm_scale)}",
                  f"rope_type={self.rope_type}" + (f", closest {self.closest}" if self.closest else "")
+                 + (f" with frequencies {self.frequency_defect}" if self.frequency_defect else "")
                  + f" {show_params(self.rope_params)}"
                  + (f" (frequencies {'off by up to' if self.closest else 'within'} {self.fit_error:.1e} relative, "
                     f"tolerance {self.freq_tolerance:.1e})"

@@ -15,5 +15,6 @@ OFFSET_SIGMA = 0.5 / SIGMAS             # the offset is an integer when SIGMAS d
 DYNAMIC_MIN_OFFSET = 1024               # a `default` kernel this far in is measured at a second length too
 MAX_ROWS = 4096                         # default max_rows: the most rows fn is asked for
 MAX_BYTES = 2**30                       # default max_bytes: the largest array identify holds
+TIMEOUT = 300.0                         # default timeout: seconds identify waits for all calls of fn together
 #: Training lengths of published models, tried when a scaling method's original length must be guessed.
 TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
