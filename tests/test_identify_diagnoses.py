@@ -334,8 +334,25 @@ def test_default_limit_and_no_limit():
     assert s.rope_type == "default" and threads == {threading.main_thread()}
     with pytest.raises(ValueError, match="timeout"):
         identify(neox, 8, timeout=-1)
-    with pytest.raises(TypeError, match="timeout"):
-        identify(lambda x, p: x, 8, axes=2, timeout=5)
+    with pytest.raises(ValueError, match="timeout"):
+        identify(lambda x, p: x, 8, axes=2, timeout=-1)
+
+
+def test_blocking_multi_axis_kernel_ends_in_a_timeout_too():
+    release = threading.Event()
+
+    def blocks(x, positions):
+        release.wait()
+        return x
+    start = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError, match="time limit of 0.5 s"):
+            identify(blocks, 8, axes=2, timeout=0.5)
+        with pytest.raises(TimeoutError, match="time limit of 0.5 s"):
+            assert_rope_matches(blocks, 8, axes=3, sections=[2, 1, 1], timeout=0.5)
+    finally:
+        release.set()
+    assert time.monotonic() - start < 10
 
 
 def test_fn_raising_inside_the_worker_thread_is_reraised_as_raised():

@@ -12,9 +12,9 @@ from .axes_spec import AxesSpec
 from .mismatch import KernelRaised, RopeMismatch
 from .spec import RopeSpec
 from .tolerances import (DYNAMIC_MIN_OFFSET, FREQ_ULPS, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, NOISE_ULPS,
-                         OFFSET_SIGMA, PRECISIONS, SIGMAS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL)
+                         OFFSET_SIGMA, PRECISIONS, SIGMAS, STATE_RTOL, STRUCTURE_RTOL, TIMEOUT, ZERO_RTOL)
 
 __all__ = ["RopeSpec", "identify", "assert_rope_matches", "assert_rope_grad_matches", "KernelRaised", "RopeMismatch",
            "AxesSpec", "identify_axes", "compare_axes", "assert_axes_match",
            "DYNAMIC_MIN_OFFSET", "FREQ_ULPS", "MAX_BYTES", "MAX_OFFSET", "MAX_ROWS", "NAME_RTOL", "NOISE_ULPS",
-           "OFFSET_SIGMA", "PRECISIONS", "SIGMAS", "STATE_RTOL", "STRUCTURE_RTOL", "ZERO_RTOL"]
+           "OFFSET_SIGMA", "PRECISIONS", "SIGMAS", "STATE_RTOL", "STRUCTURE_RTOL", "TIMEOUT", "ZERO_RTOL"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_base, check_positive_int, check_positive_real
+from .._validate import check_base, check_positive_int
 from ..forms import wrap_angle
 from .angles import angle_precision, freq_tol, refit_absolute, table_end, theta_at, uneven_steps
 from .axes_probe import identify_axes
@@ -39,7 +39,7 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
 
     With ``axes=A`` (M-RoPE, 2-D axial RoPE, RoPE-Mixed), ``fn(x, positions)`` is called with positions int64
     ``(A, seq)`` and the result is an :class:`AxesSpec`: see :func:`~.axes_probe.identify_axes`.
-    ``base_hint``, ``max_rows`` and ``timeout`` are 1-D probing's, ``max_position`` and ``axis_names`` multi-axis
+    ``base_hint`` and ``max_rows`` are 1-D probing's, ``max_position`` and ``axis_names`` multi-axis
     probing's (TypeError otherwise).
 
     >>> import rope_ref as rr, numpy as np
@@ -49,11 +49,11 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     ((2, 3, 3), 'blocks', 'half', (8, 3))
     """
     if axes is not None:
-        if base_hint is not None or max_rows is not None or timeout != TIMEOUT:
-            raise TypeError("base_hint= and max_rows= are for 1-D probing (identify without axes=), and so is "
-                            "timeout=; with axes= pass max_position= (the largest position fn accepts on any axis)")
+        if base_hint is not None or max_rows is not None:
+            raise TypeError("base_hint= and max_rows= are for 1-D probing (identify without axes=); with axes= "
+                            "pass max_position= (the largest position fn accepts on any axis)")
         return identify_axes(fn, d, axes, seq=seq, seed=seed, max_bytes=max_bytes, axis_names=axis_names,
-                             max_position=MAX_POSITION if max_position is None else max_position)
+                             max_position=MAX_POSITION if max_position is None else max_position, timeout=timeout)
     if max_position is not None or axis_names is not None:
         raise TypeError("max_position= and axis_names= are for multi-axis probing: pass axes= (the number of "
                         "position axes fn reads) with them")
@@ -65,10 +65,8 @@ def probe_one_axis(fn, d, *, seq=64, seed=0, base_hint=None, max_rows=None, max_
                    name="fn", argument="x") -> RopeSpec:
     """identify(fn, d) of a 1-D kernel; ``name``, ``argument``: what the errors call fn and the array it is given
     (``vjp`` and ``g`` for a backward pass)."""
-    d, seq, seed = check_probe_arguments(fn, d, seq, seed, 3, "(x of shape (seq, d) -> rotated x)",
+    d, seq, seed, timeout = check_probe_arguments(fn, d, seq, seed, timeout, 3, "(x of shape (seq, d) -> rotated x)",
                                          "to measure frequencies")
-    if timeout is not None:
-        timeout = check_positive_real(timeout, "timeout", "None (no limit) or a positive number of seconds")
     max_rows = check_positive_int(MAX_ROWS if max_rows is None else max_rows, "max_rows")
     if max_rows < seq:
         raise ValueError(f"max_rows (the most rows fn accepts) must be >= seq={seq}, got {max_rows}")

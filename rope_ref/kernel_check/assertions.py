@@ -63,10 +63,9 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     """
     config = load_config(config)
     if axes is not None or getattr(config, "axes", None):
-        if max_rows is not None or timeout != TIMEOUT:
-            raise TypeError(f"{'max_rows=' if max_rows is not None else 'timeout='} is for 1-D kernels fn(x); a "
-                            "multi-axis kernel is probed on seq rows: pass max_position= (the largest position it "
-                            "accepts) instead of max_rows=")
+        if max_rows is not None:
+            raise TypeError("max_rows= is for 1-D kernels fn(x); a multi-axis kernel is probed on seq rows: pass "
+                            "max_position= (the largest position it accepts) instead")
         check_keywords(expected, AXES_KEYS, "assert_rope_matches() of a multi-axis kernel")
         if config is not None:
             expected = expected_from_config(config, axes, expected)
@@ -75,7 +74,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
         if d is None:
             raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, max_bytes=max_bytes,
-                                 **expected)
+                                 timeout=timeout, **expected)
     d, expected = prepare_expected(d, config, expected, phase_atol)
     spec = _probe(raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
                   max_bytes=max_bytes, timeout=timeout)

@@ -12,7 +12,7 @@ from ..multiaxis import MROPE_LAYOUTS, mrope_frequencies
 from .axes_probe import identify_axes
 from .axes_spec import MAX_POSITION, AxesSpec, classify, runs, show_shifts
 from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
-from .tolerances import FREQ_ULPS, MAX_BYTES
+from .tolerances import FREQ_ULPS, MAX_BYTES, TIMEOUT
 
 
 def _describe_layout(layout, axis, names):
@@ -162,7 +162,8 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
                       base: float | None = None, pairing: str | None = None, rotary_dim: int | None = None,
                       rotary_start: int = 0, norm_scale: float | None = None, rtol: float = 0.0,
                       phase_atol: float | None = None, position_shift=None, seq: int = 64, seed: int = 0,
-                      max_position: int = MAX_POSITION, axis_names=None, max_bytes: int = MAX_BYTES) -> AxesSpec:
+                      max_position: int = MAX_POSITION, axis_names=None, max_bytes: int = MAX_BYTES,
+                      timeout: float | None = TIMEOUT) -> AxesSpec:
     """Raise AssertionError (:class:`~rope_ref.kernel_check.RopeMismatch`) naming every way the multi-axis kernel
     ``fn(x, positions)`` (called as by :func:`~.axes_probe.identify_axes`) differs from what you expect
     (:func:`compare_axes`); return the :class:`AxesSpec` when all match.  Expect ``inv_freq`` or, for M-RoPE,
@@ -187,7 +188,7 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
         inv_freq = mrope_frequencies(rotary_dim or d, sections, base=10000.0 if base is None else base,
                                      interleaved=layout == "interleaved")
     spec = identify_axes(raising_as("fn", fn), d, axes, seq=seq, seed=seed, max_position=max_position,
-                         axis_names=axis_names, max_bytes=max_bytes)
+                         axis_names=axis_names, max_bytes=max_bytes, timeout=timeout)
     if not spec.is_rope:
         raise RopeMismatch("", [str(spec)], spec)
     problems = compare_axes(spec, inv_freq, pairing=pairing, rotary_dim=rotary_dim, rotary_start=rotary_start,

@@ -11,7 +11,7 @@ from .._validate import check_positive_int
 from .angles import angle_precision, line_through_zero, rounding_allowance
 from .axes_spec import DEFAULT_AXIS_NAMES, MAX_AXES, MAX_POSITION, AxesSpec, name_axes, show_shifts
 from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
-from .tolerances import FREQ_ULPS, MAX_BYTES, NOISE_ULPS, SIGMAS
+from .tolerances import FREQ_ULPS, MAX_BYTES, NOISE_ULPS, SIGMAS, TIMEOUT
 
 _FN_SHAPES = ("identify_axes calls fn(x, positions): x float64 of shape (seq, d), positions int64 of shape "
               "(axes, seq), row r at positions[:, r]; wrap a kernel taking torch (batch, heads, seq, d) and "
@@ -43,38 +43,40 @@ def _design(axes, seq, max_position, rng):
     return positions, steps, linear, sweeps, mixed
 
 
-def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes, axis_names):
+def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes, axis_names, timeout):
     axes = check_positive_int(axes, "axes")
     if axes > MAX_AXES:
         raise ValueError(f"axes must be at most {MAX_AXES} (the position axes fn reads: 3 for M-RoPE, 2 for a "
                          f"2-D grid), got {axes}")
-    d, seq, seed = check_probe_arguments(fn, d, seq, seed, min_rows(axes), "as fn(x, positions) -> rotated x",
-                                         f"rows for {axes} axes (the base row, 3 steps per axis, 2 rows mixing "
-                                         "the axes)")
+    d, seq, seed, timeout = check_probe_arguments(fn, d, seq, seed, timeout, min_rows(axes),
+                                                  "as fn(x, positions) -> rotated x",
+                                                  f"rows for {axes} axes (the base row, 3 steps per axis, 2 rows "
+                                                  "mixing the axes)")
     check_sizes(seq, d, max_bytes)
     max_position = check_positive_int(max_position, "max_position")
     if max_position < 3:
         raise ValueError(f"max_position must be >= 3 (positions 1, 2, 3 on each axis), got {max_position}")
     if axis_names is None:
-        return d, axes, seq, seed, max_position, DEFAULT_AXIS_NAMES.get(axes, tuple(f"axis{a}" for a in range(axes)))
+        axis_names = DEFAULT_AXIS_NAMES.get(axes, tuple(f"axis{a}" for a in range(axes)))
     if isinstance(axis_names, str) or not all(isinstance(n, str) and n for n in axis_names):
         raise TypeError(f"axis_names must be a sequence of {axes} non-empty strings (e.g. ('t', 'h', 'w')), got "
                         f"{axis_names!r}")
     if len(tuple(axis_names)) != axes or len(set(axis_names)) != axes:
         raise ValueError(f"axis_names must hold {axes} distinct names, one per axis, got {tuple(axis_names)!r}")
-    return d, axes, seq, seed, max_position, tuple(axis_names)
+    return d, axes, seq, seed, max_position, tuple(axis_names), timeout
 
 
 def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_position: int = MAX_POSITION,
-                  axis_names=None, max_bytes: int = MAX_BYTES) -> AxesSpec:
+                  axis_names=None, max_bytes: int = MAX_BYTES, timeout: float | None = TIMEOUT) -> AxesSpec:
     """Measure the frequency matrix ``F`` ``(rotary_dim/2, axes)`` of a multi-axis RoPE kernel: an :class:`AxesSpec`.
 
     ``fn(x, positions) -> y``: ``x`` float64 ``(seq, d)``, ``positions`` int64 ``(axes, seq)`` (row r at
     positions[:, r]); ``y`` any real array of x's shape, row r rotated as at positions[:, r]; fn must depend on x
     and positions alone.  Calls fn d + 5 times, always with the same positions, up to ``max_position`` on each
     axis (the largest position fn accepts).  ``axis_names``: for the reports (default t/h/w for 3 axes, h/w
-    for 2); ``max_bytes`` as for :func:`rope_ref.identify`, which calls this with ``axes=``.  Positions fn shifts
-    (Qwen-Image's centred ids: pair j turned by sum_a F[j, a] s_a at position 0) give ``position_shift`` s.
+    for 2); ``max_bytes`` and ``timeout`` as for :func:`rope_ref.identify`, which calls this with ``axes=``.
+    Positions fn shifts (Qwen-Image's centred ids: pair j turned by sum_a F[j, a] s_a at position 0) give
+    ``position_shift`` s.
     ``is_rope`` is False, with the reason, when fn is not a rotation of pairs or its angles are not linear in the
     positions (or alias: more than pi per step).
 
@@ -89,11 +91,11 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     >>> spec.form, spec.pairing, spec.sections, spec.mrope_layout, bool(np.allclose(spec.inv_freq, F))
     ('M-RoPE', 'half', (2, 2), 'blocks', True)
     """
-    d, axes, seq, seed, max_position, names = _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes,
-                                                            axis_names)
+    d, axes, seq, seed, max_position, names, timeout = _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes,
+                                                                     axis_names, timeout)
     rng = np.random.default_rng(seed)
     positions, steps, linear, sweeps, mixed = _design(axes, seq, max_position, rng)
-    call = Caller(fn, positions)
+    call = Caller(fn, positions, timeout=timeout)
     done = dict(axes=axes, axis_names=names, positions=positions)
     a, b = rng.standard_normal((2, seq, d))
     read = read_rotations(call, a, b, "; " + _FN_SHAPES + f"; is d={d} the width fn rotates?")

@@ -8,7 +8,8 @@ import time
 
 import numpy as np
 
-from .._validate import FLOAT_DTYPES, check_d, check_nonnegative_int, check_positive_int, format_bytes
+from .._validate import (FLOAT_DTYPES, check_d, check_nonnegative_int, check_positive_int, check_positive_real,
+                         format_bytes)
 from .structure import read_structure
 from .tolerances import PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
 
@@ -148,9 +149,10 @@ def read_rotations(call: Caller, a, b, hint):
     return structure if isinstance(structure, str) else (structure, ya, scale)
 
 
-def check_probe_arguments(fn, d, seq, seed, min_seq, calling, why_min):
-    """(d, seq, seed) for either probe, each checked (``seed`` None or a non-negative integer); ``seq`` at least
-    ``min_seq`` rows (``why_min`` says why); ``calling``: how fn is called."""
+def check_probe_arguments(fn, d, seq, seed, timeout, min_seq, calling, why_min):
+    """(d, seq, seed, timeout) for either probe, each checked (``seed`` None or a non-negative integer, ``timeout``
+    None or positive seconds); ``seq`` at least ``min_seq`` rows (``why_min`` says why); ``calling``: how fn is
+    called."""
     if not callable(fn):
         raise TypeError(f"fn must be callable {calling}, got {fn!r} of type {type(fn).__name__}")
     d = check_d(d)
@@ -158,7 +160,9 @@ def check_probe_arguments(fn, d, seq, seed, min_seq, calling, why_min):
     if seq < min_seq:
         raise ValueError(f"seq must be >= {min_seq} {why_min}, got {seq}")
     seed = None if seed is None else check_nonnegative_int(seed, "seed", "None or a non-negative integer")
-    return d, seq, seed
+    if timeout is not None:
+        timeout = check_positive_real(timeout, "timeout", "None (no limit) or a positive number of seconds")
+    return d, seq, seed, timeout
 
 
 def check_sizes(seq, d, max_bytes, max_rows=None):
