@@ -2,7 +2,9 @@
 
 These are *not* rope_ref's implementation; they are small stand-ins for a user's
 torch/JAX/CUDA kernel (here in NumPy), each taking ``x`` of shape ``(seq, d)`` and
-applying its own positions.  ``identify`` and ``assert_rope_matches`` check them.
+applying its own positions.  ``identify`` and ``assert_rope_matches`` check them.  At the end, a replay of
+transformers' own Llama rotary module (its recorded cos/sin) with transformers' calling convention, for notebook 07's
+wrapper, and its recorded ``inv_freq`` before and after a cast to bfloat16, for notebook 06.
 """
 
 import json
@@ -94,9 +96,8 @@ def replayed_llama_rotary():
     (``data/llama3_rotary.npz``, made by tests/data/record_llama_rotary.py): ``rotary(x, position_ids) -> (cos, sin)``,
     each ``(batch, seq, 128)`` in ``x``'s dtype, as the module returns them.  Only position ids 0..255 were recorded:
     a larger id is an IndexError, as a cos/sin cache of 256 rows would be."""
-    with (resources.files(__package__) / "data" / "llama3_rotary.npz").open("rb") as file:
-        recorded = np.load(file)
-        cos, sin = (np.concatenate([recorded[name]] * 2, axis=-1) for name in ("cos_half", "sin_half"))
+    recorded = _recording()
+    cos, sin = (np.concatenate([recorded[name]] * 2, axis=-1) for name in ("cos_half", "sin_half"))
 
     def rotary(x, position_ids):
         return cos[position_ids].astype(x.dtype), sin[position_ids].astype(x.dtype)
@@ -113,3 +114,16 @@ def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
 def _rotate_half(x):
     half = x.shape[-1] // 2
     return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+
+
+def recorded_inv_freq():
+    """The recorded ``inv_freq`` buffer of transformers 5.24.0's ``LlamaRotaryEmbedding`` (Llama 3 8B's config), float32
+    ``(64,)`` as built and as ``module.to(torch.bfloat16)`` left it (read back as float32): notebook 06's buffer cast."""
+    recorded = _recording()
+    return recorded["inv_freq"], recorded["inv_freq_bf16"]
+
+
+def _recording() -> dict:
+    with (resources.files(__package__) / "data" / "llama3_rotary.npz").open("rb") as file:
+        with np.load(file) as recorded:
+            return dict(recorded)

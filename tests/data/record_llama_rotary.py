@@ -12,12 +12,15 @@ it in an installed copy; keys below) and ``tests/data/llama3_rotary.json`` (vers
   0..ROWS-1, first half of the columns (the module returns cat(freqs, freqs): the script checks the halves are
   equal); ``cos_bf16``, ``sin_bf16`` ``(4, 64)``: the same at ids ``BF16_IDS`` from the module after
   ``.to(torch.bfloat16)``, still called with float32 ``q`` (so only the buffer was cast);
+* in the json, ``rotary_buffers``: the dtypes of a tiny LlamaForCausalLM's rotary buffers after
+  ``from_pretrained(..., dtype=torch.bfloat16)`` and after ``model.to(torch.bfloat16)``;
 * ``q``, ``k`` ``(2, 2, 8, 128)`` float32 (seeded, (batch, heads, seq, head_dim)), ``position_ids`` ``(2, 8)``
   (row 0 at 0.., row 1 at 200..), and ``q_out``, ``k_out``: ``apply_rotary_pos_emb(q, k, cos, sin)`` with the
   module's cos and sin at those ids -- what notebook 07's replay must reproduce.
 """
 
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -54,10 +57,19 @@ def main():
     cos, sin = module(probe[:, :, :len(BF16_IDS)], torch.tensor([BF16_IDS]))
     arrays["cos_bf16"], arrays["sin_bf16"] = cos[0, :, :64].numpy(), sin[0, :, :64].numpy()
     np.savez_compressed(CONFIG.parent / "llama3_rotary.npz", **arrays)
+    buffers = {}                                                     # the rotary buffers' dtypes in a whole model
+    tiny = transformers.LlamaConfig(hidden_size=64, num_attention_heads=2, num_hidden_layers=1, intermediate_size=64,
+                                    vocab_size=32)
+    model = transformers.LlamaForCausalLM(tiny)
+    with tempfile.TemporaryDirectory() as folder:
+        model.save_pretrained(folder)
+        loaded = transformers.LlamaForCausalLM.from_pretrained(folder, dtype=torch.bfloat16)
+    buffers["from_pretrained(dtype=torch.bfloat16)"] = {n: str(b.dtype) for n, b in loaded.model.rotary_emb.named_buffers()}
+    buffers["model.to(torch.bfloat16)"] = {n: str(b.dtype) for n, b in model.to(torch.bfloat16).model.rotary_emb.named_buffers()}
     meta = {"transformers": transformers.__version__, "torch": torch.__version__, "config": CONFIG.name,
             "module": "transformers.models.llama.modeling_llama.LlamaRotaryEmbedding",
             "apply": "transformers.models.llama.modeling_llama.apply_rotary_pos_emb", "rows": ROWS, "bf16_ids": BF16_IDS,
-            "bf16": "module.to(torch.bfloat16), then called with float32 q"}
+            "bf16": "module.to(torch.bfloat16), then called with float32 q", "rotary_buffers": buffers}
     (HERE / "llama3_rotary.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
