@@ -300,10 +300,17 @@ def test_which_rule_of_position_ids_to_use():
     """max + 1 is the rule to use; transformers >= 5.3 is reported as a bug (#45381) and its recorded deltas put
     generation at max + 1 in every recorded case."""
     t = " ".join(TEXT.split())
-    for shown in ["the rule Qwen trained with", "transformers PR #35569", "unchanged up to version 5.2",
+    for shown in ["the rule Qwen trained with", "transformers PR #35569", "kept up to version 5.2",
                   "reported as a bug (transformers issue #45381)", "generation continues at max + 1",
                   "**Use max + 1**, the default"]:
         assert shown in t, shown
+    old = json.loads((DATA / "multiaxis_rope_index_v5.2.json").read_text())
+    assert old["transformers"] == "5.2.0"
+    for case in old["cases"]:                        # 5.2: text after vision at max + 1, as rr.mrope_position_ids
+        segments = [tuple(tuple(x) if isinstance(x, list) else x for x in seg) for seg in case["segments"]]
+        ids = rr.mrope_position_ids(segments, spatial_merge_size=case["spatial_merge_size"],
+                                    **({"tokens_per_second": case["tokens_per_second"]} if case["tokens_per_second"] else {}))
+        np.testing.assert_array_equal(ids, case["position_ids"], err_msg=case["name"])
     recorded = json.loads((DATA / "multiaxis_rope_index.json").read_text())
     assert recorded["transformers"] == "5.24.0"
     for case in recorded["cases"]:
