@@ -118,7 +118,8 @@ def _rotate_half(x):
 
 def recorded_inv_freq():
     """The recorded ``inv_freq`` buffer of transformers 5.24.0's ``LlamaRotaryEmbedding`` (Llama 3 8B's config), float32
-    ``(64,)`` as built and as ``module.to(torch.bfloat16)`` left it (read back as float32): notebook 06's buffer cast."""
+    ``(64,)`` as built and as ``module.to(torch.bfloat16)`` left it (read back as float32): notebook 06's buffer
+    cast."""
     recorded = _recording()
     return recorded["inv_freq"], recorded["inv_freq_bf16"]
 

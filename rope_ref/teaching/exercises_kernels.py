@@ -53,5 +53,6 @@ def check_planted_bug(answer) -> bool:
     ok, evidence = facts[kind]
     if not ok:
         return verdict(True, f"{kind}: {evidence}. identify's note says the same; the fix is to count positions from 0")
-    return verdict(False, f"not the {kind}: {evidence}. Look again at the phase-error panel: what is flat, what is not?")
+    return verdict(False, f"not the {kind}: {evidence}. Look again at the phase-error panel: what is flat, what is "
+                          "not?")
 

@@ -1,4 +1,5 @@
-"""Record transformers' LlamaRotaryEmbedding and apply_rotary_pos_emb for notebooks 06 and 07 (not needed to run the tests).
+"""Record transformers' LlamaRotaryEmbedding and apply_rotary_pos_emb for notebooks 06 and 07 (not needed to run the
+tests).
 
 Run where torch and transformers are installed:
     python tests/data/record_llama_rotary.py
@@ -64,11 +65,13 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         model.save_pretrained(folder)
         loaded = transformers.LlamaForCausalLM.from_pretrained(folder, dtype=torch.bfloat16)
-    buffers["from_pretrained(dtype=torch.bfloat16)"] = {n: str(b.dtype) for n, b in loaded.model.rotary_emb.named_buffers()}
-    buffers["model.to(torch.bfloat16)"] = {n: str(b.dtype) for n, b in model.to(torch.bfloat16).model.rotary_emb.named_buffers()}
+    for call, whole in [("from_pretrained(dtype=torch.bfloat16)", loaded), ("model.to(torch.bfloat16)",
+                                                                          model.to(torch.bfloat16))]:
+        buffers[call] = {name: str(buffer.dtype) for name, buffer in whole.model.rotary_emb.named_buffers()}
     meta = {"transformers": transformers.__version__, "torch": torch.__version__, "config": CONFIG.name,
             "module": "transformers.models.llama.modeling_llama.LlamaRotaryEmbedding",
-            "apply": "transformers.models.llama.modeling_llama.apply_rotary_pos_emb", "rows": ROWS, "bf16_ids": BF16_IDS,
+            "apply": "transformers.models.llama.modeling_llama.apply_rotary_pos_emb", "rows": ROWS,
+            "bf16_ids": BF16_IDS,
             "bf16": "module.to(torch.bfloat16), then called with float32 q", "rotary_buffers": buffers}
     (HERE / "llama3_rotary.json").write_text(json.dumps(meta, indent=1) + "\n")
 

@@ -45,8 +45,9 @@ def test_the_exercise_follows_the_convention():
     assert CELLS[task]["cell_type"] == "markdown" and src(CELLS[task]).startswith("### Exercise")
     s = CELLS[student]
     assert s["cell_type"] == "code" and "exercise" in tags(s)
-    assert src(s).splitlines() == ['answer = None      # one of "pairing", "base", "offset", "direction", "scale", "precision"',
-                                   "exercises_kernels.check_planted_bug(answer);"]
+    kinds = '"pairing", "base", "offset", "direction", "scale", "precision"'
+    want = [f"answer = None      # one of {kinds}", "exercises_kernels.check_planted_bug(answer);"]
+    assert src(s).splitlines() == want
     h = CELLS[heading]
     assert src(h).strip() == "#### Solution" and h["metadata"].get("heading_collapsed") is True
     assert h["metadata"].get("jp-MarkdownHeadingCollapsed") is True      # what JupyterLab 4 folds by
@@ -67,7 +68,8 @@ def run_checker(answer):
 
 @pytest.mark.parametrize("answer,ok,start", [
     (None, False, "Not answered yet"), ("offset", True, "Correct: offset: row 0 is rotated as position 1"),
-    (" Offset", True, "Correct:"), ("base", False, "Not yet: not the base"), ("pairing", False, "Not yet: not the pairing"),
+    (" Offset", True, "Correct:"), ("base", False, "Not yet: not the base"),
+    ("pairing", False, "Not yet: not the pairing"),
     ("direction", False, "Not yet: not the direction"), ("scale", False, "Not yet: not the scale"),
     ("precision", False, "Not yet: not the precision"), ("position", False, "Not yet: answer should be one of"),
     (1, False, "Not yet: answer should be one of"), (float("nan"), False, "Not yet: answer should be one of"),
@@ -176,7 +178,8 @@ def test_shipped_configs_are_package_data_equal_to_the_test_copies():
         copy = ROOT / "tests" / "data" / "configs" / f"{name}.json"
         if copy.exists():
             assert example_kernels.config(name) == json.loads(copy.read_text())
-    assert 'package-data = {"rope_ref.teaching" = ["data/*.json", "data/*.npz"]}' in (ROOT / "pyproject.toml").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'package-data = {"rope_ref.teaching" = ["data/*.json", "data/*.npz"]}' in pyproject
     with pytest.raises(ValueError, match="qwen2.5-7b-instruct-yarn"):
         example_kernels.config("qwen")
 
@@ -186,7 +189,7 @@ def test_used_configs_are_the_shipped_ones():
     assert used and used <= set(example_kernels.CONFIGS)
 
 
-# --- the wrapper for a real kernel, run on a replay of transformers' module (issue 31, section 5) -----------------------
+# --- the wrapper for a real kernel, run on a replay of transformers' module (issue 31, section 5) ---------------------
 
 RECORDING = ROOT / "rope_ref" / "teaching" / "data" / "llama3_rotary.npz"
 

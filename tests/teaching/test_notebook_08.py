@@ -309,7 +309,8 @@ def test_configs_are_described_as_what_they_are():
     t = " ".join(text().split())
     assert "published config.json files" not in t
     for shown in ["except Mistral 7B's, Llama 3.1's, Qwen2.5's and Gemma 7B's, which are excerpts",
-                  "Mistral 7B's config says 32,768", "sliding window of 4,096 (`sliding_window` in its published config"]:
+                  "Mistral 7B's config says 32,768",
+                  "sliding window of 4,096 (`sliding_window` in its published config"]:
         assert shown in t, shown
 
 

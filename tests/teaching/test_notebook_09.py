@@ -308,8 +308,8 @@ def test_which_rule_of_position_ids_to_use():
     assert old["transformers"] == "5.2.0"
     for case in old["cases"]:                        # 5.2: text after vision at max + 1, as rr.mrope_position_ids
         segments = [tuple(tuple(x) if isinstance(x, list) else x for x in seg) for seg in case["segments"]]
-        ids = rr.mrope_position_ids(segments, spatial_merge_size=case["spatial_merge_size"],
-                                    **({"tokens_per_second": case["tokens_per_second"]} if case["tokens_per_second"] else {}))
+        rate = {"tokens_per_second": case["tokens_per_second"]} if case["tokens_per_second"] else {}
+        ids = rr.mrope_position_ids(segments, spatial_merge_size=case["spatial_merge_size"], **rate)
         np.testing.assert_array_equal(ids, case["position_ids"], err_msg=case["name"])
     recorded = json.loads((DATA / "multiaxis_rope_index.json").read_text())
     assert recorded["transformers"] == "5.24.0"

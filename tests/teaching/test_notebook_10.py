@@ -255,7 +255,7 @@ def test_diagonal_exercise_checker_with_right_wrong_and_missing_answers(capsys):
     assert f"{diagonal_weight_by_formula(1024, thetas(64)[8], 48):.3f}" == "0.994"
 
 
-# --- issue 31: base_L is an infimum; the draws; a conjecture stated as one; where the numbering comes from -------------
+# --- issue 31: base_L is an infimum; the draws; a conjecture stated as one; where the numbering comes from -----------
 
 FAILING = {1024: 6017, 2048: 22758, 4096: 58786, 8192: 394119}
 
