@@ -44,7 +44,12 @@ def supported_context(base: float, d: int = 128, limit: int = 1 << 22) -> int:
     if limit > MAX_DISTANCES:
         raise ValueError(f"limit must be at most {MAX_DISTANCES:,} (B_m is computed at every integer distance up "
                          f"to it), got {limit:,}")
-    first = _first_negative(frequencies(d, base), limit)
+    return _supported(frequencies(d, base), limit)
+
+
+def _supported(inv_freq: np.ndarray, limit: int) -> int:
+    """The longest L <= limit with B_m = sum_i cos(m inv_freq_i) >= 0 for every integer m in 0..L."""
+    first = _first_negative(inv_freq, limit)
     return limit if first is None else first - 1
 
 
@@ -72,9 +77,10 @@ def _shipped_config(name: str) -> dict:
 
 
 def model_points() -> dict:
-    """name -> dict(base, context, head_dim, scaled_from or None, source: the Hub id, file: the shipped copy) for
-    every model of :data:`MODELS`, each read from its shipped config.json with :func:`rope_ref.from_hf_config`
-    (works in an installed copy).  The
+    """name -> dict(base, context, head_dim, scaled_from or None, rope_type, supported, source: the Hub id, file: the
+    shipped copy) for every model of :data:`MODELS`, each read from its shipped config.json with
+    :func:`rope_ref.from_hf_config` (works in an installed copy).  ``supported``: the longest L with B_m >= 0 for
+    every m <= L at the frequencies the model runs at, scaled where its config scales them (eq 10).  The
     context is the config's max_position_embeddings (its text_config's for a vision-language model, or the
     config class's default where the published file leaves it out); where that is the length before scaling
     (``scaled_from``, as in Qwen2.5's config with its yarn section), factor x scaled_from."""
@@ -88,13 +94,15 @@ def model_points() -> dict:
         if scaled_from and int(context) == scaled_from:
             context = int((text.get("rope_scaling") or {}).get("factor", 1) * scaled_from)
         out[name] = dict(base=cfg.base, context=int(context), head_dim=cfg.head_dim, scaled_from=scaled_from,
+                         rope_type=cfg.rope_type, supported=_supported(cfg.inv_freq(), 1 << 21),
                          source=entry["hub"], file=f"rope_ref/teaching/data/{entry['config']}.json")
     return out
 
 
 def fig_base_bound(points: dict, d: int = 128, bases=None):
     """The longest context each base supports (Men et al.'s B >= 0, for head dimension ``d``), with real models as
-    points; a model's verdict (X: above its base's supported length) uses its own head_dim."""
+    points; a model's verdict (X: above what its frequencies support) uses its own head_dim and, where its config
+    scales the frequencies, the scaled ones, whose supported length a bar marks at the model's base."""
     bases = 10.0 ** np.arange(3, 6.41, 0.025) if bases is None else np.asarray(bases, float)
     supported = np.array([supported_context(b, d, limit=1 << 21) for b in bases])
     fig = new_figure(9, 6.2)
@@ -102,15 +110,19 @@ def fig_base_bound(points: dict, d: int = 128, bases=None):
     ax.loglog(bases, supported, color="0.3", lw=1.2, label=rf"longest $L$ with $B_{{m,\theta}} \geq 0$, $d = {d}$")
     ax.fill_between(bases, supported, 1, color="0.85", zorder=0)
     for j, (name, p) in enumerate(points.items()):
-        ok = supported_context(p["base"], p["head_dim"], limit=1 << 21) >= p["context"]
+        ok = p["supported"] >= p["context"]
+        scaled = "" if p["rope_type"] == "default" else f", {p['rope_type']} {p['supported']:,}"
         ax.plot([p["base"]], [p["context"]], "o" if ok else "X", ms=13 - 1.1 * j, color=f"C{j}",   # shrinking: a
                 # later model at the same point (Gemma 3 on Qwen2.5) sits inside the earlier one
-                label=f"{name}: {p['context']:,} at {p['base']:g}" + ("" if ok else " (above)"))
+                label=f"{name}: {p['context']:,}{scaled}" + ("" if ok else " (above)"))
+        if scaled:
+            ax.plot([p["base"]], [p["supported"]], "_", ms=16, mew=2.5, color=f"C{j}")
         if p["scaled_from"]:
             ax.plot([p["base"]], [p["scaled_from"]], "o", ms=6, mfc="none", color=f"C{j}")
             ax.plot([p["base"]] * 2, [p["scaled_from"], p["context"]], ":", color=f"C{j}", lw=1)
     ax.set(xlabel="RoPE base (rope_theta)", ylabel="context length", xlim=(bases[0], bases[-1]), ylim=(5e2, 3e5),
-           title="Context a base supports (shaded); X: a model above it; hollow: length before scaling")
+           title="Context a base supports (shaded); X: a model above what its frequencies support;\n"
+                 "bar: what a scaled model's frequencies support; hollow: length before scaling")
     ax.grid(alpha=0.3)
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
     return fig

@@ -2,7 +2,9 @@
 
 These are *not* rope_ref's implementation; they are small stand-ins for a user's
 torch/JAX/CUDA kernel (here in NumPy), each taking ``x`` of shape ``(seq, d)`` and
-applying its own positions.  ``identify`` and ``assert_rope_matches`` check them.
+applying its own positions.  ``identify`` and ``assert_rope_matches`` check them.  At the end, a replay of
+transformers' own Llama rotary module (its recorded cos/sin) with transformers' calling convention, for notebook 07's
+wrapper, and its recorded ``inv_freq`` before and after a cast to bfloat16, for notebook 06.
 """
 
 import json
@@ -10,9 +12,9 @@ from importlib import resources
 
 import numpy as np
 
-#: The published configs notebook 07 reads, shipped as package data (rope_ref/teaching/data; numbers only,
-#: copies of tests/data/configs' files of the same names).
-CONFIGS = ("llama-3.1-8b", "qwen2.5-7b-instruct-yarn")
+#: The published configs notebooks 06 and 07 read, shipped as package data (rope_ref/teaching/data; numbers only,
+#: copies of tests/data/configs' files of the same names where those exist).
+CONFIGS = ("llama-3.1-8b", "meta-llama-3-8b", "qwen2.5-7b-instruct-yarn")
 
 
 def config(name: str) -> dict:
@@ -41,8 +43,8 @@ def llama_style_rope(x, base=10000.0):
     return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
 
 
-def buggy_rope(x, base=10000.0):
-    """Looks like Llama's, but has a planted bug (which one? ask rope_ref.identify)."""
+def mystery_rope(x, base=10000.0):
+    """Meant to be Llama's (interleaved pairs, base 10^4, row r at position r), but one thing is wrong: find it."""
     seq, d = x.shape
     freqs = 1.0 / base ** (np.arange(0, d, 2) / d)
     t = np.arange(1, seq + 1)
@@ -87,3 +89,42 @@ def llama_style_rope_backward(x, g, base=10000.0):
 def fused_backward(x, g, base=10000.0):
     """A fused kernel's backward as it is sometimes first written: it reuses the forward's code path."""
     return llama_style_rope(g, base)
+
+
+def replayed_llama_rotary():
+    """transformers 5.24.0's ``LlamaRotaryEmbedding`` built from Llama 3 8B's config.json, replayed from its recording
+    (``data/llama3_rotary.npz``, made by tests/data/record_llama_rotary.py): ``rotary(x, position_ids) -> (cos, sin)``,
+    each ``(batch, seq, 128)`` in ``x``'s dtype, as the module returns them.  Only position ids 0..255 were recorded:
+    a larger id is an IndexError, as a cos/sin cache of 256 rows would be."""
+    recorded = _recording()
+    cos, sin = (np.concatenate([recorded[name]] * 2, axis=-1) for name in ("cos_half", "sin_half"))
+
+    def rotary(x, position_ids):
+        return cos[position_ids].astype(x.dtype), sin[position_ids].astype(x.dtype)
+    return rotary
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    """transformers' ``apply_rotary_pos_emb`` (modeling_llama) in NumPy: cos and sin ``(batch, seq, d)`` broadcast
+    over the heads of q and k ``(batch, heads, seq, d)``; returns ``(q_embed, k_embed)``."""
+    cos, sin = np.expand_dims(cos, unsqueeze_dim), np.expand_dims(sin, unsqueeze_dim)
+    return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+
+
+def _rotate_half(x):
+    half = x.shape[-1] // 2
+    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+
+
+def recorded_inv_freq():
+    """The recorded ``inv_freq`` buffer of transformers 5.24.0's ``LlamaRotaryEmbedding`` (Llama 3 8B's config), float32
+    ``(64,)`` as built and as ``module.to(torch.bfloat16)`` left it (read back as float32): notebook 06's buffer
+    cast."""
+    recorded = _recording()
+    return recorded["inv_freq"], recorded["inv_freq_bf16"]
+
+
+def _recording() -> dict:
+    with (resources.files(__package__) / "data" / "llama3_rotary.npz").open("rb") as file:
+        with np.load(file) as recorded:
+            return dict(recorded)

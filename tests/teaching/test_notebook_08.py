@@ -233,18 +233,112 @@ def test_model_points_are_what_transformers_reads_from_the_shipped_configs():
         "Gemma 3 27B (global layers)": (1e6, 131072)}
 
 
-@pytest.mark.slow            # a base search over a fine grid: seconds
-def test_real_models_read_from_configs_and_the_prose_verdict():
+def scaled_thetas(name):
+    """The frequencies each scaled model runs at, written out here from the scaling methods' definitions (not
+    rope_ref): Gemma 3's linear x8, Llama 3.1's llama3 (factor 8, low/high_freq_factor 1/4, 8192) and Qwen2.5's YaRN
+    (factor 4, original 32768, beta_fast 32, beta_slow 1, the correction dims floored/ceiled)."""
+    if name == "Gemma 3 27B (global layers)":
+        return thetas(128, 1e6) / 8
+    if name == "Llama 3.1 8B":
+        th = thetas(128, 5e5)
+        wavelen = 2 * np.pi / th
+        smooth = (8192 / wavelen - 1) / (4 - 1)
+        mid = (1 - smooth) * th / 8 + smooth * th
+        return np.where(wavelen < 8192 / 4, th, np.where(wavelen > 8192, th / 8, mid))
+    th = thetas(128, 1e6)                                           # Qwen2.5 7B, YaRN
+    dim = lambda rotations: 128 * np.log(32768 / (rotations * 2 * np.pi)) / (2 * np.log(1e6))   # noqa: E731
+    low, high = max(np.floor(dim(32)), 0), min(np.ceil(dim(1)), 127)
+    ramp = np.clip((np.arange(64) - low) / (high - low), 0, 1)
+    return th / 4 * ramp + th * (1 - ramp)
+
+
+def last_nonnegative(inv_freq, limit):
+    m = np.arange(limit + 1, dtype=float)
+    negative = np.flatnonzero(np.cos(m[:, None] * inv_freq[None, :]).sum(axis=1) < 0)
+    return int(negative[0]) - 1
+
+
+@pytest.mark.slow            # B_m at 220,000 distances for three models: seconds
+def test_real_models_at_the_frequencies_they_run_at_and_the_prose_verdict():
+    """issue 31: each model is judged at its scaled frequencies (Gemma 3 about 216,915, Llama 3.1 85,132, Qwen2.5
+    66,233, recomputed here); Llama 3 and Gemma 3 are below the line, the five others above."""
     pts = base_bound.model_points()
     assert pts["Llama 3.1 8B"]["base"] == 500000.0 and pts["Llama 3.1 8B"]["context"] == 131072
     assert pts["Qwen2.5 7B"]["context"] == 4 * 32768 and pts["Qwen2.5 7B"]["scaled_from"] == 32768
     assert pts["Gemma 7B"]["head_dim"] == 256 and pts["Mistral 7B v0.1"]["base"] == 10000.0
+    want = {}
     for name, p in pts.items():
         assert p["source"], name
-    below = [name for name, p in pts.items() if first_negative_B(p["base"], p["head_dim"], 140_000) is not None
-             and first_negative_B(p["base"], p["head_dim"], 140_000) > p["context"]]
-    assert below == ["Llama 3 8B"]
-    assert "Only Llama 3 (8,192 positions at base 500,000) is below it" in text()
+        if p["scaled_from"]:
+            want[name] = last_nonnegative(scaled_thetas(name), 220_000)
+        else:
+            want[name] = first_negative_B(p["base"], p["head_dim"], 140_000) - 1
+        assert p["supported"] == want[name], name
+    assert {n: want[n] for n in ("Gemma 3 27B (global layers)", "Llama 3.1 8B", "Qwen2.5 7B")} == {
+        "Gemma 3 27B (global layers)": 216915, "Llama 3.1 8B": 85132, "Qwen2.5 7B": 66233}
+    below = [name for name, p in pts.items() if want[name] >= p["context"]]
+    assert below == ["Llama 3 8B", "Gemma 3 27B (global layers)"]
+    t = " ".join(text().split())
+    assert "Almost every model" not in t and "Five of the seven models sit **above** the line" in t
+    for shown in ["Llama 3 (8,192 positions at base 500,000, which supports 18,437)", "linear scaling ×8",
+                  "up to 216,915", "Llama 3.1's llama3 frequencies reach 85,132", "YaRN frequencies 66,233",
+                  "short of 131,072"]:
+        assert shown in t, shown
+
+
+def test_the_figure_marks_what_scaled_frequencies_support():
+    pts = base_bound.model_points()
+    fig = base_bound.fig_base_bound(pts, bases=10.0 ** np.arange(3, 6.41, 0.1))
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "Gemma 3 27B (global layers): 131,072, linear 216,915" in labels
+    assert "Qwen2.5 7B: 131,072, yarn 66,233 (above)" in labels and "Llama 3 8B: 8,192" in labels
+    bars = [(ln.get_xdata()[0], ln.get_ydata()[0]) for ln in fig.axes[0].get_lines() if ln.get_marker() == "_"]
+    assert sorted(bars) == sorted([(5e5, 85132), (1e6, 66233), (1e6, 216915)])
+
+
+def test_configs_are_described_as_what_they_are():
+    """issue 31: Mistral's shipped file is a 5-key excerpt without sliding_window, and 32,768 is a config value."""
+    data = ROOT / "rope_ref" / "teaching" / "data"
+    import json
+    keys = {name: json.loads((data / f"{name}.json").read_text()) for name in
+            ["mistral-7b-v0.1", "llama-3.1-8b", "qwen2.5-7b-instruct-yarn", "gemma-7b"]}
+    assert len(keys["mistral-7b-v0.1"]) == 5 and "sliding_window" not in keys["mistral-7b-v0.1"]
+    assert all(len(k) <= 6 and "architectures" not in k for k in keys.values())
+    for full in ["llama-2-7b-hf", "meta-llama-3-8b", "gemma-3-27b-pt"]:
+        assert "architectures" in json.loads((data / f"{full}.json").read_text()), full
+    t = " ".join(text().split())
+    assert "published config.json files" not in t
+    for shown in ["except Mistral 7B's, Llama 3.1's, Qwen2.5's and Gemma 7B's, which are excerpts",
+                  "Mistral 7B's config says 32,768",
+                  "sliding window of 4,096 (`sliding_window` in its published config"]:
+        assert shown in t, shown
+
+
+def test_barbero_claims_stated_as_the_paper_states_them():
+    t = " ".join(text().split())
+    assert "they *suspect* carry semantic information" in t and "which we suspect are used to carry semantic" in t
+    assert "the **lowest** carry *semantic* channels" not in t and "NoPE cannot build those positional heads" not in t
+    assert "a single attention head without positional encoding cannot build a diagonal head on the sequence" in t
+    assert "Haviv et al. 2022, arXiv:2203.16634" in t
+    assert "rebuttal on OpenReview (ICLR 2025)" in t
+    assert "NoPE cannot build such a head" not in t
+
+
+def test_qwen35_and_gemma4_cited_to_their_configs():
+    """The citations are transformers 5.24's config classes; the audit of those classes (tests/data/audit_families.txt,
+    recorded from transformers 5.24.0) and the families configs written from them agree."""
+    import json
+    t = " ".join(text().split())
+    assert "`partial_rotary_factor` 0.25, the default of transformers 5.24's `Qwen3_5TextConfig`" in t
+    assert "transformers 5.24's `Gemma4TextConfig` gives its full-attention layers `rope_type` \"proportional\"" in t
+    fams = ROOT / "tests" / "data" / "configs" / "families"
+    assert json.loads((fams / "v5-qwen3-5-text.json").read_text())["rope_parameters"]["partial_rotary_factor"] == 0.25
+    full = json.loads((fams / "v5-gemma4-text.json").read_text())["rope_parameters"]["full_attention"]
+    assert full == {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0}
+    audit = (ROOT / "tests" / "data" / "audit_families.txt").read_text()
+    assert "gemma4_text [full_attention]" in audit and "base=1e+06 proportional" in audit
+    code = "\n".join(notebook_cells.src(c) for c in cells() if c["cell_type"] == "code")
+    assert "spectrum.fig_turning_dimensions()" in code
 
 
 # --- the exercise ---------------------------------------------------------------------------------------------------------

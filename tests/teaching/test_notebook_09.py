@@ -250,7 +250,8 @@ def test_every_number_in_the_prose_is_one_a_test_checks():
     numbers = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?", TEXT))
     known = {"9", "1", "2", "0", "15", "34", "16", "3", "4", "2024", "2403.13298", "100", "14", "196", "38416", "13",
              "10", "2409.12191", "24", "20", "6", "1.8", "62", "60", "63", "5", "8", "12", "27", "5.3", "5.24",
-             "128", "0.62", "64", "02", "7"}           # "02": EVA-02
+             "128", "0.62", "64", "02", "7",           # "02": EVA-02
+             "10000", "5.2", "35569", "45381"}         # timm's base, and the rule's sources: the tests at the end
     assert numbers <= known, sorted(numbers - known)
 
 
@@ -265,3 +266,57 @@ def test_the_figures_draw_what_they_claim():
     ids = rr.mrope_position_ids(segments)
     for a in range(3):
         np.testing.assert_array_equal(lines[a].get_ydata(), ids[a])
+
+
+# ---- issue 31: timm's RotaryEmbeddingCat and which rule of position ids to use -----------------------
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def test_timm_sentence_against_timms_recorded_module():
+    """timm 1.0.31's RotaryEmbeddingCat (recorded by tests/data/record_multiaxis.py), 'ij' grid, interleaved, base
+    10000: the first quarter of the sin columns (its first half of pairs) changes along the rows (y) and not along the
+    columns, the second along the columns (x); interleaved: each column twice in place."""
+    meta = json.loads((DATA / "multiaxis_modules.json").read_text())
+    case = meta["cases"]["timm_cat_ij_interleaved"]
+    assert meta["timm"] == "1.0.31" and case["kwargs"]["grid_indexing"] == "ij" and case["pairing"] == "interleaved"
+    assert case["kwargs"]["temperature"] == 10000.0 and case["kwargs"]["in_pixels"] is False
+    with np.load(DATA / "multiaxis_modules.npz") as z:
+        sin = z["timm_cat_ij_interleaved/sin"].reshape(-1, 24)              # (h * w, dim) for the 6 x 7 grid
+    h, w = case["grid"]
+    assert sin.shape[0] == h * w
+    np.testing.assert_array_equal(sin[:, 0::2], sin[:, 1::2])                # interleaved: pairs (2i, 2i + 1)
+    grid = sin[:, 0::2].reshape(h, w, 12)
+    first, second = grid[..., :6], grid[..., 6:]
+    assert np.ptp(first, axis=1).max() == 0 and np.ptp(first, axis=0).max() > 0.1      # first half: rows (y) only
+    assert np.ptp(second, axis=0).max() == 0 and np.ptp(second, axis=1).max() > 0.1    # second half: columns (x)
+    np.testing.assert_allclose(first[1, 0], np.sin(10000.0 ** (-np.arange(6) / 6)), atol=1e-6)   # row 1, base 1e4
+    _say("first half of the pairs turns with $y$", "base (`temperature`) 10000",
+         "interleaved pairs", "`grid_indexing='ij'`", "`in_pixels=False`")
+    assert "This is timm's" not in TEXT
+
+
+def test_which_rule_of_position_ids_to_use():
+    """max + 1 is the rule to use; transformers >= 5.3 is reported as a bug (#45381) and its recorded deltas put
+    generation at max + 1 in every recorded case."""
+    t = " ".join(TEXT.split())
+    for shown in ["the rule Qwen trained with", "transformers PR #35569", "kept up to version 5.2",
+                  "reported as a bug (transformers issue #45381)", "generation continues at max + 1",
+                  "**Use max + 1**, the default"]:
+        assert shown in t, shown
+    old = json.loads((DATA / "multiaxis_rope_index_v5.2.json").read_text())
+    assert old["transformers"] == "5.2.0"
+    for case in old["cases"]:                        # 5.2: text after vision at max + 1, as rr.mrope_position_ids
+        segments = [tuple(tuple(x) if isinstance(x, list) else x for x in seg) for seg in case["segments"]]
+        rate = {"tokens_per_second": case["tokens_per_second"]} if case["tokens_per_second"] else {}
+        ids = rr.mrope_position_ids(segments, spatial_merge_size=case["spatial_merge_size"], **rate)
+        np.testing.assert_array_equal(ids, case["position_ids"], err_msg=case["name"])
+    recorded = json.loads((DATA / "multiaxis_rope_index.json").read_text())
+    assert recorded["transformers"] == "5.24.0"
+    for case in recorded["cases"]:
+        ids = np.array(case["position_ids"])
+        assert case["mrope_position_deltas"] == ids.max() + 1 - ids.shape[-1], case["name"]
+    # and the 5.24 prefill differs from max + 1 after a video: the change the bug report is about
+    video = next(c for c in recorded["cases"] if c["name"] == "video-2s")
+    ids = np.array(video["position_ids"])
+    assert ids[0, -3] < ids[:, :-3].max() + 1
