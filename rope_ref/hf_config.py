@@ -68,7 +68,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     rotary_dim = _rotary_dim(cfg, rope, rope_type, family, head_dim)
     pairing, output_pairing = _pairing(cfg, family, pairing)
     if part:
-        head_key, default_head, pairing, output_pairing = *part, None
+        head_key, default_head, pairing, output_pairing = part
         head_dim = check_positive_int(cfg.get(head_key, default_head), f"config[{head_key!r}]")
     _training_lengths(cfg, family, rope, rope_type)
     params = {k: _list_as_tuple(v) for k, v in SCALING_METHODS[rope_type].params_of(rope).items()}

@@ -97,9 +97,9 @@ class Family:
     unsupported: str | None = None     # why rope_ref refuses this family (its RoPE is one it does not model)
     layer_heads: Mapping | None = None  # layer type -> (key, default) of a head size that differs by layer type
                                         # (Gemma 4: full-attention heads are global_head_dim wide)
-    parts: Mapping | None = None       # layer_type -> (head key, default, pairing) of another attention that rotates
-                                       # the first qk_rope_head_dim features of its own heads with the same cos/sin
-                                       # (DeepSeek-V3.2's DSA indexer: rotate_half beside the interleaved MLA)
+    parts: Mapping | None = None       # layer_type -> (head key, default, pairing, output_pairing) of another
+                                       # attention that rotates the first qk_rope_head_dim features of its own heads
+                                       # with the same cos/sin (DeepSeek-V3.2's DSA indexer: rotate_half pairs)
     clockwise: bool = False            # its rotate_half is cat(x2, -x1): every pair turns by -theta_j m (NanoChat)
 
 
@@ -108,7 +108,10 @@ _MROPE_QWEN3 = ((24, 20, 20), True)      # Qwen3VLTextRotaryEmbedding: apply_int
 _MROPE_QWEN35 = ((11, 11, 10), True)     # Qwen3_5TextRotaryEmbedding: interleaved, partial_rotary_factor 0.25
 _MROPE_GLM4V = ((8, 12, 12), False)      # Glm4vTextRotaryEmbedding: blocks, over the rotated half
 _MROPE_ERNIE = ((22, 22, 20), "hw_alternating")   # Ernie4_5_VLMoeTextRotaryEmbedding: [h, w, t] in the config
-_DSA_INDEXER = {"indexer": ("index_head_dim", 128, "half")}   # the indexer's apply_rotary_pos_emb (rotate_half)
+# DSA indexers: layer_type -> (head key, default, pairing, output_pairing); DeepSeek-V3.2's calls apply_rotary_pos_emb
+# (rotate_half), GLM-5's (glm_moe_dsa, transformers 5.24) apply_rotary_pos_emb_interleave like its main attention
+_DSA_INDEXER = {"indexer": ("index_head_dim", 128, "half", None)}
+_GLM5_INDEXER = {"indexer": ("index_head_dim", 128, "interleaved", "half")}
 _GEMMA3_LAYERS = {"full_attention": ("rope_theta", 1e6, True),
                   "sliding_attention": ("rope_local_base_freq", 1e4, False)}
 _MLA = dict(head_keys=("qk_rope_head_dim",), head_dim=64)           # the rotated part of each query head
@@ -197,7 +200,7 @@ FAMILIES = {
     # pairs of the indexer's own heads: layer_type="indexer" where parts= says so)
     "axk2": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA),
     "deepseek_v32": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA, parts=_DSA_INDEXER),
-    "glm_moe_dsa": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA, parts=_DSA_INDEXER),
+    "glm_moe_dsa": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA, parts=_GLM5_INDEXER),
     "bailing_hybrid": Family("interleaved", rope_theta=6e6, interleave_flag=True, interleave_always=True, **_MLA,
                              max_pos_keys=("model_max_length",)),      # its attribute_map's name in config.json
     "dots3_note_text": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA,
