@@ -155,6 +155,8 @@ def test_deepseek_v4_published_layout_reads_as_the_module():
         err = np.abs(cfg.rotate(q[:, -64:], pos) - recorded(case, "out")[:, -64:])
         assert np.all(err <= row_tolerance(pos[None], q)), (layer_type, err.max())
     assert rr.from_hf_config(flat, layer_type="compress").attention_factor == 1.0   # no YaRN mscale on cos/sin
+    del flat["compress_rope_theta"]                               # the config class's default, as recorded
+    assert rr.from_hf_config(flat, layer_type="compress").base == rope["rope_theta"] == 160000.0
 
 
 def test_dsa_indexer_is_a_layer_type_of_the_main_config():

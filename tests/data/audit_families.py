@@ -166,7 +166,7 @@ def compare(rcfg, outs, width):
         pos = ids.max(axis=0) if ids.ndim == 2 else ids
         if rcfg.output_pairing == "half":        # MLA's apply_rotary_pos_emb_interleave: half layout out
             got = rr.to_half(got)
-        theta = rcfg.inv_freq(int(pos.max()) + 1).max()
+        theta = np.abs(rcfg.inv_freq(int(pos.max()) + 1)).max()     # clockwise configs: negative
         tol = (4 * 2.0 ** -24 * (pos[:, None] * theta + 1) * np.abs(q).max() * 1.5 + 1e-6) * max(rcfg.attention_factor, 1)
         err = np.abs(got - want)
         worst = max(worst, float(err.max()))
