@@ -44,8 +44,10 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     in :data:`rope_ref.hf_families.FAMILIES`, read off transformers v5 and checked against each family's rotary
     module (tests/data/audit_families.py).  ``pairing=`` overrides the family's pairing and lets an unknown
     ``model_type`` through with generic defaults, never with a head size the config contradicts.  ``layer_type``
-    chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, Gemma 4, ...), and is an error
-    elsewhere.  docs/model_configs.md describes each case (MLA, M-RoPE, proportional RoPE, query scaling) and
+    chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, Gemma 4, DeepSeek-V4, ...) or of
+    another attention (``"indexer"``: DeepSeek-V3.2's and GLM-5's DSA indexer), and is an error elsewhere.  A
+    diffusers transformer's config.json (``_class_name``) is read by rope_ref/diffusers_config.py as axial RoPE.
+    docs/model_configs.md describes each case (MLA, M-RoPE, proportional RoPE, query scaling) and
     what is refused: each with a ValueError naming the key.
     """
     cfg = _load(config)
@@ -368,8 +370,9 @@ def _mrope(rope, family, where, known):
     if flag is not None:
         flag = check_bool(flag, f"{where}['mrope_interleaved']")
         if family.mrope is not None and flag is not default_flag:
+            layout = {True: "interleaved", False: "in blocks"}.get(default_flag, f"as {default_flag!r}")
             raise ValueError(f"{where} has mrope_interleaved={flag}, but this model_type's module lays its axes out "
-                             f"{ {True: 'interleaved', False: 'in blocks'}.get(default_flag, default_flag)} whatever the key says")
+                             f"{layout} whatever the key says")
     section = default_section if section is None else section
     if not isinstance(section, (list, tuple)) or len(section) != 3 or \
             not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in section):

@@ -92,7 +92,7 @@ class Family:
     query_keys: tuple = ()             # top-level keys that scale queries, not angles (Llama 4's temperature)
     max_pos_keys: tuple = ("max_position_embeddings", "n_positions")   # the context length, first present wins
     mrope: tuple | None = None         # M-RoPE its text module always applies: (default mrope_section, layout: True =
-                                       # interleaved, False = blocks, or a name of rope_ref.MROPE_LAYOUTS)
+                                       # interleaved, False = blocks, or a name of rope_ref.multiaxis.MROPE_LAYOUTS)
     mrope_order: tuple = (0, 1, 2)     # the entries of its mrope_section that count temporal, height, width pairs
     unsupported: str | None = None     # why rope_ref refuses this family (its RoPE is one it does not model)
     layer_heads: Mapping | None = None  # layer type -> (key, default) of a head size that differs by layer type

@@ -84,18 +84,11 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
     n = rotary_dim // 2
     check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix")
     s_t, s_h, s_w = _check_sections(sections, n, rotary_dim)
-    if layout == "interleaved":
-        for a, s in ((1, s_h), (2, s_w)):
-            if s and a + 3 * (s - 1) >= n:
-                raise ValueError(
-                    f"sections={[s_t, s_h, s_w]} cannot be interleaved over rotary_dim/2 = {n} pairs: "
-                    f"{MROPE_AXES[a]} would need pairs {a}, {a + 3}, ..., {a + 3 * (s - 1)} "
-                    f"(expected {MROPE_AXES[a]}'s section s with {a} + 3*(s-1) < {n})")
-    if layout == "hw_alternating" and s_h != s_w:
-        raise ValueError(f"sections={[s_t, s_h, s_w]}: layout 'hw_alternating' alternates height and width pair by "
-                         "pair, so it needs as many height as width pairs")
-    assign_axes, _ = MROPE_LAYOUTS[layout]
-    axis = assign_axes((s_t, s_h, s_w))
+    axis = MROPE_LAYOUTS[layout][0]((s_t, s_h, s_w))
+    counts = np.bincount(axis, minlength=3).tolist()
+    if len(axis) != n or counts != [s_t, s_h, s_w]:
+        raise ValueError(f"sections={[s_t, s_h, s_w]} cannot be interleaved as layout {layout!r} over rotary_dim/2 = "
+                         f"{n} pairs ({MROPE_LAYOUTS[layout][1]}): it gives temporal, height, width {counts} pairs")
     matrix = np.zeros((n, 3))
     matrix[np.arange(n), axis] = frequencies(rotary_dim, base)
     return matrix
@@ -118,12 +111,9 @@ def interleaved_assignment(sections) -> np.ndarray:
 
 
 def hw_alternating_assignment(sections) -> np.ndarray:
-    """Axis of each pair in ERNIE-4.5-VL's and VideoRoPE's layout: axes 1 and 2 alternate pair by pair from pair 0
-    (the highest frequencies) while both have pairs left, then the rest of either; axis 0 takes the last pairs."""
-    s_t, s_h, s_w = sections
-    both = min(s_h, s_w)
-    return np.concatenate([np.tile([1, 2], both), np.full(s_h - both, 1), np.full(s_w - both, 2), np.zeros(s_t)]
-                          ).astype(np.int64)
+    """Axis of each pair in ERNIE-4.5-VL's and VideoRoPE's layout: axes 1 and 2 alternate pair by pair over the
+    first 2 * sections[1] pairs (the highest frequencies; so sections[2] == sections[1]), axis 0 takes the rest."""
+    return np.concatenate([np.tile([1, 2], sections[1]), np.zeros(sections[0], np.int64)])
 
 
 #: The M-RoPE layouts: name -> (axis of each pair from the sections, what the layout is).  Adding a layout is one

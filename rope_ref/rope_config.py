@@ -34,7 +34,7 @@ class RopeConfig:
     # Llama 4's attn_temperature_tuning / floor_scale / attn_scale): kept as written, not applied by rotate
     mrope_section: tuple | None = None               # M-RoPE: pairs per axis (temporal, height, width)
     mrope_interleaved: bool | str = False            # M-RoPE layout: True = Qwen3-VL's interleaving, False = blocks
-    # (Qwen2-VL), or a name of rope_ref.MROPE_LAYOUTS ("hw_alternating": ERNIE-4.5-VL)
+    # (Qwen2-VL), or a name of rope_ref.multiaxis.MROPE_LAYOUTS ("hw_alternating": ERNIE-4.5-VL)
     axial_sections: tuple | None = None              # axial RoPE (diffusion transformers): pairs per axis, each axis
     # its own spectrum base^(-2k/dim_a) (rope_ref.axial_frequencies(sections=...))
     clockwise: bool = False                          # NanoChat: every pair turns by -theta_j m (sin's sign flipped)

@@ -70,7 +70,7 @@ def test_hw_alternating_layout_by_hand():
     np.testing.assert_allclose(F.sum(axis=1), 10000.0 ** (-np.arange(0, 16, 2) / 16), rtol=1e-15)
     np.testing.assert_array_equal(rr.mrope_frequencies(16, [4, 2, 2], interleaved=True),
                                   rr.mrope_frequencies(16, [4, 2, 2], interleaved="interleaved"))
-    with pytest.raises(ValueError, match="as many height as width"):
+    with pytest.raises(ValueError, match="cannot be interleaved as layout .hw_alternating."):
         rr.mrope_frequencies(16, [2, 4, 2], interleaved="hw_alternating")
     with pytest.raises(TypeError, match="hw_alternating"):
         rr.mrope_frequencies(16, [2, 3, 3], interleaved="hw_alternate")
@@ -204,3 +204,22 @@ def test_ernie_and_gemma3n_read_their_layouts():
     assert np.argmax(ernie.inv_freq() != 0, axis=1).tolist() == [1, 2] * 22 + [0] * 20
     full, sliding = read("gemma3n_text[full_attention]"), read("gemma3n_text[sliding_attention]")
     assert (full.base, sliding.base, full.pairing) == (1e6, 1e4, "half")
+
+
+def test_identify_names_the_hw_alternating_layout():
+    """A kernel written as ERNIE-4.5-VL's module computes it (its pre-rotated inv_freq: even pairs of the first
+    s_h + s_w on height, odd ones on width, the rest temporal), measured by identify(axes=3)."""
+    theta = 500000.0 ** (-np.arange(0, 32, 2) / 32)
+    hw = 12
+
+    def ernie_kernel(x, positions):
+        t, h, w = positions
+        angles = np.concatenate([(h[..., None] * theta[:hw:2, None].T)[..., :, None],
+                                 (w[..., None] * theta[1:hw:2, None].T)[..., :, None]], axis=-1)
+        angles = np.concatenate([angles.reshape(*angles.shape[:-2], hw), t[..., None] * theta[hw:]], axis=-1)
+        cos, sin = np.cos(angles), np.sin(angles)
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return np.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1).reshape(x.shape)
+
+    spec = rr.identify(ernie_kernel, 32, axes=3)
+    assert (spec.form, spec.mrope_layout, spec.sections) == ("M-RoPE", "hw_alternating", (4, 6, 6))

@@ -80,7 +80,8 @@ def record_transformers(model_type, kwargs, layer_type, how):
         out = modeling.apply_rotary_pos_emb(x, cos, sin, unsqueeze_dim=1)
     elif how.startswith("indexer"):   # the indexer: (batch, seq, heads, index_head_dim), first qk_rope_head_dim rotate
         q_rot, q_pass = torch.split(x.transpose(1, 2), [config.qk_rope_head_dim, head - config.qk_rope_head_dim], -1)
-        apply = modeling.apply_rotary_pos_emb_interleave if how.endswith("interleave") else modeling.apply_rotary_pos_emb
+        apply = getattr(modeling, "apply_rotary_pos_emb_interleave" if how.endswith("interleave") else
+                        "apply_rotary_pos_emb")
         q_rot, _ = apply(q_rot, q_rot, cos, sin, unsqueeze_dim=2)
         out = torch.cat([q_rot, q_pass], dim=-1).transpose(1, 2)
     elif how == "qk":
