@@ -14,9 +14,9 @@ from types import MappingProxyType
 
 from ._validate import (check_base, check_bool, check_pairing, check_positive_int, check_rotary_dim, closest_name,
     suggest_keywords)
+from .diffusers_config import diffusers_rope_config
 from .hf_families import FAMILIES, SECTION_QUIRK_KEYS, Family
 from .multiaxis import mrope_frequencies
-from .diffusers_config import diffusers_rope_config
 from .rope_config import RopeConfig
 from .scaling import SCALING_METHODS, TRAIN_LENGTH, config_keys, scaled_inv_freq
 

@@ -223,3 +223,15 @@ def test_identify_names_the_hw_alternating_layout():
 
     spec = rr.identify(ernie_kernel, 32, axes=3)
     assert (spec.form, spec.mrope_layout, spec.sections) == ("M-RoPE", "hw_alternating", (4, 6, 6))
+
+
+def test_assert_rope_matches_builds_a_named_layout():
+    """layout="hw_alternating" is built as that layout, not silently as blocks."""
+    F = rr.mrope_frequencies(32, [4, 6, 6], interleaved="hw_alternating")
+
+    def kernel(x, positions):
+        return rr.rotate(x, positions, inv_freq=F)
+
+    rr.assert_rope_matches(kernel, 32, axes=3, sections=[4, 6, 6], layout="hw_alternating")
+    with pytest.raises(RopeMismatch):
+        rr.assert_rope_matches(kernel, 32, axes=3, sections=[4, 6, 6], layout="blocks")

@@ -148,9 +148,9 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
                              "(rotary_dim/2, axes) for other layouts")
         if layout not in (None, *MROPE_LAYOUTS):
             raise ValueError(f"layout must be 'blocks' or 'interleaved', got {layout!r}"
-                             f"{closest_name(str(layout), tuple(MROPE_LAYOUTS))}")
+                             f"{closest_name(str(layout), tuple(MROPE_LAYOUTS))}; the layouts: {tuple(MROPE_LAYOUTS)}")
         inv_freq = mrope_frequencies(rotary_dim or d, sections, base=10000.0 if base is None else base,
-                                     interleaved=layout == "interleaved")
+                                     interleaved=layout or "blocks")
     spec = identify_axes(raising_as("fn", fn), d, axes, seq=seq, seed=seed, max_position=max_position,
                          axis_names=axis_names, max_bytes=max_bytes)
     if not spec.is_rope:
