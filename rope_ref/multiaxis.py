@@ -87,8 +87,8 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
     axis = MROPE_LAYOUTS[layout][0]((s_t, s_h, s_w))
     counts = np.bincount(axis, minlength=3).tolist()
     if len(axis) != n or counts != [s_t, s_h, s_w]:
-        raise ValueError(f"sections={[s_t, s_h, s_w]} cannot be interleaved as layout {layout!r} over rotary_dim/2 = "
-                         f"{n} pairs ({MROPE_LAYOUTS[layout][1]}): it gives temporal, height, width {counts} pairs")
+        raise ValueError(f"sections={[s_t, s_h, s_w]} cannot be interleaved over rotary_dim/2 = {n} pairs as layout "
+                         f"{layout!r} ({MROPE_LAYOUTS[layout][1]}): it gives temporal, height, width {counts} pairs")
     matrix = np.zeros((n, 3))
     matrix[np.arange(n), axis] = frequencies(rotary_dim, base)
     return matrix

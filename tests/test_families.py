@@ -70,7 +70,7 @@ def test_hw_alternating_layout_by_hand():
     np.testing.assert_allclose(F.sum(axis=1), 10000.0 ** (-np.arange(0, 16, 2) / 16), rtol=1e-15)
     np.testing.assert_array_equal(rr.mrope_frequencies(16, [4, 2, 2], interleaved=True),
                                   rr.mrope_frequencies(16, [4, 2, 2], interleaved="interleaved"))
-    with pytest.raises(ValueError, match="cannot be interleaved as layout .hw_alternating."):
+    with pytest.raises(ValueError, match="cannot be interleaved over rotary_dim/2 = 8 pairs as layout .hw_alternating."):
         rr.mrope_frequencies(16, [2, 4, 2], interleaved="hw_alternating")
     with pytest.raises(TypeError, match="hw_alternating"):
         rr.mrope_frequencies(16, [2, 3, 3], interleaved="hw_alternate")
