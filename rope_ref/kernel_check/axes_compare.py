@@ -133,7 +133,7 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
     """Raise AssertionError (:class:`~rope_ref.kernel_check.RopeMismatch`) naming every way the multi-axis kernel
     ``fn(x, positions)`` (called as by :func:`~.axes_probe.identify_axes`) differs from what you expect
     (:func:`compare_axes`); return the :class:`AxesSpec` when all match.  Expect ``inv_freq`` or, for M-RoPE,
-    ``sections`` (a config's mrope_section) with ``layout`` ("blocks" or "interleaved") and ``base`` (default
+    ``sections`` (a config's mrope_section) with ``layout`` (a name of MROPE_LAYOUTS) and ``base`` (default
     10000): :func:`rope_ref.multiaxis.mrope_frequencies` over rotary_dim (default d).  fn's own exceptions
     are re-raised as ``KernelRaised``."""
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
