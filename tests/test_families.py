@@ -204,6 +204,14 @@ def test_ernie_and_gemma3n_read_their_layouts():
     assert np.argmax(ernie.inv_freq() != 0, axis=1).tolist() == [1, 2] * 22 + [0] * 20
     full, sliding = read("gemma3n_text[full_attention]"), read("gemma3n_text[sliding_attention]")
     assert (full.base, sliding.base, full.pairing) == (1e6, 1e4, "half")
+    published = {"model_type": "gemma3n", "text_config": {      # Gemma 3n's config.json keys (v4 layout)
+        "model_type": "gemma3n_text", "head_dim": 64, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+        "rope_scaling": None}}
+    for layer_type in ("full_attention", "sliding_attention"):
+        case = f"gemma3n_text[{layer_type}]"
+        q, pos = recorded(case, "q").astype(np.float64), recorded(case, "pos")
+        got = rr.from_hf_config(published, layer_type=layer_type).rotate(q, pos[0])
+        assert np.all(np.abs(got - recorded(case, "out")) <= row_tolerance(pos, q)), layer_type
 
 
 def test_identify_names_the_hw_alternating_layout():
