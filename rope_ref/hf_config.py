@@ -14,6 +14,7 @@ from types import MappingProxyType
 
 from ._validate import (check_base, check_bool, check_pairing, check_positive_int, check_rotary_dim, closest_name,
     suggest_keywords)
+from .diffusers_config import diffusers_rope_config
 from .hf_families import FAMILIES, SECTION_QUIRK_KEYS, Family
 from .multiaxis import mrope_frequencies
 from .rope_config import RopeConfig
@@ -43,14 +44,21 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     in :data:`rope_ref.hf_families.FAMILIES`, read off transformers v5 and checked against each family's rotary
     module (tests/data/audit_families.py).  ``pairing=`` overrides the family's pairing and lets an unknown
     ``model_type`` through with generic defaults, never with a head size the config contradicts.  ``layer_type``
-    chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, Gemma 4, ...), and is an error
-    elsewhere.  docs/model_configs.md describes each case (MLA, M-RoPE, proportional RoPE, query scaling) and
+    chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, Gemma 4, DeepSeek-V4, ...) or of
+    another attention (``"indexer"``: DeepSeek-V3.2's and GLM-5's DSA indexer), and is an error elsewhere.  A
+    diffusers transformer's config.json (``_class_name``) is read by rope_ref/diffusers_config.py as axial RoPE.
+    docs/model_configs.md describes each case (MLA, M-RoPE, proportional RoPE, query scaling) and
     what is refused: each with a ValueError naming the key.
     """
-    cfg = _text_model_config(_load(config))
+    cfg = _load(config)
+    if "_class_name" in cfg:                                 # a diffusers transformer's config.json
+        return diffusers_rope_config(cfg, pairing=pairing, layer_type=layer_type)
+    cfg = _text_model_config(cfg)
     model_type = cfg.get("model_type")
     family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing))
     known = model_type in FAMILIES
+    part = (family.parts or {}).get(layer_type)          # another attention's RoPE (DSA indexer)
+    layer_type = None if part else layer_type
     head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family, known)
     where, rope, defaulted = _rope_section(cfg, layer_type, family)
     mrope_section, mrope_interleaved = _mrope(rope, family, where, known)
@@ -61,6 +69,9 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     base, base_key = _base(cfg, rope, family, where, defaulted)
     rotary_dim = _rotary_dim(cfg, rope, rope_type, family, head_dim)
     pairing, output_pairing = _pairing(cfg, family, pairing)
+    if part:
+        head_key, default_head, pairing, output_pairing = part
+        head_dim = check_positive_int(cfg.get(head_key, default_head), f"config[{head_key!r}]")
     _training_lengths(cfg, family, rope, rope_type)
     params = {k: _list_as_tuple(v) for k, v in SCALING_METHODS[rope_type].params_of(rope).items()}
     try:
@@ -73,7 +84,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
                       base=base, rope_type=rope_type, params=MappingProxyType(params),
                       attention_factor=float(attention_factor), output_pairing=output_pairing,
                       query_scaling=MappingProxyType({k: _list_as_tuple(v) for k, v in query_scaling.items()}),
-                      mrope_section=mrope_section, mrope_interleaved=mrope_interleaved)
+                      mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise)
 
 
 def _family_rope_type(rope, family, rope_type, where, model_type) -> str:
@@ -358,15 +369,16 @@ def _mrope(rope, family, where, known):
     default_section, default_flag = family.mrope or (None, False)
     if flag is not None:
         flag = check_bool(flag, f"{where}['mrope_interleaved']")
-        if family.mrope is not None and flag != default_flag:
+        if family.mrope is not None and flag is not default_flag:
+            layout = {True: "interleaved", False: "in blocks"}.get(default_flag, f"as {default_flag!r}")
             raise ValueError(f"{where} has mrope_interleaved={flag}, but this model_type's module lays its axes out "
-                             f"{'interleaved' if default_flag else 'in blocks'} whatever the key says")
+                             f"{layout} whatever the key says")
     section = default_section if section is None else section
     if not isinstance(section, (list, tuple)) or len(section) != 3 or \
             not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in section):
         raise ValueError(f"{where}['mrope_section'] must be 3 non-negative integers (pairs for temporal, height, "
                          f"width), got {section!r}")
-    return tuple(section), default_flag if flag is None else flag
+    return tuple(section[i] for i in family.mrope_order), default_flag if flag is None else flag
 
 
 def _list_as_tuple(v):

@@ -49,8 +49,17 @@ def _phimoe_longrope(rope, rope_type) -> str:
     return rope_type
 
 
+def _yarn_without_mscale(rope, rope_type) -> str:
+    """DeepSeek-V4: its config class sets attention_factor 1.0 on a yarn section (the reference code does not scale
+    cos and sin by YaRN's mscale)."""
+    if rope_type == "yarn":
+        rope.setdefault("attention_factor", 1.0)
+    return rope_type
+
+
 _HUNYUAN_ALPHA = SectionQuirk("HunYuan", _alpha_is_static_ntk, keys=("alpha",))
 _PHIMOE_MSCALE = SectionQuirk("PhiMoE", _phimoe_longrope)
+_V4_YARN = SectionQuirk("DeepSeek-V4", _yarn_without_mscale)
 
 
 @dataclass(frozen=True)
@@ -82,16 +91,27 @@ class Family:
     quirk: SectionQuirk | None = None  # reads its rope section its own way (HunYuan's alpha, PhiMoE's mscale)
     query_keys: tuple = ()             # top-level keys that scale queries, not angles (Llama 4's temperature)
     max_pos_keys: tuple = ("max_position_embeddings", "n_positions")   # the context length, first present wins
-    mrope: tuple | None = None         # M-RoPE its text module always applies: (default mrope_section, interleaved?)
+    mrope: tuple | None = None         # M-RoPE its text module always applies: (default mrope_section, layout: True =
+                                       # interleaved, False = blocks, or a name of rope_ref.multiaxis.MROPE_LAYOUTS)
+    mrope_order: tuple = (0, 1, 2)     # the entries of its mrope_section that count temporal, height, width pairs
     unsupported: str | None = None     # why rope_ref refuses this family (its RoPE is one it does not model)
     layer_heads: Mapping | None = None  # layer type -> (key, default) of a head size that differs by layer type
                                         # (Gemma 4: full-attention heads are global_head_dim wide)
+    parts: Mapping | None = None       # layer_type -> (head key, default, pairing, output_pairing) of another
+                                       # attention that rotates the first qk_rope_head_dim features of its own heads
+                                       # with the same cos/sin (DeepSeek-V3.2's DSA indexer: rotate_half pairs)
+    clockwise: bool = False            # its rotate_half is cat(x2, -x1): every pair turns by -theta_j m (NanoChat)
 
 
 _MROPE_QWEN2 = ((16, 24, 24), False)     # Qwen2VLRotaryEmbedding: freq.split(mrope_section), blocks in theta order
 _MROPE_QWEN3 = ((24, 20, 20), True)      # Qwen3VLTextRotaryEmbedding: apply_interleaved_mrope
 _MROPE_QWEN35 = ((11, 11, 10), True)     # Qwen3_5TextRotaryEmbedding: interleaved, partial_rotary_factor 0.25
 _MROPE_GLM4V = ((8, 12, 12), False)      # Glm4vTextRotaryEmbedding: blocks, over the rotated half
+_MROPE_ERNIE = ((22, 22, 20), "hw_alternating")   # Ernie4_5_VLMoeTextRotaryEmbedding: [h, w, t] in the config
+# DSA indexers: layer_type -> (head key, default, pairing, output_pairing); DeepSeek-V3.2's calls apply_rotary_pos_emb
+# (rotate_half), GLM-5's (glm_moe_dsa, transformers 5.24) apply_rotary_pos_emb_interleave like its main attention
+_DSA_INDEXER = {"indexer": ("index_head_dim", 128, "half", None)}
+_GLM5_INDEXER = {"indexer": ("index_head_dim", 128, "interleaved", "half")}
 _GEMMA3_LAYERS = {"full_attention": ("rope_theta", 1e6, True),
                   "sliding_attention": ("rope_local_base_freq", 1e4, False)}
 _MLA = dict(head_keys=("qk_rope_head_dim",), head_dim=64)           # the rotated part of each query head
@@ -177,10 +197,10 @@ FAMILIES = {
                              "original_max_position_embeddings": 8192, "beta_fast": 32.0, "beta_slow": 1.0,
                              "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1}),
     # MLA whose main attention always uses apply_rotary_pos_emb_interleave (their DSA indexers rotate rotate_half
-    # pairs of the indexer's own heads: not modelled here)
+    # pairs of the indexer's own heads: layer_type="indexer" where parts= says so)
     "axk2": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA),
-    "deepseek_v32": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA),
-    "glm_moe_dsa": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA),
+    "deepseek_v32": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA, parts=_DSA_INDEXER),
+    "glm_moe_dsa": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA, parts=_GLM5_INDEXER),
     "bailing_hybrid": Family("interleaved", rope_theta=6e6, interleave_flag=True, interleave_always=True, **_MLA,
                              max_pos_keys=("model_max_length",)),      # its attribute_map's name in config.json
     "dots3_note_text": Family("interleaved", interleave_flag=True, interleave_always=True, **_MLA,
@@ -222,9 +242,7 @@ FAMILIES = {
     'dia_encoder': Family('half', head_dim=128),
     'dots3_note_audio_encoder': Family('half', partial_rotary_factor=0.5),
     'emu3_text_model': Family('half', rope_theta=1000000.0),
-    'ernie4_5_vl_moe_text': Family('interleaved', rope_theta=500000.0, unsupported=(
-        "ERNIE-4.5-VL's text module applies M-RoPE in its own layout (height and width interleaved over the first "
-        "mrope_section[0] + [1] pairs, temporal last), which rope_ref does not model")),
+    'ernie4_5_vl_moe_text': Family('interleaved', rope_theta=500000.0, mrope=_MROPE_ERNIE, mrope_order=(2, 0, 1)),
     'esm': Family('half', needs=(('position_embedding_type', 'rotary'),)),   # default 'absolute': no RoPE
     'evolla': Family('half', rope_theta=500000.0),
     'flint': Family('half', head_dim=128),
@@ -318,6 +336,17 @@ FAMILIES = {
     "qwen2_5_vl": Family("half", rope_theta=1e6, mrope=_MROPE_QWEN2),
     "glm4v_text": Family("interleaved", mrope=_MROPE_GLM4V),   # rotate_half_llm pairs; GLM-4.1V sets partial 0.5
     "glm4v_moe_text": Family("half", partial_rotary_factor=0.5, mrope=_MROPE_GLM4V),
+    # DeepSeek-V4: interleaved pairs on the trailing qk_rope_head_dim (64) of each 512-wide head (head_dim here is
+    # that rotated part, as for MLA); layer_type "main" (rope_theta) or "compress" (compress_rope_theta, yarn)
+    "deepseek_v4": Family("interleaved", **_MLA, quirk=_V4_YARN,
+                          layers={"main": ("rope_theta", 1e4, False),
+                                  "compress": ("compress_rope_theta", 160000.0, True)}),
+    "gemma3n_text": Family("half", head_dim=256, layers=_GEMMA3_LAYERS),    # one RoPE per layer type
+    "nanochat": Family("half", clockwise=True),
+    "hunyuan_vl_text": Family("half", unsupported=(
+        "transformers' HunYuanVLRotaryEmbedding splits cat(freqs, freqs) into chunks of 2*s per mrope_section entry "
+        "(Tencent's code repeats the section list instead), so a feature and its rotate_half partner can take their "
+        "angles from different axes: on image tokens its cos/sin map is not a rotation, and rope_ref models none")),
     # Gemma 4: sliding layers default RoPE over head_dim, full-attention layers proportional RoPE over
     # global_head_dim (transformers' per_layer_config) -- one RoPE per layer type
     "gemma4_text": Family("half", head_dim=256, layer_heads={"full_attention": ("global_head_dim", 512)},

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from ._validate import (check_base, check_bool, check_d, check_nbytes, check_nonnegative_int, check_positive_int,
+from ._validate import (check_base, check_d, check_nbytes, check_nonnegative_int, check_positive_int,
     check_positive_real, closest_name, suggest_keywords)
 from .forms import frequencies
 
@@ -20,24 +20,38 @@ from .forms import frequencies
 MROPE_AXES = ("temporal", "height", "width")
 
 
-def _check_sections(sections, n_pairs: int, rotary_dim: int) -> tuple[int, int, int]:
-    """Three non-negative integers summing to ``rotary_dim/2``."""
+def _check_sections(sections, n_pairs: int, rotary_dim: int, names: str = "temporal, height, width") -> tuple:
+    """Non-negative integers summing to ``rotary_dim/2``: three for M-RoPE (``names`` names them), else one per axis."""
+    count = 3 if names else None
+    what = f"pairs for {names}" if names else "pairs per axis"
     if isinstance(sections, (str, bytes)) or not hasattr(sections, "__len__"):
-        raise TypeError(f"sections must be a list of 3 non-negative integers (pairs for temporal, height, "
-                        f"width), got {sections!r} of type {type(sections).__name__}")
+        raise TypeError(f"sections must be a list of {count or 'one or more'} non-negative integers ({what}), got "
+                        f"{sections!r} of type {type(sections).__name__}")
     items = list(np.asarray(sections).tolist()) if isinstance(sections, np.ndarray) else list(sections)
-    if len(items) != 3:
-        raise ValueError(f"sections must have 3 entries (pairs for temporal, height, width), got {len(items)}: "
+    if len(items) != (count or len(items)) or not items:
+        raise ValueError(f"sections must have {count or 'at least one'} entries ({what}), got {len(items)}: "
                          f"{items!r}")
     items = [check_nonnegative_int(s, f"sections[{i}]") for i, s in enumerate(items)]
     if sum(items) != n_pairs:
         raise ValueError(f"sections must sum to rotary_dim/2 = {n_pairs} (rotary_dim={rotary_dim}), got "
                          f"{items} summing to {sum(items)}")
-    return items[0], items[1], items[2]
+    return tuple(items)
+
+
+def _check_layout(interleaved) -> str:
+    """A name of MROPE_LAYOUTS; True and False are the names "interleaved" and "blocks"."""
+    if isinstance(interleaved, (bool, np.bool_)):
+        return "interleaved" if interleaved else "blocks"
+    if not isinstance(interleaved, str) or interleaved not in MROPE_LAYOUTS:
+        raise TypeError(
+            f"interleaved must be True, False or a layout name {tuple(MROPE_LAYOUTS)}, got {interleaved!r}"
+            f"{closest_name(interleaved, MROPE_LAYOUTS) if isinstance(interleaved, str) else ''}")
+    return interleaved
 
 
 @suggest_keywords
-def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, interleaved: bool = False) -> np.ndarray:
+def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
+                      interleaved: bool | str = False) -> np.ndarray:
     """M-RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, 3)``: columns temporal, height, width.
 
     Pair ``j`` keeps its 1-D frequency ``theta_j = base^(-2j/rotary_dim)`` (eq 15, 0-indexed) and serves one
@@ -50,7 +64,11 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
       pairs ``1, 4, 7, ...`` (``s_h`` of them), width ``2, 5, 8, ...`` (``s_w``), temporal the rest.  Sections
       whose strided slice would run past the last pair raise: transformers clips such a slice, so the config's
       counts would not be the counts used.  timm's ``RotaryEmbeddingMRope`` (GenLIP's ``(8, 12, 12)`` over
-      head_dim 72) is ``mrope_frequencies(72, [12, 12, 12], interleaved=True)``.
+      head_dim 72) is ``mrope_frequencies(72, [12, 12, 12], interleaved=True)``;
+    * ``interleaved="hw_alternating"`` (ERNIE-4.5-VL's ``Ernie4_5_VLMoeTextRotaryEmbedding``, VideoRoPE,
+      arXiv:2502.05173): height and width alternate pair by pair over the first ``s_h + s_w`` pairs (the highest
+      frequencies; ``s_h == s_w``), temporal takes the last ``s_t`` (the lowest).  ERNIE's config writes its
+      ``mrope_section`` as ``[s_h, s_w, s_t]``.
 
     Qwen2-VL: ``mrope_frequencies(128, [16, 24, 24])``; Qwen3-VL: ``mrope_frequencies(128, [24, 20, 20],
     base=5e6, interleaved=True)``.
@@ -63,19 +81,15 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0, inter
     """
     rotary_dim = check_d(rotary_dim, "rotary_dim")
     base = check_base(base)
-    interleaved = check_bool(interleaved, "interleaved")
+    layout = _check_layout(interleaved)
     n = rotary_dim // 2
     check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix")
     s_t, s_h, s_w = _check_sections(sections, n, rotary_dim)
-    if interleaved:
-        for a, s in ((1, s_h), (2, s_w)):
-            if s and a + 3 * (s - 1) >= n:
-                raise ValueError(
-                    f"sections={[s_t, s_h, s_w]} cannot be interleaved over rotary_dim/2 = {n} pairs: "
-                    f"{MROPE_AXES[a]} would need pairs {a}, {a + 3}, ..., {a + 3 * (s - 1)} "
-                    f"(expected {MROPE_AXES[a]}'s section s with {a} + 3*(s-1) < {n})")
-    assign_axes, _ = MROPE_LAYOUTS["interleaved" if interleaved else "blocks"]
-    axis = assign_axes((s_t, s_h, s_w))
+    axis = MROPE_LAYOUTS[layout][0]((s_t, s_h, s_w))
+    counts = np.bincount(axis, minlength=3).tolist()
+    if len(axis) != n or counts != [s_t, s_h, s_w]:
+        raise ValueError(f"sections={[s_t, s_h, s_w]} cannot be interleaved over rotary_dim/2 = {n} pairs as layout "
+                         f"{layout!r} ({MROPE_LAYOUTS[layout][1]}): it gives temporal, height, width {counts} pairs")
     matrix = np.zeros((n, 3))
     matrix[np.arange(n), axis] = frequencies(rotary_dim, base)
     return matrix
@@ -97,44 +111,61 @@ def interleaved_assignment(sections) -> np.ndarray:
     return axis
 
 
+def hw_alternating_assignment(sections) -> np.ndarray:
+    """Axis of each pair in ERNIE-4.5-VL's and VideoRoPE's layout: axes 1 and 2 alternate pair by pair over the
+    first 2 * sections[1] pairs (the highest frequencies; so sections[2] == sections[1]), axis 0 takes the rest."""
+    return np.concatenate([np.tile([1, 2], sections[1]), np.zeros(sections[0], np.int64)])
+
+
 #: The M-RoPE layouts: name -> (axis of each pair from the sections, what the layout is).  Adding a layout is one
 #: entry here: :func:`mrope_frequencies` builds it and :func:`rope_ref.identify` recognises and names it.
 MROPE_LAYOUTS = {
     "blocks": (blocks_assignment, "contiguous sections in axis order, as Qwen2-VL / Qwen2.5-VL"),
     "interleaved": (interleaved_assignment, "axes interleaved pair by pair, as Qwen3-VL's mrope_interleaved"),
+    "hw_alternating": (hw_alternating_assignment, "height and width alternating over the highest frequencies, "
+                       "temporal on the lowest, as ERNIE-4.5-VL and VideoRoPE"),
 }
 
 
 @suggest_keywords
-def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int = 2) -> np.ndarray:
-    """Axial RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, axes)``: one block of pairs per axis.
+def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | None = None, sections=None) -> np.ndarray:
+    """Axial RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, A)``: one block of pairs per axis.
 
-    The pairs split into ``axes`` contiguous blocks of ``n = rotary_dim/(2*axes)``; block ``a`` serves
-    ``positions[a]`` with its own spectrum ``F[a*n + k, a] = base^(-k/n)``: each axis is a 1-D RoPE of dimension
-    ``rotary_dim/axes`` (eq 15), and the score of two tokens depends on their offset along every axis only.
+    The pairs split into ``A`` contiguous blocks, ``sections[a]`` pairs for axis ``a`` (default: ``axes`` equal
+    blocks of ``n = rotary_dim/(2*axes)``, ``axes`` 2); block ``a`` serves ``positions[a]`` with its own spectrum
+    ``F[start_a + k, a] = base^(-2k/dim_a)``, ``dim_a = 2*sections[a]``: each axis is a 1-D RoPE of dimension
+    ``dim_a`` (eq 15), and the score of two tokens depends on their offset along every axis only.
     For images (``axes=2``) this is timm's ``RotaryEmbeddingCat`` with ``in_pixels=False`` (EVA-02, Perception
     Encoder; pairs interleaved or, with ``rotate_half=True``, half-split) with :func:`grid_positions` of the same
     ``indexing`` as its ``grid_indexing`` ('ij' by default); and Heo et al. 2024's RoPE-Axial
     (arXiv:2403.13298, ``compute_axial_cis``): ``axial_frequencies(d, base=100.0)`` with
     ``grid_positions(h, w, indexing="xy")``, interleaved pairs.  timm's ``grid_offset`` and ``ref_feat_shape``
-    move and rescale the positions, not ``F``.
+    move and rescale the positions, not ``F``.  Unequal splits are the diffusion transformers' (their
+    ``axes_dims_rope`` are feature dims, twice the pairs): Flux ``sections=[8, 28, 28]``; Flux.2 ``[16] * 4``,
+    base 2000; HunyuanVideo ``[8, 28, 28]``, base 256 (``rope_ref.from_hf_config`` reads their config.json).
 
     >>> axial_frequencies(8, base=100.0).tolist()
     [[1.0, 0.0], [0.1, 0.0], [0.0, 1.0], [0.0, 0.1]]
+    >>> axial_frequencies(6, base=100.0, sections=[1, 2]).tolist()
+    [[1.0, 0.0], [0.0, 1.0], [0.0, 0.1]]
     """
     rotary_dim = check_d(rotary_dim, "rotary_dim")
     base = check_base(base)
-    axes = check_positive_int(axes, "axes")
-    if rotary_dim % (2 * axes):
-        raise ValueError(f"rotary_dim must be a multiple of 2*axes = {2 * axes} (each axis gets the same number "
-                         f"of pairs), got rotary_dim={rotary_dim} with axes={axes}")
-    n = rotary_dim // (2 * axes)
-    check_nbytes(rotary_dim // 2 * axes * 8, "rotary_dim", what=f"a ({rotary_dim // 2}, {axes}) float64 frequency "
-                     "matrix")
-    theta = frequencies(2 * n, base)      # base^(-2k/(2n)) = base^(-k/n), k = 0..n-1
-    matrix = np.zeros((rotary_dim // 2, axes))
-    for a in range(axes):
-        matrix[a * n:(a + 1) * n, a] = theta
+    if sections is None:
+        axes = 2 if axes is None else check_positive_int(axes, "axes")
+        if rotary_dim % (2 * axes):
+            raise ValueError(f"rotary_dim must be a multiple of 2*axes = {2 * axes} (each axis gets the same number "
+                             f"of pairs; sections= gives unequal splits), got rotary_dim={rotary_dim} with axes={axes}")
+        sections = [rotary_dim // (2 * axes)] * axes
+    sections = _check_sections(sections, rotary_dim // 2, rotary_dim, names="")
+    if axes is not None and check_positive_int(axes, "axes") != len(sections):
+        raise ValueError(f"axes={axes} disagrees with sections={list(sections)} ({len(sections)} axes); give one")
+    check_nbytes(rotary_dim // 2 * len(sections) * 8, "rotary_dim", what=f"a ({rotary_dim // 2}, {len(sections)}) "
+                 "float64 frequency matrix")
+    matrix = np.zeros((rotary_dim // 2, len(sections)))
+    starts = np.cumsum((0,) + sections)
+    for a, n in enumerate(sections):
+        matrix[starts[a]:starts[a] + n, a] = frequencies(2 * n, base) if n else []
     return matrix
 
 

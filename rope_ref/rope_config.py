@@ -10,7 +10,7 @@ import numpy as np
 
 from ._validate import check_no_overflow, check_positions, check_x, suggest_keywords
 from .forms import rotate
-from .multiaxis import mrope_frequencies
+from .multiaxis import axial_frequencies, mrope_frequencies
 from .scaling import SCALING_METHODS, scaled_inv_freq
 
 
@@ -33,18 +33,26 @@ class RopeConfig:
     # attention-side keys that scale the queries by position, not the angles (Ministral 3's llama_4_scaling_beta,
     # Llama 4's attn_temperature_tuning / floor_scale / attn_scale): kept as written, not applied by rotate
     mrope_section: tuple | None = None               # M-RoPE: pairs per axis (temporal, height, width)
-    mrope_interleaved: bool = False                  # Qwen3-VL's interleaved axes; False: blocks (Qwen2-VL)
+    mrope_interleaved: bool | str = False            # M-RoPE layout: True = Qwen3-VL's interleaving, False = blocks
+    # (Qwen2-VL), or a name of rope_ref.multiaxis.MROPE_LAYOUTS ("hw_alternating": ERNIE-4.5-VL)
+    axial_sections: tuple | None = None              # axial RoPE (diffusion transformers): pairs per axis, each axis
+    # its own spectrum base^(-2k/dim_a) (rope_ref.axial_frequencies(sections=...))
+    clockwise: bool = False                          # NanoChat: every pair turns by -theta_j m (sin's sign flipped)
 
     @property
     def axes(self) -> int | None:
-        """3 for M-RoPE (positions ``(3, ..., seq)``: temporal, height, width), None for 1-D RoPE."""
+        """3 for M-RoPE (positions ``(3, ..., seq)``: temporal, height, width), ``A`` for axial RoPE over ``A``
+        axes (``(A, ..., seq)``), None for 1-D RoPE."""
+        if self.axial_sections is not None:
+            return len(self.axial_sections)
         return None if self.mrope_section is None else 3
 
     @suggest_keywords
     def inv_freq(self, seq_len=None) -> np.ndarray:
         """Per-pair frequencies at the current length ``seq_len``, float64: ``(rotary_dim/2,)``, or for M-RoPE
         the matrix ``(rotary_dim/2, 3)`` whose row j holds pair j's frequency in the column of its axis
-        (``rope_ref.mrope_frequencies`` with the method's frequencies; pair j turns by sum_a F[j, a] p_a)."""
+        (``rope_ref.mrope_frequencies`` with the method's frequencies; pair j turns by sum_a F[j, a] p_a); for
+        axial RoPE ``(rotary_dim/2, A)`` (``rope_ref.axial_frequencies``).  Negative when ``clockwise``."""
         return self._frequencies(seq_len)[0]
 
     def _frequencies(self, seq_len):
@@ -53,7 +61,9 @@ class RopeConfig:
         if self.mrope_section is not None:
             sections = mrope_frequencies(self.rotary_dim, self.mrope_section, interleaved=self.mrope_interleaved)
             freqs = (sections != 0) * freqs[:, None]      # pair j's frequency in the column of its axis
-        return freqs, att
+        if self.axial_sections is not None:
+            freqs = axial_frequencies(self.rotary_dim, base=self.base, sections=self.axial_sections)
+        return (-freqs if self.clockwise else freqs), att
 
     @suggest_keywords
     def rotate(self, x, positions=None, seq_len=None) -> np.ndarray:
@@ -61,7 +71,8 @@ class RopeConfig:
 
         ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``); for M-RoPE
         (``self.axes == 3``) ``(3, ..., seq)``: temporal, height and width ids, as transformers'
-        ``position_ids`` (default: text, all three ``arange(seq)``).  The
+        ``position_ids`` (default: text, all three ``arange(seq)``); for axial RoPE ``(A, ..., seq)``, the
+        diffusion pipeline's ids (Flux's ``img_ids`` transposed).  The
         first ``rotary_dim`` features are rotated (RoFormer eq 34) and multiplied by the
         attention factor; the rest pass through.  ``seq_len`` (dynamic, longrope) defaults to
         ``max(positions) + 1``, the length transformers uses.

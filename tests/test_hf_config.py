@@ -719,8 +719,8 @@ def test_mrope_is_read_as_written():
     ({"model_type": "qwen2_vl", "head_dim": 128, "rope_scaling": {"type": "mrope"}}, ["qwen2_vl", "mrope"]),
     ({"model_type": "llama", "head_dim": 128, "rope_scaling": {"type": "mrope"}}, ["mrope_section"]),
     ({"model_type": "my_vlm", "head_dim": 64, "rope_parameters": {"mrope_interleaved": True}}, ["mrope_section"]),
-    ({"model_type": "ernie4_5_vl_moe", "text_config": {"model_type": "ernie4_5_vl_moe_text", "head_dim": 128}},
-     ["ernie4_5_vl_moe_text", "own layout"]),
+    ({"model_type": "ernie4_5_vl_moe", "text_config": {"model_type": "ernie4_5_vl_moe_text", "head_dim": 128,
+      "rope_parameters": {"rope_type": "default", "mrope_section": [20, 24, 20]}}}, ["hw_alternating", "height"]),
 ])
 def test_bad_mrope_configs_are_named(config, words):
     kw = {"pairing": "half"} if config["model_type"] == "my_vlm" else {}

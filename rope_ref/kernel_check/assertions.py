@@ -175,6 +175,8 @@ def _from_config(config, d, expected):
     want.update({k: getattr(config, k) for k in ("rotary_start", "output_pairing") if hasattr(config, k)})
     if "rope_type" not in expected and "inv_freq" not in expected:
         want.update(rope_type=config.rope_type, **dict(config.params))
+        if getattr(config, "clockwise", False):          # NanoChat: the config's negative frequencies
+            want["inv_freq"] = config.inv_freq()
     want.update(expected)
     return (config.head_dim if d is None else d), want
 

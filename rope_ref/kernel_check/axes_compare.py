@@ -167,7 +167,7 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
     """Raise AssertionError (:class:`~rope_ref.kernel_check.RopeMismatch`) naming every way the multi-axis kernel
     ``fn(x, positions)`` (called as by :func:`~.axes_probe.identify_axes`) differs from what you expect
     (:func:`compare_axes`); return the :class:`AxesSpec` when all match.  Expect ``inv_freq`` or, for M-RoPE,
-    ``sections`` (a config's mrope_section) with ``layout`` ("blocks" or "interleaved") and ``base`` (default
+    ``sections`` (a config's mrope_section) with ``layout`` (a name of MROPE_LAYOUTS) and ``base`` (default
     10000): :func:`rope_ref.multiaxis.mrope_frequencies` over rotary_dim (default d); ``position_shift`` the
     shift fn adds to each axis (default: none).  fn's own exceptions are re-raised as ``KernelRaised``."""
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
@@ -184,9 +184,9 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
                              "(rotary_dim/2, axes) for other layouts")
         if layout not in (None, *MROPE_LAYOUTS):
             raise ValueError(f"layout must be 'blocks' or 'interleaved', got {layout!r}"
-                             f"{closest_name(str(layout), tuple(MROPE_LAYOUTS))}")
+                             f"{closest_name(str(layout), tuple(MROPE_LAYOUTS))}; the layouts: {tuple(MROPE_LAYOUTS)}")
         inv_freq = mrope_frequencies(rotary_dim or d, sections, base=10000.0 if base is None else base,
-                                     interleaved=layout == "interleaved")
+                                     interleaved=layout or "blocks")
     spec = identify_axes(raising_as("fn", fn), d, axes, seq=seq, seed=seed, max_position=max_position,
                          axis_names=axis_names, max_bytes=max_bytes, timeout=timeout)
     if not spec.is_rope:

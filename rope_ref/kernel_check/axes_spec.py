@@ -35,7 +35,7 @@ class AxesSpec(ProbeSpec):
     form: str | None = None
     axis_of_pair: np.ndarray | None = None  # the axis that turns each pair, when each pair turns with one
     sections: tuple | None = None       # pairs per axis, then
-    mrope_layout: str | None = None     # M-RoPE: "blocks" or "interleaved" (None: neither, or not M-RoPE)
+    mrope_layout: str | None = None     # M-RoPE: a name of MROPE_LAYOUTS (None: none of them, or not M-RoPE)
     axis_bases: tuple | None = None     # axial: per axis, theta_k = base_a^(-k/n_a) over its n_a pairs, if so
     phase_at_zero: float = 0.0          # largest |angle| at position 0 on every axis (0 unless positions shift)
     rotated_at_zero: bool = False       # pairs turned beyond rounding with every axis at 0
@@ -142,7 +142,7 @@ def name_axes(spec, nonzero):
         spec.base = _rounded_base(theta, spec.rotary_dim / 2, rel)
         if spec.form == "M-RoPE" and spec.mrope_layout is None:
             spec.notes.append(f"each pair turns with one axis and the pairs share one spectrum, but the axes are "
-                              f"laid out neither as blocks nor as Qwen3-VL's interleaving: "
+                              f"laid out in none of the known layouts {tuple(MROPE_LAYOUTS)}: "
                               f"{runs(spec.axis_of_pair, names)}")
     elif spec.form == "axial":
         rel = spec.freq_tolerance / np.maximum(np.abs(freqs), 1e-300)

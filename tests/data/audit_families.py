@@ -22,7 +22,7 @@ Verdicts:
   refused: ...       from_hf_config raises ValueError; with ``pairing=`` forced, which pairing would match
   not audited: ...   no text rotary module this script can drive generically (vision, complex
                      freqs_cis, ...): the reason
-Last run: transformers 5.24.0, torch 2.14.1 (tests/data/audit_families.txt).
+Last run: transformers 5.24.0, torch 2.13.0+cpu (tests/data/audit_families.txt).
 What the module + apply function compute is what the attention does only where the attention calls
 them this way; the families from_hf_config supports were also read by hand (tests/data/README.md).
 """
@@ -166,7 +166,7 @@ def compare(rcfg, outs, width):
         pos = ids.max(axis=0) if ids.ndim == 2 else ids
         if rcfg.output_pairing == "half":        # MLA's apply_rotary_pos_emb_interleave: half layout out
             got = rr.to_half(got)
-        theta = rcfg.inv_freq(int(pos.max()) + 1).max()
+        theta = np.abs(rcfg.inv_freq(int(pos.max()) + 1)).max()     # clockwise configs: negative
         tol = (4 * 2.0 ** -24 * (pos[:, None] * theta + 1) * np.abs(q).max() * 1.5 + 1e-6) * max(rcfg.attention_factor, 1)
         err = np.abs(got - want)
         worst = max(worst, float(err.max()))

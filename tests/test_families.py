@@ -1,0 +1,245 @@
+"""The families of issue 30 that from_hf_config refused or did not know, against their real modules.
+
+tests/data/families.npz / .json (record_families.py; transformers 5.24.0, diffusers 0.42.1) hold each module's
+rotated query (or its cos/sin tables) at recorded position ids, and the config the module was built with (a
+transformers config's ``to_dict()``, a diffusers model's ``config.json``).  Each test reads that config with
+``rope_ref.from_hf_config`` and compares; the expected values come from the recordings or are written from the
+modules' formulas here, never from rope_ref.
+"""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rope_ref as rr
+from rope_ref.kernel_check import RopeMismatch
+
+DATA = Path(__file__).parent / "data"
+META = json.loads((DATA / "families.json").read_text())["cases"]
+with np.load(DATA / "families.npz") as _z:
+    REC = {k: _z[k] for k in _z.files}
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def recorded(case, name):
+    return REC[f"{case}/{name}"]
+
+
+def read(case):
+    return rr.from_hf_config(META[case]["config"], layer_type=META[case]["layer_type"])
+
+
+def row_tolerance(pos, q):
+    """float32 angles: per row, a few ulps of the largest angle times the row's largest feature."""
+    return 8 * EPS32 * (1 + np.abs(pos).max(axis=0))[:, None] * np.abs(q).max(axis=1, keepdims=True) + 1e-6
+
+
+# ---- axial_frequencies(sections=) and the hw_alternating layout, by hand -----------------------------------------
+
+def test_axial_frequencies_with_unequal_sections_by_hand():
+    F = rr.axial_frequencies(128, sections=[8, 28, 28])                # Flux: feature dims 16, 56, 56
+    for axis, (start, dim) in enumerate([(0, 16), (8, 56), (36, 56)]):
+        want = 10000.0 ** (-np.arange(0, dim, 2) / dim)               # theta_k = base^(-2k/dim_a), eq 15 per axis
+        np.testing.assert_allclose(F[start:start + dim // 2, axis], want, rtol=1e-15)
+    assert np.count_nonzero(F) == 64 and F.shape == (64, 3)
+    wan = rr.axial_frequencies(128, sections=[22, 21, 21])             # Wan: t = 128 - 4*21 = 44, h = w = 42
+    np.testing.assert_allclose(wan[22:43, 1], 10000.0 ** (-np.arange(0, 42, 2) / 42), rtol=1e-15)
+    flux2 = rr.axial_frequencies(128, base=2000.0, sections=[16] * 4)
+    np.testing.assert_array_equal(flux2, rr.axial_frequencies(128, base=2000.0, axes=4))
+
+
+@pytest.mark.parametrize("kwargs, exc, words", [
+    ({"sections": [8, 28, 27]}, ValueError, "sum to rotary_dim/2 = 64"),
+    ({"sections": [8, 28, 28], "axes": 2}, ValueError, "disagrees"),
+    ({"sections": []}, ValueError, "at least one"),
+    ({"sections": "8,28,28"}, TypeError, "sections must be a list"),
+    ({"sections": [8.0, 28, 28]}, TypeError, "sections[0]"),
+])
+def test_axial_frequencies_bad_sections_are_named(kwargs, exc, words):
+    with pytest.raises(exc) as err:
+        rr.axial_frequencies(128, **kwargs)
+    assert words in str(err.value)
+
+
+def test_hw_alternating_layout_by_hand():
+    F = rr.mrope_frequencies(16, [2, 3, 3], interleaved="hw_alternating")
+    assert np.argmax(F != 0, axis=1).tolist() == [1, 2, 1, 2, 1, 2, 0, 0]     # h, w alternate; t on the lowest
+    np.testing.assert_allclose(F.sum(axis=1), 10000.0 ** (-np.arange(0, 16, 2) / 16), rtol=1e-15)
+    np.testing.assert_array_equal(rr.mrope_frequencies(16, [4, 2, 2], interleaved=True),
+                                  rr.mrope_frequencies(16, [4, 2, 2], interleaved="interleaved"))
+    with pytest.raises(ValueError, match="cannot be interleaved over rotary_dim/2 = 8 pairs as layout .hw_alternating."):
+        rr.mrope_frequencies(16, [2, 4, 2], interleaved="hw_alternating")
+    with pytest.raises(TypeError, match="hw_alternating"):
+        rr.mrope_frequencies(16, [2, 3, 3], interleaved="hw_alternate")
+
+
+# ---- the recorded modules --------------------------------------------------------------------------------------
+
+OUTPUT_CASES = sorted(case for case in META if f"{case}/out" in REC)
+
+
+@pytest.mark.parametrize("case", OUTPUT_CASES)
+def test_from_hf_config_rotates_as_the_real_module(case):
+    cfg = read(case)
+    pos, q, out = recorded(case, "pos"), recorded(case, "q").astype(np.float64), recorded(case, "out")
+    width = cfg.head_dim
+    if q.shape[1] > width:             # DeepSeek-V4: a 512-wide head whose trailing 64 features rotate
+        np.testing.assert_array_equal(out[:, :-width], q[:, :-width])
+    got = cfg.rotate(q[:, -width:], pos if cfg.axes else pos[0])
+    if cfg.output_pairing == "half":   # interleaved pairs in, written back in half layout
+        got = np.concatenate([rr.to_half(got[:, :cfg.rotary_dim]), got[:, cfg.rotary_dim:]], axis=1)
+    err = np.abs(got - out[:, -width:])
+    assert np.all(err <= row_tolerance(pos, q)), f"{case}: max error {err.max():.3g}"
+
+
+@pytest.mark.parametrize("case", sorted(case for case in META if META[case]["config"].get("_class_name")))
+def test_diffusers_tables_are_the_config_frequencies(case):
+    """cos/sin of each pair (Qwen-Image's complex table: one column per pair; the others repeat each column)."""
+    cfg = read(case)
+    cos, sin, pos = recorded(case, "cos"), recorded(case, "sin"), recorded(case, "pos")
+    if cos.shape[1] == cfg.rotary_dim:
+        assert np.array_equal(cos[:, 0::2], cos[:, 1::2]) and np.array_equal(sin[:, 0::2], sin[:, 1::2])
+        cos, sin = cos[:, 0::2], sin[:, 0::2]
+    angles = pos.T @ cfg.inv_freq().T                                  # (seq, pairs)
+    tol = 8 * EPS32 * (1 + np.abs(angles)) + 1e-6
+    assert np.all(np.abs(np.cos(angles) - cos) <= tol) and np.all(np.abs(np.sin(angles) - sin) <= tol), case
+
+
+def test_diffusers_classes_defaults_are_their_init_defaults():
+    for case, meta in META.items():
+        if "init_defaults" not in meta:
+            continue
+        name = meta["config"]["_class_name"]
+        bare = rr.from_hf_config({"_class_name": name, "use_rotary_positional_embeddings": True})
+        given = rr.from_hf_config({"_class_name": name, **meta["init_defaults"], "use_rotary_positional_embeddings":
+                                   True})
+        assert bare == given, case
+        if "[" not in case:            # the recorded instance kept the defaults
+            assert bare == read(case), case
+    flux = read("FluxTransformer2DModel")
+    assert (flux.axes, flux.axial_sections, flux.base, flux.pairing) == (3, (8, 28, 28), 10000.0, "interleaved")
+    assert read("WanTransformer3DModel[96]").axial_sections == (16, 16, 16)   # 96 - 4*16 = 32 = 2*16
+    assert read("CogVideoXTransformer3DModel").axial_sections == (8, 12, 12)  # 64/4, 64/8*3, 64/8*3 features
+
+
+@pytest.mark.parametrize("config, words", [
+    ({"_class_name": "FluxTransformer3DModel"}, ["FluxTransformer3DModel", "did you mean"]),
+    ({"_class_name": "CogVideoXTransformer3DModel"}, ["use_rotary_positional_embeddings", "no RoPE"]),
+    ({"_class_name": "FluxTransformer2DModel", "axes_dims_rope": [16, 56, 48]}, ["axes_dims_rope", "128"]),
+    ({"_class_name": "FluxTransformer2DModel", "axes_dims_rope": [15, 57, 56]}, ["axes_dims_rope", "even"]),
+    ({"_class_name": "Flux2Transformer2DModel", "rope_theta": -1}, ["rope_theta"]),
+])
+def test_bad_diffusers_configs_are_named(config, words):
+    with pytest.raises(ValueError) as err:
+        rr.from_hf_config(config)
+    assert all(w in str(err.value) for w in words), str(err.value)
+    with pytest.raises(ValueError, match="one RoPE for every layer"):
+        rr.from_hf_config({"_class_name": "FluxTransformer2DModel"}, layer_type="full_attention")
+
+
+def test_deepseek_v4_published_layout_reads_as_the_module():
+    """V4 checkpoints write the legacy keys (qk_rope_head_dim, compress_rope_theta, a flat yarn rope_scaling):
+    the same RoPE per layer type as the module built from the nested v5 config."""
+    rope = META["deepseek_v4[main]"]["config"]["rope_parameters"]["compress"]
+    flat = {"model_type": "deepseek_v4", "head_dim": 512, "qk_rope_head_dim": 64, "rope_theta": 10000.0,
+            "compress_rope_theta": 160000.0, "max_position_embeddings": 1048576,
+            "rope_scaling": {k: rope[k] for k in ("rope_type", "factor", "original_max_position_embeddings",
+                                                  "beta_fast", "beta_slow")}}
+    for layer_type in ("main", "compress"):
+        case = f"deepseek_v4[{layer_type}]"
+        cfg = rr.from_hf_config(flat, layer_type=layer_type)
+        q, pos = recorded(case, "q").astype(np.float64), recorded(case, "pos")[0]
+        err = np.abs(cfg.rotate(q[:, -64:], pos) - recorded(case, "out")[:, -64:])
+        assert np.all(err <= row_tolerance(pos[None], q)), (layer_type, err.max())
+    assert rr.from_hf_config(flat, layer_type="compress").attention_factor == 1.0   # no YaRN mscale on cos/sin
+    del flat["compress_rope_theta"]                               # the config class's default, as recorded
+    assert rr.from_hf_config(flat, layer_type="compress").base == rope["rope_theta"] == 160000.0
+
+
+def test_dsa_indexer_is_a_layer_type_of_the_main_config():
+    indexer, main = read("deepseek_v32[indexer]"), rr.from_hf_config(META["deepseek_v32[indexer]"]["config"])
+    assert (indexer.pairing, indexer.output_pairing, indexer.head_dim) == ("half", None, 128)
+    assert (main.pairing, main.output_pairing, main.head_dim) == ("interleaved", "half", 64)
+    assert dataclasses.replace(indexer, pairing=main.pairing, output_pairing="half", head_dim=64) == main
+    with pytest.raises(ValueError, match="layer_type"):
+        rr.from_hf_config(DATA / "configs" / "families" / "v5-qwen2-moe.json", layer_type="indexer")
+
+
+def test_hunyuan_vl_xdrope_is_refused_because_its_map_is_no_rotation():
+    """The recorded tables: a feature k and its rotate_half partner k + d/2 take angles a, b from different axes;
+    the 2x2 map [[cos a, -sin a], [sin b, cos b]] has determinant cos(a - b), not 1, where the axes differ."""
+    cos, sin, pos = (recorded("hunyuan_vl_text", k) for k in ("cos", "sin", "pos"))
+    half = cos.shape[1] // 2
+    det = cos[:, :half] * cos[:, half:] + sin[:, :half] * sin[:, half:]
+    same = np.all(pos == pos[0], axis=0)
+    np.testing.assert_allclose(det[same], 1.0, atol=1e-5)
+    assert np.abs(det[~same] - 1).max() > 0.4
+    for config in (META["hunyuan_vl_text"]["config"], {"model_type": "hunyuan_vl",
+                                                       "text_config": META["hunyuan_vl_text"]["config"]}):
+        with pytest.raises(ValueError, match="not a rotation"):
+            rr.from_hf_config(config)
+
+
+def test_nanochat_kernel_matches_its_config_not_every_sign_flipped():
+    cos, sin = recorded("nanochat", "cos").astype(np.float64), recorded("nanochat", "sin").astype(np.float64)
+
+    def nanochat_kernel(x):                    # NanoChat's apply_rotary_pos_emb on the recorded tables
+        x1, x2 = x[..., :x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return x * cos[:x.shape[-2]] + np.concatenate([x2, -x1], axis=-1) * sin[:x.shape[-2]]
+
+    cfg = read("nanochat")
+    assert cfg.clockwise and np.all(cfg.inv_freq() < 0)
+    rr.assert_rope_matches(nanochat_kernel, config=cfg, seq=64)
+    with pytest.raises(RopeMismatch, match="every sign flipped"):
+        rr.assert_rope_matches(nanochat_kernel, config=dataclasses.replace(cfg, clockwise=False), seq=64)
+
+
+def test_ernie_and_gemma3n_read_their_layouts():
+    ernie = read("ernie4_5_vl_moe_text")
+    assert (ernie.mrope_section, ernie.mrope_interleaved, ernie.pairing) == ((20, 22, 22), "hw_alternating",
+                                                                             "interleaved")
+    assert np.argmax(ernie.inv_freq() != 0, axis=1).tolist() == [1, 2] * 22 + [0] * 20
+    full, sliding = read("gemma3n_text[full_attention]"), read("gemma3n_text[sliding_attention]")
+    assert (full.base, sliding.base, full.pairing) == (1e6, 1e4, "half")
+    published = {"model_type": "gemma3n", "text_config": {      # Gemma 3n's config.json keys (v4 layout)
+        "model_type": "gemma3n_text", "head_dim": 64, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+        "rope_scaling": None}}
+    for layer_type in ("full_attention", "sliding_attention"):
+        case = f"gemma3n_text[{layer_type}]"
+        q, pos = recorded(case, "q").astype(np.float64), recorded(case, "pos")
+        got = rr.from_hf_config(published, layer_type=layer_type).rotate(q, pos[0])
+        assert np.all(np.abs(got - recorded(case, "out")) <= row_tolerance(pos, q)), layer_type
+
+
+def test_identify_names_the_hw_alternating_layout():
+    """A kernel written as ERNIE-4.5-VL's module computes it (its pre-rotated inv_freq: even pairs of the first
+    s_h + s_w on height, odd ones on width, the rest temporal), measured by identify(axes=3)."""
+    theta = 500000.0 ** (-np.arange(0, 32, 2) / 32)
+    hw = 12
+
+    def ernie_kernel(x, positions):
+        t, h, w = positions
+        angles = np.concatenate([(h[..., None] * theta[:hw:2, None].T)[..., :, None],
+                                 (w[..., None] * theta[1:hw:2, None].T)[..., :, None]], axis=-1)
+        angles = np.concatenate([angles.reshape(*angles.shape[:-2], hw), t[..., None] * theta[hw:]], axis=-1)
+        cos, sin = np.cos(angles), np.sin(angles)
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return np.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1).reshape(x.shape)
+
+    spec = rr.identify(ernie_kernel, 32, axes=3)
+    assert (spec.form, spec.mrope_layout, spec.sections) == ("M-RoPE", "hw_alternating", (4, 6, 6))
+
+
+def test_assert_rope_matches_builds_a_named_layout():
+    """layout="hw_alternating" is built as that layout, not silently as blocks."""
+    F = rr.mrope_frequencies(32, [4, 6, 6], interleaved="hw_alternating")
+
+    def kernel(x, positions):
+        return rr.rotate(x, positions, inv_freq=F)
+
+    rr.assert_rope_matches(kernel, 32, axes=3, sections=[4, 6, 6], layout="hw_alternating")
+    with pytest.raises(RopeMismatch):
+        rr.assert_rope_matches(kernel, 32, axes=3, sections=[4, 6, 6], layout="blocks")
