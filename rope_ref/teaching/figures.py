@@ -132,16 +132,8 @@ def fig_wavelengths(d: int = 128, base: float = 10000.0, train_len: int = TRAIN_
 
 
 def fig_frequency_ratios(factor: float = 8.0):
-    """Static snapshot of :class:`ScalingView` for the figures folder.
-
-    The view's note on the one-turn line ("above: a full turn, every angle seen") sits where the curves
-    cross that line; here it moves to the empty lower left corner, below the line, reworded for there."""
-    fig = ScalingView(factor=factor).static_figure()
-    for ax in fig.axes:
-        for t in ax.texts:
-            if t.get_text().startswith("above: a full turn"):
-                t.set(text="dotted: one full turn (above it, every angle was seen)", x=1, y=2e-3, va="bottom")
-    return fig
+    """Static snapshot of :class:`ScalingView` for the figures folder."""
+    return ScalingView(factor=factor).static_figure()
 
 
 def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: float = 16.0) -> Figure:
