@@ -235,7 +235,8 @@ def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)
         for ang in a:
             ax.plot([0, np.cos(ang)], [0, np.sin(ang)], color="C0", lw=0.8, alpha=0.6)
         mean = np.exp(1j * a).mean()
-        ax.annotate("", xy=(mean.real, mean.imag), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=PALETTE[3], lw=2))
+        arrow = dict(arrowstyle="->", color=PALETTE[3], lw=2)
+        ax.annotate("", xy=(mean.real, mean.imag), xytext=(0, 0), arrowprops=arrow)
         ax.set(xlim=(-1.1, 1.1), ylim=(-1.1, 1.1), aspect="equal", xticks=[], yticks=[],
                title=f"$r = {r}$\nmean length {abs(mean):.2f}")
     r = np.linspace(0, 256, 2561)

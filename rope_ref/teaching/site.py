@@ -1,7 +1,8 @@
 """The course as static HTML that works offline: ``python -m rope_ref site --out DIR``.
 
 :func:`build_site` executes every notebook (nbclient) and writes ``index.html`` (the order, learning
-objectives, links), one page per notebook and ``handout.html`` (docs/handout.md: notation, scaling formulas).  The pages load nothing from the network and hold no script:
+objectives, links), one page per notebook and ``handout.html`` (docs/handout.md).  The pages load nothing
+from the network and hold no script:
 
 * math (``$...$``, ``$$...$$``, found by nbconvert's markdown-with-math parser) is MathML (latex2mathml);
 * figures, and the strip of frames every slider view carries next to its widget (see

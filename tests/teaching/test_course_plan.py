@@ -94,7 +94,8 @@ def test_the_plan_states_the_measure_the_test_applies():
 
 def test_measured_table_is_recounted_from_the_notebooks():
     text = plan_text()
-    rows = {m[0]: m[1:] for m in re.findall(r"^\| (\d\d_\w+) \| (\d+) \| (\d+) \| (\d+) \| ([\d.]+) \| (\d+) \|$", text, re.M)}
+    row = r"^\| (\d\d_\w+) \| (\d+) \| (\d+) \| (\d+) \| ([\d.]+) \| (\d+) \|$"
+    rows = {m[0]: m[1:] for m in re.findall(row, text, re.M)}
     assert set(rows) == set(ALL), sorted(set(rows) ^ set(ALL))
     for name in ALL:
         w, c, v, e = measure(cells(name))

@@ -324,7 +324,8 @@ def _off_palette(fig, artists=None) -> list:
     from matplotlib.colors import ListedColormap, to_rgb
     from rope_ref.teaching.style import PALETTE
     palette = np.array([to_rgb(c) for c in PALETTE])
-    wrong = [c for c in _drawn_colours(fig, artists) if np.ptp(c) > 0.01 and np.abs(palette - c).max(axis=1).min() > 0.01]
+    wrong = [c for c in _drawn_colours(fig, artists)
+             if np.ptp(c) > 0.01 and np.abs(palette - c).max(axis=1).min() > 0.01]
     for mappable in fig.findobj(lambda a: isinstance(a, ScalarMappable) and a.get_array() is not None):
         cmap = mappable.get_cmap()
         listed = isinstance(cmap, ListedColormap) and cmap.N <= len(PALETTE)

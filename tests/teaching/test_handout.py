@@ -30,7 +30,7 @@ def theta(d, base):
 
 
 def yarn_gamma(d, base, train_len, beta_fast=32.0, beta_slow=1.0):
-    """$\\gamma_i$ as the handout writes it: 1 - min(1, max(0, (i - floor r(fast)) / (ceil r(slow) - floor r(fast))))."""
+    """gamma_i as the handout writes it: 1 - min(1, max(0, (i - floor r(fast)) / (ceil r(slow) - floor r(fast))))."""
     def r(beta):
         return d * math.log(train_len / (2 * math.pi * beta)) / (2 * math.log(base))
     low, high = math.floor(r(beta_fast)), math.ceil(r(beta_slow))
