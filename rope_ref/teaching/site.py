@@ -329,8 +329,8 @@ def index_html(pages, handout: bool = False) -> bytes:
     body = ("<h1>RoPE from the paper to your kernel: the course</h1>"
             "<p>RoFormer (arXiv:2104.09864), section 3, with the NumPy reference implementation "
             "<code>rope_ref</code>. Work through the notebooks in this order; the pages show them executed. "
-            + ('The notation and the scaling formulas are on one page: <a href="handout.html">the handout</a>. '
-               if handout else "") +
+            + ('The notation and the scaling formulas are on one page: <a href="handout.html" title="notation '
+               'and scaling formulas">the handout</a>. ' if handout else "") +
             "The lecture plan (the core path as one 90-minute lecture, the extensions as two more, and what is "
             "homework) is <code>docs/lecture_plan.md</code> in the repository. "
             "Solutions are folded: click <em>Solution</em> to open one. To move the sliders, run the notebooks in "
