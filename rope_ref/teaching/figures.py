@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.patches import Circle
 
 from ..rope_attention import softmax
 from ..forms import decay_bound, frequencies, partial_sums, rotate, sinusoidal, wrap_angle
@@ -22,7 +23,7 @@ from .vision_rope import fig_mrope_layout
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
 from .real_model import fig_real_attention_maps
 from .quantities import random_qk, score
-from .style import METADATA, RC, new_figure, unit_circle
+from .style import METADATA, PALETTE, RC, new_figure, unit_circle
 from .views import ScalingView
 from .files import check_targets, write_atomically    # noqa: I001 (kept apart: the figures above change often)
 
@@ -104,7 +105,7 @@ def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figur
         angles = np.arctan2(rot[:, 2 * i + 1], rot[:, 2 * i])
         labelled = []
         for j, (m, (a, b)) in enumerate(zip(positions, rot[:, 2 * i:2 * i + 2])):
-            ax.annotate("", xy=(a, b), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=f"C{m % 10}"))
+            ax.annotate("", xy=(a, b), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=PALETTE[m % len(PALETTE)]))
             last = j == len(positions) - 1
             gaps = [abs(np.angle(np.exp(1j * (angles[j] - angles[k])))) for k in labelled + ([] if last else [-1])]
             if last or min(gaps, default=np.inf) >= 0.35:
@@ -131,16 +132,8 @@ def fig_wavelengths(d: int = 128, base: float = 10000.0, train_len: int = TRAIN_
 
 
 def fig_frequency_ratios(factor: float = 8.0):
-    """Static snapshot of :class:`ScalingView` for the figures folder.
-
-    The view's note on the one-turn line ("above: a full turn, every angle seen") sits where the curves
-    cross that line; here it moves to the empty lower left corner, below the line, reworded for there."""
-    fig = ScalingView(factor=factor).static_figure()
-    for ax in fig.axes:
-        for t in ax.texts:
-            if t.get_text().startswith("above: a full turn"):
-                t.set(text="dotted: one full turn (above it, every angle was seen)", x=1, y=2e-3, va="bottom")
-    return fig
+    """Static snapshot of :class:`ScalingView` for the figures folder."""
+    return ScalingView(factor=factor).static_figure()
 
 
 def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: float = 16.0) -> Figure:
@@ -181,15 +174,23 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
 
 def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000.0) -> Figure:
     """Every pair as a clock hand: at position m hand i points at angle m theta_i.  Hand 0 spins
-    fastest (1 rad per position), later hands ever slower -- like a clock's second, minute and hour hands."""
+    fastest (1 rad per position), later hands ever slower -- like a clock's second, minute and hour hands.
+
+    Each hand turns on its own ring (hand 0 outermost, a faint circle marks each ring) and is drawn only
+    across its ring, with a dot at its tip: the slow hands, which barely move, lie side by side, never on
+    top of one another."""
     fig = new_figure(2.3 * len(positions), 2.9)
     n_pairs = d // 2
-    lengths = np.linspace(1.0, 0.35, n_pairs)
+    ring = 0.85 / n_pairs                                      # the width of one hand's ring
+    outer = 1.0 - ring * np.arange(n_pairs)                   # hand i spans [outer_i - 0.85 ring, outer_i]
     for ax, m in zip(fig.subplots(1, len(positions)), positions):
-        ax.add_patch(unit_circle())
-        for i, (a, length) in enumerate(zip(wrap_angle(m * frequencies(d, base)), lengths)):
-            ax.plot([0, length * np.cos(a)], [0, length * np.sin(a)], color=f"C{i % 10}", lw=2.5 - 1.5 * i / n_pairs,
+        for i, (a, radius) in enumerate(zip(wrap_angle(m * frequencies(d, base)), outer)):
+            color = PALETTE[i % len(PALETTE)]
+            ax.add_patch(Circle((0, 0), radius, fill=False, color="0.88", lw=0.6))
+            span = np.array([radius - 0.85 * ring, radius])
+            ax.plot(span * np.cos(a), span * np.sin(a), "-", color=color, lw=4, solid_capstyle="butt",
                     label=f"hand {i}" if m == positions[0] else None)
+            ax.plot([radius * np.cos(a)], [radius * np.sin(a)], "o", color=color, ms=5)
         ax.set(xlim=(-1.15, 1.15), ylim=(-1.15, 1.15), aspect="equal", xticks=[], yticks=[], title=f"$m = {m}$")
     fig.legend(*fig.axes[0].get_legend_handles_labels(), loc="outside right center")
     fig.suptitle(rf"Position $m$ as {n_pairs} clock hands: hand $i$ at angle $m\theta_i$ ($d = {d}$, base {base:g})")
@@ -234,7 +235,8 @@ def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)
         for ang in a:
             ax.plot([0, np.cos(ang)], [0, np.sin(ang)], color="C0", lw=0.8, alpha=0.6)
         mean = np.exp(1j * a).mean()
-        ax.annotate("", xy=(mean.real, mean.imag), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color="C3", lw=2))
+        arrow = dict(arrowstyle="->", color=PALETTE[3], lw=2)
+        ax.annotate("", xy=(mean.real, mean.imag), xytext=(0, 0), arrowprops=arrow)
         ax.set(xlim=(-1.1, 1.1), ylim=(-1.1, 1.1), aspect="equal", xticks=[], yticks=[],
                title=f"$r = {r}$\nmean length {abs(mean):.2f}")
     r = np.linspace(0, 256, 2561)

@@ -1,7 +1,8 @@
 """The course as static HTML that works offline: ``python -m rope_ref site --out DIR``.
 
 :func:`build_site` executes every notebook (nbclient) and writes ``index.html`` (the order, learning
-objectives, links) and one page per notebook.  The pages load nothing from the network and hold no script:
+objectives, links), one page per notebook and ``handout.html`` (docs/handout.md).  The pages load nothing
+from the network and hold no script:
 
 * math (``$...$``, ``$$...$$``, found by nbconvert's markdown-with-math parser) is MathML (latex2mathml);
 * figures, and the strip of frames every slider view carries next to its widget (see
@@ -41,11 +42,13 @@ from pygments.lexers import PythonLexer
 from .files import check_targets, write_atomically
 
 OBJECTIVES = "## Learning objectives"
+#: The one-page handout (notation, the scaling formulas), published as ``handout.html`` when the checkout has it.
+HANDOUT = Path(__file__).resolve().parents[2] / "docs" / "handout.md"
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
 CSS = """
-body { font: 17px/1.5 system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222;
-       overflow-x: hidden; }
+body { font: 17px/1.5 "DejaVu Sans", system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;
+       color: #222; overflow-x: hidden; }
 nav { display: flex; justify-content: space-between; border-bottom: 1px solid #ddd; margin-bottom: 1rem; }
 pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; font-size: 14px; }
 pre.out { background: none; border-left: 3px solid #ccc; white-space: pre-wrap; overflow-wrap: anywhere; }
@@ -57,6 +60,7 @@ img { max-width: 100%; }
 details.solution { border: 1px solid #bbb; padding: .3rem 1rem; margin: 1rem 0; }
 details.solution > summary { cursor: pointer; font-weight: bold; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: .3rem .6rem; vertical-align: top; }
+math { font-family: "DejaVu Math TeX Gyre", math; }
 math[display="block"] { margin: .8rem 0; overflow-x: auto; overflow-y: hidden; }
 mtable.paren, mtable.bracket, mtable.vbar, mtable.vvbar { border: 0 solid currentColor; border-width: 0 1.5px;
        padding: 0 .3em; margin: 0 .15em; }
@@ -121,6 +125,13 @@ def _space_functions(mathml: str) -> str:
                   rf"\1{_THIN}", mathml)
 
 
+def _tight_bars(mathml: str) -> str:
+    """``|x|`` and ``\\|x\\|`` drawn tight, as TeX draws them: a bar is a fence, not an operator with a gap on
+    each side (MathML's default spacing for ``<mo>|</mo>``)."""
+    bar = r'<mo((?: fence="false")? stretchy="false")>(&#x0007C;|&#x02016;)</mo>'
+    return re.sub(bar, r'<mo\1 lspace="0em" rspace="0em">\2</mo>', mathml)
+
+
 def math_to_mathml(tex: str, display: bool = False) -> str:
     """LaTeX to a MathML element the browser draws itself (no script, no network)."""
     try:
@@ -130,7 +141,7 @@ def math_to_mathml(tex: str, display: bool = False) -> str:
     unknown = re.findall(r">(\\[A-Za-z]+)<", mathml)    # a command latex2mathml does not know is left as text
     if unknown:
         raise ValueError(f"cannot render the math {tex.strip()!r} as MathML: unknown command(s) {unknown}")
-    return _clean(_space_functions(_stretch_fences(mathml)))
+    return _clean(_tight_bars(_space_functions(_stretch_fences(mathml))))
 
 
 class _CourseRenderer(IPythonRenderer):
@@ -295,23 +306,43 @@ def _inline(title: str) -> str:
     return "".join(math_to_mathml(p) if i % 2 else html.escape(p, quote=False) for i, p in enumerate(parts))
 
 
-def index_html(pages) -> bytes:
-    """The overview: every notebook in the given order, with its title, file and learning objectives."""
+def _numbered(stem: str, title: str) -> tuple[str, str]:
+    """The number a notebook is titled with and the rest of its title ("0. Why positions?" -> "0", "Why
+    positions?"); a title without one keeps it whole and takes its file name's number ("00_x" -> "0")."""
+    titled = re.match(r"(\d+)\.\s+(.*)", title)
+    if titled:
+        return str(int(titled[1])), titled[2]
+    from_file = re.match(r"\d+", stem)
+    return (str(int(from_file[0])) if from_file else ""), title
+
+
+def index_html(pages, handout: bool = False) -> bytes:
+    """The overview: every notebook in the given order, numbered as titled, with its file and learning
+    objectives; a link to the handout page when ``handout``."""
     rows = []
-    for number, (stem, title, objectives) in enumerate(pages, 1):
+    for stem, title, objectives in pages:
+        number, name = _numbered(stem, title)
         rows.append(f'<tr><td>{number}</td>'
-                    f'<td><a href="{stem}.html">{_inline(title)}</a><br>'
+                    f'<td><a href="{stem}.html">{_inline(name)}</a><br>'
                     f'<code>notebooks/{html.escape(stem)}.ipynb</code></td>'
                     f"<td>{objectives or '<em>(no learning objectives given)</em>'}</td></tr>")
     body = ("<h1>RoPE from the paper to your kernel: the course</h1>"
             "<p>RoFormer (arXiv:2104.09864), section 3, with the NumPy reference implementation "
             "<code>rope_ref</code>. Work through the notebooks in this order; the pages show them executed. "
-            "The lecture plan (which cells and exercises fit a 90-minute session, and what is homework) is "
-            "<code>docs/lecture_plan.md</code> in the repository. "
+            + ('The notation and the scaling formulas are on one page: <a href="handout.html" title="notation '
+               'and scaling formulas">the handout</a>. ' if handout else "") +
+            "The lecture plan (the core path as one 90-minute lecture, the extensions as two more, and what is "
+            "homework) is <code>docs/lecture_plan.md</code> in the repository. "
             "Solutions are folded: click <em>Solution</em> to open one. To move the sliders, run the notebooks in "
             "JupyterLab.</p>"
             "<table><tr><th>#</th><th>notebook</th><th>learning objectives</th></tr>" + "".join(rows) + "</table>")
     return _page("rope_ref course", body)
+
+
+def handout_html(source: Path | str = HANDOUT) -> bytes:
+    """The handout (markdown with math) as a page of the site, with a link back to the overview."""
+    nav = '<nav><span></span><a href="index.html">course overview</a><span></span></nav>'
+    return _page("RoPE on one page", markdown_to_html(Path(source).read_text(encoding="utf-8")), nav)
 
 
 def course_notebooks(folder: Path | str) -> list[Path]:
@@ -323,7 +354,8 @@ def course_notebooks(folder: Path | str) -> list[Path]:
 
 
 def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Path:
-    """Execute ``notebooks`` in the given order, write one page each and ``index.html`` into ``out``;
+    """Execute ``notebooks`` in the given order, write one page each, ``index.html`` and (from a checkout)
+    ``handout.html`` into ``out``;
     return the path of ``index.html``.
 
     Nothing is created before every notebook has run: then ``out`` is made if missing and each page is
@@ -336,7 +368,7 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Pa
     missing = [str(p) for p in notebooks if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"build_site: notebook(s) not found: {', '.join(missing)}")
-    check_targets(out, [f"{p.stem}.html" for p in notebooks] + ["index.html"])
+    check_targets(out, [f"{p.stem}.html" for p in notebooks] + ["index.html", "handout.html"])
     pages, bodies = [], []
     for path in notebooks:
         nb = executed_notebook(path, timeout)
@@ -348,4 +380,6 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Pa
     out.mkdir(parents=True, exist_ok=True)
     for i, ((stem, title, _), body) in enumerate(zip(pages, bodies)):
         write_atomically(out / f"{stem}.html", _page(title.replace("$", ""), body, _nav(pages, i)))
-    return write_atomically(out / "index.html", index_html(pages))
+    if HANDOUT.is_file():
+        write_atomically(out / "handout.html", handout_html())
+    return write_atomically(out / "index.html", index_html(pages, handout=HANDOUT.is_file()))

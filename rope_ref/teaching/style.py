@@ -7,6 +7,9 @@
 * No text below :data:`MIN_FONT_PT` (10 pt), legends included, so a figure stays readable when
   projected.  A :class:`StyledFigure` raises smaller sizes to the minimum each time it is drawn,
   whatever size the code that built it asked for.
+* Colours from one colour-blind-safe palette, Okabe and Ito's (:data:`PALETTE`): every axes cycles through
+  it, and ``"C0"``, ``"C1"``, ... name its colours wherever a :class:`StyledFigure` is drawn (a notebook's
+  default rcParams included); greys for the rest, ``viridis`` and ``RdBu_r`` for images.
 * Math in labels is matplotlib mathtext (``r"$\\theta_i$"``), in DejaVu Sans like the text.
 * Byte-identical output run to run: a fixed SVG hash salt, and no dates or software versions in
   the metadata (:data:`RC`, :data:`METADATA`).
@@ -18,7 +21,10 @@ so they render the same under any backend and leave no global state behind.
 from __future__ import annotations
 
 import io
+from contextlib import contextmanager
 
+import matplotlib
+from cycler import cycler
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
@@ -28,21 +34,49 @@ DPI = 150
 VIEW_DPI = 100
 MIN_FONT_PT = 10
 
+#: Okabe & Ito, "Color Universal Design" (2008): told apart with any of the common colour-vision deficiencies.
+#: Blue, orange, bluish green, vermillion, reddish purple, sky blue, black, yellow (the yellow last: faint on white).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
+PALETTE_RC = {"axes.prop_cycle": cycler(color=PALETTE)}
+
 #: matplotlib's defaults plus these, for every saved figure (``write_all`` applies them).
-RC = {"svg.hashsalt": "rope_ref", "svg.fonttype": "path", "figure.dpi": DPI, "savefig.dpi": DPI,
+RC = {**PALETTE_RC, "svg.hashsalt": "rope_ref", "svg.fonttype": "path", "figure.dpi": DPI, "savefig.dpi": DPI,
       "font.size": 11, "legend.fontsize": MIN_FONT_PT, "xtick.labelsize": MIN_FONT_PT,
       "ytick.labelsize": MIN_FONT_PT, "mathtext.fontset": "dejavusans"}
 METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
 
 
 class StyledFigure(Figure):
-    """A Figure that applies the style when drawn: no text below :data:`MIN_FONT_PT`."""
+    """A Figure in the style: its axes cycle through :data:`PALETTE`, ``"CN"`` colours are the palette's when it
+    is drawn (whole, or one artist at a time as a view's step draws), and no text is below :data:`MIN_FONT_PT`."""
+
+    def add_subplot(self, *args, **kwargs):
+        ax = super().add_subplot(*args, **kwargs)
+        ax.set_prop_cycle(PALETTE_RC["axes.prop_cycle"])
+        return ax
 
     def draw(self, renderer):
         for text in self.findobj(Text):
             if text.get_fontsize() < MIN_FONT_PT:
                 text.set_fontsize(MIN_FONT_PT)
-        super().draw(renderer)
+        with _palette():
+            super().draw(renderer)
+
+    def draw_artist(self, a):
+        with _palette():
+            super().draw_artist(a)
+
+
+@contextmanager
+def _palette():
+    """``"CN"`` colours name :data:`PALETTE`'s while inside (one rcParam swapped: a view's step draws each of
+    its artists inside, so no copy of every rcParam as ``rc_context`` makes)."""
+    previous = matplotlib.rcParams["axes.prop_cycle"]
+    matplotlib.rcParams["axes.prop_cycle"] = PALETTE_RC["axes.prop_cycle"]
+    try:
+        yield
+    finally:
+        matplotlib.rcParams["axes.prop_cycle"] = previous
 
 
 def new_figure(width: float = 9.0, height: float = 3.6, dpi: int = DPI) -> Figure:

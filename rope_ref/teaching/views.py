@@ -291,19 +291,29 @@ class ScalingView(View):
     """
 
     METHODS_Y = {"ratio": (4.0 ** -5.5, 1.5), "angle": (1e-3, 1e6), "gap": (1e-9, 3.0)}
+    #: How each method is drawn in every panel: its palette colour, a dash pattern and a marker placed at pairs of
+    #: its own (``markevery`` offset), so methods whose lines coincide still show each one's marks.
+    STYLES = {"linear": dict(color="C0", ls=(0, (5, 2)), marker="o"), "ntk": dict(color="C1", ls="-", marker="s"),
+              "dynamic": dict(color="C2", ls=(0, (1, 1.5)), marker="^"), "yarn": dict(color="C3", ls="-", marker="D"),
+              "llama3": dict(color="C4", ls=(0, (6, 2, 1, 2)), marker="v"),
+              "default": dict(color="0.35", ls=(0, (3, 3)), marker="")}
+    #: Training's curve: a wide pale band under every method (linear keeps exactly training's angles: on the band).
+    TRAINING = dict(color="0.78", lw=7, solid_capstyle="butt", zorder=1.5)
 
     def __init__(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
         self.params = dict(factor=factor, d=d, base=base, train_len=train_len)
         self._check(self.params)
-        self.fig = new_figure(13, 4.4, dpi=VIEW_DPI)
+        self.fig = new_figure(13, 4.6, dpi=VIEW_DPI)
         self.ax_ratio, self.ax_angle, self.ax_gap = self.fig.subplots(1, 3)
         names = list(method_configs())
-        colors = {n: f"C{j}" for j, n in enumerate(names)} | {"default": "0.55"}
         xlabel = r"pair $i$ (fast $\rightarrow$ slow)"
-        self.ratio_lines = {n: self.ax_ratio.plot([], [], label=n, lw=1.5, color=colors[n])[0] for n in names}
+
+        def method_line(ax, name, j):
+            return ax.plot([], [], lw=1.6, ms=4.5, markevery=(2 * j, 11), label=name, zorder=2.5,
+                           **self.STYLES[name])[0]
+        self.ratio_lines = {n: method_line(self.ax_ratio, n, j) for j, n in enumerate(names)}
         self.ax_ratio.set(xlabel=xlabel, ylabel=r"$\theta_i' / \theta_i$", yscale="log",
                           title="frequency ratio per pair")
-        self.ax_ratio.legend(loc="lower left")
         ticks = [4.0 ** -k for k in range(6)][::-1]
         self.ax_ratio.set_ylim(*self.METHODS_Y["ratio"])              # fixed, so a step only redraws the lines
         self.ax_ratio.yaxis.set_major_locator(FixedLocator(ticks))
@@ -313,33 +323,33 @@ class ScalingView(View):
         # Per pair: the largest angle reached, in turns (angle / 2 pi).  A pair below one turn in
         # training never saw the angles above its training curve.
         ax = self.ax_angle
-        self.train_line, = ax.semilogy([], [], color="k", lw=2.5, label=r"training: $L\,\theta_i$")
-        self.angle_lines = {n: ax.plot([], [], lw=1.2, label=n, color=colors[n],
-                                       ls="--" if n == "default" else "-")[0] for n in ["default", *names]}
+        self.train_line, = ax.semilogy([], [], label=r"training: $L\,\theta_i$, $\theta_i$", **self.TRAINING)
+        self.angle_lines = {n: method_line(ax, n, j) for j, n in enumerate(["default", *names])}
+        self.angle_lines["default"].set_label("no scaling")
         ax.axhline(1.0, color="0.5", ls=":", lw=1)
         ax.text(0.02, 0.02, "dotted: one full turn", transform=ax.transAxes,
                 ha="left", va="bottom", color="0.35")
         ax.set(xlabel=xlabel, ylabel=r"largest angle $/\ 2\pi$ (turns)", ylim=self.METHODS_Y["angle"])
-        ax.legend(loc="upper right", ncols=2)
         ax.grid(alpha=0.3)
         self.angle_title = ax.set_title(" ")
         # The squeeze: theta_i' is the angle between positions m and m + 1 in pair i.
         ax = self.ax_gap
-        self.gap_train, = ax.semilogy([], [], color="k", lw=2.5, label=r"training: $\theta_i$")
-        self.gap_lines = {n: ax.plot([], [], lw=1.2, label=n, color=colors[n])[0] for n in names}
+        self.gap_train, = ax.semilogy([], [], **self.TRAINING)
+        self.gap_lines = {n: method_line(ax, n, j) for j, n in enumerate(names)}
         ax.set(xlabel=xlabel, ylabel="angle between neighbours (rad)", ylim=self.METHODS_Y["gap"])
-        ax.legend(loc="lower left")
         ax.grid(alpha=0.3)
         self.gap_text = ax.set_title(" \n ")            # the squeeze in numbers, two lines (dynamic)
+        # one legend for the three panels, below them: no panel's lines under a legend
+        self.fig.legend(*self.ax_angle.get_legend_handles_labels(), loc="outside lower center", ncols=7)
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.ratio_lines.values(), self.train_line, *self.angle_lines.values(), self.angle_title,
                         self.gap_train, *self.gap_lines.values(), self.gap_text, self.title)
         self.relayout_params = frozenset({"d"})              # d moves the three x-axes
         # what a new x-axis is drawn under, in a full redraw's order: the grid (both axes), the static lines and
-        # notes, the spines, the legend
+        # notes, the spines
         self.relayout = tuple(a for ax in self.fig.axes for a in (
             ax.xaxis, ax.yaxis, *(ln for ln in ax.lines if ln not in self.dynamic),
-            *(tx for tx in ax.texts if tx not in self.dynamic), *ax.spines.values(), ax.get_legend()))
+            *(tx for tx in ax.texts if tx not in self.dynamic), *ax.spines.values()))
         self._redraw()
         self._freeze_layout()
 

@@ -17,7 +17,7 @@ from .._validate import check_nbytes, check_positive_int
 from ..forms import rotate
 from ..multiaxis import MROPE_AXES, axial_frequencies, mrope_frequencies, mrope_position_ids
 from .quantities import _qk, random_qk
-from .style import VIEW_DPI, new_figure
+from .style import PALETTE, VIEW_DPI, new_figure
 from .views import View, _minus
 
 #: the view's image: GRID x GRID patches, head dimension D_GRID, Heo et al.'s RoPE-Axial base 100.
@@ -26,7 +26,7 @@ GRID, D_GRID, BASE_GRID = 14, 64, 100.0
 #: interleaved.
 MROPE_MODELS = {"Qwen2-VL": ([16, 24, 24], 1e6, False), "Qwen3-VL": ([24, 20, 20], 5e6, True)}
 MROPE_HEAD_DIM = 128
-AXIS_COLORS = ("C0", "C1", "C2")
+AXIS_COLORS = PALETTE[:3]
 #: patches shown around the image in the view (a key further out is off the picture, not wrong).
 MARGIN = 4
 
@@ -133,8 +133,8 @@ class GridScoreView(View):
         for i in range(GRID + 1):
             ax.plot([i - 0.5, i - 0.5], [-0.5, GRID - 0.5], color="white", lw=0.8)
             ax.plot([-0.5, GRID - 0.5], [i - 0.5, i - 0.5], color="white", lw=0.8)
-        self.q_patch = ax.add_patch(Rectangle((0, 0), 1, 1, color="C0"))
-        self.k_patch = ax.add_patch(Rectangle((0, 0), 1, 1, color="C1"))
+        self.q_patch = ax.add_patch(Rectangle((0, 0), 1, 1, color=PALETTE[0]))
+        self.k_patch = ax.add_patch(Rectangle((0, 0), 1, 1, color=PALETTE[1]))
         self.arrow = ax.add_patch(FancyArrowPatch((0, 0), (1, 1), arrowstyle="-|>", mutation_scale=14, color="k"))
         ax.set(xlim=(lo - 0.5, hi + 0.5), ylim=(hi + 0.5, lo - 0.5), aspect="equal",
                xlabel="patch column $x$", ylabel="patch row $y$")

@@ -15,11 +15,16 @@ import re
 import ipywidgets as W
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextToPath
 
 from .spectrum import OffsetAttentionView, SemanticMatchView
 from .style import VIEW_DPI, figure_png
 from .views import DecayView, RotationsView, ScalingView, View
 from .vision_rope import GRID, GridScoreView
+
+
+_TEXT_PATH = TextToPath()
 
 
 class SliderApp(W.VBox):
@@ -42,10 +47,22 @@ def _strip_html(html_text: str) -> str:
     return re.sub(r"<[^>]+>", "", html_text)
 
 
+#: The static strip's captions: the frame's caption (bold) over the view's readout, both at the style's minimum size.
+CAPTION_PT, LINE_PX = 10.0, 18
+#: The live readout under the sliders: large enough to read from the back of a room (JupyterLab's text is 13 px).
+READOUT_FONT = "17px"
+
+
 def frames_png(view: View, frames) -> bytes:
     """The view at each state of ``frames`` -- ``(caption, params)`` pairs, applied one after another from the
-    view's current state -- stacked top to bottom, each under one line: its caption and the view's readout.
+    view's current state -- stacked top to bottom, each under its caption and the view's readout, the readout
+    wrapped at spaces to the image's width (a band of 40 pixels for a one-line readout, 18 more a line).
     The view is put back in the state it started in.  Returns PNG bytes."""
+    return figure_png(frames_figure(view, frames), dpi=VIEW_DPI)
+
+
+def frames_figure(view: View, frames) -> Figure:
+    """The figure :func:`frames_png` renders."""
     start = dict(view.params)
     images, captions = [], []
     try:
@@ -58,15 +75,34 @@ def frames_png(view: View, frames) -> bytes:
         view.update(**start)
         view.to_png()
     h, w = images[0].shape[:2]
-    band = 40                                              # pixels for two caption lines above each frame
-    fig = Figure(figsize=(w / VIEW_DPI, len(images) * (h + band) / VIEW_DPI), dpi=VIEW_DPI, facecolor="white")
-    total = len(images) * (h + band)
-    for j, (img, (caption, values)) in enumerate(zip(images, captions)):
-        top = total - j * (h + band)                       # figimage and text count pixels from the bottom
-        fig.text(6 / w, (top - 11) / total, caption, va="center", ha="left", fontsize=10, fontweight="bold")
-        fig.text(6 / w, (top - 29) / total, values, va="center", ha="left", fontsize=8.5, family="monospace")
+    font = FontProperties(size=CAPTION_PT)
+    readouts = [_wrap(values, w - 12, font) for _, values in captions]
+    bands = [22 + LINE_PX * len(lines) for lines in readouts]   # 40 px for a caption over one readout line
+    total = sum(bands) + len(images) * h
+    fig = Figure(figsize=(w / VIEW_DPI, total / VIEW_DPI), dpi=VIEW_DPI, facecolor="white")
+    top = total                                                  # figimage and text count pixels from the bottom
+    for img, (caption, _), lines, band in zip(images, captions, readouts, bands):
+        fig.text(6 / w, (top - 11) / total, caption, va="center", ha="left", fontsize=CAPTION_PT, fontweight="bold")
+        for k, line in enumerate(lines):
+            fig.text(6 / w, (top - 29 - LINE_PX * k) / total, line, va="center", ha="left", fontproperties=font)
         fig.figimage(img, xo=0, yo=top - band - h)
-    return figure_png(fig, dpi=VIEW_DPI)
+        top -= band + h
+    return fig
+
+
+def _wrap(text: str, width_px: float, font: FontProperties) -> list[str]:
+    """``text`` broken at spaces into lines each at most ``width_px`` pixels wide in ``font`` (a word longer than
+    a line stays whole)."""
+    def width(line):
+        return _TEXT_PATH.get_text_width_height_descent(line, font, ismath=False)[0] * VIEW_DPI / 72
+    lines = [""]
+    for word in text.split(" "):
+        trial = f"{lines[-1]} {word}" if lines[-1] else word
+        if width(trial) <= width_px or not lines[-1]:
+            lines[-1] = trial
+        else:
+            lines.append(word)
+    return lines
 
 
 def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
@@ -74,7 +110,7 @@ def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
     params)`` pairs for the static fallback (:func:`frames_png`)."""
     width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
     image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
-    readout = W.HTML(value=view.readout())
+    readout = W.HTML(value=view.readout(), style={"font_size": READOUT_FONT})
 
     def on_change(_change=None):
         view.update(**{name: w.value for name, w in controls.items()})

@@ -264,3 +264,127 @@ def test_precision_figure_plots_the_largest_error_so_far():
                  - x32[:, None] * theta).max(axis=1)
     np.testing.assert_allclose(y32, np.maximum.accumulate(err), rtol=1e-12)
     assert np.all(np.diff(y32) >= 0)
+
+
+# --- one colour-blind-safe palette (issue 31) ----------------------------------------------------------------------
+
+#: Colour maps a figure may use: perceptually uniform, or diverging blue-red (no red-green).
+SAFE_COLORMAPS = {"viridis", "cividis", "RdBu", "RdBu_r"}
+
+
+def _every_view():
+    from rope_ref.teaching.spectrum import OffsetAttentionView, SemanticMatchView
+    from rope_ref.teaching.views import DecayView, RotationsView, ScalingView
+    from rope_ref.teaching.vision_rope import GridScoreView
+    return {view.__name__: view for view in (DecayView, RotationsView, ScalingView, OffsetAttentionView,
+                                             SemanticMatchView, GridScoreView)}
+
+
+def _drawn_colours(fig, artists=None) -> set:
+    """Every RGB the renderer strokes, fills or writes with (alpha 0 left out) while the figure is drawn, or
+    while ``artists`` are drawn one by one (``fig.draw_artist``, as a view's step draws them)."""
+    import numpy as np
+    renderer = fig.canvas.get_renderer()
+    seen, originals = set(), {}
+
+    def keep(rgba):
+        for colour in np.atleast_2d(np.asarray(rgba, float)):
+            if len(colour) < 4 or colour[3] > 0:
+                seen.add(tuple(np.round(colour[:3], 3)))
+
+    def record(name, faces):
+        original = originals[name] = getattr(renderer, name)
+
+        def recording(gc, *args, **kwargs):
+            keep(gc.get_rgb())
+            for index in faces:
+                if len(args) > index and args[index] is not None and len(args[index]):
+                    keep(args[index])
+            return original(gc, *args, **kwargs)
+        setattr(renderer, name, recording)
+
+    for name, faces in [("draw_path", (2,)), ("draw_markers", (4,)), ("draw_text", ()),
+                        ("draw_path_collection", (5, 6))]:
+        record(name, faces)
+    try:
+        if artists is None:
+            fig.draw(renderer)
+        for artist in artists or ():
+            fig.draw_artist(artist)
+    finally:
+        for name, original in originals.items():
+            setattr(renderer, name, original)
+    return seen
+
+
+def _off_palette(fig, artists=None) -> list:
+    """Colours that are neither grey nor within 0.01 of a palette colour, and colour maps outside the safe ones."""
+    import numpy as np
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import ListedColormap, to_rgb
+    from rope_ref.teaching.style import PALETTE
+    palette = np.array([to_rgb(c) for c in PALETTE])
+    wrong = [c for c in _drawn_colours(fig, artists)
+             if np.ptp(c) > 0.01 and np.abs(palette - c).max(axis=1).min() > 0.01]
+    for mappable in fig.findobj(lambda a: isinstance(a, ScalarMappable) and a.get_array() is not None):
+        cmap = mappable.get_cmap()
+        listed = isinstance(cmap, ListedColormap) and cmap.N <= len(PALETTE)
+        colours = np.asarray(cmap(np.arange(cmap.N)))[:, :3] if listed else None
+        if listed and all(np.abs(palette - c).max(axis=1).min() <= 0.01 for c in colours):
+            continue
+        if cmap.name not in SAFE_COLORMAPS:
+            wrong.append(cmap.name)
+    return wrong
+
+
+# the real model's figure loads SmolLM2 (several seconds): with the slow tests
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "real_attention_maps" else n
+                                  for n in FIGURES])
+def test_every_figure_draws_in_the_palette_as_a_notebook_shows_it(name):
+    """Built and drawn under matplotlib's defaults, as in a notebook: every colour is the palette's or a grey."""
+    import matplotlib
+    with matplotlib.rc_context(matplotlib.rcParamsDefault):
+        fig = FIGURES[name]()
+        assert _off_palette(fig) == [], name
+
+
+@pytest.mark.parametrize("name", ["DecayView", "RotationsView", "ScalingView", "OffsetAttentionView",
+                                  "SemanticMatchView", "GridScoreView"])
+def test_every_view_draws_in_the_palette_step_by_step(name):
+    """A view's full drawing and its blitted step (each artist drawn alone) both use the palette."""
+    import matplotlib
+    with matplotlib.rc_context(matplotlib.rcParamsDefault):
+        view = _every_view()[name]()
+        assert _off_palette(view.fig) == [], name
+        view.to_png()
+        assert _off_palette(view.fig, view.dynamic) == [], name
+
+
+def test_the_palette_check_sees_matplotlibs_red_and_green():
+    import matplotlib
+    from rope_ref.teaching.style import new_figure
+    with matplotlib.rc_context(matplotlib.rcParamsDefault):
+        fig = new_figure(4, 3)
+        ax = fig.subplots()
+        ax.plot([0, 1], [0, 1], color="tab:red")
+        ax.plot([0, 1], [1, 0], color="tab:green")
+        ax.imshow([[0, 1]], cmap="RdYlGn")
+        assert len(_off_palette(fig)) == 3
+        fig = new_figure(4, 3)
+        fig.subplots().plot([0, 1], [0, 1], color="C3")             # "C3" is the palette's vermillion here
+        assert _off_palette(fig) == []
+
+
+def test_clock_hands_never_lie_on_one_another():
+    # issue 31: the slow hands, all near angle 0, were drawn on top of one another from the centre
+    import numpy as np
+    from rope_ref.teaching.figures import fig_clock_hands
+    fig = fig_clock_hands(d=16)
+    for ax in fig.axes:
+        hands = [line for line in ax.lines if line.get_linestyle() == "-"]
+        assert len(hands) == 8, ax.get_title()
+        points = [np.linspace(*np.array(line.get_xydata())[[0, -1]], 50) for line in hands]
+        for i in range(len(points)):
+            for j in range(i):
+                gap = np.linalg.norm(points[i][:, None] - points[j][None], axis=-1).min()
+                assert gap > 0.01, f"{ax.get_title()}: hands {j} and {i} touch"

@@ -17,7 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from rope_ref.teaching.site import build_site, course_notebooks, markdown_to_html, math_to_mathml
+from rope_ref.teaching.site import (HANDOUT, build_site, course_notebooks, handout_html, index_html, markdown_to_html,
+                                   math_to_mathml)
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = course_notebooks(ROOT / "notebooks")
@@ -339,3 +340,58 @@ def test_matrices_figures_and_outputs_are_laid_out_for_reading(site, browser):
     finally:
         context.close()
     assert seen_matrix and seen_figure
+
+
+def test_index_numbers_the_notebooks_as_they_are_titled():
+    # issue 31: the index numbered 1..12 while the notebooks are titled "0." .. "11."
+    pages = [("00_why_positions", "0. Why positions?", ""), ("01_three_forms", "1. Three forms", ""),
+             ("07_check", "Check your RoPE", "")]
+    text = index_html(pages).decode()
+    numbers = re.findall(r"<tr><td>([^<]*)</td><td><a href=\"[^\"]+\">([^<]*)</a>", text)
+    assert numbers == [("0", "Why positions?"), ("1", "Three forms"), ("7", "Check your RoPE")]
+
+
+def test_the_handout_is_a_page_linked_from_the_index(site):
+    index, _ = site
+    assert '<a href="handout.html"' in index.read_text(encoding="utf-8")
+    page = index.parent / "handout.html"
+    assert page.read_bytes() == handout_html(HANDOUT)
+    text = page.read_text(encoding="utf-8")
+    assert "<math" in text and "arXiv:2309.00071" in text and '<a href="index.html">' in text
+    assert "$" not in "".join(_parse(page).prose)
+
+
+def test_bars_are_fences_without_operator_spacing():
+    # issue 31: |x| drawn as "| x |", with an operator's gap on each side of each bar
+    mathml = math_to_mathml(r"|q_m| + \|k\|")
+    bars = re.findall(r"<mo[^>]*>(?:\||\u2016)</mo>", mathml)
+    assert len(bars) == 4 and all('lspace="0em"' in bar and 'rspace="0em"' in bar for bar in bars), bars
+
+
+SUM_LAYOUT = """() => [...document.querySelectorAll('math[display="block"] munderover')].map(u => {
+    const [op, under, over] = [...u.children].map(c => c.getBoundingClientRect());
+    return {under_below: under.top >= op.bottom - 1, over_above: over.bottom <= op.top + 1,
+            font: getComputedStyle(u).fontFamily};
+})"""
+
+
+@pytest.mark.browser
+def test_display_sums_carry_their_limits_below_and_above_in_one_math_font(tmp_path, browser):
+    # issue 31: sum limits drawn beside a small sum sign (no OpenType MATH font chosen), and the math in
+    # whatever fonts the browser found glyph by glyph
+    source = "$$\\frac{1}{d/2}\\sum_{j=1}^{d/2} |S_j| \\qquad \\sum_{i=0}^{d/2-1} h_i e^{i(m-n)\\theta_i}$$"
+    path = tmp_path / "sums.html"
+    path.write_bytes(handout_html(_write(tmp_path / "sums.md", source)))
+    page = browser.new_page()
+    try:
+        page.goto(path.as_uri(), wait_until="load")
+        sums = page.evaluate(SUM_LAYOUT)
+    finally:
+        page.close()
+    assert len(sums) == 2 and all(s["under_below"] and s["over_above"] for s in sums), sums
+    assert all(s["font"].startswith('"DejaVu Math TeX Gyre"') for s in sums), sums
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path

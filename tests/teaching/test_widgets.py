@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from rope_ref.teaching.views import DecayView, RotationsView
-from rope_ref.teaching.widgets import decay_widget, rotations_widget
+from rope_ref.teaching.widgets import decay_widget, rotations_widget, scaling_widget
 
 
 @pytest.mark.parametrize("make,name,new", [
@@ -240,3 +240,27 @@ def test_only_the_widgets_module_needs_ipywidgets():
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'ipywidgets'))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("make", [scaling_widget, rotations_widget, decay_widget])
+def test_every_readout_of_the_strip_is_whole_and_readable(make):
+    # issue 31: frame 3's readout of the scaling view ran off the strip's right edge, in 8.5-point type
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+    from rope_ref.teaching.widgets import frames_figure
+    w = make()
+    fig = frames_figure(w.view, w.frames)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    texts = [t for t in fig.findobj(Text) if t.get_text()]
+    for t in texts:
+        box = t.get_window_extent(renderer)
+        assert t.get_fontsize() >= 10 and box.x0 >= 0 and box.x1 <= fig.bbox.width, (t.get_text(), box)
+    shown = " ".join(t.get_text() for t in texts)
+    for caption, params in w.frames:
+        w.view.update(**params)
+        assert w.view.readout() in shown, caption
+
+
+def test_the_live_readout_is_large():
+    w = rotations_widget()
+    assert int(w.readout.style.font_size.removesuffix("px")) >= 16
