@@ -238,11 +238,25 @@ def _yarn(d, base, seq_len, p):
     if truncate:
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, d - 1)
+    _check_yarn_range(low, high, d, train_len, beta_slow)
     if low == high:
         high += 0.001
     ramp = np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)  # 0: extrapolate, 1: interpolate
     extrapolation = frequencies(d, base)
     return extrapolation / factor * ramp + extrapolation * (1 - ramp)
+
+
+def _check_yarn_range(low, high, d, train_len, beta_slow):
+    """YaRN's ramp runs from pair dimension low (beta_fast turns in L_train) up to high (beta_slow turns); clipped to
+    [0, d - 1] they cross when L_train is shorter than beta_slow turns of the fastest pair (2 pi beta_slow positions)
+    or so long that even the slowest pair turns more than beta_fast times in it."""
+    if high < low:
+        raise ValueError(f"original_max_position_embeddings={train_len} puts YaRN's ramp (pair dimensions "
+                         f"d ln(L / (2 pi beta)) / (2 ln base) for beta_fast and beta_slow, clipped to 0..{d - 1}: "
+                         f"from {low:.4g} down to {high:.4g}) backwards, so it would keep the frequencies YaRN divides "
+                         f"by factor and divide those it keeps; the training length must hold beta_slow={beta_slow:g} "
+                         f"turns of the fastest pair (L >= 2 pi beta_slow = {2 * math.pi * beta_slow:.4g}) and fewer "
+                         "than beta_fast turns of the slowest")
 
 
 def _yarn_mscale(scale, mscale=1.0):
