@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from ._validate import (check_base, check_bool, check_pairing, check_positive_int, check_rotary_dim, closest_name,
-    suggest_keywords)
+from ._validate import (check_base, check_bool, check_nbytes, check_pairing, check_positive_int, check_rotary_dim,
+    closest_name, suggest_keywords)
 from .hf_families import FAMILIES, SECTION_QUIRK_KEYS, Family
 from .multiaxis import mrope_frequencies
 from .rope_config import RopeConfig
@@ -47,14 +47,20 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     elsewhere.  docs/model_configs.md describes each case (MLA, M-RoPE, proportional RoPE, query scaling) and
     what is refused: each with a ValueError naming the key.
     """
+    if layer_type is not None and not isinstance(layer_type, str):
+        raise TypeError(f"layer_type must be None or the name of a layer type (a string such as 'full_attention'), "
+                        f"got {layer_type!r} of type {type(layer_type).__name__}")
     cfg = _text_model_config(_load(config))
     model_type = cfg.get("model_type")
     family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing))
     known = model_type in FAMILIES
     head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family, known)
     where, rope, defaulted = _rope_section(cfg, layer_type, family)
+    sections_given = rope.get("mrope_section") is not None
     mrope_section, mrope_interleaved = _mrope(rope, family, where, known)
     where += " (the family's default, as the config has none)" if defaulted else ""
+    if mrope_section is not None and not sections_given:
+        where += f" (with the family's default mrope_section {list(mrope_section)}, as the config gives none)"
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
     rope_type = _family_rope_type(rope, family, _rope_type(rope, where), where, model_type)
@@ -104,16 +110,32 @@ def _load(config) -> dict:
         path = os.fspath(config)
         if not os.path.isfile(path):
             raise ValueError(f"config: no file at {path!r}; pass a config.json path or a dict")
-        try:
-            with open(path, encoding="utf-8") as f:
-                config = json.load(f)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"config: {path!r} is not valid JSON ({err})") from None
+        config = _read_json(path)
         if not isinstance(config, Mapping):
             raise ValueError(f"config: {path!r} holds a JSON {type(config).__name__}, expected an object")
     if not isinstance(config, Mapping):
         raise TypeError(f"config must be a dict or the path of a config.json, got {type(config).__name__}")
     return dict(config)
+
+
+def _read_json(path):
+    """The JSON value in the file at ``path``, read as transformers reads a config.json (UTF-8), its size checked
+    first (:func:`rope_ref.size_limit`); what cannot be read is a ValueError naming config."""
+    check_nbytes(os.path.getsize(path), "config", what=f"reading {path!r}")
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read().decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"config: {path!r} is not UTF-8 text, as a config.json is ({err})") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"config: {path!r} is not valid JSON ({err})") from None
+    except ValueError as err:           # an integer of more digits than int() reads (sys.get_int_max_str_digits)
+        raise ValueError(f"config: {path!r} holds a number Python's JSON reader refuses ({err})") from None
+    except RecursionError:
+        raise ValueError(f"config: {path!r} nests arrays or objects too deeply to read; a config.json is an "
+                         "object of settings a few levels deep") from None
+    except OSError as err:
+        raise ValueError(f"config: {path!r} cannot be read ({err.strerror or err})") from None
 
 
 def _text_model_config(cfg) -> dict:
@@ -171,13 +193,13 @@ def _layer_head_dim(cfg, family, layer_type):
         return None
     key, default = family.layer_heads[layer_type]
     if cfg.get(key) is not None:
-        return check_positive_int(cfg[key], f"config[{key!r}]")
+        return _head_size(cfg[key], f"config[{key!r}]")
     types, per_layer = cfg.get("layer_types"), cfg.get("per_layer_config")
     if isinstance(types, list) and isinstance(per_layer, Mapping):
         for idx, over in per_layer.items():
             if str(idx).isdigit() and int(idx) < len(types) and types[int(idx)] == layer_type \
                     and isinstance(over, Mapping) and over.get("head_dim") is not None:
-                return check_positive_int(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
+                return _head_size(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
     return default
 
 
@@ -191,7 +213,7 @@ def _head_dim(cfg, family, known) -> int:
     """Features per head (for MLA: the rotated part of each query head, qk_rope_head_dim)."""
     for key in ("qk_rope_head_dim",) + family.head_keys:
         if cfg.get(key) is not None:
-            return check_positive_int(cfg[key], f"config[{key!r}]")
+            return _head_size(cfg[key], f"config[{key!r}]")
     if family.head_dim is not None:
         return family.head_dim
     other = [k for k in _OTHER_HEAD_KEYS if cfg.get(k) is not None]
@@ -205,7 +227,14 @@ def _head_dim(cfg, family, known) -> int:
     hidden, heads = _positive_int(cfg, hidden_key, why), _positive_int(cfg, heads_key, why)
     if hidden % heads:
         raise ValueError(f"config: {hidden_key}={hidden} is not divisible by {heads_key}={heads}")
-    return hidden // heads
+    return _head_size(hidden // heads, f"head_dim (config[{hidden_key!r}] / config[{heads_key!r}])")
+
+
+def _head_size(value, name) -> int:
+    """A head size read from the config: a positive integer whose frequencies fit :func:`rope_ref.size_limit`."""
+    head_dim = check_positive_int(value, name)
+    check_nbytes(head_dim // 2 * 8, name, what=f"the {head_dim // 2} float64 frequencies of a head that wide")
+    return head_dim
 
 
 def _rope_section(cfg, layer_type, family):
@@ -226,6 +255,8 @@ def _rope_section(cfg, layer_type, family):
         rope, defaulted = dict(family.rope), True
     rope = rope or {}
     nested = sorted(k for k, v in rope.items() if isinstance(v, Mapping))
+    if not defaulted:
+        _check_strays(cfg, rope, nested, where)
     if family.layers is not None and not nested:       # v4 layout of gemma3: rope_local_base_freq, ...
         nested = sorted(family.layers)
         rope = {lt: dict(rope if scaled else {}, rope_theta=cfg.get(k, theta))
@@ -248,6 +279,21 @@ def _rope_section(cfg, layer_type, family):
     return where, dict(rope), defaulted
 
 
+def _check_strays(cfg, rope, nested, where):
+    """Keys no layer would read: with one section per layer type (transformers' nested rope_parameters) every entry
+    is a section (null: unused); a top-level rope_theta is the default of sections without their own, so where every
+    section has one it must agree with them."""
+    for k, v in rope.items():
+        if nested and v is not None and not isinstance(v, Mapping):
+            raise ValueError(f"{where} holds one RoPE section per layer type ({nested}), so {where}[{k!r}] must be a "
+                             f"section (an object) too, got {v!r} of type {type(v).__name__}")
+    top = next((k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None), None)
+    own = [section.get("rope_theta") for section in ([rope[k] for k in nested] or [rope])]
+    if top and None not in own and any(theta != cfg[top] for theta in own):
+        raise ValueError(f"config[{top!r}]={cfg[top]!r} disagrees with the rope_theta of every section of {where} "
+                         f"({', '.join(map(repr, own))}), so no layer would read it; keep one of them")
+
+
 def _agree(v5, v4) -> bool:
     """v5 configs may also carry the v4 section: every key of rope_scaling must say the same in rope_parameters."""
     named = {("rope_type" if k == "type" else k): v for k, v in v4.items()}
@@ -256,12 +302,15 @@ def _agree(v5, v4) -> bool:
 
 def _rope_type(rope, where) -> str:
     """The registry's name of the section's rope_type (v4: type); an "mrope" type was read by _mrope."""
-    old_name = rope.pop("type", None)
-    rope_type = rope.pop("rope_type", None) or old_name or "default"
+    old_name, new_name = rope.pop("type", None), rope.pop("rope_type", None)
+    rope_type = new_name or old_name or "default"
     supported = [name for name, method in SCALING_METHODS.items() if method.in_transformers]
     names = {alias: name for name in supported for alias in (name,) + SCALING_METHODS[name].config_names}
     if rope_type not in names:
         raise ValueError(f"{where} has rope_type={rope_type!r}, which is not supported; supported: {supported}")
+    if old_name and new_name and names.get(old_name) != names[new_name]:
+        raise ValueError(f"{where} has rope_type={new_name!r} and type={old_name!r}, which disagree; give one of them "
+                         "(type is the v4 name of rope_type)")
     return names[rope_type]
 
 
@@ -344,10 +393,9 @@ def _mrope(rope, family, where, known):
     defaults.  The layout is the family's: a config's ``mrope_interleaved`` that contradicts it is refused."""
     section, flag = rope.pop("mrope_section", None), rope.pop("mrope_interleaved", None)
     kind = rope.get("rope_type", rope.get("type"))
-    if kind == "mrope":
-        rope.pop("type", None), rope.pop("rope_type", None)
+    marked = [rope.pop(k) for k in ("rope_type", "type") if rope.get(k) == "mrope"]   # v4: type "mrope"
     if section is None and family.mrope is None:
-        if kind == "mrope" or flag is not None:
+        if marked or flag is not None:
             raise ValueError(f"{where} has rope_type='mrope' or mrope_interleaved but no mrope_section; M-RoPE needs "
                              "the pairs per axis (mrope_section: [temporal, height, width])")
         return None, False
