@@ -17,6 +17,7 @@ import functools
 import inspect
 import numbers
 import os
+import reprlib
 import sys
 import warnings
 
@@ -204,7 +205,8 @@ def check_base(base, name: str = "base") -> float:
 def check_pairing(pairing) -> str:
     """'interleaved' or 'half'; a misspelling or another library's name gets a hint."""
     if not isinstance(pairing, str):
-        raise TypeError(f"pairing must be one of {PAIRINGS}, got {pairing!r} of type {type(pairing).__name__}")
+        raise TypeError(f"pairing must be one of {PAIRINGS}, got {reprlib.repr(pairing)} of type "
+                        f"{type(pairing).__name__}")
     if pairing not in PAIRINGS:
         alias = PAIRING_ALIASES.get(pairing.lower())
         hint = f" (did you mean {alias!r}?)" if alias else closest_name(pairing, PAIRINGS)
@@ -212,15 +214,15 @@ def check_pairing(pairing) -> str:
     return pairing
 
 
-def check_rotary_dim(rotary_dim, d: int) -> int:
+def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:
     """``rotary_dim`` defaults to ``d``; otherwise an even integer in [2, d]."""
     if rotary_dim is None:
         return d
     if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, numbers.Integral):
-        raise TypeError(f"rotary_dim must be None or an even integer in [2, d={d}], got {rotary_dim!r}")
+        raise TypeError(f"{name} must be None or an even integer in [2, d={d}], got {rotary_dim!r}")
     rotary_dim = int(rotary_dim)
     if rotary_dim <= 0 or rotary_dim % 2 or rotary_dim > d:
-        raise ValueError(f"rotary_dim must be an even integer in [2, d={d}], got {rotary_dim}")
+        raise ValueError(f"{name} must be an even integer in [2, d={d}], got {rotary_dim}")
     return rotary_dim
 
 

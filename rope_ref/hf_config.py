@@ -8,7 +8,9 @@ modules in tests/data check them.
 from __future__ import annotations
 
 import json
+import numbers
 import os
+import reprlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -31,6 +33,7 @@ _OTHER_HEAD_KEYS = ("qk_nope_head_dim", "kv_channels", "attention_head_dim", "he
 _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rotary_percentage", "rotary_percent",
                       "rope_pct")
 _MAX_NESTING = 8
+_MAX_DEPTH = 32           # objects and arrays in a config: a section per layer type inside a text_config, ...
 
 
 @suggest_keywords
@@ -49,7 +52,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     """
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be None or the name of a layer type (a string such as 'full_attention'), "
-                        f"got {layer_type!r} of type {type(layer_type).__name__}")
+                        f"got {reprlib.repr(layer_type)} of type {type(layer_type).__name__}")
     cfg = _text_model_config(_load(config))
     model_type = cfg.get("model_type")
     family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing))
@@ -100,9 +103,10 @@ def _base(cfg, rope, family, where, defaulted):
     if base is None:
         top = [k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None]
         base, base_key = (cfg[top[0]], f"config[{top[0]!r}]") if top else (family.rope_theta, "the family's default")
-    if family.fixed_theta:
+    base = check_base(base, f"rope_theta ({base_key})")
+    if family.fixed_theta:         # the config's own rope_theta is checked, then overridden
         base, base_key = family.fixed_theta, "fixed by the family's code"
-    return check_base(base, f"rope_theta ({base_key})"), base_key
+    return base, base_key
 
 
 def _load(config) -> dict:
@@ -115,7 +119,27 @@ def _load(config) -> dict:
             raise ValueError(f"config: {path!r} holds a JSON {type(config).__name__}, expected an object")
     if not isinstance(config, Mapping):
         raise TypeError(f"config must be a dict or the path of a config.json, got {type(config).__name__}")
+    _check_structure(config)
     return dict(config)
+
+
+def _check_structure(config) -> None:
+    """The config holds JSON values (as config.json does) whose objects and arrays nest at most _MAX_DEPTH deep, none
+    containing one it is nested in (a cycle): walked once, without recursion, so no later step meets anything else."""
+    stack = [(config, "config", ())]
+    while stack:
+        value, path, ancestors = stack.pop()
+        if id(value) in ancestors:
+            raise ValueError(f"{path} contains the config it is nested in (a cycle); a config is a tree, as JSON is")
+        if len(ancestors) == _MAX_DEPTH:
+            raise ValueError(f"{path} nests objects or arrays deeper than {_MAX_DEPTH} levels; a config's settings "
+                             "are a few levels deep")
+        for key, item in value.items() if isinstance(value, Mapping) else enumerate(value):
+            if isinstance(item, (Mapping, list, tuple)):
+                stack.append((item, f"{path}[{key!r}]", ancestors + (id(value),)))
+            elif not (item is None or isinstance(item, (str, numbers.Real))):
+                raise TypeError(f"{path}[{key!r}] is of type {type(item).__name__}, which JSON does not hold; a "
+                                "config holds strings, numbers, true/false, null, lists and objects")
 
 
 def _read_json(path):
@@ -124,13 +148,13 @@ def _read_json(path):
     check_nbytes(os.path.getsize(path), "config", what=f"reading {path!r}")
     try:
         with open(path, "rb") as f:
-            return json.loads(f.read().decode("utf-8"))
+            return json.loads(f.read().decode("utf-8"), object_pairs_hook=_object_without_conflicts)
     except UnicodeDecodeError as err:
         raise ValueError(f"config: {path!r} is not UTF-8 text, as a config.json is ({err})") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"config: {path!r} is not valid JSON ({err})") from None
-    except ValueError as err:           # an integer of more digits than int() reads (sys.get_int_max_str_digits)
-        raise ValueError(f"config: {path!r} holds a number Python's JSON reader refuses ({err})") from None
+    except ValueError as err:           # a repeated key; an integer of more digits than int() reads
+        raise ValueError(f"config: {path!r} cannot be read: {err}") from None
     except RecursionError:
         raise ValueError(f"config: {path!r} nests arrays or objects too deeply to read; a config.json is an "
                          "object of settings a few levels deep") from None
@@ -138,23 +162,29 @@ def _read_json(path):
         raise ValueError(f"config: {path!r} cannot be read ({err.strerror or err})") from None
 
 
+def _object_without_conflicts(pairs) -> dict:
+    """A JSON object whose repeated keys (JSON keeps the last silently) say the same thing, as a dict."""
+    obj = {}
+    for key, value in pairs:
+        if key in obj and obj[key] != value:
+            raise ValueError(f"key {key!r} appears twice in one object, as {obj[key]!r} and {value!r}; keep one")
+        obj[key] = value
+    return obj
+
+
 def _text_model_config(cfg) -> dict:
-    """A multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config; a text_config
-    that contains a config it is nested in (a cycle) or nests deeper than _MAX_NESTING is a ValueError."""
-    seen, path = {id(cfg)}, "config"
+    """A multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config; text_configs nested
+    deeper than _MAX_NESTING are a ValueError."""
+    path = "config"
     for _ in range(_MAX_NESTING):
         mt = cfg.get("model_type")
         if mt is not None and not isinstance(mt, str):
             raise TypeError(f"{path}['model_type'] must be a string (e.g. 'llama'), got {mt!r} of type "
                             f"{type(mt).__name__}")
         inner = cfg.get("text_config")
-        if not isinstance(inner, Mapping) or any(cfg.get(k) for k in _SECTIONS + ("rope_theta",)):
+        if not isinstance(inner, Mapping) or any(cfg.get(k) is not None for k in _SECTIONS + ("rope_theta",)):
             return cfg
         path += "['text_config']"
-        if id(inner) in seen:
-            raise ValueError(f"{path} contains the config it is nested in (a cycle); a text_config must be "
-                             "a separate object")
-        seen.add(id(inner))
         cfg = dict(inner)
     raise ValueError(f"{path} nests text_config deeper than {_MAX_NESTING} levels; expected a wrapper around "
                      "one language-model config")
@@ -302,6 +332,10 @@ def _agree(v5, v4) -> bool:
 
 def _rope_type(rope, where) -> str:
     """The registry's name of the section's rope_type (v4: type); an "mrope" type was read by _mrope."""
+    for key in ("rope_type", "type"):
+        if key in rope and not isinstance(rope[key], str):
+            raise TypeError(f"{where}[{key!r}] must be a string such as 'yarn', got {rope[key]!r} of type "
+                            f"{type(rope[key]).__name__}")
     old_name, new_name = rope.pop("type", None), rope.pop("rope_type", None)
     rope_type = new_name or old_name or "default"
     supported = [name for name, method in SCALING_METHODS.items() if method.in_transformers]
@@ -323,29 +357,34 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
         return _mla_rotary_dim(cfg, section_factor, head_dim)
     if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
         r = cfg.get(family.rotary_key, family.rotary_default)
-        return head_dim if r is None else check_rotary_dim(r, head_dim)
+        return head_dim if r is None else check_rotary_dim(r, head_dim, f"config[{family.rotary_key!r}]")
     factor, key = section_factor, "partial_rotary_factor"
     for k in ("partial_rotary_factor", "rotary_pct"):
         if factor is None and cfg.get(k) is not None:
             factor, key = cfg[k], k
     if factor is None and family.rotary_key and cfg.get(family.rotary_key) is not None:
-        return check_rotary_dim(cfg[family.rotary_key], head_dim)
+        return check_rotary_dim(cfg[family.rotary_key], head_dim, f"config[{family.rotary_key!r}]")
     if factor is None:
         factor = family.partial_rotary_factor
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
-        raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
-    r = int(head_dim * factor)     # as transformers: int(head_dim * partial_rotary_factor)
+    r = int(head_dim * _share(factor, key))     # as transformers: int(head_dim * partial_rotary_factor)
     if r < 2 or r % 2:
         raise ValueError(f"config: head_dim {head_dim} * {key} {factor} = {r} rotated features; "
                          "expected an even number >= 2 (partial_rotary_factor)")
     return r
 
 
+def _share(factor, key):
+    """A share of the head: a real number in (0, 1]."""
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+        raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
+    return factor
+
+
 def _mla_rotary_dim(cfg, factor, rope_dim) -> int:
     """MLA rotates all qk_rope_head_dim features.  A partial_rotary_factor, where a config gives one, is that
     part's share of a wider head (Mistral 4: of qk_nope + qk_rope; dots3: of head_dim) and must agree."""
     factor = cfg.get("partial_rotary_factor") if factor is None else factor
-    if factor is None or factor == 1:
+    if factor is None or _share(factor, "partial_rotary_factor") == 1:
         return rope_dim
     widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}
     if isinstance(cfg.get("qk_nope_head_dim"), int):
