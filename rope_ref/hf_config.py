@@ -53,9 +53,9 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be None or the name of a layer type (a string such as 'full_attention'), "
                         f"got {reprlib.repr(layer_type)} of type {type(layer_type).__name__}")
-    cfg = _text_model_config(_load(config))
+    cfg, path = _text_model_config(_load(config))
     model_type = cfg.get("model_type")
-    family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing))
+    family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing), path)
     known = model_type in FAMILIES
     head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family, known)
     where, rope, defaulted = _rope_section(cfg, layer_type, family)
@@ -172,9 +172,9 @@ def _object_without_conflicts(pairs) -> dict:
     return obj
 
 
-def _text_model_config(cfg) -> dict:
-    """A multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config; text_configs nested
-    deeper than _MAX_NESTING are a ValueError."""
+def _text_model_config(cfg):
+    """(config, where it is): a multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config;
+    text_configs nested deeper than _MAX_NESTING are a ValueError."""
     path = "config"
     for _ in range(_MAX_NESTING):
         mt = cfg.get("model_type")
@@ -182,20 +182,23 @@ def _text_model_config(cfg) -> dict:
             raise TypeError(f"{path}['model_type'] must be a string (e.g. 'llama'), got {mt!r} of type "
                             f"{type(mt).__name__}")
         inner = cfg.get("text_config")
-        if not isinstance(inner, Mapping) or any(cfg.get(k) is not None for k in _SECTIONS + ("rope_theta",)):
-            return cfg
+        if inner is not None and not isinstance(inner, Mapping):
+            raise TypeError(f"{path}['text_config'] must be an object (the language model's config) or null, got "
+                            f"{inner!r} of type {type(inner).__name__}")
+        if inner is None or any(cfg.get(k) is not None for k in _SECTIONS + ("rope_theta",)):
+            return cfg, path
         path += "['text_config']"
         cfg = dict(inner)
     raise ValueError(f"{path} nests text_config deeper than {_MAX_NESTING} levels; expected a wrapper around "
                      "one language-model config")
 
 
-def _family(cfg, model_type, pairing) -> Family:
+def _family(cfg, model_type, pairing, path="config") -> Family:
     family = FAMILIES.get(model_type)
     if family is None:
         if pairing is None:
             what = "has no 'model_type'" if model_type is None else f"has model_type={model_type!r}, not a known family"
-            raise ValueError(f"config {what}; known model_type values: {sorted(FAMILIES)}"
+            raise ValueError(f"{path} {what}; known model_type values: {sorted(FAMILIES)}"
                              f"{closest_name(model_type, FAMILIES) if model_type else ''}. "
                              "Pass pairing='half' or 'interleaved' to read it anyway")
         other = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
