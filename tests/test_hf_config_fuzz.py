@@ -22,7 +22,7 @@ def _nested(depth, leaf):
     return leaf
 
 
-#: configs whose every key rope_ref reads (one per way of writing RoPE)
+#: configs whose every key rope_ref reads (one per way of writing RoPE; thirteen)
 BASES = {
     "llama": {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "rope_theta": 1e4,
               "max_position_embeddings": 4096},
@@ -39,6 +39,7 @@ BASES = {
                 "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
     "partial": {"model_type": "phi", "hidden_size": 256, "num_attention_heads": 4, "partial_rotary_factor": 0.5},
     "gptj": {"model_type": "gptj", "n_embd": 256, "n_head": 4, "rotary_dim": 32, "rope_theta": 1e4},   # theta fixed
+    "rotary count": {"model_type": "minimax_m2", "head_dim": 128, "rotary_dim": 64},
     "neox": {"model_type": "gpt_neox", "hidden_size": 256, "num_attention_heads": 4, "rotary_pct": 0.25,
              "rotary_emb_base": 10000},
     "per_layer": {"model_type": "gemma3_text", "head_dim": 64, "rope_parameters": {
@@ -139,7 +140,14 @@ ISSUE = [
      dict(GEMMA3, rope_parameters=dict(GEMMA3["rope_parameters"], sliding_attention=5)),
      {"layer_type": "full_attention"}, ValueError, ["['sliding_attention']", "must be a section", "got 5"]),
     ("type and rope_type disagree",
-     dict(BASES["yarn"], rope_scaling=dict(BASES["yarn"]["rope_scaling"], type="linear")), {}, ValueError, ["rope_type='yarn'", "type='linear'", "disagree"]),
+     dict(BASES["yarn"], rope_scaling=dict(BASES["yarn"]["rope_scaling"], type="linear")), {}, ValueError,
+     ["rope_type='yarn'", "type='linear'", "disagree"]),
+    ("an MLA share that is NaN", {"model_type": "deepseek_v3", "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+                                  "partial_rotary_factor": float("nan")}, {}, ValueError,
+     ["config partial_rotary_factor must be a number in (0, 1], got nan"]),
+    ("an MLA share that is infinite", {"model_type": "deepseek_v3", "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+                                       "partial_rotary_factor": float("inf")}, {}, ValueError,
+     ["config partial_rotary_factor must be a number in (0, 1], got inf"]),
     ("layer_type a list", GEMMA3, {"layer_type": ["full_attention"]}, TypeError, ["layer_type", "list"]),
     ("head_dim 2**62", {"model_type": "llama", "head_dim": 2 ** 62}, {}, ValueError,
      ["config['head_dim']", "above the limit"]),
