@@ -7,13 +7,11 @@ modules in tests/data check them.
 
 from __future__ import annotations
 
-import json
-import numbers
-import os
 import reprlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from ._config_file import load_config
 from ._validate import (check_base, check_bool, check_nbytes, check_pairing, check_positive_int, check_rotary_dim,
     closest_name, suggest_keywords)
 from .hf_families import FAMILIES, SECTION_QUIRK_KEYS, Family
@@ -33,7 +31,6 @@ _OTHER_HEAD_KEYS = ("qk_nope_head_dim", "kv_channels", "attention_head_dim", "he
 _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rotary_percentage", "rotary_percent",
                       "rope_pct")
 _MAX_NESTING = 8
-_MAX_DEPTH = 32           # objects and arrays in a config: a section per layer type inside a text_config, ...
 
 
 @suggest_keywords
@@ -53,11 +50,12 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be None or the name of a layer type (a string such as 'full_attention'), "
                         f"got {reprlib.repr(layer_type)} of type {type(layer_type).__name__}")
-    cfg, path = _text_model_config(_load(config))
+    cfg, path = _text_model_config(load_config(config))
     model_type = cfg.get("model_type")
     family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing), path)
     known = model_type in FAMILIES
     head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family, known)
+    check_nbytes(head_dim // 2 * 8, "config's head_dim", what=f"the {head_dim // 2} float64 frequencies of its heads")
     where, rope, defaulted = _rope_section(cfg, layer_type, family)
     sections_given = rope.get("mrope_section") is not None
     mrope_section, mrope_interleaved = _mrope(rope, family, where, known)
@@ -107,69 +105,6 @@ def _base(cfg, rope, family, where, defaulted):
     if family.fixed_theta:         # the config's own rope_theta is checked, then overridden
         base, base_key = family.fixed_theta, "fixed by the family's code"
     return base, base_key
-
-
-def _load(config) -> dict:
-    if isinstance(config, (str, os.PathLike)):
-        path = os.fspath(config)
-        if not os.path.isfile(path):
-            raise ValueError(f"config: no file at {path!r}; pass a config.json path or a dict")
-        config = _read_json(path)
-        if not isinstance(config, Mapping):
-            raise ValueError(f"config: {path!r} holds a JSON {type(config).__name__}, expected an object")
-    if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a dict or the path of a config.json, got {type(config).__name__}")
-    _check_structure(config)
-    return dict(config)
-
-
-def _check_structure(config) -> None:
-    """The config holds JSON values (as config.json does) whose objects and arrays nest at most _MAX_DEPTH deep, none
-    containing one it is nested in (a cycle): walked once, without recursion, so no later step meets anything else."""
-    stack = [(config, "config", ())]
-    while stack:
-        value, path, ancestors = stack.pop()
-        if id(value) in ancestors:
-            raise ValueError(f"{path} contains the config it is nested in (a cycle); a config is a tree, as JSON is")
-        if len(ancestors) == _MAX_DEPTH:
-            raise ValueError(f"{path} nests objects or arrays deeper than {_MAX_DEPTH} levels; a config's settings "
-                             "are a few levels deep")
-        for key, item in value.items() if isinstance(value, Mapping) else enumerate(value):
-            if isinstance(item, (Mapping, list, tuple)):
-                stack.append((item, f"{path}[{key!r}]", ancestors + (id(value),)))
-            elif not (item is None or isinstance(item, (str, numbers.Real))):
-                raise TypeError(f"{path}[{key!r}] is of type {type(item).__name__}, which JSON does not hold; a "
-                                "config holds strings, numbers, true/false, null, lists and objects")
-
-
-def _read_json(path):
-    """The JSON value in the file at ``path``, read as transformers reads a config.json (UTF-8), its size checked
-    first (:func:`rope_ref.size_limit`); what cannot be read is a ValueError naming config."""
-    check_nbytes(os.path.getsize(path), "config", what=f"reading {path!r}")
-    try:
-        with open(path, "rb") as f:
-            return json.loads(f.read().decode("utf-8"), object_pairs_hook=_object_without_conflicts)
-    except UnicodeDecodeError as err:
-        raise ValueError(f"config: {path!r} is not UTF-8 text, as a config.json is ({err})") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"config: {path!r} is not valid JSON ({err})") from None
-    except ValueError as err:           # a repeated key; an integer of more digits than int() reads
-        raise ValueError(f"config: {path!r} cannot be read: {err}") from None
-    except RecursionError:
-        raise ValueError(f"config: {path!r} nests arrays or objects too deeply to read; a config.json is an "
-                         "object of settings a few levels deep") from None
-    except OSError as err:
-        raise ValueError(f"config: {path!r} cannot be read ({err.strerror or err})") from None
-
-
-def _object_without_conflicts(pairs) -> dict:
-    """A JSON object whose repeated keys (JSON keeps the last silently) say the same thing, as a dict."""
-    obj = {}
-    for key, value in pairs:
-        if key in obj and obj[key] != value:
-            raise ValueError(f"key {key!r} appears twice in one object, as {obj[key]!r} and {value!r}; keep one")
-        obj[key] = value
-    return obj
 
 
 def _text_model_config(cfg):
@@ -226,13 +161,13 @@ def _layer_head_dim(cfg, family, layer_type):
         return None
     key, default = family.layer_heads[layer_type]
     if cfg.get(key) is not None:
-        return _head_size(cfg[key], f"config[{key!r}]")
+        return check_positive_int(cfg[key], f"config[{key!r}]")
     types, per_layer = cfg.get("layer_types"), cfg.get("per_layer_config")
     if isinstance(types, list) and isinstance(per_layer, Mapping):
         for idx, over in per_layer.items():
             if str(idx).isdigit() and int(idx) < len(types) and types[int(idx)] == layer_type \
                     and isinstance(over, Mapping) and over.get("head_dim") is not None:
-                return _head_size(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
+                return check_positive_int(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
     return default
 
 
@@ -246,7 +181,7 @@ def _head_dim(cfg, family, known) -> int:
     """Features per head (for MLA: the rotated part of each query head, qk_rope_head_dim)."""
     for key in ("qk_rope_head_dim",) + family.head_keys:
         if cfg.get(key) is not None:
-            return _head_size(cfg[key], f"config[{key!r}]")
+            return check_positive_int(cfg[key], f"config[{key!r}]")
     if family.head_dim is not None:
         return family.head_dim
     other = [k for k in _OTHER_HEAD_KEYS if cfg.get(k) is not None]
@@ -260,14 +195,7 @@ def _head_dim(cfg, family, known) -> int:
     hidden, heads = _positive_int(cfg, hidden_key, why), _positive_int(cfg, heads_key, why)
     if hidden % heads:
         raise ValueError(f"config: {hidden_key}={hidden} is not divisible by {heads_key}={heads}")
-    return _head_size(hidden // heads, f"head_dim (config[{hidden_key!r}] / config[{heads_key!r}])")
-
-
-def _head_size(value, name) -> int:
-    """A head size read from the config: a positive integer whose frequencies fit :func:`rope_ref.size_limit`."""
-    head_dim = check_positive_int(value, name)
-    check_nbytes(head_dim // 2 * 8, name, what=f"the {head_dim // 2} float64 frequencies of a head that wide")
-    return head_dim
+    return hidden // heads
 
 
 def _rope_section(cfg, layer_type, family):

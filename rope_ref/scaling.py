@@ -68,15 +68,6 @@ class ScalingMethod:
         return f"required {required}" + (f", optional {list(self.optional)}" if self.optional else "")
 
 
-def scaling_method(rope_type) -> ScalingMethod:
-    """The entry of ``rope_type`` in :data:`SCALING_METHODS`; another name is a ValueError naming the closest."""
-    if rope_type not in SCALING_METHODS:
-        names = tuple(SCALING_METHODS)
-        raise ValueError(f"rope_type must be one of {names}, got {rope_type!r}"
-                         f"{closest_name(str(rope_type), names)}")
-    return SCALING_METHODS[rope_type]
-
-
 def method_param_keys() -> frozenset:
     """Every key some method uses."""
     return frozenset().union(*(method.used for method in SCALING_METHODS.values()))
@@ -132,7 +123,9 @@ def _resolve_rope_type(rope_type, old_name):
         rope_type = "default" if old_name is None else old_name
     elif old_name is not None and old_name != rope_type:
         raise ValueError(f"rope_type={rope_type!r} and type={old_name!r} disagree; give one of them")
-    scaling_method(rope_type)
+    if rope_type not in SCALING_METHODS:
+        raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}"
+                         f"{closest_name(rope_type, ROPE_TYPES)}")
     return rope_type
 
 
@@ -238,25 +231,17 @@ def _yarn(d, base, seq_len, p):
     if truncate:
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, d - 1)
-    _check_yarn_range(low, high, d, train_len, beta_slow)
+    if high < low:    # L_train < 2 pi beta_slow (theta_0 = 1 turns fewer times) or the slowest pair turns > beta_fast
+        raise ValueError(f"original_max_position_embeddings={train_len} puts YaRN's ramp (pair dimensions d ln(L / "
+                         f"(2 pi beta)) / (2 ln base) for beta_fast, beta_slow, clipped to 0..{d - 1}: {low:.4g} down "
+                         f"to {high:.4g}) backwards, so it would keep the frequencies YaRN divides by factor and "
+                         f"divide those it keeps; L must be at least 2 pi beta_slow = {2 * math.pi * beta_slow:.4g}, "
+                         "and the slowest pair must turn at most beta_fast times in it")
     if low == high:
         high += 0.001
     ramp = np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)  # 0: extrapolate, 1: interpolate
     extrapolation = frequencies(d, base)
     return extrapolation / factor * ramp + extrapolation * (1 - ramp)
-
-
-def _check_yarn_range(low, high, d, train_len, beta_slow):
-    """YaRN's ramp runs from pair dimension low (beta_fast turns in L_train) up to high (beta_slow turns); clipped to
-    [0, d - 1] they cross when L_train is shorter than beta_slow turns of the fastest pair (2 pi beta_slow positions)
-    or so long that even the slowest pair turns more than beta_fast times in it."""
-    if high < low:
-        raise ValueError(f"original_max_position_embeddings={train_len} puts YaRN's ramp (pair dimensions "
-                         f"d ln(L / (2 pi beta)) / (2 ln base) for beta_fast and beta_slow, clipped to 0..{d - 1}: "
-                         f"from {low:.4g} down to {high:.4g}) backwards, so it would keep the frequencies YaRN divides "
-                         f"by factor and divide those it keeps; the training length must hold beta_slow={beta_slow:g} "
-                         f"turns of the fastest pair (L >= 2 pi beta_slow = {2 * math.pi * beta_slow:.4g}) and fewer "
-                         "than beta_fast turns of the slowest")
 
 
 def _yarn_mscale(scale, mscale=1.0):
