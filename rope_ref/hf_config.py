@@ -59,9 +59,10 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     where, rope, defaulted = _rope_section(cfg, layer_type, family)
     sections_given = rope.get("mrope_section") is not None
     mrope_section, mrope_interleaved = _mrope(rope, family, where, known)
-    where += " (the family's default, as the config has none)" if defaulted else ""
+    assumed = ["the family's default rope section"] if defaulted else []
     if mrope_section is not None and not sections_given:
-        where += f" (with the family's default mrope_section {list(mrope_section)}, as the config gives none)"
+        assumed.append(f"the family's default mrope_section {list(mrope_section)}")
+    where += f" (with {' and '.join(assumed)}, as the config has none)" if assumed else ""
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
     rope_type = _family_rope_type(rope, family, _rope_type(rope, where), where, model_type)
@@ -80,7 +81,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
                       base=base, rope_type=rope_type, params=MappingProxyType(params),
                       attention_factor=float(attention_factor), output_pairing=output_pairing,
                       query_scaling=MappingProxyType({k: _list_as_tuple(v) for k, v in query_scaling.items()}),
-                      mrope_section=mrope_section, mrope_interleaved=mrope_interleaved)
+                      mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, assumed=tuple(assumed))
 
 
 def _family_rope_type(rope, family, rope_type, where, model_type) -> str:

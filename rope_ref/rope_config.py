@@ -34,6 +34,7 @@ class RopeConfig:
     # Llama 4's attn_temperature_tuning / floor_scale / attn_scale): kept as written, not applied by rotate
     mrope_section: tuple | None = None               # M-RoPE: pairs per axis (temporal, height, width)
     mrope_interleaved: bool = False                  # Qwen3-VL's interleaved axes; False: blocks (Qwen2-VL)
+    assumed: tuple = ()      # what from_hf_config took from the family where the config is silent (default sections)
 
     @property
     def axes(self) -> int | None:

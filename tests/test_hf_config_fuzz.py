@@ -157,7 +157,7 @@ ISSUE = [
                                                                          original_max_position_embeddings=1)),
      {}, ValueError, ["original_max_position_embeddings=1", "backwards", "2 pi beta_slow = 6.283"]),
     ("M-RoPE sections assumed", {"model_type": "qwen2_vl", "head_dim": 16, "rope_scaling": {"type": "mrope"}}, {},
-     ValueError, ["family's default mrope_section [16, 24, 24], as the config gives none", "sum"]),
+     ValueError, ["with the family's default mrope_section [16, 24, 24], as the config has none", "sum"]),
     ("a wrapper's own rope section, empty", dict(BASES["wrapper"], rope_scaling=[]), {}, ValueError,
      ["config has model_type='llava'"]),      # read as the wrapper's own RoPE, not skipped for its text_config
     ("a config containing itself deep inside", None, {}, ValueError, ["config['rope_scaling']['a']", "cycle"]),
@@ -172,6 +172,17 @@ def test_the_issues_cases_are_named(what, config, kw, exc, words):
     with pytest.raises(exc) as info:
         rr.from_hf_config(config, **kw)
     assert all(w in str(info.value) for w in words), str(info.value)
+
+
+def test_what_was_assumed_is_said():
+    """A config without M-RoPE sections (or without a rope section at all) is read with its family's defaults, as
+    transformers reads it; the RopeConfig says so in ``assumed`` (an error after it, in its message, above)."""
+    qwen = rr.from_hf_config({"model_type": "qwen2_vl", "head_dim": 128, "rope_scaling": {"type": "mrope"}})
+    assert qwen.mrope_section == (16, 24, 24)
+    assert qwen.assumed == ("the family's default mrope_section [16, 24, 24]",)
+    gpt_oss = rr.from_hf_config({"model_type": "gpt_oss", "head_dim": 64})
+    assert gpt_oss.rope_type == "yarn" and gpt_oss.assumed == ("the family's default rope section",)
+    assert rr.from_hf_config(BASES["mrope"]).assumed == ()
 
 
 def test_mrope_and_type_mrope_beside_rope_type_are_read():
