@@ -315,7 +315,8 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
     pos = check_finite(given.astype(np.float64), name)
     largest = max(abs(int(given.max())), abs(int(given.min()))) if given.dtype.kind in "iu" and given.size else 0
     if given.dtype.kind == "f" and not isinstance(positions, np.ndarray) and np.max(np.abs(pos), initial=0) >= 2**53:
-        largest = max((abs(v) for v in _flat(positions) if isinstance(v, numbers.Integral)), default=0)  # [2**53+1, .5]
+        given_as = np.asarray(positions, dtype=object).ravel()                # [2**53 + 1, 0.5]: the ints as given
+        largest = max((abs(v) for v in given_as if isinstance(v, numbers.Integral)), default=0)
     if largest > EXACT_INT_LIMIT:
         warn_precision("int53", f"{name}: integers beyond 2^53 = {EXACT_INT_LIMIT} are rounded to float64, so "
                        f"neighbouring positions can get identical angles (2^53 and 2^53 + 1 do); "
@@ -337,15 +338,6 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
         which = name if axes is None else f"{name}[a] (of {name}.shape = {pos.shape})"
         raise ValueError(f"{which} of shape {each} does not broadcast to {target} = {tuple(lead_shape)}")
     return pos
-
-
-def _flat(values):
-    """The scalars of nested lists and tuples (others: the value itself)."""
-    if isinstance(values, (list, tuple)):
-        for value in values:
-            yield from _flat(value)
-    else:
-        yield values
 
 
 def check_positions_any(positions, name: str = "positions") -> np.ndarray:
