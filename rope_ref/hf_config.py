@@ -121,7 +121,7 @@ def _text_model_config(cfg):
         if inner is not None and not isinstance(inner, Mapping):
             raise TypeError(f"{path}['text_config'] must be an object (the language model's config) or null, got "
                             f"{inner!r} of type {type(inner).__name__}")
-        if inner is None or any(cfg.get(k) is not None for k in _SECTIONS + ("rope_theta",)):
+        if inner is None or any(cfg.get(k) not in (None, {}) for k in _SECTIONS + ("rope_theta",)):   # [], 0: own
             return cfg, path
         path += "['text_config']"
         cfg = dict(inner)
