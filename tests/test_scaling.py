@@ -78,8 +78,7 @@ def test_yarn_refuses_training_lengths_that_turn_its_ramp_backwards(train_len, t
 
 
 def test_yarn_at_the_edges_of_its_range():
-    """Just inside: 7 positions (> 2 pi) extrapolate only the fastest pair's neighbourhood (the rest are divided);
-    with truncation the ramp's rounded ends meet at 0 for 6 positions, as transformers computes it."""
+    """Just inside: 7 positions (> 2 pi) keep pair 0 and divide the rest; truncated, 6 positions too (rounded ends)."""
     for train_len, truncate in ((7, False), (6, True)):
         f, _ = scaled_inv_freq(128, rope_type="yarn", factor=4.0, original_max_position_embeddings=train_len,
                                truncate=truncate)
