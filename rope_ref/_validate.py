@@ -17,6 +17,7 @@ import functools
 import inspect
 import numbers
 import os
+import reprlib
 import sys
 import warnings
 
@@ -192,14 +193,20 @@ def check_positive_real(value, name: str, expected: str = "a positive finite rea
 
 
 def check_base(base, name: str = "base") -> float:
-    """A finite, positive real base."""
-    return check_positive_real(base, name)
+    """A finite, positive real base; base = 1 warns (every theta_i = 1^(-2i/d) = 1: one frequency for all pairs)."""
+    base = check_positive_real(base, name)
+    if base == 1:
+        warnings.warn(f"{name}=1 gives every pair the same frequency theta_i = 1^(-2i/d) = 1 (RoFormer eq 15), so the "
+                      "pairs carry no range of wavelengths; RoPE's bases are > 1 (10000 in the paper)", UserWarning,
+                      stacklevel=_caller_level())
+    return base
 
 
 def check_pairing(pairing) -> str:
     """'interleaved' or 'half'; a misspelling or another library's name gets a hint."""
     if not isinstance(pairing, str):
-        raise TypeError(f"pairing must be one of {PAIRINGS}, got {pairing!r} of type {type(pairing).__name__}")
+        raise TypeError(f"pairing must be one of {PAIRINGS}, got {reprlib.repr(pairing)} of type "
+                        f"{type(pairing).__name__}")
     if pairing not in PAIRINGS:
         alias = PAIRING_ALIASES.get(pairing.lower())
         hint = f" (did you mean {alias!r}?)" if alias else closest_name(pairing, PAIRINGS)
@@ -207,15 +214,15 @@ def check_pairing(pairing) -> str:
     return pairing
 
 
-def check_rotary_dim(rotary_dim, d: int) -> int:
+def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:
     """``rotary_dim`` defaults to ``d``; otherwise an even integer in [2, d]."""
     if rotary_dim is None:
         return d
     if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, numbers.Integral):
-        raise TypeError(f"rotary_dim must be None or an even integer in [2, d={d}], got {rotary_dim!r}")
+        raise TypeError(f"{name} must be None or an even integer in [2, d={d}], got {rotary_dim!r}")
     rotary_dim = int(rotary_dim)
     if rotary_dim <= 0 or rotary_dim % 2 or rotary_dim > d:
-        raise ValueError(f"rotary_dim must be an even integer in [2, d={d}], got {rotary_dim}")
+        raise ValueError(f"{name} must be an even integer in [2, d={d}], got {rotary_dim}")
     return rotary_dim
 
 
@@ -296,7 +303,7 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
     (or 0 for a single vector).  ``axes=A`` (an ``inv_freq`` of shape ``(rotary_dim/2, A)``): shape
     ``(A, ...)``, each ``positions[a]`` broadcastable to ``lead_shape``; ``None`` means ``arange(seq)``
     only for A = 1.  The result keeps its own (smaller) shape; callers broadcast.  Integers beyond 2^53 (which
-    float64 cannot all represent) warn.
+    float64 cannot all represent), in an integer array or as Python ints beside floats, warn.
     """
     if positions is None and lead_shape is not None:
         if axes is not None and axes > 1:
@@ -304,12 +311,16 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
                              f"({axes}, ..., seq), one row of positions per axis (M-RoPE: t, h, w)")
         default = np.zeros(()) if len(lead_shape) == 0 else np.arange(lead_shape[-1], dtype=np.float64)
         return default if axes is None else default[None]
-    pos = check_real_array(positions, name)
-    if pos.dtype.kind in "iu" and pos.size and (pos.max() > EXACT_INT_LIMIT or pos.min() < -EXACT_INT_LIMIT):
+    given = check_real_array(positions, name)
+    pos = check_finite(given.astype(np.float64), name)
+    largest = max(abs(int(given.max())), abs(int(given.min()))) if given.dtype.kind in "iu" and given.size else 0
+    if given.dtype.kind == "f" and not isinstance(positions, np.ndarray) and np.max(np.abs(pos), initial=0) >= 2**53:
+        given_as = np.asarray(positions, dtype=object).ravel()                # [2**53 + 1, 0.5]: the ints as given
+        largest = max((abs(v) for v in given_as if isinstance(v, numbers.Integral)), default=0)
+    if largest > EXACT_INT_LIMIT:
         warn_precision("int53", f"{name}: integers beyond 2^53 = {EXACT_INT_LIMIT} are rounded to float64, so "
                        f"neighbouring positions can get identical angles (2^53 and 2^53 + 1 do); "
-                       f"got {name} up to {max(abs(int(pos.max())), abs(int(pos.min())))}", every_call=True)
-    pos = check_finite(pos.astype(np.float64), name)
+                       f"got {name} up to {largest}", every_call=True)
     each = pos.shape
     if axes is not None:
         if pos.ndim == 0 or pos.shape[0] != axes:

@@ -7,13 +7,13 @@ modules in tests/data check them.
 
 from __future__ import annotations
 
-import json
-import os
+import reprlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from ._validate import (check_base, check_bool, check_pairing, check_positive_int, check_rotary_dim, closest_name,
-    suggest_keywords)
+from ._config_file import load_config
+from ._validate import (check_base, check_bool, check_nbytes, check_pairing, check_positive_int, check_rotary_dim,
+    closest_name, suggest_keywords)
 from .diffusers_config import diffusers_rope_config
 from .hf_families import FAMILIES, SECTION_QUIRK_KEYS, Family
 from .multiaxis import mrope_frequencies
@@ -50,19 +50,27 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     docs/model_configs.md describes each case (MLA, M-RoPE, proportional RoPE, query scaling) and
     what is refused: each with a ValueError naming the key.
     """
-    cfg = _load(config)
+    if layer_type is not None and not isinstance(layer_type, str):
+        raise TypeError(f"layer_type must be None or the name of a layer type (a string such as 'full_attention'), "
+                        f"got {reprlib.repr(layer_type)} of type {type(layer_type).__name__}")
+    cfg = load_config(config)
     if "_class_name" in cfg:                                 # a diffusers transformer's config.json
         return diffusers_rope_config(cfg, pairing=pairing, layer_type=layer_type)
-    cfg = _text_model_config(cfg)
+    cfg, path = _text_model_config(cfg)
     model_type = cfg.get("model_type")
-    family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing))
+    family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing), path)
     known = model_type in FAMILIES
     part = (family.parts or {}).get(layer_type)          # another attention's RoPE (DSA indexer)
     layer_type = None if part else layer_type
     head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family, known)
+    check_nbytes(head_dim // 2 * 8, "config's head_dim", what=f"the {head_dim // 2} float64 frequencies of its heads")
     where, rope, defaulted = _rope_section(cfg, layer_type, family)
+    sections_given = rope.get("mrope_section") is not None
     mrope_section, mrope_interleaved = _mrope(rope, family, where, known)
-    where += " (the family's default, as the config has none)" if defaulted else ""
+    assumed = ["the family's default rope section"] if defaulted else []
+    if mrope_section is not None and not sections_given:
+        assumed.append(f"the family's default mrope_section {list(mrope_section)}")
+    where += f" (with {' and '.join(assumed)}, as the config has none)" if assumed else ""
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
     rope_type = _family_rope_type(rope, family, _rope_type(rope, where), where, model_type)
@@ -84,7 +92,8 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
                       base=base, rope_type=rope_type, params=MappingProxyType(params),
                       attention_factor=float(attention_factor), output_pairing=output_pairing,
                       query_scaling=MappingProxyType({k: _list_as_tuple(v) for k, v in query_scaling.items()}),
-                      mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise)
+                      mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise,
+                      assumed=tuple(assumed))
 
 
 def _family_rope_type(rope, family, rope_type, where, model_type) -> str:
@@ -105,56 +114,39 @@ def _base(cfg, rope, family, where, defaulted):
     if base is None:
         top = [k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None]
         base, base_key = (cfg[top[0]], f"config[{top[0]!r}]") if top else (family.rope_theta, "the family's default")
-    if family.fixed_theta:
+    base = check_base(base, f"rope_theta ({base_key})")
+    if family.fixed_theta:         # the config's own rope_theta is checked, then overridden
         base, base_key = family.fixed_theta, "fixed by the family's code"
-    return check_base(base, f"rope_theta ({base_key})"), base_key
+    return base, base_key
 
 
-def _load(config) -> dict:
-    if isinstance(config, (str, os.PathLike)):
-        path = os.fspath(config)
-        if not os.path.isfile(path):
-            raise ValueError(f"config: no file at {path!r}; pass a config.json path or a dict")
-        try:
-            with open(path, encoding="utf-8") as f:
-                config = json.load(f)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"config: {path!r} is not valid JSON ({err})") from None
-        if not isinstance(config, Mapping):
-            raise ValueError(f"config: {path!r} holds a JSON {type(config).__name__}, expected an object")
-    if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a dict or the path of a config.json, got {type(config).__name__}")
-    return dict(config)
-
-
-def _text_model_config(cfg) -> dict:
-    """A multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config; a text_config
-    that contains a config it is nested in (a cycle) or nests deeper than _MAX_NESTING is a ValueError."""
-    seen, path = {id(cfg)}, "config"
+def _text_model_config(cfg):
+    """(config, where it is): a multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config;
+    text_configs nested deeper than _MAX_NESTING are a ValueError."""
+    path = "config"
     for _ in range(_MAX_NESTING):
         mt = cfg.get("model_type")
         if mt is not None and not isinstance(mt, str):
             raise TypeError(f"{path}['model_type'] must be a string (e.g. 'llama'), got {mt!r} of type "
                             f"{type(mt).__name__}")
         inner = cfg.get("text_config")
-        if not isinstance(inner, Mapping) or any(cfg.get(k) for k in _SECTIONS + ("rope_theta",)):
-            return cfg
+        if inner is not None and not isinstance(inner, Mapping):
+            raise TypeError(f"{path}['text_config'] must be an object (the language model's config) or null, got "
+                            f"{inner!r} of type {type(inner).__name__}")
+        if inner is None or any(cfg.get(k) not in (None, {}) for k in _SECTIONS + ("rope_theta",)):   # [], 0: own
+            return cfg, path
         path += "['text_config']"
-        if id(inner) in seen:
-            raise ValueError(f"{path} contains the config it is nested in (a cycle); a text_config must be "
-                             "a separate object")
-        seen.add(id(inner))
         cfg = dict(inner)
     raise ValueError(f"{path} nests text_config deeper than {_MAX_NESTING} levels; expected a wrapper around "
                      "one language-model config")
 
 
-def _family(cfg, model_type, pairing) -> Family:
+def _family(cfg, model_type, pairing, path="config") -> Family:
     family = FAMILIES.get(model_type)
     if family is None:
         if pairing is None:
             what = "has no 'model_type'" if model_type is None else f"has model_type={model_type!r}, not a known family"
-            raise ValueError(f"config {what}; known model_type values: {sorted(FAMILIES)}"
+            raise ValueError(f"{path} {what}; known model_type values: {sorted(FAMILIES)}"
                              f"{closest_name(model_type, FAMILIES) if model_type else ''}. "
                              "Pass pairing='half' or 'interleaved' to read it anyway")
         other = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
@@ -237,6 +229,8 @@ def _rope_section(cfg, layer_type, family):
         rope, defaulted = dict(family.rope), True
     rope = rope or {}
     nested = sorted(k for k, v in rope.items() if isinstance(v, Mapping))
+    if not defaulted:
+        _check_strays(cfg, rope, nested, where)
     if family.layers is not None and not nested:       # v4 layout of gemma3: rope_local_base_freq, ...
         nested = sorted(family.layers)
         rope = {lt: dict(rope if scaled else {}, rope_theta=cfg.get(k, theta))
@@ -259,6 +253,21 @@ def _rope_section(cfg, layer_type, family):
     return where, dict(rope), defaulted
 
 
+def _check_strays(cfg, rope, nested, where):
+    """Keys no layer would read: with one section per layer type (transformers' nested rope_parameters) every entry
+    is a section (null: unused); a top-level rope_theta is the default of sections without their own, so where every
+    section has one it must agree with them."""
+    for k, v in rope.items():
+        if nested and v is not None and not isinstance(v, Mapping):
+            raise ValueError(f"{where} holds one RoPE section per layer type ({nested}), so {where}[{k!r}] must be a "
+                             f"section (an object) too, got {v!r} of type {type(v).__name__}")
+    top = next((k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None), None)
+    own = [section.get("rope_theta") for section in ([rope[k] for k in nested] or [rope])]
+    if top and None not in own and any(theta != cfg[top] for theta in own):
+        raise ValueError(f"config[{top!r}]={cfg[top]!r} disagrees with the rope_theta of every section of {where} "
+                         f"({', '.join(map(repr, own))}), so no layer would read it; keep one of them")
+
+
 def _agree(v5, v4) -> bool:
     """v5 configs may also carry the v4 section: every key of rope_scaling must say the same in rope_parameters."""
     named = {("rope_type" if k == "type" else k): v for k, v in v4.items()}
@@ -267,12 +276,19 @@ def _agree(v5, v4) -> bool:
 
 def _rope_type(rope, where) -> str:
     """The registry's name of the section's rope_type (v4: type); an "mrope" type was read by _mrope."""
-    old_name = rope.pop("type", None)
-    rope_type = rope.pop("rope_type", None) or old_name or "default"
+    for key in ("rope_type", "type"):
+        if key in rope and not isinstance(rope[key], str):
+            raise TypeError(f"{where}[{key!r}] must be a string such as 'yarn', got {rope[key]!r} of type "
+                            f"{type(rope[key]).__name__}")
+    old_name, new_name = rope.pop("type", None), rope.pop("rope_type", None)
+    rope_type = new_name or old_name or "default"
     supported = [name for name, method in SCALING_METHODS.items() if method.in_transformers]
     names = {alias: name for name in supported for alias in (name,) + SCALING_METHODS[name].config_names}
     if rope_type not in names:
         raise ValueError(f"{where} has rope_type={rope_type!r}, which is not supported; supported: {supported}")
+    if old_name and new_name and names.get(old_name) != names[new_name]:
+        raise ValueError(f"{where} has rope_type={new_name!r} and type={old_name!r}, which disagree; give one of them "
+                         "(type is the v4 name of rope_type)")
     return names[rope_type]
 
 
@@ -285,29 +301,34 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
         return _mla_rotary_dim(cfg, section_factor, head_dim)
     if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
         r = cfg.get(family.rotary_key, family.rotary_default)
-        return head_dim if r is None else check_rotary_dim(r, head_dim)
+        return head_dim if r is None else check_rotary_dim(r, head_dim, f"config[{family.rotary_key!r}]")
     factor, key = section_factor, "partial_rotary_factor"
     for k in ("partial_rotary_factor", "rotary_pct"):
         if factor is None and cfg.get(k) is not None:
             factor, key = cfg[k], k
     if factor is None and family.rotary_key and cfg.get(family.rotary_key) is not None:
-        return check_rotary_dim(cfg[family.rotary_key], head_dim)
+        return check_rotary_dim(cfg[family.rotary_key], head_dim, f"config[{family.rotary_key!r}]")
     if factor is None:
         factor = family.partial_rotary_factor
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
-        raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
-    r = int(head_dim * factor)     # as transformers: int(head_dim * partial_rotary_factor)
+    r = int(head_dim * _share(factor, key))     # as transformers: int(head_dim * partial_rotary_factor)
     if r < 2 or r % 2:
         raise ValueError(f"config: head_dim {head_dim} * {key} {factor} = {r} rotated features; "
                          "expected an even number >= 2 (partial_rotary_factor)")
     return r
 
 
+def _share(factor, key):
+    """A share of the head: a real number in (0, 1]."""
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+        raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
+    return factor
+
+
 def _mla_rotary_dim(cfg, factor, rope_dim) -> int:
     """MLA rotates all qk_rope_head_dim features.  A partial_rotary_factor, where a config gives one, is that
     part's share of a wider head (Mistral 4: of qk_nope + qk_rope; dots3: of head_dim) and must agree."""
     factor = cfg.get("partial_rotary_factor") if factor is None else factor
-    if factor is None or factor == 1:
+    if factor is None or _share(factor, "partial_rotary_factor") == 1:
         return rope_dim
     widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}
     if isinstance(cfg.get("qk_nope_head_dim"), int):
@@ -355,10 +376,9 @@ def _mrope(rope, family, where, known):
     defaults.  The layout is the family's: a config's ``mrope_interleaved`` that contradicts it is refused."""
     section, flag = rope.pop("mrope_section", None), rope.pop("mrope_interleaved", None)
     kind = rope.get("rope_type", rope.get("type"))
-    if kind == "mrope":
-        rope.pop("type", None), rope.pop("rope_type", None)
+    marked = [rope.pop(k) for k in ("rope_type", "type") if rope.get(k) == "mrope"]   # v4: type "mrope"
     if section is None and family.mrope is None:
-        if kind == "mrope" or flag is not None:
+        if marked or flag is not None:
             raise ValueError(f"{where} has rope_type='mrope' or mrope_interleaved but no mrope_section; M-RoPE needs "
                              "the pairs per axis (mrope_section: [temporal, height, width])")
         return None, False

@@ -38,6 +38,7 @@ class RopeConfig:
     axial_sections: tuple | None = None              # axial RoPE (diffusion transformers): pairs per axis, each axis
     # its own spectrum base^(-2k/dim_a) (rope_ref.axial_frequencies(sections=...))
     clockwise: bool = False                          # NanoChat: every pair turns by -theta_j m (sin's sign flipped)
+    assumed: tuple = ()      # what from_hf_config took from the family where the config is silent (default sections)
 
     @property
     def axes(self) -> int | None:

@@ -68,15 +68,6 @@ class ScalingMethod:
         return f"required {required}" + (f", optional {list(self.optional)}" if self.optional else "")
 
 
-def scaling_method(rope_type) -> ScalingMethod:
-    """The entry of ``rope_type`` in :data:`SCALING_METHODS`; another name is a ValueError naming the closest."""
-    if rope_type not in SCALING_METHODS:
-        names = tuple(SCALING_METHODS)
-        raise ValueError(f"rope_type must be one of {names}, got {rope_type!r}"
-                         f"{closest_name(str(rope_type), names)}")
-    return SCALING_METHODS[rope_type]
-
-
 def method_param_keys() -> frozenset:
     """Every key some method uses."""
     return frozenset().union(*(method.used for method in SCALING_METHODS.values()))
@@ -132,7 +123,9 @@ def _resolve_rope_type(rope_type, old_name):
         rope_type = "default" if old_name is None else old_name
     elif old_name is not None and old_name != rope_type:
         raise ValueError(f"rope_type={rope_type!r} and type={old_name!r} disagree; give one of them")
-    scaling_method(rope_type)
+    if rope_type not in SCALING_METHODS:
+        raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}"
+                         f"{closest_name(rope_type, ROPE_TYPES)}")
     return rope_type
 
 
@@ -238,6 +231,12 @@ def _yarn(d, base, seq_len, p):
     if truncate:
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, d - 1)
+    if high < low:    # L_train < 2 pi beta_slow (theta_0 = 1 turns fewer times) or the slowest pair turns > beta_fast
+        raise ValueError(f"original_max_position_embeddings={train_len} puts YaRN's ramp (pair dimensions d ln(L / "
+                         f"(2 pi beta)) / (2 ln base) for beta_fast, beta_slow, clipped to 0..{d - 1}: {low:.4g} down "
+                         f"to {high:.4g}) backwards, so it would keep the frequencies YaRN divides by factor and "
+                         f"divide those it keeps; L must be at least 2 pi beta_slow = {2 * math.pi * beta_slow:.4g}, "
+                         "and the slowest pair must turn at most beta_fast times in it")
     if low == high:
         high += 0.001
     ramp = np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)  # 0: extrapolate, 1: interpolate

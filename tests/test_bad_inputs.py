@@ -6,6 +6,7 @@ positions with hypothesis.
 """
 
 import sys
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -329,3 +330,29 @@ def test_causal_must_be_a_real_bool(fn, flag):
 def test_real_bools_are_accepted(flag):
     out = rr.attention(X + 1, X + 1, V + 1, causal=flag)
     np.testing.assert_allclose(out, 1.0)
+
+
+# ---- answers that were silent (issue: the last unclear answers) ------------------------------------------
+
+def test_python_ints_beyond_2_53_beside_floats_warn_as_integer_arrays_do():
+    """[2**53 + 1, 0.5] becomes a float64 array in which 2^53 + 1 is 2^53: the integer given is lost before the
+    math, so the same warning as for int64 positions, naming the integer as given."""
+    for positions, largest in (([2**53 + 1, 0.5], 2**53 + 1), ([[2**53, 0.5], (1.0, -(2**53 + 3))], 2**53 + 3)):
+        x = np.ones(np.shape(positions) + (4,))
+        with pytest.warns(rr.RopeRefPrecisionWarning, match=rf"positions: integers beyond 2\^53 .* up to {largest}$"):
+            rr.rotate(x, positions, inv_freq=[1e-30, 1e-31])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rr.RopeRefPrecisionWarning)
+        rr.rotate(np.ones((2, 4)), [2.0**53 + 2, 0.5], inv_freq=[1e-30, 1e-31])   # floats, taken as given
+        rr.rotate(np.ones((2, 4)), [2**53, 0.5], inv_freq=[1e-30, 1e-31])         # 2^53 itself is a float64
+
+
+@pytest.mark.parametrize("call", [lambda: rr.rotate(X, base=1), lambda: rr.frequencies(8, 1.0),
+                                  lambda: rr.attention(X, X, V, base=1),
+                                  lambda: rr.from_hf_config({"model_type": "llama", "head_dim": 8, "rope_theta": 1})])
+def test_base_1_warns_naming_base(call):
+    """base = 1: theta_i = 1^(-2i/d) = 1 for every pair (eq 15), one wavelength for all: allowed, not silent."""
+    with pytest.warns(UserWarning, match=r"(base|rope_theta \(config\['rope_theta'\]\))=1 gives every pair the same "
+                                         r"frequency theta_i = 1") as info:
+        call()
+    assert info[0].filename == __file__                            # points at the caller's line

@@ -64,6 +64,27 @@ def test_yarn_limits_and_ramp():
     assert math.isclose(att, 0.1 * math.log(16) + 1)
 
 
+@pytest.mark.parametrize("train_len,truncate", [(1, True), (6, False), (10**12, True), (10**12, False)])
+def test_yarn_refuses_training_lengths_that_turn_its_ramp_backwards(train_len, truncate):
+    """YaRN keeps the pairs turning more than beta_fast times in L_train and divides by factor those turning fewer
+    than beta_slow times, with a ramp between pair dimensions d ln(L / (2 pi beta)) / (2 ln base).  Below 2 pi beta_slow
+    positions (the fastest pair, theta_0 = 1, turns fewer than beta_slow times) or so long that even the slowest pair
+    turns more than beta_fast times, the clipped ends cross: the formula would keep what YaRN divides and divide what
+    it keeps (transformers computes it silently)."""
+    with pytest.raises(ValueError, match=rf"original_max_position_embeddings={train_len} .* backwards, so it would "
+                                         r"keep the frequencies YaRN divides by factor"):
+        scaled_inv_freq(128, rope_type="yarn", factor=4.0, original_max_position_embeddings=train_len,
+                        truncate=truncate)
+
+
+def test_yarn_at_the_edges_of_its_range():
+    """Just inside: 7 positions (> 2 pi) keep pair 0 and divide the rest; truncated, 6 positions too (rounded ends)."""
+    for train_len, truncate in ((7, False), (6, True)):
+        f, _ = scaled_inv_freq(128, rope_type="yarn", factor=4.0, original_max_position_embeddings=train_len,
+                               truncate=truncate)
+        np.testing.assert_allclose(f[1:], rr.frequencies(128)[1:] / 4, rtol=1e-12)
+
+
 def test_llama3_three_bands():
     f, _ = scaled_inv_freq(128, 500000.0, rope_type="llama3", factor=8.0, low_freq_factor=1.0,
                            high_freq_factor=4.0, original_max_position_embeddings=8192)
