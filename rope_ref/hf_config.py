@@ -11,7 +11,7 @@ import reprlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from ._config_file import load_config
+from ._config_file import check_strays, load_config
 from ._validate import (check_base, check_bool, check_nbytes, check_pairing, check_positive_int, check_rotary_dim,
     closest_name, suggest_keywords)
 from .diffusers_config import diffusers_rope_config
@@ -230,7 +230,7 @@ def _rope_section(cfg, layer_type, family):
     rope = rope or {}
     nested = sorted(k for k, v in rope.items() if isinstance(v, Mapping))
     if not defaulted:
-        _check_strays(cfg, rope, nested, where)
+        check_strays(cfg, rope, nested, where)
     if family.layers is not None and not nested:       # v4 layout of gemma3: rope_local_base_freq, ...
         nested = sorted(family.layers)
         rope = {lt: dict(rope if scaled else {}, rope_theta=cfg.get(k, theta))
@@ -251,21 +251,6 @@ def _rope_section(cfg, layer_type, family):
             raise ValueError(f"{where} has key {k!r}, which rope_ref does not model"
                              f"{closest_name(k, config_keys())}; known keys: {sorted(known)}")
     return where, dict(rope), defaulted
-
-
-def _check_strays(cfg, rope, nested, where):
-    """Keys no layer would read: with one section per layer type (transformers' nested rope_parameters) every entry
-    is a section (null: unused); a top-level rope_theta is the default of sections without their own, so where every
-    section has one it must agree with them."""
-    for k, v in rope.items():
-        if nested and v is not None and not isinstance(v, Mapping):
-            raise ValueError(f"{where} holds one RoPE section per layer type ({nested}), so {where}[{k!r}] must be a "
-                             f"section (an object) too, got {v!r} of type {type(v).__name__}")
-    top = next((k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None), None)
-    own = [section.get("rope_theta") for section in ([rope[k] for k in nested] or [rope])]
-    if top and None not in own and any(theta != cfg[top] for theta in own):
-        raise ValueError(f"config[{top!r}]={cfg[top]!r} disagrees with the rope_theta of every section of {where} "
-                         f"({', '.join(map(repr, own))}), so no layer would read it; keep one of them")
 
 
 def _agree(v5, v4) -> bool:
