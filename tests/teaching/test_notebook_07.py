@@ -303,9 +303,10 @@ def test_stated_facts_of_the_bfloat16_cast():
     relative = np.abs(rounded / LLAMA3_INV_FREQ - 1)
     assert "pair 1's 0.814617 becomes 0.816406" in text
     assert (f"{LLAMA3_INV_FREQ[1]:.6f}", f"{rounded[1]:.6f}") == ("0.814617", "0.816406")
-    assert "pair 0 ($\\theta_0 = 1$, which bfloat16 holds exactly) stays, pair 33 moves by 4 parts in a million" in text
+    assert ("Pair 0 ($\\theta_0 = 1$, which bfloat16 holds exactly) stays and pair 33 moves by only 4 parts in a "
+            "million" in text)
     assert list(np.flatnonzero(relative == 0)) == [0] and round(relative[33] * 1e6) == 4
-    assert "and the other 62 by up to 0.33% (pair 13)" in text
+    assert "the other 62 move by up to 0.33% (pair 13)" in text
     others = np.delete(relative, [0, 33])
     assert len(others) == 62 and others.min() > 1e-5
     assert np.argmax(relative) == 13 and f"{relative.max():.2%}" == "0.33%"
