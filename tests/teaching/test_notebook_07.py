@@ -256,7 +256,7 @@ def run_replay_cells(*ids):
 
 
 def rotate_half_pairs(x, positions, inv_freq):
-    """transformers' rotate_half RoPE written out: pairs (i, i + 64), row r turned by positions[r] * inv_freq."""
+    """transformers' rotate_half RoPE written out: pairs (i, i + d/2), row r turned by positions[r] * inv_freq."""
     angle = np.outer(positions, inv_freq)
     half = x.shape[1] // 2
     return np.concatenate([x[:, :half] * np.cos(angle) - x[:, half:] * np.sin(angle),
@@ -344,7 +344,8 @@ def test_the_clamped_cache_cell_and_its_stated_facts():
     np.testing.assert_allclose(cached(x, offset=200), rotate_half_pairs(x, clamped, LLAMA3_INV_FREQ), atol=1e-4)
     unclamped = rotate_half_pairs(x, 200 + np.arange(64), LLAMA3_INV_FREQ)
     assert np.abs(cached(x, offset=200) - unclamped)[56:].max(axis=1).min() > 0.1          # every row from 56 is off
-    assert namespace["N"] == 256 and 200 + 56 == 256
+    assert namespace["N"] == 256 and namespace["decode"].keywords == {"offset": 200}
+    assert np.flatnonzero(200 + np.arange(64) > namespace["N"] - 1)[0] == 56        # the first row past the table
     text = flat(TEXT)
     for stated in ["($N = 256$)", "A check from position 0 passes: its 64 rows stay inside the table",
                    "the decode step after 200 cached tokens reaches position 256 at row 56",
