@@ -4,7 +4,7 @@ These are *not* rope_ref's implementation; they are small stand-ins for a user's
 torch/JAX/CUDA kernel (here in NumPy), each taking ``x`` of shape ``(seq, d)`` and
 applying its own positions.  ``identify`` and ``assert_rope_matches`` check them.  At the end, a replay of
 transformers' own Llama rotary module (its recorded cos/sin) with transformers' calling convention, for notebook 07's
-wrapper, and its recorded ``inv_freq`` before and after a cast to bfloat16, for notebook 06.
+wrapper and its bfloat16 bug, and its recorded ``inv_freq`` before and after a cast to bfloat16, for notebook 06.
 """
 
 import json
@@ -91,13 +91,24 @@ def fused_backward(x, g, base=10000.0):
     return llama_style_rope(g, base)
 
 
-def replayed_llama_rotary():
+def replayed_llama_rotary(cast=None):
     """transformers 5.24.0's ``LlamaRotaryEmbedding`` built from Llama 3 8B's config.json, replayed from its recording
     (``data/llama3_rotary.npz``, made by tests/data/record_llama_rotary.py): ``rotary(x, position_ids) -> (cos, sin)``,
     each ``(batch, seq, 128)`` in ``x``'s dtype, as the module returns them.  Only position ids 0..255 were recorded:
-    a larger id is an IndexError, as a cos/sin cache of 256 rows would be."""
+    a larger id is an IndexError, as a cos/sin cache of 256 rows would be.
+
+    ``cast="bfloat16"``: the module after ``.to(torch.bfloat16)``, called with float32 ``x``: its recorded bfloat16
+    ``inv_freq`` times the positions in float32, then cos and sin, as its forward computes them (within one float32
+    rounding of the cos/sin recorded from that module at ids 1, 10, 100, 255)."""
+    if cast not in (None, "bfloat16"):
+        raise ValueError(f"cast must be None or 'bfloat16' (the cast recorded), got {cast!r}")
     recorded = _recording()
-    cos, sin = (np.concatenate([recorded[name]] * 2, axis=-1) for name in ("cos_half", "sin_half"))
+    if cast is None:
+        halves = recorded["cos_half"], recorded["sin_half"]
+    else:
+        angles = np.outer(np.arange(len(recorded["cos_half"]), dtype=np.float32), recorded["inv_freq_bf16"])
+        halves = np.cos(angles), np.sin(angles)
+    cos, sin = (np.concatenate([half] * 2, axis=-1) for half in halves)
 
     def rotary(x, position_ids):
         return cos[position_ids].astype(x.dtype), sin[position_ids].astype(x.dtype)

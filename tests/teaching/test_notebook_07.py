@@ -10,6 +10,7 @@ import re
 from contextlib import redirect_stdout
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -17,7 +18,7 @@ import rope_ref as rr
 from rope_ref.teaching import example_kernels, exercises_kernels
 from rope_ref.teaching.kernel_plot import kernel_vs_expected
 
-from notebook_cells import cells, prose, src, tags
+from notebook_cells import cells, prose, run_cells, src, tags
 
 ROOT = Path(__file__).resolve().parents[2]
 NB = ROOT / "notebooks" / "07_check_your_rope.ipynb"
@@ -26,7 +27,8 @@ TEXT = prose(NB.stem)
 
 
 def test_learning_objectives_at_the_top():
-    found = [c for c in CELLS[:4] if c["cell_type"] == "markdown" and src(c).lstrip().startswith("## Learning objectives")]
+    found = [c for c in CELLS[:4]
+             if c["cell_type"] == "markdown" and src(c).lstrip().startswith("## Learning objectives")]
     assert found and sum(ln.startswith("* ") for ln in src(found[0]).splitlines()) >= 3
 
 
@@ -233,3 +235,131 @@ def test_the_wrapper_cell_checks_the_replay_and_the_prose_shows_the_torch_lines(
                   "**replay**", "torch.as_tensor(x, dtype=torch.float32)[None, None]", "LlamaRotaryEmbedding",
                   "tests/data/record_llama_rotary.py"]:
         assert shown in TEXT, shown
+
+
+# --- two real bugs planted in the replayed kernel (issue 31 section 5, issue 30 items 1 and 2) ------------------------
+
+def flat(text):
+    """Prose with its line breaks read as spaces, as a reader reads it."""
+    return " ".join(text.split())
+
+
+def run_replay_cells(*ids):
+    """The wrapper cell, then the cells ``ids``, in one namespace; (namespace, what the given cells printed)."""
+    namespace = {"np": np, "rr": rr, "example_kernels": example_kernels, "functools": __import__("functools")}
+    with redirect_stdout(io.StringIO()):
+        run_cells(NB.stem, "nb07-22b", namespace=namespace)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        run_cells(NB.stem, *ids, namespace=namespace)
+    return namespace, out.getvalue()
+
+
+def rotate_half_pairs(x, positions, inv_freq):
+    """transformers' rotate_half RoPE written out: pairs (i, i + d/2), row r turned by positions[r] * inv_freq."""
+    angle = np.outer(positions, inv_freq)
+    half = x.shape[1] // 2
+    return np.concatenate([x[:, :half] * np.cos(angle) - x[:, half:] * np.sin(angle),
+                           x[:, half:] * np.cos(angle) + x[:, :half] * np.sin(angle)], axis=1)
+
+
+LLAMA3_INV_FREQ = 500000.0 ** (-np.arange(0, 128, 2) / 128)                  # Llama 3 8B: rope_theta 500000, d 128
+
+
+def test_the_bfloat16_replay_is_the_cast_module():
+    """The recorded buffer after .to(torch.bfloat16) is the float32 one rounded to bfloat16 (ml_dtypes), and the
+    replay's cos/sin agree with those recorded from the cast module (ids 1, 10, 100, 255) within one float32
+    rounding."""
+    rec = np.load(RECORDING)
+    np.testing.assert_array_equal(rec["inv_freq_bf16"], rec["inv_freq"].astype(ml_dtypes.bfloat16).astype(np.float32))
+    ids = json.loads((ROOT / "tests" / "data" / "llama3_rotary.json").read_text())["bf16_ids"]
+    assert ids == [1, 10, 100, 255]
+    cos, sin = example_kernels.replayed_llama_rotary(cast="bfloat16")(np.zeros(1, np.float32), np.array([ids]))
+    np.testing.assert_allclose(cos[0, :, :64], rec["cos_bf16"], rtol=0, atol=2.0 ** -24)
+    np.testing.assert_allclose(sin[0, :, 64:], rec["sin_bf16"], rtol=0, atol=2.0 ** -24)
+    assert np.abs(cos[0, :, :64] - rec["cos_half"][ids]).max() > 0.1              # not the float32 module's table
+    with pytest.raises(ValueError, match="cast"):
+        example_kernels.replayed_llama_rotary(cast="float16")
+
+
+def test_the_bfloat16_cell_runs_the_cast_module_and_the_report_names_the_rounding():
+    namespace, out = run_replay_cells("nb07-23b")
+    assert "the expected frequencies rounded to bfloat16" in out and "62 of 64 pairs differ" in out, out
+    assert "custom (closest default, frequencies rounded to bfloat16)" in out, out
+    # fn now runs the cast module: Llama 3's frequencies rounded to bfloat16, angles in float32 (independent formula)
+    x = np.random.default_rng(6).standard_normal((40, 128))
+    rounded = LLAMA3_INV_FREQ.astype(ml_dtypes.bfloat16).astype(np.float64)
+    rotated = namespace["fn"](x, offset=200)
+    np.testing.assert_allclose(rotated, rotate_half_pairs(x, 200 + np.arange(40), rounded), atol=1e-4)
+    assert np.abs(rotated - rotate_half_pairs(x, 200 + np.arange(40), LLAMA3_INV_FREQ)).max() > 0.1
+
+
+def test_stated_facts_of_the_bfloat16_cast():
+    text = flat(TEXT)
+    llama3 = example_kernels.config("meta-llama-3-8b")
+    assert llama3["rope_theta"] == 500000.0 and llama3["max_position_embeddings"] == 8192
+    assert "Llama 3 8B's 8,192-token context" in text
+    rounded = LLAMA3_INV_FREQ.astype(ml_dtypes.bfloat16).astype(np.float64)
+    relative = np.abs(rounded / LLAMA3_INV_FREQ - 1)
+    assert "pair 1's 0.814617 becomes 0.816406" in text
+    assert (f"{LLAMA3_INV_FREQ[1]:.6f}", f"{rounded[1]:.6f}") == ("0.814617", "0.816406")
+    assert ("Pair 0 ($\\theta_0 = 1$, which bfloat16 holds exactly) stays and pair 33 moves by only 4 parts in a "
+            "million" in text)
+    assert list(np.flatnonzero(relative == 0)) == [0] and round(relative[33] * 1e6) == 4
+    assert "the other 62 move by up to 0.33% (pair 13)" in text
+    others = np.delete(relative, [0, 33])
+    assert len(others) == 62 and others.min() > 1e-5
+    assert np.argmax(relative) == 13 and f"{relative.max():.2%}" == "0.33%"
+
+    def angle_error(position):                              # wrapped to [-pi, pi], as a rotation sees it
+        return np.abs(np.angle(np.exp(1j * position * (rounded - LLAMA3_INV_FREQ))))
+    assert "pair 1 is 0.46 rad off at position 255" in text
+    assert np.argmax(angle_error(255)) == 1 and f"{angle_error(255)[1]:.2f}" == "0.46"
+    assert "at position 8191, the last of" in text and "10 pairs are more than 1 rad off, pair 8 by 2.9 rad" in text
+    at_end = angle_error(8191)
+    assert (at_end > 1).sum() == 10 and np.argmax(at_end) == 8 and f"{at_end[8]:.1f}" == "2.9" and at_end[8] < math.pi
+    # the fix: from_pretrained(dtype=...) keeps the rotary buffers float32, model.to() casts them (the recording)
+    buffers = json.loads((ROOT / "tests" / "data" / "llama3_rotary.json").read_text())["rotary_buffers"]
+    assert buffers["from_pretrained(dtype=torch.bfloat16)"]["inv_freq"] == "torch.float32"
+    assert buffers["model.to(torch.bfloat16)"]["inv_freq"] == "torch.bfloat16"
+    for shown in ["model.to(torch.bfloat16)",
+                  "`from_pretrained(..., dtype=torch.bfloat16)` leaves `inv_freq` in float32",
+                  "model.model.rotary_emb = LlamaRotaryEmbedding(config=model.config)", "#25681", "#29496"]:
+        assert shown in text, shown
+
+
+def test_the_clamped_cache_cell_and_its_stated_facts():
+    namespace, out = run_replay_cells("nb07-24b")
+    first, *rest = out.splitlines()
+    assert first.endswith("base 500000, row 0 at position 0, default"), out          # from 0 the check passes
+    assert rest[0] == ("table: the cos/sin table stops at position 255 and rows beyond it are clamped (see the note): "
+                       "every position needs its own row"), out
+    assert rest[1].startswith("(255.0, 'clamped') the cos/sin table stops at position 255 (row 55 here)"), out
+    # independent of the checker: rows 0..63 from offset 0 are in the table; from 200, row 56 reaches position 256 and
+    # every row from there gets position 255's rotation
+    x = np.random.default_rng(7).standard_normal((64, 128))
+    cached = namespace["cached"]
+    np.testing.assert_allclose(cached(x), rotate_half_pairs(x, np.arange(64), LLAMA3_INV_FREQ), atol=1e-4)
+    clamped = np.minimum(200 + np.arange(64), 255)
+    np.testing.assert_allclose(cached(x, offset=200), rotate_half_pairs(x, clamped, LLAMA3_INV_FREQ), atol=1e-4)
+    unclamped = rotate_half_pairs(x, 200 + np.arange(64), LLAMA3_INV_FREQ)
+    assert np.abs(cached(x, offset=200) - unclamped)[56:].max(axis=1).min() > 0.1          # every row from 56 is off
+    assert namespace["N"] == 256 and namespace["decode"].keywords == {"offset": 200}
+    assert np.flatnonzero(200 + np.arange(64) > namespace["N"] - 1)[0] == 56        # the first row past the table
+    text = flat(TEXT)
+    for stated in ["($N = 256$)", "A check from position 0 passes: its 64 rows stay inside the table",
+                   "the decode step after 200 cached tokens reaches position 256 at row 56",
+                   "`cos[position_ids.clamp(max=N - 1)]`", "item 2"]:
+        assert stated in text, stated
+
+
+def test_a_wrapped_cache_is_named_repeated_as_the_prose_says():
+    assert 'A table that wraps around instead (`position_ids % N`) is named the same way, as "repeated"' in flat(TEXT)
+    namespace, _ = run_replay_cells("nb07-24b")
+    cos_cache, sin_cache, apply = namespace["cos_cache"], namespace["sin_cache"], example_kernels.apply_rotary_pos_emb
+
+    def wrapped(x):
+        q = np.asarray(x, dtype=np.float32)[None, None]
+        index = (200 + np.arange(q.shape[2]))[None] % 256
+        return apply(q, q, cos_cache[0, index], sin_cache[0, index])[0][0, 0]
+    assert rr.identify(wrapped, 128).table_end == (255.0, "repeated")
