@@ -26,6 +26,8 @@ def check_planted_bug(answer) -> bool:
         return False
     if isinstance(answer, bool) or not isinstance(answer, (numbers.Real, np.integer, np.floating)):
         return verdict(False, f"answer should be a number (a position), got {answer!r}")
+    if not np.isfinite(answer):
+        return verdict(False, f"answer should be a finite position, got {float(answer)!r}")
     if _rotates_row0_to(example_kernels.buggy_rope, answer):
         return verdict(True, f"buggy_rope rotates row 0 as position {answer:g}, so every position is one too high; "
                              "Llama's kernel starts at 0")
