@@ -286,3 +286,24 @@ def test_notebook_01_worked_example():
     assert (f"{x:.4f}", f"{y:.4f}") == ("0.5047", "1.4853")
     t = " ".join(text("01_three_forms").split())
     assert "$(0.5047, 1.4853)$" in t and "$\\cos 1.4314 \\approx 0.139$" in t and "$\\sin 1.4314 \\approx 0.990$" in t
+
+
+# --- 03: the decay view's static frames show what their captions say ----------------------------------------------------
+
+@pytest.mark.parametrize("start", [{"d": 128, "base": 10000.0}, {"d": 64, "base": 1e5}])
+def test_decay_view_frames_show_the_d_and_base_their_captions_name(start):
+    """The frames apply one after another (frames_png), so a frame that names d or a base must set it itself."""
+    from rope_ref.teaching.widgets import decay_widget
+    box = decay_widget(**start)
+    state = dict(start)
+    named = 0
+    for caption, params in box.frames:
+        state.update(params)                              # cumulative, as frames_png applies them
+        for d in re.findall(r"\bd = (\d+)", caption):
+            assert state["d"] == int(d), f"frame {caption!r} shows d = {state['d']}"
+            named += 1
+        for base in re.findall(r"base (\d+(?:\.\d+)?e\d+)", caption):
+            assert state["base"] == float(base), f"frame {caption!r} shows base {state['base']:g}"
+            named += 1
+    assert named >= 3
+    assert "d = 128, Llama 3's base 5e5" in [c.split(":")[0] for c, _ in box.frames]
