@@ -234,6 +234,48 @@ def test_notebook_00_fact_check():
     assert "lecture notes" not in t + text("01_three_forms") and "Stratos" not in text("01_three_forms")
 
 
+
+def _plain_attention(x, causal):
+    """Softmax attention of x with itself, no positions, in plain NumPy: (N, d) -> (N, d)."""
+    scores = x @ x.T / math.sqrt(x.shape[1])
+    if causal:
+        scores = np.where(np.tri(len(x), dtype=bool), scores, -np.inf)
+    w = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return (w / w.sum(axis=1, keepdims=True)) @ x
+
+
+def test_notebook_00_order_claims_hold_only_without_a_mask():
+    rng = np.random.default_rng(0)                        # the notebook's six tokens and shuffle
+    x = rng.standard_normal((6, 16))
+    perm = rng.permutation(6)
+    assert np.abs(_plain_attention(x[perm], False) - _plain_attention(x, False)[perm]).max() < 1e-12
+    assert np.abs(_plain_attention(x[perm], True) - _plain_attention(x, True)[perm]).max() > 0.1
+    t = " ".join(text("00_why_positions").split())
+    assert "## Without a mask, attention does not see order" in t and "no causal mask" in t
+    assert "A causal mask (a decoder: each token sees only the tokens before it) already leaks some order" in t
+    code = "".join("".join(c["source"]) for c in json.loads((NB_DIR / "00_why_positions.ipynb").read_text())["cells"])
+    assert "k_positions=zeros, causal=True)" in code
+
+
+def test_notebook_00_says_whose_requirements_and_how_each_scheme_is_fitted():
+    t = " ".join(text("00_why_positions").split())
+    assert "Requirement 2 and the KV cache (the rest of 3) are this course's" in t
+    assert "T5 and ALiBi break requirement 3 only for linear attention" in t
+    assert "The paper's case for RoPE is requirements 1–4" not in t and "fitted by least squares" not in t
+    # how quantities.offset_head_weights treats each scheme, read from its source: ALiBi has no fit, learned absolute
+    # is a truncated SVD, T5 and RoPE are least squares (a bucket's mean target is its least-squares bias)
+    import inspect
+    body = inspect.getsource(quantities.offset_head_weights)
+    assert "np.linalg.svd(" in body and body.count("np.linalg.lstsq(") == 1 and "-alibi_slope * rel" in body
+    assert "(the best rank-128 table, by SVD)" in t and "(nothing to fit)" in t and t.count("(least squares)") == 2
+
+
+def test_notebook_00_leaves_partial_rotary_to_notebook_08():
+    t = text("00_why_positions")
+    code = "".join("".join(c["source"]) for c in json.loads((NB_DIR / "00_why_positions.ipynb").read_text())["cells"])
+    assert "fig_turning_dimensions" not in code and "Qwen3.5" not in t and "Gemma 4" not in t
+
+
 # --- 03: how loose the bound is, what the normalised figure shows -------------------------------------------------------
 
 def test_decay_looseness_and_normalised_figure_numbers():
