@@ -358,3 +358,19 @@ def test_decay_view_frames_show_the_d_and_base_their_captions_name(start):
             named += 1
     assert named >= 3
     assert "d = 128, Llama 3's base 5e5" in [c.split(":")[0] for c, _ in box.frames]
+
+
+def test_notebook_01_eq16_needs_orthogonality_and_adding_angles():
+    def block(angle):
+        return np.array([[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]])
+    for theta in thetas(8):
+        m, n = 3.0 * theta, 10.0 * theta
+        assert np.allclose(block(m).T, np.linalg.inv(block(m))) and np.allclose(block(m).T, block(-m))  # orthogonal
+        assert np.allclose(block(-m) @ block(n), block(n - m))                                       # angles add
+    t = " ".join(text("01_three_forms").split())
+    assert "Each $R$ is orthogonal, so $R_m^\\top = R_m^{-1}$" in t and "rotations of the same planes add their angles" in t
+    assert "it misses the transpose of $W_q$ and the subscript of $x$" in t and "drops the transposes" not in t
+    assert "$x_m^\\top W_q^\\top R^d_{\\Theta,n-m} W_k x_n$" in t
+    assert "$f(x, 0) = x$" not in t and "$f_q(x_q, 0) = q = W_q x_q$" in t and "the unrotated $W_q x_q$ and $W_k x_k$" in t
+    code = "".join("".join(c["source"]) for c in json.loads((NB_DIR / "01_three_forms.ipynb").read_text())["cells"])
+    assert "getsource" not in code and "rr.rotate_dense(x)" not in code, "01's cut: no source print, no form table"
