@@ -377,3 +377,30 @@ def test_notebook_01_eq16_needs_orthogonality_and_adding_angles():
     assert "$f(x, 0) = x$" not in t and "$f_q(x_q, 0) = q = W_q x_q$" in t and "the unrotated $W_q x_q$ and $W_k x_k$" in t
     code = "".join("".join(c["source"]) for c in json.loads((NB_DIR / "01_three_forms.ipynb").read_text())["cells"])
     assert "getsource" not in code and "rr.rotate_dense(x)" not in code, "01's cut: no source print, no form table"
+
+
+def test_notebook_05_yarn_logits_and_llama3_thresholds():
+    t = " ".join(text("05_context_extension").split())
+    # YaRN: transformers multiplies cos and sin by the attention factor, so q and k both grow by it
+    s, L_train = 8.0, 4096
+    att = 0.1 * math.log(s) + 1
+    assert f"{att ** 2:.3f}" == "1.459" and "$(0.1\\ln 8 + 1)^2 \\approx 1.459$ at $s = 8$" in t
+    _, got = rr.scaled_inv_freq(128, 10000.0, rope_type="yarn", factor=s, original_max_position_embeddings=L_train)
+    assert got == pytest.approx(att)
+    q, k = quantities.random_qk(128, seed=0)
+    assert (att * rr.rotate(q, 30.0)) @ (att * rr.rotate(k, 5.0)) == pytest.approx(att ** 2 * rr.rotate(q, 25.0) @ k)
+    assert "scales both q and k, so the logits $q\\cdot k$ grow by its square" in t
+    # Llama 3: pairs faster than L / high_freq_factor are kept, slower than L / low_freq_factor divided by s
+    wavelengths = 2 * np.pi / thetas(128)
+    for low, high in [(1.0, 4.0), (2.0, 8.0)]:
+        freqs, _ = rr.scaled_inv_freq(128, 10000.0, rope_type="llama3", factor=s, low_freq_factor=low,
+                                      high_freq_factor=high, original_max_position_embeddings=L_train)
+        kept, divided = wavelengths < L_train / high, wavelengths > L_train / low
+        assert kept.any() and divided.any()
+        np.testing.assert_allclose(freqs[kept], thetas(128)[kept], rtol=1e-12)
+        np.testing.assert_allclose(freqs[divided], thetas(128)[divided] / s, rtol=1e-12)
+    params = context_extension.method_configs(factor=s, train_len=L_train)["llama3"]
+    assert (params["low_freq_factor"], params["high_freq_factor"]) == (1.0, 4.0)
+    assert "hold for Llama 3.1's `low_freq_factor` 1 and `high_freq_factor` 4" in t
+    # no model is run, so the title promises no context length
+    assert "reaches 32k" not in t and "it runs no model" in t
