@@ -351,15 +351,10 @@ def test_solutions_stay_hidden_in_jupyterlab_until_clicked(jupyter_server, brows
         page.close()
 
 
-#: Run All, as an instructor does before class, in every notebook with an exercise (all of 00-11).  The last cell
-#: of a notebook becomes the active cell after Run All, and JupyterLab unfolds a collapsed heading (and a hidden
-#: cell) to show its active cell: a notebook that ends in a solution shows that solution.  So no notebook may end
-#: in one (test_course_structure checks the order; this checks what the browser shows).
-RUN_ALL_NOTEBOOKS = HIDDEN_SOLUTION_NOTEBOOKS
-
-
+# Run All, in every notebook with an exercise (all of 00-11): the last cell becomes the active one, and JupyterLab
+# unfolds a collapsed heading (and a hidden cell) to show it, so a notebook ending in a solution shows it.
 @pytest.mark.slow
-@pytest.mark.parametrize("name", RUN_ALL_NOTEBOOKS)
+@pytest.mark.parametrize("name", HIDDEN_SOLUTION_NOTEBOOKS)
 def test_run_all_in_jupyterlab_keeps_solutions_hidden(jupyter_server, browser, name):
     """The README tells instructors to Run All before class: running every cell (the solutions too) must not
     unfold a collapsed heading or a hidden output, and no solution text, verdict or image may show."""
