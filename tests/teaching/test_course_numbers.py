@@ -260,7 +260,7 @@ def test_notebook_00_order_claims_hold_only_without_a_mask():
 
 def test_notebook_00_says_whose_requirements_and_how_each_scheme_is_fitted():
     t = " ".join(text("00_why_positions").split())
-    assert "Requirement 2 and the KV cache (the rest of 3) are this course's" in t
+    assert "Requirement 2 and the KV cache are this course's" in t
     assert "T5 and ALiBi break requirement 3 only for linear attention" in t
     assert "The paper's case for RoPE is requirements 1–4" not in t and "fitted by least squares" not in t
     # how quantities.offset_head_weights treats each scheme, read from its source: ALiBi has no fit, learned absolute
@@ -268,7 +268,7 @@ def test_notebook_00_says_whose_requirements_and_how_each_scheme_is_fitted():
     import inspect
     body = inspect.getsource(quantities.offset_head_weights)
     assert "np.linalg.svd(" in body and body.count("np.linalg.lstsq(") == 1 and "-alibi_slope * rel" in body
-    assert "(the best rank-128 table, by SVD)" in t and "(nothing to fit)" in t and t.count("(least squares)") == 2
+    assert "(a table of position vectors, by SVD)" in t and "nothing to fit" in t and t.count("by least squares") == 2
 
 
 def test_notebook_00_leaves_partial_rotary_to_notebook_08():
