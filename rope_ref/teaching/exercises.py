@@ -1,6 +1,6 @@
 """Checkers for the exercises of notebooks 00-05: each tells the student whether their answer is right, and why not.
 
-Every checker prints one line and returns a bool:
+Every checker prints one line and returns a bool, and raises nothing whatever it is given (NaN included):
 
 * ``Not answered yet ...`` (and False) while the answer is still ``None`` -- no exception, so Run All works;
 * ``Correct: ...`` (True);
@@ -37,9 +37,12 @@ def unanswered(*answers, hint: str) -> bool:
 
 
 def _number(value, name: str):
-    """A real number (not a bool), or None with a printed explanation."""
+    """A finite real number (not a bool), or None with a printed explanation (NaN and inf are not answers)."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         print(f"Not yet: {name} should be a number, got {value!r}")
+        return None
+    if not np.isfinite(value):
+        print(f"Not yet: {name} should be a finite number, got {float(value)!r}")
         return None
     return float(value)
 
@@ -118,9 +121,16 @@ def check_eq34(x, answer, base: float = 10000.0) -> bool:
         return False
     pos = np.arange(x.shape[-2], dtype=float)
     right = rotate(x, pos, base=base)
+    half_width = x.shape[-1] // 2
+    angles = pos[:, None] * base ** (-2.0 * np.arange(half_width) / x.shape[-1])      # m theta_i, (seq, d/2)
+    turned = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)       # rotate_half, interleaved
+    tiled = x * np.tile(np.cos(angles), 2) + turned * np.tile(np.sin(angles), 2)    # theta_1..theta_(d/2) twice
     if np.allclose(a, right, atol=1e-9):
         return verdict(True, f"your eq 34 matches rr.rotate(x) to {np.abs(a - right).max():.1e}")
-    checks = [(rotate(x, -pos, base=base), "you rotate the wrong way: the sign of the sin term "
+    checks = [(tiled, "your cos and sin hold theta_1, theta_2, ..., theta_(d/2), theta_1, theta_2, ... (np.tile "
+                      "repeats the whole row); eq 34 needs each theta_i twice in a row, theta_1, theta_1, theta_2, "
+                      "theta_2, ...: np.repeat(..., 2, axis=-1)"),
+              (rotate(x, -pos, base=base), "you rotate the wrong way: the sign of the sin term "
                                             "(rotate_half is (-x2, x1, -x4, x3, ...))"),
               (rotate(x, pos, base=base, pairing="half"), "you paired x_i with x_(i+d/2) (half-split); "
                                                             "eq 34 pairs neighbours (x1, x2), (x3, x4), ..."),
@@ -154,6 +164,9 @@ def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: in
     measured = rotations_exercise_angle(m, n, i, d, seed)
     if abs(wrap_angle(a - measured)) < 1e-6:
         return verdict(True, f"{a:+.6f} rad is the measured angle {measured:+.6f} rad (modulo 2 pi)")
+    if abs(wrap_angle(np.radians(a) - measured)) < 1e-3:
+        return verdict(False, f"{a:g} looks like the right angle in degrees; np.angle and theta_i are in radians, "
+                              "and so is the answer (np.radians converts)")
     q, k = random_qk(d, seed)
     phi_q, phi_k = np.angle(complex(*q[2 * i:2 * i + 2])), np.angle(complex(*k[2 * i:2 * i + 2]))
     theta = frequencies(d)[i]
@@ -173,37 +186,60 @@ def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: in
 
 # --- notebook 03 (long-term decay) ---------------------------------------------------------------------------------------
 
-def check_decay_prediction(value_at_0, far_is_higher) -> bool:
-    """Notebook 03: with base 5e5 instead of 1e4 (d = 128): the bound's value at distance 0, and whether its mean
-    over distances 128..256 is higher (True) or lower (False) than with base 1e4."""
-    if unanswered(value_at_0, far_is_higher, hint="set value_at_0 (a number) and far_is_higher (True or False), "
-                                                   "then run this cell"):
-        return False
-    v = _number(value_at_0, "value_at_0")
-    if v is None:
+def check_decay_prediction(far_is_higher, far_mean) -> bool:
+    """Notebook 03: with base 5e5 instead of 1e4 (d = 128), whether the bound's mean over distances 128..256 is
+    higher (True) or lower (False) than with base 1e4, and that mean (to 0.01; distances in steps of 0.01)."""
+    if unanswered(far_is_higher, far_mean, hint="set far_is_higher (True or False) and far_mean (a number), "
+                                                 "then run this cell"):
         return False
     if not isinstance(far_is_higher, (bool, np.bool_)):
         return verdict(False, f"far_is_higher should be True or False, got {far_is_higher!r}")
-    r = np.linspace(0, 256, 2561)
+    mean = _number(far_mean, "far_mean")
+    if mean is None:
+        return False
+    r = np.linspace(0, 256, 25601)
+    far = r >= 128
     lo, hi = decay_bound(r, 128, 1e4), decay_bound(r, 128, 5e5)
-    if abs(v - hi[0]) > 1e-6:
-        return verdict(False, f"the value at distance 0 is not {v:g}: at distance 0 every term e^(i 0 theta) is 1, "
-                              "whatever the base, so |S_j| = j")
-    higher = bool(hi[r >= 128].mean() > lo[r >= 128].mean())
-    if bool(far_is_higher) != higher:
-        return verdict(False, "the value at 0 is right; for the far distances think of what a larger base does to the "
-                              "slow pairs' angles (r theta_i): do the partial sums S_j stay coherent longer or shorter?")
-    return verdict(True, f"{hi[0]:g} at 0 for any base; over 128..256 the mean is {hi[r >= 128].mean():.2f} with base 5e5 "
-                         f"against {lo[r >= 128].mean():.2f} with 1e4")
+    if bool(far_is_higher) != bool(hi[far].mean() > lo[far].mean()):
+        return verdict(False, "think of what a larger base does to the slow pairs' angles r theta_i: do the partial "
+                              "sums S_j stay coherent over longer distances or shorter ones?")
+    for wrong, why in [(lo[far].mean(), "that is the mean with base 1e4; compute rr.decay_bound(r, 128, base=5e5)"),
+                       (hi.mean(), "that is the mean over all distances 0..256; take only r >= 128"),
+                       (hi[0], "that is the value at distance 0; the exercise asks for the mean over 128..256")]:
+        if abs(mean - wrong) < 0.005:
+            return verdict(False, f"your direction is right, but {mean:g}: {why}")
+    if abs(mean - hi[far].mean()) >= 0.005:
+        return verdict(False, f"your direction is right, but the mean over 128..256 is not {mean:g}; average "
+                              "rr.decay_bound over the distances r >= 128")
+    return verdict(True, f"the mean over 128..256 is {hi[far].mean():.2f} with base 5e5 against {lo[far].mean():.2f} "
+                         "with 1e4: the slow pairs turn slower, so the sums stay coherent longer")
 
 
 # --- notebook 04 --------------------------------------------------------------------------------------------------------
 
-def check_rerotating_cache(answer, q, k, v, t: int = 20) -> bool:
+#: Notebook 04's "what is lost?": the choices, and why each wrong one is not it.
+LOST_CHOICES = {"positions": None,
+                "content": "the content still meets: q . k is computed as always; what no longer differs between "
+                           "the keys?",
+                "values": "the values are never rotated, and the buggy decoder still averages them; what no longer "
+                          "differs between the keys?",
+                "nothing": "the output differs from the correct decoder's; which part of the score no longer changes "
+                           "from key to key?"}
+
+
+def check_rerotating_cache(answer, lost, q, k, v, t: int = 20) -> bool:
     """Notebook 04: ``answer`` should be the buggy decoder's output at step t: query t attending keys 0..t, every
-    vector rotated at position t (shape ``(..., 1, d_v)``)."""
-    if unanswered(answer, hint="compute the buggy step's output with rr.attention into answer, then run this cell"):
+    vector rotated at position t (shape ``(..., 1, d_v)``); ``lost`` names what it loses, one of
+    :data:`LOST_CHOICES`."""
+    if unanswered(answer, lost, hint="compute the buggy step's output with rr.attention into answer, set lost to "
+                                     f"one of {', '.join(map(repr, LOST_CHOICES))}, then run this cell"):
         return False
+    said = lost.strip().lower().rstrip("s") if isinstance(lost, str) else None       # "position" as "positions"
+    choice = next((name for name in LOST_CHOICES if name.rstrip("s") == said), None)
+    if choice is None:
+        return verdict(False, f"lost should be one of {', '.join(map(repr, LOST_CHOICES))}, got {lost!r}")
+    if LOST_CHOICES[choice]:
+        return verdict(False, f"not {choice}: {LOST_CHOICES[choice]}")
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
     sl_q, sl_kv = (Ellipsis, slice(t, t + 1), slice(None)), (Ellipsis, slice(0, t + 1), slice(None))
     shape = q[sl_q].shape[:-1] + v.shape[-1:]
@@ -213,13 +249,13 @@ def check_rerotating_cache(answer, q, k, v, t: int = 20) -> bool:
     buggy = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.full(t + 1, t))
     right = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.arange(t + 1))
     if np.allclose(a, buggy, atol=1e-9):
-        return verdict(True, "every vector rotated at the same position t: all m - n are 0, so the step is attention "
-                             "without positions")
+        return verdict(True, "every vector rotated at the same position t: all m - n are 0, so the positions are lost "
+                             "and the step is attention without positions")
     if np.allclose(a, right, atol=1e-9):
         return verdict(False, "that is the correct decoder (each key rotated at its own position n); the buggy one "
                               "rotates every stored key at the current position t")
-    return verdict(False, f"your output differs from the buggy step by up to {np.abs(a - buggy).max():.3g}; rotate the "
-                          "query and every key at position t (q_positions=[t], k_positions=np.full(t + 1, t))")
+    return verdict(False, f"your output differs from the buggy step by up to {np.abs(a - buggy).max():.3g}; at which "
+                          "position does the buggy decoder rotate the query, and at which each stored key?")
 
 
 # --- notebook 05 --------------------------------------------------------------------------------------------------------
@@ -229,7 +265,8 @@ def check_dynamic_ntk_factors(at_4x, at_2x, factor: float = 4.0) -> bool:
     (``at_4x``) and at L = 2 L_train (``at_2x``)."""
     if unanswered(at_4x, at_2x, hint="set at_4x and at_2x (two numbers), then run this cell"):
         return False
-    a4, a2 = _number(at_4x, "at_4x"), _number(at_2x, "at_2x")
+    a4 = _number(at_4x, "at_4x")
+    a2 = None if a4 is None else _number(at_2x, "at_2x")         # one line: the first wrong answer
     if a4 is None or a2 is None:
         return False
     s = float(factor)

@@ -188,7 +188,7 @@ def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
     second = (("d = 128: Figure 2", {"d": 128, "base": 10000.0}) if (d, base) != (128, 10000.0) else
               ("d = 64: a lower peak", {"d": 64}))
     frames = [("the start", {}), second,
-              ("d = 128, Llama 3's base 5e5: slower decay", {"base": 500000.0}),
+              ("d = 128, Llama 3's base 5e5: slower decay", {"d": 128, "base": 500000.0}),
               ("d = 512: a higher peak", {"d": 512, "base": 10000.0})]
     return slider_app(DecayView(d=d, base=base), controls, frames)
 

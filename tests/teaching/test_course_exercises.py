@@ -94,6 +94,16 @@ def test_eq34(capsys):
             back[m, 2 * i], back[m, 2 * i + 1] = z.real, z.imag
     wrong(capsys, exercises.check_eq34, x, back, expect="wrong way")
     wrong(capsys, exercises.check_eq34, x, x.copy(), expect="nothing was rotated")
+    # the frequencies widened with np.tile (theta_1..theta_8, theta_1..theta_8) instead of np.repeat
+    tiled = np.empty_like(x)
+    for m in range(32):
+        for j in range(16):
+            angle = m * 10000 ** (-2 * (j % 8) / 16)                # column j gets theta_(j mod 8)
+            partner = -x[m, j + 1] if j % 2 == 0 else x[m, j - 1]    # rotate_half, interleaved
+            tiled[m, j] = x[m, j] * math.cos(angle) + partner * math.sin(angle)
+    assert not np.allclose(tiled, out)
+    wrong(capsys, exercises.check_eq34, x, tiled, expect="np.tile")
+    assert "np.repeat" in wrong(capsys, exercises.check_eq34, x, tiled, expect="np.tile")
     shifted = np.vstack([out[1:], out[:1]])
     wrong(capsys, exercises.check_eq34, x, shifted, expect="rows")
     wrong(capsys, exercises.check_eq34, x, out[:, :8], expect="shape")
@@ -114,14 +124,39 @@ def test_predicted_angle(capsys):
           expect="position part has the wrong sign")
     wrong(capsys, exercises.check_predicted_angle, 6 * theta2, expect="left out the content part")
     wrong(capsys, exercises.check_predicted_angle, "1.2", expect="should be a number")
+    in_degrees = predicted * 180 / math.pi
+    wrong(capsys, exercises.check_predicted_angle, in_degrees, expect="degrees")
+    wrong(capsys, exercises.check_predicted_angle, round(in_degrees, 2), expect="degrees")
+    wrong(capsys, exercises.check_predicted_angle, in_degrees - 360, expect="degrees")
+    wrong(capsys, exercises.check_predicted_angle, in_degrees + 5, expect="away from the measured")
 
 
 # --- 03 ------------------------------------------------------------------------------------------------------------
 
+def far_mean_of_the_bound(base):
+    """Figure 2's curve (d = 128) averaged over the distances 128, 128.01, ..., 256, one distance at a time."""
+    thetas = [base ** (-2 * i / 128) for i in range(64)]
+    total, count = 0.0, 0
+    for step in range(12800, 25601):
+        partial, sizes = 0j, 0.0
+        for th in thetas:
+            partial += cmath.exp(1j * step / 100 * th)
+            sizes += abs(partial)
+        total += sizes / 64
+        count += 1
+    return total / count
+
+
 def test_decay_prediction(capsys):
-    right(capsys, exercises.check_decay_prediction, (64 + 1) / 2, True)             # (d/2 + 1)/2 for d = 128
-    wrong(capsys, exercises.check_decay_prediction, 20.0, True, expect="every term")
-    wrong(capsys, exercises.check_decay_prediction, 32.5, False, expect="slow pairs")
+    far_5e5, far_1e4 = far_mean_of_the_bound(5e5), far_mean_of_the_bound(1e4)
+    assert f"{far_5e5:.2f}" == "12.58" and f"{far_1e4:.2f}" == "8.26"
+    right(capsys, exercises.check_decay_prediction, True, far_5e5)
+    right(capsys, exercises.check_decay_prediction, True, round(far_5e5, 2))
+    wrong(capsys, exercises.check_decay_prediction, False, far_5e5, expect="slow pairs")
+    wrong(capsys, exercises.check_decay_prediction, True, far_1e4, expect="base 1e4")
+    wrong(capsys, exercises.check_decay_prediction, True, (64 + 1) / 2, expect="distance 0")
+    wrong(capsys, exercises.check_decay_prediction, True, far_5e5 + 0.5, expect="not")
+    wrong(capsys, exercises.check_decay_prediction, "yes", far_5e5, expect="True or False")
 
 
 # --- 04 ------------------------------------------------------------------------------------------------------------
@@ -134,11 +169,18 @@ def test_rerotating_cache(capsys):
     w = np.exp(s - s.max(-1, keepdims=True))
     w /= w.sum(-1, keepdims=True)
     no_positions = np.einsum("bhn,bhnd->bhd", w, v[:, :, :t + 1])[:, :, None, :]
-    right(capsys, exercises.check_rerotating_cache, no_positions, q, k, v, t=t)
+    right(capsys, exercises.check_rerotating_cache, no_positions, "positions", q, k, v, t=t)
+    right(capsys, exercises.check_rerotating_cache, no_positions, " Position", q, k, v, t=t)
     import rope_ref as rr
     correct = rr.attention_dense(q, k, v, np.arange(32), np.arange(32), causal=True)[..., t:t + 1, :]
-    wrong(capsys, exercises.check_rerotating_cache, correct, q, k, v, t=t, expect="correct decoder")
-    wrong(capsys, exercises.check_rerotating_cache, no_positions + 0.1, q, k, v, t=t, expect="differs")
+    wrong(capsys, exercises.check_rerotating_cache, correct, "positions", q, k, v, t=t, expect="correct decoder")
+    out = wrong(capsys, exercises.check_rerotating_cache, no_positions + 0.1, "positions", q, k, v, t=t,
+                expect="differs")
+    assert "k_positions" not in out and "np.full" not in out, "the verdict does not print the call back"
+    for lost in ["content", "values", "nothing"]:
+        wrong(capsys, exercises.check_rerotating_cache, no_positions, lost, q, k, v, t=t, expect=f"not {lost}")
+    wrong(capsys, exercises.check_rerotating_cache, no_positions, "the order", q, k, v, t=t, expect="one of")
+    wrong(capsys, exercises.check_rerotating_cache, no_positions, 3, q, k, v, t=t, expect="one of")
 
 
 # --- 05 ------------------------------------------------------------------------------------------------------------
@@ -156,8 +198,9 @@ def test_dynamic_ntk_factors(capsys):
 @pytest.mark.parametrize("checker,args", [
     (exercises.check_hand0_return, (None, None)), (exercises.check_relative_rotation, (None,)),
     (exercises.check_eq34, (np.zeros((2, 4)), None)), (exercises.check_predicted_angle, (None,)),
-    (exercises.check_decay_prediction, (None, True)), (exercises.check_dynamic_ntk_factors, (13, None)),
-    (exercises.check_rerotating_cache, (None, np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2)))),
+    (exercises.check_decay_prediction, (True, None)), (exercises.check_dynamic_ntk_factors, (13, None)),
+    (exercises.check_rerotating_cache, (None, "positions", np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2)))),
+    (exercises.check_rerotating_cache, (np.zeros((1, 2)), None, np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2)))),
 ])
 def test_unanswered_is_not_an_error(capsys, checker, args):
     ok, out = run(capsys, checker, *args)
@@ -171,3 +214,54 @@ def test_every_public_checker_is_tested():
              if n.startswith("check_") and f.__module__ == exercises.__name__}
     source = inspect.getsource(sys.modules[__name__])
     assert names and all(f"right(capsys, exercises.{n}" in source for n in names), names
+
+
+# --- every checker of every notebook: a NaN answer gets a verdict, not an exception ----------------------------------
+
+NAN = float("nan")
+QKV = tuple(np.random.default_rng(0).standard_normal((2, 4, 32, 16)) for _ in range(3))
+
+
+def nan_answers():
+    """(checker, arguments) with NaN (or an array holding one) in each answer slot in turn, the other answers right."""
+    from rope_ref.teaching import (exercises_frequencies, exercises_kernels, exercises_multiaxis, exercises_precision,
+                                   exercises_real_model)
+    nan_array = np.full((32, 16), NAN)
+    nan_step = np.full((2, 4, 1, 16), NAN)
+    return [
+        (exercises.check_hand0_return, (NAN, False)), (exercises.check_hand0_return, (44, NAN)),
+        (exercises.check_relative_rotation, (np.full((16, 16), NAN),)),
+        (exercises.check_eq34, (np.ones((32, 16)), nan_array)),
+        (exercises.check_predicted_angle, (NAN,)), (exercises.check_predicted_angle, (np.float32(NAN),)),
+        (exercises.check_decay_prediction, (True, NAN)), (exercises.check_decay_prediction, (NAN, 12.58)),
+        (exercises.check_rerotating_cache, (nan_step, "positions", *QKV)),
+        (exercises.check_rerotating_cache, (nan_step[..., 0, 0], NAN, *QKV)),
+        (exercises.check_dynamic_ntk_factors, (NAN, 5)), (exercises.check_dynamic_ntk_factors, (13, NAN)),
+        (exercises.check_dynamic_ntk_factors, (np.float64(NAN), np.float64(NAN))),
+        (exercises_precision.check_reduced_cast_error, (NAN,)),
+        (exercises_kernels.check_planted_bug, (NAN,)), (exercises_kernels.check_planted_bug, (np.float64(NAN),)),
+        (exercises_frequencies.check_supported_context, (NAN,)), (exercises_frequencies.check_diagonal_norm, (NAN,)),
+        (exercises_multiaxis.check_text_after_image, (NAN,)),
+        (exercises_multiaxis.check_text_after_image, ([NAN] * 3,)),
+        (exercises_multiaxis.check_same_score_patch, ((NAN, NAN),)),
+        (exercises_multiaxis.check_same_score_patch, (np.array([NAN, 1.0]),)),
+        (exercises_real_model.check_mystery_rope, (NAN,)),
+    ]
+
+
+@pytest.mark.parametrize("checker,args", nan_answers(), ids=lambda a: getattr(a, "__name__", ""))
+def test_a_nan_answer_gets_a_verdict_not_an_exception(capsys, checker, args):
+    ok, out = run(capsys, checker, *args)
+    assert ok is False and out.startswith("Not yet: "), out
+
+
+def test_every_checker_of_every_module_is_tried_with_nan():
+    import importlib
+    import pkgutil
+    import rope_ref.teaching as teaching
+    modules = [importlib.import_module(f"rope_ref.teaching.{m.name}") for m in pkgutil.iter_modules(teaching.__path__)
+               if m.name.startswith("exercises")]
+    checkers = {f for module in modules for name, f in vars(module).items()
+                if name.startswith("check_") and callable(f) and f.__module__ == module.__name__}
+    tried = {checker for checker, _ in nan_answers()}
+    assert len(modules) >= 6 and checkers and checkers <= tried, sorted(f.__name__ for f in checkers - tried)

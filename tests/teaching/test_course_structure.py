@@ -139,6 +139,15 @@ def test_every_exercise_has_a_student_cell_a_checker_and_a_hidden_solution(name)
 
 
 @pytest.mark.parametrize("name", ALL)
+def test_no_notebook_ends_in_a_solution(name):
+    """After Run All, JupyterLab makes the last cell the active one and unfolds the collapsed heading above it:
+    a notebook ending in a solution shows it without a click (test_browser checks what the browser shows)."""
+    last = cells(name)[-1]
+    assert "solution" not in tags(last), \
+        f"{name}: the last cell is a solution; end with a heading cell (e.g. '## Next') after the last solution"
+
+
+@pytest.mark.parametrize("name", ALL)
 def test_no_solution_cell_outside_a_solution_run(name):
     cs = cells(name)
     under = {k for _, _, h, sol in exercises_of(cs) for k in [h, *sol]}
