@@ -26,6 +26,7 @@ import difflib
 import inspect
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -132,6 +133,24 @@ def _figures(args, refuse, before=None) -> int:
     return status
 
 
+def _in_worker(function, *args):
+    """``function(*args)`` in a worker thread, so that Ctrl-C reaches this one as a KeyboardInterrupt (in the main
+    thread, nbclient would take SIGINT over and end the run in a DeadKernelError)."""
+    outcome = {}
+
+    def work():
+        try:
+            outcome["result"] = function(*args)
+        except BaseException as exc:
+            outcome["error"] = exc
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
 def _site(args, refuse) -> int:
     """Execute every notebook in notebooks/ (in file-name order) and write index.html and one page per
     notebook (NAME.html) into --out DIR. The pages need no network and contain no scripts. The folder
@@ -149,7 +168,7 @@ def _site(args, refuse) -> int:
     notebooks = course_notebooks(root / "notebooks")
     t0 = time.perf_counter()
     try:
-        index = build_site(args.out, notebooks)
+        index = _in_worker(build_site, args.out, notebooks)
     except ValueError as exc:       # a link or folder among the pages' names, refused before any notebook ran
         refuse(f"--out: {exc}")
     except RuntimeError as exc:     # a notebook failed
@@ -247,6 +266,7 @@ def main(argv=None) -> int:
         try:
             status = _run(parser, commands, argv)
             stop_if_interrupted()       # a Ctrl-C whose KeyboardInterrupt Python ignored
+            sys.stdout.flush()          # a closed pipe (`| head -1`) is met here, not at the interpreter's exit
             return status
         except SystemExit as stop:      # argparse's exit: after --help (0) or a one-line error (2)
             return stop.code
