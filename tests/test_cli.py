@@ -469,10 +469,12 @@ def test_a_full_disk_is_one_line_and_leaves_no_temporary_file(tmp_path, monkeypa
     assert list((tmp_path / "figs").iterdir()) == []
 
 
-def test_a_closed_pipe_ends_quietly():
-    # before: `python -m rope_ref check | head -1` printed a BrokenPipeError traceback
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+def test_a_closed_pipe_ends_quietly(unbuffered):
+    # before: `python -m rope_ref check | head -1` printed a BrokenPipeError traceback (at a print, or at the exit)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": unbuffered}
     res = subprocess.run(f"{sys.executable} -m rope_ref check --d 8 --seq 64 | true", shell=True, capture_output=True,
-                         text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         text=True, timeout=300, env=env)
     assert res.stderr == "", res.stderr
 
 
