@@ -504,8 +504,8 @@ def test_site_help_shows_out_as_required_and_a_typo_gets_a_suggestion():
     (lambda tmp, figures, site: figures.write_all(3), TypeError, "out_dir: expected a folder path"),
     (lambda tmp, figures, site: site.build_site("/proc/x", []), ValueError, "out: cannot write in /proc"),
     (lambda tmp, figures, site: site.build_site(tmp / "site", []), ValueError, "notebooks: expected at least one"),
-    (lambda tmp, figures, site: files_module().write_atomically("/proc/x/a.png", b""), ValueError, "path: cannot write"),
-    (lambda tmp, figures, site: files_module().write_atomically(None, b""), TypeError, "path: expected a folder path"),
+    (lambda tmp, figures, site: _files().write_atomically("/proc/x/a.png", b""), ValueError, "path: cannot write"),
+    (lambda tmp, figures, site: _files().write_atomically(None, b""), TypeError, "path: expected a folder path"),
 ])
 def test_the_library_writers_check_their_folder_like_the_command_line(tmp_path, call, exc, words):
     # before: a raw FileNotFoundError, and build_site(out, []) wrote an empty index
@@ -518,13 +518,13 @@ def test_the_library_writers_check_their_folder_like_the_command_line(tmp_path, 
     assert sorted(os.listdir(tmp_path)) == ["f"]
 
 
-def files_module():
+def _files():
     import rope_ref.teaching.files as files
     return files
 
 
 def test_the_library_creates_a_missing_folder_for_a_file(tmp_path):
-    files_module().write_atomically(tmp_path / "new" / "a.txt", b"x")
+    _files().write_atomically(tmp_path / "new" / "a.txt", b"x")
     assert (tmp_path / "new" / "a.txt").read_bytes() == b"x"
 
 

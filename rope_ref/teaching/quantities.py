@@ -72,7 +72,7 @@ def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", in
 
 def score_vs_distance(q, k, distance, *, base: float = 10000.0, inv_freq=None) -> np.ndarray:
     """q . R_{r} k for each relative distance r = n - m (the function g of eq 11)."""
-    return score(q, k, 0.0, distance, base=base, inv_freq=inv_freq)
+    return score(q, k, 0.0, check_positions_any(distance, "distance"), base=base, inv_freq=inv_freq)
 
 
 # --- notebook 00: four ways to give attention positions, on one task ------------------------------------------------
