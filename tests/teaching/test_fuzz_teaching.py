@@ -148,7 +148,8 @@ def test_quantities_take_read_only_inputs_and_return_new_arrays(name):
 
 # ---- every public function of the teaching layer, every parameter, bad values (issue 32) ---------------------------
 
-FUZZED = ("quantities", "spectrum", "base_bound", "vision_rope", "precision", "context_extension", "real_model")
+FUZZED = ("quantities", "spectrum", "base_bound", "vision_rope", "precision", "context_extension", "real_model",
+          "kernel_plot")
 NOT_FUZZED = {  # name -> why a generic fuzz leaves it out (each is covered where named)
     "SmolLM2": "loads the real model (seconds per call): tests/teaching/test_real_model.py",
     "copy_task": "takes the model", "copy_accuracy": "takes the model", "queries_keys": "takes the model",
@@ -156,14 +157,21 @@ NOT_FUZZED = {  # name -> why a generic fuzz leaves it out (each is covered wher
     "model_points": "takes no argument", "fig_base_bound": "draws 10 s per call from model_points()",
     "rms_norm": "the model's own layer, given the model's arrays", "silu": "the model's own gate, on its arrays",
 }
+def _spec():
+    from rope_ref.kernel_check.spec import RopeSpec
+    return RopeSpec(is_rope=True, inv_freq=np.ones(4), offset=0.0, rows=8)
+
+
 VALID = {"base": 10000.0, "x": Q8, "q": Q8, "k": K8, "m": 1.0, "n": 2.0, "distance": np.arange(5), "radius": 2,
          "positions": np.arange(4.0), "freqs": np.ones(4), "dtype": np.float32, "values": [1.0], "d": 8, "pair": 0,
          "offset": 3.0, "distances": np.arange(5.0), "attention": np.ones((1, 1, 4, 4)), "length": 2, "pairs": [0],
          "rope": lambda x, positions: x, "segments": [("text", 3)],
-         "curves": {"ones": np.ones(5), "gaussian": np.zeros(5)}}
+         "curves": {"ones": np.ones(5), "gaussian": np.zeros(5)}, "inv_freq": np.ones(4)}
 VALID_FOR = {"real_decay": dict(q=QN, k=QN), "pair_norms": dict(x=np.ones((1, 1, 2, 4))),
-             "rotate_with_angle_dtype": dict(x=np.ones((4, 8))), "supported_context": dict(limit=4096)}
-TAKEN_BY_DESIGN = {("format_errors", "values", "nan"): "spells out inf and nan (float16's overflow)"}
+             "rotate_with_angle_dtype": dict(x=np.ones((4, 8))), "supported_context": dict(limit=4096),
+             "phase_errors": dict(spec=_spec()), "kernel_vs_expected": dict(spec=_spec())}
+TAKEN_BY_DESIGN = {("format_errors", "values", "nan"): "spells out inf and nan (float16's overflow)",
+                   ("kernel_vs_expected", "title", "string"): "a title"}
 BAD = {"object": object(), "None": None, "nan": float("nan"), "string": "x", "huge": 2 ** 62, "negative": -1}
 
 
