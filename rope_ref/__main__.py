@@ -16,7 +16,8 @@ source checkout, figures go to the checkout's figures/ folder; from an installed
 ./figures in the current directory; --out DIR chooses another folder.  Files are written whole
 (a temporary file beside each, then renamed into place); files of the same names are replaced,
 symbolic links are refused, nothing else in the folder is touched.  A bad option prints one
-line and exits with status 2 before any work, creating nothing.
+line and exits with status 2 before any work, creating nothing.  Ctrl-C ends any command in one line
+with status 130, leaving no temporary file; a failed write (a full disk) ends in one line with status 1.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import time
 from pathlib import Path
 
 from .checks import format_table, run_checks
-from .teaching.files import INTERRUPT, handling_interrupts, output_folder, stop_if_interrupted
+from .teaching.files import INTERRUPT, check_targets, handling_interrupts, output_folder, stop_if_interrupted
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROG = "python -m rope_ref"
@@ -112,7 +113,6 @@ def _figures(args, refuse, before=None) -> int:
     replaced; a symbolic link or folder with such a name is refused; nothing else is touched."""
     try:    # the teaching layer needs matplotlib; the identity checks do not
         from .teaching.figures import FIGURES, write_all
-        from .teaching.files import check_targets
     except ImportError as exc:
         if before:      # the main job: the checks still run
             before()
@@ -247,6 +247,7 @@ def parse_command_line(parser, commands, argv=None) -> argparse.Namespace:
 
 
 def _run(parser, commands, argv) -> int:
+    """Parse the command line and run what it asks for; the exit status."""
     args = parse_command_line(parser, commands, argv)
     if args.command == "check":
         return _print_identity_table(args)

@@ -27,6 +27,7 @@ import signal
 import stat
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 REASONS = {errno.ELOOP: "a loop of symbolic links", errno.ENAMETOOLONG: "a name too long for the filesystem",
@@ -102,13 +103,16 @@ def _unraisable(hook):
 @contextlib.contextmanager
 def handling_interrupts():
     """Within: Ctrl-C is recorded (see :func:`stop_if_interrupted`) and waits while a file is written."""
-    INTERRUPT.update(seen=False, writing=False)
-    previous, hook = signal.signal(signal.SIGINT, _on_sigint), sys.unraisablehook
+    INTERRUPT.update(seen=False, held=False)
+    in_main_thread = threading.current_thread() is threading.main_thread()     # where signal handlers are set
+    previous = signal.signal(signal.SIGINT, _on_sigint) if in_main_thread else None
+    hook = sys.unraisablehook
     sys.unraisablehook = _unraisable(hook)
     try:
         yield INTERRUPT
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if in_main_thread:
+            signal.signal(signal.SIGINT, previous)
         sys.unraisablehook = hook
         INTERRUPT.update(seen=False, held=False)
 
