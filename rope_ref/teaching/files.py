@@ -52,18 +52,18 @@ def output_folder(out, argument: str = "out") -> Path:
         raise TypeError(f"{argument}: expected a folder path (str or os.PathLike), got {type(out).__name__} {out!r}")
     if not text.strip() or "\0" in text:
         raise ValueError(f"{argument}: expected a folder path, got {text!r}")
-    if os.path.expanduser(text).startswith("~"):
+    expanded = os.path.expanduser(text)
+    if expanded.startswith("~"):
         raise ValueError(f"{argument}: cannot expand {text.split(os.sep)[0]}: no such user")
-    refuse = ValueError
     try:
-        folder = Path(os.path.expanduser(text)).resolve()
+        folder = Path(expanded).resolve()
     except (RuntimeError, OSError):      # RuntimeError: Python 3.11's "Symlink loop"
-        raise refuse(f"{argument}: cannot resolve {text}: a loop of symbolic links") from None
+        raise ValueError(f"{argument}: cannot resolve {text}: a loop of symbolic links") from None
     if folder == Path(folder.anchor):
-        raise refuse(f"{argument}: {folder} is the root of the filesystem; name a folder for the files "
-                     "(e.g. /tmp/figures)")
-    if os.path.islink(os.path.expanduser(text)) and not folder.exists():
-        raise refuse(f"{argument}: {text} is a symbolic link to {folder}, which does not exist")
+        raise ValueError(f"{argument}: {folder} is the root of the filesystem; name a folder for the files "
+                         "(e.g. /tmp/figures)")
+    if os.path.islink(expanded) and not folder.exists():
+        raise ValueError(f"{argument}: {text} is a symbolic link to {folder}, which does not exist")
     existing = folder
     while True:                     # the nearest part of the path that exists
         try:
@@ -72,14 +72,14 @@ def output_folder(out, argument: str = "out") -> Path:
         except (FileNotFoundError, NotADirectoryError):
             existing = existing.parent
         except OSError as exc:      # a loop of links, a name too long, ...
-            raise refuse(f"{argument}: cannot use {folder}: {REASONS.get(exc.errno, exc.strerror)}") from None
+            raise ValueError(f"{argument}: cannot use {folder}: {REASONS.get(exc.errno, exc.strerror)}") from None
     if not stat.S_ISDIR(mode):
-        raise refuse(f"{argument}: {folder} is an existing file, expected a folder" if existing == folder
-                     else f"{argument}: {folder} lies under the file {existing}, expected a folder")
+        raise ValueError(f"{argument}: {folder} is an existing file, expected a folder" if existing == folder
+                         else f"{argument}: {folder} lies under the file {existing}, expected a folder")
     try:                            # ask the filesystem itself: root passes os.access, /proc and /sys refuse here
         os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".rope_ref-probe-"))
     except OSError as exc:
-        raise refuse(f"{argument}: cannot write in {existing}: {REASONS.get(exc.errno, exc.strerror)}") from None
+        raise ValueError(f"{argument}: cannot write in {existing}: {REASONS.get(exc.errno, exc.strerror)}") from None
     return folder
 
 
@@ -95,19 +95,14 @@ def _on_sigint(signum, frame) -> None:
         raise KeyboardInterrupt
 
 
-def _unraisable(hook):
-    """``sys.unraisablehook`` that keeps quiet about an ignored KeyboardInterrupt (recorded already)."""
-    return lambda unraisable: None if isinstance(unraisable.exc_value, KeyboardInterrupt) else hook(unraisable)
-
-
 @contextlib.contextmanager
 def handling_interrupts():
     """Within: Ctrl-C is recorded (see :func:`stop_if_interrupted`) and waits while a file is written."""
     INTERRUPT.update(seen=False, held=False)
     in_main_thread = threading.current_thread() is threading.main_thread()     # where signal handlers are set
     previous = signal.signal(signal.SIGINT, _on_sigint) if in_main_thread else None
-    hook = sys.unraisablehook
-    sys.unraisablehook = _unraisable(hook)
+    hook = sys.unraisablehook       # quiet about an ignored KeyboardInterrupt: it is recorded already
+    sys.unraisablehook = lambda report: None if isinstance(report.exc_value, KeyboardInterrupt) else hook(report)
     try:
         yield INTERRUPT
     finally:
