@@ -189,7 +189,7 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
     |c|^2 / sqrt(2 * width) (see :func:`distractor_level`).  On high frequencies the match turns away
     within a few positions; on the lowest it stays near 1 for thousands (Barbero et al.'s semantic channels).
     """
-    r = check_positions_any(distances, "distances")
+    r, seed = check_positions_any(distances, "distances"), check_seed(seed)
     d, width = _even(d), check_positive_int(width, "width")
     if width > d // 2:
         raise ValueError(f"width must be at most d/2 = {d // 2}, got {width}")
@@ -197,7 +197,7 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
         raise ValueError(f"band must be 'high' or 'low', got {band!r}")
     pairs = np.arange(width) if band == "high" else np.arange(d // 2 - width, d // 2)
     c = np.zeros(d)
-    coordinates = np.random.default_rng(check_seed(seed)).standard_normal((len(pairs), 2))
+    coordinates = np.random.default_rng(seed).standard_normal((len(pairs), 2))
     c[2 * pairs], c[2 * pairs + 1] = coordinates[:, 0], coordinates[:, 1]
     c /= np.linalg.norm(c)
     freqs = scheme_frequencies(scheme, d, base, fraction)
