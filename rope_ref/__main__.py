@@ -145,7 +145,11 @@ def _in_worker(function, *args):
             outcome["error"] = exc
     worker = threading.Thread(target=work, daemon=True)
     worker.start()
-    worker.join()
+    try:
+        worker.join()
+    except KeyboardInterrupt:       # the worker stops at its next file (write_atomically sees the interrupt)
+        worker.join(timeout=5)
+        raise
     if "error" in outcome:
         raise outcome["error"]
     return outcome["result"]
