@@ -250,8 +250,9 @@ def parse_command_line(parser, commands, argv=None) -> argparse.Namespace:
     return args
 
 
-def _run(parser, commands, argv) -> int:
+def _run(argv) -> int:
     """Parse the command line and run what it asks for; the exit status."""
+    parser, commands = build_parser()
     args = parse_command_line(parser, commands, argv)
     if args.command == "check":
         return _print_identity_table(args)
@@ -265,11 +266,10 @@ def _run(parser, commands, argv) -> int:
 def main(argv=None) -> int:
     """Run the command line; the exit status (2: a bad command line, refused in one line before any work;
     130: interrupted by Ctrl-C, in one line, leaving no temporary file; 1: a failure, such as a full disk)."""
-    parser, commands = build_parser()
     prog = " ".join([PROG, *(word for word in (argv or sys.argv[1:]) if word in COMMANDS)][:2])
     with handling_interrupts():
         try:
-            status = _run(parser, commands, argv)
+            status = _run(argv)
             stop_if_interrupted()       # a Ctrl-C whose KeyboardInterrupt Python ignored
             sys.stdout.flush()          # a closed pipe (`| head -1`) is met here, not at the interpreter's exit
             return status
@@ -291,4 +291,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    STATUS = main()
+    if STATUS == 130:       # after Ctrl-C, a library's clean-up at exit (a notebook kernel's) may fail: not news
+        sys.unraisablehook = lambda report: None
+    sys.exit(STATUS)
