@@ -537,7 +537,7 @@ def _wait_for(proc, ready) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command,ready,delays", [
-    (["check", "--d", "512", "--seq", "16384"], lambda proc: proc.stdout.readline(), [0.0, 1.0]),
+    (["check", "--d", "512", "--seq", "16384"], lambda proc: proc.stdout.readline(), [0.2, 1.0]),  # main() has begun
     (["figures"], lambda proc: any(Path(proc.args[-1]).glob("*.png")), [0.0, 0.5, 2.0]),
     (["site"], lambda proc: subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True).stdout, [0.0, 3.0]),
 ], ids=["check", "figures", "site"])
