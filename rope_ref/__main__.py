@@ -23,6 +23,8 @@ with status 130, leaving no temporary file; a failed write (a full disk) ends in
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import difflib
 import inspect
 import os
@@ -143,6 +145,9 @@ def _in_worker(function, *args):
             outcome["result"] = function(*args)
         except BaseException as exc:
             outcome["error"] = exc
+        finally:
+            with contextlib.suppress(RuntimeError):     # close the event loop nbclient ran in this thread
+                asyncio.get_event_loop_policy().get_event_loop().close()
     worker = threading.Thread(target=work, daemon=True)
     worker.start()
     try:
