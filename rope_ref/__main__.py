@@ -16,22 +16,25 @@ source checkout, figures go to the checkout's figures/ folder; from an installed
 ./figures in the current directory; --out DIR chooses another folder.  Files are written whole
 (a temporary file beside each, then renamed into place); files of the same names are replaced,
 symbolic links are refused, nothing else in the folder is touched.  A bad option prints one
-line and exits with status 2 before any work, creating nothing.
+line and exits with status 2 before any work, creating nothing.  Ctrl-C ends any command in one line
+with status 130, leaving no temporary file; a failed write (a full disk) ends in one line with status 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import errno
+import asyncio
+import contextlib
+import difflib
 import inspect
 import os
-import stat
 import sys
-import tempfile
+import threading
 import time
 from pathlib import Path
 
 from .checks import format_table, run_checks
+from .teaching.files import INTERRUPT, check_targets, handling_interrupts, output_folder, stop_if_interrupted
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROG = "python -m rope_ref"
@@ -41,8 +44,6 @@ MAX_D, MAX_SEQ, MAX_ELEMENTS = 512, 1 << 20, 1 << 23
 #: The options of the main job (no sub-command) and of each sub-command.
 OPTIONS = {None: ("d", "seq", "out"), "check": ("d", "seq"), "figures": ("out",), "site": ("out",)}
 DEFAULTS = {"d": 128, "seq": 4096, "out": None}
-REASONS = {errno.ELOOP: "a loop of symbolic links", errno.ENAMETOOLONG: "a name too long for the filesystem",
-           errno.EROFS: "a read-only filesystem", errno.EACCES: "permission denied"}
 
 
 def source_checkout() -> Path | None:
@@ -71,42 +72,6 @@ def notebooks_hint() -> str:
 
 
 # ---- the options' types: argparse turns their ArgumentTypeError into a one-line error, status 2 ----------
-
-def output_folder(text: str) -> Path:
-    """The absolute folder ``text`` names, if files can be written there; else ``ArgumentTypeError``.
-
-    Nothing is created: the folder itself is made later, when the files are written.  Refused: an empty
-    path, a filesystem root, a path that cannot be resolved (a loop of symbolic links), a name longer than
-    the filesystem allows, an existing non-folder (or a path under one), and a place where the nearest
-    existing folder does not accept a new entry (permissions, a read-only mount, /proc, /sys).
-    """
-    refuse = argparse.ArgumentTypeError
-    if not text.strip():
-        raise refuse(f"expected a folder path, got {text!r}")
-    try:
-        out = Path(text).expanduser().resolve()
-    except (RuntimeError, OSError) as exc:      # RuntimeError: Python 3.11's "Symlink loop"
-        raise refuse(f"cannot resolve {text}: a loop of symbolic links ({exc})") from None
-    if out == Path(out.anchor):
-        raise refuse(f"{out} is the root of the filesystem; name a folder for the files (e.g. /tmp/figures)")
-    existing = out
-    while True:                     # the nearest part of the path that exists
-        try:
-            mode = os.stat(existing).st_mode
-            break
-        except (FileNotFoundError, NotADirectoryError):
-            existing = existing.parent
-        except OSError as exc:      # a loop of links, a name too long, ...
-            raise refuse(f"cannot use {out}: {REASONS.get(exc.errno, exc.strerror)}") from None
-    if not stat.S_ISDIR(mode):
-        raise refuse(f"{out} is an existing file, expected a folder" if existing == out
-                     else f"{out} lies under the file {existing}, expected a folder")
-    try:                            # ask the filesystem itself: root passes os.access, /proc and /sys refuse here
-        os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".rope_ref-probe-"))
-    except OSError as exc:
-        raise refuse(f"cannot write in {existing}: {REASONS.get(exc.errno, exc.strerror)}") from None
-    return out
-
 
 def _integer_type(rule: str, low: int, high: int, step: int = 1):
     """An argparse type: the text as an integer from ``low`` to ``high`` (a multiple of ``step``)."""
@@ -150,16 +115,16 @@ def _figures(args, refuse, before=None) -> int:
     replaced; a symbolic link or folder with such a name is refused; nothing else is touched."""
     try:    # the teaching layer needs matplotlib; the identity checks do not
         from .teaching.figures import FIGURES, write_all
-        from .teaching.files import check_targets
     except ImportError as exc:
         if before:      # the main job: the checks still run
             before()
         return _teaching_missing("figures", exc)
+    where = "--out" if args.out else "the figures folder"
     try:
-        out = args.out or output_folder(str(default_figures_dir()))
-        replaced = check_targets(out, [f"{name}.{fmt}" for name in FIGURES for fmt in ("png", "svg")])
-    except (argparse.ArgumentTypeError, ValueError) as exc:
-        refuse(f"--out: {exc}" if args.out else f"the figures folder: {exc}")
+        out = args.out or output_folder(default_figures_dir(), where)
+        replaced = check_targets(out, [f"{name}.{fmt}" for name in FIGURES for fmt in ("png", "svg")], where)
+    except ValueError as exc:
+        refuse(str(exc))
     status = before() if before else 0
     if before:
         print()
@@ -168,6 +133,31 @@ def _figures(args, refuse, before=None) -> int:
     note = f" ({len(replaced)} replaced files of the same names)" if replaced else ""
     print(f"wrote {len(paths)} figure files (PNG and SVG) to {out} in {time.perf_counter() - t0:.1f} s{note}")
     return status
+
+
+def _in_worker(function, *args):
+    """``function(*args)`` in a worker thread, so that Ctrl-C reaches this one as a KeyboardInterrupt (in the main
+    thread, nbclient would take SIGINT over and end the run in a DeadKernelError)."""
+    outcome = {}
+
+    def work():
+        try:
+            outcome["result"] = function(*args)
+        except BaseException as exc:
+            outcome["error"] = exc
+        finally:
+            with contextlib.suppress(RuntimeError):     # close the event loop nbclient ran in this thread
+                asyncio.get_event_loop_policy().get_event_loop().close()
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    try:
+        worker.join()
+    except KeyboardInterrupt:       # the worker stops at its next file (write_atomically sees the interrupt)
+        worker.join(timeout=5)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 def _site(args, refuse) -> int:
@@ -187,7 +177,7 @@ def _site(args, refuse) -> int:
     notebooks = course_notebooks(root / "notebooks")
     t0 = time.perf_counter()
     try:
-        index = build_site(args.out, notebooks)
+        index = _in_worker(build_site, args.out, notebooks)
     except ValueError as exc:       # a link or folder among the pages' names, refused before any notebook ran
         refuse(f"--out: {exc}")
     except RuntimeError as exc:     # a notebook failed
@@ -213,7 +203,7 @@ KINDS = {"d": (_integer_type(f"an even integer from 2 to {MAX_D}", 2, MAX_D, ste
                f"feature dimension for the checks, an even integer from 2 to {MAX_D} (default 128)"),
          "seq": (_integer_type(f"an integer from 2 to {MAX_SEQ}", 2, MAX_SEQ), "N",
                  f"number of positions for the checks, from 2 to {MAX_SEQ} (default 4096)"),
-         "out": (output_folder, "DIR", "folder for the files, created if missing (figures: by default the "
+         "out": (str, "DIR", "folder for the files, created if missing (figures: by default the "
                                        "checkout's figures/, else ./figures)")}
 
 
@@ -230,6 +220,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
             kind, metavar, helptext = KINDS[name]
             target.add_argument(f"--{name}", dest=name if command else f"before_{name}", type=kind,
                                 metavar=metavar, help=helptext)
+    commands["site"].usage = f"{PROG} site [-h] --out DIR"      # required, though it may also stand before `site`
     return parser, commands
 
 
@@ -243,7 +234,8 @@ def parse_command_line(parser, commands, argv=None) -> argparse.Namespace:
         option = unknown[0].split("=")[0]
         if option in (f"--{name}" for name in DEFAULTS):
             here.error(f"{option} is not an option of {command}; it takes {takes}")
-        here.error(f"unrecognized arguments: {' '.join(unknown)}")
+        guess = difflib.get_close_matches(option, [f"--{name}" for name in OPTIONS[command]], n=1)
+        here.error(f"unrecognized arguments: {' '.join(unknown)}" + (f"; did you mean {guess[0]}?" if guess else ""))
     for name, default in DEFAULTS.items():
         before, after = getattr(args, f"before_{name}", None), getattr(args, name, None)
         if before is not None and name not in OPTIONS[command]:
@@ -253,27 +245,58 @@ def parse_command_line(parser, commands, argv=None) -> argparse.Namespace:
         setattr(args, name, next((value for value in (after, before) if value is not None), default))
     if command == "site" and args.out is None:      # not required=True: `--out DIR site` gives it too
         here.error("--out is required: the folder for index.html and the pages")
+    try:
+        args.out = None if args.out is None else output_folder(args.out, "--out")
+    except ValueError as exc:
+        here.error(str(exc))
     if command in (None, "check") and args.d * args.seq > MAX_ELEMENTS:
         here.error(f"--d {args.d} times --seq {args.seq} is {args.d * args.seq} values; expected at most "
                    f"{MAX_ELEMENTS} (2^23)")
     return args
 
 
-def main(argv=None) -> int:
-    """Run the command line; the exit status (2: a bad command line, refused in one line before any work)."""
+def _run(argv) -> int:
+    """Parse the command line and run what it asks for; the exit status."""
     parser, commands = build_parser()
-    try:
-        args = parse_command_line(parser, commands, argv)
-        if args.command == "check":
-            return _print_identity_table(args)
-        if args.command is not None:
-            return COMMANDS[args.command](args, commands[args.command].error)
-        status = _figures(args, parser.error, before=lambda: _print_identity_table(args))
-        print("\n" + notebooks_hint())
-        return status
-    except SystemExit as stop:      # argparse's exit: after --help (0) or a one-line error (2)
-        return stop.code
+    args = parse_command_line(parser, commands, argv)
+    if args.command == "check":
+        return _print_identity_table(args)
+    if args.command is not None:
+        return COMMANDS[args.command](args, commands[args.command].error)
+    status = _figures(args, parser.error, before=lambda: _print_identity_table(args))
+    print("\n" + notebooks_hint())
+    return status
+
+
+def main(argv=None) -> int:
+    """Run the command line; the exit status (2: a bad command line, refused in one line before any work;
+    130: interrupted by Ctrl-C, in one line, leaving no temporary file; 1: a failure, such as a full disk)."""
+    prog = " ".join([PROG, *(word for word in (argv or sys.argv[1:]) if word in COMMANDS)][:2])
+    with handling_interrupts():
+        try:
+            status = _run(argv)
+            stop_if_interrupted()       # a Ctrl-C whose KeyboardInterrupt Python ignored
+            sys.stdout.flush()          # a closed pipe (`| head -1`) is met here, not at the interpreter's exit
+            return status
+        except SystemExit as stop:      # argparse's exit: after --help (0) or a one-line error (2)
+            return stop.code
+        except BaseException as exc:
+            INTERRUPT["held"] = True    # a second Ctrl-C does not cut this short
+            if INTERRUPT["seen"] or isinstance(exc, KeyboardInterrupt):
+                print(f"{prog}: interrupted", file=sys.stderr)
+                return 130
+            if isinstance(exc, BrokenPipeError):        # `... | head -1`: the reader has gone; say nothing
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return 1
+            if isinstance(exc, OSError):
+                print(f"{prog}: error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""),
+                      file=sys.stderr)
+                return 1
+            raise
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    STATUS = main()
+    if STATUS == 130:       # after Ctrl-C, a library's clean-up at exit (a notebook kernel's) may fail: not news
+        sys.unraisablehook = lambda report: None
+    sys.exit(STATUS)

@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -401,3 +402,162 @@ def test_a_killed_figures_run_leaves_every_file_old_or_new(tmp_path):
                 cut.append((attempt, name, len(now)))
     assert not cut, f"files neither old nor new after a kill: {cut}"
     assert {p.name for p in out.iterdir() if not p.name.startswith(".")} == set(new)
+
+
+# ---- interrupts, full disks, closed pipes, the library's writers (issue 32) -------------------------------------
+
+def _one_line(err: str, words: str) -> None:
+    assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def _hidden_files(folder: Path) -> list:
+    return [p.name for p in folder.rglob(".*")] if folder.exists() else []
+
+
+def test_an_interrupt_python_ignores_still_stops_the_run(tmp_path, monkeypatch, capsys):
+    # before: a KeyboardInterrupt raised inside a weakref callback was printed as "ignored", and all files were
+    # written with exit status 0
+    import signal
+    import weakref
+    import rope_ref.teaching.figures as figures
+
+    class Owner:
+        pass
+
+    def draw_while_interrupted(draw=figures.FIGURES["aliasing"]):
+        owner = Owner()
+        watch = weakref.ref(owner, lambda ref: signal.raise_signal(signal.SIGINT))
+        del owner                           # the callback runs now; its KeyboardInterrupt is ignored
+        assert watch() is None
+        return draw()
+
+    monkeypatch.setattr(figures, "FIGURES", {"aliasing": draw_while_interrupted})
+    assert main(["figures", "--out", str(tmp_path / "figs")]) == 130
+    assert capsys.readouterr().err == "python -m rope_ref figures: interrupted\n"
+    assert not (tmp_path / "figs").exists() or list((tmp_path / "figs").iterdir()) == []
+
+
+def test_an_interrupt_while_a_file_is_written_waits_for_the_whole_file(tmp_path, monkeypatch):
+    # before: Ctrl-C between creating the temporary file and its removal could leave a 0-byte .tmp
+    import signal
+    import rope_ref.teaching.files as files
+    real_fsync = os.fsync
+
+    def interrupted_fsync(fd):
+        signal.raise_signal(signal.SIGINT)
+        real_fsync(fd)
+
+    monkeypatch.setattr(files.os, "fsync", interrupted_fsync)
+    (tmp_path / "a.png").write_bytes(b"old")
+    with files.handling_interrupts(), pytest.raises(KeyboardInterrupt):
+        files.write_atomically(tmp_path / "a.png", b"new")
+    assert (tmp_path / "a.png").read_bytes() == b"new" and sorted(os.listdir(tmp_path)) == ["a.png"]
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_temporary_file(tmp_path, monkeypatch, capsys):
+    # before: an 18-line ENOSPC traceback
+    import errno
+    import rope_ref.teaching.figures as figures
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(figures, "FIGURES", {"aliasing": figures.FIGURES["aliasing"]})
+    monkeypatch.setattr(os, "fsync", full)
+    assert main(["figures", "--out", str(tmp_path / "figs")]) == 1
+    _one_line(capsys.readouterr().err, "python -m rope_ref figures: error: No space left on device")
+    assert list((tmp_path / "figs").iterdir()) == []
+
+
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+def test_a_closed_pipe_ends_quietly(unbuffered):
+    # before: `python -m rope_ref check | head -1` printed a BrokenPipeError traceback (at a print, or at the exit)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": unbuffered}
+    res = subprocess.run(f"{sys.executable} -m rope_ref check --d 8 --seq 64 | true", shell=True, capture_output=True,
+                         text=True, timeout=300, env=env)
+    assert res.stderr == "", res.stderr
+
+
+@pytest.mark.parametrize("make_out,words", [
+    (lambda tmp: "~nosuchuser_rope_ref/x", "--out: cannot expand ~nosuchuser_rope_ref: no such user"),
+    (lambda tmp: "/proc/figs", "--out: cannot write in /proc: the filesystem accepts no new entries there"),
+    (lambda tmp: ((tmp / "link").symlink_to(tmp / "nowhere"), tmp / "link")[1], "is a symbolic link to"),
+    (lambda tmp: "a\0b", "--out: expected a folder path, got 'a\\x00b'"),
+])
+def test_outs_that_were_misnamed_or_raw_errors(tmp_path, capsys, make_out, words):
+    # before: "a loop of symbolic links", "No such file or directory", a folder made where a dangling link pointed
+    assert main(["figures", "--out", str(make_out(tmp_path))]) == 2
+    _one_line(capsys.readouterr().err, words)
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_site_help_shows_out_as_required_and_a_typo_gets_a_suggestion():
+    assert "[--out DIR]" not in _run("site", "--help").stdout and "--out DIR" in _run("site", "--help").stdout
+    res = _run("check", "--dd", "64")
+    assert res.returncode == 2
+    _one_line(res.stderr, "python -m rope_ref check: error: unrecognized arguments: --dd 64; did you mean --d?")
+
+
+@pytest.mark.parametrize("call,exc,words", [
+    (lambda tmp, figures, site: figures.write_all(tmp / "f" / "x"), ValueError, "out_dir: ", ),
+    (lambda tmp, figures, site: figures.write_all("/proc/x"), ValueError, "out_dir: cannot write in /proc"),
+    (lambda tmp, figures, site: figures.write_all(3), TypeError, "out_dir: expected a folder path"),
+    (lambda tmp, figures, site: site.build_site("/proc/x", []), ValueError, "out: cannot write in /proc"),
+    (lambda tmp, figures, site: site.build_site(tmp / "site", []), ValueError, "notebooks: expected at least one"),
+    (lambda tmp, figures, site: _files().write_atomically("/proc/x/a.png", b""), ValueError, "path: cannot write"),
+    (lambda tmp, figures, site: _files().write_atomically(None, b""), TypeError, "path: expected a folder path"),
+])
+def test_the_library_writers_check_their_folder_like_the_command_line(tmp_path, call, exc, words):
+    # before: a raw FileNotFoundError, and build_site(out, []) wrote an empty index
+    import rope_ref.teaching.figures as figures
+    import rope_ref.teaching.site as site
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(exc) as info:
+        call(tmp_path, figures, site)
+    assert str(info.value).startswith(words), info.value
+    assert sorted(os.listdir(tmp_path)) == ["f"]
+
+
+def _files():
+    import rope_ref.teaching.files as files
+    return files
+
+
+def test_the_library_creates_a_missing_folder_for_a_file(tmp_path):
+    _files().write_atomically(tmp_path / "new" / "a.txt", b"x")
+    assert (tmp_path / "new" / "a.txt").read_bytes() == b"x"
+
+
+def _wait_for(proc, ready) -> None:
+    deadline = time.monotonic() + 240
+    while not ready(proc):
+        assert proc.poll() is None and time.monotonic() < deadline, "the command ended before the interrupt"
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command,ready,delays", [
+    (["check", "--d", "512", "--seq", "16384"], lambda proc: proc.stdout.readline(), [0.2, 1.0]),  # main() has begun
+    (["figures"], lambda proc: any(Path(proc.args[-1]).glob("*.png")), [0.0, 0.5, 2.0]),
+    (["site"], lambda proc: subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True).stdout, [0.0, 3.0]),
+], ids=["check", "figures", "site"])
+def test_ctrl_c_is_one_line_status_130_and_leaves_no_temporary_file(tmp_path, command, ready, delays):
+    """Ctrl-C sent to the command's process group (as a terminal does, reaching a notebook's kernel too) at several
+    moments.  Before: 45-60 lines of traceback (site: DeadKernelError ... AssertionError), and a 0-byte .tmp file."""
+    import signal
+    for i, delay in enumerate(delays):
+        out = tmp_path / str(i)
+        code = "import sys, rope_ref.__main__ as m; print('ready', flush=True); sys.exit(m.main(sys.argv[1:]))"
+        args = command + ([] if command[0] == "check" else ["--out", str(out)])
+        proc = subprocess.Popen([sys.executable, "-c", code, *args] if command[0] == "check" else
+                                [sys.executable, "-m", "rope_ref", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=tmp_path,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+        _wait_for(proc, ready)
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130, err
+        assert err == f"python -m rope_ref {command[0]}: interrupted\n", err
+        assert _hidden_files(out) == []
+        assert not subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True).stdout, "a process was left"

@@ -25,11 +25,19 @@ def scaled_frequencies(d: int = 128, base: float = 10000.0, factor: float = 8.0,
             for name, params in method_configs(factor, train_len).items()}
 
 
+def _scaled(scaled) -> dict:
+    """``scaled`` as :func:`scaled_frequencies` returns it, or a TypeError naming it."""
+    if not isinstance(scaled, dict):
+        raise TypeError(f"scaled must be a dict rope_type -> (frequencies, attention_factor) as scaled_frequencies "
+                        f"returns, got {type(scaled).__name__}")
+    return scaled
+
+
 def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
                      scaled: dict | None = None) -> dict:
     """rope_type -> (scaled theta_i / default theta_i, attention_factor) per pair."""
     default = frequencies(d, base)
-    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
+    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else _scaled(scaled)
     return {name: (freqs / default, att) for name, (freqs, att) in scaled.items()}
 
 
@@ -41,7 +49,7 @@ def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, tra
     A pair whose training angle is below 2 pi never saw a full turn; at the extended length it
     meets angles it has not seen unless its extended angle stays at or below the training one.
     """
-    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
+    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else _scaled(scaled)
     out = {"training": train_len * frequencies(d, base)}
     out.update({name: factor * train_len * freqs for name, (freqs, _) in scaled.items()})
     return out

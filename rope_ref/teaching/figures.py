@@ -25,7 +25,7 @@ from .real_model import fig_real_attention_maps
 from .quantities import random_qk, score
 from .style import METADATA, PALETTE, RC, new_figure, unit_circle
 from .views import ScalingView
-from .files import check_targets, write_atomically    # noqa: I001 (kept apart: the figures above change often)
+from .files import check_targets, output_folder, write_atomically  # noqa: I001 (apart: the figures above change often)
 
 #: Relative distances of Figure 2: continuous over [0, 256] in steps of 0.01 (25,601 points).
 FIG2_DISTANCES = np.linspace(0.0, 256.0, 25601)
@@ -299,7 +299,7 @@ def write_all(out_dir: Path | str, names=None) -> list[Path]:
     same names are replaced; a symbolic link (or a folder) with such a name is a ``ValueError`` raised
     before anything is drawn or written.  ``out_dir`` is created if missing.
     """
-    out_dir = Path(out_dir)
+    out_dir = output_folder(out_dir, "out_dir")
     names = list(names or FIGURES)
     unknown = [name for name in names if name not in FIGURES]
     if unknown:

@@ -11,30 +11,123 @@ name is a symbolic link (or anything but a regular file), before anything is wri
 appear between that check and the rename, :func:`os.replace` replaces the link itself; the file it
 pointed to is never written.  An existing regular file with a target's name is replaced (its
 permission bits are kept); no other file in the folder is touched.
+
+:func:`output_folder` checks a folder the files will go to, for the command line's ``--out`` and the library's
+writers alike.  :func:`handling_interrupts` makes Ctrl-C stick: the interrupt is recorded, so a
+KeyboardInterrupt that Python ignores (raised inside a weakref callback, say) still stops the run at the next
+file, and it waits while a file is being written, so no temporary file is left behind.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import signal
 import stat
+import sys
 import tempfile
+import threading
 from pathlib import Path
 
+REASONS = {errno.ELOOP: "a loop of symbolic links", errno.ENAMETOOLONG: "a name too long for the filesystem",
+           errno.EROFS: "a read-only filesystem", errno.EACCES: "permission denied",
+           errno.ENOENT: "the filesystem accepts no new entries there", errno.EPERM: "operation not permitted"}
+#: Ctrl-C's state: ``seen`` once SIGINT arrived; ``held`` while a file is written (the interrupt waits).
+INTERRUPT = {"seen": False, "held": False}
 
-def check_targets(folder: Path | str, names) -> list[str]:
-    """Refuse before any work: raise ``ValueError`` if ``folder`` exists and is not a folder, or if any of
-    ``names`` in it is a symbolic link or not a regular file.  Returns the names that exist (and will be
-    replaced)."""
+
+def output_folder(out, argument: str = "out") -> Path:
+    """The absolute folder ``out`` names (``~`` expanded, links resolved), if files can be written there; else a
+    ``TypeError`` or ``ValueError`` that names ``argument``.
+
+    Nothing is created: the folder itself is made later, when the files are written.  Refused: an empty
+    path, a filesystem root, an unknown ``~user``, a path that cannot be resolved (a loop of symbolic links), a
+    link to nothing, a name longer than the filesystem allows, an existing non-folder (or a path under one), and
+    a place where the nearest existing folder does not accept a new entry (permissions, a read-only mount,
+    /proc, /sys).
+    """
+    text = os.fspath(out) if isinstance(out, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        raise TypeError(f"{argument}: expected a folder path (str or os.PathLike), got {type(out).__name__} {out!r}")
+    if not text.strip() or "\0" in text:
+        raise ValueError(f"{argument}: expected a folder path, got {text!r}")
+    expanded = os.path.expanduser(text)
+    if expanded.startswith("~"):
+        raise ValueError(f"{argument}: cannot expand {text.split(os.sep)[0]}: no such user")
+    try:
+        folder = Path(expanded).resolve()
+    except (RuntimeError, OSError):      # RuntimeError: Python 3.11's "Symlink loop"
+        raise ValueError(f"{argument}: cannot resolve {text}: a loop of symbolic links") from None
+    if folder == Path(folder.anchor):
+        raise ValueError(f"{argument}: {folder} is the root of the filesystem; name a folder for the files "
+                         "(e.g. /tmp/figures)")
+    if os.path.islink(expanded) and not folder.exists():
+        raise ValueError(f"{argument}: {text} is a symbolic link to {folder}, which does not exist")
+    existing = folder
+    while True:                     # the nearest part of the path that exists
+        try:
+            mode = os.stat(existing).st_mode
+            break
+        except (FileNotFoundError, NotADirectoryError):
+            existing = existing.parent
+        except OSError as exc:      # a loop of links, a name too long, ...
+            raise ValueError(f"{argument}: cannot use {folder}: {REASONS.get(exc.errno, exc.strerror)}") from None
+    if not stat.S_ISDIR(mode):
+        raise ValueError(f"{argument}: {folder} is an existing file, expected a folder" if existing == folder
+                         else f"{argument}: {folder} lies under the file {existing}, expected a folder")
+    try:                            # ask the filesystem itself: root passes os.access, /proc and /sys refuse here
+        os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".rope_ref-probe-"))
+    except OSError as exc:
+        raise ValueError(f"{argument}: cannot write in {existing}: {REASONS.get(exc.errno, exc.strerror)}") from None
+    return folder
+
+
+def stop_if_interrupted() -> None:
+    """Raise ``KeyboardInterrupt`` if Ctrl-C arrived under :func:`handling_interrupts`, even if it was ignored."""
+    if INTERRUPT["seen"]:
+        raise KeyboardInterrupt
+
+
+def _on_sigint(signum, frame) -> None:
+    INTERRUPT["seen"] = True
+    if not INTERRUPT["held"]:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def handling_interrupts():
+    """Within: Ctrl-C is recorded (see :func:`stop_if_interrupted`) and waits while a file is written."""
+    INTERRUPT.update(seen=False, held=False)
+    in_main_thread = threading.current_thread() is threading.main_thread()     # where signal handlers are set
+    previous = signal.signal(signal.SIGINT, _on_sigint) if in_main_thread else None
+    hook = sys.unraisablehook       # quiet about an ignored KeyboardInterrupt: it is recorded already
+    sys.unraisablehook = lambda report: None if isinstance(report.exc_value, KeyboardInterrupt) else hook(report)
+    try:
+        yield INTERRUPT
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = hook
+        INTERRUPT.update(seen=False, held=False)
+
+
+def check_targets(folder: Path | str, names, argument: str = "") -> list[str]:
+    """Refuse before any work: raise ``ValueError`` (its message starting with ``argument``, if given) if
+    ``folder`` exists and is not a folder, or if any of ``names`` in it is a symbolic link or not a regular file.
+    Returns the names that exist (and will be replaced)."""
     folder = Path(folder)
+    argument = f"{argument}: " if argument else ""
     if folder.exists() and not folder.is_dir():
-        raise ValueError(f"{folder} is not a folder")
+        raise ValueError(f"{argument}{folder} is not a folder")
     existing = [name for name in names if (folder / name).is_symlink() or (folder / name).exists()]
     for name in existing:
         if (folder / name).is_symlink():
-            raise ValueError(f"{folder / name} is a symbolic link; rope_ref neither writes through links nor "
+            raise ValueError(f"{argument}{folder / name} is a symbolic link; rope_ref neither writes through links nor "
                              "replaces them: remove it or choose another folder")
         if not (folder / name).is_file():
-            raise ValueError(f"{folder / name} exists and is not a regular file; remove it or choose another folder")
+            raise ValueError(f"{argument}{folder / name} exists and is not a regular file; remove it or choose another "
+                             "folder")
     return existing
 
 
@@ -50,15 +143,21 @@ def _mode_for(path: Path) -> int:
 def write_atomically(path: Path | str, data: bytes) -> Path:
     """Write ``data`` to ``path`` as one whole file: a temporary file beside it, then :func:`os.replace`.
 
-    Raises ``ValueError`` if ``path`` is a symbolic link or not a regular file (see :func:`check_targets`).
+    Raises ``ValueError`` if ``path`` is a symbolic link or not a regular file (see :func:`check_targets`), or if
+    its folder cannot take files (see :func:`output_folder`; the folder is created if missing).
     """
-    path = Path(path)
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data: expected bytes, got {type(data).__name__}")
-    check_targets(path.parent, [path.name])
+    folder = output_folder(Path(path).parent if isinstance(path, (str, os.PathLike)) else path, "path")
+    path = folder / Path(path).name
+    check_targets(folder, [path.name])
+    folder.mkdir(parents=True, exist_ok=True)
+    stop_if_interrupted()
     mode = _mode_for(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    INTERRUPT["held"] = True         # Ctrl-C waits until the file is whole or gone
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -66,6 +165,10 @@ def write_atomically(path: Path | str, data: bytes) -> Path:
         os.chmod(tmp, mode)
         os.replace(tmp, path)       # replaces a link itself, never its target
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
+    finally:
+        INTERRUPT["held"] = False
+    stop_if_interrupted()
     return path

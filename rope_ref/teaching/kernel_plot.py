@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from .._validate import (check_finite, check_nbytes, check_nonnegative_int, check_positive_int, check_real_array,
+    check_scalar)
 from ..forms import wrap_angle
 from .style import new_figure
 
@@ -24,11 +26,15 @@ def phase_errors(spec, inv_freq, offset=0.0, rows=None):
     """(positions (rows,), errors (rows, pairs)): the measured angle of every pair minus the expected one at
     each row, wrapped to (-pi, pi]; rows at the expected positions offset, offset + 1, ...  ``spec``: a
     RopeSpec (its ``inv_freq`` and ``offset``); ``inv_freq`` (pairs,): the expected frequencies."""
-    want = np.asarray(inv_freq, dtype=np.float64)
+    if getattr(spec, "inv_freq", None) is None or getattr(spec, "rows", None) is None:
+        raise TypeError(f"spec must be a rotary kernel's RopeSpec (from rope_ref.identify), got {type(spec).__name__}")
+    want = check_finite(check_real_array(inv_freq, "inv_freq"), "inv_freq").astype(np.float64)
+    offset, rows = check_scalar(offset, "offset"), spec.rows if rows is None else check_positive_int(rows, "rows")
+    check_nbytes(3 * 8 * rows * want.size, "rows", what=f"three ({rows}, {want.size}) float64 angle tables")
     found = np.asarray(spec.inv_freq, dtype=np.float64)
     if want.shape != found.shape:
         raise ValueError(f"inv_freq must have one frequency per measured pair, shape {found.shape}, got {want.shape}")
-    r = np.arange(spec.rows if rows is None else rows, dtype=np.float64)
+    r = np.arange(rows, dtype=np.float64)
     err = np.outer(spec.offset + r, found) - np.outer(offset + r, want)
     return offset + r, wrap_angle(err)
 
@@ -38,6 +44,11 @@ def kernel_vs_expected(spec, inv_freq, offset=0.0, *, pairs=(0, 1, 2), title: st
     position (right).  ``spec``: a RopeSpec from :func:`rope_ref.identify`; ``inv_freq`` (pairs,) and
     ``offset``: the expected frequencies and position of row 0 (e.g. a RopeConfig's ``inv_freq()``)."""
     positions, err = phase_errors(spec, inv_freq, offset)
+    pairs = [check_nonnegative_int(pair, "pairs") for pair in (pairs if np.iterable(pairs) else [pairs])]
+    if not any(pair < err.shape[1] for pair in pairs):
+        raise ValueError(f"pairs must name at least one measured pair, 0 to {err.shape[1] - 1}, got {pairs}")
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a string or None, got {type(title).__name__}")
     fig = new_figure(10, 3.8)
     left, right = fig.subplots(1, 2)
     p = np.arange(len(spec.inv_freq))

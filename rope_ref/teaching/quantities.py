@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import (check_d, check_finite, check_nbytes, check_positions_any, check_positive_int, check_seed,
-    check_x)
+from .._validate import (check_d, check_finite, check_nbytes, check_nonnegative_int, check_positions_any,
+    check_positive_int, check_scalar, check_seed, check_x)
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 
@@ -40,7 +40,8 @@ def _shape(**shapes) -> tuple:
         return np.broadcast_shapes(*shapes.values())
     except ValueError:
         given = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
-        raise ValueError(f"shapes do not broadcast against each other: {given} (q, k without their last axis d)") from None
+        raise ValueError(f"shapes do not broadcast against each other: {given} (q, k without their last axis d)") \
+            from None
 
 
 def _score_inputs(q, k, m, n):
@@ -71,22 +72,39 @@ def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", in
 
 def score_vs_distance(q, k, distance, *, base: float = 10000.0, inv_freq=None) -> np.ndarray:
     """q . R_{r} k for each relative distance r = n - m (the function g of eq 11)."""
-    return score(q, k, 0.0, distance, base=base, inv_freq=inv_freq)
+    return score(q, k, 0.0, check_positions_any(distance, "distance"), base=base, inv_freq=inv_freq)
 
 
-# --- notebook 00: four ways to give attention positions, on one task ---------------------------------------------------
+# --- notebook 00: four ways to give attention positions, on one task ------------------------------------------------
 
 def t5_bucket(distance, num_buckets: int = 32, max_distance: int = 128) -> np.ndarray:
     """T5's relative-position bucket for a causal distance m - n >= 0 (Raffel et al. 2020, arXiv:1910.10683;
     transformers' ``T5Attention._relative_position_bucket`` with ``bidirectional=False``): distances below
     num_buckets/2 get a bucket each, larger ones share log-spaced buckets, all beyond ``max_distance`` the last."""
-    r = np.asarray(check_positions_any(distance, "distance"), dtype=np.int64)
-    if np.any(r < 0):
-        raise ValueError(f"distance must be causal, m - n >= 0, got a minimum of {r.min()}")
+    num_buckets = check_positive_int(num_buckets, "num_buckets")
+    max_distance = check_positive_int(max_distance, "max_distance")
     exact = num_buckets // 2
+    if num_buckets < 2 or max_distance <= exact:
+        raise ValueError(f"num_buckets must be at least 2 and max_distance above num_buckets // 2 (distances with a "
+                         f"bucket each); got num_buckets={num_buckets}, max_distance={max_distance}")
+    distance = check_positions_any(distance, "distance")
+    bad = distance[(distance < 0) | (distance != np.floor(distance))]
+    if bad.size:
+        raise ValueError(f"distance must hold causal integer distances m - n >= 0, got {bad.flat[0]}")
+    r = np.minimum(distance, max_distance).astype(np.int64)      # all beyond max_distance share the last bucket
     log_bucket = exact + (np.log(np.maximum(r, 1) / exact) / np.log(max_distance / exact)
                           * (num_buckets - exact)).astype(np.int64)
     return np.where(r < exact, r, np.minimum(log_bucket, num_buckets - 1))
+
+
+def _integers(values, name: str, low: int, high: float = np.inf) -> list[int]:
+    """A non-empty sequence of integers from ``low`` to ``high``, as a list; else a TypeError/ValueError naming it."""
+    if isinstance(values, (str, bytes)) or not np.iterable(values):
+        raise TypeError(f"{name} must be a sequence of integers, got {values!r}")
+    values = [check_nonnegative_int(value, name) for value in values]
+    if not values or not low <= min(values) <= max(values) <= high:
+        raise ValueError(f"{name} must hold integers from {low} to {high}, got {values}")
+    return values
 
 
 def offset_head_weights(offsets=(3, 7), train_len: int = 64, d: int = 128, height: float = 8.0,
@@ -110,9 +128,10 @@ def offset_head_weights(offsets=(3, 7), train_len: int = 64, d: int = 128, heigh
     query content gives its target key (1 is perfect, 1/train_len is no preference).
     """
     train_len, d = check_positive_int(train_len, "train_len"), check_d(d)
-    offsets = [check_positive_int(o, "offsets") for o in offsets]
-    if max(offsets) >= train_len:
-        raise ValueError(f"offsets must be below train_len = {train_len}, got {offsets}")
+    check_nbytes(3 * 8 * train_len ** 2, "train_len", what="three train_len x train_len float64 matrices")
+    height, alibi_slope = check_scalar(height, "height"), check_scalar(alibi_slope, "alibi_slope")
+    offsets = _integers(offsets, "offsets", 1, train_len - 1)
+    window_ends = _integers(window_ends, "window_ends", train_len - 1)      # a whole window of train_len keys
     r = np.arange(train_len)                                          # distances m - n in a window
     targets = [height * (r == o) for o in offsets]
     theta = frequencies(d)

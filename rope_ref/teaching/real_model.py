@@ -16,7 +16,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-from .._validate import check_positions, check_positions_any, check_positive_int, check_real_array, check_seed
+from .._validate import (check_nonnegative_int, check_positions, check_positions_any, check_positive_int,
+    check_real_array, check_seed, check_x)
 from ..rope_attention import softmax
 from ..forms import rotate
 from .style import new_figure
@@ -201,13 +202,20 @@ def _zero_pairs(x, positions, *, rope, pairs: tuple):
 def without_pairs(rope, pairs):
     """A RoPE that rotates with ``rope``, then zeroes the interleaved pairs ``pairs`` (features 2i, 2i+1) of q and
     k: their terms leave every score q_m . k_n (eq 16's sum over pairs loses those terms)."""
-    return functools.partial(_zero_pairs, rope=rope, pairs=tuple(int(i) for i in pairs))
+    if not callable(rope) or isinstance(pairs, str) or not np.iterable(pairs):
+        raise TypeError(f"without_pairs needs a callable rope and a sequence of pair indices pairs, got rope={rope!r}, "
+                        f"pairs={pairs!r}")
+    return functools.partial(_zero_pairs, rope=rope, pairs=tuple(check_nonnegative_int(i, "pairs") for i in pairs))
 
 
 def head_scores(attention: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
     """(previous-token score, induction score), each ``(layers, heads)``, of attention weights
     ``(layers, heads, 2 length, 2 length)`` on a :func:`copy_task`: the mean weight of query t on key t - 1,
     and of query t in the second copy on key t - length + 1 (the token after the earlier copy of its token)."""
+    attention, length = check_real_array(attention, "attention"), check_positive_int(length, "length")
+    if attention.ndim < 2 or attention.shape[-2:] != (2 * length, 2 * length):
+        raise ValueError(f"attention must have shape (..., 2 length, 2 length) = (..., {2 * length}, {2 * length}), "
+                         f"got {attention.shape}")
     t = np.arange(1, attention.shape[-1])
     second = np.arange(length, 2 * length)
     return attention[..., t, t - 1].mean(axis=-1), attention[..., second, second - length + 1].mean(axis=-1)
@@ -229,14 +237,20 @@ def queries_keys(model: SmolLM2, ids, *, positions=None) -> tuple[np.ndarray, np
 def pair_norms(x: np.ndarray) -> np.ndarray:
     """Mean norm of each interleaved pair (x_2i, x_2i+1) over heads and tokens: ``(layers, heads, seq, d)`` ->
     ``(layers, d/2)``, pair 0 the fastest (theta_0 = 1)."""
+    x = check_real_array(x, "x")
+    if x.ndim != 4 or x.shape[-1] % 2:
+        raise ValueError(f"x must have shape (layers, heads, seq, d) with d even, got {x.shape}")
     return np.linalg.norm(x.reshape(*x.shape[:-1], -1, 2), axis=-1).mean(axis=(1, 2))
 
 
 def real_decay(q: np.ndarray, k: np.ndarray, distances, base: float) -> np.ndarray:
     """Mean over every (query, key) pair of real vectors of |q . R_r k| at each distance r (Figure 2 with real q,
     k): ``q`` ``(n, d)``, ``k`` ``(n', d)``, before RoPE; returns ``(len(distances),)``."""
+    q, k = check_x(q, "q"), check_x(k, "k")
+    if q.ndim != 2 or k.ndim != 2 or q.shape[1] != k.shape[1]:
+        raise ValueError(f"q and k must have shapes (n, d) and (n', d), got {q.shape} and {k.shape}")
     return np.array([np.abs(q @ rotate(k, np.full(len(k), r, dtype=np.float64), base=base).T).mean()
-                     for r in check_positions_any(distances, "distances")])
+                     for r in check_positions_any(distances, "distances").ravel()])
 
 
 def mean_loss(model: SmolLM2, ids, *, positions=None, rope=None) -> float:

@@ -39,7 +39,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from .files import check_targets, write_atomically
+from .files import check_targets, output_folder, write_atomically
 
 OBJECTIVES = "## Learning objectives"
 #: The one-page handout (notation, the scaling formulas), published as ``handout.html`` when the checkout has it.
@@ -363,8 +363,10 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Pa
     a symbolic link with such a name is a ``ValueError`` (checked before the notebooks run).  A notebook
     path that does not exist is a ``FileNotFoundError`` naming it, raised before any notebook runs.
     """
-    out = Path(out)
+    out = output_folder(out, "out")
     notebooks = [Path(p) for p in notebooks]
+    if not notebooks:
+        raise ValueError("notebooks: expected at least one notebook path, got none")
     missing = [str(p) for p in notebooks if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"build_site: notebook(s) not found: {', '.join(missing)}")

@@ -19,7 +19,8 @@ import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from .._validate import check_d, check_nbytes, check_positions_any, check_positive_int, check_scalar
+from .._validate import (check_base, check_d, check_finite, check_nbytes, check_positions_any, check_positive_int,
+    check_real_array, check_scalar, check_seed)
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 from .style import VIEW_DPI, figure_png, new_figure
@@ -153,7 +154,15 @@ def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10
     q and k, ``curves["ones"]`` / its value at r = 0, which decays; (b) a fresh Gaussian q, k per position,
     ``curves["gaussian"]`` (the mean of ``n_samples`` activations) / d, on the same scale -- about 0 at every
     distance.  ``distances`` ``(n,)`` starts at 0; each curve is ``(n,)``."""
-    r = np.asarray(distances)
+    r, d, base = check_positions_any(distances, "distances"), _even(d), check_base(base)
+    n_samples = check_positive_int(n_samples, "n_samples")
+    if not isinstance(curves, dict) or {"ones", "gaussian"} - set(curves):
+        raise TypeError(f"curves must be a dict with 'ones' and 'gaussian' curves, got {type(curves).__name__}")
+    curves = {name: check_finite(check_real_array(curves[name], f"curves[{name!r}]"), f"curves[{name!r}]")
+              for name in ("ones", "gaussian")}
+    if r.ndim != 1 or any(curve.shape != r.shape for curve in curves.values()):
+        raise ValueError(f"distances and each curve must have one shape (n,), got {r.shape} and "
+                         f"{[curve.shape for curve in curves.values()]}")
     fig = new_figure(9, 5.4)
     ax_a, ax_b = fig.subplots(2, 1, sharex=True)
     ax_a.plot(r, curves["ones"] / curves["ones"][0], color="C0", lw=1.2, label="(a) q = k = all ones: a(r) / a(0)")
@@ -180,7 +189,7 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
     |c|^2 / sqrt(2 * width) (see :func:`distractor_level`).  On high frequencies the match turns away
     within a few positions; on the lowest it stays near 1 for thousands (Barbero et al.'s semantic channels).
     """
-    r = check_positions_any(distances, "distances")
+    r, seed = check_positions_any(distances, "distances"), check_seed(seed)
     d, width = _even(d), check_positive_int(width, "width")
     if width > d // 2:
         raise ValueError(f"width must be at most d/2 = {d // 2}, got {width}")
@@ -231,6 +240,7 @@ class OffsetAttentionView(_PlainView):
 
     def __init__(self, pair: int = 0, offset: int = 1, scale: float = 16.0, d: int = 64, n_keys: int = 48,
                  fraction: float = 0.75, width: int = 4):
+        n_keys, fraction = check_positive_int(n_keys, "n_keys"), check_scalar(fraction, "fraction")
         self.d, self.n_keys, self.fraction, self.width = d, n_keys, fraction, width
         super().__init__(dict(pair=pair, offset=offset, scale=scale),
                          {"rope": ("RoPE", dict(color="C0", marker="o", ms=4, lw=1.5)),

@@ -2,6 +2,9 @@
 inputs and checked against independent paths (dense rotation matrices, rope_ref's dense forms); the attention-pattern
 figure; the rotation view's angle."""
 
+import math
+import warnings
+
 import numpy as np
 import pytest
 
@@ -108,3 +111,52 @@ def test_scaling_view_shows_angles_per_pair_at_the_extended_length():
     _, y = v.angle_lines["linear"].get_data()
     np.testing.assert_allclose(y, 4096 * rr.frequencies(128) / (2 * np.pi))
     assert "16 L = 65536" in v.angle_title.get_text()
+
+
+def _t5_reference(r: int, num_buckets: int, max_distance: int) -> int:
+    """T5's causal bucket (mesh_tensorflow ``_relative_position_bucket``, bidirectional=False), written from the
+    paper's description in plain Python: exact below num_buckets // 2, then log-spaced up to max_distance."""
+    exact = num_buckets // 2
+    if r < exact:
+        return r
+    return min(exact + int(math.log(r / exact) / math.log(max_distance / exact) * (num_buckets - exact)),
+               num_buckets - 1)
+
+
+@pytest.mark.parametrize("num_buckets,max_distance", [(32, 128), (2, 3), (8, 5), (33, 17), (32, 1000)])
+def test_t5_bucket_is_t5s_formula(num_buckets, max_distance):
+    r = np.array([*range(0, 300), 10 ** 6, 2 ** 40, 10 ** 15])
+    want = [_t5_reference(int(v), num_buckets, max_distance) for v in r]
+    np.testing.assert_array_equal(quantities.t5_bucket(r, num_buckets, max_distance), want)
+
+
+@pytest.mark.parametrize("kwargs,exc,words", [
+    (dict(distance=200, max_distance=16), ValueError, ["max_distance above num_buckets // 2", "max_distance=16"]),
+    (dict(distance=5, num_buckets=0), ValueError, ["num_buckets", "positive", "0"]),
+    (dict(distance=5, num_buckets=1), ValueError, ["num_buckets must be at least 2", "num_buckets=1"]),
+    (dict(distance=2.5), ValueError, ["distance", "integer", "2.5"]),
+    (dict(distance=-1), ValueError, ["distance", "causal", "-1"]),
+    (dict(distance=1, max_distance=None), TypeError, ["max_distance", "None"]),
+])
+def test_t5_bucket_refuses_parameters_its_formula_cannot_take(kwargs, exc, words):
+    # before: max_distance=16 gave -9223372036854775792 with a NumPy warning, num_buckets=0 a ZeroDivisionError
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(exc) as info:
+            quantities.t5_bucket(**kwargs)
+    assert all(w in str(info.value) for w in words), info.value
+
+
+@pytest.mark.parametrize("kwargs,exc,words", [
+    (dict(height=np.nan), ValueError, ["height", "finite"]),
+    (dict(alibi_slope="x"), TypeError, ["alibi_slope"]),
+    (dict(offsets=3), TypeError, ["offsets", "sequence"]),
+    (dict(offsets=(0, 3)), ValueError, ["offsets", "from 1 to 63"]),
+    (dict(window_ends=(10,)), ValueError, ["window_ends", "from 63"]),
+    (dict(train_len=2 ** 40), ValueError, ["train_len", "max_bytes"]),
+])
+def test_offset_head_weights_names_bad_input(kwargs, exc, words):
+    # before: a LinAlgError (height nan), "'int' object is not iterable", negative keys read from the end of a table
+    with pytest.raises(exc) as info:
+        quantities.offset_head_weights(**kwargs)
+    assert all(w in str(info.value) for w in words), info.value

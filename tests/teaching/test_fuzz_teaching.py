@@ -5,6 +5,10 @@ Where a value is compared, the reference is ``pairwise_reference`` in tests/kern
 pairs with math.cos/math.sin), not rope_ref's own code.
 """
 
+import importlib
+import inspect
+import re
+
 import numpy as np
 import pytest
 
@@ -140,3 +144,68 @@ def test_quantities_take_read_only_inputs_and_return_new_arrays(name):
             assert r.flags.writeable and not any(np.shares_memory(r, a) for a in inputs), name
     for a, b in zip(inputs, before):
         np.testing.assert_array_equal(a, b)
+
+
+# ---- every public function of the teaching layer, every parameter, bad values (issue 32) ---------------------------
+
+FUZZED = ("quantities", "spectrum", "base_bound", "vision_rope", "precision", "context_extension", "real_model",
+          "kernel_plot")
+NOT_FUZZED = {  # name -> why a generic fuzz leaves it out (each is covered where named)
+    "SmolLM2": "loads the real model (seconds per call): tests/teaching/test_real_model.py",
+    "copy_task": "takes the model", "copy_accuracy": "takes the model", "queries_keys": "takes the model",
+    "mean_loss": "takes the model", "fig_real_attention_maps": "runs the model", "gguf_path": "takes no argument",
+    "model_points": "takes no argument", "fig_base_bound": "draws 10 s per call from model_points()",
+    "rms_norm": "the model's own layer, given the model's arrays", "silu": "the model's own gate, on its arrays",
+}
+def _spec():
+    from rope_ref.kernel_check.spec import RopeSpec
+    return RopeSpec(is_rope=True, inv_freq=np.ones(4), offset=0.0, rows=8)
+
+
+VALID = {"base": 10000.0, "x": Q8, "q": Q8, "k": K8, "m": 1.0, "n": 2.0, "distance": np.arange(5), "radius": 2,
+         "positions": np.arange(4.0), "freqs": np.ones(4), "dtype": np.float32, "values": [1.0], "d": 8, "pair": 0,
+         "offset": 3.0, "distances": np.arange(5.0), "attention": np.ones((1, 1, 4, 4)), "length": 2, "pairs": [0],
+         "rope": lambda x, positions: x, "segments": [("text", 3)],
+         "curves": {"ones": np.ones(5), "gaussian": np.zeros(5)}, "inv_freq": np.ones(4)}
+VALID_FOR = {"real_decay": dict(q=QN, k=QN), "pair_norms": dict(x=np.ones((1, 1, 2, 4))),
+             "rotate_with_angle_dtype": dict(x=np.ones((4, 8))), "supported_context": dict(limit=4096),
+             "phase_errors": dict(spec=_spec()), "kernel_vs_expected": dict(spec=_spec())}
+TAKEN_BY_DESIGN = {("format_errors", "values", "nan"): "spells out inf and nan (float16's overflow)",
+                   ("kernel_vs_expected", "title", "string"): "a title"}
+BAD = {"object": object(), "None": None, "nan": float("nan"), "string": "x", "huge": 2 ** 62, "negative": -1}
+
+
+def _fuzz_cases():
+    for module_name in FUZZED:
+        module = importlib.import_module(f"rope_ref.teaching.{module_name}")
+        for name, fn in sorted(vars(module).items()):
+            if (name.startswith("_") or name in NOT_FUZZED or getattr(fn, "__module__", None) != module.__name__
+                    or not (inspect.isfunction(fn) or inspect.isclass(fn))):
+                continue
+            for param in inspect.signature(fn).parameters:
+                for label in BAD:
+                    yield pytest.param(fn, param, label, id=f"{module_name}.{name}-{param}-{label}")
+
+
+@pytest.mark.parametrize("fn,param,label", list(_fuzz_cases()))
+def test_every_public_teaching_function_names_bad_input(fn, param, label):
+    """Each parameter in turn gets a wrong type, None, NaN, a string, a huge or a negative size: the answer is a
+    TypeError/ValueError naming that parameter, or (None, huge, negative, where they are valid) a result -- never
+    a raw error (AttributeError, ZeroDivisionError, a NumPy warning), a message naming an internal variable, or a
+    NaN or a string taken silently.  Before: 'NoneType' object has no attribute 'items', SVD did not converge, ..."""
+    import warnings
+    import matplotlib.pyplot as plt
+    from rope_ref import RopeRefPrecisionWarning
+    warnings.simplefilter("ignore", RopeRefPrecisionWarning)        # huge positions: warned, by design
+    signature = inspect.signature(fn)
+    args = {name: VALID.get(name) for name, p in signature.parameters.items() if p.default is inspect.Parameter.empty}
+    args.update(VALID_FOR.get(fn.__name__, {}))
+    try:
+        fn(**{**args, param: BAD[label]})
+    except (TypeError, ValueError) as exc:
+        assert re.search(rf"\b{re.escape(param)}\b", str(exc)), f"{type(exc).__name__} not naming {param}: {exc}"
+        return
+    finally:
+        plt.close("all")
+    assert label in ("None", "huge", "negative") or (fn.__name__, param, label) in TAKEN_BY_DESIGN, \
+        f"{param}={label} was taken silently"
