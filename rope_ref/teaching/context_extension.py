@@ -20,9 +20,15 @@ def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
 
 
 def scaled_frequencies(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
-    """rope_type -> (scaled theta_i, attention_factor) for every method of :func:`method_configs`."""
-    return {name: scaled_inv_freq(d, base, rope_type=name, **params)
-            for name, params in method_configs(factor, train_len).items()}
+    """rope_type -> (scaled theta_i, attention_factor) for every method of :func:`method_configs`; a method that
+    refuses the example (YaRN's ramp for a huge train_len) is a ValueError naming factor and train_len."""
+    out = {}
+    for name, params in method_configs(factor, train_len).items():
+        try:
+            out[name] = scaled_inv_freq(d, base, rope_type=name, **params)
+        except ValueError as err:
+            raise ValueError(f"factor={factor:g} and train_len={train_len}: {name} refuses its example: {err}") from None
+    return out
 
 
 def _scaled(scaled) -> dict:

@@ -117,7 +117,9 @@ def test_exercise_follows_the_course_convention():
     heading = cs[ex[1] + 1]
     assert heading["metadata"].get("heading_collapsed") is True and "".join(heading["source"]).strip() == "#### Solution"
     assert heading["metadata"].get("jp-MarkdownHeadingCollapsed") is True     # what JupyterLab 4 folds by
-    sol = cs[ex[1] + 2:]
+    after = cs[ex[1] + 2:]
+    sol = after[:next(i for i, c in enumerate(after) if "solution" not in c["metadata"].get("tags", []))]
+    assert "".join(after[len(sol)]["source"]).startswith("## ")     # a heading ends the solution (Run All)
     assert all("".join(c["source"]).startswith(("# (solution)\n", "*(solution)*")) for c in sol)
     assert sol and all("solution" in c["metadata"].get("tags", []) for c in sol)
     assert all(c["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True} for c in sol)
