@@ -16,13 +16,28 @@ The oracle (this package's top level) needs numpy and ml_dtypes only:
 * ``scaling``   -- context-extension frequencies (linear, NTK, dynamic, YaRN, Llama 3, LongRoPE);
 * ``hf_config`` -- a model's RoPE from its Hugging Face config.json (``from_hf_config``), reading
   ``hf_families`` (what each transformers family does, as data);
-* ``identify``  -- black-box identification of someone else's RoPE kernel (one position axis or
+* ``kernel_check`` -- black-box identification of someone else's RoPE kernel (one position axis or
   several) and the assertions against what is expected, backward passes included (a package);
 * ``checks``    -- the identity table that ``python -m rope_ref`` prints.
 
 The teaching layer (notebook quantities, figures, interactive views, widgets) lives in
 :mod:`rope_ref.teaching` and needs matplotlib (and ipywidgets for the sliders).
 """
+
+import signal as _signal
+import sys as _sys
+
+
+def _interrupted_while_importing(signum, frame):
+    """Ctrl-C while ``python -m rope_ref ...`` still imports the package, before its command line
+    (rope_ref.__main__) takes Ctrl-C over: the same one line and status 130 as later."""
+    command = [word for word in _sys.argv[1:] if word in ("check", "figures", "site")][:1]
+    print(" ".join(["python -m rope_ref", *command]) + ": interrupted", file=_sys.stderr)
+    raise SystemExit(130)
+
+
+if _sys.argv[:1] == ["-m"]:         # Python sets argv[0] to "-m" while it imports the package of `python -m`
+    _signal.signal(_signal.SIGINT, _interrupted_while_importing)
 
 from ._fast import clear_cache, set_cache_limit, set_num_threads
 from ._validate import RopeRefPrecisionWarning, size_limit

@@ -561,3 +561,18 @@ def test_ctrl_c_is_one_line_status_130_and_leaves_no_temporary_file(tmp_path, co
         assert err == f"python -m rope_ref {command[0]}: interrupted\n", err
         assert _hidden_files(out) == []
         assert not subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True).stdout, "a process was left"
+
+
+def test_ctrl_c_while_python_m_still_imports_the_package_is_one_line_status_130():
+    """`python -m rope_ref` imports the package (NumPy, ...) before rope_ref.__main__ takes Ctrl-C over; Python sets
+    argv[0] to "-m" meanwhile.  Before: a Ctrl-C then printed Python's traceback."""
+    import signal
+    code = ("import os, signal, sys, time; sys.argv[:] = ['-m', 'figures', '--out', 'x']; import rope_ref; "
+            "os.kill(os.getpid(), signal.SIGINT); time.sleep(30); print('not interrupted')")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (run.returncode, run.stderr, run.stdout) == (130, "python -m rope_ref figures: interrupted\n", "")
+    plain = subprocess.run([sys.executable, "-c", "import signal, rope_ref; print(signal.getsignal(signal.SIGINT) is "
+                            "signal.default_int_handler)"], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert plain.stdout == "True\n", plain      # an ordinary import leaves Ctrl-C to the program
