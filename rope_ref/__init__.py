@@ -62,8 +62,8 @@ from .forms import (
 from .hf_config import RopeConfig, from_hf_config
 from .kernel_check import AxesSpec, RopeSpec, assert_rope_grad_matches, assert_rope_matches, identify
 from .rope_attention import attention, attention_dense, elu_plus_one, linear_attention, linear_attention_dense, softmax
-from .multiaxis import (axial_frequencies, flux_position_ids, grid_positions, mrope_frequencies, mrope_position_ids,
-                        qwen_image_position_ids)
+from .multiaxis import (axial_frequencies, deepseek_v4_compressed_positions, flux_position_ids, grid_positions,
+                        mrope_frequencies, mrope_position_ids, qwen_image_position_ids)
 from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
 
 __version__ = "0.1.0"
@@ -75,6 +75,7 @@ __all__ = [
     "rotation_matrix", "sinusoidal", "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle",
     "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches",
     "assert_rope_grad_matches", "identify", "RopeConfig", "from_hf_config", "mrope_frequencies", "mrope_position_ids",
-    "axial_frequencies", "grid_positions", "flux_position_ids", "qwen_image_position_ids", "AxesSpec",
+    "axial_frequencies", "grid_positions", "flux_position_ids", "qwen_image_position_ids",
+    "deepseek_v4_compressed_positions", "AxesSpec",
     "clear_cache", "set_cache_limit", "set_num_threads",   # performance knobs of rotate's table cache and threads
 ]

@@ -2,7 +2,8 @@
 RoFormer eq 34 with ``m * theta_j`` replaced by that sum; 1-D RoPE is A = 1) and the position ids that go with
 them: M-RoPE (:func:`mrope_frequencies`, :func:`mrope_position_ids`), 2-D axial RoPE for image patches
 (:func:`axial_frequencies`, :func:`grid_positions`) and the ids of diffusion transformers
-(:func:`flux_position_ids`, :func:`qwen_image_position_ids`).  Every result is a new array, inputs are never modified,
+(:func:`flux_position_ids`, :func:`qwen_image_position_ids`); DeepSeek-V4's compressed-KV positions
+(:func:`deepseek_v4_compressed_positions`).  Every result is a new array, inputs are never modified,
 and sizes are checked before anything is allocated (over 2 GiB: ``with rope_ref.size_limit(max_bytes=...)``).
 """
 
@@ -356,3 +357,24 @@ def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames
     text_tokens, frames, height, width = _counts(text_tokens, frames, height, width)
     text = np.broadcast_to(max(height // 2, width // 2) + np.arange(text_tokens), (3, text_tokens))
     return _text_then_grid(text, frames, height, width, (0, -(height - height // 2), -(width - width // 2)))
+
+
+@suggest_keywords
+def deepseek_v4_compressed_positions(seq_len: int, compress_rate: int) -> np.ndarray:
+    """The positions DeepSeek-V4 rotates its compressed KV entries at, int64 ``(seq_len // compress_rate,)``: only
+    complete windows of ``compress_rate`` tokens make an entry, and entry w (tokens ``w*compress_rate`` to
+    ``(w+1)*compress_rate - 1``; CSA's entry also mixes in window w-1) turns as RoFormer eq 34 at position
+    ``w*compress_rate``, its window's first token, with the ``"compress"`` theta.  Queries of CSA and HCA layers
+    (and the CSA indexer's) turn at their token positions with that theta; query t sees entry w once its window is
+    complete, w < (t + 1) // compress_rate.  This follows transformers 5.24.0's ``DeepseekV4HCACompressor``
+    (``compress_rates["heavily_compressed_attention"]``, 128) and ``DeepseekV4CSACompressor``
+    (``"compressed_sparse_attention"``, 4), with or without a cache; without one, a call's entries start at 0
+    whatever its position ids.
+
+    >>> deepseek_v4_compressed_positions(13, 4).tolist()
+    [0, 4, 8]
+    """
+    seq_len = check_nonnegative_int(seq_len, "seq_len")
+    compress_rate = check_positive_int(compress_rate, "compress_rate")
+    check_nbytes(8 * (seq_len // compress_rate), "seq_len", what=f"{seq_len // compress_rate} int64 positions")
+    return compress_rate * np.arange(seq_len // compress_rate, dtype=np.int64)

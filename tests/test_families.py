@@ -243,3 +243,44 @@ def test_assert_rope_matches_builds_a_named_layout():
     rr.assert_rope_matches(kernel, 32, axes=3, sections=[4, 6, 6], layout="hw_alternating")
     with pytest.raises(RopeMismatch):
         rr.assert_rope_matches(kernel, 32, axes=3, sections=[4, 6, 6], layout="blocks")
+
+
+# ---- DeepSeek-V4's compressed KV entries (record_deepseek_v4.py) ------------------------------------------------
+
+V4 = json.loads((DATA / "deepseek_v4_compressed.json").read_text())
+with np.load(DATA / "deepseek_v4_compressed.npz") as _z:
+    V4_REC = {k: _z[k] for k in _z.files}
+
+
+@pytest.mark.parametrize("case", sorted(V4["cases"]))
+def test_deepseek_v4_compressed_keys_rotate_at_their_window_start(case):
+    """The module's compressors rotate entry w at w * compress_rate with the "compress" RoPE: the positions it
+    used, and its rotated entries replayed from the entries before RoPE; one position later or the "main" theta is
+    beyond float32 rounding, so an off-by-one or the wrong theta fails."""
+    meta, rec = V4["cases"][case], {k.split("/")[1]: v for k, v in V4_REC.items() if k.startswith(case + "/")}
+    rate, tokens = V4["config"]["compress_rates"][meta["layer_type"]], sum(meta["calls"])
+    positions = rr.deepseek_v4_compressed_positions(tokens, rate)
+    np.testing.assert_array_equal(positions, rec["key_positions"])
+    assert meta["rotary_layer_types"] == ["compress"]
+    pre, out = rec["pre"].astype(np.float64), rec["out"]
+    np.testing.assert_array_equal(out[:, :-64], rec["pre"][:, :-64])           # the 448 nope features pass through
+
+    def within(layer_type, pos):
+        got = rr.from_hf_config(V4["config"], layer_type=layer_type).rotate(pre[:, -64:], pos)
+        return np.all(np.abs(got - out[:, -64:]) <= row_tolerance(pos[None], pre))
+    assert within("compress", positions)
+    assert not within("compress", positions + 1) and not within("compress", positions + rate - 1)
+    assert not within("main", positions)
+    if "indexer_key_positions" in rec:     # CSA's indexer: its keys at the same positions, its queries at the tokens'
+        np.testing.assert_array_equal(rec["indexer_key_positions"], positions)
+        np.testing.assert_array_equal(rec["indexer_query_positions"], np.arange(tokens))
+    if "visible" in rec:                   # query t sees entry w once tokens w*rate .. (w+1)*rate - 1 are in
+        np.testing.assert_array_equal(rec["visible"], positions[None] + rate - 1 <= np.arange(tokens)[:, None])
+
+
+def test_deepseek_v4_compressed_positions_bad_input_is_named():
+    assert rr.deepseek_v4_compressed_positions(3, 4).shape == (0,)
+    with pytest.raises(ValueError, match="compress_rate"):
+        rr.deepseek_v4_compressed_positions(16, 0)
+    with pytest.raises(TypeError, match="seq_len"):
+        rr.deepseek_v4_compressed_positions(16.0, 4)
