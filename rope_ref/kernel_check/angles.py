@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..forms import wrap_angle
 from .tolerances import FREQ_ULPS, NOISE_ULPS, PRECISIONS, SIGMAS
 
 
@@ -112,13 +113,13 @@ def table_end(phase):
     rows k.. repeat row k - 1 exactly (an index clamped to the table) and no rows before stood still, (k,
     "repeated") at the first row k rotated by exactly 0 in every pair after a step unlike the others (an index
     modulo the table length, starting over at position 0); None otherwise.  Rows 0..k-1 are the table's."""
-    still = np.all(np.diff(phase, axis=0) == 0, axis=1)       # still[r]: row r + 1 is rotated as row r
+    steps = np.diff(phase, axis=0)
+    still = np.all(steps == 0, axis=1)                         # still[r]: row r + 1 is rotated as row r
     run = int(np.argmin(still[::-1])) if not still.all() else len(still)      # trailing rows standing still
     if 0 < run < len(still) and not still[:-run].any():
         return len(phase) - run, "clamped"
-    steps = np.diff(phase, axis=0)
-    jumps = np.abs((steps - np.median(steps, axis=0) + np.pi) % (2 * np.pi) - np.pi).max(axis=1)
-    at_zero = np.abs((phase[1:] + np.pi) % (2 * np.pi) - np.pi).max(axis=1) <= 1e-9
+    jumps = np.abs(wrap_angle(steps - np.median(steps, axis=0))).max(axis=1)
+    at_zero = np.abs(wrap_angle(phase[1:])).max(axis=1) <= 1e-9
     restart = np.flatnonzero(at_zero & (jumps > 1e-3))
     return (int(restart[0]) + 1, "repeated") if restart.size else None
 
