@@ -1,18 +1,19 @@
 """identify(fn, d): the calls, and the steps that turn what fn does into a :class:`RopeSpec` (structure,
-angles, offset, frequencies, naming: docs/identify_internals.md)."""
+angles, offset, frequencies, naming, dynamic NTK: docs/identify_internals.md)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from .._validate import check_base, check_positive_int
-from ..forms import wrap_angle
-from .angles import angle_precision, freq_tol, refit_absolute, table_end, theta_at, uneven_steps
+from ..forms import frequencies, wrap_angle
+from .angles import (angle_precision, freq_tol, locate, refit_absolute, rounded_positions, rows_needed, table_end,
+                     theta_at, uneven_steps)
 from .axes_probe import identify_axes
 from .axes_spec import MAX_POSITION, AxesSpec
-from .dynamic import check_dynamic
-from .naming import describe_frequencies, describe_proportional
-from .offset import locate, rounded_positions, rows_needed
+from .naming import describe_frequencies, describe_proportional, log_fit, method_frequencies, significant_digits
 from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
 from .spec import RopeSpec, not_rope, show_number
 from .structure import Structure
@@ -28,19 +29,15 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     """Identify the RoPE variant that ``fn`` implements (eq 34): a :class:`RopeSpec`.
 
     ``fn(x) -> y``: x float64 ``(seq, d)``, row r at the function's own position offset + r; y any real array
-    of that shape (numpy, torch of any dtype or device, jax, a list); fn must depend on x alone.  Calls fn
-    d + 5 times on ``seq`` rows and up to three times on at most ``max_rows`` rows (default MAX_ROWS: e.g. the
-    size of a kernel's cos/sin cache), as docs/identify_internals.md ("The calls") says.  ``base_hint``: the
-    base the model was trained with (a changed base is then NTK scaling; LongRoPE factors and dynamic NTK are
-    solved from it).  ``max_bytes``: the largest array identify may hold (seq x d x d float64, max_rows x d);
-    larger ``seq``/``max_rows`` are a ValueError before any call.  ``timeout``: seconds for all calls together
-    (default TIMEOUT), fn running in a worker thread, so that a kernel that blocks ends in a TimeoutError naming
-    the limit; None calls fn in this thread, without a limit.
+    of that shape (numpy, torch, jax, a list), depending on x alone.  Calls fn d + 5 times on ``seq`` rows and up
+    to three times on at most ``max_rows`` rows (default MAX_ROWS: e.g. the size of a kernel's cos/sin cache):
+    docs/identify_internals.md, "The calls".  ``base_hint``: the base the model was trained with (NTK scaling,
+    LongRoPE factors and dynamic NTK are solved from it).  ``max_bytes``: the largest array identify may hold.
+    ``timeout``: seconds for all calls together (fn runs in a worker thread; None: in this one, without limit).
 
     With ``axes=A`` (M-RoPE, 2-D axial RoPE, RoPE-Mixed), ``fn(x, positions)`` is called with positions int64
-    ``(A, seq)`` and the result is an :class:`AxesSpec`: see :func:`~.axes_probe.identify_axes`.
-    ``base_hint`` and ``max_rows`` are 1-D probing's, ``max_position`` and ``axis_names`` multi-axis
-    probing's (TypeError otherwise).
+    ``(A, seq)`` and the result is an :class:`AxesSpec` (:func:`~.axes_probe.identify_axes`, which takes
+    ``max_position`` and ``axis_names``; ``base_hint`` and ``max_rows`` are 1-D probing's).
 
     >>> import rope_ref as rr, numpy as np
     >>> F = rr.mrope_frequencies(16, [2, 3, 3])                 # Qwen2-VL's layout: t, h, w blocks
@@ -66,7 +63,7 @@ def probe_one_axis(fn, d, *, seq=64, seed=0, base_hint=None, max_rows=None, max_
     """identify(fn, d) of a 1-D kernel; ``name``, ``argument``: what the errors call fn and the array it is given
     (``vjp`` and ``g`` for a backward pass)."""
     d, seq, seed, timeout = check_probe_arguments(fn, d, seq, seed, timeout, 3, "(x of shape (seq, d) -> rotated x)",
-                                         "to measure frequencies")
+                                                  "to measure frequencies")
     max_rows = check_positive_int(MAX_ROWS if max_rows is None else max_rows, "max_rows")
     if max_rows < seq:
         raise ValueError(f"max_rows (the most rows fn accepts) must be >= seq={seq}, got {max_rows}")
@@ -114,9 +111,8 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
     if rounded:
         angles.notes.append(f"the rows are not at evenly spaced positions: rows share positions, as positions offset "
                             f"+ r rounded to {rounded} do (every pair stands still at the same rows, the angles "
-                            "exact). The kernel holds its positions in a 16-bit float type "
-                            "(position_ids.to(bfloat16)?): keep them integers, or float32, until they multiply the "
-                            "frequencies. The offset and "
+                            "exact). The kernel holds its positions in a 16-bit float type (position_ids.to(bfloat16)"
+                            "?): keep them integers, or float32, until they multiply the frequencies. The offset and "
                             "frequencies above are not measured: identify measures them at consecutive positions")
     elif steps == "one axis":
         angles.notes.append("the rows are not at evenly spaced positions: the angles are exact, but every pair "
@@ -124,10 +120,10 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
                             "coarse float type (cast to bfloat16 or float16?) and several rows share a position")
     elif steps == "several axes":
         return not_rope("the angles are not linear in the row index: they are exact (to the kernel's rounding), but "
-                        "each pair's angle "
-                        "advances by one step on most rows and jumps on others, as when fn reads its rows as a "
-                        "flattened grid (2-D axial RoPE of a ViT) or gives them non-text M-RoPE positions. This is "
-                        "not a 1-D RoPE: probe it along each axis with identify(fn, d, axes=A)", multi_axis=True)
+                        "each pair's angle advances by one step on most rows and jumps on others, as when fn reads its "
+                        "rows as a flattened grid (2-D axial RoPE of a ViT) or gives them non-text M-RoPE positions. "
+                        "This is not a 1-D RoPE: probe it along each axis with identify(fn, d, axes=A)",
+                        multi_axis=True)
     angles.note_offset(max_rows)
     spec, tau = angles.spec(structure)
     spec.rounded_positions = rounded or None
@@ -138,24 +134,8 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
         describe_frequencies(spec, base_hint, tau, angles.located.unit)
     if not angles.table and (spec.rope_type == "ntk" or (spec.rope_type == "default"
                                                          and spec.offset >= DYNAMIC_MIN_OFFSET)):
-        _check_length_dependence(spec, angles, tau, base_hint, max_rows)
+        _check_dynamic(spec, angles, tau, base_hint, max_rows)
     return spec
-
-
-def _check_length_dependence(spec, angles, tau, base_hint, max_rows):
-    """Static base or dynamic NTK, when the offset allows measuring again at another length."""
-    if spec.offset == round(spec.offset):
-        def measure(n):
-            return theta_at(angles.probe(n, "to see if the frequencies depend on the sequence length"),
-                            spec.offset, angles.located.unit, angles.bias_err)
-        check_dynamic(spec, measure, np.abs(spec.inv_freq), tau, base_hint, max_rows)
-    elif angles.drifted and spec.rope_type == "ntk":
-        spec.rope_type, spec.closest = "custom", "ntk"
-        spec.notes.append("not static NTK: the frequencies depend on the sequence length, and dynamic NTK "
-                          "cannot be solved for while the offset is not resolved")
-    elif spec.rope_type == "ntk":
-        spec.notes.append("not checked at another sequence length (offset not resolved): dynamic NTK at one "
-                          "length is the same base change")
 
 
 class _Angles:
@@ -169,9 +149,8 @@ class _Angles:
         self.seq = self.phase.shape[0]
         self.notes = list(structure.notes)
         self.drifted = False
-        # Rounding cos/sin or the output to a 16-bit type (cos.to(x.dtype) in a bfloat16 model) errs in the
-        # angle and the norm alike, by up to about the norm's error at every position; rounding the angles
-        # themselves leaves the norm exact.  Such angles are first tried as float32 ones plus that error.
+        # Rounding cos/sin or the output to a 16-bit type (cos.to(x.dtype) in a bfloat16 model) errs in the angle
+        # and the norm alike: such angles are first tried as float32 ones plus that error.
         self.out_err = 2 * structure.scale_error if structure.scale_error > 2.0**-16 else 0.0
         self.located = locate(self.phase, self.out_err)
         self.out_rounded = bool(self.out_err and self.located.unit <= FLOAT32_UNIT)
@@ -202,11 +181,9 @@ class _Angles:
         return True
 
     def refine(self, max_rows):
-        """More rows pin the offset down (at most two more calls), unless the angles are coarser than
-        float32: then their errors grow with the position faster than more rows help.  Pairs that turn
-        too little over the rows measured (a large base; llama3's divided low frequencies) leave their
-        frequencies too uncertain to tell the methods apart, which differ exactly there: one more call
-        on max_rows rows lengthens the lever."""
+        """More rows pin the offset down (at most two more calls), unless the angles are coarser than float32 (their
+        errors then grow with the position faster than more rows help).  Pairs that turn too little over the rows
+        (a large base; llama3's divided low frequencies) get one more call on max_rows rows, a longer lever."""
         if self.table:                  # no rows beyond the table's end tell anything
             return
         rows = self.seq
@@ -228,13 +205,13 @@ class _Angles:
         """Notes on an ambiguous, inconsistent or unresolved offset; an integer offset when resolved."""
         located, rows = self.located, self.phase.shape[0]
         if located.status == "ambiguous":
-            also = ", ".join(f"{o:.0f}" for o in located.fit.also[:3])
+            also = ", ".join(f"{o:.0f}" for o in located.also[:3])
             why = (f"one rotated pair fixes the offset only modulo its wavelength 2 pi / theta = "
                    f"{2 * np.pi / abs(located.fit.theta[0]):.4g} positions" if len(self.structure.pairs) == 1
                    else "the frequencies' ratios nearly repeat there")
-            self.notes.append(f"the offset is ambiguous: {len(located.fit.also) + 1} offsets within +-{MAX_OFFSET} fit "
+            self.notes.append(f"the offset is ambiguous: {len(located.also) + 1} offsets within +-{MAX_OFFSET} fit "
                               f"the angles within their noise (reported the smallest; also {also}"
-                              f"{', ...' if len(located.fit.also) > 3 else ''}): {why}")
+                              f"{', ...' if len(located.also) > 3 else ''}): {why}")
         elif located.status == "inconsistent":
             self.notes.append("the angles of different pairs do not agree on one offset (best compromise reported)")
         if located.sigma > OFFSET_SIGMA:
@@ -253,8 +230,8 @@ class _Angles:
                               "plus the new tokens minus one (notebook 06, checklist item 2)")
 
     def spec(self, structure: Structure):
-        """Step 4: frequencies against the absolute angle (offset + row) * theta; the spec and the
-        relative tolerance of each frequency."""
+        """Step 4: frequencies against the absolute angle (offset + row) * theta; the spec and the relative
+        tolerance of each frequency."""
         located, rows = self.located, self.phase.shape[0]
         if located.status == "ok":
             fit = refit_absolute(self.phase, located.offset, located.fit)
@@ -279,8 +256,7 @@ class _Angles:
                         norm_scale=structure.norm_scale, angle_precision=precision,
                         phase_error=float(np.abs(fit.resid).max()), scale_error=structure.scale_error,
                         output_rounded=self.out_rounded,
-                        offset_alternatives=np.asarray(located.fit.also if located.status == "ambiguous" else [],
-                                                       float),
+                        offset_alternatives=np.asarray(located.also if located.status == "ambiguous" else [], float),
                         rows=int(rows), notes=self.notes,
                         table_end=None if self.table is None else (located.offset + self.table[0] - 1, self.table[1]))
         return spec, tau
@@ -299,3 +275,92 @@ def _beyond(rows, kind, offset=None):
     length = "" if offset is None else f" {_position(offset + rows)}"
     return (f"row {rows} is rotated by 0 again and the rows after it start over from position 0, as an index "
             f"modulo the table length{length} does (a wrapped or repeated table)")
+
+
+def _check_dynamic(spec, angles: _Angles, tau, base_hint, max_rows):
+    """Static base or dynamic NTK: the frequencies measured again at one or two other lengths L = offset + rows.
+    transformers' dynamic NTK uses base * g^(r/(r-2)) past L_train, with g = 1 + factor (L - L_train) / L_train a
+    line in L: two lengths past L_train give factor and L_train."""
+    r, kind, resolved = spec.rotary_dim, spec.rope_type, spec.offset == round(spec.offset)
+    rows1 = max_rows if max_rows > spec.rows else spec.rows // 2
+    if not resolved and angles.drifted and kind == "ntk":
+        spec.rope_type, spec.closest = "custom", "ntk"
+        spec.notes.append("not static NTK: the frequencies depend on the sequence length, and dynamic NTK "
+                          "cannot be solved for while the offset is not resolved")
+    elif (not resolved or rows1 < 3) and kind == "ntk":
+        spec.notes.append(f"not checked at another sequence length ({'max_rows' if resolved else 'offset not resolved'}"
+                          "): dynamic NTK at one length is the same base change")
+    if not resolved or rows1 < 3:
+        return
+
+    def measure(rows):
+        phase = angles.probe(rows, "to see if the frequencies depend on the sequence length")
+        return (int(spec.offset) + rows, *theta_at(phase, spec.offset, angles.located.unit, angles.bias_err))
+
+    seen = [(int(spec.offset) + spec.rows, np.abs(spec.inv_freq), tau), measure(rows1)]
+    (L0, theta, _), (L1, theta1, tau1) = seen
+    if np.all(np.abs(theta1 / theta - 1) <= tau + tau1):
+        if kind == "ntk":
+            spec.notes.append(f"static NTK: the same base at sequence lengths {L0} and {L1} (offset + rows)")
+        return
+    base_at = lambda th: log_fit(th, r, intercept=False)[0]  # noqa: E731
+    spec.notes.append(f"the frequencies depend on the sequence length L = offset + rows: base {base_at(theta):.7g} "
+                      f"at L = {L0}, {base_at(theta1):.7g} at L = {L1}")
+    if base_hint is None:
+        spec.rope_type, spec.closest = "custom", kind
+        spec.notes.append("dynamic NTK? its factor and max_position_embeddings can be solved for only from the "
+                          "trained base: pass base_hint")
+        return
+    rows2 = (spec.rows + rows1) // 2
+    if rows2 not in (spec.rows, rows1) and rows2 >= 3:      # a third length checks that g is a line in L
+        seen.append(measure(rows2))
+    default = frequencies(r, base_hint)
+    far = sorted(x for x in seen if not np.all(np.abs(default / x[1] - 1) <= x[2]))   # lengths past L_train
+    params = _solve_dynamic(far, r, base_hint, base_at) if len(far) >= 2 else None
+    fits = lambda p: p is not None and _dynamic_error(p, seen, r) <= 1  # noqa: E731
+    if fits(params):
+        rounded = dict(params, factor=float(f"{params['factor']:.{significant_digits(tau)}g}"))
+        params = rounded if fits(rounded) else params
+        spec.rope_type, spec.closest, spec.rope_params, spec.base = "dynamic", None, params, base_hint
+        spec.fit_error = _dynamic_error(params, seen[:1], r, relative=True)
+        T = params["max_position_embeddings"]
+        if any(fits(_solve_dynamic(far, r, base_hint, base_at, T + dt)) for dt in (-1, 1)):
+            spec.notes.append(f"max_position_embeddings is not resolved to one integer from lengths "
+                              f"{[x[0] for x in seen]} (a larger max_rows would)")
+        return
+    if kind == "default" and len(far) < 2:
+        spec.notes.append("dynamic NTK past a training length? one length past it is not enough to solve for "
+                          f"its factor and max_position_embeddings; at L = {L0} the frequencies are the default ones")
+        return
+    spec.rope_type, spec.closest = "custom", "dynamic" if params else kind
+    if params:
+        spec.rope_params, spec.fit_error = params, _dynamic_error(params, seen, r, relative=True)
+    spec.notes.append("no dynamic NTK factor and max_position_embeddings reproduce the frequencies at every "
+                      "length measured")
+
+
+def _solve_dynamic(far, r, base_hint, base_at, T=None):
+    """factor and max_position_embeddings T from g at lengths past T: g - 1 = factor (L - T) / T."""
+    L = np.array([x[0] for x in far], float)
+    g = np.array([(base_at(x[1]) / base_hint) ** ((r - 2) / r) for x in far])
+    slope = (g[-1] - g[0]) / (L[-1] - L[0])
+    if T is None:
+        if not slope > 0:
+            return None
+        T = int(round(L[0] - (g[0] - 1) / slope))
+    if T < 1 or np.any(L <= T):
+        return None
+    factor = T * float((g - 1) @ (L - T) / ((L - T) @ (L - T)))
+    return dict(base=base_hint, factor=factor, max_position_embeddings=T) if factor > 0 else None
+
+
+def _dynamic_error(params, seen, r, relative=False):
+    """Largest |theta_dynamic / theta_measured - 1| over the lengths seen, in units of tau (or relative)."""
+    worst = 0.0
+    for L, theta, tau in seen:
+        freqs = method_frequencies("dynamic", params, r, seq_len=L)[0]
+        if freqs is None:
+            return math.inf
+        rel = np.abs(freqs / theta - 1)
+        worst = max(worst, float(rel.max() if relative else (rel / tau).max()))
+    return worst

@@ -3,10 +3,14 @@ lines, and how they fail (:class:`RopeMismatch`; :class:`KernelRaised` when the 
 
 from __future__ import annotations
 
-from .._validate import check_base, check_d, check_nonnegative_int, check_positive_real, check_scalar, closest_name
 from .. import scaling
+from .._validate import check_base, check_d, check_nonnegative_int, check_positive_real, check_scalar, closest_name
 
 _PAIRINGS = ("interleaved", "half", "other")
+#: The expected values that are names: each with its valid names, as the error lists them.
+_NAMES = (("pairing", _PAIRINGS, "'interleaved', 'half' or 'other'"),
+          ("output_pairing", (None, *_PAIRINGS), "None (pairs written in place), 'interleaved', 'half' or 'other'"),
+          ("rope_type", scaling.ROPE_TYPES, f"one of {scaling.ROPE_TYPES}"))
 
 
 class RopeMismatch(AssertionError):
@@ -38,27 +42,18 @@ def raising_as(name, fn):
 
 def check_expected(expected, phase_atol=None):
     """Expected values are the right kind of thing, named when not (``offset`` is made a float)."""
-    if "offset" in expected and expected["offset"] is not None:
+    if expected.get("offset") is not None:
         expected["offset"] = check_scalar(expected["offset"], "offset")
-    if "norm_scale" in expected:
-        check_positive_real(expected["norm_scale"], "norm_scale")
-    if "base" in expected:
-        check_base(expected["base"])
-    if "pairing" in expected and expected["pairing"] not in _PAIRINGS:
-        raise ValueError(f"pairing must be 'interleaved', 'half' or 'other', got {expected['pairing']!r}"
-                         f"{closest_name(str(expected['pairing']), _PAIRINGS)}")
-    if "rotary_dim" in expected:
-        check_d(expected["rotary_dim"], "rotary_dim")
+    for name, check in (("norm_scale", check_positive_real), ("base", check_base), ("rotary_dim", check_d)):
+        if name in expected:
+            check(expected[name], name)
     if "rotary_start" in expected:
         check_nonnegative_int(expected["rotary_start"], "rotary_start",
-                                  "a non-negative integer (the first rotated feature)")
-    if "output_pairing" in expected and expected["output_pairing"] not in (None, *_PAIRINGS):
-        raise ValueError(f"output_pairing must be None (pairs written in place), 'interleaved', 'half' or 'other', "
-                         f"got {expected['output_pairing']!r}"
-                         f"{closest_name(str(expected['output_pairing']), _PAIRINGS)}")
-    if "rope_type" in expected and expected["rope_type"] not in scaling.ROPE_TYPES:
-        raise ValueError(f"rope_type must be one of {scaling.ROPE_TYPES}, got {expected['rope_type']!r}"
-                         f"{closest_name(expected['rope_type'], scaling.ROPE_TYPES)}")
+                              "a non-negative integer (the first rotated feature)")
+    for name, valid, listed in _NAMES:
+        if name in expected and expected[name] not in valid:
+            raise ValueError(f"{name} must be {listed}, got {expected[name]!r}"
+                             f"{closest_name(expected[name], [v for v in valid if v])}")
     if phase_atol is not None:
         check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
 

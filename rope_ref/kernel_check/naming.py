@@ -11,16 +11,28 @@ import numpy as np
 from ..forms import frequencies
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 from .spec import show_number, show_params
-from .tolerances import FREQ_ULPS, NAME_RTOL, PRECISIONS, SIGMAS
-from .tolerances import TRAIN_LENGTHS
+from .tolerances import FREQ_ULPS, NAME_RTOL, PRECISIONS, SIGMAS, TRAIN_LENGTHS
+
+#: The 16-bit float types a frequency buffer is rounded to (model.to(dtype)), coarsest first: a bfloat16 value
+#: in float16's normal range is also a float16 one.
+ROUNDING_TYPES = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
+
+
+class FrequencyFit(NamedTuple):
+    """Measured frequencies as scaling methods' ``candidates`` read them (rope_ref.scaling.ScalingMethod)."""
+    r: int                    # rotated features
+    base: float               # geometric_base of the leading pairs
+    base_hint: float | None   # the caller's base
+    tau: np.ndarray           # relative precision per pair
+    fitted_base: float        # least squares of log theta_p = -(2p/r) log base
+    linear_fit: tuple         # (base, factor): the same with an intercept, -log factor
+    factors: tuple            # the factors dividing the slowest pair: fitted, and rounded where it cannot tell
+    train_lengths: tuple      # the usual training lengths
 
 
 def geometric_base(theta, r, tau):
-    """Base from the leading pairs that follow theta_p = theta_0 * base^(-2p/r) (eq 15).
-
-    Scaling methods that keep the fast pairs (YaRN, Llama 3) keep them geometric; the run
-    of leading pairs that agree with the ratio so far gives the base with the most precision.
-    """
+    """Base from the run of leading pairs that follow theta_p = theta_0 * base^(-2p/r) (eq 15): scaling methods
+    that keep the fast pairs (YaRN, Llama 3) keep them geometric."""
     last = 1
     for p in range(2, len(theta)):
         rho = (theta[last] / theta[0]) ** (1 / last)
@@ -30,7 +42,51 @@ def geometric_base(theta, r, tau):
     return float((theta[0] / theta[last]) ** (r / (2 * last)))
 
 
+def log_fit(theta, r, intercept):
+    """Least squares of log theta_p = a - (2p/r) log base (a = 0 unless intercept): (base, factor e^a)."""
+    x = -2 * np.arange(len(theta)) / r
+    y = np.log(theta)
+    if intercept:
+        slope, a = np.polyfit(x, y, 1)
+    else:
+        slope, a = (x @ y) / (x @ x), 0.0
+    return float(np.exp(slope)), float(np.exp(-a))
+
+
+def method_kwargs(params):
+    """``params`` without the base: the keywords of scaled_inv_freq."""
+    return {k: v for k, v in params.items() if k != "base"}
+
+
+def method_frequencies(rope_type, params, r, **at):
+    """scaled_inv_freq of a configuration (``at``: seq_len): (inverse frequencies, attention factor), or (None,
+    None) when it refuses the parameters."""
+    try:
+        return scaled_inv_freq(r, params["base"], rope_type=rope_type, **method_kwargs(params), **at)
+    except (ValueError, TypeError):
+        return None, None
+
+
+def significant_digits(tau):
+    """The significant digits relative tolerances ``tau`` resolve (at least 1)."""
+    return max(1, int(-math.log10(float(tau.max()))))
+
+
+def rounded_to(freqs, type_name):
+    """float64 ``freqs`` as a float32 buffer cast to ``type_name`` holds them (torch's ``.to(torch.bfloat16)``)."""
+    return np.asarray(freqs, np.float32).astype(ROUNDING_TYPES[type_name]).astype(np.float64)
+
+
+def scale_tol(spec):
+    """Relative tolerance on norm_scale: its measured spread, or a few roundings of the angles' float type."""
+    if spec.output_rounded:             # cos/sin rounded: the spread measures that rounding
+        return SIGMAS * spec.scale_error
+    return max(SIGMAS * spec.scale_error, FREQ_ULPS * dict(PRECISIONS).get(spec.angle_precision, 2.0**-4))
+
+
 def describe_frequencies(spec, base_hint, tau, unit):
+    """Names on ``spec`` the base and scaling method of its frequencies, known to ``tau`` relative, from angles
+    of unit roundoff ``unit``; notes on clockwise pairs, aliasing and frequencies too noisy to name."""
     theta = np.abs(spec.inv_freq)
     r = spec.rotary_dim
     if np.all(spec.inv_freq < 0):
@@ -56,91 +112,11 @@ def describe_frequencies(spec, base_hint, tau, unit):
     if unit > 2.0**-24:
         spec.notes.append(f"angles behave like {spec.angle_precision} (errors up to {spec.phase_error:.2g} rad): "
                           "frequencies are too noisy to name a scaling method")
-        return
-    if tau.max() > NAME_RTOL:
+    elif tau.max() > NAME_RTOL:
         spec.notes.append(f"the frequencies are known only to {tau.max():.2g} relative (pair {int(np.argmax(tau))}, "
                           f"{spec.rows} rows): too noisy to name a scaling method")
-        return
-    _name_method(spec, theta, base_hint, tau, unit)
-    if spec.rope_type == "linear":
-        _name_indexed_from_one(spec, theta, tau)
-
-
-#: The 16-bit float types a frequency buffer is rounded to (model.to(dtype)), coarsest first: a bfloat16 value
-#: in float16's normal range is also a float16 one.
-ROUNDING_TYPES = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
-
-
-def rounded_to(freqs, type_name):
-    """float64 ``freqs`` as a float32 buffer cast to ``type_name`` holds them (torch's ``.to(torch.bfloat16)``)."""
-    return np.asarray(freqs, np.float32).astype(ROUNDING_TYPES[type_name]).astype(np.float64)
-
-
-def _name_indexed_from_one(spec, theta, tau):
-    """linear with factor base^(2/r) is theta_i = base^(-2(i+1)/r): eq 15 indexed from 1, a bug, named as such."""
-    r = spec.rotary_dim
-    fits = [params["base"] for params in _rounded_params(dict(base=spec.base), [])
-            if np.all(np.abs(frequencies(r, params["base"]) * params["base"] ** (-2 / r) / theta - 1) <= tau)]
-    if fits:
-        base = spec.base = fits[0]
-        spec.rope_type, spec.closest, spec.rope_params = "custom", "default", dict(base=base)
-        spec.frequency_defect = "indexed from 1"
-        spec.notes[:] = [n for n in spec.notes if not n.startswith("theta_0 = ")]      # said better below
-        spec.notes.append(f"the frequencies are default {{base: {show_number(base)}}}'s indexed from 1: theta_i = "
-                          f"base^(-2(i+1)/d), every pair one step slower (the same as linear with factor base^(2/d) "
-                          f"= {base ** (2 / r):.6g}, which no published config uses): count i "
-                          "from 0 (eq 15)")
-
-
-def _name_rounded(spec, theta, base_hint, tau):
-    """A method whose frequencies, rounded to bfloat16 or float16, are the measured ones: ``model.to(torch.bfloat16)``
-    rounds a module's inv_freq buffer (transformers #25681, #29496).  Named on ``spec`` with the pairs the rounding
-    moved and by how much; False (nothing changed) when no method fits so."""
-    r = spec.rotary_dim
-    for type_name in ROUNDING_TYPES:
-        if not np.all(np.abs(rounded_to(theta, type_name) / theta - 1) <= tau):
-            continue                                     # the frequencies are not that type's values
-        loose = np.maximum(tau, 2 * dict(PRECISIONS)[type_name])
-        bases = [base_hint] if base_hint is not None else []
-        for rope_type, params in _candidates(theta, r, geometric_base(theta, r, loose), base_hint, loose):
-            for tried in _rounded_params(params, bases):
-                try:
-                    freqs, _ = scaled_inv_freq(r, tried["base"], rope_type=rope_type, **method_kwargs(tried))
-                except (ValueError, TypeError):
-                    continue
-                rel = np.abs(rounded_to(freqs, type_name) / theta - 1)
-                if np.all(rel <= tau):
-                    _note_rounded(spec, rope_type, tried, freqs, type_name, float(rel.max()))
-                    return True
-    return False
-
-
-def _rounded_params(params, bases):
-    """``params`` with each base in ``bases``, then with its floats rounded to 1..5 significant digits, then as
-    fitted: the simplest parameters first, as many round to the same 16-bit frequencies."""
-    for base in bases:
-        yield dict(params, base=base)
-    for digits in range(1, 6):
-        yield {k: float(f"{v:.{digits}g}") if isinstance(v, float) else v for k, v in params.items()}
-    yield params
-
-
-def _note_rounded(spec, rope_type, params, freqs, type_name, fit_error):
-    """Names ``rope_type`` ``params`` (frequencies ``freqs``) rounded to ``type_name`` on ``spec``, with a note."""
-    theta = np.abs(spec.inv_freq)
-    moved = np.abs(theta / freqs - 1)
-    differ = np.flatnonzero(moved > spec.freq_tolerance)
-    worst = [int(p) for p in np.argsort(-moved)[:3] if moved[p] > spec.freq_tolerance]
-    spec.rope_type, spec.closest, spec.rope_params = "custom", rope_type, dict(params)
-    spec.base, spec.fit_error, spec.frequency_defect = float(params["base"]), fit_error, f"rounded to {type_name}"
-    last = abs(spec.offset) + spec.rows
-    spec.notes.append(
-        f"the frequencies are {rope_type} {show_params(params)}'s rounded to {type_name} (model.to(torch.{type_name}) "
-        f"rounds a module's inv_freq buffer; transformers #25681, #29496): {len(differ)} of {len(theta)} pairs differ "
-        f"from the unrounded ones, by up to {moved.max():.2g} relative ("
-        + ", ".join(f"pair {p}: {moved[p]:.2g}" for p in worst)
-        + f"), which turns the angles at position {last:.0f} by up to {last * np.abs(theta - freqs).max():.2g} rad; "
-        f"keep inv_freq in float32 (cast the model, then rebuild the buffer, or compute it in forward)")
+    else:
+        _name_method(spec, theta, base_hint, tau, unit)
 
 
 def _aliasing(theta) -> str:
@@ -181,29 +157,6 @@ def describe_proportional(spec, d, tau) -> bool:
     return True
 
 
-def log_fit(theta, r, intercept):
-    """Least squares of log theta_p = a - (2p/r) log base (a = 0 unless intercept)."""
-    x = -2 * np.arange(len(theta)) / r
-    y = np.log(theta)
-    if intercept:
-        slope, a = np.polyfit(x, y, 1)
-    else:
-        slope, a = (x @ y) / (x @ x), 0.0
-    return float(np.exp(slope)), float(np.exp(-a))       # base, factor
-
-
-class FrequencyFit(NamedTuple):
-    """Measured frequencies as scaling methods' ``candidates`` read them (rope_ref.scaling.ScalingMethod)."""
-    r: int                    # rotated features
-    base: float               # geometric_base of the leading pairs
-    base_hint: float | None   # the caller's base
-    tau: np.ndarray           # relative precision per pair
-    fitted_base: float        # least squares of log theta_p = -(2p/r) log base
-    linear_fit: tuple         # (base, factor): the same with an intercept, -log factor
-    factors: tuple            # the factors dividing the slowest pair: fitted, and rounded where it cannot tell
-    train_lengths: tuple      # the usual training lengths
-
-
 def _candidates(theta, r, base, base_hint, tau):
     """(rope_type, params) configurations of every method in the registry worth comparing, simplest first."""
     ratio = theta / frequencies(r, base)
@@ -219,70 +172,20 @@ def _candidates(theta, r, base, base_hint, tau):
     return [(rope_type, params) for _, rope_type, params in sorted(ranked, key=lambda candidate: candidate[0])]
 
 
-def scale_tol(spec):
-    """Relative tolerance on norm_scale: its measured spread, or a few roundings of the angles' float type."""
-    if spec.output_rounded:             # cos/sin rounded: the spread measures that rounding
-        return SIGMAS * spec.scale_error
-    return max(SIGMAS * spec.scale_error, FREQ_ULPS * dict(PRECISIONS).get(spec.angle_precision, 2.0**-4))
-
-
-def method_kwargs(params):
-    return {k: v for k, v in params.items() if k != "base"}
-
-
-def _round_params(rope_type, params, theta, r, tau, rel):
-    """Fitted parameters rounded to the digits the frequencies resolve (8.000001 -> 8), if they still fit."""
-    digits = max(1, int(-math.log10(float(tau.max()))))
-    rounded = {k: float(f"{v:.{digits}g}") if isinstance(v, float) else v for k, v in params.items()}
-    try:
-        freqs, _ = scaled_inv_freq(r, rounded["base"], rope_type=rope_type, **method_kwargs(rounded))
-    except (ValueError, TypeError):
-        return params, rel
-    rounded_rel = np.abs(freqs / theta - 1)
-    return (rounded, rounded_rel) if np.all(rounded_rel <= np.maximum(tau, rel)) else (params, rel)
-
-
-def _twins(rope_type, params):
-    """Configurations of another method with the same frequencies: a step between unchanged and divided pairs
-    is llama3 with low_freq_factor == high_freq_factor (Llama-4-Scout) and YaRN with beta_fast == beta_slow
-    (Kimi-K2), the step at wavelength original_max_position_embeddings / that factor."""
-    keep = ("base", "factor", "original_max_position_embeddings")
-    if rope_type == "llama3" and params["low_freq_factor"] == params["high_freq_factor"]:
-        beta = params["low_freq_factor"]
-        for truncate in (True, False):
-            yield "yarn", dict({k: params[k] for k in keep}, beta_fast=beta, beta_slow=beta,
-                               **({} if truncate else {"truncate": False}))
-    elif rope_type == "yarn" and params.get("beta_fast") == params.get("beta_slow") is not None:
-        beta = params["beta_fast"]
-        yield "llama3", dict({k: params[k] for k in keep}, low_freq_factor=beta, high_freq_factor=beta)
-
-
-def _name_twins(spec, theta, tau):
-    """Every other method whose frequencies match as well goes to ``spec.also``, with a note naming both."""
-    r = spec.rotary_dim
-    for rope_type, params in _twins(spec.rope_type, spec.rope_params):
-        try:
-            freqs, _ = scaled_inv_freq(r, params["base"], rope_type=rope_type, **method_kwargs(params))
-        except (ValueError, TypeError):
-            continue
-        if np.all(np.abs(freqs / theta - 1) <= tau):
-            spec.also.append((rope_type, params))
-            spec.notes.append(f"the frequencies are also exactly {rope_type} {show_params(params)}: a step between "
-                              "unchanged and divided pairs, which llama3 with low_freq_factor == high_freq_factor and "
-                              "YaRN with beta_fast == beta_slow both give; rotations alone cannot tell them apart "
-                              "(compare the frequencies, as assert_rope_matches does)")
-            return
+def _rounded_params(params, digits):
+    """``params`` with every float rounded to ``digits`` significant digits."""
+    return {k: float(f"{v:.{digits}g}") if isinstance(v, float) else v for k, v in params.items()}
 
 
 def _name_method(spec, theta, base_hint, tau, unit):
-    """The first candidate whose frequencies match within tau; else LongRoPE factors or "custom"."""
+    """The first candidate whose frequencies match within tau; else the same rounded to a 16-bit type, LongRoPE
+    factors of base_hint, or "custom" with the closest."""
     r, norm_scale = spec.rotary_dim, spec.norm_scale
     float32_tau = np.maximum(tau, FREQ_ULPS * 2.0**-24)
     best = (np.inf, None, {})
     for rope_type, params in _candidates(theta, r, spec.base, base_hint, tau):
-        try:
-            freqs, att = scaled_inv_freq(r, params["base"], rope_type=rope_type, **method_kwargs(params))
-        except (ValueError, TypeError):
+        freqs, att = method_frequencies(rope_type, params, r)
+        if freqs is None:
             continue
         if "attention_factor" in SCALING_METHODS[rope_type].optional and abs(norm_scale / att - 1) > scale_tol(spec):
             params = dict(params, attention_factor=norm_scale)   # frequencies do not depend on it
@@ -291,9 +194,14 @@ def _name_method(spec, theta, base_hint, tau, unit):
             if not np.all(rel <= tau):
                 spec.notes.append(f"frequencies match {rope_type} to {rel.max():.1e} relative, as if computed in "
                                   "float32 (the angles themselves are float64)")
-            params, rel = _round_params(rope_type, params, theta, r, tau, rel)
+            rounded = _rounded_params(params, significant_digits(tau))     # 8.000001 -> 8, if it still fits
+            rounded_freqs = method_frequencies(rope_type, rounded, r)[0]
+            if rounded_freqs is not None and np.all(np.abs(rounded_freqs / theta - 1) <= np.maximum(tau, rel)):
+                params, rel = rounded, np.abs(rounded_freqs / theta - 1)
             spec.rope_type, spec.rope_params, spec.base = rope_type, params, float(params["base"])
             spec.fit_error = float(rel.max())
+            if rope_type == "linear":
+                _name_indexed_from_one(spec, theta, tau)
             _name_twins(spec, theta, np.maximum(tau, rel))
             return
         if rel.max() < best[0]:
@@ -302,21 +210,97 @@ def _name_method(spec, theta, base_hint, tau, unit):
                   "theta_p = base^(-2p/d) / factor_p fits any base")
     if _name_rounded(spec, theta, base_hint, tau):
         return
-    if base_hint is not None:
-        factors = frequencies(r, base_hint) / theta
-        if np.all(factors >= 1 - tau):
-            spec.rope_type, spec.base = "longrope", base_hint
-            spec.rope_params = dict(base=base_hint, short_factor=factors.tolist(), long_factor=factors.tolist())
-            if abs(norm_scale - 1) > scale_tol(spec):
-                spec.rope_params["attention_factor"] = norm_scale
-            spec.fit_error = 0.0
-            spec.notes.append(confounded + "; the factors here are relative to base_hint. Which of short_factor "
-                              "and long_factor the kernel used, and original_max_position_embeddings, are not "
-                              "observable: add the latter to use these parameters with scaled_inv_freq")
-            return
+    factors = None if base_hint is None else frequencies(r, base_hint) / theta
+    if factors is not None and np.all(factors >= 1 - tau):
+        spec.rope_type, spec.base = "longrope", base_hint
+        spec.rope_params = dict(base=base_hint, short_factor=factors.tolist(), long_factor=factors.tolist())
+        if abs(norm_scale - 1) > scale_tol(spec):
+            spec.rope_params["attention_factor"] = norm_scale
+        spec.fit_error = 0.0
+        spec.notes.append(confounded + "; the factors here are relative to base_hint. Which of short_factor and "
+                          "long_factor the kernel used, and original_max_position_embeddings, are not observable: "
+                          "add the latter to use these parameters with scaled_inv_freq")
+        return
     spec.rope_type, spec.closest, spec.rope_params, spec.fit_error = "custom", best[1], dict(best[2]), best[0]
     spec.notes.append(f"no scaling method fits to the measured precision (tolerance {tau.max():.1e}); closest: "
                       f"{best[1]} {show_params(best[2])}, off by {best[0]:.2g} relative")
     spec.notes.append(confounded + ("" if base_hint is not None else "; pass base_hint to express the "
                                     "frequencies as LongRoPE factors of that base"))
 
+
+def _name_indexed_from_one(spec, theta, tau):
+    """linear with factor base^(2/r) is theta_i = base^(-2(i+1)/r): eq 15 indexed from 1, a bug, named as such."""
+    r = spec.rotary_dim
+    fits = [base for base in [float(f"{spec.base:.{digits}g}") for digits in range(1, 6)] + [spec.base]
+            if np.all(np.abs(frequencies(r, base) * base ** (-2 / r) / theta - 1) <= tau)]
+    if fits:
+        base = spec.base = fits[0]
+        spec.rope_type, spec.closest, spec.rope_params = "custom", "default", dict(base=base)
+        spec.frequency_defect = "indexed from 1"
+        spec.notes[:] = [n for n in spec.notes if not n.startswith("theta_0 = ")]      # said better below
+        spec.notes.append(f"the frequencies are default {{base: {show_number(base)}}}'s indexed from 1: theta_i = "
+                          f"base^(-2(i+1)/d), every pair one step slower (the same as linear with factor base^(2/d) "
+                          f"= {base ** (2 / r):.6g}, which no published config uses): count i from 0 (eq 15)")
+
+
+def _name_rounded(spec, theta, base_hint, tau):
+    """A method whose frequencies, rounded to bfloat16 or float16, are the measured ones (``model.to(torch.bfloat16)``
+    rounds a module's inv_freq buffer: transformers #25681, #29496), named on ``spec`` with the pairs the rounding
+    moved; False (nothing changed) when no method fits so.  Its parameters are tried with base_hint, then rounded to
+    1..5 significant digits, then as fitted: the simplest first, as many round to the same 16-bit frequencies."""
+    r = spec.rotary_dim
+    for type_name in ROUNDING_TYPES:
+        if not np.all(np.abs(rounded_to(theta, type_name) / theta - 1) <= tau):
+            continue                                     # the frequencies are not that type's values
+        loose = np.maximum(tau, 2 * dict(PRECISIONS)[type_name])
+        for rope_type, params in _candidates(theta, r, geometric_base(theta, r, loose), base_hint, loose):
+            tries = ([dict(params, base=base_hint)] if base_hint is not None else []) + [
+                _rounded_params(params, digits) for digits in range(1, 6)] + [params]
+            for tried in tries:
+                freqs = method_frequencies(rope_type, tried, r)[0]
+                if freqs is not None and np.all(np.abs(rounded_to(freqs, type_name) / theta - 1) <= tau):
+                    _note_rounded(spec, rope_type, tried, freqs, type_name)
+                    return True
+    return False
+
+
+def _note_rounded(spec, rope_type, params, freqs, type_name):
+    """Names ``rope_type`` ``params`` (frequencies ``freqs``) rounded to ``type_name`` on ``spec``, with a note."""
+    theta = np.abs(spec.inv_freq)
+    moved = np.abs(theta / freqs - 1)
+    differ = np.flatnonzero(moved > spec.freq_tolerance)
+    worst = [int(p) for p in np.argsort(-moved)[:3] if moved[p] > spec.freq_tolerance]
+    spec.rope_type, spec.closest, spec.rope_params = "custom", rope_type, dict(params)
+    spec.base, spec.frequency_defect = float(params["base"]), f"rounded to {type_name}"
+    spec.fit_error = float(np.abs(rounded_to(freqs, type_name) / theta - 1).max())
+    last = abs(spec.offset) + spec.rows
+    spec.notes.append(
+        f"the frequencies are {rope_type} {show_params(params)}'s rounded to {type_name} (model.to(torch.{type_name}) "
+        f"rounds a module's inv_freq buffer; transformers #25681, #29496): {len(differ)} of {len(theta)} pairs differ "
+        f"from the unrounded ones, by up to {moved.max():.2g} relative ("
+        + ", ".join(f"pair {p}: {moved[p]:.2g}" for p in worst)
+        + f"), which turns the angles at position {last:.0f} by up to {last * np.abs(theta - freqs).max():.2g} rad; "
+        f"keep inv_freq in float32 (cast the model, then rebuild the buffer, or compute it in forward)")
+
+
+def _name_twins(spec, theta, tau):
+    """Another method whose frequencies match as well goes to ``spec.also``, with a note naming both: a step
+    between unchanged and divided pairs is llama3 with low_freq_factor == high_freq_factor (Llama-4-Scout) and YaRN
+    with beta_fast == beta_slow (Kimi-K2), the step at wavelength original_max_position_embeddings / that factor."""
+    params, twins = spec.rope_params, []
+    same = {k: params[k] for k in ("base", "factor", "original_max_position_embeddings") if k in params}
+    if spec.rope_type == "llama3" and params["low_freq_factor"] == params["high_freq_factor"]:
+        beta = params["low_freq_factor"]
+        twins = [("yarn", dict(same, beta_fast=beta, beta_slow=beta)),
+                 ("yarn", dict(same, beta_fast=beta, beta_slow=beta, truncate=False))]
+    elif spec.rope_type == "yarn" and params.get("beta_fast") == params.get("beta_slow") is not None:
+        twins = [("llama3", dict(same, low_freq_factor=params["beta_fast"], high_freq_factor=params["beta_fast"]))]
+    for rope_type, twin in twins:
+        freqs = method_frequencies(rope_type, twin, spec.rotary_dim)[0]
+        if freqs is not None and np.all(np.abs(freqs / theta - 1) <= tau):
+            spec.also.append((rope_type, twin))
+            spec.notes.append(f"the frequencies are also exactly {rope_type} {show_params(twin)}: a step between "
+                              "unchanged and divided pairs, which llama3 with low_freq_factor == high_freq_factor and "
+                              "YaRN with beta_fast == beta_slow both give; rotations alone cannot tell them apart "
+                              "(compare the frequencies, as assert_rope_matches does)")
+            return

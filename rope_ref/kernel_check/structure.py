@@ -42,11 +42,12 @@ def read_structure(matrices) -> Structure | str:
         return f"features {passthrough[:6]} are scaled, not rotated or passed through"
     if not pairs:
         return "no pair of features is rotated at any row: fn leaves every feature in place (it ignores the positions)"
-    notes = []
-    r = 2 * len(pairs)
+    notes, n, d = [], len(pairs), matrices.shape[-1]
+    r = 2 * n
     rotated = sorted(i for p in pairs for i in p)
     start = rotated[0] if rotated == list(range(rotated[0], rotated[0] + r)) else 0
-    if rotated != list(range(start, start + r)) and not _proportional(pairs, matrices.shape[-1]):
+    proportional = n < d // 2 and sorted(pairs) == [(p, p + d // 2) for p in range(n)]    # Gemma 4's, in naming
+    if rotated != list(range(start, start + r)) and not proportional:
         notes.append(f"the rotated features are not {r} consecutive ones: passthrough features {passthrough[:8]}")
     elif start:
         notes.append(f"the rotated features are {start}..{start + r - 1}, not the leading {r} (rotary_start={start})")
@@ -77,13 +78,6 @@ def read_structure(matrices) -> Structure | str:
     return Structure(pairs=pairs, pairing=pairing, rotary_dim=r, rotary_start=start, passthrough=passthrough,
                      out=out, output_pairing=out_pairing, output_pairs=out_pairs, cos=c, sin=s,
                      norm_scale=norm_scale, scale_error=scale_error, notes=notes)
-
-
-def _proportional(pairs, d) -> bool:
-    """Pairs (p, p + d/2) for the first n < d/2 features: half pairing over the whole head with the last
-    d/2 - n pairs not rotated (Gemma 4's proportional RoPE, transformers' ``proportional`` init)."""
-    n = len(pairs)
-    return n < d // 2 and sorted(pairs) == [(p, p + d // 2) for p in range(n)]
 
 
 def _find_pairs(matrices):
