@@ -9,11 +9,11 @@ import numpy as np
 
 from .._validate import check_base, check_positive_int
 from ..forms import frequencies, wrap_angle
-from .angles import (angle_precision, freq_tol, locate, refit_absolute, rounded_positions, rows_needed, table_end,
-                     theta_at, uneven_steps)
+from .angles import (angle_precision, fit_rows, freq_tol, locate, refit_absolute, rounded_positions, rows_needed,
+                     table_end, uneven_steps)
 from .axes_probe import identify_axes
 from .axes_spec import MAX_POSITION, AxesSpec
-from .naming import describe_frequencies, describe_proportional, log_fit, method_frequencies, significant_digits
+from .naming import describe_frequencies, describe_proportional, log_fit, method_frequencies
 from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
 from .spec import RopeSpec, not_rope, show_number
 from .structure import Structure
@@ -124,8 +124,7 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
                         "rows as a flattened grid (2-D axial RoPE of a ViT) or gives them non-text M-RoPE positions. "
                         "This is not a 1-D RoPE: probe it along each axis with identify(fn, d, axes=A)",
                         multi_axis=True)
-    angles.note_offset(max_rows)
-    spec, tau = angles.spec(structure)
+    spec, tau = angles.spec(max_rows)
     spec.rounded_positions = rounded or None
     if rounded:                         # the phase error measures the positions' rounding, not the angles'
         spec.angle_precision = "exact, at rounded positions"
@@ -201,9 +200,10 @@ class _Angles:
             if freq_tol(fit.theta, fit.sigma_theta, located.unit, self.bias_err, lever).max() > NAME_RTOL:
                 self._lengthen(max_rows, "to measure the slowest pairs' frequencies")
 
-    def note_offset(self, max_rows):
-        """Notes on an ambiguous, inconsistent or unresolved offset; an integer offset when resolved."""
-        located, rows = self.located, self.phase.shape[0]
+    def spec(self, max_rows):
+        """Steps 3-4: the offset (an integer when resolved, else noted), the frequencies against the absolute angle
+        (offset + row) * theta; the spec and the relative tolerance of each frequency."""
+        located, rows, structure = self.located, self.phase.shape[0], self.structure
         if located.status == "ambiguous":
             also = ", ".join(f"{o:.0f}" for o in located.also[:3])
             why = (f"one rotated pair fixes the offset only modulo its wavelength 2 pi / theta = "
@@ -223,16 +223,11 @@ class _Angles:
         if located.sigma <= OFFSET_SIGMA and abs(located.offset - nearest) <= max(SIGMAS * located.sigma, 1e-9):
             located.offset = float(round(located.offset))
         if self.table:
-            rows = self.table[0]
-            self.notes.append(f"the cos/sin table stops at position {_position(located.offset + rows - 1)} (row "
-                              f"{rows - 1} here): {_beyond(rows, self.table[1], located.offset)}; identify measured "
-                              f"rows 0..{rows - 1} only. Size the table for the longest position, the cache offset "
+            end = self.table[0]
+            self.notes.append(f"the cos/sin table stops at position {_position(located.offset + end - 1)} (row "
+                              f"{end - 1} here): {_beyond(end, self.table[1], located.offset)}; identify measured "
+                              f"rows 0..{end - 1} only. Size the table for the longest position, the cache offset "
                               "plus the new tokens minus one (notebook 06, checklist item 2)")
-
-    def spec(self, structure: Structure):
-        """Step 4: frequencies against the absolute angle (offset + row) * theta; the spec and the relative
-        tolerance of each frequency."""
-        located, rows = self.located, self.phase.shape[0]
         if located.status == "ok":
             fit = refit_absolute(self.phase, located.offset, located.fit)
             lever = located.offset + np.arange(rows)
@@ -293,9 +288,12 @@ def _check_dynamic(spec, angles: _Angles, tau, base_hint, max_rows):
     if not resolved or rows1 < 3:
         return
 
-    def measure(rows):
+    def measure(rows):          # (L, |theta|, tau), as for the first rows
         phase = angles.probe(rows, "to see if the frequencies depend on the sequence length")
-        return (int(spec.offset) + rows, *theta_at(phase, spec.offset, angles.located.unit, angles.bias_err))
+        fit = refit_absolute(phase, spec.offset, fit_rows(phase, angles.located.unit, spec.offset))
+        lever = spec.offset + np.arange(rows)
+        return int(spec.offset) + rows, np.abs(fit.theta), freq_tol(fit.theta, fit.sigma_theta, angles.located.unit,
+                                                                     angles.bias_err, lever)
 
     seen = [(int(spec.offset) + spec.rows, np.abs(spec.inv_freq), tau), measure(rows1)]
     (L0, theta, _), (L1, theta1, tau1) = seen
@@ -319,7 +317,8 @@ def _check_dynamic(spec, angles: _Angles, tau, base_hint, max_rows):
     params = _solve_dynamic(far, r, base_hint, base_at) if len(far) >= 2 else None
     fits = lambda p: p is not None and _dynamic_error(p, seen, r) <= 1  # noqa: E731
     if fits(params):
-        rounded = dict(params, factor=float(f"{params['factor']:.{significant_digits(tau)}g}"))
+        digits = max(1, int(-math.log10(float(tau.max()))))
+        rounded = dict(params, factor=float(f"{params['factor']:.{digits}g}"))
         params = rounded if fits(rounded) else params
         spec.rope_type, spec.closest, spec.rope_params, spec.base = "dynamic", None, params, base_hint
         spec.fit_error = _dynamic_error(params, seen[:1], r, relative=True)

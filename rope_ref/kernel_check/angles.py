@@ -17,7 +17,6 @@ from .tolerances import FREQ_ULPS, MAX_OFFSET, NOISE_ULPS, OFFSET_SIGMA, PRECISI
 @dataclass
 class RowFit:
     """Per-pair straight line through the angles of the rows, about the centre row."""
-
     theta: np.ndarray           # slope of each pair (radians per row)
     centre: np.ndarray          # angle at the centre row
     row_centre: float
@@ -29,7 +28,6 @@ class RowFit:
 
 class AbsoluteFit(NamedTuple):
     """theta_p fitted against the absolute position offset + row."""
-
     theta: np.ndarray
     resid: np.ndarray
     sigma_theta: np.ndarray
@@ -38,7 +36,6 @@ class AbsoluteFit(NamedTuple):
 @dataclass
 class OffsetFit:
     """Where row 0 is, how well it is known, and the row fit it was solved from."""
-
     offset: float
     sigma: float                # standard deviation, in positions
     status: str                 # "ok", "ambiguous" (several offsets fit) or "inconsistent" (none does)
@@ -48,10 +45,9 @@ class OffsetFit:
 
 
 def fit_rows(phase, unit=0.0, offset=0.0, out_err=0.0) -> RowFit:
-    """Per-pair straight line through the angles ``phase`` (rows, pairs), about the centre row; the deviations
-    are floored by what rounding to a float type of unit roundoff ``unit`` does to angles near (offset + row) *
-    theta (consecutive multiples' errors drift together: a slope error up to 2 unit |angle| / rows), and the
-    centre's by ``out_err`` radians at every row (cos/sin rounded)."""
+    """Per-pair straight line through the angles ``phase`` (rows, pairs), about the centre row; the deviations floored
+    by rounding to unit roundoff ``unit`` at angles near (offset + row) * theta (a slope error up to 2 unit |angle| /
+    rows: consecutive multiples' errors drift together), the centre's by ``out_err`` radians (cos/sin rounded)."""
     n = phase.shape[0]
     x = np.arange(n) - (n - 1) / 2
     centre = phase.mean(axis=0)
@@ -78,9 +74,8 @@ def refit_absolute(phase, offset, fit: RowFit) -> AbsoluteFit:
 
 
 def line_through_zero(positions, angles, used=None):
-    """Per-pair slope of the line through 0 that fits ``angles`` (points, pairs) at ``positions`` (points, pairs)
-    or (points, 1), by least squares over the points ``used`` (default all): (slope, its standard deviation,
-    residuals, 0 where not used).  Both probes fit their frequencies with it."""
+    """Per-pair least-squares slope of the line through 0 fitting ``angles`` (points, pairs) at ``positions`` (points,
+    pairs or 1) over the points ``used`` (default all): (slope, its standard deviation, residuals, 0 where unused)."""
     used = np.ones(angles.shape, bool) if used is None else used
     pu, au = np.where(used, positions, 0.0), np.where(used, angles, 0.0)
     slope = (pu * au).sum(0) / (pu * pu).sum(0)
@@ -110,13 +105,6 @@ def freq_tol(theta, sigma_theta, unit, out_err, positions):
     theta = np.maximum(np.abs(theta), 1e-300)
     bias = out_err / max(math.sqrt(float(np.mean(np.square(positions)))), 1e-300)
     return np.maximum(np.maximum(SIGMAS * sigma_theta / theta, FREQ_ULPS * unit), bias / theta)
-
-
-def theta_at(phase, offset, unit, out_err=0.0):
-    """|theta| refitted against (offset + row) and its relative tolerance, as for the first rows."""
-    fit = refit_absolute(phase, offset, fit_rows(phase, unit, offset))
-    theta = np.abs(fit.theta)
-    return theta, freq_tol(theta, fit.sigma_theta, unit, out_err, offset + np.arange(phase.shape[0]))
 
 
 def table_end(phase):
@@ -199,8 +187,7 @@ def locate(phase, out_err=0.0) -> OffsetFit:
 
 
 def _search_offset(phase, unit, out_err=0.0):
-    """Offset with the floors for angles of unit roundoff ``unit`` sized for the offset found: (OffsetFit, largest
-    |angle| of each pair at that offset)."""
+    """Offset, the floors for angles of unit roundoff ``unit`` sized for it: (OffsetFit, largest |angle| per pair)."""
     n = phase.shape[0]
     sized = 0.0
     while True:
@@ -221,17 +208,16 @@ def rows_needed(seq, sigma_o, max_rows):
     return int(min(max_rows, 2 ** math.ceil(math.log2(max(want, 2 * seq)))))
 
 
-def solve_offset(fit: RowFit, max_candidates=200_000):
-    """Offset o with (o + row_centre) * theta_p = centre_p (mod 2 pi) for every pair p (docs/identify_internals.md,
-    "3. The offset"): (offset, standard deviation, "ok" / "ambiguous" / "inconsistent", the other offsets that
-    agree, nearest first)."""
+def solve_offset(fit: RowFit):
+    """Offset o with (o + row_centre) * theta_p = centre_p (mod 2 pi) for every pair p: (offset, standard deviation,
+    "ok" / "ambiguous" / "inconsistent", the other offsets that agree, nearest first)."""
     theta, centre, rc = fit.theta, fit.centre, fit.row_centre
     s_theta, s_centre = fit.sigma_theta, fit.sigma_centre
     order = [p for p in np.argsort(np.abs(theta)) if abs(theta[p]) > 1e-12]
     if not order:
         return 0.0, math.inf, "ambiguous", []
     p0 = order[0]
-    kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, max_candidates // 2)
+    kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, 100_000)
     k = np.arange(-kmax, kmax + 1)
     q = (centre[p0] + 2 * np.pi * k) / theta[p0]
     var_q = (s_centre[p0] ** 2 + (q * s_theta[p0]) ** 2) / theta[p0] ** 2

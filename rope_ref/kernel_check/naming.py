@@ -46,10 +46,7 @@ def log_fit(theta, r, intercept):
     """Least squares of log theta_p = a - (2p/r) log base (a = 0 unless intercept): (base, factor e^a)."""
     x = -2 * np.arange(len(theta)) / r
     y = np.log(theta)
-    if intercept:
-        slope, a = np.polyfit(x, y, 1)
-    else:
-        slope, a = (x @ y) / (x @ x), 0.0
+    slope, a = np.polyfit(x, y, 1) if intercept else ((x @ y) / (x @ x), 0.0)
     return float(np.exp(slope)), float(np.exp(-a))
 
 
@@ -65,11 +62,6 @@ def method_frequencies(rope_type, params, r, **at):
         return scaled_inv_freq(r, params["base"], rope_type=rope_type, **method_kwargs(params), **at)
     except (ValueError, TypeError):
         return None, None
-
-
-def significant_digits(tau):
-    """The significant digits relative tolerances ``tau`` resolve (at least 1)."""
-    return max(1, int(-math.log10(float(tau.max()))))
 
 
 def rounded_to(freqs, type_name):
@@ -194,7 +186,7 @@ def _name_method(spec, theta, base_hint, tau, unit):
             if not np.all(rel <= tau):
                 spec.notes.append(f"frequencies match {rope_type} to {rel.max():.1e} relative, as if computed in "
                                   "float32 (the angles themselves are float64)")
-            rounded = _rounded_params(params, significant_digits(tau))     # 8.000001 -> 8, if it still fits
+            rounded = _rounded_params(params, max(1, int(-math.log10(float(tau.max())))))   # 8.000001 -> 8, if it fits
             rounded_freqs = method_frequencies(rope_type, rounded, r)[0]
             if rounded_freqs is not None and np.all(np.abs(rounded_freqs / theta - 1) <= np.maximum(tau, rel)):
                 params, rel = rounded, np.abs(rounded_freqs / theta - 1)
@@ -268,7 +260,6 @@ def _note_rounded(spec, rope_type, params, freqs, type_name):
     """Names ``rope_type`` ``params`` (frequencies ``freqs``) rounded to ``type_name`` on ``spec``, with a note."""
     theta = np.abs(spec.inv_freq)
     moved = np.abs(theta / freqs - 1)
-    differ = np.flatnonzero(moved > spec.freq_tolerance)
     worst = [int(p) for p in np.argsort(-moved)[:3] if moved[p] > spec.freq_tolerance]
     spec.rope_type, spec.closest, spec.rope_params = "custom", rope_type, dict(params)
     spec.base, spec.frequency_defect = float(params["base"]), f"rounded to {type_name}"
@@ -276,8 +267,8 @@ def _note_rounded(spec, rope_type, params, freqs, type_name):
     last = abs(spec.offset) + spec.rows
     spec.notes.append(
         f"the frequencies are {rope_type} {show_params(params)}'s rounded to {type_name} (model.to(torch.{type_name}) "
-        f"rounds a module's inv_freq buffer; transformers #25681, #29496): {len(differ)} of {len(theta)} pairs differ "
-        f"from the unrounded ones, by up to {moved.max():.2g} relative ("
+        f"rounds a module's inv_freq buffer; transformers #25681, #29496): {np.sum(moved > spec.freq_tolerance)} of "
+        f"{len(theta)} pairs differ from the unrounded ones, by up to {moved.max():.2g} relative ("
         + ", ".join(f"pair {p}: {moved[p]:.2g}" for p in worst)
         + f"), which turns the angles at position {last:.0f} by up to {last * np.abs(theta - freqs).max():.2g} rad; "
         f"keep inv_freq in float32 (cast the model, then rebuild the buffer, or compute it in forward)")

@@ -18,7 +18,6 @@ class Structure:
     pairing: str                 # "interleaved", "half" or "other"
     rotary_dim: int
     rotary_start: int            # first rotated feature
-    passthrough: list            # features left in place
     out: tuple                   # (oa, ob): the output features each pair is written to
     output_pairing: str | None   # None: written in place
     output_pairs: list | None
@@ -75,28 +74,22 @@ def read_structure(matrices) -> Structure | str:
     scale_error = float(np.abs(scales / norm_scale - 1).max())
     if scale_error > STRUCTURE_RTOL:
         return f"the norm of a pair changes with position by up to {scale_error:.1%}"
-    return Structure(pairs=pairs, pairing=pairing, rotary_dim=r, rotary_start=start, passthrough=passthrough,
-                     out=out, output_pairing=out_pairing, output_pairs=out_pairs, cos=c, sin=s,
-                     norm_scale=norm_scale, scale_error=scale_error, notes=notes)
+    return Structure(pairs=pairs, pairing=pairing, rotary_dim=r, rotary_start=start, out=out, output_pairing=out_pairing,
+                     output_pairs=out_pairs, cos=c, sin=s, norm_scale=norm_scale, scale_error=scale_error, notes=notes)
 
 
 def _find_pairs(matrices):
     """``(pairs, passthrough, reason)``: the partner of each feature, from where the off-diagonal entries are
     non-zero at some row.  Features with no partner pass through, features with one form a pair; more is not
     RoPE (``reason``, with pairs None)."""
-    d = matrices.shape[-1]
-    off = _depends(matrices) & ~np.eye(d, dtype=bool)
+    off = _depends(matrices) & ~np.eye(matrices.shape[-1], dtype=bool)
     linked = off | off.T
-    pairs, passthrough = [], []
-    for j in range(d):
-        partners = np.flatnonzero(linked[j])
-        if len(partners) == 0:
-            passthrough.append(j)
-        elif len(partners) > 1:
-            return None, None, f"feature {j} mixes with features {partners.tolist()[:6]}: not pairwise rotations"
-        elif j < partners[0]:
-            pairs.append((j, int(partners[0])))
-    return pairs, passthrough, ""
+    crowded = np.flatnonzero(linked.sum(axis=1) > 1)
+    if crowded.size:
+        partners = np.flatnonzero(linked[crowded[0]]).tolist()
+        return None, None, f"feature {crowded[0]} mixes with features {partners[:6]}: not pairwise rotations"
+    pairs = [(int(j), int(k)) for j, k in np.argwhere(np.triu(linked))]
+    return pairs, np.flatnonzero(~linked.any(axis=1)).tolist(), ""
 
 
 def _depends(matrices) -> np.ndarray:
