@@ -28,16 +28,12 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
              axis_names=None, timeout: float | None = TIMEOUT) -> RopeSpec | AxesSpec:
     """Identify the RoPE variant that ``fn`` implements (eq 34): a :class:`RopeSpec`.
 
-    ``fn(x) -> y``: x float64 ``(seq, d)``, row r at the function's own position offset + r; y any real array
-    of that shape (numpy, torch, jax, a list), depending on x alone.  Calls fn d + 5 times on ``seq`` rows and up
-    to three times on at most ``max_rows`` rows (default MAX_ROWS: e.g. the size of a kernel's cos/sin cache):
-    docs/identify_internals.md, "The calls".  ``base_hint``: the base the model was trained with (NTK scaling,
-    LongRoPE factors and dynamic NTK are solved from it).  ``max_bytes``: the largest array identify may hold.
-    ``timeout``: seconds for all calls together (fn runs in a worker thread; None: in this one, without limit).
-
-    With ``axes=A`` (M-RoPE, 2-D axial RoPE, RoPE-Mixed), ``fn(x, positions)`` is called with positions int64
-    ``(A, seq)`` and the result is an :class:`AxesSpec` (:func:`~.axes_probe.identify_axes`, which takes
-    ``max_position`` and ``axis_names``; ``base_hint`` and ``max_rows`` are 1-D probing's).
+    ``fn(x) -> y``: x float64 ``(seq, d)``, row r at fn's own position offset + r; y any real array of that shape
+    (numpy, torch, jax, a list), depending on x alone.  fn is called d + 5 times on ``seq`` rows and at most three
+    times on up to ``max_rows`` rows (docs/checking_kernels.md, docs/identify_internals.md).  ``base_hint``: the
+    trained base (NTK, LongRoPE and dynamic NTK are solved from it).  ``timeout``: seconds for all calls together.
+    With ``axes=A`` (M-RoPE, 2-D axial RoPE, RoPE-Mixed), ``fn(x, positions)`` gets int64 positions ``(A, seq)``
+    and the result is an :class:`AxesSpec` (:func:`~.axes_probe.identify_axes`).
 
     >>> import rope_ref as rr, numpy as np
     >>> F = rr.mrope_frequencies(16, [2, 3, 3])                 # Qwen2-VL's layout: t, h, w blocks
@@ -180,11 +176,8 @@ class _Angles:
         return True
 
     def refine(self, max_rows):
-        """More rows pin the offset down (at most two more calls), unless the angles are coarser than float32 (their
-        errors then grow with the position faster than more rows help).  Pairs that turn too little over the rows
-        (a large base; llama3's divided low frequencies) get one more call on max_rows rows, a longer lever."""
-        if self.table:                  # no rows beyond the table's end tell anything
-            return
+        """More rows pin the offset down (at most two more calls) unless the angles are coarser than float32; pairs
+        turning too little over the rows (a large base; llama3's slow pairs) get one more call on max_rows rows."""
         rows = self.seq
         while ((self.located.sigma > OFFSET_SIGMA or self.located.status != "ok") and rows < max_rows and not self.table
                and self.located.unit <= FLOAT32_UNIT):
@@ -244,15 +237,13 @@ class _Angles:
             precision, unit = "float32 (cos/sin 16-bit)", FLOAT32_UNIT
         located.unit = unit
         tau = freq_tol(fit.theta, fit.sigma_theta, unit, self.bias_err, lever)
-        spec = RopeSpec(is_rope=True, pairing=structure.pairing, pairs=structure.pairs,
-                        rotary_dim=structure.rotary_dim, rotary_start=structure.rotary_start,
-                        output_pairing=structure.output_pairing, output_pairs=structure.output_pairs,
-                        inv_freq=fit.theta, offset=located.offset, offset_resolution=float(located.sigma),
-                        norm_scale=structure.norm_scale, angle_precision=precision,
-                        phase_error=float(np.abs(fit.resid).max()), scale_error=structure.scale_error,
-                        output_rounded=self.out_rounded,
+        same = ("pairing", "pairs", "rotary_dim", "rotary_start", "output_pairing", "output_pairs", "norm_scale",
+                "scale_error")
+        spec = RopeSpec(is_rope=True, **{name: getattr(structure, name) for name in same}, inv_freq=fit.theta,
+                        offset=located.offset, offset_resolution=float(located.sigma), angle_precision=precision,
+                        phase_error=float(np.abs(fit.resid).max()), output_rounded=self.out_rounded, rows=int(rows),
                         offset_alternatives=np.asarray(located.also if located.status == "ambiguous" else [], float),
-                        rows=int(rows), notes=self.notes,
+                        notes=self.notes,
                         table_end=None if self.table is None else (located.offset + self.table[0] - 1, self.table[1]))
         return spec, tau
 
@@ -273,9 +264,8 @@ def _beyond(rows, kind, offset=None):
 
 
 def _check_dynamic(spec, angles: _Angles, tau, base_hint, max_rows):
-    """Static base or dynamic NTK: the frequencies measured again at one or two other lengths L = offset + rows.
-    transformers' dynamic NTK uses base * g^(r/(r-2)) past L_train, with g = 1 + factor (L - L_train) / L_train a
-    line in L: two lengths past L_train give factor and L_train."""
+    """Static base or dynamic NTK, measured again at lengths L = offset + rows: past L_train, dynamic NTK's base grows
+    as g^(r/(r-2)), g = 1 + factor (L - L_train) / L_train a line in L that two lengths past L_train solve."""
     r, kind, resolved = spec.rotary_dim, spec.rope_type, spec.offset == round(spec.offset)
     rows1 = max_rows if max_rows > spec.rows else spec.rows // 2
     if not resolved and angles.drifted and kind == "ntk":

@@ -99,9 +99,8 @@ def angle_precision(resid, angle, out_err=0.0):
 
 
 def freq_tol(theta, sigma_theta, unit, out_err, positions):
-    """Relative tolerance on each |theta|: SIGMAS standard deviations, a few roundings of the angles' float type,
-    and the bias an angle error out_err at every row gives a line through 0 fitted against ``positions`` m:
-    |sum m e| / sum m^2 <= out_err / rms(m)."""
+    """Relative tolerance on each |theta|: SIGMAS standard deviations, a few roundings of the angles' float type, and
+    the bias out_err at every row gives a line through 0 at ``positions`` m: |sum m e| / sum m^2 <= out_err / rms(m)."""
     theta = np.maximum(np.abs(theta), 1e-300)
     bias = out_err / max(math.sqrt(float(np.mean(np.square(positions)))), 1e-300)
     return np.maximum(np.maximum(SIGMAS * sigma_theta / theta, FREQ_ULPS * unit), bias / theta)
@@ -124,10 +123,8 @@ def table_end(phase):
 
 
 def uneven_steps(phase, out_err=0.0) -> str | None:
-    """How angles ``phase`` (rows, pairs) that are not a line in the row index advance, exact to some float type's
-    rounding (plus ``out_err`` radians at every row): "one axis" (rows at uneven positions of one axis), "several
-    axes" (pairs advance on different rows, a grid read as flattened rows: each pair jumps by one amount), or None
-    (a 1-D kernel's rounded angles deviate at rows, or by amounts, that differ from pair to pair)."""
+    """How angles ``phase`` (rows, pairs) exact to some float type's rounding (plus ``out_err``) but not a line in the
+    row advance: "one axis" (rows at uneven positions), "several axes" (a grid read as flattened rows), or None."""
     for _, unit in PRECISIONS:
         tol = 2 * rounding_allowance(unit, np.abs(phase).max(axis=0) + np.pi, out_err)      # a step: two roundings
         steps = _row_steps(phase, np.maximum(tol, 1e-9))
@@ -165,9 +162,8 @@ def _row_steps(phase, tol):
 
 
 def locate(phase, out_err=0.0) -> OffsetFit:
-    """Row fit and offset of the angles ``phase`` (rows, pairs), the rounding floors grown until they cover the
-    offset found, for the finest float type whose rounding explains the residuals there.  With ``out_err``
-    (cos/sin or the output rounded: radians at every row) the angles are first tried as float32 ones plus it."""
+    """Row fit and offset of the angles ``phase`` (rows, pairs) for the finest float type whose rounding at that offset
+    explains the residuals; with ``out_err`` (cos/sin rounded), first as float32 angles plus it."""
     rows_fit = fit_rows(phase)
     if out_err:
         found, angle = _search_offset(phase, 2.0**-24, out_err)
@@ -248,10 +244,8 @@ POSITION_TYPES = (("bfloat16", ml_dtypes.bfloat16, 8, 23), ("float16", np.float1
 
 
 def rounded_positions(phase) -> list:
-    """The ways positions offset + r rounded to a 16-bit float type make the rows of ``phase`` (rows, pairs) that
-    stand still (rotated exactly as the row before: a shared position): (type, first, last position, spacing)
-    for each type and binade [2^e, 2^(e+1)) whose rounding stands still at exactly those rows; [] when none does.
-    A binade is dropped when the slowest pair's angle at row 0, too small to have wrapped, rules it out."""
+    """(type, first, last position, spacing) of each 16-bit type and binade [2^e, 2^(e+1)) whose rounding of positions
+    offset + r stands still exactly at the rows of ``phase`` (rows, pairs) that do, and row 0's slowest angle allows."""
     n = len(phase)
     still = np.all(np.diff(phase, axis=0) == 0, axis=1)
     slow = int(np.argmin(np.abs(phase[-1] - phase[0])))                 # the slowest pair

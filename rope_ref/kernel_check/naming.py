@@ -123,9 +123,8 @@ def _aliasing(theta) -> str:
 
 
 def describe_proportional(spec, d, tau) -> bool:
-    """Proportional RoPE (Gemma 4's full-attention layers; transformers' ``proportional`` init): half pairing
-    over the whole head, theta_i = base^(-2i/d) for the first n pairs and the other d/2 - n pairs not rotated.
-    Names it on ``spec`` and returns True when the pairs and frequencies are that; False otherwise."""
+    """Names proportional RoPE on ``spec`` (Gemma 4's full attention: half pairing over the whole head, theta_i =
+    base^(-2i/d) on the first n pairs, the other d/2 - n not rotated) and returns True when it is that."""
     n, theta = len(spec.pairs), np.abs(spec.inv_freq)
     if not (2 <= n < d // 2 and spec.pairs == [(p, p + d // 2) for p in range(n)] and np.all(spec.inv_freq > 0)):
         return False
@@ -236,10 +235,8 @@ def _name_indexed_from_one(spec, theta, tau):
 
 
 def _name_rounded(spec, theta, base_hint, tau):
-    """A method whose frequencies, rounded to bfloat16 or float16, are the measured ones (``model.to(torch.bfloat16)``
-    rounds a module's inv_freq buffer: transformers #25681, #29496), named on ``spec`` with the pairs the rounding
-    moved; False (nothing changed) when no method fits so.  Its parameters are tried with base_hint, then rounded to
-    1..5 significant digits, then as fitted: the simplest first, as many round to the same 16-bit frequencies."""
+    """Names on ``spec`` the method whose frequencies rounded to bfloat16 or float16 are the measured ones (True), its
+    parameters tried with base_hint, rounded to 1..5 digits, then as fitted: many round to the same 16-bit ones."""
     r = spec.rotary_dim
     for type_name in ROUNDING_TYPES:
         if not np.all(np.abs(rounded_to(theta, type_name) / theta - 1) <= tau):

@@ -74,14 +74,14 @@ def read_structure(matrices) -> Structure | str:
     scale_error = float(np.abs(scales / norm_scale - 1).max())
     if scale_error > STRUCTURE_RTOL:
         return f"the norm of a pair changes with position by up to {scale_error:.1%}"
-    return Structure(pairs=pairs, pairing=pairing, rotary_dim=r, rotary_start=start, out=out, output_pairing=out_pairing,
-                     output_pairs=out_pairs, cos=c, sin=s, norm_scale=norm_scale, scale_error=scale_error, notes=notes)
+    return Structure(pairs=pairs, pairing=pairing, rotary_dim=r, rotary_start=start, out=out, cos=c, sin=s,
+                     output_pairing=out_pairing, output_pairs=out_pairs, norm_scale=norm_scale, scale_error=scale_error,
+                     notes=notes)
 
 
 def _find_pairs(matrices):
-    """``(pairs, passthrough, reason)``: the partner of each feature, from where the off-diagonal entries are
-    non-zero at some row.  Features with no partner pass through, features with one form a pair; more is not
-    RoPE (``reason``, with pairs None)."""
+    """``(pairs, passthrough, reason)`` from the off-diagonal entries non-zero at some row: a feature with no partner
+    passes through, one with one forms a pair; more is not RoPE (``reason``, pairs None)."""
     off = _depends(matrices) & ~np.eye(matrices.shape[-1], dtype=bool)
     linked = off | off.T
     crowded = np.flatnonzero(linked.sum(axis=1) > 1)
