@@ -13,7 +13,7 @@ from .angles import (angle_precision, fit_rows, freq_tol, locate, refit_absolute
                      table_end, uneven_steps)
 from .axes_probe import identify_axes
 from .axes_spec import MAX_POSITION, AxesSpec
-from .naming import describe_frequencies, describe_proportional, log_fit, method_frequencies
+from .naming import describe_frequencies, log_fit, method_frequencies
 from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
 from .spec import RopeSpec, not_rope, show_number
 from .structure import Structure
@@ -125,8 +125,7 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
     if rounded:                         # the phase error measures the positions' rounding, not the angles'
         spec.angle_precision = "exact, at rounded positions"
         return spec
-    if not describe_proportional(spec, d, tau):
-        describe_frequencies(spec, base_hint, tau, angles.located.unit)
+    describe_frequencies(spec, d, base_hint, tau, angles.located.unit)
     if not angles.table and (spec.rope_type == "ntk" or (spec.rope_type == "default"
                                                          and spec.offset >= DYNAMIC_MIN_OFFSET)):
         _check_dynamic(spec, angles, tau, base_hint, max_rows)

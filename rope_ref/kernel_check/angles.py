@@ -213,7 +213,7 @@ def solve_offset(fit: RowFit):
     if not order:
         return 0.0, math.inf, "ambiguous", []
     p0 = order[0]
-    kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, 100_000)
+    kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, 100_000)   # candidates
     k = np.arange(-kmax, kmax + 1)
     q = (centre[p0] + 2 * np.pi * k) / theta[p0]
     var_q = (s_centre[p0] ** 2 + (q * s_theta[p0]) ** 2) / theta[p0] ** 2

@@ -76,11 +76,10 @@ def scale_tol(spec):
     return max(SIGMAS * spec.scale_error, FREQ_ULPS * dict(PRECISIONS).get(spec.angle_precision, 2.0**-4))
 
 
-def describe_frequencies(spec, base_hint, tau, unit):
-    """Names on ``spec`` the base and scaling method of its frequencies, known to ``tau`` relative, from angles
-    of unit roundoff ``unit``; notes on clockwise pairs, aliasing and frequencies too noisy to name."""
-    theta = np.abs(spec.inv_freq)
-    r = spec.rotary_dim
+def describe_frequencies(spec, d, base_hint, tau, unit):
+    """Names on ``spec`` the base and scaling method (or proportional RoPE) of its frequencies, known to ``tau``
+    relative from angles of unit roundoff ``unit``; notes on clockwise pairs, aliasing, frequencies too noisy."""
+    proportional = _name_proportional(spec, d, tau)
     if np.all(spec.inv_freq < 0):
         spec.notes.append("every pair rotates clockwise (negative frequencies): the sign of sin is flipped")
     elif np.any(spec.inv_freq < 0):
@@ -88,6 +87,9 @@ def describe_frequencies(spec, base_hint, tau, unit):
                           "for them")
     if spec.offset == round(spec.offset) and spec.offset != 0:
         spec.notes.append(f"row 0 is rotated as position {int(spec.offset)}")
+    if proportional:
+        return
+    theta, r = np.abs(spec.inv_freq), spec.rotary_dim
     spec.freq_tolerance = float(tau.max())
     if not np.all(np.isfinite(theta) & (theta > 0)):
         spec.base = float("nan")
@@ -122,7 +124,7 @@ def _aliasing(theta) -> str:
             "positions apart (a stride, scaled positions) alias; give fn consecutive positions, fewer apart")
 
 
-def describe_proportional(spec, d, tau) -> bool:
+def _name_proportional(spec, d, tau) -> bool:
     """Names proportional RoPE on ``spec`` (Gemma 4's full attention: half pairing over the whole head, theta_i =
     base^(-2i/d) on the first n pairs, the other d/2 - n not rotated) and returns True when it is that."""
     n, theta = len(spec.pairs), np.abs(spec.inv_freq)
@@ -143,8 +145,6 @@ def describe_proportional(spec, d, tau) -> bool:
                       f"all {d} features, theta_i = base^(-2i/{d}) on the first {n} of {d // 2} pairs, the other "
                       f"{d // 2 - n} not rotated: a fraction {fraction:g} of the features rotates "
                       f"(partial_rotary_factor {fraction:g})")
-    if spec.offset == round(spec.offset) and spec.offset != 0:
-        spec.notes.append(f"row 0 is rotated as position {int(spec.offset)}")
     return True
 
 
