@@ -236,9 +236,9 @@ class _Angles:
             precision, unit = "float32 (cos/sin 16-bit)", FLOAT32_UNIT
         located.unit = unit
         tau = freq_tol(fit.theta, fit.sigma_theta, unit, self.bias_err, lever)
-        same = ("pairing", "pairs", "rotary_dim", "rotary_start", "output_pairing", "output_pairs", "norm_scale",
+        shared = ("pairing", "pairs", "rotary_dim", "rotary_start", "output_pairing", "output_pairs", "norm_scale",
                 "scale_error")
-        spec = RopeSpec(is_rope=True, **{name: getattr(structure, name) for name in same}, inv_freq=fit.theta,
+        spec = RopeSpec(is_rope=True, **{name: getattr(structure, name) for name in shared}, inv_freq=fit.theta,
                         offset=located.offset, offset_resolution=float(located.sigma), angle_precision=precision,
                         phase_error=float(np.abs(fit.resid).max()), output_rounded=self.out_rounded, rows=int(rows),
                         offset_alternatives=np.asarray(located.also if located.status == "ambiguous" else [], float),
@@ -332,10 +332,9 @@ def _solve_dynamic(far, r, base_hint, base_at, T=None):
     L = np.array([x[0] for x in far], float)
     g = np.array([(base_at(x[1]) / base_hint) ** ((r - 2) / r) for x in far])
     slope = (g[-1] - g[0]) / (L[-1] - L[0])
-    if T is None:
-        if not slope > 0:
-            return None
-        T = int(round(L[0] - (g[0] - 1) / slope))
+    if T is None and not slope > 0:
+        return None
+    T = int(round(L[0] - (g[0] - 1) / slope)) if T is None else T
     if T < 1 or np.any(L <= T):
         return None
     factor = T * float((g - 1) @ (L - T) / ((L - T) @ (L - T)))

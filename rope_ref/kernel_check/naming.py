@@ -276,13 +276,13 @@ def _name_twins(spec, theta, tau):
     between unchanged and divided pairs is llama3 with low_freq_factor == high_freq_factor (Llama-4-Scout) and YaRN
     with beta_fast == beta_slow (Kimi-K2), the step at wavelength original_max_position_embeddings / that factor."""
     params, twins = spec.rope_params, []
-    same = {k: params[k] for k in ("base", "factor", "original_max_position_embeddings") if k in params}
+    shared = {k: params[k] for k in ("base", "factor", "original_max_position_embeddings") if k in params}
     if spec.rope_type == "llama3" and params["low_freq_factor"] == params["high_freq_factor"]:
         beta = params["low_freq_factor"]
-        twins = [("yarn", dict(same, beta_fast=beta, beta_slow=beta)),
-                 ("yarn", dict(same, beta_fast=beta, beta_slow=beta, truncate=False))]
+        twins = [("yarn", dict(shared, beta_fast=beta, beta_slow=beta)),
+                 ("yarn", dict(shared, beta_fast=beta, beta_slow=beta, truncate=False))]
     elif spec.rope_type == "yarn" and params.get("beta_fast") == params.get("beta_slow") is not None:
-        twins = [("llama3", dict(same, low_freq_factor=params["beta_fast"], high_freq_factor=params["beta_fast"]))]
+        twins = [("llama3", dict(shared, low_freq_factor=params["beta_fast"], high_freq_factor=params["beta_fast"]))]
     for rope_type, twin in twins:
         freqs = method_frequencies(rope_type, twin, spec.rotary_dim)[0]
         if freqs is not None and np.all(np.abs(freqs / theta - 1) <= tau):
