@@ -137,17 +137,15 @@ def _row_steps(phase, tol):
     """uneven_steps at one rounding: a step deviating by more than ``tol`` (per pair) from its pair's usual one."""
     steps = np.diff(phase, axis=0)
     steps = (steps + np.pi) % (2 * np.pi) - np.pi
-    irregular, uniform_jumps = [], True
-    for col, col_tol in zip(steps.T, tol):
-        mode = np.median(col)
-        off = np.abs(col - mode) > col_tol * (1 + abs(mode))
-        if off.mean() > 0.5:
-            return None
-        irregular.append(off)
-        uniform_jumps &= not off.any() or np.ptp(col[off]) <= 2 * col_tol * (1 + abs(mode))
-    rows = np.any(irregular, axis=0)
-    stepping = [off for off in irregular if off.any()]            # one such pair may be a 1-D kernel's rounding
-    if len(stepping) < min(2, len(irregular)) or not all(np.array_equal(off, rows) for off in stepping):
+    mode = np.median(steps, axis=0)
+    band = tol * (1 + np.abs(mode))
+    irregular = np.abs(steps - mode) > band                     # (rows - 1, pairs)
+    if np.any(irregular.mean(axis=0) > 0.5):
+        return None
+    uniform_jumps = all(not off.any() or np.ptp(col[off]) <= 2 * width for col, off, width in
+                        zip(steps.T, irregular.T, band))
+    stepping = irregular[:, irregular.any(axis=0)]              # one such pair may be a 1-D kernel's rounding
+    if stepping.shape[1] < min(2, irregular.shape[1]) or np.any(stepping != irregular.any(axis=1)[:, None]):
         return None
     # one axis: every slow pair's steps are one position step times its theta, shared within the rounding
     slow = [(col, col_tol) for col, col_tol in zip(steps.T, tol) if np.abs(col).max() < np.pi / 2 and col.any()]
