@@ -56,8 +56,7 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
 
 def probe_one_axis(fn, d, *, seq=64, seed=0, base_hint=None, max_rows=None, max_bytes=MAX_BYTES, timeout=TIMEOUT,
                    name="fn", argument="x") -> RopeSpec:
-    """identify(fn, d) of a 1-D kernel; ``name``, ``argument``: what the errors call fn and the array it is given
-    (``vjp`` and ``g`` for a backward pass)."""
+    """identify(fn, d) of a 1-D kernel; ``name``, ``argument``: what errors call fn and its input (``vjp``, ``g``)."""
     d, seq, seed, timeout = check_probe_arguments(fn, d, seq, seed, timeout, 3, "(x of shape (seq, d) -> rotated x)",
                                                   "to measure frequencies")
     max_rows = check_positive_int(MAX_ROWS if max_rows is None else max_rows, "max_rows")
@@ -133,8 +132,7 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
 
 
 class _Angles:
-    """The measured angles of every pair (``phase``, rows x pairs) and the offset solved from them
-    (``located``), lengthened by further calls on more rows where that pins them down."""
+    """The measured angles of every pair (``phase``, rows x pairs) and the offset solved from them (``located``)."""
 
     def __init__(self, call, d, structure: Structure, phase, table=None):
         self.call, self.d, self.structure = call, d, structure

@@ -85,8 +85,7 @@ def line_through_zero(positions, angles, used=None):
 
 
 def rounding_allowance(unit, angle, out_err=0.0):
-    """Largest angle error rounding in a float type of unit roundoff ``unit`` explains at |angle| radians:
-    NOISE_ULPS * unit * (1 + |angle|), plus ``out_err`` radians (cos/sin or the output rounded)."""
+    """Largest angle error that rounding to unit roundoff ``unit`` explains at |angle| radians, plus ``out_err``."""
     return NOISE_ULPS * unit * (1 + np.abs(angle)) + out_err
 
 
@@ -107,10 +106,9 @@ def freq_tol(theta, sigma_theta, unit, out_err, positions):
 
 
 def table_end(phase):
-    """Where a cos/sin table read row by row runs out in the angles ``phase`` (rows, pairs): (k, "clamped") when
-    rows k.. repeat row k - 1 exactly (an index clamped to the table) and no rows before stood still, (k,
-    "repeated") at the first row k rotated by exactly 0 in every pair after a step unlike the others (an index
-    modulo the table length, starting over at position 0); None otherwise.  Rows 0..k-1 are the table's."""
+    """Where a cos/sin table runs out in the angles ``phase`` (rows, pairs): (k, "clamped") when rows k.. repeat row
+    k - 1 exactly and no row before stood still, (k, "repeated") at the first row k rotated by exactly 0 in every
+    pair after an unusual step (an index modulo the table length); None otherwise."""
     steps = np.diff(phase, axis=0)
     still = np.all(steps == 0, axis=1)                         # still[r]: row r + 1 is rotated as row r
     run = int(np.argmin(still[::-1])) if not still.all() else len(still)      # trailing rows standing still

@@ -59,8 +59,7 @@ def check_expected(expected, phase_atol=None):
 
 
 def layout_problems(spec, pairing, rotary_dim, rotary_start) -> list:
-    """The pairing, rotary_dim and rotary_start lines of a comparison (None: not checked), for a RopeSpec or an
-    AxesSpec."""
+    """The pairing, rotary_dim and rotary_start lines of a comparison (None: not checked) of either spec."""
     problems = []
     one_pair = spec.rotary_dim == 2 and {pairing, spec.pairing} <= {"half", "interleaved"}   # both names fit
     if pairing is not None and pairing != spec.pairing and not one_pair:
@@ -76,9 +75,8 @@ def layout_problems(spec, pairing, rotary_dim, rotary_start) -> list:
 
 
 def precision_problems(spec, phase_atol, exact_angles, rounded_hint, plain_hint) -> list:
-    """The angle precision line: angles deviating from ``exact_angles`` by more than ``phase_atol`` radians, or
-    without it, behaving like a float type coarser than float32 (``rounded_hint`` when cos/sin or the output was
-    rounded, ``plain_hint`` else)."""
+    """The angle precision line: angles off ``exact_angles`` by more than ``phase_atol`` radians, or without it, like
+    a type coarser than float32 (``rounded_hint`` when cos/sin or the output was rounded, ``plain_hint`` else)."""
     if phase_atol is not None and spec.phase_error > phase_atol:
         return [f"angle precision: angles deviate from {exact_angles} by up to {spec.phase_error:.2g} rad "
                 f"(> phase_atol={phase_atol:g})"]

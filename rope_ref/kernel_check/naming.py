@@ -56,8 +56,7 @@ def method_kwargs(params):
 
 
 def method_frequencies(rope_type, params, r, **at):
-    """scaled_inv_freq of a configuration (``at``: seq_len): (inverse frequencies, attention factor), or (None,
-    None) when it refuses the parameters."""
+    """(inverse frequencies, attention factor) of a configuration (``at``: seq_len); (None, None) when refused."""
     try:
         return scaled_inv_freq(r, params["base"], rope_type=rope_type, **method_kwargs(params), **at)
     except (ValueError, TypeError):
@@ -169,8 +168,7 @@ def _rounded_params(params, digits):
 
 
 def _name_method(spec, theta, base_hint, tau, unit):
-    """The first candidate whose frequencies match within tau; else the same rounded to a 16-bit type, LongRoPE
-    factors of base_hint, or "custom" with the closest."""
+    """The first candidate matching within tau; else one rounded to 16 bits, LongRoPE factors of base_hint, custom."""
     r, norm_scale = spec.rotary_dim, spec.norm_scale
     float32_tau = np.maximum(tau, FREQ_ULPS * 2.0**-24)
     best = (np.inf, None, {})
@@ -272,9 +270,8 @@ def _note_rounded(spec, rope_type, params, freqs, type_name):
 
 
 def _name_twins(spec, theta, tau):
-    """Another method whose frequencies match as well goes to ``spec.also``, with a note naming both: a step
-    between unchanged and divided pairs is llama3 with low_freq_factor == high_freq_factor (Llama-4-Scout) and YaRN
-    with beta_fast == beta_slow (Kimi-K2), the step at wavelength original_max_position_embeddings / that factor."""
+    """Another method with the same frequencies goes to ``spec.also``, noted: llama3 with low_freq_factor ==
+    high_freq_factor (Llama-4-Scout) and YaRN with beta_fast == beta_slow (Kimi-K2) give the same step."""
     params, twins = spec.rope_params, []
     shared = {k: params[k] for k in ("base", "factor", "original_max_position_embeddings") if k in params}
     if spec.rope_type == "llama3" and params["low_freq_factor"] == params["high_freq_factor"]:

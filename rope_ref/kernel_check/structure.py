@@ -29,8 +29,7 @@ class Structure:
 
 
 def read_structure(matrices) -> Structure | str:
-    """The :class:`Structure` of the matrices ``(seq, d, d)`` fn applies to each row, or the reason (a str)
-    it is not a rotary embedding.  Both probes read it."""
+    """The :class:`Structure` of the matrices ``(seq, d, d)`` fn applies to each row, or why it is not RoPE (a str)."""
     perm = _output_order(matrices)
     if perm is not None:
         matrices = matrices[:, perm]
@@ -93,15 +92,13 @@ def _find_pairs(matrices):
 
 
 def _depends(matrices) -> np.ndarray:
-    """``dep[i, j]``: output feature i depends on input feature j at some row.  Structural zeros are exact, even
-    in float16 kernels, so the threshold is relative 1e-12."""
+    """``dep[i, j]``: output i depends on input j at some row (structural zeros are exact, even in float16)."""
     return np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)
 
 
 def _output_order(matrices):
-    """Output feature for each input feature, when a kernel writes its rotated pairs elsewhere (eq 34 followed by
-    a fixed permutation, as DeepSeek's apply_rotary_pos_emb_interleave: interleaved pairs written in half
-    layout): perm with matrices[:, perm] mapping every pair back onto itself, or None (in place, or not pairs)."""
+    """perm with matrices[:, perm] mapping every pair onto itself, when a kernel writes its pairs elsewhere (eq 34
+    then a permutation, as DeepSeek's apply_rotary_pos_emb_interleave); None when in place, or not pairs."""
     d = matrices.shape[-1]
     dep = _depends(matrices)
     if np.array_equal(dep, dep.T):
