@@ -197,7 +197,7 @@ class _Angles:
         if located.status == "ambiguous":
             also = ", ".join(f"{o:.0f}" for o in located.also[:3])
             why = (f"one rotated pair fixes the offset only modulo its wavelength 2 pi / theta = "
-                   f"{2 * np.pi / abs(located.fit.theta[0]):.4g} positions" if len(self.structure.pairs) == 1
+                   f"{2 * np.pi / abs(located.fit.theta[0]):.4g} positions" if len(structure.pairs) == 1
                    else "the frequencies' ratios nearly repeat there")
             self.notes.append(f"the offset is ambiguous: {len(located.also) + 1} offsets within +-{MAX_OFFSET} fit "
                               f"the angles within their noise (reported the smallest; also {also}"
@@ -209,9 +209,9 @@ class _Angles:
             self.notes.append(f"the offset is not resolved to an integer from the {rows} rows measured (standard "
                               f"deviation {located.sigma:.2g} positions)" + ("; pass a larger max_rows if fn accepts "
                                                                          "more rows" if more else ""))
-        nearest = round(located.offset)
+        nearest = float(round(located.offset))
         if located.sigma <= OFFSET_SIGMA and abs(located.offset - nearest) <= max(SIGMAS * located.sigma, 1e-9):
-            located.offset = float(round(located.offset))
+            located.offset = nearest
         if self.table:
             end = self.table[0]
             self.notes.append(f"the cos/sin table stops at position {_position(located.offset + end - 1)} (row "
