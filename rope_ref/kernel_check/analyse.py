@@ -8,8 +8,7 @@ import numpy as np
 from .._validate import check_base, check_positive_int
 from ..forms import wrap_angle
 from .angles import angle_precision, freq_tol, refit_absolute, table_end, theta_at, uneven_steps
-from .axes_probe import identify_axes
-from .axes_spec import MAX_POSITION, AxesSpec
+from .axes_probe import MAX_POSITION, AxesSpec, identify_axes
 from .dynamic import check_dynamic
 from .naming import describe_frequencies, describe_proportional
 from .offset import locate, rounded_positions, rows_needed

@@ -16,19 +16,20 @@ from ..forms import frequencies
 from ..hf_config import from_hf_config
 from ..scaling import scaled_inv_freq
 from .analyse import probe_one_axis
-from .axes_compare import AXES_KEYS, assert_axes_match, expected_from_config
-from .axes_spec import AxesSpec
+from .axes_compare import assert_axes_match
 from .mismatch import KernelRaised, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
 from .naming import ROUNDING_TYPES, geometric_base, method_kwargs, rounded_to, scale_tol
-from .spec import RopeSpec, show_number, show_params
+from .spec import AxesSpec, RopeSpec, show_number, show_params
 from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS, TIMEOUT
 
 _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
               "inv_freq")
-
-
 #: Every parameter a scaling method takes (scaling's one schema), and the length dynamic/longrope are measured at.
 _PARAM_KEYS = tuple(sorted(scaling.METHOD_PARAM_KEYS | {"seq_len"}))
+#: What assert_rope_matches(axes=...) may be told to expect, and how to probe: assert_axes_match's keywords.
+_AXES_KEYS = ("inv_freq", "sections", "layout", "base", "pairing", "rotary_dim", "rotary_start", "norm_scale", "rtol",
+              "position_shift", "max_position", "axis_names", "seed")
+_CONFIG_ATTRIBUTES = ("head_dim", "rotary_dim", "pairing", "base", "rope_type", "params", "attention_factor")
 
 
 def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | None = None, seq: int = 64,
@@ -52,8 +53,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     A multi-axis ``config`` (M-RoPE) or ``axes=A`` compares ``fn(x, positions)`` with
     :func:`~.axes_compare.assert_axes_match` (expect ``inv_freq=`` (rotary_dim/2, A), or ``sections=`` with
     ``layout=`` and ``base=``, and ``position_shift=`` (A,) for shifted or centred ids; ``offset``,
-    ``rope_type`` and ``max_rows`` are TypeErrors there) and returns
-    the :class:`AxesSpec`.  A text-only kernel ``fn(x)`` is checked with the config's 1-D values instead.
+    ``rope_type`` and ``max_rows`` are TypeErrors there) and returns the :class:`AxesSpec`.
 
     >>> import rope_ref as rr, numpy as np
     >>> spec = rr.assert_rope_matches(lambda x: rr.rotate(x, np.arange(len(x)) + 5.0), 8, offset=5, base=1e4)
@@ -66,13 +66,8 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
         if max_rows is not None:
             raise TypeError("max_rows= is for 1-D kernels fn(x); a multi-axis kernel is probed on seq rows: pass "
                             "max_position= (the largest position it accepts) instead")
-        check_keywords(expected, AXES_KEYS, "assert_rope_matches() of a multi-axis kernel")
-        if config is not None:
-            expected = expected_from_config(config, axes, expected)
-            axes = config.axes
-            d = config.head_dim if d is None else d
-        if d is None:
-            raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
+        check_keywords(expected, _AXES_KEYS, "assert_rope_matches() of a multi-axis kernel")
+        d, axes, expected = _from_config(config, d, axes, expected)
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, max_bytes=max_bytes,
                                  timeout=timeout, **expected)
     d, expected = prepare_expected(d, config, expected, phase_atol)
@@ -88,7 +83,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
 
 def _probe(fn, d, **probing):
     """identify's 1-D probe, with the notes of an error raised inside the function under test (which call, what
-    to try: a kernel written for (batch, heads, seq, d)) in its message, where str(err) shows them."""
+    to try) in its message, where str(err) shows them."""
     try:
         return probe_one_axis(fn, d, **probing)
     except KernelRaised as err:
@@ -109,12 +104,46 @@ def prepare_expected(d, config, expected, phase_atol):
     if getattr(config, "axes", None):
         raise ValueError(f"config is multi-axis RoPE ({config.axes} position axes: M-RoPE): backward passes are "
                          "checked for 1-D RoPE only")
-    if config is not None:
-        d, expected = _from_config(config, d, expected)
-    if d is None:
-        raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
+    d, _, expected = _from_config(config, d, None, expected)
     check_expected(expected, phase_atol)
     return d, expected
+
+
+def _from_config(config, d, axes, expected):
+    """(d, axes, expectations) from a config.json (read with from_hf_config) or a RopeConfig-like object
+    (duck-typed; None: the arguments as given); explicit keywords win.  1-D: row 0 at position 0 unless
+    ``offset`` is given.  Multi-axis: the config's (rotary_dim/2, A) matrix unless ``inv_freq``, ``sections``,
+    ``layout`` or ``base`` replace it."""
+    if config is not None:
+        missing = [n for n in _CONFIG_ATTRIBUTES if not hasattr(config, n)]
+        if missing:
+            raise TypeError(f"config must be a model's config.json (a dict or a path, as rope_ref.from_hf_config "
+                            f"reads) or a RopeConfig (rope_ref.from_hf_config) or have its attributes; "
+                            f"{type(config).__name__} lacks {missing}")
+        want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor,
+                    rotary_start=getattr(config, "rotary_start", 0))
+        if axes is not None and not getattr(config, "axes", None):
+            raise ValueError(f"axes={axes!r} with a config whose RoPE has one position per row (1-D): leave axes= "
+                             "out to check fn(x) against it")
+        if getattr(config, "axes", None):
+            if axes is not None and axes != config.axes:
+                raise ValueError(f"axes={axes!r} disagrees with config, whose RoPE has {config.axes} position axes "
+                                 "(M-RoPE: t, h, w); leave axes= out with config=")
+            if getattr(config, "output_pairing", None) is not None:
+                raise ValueError(f"config writes its pairs in {config.output_pairing} layout (output_pairing): "
+                                 "multi-axis probing follows pairs written back in place only")
+            if not any(k in expected for k in ("inv_freq", "sections", "layout", "base")):
+                want["inv_freq"] = config.inv_freq()
+        else:
+            want.update(base=config.base, offset=0, output_pairing=getattr(config, "output_pairing", None))
+            if "rope_type" not in expected and "inv_freq" not in expected:
+                want.update(rope_type=config.rope_type, **dict(config.params))
+                if getattr(config, "clockwise", False):          # NanoChat: the config's negative frequencies
+                    want["inv_freq"] = config.inv_freq()
+        d, axes, expected = (config.head_dim if d is None else d), getattr(config, "axes", None), {**want, **expected}
+    if d is None:
+        raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
+    return d, axes, expected
 
 
 def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> list:
@@ -154,67 +183,39 @@ def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> l
     if spec.stateful:
         problems.append(f"state: {what} keeps state between calls (its output for the same input changed after "
                         "calls on more rows): its frequencies at one length depend on the calls before")
-    problems += precision_problems(spec, phase_atol, "(offset + row) * theta",
-                                   f"they come with norm errors up to {spec.scale_error:.2g}: cos/sin or the output "
-                                   "rounded to a 16-bit type (cos.to(x.dtype)?); pass phase_atol= to accept that "
-                                   "precision", "compute angles in float32 or better")
-    return problems
-
-
-def _from_config(config, d, expected):
-    """Expectations from a config.json (dict or path, read with from_hf_config) or a RopeConfig-like object
-    (duck-typed); row 0 at position 0 unless ``offset`` is given; explicit keywords win."""
-    names = ("head_dim", "rotary_dim", "pairing", "base", "rope_type", "params", "attention_factor")
-    missing = [n for n in names if not hasattr(config, n)]
-    if missing:
-        raise TypeError(f"config must be a model's config.json (a dict or a path, as rope_ref.from_hf_config reads) "
-                        f"or a RopeConfig (rope_ref.from_hf_config) or have its attributes; "
-                        f"{type(config).__name__} lacks {missing}")
-    want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, base=config.base,
-                norm_scale=config.attention_factor, offset=0)
-    want.update({k: getattr(config, k) for k in ("rotary_start", "output_pairing") if hasattr(config, k)})
-    if "rope_type" not in expected and "inv_freq" not in expected:
-        want.update(rope_type=config.rope_type, **dict(config.params))
-        if getattr(config, "clockwise", False):          # NanoChat: the config's negative frequencies
-            want["inv_freq"] = config.inv_freq()
-    want.update(expected)
-    return (config.head_dim if d is None else d), want
+    return problems + precision_problems(spec, phase_atol, "(offset + row) * theta",
+                                         f"they come with norm errors up to {spec.scale_error:.2g}: cos/sin or the "
+                                         "output rounded to a 16-bit type (cos.to(x.dtype)?); pass phase_atol= to "
+                                         "accept that precision", "compute angles in float32 or better")
 
 
 def _compare_offset(want, spec):
-    diff = spec.offset - want
-    alts = np.asarray(spec.offset_alternatives, float)
-    if np.any(np.abs(alts - want) <= max(SIGMAS * spec.offset_resolution, 1e-9)) and abs(diff) > 0:
-        return [f"offset: expected row 0 at position {show_number(float(want))}: it fits the angles, but so do "
-                f"{show_number(spec.offset)} (reported) and {len(spec.offset_alternatives) - 1} other offsets: not "
-                f"determined by these rotations (see the note)"]
-    if abs(diff) <= max(SIGMAS * spec.offset_resolution, 1e-9):
+    diff, within = spec.offset - want, max(SIGMAS * spec.offset_resolution, 1e-9)
+    expected = f"offset: expected row 0 at position {show_number(float(want))}"
+    if np.any(np.abs(np.asarray(spec.offset_alternatives, float) - want) <= within) and abs(diff) > 0:
+        return [f"{expected}: it fits the angles, but so do {show_number(spec.offset)} (reported) and "
+                f"{len(spec.offset_alternatives) - 1} other offsets: not determined by these rotations (see the note)"]
+    if abs(diff) <= within:
         if spec.offset_resolution <= OFFSET_SIGMA or want != round(want):
             return []
-        return [f"offset: expected row 0 at position {show_number(float(want))}, measured {spec.offset:.7g} +- "
-                f"{spec.offset_resolution:.2g}: not resolved to one position from {spec.rows} rows (pass a "
-                "larger max_rows if fn accepts more rows)"]
-    if spec.offset == 0:
-        why = " (kernel ignores its cache offset?)"
-    elif abs(abs(diff) - 1) <= max(SIGMAS * spec.offset_resolution, 1e-9):
-        why = " (positions off by one?)"
-    else:
-        why = f" (positions shifted by {show_number(diff)})"
-    return [f"offset: expected row 0 at position {show_number(float(want))}, found {show_number(spec.offset)}{why}"]
+        return [f"{expected}, measured {spec.offset:.7g} +- {spec.offset_resolution:.2g}: not resolved to one "
+                f"position from {spec.rows} rows (pass a larger max_rows if fn accepts more rows)"]
+    why = (" (kernel ignores its cache offset?)" if spec.offset == 0 else " (positions off by one?)"
+           if abs(abs(diff) - 1) <= within else f" (positions shifted by {show_number(diff)})")
+    return [f"{expected}, found {show_number(spec.offset)}{why}"]
 
 
 def _expected_frequencies(expected, spec):
+    """The expected frequencies and attention factor (None, None when nothing about them is expected)."""
     if "inv_freq" in expected:
         return np.asarray(expected["inv_freq"], float), None
     params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS}
     if "base" not in expected and "rope_type" not in expected and not params:
         return None, None
-    r = expected.get("rotary_dim", spec.rotary_dim)
     if expected.get("rope_type") in ("dynamic", "longrope") and "seq_len" not in params:
         params["seq_len"] = _measured_length(expected, spec)
-    freqs, att = scaled_inv_freq(r, expected.get("base", 10000.0),
-                                 rope_type=expected.get("rope_type", "default"), **params)
-    return freqs, att
+    return scaled_inv_freq(expected.get("rotary_dim", spec.rotary_dim), expected.get("base", 10000.0),
+                           rope_type=expected.get("rope_type", "default"), **params)
 
 
 def _measured_length(expected, spec):
@@ -224,13 +225,11 @@ def _measured_length(expected, spec):
 
 
 def _compare_frequencies(want, spec, expected, whose):
-    found = spec.inv_freq
+    found, tol = spec.inv_freq, spec.freq_tolerance
     if want.shape != found.shape:
         return [f"frequencies: expected {want.size} pairs, found {found.size}"]
-    tol = spec.freq_tolerance
     with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(want == 0, np.abs(found), np.abs(found / want - 1))
-    bad = np.flatnonzero(rel > tol)
+        bad = np.flatnonzero(np.where(want == 0, np.abs(found), np.abs(found / want - 1)) > tol)
     if bad.size == 0:
         return _told_apart(want, spec)
     msg = "frequencies: " + "; ".join(f"pair {p} expected {want[p]:.6g}, found {found[p]:.6g}" for p in bad[:3])
@@ -253,13 +252,13 @@ def _told_apart(want, spec):
     by pair: the kernel has the expected method's frequencies rounded to a 16-bit type (spec.frequency_defect)."""
     if not (spec.frequency_defect or "").startswith("rounded to "):
         return []
-    type_name = spec.frequency_defect.removeprefix("rounded to ")
     named, _ = scaled_inv_freq(spec.rotary_dim, spec.rope_params["base"], rope_type=spec.closest,
                                **method_kwargs(spec.rope_params))
     if named.shape != want.shape or not np.all(np.abs(named / want - 1) <= spec.freq_tolerance):
         return []
     return [f"frequencies: the expected ones {spec.frequency_defect}, told apart within each pair's tolerance (see "
-            f"the note): model.to(torch.{type_name}) rounds a module's inv_freq buffer; keep it in float32"]
+            f"the note): model.to(torch.{spec.frequency_defect.removeprefix('rounded to ')}) rounds a module's "
+            "inv_freq buffer; keep it in float32"]
 
 
 def _frequency_defect(found, want, expected, tol, whose):
@@ -289,30 +288,25 @@ def _frequency_defect(found, want, expected, tol, whose):
 def _kernel_named(spec):
     """What the kernel's own frequencies are, never the expectation passed to identify as base_hint."""
     theta = np.abs(spec.inv_freq)
-    r = spec.rotary_dim
     if len(theta) < 2 or not np.all(theta > 0):
         return f"the kernel: rope_type {spec.rope_type}"
-    tau = np.full(len(theta), spec.freq_tolerance)
-    base = geometric_base(theta, r, tau)
-    named = (f", named {spec.rope_type} {show_params(spec.rope_params)}" if spec.rope_type not in (None, "default")
-             else "")
-    if spec.frequency_defect:
-        named = f", named {spec.closest} {show_params(spec.rope_params)} with frequencies {spec.frequency_defect}"
+    base = geometric_base(theta, spec.rotary_dim, np.full(len(theta), spec.freq_tolerance))
+    named = "" if spec.rope_type in (None, "default") else (            # a frequency defect is named "custom"
+        f", named {spec.closest if spec.frequency_defect else spec.rope_type} {show_params(spec.rope_params)}"
+        + (f" with frequencies {spec.frequency_defect}" if spec.frequency_defect else ""))
     return f"the kernel's frequencies follow base {show_number(float(f'{base:.7g}'))} (leading pairs){named}"
 
 
 def _longrope_factor_set(spec, expected):
     """Which LongRoPE factor set the kernel uses at the length measured, and where the switch is expected."""
-    r = expected.get("rotary_dim", spec.rotary_dim)
-    base = expected.get("base", 10000.0)
     params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS and k != "seq_len"}
     L_train = params.get("original_max_position_embeddings") or params.get("max_position_embeddings")
     L = expected.get("seq_len") or _measured_length(expected, spec)
-    found, tol = spec.inv_freq, spec.freq_tolerance
-    sets = {}
+    found, sets = spec.inv_freq, {}
     for name, seq_len in (("short", 1), ("long", int(L_train) + 1)):
-        freqs, _ = scaled_inv_freq(r, base, rope_type="longrope", seq_len=seq_len, **params)
-        sets[name] = bool(freqs.shape == found.shape and np.all(np.abs(found / freqs - 1) <= tol))
+        freqs, _ = scaled_inv_freq(expected.get("rotary_dim", spec.rotary_dim), expected.get("base", 10000.0),
+                                   rope_type="longrope", seq_len=seq_len, **params)
+        sets[name] = bool(freqs.shape == found.shape and np.all(np.abs(found / freqs - 1) <= spec.freq_tolerance))
     uses = ("both (short_factor and long_factor agree)" if all(sets.values()) else
             "short_factor" if sets["short"] else "long_factor" if sets["long"] else "neither factor set")
     want = "long_factor" if L > L_train else "short_factor"
@@ -357,22 +351,16 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
                   timeout=timeout, name="vjp", argument="g")
     if not back.is_rope:
         raise RopeMismatch("", [f"backward: {back}"], back)
-    spec = _forward_of(back)
-    problems = compare(spec, expected, phase_atol, what="vjp")
-    problems = [_backward_words(p, back) for p in problems]
+    # the forward rotation whose vjp back is: every frequency negated (the names, from |theta|, stay)
+    spec = dataclasses.replace(back, inv_freq=-back.inv_freq, notes=[n for n in back.notes if "clockwise" not in n])
+    problems = [_backward_words(p) for p in compare(spec, expected, phase_atol, what="vjp")]
     if problems:
         raise RopeMismatch("RoPE backward mismatch (vjp(x, g) should rotate g by minus the forward angles)",
                            problems, back, "identified backward, as a rotation of g")
     return spec
 
 
-def _forward_of(back: RopeSpec) -> RopeSpec:
-    """The forward rotation whose vjp ``back`` is: every frequency negated (the names, from |theta|, stay)."""
-    notes = [n for n in back.notes if "clockwise" not in n]
-    return dataclasses.replace(back, inv_freq=-back.inv_freq, notes=notes)
-
-
-def _backward_words(problem: str, back: RopeSpec) -> str:
+def _backward_words(problem: str) -> str:
     """A forward report line, said of the backward."""
     if "every sign flipped: rotation is clockwise" in problem:
         return (problem.replace("(every sign flipped: rotation is clockwise)",
