@@ -38,22 +38,18 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     """Raise AssertionError (:class:`RopeMismatch`) naming every property in which ``fn`` differs from
     ``expected``; return the :class:`RopeSpec` when all match.
 
-    ``fn(x) -> y`` as for :func:`identify` (``max_rows``, ``max_bytes``, ``timeout`` as there).  ``expected`` may hold
-    ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0), ``output_pairing`` (default None: pairs written
-    back in place; "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``,
-    ``rope_type``, ``inv_freq`` and the parameters of ``rope_type`` (``factor``, ..., and ``seq_len`` for
-    dynamic/longrope, by default last position + 1 as ``RopeConfig.rotate``).  ``config``: a ``config.json``
-    (dict or path, read with ``rope_ref.from_hf_config``) or a ``RopeConfig``-like object: ``d`` and the
-    expectations come from it (explicit keywords win), with ``offset=0`` unless given (``offset=None`` skips
-    it).  Frequencies are compared to the precision identify measured; angles must behave like float32 or
-    better, or deviate from (offset + row) * theta by at most ``phase_atol`` radians.  An exception raised
-    inside ``fn`` is re-raised as ``KernelRaised`` ("fn raised ...", with which call and what to try), never
-    reported as a mismatch.
+    ``fn(x) -> y`` as for :func:`identify` (``max_rows``, ``max_bytes``, ``timeout`` as there).  ``expected``:
+    ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0), ``output_pairing`` (default None: in place;
+    "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``, ``rope_type``,
+    ``inv_freq`` and the parameters of ``rope_type`` (``seq_len`` for dynamic/longrope: by default last
+    position + 1).  ``config``: a ``config.json`` (dict or path) or a ``RopeConfig``-like object giving ``d``
+    and the expectations (keywords win; ``offset=0`` unless given, ``offset=None`` skips it).  Angles must
+    behave like float32 or better, or deviate from (offset + row) * theta by at most ``phase_atol`` radians.
+    An exception raised inside ``fn`` is re-raised as ``KernelRaised``, never reported as a mismatch.
 
-    A multi-axis ``config`` (M-RoPE) or ``axes=A`` compares ``fn(x, positions)`` with
-    :func:`~.axes_compare.assert_axes_match` (expect ``inv_freq=`` (rotary_dim/2, A), or ``sections=`` with
-    ``layout=`` and ``base=``, and ``position_shift=`` (A,) for shifted or centred ids; ``offset``,
-    ``rope_type`` and ``max_rows`` are TypeErrors there) and returns the :class:`AxesSpec`.
+    A multi-axis ``config`` (M-RoPE) or ``axes=A`` checks ``fn(x, positions)`` with
+    :func:`~.axes_compare.assert_axes_match` (its keywords, not ``offset``, ``rope_type`` or ``max_rows``) and
+    returns the :class:`AxesSpec`.
 
     >>> import rope_ref as rr, numpy as np
     >>> spec = rr.assert_rope_matches(lambda x: rr.rotate(x, np.arange(len(x)) + 5.0), 8, offset=5, base=1e4)
@@ -82,8 +78,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
 
 
 def _probe(fn, d, **probing):
-    """identify's 1-D probe, with the notes of an error raised inside the function under test (which call, what
-    to try) in its message, where str(err) shows them."""
+    """identify's 1-D probe; the notes of an error fn raised (which call, what to try) go into its message."""
     try:
         return probe_one_axis(fn, d, **probing)
     except KernelRaised as err:
@@ -110,29 +105,28 @@ def prepare_expected(d, config, expected, phase_atol):
 
 
 def _from_config(config, d, axes, expected):
-    """(d, axes, expectations) from a config.json (read with from_hf_config) or a RopeConfig-like object
-    (duck-typed; None: the arguments as given); explicit keywords win.  1-D: row 0 at position 0 unless
-    ``offset`` is given.  Multi-axis: the config's (rotary_dim/2, A) matrix unless ``inv_freq``, ``sections``,
-    ``layout`` or ``base`` replace it."""
+    """(d, axes, expectations) from a RopeConfig-like object (None: as given); keywords win.  1-D: row 0 at
+    position 0 unless ``offset`` is given; multi-axis: the config's matrix unless inv_freq/sections/layout/base."""
     if config is not None:
         missing = [n for n in _CONFIG_ATTRIBUTES if not hasattr(config, n)]
         if missing:
             raise TypeError(f"config must be a model's config.json (a dict or a path, as rope_ref.from_hf_config "
                             f"reads) or a RopeConfig (rope_ref.from_hf_config) or have its attributes; "
                             f"{type(config).__name__} lacks {missing}")
-        want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor,
-                    rotary_start=getattr(config, "rotary_start", 0))
-        if axes is not None and not getattr(config, "axes", None):
+        config_axes = getattr(config, "axes", None)
+        if axes is not None and not config_axes:
             raise ValueError(f"axes={axes!r} with a config whose RoPE has one position per row (1-D): leave axes= "
                              "out to check fn(x) against it")
-        if getattr(config, "axes", None):
-            if axes is not None and axes != config.axes:
-                raise ValueError(f"axes={axes!r} disagrees with config, whose RoPE has {config.axes} position axes "
-                                 "(M-RoPE: t, h, w); leave axes= out with config=")
-            if getattr(config, "output_pairing", None) is not None:
-                raise ValueError(f"config writes its pairs in {config.output_pairing} layout (output_pairing): "
-                                 "multi-axis probing follows pairs written back in place only")
-            if not any(k in expected for k in ("inv_freq", "sections", "layout", "base")):
+        if config_axes and axes not in (None, config_axes):
+            raise ValueError(f"axes={axes!r} disagrees with config, whose RoPE has {config.axes} position axes "
+                             "(M-RoPE: t, h, w); leave axes= out with config=")
+        if config_axes and getattr(config, "output_pairing", None) is not None:
+            raise ValueError(f"config writes its pairs in {config.output_pairing} layout (output_pairing): "
+                             "multi-axis probing follows pairs written back in place only")
+        want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor,
+                    rotary_start=getattr(config, "rotary_start", 0))
+        if config_axes:
+            if not {"inv_freq", "sections", "layout", "base"} & set(expected):
                 want["inv_freq"] = config.inv_freq()
         else:
             want.update(base=config.base, offset=0, output_pairing=getattr(config, "output_pairing", None))
@@ -140,7 +134,7 @@ def _from_config(config, d, axes, expected):
                 want.update(rope_type=config.rope_type, **dict(config.params))
                 if getattr(config, "clockwise", False):          # NanoChat: the config's negative frequencies
                     want["inv_freq"] = config.inv_freq()
-        d, axes, expected = (config.head_dim if d is None else d), getattr(config, "axes", None), {**want, **expected}
+        d, axes, expected = (config.head_dim if d is None else d), config_axes, {**want, **expected}
     if d is None:
         raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
     return d, axes, expected
@@ -167,19 +161,16 @@ def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> l
                         f"beyond it are {spec.table_end[1]} (see the note): every position needs its own row")
     want_freqs, want_scale = _expected_frequencies(expected, spec)
     freq_problems = [] if want_freqs is None else _compare_frequencies(want_freqs, spec, expected, whose)
-    if freq_problems and expected.get("rope_type") == spec.rope_type == "dynamic":   # name the parameter
-        freq_problems += [f"{k}: expected {show_number(expected[k])}, found {show_number(spec.rope_params[k])}"
-                          for k in ("factor", "max_position_embeddings") if expected.get(k, spec.rope_params[k])
-                          != spec.rope_params[k]]
     problems += freq_problems
+    if freq_problems and expected.get("rope_type") == spec.rope_type == "dynamic":   # name the parameter
+        problems += [f"{k}: expected {show_number(expected[k])}, found {show_number(spec.rope_params[k])}"
+                     for k in ("factor", "max_position_embeddings") if expected.get(k, spec.rope_params[k])
+                     != spec.rope_params[k]]
     want_scale = expected.get("norm_scale", want_scale)
     scale_rtol = max(scale_tol(spec), FREQ_ULPS * 2.0**-24)   # the expected factor may be a float32 one
     if want_scale is not None and abs(spec.norm_scale / want_scale - 1) > scale_rtol:
         hint = " (attention factor not applied?)" if math.isclose(spec.norm_scale, 1.0, rel_tol=scale_rtol) else ""
         problems.append(f"norm_scale: expected {want_scale:.6g}, found {spec.norm_scale:.6g}{hint}")
-    if "rope_type" in expected and want_freqs is None and expected["rope_type"] != spec.rope_type:
-        problems.append(f"rope_type: expected {expected['rope_type']}, found {spec.rope_type} "
-                        f"{show_params(spec.rope_params)}")
     if spec.stateful:
         problems.append(f"state: {what} keeps state between calls (its output for the same input changed after "
                         "calls on more rows): its frequencies at one length depend on the calls before")

@@ -11,7 +11,7 @@ from .._validate import check_finite, check_real_array, closest_name
 from ..multiaxis import MROPE_LAYOUTS, mrope_frequencies
 from .axes_probe import classify, identify_axes
 from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
-from .spec import AxesSpec, runs, show_layout, show_shifts
+from .spec import AxesSpec, runs, show_shifts
 from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_POSITION, TIMEOUT
 
 FLOAT32_RTOL = FREQ_ULPS * 2.0**-24      # the expected values may be float32 ones
@@ -140,7 +140,9 @@ def _compare_matrix(spec, want, rtol):
 
 
 def _layout(layout, axis, names) -> str:
-    return show_layout(layout) if layout else f"neither blocks nor interleaved ({runs(axis, names)})"
+    if layout:
+        return f"{layout} ({MROPE_LAYOUTS[layout][1]})"
+    return f"neither blocks nor interleaved ({runs(axis, names)})"
 
 
 def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, layout: str | None = None,

@@ -1,8 +1,6 @@
 """Black-box identification of a multi-axis RoPE kernel (M-RoPE, 2-D axial, RoPE-Mixed): the frequency matrix
-``F`` ``(rotary_dim/2, A)`` by which pair j turns ``sum_a F[j, a] * p_a`` (eq 34 per pair; 1-D RoPE is A = 1),
-and its naming (which axis turns each pair, the sections, the M-RoPE layout, the bases): an :class:`AxesSpec`.
-The positions it calls ``fn(x, positions)`` with and the angle fits: docs/identify_internals.md.
-"""
+``F`` ``(rotary_dim/2, A)`` by which pair j turns ``sum_a F[j, a] * p_a`` (eq 34 per pair; 1-D RoPE is A = 1)
+and its naming (the axis of each pair, sections, M-RoPE layout, bases).  How: docs/identify_internals.md."""
 
 from __future__ import annotations
 
@@ -76,14 +74,10 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
                   axis_names=None, max_bytes: int = MAX_BYTES, timeout: float | None = TIMEOUT) -> AxesSpec:
     """Measure the frequency matrix ``F`` ``(rotary_dim/2, axes)`` of a multi-axis RoPE kernel: an :class:`AxesSpec`.
 
-    ``fn(x, positions) -> y``: ``x`` float64 ``(seq, d)``, ``positions`` int64 ``(axes, seq)`` (row r at
-    positions[:, r]); ``y`` any real array of x's shape, row r rotated as at positions[:, r]; fn must depend on x
-    and positions alone.  Calls fn d + 5 times, always with the same positions, up to ``max_position`` on each
-    axis (the largest position fn accepts).  ``axis_names``: for the reports (default t/h/w for 3 axes, h/w
-    for 2); ``max_bytes`` and ``timeout`` as for :func:`rope_ref.identify`, which calls this with ``axes=``.
-    Positions fn shifts (Qwen-Image's centred ids: pair j turned by sum_a F[j, a] s_a at position 0) give
-    ``position_shift`` s.  ``is_rope`` is False, with the reason, when fn is not a rotation of pairs or its
-    angles are not linear in the positions (or alias: more than pi per step).
+    ``fn(x, positions) -> y``: ``x`` float64 ``(seq, d)``, ``positions`` int64 ``(axes, seq)``; ``y`` of x's shape,
+    row r rotated as at positions[:, r].  Calls fn d + 5 times, at positions up to ``max_position`` (the largest
+    fn accepts) on each axis; ``axis_names`` for the reports; ``max_bytes``, ``timeout`` as for
+    :func:`rope_ref.identify`.  Positions fn shifts (Qwen-Image's centred ids) give ``position_shift``.
 
     >>> import numpy as np
     >>> theta = 10000.0 ** (-np.arange(0, 8, 2) / 8)                        # 4 pairs, half pairing

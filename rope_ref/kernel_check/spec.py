@@ -122,7 +122,8 @@ class AxesSpec(ProbeSpec):
         lines = [f"{form} over {self.axes} {'axis' if self.axes == 1 else 'axes'} ({names}): pairing={self.pairing} "
                  f"rotary_dim={self.rotary_dim}{start}{base} norm_scale={show_number(self.norm_scale)}"]
         if self.sections is not None:
-            layout = f", layout {show_layout(self.mrope_layout)}" if self.mrope_layout else ""
+            layout = (f", layout {self.mrope_layout} ({MROPE_LAYOUTS[self.mrope_layout][1]})" if self.mrope_layout
+                      else "")
             lines.append(f"sections {names} = {'/'.join(map(str, self.sections))} pairs{layout}; "
                          f"pairs by axis: {runs(self.axis_of_pair, self.axis_names)}")
             for a in (a for a in range(self.axes) if self.sections[a]):
@@ -157,11 +158,6 @@ def show_params(params: dict) -> str:
             return f"[{len(v)} values, {min(v):.4g}..{max(v):.4g}]"
         return repr(v)
     return "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in params.items()) + "}"
-
-
-def show_layout(layout) -> str:
-    """'blocks (t, h, w blocks)': a name of MROPE_LAYOUTS with what it means."""
-    return f"{layout} ({MROPE_LAYOUTS[layout][1]})"
 
 
 def runs(axis_of_pair, names) -> str:
