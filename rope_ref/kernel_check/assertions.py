@@ -305,22 +305,15 @@ def _longrope_factor_set(spec, expected):
             f"long_factor is expected for lengths above original_max_position_embeddings = {L_train}")
 
 
-# ---- backward passes --------------------------------------------------------------------------------
-# The forward maps row r by R(r) = s * rotation by (offset + r) * theta_p in each pair (eq 34); its
-# vector-Jacobian product is g -> R(r)^T g, the inverse rotation.  So g -> vjp(x, g) is itself a rotary
-# embedding with every frequency negated: identify measures it like any forward kernel, the frequencies are
-# negated back and compared with the forward's expectations, with the same tolerances and the same report.
-
 def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int = 64,
                              phase_atol: float | None = None, max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES,
                              timeout: float | None = TIMEOUT, **expected) -> RopeSpec:
     """Raise AssertionError naming every way the backward pass ``vjp`` differs from that of the RoPE expected.
 
     ``vjp(x, g) -> dx``: x and g ``(seq, d)``, dx the gradient of ``sum(fn(x) * g)`` with respect to x (e.g.
-    ``torch.autograd.grad((fn(x) * g).sum(), x)[0]``): the inverse rotation of g (docs/identify_internals.md,
-    "The checks built on it").  The other arguments and the expectations are those of
-    :func:`assert_rope_matches`, of the forward pass.  Returns the :class:`RopeSpec` of the forward rotation
-    the backward implies.
+    ``torch.autograd.grad((fn(x) * g).sum(), x)[0]``): R(r)^T g, the rotation of g by minus the angles of eq 34,
+    measured as a forward kernel (docs/identify_internals.md).  The other arguments and the expectations are
+    :func:`assert_rope_matches`' for the forward pass; returns the :class:`RopeSpec` of the forward it implies.
 
     >>> import rope_ref as rr, numpy as np
     >>> back = lambda x, g: rr.rotate(g, np.arange(len(g)), inv_freq=-rr.frequencies(8))
@@ -331,13 +324,10 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
                         f"{type(vjp).__name__}")
     d, expected = prepare_expected(d, config, expected, phase_atol)
     guarded = raising_as("vjp", vjp)
-    xs = {}
 
     def g_to_dx(g):
-        """The backward as a function of g alone, at one fixed random x per shape."""
-        if g.shape not in xs:
-            xs[g.shape] = np.random.default_rng(len(g)).standard_normal(g.shape)
-        return guarded(xs[g.shape].copy(), g)
+        """The backward as a function of g alone, at one fixed random x per length."""
+        return guarded(np.random.default_rng(len(g)).standard_normal(g.shape), g)
     back = _probe(g_to_dx, d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows, max_bytes=max_bytes,
                   timeout=timeout, name="vjp", argument="g")
     if not back.is_rope:

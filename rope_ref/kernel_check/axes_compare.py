@@ -23,11 +23,9 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
     """Every difference between what identify_axes found and what you expect, as readable lines ([] when all match).
 
     ``inv_freq``: the expected matrix (rotary_dim/2, axes), e.g. :func:`rope_ref.multiaxis.mrope_frequencies`,
-    agreeing within the spec's tolerance, FREQ_ULPS float32 roundings and ``rtol`` relative; when each pair
-    turns with one axis the section split, layout and axis of each pair are named first, and an axis with
-    every sign flipped.  ``phase_atol`` as for 1-D kernels.  ``position_shift``: the shift s_a fn adds to each
-    axis's positions (the pairs turned by sum_a F[j, a] s_a at position 0, as Qwen-Image's centred ids); by
-    default any rotation at position 0 is a difference."""
+    to the spec's tolerance, FREQ_ULPS float32 roundings and ``rtol`` relative.  ``phase_atol`` as for 1-D
+    kernels.  ``position_shift``: the shift s_a fn adds to each axis's positions (pair j turned by
+    sum_a F[j, a] s_a at position 0, as Qwen-Image's centred ids); by default a rotation at 0 is a difference."""
     if not isinstance(spec, AxesSpec):
         raise TypeError(f"spec must be an AxesSpec (from identify_axes), got {type(spec).__name__}")
     if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) or not 0 <= rtol < 1:
@@ -152,11 +150,9 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
                       max_position: int = MAX_POSITION, axis_names=None, max_bytes: int = MAX_BYTES,
                       timeout: float | None = TIMEOUT) -> AxesSpec:
     """Raise AssertionError (:class:`~rope_ref.kernel_check.RopeMismatch`) naming every way the multi-axis kernel
-    ``fn(x, positions)`` (called as by :func:`~.axes_probe.identify_axes`) differs from what you expect
+    ``fn(x, positions)`` (as for :func:`~.axes_probe.identify_axes`) differs from what you expect
     (:func:`compare_axes`); return the :class:`AxesSpec` when all match.  Expect ``inv_freq`` or, for M-RoPE,
-    ``sections`` (a config's mrope_section) with ``layout`` (a name of MROPE_LAYOUTS) and ``base`` (default
-    10000): :func:`rope_ref.multiaxis.mrope_frequencies` over rotary_dim (default d); ``position_shift`` the
-    shift fn adds to each axis (default: none).  fn's own exceptions are re-raised as ``KernelRaised``."""
+    ``sections`` (mrope_section) with ``layout`` (a name of MROPE_LAYOUTS) and ``base`` (default 10000)."""
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
     if inv_freq is None and sections is None and (layout is not None or base is not None):

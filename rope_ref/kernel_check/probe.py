@@ -157,16 +157,13 @@ def check_sizes(seq, d, max_bytes, max_rows=None):
     """The arrays identify would hold (seq x d x d float64; max_rows x d for one call) against max_bytes, before
     anything is allocated or fn is called."""
     max_bytes = check_positive_int(max_bytes, "max_bytes")
-    sizes = [(8 * seq * d * d, f"seq={seq} and d={d} need seq x d x d float64 (the matrix of every row)",
-              "a smaller seq (the default 64 is enough)")]
-    if max_rows is not None:
-        sizes.append((8 * max_rows * d, f"max_rows={max_rows} and d={d} need max_rows x d float64 for one call",
-                      "a smaller max_rows"))
-    for size, what, fix in sizes:
+    for size, what, fix in ((8 * seq * d * d, f"seq={seq} and d={d} need seq x d x d float64 (the matrix of every "
+                             "row)", "a smaller seq (the default 64 is enough)"),
+                            (8 * (max_rows or 0) * d, f"max_rows={max_rows} and d={d} need max_rows x d float64 "
+                             "for one call", "a smaller max_rows")):
         if size > max_bytes:
             raise ValueError(f"{what}: {format_bytes(size, 4, exact=False)}, above max_bytes={max_bytes} "
-                             f"({format_bytes(max_bytes, 4, exact=False)}); "
-                             f"pass {fix}, or a larger max_bytes")
+                             f"({format_bytes(max_bytes, 4, exact=False)}); pass {fix}, or a larger max_bytes")
 
 
 def _shape_hint(got, want):
