@@ -56,8 +56,9 @@ class Caller:
         kind, out = self._outcome(x)
         if kind == "raised" and isinstance(out, Exception):       # SystemExit, KeyboardInterrupt: as raised
             out.add_note(f"(raised by {self.name} when rope_ref.identify called it with {what}, shape {x.shape}{hint})"
-                         if self.positions is None else f"(fn raised this when rope_ref identify_axes called it with "
-                         f"{what}: x of shape {x.shape}, positions of shape {self.positions.shape}{hint})")
+                         if self.positions is None else
+                         f"(fn raised this when rope_ref identify_axes called it with {what}: x of shape {x.shape}, "
+                         f"positions of shape {self.positions.shape}{hint})")
         if kind == "raised":
             raise out
         if kind == "running":
