@@ -16,11 +16,11 @@ from ..forms import frequencies
 from ..hf_config import from_hf_config
 from ..scaling import scaled_inv_freq
 from .analyse import probe_one_axis
-from .axes_compare import assert_axes_match
+from .axes_compare import FLOAT32_RTOL, assert_axes_match
 from .mismatch import KernelRaised, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
 from .naming import ROUNDING_TYPES, geometric_base, method_kwargs, rounded_to, scale_tol
 from .spec import AxesSpec, RopeSpec, show_number, show_params
-from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS, TIMEOUT
+from .tolerances import MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS, TIMEOUT
 
 _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
               "inv_freq")
@@ -167,7 +167,7 @@ def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> l
                      for k in ("factor", "max_position_embeddings") if expected.get(k, spec.rope_params[k])
                      != spec.rope_params[k]]
     want_scale = expected.get("norm_scale", want_scale)
-    scale_rtol = max(scale_tol(spec), FREQ_ULPS * 2.0**-24)   # the expected factor may be a float32 one
+    scale_rtol = max(scale_tol(spec), FLOAT32_RTOL)          # the expected factor may be a float32 one
     if want_scale is not None and abs(spec.norm_scale / want_scale - 1) > scale_rtol:
         hint = " (attention factor not applied?)" if math.isclose(spec.norm_scale, 1.0, rel_tol=scale_rtol) else ""
         problems.append(f"norm_scale: expected {want_scale:.6g}, found {spec.norm_scale:.6g}{hint}")
