@@ -13,10 +13,11 @@ import pytest
 
 import rope_ref as rr
 from rope_ref import multiaxis
-from rope_ref.kernel_check import analyse, assertions, axes_compare, axes_probe, axes_spec
+from rope_ref.kernel_check import analyse, assertions, axes_compare, axes_probe
+from rope_ref.kernel_check import spec as spec_module
 from rope_ref.kernel_check.axes_compare import assert_axes_match, compare_axes
 from rope_ref.kernel_check.axes_probe import identify_axes, min_rows
-from rope_ref.kernel_check.axes_spec import AxesSpec
+from rope_ref.kernel_check.spec import AxesSpec
 from rope_ref.multiaxis import blocks_assignment, interleaved_assignment
 
 
@@ -615,7 +616,7 @@ def test_stateful_fn_refused():
         identify_axes(fn, 128, 3)
 
 
-@pytest.mark.parametrize("module", [axes_probe, axes_spec, axes_compare, analyse, assertions],
+@pytest.mark.parametrize("module", [axes_probe, spec_module, axes_compare, analyse, assertions],
                          ids=lambda m: m.__name__)
 def test_docstring_examples_run(module):
     # identify(fn, d, axes=3) and assert_rope_matches(fn, d, axes=3, ...) in analyse / assertions

@@ -11,8 +11,7 @@ from .._validate import check_base, check_positive_int
 from ..forms import frequencies, wrap_angle
 from .angles import (angle_precision, fit_rows, freq_tol, locate, refit_absolute, rounded_positions, rows_needed,
                      table_end, uneven_steps)
-from .axes_probe import identify_axes
-from .axes_spec import MAX_POSITION, AxesSpec
+from .axes_probe import MAX_POSITION, AxesSpec, identify_axes
 from .naming import describe_frequencies, log_fit, method_frequencies
 from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
 from .spec import RopeSpec, not_rope, show_number

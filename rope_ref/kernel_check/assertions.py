@@ -16,19 +16,20 @@ from ..forms import frequencies
 from ..hf_config import from_hf_config
 from ..scaling import scaled_inv_freq
 from .analyse import probe_one_axis
-from .axes_compare import AXES_KEYS, assert_axes_match, expected_from_config
-from .axes_spec import AxesSpec
+from .axes_compare import FLOAT32_RTOL, assert_axes_match
 from .mismatch import KernelRaised, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
 from .naming import ROUNDING_TYPES, geometric_base, method_kwargs, rounded_to, scale_tol
-from .spec import RopeSpec, show_number, show_params
-from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS, TIMEOUT
+from .spec import AxesSpec, RopeSpec, show_number, show_params
+from .tolerances import MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS, TIMEOUT
 
 _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
               "inv_freq")
-
-
 #: Every parameter a scaling method takes (scaling's one schema), and the length dynamic/longrope are measured at.
 _PARAM_KEYS = tuple(sorted(scaling.METHOD_PARAM_KEYS | {"seq_len"}))
+#: What assert_rope_matches(axes=...) may be told to expect, and how to probe: assert_axes_match's keywords.
+_AXES_KEYS = ("inv_freq", "sections", "layout", "base", "pairing", "rotary_dim", "rotary_start", "norm_scale", "rtol",
+              "position_shift", "max_position", "axis_names", "seed")
+_CONFIG_ATTRIBUTES = ("head_dim", "rotary_dim", "pairing", "base", "rope_type", "params", "attention_factor")
 
 
 def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | None = None, seq: int = 64,
@@ -37,23 +38,18 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     """Raise AssertionError (:class:`RopeMismatch`) naming every property in which ``fn`` differs from
     ``expected``; return the :class:`RopeSpec` when all match.
 
-    ``fn(x) -> y`` as for :func:`identify` (``max_rows``, ``max_bytes``, ``timeout`` as there).  ``expected`` may hold
-    ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0), ``output_pairing`` (default None: pairs written
-    back in place; "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``,
-    ``rope_type``, ``inv_freq`` and the parameters of ``rope_type`` (``factor``, ..., and ``seq_len`` for
-    dynamic/longrope, by default last position + 1 as ``RopeConfig.rotate``).  ``config``: a ``config.json``
-    (dict or path, read with ``rope_ref.from_hf_config``) or a ``RopeConfig``-like object: ``d`` and the
-    expectations come from it (explicit keywords win), with ``offset=0`` unless given (``offset=None`` skips
-    it).  Frequencies are compared to the precision identify measured; angles must behave like float32 or
-    better, or deviate from (offset + row) * theta by at most ``phase_atol`` radians.  An exception raised
-    inside ``fn`` is re-raised as ``KernelRaised`` ("fn raised ...", with which call and what to try), never
-    reported as a mismatch.
+    ``fn(x) -> y`` as for :func:`identify` (``max_rows``, ``max_bytes``, ``timeout`` as there).  ``expected``:
+    ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0), ``output_pairing`` (default None: in place;
+    "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``, ``rope_type``,
+    ``inv_freq`` and the parameters of ``rope_type`` (``seq_len`` for dynamic/longrope: by default last
+    position + 1).  ``config``: a ``config.json`` (dict or path) or a ``RopeConfig``-like object giving ``d``
+    and the expectations (keywords win; ``offset=0`` unless given, ``offset=None`` skips it).  Angles must
+    behave like float32 or better, or deviate from (offset + row) * theta by at most ``phase_atol`` radians.
+    An exception raised inside ``fn`` is re-raised as ``KernelRaised``, never reported as a mismatch.
 
-    A multi-axis ``config`` (M-RoPE) or ``axes=A`` compares ``fn(x, positions)`` with
-    :func:`~.axes_compare.assert_axes_match` (expect ``inv_freq=`` (rotary_dim/2, A), or ``sections=`` with
-    ``layout=`` and ``base=``, and ``position_shift=`` (A,) for shifted or centred ids; ``offset``,
-    ``rope_type`` and ``max_rows`` are TypeErrors there) and returns
-    the :class:`AxesSpec`.  A text-only kernel ``fn(x)`` is checked with the config's 1-D values instead.
+    A multi-axis ``config`` (M-RoPE) or ``axes=A`` checks ``fn(x, positions)`` with
+    :func:`~.axes_compare.assert_axes_match` (its keywords, not ``offset``, ``rope_type`` or ``max_rows``) and
+    returns the :class:`AxesSpec`.
 
     >>> import rope_ref as rr, numpy as np
     >>> spec = rr.assert_rope_matches(lambda x: rr.rotate(x, np.arange(len(x)) + 5.0), 8, offset=5, base=1e4)
@@ -66,13 +62,8 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
         if max_rows is not None:
             raise TypeError("max_rows= is for 1-D kernels fn(x); a multi-axis kernel is probed on seq rows: pass "
                             "max_position= (the largest position it accepts) instead")
-        check_keywords(expected, AXES_KEYS, "assert_rope_matches() of a multi-axis kernel")
-        if config is not None:
-            expected = expected_from_config(config, axes, expected)
-            axes = config.axes
-            d = config.head_dim if d is None else d
-        if d is None:
-            raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
+        check_keywords(expected, _AXES_KEYS, "assert_rope_matches() of a multi-axis kernel")
+        d, axes, expected = _from_config(config, d, axes, expected)
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, max_bytes=max_bytes,
                                  timeout=timeout, **expected)
     d, expected = prepare_expected(d, config, expected, phase_atol)
@@ -87,8 +78,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
 
 
 def _probe(fn, d, **probing):
-    """identify's 1-D probe, with the notes of an error raised inside the function under test (which call, what
-    to try: a kernel written for (batch, heads, seq, d)) in its message, where str(err) shows them."""
+    """identify's 1-D probe; the notes of an error fn raised (which call, what to try) go into its message."""
     try:
         return probe_one_axis(fn, d, **probing)
     except KernelRaised as err:
@@ -109,12 +99,45 @@ def prepare_expected(d, config, expected, phase_atol):
     if getattr(config, "axes", None):
         raise ValueError(f"config is multi-axis RoPE ({config.axes} position axes: M-RoPE): backward passes are "
                          "checked for 1-D RoPE only")
-    if config is not None:
-        d, expected = _from_config(config, d, expected)
-    if d is None:
-        raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
+    d, _, expected = _from_config(config, d, None, expected)
     check_expected(expected, phase_atol)
     return d, expected
+
+
+def _from_config(config, d, axes, expected):
+    """(d, axes, expectations) from a RopeConfig-like object (None: as given); keywords win.  1-D: row 0 at
+    position 0 unless ``offset`` is given; multi-axis: the config's matrix unless inv_freq/sections/layout/base."""
+    if config is not None:
+        missing = [n for n in _CONFIG_ATTRIBUTES if not hasattr(config, n)]
+        if missing:
+            raise TypeError(f"config must be a model's config.json (a dict or a path, as rope_ref.from_hf_config "
+                            f"reads) or a RopeConfig (rope_ref.from_hf_config) or have its attributes; "
+                            f"{type(config).__name__} lacks {missing}")
+        config_axes = getattr(config, "axes", None)
+        if axes is not None and not config_axes:
+            raise ValueError(f"axes={axes!r} with a config whose RoPE has one position per row (1-D): leave axes= "
+                             "out to check fn(x) against it")
+        if config_axes and axes not in (None, config_axes):
+            raise ValueError(f"axes={axes!r} disagrees with config, whose RoPE has {config.axes} position axes "
+                             "(M-RoPE: t, h, w); leave axes= out with config=")
+        if config_axes and getattr(config, "output_pairing", None) is not None:
+            raise ValueError(f"config writes its pairs in {config.output_pairing} layout (output_pairing): "
+                             "multi-axis probing follows pairs written back in place only")
+        want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor,
+                    rotary_start=getattr(config, "rotary_start", 0))
+        if config_axes:
+            if not {"inv_freq", "sections", "layout", "base"} & set(expected):
+                want["inv_freq"] = config.inv_freq()
+        else:
+            want.update(base=config.base, offset=0, output_pairing=getattr(config, "output_pairing", None))
+            if "rope_type" not in expected and "inv_freq" not in expected:
+                want.update(rope_type=config.rope_type, **dict(config.params))
+                if getattr(config, "clockwise", False):          # NanoChat: the config's negative frequencies
+                    want["inv_freq"] = config.inv_freq()
+        d, axes, expected = (config.head_dim if d is None else d), config_axes, {**want, **expected}
+    if d is None:
+        raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
+    return d, axes, expected
 
 
 def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> list:
@@ -138,83 +161,52 @@ def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> l
                         f"beyond it are {spec.table_end[1]} (see the note): every position needs its own row")
     want_freqs, want_scale = _expected_frequencies(expected, spec)
     freq_problems = [] if want_freqs is None else _compare_frequencies(want_freqs, spec, expected, whose)
-    if freq_problems and expected.get("rope_type") == spec.rope_type == "dynamic":   # name the parameter
-        freq_problems += [f"{k}: expected {show_number(expected[k])}, found {show_number(spec.rope_params[k])}"
-                          for k in ("factor", "max_position_embeddings") if expected.get(k, spec.rope_params[k])
-                          != spec.rope_params[k]]
     problems += freq_problems
+    if freq_problems and expected.get("rope_type") == spec.rope_type == "dynamic":   # name the parameter
+        problems += [f"{k}: expected {show_number(expected[k])}, found {show_number(spec.rope_params[k])}"
+                     for k in ("factor", "max_position_embeddings") if expected.get(k, spec.rope_params[k])
+                     != spec.rope_params[k]]
     want_scale = expected.get("norm_scale", want_scale)
-    scale_rtol = max(scale_tol(spec), FREQ_ULPS * 2.0**-24)   # the expected factor may be a float32 one
+    scale_rtol = max(scale_tol(spec), FLOAT32_RTOL)          # the expected factor may be a float32 one
     if want_scale is not None and abs(spec.norm_scale / want_scale - 1) > scale_rtol:
         hint = " (attention factor not applied?)" if math.isclose(spec.norm_scale, 1.0, rel_tol=scale_rtol) else ""
         problems.append(f"norm_scale: expected {want_scale:.6g}, found {spec.norm_scale:.6g}{hint}")
-    if "rope_type" in expected and want_freqs is None and expected["rope_type"] != spec.rope_type:
-        problems.append(f"rope_type: expected {expected['rope_type']}, found {spec.rope_type} "
-                        f"{show_params(spec.rope_params)}")
     if spec.stateful:
         problems.append(f"state: {what} keeps state between calls (its output for the same input changed after "
                         "calls on more rows): its frequencies at one length depend on the calls before")
-    problems += precision_problems(spec, phase_atol, "(offset + row) * theta",
-                                   f"they come with norm errors up to {spec.scale_error:.2g}: cos/sin or the output "
-                                   "rounded to a 16-bit type (cos.to(x.dtype)?); pass phase_atol= to accept that "
-                                   "precision", "compute angles in float32 or better")
-    return problems
-
-
-def _from_config(config, d, expected):
-    """Expectations from a config.json (dict or path, read with from_hf_config) or a RopeConfig-like object
-    (duck-typed); row 0 at position 0 unless ``offset`` is given; explicit keywords win."""
-    names = ("head_dim", "rotary_dim", "pairing", "base", "rope_type", "params", "attention_factor")
-    missing = [n for n in names if not hasattr(config, n)]
-    if missing:
-        raise TypeError(f"config must be a model's config.json (a dict or a path, as rope_ref.from_hf_config reads) "
-                        f"or a RopeConfig (rope_ref.from_hf_config) or have its attributes; "
-                        f"{type(config).__name__} lacks {missing}")
-    want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, base=config.base,
-                norm_scale=config.attention_factor, offset=0)
-    want.update({k: getattr(config, k) for k in ("rotary_start", "output_pairing") if hasattr(config, k)})
-    if "rope_type" not in expected and "inv_freq" not in expected:
-        want.update(rope_type=config.rope_type, **dict(config.params))
-        if getattr(config, "clockwise", False):          # NanoChat: the config's negative frequencies
-            want["inv_freq"] = config.inv_freq()
-    want.update(expected)
-    return (config.head_dim if d is None else d), want
+    return problems + precision_problems(spec, phase_atol, "(offset + row) * theta",
+                                         f"they come with norm errors up to {spec.scale_error:.2g}: cos/sin or the "
+                                         "output rounded to a 16-bit type (cos.to(x.dtype)?); pass phase_atol= to "
+                                         "accept that precision", "compute angles in float32 or better")
 
 
 def _compare_offset(want, spec):
-    diff = spec.offset - want
-    alts = np.asarray(spec.offset_alternatives, float)
-    if np.any(np.abs(alts - want) <= max(SIGMAS * spec.offset_resolution, 1e-9)) and abs(diff) > 0:
-        return [f"offset: expected row 0 at position {show_number(float(want))}: it fits the angles, but so do "
-                f"{show_number(spec.offset)} (reported) and {len(spec.offset_alternatives) - 1} other offsets: not "
-                f"determined by these rotations (see the note)"]
-    if abs(diff) <= max(SIGMAS * spec.offset_resolution, 1e-9):
+    diff, within = spec.offset - want, max(SIGMAS * spec.offset_resolution, 1e-9)
+    expected = f"offset: expected row 0 at position {show_number(float(want))}"
+    if np.any(np.abs(np.asarray(spec.offset_alternatives, float) - want) <= within) and abs(diff) > 0:
+        return [f"{expected}: it fits the angles, but so do {show_number(spec.offset)} (reported) and "
+                f"{len(spec.offset_alternatives) - 1} other offsets: not determined by these rotations (see the note)"]
+    if abs(diff) <= within:
         if spec.offset_resolution <= OFFSET_SIGMA or want != round(want):
             return []
-        return [f"offset: expected row 0 at position {show_number(float(want))}, measured {spec.offset:.7g} +- "
-                f"{spec.offset_resolution:.2g}: not resolved to one position from {spec.rows} rows (pass a "
-                "larger max_rows if fn accepts more rows)"]
-    if spec.offset == 0:
-        why = " (kernel ignores its cache offset?)"
-    elif abs(abs(diff) - 1) <= max(SIGMAS * spec.offset_resolution, 1e-9):
-        why = " (positions off by one?)"
-    else:
-        why = f" (positions shifted by {show_number(diff)})"
-    return [f"offset: expected row 0 at position {show_number(float(want))}, found {show_number(spec.offset)}{why}"]
+        return [f"{expected}, measured {spec.offset:.7g} +- {spec.offset_resolution:.2g}: not resolved to one "
+                f"position from {spec.rows} rows (pass a larger max_rows if fn accepts more rows)"]
+    why = (" (kernel ignores its cache offset?)" if spec.offset == 0 else " (positions off by one?)"
+           if abs(abs(diff) - 1) <= within else f" (positions shifted by {show_number(diff)})")
+    return [f"{expected}, found {show_number(spec.offset)}{why}"]
 
 
 def _expected_frequencies(expected, spec):
+    """The expected frequencies and attention factor (None, None when nothing about them is expected)."""
     if "inv_freq" in expected:
         return np.asarray(expected["inv_freq"], float), None
     params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS}
     if "base" not in expected and "rope_type" not in expected and not params:
         return None, None
-    r = expected.get("rotary_dim", spec.rotary_dim)
     if expected.get("rope_type") in ("dynamic", "longrope") and "seq_len" not in params:
         params["seq_len"] = _measured_length(expected, spec)
-    freqs, att = scaled_inv_freq(r, expected.get("base", 10000.0),
-                                 rope_type=expected.get("rope_type", "default"), **params)
-    return freqs, att
+    return scaled_inv_freq(expected.get("rotary_dim", spec.rotary_dim), expected.get("base", 10000.0),
+                           rope_type=expected.get("rope_type", "default"), **params)
 
 
 def _measured_length(expected, spec):
@@ -224,13 +216,11 @@ def _measured_length(expected, spec):
 
 
 def _compare_frequencies(want, spec, expected, whose):
-    found = spec.inv_freq
+    found, tol = spec.inv_freq, spec.freq_tolerance
     if want.shape != found.shape:
         return [f"frequencies: expected {want.size} pairs, found {found.size}"]
-    tol = spec.freq_tolerance
     with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(want == 0, np.abs(found), np.abs(found / want - 1))
-    bad = np.flatnonzero(rel > tol)
+        bad = np.flatnonzero(np.where(want == 0, np.abs(found), np.abs(found / want - 1)) > tol)
     if bad.size == 0:
         return _told_apart(want, spec)
     msg = "frequencies: " + "; ".join(f"pair {p} expected {want[p]:.6g}, found {found[p]:.6g}" for p in bad[:3])
@@ -253,13 +243,13 @@ def _told_apart(want, spec):
     by pair: the kernel has the expected method's frequencies rounded to a 16-bit type (spec.frequency_defect)."""
     if not (spec.frequency_defect or "").startswith("rounded to "):
         return []
-    type_name = spec.frequency_defect.removeprefix("rounded to ")
     named, _ = scaled_inv_freq(spec.rotary_dim, spec.rope_params["base"], rope_type=spec.closest,
                                **method_kwargs(spec.rope_params))
     if named.shape != want.shape or not np.all(np.abs(named / want - 1) <= spec.freq_tolerance):
         return []
     return [f"frequencies: the expected ones {spec.frequency_defect}, told apart within each pair's tolerance (see "
-            f"the note): model.to(torch.{type_name}) rounds a module's inv_freq buffer; keep it in float32"]
+            f"the note): model.to(torch.{spec.frequency_defect.removeprefix('rounded to ')}) rounds a module's "
+            "inv_freq buffer; keep it in float32"]
 
 
 def _frequency_defect(found, want, expected, tol, whose):
@@ -289,30 +279,25 @@ def _frequency_defect(found, want, expected, tol, whose):
 def _kernel_named(spec):
     """What the kernel's own frequencies are, never the expectation passed to identify as base_hint."""
     theta = np.abs(spec.inv_freq)
-    r = spec.rotary_dim
     if len(theta) < 2 or not np.all(theta > 0):
         return f"the kernel: rope_type {spec.rope_type}"
-    tau = np.full(len(theta), spec.freq_tolerance)
-    base = geometric_base(theta, r, tau)
-    named = (f", named {spec.rope_type} {show_params(spec.rope_params)}" if spec.rope_type not in (None, "default")
-             else "")
-    if spec.frequency_defect:
-        named = f", named {spec.closest} {show_params(spec.rope_params)} with frequencies {spec.frequency_defect}"
+    base = geometric_base(theta, spec.rotary_dim, np.full(len(theta), spec.freq_tolerance))
+    named = "" if spec.rope_type in (None, "default") else (            # a frequency defect is named "custom"
+        f", named {spec.closest if spec.frequency_defect else spec.rope_type} {show_params(spec.rope_params)}"
+        + (f" with frequencies {spec.frequency_defect}" if spec.frequency_defect else ""))
     return f"the kernel's frequencies follow base {show_number(float(f'{base:.7g}'))} (leading pairs){named}"
 
 
 def _longrope_factor_set(spec, expected):
     """Which LongRoPE factor set the kernel uses at the length measured, and where the switch is expected."""
-    r = expected.get("rotary_dim", spec.rotary_dim)
-    base = expected.get("base", 10000.0)
     params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS and k != "seq_len"}
     L_train = params.get("original_max_position_embeddings") or params.get("max_position_embeddings")
     L = expected.get("seq_len") or _measured_length(expected, spec)
-    found, tol = spec.inv_freq, spec.freq_tolerance
-    sets = {}
+    found, sets = spec.inv_freq, {}
     for name, seq_len in (("short", 1), ("long", int(L_train) + 1)):
-        freqs, _ = scaled_inv_freq(r, base, rope_type="longrope", seq_len=seq_len, **params)
-        sets[name] = bool(freqs.shape == found.shape and np.all(np.abs(found / freqs - 1) <= tol))
+        freqs, _ = scaled_inv_freq(expected.get("rotary_dim", spec.rotary_dim), expected.get("base", 10000.0),
+                                   rope_type="longrope", seq_len=seq_len, **params)
+        sets[name] = bool(freqs.shape == found.shape and np.all(np.abs(found / freqs - 1) <= spec.freq_tolerance))
     uses = ("both (short_factor and long_factor agree)" if all(sets.values()) else
             "short_factor" if sets["short"] else "long_factor" if sets["long"] else "neither factor set")
     want = "long_factor" if L > L_train else "short_factor"
@@ -320,22 +305,15 @@ def _longrope_factor_set(spec, expected):
             f"long_factor is expected for lengths above original_max_position_embeddings = {L_train}")
 
 
-# ---- backward passes --------------------------------------------------------------------------------
-# The forward maps row r by R(r) = s * rotation by (offset + r) * theta_p in each pair (eq 34); its
-# vector-Jacobian product is g -> R(r)^T g, the inverse rotation.  So g -> vjp(x, g) is itself a rotary
-# embedding with every frequency negated: identify measures it like any forward kernel, the frequencies are
-# negated back and compared with the forward's expectations, with the same tolerances and the same report.
-
 def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int = 64,
                              phase_atol: float | None = None, max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES,
                              timeout: float | None = TIMEOUT, **expected) -> RopeSpec:
     """Raise AssertionError naming every way the backward pass ``vjp`` differs from that of the RoPE expected.
 
     ``vjp(x, g) -> dx``: x and g ``(seq, d)``, dx the gradient of ``sum(fn(x) * g)`` with respect to x (e.g.
-    ``torch.autograd.grad((fn(x) * g).sum(), x)[0]``): the inverse rotation of g (docs/identify_internals.md,
-    "The checks built on it").  The other arguments and the expectations are those of
-    :func:`assert_rope_matches`, of the forward pass.  Returns the :class:`RopeSpec` of the forward rotation
-    the backward implies.
+    ``torch.autograd.grad((fn(x) * g).sum(), x)[0]``): R(r)^T g, the rotation of g by minus the angles of eq 34,
+    measured as a forward kernel (docs/identify_internals.md).  The other arguments and the expectations are
+    :func:`assert_rope_matches`' for the forward pass; returns the :class:`RopeSpec` of the forward it implies.
 
     >>> import rope_ref as rr, numpy as np
     >>> back = lambda x, g: rr.rotate(g, np.arange(len(g)), inv_freq=-rr.frequencies(8))
@@ -346,33 +324,24 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
                         f"{type(vjp).__name__}")
     d, expected = prepare_expected(d, config, expected, phase_atol)
     guarded = raising_as("vjp", vjp)
-    xs = {}
 
     def g_to_dx(g):
-        """The backward as a function of g alone, at one fixed random x per shape."""
-        if g.shape not in xs:
-            xs[g.shape] = np.random.default_rng(len(g)).standard_normal(g.shape)
-        return guarded(xs[g.shape].copy(), g)
+        """The backward as a function of g alone, at one fixed random x per length."""
+        return guarded(np.random.default_rng(len(g)).standard_normal(g.shape), g)
     back = _probe(g_to_dx, d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows, max_bytes=max_bytes,
                   timeout=timeout, name="vjp", argument="g")
     if not back.is_rope:
         raise RopeMismatch("", [f"backward: {back}"], back)
-    spec = _forward_of(back)
-    problems = compare(spec, expected, phase_atol, what="vjp")
-    problems = [_backward_words(p, back) for p in problems]
+    # the forward rotation whose vjp back is: every frequency negated (the names, from |theta|, stay)
+    spec = dataclasses.replace(back, inv_freq=-back.inv_freq, notes=[n for n in back.notes if "clockwise" not in n])
+    problems = [_backward_words(p) for p in compare(spec, expected, phase_atol, what="vjp")]
     if problems:
         raise RopeMismatch("RoPE backward mismatch (vjp(x, g) should rotate g by minus the forward angles)",
                            problems, back, "identified backward, as a rotation of g")
     return spec
 
 
-def _forward_of(back: RopeSpec) -> RopeSpec:
-    """The forward rotation whose vjp ``back`` is: every frequency negated (the names, from |theta|, stay)."""
-    notes = [n for n in back.notes if "clockwise" not in n]
-    return dataclasses.replace(back, inv_freq=-back.inv_freq, notes=notes)
-
-
-def _backward_words(problem: str, back: RopeSpec) -> str:
+def _backward_words(problem: str) -> str:
     """A forward report line, said of the backward."""
     if "every sign flipped: rotation is clockwise" in problem:
         return (problem.replace("(every sign flipped: rotation is clockwise)",

@@ -9,16 +9,12 @@ import numpy as np
 
 from .._validate import check_finite, check_real_array, closest_name
 from ..multiaxis import MROPE_LAYOUTS, mrope_frequencies
-from .axes_probe import identify_axes
-from .axes_spec import MAX_POSITION, AxesSpec, classify, runs, show_shifts
+from .axes_probe import classify, identify_axes
 from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
-from .tolerances import FREQ_ULPS, MAX_BYTES, TIMEOUT
+from .spec import AxesSpec, runs, show_shifts
+from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_POSITION, TIMEOUT
 
-
-def _describe_layout(layout, axis, names):
-    if layout:
-        return f"{layout} ({MROPE_LAYOUTS[layout][1]})"
-    return f"neither blocks nor interleaved ({runs(axis, names)})"
+FLOAT32_RTOL = FREQ_ULPS * 2.0**-24      # the expected values may be float32 ones
 
 
 def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, rotary_dim: int | None = None,
@@ -27,34 +23,30 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
     """Every difference between what identify_axes found and what you expect, as readable lines ([] when all match).
 
     ``inv_freq``: the expected matrix (rotary_dim/2, axes), e.g. :func:`rope_ref.multiaxis.mrope_frequencies`,
-    agreeing within the spec's tolerance, FREQ_ULPS float32 roundings and ``rtol`` relative; when each pair
-    turns with one axis the section split, layout and axis of each pair are named first, and an axis with
-    every sign flipped.  ``phase_atol`` as for 1-D kernels.  ``position_shift``: the shift s_a fn adds to each
-    axis's positions (the pairs turned by sum_a F[j, a] s_a at position 0, as Qwen-Image's centred ids); by
-    default any rotation at position 0 is a difference."""
+    to the spec's tolerance, FREQ_ULPS float32 roundings and ``rtol`` relative.  ``phase_atol`` as for 1-D
+    kernels.  ``position_shift``: the shift s_a fn adds to each axis's positions (pair j turned by
+    sum_a F[j, a] s_a at position 0, as Qwen-Image's centred ids); by default a rotation at 0 is a difference."""
     if not isinstance(spec, AxesSpec):
         raise TypeError(f"spec must be an AxesSpec (from identify_axes), got {type(spec).__name__}")
     if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) or not 0 <= rtol < 1:
         raise ValueError(f"rtol must be a real number in [0, 1), got {rtol!r}")
     if not spec.is_rope:
-        return [f"not a rotary embedding: {spec.reason}"]
-    names = spec.axis_names
+        return [str(spec)]
     problems = layout_problems(spec, pairing, rotary_dim, rotary_start)
-    scale_tol = max(FREQ_ULPS * 2.0**-24, 2 * spec.scale_error)
-    if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > scale_tol:
+    if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > max(FLOAT32_RTOL, 2 * spec.scale_error):
         problems.append(f"norm_scale: expected {norm_scale:.6g}, found {spec.norm_scale:.6g}")
     if position_shift is not None:
         problems += _compare_shift(spec, _check_shift(position_shift, spec.axes))
     elif spec.rotated_at_zero:
-        why = (f"fn shifts the positions by {show_shifts(names, spec.position_shift)}" if spec.position_shift
-               else "positions shifted?")
+        why = (f"fn shifts the positions by {show_shifts(spec.axis_names, spec.position_shift)}"
+               if spec.position_shift else "positions shifted?")
         problems.append(f"rotation at position 0: expected none, found pairs turned by up to {spec.phase_at_zero:.3g} "
                         f"rad with every axis at 0 ({why})")
     if inv_freq is not None:
-        problems += _compare_matrix(spec, _check_matrix(inv_freq, spec.axes), rtol, names)
-    problems += precision_problems(spec, phase_atol, "sum_a F[j, a] p_a", "pass phase_atol= to accept that precision",
-                                   "compute angles in float32 or better, or pass phase_atol= to accept that precision")
-    return problems
+        problems += _compare_matrix(spec, _check_matrix(inv_freq, spec.axes), max(rtol, FLOAT32_RTOL))
+    return problems + precision_problems(spec, phase_atol, "sum_a F[j, a] p_a",
+                                         "pass phase_atol= to accept that precision", "compute angles in float32 "
+                                         "or better, or pass phase_atol= to accept that precision")
 
 
 def _check_shift(want, axes):
@@ -67,14 +59,14 @@ def _check_shift(want, axes):
 
 def _compare_shift(spec, want):
     found = spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
-    names, shown = spec.axis_names, show_shifts(spec.axis_names, want)
+    shown = show_shifts(spec.axis_names, want)
     if found is None:
         return [f"position_shift: expected {shown}, found pairs turned by up to {spec.phase_at_zero:.3g} rad at "
                 "position 0 that no shift of the positions explains"]
     if np.all(np.abs(np.subtract(found, want)) <= spec.shift_tolerance):
         return []
     why = " (fn does not shift its positions: ids not centred?)" if not spec.rotated_at_zero else ""
-    return [f"position_shift: expected {shown}, found {show_shifts(names, found)}{why}"]
+    return [f"position_shift: expected {shown}, found {show_shifts(spec.axis_names, found)}{why}"]
 
 
 def _check_matrix(want, axes):
@@ -87,47 +79,44 @@ def _check_matrix(want, axes):
     return want
 
 
-def _compare_matrix(spec, want, rtol, names):
-    found = spec.inv_freq
+def _compare_matrix(spec, want, rtol):
+    """The frequency lines: when each pair turns with one axis, the section split, the layout, the form and the
+    axis of each pair, then the spectra whichever axis turns each pair; else entry by entry."""
+    found, names, pairs = spec.inv_freq, spec.axis_names, np.arange(len(want))
     if want.shape != found.shape:
         return [f"frequencies: expected a ({want.shape[0]}, {want.shape[1]}) matrix ({2 * want.shape[0]} rotated "
                 f"features), found ({found.shape[0]}, {found.shape[1]}) (rotary_dim {spec.rotary_dim})"]
-    tol = spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(want)
     form, axis, sections, layout = classify(want)
-    problems = []
-    if axis is not None and spec.axis_of_pair is None:
+    found_axis, problems = spec.axis_of_pair, []
+    if axis is not None and found_axis is None:
         j = int(np.flatnonzero((np.abs(found) > spec.freq_tolerance).sum(1) > 1)[0])
         drive = ", ".join(f"{names[a]} {found[j, a]:.4g}" for a in range(spec.axes)
                           if abs(found[j, a]) > spec.freq_tolerance[j, a])
         return [f"axes: expected each pair to turn with one axis ({form}), found pairs that turn with several: pair "
                 f"{j} with {drive} (found {spec.form})"]
     if axis is not None:
-        found_axis = spec.axis_of_pair
         if sections != spec.sections:
             problems.append(f"sections: kernel gives {'/'.join(names)} {'/'.join(map(str, spec.sections))} pairs, "
                             f"expected {'/'.join(map(str, sections))}")
         if form == "M-RoPE" and spec.form == "M-RoPE" and layout != spec.mrope_layout:
-            problems.append(f"layout: kernel's axes are {_describe_layout(spec.mrope_layout, found_axis, names)}, "
-                            f"expected {_describe_layout(layout, axis, names)}")
+            problems.append(f"layout: kernel's axes are {_layout(spec.mrope_layout, found_axis, names)}, "
+                            f"expected {_layout(layout, axis, names)}")
         elif form != spec.form:
             problems.append(f"form: expected {form}, found {spec.form} ({runs(found_axis, names)})")
         elif sections == spec.sections and not np.array_equal(axis, found_axis):
             problems.append(f"axis of each pair: kernel has {runs(found_axis, names)}, expected {runs(axis, names)}")
         if not np.array_equal(axis, found_axis):
-            # the spectra, whichever axis drives each pair
-            want_theta = np.abs(want[np.arange(len(want)), axis])
-            found_theta = np.abs(found[np.arange(len(found)), found_axis])
-            allowed = (spec.freq_tolerance[np.arange(len(found)), found_axis]
-                       + max(rtol, FREQ_ULPS * 2.0**-24) * want_theta)
+            want_theta, found_theta = np.abs(want[pairs, axis]), np.abs(found[pairs, found_axis])
+            allowed = spec.freq_tolerance[pairs, found_axis] + rtol * want_theta
             bad = np.flatnonzero(np.abs(found_theta - want_theta) > allowed)
             if bad.size:
                 problems.append("frequencies (whichever axis turns each pair): " + "; ".join(
                     f"pair {j} expected {want_theta[j]:.6g}, found {found_theta[j]:.6g}" for j in bad[:3])
                     + f"; {bad.size} of {len(want)} pairs differ")
             return problems
-    # Same zero pattern or dense: entry by entry, an axis with every sign flipped named first.
+    tol = spec.freq_tolerance + rtol * np.abs(want)
     bad = np.abs(found - want) > tol
-    for a in range(spec.axes):
+    for a in range(spec.axes):          # an axis with every sign flipped named first
         col = want[:, a] != 0
         if bad[:, a].any() and col.any() and np.all(np.abs(found[col, a] + want[col, a]) <= tol[col, a]):
             first = int(np.flatnonzero(col)[0])
@@ -137,25 +126,21 @@ def _compare_matrix(spec, want, rtol, names):
             bad[:, a] = False
     rows, cols = np.nonzero(bad)
     if rows.size:
+        fast = np.abs(want[rows, cols]) > np.pi       # the 1-D comparison says the same of such pairs
         problems.append("frequencies: " + "; ".join(
             f"pair {j} along {names[a]} expected {want[j, a]:.6g}, found {found[j, a]:.6g}"
-            for j, a in zip(rows[:3], cols[:3]))
-            + f"; {rows.size} of {want.size} entries differ" + _aliased(want[rows, cols]))
+            for j, a in zip(rows[:3], cols[:3])) + f"; {rows.size} of {want.size} entries differ" + (
+            f"; {int(fast.sum())} of them expected to turn by more than pi rad per position step (up to "
+            f"{np.abs(want[rows, cols]).max():.4g}): sampled at integer positions such a turn aliases to theta - 2 pi "
+            "k, so no measurement at those positions can check it; give fn positions closer together"
+            if fast.any() else ""))
     return problems
 
 
-def _aliased(want) -> str:
-    """Why expected frequencies above pi per step cannot be checked (the 1-D comparison says the same)."""
-    if not np.any(np.abs(want) > np.pi):
-        return ""
-    return (f"; {int(np.sum(np.abs(want) > np.pi))} of them expected to turn by more than pi rad per position step "
-            f"(up to {np.abs(want).max():.4g}): sampled at integer positions such a turn aliases to theta - 2 pi k, "
-            "so no measurement at those positions can check it; give fn positions closer together")
-
-
-#: What assert_axes_match and assert_rope_matches(axes=...) may be told to expect, and how to probe.
-AXES_KEYS = ("inv_freq", "sections", "layout", "base", "pairing", "rotary_dim", "rotary_start", "norm_scale", "rtol",
-             "position_shift", "max_position", "axis_names", "seed")
+def _layout(layout, axis, names) -> str:
+    if layout:
+        return f"{layout} ({MROPE_LAYOUTS[layout][1]})"
+    return f"neither blocks nor interleaved ({runs(axis, names)})"
 
 
 def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, layout: str | None = None,
@@ -165,11 +150,9 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
                       max_position: int = MAX_POSITION, axis_names=None, max_bytes: int = MAX_BYTES,
                       timeout: float | None = TIMEOUT) -> AxesSpec:
     """Raise AssertionError (:class:`~rope_ref.kernel_check.RopeMismatch`) naming every way the multi-axis kernel
-    ``fn(x, positions)`` (called as by :func:`~.axes_probe.identify_axes`) differs from what you expect
+    ``fn(x, positions)`` (as for :func:`~.axes_probe.identify_axes`) differs from what you expect
     (:func:`compare_axes`); return the :class:`AxesSpec` when all match.  Expect ``inv_freq`` or, for M-RoPE,
-    ``sections`` (a config's mrope_section) with ``layout`` (a name of MROPE_LAYOUTS) and ``base`` (default
-    10000): :func:`rope_ref.multiaxis.mrope_frequencies` over rotary_dim (default d); ``position_shift`` the
-    shift fn adds to each axis (default: none).  fn's own exceptions are re-raised as ``KernelRaised``."""
+    ``sections`` (mrope_section) with ``layout`` (a name of MROPE_LAYOUTS) and ``base`` (default 10000)."""
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
     if inv_freq is None and sections is None and (layout is not None or base is not None):
@@ -189,30 +172,8 @@ def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, la
                                      interleaved=layout or "blocks")
     spec = identify_axes(raising_as("fn", fn), d, axes, seq=seq, seed=seed, max_position=max_position,
                          axis_names=axis_names, max_bytes=max_bytes, timeout=timeout)
-    if not spec.is_rope:
-        raise RopeMismatch("", [str(spec)], spec)
     problems = compare_axes(spec, inv_freq, pairing=pairing, rotary_dim=rotary_dim, rotary_start=rotary_start,
                             norm_scale=norm_scale, rtol=rtol, phase_atol=phase_atol, position_shift=position_shift)
     if problems:
         raise RopeMismatch("multi-axis RoPE mismatch", problems, spec)
     return spec
-
-
-def expected_from_config(config, axes, expected) -> dict:
-    """assert_axes_match's expectations for a multi-axis ``config`` (a RopeConfig whose ``inv_freq()`` is a
-    ``(rotary_dim/2, A)`` matrix, e.g. M-RoPE): its matrix, pairing, rotary_dim, rotary_start and attention
-    factor; explicit keywords win (``sections=``/``layout=``/``base=``/``inv_freq=`` replace the matrix)."""
-    if not getattr(config, "axes", None):
-        raise ValueError(f"axes={axes!r} with a config whose RoPE has one position per row (1-D): leave axes= out "
-                         "to check fn(x) against it")
-    if axes is not None and axes != config.axes:
-        raise ValueError(f"axes={axes!r} disagrees with config, whose RoPE has {config.axes} position axes "
-                         "(M-RoPE: t, h, w); leave axes= out with config=")
-    if getattr(config, "output_pairing", None) is not None:
-        raise ValueError(f"config writes its pairs in {config.output_pairing} layout (output_pairing): multi-axis "
-                         "probing follows pairs written back in place only")
-    want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, rotary_start=getattr(config, "rotary_start", 0),
-                norm_scale=config.attention_factor)
-    if not any(k in expected for k in ("inv_freq", "sections", "layout", "base")):
-        want["inv_freq"] = config.inv_freq()
-    return {**want, **expected}

@@ -1,18 +1,22 @@
 """Black-box identification of a multi-axis RoPE kernel (M-RoPE, 2-D axial, RoPE-Mixed): the frequency matrix
-``F`` ``(rotary_dim/2, A)`` by which pair j turns ``sum_a F[j, a] * p_a`` (eq 34 per pair; 1-D RoPE is A = 1).
-The positions it calls ``fn(x, positions)`` with and the angle fits; how they work: docs/identify_internals.md.
-"""
+``F`` ``(rotary_dim/2, A)`` by which pair j turns ``sum_a F[j, a] * p_a`` (eq 34 per pair; 1-D RoPE is A = 1)
+and its naming (the axis of each pair, sections, M-RoPE layout, bases).  How: docs/identify_internals.md."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .._validate import check_positive_int
+from ..forms import wrap_angle
+from ..multiaxis import MROPE_LAYOUTS
 from .angles import angle_precision, line_through_zero, rounding_allowance
-from .axes_spec import DEFAULT_AXIS_NAMES, MAX_AXES, MAX_POSITION, AxesSpec, name_axes, show_shifts
+from .naming import _aliasing, geometric_base
 from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
-from .tolerances import FREQ_ULPS, MAX_BYTES, NOISE_ULPS, SIGMAS, TIMEOUT
+from .spec import AxesSpec, runs, show_shifts
+from .tolerances import FREQ_ULPS, MAX_AXES, MAX_BYTES, MAX_POSITION, NOISE_ULPS, SIGMAS, TIMEOUT
 
+#: Axis names shown when none are given: transformers' M-RoPE order (t, h, w) and a grid's (h, w).
+DEFAULT_AXIS_NAMES = {1: ("p",), 2: ("h", "w"), 3: ("t", "h", "w")}
 _FN_SHAPES = ("identify_axes calls fn(x, positions): x float64 of shape (seq, d), positions int64 of shape "
               "(axes, seq), row r at positions[:, r]; wrap a kernel taking torch (batch, heads, seq, d) and "
               "position ids (axes, batch, seq) as lambda x, p: kernel(torch.from_numpy(x)[None, None], "
@@ -27,7 +31,7 @@ def min_rows(axes: int) -> int:
 def _design(axes, seq, max_position, rng):
     """Positions (axes, seq) int64 and where each part of the design sits: row 0 at 0 on every axis; per axis,
     rows with that axis alone at 1, 2, ..., ``linear`` then geometrically on to max_position; the rest random
-    in 0..min(max_position, 63) on every axis (docs/identify_internals.md)."""
+    in 0..min(max_position, 63) on every axis."""
     n_mix = max(2, min(8, seq // 8))
     per_axis = (seq - 1 - n_mix) // axes
     linear = min(max(3, per_axis // 2), max_position)
@@ -70,15 +74,10 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
                   axis_names=None, max_bytes: int = MAX_BYTES, timeout: float | None = TIMEOUT) -> AxesSpec:
     """Measure the frequency matrix ``F`` ``(rotary_dim/2, axes)`` of a multi-axis RoPE kernel: an :class:`AxesSpec`.
 
-    ``fn(x, positions) -> y``: ``x`` float64 ``(seq, d)``, ``positions`` int64 ``(axes, seq)`` (row r at
-    positions[:, r]); ``y`` any real array of x's shape, row r rotated as at positions[:, r]; fn must depend on x
-    and positions alone.  Calls fn d + 5 times, always with the same positions, up to ``max_position`` on each
-    axis (the largest position fn accepts).  ``axis_names``: for the reports (default t/h/w for 3 axes, h/w
-    for 2); ``max_bytes`` and ``timeout`` as for :func:`rope_ref.identify`, which calls this with ``axes=``.
-    Positions fn shifts (Qwen-Image's centred ids: pair j turned by sum_a F[j, a] s_a at position 0) give
-    ``position_shift`` s.
-    ``is_rope`` is False, with the reason, when fn is not a rotation of pairs or its angles are not linear in the
-    positions (or alias: more than pi per step).
+    ``fn(x, positions) -> y``: ``x`` float64 ``(seq, d)``, ``positions`` int64 ``(axes, seq)``; ``y`` of x's shape,
+    row r rotated as at positions[:, r].  Calls fn d + 5 times, at positions up to ``max_position`` (the largest
+    fn accepts) on each axis; ``axis_names`` for the reports; ``max_bytes``, ``timeout`` as for
+    :func:`rope_ref.identify`.  Positions fn shifts (Qwen-Image's centred ids) give ``position_shift``.
 
     >>> import numpy as np
     >>> theta = 10000.0 ** (-np.arange(0, 8, 2) / 8)                        # 4 pairs, half pairing
@@ -96,10 +95,9 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     rng = np.random.default_rng(seed)
     positions, steps, linear, sweeps, mixed = _design(axes, seq, max_position, rng)
     call = Caller(fn, positions, timeout=timeout)
-    done = dict(axes=axes, axis_names=names, positions=positions)
     a, b = rng.standard_normal((2, seq, d))
     read = read_rotations(call, a, b, "; " + _FN_SHAPES + f"; is d={d} the width fn rotates?")
-    done["calls"] = call.calls
+    done = dict(axes=axes, axis_names=names, positions=positions, calls=call.calls)
     if isinstance(read, str):
         return AxesSpec(is_rope=False, reason=read, **done)
     structure = read[0]
@@ -110,7 +108,7 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     spec = AxesSpec(is_rope=True, pairing=structure.pairing, pairs=structure.pairs, rotary_dim=structure.rotary_dim,
                     rotary_start=structure.rotary_start, norm_scale=structure.norm_scale,
                     scale_error=structure.scale_error, notes=structure.notes, **done)
-    return _measure(spec, structure.cos, structure.sin, steps, linear, sweeps, mixed, call)
+    return _measure(spec, np.arctan2(structure.sin, structure.cos), steps, linear, sweeps, mixed, call)
 
 
 def _fit_axis(wrapped, steps, linear, unit, out_err):
@@ -127,37 +125,31 @@ def _fit_axis(wrapped, steps, linear, unit, out_err):
     for k in range(linear, n):
         pred = slope * p[k]
         spread = SIGMAS * sigma * p[k] + rounding_allowance(unit, pred, out_err)
-        turns = np.round((pred - wrapped[k]) / (2 * np.pi))
-        ang[k] = wrapped[k] + 2 * np.pi * turns
+        ang[k] = wrapped[k] + 2 * np.pi * np.round((pred - wrapped[k]) / (2 * np.pi))
         used[k] = spread < np.pi / 2
         slope, sigma, resid = line_through_zero(p, ang, used)
     return slope, np.maximum(sigma, 2.0**-52 * np.abs(slope)), resid, used
 
 
-def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
-    """Steps 2-4 on the blocks (cos, sin) ``(seq, pairs)`` read at the probe's positions: the frequency matrix, the
-    shift of the positions, the tolerances, the float type, the naming; or a not-RoPE spec when the angles are
-    not linear in the positions."""
-    positions, names, n_axes = spec.positions, spec.axis_names, spec.axes
-    unit = call.unit                                 # the coarsest rounding fn's output type explains
-    phase = np.arctan2(sin, cos)                     # (seq, pairs)
-    phase_at_zero = phase[0]
+def _measure(spec, phase, steps, linear, sweeps, mixed, call):
+    """The frequency matrix, the shift of the positions, the tolerances, the float type and the naming, from the
+    angles ``phase`` ``(seq, pairs)`` read at the probe's positions; or a not-RoPE spec when the angles are not
+    linear in the positions."""
+    names, unit = spec.axis_names, call.unit         # the coarsest rounding fn's output type explains
     # Rounding cos/sin or the output (a bfloat16 result handed back as float32) errs in a pair's angle and
     # norm alike; an angle relative to the base row's carries two such errors.
     out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
-    spec.phase_at_zero = float(np.abs(phase_at_zero).max())
-    fits = [_fit_axis(np.angle(np.exp(1j * (phase[rows] - phase_at_zero))), steps, linear, unit, out_err)
-            for rows in sweeps]
+    spec.phase_at_zero = float(np.abs(phase[0]).max())
+    fits = [_fit_axis(wrap_angle(phase[rows] - phase[0]), steps, linear, unit, out_err) for rows in sweeps]
     freqs = np.stack([fit[0] for fit in fits], axis=1)          # (pairs, axes)
     sigma = np.stack([fit[1] for fit in fits], axis=1)
     spec.rotated_at_zero = bool(spec.phase_at_zero > rounding_allowance(unit, 0.0, out_err / 2))
-    shift, spec.shift_tolerance = _shift(freqs, sigma, phase_at_zero, unit, out_err)
+    shift, spec.shift_tolerance = _shift(freqs, sigma, phase[0], unit, out_err)
     spec.position_shift = shift if spec.rotated_at_zero else None
     # Rounding errs with the absolute angle F (p + s), not the angle from position 0: a shift of 1000 positions
     # makes float32 angles err as at position 1000.  Unsolved, the angle at 0 is known modulo 2 pi only.
-    at_zero = np.abs(freqs @ spec.position_shift if spec.position_shift else phase_at_zero)
-    worst = []                                      # (excess over the allowance, message) of each check
-    resid_all, angle_all = [], []
+    at_zero = np.abs(freqs @ spec.position_shift if spec.position_shift else phase[0])
+    worst, resid_all, angle_all = [], [], []        # worst: (excess over the allowance, message) of each check
     for a, (_, _, resid, used) in enumerate(fits):
         angle = np.outer(steps, freqs[:, a])
         absolute = np.abs(angle) + 2 * at_zero             # |F (p + s)| + the base row's |F s|
@@ -177,15 +169,15 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
                 "unscaled, unshifted positions")))
         elif excess[k, j] > 0:
             worst.append((excess[k, j] / allow[k, j], (
-                f"along {names[a]} (the other axes at 0) pair {j} (features {spec.pairs[j]}) turns by "
-                f"{resid[k, j] + angle[k, j]:.7g} rad at {names[a]} = {steps[k]}, where the line through the "
-                f"other positions 0..{steps[used[:, j]].max()} gives {angle[k, j]:.7g} (off by "
+                f"not a rotation linear in positions: along {names[a]} (the other axes at 0) pair {j} (features "
+                f"{spec.pairs[j]}) turns by {resid[k, j] + angle[k, j]:.7g} rad at {names[a]} = {steps[k]}, where the "
+                f"line through the other positions 0..{steps[used[:, j]].max()} gives {angle[k, j]:.7g} (off by "
                 f"{abs(resid[k, j]):.2g} rad; {call.precision} rounding allows {allow[k, j]:.2g})")))
     # Rows at combinations of all axes: the angles must add up.
-    mixed_positions = positions[:, mixed].T.astype(float)      # (rows, axes)
+    mixed_positions = spec.positions[:, mixed].T.astype(float)  # (rows, axes)
     pred = mixed_positions @ freqs.T                            # (rows, pairs)
-    meas = phase[mixed] - phase_at_zero
-    resid = np.angle(np.exp(1j * (meas - pred)))
+    meas = phase[mixed] - phase[0]
+    resid = wrap_angle(meas - pred)
     terms = np.abs(mixed_positions) @ np.abs(freqs.T) + 2 * at_zero
     allow = rounding_allowance(unit, terms, out_err) + SIGMAS * (mixed_positions @ sigma.T)
     excess = np.abs(resid) - allow
@@ -193,17 +185,13 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
     if excess[k, j] > 0:
         at = ", ".join(f"{n}={int(v)}" for n, v in zip(names, mixed_positions[k]))
         worst.append((excess[k, j] / allow[k, j], (
-            f"the angles are linear along each axis alone but do not add up across axes: at {at} pair {j} "
-            f"(features {spec.pairs[j]}) turns by {np.angle(np.exp(1j * meas[k, j])):.7g} rad, "
-            f"sum_a F[j, a] p_a gives {np.angle(np.exp(1j * pred[k, j])):.7g} (mod 2 pi; off by "
-            f"{abs(resid[k, j]):.2g} rad, {call.precision} rounding allows {allow[k, j]:.2g})")))
+            f"not a rotation linear in positions: the angles are linear along each axis alone but do not add up "
+            f"across axes: at {at} pair {j} (features {spec.pairs[j]}) turns by {wrap_angle(meas[k, j]):.7g} rad, "
+            f"sum_a F[j, a] p_a gives {wrap_angle(pred[k, j]):.7g} (mod 2 pi; off by {abs(resid[k, j]):.2g} rad, "
+            f"{call.precision} rounding allows {allow[k, j]:.2g})")))
     if worst:
-        worst.sort(key=lambda w: -w[0])
-        reason = worst[0][1]
-        if not reason.startswith("the angles alias"):
-            reason = "not a rotation linear in positions: " + reason
-        return AxesSpec(is_rope=False, reason=reason, axes=n_axes,
-                        axis_names=names, positions=positions, calls=spec.calls, notes=spec.notes)
+        return AxesSpec(is_rope=False, reason=max(worst, key=lambda w: w[0])[1], axes=spec.axes,
+                        axis_names=names, positions=spec.positions, calls=spec.calls, notes=spec.notes)
     resid_all = np.concatenate([*resid_all, resid.ravel()])
     angle_all = np.concatenate([*angle_all, terms.ravel()])
     spec.phase_error = float(np.abs(resid_all).max()) if resid_all.size else 0.0
@@ -216,12 +204,12 @@ def _measure(spec, cos, sin, steps, linear, sweeps, mixed, call):
     bias = out_err * pu.sum(0) / (pu * pu).sum(0)   # the most an error out_err at every point moves a slope
     spec.inv_freq, spec.freq_sigma = freqs, sigma
     spec.freq_tolerance = SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs) + bias
-    name_axes(spec, nonzero=np.abs(freqs) > SIGMAS * sigma)
+    _name_axes(spec, nonzero=np.abs(freqs) > SIGMAS * sigma)
     if spec.rotated_at_zero:
-        j = int(np.argmax(np.abs(phase_at_zero)))
-        why = ("fn shifts the positions by " + show_shifts(spec.axis_names, spec.position_shift)
-               if spec.position_shift else "are its positions shifted?")
-        spec.notes.append(f"at position 0 on every axis fn already turns pair {j} by {phase_at_zero[j]:.6g} rad "
+        j = int(np.argmax(np.abs(phase[0])))
+        why = ("fn shifts the positions by " + show_shifts(names, spec.position_shift) if spec.position_shift
+               else "are its positions shifted?")
+        spec.notes.append(f"at position 0 on every axis fn already turns pair {j} by {phase[0, j]:.6g} rad "
                           f"(up to {spec.phase_at_zero:.2g} rad over the pairs): {why}; the frequencies are measured "
                           "from that rotation")
     return spec
@@ -253,6 +241,68 @@ def _shift(freqs, sigma, phase_at_zero, unit, out_err):
     tolerance = np.abs(np.linalg.pinv(freqs)) @ allow
     near = np.round(shift)
     shift = np.where((np.abs(shift - near) <= tolerance) & (tolerance < 0.5), near, shift)
-    miss = np.angle(np.exp(1j * (freqs @ shift - phase_at_zero)))
-    fits = bool(np.all(np.abs(miss) <= allow))
+    fits = bool(np.all(np.abs(wrap_angle(freqs @ shift - phase_at_zero)) <= allow))
     return (tuple(float(s) for s in shift) if fits else None), tuple(float(t) for t in tolerance)
+
+
+def _rounded_base(theta, denominator, rtol):
+    """base with theta_k = base^(-k/denominator) for k = 0.. (eq 15; theta_0 = 1), when every |theta_k| fits it
+    within ``rtol`` (relative, per pair): :func:`.naming.geometric_base`'s fit, to the fewest significant digits
+    that still fit every pair."""
+    theta, rtol = np.abs(np.asarray(theta, float)), np.maximum(rtol, 4 * FREQ_ULPS * 2.0**-24)
+    if theta.size < 2 or not np.all(theta > 0) or np.any(np.abs(theta[0] - 1) > rtol[0]):
+        return None
+    base = geometric_base(theta, 2 * denominator, rtol)
+    k = np.arange(theta.size)
+    return next((nice for nice in (float(f"{base:.{digits}g}") for digits in range(1, 17))
+                 if np.all(np.abs(theta / nice ** (-k / denominator) - 1) <= rtol)), None)
+
+
+def classify(freqs, nonzero=None):
+    """(form, axis_of_pair, sections, mrope_layout) of a frequency matrix F (pairs, axes); entries where
+    ``nonzero`` is False (default: F == 0) count as zero."""
+    freqs = np.asarray(freqs, float)
+    nonzero = freqs != 0 if nonzero is None else nonzero
+    if not np.all(nonzero.sum(1) == 1):
+        return "mixed", None, None, None
+    axis = np.argmax(nonzero, axis=1)
+    sections = tuple(int(n) for n in np.bincount(axis, minlength=freqs.shape[1]))
+    if sum(n > 0 for n in sections) == 1:
+        return "1-D", axis, sections, None
+    if not np.all(np.diff(np.abs(freqs[np.arange(len(axis)), axis])) < 0):
+        return "axial", axis, sections, None
+    layout = next((name for name, (assign_axes, _) in MROPE_LAYOUTS.items()
+                   if np.array_equal(axis, assign_axes(sections))), None)
+    return "M-RoPE", axis, sections, layout
+
+
+def _name_axes(spec, nonzero):
+    """The form, sections, layout and bases of ``spec.inv_freq`` on ``spec``, with notes on unknown layouts,
+    ignored axes, aliasing and clockwise axes."""
+    freqs, names, axes = spec.inv_freq, spec.axis_names, range(spec.axes)
+    spec.form, axis, spec.sections, spec.mrope_layout = classify(freqs, nonzero)
+    spec.axis_of_pair = axis
+    if spec.form in ("1-D", "M-RoPE"):
+        theta = np.abs(freqs[np.arange(len(freqs)), axis])
+        spec.base = _rounded_base(theta, spec.rotary_dim / 2, spec.freq_tolerance[np.arange(len(freqs)), axis] / theta)
+        if spec.form == "M-RoPE" and spec.mrope_layout is None:
+            spec.notes.append(f"each pair turns with one axis and the pairs share one spectrum, but the axes are "
+                              f"laid out in none of the known layouts {tuple(MROPE_LAYOUTS)}: {runs(axis, names)}")
+    elif spec.form == "axial":
+        rel = spec.freq_tolerance / np.maximum(np.abs(freqs), 1e-300)
+        spec.axis_bases = tuple(_rounded_base(freqs[axis == a, a], spec.sections[a], rel[axis == a, a])
+                                if spec.sections[a] else None for a in axes)
+    if axis is not None:
+        unused = [names[a] for a in axes if spec.sections[a] == 0]
+        if unused:
+            spec.notes.append(f"no pair turns with {', '.join(unused)}: fn ignores "
+                              f"{'that axis' if len(unused) == 1 else 'those axes'}")
+        # the 1-D probe's aliasing note, rows one step apart along an axis
+        aliased = {names[a]: note for a in axes if spec.sections[a] and (note := _aliasing(freqs[axis == a, a]))}
+        if aliased:
+            spec.notes.append(f"along {', '.join(aliased)} (pairs counted within the axis): "
+                              f"{next(iter(aliased.values()))}")
+    flipped = [names[a] for a in axes if np.any(freqs[:, a] < 0) and not np.any(freqs[:, a] > 0)]
+    if flipped:
+        spec.notes.append(f"every frequency along {', '.join(flipped)} is negative: the kernel turns clockwise in "
+                          f"{'that axis' if len(flipped) == 1 else 'those axes'} (eq 34 turns counter-clockwise)")

@@ -39,18 +39,11 @@ def to_array(out, name="fn"):
     return arr.astype(np.float64)
 
 
-def _float_type(out) -> str:
-    """The float type fn returned, as named in PRECISIONS (float32 for float32 and finer)."""
-    kind = str(getattr(out, "dtype", ""))
-    return "bfloat16" if "bfloat16" in kind else "float16" if "float16" in kind else "float32"
-
-
 class Caller:
-    """fn(x) -- or fn(x, positions) when ``positions`` (axes, seq) are given -- as float64 of x's shape, checked;
-    fn's own errors get a note saying which call.  Counts the calls, the most rows asked for (``longest``) and
-    the coarsest float type fn returned (``unit``, ``precision``; float32 at least).  With ``timeout`` (seconds
-    for all calls together) fn runs in a worker thread and a call still running at the deadline is a
-    TimeoutError; ``name``, ``argument``: what the errors call fn and the array it is given."""
+    """fn(x) -- or fn(x, positions) ``(axes, seq)`` -- as float64 of x's shape, checked, fn's own errors noted
+    with the call; counts the ``calls``, the most rows asked for (``longest``) and the coarsest float type fn
+    returned (``unit``, ``precision``).  ``timeout``: seconds for all calls together, fn in a worker thread;
+    ``name``, ``argument``: what the errors call fn and the array it is given."""
 
     def __init__(self, fn, positions=None, *, timeout=None, name="fn", argument="x"):
         self.fn, self.positions, self.name, self.argument, self.timeout = fn, positions, name, argument, timeout
@@ -61,15 +54,12 @@ class Caller:
 
     def __call__(self, x, what, hint=""):
         kind, out = self._outcome(x)
-        if kind == "raised" and not isinstance(out, Exception):
-            raise out                                     # SystemExit, KeyboardInterrupt: as raised
+        if kind == "raised" and isinstance(out, Exception):       # SystemExit, KeyboardInterrupt: as raised
+            out.add_note(f"(raised by {self.name} when rope_ref.identify called it with {what}, shape {x.shape}{hint})"
+                         if self.positions is None else
+                         f"(fn raised this when rope_ref identify_axes called it with {what}: x of shape {x.shape}, "
+                         f"positions of shape {self.positions.shape}{hint})")
         if kind == "raised":
-            if self.positions is None:
-                out.add_note(f"(raised by {self.name} when rope_ref.identify called it with {what}, shape "
-                             f"{x.shape}{hint})")
-            else:
-                out.add_note(f"(fn raised this when rope_ref identify_axes called it with {what}: x of shape "
-                             f"{x.shape}, positions of shape {self.positions.shape}{hint})")
             raise out
         if kind == "running":
             raise TimeoutError(f"identify's time limit of {self.timeout:g} s ran out while {self.name} was still "
@@ -79,7 +69,8 @@ class Caller:
                                "timeout= (seconds), or timeout=None for no limit")
         self.calls += 1
         self.longest = max(self.longest, len(x))
-        kind = _float_type(out)
+        kind = str(getattr(out, "dtype", ""))           # the float type fn returned, float32 for finer ones
+        kind = "bfloat16" if "bfloat16" in kind else "float16" if "float16" in kind else "float32"
         out = to_array(out, self.name)
         if out.shape != x.shape:
             raise ValueError(f"{self.name} must map {self.argument} of shape (seq, d) = {x.shape} to the same shape, "
@@ -89,9 +80,8 @@ class Caller:
             raise ValueError(f"{self.name} returned non-finite values (NaN or inf) for finite input ({what}, "
                              f"{self.argument} of shape {x.shape}{where}); a rotary embedding maps finite input to "
                              "finite output")
-        unit = dict(PRECISIONS)[kind]
-        if unit > self.unit:
-            self.unit, self.precision = unit, kind
+        if dict(PRECISIONS)[kind] > self.unit:
+            self.unit, self.precision = dict(PRECISIONS)[kind], kind
         return out
 
     def _outcome(self, x):
@@ -150,9 +140,8 @@ def read_rotations(call: Caller, a, b, hint):
 
 
 def check_probe_arguments(fn, d, seq, seed, timeout, min_seq, calling, why_min):
-    """(d, seq, seed, timeout) for either probe, each checked (``seed`` None or a non-negative integer, ``timeout``
-    None or positive seconds); ``seq`` at least ``min_seq`` rows (``why_min`` says why); ``calling``: how fn is
-    called."""
+    """(d, seq, seed, timeout) for either probe, each checked; ``seq`` at least ``min_seq`` rows (``why_min`` says
+    why); ``calling``: how fn is called."""
     if not callable(fn):
         raise TypeError(f"fn must be callable {calling}, got {fn!r} of type {type(fn).__name__}")
     d = check_d(d)
@@ -166,20 +155,16 @@ def check_probe_arguments(fn, d, seq, seed, timeout, min_seq, calling, why_min):
 
 
 def check_sizes(seq, d, max_bytes, max_rows=None):
-    """The arrays identify would hold, against max_bytes, before anything is allocated or fn is called:
-    seq x d x d float64 (the matrix of every row) and, when fn is asked for up to ``max_rows`` rows,
-    max_rows x d for one call."""
+    """The arrays identify would hold (seq x d x d float64; max_rows x d for one call) against max_bytes, before
+    anything is allocated or fn is called."""
     max_bytes = check_positive_int(max_bytes, "max_bytes")
-    sizes = [(8 * seq * d * d, f"seq={seq} and d={d} need seq x d x d float64 (the matrix of every row)",
-              "a smaller seq (the default 64 is enough)")]
-    if max_rows is not None:
-        sizes.append((8 * max_rows * d, f"max_rows={max_rows} and d={d} need max_rows x d float64 for one call",
-                      "a smaller max_rows"))
-    for size, what, fix in sizes:
+    for size, what, fix in ((8 * seq * d * d, f"seq={seq} and d={d} need seq x d x d float64 (the matrix of every "
+                             "row)", "a smaller seq (the default 64 is enough)"),
+                            (8 * (max_rows or 0) * d, f"max_rows={max_rows} and d={d} need max_rows x d float64 "
+                             "for one call", "a smaller max_rows")):
         if size > max_bytes:
             raise ValueError(f"{what}: {format_bytes(size, 4, exact=False)}, above max_bytes={max_bytes} "
-                             f"({format_bytes(max_bytes, 4, exact=False)}); "
-                             f"pass {fix}, or a larger max_bytes")
+                             f"({format_bytes(max_bytes, 4, exact=False)}); pass {fix}, or a larger max_bytes")
 
 
 def _shape_hint(got, want):

@@ -1,17 +1,21 @@
-"""What identify found: :class:`RopeSpec`, and how its numbers are displayed."""
+"""What the probes found: :class:`RopeSpec` (1-D kernels) and :class:`AxesSpec` (multi-axis ones), and how
+their numbers are displayed."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..multiaxis import MROPE_LAYOUTS
+
+
 @dataclass
 class ProbeSpec:
-    """What both probes report (:class:`RopeSpec` for 1-D kernels, :class:`~.axes_spec.AxesSpec` for multi-axis
-    ones).  ``is_rope`` False means the other fields are not meaningful; ``reason`` says why."""
+    """What both probes report.  ``is_rope`` False means the other fields are not meaningful; ``reason`` says why."""
 
     is_rope: bool
     reason: str = ""
@@ -27,6 +31,11 @@ class ProbeSpec:
     scale_error: float = 0.0            # max relative spread of the per-pair scale over rows
     notes: list = field(default_factory=list)
 
+    def __str__(self) -> str:
+        if not self.is_rope:
+            return f"not a {'1-D ' if getattr(self, 'multi_axis', False) else ''}rotary embedding: {self.reason}"
+        return "\n".join(self._lines() + [f"note: {n}" for n in self.notes])
+
 
 @dataclass
 class RopeSpec(ProbeSpec):
@@ -41,8 +50,7 @@ class RopeSpec(ProbeSpec):
     rope_type: str | None = None        # a rope_ref.ROPE_TYPES name, "custom", or None (too noisy)
     rope_params: dict = field(default_factory=dict)
     closest: str | None = None          # for "custom": the method whose parameters rope_params holds
-    frequency_defect: str | None = None  # for "custom": how the frequencies differ from closest's ("indexed from 1",
-                                         # "rounded to bfloat16" or "rounded to float16")
+    frequency_defect: str | None = None  # for "custom": "indexed from 1", "rounded to bfloat16" or "to float16"
     also: list = field(default_factory=list)  # other (rope_type, params) with the same frequencies (a note says so)
     fit_error: float | None = None      # max relative |theta_method / theta_measured - 1|
     freq_tolerance: float | None = None  # largest relative tolerance used for the frequencies
@@ -67,23 +75,69 @@ class RopeSpec(ProbeSpec):
                 f"base {show_number(float(f'{self.base:.6g}'))}, row 0 at position {show_number(self.offset, '.6g')}, "
                 f"{method}")
 
-    def __str__(self) -> str:
-        if not self.is_rope:
-            return f"not a {'1-D ' if self.multi_axis else ''}rotary embedding: {self.reason}"
+    def _lines(self) -> list:
         where = (f" rotary_start={self.rotary_start}" if self.rotary_start else "") + (
             f" output_pairing={self.output_pairing}" if self.output_pairing else "")
-        lines = [f"pairing={self.pairing} rotary_dim={self.rotary_dim}{where} base={show_number(self.base)} "
-                 f"offset={show_number(self.offset)} norm_scale={show_number(self.norm_scale)}",
-                 f"rope_type={self.rope_type}" + (f", closest {self.closest}" if self.closest else "")
-                 + (f" with frequencies {self.frequency_defect}" if self.frequency_defect else "")
-                 + f" {show_params(self.rope_params)}"
-                 + (f" (frequencies {'off by up to' if self.closest else 'within'} {self.fit_error:.1e} relative, "
-                    f"tolerance {self.freq_tolerance:.1e})"
-                    if self.fit_error is not None and self.freq_tolerance is not None else ""),
-                 f"angles behave like {self.angle_precision}: phase_error={self.phase_error:.2e} rad "
-                 f"over {self.rows} rows, offset resolution {show_number(self.offset_resolution, '.1e')}, "
-                 f"scale_error={self.scale_error:.2e}"]
-        return "\n".join(lines + [f"note: {n}" for n in self.notes])
+        return [f"pairing={self.pairing} rotary_dim={self.rotary_dim}{where} base={show_number(self.base)} "
+                f"offset={show_number(self.offset)} norm_scale={show_number(self.norm_scale)}",
+                f"rope_type={self.rope_type}" + (f", closest {self.closest}" if self.closest else "")
+                + (f" with frequencies {self.frequency_defect}" if self.frequency_defect else "")
+                + f" {show_params(self.rope_params)}"
+                + (f" (frequencies {'off by up to' if self.closest else 'within'} {self.fit_error:.1e} relative, "
+                   f"tolerance {self.freq_tolerance:.1e})"
+                   if self.fit_error is not None and self.freq_tolerance is not None else ""),
+                f"angles behave like {self.angle_precision}: phase_error={self.phase_error:.2e} rad "
+                f"over {self.rows} rows, offset resolution {show_number(self.offset_resolution, '.1e')}, "
+                f"scale_error={self.scale_error:.2e}"]
+
+
+@dataclass
+class AxesSpec(ProbeSpec):
+    """What :func:`identify_axes` found: ``inv_freq[j, a]`` the signed frequency of pair j along axis a.  ``form``:
+    ``"1-D"``, ``"M-RoPE"`` (each pair with one axis, one strictly decreasing spectrum), ``"axial"`` (the axes'
+    spectra repeat) or ``"mixed"`` (a pair turns with several axes); ``base``: theta_j = base^(-2j/rotary_dim)
+    over all pairs (1-D, M-RoPE), if so."""
+
+    axes: int | None = None
+    axis_names: tuple = ()
+    freq_sigma: np.ndarray | None = None      # standard deviation of each entry, radians per position
+    freq_tolerance: np.ndarray | None = None  # absolute tolerance on each entry used by compare_axes
+    form: str | None = None
+    axis_of_pair: np.ndarray | None = None  # the axis that turns each pair, when each pair turns with one
+    sections: tuple | None = None       # pairs per axis, then
+    mrope_layout: str | None = None     # M-RoPE: a name of MROPE_LAYOUTS (None: none of them, or not M-RoPE)
+    axis_bases: tuple | None = None     # axial: per axis, theta_k = base_a^(-k/n_a) over its n_a pairs, if so
+    phase_at_zero: float = 0.0          # largest |angle| at position 0 on every axis (0 unless positions shift)
+    rotated_at_zero: bool = False       # pairs turned beyond rounding with every axis at 0
+    position_shift: tuple | None = None  # per axis, the shift s_a with angle(0) = sum_a F[j, a] s_a, when solved
+    shift_tolerance: tuple | None = None  # per axis, how far from position_shift (0 unrotated) s_a may be
+    positions: np.ndarray | None = None  # (axes, seq): the positions fn was called with
+    calls: int = 0
+
+    def _lines(self) -> list:
+        names = "/".join(self.axis_names)
+        start = f" rotary_start={self.rotary_start}" if self.rotary_start else ""
+        base = f" base={show_number(self.base)}" if self.base is not None else ""
+        form = self.form if self.form == "M-RoPE" else f"{self.form} RoPE"
+        lines = [f"{form} over {self.axes} {'axis' if self.axes == 1 else 'axes'} ({names}): pairing={self.pairing} "
+                 f"rotary_dim={self.rotary_dim}{start}{base} norm_scale={show_number(self.norm_scale)}"]
+        if self.sections is not None:
+            layout = (f", layout {self.mrope_layout} ({MROPE_LAYOUTS[self.mrope_layout][1]})" if self.mrope_layout
+                      else "")
+            lines.append(f"sections {names} = {'/'.join(map(str, self.sections))} pairs{layout}; "
+                         f"pairs by axis: {runs(self.axis_of_pair, self.axis_names)}")
+            for a in (a for a in range(self.axes) if self.sections[a]):
+                theta = self.inv_freq[self.axis_of_pair == a, a]
+                spectrum = f" .. {theta[-1]:.6g} ({theta.size} pairs)" if theta.size > 1 else ""
+                axis_base = self.axis_bases[a] if self.axis_bases else None
+                lines.append(f"  {self.axis_names[a]}: theta {theta[0]:.6g}{spectrum}"
+                             + (f", axis base {show_number(axis_base)}" if axis_base else ""))
+        else:
+            with np.printoptions(precision=4, suppress=False, threshold=12, edgeitems=2):
+                lines.append(f"inv_freq (pairs x axes {names}) =\n{self.inv_freq}")
+        return lines + [f"angles behave like {self.angle_precision}: phase_error={self.phase_error:.2e} rad at "
+                        f"positions up to {int(self.positions.max())} per axis, scale_error={self.scale_error:.2e}; "
+                        f"{self.calls} calls on {self.positions.shape[1]} rows"]
 
 
 def show_number(v, fmt=".7g") -> str:
@@ -96,7 +150,7 @@ def show_number(v, fmt=".7g") -> str:
 
 
 def show_params(params: dict) -> str:
-    """Parameters for display: floats to 6 digits, long lists summarized."""
+    """Parameters for display: floats to 7 digits, long lists summarized."""
     def fmt(v):
         if isinstance(v, float):
             return f"{v:.7g}"
@@ -105,6 +159,21 @@ def show_params(params: dict) -> str:
         return repr(v)
     return "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in params.items()) + "}"
 
+
+def runs(axis_of_pair, names) -> str:
+    """'t 0..15, h 16..39, w 40..63' (contiguous runs), the first few runs only."""
+    found, j = [], 0
+    for axis, run in itertools.groupby(axis_of_pair):
+        k = j + len(list(run)) - 1
+        found.append(f"{names[axis]} {j}" + (f"..{k}" if k > j else ""))
+        j = k + 1
+    return ", ".join(found[:9]) + (f", ... ({len(found)} runs)" if len(found) > 9 else "")
+
+
+def show_shifts(names, shifts) -> str:
+    """'t+0, w-7': a per-axis position shift (non-zero axes only; 'none' when every axis is 0)."""
+    return ", ".join(f"{n}{show_number(s) if s < 0 else '+' + show_number(s)}"
+                     for n, s in zip(names, shifts) if s != 0) or "none"
 
 
 def not_rope(reason, multi_axis=False) -> RopeSpec:

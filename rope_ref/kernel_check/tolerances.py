@@ -14,6 +14,8 @@ MAX_OFFSET = 2**24                      # |offset| searched (float32 represents 
 OFFSET_SIGMA = 0.5 / SIGMAS             # the offset is an integer when SIGMAS deviations stay within 1/2
 DYNAMIC_MIN_OFFSET = 1024               # a `default` kernel this far in is measured at a second length too
 MAX_ROWS = 4096                         # default max_rows: the most rows fn is asked for
+MAX_POSITION = 4096                     # default max_position: the largest position a multi-axis probe passes
+MAX_AXES = 16                           # most position axes a multi-axis probe accepts
 MAX_BYTES = 2**30                       # default max_bytes: the largest array identify holds
 TIMEOUT = 300.0                         # default timeout: seconds identify waits for all calls of fn together
 #: Training lengths of published models, tried when a scaling method's original length must be guessed.
