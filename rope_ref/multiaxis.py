@@ -1,10 +1,6 @@
-"""Multi-axis RoPE: frequency matrices ``F`` ``(rotary_dim/2, A)`` (pair j turns by ``sum_a F[j, a] * p_a``,
-RoFormer eq 34 with ``m * theta_j`` replaced by that sum; 1-D RoPE is A = 1) and the position ids that go with
-them: M-RoPE (:func:`mrope_frequencies`, :func:`mrope_position_ids`), 2-D axial RoPE for image patches
-(:func:`axial_frequencies`, :func:`grid_positions`) and the ids of diffusion transformers
-(:func:`flux_position_ids`, :func:`qwen_image_position_ids`); DeepSeek-V4's compressed-KV positions
-(:func:`deepseek_v4_compressed_positions`).  Every result is a new array, inputs are never modified,
-and sizes are checked before anything is allocated (over 2 GiB: ``with rope_ref.size_limit(max_bytes=...)``).
+"""Multi-axis RoPE: frequency matrices ``F`` ``(rotary_dim/2, A)``, pair j turning by ``sum_a F[j, a] * p_a``
+(RoFormer eq 34 with that sum for ``m * theta_j``; 1-D RoPE is A = 1), and the position ids that go with them:
+M-RoPE, 2-D axial RoPE, the diffusion transformers' ids and DeepSeek-V4's compressed-KV positions.
 """
 
 from __future__ import annotations
@@ -39,6 +35,15 @@ def _check_sections(sections, n_pairs: int, rotary_dim: int, names: str = "tempo
     return tuple(items)
 
 
+def _check_choice(value, name: str, choices: tuple, meaning: str = "") -> str:
+    """One of ``choices``: a TypeError for a non-string, a ValueError (with the closest name) for another string."""
+    if isinstance(value, str) and value in choices:
+        return value
+    hint = closest_name(value, choices) if isinstance(value, str) else f" of type {type(value).__name__}"
+    raise (ValueError if isinstance(value, str) else TypeError)(
+        f"{name} must be one of {choices}{meaning}, got {value!r}{hint}")
+
+
 def _check_layout(interleaved) -> str:
     """A name of MROPE_LAYOUTS; True and False are the names "interleaved" and "blocks"."""
     if isinstance(interleaved, (bool, np.bool_)):
@@ -55,24 +60,16 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
                       interleaved: bool | str = False) -> np.ndarray:
     """M-RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, 3)``: columns temporal, height, width.
 
-    Pair ``j`` keeps its 1-D frequency ``theta_j = base^(-2j/rotary_dim)`` (eq 15, 0-indexed) and serves one
-    axis: ``F[j, axis(j)] = theta_j``, so on text (``p_t = p_h = p_w = m``) it turns by ``theta_j * m``: 1-D RoPE.
-    ``sections`` = ``[s_t, s_h, s_w]`` pairs per axis (a config's ``mrope_section``), summing to ``rotary_dim/2``:
+    Pair ``j`` keeps ``theta_j = base^(-2j/rotary_dim)`` (eq 15) on one axis, ``F[j, axis(j)] = theta_j``, so on
+    text (``p_t = p_h = p_w = m``) it is 1-D RoPE.  ``sections`` = ``[s_t, s_h, s_w]`` pairs per axis (a config's
+    ``mrope_section``), summing to ``rotary_dim/2``; ``interleaved`` names the layout (:data:`MROPE_LAYOUTS`):
 
-    * ``interleaved=False`` (Qwen2-VL, Qwen2.5-VL; transformers' ``Qwen2VLRotaryEmbedding``): contiguous blocks
-      in theta order, pairs ``[0, s_t)`` temporal, ``[s_t, s_t+s_h)`` height, the rest width;
-    * ``interleaved=True`` (Qwen3-VL's ``mrope_interleaved``, ``Qwen3VLTextRotaryEmbedding``): height takes
-      pairs ``1, 4, 7, ...`` (``s_h`` of them), width ``2, 5, 8, ...`` (``s_w``), temporal the rest.  Sections
-      whose strided slice would run past the last pair raise: transformers clips such a slice, so the config's
-      counts would not be the counts used.  timm's ``RotaryEmbeddingMRope`` (GenLIP's ``(8, 12, 12)`` over
-      head_dim 72) is ``mrope_frequencies(72, [12, 12, 12], interleaved=True)``;
-    * ``interleaved="hw_alternating"`` (ERNIE-4.5-VL's ``Ernie4_5_VLMoeTextRotaryEmbedding``, VideoRoPE,
-      arXiv:2502.05173): height and width alternate pair by pair over the first ``s_h + s_w`` pairs (the highest
-      frequencies; ``s_h == s_w``), temporal takes the last ``s_t`` (the lowest).  ERNIE's config writes its
-      ``mrope_section`` as ``[s_h, s_w, s_t]``.
-
-    Qwen2-VL: ``mrope_frequencies(128, [16, 24, 24])``; Qwen3-VL: ``mrope_frequencies(128, [24, 20, 20],
-    base=5e6, interleaved=True)``.
+    * ``False`` (Qwen2-VL, Qwen2.5-VL): contiguous blocks in theta order, temporal, height, width;
+    * ``True`` (Qwen3-VL's ``mrope_interleaved``): height takes pairs ``1, 4, 7, ...``, width ``2, 5, 8, ...``,
+      temporal the rest; sections whose strided slice would run past the last pair raise (transformers clips
+      it).  timm's ``RotaryEmbeddingMRope`` (GenLIP) is ``mrope_frequencies(72, [12, 12, 12], interleaved=True)``;
+    * ``"hw_alternating"`` (ERNIE-4.5-VL, VideoRoPE arXiv:2502.05173): height and width alternate over the first
+      ``s_h + s_w`` pairs (``s_h == s_w``), temporal takes the last ``s_t``.  ERNIE writes ``[s_h, s_w, s_t]``.
 
     >>> F = mrope_frequencies(8, [2, 1, 1])
     >>> (F != 0).astype(int).tolist()
@@ -113,8 +110,8 @@ def interleaved_assignment(sections) -> np.ndarray:
 
 
 def hw_alternating_assignment(sections) -> np.ndarray:
-    """Axis of each pair in ERNIE-4.5-VL's and VideoRoPE's layout: axes 1 and 2 alternate pair by pair over the
-    first 2 * sections[1] pairs (the highest frequencies; so sections[2] == sections[1]), axis 0 takes the rest."""
+    """Axis of each pair in ERNIE-4.5-VL's and VideoRoPE's layout: axes 1 and 2 alternate over the first
+    2 * sections[1] pairs (so sections[2] == sections[1]), axis 0 takes the rest."""
     return np.concatenate([np.tile([1, 2], sections[1]), np.zeros(sections[0], np.int64)])
 
 
@@ -132,18 +129,12 @@ MROPE_LAYOUTS = {
 def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | None = None, sections=None) -> np.ndarray:
     """Axial RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, A)``: one block of pairs per axis.
 
-    The pairs split into ``A`` contiguous blocks, ``sections[a]`` pairs for axis ``a`` (default: ``axes`` equal
-    blocks of ``n = rotary_dim/(2*axes)``, ``axes`` 2); block ``a`` serves ``positions[a]`` with its own spectrum
-    ``F[start_a + k, a] = base^(-2k/dim_a)``, ``dim_a = 2*sections[a]``: each axis is a 1-D RoPE of dimension
-    ``dim_a`` (eq 15), and the score of two tokens depends on their offset along every axis only.
-    For images (``axes=2``) this is timm's ``RotaryEmbeddingCat`` with ``in_pixels=False`` (EVA-02, Perception
-    Encoder; pairs interleaved or, with ``rotate_half=True``, half-split) with :func:`grid_positions` of the same
-    ``indexing`` as its ``grid_indexing`` ('ij' by default); and Heo et al. 2024's RoPE-Axial
-    (arXiv:2403.13298, ``compute_axial_cis``): ``axial_frequencies(d, base=100.0)`` with
-    ``grid_positions(h, w, indexing="xy")``, interleaved pairs.  timm's ``grid_offset`` and ``ref_feat_shape``
-    move and rescale the positions, not ``F``.  Unequal splits are the diffusion transformers' (their
-    ``axes_dims_rope`` are feature dims, twice the pairs): Flux ``sections=[8, 28, 28]``; Flux.2 ``[16] * 4``,
-    base 2000; HunyuanVideo ``[8, 28, 28]``, base 256 (``rope_ref.from_hf_config`` reads their config.json).
+    Block ``a`` (``sections[a]`` pairs; default ``axes`` equal blocks, ``axes`` 2) is a 1-D RoPE of dimension
+    ``dim_a = 2*sections[a]`` on ``positions[a]``: ``F[start_a + k, a] = base^(-2k/dim_a)`` (eq 15), so scores
+    depend on the offset along every axis only.  With :func:`grid_positions`: timm's ``RotaryEmbeddingCat``
+    (``in_pixels=False``, EVA-02) with the same indexing, and RoPE-Axial (Heo et al. 2024, arXiv:2403.13298) as
+    ``axial_frequencies(d, base=100.0)`` with ``indexing="xy"``.  Diffusion transformers split unequally (their
+    ``axes_dims_rope`` are twice the pairs): Flux ``sections=[8, 28, 28]``, Flux.2 ``[16] * 4`` (base 2000).
 
     >>> axial_frequencies(8, base=100.0).tolist()
     [[1.0, 0.0], [0.1, 0.0], [0.0, 1.0], [0.0, 0.1]]
@@ -170,36 +161,22 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
     return matrix
 
 
-_INDEXINGS = ("ij", "xy")
-
-
 @suggest_keywords
 def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarray:
-    """Positions of the patches of a ``height x width`` grid, float64 of shape ``(2, height*width)``.
+    """Positions of the patches of a ``height x width`` grid, numbered row by row: float64 ``(2, height*width)``.
 
-    Patches are numbered row by row (patch ``i`` is row ``i // width``, column ``i % width``), as
-    a ViT flattens them.  ``indexing="ij"``: ``positions[0]`` is the row, ``positions[1]`` the
-    column (timm's default ``grid_indexing='ij'``); ``"xy"``: ``positions[0]`` is the column x,
-    ``positions[1]`` the row y (timm's ``'xy'``; Heo et al.'s ``init_t_xy``).
+    ``"ij"``: ``positions[0]`` is the row, ``positions[1]`` the column (timm's default); ``"xy"``: column first.
 
     >>> grid_positions(2, 3).tolist()
     [[0.0, 0.0, 0.0, 1.0, 1.0, 1.0], [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]]
     """
     height = check_positive_int(height, "height")
     width = check_positive_int(width, "width")
-    if not isinstance(indexing, str):
-        raise TypeError(f"indexing must be one of {_INDEXINGS}, got {indexing!r} of type {type(indexing).__name__}")
-    if indexing not in _INDEXINGS:
-        raise ValueError(f"indexing must be one of {_INDEXINGS} ('ij': row first, 'xy': column first), "
-                         f"got {indexing!r}")
+    indexing = _check_choice(indexing, "indexing", ("ij", "xy"), " ('ij': row first, 'xy': column first)")
     check_nbytes(4 * 8 * height * width, "height * width", what=f"(2, {height * width}) float64 positions")
     rows = np.repeat(np.arange(height, dtype=np.float64), width)
     cols = np.tile(np.arange(width, dtype=np.float64), height)
     return np.stack([rows, cols] if indexing == "ij" else [cols, rows])
-
-
-_KINDS = ("text", "image", "video")
-_RESUME = ("max+1", "spatial")
 
 
 _SEGMENT_FORMS = '("text", n), ("image", (t, h, w)), ("video", (t, h, w)) or ("video", (t, h, w), seconds_per_grid)'
@@ -218,9 +195,10 @@ def _check_segment(i: int, seg, merge: int):
     if not isinstance(seg, (tuple, list)) or len(seg) not in (2, 3):
         raise _segment_error(TypeError, i, seg, "is not a 2- or 3-item tuple")
     kind = seg[0]
-    if not isinstance(kind, str) or kind not in _KINDS:
-        hint = closest_name(kind, _KINDS) if isinstance(kind, str) else ""
-        raise _segment_error(ValueError, i, seg, f"has kind {kind!r}, not one of {_KINDS}{hint}")
+    kinds = ("text", "image", "video")
+    if not isinstance(kind, str) or kind not in kinds:
+        hint = closest_name(kind, kinds) if isinstance(kind, str) else ""
+        raise _segment_error(ValueError, i, seg, f"has kind {kind!r}, not one of {kinds}{hint}")
     if kind == "text":
         if len(seg) != 2 or not _is_int(seg[1]):
             raise _segment_error(TypeError, i, seg, "must be ('text', n) with n a positive integer")
@@ -237,35 +215,40 @@ def _check_segment(i: int, seg, merge: int):
     if h % merge or w % merge:
         raise _segment_error(ValueError, i, seg, f"has grid h={h}, w={w} not divisible by spatial_merge_size="
                              f"{merge} (the vision encoder merges {merge}x{merge} patches into one token)")
-    seconds = None
-    if len(seg) == 3:
-        if kind != "video":
-            raise _segment_error(ValueError, i, seg, "gives seconds_per_grid, which only videos have")
-        seconds = check_positive_real(seg[2], f"segments[{i}][2] (seconds_per_grid)")
+    if len(seg) == 3 and kind != "video":
+        raise _segment_error(ValueError, i, seg, "gives seconds_per_grid, which only videos have")
+    seconds = check_positive_real(seg[2], f"segments[{i}][2] (seconds_per_grid)") if len(seg) == 3 else 1.0
     return kind, (t, h // merge, w // merge), seconds
+
+
+def _temporal_ids(t: int, seconds: float, tokens_per_second: float) -> np.ndarray:
+    """floor(i * seconds_per_grid * tokens_per_second) in float32, i = 0..t-1, as Qwen2.5-VL's processor."""
+    with np.errstate(over="ignore"):
+        interval = np.float32(np.float32(seconds) * np.float32(tokens_per_second))
+        last = np.float32(t - 1) * interval
+    if not np.isfinite(last) or last >= 2 ** 40:
+        raise ValueError(f"a video's temporal ids reach (t-1) * seconds_per_grid * tokens_per_second = "
+                         f"{(t - 1) * seconds * tokens_per_second:.3g}; expected below 2^40 (check "
+                         "seconds_per_grid and tokens_per_second)")
+    return (np.arange(t, dtype=np.float32) * interval).astype(np.int64)   # truncation, as .long()
 
 
 @suggest_keywords
 def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
                        text_after_vision: str = "max+1") -> np.ndarray:
-    """M-RoPE position ids (temporal, height, width) of one sequence: int64 ``(3, seq)``, by the rule of Qwen2-VL
-    (arXiv:2409.12191, section 2.1) as transformers' ``get_rope_index`` computes it (Qwen2-VL to Qwen3-VL):
+    """M-RoPE position ids (temporal, height, width) of one sequence, int64 ``(3, seq)``: Qwen2-VL's rule
+    (arXiv:2409.12191, section 2.1) as transformers' ``get_rope_index`` computes it (Qwen2-VL to Qwen3-VL).
 
-    * text tokens get the same id on all three axes, one more per token (1-D RoPE);
-    * an image or video of ``t x h x w`` patches becomes ``t * (h/s) * (w/s)`` tokens (``s =
-      spatial_merge_size``), frame by frame, row by row; token (i, r, c) gets ``(start + temporal(i), start + r,
-      start + c)``, ``start`` the next id and ``temporal(i) = i`` -- or, for a video with ``tokens_per_second``
-      (Qwen2.5-VL), ``floor(i * seconds_per_grid * tokens_per_second)`` in float32, as the processor computes;
-    * the next segment starts at the largest id so far plus one (``text_after_vision="max+1"``: the published
-      rule, transformers up to v5.2); ``"spatial"`` resumes at ``start + max(h, w)/s`` as transformers from
-      v5.3 (checked on 5.24) does, which differs after a video whose temporal ids outrun its spatial ones.  The
-      token generated after the prompt continues at ``ids.max() + 1`` in both.
+    Text tokens get the same id on all three axes, one more per token.  An image or video of ``t x h x w``
+    patches is ``t * (h/s) * (w/s)`` tokens (``s = spatial_merge_size``), frame by frame, row by row; token
+    (i, r, c) gets ``start + (i, r, c)`` -- for a video with ``tokens_per_second`` (Qwen2.5-VL) the temporal id
+    is ``floor(i * seconds_per_grid * tokens_per_second)`` in float32.  The next segment starts at the largest
+    id plus one (``text_after_vision="max+1"``, transformers up to v5.2), or at ``start + max(h, w)/s``
+    (``"spatial"``, transformers from v5.3).
 
     ``segments``: ``("text", n)``, ``("image", (t, h, w))``, ``("video", (t, h, w))`` or ``("video", (t, h, w),
-    seconds_per_grid)`` (``second_per_grid_ts``, default 1.0), ``(t, h, w)`` the patch grid before the merge
-    (``image_grid_thw``); vision marker tokens are text.  Qwen3-VL gives each video frame as its own ``(1, h,
-    w)`` video segment (its timestamps are text).  The result (8 bytes per id) is checked against
-    :func:`rope_ref.size_limit`.
+    seconds_per_grid)`` (default 1.0), ``(t, h, w)`` the patch grid before the merge (``image_grid_thw``).
+    Qwen3-VL gives each video frame as its own ``(1, h, w)`` video segment.
 
     >>> mrope_position_ids([("text", 2), ("image", (1, 4, 6)), ("text", 1)]).tolist()
     [[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]]
@@ -273,10 +256,8 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     merge = check_positive_int(spatial_merge_size, "spatial_merge_size")
     if tokens_per_second is not None:
         tokens_per_second = check_positive_real(tokens_per_second, "tokens_per_second")
-    if text_after_vision not in _RESUME:
-        raise (TypeError if not isinstance(text_after_vision, str) else ValueError)(
-            f"text_after_vision must be one of {_RESUME} ('max+1': the published rule; 'spatial': transformers "
-            f">= 5.3), got {text_after_vision!r}")
+    text_after_vision = _check_choice(text_after_vision, "text_after_vision", ("max+1", "spatial"),
+                                      " ('max+1': the published rule; 'spatial': transformers >= 5.3)")
     if isinstance(segments, (str, bytes, dict)) or not hasattr(segments, "__iter__"):
         raise TypeError(f"segments must be a list of segments such as [('text', 5), ('image', (1, 28, 28))], "
                         f"got {segments!r:.80} of type {type(segments).__name__}")
@@ -292,24 +273,13 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
             start += n
             continue
         t, h, w = n
-        if kind == "video" and tokens_per_second is not None:
-            with np.errstate(over="ignore"):
-                interval = np.float32(np.float32(1.0 if seconds is None else seconds) * np.float32(tokens_per_second))
-                last = np.float32(t - 1) * interval
-            if not np.isfinite(last) or last >= 2 ** 40:
-                raise ValueError(f"a video's temporal ids reach (t-1) * seconds_per_grid * tokens_per_second = "
-                                 f"{(t - 1) * (1.0 if seconds is None else seconds) * tokens_per_second:.3g}; expected "
-                                 "below 2^40 (check seconds_per_grid and tokens_per_second)")
-            temporal = (np.arange(t, dtype=np.float32) * interval).astype(np.int64)   # truncation, as .long()
-        else:
-            temporal = np.arange(t, dtype=np.int64)
         ids = np.indices((t, h, w), dtype=np.int64).reshape(3, -1)      # (frame, row, column), row by row
-        ids[0] = temporal[ids[0]]
+        if kind == "video" and tokens_per_second is not None:
+            ids[0] = _temporal_ids(t, seconds, tokens_per_second)[ids[0]]
         ids += start
         blocks.append(ids)
         start = int(ids.max()) + 1 if text_after_vision == "max+1" else start + max(h, w)
     return np.concatenate(blocks, axis=1)
-
 
 
 def _counts(text_tokens, frames, height, width) -> tuple[int, int, int, int]:
@@ -323,17 +293,15 @@ def _counts(text_tokens, frames, height, width) -> tuple[int, int, int, int]:
 
 
 def _text_then_grid(text_ids, frames, height, width, grid_start) -> np.ndarray:
-    """The text's ids (3, n), then token (f, r, c) of the grid, frame by frame, row by row, at grid_start + (f, r,
-    c)."""
+    """The text's ids ``(3, n)``, then grid token (f, r, c), frame by frame, row by row, at grid_start + (f, r, c)."""
     grid = np.indices((frames, height, width)).reshape(3, -1) + np.asarray(grid_start)[:, None]
     return np.concatenate([text_ids, grid], axis=1).astype(np.int64)
 
 
 @suggest_keywords
 def flux_position_ids(text_tokens: int, height: int, width: int, *, frame: int = 0) -> np.ndarray:
-    """FLUX.1's (t, h, w) position ids (axes_dims_rope 16/56/56), int64 ``(3, text_tokens + height*width)`` in the
-    joint attention's order: the text tokens all at (0, 0, 0) (the pipeline's ``text_ids``), then the ``height x
-    width`` latent tokens (after 2x2 packing) row by row at (frame, row, column)
+    """FLUX.1's (t, h, w) position ids, int64 ``(3, text_tokens + height*width)`` in the joint attention's order:
+    the text tokens at (0, 0, 0), then the ``height x width`` latent tokens row by row at (frame, row, column)
     (``FluxPipeline._prepare_latent_image_ids``; Kontext's reference image has frame=1).
 
     >>> flux_position_ids(2, 2, 3).tolist()
@@ -346,10 +314,9 @@ def flux_position_ids(text_tokens: int, height: int, width: int, *, frame: int =
 
 @suggest_keywords
 def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames: int = 1) -> np.ndarray:
-    """Qwen-Image's (t, h, w) position ids (diffusers' ``QwenEmbedRope`` with ``scale_rope=True``), int64 ``(3,
-    text_tokens + frames*height*width)``, text first as in the joint attention: the latent's rows and columns
-    centred on 0 -- token (f, r, c) at (f, r - ceil(height/2), c - ceil(width/2)) -- and text token n at
-    max(height//2, width//2) + n on every axis (1-D RoPE after the image's largest id).
+    """Qwen-Image's (t, h, w) position ids (diffusers' ``QwenEmbedRope``, ``scale_rope=True``), int64 ``(3,
+    text_tokens + frames*height*width)``, text first: latent token (f, r, c) at (f, r - ceil(height/2),
+    c - ceil(width/2)), text token n at max(height//2, width//2) + n on every axis.
 
     >>> qwen_image_position_ids(1, 2, 3).tolist()
     [[1, 0, 0, 0, 0, 0, 0], [1, -1, -1, -1, 0, 0, 0], [1, -2, -1, 0, -2, -1, 0]]
@@ -361,15 +328,10 @@ def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames
 
 @suggest_keywords
 def deepseek_v4_compressed_positions(seq_len: int, compress_rate: int) -> np.ndarray:
-    """The positions DeepSeek-V4 rotates its compressed KV entries at, int64 ``(seq_len // compress_rate,)``: only
-    complete windows of ``compress_rate`` tokens make an entry, and entry w (tokens ``w*compress_rate`` to
-    ``(w+1)*compress_rate - 1``; CSA's entry also mixes in window w-1) turns as RoFormer eq 34 at position
-    ``w*compress_rate``, its window's first token, with the ``"compress"`` theta.  Queries of CSA and HCA layers
-    (and the CSA indexer's) turn at their token positions with that theta; query t sees entry w once its window is
-    complete, w < (t + 1) // compress_rate.  This follows transformers 5.24.0's ``DeepseekV4HCACompressor``
-    (``compress_rates["heavily_compressed_attention"]``, 128) and ``DeepseekV4CSACompressor``
-    (``"compressed_sparse_attention"``, 4), with or without a cache; without one, a call's entries start at 0
-    whatever its position ids.
+    """The positions DeepSeek-V4 rotates its compressed KV entries at (eq 34, the ``"compress"`` theta), int64
+    ``(seq_len // compress_rate,)``: entry w, made from the complete window of tokens ``w*compress_rate`` to
+    ``(w+1)*compress_rate - 1``, turns at ``w*compress_rate``; query t sees it once w < (t + 1) // compress_rate.
+    As transformers 5.24.0's ``DeepseekV4HCACompressor`` (rate 128) and ``DeepseekV4CSACompressor`` (rate 4).
 
     >>> deepseek_v4_compressed_positions(13, 4).tolist()
     [0, 4, 8]
