@@ -1,19 +1,9 @@
-"""The machinery behind :func:`rope_ref.rotate`: cached cos/sin tables and a blocked loop.
+"""How :func:`rope_ref.rotate` streams eq 34: cached cos/sin tables, blocks of rows, threads.
 
-The math is eq 34 and nothing else; this module only decides *how* to stream it:
-
-* leading axes are flattened into rows; the positions are reduced to their distinct rows
-  (an axis along which they do not change, e.g. heads, is dropped) and one cos/sin table is
-  computed per distinct position from float64 angles, then cast;
-* interleaved pairs are multiplied as complex numbers in one ufunc call (per thread)
-  (``(x_2i + i x_2i+1) * (cos + i sin)`` is exactly eq 34);
-* half-split pairs use ``x * [cos, cos] + (halves swapped) * [-sin, sin]`` (rotate_half, with its
-  sign carried by the table), over blocks of rows small enough that the temporary stays in cache;
-  the halves are swapped by a copy, so that every multiply reads contiguous memory;
-  float16/bfloat16 are converted to float32 block by block the same way;
-* arrays of 2^20 elements or more are split into runs of blocks, one per thread (NumPy releases
-  the GIL inside each ufunc call): see :func:`set_num_threads`;
-* tables are cached: see :func:`set_cache_limit`.
+One table row per distinct position (axes along which positions do not change, e.g. heads, are dropped), from
+float64 angles.  Interleaved pairs are one complex multiply, ``(x_2i + i x_2i+1) * (cos + i sin)``; half-split
+pairs are ``x * [cos, cos] + (halves swapped) * [-sin, sin]`` over blocks small enough to stay in cache, narrow
+dtypes converted to float32 a block at a time.  Arrays of 2^20 elements or more are split across threads.
 """
 
 from __future__ import annotations
@@ -23,7 +13,7 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -32,10 +22,8 @@ from ._validate import check_no_overflow, check_nonnegative_int, check_positive_
 
 BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
-# What an entry holds beyond its tables' data, counted against the bound so that it bounds process memory
-# even for one-position tables (a decode loop at d = 2 keeps 16-byte tables): tracemalloc measures ~380 bytes
-# for an entry of one table and ~440 for two (digest, tuple, array objects, the dict's slot; NumPy 2, CPython
-# 3.11-3.13); counted with room for malloc's own headers.
+# An entry's bytes beyond its tables' data (tracemalloc: ~380 for one table, ~440 for two), so that the bound
+# holds for one-position decode tables too; with room for malloc's headers.
 ENTRY_OVERHEAD = 512
 TABLE_OVERHEAD = 128
 THREADED_ELEMENTS = 1 << 20              # arrays at least this large are split across threads
@@ -51,13 +39,9 @@ _cache_limit = DEFAULT_CACHE_LIMIT
 def set_cache_limit(nbytes: int) -> int:
     """Bound the cos/sin table cache of :func:`rope_ref.rotate` to ``nbytes`` bytes; return the old bound.
 
-    The cache keeps the most recently used tables (keyed by a BLAKE2b digest of the positions,
-    frequencies, dtype and pairing, never a copy of the positions) and evicts the least recently
-    used ones to stay within the bound.  The bound counts each entry's tables plus ``ENTRY_OVERHEAD +
-    TABLE_OVERHEAD`` bytes per table (the digest, the array objects, the dict's slot), so it bounds the
-    memory the cache holds for any table size, one-position decode tables included (within ~1.3x: malloc's
-    own headers).  A table larger than the bound is computed and not kept.  ``0`` disables caching.
-    Default 256 MiB.  Thread-safe.
+    Least recently used tables (keyed by a BLAKE2b digest of positions, frequencies, dtype and pairing) are
+    evicted first; each entry counts its tables plus ``ENTRY_OVERHEAD`` and ``TABLE_OVERHEAD`` per table.  A
+    table larger than the bound is not kept; ``0`` disables caching.  Default 256 MiB.  Thread-safe.
     """
     global _cache_limit
     nbytes = check_nonnegative_int(nbytes, "nbytes", "a non-negative integer number of bytes")
@@ -76,8 +60,7 @@ def clear_cache() -> None:
 
 
 def cache_info() -> dict:
-    """``{"entries": n, "nbytes": the tables' bytes, "limit": bound in bytes}`` of the table cache (the bound
-    holds for nbytes plus the counted overhead of each entry: see :func:`set_cache_limit`)."""
+    """``{"entries": n, "nbytes": the tables' bytes, "limit": bound in bytes}`` of the table cache."""
     with _lock:
         nbytes = sum(t.nbytes for tabs in _cache.values() for t in tabs)
         return {"entries": len(_cache), "nbytes": nbytes, "limit": _cache_limit}
@@ -91,9 +74,8 @@ def _cost(tabs: tuple) -> int:
 def set_num_threads(n: int) -> int:
     """Let :func:`rope_ref.rotate` split arrays of at least 2^20 elements across ``n`` threads; return the old ``n``.
 
-    NumPy releases the GIL inside each ufunc call, so blocks of rows run in parallel.  Default: the
-    number of CPUs this process may run on, at most 4.  ``1`` runs everything in the calling thread.
-    Results do not depend on ``n`` (every element is computed by the same operations either way).
+    Default: the CPUs this process may run on, at most 4; ``1``: the calling thread only.  Results do not depend
+    on ``n`` (every element is computed by the same operations either way).
     """
     global _threads
     n = check_positive_int(n, "n", expected="a positive integer number of threads")
@@ -116,15 +98,13 @@ if hasattr(os, "register_at_fork"):                     # a forked child has the
 
 
 def _in_parts(fn, size: int, parts: int) -> None:
-    """``fn(slice)`` over ``parts`` contiguous pieces of ``range(size)``, one per pool thread when there
-    are several (NumPy releases the GIL inside each ufunc call, so they run in parallel)."""
+    """``fn(slice)`` over ``parts`` contiguous pieces of ``range(size)``, one per pool thread when there are several."""
     if parts <= 1:
         fn(slice(0, size))
         return
     pool = _pool()
     futures = [pool.submit(fn, slice(i * size // parts, (i + 1) * size // parts)) for i in range(parts)]
-    for f in futures:           # every part finishes before anything is raised: no thread is still
-        f.exception()           # writing into the output when the caller sees an error
+    wait(futures)               # every part finishes before anything is raised: no thread still writes the output
     for f in futures:
         f.result()
 
@@ -136,39 +116,32 @@ def _evict() -> None:
         _cache_bytes -= _cost(_cache.popitem(last=False)[1])
 
 
-def _digest(pos: np.ndarray, freqs: np.ndarray, work: np.dtype, pairing: str) -> bytes:
-    h = hashlib.blake2b(digest_size=32)
-    h.update(repr((pos.shape, pos.dtype.str, freqs.shape, work.str, pairing)).encode())
-    h.update(np.ascontiguousarray(pos).data)
-    h.update(np.ascontiguousarray(freqs).data)
-    return h.digest()
-
-
 def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
-    """Read-only tables for positions ``pos`` of shape ``(n, A)`` and ``freqs`` ``(h, A)``, cached.
-
-    interleaved -> ``(cis,)``, complex ``(n, h)``; half -> (``[cos, cos]``, ``[-sin, sin]``),
-    each ``(n, 2h)`` of dtype ``work``.  cos and sin are taken of float64 angles sum_a freqs[:, a] pos[:, a]
-    (summed in axis order, as :func:`rope_ref.rotate_elementwise` does), then cast.
+    """Read-only tables for positions ``pos`` ``(n, A)`` and ``freqs`` ``(h, A)``, cached: interleaved ->
+    ``(cis,)``, complex ``(n, h)``; half -> ``([cos, cos], [-sin, sin])``, each ``(n, 2h)`` of dtype ``work``; of
+    float64 angles sum_a freqs[:, a] pos[:, a] in axis order (as :func:`rope_ref.rotate_elementwise`), then cast.
     """
     global _cache_bytes
     work = np.dtype(work)
-    key = _digest(pos, freqs, work, pairing)
+    digest = hashlib.blake2b(repr((pos.shape, pos.dtype.str, freqs.shape, work.str, pairing)).encode(), digest_size=32)
+    digest.update(np.ascontiguousarray(pos).data)
+    digest.update(np.ascontiguousarray(freqs).data)
+    key = digest.digest()
     with _lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    flat, h = pos, freqs.shape[0]
+    h = freqs.shape[0]
     if pairing == "interleaved":
-        tabs = (np.empty((len(flat), h), np.result_type(work, np.complex64)),)
+        tabs = (np.empty((len(pos), h), np.result_type(work, np.complex64)),)
     else:
-        tabs = (np.empty((len(flat), 2 * h), work), np.empty((len(flat), 2 * h), work))
+        tabs = (np.empty((len(pos), 2 * h), work), np.empty((len(pos), 2 * h), work))
 
     def fill(rows: slice) -> None:                     # the angles in float64, then cos and sin
-        angles = np.multiply.outer(flat[rows, 0], freqs[:, 0])
+        angles = np.multiply.outer(pos[rows, 0], freqs[:, 0])
         for a in range(1, freqs.shape[1]):
-            angles += np.multiply.outer(flat[rows, a], freqs[:, a])
+            angles += np.multiply.outer(pos[rows, a], freqs[:, a])
         cos, sin = np.cos(angles), np.sin(angles)
         if pairing == "interleaved":
             tabs[0].real[rows], tabs[0].imag[rows] = cos, sin
@@ -177,7 +150,7 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
             tabs[1][rows, :h], tabs[1][rows, h:] = -sin, sin
 
     angles_per_thread = max(1, THREADED_ELEMENTS // 16)     # float64 cos and sin: 15-30 ns an angle
-    _in_parts(fill, len(flat), min(_threads, -(-len(flat) * h // angles_per_thread)))
+    _in_parts(fill, len(pos), min(_threads, -(-len(pos) * h // angles_per_thread)))
     for t in tabs:
         t.setflags(write=False)
     with _lock:
@@ -199,11 +172,8 @@ def _distinct_rows(pos: np.ndarray) -> np.ndarray:
 
 
 def _groups(lead: tuple, pos: np.ndarray):
-    """Merge the leading axes into runs along which positions vary (True) or are broadcast (False).
-
-    ``pos`` has ``len(lead)`` axes, each of lead's length or 1.  Returns the merged leading shape
-    and the table's shape (the run's length where positions vary, 1 where they are broadcast).
-    """
+    """The leading shape ``lead`` merged into runs along which ``pos`` (``len(lead)`` axes, each of lead's length
+    or 1) varies or is broadcast, and the table's shape (a run's length where positions vary, else 1)."""
     runs: list = []
     for n, p in zip(lead, pos.shape):
         if n == 1:
@@ -232,14 +202,8 @@ def _blocks(shape: tuple, rows: int):
 
 
 def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, out=None, name: str = "x"):
-    """:func:`rope_ref.rotate` on checked arguments (``x`` of an accepted dtype, ``pos`` and ``freqs`` as its
-    boundary hands them over, ``out`` checked or None); ``name`` is what an overflow error calls ``x``
-    (attention passes "q" or "k").
-
-    Streams eq 34 through :func:`rotate_into`; around it: a C-contiguous buffer when ``out`` is strided,
-    float32/64 overflow caught as a FloatingPointError (free when nothing overflows), and float16's overflow
-    (rounded without a flag) found by looking for inf in the result.
-    """
+    """:func:`rope_ref.rotate` on checked arguments through :func:`rotate_into`, with a C-contiguous buffer when
+    ``out`` is strided and overflow refused; ``name`` is what an overflow error calls ``x`` ("q", "k")."""
     check_angle_range(pos, freqs)
     if freqs.ndim == 1:                                         # one axis: A = 1 (the same angles, bit for bit)
         pos, freqs = pos[None], freqs[:, None]
@@ -262,11 +226,10 @@ def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: i
 
 
 def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, work):
-    """Write RoPE of ``x`` ``(..., seq, d)`` into ``out`` (same shape, x's dtype), block by block.
+    """Write eq 34 of ``x`` ``(..., seq, d)`` into C-contiguous ``out`` (same shape, x's dtype), block by block.
 
-    ``pos`` has shape ``(A,) + P``, each ``pos[a]`` broadcasting to ``x.shape[:-1]``; ``freqs`` is ``(r/2, A)``
-    (pair j turns by sum_a freqs[j, a] pos[a]); ``work`` is the dtype the arithmetic runs in (float32 or float64).
-    ``out`` is C-contiguous (:func:`rope_ref.rotate` hands over a contiguous buffer when the caller's is strided).
+    ``pos`` ``(A,) + P``, each ``pos[a]`` broadcasting to ``x.shape[:-1]``; ``freqs`` ``(r/2, A)``; ``work``: the
+    dtype the arithmetic runs in (float32 or float64).
     """
     work = np.dtype(work)
     if x.size == 0:
