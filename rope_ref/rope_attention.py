@@ -1,14 +1,8 @@
 """Attention with RoPE on queries and keys (values untouched): softmax (eqs 2, 16) and linear (eq 19).
 
-:func:`attention` and :func:`linear_attention` are the fast forms; :func:`attention_dense` and
-:func:`linear_attention_dense` write the same equations out with the dense rotation matrices
-(eq 14) and O(N^2) sums, to check them.
-
-Both fast forms are numerically stable: softmax subtracts each row's largest score, with q and k
-scaled by powers of two first so that scores never overflow (q*1e200, k*1e200 give the argmax);
-linear attention divides the elu+1 features by their largest value (in the log domain), which
-cancels between numerator and denominator, so q = k = -800 does not give 0/0.  The dense forms
-compute plainly and raise where float64 runs out.
+:func:`attention` and :func:`linear_attention` are the fast, numerically stable forms; :func:`attention_dense`
+and :func:`linear_attention_dense` write the same equations out with the dense matrices (eq 14), to check them,
+and raise where float64 runs out.
 """
 
 from __future__ import annotations
@@ -22,7 +16,8 @@ from ._validate import (check_bool, check_finite, check_nbytes, check_no_overflo
 from .forms import frequencies, rotate, rotation_matrix
 
 
-def _check_qkv(q, k, v):
+def _check_qkv(q, k, v, self_attention: str = ""):
+    """q, k, v checked; ``self_attention`` names a function that needs q and k of the same length."""
     q, k, v = check_x(q, "q"), check_x(k, "k"), check_real_array(v, "v")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise ValueError(f"q, k, v must have shape (..., seq, d); got q {q.shape}, k {k.shape}, v {v.shape}")
@@ -34,6 +29,9 @@ def _check_qkv(q, k, v):
         raise ValueError(f"k and v must have the same number of positions; got k {k.shape}, v {v.shape}")
     if k.shape[-2] == 0:
         raise ValueError(f"k must have at least one position (softmax over zero keys is undefined); got k {k.shape}")
+    if self_attention and q.shape[-2] != k.shape[-2]:
+        raise ValueError(f"{self_attention} is self-attention: q and k need the same length; got q {q.shape}, "
+                         f"k {k.shape}")
     for a, name in ((q, "q"), (k, "k"), (v, "v")):
         check_finite(a, name)
     return q, k, v
@@ -63,17 +61,15 @@ def _pow2_scale(a: np.ndarray) -> float:
 @suggest_keywords
 def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = False,
               base: float = 10000.0, pairing: str = "interleaved") -> np.ndarray:
-    """Scaled dot-product softmax attention with RoPE applied to q and k only.
+    """Scaled dot-product softmax attention (eqs 2, 16) with RoPE applied to q and k only.
 
-    ``q``: ``(..., n_q, d)``; ``k``: ``(..., n_k, d)`` with n_k >= 1; ``v``: ``(..., n_k, d_v)``; the
-    leading axes (batch, heads) must agree.  ``q_positions`` / ``k_positions``
-    broadcast to ``q.shape[:-1]`` / ``k.shape[:-1]`` (defaults ``arange``).  With
-    ``causal=True`` a query attends the keys whose *position* is <= its own, so
-    queries at positions ``offset..`` can attend a longer cache of keys.
+    ``q``: ``(..., n_q, d)``; ``k``: ``(..., n_k, d)``, n_k >= 1; ``v``: ``(..., n_k, d_v)``, leading axes agreeing.
+    ``q_positions`` / ``k_positions`` broadcast to ``q.shape[:-1]`` / ``k.shape[:-1]`` (default ``arange``);
+    ``causal``: a query attends the keys whose *position* is <= its own (so a query can attend a longer cache).
     Returns ``(..., n_q, d_v)`` in float64 (float32 if all inputs are float32 or narrower).
 
-    Stable softmax: scores = (q/s_q)(k/s_k)^T * s_q s_k / sqrt(d) with s_q, s_k powers of two, and
-    exp((u - max u) * s_q s_k / sqrt(d)), so huge q, k tend to the argmax instead of inf - inf.
+    Stable: scores u = (q/s_q)(k/s_k)^T with s_q, s_k powers of two, weights softmax(u s_q s_k / sqrt(d)), so
+    huge q, k tend to the argmax instead of inf - inf.
     """
     q, k, v = _check_qkv(q, k, v)
     _check_scores_size(q, k)
@@ -90,7 +86,9 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     with np.errstate(over="ignore"):                   # s_q s_k / sqrt(d) may overflow to inf: softmax takes it
         weights = softmax(u, scale=sq / np.sqrt(q.shape[-1]) * sk)
     out = weights @ v.astype(np.float64)
-    return cast_back(out, v.astype(_out_dtype(q, k, v), copy=False), "v", "|v| below the output dtype's largest value")
+    narrow = max(a.dtype.itemsize for a in (q, k, v)) <= 4
+    return cast_back(out, v.astype(np.float32 if narrow else np.float64, copy=False), "v",
+                     "|v| below the output dtype's largest value")
 
 
 @suggest_keywords
@@ -116,11 +114,6 @@ def softmax(scores, axis: int = -1, *, scale: float = 1.0) -> np.ndarray:
         scaled = gaps * scale                            # a gap times a huge scale: -inf, weight 0 (the limit)
     w = np.exp(np.where(gaps == 0, 0.0, np.where(np.isneginf(gaps), -np.inf, scaled)))
     return w / w.sum(axis=axis, keepdims=True)
-
-
-def _out_dtype(*arrays):
-    narrow = all(a.dtype.itemsize <= 4 for a in arrays)
-    return np.float32 if narrow else np.float64
 
 
 @suggest_keywords
@@ -167,28 +160,18 @@ def _log_phi(x: np.ndarray) -> np.ndarray:
 @suggest_keywords
 def linear_attention(q, k, v, *, positions=None, causal: bool = False,
                      base: float = 10000.0) -> np.ndarray:
-    """Linear attention with RoPE, eq 19, phi = elu + 1.
+    """Linear attention with RoPE, eq 19, phi = elu + 1: numerator sum_n (R_m phi(q_m))^T (R_n phi(k_n)) v_n over
+    the *unrotated* denominator sum_n phi(q_m)^T phi(k_n), in O(N d d_v) by associativity; ``causal``: n <= m.
 
-    Numerator: sum_n (R_m phi(q_m))^T (R_n phi(k_n)) v_n; denominator: the
-    *unrotated* sum_n phi(q_m)^T phi(k_n), as the paper keeps it to avoid
-    dividing by zero.  Computed in O(N d d_v) by associativity; ``causal``
-    restricts the sums to n <= m (sequence order) by prefix sums.
+    ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions`` broadcast to ``q.shape[:-1]`` (default
+    ``arange(N)``).  Returns float64 ``(..., N, d_v)``.
 
-    ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions``
-    broadcast to ``q.shape[:-1]`` (default ``arange(N)``).  Returns float64
-    ``(..., N, d_v)``.
-
-    Stable: phi(q_m) is divided by its row's largest entry and phi(k) by the largest over all keys
-    (computed from log phi); both factors cancel between numerator and denominator, so very negative
-    q, k (phi underflowing to 0) and huge ones (phi overflowing) give the exact ratio.  A causal prefix whose
-    keys are all ~745 below a later key in log phi is summed normalised by its own largest key instead (a
-    sequential scan).  A ValueError says so only where phi(q_m) and phi(k_n) share no feature within ~745.
+    Stable: phi(q_m) and phi(k) are divided by their largest entries (from log phi), which cancel in the ratio, so
+    q, k where phi under- or overflows give the exact ratio; a causal prefix far below a later key is normalised by
+    its own largest key.  Raises only where phi(q_m) and phi(k_n) share no feature within ~745 in log phi.
     """
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v = _check_qkv(q, k, v, self_attention="linear_attention")
     causal = check_bool(causal, "causal")
-    if q.shape[-2] != k.shape[-2]:
-        raise ValueError(f"linear_attention is self-attention: q and k need the same length; "
-                         f"got q {q.shape}, k {k.shape}")
     pos = check_positions(positions, q.shape[:-1], "positions", "q.shape[:-1]")
     n = int(np.prod(k.shape, dtype=object)) * v.shape[-1]
     check_nbytes(n * 8, "k, v", what=f"the float64 outer products {k.shape + v.shape[-1:]}")
@@ -204,8 +187,7 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
             den = np.einsum("...nd,...nd->...n", fq, np.cumsum(fk, axis=-2))
         else:
             num = np.einsum("...nd,...de->...ne", rq, kv.sum(axis=-3))
-            den = fq @ fk.sum(axis=-2)[..., None]
-            den = den[..., 0]
+            den = np.einsum("...nd,...d->...n", fq, fk.sum(axis=-2))
     if causal and not np.all(den > _TINY):    # a prefix's keys are all far below the largest key: normalise per prefix
         with np.errstate(over="ignore", invalid="ignore"):
             num, den = _causal_sums_per_prefix(rq, fq, lk, pos, v, base)
@@ -223,9 +205,8 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
                     base: float = 10000.0) -> np.ndarray:
     """Softmax attention written out with the dense matrices (eqs 2, 14, 16): a check for :func:`attention`.
 
-    ``q``: ``(..., n_q, d)``, ``k``: ``(..., n_k, d)``, ``v``: ``(..., n_k, d_v)``; positions 1-D of
-    length n_q and n_k.  Interleaved pairs.  Returns float64 ``(..., n_q, d_v)``.  Computed plainly:
-    scores that overflow float64 raise (use :func:`attention`, which scales).
+    ``q``: ``(..., n_q, d)``, ``k``: ``(..., n_k, d)``, ``v``: ``(..., n_k, d_v)``; positions 1-D of length n_q and
+    n_k.  Interleaved pairs.  Returns float64 ``(..., n_q, d_v)``; scores that overflow float64 raise.
     """
     q, k, v = _check_qkv(q, k, v)
     _check_scores_size(q, k)
@@ -253,16 +234,12 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
                            base: float = 10000.0) -> np.ndarray:
     """Eq 19 evaluated literally in O(N^2) with dense rotation matrices: a check for :func:`linear_attention`.
 
-    ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions`` 1-D of length N
-    (default ``arange(N)``).  Returns float64 ``(..., N, d_v)``.  Computed plainly: a denominator
-    that underflows to 0 raises (use :func:`linear_attention`, which normalises).
+    ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions`` 1-D of length N (default ``arange(N)``).
+    Returns float64 ``(..., N, d_v)``; a denominator that underflows to 0 raises.
     """
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v = _check_qkv(q, k, v, self_attention="linear_attention_dense")
     causal = check_bool(causal, "causal")
     n_pos = q.shape[-2]
-    if k.shape[-2] != n_pos:
-        raise ValueError(f"linear_attention_dense is self-attention: q and k need the same length; "
-                         f"got q {q.shape}, k {k.shape}")
     pos = np.broadcast_to(check_positions(positions, (n_pos,), "positions", "(q.shape[-2],)"), (n_pos,))
     _check_scores_size(q, k)
     R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)
