@@ -1,11 +1,7 @@
 """Multi-axis RoPE: frequency matrices ``F`` ``(rotary_dim/2, A)``, pair j turning by ``sum_a F[j, a] * p_a``
-(RoFormer eq 34 with that sum for ``m * theta_j``; 1-D RoPE is A = 1), and the position ids that go with them:
-M-RoPE, 2-D axial RoPE, the diffusion transformers' ids and DeepSeek-V4's compressed-KV positions.
-"""
+(eq 34 with that sum for ``m * theta_j``), and the position ids that go with them (M-RoPE, axial, diffusion)."""
 
 from __future__ import annotations
-
-import numbers
 
 import numpy as np
 
@@ -60,19 +56,12 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
                       interleaved: bool | str = False) -> np.ndarray:
     """M-RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, 3)``: columns temporal, height, width.
 
-    Pair ``j`` keeps ``theta_j = base^(-2j/rotary_dim)`` (eq 15) on one axis, ``F[j, axis(j)] = theta_j``, so on
-    text (``p_t = p_h = p_w = m``) it is 1-D RoPE.  ``sections`` = ``[s_t, s_h, s_w]`` pairs per axis (a config's
-    ``mrope_section``), summing to ``rotary_dim/2``; ``interleaved`` names the layout (:data:`MROPE_LAYOUTS`):
+    Pair ``j`` keeps ``theta_j = base^(-2j/rotary_dim)`` (eq 15) on one axis, so on text (``p_t = p_h = p_w = m``)
+    it is 1-D RoPE.  ``sections``: ``[s_t, s_h, s_w]`` pairs per axis (``mrope_section``), summing to
+    ``rotary_dim/2``.  ``interleaved``: a layout of :data:`MROPE_LAYOUTS`, False for ``"blocks"`` (Qwen2-VL) or
+    True for ``"interleaved"`` (Qwen3-VL: height on pairs 1, 4, 7, ..., width on 2, 5, 8, ..., temporal the rest).
 
-    * ``False`` (Qwen2-VL, Qwen2.5-VL): contiguous blocks in theta order, temporal, height, width;
-    * ``True`` (Qwen3-VL's ``mrope_interleaved``): height takes pairs ``1, 4, 7, ...``, width ``2, 5, 8, ...``,
-      temporal the rest; sections whose strided slice would run past the last pair raise (transformers clips
-      it).  timm's ``RotaryEmbeddingMRope`` (GenLIP) is ``mrope_frequencies(72, [12, 12, 12], interleaved=True)``;
-    * ``"hw_alternating"`` (ERNIE-4.5-VL, VideoRoPE arXiv:2502.05173): height and width alternate over the first
-      ``s_h + s_w`` pairs (``s_h == s_w``), temporal takes the last ``s_t``.  ERNIE writes ``[s_h, s_w, s_t]``.
-
-    >>> F = mrope_frequencies(8, [2, 1, 1])
-    >>> (F != 0).astype(int).tolist()
+    >>> (mrope_frequencies(8, [2, 1, 1]) != 0).astype(int).tolist()
     [[1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]
     >>> (mrope_frequencies(8, [2, 1, 1], interleaved=True) != 0).astype(int).tolist()
     [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0]]
@@ -110,8 +99,8 @@ def interleaved_assignment(sections) -> np.ndarray:
 
 
 def hw_alternating_assignment(sections) -> np.ndarray:
-    """Axis of each pair in ERNIE-4.5-VL's and VideoRoPE's layout: axes 1 and 2 alternate over the first
-    2 * sections[1] pairs (so sections[2] == sections[1]), axis 0 takes the rest."""
+    """Axis of each pair in ERNIE-4.5-VL's and VideoRoPE's (arXiv:2502.05173) layout: axes 1 and 2 alternate over
+    the first 2 * sections[1] pairs (sections[2] == sections[1]), axis 0 the rest.  ERNIE writes [s_h, s_w, s_t]."""
     return np.concatenate([np.tile([1, 2], sections[1]), np.zeros(sections[0], np.int64)])
 
 
@@ -129,12 +118,10 @@ MROPE_LAYOUTS = {
 def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | None = None, sections=None) -> np.ndarray:
     """Axial RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, A)``: one block of pairs per axis.
 
-    Block ``a`` (``sections[a]`` pairs; default ``axes`` equal blocks, ``axes`` 2) is a 1-D RoPE of dimension
-    ``dim_a = 2*sections[a]`` on ``positions[a]``: ``F[start_a + k, a] = base^(-2k/dim_a)`` (eq 15), so scores
-    depend on the offset along every axis only.  With :func:`grid_positions`: timm's ``RotaryEmbeddingCat``
-    (``in_pixels=False``, EVA-02) with the same indexing, and RoPE-Axial (Heo et al. 2024, arXiv:2403.13298) as
-    ``axial_frequencies(d, base=100.0)`` with ``indexing="xy"``.  Diffusion transformers split unequally (their
-    ``axes_dims_rope`` are twice the pairs): Flux ``sections=[8, 28, 28]``, Flux.2 ``[16] * 4`` (base 2000).
+    Block ``a`` (``sections[a]`` pairs; default: ``axes`` equal blocks, 2) is a 1-D RoPE of dimension
+    ``2*sections[a]`` (eq 15) on ``positions[a]``.  With :func:`grid_positions`: timm's ``RotaryEmbeddingCat``
+    (EVA-02) and RoPE-Axial (arXiv:2403.13298; ``base=100.0``, ``indexing="xy"``).  Flux's ``axes_dims_rope``
+    (16, 56, 56) counts features: ``sections=[8, 28, 28]``.
 
     >>> axial_frequencies(8, base=100.0).tolist()
     [[1.0, 0.0], [0.1, 0.0], [0.0, 1.0], [0.0, 0.1]]
@@ -174,9 +161,8 @@ def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarr
     width = check_positive_int(width, "width")
     indexing = _check_choice(indexing, "indexing", ("ij", "xy"), " ('ij': row first, 'xy': column first)")
     check_nbytes(4 * 8 * height * width, "height * width", what=f"(2, {height * width}) float64 positions")
-    rows = np.repeat(np.arange(height, dtype=np.float64), width)
-    cols = np.tile(np.arange(width, dtype=np.float64), height)
-    return np.stack([rows, cols] if indexing == "ij" else [cols, rows])
+    rows_cols = np.indices((height, width), dtype=np.float64).reshape(2, -1)
+    return rows_cols if indexing == "ij" else rows_cols[::-1].copy()
 
 
 _SEGMENT_FORMS = '("text", n), ("image", (t, h, w)), ("video", (t, h, w)) or ("video", (t, h, w), seconds_per_grid)'
@@ -184,10 +170,6 @@ _SEGMENT_FORMS = '("text", n), ("image", (t, h, w)), ("video", (t, h, w)) or ("v
 
 def _segment_error(cls, i: int, seg, why: str) -> Exception:
     return cls(f"segments[{i}] {why}; expected one of {_SEGMENT_FORMS}, got {seg!r:.120}")
-
-
-def _is_int(n) -> bool:
-    return isinstance(n, numbers.Integral) and not isinstance(n, bool)
 
 
 def _check_segment(i: int, seg, merge: int):
@@ -200,18 +182,15 @@ def _check_segment(i: int, seg, merge: int):
         hint = closest_name(kind, kinds) if isinstance(kind, str) else ""
         raise _segment_error(ValueError, i, seg, f"has kind {kind!r}, not one of {kinds}{hint}")
     if kind == "text":
-        if len(seg) != 2 or not _is_int(seg[1]):
+        if len(seg) != 2:
             raise _segment_error(TypeError, i, seg, "must be ('text', n) with n a positive integer")
-        if seg[1] < 1:
-            raise _segment_error(ValueError, i, seg, f"has n={seg[1]} text tokens; expected n >= 1")
-        return kind, int(seg[1]), None
+        return kind, check_positive_int(seg[1], f"segments[{i}][1] (the number of text tokens)"), None
     grid = seg[1].tolist() if isinstance(seg[1], np.ndarray) else seg[1]
-    if not isinstance(grid, (tuple, list)) or len(grid) != 3 or not all(_is_int(g) for g in grid):
+    if not isinstance(grid, (tuple, list)) or len(grid) != 3:
         raise _segment_error(TypeError, i, seg, "needs a grid (t, h, w) of three positive integers (patches "
                              "before the spatial merge, as in image_grid_thw / video_grid_thw)")
-    t, h, w = (int(g) for g in grid)
-    if min(t, h, w) < 1:
-        raise _segment_error(ValueError, i, seg, f"has grid (t, h, w) = {(t, h, w)}; all must be >= 1")
+    t, h, w = (check_positive_int(g, f"segments[{i}][1][{j}] (grid t, h, w)", expected="an integer >= 1")
+               for j, g in enumerate(grid))
     if h % merge or w % merge:
         raise _segment_error(ValueError, i, seg, f"has grid h={h}, w={w} not divisible by spatial_merge_size="
                              f"{merge} (the vision encoder merges {merge}x{merge} patches into one token)")
@@ -239,16 +218,13 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     """M-RoPE position ids (temporal, height, width) of one sequence, int64 ``(3, seq)``: Qwen2-VL's rule
     (arXiv:2409.12191, section 2.1) as transformers' ``get_rope_index`` computes it (Qwen2-VL to Qwen3-VL).
 
-    Text tokens get the same id on all three axes, one more per token.  An image or video of ``t x h x w``
-    patches is ``t * (h/s) * (w/s)`` tokens (``s = spatial_merge_size``), frame by frame, row by row; token
-    (i, r, c) gets ``start + (i, r, c)`` -- for a video with ``tokens_per_second`` (Qwen2.5-VL) the temporal id
-    is ``floor(i * seconds_per_grid * tokens_per_second)`` in float32.  The next segment starts at the largest
-    id plus one (``text_after_vision="max+1"``, transformers up to v5.2), or at ``start + max(h, w)/s``
-    (``"spatial"``, transformers from v5.3).
-
     ``segments``: ``("text", n)``, ``("image", (t, h, w))``, ``("video", (t, h, w))`` or ``("video", (t, h, w),
-    seconds_per_grid)`` (default 1.0), ``(t, h, w)`` the patch grid before the merge (``image_grid_thw``).
-    Qwen3-VL gives each video frame as its own ``(1, h, w)`` video segment.
+    seconds_per_grid)``, ``(t, h, w)`` the patch grid before the merge (``image_grid_thw``).  Text tokens get
+    the same id on all three axes; an image or video is ``t * (h/s) * (w/s)`` tokens (``s = spatial_merge_size``),
+    token (i, r, c) at ``start + (i, r, c)``, the temporal id ``floor(i * seconds_per_grid * tokens_per_second)``
+    in float32 for a video when ``tokens_per_second`` is given (Qwen2.5-VL).  The next segment starts at the
+    largest id plus one (``text_after_vision="max+1"``, transformers to v5.2) or at ``start + max(h, w)/s``
+    (``"spatial"``, from v5.3).  Qwen3-VL gives each video frame as its own ``(1, h, w)`` segment.
 
     >>> mrope_position_ids([("text", 2), ("image", (1, 4, 6)), ("text", 1)]).tolist()
     [[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]]
