@@ -1,12 +1,9 @@
 """Context-extension methods: per-pair frequencies (and an attention factor) for longer contexts.
 
-``scaled_inv_freq(d, base, rope_type=..., seq_len=..., **params)`` returns ``(inv_freq, attention_factor)``;
-use them as ``rotate(x, positions, inv_freq=inv_freq) * attention_factor`` (the factor multiplies cos and sin,
-i.e. scales the rotated features).  Each method is one entry of :data:`SCALING_METHODS` (as transformers'
-``ROPE_INIT_FUNCTIONS``) holding its formula, attention factor, config keys and how ``identify`` names it:
-adding a method is adding one entry.  Parameter names and defaults follow the ``rope_scaling`` configuration
-of Hugging Face transformers (``modeling_rope_utils``), and the numbers match that library's for the same
-configuration (tests/data/hf_rope_reference.json, to float32 precision).
+``scaled_inv_freq(d, base, rope_type=..., seq_len=..., **params)`` gives ``(inv_freq, attention_factor)``, used as
+``rotate(x, positions, inv_freq=inv_freq) * attention_factor``.  Each method is one entry of
+:data:`SCALING_METHODS` (as transformers' ``ROPE_INIT_FUNCTIONS``); names, defaults and numbers are those of
+transformers' ``rope_scaling`` (tests/data/hf_rope_reference.json, to float32 precision).
 """
 
 from __future__ import annotations
@@ -68,33 +65,22 @@ class ScalingMethod:
         return f"required {required}" + (f", optional {list(self.optional)}" if self.optional else "")
 
 
-def method_param_keys() -> frozenset:
-    """Every key some method uses."""
-    return frozenset().union(*(method.used for method in SCALING_METHODS.values()))
-
-
 def config_keys() -> frozenset:
-    """Every key a published ``rope_scaling`` / ``rope_parameters`` section carries: a method ignores the ones
-    it does not use (as transformers does); a name outside this set is a TypeError."""
-    return method_param_keys() | frozenset(_SECTION_KEYS)
+    """Every key a published ``rope_scaling`` / ``rope_parameters`` section carries (the registry's, read now):
+    a method ignores the ones it does not use (as transformers does); a name outside this set is a TypeError."""
+    return frozenset().union(*(method.used for method in SCALING_METHODS.values()), _SECTION_KEYS)
 
 
 def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None = None, seq_len=None, **params):
     """Per-pair frequencies of a context-extension method: ``(inv_freq (d/2,), attention_factor)``.
 
-    ``d`` is the rotary dimension (head_dim * partial_rotary_factor; for ``proportional`` the whole head).
-    ``base`` is rope_theta (default 10000; ``rope_theta=`` is the same).  ``seq_len``: the current length, for
-    ``dynamic`` and ``longrope``.  ``rope_type``: one of :data:`ROPE_TYPES`; its entry in :data:`SCALING_METHODS`
-    gives the formula and the paper.
-
-    ``**params`` may be a model config's whole rope section (``**config["rope_scaling"]`` or
-    ``**config["rope_parameters"]``): every key of :func:`config_keys` is accepted, ``type`` is the old name of
-    ``rope_type``, keys a method does not use are ignored (``partial_rotary_factor`` too, as ``d`` is already
-    the rotary dimension, except by ``proportional``).  A misspelt key is a TypeError naming the closest valid
-    one.  Where transformers v4 and v5 differ, this follows v5: for ``yarn`` and ``longrope`` an explicit
-    ``factor`` is used as given, and ``max_position_embeddings / original_max_position_embeddings`` only when
-    ``factor`` is missing (docs/model_configs.md: Qwen2.5's YaRN block is factor 4 here, 1 in v4).
-    ``short_mscale``/``long_mscale`` (Phi-3-small) are ignored, as v5 ignores them.
+    ``d``: the rotary dimension (for ``proportional`` the whole head); ``base``: rope_theta (default 10000,
+    ``rope_theta=`` alike); ``seq_len``: the current length (``dynamic``, ``longrope``); ``rope_type``: one of
+    :data:`ROPE_TYPES` (``type``: its old name).  ``**params`` may be a config's whole rope section: keys of
+    :func:`config_keys` a method does not use are ignored (``partial_rotary_factor`` too, but by ``proportional``),
+    a misspelt key is a TypeError naming the closest one.  As transformers v5, ``yarn`` and ``longrope`` use an
+    explicit ``factor`` as given, and ``max_position_embeddings / original_max_position_embeddings`` only when
+    it is missing (docs/model_configs.md: Qwen2.5's YaRN block is factor 4 here, 1 in v4).
     """
     params = dict(params)
     check_keywords(params, config_keys(), "scaled_inv_freq")
@@ -109,7 +95,10 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
         seq_len = check_positive_int(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # _check_result names the cause
         inv_freq = method.inv_freq(d, base, seq_len, params)
-        attention_factor = 1.0 if method.attention_factor is None else float(method.attention_factor(params))
+        if "attention_factor" in params:      # an explicit factor wins (yarn, longrope)
+            attention_factor = _pos_float(params, "attention_factor")
+        else:
+            attention_factor = 1.0 if method.attention_factor is None else float(method.attention_factor(params))
     _check_result(inv_freq, attention_factor, rope_type, params, zeros=method.whole_head)
     return inv_freq, attention_factor
 
@@ -119,10 +108,9 @@ def _resolve_rope_type(rope_type, old_name):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{name} must be a string, one of {tuple(SCALING_METHODS)}, got {value!r} of type "
                             f"{type(value).__name__}")
-    if rope_type is None:
-        rope_type = "default" if old_name is None else old_name
-    elif old_name is not None and old_name != rope_type:
+    if None not in (rope_type, old_name) and old_name != rope_type:
         raise ValueError(f"rope_type={rope_type!r} and type={old_name!r} disagree; give one of them")
+    rope_type = next((name for name in (rope_type, old_name) if name is not None), "default")
     if rope_type not in SCALING_METHODS:
         raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}"
                          f"{closest_name(rope_type, ROPE_TYPES)}")
@@ -181,12 +169,7 @@ def _ntk(d, base, seq_len, p):
 
 def _new_base(base, growth, d, name):
     """base * growth^(d/(d-2)), refused (naming ``name``) when it overflows."""
-    if d <= 2:
-        return base
-    try:
-        new_base = base * growth ** (d / (d - 2))
-    except OverflowError:
-        new_base = math.inf
+    new_base = float(base * np.float64(growth) ** (d / (d - 2))) if d > 2 else base    # overflow: inf
     if not math.isfinite(new_base) or new_base <= 0:
         raise ValueError(f"{name} out of range: the new base, base * {growth:g}^(d/(d-2)) with base={base:g}, "
                          f"is {new_base:g}; it must be a positive finite float64")
@@ -249,11 +232,9 @@ def _yarn_mscale(scale, mscale=1.0):
 
 
 def _yarn_attention(p):
-    """sqrt(1/t) = 0.1 ln(factor) + 1 (arXiv:2309.00071, section 3.4), or an explicit attention_factor, or
-    DeepSeek-V2's mscale(factor, mscale) / mscale(factor, mscale_all_dim)."""
+    """sqrt(1/t) = 0.1 ln(factor) + 1 (arXiv:2309.00071, section 3.4), or DeepSeek-V2's
+    mscale(factor, mscale) / mscale(factor, mscale_all_dim)."""
     _, factor = _train_length_and_factor(p, "yarn")
-    if "attention_factor" in p:
-        return _pos_float(p, "attention_factor")
     mscales = [_pos_float(p, k) for k in ("mscale", "mscale_all_dim") if k in p]  # one alone is checked, unused
     if len(mscales) == 2:
         return _yarn_mscale(factor, mscales[0]) / _yarn_mscale(factor, mscales[1])
@@ -291,10 +272,8 @@ def _longrope(d, base, seq_len, p):
 
 
 def _longrope_attention(p):
-    """sqrt(1 + ln(factor) / ln(L_train)) (transformers' _compute_longrope_parameters), or attention_factor."""
+    """sqrt(1 + ln(factor) / ln(L_train)) (transformers' _compute_longrope_parameters)."""
     train_len, factor = _train_length_and_factor(p, "longrope")
-    if "attention_factor" in p:
-        return _pos_float(p, "attention_factor")
     return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(train_len))
 
 
@@ -378,15 +357,13 @@ SCALING_METHODS = {
 
 #: The method names, in registry order.
 ROPE_TYPES = tuple(SCALING_METHODS)
-#: Every key some method uses, as at import (:func:`method_param_keys` reads the registry at call time).
-METHOD_PARAM_KEYS = method_param_keys()
+#: Every key some method uses, as at import (:func:`config_keys` reads the registry at call time).
+METHOD_PARAM_KEYS = frozenset().union(*(method.used for method in SCALING_METHODS.values()))
 
 
 def wavelengths(freqs) -> np.ndarray:
-    """Wavelength 2 pi / |theta_i| of each pair, in positions: ``freqs`` ``(n,)`` -> ``(n,)`` float64.
-
-    A frequency of 0 (a pair that never turns), or one so small that its wavelength exceeds float64,
-    is a ValueError."""
+    """Wavelength 2 pi / |theta_i| of each pair, in positions: ``freqs`` ``(n,)`` -> ``(n,)`` float64; a frequency
+    of 0, or one whose wavelength exceeds float64, is a ValueError."""
     f = check_freqs(freqs)
     small = np.abs(f) < 2 * np.pi / np.finfo(np.float64).max
     if small.any():
