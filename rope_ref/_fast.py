@@ -9,6 +9,7 @@ dtypes converted to float32 a block at a time.  Arrays of 2^20 elements or more 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 import threading
@@ -174,15 +175,8 @@ def _distinct_rows(pos: np.ndarray) -> np.ndarray:
 def _groups(lead: tuple, pos: np.ndarray):
     """The leading shape ``lead`` merged into runs along which ``pos`` (``len(lead)`` axes, each of lead's length
     or 1) varies or is broadcast, and the table's shape (a run's length where positions vary, else 1)."""
-    runs: list = []
-    for n, p in zip(lead, pos.shape):
-        if n == 1:
-            continue
-        varies = p > 1
-        if runs and runs[-1][1] == varies:
-            runs[-1][0] *= n
-        else:
-            runs.append([n, varies])
+    axes = [(n, p > 1) for n, p in zip(lead, pos.shape) if n > 1]
+    runs = [(math.prod(n for n, _ in run), varies) for varies, run in itertools.groupby(axes, key=lambda a: a[1])]
     return tuple(n for n, _ in runs), tuple(n if v else 1 for n, v in runs)
 
 

@@ -93,13 +93,18 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     params = method.params_of(params)
     if seq_len is not None:
         seq_len = check_positive_int(seq_len, "seq_len")
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # _check_result names the cause
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # refused below, naming the cause
         inv_freq = method.inv_freq(d, base, seq_len, params)
         if "attention_factor" in params:      # an explicit factor wins (yarn, longrope)
             attention_factor = _pos_float(params, "attention_factor")
         else:
             attention_factor = 1.0 if method.attention_factor is None else float(method.attention_factor(params))
-    _check_result(inv_freq, attention_factor, rope_type, params, zeros=method.whole_head)
+    positive = np.all(inv_freq >= 0 if method.whole_head else inv_freq > 0)    # whole_head: pairs standing still
+    if not (positive and np.all(np.isfinite(inv_freq)) and math.isfinite(attention_factor) and attention_factor > 0):
+        given = {k: v for k, v in params.items() if not isinstance(v, (list, tuple, np.ndarray))}
+        raise ValueError(f"rope_type={rope_type!r} with {given} gives frequencies or an attention factor that are "
+                         f"not finite and positive (min frequency {np.min(inv_freq):.3g}, attention factor "
+                         f"{attention_factor:.3g}); check the size of {sorted(params)}")
     return inv_freq, attention_factor
 
 
@@ -124,18 +129,6 @@ def _resolve_base(base, rope_theta):
     if base is not None and check_base(base) != rope_theta:
         raise ValueError(f"base={base} and rope_theta={rope_theta} disagree; they are the same thing, give one")
     return rope_theta
-
-
-def _check_result(inv_freq, attention_factor, rope_type, params, zeros=False):
-    """Finite input must not give inf, NaN or non-positive frequencies (zeros where the method intends them):
-    name the arguments that did it."""
-    if np.all(np.isfinite(inv_freq)) and np.all(inv_freq >= 0 if zeros else inv_freq > 0) \
-            and math.isfinite(attention_factor) and attention_factor > 0:
-        return
-    given = {k: v for k, v in params.items() if not isinstance(v, (list, tuple, np.ndarray))}
-    raise ValueError(f"rope_type={rope_type!r} with {given} gives frequencies or an attention factor that are "
-                     f"not finite and positive (min frequency {np.min(inv_freq):.3g}, attention factor "
-                     f"{attention_factor:.3g}); check the size of {sorted(params)}")
 
 
 def _pos_float(params, name, default=None):
