@@ -65,11 +65,9 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
 
     ``q``: ``(..., n_q, d)``; ``k``: ``(..., n_k, d)``, n_k >= 1; ``v``: ``(..., n_k, d_v)``, leading axes agreeing.
     ``q_positions`` / ``k_positions`` broadcast to ``q.shape[:-1]`` / ``k.shape[:-1]`` (default ``arange``);
-    ``causal``: a query attends the keys whose *position* is <= its own (so a query can attend a longer cache).
-    Returns ``(..., n_q, d_v)`` in float64 (float32 if all inputs are float32 or narrower).
-
-    Stable: scores u = (q/s_q)(k/s_k)^T with s_q, s_k powers of two, weights softmax(u s_q s_k / sqrt(d)), so
-    huge q, k tend to the argmax instead of inf - inf.
+    ``causal``: a query attends the keys whose *position* is <= its own.  Returns float64 ``(..., n_q, d_v)``
+    (float32 if all inputs are float32 or narrower).  Stable: weights softmax(u s_q s_k / sqrt(d)) of scores
+    u = (q/s_q)(k/s_k)^T, s_q and s_k powers of two, so huge q, k tend to the argmax instead of inf - inf.
     """
     q, k, v = _check_qkv(q, k, v)
     _check_scores_size(q, k)
@@ -95,9 +93,8 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
 def softmax(scores, axis: int = -1, *, scale: float = 1.0) -> np.ndarray:
     """exp(c (s_i - max s)) / sum_j exp(c (s_j - max s)) along ``axis``: softmax(c s) (eq 2's normalisation), float64.
 
-    ``scores``: any shape, finite or -inf (a -inf score gets weight 0); a row needs one finite score.  ``scale``
-    c >= 0 multiplies the gaps to the row's maximum, so c s itself is never formed (c = inf: the argmax; c = 0: the
-    mean over the unmasked); :func:`attention` passes s_q s_k / sqrt(d) for scores u = (q/s_q).(k/s_k).
+    ``scores``: any shape, finite or -inf (weight 0), one finite score per row.  ``scale`` c >= 0 multiplies the gaps
+    to the row's maximum, so c s is never formed (c = inf: the argmax; c = 0: the mean over the unmasked).
     """
     s = check_real_array(scores, "scores").astype(np.float64)
     if np.any(np.isnan(s) | (s == np.inf)):
@@ -118,11 +115,8 @@ def softmax(scores, axis: int = -1, *, scale: float = 1.0) -> np.ndarray:
 
 @suggest_keywords
 def elu_plus_one(x) -> np.ndarray:
-    """phi(x) = elu(x) + 1 (Katharopoulos et al. 2020), the feature map used with eq 19: positive.
-
-    ``x``: any real array-like (integers become float64); returns a new array of x's shape.
-    For x below about -745 phi underflows to 0; :func:`linear_attention` works with log phi instead.
-    """
+    """phi(x) = elu(x) + 1 (Katharopoulos et al. 2020), the positive feature map used with eq 19: a new array of
+    x's shape (integers become float64); below x = -745 it underflows to 0 (:func:`linear_attention` uses log phi)."""
     x = check_real_array(x, "x")
     x = x.astype(np.float64) if x.dtype.kind in "iu" else x
     return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
@@ -164,11 +158,8 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
     the *unrotated* denominator sum_n phi(q_m)^T phi(k_n), in O(N d d_v) by associativity; ``causal``: n <= m.
 
     ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions`` broadcast to ``q.shape[:-1]`` (default
-    ``arange(N)``).  Returns float64 ``(..., N, d_v)``.
-
-    Stable: phi(q_m) and phi(k) are divided by their largest entries (from log phi), which cancel in the ratio, so
-    q, k where phi under- or overflows give the exact ratio; a causal prefix far below a later key is normalised by
-    its own largest key.  Raises only where phi(q_m) and phi(k_n) share no feature within ~745 in log phi.
+    ``arange(N)``).  Returns float64 ``(..., N, d_v)``.  Stable: phi(q) and phi(k) are divided by their largest
+    entries (from log phi), which cancel in the ratio; a causal prefix far below a later key by its own largest.
     """
     q, k, v = _check_qkv(q, k, v, self_attention="linear_attention")
     causal = check_bool(causal, "causal")
@@ -182,12 +173,10 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
     v = v.astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):   # |v| near 1.8e308 overflows: a ValueError below
         kv = rk[..., :, None] * v[..., None, :]  # (..., N, d, d_v): one outer product per key
-        if causal:
-            num = np.einsum("...nd,...nde->...ne", rq, np.cumsum(kv, axis=-3))
-            den = np.einsum("...nd,...nd->...n", fq, np.cumsum(fk, axis=-2))
-        else:
-            num = np.einsum("...nd,...de->...ne", rq, kv.sum(axis=-3))
-            den = np.einsum("...nd,...d->...n", fq, fk.sum(axis=-2))
+        kv_sums = np.cumsum(kv, axis=-3) if causal else kv.sum(axis=-3, keepdims=True)     # over n <= m, or all n
+        k_sums = np.cumsum(fk, axis=-2) if causal else fk.sum(axis=-2, keepdims=True)
+        num = np.einsum("...nd,...nde->...ne", rq, kv_sums)
+        den = np.einsum("...nd,...nd->...n", fq, k_sums)
     if causal and not np.all(den > _TINY):    # a prefix's keys are all far below the largest key: normalise per prefix
         with np.errstate(over="ignore", invalid="ignore"):
             num, den = _causal_sums_per_prefix(rq, fq, lk, pos, v, base)
@@ -203,11 +192,8 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
 @suggest_keywords
 def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
                     base: float = 10000.0) -> np.ndarray:
-    """Softmax attention written out with the dense matrices (eqs 2, 14, 16): a check for :func:`attention`.
-
-    ``q``: ``(..., n_q, d)``, ``k``: ``(..., n_k, d)``, ``v``: ``(..., n_k, d_v)``; positions 1-D of length n_q and
-    n_k.  Interleaved pairs.  Returns float64 ``(..., n_q, d_v)``; scores that overflow float64 raise.
-    """
+    """Softmax attention written out with the dense matrices (eqs 2, 14, 16), interleaved pairs: a check for
+    :func:`attention`.  Positions 1-D of length n_q and n_k; returns float64 ``(..., n_q, d_v)``."""
     q, k, v = _check_qkv(q, k, v)
     _check_scores_size(q, k)
     causal = check_bool(causal, "causal")
@@ -233,10 +219,7 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
 def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
                            base: float = 10000.0) -> np.ndarray:
     """Eq 19 evaluated literally in O(N^2) with dense rotation matrices: a check for :func:`linear_attention`.
-
-    ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions`` 1-D of length N (default ``arange(N)``).
-    Returns float64 ``(..., N, d_v)``; a denominator that underflows to 0 raises.
-    """
+    ``positions`` 1-D of length N (default ``arange(N)``); returns float64 ``(..., N, d_v)``."""
     q, k, v = _check_qkv(q, k, v, self_attention="linear_attention_dense")
     causal = check_bool(causal, "causal")
     n_pos = q.shape[-2]
