@@ -31,24 +31,20 @@ def _check_sections(sections, n_pairs: int, rotary_dim: int, names: str = "tempo
     return tuple(items)
 
 
-def _check_choice(value, name: str, choices: tuple, meaning: str = "") -> str:
-    """One of ``choices``: a TypeError for a non-string, a ValueError (with the closest name) for another string."""
+def _check_choice(value, name: str, choices: tuple, meaning: str = "", unknown: type = ValueError) -> str:
+    """One of ``choices``: a TypeError for a non-string, ``unknown`` (with the closest name) for another string."""
     if isinstance(value, str) and value in choices:
         return value
     hint = closest_name(value, choices) if isinstance(value, str) else f" of type {type(value).__name__}"
-    raise (ValueError if isinstance(value, str) else TypeError)(
-        f"{name} must be one of {choices}{meaning}, got {value!r}{hint}")
+    raise (unknown if isinstance(value, str) else TypeError)(f"{name} must be {meaning}one of {choices}, got "
+                                                             f"{value!r}{hint}")
 
 
 def _check_layout(interleaved) -> str:
     """A name of MROPE_LAYOUTS; True and False are the names "interleaved" and "blocks"."""
     if isinstance(interleaved, (bool, np.bool_)):
         return "interleaved" if interleaved else "blocks"
-    if not isinstance(interleaved, str) or interleaved not in MROPE_LAYOUTS:
-        raise TypeError(
-            f"interleaved must be True, False or a layout name {tuple(MROPE_LAYOUTS)}, got {interleaved!r}"
-            f"{closest_name(interleaved, MROPE_LAYOUTS) if isinstance(interleaved, str) else ''}")
-    return interleaved
+    return _check_choice(interleaved, "interleaved", tuple(MROPE_LAYOUTS), "True, False or ", unknown=TypeError)
 
 
 @suggest_keywords
@@ -150,16 +146,15 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
 
 @suggest_keywords
 def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarray:
-    """Positions of the patches of a ``height x width`` grid, numbered row by row: float64 ``(2, height*width)``.
-
-    ``"ij"``: ``positions[0]`` is the row, ``positions[1]`` the column (timm's default); ``"xy"``: column first.
+    """Positions of the patches of a ``height x width`` grid, numbered row by row: float64 ``(2, height*width)``,
+    ``positions[0]`` the row (``indexing="ij"``, timm's default) or the column (``"xy"``).
 
     >>> grid_positions(2, 3).tolist()
     [[0.0, 0.0, 0.0, 1.0, 1.0, 1.0], [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]]
     """
     height = check_positive_int(height, "height")
     width = check_positive_int(width, "width")
-    indexing = _check_choice(indexing, "indexing", ("ij", "xy"), " ('ij': row first, 'xy': column first)")
+    indexing = _check_choice(indexing, "indexing", ("ij", "xy"))
     check_nbytes(4 * 8 * height * width, "height * width", what=f"(2, {height * width}) float64 positions")
     rows_cols = np.indices((height, width), dtype=np.float64).reshape(2, -1)
     return rows_cols if indexing == "ij" else rows_cols[::-1].copy()
@@ -218,13 +213,12 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     """M-RoPE position ids (temporal, height, width) of one sequence, int64 ``(3, seq)``: Qwen2-VL's rule
     (arXiv:2409.12191, section 2.1) as transformers' ``get_rope_index`` computes it (Qwen2-VL to Qwen3-VL).
 
-    ``segments``: ``("text", n)``, ``("image", (t, h, w))``, ``("video", (t, h, w))`` or ``("video", (t, h, w),
-    seconds_per_grid)``, ``(t, h, w)`` the patch grid before the merge (``image_grid_thw``).  Text tokens get
-    the same id on all three axes; an image or video is ``t * (h/s) * (w/s)`` tokens (``s = spatial_merge_size``),
-    token (i, r, c) at ``start + (i, r, c)``, the temporal id ``floor(i * seconds_per_grid * tokens_per_second)``
-    in float32 for a video when ``tokens_per_second`` is given (Qwen2.5-VL).  The next segment starts at the
-    largest id plus one (``text_after_vision="max+1"``, transformers to v5.2) or at ``start + max(h, w)/s``
-    (``"spatial"``, from v5.3).  Qwen3-VL gives each video frame as its own ``(1, h, w)`` segment.
+    ``segments``: ``("text", n)``, ``("image", (t, h, w))`` or ``("video", (t, h, w)[, seconds_per_grid])``,
+    ``(t, h, w)`` the patch grid before the merge (``image_grid_thw``).  Text tokens get one id on all axes; vision
+    token (i, r, c) of the merged grid gets ``start + (i, r, c)``, with ``i * seconds_per_grid * tokens_per_second``
+    (float32, truncated) for a video's ``i`` when ``tokens_per_second`` is given (Qwen2.5-VL).  The next segment
+    starts at the largest id plus one (``text_after_vision="max+1"``, transformers to v5.2) or at ``start +
+    max(h, w)/spatial_merge_size`` (``"spatial"``, from v5.3).
 
     >>> mrope_position_ids([("text", 2), ("image", (1, 4, 6)), ("text", 1)]).tolist()
     [[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]]
@@ -232,8 +226,7 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     merge = check_positive_int(spatial_merge_size, "spatial_merge_size")
     if tokens_per_second is not None:
         tokens_per_second = check_positive_real(tokens_per_second, "tokens_per_second")
-    text_after_vision = _check_choice(text_after_vision, "text_after_vision", ("max+1", "spatial"),
-                                      " ('max+1': the published rule; 'spatial': transformers >= 5.3)")
+    text_after_vision = _check_choice(text_after_vision, "text_after_vision", ("max+1", "spatial"))
     if isinstance(segments, (str, bytes, dict)) or not hasattr(segments, "__iter__"):
         raise TypeError(f"segments must be a list of segments such as [('text', 5), ('image', (1, 28, 28))], "
                         f"got {segments!r:.80} of type {type(segments).__name__}")
@@ -304,10 +297,9 @@ def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames
 
 @suggest_keywords
 def deepseek_v4_compressed_positions(seq_len: int, compress_rate: int) -> np.ndarray:
-    """The positions DeepSeek-V4 rotates its compressed KV entries at (eq 34, the ``"compress"`` theta), int64
-    ``(seq_len // compress_rate,)``: entry w, made from the complete window of tokens ``w*compress_rate`` to
-    ``(w+1)*compress_rate - 1``, turns at ``w*compress_rate``; query t sees it once w < (t + 1) // compress_rate.
-    As transformers 5.24.0's ``DeepseekV4HCACompressor`` (rate 128) and ``DeepseekV4CSACompressor`` (rate 4).
+    """The positions DeepSeek-V4 rotates its compressed KV entries at, int64 ``(seq_len // compress_rate,)``: entry
+    w, of the complete window of tokens ``w*compress_rate .. (w+1)*compress_rate - 1``, turns at ``w*compress_rate``
+    (transformers 5.24.0's ``DeepseekV4HCACompressor``, rate 128, and ``DeepseekV4CSACompressor``, rate 4).
 
     >>> deepseek_v4_compressed_positions(13, 4).tolist()
     [0, 4, 8]
