@@ -157,14 +157,14 @@ def _linear(d, base, seq_len, p):
 def _ntk(d, base, seq_len, p):
     """Static NTK-aware scaling, the base raised to base * factor^(d/(d-2)) (bloc97, "NTK-Aware Scaled RoPE",
     2023; YaRN, arXiv:2309.00071, section 3.1)."""
-    return frequencies(d, _new_base(base, _pos_float(p, "factor"), d, "factor"))
+    return frequencies(d, _new_base(base, _pos_float(p, "factor"), d))
 
 
-def _new_base(base, growth, d, name):
-    """base * growth^(d/(d-2)), refused (naming ``name``) when it overflows."""
+def _new_base(base, growth, d):
+    """base * growth^(d/(d-2)), refused (naming factor, which makes growth) when it overflows."""
     new_base = float(base * np.float64(growth) ** (d / (d - 2))) if d > 2 else base    # overflow: inf
     if not math.isfinite(new_base) or new_base <= 0:
-        raise ValueError(f"{name} out of range: the new base, base * {growth:g}^(d/(d-2)) with base={base:g}, "
+        raise ValueError(f"factor out of range: the new base, base * {growth:g}^(d/(d-2)) with base={base:g}, "
                          f"is {new_base:g}; it must be a positive finite float64")
     return new_base
 
@@ -174,7 +174,7 @@ def _dynamic(d, base, seq_len, p):
     (emozilla, "Dynamically Scaled RoPE", 2023; YaRN, arXiv:2309.00071, section 3.3)."""
     factor, train_len = _pos_float(p, "factor"), _train_length(p)     # dynamic reads max_position_embeddings
     length = train_len if seq_len is None else max(seq_len, train_len)
-    return frequencies(d, _new_base(base, (factor * length / train_len) - (factor - 1), d, "factor"))
+    return frequencies(d, _new_base(base, (factor * length / train_len) - (factor - 1), d))
 
 
 def _train_length_and_factor(p, method):
@@ -208,11 +208,10 @@ def _yarn(d, base, seq_len, p):
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, d - 1)
     if high < low:    # L_train < 2 pi beta_slow (theta_0 = 1 turns fewer times) or the slowest pair turns > beta_fast
-        raise ValueError(f"original_max_position_embeddings={train_len} puts YaRN's ramp (pair dimensions d ln(L / "
-                         f"(2 pi beta)) / (2 ln base) for beta_fast, beta_slow, clipped to 0..{d - 1}: {low:.4g} down "
-                         f"to {high:.4g}) backwards, so it would keep the frequencies YaRN divides by factor and "
-                         f"divide those it keeps; L must be at least 2 pi beta_slow = {2 * math.pi * beta_slow:.4g}, "
-                         "and the slowest pair must turn at most beta_fast times in it")
+        raise ValueError(f"original_max_position_embeddings={train_len} puts YaRN's ramp (pair dimensions {low:.4g} "
+                         f"to {high:.4g} in 0..{d - 1}) backwards, so it would keep the frequencies YaRN divides by "
+                         f"factor; L must be >= 2 pi beta_slow = {2 * math.pi * beta_slow:.4g} and the slowest pair "
+                         "turn <= beta_fast times in it")
     if low == high:
         high += 0.001
     ramp = np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)  # 0: extrapolate, 1: interpolate
@@ -260,8 +259,7 @@ def _longrope(d, base, seq_len, p):
         if np.any(f <= 0):
             raise ValueError(f"{name} must be > 0 (it divides the frequencies), got {f[f <= 0][:3].tolist()} "
                              f"at pair(s) {np.flatnonzero(f <= 0)[:3].tolist()}")
-    use_long = seq_len is not None and seq_len > train_len
-    return frequencies(d, base) / (long_ if use_long else short)
+    return frequencies(d, base) / (long_ if seq_len is not None and seq_len > train_len else short)
 
 
 def _longrope_attention(p):
