@@ -1,10 +1,6 @@
-"""How :func:`rope_ref.rotate` streams eq 34: cached cos/sin tables, blocks of rows, threads.
-
-One table row per distinct position (axes along which positions do not change, e.g. heads, are dropped), from
-float64 angles.  Interleaved pairs are one complex multiply, ``(x_2i + i x_2i+1) * (cos + i sin)``; half-split
-pairs are ``x * [cos, cos] + (halves swapped) * [-sin, sin]`` over blocks small enough to stay in cache, narrow
-dtypes converted to float32 a block at a time.  Arrays of 2^20 elements or more are split across threads.
-"""
+"""How :func:`rope_ref.rotate` streams eq 34: cos/sin tables of float64 angles, one row per distinct position,
+cached; interleaved pairs as one complex multiply ``(x_2i + i x_2i+1) * (cos + i sin)``; half-split pairs as
+``x * [cos, cos] + (halves swapped) * [-sin, sin]`` over blocks that stay in cache; threads for large arrays."""
 
 from __future__ import annotations
 
@@ -38,12 +34,9 @@ _cache_limit = DEFAULT_CACHE_LIMIT
 
 
 def set_cache_limit(nbytes: int) -> int:
-    """Bound the cos/sin table cache of :func:`rope_ref.rotate` to ``nbytes`` bytes; return the old bound.
-
-    Least recently used tables (keyed by a BLAKE2b digest of positions, frequencies, dtype and pairing) are
-    evicted first; each entry counts its tables plus ``ENTRY_OVERHEAD`` and ``TABLE_OVERHEAD`` per table.  A
-    table larger than the bound is not kept; ``0`` disables caching.  Default 256 MiB.  Thread-safe.
-    """
+    """Bound the cos/sin table cache of :func:`rope_ref.rotate` to ``nbytes`` bytes (default 256 MiB, 0: no
+    cache); return the old bound.  Least recently used tables go first; an entry counts its tables' bytes plus
+    ``ENTRY_OVERHEAD`` and ``TABLE_OVERHEAD`` per table.  Thread-safe."""
     global _cache_limit
     nbytes = check_nonnegative_int(nbytes, "nbytes", "a non-negative integer number of bytes")
     with _lock:
@@ -74,10 +67,7 @@ def _cost(tabs: tuple) -> int:
 
 def set_num_threads(n: int) -> int:
     """Let :func:`rope_ref.rotate` split arrays of at least 2^20 elements across ``n`` threads; return the old ``n``.
-
-    Default: the CPUs this process may run on, at most 4; ``1``: the calling thread only.  Results do not depend
-    on ``n`` (every element is computed by the same operations either way).
-    """
+    Default: the CPUs this process may use, at most 4.  Results do not depend on ``n``."""
     global _threads
     n = check_positive_int(n, "n", expected="a positive integer number of threads")
     with _lock:
@@ -232,55 +222,56 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     pos = pos.reshape((n_axes,) + (1,) * (len(lead) + 1 - pos.ndim) + pos.shape[1:])
     pos = pos.transpose(tuple(range(1, pos.ndim)) + (0,))          # axes last: P + (A,)
     pos = _distinct_rows(pos)                            # P + (A,), P of len(lead) axes
-    gshape, tshape = _groups(lead, pos)
-    tabs = [t.reshape(tshape + t.shape[-1:]) for t in tables(pos.reshape(-1, n_axes), freqs, work, pairing)]
-    xg = x.reshape(gshape + (d,))                       # a view unless x's leading axes are scattered
-    og = out.reshape(gshape + (d,))                    # a view: out is C-contiguous
-    direct = x.dtype == work and og.dtype == work and xg.strides[-1] == work.itemsize
+    row_shape, table_shape = _groups(lead, pos)
+    tabs = [t.reshape(table_shape + t.shape[-1:]) for t in tables(pos.reshape(-1, n_axes), freqs, work, pairing)]
+    x_rows = x.reshape(row_shape + (d,))                # a view unless x's leading axes are scattered
+    out_rows = out.reshape(row_shape + (d,))            # a view: out is C-contiguous
+    direct = x.dtype == work and out_rows.dtype == work and x_rows.strides[-1] == work.itemsize
     threads = _threads if x.size >= THREADED_ELEMENTS else 1
     # Threads take blocks twice as large: each ufunc call hands the GIL over, and on 2 cores blocks of
     # 2^17 elements beat 2^16 by 20-35 % (float32 half, bfloat16, float16; benchmarks/bench.py).
     rows = max(1, BLOCK_ELEMENTS * (2 if threads > 1 else 1) // d)
     if direct and pairing == "interleaved":            # no temporaries: one complex multiply per thread
-        rows = max(1, -(-math.prod(gshape) // threads))
-    blocks = list(_blocks(gshape, rows))
-    args = (xg, og, tabs, tshape, pairing, r, work, direct, rows * d, np.geterr())
+        rows = max(1, -(-math.prod(row_shape) // threads))
+    blocks = list(_blocks(row_shape, rows))
+    args = (x_rows, out_rows, tabs, table_shape, pairing, r, work, direct, rows * d, np.geterr())
     _in_parts(lambda part: _rotate_blocks(blocks[part], *args), len(blocks), min(threads, len(blocks)))
     return out
 
 
-def _rotate_blocks(blocks, xg, og, tabs, tshape, pairing, r, work, direct, size, errors):
-    """Eq 34 on ``xg[i]`` into ``og[i]`` for each index ``i`` in ``blocks`` (each at most ``size`` elements)."""
+def _rotate_blocks(blocks, x_rows, out_rows, tabs, table_shape, pairing, r, work, direct, size, errors):
+    """Eq 34 on ``x_rows[i]`` into ``out_rows[i]`` for each index ``i`` in ``blocks`` (at most ``size`` elements)."""
     scratch = np.empty(0 if direct and pairing == "interleaved" else 2 * size, work)  # every block's temporaries
     with np.errstate(**errors):                        # a worker thread does not inherit the caller's errstate
-        for xi in blocks:
-            ti = tuple(i if t > 1 else (slice(None) if isinstance(i, slice) else 0) for i, t in zip(xi, tshape))
-            xs, ys = xg[xi], og[xi]
-            xw, yw, tmp = xs, ys, scratch[:xs.size].reshape(xs.shape) if scratch.size else None
+        for index in blocks:
+            table_index = tuple(i if n > 1 else (slice(None) if isinstance(i, slice) else 0)
+                                for i, n in zip(index, table_shape))
+            x_block, out_block = x_rows[index], out_rows[index]
+            tmp = scratch[:x_block.size].reshape(x_block.shape) if scratch.size else None
+            x_work, out_work = x_block, out_block
             if not direct:                             # narrow dtypes, strided x: convert a block at a time
-                xw = yw = scratch[size:size + xs.size].reshape(xs.shape)
-                xw[...] = xs
-            _rotate_block(xw, yw, [t[ti] for t in tabs], pairing, r, tmp)
+                x_work = out_work = scratch[size:size + x_block.size].reshape(x_block.shape)
+                x_work[...] = x_block
+            _rotate_block(x_work, out_work, [t[table_index] for t in tabs], pairing, r, tmp)
             if not direct:
-                ys[...] = yw
-            elif r < xs.shape[-1]:
-                ys[..., r:] = xs[..., r:]
+                out_block[...] = out_work
+            elif r < x_block.shape[-1]:
+                out_block[..., r:] = x_block[..., r:]
 
 
-def _rotate_block(xs, ys, tabs, pairing, r, tmp):
-    """Eq 34 on a block ``(..., d)``; the first ``r`` features are rotated (``ys`` may be ``xs``).
-
-    ``tmp`` is scratch of the block's shape (half pairing only)."""
+def _rotate_block(x_block, out_block, tabs, pairing, r, tmp):
+    """Eq 34 on the first ``r`` features of a block ``(..., d)`` (``out_block`` may be ``x_block``; ``tmp``:
+    scratch of its shape, half pairing only)."""
     if pairing == "interleaved":
         (cis,) = tabs
-        np.multiply(xs[..., :r].view(cis.dtype), cis, out=ys[..., :r].view(cis.dtype))
+        np.multiply(x_block[..., :r].view(cis.dtype), cis, out=out_block[..., :r].view(cis.dtype))
         return
     cos2, sin2 = tabs
-    h, lead = r // 2, xs.shape[:-1]
+    h, lead = r // 2, x_block.shape[:-1]
     tmp = tmp[..., :r].view()
     tmp.shape = lead + (2, h)                                   # a view, never a copy (that would raise)
-    np.copyto(tmp, xs[..., :r].reshape(lead + (2, h))[..., ::-1, :])  # (x_{i+h}, x_i): rotate_half, unsigned
+    np.copyto(tmp, x_block[..., :r].reshape(lead + (2, h))[..., ::-1, :])    # (x_{i+h}, x_i): unsigned rotate_half
     tmp = tmp.reshape(lead + (r,))                              # (a copy then a contiguous multiply beats
     np.multiply(tmp, sin2, out=tmp)                             #  one multiply reading the swapped view)
-    np.multiply(xs[..., :r], cos2, out=ys[..., :r])             # after the swap: ys may be xs
-    np.add(ys[..., :r], tmp, out=ys[..., :r])
+    np.multiply(x_block[..., :r], cos2, out=out_block[..., :r])   # after the swap: out_block may be x_block
+    np.add(out_block[..., :r], tmp, out=out_block[..., :r])
