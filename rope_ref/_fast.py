@@ -77,13 +77,6 @@ def set_num_threads(n: int) -> int:
     return old
 
 
-def _pool() -> ThreadPoolExecutor:
-    with _lock:
-        if not _pool_:
-            _pool_.append((_threads, ThreadPoolExecutor(_threads, thread_name_prefix="rope_ref")))
-        return _pool_[0][1]
-
-
 if hasattr(os, "register_at_fork"):                     # a forked child has the pool but not its threads
     os.register_at_fork(after_in_child=_pool_.clear)
 
@@ -93,7 +86,10 @@ def _in_parts(fn, size: int, parts: int) -> None:
     if parts <= 1:
         fn(slice(0, size))
         return
-    pool = _pool()
+    with _lock:
+        if not _pool_:
+            _pool_.append((_threads, ThreadPoolExecutor(_threads, thread_name_prefix="rope_ref")))
+        pool = _pool_[0][1]
     futures = [pool.submit(fn, slice(i * size // parts, (i + 1) * size // parts)) for i in range(parts)]
     wait(futures)               # every part finishes before anything is raised: no thread still writes the output
     for f in futures:

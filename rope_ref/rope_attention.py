@@ -197,9 +197,8 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
     q, k, v = _check_qkv(q, k, v)
     _check_scores_size(q, k)
     causal = check_bool(causal, "causal")
-    qp = check_positions(q_positions, q.shape[-2:-1], "q_positions", "(q.shape[-2],)")
-    kp = check_positions(k_positions, k.shape[-2:-1], "k_positions", "(k.shape[-2],)")
-    qp, kp = np.broadcast_to(qp, q.shape[-2:-1]), np.broadcast_to(kp, k.shape[-2:-1])   # a scalar: every position
+    qp = np.broadcast_to(check_positions(q_positions, q.shape[-2:-1], "q_positions", "(q.shape[-2],)"), q.shape[-2:-1])
+    kp = np.broadcast_to(check_positions(k_positions, k.shape[-2:-1], "k_positions", "(k.shape[-2],)"), k.shape[-2:-1])
     d = q.shape[-1]
     with np.errstate(over="ignore", invalid="ignore"):   # inf or inf - inf: the ValueError below
         qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base), q)

@@ -91,8 +91,7 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     if method.missing(params):
         raise ValueError(f"rope_type={rope_type!r} is missing {method.missing(params)}; it takes {method.describe()}")
     params = method.params_of(params)
-    if seq_len is not None:
-        seq_len = check_positive_int(seq_len, "seq_len")
+    seq_len = None if seq_len is None else check_positive_int(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # refused below, naming the cause
         inv_freq = method.inv_freq(d, base, seq_len, params)
         if "attention_factor" in params:      # an explicit factor wins (yarn, longrope)
