@@ -112,12 +112,10 @@ MROPE_LAYOUTS = {
 
 @suggest_keywords
 def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | None = None, sections=None) -> np.ndarray:
-    """Axial RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, A)``: one block of pairs per axis.
-
-    Block ``a`` (``sections[a]`` pairs; default: ``axes`` equal blocks, 2) is a 1-D RoPE of dimension
-    ``2*sections[a]`` (eq 15) on ``positions[a]``.  With :func:`grid_positions`: timm's ``RotaryEmbeddingCat``
-    (EVA-02) and RoPE-Axial (arXiv:2403.13298; ``base=100.0``, ``indexing="xy"``).  Flux's ``axes_dims_rope``
-    (16, 56, 56) counts features: ``sections=[8, 28, 28]``.
+    """Axial RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, A)``: block ``a``, ``sections[a]`` pairs
+    (default: ``axes`` equal blocks, 2), is a 1-D RoPE of dimension ``2*sections[a]`` (eq 15) on ``positions[a]``.
+    With :func:`grid_positions`: timm's ``RotaryEmbeddingCat`` (EVA-02), RoPE-Axial (arXiv:2403.13298; ``base=100.0``,
+    ``indexing="xy"``).  Flux's ``axes_dims_rope`` (16, 56, 56) counts features: ``sections=[8, 28, 28]``.
 
     >>> axial_frequencies(8, base=100.0).tolist()
     [[1.0, 0.0], [0.1, 0.0], [0.0, 1.0], [0.0, 0.1]]
@@ -212,7 +210,6 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
                        text_after_vision: str = "max+1") -> np.ndarray:
     """M-RoPE position ids (temporal, height, width) of one sequence, int64 ``(3, seq)``: Qwen2-VL's rule
     (arXiv:2409.12191, section 2.1) as transformers' ``get_rope_index`` computes it (Qwen2-VL to Qwen3-VL).
-
     ``segments``: ``("text", n)``, ``("image", (t, h, w))`` or ``("video", (t, h, w)[, seconds_per_grid])``,
     ``(t, h, w)`` the patch grid before the merge (``image_grid_thw``).  Text tokens get one id on all axes; vision
     token (i, r, c) of the merged grid gets ``start + (i, r, c)``, with ``i * seconds_per_grid * tokens_per_second``

@@ -1,9 +1,5 @@
-"""Attention with RoPE on queries and keys (values untouched): softmax (eqs 2, 16) and linear (eq 19).
-
-:func:`attention` and :func:`linear_attention` are the fast, numerically stable forms; :func:`attention_dense`
-and :func:`linear_attention_dense` write the same equations out with the dense matrices (eq 14), to check them,
-and raise where float64 runs out.
-"""
+"""Attention with RoPE on queries and keys (values untouched): softmax (eqs 2, 16) and linear (eq 19), fast and
+stable, and the same equations written out with the dense matrices of eq 14 (``*_dense``) to check them."""
 
 from __future__ import annotations
 
@@ -235,11 +231,9 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
             mask = np.tril(np.ones((n_pos, n_pos), bool))
             num_w, den_w = num_w * mask, den_w * mask
         den = den_w.sum(axis=-1, keepdims=True)
-        if not np.all((den > 0) & np.isfinite(den)):
-            raise ValueError("linear_attention_dense: the denominator sum_n phi(q_m).phi(k_n) under- or overflows "
-                             "float64; linear_attention() computes it normalised")
-        if not np.all(np.isfinite(num_w)):
-            raise ValueError("linear_attention_dense: the numerator (R_m phi(q_m)).(R_n phi(k_n)) overflows float64 "
-                             "(q and k too large); linear_attention() computes it normalised")
+        if not (np.all((den > 0) & np.isfinite(den)) and np.all(np.isfinite(num_w))):
+            raise ValueError("linear_attention_dense: the denominator sum_n phi(q_m).phi(k_n) or the numerator "
+                             "(R_m phi(q_m)).(R_n phi(k_n)) under- or overflows float64 (q or k too large or far "
+                             "apart); linear_attention() computes them normalised")
         out = (num_w @ v) / den
     return check_no_overflow(out, v, "v", "|v| well below 1.8e308")

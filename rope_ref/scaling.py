@@ -1,10 +1,6 @@
-"""Context-extension methods: per-pair frequencies (and an attention factor) for longer contexts.
-
-``scaled_inv_freq(d, base, rope_type=..., seq_len=..., **params)`` gives ``(inv_freq, attention_factor)``, used as
-``rotate(x, positions, inv_freq=inv_freq) * attention_factor``.  Each method is one entry of
-:data:`SCALING_METHODS` (as transformers' ``ROPE_INIT_FUNCTIONS``); names, defaults and numbers are those of
-transformers' ``rope_scaling`` (tests/data/hf_rope_reference.json, to float32 precision).
-"""
+"""Context-extension methods: per-pair frequencies (and an attention factor) for longer contexts, one entry of
+:data:`SCALING_METHODS` each (as transformers' ``ROPE_INIT_FUNCTIONS``), with transformers' names, defaults and
+numbers (tests/data/hf_rope_reference.json, to float32 precision)."""
 
 from __future__ import annotations
 
@@ -72,7 +68,8 @@ def config_keys() -> frozenset:
 
 
 def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None = None, seq_len=None, **params):
-    """Per-pair frequencies of a context-extension method: ``(inv_freq (d/2,), attention_factor)``.
+    """Per-pair frequencies of a context-extension method: ``(inv_freq (d/2,), attention_factor)``, used as
+    ``rotate(x, positions, inv_freq=inv_freq) * attention_factor``.
 
     ``d``: the rotary dimension (for ``proportional`` the whole head); ``base``: rope_theta (default 10000,
     ``rope_theta=`` alike); ``seq_len``: the current length (``dynamic``, ``longrope``); ``rope_type``: one of
