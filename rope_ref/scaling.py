@@ -81,8 +81,8 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     """
     params = dict(params)
     check_keywords(params, config_keys(), "scaled_inv_freq")
-    rope_type = _resolve_rope_type(rope_type, params.pop("type", None))
-    base = _resolve_base(base, params.pop("rope_theta", None))
+    rope_type = _one_value(("rope_type", rope_type), ("type", params.pop("type", None)), _check_rope_type, "default")
+    base = _one_value(("base", base), ("rope_theta", params.pop("rope_theta", None)), check_base, 10000.0)
     d = check_d(d)
     method = SCALING_METHODS[rope_type]
     if method.missing(params):
@@ -104,27 +104,23 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     return inv_freq, attention_factor
 
 
-def _resolve_rope_type(rope_type, old_name):
-    for name, value in (("rope_type", rope_type), ("type", old_name)):
-        if value is not None and not isinstance(value, str):
-            raise TypeError(f"{name} must be a string, one of {tuple(SCALING_METHODS)}, got {value!r} of type "
-                            f"{type(value).__name__}")
-    if None not in (rope_type, old_name) and old_name != rope_type:
-        raise ValueError(f"rope_type={rope_type!r} and type={old_name!r} disagree; give one of them")
-    rope_type = next((name for name in (rope_type, old_name) if name is not None), "default")
+def _one_value(given, alias, check, default):
+    """The value given under either of two names for one thing (both: they must agree), checked, else ``default``."""
+    values = {name: check(value, name) for name, value in (given, alias) if value is not None}
+    if len(set(values.values())) > 1:
+        raise ValueError(f"{' and '.join(f'{k}={v!r}' for k, v in values.items())} disagree; they are the same "
+                         "thing, give one")
+    return next(iter(values.values()), default)
+
+
+def _check_rope_type(rope_type, name):
+    if not isinstance(rope_type, str):
+        raise TypeError(f"{name} must be a string, one of {tuple(SCALING_METHODS)}, got {rope_type!r} of type "
+                        f"{type(rope_type).__name__}")
     if rope_type not in SCALING_METHODS:
-        raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}"
-                         f"{closest_name(rope_type, ROPE_TYPES)}")
+        raise ValueError(f"{name} must be one of {tuple(SCALING_METHODS)}, got {rope_type!r}"
+                         f"{closest_name(rope_type, SCALING_METHODS)}")
     return rope_type
-
-
-def _resolve_base(base, rope_theta):
-    if rope_theta is None:
-        return check_base(10000.0 if base is None else base)
-    rope_theta = check_base(rope_theta, "rope_theta")
-    if base is not None and check_base(base) != rope_theta:
-        raise ValueError(f"base={base} and rope_theta={rope_theta} disagree; they are the same thing, give one")
-    return rope_theta
 
 
 def _pos_float(params, name, default=None):
