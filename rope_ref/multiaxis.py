@@ -169,11 +169,7 @@ def _check_segment(i: int, seg, merge: int):
     """``(kind, n, seconds)`` for segment ``i``: ``n`` text tokens, or the grid ``(t, h/merge, w/merge)``."""
     if not isinstance(seg, (tuple, list)) or len(seg) not in (2, 3):
         raise _segment_error(TypeError, i, seg, "is not a 2- or 3-item tuple")
-    kind = seg[0]
-    kinds = ("text", "image", "video")
-    if not isinstance(kind, str) or kind not in kinds:
-        hint = closest_name(kind, kinds) if isinstance(kind, str) else ""
-        raise _segment_error(ValueError, i, seg, f"has kind {kind!r}, not one of {kinds}{hint}")
+    kind = _check_choice(seg[0], f"segments[{i}][0] (the kind)", ("text", "image", "video"))
     if kind == "text":
         if len(seg) != 2:
             raise _segment_error(TypeError, i, seg, "must be ('text', n) with n a positive integer")

@@ -4,6 +4,7 @@ numbers (tests/data/hf_rope_reference.json, to float32 precision)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -290,27 +291,20 @@ def _linear_candidates(fit):
         yield (3,), dict(base=base, factor=factor)
 
 
-def _factor_grid(fit, tiebreak):
-    """(rank, factor, train length) over the fitted factors and the usual training lengths."""
-    for i, factor in enumerate(fit.factors):
-        for j, train_len in enumerate(fit.train_lengths):
-            yield (4, i, j, tiebreak), factor, train_len
-
-
-def _llama3_candidates(fit):
-    for rank, factor, train_len in _factor_grid(fit, 0):
+def _llama3_candidates(fit):     # rank (4, factor's, training length's, 0): after the factor-free methods
+    for (i, factor), (j, train_len) in itertools.product(enumerate(fit.factors), enumerate(fit.train_lengths)):
         # Llama 3.1 (1, 4); Llama 4 (1, 1.5) and Llama-4-Scout's step (1, 1)
         for low, high in [(1.0, 4.0), (1.0, 2.0), (1.0, 8.0), (2.0, 8.0), (1.0, 1.5), (1.0, 1.0)]:
-            yield rank, dict(base=fit.base, factor=factor, low_freq_factor=low, high_freq_factor=high,
-                             original_max_position_embeddings=train_len)
+            yield (4, i, j, 0), dict(base=fit.base, factor=factor, low_freq_factor=low, high_freq_factor=high,
+                                     original_max_position_embeddings=train_len)
 
 
-def _yarn_candidates(fit):
-    for rank, factor, train_len in _factor_grid(fit, 1):
+def _yarn_candidates(fit):       # after llama3's of the same factor and training length
+    for (i, factor), (j, train_len) in itertools.product(enumerate(fit.factors), enumerate(fit.train_lengths)):
         for truncate in (True, False):          # GPT-OSS: truncate=False (unrounded correction range)
             for fast, slow in [(32.0, 1.0), (16.0, 1.0), (32.0, 2.0), (16.0, 2.0)]:
-                yield rank, dict(base=fit.base, factor=factor, original_max_position_embeddings=train_len,
-                                 beta_fast=fast, beta_slow=slow, **({} if truncate else {"truncate": False}))
+                yield (4, i, j, 1), dict(base=fit.base, factor=factor, original_max_position_embeddings=train_len,
+                                         beta_fast=fast, beta_slow=slow, **({} if truncate else {"truncate": False}))
 
 
 #: rope_type -> ScalingMethod: the one registry of context-extension methods (names as transformers' rope_type).
