@@ -158,11 +158,9 @@ def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarr
     return rows_cols if indexing == "ij" else rows_cols[::-1].copy()
 
 
-_SEGMENT_FORMS = '("text", n), ("image", (t, h, w)), ("video", (t, h, w)) or ("video", (t, h, w), seconds_per_grid)'
-
-
 def _segment_error(cls, i: int, seg, why: str) -> Exception:
-    return cls(f"segments[{i}] {why}; expected one of {_SEGMENT_FORMS}, got {seg!r:.120}")
+    forms = '("text", n), ("image", (t, h, w)), ("video", (t, h, w)) or ("video", (t, h, w), seconds_per_grid)'
+    return cls(f"segments[{i}] {why}; expected one of {forms}, got {seg!r:.120}")
 
 
 def _check_segment(i: int, seg, merge: int):

@@ -118,9 +118,6 @@ def elu_plus_one(x) -> np.ndarray:
     return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
 
 
-_TINY = 1e-290      # denominators below this have lost digits (subnormals start at 2.2e-308)
-
-
 def _causal_sums_per_prefix(rq, fq, lk, pos, v, base):
     """Eq 19's causal sums with prefix m's keys divided by their own largest phi (a running maximum), so no
     prefix underflows because a later key is far larger: sum_{n<=m} e^{c_n - C_m} phi~(k_n), C_m = max_{n<=m} c_n,
@@ -173,7 +170,9 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
         k_sums = np.cumsum(fk, axis=-2) if causal else fk.sum(axis=-2, keepdims=True)
         num = np.einsum("...nd,...nde->...ne", rq, kv_sums)
         den = np.einsum("...nd,...nd->...n", fq, k_sums)
-    if causal and not np.all(den > _TINY):    # a prefix's keys are all far below the largest key: normalise per prefix
+    # A prefix's keys all far below the largest key leave denominators that have lost digits (below 1e-290;
+    # subnormals start at 2.2e-308): normalise per prefix.
+    if causal and not np.all(den > 1e-290):
         with np.errstate(over="ignore", invalid="ignore"):
             num, den = _causal_sums_per_prefix(rq, fq, lk, pos, v, base)
     if not np.all(den > 0):
