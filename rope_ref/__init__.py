@@ -1,10 +1,9 @@
 """rope_ref: a readable NumPy oracle for Rotary Position Embedding (RoFormer, arXiv:2104.09864, section 3).
 
-Shapes are written ``(..., seq, d)``: leading batch/head axes, then positions, then features
-(docs/conventions.md: the choices made where the sources disagree).  The oracle needs numpy and ml_dtypes
-only: ``forms`` (the forms of RoPE, math only), ``_boundary`` (the checks around them), ``_fast`` (``rotate``'s
-machinery), ``rope_attention``, ``multiaxis``, ``scaling`` (context extension), ``hf_config`` (a model's RoPE
-from its config.json), ``kernel_check`` (identifying someone else's RoPE kernel) and ``checks``.
+Shapes are written ``(..., seq, d)``: batch/head axes, positions, features (docs/conventions.md).  The oracle
+needs numpy and ml_dtypes only: ``forms`` (the forms of RoPE, math only), ``_boundary`` (the checks around them),
+``_fast`` (``rotate``'s machinery), ``rope_attention``, ``multiaxis``, ``scaling`` (context extension),
+``hf_config`` (a model's RoPE from its config.json), ``kernel_check`` (identifying a RoPE kernel), ``checks``.
 :mod:`rope_ref.teaching` (notebook quantities, figures, widgets) needs matplotlib.
 """
 
