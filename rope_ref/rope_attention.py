@@ -12,8 +12,9 @@ from ._validate import (check_bool, check_finite, check_nbytes, check_no_overflo
 from .forms import frequencies, rotate, rotation_matrix
 
 
-def _check_qkv(q, k, v, self_attention: str = ""):
-    """q, k, v checked; ``self_attention`` names a function that needs q and k of the same length."""
+def _check_qkv(q, k, v, self_attention: str = "", scores: bool = True):
+    """q, k, v checked; ``self_attention`` names a function that needs q and k of the same length; ``scores``: the
+    float64 scores ``(..., n_q, n_k)`` must fit the size limit (:func:`rope_ref.size_limit`)."""
     q, k, v = check_x(q, "q"), check_x(k, "k"), check_real_array(v, "v")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise ValueError(f"q, k, v must have shape (..., seq, d); got q {q.shape}, k {k.shape}, v {v.shape}")
@@ -30,13 +31,10 @@ def _check_qkv(q, k, v, self_attention: str = ""):
                          f"k {k.shape}")
     for a, name in ((q, "q"), (k, "k"), (v, "v")):
         check_finite(a, name)
+    if scores:
+        n = int(np.prod(q.shape[:-1], dtype=object)) * k.shape[-2]
+        check_nbytes(n * 8, "q, k", what=f"the float64 scores {q.shape[:-1] + k.shape[-2:-1]}")
     return q, k, v
-
-
-def _check_scores_size(q: np.ndarray, k: np.ndarray) -> None:
-    """The float64 scores (..., n_q, n_k) fit the size limit (:func:`rope_ref.size_limit`)."""
-    n = int(np.prod(q.shape[:-1], dtype=object)) * k.shape[-2]
-    check_nbytes(n * 8, "q, k", what=f"the float64 scores {q.shape[:-1] + k.shape[-2:-1]}")
 
 
 def _causal_mask(qp: np.ndarray, kp: np.ndarray) -> np.ndarray:
@@ -66,7 +64,6 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     u = (q/s_q)(k/s_k)^T, s_q and s_k powers of two, so huge q, k tend to the argmax instead of inf - inf.
     """
     q, k, v = _check_qkv(q, k, v)
-    _check_scores_size(q, k)
     causal = check_bool(causal, "causal")
     qp = check_positions(q_positions, q.shape[:-1], "q_positions", "q.shape[:-1]")
     kp = check_positions(k_positions, k.shape[:-1], "k_positions", "k.shape[:-1]")
@@ -154,7 +151,7 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
     ``arange(N)``).  Returns float64 ``(..., N, d_v)``.  Stable: phi(q) and phi(k) are divided by their largest
     entries (from log phi), which cancel in the ratio; a causal prefix far below a later key by its own largest.
     """
-    q, k, v = _check_qkv(q, k, v, self_attention="linear_attention")
+    q, k, v = _check_qkv(q, k, v, self_attention="linear_attention", scores=False)
     causal = check_bool(causal, "causal")
     pos = check_positions(positions, q.shape[:-1], "positions", "q.shape[:-1]")
     n = int(np.prod(k.shape, dtype=object)) * v.shape[-1]
@@ -190,7 +187,6 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
     """Softmax attention written out with the dense matrices (eqs 2, 14, 16), interleaved pairs: a check for
     :func:`attention`.  Positions 1-D of length n_q and n_k; returns float64 ``(..., n_q, d_v)``."""
     q, k, v = _check_qkv(q, k, v)
-    _check_scores_size(q, k)
     causal = check_bool(causal, "causal")
     qp = np.broadcast_to(check_positions(q_positions, q.shape[-2:-1], "q_positions", "(q.shape[-2],)"), q.shape[-2:-1])
     kp = np.broadcast_to(check_positions(k_positions, k.shape[-2:-1], "k_positions", "(k.shape[-2],)"), k.shape[-2:-1])
@@ -218,7 +214,6 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
     causal = check_bool(causal, "causal")
     n_pos = q.shape[-2]
     pos = np.broadcast_to(check_positions(positions, (n_pos,), "positions", "(q.shape[-2],)"), (n_pos,))
-    _check_scores_size(q, k)
     R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)
     fq, fk = elu_plus_one(q), elu_plus_one(k)
     with np.errstate(over="ignore", invalid="ignore"):   # checked below: a ValueError, not a warning
