@@ -260,9 +260,8 @@ def _text_then_grid(text_ids, frames, height, width, grid_start) -> np.ndarray:
 
 @suggest_keywords
 def flux_position_ids(text_tokens: int, height: int, width: int, *, frame: int = 0) -> np.ndarray:
-    """FLUX.1's (t, h, w) position ids, int64 ``(3, text_tokens + height*width)`` in the joint attention's order:
-    the text tokens at (0, 0, 0), then the ``height x width`` latent tokens row by row at (frame, row, column)
-    (``FluxPipeline._prepare_latent_image_ids``; Kontext's reference image has frame=1).
+    """FLUX.1's (t, h, w) position ids, int64 ``(3, text_tokens + height*width)``: the text tokens at (0, 0, 0), then
+    the latent tokens row by row at (frame, row, column) (``FluxPipeline``; Kontext's reference image: frame=1).
 
     >>> flux_position_ids(2, 2, 3).tolist()
     [[0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 2, 0, 1, 2]]
@@ -274,9 +273,9 @@ def flux_position_ids(text_tokens: int, height: int, width: int, *, frame: int =
 
 @suggest_keywords
 def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames: int = 1) -> np.ndarray:
-    """Qwen-Image's (t, h, w) position ids (diffusers' ``QwenEmbedRope``, ``scale_rope=True``), int64 ``(3,
-    text_tokens + frames*height*width)``, text first: latent token (f, r, c) at (f, r - ceil(height/2),
-    c - ceil(width/2)), text token n at max(height//2, width//2) + n on every axis.
+    """Qwen-Image's (t, h, w) position ids (``QwenEmbedRope``, ``scale_rope=True``), int64 ``(3, text_tokens +
+    frames*height*width)``: text token n at max(height//2, width//2) + n on every axis, then latent token (f, r, c)
+    at (f, r - ceil(height/2), c - ceil(width/2)).
 
     >>> qwen_image_position_ids(1, 2, 3).tolist()
     [[1, 0, 0, 0, 0, 0, 0], [1, -1, -1, -1, 0, 0, 0], [1, -2, -1, 0, -2, -1, 0]]
