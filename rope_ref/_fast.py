@@ -25,7 +25,7 @@ ENTRY_OVERHEAD = 512
 TABLE_OVERHEAD = 128
 THREADED_ELEMENTS = 1 << 20              # arrays at least this large are split across threads
 
-_lock = threading.Lock()                 # guards the four names below
+_lock = threading.Lock()                 # guards the names below
 _threads = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 _pool_: list = []                        # [(workers, ThreadPoolExecutor)] once made
 _cache: OrderedDict = OrderedDict()      # digest -> tuple of read-only tables, least recently used first
