@@ -222,8 +222,7 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
         num_w = rq @ np.swapaxes(rk, -1, -2)  # (..., N, N)
         den_w = fq @ np.swapaxes(fk, -1, -2)
         if causal:
-            mask = np.tril(np.ones((n_pos, n_pos), bool))
-            num_w, den_w = num_w * mask, den_w * mask
+            num_w, den_w = np.tril(num_w), np.tril(den_w)         # n <= m
         den = den_w.sum(axis=-1, keepdims=True)
         if not (np.all((den > 0) & np.isfinite(den)) and np.all(np.isfinite(num_w))):
             raise ValueError("linear_attention_dense: the denominator sum_n phi(q_m).phi(k_n) or the numerator "

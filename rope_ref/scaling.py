@@ -25,12 +25,11 @@ _SECTION_KEYS = ("rope_theta", "type", "partial_rotary_factor", "short_mscale", 
 class ScalingMethod:
     """Everything rope_ref knows about one context-extension method (one ``rope_type``).
 
-    ``inv_freq(d, base, seq_len, params)``: the method's formula, theta_i ``(d/2,)``; ``attention_factor(params)``:
-    the factor on cos and sin (None: 1); ``params`` holds the keys the method uses, without None values.
-    ``required``: tuples of alternative keys (any one will do); ``optional``: keys with defaults.
-    ``example(factor, train_len)``: parameters extending a model trained on ``train_len`` positions ``factor``
-    times (notebook 05).  ``candidates(fit)``: the ``(rank, params)`` that ``identify`` compares with measured
-    frequencies (``fit``: an ``kernel_check.naming.FrequencyFit``), tried by rank across all methods, simplest first.
+    ``inv_freq(d, base, seq_len, params)``: the formula, theta_i ``(d/2,)``, ``params`` the keys it uses (no None
+    values); ``attention_factor(params)``: the factor on cos and sin (None: 1); ``required``: tuples of alternative
+    keys; ``optional``: keys with defaults; ``example(factor, train_len)``: parameters extending a model trained on
+    ``train_len`` positions ``factor`` times (notebook 05); ``candidates(fit)``: the ``(rank, params)`` that
+    ``identify`` compares with a ``kernel_check.naming.FrequencyFit``, by rank across all methods, simplest first.
     """
 
     inv_freq: Callable
