@@ -206,11 +206,9 @@ def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: i
 
 
 def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, work):
-    """Write eq 34 of ``x`` ``(..., seq, d)`` into C-contiguous ``out`` (same shape, x's dtype), block by block.
-
+    """Write eq 34 of ``x`` ``(..., seq, d)`` into C-contiguous ``out`` (same shape, x's dtype), block by block:
     ``pos`` ``(A,) + P``, each ``pos[a]`` broadcasting to ``x.shape[:-1]``; ``freqs`` ``(r/2, A)``; ``work``: the
-    dtype the arithmetic runs in (float32 or float64).
-    """
+    dtype the arithmetic runs in (float32 or float64)."""
     work = np.dtype(work)
     if x.size == 0:
         return out

@@ -13,10 +13,9 @@ from .forms import frequencies
 MROPE_AXES = ("temporal", "height", "width")
 
 
-def _check_sections(sections, n_pairs: int, rotary_dim: int, names: str = "temporal, height, width") -> tuple:
-    """Non-negative integers summing to ``rotary_dim/2``: three for M-RoPE (``names`` names them), else one per axis."""
-    count = 3 if names else None
-    what = f"pairs for {names}" if names else "pairs per axis"
+def _check_sections(sections, rotary_dim: int, count: int | None = 3) -> tuple:
+    """Non-negative integers summing to ``rotary_dim/2``: ``count`` of them (M-RoPE's t, h, w), else one per axis."""
+    n_pairs, what = rotary_dim // 2, "pairs for temporal, height, width" if count else "pairs per axis"
     if isinstance(sections, (str, bytes)) or not hasattr(sections, "__len__"):
         raise TypeError(f"sections must be a list of {count or 'one or more'} non-negative integers ({what}), got "
                         f"{sections!r} of type {type(sections).__name__}")
@@ -67,7 +66,7 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
     layout = _check_layout(interleaved)
     n = rotary_dim // 2
     check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix")
-    s_t, s_h, s_w = _check_sections(sections, n, rotary_dim)
+    s_t, s_h, s_w = _check_sections(sections, rotary_dim)
     axis = MROPE_LAYOUTS[layout][0]((s_t, s_h, s_w))
     counts = np.bincount(axis, minlength=3).tolist()
     if len(axis) != n or counts != [s_t, s_h, s_w]:
@@ -130,7 +129,7 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
             raise ValueError(f"rotary_dim must be a multiple of 2*axes = {2 * axes} (each axis gets the same number "
                              f"of pairs; sections= gives unequal splits), got rotary_dim={rotary_dim} with axes={axes}")
         sections = [rotary_dim // (2 * axes)] * axes
-    sections = _check_sections(sections, rotary_dim // 2, rotary_dim, names="")
+    sections = _check_sections(sections, rotary_dim, count=None)
     if axes is not None and check_positive_int(axes, "axes") != len(sections):
         raise ValueError(f"axes={axes} disagrees with sections={list(sections)} ({len(sections)} axes); give one")
     check_nbytes(rotary_dim // 2 * len(sections) * 8, "rotary_dim", what=f"a ({rotary_dim // 2}, {len(sections)}) "

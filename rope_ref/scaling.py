@@ -340,10 +340,10 @@ METHOD_PARAM_KEYS = frozenset().union(*(method.used for method in SCALING_METHOD
 def wavelengths(freqs) -> np.ndarray:
     """Wavelength 2 pi / |theta_i| of each pair, in positions: ``freqs`` ``(n,)`` -> ``(n,)`` float64; a frequency
     of 0, or one whose wavelength exceeds float64, is a ValueError."""
-    f = check_freqs(freqs)
-    small = np.abs(f) < 2 * np.pi / np.finfo(np.float64).max
+    freqs = check_freqs(freqs)
+    small = np.abs(freqs) < 2 * np.pi / np.finfo(np.float64).max
     if small.any():
         i = int(np.argmax(small))
         raise ValueError(f"freqs must be non-zero with a wavelength 2*pi/|theta| within float64, "
-                         f"got freqs[{i}] = {f[i]}")
-    return 2 * np.pi / np.abs(f)
+                         f"got freqs[{i}] = {freqs[i]}")
+    return 2 * np.pi / np.abs(freqs)
