@@ -1,27 +1,10 @@
 """rope_ref: a readable NumPy oracle for Rotary Position Embedding (RoFormer, arXiv:2104.09864, section 3).
 
-Shapes are written ``(..., seq, d)``: any leading batch/head axes, then
-positions, then features.  See docs/conventions.md for the choices made
-where the sources disagree.
-
-The oracle (this package's top level) needs numpy and ml_dtypes only:
-
-* ``forms``     -- the forms of RoPE (dense eq 14, complex eq 12, plain eq 34), the frequencies,
-  the pairings, the sinusoidal embedding, the long-term-decay bound (eqs 35-37): math only;
-* ``_boundary`` -- the checks around every form (``checked``: each argument by its name, sizes, cast back);
-  ``size_limit(max_bytes)`` moves the 2 GiB limit on what rope_ref allocates from your sizes;
-* ``_fast``     -- ``rotate``'s machinery (cached cos/sin tables, blocks, threads), checked against the plain form;
-* ``rope_attention`` -- softmax and linear attention (eq 19) with RoPE;
-* ``multiaxis`` -- multi-axis RoPE: M-RoPE and 2-D axial frequency matrices, M-RoPE position ids;
-* ``scaling``   -- context-extension frequencies (linear, NTK, dynamic, YaRN, Llama 3, LongRoPE);
-* ``hf_config`` -- a model's RoPE from its Hugging Face config.json (``from_hf_config``), reading
-  ``hf_families`` (what each transformers family does, as data);
-* ``kernel_check`` -- black-box identification of someone else's RoPE kernel (one position axis or
-  several) and the assertions against what is expected, backward passes included (a package);
-* ``checks``    -- the identity table that ``python -m rope_ref`` prints.
-
-The teaching layer (notebook quantities, figures, interactive views, widgets) lives in
-:mod:`rope_ref.teaching` and needs matplotlib (and ipywidgets for the sliders).
+Shapes are written ``(..., seq, d)``: batch/head axes, positions, features (docs/conventions.md).  The oracle
+needs numpy and ml_dtypes only: ``forms`` (the forms of RoPE, math only), ``_boundary`` (the checks around them),
+``_fast`` (``rotate``'s machinery), ``rope_attention``, ``multiaxis``, ``scaling`` (context extension),
+``hf_config`` (a model's RoPE from its config.json), ``kernel_check`` (identifying a RoPE kernel), ``checks``.
+:mod:`rope_ref.teaching` (notebook quantities, figures, widgets) needs matplotlib.
 """
 
 import signal as _signal

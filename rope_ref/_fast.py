@@ -1,29 +1,16 @@
-"""The machinery behind :func:`rope_ref.rotate`: cached cos/sin tables and a blocked loop.
-
-The math is eq 34 and nothing else; this module only decides *how* to stream it:
-
-* leading axes are flattened into rows; the positions are reduced to their distinct rows
-  (an axis along which they do not change, e.g. heads, is dropped) and one cos/sin table is
-  computed per distinct position from float64 angles, then cast;
-* interleaved pairs are multiplied as complex numbers in one ufunc call (per thread)
-  (``(x_2i + i x_2i+1) * (cos + i sin)`` is exactly eq 34);
-* half-split pairs use ``x * [cos, cos] + (halves swapped) * [-sin, sin]`` (rotate_half, with its
-  sign carried by the table), over blocks of rows small enough that the temporary stays in cache;
-  the halves are swapped by a copy, so that every multiply reads contiguous memory;
-  float16/bfloat16 are converted to float32 block by block the same way;
-* arrays of 2^20 elements or more are split into runs of blocks, one per thread (NumPy releases
-  the GIL inside each ufunc call): see :func:`set_num_threads`;
-* tables are cached: see :func:`set_cache_limit`.
-"""
+"""How :func:`rope_ref.rotate` streams eq 34: cos/sin tables of float64 angles, one row per distinct position,
+cached; interleaved pairs as one complex multiply ``(x_2i + i x_2i+1) * (cos + i sin)``; half-split pairs as
+``x * [cos, cos] + (halves swapped) * [-sin, sin]`` over blocks that stay in cache; threads for large arrays."""
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -32,15 +19,13 @@ from ._validate import check_no_overflow, check_nonnegative_int, check_positive_
 
 BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
-# What an entry holds beyond its tables' data, counted against the bound so that it bounds process memory
-# even for one-position tables (a decode loop at d = 2 keeps 16-byte tables): tracemalloc measures ~380 bytes
-# for an entry of one table and ~440 for two (digest, tuple, array objects, the dict's slot; NumPy 2, CPython
-# 3.11-3.13); counted with room for malloc's own headers.
+# An entry's bytes beyond its tables' data (tracemalloc: ~380 for one table, ~440 for two), so that the bound
+# holds for one-position decode tables too; with room for malloc's headers.
 ENTRY_OVERHEAD = 512
 TABLE_OVERHEAD = 128
 THREADED_ELEMENTS = 1 << 20              # arrays at least this large are split across threads
 
-_lock = threading.Lock()                 # guards the four names below
+_lock = threading.Lock()                 # guards the names below
 _threads = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 _pool_: list = []                        # [(workers, ThreadPoolExecutor)] once made
 _cache: OrderedDict = OrderedDict()      # digest -> tuple of read-only tables, least recently used first
@@ -49,16 +34,9 @@ _cache_limit = DEFAULT_CACHE_LIMIT
 
 
 def set_cache_limit(nbytes: int) -> int:
-    """Bound the cos/sin table cache of :func:`rope_ref.rotate` to ``nbytes`` bytes; return the old bound.
-
-    The cache keeps the most recently used tables (keyed by a BLAKE2b digest of the positions,
-    frequencies, dtype and pairing, never a copy of the positions) and evicts the least recently
-    used ones to stay within the bound.  The bound counts each entry's tables plus ``ENTRY_OVERHEAD +
-    TABLE_OVERHEAD`` bytes per table (the digest, the array objects, the dict's slot), so it bounds the
-    memory the cache holds for any table size, one-position decode tables included (within ~1.3x: malloc's
-    own headers).  A table larger than the bound is computed and not kept.  ``0`` disables caching.
-    Default 256 MiB.  Thread-safe.
-    """
+    """Bound the cos/sin table cache of :func:`rope_ref.rotate` to ``nbytes`` bytes (default 256 MiB, 0: no
+    cache); return the old bound.  Least recently used tables go first; an entry counts its tables' bytes plus
+    ``ENTRY_OVERHEAD`` and ``TABLE_OVERHEAD`` per table.  Thread-safe."""
     global _cache_limit
     nbytes = check_nonnegative_int(nbytes, "nbytes", "a non-negative integer number of bytes")
     with _lock:
@@ -76,8 +54,7 @@ def clear_cache() -> None:
 
 
 def cache_info() -> dict:
-    """``{"entries": n, "nbytes": the tables' bytes, "limit": bound in bytes}`` of the table cache (the bound
-    holds for nbytes plus the counted overhead of each entry: see :func:`set_cache_limit`)."""
+    """``{"entries": n, "nbytes": the tables' bytes, "limit": bound in bytes}`` of the table cache."""
     with _lock:
         nbytes = sum(t.nbytes for tabs in _cache.values() for t in tabs)
         return {"entries": len(_cache), "nbytes": nbytes, "limit": _cache_limit}
@@ -90,11 +67,7 @@ def _cost(tabs: tuple) -> int:
 
 def set_num_threads(n: int) -> int:
     """Let :func:`rope_ref.rotate` split arrays of at least 2^20 elements across ``n`` threads; return the old ``n``.
-
-    NumPy releases the GIL inside each ufunc call, so blocks of rows run in parallel.  Default: the
-    number of CPUs this process may run on, at most 4.  ``1`` runs everything in the calling thread.
-    Results do not depend on ``n`` (every element is computed by the same operations either way).
-    """
+    Default: the CPUs this process may use, at most 4.  Results do not depend on ``n``."""
     global _threads
     n = check_positive_int(n, "n", expected="a positive integer number of threads")
     with _lock:
@@ -104,27 +77,21 @@ def set_num_threads(n: int) -> int:
     return old
 
 
-def _pool() -> ThreadPoolExecutor:
-    with _lock:
-        if not _pool_:
-            _pool_.append((_threads, ThreadPoolExecutor(_threads, thread_name_prefix="rope_ref")))
-        return _pool_[0][1]
-
-
 if hasattr(os, "register_at_fork"):                     # a forked child has the pool but not its threads
     os.register_at_fork(after_in_child=_pool_.clear)
 
 
 def _in_parts(fn, size: int, parts: int) -> None:
-    """``fn(slice)`` over ``parts`` contiguous pieces of ``range(size)``, one per pool thread when there
-    are several (NumPy releases the GIL inside each ufunc call, so they run in parallel)."""
+    """``fn(slice)`` over ``parts`` contiguous pieces of ``range(size)``, one per pool thread when there are several."""
     if parts <= 1:
         fn(slice(0, size))
         return
-    pool = _pool()
+    with _lock:
+        if not _pool_:
+            _pool_.append((_threads, ThreadPoolExecutor(_threads, thread_name_prefix="rope_ref")))
+        pool = _pool_[0][1]
     futures = [pool.submit(fn, slice(i * size // parts, (i + 1) * size // parts)) for i in range(parts)]
-    for f in futures:           # every part finishes before anything is raised: no thread is still
-        f.exception()           # writing into the output when the caller sees an error
+    wait(futures)               # every part finishes before anything is raised: no thread still writes the output
     for f in futures:
         f.result()
 
@@ -136,39 +103,32 @@ def _evict() -> None:
         _cache_bytes -= _cost(_cache.popitem(last=False)[1])
 
 
-def _digest(pos: np.ndarray, freqs: np.ndarray, work: np.dtype, pairing: str) -> bytes:
-    h = hashlib.blake2b(digest_size=32)
-    h.update(repr((pos.shape, pos.dtype.str, freqs.shape, work.str, pairing)).encode())
-    h.update(np.ascontiguousarray(pos).data)
-    h.update(np.ascontiguousarray(freqs).data)
-    return h.digest()
-
-
 def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
-    """Read-only tables for positions ``pos`` of shape ``(n, A)`` and ``freqs`` ``(h, A)``, cached.
-
-    interleaved -> ``(cis,)``, complex ``(n, h)``; half -> (``[cos, cos]``, ``[-sin, sin]``),
-    each ``(n, 2h)`` of dtype ``work``.  cos and sin are taken of float64 angles sum_a freqs[:, a] pos[:, a]
-    (summed in axis order, as :func:`rope_ref.rotate_elementwise` does), then cast.
+    """Read-only tables for positions ``pos`` ``(n, A)`` and ``freqs`` ``(h, A)``, cached: interleaved ->
+    ``(cis,)``, complex ``(n, h)``; half -> ``([cos, cos], [-sin, sin])``, each ``(n, 2h)`` of dtype ``work``; of
+    float64 angles sum_a freqs[:, a] pos[:, a] in axis order (as :func:`rope_ref.rotate_elementwise`), then cast.
     """
     global _cache_bytes
     work = np.dtype(work)
-    key = _digest(pos, freqs, work, pairing)
+    digest = hashlib.blake2b(repr((pos.shape, pos.dtype.str, freqs.shape, work.str, pairing)).encode(), digest_size=32)
+    digest.update(np.ascontiguousarray(pos).data)
+    digest.update(np.ascontiguousarray(freqs).data)
+    key = digest.digest()
     with _lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    flat, h = pos, freqs.shape[0]
+    h = freqs.shape[0]
     if pairing == "interleaved":
-        tabs = (np.empty((len(flat), h), np.result_type(work, np.complex64)),)
+        tabs = (np.empty((len(pos), h), np.result_type(work, np.complex64)),)
     else:
-        tabs = (np.empty((len(flat), 2 * h), work), np.empty((len(flat), 2 * h), work))
+        tabs = (np.empty((len(pos), 2 * h), work), np.empty((len(pos), 2 * h), work))
 
     def fill(rows: slice) -> None:                     # the angles in float64, then cos and sin
-        angles = np.multiply.outer(flat[rows, 0], freqs[:, 0])
+        angles = np.multiply.outer(pos[rows, 0], freqs[:, 0])
         for a in range(1, freqs.shape[1]):
-            angles += np.multiply.outer(flat[rows, a], freqs[:, a])
+            angles += np.multiply.outer(pos[rows, a], freqs[:, a])
         cos, sin = np.cos(angles), np.sin(angles)
         if pairing == "interleaved":
             tabs[0].real[rows], tabs[0].imag[rows] = cos, sin
@@ -177,7 +137,7 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
             tabs[1][rows, :h], tabs[1][rows, h:] = -sin, sin
 
     angles_per_thread = max(1, THREADED_ELEMENTS // 16)     # float64 cos and sin: 15-30 ns an angle
-    _in_parts(fill, len(flat), min(_threads, -(-len(flat) * h // angles_per_thread)))
+    _in_parts(fill, len(pos), min(_threads, -(-len(pos) * h // angles_per_thread)))
     for t in tabs:
         t.setflags(write=False)
     with _lock:
@@ -199,20 +159,10 @@ def _distinct_rows(pos: np.ndarray) -> np.ndarray:
 
 
 def _groups(lead: tuple, pos: np.ndarray):
-    """Merge the leading axes into runs along which positions vary (True) or are broadcast (False).
-
-    ``pos`` has ``len(lead)`` axes, each of lead's length or 1.  Returns the merged leading shape
-    and the table's shape (the run's length where positions vary, 1 where they are broadcast).
-    """
-    runs: list = []
-    for n, p in zip(lead, pos.shape):
-        if n == 1:
-            continue
-        varies = p > 1
-        if runs and runs[-1][1] == varies:
-            runs[-1][0] *= n
-        else:
-            runs.append([n, varies])
+    """The leading shape ``lead`` merged into runs along which ``pos`` (``len(lead)`` axes, each of lead's length
+    or 1) varies or is broadcast, and the table's shape (a run's length where positions vary, else 1)."""
+    axes = [(n, p > 1) for n, p in zip(lead, pos.shape) if n > 1]
+    runs = [(math.prod(n for n, _ in run), varies) for varies, run in itertools.groupby(axes, key=lambda a: a[1])]
     return tuple(n for n, _ in runs), tuple(n if v else 1 for n, v in runs)
 
 
@@ -232,14 +182,8 @@ def _blocks(shape: tuple, rows: int):
 
 
 def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, out=None, name: str = "x"):
-    """:func:`rope_ref.rotate` on checked arguments (``x`` of an accepted dtype, ``pos`` and ``freqs`` as its
-    boundary hands them over, ``out`` checked or None); ``name`` is what an overflow error calls ``x``
-    (attention passes "q" or "k").
-
-    Streams eq 34 through :func:`rotate_into`; around it: a C-contiguous buffer when ``out`` is strided,
-    float32/64 overflow caught as a FloatingPointError (free when nothing overflows), and float16's overflow
-    (rounded without a flag) found by looking for inf in the result.
-    """
+    """:func:`rope_ref.rotate` on checked arguments through :func:`rotate_into`, with a C-contiguous buffer when
+    ``out`` is strided and overflow refused; ``name`` is what an overflow error calls ``x`` ("q", "k")."""
     check_angle_range(pos, freqs)
     if freqs.ndim == 1:                                         # one axis: A = 1 (the same angles, bit for bit)
         pos, freqs = pos[None], freqs[:, None]
@@ -262,12 +206,9 @@ def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: i
 
 
 def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, work):
-    """Write RoPE of ``x`` ``(..., seq, d)`` into ``out`` (same shape, x's dtype), block by block.
-
-    ``pos`` has shape ``(A,) + P``, each ``pos[a]`` broadcasting to ``x.shape[:-1]``; ``freqs`` is ``(r/2, A)``
-    (pair j turns by sum_a freqs[j, a] pos[a]); ``work`` is the dtype the arithmetic runs in (float32 or float64).
-    ``out`` is C-contiguous (:func:`rope_ref.rotate` hands over a contiguous buffer when the caller's is strided).
-    """
+    """Write eq 34 of ``x`` ``(..., seq, d)`` into C-contiguous ``out`` (same shape, x's dtype), block by block:
+    ``pos`` ``(A,) + P``, each ``pos[a]`` broadcasting to ``x.shape[:-1]``; ``freqs`` ``(r/2, A)``; ``work``: the
+    dtype the arithmetic runs in (float32 or float64)."""
     work = np.dtype(work)
     if x.size == 0:
         return out
@@ -275,55 +216,56 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     pos = pos.reshape((n_axes,) + (1,) * (len(lead) + 1 - pos.ndim) + pos.shape[1:])
     pos = pos.transpose(tuple(range(1, pos.ndim)) + (0,))          # axes last: P + (A,)
     pos = _distinct_rows(pos)                            # P + (A,), P of len(lead) axes
-    gshape, tshape = _groups(lead, pos)
-    tabs = [t.reshape(tshape + t.shape[-1:]) for t in tables(pos.reshape(-1, n_axes), freqs, work, pairing)]
-    xg = x.reshape(gshape + (d,))                       # a view unless x's leading axes are scattered
-    og = out.reshape(gshape + (d,))                    # a view: out is C-contiguous
-    direct = x.dtype == work and og.dtype == work and xg.strides[-1] == work.itemsize
+    row_shape, table_shape = _groups(lead, pos)
+    tabs = [t.reshape(table_shape + t.shape[-1:]) for t in tables(pos.reshape(-1, n_axes), freqs, work, pairing)]
+    x_rows = x.reshape(row_shape + (d,))                # a view unless x's leading axes are scattered
+    out_rows = out.reshape(row_shape + (d,))            # a view: out is C-contiguous
+    direct = x.dtype == work and out_rows.dtype == work and x_rows.strides[-1] == work.itemsize
     threads = _threads if x.size >= THREADED_ELEMENTS else 1
     # Threads take blocks twice as large: each ufunc call hands the GIL over, and on 2 cores blocks of
     # 2^17 elements beat 2^16 by 20-35 % (float32 half, bfloat16, float16; benchmarks/bench.py).
     rows = max(1, BLOCK_ELEMENTS * (2 if threads > 1 else 1) // d)
     if direct and pairing == "interleaved":            # no temporaries: one complex multiply per thread
-        rows = max(1, -(-math.prod(gshape) // threads))
-    blocks = list(_blocks(gshape, rows))
-    args = (xg, og, tabs, tshape, pairing, r, work, direct, rows * d, np.geterr())
+        rows = max(1, -(-math.prod(row_shape) // threads))
+    blocks = list(_blocks(row_shape, rows))
+    args = (x_rows, out_rows, tabs, table_shape, pairing, r, work, direct, rows * d, np.geterr())
     _in_parts(lambda part: _rotate_blocks(blocks[part], *args), len(blocks), min(threads, len(blocks)))
     return out
 
 
-def _rotate_blocks(blocks, xg, og, tabs, tshape, pairing, r, work, direct, size, errors):
-    """Eq 34 on ``xg[i]`` into ``og[i]`` for each index ``i`` in ``blocks`` (each at most ``size`` elements)."""
+def _rotate_blocks(blocks, x_rows, out_rows, tabs, table_shape, pairing, r, work, direct, size, errors):
+    """Eq 34 on ``x_rows[i]`` into ``out_rows[i]`` for each index ``i`` in ``blocks`` (at most ``size`` elements)."""
     scratch = np.empty(0 if direct and pairing == "interleaved" else 2 * size, work)  # every block's temporaries
     with np.errstate(**errors):                        # a worker thread does not inherit the caller's errstate
-        for xi in blocks:
-            ti = tuple(i if t > 1 else (slice(None) if isinstance(i, slice) else 0) for i, t in zip(xi, tshape))
-            xs, ys = xg[xi], og[xi]
-            xw, yw, tmp = xs, ys, scratch[:xs.size].reshape(xs.shape) if scratch.size else None
+        for index in blocks:
+            table_index = tuple(i if n > 1 else (slice(None) if isinstance(i, slice) else 0)
+                                for i, n in zip(index, table_shape))
+            x_block, out_block = x_rows[index], out_rows[index]
+            tmp = scratch[:x_block.size].reshape(x_block.shape) if scratch.size else None
+            x_work, out_work = x_block, out_block
             if not direct:                             # narrow dtypes, strided x: convert a block at a time
-                xw = yw = scratch[size:size + xs.size].reshape(xs.shape)
-                xw[...] = xs
-            _rotate_block(xw, yw, [t[ti] for t in tabs], pairing, r, tmp)
+                x_work = out_work = scratch[size:size + x_block.size].reshape(x_block.shape)
+                x_work[...] = x_block
+            _rotate_block(x_work, out_work, [t[table_index] for t in tabs], pairing, r, tmp)
             if not direct:
-                ys[...] = yw
-            elif r < xs.shape[-1]:
-                ys[..., r:] = xs[..., r:]
+                out_block[...] = out_work
+            elif r < x_block.shape[-1]:
+                out_block[..., r:] = x_block[..., r:]
 
 
-def _rotate_block(xs, ys, tabs, pairing, r, tmp):
-    """Eq 34 on a block ``(..., d)``; the first ``r`` features are rotated (``ys`` may be ``xs``).
-
-    ``tmp`` is scratch of the block's shape (half pairing only)."""
+def _rotate_block(x_block, out_block, tabs, pairing, r, tmp):
+    """Eq 34 on the first ``r`` features of a block ``(..., d)`` (``out_block`` may be ``x_block``; ``tmp``:
+    scratch of its shape, half pairing only)."""
     if pairing == "interleaved":
         (cis,) = tabs
-        np.multiply(xs[..., :r].view(cis.dtype), cis, out=ys[..., :r].view(cis.dtype))
+        np.multiply(x_block[..., :r].view(cis.dtype), cis, out=out_block[..., :r].view(cis.dtype))
         return
     cos2, sin2 = tabs
-    h, lead = r // 2, xs.shape[:-1]
+    h, lead = r // 2, x_block.shape[:-1]
     tmp = tmp[..., :r].view()
     tmp.shape = lead + (2, h)                                   # a view, never a copy (that would raise)
-    np.copyto(tmp, xs[..., :r].reshape(lead + (2, h))[..., ::-1, :])  # (x_{i+h}, x_i): rotate_half, unsigned
+    np.copyto(tmp, x_block[..., :r].reshape(lead + (2, h))[..., ::-1, :])    # (x_{i+h}, x_i): unsigned rotate_half
     tmp = tmp.reshape(lead + (r,))                              # (a copy then a contiguous multiply beats
     np.multiply(tmp, sin2, out=tmp)                             #  one multiply reading the swapped view)
-    np.multiply(xs[..., :r], cos2, out=ys[..., :r])             # after the swap: ys may be xs
-    np.add(ys[..., :r], tmp, out=ys[..., :r])
+    np.multiply(x_block[..., :r], cos2, out=out_block[..., :r])   # after the swap: out_block may be x_block
+    np.add(out_block[..., :r], tmp, out=out_block[..., :r])

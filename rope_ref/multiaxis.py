@@ -1,15 +1,7 @@
-"""Multi-axis RoPE: frequency matrices ``F`` ``(rotary_dim/2, A)`` (pair j turns by ``sum_a F[j, a] * p_a``,
-RoFormer eq 34 with ``m * theta_j`` replaced by that sum; 1-D RoPE is A = 1) and the position ids that go with
-them: M-RoPE (:func:`mrope_frequencies`, :func:`mrope_position_ids`), 2-D axial RoPE for image patches
-(:func:`axial_frequencies`, :func:`grid_positions`) and the ids of diffusion transformers
-(:func:`flux_position_ids`, :func:`qwen_image_position_ids`); DeepSeek-V4's compressed-KV positions
-(:func:`deepseek_v4_compressed_positions`).  Every result is a new array, inputs are never modified,
-and sizes are checked before anything is allocated (over 2 GiB: ``with rope_ref.size_limit(max_bytes=...)``).
-"""
+"""Multi-axis RoPE: frequency matrices ``F`` ``(rotary_dim/2, A)``, pair j turning by ``sum_a F[j, a] * p_a``
+(eq 34 with that sum for ``m * theta_j``), and the position ids that go with them (M-RoPE, axial, diffusion)."""
 
 from __future__ import annotations
-
-import numbers
 
 import numpy as np
 
@@ -21,10 +13,9 @@ from .forms import frequencies
 MROPE_AXES = ("temporal", "height", "width")
 
 
-def _check_sections(sections, n_pairs: int, rotary_dim: int, names: str = "temporal, height, width") -> tuple:
-    """Non-negative integers summing to ``rotary_dim/2``: three for M-RoPE (``names`` names them), else one per axis."""
-    count = 3 if names else None
-    what = f"pairs for {names}" if names else "pairs per axis"
+def _check_sections(sections, rotary_dim: int, count: int | None = 3) -> tuple:
+    """Non-negative integers summing to ``rotary_dim/2``: ``count`` of them (M-RoPE's t, h, w), else one per axis."""
+    n_pairs, what = rotary_dim // 2, "pairs for temporal, height, width" if count else "pairs per axis"
     if isinstance(sections, (str, bytes)) or not hasattr(sections, "__len__"):
         raise TypeError(f"sections must be a list of {count or 'one or more'} non-negative integers ({what}), got "
                         f"{sections!r} of type {type(sections).__name__}")
@@ -39,15 +30,20 @@ def _check_sections(sections, n_pairs: int, rotary_dim: int, names: str = "tempo
     return tuple(items)
 
 
+def _check_choice(value, name: str, choices: tuple, meaning: str = "", unknown: type = ValueError) -> str:
+    """One of ``choices``: a TypeError for a non-string, ``unknown`` (with the closest name) for another string."""
+    if isinstance(value, str) and value in choices:
+        return value
+    hint = closest_name(value, choices) if isinstance(value, str) else f" of type {type(value).__name__}"
+    raise (unknown if isinstance(value, str) else TypeError)(f"{name} must be {meaning}one of {choices}, got "
+                                                             f"{value!r}{hint}")
+
+
 def _check_layout(interleaved) -> str:
     """A name of MROPE_LAYOUTS; True and False are the names "interleaved" and "blocks"."""
     if isinstance(interleaved, (bool, np.bool_)):
         return "interleaved" if interleaved else "blocks"
-    if not isinstance(interleaved, str) or interleaved not in MROPE_LAYOUTS:
-        raise TypeError(
-            f"interleaved must be True, False or a layout name {tuple(MROPE_LAYOUTS)}, got {interleaved!r}"
-            f"{closest_name(interleaved, MROPE_LAYOUTS) if isinstance(interleaved, str) else ''}")
-    return interleaved
+    return _check_choice(interleaved, "interleaved", tuple(MROPE_LAYOUTS), "True, False or ", unknown=TypeError)
 
 
 @suggest_keywords
@@ -55,27 +51,12 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
                       interleaved: bool | str = False) -> np.ndarray:
     """M-RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, 3)``: columns temporal, height, width.
 
-    Pair ``j`` keeps its 1-D frequency ``theta_j = base^(-2j/rotary_dim)`` (eq 15, 0-indexed) and serves one
-    axis: ``F[j, axis(j)] = theta_j``, so on text (``p_t = p_h = p_w = m``) it turns by ``theta_j * m``: 1-D RoPE.
-    ``sections`` = ``[s_t, s_h, s_w]`` pairs per axis (a config's ``mrope_section``), summing to ``rotary_dim/2``:
+    Pair ``j`` keeps ``theta_j = base^(-2j/rotary_dim)`` (eq 15) on one axis, so on text (``p_t = p_h = p_w = m``)
+    it is 1-D RoPE.  ``sections``: ``[s_t, s_h, s_w]`` pairs per axis (``mrope_section``), summing to
+    ``rotary_dim/2``.  ``interleaved``: a layout of :data:`MROPE_LAYOUTS`, False for ``"blocks"`` (Qwen2-VL) or
+    True for ``"interleaved"`` (Qwen3-VL: height on pairs 1, 4, 7, ..., width on 2, 5, 8, ..., temporal the rest).
 
-    * ``interleaved=False`` (Qwen2-VL, Qwen2.5-VL; transformers' ``Qwen2VLRotaryEmbedding``): contiguous blocks
-      in theta order, pairs ``[0, s_t)`` temporal, ``[s_t, s_t+s_h)`` height, the rest width;
-    * ``interleaved=True`` (Qwen3-VL's ``mrope_interleaved``, ``Qwen3VLTextRotaryEmbedding``): height takes
-      pairs ``1, 4, 7, ...`` (``s_h`` of them), width ``2, 5, 8, ...`` (``s_w``), temporal the rest.  Sections
-      whose strided slice would run past the last pair raise: transformers clips such a slice, so the config's
-      counts would not be the counts used.  timm's ``RotaryEmbeddingMRope`` (GenLIP's ``(8, 12, 12)`` over
-      head_dim 72) is ``mrope_frequencies(72, [12, 12, 12], interleaved=True)``;
-    * ``interleaved="hw_alternating"`` (ERNIE-4.5-VL's ``Ernie4_5_VLMoeTextRotaryEmbedding``, VideoRoPE,
-      arXiv:2502.05173): height and width alternate pair by pair over the first ``s_h + s_w`` pairs (the highest
-      frequencies; ``s_h == s_w``), temporal takes the last ``s_t`` (the lowest).  ERNIE's config writes its
-      ``mrope_section`` as ``[s_h, s_w, s_t]``.
-
-    Qwen2-VL: ``mrope_frequencies(128, [16, 24, 24])``; Qwen3-VL: ``mrope_frequencies(128, [24, 20, 20],
-    base=5e6, interleaved=True)``.
-
-    >>> F = mrope_frequencies(8, [2, 1, 1])
-    >>> (F != 0).astype(int).tolist()
+    >>> (mrope_frequencies(8, [2, 1, 1]) != 0).astype(int).tolist()
     [[1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]
     >>> (mrope_frequencies(8, [2, 1, 1], interleaved=True) != 0).astype(int).tolist()
     [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0]]
@@ -85,7 +66,7 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
     layout = _check_layout(interleaved)
     n = rotary_dim // 2
     check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix")
-    s_t, s_h, s_w = _check_sections(sections, n, rotary_dim)
+    s_t, s_h, s_w = _check_sections(sections, rotary_dim)
     axis = MROPE_LAYOUTS[layout][0]((s_t, s_h, s_w))
     counts = np.bincount(axis, minlength=3).tolist()
     if len(axis) != n or counts != [s_t, s_h, s_w]:
@@ -113,8 +94,8 @@ def interleaved_assignment(sections) -> np.ndarray:
 
 
 def hw_alternating_assignment(sections) -> np.ndarray:
-    """Axis of each pair in ERNIE-4.5-VL's and VideoRoPE's layout: axes 1 and 2 alternate pair by pair over the
-    first 2 * sections[1] pairs (the highest frequencies; so sections[2] == sections[1]), axis 0 takes the rest."""
+    """Axis of each pair in ERNIE-4.5-VL's and VideoRoPE's (arXiv:2502.05173) layout: axes 1 and 2 alternate over
+    the first 2 * sections[1] pairs (sections[2] == sections[1]), axis 0 the rest.  ERNIE writes [s_h, s_w, s_t]."""
     return np.concatenate([np.tile([1, 2], sections[1]), np.zeros(sections[0], np.int64)])
 
 
@@ -130,20 +111,10 @@ MROPE_LAYOUTS = {
 
 @suggest_keywords
 def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | None = None, sections=None) -> np.ndarray:
-    """Axial RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, A)``: one block of pairs per axis.
-
-    The pairs split into ``A`` contiguous blocks, ``sections[a]`` pairs for axis ``a`` (default: ``axes`` equal
-    blocks of ``n = rotary_dim/(2*axes)``, ``axes`` 2); block ``a`` serves ``positions[a]`` with its own spectrum
-    ``F[start_a + k, a] = base^(-2k/dim_a)``, ``dim_a = 2*sections[a]``: each axis is a 1-D RoPE of dimension
-    ``dim_a`` (eq 15), and the score of two tokens depends on their offset along every axis only.
-    For images (``axes=2``) this is timm's ``RotaryEmbeddingCat`` with ``in_pixels=False`` (EVA-02, Perception
-    Encoder; pairs interleaved or, with ``rotate_half=True``, half-split) with :func:`grid_positions` of the same
-    ``indexing`` as its ``grid_indexing`` ('ij' by default); and Heo et al. 2024's RoPE-Axial
-    (arXiv:2403.13298, ``compute_axial_cis``): ``axial_frequencies(d, base=100.0)`` with
-    ``grid_positions(h, w, indexing="xy")``, interleaved pairs.  timm's ``grid_offset`` and ``ref_feat_shape``
-    move and rescale the positions, not ``F``.  Unequal splits are the diffusion transformers' (their
-    ``axes_dims_rope`` are feature dims, twice the pairs): Flux ``sections=[8, 28, 28]``; Flux.2 ``[16] * 4``,
-    base 2000; HunyuanVideo ``[8, 28, 28]``, base 256 (``rope_ref.from_hf_config`` reads their config.json).
+    """Axial RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, A)``: block ``a``, ``sections[a]`` pairs
+    (default: ``axes`` equal blocks, 2), is a 1-D RoPE of dimension ``2*sections[a]`` (eq 15) on ``positions[a]``.
+    With :func:`grid_positions`: timm's ``RotaryEmbeddingCat`` (EVA-02), RoPE-Axial (arXiv:2403.13298; ``base=100.0``,
+    ``indexing="xy"``).  Flux's ``axes_dims_rope`` (16, 56, 56) counts features: ``sections=[8, 28, 28]``.
 
     >>> axial_frequencies(8, base=100.0).tolist()
     [[1.0, 0.0], [0.1, 0.0], [0.0, 1.0], [0.0, 0.1]]
@@ -158,7 +129,7 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
             raise ValueError(f"rotary_dim must be a multiple of 2*axes = {2 * axes} (each axis gets the same number "
                              f"of pairs; sections= gives unequal splits), got rotary_dim={rotary_dim} with axes={axes}")
         sections = [rotary_dim // (2 * axes)] * axes
-    sections = _check_sections(sections, rotary_dim // 2, rotary_dim, names="")
+    sections = _check_sections(sections, rotary_dim, count=None)
     if axes is not None and check_positive_int(axes, "axes") != len(sections):
         raise ValueError(f"axes={axes} disagrees with sections={list(sections)} ({len(sections)} axes); give one")
     check_nbytes(rotary_dim // 2 * len(sections) * 8, "rotary_dim", what=f"a ({rotary_dim // 2}, {len(sections)}) "
@@ -170,102 +141,74 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
     return matrix
 
 
-_INDEXINGS = ("ij", "xy")
-
-
 @suggest_keywords
 def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarray:
-    """Positions of the patches of a ``height x width`` grid, float64 of shape ``(2, height*width)``.
-
-    Patches are numbered row by row (patch ``i`` is row ``i // width``, column ``i % width``), as
-    a ViT flattens them.  ``indexing="ij"``: ``positions[0]`` is the row, ``positions[1]`` the
-    column (timm's default ``grid_indexing='ij'``); ``"xy"``: ``positions[0]`` is the column x,
-    ``positions[1]`` the row y (timm's ``'xy'``; Heo et al.'s ``init_t_xy``).
+    """Positions of the patches of a ``height x width`` grid, numbered row by row: float64 ``(2, height*width)``,
+    ``positions[0]`` the row (``indexing="ij"``, timm's default) or the column (``"xy"``).
 
     >>> grid_positions(2, 3).tolist()
     [[0.0, 0.0, 0.0, 1.0, 1.0, 1.0], [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]]
     """
     height = check_positive_int(height, "height")
     width = check_positive_int(width, "width")
-    if not isinstance(indexing, str):
-        raise TypeError(f"indexing must be one of {_INDEXINGS}, got {indexing!r} of type {type(indexing).__name__}")
-    if indexing not in _INDEXINGS:
-        raise ValueError(f"indexing must be one of {_INDEXINGS} ('ij': row first, 'xy': column first), "
-                         f"got {indexing!r}")
+    indexing = _check_choice(indexing, "indexing", ("ij", "xy"))
     check_nbytes(4 * 8 * height * width, "height * width", what=f"(2, {height * width}) float64 positions")
-    rows = np.repeat(np.arange(height, dtype=np.float64), width)
-    cols = np.tile(np.arange(width, dtype=np.float64), height)
-    return np.stack([rows, cols] if indexing == "ij" else [cols, rows])
-
-
-_KINDS = ("text", "image", "video")
-_RESUME = ("max+1", "spatial")
-
-
-_SEGMENT_FORMS = '("text", n), ("image", (t, h, w)), ("video", (t, h, w)) or ("video", (t, h, w), seconds_per_grid)'
+    rows_cols = np.indices((height, width), dtype=np.float64).reshape(2, -1)
+    return rows_cols if indexing == "ij" else rows_cols[::-1].copy()
 
 
 def _segment_error(cls, i: int, seg, why: str) -> Exception:
-    return cls(f"segments[{i}] {why}; expected one of {_SEGMENT_FORMS}, got {seg!r:.120}")
-
-
-def _is_int(n) -> bool:
-    return isinstance(n, numbers.Integral) and not isinstance(n, bool)
+    forms = '("text", n), ("image", (t, h, w)), ("video", (t, h, w)) or ("video", (t, h, w), seconds_per_grid)'
+    return cls(f"segments[{i}] {why}; expected one of {forms}, got {seg!r:.120}")
 
 
 def _check_segment(i: int, seg, merge: int):
     """``(kind, n, seconds)`` for segment ``i``: ``n`` text tokens, or the grid ``(t, h/merge, w/merge)``."""
     if not isinstance(seg, (tuple, list)) or len(seg) not in (2, 3):
         raise _segment_error(TypeError, i, seg, "is not a 2- or 3-item tuple")
-    kind = seg[0]
-    if not isinstance(kind, str) or kind not in _KINDS:
-        hint = closest_name(kind, _KINDS) if isinstance(kind, str) else ""
-        raise _segment_error(ValueError, i, seg, f"has kind {kind!r}, not one of {_KINDS}{hint}")
+    kind = _check_choice(seg[0], f"segments[{i}][0] (the kind)", ("text", "image", "video"))
     if kind == "text":
-        if len(seg) != 2 or not _is_int(seg[1]):
+        if len(seg) != 2:
             raise _segment_error(TypeError, i, seg, "must be ('text', n) with n a positive integer")
-        if seg[1] < 1:
-            raise _segment_error(ValueError, i, seg, f"has n={seg[1]} text tokens; expected n >= 1")
-        return kind, int(seg[1]), None
+        return kind, check_positive_int(seg[1], f"segments[{i}][1] (the number of text tokens)"), None
     grid = seg[1].tolist() if isinstance(seg[1], np.ndarray) else seg[1]
-    if not isinstance(grid, (tuple, list)) or len(grid) != 3 or not all(_is_int(g) for g in grid):
+    if not isinstance(grid, (tuple, list)) or len(grid) != 3:
         raise _segment_error(TypeError, i, seg, "needs a grid (t, h, w) of three positive integers (patches "
                              "before the spatial merge, as in image_grid_thw / video_grid_thw)")
-    t, h, w = (int(g) for g in grid)
-    if min(t, h, w) < 1:
-        raise _segment_error(ValueError, i, seg, f"has grid (t, h, w) = {(t, h, w)}; all must be >= 1")
+    t, h, w = (check_positive_int(g, f"segments[{i}][1][{j}] (grid t, h, w)", expected="an integer >= 1")
+               for j, g in enumerate(grid))
     if h % merge or w % merge:
         raise _segment_error(ValueError, i, seg, f"has grid h={h}, w={w} not divisible by spatial_merge_size="
                              f"{merge} (the vision encoder merges {merge}x{merge} patches into one token)")
-    seconds = None
-    if len(seg) == 3:
-        if kind != "video":
-            raise _segment_error(ValueError, i, seg, "gives seconds_per_grid, which only videos have")
-        seconds = check_positive_real(seg[2], f"segments[{i}][2] (seconds_per_grid)")
+    if len(seg) == 3 and kind != "video":
+        raise _segment_error(ValueError, i, seg, "gives seconds_per_grid, which only videos have")
+    seconds = check_positive_real(seg[2], f"segments[{i}][2] (seconds_per_grid)") if len(seg) == 3 else 1.0
     return kind, (t, h // merge, w // merge), seconds
+
+
+def _temporal_ids(t: int, seconds: float, tokens_per_second: float) -> np.ndarray:
+    """floor(i * seconds_per_grid * tokens_per_second) in float32, i = 0..t-1, as Qwen2.5-VL's processor."""
+    with np.errstate(over="ignore"):
+        interval = np.float32(np.float32(seconds) * np.float32(tokens_per_second))
+        last = np.float32(t - 1) * interval
+    if not np.isfinite(last) or last >= 2 ** 40:
+        raise ValueError(f"a video's temporal ids reach (t-1) * seconds_per_grid * tokens_per_second = "
+                         f"{(t - 1) * seconds * tokens_per_second:.3g}; expected below 2^40 (check "
+                         "seconds_per_grid and tokens_per_second)")
+    return (np.arange(t, dtype=np.float32) * interval).astype(np.int64)   # truncation, as .long()
 
 
 @suggest_keywords
 def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
                        text_after_vision: str = "max+1") -> np.ndarray:
-    """M-RoPE position ids (temporal, height, width) of one sequence: int64 ``(3, seq)``, by the rule of Qwen2-VL
-    (arXiv:2409.12191, section 2.1) as transformers' ``get_rope_index`` computes it (Qwen2-VL to Qwen3-VL):
-
-    * text tokens get the same id on all three axes, one more per token (1-D RoPE);
-    * an image or video of ``t x h x w`` patches becomes ``t * (h/s) * (w/s)`` tokens (``s =
-      spatial_merge_size``), frame by frame, row by row; token (i, r, c) gets ``(start + temporal(i), start + r,
-      start + c)``, ``start`` the next id and ``temporal(i) = i`` -- or, for a video with ``tokens_per_second``
-      (Qwen2.5-VL), ``floor(i * seconds_per_grid * tokens_per_second)`` in float32, as the processor computes;
-    * the next segment starts at the largest id so far plus one (``text_after_vision="max+1"``: the published
-      rule, transformers up to v5.2); ``"spatial"`` resumes at ``start + max(h, w)/s`` as transformers from
-      v5.3 (checked on 5.24) does, which differs after a video whose temporal ids outrun its spatial ones.  The
-      token generated after the prompt continues at ``ids.max() + 1`` in both.
-
-    ``segments``: ``("text", n)``, ``("image", (t, h, w))``, ``("video", (t, h, w))`` or ``("video", (t, h, w),
-    seconds_per_grid)`` (``second_per_grid_ts``, default 1.0), ``(t, h, w)`` the patch grid before the merge
-    (``image_grid_thw``); vision marker tokens are text.  Qwen3-VL gives each video frame as its own ``(1, h,
-    w)`` video segment (its timestamps are text).  The result (8 bytes per id) is checked against
-    :func:`rope_ref.size_limit`.
+    """M-RoPE position ids (temporal, height, width) of one sequence, int64 ``(3, seq)``: Qwen2-VL's rule
+    (arXiv:2409.12191, section 2.1) as transformers' ``get_rope_index`` computes it (Qwen2-VL to Qwen3-VL).
+    ``segments``: ``("text", n)``, ``("image", (t, h, w))`` or ``("video", (t, h, w)[, seconds_per_grid])``,
+    ``(t, h, w)`` the patch grid before the merge (``image_grid_thw``).  Text tokens get one id on all axes; vision
+    token (i, r, c) of the merged grid gets ``start + (i, r, c)``, with ``i * seconds_per_grid * tokens_per_second``
+    (float32, truncated) for a video's ``i`` when ``tokens_per_second`` is given (Qwen2.5-VL).  The next segment
+    starts at the largest id plus one (``text_after_vision="max+1"``, transformers to v5.2) or at ``start +
+    max(h, w)/spatial_merge_size`` (``"spatial"``, from v5.3).
 
     >>> mrope_position_ids([("text", 2), ("image", (1, 4, 6)), ("text", 1)]).tolist()
     [[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]]
@@ -273,10 +216,7 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     merge = check_positive_int(spatial_merge_size, "spatial_merge_size")
     if tokens_per_second is not None:
         tokens_per_second = check_positive_real(tokens_per_second, "tokens_per_second")
-    if text_after_vision not in _RESUME:
-        raise (TypeError if not isinstance(text_after_vision, str) else ValueError)(
-            f"text_after_vision must be one of {_RESUME} ('max+1': the published rule; 'spatial': transformers "
-            f">= 5.3), got {text_after_vision!r}")
+    text_after_vision = _check_choice(text_after_vision, "text_after_vision", ("max+1", "spatial"))
     if isinstance(segments, (str, bytes, dict)) or not hasattr(segments, "__iter__"):
         raise TypeError(f"segments must be a list of segments such as [('text', 5), ('image', (1, 28, 28))], "
                         f"got {segments!r:.80} of type {type(segments).__name__}")
@@ -292,24 +232,13 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
             start += n
             continue
         t, h, w = n
-        if kind == "video" and tokens_per_second is not None:
-            with np.errstate(over="ignore"):
-                interval = np.float32(np.float32(1.0 if seconds is None else seconds) * np.float32(tokens_per_second))
-                last = np.float32(t - 1) * interval
-            if not np.isfinite(last) or last >= 2 ** 40:
-                raise ValueError(f"a video's temporal ids reach (t-1) * seconds_per_grid * tokens_per_second = "
-                                 f"{(t - 1) * (1.0 if seconds is None else seconds) * tokens_per_second:.3g}; expected "
-                                 "below 2^40 (check seconds_per_grid and tokens_per_second)")
-            temporal = (np.arange(t, dtype=np.float32) * interval).astype(np.int64)   # truncation, as .long()
-        else:
-            temporal = np.arange(t, dtype=np.int64)
         ids = np.indices((t, h, w), dtype=np.int64).reshape(3, -1)      # (frame, row, column), row by row
-        ids[0] = temporal[ids[0]]
+        if kind == "video" and tokens_per_second is not None:
+            ids[0] = _temporal_ids(t, seconds, tokens_per_second)[ids[0]]
         ids += start
         blocks.append(ids)
         start = int(ids.max()) + 1 if text_after_vision == "max+1" else start + max(h, w)
     return np.concatenate(blocks, axis=1)
-
 
 
 def _counts(text_tokens, frames, height, width) -> tuple[int, int, int, int]:
@@ -323,18 +252,15 @@ def _counts(text_tokens, frames, height, width) -> tuple[int, int, int, int]:
 
 
 def _text_then_grid(text_ids, frames, height, width, grid_start) -> np.ndarray:
-    """The text's ids (3, n), then token (f, r, c) of the grid, frame by frame, row by row, at grid_start + (f, r,
-    c)."""
+    """The text's ids ``(3, n)``, then grid token (f, r, c), frame by frame, row by row, at grid_start + (f, r, c)."""
     grid = np.indices((frames, height, width)).reshape(3, -1) + np.asarray(grid_start)[:, None]
     return np.concatenate([text_ids, grid], axis=1).astype(np.int64)
 
 
 @suggest_keywords
 def flux_position_ids(text_tokens: int, height: int, width: int, *, frame: int = 0) -> np.ndarray:
-    """FLUX.1's (t, h, w) position ids (axes_dims_rope 16/56/56), int64 ``(3, text_tokens + height*width)`` in the
-    joint attention's order: the text tokens all at (0, 0, 0) (the pipeline's ``text_ids``), then the ``height x
-    width`` latent tokens (after 2x2 packing) row by row at (frame, row, column)
-    (``FluxPipeline._prepare_latent_image_ids``; Kontext's reference image has frame=1).
+    """FLUX.1's (t, h, w) position ids, int64 ``(3, text_tokens + height*width)``: the text tokens at (0, 0, 0), then
+    the latent tokens row by row at (frame, row, column) (``FluxPipeline``; Kontext's reference image: frame=1).
 
     >>> flux_position_ids(2, 2, 3).tolist()
     [[0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 2, 0, 1, 2]]
@@ -346,10 +272,9 @@ def flux_position_ids(text_tokens: int, height: int, width: int, *, frame: int =
 
 @suggest_keywords
 def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames: int = 1) -> np.ndarray:
-    """Qwen-Image's (t, h, w) position ids (diffusers' ``QwenEmbedRope`` with ``scale_rope=True``), int64 ``(3,
-    text_tokens + frames*height*width)``, text first as in the joint attention: the latent's rows and columns
-    centred on 0 -- token (f, r, c) at (f, r - ceil(height/2), c - ceil(width/2)) -- and text token n at
-    max(height//2, width//2) + n on every axis (1-D RoPE after the image's largest id).
+    """Qwen-Image's (t, h, w) position ids (``QwenEmbedRope``, ``scale_rope=True``), int64 ``(3, text_tokens +
+    frames*height*width)``: text token n at max(height//2, width//2) + n on every axis, then latent token (f, r, c)
+    at (f, r - ceil(height/2), c - ceil(width/2)).
 
     >>> qwen_image_position_ids(1, 2, 3).tolist()
     [[1, 0, 0, 0, 0, 0, 0], [1, -1, -1, -1, 0, 0, 0], [1, -2, -1, 0, -2, -1, 0]]
@@ -361,15 +286,9 @@ def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames
 
 @suggest_keywords
 def deepseek_v4_compressed_positions(seq_len: int, compress_rate: int) -> np.ndarray:
-    """The positions DeepSeek-V4 rotates its compressed KV entries at, int64 ``(seq_len // compress_rate,)``: only
-    complete windows of ``compress_rate`` tokens make an entry, and entry w (tokens ``w*compress_rate`` to
-    ``(w+1)*compress_rate - 1``; CSA's entry also mixes in window w-1) turns as RoFormer eq 34 at position
-    ``w*compress_rate``, its window's first token, with the ``"compress"`` theta.  Queries of CSA and HCA layers
-    (and the CSA indexer's) turn at their token positions with that theta; query t sees entry w once its window is
-    complete, w < (t + 1) // compress_rate.  This follows transformers 5.24.0's ``DeepseekV4HCACompressor``
-    (``compress_rates["heavily_compressed_attention"]``, 128) and ``DeepseekV4CSACompressor``
-    (``"compressed_sparse_attention"``, 4), with or without a cache; without one, a call's entries start at 0
-    whatever its position ids.
+    """The positions DeepSeek-V4 rotates its compressed KV entries at, int64 ``(seq_len // compress_rate,)``: entry
+    w, of the complete window of tokens ``w*compress_rate .. (w+1)*compress_rate - 1``, turns at ``w*compress_rate``
+    (transformers 5.24.0's ``DeepseekV4HCACompressor``, rate 128, and ``DeepseekV4CSACompressor``, rate 4).
 
     >>> deepseek_v4_compressed_positions(13, 4).tolist()
     [0, 4, 8]

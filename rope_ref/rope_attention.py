@@ -1,15 +1,5 @@
-"""Attention with RoPE on queries and keys (values untouched): softmax (eqs 2, 16) and linear (eq 19).
-
-:func:`attention` and :func:`linear_attention` are the fast forms; :func:`attention_dense` and
-:func:`linear_attention_dense` write the same equations out with the dense rotation matrices
-(eq 14) and O(N^2) sums, to check them.
-
-Both fast forms are numerically stable: softmax subtracts each row's largest score, with q and k
-scaled by powers of two first so that scores never overflow (q*1e200, k*1e200 give the argmax);
-linear attention divides the elu+1 features by their largest value (in the log domain), which
-cancels between numerator and denominator, so q = k = -800 does not give 0/0.  The dense forms
-compute plainly and raise where float64 runs out.
-"""
+"""Attention with RoPE on queries and keys (values untouched): softmax (eqs 2, 16) and linear (eq 19), fast and
+stable, and the same equations written out with the dense matrices of eq 14 (``*_dense``) to check them."""
 
 from __future__ import annotations
 
@@ -22,7 +12,9 @@ from ._validate import (check_bool, check_finite, check_nbytes, check_no_overflo
 from .forms import frequencies, rotate, rotation_matrix
 
 
-def _check_qkv(q, k, v):
+def _check_qkv(q, k, v, self_attention: str = "", scores: bool = True):
+    """q, k, v checked; ``self_attention`` names a function that needs q and k of the same length; ``scores``: the
+    float64 scores ``(..., n_q, n_k)`` must fit the size limit (:func:`rope_ref.size_limit`)."""
     q, k, v = check_x(q, "q"), check_x(k, "k"), check_real_array(v, "v")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise ValueError(f"q, k, v must have shape (..., seq, d); got q {q.shape}, k {k.shape}, v {v.shape}")
@@ -34,15 +26,15 @@ def _check_qkv(q, k, v):
         raise ValueError(f"k and v must have the same number of positions; got k {k.shape}, v {v.shape}")
     if k.shape[-2] == 0:
         raise ValueError(f"k must have at least one position (softmax over zero keys is undefined); got k {k.shape}")
+    if self_attention and q.shape[-2] != k.shape[-2]:
+        raise ValueError(f"{self_attention} is self-attention: q and k need the same length; got q {q.shape}, "
+                         f"k {k.shape}")
     for a, name in ((q, "q"), (k, "k"), (v, "v")):
         check_finite(a, name)
+    if scores:
+        n = int(np.prod(q.shape[:-1], dtype=object)) * k.shape[-2]
+        check_nbytes(n * 8, "q, k", what=f"the float64 scores {q.shape[:-1] + k.shape[-2:-1]}")
     return q, k, v
-
-
-def _check_scores_size(q: np.ndarray, k: np.ndarray) -> None:
-    """The float64 scores (..., n_q, n_k) fit the size limit (:func:`rope_ref.size_limit`)."""
-    n = int(np.prod(q.shape[:-1], dtype=object)) * k.shape[-2]
-    check_nbytes(n * 8, "q, k", what=f"the float64 scores {q.shape[:-1] + k.shape[-2:-1]}")
 
 
 def _causal_mask(qp: np.ndarray, kp: np.ndarray) -> np.ndarray:
@@ -63,20 +55,15 @@ def _pow2_scale(a: np.ndarray) -> float:
 @suggest_keywords
 def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = False,
               base: float = 10000.0, pairing: str = "interleaved") -> np.ndarray:
-    """Scaled dot-product softmax attention with RoPE applied to q and k only.
+    """Scaled dot-product softmax attention (eqs 2, 16) with RoPE applied to q and k only.
 
-    ``q``: ``(..., n_q, d)``; ``k``: ``(..., n_k, d)`` with n_k >= 1; ``v``: ``(..., n_k, d_v)``; the
-    leading axes (batch, heads) must agree.  ``q_positions`` / ``k_positions``
-    broadcast to ``q.shape[:-1]`` / ``k.shape[:-1]`` (defaults ``arange``).  With
-    ``causal=True`` a query attends the keys whose *position* is <= its own, so
-    queries at positions ``offset..`` can attend a longer cache of keys.
-    Returns ``(..., n_q, d_v)`` in float64 (float32 if all inputs are float32 or narrower).
-
-    Stable softmax: scores = (q/s_q)(k/s_k)^T * s_q s_k / sqrt(d) with s_q, s_k powers of two, and
-    exp((u - max u) * s_q s_k / sqrt(d)), so huge q, k tend to the argmax instead of inf - inf.
+    ``q``: ``(..., n_q, d)``; ``k``: ``(..., n_k, d)``, n_k >= 1; ``v``: ``(..., n_k, d_v)``, leading axes agreeing.
+    ``q_positions`` / ``k_positions`` broadcast to ``q.shape[:-1]`` / ``k.shape[:-1]`` (default ``arange``);
+    ``causal``: a query attends the keys whose *position* is <= its own.  Returns float64 ``(..., n_q, d_v)``
+    (float32 if all inputs are float32 or narrower).  Stable: weights softmax(u s_q s_k / sqrt(d)) of scores
+    u = (q/s_q)(k/s_k)^T, s_q and s_k powers of two, so huge q, k tend to the argmax instead of inf - inf.
     """
     q, k, v = _check_qkv(q, k, v)
-    _check_scores_size(q, k)
     causal = check_bool(causal, "causal")
     qp = check_positions(q_positions, q.shape[:-1], "q_positions", "q.shape[:-1]")
     kp = check_positions(k_positions, k.shape[:-1], "k_positions", "k.shape[:-1]")
@@ -90,16 +77,17 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     with np.errstate(over="ignore"):                   # s_q s_k / sqrt(d) may overflow to inf: softmax takes it
         weights = softmax(u, scale=sq / np.sqrt(q.shape[-1]) * sk)
     out = weights @ v.astype(np.float64)
-    return cast_back(out, v.astype(_out_dtype(q, k, v), copy=False), "v", "|v| below the output dtype's largest value")
+    narrow = max(a.dtype.itemsize for a in (q, k, v)) <= 4
+    return cast_back(out, v.astype(np.float32 if narrow else np.float64, copy=False), "v",
+                     "|v| below the output dtype's largest value")
 
 
 @suggest_keywords
 def softmax(scores, axis: int = -1, *, scale: float = 1.0) -> np.ndarray:
     """exp(c (s_i - max s)) / sum_j exp(c (s_j - max s)) along ``axis``: softmax(c s) (eq 2's normalisation), float64.
 
-    ``scores``: any shape, finite or -inf (a -inf score gets weight 0); a row needs one finite score.  ``scale``
-    c >= 0 multiplies the gaps to the row's maximum, so c s itself is never formed (c = inf: the argmax; c = 0: the
-    mean over the unmasked); :func:`attention` passes s_q s_k / sqrt(d) for scores u = (q/s_q).(k/s_k).
+    ``scores``: any shape, finite or -inf (weight 0), one finite score per row.  ``scale`` c >= 0 multiplies the gaps
+    to the row's maximum, so c s is never formed (c = inf: the argmax; c = 0: the mean over the unmasked).
     """
     s = check_real_array(scores, "scores").astype(np.float64)
     if np.any(np.isnan(s) | (s == np.inf)):
@@ -118,24 +106,13 @@ def softmax(scores, axis: int = -1, *, scale: float = 1.0) -> np.ndarray:
     return w / w.sum(axis=axis, keepdims=True)
 
 
-def _out_dtype(*arrays):
-    narrow = all(a.dtype.itemsize <= 4 for a in arrays)
-    return np.float32 if narrow else np.float64
-
-
 @suggest_keywords
 def elu_plus_one(x) -> np.ndarray:
-    """phi(x) = elu(x) + 1 (Katharopoulos et al. 2020), the feature map used with eq 19: positive.
-
-    ``x``: any real array-like (integers become float64); returns a new array of x's shape.
-    For x below about -745 phi underflows to 0; :func:`linear_attention` works with log phi instead.
-    """
+    """phi(x) = elu(x) + 1 (Katharopoulos et al. 2020), the positive feature map used with eq 19: a new array of
+    x's shape (integers become float64); below x = -745 it underflows to 0 (:func:`linear_attention` uses log phi)."""
     x = check_real_array(x, "x")
     x = x.astype(np.float64) if x.dtype.kind in "iu" else x
     return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
-
-
-_TINY = 1e-290      # denominators below this have lost digits (subnormals start at 2.2e-308)
 
 
 def _causal_sums_per_prefix(rq, fq, lk, pos, v, base):
@@ -167,28 +144,15 @@ def _log_phi(x: np.ndarray) -> np.ndarray:
 @suggest_keywords
 def linear_attention(q, k, v, *, positions=None, causal: bool = False,
                      base: float = 10000.0) -> np.ndarray:
-    """Linear attention with RoPE, eq 19, phi = elu + 1.
+    """Linear attention with RoPE, eq 19, phi = elu + 1: numerator sum_n (R_m phi(q_m))^T (R_n phi(k_n)) v_n over
+    the *unrotated* denominator sum_n phi(q_m)^T phi(k_n), in O(N d d_v) by associativity; ``causal``: n <= m.
 
-    Numerator: sum_n (R_m phi(q_m))^T (R_n phi(k_n)) v_n; denominator: the
-    *unrotated* sum_n phi(q_m)^T phi(k_n), as the paper keeps it to avoid
-    dividing by zero.  Computed in O(N d d_v) by associativity; ``causal``
-    restricts the sums to n <= m (sequence order) by prefix sums.
-
-    ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions``
-    broadcast to ``q.shape[:-1]`` (default ``arange(N)``).  Returns float64
-    ``(..., N, d_v)``.
-
-    Stable: phi(q_m) is divided by its row's largest entry and phi(k) by the largest over all keys
-    (computed from log phi); both factors cancel between numerator and denominator, so very negative
-    q, k (phi underflowing to 0) and huge ones (phi overflowing) give the exact ratio.  A causal prefix whose
-    keys are all ~745 below a later key in log phi is summed normalised by its own largest key instead (a
-    sequential scan).  A ValueError says so only where phi(q_m) and phi(k_n) share no feature within ~745.
+    ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions`` broadcast to ``q.shape[:-1]`` (default
+    ``arange(N)``).  Returns float64 ``(..., N, d_v)``.  Stable: phi(q) and phi(k) are divided by their largest
+    entries (from log phi), which cancel in the ratio; a causal prefix far below a later key by its own largest.
     """
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v = _check_qkv(q, k, v, self_attention="linear_attention", scores=False)
     causal = check_bool(causal, "causal")
-    if q.shape[-2] != k.shape[-2]:
-        raise ValueError(f"linear_attention is self-attention: q and k need the same length; "
-                         f"got q {q.shape}, k {k.shape}")
     pos = check_positions(positions, q.shape[:-1], "positions", "q.shape[:-1]")
     n = int(np.prod(k.shape, dtype=object)) * v.shape[-1]
     check_nbytes(n * 8, "k, v", what=f"the float64 outer products {k.shape + v.shape[-1:]}")
@@ -199,14 +163,13 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
     v = v.astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):   # |v| near 1.8e308 overflows: a ValueError below
         kv = rk[..., :, None] * v[..., None, :]  # (..., N, d, d_v): one outer product per key
-        if causal:
-            num = np.einsum("...nd,...nde->...ne", rq, np.cumsum(kv, axis=-3))
-            den = np.einsum("...nd,...nd->...n", fq, np.cumsum(fk, axis=-2))
-        else:
-            num = np.einsum("...nd,...de->...ne", rq, kv.sum(axis=-3))
-            den = fq @ fk.sum(axis=-2)[..., None]
-            den = den[..., 0]
-    if causal and not np.all(den > _TINY):    # a prefix's keys are all far below the largest key: normalise per prefix
+        kv_sums = np.cumsum(kv, axis=-3) if causal else kv.sum(axis=-3, keepdims=True)     # over n <= m, or all n
+        k_sums = np.cumsum(fk, axis=-2) if causal else fk.sum(axis=-2, keepdims=True)
+        num = np.einsum("...nd,...nde->...ne", rq, kv_sums)
+        den = np.einsum("...nd,...nd->...n", fq, k_sums)
+    # A prefix's keys all far below the largest key leave denominators that have lost digits (below 1e-290;
+    # subnormals start at 2.2e-308): normalise per prefix.
+    if causal and not np.all(den > 1e-290):
         with np.errstate(over="ignore", invalid="ignore"):
             num, den = _causal_sums_per_prefix(rq, fq, lk, pos, v, base)
     if not np.all(den > 0):
@@ -221,18 +184,12 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
 @suggest_keywords
 def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
                     base: float = 10000.0) -> np.ndarray:
-    """Softmax attention written out with the dense matrices (eqs 2, 14, 16): a check for :func:`attention`.
-
-    ``q``: ``(..., n_q, d)``, ``k``: ``(..., n_k, d)``, ``v``: ``(..., n_k, d_v)``; positions 1-D of
-    length n_q and n_k.  Interleaved pairs.  Returns float64 ``(..., n_q, d_v)``.  Computed plainly:
-    scores that overflow float64 raise (use :func:`attention`, which scales).
-    """
+    """Softmax attention written out with the dense matrices (eqs 2, 14, 16), interleaved pairs: a check for
+    :func:`attention`.  Positions 1-D of length n_q and n_k; returns float64 ``(..., n_q, d_v)``."""
     q, k, v = _check_qkv(q, k, v)
-    _check_scores_size(q, k)
     causal = check_bool(causal, "causal")
-    qp = check_positions(q_positions, q.shape[-2:-1], "q_positions", "(q.shape[-2],)")
-    kp = check_positions(k_positions, k.shape[-2:-1], "k_positions", "(k.shape[-2],)")
-    qp, kp = np.broadcast_to(qp, q.shape[-2:-1]), np.broadcast_to(kp, k.shape[-2:-1])   # a scalar: every position
+    qp = np.broadcast_to(check_positions(q_positions, q.shape[-2:-1], "q_positions", "(q.shape[-2],)"), q.shape[-2:-1])
+    kp = np.broadcast_to(check_positions(k_positions, k.shape[-2:-1], "k_positions", "(k.shape[-2],)"), k.shape[-2:-1])
     d = q.shape[-1]
     with np.errstate(over="ignore", invalid="ignore"):   # inf or inf - inf: the ValueError below
         qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base), q)
@@ -252,19 +209,11 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
 def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
                            base: float = 10000.0) -> np.ndarray:
     """Eq 19 evaluated literally in O(N^2) with dense rotation matrices: a check for :func:`linear_attention`.
-
-    ``q``, ``k``: ``(..., N, d)``; ``v``: ``(..., N, d_v)``; ``positions`` 1-D of length N
-    (default ``arange(N)``).  Returns float64 ``(..., N, d_v)``.  Computed plainly: a denominator
-    that underflows to 0 raises (use :func:`linear_attention`, which normalises).
-    """
-    q, k, v = _check_qkv(q, k, v)
+    ``positions`` 1-D of length N (default ``arange(N)``); returns float64 ``(..., N, d_v)``."""
+    q, k, v = _check_qkv(q, k, v, self_attention="linear_attention_dense")
     causal = check_bool(causal, "causal")
     n_pos = q.shape[-2]
-    if k.shape[-2] != n_pos:
-        raise ValueError(f"linear_attention_dense is self-attention: q and k need the same length; "
-                         f"got q {q.shape}, k {k.shape}")
     pos = np.broadcast_to(check_positions(positions, (n_pos,), "positions", "(q.shape[-2],)"), (n_pos,))
-    _check_scores_size(q, k)
     R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)
     fq, fk = elu_plus_one(q), elu_plus_one(k)
     with np.errstate(over="ignore", invalid="ignore"):   # checked below: a ValueError, not a warning
@@ -273,14 +222,11 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
         num_w = rq @ np.swapaxes(rk, -1, -2)  # (..., N, N)
         den_w = fq @ np.swapaxes(fk, -1, -2)
         if causal:
-            mask = np.tril(np.ones((n_pos, n_pos), bool))
-            num_w, den_w = num_w * mask, den_w * mask
+            num_w, den_w = np.tril(num_w), np.tril(den_w)         # n <= m
         den = den_w.sum(axis=-1, keepdims=True)
-        if not np.all((den > 0) & np.isfinite(den)):
-            raise ValueError("linear_attention_dense: the denominator sum_n phi(q_m).phi(k_n) under- or overflows "
-                             "float64; linear_attention() computes it normalised")
-        if not np.all(np.isfinite(num_w)):
-            raise ValueError("linear_attention_dense: the numerator (R_m phi(q_m)).(R_n phi(k_n)) overflows float64 "
-                             "(q and k too large); linear_attention() computes it normalised")
+        if not (np.all((den > 0) & np.isfinite(den)) and np.all(np.isfinite(num_w))):
+            raise ValueError("linear_attention_dense: the denominator sum_n phi(q_m).phi(k_n) or the numerator "
+                             "(R_m phi(q_m)).(R_n phi(k_n)) under- or overflows float64 (q or k too large or far "
+                             "apart); linear_attention() computes them normalised")
         out = (num_w @ v) / den
     return check_no_overflow(out, v, "v", "|v| well below 1.8e308")

@@ -1,16 +1,10 @@
-"""Context-extension methods: per-pair frequencies (and an attention factor) for longer contexts.
-
-``scaled_inv_freq(d, base, rope_type=..., seq_len=..., **params)`` returns ``(inv_freq, attention_factor)``;
-use them as ``rotate(x, positions, inv_freq=inv_freq) * attention_factor`` (the factor multiplies cos and sin,
-i.e. scales the rotated features).  Each method is one entry of :data:`SCALING_METHODS` (as transformers'
-``ROPE_INIT_FUNCTIONS``) holding its formula, attention factor, config keys and how ``identify`` names it:
-adding a method is adding one entry.  Parameter names and defaults follow the ``rope_scaling`` configuration
-of Hugging Face transformers (``modeling_rope_utils``), and the numbers match that library's for the same
-configuration (tests/data/hf_rope_reference.json, to float32 precision).
-"""
+"""Context-extension methods: per-pair frequencies (and an attention factor) for longer contexts, one entry of
+:data:`SCALING_METHODS` each (as transformers' ``ROPE_INIT_FUNCTIONS``), with transformers' names, defaults and
+numbers (tests/data/hf_rope_reference.json, to float32 precision)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,12 +25,11 @@ _SECTION_KEYS = ("rope_theta", "type", "partial_rotary_factor", "short_mscale", 
 class ScalingMethod:
     """Everything rope_ref knows about one context-extension method (one ``rope_type``).
 
-    ``inv_freq(d, base, seq_len, params)``: the method's formula, theta_i ``(d/2,)``; ``attention_factor(params)``:
-    the factor on cos and sin (None: 1); ``params`` holds the keys the method uses, without None values.
-    ``required``: tuples of alternative keys (any one will do); ``optional``: keys with defaults.
-    ``example(factor, train_len)``: parameters extending a model trained on ``train_len`` positions ``factor``
-    times (notebook 05).  ``candidates(fit)``: the ``(rank, params)`` that ``identify`` compares with measured
-    frequencies (``fit``: an ``kernel_check.naming.FrequencyFit``), tried by rank across all methods, simplest first.
+    ``inv_freq(d, base, seq_len, params)``: the formula, theta_i ``(d/2,)``, ``params`` the keys it uses (no None
+    values); ``attention_factor(params)``: the factor on cos and sin (None: 1); ``required``: tuples of alternative
+    keys; ``optional``: keys with defaults; ``example(factor, train_len)``: parameters extending a model trained on
+    ``train_len`` positions ``factor`` times (notebook 05); ``candidates(fit)``: the ``(rank, params)`` that
+    ``identify`` compares with a ``kernel_check.naming.FrequencyFit``, by rank across all methods, simplest first.
     """
 
     inv_freq: Callable
@@ -68,86 +61,66 @@ class ScalingMethod:
         return f"required {required}" + (f", optional {list(self.optional)}" if self.optional else "")
 
 
-def method_param_keys() -> frozenset:
-    """Every key some method uses."""
-    return frozenset().union(*(method.used for method in SCALING_METHODS.values()))
-
-
 def config_keys() -> frozenset:
-    """Every key a published ``rope_scaling`` / ``rope_parameters`` section carries: a method ignores the ones
-    it does not use (as transformers does); a name outside this set is a TypeError."""
-    return method_param_keys() | frozenset(_SECTION_KEYS)
+    """Every key a published ``rope_scaling`` / ``rope_parameters`` section carries (the registry's, read now):
+    a method ignores the ones it does not use (as transformers does); a name outside this set is a TypeError."""
+    return frozenset().union(*(method.used for method in SCALING_METHODS.values()), _SECTION_KEYS)
 
 
 def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None = None, seq_len=None, **params):
-    """Per-pair frequencies of a context-extension method: ``(inv_freq (d/2,), attention_factor)``.
+    """Per-pair frequencies of a context-extension method: ``(inv_freq (d/2,), attention_factor)``, used as
+    ``rotate(x, positions, inv_freq=inv_freq) * attention_factor``.
 
-    ``d`` is the rotary dimension (head_dim * partial_rotary_factor; for ``proportional`` the whole head).
-    ``base`` is rope_theta (default 10000; ``rope_theta=`` is the same).  ``seq_len``: the current length, for
-    ``dynamic`` and ``longrope``.  ``rope_type``: one of :data:`ROPE_TYPES`; its entry in :data:`SCALING_METHODS`
-    gives the formula and the paper.
-
-    ``**params`` may be a model config's whole rope section (``**config["rope_scaling"]`` or
-    ``**config["rope_parameters"]``): every key of :func:`config_keys` is accepted, ``type`` is the old name of
-    ``rope_type``, keys a method does not use are ignored (``partial_rotary_factor`` too, as ``d`` is already
-    the rotary dimension, except by ``proportional``).  A misspelt key is a TypeError naming the closest valid
-    one.  Where transformers v4 and v5 differ, this follows v5: for ``yarn`` and ``longrope`` an explicit
-    ``factor`` is used as given, and ``max_position_embeddings / original_max_position_embeddings`` only when
-    ``factor`` is missing (docs/model_configs.md: Qwen2.5's YaRN block is factor 4 here, 1 in v4).
-    ``short_mscale``/``long_mscale`` (Phi-3-small) are ignored, as v5 ignores them.
+    ``d``: the rotary dimension (for ``proportional`` the whole head); ``base``: rope_theta (default 10000,
+    ``rope_theta=`` alike); ``seq_len``: the current length (``dynamic``, ``longrope``); ``rope_type``: one of
+    :data:`ROPE_TYPES` (``type``: its old name).  ``**params`` may be a config's whole rope section: keys of
+    :func:`config_keys` a method does not use are ignored (``partial_rotary_factor`` too, but by ``proportional``),
+    a misspelt key is a TypeError naming the closest one.  As transformers v5, ``yarn`` and ``longrope`` use an
+    explicit ``factor`` as given, and ``max_position_embeddings / original_max_position_embeddings`` only when
+    it is missing (docs/model_configs.md: Qwen2.5's YaRN block is factor 4 here, 1 in v4).
     """
     params = dict(params)
     check_keywords(params, config_keys(), "scaled_inv_freq")
-    rope_type = _resolve_rope_type(rope_type, params.pop("type", None))
-    base = _resolve_base(base, params.pop("rope_theta", None))
+    rope_type = _one_value(("rope_type", rope_type), ("type", params.pop("type", None)), _check_rope_type, "default")
+    base = _one_value(("base", base), ("rope_theta", params.pop("rope_theta", None)), check_base, 10000.0)
     d = check_d(d)
     method = SCALING_METHODS[rope_type]
     if method.missing(params):
         raise ValueError(f"rope_type={rope_type!r} is missing {method.missing(params)}; it takes {method.describe()}")
     params = method.params_of(params)
-    if seq_len is not None:
-        seq_len = check_positive_int(seq_len, "seq_len")
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # _check_result names the cause
+    seq_len = None if seq_len is None else check_positive_int(seq_len, "seq_len")
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # refused below, naming the cause
         inv_freq = method.inv_freq(d, base, seq_len, params)
-        attention_factor = 1.0 if method.attention_factor is None else float(method.attention_factor(params))
-    _check_result(inv_freq, attention_factor, rope_type, params, zeros=method.whole_head)
+        if "attention_factor" in params:      # an explicit factor wins (yarn, longrope)
+            attention_factor = _pos_float(params, "attention_factor")
+        else:
+            attention_factor = 1.0 if method.attention_factor is None else float(method.attention_factor(params))
+    positive = np.all(inv_freq >= 0 if method.whole_head else inv_freq > 0)    # whole_head: pairs standing still
+    if not (positive and np.all(np.isfinite(inv_freq)) and math.isfinite(attention_factor) and attention_factor > 0):
+        given = {k: v for k, v in params.items() if not isinstance(v, (list, tuple, np.ndarray))}
+        raise ValueError(f"rope_type={rope_type!r} with {given} gives frequencies or an attention factor that are "
+                         f"not finite and positive (min frequency {np.min(inv_freq):.3g}, attention factor "
+                         f"{attention_factor:.3g}); check the size of {sorted(params)}")
     return inv_freq, attention_factor
 
 
-def _resolve_rope_type(rope_type, old_name):
-    for name, value in (("rope_type", rope_type), ("type", old_name)):
-        if value is not None and not isinstance(value, str):
-            raise TypeError(f"{name} must be a string, one of {tuple(SCALING_METHODS)}, got {value!r} of type "
-                            f"{type(value).__name__}")
-    if rope_type is None:
-        rope_type = "default" if old_name is None else old_name
-    elif old_name is not None and old_name != rope_type:
-        raise ValueError(f"rope_type={rope_type!r} and type={old_name!r} disagree; give one of them")
+def _one_value(given, alias, check, default):
+    """The value given under either of two names for one thing (both: they must agree), checked, else ``default``."""
+    values = {name: check(value, name) for name, value in (given, alias) if value is not None}
+    if len(set(values.values())) > 1:
+        raise ValueError(f"{' and '.join(f'{k}={v!r}' for k, v in values.items())} disagree; they are the same "
+                         "thing, give one")
+    return next(iter(values.values()), default)
+
+
+def _check_rope_type(rope_type, name):
+    if not isinstance(rope_type, str):
+        raise TypeError(f"{name} must be a string, one of {tuple(SCALING_METHODS)}, got {rope_type!r} of type "
+                        f"{type(rope_type).__name__}")
     if rope_type not in SCALING_METHODS:
-        raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}"
-                         f"{closest_name(rope_type, ROPE_TYPES)}")
+        raise ValueError(f"{name} must be one of {tuple(SCALING_METHODS)}, got {rope_type!r}"
+                         f"{closest_name(rope_type, SCALING_METHODS)}")
     return rope_type
-
-
-def _resolve_base(base, rope_theta):
-    if rope_theta is None:
-        return check_base(10000.0 if base is None else base)
-    rope_theta = check_base(rope_theta, "rope_theta")
-    if base is not None and check_base(base) != rope_theta:
-        raise ValueError(f"base={base} and rope_theta={rope_theta} disagree; they are the same thing, give one")
-    return rope_theta
-
-
-def _check_result(inv_freq, attention_factor, rope_type, params, zeros=False):
-    """Finite input must not give inf, NaN or non-positive frequencies (zeros where the method intends them):
-    name the arguments that did it."""
-    if np.all(np.isfinite(inv_freq)) and np.all(inv_freq >= 0 if zeros else inv_freq > 0) \
-            and math.isfinite(attention_factor) and attention_factor > 0:
-        return
-    given = {k: v for k, v in params.items() if not isinstance(v, (list, tuple, np.ndarray))}
-    raise ValueError(f"rope_type={rope_type!r} with {given} gives frequencies or an attention factor that are "
-                     f"not finite and positive (min frequency {np.min(inv_freq):.3g}, attention factor "
-                     f"{attention_factor:.3g}); check the size of {sorted(params)}")
 
 
 def _pos_float(params, name, default=None):
@@ -176,19 +149,14 @@ def _linear(d, base, seq_len, p):
 def _ntk(d, base, seq_len, p):
     """Static NTK-aware scaling, the base raised to base * factor^(d/(d-2)) (bloc97, "NTK-Aware Scaled RoPE",
     2023; YaRN, arXiv:2309.00071, section 3.1)."""
-    return frequencies(d, _new_base(base, _pos_float(p, "factor"), d, "factor"))
+    return frequencies(d, _new_base(base, _pos_float(p, "factor"), d))
 
 
-def _new_base(base, growth, d, name):
-    """base * growth^(d/(d-2)), refused (naming ``name``) when it overflows."""
-    if d <= 2:
-        return base
-    try:
-        new_base = base * growth ** (d / (d - 2))
-    except OverflowError:
-        new_base = math.inf
+def _new_base(base, growth, d):
+    """base * growth^(d/(d-2)), refused (naming factor, which makes growth) when it overflows."""
+    new_base = float(base * np.float64(growth) ** (d / (d - 2))) if d > 2 else base    # overflow: inf
     if not math.isfinite(new_base) or new_base <= 0:
-        raise ValueError(f"{name} out of range: the new base, base * {growth:g}^(d/(d-2)) with base={base:g}, "
+        raise ValueError(f"factor out of range: the new base, base * {growth:g}^(d/(d-2)) with base={base:g}, "
                          f"is {new_base:g}; it must be a positive finite float64")
     return new_base
 
@@ -198,7 +166,7 @@ def _dynamic(d, base, seq_len, p):
     (emozilla, "Dynamically Scaled RoPE", 2023; YaRN, arXiv:2309.00071, section 3.3)."""
     factor, train_len = _pos_float(p, "factor"), _train_length(p)     # dynamic reads max_position_embeddings
     length = train_len if seq_len is None else max(seq_len, train_len)
-    return frequencies(d, _new_base(base, (factor * length / train_len) - (factor - 1), d, "factor"))
+    return frequencies(d, _new_base(base, (factor * length / train_len) - (factor - 1), d))
 
 
 def _train_length_and_factor(p, method):
@@ -232,11 +200,10 @@ def _yarn(d, base, seq_len, p):
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, d - 1)
     if high < low:    # L_train < 2 pi beta_slow (theta_0 = 1 turns fewer times) or the slowest pair turns > beta_fast
-        raise ValueError(f"original_max_position_embeddings={train_len} puts YaRN's ramp (pair dimensions d ln(L / "
-                         f"(2 pi beta)) / (2 ln base) for beta_fast, beta_slow, clipped to 0..{d - 1}: {low:.4g} down "
-                         f"to {high:.4g}) backwards, so it would keep the frequencies YaRN divides by factor and "
-                         f"divide those it keeps; L must be at least 2 pi beta_slow = {2 * math.pi * beta_slow:.4g}, "
-                         "and the slowest pair must turn at most beta_fast times in it")
+        raise ValueError(f"original_max_position_embeddings={train_len} puts YaRN's ramp (pair dimensions {low:.4g} "
+                         f"to {high:.4g} in 0..{d - 1}) backwards, so it would keep the frequencies YaRN divides by "
+                         f"factor; L must be >= 2 pi beta_slow = {2 * math.pi * beta_slow:.4g} and the slowest pair "
+                         "turn <= beta_fast times in it")
     if low == high:
         high += 0.001
     ramp = np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)  # 0: extrapolate, 1: interpolate
@@ -249,11 +216,9 @@ def _yarn_mscale(scale, mscale=1.0):
 
 
 def _yarn_attention(p):
-    """sqrt(1/t) = 0.1 ln(factor) + 1 (arXiv:2309.00071, section 3.4), or an explicit attention_factor, or
-    DeepSeek-V2's mscale(factor, mscale) / mscale(factor, mscale_all_dim)."""
+    """sqrt(1/t) = 0.1 ln(factor) + 1 (arXiv:2309.00071, section 3.4), or DeepSeek-V2's
+    mscale(factor, mscale) / mscale(factor, mscale_all_dim)."""
     _, factor = _train_length_and_factor(p, "yarn")
-    if "attention_factor" in p:
-        return _pos_float(p, "attention_factor")
     mscales = [_pos_float(p, k) for k in ("mscale", "mscale_all_dim") if k in p]  # one alone is checked, unused
     if len(mscales) == 2:
         return _yarn_mscale(factor, mscales[0]) / _yarn_mscale(factor, mscales[1])
@@ -286,15 +251,12 @@ def _longrope(d, base, seq_len, p):
         if np.any(f <= 0):
             raise ValueError(f"{name} must be > 0 (it divides the frequencies), got {f[f <= 0][:3].tolist()} "
                              f"at pair(s) {np.flatnonzero(f <= 0)[:3].tolist()}")
-    use_long = seq_len is not None and seq_len > train_len
-    return frequencies(d, base) / (long_ if use_long else short)
+    return frequencies(d, base) / (long_ if seq_len is not None and seq_len > train_len else short)
 
 
 def _longrope_attention(p):
-    """sqrt(1 + ln(factor) / ln(L_train)) (transformers' _compute_longrope_parameters), or attention_factor."""
+    """sqrt(1 + ln(factor) / ln(L_train)) (transformers' _compute_longrope_parameters)."""
     train_len, factor = _train_length_and_factor(p, "longrope")
-    if "attention_factor" in p:
-        return _pos_float(p, "attention_factor")
     return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(train_len))
 
 
@@ -328,27 +290,20 @@ def _linear_candidates(fit):
         yield (3,), dict(base=base, factor=factor)
 
 
-def _factor_grid(fit, tiebreak):
-    """(rank, factor, train length) over the fitted factors and the usual training lengths."""
-    for i, factor in enumerate(fit.factors):
-        for j, train_len in enumerate(fit.train_lengths):
-            yield (4, i, j, tiebreak), factor, train_len
-
-
-def _llama3_candidates(fit):
-    for rank, factor, train_len in _factor_grid(fit, 0):
+def _llama3_candidates(fit):     # rank (4, factor's, training length's, 0): after the factor-free methods
+    for (i, factor), (j, train_len) in itertools.product(enumerate(fit.factors), enumerate(fit.train_lengths)):
         # Llama 3.1 (1, 4); Llama 4 (1, 1.5) and Llama-4-Scout's step (1, 1)
         for low, high in [(1.0, 4.0), (1.0, 2.0), (1.0, 8.0), (2.0, 8.0), (1.0, 1.5), (1.0, 1.0)]:
-            yield rank, dict(base=fit.base, factor=factor, low_freq_factor=low, high_freq_factor=high,
-                             original_max_position_embeddings=train_len)
+            yield (4, i, j, 0), dict(base=fit.base, factor=factor, low_freq_factor=low, high_freq_factor=high,
+                                     original_max_position_embeddings=train_len)
 
 
-def _yarn_candidates(fit):
-    for rank, factor, train_len in _factor_grid(fit, 1):
+def _yarn_candidates(fit):       # after llama3's of the same factor and training length
+    for (i, factor), (j, train_len) in itertools.product(enumerate(fit.factors), enumerate(fit.train_lengths)):
         for truncate in (True, False):          # GPT-OSS: truncate=False (unrounded correction range)
             for fast, slow in [(32.0, 1.0), (16.0, 1.0), (32.0, 2.0), (16.0, 2.0)]:
-                yield rank, dict(base=fit.base, factor=factor, original_max_position_embeddings=train_len,
-                                 beta_fast=fast, beta_slow=slow, **({} if truncate else {"truncate": False}))
+                yield (4, i, j, 1), dict(base=fit.base, factor=factor, original_max_position_embeddings=train_len,
+                                         beta_fast=fast, beta_slow=slow, **({} if truncate else {"truncate": False}))
 
 
 #: rope_type -> ScalingMethod: the one registry of context-extension methods (names as transformers' rope_type).
@@ -378,19 +333,17 @@ SCALING_METHODS = {
 
 #: The method names, in registry order.
 ROPE_TYPES = tuple(SCALING_METHODS)
-#: Every key some method uses, as at import (:func:`method_param_keys` reads the registry at call time).
-METHOD_PARAM_KEYS = method_param_keys()
+#: Every key some method uses, as at import (:func:`config_keys` reads the registry at call time).
+METHOD_PARAM_KEYS = frozenset().union(*(method.used for method in SCALING_METHODS.values()))
 
 
 def wavelengths(freqs) -> np.ndarray:
-    """Wavelength 2 pi / |theta_i| of each pair, in positions: ``freqs`` ``(n,)`` -> ``(n,)`` float64.
-
-    A frequency of 0 (a pair that never turns), or one so small that its wavelength exceeds float64,
-    is a ValueError."""
-    f = check_freqs(freqs)
-    small = np.abs(f) < 2 * np.pi / np.finfo(np.float64).max
+    """Wavelength 2 pi / |theta_i| of each pair, in positions: ``freqs`` ``(n,)`` -> ``(n,)`` float64; a frequency
+    of 0, or one whose wavelength exceeds float64, is a ValueError."""
+    freqs = check_freqs(freqs)
+    small = np.abs(freqs) < 2 * np.pi / np.finfo(np.float64).max
     if small.any():
         i = int(np.argmax(small))
         raise ValueError(f"freqs must be non-zero with a wavelength 2*pi/|theta| within float64, "
-                         f"got freqs[{i}] = {f[i]}")
-    return 2 * np.pi / np.abs(f)
+                         f"got freqs[{i}] = {freqs[i]}")
+    return 2 * np.pi / np.abs(freqs)
