@@ -1,8 +1,4 @@
-"""Every static figure the README and notebooks show, and :func:`write_all`, which regenerates them.
-
-``python -m rope_ref figures [--out DIR]`` calls :func:`write_all`; the files are byte-identical
-run to run.
-"""
+"""Every static figure the README and notebooks show, and :func:`write_all` (``python -m rope_ref figures``)."""
 
 from __future__ import annotations
 
@@ -34,11 +30,8 @@ FIG2_PAPER_YLIM = (6.0, 22.0)
 
 
 def fig2_long_term_decay(d: int = 128, base: float = 10000.0) -> Figure:
-    """Figure 2 of the paper: (1/(d/2)) sum_j |S_j| over relative distance 0..256 (eq 37).
-
-    Left: the paper's view (y from 6 to 22, so the peak of (d/2+1)/2 near 0 is cut off);
-    right: the full range.
-    """
+    """Figure 2 of the paper, (1/(d/2)) sum_j |S_j| over relative distance 0..256 (eq 37): the paper's view
+    (y from 6 to 22, the peak (d/2+1)/2 at 0 cut off) and the full range."""
     fig = new_figure(10, 3.8)
     y = decay_bound(FIG2_DISTANCES, d, base)
     for ax, title in zip(fig.subplots(1, 2), ["as in the paper ($y$ from 6 to 22)", "full range"]):
@@ -46,17 +39,16 @@ def fig2_long_term_decay(d: int = 128, base: float = 10000.0) -> Figure:
         ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", title=title, xlim=(0, 256))
         ax.grid(alpha=0.3)
     fig.axes[0].set_ylim(*FIG2_PAPER_YLIM)
-    fig.axes[1].axhline((d / 2 + 1) / 2, color="0.5", ls=":", lw=1)
-    fig.axes[1].annotate(f"$(d/2+1)/2 = {(d / 2 + 1) / 2:g}$ at distance 0", xy=(0, (d / 2 + 1) / 2),
-                         xytext=(40, (d / 2 + 1) / 2 - 4))
+    peak = (d / 2 + 1) / 2
+    fig.axes[1].axhline(peak, color="0.5", ls=":", lw=1)
+    fig.axes[1].annotate(f"$(d/2+1)/2 = {peak:g}$ at distance 0", xy=(0, peak), xytext=(40, peak - 4))
     fig.suptitle(rf"Long-term decay (Figure 2): $d = {d}$, $\theta_i = {base:g}^{{-2i/d}}$, $i = 0..{d // 2 - 1}$")
     return fig
 
 
 def fig_decay_vs_actual(d: int = 128, base: float = 10000.0, n_samples: int = 256, seed: int = 0) -> Figure:
-    """The Figure-2 bound beside the actual mean |q . R_r k| of random vectors, each divided by its
-    value at distance 0: independent q, k do not decay; k = q does; the bound only caps.
-    The legend sits below the axes, clear of the curves."""
+    """The Figure-2 bound beside the actual mean |q . R_r k| of random vectors, each divided by its value at 0:
+    independent q, k do not decay; k = q does; the bound only caps."""
     fig = new_figure(7, 4.4)
     ax = fig.subplots()
     r = np.linspace(0, 256, 129)
@@ -90,11 +82,8 @@ def fig_relative_heatmaps(d: int = 64, n_pos: int = 48, seed: int = 0) -> Figure
 
 
 def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figure:
-    """Figure-1-style illustration: pairs 0 and 1 of one vector at positions 0..6 (eq 13).
-
-    Pair 0 turns 1 radian per position, so m = 6 lands 0.28 rad short of m = 0 (aliasing);
-    pair 1 turns slower and keeps them apart.  An arrow is labelled with its m where the label has
-    room (0.35 rad from the labels before it and from the last arrow's, which is always labelled)."""
+    """Figure-1-style illustration: pairs 0 and 1 of one vector at positions 0..6 (eq 13); pair 0 brings m = 6
+    within 0.28 rad of m = 0.  An arrow's m is written where it is 0.35 rad from the other labels."""
     positions = list(positions)
     x = np.tile(np.array([1.0, 0.0] * (d // 2)), (len(positions), 1))
     rot = rotate(x, np.asarray(positions, float), base=base)
@@ -137,11 +126,8 @@ def fig_frequency_ratios(factor: float = 8.0):
 
 
 def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: float = 16.0) -> Figure:
-    """What a narrow dtype for the angles costs, as a room can read it: one line per dtype in each panel,
-    each the largest error at any position up to m (the errors themselves jump with every rounding).
-
-    Left: |angle error| of m theta_i, worst pair; right: |q_m . k_{m+r}| error (r = ``distance``), both
-    against float64.  float16 has no line past 65504, its largest number (the angle is inf there)."""
+    """The largest error up to position m, per dtype, of the angle m theta_i (worst pair, left) and of
+    q_m . k_{m+r} (r = ``distance``, right), against float64.  float16 stops at 65504 (inf beyond)."""
     pos = np.unique(np.round(np.logspace(0, 6, 241)))
     q, k = random_qk(d, seed)
     fig = new_figure(11, 4.6)
@@ -170,15 +156,9 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
     return fig
 
 
-# --- notebook 00: why positions --------------------------------------------------------------------------------------
-
 def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000.0) -> Figure:
-    """Every pair as a clock hand: at position m hand i points at angle m theta_i.  Hand 0 spins
-    fastest (1 rad per position), later hands ever slower -- like a clock's second, minute and hour hands.
-
-    Each hand turns on its own ring (hand 0 outermost, a faint circle marks each ring) and is drawn only
-    across its ring, with a dot at its tip: the slow hands, which barely move, lie side by side, never on
-    top of one another."""
+    """Every pair as a clock hand at angle m theta_i, hand 0 fastest, like a clock's second, minute and hour hands;
+    each on its own ring (hand 0 outermost), so the slow hands never lie on one another."""
     fig = new_figure(2.3 * len(positions), 2.9)
     n_pairs = d // 2
     ring = 0.85 / n_pairs                                      # the width of one hand's ring
@@ -198,8 +178,8 @@ def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000
 
 
 def fig_aliasing(d: int = 8, base: float = 10000.0, max_position: int = 60) -> Figure:
-    """How far the code at position m is from the code at 0: with pair 0 alone, m = 6 is almost
-    m = 0 again (6 rad is 0.28 rad short of a turn); with all pairs no position comes back."""
+    """How far the code at position m is from the code at 0: pair 0 alone nearly comes back at m = 6, all pairs
+    together never."""
     m = np.linspace(0, max_position, 6001)
     fig = new_figure(8, 3.6)
     ax = fig.subplots()
@@ -224,8 +204,8 @@ def _code_distance(m, d: int, base: float, n_pairs: int) -> np.ndarray:
 
 
 def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)) -> Figure:
-    """Why scores fade with distance: at distance r the d/2 hands point at r theta_i.  At r = 0 they
-    all agree and their sum is long; farther apart they spread and their sum |S_{d/2}| shrinks."""
+    """Why scores fade with distance: the d/2 hands at r theta_i agree at r = 0, then spread, and their sum
+    |S_{d/2}| shrinks."""
     fig = new_figure(11, 3.4)
     axes = fig.subplots(1, len(distances) + 1, width_ratios=[1] * len(distances) + [2])
     n_pairs = d // 2
@@ -250,11 +230,9 @@ def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)
     return fig
 
 
-# --- notebook 04: attention --------------------------------------------------------------------------------------------
-
 def fig_attention_pattern(n: int = 32, d: int = 64, seed: int = 0, scale: float = 6.0) -> Figure:
-    """Causal softmax attention weights over (query m, key n) when every token has the same content:
-    without positions every visible key gets the same weight; with RoPE nearby keys get more."""
+    """Causal softmax weights over (query m, key n), every token the same content: equal without positions,
+    larger on nearby keys with RoPE."""
     x = np.random.default_rng(seed).standard_normal(d)
     x = np.tile(x / np.linalg.norm(x) * np.sqrt(scale * np.sqrt(d)), (n, 1))    # |x|^2 / sqrt(d) = scale
     fig = new_figure(9.5, 4.2)
@@ -292,13 +270,8 @@ FIGURES = {
 
 
 def write_all(out_dir: Path | str, names=None) -> list[Path]:
-    """Write NAME.png and NAME.svg for every figure (or the given ``names``) into ``out_dir``.
-
-    Each file is written whole (:func:`~rope_ref.teaching.files.write_atomically`: a temporary file beside
-    it, then renamed into place), so an interrupted run leaves every file either old or new.  Files of the
-    same names are replaced; a symbolic link (or a folder) with such a name is a ``ValueError`` raised
-    before anything is drawn or written.  ``out_dir`` is created if missing.
-    """
+    """Write NAME.png and NAME.svg for every figure (or the given ``names``) into ``out_dir`` (created if
+    missing), each file whole; a symbolic link or folder with such a name is a ``ValueError`` raised first."""
     out_dir = output_folder(out_dir, "out_dir")
     names = list(names or FIGURES)
     unknown = [name for name in names if name not in FIGURES]

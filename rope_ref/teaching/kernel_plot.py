@@ -1,14 +1,8 @@
-"""A measured kernel against what it should be: one picture per pair of frequencies and phases.
+"""A measured kernel (a :class:`rope_ref.RopeSpec` from :func:`rope_ref.identify`) against what it should be.
 
-:func:`kernel_vs_expected` draws a :class:`rope_ref.RopeSpec` (what :func:`rope_ref.identify`
-measured) against expected frequencies and the expected position of row 0:
-
-* left, per pair p: the measured frequency |theta_p| and the expected one (log scale), so a wrong
-  base, a scaling method or frequencies indexed from 1 show as two curves apart;
-* right, against the position of each row: the phase error of a few pairs, measured angle minus
-  expected angle, (o_found + r) theta_found - (o_expected + r) theta_expected, wrapped to (-pi, pi].
-  A wrong offset is a flat line per pair (theta_p times the shift); a wrong frequency a line that
-  grows with the position.
+Left, per pair p, the measured and expected frequency |theta_p| (a wrong base or scaling shows as two curves
+apart); right, the phase error of a few pairs against the row's position, wrapped to (-pi, pi]: flat for a wrong
+offset, growing for a wrong frequency.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """RoPE's spectrum and what it is for (notebooks 08 and 10): which features turn, positional heads, semantic channels.
 
-* The schemes that leave some features unrotated (:data:`SCHEMES`): partial rotary (GPT-NeoX, Phi, GLM, Qwen3.5),
-  NoPE layers (Llama 4, SmolLM3), p-RoPE and proportional RoPE (Gemma 4).
-* Barbero et al., "Round and Round We Go! What makes Rotary Positional Encodings useful?" (arXiv:2410.06205),
-  recomputed: a *positional* head attends to a fixed offset on high frequencies, content matching ("semantic
-  channels") survives long distances only on the lowest ones, and the picture of their Figure 2 (does RoPE decay?)
-  whose curves notebook 10 computes (with Theorem 5.3 and Proposition 5.2); their Gemma 7B measurements need the
-  model's weights and are not repeated.  Men et al.'s base bound is in :mod:`rope_ref.teaching.base_bound`.
-
-Shapes are written ``(..., seq, d)`` as in rope_ref; ``d`` is the head dimension.
+The schemes that leave some features unrotated (:data:`SCHEMES`), and Barbero et al., "Round and Round We Go!"
+(arXiv:2410.06205) recomputed: a positional head attends to a fixed offset on high frequencies, content matching
+survives long distances only on the lowest ones, and their Figure 2.  ``d`` is the head dimension.
 """
 
 from __future__ import annotations
@@ -26,8 +20,6 @@ from ..forms import frequencies, rotate
 from .style import VIEW_DPI, figure_png, new_figure
 from .views import View
 
-# --- which dimensions turn -----------------------------------------------------------------------------------------
-
 #: RoPE (Llama, Mistral, Qwen2.5, Gemma 1-3); partial rotary (GPT-NeoX 1/4, Phi-2 0.4, GLM-4 1/2, Qwen3.5 1/4);
 #: p-RoPE (Barbero et al.); proportional RoPE (Gemma 4); NoPE layers (Llama 4, SmolLM3).  ``fraction`` is the
 #: config's partial_rotary_factor (rotary_pct in GPT-NeoX) for "partial" and "proportional", and p for "p-rope".
@@ -42,13 +34,10 @@ def _check_fraction(fraction) -> float:
 
 
 def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0, fraction: float = 1.0) -> np.ndarray:
-    """Frequency of each of the d/2 pairs under ``scheme`` (0 where the pair is not rotated), ``(d/2,)``.
+    """Frequency of each of the d/2 pairs under ``scheme``, fast to slow (0 where not rotated), ``(d/2,)``.
 
-    Pairs are listed fast to slow.  "partial" keeps the first ``fraction * d`` features (rounded down
-    to even) and spreads the whole geometric range over them; "p-rope" and "proportional" both keep
-    RoPE's own theta_i for the first ``fraction * d/2`` pairs (rounded down): the same frequencies --
-    proportional RoPE is p-RoPE with p = partial_rotary_factor.  (Barbero et al.'s pseudocode ``apply_p_rope``
-    counts the same pairs: ``rope_angles = int(rope_percentage * head_dim // 2)``, timescales over head_dim.)
+    "partial" spreads the whole geometric range over the first ``fraction * d`` features (rounded down to even);
+    "p-rope" and "proportional" keep RoPE's own theta_i for the first ``fraction * d/2`` pairs (rounded down).
     """
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {list(SCHEMES)}, got {scheme!r}")
@@ -78,10 +67,8 @@ def dimension_frequencies(scheme: str = "rope", d: int = 128, base: float = 1000
                           pairing: str = "half") -> np.ndarray:
     """Frequency of each of the d features in the model's layout, ``(d,)``: 0 where a feature does not turn.
 
-    ``pairing`` "half" (rotate_half: feature j pairs with j + r/2 within the rotated part of width r) or
-    "interleaved" (2j with 2j+1).  For "partial" the rotated part is the first ``fraction * d`` features;
-    otherwise it is the whole head, and unrotated pairs keep their places (frequency 0), as transformers
-    pads proportional RoPE's frequencies with zeros.
+    ``pairing`` "half" (feature j with j + r/2 within the rotated part of width r) or "interleaved" (2j with
+    2j+1).  The rotated part is the first ``fraction * d`` features for "partial", else the whole head.
     """
     if pairing not in ("half", "interleaved"):
         raise ValueError(f"pairing must be 'half' or 'interleaved', got {pairing!r}")
@@ -115,19 +102,12 @@ def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
     return fig
 
 
-# --- Barbero et al.: a positional head and a semantic channel ---------------------------------------------------------
-
 def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0, d: int = 64,
                      base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
-    """Attention weights ``(n_keys,)`` of a positional head (Barbero et al.'s construction) on keys at distances
-    0..n_keys-1 behind the query: the softmax of its scores.
+    """Attention weights ``(n_keys,)`` of a positional head (Barbero et al.) on keys 0..n_keys-1 behind the query.
 
-    Every token carries the same vector u, spread evenly over the ``width`` pairs starting at ``pair``
-    (|u|^2 = ``scale``); the query is u rotated back by ``offset`` positions, so
-    q_m . k_n = (scale / width) * sum_j cos((m - n - offset) theta_j): largest at distance ``offset``,
-    and the faster the pairs, the faster it falls off beside it.  Under "nope" nothing turns and every
-    key scores ``scale`` (NoPE cannot prefer a distance here); under "p-rope" the lowest (1 - fraction)
-    of the pairs do not turn.  All rotations by :func:`rope_ref.rotate` (interleaved pairs).
+    Every token carries u, spread evenly over the ``width`` pairs from ``pair`` on (|u|^2 = ``scale``); the
+    query is u rotated back by ``offset``, so q_m . k_n = (scale / width) sum_j cos((m - n - offset) theta_j).
     """
     n_keys = check_positive_int(n_keys, "n_keys")
     check_nbytes(8 * n_keys * _even(d), "n_keys", what=f"{n_keys} keys of d = {d} float64 features")
@@ -150,10 +130,9 @@ def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 
 
 
 def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10000.0, n_samples: int = 64):
-    """Barbero et al.'s Figure 2 (arXiv:2410.06205, §3), drawn from ``curves`` computed in notebook 10: (a) all-ones
-    q and k, ``curves["ones"]`` / its value at r = 0, which decays; (b) a fresh Gaussian q, k per position,
-    ``curves["gaussian"]`` (the mean of ``n_samples`` activations) / d, on the same scale -- about 0 at every
-    distance.  ``distances`` ``(n,)`` starts at 0; each curve is ``(n,)``."""
+    """Barbero et al.'s Figure 2 (arXiv:2410.06205, §3) from notebook 10's ``curves``, each ``(n,)`` over
+    ``distances`` ``(n,)`` from 0: (a) all-ones q, k, ``curves["ones"]`` / its value at 0; (b) fresh Gaussian
+    q, k, ``curves["gaussian"]`` (mean of ``n_samples`` activations) / d."""
     r, d, base = check_positions_any(distances, "distances"), _even(d), check_base(base)
     n_samples = check_positive_int(n_samples, "n_samples")
     if not isinstance(curves, dict) or {"ones", "gaussian"} - set(curves):
@@ -181,14 +160,9 @@ def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10
 
 def semantic_match(distances, band: str = "low", d: int = 128, base: float = 10000.0, width: int = 8,
                    scheme: str = "rope", fraction: float = 0.75, seed: int = 0) -> np.ndarray:
-    """Score of a key equal to the query (the same word, met again) at each distance, content carried on
-    one band of pairs ("high": the ``width`` fastest, "low": the ``width`` slowest), divided by its value at
-    distance 0: ``distances.shape``.
-
-    At distance 0 a word matches itself with score |c|^2; a random other word scores about
-    |c|^2 / sqrt(2 * width) (see :func:`distractor_level`).  On high frequencies the match turns away
-    within a few positions; on the lowest it stays near 1 for thousands (Barbero et al.'s semantic channels).
-    """
+    """Score of a key equal to the query at each distance, over its score at 0, ``distances.shape``: content on
+    the ``width`` fastest ("high") or slowest ("low") pairs.  On the slowest it stays near 1 for thousands of
+    positions (Barbero et al.'s semantic channels); a random word scores about :func:`distractor_level`."""
     r, seed = check_positions_any(distances, "distances"), check_seed(seed)
     d, width = _even(d), check_positive_int(width, "width")
     if width > d // 2:
@@ -210,12 +184,9 @@ def distractor_level(width: int = 8) -> float:
     return 1.0 / math.sqrt(2 * check_positive_int(width, "width"))
 
 
-# --- views (their sliders are in rope_ref.teaching.widgets): redrawn whole at every step ------------------------------
-
 class _PlainView(View):
-    """A :class:`~rope_ref.teaching.views.View` (same ``update``, with its rollback of refused values) that
-    ``to_png`` redraws whole instead of blitting: these views change most of their artists at every step.
-    One axes, one line per entry of ``curves`` (key -> (label, line style)), the legend below."""
+    """A view redrawn whole at every step (most of its artists change): one axes, one line per entry of
+    ``curves`` (key -> (label, line style)), the legend below."""
 
     def __init__(self, params: dict, curves: dict, **axes_settings):
         self.params = params

@@ -1,13 +1,9 @@
-"""Interactive views: a figure built once, whose ``update(**params)`` changes artists in place.
-
-Each view lists the artists a slider step changes (``dynamic``); a step redraws only those on a
-cached background (blitting).  :mod:`rope_ref.teaching.widgets` wraps each view in sliders.
-"""
+"""Interactive views: a figure built once, whose ``update(**params)`` changes artists in place (the sliders of
+:mod:`rope_ref.teaching.widgets`)."""
 
 from __future__ import annotations
 
 import io
-import numbers
 
 import numpy as np
 from matplotlib.axis import Axis
@@ -15,7 +11,8 @@ from matplotlib.figure import Figure
 from matplotlib.image import imsave
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
-from .._validate import check_base, check_d, check_positive_int, check_positive_real, check_scalar, check_seed
+from .._validate import (check_base, check_d, check_nonnegative_int, check_positive_int, check_positive_real,
+    check_scalar, check_seed)
 from ..forms import decay_bound, frequencies, rotate, wrap_angle
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
 from .quantities import random_qk, score, score_vs_distance
@@ -23,15 +20,12 @@ from .style import DPI, METADATA, VIEW_DPI, new_figure, unit_circle
 
 
 class View:
-    """Base: a figure built once; ``update`` changes artists in place; ``to_png`` renders.
+    """Base: a figure built once; ``update`` changes artists in place; ``to_png`` renders by blitting.
 
-    Subclasses list the artists every step changes (``dynamic``), the parameters whose change
-    moves more than those (``relayout_params``: limits, ticks, a curve) and, in drawing order,
-    the artists such a change redraws (``relayout``: an axis, a curve, the spines drawn over them).
-    A step restores a cached background and draws just the dynamic artists on it (blitting); a
-    relayout step first rebuilds that background by drawing ``relayout`` on a cached image of
-    everything else.  The picture is the same as a full redraw as long as nothing outside
-    ``relayout`` is drawn over those artists (tests/test_fast.py checks it for every view).
+    Subclasses list the artists every step changes (``dynamic``), the parameters that move more
+    (``relayout_params``) and, in drawing order, what those redraw (``relayout``: axes, a curve, spines).
+    A step draws the dynamic artists on a cached background; a relayout step first draws ``relayout``
+    on a cached image of everything else.
     """
 
     fig: Figure
@@ -58,15 +52,8 @@ class View:
             self._redraw()
             raise
 
-    def _redraw(self) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def readout(self) -> str:
-        return ""
-
     def _freeze_layout(self) -> None:
-        """Lay out once with the constrained engine, then keep those positions, and mark the
-        dynamic artists as animated (drawn by :meth:`to_png` on top of a cached background)."""
+        """Lay out once with the constrained engine, keep those positions, mark the dynamic artists animated."""
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")
         for axis in self.relayout:        # a redrawn axis keeps its label where the layout put it, drawn once
@@ -77,8 +64,7 @@ class View:
             artist.set_animated(True)
 
     def to_png(self) -> bytes:
-        """Render the current state to PNG: matplotlib's writer on the blitted canvas, at the fastest zlib level
-        (the figures/ files use :func:`~rope_ref.teaching.style.figure_png`)."""
+        """The current state as PNG: the blitted canvas, at the fastest zlib level."""
         canvas = self.fig.canvas
         if self._background is None:
             labels = [axis.label for axis in self.relayout if isinstance(axis, Axis)]   # fixed: drawn once
@@ -104,8 +90,7 @@ class View:
         return png.getvalue()
 
     def static_figure(self) -> Figure:
-        """The figure with every artist drawn normally, laid out again at :data:`DPI` (for savefig /
-        figures/).  The view is not stepped after this."""
+        """The figure with every artist drawn normally, laid out again at :data:`DPI`; not stepped after this."""
         for artist in self.dynamic:
             artist.set_animated(False)
         self.fig.set_dpi(DPI)
@@ -126,14 +111,8 @@ def _minus(text: str) -> str:
 
 
 class DecayView(View):
-    """Figure 2 for any d and base: the paper's view and the full range, updated in place.
-
-    Distances in steps of 0.25 (``n_points``): 25 samples per turn of the fastest pair
-    (theta_0 = 1), about two per pixel of a panel (the figures/ file samples every 0.01).
-    The left panel is the paper's view for any d and base: distances from 5 on (the peak at 0 cut off),
-    y from 0.95 x the smallest to 1.05 x the largest value there -- (6.07, 21.9) for Figure 2's d = 128, base
-    10^4, the paper's 6 to 22.
-    """
+    """Figure 2 (eq 37) for any d and base: the paper's view (y over the values from distance 5 on, 6.07 to 21.9
+    for d = 128, base 10^4) and the full range, sampled at ``n_points`` distances over [0, 256]."""
 
     def __init__(self, d: int = 128, base: float = 10000.0, n_points: int = 1025):
         self.params = dict(d=d, base=base)
@@ -172,20 +151,9 @@ class DecayView(View):
 
 
 class RotationsView(View):
-    """Pair i of q and k drawn as arrows rotated to positions m and n, and q_m.k_n against m - n.
-
-    The angle from k_n to q_m in pair i is (phi_q - phi_k) + (m - n) theta_i: the pairs' own
-    angle difference plus the position-dependent part.  The right panel is the whole score,
-    the sum over all d/2 pairs.  Moving m and n together rotates both arrows but keeps their
-    angle, and the marker on the right stays put: the score depends only on m - n (eq 11).
-    ``shift`` moves both positions together: the arrows are drawn at m + shift and n + shift.
-    ``i`` must be a pair index, 0..d/2-1 (a ValueError otherwise; the widget's slider follows d).
-
-    q and k are ``quantities.random_qk(d, seed)`` as they are (``self.q``, ``self.k``): the score the view
-    shows is ``quantities.score(q, k, m + shift, n + shift, base=base)``, the number a notebook cell prints
-    for the same state.  Each pair's arrows are drawn on the unit circle (their directions; the title
-    gives their lengths), so a short pair is not drawn as a dot.
-    """
+    """Pair i of q and k (``quantities.random_qk(d, seed)``) as unit arrows rotated to m + shift and n + shift,
+    and the score q_m . k_n against m - n: the angle between them is (phi_q - phi_k) + (m - n) theta_i, so
+    the score depends only on m - n (eq 11)."""
 
     def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16,
                  seed: int = 0, max_distance: int = 64, shift: float = 0):
@@ -239,11 +207,10 @@ class RotationsView(View):
         p = self.params
         d, base = check_d(p["d"]), check_base(p["base"])
         check_scalar(p["m"], "m"), check_scalar(p["n"], "n"), check_scalar(p["shift"], "shift")
-        if isinstance(p["i"], bool) or not isinstance(p["i"], numbers.Integral):   # int(2.5) would show pair 2
-            raise TypeError(f"i must be an integer pair index 0..d/2-1, got {p['i']!r}")
-        i = int(p["i"])
-        if not 0 <= i <= d // 2 - 1:
-            raise ValueError(f"i must be a pair index 0..d/2-1 = 0..{d // 2 - 1} for d = {d}, got {p['i']}")
+        expected = f"a pair index 0..d/2-1 = 0..{d // 2 - 1} for d = {d} (an integer)"
+        i = check_nonnegative_int(p["i"], "i", expected)
+        if i > d // 2 - 1:
+            raise ValueError(f"i must be {expected}, got {i}")
         self.q, self.k = q, k = self._vectors()
         pm, pn = p["m"] + p["shift"], p["n"] + p["shift"]
         qm, kn = rotate(q, pm, base=base), rotate(k, pn, base=base)
@@ -281,14 +248,8 @@ class RotationsView(View):
 
 
 class ScalingView(View):
-    """For a scale factor s, head dimension d, base and training length L: how each method rescales each
-    frequency (left); per pair the largest angle seen in training against the largest angle at the extended
-    length s * L (middle); and the squeeze (right): the angle between neighbouring positions, theta_i' per
-    pair, against training's theta_i -- linear scaling puts neighbours s times closer in every pair.
-
-    The x-axis is the pair index; a change of d relays out the three x-axes (``relayout``), any other step
-    redraws only lines and texts.
-    """
+    """For a factor s, d, base and training length L, per pair: each method's frequency ratio (left), the largest
+    angle in training against the largest at s L (middle), and the angle between neighbours theta_i' (right)."""
 
     METHODS_Y = {"ratio": (4.0 ** -5.5, 1.5), "angle": (1e-3, 1e6), "gap": (1e-9, 3.0)}
     #: How each method is drawn in every panel: its palette colour, a dash pattern and a marker placed at pairs of

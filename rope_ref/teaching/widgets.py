@@ -1,10 +1,5 @@
-"""ipywidgets front-ends for the views (:mod:`rope_ref.teaching.views`, ``spectrum``, ``vision_rope``).
-
-Each function returns a ``VBox`` of sliders, a text readout and an ``Image``
-that shows the view's figure as PNG.  A slider change calls ``view.update``
-(existing artists change, no new figure) and refreshes the image; the box
-keeps ``.view``, ``.controls``, ``.image`` and ``.readout`` for tests.
-"""
+"""ipywidgets sliders over the views (:mod:`rope_ref.teaching.views`, ``spectrum``, ``vision_rope``): each function
+returns a box of sliders, a readout and the view's PNG, keeping ``.view``, ``.controls``, ``.image``, ``.readout``."""
 
 from __future__ import annotations
 
@@ -28,16 +23,15 @@ _TEXT_PATH = TextToPath()
 
 
 class SliderApp(W.VBox):
-    """The sliders' box.  For a page rendered without a live kernel (the course site, a notebook viewer) it also
-    carries ``image/png``: the view at a few telling slider values, one frame under another, each captioned with
-    its values (:func:`frames_png`), and ``text/plain``: the readout of the state the sliders start in."""
+    """The sliders' box; without a live kernel it shows ``image/png``, the view at the states of ``frames``
+    (:func:`frames_figure`), and ``text/plain``, the readout of the start."""
 
     frames: tuple = ()
 
     def _repr_mimebundle_(self, **kwargs):
         data = super()._repr_mimebundle_(**kwargs)
         if data is not None:
-            png = frames_png(self.view, self.frames) if self.frames else self.image.value
+            png = figure_png(frames_figure(self.view, self.frames), dpi=VIEW_DPI) if self.frames else self.image.value
             data["image/png"] = base64.b64encode(png).decode("ascii")
             data["text/plain"] = _strip_html(self.readout.value)
         return data
@@ -53,16 +47,9 @@ CAPTION_PT, LINE_PX = 10.0, 18
 READOUT_FONT = "17px"
 
 
-def frames_png(view: View, frames) -> bytes:
-    """The view at each state of ``frames`` -- ``(caption, params)`` pairs, applied one after another from the
-    view's current state -- stacked top to bottom, each under its caption and the view's readout, the readout
-    wrapped at spaces to the image's width (a band of 40 pixels for a one-line readout, 18 more a line).
-    The view is put back in the state it started in.  Returns PNG bytes."""
-    return figure_png(frames_figure(view, frames), dpi=VIEW_DPI)
-
-
 def frames_figure(view: View, frames) -> Figure:
-    """The figure :func:`frames_png` renders."""
+    """The view at each state of ``frames`` (``(caption, params)`` pairs applied one after another), stacked top
+    to bottom, each under its caption and its readout wrapped to the image's width; the view is put back."""
     start = dict(view.params)
     images, captions = [], []
     try:
@@ -91,8 +78,7 @@ def frames_figure(view: View, frames) -> Figure:
 
 
 def _wrap(text: str, width_px: float, font: FontProperties) -> list[str]:
-    """``text`` broken at spaces into lines each at most ``width_px`` pixels wide in ``font`` (a word longer than
-    a line stays whole)."""
+    """``text`` broken at spaces into lines at most ``width_px`` pixels wide in ``font`` (a long word stays whole)."""
     def width(line):
         return _TEXT_PATH.get_text_width_height_descent(line, font, ismath=False)[0] * VIEW_DPI / 72
     lines = [""]
@@ -107,7 +93,7 @@ def _wrap(text: str, width_px: float, font: FontProperties) -> list[str]:
 
 def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
     """Wire ``controls`` (name -> widget) to ``view``; return the assembled box.  ``frames``: ``(caption,
-    params)`` pairs for the static fallback (:func:`frames_png`)."""
+    params)`` pairs for the static fallback (:func:`frames_figure`)."""
     width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
     image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
     readout = W.HTML(value=view.readout(), style={"font_size": READOUT_FONT})
@@ -138,8 +124,7 @@ def _bases(name):
 
 
 def _set(name: str, slider, value):
-    """Put ``value`` on ``slider`` if its range can show it, else a TypeError/ValueError: a slider clamps what it
-    cannot show (m=100 on a 0..64 slider shows 64), and then the slider and the picture would disagree."""
+    """Put ``value`` on ``slider`` if its range can show it, else a TypeError/ValueError (a slider would clamp it)."""
     integer, selection = isinstance(slider, W.IntSlider), isinstance(slider, W.SelectionSlider)
     if selection:
         options = [v for _, v in slider.options]
