@@ -19,7 +19,7 @@ from .vision_rope import fig_mrope_layout
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
 from .real_model import fig_real_attention_maps
 from .quantities import random_qk, score
-from .style import METADATA, PALETTE, RC, new_figure, unit_circle
+from .style import METADATA, PALETTE, RC, new_axes, new_figure, unit_circle
 from .views import ScalingView
 from .files import check_targets, output_folder, write_atomically  # noqa: I001 (apart: the figures above change often)
 
@@ -32,12 +32,11 @@ FIG2_PAPER_YLIM = (6.0, 22.0)
 def fig2_long_term_decay(d: int = 128, base: float = 10000.0) -> Figure:
     """Figure 2 of the paper, (1/(d/2)) sum_j |S_j| over relative distance 0..256 (eq 37): the paper's view
     (y from 6 to 22, the peak (d/2+1)/2 at 0 cut off) and the full range."""
-    fig = new_figure(10, 3.8)
+    fig, axes = new_axes(10, 3.8, 1, 2)
     y = decay_bound(FIG2_DISTANCES, d, base)
-    for ax, title in zip(fig.subplots(1, 2), ["as in the paper ($y$ from 6 to 22)", "full range"]):
+    for ax, title in zip(axes, ["as in the paper ($y$ from 6 to 22)", "full range"]):
         ax.plot(FIG2_DISTANCES, y, lw=1.0, color="C0")
         ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", title=title, xlim=(0, 256))
-        ax.grid(alpha=0.3)
     fig.axes[0].set_ylim(*FIG2_PAPER_YLIM)
     peak = (d / 2 + 1) / 2
     fig.axes[1].axhline(peak, color="0.5", ls=":", lw=1)
@@ -49,8 +48,7 @@ def fig2_long_term_decay(d: int = 128, base: float = 10000.0) -> Figure:
 def fig_decay_vs_actual(d: int = 128, base: float = 10000.0, n_samples: int = 256, seed: int = 0) -> Figure:
     """The Figure-2 bound beside the actual mean |q . R_r k| of random vectors, each divided by its value at 0:
     independent q, k do not decay; k = q does; the bound only caps."""
-    fig = new_figure(7, 4.4)
-    ax = fig.subplots()
+    fig, ax = new_axes(7, 4.4)
     r = np.linspace(0, 256, 129)
     bound = decay_bound(FIG2_DISTANCES, d, base)
     ax.plot(FIG2_DISTANCES, bound / bound[0], lw=1, label=r"bound $\frac{1}{d/2}\sum_j |S_j|$ (eq 37)")
@@ -62,7 +60,6 @@ def fig_decay_vs_actual(d: int = 128, base: float = 10000.0, n_samples: int = 25
     ax.set(xlabel="relative distance $r$", ylabel="value / value at $r = 0$", xlim=(0, 256), ylim=(0, 1.3),
            title=f"What the bound promises: $d = {d}$, {n_samples} random vectors")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
-    ax.grid(alpha=0.3)
     return fig
 
 
@@ -70,8 +67,7 @@ def fig_relative_heatmaps(d: int = 64, n_pos: int = 48, seed: int = 0) -> Figure
     """q_m . k_n over (m, n): constant along diagonals with RoPE, not with the additive sinusoid."""
     q, k = random_qk(d, seed)
     pos = np.arange(n_pos)
-    fig = new_figure(9, 4.2)
-    axes = fig.subplots(1, 2)
+    fig, axes = new_axes(9, 4.2, 1, 2, gridlines=False)
     E = sinusoidal(pos, d)                                                      # the additive embedding E(m)
     for ax, S, title in zip(axes, [score(q, k, pos[:, None], pos[None, :]), (q + E) @ (k + E).T],
                             [r"RoPE: $(R_m q)\cdot(R_n k)$", r"sinusoidal: $(q + E_m)\cdot(k + E_n)$"]):
@@ -107,8 +103,7 @@ def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figur
 
 def fig_wavelengths(d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
     """Wavelength 2 pi / theta_i of every pair against the training length."""
-    fig = new_figure(7, 3.6)
-    ax = fig.subplots()
+    fig, ax = new_axes(7, 3.6)
     wl = wavelengths(frequencies(d, base))
     ax.semilogy(np.arange(d // 2), wl, "o-", ms=3, label=r"wavelength $2\pi/\theta_i$")
     ax.axhline(train_len, color="C3", ls="--", label=f"training length {train_len}")
@@ -116,7 +111,6 @@ def fig_wavelengths(d: int = 128, base: float = 10000.0, train_len: int = TRAIN_
     ax.set(xlabel="pair $i$", ylabel="positions per turn",
            title=f"$d = {d}$, base $= {base:g}$:\n{n_long} of {d // 2} pairs never complete a turn in training")
     ax.legend(loc="upper left")
-    ax.grid(alpha=0.3)
     return fig
 
 
@@ -130,8 +124,7 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
     q_m . k_{m+r} (r = ``distance``, right), against float64.  float16 stops at 65504 (inf beyond)."""
     pos = np.unique(np.round(np.logspace(0, 6, 241)))
     q, k = random_qk(d, seed)
-    fig = new_figure(11, 4.6)
-    axes = fig.subplots(1, 2)
+    fig, axes = new_axes(11, 4.6, 1, 2)
     for (name, dt), color in zip(PRECISION_DTYPES.items(), ["C3", "C1", "C0"]):
         for ax, err in [(axes[0], angle_errors(pos, d, base, dt)["angle"]),
                         (axes[1], score_error_by_dtype(q, k, pos, distance, base=base, dtype=dt))]:
@@ -149,7 +142,6 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
                 title=rf"score $q_m \cdot k_{{m+{distance:g}}}$", ylim=(1e-8, 1e3))
     for ax in axes:
         ax.set(xlabel="position $m$", xlim=(1, 1e6))
-        ax.grid(alpha=0.3)
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
     fig.suptitle(rf"Angles computed in a narrow dtype, against float64 ($d = {d}$, base {base:g}); "
                  "float16 stops at 65504")
@@ -181,8 +173,7 @@ def fig_aliasing(d: int = 8, base: float = 10000.0, max_position: int = 60) -> F
     """How far the code at position m is from the code at 0: pair 0 alone nearly comes back at m = 6, all pairs
     together never."""
     m = np.linspace(0, max_position, 6001)
-    fig = new_figure(8, 3.6)
-    ax = fig.subplots()
+    fig, ax = new_axes(8, 3.6)
     ax.plot(m, _code_distance(m, d, base, n_pairs=1), label=r"pair 0 only ($\theta_0 = 1$)")
     ax.plot(m, _code_distance(m, d, base, n_pairs=d // 2), label=f"all {d // 2} pairs")
     for k in range(1, int(max_position / (2 * np.pi)) + 1):
@@ -192,7 +183,6 @@ def fig_aliasing(d: int = 8, base: float = 10000.0, max_position: int = 60) -> F
     ax.set(xlabel="position $m$", ylabel=r"$\|R_m u - R_0 u\|$", xlim=(0, max_position), ylim=(-0.05, 3.5),
            title=rf"One frequency repeats every $2\pi$ positions;" "\n" rf"many frequencies together do not ($d = {d}$)")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
-    ax.grid(alpha=0.3)
     return fig
 
 
@@ -206,8 +196,7 @@ def _code_distance(m, d: int, base: float, n_pairs: int) -> np.ndarray:
 def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)) -> Figure:
     """Why scores fade with distance: the d/2 hands at r theta_i agree at r = 0, then spread, and their sum
     |S_{d/2}| shrinks."""
-    fig = new_figure(11, 3.4)
-    axes = fig.subplots(1, len(distances) + 1, width_ratios=[1] * len(distances) + [2])
+    fig, axes = new_axes(11, 3.4, 1, len(distances) + 1, width_ratios=[1] * len(distances) + [2])
     n_pairs = d // 2
     for ax, r in zip(axes, distances):
         ax.add_patch(unit_circle())
@@ -225,7 +214,6 @@ def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)
     ax.plot(r, decay_bound(r, d, base) / decay_bound(0.0, d, base), lw=1.5, label="Figure-2 bound / its value at 0")
     ax.set(xlabel="relative distance $r$", ylabel="length", xlim=(0, 256), ylim=(0, 1.05), title="the hands spread out")
     ax.legend(loc="upper right")
-    ax.grid(alpha=0.3)
     fig.suptitle(rf"{n_pairs} hands at angles $r\theta_i$ and their mean (red arrow), $d = {d}$")
     return fig
 
@@ -235,8 +223,7 @@ def fig_attention_pattern(n: int = 32, d: int = 64, seed: int = 0, scale: float 
     larger on nearby keys with RoPE."""
     x = np.random.default_rng(seed).standard_normal(d)
     x = np.tile(x / np.linalg.norm(x) * np.sqrt(scale * np.sqrt(d)), (n, 1))    # |x|^2 / sqrt(d) = scale
-    fig = new_figure(9.5, 4.2)
-    axes = fig.subplots(1, 2)
+    fig, axes = new_axes(9.5, 4.2, 1, 2, gridlines=False)
     pos = np.arange(n, dtype=float)
     for ax, positions, title in zip(axes, [np.zeros(n), pos], ["no positions (all at $m = 0$)", "RoPE"]):
         rotated = rotate(x, positions)

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from .._validate import (check_finite, check_nbytes, check_nonnegative_int, check_positive_int, check_real_array,
     check_scalar)
 from ..forms import wrap_angle
-from .style import new_figure
+from .style import new_axes
 
 
 def phase_errors(spec, inv_freq, offset=0.0, rows=None):
@@ -43,14 +43,12 @@ def kernel_vs_expected(spec, inv_freq, offset=0.0, *, pairs=(0, 1, 2), title: st
         raise ValueError(f"pairs must name at least one measured pair, 0 to {err.shape[1] - 1}, got {pairs}")
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a string or None, got {type(title).__name__}")
-    fig = new_figure(10, 3.8)
-    left, right = fig.subplots(1, 2)
+    fig, (left, right) = new_axes(10, 3.8, 1, 2)
     p = np.arange(len(spec.inv_freq))
     left.semilogy(p, np.abs(inv_freq), "o", color="0.6", ms=7, label="expected")
     left.semilogy(p, np.abs(spec.inv_freq), ".", color="C3", ms=6, label="measured")
     left.set(xlabel="pair $p$", ylabel=r"frequency $|\theta_p|$ (rad per position)", title="frequencies")
     left.legend(loc="upper right")
-    left.grid(alpha=0.3)
     for k in pairs:
         if k < err.shape[1]:
             right.plot(positions, err[:, k], lw=1.2, label=f"pair {k}")
@@ -58,7 +56,6 @@ def kernel_vs_expected(spec, inv_freq, offset=0.0, *, pairs=(0, 1, 2), title: st
     right.set(xlabel="expected position of the row", ylabel="measured - expected angle (rad)",
               title="phase error", ylim=(-np.pi * 1.05, np.pi * 1.05))
     right.legend(loc="upper right")
-    right.grid(alpha=0.3)
     if title:
         fig.suptitle(title)
     return fig

@@ -17,7 +17,7 @@ from .._validate import (check_base, check_d, check_finite, check_nbytes, check_
     check_real_array, check_scalar, check_seed)
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
-from .style import VIEW_DPI, figure_png, new_figure
+from .style import VIEW_DPI, figure_png, new_axes
 from .views import View
 
 #: RoPE (Llama, Mistral, Qwen2.5, Gemma 1-3); partial rotary (GPT-NeoX 1/4, Phi-2 0.4, GLM-4 1/2, Qwen3.5 1/4);
@@ -88,8 +88,7 @@ def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
             ("proportional, 1/4 (Gemma 4)", "proportional", 0.25, "half"),
             ("NoPE layer (Llama 4, SmolLM3)", "nope", 1.0, "half")]
     feature_freqs = np.array([dimension_frequencies(s, d, base, f, p) for _, s, f, p in rows])
-    fig = new_figure(10, 4.2)
-    ax = fig.subplots()
+    fig, ax = new_axes(10, 4.2, gridlines=False)
     im = ax.imshow(np.ma.masked_equal(feature_freqs, 0.0), aspect="auto", cmap=matplotlib.colormaps["viridis"],
                    norm=LogNorm(vmin=base ** -1, vmax=1.0), interpolation="nearest")
     ax.set_facecolor("white")
@@ -142,15 +141,13 @@ def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10
     if r.ndim != 1 or any(curve.shape != r.shape for curve in curves.values()):
         raise ValueError(f"distances and each curve must have one shape (n,), got {r.shape} and "
                          f"{[curve.shape for curve in curves.values()]}")
-    fig = new_figure(9, 5.4)
-    ax_a, ax_b = fig.subplots(2, 1, sharex=True)
+    fig, (ax_a, ax_b) = new_axes(9, 5.4, 2, 1, sharex=True)
     ax_a.plot(r, curves["ones"] / curves["ones"][0], color="C0", lw=1.2, label="(a) q = k = all ones: a(r) / a(0)")
     ax_b.plot(r, curves["gaussian"] / d, color="C1", lw=0.8,
               label=f"(b) fresh Gaussian q, k: mean of {n_samples} activations / d")
     for ax in (ax_a, ax_b):
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set(ylim=(-0.35, 1.05), xlim=(0, r[-1]))
-        ax.grid(alpha=0.3)
     ax_a.set(ylabel="activation / d", title=rf"Does RoPE make $q^\top R_r k$ decay? $d = {d}$, base {base:g}")
     ax_b.set(xlabel="distance r", ylabel="activation / d")
     handles = [h for ax in (ax_a, ax_b) for h in ax.get_legend_handles_labels()[0]]
@@ -190,11 +187,9 @@ class _PlainView(View):
 
     def __init__(self, params: dict, curves: dict, **axes_settings):
         self.params = params
-        self.fig = new_figure(9, 3.9, dpi=VIEW_DPI)
-        self.ax = self.fig.subplots()
+        self.fig, self.ax = new_axes(9, 3.9, dpi=VIEW_DPI)
         self.lines = {key: self.ax.plot([], [], label=label, **style)[0] for key, (label, style) in curves.items()}
         self.ax.set(**axes_settings)
-        self.ax.grid(alpha=0.3)
         self.fig.legend(*self.ax.get_legend_handles_labels(), loc="outside lower center", ncols=3)
 
     def to_png(self) -> bytes:

@@ -73,6 +73,15 @@ def new_figure(width: float = 9.0, height: float = 3.6, dpi: int = DPI) -> Figur
     return fig
 
 
+def new_axes(width: float, height: float, *grid, dpi: int = DPI, gridlines: bool = True, **subplots_kw):
+    """(fig, axes): a :func:`new_figure` and its ``subplots(*grid, **subplots_kw)``, with light grid lines if asked."""
+    fig = new_figure(width, height, dpi)
+    axes = fig.subplots(*grid, **subplots_kw)
+    for ax in fig.axes if gridlines else ():
+        ax.grid(alpha=0.3)
+    return fig, axes
+
+
 def figure_png(fig: Figure, dpi: int = DPI) -> bytes:
     """PNG bytes of a figure at ``dpi`` (default :data:`DPI`), without the metadata that makes files differ."""
     buf = io.BytesIO()

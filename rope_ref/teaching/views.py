@@ -16,7 +16,7 @@ from .._validate import (check_base, check_d, check_nonnegative_int, check_posit
 from ..forms import decay_bound, frequencies, rotate, wrap_angle
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
 from .quantities import random_qk, score, score_vs_distance
-from .style import DPI, METADATA, VIEW_DPI, new_figure, unit_circle
+from .style import DPI, METADATA, VIEW_DPI, new_axes, unit_circle
 
 
 class View:
@@ -121,12 +121,10 @@ class DecayView(View):
                              f"got {n_points}")
         check_d(d), check_base(base)
         self.r = np.linspace(0, 256, n_points)
-        self.fig = new_figure(9, 3.4, dpi=VIEW_DPI)
-        self.axes = self.fig.subplots(1, 2)
+        self.fig, self.axes = new_axes(9, 3.4, 1, 2, dpi=VIEW_DPI)
         self.lines = [ax.plot(self.r, np.zeros_like(self.r), lw=1)[0] for ax in self.axes]
         for ax, title in zip(self.axes, ["paper's view (distance $\\geq$ 5, peak cut off)", "full range"]):
             ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", xlim=(0, 256), title=title)
-            ax.grid(alpha=0.3)
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.lines, self.title)
         self.relayout_params = frozenset({"d", "base"})      # they move both panels' y-limits
@@ -166,8 +164,7 @@ class RotationsView(View):
         self.params = dict(m=m, n=n, i=i, base=base, d=d, shift=shift)
         self.seed, self.max_distance = seed, max_distance
         self.r = np.arange(-max_distance, max_distance + 1, 0.5)
-        self.fig = new_figure(9, 3.8, dpi=VIEW_DPI)
-        self.ax_plane, self.ax_score = self.fig.subplots(1, 2, width_ratios=[1, 1.6])
+        self.fig, (self.ax_plane, self.ax_score) = new_axes(9, 3.8, 1, 2, dpi=VIEW_DPI, width_ratios=[1, 1.6])
         ax = self.ax_plane
         ax.add_patch(unit_circle())
         ax.axhline(0, color="0.85", lw=0.8)
@@ -188,7 +185,6 @@ class RotationsView(View):
                           xlim=self.r[[0, -1]])
         self.score_title = self.ax_score.set_title(" ", y=1.0, loc="left")   # fixed: a relayout step draws it alone
         self.score_text = self.ax_score.set_title(" ", y=1.0, loc="right", color="C3")   # the red dot's value
-        self.ax_score.grid(alpha=0.3)
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
                         self.score_text, self.plane_title)
         self.relayout_params = frozenset({"base", "d"})      # they change the curve, its y-limits and the title
@@ -264,8 +260,7 @@ class ScalingView(View):
     def __init__(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
         self.params = dict(factor=factor, d=d, base=base, train_len=train_len)
         self._check(self.params)
-        self.fig = new_figure(13, 4.6, dpi=VIEW_DPI)
-        self.ax_ratio, self.ax_angle, self.ax_gap = self.fig.subplots(1, 3)
+        self.fig, (self.ax_ratio, self.ax_angle, self.ax_gap) = new_axes(13, 4.6, 1, 3, dpi=VIEW_DPI)
         names = list(method_configs())
         xlabel = r"pair $i$ (fast $\rightarrow$ slow)"
 
@@ -280,7 +275,6 @@ class ScalingView(View):
         self.ax_ratio.yaxis.set_major_locator(FixedLocator(ticks))
         self.ax_ratio.yaxis.set_major_formatter(FixedFormatter([f"1/{round(1 / t)}" if t < 1 else "1" for t in ticks]))
         self.ax_ratio.yaxis.set_minor_locator(NullLocator())
-        self.ax_ratio.grid(alpha=0.3)
         # Per pair: the largest angle reached, in turns (angle / 2 pi).  A pair below one turn in
         # training never saw the angles above its training curve.
         ax = self.ax_angle
@@ -291,14 +285,12 @@ class ScalingView(View):
         ax.text(0.02, 0.02, "dotted: one full turn", transform=ax.transAxes,
                 ha="left", va="bottom", color="0.35")
         ax.set(xlabel=xlabel, ylabel=r"largest angle $/\ 2\pi$ (turns)", ylim=self.METHODS_Y["angle"])
-        ax.grid(alpha=0.3)
         self.angle_title = ax.set_title(" ")
         # The squeeze: theta_i' is the angle between positions m and m + 1 in pair i.
         ax = self.ax_gap
         self.gap_train, = ax.semilogy([], [], **self.TRAINING)
         self.gap_lines = {n: method_line(ax, n, j) for j, n in enumerate(names)}
         ax.set(xlabel=xlabel, ylabel="angle between neighbours (rad)", ylim=self.METHODS_Y["gap"])
-        ax.grid(alpha=0.3)
         self.gap_text = ax.set_title(" \n ")            # the squeeze in numbers, two lines (dynamic)
         # one legend for the three panels, below them: no panel's lines under a legend
         self.fig.legend(*self.ax_angle.get_legend_handles_labels(), loc="outside lower center", ncols=7)
