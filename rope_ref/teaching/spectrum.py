@@ -118,8 +118,7 @@ def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 
         raise ValueError(f"pair must be an integer in 0..d/2-width = 0..{d // 2 - width} (the first of {width} "
                          f"pairs), got {pair!r}")
     u = np.zeros(d)
-    u[2 * np.arange(pair, pair + width)] = 1.0 / np.sqrt(width)
-    u *= np.sqrt(scale)                                     # |u|^2 = scale, spread evenly over the pairs
+    u[2 * np.arange(pair, pair + width)] = np.sqrt(scale / width)      # |u|^2 = scale, spread evenly over the pairs
     freqs = scheme_frequencies(scheme, d, base, fraction)
     m = float(n_keys - 1)                                   # the query's position; keys at m - r
     r = np.arange(n_keys, dtype=float)
@@ -168,8 +167,7 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
         raise ValueError(f"band must be 'high' or 'low', got {band!r}")
     pairs = np.arange(width) if band == "high" else np.arange(d // 2 - width, d // 2)
     c = np.zeros(d)
-    coordinates = np.random.default_rng(seed).standard_normal((len(pairs), 2))
-    c[2 * pairs], c[2 * pairs + 1] = coordinates[:, 0], coordinates[:, 1]
+    c.reshape(-1, 2)[pairs] = np.random.default_rng(seed).standard_normal((len(pairs), 2))
     c /= np.linalg.norm(c)
     freqs = scheme_frequencies(scheme, d, base, fraction)
     q = rotate(np.broadcast_to(c, r.shape + (d,)), r, inv_freq=freqs)      # query at r, key (= c) at 0
@@ -194,10 +192,6 @@ class _PlainView(View):
 
     def to_png(self) -> bytes:
         return figure_png(self.fig, dpi=VIEW_DPI)
-
-    def static_figure(self):
-        self.fig.canvas.draw()
-        return self.fig
 
 
 class OffsetAttentionView(_PlainView):

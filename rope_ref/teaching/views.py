@@ -188,8 +188,7 @@ class RotationsView(View):
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
                         self.score_text, self.plane_title)
         self.relayout_params = frozenset({"base", "d"})      # they change the curve, its y-limits and the title
-        self.relayout = (self.ax_score.yaxis, self.curve, *self.ax_score.spines.values(),
-                         self.score_title)
+        self.relayout = (self.ax_score.yaxis, self.curve, *self.ax_score.spines.values(), self.score_title)
         self._redraw()
         ylim = self.ax_score.get_ylim()
         self.ax_score.set_ylim(-150, 150)          # lay out room for the widest tick labels (d up to 128), then
@@ -211,8 +210,7 @@ class RotationsView(View):
         pm, pn = p["m"] + p["shift"], p["n"] + p["shift"]
         qm, kn = rotate(q, pm, base=base), rotate(k, pn, base=base)
         lengths = [float(np.linalg.norm(v[2 * i:2 * i + 2])) for v in (q, k)]
-        for line, vec, length in [(self.q0, q, lengths[0]), (self.k0, k, lengths[1]), (self.qm, qm, lengths[0]),
-                                  (self.kn, kn, lengths[1])]:
+        for line, vec, length in zip((self.q0, self.k0, self.qm, self.kn), (q, k, qm, kn), lengths * 2):
             a, b = vec[2 * i:2 * i + 2] / length if length > 0 else (0.0, 0.0)
             line.set_data([0, a], [0, b])
         self.theta_i = frequencies(d, base)[i]
@@ -247,7 +245,6 @@ class ScalingView(View):
     """For a factor s, d, base and training length L, per pair: each method's frequency ratio (left), the largest
     angle in training against the largest at s L (middle), and the angle between neighbours theta_i' (right)."""
 
-    METHODS_Y = {"ratio": (4.0 ** -5.5, 1.5), "angle": (1e-3, 1e6), "gap": (1e-9, 3.0)}
     #: How each method is drawn in every panel: its palette colour, a dash pattern and a marker placed at pairs of
     #: its own (``markevery`` offset), so methods whose lines coincide still show each one's marks.
     STYLES = {"linear": dict(color="C0", ls=(0, (5, 2)), marker="o"), "ntk": dict(color="C1", ls="-", marker="s"),
@@ -259,7 +256,6 @@ class ScalingView(View):
 
     def __init__(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
         self.params = dict(factor=factor, d=d, base=base, train_len=train_len)
-        self._check(self.params)
         self.fig, (self.ax_ratio, self.ax_angle, self.ax_gap) = new_axes(13, 4.6, 1, 3, dpi=VIEW_DPI)
         names = list(method_configs())
         xlabel = r"pair $i$ (fast $\rightarrow$ slow)"
@@ -271,43 +267,39 @@ class ScalingView(View):
         self.ax_ratio.set(xlabel=xlabel, ylabel=r"$\theta_i' / \theta_i$", yscale="log",
                           title="frequency ratio per pair")
         ticks = [4.0 ** -k for k in range(6)][::-1]
-        self.ax_ratio.set_ylim(*self.METHODS_Y["ratio"])              # fixed, so a step only redraws the lines
+        self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)              # fixed, so a step only redraws the lines
         self.ax_ratio.yaxis.set_major_locator(FixedLocator(ticks))
         self.ax_ratio.yaxis.set_major_formatter(FixedFormatter([f"1/{round(1 / t)}" if t < 1 else "1" for t in ticks]))
         self.ax_ratio.yaxis.set_minor_locator(NullLocator())
-        # Per pair: the largest angle reached, in turns (angle / 2 pi).  A pair below one turn in
-        # training never saw the angles above its training curve.
+        # per pair: the largest angle reached, in turns (angle / 2 pi)
         ax = self.ax_angle
         self.train_line, = ax.semilogy([], [], label=r"training: $L\,\theta_i$, $\theta_i$", **self.TRAINING)
         self.angle_lines = {n: method_line(ax, n, j) for j, n in enumerate(["default", *names])}
         self.angle_lines["default"].set_label("no scaling")
         ax.axhline(1.0, color="0.5", ls=":", lw=1)
-        ax.text(0.02, 0.02, "dotted: one full turn", transform=ax.transAxes,
-                ha="left", va="bottom", color="0.35")
-        ax.set(xlabel=xlabel, ylabel=r"largest angle $/\ 2\pi$ (turns)", ylim=self.METHODS_Y["angle"])
+        ax.text(0.02, 0.02, "dotted: one full turn", transform=ax.transAxes, ha="left", va="bottom", color="0.35")
+        ax.set(xlabel=xlabel, ylabel=r"largest angle $/\ 2\pi$ (turns)", ylim=(1e-3, 1e6))
         self.angle_title = ax.set_title(" ")
-        # The squeeze: theta_i' is the angle between positions m and m + 1 in pair i.
+        # the squeeze: theta_i' is the angle between positions m and m + 1 in pair i
         ax = self.ax_gap
         self.gap_train, = ax.semilogy([], [], **self.TRAINING)
         self.gap_lines = {n: method_line(ax, n, j) for j, n in enumerate(names)}
-        ax.set(xlabel=xlabel, ylabel="angle between neighbours (rad)", ylim=self.METHODS_Y["gap"])
+        ax.set(xlabel=xlabel, ylabel="angle between neighbours (rad)", ylim=(1e-9, 3.0))
         self.gap_text = ax.set_title(" \n ")            # the squeeze in numbers, two lines (dynamic)
-        # one legend for the three panels, below them: no panel's lines under a legend
         self.fig.legend(*self.ax_angle.get_legend_handles_labels(), loc="outside lower center", ncols=7)
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.ratio_lines.values(), self.train_line, *self.angle_lines.values(), self.angle_title,
                         self.gap_train, *self.gap_lines.values(), self.gap_text, self.title)
         self.relayout_params = frozenset({"d"})              # d moves the three x-axes
-        # what a new x-axis is drawn under, in a full redraw's order: the grid (both axes), the static lines and
-        # notes, the spines
+        # what a new x-axis is drawn under, in a full redraw's order: the grid, the static lines and notes, the spines
         self.relayout = tuple(a for ax in self.fig.axes for a in (
             ax.xaxis, ax.yaxis, *(ln for ln in ax.lines if ln not in self.dynamic),
             *(tx for tx in ax.texts if tx not in self.dynamic), *ax.spines.values()))
         self._redraw()
         self._freeze_layout()
 
-    @staticmethod
-    def _check(p) -> None:
+    def _redraw(self):
+        p = self.params
         if check_positive_real(p["factor"], "factor") < 1:           # a positive finite real: not the string '2'
             raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), "
                              f"got {p['factor']}")
@@ -316,10 +308,6 @@ class ScalingView(View):
                              f"per pair), got {p['d']}")
         check_base(p["base"])
         check_positive_int(p["train_len"], "train_len")
-
-    def _redraw(self):
-        p = self.params
-        self._check(p)
         factor, d, base, train_len = float(p["factor"]), int(p["d"]), float(p["base"]), int(p["train_len"])
         scaled = scaled_frequencies(d, base, factor, train_len)   # once per step
         self.ratios = ratios = frequency_ratios(d, base, scaled=scaled)
