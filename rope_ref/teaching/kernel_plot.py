@@ -1,9 +1,5 @@
-"""A measured kernel (a :class:`rope_ref.RopeSpec` from :func:`rope_ref.identify`) against what it should be.
-
-Left, per pair p, the measured and expected frequency |theta_p| (a wrong base or scaling shows as two curves
-apart); right, the phase error of a few pairs against the row's position, wrapped to (-pi, pi]: flat for a wrong
-offset, growing for a wrong frequency.
-"""
+"""A measured kernel (a :class:`rope_ref.RopeSpec` from :func:`rope_ref.identify`) against what it should be: a
+phase error flat in the position is a wrong offset, one that grows a wrong frequency."""
 
 from __future__ import annotations
 
@@ -34,9 +30,8 @@ def phase_errors(spec, inv_freq, offset=0.0, rows=None):
 
 
 def kernel_vs_expected(spec, inv_freq, offset=0.0, *, pairs=(0, 1, 2), title: str | None = None) -> Figure:
-    """Figure: per-pair frequency, measured vs expected (left), and the phase error of ``pairs`` against
-    position (right).  ``spec``: a RopeSpec from :func:`rope_ref.identify`; ``inv_freq`` (pairs,) and
-    ``offset``: the expected frequencies and position of row 0 (e.g. a RopeConfig's ``inv_freq()``)."""
+    """Per-pair frequency, measured vs expected (left), and the phase error of ``pairs`` against position (right);
+    ``inv_freq`` (pairs,) and ``offset``: the expected frequencies and position of row 0."""
     positions, err = phase_errors(spec, inv_freq, offset)
     pairs = [check_nonnegative_int(pair, "pairs") for pair in (pairs if np.iterable(pairs) else [pairs])]
     if not any(pair < err.shape[1] for pair in pairs):

@@ -1,9 +1,5 @@
-"""RoPE's spectrum and what it is for (notebooks 08 and 10): which features turn, positional heads, semantic channels.
-
-The schemes that leave some features unrotated (:data:`SCHEMES`), and Barbero et al., "Round and Round We Go!"
-(arXiv:2410.06205) recomputed: a positional head attends to a fixed offset on high frequencies, content matching
-survives long distances only on the lowest ones, and their Figure 2.  ``d`` is the head dimension.
-"""
+"""RoPE's spectrum (notebooks 08 and 10): which features turn (:data:`SCHEMES`), and Barbero et al.'s positional heads
+and semantic channels (arXiv:2410.06205) recomputed.  ``d`` is the head dimension."""
 
 from __future__ import annotations
 
@@ -34,11 +30,9 @@ def _check_fraction(fraction) -> float:
 
 
 def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0, fraction: float = 1.0) -> np.ndarray:
-    """Frequency of each of the d/2 pairs under ``scheme``, fast to slow (0 where not rotated), ``(d/2,)``.
-
-    "partial" spreads the whole geometric range over the first ``fraction * d`` features (rounded down to even);
-    "p-rope" and "proportional" keep RoPE's own theta_i for the first ``fraction * d/2`` pairs (rounded down).
-    """
+    """Frequency of each of the d/2 pairs under ``scheme``, fast to slow (0 where not rotated), ``(d/2,)``: "partial"
+    spreads the geometric range over the first ``fraction * d`` features, "p-rope" and "proportional" keep
+    RoPE's theta_i for the first ``fraction * d/2`` pairs."""
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {list(SCHEMES)}, got {scheme!r}")
     d = _even(d)
@@ -65,11 +59,8 @@ def _even(d) -> int:
 
 def dimension_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0, fraction: float = 1.0,
                           pairing: str = "half") -> np.ndarray:
-    """Frequency of each of the d features in the model's layout, ``(d,)``: 0 where a feature does not turn.
-
-    ``pairing`` "half" (feature j with j + r/2 within the rotated part of width r) or "interleaved" (2j with
-    2j+1).  The rotated part is the first ``fraction * d`` features for "partial", else the whole head.
-    """
+    """Frequency of each of the d features in the model's layout, ``(d,)`` (0 where it does not turn); ``pairing``
+    "half" pairs j with j + r/2 in the rotated part of width r, "interleaved" 2j with 2j+1."""
     if pairing not in ("half", "interleaved"):
         raise ValueError(f"pairing must be 'half' or 'interleaved', got {pairing!r}")
     pair_freqs = scheme_frequencies(scheme, d, base, fraction)
@@ -103,11 +94,8 @@ def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
 
 def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0, d: int = 64,
                      base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
-    """Attention weights ``(n_keys,)`` of a positional head (Barbero et al.) on keys 0..n_keys-1 behind the query.
-
-    Every token carries u, spread evenly over the ``width`` pairs from ``pair`` on (|u|^2 = ``scale``); the
-    query is u rotated back by ``offset``, so q_m . k_n = (scale / width) sum_j cos((m - n - offset) theta_j).
-    """
+    """Attention weights ``(n_keys,)`` of a positional head (Barbero et al.) on keys 0..n_keys-1 behind the query:
+    every token is u on the ``width`` pairs from ``pair`` (|u|^2 = ``scale``), the query u turned back by ``offset``."""
     n_keys = check_positive_int(n_keys, "n_keys")
     check_nbytes(8 * n_keys * _even(d), "n_keys", what=f"{n_keys} keys of d = {d} float64 features")
     scale = check_scalar(scale, "scale")
@@ -180,8 +168,7 @@ def distractor_level(width: int = 8) -> float:
 
 
 class _PlainView(View):
-    """A view redrawn whole at every step (most of its artists change): one axes, one line per entry of
-    ``curves`` (key -> (label, line style)), the legend below."""
+    """A view redrawn whole at every step: one axes, a line per entry of ``curves`` (key -> (label, style))."""
 
     def __init__(self, params: dict, curves: dict, **axes_settings):
         self.params = params
@@ -195,8 +182,7 @@ class _PlainView(View):
 
 
 class OffsetAttentionView(_PlainView):
-    """Attention of the positional head of :func:`offset_attention` under RoPE, p-RoPE and NoPE, built on
-    ``width`` pairs from ``pair`` on (their frequencies), for one target offset."""
+    """The attention of :func:`offset_attention`'s head under RoPE, p-RoPE and NoPE, for one target offset."""
 
     def __init__(self, pair: int = 0, offset: int = 1, scale: float = 16.0, d: int = 64, n_keys: int = 48,
                  fraction: float = 0.75, width: int = 4):
@@ -230,8 +216,8 @@ class OffsetAttentionView(_PlainView):
 
 
 class SemanticMatchView(_PlainView):
-    """The same word met again at distance r: its score on the highest and on the lowest pairs (RoPE),
-    and on the lowest under p-RoPE (which does not turn them), against a random word's typical score."""
+    """:func:`semantic_match` on the highest and lowest pairs (RoPE) and the lowest under p-RoPE, against a random
+    word's typical score."""
 
     def __init__(self, base: float = 10000.0, max_distance: int = 4096, d: int = 128, width: int = 8,
                  fraction: float = 0.75):

@@ -1,11 +1,5 @@
-"""One figure style for every figure and view, and byte-stable rendering.
-
-PNGs at :data:`DPI` for figures/, slider images at :data:`VIEW_DPI` (one image pixel per CSS pixel); no text
-below :data:`MIN_FONT_PT`; colours from Okabe and Ito's colour-blind-safe :data:`PALETTE` (``"C0"``, ``"C1"``,
-... name its colours wherever a :class:`StyledFigure` is drawn), greys for the rest, ``viridis`` and ``RdBu_r``
-for images; mathtext in DejaVu Sans; no dates, versions or random SVG ids in the files (:data:`RC`,
-:data:`METADATA`).  Figures are built without pyplot, so they render the same under any backend.
-"""
+"""One figure style for every figure and view (no text below :data:`MIN_FONT_PT`, Okabe and Ito's colour-blind-safe
+:data:`PALETTE`, greys, ``viridis`` and ``RdBu_r``), built without pyplot and rendered byte-stably (:data:`RC`)."""
 
 from __future__ import annotations
 

@@ -20,13 +20,9 @@ from .style import DPI, METADATA, VIEW_DPI, new_axes, unit_circle
 
 
 class View:
-    """Base: a figure built once; ``update`` changes artists in place; ``to_png`` renders by blitting.
-
-    Subclasses list the artists every step changes (``dynamic``), the parameters that move more
-    (``relayout_params``) and, in drawing order, what those redraw (``relayout``: axes, a curve, spines).
-    A step draws the dynamic artists on a cached background; a relayout step first draws ``relayout``
-    on a cached image of everything else.
-    """
+    """Base: ``to_png`` draws the artists every step changes (``dynamic``) on a cached background; a change of
+    ``relayout_params`` first draws ``relayout`` (axes, a curve, spines, in drawing order) on a cached image of
+    everything else."""
 
     fig: Figure
     params: dict
@@ -119,7 +115,6 @@ class DecayView(View):
         if not 2 <= check_positive_int(n_points, "n_points") <= 100_000:
             raise ValueError(f"n_points must be an integer from 2 to 100000 (the curve's samples over [0, 256]), "
                              f"got {n_points}")
-        check_d(d), check_base(base)
         self.r = np.linspace(0, 256, n_points)
         self.fig, self.axes = new_axes(9, 3.4, 1, 2, dpi=VIEW_DPI)
         self.lines = [ax.plot(self.r, np.zeros_like(self.r), lw=1)[0] for ax in self.axes]
@@ -143,8 +138,7 @@ class DecayView(View):
         self.title.set_text(f"$d$ = {d}, base = {base:g}")
 
     def readout(self) -> str:
-        d = self.params["d"]
-        return (f"d = {d}, base = {self.params['base']:g}: bound at 0 = {self.y[0]:.2f}, "
+        return (f"d = {self.params['d']}, base = {self.params['base']:g}: bound at 0 = {self.y[0]:.2f}, "
                 f"at 256 = {self.y[-1]:.2f}, mean over [128, 256] = {self.y[self.r >= 128].mean():.2f}")
 
 

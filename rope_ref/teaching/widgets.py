@@ -194,8 +194,7 @@ def scaling_widget(factor: float = 8.0, d: int = 128, base: float = 10000.0, tra
     return slider_app(ScalingView(**values), controls, frames)
 
 
-#: telling states of :class:`~rope_ref.teaching.vision_rope.GridScoreView`, for its static fallback (caption,
-#: params): the query moves and the score stays; the offset changes and the score follows the heat map.
+#: (caption, params) states of :class:`~rope_ref.teaching.vision_rope.GridScoreView` for its static fallback.
 GRID_FRAMES = (("query (3, 4), key one right and one up", {"qx": 3, "qy": 4, "dx": 1, "dy": -1}),
                ("query moved to (10, 9), same offset: same score", {"qx": 10, "qy": 9, "dx": 1, "dy": -1}),
                ("offset (6, 4): a lower score", {"qx": 3, "qy": 4, "dx": 6, "dy": 4}))
@@ -203,8 +202,7 @@ GRID_FRAMES = (("query (3, 4), key one right and one up", {"qx": 3, "qy": 4, "dx
 
 def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1) -> W.VBox:
     """Sliders for the query patch (qx, qy) and the offset (dx, dy) over
-    :class:`~rope_ref.teaching.vision_rope.GridScoreView`.  Without a live kernel (the course site, a notebook
-    viewer) the box shows the view at the states of :data:`GRID_FRAMES`, one captioned frame under another."""
+    :class:`~rope_ref.teaching.vision_rope.GridScoreView`, its static frames :data:`GRID_FRAMES`."""
     r = GRID - 1
     controls = {"qx": _int("query x", 0, r), "qy": _int("query y", 0, r), "dx": _int("Δx", -r, r),
                 "dy": _int("Δy", -r, r)}
@@ -219,7 +217,6 @@ def offset_attention_widget(pair: int = 0, offset: int = 1, scale: float = 16.0)
     controls = {"pair": W.IntSlider(min=0, max=view.d // 2 - view.width, value=pair, description="first pair"),
                 "offset": W.IntSlider(min=0, max=view.n_keys - 1, value=offset, description="offset"),
                 "scale": W.FloatSlider(min=1.0, max=30.0, step=1.0, value=scale, description="|u|²")}
-    # the static fallback: the first-pair slider dragged up, the peak widening until the head attends to everything
     frames = [(f"the start: first pair {pair}", {})] + [(f"first pair {first}", {"pair": first})
                                                         for first in (3, 8, 16) if first != pair]
     return slider_app(view, controls, frames)
@@ -230,7 +227,6 @@ def semantic_match_widget(base: float = 10000.0, max_distance: int = 4096) -> W.
     view = SemanticMatchView(base=base, max_distance=max_distance)
     controls = {"base": W.FloatLogSlider(base=10, min=3, max=7, step=0.25, value=base, description="base"),
                 "max_distance": W.IntSlider(min=64, max=32768, step=64, value=max_distance, description="distance")}
-    # the static fallback: out to 32768 positions, then the base slider at 10^5 and 10^6
     frames = [(f"the start: base {base:g}, distance {max_distance}", {}),
               (f"distance 32768, base {base:g}", {"max_distance": 32768}),
               ("base 1e+05", {"base": 1e5}), ("base 1e+06", {"base": 1e6})]
