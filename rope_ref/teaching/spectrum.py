@@ -35,8 +35,7 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
     RoPE's theta_i for the first ``fraction * d/2`` pairs."""
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {list(SCHEMES)}, got {scheme!r}")
-    d = _even(d)
-    fraction = _check_fraction(fraction)
+    d, fraction = _even(d), _check_fraction(fraction)
     out = np.zeros(d // 2)
     if scheme == "rope":
         out[:] = frequencies(d, base)

@@ -187,8 +187,7 @@ def scaling_widget(factor: float = 8.0, d: int = 128, base: float = 10000.0, tra
     controls = {"factor": W.FloatSlider(min=1.0, max=32.0, step=1.0, description="factor"),
                 "d": _int("d", 16, 256, 16), "base": _bases("base"),
                 "train_len": W.SelectionSlider(options=[(str(n), n) for n in TRAIN_LENGTHS], description="L train")}
-    values = {k: _set(k, controls[k], v) for k, v in
-              (("factor", factor), ("d", d), ("base", base), ("train_len", train_len))}
+    values = {k: _set(k, controls[k], v) for k, v in dict(factor=factor, d=d, base=base, train_len=train_len).items()}
     frames = [("the start", {}), ("factor 2: a small extension", {"factor": 2.0}),
               ("factor 32: linear squeezes neighbours 32 times closer in every pair", {"factor": 32.0})]
     return slider_app(ScalingView(**values), controls, frames)
