@@ -16,9 +16,8 @@ from ..forms import frequencies, rotate
 from .style import VIEW_DPI, figure_png, new_axes
 from .views import View
 
-#: RoPE (Llama, Mistral, Qwen2.5, Gemma 1-3); partial rotary (GPT-NeoX 1/4, Phi-2 0.4, GLM-4 1/2, Qwen3.5 1/4);
-#: p-RoPE (Barbero et al.); proportional RoPE (Gemma 4); NoPE layers (Llama 4, SmolLM3).  ``fraction`` is the
-#: config's partial_rotary_factor (rotary_pct in GPT-NeoX) for "partial" and "proportional", and p for "p-rope".
+#: RoPE; partial rotary (GPT-NeoX, Phi-2, GLM-4, Qwen3.5); p-RoPE (Barbero et al.); proportional (Gemma 4); NoPE layers
+#: (Llama 4, SmolLM3).  ``fraction``: partial_rotary_factor for "partial" and "proportional", p for "p-rope".
 SCHEMES = ("rope", "partial", "p-rope", "proportional", "nope")
 
 

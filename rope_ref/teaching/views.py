@@ -24,8 +24,6 @@ class View:
     ``relayout_params`` first draws ``relayout`` (axes, a curve, spines, in drawing order) on a cached image of
     everything else."""
 
-    fig: Figure
-    params: dict
     dynamic: tuple = ()
     relayout_params: frozenset = frozenset()
     relayout: tuple = ()
@@ -239,8 +237,7 @@ class ScalingView(View):
     """For a factor s, d, base and training length L, per pair: each method's frequency ratio (left), the largest
     angle in training against the largest at s L (middle), and the angle between neighbours theta_i' (right)."""
 
-    #: How each method is drawn in every panel: its palette colour, a dash pattern and a marker placed at pairs of
-    #: its own (``markevery`` offset), so methods whose lines coincide still show each one's marks.
+    #: Each method's colour, dashes and marker (at pairs of its own), so lines that coincide still show each one.
     STYLES = {"linear": dict(color="C0", ls=(0, (5, 2)), marker="o"), "ntk": dict(color="C1", ls="-", marker="s"),
               "dynamic": dict(color="C2", ls=(0, (1, 1.5)), marker="^"), "yarn": dict(color="C3", ls="-", marker="D"),
               "llama3": dict(color="C4", ls=(0, (6, 2, 1, 2)), marker="v"),
