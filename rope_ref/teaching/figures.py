@@ -85,7 +85,6 @@ def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figur
     rot = rotate(x, np.asarray(positions, float), base=base)
     fig = new_figure(8, 4)
     for i, ax in enumerate(fig.subplots(1, 2)):
-        theta = frequencies(d, base)[i]
         ax.add_patch(unit_circle())
         angles = np.arctan2(rot[:, 2 * i + 1], rot[:, 2 * i])
         labelled = []
@@ -97,7 +96,7 @@ def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figur
                 ax.text(1.17 * a, 1.17 * b, f"$m={m}$", ha="center", va="center")
                 labelled.append(j)
         ax.set(xlim=(-1.45, 1.45), ylim=(-1.45, 1.45), aspect="equal",
-               title=rf"pair {i}: angle $m\theta_{i}$, $\theta_{i} = {theta:.3g}$")
+               title=rf"pair {i}: angle $m\theta_{i}$, $\theta_{i} = {frequencies(d, base)[i]:.3g}$")
     return fig
 
 
