@@ -1,8 +1,4 @@
-"""Every static figure the README and notebooks show, and :func:`write_all`, which regenerates them.
-
-``python -m rope_ref figures [--out DIR]`` calls :func:`write_all`; the files are byte-identical
-run to run.
-"""
+"""Every static figure the README and notebooks show, and :func:`write_all` (``python -m rope_ref figures``)."""
 
 from __future__ import annotations
 
@@ -23,7 +19,7 @@ from .vision_rope import fig_mrope_layout
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
 from .real_model import fig_real_attention_maps
 from .quantities import random_qk, score
-from .style import METADATA, PALETTE, RC, new_figure, unit_circle
+from .style import METADATA, PALETTE, RC, new_axes, new_figure, unit_circle
 from .views import ScalingView
 from .files import check_targets, output_folder, write_atomically  # noqa: I001 (apart: the figures above change often)
 
@@ -34,31 +30,25 @@ FIG2_PAPER_YLIM = (6.0, 22.0)
 
 
 def fig2_long_term_decay(d: int = 128, base: float = 10000.0) -> Figure:
-    """Figure 2 of the paper: (1/(d/2)) sum_j |S_j| over relative distance 0..256 (eq 37).
-
-    Left: the paper's view (y from 6 to 22, so the peak of (d/2+1)/2 near 0 is cut off);
-    right: the full range.
-    """
-    fig = new_figure(10, 3.8)
+    """Figure 2 of the paper, (1/(d/2)) sum_j |S_j| over relative distance 0..256 (eq 37): the paper's view
+    (y from 6 to 22, the peak (d/2+1)/2 at 0 cut off) and the full range."""
+    fig, axes = new_axes(10, 3.8, 1, 2)
     y = decay_bound(FIG2_DISTANCES, d, base)
-    for ax, title in zip(fig.subplots(1, 2), ["as in the paper ($y$ from 6 to 22)", "full range"]):
+    for ax, title in zip(axes, ["as in the paper ($y$ from 6 to 22)", "full range"]):
         ax.plot(FIG2_DISTANCES, y, lw=1.0, color="C0")
         ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", title=title, xlim=(0, 256))
-        ax.grid(alpha=0.3)
     fig.axes[0].set_ylim(*FIG2_PAPER_YLIM)
-    fig.axes[1].axhline((d / 2 + 1) / 2, color="0.5", ls=":", lw=1)
-    fig.axes[1].annotate(f"$(d/2+1)/2 = {(d / 2 + 1) / 2:g}$ at distance 0", xy=(0, (d / 2 + 1) / 2),
-                         xytext=(40, (d / 2 + 1) / 2 - 4))
+    peak = (d / 2 + 1) / 2
+    fig.axes[1].axhline(peak, color="0.5", ls=":", lw=1)
+    fig.axes[1].annotate(f"$(d/2+1)/2 = {peak:g}$ at distance 0", xy=(0, peak), xytext=(40, peak - 4))
     fig.suptitle(rf"Long-term decay (Figure 2): $d = {d}$, $\theta_i = {base:g}^{{-2i/d}}$, $i = 0..{d // 2 - 1}$")
     return fig
 
 
 def fig_decay_vs_actual(d: int = 128, base: float = 10000.0, n_samples: int = 256, seed: int = 0) -> Figure:
-    """The Figure-2 bound beside the actual mean |q . R_r k| of random vectors, each divided by its
-    value at distance 0: independent q, k do not decay; k = q does; the bound only caps.
-    The legend sits below the axes, clear of the curves."""
-    fig = new_figure(7, 4.4)
-    ax = fig.subplots()
+    """The Figure-2 bound beside the actual mean |q . R_r k| of random vectors, each divided by its value at 0:
+    independent q, k do not decay; k = q does; the bound only caps."""
+    fig, ax = new_axes(7, 4.4)
     r = np.linspace(0, 256, 129)
     bound = decay_bound(FIG2_DISTANCES, d, base)
     ax.plot(FIG2_DISTANCES, bound / bound[0], lw=1, label=r"bound $\frac{1}{d/2}\sum_j |S_j|$ (eq 37)")
@@ -70,7 +60,6 @@ def fig_decay_vs_actual(d: int = 128, base: float = 10000.0, n_samples: int = 25
     ax.set(xlabel="relative distance $r$", ylabel="value / value at $r = 0$", xlim=(0, 256), ylim=(0, 1.3),
            title=f"What the bound promises: $d = {d}$, {n_samples} random vectors")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
-    ax.grid(alpha=0.3)
     return fig
 
 
@@ -78,8 +67,7 @@ def fig_relative_heatmaps(d: int = 64, n_pos: int = 48, seed: int = 0) -> Figure
     """q_m . k_n over (m, n): constant along diagonals with RoPE, not with the additive sinusoid."""
     q, k = random_qk(d, seed)
     pos = np.arange(n_pos)
-    fig = new_figure(9, 4.2)
-    axes = fig.subplots(1, 2)
+    fig, axes = new_axes(9, 4.2, 1, 2, gridlines=False)
     E = sinusoidal(pos, d)                                                      # the additive embedding E(m)
     for ax, S, title in zip(axes, [score(q, k, pos[:, None], pos[None, :]), (q + E) @ (k + E).T],
                             [r"RoPE: $(R_m q)\cdot(R_n k)$", r"sinusoidal: $(q + E_m)\cdot(k + E_n)$"]):
@@ -90,17 +78,13 @@ def fig_relative_heatmaps(d: int = 64, n_pos: int = 48, seed: int = 0) -> Figure
 
 
 def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figure:
-    """Figure-1-style illustration: pairs 0 and 1 of one vector at positions 0..6 (eq 13).
-
-    Pair 0 turns 1 radian per position, so m = 6 lands 0.28 rad short of m = 0 (aliasing);
-    pair 1 turns slower and keeps them apart.  An arrow is labelled with its m where the label has
-    room (0.35 rad from the labels before it and from the last arrow's, which is always labelled)."""
+    """Figure-1-style illustration: pairs 0 and 1 of one vector at positions 0..6 (eq 13); pair 0 brings m = 6
+    within 0.28 rad of m = 0.  An arrow's m is written where it is 0.35 rad from the other labels."""
     positions = list(positions)
     x = np.tile(np.array([1.0, 0.0] * (d // 2)), (len(positions), 1))
     rot = rotate(x, np.asarray(positions, float), base=base)
     fig = new_figure(8, 4)
     for i, ax in enumerate(fig.subplots(1, 2)):
-        theta = frequencies(d, base)[i]
         ax.add_patch(unit_circle())
         angles = np.arctan2(rot[:, 2 * i + 1], rot[:, 2 * i])
         labelled = []
@@ -112,14 +96,13 @@ def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figur
                 ax.text(1.17 * a, 1.17 * b, f"$m={m}$", ha="center", va="center")
                 labelled.append(j)
         ax.set(xlim=(-1.45, 1.45), ylim=(-1.45, 1.45), aspect="equal",
-               title=rf"pair {i}: angle $m\theta_{i}$, $\theta_{i} = {theta:.3g}$")
+               title=rf"pair {i}: angle $m\theta_{i}$, $\theta_{i} = {frequencies(d, base)[i]:.3g}$")
     return fig
 
 
 def fig_wavelengths(d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
     """Wavelength 2 pi / theta_i of every pair against the training length."""
-    fig = new_figure(7, 3.6)
-    ax = fig.subplots()
+    fig, ax = new_axes(7, 3.6)
     wl = wavelengths(frequencies(d, base))
     ax.semilogy(np.arange(d // 2), wl, "o-", ms=3, label=r"wavelength $2\pi/\theta_i$")
     ax.axhline(train_len, color="C3", ls="--", label=f"training length {train_len}")
@@ -127,7 +110,6 @@ def fig_wavelengths(d: int = 128, base: float = 10000.0, train_len: int = TRAIN_
     ax.set(xlabel="pair $i$", ylabel="positions per turn",
            title=f"$d = {d}$, base $= {base:g}$:\n{n_long} of {d // 2} pairs never complete a turn in training")
     ax.legend(loc="upper left")
-    ax.grid(alpha=0.3)
     return fig
 
 
@@ -137,15 +119,11 @@ def fig_frequency_ratios(factor: float = 8.0):
 
 
 def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: float = 16.0) -> Figure:
-    """What a narrow dtype for the angles costs, as a room can read it: one line per dtype in each panel,
-    each the largest error at any position up to m (the errors themselves jump with every rounding).
-
-    Left: |angle error| of m theta_i, worst pair; right: |q_m . k_{m+r}| error (r = ``distance``), both
-    against float64.  float16 has no line past 65504, its largest number (the angle is inf there)."""
+    """The largest error up to position m, per dtype, of the angle m theta_i (worst pair, left) and of
+    q_m . k_{m+r} (r = ``distance``, right), against float64.  float16 stops at 65504 (inf beyond)."""
     pos = np.unique(np.round(np.logspace(0, 6, 241)))
     q, k = random_qk(d, seed)
-    fig = new_figure(11, 4.6)
-    axes = fig.subplots(1, 2)
+    fig, axes = new_axes(11, 4.6, 1, 2)
     for (name, dt), color in zip(PRECISION_DTYPES.items(), ["C3", "C1", "C0"]):
         for ax, err in [(axes[0], angle_errors(pos, d, base, dt)["angle"]),
                         (axes[1], score_error_by_dtype(q, k, pos, distance, base=base, dtype=dt))]:
@@ -163,22 +141,15 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
                 title=rf"score $q_m \cdot k_{{m+{distance:g}}}$", ylim=(1e-8, 1e3))
     for ax in axes:
         ax.set(xlabel="position $m$", xlim=(1, 1e6))
-        ax.grid(alpha=0.3)
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
     fig.suptitle(rf"Angles computed in a narrow dtype, against float64 ($d = {d}$, base {base:g}); "
                  "float16 stops at 65504")
     return fig
 
 
-# --- notebook 00: why positions --------------------------------------------------------------------------------------
-
 def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000.0) -> Figure:
-    """Every pair as a clock hand: at position m hand i points at angle m theta_i.  Hand 0 spins
-    fastest (1 rad per position), later hands ever slower -- like a clock's second, minute and hour hands.
-
-    Each hand turns on its own ring (hand 0 outermost, a faint circle marks each ring) and is drawn only
-    across its ring, with a dot at its tip: the slow hands, which barely move, lie side by side, never on
-    top of one another."""
+    """Every pair as a clock hand at angle m theta_i, hand 0 fastest, like a clock's second, minute and hour hands;
+    each on its own ring (hand 0 outermost), so the slow hands never lie on one another."""
     fig = new_figure(2.3 * len(positions), 2.9)
     n_pairs = d // 2
     ring = 0.85 / n_pairs                                      # the width of one hand's ring
@@ -198,11 +169,10 @@ def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000
 
 
 def fig_aliasing(d: int = 8, base: float = 10000.0, max_position: int = 60) -> Figure:
-    """How far the code at position m is from the code at 0: with pair 0 alone, m = 6 is almost
-    m = 0 again (6 rad is 0.28 rad short of a turn); with all pairs no position comes back."""
+    """How far the code at position m is from the code at 0: pair 0 alone nearly comes back at m = 6, all pairs
+    together never."""
     m = np.linspace(0, max_position, 6001)
-    fig = new_figure(8, 3.6)
-    ax = fig.subplots()
+    fig, ax = new_axes(8, 3.6)
     ax.plot(m, _code_distance(m, d, base, n_pairs=1), label=r"pair 0 only ($\theta_0 = 1$)")
     ax.plot(m, _code_distance(m, d, base, n_pairs=d // 2), label=f"all {d // 2} pairs")
     for k in range(1, int(max_position / (2 * np.pi)) + 1):
@@ -212,7 +182,6 @@ def fig_aliasing(d: int = 8, base: float = 10000.0, max_position: int = 60) -> F
     ax.set(xlabel="position $m$", ylabel=r"$\|R_m u - R_0 u\|$", xlim=(0, max_position), ylim=(-0.05, 3.5),
            title=rf"One frequency repeats every $2\pi$ positions;" "\n" rf"many frequencies together do not ($d = {d}$)")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
-    ax.grid(alpha=0.3)
     return fig
 
 
@@ -224,10 +193,9 @@ def _code_distance(m, d: int, base: float, n_pairs: int) -> np.ndarray:
 
 
 def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)) -> Figure:
-    """Why scores fade with distance: at distance r the d/2 hands point at r theta_i.  At r = 0 they
-    all agree and their sum is long; farther apart they spread and their sum |S_{d/2}| shrinks."""
-    fig = new_figure(11, 3.4)
-    axes = fig.subplots(1, len(distances) + 1, width_ratios=[1] * len(distances) + [2])
+    """Why scores fade with distance: the d/2 hands at r theta_i agree at r = 0, then spread, and their sum
+    |S_{d/2}| shrinks."""
+    fig, axes = new_axes(11, 3.4, 1, len(distances) + 1, width_ratios=[1] * len(distances) + [2])
     n_pairs = d // 2
     for ax, r in zip(axes, distances):
         ax.add_patch(unit_circle())
@@ -245,20 +213,16 @@ def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)
     ax.plot(r, decay_bound(r, d, base) / decay_bound(0.0, d, base), lw=1.5, label="Figure-2 bound / its value at 0")
     ax.set(xlabel="relative distance $r$", ylabel="length", xlim=(0, 256), ylim=(0, 1.05), title="the hands spread out")
     ax.legend(loc="upper right")
-    ax.grid(alpha=0.3)
     fig.suptitle(rf"{n_pairs} hands at angles $r\theta_i$ and their mean (red arrow), $d = {d}$")
     return fig
 
 
-# --- notebook 04: attention --------------------------------------------------------------------------------------------
-
 def fig_attention_pattern(n: int = 32, d: int = 64, seed: int = 0, scale: float = 6.0) -> Figure:
-    """Causal softmax attention weights over (query m, key n) when every token has the same content:
-    without positions every visible key gets the same weight; with RoPE nearby keys get more."""
+    """Causal softmax weights over (query m, key n), every token the same content: equal without positions,
+    larger on nearby keys with RoPE."""
     x = np.random.default_rng(seed).standard_normal(d)
     x = np.tile(x / np.linalg.norm(x) * np.sqrt(scale * np.sqrt(d)), (n, 1))    # |x|^2 / sqrt(d) = scale
-    fig = new_figure(9.5, 4.2)
-    axes = fig.subplots(1, 2)
+    fig, axes = new_axes(9.5, 4.2, 1, 2, gridlines=False)
     pos = np.arange(n, dtype=float)
     for ax, positions, title in zip(axes, [np.zeros(n), pos], ["no positions (all at $m = 0$)", "RoPE"]):
         rotated = rotate(x, positions)
@@ -292,13 +256,8 @@ FIGURES = {
 
 
 def write_all(out_dir: Path | str, names=None) -> list[Path]:
-    """Write NAME.png and NAME.svg for every figure (or the given ``names``) into ``out_dir``.
-
-    Each file is written whole (:func:`~rope_ref.teaching.files.write_atomically`: a temporary file beside
-    it, then renamed into place), so an interrupted run leaves every file either old or new.  Files of the
-    same names are replaced; a symbolic link (or a folder) with such a name is a ``ValueError`` raised
-    before anything is drawn or written.  ``out_dir`` is created if missing.
-    """
+    """Write NAME.png and NAME.svg for every figure (or the given ``names``) into ``out_dir`` (created if
+    missing), each file whole; a symbolic link or folder with such a name is a ``ValueError`` raised first."""
     out_dir = output_folder(out_dir, "out_dir")
     names = list(names or FIGURES)
     unknown = [name for name in names if name not in FIGURES]

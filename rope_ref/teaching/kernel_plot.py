@@ -1,15 +1,5 @@
-"""A measured kernel against what it should be: one picture per pair of frequencies and phases.
-
-:func:`kernel_vs_expected` draws a :class:`rope_ref.RopeSpec` (what :func:`rope_ref.identify`
-measured) against expected frequencies and the expected position of row 0:
-
-* left, per pair p: the measured frequency |theta_p| and the expected one (log scale), so a wrong
-  base, a scaling method or frequencies indexed from 1 show as two curves apart;
-* right, against the position of each row: the phase error of a few pairs, measured angle minus
-  expected angle, (o_found + r) theta_found - (o_expected + r) theta_expected, wrapped to (-pi, pi].
-  A wrong offset is a flat line per pair (theta_p times the shift); a wrong frequency a line that
-  grows with the position.
-"""
+"""A measured kernel (a :class:`rope_ref.RopeSpec` from :func:`rope_ref.identify`) against what it should be: a
+phase error flat in the position is a wrong offset, one that grows a wrong frequency."""
 
 from __future__ import annotations
 
@@ -19,7 +9,7 @@ from matplotlib.figure import Figure
 from .._validate import (check_finite, check_nbytes, check_nonnegative_int, check_positive_int, check_real_array,
     check_scalar)
 from ..forms import wrap_angle
-from .style import new_figure
+from .style import new_axes
 
 
 def phase_errors(spec, inv_freq, offset=0.0, rows=None):
@@ -40,23 +30,20 @@ def phase_errors(spec, inv_freq, offset=0.0, rows=None):
 
 
 def kernel_vs_expected(spec, inv_freq, offset=0.0, *, pairs=(0, 1, 2), title: str | None = None) -> Figure:
-    """Figure: per-pair frequency, measured vs expected (left), and the phase error of ``pairs`` against
-    position (right).  ``spec``: a RopeSpec from :func:`rope_ref.identify`; ``inv_freq`` (pairs,) and
-    ``offset``: the expected frequencies and position of row 0 (e.g. a RopeConfig's ``inv_freq()``)."""
+    """Per-pair frequency, measured vs expected (left), and the phase error of ``pairs`` against position (right);
+    ``inv_freq`` (pairs,) and ``offset``: the expected frequencies and position of row 0."""
     positions, err = phase_errors(spec, inv_freq, offset)
     pairs = [check_nonnegative_int(pair, "pairs") for pair in (pairs if np.iterable(pairs) else [pairs])]
     if not any(pair < err.shape[1] for pair in pairs):
         raise ValueError(f"pairs must name at least one measured pair, 0 to {err.shape[1] - 1}, got {pairs}")
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a string or None, got {type(title).__name__}")
-    fig = new_figure(10, 3.8)
-    left, right = fig.subplots(1, 2)
+    fig, (left, right) = new_axes(10, 3.8, 1, 2)
     p = np.arange(len(spec.inv_freq))
     left.semilogy(p, np.abs(inv_freq), "o", color="0.6", ms=7, label="expected")
     left.semilogy(p, np.abs(spec.inv_freq), ".", color="C3", ms=6, label="measured")
     left.set(xlabel="pair $p$", ylabel=r"frequency $|\theta_p|$ (rad per position)", title="frequencies")
     left.legend(loc="upper right")
-    left.grid(alpha=0.3)
     for k in pairs:
         if k < err.shape[1]:
             right.plot(positions, err[:, k], lw=1.2, label=f"pair {k}")
@@ -64,7 +51,6 @@ def kernel_vs_expected(spec, inv_freq, offset=0.0, *, pairs=(0, 1, 2), title: st
     right.set(xlabel="expected position of the row", ylabel="measured - expected angle (rad)",
               title="phase error", ylim=(-np.pi * 1.05, np.pi * 1.05))
     right.legend(loc="upper right")
-    right.grid(alpha=0.3)
     if title:
         fig.suptitle(title)
     return fig

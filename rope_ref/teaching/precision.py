@@ -1,8 +1,4 @@
-"""Precision (notebook 06): what happens when a kernel computes its angles in a narrow dtype.
-
-rope_ref itself always computes m * theta_i in float64; these functions reproduce the
-practice of kernels that do not, so the notebook and figures can measure the damage.
-"""
+"""Precision (notebook 06): what a kernel's angles cost when computed in a narrow dtype (rope_ref uses float64)."""
 
 from __future__ import annotations
 
@@ -33,9 +29,8 @@ def _check_dtype(dtype) -> np.dtype:
 
 
 def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
-    """m * theta_i computed the way a kernel would in ``dtype`` (positions and frequencies cast
-    first, product rounded to ``dtype``), returned as float64 for comparison.  float16 overflows
-    to inf beyond 65504."""
+    """m * theta_i as a kernel computes it in ``dtype`` (both cast, product rounded), as float64 ``(positions,
+    pairs)``; float16 overflows to inf beyond 65504."""
     dt = _check_dtype(dtype)
     pos, freqs = check_positions_any(positions), check_freqs(freqs)
     with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
@@ -44,8 +39,7 @@ def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
 
 
 def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float32) -> dict:
-    """Max over pairs of |angle error| and |cos error| at each position when angles are computed
-    in ``dtype`` (cos/sin then evaluated and rounded to ``dtype`` too), against float64."""
+    """Max over pairs of |angle error| and |cos error| at each position, angles and cos in ``dtype`` vs float64."""
     pos = check_positions_any(positions)
     freqs = frequencies(d, base)
     exact = np.multiply.outer(pos, freqs)
@@ -57,8 +51,8 @@ def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float3
 
 
 def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.float32) -> np.ndarray:
-    """Interleaved RoPE, x cos + rotate_half(x) sin (eq 34), whose angles and cos/sin are computed in ``dtype``
-    (the data stay float64): the numerical practice notebook 06 warns about.  ``x``: ``(..., seq, d)``."""
+    """Interleaved RoPE, x cos + rotate_half(x) sin (eq 34), with angles and cos/sin computed in ``dtype`` (the data
+    stay float64).  ``x``: ``(..., seq, d)``."""
     x = check_x(x).astype(np.float64)
     pos = check_positions(positions, x.shape[:-1])
     angles = np.repeat(angles_in_dtype(pos, frequencies(x.shape[-1], base), dtype), 2, axis=-1)
@@ -81,8 +75,7 @@ def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000
 
 
 def format_errors(values, digits: int = 1) -> str:
-    """Errors as a row of fixed-width scientific numbers (``3.4e-02``), with ``inf`` and ``nan`` spelled out
-    (float16 overflow: the angle becomes inf, cos and sin of inf are nan).  Never prints a small error as ``0.``."""
+    """Errors as a row of fixed-width scientific numbers (``3.4e-02``), ``inf`` and ``nan`` spelled out."""
     values = check_real_array(values, "values")
     digits = check_positive_int(digits, "digits")
     if digits > 17:

@@ -1,15 +1,5 @@
-"""RoPE's spectrum and what it is for (notebooks 08 and 10): which features turn, positional heads, semantic channels.
-
-* The schemes that leave some features unrotated (:data:`SCHEMES`): partial rotary (GPT-NeoX, Phi, GLM, Qwen3.5),
-  NoPE layers (Llama 4, SmolLM3), p-RoPE and proportional RoPE (Gemma 4).
-* Barbero et al., "Round and Round We Go! What makes Rotary Positional Encodings useful?" (arXiv:2410.06205),
-  recomputed: a *positional* head attends to a fixed offset on high frequencies, content matching ("semantic
-  channels") survives long distances only on the lowest ones, and the picture of their Figure 2 (does RoPE decay?)
-  whose curves notebook 10 computes (with Theorem 5.3 and Proposition 5.2); their Gemma 7B measurements need the
-  model's weights and are not repeated.  Men et al.'s base bound is in :mod:`rope_ref.teaching.base_bound`.
-
-Shapes are written ``(..., seq, d)`` as in rope_ref; ``d`` is the head dimension.
-"""
+"""RoPE's spectrum (notebooks 08 and 10): which features turn (:data:`SCHEMES`), and Barbero et al.'s positional heads
+and semantic channels (arXiv:2410.06205) recomputed.  ``d`` is the head dimension."""
 
 from __future__ import annotations
 
@@ -23,14 +13,11 @@ from .._validate import (check_base, check_d, check_finite, check_nbytes, check_
     check_real_array, check_scalar, check_seed)
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
-from .style import VIEW_DPI, figure_png, new_figure
+from .style import VIEW_DPI, figure_png, new_axes
 from .views import View
 
-# --- which dimensions turn -----------------------------------------------------------------------------------------
-
-#: RoPE (Llama, Mistral, Qwen2.5, Gemma 1-3); partial rotary (GPT-NeoX 1/4, Phi-2 0.4, GLM-4 1/2, Qwen3.5 1/4);
-#: p-RoPE (Barbero et al.); proportional RoPE (Gemma 4); NoPE layers (Llama 4, SmolLM3).  ``fraction`` is the
-#: config's partial_rotary_factor (rotary_pct in GPT-NeoX) for "partial" and "proportional", and p for "p-rope".
+#: RoPE; partial rotary (GPT-NeoX, Phi-2, GLM-4, Qwen3.5); p-RoPE (Barbero et al.); proportional (Gemma 4); NoPE layers
+#: (Llama 4, SmolLM3).  ``fraction``: partial_rotary_factor for "partial" and "proportional", p for "p-rope".
 SCHEMES = ("rope", "partial", "p-rope", "proportional", "nope")
 
 
@@ -42,18 +29,12 @@ def _check_fraction(fraction) -> float:
 
 
 def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0, fraction: float = 1.0) -> np.ndarray:
-    """Frequency of each of the d/2 pairs under ``scheme`` (0 where the pair is not rotated), ``(d/2,)``.
-
-    Pairs are listed fast to slow.  "partial" keeps the first ``fraction * d`` features (rounded down
-    to even) and spreads the whole geometric range over them; "p-rope" and "proportional" both keep
-    RoPE's own theta_i for the first ``fraction * d/2`` pairs (rounded down): the same frequencies --
-    proportional RoPE is p-RoPE with p = partial_rotary_factor.  (Barbero et al.'s pseudocode ``apply_p_rope``
-    counts the same pairs: ``rope_angles = int(rope_percentage * head_dim // 2)``, timescales over head_dim.)
-    """
+    """Frequency of each of the d/2 pairs under ``scheme``, fast to slow (0 where not rotated), ``(d/2,)``: "partial"
+    spreads the geometric range over the first ``fraction * d`` features, "p-rope" and "proportional" keep
+    RoPE's theta_i for the first ``fraction * d/2`` pairs."""
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {list(SCHEMES)}, got {scheme!r}")
-    d = _even(d)
-    fraction = _check_fraction(fraction)
+    d, fraction = _even(d), _check_fraction(fraction)
     out = np.zeros(d // 2)
     if scheme == "rope":
         out[:] = frequencies(d, base)
@@ -76,13 +57,8 @@ def _even(d) -> int:
 
 def dimension_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0, fraction: float = 1.0,
                           pairing: str = "half") -> np.ndarray:
-    """Frequency of each of the d features in the model's layout, ``(d,)``: 0 where a feature does not turn.
-
-    ``pairing`` "half" (rotate_half: feature j pairs with j + r/2 within the rotated part of width r) or
-    "interleaved" (2j with 2j+1).  For "partial" the rotated part is the first ``fraction * d`` features;
-    otherwise it is the whole head, and unrotated pairs keep their places (frequency 0), as transformers
-    pads proportional RoPE's frequencies with zeros.
-    """
+    """Frequency of each of the d features in the model's layout, ``(d,)`` (0 where it does not turn); ``pairing``
+    "half" pairs j with j + r/2 in the rotated part of width r, "interleaved" 2j with 2j+1."""
     if pairing not in ("half", "interleaved"):
         raise ValueError(f"pairing must be 'half' or 'interleaved', got {pairing!r}")
     pair_freqs = scheme_frequencies(scheme, d, base, fraction)
@@ -101,8 +77,7 @@ def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
             ("proportional, 1/4 (Gemma 4)", "proportional", 0.25, "half"),
             ("NoPE layer (Llama 4, SmolLM3)", "nope", 1.0, "half")]
     feature_freqs = np.array([dimension_frequencies(s, d, base, f, p) for _, s, f, p in rows])
-    fig = new_figure(10, 4.2)
-    ax = fig.subplots()
+    fig, ax = new_axes(10, 4.2, gridlines=False)
     im = ax.imshow(np.ma.masked_equal(feature_freqs, 0.0), aspect="auto", cmap=matplotlib.colormaps["viridis"],
                    norm=LogNorm(vmin=base ** -1, vmax=1.0), interpolation="nearest")
     ax.set_facecolor("white")
@@ -115,20 +90,10 @@ def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
     return fig
 
 
-# --- Barbero et al.: a positional head and a semantic channel ---------------------------------------------------------
-
 def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 8.0, d: int = 64,
                      base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
-    """Attention weights ``(n_keys,)`` of a positional head (Barbero et al.'s construction) on keys at distances
-    0..n_keys-1 behind the query: the softmax of its scores.
-
-    Every token carries the same vector u, spread evenly over the ``width`` pairs starting at ``pair``
-    (|u|^2 = ``scale``); the query is u rotated back by ``offset`` positions, so
-    q_m . k_n = (scale / width) * sum_j cos((m - n - offset) theta_j): largest at distance ``offset``,
-    and the faster the pairs, the faster it falls off beside it.  Under "nope" nothing turns and every
-    key scores ``scale`` (NoPE cannot prefer a distance here); under "p-rope" the lowest (1 - fraction)
-    of the pairs do not turn.  All rotations by :func:`rope_ref.rotate` (interleaved pairs).
-    """
+    """Attention weights ``(n_keys,)`` of a positional head (Barbero et al.) on keys 0..n_keys-1 behind the query:
+    every token is u on the ``width`` pairs from ``pair`` (|u|^2 = ``scale``), the query u turned back by ``offset``."""
     n_keys = check_positive_int(n_keys, "n_keys")
     check_nbytes(8 * n_keys * _even(d), "n_keys", what=f"{n_keys} keys of d = {d} float64 features")
     scale = check_scalar(scale, "scale")
@@ -139,8 +104,7 @@ def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 
         raise ValueError(f"pair must be an integer in 0..d/2-width = 0..{d // 2 - width} (the first of {width} "
                          f"pairs), got {pair!r}")
     u = np.zeros(d)
-    u[2 * np.arange(pair, pair + width)] = 1.0 / np.sqrt(width)
-    u *= np.sqrt(scale)                                     # |u|^2 = scale, spread evenly over the pairs
+    u[2 * np.arange(pair, pair + width)] = np.sqrt(scale / width)      # |u|^2 = scale, spread evenly over the pairs
     freqs = scheme_frequencies(scheme, d, base, fraction)
     m = float(n_keys - 1)                                   # the query's position; keys at m - r
     r = np.arange(n_keys, dtype=float)
@@ -150,10 +114,9 @@ def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 
 
 
 def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10000.0, n_samples: int = 64):
-    """Barbero et al.'s Figure 2 (arXiv:2410.06205, §3), drawn from ``curves`` computed in notebook 10: (a) all-ones
-    q and k, ``curves["ones"]`` / its value at r = 0, which decays; (b) a fresh Gaussian q, k per position,
-    ``curves["gaussian"]`` (the mean of ``n_samples`` activations) / d, on the same scale -- about 0 at every
-    distance.  ``distances`` ``(n,)`` starts at 0; each curve is ``(n,)``."""
+    """Barbero et al.'s Figure 2 (arXiv:2410.06205, §3) from notebook 10's ``curves``, each ``(n,)`` over
+    ``distances`` ``(n,)`` from 0: (a) all-ones q, k, ``curves["ones"]`` / its value at 0; (b) fresh Gaussian
+    q, k, ``curves["gaussian"]`` (mean of ``n_samples`` activations) / d."""
     r, d, base = check_positions_any(distances, "distances"), _even(d), check_base(base)
     n_samples = check_positive_int(n_samples, "n_samples")
     if not isinstance(curves, dict) or {"ones", "gaussian"} - set(curves):
@@ -163,15 +126,13 @@ def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10
     if r.ndim != 1 or any(curve.shape != r.shape for curve in curves.values()):
         raise ValueError(f"distances and each curve must have one shape (n,), got {r.shape} and "
                          f"{[curve.shape for curve in curves.values()]}")
-    fig = new_figure(9, 5.4)
-    ax_a, ax_b = fig.subplots(2, 1, sharex=True)
+    fig, (ax_a, ax_b) = new_axes(9, 5.4, 2, 1, sharex=True)
     ax_a.plot(r, curves["ones"] / curves["ones"][0], color="C0", lw=1.2, label="(a) q = k = all ones: a(r) / a(0)")
     ax_b.plot(r, curves["gaussian"] / d, color="C1", lw=0.8,
               label=f"(b) fresh Gaussian q, k: mean of {n_samples} activations / d")
     for ax in (ax_a, ax_b):
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set(ylim=(-0.35, 1.05), xlim=(0, r[-1]))
-        ax.grid(alpha=0.3)
     ax_a.set(ylabel="activation / d", title=rf"Does RoPE make $q^\top R_r k$ decay? $d = {d}$, base {base:g}")
     ax_b.set(xlabel="distance r", ylabel="activation / d")
     handles = [h for ax in (ax_a, ax_b) for h in ax.get_legend_handles_labels()[0]]
@@ -181,14 +142,9 @@ def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10
 
 def semantic_match(distances, band: str = "low", d: int = 128, base: float = 10000.0, width: int = 8,
                    scheme: str = "rope", fraction: float = 0.75, seed: int = 0) -> np.ndarray:
-    """Score of a key equal to the query (the same word, met again) at each distance, content carried on
-    one band of pairs ("high": the ``width`` fastest, "low": the ``width`` slowest), divided by its value at
-    distance 0: ``distances.shape``.
-
-    At distance 0 a word matches itself with score |c|^2; a random other word scores about
-    |c|^2 / sqrt(2 * width) (see :func:`distractor_level`).  On high frequencies the match turns away
-    within a few positions; on the lowest it stays near 1 for thousands (Barbero et al.'s semantic channels).
-    """
+    """Score of a key equal to the query at each distance, over its score at 0, ``distances.shape``: content on
+    the ``width`` fastest ("high") or slowest ("low") pairs.  On the slowest it stays near 1 for thousands of
+    positions (Barbero et al.'s semantic channels); a random word scores about :func:`distractor_level`."""
     r, seed = check_positions_any(distances, "distances"), check_seed(seed)
     d, width = _even(d), check_positive_int(width, "width")
     if width > d // 2:
@@ -197,8 +153,7 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
         raise ValueError(f"band must be 'high' or 'low', got {band!r}")
     pairs = np.arange(width) if band == "high" else np.arange(d // 2 - width, d // 2)
     c = np.zeros(d)
-    coordinates = np.random.default_rng(seed).standard_normal((len(pairs), 2))
-    c[2 * pairs], c[2 * pairs + 1] = coordinates[:, 0], coordinates[:, 1]
+    c.reshape(-1, 2)[pairs] = np.random.default_rng(seed).standard_normal((len(pairs), 2))
     c /= np.linalg.norm(c)
     freqs = scheme_frequencies(scheme, d, base, fraction)
     q = rotate(np.broadcast_to(c, r.shape + (d,)), r, inv_freq=freqs)      # query at r, key (= c) at 0
@@ -210,33 +165,22 @@ def distractor_level(width: int = 8) -> float:
     return 1.0 / math.sqrt(2 * check_positive_int(width, "width"))
 
 
-# --- views (their sliders are in rope_ref.teaching.widgets): redrawn whole at every step ------------------------------
-
 class _PlainView(View):
-    """A :class:`~rope_ref.teaching.views.View` (same ``update``, with its rollback of refused values) that
-    ``to_png`` redraws whole instead of blitting: these views change most of their artists at every step.
-    One axes, one line per entry of ``curves`` (key -> (label, line style)), the legend below."""
+    """A view redrawn whole at every step: one axes, a line per entry of ``curves`` (key -> (label, style))."""
 
     def __init__(self, params: dict, curves: dict, **axes_settings):
         self.params = params
-        self.fig = new_figure(9, 3.9, dpi=VIEW_DPI)
-        self.ax = self.fig.subplots()
+        self.fig, self.ax = new_axes(9, 3.9, dpi=VIEW_DPI)
         self.lines = {key: self.ax.plot([], [], label=label, **style)[0] for key, (label, style) in curves.items()}
         self.ax.set(**axes_settings)
-        self.ax.grid(alpha=0.3)
         self.fig.legend(*self.ax.get_legend_handles_labels(), loc="outside lower center", ncols=3)
 
     def to_png(self) -> bytes:
         return figure_png(self.fig, dpi=VIEW_DPI)
 
-    def static_figure(self):
-        self.fig.canvas.draw()
-        return self.fig
-
 
 class OffsetAttentionView(_PlainView):
-    """Attention of the positional head of :func:`offset_attention` under RoPE, p-RoPE and NoPE, built on
-    ``width`` pairs from ``pair`` on (their frequencies), for one target offset."""
+    """The attention of :func:`offset_attention`'s head under RoPE, p-RoPE and NoPE, for one target offset."""
 
     def __init__(self, pair: int = 0, offset: int = 1, scale: float = 16.0, d: int = 64, n_keys: int = 48,
                  fraction: float = 0.75, width: int = 4):
@@ -270,8 +214,8 @@ class OffsetAttentionView(_PlainView):
 
 
 class SemanticMatchView(_PlainView):
-    """The same word met again at distance r: its score on the highest and on the lowest pairs (RoPE),
-    and on the lowest under p-RoPE (which does not turn them), against a random word's typical score."""
+    """:func:`semantic_match` on the highest and lowest pairs (RoPE) and the lowest under p-RoPE, against a random
+    word's typical score."""
 
     def __init__(self, base: float = 10000.0, max_distance: int = 4096, d: int = 128, width: int = 8,
                  fraction: float = 0.75):

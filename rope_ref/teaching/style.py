@@ -1,22 +1,5 @@
-"""One figure style for every figure and interactive view, and byte-stable rendering.
-
-* PNGs at :data:`DPI` (150): the files in figures/.  The views' slider images (also the course
-  site's) at :data:`VIEW_DPI` (100): the widget shows 1 inch as 100 CSS pixels, so each image
-  pixel is one CSS pixel (sharp on a standard display), and a slider step draws, encodes and
-  sends 2.25 times fewer pixels than at 150.
-* No text below :data:`MIN_FONT_PT` (10 pt), legends included, so a figure stays readable when
-  projected.  A :class:`StyledFigure` raises smaller sizes to the minimum each time it is drawn,
-  whatever size the code that built it asked for.
-* Colours from one colour-blind-safe palette, Okabe and Ito's (:data:`PALETTE`): every axes cycles through
-  it, and ``"C0"``, ``"C1"``, ... name its colours wherever a :class:`StyledFigure` is drawn (a notebook's
-  default rcParams included); greys for the rest, ``viridis`` and ``RdBu_r`` for images.
-* Math in labels is matplotlib mathtext (``r"$\\theta_i$"``), in DejaVu Sans like the text.
-* Byte-identical output run to run: a fixed SVG hash salt, and no dates or software versions in
-  the metadata (:data:`RC`, :data:`METADATA`).
-
-Figures are built without pyplot (a :class:`~matplotlib.figure.Figure` with its own Agg canvas),
-so they render the same under any backend and leave no global state behind.
-"""
+"""One figure style for every figure and view (no text below :data:`MIN_FONT_PT`, Okabe and Ito's colour-blind-safe
+:data:`PALETTE`, greys, ``viridis`` and ``RdBu_r``), built without pyplot and rendered byte-stably (:data:`RC`)."""
 
 from __future__ import annotations
 
@@ -34,8 +17,7 @@ DPI = 150
 VIEW_DPI = 100
 MIN_FONT_PT = 10
 
-#: Okabe & Ito, "Color Universal Design" (2008): told apart with any of the common colour-vision deficiencies.
-#: Blue, orange, bluish green, vermillion, reddish purple, sky blue, black, yellow (the yellow last: faint on white).
+#: Okabe & Ito, "Color Universal Design" (2008); the yellow last: faint on white.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
 PALETTE_RC = {"axes.prop_cycle": cycler(color=PALETTE)}
 
@@ -47,8 +29,8 @@ METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
 
 
 class StyledFigure(Figure):
-    """A Figure in the style: its axes cycle through :data:`PALETTE`, ``"CN"`` colours are the palette's when it
-    is drawn (whole, or one artist at a time as a view's step draws), and no text is below :data:`MIN_FONT_PT`."""
+    """A Figure whose axes cycle through :data:`PALETTE`, whose ``"CN"`` colours are the palette's when drawn
+    (whole or one artist at a time), and whose text is never below :data:`MIN_FONT_PT`."""
 
     def add_subplot(self, *args, **kwargs):
         ax = super().add_subplot(*args, **kwargs)
@@ -69,8 +51,7 @@ class StyledFigure(Figure):
 
 @contextmanager
 def _palette():
-    """``"CN"`` colours name :data:`PALETTE`'s while inside (one rcParam swapped: a view's step draws each of
-    its artists inside, so no copy of every rcParam as ``rc_context`` makes)."""
+    """``"CN"`` colours name :data:`PALETTE`'s while inside (one rcParam swapped: cheaper than ``rc_context``)."""
     previous = matplotlib.rcParams["axes.prop_cycle"]
     matplotlib.rcParams["axes.prop_cycle"] = PALETTE_RC["axes.prop_cycle"]
     try:
@@ -84,6 +65,15 @@ def new_figure(width: float = 9.0, height: float = 3.6, dpi: int = DPI) -> Figur
     fig = StyledFigure(figsize=(width, height), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+def new_axes(width: float, height: float, *grid, dpi: int = DPI, gridlines: bool = True, **subplots_kw):
+    """(fig, axes): a :func:`new_figure` and its ``subplots(*grid, **subplots_kw)``, with light grid lines if asked."""
+    fig = new_figure(width, height, dpi)
+    axes = fig.subplots(*grid, **subplots_kw)
+    for ax in fig.axes if gridlines else ():
+        ax.grid(alpha=0.3)
+    return fig, axes
 
 
 def figure_png(fig: Figure, dpi: int = DPI) -> bytes:

@@ -1,13 +1,9 @@
-"""Interactive views: a figure built once, whose ``update(**params)`` changes artists in place.
-
-Each view lists the artists a slider step changes (``dynamic``); a step redraws only those on a
-cached background (blitting).  :mod:`rope_ref.teaching.widgets` wraps each view in sliders.
-"""
+"""Interactive views: a figure built once, whose ``update(**params)`` changes artists in place (the sliders of
+:mod:`rope_ref.teaching.widgets`)."""
 
 from __future__ import annotations
 
 import io
-import numbers
 
 import numpy as np
 from matplotlib.axis import Axis
@@ -15,27 +11,19 @@ from matplotlib.figure import Figure
 from matplotlib.image import imsave
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
-from .._validate import check_base, check_d, check_positive_int, check_positive_real, check_scalar, check_seed
+from .._validate import (check_base, check_d, check_nonnegative_int, check_positive_int, check_positive_real,
+    check_scalar, check_seed)
 from ..forms import decay_bound, frequencies, rotate, wrap_angle
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
 from .quantities import random_qk, score, score_vs_distance
-from .style import DPI, METADATA, VIEW_DPI, new_figure, unit_circle
+from .style import DPI, METADATA, VIEW_DPI, new_axes, unit_circle
 
 
 class View:
-    """Base: a figure built once; ``update`` changes artists in place; ``to_png`` renders.
+    """Base: ``to_png`` draws the artists every step changes (``dynamic``) on a cached background; a change of
+    ``relayout_params`` first draws ``relayout`` (axes, a curve, spines, in drawing order) on a cached image of
+    everything else."""
 
-    Subclasses list the artists every step changes (``dynamic``), the parameters whose change
-    moves more than those (``relayout_params``: limits, ticks, a curve) and, in drawing order,
-    the artists such a change redraws (``relayout``: an axis, a curve, the spines drawn over them).
-    A step restores a cached background and draws just the dynamic artists on it (blitting); a
-    relayout step first rebuilds that background by drawing ``relayout`` on a cached image of
-    everything else.  The picture is the same as a full redraw as long as nothing outside
-    ``relayout`` is drawn over those artists (tests/test_fast.py checks it for every view).
-    """
-
-    fig: Figure
-    params: dict
     dynamic: tuple = ()
     relayout_params: frozenset = frozenset()
     relayout: tuple = ()
@@ -58,15 +46,8 @@ class View:
             self._redraw()
             raise
 
-    def _redraw(self) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def readout(self) -> str:
-        return ""
-
     def _freeze_layout(self) -> None:
-        """Lay out once with the constrained engine, then keep those positions, and mark the
-        dynamic artists as animated (drawn by :meth:`to_png` on top of a cached background)."""
+        """Lay out once with the constrained engine, keep those positions, mark the dynamic artists animated."""
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")
         for axis in self.relayout:        # a redrawn axis keeps its label where the layout put it, drawn once
@@ -77,8 +58,7 @@ class View:
             artist.set_animated(True)
 
     def to_png(self) -> bytes:
-        """Render the current state to PNG: matplotlib's writer on the blitted canvas, at the fastest zlib level
-        (the figures/ files use :func:`~rope_ref.teaching.style.figure_png`)."""
+        """The current state as PNG: the blitted canvas, at the fastest zlib level."""
         canvas = self.fig.canvas
         if self._background is None:
             labels = [axis.label for axis in self.relayout if isinstance(axis, Axis)]   # fixed: drawn once
@@ -104,8 +84,7 @@ class View:
         return png.getvalue()
 
     def static_figure(self) -> Figure:
-        """The figure with every artist drawn normally, laid out again at :data:`DPI` (for savefig /
-        figures/).  The view is not stepped after this."""
+        """The figure with every artist drawn normally, laid out again at :data:`DPI`; not stepped after this."""
         for artist in self.dynamic:
             artist.set_animated(False)
         self.fig.set_dpi(DPI)
@@ -126,28 +105,19 @@ def _minus(text: str) -> str:
 
 
 class DecayView(View):
-    """Figure 2 for any d and base: the paper's view and the full range, updated in place.
-
-    Distances in steps of 0.25 (``n_points``): 25 samples per turn of the fastest pair
-    (theta_0 = 1), about two per pixel of a panel (the figures/ file samples every 0.01).
-    The left panel is the paper's view for any d and base: distances from 5 on (the peak at 0 cut off),
-    y from 0.95 x the smallest to 1.05 x the largest value there -- (6.07, 21.9) for Figure 2's d = 128, base
-    10^4, the paper's 6 to 22.
-    """
+    """Figure 2 (eq 37) for any d and base: the paper's view (y over the values from distance 5 on, 6.07 to 21.9
+    for d = 128, base 10^4) and the full range, sampled at ``n_points`` distances over [0, 256]."""
 
     def __init__(self, d: int = 128, base: float = 10000.0, n_points: int = 1025):
         self.params = dict(d=d, base=base)
         if not 2 <= check_positive_int(n_points, "n_points") <= 100_000:
             raise ValueError(f"n_points must be an integer from 2 to 100000 (the curve's samples over [0, 256]), "
                              f"got {n_points}")
-        check_d(d), check_base(base)
         self.r = np.linspace(0, 256, n_points)
-        self.fig = new_figure(9, 3.4, dpi=VIEW_DPI)
-        self.axes = self.fig.subplots(1, 2)
+        self.fig, self.axes = new_axes(9, 3.4, 1, 2, dpi=VIEW_DPI)
         self.lines = [ax.plot(self.r, np.zeros_like(self.r), lw=1)[0] for ax in self.axes]
         for ax, title in zip(self.axes, ["paper's view (distance $\\geq$ 5, peak cut off)", "full range"]):
             ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", xlim=(0, 256), title=title)
-            ax.grid(alpha=0.3)
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.lines, self.title)
         self.relayout_params = frozenset({"d", "base"})      # they move both panels' y-limits
@@ -166,26 +136,14 @@ class DecayView(View):
         self.title.set_text(f"$d$ = {d}, base = {base:g}")
 
     def readout(self) -> str:
-        d = self.params["d"]
-        return (f"d = {d}, base = {self.params['base']:g}: bound at 0 = {self.y[0]:.2f}, "
+        return (f"d = {self.params['d']}, base = {self.params['base']:g}: bound at 0 = {self.y[0]:.2f}, "
                 f"at 256 = {self.y[-1]:.2f}, mean over [128, 256] = {self.y[self.r >= 128].mean():.2f}")
 
 
 class RotationsView(View):
-    """Pair i of q and k drawn as arrows rotated to positions m and n, and q_m.k_n against m - n.
-
-    The angle from k_n to q_m in pair i is (phi_q - phi_k) + (m - n) theta_i: the pairs' own
-    angle difference plus the position-dependent part.  The right panel is the whole score,
-    the sum over all d/2 pairs.  Moving m and n together rotates both arrows but keeps their
-    angle, and the marker on the right stays put: the score depends only on m - n (eq 11).
-    ``shift`` moves both positions together: the arrows are drawn at m + shift and n + shift.
-    ``i`` must be a pair index, 0..d/2-1 (a ValueError otherwise; the widget's slider follows d).
-
-    q and k are ``quantities.random_qk(d, seed)`` as they are (``self.q``, ``self.k``): the score the view
-    shows is ``quantities.score(q, k, m + shift, n + shift, base=base)``, the number a notebook cell prints
-    for the same state.  Each pair's arrows are drawn on the unit circle (their directions; the title
-    gives their lengths), so a short pair is not drawn as a dot.
-    """
+    """Pair i of q and k (``quantities.random_qk(d, seed)``) as unit arrows rotated to m + shift and n + shift,
+    and the score q_m . k_n against m - n: the angle between them is (phi_q - phi_k) + (m - n) theta_i, so
+    the score depends only on m - n (eq 11)."""
 
     def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16,
                  seed: int = 0, max_distance: int = 64, shift: float = 0):
@@ -198,8 +156,7 @@ class RotationsView(View):
         self.params = dict(m=m, n=n, i=i, base=base, d=d, shift=shift)
         self.seed, self.max_distance = seed, max_distance
         self.r = np.arange(-max_distance, max_distance + 1, 0.5)
-        self.fig = new_figure(9, 3.8, dpi=VIEW_DPI)
-        self.ax_plane, self.ax_score = self.fig.subplots(1, 2, width_ratios=[1, 1.6])
+        self.fig, (self.ax_plane, self.ax_score) = new_axes(9, 3.8, 1, 2, dpi=VIEW_DPI, width_ratios=[1, 1.6])
         ax = self.ax_plane
         ax.add_patch(unit_circle())
         ax.axhline(0, color="0.85", lw=0.8)
@@ -220,12 +177,10 @@ class RotationsView(View):
                           xlim=self.r[[0, -1]])
         self.score_title = self.ax_score.set_title(" ", y=1.0, loc="left")   # fixed: a relayout step draws it alone
         self.score_text = self.ax_score.set_title(" ", y=1.0, loc="right", color="C3")   # the red dot's value
-        self.ax_score.grid(alpha=0.3)
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
                         self.score_text, self.plane_title)
         self.relayout_params = frozenset({"base", "d"})      # they change the curve, its y-limits and the title
-        self.relayout = (self.ax_score.yaxis, self.curve, *self.ax_score.spines.values(),
-                         self.score_title)
+        self.relayout = (self.ax_score.yaxis, self.curve, *self.ax_score.spines.values(), self.score_title)
         self._redraw()
         ylim = self.ax_score.get_ylim()
         self.ax_score.set_ylim(-150, 150)          # lay out room for the widest tick labels (d up to 128), then
@@ -239,17 +194,15 @@ class RotationsView(View):
         p = self.params
         d, base = check_d(p["d"]), check_base(p["base"])
         check_scalar(p["m"], "m"), check_scalar(p["n"], "n"), check_scalar(p["shift"], "shift")
-        if isinstance(p["i"], bool) or not isinstance(p["i"], numbers.Integral):   # int(2.5) would show pair 2
-            raise TypeError(f"i must be an integer pair index 0..d/2-1, got {p['i']!r}")
-        i = int(p["i"])
-        if not 0 <= i <= d // 2 - 1:
-            raise ValueError(f"i must be a pair index 0..d/2-1 = 0..{d // 2 - 1} for d = {d}, got {p['i']}")
+        expected = f"a pair index 0..d/2-1 = 0..{d // 2 - 1} for d = {d} (an integer)"
+        i = check_nonnegative_int(p["i"], "i", expected)
+        if i > d // 2 - 1:
+            raise ValueError(f"i must be {expected}, got {i}")
         self.q, self.k = q, k = self._vectors()
         pm, pn = p["m"] + p["shift"], p["n"] + p["shift"]
         qm, kn = rotate(q, pm, base=base), rotate(k, pn, base=base)
         lengths = [float(np.linalg.norm(v[2 * i:2 * i + 2])) for v in (q, k)]
-        for line, vec, length in [(self.q0, q, lengths[0]), (self.k0, k, lengths[1]), (self.qm, qm, lengths[0]),
-                                  (self.kn, kn, lengths[1])]:
+        for line, vec, length in zip((self.q0, self.k0, self.qm, self.kn), (q, k, qm, kn), lengths * 2):
             a, b = vec[2 * i:2 * i + 2] / length if length > 0 else (0.0, 0.0)
             line.set_data([0, a], [0, b])
         self.theta_i = frequencies(d, base)[i]
@@ -281,18 +234,10 @@ class RotationsView(View):
 
 
 class ScalingView(View):
-    """For a scale factor s, head dimension d, base and training length L: how each method rescales each
-    frequency (left); per pair the largest angle seen in training against the largest angle at the extended
-    length s * L (middle); and the squeeze (right): the angle between neighbouring positions, theta_i' per
-    pair, against training's theta_i -- linear scaling puts neighbours s times closer in every pair.
+    """For a factor s, d, base and training length L, per pair: each method's frequency ratio (left), the largest
+    angle in training against the largest at s L (middle), and the angle between neighbours theta_i' (right)."""
 
-    The x-axis is the pair index; a change of d relays out the three x-axes (``relayout``), any other step
-    redraws only lines and texts.
-    """
-
-    METHODS_Y = {"ratio": (4.0 ** -5.5, 1.5), "angle": (1e-3, 1e6), "gap": (1e-9, 3.0)}
-    #: How each method is drawn in every panel: its palette colour, a dash pattern and a marker placed at pairs of
-    #: its own (``markevery`` offset), so methods whose lines coincide still show each one's marks.
+    #: Each method's colour, dashes and marker (at pairs of its own), so lines that coincide still show each one.
     STYLES = {"linear": dict(color="C0", ls=(0, (5, 2)), marker="o"), "ntk": dict(color="C1", ls="-", marker="s"),
               "dynamic": dict(color="C2", ls=(0, (1, 1.5)), marker="^"), "yarn": dict(color="C3", ls="-", marker="D"),
               "llama3": dict(color="C4", ls=(0, (6, 2, 1, 2)), marker="v"),
@@ -302,9 +247,7 @@ class ScalingView(View):
 
     def __init__(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
         self.params = dict(factor=factor, d=d, base=base, train_len=train_len)
-        self._check(self.params)
-        self.fig = new_figure(13, 4.6, dpi=VIEW_DPI)
-        self.ax_ratio, self.ax_angle, self.ax_gap = self.fig.subplots(1, 3)
+        self.fig, (self.ax_ratio, self.ax_angle, self.ax_gap) = new_axes(13, 4.6, 1, 3, dpi=VIEW_DPI)
         names = list(method_configs())
         xlabel = r"pair $i$ (fast $\rightarrow$ slow)"
 
@@ -315,46 +258,39 @@ class ScalingView(View):
         self.ax_ratio.set(xlabel=xlabel, ylabel=r"$\theta_i' / \theta_i$", yscale="log",
                           title="frequency ratio per pair")
         ticks = [4.0 ** -k for k in range(6)][::-1]
-        self.ax_ratio.set_ylim(*self.METHODS_Y["ratio"])              # fixed, so a step only redraws the lines
+        self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)              # fixed, so a step only redraws the lines
         self.ax_ratio.yaxis.set_major_locator(FixedLocator(ticks))
         self.ax_ratio.yaxis.set_major_formatter(FixedFormatter([f"1/{round(1 / t)}" if t < 1 else "1" for t in ticks]))
         self.ax_ratio.yaxis.set_minor_locator(NullLocator())
-        self.ax_ratio.grid(alpha=0.3)
-        # Per pair: the largest angle reached, in turns (angle / 2 pi).  A pair below one turn in
-        # training never saw the angles above its training curve.
+        # per pair: the largest angle reached, in turns (angle / 2 pi)
         ax = self.ax_angle
         self.train_line, = ax.semilogy([], [], label=r"training: $L\,\theta_i$, $\theta_i$", **self.TRAINING)
         self.angle_lines = {n: method_line(ax, n, j) for j, n in enumerate(["default", *names])}
         self.angle_lines["default"].set_label("no scaling")
         ax.axhline(1.0, color="0.5", ls=":", lw=1)
-        ax.text(0.02, 0.02, "dotted: one full turn", transform=ax.transAxes,
-                ha="left", va="bottom", color="0.35")
-        ax.set(xlabel=xlabel, ylabel=r"largest angle $/\ 2\pi$ (turns)", ylim=self.METHODS_Y["angle"])
-        ax.grid(alpha=0.3)
+        ax.text(0.02, 0.02, "dotted: one full turn", transform=ax.transAxes, ha="left", va="bottom", color="0.35")
+        ax.set(xlabel=xlabel, ylabel=r"largest angle $/\ 2\pi$ (turns)", ylim=(1e-3, 1e6))
         self.angle_title = ax.set_title(" ")
-        # The squeeze: theta_i' is the angle between positions m and m + 1 in pair i.
+        # the squeeze: theta_i' is the angle between positions m and m + 1 in pair i
         ax = self.ax_gap
         self.gap_train, = ax.semilogy([], [], **self.TRAINING)
         self.gap_lines = {n: method_line(ax, n, j) for j, n in enumerate(names)}
-        ax.set(xlabel=xlabel, ylabel="angle between neighbours (rad)", ylim=self.METHODS_Y["gap"])
-        ax.grid(alpha=0.3)
+        ax.set(xlabel=xlabel, ylabel="angle between neighbours (rad)", ylim=(1e-9, 3.0))
         self.gap_text = ax.set_title(" \n ")            # the squeeze in numbers, two lines (dynamic)
-        # one legend for the three panels, below them: no panel's lines under a legend
         self.fig.legend(*self.ax_angle.get_legend_handles_labels(), loc="outside lower center", ncols=7)
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.ratio_lines.values(), self.train_line, *self.angle_lines.values(), self.angle_title,
                         self.gap_train, *self.gap_lines.values(), self.gap_text, self.title)
         self.relayout_params = frozenset({"d"})              # d moves the three x-axes
-        # what a new x-axis is drawn under, in a full redraw's order: the grid (both axes), the static lines and
-        # notes, the spines
+        # what a new x-axis is drawn under, in a full redraw's order: the grid, the static lines and notes, the spines
         self.relayout = tuple(a for ax in self.fig.axes for a in (
             ax.xaxis, ax.yaxis, *(ln for ln in ax.lines if ln not in self.dynamic),
             *(tx for tx in ax.texts if tx not in self.dynamic), *ax.spines.values()))
         self._redraw()
         self._freeze_layout()
 
-    @staticmethod
-    def _check(p) -> None:
+    def _redraw(self):
+        p = self.params
         if check_positive_real(p["factor"], "factor") < 1:           # a positive finite real: not the string '2'
             raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), "
                              f"got {p['factor']}")
@@ -363,10 +299,6 @@ class ScalingView(View):
                              f"per pair), got {p['d']}")
         check_base(p["base"])
         check_positive_int(p["train_len"], "train_len")
-
-    def _redraw(self):
-        p = self.params
-        self._check(p)
         factor, d, base, train_len = float(p["factor"]), int(p["d"]), float(p["base"]), int(p["train_len"])
         scaled = scaled_frequencies(d, base, factor, train_len)   # once per step
         self.ratios = ratios = frequency_ratios(d, base, scaled=scaled)

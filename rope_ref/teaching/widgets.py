@@ -1,10 +1,5 @@
-"""ipywidgets front-ends for the views (:mod:`rope_ref.teaching.views`, ``spectrum``, ``vision_rope``).
-
-Each function returns a ``VBox`` of sliders, a text readout and an ``Image``
-that shows the view's figure as PNG.  A slider change calls ``view.update``
-(existing artists change, no new figure) and refreshes the image; the box
-keeps ``.view``, ``.controls``, ``.image`` and ``.readout`` for tests.
-"""
+"""ipywidgets sliders over the views (:mod:`rope_ref.teaching.views`, ``spectrum``, ``vision_rope``): each function
+returns a box of sliders, a readout and the view's PNG, keeping ``.view``, ``.controls``, ``.image``, ``.readout``."""
 
 from __future__ import annotations
 
@@ -28,16 +23,15 @@ _TEXT_PATH = TextToPath()
 
 
 class SliderApp(W.VBox):
-    """The sliders' box.  For a page rendered without a live kernel (the course site, a notebook viewer) it also
-    carries ``image/png``: the view at a few telling slider values, one frame under another, each captioned with
-    its values (:func:`frames_png`), and ``text/plain``: the readout of the state the sliders start in."""
+    """The sliders' box; without a live kernel it shows ``image/png``, the view at the states of ``frames``
+    (:func:`frames_figure`), and ``text/plain``, the readout of the start."""
 
     frames: tuple = ()
 
     def _repr_mimebundle_(self, **kwargs):
         data = super()._repr_mimebundle_(**kwargs)
         if data is not None:
-            png = frames_png(self.view, self.frames) if self.frames else self.image.value
+            png = figure_png(frames_figure(self.view, self.frames), dpi=VIEW_DPI) if self.frames else self.image.value
             data["image/png"] = base64.b64encode(png).decode("ascii")
             data["text/plain"] = _strip_html(self.readout.value)
         return data
@@ -53,16 +47,9 @@ CAPTION_PT, LINE_PX = 10.0, 18
 READOUT_FONT = "17px"
 
 
-def frames_png(view: View, frames) -> bytes:
-    """The view at each state of ``frames`` -- ``(caption, params)`` pairs, applied one after another from the
-    view's current state -- stacked top to bottom, each under its caption and the view's readout, the readout
-    wrapped at spaces to the image's width (a band of 40 pixels for a one-line readout, 18 more a line).
-    The view is put back in the state it started in.  Returns PNG bytes."""
-    return figure_png(frames_figure(view, frames), dpi=VIEW_DPI)
-
-
 def frames_figure(view: View, frames) -> Figure:
-    """The figure :func:`frames_png` renders."""
+    """The view at each state of ``frames`` (``(caption, params)`` pairs applied one after another), stacked top
+    to bottom, each under its caption and its readout wrapped to the image's width; the view is put back."""
     start = dict(view.params)
     images, captions = [], []
     try:
@@ -91,8 +78,7 @@ def frames_figure(view: View, frames) -> Figure:
 
 
 def _wrap(text: str, width_px: float, font: FontProperties) -> list[str]:
-    """``text`` broken at spaces into lines each at most ``width_px`` pixels wide in ``font`` (a word longer than
-    a line stays whole)."""
+    """``text`` broken at spaces into lines at most ``width_px`` pixels wide in ``font`` (a long word stays whole)."""
     def width(line):
         return _TEXT_PATH.get_text_width_height_descent(line, font, ismath=False)[0] * VIEW_DPI / 72
     lines = [""]
@@ -107,7 +93,7 @@ def _wrap(text: str, width_px: float, font: FontProperties) -> list[str]:
 
 def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
     """Wire ``controls`` (name -> widget) to ``view``; return the assembled box.  ``frames``: ``(caption,
-    params)`` pairs for the static fallback (:func:`frames_png`)."""
+    params)`` pairs for the static fallback (:func:`frames_figure`)."""
     width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
     image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
     readout = W.HTML(value=view.readout(), style={"font_size": READOUT_FONT})
@@ -138,8 +124,7 @@ def _bases(name):
 
 
 def _set(name: str, slider, value):
-    """Put ``value`` on ``slider`` if its range can show it, else a TypeError/ValueError: a slider clamps what it
-    cannot show (m=100 on a 0..64 slider shows 64), and then the slider and the picture would disagree."""
+    """Put ``value`` on ``slider`` if its range can show it, else a TypeError/ValueError (a slider would clamp it)."""
     integer, selection = isinstance(slider, W.IntSlider), isinstance(slider, W.SelectionSlider)
     if selection:
         options = [v for _, v in slider.options]
@@ -202,15 +187,13 @@ def scaling_widget(factor: float = 8.0, d: int = 128, base: float = 10000.0, tra
     controls = {"factor": W.FloatSlider(min=1.0, max=32.0, step=1.0, description="factor"),
                 "d": _int("d", 16, 256, 16), "base": _bases("base"),
                 "train_len": W.SelectionSlider(options=[(str(n), n) for n in TRAIN_LENGTHS], description="L train")}
-    values = {k: _set(k, controls[k], v) for k, v in
-              (("factor", factor), ("d", d), ("base", base), ("train_len", train_len))}
+    values = {k: _set(k, controls[k], v) for k, v in dict(factor=factor, d=d, base=base, train_len=train_len).items()}
     frames = [("the start", {}), ("factor 2: a small extension", {"factor": 2.0}),
               ("factor 32: linear squeezes neighbours 32 times closer in every pair", {"factor": 32.0})]
     return slider_app(ScalingView(**values), controls, frames)
 
 
-#: telling states of :class:`~rope_ref.teaching.vision_rope.GridScoreView`, for its static fallback (caption,
-#: params): the query moves and the score stays; the offset changes and the score follows the heat map.
+#: (caption, params) states of :class:`~rope_ref.teaching.vision_rope.GridScoreView` for its static fallback.
 GRID_FRAMES = (("query (3, 4), key one right and one up", {"qx": 3, "qy": 4, "dx": 1, "dy": -1}),
                ("query moved to (10, 9), same offset: same score", {"qx": 10, "qy": 9, "dx": 1, "dy": -1}),
                ("offset (6, 4): a lower score", {"qx": 3, "qy": 4, "dx": 6, "dy": 4}))
@@ -218,8 +201,7 @@ GRID_FRAMES = (("query (3, 4), key one right and one up", {"qx": 3, "qy": 4, "dx
 
 def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1) -> W.VBox:
     """Sliders for the query patch (qx, qy) and the offset (dx, dy) over
-    :class:`~rope_ref.teaching.vision_rope.GridScoreView`.  Without a live kernel (the course site, a notebook
-    viewer) the box shows the view at the states of :data:`GRID_FRAMES`, one captioned frame under another."""
+    :class:`~rope_ref.teaching.vision_rope.GridScoreView`, its static frames :data:`GRID_FRAMES`."""
     r = GRID - 1
     controls = {"qx": _int("query x", 0, r), "qy": _int("query y", 0, r), "dx": _int("Δx", -r, r),
                 "dy": _int("Δy", -r, r)}
@@ -234,7 +216,6 @@ def offset_attention_widget(pair: int = 0, offset: int = 1, scale: float = 16.0)
     controls = {"pair": W.IntSlider(min=0, max=view.d // 2 - view.width, value=pair, description="first pair"),
                 "offset": W.IntSlider(min=0, max=view.n_keys - 1, value=offset, description="offset"),
                 "scale": W.FloatSlider(min=1.0, max=30.0, step=1.0, value=scale, description="|u|²")}
-    # the static fallback: the first-pair slider dragged up, the peak widening until the head attends to everything
     frames = [(f"the start: first pair {pair}", {})] + [(f"first pair {first}", {"pair": first})
                                                         for first in (3, 8, 16) if first != pair]
     return slider_app(view, controls, frames)
@@ -245,7 +226,6 @@ def semantic_match_widget(base: float = 10000.0, max_distance: int = 4096) -> W.
     view = SemanticMatchView(base=base, max_distance=max_distance)
     controls = {"base": W.FloatLogSlider(base=10, min=3, max=7, step=0.25, value=base, description="base"),
                 "max_distance": W.IntSlider(min=64, max=32768, step=64, value=max_distance, description="distance")}
-    # the static fallback: out to 32768 positions, then the base slider at 10^5 and 10^6
     frames = [(f"the start: base {base:g}, distance {max_distance}", {}),
               (f"distance 32768, base {base:g}", {"max_distance": 32768}),
               ("base 1e+05", {"base": 1e5}), ("base 1e+06", {"base": 1e6})]
