@@ -72,14 +72,9 @@ def _read_only_cache(freqs_from):
     return cached
 
 
-def _feature_count(args: dict) -> int:
-    """d: x's last axis, or the argument d."""
-    return args["x"].shape[-1] if "x" in args else args["d"]
-
-
 def _width(args: dict) -> int:
-    """The number of features rotated: rotary_dim, else d."""
-    return args["rotary_dim"] if "rotary_dim" in args else _feature_count(args)
+    """The number of features rotated: rotary_dim (once checked), else x's last axis, else d."""
+    return args.get("rotary_dim") or (args["x"].shape[-1] if "x" in args else args["d"])
 
 
 def _frequencies_of(args: dict):
@@ -137,7 +132,8 @@ ARGUMENTS = {
     "n_heads": _n_heads,
     "d": lambda d, args, freqs_from: check_d(d),
     "pairing": lambda pairing, args, freqs_from: check_pairing(pairing),
-    "rotary_dim": lambda rotary_dim, args, freqs_from: check_rotary_dim(rotary_dim, _feature_count(args)),
+    "rotary_dim": lambda rotary_dim, args, freqs_from: check_rotary_dim(
+        rotary_dim, args["x"].shape[-1] if "x" in args else args["d"]),
     "base": _base,
     "inv_freq": _inv_freq,
     "freqs": lambda freqs, args, freqs_from: check_freqs(freqs, axes=True),

@@ -1,9 +1,7 @@
 """Argument checks, one per kind of argument, and the one size guard (:func:`check_nbytes`, :func:`size_limit`).
 
 Each raises a TypeError (wrong kind of thing) or ValueError (right kind, wrong value) naming the argument, what
-was given and what was expected; ``_boundary.checked`` applies them around each form, by argument name.  Where
-the math is fine but float64 runs out of digits, :func:`warn_precision` warns (:class:`RopeRefPrecisionWarning`).
-"""
+was given and what was expected; where float64 runs out of digits, :func:`warn_precision` warns."""
 
 from __future__ import annotations
 
@@ -131,9 +129,8 @@ def suggest_keywords(fn):
     def wrapper(*args, **kwargs):
         if len(args) > len(positional) and keyword_only and not star_args:
             extra = keyword_only[:len(args) - len(positional)]
-            raise TypeError(f"{fn.__name__}() takes {len(positional)} positional argument(s) "
-                            f"({', '.join(positional)}), "
-                            f"got {len(args)}; {', '.join(extra)} {'is' if len(extra) == 1 else 'are'} keyword-only: "
+            raise TypeError(f"{fn.__name__}() takes {len(positional)} positional argument(s) ({', '.join(positional)}),"
+                            f" got {len(args)}; {', '.join(extra)} {'is' if len(extra) == 1 else 'are'} keyword-only: "
                             f"{fn.__name__}(..., {extra[0]}=...)")
         check_keywords(kwargs, valid, f"{fn.__name__}()")
         return fn(*args, **kwargs)
@@ -242,18 +239,14 @@ def check_real_array(a, name: str) -> np.ndarray:
 
 
 def _refuse_torch(t, name: str) -> None:
-    """A torch tensor NumPy cannot read as it is: a TypeError saying what to pass (plain CPU tensors of other
-    dtypes are read by ``np.asarray``, unchanged)."""
+    """A torch tensor NumPy cannot read as it is: a TypeError saying what to pass (``np.asarray`` reads the rest)."""
     dtype, device = str(getattr(t, "dtype", "?")), str(getattr(t, "device", "cpu"))
-    fixes = {".detach()": ("it requires grad", getattr(t, "requires_grad", False)),
-             ".cpu()": (f"it is on {device}", device != "cpu"),
-             ".float()": ("it is bfloat16", dtype == "torch.bfloat16")}
-    needed = {fix: why for fix, (why, bad) in fixes.items() if bad}
-    if needed:
-        fix = "".join(needed)
+    grad = bool(getattr(t, "requires_grad", 0))
+    fix = ".detach()" * grad + ".cpu()" * (device != "cpu") + ".float()" * (dtype == "torch.bfloat16")
+    if fix:
         exact = f" (bfloat16 exactly: {name}{fix[:-8]}.view(torch.int16).numpy().view(ml_dtypes.bfloat16))"
-        raise TypeError(f"{name} is a torch tensor ({dtype}, device {device}) that NumPy cannot read: "
-                        f"{' and '.join(needed.values())}; pass {name}{fix}.numpy(){exact * ('.float()' in fix)}")
+        raise TypeError(f"{name} is a torch tensor ({dtype}, device {device}, requires_grad={grad}) that NumPy "
+                        f"cannot read; pass {name}{fix}.numpy(){exact * fix.endswith('.float()')}")
 
 
 def check_finite(arr: np.ndarray, name: str) -> np.ndarray:
@@ -282,11 +275,9 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
                     *, axes: int | None = None, freqs_name: str = "inv_freq") -> np.ndarray:
     """Finite real positions as float64, broadcastable to ``lead_shape`` = x.shape[:-1] (any shape if None).
 
-    ``axes=None``: one axis of positions, ``None`` means ``arange(seq)`` along the second-to-last axis of x
-    (or 0 for a single vector).  ``axes=A`` (an ``inv_freq`` of shape ``(rotary_dim/2, A)``): shape
-    ``(A, ...)``, each ``positions[a]`` broadcastable to ``lead_shape``; ``None`` means ``arange(seq)``
-    only for A = 1.  The result keeps its own (smaller) shape.  Integers beyond 2^53 warn.
-    """
+    ``None`` means ``arange(seq)`` along the second-to-last axis of x (0 for a single vector).  ``axes=A`` (an
+    ``inv_freq`` of shape ``(rotary_dim/2, A)``): shape ``(A, ...)``, ``None`` only for A = 1.  Integers beyond
+    2^53 warn.  The result keeps its own (smaller) shape."""
     if positions is None and lead_shape is not None:
         if axes is not None and axes > 1:
             raise ValueError(f"{name} must be given with an {freqs_name} of shape (rotary_dim/2, {axes}): shape "
@@ -326,7 +317,7 @@ def check_positions_any(positions, name: str = "positions") -> np.ndarray:
 
 def check_scalar(value, name: str) -> float:
     """A finite real scalar (a 0-d array or a Python/numpy number)."""
-    arr = check_positions(value, None, name)
+    arr = check_positions_any(value, name)
     if arr.ndim:
         raise ValueError(f"{name} must be a real scalar, got an array of shape {arr.shape}")
     return float(arr)
