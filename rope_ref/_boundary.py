@@ -40,7 +40,7 @@ def checked(fn=None, *, freqs_from=None, fast: bool = False):
                 arguments[name] = check(arguments[name], arguments, freqs_from)
         angle_of = next((n for n in ("positions", "distance", "k") if n in arguments), None)
         freqs = _frequencies_of(arguments)
-        if freqs is None and freqs_from is not None and angle_of is not None:
+        if freqs is None and freqs_from is not None:
             freqs = freqs_from(_width(arguments), arguments["base"])
         if angle_of is not None and freqs is not None and not fast:
             check_angle_range(np.asarray(arguments[angle_of]), freqs, angle_of)
@@ -54,10 +54,9 @@ def checked(fn=None, *, freqs_from=None, fast: bool = False):
         arguments["x"] = work[..., :arguments.get("rotary_dim", x.shape[-1])]
         with np.errstate(over="ignore", invalid="ignore"):       # overflow: cast_back raises
             arguments["x"][...] = fn(**arguments)
-        result = cast_back(work, x)
         if out is None:
-            return result
-        out[...] = result
+            return cast_back(work, x)
+        out[...] = cast_back(work, x)
         return out
     return boundary
 
@@ -211,11 +210,8 @@ def check_angle_range(pos: np.ndarray, freqs: np.ndarray, name: str = "positions
     if pos.size == 0 or freqs.size == 0:
         return
     m, f = float(np.max(np.abs(pos))), float(np.max(np.abs(freqs)))
-    with np.errstate(over="ignore"):
-        if freqs.ndim == 1:
-            peak = m * f
-        else:       # the general form: |sum_a F[j, a] p_a| <= sum_a max|F[:, a]| max|p_a|
-            peak = sum(float(np.max(np.abs(p))) * float(np.max(np.abs(c))) for p, c in zip(pos, freqs.T))
+    rows, columns = (pos[None], freqs[:, None]) if freqs.ndim == 1 else (pos, freqs)
+    peak = sum(float(np.max(np.abs(p))) * float(np.max(np.abs(c))) for p, c in zip(rows, columns.T))   # >= max|F p|
     if not np.isfinite(peak):
         raise ValueError(f"{name} times the frequencies overflow float64: |{name}| up to {m:.3g} times theta up to "
                          f"{f:.3g} is not a finite angle; expected |{name} * theta| < 1.8e308")

@@ -137,29 +137,35 @@ def suggest_keywords(fn):
     return wrapper
 
 
-def _check_integer(n, name: str, expected: str, valid, error=ValueError) -> int:
-    """``n`` as an int: a TypeError for non-integers (bools included), ``error`` where ``valid(n)`` fails."""
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"{name} must be {expected}, got {n!r} of type {type(n).__name__}")
-    if not valid(int(n)):
-        raise error(f"{name} must be {expected}, got {int(n)}")
-    return int(n)
+def _check_number(value, name: str, expected: str, valid, *, real: bool = False, error=ValueError):
+    """``value`` as an int (a float if ``real``): a TypeError for other kinds (bools included), ``error`` where
+    ``valid(value)`` fails."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real if real else numbers.Integral):
+        raise TypeError(f"{name} must be {expected}, got {value!r} of type {type(value).__name__}")
+    try:
+        value = float(value) if real else int(value)
+    except OverflowError:        # an int beyond float64 (10**400)
+        raise ValueError(f"{name} must be {expected}, got an integer too large for float64 "
+                         f"({len(str(value))} digits)") from None
+    if not valid(value):
+        raise error(f"{name} must be {expected}, got {value}")
+    return value
 
 
 def check_positive_int(n, name: str, *, even: bool = False, expected: str | None = None) -> int:
     """A positive integer (even if asked); ``expected`` words it for the message."""
     expected = expected or ("a positive even integer" if even else "a positive integer")
-    return _check_integer(n, name, expected, lambda v: v > 0 and not (even and v % 2))
+    return _check_number(n, name, expected, lambda v: v > 0 and not (even and v % 2))
 
 
 def check_nonnegative_int(n, name: str, expected: str = "a non-negative integer") -> int:
     """An integer >= 0."""
-    return _check_integer(n, name, expected, lambda v: v >= 0)
+    return _check_number(n, name, expected, lambda v: v >= 0)
 
 
 def check_seed(seed, name: str = "seed") -> int:
     """A non-negative integer random seed (a TypeError for any other value)."""
-    return _check_integer(seed, name, "a non-negative integer", lambda v: v >= 0, error=TypeError)
+    return _check_number(seed, name, "a non-negative integer", lambda v: v >= 0, error=TypeError)
 
 
 def check_d(d, name: str = "d") -> int:
@@ -172,21 +178,12 @@ def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:
     if rotary_dim is None:
         return d
     expected = f"None or an even integer in [2, d={d}]"
-    return _check_integer(rotary_dim, name, expected, lambda v: 0 < v <= d and v % 2 == 0)
+    return _check_number(rotary_dim, name, expected, lambda v: 0 < v <= d and v % 2 == 0)
 
 
 def check_positive_real(value, name: str, expected: str = "a positive finite real number") -> float:
     """A finite, positive real number (a Python or NumPy number, not a bool), as a float."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be {expected}, got {value!r} of type {type(value).__name__}")
-    try:
-        value = float(value)
-    except OverflowError:        # an int beyond float64 (10**400)
-        raise ValueError(f"{name} must be {expected}, got an integer too large for float64 "
-                         f"({len(str(value))} digits)") from None
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be {expected}, got {value}")
-    return value
+    return _check_number(value, name, expected, lambda v: 0 < v < np.inf, real=True)
 
 
 def check_base(base, name: str = "base") -> float:
@@ -323,22 +320,19 @@ def check_scalar(value, name: str) -> float:
     return float(arr)
 
 
-def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray:
-    """Explicit frequencies: finite reals of shape (n_pairs,), or (n_pairs, A) for A axes of positions."""
-    f = check_finite_array(inv_freq, name)
-    if f.ndim not in (1, 2) or f.shape[0] != n_pairs or f.size == 0 and f.ndim == 2:
-        raise ValueError(f"{name} must have shape ({n_pairs},) = (rotary_dim/2,), or ({n_pairs}, A) for A axes of "
-                         f"positions, got shape {f.shape}")
-    return f
-
-
-def check_freqs(freqs, name: str = "freqs", *, axes: bool = False) -> np.ndarray:
-    """Finite real frequencies of shape (n,), or (n, A) with A >= 1 if ``axes``."""
+def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int | None = None) -> np.ndarray:
+    """Finite real frequencies of shape (n,), or (n, A) with A >= 1 if ``axes``; n = ``n_pairs`` if given."""
     f = check_finite_array(freqs, name)
-    if f.ndim != 1 and not (axes and f.ndim == 2 and f.shape[1] > 0):
-        expected = "1-D (one frequency per pair) or 2-D (pairs, axes)" if axes else "1-D (one frequency per pair)"
-        raise ValueError(f"{name} must be {expected}, got shape {f.shape}")
+    if not (f.ndim == 1 or axes and f.ndim == 2 and f.shape[1] > 0) or n_pairs not in (None, f.shape[0]):
+        n = "n" if n_pairs is None else n_pairs
+        expected = f"({n},), one frequency per pair" + f", or ({n}, A) for A axes of positions" * axes
+        raise ValueError(f"{name} must have shape {expected}, got shape {f.shape}")
     return f
+
+
+def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray:
+    """Explicit frequencies: shape (n_pairs,) = (rotary_dim/2,), or (n_pairs, A) for A axes of positions."""
+    return check_freqs(inv_freq, name, axes=True, n_pairs=n_pairs)
 
 
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
