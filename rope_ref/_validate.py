@@ -324,14 +324,15 @@ def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int 
     """Finite real frequencies of shape (n,), or (n, A) with A >= 1 if ``axes``; n = ``n_pairs`` if given."""
     f = check_finite_array(freqs, name)
     if not (f.ndim == 1 or axes and f.ndim == 2 and f.shape[1] > 0) or n_pairs not in (None, f.shape[0]):
-        n = "n" if n_pairs is None else n_pairs
-        expected = f"({n},), one frequency per pair" + f", or ({n}, A) for A axes of positions" * axes
-        raise ValueError(f"{name} must have shape {expected}, got shape {f.shape}")
+        expected = "be 1-D (one frequency per pair)" + " or 2-D (pairs, axes)" * axes
+        if n_pairs is not None:
+            expected = f"have shape ({n_pairs},) = (rotary_dim/2,), or ({n_pairs}, A) for A axes of positions"
+        raise ValueError(f"{name} must {expected}, got shape {f.shape}")
     return f
 
 
 def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray:
-    """Explicit frequencies: shape (n_pairs,) = (rotary_dim/2,), or (n_pairs, A) for A axes of positions."""
+    """Explicit frequencies of shape (n_pairs,), or (n_pairs, A) for A axes of positions."""
     return check_freqs(inv_freq, name, axes=True, n_pairs=n_pairs)
 
 
