@@ -189,9 +189,8 @@ def check_out(out, x: np.ndarray) -> np.ndarray:
 
 
 def _overlaps_itself(a: np.ndarray) -> bool:
-    """Whether two elements of ``a`` share memory.  Axes sorted by |stride|: each stride reaching past the
-    extent of the smaller ones proves there is none; otherwise the byte offsets are compared (up to 2^22
-    elements; beyond that a tangle of strides counts as overlapping)."""
+    """Whether two elements of ``a`` share memory: none if each |stride| reaches past the extent of the smaller
+    ones, else by comparing byte offsets (beyond 2^22 elements, such a tangle of strides counts as overlapping)."""
     extent = a.itemsize
     for stride, n in sorted((abs(stride), n) for stride, n in zip(a.strides, a.shape) if n > 1):
         if stride < extent:

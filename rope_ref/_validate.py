@@ -53,8 +53,7 @@ def size_limit(max_bytes):
 
 
 def check_nbytes(nbytes: int, name: str, *, what: str) -> int:
-    """``nbytes`` (the size of ``what`` is about to be allocated), or a ValueError naming ``name`` (the argument
-    that sets the size), the size and the limit."""
+    """``nbytes`` (of ``what`` is about to be allocated), or a ValueError naming ``name``, the size and the limit."""
     limit = _MAX_BYTES.get()
     if nbytes > limit:
         raise ValueError(f"{name}: {what} would take {format_bytes(nbytes)}, above the limit of {format_bytes(limit)}; "
@@ -79,8 +78,7 @@ _WARNED: set = set()
 
 
 def warn_precision(kind: str, message: str, *, every_call: bool = False) -> None:
-    """Warn once per process for each ``kind`` of precision loss (on every call if ``every_call``; Python's
-    warning filters still decide what is shown)."""
+    """Warn once per process for each ``kind`` of precision loss (on every call if ``every_call``)."""
     if every_call or kind not in _WARNED:
         _WARNED.add(kind)
         _warn(message, RopeRefPrecisionWarning)
@@ -138,8 +136,7 @@ def suggest_keywords(fn):
 
 
 def _check_number(value, name: str, expected: str, valid, *, real: bool = False, error=ValueError):
-    """``value`` as an int (a float if ``real``): a TypeError for other kinds (bools included), ``error`` where
-    ``valid(value)`` fails."""
+    """``value`` as an int (a float if ``real``): a TypeError for other kinds and bools, ``error`` if not valid."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real if real else numbers.Integral):
         raise TypeError(f"{name} must be {expected}, got {value!r} of type {type(value).__name__}")
     try:
