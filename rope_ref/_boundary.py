@@ -1,12 +1,8 @@
-"""The boundary every form of RoPE runs inside: :func:`checked`, and the one table of checks it reads.
+"""The boundary every form of RoPE runs inside: :func:`checked`, and the tables of checks it reads.
 
-``forms.py`` holds the math only.  Each form is decorated with :func:`checked`, which, before the body runs,
-checks and normalises each argument by its name through :data:`ARGUMENTS` (a bad one: a TypeError or
-ValueError naming it, what was given and what was expected), checks the size of what the form will allocate
-(:data:`RESULT_SIZES`, against :func:`rope_ref.size_limit`) and hands the body a float64 working copy of the
-features of ``x`` it rotates; after the body it re-attaches the features beyond ``rotary_dim``, casts back to
-x's dtype (finite x whose result overflows it: a ValueError, never inf) and fills ``out``.  So inputs are never
-modified and results never alias them.
+``forms.py`` holds the math only; :func:`checked` checks each argument by its name (:data:`ARGUMENTS`) and the
+size of what the form allocates (:data:`RESULT_SIZES`), hands the body a float64 copy of the features it
+rotates, then casts back to x's dtype and fills ``out``: inputs are never modified, results never alias them.
 """
 
 from __future__ import annotations
@@ -16,7 +12,7 @@ import inspect
 
 import numpy as np
 
-from ._validate import (ANGLE_LIMIT, ANGLE_TOL, check_base, check_d, check_finite, check_freqs, check_inv_freq,
+from ._validate import (ANGLE_LIMIT, ANGLE_TOL, check_base, check_d, check_finite_array, check_freqs, check_inv_freq,
                         check_no_overflow, check_nbytes, check_pairing, check_positions, check_positive_int,
                         check_real_array, check_rotary_dim, check_scalar, check_x, suggest_keywords,
                         warn_precision)
@@ -25,15 +21,12 @@ from ._validate import (ANGLE_LIMIT, ANGLE_TOL, check_base, check_d, check_finit
 def checked(fn=None, *, freqs_from=None, fast: bool = False):
     """Decorator: ``fn``'s arguments checked and normalised by name (:data:`ARGUMENTS`) before its body runs.
 
-    ``freqs_from(r, base)`` (the function :func:`rope_ref.frequencies`) gives the frequencies when ``inv_freq``
-    is None (and, for the angle check, where a form has no ``inv_freq``).  With ``x`` in the signature the body
-    gets a float64 copy of ``x[..., :rotary_dim]`` and returns its rotation, which the boundary casts back and
-    writes to ``out``; ``fast=True`` hands the body x itself (integers promoted) and ``out`` (checked), and
-    returns what the body returns.
+    ``freqs_from(r, base)`` (:func:`rope_ref.frequencies`) gives the frequencies when ``inv_freq`` is None.  With
+    ``x`` in the signature the body gets a float64 copy of ``x[..., :rotary_dim]`` and returns its rotation, cast
+    back and written to ``out`` here; ``fast=True`` hands the body x (integers promoted) and ``out`` as they are.
     """
     if fn is None:
-        return functools.partial(checked, freqs_from=None if freqs_from is None else _read_only_cache(freqs_from),
-                                 fast=fast)
+        return functools.partial(checked, freqs_from=freqs_from and _read_only_cache(freqs_from), fast=fast)
     signature = inspect.signature(fn)
 
     @suggest_keywords
@@ -45,7 +38,12 @@ def checked(fn=None, *, freqs_from=None, fast: bool = False):
         for name, check in ARGUMENTS.items():
             if name in arguments:
                 arguments[name] = check(arguments[name], arguments, freqs_from)
-        _check_angles(arguments, freqs_from, fast)
+        angle_of = next((n for n in ("positions", "distance", "k") if n in arguments), None)
+        freqs = _frequencies_of(arguments)
+        if freqs is None and freqs_from is not None:
+            freqs = freqs_from(_width(arguments), arguments["base"])
+        if angle_of is not None and freqs is not None and not fast:
+            check_angle_range(np.asarray(arguments[angle_of]), freqs, angle_of)
         if fn.__name__ in RESULT_SIZES:
             name, nbytes, what = RESULT_SIZES[fn.__name__](arguments)
             check_nbytes(nbytes, name, what=what)
@@ -56,17 +54,15 @@ def checked(fn=None, *, freqs_from=None, fast: bool = False):
         arguments["x"] = work[..., :arguments.get("rotary_dim", x.shape[-1])]
         with np.errstate(over="ignore", invalid="ignore"):       # overflow: cast_back raises
             arguments["x"][...] = fn(**arguments)
-        result = cast_back(work, x)
         if out is None:
-            return result
-        out[...] = result
+            return cast_back(work, x)
+        out[...] = cast_back(work, x)
         return out
     return boundary
 
 
 def _read_only_cache(freqs_from):
-    """``freqs_from``'s results kept per (r, base), read-only (a small call to rotate spent a quarter of its time
-    computing them)."""
+    """``freqs_from``'s results kept read-only per (r, base): computing them took a quarter of a small rotate."""
     @functools.lru_cache(maxsize=64)
     def cached(r: int, base: float) -> np.ndarray:
         frequencies = freqs_from(r, base)
@@ -75,14 +71,9 @@ def _read_only_cache(freqs_from):
     return cached
 
 
-def _feature_count(args: dict) -> int:
-    """d: x's last axis, or the argument d."""
-    return args["x"].shape[-1] if "x" in args else args["d"]
-
-
 def _width(args: dict) -> int:
-    """The number of features rotated: rotary_dim, else d."""
-    return args["rotary_dim"] if "rotary_dim" in args else _feature_count(args)
+    """The number of features rotated: rotary_dim (once checked), else x's last axis, else d."""
+    return args.get("rotary_dim") or (args["x"].shape[-1] if "x" in args else args["d"])
 
 
 def _frequencies_of(args: dict):
@@ -133,22 +124,22 @@ def _n_heads(n_heads, args: dict, freqs_from) -> int:
 
 
 #: argument name -> its check: (value given, the arguments so far, freqs_from) -> the value the body receives.
-#: Checked in this order, so that a check can read those before it (rotary_dim reads x or d, positions the
-#: frequencies) and the raw values after it (base: whether inv_freq is given).
+#: Checked in this order: a check reads the checked values before it and the raw values after it.
 ARGUMENTS = {
     "x": lambda x, args, freqs_from: check_x(x),
     "w": lambda w, args, freqs_from: check_real_array(w, "w"),
     "n_heads": _n_heads,
     "d": lambda d, args, freqs_from: check_d(d),
     "pairing": lambda pairing, args, freqs_from: check_pairing(pairing),
-    "rotary_dim": lambda rotary_dim, args, freqs_from: check_rotary_dim(rotary_dim, _feature_count(args)),
+    "rotary_dim": lambda rotary_dim, args, freqs_from: check_rotary_dim(
+        rotary_dim, args["x"].shape[-1] if "x" in args else args["d"]),
     "base": _base,
     "inv_freq": _inv_freq,
     "freqs": lambda freqs, args, freqs_from: check_freqs(freqs, axes=True),
     "positions": _positions,
     "distance": lambda distance, args, freqs_from: check_positions(distance, None, "distance"),
     "k": lambda k, args, freqs_from: check_scalar(k, "k"),
-    "a": lambda a, args, freqs_from: check_finite(check_real_array(a, "a").astype(np.float64), "a"),
+    "a": lambda a, args, freqs_from: check_finite_array(a, "a"),
     "out": lambda out, args, freqs_from: None if out is None else check_out(out, args["x"]),
 }
 
@@ -159,8 +150,7 @@ def _n_positions(args: dict) -> int:
     return positions.size if freqs is None or freqs.ndim == 1 else positions[0].size
 
 
-#: form -> (the argument that sets the size, bytes, what they hold) of the largest array it allocates from
-#: your sizes, from its checked arguments: checked by :func:`check_nbytes` before the body runs.
+#: form -> (the argument that sets the size, bytes, what they hold) of the largest array it allocates.
 RESULT_SIZES = {
     "frequencies": lambda a: ("d", a["d"] // 2 * 8, f"d/2 = {a['d'] // 2} float64 frequencies"),
     "rotation_angles": lambda a: ("positions", _n_positions(a) * len(a["freqs"]) * 8,
@@ -173,16 +163,6 @@ RESULT_SIZES = {
     "partial_sums": lambda a: ("distance", a["distance"].size * (a["d"] // 2) * 16,
                                f"{a['distance'].size} x {a['d'] // 2} complex128"),
 }
-
-
-def _check_angles(args: dict, freqs_from, fast: bool) -> None:
-    """The angles p * theta of a form's positions (or distance, or k) are finite; beyond 2^34, a warning."""
-    name = next((n for n in ("positions", "distance", "k") if n in args), None)
-    freqs = _frequencies_of(args)
-    if freqs is None and freqs_from is not None and name is not None:
-        freqs = freqs_from(_width(args), args["base"])
-    if name is not None and freqs is not None and not fast:
-        check_angle_range(np.asarray(args[name]), freqs, name)
 
 
 def check_out(out, x: np.ndarray) -> np.ndarray:
@@ -209,23 +189,18 @@ def check_out(out, x: np.ndarray) -> np.ndarray:
 
 
 def _overlaps_itself(a: np.ndarray) -> bool:
-    """Whether two elements of ``a`` share memory.  Axes sorted by |stride|: each stride reaching past the
-    extent of the smaller ones proves there is none; otherwise the byte offsets are compared (up to 2^22
-    elements; beyond that a tangle of strides counts as overlapping)."""
-    axes = sorted((abs(st), n) for st, n in zip(a.strides, a.shape) if n > 1)
+    """Whether two elements of ``a`` share memory: none if each |stride| reaches past the extent of the smaller
+    ones, else by comparing byte offsets (beyond 2^22 elements, such a tangle of strides counts as overlapping)."""
     extent = a.itemsize
-    for stride, n in axes:
+    for stride, n in sorted((abs(stride), n) for stride, n in zip(a.strides, a.shape) if n > 1):
         if stride < extent:
             break
-        extent = stride * (n - 1) + extent
+        extent += stride * (n - 1)
     else:
         return False
     if a.size > 1 << 22:
         return True
-    offsets = np.zeros((), np.int64)
-    for stride, n in zip(a.strides, a.shape):
-        offsets = np.add.outer(offsets, np.arange(n, dtype=np.int64) * stride)
-    starts = np.sort(offsets.ravel())
+    starts = np.sort(np.tensordot(np.indices(a.shape, dtype=np.int64), a.strides, axes=(0, 0)).ravel())
     return bool(np.any(np.diff(starts) < a.itemsize))
 
 
@@ -234,11 +209,8 @@ def check_angle_range(pos: np.ndarray, freqs: np.ndarray, name: str = "positions
     if pos.size == 0 or freqs.size == 0:
         return
     m, f = float(np.max(np.abs(pos))), float(np.max(np.abs(freqs)))
-    with np.errstate(over="ignore"):
-        if freqs.ndim == 1:
-            peak = m * f
-        else:       # the general form: |sum_a F[j, a] p_a| <= sum_a max|F[:, a]| max|p_a|
-            peak = sum(float(np.max(np.abs(p))) * float(np.max(np.abs(c))) for p, c in zip(pos, freqs.T))
+    rows, columns = (pos[None], freqs[:, None]) if freqs.ndim == 1 else (pos, freqs)
+    peak = sum(float(np.max(np.abs(p))) * float(np.max(np.abs(c))) for p, c in zip(rows, columns.T))   # >= max|F p|
     if not np.isfinite(peak):
         raise ValueError(f"{name} times the frequencies overflow float64: |{name}| up to {m:.3g} times theta up to "
                          f"{f:.3g} is not a finite angle; expected |{name} * theta| < 1.8e308")

@@ -1,12 +1,7 @@
 """Argument checks, one per kind of argument, and the one size guard (:func:`check_nbytes`, :func:`size_limit`).
 
-Every check raises ``TypeError`` (wrong kind of thing) or ``ValueError`` (right kind, wrong value) with a
-message that names the argument, says what was given and what was expected.  The forms in ``forms.py``
-call none of them: ``_boundary.checked`` applies them around each form, by argument name.  Where the math
-is fine but float64 runs out of digits (huge positions), :func:`warn_precision` warns with a
-:class:`RopeRefPrecisionWarning`: once per process for a rounded angle, on every call for integer positions
-beyond 2^53.
-"""
+Each raises a TypeError (wrong kind of thing) or ValueError (right kind, wrong value) naming the argument, what
+was given and what was expected; where float64 runs out of digits, :func:`warn_precision` warns."""
 
 from __future__ import annotations
 
@@ -39,9 +34,7 @@ ANGLE_TOL = 1e-6
 ANGLE_LIMIT = 2.0 ** (np.ceil(np.log2(ANGLE_TOL)) + 53)    # 2^34 ~ 1.7e10: ulp(2^34)/2 = 2^-19 ~ 1.9e-6
 EXACT_INT_LIMIT = 2 ** 53                                  # integers beyond this are not all float64 values
 
-
-#: arrays rope_ref allocates from your sizes (d, positions x d x d, ...) larger than this raise a ValueError
-#: before any allocation; ``with rope_ref.size_limit(max_bytes):`` moves the limit for the calls inside it.
+#: arrays rope_ref allocates from your sizes larger than this raise a ValueError before any allocation.
 DEFAULT_MAX_BYTES = 2 * 1024 ** 3
 _MAX_BYTES = contextvars.ContextVar("rope_ref_max_bytes", default=DEFAULT_MAX_BYTES)
 
@@ -60,8 +53,7 @@ def size_limit(max_bytes):
 
 
 def check_nbytes(nbytes: int, name: str, *, what: str) -> int:
-    """``nbytes`` (the size of an array about to be allocated, ``what`` it is), or a ValueError naming
-    ``name`` (the argument that sets the size), the size and the limit (:func:`size_limit`'s)."""
+    """``nbytes`` (of ``what`` is about to be allocated), or a ValueError naming ``name``, the size and the limit."""
     limit = _MAX_BYTES.get()
     if nbytes > limit:
         raise ValueError(f"{name}: {what} would take {format_bytes(nbytes)}, above the limit of {format_bytes(limit)}; "
@@ -86,19 +78,18 @@ _WARNED: set = set()
 
 
 def warn_precision(kind: str, message: str, *, every_call: bool = False) -> None:
-    """Warn once per process for each ``kind`` of precision loss (on every call if ``every_call``; Python's
-    warning filters still decide what is shown)."""
+    """Warn once per process for each ``kind`` of precision loss (on every call if ``every_call``)."""
     if every_call or kind not in _WARNED:
         _WARNED.add(kind)
-        warnings.warn(message, RopeRefPrecisionWarning, stacklevel=_caller_level())
+        _warn(message, RopeRefPrecisionWarning)
 
 
-def _caller_level() -> int:
-    """The stacklevel of the first frame outside rope_ref, so the warning points at the user's call."""
-    here, frame, level = os.path.dirname(os.path.abspath(__file__)), sys._getframe(2), 2
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here + os.sep):
+def _warn(message: str, category) -> None:
+    """``warnings.warn`` pointing at the first frame outside rope_ref, the user's call."""
+    here, frame, level = os.path.dirname(os.path.abspath(__file__)) + os.sep, sys._getframe(), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
         frame, level = frame.f_back, level + 1
-    return level
+    warnings.warn(message, category, stacklevel=level)
 
 
 def check_bool(flag, name: str) -> bool:
@@ -136,41 +127,42 @@ def suggest_keywords(fn):
     def wrapper(*args, **kwargs):
         if len(args) > len(positional) and keyword_only and not star_args:
             extra = keyword_only[:len(args) - len(positional)]
-            raise TypeError(f"{fn.__name__}() takes {len(positional)} positional argument(s) "
-                            f"({', '.join(positional)}), "
-                            f"got {len(args)}; {', '.join(extra)} {'is' if len(extra) == 1 else 'are'} keyword-only: "
+            raise TypeError(f"{fn.__name__}() takes {len(positional)} positional argument(s) ({', '.join(positional)}),"
+                            f" got {len(args)}; {', '.join(extra)} {'is' if len(extra) == 1 else 'are'} keyword-only: "
                             f"{fn.__name__}(..., {extra[0]}=...)")
-        if kwargs:
-            check_keywords(kwargs, valid, f"{fn.__name__}()")
+        check_keywords(kwargs, valid, f"{fn.__name__}()")
         return fn(*args, **kwargs)
     return wrapper
 
 
+def _check_number(value, name: str, expected: str, valid, *, real: bool = False, error=ValueError):
+    """``value`` as an int (a float if ``real``): a TypeError for other kinds and bools, ``error`` if not valid."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real if real else numbers.Integral):
+        raise TypeError(f"{name} must be {expected}, got {value!r} of type {type(value).__name__}")
+    try:
+        value = float(value) if real else int(value)
+    except OverflowError:        # an int beyond float64 (10**400)
+        raise ValueError(f"{name} must be {expected}, got an integer too large for float64 "
+                         f"({len(str(value))} digits)") from None
+    if not valid(value):
+        raise error(f"{name} must be {expected}, got {value}")
+    return value
+
+
 def check_positive_int(n, name: str, *, even: bool = False, expected: str | None = None) -> int:
     """A positive integer (even if asked); ``expected`` words it for the message."""
-    what = expected or ("a positive even integer" if even else "a positive integer")
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"{name} must be {what}, got {n!r} of type {type(n).__name__}")
-    n = int(n)
-    if n <= 0 or (even and n % 2):
-        raise ValueError(f"{name} must be {what}, got {n}")
-    return n
+    expected = expected or ("a positive even integer" if even else "a positive integer")
+    return _check_number(n, name, expected, lambda v: v > 0 and not (even and v % 2))
 
 
 def check_nonnegative_int(n, name: str, expected: str = "a non-negative integer") -> int:
-    """An integer >= 0: a TypeError for non-integers (bools included), a ValueError for negative ones."""
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"{name} must be {expected}, got {n!r}")
-    if n < 0:
-        raise ValueError(f"{name} must be {expected}, got {n}")
-    return int(n)
+    """An integer >= 0."""
+    return _check_number(n, name, expected, lambda v: v >= 0)
 
 
 def check_seed(seed, name: str = "seed") -> int:
-    """A non-negative integer random seed."""
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise TypeError(f"{name} must be a non-negative integer, got {seed!r} of type {type(seed).__name__}")
-    return int(seed)
+    """A non-negative integer random seed (a TypeError for any other value)."""
+    return _check_number(seed, name, "a non-negative integer", lambda v: v >= 0, error=TypeError)
 
 
 def check_d(d, name: str = "d") -> int:
@@ -178,27 +170,25 @@ def check_d(d, name: str = "d") -> int:
     return check_positive_int(d, name, even=True)
 
 
+def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:
+    """``rotary_dim`` defaults to ``d``; otherwise an even integer in [2, d]."""
+    if rotary_dim is None:
+        return d
+    expected = f"None or an even integer in [2, d={d}]"
+    return _check_number(rotary_dim, name, expected, lambda v: 0 < v <= d and v % 2 == 0)
+
+
 def check_positive_real(value, name: str, expected: str = "a positive finite real number") -> float:
     """A finite, positive real number (a Python or NumPy number, not a bool), as a float."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be {expected}, got {value!r} of type {type(value).__name__}")
-    try:
-        value = float(value)
-    except OverflowError:        # an int beyond float64 (10**400)
-        raise ValueError(f"{name} must be {expected}, got an integer too large for float64 "
-                         f"({len(str(value))} digits)") from None
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be {expected}, got {value}")
-    return value
+    return _check_number(value, name, expected, lambda v: 0 < v < np.inf, real=True)
 
 
 def check_base(base, name: str = "base") -> float:
     """A finite, positive real base; base = 1 warns (every theta_i = 1^(-2i/d) = 1: one frequency for all pairs)."""
     base = check_positive_real(base, name)
     if base == 1:
-        warnings.warn(f"{name}=1 gives every pair the same frequency theta_i = 1^(-2i/d) = 1 (RoFormer eq 15), so the "
-                      "pairs carry no range of wavelengths; RoPE's bases are > 1 (10000 in the paper)", UserWarning,
-                      stacklevel=_caller_level())
+        _warn(f"{name}=1 gives every pair the same frequency theta_i = 1^(-2i/d) = 1 (RoFormer eq 15), so the pairs "
+              "carry no range of wavelengths; RoPE's bases are > 1 (10000 in the paper)", UserWarning)
     return base
 
 
@@ -214,21 +204,9 @@ def check_pairing(pairing) -> str:
     return pairing
 
 
-def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:
-    """``rotary_dim`` defaults to ``d``; otherwise an even integer in [2, d]."""
-    if rotary_dim is None:
-        return d
-    if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, numbers.Integral):
-        raise TypeError(f"{name} must be None or an even integer in [2, d={d}], got {rotary_dim!r}")
-    rotary_dim = int(rotary_dim)
-    if rotary_dim <= 0 or rotary_dim % 2 or rotary_dim > d:
-        raise ValueError(f"{name} must be an even integer in [2, d={d}], got {rotary_dim}")
-    return rotary_dim
-
-
-def check_real_array(a, name: str, *, allow_int: bool = True) -> np.ndarray:
+def check_real_array(a, name: str) -> np.ndarray:
     """A real array of an accepted dtype (see ``ACCEPTED``): not complex, object, string, bool or longdouble."""
-    expected = f"a real array of dtype {ACCEPTED if allow_int else ACCEPTED[:ACCEPTED.index(', or')]}"
+    expected = f"a real array of dtype {ACCEPTED}"
     if a is None or isinstance(a, str):
         raise TypeError(f"{name} must be {expected}, got {'None' if a is None else 'a string ' + repr(a)}")
     if isinstance(a, (bytes, bytearray)) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray)):
@@ -243,45 +221,39 @@ def check_real_array(a, name: str, *, allow_int: bool = True) -> np.ndarray:
         arr = np.asarray(a)
     except (ValueError, TypeError, OverflowError) as e:       # ragged nested lists and the like
         raise TypeError(f"{name} must be {expected}, got {type(a).__name__} that numpy cannot convert ({e})") from None
-    if not arr.dtype.isnative:   # big-endian data ('>f4' is float32): the same numbers in native byte order
-        arr = arr.astype(arr.dtype.newbyteorder("="))
-    dt = arr.dtype
-    if dt in FLOAT_DTYPES or (allow_int and dt.kind in "iu"):
+    arr = arr.astype(arr.dtype.newbyteorder("="), copy=False)  # big-endian ('>f4'): the same numbers, native order
+    if arr.dtype in FLOAT_DTYPES or arr.dtype.kind in "iu":
         return arr
-    if dt.kind == "c":
-        raise TypeError(f"{name} must be real, got complex dtype {dt} (rope_ref does not drop imaginary parts); "
-                        f"expected {expected}")
-    if dt.kind == "f":
-        raise TypeError(f"{name} has dtype {dt}, which rope_ref does not accept; expected {expected} "
-                        f"(convert with .astype(np.float64))")
-    if dt == object and arr.size:                # say what the objects are: an int beyond int64 becomes one
+    hint = {"c": " (rope_ref does not drop imaginary parts)", "f": " (convert with .astype(np.float64))"}
+    if arr.dtype == object and arr.size:          # say what the objects are: an int beyond int64 becomes one
         kinds = sorted({type(v).__name__ for v in arr.flat[:1000]})
-        hint = "; integers beyond the int64 range are not NumPy integers: pass floats" if "int" in kinds else ""
-        raise TypeError(f"{name} must be {expected}, got dtype object (elements of type {', '.join(kinds)}){hint}")
-    raise TypeError(f"{name} must be {expected}, got dtype {dt}")
+        beyond = "; integers beyond the int64 range are not NumPy integers: pass floats" if "int" in kinds else ""
+        hint["O"] = f" (elements of type {', '.join(kinds)}){beyond}"
+    raise TypeError(f"{name} must be {expected}, got dtype {arr.dtype}{hint.get(arr.dtype.kind, '')}")
 
 
 def _refuse_torch(t, name: str) -> None:
-    """A torch tensor NumPy cannot read as it is (needs grad, bfloat16, not on the CPU): a TypeError saying
-    what to pass.  Plain CPU tensors of other dtypes are read through NumPy (``np.asarray``), unchanged."""
+    """A torch tensor NumPy cannot read as it is: a TypeError saying what to pass (``np.asarray`` reads the rest)."""
     dtype, device = str(getattr(t, "dtype", "?")), str(getattr(t, "device", "cpu"))
-    why = [w for w, bad in (("it requires grad", bool(getattr(t, "requires_grad", False))),
-                            ("it is bfloat16", dtype == "torch.bfloat16"),
-                            (f"it is on {device}", device != "cpu")) if bad]
-    if why:
-        fix = ".detach()" * ("it requires grad" in why) + ".cpu()" * (device != "cpu") + \
-              ".float()" * (dtype == "torch.bfloat16")
-        exact = (f" (bfloat16 exactly: {name}{fix.replace('.float()', '')}.view(torch.int16).numpy()"
-                 f".view(ml_dtypes.bfloat16))") if dtype == "torch.bfloat16" else ""
-        raise TypeError(f"{name} is a torch tensor ({dtype}, device {device}) that NumPy cannot read: "
-                        f"{' and '.join(why)}; pass {name}{fix}.numpy(){exact}")
+    grad = bool(getattr(t, "requires_grad", 0))
+    fix = ".detach()" * grad + ".cpu()" * (device != "cpu") + ".float()" * (dtype == "torch.bfloat16")
+    if fix:
+        exact = f" (bfloat16 exactly: {name}{fix[:-8]}.view(torch.int16).numpy().view(ml_dtypes.bfloat16))"
+        raise TypeError(f"{name} is a torch tensor ({dtype}, device {device}, requires_grad={grad}) that NumPy "
+                        f"cannot read; pass {name}{fix}.numpy(){exact * fix.endswith('.float()')}")
 
 
 def check_finite(arr: np.ndarray, name: str) -> np.ndarray:
+    """``arr`` unchanged, or a ValueError naming the first NaN or infinity."""
     if not np.all(np.isfinite(arr)):
         where = tuple(int(i) for i in np.unravel_index(np.argmin(np.isfinite(arr)), arr.shape))
         raise ValueError(f"{name} must be finite, got NaN or infinity (first at index {where})")
     return arr
+
+
+def check_finite_array(a, name: str) -> np.ndarray:
+    """Finite real values of any shape, as a float64 array."""
+    return check_finite(check_real_array(a, name).astype(np.float64), name)
 
 
 def check_x(x, name: str = "x") -> np.ndarray:
@@ -289,22 +261,17 @@ def check_x(x, name: str = "x") -> np.ndarray:
     arr = check_real_array(x, name)
     if arr.ndim == 0:
         raise ValueError(f"{name} must have at least one axis (shape (..., seq, d)), got a 0-d array")
-    if arr.dtype.kind in "iu":
-        arr = arr.astype(np.float64)
     check_d(arr.shape[-1], f"{name}.shape[-1] (d)")
-    return arr
+    return arr.astype(np.float64) if arr.dtype.kind in "iu" else arr
 
 
 def check_positions(positions, lead_shape: tuple | None, name: str = "positions", target: str = "x.shape[:-1]",
                     *, axes: int | None = None, freqs_name: str = "inv_freq") -> np.ndarray:
     """Finite real positions as float64, broadcastable to ``lead_shape`` = x.shape[:-1] (any shape if None).
 
-    ``axes=None``: one axis of positions, ``None`` means ``arange(seq)`` along the second-to-last axis of x
-    (or 0 for a single vector).  ``axes=A`` (an ``inv_freq`` of shape ``(rotary_dim/2, A)``): shape
-    ``(A, ...)``, each ``positions[a]`` broadcastable to ``lead_shape``; ``None`` means ``arange(seq)``
-    only for A = 1.  The result keeps its own (smaller) shape; callers broadcast.  Integers beyond 2^53 (which
-    float64 cannot all represent), in an integer array or as Python ints beside floats, warn.
-    """
+    ``None`` means ``arange(seq)`` along the second-to-last axis of x (0 for a single vector).  ``axes=A`` (an
+    ``inv_freq`` of shape ``(rotary_dim/2, A)``): shape ``(A, ...)``, ``None`` only for A = 1.  Integers beyond
+    2^53 warn.  The result keeps its own (smaller) shape."""
     if positions is None and lead_shape is not None:
         if axes is not None and axes > 1:
             raise ValueError(f"{name} must be given with an {freqs_name} of shape (rotary_dim/2, {axes}): shape "
@@ -330,57 +297,52 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
         each = pos.shape[1:]
     if lead_shape is None:
         return pos
-    try:
-        shape = np.broadcast_shapes(each, tuple(lead_shape))
-    except ValueError:
-        shape = None
-    if shape != tuple(lead_shape):
+    lead_shape = tuple(lead_shape)
+    if len(each) > len(lead_shape) or any(e not in (1, t) for e, t in zip(each[::-1], lead_shape[::-1])):
         which = name if axes is None else f"{name}[a] (of {name}.shape = {pos.shape})"
-        raise ValueError(f"{which} of shape {each} does not broadcast to {target} = {tuple(lead_shape)}")
+        raise ValueError(f"{which} of shape {each} does not broadcast to {target} = {lead_shape}")
     return pos
 
 
 def check_positions_any(positions, name: str = "positions") -> np.ndarray:
-    """Finite real positions of any shape, as float64 (``check_positions(positions, None, name)``)."""
+    """Finite real positions of any shape, as float64."""
     return check_positions(positions, None, name)
 
 
 def check_scalar(value, name: str) -> float:
     """A finite real scalar (a 0-d array or a Python/numpy number)."""
-    arr = check_positions(value, None, name)
+    arr = check_positions_any(value, name)
     if arr.ndim:
         raise ValueError(f"{name} must be a real scalar, got an array of shape {arr.shape}")
     return float(arr)
 
 
+def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int | None = None) -> np.ndarray:
+    """Finite real frequencies of shape (n,), or (n, A) with A >= 1 if ``axes``; n = ``n_pairs`` if given."""
+    f = check_finite_array(freqs, name)
+    if not (f.ndim == 1 or axes and f.ndim == 2 and f.shape[1] > 0) or n_pairs not in (None, f.shape[0]):
+        expected = "be 1-D (one frequency per pair)" + " or 2-D (pairs, axes)" * axes
+        if n_pairs is not None:
+            expected = f"have shape ({n_pairs},) = (rotary_dim/2,), or ({n_pairs}, A) for A axes of positions"
+        raise ValueError(f"{name} must {expected}, got shape {f.shape}")
+    return f
+
+
 def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray:
-    """Explicit frequencies: finite reals of shape (n_pairs,), or (n_pairs, A) for A axes of positions."""
-    f = check_real_array(inv_freq, name).astype(np.float64)
-    if f.ndim not in (1, 2) or f.shape[0] != n_pairs or f.size == 0 and f.ndim == 2:
-        raise ValueError(f"{name} must have shape ({n_pairs},) = (rotary_dim/2,), or ({n_pairs}, A) for A axes of "
-                         f"positions, got shape {f.shape}")
-    return check_finite(f, name)
-
-
-def check_freqs(freqs, name: str = "freqs", *, axes: bool = False) -> np.ndarray:
-    """Finite real frequencies of shape (n,), or (n, A) with A >= 1 if ``axes``."""
-    f = check_real_array(freqs, name).astype(np.float64)
-    if f.ndim != 1 and not (axes and f.ndim == 2 and f.shape[1] > 0):
-        expected = "1-D (one frequency per pair) or 2-D (pairs, axes)" if axes else "1-D (one frequency per pair)"
-        raise ValueError(f"{name} must be {expected}, got shape {f.shape}")
-    return check_finite(f, name)
+    """Explicit frequencies of shape (n_pairs,), or (n_pairs, A) for A axes of positions."""
+    return check_freqs(inv_freq, name, axes=True, n_pairs=n_pairs)
 
 
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
-    """``result`` unchanged, or ValueError when finite ``x`` gave inf/NaN (by default: a rotated pair beyond the
-    dtype)."""
+    """``result`` unchanged, or the :func:`overflow_error` when finite ``x`` gave inf/NaN."""
     if not np.all(np.isfinite(result)) and np.all(np.isfinite(x)):
         raise overflow_error(result.dtype, name, expected)
     return result
 
 
 def overflow_error(dtype, name: str = "x", expected: str | None = None) -> ValueError:
-    """The ValueError for a result of ``dtype`` that overflowed although ``name`` was finite."""
+    """The ValueError for a result of ``dtype`` that overflowed although ``name`` was finite (by default: a
+    rotated pair beyond the dtype)."""
     big = float(ml_dtypes.finfo(dtype).max)
     if expected is None:
         expected = (f"every pair of {name} to have norm below {big:.5g} (safe: |{name}| < {big / np.sqrt(2):.5g}), "

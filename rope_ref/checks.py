@@ -1,14 +1,9 @@
-"""The identities ``python -m rope_ref`` verifies on a default case (d=128, positions 0..4095, float64).
-
-The last three are the multi-axis (general) form: pair j turns by sum_a F[j, a] p_a.
-
-Each check returns the maximum absolute error of one identity; the table
-pairs it with the paper's equation and a tolerance.
-"""
+"""The identities ``python -m rope_ref`` verifies on a default case (d=128, positions 0..4095, float64): each
+row holds the largest absolute error of one identity, the paper's equation and a tolerance."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -54,24 +49,20 @@ def run_checks(d: int = 128, seq: int = 4096, seed: int = 0) -> list[Check]:
     # Relative position: q_m . k_n equals q . R_{n-m} k for every (m, n) on a sample grid.
     q, k = rng.standard_normal(d), rng.standard_normal(d)
     n_sample = min(64, seq)
-    m = rng.choice(seq, n_sample, replace=False)
-    n = rng.choice(seq, n_sample, replace=False)
+    m, n = (rng.choice(seq, n_sample, replace=False) for _ in range(2))
     scores = rotate(np.tile(q, (n_sample, 1)), m) @ rotate(np.tile(k, (n_sample, 1)), n).T
     rel = np.array([[q @ rotate(k, nj - mi) for nj in n] for mi in m])
     out.append(Check("q_m.k_n depends only on n-m", "11, 16", _err(scores, rel), 1e-9))
     Rs = rotation_matrix(m.astype(float), d)
-    eye = np.eye(d)
-    out.append(Check("R orthogonal: R^T R = I", "15", _err(np.swapaxes(Rs, -1, -2) @ Rs, eye), 1e-12))
+    out.append(Check("R orthogonal: R^T R = I", "15", _err(np.swapaxes(Rs, -1, -2) @ Rs, np.eye(d)), 1e-12))
     RmT_Rn = np.swapaxes(Rs[:8], -1, -2)[:, None] @ rotation_matrix(n[:8].astype(float), d)[None]
     diff = rotation_matrix((n[:8][None, :] - m[:8][:, None]).astype(float), d)
     out.append(Check("R_m^T R_n = R_{n-m}", "16", _err(RmT_Rn, diff), 1e-9))
     out.append(Check("norms preserved", "15", _err(np.linalg.norm(fast, axis=-1), np.linalg.norm(x, axis=-1)), 1e-10))
     out.append(Check("decay bound at 0 = (d/2+1)/2", "37", _err(decay_bound(0.0, d), (d / 2 + 1) / 2), 1e-12))
     t = rng.uniform(0, seq, 32)
-    shift = 37.5
-    E_shift = sinusoidal(t + shift, d)
     out.append(Check("sinusoidal E(t+k) = B_k E(t)", "Vaswani 3.5",
-                     _err(E_shift, sinusoidal(t, d) @ sinusoidal_shift_matrix(shift, d).T), 1e-9))
+                     _err(sinusoidal(t + 37.5, d), sinusoidal(t, d) @ sinusoidal_shift_matrix(37.5, d).T), 1e-9))
     out += _attention_checks(rng, d)
     out += _multiaxis_checks(rng, d, seq)
     return out
@@ -86,7 +77,8 @@ def _attention_checks(rng, d: int) -> list[Check]:
     return [
         Check("softmax attention invariant to a position shift", "16/17", _err(base_out, shifted), 1e-9),
         Check("incremental decoding == full recomputation", "16/17", _err(inc, base_out[:, 48:]), 1e-12),
-        Check("linear attention == dense O(N^2) eq 19", "19", _err(lin, linear_attention_dense(q, k, v, causal=True)), 1e-9),
+        Check("linear attention == dense O(N^2) eq 19", "19", _err(lin, linear_attention_dense(q, k, v, causal=True)),
+              1e-9),
     ]
 
 
@@ -106,7 +98,8 @@ def _multiaxis_checks(rng, d: int, seq: int) -> list[Check]:
     m = np.arange(seq, dtype=np.float64)
     x = rng.standard_normal((seq, d))
     s_hw, s_i = 3 * n // 8, 5 * n // 16                   # [16, 24, 24] and [24, 20, 20] for d = 128
-    text_err = max(_err(rotate(x, np.stack([m, m, m]), pairing=pairing, inv_freq=mrope_frequencies(d, sections, interleaved=inter)),
+    text_err = max(_err(rotate(x, np.stack([m, m, m]), pairing=pairing,
+                               inv_freq=mrope_frequencies(d, sections, interleaved=inter)),
                         rotate_elementwise(x, m, pairing=pairing))
                    for sections, inter in (([n - 2 * s_hw, s_hw, s_hw], False), ([n - 2 * s_i, s_i, s_i], True))
                    for pairing in ("interleaved", "half"))
@@ -114,29 +107,17 @@ def _multiaxis_checks(rng, d: int, seq: int) -> list[Check]:
     # RoPEs of dimension d/2 -- the first half of the features by x2 - x1, the second by y2 - y1.
     grid = []
     if d % 4 == 0:
-        side = 16
-        P = grid_positions(side, side, indexing="xy")                           # (x, y) of 256 patches
+        P = grid_positions(16, 16, indexing="xy")[:, rng.choice(256, 32, replace=False)]   # (x, y) of 32 patches
         Fa = axial_frequencies(d, base=100.0)
-        pick = rng.choice(side * side, 32, replace=False)
-        Q, K = np.tile(q, (32, 1)), np.tile(k, (32, 1))
-        s2d = rotate(Q, P[:, pick], inv_freq=Fa) @ rotate(K, P[:, pick], inv_freq=Fa).T
-        dx = P[0, pick][None, :] - P[0, pick][:, None]
-        dy = P[1, pick][None, :] - P[1, pick][:, None]
-        h = d // 2
-        kx = rotate_elementwise(np.broadcast_to(k[:h], (32, 32, h)), dx, base=100.0)
-        ky = rotate_elementwise(np.broadcast_to(k[h:], (32, 32, h)), dy, base=100.0)
-        grid = [Check("2-D grid: score depends on (dx, dy) only", "16, 2-D", _err(s2d, kx @ q[:h] + ky @ q[h:]), 1e-9)]
+        s2d = rotate(np.tile(q, (32, 1)), P, inv_freq=Fa) @ rotate(np.tile(k, (32, 1)), P, inv_freq=Fa).T
+        offsets = P[:, None, :] - P[:, :, None]                                 # (dx, dy) of every pair of patches
+        by_axis = sum(rotate_elementwise(np.broadcast_to(k_half, (32, 32, d // 2)), offset, base=100.0) @ q_half
+                      for k_half, q_half, offset in zip(np.split(k, 2), np.split(q, 2), offsets))
+        grid = [Check("2-D grid: score depends on (dx, dy) only", "16, 2-D", _err(s2d, by_axis), 1e-9)]
     return [
         Check("any F: q_m.k_n depends only on F(p_n-p_m)", "16, any F", _err(scores, rel), 1e-9),
         Check("M-RoPE on text (t=h=w) == 1-D RoPE", "34, M-RoPE", text_err, 1e-12),
     ] + grid
-
-
-def _iterable(obj, name: str):
-    try:
-        return list(obj)
-    except TypeError:
-        raise TypeError(f"{name} must be a list, got {type(obj).__name__}") from None
 
 
 def _err(a, b) -> float:
@@ -145,7 +126,7 @@ def _err(a, b) -> float:
 
 def format_table(checks: list[Check]) -> str:
     """The identity table of :func:`run_checks`' result, as text."""
-    if isinstance(checks, Check) or not all(isinstance(c, Check) for c in _iterable(checks, "checks")):
+    if not isinstance(checks, (list, tuple)) or not all(isinstance(c, Check) for c in checks):
         raise TypeError(f"checks must be a list of Check (what run_checks returns), got {checks!r:.80}")
     rows = [("identity", "paper eq", "max abs error", "tolerance", "result")]
     rows += [(c.name, c.equation, f"{c.error:.3e}", f"{c.tol:.0e}", "pass" if c.ok else "FAIL") for c in checks]
@@ -172,18 +153,13 @@ class Precision:
 
 
 def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 32, seed: int = 0) -> Precision:
-    """Float64 errors of the identities for positions ``position + 0..n-1`` (n - m stays small and exact).
-
-    The angle error is measured exactly: the float64 product fl(m * theta_i) against the rational
-    product of the same float64 m and theta_i.  The identities compare rotations at the large
-    positions m, n with one rotation by the small, exact distance n - m.
-    """
+    """Float64 errors of the identities for positions ``position + 0..n-1`` (n - m stays small and exact): the
+    angle error exactly (fl(m * theta_i) against the rational product), the identities at the large positions
+    m, n against one rotation by the distance n - m."""
     d, n, seed = check_d(d), check_positive_int(n, "n"), check_seed(seed)
     m = check_scalar(position, "position") + np.arange(n, dtype=np.float64)
     theta = frequencies(d, base)
-    angles = np.multiply.outer(m, theta)
-    angle_error = max(abs(float(Fraction(a) - Fraction(mi) * Fraction(t)))
-                      for mi, row in zip(m, angles) for a, t in zip(row, theta))
+    angle_error = max(abs(float(Fraction(mi * t) - Fraction(mi) * Fraction(t))) for mi in m for t in theta)
     Rm = rotation_matrix(m, d, base)
     dist = m[None, :] - m[:, None]                                     # exact small integers
     RmT_Rn = np.swapaxes(Rm[:4], -1, -2)[:, None] @ Rm[None]          # 4 values of m against every n
@@ -198,13 +174,10 @@ def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 
 
 
 def precision_table(positions=(0, 1e3, 1e6, 1e9), d: int = 128, base: float = 10000.0) -> str:
-    """The table docs/precision.md shows: ``python -c "from rope_ref.checks import precision_table; print(precision_table())"``."""
+    """The table docs/precision.md shows (``print(rope_ref.checks.precision_table())``)."""
     rows = [("position", "angle error (rad)", "R_m^T R_n - R_{n-m}", "q_m.k_n - q.R_{n-m}k", "relative to |q||k|")]
     positions = check_positions_any(positions)
     if positions.ndim != 1:
         raise ValueError(f"positions must be a 1-D list of positions, got shape {positions.shape}")
-    for p in positions:
-        r = precision_at(p, d, base)
-        rows.append((f"{p:.0e}", f"{r.angle_error:.1e}", f"{r.matrix_error:.1e}", f"{r.score_error:.1e}",
-                     f"{r.relative_score_error:.1e}"))
+    rows += [(f"{p:.0e}", *(f"{error:.1e}" for error in astuple(precision_at(p, d, base))[1:])) for p in positions]
     return _text_table(rows)
