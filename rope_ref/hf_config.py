@@ -327,10 +327,9 @@ def _mla_rotary_dim(cfg, factor, rope_dim) -> int:
 
 def _pairing(cfg, family, pairing):
     """(pairing, output_pairing).  MLA with rope_interleave: interleaved pairs in, half layout out."""
-    if pairing is not None or family.interleave_flag is None:
+    if pairing is not None or family.interleave is None:
         return pairing or family.pairing, None
-    flag = family.interleave_always or check_bool(cfg.get("rope_interleave", family.interleave_flag),
-                                                      "config['rope_interleave']")
+    flag = family.interleave == "always" or check_bool(cfg.get("rope_interleave", True), "config['rope_interleave']")
     return ("interleaved", "half") if flag else ("half", None)
 
 
