@@ -1,9 +1,5 @@
-"""A model's RoPE from its Hugging Face ``config.json``: ``from_hf_config(config) -> RopeConfig``.
-
-The pairing, defaults and key names of each family (rope_ref/hf_families.py) were read from transformers v5
-(``models/<family>/modeling_<family>.py`` and ``configuration_<family>.py``); the recorded outputs of those
-modules in tests/data check them.
-"""
+"""A model's RoPE from its Hugging Face ``config.json``: ``from_hf_config(config) -> RopeConfig``, with what each
+transformers family does read from the table :data:`rope_ref.hf_families.FAMILIES`."""
 
 from __future__ import annotations
 
@@ -25,10 +21,10 @@ _SECTIONS = ("rope_parameters", "rope_scaling")   # v5, v4
 #: Keys of a rope section that scale the queries (attention temperature), not the angles: kept in
 #: RopeConfig.query_scaling, not applied by RopeConfig.rotate.
 QUERY_SCALING_KEYS = ("llama_4_scaling_beta",)
-#: Keys that say the features per head are not hidden_size / num_attention_heads, in a way rope_ref
-#: does not read: an unknown family carrying one is refused rather than given a size the config contradicts.
+_MROPE_KEYS = ("mrope_section", "mrope_interleaved")
+#: Keys saying, in a way rope_ref does not read, that the heads are not hidden_size / num_attention_heads wide or
+#: that only part of each rotates: an unknown family carrying one is refused, not given a size it contradicts.
 _OTHER_HEAD_KEYS = ("qk_nope_head_dim", "kv_channels", "attention_head_dim", "head_size", "d_head", "attn_config")
-#: ... and keys that say only part of each head rotates, in a way rope_ref does not read.
 _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rotary_percentage", "rotary_percent",
                       "rope_pct")
 _MAX_NESTING = 8
@@ -38,17 +34,13 @@ _MAX_NESTING = 8
 def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     """Read a model's RoPE from its Hugging Face config: a dict, or the path of a ``config.json``.
 
-    Reads the transformers v5 layout (``rope_parameters``) and the v4 one (``rope_theta`` plus ``rope_scaling``
-    with ``rope_type`` or ``type``); a multimodal config's ``text_config``.  What each ``model_type`` does --
-    pairing, its config class's defaults, where its head size and rotated part are written, its quirks -- is data
-    in :data:`rope_ref.hf_families.FAMILIES`, read off transformers v5 and checked against each family's rotary
-    module (tests/data/audit_families.py).  ``pairing=`` overrides the family's pairing and lets an unknown
+    Reads the transformers v5 layout (``rope_parameters``), the v4 one (``rope_theta``, ``rope_scaling`` with
+    ``rope_type`` or ``type``) and a multimodal config's ``text_config``; what each ``model_type`` does is a row of
+    :data:`rope_ref.hf_families.FAMILIES`.  ``pairing=`` overrides the family's pairing and lets an unknown
     ``model_type`` through with generic defaults, never with a head size the config contradicts.  ``layer_type``
-    chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, Gemma 4, DeepSeek-V4, ...) or of
-    another attention (``"indexer"``: DeepSeek-V3.2's and GLM-5's DSA indexer), and is an error elsewhere.  A
-    diffusers transformer's config.json (``_class_name``) is read by rope_ref/diffusers_config.py as axial RoPE.
-    docs/model_configs.md describes each case (MLA, M-RoPE, proportional RoPE, query scaling) and
-    what is refused: each with a ValueError naming the key.
+    chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, Gemma 4, ...) or of another attention
+    (``"indexer"``: DeepSeek-V3.2's and GLM-5's DSA indexer).  A diffusers transformer's config.json
+    (``_class_name``) is read as axial RoPE.  docs/model_configs.md describes each case and what is refused.
     """
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be None or the name of a layer type (a string such as 'full_attention'), "
@@ -59,14 +51,13 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     cfg, path = _text_model_config(cfg)
     model_type = cfg.get("model_type")
     family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing), path)
-    known = model_type in FAMILIES
     part = (family.parts or {}).get(layer_type)          # another attention's RoPE (DSA indexer)
     layer_type = None if part else layer_type
-    head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family, known)
+    head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family)
     check_nbytes(head_dim // 2 * 8, "config's head_dim", what=f"the {head_dim // 2} float64 frequencies of its heads")
     where, rope, defaulted = _rope_section(cfg, layer_type, family)
     sections_given = rope.get("mrope_section") is not None
-    mrope_section, mrope_interleaved = _mrope(rope, family, where, known)
+    mrope_section, mrope_interleaved = _mrope(rope, family, where, model_type in FAMILIES)
     assumed = ["the family's default rope section"] if defaulted else []
     if mrope_section is not None and not sections_given:
         assumed.append(f"the family's default mrope_section {list(mrope_section)}")
@@ -96,33 +87,8 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
                       assumed=tuple(assumed))
 
 
-def _family_rope_type(rope, family, rope_type, where, model_type) -> str:
-    """A family that reads its section its own way (hf_families.SectionQuirk) rewrites it as the registry's method
-    it computes; a key only another family's quirk reads is refused."""
-    for key, owner in SECTION_QUIRK_KEYS.items():
-        if rope.get(key) is not None and (family.quirk is None or key not in family.quirk.keys):
-            raise ValueError(f"{where} has key {key!r}, which only {owner}'s RoPE uses; this config has "
-                             f"model_type={model_type!r}")
-    return rope_type if family.quirk is None else family.quirk.rewrite(rope, rope_type)
-
-
-def _base(cfg, rope, family, where, defaulted):
-    """(rope_theta, where it was read): the section's, else the config's top level, else the family's default;
-    a base the family's code hard-codes wins."""
-    base = rope.pop("rope_theta", None)
-    base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
-    if base is None:
-        top = [k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None]
-        base, base_key = (cfg[top[0]], f"config[{top[0]!r}]") if top else (family.rope_theta, "the family's default")
-    base = check_base(base, f"rope_theta ({base_key})")
-    if family.fixed_theta:         # the config's own rope_theta is checked, then overridden
-        base, base_key = family.fixed_theta, "fixed by the family's code"
-    return base, base_key
-
-
 def _text_model_config(cfg):
-    """(config, where it is): a multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config;
-    text_configs nested deeper than _MAX_NESTING are a ValueError."""
+    """(config, where it is): a multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config."""
     path = "config"
     for _ in range(_MAX_NESTING):
         mt = cfg.get("model_type")
@@ -141,19 +107,25 @@ def _text_model_config(cfg):
                      "one language-model config")
 
 
-def _family(cfg, model_type, pairing, path="config") -> Family:
+def _family(cfg, model_type, pairing, path) -> Family:
+    """The model_type's row of FAMILIES (with pairing=, generic defaults for an unknown one), checked to apply RoPE."""
     family = FAMILIES.get(model_type)
+    if family is None and pairing is None:
+        what = "has no 'model_type'" if model_type is None else f"has model_type={model_type!r}, not a known family"
+        raise ValueError(f"{path} {what}; known model_type values: {sorted(FAMILIES)}"
+                         f"{closest_name(model_type, FAMILIES) if model_type else ''}. "
+                         "Pass pairing='half' or 'interleaved' to read it anyway")
     if family is None:
-        if pairing is None:
-            what = "has no 'model_type'" if model_type is None else f"has model_type={model_type!r}, not a known family"
-            raise ValueError(f"{path} {what}; known model_type values: {sorted(FAMILIES)}"
-                             f"{closest_name(model_type, FAMILIES) if model_type else ''}. "
-                             "Pass pairing='half' or 'interleaved' to read it anyway")
         other = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
         if other:
             raise ValueError(f"config has {other[0]!r}, which rope_ref does not read, so the number of rotated "
                              "features cannot be derived; give 'partial_rotary_factor' (or 'rotary_dim', the count) "
                              "instead")
+        other = [k for k in _OTHER_HEAD_KEYS if cfg.get(k) is not None]
+        if other and cfg.get("head_dim") is None and cfg.get("qk_rope_head_dim") is None:
+            raise ValueError(f"config has {other[0]!r}, so its heads are not hidden_size / num_attention_heads wide in "
+                             "a way rope_ref can tell, and it gives no 'head_dim' (or 'qk_rope_head_dim' for MLA "
+                             "attention): add the size of the rotated head as 'head_dim'")
         family = Family(pairing, rotary_key="rotary_dim")      # a rotary_dim count is read as such
     if family.unsupported:
         raise ValueError(f"config has model_type={model_type!r}: {family.unsupported}")
@@ -170,7 +142,7 @@ def _family(cfg, model_type, pairing, path="config") -> Family:
 def _layer_head_dim(cfg, family, layer_type):
     """A head size that differs by layer type (Gemma 4's full-attention layers: global_head_dim, or the
     per_layer_config entry transformers writes for those layers), else None."""
-    if not family.layer_heads or layer_type not in family.layer_heads:
+    if layer_type not in (family.layer_heads or {}):
         return None
     key, default = family.layer_heads[layer_type]
     if cfg.get(key) is not None:
@@ -184,43 +156,38 @@ def _layer_head_dim(cfg, family, layer_type):
     return default
 
 
-def _positive_int(cfg, key, why):
-    if cfg.get(key) is None:
-        raise ValueError(f"config is missing {key!r} ({why})")
-    return check_positive_int(cfg[key], f"config[{key!r}]")
-
-
-def _head_dim(cfg, family, known) -> int:
+def _head_dim(cfg, family) -> int:
     """Features per head (for MLA: the rotated part of each query head, qk_rope_head_dim)."""
     for key in ("qk_rope_head_dim",) + family.head_keys:
         if cfg.get(key) is not None:
             return check_positive_int(cfg[key], f"config[{key!r}]")
     if family.head_dim is not None:
         return family.head_dim
-    other = [k for k in _OTHER_HEAD_KEYS if cfg.get(k) is not None]
-    if not known and other:
-        raise ValueError(f"config has {other[0]!r}, so its heads are not hidden_size / num_attention_heads wide in a "
-                         "way rope_ref can tell, and it gives no 'head_dim' (or 'qk_rope_head_dim' for MLA attention): "
-                         "add the size of the rotated head as 'head_dim'")
-    hidden_key = "n_embd" if "n_embd" in cfg and "hidden_size" not in cfg else "hidden_size"
-    heads_key = "n_head" if "n_head" in cfg and "num_attention_heads" not in cfg else "num_attention_heads"
-    why = "head_dim is hidden_size / num_attention_heads when the config has no head_dim"
-    hidden, heads = _positive_int(cfg, hidden_key, why), _positive_int(cfg, heads_key, why)
+    sizes = {}
+    for keys in (("hidden_size", "n_embd"), ("num_attention_heads", "n_head")):
+        key = next((k for k in keys if k in cfg), keys[0])
+        if cfg.get(key) is None:
+            raise ValueError(f"config is missing {key!r} (head_dim is hidden_size / num_attention_heads when the "
+                             "config has no head_dim)")
+        sizes[key] = check_positive_int(cfg[key], f"config[{key!r}]")
+    (hidden_key, hidden), (heads_key, heads) = sizes.items()
     if hidden % heads:
         raise ValueError(f"config: {hidden_key}={hidden} is not divisible by {heads_key}={heads}")
     return hidden // heads
 
 
 def _rope_section(cfg, layer_type, family):
-    """(where, section, defaulted): the v5 ``rope_parameters`` or the v4 ``rope_scaling`` (either may be
-    null; if both are given they must agree), checked key by key; for a family with one RoPE per layer
-    type (gemma3, olmo3, ...), the one of ``layer_type``.  ``defaulted``: the family's default was used."""
+    """(where, section, defaulted): the v5 ``rope_parameters`` or the v4 ``rope_scaling`` (if both are given they
+    must agree), else the family's default (``defaulted``), checked key by key; of a config with one per layer type
+    (gemma3, olmo3, ...), the one of ``layer_type``."""
     for k in _SECTIONS:
-        if k in cfg and cfg[k] is not None and not isinstance(cfg[k], Mapping):
+        if cfg.get(k) is not None and not isinstance(cfg[k], Mapping):
             raise ValueError(f"config[{k!r}] must be an object (dict) or null, got {cfg[k]!r} of type "
                              f"{type(cfg[k]).__name__}")
     v5, v4 = cfg.get("rope_parameters"), cfg.get("rope_scaling")
-    if v5 is not None and v4 is not None and not _agree(v5, v4):
+    named = {("rope_type" if k == "type" else k): v for k, v in (v4 or {}).items()}   # v4 may repeat v5's keys
+    if v5 is not None and v4 is not None and \
+            any(v5.get(k, v5.get("type") if k == "rope_type" else None) != v for k, v in named.items()):
         raise ValueError(f"config has both 'rope_parameters' ({dict(v5)}) and 'rope_scaling' ({dict(v4)}) and they "
                          "disagree; keep one of them (v5 configs use 'rope_parameters')")
     key = "rope_parameters" if v5 is not None else "rope_scaling"
@@ -253,12 +220,6 @@ def _rope_section(cfg, layer_type, family):
     return where, dict(rope), defaulted
 
 
-def _agree(v5, v4) -> bool:
-    """v5 configs may also carry the v4 section: every key of rope_scaling must say the same in rope_parameters."""
-    named = {("rope_type" if k == "type" else k): v for k, v in v4.items()}
-    return all(v5.get(k, v5.get("type") if k == "rope_type" else None) == v for k, v in named.items())
-
-
 def _rope_type(rope, where) -> str:
     """The registry's name of the section's rope_type (v4: type); an "mrope" type was read by _mrope."""
     for key in ("rope_type", "type"):
@@ -277,7 +238,33 @@ def _rope_type(rope, where) -> str:
     return names[rope_type]
 
 
+def _family_rope_type(rope, family, rope_type, where, model_type) -> str:
+    """A family that reads its section its own way (hf_families.SectionQuirk) rewrites it as the registry's method
+    it computes; a key only another family's quirk reads is refused."""
+    for key, owner in SECTION_QUIRK_KEYS.items():
+        if rope.get(key) is not None and (family.quirk is None or key not in family.quirk.keys):
+            raise ValueError(f"{where} has key {key!r}, which only {owner}'s RoPE uses; this config has "
+                             f"model_type={model_type!r}")
+    return rope_type if family.quirk is None else family.quirk.rewrite(rope, rope_type)
+
+
+def _base(cfg, rope, family, where, defaulted):
+    """(rope_theta, where it was read): the section's, else the config's top level, else the family's default;
+    a base the family's code hard-codes wins."""
+    base = rope.pop("rope_theta", None)
+    base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
+    if base is None:
+        top = [k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None]
+        base, base_key = (cfg[top[0]], f"config[{top[0]!r}]") if top else (family.rope_theta, "the family's default")
+    base = check_base(base, f"rope_theta ({base_key})")
+    if family.fixed_theta:         # the config's own rope_theta is checked, then overridden
+        base, base_key = family.fixed_theta, "fixed by the family's code"
+    return base, base_key
+
+
 def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
+    """Rotated features per head: the whole head for a method that turns a share of it itself; MLA's
+    qk_rope_head_dim; a count (GPT-J's rotary_dim); else int(head_dim * partial_rotary_factor), as transformers."""
     section_factor = rope.pop("partial_rotary_factor", None)
     if SCALING_METHODS[rope_type].whole_head:   # frequencies over the whole head, the pairs past the share at 0
         rope["partial_rotary_factor"] = section_factor
@@ -285,17 +272,16 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
         return _mla_rotary_dim(cfg, section_factor, head_dim)
     if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
-        r = cfg.get(family.rotary_key, family.rotary_default)
-        return head_dim if r is None else check_rotary_dim(r, head_dim, f"config[{family.rotary_key!r}]")
+        return check_rotary_dim(cfg.get(family.rotary_key, family.rotary_default), head_dim,
+                                f"config[{family.rotary_key!r}]")
     factor, key = section_factor, "partial_rotary_factor"
     for k in ("partial_rotary_factor", "rotary_pct"):
         if factor is None and cfg.get(k) is not None:
             factor, key = cfg[k], k
     if factor is None and family.rotary_key and cfg.get(family.rotary_key) is not None:
         return check_rotary_dim(cfg[family.rotary_key], head_dim, f"config[{family.rotary_key!r}]")
-    if factor is None:
-        factor = family.partial_rotary_factor
-    r = int(head_dim * _share(factor, key))     # as transformers: int(head_dim * partial_rotary_factor)
+    factor = family.partial_rotary_factor if factor is None else _share(factor, key)
+    r = int(head_dim * factor)
     if r < 2 or r % 2:
         raise ValueError(f"config: head_dim {head_dim} * {key} {factor} = {r} rotated features; "
                          "expected an even number >= 2 (partial_rotary_factor)")
@@ -318,7 +304,7 @@ def _mla_rotary_dim(cfg, factor, rope_dim) -> int:
     widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}
     if isinstance(cfg.get("qk_nope_head_dim"), int):
         widths["qk_nope_head_dim + qk_rope_head_dim"] = cfg["qk_nope_head_dim"] + rope_dim
-    if not any(isinstance(factor, (int, float)) and int(w * factor) == rope_dim for w in widths.values()):
+    if not any(int(w * factor) == rope_dim for w in widths.values()):
         raise ValueError(f"config partial_rotary_factor={factor!r} does not give qk_rope_head_dim={rope_dim} rotated "
                          f"features of any head width the config states ({widths or 'none'}); MLA rotates "
                          "qk_rope_head_dim features")
@@ -347,9 +333,6 @@ def _training_lengths(cfg, family, rope, rope_type):
             rope["original_max_position_embeddings"] = max_pos
     if max_pos is not None:
         rope["max_position_embeddings"] = max_pos
-
-
-_MROPE_KEYS = ("mrope_section", "mrope_interleaved")
 
 
 def _mrope(rope, family, where, known):
