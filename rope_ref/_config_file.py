@@ -1,6 +1,5 @@
-"""A model config as :func:`rope_ref.from_hf_config` reads it: :func:`load_config`, a dict of JSON values from a
-dict or a ``config.json`` path, checked once here so that no later step meets anything else; and
-:func:`check_strays`, the keys of a rope section no layer would read."""
+"""A model config as :func:`rope_ref.from_hf_config` reads it: :func:`load_config`, a dict of JSON values checked
+once here, so that no later step meets anything else; :func:`check_strays`, rope keys no layer would read."""
 
 from __future__ import annotations
 
@@ -15,9 +14,8 @@ _MAX_DEPTH = 32           # objects and arrays in a config: a section per layer 
 
 
 def load_config(config) -> dict:
-    """``config`` (a mapping, or the path of a JSON file holding an object) as a dict of JSON values: strings,
-    numbers, booleans, null, lists and objects nested at most _MAX_DEPTH deep, none containing one it is nested in.
-    Anything else is a TypeError or ValueError naming config (and the key)."""
+    """``config`` (a mapping, or the path of a JSON file holding an object) as a dict of JSON values nested at most
+    _MAX_DEPTH deep, without cycles; anything else is a TypeError or ValueError naming config (and the key)."""
     if isinstance(config, (str, os.PathLike)):
         path = os.fspath(config)
         if not os.path.isfile(path):
@@ -45,8 +43,8 @@ def load_config(config) -> dict:
 
 
 def _read_json(path):
-    """The JSON value in the file at ``path``, read as transformers reads a config.json (UTF-8), its size checked
-    first (:func:`rope_ref.size_limit`); a key repeated with another value is refused, not overwritten."""
+    """The JSON value in the file at ``path`` (UTF-8, as transformers reads it), its size checked first; a key
+    repeated with another value is refused, not overwritten."""
     check_nbytes(os.path.getsize(path), "config", what=f"reading {path!r}")
     try:
         with open(path, "rb") as f:
@@ -59,7 +57,6 @@ def _read_json(path):
 
 
 def _unique_keys(pairs) -> dict:
-    """A JSON object as a dict; a key given twice with different values (JSON keeps the last) is a ValueError."""
     obj = dict(pairs)
     for key, value in pairs:
         if obj[key] != value:

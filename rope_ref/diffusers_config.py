@@ -1,12 +1,8 @@
-"""A diffusion transformer's axial RoPE from its diffusers ``config.json`` (recognised by ``_class_name``):
-``rope_ref.from_hf_config`` returns it as a multi-axis ``RopeConfig`` (``axial_sections``, ``inv_freq()`` the
-``(rotary_dim/2, A)`` matrix of ``rope_ref.axial_frequencies``).
+"""A diffusion transformer's axial RoPE from its diffusers ``config.json`` (recognised by ``_class_name``), as a
+multi-axis ``RopeConfig`` (``axial_sections``; ``inv_freq()`` the matrix of ``rope_ref.axial_frequencies``).
 
-Each class's rotary module (diffusers 0.42: ``FluxPosEmbed``, ``Flux2PosEmbed``, ``HunyuanVideoRotaryPosEmbed``,
-``WanRotaryPosEmbed``, ``QwenEmbedRope``, CogVideoX's ``get_3d_rotary_pos_embed``) gives axis ``a`` its own
-``dim_a`` features and frequencies ``theta^(-2k/dim_a)`` (``get_1d_rotary_pos_embed``), concatenated in axis
-order, with interleaved pairs (``repeat_interleave_real`` or complex products); tests/data/record_families.py
-records them.
+Each class's rotary module (diffusers 0.42) gives axis ``a`` its own ``dim_a`` features and frequencies
+``theta^(-2k/dim_a)`` (``get_1d_rotary_pos_embed``), concatenated in axis order, with interleaved pairs.
 """
 
 from __future__ import annotations
@@ -24,20 +20,10 @@ class AxialFamily:
 
     head_dim: int = 128                 # the class's default attention_head_dim
     axes_key: str | None = None         # config key of the feature dims per axis (twice the pairs)
-    axes_dims: tuple | Callable = ()    # their default; or, without a key, the split of head_dim the module computes
+    axes_dims: tuple | Callable = ()    # their default; or, without a key, the module's split of head_dim
     theta: float = 10000.0              # the class's default theta, or the one its code fixes
     theta_key: str | None = None        # config key of theta; None: fixed by the code
     needs: str | None = None            # a flag that must be true for the model to apply RoPE
-
-
-def _wan_split(head_dim):
-    """WanRotaryPosEmbed: h = w = 2 floor(d/6) features, t the rest."""
-    return head_dim - 4 * (head_dim // 6), 2 * (head_dim // 6), 2 * (head_dim // 6)
-
-
-def _cogvideox_split(head_dim):
-    """get_3d_rotary_pos_embed: t = d // 4, h = w = d // 8 * 3 features."""
-    return head_dim // 4, head_dim // 8 * 3, head_dim // 8 * 3
 
 
 #: diffusers ``_class_name`` -> AxialFamily, read off diffusers 0.42.1's classes.
@@ -48,8 +34,9 @@ DIFFUSERS_FAMILIES = {
     "HunyuanVideoTransformer3DModel": AxialFamily(axes_key="rope_axes_dim", axes_dims=(16, 56, 56), theta=256.0,
                                                   theta_key="rope_theta"),
     "QwenImageTransformer2DModel": AxialFamily(axes_key="axes_dims_rope", axes_dims=(16, 56, 56)),
-    "WanTransformer3DModel": AxialFamily(axes_dims=_wan_split),
-    "CogVideoXTransformer3DModel": AxialFamily(head_dim=64, axes_dims=_cogvideox_split,
+    # WanRotaryPosEmbed: h = w = 2 floor(d/6) features, t the rest; get_3d_rotary_pos_embed: t = d/4, h = w = 3d/8
+    "WanTransformer3DModel": AxialFamily(axes_dims=lambda d: (d - 4 * (d // 6), 2 * (d // 6), 2 * (d // 6))),
+    "CogVideoXTransformer3DModel": AxialFamily(head_dim=64, axes_dims=lambda d: (d // 4, d // 8 * 3, d // 8 * 3),
                                                needs="use_rotary_positional_embeddings"),
 }
 

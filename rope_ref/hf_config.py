@@ -22,12 +22,11 @@ _SECTIONS = ("rope_parameters", "rope_scaling")   # v5, v4
 #: RopeConfig.query_scaling, not applied by RopeConfig.rotate.
 QUERY_SCALING_KEYS = ("llama_4_scaling_beta",)
 _MROPE_KEYS = ("mrope_section", "mrope_interleaved")
-#: Keys saying, in a way rope_ref does not read, that the heads are not hidden_size / num_attention_heads wide or
+#: Keys saying, in a way rope_ref does not read, that the heads are not hidden_size / num_attention_heads wide, or
 #: that only part of each rotates: an unknown family carrying one is refused, not given a size it contradicts.
 _OTHER_HEAD_KEYS = ("qk_nope_head_dim", "kv_channels", "attention_head_dim", "head_size", "d_head", "attn_config")
 _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rotary_percentage", "rotary_percent",
                       "rope_pct")
-_MAX_NESTING = 8
 
 
 @suggest_keywords
@@ -64,7 +63,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     where += f" (with {' and '.join(assumed)}, as the config has none)" if assumed else ""
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
-    rope_type = _family_rope_type(rope, family, _rope_type(rope, where), where, model_type)
+    rope_type = _rope_type(rope, family, where, model_type)
     base, base_key = _base(cfg, rope, family, where, defaulted)
     rotary_dim = _rotary_dim(cfg, rope, rope_type, family, head_dim)
     pairing, output_pairing = _pairing(cfg, family, pairing)
@@ -72,7 +71,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
         head_key, default_head, pairing, output_pairing = part
         head_dim = check_positive_int(cfg.get(head_key, default_head), f"config[{head_key!r}]")
     _training_lengths(cfg, family, rope, rope_type)
-    params = {k: _list_as_tuple(v) for k, v in SCALING_METHODS[rope_type].params_of(rope).items()}
+    params = {k: tuple(v) if isinstance(v, list) else v for k, v in SCALING_METHODS[rope_type].params_of(rope).items()}
     try:
         _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
         if mrope_section is not None:
@@ -82,15 +81,17 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing,
                       base=base, rope_type=rope_type, params=MappingProxyType(params),
                       attention_factor=float(attention_factor), output_pairing=output_pairing,
-                      query_scaling=MappingProxyType({k: _list_as_tuple(v) for k, v in query_scaling.items()}),
+                      query_scaling=MappingProxyType({k: tuple(v) if isinstance(v, list) else v
+                                                      for k, v in query_scaling.items()}),
                       mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise,
                       assumed=tuple(assumed))
 
 
 def _text_model_config(cfg):
-    """(config, where it is): a multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config."""
+    """(config, where it is): a multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config (as
+    deep as load_config lets configs nest)."""
     path = "config"
-    for _ in range(_MAX_NESTING):
+    while True:
         mt = cfg.get("model_type")
         if mt is not None and not isinstance(mt, str):
             raise TypeError(f"{path}['model_type'] must be a string (e.g. 'llama'), got {mt!r} of type "
@@ -103,8 +104,6 @@ def _text_model_config(cfg):
             return cfg, path
         path += "['text_config']"
         cfg = dict(inner)
-    raise ValueError(f"{path} nests text_config deeper than {_MAX_NESTING} levels; expected a wrapper around "
-                     "one language-model config")
 
 
 def _family(cfg, model_type, pairing, path) -> Family:
@@ -116,16 +115,13 @@ def _family(cfg, model_type, pairing, path) -> Family:
                          f"{closest_name(model_type, FAMILIES) if model_type else ''}. "
                          "Pass pairing='half' or 'interleaved' to read it anyway")
     if family is None:
-        other = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
-        if other:
-            raise ValueError(f"config has {other[0]!r}, which rope_ref does not read, so the number of rotated "
-                             "features cannot be derived; give 'partial_rotary_factor' (or 'rotary_dim', the count) "
-                             "instead")
-        other = [k for k in _OTHER_HEAD_KEYS if cfg.get(k) is not None]
-        if other and cfg.get("head_dim") is None and cfg.get("qk_rope_head_dim") is None:
-            raise ValueError(f"config has {other[0]!r}, so its heads are not hidden_size / num_attention_heads wide in "
-                             "a way rope_ref can tell, and it gives no 'head_dim' (or 'qk_rope_head_dim' for MLA "
-                             "attention): add the size of the rotated head as 'head_dim'")
+        unread = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
+        if cfg.get("head_dim") is None and cfg.get("qk_rope_head_dim") is None:
+            unread += [k for k in _OTHER_HEAD_KEYS if cfg.get(k) is not None]
+        if unread:
+            raise ValueError(f"config has {unread[0]!r}, which rope_ref does not read, so the size of the heads or of "
+                             "their rotated part cannot be derived; give the rotated head's size as 'head_dim' (MLA: "
+                             "'qk_rope_head_dim') and its share as 'partial_rotary_factor' (or 'rotary_dim', a count)")
         family = Family(pairing, rotary_key="rotary_dim")      # a rotary_dim count is read as such
     if family.unsupported:
         raise ValueError(f"config has model_type={model_type!r}: {family.unsupported}")
@@ -220,8 +216,10 @@ def _rope_section(cfg, layer_type, family):
     return where, dict(rope), defaulted
 
 
-def _rope_type(rope, where) -> str:
-    """The registry's name of the section's rope_type (v4: type); an "mrope" type was read by _mrope."""
+def _rope_type(rope, family, where, model_type) -> str:
+    """The registry's name of the section's rope_type (v4: type; an "mrope" type was read by _mrope).  A family that
+    reads its section its own way (hf_families.SectionQuirk) rewrites it as the method it computes; a key only
+    another family's quirk reads is refused."""
     for key in ("rope_type", "type"):
         if key in rope and not isinstance(rope[key], str):
             raise TypeError(f"{where}[{key!r}] must be a string such as 'yarn', got {rope[key]!r} of type "
@@ -235,17 +233,11 @@ def _rope_type(rope, where) -> str:
     if old_name and new_name and names.get(old_name) != names[new_name]:
         raise ValueError(f"{where} has rope_type={new_name!r} and type={old_name!r}, which disagree; give one of them "
                          "(type is the v4 name of rope_type)")
-    return names[rope_type]
-
-
-def _family_rope_type(rope, family, rope_type, where, model_type) -> str:
-    """A family that reads its section its own way (hf_families.SectionQuirk) rewrites it as the registry's method
-    it computes; a key only another family's quirk reads is refused."""
     for key, owner in SECTION_QUIRK_KEYS.items():
         if rope.get(key) is not None and (family.quirk is None or key not in family.quirk.keys):
             raise ValueError(f"{where} has key {key!r}, which only {owner}'s RoPE uses; this config has "
                              f"model_type={model_type!r}")
-    return rope_type if family.quirk is None else family.quirk.rewrite(rope, rope_type)
+    return names[rope_type] if family.quirk is None else family.quirk.rewrite(rope, names[rope_type])
 
 
 def _base(cfg, rope, family, where, defaulted):
@@ -366,8 +358,3 @@ def _mrope(rope, family, where, known):
         raise ValueError(f"{where}['mrope_section'] must be 3 non-negative integers (pairs for temporal, height, "
                          f"width), got {section!r}")
     return tuple(section[i] for i in family.mrope_order), default_flag if flag is None else flag
-
-
-def _list_as_tuple(v):
-    """Lists of factors become tuples, so the frozen RopeConfig holds no mutable parameter."""
-    return tuple(v) if isinstance(v, list) else v

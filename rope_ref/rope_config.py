@@ -26,17 +26,14 @@ class RopeConfig:
     rope_type: str           # one of rope_ref.ROPE_TYPES
     params: Mapping = field(default_factory=dict)   # scaling parameters, as scaled_inv_freq names them
     attention_factor: float = 1.0                    # multiplies cos and sin (yarn, longrope)
-    output_pairing: str | None = None                # None: each pair written back in place; "half":
-    # DeepSeek-V3 (rope_interleave) rotates interleaved pairs and writes them in half layout, so the
-    # model's output is rope_ref.to_half(cfg.rotate(x)); assert_rope_matches(config=...) expects that
-    query_scaling: Mapping = field(default_factory=dict)
-    # attention-side keys that scale the queries by position, not the angles (Ministral 3's llama_4_scaling_beta,
-    # Llama 4's attn_temperature_tuning / floor_scale / attn_scale): kept as written, not applied by rotate
+    output_pairing: str | None = None                # "half": interleaved pairs written back in half layout
+    # (DeepSeek-V3's rope_interleave: the model's output is rope_ref.to_half(cfg.rotate(x))); None: in place
+    query_scaling: Mapping = field(default_factory=dict)   # keys scaling the queries, not the angles (Ministral 3's
+    # llama_4_scaling_beta, Llama 4's attention temperature): kept as written, not applied by rotate
     mrope_section: tuple | None = None               # M-RoPE: pairs per axis (temporal, height, width)
-    mrope_interleaved: bool | str = False            # M-RoPE layout: True = Qwen3-VL's interleaving, False = blocks
+    mrope_interleaved: bool | str = False            # M-RoPE layout: True = interleaved (Qwen3-VL), False = blocks
     # (Qwen2-VL), or a name of rope_ref.multiaxis.MROPE_LAYOUTS ("hw_alternating": ERNIE-4.5-VL)
-    axial_sections: tuple | None = None              # axial RoPE (diffusion transformers): pairs per axis, each axis
-    # its own spectrum base^(-2k/dim_a) (rope_ref.axial_frequencies(sections=...))
+    axial_sections: tuple | None = None              # axial RoPE (diffusion transformers): pairs per axis
     clockwise: bool = False                          # NanoChat: every pair turns by -theta_j m (sin's sign flipped)
     assumed: tuple = ()      # what from_hf_config took from the family where the config is silent (default sections)
 
@@ -70,13 +67,11 @@ class RopeConfig:
     def rotate(self, x, positions=None, seq_len=None) -> np.ndarray:
         """RoPE as the model applies it: ``x`` ``(..., seq, head_dim)`` -> same shape and dtype.
 
-        ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``); for M-RoPE
-        (``self.axes == 3``) ``(3, ..., seq)``: temporal, height and width ids, as transformers'
-        ``position_ids`` (default: text, all three ``arange(seq)``); for axial RoPE ``(A, ..., seq)``, the
-        diffusion pipeline's ids (Flux's ``img_ids`` transposed).  The
-        first ``rotary_dim`` features are rotated (RoFormer eq 34) and multiplied by the
-        attention factor; the rest pass through.  ``seq_len`` (dynamic, longrope) defaults to
-        ``max(positions) + 1``, the length transformers uses.
+        ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``); for M-RoPE and axial RoPE
+        ``(axes, ..., seq)``, as transformers' ``position_ids`` (default: text, every axis ``arange(seq)``) or the
+        diffusion pipeline's ids (Flux's ``img_ids`` transposed).  The first ``rotary_dim`` features are rotated
+        (RoFormer eq 34) and multiplied by the attention factor; the rest pass through.  ``seq_len`` (dynamic,
+        longrope) defaults to ``max(positions) + 1``, the length transformers uses.
         """
         x = check_x(x)
         if x.shape[-1] != self.head_dim:
