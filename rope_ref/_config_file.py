@@ -1,5 +1,5 @@
-"""A model config as :func:`rope_ref.from_hf_config` reads it: :func:`load_config`, a dict of JSON values checked
-once here, so that no later step meets anything else; :func:`check_strays`, rope keys no layer would read."""
+"""A model config as :func:`rope_ref.from_hf_config` reads it (:func:`load_config`): a dict of JSON values, checked
+once here so that no later step meets anything else."""
 
 from __future__ import annotations
 
@@ -62,18 +62,3 @@ def _unique_keys(pairs) -> dict:
         if obj[key] != value:
             raise ValueError(f"key {key!r} appears twice in one object, as {value!r} and {obj[key]!r}")
     return obj
-
-
-def check_strays(cfg, rope, nested, where):
-    """Keys no layer would read: with one section per layer type (transformers' nested rope_parameters) every entry
-    is a section (null: unused); a top-level rope_theta is the default of sections without their own, so where every
-    section has one it must agree with them."""
-    for k, v in rope.items():
-        if nested and v is not None and not isinstance(v, Mapping):
-            raise ValueError(f"{where} holds one RoPE section per layer type ({nested}), so {where}[{k!r}] must be a "
-                             f"section (an object) too, got {v!r} of type {type(v).__name__}")
-    top = next((k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None), None)
-    own = [section.get("rope_theta") for section in ([rope[k] for k in nested] or [rope])]
-    if top and None not in own and all(theta != cfg[top] for theta in own):
-        raise ValueError(f"config[{top!r}]={cfg[top]!r} disagrees with the rope_theta of every section of {where} "
-                         f"({', '.join(map(repr, own))}), so no layer would read it; keep one of them")

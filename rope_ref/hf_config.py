@@ -7,7 +7,7 @@ import reprlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from ._config_file import check_strays, load_config
+from ._config_file import load_config
 from ._validate import (check_base, check_bool, check_nbytes, check_pairing, check_positive_int, check_rotary_dim,
     closest_name, suggest_keywords)
 from .diffusers_config import diffusers_rope_config
@@ -33,13 +33,11 @@ _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rota
 def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     """Read a model's RoPE from its Hugging Face config: a dict, or the path of a ``config.json``.
 
-    Reads the transformers v5 layout (``rope_parameters``), the v4 one (``rope_theta``, ``rope_scaling`` with
-    ``rope_type`` or ``type``) and a multimodal config's ``text_config``; what each ``model_type`` does is a row of
-    :data:`rope_ref.hf_families.FAMILIES`.  ``pairing=`` overrides the family's pairing and lets an unknown
-    ``model_type`` through with generic defaults, never with a head size the config contradicts.  ``layer_type``
-    chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, Gemma 4, ...) or of another attention
-    (``"indexer"``: DeepSeek-V3.2's and GLM-5's DSA indexer).  A diffusers transformer's config.json
-    (``_class_name``) is read as axial RoPE.  docs/model_configs.md describes each case and what is refused.
+    Reads transformers v5 (``rope_parameters``) and v4 (``rope_theta``, ``rope_scaling``) configs, a multimodal
+    config's ``text_config`` and a diffusers transformer's config (``_class_name``: axial RoPE).  ``pairing=``
+    overrides the family's pairing and lets an unknown ``model_type`` through with generic defaults.
+    ``layer_type`` chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, ...) or of another
+    attention (``"indexer"``: DSA indexers).  docs/model_configs.md describes each case and what is refused.
     """
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be None or the name of a layer type (a string such as 'full_attention'), "
@@ -52,7 +50,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing), path)
     part = (family.parts or {}).get(layer_type)          # another attention's RoPE (DSA indexer)
     layer_type = None if part else layer_type
-    head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family)
+    head_dim = _head_dim(cfg, family, layer_type)
     check_nbytes(head_dim // 2 * 8, "config's head_dim", what=f"the {head_dim // 2} float64 frequencies of its heads")
     where, rope, defaulted = _rope_section(cfg, layer_type, family)
     sections_given = rope.get("mrope_section") is not None
@@ -135,25 +133,18 @@ def _family(cfg, model_type, pairing, path) -> Family:
     return family
 
 
-def _layer_head_dim(cfg, family, layer_type):
-    """A head size that differs by layer type (Gemma 4's full-attention layers: global_head_dim, or the
-    per_layer_config entry transformers writes for those layers), else None."""
-    if layer_type not in (family.layer_heads or {}):
-        return None
-    key, default = family.layer_heads[layer_type]
-    if cfg.get(key) is not None:
-        return check_positive_int(cfg[key], f"config[{key!r}]")
-    types, per_layer = cfg.get("layer_types"), cfg.get("per_layer_config")
-    if isinstance(types, list) and isinstance(per_layer, Mapping):
-        for idx, over in per_layer.items():
-            if str(idx).isdigit() and int(idx) < len(types) and types[int(idx)] == layer_type \
-                    and isinstance(over, Mapping) and over.get("head_dim") is not None:
-                return check_positive_int(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
-    return default
-
-
-def _head_dim(cfg, family) -> int:
-    """Features per head (for MLA: the rotated part of each query head, qk_rope_head_dim)."""
+def _head_dim(cfg, family, layer_type) -> int:
+    """Features per head (MLA: the rotated part of each query head, qk_rope_head_dim); where the size differs by
+    layer type (Gemma 4's full attention: global_head_dim, or transformers' per_layer_config entry), the type's."""
+    if layer_type in (family.layer_heads or {}):
+        key, default = family.layer_heads[layer_type]
+        types, per_layer = cfg.get("layer_types"), cfg.get("per_layer_config")
+        if cfg.get(key) is None and isinstance(types, list) and isinstance(per_layer, Mapping):
+            for idx, over in per_layer.items():
+                if str(idx).isdigit() and int(idx) < len(types) and types[int(idx)] == layer_type \
+                        and isinstance(over, Mapping) and over.get("head_dim") is not None:
+                    return check_positive_int(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
+        return check_positive_int(default if cfg.get(key) is None else cfg[key], f"config[{key!r}]")
     for key in ("qk_rope_head_dim",) + family.head_keys:
         if cfg.get(key) is not None:
             return check_positive_int(cfg[key], f"config[{key!r}]")
@@ -192,8 +183,15 @@ def _rope_section(cfg, layer_type, family):
         rope, defaulted = dict(family.rope), True
     rope = rope or {}
     nested = sorted(k for k, v in rope.items() if isinstance(v, Mapping))
-    if not defaulted:
-        check_strays(cfg, rope, nested, where)
+    strays = [k for k, v in rope.items() if nested and v is not None and not isinstance(v, Mapping)]
+    if strays:                                         # one section per layer type: every entry a section (or null)
+        raise ValueError(f"{where} holds one RoPE section per layer type ({nested}), so {where}[{strays[0]!r}] must be "
+                         f"a section (an object) too, got {rope[strays[0]]!r} of type {type(rope[strays[0]]).__name__}")
+    top = next((k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None), None)
+    own = [section.get("rope_theta") for section in ([rope[k] for k in nested] or [rope])]
+    if not defaulted and top and None not in own and all(theta != cfg[top] for theta in own):
+        raise ValueError(f"config[{top!r}]={cfg[top]!r} disagrees with the rope_theta of every section of {where} "
+                         f"({', '.join(map(repr, own))}), so no layer would read it; keep one of them")
     if family.layers is not None and not nested:       # v4 layout of gemma3: rope_local_base_freq, ...
         nested = sorted(family.layers)
         rope = {lt: dict(rope if scaled else {}, rope_theta=cfg.get(k, theta))
@@ -220,24 +218,21 @@ def _rope_type(rope, family, where, model_type) -> str:
     """The registry's name of the section's rope_type (v4: type; an "mrope" type was read by _mrope).  A family that
     reads its section its own way (hf_families.SectionQuirk) rewrites it as the method it computes; a key only
     another family's quirk reads is refused."""
-    for key in ("rope_type", "type"):
-        if key in rope and not isinstance(rope[key], str):
-            raise TypeError(f"{where}[{key!r}] must be a string such as 'yarn', got {rope[key]!r} of type "
-                            f"{type(rope[key]).__name__}")
-    old_name, new_name = rope.pop("type", None), rope.pop("rope_type", None)
-    rope_type = new_name or old_name or "default"
     supported = [name for name, method in SCALING_METHODS.items() if method.in_transformers]
     names = {alias: name for name in supported for alias in (name,) + SCALING_METHODS[name].config_names}
-    if rope_type not in names:
-        raise ValueError(f"{where} has rope_type={rope_type!r}, which is not supported; supported: {supported}")
-    if old_name and new_name and names.get(old_name) != names[new_name]:
-        raise ValueError(f"{where} has rope_type={new_name!r} and type={old_name!r}, which disagree; give one of them "
-                         "(type is the v4 name of rope_type)")
+    given = {key: rope.pop(key, None) for key in ("rope_type", "type")}
+    for key, name in given.items():
+        if name is not None and (not isinstance(name, str) or name not in names):
+            raise ValueError(f"{where} has {key}={name!r}, which is not supported; supported: {supported}")
+    if None not in given.values() and names[given["rope_type"]] != names[given["type"]]:
+        raise ValueError(f"{where} has rope_type={given['rope_type']!r} and type={given['type']!r}, which disagree; "
+                         "give one of them (type is the v4 name of rope_type)")
+    rope_type = given["rope_type"] or given["type"] or "default"
     for key, owner in SECTION_QUIRK_KEYS.items():
         if rope.get(key) is not None and (family.quirk is None or key not in family.quirk.keys):
             raise ValueError(f"{where} has key {key!r}, which only {owner}'s RoPE uses; this config has "
                              f"model_type={model_type!r}")
-    return names[rope_type] if family.quirk is None else family.quirk.rewrite(rope, names[rope_type])
+    return family.quirk.rewrite(rope, names[rope_type]) if family.quirk else names[rope_type]
 
 
 def _base(cfg, rope, family, where, defaulted):

@@ -51,17 +51,13 @@ class RopeConfig:
         the matrix ``(rotary_dim/2, 3)`` whose row j holds pair j's frequency in the column of its axis
         (``rope_ref.mrope_frequencies`` with the method's frequencies; pair j turns by sum_a F[j, a] p_a); for
         axial RoPE ``(rotary_dim/2, A)`` (``rope_ref.axial_frequencies``).  Negative when ``clockwise``."""
-        return self._frequencies(seq_len)[0]
-
-    def _frequencies(self, seq_len):
-        freqs, att = scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len,
-                                     **self.params)
+        freqs, _ = scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len, **self.params)
         if self.mrope_section is not None:
             sections = mrope_frequencies(self.rotary_dim, self.mrope_section, interleaved=self.mrope_interleaved)
             freqs = (sections != 0) * freqs[:, None]      # pair j's frequency in the column of its axis
         if self.axial_sections is not None:
             freqs = axial_frequencies(self.rotary_dim, base=self.base, sections=self.axial_sections)
-        return (-freqs if self.clockwise else freqs), att
+        return -freqs if self.clockwise else freqs
 
     @suggest_keywords
     def rotate(self, x, positions=None, seq_len=None) -> np.ndarray:
@@ -81,8 +77,8 @@ class RopeConfig:
         pos = check_positions(positions, x.shape[:-1], axes=self.axes)
         if seq_len is None and SCALING_METHODS[self.rope_type].uses_seq_len:
             seq_len = int(np.max(pos, initial=0)) + 1
-        freqs, att = self._frequencies(seq_len)
-        y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=freqs)
+        att = self.attention_factor
+        y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=self.inv_freq(seq_len))
         if att != 1.0:
             with np.errstate(over="ignore"):                 # reported below as a ValueError
                 y[..., :self.rotary_dim] *= np.asarray(att, dtype=y.dtype)
