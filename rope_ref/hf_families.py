@@ -1,8 +1,5 @@
-"""What each transformers family does with RoPE, as data: ``FAMILIES[model_type] -> Family``.
-
-Read off transformers v5 (``modeling_<family>.py`` for the pairing and the attention, ``configuration_<family>.py``
-for the defaults) and checked against the families' own rotary modules by tests/data/audit_families.py.
-"""
+"""What each transformers family does with RoPE, as data: ``FAMILIES[model_type] -> Family``, read off transformers
+v5's modeling and configuration modules and checked against them by tests/data/audit_families.py."""
 
 from __future__ import annotations
 
@@ -14,9 +11,8 @@ __all__ = ["Family", "FAMILIES", "SectionQuirk", "SECTION_QUIRK_KEYS"]
 
 @dataclass(frozen=True)
 class SectionQuirk:
-    """A family that reads its rope section its own way: ``rewrite(section, rope_type) -> rope_type`` turns the
-    section (a dict, edited in place) into the registry method (rope_ref.scaling) the family computes; ``keys``
-    are section keys only this family reads (refused in any other family's section, naming ``owner``)."""
+    """A family reading its rope section its own way: ``rewrite(section, rope_type) -> rope_type`` edits the section
+    into the rope_ref.scaling method it computes; ``keys`` only ``owner`` reads (refused in other families)."""
 
     owner: str
     rewrite: Callable
@@ -24,8 +20,7 @@ class SectionQuirk:
 
 
 def _alpha_is_static_ntk(rope, rope_type) -> str:
-    """HunYuan: "dynamic" with a fixed alpha is static NTK, base * alpha^(d/(d-2)) at every length
-    (transformers' compute_ntk_alpha_rope_parameters)."""
+    """HunYuan's compute_ntk_alpha_rope_parameters: "dynamic" with alpha is static NTK, base * alpha^(d/(d-2))."""
     alpha = rope.pop("alpha", None)
     if alpha and rope_type == "dynamic":
         rope["factor"] = alpha
@@ -54,16 +49,10 @@ def _yarn_without_mscale(rope, rope_type) -> str:
     return rope_type
 
 
-_HUNYUAN_ALPHA = SectionQuirk("HunYuan", _alpha_is_static_ntk, keys=("alpha",))
-
-
 @dataclass(frozen=True)
 class Family:
-    """How one ``model_type`` applies RoPE, and the defaults its config class fills in.
-
-    ``pairing``: "half" = rotate_half (x_i, x_{i+d/2}); "interleaved" = rotate_every_two /
-    repeat_interleave / complex multiplication of (x_2i, x_2i+1).
-    """
+    """How one ``model_type`` applies RoPE, and the defaults its config class fills in.  ``pairing``: "half" =
+    rotate_half (x_i, x_{i+d/2}); "interleaved" = rotate_every_two / complex multiplication of (x_2i, x_2i+1)."""
 
     pairing: str = "half"
     rope_theta: float = 10000.0        # the config class's default rope_theta
@@ -75,26 +64,22 @@ class Family:
     rotary_key: str | None = None      # a key giving the number of rotated features (GPT-J's rotary_dim)
     rotary_default: int | None = None  # ... and its default when the config lacks the key (GPT-J: 64)
     fixed_theta: float | None = None   # a base the modeling code hard-codes (GPT-J, CodeGen: 10^4)
-    interleave: str | None = None      # MLA writing interleaved pairs back in half layout: "flag" = when the config's
-                                       # rope_interleave (default true) says so, "always" = whatever it says
+    interleave: str | None = None      # MLA: interleaved pairs out in half layout if rope_interleave ("flag") or always
     needs: tuple = ()                  # (key, value): RoPE only when config[key] == value
     refuses: tuple = ()                # (key, why): no RoPE when config[key] is true
     quirk: SectionQuirk | None = None  # reads its rope section its own way (HunYuan's alpha, PhiMoE's mscale)
     query_keys: tuple = ()             # top-level keys that scale queries, not angles (Llama 4's temperature)
     max_pos_keys: tuple = ("max_position_embeddings", "n_positions")   # the context length, first present wins
-    mrope: tuple | None = None         # M-RoPE its text module always applies: (default mrope_section, layout: True =
-                                       # interleaved, False = blocks, or a name of rope_ref.multiaxis.MROPE_LAYOUTS)
+    mrope: tuple | None = None         # M-RoPE its module applies: (default mrope_section, MROPE_LAYOUTS' layout)
     mrope_order: tuple = (0, 1, 2)     # the entries of its mrope_section that count temporal, height, width pairs
     unsupported: str | None = None     # why rope_ref refuses this family (its RoPE is one it does not model)
     layer_heads: Mapping | None = None  # layer type -> (key, default) of a head size that differs by layer type
-    parts: Mapping | None = None       # layer_type -> (head key, default, pairing, output_pairing) of another attention
-                                       # rotating the first qk_rope_head_dim features of its own heads (DSA indexers)
+    parts: Mapping | None = None       # layer_type -> (head key, default, pairing, output_pairing): DSA indexers
     clockwise: bool = False            # its rotate_half is cat(x2, -x1): every pair turns by -theta_j m (NanoChat)
 
 
 def _per_layer(**sections) -> dict:
-    """Default rope sections by layer type (transformers' nested rope_parameters): layer_type=rope_theta of default
-    RoPE, or layer_type=dict of the section's keys."""
+    """Default rope sections by layer type: layer_type=rope_theta of default RoPE, or a dict of the section's keys."""
     return {layer_type: {"rope_type": "default", **(keys if isinstance(keys, dict) else {"rope_theta": keys})}
             for layer_type, keys in sections.items()}
 
@@ -110,8 +95,6 @@ _MLA = dict(head_keys=("qk_rope_head_dim",), head_dim=64)           # the rotate
 _SINUSOIDAL = dict(rotary_key="rotary_dim", rotary_default=64, fixed_theta=10000.0)   # create_sinusoidal_positions
 _GPT_OSS_YARN = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
                  "original_max_position_embeddings": 4096}
-_APERTUS_LLAMA3 = {"rope_type": "llama3", "rope_theta": 12e6, "factor": 8.0, "original_max_position_embeddings": 8192,
-                   "low_freq_factor": 1.0, "high_freq_factor": 4.0}
 _MISTRAL_YARN = {"rope_type": "yarn", "beta_fast": 32.0, "beta_slow": 1.0, "mscale_all_dim": 1.0, "mscale": 1.0,
                  "llama_4_scaling_beta": 0.1}    # llama_4_scaling_beta scales the queries (get_llama_4_attn_scale)
 
@@ -165,21 +148,21 @@ FAMILIES = {
     "nomic_bert": Family(rope_theta=1000.0),
     "timesfm2_5": Family(head_dim=80),
     "glm4_moe": Family(partial_rotary_factor=0.5),    # GLM-4.5: rotate_half, unlike glm and glm4
-    "hunyuan_v1_dense": Family(quirk=_HUNYUAN_ALPHA),
-    "hunyuan_v1_moe": Family(quirk=_HUNYUAN_ALPHA),
+    **dict.fromkeys(("hunyuan_v1_dense", "hunyuan_v1_moe"),
+                    Family(quirk=SectionQuirk("HunYuan", _alpha_is_static_ntk, keys=("alpha",)))),
     "phimoe": Family(rope_theta=1e6, quirk=SectionQuirk("PhiMoE", _phimoe_longrope)),
     "nanochat": Family(clockwise=True),
     "gpt_oss": Family(rope_theta=150000.0, head_dim=64, rope=_GPT_OSS_YARN),
     "openai_privacy_filter": Family("interleaved", rope_theta=150000.0, rope=dict(_GPT_OSS_YARN, rope_theta=150000.0)),
-    "apertus": Family(rope_theta=12e6, rope=_APERTUS_LLAMA3),
-    "apertus1p5_text": Family(rope_theta=12e6, rope=_APERTUS_LLAMA3),
-    "cwm": Family(rope_theta=1e6, head_dim=128,
-                  rope={"rope_type": "llama3", "rope_theta": 1e6, "factor": 16.0, "high_freq_factor": 4.0,
-                        "low_freq_factor": 1.0, "original_max_position_embeddings": 8192}),
-    "higgs_audio_v2": Family(rope_theta=500000.0, head_dim=128,
-                             rope={"factor": 32.0, "rope_theta": 500000.0, "high_freq_factor": 0.5,
-                                   "low_freq_factor": 0.125, "original_max_position_embeddings": 1024,
-                                   "rope_type": "llama3"}),
+    **dict.fromkeys(("apertus", "apertus1p5_text"), Family(rope_theta=12e6, rope=dict(
+        rope_type="llama3", rope_theta=12e6, factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+        original_max_position_embeddings=8192))),
+    "cwm": Family(rope_theta=1e6, head_dim=128, rope=dict(
+        rope_type="llama3", rope_theta=1e6, factor=16.0, low_freq_factor=1.0, high_freq_factor=4.0,
+        original_max_position_embeddings=8192)),
+    "higgs_audio_v2": Family(rope_theta=500000.0, head_dim=128, rope=dict(
+        rope_type="llama3", rope_theta=500000.0, factor=32.0, low_freq_factor=0.125, high_freq_factor=0.5,
+        original_max_position_embeddings=1024)),
     "ministral3": Family(rope_theta=1e6, head_dim=128, rope=dict(_MISTRAL_YARN, rope_theta=1e6, factor=16.0,
                                                                    original_max_position_embeddings=16384)),
     "gptj": Family("interleaved", **_SINUSOIDAL),
@@ -207,17 +190,15 @@ FAMILIES = {
     "dots3_note_text": Family("interleaved", interleave="always", **_MLA,
                               rope=_per_layer(sliding_attention=50000.0, indexed_attention=80000000.0)),
     "longcat_flash": Family("interleaved", rope_theta=1e7, interleave="always", **_MLA),
-    "mistral_large4_text": Family("interleaved", interleave="always", **_MLA,
-                                  rope={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 2048.0,
-                                        "original_max_position_embeddings": 512, "beta_fast": 32.0, "beta_slow": 1.0,
-                                        "attention_factor": 1.0}),
+    "mistral_large4_text": Family("interleaved", interleave="always", **_MLA, rope=dict(
+        rope_type="yarn", rope_theta=10000.0, factor=2048.0, original_max_position_embeddings=512, beta_fast=32.0,
+        beta_slow=1.0, attention_factor=1.0)),
     "hy_v4": Family(**_MLA),                                         # MLA with rotate_half pairs
     "minicpm3": Family(head_keys=("qk_rope_head_dim",), head_dim=32),
     # DeepSeek-V4: interleaved pairs on the trailing qk_rope_head_dim (64) of each 512-wide head (head_dim here is
     # that rotated part, as for MLA); layer_type "main" (rope_theta) or "compress" (compress_rope_theta, yarn)
-    "deepseek_v4": Family("interleaved", **_MLA, quirk=SectionQuirk("DeepSeek-V4", _yarn_without_mscale),
-                          layers={"main": ("rope_theta", 1e4, False),
-                                  "compress": ("compress_rope_theta", 160000.0, True)}),
+    "deepseek_v4": Family("interleaved", **_MLA, quirk=SectionQuirk("DeepSeek-V4", _yarn_without_mscale), layers={
+        "main": ("rope_theta", 1e4, False), "compress": ("compress_rope_theta", 160000.0, True)}),
     # [layer types]
     "dory": Family(head_dim=256, rope=_per_layer(full_attention=1e7, sliding_attention=1e4)),
     "beam": Family(head_dim=128, rope=_per_layer(sliding_attention=1e4)),
@@ -257,9 +238,8 @@ FAMILIES = {
     "glm4v_moe_text": Family(partial_rotary_factor=0.5, mrope=_MROPE_GLM4V),
     "ernie4_5_vl_moe_text": Family("interleaved", rope_theta=500000.0, mrope=_MROPE_ERNIE, mrope_order=(2, 0, 1)),
     "hunyuan_vl_text": Family(unsupported=(
-        "transformers' HunYuanVLRotaryEmbedding splits cat(freqs, freqs) into chunks of 2*s per mrope_section entry "
-        "(Tencent's code repeats the section list instead), so a feature and its rotate_half partner can take their "
-        "angles from different axes: on image tokens its cos/sin map is not a rotation, and rope_ref models none")),
+        "transformers' HunYuanVLRotaryEmbedding splits cat(freqs, freqs) into chunks of 2*s per mrope_section entry: "
+        "on image tokens a feature and its rotate_half partner take angles from different axes, not a rotation")),
 }
 
 #: Section keys that only one family's quirk reads -> the family that reads them.
