@@ -293,8 +293,7 @@ def _mla_rotary_dim(cfg, factor, rope_dim) -> int:
         widths["qk_nope_head_dim + qk_rope_head_dim"] = cfg["qk_nope_head_dim"] + rope_dim
     if not any(int(w * factor) == rope_dim for w in widths.values()):
         raise ValueError(f"config partial_rotary_factor={factor!r} does not give qk_rope_head_dim={rope_dim} rotated "
-                         f"features of any head width the config states ({widths or 'none'}); MLA rotates "
-                         "qk_rope_head_dim features")
+                         f"features of any head width the config states ({widths or 'none'})")
     return rope_dim
 
 
@@ -308,8 +307,7 @@ def _pairing(cfg, family, pairing):
 
 def _training_lengths(cfg, family, rope, rope_type):
     """transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a top-level
-    original_max_position_embeddings when there is one (Phi-3), else the rope section's, else
-    max_position_embeddings.  Values copied from the top level are checked under their own names."""
+    original_max_position_embeddings (Phi-3), else the rope section's, else max_position_embeddings."""
     top = {k: check_positive_int(cfg[k], f"config[{k!r}]")
            for k in family.max_pos_keys + ("original_max_position_embeddings",) if cfg.get(k) is not None}
     max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
@@ -323,11 +321,8 @@ def _training_lengths(cfg, family, rope, rope_type):
 
 
 def _mrope(rope, family, where, known):
-    """(mrope_section, interleaved) of M-RoPE, or (None, False); takes its keys out of the rope section.
-
-    M-RoPE is written as a v4 ``type: "mrope"``, or as ``mrope_section`` next to any rope_type (v5: with
-    ``mrope_interleaved``); a family whose text module always applies it (FAMILIES' ``mrope``) gives the
-    defaults.  The layout is the family's: a config's ``mrope_interleaved`` that contradicts it is refused."""
+    """(mrope_section, interleaved) of M-RoPE (v4 ``type: "mrope"``, or ``mrope_section`` beside any rope_type), or
+    (None, False), taken out of the rope section; a family whose module applies M-RoPE gives defaults and layout."""
     section, flag = rope.pop("mrope_section", None), rope.pop("mrope_interleaved", None)
     kind = rope.get("rope_type", rope.get("type"))
     marked = [rope.pop(k) for k in ("rope_type", "type") if rope.get(k) == "mrope"]   # v4: type "mrope"
@@ -337,9 +332,9 @@ def _mrope(rope, family, where, known):
                              "the pairs per axis (mrope_section: [temporal, height, width])")
         return None, False
     if family.mrope is None and known:
-        raise ValueError(f"{where} (rope_type={kind!r}, mrope_section={section}) is multimodal RoPE, Qwen2-VL style, "
-                         "but this model_type's attention applies 1-D RoPE; rope_ref reads M-RoPE for the families "
-                         f"whose text module applies it ({sorted(k for k, f in FAMILIES.items() if f.mrope)})")
+        raise ValueError(f"{where} (rope_type={kind!r}, mrope_section={section}) is multimodal RoPE, but this "
+                         "model_type's attention applies 1-D RoPE; the families whose text module applies M-RoPE: "
+                         f"{sorted(k for k, f in FAMILIES.items() if f.mrope)}")
     default_section, default_flag = family.mrope or (None, False)
     if flag is not None:
         flag = check_bool(flag, f"{where}['mrope_interleaved']")
