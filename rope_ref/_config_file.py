@@ -14,13 +14,22 @@ _MAX_DEPTH = 32           # objects and arrays in a config: a section per layer 
 
 
 def load_config(config) -> dict:
-    """``config`` (a mapping, or the path of a JSON file holding an object) as a dict of JSON values nested at most
-    _MAX_DEPTH deep, without cycles; anything else is a TypeError or ValueError naming config (and the key)."""
+    """``config`` (a mapping, or the path of a JSON file holding an object: UTF-8 as transformers reads it, its size
+    checked first, no key repeated with another value) as a dict of JSON values nested at most _MAX_DEPTH deep,
+    without cycles; anything else is a TypeError or ValueError naming config (and the key)."""
     if isinstance(config, (str, os.PathLike)):
         path = os.fspath(config)
         if not os.path.isfile(path):
             raise ValueError(f"config: no file at {path!r}; pass a config.json path or a dict")
-        config = _read_json(path)
+        check_nbytes(os.path.getsize(path), "config", what=f"reading {path!r}")
+        try:
+            with open(path, "rb") as f:
+                config = json.loads(f.read().decode("utf-8"), object_pairs_hook=_unique_keys)
+        except (ValueError, RecursionError) as err:     # not UTF-8 or not JSON, or beyond Python's limits
+            raise ValueError(f"config: {path!r} is not valid JSON as a config.json is (UTF-8 text, each key once, "
+                             f"within Python's limits on nesting and digits): {err}") from None
+        except OSError as err:
+            raise ValueError(f"config: {path!r} cannot be read ({err.strerror or err})") from None
         if not isinstance(config, Mapping):
             raise ValueError(f"config: {path!r} holds a JSON {type(config).__name__}, expected an object")
     if not isinstance(config, Mapping):
@@ -40,20 +49,6 @@ def load_config(config) -> dict:
                 raise TypeError(f"{where}[{key!r}] is of type {type(item).__name__}, which JSON does not hold; a "
                                 "config holds strings, numbers, true/false, null, lists and objects")
     return dict(config)
-
-
-def _read_json(path):
-    """The JSON value in the file at ``path`` (UTF-8, as transformers reads it), its size checked first; a key
-    repeated with another value is refused, not overwritten."""
-    check_nbytes(os.path.getsize(path), "config", what=f"reading {path!r}")
-    try:
-        with open(path, "rb") as f:
-            return json.loads(f.read().decode("utf-8"), object_pairs_hook=_unique_keys)
-    except (ValueError, RecursionError) as err:     # not UTF-8 or not JSON; nested or a number beyond Python's limits
-        raise ValueError(f"config: {path!r} is not valid JSON as a config.json is (UTF-8 text, each key once, within "
-                         f"Python's limits on nesting and digits): {err}") from None
-    except OSError as err:
-        raise ValueError(f"config: {path!r} cannot be read ({err.strerror or err})") from None
 
 
 def _unique_keys(pairs) -> dict:

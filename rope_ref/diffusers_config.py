@@ -1,9 +1,6 @@
-"""A diffusion transformer's axial RoPE from its diffusers ``config.json`` (recognised by ``_class_name``), as a
-multi-axis ``RopeConfig`` (``axial_sections``; ``inv_freq()`` the matrix of ``rope_ref.axial_frequencies``).
-
-Each class's rotary module (diffusers 0.42) gives axis ``a`` its own ``dim_a`` features and frequencies
-``theta^(-2k/dim_a)`` (``get_1d_rotary_pos_embed``), concatenated in axis order, with interleaved pairs.
-"""
+"""A diffusion transformer's axial RoPE from its diffusers ``config.json`` (``_class_name``): each class's rotary
+module (diffusers 0.42) gives axis ``a`` its own ``dim_a`` features and frequencies ``theta^(-2k/dim_a)``
+(``get_1d_rotary_pos_embed``), concatenated in axis order, with interleaved pairs: ``RopeConfig.axial_sections``."""
 
 from __future__ import annotations
 
@@ -44,7 +41,7 @@ DIFFUSERS_FAMILIES = {
 def diffusers_rope_config(cfg, *, pairing=None, layer_type=None) -> RopeConfig:
     """The axial RoPE of the diffusers transformer ``cfg`` (a config.json dict with ``_class_name``)."""
     name = cfg["_class_name"]
-    family = DIFFUSERS_FAMILIES.get(name)
+    family = DIFFUSERS_FAMILIES.get(name) if isinstance(name, str) else None
     if family is None:
         raise ValueError(f"config has _class_name={name!r}, not a diffusers transformer rope_ref reads; known: "
                          f"{sorted(DIFFUSERS_FAMILIES)}{closest_name(str(name), DIFFUSERS_FAMILIES)}")

@@ -1,5 +1,4 @@
-"""A model's rotary embedding as one value: ``RopeConfig``, which :func:`rope_ref.from_hf_config` reads from a
-Hugging Face config and whose ``rotate`` applies it as the model does."""
+"""A model's rotary embedding as one value: ``RopeConfig``, read by :func:`rope_ref.from_hf_config`."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from .scaling import SCALING_METHODS, scaled_inv_freq
 
 @dataclass(frozen=True)
 class RopeConfig:
-    """A model's rotary embedding, as :func:`from_hf_config` reads it from the model's config."""
+    """A model's rotary embedding, as :func:`from_hf_config` reads it; ``rotate`` applies it as the model does."""
 
     model_type: str | None
     head_dim: int            # features per head
@@ -26,21 +25,17 @@ class RopeConfig:
     rope_type: str           # one of rope_ref.ROPE_TYPES
     params: Mapping = field(default_factory=dict)   # scaling parameters, as scaled_inv_freq names them
     attention_factor: float = 1.0                    # multiplies cos and sin (yarn, longrope)
-    output_pairing: str | None = None                # "half": interleaved pairs written back in half layout
-    # (DeepSeek-V3's rope_interleave: the model's output is rope_ref.to_half(cfg.rotate(x))); None: in place
-    query_scaling: Mapping = field(default_factory=dict)   # keys scaling the queries, not the angles (Ministral 3's
-    # llama_4_scaling_beta, Llama 4's attention temperature): kept as written, not applied by rotate
+    output_pairing: str | None = None                # "half": the model writes rope_ref.to_half(cfg.rotate(x))
+    query_scaling: Mapping = field(default_factory=dict)   # keys scaling the queries, not the angles: not applied
     mrope_section: tuple | None = None               # M-RoPE: pairs per axis (temporal, height, width)
-    mrope_interleaved: bool | str = False            # M-RoPE layout: True = interleaved (Qwen3-VL), False = blocks
-    # (Qwen2-VL), or a name of rope_ref.multiaxis.MROPE_LAYOUTS ("hw_alternating": ERNIE-4.5-VL)
+    mrope_interleaved: bool | str = False            # M-RoPE layout: True, False (blocks) or a MROPE_LAYOUTS name
     axial_sections: tuple | None = None              # axial RoPE (diffusion transformers): pairs per axis
     clockwise: bool = False                          # NanoChat: every pair turns by -theta_j m (sin's sign flipped)
     assumed: tuple = ()      # what from_hf_config took from the family where the config is silent (default sections)
 
     @property
     def axes(self) -> int | None:
-        """3 for M-RoPE (positions ``(3, ..., seq)``: temporal, height, width), ``A`` for axial RoPE over ``A``
-        axes (``(A, ..., seq)``), None for 1-D RoPE."""
+        """Position axes: 3 for M-RoPE (temporal, height, width), ``A`` for axial RoPE, None for 1-D RoPE."""
         if self.axial_sections is not None:
             return len(self.axial_sections)
         return None if self.mrope_section is None else 3
