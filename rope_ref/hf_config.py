@@ -64,7 +64,12 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     rope_type = _rope_type(rope, family, where, model_type)
     base, base_key = _base(cfg, rope, family, where, defaulted)
     rotary_dim = _rotary_dim(cfg, rope, rope_type, family, head_dim)
-    pairing, output_pairing = _pairing(cfg, family, pairing)
+    output_pairing = None
+    if pairing is None and family.interleave:        # MLA: interleaved pairs in, half layout out, if rope_interleave
+        flag = family.interleave == "always" or check_bool(cfg.get("rope_interleave", True),
+                                                            "config['rope_interleave']")
+        pairing, output_pairing = ("interleaved", "half") if flag else ("half", None)
+    pairing = pairing or family.pairing
     if part:
         head_key, default_head, pairing, output_pairing = part
         head_dim = check_positive_int(cfg.get(head_key, default_head), f"config[{head_key!r}]")
@@ -250,21 +255,20 @@ def _base(cfg, rope, family, where, defaulted):
 
 
 def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
-    """Rotated features per head: the whole head for a method that turns a share of it itself; MLA's
+    """Rotated features per head: the whole head for a method that turns a share of it itself; all of MLA's
     qk_rope_head_dim; a count (GPT-J's rotary_dim); else int(head_dim * partial_rotary_factor), as transformers."""
-    section_factor = rope.pop("partial_rotary_factor", None)
+    factor, key = rope.pop("partial_rotary_factor", None), "partial_rotary_factor"
     if SCALING_METHODS[rope_type].whole_head:   # frequencies over the whole head, the pairs past the share at 0
-        rope["partial_rotary_factor"] = section_factor
+        rope["partial_rotary_factor"] = factor
         return head_dim
-    if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
-        return _mla_rotary_dim(cfg, section_factor, head_dim)
-    if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
-        return check_rotary_dim(cfg.get(family.rotary_key, family.rotary_default), head_dim,
-                                f"config[{family.rotary_key!r}]")
-    factor, key = section_factor, "partial_rotary_factor"
     for k in ("partial_rotary_factor", "rotary_pct"):
         if factor is None and cfg.get(k) is not None:
             factor, key = cfg[k], k
+    if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
+        return _mla_rotary_dim(cfg, factor, key, head_dim)
+    if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
+        return check_rotary_dim(cfg.get(family.rotary_key, family.rotary_default), head_dim,
+                                f"config[{family.rotary_key!r}]")
     if factor is None and family.rotary_key and cfg.get(family.rotary_key) is not None:
         return check_rotary_dim(cfg[family.rotary_key], head_dim, f"config[{family.rotary_key!r}]")
     factor = family.partial_rotary_factor if factor is None else _share(factor, key)
@@ -282,27 +286,18 @@ def _share(factor, key):
     return factor
 
 
-def _mla_rotary_dim(cfg, factor, rope_dim) -> int:
+def _mla_rotary_dim(cfg, factor, key, rope_dim) -> int:
     """MLA rotates all qk_rope_head_dim features.  A partial_rotary_factor, where a config gives one, is that
     part's share of a wider head (Mistral 4: of qk_nope + qk_rope; dots3: of head_dim) and must agree."""
-    factor = cfg.get("partial_rotary_factor") if factor is None else factor
-    if factor is None or _share(factor, "partial_rotary_factor") == 1:
+    if factor is None or _share(factor, key) == 1:
         return rope_dim
     widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}
     if isinstance(cfg.get("qk_nope_head_dim"), int):
         widths["qk_nope_head_dim + qk_rope_head_dim"] = cfg["qk_nope_head_dim"] + rope_dim
     if not any(int(w * factor) == rope_dim for w in widths.values()):
-        raise ValueError(f"config partial_rotary_factor={factor!r} does not give qk_rope_head_dim={rope_dim} rotated "
+        raise ValueError(f"config {key}={factor!r} does not give qk_rope_head_dim={rope_dim} rotated "
                          f"features of any head width the config states ({widths or 'none'})")
     return rope_dim
-
-
-def _pairing(cfg, family, pairing):
-    """(pairing, output_pairing).  MLA with rope_interleave: interleaved pairs in, half layout out."""
-    if pairing is not None or family.interleave is None:
-        return pairing or family.pairing, None
-    flag = family.interleave == "always" or check_bool(cfg.get("rope_interleave", True), "config['rope_interleave']")
-    return ("interleaved", "half") if flag else ("half", None)
 
 
 def _training_lengths(cfg, family, rope, rope_type):
