@@ -95,14 +95,12 @@ def _text_model_config(cfg):
     deep as load_config lets configs nest)."""
     path = "config"
     while True:
-        mt = cfg.get("model_type")
-        if mt is not None and not isinstance(mt, str):
-            raise TypeError(f"{path}['model_type'] must be a string (e.g. 'llama'), got {mt!r} of type "
-                            f"{type(mt).__name__}")
+        for key, kind, expected in (("model_type", str, "a string (e.g. 'llama')"),
+                                    ("text_config", Mapping, "an object (the language model's config) or null")):
+            if cfg.get(key) is not None and not isinstance(cfg[key], kind):
+                raise TypeError(f"{path}[{key!r}] must be {expected}, got {cfg[key]!r} of type "
+                                f"{type(cfg[key]).__name__}")
         inner = cfg.get("text_config")
-        if inner is not None and not isinstance(inner, Mapping):
-            raise TypeError(f"{path}['text_config'] must be an object (the language model's config) or null, got "
-                            f"{inner!r} of type {type(inner).__name__}")
         if inner is None or any(cfg.get(k) not in (None, {}) for k in _SECTIONS + ("rope_theta",)):   # [], 0: own
             return cfg, path
         path += "['text_config']"
@@ -264,40 +262,28 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     for k in ("partial_rotary_factor", "rotary_pct"):
         if factor is None and cfg.get(k) is not None:
             factor, key = cfg[k], k
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1):
+        raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
     if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
-        return _mla_rotary_dim(cfg, factor, key, head_dim)
+        # MLA rotates all qk_rope_head_dim features; a share is theirs of a wider head, and must agree with it
+        widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}   # dots3
+        if isinstance(cfg.get("qk_nope_head_dim"), int):                                               # Mistral 4
+            widths["qk_nope_head_dim + qk_rope_head_dim"] = cfg["qk_nope_head_dim"] + head_dim
+        if factor not in (None, 1) and not any(int(w * factor) == head_dim for w in widths.values()):
+            raise ValueError(f"config {key}={factor!r} does not give qk_rope_head_dim={head_dim} rotated features of "
+                             f"any head width the config states ({widths or 'none'})")
+        return head_dim
     if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
         return check_rotary_dim(cfg.get(family.rotary_key, family.rotary_default), head_dim,
                                 f"config[{family.rotary_key!r}]")
     if factor is None and family.rotary_key and cfg.get(family.rotary_key) is not None:
         return check_rotary_dim(cfg[family.rotary_key], head_dim, f"config[{family.rotary_key!r}]")
-    factor = family.partial_rotary_factor if factor is None else _share(factor, key)
+    factor = family.partial_rotary_factor if factor is None else factor
     r = int(head_dim * factor)
     if r < 2 or r % 2:
         raise ValueError(f"config: head_dim {head_dim} * {key} {factor} = {r} rotated features; "
                          "expected an even number >= 2 (partial_rotary_factor)")
     return r
-
-
-def _share(factor, key):
-    """A share of the head: a real number in (0, 1]."""
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
-        raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
-    return factor
-
-
-def _mla_rotary_dim(cfg, factor, key, rope_dim) -> int:
-    """MLA rotates all qk_rope_head_dim features.  A partial_rotary_factor, where a config gives one, is that
-    part's share of a wider head (Mistral 4: of qk_nope + qk_rope; dots3: of head_dim) and must agree."""
-    if factor is None or _share(factor, key) == 1:
-        return rope_dim
-    widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}
-    if isinstance(cfg.get("qk_nope_head_dim"), int):
-        widths["qk_nope_head_dim + qk_rope_head_dim"] = cfg["qk_nope_head_dim"] + rope_dim
-    if not any(int(w * factor) == rope_dim for w in widths.values()):
-        raise ValueError(f"config {key}={factor!r} does not give qk_rope_head_dim={rope_dim} rotated "
-                         f"features of any head width the config states ({widths or 'none'})")
-    return rope_dim
 
 
 def _training_lengths(cfg, family, rope, rope_type):
