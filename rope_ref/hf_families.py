@@ -123,8 +123,8 @@ FAMILIES = {
                     Family(head_dim=128)),
     **dict.fromkeys(("gemma", "gemma2", "vaultgemma", "t5_gemma_module"), Family(head_dim=256)),
     **dict.fromkeys(("phi", "persimmon", "nemotron", "bamba", "dots3_note_audio_encoder", "glmasr_encoder",
-                     "nemotron3_5_transcribe_asr_audio", "nemotron3_5_transcribe_word_timestamp", "recurrent_gemma"),
-                    Family(partial_rotary_factor=0.5)),
+                     "nemotron3_5_transcribe_asr_audio", "nemotron3_5_transcribe_word_timestamp", "recurrent_gemma",
+                     "glm4_moe"), Family(partial_rotary_factor=0.5)),    # glm4_moe (GLM-4.5): rotate_half, unlike glm
     **dict.fromkeys(("gpt_neox", "stablelm"), Family(partial_rotary_factor=0.25)),   # gpt_neox: rotary_pct in old ones
     **dict.fromkeys(("gemma3_text", "gemma3n_text"), Family(head_dim=256, layers=_GEMMA3_LAYERS)),   # [layer types]
     **dict.fromkeys(("cohere", "ernie4_5_moe", "blt_global_transformer", "blt_local_decoder", "blt_local_encoder"),
@@ -147,7 +147,6 @@ FAMILIES = {
     "gte": Family(rope_theta=160000.0),
     "nomic_bert": Family(rope_theta=1000.0),
     "timesfm2_5": Family(head_dim=80),
-    "glm4_moe": Family(partial_rotary_factor=0.5),    # GLM-4.5: rotate_half, unlike glm and glm4
     **dict.fromkeys(("hunyuan_v1_dense", "hunyuan_v1_moe"),
                     Family(quirk=SectionQuirk("HunYuan", _alpha_is_static_ntk, keys=("alpha",)))),
     "phimoe": Family(rope_theta=1e6, quirk=SectionQuirk("PhiMoE", _phimoe_longrope)),
@@ -165,8 +164,7 @@ FAMILIES = {
         original_max_position_embeddings=1024)),
     "ministral3": Family(rope_theta=1e6, head_dim=128, rope=dict(_MISTRAL_YARN, rope_theta=1e6, factor=16.0,
                                                                    original_max_position_embeddings=16384)),
-    "gptj": Family("interleaved", **_SINUSOIDAL),
-    "codegen": Family("interleaved", **_SINUSOIDAL),
+    **dict.fromkeys(("gptj", "codegen"), Family("interleaved", **_SINUSOIDAL)),
     "helium": Family("interleaved", rope_theta=100000.0, head_dim=128),
     "ernie4_5": Family("interleaved", rope_theta=500000.0, head_dim=128),
     "cohere2_moe": Family("interleaved", head_dim=128),
