@@ -10,8 +10,7 @@ from types import MappingProxyType
 from ._config_file import load_config
 from ._validate import (check_base, check_bool, check_nbytes, check_pairing, check_positive_int, check_rotary_dim,
     closest_name, suggest_keywords)
-from .diffusers_config import diffusers_rope_config
-from .hf_families import FAMILIES, SECTION_QUIRK_KEYS, Family
+from .hf_families import DIFFUSERS_FAMILIES, FAMILIES, SECTION_QUIRK_KEYS, Family
 from .multiaxis import mrope_frequencies
 from .rope_config import RopeConfig
 from .scaling import SCALING_METHODS, TRAIN_LENGTH, config_keys, scaled_inv_freq
@@ -44,7 +43,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
                         f"got {reprlib.repr(layer_type)} of type {type(layer_type).__name__}")
     cfg = load_config(config)
     if "_class_name" in cfg:                                 # a diffusers transformer's config.json
-        return diffusers_rope_config(cfg, pairing=pairing, layer_type=layer_type)
+        return _diffusers_rope_config(cfg, pairing=pairing, layer_type=layer_type)
     cfg, path = _text_model_config(cfg)
     model_type = cfg.get("model_type")
     family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing), path)
@@ -88,6 +87,35 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
                                                       for k, v in query_scaling.items()}),
                       mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise,
                       assumed=tuple(assumed))
+
+
+def _diffusers_rope_config(cfg, *, pairing=None, layer_type=None) -> RopeConfig:
+    """The axial RoPE of the diffusers transformer ``cfg`` (a config.json dict with ``_class_name``):
+    ``RopeConfig.axial_sections``, ``inv_freq()`` the matrix of ``rope_ref.axial_frequencies``."""
+    name = cfg["_class_name"]
+    family = DIFFUSERS_FAMILIES.get(name) if isinstance(name, str) else None
+    if family is None:
+        raise ValueError(f"config has _class_name={name!r}, not a diffusers transformer rope_ref reads; known: "
+                         f"{sorted(DIFFUSERS_FAMILIES)}{closest_name(str(name), DIFFUSERS_FAMILIES)}")
+    if layer_type is not None:
+        raise ValueError(f"layer_type={layer_type!r} was given, but {name} has one RoPE for every layer")
+    if family.needs and not cfg.get(family.needs):
+        raise ValueError(f"config has _class_name={name!r} with {family.needs}={cfg.get(family.needs)!r}: that "
+                         "model applies no RoPE")
+    head_dim = check_positive_int(cfg.get("attention_head_dim", family.head_dim), "config['attention_head_dim']")
+    where = f"config[{family.axes_key!r}]" if family.axes_key else f"{name}'s split of attention_head_dim"
+    dims = cfg.get(family.axes_key, family.axes_dims) if family.axes_key else family.axes_dims(head_dim)
+    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__") or \
+            not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 and n % 2 == 0 for n in dims):
+        raise ValueError(f"{where} must be positive even feature dims, one per axis, got {dims!r}")
+    if sum(dims) != head_dim:
+        raise ValueError(f"{where} = {list(dims)} sums to {sum(dims)} features; expected attention_head_dim = "
+                         f"{head_dim} (the module's cos/sin cover the whole head)")
+    theta = cfg.get(family.theta_key, family.theta) if family.theta_key else family.theta
+    base = check_base(theta, f"rope_theta ({f'config[{family.theta_key!r}]' if family.theta_key else name})")
+    return RopeConfig(model_type=name, head_dim=head_dim, rotary_dim=head_dim,
+                      pairing="interleaved" if pairing is None else check_pairing(pairing), base=base,
+                      rope_type="default", axial_sections=tuple(n // 2 for n in dims))
 
 
 def _text_model_config(cfg):

@@ -1,12 +1,13 @@
 """What each transformers family does with RoPE, as data: ``FAMILIES[model_type] -> Family``, read off transformers
-v5's modeling and configuration modules and checked against them by tests/data/audit_families.py."""
+v5's modeling and configuration modules and checked against them by tests/data/audit_families.py; and each diffusers
+transformer's axial RoPE: ``DIFFUSERS_FAMILIES[_class_name] -> AxialFamily``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["Family", "FAMILIES", "SectionQuirk", "SECTION_QUIRK_KEYS"]
+__all__ = ["Family", "FAMILIES", "SectionQuirk", "SECTION_QUIRK_KEYS", "AxialFamily", "DIFFUSERS_FAMILIES"]
 
 
 @dataclass(frozen=True)
@@ -243,3 +244,31 @@ FAMILIES = {
 #: Section keys that only one family's quirk reads -> the family that reads them.
 SECTION_QUIRK_KEYS = {key: family.quirk.owner for family in FAMILIES.values() if family.quirk
                       for key in family.quirk.keys}
+
+
+@dataclass(frozen=True)
+class AxialFamily:
+    """How one diffusers transformer class splits its heads into axes, and its ``__init__`` defaults."""
+
+    head_dim: int = 128                 # the class's default attention_head_dim
+    axes_key: str | None = None         # config key of the feature dims per axis (twice the pairs)
+    axes_dims: tuple | Callable = ()    # their default; or, without a key, the module's split of head_dim
+    theta: float = 10000.0              # the class's default theta, or the one its code fixes
+    theta_key: str | None = None        # config key of theta; None: fixed by the code
+    needs: str | None = None            # a flag that must be true for the model to apply RoPE
+
+
+#: diffusers ``_class_name`` -> AxialFamily, read off diffusers 0.42.1's classes: each class's rotary module gives
+#: axis ``a`` its own ``dim_a`` features and frequencies ``theta^(-2k/dim_a)``, in axis order, interleaved pairs.
+DIFFUSERS_FAMILIES = {
+    "FluxTransformer2DModel": AxialFamily(axes_key="axes_dims_rope", axes_dims=(16, 56, 56)),
+    "Flux2Transformer2DModel": AxialFamily(axes_key="axes_dims_rope", axes_dims=(32, 32, 32, 32), theta=2000.0,
+                                           theta_key="rope_theta"),
+    "HunyuanVideoTransformer3DModel": AxialFamily(axes_key="rope_axes_dim", axes_dims=(16, 56, 56), theta=256.0,
+                                                  theta_key="rope_theta"),
+    "QwenImageTransformer2DModel": AxialFamily(axes_key="axes_dims_rope", axes_dims=(16, 56, 56)),
+    # WanRotaryPosEmbed: h = w = 2 floor(d/6) features, t the rest; get_3d_rotary_pos_embed: t = d/4, h = w = 3d/8
+    "WanTransformer3DModel": AxialFamily(axes_dims=lambda d: (d - 4 * (d // 6), 2 * (d // 6), 2 * (d // 6))),
+    "CogVideoXTransformer3DModel": AxialFamily(head_dim=64, axes_dims=lambda d: (d // 4, d // 8 * 3, d // 8 * 3),
+                                               needs="use_rotary_positional_embeddings"),
+}
