@@ -14,9 +14,8 @@ _MAX_DEPTH = 32           # objects and arrays in a config: a section per layer 
 
 
 def load_config(config) -> dict:
-    """``config`` (a mapping, or the path of a JSON file holding an object: UTF-8 as transformers reads it, its size
-    checked first, no key repeated with another value) as a dict of JSON values nested at most _MAX_DEPTH deep,
-    without cycles; anything else is a TypeError or ValueError naming config (and the key)."""
+    """``config`` (a mapping, or the path of a UTF-8 JSON file, its size checked first, no key repeated with another
+    value) as a dict of JSON values nested at most _MAX_DEPTH deep, without cycles; anything else is refused."""
     if isinstance(config, (str, os.PathLike)):
         path = os.fspath(config)
         if not os.path.isfile(path):

@@ -1,5 +1,4 @@
-"""A model's RoPE from its Hugging Face ``config.json``: ``from_hf_config(config) -> RopeConfig``, with what each
-transformers family does read from the table :data:`rope_ref.hf_families.FAMILIES`."""
+"""A model's RoPE from its Hugging Face ``config.json``: ``from_hf_config(config) -> RopeConfig``."""
 
 from __future__ import annotations
 
@@ -17,12 +16,10 @@ from .scaling import SCALING_METHODS, TRAIN_LENGTH, config_keys, scaled_inv_freq
 
 
 _SECTIONS = ("rope_parameters", "rope_scaling")   # v5, v4
-#: Keys of a rope section that scale the queries (attention temperature), not the angles: kept in
-#: RopeConfig.query_scaling, not applied by RopeConfig.rotate.
+#: Rope-section keys scaling the queries (attention temperature), not the angles: kept in RopeConfig.query_scaling.
 QUERY_SCALING_KEYS = ("llama_4_scaling_beta",)
 _MROPE_KEYS = ("mrope_section", "mrope_interleaved")
-#: Keys saying, in a way rope_ref does not read, that the heads are not hidden_size / num_attention_heads wide, or
-#: that only part of each rotates: an unknown family carrying one is refused, not given a size it contradicts.
+#: Sizes of the heads or of their rotated part, written in ways rope_ref does not read: refused for unknown families.
 _OTHER_HEAD_KEYS = ("qk_nope_head_dim", "kv_channels", "attention_head_dim", "head_size", "d_head", "attn_config")
 _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rotary_percentage", "rotary_percent",
                       "rope_pct")
@@ -321,10 +318,8 @@ def _training_lengths(cfg, family, rope, rope_type):
            for k in family.max_pos_keys + ("original_max_position_embeddings",) if cfg.get(k) is not None}
     max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
     if TRAIN_LENGTH in SCALING_METHODS[rope_type].required:
-        if "original_max_position_embeddings" in top:
-            rope["original_max_position_embeddings"] = top["original_max_position_embeddings"]
-        elif rope.get("original_max_position_embeddings") is None and max_pos is not None:
-            rope["original_max_position_embeddings"] = max_pos
+        train = top.get("original_max_position_embeddings", rope.get("original_max_position_embeddings"))
+        rope["original_max_position_embeddings"] = max_pos if train is None else train
     if max_pos is not None:
         rope["max_position_embeddings"] = max_pos
 

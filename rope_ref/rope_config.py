@@ -42,10 +42,9 @@ class RopeConfig:
 
     @suggest_keywords
     def inv_freq(self, seq_len=None) -> np.ndarray:
-        """Per-pair frequencies at the current length ``seq_len``, float64: ``(rotary_dim/2,)``, or for M-RoPE
-        the matrix ``(rotary_dim/2, 3)`` whose row j holds pair j's frequency in the column of its axis
-        (``rope_ref.mrope_frequencies`` with the method's frequencies; pair j turns by sum_a F[j, a] p_a); for
-        axial RoPE ``(rotary_dim/2, A)`` (``rope_ref.axial_frequencies``).  Negative when ``clockwise``."""
+        """Per-pair frequencies at the current length ``seq_len``, float64: ``(rotary_dim/2,)``; for M-RoPE and axial
+        RoPE ``(rotary_dim/2, axes)``, pair j turning by sum_a F[j, a] p_a (``rope_ref.mrope_frequencies``,
+        ``rope_ref.axial_frequencies``).  Negative when ``clockwise``."""
         freqs, _ = scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len, **self.params)
         if self.mrope_section is not None:
             sections = mrope_frequencies(self.rotary_dim, self.mrope_section, interleaved=self.mrope_interleaved)
@@ -59,10 +58,9 @@ class RopeConfig:
         """RoPE as the model applies it: ``x`` ``(..., seq, head_dim)`` -> same shape and dtype.
 
         ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``); for M-RoPE and axial RoPE
-        ``(axes, ..., seq)``, as transformers' ``position_ids`` (default: text, every axis ``arange(seq)``) or the
-        diffusion pipeline's ids (Flux's ``img_ids`` transposed).  The first ``rotary_dim`` features are rotated
-        (RoFormer eq 34) and multiplied by the attention factor; the rest pass through.  ``seq_len`` (dynamic,
-        longrope) defaults to ``max(positions) + 1``, the length transformers uses.
+        ``(axes, ..., seq)``: transformers' ``position_ids`` (default: text, every axis ``arange(seq)``), or Flux's
+        ``img_ids`` transposed.  The first ``rotary_dim`` features are rotated (RoFormer eq 34) and multiplied by the
+        attention factor; the rest pass through.  ``seq_len`` (dynamic, longrope) defaults to ``max(positions) + 1``.
         """
         x = check_x(x)
         if x.shape[-1] != self.head_dim:
@@ -72,11 +70,10 @@ class RopeConfig:
         pos = check_positions(positions, x.shape[:-1], axes=self.axes)
         if seq_len is None and SCALING_METHODS[self.rope_type].uses_seq_len:
             seq_len = int(np.max(pos, initial=0)) + 1
-        att = self.attention_factor
         y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=self.inv_freq(seq_len))
-        if att != 1.0:
+        if self.attention_factor != 1.0:
             with np.errstate(over="ignore"):                 # reported below as a ValueError
-                y[..., :self.rotary_dim] *= np.asarray(att, dtype=y.dtype)
-            check_no_overflow(y, x, expected=f"x times the attention factor {att:.5g} to stay within "
-                                  f"{np.dtype(y.dtype).name}")
+                y[..., :self.rotary_dim] *= np.asarray(self.attention_factor, dtype=y.dtype)
+            check_no_overflow(y, x, expected=f"x times the attention factor {self.attention_factor:.5g} to stay "
+                                  f"within {np.dtype(y.dtype).name}")
         return y
