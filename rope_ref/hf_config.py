@@ -116,8 +116,7 @@ def _diffusers_rope_config(cfg, *, pairing=None, layer_type=None) -> RopeConfig:
 
 
 def _text_model_config(cfg):
-    """(config, where it is): a multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config (as
-    deep as load_config lets configs nest)."""
+    """(config, where it is): a multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config."""
     path = "config"
     while True:
         for key, kind, expected in (("model_type", str, "a string (e.g. 'llama')"),
@@ -182,8 +181,7 @@ def _head_dim(cfg, family, layer_type) -> int:
     for keys in (("hidden_size", "n_embd"), ("num_attention_heads", "n_head")):
         key = next((k for k in keys if k in cfg), keys[0])
         if cfg.get(key) is None:
-            raise ValueError(f"config is missing {key!r} (head_dim is hidden_size / num_attention_heads when the "
-                             "config has no head_dim)")
+            raise ValueError(f"config is missing {key!r} (with no head_dim, it is hidden_size / num_attention_heads)")
         sizes[key] = check_positive_int(cfg[key], f"config[{key!r}]")
     (hidden_key, hidden), (heads_key, heads) = sizes.items()
     if hidden % heads:
@@ -192,9 +190,8 @@ def _head_dim(cfg, family, layer_type) -> int:
 
 
 def _rope_section(cfg, layer_type, family):
-    """(where, section, defaulted): the v5 ``rope_parameters`` or the v4 ``rope_scaling`` (if both are given they
-    must agree), else the family's default (``defaulted``), checked key by key; of a config with one per layer type
-    (gemma3, olmo3, ...), the one of ``layer_type``."""
+    """(where, section, defaulted): v5 ``rope_parameters`` or v4 ``rope_scaling`` (agreeing if both are given), else
+    the family's default (``defaulted``), checked key by key; with one per layer type, ``layer_type``'s."""
     for k in _SECTIONS:
         if cfg.get(k) is not None and not isinstance(cfg[k], Mapping):
             raise ValueError(f"config[{k!r}] must be an object (dict) or null, got {cfg[k]!r} of type "
@@ -243,9 +240,8 @@ def _rope_section(cfg, layer_type, family):
 
 
 def _rope_type(rope, family, where, model_type) -> str:
-    """The registry's name of the section's rope_type (v4: type; an "mrope" type was read by _mrope).  A family that
-    reads its section its own way (hf_families.SectionQuirk) rewrites it as the method it computes; a key only
-    another family's quirk reads is refused."""
+    """The registry's name of the section's rope_type (v4: type), as the family's SectionQuirk rewrites it; a key
+    only another family's quirk reads is refused."""
     supported = [name for name, method in SCALING_METHODS.items() if method.in_transformers]
     names = {alias: name for name in supported for alias in (name,) + SCALING_METHODS[name].config_names}
     given = {key: rope.pop(key, None) for key in ("rope_type", "type")}

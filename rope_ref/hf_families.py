@@ -258,8 +258,7 @@ class AxialFamily:
     needs: str | None = None            # a flag that must be true for the model to apply RoPE
 
 
-#: diffusers ``_class_name`` -> AxialFamily, read off diffusers 0.42.1's classes: each class's rotary module gives
-#: axis ``a`` its own ``dim_a`` features and frequencies ``theta^(-2k/dim_a)``, in axis order, interleaved pairs.
+#: ``_class_name`` -> AxialFamily, read off diffusers 0.42.1: axis a's dim_a features turn at theta^(-2k/dim_a).
 DIFFUSERS_FAMILIES = {
     "FluxTransformer2DModel": AxialFamily(axes_key="axes_dims_rope", axes_dims=(16, 56, 56)),
     "Flux2Transformer2DModel": AxialFamily(axes_key="axes_dims_rope", axes_dims=(32, 32, 32, 32), theta=2000.0,
