@@ -51,6 +51,7 @@ def load_config(config) -> dict:
 
 
 def _unique_keys(pairs) -> dict:
+    """A JSON object as a dict; a key given twice with different values (JSON keeps the last) is a ValueError."""
     obj = dict(pairs)
     for key, value in pairs:
         if obj[key] != value:

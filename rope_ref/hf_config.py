@@ -203,10 +203,8 @@ def _rope_section(cfg, layer_type, family):
         raise ValueError(f"config has both 'rope_parameters' ({dict(v5)}) and 'rope_scaling' ({dict(v4)}) and they "
                          "disagree; keep one of them (v5 configs use 'rope_parameters')")
     key = "rope_parameters" if v5 is not None else "rope_scaling"
-    rope, defaulted, where = cfg.get(key), False, f"config[{key!r}]"
-    if rope is None and family.rope is not None:
-        rope, defaulted = dict(family.rope), True
-    rope = rope or {}
+    where, defaulted = f"config[{key!r}]", cfg.get(key) is None and family.rope is not None
+    rope = dict(family.rope) if defaulted else cfg.get(key) or {}
     nested = sorted(k for k, v in rope.items() if isinstance(v, Mapping))
     strays = [k for k, v in rope.items() if nested and v is not None and not isinstance(v, Mapping)]
     if strays:                                         # one section per layer type: every entry a section (or null)
