@@ -1,6 +1,5 @@
-"""A model config as :func:`rope_ref.from_hf_config` reads it: :func:`load_config`, a dict of JSON values from a
-dict or a ``config.json`` path, checked once here so that no later step meets anything else; and
-:func:`check_strays`, the keys of a rope section no layer would read."""
+"""A model config as :func:`rope_ref.from_hf_config` reads it (:func:`load_config`): a dict of JSON values, checked
+once here so that no later step meets anything else."""
 
 from __future__ import annotations
 
@@ -15,14 +14,21 @@ _MAX_DEPTH = 32           # objects and arrays in a config: a section per layer 
 
 
 def load_config(config) -> dict:
-    """``config`` (a mapping, or the path of a JSON file holding an object) as a dict of JSON values: strings,
-    numbers, booleans, null, lists and objects nested at most _MAX_DEPTH deep, none containing one it is nested in.
-    Anything else is a TypeError or ValueError naming config (and the key)."""
+    """``config`` (a mapping, or the path of a UTF-8 JSON file, its size checked first, no key repeated with another
+    value) as a dict of JSON values nested at most _MAX_DEPTH deep, without cycles; anything else is refused."""
     if isinstance(config, (str, os.PathLike)):
         path = os.fspath(config)
         if not os.path.isfile(path):
             raise ValueError(f"config: no file at {path!r}; pass a config.json path or a dict")
-        config = _read_json(path)
+        check_nbytes(os.path.getsize(path), "config", what=f"reading {path!r}")
+        try:
+            with open(path, "rb") as f:
+                config = json.loads(f.read().decode("utf-8"), object_pairs_hook=_unique_keys)
+        except (ValueError, RecursionError) as err:     # not UTF-8 or not JSON, or beyond Python's limits
+            raise ValueError(f"config: {path!r} is not valid JSON as a config.json is (UTF-8 text, each key once, "
+                             f"within Python's limits on nesting and digits): {err}") from None
+        except OSError as err:
+            raise ValueError(f"config: {path!r} cannot be read ({err.strerror or err})") from None
         if not isinstance(config, Mapping):
             raise ValueError(f"config: {path!r} holds a JSON {type(config).__name__}, expected an object")
     if not isinstance(config, Mapping):
@@ -44,20 +50,6 @@ def load_config(config) -> dict:
     return dict(config)
 
 
-def _read_json(path):
-    """The JSON value in the file at ``path``, read as transformers reads a config.json (UTF-8), its size checked
-    first (:func:`rope_ref.size_limit`); a key repeated with another value is refused, not overwritten."""
-    check_nbytes(os.path.getsize(path), "config", what=f"reading {path!r}")
-    try:
-        with open(path, "rb") as f:
-            return json.loads(f.read().decode("utf-8"), object_pairs_hook=_unique_keys)
-    except (ValueError, RecursionError) as err:     # not UTF-8 or not JSON; nested or a number beyond Python's limits
-        raise ValueError(f"config: {path!r} is not valid JSON as a config.json is (UTF-8 text, each key once, within "
-                         f"Python's limits on nesting and digits): {err}") from None
-    except OSError as err:
-        raise ValueError(f"config: {path!r} cannot be read ({err.strerror or err})") from None
-
-
 def _unique_keys(pairs) -> dict:
     """A JSON object as a dict; a key given twice with different values (JSON keeps the last) is a ValueError."""
     obj = dict(pairs)
@@ -65,18 +57,3 @@ def _unique_keys(pairs) -> dict:
         if obj[key] != value:
             raise ValueError(f"key {key!r} appears twice in one object, as {value!r} and {obj[key]!r}")
     return obj
-
-
-def check_strays(cfg, rope, nested, where):
-    """Keys no layer would read: with one section per layer type (transformers' nested rope_parameters) every entry
-    is a section (null: unused); a top-level rope_theta is the default of sections without their own, so where every
-    section has one it must agree with them."""
-    for k, v in rope.items():
-        if nested and v is not None and not isinstance(v, Mapping):
-            raise ValueError(f"{where} holds one RoPE section per layer type ({nested}), so {where}[{k!r}] must be a "
-                             f"section (an object) too, got {v!r} of type {type(v).__name__}")
-    top = next((k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None), None)
-    own = [section.get("rope_theta") for section in ([rope[k] for k in nested] or [rope])]
-    if top and None not in own and all(theta != cfg[top] for theta in own):
-        raise ValueError(f"config[{top!r}]={cfg[top]!r} disagrees with the rope_theta of every section of {where} "
-                         f"({', '.join(map(repr, own))}), so no layer would read it; keep one of them")

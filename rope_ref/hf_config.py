@@ -1,9 +1,4 @@
-"""A model's RoPE from its Hugging Face ``config.json``: ``from_hf_config(config) -> RopeConfig``.
-
-The pairing, defaults and key names of each family (rope_ref/hf_families.py) were read from transformers v5
-(``models/<family>/modeling_<family>.py`` and ``configuration_<family>.py``); the recorded outputs of those
-modules in tests/data check them.
-"""
+"""A model's RoPE from its Hugging Face ``config.json``: ``from_hf_config(config) -> RopeConfig``."""
 
 from __future__ import annotations
 
@@ -11,77 +6,71 @@ import reprlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from ._config_file import check_strays, load_config
+from ._config_file import load_config
 from ._validate import (check_base, check_bool, check_nbytes, check_pairing, check_positive_int, check_rotary_dim,
     closest_name, suggest_keywords)
-from .diffusers_config import diffusers_rope_config
-from .hf_families import FAMILIES, SECTION_QUIRK_KEYS, Family
+from .hf_families import DIFFUSERS_FAMILIES, FAMILIES, SECTION_QUIRK_KEYS, Family
 from .multiaxis import mrope_frequencies
 from .rope_config import RopeConfig
 from .scaling import SCALING_METHODS, TRAIN_LENGTH, config_keys, scaled_inv_freq
 
 
 _SECTIONS = ("rope_parameters", "rope_scaling")   # v5, v4
-#: Keys of a rope section that scale the queries (attention temperature), not the angles: kept in
-#: RopeConfig.query_scaling, not applied by RopeConfig.rotate.
+#: Rope-section keys scaling the queries (attention temperature), not the angles: kept in RopeConfig.query_scaling.
 QUERY_SCALING_KEYS = ("llama_4_scaling_beta",)
-#: Keys that say the features per head are not hidden_size / num_attention_heads, in a way rope_ref
-#: does not read: an unknown family carrying one is refused rather than given a size the config contradicts.
+_MROPE_KEYS = ("mrope_section", "mrope_interleaved")
+#: Sizes of the heads or of their rotated part, written in ways rope_ref does not read: refused for unknown families.
 _OTHER_HEAD_KEYS = ("qk_nope_head_dim", "kv_channels", "attention_head_dim", "head_size", "d_head", "attn_config")
-#: ... and keys that say only part of each head rotates, in a way rope_ref does not read.
 _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rotary_percentage", "rotary_percent",
                       "rope_pct")
-_MAX_NESTING = 8
 
 
 @suggest_keywords
 def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     """Read a model's RoPE from its Hugging Face config: a dict, or the path of a ``config.json``.
 
-    Reads the transformers v5 layout (``rope_parameters``) and the v4 one (``rope_theta`` plus ``rope_scaling``
-    with ``rope_type`` or ``type``); a multimodal config's ``text_config``.  What each ``model_type`` does --
-    pairing, its config class's defaults, where its head size and rotated part are written, its quirks -- is data
-    in :data:`rope_ref.hf_families.FAMILIES`, read off transformers v5 and checked against each family's rotary
-    module (tests/data/audit_families.py).  ``pairing=`` overrides the family's pairing and lets an unknown
-    ``model_type`` through with generic defaults, never with a head size the config contradicts.  ``layer_type``
-    chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, Gemma 4, DeepSeek-V4, ...) or of
-    another attention (``"indexer"``: DeepSeek-V3.2's and GLM-5's DSA indexer), and is an error elsewhere.  A
-    diffusers transformer's config.json (``_class_name``) is read by rope_ref/diffusers_config.py as axial RoPE.
-    docs/model_configs.md describes each case (MLA, M-RoPE, proportional RoPE, query scaling) and
-    what is refused: each with a ValueError naming the key.
+    Reads transformers v5 (``rope_parameters``) and v4 (``rope_theta``, ``rope_scaling``) configs, a multimodal
+    config's ``text_config`` and a diffusers transformer's config (``_class_name``: axial RoPE).  ``pairing=``
+    overrides the family's pairing and lets an unknown ``model_type`` through with generic defaults.
+    ``layer_type`` chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, ...) or of another
+    attention (``"indexer"``: DSA indexers).  docs/model_configs.md describes each case and what is refused.
     """
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be None or the name of a layer type (a string such as 'full_attention'), "
                         f"got {reprlib.repr(layer_type)} of type {type(layer_type).__name__}")
     cfg = load_config(config)
     if "_class_name" in cfg:                                 # a diffusers transformer's config.json
-        return diffusers_rope_config(cfg, pairing=pairing, layer_type=layer_type)
+        return _diffusers_rope_config(cfg, pairing=pairing, layer_type=layer_type)
     cfg, path = _text_model_config(cfg)
     model_type = cfg.get("model_type")
     family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing), path)
-    known = model_type in FAMILIES
     part = (family.parts or {}).get(layer_type)          # another attention's RoPE (DSA indexer)
     layer_type = None if part else layer_type
-    head_dim = _layer_head_dim(cfg, family, layer_type) or _head_dim(cfg, family, known)
+    head_dim = _head_dim(cfg, family, layer_type)
     check_nbytes(head_dim // 2 * 8, "config's head_dim", what=f"the {head_dim // 2} float64 frequencies of its heads")
     where, rope, defaulted = _rope_section(cfg, layer_type, family)
     sections_given = rope.get("mrope_section") is not None
-    mrope_section, mrope_interleaved = _mrope(rope, family, where, known)
+    mrope_section, mrope_interleaved = _mrope(rope, family, where, model_type in FAMILIES)
     assumed = ["the family's default rope section"] if defaulted else []
     if mrope_section is not None and not sections_given:
         assumed.append(f"the family's default mrope_section {list(mrope_section)}")
     where += f" (with {' and '.join(assumed)}, as the config has none)" if assumed else ""
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
-    rope_type = _family_rope_type(rope, family, _rope_type(rope, where), where, model_type)
+    rope_type = _rope_type(rope, family, where, model_type)
     base, base_key = _base(cfg, rope, family, where, defaulted)
     rotary_dim = _rotary_dim(cfg, rope, rope_type, family, head_dim)
-    pairing, output_pairing = _pairing(cfg, family, pairing)
+    output_pairing = None
+    if pairing is None and family.interleave:        # MLA: interleaved pairs in, half layout out, if rope_interleave
+        flag = family.interleave == "always" or check_bool(cfg.get("rope_interleave", True),
+                                                            "config['rope_interleave']")
+        pairing, output_pairing = ("interleaved", "half") if flag else ("half", None)
+    pairing = pairing or family.pairing
     if part:
         head_key, default_head, pairing, output_pairing = part
         head_dim = check_positive_int(cfg.get(head_key, default_head), f"config[{head_key!r}]")
     _training_lengths(cfg, family, rope, rope_type)
-    params = {k: _list_as_tuple(v) for k, v in SCALING_METHODS[rope_type].params_of(rope).items()}
+    params = {k: tuple(v) if isinstance(v, list) else v for k, v in SCALING_METHODS[rope_type].params_of(rope).items()}
     try:
         _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
         if mrope_section is not None:
@@ -91,69 +80,73 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing,
                       base=base, rope_type=rope_type, params=MappingProxyType(params),
                       attention_factor=float(attention_factor), output_pairing=output_pairing,
-                      query_scaling=MappingProxyType({k: _list_as_tuple(v) for k, v in query_scaling.items()}),
+                      query_scaling=MappingProxyType({k: tuple(v) if isinstance(v, list) else v
+                                                      for k, v in query_scaling.items()}),
                       mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise,
                       assumed=tuple(assumed))
 
 
-def _family_rope_type(rope, family, rope_type, where, model_type) -> str:
-    """A family that reads its section its own way (hf_families.SectionQuirk) rewrites it as the registry's method
-    it computes; a key only another family's quirk reads is refused."""
-    for key, owner in SECTION_QUIRK_KEYS.items():
-        if rope.get(key) is not None and (family.quirk is None or key not in family.quirk.keys):
-            raise ValueError(f"{where} has key {key!r}, which only {owner}'s RoPE uses; this config has "
-                             f"model_type={model_type!r}")
-    return rope_type if family.quirk is None else family.quirk.rewrite(rope, rope_type)
-
-
-def _base(cfg, rope, family, where, defaulted):
-    """(rope_theta, where it was read): the section's, else the config's top level, else the family's default;
-    a base the family's code hard-codes wins."""
-    base = rope.pop("rope_theta", None)
-    base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
-    if base is None:
-        top = [k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None]
-        base, base_key = (cfg[top[0]], f"config[{top[0]!r}]") if top else (family.rope_theta, "the family's default")
-    base = check_base(base, f"rope_theta ({base_key})")
-    if family.fixed_theta:         # the config's own rope_theta is checked, then overridden
-        base, base_key = family.fixed_theta, "fixed by the family's code"
-    return base, base_key
+def _diffusers_rope_config(cfg, *, pairing=None, layer_type=None) -> RopeConfig:
+    """The axial RoPE of the diffusers transformer ``cfg`` (a config.json dict with ``_class_name``):
+    ``RopeConfig.axial_sections``, ``inv_freq()`` the matrix of ``rope_ref.axial_frequencies``."""
+    name = cfg["_class_name"]
+    family = DIFFUSERS_FAMILIES.get(name) if isinstance(name, str) else None
+    if family is None:
+        raise ValueError(f"config has _class_name={name!r}, not a diffusers transformer rope_ref reads; known: "
+                         f"{sorted(DIFFUSERS_FAMILIES)}{closest_name(str(name), DIFFUSERS_FAMILIES)}")
+    if layer_type is not None:
+        raise ValueError(f"layer_type={layer_type!r} was given, but {name} has one RoPE for every layer")
+    if family.needs and not cfg.get(family.needs):
+        raise ValueError(f"config has _class_name={name!r} with {family.needs}={cfg.get(family.needs)!r}: that "
+                         "model applies no RoPE")
+    head_dim = check_positive_int(cfg.get("attention_head_dim", family.head_dim), "config['attention_head_dim']")
+    where = f"config[{family.axes_key!r}]" if family.axes_key else f"{name}'s split of attention_head_dim"
+    dims = cfg.get(family.axes_key, family.axes_dims) if family.axes_key else family.axes_dims(head_dim)
+    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__") or \
+            not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 and n % 2 == 0 for n in dims):
+        raise ValueError(f"{where} must be positive even feature dims, one per axis, got {dims!r}")
+    if sum(dims) != head_dim:
+        raise ValueError(f"{where} = {list(dims)} sums to {sum(dims)} features; expected attention_head_dim = "
+                         f"{head_dim} (the module's cos/sin cover the whole head)")
+    theta = cfg.get(family.theta_key, family.theta) if family.theta_key else family.theta
+    base = check_base(theta, f"rope_theta ({f'config[{family.theta_key!r}]' if family.theta_key else name})")
+    return RopeConfig(model_type=name, head_dim=head_dim, rotary_dim=head_dim,
+                      pairing="interleaved" if pairing is None else check_pairing(pairing), base=base,
+                      rope_type="default", axial_sections=tuple(n // 2 for n in dims))
 
 
 def _text_model_config(cfg):
-    """(config, where it is): a multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config;
-    text_configs nested deeper than _MAX_NESTING are a ValueError."""
+    """(config, where it is): a multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config."""
     path = "config"
-    for _ in range(_MAX_NESTING):
-        mt = cfg.get("model_type")
-        if mt is not None and not isinstance(mt, str):
-            raise TypeError(f"{path}['model_type'] must be a string (e.g. 'llama'), got {mt!r} of type "
-                            f"{type(mt).__name__}")
+    while True:
+        for key, kind, expected in (("model_type", str, "a string (e.g. 'llama')"),
+                                    ("text_config", Mapping, "an object (the language model's config) or null")):
+            if cfg.get(key) is not None and not isinstance(cfg[key], kind):
+                raise TypeError(f"{path}[{key!r}] must be {expected}, got {cfg[key]!r} of type "
+                                f"{type(cfg[key]).__name__}")
         inner = cfg.get("text_config")
-        if inner is not None and not isinstance(inner, Mapping):
-            raise TypeError(f"{path}['text_config'] must be an object (the language model's config) or null, got "
-                            f"{inner!r} of type {type(inner).__name__}")
         if inner is None or any(cfg.get(k) not in (None, {}) for k in _SECTIONS + ("rope_theta",)):   # [], 0: own
             return cfg, path
         path += "['text_config']"
         cfg = dict(inner)
-    raise ValueError(f"{path} nests text_config deeper than {_MAX_NESTING} levels; expected a wrapper around "
-                     "one language-model config")
 
 
-def _family(cfg, model_type, pairing, path="config") -> Family:
+def _family(cfg, model_type, pairing, path) -> Family:
+    """The model_type's row of FAMILIES (with pairing=, generic defaults for an unknown one), checked to apply RoPE."""
     family = FAMILIES.get(model_type)
+    if family is None and pairing is None:
+        what = "has no 'model_type'" if model_type is None else f"has model_type={model_type!r}, not a known family"
+        raise ValueError(f"{path} {what}; known model_type values: {sorted(FAMILIES)}"
+                         f"{closest_name(model_type, FAMILIES) if model_type else ''}. "
+                         "Pass pairing='half' or 'interleaved' to read it anyway")
     if family is None:
-        if pairing is None:
-            what = "has no 'model_type'" if model_type is None else f"has model_type={model_type!r}, not a known family"
-            raise ValueError(f"{path} {what}; known model_type values: {sorted(FAMILIES)}"
-                             f"{closest_name(model_type, FAMILIES) if model_type else ''}. "
-                             "Pass pairing='half' or 'interleaved' to read it anyway")
-        other = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
-        if other:
-            raise ValueError(f"config has {other[0]!r}, which rope_ref does not read, so the number of rotated "
-                             "features cannot be derived; give 'partial_rotary_factor' (or 'rotary_dim', the count) "
-                             "instead")
+        unread = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
+        if cfg.get("head_dim") is None and cfg.get("qk_rope_head_dim") is None:
+            unread += [k for k in _OTHER_HEAD_KEYS if cfg.get(k) is not None]
+        if unread:
+            raise ValueError(f"config has {unread[0]!r}, which rope_ref does not read, so the size of the heads or of "
+                             "their rotated part cannot be derived; give the rotated head's size as 'head_dim' (MLA: "
+                             "'qk_rope_head_dim') and its share as 'partial_rotary_factor' (or 'rotary_dim', a count)")
         family = Family(pairing, rotary_key="rotary_dim")      # a rotary_dim count is read as such
     if family.unsupported:
         raise ValueError(f"config has model_type={model_type!r}: {family.unsupported}")
@@ -167,70 +160,61 @@ def _family(cfg, model_type, pairing, path="config") -> Family:
     return family
 
 
-def _layer_head_dim(cfg, family, layer_type):
-    """A head size that differs by layer type (Gemma 4's full-attention layers: global_head_dim, or the
-    per_layer_config entry transformers writes for those layers), else None."""
-    if not family.layer_heads or layer_type not in family.layer_heads:
-        return None
-    key, default = family.layer_heads[layer_type]
-    if cfg.get(key) is not None:
-        return check_positive_int(cfg[key], f"config[{key!r}]")
-    types, per_layer = cfg.get("layer_types"), cfg.get("per_layer_config")
-    if isinstance(types, list) and isinstance(per_layer, Mapping):
-        for idx, over in per_layer.items():
-            if str(idx).isdigit() and int(idx) < len(types) and types[int(idx)] == layer_type \
-                    and isinstance(over, Mapping) and over.get("head_dim") is not None:
-                return check_positive_int(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
-    return default
-
-
-def _positive_int(cfg, key, why):
-    if cfg.get(key) is None:
-        raise ValueError(f"config is missing {key!r} ({why})")
-    return check_positive_int(cfg[key], f"config[{key!r}]")
-
-
-def _head_dim(cfg, family, known) -> int:
-    """Features per head (for MLA: the rotated part of each query head, qk_rope_head_dim)."""
+def _head_dim(cfg, family, layer_type) -> int:
+    """Features per head (MLA: the rotated part of each query head, qk_rope_head_dim); where the size differs by
+    layer type (Gemma 4's full attention: global_head_dim, or transformers' per_layer_config entry), the type's."""
+    if layer_type in (family.layer_heads or {}):
+        key, default = family.layer_heads[layer_type]
+        types, per_layer = cfg.get("layer_types"), cfg.get("per_layer_config")
+        if cfg.get(key) is None and isinstance(types, list) and isinstance(per_layer, Mapping):
+            for idx, over in per_layer.items():
+                if str(idx).isdigit() and int(idx) < len(types) and types[int(idx)] == layer_type \
+                        and isinstance(over, Mapping) and over.get("head_dim") is not None:
+                    return check_positive_int(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
+        return check_positive_int(default if cfg.get(key) is None else cfg[key], f"config[{key!r}]")
     for key in ("qk_rope_head_dim",) + family.head_keys:
         if cfg.get(key) is not None:
             return check_positive_int(cfg[key], f"config[{key!r}]")
     if family.head_dim is not None:
         return family.head_dim
-    other = [k for k in _OTHER_HEAD_KEYS if cfg.get(k) is not None]
-    if not known and other:
-        raise ValueError(f"config has {other[0]!r}, so its heads are not hidden_size / num_attention_heads wide in a "
-                         "way rope_ref can tell, and it gives no 'head_dim' (or 'qk_rope_head_dim' for MLA attention): "
-                         "add the size of the rotated head as 'head_dim'")
-    hidden_key = "n_embd" if "n_embd" in cfg and "hidden_size" not in cfg else "hidden_size"
-    heads_key = "n_head" if "n_head" in cfg and "num_attention_heads" not in cfg else "num_attention_heads"
-    why = "head_dim is hidden_size / num_attention_heads when the config has no head_dim"
-    hidden, heads = _positive_int(cfg, hidden_key, why), _positive_int(cfg, heads_key, why)
+    sizes = {}
+    for keys in (("hidden_size", "n_embd"), ("num_attention_heads", "n_head")):
+        key = next((k for k in keys if k in cfg), keys[0])
+        if cfg.get(key) is None:
+            raise ValueError(f"config is missing {key!r} (with no head_dim, it is hidden_size / num_attention_heads)")
+        sizes[key] = check_positive_int(cfg[key], f"config[{key!r}]")
+    (hidden_key, hidden), (heads_key, heads) = sizes.items()
     if hidden % heads:
         raise ValueError(f"config: {hidden_key}={hidden} is not divisible by {heads_key}={heads}")
     return hidden // heads
 
 
 def _rope_section(cfg, layer_type, family):
-    """(where, section, defaulted): the v5 ``rope_parameters`` or the v4 ``rope_scaling`` (either may be
-    null; if both are given they must agree), checked key by key; for a family with one RoPE per layer
-    type (gemma3, olmo3, ...), the one of ``layer_type``.  ``defaulted``: the family's default was used."""
+    """(where, section, defaulted): v5 ``rope_parameters`` or v4 ``rope_scaling`` (agreeing if both are given), else
+    the family's default (``defaulted``), checked key by key; with one per layer type, ``layer_type``'s."""
     for k in _SECTIONS:
-        if k in cfg and cfg[k] is not None and not isinstance(cfg[k], Mapping):
+        if cfg.get(k) is not None and not isinstance(cfg[k], Mapping):
             raise ValueError(f"config[{k!r}] must be an object (dict) or null, got {cfg[k]!r} of type "
                              f"{type(cfg[k]).__name__}")
     v5, v4 = cfg.get("rope_parameters"), cfg.get("rope_scaling")
-    if v5 is not None and v4 is not None and not _agree(v5, v4):
+    named = {("rope_type" if k == "type" else k): v for k, v in (v4 or {}).items()}   # v4 may repeat v5's keys
+    if v5 is not None and v4 is not None and \
+            any(v5.get(k, v5.get("type") if k == "rope_type" else None) != v for k, v in named.items()):
         raise ValueError(f"config has both 'rope_parameters' ({dict(v5)}) and 'rope_scaling' ({dict(v4)}) and they "
                          "disagree; keep one of them (v5 configs use 'rope_parameters')")
     key = "rope_parameters" if v5 is not None else "rope_scaling"
-    rope, defaulted, where = cfg.get(key), False, f"config[{key!r}]"
-    if rope is None and family.rope is not None:
-        rope, defaulted = dict(family.rope), True
-    rope = rope or {}
+    where, defaulted = f"config[{key!r}]", cfg.get(key) is None and family.rope is not None
+    rope = dict(family.rope) if defaulted else cfg.get(key) or {}
     nested = sorted(k for k, v in rope.items() if isinstance(v, Mapping))
-    if not defaulted:
-        check_strays(cfg, rope, nested, where)
+    strays = [k for k, v in rope.items() if nested and v is not None and not isinstance(v, Mapping)]
+    if strays:                                         # one section per layer type: every entry a section (or null)
+        raise ValueError(f"{where} holds one RoPE section per layer type ({nested}), so {where}[{strays[0]!r}] must be "
+                         f"a section (an object) too, got {rope[strays[0]]!r} of type {type(rope[strays[0]]).__name__}")
+    top = next((k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None), None)
+    own = [section.get("rope_theta") for section in ([rope[k] for k in nested] or [rope])]
+    if not defaulted and top and None not in own and all(theta != cfg[top] for theta in own):
+        raise ValueError(f"config[{top!r}]={cfg[top]!r} disagrees with the rope_theta of every section of {where} "
+                         f"({', '.join(map(repr, own))}), so no layer would read it; keep one of them")
     if family.layers is not None and not nested:       # v4 layout of gemma3: rope_local_base_freq, ...
         nested = sorted(family.layers)
         rope = {lt: dict(rope if scaled else {}, rope_theta=cfg.get(k, theta))
@@ -253,112 +237,90 @@ def _rope_section(cfg, layer_type, family):
     return where, dict(rope), defaulted
 
 
-def _agree(v5, v4) -> bool:
-    """v5 configs may also carry the v4 section: every key of rope_scaling must say the same in rope_parameters."""
-    named = {("rope_type" if k == "type" else k): v for k, v in v4.items()}
-    return all(v5.get(k, v5.get("type") if k == "rope_type" else None) == v for k, v in named.items())
-
-
-def _rope_type(rope, where) -> str:
-    """The registry's name of the section's rope_type (v4: type); an "mrope" type was read by _mrope."""
-    for key in ("rope_type", "type"):
-        if key in rope and not isinstance(rope[key], str):
-            raise TypeError(f"{where}[{key!r}] must be a string such as 'yarn', got {rope[key]!r} of type "
-                            f"{type(rope[key]).__name__}")
-    old_name, new_name = rope.pop("type", None), rope.pop("rope_type", None)
-    rope_type = new_name or old_name or "default"
+def _rope_type(rope, family, where, model_type) -> str:
+    """The registry's name of the section's rope_type (v4: type), as the family's SectionQuirk rewrites it; a key
+    only another family's quirk reads is refused."""
     supported = [name for name, method in SCALING_METHODS.items() if method.in_transformers]
     names = {alias: name for name in supported for alias in (name,) + SCALING_METHODS[name].config_names}
-    if rope_type not in names:
-        raise ValueError(f"{where} has rope_type={rope_type!r}, which is not supported; supported: {supported}")
-    if old_name and new_name and names.get(old_name) != names[new_name]:
-        raise ValueError(f"{where} has rope_type={new_name!r} and type={old_name!r}, which disagree; give one of them "
-                         "(type is the v4 name of rope_type)")
-    return names[rope_type]
+    given = {key: rope.pop(key, None) for key in ("rope_type", "type")}
+    for key, name in given.items():
+        if name is not None and (not isinstance(name, str) or name not in names):
+            raise ValueError(f"{where} has {key}={name!r}, which is not supported; supported: {supported}")
+    if None not in given.values() and names[given["rope_type"]] != names[given["type"]]:
+        raise ValueError(f"{where} has rope_type={given['rope_type']!r} and type={given['type']!r}, which disagree; "
+                         "give one of them (type is the v4 name of rope_type)")
+    rope_type = given["rope_type"] or given["type"] or "default"
+    for key, owner in SECTION_QUIRK_KEYS.items():
+        if rope.get(key) is not None and (family.quirk is None or key not in family.quirk.keys):
+            raise ValueError(f"{where} has key {key!r}, which only {owner}'s RoPE uses; this config has "
+                             f"model_type={model_type!r}")
+    return family.quirk.rewrite(rope, names[rope_type]) if family.quirk else names[rope_type]
+
+
+def _base(cfg, rope, family, where, defaulted):
+    """(rope_theta, where it was read): the section's, else the config's top level, else the family's default;
+    a base the family's code hard-codes wins."""
+    base = rope.pop("rope_theta", None)
+    base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
+    if base is None:
+        top = [k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None]
+        base, base_key = (cfg[top[0]], f"config[{top[0]!r}]") if top else (family.rope_theta, "the family's default")
+    base = check_base(base, f"rope_theta ({base_key})")
+    if family.fixed_theta:         # the config's own rope_theta is checked, then overridden
+        base, base_key = family.fixed_theta, "fixed by the family's code"
+    return base, base_key
 
 
 def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
-    section_factor = rope.pop("partial_rotary_factor", None)
+    """Rotated features per head: the whole head for a method that turns a share of it itself; all of MLA's
+    qk_rope_head_dim; a count (GPT-J's rotary_dim); else int(head_dim * partial_rotary_factor), as transformers."""
+    factor, key = rope.pop("partial_rotary_factor", None), "partial_rotary_factor"
     if SCALING_METHODS[rope_type].whole_head:   # frequencies over the whole head, the pairs past the share at 0
-        rope["partial_rotary_factor"] = section_factor
+        rope["partial_rotary_factor"] = factor
         return head_dim
-    if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
-        return _mla_rotary_dim(cfg, section_factor, head_dim)
-    if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
-        r = cfg.get(family.rotary_key, family.rotary_default)
-        return head_dim if r is None else check_rotary_dim(r, head_dim, f"config[{family.rotary_key!r}]")
-    factor, key = section_factor, "partial_rotary_factor"
     for k in ("partial_rotary_factor", "rotary_pct"):
         if factor is None and cfg.get(k) is not None:
             factor, key = cfg[k], k
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1):
+        raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
+    if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
+        # MLA rotates all qk_rope_head_dim features; a share is theirs of a wider head, and must agree with it
+        widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}   # dots3
+        if isinstance(cfg.get("qk_nope_head_dim"), int):                                               # Mistral 4
+            widths["qk_nope_head_dim + qk_rope_head_dim"] = cfg["qk_nope_head_dim"] + head_dim
+        if factor not in (None, 1) and not any(int(w * factor) == head_dim for w in widths.values()):
+            raise ValueError(f"config {key}={factor!r} does not give qk_rope_head_dim={head_dim} rotated features of "
+                             f"any head width the config states ({widths or 'none'})")
+        return head_dim
+    if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
+        return check_rotary_dim(cfg.get(family.rotary_key, family.rotary_default), head_dim,
+                                f"config[{family.rotary_key!r}]")
     if factor is None and family.rotary_key and cfg.get(family.rotary_key) is not None:
         return check_rotary_dim(cfg[family.rotary_key], head_dim, f"config[{family.rotary_key!r}]")
-    if factor is None:
-        factor = family.partial_rotary_factor
-    r = int(head_dim * _share(factor, key))     # as transformers: int(head_dim * partial_rotary_factor)
+    factor = family.partial_rotary_factor if factor is None else factor
+    r = int(head_dim * factor)
     if r < 2 or r % 2:
         raise ValueError(f"config: head_dim {head_dim} * {key} {factor} = {r} rotated features; "
                          "expected an even number >= 2 (partial_rotary_factor)")
     return r
 
 
-def _share(factor, key):
-    """A share of the head: a real number in (0, 1]."""
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
-        raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
-    return factor
-
-
-def _mla_rotary_dim(cfg, factor, rope_dim) -> int:
-    """MLA rotates all qk_rope_head_dim features.  A partial_rotary_factor, where a config gives one, is that
-    part's share of a wider head (Mistral 4: of qk_nope + qk_rope; dots3: of head_dim) and must agree."""
-    factor = cfg.get("partial_rotary_factor") if factor is None else factor
-    if factor is None or _share(factor, "partial_rotary_factor") == 1:
-        return rope_dim
-    widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}
-    if isinstance(cfg.get("qk_nope_head_dim"), int):
-        widths["qk_nope_head_dim + qk_rope_head_dim"] = cfg["qk_nope_head_dim"] + rope_dim
-    if not any(isinstance(factor, (int, float)) and int(w * factor) == rope_dim for w in widths.values()):
-        raise ValueError(f"config partial_rotary_factor={factor!r} does not give qk_rope_head_dim={rope_dim} rotated "
-                         f"features of any head width the config states ({widths or 'none'}); MLA rotates "
-                         "qk_rope_head_dim features")
-    return rope_dim
-
-
-def _pairing(cfg, family, pairing):
-    """(pairing, output_pairing).  MLA with rope_interleave: interleaved pairs in, half layout out."""
-    if pairing is not None or family.interleave_flag is None:
-        return pairing or family.pairing, None
-    flag = family.interleave_always or check_bool(cfg.get("rope_interleave", family.interleave_flag),
-                                                      "config['rope_interleave']")
-    return ("interleaved", "half") if flag else ("half", None)
-
-
 def _training_lengths(cfg, family, rope, rope_type):
     """transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a top-level
-    original_max_position_embeddings when there is one (Phi-3), else the rope section's, else
-    max_position_embeddings.  Values copied from the top level are checked under their own names."""
+    original_max_position_embeddings (Phi-3), else the rope section's, else max_position_embeddings."""
     top = {k: check_positive_int(cfg[k], f"config[{k!r}]")
            for k in family.max_pos_keys + ("original_max_position_embeddings",) if cfg.get(k) is not None}
     max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
     if TRAIN_LENGTH in SCALING_METHODS[rope_type].required:
-        if "original_max_position_embeddings" in top:
-            rope["original_max_position_embeddings"] = top["original_max_position_embeddings"]
-        elif rope.get("original_max_position_embeddings") is None and max_pos is not None:
-            rope["original_max_position_embeddings"] = max_pos
+        train = top.get("original_max_position_embeddings", rope.get("original_max_position_embeddings"))
+        rope["original_max_position_embeddings"] = max_pos if train is None else train
     if max_pos is not None:
         rope["max_position_embeddings"] = max_pos
 
 
-_MROPE_KEYS = ("mrope_section", "mrope_interleaved")
-
-
 def _mrope(rope, family, where, known):
-    """(mrope_section, interleaved) of M-RoPE, or (None, False); takes its keys out of the rope section.
-
-    M-RoPE is written as a v4 ``type: "mrope"``, or as ``mrope_section`` next to any rope_type (v5: with
-    ``mrope_interleaved``); a family whose text module always applies it (FAMILIES' ``mrope``) gives the
-    defaults.  The layout is the family's: a config's ``mrope_interleaved`` that contradicts it is refused."""
+    """(mrope_section, interleaved) of M-RoPE (v4 ``type: "mrope"``, or ``mrope_section`` beside any rope_type), or
+    (None, False), taken out of the rope section; a family whose module applies M-RoPE gives defaults and layout."""
     section, flag = rope.pop("mrope_section", None), rope.pop("mrope_interleaved", None)
     kind = rope.get("rope_type", rope.get("type"))
     marked = [rope.pop(k) for k in ("rope_type", "type") if rope.get(k) == "mrope"]   # v4: type "mrope"
@@ -368,9 +330,9 @@ def _mrope(rope, family, where, known):
                              "the pairs per axis (mrope_section: [temporal, height, width])")
         return None, False
     if family.mrope is None and known:
-        raise ValueError(f"{where} (rope_type={kind!r}, mrope_section={section}) is multimodal RoPE, Qwen2-VL style, "
-                         "but this model_type's attention applies 1-D RoPE; rope_ref reads M-RoPE for the families "
-                         f"whose text module applies it ({sorted(k for k, f in FAMILIES.items() if f.mrope)})")
+        raise ValueError(f"{where} (rope_type={kind!r}, mrope_section={section}) is multimodal RoPE, but this "
+                         "model_type's attention applies 1-D RoPE; the families whose text module applies M-RoPE: "
+                         f"{sorted(k for k, f in FAMILIES.items() if f.mrope)}")
     default_section, default_flag = family.mrope or (None, False)
     if flag is not None:
         flag = check_bool(flag, f"{where}['mrope_interleaved']")
@@ -384,8 +346,3 @@ def _mrope(rope, family, where, known):
         raise ValueError(f"{where}['mrope_section'] must be 3 non-negative integers (pairs for temporal, height, "
                          f"width), got {section!r}")
     return tuple(section[i] for i in family.mrope_order), default_flag if flag is None else flag
-
-
-def _list_as_tuple(v):
-    """Lists of factors become tuples, so the frozen RopeConfig holds no mutable parameter."""
-    return tuple(v) if isinstance(v, list) else v

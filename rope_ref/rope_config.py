@@ -1,5 +1,4 @@
-"""A model's rotary embedding as one value: ``RopeConfig``, which :func:`rope_ref.from_hf_config` reads from a
-Hugging Face config and whose ``rotate`` applies it as the model does."""
+"""A model's rotary embedding as one value: ``RopeConfig``, read by :func:`rope_ref.from_hf_config`."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from .scaling import SCALING_METHODS, scaled_inv_freq
 
 @dataclass(frozen=True)
 class RopeConfig:
-    """A model's rotary embedding, as :func:`from_hf_config` reads it from the model's config."""
+    """A model's rotary embedding, as :func:`from_hf_config` reads it; ``rotate`` applies it as the model does."""
 
     model_type: str | None
     head_dim: int            # features per head
@@ -26,57 +25,42 @@ class RopeConfig:
     rope_type: str           # one of rope_ref.ROPE_TYPES
     params: Mapping = field(default_factory=dict)   # scaling parameters, as scaled_inv_freq names them
     attention_factor: float = 1.0                    # multiplies cos and sin (yarn, longrope)
-    output_pairing: str | None = None                # None: each pair written back in place; "half":
-    # DeepSeek-V3 (rope_interleave) rotates interleaved pairs and writes them in half layout, so the
-    # model's output is rope_ref.to_half(cfg.rotate(x)); assert_rope_matches(config=...) expects that
-    query_scaling: Mapping = field(default_factory=dict)
-    # attention-side keys that scale the queries by position, not the angles (Ministral 3's llama_4_scaling_beta,
-    # Llama 4's attn_temperature_tuning / floor_scale / attn_scale): kept as written, not applied by rotate
+    output_pairing: str | None = None                # "half": the model writes rope_ref.to_half(cfg.rotate(x))
+    query_scaling: Mapping = field(default_factory=dict)   # keys scaling the queries, not the angles: not applied
     mrope_section: tuple | None = None               # M-RoPE: pairs per axis (temporal, height, width)
-    mrope_interleaved: bool | str = False            # M-RoPE layout: True = Qwen3-VL's interleaving, False = blocks
-    # (Qwen2-VL), or a name of rope_ref.multiaxis.MROPE_LAYOUTS ("hw_alternating": ERNIE-4.5-VL)
-    axial_sections: tuple | None = None              # axial RoPE (diffusion transformers): pairs per axis, each axis
-    # its own spectrum base^(-2k/dim_a) (rope_ref.axial_frequencies(sections=...))
+    mrope_interleaved: bool | str = False            # M-RoPE layout: True, False (blocks) or a MROPE_LAYOUTS name
+    axial_sections: tuple | None = None              # axial RoPE (diffusion transformers): pairs per axis
     clockwise: bool = False                          # NanoChat: every pair turns by -theta_j m (sin's sign flipped)
     assumed: tuple = ()      # what from_hf_config took from the family where the config is silent (default sections)
 
     @property
     def axes(self) -> int | None:
-        """3 for M-RoPE (positions ``(3, ..., seq)``: temporal, height, width), ``A`` for axial RoPE over ``A``
-        axes (``(A, ..., seq)``), None for 1-D RoPE."""
+        """Position axes: 3 for M-RoPE (temporal, height, width), ``A`` for axial RoPE, None for 1-D RoPE."""
         if self.axial_sections is not None:
             return len(self.axial_sections)
         return None if self.mrope_section is None else 3
 
     @suggest_keywords
     def inv_freq(self, seq_len=None) -> np.ndarray:
-        """Per-pair frequencies at the current length ``seq_len``, float64: ``(rotary_dim/2,)``, or for M-RoPE
-        the matrix ``(rotary_dim/2, 3)`` whose row j holds pair j's frequency in the column of its axis
-        (``rope_ref.mrope_frequencies`` with the method's frequencies; pair j turns by sum_a F[j, a] p_a); for
-        axial RoPE ``(rotary_dim/2, A)`` (``rope_ref.axial_frequencies``).  Negative when ``clockwise``."""
-        return self._frequencies(seq_len)[0]
-
-    def _frequencies(self, seq_len):
-        freqs, att = scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len,
-                                     **self.params)
+        """Per-pair frequencies at the current length ``seq_len``, float64: ``(rotary_dim/2,)``; for M-RoPE and axial
+        RoPE ``(rotary_dim/2, axes)``, pair j turning by sum_a F[j, a] p_a (``rope_ref.mrope_frequencies``,
+        ``rope_ref.axial_frequencies``).  Negative when ``clockwise``."""
+        freqs, _ = scaled_inv_freq(self.rotary_dim, self.base, rope_type=self.rope_type, seq_len=seq_len, **self.params)
         if self.mrope_section is not None:
             sections = mrope_frequencies(self.rotary_dim, self.mrope_section, interleaved=self.mrope_interleaved)
             freqs = (sections != 0) * freqs[:, None]      # pair j's frequency in the column of its axis
         if self.axial_sections is not None:
             freqs = axial_frequencies(self.rotary_dim, base=self.base, sections=self.axial_sections)
-        return (-freqs if self.clockwise else freqs), att
+        return -freqs if self.clockwise else freqs
 
     @suggest_keywords
     def rotate(self, x, positions=None, seq_len=None) -> np.ndarray:
         """RoPE as the model applies it: ``x`` ``(..., seq, head_dim)`` -> same shape and dtype.
 
-        ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``); for M-RoPE
-        (``self.axes == 3``) ``(3, ..., seq)``: temporal, height and width ids, as transformers'
-        ``position_ids`` (default: text, all three ``arange(seq)``); for axial RoPE ``(A, ..., seq)``, the
-        diffusion pipeline's ids (Flux's ``img_ids`` transposed).  The
-        first ``rotary_dim`` features are rotated (RoFormer eq 34) and multiplied by the
-        attention factor; the rest pass through.  ``seq_len`` (dynamic, longrope) defaults to
-        ``max(positions) + 1``, the length transformers uses.
+        ``positions`` broadcastable to ``x.shape[:-1]`` (default ``arange(seq)``); for M-RoPE and axial RoPE
+        ``(axes, ..., seq)``: transformers' ``position_ids`` (default: text, every axis ``arange(seq)``), or Flux's
+        ``img_ids`` transposed.  The first ``rotary_dim`` features are rotated (RoFormer eq 34) and multiplied by the
+        attention factor; the rest pass through.  ``seq_len`` (dynamic, longrope) defaults to ``max(positions) + 1``.
         """
         x = check_x(x)
         if x.shape[-1] != self.head_dim:
@@ -86,11 +70,10 @@ class RopeConfig:
         pos = check_positions(positions, x.shape[:-1], axes=self.axes)
         if seq_len is None and SCALING_METHODS[self.rope_type].uses_seq_len:
             seq_len = int(np.max(pos, initial=0)) + 1
-        freqs, att = self._frequencies(seq_len)
-        y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=freqs)
-        if att != 1.0:
+        y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=self.inv_freq(seq_len))
+        if self.attention_factor != 1.0:
             with np.errstate(over="ignore"):                 # reported below as a ValueError
-                y[..., :self.rotary_dim] *= np.asarray(att, dtype=y.dtype)
-            check_no_overflow(y, x, expected=f"x times the attention factor {att:.5g} to stay within "
-                                  f"{np.dtype(y.dtype).name}")
+                y[..., :self.rotary_dim] *= np.asarray(self.attention_factor, dtype=y.dtype)
+            check_no_overflow(y, x, expected=f"x times the attention factor {self.attention_factor:.5g} to stay "
+                                  f"within {np.dtype(y.dtype).name}")
         return y
