@@ -1,14 +1,8 @@
-"""Checkers for the exercises of notebooks 00-05: each tells the student whether their answer is right, and why not.
-
-Every checker prints one line and returns a bool, and raises nothing whatever it is given (NaN included):
-
-* ``Not answered yet ...`` (and False) while the answer is still ``None`` -- no exception, so Run All works;
-* ``Correct: ...`` (True);
-* ``Not yet: <why>`` (False): what the answer is, when the mistake is a common one (a sign, a pairing, the
-  configured factor instead of the effective one), without giving the right value away.
-
-Each checker computes the right answer with :mod:`rope_ref` (the notebook's solution shows how) and the
-common wrong answers the same way; tests/teaching/test_course_exercises.py tries right and wrong answers on each.
+"""Checkers for the exercises of notebooks 00-05: each prints one line and returns a bool, and raises nothing
+whatever it is given (NaN included): ``Not answered yet ...`` (False) while an answer is still ``None``, so Run All
+works; ``Correct: ...`` (True); ``Not yet: <why>`` (False), naming a common mistake (a sign, a pairing, the
+configured factor instead of the effective one) without giving the right value away.  The right answer and the
+common wrong ones come from :mod:`rope_ref`.
 """
 
 from __future__ import annotations
@@ -63,6 +57,12 @@ def _array(value, shape, name: str):
     return a
 
 
+def mistake(is_answer, mistakes, otherwise: str) -> str:
+    """The reason paired with the first wrong answer ``is_answer`` accepts, of ``mistakes`` (wrong, reason) pairs;
+    ``otherwise`` when none is."""
+    return next((why for wrong, why in mistakes if is_answer(wrong)), otherwise)
+
+
 # --- notebook 00 --------------------------------------------------------------------------------------------------------
 
 def check_hand0_return(m, confused_with_all_hands) -> bool:
@@ -101,13 +101,12 @@ def check_relative_rotation(answer, m: float = 5.0, n: float = 12.5, d: int = 16
     if np.allclose(a, rotation_matrix(n - m, d), atol=1e-9):
         return verdict(True, f"R_m^T R_n equals R_(n-m) = R_{n - m:g} (max difference "
                              f"{np.abs(a - rotation_matrix(n - m, d)).max():.1e})")
-    for wrong, why in [(m - n, "R_(m-n): the sign is flipped (R_m^T = R_(-m), so it is R_(-m) R_n)"),
-                       (m + n, "R_(m+n): did you forget the transpose? R_m^T undoes R_m"),
-                       (0.0, "the identity: that is R_m^T R_m (orthogonality), not R_m^T R_n")]:
-        if np.allclose(a, rotation_matrix(wrong, d), atol=1e-9):
-            return verdict(False, f"your matrix is {why}")
-    return verdict(False, "your matrix is not R_(n-m) (nor R_(m-n) or R_(m+n)); build R_m and R_n with "
-                          "rr.rotation_matrix and multiply R_m.T @ R_n")
+    mistakes = [(m - n, "R_(m-n): the sign is flipped (R_m^T = R_(-m), so it is R_(-m) R_n)"),
+                (m + n, "R_(m+n): did you forget the transpose? R_m^T undoes R_m"),
+                (0.0, "the identity: that is R_m^T R_m (orthogonality), not R_m^T R_n")]
+    return verdict(False, "your matrix is " + mistake(
+        lambda wrong: np.allclose(a, rotation_matrix(wrong, d), atol=1e-9), mistakes,
+        "not R_(n-m) (nor R_(m-n) or R_(m+n)); build R_m and R_n with rr.rotation_matrix and multiply R_m.T @ R_n"))
 
 
 def check_eq34(x, answer, base: float = 10000.0) -> bool:
@@ -136,23 +135,14 @@ def check_eq34(x, answer, base: float = 10000.0) -> bool:
                                                             "eq 34 pairs neighbours (x1, x2), (x3, x4), ..."),
               (rotate(x, pos + 1, base=base), "your positions start at 1; the first row is position 0"),
               (x, "the answer equals x: nothing was rotated")]
-    for wrong, why in checks:
-        if np.allclose(a, wrong, atol=1e-9):
-            return verdict(False, why)
     rows = np.flatnonzero(~np.all(np.isclose(a, right, atol=1e-9), axis=-1))
-    return verdict(False, f"rows (positions) {rows[:5].tolist()}{' ...' if rows.size > 5 else ''} differ from "
-                          f"rr.rotate(x) by up to {np.abs(a - right).max():.3g}; check theta_i = base^(-2i/d) for "
-                          "i = 0..d/2-1, each repeated twice")
+    return verdict(False, mistake(lambda wrong: np.allclose(a, wrong, atol=1e-9), checks,
+                                  f"rows (positions) {rows[:5].tolist()}{' ...' if rows.size > 5 else ''} differ from "
+                                  f"rr.rotate(x) by up to {np.abs(a - right).max():.3g}; check theta_i = base^(-2i/d) "
+                                  "for i = 0..d/2-1, each repeated twice"))
 
 
 # --- notebook 02 (rotations) ---------------------------------------------------------------------------------------------
-
-def rotations_exercise_angle(m: float = 10, n: float = 4, i: int = 2, d: int = 16, seed: int = 0) -> float:
-    """The angle from k_n to q_m in pair i, measured on the rotated vectors, wrapped to (-pi, pi]."""
-    q, k = random_qk(d, seed)
-    q_m, k_n = rotate(q, m)[2 * i:2 * i + 2], rotate(k, n)[2 * i:2 * i + 2]      # pair i, rotated
-    return float(wrap_angle(np.angle(complex(*q_m)) - np.angle(complex(*k_n))))
-
 
 def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: int = 16, seed: int = 0) -> bool:
     """Notebook 02: ``answer`` (radians) should be the angle from k_n to q_m in pair i, modulo 2 pi."""
@@ -161,27 +151,27 @@ def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: in
     a = _number(answer, "answer")
     if a is None:
         return False
-    measured = rotations_exercise_angle(m, n, i, d, seed)
+    q, k = random_qk(d, seed)
+    q_m, k_n = rotate(q, m)[2 * i:2 * i + 2], rotate(k, n)[2 * i:2 * i + 2]      # pair i, rotated
+    measured = float(wrap_angle(np.angle(complex(*q_m)) - np.angle(complex(*k_n))))
     if abs(wrap_angle(a - measured)) < 1e-6:
         return verdict(True, f"{a:+.6f} rad is the measured angle {measured:+.6f} rad (modulo 2 pi)")
     if abs(wrap_angle(np.radians(a) - measured)) < 1e-3:
         return verdict(False, f"{a:g} looks like the right angle in degrees; np.angle and theta_i are in radians, "
                               "and so is the answer (np.radians converts)")
-    q, k = random_qk(d, seed)
     phi_q, phi_k = np.angle(complex(*q[2 * i:2 * i + 2])), np.angle(complex(*k[2 * i:2 * i + 2]))
     theta = frequencies(d)[i]
-    for wrong, why in [(phi_k - phi_q + (m - n) * theta, "the content part has the wrong sign: the angle from "
-                                                          "k to q is phi_q - phi_k"),
-                       (phi_q - phi_k + (n - m) * theta, "the position part has the wrong sign: q turns by m theta, "
-                                                          "k by n theta, so q gains (m - n) theta"),
-                       ((m - n) * theta, "you left out the content part phi_q - phi_k"),
-                       (phi_q - phi_k, "you left out the position part (m - n) theta_i"),
-                       (phi_q - phi_k + (m - n) * frequencies(d)[min(i + 1, d // 2 - 1)], "wrong pair: theta_i "
-                        "for pair i = 2 is frequencies(16)[2]")]:
-        if abs(wrap_angle(a - wrong)) < 1e-6:
-            return verdict(False, why)
-    return verdict(False, f"{a:+.4f} rad is {abs(wrap_angle(a - measured)):.3f} rad away from the measured angle "
-                          "(modulo 2 pi); predict (phi_q - phi_k) + (m - n) theta_i")
+    mistakes = [(phi_k - phi_q + (m - n) * theta, "the content part has the wrong sign: the angle from k to q is "
+                                                  "phi_q - phi_k"),
+                (phi_q - phi_k + (n - m) * theta, "the position part has the wrong sign: q turns by m theta, k by n "
+                                                  "theta, so q gains (m - n) theta"),
+                ((m - n) * theta, "you left out the content part phi_q - phi_k"),
+                (phi_q - phi_k, "you left out the position part (m - n) theta_i"),
+                (phi_q - phi_k + (m - n) * frequencies(d)[min(i + 1, d // 2 - 1)], "wrong pair: theta_i for pair "
+                                                                                   "i = 2 is frequencies(16)[2]")]
+    return verdict(False, mistake(lambda wrong: abs(wrap_angle(a - wrong)) < 1e-6, mistakes,
+                                  f"{a:+.4f} rad is {abs(wrap_angle(a - measured)):.3f} rad away from the measured "
+                                  "angle (modulo 2 pi); predict (phi_q - phi_k) + (m - n) theta_i"))
 
 
 # --- notebook 03 (long-term decay) ---------------------------------------------------------------------------------------
@@ -203,14 +193,14 @@ def check_decay_prediction(far_is_higher, far_mean) -> bool:
     if bool(far_is_higher) != bool(hi[far].mean() > lo[far].mean()):
         return verdict(False, "think of what a larger base does to the slow pairs' angles r theta_i: do the partial "
                               "sums S_j stay coherent over longer distances or shorter ones?")
-    for wrong, why in [(lo[far].mean(), "that is the mean with base 1e4; compute rr.decay_bound(r, 128, base=5e5)"),
-                       (hi.mean(), "that is the mean over all distances 0..256; take only r >= 128"),
-                       (hi[0], "that is the value at distance 0; the exercise asks for the mean over 128..256")]:
-        if abs(mean - wrong) < 0.005:
-            return verdict(False, f"your direction is right, but {mean:g}: {why}")
     if abs(mean - hi[far].mean()) >= 0.005:
-        return verdict(False, f"your direction is right, but the mean over 128..256 is not {mean:g}; average "
-                              "rr.decay_bound over the distances r >= 128")
+        mistakes = [(lo[far].mean(), f"{mean:g}: that is the mean with base 1e4; compute rr.decay_bound(r, 128, "
+                                     "base=5e5)"),
+                    (hi.mean(), f"{mean:g}: that is the mean over all distances 0..256; take only r >= 128"),
+                    (hi[0], f"{mean:g}: that is the value at distance 0; the exercise asks for the mean over 128..256")]
+        return verdict(False, "your direction is right, but " + mistake(
+            lambda wrong: abs(mean - wrong) < 0.005, mistakes,
+            f"the mean over 128..256 is not {mean:g}; average rr.decay_bound over the distances r >= 128"))
     return verdict(True, f"the mean over 128..256 is {hi[far].mean():.2f} with base 5e5 against {lo[far].mean():.2f} "
                          "with 1e4: the slow pairs turn slower, so the sums stay coherent longer")
 
