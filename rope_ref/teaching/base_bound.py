@@ -6,8 +6,6 @@ A query should score a key like itself higher than a random key: for i.i.d. q, k
 B_{m,theta} >= 0 for every distance m <= L (eq 10).  ``d`` is the head dimension.
 """
 
-from __future__ import annotations
-
 import json
 from importlib import resources
 

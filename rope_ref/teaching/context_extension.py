@@ -1,7 +1,5 @@
 """Context extension (notebook 05): every scaling method applied to one model, side by side."""
 
-from __future__ import annotations
-
 from .._validate import check_positive_int, check_scalar
 from ..forms import frequencies
 from ..scaling import SCALING_METHODS, scaled_inv_freq

@@ -5,8 +5,6 @@ configured factor instead of the effective one) without giving the right value a
 common wrong ones come from :mod:`rope_ref`.
 """
 
-from __future__ import annotations
-
 import numbers
 
 import numpy as np
@@ -62,10 +60,12 @@ def _array(value, shape, name: str, hint: str = ""):
     return a
 
 
-def mistake(is_answer, mistakes, otherwise: str) -> str:
-    """The reason paired with the first wrong answer ``is_answer`` accepts, of ``mistakes`` (wrong, reason) pairs;
-    ``otherwise`` when none is."""
-    return next((why for wrong, why in mistakes if is_answer(wrong)), otherwise)
+def judge(is_answer, right, correct: str, mistakes, otherwise: str) -> bool:
+    """The verdict on an answer, which ``is_answer(value)`` compares with a value: ``correct`` when it is ``right``,
+    else the reason of the first (wrong value, reason) pair of ``mistakes`` it is, else ``otherwise``."""
+    if is_answer(right):
+        return verdict(True, correct)
+    return verdict(False, next((why for wrong, why in mistakes if is_answer(wrong)), otherwise))
 
 
 def check_hand0_return(m, confused_with_all_hands) -> bool:
@@ -97,15 +97,14 @@ def check_relative_rotation(answer, m: float = 5.0, n: float = 12.5, d: int = 16
     hint = "set answer to the matrix R_m^T R_n (use rr.rotation_matrix), then run this cell"
     if (a := _array(answer, (d, d), "answer", hint)) is None:
         return False
-    if np.allclose(a, rotation_matrix(n - m, d), atol=1e-9):
-        return verdict(True, f"R_m^T R_n equals R_(n-m) = R_{n - m:g} (max difference "
-                             f"{np.abs(a - rotation_matrix(n - m, d)).max():.1e})")
-    mistakes = [(m - n, "R_(m-n): the sign is flipped (R_m^T = R_(-m), so it is R_(-m) R_n)"),
-                (m + n, "R_(m+n): did you forget the transpose? R_m^T undoes R_m"),
-                (0.0, "the identity: that is R_m^T R_m (orthogonality), not R_m^T R_n")]
-    return verdict(False, "your matrix is " + mistake(
-        lambda wrong: np.allclose(a, rotation_matrix(wrong, d), atol=1e-9), mistakes,
-        "not R_(n-m) (nor R_(m-n) or R_(m+n)); build R_m and R_n with rr.rotation_matrix and multiply R_m.T @ R_n"))
+    mistakes = [(m - n, "your matrix is R_(m-n): the sign is flipped (R_m^T = R_(-m), so it is R_(-m) R_n)"),
+                (m + n, "your matrix is R_(m+n): did you forget the transpose? R_m^T undoes R_m"),
+                (0.0, "your matrix is the identity: that is R_m^T R_m (orthogonality), not R_m^T R_n")]
+    return judge(lambda angle: np.allclose(a, rotation_matrix(angle, d), atol=1e-9), n - m,
+                 f"R_m^T R_n equals R_(n-m) = R_{n - m:g} (max difference "
+                 f"{np.abs(a - rotation_matrix(n - m, d)).max():.1e})", mistakes,
+                 "your matrix is not R_(n-m) (nor R_(m-n) or R_(m+n)); build R_m and R_n with rr.rotation_matrix and "
+                 "multiply R_m.T @ R_n")
 
 
 def check_eq34(x, answer, base: float = 10000.0) -> bool:
@@ -121,8 +120,6 @@ def check_eq34(x, answer, base: float = 10000.0) -> bool:
     angles = pos[:, None] * base ** (-2.0 * np.arange(half_width) / x.shape[-1])      # m theta_i, (seq, d/2)
     turned = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)       # rotate_half, interleaved
     tiled = x * np.tile(np.cos(angles), 2) + turned * np.tile(np.sin(angles), 2)    # theta_1..theta_(d/2) twice
-    if np.allclose(a, right, atol=1e-9):
-        return verdict(True, f"your eq 34 matches rr.rotate(x) to {np.abs(a - right).max():.1e}")
     checks = [(tiled, "your cos and sin hold theta_1, theta_2, ..., theta_(d/2), theta_1, theta_2, ... (np.tile "
                       "repeats the whole row); eq 34 needs each theta_i twice in a row, theta_1, theta_1, theta_2, "
                       "theta_2, ...: np.repeat(..., 2, axis=-1)"),
@@ -133,10 +130,11 @@ def check_eq34(x, answer, base: float = 10000.0) -> bool:
               (rotate(x, pos + 1, base=base), "your positions start at 1; the first row is position 0"),
               (x, "the answer equals x: nothing was rotated")]
     rows = np.flatnonzero(~np.all(np.isclose(a, right, atol=1e-9), axis=-1))
-    return verdict(False, mistake(lambda wrong: np.allclose(a, wrong, atol=1e-9), checks,
-                                  f"rows (positions) {rows[:5].tolist()}{' ...' if rows.size > 5 else ''} differ from "
-                                  f"rr.rotate(x) by up to {np.abs(a - right).max():.3g}; check theta_i = base^(-2i/d) "
-                                  "for i = 0..d/2-1, each repeated twice"))
+    return judge(lambda values: np.allclose(a, values, atol=1e-9), right,
+                 f"your eq 34 matches rr.rotate(x) to {np.abs(a - right).max():.1e}", checks,
+                 f"rows (positions) {rows[:5].tolist()}{' ...' if rows.size > 5 else ''} differ from rr.rotate(x) by "
+                 f"up to {np.abs(a - right).max():.3g}; check theta_i = base^(-2i/d) for i = 0..d/2-1, each repeated "
+                 "twice")
 
 
 def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: int = 16, seed: int = 0) -> bool:
@@ -161,9 +159,9 @@ def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: in
                 (phi_q - phi_k, "you left out the position part (m - n) theta_i"),
                 (phi_q - phi_k + (m - n) * frequencies(d)[min(i + 1, d // 2 - 1)], "wrong pair: theta_i for pair "
                                                                                    "i = 2 is frequencies(16)[2]")]
-    return verdict(False, mistake(lambda wrong: abs(wrap_angle(a - wrong)) < 1e-6, mistakes,
-                                  f"{a:+.4f} rad is {abs(wrap_angle(a - measured)):.3f} rad away from the measured "
-                                  "angle (modulo 2 pi); predict (phi_q - phi_k) + (m - n) theta_i"))
+    return verdict(False, next((why for angle, why in mistakes if abs(wrap_angle(a - angle)) < 1e-6),
+                               f"{a:+.4f} rad is {abs(wrap_angle(a - measured)):.3f} rad away from the measured "
+                               "angle (modulo 2 pi); predict (phi_q - phi_k) + (m - n) theta_i"))
 
 
 def check_decay_prediction(far_is_higher, far_mean) -> bool:
@@ -182,16 +180,15 @@ def check_decay_prediction(far_is_higher, far_mean) -> bool:
     if bool(far_is_higher) != bool(hi[far].mean() > lo[far].mean()):
         return verdict(False, "think of what a larger base does to the slow pairs' angles r theta_i: do the partial "
                               "sums S_j stay coherent over longer distances or shorter ones?")
-    if abs(mean - hi[far].mean()) >= 0.005:
-        mistakes = [(lo[far].mean(), f"{mean:g}: that is the mean with base 1e4; compute rr.decay_bound(r, 128, "
-                                     "base=5e5)"),
-                    (hi.mean(), f"{mean:g}: that is the mean over all distances 0..256; take only r >= 128"),
-                    (hi[0], f"{mean:g}: that is the value at distance 0; the exercise asks for the mean over 128..256")]
-        return verdict(False, "your direction is right, but " + mistake(
-            lambda wrong: abs(mean - wrong) < 0.005, mistakes,
-            f"the mean over 128..256 is not {mean:g}; average rr.decay_bound over the distances r >= 128"))
-    return verdict(True, f"the mean over 128..256 is {hi[far].mean():.2f} with base 5e5 against {lo[far].mean():.2f} "
-                         "with 1e4: the slow pairs turn slower, so the sums stay coherent longer")
+    but = f"your direction is right, but {mean:g}: that is the"
+    mistakes = [(lo[far].mean(), f"{but} mean with base 1e4; compute rr.decay_bound(r, 128, base=5e5)"),
+                (hi.mean(), f"{but} mean over all distances 0..256; take only r >= 128"),
+                (hi[0], f"{but} value at distance 0; the exercise asks for the mean over 128..256")]
+    return judge(lambda value: abs(mean - value) < 0.005, hi[far].mean(),
+                 f"the mean over 128..256 is {hi[far].mean():.2f} with base 5e5 against {lo[far].mean():.2f} with 1e4: "
+                 "the slow pairs turn slower, so the sums stay coherent longer", mistakes,
+                 f"your direction is right, but the mean over 128..256 is not {mean:g}; average rr.decay_bound over "
+                 "the distances r >= 128")
 
 
 #: Notebook 04's "what is lost?": the choices, and why each wrong one is not it.
@@ -246,12 +243,10 @@ def check_dynamic_ntk_factors(at_4x, at_2x, factor: float = 4.0) -> bool:
 
     def is_answer(pair) -> bool:
         return abs(a4 - pair[0]) < 1e-6 and abs(a2 - pair[1]) < 1e-6
-    if is_answer(right):
-        return verdict(True, f"divided by {right[0]:g} and {right[1]:g}: s L / L_train - (s - 1)")
     which = [name for name, value, want in zip(("at_4x", "at_2x"), (a4, a2), right) if abs(value - want) >= 1e-6]
     mistakes = [((s, s), "that is the configured factor; dynamic NTK computes its own from the current length L"),
                 ((s * 4, s * 2), "close: s L / L_train is part of it, but dynamic NTK subtracts s - 1 so that nothing "
                                  "changes at L = L_train")]
-    return verdict(False, mistake(is_answer, mistakes, f"{' and '.join(which)} not right; read the base change "
-                                  "base * (s L / L_train - (s - 1))^(d/(d-2)) and what it does to the slowest pair, "
-                                  "base^(-(d-2)/d)"))
+    return judge(is_answer, right, f"divided by {right[0]:g} and {right[1]:g}: s L / L_train - (s - 1)", mistakes,
+                 f"{' and '.join(which)} not right; read the base change base * (s L / L_train - (s - 1))^(d/(d-2)) "
+                 "and what it does to the slowest pair, base^(-(d-2)/d)")

@@ -3,8 +3,6 @@ RoPE and a real model.  Each prints one line and returns a bool, as :mod:`rope_r
 naming the common slip without giving the right value away; the right answer comes from :mod:`rope_ref`.
 """
 
-from __future__ import annotations
-
 import functools
 import numbers
 
@@ -14,7 +12,7 @@ from ..forms import frequencies, rotate, rotation_angles, wrap_angle
 from ..multiaxis import axial_frequencies, mrope_position_ids
 from . import example_kernels
 from .base_bound import supported_context
-from .exercises import unanswered, verdict
+from .exercises import judge, unanswered, verdict
 from .precision import angle_errors
 from .quantities import random_qk
 from .vision_rope import BASE_GRID
@@ -33,6 +31,7 @@ def _choice(answer, choices, name: str, hint: str, fold=str.lower):
         return fold(answer.strip())
     verdict(False, f"answer should be one of the {name} {', '.join(map(repr, choices))}, got {answer!r}")
     return None
+
 
 def reduced_then_cast_error(position: float = 1e6, d: int = 128, base: float = 10000.0) -> float:
     """Largest |angle error| (rad, over the pairs) when m theta_i is formed in float64, reduced to (-pi, pi]
@@ -106,6 +105,7 @@ def check_planted_bug(answer) -> bool:
     return verdict(False, f"not the {kind}: {evidence}. Look again at the phase-error panel: what is flat, what is "
                           "not?")
 
+
 def _whole_answer(answer, what: str, lowest: int, why: str):
     """``answer`` as an int if it is a whole number >= ``lowest``; otherwise None, after "Not answered yet" or
     why not (``what`` it should be; ``why``, when below ``lowest``)."""
@@ -177,6 +177,7 @@ def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
                               f"below {target}: it must be larger.")
     return verdict(False, f"|psi|^2 = {answer:,} reaches {target}, but so does a smaller value: find the first one.")
 
+
 #: notebook 09's sequence: 5 text tokens, an image of 6 x 10 patches (merged 2 x 2), 3 text tokens.
 AFTER_IMAGE_SEGMENTS = (("text", 5), ("image", (1, 6, 10)), ("text", 3))
 
@@ -199,10 +200,6 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
     t, h, w = segments[1][1]
     tokens = t * h * w // spatial_merge_size ** 2
     right = int(ids[0, start + tokens])
-    if value == right:
-        return verdict(True, f"the image's ids run from {start} to {right - 1} (its widest axis has "
-                             f"{max(h, w) // spatial_merge_size} tokens), so the text resumes at {right}; "
-                             f"counting tokens as 1-D RoPE does would give {start + tokens}")
     hints = {start + tokens: "that counts every image token as one position, as 1-D RoPE would; "
                              "an image token's ids are (start + t, start + row, start + column)",
              start + max(h, w): "the grid (t, h, w) counts patches before the spatial merge: "
@@ -212,8 +209,11 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
              right - 1: "that is the largest id the image uses; the text starts one after it",
              start + h // spatial_merge_size: "that is one past the image's last row; the columns go further",
              start + 1: "that is one past the image's temporal id; its rows and columns go further"}
-    return verdict(False, hints.get(value, f"{value} is not where the text resumes; find the largest id the image "
-                                           "uses on any axis"))
+    correct = (f"the image's ids run from {start} to {right - 1} (its widest axis has {max(h, w) // spatial_merge_size}"
+               f" tokens), so the text resumes at {right}; counting tokens as 1-D RoPE does would give "
+               f"{start + tokens}")
+    return judge(lambda position: position == value, right, correct, hints.items(),
+                 f"{value} is not where the text resumes; find the largest id the image uses on any axis")
 
 
 #: the second exercise: query patch (2, 3) with key patch (7, 1); the query moves to (10, 10).
@@ -246,19 +246,16 @@ def check_same_score_patch(answer) -> bool:
     q, k = same_score_qk()
     target = _score(q, k, SAME_SCORE_FROM, SAME_SCORE_TO)
     yours = _score(q, k, SAME_SCORE_QUERY, (x, y))
-    if (x - qx, y - qy) == (dx, dy):
-        return verdict(True, f"key ({x}, {y}) sits at the same offset from the query as (7, 1) from (2, 3): "
-                             f"score {yours:.6f} = {target:.6f}")
-    if (x, y) == (dx, dy):
-        return verdict(False, "that is the offset between the patches; the answer is a patch, seen from the query "
-                              "at (10, 10)")
-    if (x - qx, y - qy) == (-dx, -dy):
-        return verdict(False, f"that patch is at the reversed offset: score {yours:.4f}, not {target:.4f} "
-                              "(the key goes where the key was, relative to the query)")
-    if (x - qx, y - qy) == (dy, dx):
-        return verdict(False, f"x and y are swapped: score {yours:.4f}, not {target:.4f}")
-    return verdict(False, f"with the query at (10, 10) that key scores {yours:.4f}, not {target:.4f}; "
-                          "what stays the same when both patches move together?")
+    mistakes = [((dx, dy), "that is the offset between the patches; the answer is a patch, seen from the query "
+                           "at (10, 10)"),
+                ((qx - dx, qy - dy), f"that patch is at the reversed offset: score {yours:.4f}, not {target:.4f} "
+                                     "(the key goes where the key was, relative to the query)"),
+                ((qx + dy, qy + dx), f"x and y are swapped: score {yours:.4f}, not {target:.4f}")]
+    correct = (f"key ({x}, {y}) sits at the same offset from the query as (7, 1) from (2, 3): score {yours:.6f} = "
+               f"{target:.6f}")
+    return judge(lambda patch: patch == (x, y), (qx + dx, qy + dy), correct, mistakes,
+                 f"with the query at (10, 10) that key scores {yours:.4f}, not {target:.4f}; what stays the same when "
+                 "both patches move together?")
 
 
 # --- notebook 11: which of three RoPE kernels for SmolLM2 (base 10^5, interleaved) has a planted bug?  Found

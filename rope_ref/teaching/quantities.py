@@ -1,8 +1,6 @@
 """Quantities the notebooks, views and figures share: seeded q and k, the RoPE score, notebook 00's toy task.
 What a notebook teaches is written out in the notebook itself and compared there with the oracle's forms."""
 
-from __future__ import annotations
-
 import numpy as np
 
 from .._validate import (check_d, check_finite, check_nbytes, check_nonnegative_int, check_positions_any,

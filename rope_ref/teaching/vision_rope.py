@@ -3,8 +3,6 @@
 and video segments.  Every number comes from :mod:`rope_ref` (``rotate`` with ``inv_freq`` ``(d/2, A)``).
 """
 
-from __future__ import annotations
-
 import numbers
 
 import numpy as np
@@ -42,10 +40,8 @@ def _axial_rotate(x, positions, base: float):
 
 
 def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndarray:
-    """q at patch (0, 0), k at (dx, dy) for dx, dy in -radius..radius: float64 ``(2r+1, 2r+1)``, row dy, column dx.
-
-    The 2-D axial score (timm / Heo et al. layout, first half of the pairs on x, second on y).
-    """
+    """The 2-D axial score (timm / Heo et al.: first half of the pairs on x, second on y) of q at patch (0, 0) and k
+    at (dx, dy) for dx, dy in -radius..radius: float64 ``(2r+1, 2r+1)``, row dy, column dx."""
     radius = check_positive_int(radius, "radius")
     q, k = _qk(q, k, one_d=True)
     q, k = q.astype(np.float64), k.astype(np.float64)
