@@ -79,11 +79,9 @@ def fig_mrope_layout() -> Figure:
     return fig
 
 
-def fig_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
-                     text_after_vision: str = "max+1") -> Figure:
+def fig_position_ids(segments, *, spatial_merge_size: int = 2) -> Figure:
     """The three rows of :func:`rope_ref.mrope_position_ids` against the token index, vision segments shaded."""
-    ids = mrope_position_ids(segments, spatial_merge_size=spatial_merge_size, tokens_per_second=tokens_per_second,
-                             text_after_vision=text_after_vision)
+    ids = mrope_position_ids(segments, spatial_merge_size=spatial_merge_size)
     fig = new_figure(9, 3.4)
     ax = fig.subplots()
     start = 0
