@@ -221,14 +221,12 @@ def check_rerotating_cache(answer, lost, q, k, v, t: int = 20) -> bool:
         return False
     buggy = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.full(t + 1, t))
     right = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.arange(t + 1))
-    if np.allclose(a, buggy, atol=1e-9):
-        return verdict(True, "every vector rotated at the same position t: all m - n are 0, so the positions are lost "
-                             "and the step is attention without positions")
-    if np.allclose(a, right, atol=1e-9):
-        return verdict(False, "that is the correct decoder (each key rotated at its own position n); the buggy one "
-                              "rotates every stored key at the current position t")
-    return verdict(False, f"your output differs from the buggy step by up to {np.abs(a - buggy).max():.3g}; at which "
-                          "position does the buggy decoder rotate the query, and at which each stored key?")
+    mistakes = [(right, "that is the correct decoder (each key rotated at its own position n); the buggy one rotates "
+                        "every stored key at the current position t")]
+    return judge(lambda output: np.allclose(a, output, atol=1e-9), buggy, "every vector rotated at the same position "
+                 "t: all m - n are 0, so the positions are lost and the step is attention without positions", mistakes,
+                 f"your output differs from the buggy step by up to {np.abs(a - buggy).max():.3g}; at which position "
+                 "does the buggy decoder rotate the query, and at which each stored key?")
 
 
 def check_dynamic_ntk_factors(at_4x, at_2x, factor: float = 4.0) -> bool:

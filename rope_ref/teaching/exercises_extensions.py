@@ -50,17 +50,14 @@ def check_reduced_cast_error(answer, position: float = 1e6, d: int = 128, base: 
         return verdict(False, f"the answer is an error in radians, a finite real number >= 0, got {answer!r}")
     right = reduced_then_cast_error(position, d, base)
     naive = float(angle_errors([position], d, base, np.float32)["angle"][0])
-    if abs(answer - right) <= 0.05 * right:
-        return verdict(True, f"{right:.2e} rad, at most half an ulp of pi in float32 -- "
-                             f"{naive / right:,.0f} times less than forming the product in float32 ({naive:.1e} rad).")
-    if abs(answer - naive) <= 0.05 * naive:
-        return verdict(False, f"{answer:.1e} rad is the error of the product formed in float32; reduce the float64 "
-                              "angle to (-pi, pi] first, then cast.")
-    if answer == 0:
-        return verdict(False, "a float32 cast of an angle near pi rounds it (float32 keeps 24 bits): the error is "
-                              "not 0. Compare the cast angle with the float64 one.")
-    return verdict(False, f"{answer:.2e} rad is not the largest error over the 64 pairs; compare each cast angle with "
-                          "its float64 value (mod 2 pi) and take the largest.")
+    mistakes = [(naive, f"{answer:.1e} rad is the error of the product formed in float32; reduce the float64 angle to "
+                        "(-pi, pi] first, then cast."),
+                (0.0, "a float32 cast of an angle near pi rounds it (float32 keeps 24 bits): the error is not 0. "
+                      "Compare the cast angle with the float64 one.")]
+    return judge(lambda error: abs(answer - error) <= 0.05 * error, right, f"{right:.2e} rad, at most half an ulp of "
+                 f"pi in float32 -- {naive / right:,.0f} times less than forming the product in float32 ({naive:.1e} "
+                 "rad).", mistakes, f"{answer:.2e} rad is not the largest error over the 64 pairs; compare each cast "
+                 "angle with its float64 value (mod 2 pi) and take the largest.")
 
 
 # --- notebook 07: a bug hunt.  The checker never trusts identify (which the notebook hunts with): each kind of bug
@@ -127,14 +124,12 @@ def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> boo
                                 "a context length is a number of positions, 0 or more")) is None:
         return False
     right = supported_context(base, d)
-    if answer == right:
-        return verdict(True, f"B_m >= 0 for every m up to {right:,}; at m = {right + 1:,} it is negative.")
-    if answer == right + 1:
-        return verdict(False, f"{answer:,} is the first distance where B_m < 0; the supported length ends one before.")
-    if answer > right:
-        return verdict(False, f"B_m is already negative at m = {right + 1:,}, before {answer:,}: scan from m = 0 "
-                              "and stop at the first negative value.")
-    return verdict(False, f"B_m is still >= 0 at every m up to {answer + 1:,}: the first negative value comes later.")
+    mistakes = [(right + 1, f"{answer:,} is the first distance where B_m < 0; the supported length ends one before.")]
+    return judge(lambda length: length == answer, right,
+                 f"B_m >= 0 for every m up to {right:,}; at m = {right + 1:,} it is negative.", mistakes,
+                 f"B_m is already negative at m = {right + 1:,}, before {answer:,}: scan from m = 0 and stop at the "
+                 "first negative value." if answer > right else
+                 f"B_m is still >= 0 at every m up to {answer + 1:,}: the first negative value comes later.")
 
 
 def diagonal_head_weight(norm_sq: float, pair: int, n_keys: int = 48, d: int = 64) -> float:
