@@ -64,10 +64,8 @@ def fig_mrope_layout() -> Figure:
             for sections, base, interleaved in MROPE_MODELS.values()]
     ax.imshow(np.array(rows), cmap=ListedColormap(AXIS_COLORS), vmin=-0.5, vmax=2.5, aspect="auto",
               interpolation="nearest")
-    ax.set_yticks(range(len(names)))
-    ax.set_yticklabels([f"{m}\n{MROPE_MODELS[m][0]}" for m in names])
+    ax.set_yticks(range(len(names)), [f"{m}\n{MROPE_MODELS[m][0]}" for m in names])
     ax.set_xticks(sorted({0, d // 2 - 1, *np.cumsum(MROPE_MODELS["Qwen2-VL"][0][:2]).tolist(), d // 4}))
-    ax.set_xlabel(r"pair $j$ (fast $\rightarrow$ slow: $\theta_j = \mathrm{base}^{-2j/d}$)")
     ax.set_xticks(np.arange(-0.5, d // 2, 1), minor=True)
     ax.set_yticks(np.arange(-0.5, len(names), 1), minor=True)
     ax.grid(which="minor", color="white", lw=0.6)
@@ -75,7 +73,8 @@ def fig_mrope_layout() -> Figure:
     handles = [Rectangle((0, 0), 1, 1, color=c) for c in AXIS_COLORS]
     ax.legend(handles, [f"{a} ($p_{a[0]}$)" for a in MROPE_AXES], loc="upper center", ncols=3,
               bbox_to_anchor=(0.5, -0.32), frameon=False)
-    ax.set_title(f"M-RoPE: the axis each of the {d // 2} pairs turns with (head_dim {d})")
+    ax.set(xlabel=r"pair $j$ (fast $\rightarrow$ slow: $\theta_j = \mathrm{base}^{-2j/d}$)",
+           title=f"M-RoPE: the axis each of the {d // 2} pairs turns with (head_dim {d})")
     return fig
 
 
@@ -96,10 +95,10 @@ def fig_position_ids(segments, *, spatial_merge_size: int = 2) -> Figure:
     for a, (axis, marker) in enumerate(zip(MROPE_AXES, "os^")):
         ax.plot(tokens, ids[a], marker, ms=4, color=AXIS_COLORS[a], label=axis, alpha=0.85)
     ax.set(xlabel="token index in the sequence", ylabel="position id", xlim=(-0.5, ids.shape[1] - 0.5),
-           ylim=(-0.5, ids.max() * 1.25 + 1))
+           ylim=(-0.5, ids.max() * 1.25 + 1),
+           title="M-RoPE position ids: text on all three axes alike, images on (t, h, w)")
     ax.legend(loc="upper left")
     ax.grid(alpha=0.3)
-    ax.set_title("M-RoPE position ids: text on all three axes alike, images on (t, h, w)")
     return fig
 
 
