@@ -1,15 +1,10 @@
 """Men et al., "Base of RoPE Bounds Context Length" (arXiv:2405.14591), recomputed: the base a context length needs
 (notebooks 08 and 10).
 
-A query should score a key like itself higher than a random key.  For i.i.d. q, k that margin is
-2 sigma^2 B_{m,theta}, B_{m,theta} = sum_i cos(m theta_i) (Theorem 1, eq 9).  A base supports L when
-B_{m,theta} >= 0 for every distance m <= L (eq 10: :func:`supported_context`, which the figure and the exercise
-checker use); notebooks 08 and 10 compute B_{m,theta}, the lower bound (eq 11, Table 2) and Table 4 in their own
-cells.  :func:`model_points` and :func:`fig_base_bound` place real models' configs (shipped in
-rope_ref/teaching/data) against the bound.  ``d`` is the head dimension.
+A query should score a key like itself higher than a random key: for i.i.d. q, k that margin is
+2 sigma^2 B_{m,theta}, B_{m,theta} = sum_i cos(m theta_i) (Theorem 1, eq 9), and a base supports L when
+B_{m,theta} >= 0 for every distance m <= L (eq 10).  ``d`` is the head dimension.
 """
-
-from __future__ import annotations
 
 import json
 from importlib import resources
@@ -22,19 +17,8 @@ from ..hf_config import from_hf_config
 from .style import new_figure
 
 
-#: The most integer distances a scan of B_{m,theta} covers (about 10 s at d = 128): a limit= above it is refused
-#: before any work.
+#: The most integer distances a scan of B_{m,theta} covers (about 10 s at d = 128).
 MAX_DISTANCES = 1 << 24
-
-
-def _first_negative(inv_freq: np.ndarray, limit: int):
-    """The first integer m in 0..limit with B_m = sum_i cos(m inv_freq_i) < 0, or None (4096 distances at a time)."""
-    for start in range(0, limit + 1, 4096):
-        m = np.arange(start, min(start + 4096, limit + 1), dtype=float)
-        negative = np.cos(np.multiply.outer(m, inv_freq)).sum(axis=1) < 0
-        if negative.any():
-            return int(m[np.argmax(negative)])
-    return None
 
 
 def supported_context(base: float, d: int = 128, limit: int = 1 << 22) -> int:
@@ -48,9 +32,14 @@ def supported_context(base: float, d: int = 128, limit: int = 1 << 22) -> int:
 
 
 def _supported(inv_freq: np.ndarray, limit: int) -> int:
-    """The longest L <= limit with B_m = sum_i cos(m inv_freq_i) >= 0 for every integer m in 0..L."""
-    first = _first_negative(inv_freq, limit)
-    return limit if first is None else first - 1
+    """The longest L <= limit with B_m = sum_i cos(m inv_freq_i) >= 0 for every integer m in 0..L (the distances
+    scanned 4096 at a time)."""
+    for start in range(0, limit + 1, 4096):
+        m = np.arange(start, min(start + 4096, limit + 1), dtype=float)
+        negative = np.cos(np.multiply.outer(m, inv_freq)).sum(axis=1) < 0
+        if negative.any():
+            return int(m[np.argmax(negative)]) - 1
+    return limit
 
 
 #: Real models: the config.json each is read from (shipped as package data in rope_ref/teaching/data, published
@@ -78,12 +67,11 @@ def _shipped_config(name: str) -> dict:
 
 def model_points() -> dict:
     """name -> dict(base, context, head_dim, scaled_from or None, rope_type, supported, source: the Hub id, file: the
-    shipped copy) for every model of :data:`MODELS`, each read from its shipped config.json with
-    :func:`rope_ref.from_hf_config` (works in an installed copy).  ``supported``: the longest L with B_m >= 0 for
-    every m <= L at the frequencies the model runs at, scaled where its config scales them (eq 10).  The
-    context is the config's max_position_embeddings (its text_config's for a vision-language model, or the
-    config class's default where the published file leaves it out); where that is the length before scaling
-    (``scaled_from``, as in Qwen2.5's config with its yarn section), factor x scaled_from."""
+    shipped copy) for every model of :data:`MODELS`, read from its shipped config.json with
+    :func:`rope_ref.from_hf_config`.  ``supported``: the longest L with B_m >= 0 for every m <= L at the
+    frequencies the model runs at, scaled where its config scales them (eq 10).  The context is the config's
+    max_position_embeddings (its text_config's, or the config class's default where the file leaves it out),
+    times the factor where that is the length before scaling (``scaled_from``)."""
     out = {}
     for name, entry in MODELS.items():
         raw = _shipped_config(entry["config"])

@@ -1,13 +1,10 @@
 """Context extension (notebook 05): every scaling method applied to one model, side by side."""
 
-from __future__ import annotations
-
 from .._validate import check_positive_int, check_scalar
 from ..forms import frequencies
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 
-#: Example configurations for a model trained on 4k positions, extended 8x.
-TRAIN_LEN = 4096
+TRAIN_LEN = 4096          # the example model's training length
 
 
 def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
@@ -50,11 +47,8 @@ def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, t
 def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
                    scaled: dict | None = None) -> dict:
     """The largest angle (radians) each pair reaches: ``"training"`` -> L_train * theta_i with the default
-    frequencies, and rope_type -> factor * L_train * scaled theta_i at the extended length.
-
-    A pair whose training angle is below 2 pi never saw a full turn; at the extended length it
-    meets angles it has not seen unless its extended angle stays at or below the training one.
-    """
+    frequencies, and rope_type -> factor * L_train * scaled theta_i at the extended length (a pair meets angles it
+    has not seen unless its extended angle stays at or below the training one)."""
     scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else _scaled(scaled)
     out = {"training": train_len * frequencies(d, base)}
     out.update({name: factor * train_len * freqs for name, (freqs, _) in scaled.items()})

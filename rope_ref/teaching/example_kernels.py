@@ -1,10 +1,6 @@
-"""RoPE kernels written the way outside code writes them: the subjects of notebook 07.
-
-These are *not* rope_ref's implementation; they are small stand-ins for a user's
-torch/JAX/CUDA kernel (here in NumPy), each taking ``x`` of shape ``(seq, d)`` and
-applying its own positions.  ``identify`` and ``assert_rope_matches`` check them.  At the end, a replay of
-transformers' own Llama rotary module (its recorded cos/sin) with transformers' calling convention, for notebook 07's
-wrapper and its bfloat16 bug, and its recorded ``inv_freq`` before and after a cast to bfloat16, for notebook 06.
+"""RoPE kernels written the way outside code writes them (not rope_ref's implementation): the subjects of notebook 07,
+each taking ``x`` ``(seq, d)`` at its own positions 0..seq-1.  At the end, a replay of transformers' Llama rotary
+module (its recorded cos/sin and ``inv_freq``) for notebook 07's wrapper and notebook 06's bfloat16 cast.
 """
 
 import json
@@ -12,8 +8,7 @@ from importlib import resources
 
 import numpy as np
 
-#: The published configs notebooks 06 and 07 read, shipped as package data (rope_ref/teaching/data; numbers only,
-#: copies of tests/data/configs' files of the same names where those exist).
+#: The published configs notebooks 06 and 07 read, shipped as package data in rope_ref/teaching/data.
 CONFIGS = ("llama-3.1-8b", "meta-llama-3-8b", "qwen2.5-7b-instruct-yarn")
 
 
@@ -92,14 +87,11 @@ def fused_backward(x, g, base=10000.0):
 
 
 def replayed_llama_rotary(cast=None):
-    """transformers 5.24.0's ``LlamaRotaryEmbedding`` built from Llama 3 8B's config.json, replayed from its recording
-    (``data/llama3_rotary.npz``, made by tests/data/record_llama_rotary.py): ``rotary(x, position_ids) -> (cos, sin)``,
-    each ``(batch, seq, 128)`` in ``x``'s dtype, as the module returns them.  Only position ids 0..255 were recorded:
-    a larger id is an IndexError, as a cos/sin cache of 256 rows would be.
-
-    ``cast="bfloat16"``: the module after ``.to(torch.bfloat16)``, called with float32 ``x``: its recorded bfloat16
-    ``inv_freq`` times the positions in float32, then cos and sin, as its forward computes them (within one float32
-    rounding of the cos/sin recorded from that module at ids 1, 10, 100, 255)."""
+    """transformers 5.24.0's ``LlamaRotaryEmbedding`` for Llama 3 8B, replayed from its recording
+    (tests/data/record_llama_rotary.py): ``rotary(x, position_ids) -> (cos, sin)``, each ``(batch, seq, 128)`` in
+    ``x``'s dtype.  Only ids 0..255 were recorded (a larger one is an IndexError, as in a 256-row cos/sin cache).
+    ``cast="bfloat16"``: the module after ``.to(torch.bfloat16)`` called with float32 ``x``: its recorded bfloat16
+    ``inv_freq`` times the positions in float32, then cos and sin, as its forward computes them."""
     if cast not in (None, "bfloat16"):
         raise ValueError(f"cast must be None or 'bfloat16' (the cast recorded), got {cast!r}")
     recorded = _recording()
@@ -128,9 +120,8 @@ def _rotate_half(x):
 
 
 def recorded_inv_freq():
-    """The recorded ``inv_freq`` buffer of transformers 5.24.0's ``LlamaRotaryEmbedding`` (Llama 3 8B's config), float32
-    ``(64,)`` as built and as ``module.to(torch.bfloat16)`` left it (read back as float32): notebook 06's buffer
-    cast."""
+    """The recorded ``inv_freq`` of that module, float32 ``(64,)``, as built and as ``module.to(torch.bfloat16)`` left
+    it (read back as float32): notebook 06's buffer cast."""
     recorded = _recording()
     return recorded["inv_freq"], recorded["inv_freq_bf16"]
 

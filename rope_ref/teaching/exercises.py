@@ -1,17 +1,9 @@
-"""Checkers for the exercises of notebooks 00-05: each tells the student whether their answer is right, and why not.
-
-Every checker prints one line and returns a bool, and raises nothing whatever it is given (NaN included):
-
-* ``Not answered yet ...`` (and False) while the answer is still ``None`` -- no exception, so Run All works;
-* ``Correct: ...`` (True);
-* ``Not yet: <why>`` (False): what the answer is, when the mistake is a common one (a sign, a pairing, the
-  configured factor instead of the effective one), without giving the right value away.
-
-Each checker computes the right answer with :mod:`rope_ref` (the notebook's solution shows how) and the
-common wrong answers the same way; tests/teaching/test_course_exercises.py tries right and wrong answers on each.
+"""Checkers for the exercises of notebooks 00-05: each prints one line and returns a bool, and raises nothing
+whatever it is given (NaN included): ``Not answered yet ...`` (False) while an answer is still ``None``, so Run All
+works; ``Correct: ...`` (True); ``Not yet: <why>`` (False), naming a common mistake (a sign, a pairing, the
+configured factor instead of the effective one) without giving the right value away.  The right answer and the
+common wrong ones come from :mod:`rope_ref`.
 """
-
-from __future__ import annotations
 
 import numbers
 
@@ -36,8 +28,11 @@ def unanswered(*answers, hint: str) -> bool:
     return False
 
 
-def _number(value, name: str):
-    """A finite real number (not a bool), or None with a printed explanation (NaN and inf are not answers)."""
+def _number(value, name: str, hint: str = ""):
+    """A finite real number (not a bool), or None with a printed explanation (NaN and inf are not answers; None is
+    not answered yet, with ``hint``)."""
+    if unanswered(value, hint=hint):
+        return None
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         print(f"Not yet: {name} should be a number, got {value!r}")
         return None
@@ -47,8 +42,10 @@ def _number(value, name: str):
     return float(value)
 
 
-def _array(value, shape, name: str):
-    """A finite float array of ``shape``, or None with a printed explanation."""
+def _array(value, shape, name: str, hint: str = ""):
+    """A finite float array of ``shape``, or None with a printed explanation (None: not answered yet, ``hint``)."""
+    if unanswered(value, hint=hint):
+        return None
     try:
         a = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -63,7 +60,13 @@ def _array(value, shape, name: str):
     return a
 
 
-# --- notebook 00 --------------------------------------------------------------------------------------------------------
+def judge(is_answer, right, correct: str, mistakes, otherwise: str) -> bool:
+    """The verdict on an answer, which ``is_answer(value)`` compares with a value: ``correct`` when it is ``right``,
+    else the reason of the first (wrong value, reason) pair of ``mistakes`` it is, else ``otherwise``."""
+    if is_answer(right):
+        return verdict(True, correct)
+    return verdict(False, next((why for wrong, why in mistakes if is_answer(wrong)), otherwise))
+
 
 def check_hand0_return(m, confused_with_all_hands) -> bool:
     """Notebook 00: the position 1..100 hand 0 (theta_0 = 1) confuses most with position 0, and whether the full
@@ -89,35 +92,27 @@ def check_hand0_return(m, confused_with_all_hands) -> bool:
                          f"(theta_1 = 0.1) is then at {wrap_angle(m * 0.1):.2f} rad, so the full code differs")
 
 
-# --- notebook 01 --------------------------------------------------------------------------------------------------------
-
 def check_relative_rotation(answer, m: float = 5.0, n: float = 12.5, d: int = 16) -> bool:
     """Notebook 01, exercise 1: ``answer`` is the matrix R_m^T R_n, shape (d, d); it should equal R_{n-m}."""
-    if unanswered(answer, hint="set answer to the matrix R_m^T R_n (use rr.rotation_matrix), then run this cell"):
+    hint = "set answer to the matrix R_m^T R_n (use rr.rotation_matrix), then run this cell"
+    if (a := _array(answer, (d, d), "answer", hint)) is None:
         return False
-    a = _array(answer, (d, d), "answer")
-    if a is None:
-        return False
-    if np.allclose(a, rotation_matrix(n - m, d), atol=1e-9):
-        return verdict(True, f"R_m^T R_n equals R_(n-m) = R_{n - m:g} (max difference "
-                             f"{np.abs(a - rotation_matrix(n - m, d)).max():.1e})")
-    for wrong, why in [(m - n, "R_(m-n): the sign is flipped (R_m^T = R_(-m), so it is R_(-m) R_n)"),
-                       (m + n, "R_(m+n): did you forget the transpose? R_m^T undoes R_m"),
-                       (0.0, "the identity: that is R_m^T R_m (orthogonality), not R_m^T R_n")]:
-        if np.allclose(a, rotation_matrix(wrong, d), atol=1e-9):
-            return verdict(False, f"your matrix is {why}")
-    return verdict(False, "your matrix is not R_(n-m) (nor R_(m-n) or R_(m+n)); build R_m and R_n with "
-                          "rr.rotation_matrix and multiply R_m.T @ R_n")
+    mistakes = [(m - n, "your matrix is R_(m-n): the sign is flipped (R_m^T = R_(-m), so it is R_(-m) R_n)"),
+                (m + n, "your matrix is R_(m+n): did you forget the transpose? R_m^T undoes R_m"),
+                (0.0, "your matrix is the identity: that is R_m^T R_m (orthogonality), not R_m^T R_n")]
+    return judge(lambda angle: np.allclose(a, rotation_matrix(angle, d), atol=1e-9), n - m,
+                 f"R_m^T R_n equals R_(n-m) = R_{n - m:g} (max difference "
+                 f"{np.abs(a - rotation_matrix(n - m, d)).max():.1e})", mistakes,
+                 "your matrix is not R_(n-m) (nor R_(m-n) or R_(m+n)); build R_m and R_n with rr.rotation_matrix and "
+                 "multiply R_m.T @ R_n")
 
 
 def check_eq34(x, answer, base: float = 10000.0) -> bool:
     """Notebook 01, exercise 2: ``answer`` should be eq 34 applied to ``x`` ``(seq, d)`` at positions 0..seq-1,
     interleaved pairs -- the numbers of ``rr.rotate(x)``."""
-    if unanswered(answer, hint="compute eq 34 for x into answer (five lines of NumPy), then run this cell"):
-        return False
     x = np.asarray(x, dtype=np.float64)
-    a = _array(answer, x.shape, "answer")
-    if a is None:
+    hint = "compute eq 34 for x into answer (five lines of NumPy), then run this cell"
+    if (a := _array(answer, x.shape, "answer", hint)) is None:
         return False
     pos = np.arange(x.shape[-2], dtype=float)
     right = rotate(x, pos, base=base)
@@ -125,8 +120,6 @@ def check_eq34(x, answer, base: float = 10000.0) -> bool:
     angles = pos[:, None] * base ** (-2.0 * np.arange(half_width) / x.shape[-1])      # m theta_i, (seq, d/2)
     turned = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)       # rotate_half, interleaved
     tiled = x * np.tile(np.cos(angles), 2) + turned * np.tile(np.sin(angles), 2)    # theta_1..theta_(d/2) twice
-    if np.allclose(a, right, atol=1e-9):
-        return verdict(True, f"your eq 34 matches rr.rotate(x) to {np.abs(a - right).max():.1e}")
     checks = [(tiled, "your cos and sin hold theta_1, theta_2, ..., theta_(d/2), theta_1, theta_2, ... (np.tile "
                       "repeats the whole row); eq 34 needs each theta_i twice in a row, theta_1, theta_1, theta_2, "
                       "theta_2, ...: np.repeat(..., 2, axis=-1)"),
@@ -136,55 +129,40 @@ def check_eq34(x, answer, base: float = 10000.0) -> bool:
                                                             "eq 34 pairs neighbours (x1, x2), (x3, x4), ..."),
               (rotate(x, pos + 1, base=base), "your positions start at 1; the first row is position 0"),
               (x, "the answer equals x: nothing was rotated")]
-    for wrong, why in checks:
-        if np.allclose(a, wrong, atol=1e-9):
-            return verdict(False, why)
     rows = np.flatnonzero(~np.all(np.isclose(a, right, atol=1e-9), axis=-1))
-    return verdict(False, f"rows (positions) {rows[:5].tolist()}{' ...' if rows.size > 5 else ''} differ from "
-                          f"rr.rotate(x) by up to {np.abs(a - right).max():.3g}; check theta_i = base^(-2i/d) for "
-                          "i = 0..d/2-1, each repeated twice")
-
-
-# --- notebook 02 (rotations) ---------------------------------------------------------------------------------------------
-
-def rotations_exercise_angle(m: float = 10, n: float = 4, i: int = 2, d: int = 16, seed: int = 0) -> float:
-    """The angle from k_n to q_m in pair i, measured on the rotated vectors, wrapped to (-pi, pi]."""
-    q, k = random_qk(d, seed)
-    q_m, k_n = rotate(q, m)[2 * i:2 * i + 2], rotate(k, n)[2 * i:2 * i + 2]      # pair i, rotated
-    return float(wrap_angle(np.angle(complex(*q_m)) - np.angle(complex(*k_n))))
+    return judge(lambda values: np.allclose(a, values, atol=1e-9), right,
+                 f"your eq 34 matches rr.rotate(x) to {np.abs(a - right).max():.1e}", checks,
+                 f"rows (positions) {rows[:5].tolist()}{' ...' if rows.size > 5 else ''} differ from rr.rotate(x) by "
+                 f"up to {np.abs(a - right).max():.3g}; check theta_i = base^(-2i/d) for i = 0..d/2-1, each repeated "
+                 "twice")
 
 
 def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: int = 16, seed: int = 0) -> bool:
     """Notebook 02: ``answer`` (radians) should be the angle from k_n to q_m in pair i, modulo 2 pi."""
-    if unanswered(answer, hint="set answer to your predicted angle in radians, then run this cell"):
+    if (a := _number(answer, "answer", "set answer to your predicted angle in radians, then run this cell")) is None:
         return False
-    a = _number(answer, "answer")
-    if a is None:
-        return False
-    measured = rotations_exercise_angle(m, n, i, d, seed)
+    q, k = random_qk(d, seed)
+    q_m, k_n = rotate(q, m)[2 * i:2 * i + 2], rotate(k, n)[2 * i:2 * i + 2]      # pair i, rotated
+    measured = float(wrap_angle(np.angle(complex(*q_m)) - np.angle(complex(*k_n))))
     if abs(wrap_angle(a - measured)) < 1e-6:
         return verdict(True, f"{a:+.6f} rad is the measured angle {measured:+.6f} rad (modulo 2 pi)")
     if abs(wrap_angle(np.radians(a) - measured)) < 1e-3:
         return verdict(False, f"{a:g} looks like the right angle in degrees; np.angle and theta_i are in radians, "
                               "and so is the answer (np.radians converts)")
-    q, k = random_qk(d, seed)
     phi_q, phi_k = np.angle(complex(*q[2 * i:2 * i + 2])), np.angle(complex(*k[2 * i:2 * i + 2]))
     theta = frequencies(d)[i]
-    for wrong, why in [(phi_k - phi_q + (m - n) * theta, "the content part has the wrong sign: the angle from "
-                                                          "k to q is phi_q - phi_k"),
-                       (phi_q - phi_k + (n - m) * theta, "the position part has the wrong sign: q turns by m theta, "
-                                                          "k by n theta, so q gains (m - n) theta"),
-                       ((m - n) * theta, "you left out the content part phi_q - phi_k"),
-                       (phi_q - phi_k, "you left out the position part (m - n) theta_i"),
-                       (phi_q - phi_k + (m - n) * frequencies(d)[min(i + 1, d // 2 - 1)], "wrong pair: theta_i "
-                        "for pair i = 2 is frequencies(16)[2]")]:
-        if abs(wrap_angle(a - wrong)) < 1e-6:
-            return verdict(False, why)
-    return verdict(False, f"{a:+.4f} rad is {abs(wrap_angle(a - measured)):.3f} rad away from the measured angle "
-                          "(modulo 2 pi); predict (phi_q - phi_k) + (m - n) theta_i")
+    mistakes = [(phi_k - phi_q + (m - n) * theta, "the content part has the wrong sign: the angle from k to q is "
+                                                  "phi_q - phi_k"),
+                (phi_q - phi_k + (n - m) * theta, "the position part has the wrong sign: q turns by m theta, k by n "
+                                                  "theta, so q gains (m - n) theta"),
+                ((m - n) * theta, "you left out the content part phi_q - phi_k"),
+                (phi_q - phi_k, "you left out the position part (m - n) theta_i"),
+                (phi_q - phi_k + (m - n) * frequencies(d)[min(i + 1, d // 2 - 1)], "wrong pair: theta_i for pair "
+                                                                                   "i = 2 is frequencies(16)[2]")]
+    return verdict(False, next((why for angle, why in mistakes if abs(wrap_angle(a - angle)) < 1e-6),
+                               f"{a:+.4f} rad is {abs(wrap_angle(a - measured)):.3f} rad away from the measured "
+                               "angle (modulo 2 pi); predict (phi_q - phi_k) + (m - n) theta_i"))
 
-
-# --- notebook 03 (long-term decay) ---------------------------------------------------------------------------------------
 
 def check_decay_prediction(far_is_higher, far_mean) -> bool:
     """Notebook 03: with base 5e5 instead of 1e4 (d = 128), whether the bound's mean over distances 128..256 is
@@ -194,8 +172,7 @@ def check_decay_prediction(far_is_higher, far_mean) -> bool:
         return False
     if not isinstance(far_is_higher, (bool, np.bool_)):
         return verdict(False, f"far_is_higher should be True or False, got {far_is_higher!r}")
-    mean = _number(far_mean, "far_mean")
-    if mean is None:
+    if (mean := _number(far_mean, "far_mean")) is None:
         return False
     r = np.linspace(0, 256, 25601)
     far = r >= 128
@@ -203,19 +180,16 @@ def check_decay_prediction(far_is_higher, far_mean) -> bool:
     if bool(far_is_higher) != bool(hi[far].mean() > lo[far].mean()):
         return verdict(False, "think of what a larger base does to the slow pairs' angles r theta_i: do the partial "
                               "sums S_j stay coherent over longer distances or shorter ones?")
-    for wrong, why in [(lo[far].mean(), "that is the mean with base 1e4; compute rr.decay_bound(r, 128, base=5e5)"),
-                       (hi.mean(), "that is the mean over all distances 0..256; take only r >= 128"),
-                       (hi[0], "that is the value at distance 0; the exercise asks for the mean over 128..256")]:
-        if abs(mean - wrong) < 0.005:
-            return verdict(False, f"your direction is right, but {mean:g}: {why}")
-    if abs(mean - hi[far].mean()) >= 0.005:
-        return verdict(False, f"your direction is right, but the mean over 128..256 is not {mean:g}; average "
-                              "rr.decay_bound over the distances r >= 128")
-    return verdict(True, f"the mean over 128..256 is {hi[far].mean():.2f} with base 5e5 against {lo[far].mean():.2f} "
-                         "with 1e4: the slow pairs turn slower, so the sums stay coherent longer")
+    but = f"your direction is right, but {mean:g}: that is the"
+    mistakes = [(lo[far].mean(), f"{but} mean with base 1e4; compute rr.decay_bound(r, 128, base=5e5)"),
+                (hi.mean(), f"{but} mean over all distances 0..256; take only r >= 128"),
+                (hi[0], f"{but} value at distance 0; the exercise asks for the mean over 128..256")]
+    return judge(lambda value: abs(mean - value) < 0.005, hi[far].mean(),
+                 f"the mean over 128..256 is {hi[far].mean():.2f} with base 5e5 against {lo[far].mean():.2f} with 1e4: "
+                 "the slow pairs turn slower, so the sums stay coherent longer", mistakes,
+                 f"your direction is right, but the mean over 128..256 is not {mean:g}; average rr.decay_bound over "
+                 "the distances r >= 128")
 
-
-# --- notebook 04 --------------------------------------------------------------------------------------------------------
 
 #: Notebook 04's "what is lost?": the choices, and why each wrong one is not it.
 LOST_CHOICES = {"positions": None,
@@ -243,41 +217,34 @@ def check_rerotating_cache(answer, lost, q, k, v, t: int = 20) -> bool:
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
     sl_q, sl_kv = (Ellipsis, slice(t, t + 1), slice(None)), (Ellipsis, slice(0, t + 1), slice(None))
     shape = q[sl_q].shape[:-1] + v.shape[-1:]
-    a = _array(answer, shape, "answer")
-    if a is None:
+    if (a := _array(answer, shape, "answer")) is None:
         return False
     buggy = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.full(t + 1, t))
     right = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.arange(t + 1))
-    if np.allclose(a, buggy, atol=1e-9):
-        return verdict(True, "every vector rotated at the same position t: all m - n are 0, so the positions are lost "
-                             "and the step is attention without positions")
-    if np.allclose(a, right, atol=1e-9):
-        return verdict(False, "that is the correct decoder (each key rotated at its own position n); the buggy one "
-                              "rotates every stored key at the current position t")
-    return verdict(False, f"your output differs from the buggy step by up to {np.abs(a - buggy).max():.3g}; at which "
-                          "position does the buggy decoder rotate the query, and at which each stored key?")
+    mistakes = [(right, "that is the correct decoder (each key rotated at its own position n); the buggy one rotates "
+                        "every stored key at the current position t")]
+    return judge(lambda output: np.allclose(a, output, atol=1e-9), buggy, "every vector rotated at the same position "
+                 "t: all m - n are 0, so the positions are lost and the step is attention without positions", mistakes,
+                 f"your output differs from the buggy step by up to {np.abs(a - buggy).max():.3g}; at which position "
+                 "does the buggy decoder rotate the query, and at which each stored key?")
 
-
-# --- notebook 05 --------------------------------------------------------------------------------------------------------
 
 def check_dynamic_ntk_factors(at_4x, at_2x, factor: float = 4.0) -> bool:
     """Notebook 05: by how much dynamic NTK (factor s = 4, L_train = 4096) divides the slowest pair at L = 4 L_train
     (``at_4x``) and at L = 2 L_train (``at_2x``)."""
     if unanswered(at_4x, at_2x, hint="set at_4x and at_2x (two numbers), then run this cell"):
         return False
-    a4 = _number(at_4x, "at_4x")
-    a2 = None if a4 is None else _number(at_2x, "at_2x")         # one line: the first wrong answer
-    if a4 is None or a2 is None:
+    if (a4 := _number(at_4x, "at_4x")) is None or (a2 := _number(at_2x, "at_2x")) is None:   # one line: the first
         return False
     s = float(factor)
-    right = {4: s * 4 - (s - 1), 2: s * 2 - (s - 1)}
-    if abs(a4 - right[4]) < 1e-6 and abs(a2 - right[2]) < 1e-6:
-        return verdict(True, f"divided by {right[4]:g} and {right[2]:g}: s L / L_train - (s - 1)")
-    if abs(a4 - s) < 1e-6 and abs(a2 - s) < 1e-6:
-        return verdict(False, "that is the configured factor; dynamic NTK computes its own from the current length L")
-    if abs(a4 - s * 4) < 1e-6 and abs(a2 - s * 2) < 1e-6:
-        return verdict(False, "close: s L / L_train is part of it, but dynamic NTK subtracts s - 1 so that nothing "
-                              "changes at L = L_train")
-    which = [name for name, val, mult in [("at_4x", a4, 4), ("at_2x", a2, 2)] if abs(val - right[mult]) >= 1e-6]
-    return verdict(False, f"{' and '.join(which)} not right; read the base change "
-                          "base * (s L / L_train - (s - 1))^(d/(d-2)) and what it does to the slowest pair, base^(-(d-2)/d)")
+    right = (s * 4 - (s - 1), s * 2 - (s - 1))
+
+    def is_answer(pair) -> bool:
+        return abs(a4 - pair[0]) < 1e-6 and abs(a2 - pair[1]) < 1e-6
+    which = [name for name, value, want in zip(("at_4x", "at_2x"), (a4, a2), right) if abs(value - want) >= 1e-6]
+    mistakes = [((s, s), "that is the configured factor; dynamic NTK computes its own from the current length L"),
+                ((s * 4, s * 2), "close: s L / L_train is part of it, but dynamic NTK subtracts s - 1 so that nothing "
+                                 "changes at L = L_train")]
+    return judge(is_answer, right, f"divided by {right[0]:g} and {right[1]:g}: s L / L_train - (s - 1)", mistakes,
+                 f"{' and '.join(which)} not right; read the base change base * (s L / L_train - (s - 1))^(d/(d-2)) "
+                 "and what it does to the slowest pair, base^(-(d-2)/d)")

@@ -1,10 +1,5 @@
 """Quantities the notebooks, views and figures share: seeded q and k, the RoPE score, notebook 00's toy task.
-
-What a notebook teaches (eq 12, eqs 14-15, eq 34, eq 16, eqs 35-37, attention, the KV cache) is written out in
-the notebook itself and compared there with the oracle's forms; this module keeps only what several places use.
-"""
-
-from __future__ import annotations
+What a notebook teaches is written out in the notebook itself and compared there with the oracle's forms."""
 
 import numpy as np
 
@@ -34,29 +29,18 @@ def _qk(q, k, one_d: bool = False):
     return q, k
 
 
-def _shape(**shapes) -> tuple:
-    """The broadcast of the named shapes, or a ValueError naming each of them."""
-    try:
-        return np.broadcast_shapes(*shapes.values())
-    except ValueError:
-        given = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
-        raise ValueError(f"shapes do not broadcast against each other: {given} (q, k without their last axis d)") \
-            from None
-
-
 def _score_inputs(q, k, m, n):
     """Checked q, k ``(..., d)`` and positions m, n broadcast to one shape with the leading axes of q and k."""
     q, k = _qk(q, k)
     m, n = check_positions_any(m, "m"), check_positions_any(n, "n")
-    shape = _shape(q=q.shape[:-1], k=k.shape[:-1], m=m.shape, n=n.shape)
+    shapes = dict(q=q.shape[:-1], k=k.shape[:-1], m=m.shape, n=n.shape)
+    try:
+        shape = np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        given = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        raise ValueError(f"shapes do not broadcast against each other: {given} (q, k without their last axis d)") \
+            from None
     return q, k, np.broadcast_to(m, shape), np.broadcast_to(n, shape)
-
-
-def _finite(result, what: str, expected: str):
-    """``result``, or a ValueError when finite inputs gave inf/NaN."""
-    if not np.all(np.isfinite(result)):
-        raise ValueError(f"{what}: not finite in float64 (overflow); expected {expected}")
-    return result
 
 
 def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", inv_freq=None) -> np.ndarray:
@@ -67,7 +51,10 @@ def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", in
     qm = rotate(np.broadcast_to(q, m.shape + q.shape[-1:]), m, **kw)
     kn = rotate(np.broadcast_to(k, n.shape + k.shape[-1:]), n, **kw)
     with np.errstate(over="ignore", invalid="ignore"):
-        return _finite(np.einsum("...d,...d->...", qm, kn), "the score q_m . k_n", "smaller q and k")
+        result = np.einsum("...d,...d->...", qm, kn)
+    if not np.all(np.isfinite(result)):
+        raise ValueError("the score q_m . k_n: not finite in float64 (overflow); expected smaller q and k")
+    return result
 
 
 def score_vs_distance(q, k, distance, *, base: float = 10000.0, inv_freq=None) -> np.ndarray:
@@ -111,10 +98,9 @@ def offset_head_weights(offsets=(3, 7), train_len: int = 64, d: int = 128, heigh
                         window_ends=(63, 1000), alibi_slope: float = 0.5) -> dict:
     """A head that should look a *content-dependent* number of tokens back, fitted with four position schemes.
 
-    Query content ``c`` (one per entry of ``offsets``) should put its weight on the key ``offsets[c]`` back: the
-    target logits are ``height`` at that distance and 0 elsewhere, for distances 0..train_len-1 (keys carry no
-    content, so only positions can do it).  Each scheme is fitted by least squares on the training positions
-    0..train_len-1 and then evaluated on a window of ``train_len`` keys ending at each of ``window_ends``:
+    Query content ``c`` should put its weight on the key ``offsets[c]`` back (target logits ``height`` there, 0
+    elsewhere; keys carry no content).  Each scheme is fitted on the positions 0..train_len-1, then evaluated on a
+    window of ``train_len`` keys ending at each of ``window_ends``:
 
     * ``learned absolute``: a table of position vectors (rank-``d`` logits A_c[m] . B[n], fitted by SVD); it has
       no row for a position >= train_len (nan there);
@@ -124,8 +110,8 @@ def offset_head_weights(offsets=(3, 7), train_len: int = 64, d: int = 128, heigh
     * ``RoPE``: a query vector per content, keys rotated: logits q_c^T R_(n-m) k, a sum of cos/sin of
       (m - n) theta_i with d coefficients per content, fitted by least squares.
 
-    Returns ``{scheme: weights}``, weights of shape ``(len(offsets), len(window_ends))``: the softmax weight each
-    query content gives its target key (1 is perfect, 1/train_len is no preference).
+    Returns ``{scheme: weights}``, ``(len(offsets), len(window_ends))``: the softmax weight each query content
+    gives its target key (1 is perfect, 1/train_len is no preference).
     """
     train_len, d = check_positive_int(train_len, "train_len"), check_d(d)
     check_nbytes(3 * 8 * train_len ** 2, "train_len", what="three train_len x train_len float64 matrices")

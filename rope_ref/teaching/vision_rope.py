@@ -1,10 +1,7 @@
-"""RoPE for images and video (notebook 09), what its figures and view draw: 2-D axial RoPE's score against the
-offset of two patches (the :class:`GridScoreView`), M-RoPE's frequency layouts in Qwen2-VL and Qwen3-VL, and the
-position ids of text, image and video segments.  Every number comes from :mod:`rope_ref` (``rotate`` with a
-frequency matrix ``inv_freq`` ``(d/2, A)`` and positions ``(A, ..., seq)``).
+"""RoPE for images and video (notebook 09): 2-D axial RoPE's score against the offset of two patches (the
+:class:`GridScoreView`), M-RoPE's frequency layouts in Qwen2-VL and Qwen3-VL, and the position ids of text, image
+and video segments.  Every number comes from :mod:`rope_ref` (``rotate`` with ``inv_freq`` ``(d/2, A)``).
 """
-
-from __future__ import annotations
 
 import numbers
 
@@ -43,10 +40,8 @@ def _axial_rotate(x, positions, base: float):
 
 
 def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndarray:
-    """q at patch (0, 0), k at (dx, dy) for dx, dy in -radius..radius: float64 ``(2r+1, 2r+1)``, row dy, column dx.
-
-    The 2-D axial score (timm / Heo et al. layout, first half of the pairs on x, second on y).
-    """
+    """The 2-D axial score (timm / Heo et al.: first half of the pairs on x, second on y) of q at patch (0, 0) and k
+    at (dx, dy) for dx, dy in -radius..radius: float64 ``(2r+1, 2r+1)``, row dy, column dx."""
     radius = check_positive_int(radius, "radius")
     q, k = _qk(q, k, one_d=True)
     q, k = q.astype(np.float64), k.astype(np.float64)
@@ -58,12 +53,6 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
     return (keys @ q).reshape(dx.shape)                 # q at the origin is not rotated
 
 
-def _mrope_model_frequencies() -> dict:
-    """model -> its M-RoPE frequency matrix ``(MROPE_HEAD_DIM/2, 3)``, for each model of :data:`MROPE_MODELS`."""
-    return {model: mrope_frequencies(MROPE_HEAD_DIM, sections, base=base, interleaved=interleaved)
-            for model, (sections, base, interleaved) in MROPE_MODELS.items()}
-
-
 def fig_mrope_layout() -> Figure:
     """Which pairs serve temporal, height and width: Qwen2-VL's contiguous sections against Qwen3-VL's
     interleaving (head_dim 128), pair index 0 (fastest) to 63 (slowest)."""
@@ -71,13 +60,12 @@ def fig_mrope_layout() -> Figure:
     fig = new_figure(9, 2.9)
     ax = fig.subplots()
     names = list(MROPE_MODELS)
-    rows = [np.argmax(freqs != 0, axis=1) for freqs in _mrope_model_frequencies().values()]   # each pair's axis
+    rows = [np.argmax(mrope_frequencies(d, sections, base=base, interleaved=interleaved) != 0, axis=1)   # pair -> axis
+            for sections, base, interleaved in MROPE_MODELS.values()]
     ax.imshow(np.array(rows), cmap=ListedColormap(AXIS_COLORS), vmin=-0.5, vmax=2.5, aspect="auto",
               interpolation="nearest")
-    ax.set_yticks(range(len(names)))
-    ax.set_yticklabels([f"{m}\n{MROPE_MODELS[m][0]}" for m in names])
+    ax.set_yticks(range(len(names)), [f"{m}\n{MROPE_MODELS[m][0]}" for m in names])
     ax.set_xticks(sorted({0, d // 2 - 1, *np.cumsum(MROPE_MODELS["Qwen2-VL"][0][:2]).tolist(), d // 4}))
-    ax.set_xlabel(r"pair $j$ (fast $\rightarrow$ slow: $\theta_j = \mathrm{base}^{-2j/d}$)")
     ax.set_xticks(np.arange(-0.5, d // 2, 1), minor=True)
     ax.set_yticks(np.arange(-0.5, len(names), 1), minor=True)
     ax.grid(which="minor", color="white", lw=0.6)
@@ -85,15 +73,14 @@ def fig_mrope_layout() -> Figure:
     handles = [Rectangle((0, 0), 1, 1, color=c) for c in AXIS_COLORS]
     ax.legend(handles, [f"{a} ($p_{a[0]}$)" for a in MROPE_AXES], loc="upper center", ncols=3,
               bbox_to_anchor=(0.5, -0.32), frameon=False)
-    ax.set_title(f"M-RoPE: the axis each of the {d // 2} pairs turns with (head_dim {d})")
+    ax.set(xlabel=r"pair $j$ (fast $\rightarrow$ slow: $\theta_j = \mathrm{base}^{-2j/d}$)",
+           title=f"M-RoPE: the axis each of the {d // 2} pairs turns with (head_dim {d})")
     return fig
 
 
-def fig_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
-                     text_after_vision: str = "max+1") -> Figure:
+def fig_position_ids(segments, *, spatial_merge_size: int = 2) -> Figure:
     """The three rows of :func:`rope_ref.mrope_position_ids` against the token index, vision segments shaded."""
-    ids = mrope_position_ids(segments, spatial_merge_size=spatial_merge_size, tokens_per_second=tokens_per_second,
-                             text_after_vision=text_after_vision)
+    ids = mrope_position_ids(segments, spatial_merge_size=spatial_merge_size)
     fig = new_figure(9, 3.4)
     ax = fig.subplots()
     start = 0
@@ -108,10 +95,10 @@ def fig_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second
     for a, (axis, marker) in enumerate(zip(MROPE_AXES, "os^")):
         ax.plot(tokens, ids[a], marker, ms=4, color=AXIS_COLORS[a], label=axis, alpha=0.85)
     ax.set(xlabel="token index in the sequence", ylabel="position id", xlim=(-0.5, ids.shape[1] - 0.5),
-           ylim=(-0.5, ids.max() * 1.25 + 1))
+           ylim=(-0.5, ids.max() * 1.25 + 1),
+           title="M-RoPE position ids: text on all three axes alike, images on (t, h, w)")
     ax.legend(loc="upper left")
     ax.grid(alpha=0.3)
-    ax.set_title("M-RoPE position ids: text on all three axes alike, images on (t, h, w)")
     return fig
 
 

@@ -224,8 +224,7 @@ QKV = tuple(np.random.default_rng(0).standard_normal((2, 4, 32, 16)) for _ in ra
 
 def nan_answers():
     """(checker, arguments) with NaN (or an array holding one) in each answer slot in turn, the other answers right."""
-    from rope_ref.teaching import (exercises_frequencies, exercises_kernels, exercises_multiaxis, exercises_precision,
-                                   exercises_real_model)
+    from rope_ref.teaching import exercises_extensions as extensions
     nan_array = np.full((32, 16), NAN)
     nan_step = np.full((2, 4, 1, 16), NAN)
     return [
@@ -238,14 +237,14 @@ def nan_answers():
         (exercises.check_rerotating_cache, (nan_step[..., 0, 0], NAN, *QKV)),
         (exercises.check_dynamic_ntk_factors, (NAN, 5)), (exercises.check_dynamic_ntk_factors, (13, NAN)),
         (exercises.check_dynamic_ntk_factors, (np.float64(NAN), np.float64(NAN))),
-        (exercises_precision.check_reduced_cast_error, (NAN,)),
-        (exercises_kernels.check_planted_bug, (NAN,)), (exercises_kernels.check_planted_bug, (np.float64(NAN),)),
-        (exercises_frequencies.check_supported_context, (NAN,)), (exercises_frequencies.check_diagonal_norm, (NAN,)),
-        (exercises_multiaxis.check_text_after_image, (NAN,)),
-        (exercises_multiaxis.check_text_after_image, ([NAN] * 3,)),
-        (exercises_multiaxis.check_same_score_patch, ((NAN, NAN),)),
-        (exercises_multiaxis.check_same_score_patch, (np.array([NAN, 1.0]),)),
-        (exercises_real_model.check_mystery_rope, (NAN,)),
+        (extensions.check_reduced_cast_error, (NAN,)),
+        (extensions.check_planted_bug, (NAN,)), (extensions.check_planted_bug, (np.float64(NAN),)),
+        (extensions.check_supported_context, (NAN,)), (extensions.check_diagonal_norm, (NAN,)),
+        (extensions.check_text_after_image, (NAN,)),
+        (extensions.check_text_after_image, ([NAN] * 3,)),
+        (extensions.check_same_score_patch, ((NAN, NAN),)),
+        (extensions.check_same_score_patch, (np.array([NAN, 1.0]),)),
+        (extensions.check_mystery_rope, (NAN,)),
     ]
 
 
@@ -264,4 +263,4 @@ def test_every_checker_of_every_module_is_tried_with_nan():
     checkers = {f for module in modules for name, f in vars(module).items()
                 if name.startswith("check_") and callable(f) and f.__module__ == module.__name__}
     tried = {checker for checker, _ in nan_answers()}
-    assert len(modules) >= 6 and checkers and checkers <= tried, sorted(f.__name__ for f in checkers - tried)
+    assert len(modules) >= 2 and checkers and checkers <= tried, sorted(f.__name__ for f in checkers - tried)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.teaching.exercises_precision import check_reduced_cast_error, reduced_then_cast_error
+from rope_ref.teaching.exercises_extensions import check_reduced_cast_error, reduced_then_cast_error
 
 import notebook_cells
 from frequency_formulas import thetas

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.teaching import example_kernels, exercises_kernels
+from rope_ref.teaching import example_kernels
+from rope_ref.teaching import exercises_extensions as exercises_kernels
 from rope_ref.teaching.kernel_plot import kernel_vs_expected
 
 from notebook_cells import cells, prose, run_cells, src, tags

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rope_ref.teaching import base_bound, spectrum, widgets
-from rope_ref.teaching.exercises_frequencies import check_supported_context
+from rope_ref.teaching.exercises_extensions import check_supported_context
 
 import notebook_cells
 from frequency_formulas import first_negative_B, thetas

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.teaching import exercises_multiaxis as exercises
+from rope_ref.teaching import exercises_extensions as exercises
 from rope_ref.teaching import vision_rope, widgets
 
 from notebook_cells import cells, prose, run_cells, src, tags

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rope_ref.teaching import spectrum
-from rope_ref.teaching.exercises_frequencies import check_diagonal_norm, diagonal_head_weight, smallest_diagonal_norm
+from rope_ref.teaching.exercises_extensions import check_diagonal_norm, diagonal_head_weight, smallest_diagonal_norm
 
 import notebook_cells
 from frequency_formulas import first_negative_B, thetas

@@ -236,7 +236,7 @@ def test_only_the_widgets_module_needs_ipywidgets():
     code = ("import sys\n"
             "import rope_ref.teaching.figures, rope_ref.teaching.spectrum, rope_ref.teaching.vision_rope\n"
             "import rope_ref.teaching.base_bound, rope_ref.teaching.precision, rope_ref.teaching.views\n"
-            "import rope_ref.teaching.exercises_frequencies, rope_ref.teaching.exercises_multiaxis\n"
+            "import rope_ref.teaching.exercises_extensions\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'ipywidgets'))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
