@@ -105,13 +105,12 @@ def check_targets(folder: Path | str, names, argument: str = "") -> list[str]:
     folder = Path(folder)
     argument = f"{argument}: " if argument else ""
     existing = [name for name in names if os.path.lexists(folder / name)]
-    for name in existing:
-        if (folder / name).is_symlink():
-            raise ValueError(f"{argument}{folder / name} is a symbolic link; rope_ref neither writes through links nor "
+    for target in (folder / name for name in existing):
+        if target.is_symlink():
+            raise ValueError(f"{argument}{target} is a symbolic link; rope_ref neither writes through links nor "
                              "replaces them: remove it or choose another folder")
-        if not (folder / name).is_file():
-            raise ValueError(f"{argument}{folder / name} exists and is not a regular file; remove it or choose another "
-                             "folder")
+        if not target.is_file():
+            raise ValueError(f"{argument}{target} exists and is not a regular file; remove it or choose another folder")
     return existing
 
 
