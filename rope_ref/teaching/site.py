@@ -55,13 +55,9 @@ _MATRIX = re.compile(r"<mo>([^<]*)</mo><mtable>((?:(?!<mtable>).)*?)</mtable><mo
 
 
 def _stretch_fences(mathml: str) -> str:
-    """The brackets of a matrix (``<mo>(</mo><mtable>...</mtable><mo>)</mo>``) as tall as the matrix.
-
-    A stretchy ``<mo>`` grows only with an OpenType MATH font, which many machines lack (then the brackets
-    stay one line high, as in issue 24); so a matrix's brackets are drawn by the page's style instead: the
-    ``<mo>`` pair is replaced by a class on the ``<mtable>`` (``paren``, ``bracket``, ``vbar``, ``vvbar``)
-    whose borders span its height.  Other fences around a matrix become stretchy operators.
-    """
+    """The brackets of a matrix as tall as the matrix: a class on the ``<mtable>`` (``paren``, ``bracket``, ``vbar``,
+    ``vvbar``) whose borders the page's style draws (a stretchy ``<mo>`` grows only with an OpenType MATH font).
+    Other fences around a matrix become stretchy operators."""
     def fence(match):
         kind = _MATRIX_FENCES.get((match.group(1), match.group(3)))
         if kind:
@@ -72,12 +68,8 @@ def _stretch_fences(mathml: str) -> str:
 
 
 def _space_functions(mathml: str) -> str:
-    """TeX's thin spaces around \\cos, \\ln, ... that MathML leaves out ("cos mθ", "0.1 ln 4").
-
-    A space goes before the name when it follows an operand (a number, an identifier, a script, a group),
-    and after it unless an opening bracket or the end of the group follows; the base of a script
-    (``\\cos^2``) gets none, as the script element must keep exactly its children.
-    """
+    """TeX's thin spaces around \\cos, \\ln, ... that MathML leaves out ("cos mθ", "0.1 ln 4"): before the name after
+    an operand, after it unless an opening bracket or the group's end follows; none on a script's base (``\\cos^2``)."""
     mathml = re.sub(rf"(?:{_AFTER_OPERAND})(?={_FUNCTION})", _THIN, mathml)
     mathml = re.sub(rf"{_NOT_SCRIPT_BASE}({_FUNCTION})(?!</|{_OPEN_FENCE})", rf"\1{_THIN}", mathml)
     # \cos^2 x: a thin space after the script whose base is a function name, before an operand
@@ -117,8 +109,7 @@ class _CourseRenderer(IPythonRenderer):
         return math_to_mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
 
     def image(self, text: str, url: str, title: str | None = None) -> str:
-        """An image the cell holds (nbconvert embeds its attachments, mistune keeps only ``data:`` images);
-        any other is shown as its alt text."""
+        """An image the cell holds (its attachments, ``data:`` images); any other is shown as its alt text."""
         try:
             img = super().image(text, url, title)
         except InvalidNotebook:     # an attachment the cell does not hold
@@ -134,8 +125,6 @@ def markdown_to_html(source: str, attachments: dict | None = None) -> str:
                                attachments=attachments or {})
     return MarkdownWithMath(renderer=renderer).render(source)
 
-
-# ---- only what a page needs: ammonia's allowlist of HTML, and MathML -----------------------------------
 
 MATHML_TAGS = set("""math semantics annotation mrow mi mn mo ms mtext mspace msub msup msubsup mfrac msqrt mroot mtable
     mtr mtd mover munder munderover mstyle mpadded mphantom menclose merror mmultiscripts mprescripts none""".split())
