@@ -1,23 +1,14 @@
 """Command line of rope_ref.
 
-  python -m rope_ref [--d D] [--seq N] [--out DIR]
-                          the main job: check every identity, then regenerate the figures,
-                          then print where the notebooks are
-  python -m rope_ref check [--d D] [--seq N]
-                          check every identity only (a table; exit status 1 if one fails)
-  python -m rope_ref figures [--out DIR]
-                          regenerate every figure only (PNG and SVG)
-  python -m rope_ref site --out DIR
-                          build the course as static HTML pages that work offline
+  python -m rope_ref [--d D] [--seq N] [--out DIR]   check every identity, regenerate the figures, name the notebooks
+  python -m rope_ref check [--d D] [--seq N]         check every identity only (exit status 1 if one fails)
+  python -m rope_ref figures [--out DIR]             regenerate every figure only (PNG and SVG)
+  python -m rope_ref site --out DIR                  build the course as static HTML pages that work offline
 
-Each sub-command takes only its own options (`python -m rope_ref COMMAND --help`); an option
-it does not use is an error.  Options may stand before or after the sub-command.  Run from a
-source checkout, figures go to the checkout's figures/ folder; from an installed copy, to
-./figures in the current directory; --out DIR chooses another folder.  Files are written whole
-(a temporary file beside each, then renamed into place); files of the same names are replaced,
-symbolic links are refused, nothing else in the folder is touched.  A bad option prints one
-line and exits with status 2 before any work, creating nothing.  Ctrl-C ends any command in one line
-with status 130, leaving no temporary file; a failed write (a full disk) ends in one line with status 1.
+Each sub-command takes only its own options, before or after it (`python -m rope_ref COMMAND --help`).  Figures
+go to the checkout's figures/ (from an installed copy, ./figures) unless --out DIR; files are written whole,
+symbolic links refused.  Exit status 2: a bad option, refused in one line before any work; 130: Ctrl-C, in one
+line, leaving no temporary file; 1: a failure such as a full disk, in one line.
 """
 
 from __future__ import annotations
@@ -71,8 +62,6 @@ def notebooks_hint() -> str:
     return f"Next: open the notebooks with  jupyter lab{root_flag} {root / 'notebooks'}"
 
 
-# ---- the options' types: argparse turns their ArgumentTypeError into a one-line error, status 2 ----------
-
 def _integer_type(rule: str, low: int, high: int, step: int = 1):
     """An argparse type: the text as an integer from ``low`` to ``high`` (a multiple of ``step``)."""
     def integer(text: str) -> int:
@@ -86,13 +75,9 @@ def _integer_type(rule: str, low: int, high: int, step: int = 1):
     return integer
 
 
-# ---- the sub-commands: each docstring is its --help ---------------------------------------------------------
-
 def _print_identity_table(args) -> int:
-    """Check every identity of RoFormer section 3 that rope_ref implements (the forms agree, q.k depends
-    only on n - m, R is orthogonal, the decay bound, attention and linear attention, ...) on one case:
-    d features, positions 0..N-1, float64. Prints a table; exit status 1 if an identity fails.
-    Writes no file. --d times --seq may be at most 2^23."""
+    """Check every identity of RoFormer section 3 that rope_ref implements on d features, positions 0..N-1,
+    float64, and print a table (exit status 1 if one fails).  Writes no file; --d times --seq is at most 2^23."""
     t0 = time.perf_counter()
     checks = run_checks(d=args.d, seq=args.seq)
     print(f"rope_ref identities: d={args.d}, positions 0..{args.seq - 1}, float64")
@@ -109,10 +94,8 @@ def _teaching_missing(command: str, exc: ImportError) -> int:
 
 
 def _figures(args, refuse, before=None) -> int:
-    """Regenerate every figure of the README and the course as NAME.png (150 dpi) and NAME.svg,
-    byte-identical run to run. Each file is written to a temporary file beside it and renamed into
-    place, so an interrupted run leaves each file old or new, never cut. Files of the same names are
-    replaced; a symbolic link or folder with such a name is refused; nothing else is touched."""
+    """Regenerate every figure of the README and the course as NAME.png (150 dpi) and NAME.svg, byte-identical
+    run to run, each written whole.  Files of the same names are replaced, symbolic links refused."""
     try:    # the teaching layer needs matplotlib; the identity checks do not
         from .teaching.figures import FIGURES, write_all
     except ImportError as exc:
@@ -136,8 +119,7 @@ def _figures(args, refuse, before=None) -> int:
 
 
 def _in_worker(function, *args):
-    """``function(*args)`` in a worker thread, so that Ctrl-C reaches this one as a KeyboardInterrupt (in the main
-    thread, nbclient would take SIGINT over and end the run in a DeadKernelError)."""
+    """``function(*args)`` in a worker thread: in the main thread, nbclient would take Ctrl-C over."""
     outcome = {}
 
     def work():
@@ -161,10 +143,8 @@ def _in_worker(function, *args):
 
 
 def _site(args, refuse) -> int:
-    """Execute every notebook in notebooks/ (in file-name order) and write index.html and one page per
-    notebook (NAME.html) into --out DIR. The pages need no network and contain no scripts. The folder
-    is created, and files written, only after every notebook has run; files of the same names are
-    replaced (each written whole), symbolic links refused, nothing else touched. Needs a checkout."""
+    """Execute every notebook in notebooks/ and write index.html and one page per notebook into --out DIR, after
+    all have run.  The pages need no network and hold no script.  Needs a checkout."""
     try:    # the site builder needs the teaching dependencies
         from .teaching.site import build_site, course_notebooks
     except ImportError as exc:
@@ -188,8 +168,6 @@ def _site(args, refuse) -> int:
     return 0
 
 
-# ---- the command line ------------------------------------------------------------------------------------
-
 class _Parser(argparse.ArgumentParser):
     """argparse, with an error as one line on stderr and exit status 2 (no usage dump)."""
 
@@ -208,8 +186,7 @@ KINDS = {"d": (_integer_type(f"an even integer from 2 to {MAX_D}", 2, MAX_D, ste
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
-    """The parser, and the parser of each sub-command by name.  Options given before a sub-command are kept
-    apart (``before_d``, ...) so that :func:`parse_command_line` can tell where each was given."""
+    """The parser, and the parser of each sub-command by name (options before a sub-command go to ``before_d``...)."""
     raw = argparse.RawDescriptionHelpFormatter
     parser = _Parser(prog=PROG, description=__doc__, formatter_class=raw)
     subparsers = parser.add_subparsers(dest="command", parser_class=_Parser, title="sub-commands")
@@ -269,8 +246,7 @@ def _run(argv) -> int:
 
 
 def main(argv=None) -> int:
-    """Run the command line; the exit status (2: a bad command line, refused in one line before any work;
-    130: interrupted by Ctrl-C, in one line, leaving no temporary file; 1: a failure, such as a full disk)."""
+    """Run the command line; the exit status (see the module's docstring)."""
     prog = " ".join([PROG, *(word for word in (argv or sys.argv[1:]) if word in COMMANDS)][:2])
     with handling_interrupts():
         try:

@@ -1,21 +1,11 @@
 """How the teaching layer writes files: whole files only, never through a symbolic link.
 
-Every file that :func:`~rope_ref.teaching.figures.write_all` and :func:`~rope_ref.teaching.site.build_site`
-write goes through :func:`write_atomically`: the bytes go to a temporary file in the target's own folder
-(``.NAME.XXXXXXXX.tmp``), are flushed to disk, and the temporary file is renamed over the target with
-:func:`os.replace` (atomic on POSIX and Windows).  A run killed at any moment leaves each target either the
-old whole file or the new whole file; at worst a stray ``.NAME.*.tmp`` file, safe to delete, stays behind.
-
-Symbolic links are refused, not followed: :func:`check_targets` raises a ``ValueError`` when a target's
-name is a symbolic link (or anything but a regular file), before anything is written.  Should a link
-appear between that check and the rename, :func:`os.replace` replaces the link itself; the file it
-pointed to is never written.  An existing regular file with a target's name is replaced (its
-permission bits are kept); no other file in the folder is touched.
-
-:func:`output_folder` checks a folder the files will go to, for the command line's ``--out`` and the library's
-writers alike.  :func:`handling_interrupts` makes Ctrl-C stick: the interrupt is recorded, so a
-KeyboardInterrupt that Python ignores (raised inside a weakref callback, say) still stops the run at the next
-file, and it waits while a file is being written, so no temporary file is left behind.
+:func:`write_atomically` writes a temporary file beside the target (``.NAME.XXXXXXXX.tmp``), flushes it to disk
+and renames it over the target (:func:`os.replace`), so a killed run leaves the old or the new whole file.
+:func:`check_targets` refuses a target name that is a symbolic link or not a regular file, before any work;
+:func:`output_folder` checks a folder for the command line's ``--out`` and the library's writers alike.
+:func:`handling_interrupts` records Ctrl-C (even a KeyboardInterrupt Python ignores) and holds it while a file
+is written.  The promises in full: docs/command_line.md.
 """
 
 from __future__ import annotations
@@ -39,13 +29,10 @@ INTERRUPT = {"seen": False, "held": False}
 
 def output_folder(out, argument: str = "out") -> Path:
     """The absolute folder ``out`` names (``~`` expanded, links resolved), if files can be written there; else a
-    ``TypeError`` or ``ValueError`` that names ``argument``.
+    ``TypeError`` or ``ValueError`` that names ``argument``.  Nothing is created.
 
-    Nothing is created: the folder itself is made later, when the files are written.  Refused: an empty
-    path, a filesystem root, an unknown ``~user``, a path that cannot be resolved (a loop of symbolic links), a
-    link to nothing, a name longer than the filesystem allows, an existing non-folder (or a path under one), and
-    a place where the nearest existing folder does not accept a new entry (permissions, a read-only mount,
-    /proc, /sys).
+    Refused: an empty path, a filesystem root, an unknown ``~user``, a loop of links, a link to nothing, a name too
+    long, a path at or under an existing non-folder, and a place whose nearest existing folder takes no new entry.
     """
     text = os.fspath(out) if isinstance(out, (str, os.PathLike)) else None
     if not isinstance(text, str):
@@ -113,21 +100,17 @@ def handling_interrupts():
 
 
 def check_targets(folder: Path | str, names, argument: str = "") -> list[str]:
-    """Refuse before any work: raise ``ValueError`` (its message starting with ``argument``, if given) if
-    ``folder`` exists and is not a folder, or if any of ``names`` in it is a symbolic link or not a regular file.
-    Returns the names that exist (and will be replaced)."""
+    """The ``names`` that exist in ``folder`` (to be replaced); a ``ValueError`` (its message starting with
+    ``argument``, if given) if one is a symbolic link or not a regular file."""
     folder = Path(folder)
     argument = f"{argument}: " if argument else ""
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"{argument}{folder} is not a folder")
-    existing = [name for name in names if (folder / name).is_symlink() or (folder / name).exists()]
-    for name in existing:
-        if (folder / name).is_symlink():
-            raise ValueError(f"{argument}{folder / name} is a symbolic link; rope_ref neither writes through links nor "
+    existing = [name for name in names if os.path.lexists(folder / name)]
+    for target in (folder / name for name in existing):
+        if target.is_symlink():
+            raise ValueError(f"{argument}{target} is a symbolic link; rope_ref neither writes through links nor "
                              "replaces them: remove it or choose another folder")
-        if not (folder / name).is_file():
-            raise ValueError(f"{argument}{folder / name} exists and is not a regular file; remove it or choose another "
-                             "folder")
+        if not target.is_file():
+            raise ValueError(f"{argument}{target} exists and is not a regular file; remove it or choose another folder")
     return existing
 
 
@@ -141,11 +124,8 @@ def _mode_for(path: Path) -> int:
 
 
 def write_atomically(path: Path | str, data: bytes) -> Path:
-    """Write ``data`` to ``path`` as one whole file: a temporary file beside it, then :func:`os.replace`.
-
-    Raises ``ValueError`` if ``path`` is a symbolic link or not a regular file (see :func:`check_targets`), or if
-    its folder cannot take files (see :func:`output_folder`; the folder is created if missing).
-    """
+    """Write ``data`` to ``path`` as one whole file (its folder created if missing); a ``ValueError`` as
+    :func:`check_targets` and :func:`output_folder` give."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data: expected bytes, got {type(data).__name__}")
     folder = output_folder(Path(path).parent if isinstance(path, (str, os.PathLike)) else path, "path")

@@ -1,84 +1,44 @@
 """The course as static HTML that works offline: ``python -m rope_ref site --out DIR``.
 
-:func:`build_site` executes every notebook (nbclient) and writes ``index.html`` (the order, learning
-objectives, links), one page per notebook and ``handout.html`` (docs/handout.md).  The pages load nothing
-from the network and hold no script:
-
-* math (``$...$``, ``$$...$$``, found by nbconvert's markdown-with-math parser) is MathML (latex2mathml);
-* figures, and the strip of frames every slider view carries next to its widget (see
-  :class:`~.widgets.SliderApp`), are embedded as ``data:`` URIs, never read from a file path or URL;
-* raw HTML in markdown is escaped, HTML outputs are shown as text, SVG only as an image, and each page
-  body passes an allowlist of tags and attributes (:func:`_clean`); the only style is the page's own;
-* solutions (cells tagged ``solution``) are folded in ``<details>``; exercises (``exercise``) framed.
-
-nbconvert's HTML exporter is not used: its templates load MathJax and require.js from the network and
-emit ``<script>`` for widgets, and a template that keeps the promises above overrides the block of
-every cell and output kind, no shorter than the functions here.  Of a notebook the builder reads only
-cell types, tags, outputs, the first ``# `` heading (the title) and the ``## Learning objectives`` cell.
+:func:`build_site` executes every notebook (nbclient) and writes ``index.html`` (the order, learning objectives,
+links), one page per notebook and ``handout.html`` (docs/handout.md), each through nbconvert's HTML exporter with
+the template ``site.html.j2``.  The pages load nothing from the network and hold no script: math (``$...$``,
+``$$...$$``) is MathML (latex2mathml); figures and the frames every slider view carries are ``data:`` URIs; raw
+HTML is escaped, HTML outputs shown as text, SVG only as an image, and each body passes an allowlist (:func:`_clean`);
+solutions (cells tagged ``solution``) are folded in ``<details>``, exercises (``exercise``) framed.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 import re
 import subprocess
 from pathlib import Path
 
+import jinja2
 import latex2mathml.converter
 import nbformat
 import nh3
 from mistune.util import striptags
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
-from nbconvert.filters import strip_ansi
+from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import InvalidNotebook, IPythonRenderer, MarkdownWithMath
 from PIL import Image
-from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import PythonLexer
+from traitlets.config import Config
 
 from .files import check_targets, output_folder, write_atomically
 
 OBJECTIVES = "## Learning objectives"
 #: The one-page handout (notation, the scaling formulas), published as ``handout.html`` when the checkout has it.
 HANDOUT = Path(__file__).resolve().parents[2] / "docs" / "handout.md"
-WIDGET = "application/vnd.jupyter.widget-view+json"
-
-CSS = """
-body { font: 17px/1.5 "DejaVu Sans", system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;
-       color: #222; overflow-x: hidden; }
-nav { display: flex; justify-content: space-between; border-bottom: 1px solid #ddd; margin-bottom: 1rem; }
-pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; font-size: 14px; }
-pre.out { background: none; border-left: 3px solid #ccc; white-space: pre-wrap; overflow-wrap: anywhere; }
-pre.stderr { border-left-color: #e6a23c; }
-img { max-width: 100%; }
-.fig { width: calc(100vw - 2rem); margin-left: calc(50% - 50vw + 1rem); overflow-x: auto; text-align: center; }
-.fig img { max-width: none; }
-.exercise { border-left: 4px solid #2b7bb9; padding: 0 1rem; background: #f0f6fb; }
-details.solution { border: 1px solid #bbb; padding: .3rem 1rem; margin: 1rem 0; }
-details.solution > summary { cursor: pointer; font-weight: bold; }
-table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: .3rem .6rem; vertical-align: top; }
-math { font-family: "DejaVu Math TeX Gyre", math; }
-math[display="block"] { margin: .8rem 0; overflow-x: auto; overflow-y: hidden; }
-mtable.paren, mtable.bracket, mtable.vbar, mtable.vvbar { border: 0 solid currentColor; border-width: 0 1.5px;
-       padding: 0 .3em; margin: 0 .15em; }
-mtable.paren { border-radius: .8em / 50%; }
-mtable.bracket { --tick: linear-gradient(currentColor, currentColor);
-       background: var(--tick) 0 0 / .3em 1.5px no-repeat, var(--tick) 0 100% / .3em 1.5px no-repeat,
-                   var(--tick) 100% 0 / .3em 1.5px no-repeat, var(--tick) 100% 100% / .3em 1.5px no-repeat; }
-mtable.vvbar { border-style: double; border-width: 0 4px; }
-""" + HtmlFormatter().get_style_defs(".highlight")
-
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}</title><style>{css}</style></head>
-<body>{nav}
-{body}
-{nav}</body></html>
-"""
+#: The output kinds a page shows, the first a output has winning (HTML only as text; no script, no widget state).
+SHOWN = ["image/png", "image/svg+xml", "application/vnd.jupyter.widget-view+json", "text/latex", "text/markdown",
+         "text/plain", "text/html"]
 
 # ---- MathML that reads like TeX: fences that stretch, thin spaces around function names ----------------
 
@@ -95,13 +55,9 @@ _MATRIX = re.compile(r"<mo>([^<]*)</mo><mtable>((?:(?!<mtable>).)*?)</mtable><mo
 
 
 def _stretch_fences(mathml: str) -> str:
-    """The brackets of a matrix (``<mo>(</mo><mtable>...</mtable><mo>)</mo>``) as tall as the matrix.
-
-    A stretchy ``<mo>`` grows only with an OpenType MATH font, which many machines lack (then the brackets
-    stay one line high, as in issue 24); so a matrix's brackets are drawn by the page's style instead: the
-    ``<mo>`` pair is replaced by a class on the ``<mtable>`` (``paren``, ``bracket``, ``vbar``, ``vvbar``)
-    whose borders span its height.  Other fences around a matrix become stretchy operators.
-    """
+    """The brackets of a matrix as tall as the matrix: a class on the ``<mtable>`` (``paren``, ``bracket``, ``vbar``,
+    ``vvbar``) whose borders the page's style draws (a stretchy ``<mo>`` grows only with an OpenType MATH font).
+    Other fences around a matrix become stretchy operators."""
     def fence(match):
         kind = _MATRIX_FENCES.get((match.group(1), match.group(3)))
         if kind:
@@ -112,12 +68,8 @@ def _stretch_fences(mathml: str) -> str:
 
 
 def _space_functions(mathml: str) -> str:
-    """TeX's thin spaces around \\cos, \\ln, ... that MathML leaves out ("cos mθ", "0.1 ln 4").
-
-    A space goes before the name when it follows an operand (a number, an identifier, a script, a group),
-    and after it unless an opening bracket or the end of the group follows; the base of a script
-    (``\\cos^2``) gets none, as the script element must keep exactly its children.
-    """
+    """TeX's thin spaces around \\cos, \\ln, ... that MathML leaves out ("cos mθ", "0.1 ln 4"): before the name after
+    an operand, after it unless an opening bracket or the group's end follows; none on a script's base (``\\cos^2``)."""
     mathml = re.sub(rf"(?:{_AFTER_OPERAND})(?={_FUNCTION})", _THIN, mathml)
     mathml = re.sub(rf"{_NOT_SCRIPT_BASE}({_FUNCTION})(?!</|{_OPEN_FENCE})", rf"\1{_THIN}", mathml)
     # \cos^2 x: a thin space after the script whose base is a function name, before an operand
@@ -157,8 +109,7 @@ class _CourseRenderer(IPythonRenderer):
         return math_to_mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
 
     def image(self, text: str, url: str, title: str | None = None) -> str:
-        """An image the cell holds (nbconvert embeds its attachments, mistune keeps only ``data:`` images);
-        any other is shown as its alt text."""
+        """An image the cell holds (its attachments, ``data:`` images); any other is shown as its alt text."""
         try:
             img = super().image(text, url, title)
         except InvalidNotebook:     # an attachment the cell does not hold
@@ -174,8 +125,6 @@ def markdown_to_html(source: str, attachments: dict | None = None) -> str:
                                attachments=attachments or {})
     return MarkdownWithMath(renderer=renderer).render(source)
 
-
-# ---- only what a page needs: ammonia's allowlist of HTML, and MathML -----------------------------------
 
 MATHML_TAGS = set("""math semantics annotation mrow mi mn mo ms mtext mspace msub msup msubsup mfrac msqrt mroot mtable
     mtr mtd mover munder munderover mstyle mpadded mphantom menclose merror mmultiscripts mprescripts none""".split())
@@ -199,12 +148,10 @@ def _clean(text: str) -> str:
                      url_schemes={"http", "https", "mailto", "data"})
 
 
-# ---- cells and outputs -----------------------------------------------------------------------------------
-
-def _figure(mime: str, data: str) -> str:
+def _figure(data: str, mime: str) -> str:
     """An image output in a box that may scroll, at its physical size when it states its resolution (a PNG
     figure at 150 dpi is shown at 96 CSS px per inch, so 10-point text stays about 13 px)."""
-    data = "".join(data.split())
+    data = "".join(data.split()) if mime == "image/png" else base64.b64encode(data.encode()).decode()
     try:
         with Image.open(io.BytesIO(base64.b64decode(data))) as image:
             dpi = image.info.get("dpi", (0,))[0]
@@ -214,51 +161,17 @@ def _figure(mime: str, data: str) -> str:
     return f'<div class="fig"><img src="data:{mime};base64,{data}" alt="figure"{width}></div>'
 
 
-def output_to_html(output) -> str:
-    """One code-cell output as HTML: images inline, math as MathML, text escaped.  Raw HTML outputs are
-    shown by their plain-text form (or escaped); SVG only as an image (where scripts never run)."""
-    if output.output_type == "stream":
-        return f'<pre class="out {html.escape(output.name)}">{html.escape(strip_ansi(output.text))}</pre>'
-    if output.output_type == "error":
-        return f'<pre class="out stderr">{html.escape(strip_ansi(chr(10).join(output.traceback)))}</pre>'
-    data = output.get("data", {})
-    if "image/png" in data:
-        return _figure("image/png", data["image/png"])
-    if "image/svg+xml" in data:
-        return _figure("image/svg+xml", base64.b64encode(data["image/svg+xml"].encode()).decode())
-    if WIDGET in data:      # a widget that carries no image needs a live kernel
-        return '<p class="out"><em>(interactive view: open the notebook in JupyterLab to use it)</em></p>'
-    if "text/latex" in data:
-        return math_to_mathml(data["text/latex"].strip().strip("$"), display=True)
-    if "text/markdown" in data:
-        return markdown_to_html(data["text/markdown"])
-    text = data.get("text/plain", data.get("text/html"))     # HTML without a plain form: shown as text
-    return "" if text is None else f'<pre class="out">{html.escape(strip_ansi(text))}</pre>'
-
-
-def cell_to_html(cell) -> str:
-    """A markdown or code cell (code highlighted, then its outputs) as HTML; an exercise framed."""
-    if cell.cell_type == "markdown":
-        text = markdown_to_html(cell.source, cell.get("attachments"))
-    elif cell.cell_type == "code":
-        text = highlight(cell.source, PythonLexer(), HtmlFormatter()) + "".join(map(output_to_html, cell.outputs))
-    else:
-        return ""
-    return f'<div class="exercise">{text}</div>' if "exercise" in cell.metadata.get("tags", []) else text
-
-
-def notebook_body(nb) -> str:
-    """Every cell in order; each run of consecutive solution cells folded into one <details>."""
-    parts, solution = [], []
-    for cell in nb.cells + [nbformat.v4.new_raw_cell()]:       # the raw cell closes a last solution run
-        if "solution" in cell.metadata.get("tags", []):
-            solution.append(cell_to_html(cell))
-            continue
-        if solution:
-            parts.append('<details class="solution"><summary>Solution</summary>' + "".join(solution) + "</details>")
-            solution = []
-        parts.append(cell_to_html(cell))
-    return "\n".join(parts)
+@functools.cache
+def _exporter() -> HTMLExporter:
+    """nbconvert's HTML exporter with the site's template and its filters (markdown, math, figures, the allowlist)."""
+    templates = jinja2.FileSystemLoader(Path(__file__).parent)
+    exporter = HTMLExporter(extra_loaders=[templates], template_file="site.html.j2",
+                            config=Config({"NbConvertBase": {"display_data_priority": SHOWN}}))
+    filters = {"clean": _clean, "course_markdown": markdown_to_html, "figure": _figure,
+               "display_math": lambda tex: math_to_mathml(tex.strip().strip("$"), display=True)}
+    for name, function in filters.items():
+        exporter.register_filter(name, function)
+    return exporter
 
 
 def title_and_objectives(nb, default: str) -> tuple[str, str]:
@@ -285,17 +198,16 @@ def executed_notebook(path: Path, timeout: int = 300):
     return nb
 
 
-# ---- the pages -------------------------------------------------------------------------------------------
+def _page(title: str, nb, nav: str = "") -> bytes:
+    """A whole page of ``nb``'s cells (site.html.j2): the body cleaned (:func:`_clean`), the page's own style."""
+    resources = {"title": title, "nav": nav, "code_style": HtmlFormatter().get_style_defs(".highlight")}
+    return _exporter().from_notebook_node(nb, resources=resources)[0].encode("utf-8")
 
-def _page(title: str, body: str, nav: str = "") -> bytes:
-    """A whole page: its body cleaned (:func:`_clean`), the page's own style, no script."""
-    return PAGE.format(title=html.escape(title), css=CSS, nav=nav, body=_clean(body)).encode("utf-8")
 
-
-def _nav(pages, i: int) -> str:
+def _nav(stems: list[str], i: int) -> str:
     """Links to the previous page, the overview and the next page."""
     def link(j, text):
-        return f'<a href="{pages[j][0]}.html">{text}</a>' if 0 <= j < len(pages) else "<span></span>"
+        return f'<a href="{stems[j]}.html">{text}</a>' if 0 <= j < len(stems) else "<span></span>"
     links = [link(i - 1, "&larr; previous"), '<a href="index.html">course overview</a>', link(i + 1, "next &rarr;")]
     return f'<nav>{"".join(links)}</nav>'
 
@@ -336,13 +248,15 @@ def index_html(pages, handout: bool = False) -> bytes:
             "Solutions are folded: click <em>Solution</em> to open one. To move the sliders, run the notebooks in "
             "JupyterLab.</p>"
             "<table><tr><th>#</th><th>notebook</th><th>learning objectives</th></tr>" + "".join(rows) + "</table>")
-    return _page("rope_ref course", body)
+    html_cell = nbformat.v4.new_raw_cell(body, metadata={"raw_mimetype": "text/html"})
+    return _page("rope_ref course", nbformat.v4.new_notebook(cells=[html_cell]))
 
 
 def handout_html(source: Path | str = HANDOUT) -> bytes:
     """The handout (markdown with math) as a page of the site, with a link back to the overview."""
     nav = '<nav><span></span><a href="index.html">course overview</a><span></span></nav>'
-    return _page("RoPE on one page", markdown_to_html(Path(source).read_text(encoding="utf-8")), nav)
+    handout = nbformat.v4.new_markdown_cell(Path(source).read_text(encoding="utf-8"))
+    return _page("RoPE on one page", nbformat.v4.new_notebook(cells=[handout]), nav)
 
 
 def course_notebooks(folder: Path | str) -> list[Path]:
@@ -355,13 +269,10 @@ def course_notebooks(folder: Path | str) -> list[Path]:
 
 def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Path:
     """Execute ``notebooks`` in the given order, write one page each, ``index.html`` and (from a checkout)
-    ``handout.html`` into ``out``;
-    return the path of ``index.html``.
+    ``handout.html`` into ``out``; the path of ``index.html``.
 
-    Nothing is created before every notebook has run: then ``out`` is made if missing and each page is
-    written whole (a temporary file beside it, renamed into place).  Pages of the same names are replaced;
-    a symbolic link with such a name is a ``ValueError`` (checked before the notebooks run).  A notebook
-    path that does not exist is a ``FileNotFoundError`` naming it, raised before any notebook runs.
+    Nothing is created before every notebook has run; then each page is written whole.  A symbolic link among
+    the pages' names is a ``ValueError``, a missing notebook a ``FileNotFoundError``, both before any runs.
     """
     out = output_folder(out, "out")
     notebooks = [Path(p) for p in notebooks]
@@ -371,17 +282,17 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Pa
     if missing:
         raise FileNotFoundError(f"build_site: notebook(s) not found: {', '.join(missing)}")
     check_targets(out, [f"{p.stem}.html" for p in notebooks] + ["index.html", "handout.html"])
-    pages, bodies = [], []
-    for path in notebooks:
+    stems, pages, rendered = [p.stem for p in notebooks], [], []
+    for i, path in enumerate(notebooks):
         nb = executed_notebook(path, timeout)
         try:
             pages.append((path.stem, *title_and_objectives(nb, path.stem)))
-            bodies.append(notebook_body(nb))
+            rendered.append(_page(pages[-1][1].replace("$", ""), nb, _nav(stems, i)))
         except ValueError as exc:
             raise RuntimeError(f"notebook {path.name}: {exc}") from exc
     out.mkdir(parents=True, exist_ok=True)
-    for i, ((stem, title, _), body) in enumerate(zip(pages, bodies)):
-        write_atomically(out / f"{stem}.html", _page(title.replace("$", ""), body, _nav(pages, i)))
+    for stem, page in zip(stems, rendered):
+        write_atomically(out / f"{stem}.html", page)
     if HANDOUT.is_file():
         write_atomically(out / "handout.html", handout_html())
     return write_atomically(out / "index.html", index_html(pages, handout=HANDOUT.is_file()))
