@@ -27,11 +27,9 @@ _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rota
 
 @suggest_keywords
 def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
-    """Read a model's RoPE from its Hugging Face config: a dict, or the path of a ``config.json``.
+    """Read a model's RoPE from its Hugging Face config (transformers v5 or v4, or diffusers): a dict, or a path.
 
-    Reads transformers v5 (``rope_parameters``) and v4 (``rope_theta``, ``rope_scaling``) configs, a multimodal
-    config's ``text_config`` and a diffusers transformer's config (``_class_name``: axial RoPE).  ``pairing=``
-    overrides the family's pairing and lets an unknown ``model_type`` through with generic defaults.
+    ``pairing=`` overrides the family's pairing and lets an unknown ``model_type`` through with generic defaults.
     ``layer_type`` chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, ...) or of another
     attention (``"indexer"``: DSA indexers).  docs/model_configs.md describes each case and what is refused.
     """
@@ -70,7 +68,8 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
         head_key, default_head, pairing, output_pairing = part
         head_dim = check_positive_int(cfg.get(head_key, default_head), f"config[{head_key!r}]")
     _training_lengths(cfg, family, rope, rope_type)
-    params = {k: tuple(v) if isinstance(v, list) else v for k, v in SCALING_METHODS[rope_type].params_of(rope).items()}
+    params, query_scaling = ({k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
+                             for given in (SCALING_METHODS[rope_type].params_of(rope), query_scaling))
     try:
         _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
         if mrope_section is not None:
@@ -80,15 +79,13 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing,
                       base=base, rope_type=rope_type, params=MappingProxyType(params),
                       attention_factor=float(attention_factor), output_pairing=output_pairing,
-                      query_scaling=MappingProxyType({k: tuple(v) if isinstance(v, list) else v
-                                                      for k, v in query_scaling.items()}),
+                      query_scaling=MappingProxyType(query_scaling),
                       mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise,
                       assumed=tuple(assumed))
 
 
 def _diffusers_rope_config(cfg, *, pairing=None, layer_type=None) -> RopeConfig:
-    """The axial RoPE of the diffusers transformer ``cfg`` (a config.json dict with ``_class_name``):
-    ``RopeConfig.axial_sections``, ``inv_freq()`` the matrix of ``rope_ref.axial_frequencies``."""
+    """The axial RoPE (``RopeConfig.axial_sections``) of a diffusers transformer's config, one with ``_class_name``."""
     name = cfg["_class_name"]
     family = DIFFUSERS_FAMILIES.get(name) if isinstance(name, str) else None
     if family is None:
@@ -161,8 +158,7 @@ def _family(cfg, model_type, pairing, path) -> Family:
 
 
 def _head_dim(cfg, family, layer_type) -> int:
-    """Features per head (MLA: the rotated part of each query head, qk_rope_head_dim); where the size differs by
-    layer type (Gemma 4's full attention: global_head_dim, or transformers' per_layer_config entry), the type's."""
+    """Features per head, of layer_type's heads where they differ (Gemma 4); MLA: qk_rope_head_dim, the part rotated."""
     if layer_type in (family.layer_heads or {}):
         key, default = family.layer_heads[layer_type]
         types, per_layer = cfg.get("layer_types"), cfg.get("per_layer_config")
@@ -238,8 +234,7 @@ def _rope_section(cfg, layer_type, family):
 
 
 def _rope_type(rope, family, where, model_type) -> str:
-    """The registry's name of the section's rope_type (v4: type), as the family's SectionQuirk rewrites it; a key
-    only another family's quirk reads is refused."""
+    """The registry's name of the section's rope_type (v4: type), as the family's quirk rewrites the section."""
     supported = [name for name, method in SCALING_METHODS.items() if method.in_transformers]
     names = {alias: name for name in supported for alias in (name,) + SCALING_METHODS[name].config_names}
     given = {key: rope.pop(key, None) for key in ("rope_type", "type")}
@@ -250,16 +245,15 @@ def _rope_type(rope, family, where, model_type) -> str:
         raise ValueError(f"{where} has rope_type={given['rope_type']!r} and type={given['type']!r}, which disagree; "
                          "give one of them (type is the v4 name of rope_type)")
     rope_type = given["rope_type"] or given["type"] or "default"
-    for key, owner in SECTION_QUIRK_KEYS.items():
-        if rope.get(key) is not None and (family.quirk is None or key not in family.quirk.keys):
+    for key, (owner, quirk) in SECTION_QUIRK_KEYS.items():
+        if rope.get(key) is not None and family.quirk is not quirk:
             raise ValueError(f"{where} has key {key!r}, which only {owner}'s RoPE uses; this config has "
                              f"model_type={model_type!r}")
-    return family.quirk.rewrite(rope, names[rope_type]) if family.quirk else names[rope_type]
+    return family.quirk(rope, names[rope_type]) if family.quirk else names[rope_type]
 
 
 def _base(cfg, rope, family, where, defaulted):
-    """(rope_theta, where it was read): the section's, else the config's top level, else the family's default;
-    a base the family's code hard-codes wins."""
+    """(rope_theta, where it was read): the section's, the config's top level's or the family's; fixed_theta wins."""
     base = rope.pop("rope_theta", None)
     base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
     if base is None:
@@ -292,11 +286,9 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
             raise ValueError(f"config {key}={factor!r} does not give qk_rope_head_dim={head_dim} rotated features of "
                              f"any head width the config states ({widths or 'none'})")
         return head_dim
-    if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
-        return check_rotary_dim(cfg.get(family.rotary_key, family.rotary_default), head_dim,
+    if family.rotary_default is not None or (factor is None and cfg.get(family.rotary_key) is not None):
+        return check_rotary_dim(cfg.get(family.rotary_key, family.rotary_default), head_dim,   # GPT-J: None = all
                                 f"config[{family.rotary_key!r}]")
-    if factor is None and family.rotary_key and cfg.get(family.rotary_key) is not None:
-        return check_rotary_dim(cfg[family.rotary_key], head_dim, f"config[{family.rotary_key!r}]")
     factor = family.partial_rotary_factor if factor is None else factor
     r = int(head_dim * factor)
     if r < 2 or r % 2:
