@@ -46,7 +46,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     layer_type = None if part else layer_type
     head_dim = _head_dim(cfg, family, layer_type)
     check_nbytes(head_dim // 2 * 8, "config's head_dim", what=f"the {head_dim // 2} float64 frequencies of its heads")
-    where, rope, defaulted = _rope_section(cfg, layer_type, family)
+    where, rope, defaulted, (base, base_key) = _rope_section(cfg, layer_type, family)
     sections_given = rope.get("mrope_section") is not None
     mrope_section, mrope_interleaved = _mrope(rope, family, where, model_type in FAMILIES)
     assumed = ["the family's default rope section"] if defaulted else []
@@ -56,7 +56,6 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
     rope_type = _rope_type(rope, family, where, model_type)
-    base, base_key = _base(cfg, rope, family, where, defaulted)
     rotary_dim = _rotary_dim(cfg, rope, rope_type, family, head_dim)
     output_pairing = None
     if pairing is None and family.interleave:        # MLA: interleaved pairs in, half layout out, if rope_interleave
@@ -186,8 +185,9 @@ def _head_dim(cfg, family, layer_type) -> int:
 
 
 def _rope_section(cfg, layer_type, family):
-    """(where, section, defaulted): v5 ``rope_parameters`` or v4 ``rope_scaling`` (agreeing if both are given), else
-    the family's default (``defaulted``), checked key by key; with one per layer type, ``layer_type``'s."""
+    """(where, section, defaulted, (rope_theta, where it was read)): v5 ``rope_parameters`` or v4 ``rope_scaling``
+    (agreeing if both are given), else the family's default (``defaulted``), checked key by key; with one per layer
+    type, ``layer_type``'s.  rope_theta: the section's, the config's top level's or the family's; fixed_theta wins."""
     for k in _SECTIONS:
         if cfg.get(k) is not None and not isinstance(cfg[k], Mapping):
             raise ValueError(f"config[{k!r}] must be an object (dict) or null, got {cfg[k]!r} of type "
@@ -230,7 +230,15 @@ def _rope_section(cfg, layer_type, family):
         if k not in known:
             raise ValueError(f"{where} has key {k!r}, which rope_ref does not model"
                              f"{closest_name(k, config_keys())}; known keys: {sorted(known)}")
-    return where, dict(rope), defaulted
+    rope = dict(rope)
+    base = rope.pop("rope_theta", None)
+    base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
+    if base is None:
+        base, base_key = (cfg[top], f"config[{top!r}]") if top else (family.rope_theta, "the family's default")
+    base = check_base(base, f"rope_theta ({base_key})")
+    if family.fixed_theta:         # the config's own rope_theta is checked, then overridden
+        base, base_key = family.fixed_theta, "fixed by the family's code"
+    return where, rope, defaulted, (base, base_key)
 
 
 def _rope_type(rope, family, where, model_type) -> str:
@@ -252,26 +260,12 @@ def _rope_type(rope, family, where, model_type) -> str:
     return family.quirk(rope, names[rope_type]) if family.quirk else names[rope_type]
 
 
-def _base(cfg, rope, family, where, defaulted):
-    """(rope_theta, where it was read): the section's, the config's top level's or the family's; fixed_theta wins."""
-    base = rope.pop("rope_theta", None)
-    base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
-    if base is None:
-        top = [k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None]
-        base, base_key = (cfg[top[0]], f"config[{top[0]!r}]") if top else (family.rope_theta, "the family's default")
-    base = check_base(base, f"rope_theta ({base_key})")
-    if family.fixed_theta:         # the config's own rope_theta is checked, then overridden
-        base, base_key = family.fixed_theta, "fixed by the family's code"
-    return base, base_key
-
-
 def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     """Rotated features per head: the whole head for a method that turns a share of it itself; all of MLA's
     qk_rope_head_dim; a count (GPT-J's rotary_dim); else int(head_dim * partial_rotary_factor), as transformers."""
-    factor, key = rope.pop("partial_rotary_factor", None), "partial_rotary_factor"
     if SCALING_METHODS[rope_type].whole_head:   # frequencies over the whole head, the pairs past the share at 0
-        rope["partial_rotary_factor"] = factor
         return head_dim
+    factor, key = rope.pop("partial_rotary_factor", None), "partial_rotary_factor"
     for k in ("partial_rotary_factor", "rotary_pct"):
         if factor is None and cfg.get(k) is not None:
             factor, key = cfg[k], k
