@@ -47,11 +47,10 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     head_dim = _head_dim(cfg, family, layer_type)
     check_nbytes(head_dim // 2 * 8, "config's head_dim", what=f"the {head_dim // 2} float64 frequencies of its heads")
     where, rope, defaulted, (base, base_key) = _rope_section(cfg, layer_type, family)
-    sections_given = rope.get("mrope_section") is not None
-    mrope_section, mrope_interleaved = _mrope(rope, family, where, model_type in FAMILIES)
     assumed = ["the family's default rope section"] if defaulted else []
-    if mrope_section is not None and not sections_given:
-        assumed.append(f"the family's default mrope_section {list(mrope_section)}")
+    if family.mrope and rope.get("mrope_section") is None:
+        assumed.append(f"the family's default mrope_section {list(family.mrope[0])}")
+    mrope_section, mrope_interleaved = _mrope(rope, family, where, model_type in FAMILIES)
     where += f" (with {' and '.join(assumed)}, as the config has none)" if assumed else ""
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
@@ -75,10 +74,9 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
             mrope_frequencies(rotary_dim, mrope_section, interleaved=mrope_interleaved)
     except (ValueError, TypeError) as err:
         raise type(err)(f"{where}, with rope_theta {base:g} ({base_key}): {err}") from None
-    return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing,
-                      base=base, rope_type=rope_type, params=MappingProxyType(params),
-                      attention_factor=float(attention_factor), output_pairing=output_pairing,
-                      query_scaling=MappingProxyType(query_scaling),
+    return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing, base=base,
+                      rope_type=rope_type, params=MappingProxyType(params), attention_factor=float(attention_factor),
+                      output_pairing=output_pairing, query_scaling=MappingProxyType(query_scaling),
                       mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise,
                       assumed=tuple(assumed))
 

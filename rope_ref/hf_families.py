@@ -1,6 +1,5 @@
-"""What each transformers family does with RoPE, as data: ``FAMILIES[model_type] -> Family``, read off transformers
-v5's modeling and configuration modules and checked against them by tests/data/audit_families.py; and each diffusers
-transformer's axial RoPE: ``DIFFUSERS_FAMILIES[_class_name] -> AxialFamily``."""
+"""What each transformers family does with RoPE, as data (``FAMILIES[model_type] -> Family``, read off transformers v5
+and checked by tests/data/audit_families.py), and each diffusers transformer's axial RoPE (``DIFFUSERS_FAMILIES``)."""
 
 from __future__ import annotations
 
@@ -182,8 +181,7 @@ FAMILIES = {
     # that rotated part, as for MLA); layer_type "main" (rope_theta) or "compress" (compress_rope_theta, yarn)
     "deepseek_v4": Family("interleaved", **_MLA, quirk=_yarn_without_mscale, layers={
         "main": ("rope_theta", 1e4, False), "compress": ("compress_rope_theta", 160000.0, True)}),
-    # [layer types]
-    "dory": Family(head_dim=256, rope=_per_layer(full_attention=1e7, sliding_attention=1e4)),
+    "dory": Family(head_dim=256, rope=_per_layer(full_attention=1e7, sliding_attention=1e4)),   # [layer types]
     "beam": Family(head_dim=128, rope=_per_layer(sliding_attention=1e4)),
     "step3p5": Family(head_dim=128, rope=_per_layer(full_attention=1e4)),
     "mellum": Family(head_dim=128, rope=_per_layer(full_attention=500000.0, sliding_attention=1e4)),
@@ -207,8 +205,7 @@ FAMILIES = {
     "gemma4_text": Family(head_dim=256, layer_heads={"full_attention": ("global_head_dim", 512)},
                           rope=_per_layer(sliding_attention=1e4, full_attention=dict(
                               rope_type="proportional", partial_rotary_factor=0.25, rope_theta=1e6))),
-    # M-RoPE
-    **dict.fromkeys(("qwen2_vl", "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "qwen2_5_omni_text"),
+    **dict.fromkeys(("qwen2_vl", "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "qwen2_5_omni_text"),  # M-RoPE
                     Family(rope_theta=1e6, mrope=_MROPE_QWEN2)),
     "qwen2_5_omni_talker": Family(rope_theta=1e6, head_dim=128, mrope=_MROPE_QWEN2),
     "paddleocr_vl_text": Family(rope_theta=500000.0, head_dim=128, mrope=_MROPE_QWEN2),
