@@ -1,5 +1,4 @@
-"""A model config as :func:`rope_ref.from_hf_config` reads it (:func:`load_config`): a dict of JSON values, checked
-once here so that no later step meets anything else."""
+"""A model config as :func:`rope_ref.from_hf_config` reads it: a dict of JSON values, checked once by load_config."""
 
 from __future__ import annotations
 

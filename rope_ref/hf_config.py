@@ -27,11 +27,9 @@ _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rota
 
 @suggest_keywords
 def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
-    """Read a model's RoPE from its Hugging Face config: a dict, or the path of a ``config.json``.
+    """Read a model's RoPE from its Hugging Face config (transformers v5 or v4, or diffusers): a dict, or a path.
 
-    Reads transformers v5 (``rope_parameters``) and v4 (``rope_theta``, ``rope_scaling``) configs, a multimodal
-    config's ``text_config`` and a diffusers transformer's config (``_class_name``: axial RoPE).  ``pairing=``
-    overrides the family's pairing and lets an unknown ``model_type`` through with generic defaults.
+    ``pairing=`` overrides the family's pairing and lets an unknown ``model_type`` through with generic defaults.
     ``layer_type`` chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, ...) or of another
     attention (``"indexer"``: DSA indexers).  docs/model_configs.md describes each case and what is refused.
     """
@@ -48,17 +46,15 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     layer_type = None if part else layer_type
     head_dim = _head_dim(cfg, family, layer_type)
     check_nbytes(head_dim // 2 * 8, "config's head_dim", what=f"the {head_dim // 2} float64 frequencies of its heads")
-    where, rope, defaulted = _rope_section(cfg, layer_type, family)
-    sections_given = rope.get("mrope_section") is not None
-    mrope_section, mrope_interleaved = _mrope(rope, family, where, model_type in FAMILIES)
+    where, rope, defaulted, (base, base_key) = _rope_section(cfg, layer_type, family)
     assumed = ["the family's default rope section"] if defaulted else []
-    if mrope_section is not None and not sections_given:
-        assumed.append(f"the family's default mrope_section {list(mrope_section)}")
+    if family.mrope and rope.get("mrope_section") is None:
+        assumed.append(f"the family's default mrope_section {list(family.mrope[0])}")
+    mrope_section, mrope_interleaved = _mrope(rope, family, where, model_type in FAMILIES)
     where += f" (with {' and '.join(assumed)}, as the config has none)" if assumed else ""
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
     rope_type = _rope_type(rope, family, where, model_type)
-    base, base_key = _base(cfg, rope, family, where, defaulted)
     rotary_dim = _rotary_dim(cfg, rope, rope_type, family, head_dim)
     output_pairing = None
     if pairing is None and family.interleave:        # MLA: interleaved pairs in, half layout out, if rope_interleave
@@ -70,25 +66,23 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
         head_key, default_head, pairing, output_pairing = part
         head_dim = check_positive_int(cfg.get(head_key, default_head), f"config[{head_key!r}]")
     _training_lengths(cfg, family, rope, rope_type)
-    params = {k: tuple(v) if isinstance(v, list) else v for k, v in SCALING_METHODS[rope_type].params_of(rope).items()}
+    params, query_scaling = ({k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
+                             for given in (SCALING_METHODS[rope_type].params_of(rope), query_scaling))
     try:
         _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
         if mrope_section is not None:
             mrope_frequencies(rotary_dim, mrope_section, interleaved=mrope_interleaved)
     except (ValueError, TypeError) as err:
         raise type(err)(f"{where}, with rope_theta {base:g} ({base_key}): {err}") from None
-    return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing,
-                      base=base, rope_type=rope_type, params=MappingProxyType(params),
-                      attention_factor=float(attention_factor), output_pairing=output_pairing,
-                      query_scaling=MappingProxyType({k: tuple(v) if isinstance(v, list) else v
-                                                      for k, v in query_scaling.items()}),
+    return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing, base=base,
+                      rope_type=rope_type, params=MappingProxyType(params), attention_factor=float(attention_factor),
+                      output_pairing=output_pairing, query_scaling=MappingProxyType(query_scaling),
                       mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise,
                       assumed=tuple(assumed))
 
 
 def _diffusers_rope_config(cfg, *, pairing=None, layer_type=None) -> RopeConfig:
-    """The axial RoPE of the diffusers transformer ``cfg`` (a config.json dict with ``_class_name``):
-    ``RopeConfig.axial_sections``, ``inv_freq()`` the matrix of ``rope_ref.axial_frequencies``."""
+    """The axial RoPE (``RopeConfig.axial_sections``) of a diffusers transformer's config, one with ``_class_name``."""
     name = cfg["_class_name"]
     family = DIFFUSERS_FAMILIES.get(name) if isinstance(name, str) else None
     if family is None:
@@ -161,8 +155,7 @@ def _family(cfg, model_type, pairing, path) -> Family:
 
 
 def _head_dim(cfg, family, layer_type) -> int:
-    """Features per head (MLA: the rotated part of each query head, qk_rope_head_dim); where the size differs by
-    layer type (Gemma 4's full attention: global_head_dim, or transformers' per_layer_config entry), the type's."""
+    """Features per head, of layer_type's heads where they differ (Gemma 4); MLA: qk_rope_head_dim, the part rotated."""
     if layer_type in (family.layer_heads or {}):
         key, default = family.layer_heads[layer_type]
         types, per_layer = cfg.get("layer_types"), cfg.get("per_layer_config")
@@ -190,8 +183,9 @@ def _head_dim(cfg, family, layer_type) -> int:
 
 
 def _rope_section(cfg, layer_type, family):
-    """(where, section, defaulted): v5 ``rope_parameters`` or v4 ``rope_scaling`` (agreeing if both are given), else
-    the family's default (``defaulted``), checked key by key; with one per layer type, ``layer_type``'s."""
+    """(where, section, defaulted, (rope_theta, where it was read)): v5 ``rope_parameters`` or v4 ``rope_scaling``
+    (agreeing if both are given), else the family's default (``defaulted``), checked key by key; with one per layer
+    type, ``layer_type``'s.  rope_theta: the section's, the config's top level's or the family's; fixed_theta wins."""
     for k in _SECTIONS:
         if cfg.get(k) is not None and not isinstance(cfg[k], Mapping):
             raise ValueError(f"config[{k!r}] must be an object (dict) or null, got {cfg[k]!r} of type "
@@ -234,12 +228,19 @@ def _rope_section(cfg, layer_type, family):
         if k not in known:
             raise ValueError(f"{where} has key {k!r}, which rope_ref does not model"
                              f"{closest_name(k, config_keys())}; known keys: {sorted(known)}")
-    return where, dict(rope), defaulted
+    rope = dict(rope)
+    base = rope.pop("rope_theta", None)
+    base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
+    if base is None:
+        base, base_key = (cfg[top], f"config[{top!r}]") if top else (family.rope_theta, "the family's default")
+    base = check_base(base, f"rope_theta ({base_key})")
+    if family.fixed_theta:         # the config's own rope_theta is checked, then overridden
+        base, base_key = family.fixed_theta, "fixed by the family's code"
+    return where, rope, defaulted, (base, base_key)
 
 
 def _rope_type(rope, family, where, model_type) -> str:
-    """The registry's name of the section's rope_type (v4: type), as the family's SectionQuirk rewrites it; a key
-    only another family's quirk reads is refused."""
+    """The registry's name of the section's rope_type (v4: type), as the family's quirk rewrites the section."""
     supported = [name for name, method in SCALING_METHODS.items() if method.in_transformers]
     names = {alias: name for name in supported for alias in (name,) + SCALING_METHODS[name].config_names}
     given = {key: rope.pop(key, None) for key in ("rope_type", "type")}
@@ -250,34 +251,19 @@ def _rope_type(rope, family, where, model_type) -> str:
         raise ValueError(f"{where} has rope_type={given['rope_type']!r} and type={given['type']!r}, which disagree; "
                          "give one of them (type is the v4 name of rope_type)")
     rope_type = given["rope_type"] or given["type"] or "default"
-    for key, owner in SECTION_QUIRK_KEYS.items():
-        if rope.get(key) is not None and (family.quirk is None or key not in family.quirk.keys):
+    for key, (owner, quirk) in SECTION_QUIRK_KEYS.items():
+        if rope.get(key) is not None and family.quirk is not quirk:
             raise ValueError(f"{where} has key {key!r}, which only {owner}'s RoPE uses; this config has "
                              f"model_type={model_type!r}")
-    return family.quirk.rewrite(rope, names[rope_type]) if family.quirk else names[rope_type]
-
-
-def _base(cfg, rope, family, where, defaulted):
-    """(rope_theta, where it was read): the section's, else the config's top level, else the family's default;
-    a base the family's code hard-codes wins."""
-    base = rope.pop("rope_theta", None)
-    base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
-    if base is None:
-        top = [k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None]
-        base, base_key = (cfg[top[0]], f"config[{top[0]!r}]") if top else (family.rope_theta, "the family's default")
-    base = check_base(base, f"rope_theta ({base_key})")
-    if family.fixed_theta:         # the config's own rope_theta is checked, then overridden
-        base, base_key = family.fixed_theta, "fixed by the family's code"
-    return base, base_key
+    return family.quirk(rope, names[rope_type]) if family.quirk else names[rope_type]
 
 
 def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     """Rotated features per head: the whole head for a method that turns a share of it itself; all of MLA's
     qk_rope_head_dim; a count (GPT-J's rotary_dim); else int(head_dim * partial_rotary_factor), as transformers."""
-    factor, key = rope.pop("partial_rotary_factor", None), "partial_rotary_factor"
     if SCALING_METHODS[rope_type].whole_head:   # frequencies over the whole head, the pairs past the share at 0
-        rope["partial_rotary_factor"] = factor
         return head_dim
+    factor, key = rope.pop("partial_rotary_factor", None), "partial_rotary_factor"
     for k in ("partial_rotary_factor", "rotary_pct"):
         if factor is None and cfg.get(k) is not None:
             factor, key = cfg[k], k
@@ -292,11 +278,9 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
             raise ValueError(f"config {key}={factor!r} does not give qk_rope_head_dim={head_dim} rotated features of "
                              f"any head width the config states ({widths or 'none'})")
         return head_dim
-    if family.rotary_default is not None:             # GPT-J, CodeGen: a count, None = the whole head
-        return check_rotary_dim(cfg.get(family.rotary_key, family.rotary_default), head_dim,
+    if family.rotary_default is not None or (factor is None and cfg.get(family.rotary_key) is not None):
+        return check_rotary_dim(cfg.get(family.rotary_key, family.rotary_default), head_dim,   # GPT-J: None = all
                                 f"config[{family.rotary_key!r}]")
-    if factor is None and family.rotary_key and cfg.get(family.rotary_key) is not None:
-        return check_rotary_dim(cfg[family.rotary_key], head_dim, f"config[{family.rotary_key!r}]")
     factor = family.partial_rotary_factor if factor is None else factor
     r = int(head_dim * factor)
     if r < 2 or r % 2:

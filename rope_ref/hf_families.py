@@ -1,23 +1,12 @@
-"""What each transformers family does with RoPE, as data: ``FAMILIES[model_type] -> Family``, read off transformers
-v5's modeling and configuration modules and checked against them by tests/data/audit_families.py; and each diffusers
-transformer's axial RoPE: ``DIFFUSERS_FAMILIES[_class_name] -> AxialFamily``."""
+"""What each transformers family does with RoPE, as data (``FAMILIES[model_type] -> Family``, read off transformers v5
+and checked by tests/data/audit_families.py), and each diffusers transformer's axial RoPE (``DIFFUSERS_FAMILIES``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["Family", "FAMILIES", "SectionQuirk", "SECTION_QUIRK_KEYS", "AxialFamily", "DIFFUSERS_FAMILIES"]
-
-
-@dataclass(frozen=True)
-class SectionQuirk:
-    """A family reading its rope section its own way: ``rewrite(section, rope_type) -> rope_type`` edits the section
-    into the rope_ref.scaling method it computes; ``keys`` only ``owner`` reads (refused in other families)."""
-
-    owner: str
-    rewrite: Callable
-    keys: tuple = ()
+__all__ = ["Family", "FAMILIES", "SECTION_QUIRK_KEYS", "AxialFamily", "DIFFUSERS_FAMILIES"]
 
 
 def _alpha_is_static_ntk(rope, rope_type) -> str:
@@ -68,7 +57,7 @@ class Family:
     interleave: str | None = None      # MLA: interleaved pairs out in half layout if rope_interleave ("flag") or always
     needs: tuple = ()                  # (key, value): RoPE only when config[key] == value
     refuses: tuple = ()                # (key, why): no RoPE when config[key] is true
-    quirk: SectionQuirk | None = None  # reads its rope section its own way (HunYuan's alpha, PhiMoE's mscale)
+    quirk: Callable | None = None      # (section, rope_type) -> the method it computes (HunYuan's alpha, PhiMoE)
     query_keys: tuple = ()             # top-level keys that scale queries, not angles (Llama 4's temperature)
     max_pos_keys: tuple = ("max_position_embeddings", "n_positions")   # the context length, first present wins
     mrope: tuple | None = None         # M-RoPE its module applies: (default mrope_section, MROPE_LAYOUTS' layout)
@@ -90,8 +79,6 @@ _MROPE_QWEN3 = ((24, 20, 20), True)      # Qwen3VLTextRotaryEmbedding: apply_int
 _MROPE_QWEN35 = ((11, 11, 10), True)     # Qwen3_5TextRotaryEmbedding: interleaved, partial_rotary_factor 0.25
 _MROPE_GLM4V = ((8, 12, 12), False)      # Glm4vTextRotaryEmbedding: blocks, over the rotated half
 _MROPE_ERNIE = ((22, 22, 20), "hw_alternating")   # Ernie4_5_VLMoeTextRotaryEmbedding: [h, w, t] in the config
-_GEMMA3_LAYERS = {"full_attention": ("rope_theta", 1e6, True),
-                  "sliding_attention": ("rope_local_base_freq", 1e4, False)}
 _MLA = dict(head_keys=("qk_rope_head_dim",), head_dim=64)           # the rotated part of each query head
 _SINUSOIDAL = dict(rotary_key="rotary_dim", rotary_default=64, fixed_theta=10000.0)   # create_sinusoidal_positions
 _GPT_OSS_YARN = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
@@ -99,23 +86,18 @@ _GPT_OSS_YARN = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_s
 _MISTRAL_YARN = {"rope_type": "yarn", "beta_fast": 32.0, "beta_slow": 1.0, "mscale_all_dim": 1.0, "mscale": 1.0,
                  "llama_4_scaling_beta": 0.1}    # llama_4_scaling_beta scales the queries (get_llama_4_attn_scale)
 
-#: The families whose attention applies rotate_half RoPE to the whole head with the generic defaults (rope_theta
-#: 10000; head_dim, else hidden_size / num_attention_heads): Family().
-_ROTATE_HALF_WHOLE_HEAD = (
-    "arcee", "aria_text", "chameleon", "deepseek_ocr2_encoder", "deepseek_ocr2_text", "diffllama", "doge", "dots1",
-    "esmc", "eurobert", "exaone4", "exaone_moe", "falcon_h1", "gpt_neox_japanese", "gradium_phonon_tts", "granite",
-    "granite4_vision_text", "granite_docling_text", "granite_swa", "granitemoe", "granitemoe_swa", "granitemoeshared",
-    "hyperclovax", "idefics", "jais2", "kyutai_speech_to_text", "lasr_encoder", "llama", "mimi", "mimi_decoder",
-    "mimi_encoder", "ministral", "mistral", "moshi", "nemotron3_diarization_audio", "neucodec", "olmo", "olmo2",
-    "olmo_hybrid", "olmoe", "phi3", "phi4_multimodal", "pocket_tts", "pocket_tts_audio_tokenizer",
-    "pocket_tts_audio_tokenizer_decoder", "pocket_tts_audio_tokenizer_encoder", "qwen2", "qwen2_moe", "qwen3_moe",
-    "qwen3_omni_moe_talker_text", "starcoder2", "unlimited_ocr_text", "voxtral_realtime_encoder",
-    "voxtral_realtime_text", "xcodec2",
-)
-
 #: model_type -> Family; families with the same defaults share a row.  "[layer types]": one RoPE per layer type.
 FAMILIES = {
-    **dict.fromkeys(_ROTATE_HALF_WHOLE_HEAD, Family()),
+    **dict.fromkeys((  # rotate_half on the whole head, generic defaults (rope_theta 10000; head_dim or hidden / heads)
+        "arcee", "aria_text", "chameleon", "deepseek_ocr2_encoder", "deepseek_ocr2_text", "diffllama", "doge", "dots1",
+        "esmc", "eurobert", "exaone4", "exaone_moe", "falcon_h1", "gpt_neox_japanese", "gradium_phonon_tts", "granite",
+        "granite4_vision_text", "granite_docling_text", "granite_swa", "granitemoe", "granitemoe_swa",
+        "granitemoeshared", "hyperclovax", "idefics", "jais2", "kyutai_speech_to_text", "lasr_encoder", "llama", "mimi",
+        "mimi_decoder", "mimi_encoder", "ministral", "mistral", "moshi", "nemotron3_diarization_audio", "neucodec",
+        "olmo", "olmo2", "olmo_hybrid", "olmoe", "phi3", "phi4_multimodal", "pocket_tts", "pocket_tts_audio_tokenizer",
+        "pocket_tts_audio_tokenizer_decoder", "pocket_tts_audio_tokenizer_encoder", "qwen2", "qwen2_moe", "qwen3_moe",
+        "qwen3_omni_moe_talker_text", "starcoder2", "unlimited_ocr_text", "voxtral_realtime_encoder",
+        "voxtral_realtime_text", "xcodec2"), Family()),
     **dict.fromkeys(("mixtral", "lfm2", "lfm2_moe", "emu3_text_model", "minimax"), Family(rope_theta=1e6)),
     **dict.fromkeys(("olmo3", "flex_olmo", "bitnet", "csm", "csm_depth_decoder_model", "evolla", "mllama_text_model",
                      "muse_spark_text"), Family(rope_theta=500000.0)),
@@ -127,7 +109,8 @@ FAMILIES = {
                      "nemotron3_5_transcribe_asr_audio", "nemotron3_5_transcribe_word_timestamp", "recurrent_gemma",
                      "glm4_moe"), Family(partial_rotary_factor=0.5)),    # glm4_moe (GLM-4.5): rotate_half, unlike glm
     **dict.fromkeys(("gpt_neox", "stablelm"), Family(partial_rotary_factor=0.25)),   # gpt_neox: rotary_pct in old ones
-    **dict.fromkeys(("gemma3_text", "gemma3n_text"), Family(head_dim=256, layers=_GEMMA3_LAYERS)),   # [layer types]
+    **dict.fromkeys(("gemma3_text", "gemma3n_text"), Family(head_dim=256, layers={    # [layer types]
+        "full_attention": ("rope_theta", 1e6, True), "sliding_attention": ("rope_local_base_freq", 1e4, False)})),
     **dict.fromkeys(("cohere", "ernie4_5_moe", "blt_global_transformer", "blt_local_decoder", "blt_local_encoder"),
                     Family("interleaved", rope_theta=500000.0)),
     **dict.fromkeys(("cohere2", "blt_patcher"), Family("interleaved")),
@@ -148,9 +131,8 @@ FAMILIES = {
     "gte": Family(rope_theta=160000.0),
     "nomic_bert": Family(rope_theta=1000.0),
     "timesfm2_5": Family(head_dim=80),
-    **dict.fromkeys(("hunyuan_v1_dense", "hunyuan_v1_moe"),
-                    Family(quirk=SectionQuirk("HunYuan", _alpha_is_static_ntk, keys=("alpha",)))),
-    "phimoe": Family(rope_theta=1e6, quirk=SectionQuirk("PhiMoE", _phimoe_longrope)),
+    **dict.fromkeys(("hunyuan_v1_dense", "hunyuan_v1_moe"), Family(quirk=_alpha_is_static_ntk)),
+    "phimoe": Family(rope_theta=1e6, quirk=_phimoe_longrope),
     "nanochat": Family(clockwise=True),
     "gpt_oss": Family(rope_theta=150000.0, head_dim=64, rope=_GPT_OSS_YARN),
     "openai_privacy_filter": Family("interleaved", rope_theta=150000.0, rope=dict(_GPT_OSS_YARN, rope_theta=150000.0)),
@@ -196,10 +178,9 @@ FAMILIES = {
     "minicpm3": Family(head_keys=("qk_rope_head_dim",), head_dim=32),
     # DeepSeek-V4: interleaved pairs on the trailing qk_rope_head_dim (64) of each 512-wide head (head_dim here is
     # that rotated part, as for MLA); layer_type "main" (rope_theta) or "compress" (compress_rope_theta, yarn)
-    "deepseek_v4": Family("interleaved", **_MLA, quirk=SectionQuirk("DeepSeek-V4", _yarn_without_mscale), layers={
+    "deepseek_v4": Family("interleaved", **_MLA, quirk=_yarn_without_mscale, layers={
         "main": ("rope_theta", 1e4, False), "compress": ("compress_rope_theta", 160000.0, True)}),
-    # [layer types]
-    "dory": Family(head_dim=256, rope=_per_layer(full_attention=1e7, sliding_attention=1e4)),
+    "dory": Family(head_dim=256, rope=_per_layer(full_attention=1e7, sliding_attention=1e4)),   # [layer types]
     "beam": Family(head_dim=128, rope=_per_layer(sliding_attention=1e4)),
     "step3p5": Family(head_dim=128, rope=_per_layer(full_attention=1e4)),
     "mellum": Family(head_dim=128, rope=_per_layer(full_attention=500000.0, sliding_attention=1e4)),
@@ -223,8 +204,7 @@ FAMILIES = {
     "gemma4_text": Family(head_dim=256, layer_heads={"full_attention": ("global_head_dim", 512)},
                           rope=_per_layer(sliding_attention=1e4, full_attention=dict(
                               rope_type="proportional", partial_rotary_factor=0.25, rope_theta=1e6))),
-    # M-RoPE
-    **dict.fromkeys(("qwen2_vl", "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "qwen2_5_omni_text"),
+    **dict.fromkeys(("qwen2_vl", "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "qwen2_5_omni_text"),  # M-RoPE
                     Family(rope_theta=1e6, mrope=_MROPE_QWEN2)),
     "qwen2_5_omni_talker": Family(rope_theta=1e6, head_dim=128, mrope=_MROPE_QWEN2),
     "paddleocr_vl_text": Family(rope_theta=500000.0, head_dim=128, mrope=_MROPE_QWEN2),
@@ -241,9 +221,8 @@ FAMILIES = {
         "on image tokens a feature and its rotate_half partner take angles from different axes, not a rotation")),
 }
 
-#: Section keys that only one family's quirk reads -> the family that reads them.
-SECTION_QUIRK_KEYS = {key: family.quirk.owner for family in FAMILIES.values() if family.quirk
-                      for key in family.quirk.keys}
+#: Section keys that only one family's quirk reads -> (that family, its quirk): refused in other families.
+SECTION_QUIRK_KEYS = {"alpha": ("HunYuan", _alpha_is_static_ntk)}
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,8 @@ class RopeConfig:
     @property
     def axes(self) -> int | None:
         """Position axes: 3 for M-RoPE (temporal, height, width), ``A`` for axial RoPE, None for 1-D RoPE."""
-        if self.axial_sections is not None:
-            return len(self.axial_sections)
-        return None if self.mrope_section is None else 3
+        sections = self.mrope_section if self.axial_sections is None else self.axial_sections
+        return None if sections is None else len(sections)
 
     @suggest_keywords
     def inv_freq(self, seq_len=None) -> np.ndarray:
