@@ -12,7 +12,7 @@ import inspect
 
 import numpy as np
 
-from ._validate import (ANGLE_LIMIT, ANGLE_TOL, check_base, check_d, check_finite_array, check_freqs, check_inv_freq,
+from ._validate import (ANGLE_LIMIT, ANGLE_TOL, check_base, check_d, check_finite_array, check_freqs,
                         check_no_overflow, check_nbytes, check_pairing, check_positions, check_positive_int,
                         check_real_array, check_rotary_dim, check_scalar, check_x, suggest_keywords,
                         warn_precision)
@@ -97,7 +97,7 @@ def _inv_freq(inv_freq, args: dict, freqs_from) -> np.ndarray:
     r = _width(args)
     if inv_freq is None:
         return freqs_from(r, args["base"])
-    f = check_inv_freq(inv_freq, r // 2)
+    f = check_freqs(inv_freq, "inv_freq", axes=True, n_pairs=r // 2)
     if f.ndim != 1 and "positions" not in args:
         raise ValueError(f"inv_freq must have shape ({r // 2},) here (one axis of positions), got shape {f.shape}")
     return f

@@ -135,7 +135,7 @@ def suggest_keywords(fn):
     return wrapper
 
 
-def _check_number(value, name: str, expected: str, valid, *, real: bool = False, error=ValueError):
+def check_number(value, name: str, expected: str, valid, *, real: bool = False, error=ValueError):
     """``value`` as an int (a float if ``real``): a TypeError for other kinds and bools, ``error`` if not valid."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real if real else numbers.Integral):
         raise TypeError(f"{name} must be {expected}, got {value!r} of type {type(value).__name__}")
@@ -152,17 +152,17 @@ def _check_number(value, name: str, expected: str, valid, *, real: bool = False,
 def check_positive_int(n, name: str, *, even: bool = False, expected: str | None = None) -> int:
     """A positive integer (even if asked); ``expected`` words it for the message."""
     expected = expected or ("a positive even integer" if even else "a positive integer")
-    return _check_number(n, name, expected, lambda v: v > 0 and not (even and v % 2))
+    return check_number(n, name, expected, lambda v: v > 0 and not (even and v % 2))
 
 
 def check_nonnegative_int(n, name: str, expected: str = "a non-negative integer") -> int:
     """An integer >= 0."""
-    return _check_number(n, name, expected, lambda v: v >= 0)
+    return check_number(n, name, expected, lambda v: v >= 0)
 
 
 def check_seed(seed, name: str = "seed") -> int:
     """A non-negative integer random seed (a TypeError for any other value)."""
-    return _check_number(seed, name, "a non-negative integer", lambda v: v >= 0, error=TypeError)
+    return check_number(seed, name, "a non-negative integer", lambda v: v >= 0, error=TypeError)
 
 
 def check_d(d, name: str = "d") -> int:
@@ -175,12 +175,12 @@ def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:
     if rotary_dim is None:
         return d
     expected = f"None or an even integer in [2, d={d}]"
-    return _check_number(rotary_dim, name, expected, lambda v: 0 < v <= d and v % 2 == 0)
+    return check_number(rotary_dim, name, expected, lambda v: 0 < v <= d and v % 2 == 0)
 
 
 def check_positive_real(value, name: str, expected: str = "a positive finite real number") -> float:
     """A finite, positive real number (a Python or NumPy number, not a bool), as a float."""
-    return _check_number(value, name, expected, lambda v: 0 < v < np.inf, real=True)
+    return check_number(value, name, expected, lambda v: 0 < v < np.inf, real=True)
 
 
 def check_base(base, name: str = "base") -> float:
@@ -192,16 +192,23 @@ def check_base(base, name: str = "base") -> float:
     return base
 
 
+def check_choice(value, name: str, choices, meaning: str = "", unknown: type = ValueError, aliases=None) -> str:
+    """One of ``choices``: a TypeError for a non-string, ``unknown`` for another string, with the closest name
+    (or the one ``aliases`` maps its lower case to) as a hint."""
+    choices = tuple(choices)
+    if isinstance(value, str) and value in choices:
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be {meaning}one of {choices}, got {reprlib.repr(value)} of type "
+                        f"{type(value).__name__}")
+    alias = (aliases or {}).get(value.lower())
+    hint = f" (did you mean {alias!r}?)" if alias else closest_name(value, choices)
+    raise unknown(f"{name} must be {meaning}one of {choices}, got {value!r}{hint}")
+
+
 def check_pairing(pairing) -> str:
     """'interleaved' or 'half'; a misspelling or another library's name gets a hint."""
-    if not isinstance(pairing, str):
-        raise TypeError(f"pairing must be one of {PAIRINGS}, got {reprlib.repr(pairing)} of type "
-                        f"{type(pairing).__name__}")
-    if pairing not in PAIRINGS:
-        alias = PAIRING_ALIASES.get(pairing.lower())
-        hint = f" (did you mean {alias!r}?)" if alias else closest_name(pairing, PAIRINGS)
-        raise ValueError(f"pairing must be one of {PAIRINGS}, got {pairing!r}{hint}")
-    return pairing
+    return check_choice(pairing, "pairing", PAIRINGS, aliases=PAIRING_ALIASES)
 
 
 def check_real_array(a, name: str) -> np.ndarray:
@@ -326,11 +333,6 @@ def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int 
             expected = f"have shape ({n_pairs},) = (rotary_dim/2,), or ({n_pairs}, A) for A axes of positions"
         raise ValueError(f"{name} must {expected}, got shape {f.shape}")
     return f
-
-
-def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray:
-    """Explicit frequencies of shape (n_pairs,), or (n_pairs, A) for A axes of positions."""
-    return check_freqs(inv_freq, name, axes=True, n_pairs=n_pairs)
 
 
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:

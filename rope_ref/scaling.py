@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import (check_base, check_bool, check_d, check_freqs, check_inv_freq, check_keywords,
-    check_positive_int, check_positive_real, closest_name)
+from ._validate import (check_base, check_bool, check_d, check_choice, check_freqs, check_keywords,
+    check_positive_int, check_positive_real)
 from .forms import frequencies
 
 #: The training length: original_max_position_embeddings, else max_position_embeddings (transformers v5).
@@ -81,7 +81,8 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     """
     params = dict(params)
     check_keywords(params, config_keys(), "scaled_inv_freq")
-    rope_type = _one_value(("rope_type", rope_type), ("type", params.pop("type", None)), _check_rope_type, "default")
+    rope_type = _one_value(("rope_type", rope_type), ("type", params.pop("type", None)),
+                           lambda value, name: check_choice(value, name, SCALING_METHODS, "a string, "), "default")
     base = _one_value(("base", base), ("rope_theta", params.pop("rope_theta", None)), check_base, 10000.0)
     d = check_d(d)
     method = SCALING_METHODS[rope_type]
@@ -111,16 +112,6 @@ def _one_value(given, alias, check, default):
         raise ValueError(f"{' and '.join(f'{k}={v!r}' for k, v in values.items())} disagree; they are the same "
                          "thing, give one")
     return next(iter(values.values()), default)
-
-
-def _check_rope_type(rope_type, name):
-    if not isinstance(rope_type, str):
-        raise TypeError(f"{name} must be a string, one of {tuple(SCALING_METHODS)}, got {rope_type!r} of type "
-                        f"{type(rope_type).__name__}")
-    if rope_type not in SCALING_METHODS:
-        raise ValueError(f"{name} must be one of {tuple(SCALING_METHODS)}, got {rope_type!r}"
-                         f"{closest_name(rope_type, SCALING_METHODS)}")
-    return rope_type
 
 
 def _pos_float(params, name, default=None):
@@ -246,7 +237,7 @@ def _longrope(d, base, seq_len, p):
     """theta_i / lambda_i with searched per-pair factors: short_factor up to L_train, long_factor beyond
     (Ding et al. 2024, "LongRoPE", arXiv:2402.13753)."""
     train_len, _ = _train_length_and_factor(p, "longrope")
-    short, long_ = (check_inv_freq(p[k], d // 2, k) for k in ("short_factor", "long_factor"))
+    short, long_ = (check_freqs(p[k], k, axes=True, n_pairs=d // 2) for k in ("short_factor", "long_factor"))
     for name, f in (("short_factor", short), ("long_factor", long_)):
         if np.any(f <= 0):
             raise ValueError(f"{name} must be > 0 (it divides the frequencies), got {f[f <= 0][:3].tolist()} "
