@@ -12,7 +12,7 @@ import inspect
 
 import numpy as np
 
-from ._validate import (ANGLE_LIMIT, ANGLE_TOL, check_base, check_d, check_finite_array, check_freqs,
+from ._validate import (ANGLE_LIMIT, ANGLE_TOL, check_base, check_d, check_finite, check_freqs,
                         check_no_overflow, check_nbytes, check_pairing, check_positions, check_positive_int,
                         check_real_array, check_rotary_dim, check_scalar, check_x, suggest_keywords,
                         warn_precision)
@@ -39,7 +39,7 @@ def checked(fn=None, *, freqs_from=None, fast: bool = False):
             if name in arguments:
                 arguments[name] = check(arguments[name], arguments, freqs_from)
         angle_of = next((n for n in ("positions", "distance", "k") if n in arguments), None)
-        freqs = _frequencies_of(arguments)
+        freqs = arguments.get("inv_freq", arguments.get("freqs"))
         if freqs is None and freqs_from is not None:
             freqs = freqs_from(_width(arguments), arguments["base"])
         if angle_of is not None and freqs is not None and not fast:
@@ -76,11 +76,6 @@ def _width(args: dict) -> int:
     return args.get("rotary_dim") or (args["x"].shape[-1] if "x" in args else args["d"])
 
 
-def _frequencies_of(args: dict):
-    """The checked frequencies (``inv_freq`` or ``freqs``), or None."""
-    return args.get("inv_freq", args.get("freqs"))
-
-
 def _base(base, args: dict, freqs_from) -> float:
     """A positive base whose frequencies base^(-2i/r) fit float64 when they are used (no ``inv_freq``)."""
     base, r = check_base(base), _width(args)
@@ -105,7 +100,7 @@ def _inv_freq(inv_freq, args: dict, freqs_from) -> np.ndarray:
 
 def _positions(positions, args: dict, freqs_from) -> np.ndarray:
     """Float64, broadcastable to x.shape[:-1] (any shape without x); ``(A, ...)`` for an ``(r/2, A)`` inv_freq."""
-    freqs = _frequencies_of(args)
+    freqs = args.get("inv_freq", args.get("freqs"))
     return check_positions(positions, args["x"].shape[:-1] if "x" in args else None,
                            axes=None if freqs is None or freqs.ndim == 1 else freqs.shape[1],
                            freqs_name="freqs" if "freqs" in args else "inv_freq")
@@ -139,14 +134,14 @@ ARGUMENTS = {
     "positions": _positions,
     "distance": lambda distance, args, freqs_from: check_positions(distance, None, "distance"),
     "k": lambda k, args, freqs_from: check_scalar(k, "k"),
-    "a": lambda a, args, freqs_from: check_finite_array(a, "a"),
+    "a": lambda a, args, freqs_from: check_finite(check_real_array(a, "a").astype(np.float64), "a"),
     "out": lambda out, args, freqs_from: None if out is None else check_out(out, args["x"]),
 }
 
 
 def _n_positions(args: dict) -> int:
     """How many positions (rows of angles) ``positions`` holds: per axis for ``(A, ...)`` positions."""
-    positions, freqs = args["positions"], _frequencies_of(args)
+    positions, freqs = args["positions"], args.get("inv_freq", args.get("freqs"))
     return positions.size if freqs is None or freqs.ndim == 1 else positions[0].size
 
 

@@ -149,10 +149,9 @@ def check_number(value, name: str, expected: str, valid, *, real: bool = False, 
     return value
 
 
-def check_positive_int(n, name: str, *, even: bool = False, expected: str | None = None) -> int:
-    """A positive integer (even if asked); ``expected`` words it for the message."""
-    expected = expected or ("a positive even integer" if even else "a positive integer")
-    return check_number(n, name, expected, lambda v: v > 0 and not (even and v % 2))
+def check_positive_int(n, name: str, *, expected: str = "a positive integer") -> int:
+    """A positive integer; ``expected`` words it for the message."""
+    return check_number(n, name, expected, lambda v: v > 0)
 
 
 def check_nonnegative_int(n, name: str, expected: str = "a non-negative integer") -> int:
@@ -167,7 +166,7 @@ def check_seed(seed, name: str = "seed") -> int:
 
 def check_d(d, name: str = "d") -> int:
     """A positive even integer feature dimension."""
-    return check_positive_int(d, name, even=True)
+    return check_number(d, name, "a positive even integer", lambda v: v > 0 and v % 2 == 0)
 
 
 def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:
@@ -219,8 +218,14 @@ def check_real_array(a, name: str) -> np.ndarray:
     if isinstance(a, (bytes, bytearray)) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray)):
         raise TypeError(f"{name} must be {expected}, got {type(a).__name__} (raw bytes are not read as numbers); "
                         f"pass np.frombuffer({name}, dtype=...) with the dtype the bytes hold")
-    if type(a).__module__.split(".")[0] == "torch":
-        _refuse_torch(a, name)
+    if type(a).__module__.split(".")[0] == "torch":     # a tensor NumPy cannot read as it is: say what to pass
+        dtype, device = str(getattr(a, "dtype", "?")), str(getattr(a, "device", "cpu"))
+        grad = bool(getattr(a, "requires_grad", 0))
+        fix = ".detach()" * grad + ".cpu()" * (device != "cpu") + ".float()" * (dtype == "torch.bfloat16")
+        if fix:
+            exact = f" (bfloat16 exactly: {name}{fix[:-8]}.view(torch.int16).numpy().view(ml_dtypes.bfloat16))"
+            raise TypeError(f"{name} is a torch tensor ({dtype}, device {device}, requires_grad={grad}) that NumPy "
+                            f"cannot read; pass {name}{fix}.numpy(){exact * fix.endswith('.float()')}")
     if np.ma.is_masked(a):       # np.asarray would drop the mask and use the hidden values
         raise TypeError(f"{name} must be {expected}, got a masked array with masked entries (rope_ref ignores no "
                         f"values); pass {name}.filled(value) or the unmasked part")
@@ -239,28 +244,12 @@ def check_real_array(a, name: str) -> np.ndarray:
     raise TypeError(f"{name} must be {expected}, got dtype {arr.dtype}{hint.get(arr.dtype.kind, '')}")
 
 
-def _refuse_torch(t, name: str) -> None:
-    """A torch tensor NumPy cannot read as it is: a TypeError saying what to pass (``np.asarray`` reads the rest)."""
-    dtype, device = str(getattr(t, "dtype", "?")), str(getattr(t, "device", "cpu"))
-    grad = bool(getattr(t, "requires_grad", 0))
-    fix = ".detach()" * grad + ".cpu()" * (device != "cpu") + ".float()" * (dtype == "torch.bfloat16")
-    if fix:
-        exact = f" (bfloat16 exactly: {name}{fix[:-8]}.view(torch.int16).numpy().view(ml_dtypes.bfloat16))"
-        raise TypeError(f"{name} is a torch tensor ({dtype}, device {device}, requires_grad={grad}) that NumPy "
-                        f"cannot read; pass {name}{fix}.numpy(){exact * fix.endswith('.float()')}")
-
-
 def check_finite(arr: np.ndarray, name: str) -> np.ndarray:
     """``arr`` unchanged, or a ValueError naming the first NaN or infinity."""
     if not np.all(np.isfinite(arr)):
         where = tuple(int(i) for i in np.unravel_index(np.argmin(np.isfinite(arr)), arr.shape))
         raise ValueError(f"{name} must be finite, got NaN or infinity (first at index {where})")
     return arr
-
-
-def check_finite_array(a, name: str) -> np.ndarray:
-    """Finite real values of any shape, as a float64 array."""
-    return check_finite(check_real_array(a, name).astype(np.float64), name)
 
 
 def check_x(x, name: str = "x") -> np.ndarray:
@@ -326,7 +315,7 @@ def check_scalar(value, name: str) -> float:
 
 def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int | None = None) -> np.ndarray:
     """Finite real frequencies of shape (n,), or (n, A) with A >= 1 if ``axes``; n = ``n_pairs`` if given."""
-    f = check_finite_array(freqs, name)
+    f = check_finite(check_real_array(freqs, name).astype(np.float64), name)
     if not (f.ndim == 1 or axes and f.ndim == 2 and f.shape[1] > 0) or n_pairs not in (None, f.shape[0]):
         expected = "be 1-D (one frequency per pair)" + " or 2-D (pairs, axes)" * axes
         if n_pairs is not None:

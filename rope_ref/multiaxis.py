@@ -153,9 +153,9 @@ def _check_segment(i: int, seg, merge: int):
     if not isinstance(seg, (tuple, list)) or len(seg) not in (2, 3):
         raise _segment_error(TypeError, i, seg, "is not a 2- or 3-item tuple")
     kind = check_choice(seg[0], f"segments[{i}][0] (the kind)", ("text", "image", "video"))
+    if len(seg) == 3 and kind != "video":
+        raise _segment_error(ValueError, i, seg, "gives seconds_per_grid, which only videos have")
     if kind == "text":
-        if len(seg) != 2:
-            raise _segment_error(TypeError, i, seg, "must be ('text', n) with n a positive integer")
         return kind, check_positive_int(seg[1], f"segments[{i}][1] (the number of text tokens)"), None
     grid = seg[1].tolist() if isinstance(seg[1], np.ndarray) else seg[1]
     if not isinstance(grid, (tuple, list)) or len(grid) != 3:
@@ -166,8 +166,6 @@ def _check_segment(i: int, seg, merge: int):
     if h % merge or w % merge:
         raise _segment_error(ValueError, i, seg, f"has grid h={h}, w={w} not divisible by spatial_merge_size="
                              f"{merge} (the vision encoder merges {merge}x{merge} patches into one token)")
-    if len(seg) == 3 and kind != "video":
-        raise _segment_error(ValueError, i, seg, "gives seconds_per_grid, which only videos have")
     seconds = check_positive_real(seg[2], f"segments[{i}][2] (seconds_per_grid)") if len(seg) == 3 else 1.0
     return kind, (t, h // merge, w // merge), seconds
 
