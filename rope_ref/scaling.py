@@ -23,25 +23,18 @@ _SECTION_KEYS = ("rope_theta", "type", "partial_rotary_factor", "short_mscale", 
 
 @dataclass(frozen=True)
 class ScalingMethod:
-    """Everything rope_ref knows about one context-extension method (one ``rope_type``).
+    """Everything rope_ref knows about one context-extension method (one ``rope_type``)."""
 
-    ``inv_freq(d, base, seq_len, params)``: the formula, theta_i ``(d/2,)``, ``params`` the keys it uses (no None
-    values); ``attention_factor(params)``: the factor on cos and sin (None: 1); ``required``: tuples of alternative
-    keys; ``optional``: keys with defaults; ``example(factor, train_len)``: parameters extending a model trained on
-    ``train_len`` positions ``factor`` times (notebook 05); ``candidates(fit)``: the ``(rank, params)`` that
-    ``identify`` compares with a ``kernel_check.naming.FrequencyFit``, by rank across all methods, simplest first.
-    """
-
-    inv_freq: Callable
-    attention_factor: Callable | None = None
-    required: tuple = ()
-    optional: tuple = ()
-    uses_seq_len: bool = False        # the frequencies depend on the current length (dynamic, longrope)
-    whole_head: bool = False          # d is the whole head and some pairs stand still (proportional)
-    in_transformers: bool = True      # a transformers rope_type ("ntk" is rope_ref's name for static NTK)
-    config_names: tuple = ()          # other names configs give it (Phi-3's "su" for longrope)
-    example: Callable | None = None
-    candidates: Callable | None = None
+    inv_freq: Callable                        # (d, base, seq_len, params) -> theta_i (d/2,); params: keys it uses
+    attention_factor: Callable | None = None  # params -> the factor on cos and sin (None: 1)
+    required: tuple = ()                      # tuples of alternative keys
+    optional: tuple = ()                      # keys with defaults
+    uses_seq_len: bool = False                # the frequencies depend on the current length (dynamic, longrope)
+    whole_head: bool = False                  # d is the whole head and some pairs stand still (proportional)
+    in_transformers: bool = True              # a transformers rope_type ("ntk" is rope_ref's name for static NTK)
+    config_names: tuple = ()                  # other names configs give it (Phi-3's "su" for longrope)
+    example: Callable | None = None           # (factor, train_len) -> params extending train_len (notebook 05)
+    candidates: Callable | None = None        # FrequencyFit -> (rank, params) that identify compares, lowest rank first
 
     @property
     def used(self) -> frozenset:
@@ -51,10 +44,6 @@ class ScalingMethod:
     def params_of(self, section) -> dict:
         """The entries of a rope section (a mapping) that the method uses and that are not None."""
         return {k: v for k, v in section.items() if k in self.used and v is not None}
-
-    def missing(self, params) -> list:
-        """The required keys (``"a | b"``: either) that ``params`` lacks or gives as None."""
-        return [" | ".join(alts) for alts in self.required if not any(params.get(k) is not None for k in alts)]
 
     def describe(self) -> str:
         required = [" | ".join(alts) for alts in self.required]
@@ -75,9 +64,8 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     ``rope_theta=`` alike); ``seq_len``: the current length (``dynamic``, ``longrope``); ``rope_type``: one of
     :data:`ROPE_TYPES` (``type``: its old name).  ``**params`` may be a config's whole rope section: keys of
     :func:`config_keys` a method does not use are ignored (``partial_rotary_factor`` too, but by ``proportional``),
-    a misspelt key is a TypeError naming the closest one.  As transformers v5, ``yarn`` and ``longrope`` use an
-    explicit ``factor`` as given, and ``max_position_embeddings / original_max_position_embeddings`` only when
-    it is missing (docs/model_configs.md: Qwen2.5's YaRN block is factor 4 here, 1 in v4).
+    a misspelt key is a TypeError naming the closest one.  As transformers v5, ``yarn`` and ``longrope`` take
+    ``factor`` as given, else ``max_position_embeddings / original_max_position_embeddings`` (docs/model_configs.md).
     """
     params = dict(params)
     check_keywords(params, config_keys(), "scaled_inv_freq")
@@ -86,8 +74,9 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     base = _one_value(("base", base), ("rope_theta", params.pop("rope_theta", None)), check_base, 10000.0)
     d = check_d(d)
     method = SCALING_METHODS[rope_type]
-    if method.missing(params):
-        raise ValueError(f"rope_type={rope_type!r} is missing {method.missing(params)}; it takes {method.describe()}")
+    missing = [" | ".join(alts) for alts in method.required if not any(params.get(k) is not None for k in alts)]
+    if missing:
+        raise ValueError(f"rope_type={rope_type!r} is missing {missing}; it takes {method.describe()}")
     params = method.params_of(params)
     seq_len = None if seq_len is None else check_positive_int(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # refused below, naming the cause
