@@ -191,18 +191,14 @@ def _yarn(d, base, seq_len, p):
     return extrapolation / factor * ramp + extrapolation * (1 - ramp)
 
 
-def _yarn_mscale(scale, mscale=1.0):
-    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
-
-
 def _yarn_attention(p):
     """sqrt(1/t) = 0.1 ln(factor) + 1 (arXiv:2309.00071, section 3.4), or DeepSeek-V2's
     mscale(factor, mscale) / mscale(factor, mscale_all_dim)."""
     _, factor = _train_length_and_factor(p, "yarn")
     mscales = [_pos_float(p, k) for k in ("mscale", "mscale_all_dim") if k in p]  # one alone is checked, unused
-    if len(mscales) == 2:
-        return _yarn_mscale(factor, mscales[0]) / _yarn_mscale(factor, mscales[1])
-    return _yarn_mscale(factor)
+    mscale, mscale_all_dim = mscales if len(mscales) == 2 else (1.0, 0.0)
+    log_factor = max(math.log(factor), 0.0)          # factor <= 1: no scaling
+    return (0.1 * mscale * log_factor + 1.0) / (0.1 * mscale_all_dim * log_factor + 1.0)
 
 
 def _llama3(d, base, seq_len, p):
