@@ -26,7 +26,7 @@ def checked(fn=None, *, freqs_from=None, fast: bool = False):
     back and written to ``out`` here; ``fast=True`` hands the body x (integers promoted) and ``out`` as they are.
     """
     if fn is None:
-        return functools.partial(checked, freqs_from=freqs_from and _read_only_cache(freqs_from), fast=fast)
+        return functools.partial(checked, freqs_from=freqs_from, fast=fast)
     signature = inspect.signature(fn)
 
     @suggest_keywords
@@ -41,7 +41,7 @@ def checked(fn=None, *, freqs_from=None, fast: bool = False):
         angle_of = next((n for n in ("positions", "distance", "k") if n in arguments), None)
         freqs = arguments.get("inv_freq", arguments.get("freqs"))
         if freqs is None and freqs_from is not None:
-            freqs = freqs_from(_width(arguments), arguments["base"])
+            freqs = _read_only_frequencies(freqs_from, _width(arguments), arguments["base"])
         if angle_of is not None and freqs is not None and not fast:
             check_angle_range(np.asarray(arguments[angle_of]), freqs, angle_of)
         if fn.__name__ in RESULT_SIZES:
@@ -61,14 +61,12 @@ def checked(fn=None, *, freqs_from=None, fast: bool = False):
     return boundary
 
 
-def _read_only_cache(freqs_from):
-    """``freqs_from``'s results kept read-only per (r, base): computing them took a quarter of a small rotate."""
-    @functools.lru_cache(maxsize=64)
-    def cached(r: int, base: float) -> np.ndarray:
-        frequencies = freqs_from(r, base)
-        frequencies.setflags(write=False)
-        return frequencies
-    return cached
+@functools.lru_cache(maxsize=64)
+def _read_only_frequencies(freqs_from, r: int, base: float) -> np.ndarray:
+    """``freqs_from(r, base)``, read-only and cached: computing them took a quarter of a small rotate."""
+    frequencies = freqs_from(r, base)
+    frequencies.setflags(write=False)
+    return frequencies
 
 
 def _width(args: dict) -> int:
@@ -91,7 +89,7 @@ def _inv_freq(inv_freq, args: dict, freqs_from) -> np.ndarray:
     """freqs_from(r, base) when None; else (r/2,), or (r/2, A) for A axes of positions (forms with ``positions``)."""
     r = _width(args)
     if inv_freq is None:
-        return freqs_from(r, args["base"])
+        return _read_only_frequencies(freqs_from, r, args["base"])
     f = check_freqs(inv_freq, "inv_freq", axes=True, n_pairs=r // 2)
     if f.ndim != 1 and "positions" not in args:
         raise ValueError(f"inv_freq must have shape ({r // 2},) here (one axis of positions), got shape {f.shape}")

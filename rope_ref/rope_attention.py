@@ -138,8 +138,7 @@ def _log_phi(x: np.ndarray) -> np.ndarray:
 
 
 @suggest_keywords
-def linear_attention(q, k, v, *, positions=None, causal: bool = False,
-                     base: float = 10000.0) -> np.ndarray:
+def linear_attention(q, k, v, *, positions=None, causal: bool = False, base: float = 10000.0) -> np.ndarray:
     """Linear attention with RoPE, eq 19, phi = elu + 1: numerator sum_n (R_m phi(q_m))^T (R_n phi(k_n)) v_n over
     the *unrotated* denominator sum_n phi(q_m)^T phi(k_n), in O(N d d_v) by associativity; ``causal``: n <= m.
 
@@ -177,8 +176,7 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
 
 
 @suggest_keywords
-def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
-                    base: float = 10000.0) -> np.ndarray:
+def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False, base: float = 10000.0) -> np.ndarray:
     """Softmax attention written out with the dense matrices (eqs 2, 14, 16), interleaved pairs: a check for
     :func:`attention`.  Positions 1-D of length n_q and n_k; returns float64 ``(..., n_q, d_v)``."""
     q, k, v, causal = _check_qkv(q, k, v, causal)
@@ -200,8 +198,7 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
 
 
 @suggest_keywords
-def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
-                           base: float = 10000.0) -> np.ndarray:
+def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False, base: float = 10000.0) -> np.ndarray:
     """Eq 19 evaluated literally in O(N^2) with dense rotation matrices: a check for :func:`linear_attention`.
     ``positions`` 1-D of length N (default ``arange(N)``); returns float64 ``(..., N, d_v)``."""
     q, k, v, causal = _check_qkv(q, k, v, causal, self_attention="linear_attention_dense")
