@@ -52,13 +52,12 @@ def size_limit(max_bytes):
         _MAX_BYTES.reset(token)
 
 
-def check_nbytes(nbytes: int, name: str, *, what: str) -> int:
-    """``nbytes`` (of ``what`` is about to be allocated), or a ValueError naming ``name``, the size and the limit."""
+def check_nbytes(nbytes: int, name: str, *, what: str) -> None:
+    """A ValueError naming ``name``, the size and the limit if ``nbytes`` (of ``what``) exceed the limit."""
     limit = _MAX_BYTES.get()
     if nbytes > limit:
         raise ValueError(f"{name}: {what} would take {format_bytes(nbytes)}, above the limit of {format_bytes(limit)}; "
                          f"allow it with `with rope_ref.size_limit(max_bytes={nbytes}):`")
-    return nbytes
 
 
 def format_bytes(nbytes: int, digits: int = 3, *, exact: bool = True) -> str:

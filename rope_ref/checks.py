@@ -63,23 +63,18 @@ def run_checks(d: int = 128, seq: int = 4096, seed: int = 0) -> list[Check]:
     t = rng.uniform(0, seq, 32)
     out.append(Check("sinusoidal E(t+k) = B_k E(t)", "Vaswani 3.5",
                      _err(sinusoidal(t + 37.5, d), sinusoidal(t, d) @ sinusoidal_shift_matrix(37.5, d).T), 1e-9))
-    out += _attention_checks(rng, d)
-    out += _multiaxis_checks(rng, d, seq)
-    return out
-
-
-def _attention_checks(rng, d: int) -> list[Check]:
     q, k, v = (rng.standard_normal((4, 64, d)) for _ in range(3))
     base_out = attention(q, k, v, causal=True)
     shifted = attention(q, k, v, q_positions=np.arange(64) + 1000, k_positions=np.arange(64) + 1000, causal=True)
     inc = attention(q[:, 48:], k, v, q_positions=np.arange(48, 64), causal=True)
     lin = linear_attention(q, k, v, causal=True)
-    return [
+    out += [
         Check("softmax attention invariant to a position shift", "16/17", _err(base_out, shifted), 1e-9),
         Check("incremental decoding == full recomputation", "16/17", _err(inc, base_out[:, 48:]), 1e-12),
         Check("linear attention == dense O(N^2) eq 19", "19", _err(lin, linear_attention_dense(q, k, v, causal=True)),
               1e-9),
     ]
+    return out + _multiaxis_checks(rng, d, seq)
 
 
 def _multiaxis_checks(rng, d: int, seq: int) -> list[Check]:

@@ -170,18 +170,6 @@ def _check_segment(i: int, seg, merge: int):
     return kind, (t, h // merge, w // merge), seconds
 
 
-def _temporal_ids(t: int, seconds: float, tokens_per_second: float) -> np.ndarray:
-    """floor(i * seconds_per_grid * tokens_per_second) in float32, i = 0..t-1, as Qwen2.5-VL's processor."""
-    with np.errstate(over="ignore"):
-        interval = np.float32(np.float32(seconds) * np.float32(tokens_per_second))
-        last = np.float32(t - 1) * interval
-    if not np.isfinite(last) or last >= 2 ** 40:
-        raise ValueError(f"a video's temporal ids reach (t-1) * seconds_per_grid * tokens_per_second = "
-                         f"{(t - 1) * seconds * tokens_per_second:.3g}; expected below 2^40 (check "
-                         "seconds_per_grid and tokens_per_second)")
-    return (np.arange(t, dtype=np.float32) * interval).astype(np.int64)   # truncation, as .long()
-
-
 @suggest_keywords
 def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
                        text_after_vision: str = "max+1") -> np.ndarray:
@@ -217,8 +205,15 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
             continue
         t, h, w = n
         ids = np.indices((t, h, w), dtype=np.int64).reshape(3, -1)      # (frame, row, column), row by row
-        if kind == "video" and tokens_per_second is not None:
-            ids[0] = _temporal_ids(t, seconds, tokens_per_second)[ids[0]]
+        if kind == "video" and tokens_per_second is not None:   # floor(i * interval) in float32, as Qwen2.5-VL
+            with np.errstate(over="ignore"):
+                interval = np.float32(np.float32(seconds) * np.float32(tokens_per_second))
+                last = np.float32(t - 1) * interval
+            if not np.isfinite(last) or last >= 2 ** 40:
+                raise ValueError(f"a video's temporal ids reach (t-1) * seconds_per_grid * tokens_per_second = "
+                                 f"{(t - 1) * seconds * tokens_per_second:.3g}; expected below 2^40 (check "
+                                 "seconds_per_grid and tokens_per_second)")
+            ids[0] = (np.arange(t, dtype=np.float32) * interval).astype(np.int64)[ids[0]]   # truncated, as .long()
         ids += start
         blocks.append(ids)
         start = int(ids.max()) + 1 if text_after_vision == "max+1" else start + max(h, w)
