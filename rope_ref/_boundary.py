@@ -1,9 +1,5 @@
-"""The boundary every form of RoPE runs inside: :func:`checked`, and the tables of checks it reads.
-
-``forms.py`` holds the math only; :func:`checked` checks each argument by its name (:data:`ARGUMENTS`) and the
-size of what the form allocates (:data:`RESULT_SIZES`), hands the body a float64 copy of the features it
-rotates, then casts back to x's dtype and fills ``out``: inputs are never modified, results never alias them.
-"""
+"""The boundary every form of RoPE runs inside: :func:`checked`, and the tables of checks it reads (each argument
+by its name, :data:`ARGUMENTS`; the size of what a form allocates, :data:`RESULT_SIZES`; docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -199,11 +195,10 @@ def _overlaps_itself(a: np.ndarray) -> bool:
 
 def check_angle_range(pos: np.ndarray, freqs: np.ndarray, name: str = "positions") -> None:
     """m * theta must be finite (else ValueError); beyond ``ANGLE_LIMIT`` float64 rounds it by > 1e-6 rad: warn once."""
-    if pos.size == 0 or freqs.size == 0:
-        return
-    m, f = float(np.max(np.abs(pos))), float(np.max(np.abs(freqs)))
+    m, f = float(np.max(np.abs(pos), initial=0.0)), float(np.max(np.abs(freqs), initial=0.0))
     rows, columns = (pos[None], freqs[:, None]) if freqs.ndim == 1 else (pos, freqs)
-    peak = sum(float(np.max(np.abs(p))) * float(np.max(np.abs(c))) for p, c in zip(rows, columns.T))   # >= max|F p|
+    peak = sum(float(np.max(np.abs(p), initial=0.0)) * float(np.max(np.abs(c), initial=0.0))      # >= max|F p|
+               for p, c in zip(rows, columns.T))
     if not np.isfinite(peak):
         raise ValueError(f"{name} times the frequencies overflow float64: |{name}| up to {m:.3g} times theta up to "
                          f"{f:.3g} is not a finite angle; expected |{name} * theta| < 1.8e308")

@@ -34,9 +34,8 @@ _cache_limit = DEFAULT_CACHE_LIMIT
 
 
 def set_cache_limit(nbytes: int) -> int:
-    """Bound the cos/sin table cache of :func:`rope_ref.rotate` to ``nbytes`` bytes (default 256 MiB, 0: no
-    cache); return the old bound.  Least recently used tables go first; an entry counts its tables' bytes plus
-    ``ENTRY_OVERHEAD`` and ``TABLE_OVERHEAD`` per table.  Thread-safe."""
+    """Bound the cos/sin table cache of :func:`rope_ref.rotate` to ``nbytes`` bytes (default 256 MiB, 0: no cache),
+    least recently used out first, an entry counting ``ENTRY_OVERHEAD`` + ``TABLE_OVERHEAD`` a table; return the old."""
     global _cache_limit
     nbytes = check_nonnegative_int(nbytes, "nbytes", "a non-negative integer number of bytes")
     with _lock:
