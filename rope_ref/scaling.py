@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import (check_base, check_bool, check_d, check_choice, check_freqs, check_keywords,
+from ._validate import (check_base, check_bool, check_d, check_choice, check_freqs, check_keywords, check_number,
     check_positive_int, check_positive_real)
 from .forms import frequencies
 
@@ -239,9 +239,8 @@ def _longrope_attention(p):
 def _proportional(d, base, seq_len, p):
     """Gemma 4's proportional RoPE (transformers' _compute_proportional_rope_parameters): the first
     int(partial_rotary_factor * d // 2) pairs at base^(-2i/d) over the whole head, the rest 0, all / factor."""
-    share = check_positive_real(p.get("partial_rotary_factor", 1.0), "partial_rotary_factor", "a number in (0, 1]")
-    if share > 1:
-        raise ValueError(f"partial_rotary_factor must be a number in (0, 1], got {share}")
+    share = check_number(p.get("partial_rotary_factor", 1.0), "partial_rotary_factor", "a number in (0, 1]",
+                         lambda v: 0 < v <= 1, real=True)
     freqs = frequencies(d, base)
     freqs[int(share * d // 2):] = 0.0
     return freqs / _pos_float(p, "factor", 1.0)
