@@ -1,10 +1,7 @@
 """rope_ref: a readable NumPy oracle for Rotary Position Embedding (RoFormer, arXiv:2104.09864, section 3).
 
 Shapes are written ``(..., seq, d)``: batch/head axes, positions, features (docs/conventions.md).  The oracle
-needs numpy and ml_dtypes only: ``forms`` (the forms of RoPE, math only), ``_boundary`` (the checks around them),
-``_fast`` (``rotate``'s machinery), ``rope_attention``, ``multiaxis``, ``scaling`` (context extension),
-``hf_config`` (a model's RoPE from its config.json), ``kernel_check`` (identifying a RoPE kernel), ``checks``.
-:mod:`rope_ref.teaching` (notebook quantities, figures, widgets) needs matplotlib.
+needs numpy and ml_dtypes only (its modules: docs/architecture.md); :mod:`rope_ref.teaching` needs matplotlib.
 """
 
 import signal as _signal

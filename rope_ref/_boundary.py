@@ -1,9 +1,5 @@
-"""The boundary every form of RoPE runs inside: :func:`checked`, and the tables of checks it reads.
-
-``forms.py`` holds the math only; :func:`checked` checks each argument by its name (:data:`ARGUMENTS`) and the
-size of what the form allocates (:data:`RESULT_SIZES`), hands the body a float64 copy of the features it
-rotates, then casts back to x's dtype and fills ``out``: inputs are never modified, results never alias them.
-"""
+"""The boundary every form of RoPE runs inside: :func:`checked`, and the tables of checks it reads (each argument
+by its name, :data:`ARGUMENTS`; the size of what a form allocates, :data:`RESULT_SIZES`; docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ import inspect
 
 import numpy as np
 
-from ._validate import (ANGLE_LIMIT, ANGLE_TOL, check_base, check_d, check_finite_array, check_freqs, check_inv_freq,
+from ._validate import (ANGLE_LIMIT, ANGLE_TOL, check_base, check_d, check_finite, check_freqs,
                         check_no_overflow, check_nbytes, check_pairing, check_positions, check_positive_int,
                         check_real_array, check_rotary_dim, check_scalar, check_x, suggest_keywords,
                         warn_precision)
@@ -26,7 +22,7 @@ def checked(fn=None, *, freqs_from=None, fast: bool = False):
     back and written to ``out`` here; ``fast=True`` hands the body x (integers promoted) and ``out`` as they are.
     """
     if fn is None:
-        return functools.partial(checked, freqs_from=freqs_from and _read_only_cache(freqs_from), fast=fast)
+        return functools.partial(checked, freqs_from=freqs_from, fast=fast)
     signature = inspect.signature(fn)
 
     @suggest_keywords
@@ -39,9 +35,9 @@ def checked(fn=None, *, freqs_from=None, fast: bool = False):
             if name in arguments:
                 arguments[name] = check(arguments[name], arguments, freqs_from)
         angle_of = next((n for n in ("positions", "distance", "k") if n in arguments), None)
-        freqs = _frequencies_of(arguments)
+        freqs = arguments.get("inv_freq", arguments.get("freqs"))
         if freqs is None and freqs_from is not None:
-            freqs = freqs_from(_width(arguments), arguments["base"])
+            freqs = _read_only_frequencies(freqs_from, _width(arguments), arguments["base"])
         if angle_of is not None and freqs is not None and not fast:
             check_angle_range(np.asarray(arguments[angle_of]), freqs, angle_of)
         if fn.__name__ in RESULT_SIZES:
@@ -61,24 +57,17 @@ def checked(fn=None, *, freqs_from=None, fast: bool = False):
     return boundary
 
 
-def _read_only_cache(freqs_from):
-    """``freqs_from``'s results kept read-only per (r, base): computing them took a quarter of a small rotate."""
-    @functools.lru_cache(maxsize=64)
-    def cached(r: int, base: float) -> np.ndarray:
-        frequencies = freqs_from(r, base)
-        frequencies.setflags(write=False)
-        return frequencies
-    return cached
+@functools.lru_cache(maxsize=64)
+def _read_only_frequencies(freqs_from, r: int, base: float) -> np.ndarray:
+    """``freqs_from(r, base)``, read-only and cached: computing them took a quarter of a small rotate."""
+    frequencies = freqs_from(r, base)
+    frequencies.setflags(write=False)
+    return frequencies
 
 
 def _width(args: dict) -> int:
     """The number of features rotated: rotary_dim (once checked), else x's last axis, else d."""
     return args.get("rotary_dim") or (args["x"].shape[-1] if "x" in args else args["d"])
-
-
-def _frequencies_of(args: dict):
-    """The checked frequencies (``inv_freq`` or ``freqs``), or None."""
-    return args.get("inv_freq", args.get("freqs"))
 
 
 def _base(base, args: dict, freqs_from) -> float:
@@ -96,8 +85,8 @@ def _inv_freq(inv_freq, args: dict, freqs_from) -> np.ndarray:
     """freqs_from(r, base) when None; else (r/2,), or (r/2, A) for A axes of positions (forms with ``positions``)."""
     r = _width(args)
     if inv_freq is None:
-        return freqs_from(r, args["base"])
-    f = check_inv_freq(inv_freq, r // 2)
+        return _read_only_frequencies(freqs_from, r, args["base"])
+    f = check_freqs(inv_freq, "inv_freq", axes=True, n_pairs=r // 2)
     if f.ndim != 1 and "positions" not in args:
         raise ValueError(f"inv_freq must have shape ({r // 2},) here (one axis of positions), got shape {f.shape}")
     return f
@@ -105,7 +94,7 @@ def _inv_freq(inv_freq, args: dict, freqs_from) -> np.ndarray:
 
 def _positions(positions, args: dict, freqs_from) -> np.ndarray:
     """Float64, broadcastable to x.shape[:-1] (any shape without x); ``(A, ...)`` for an ``(r/2, A)`` inv_freq."""
-    freqs = _frequencies_of(args)
+    freqs = args.get("inv_freq", args.get("freqs"))
     return check_positions(positions, args["x"].shape[:-1] if "x" in args else None,
                            axes=None if freqs is None or freqs.ndim == 1 else freqs.shape[1],
                            freqs_name="freqs" if "freqs" in args else "inv_freq")
@@ -139,14 +128,14 @@ ARGUMENTS = {
     "positions": _positions,
     "distance": lambda distance, args, freqs_from: check_positions(distance, None, "distance"),
     "k": lambda k, args, freqs_from: check_scalar(k, "k"),
-    "a": lambda a, args, freqs_from: check_finite_array(a, "a"),
+    "a": lambda a, args, freqs_from: check_finite(check_real_array(a, "a").astype(np.float64), "a"),
     "out": lambda out, args, freqs_from: None if out is None else check_out(out, args["x"]),
 }
 
 
 def _n_positions(args: dict) -> int:
     """How many positions (rows of angles) ``positions`` holds: per axis for ``(A, ...)`` positions."""
-    positions, freqs = args["positions"], _frequencies_of(args)
+    positions, freqs = args["positions"], args.get("inv_freq", args.get("freqs"))
     return positions.size if freqs is None or freqs.ndim == 1 else positions[0].size
 
 
@@ -206,11 +195,10 @@ def _overlaps_itself(a: np.ndarray) -> bool:
 
 def check_angle_range(pos: np.ndarray, freqs: np.ndarray, name: str = "positions") -> None:
     """m * theta must be finite (else ValueError); beyond ``ANGLE_LIMIT`` float64 rounds it by > 1e-6 rad: warn once."""
-    if pos.size == 0 or freqs.size == 0:
-        return
-    m, f = float(np.max(np.abs(pos))), float(np.max(np.abs(freqs)))
+    m, f = float(np.max(np.abs(pos), initial=0.0)), float(np.max(np.abs(freqs), initial=0.0))
     rows, columns = (pos[None], freqs[:, None]) if freqs.ndim == 1 else (pos, freqs)
-    peak = sum(float(np.max(np.abs(p))) * float(np.max(np.abs(c))) for p, c in zip(rows, columns.T))   # >= max|F p|
+    peak = sum(float(np.max(np.abs(p), initial=0.0)) * float(np.max(np.abs(c), initial=0.0))      # >= max|F p|
+               for p, c in zip(rows, columns.T))
     if not np.isfinite(peak):
         raise ValueError(f"{name} times the frequencies overflow float64: |{name}| up to {m:.3g} times theta up to "
                          f"{f:.3g} is not a finite angle; expected |{name} * theta| < 1.8e308")

@@ -34,9 +34,8 @@ _cache_limit = DEFAULT_CACHE_LIMIT
 
 
 def set_cache_limit(nbytes: int) -> int:
-    """Bound the cos/sin table cache of :func:`rope_ref.rotate` to ``nbytes`` bytes (default 256 MiB, 0: no
-    cache); return the old bound.  Least recently used tables go first; an entry counts its tables' bytes plus
-    ``ENTRY_OVERHEAD`` and ``TABLE_OVERHEAD`` per table.  Thread-safe."""
+    """Bound the cos/sin table cache of :func:`rope_ref.rotate` to ``nbytes`` bytes (default 256 MiB, 0: no cache),
+    least recently used out first, an entry counting ``ENTRY_OVERHEAD`` + ``TABLE_OVERHEAD`` a table; return the old."""
     global _cache_limit
     nbytes = check_nonnegative_int(nbytes, "nbytes", "a non-negative integer number of bytes")
     with _lock:
@@ -158,14 +157,6 @@ def _distinct_rows(pos: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(pos)
 
 
-def _groups(lead: tuple, pos: np.ndarray):
-    """The leading shape ``lead`` merged into runs along which ``pos`` (``len(lead)`` axes, each of lead's length
-    or 1) varies or is broadcast, and the table's shape (a run's length where positions vary, else 1)."""
-    axes = [(n, p > 1) for n, p in zip(lead, pos.shape) if n > 1]
-    runs = [(math.prod(n for n, _ in run), varies) for varies, run in itertools.groupby(axes, key=lambda a: a[1])]
-    return tuple(n for n, _ in runs), tuple(n if v else 1 for n, v in runs)
-
-
 def _blocks(shape: tuple, rows: int):
     """Index tuples cutting leading shape ``shape`` into blocks of about ``rows`` rows (at least rows/2
     except at the end of an axis), so the number of blocks never depends on how the rows are shaped."""
@@ -216,7 +207,10 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     pos = pos.reshape((n_axes,) + (1,) * (len(lead) + 1 - pos.ndim) + pos.shape[1:])
     pos = pos.transpose(tuple(range(1, pos.ndim)) + (0,))          # axes last: P + (A,)
     pos = _distinct_rows(pos)                            # P + (A,), P of len(lead) axes
-    row_shape, table_shape = _groups(lead, pos)
+    # lead merged into runs of axes along which pos varies or is broadcast; the table's run length 1 where it is
+    axes = [(n, p > 1) for n, p in zip(lead, pos.shape) if n > 1]
+    runs = [(math.prod(n for n, _ in run), varies) for varies, run in itertools.groupby(axes, key=lambda a: a[1])]
+    row_shape, table_shape = tuple(n for n, _ in runs), tuple(n if varies else 1 for n, varies in runs)
     tabs = [t.reshape(table_shape + t.shape[-1:]) for t in tables(pos.reshape(-1, n_axes), freqs, work, pairing)]
     x_rows = x.reshape(row_shape + (d,))                # a view unless x's leading axes are scattered
     out_rows = out.reshape(row_shape + (d,))            # a view: out is C-contiguous
@@ -228,29 +222,29 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     if direct and pairing == "interleaved":            # no temporaries: one complex multiply per thread
         rows = max(1, -(-math.prod(row_shape) // threads))
     blocks = list(_blocks(row_shape, rows))
-    args = (x_rows, out_rows, tabs, table_shape, pairing, r, work, direct, rows * d, np.geterr())
-    _in_parts(lambda part: _rotate_blocks(blocks[part], *args), len(blocks), min(threads, len(blocks)))
+    size, errors = rows * d, np.geterr()               # a worker thread does not inherit the caller's errstate
+
+    def rotate_blocks(part: slice) -> None:
+        """Eq 34 on ``x_rows[i]`` into ``out_rows[i]`` for each block ``i`` of ``blocks[part]``."""
+        scratch = np.empty(0 if direct and pairing == "interleaved" else 2 * size, work)  # the blocks' temporaries
+        with np.errstate(**errors):
+            for index in blocks[part]:
+                table_index = tuple(i if n > 1 else (slice(None) if isinstance(i, slice) else 0)
+                                    for i, n in zip(index, table_shape))
+                x_block, out_block = x_rows[index], out_rows[index]
+                tmp = scratch[:x_block.size].reshape(x_block.shape) if scratch.size else None
+                x_work, out_work = x_block, out_block
+                if not direct:                             # narrow dtypes, strided x: convert a block at a time
+                    x_work = out_work = scratch[size:size + x_block.size].reshape(x_block.shape)
+                    x_work[...] = x_block
+                _rotate_block(x_work, out_work, [t[table_index] for t in tabs], pairing, r, tmp)
+                if not direct:
+                    out_block[...] = out_work
+                elif r < x_block.shape[-1]:
+                    out_block[..., r:] = x_block[..., r:]
+
+    _in_parts(rotate_blocks, len(blocks), min(threads, len(blocks)))
     return out
-
-
-def _rotate_blocks(blocks, x_rows, out_rows, tabs, table_shape, pairing, r, work, direct, size, errors):
-    """Eq 34 on ``x_rows[i]`` into ``out_rows[i]`` for each index ``i`` in ``blocks`` (at most ``size`` elements)."""
-    scratch = np.empty(0 if direct and pairing == "interleaved" else 2 * size, work)  # every block's temporaries
-    with np.errstate(**errors):                        # a worker thread does not inherit the caller's errstate
-        for index in blocks:
-            table_index = tuple(i if n > 1 else (slice(None) if isinstance(i, slice) else 0)
-                                for i, n in zip(index, table_shape))
-            x_block, out_block = x_rows[index], out_rows[index]
-            tmp = scratch[:x_block.size].reshape(x_block.shape) if scratch.size else None
-            x_work, out_work = x_block, out_block
-            if not direct:                             # narrow dtypes, strided x: convert a block at a time
-                x_work = out_work = scratch[size:size + x_block.size].reshape(x_block.shape)
-                x_work[...] = x_block
-            _rotate_block(x_work, out_work, [t[table_index] for t in tabs], pairing, r, tmp)
-            if not direct:
-                out_block[...] = out_work
-            elif r < x_block.shape[-1]:
-                out_block[..., r:] = x_block[..., r:]
 
 
 def _rotate_block(x_block, out_block, tabs, pairing, r, tmp):

@@ -52,13 +52,12 @@ def size_limit(max_bytes):
         _MAX_BYTES.reset(token)
 
 
-def check_nbytes(nbytes: int, name: str, *, what: str) -> int:
-    """``nbytes`` (of ``what`` is about to be allocated), or a ValueError naming ``name``, the size and the limit."""
+def check_nbytes(nbytes: int, name: str, *, what: str) -> None:
+    """A ValueError naming ``name``, the size and the limit if ``nbytes`` (of ``what``) exceed the limit."""
     limit = _MAX_BYTES.get()
     if nbytes > limit:
         raise ValueError(f"{name}: {what} would take {format_bytes(nbytes)}, above the limit of {format_bytes(limit)}; "
                          f"allow it with `with rope_ref.size_limit(max_bytes={nbytes}):`")
-    return nbytes
 
 
 def format_bytes(nbytes: int, digits: int = 3, *, exact: bool = True) -> str:
@@ -135,7 +134,7 @@ def suggest_keywords(fn):
     return wrapper
 
 
-def _check_number(value, name: str, expected: str, valid, *, real: bool = False, error=ValueError):
+def check_number(value, name: str, expected: str, valid, *, real: bool = False, error=ValueError):
     """``value`` as an int (a float if ``real``): a TypeError for other kinds and bools, ``error`` if not valid."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real if real else numbers.Integral):
         raise TypeError(f"{name} must be {expected}, got {value!r} of type {type(value).__name__}")
@@ -149,25 +148,24 @@ def _check_number(value, name: str, expected: str, valid, *, real: bool = False,
     return value
 
 
-def check_positive_int(n, name: str, *, even: bool = False, expected: str | None = None) -> int:
-    """A positive integer (even if asked); ``expected`` words it for the message."""
-    expected = expected or ("a positive even integer" if even else "a positive integer")
-    return _check_number(n, name, expected, lambda v: v > 0 and not (even and v % 2))
+def check_positive_int(n, name: str, *, expected: str = "a positive integer") -> int:
+    """A positive integer; ``expected`` words it for the message."""
+    return check_number(n, name, expected, lambda v: v > 0)
 
 
 def check_nonnegative_int(n, name: str, expected: str = "a non-negative integer") -> int:
     """An integer >= 0."""
-    return _check_number(n, name, expected, lambda v: v >= 0)
+    return check_number(n, name, expected, lambda v: v >= 0)
 
 
 def check_seed(seed, name: str = "seed") -> int:
     """A non-negative integer random seed (a TypeError for any other value)."""
-    return _check_number(seed, name, "a non-negative integer", lambda v: v >= 0, error=TypeError)
+    return check_number(seed, name, "a non-negative integer", lambda v: v >= 0, error=TypeError)
 
 
 def check_d(d, name: str = "d") -> int:
     """A positive even integer feature dimension."""
-    return check_positive_int(d, name, even=True)
+    return check_number(d, name, "a positive even integer", lambda v: v > 0 and v % 2 == 0)
 
 
 def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:
@@ -175,12 +173,12 @@ def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:
     if rotary_dim is None:
         return d
     expected = f"None or an even integer in [2, d={d}]"
-    return _check_number(rotary_dim, name, expected, lambda v: 0 < v <= d and v % 2 == 0)
+    return check_number(rotary_dim, name, expected, lambda v: 0 < v <= d and v % 2 == 0)
 
 
 def check_positive_real(value, name: str, expected: str = "a positive finite real number") -> float:
     """A finite, positive real number (a Python or NumPy number, not a bool), as a float."""
-    return _check_number(value, name, expected, lambda v: 0 < v < np.inf, real=True)
+    return check_number(value, name, expected, lambda v: 0 < v < np.inf, real=True)
 
 
 def check_base(base, name: str = "base") -> float:
@@ -192,16 +190,23 @@ def check_base(base, name: str = "base") -> float:
     return base
 
 
+def check_choice(value, name: str, choices, meaning: str = "", unknown: type = ValueError, aliases=None) -> str:
+    """One of ``choices``: a TypeError for a non-string, ``unknown`` for another string, with the closest name
+    (or the one ``aliases`` maps its lower case to) as a hint."""
+    choices = tuple(choices)
+    if isinstance(value, str) and value in choices:
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be {meaning}one of {choices}, got {reprlib.repr(value)} of type "
+                        f"{type(value).__name__}")
+    alias = (aliases or {}).get(value.lower())
+    hint = f" (did you mean {alias!r}?)" if alias else closest_name(value, choices)
+    raise unknown(f"{name} must be {meaning}one of {choices}, got {value!r}{hint}")
+
+
 def check_pairing(pairing) -> str:
     """'interleaved' or 'half'; a misspelling or another library's name gets a hint."""
-    if not isinstance(pairing, str):
-        raise TypeError(f"pairing must be one of {PAIRINGS}, got {reprlib.repr(pairing)} of type "
-                        f"{type(pairing).__name__}")
-    if pairing not in PAIRINGS:
-        alias = PAIRING_ALIASES.get(pairing.lower())
-        hint = f" (did you mean {alias!r}?)" if alias else closest_name(pairing, PAIRINGS)
-        raise ValueError(f"pairing must be one of {PAIRINGS}, got {pairing!r}{hint}")
-    return pairing
+    return check_choice(pairing, "pairing", PAIRINGS, aliases=PAIRING_ALIASES)
 
 
 def check_real_array(a, name: str) -> np.ndarray:
@@ -212,8 +217,14 @@ def check_real_array(a, name: str) -> np.ndarray:
     if isinstance(a, (bytes, bytearray)) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray)):
         raise TypeError(f"{name} must be {expected}, got {type(a).__name__} (raw bytes are not read as numbers); "
                         f"pass np.frombuffer({name}, dtype=...) with the dtype the bytes hold")
-    if type(a).__module__.split(".")[0] == "torch":
-        _refuse_torch(a, name)
+    if type(a).__module__.split(".")[0] == "torch":     # a tensor NumPy cannot read as it is: say what to pass
+        dtype, device = str(getattr(a, "dtype", "?")), str(getattr(a, "device", "cpu"))
+        grad = bool(getattr(a, "requires_grad", 0))
+        fix = ".detach()" * grad + ".cpu()" * (device != "cpu") + ".float()" * (dtype == "torch.bfloat16")
+        if fix:
+            exact = f" (bfloat16 exactly: {name}{fix[:-8]}.view(torch.int16).numpy().view(ml_dtypes.bfloat16))"
+            raise TypeError(f"{name} is a torch tensor ({dtype}, device {device}, requires_grad={grad}) that NumPy "
+                            f"cannot read; pass {name}{fix}.numpy(){exact * fix.endswith('.float()')}")
     if np.ma.is_masked(a):       # np.asarray would drop the mask and use the hidden values
         raise TypeError(f"{name} must be {expected}, got a masked array with masked entries (rope_ref ignores no "
                         f"values); pass {name}.filled(value) or the unmasked part")
@@ -232,28 +243,12 @@ def check_real_array(a, name: str) -> np.ndarray:
     raise TypeError(f"{name} must be {expected}, got dtype {arr.dtype}{hint.get(arr.dtype.kind, '')}")
 
 
-def _refuse_torch(t, name: str) -> None:
-    """A torch tensor NumPy cannot read as it is: a TypeError saying what to pass (``np.asarray`` reads the rest)."""
-    dtype, device = str(getattr(t, "dtype", "?")), str(getattr(t, "device", "cpu"))
-    grad = bool(getattr(t, "requires_grad", 0))
-    fix = ".detach()" * grad + ".cpu()" * (device != "cpu") + ".float()" * (dtype == "torch.bfloat16")
-    if fix:
-        exact = f" (bfloat16 exactly: {name}{fix[:-8]}.view(torch.int16).numpy().view(ml_dtypes.bfloat16))"
-        raise TypeError(f"{name} is a torch tensor ({dtype}, device {device}, requires_grad={grad}) that NumPy "
-                        f"cannot read; pass {name}{fix}.numpy(){exact * fix.endswith('.float()')}")
-
-
 def check_finite(arr: np.ndarray, name: str) -> np.ndarray:
     """``arr`` unchanged, or a ValueError naming the first NaN or infinity."""
     if not np.all(np.isfinite(arr)):
         where = tuple(int(i) for i in np.unravel_index(np.argmin(np.isfinite(arr)), arr.shape))
         raise ValueError(f"{name} must be finite, got NaN or infinity (first at index {where})")
     return arr
-
-
-def check_finite_array(a, name: str) -> np.ndarray:
-    """Finite real values of any shape, as a float64 array."""
-    return check_finite(check_real_array(a, name).astype(np.float64), name)
 
 
 def check_x(x, name: str = "x") -> np.ndarray:
@@ -319,18 +314,13 @@ def check_scalar(value, name: str) -> float:
 
 def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int | None = None) -> np.ndarray:
     """Finite real frequencies of shape (n,), or (n, A) with A >= 1 if ``axes``; n = ``n_pairs`` if given."""
-    f = check_finite_array(freqs, name)
+    f = check_finite(check_real_array(freqs, name).astype(np.float64), name)
     if not (f.ndim == 1 or axes and f.ndim == 2 and f.shape[1] > 0) or n_pairs not in (None, f.shape[0]):
         expected = "be 1-D (one frequency per pair)" + " or 2-D (pairs, axes)" * axes
         if n_pairs is not None:
             expected = f"have shape ({n_pairs},) = (rotary_dim/2,), or ({n_pairs}, A) for A axes of positions"
         raise ValueError(f"{name} must {expected}, got shape {f.shape}")
     return f
-
-
-def check_inv_freq(inv_freq, n_pairs: int, name: str = "inv_freq") -> np.ndarray:
-    """Explicit frequencies of shape (n_pairs,), or (n_pairs, A) for A axes of positions."""
-    return check_freqs(inv_freq, name, axes=True, n_pairs=n_pairs)
 
 
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:

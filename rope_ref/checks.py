@@ -63,27 +63,18 @@ def run_checks(d: int = 128, seq: int = 4096, seed: int = 0) -> list[Check]:
     t = rng.uniform(0, seq, 32)
     out.append(Check("sinusoidal E(t+k) = B_k E(t)", "Vaswani 3.5",
                      _err(sinusoidal(t + 37.5, d), sinusoidal(t, d) @ sinusoidal_shift_matrix(37.5, d).T), 1e-9))
-    out += _attention_checks(rng, d)
-    out += _multiaxis_checks(rng, d, seq)
-    return out
-
-
-def _attention_checks(rng, d: int) -> list[Check]:
     q, k, v = (rng.standard_normal((4, 64, d)) for _ in range(3))
     base_out = attention(q, k, v, causal=True)
     shifted = attention(q, k, v, q_positions=np.arange(64) + 1000, k_positions=np.arange(64) + 1000, causal=True)
     inc = attention(q[:, 48:], k, v, q_positions=np.arange(48, 64), causal=True)
     lin = linear_attention(q, k, v, causal=True)
-    return [
+    out += [
         Check("softmax attention invariant to a position shift", "16/17", _err(base_out, shifted), 1e-9),
         Check("incremental decoding == full recomputation", "16/17", _err(inc, base_out[:, 48:]), 1e-12),
         Check("linear attention == dense O(N^2) eq 19", "19", _err(lin, linear_attention_dense(q, k, v, causal=True)),
               1e-9),
     ]
-
-
-def _multiaxis_checks(rng, d: int, seq: int) -> list[Check]:
-    """The general form (pair j turns by sum_a F[j, a] p_a): three identities, each against another code path."""
+    # The general form (pair j turns by sum_a F[j, a] p_a): three identities, each against another code path.
     n = d // 2
     q, k = rng.standard_normal(d), rng.standard_normal(d)
     # Relative identity for any F (here dense and signed, as RoPE-Mixed learns it, over 3 axes): the fast
@@ -105,7 +96,10 @@ def _multiaxis_checks(rng, d: int, seq: int) -> list[Check]:
                    for pairing in ("interleaved", "half"))
     # A 2-D grid (timm / Heo et al. axial layout): the score of patches (x1, y1), (x2, y2) against two 1-D
     # RoPEs of dimension d/2 -- the first half of the features by x2 - x1, the second by y2 - y1.
-    grid = []
+    out += [
+        Check("any F: q_m.k_n depends only on F(p_n-p_m)", "16, any F", _err(scores, rel), 1e-9),
+        Check("M-RoPE on text (t=h=w) == 1-D RoPE", "34, M-RoPE", text_err, 1e-12),
+    ]
     if d % 4 == 0:
         P = grid_positions(16, 16, indexing="xy")[:, rng.choice(256, 32, replace=False)]   # (x, y) of 32 patches
         Fa = axial_frequencies(d, base=100.0)
@@ -113,11 +107,8 @@ def _multiaxis_checks(rng, d: int, seq: int) -> list[Check]:
         offsets = P[:, None, :] - P[:, :, None]                                 # (dx, dy) of every pair of patches
         by_axis = sum(rotate_elementwise(np.broadcast_to(k_half, (32, 32, d // 2)), offset, base=100.0) @ q_half
                       for k_half, q_half, offset in zip(np.split(k, 2), np.split(q, 2), offsets))
-        grid = [Check("2-D grid: score depends on (dx, dy) only", "16, 2-D", _err(s2d, by_axis), 1e-9)]
-    return [
-        Check("any F: q_m.k_n depends only on F(p_n-p_m)", "16, any F", _err(scores, rel), 1e-9),
-        Check("M-RoPE on text (t=h=w) == 1-D RoPE", "34, M-RoPE", text_err, 1e-12),
-    ] + grid
+        out.append(Check("2-D grid: score depends on (dx, dy) only", "16, 2-D", _err(s2d, by_axis), 1e-9))
+    return out
 
 
 def _err(a, b) -> float:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import (check_base, check_d, check_nbytes, check_nonnegative_int, check_positive_int,
-    check_positive_real, closest_name, suggest_keywords)
+from ._validate import (check_base, check_choice, check_d, check_nbytes, check_nonnegative_int, check_positive_int,
+    check_positive_real, suggest_keywords)
 from .forms import frequencies
 
 #: the three M-RoPE axes, in the order of ``positions[0], positions[1], positions[2]``.
@@ -30,22 +30,6 @@ def _check_sections(sections, rotary_dim: int, count: int | None = 3) -> tuple:
     return tuple(items)
 
 
-def _check_choice(value, name: str, choices: tuple, meaning: str = "", unknown: type = ValueError) -> str:
-    """One of ``choices``: a TypeError for a non-string, ``unknown`` (with the closest name) for another string."""
-    if isinstance(value, str) and value in choices:
-        return value
-    hint = closest_name(value, choices) if isinstance(value, str) else f" of type {type(value).__name__}"
-    raise (unknown if isinstance(value, str) else TypeError)(f"{name} must be {meaning}one of {choices}, got "
-                                                             f"{value!r}{hint}")
-
-
-def _check_layout(interleaved) -> str:
-    """A name of MROPE_LAYOUTS; True and False are the names "interleaved" and "blocks"."""
-    if isinstance(interleaved, (bool, np.bool_)):
-        return "interleaved" if interleaved else "blocks"
-    return _check_choice(interleaved, "interleaved", tuple(MROPE_LAYOUTS), "True, False or ", unknown=TypeError)
-
-
 @suggest_keywords
 def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
                       interleaved: bool | str = False) -> np.ndarray:
@@ -63,7 +47,9 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
     """
     rotary_dim = check_d(rotary_dim, "rotary_dim")
     base = check_base(base)
-    layout = _check_layout(interleaved)
+    if isinstance(interleaved, (bool, np.bool_)):
+        interleaved = "interleaved" if interleaved else "blocks"
+    layout = check_choice(interleaved, "interleaved", MROPE_LAYOUTS, "True, False or ", unknown=TypeError)
     n = rotary_dim // 2
     check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix")
     s_t, s_h, s_w = _check_sections(sections, rotary_dim)
@@ -151,7 +137,7 @@ def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarr
     """
     height = check_positive_int(height, "height")
     width = check_positive_int(width, "width")
-    indexing = _check_choice(indexing, "indexing", ("ij", "xy"))
+    indexing = check_choice(indexing, "indexing", ("ij", "xy"))
     check_nbytes(4 * 8 * height * width, "height * width", what=f"(2, {height * width}) float64 positions")
     rows_cols = np.indices((height, width), dtype=np.float64).reshape(2, -1)
     return rows_cols if indexing == "ij" else rows_cols[::-1].copy()
@@ -166,10 +152,10 @@ def _check_segment(i: int, seg, merge: int):
     """``(kind, n, seconds)`` for segment ``i``: ``n`` text tokens, or the grid ``(t, h/merge, w/merge)``."""
     if not isinstance(seg, (tuple, list)) or len(seg) not in (2, 3):
         raise _segment_error(TypeError, i, seg, "is not a 2- or 3-item tuple")
-    kind = _check_choice(seg[0], f"segments[{i}][0] (the kind)", ("text", "image", "video"))
+    kind = check_choice(seg[0], f"segments[{i}][0] (the kind)", ("text", "image", "video"))
+    if len(seg) == 3 and kind != "video":
+        raise _segment_error(ValueError, i, seg, "gives seconds_per_grid, which only videos have")
     if kind == "text":
-        if len(seg) != 2:
-            raise _segment_error(TypeError, i, seg, "must be ('text', n) with n a positive integer")
         return kind, check_positive_int(seg[1], f"segments[{i}][1] (the number of text tokens)"), None
     grid = seg[1].tolist() if isinstance(seg[1], np.ndarray) else seg[1]
     if not isinstance(grid, (tuple, list)) or len(grid) != 3:
@@ -180,22 +166,8 @@ def _check_segment(i: int, seg, merge: int):
     if h % merge or w % merge:
         raise _segment_error(ValueError, i, seg, f"has grid h={h}, w={w} not divisible by spatial_merge_size="
                              f"{merge} (the vision encoder merges {merge}x{merge} patches into one token)")
-    if len(seg) == 3 and kind != "video":
-        raise _segment_error(ValueError, i, seg, "gives seconds_per_grid, which only videos have")
     seconds = check_positive_real(seg[2], f"segments[{i}][2] (seconds_per_grid)") if len(seg) == 3 else 1.0
     return kind, (t, h // merge, w // merge), seconds
-
-
-def _temporal_ids(t: int, seconds: float, tokens_per_second: float) -> np.ndarray:
-    """floor(i * seconds_per_grid * tokens_per_second) in float32, i = 0..t-1, as Qwen2.5-VL's processor."""
-    with np.errstate(over="ignore"):
-        interval = np.float32(np.float32(seconds) * np.float32(tokens_per_second))
-        last = np.float32(t - 1) * interval
-    if not np.isfinite(last) or last >= 2 ** 40:
-        raise ValueError(f"a video's temporal ids reach (t-1) * seconds_per_grid * tokens_per_second = "
-                         f"{(t - 1) * seconds * tokens_per_second:.3g}; expected below 2^40 (check "
-                         "seconds_per_grid and tokens_per_second)")
-    return (np.arange(t, dtype=np.float32) * interval).astype(np.int64)   # truncation, as .long()
 
 
 @suggest_keywords
@@ -216,7 +188,7 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     merge = check_positive_int(spatial_merge_size, "spatial_merge_size")
     if tokens_per_second is not None:
         tokens_per_second = check_positive_real(tokens_per_second, "tokens_per_second")
-    text_after_vision = _check_choice(text_after_vision, "text_after_vision", ("max+1", "spatial"))
+    text_after_vision = check_choice(text_after_vision, "text_after_vision", ("max+1", "spatial"))
     if isinstance(segments, (str, bytes, dict)) or not hasattr(segments, "__iter__"):
         raise TypeError(f"segments must be a list of segments such as [('text', 5), ('image', (1, 28, 28))], "
                         f"got {segments!r:.80} of type {type(segments).__name__}")
@@ -233,8 +205,15 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
             continue
         t, h, w = n
         ids = np.indices((t, h, w), dtype=np.int64).reshape(3, -1)      # (frame, row, column), row by row
-        if kind == "video" and tokens_per_second is not None:
-            ids[0] = _temporal_ids(t, seconds, tokens_per_second)[ids[0]]
+        if kind == "video" and tokens_per_second is not None:   # floor(i * interval) in float32, as Qwen2.5-VL
+            with np.errstate(over="ignore"):
+                interval = np.float32(np.float32(seconds) * np.float32(tokens_per_second))
+                last = np.float32(t - 1) * interval
+            if not np.isfinite(last) or last >= 2 ** 40:
+                raise ValueError(f"a video's temporal ids reach (t-1) * seconds_per_grid * tokens_per_second = "
+                                 f"{(t - 1) * seconds * tokens_per_second:.3g}; expected below 2^40 (check "
+                                 "seconds_per_grid and tokens_per_second)")
+            ids[0] = (np.arange(t, dtype=np.float32) * interval).astype(np.int64)[ids[0]]   # truncated, as .long()
         ids += start
         blocks.append(ids)
         start = int(ids.max()) + 1 if text_after_vision == "max+1" else start + max(h, w)

@@ -7,14 +7,14 @@ import numpy as np
 
 from . import _fast
 from ._boundary import cast_back
-from ._validate import (check_bool, check_finite, check_nbytes, check_no_overflow, check_pairing, check_positions,
-                        check_real_array, check_x, suggest_keywords)
+from ._validate import (check_bool, check_finite, check_nbytes, check_no_overflow, check_number, check_pairing,
+                        check_positions, check_real_array, check_x, suggest_keywords)
 from .forms import frequencies, rotate, rotation_matrix
 
 
-def _check_qkv(q, k, v, self_attention: str = "", scores: bool = True):
-    """q, k, v checked; ``self_attention`` names a function that needs q and k of the same length; ``scores``: the
-    float64 scores ``(..., n_q, n_k)`` must fit the size limit (:func:`rope_ref.size_limit`)."""
+def _check_qkv(q, k, v, causal, self_attention: str = "", scores: bool = True):
+    """q, k, v and ``causal`` checked; ``self_attention`` names a function that needs q and k of the same length;
+    ``scores``: the float64 scores ``(..., n_q, n_k)`` must fit the size limit (:func:`rope_ref.size_limit`)."""
     q, k, v = check_x(q, "q"), check_x(k, "k"), check_real_array(v, "v")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise ValueError(f"q, k, v must have shape (..., seq, d); got q {q.shape}, k {k.shape}, v {v.shape}")
@@ -34,7 +34,7 @@ def _check_qkv(q, k, v, self_attention: str = "", scores: bool = True):
     if scores:
         n = int(np.prod(q.shape[:-1], dtype=object)) * k.shape[-2]
         check_nbytes(n * 8, "q, k", what=f"the float64 scores {q.shape[:-1] + k.shape[-2:-1]}")
-    return q, k, v
+    return q, k, v, check_bool(causal, "causal")
 
 
 def _causal_mask(qp: np.ndarray, kp: np.ndarray) -> np.ndarray:
@@ -63,8 +63,7 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     (float32 if all inputs are float32 or narrower).  Stable: weights softmax(u s_q s_k / sqrt(d)) of scores
     u = (q/s_q)(k/s_k)^T, s_q and s_k powers of two, so huge q, k tend to the argmax instead of inf - inf.
     """
-    q, k, v = _check_qkv(q, k, v)
-    causal = check_bool(causal, "causal")
+    q, k, v, causal = _check_qkv(q, k, v, causal)
     qp = check_positions(q_positions, q.shape[:-1], "q_positions", "q.shape[:-1]")
     kp = check_positions(k_positions, k.shape[:-1], "k_positions", "k.shape[:-1]")
     freqs, pairing = frequencies(q.shape[-1], base), check_pairing(pairing)
@@ -92,10 +91,7 @@ def softmax(scores, axis: int = -1, *, scale: float = 1.0) -> np.ndarray:
     s = check_real_array(scores, "scores").astype(np.float64)
     if np.any(np.isnan(s) | (s == np.inf)):
         raise ValueError("scores must be finite or -inf (a masked score), got NaN or +inf")
-    if not isinstance(scale, (int, float, np.integer, np.floating)) or isinstance(scale, bool):
-        raise TypeError(f"scale must be a non-negative number (inf allowed), got {scale!r}")
-    if not scale >= 0:
-        raise ValueError(f"scale must be a non-negative number (inf allowed), got {scale!r}")
+    scale = check_number(scale, "scale", "a non-negative number (inf allowed)", lambda v: v >= 0, real=True)
     top = s.max(axis=axis, keepdims=True)
     if not np.all(np.isfinite(top)):
         raise ValueError(f"scores: every row along axis {axis} needs at least one finite score, got a row of -inf")
@@ -142,8 +138,7 @@ def _log_phi(x: np.ndarray) -> np.ndarray:
 
 
 @suggest_keywords
-def linear_attention(q, k, v, *, positions=None, causal: bool = False,
-                     base: float = 10000.0) -> np.ndarray:
+def linear_attention(q, k, v, *, positions=None, causal: bool = False, base: float = 10000.0) -> np.ndarray:
     """Linear attention with RoPE, eq 19, phi = elu + 1: numerator sum_n (R_m phi(q_m))^T (R_n phi(k_n)) v_n over
     the *unrotated* denominator sum_n phi(q_m)^T phi(k_n), in O(N d d_v) by associativity; ``causal``: n <= m.
 
@@ -151,8 +146,7 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
     ``arange(N)``).  Returns float64 ``(..., N, d_v)``.  Stable: phi(q) and phi(k) are divided by their largest
     entries (from log phi), which cancel in the ratio; a causal prefix far below a later key by its own largest.
     """
-    q, k, v = _check_qkv(q, k, v, self_attention="linear_attention", scores=False)
-    causal = check_bool(causal, "causal")
+    q, k, v, causal = _check_qkv(q, k, v, causal, self_attention="linear_attention", scores=False)
     pos = check_positions(positions, q.shape[:-1], "positions", "q.shape[:-1]")
     n = int(np.prod(k.shape, dtype=object)) * v.shape[-1]
     check_nbytes(n * 8, "k, v", what=f"the float64 outer products {k.shape + v.shape[-1:]}")
@@ -182,12 +176,10 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False,
 
 
 @suggest_keywords
-def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
-                    base: float = 10000.0) -> np.ndarray:
+def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False, base: float = 10000.0) -> np.ndarray:
     """Softmax attention written out with the dense matrices (eqs 2, 14, 16), interleaved pairs: a check for
     :func:`attention`.  Positions 1-D of length n_q and n_k; returns float64 ``(..., n_q, d_v)``."""
-    q, k, v = _check_qkv(q, k, v)
-    causal = check_bool(causal, "causal")
+    q, k, v, causal = _check_qkv(q, k, v, causal)
     qp = np.broadcast_to(check_positions(q_positions, q.shape[-2:-1], "q_positions", "(q.shape[-2],)"), q.shape[-2:-1])
     kp = np.broadcast_to(check_positions(k_positions, k.shape[-2:-1], "k_positions", "(k.shape[-2],)"), k.shape[-2:-1])
     d = q.shape[-1]
@@ -206,12 +198,10 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False,
 
 
 @suggest_keywords
-def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False,
-                           base: float = 10000.0) -> np.ndarray:
+def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False, base: float = 10000.0) -> np.ndarray:
     """Eq 19 evaluated literally in O(N^2) with dense rotation matrices: a check for :func:`linear_attention`.
     ``positions`` 1-D of length N (default ``arange(N)``); returns float64 ``(..., N, d_v)``."""
-    q, k, v = _check_qkv(q, k, v, self_attention="linear_attention_dense")
-    causal = check_bool(causal, "causal")
+    q, k, v, causal = _check_qkv(q, k, v, causal, self_attention="linear_attention_dense")
     n_pos = q.shape[-2]
     pos = np.broadcast_to(check_positions(positions, (n_pos,), "positions", "(q.shape[-2],)"), (n_pos,))
     R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import (check_base, check_bool, check_d, check_freqs, check_inv_freq, check_keywords,
-    check_positive_int, check_positive_real, closest_name)
+from ._validate import (check_base, check_bool, check_d, check_choice, check_freqs, check_keywords, check_number,
+    check_positive_int, check_positive_real)
 from .forms import frequencies
 
 #: The training length: original_max_position_embeddings, else max_position_embeddings (transformers v5).
@@ -23,25 +23,18 @@ _SECTION_KEYS = ("rope_theta", "type", "partial_rotary_factor", "short_mscale", 
 
 @dataclass(frozen=True)
 class ScalingMethod:
-    """Everything rope_ref knows about one context-extension method (one ``rope_type``).
+    """Everything rope_ref knows about one context-extension method (one ``rope_type``)."""
 
-    ``inv_freq(d, base, seq_len, params)``: the formula, theta_i ``(d/2,)``, ``params`` the keys it uses (no None
-    values); ``attention_factor(params)``: the factor on cos and sin (None: 1); ``required``: tuples of alternative
-    keys; ``optional``: keys with defaults; ``example(factor, train_len)``: parameters extending a model trained on
-    ``train_len`` positions ``factor`` times (notebook 05); ``candidates(fit)``: the ``(rank, params)`` that
-    ``identify`` compares with a ``kernel_check.naming.FrequencyFit``, by rank across all methods, simplest first.
-    """
-
-    inv_freq: Callable
-    attention_factor: Callable | None = None
-    required: tuple = ()
-    optional: tuple = ()
-    uses_seq_len: bool = False        # the frequencies depend on the current length (dynamic, longrope)
-    whole_head: bool = False          # d is the whole head and some pairs stand still (proportional)
-    in_transformers: bool = True      # a transformers rope_type ("ntk" is rope_ref's name for static NTK)
-    config_names: tuple = ()          # other names configs give it (Phi-3's "su" for longrope)
-    example: Callable | None = None
-    candidates: Callable | None = None
+    inv_freq: Callable                        # (d, base, seq_len, params) -> theta_i (d/2,); params: keys it uses
+    attention_factor: Callable | None = None  # params -> the factor on cos and sin (None: 1)
+    required: tuple = ()                      # tuples of alternative keys
+    optional: tuple = ()                      # keys with defaults
+    uses_seq_len: bool = False                # the frequencies depend on the current length (dynamic, longrope)
+    whole_head: bool = False                  # d is the whole head and some pairs stand still (proportional)
+    in_transformers: bool = True              # a transformers rope_type ("ntk" is rope_ref's name for static NTK)
+    config_names: tuple = ()                  # other names configs give it (Phi-3's "su" for longrope)
+    example: Callable | None = None           # (factor, train_len) -> params extending train_len (notebook 05)
+    candidates: Callable | None = None        # FrequencyFit -> (rank, params) that identify compares, lowest rank first
 
     @property
     def used(self) -> frozenset:
@@ -51,10 +44,6 @@ class ScalingMethod:
     def params_of(self, section) -> dict:
         """The entries of a rope section (a mapping) that the method uses and that are not None."""
         return {k: v for k, v in section.items() if k in self.used and v is not None}
-
-    def missing(self, params) -> list:
-        """The required keys (``"a | b"``: either) that ``params`` lacks or gives as None."""
-        return [" | ".join(alts) for alts in self.required if not any(params.get(k) is not None for k in alts)]
 
     def describe(self) -> str:
         required = [" | ".join(alts) for alts in self.required]
@@ -75,18 +64,19 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     ``rope_theta=`` alike); ``seq_len``: the current length (``dynamic``, ``longrope``); ``rope_type``: one of
     :data:`ROPE_TYPES` (``type``: its old name).  ``**params`` may be a config's whole rope section: keys of
     :func:`config_keys` a method does not use are ignored (``partial_rotary_factor`` too, but by ``proportional``),
-    a misspelt key is a TypeError naming the closest one.  As transformers v5, ``yarn`` and ``longrope`` use an
-    explicit ``factor`` as given, and ``max_position_embeddings / original_max_position_embeddings`` only when
-    it is missing (docs/model_configs.md: Qwen2.5's YaRN block is factor 4 here, 1 in v4).
+    a misspelt key is a TypeError naming the closest one.  As transformers v5, ``yarn`` and ``longrope`` take
+    ``factor`` as given, else ``max_position_embeddings / original_max_position_embeddings`` (docs/model_configs.md).
     """
     params = dict(params)
     check_keywords(params, config_keys(), "scaled_inv_freq")
-    rope_type = _one_value(("rope_type", rope_type), ("type", params.pop("type", None)), _check_rope_type, "default")
+    rope_type = _one_value(("rope_type", rope_type), ("type", params.pop("type", None)),
+                           lambda value, name: check_choice(value, name, SCALING_METHODS, "a string, "), "default")
     base = _one_value(("base", base), ("rope_theta", params.pop("rope_theta", None)), check_base, 10000.0)
     d = check_d(d)
     method = SCALING_METHODS[rope_type]
-    if method.missing(params):
-        raise ValueError(f"rope_type={rope_type!r} is missing {method.missing(params)}; it takes {method.describe()}")
+    missing = [" | ".join(alts) for alts in method.required if not any(params.get(k) is not None for k in alts)]
+    if missing:
+        raise ValueError(f"rope_type={rope_type!r} is missing {missing}; it takes {method.describe()}")
     params = method.params_of(params)
     seq_len = None if seq_len is None else check_positive_int(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # refused below, naming the cause
@@ -111,16 +101,6 @@ def _one_value(given, alias, check, default):
         raise ValueError(f"{' and '.join(f'{k}={v!r}' for k, v in values.items())} disagree; they are the same "
                          "thing, give one")
     return next(iter(values.values()), default)
-
-
-def _check_rope_type(rope_type, name):
-    if not isinstance(rope_type, str):
-        raise TypeError(f"{name} must be a string, one of {tuple(SCALING_METHODS)}, got {rope_type!r} of type "
-                        f"{type(rope_type).__name__}")
-    if rope_type not in SCALING_METHODS:
-        raise ValueError(f"{name} must be one of {tuple(SCALING_METHODS)}, got {rope_type!r}"
-                         f"{closest_name(rope_type, SCALING_METHODS)}")
-    return rope_type
 
 
 def _pos_float(params, name, default=None):
@@ -211,18 +191,14 @@ def _yarn(d, base, seq_len, p):
     return extrapolation / factor * ramp + extrapolation * (1 - ramp)
 
 
-def _yarn_mscale(scale, mscale=1.0):
-    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
-
-
 def _yarn_attention(p):
     """sqrt(1/t) = 0.1 ln(factor) + 1 (arXiv:2309.00071, section 3.4), or DeepSeek-V2's
     mscale(factor, mscale) / mscale(factor, mscale_all_dim)."""
     _, factor = _train_length_and_factor(p, "yarn")
     mscales = [_pos_float(p, k) for k in ("mscale", "mscale_all_dim") if k in p]  # one alone is checked, unused
-    if len(mscales) == 2:
-        return _yarn_mscale(factor, mscales[0]) / _yarn_mscale(factor, mscales[1])
-    return _yarn_mscale(factor)
+    mscale, mscale_all_dim = mscales if len(mscales) == 2 else (1.0, 0.0)
+    log_factor = max(math.log(factor), 0.0)          # factor <= 1: no scaling
+    return (0.1 * mscale * log_factor + 1.0) / (0.1 * mscale_all_dim * log_factor + 1.0)
 
 
 def _llama3(d, base, seq_len, p):
@@ -246,7 +222,7 @@ def _longrope(d, base, seq_len, p):
     """theta_i / lambda_i with searched per-pair factors: short_factor up to L_train, long_factor beyond
     (Ding et al. 2024, "LongRoPE", arXiv:2402.13753)."""
     train_len, _ = _train_length_and_factor(p, "longrope")
-    short, long_ = (check_inv_freq(p[k], d // 2, k) for k in ("short_factor", "long_factor"))
+    short, long_ = (check_freqs(p[k], k, axes=True, n_pairs=d // 2) for k in ("short_factor", "long_factor"))
     for name, f in (("short_factor", short), ("long_factor", long_)):
         if np.any(f <= 0):
             raise ValueError(f"{name} must be > 0 (it divides the frequencies), got {f[f <= 0][:3].tolist()} "
@@ -263,9 +239,8 @@ def _longrope_attention(p):
 def _proportional(d, base, seq_len, p):
     """Gemma 4's proportional RoPE (transformers' _compute_proportional_rope_parameters): the first
     int(partial_rotary_factor * d // 2) pairs at base^(-2i/d) over the whole head, the rest 0, all / factor."""
-    share = check_positive_real(p.get("partial_rotary_factor", 1.0), "partial_rotary_factor", "a number in (0, 1]")
-    if share > 1:
-        raise ValueError(f"partial_rotary_factor must be a number in (0, 1], got {share}")
+    share = check_number(p.get("partial_rotary_factor", 1.0), "partial_rotary_factor", "a number in (0, 1]",
+                         lambda v: 0 < v <= 1, real=True)
     freqs = frequencies(d, base)
     freqs[int(share * d // 2):] = 0.0
     return freqs / _pos_float(p, "factor", 1.0)
