@@ -4,8 +4,7 @@ and the position of row 0 solved from them (docs/identify_internals.md, "2. Angl
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass, field, replace
 
 import ml_dtypes
 import numpy as np
@@ -24,13 +23,6 @@ class RowFit:
     noise: np.ndarray           # per-pair residual standard deviation (floored)
     sigma_theta: np.ndarray
     sigma_centre: np.ndarray
-
-
-class AbsoluteFit(NamedTuple):
-    """theta_p fitted against the absolute position offset + row."""
-    theta: np.ndarray
-    resid: np.ndarray
-    sigma_theta: np.ndarray
 
 
 @dataclass
@@ -61,16 +53,16 @@ def fit_rows(phase, unit=0.0, offset=0.0, out_err=0.0) -> RowFit:
                   sigma_theta=sigma_theta, sigma_centre=np.maximum(noise / np.sqrt(n), unit * biggest + out_err))
 
 
-def refit_absolute(phase, offset, fit: RowFit) -> AbsoluteFit:
-    """theta_p by least squares on the absolute angle: phase + 2 pi k_p = (offset + row) * theta_p, the whole
-    turns k_p decided from the row fit at the centre row (its error falls by about offset / rows)."""
+def refit_absolute(phase, offset, fit: RowFit) -> RowFit:
+    """``fit`` with theta_p (its residuals, deviation) by least squares on the absolute angle: phase + 2 pi k_p =
+    (offset + row) * theta_p, the turns k_p from the row fit at the centre row (its error falls by ~offset / rows)."""
     m = offset + np.arange(phase.shape[0], dtype=float)
     if m @ m == 0:
-        return AbsoluteFit(fit.theta, fit.resid, fit.sigma_theta)
+        return fit
     turns = np.round(((offset + fit.row_centre) * fit.theta - fit.centre) / (2 * np.pi))
     theta, sigma, resid = line_through_zero(m[:, None], phase + 2 * np.pi * turns)
     floor = 2.0**-52 * (1 + np.abs(np.outer(m, theta)).max(axis=0))
-    return AbsoluteFit(theta, resid, np.maximum(sigma, floor / np.sqrt(m @ m)))
+    return replace(fit, theta=theta, resid=resid, sigma_theta=np.maximum(sigma, floor / np.sqrt(m @ m)))
 
 
 def line_through_zero(positions, angles, used=None):

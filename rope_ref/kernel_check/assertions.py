@@ -11,10 +11,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from .._validate import check_keywords
-from .. import scaling
 from ..forms import frequencies
 from ..hf_config import from_hf_config
-from ..scaling import scaled_inv_freq
+from ..scaling import METHOD_PARAM_KEYS, scaled_inv_freq
 from .analyse import probe_one_axis
 from .axes_compare import FLOAT32_RTOL, assert_axes_match
 from .mismatch import KernelRaised, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
@@ -25,7 +24,7 @@ from .tolerances import MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS, TIMEOUT
 _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
               "inv_freq")
 #: Every parameter a scaling method takes (scaling's one schema), and the length dynamic/longrope are measured at.
-_PARAM_KEYS = tuple(sorted(scaling.METHOD_PARAM_KEYS | {"seq_len"}))
+_PARAM_KEYS = tuple(sorted(METHOD_PARAM_KEYS | {"seq_len"}))
 #: What assert_rope_matches(axes=...) may be told to expect, and how to probe: assert_axes_match's keywords.
 _AXES_KEYS = ("inv_freq", "sections", "layout", "base", "pairing", "rotary_dim", "rotary_start", "norm_scale", "rtol",
               "position_shift", "max_position", "axis_names", "seed")

@@ -17,16 +17,11 @@ from .tolerances import PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
 def to_array(out, name="fn"):
     """numpy float64 from whatever fn (called ``name`` in errors) returned: numpy, ml_dtypes, lists, torch (any
     dtype or device, with grad), anything with ``__array__``.  Duck-typed: torch is never imported."""
-    if hasattr(out, "detach"):
-        out = out.detach()
-    if hasattr(out, "cpu") and not isinstance(out, np.ndarray):
-        out = out.cpu()
-    if hasattr(out, "numpy") and not isinstance(out, np.ndarray):
+    if hasattr(out, "detach"):                          # torch: off the graph and the device
+        out = out.detach().cpu()
         try:
             out = out.numpy()
         except (TypeError, RuntimeError, ValueError):   # e.g. torch bfloat16 has no numpy dtype
-            if not hasattr(out, "float"):
-                raise
             out = out.float().numpy()
     try:
         arr = np.asarray(out)
