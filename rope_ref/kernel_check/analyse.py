@@ -9,13 +9,12 @@ import numpy as np
 
 from .._validate import check_base, check_positive_int
 from ..forms import frequencies, wrap_angle
-from .angles import (angle_precision, fit_rows, freq_tol, locate, refit_absolute, rounded_positions, rows_needed,
-                     table_end, uneven_steps)
+from .angles import (angle_precision, fit_rows, freq_tol, locate, refit_absolute, rounded_positions, table_end,
+                     uneven_steps)
 from .axes_probe import MAX_POSITION, AxesSpec, identify_axes
 from .naming import describe_frequencies, log_fit, method_frequencies
-from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
+from .probe import Caller, Structure, check_probe_arguments, check_sizes, read_rotations
 from .spec import RopeSpec, not_rope, show_number
-from .structure import Structure
 from .tolerances import (DYNAMIC_MIN_OFFSET, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, OFFSET_SIGMA, SIGMAS,
                          STATE_RTOL, TIMEOUT)
 
@@ -177,8 +176,9 @@ class _Angles:
         rows = self.seq
         while ((self.located.sigma > OFFSET_SIGMA or self.located.status != "ok") and rows < max_rows and not self.table
                and self.located.unit <= FLOAT32_UNIT):
-            rows = (max_rows if rows > self.seq or self.located.status != "ok"
-                    else rows_needed(self.seq, self.located.sigma, max_rows))
+            want = self.seq * (self.located.sigma / OFFSET_SIGMA) ** (2 / 3)      # sigma falls as rows^-3/2
+            rows = (max_rows if rows > self.seq or self.located.status != "ok" or not math.isfinite(want)
+                    else int(min(max_rows, 2 ** math.ceil(math.log2(max(want, 2 * self.seq))))))
             if not self._lengthen(rows, "to refine the offset"):
                 return
         located = self.located

@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 
 from ..forms import wrap_angle
-from .tolerances import FREQ_ULPS, MAX_OFFSET, NOISE_ULPS, OFFSET_SIGMA, PRECISIONS, SIGMAS
+from .tolerances import FREQ_ULPS, MAX_OFFSET, NOISE_ULPS, PRECISIONS, SIGMAS
 
 
 @dataclass
@@ -182,14 +182,6 @@ def _search_offset(phase, unit, out_err=0.0):
         sized = abs(offset) if status != "inconsistent" else max(4 * sized, n)
     angle = (np.abs(np.outer(offset + np.arange(n), fit.theta)) + np.abs(phase)).max(axis=0) + np.pi
     return OffsetFit(offset, sigma, status, fit, unit, also), angle
-
-
-def rows_needed(seq, sigma_o, max_rows):
-    """Rows for an offset standard deviation OFFSET_SIGMA: it falls as rows^-3/2 (slope of a line fit)."""
-    if not math.isfinite(sigma_o):
-        return max_rows
-    want = seq * (sigma_o / OFFSET_SIGMA) ** (2 / 3)
-    return int(min(max_rows, 2 ** math.ceil(math.log2(max(want, 2 * seq)))))
 
 
 def solve_offset(fit: RowFit):

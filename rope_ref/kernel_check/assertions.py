@@ -17,7 +17,7 @@ from ..scaling import METHOD_PARAM_KEYS, scaled_inv_freq
 from .analyse import probe_one_axis
 from .axes_compare import FLOAT32_RTOL, assert_axes_match
 from .mismatch import KernelRaised, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
-from .naming import ROUNDING_TYPES, geometric_base, method_kwargs, rounded_to, scale_tol
+from .naming import ROUNDING_TYPES, geometric_base, method_frequencies, rounded_to, scale_tol
 from .spec import AxesSpec, RopeSpec, show_number, show_params
 from .tolerances import MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS, TIMEOUT
 
@@ -242,9 +242,8 @@ def _told_apart(want, spec):
     by pair: the kernel has the expected method's frequencies rounded to a 16-bit type (spec.frequency_defect)."""
     if not (spec.frequency_defect or "").startswith("rounded to "):
         return []
-    named, _ = scaled_inv_freq(spec.rotary_dim, spec.rope_params["base"], rope_type=spec.closest,
-                               **method_kwargs(spec.rope_params))
-    if named.shape != want.shape or not np.all(np.abs(named / want - 1) <= spec.freq_tolerance):
+    named = method_frequencies(spec.closest, spec.rope_params, spec.rotary_dim)[0]
+    if named is None or named.shape != want.shape or not np.all(np.abs(named / want - 1) <= spec.freq_tolerance):
         return []
     return [f"frequencies: the expected ones {spec.frequency_defect}, told apart within each pair's tolerance (see "
             f"the note): model.to(torch.{spec.frequency_defect.removeprefix('rounded to ')}) rounds a module's "

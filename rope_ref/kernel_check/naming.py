@@ -50,15 +50,11 @@ def log_fit(theta, r, intercept):
     return float(np.exp(slope)), float(np.exp(-a))
 
 
-def method_kwargs(params):
-    """``params`` without the base: the keywords of scaled_inv_freq."""
-    return {k: v for k, v in params.items() if k != "base"}
-
-
 def method_frequencies(rope_type, params, r, **at):
     """(inverse frequencies, attention factor) of a configuration (``at``: seq_len); (None, None) when refused."""
+    kwargs = {k: v for k, v in params.items() if k != "base"}
     try:
-        return scaled_inv_freq(r, params["base"], rope_type=rope_type, **method_kwargs(params), **at)
+        return scaled_inv_freq(r, params["base"], rope_type=rope_type, **kwargs, **at)
     except (ValueError, TypeError):
         return None, None
 
