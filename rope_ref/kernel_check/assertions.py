@@ -16,9 +16,9 @@ from ..hf_config import from_hf_config
 from ..scaling import METHOD_PARAM_KEYS, scaled_inv_freq
 from .analyse import probe_one_axis
 from .axes_compare import FLOAT32_RTOL, assert_axes_match
-from .mismatch import KernelRaised, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
 from .naming import ROUNDING_TYPES, geometric_base, method_frequencies, rounded_to, scale_tol
-from .spec import AxesSpec, RopeSpec, show_number, show_params
+from .spec import (AxesSpec, KernelRaised, RopeMismatch, RopeSpec, check_expected, layout_problems, precision_problems,
+                   raising_as, show_number, show_params)
 from .tolerances import MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS, TIMEOUT
 
 _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",

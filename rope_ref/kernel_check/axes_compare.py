@@ -10,8 +10,8 @@ import numpy as np
 from .._validate import check_finite, check_real_array, closest_name
 from ..multiaxis import MROPE_LAYOUTS, mrope_frequencies
 from .axes_probe import classify, identify_axes
-from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
-from .spec import AxesSpec, runs, show_shifts
+from .spec import (AxesSpec, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as, runs,
+                   show_shifts)
 from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_POSITION, TIMEOUT
 
 FLOAT32_RTOL = FREQ_ULPS * 2.0**-24      # the expected values may be float32 ones
