@@ -227,9 +227,8 @@ class _Angles:
         precision, unit = angle_precision(fit.resid, angle)
         if self.out_rounded:
             self.notes.append(f"the angle errors (up to {np.abs(fit.resid).max():.2g} rad) come with norm errors (up "
-                              f"to {structure.scale_error:.2g}): float32 angles, with cos/sin or the output rounded "
-                              "to a 16-bit type (cos.to(x.dtype)?); frequencies are compared to the precision that "
-                              "leaves")
+                              f"to {structure.scale_error:.2g}): float32 angles, with cos/sin or the output rounded to "
+                              "a 16-bit type (cos.to(x.dtype)?); frequencies are compared to the precision that leaves")
             precision, unit = "float32 (cos/sin 16-bit)", FLOAT32_UNIT
         located.unit = unit
         tau = freq_tol(fit.theta, fit.sigma_theta, unit, self.bias_err, lever)
