@@ -139,8 +139,7 @@ class _Angles:
         self.seq = self.phase.shape[0]
         self.notes = list(structure.notes)
         self.drifted = False
-        # Rounding cos/sin or the output to a 16-bit type (cos.to(x.dtype) in a bfloat16 model) errs in the angle
-        # and the norm alike: such angles are first tried as float32 ones plus that error.
+        # cos/sin or the output rounded to 16 bits errs in angle and norm alike: tried first as float32 angles plus it
         self.out_err = 2 * structure.scale_error if structure.scale_error > 2.0**-16 else 0.0
         self.located = locate(self.phase, self.out_err)
         self.out_rounded = bool(self.out_err and self.located.unit <= FLOAT32_UNIT)
@@ -186,7 +185,7 @@ class _Angles:
                 and not self.table):
             fit = refit_absolute(self.phase, located.offset, located.fit)
             lever = located.offset + np.arange(self.phase.shape[0])
-            if freq_tol(fit.theta, fit.sigma_theta, located.unit, self.bias_err, lever).max() > NAME_RTOL:
+            if freq_tol(fit, located.unit, self.bias_err, lever).max() > NAME_RTOL:
                 self._lengthen(max_rows, "to measure the slowest pairs' frequencies")
 
     def spec(self, max_rows):
@@ -231,7 +230,7 @@ class _Angles:
                               "a 16-bit type (cos.to(x.dtype)?); frequencies are compared to the precision that leaves")
             precision, unit = "float32 (cos/sin 16-bit)", FLOAT32_UNIT
         located.unit = unit
-        tau = freq_tol(fit.theta, fit.sigma_theta, unit, self.bias_err, lever)
+        tau = freq_tol(fit, unit, self.bias_err, lever)
         shared = ("pairing", "pairs", "rotary_dim", "rotary_start", "output_pairing", "output_pairs", "norm_scale",
                 "scale_error")
         spec = RopeSpec(is_rope=True, **{name: getattr(structure, name) for name in shared}, inv_freq=fit.theta,
@@ -277,8 +276,7 @@ def _check_dynamic(spec, angles: _Angles, tau, base_hint, max_rows):
         phase = angles.probe(rows, "to see if the frequencies depend on the sequence length")
         fit = refit_absolute(phase, spec.offset, fit_rows(phase, angles.located.unit, spec.offset))
         lever = spec.offset + np.arange(rows)
-        return int(spec.offset) + rows, np.abs(fit.theta), freq_tol(fit.theta, fit.sigma_theta, angles.located.unit,
-                                                                     angles.bias_err, lever)
+        return int(spec.offset) + rows, np.abs(fit.theta), freq_tol(fit, angles.located.unit, angles.bias_err, lever)
 
     seen = [(int(spec.offset) + spec.rows, np.abs(spec.inv_freq), tau), measure(rows1)]
     (L0, theta, _), (L1, theta1, tau1) = seen

@@ -89,12 +89,12 @@ def angle_precision(resid, angle, out_err=0.0):
     return "coarser than bfloat16", 2.0**-4
 
 
-def freq_tol(theta, sigma_theta, unit, out_err, positions):
-    """Relative tolerance on each |theta|: SIGMAS standard deviations, a few roundings of the angles' float type, and
-    the bias out_err at every row gives a line through 0 at ``positions`` m: |sum m e| / sum m^2 <= out_err / rms(m)."""
-    theta = np.maximum(np.abs(theta), 1e-300)
+def freq_tol(fit: RowFit, unit, out_err, positions):
+    """Relative tolerance on each |theta| of ``fit``: SIGMAS deviations, FREQ_ULPS roundings of the angles' float type,
+    and what a bias out_err at every row does to a slope through 0 at ``positions`` m: at most out_err / rms(m)."""
+    theta = np.maximum(np.abs(fit.theta), 1e-300)
     bias = out_err / max(math.sqrt(float(np.mean(np.square(positions)))), 1e-300)
-    return np.maximum(np.maximum(SIGMAS * sigma_theta / theta, FREQ_ULPS * unit), bias / theta)
+    return np.maximum(np.maximum(SIGMAS * fit.sigma_theta / theta, FREQ_ULPS * unit), bias / theta)
 
 
 def table_end(phase):

@@ -133,8 +133,7 @@ def _measure(spec, phase, steps, linear, sweeps, mixed, call):
     """The frequency matrix, position shift, tolerances, float type and naming from the angles ``phase`` ``(seq,
     pairs)``; a not-RoPE spec when they are not linear in the positions."""
     names, unit = spec.axis_names, call.unit         # the coarsest rounding fn's output type explains
-    # Rounding cos/sin or the output (a bfloat16 result handed back as float32) errs in a pair's angle and
-    # norm alike; an angle relative to the base row's carries two such errors.
+    # cos/sin or the output rounded to 16 bits errs in angle and norm alike; relative to the base row's, twice
     out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
     spec.phase_at_zero = float(np.abs(phase[0]).max())
     fits = [_fit_axis(wrap_angle(phase[rows] - phase[0]), steps, linear, unit, out_err) for rows in sweeps]
@@ -143,8 +142,7 @@ def _measure(spec, phase, steps, linear, sweeps, mixed, call):
     spec.rotated_at_zero = bool(spec.phase_at_zero > rounding_allowance(unit, 0.0, out_err / 2))
     shift, spec.shift_tolerance = _shift(freqs, sigma, phase[0], unit, out_err)
     spec.position_shift = shift if spec.rotated_at_zero else None
-    # Rounding errs with the absolute angle F (p + s), not the angle from position 0: a shift of 1000 positions
-    # makes float32 angles err as at position 1000.  Unsolved, the angle at 0 is known modulo 2 pi only.
+    # Rounding errs with the absolute angle F (p + s) (unsolved, the angle at 0 is known modulo 2 pi only)
     at_zero = np.abs(freqs @ spec.position_shift if spec.position_shift else phase[0])
     worst, resid_all, angle_all = [], [], []        # worst: (excess over the allowance, message) of each check
     for a, (_, _, resid, used) in enumerate(fits):
