@@ -189,8 +189,7 @@ class _Angles:
                 self._lengthen(max_rows, "to measure the slowest pairs' frequencies")
 
     def spec(self, max_rows):
-        """Steps 3-4: the offset (an integer when resolved, else noted), the frequencies against the absolute angle
-        (offset + row) * theta; the spec and the relative tolerance of each frequency."""
+        """Steps 3-4: the offset, the frequencies against (offset + row) * theta: (spec, relative tolerance of each)."""
         located, rows, structure = self.located, self.phase.shape[0], self.structure
         if located.status == "ambiguous":
             also = ", ".join(f"{o:.0f}" for o in located.also[:3])

@@ -140,8 +140,7 @@ def _from_config(config, d, axes, expected):
 
 
 def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> list:
-    """The differences between ``spec`` and ``expected``, one readable line each (empty when they match);
-    ``whose``: where the expectations came from ("the config's" for config=)."""
+    """The differences between ``spec`` and ``expected``, a line each; ``whose``: where the expectations came from."""
     # by default the leading features rotate (as HF and Meta)
     problems = layout_problems(spec, expected.get("pairing"), expected.get("rotary_dim"),
                                expected.get("rotary_start", 0))

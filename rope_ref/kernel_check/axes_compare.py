@@ -80,8 +80,7 @@ def _check_matrix(want, axes):
 
 
 def _compare_matrix(spec, want, rtol):
-    """The frequency lines: when each pair turns with one axis, the section split, the layout, the form and the
-    axis of each pair, then the spectra whichever axis turns each pair; else entry by entry."""
+    """The frequency lines: section split, layout, form and axis of each pair, then the spectra; else entry by entry."""
     found, names, pairs = spec.inv_freq, spec.axis_names, np.arange(len(want))
     if want.shape != found.shape:
         return [f"frequencies: expected a ({want.shape[0]}, {want.shape[1]}) matrix ({2 * want.shape[0]} rotated "

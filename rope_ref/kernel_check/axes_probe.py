@@ -130,8 +130,7 @@ def _fit_axis(wrapped, steps, linear, unit, out_err):
 
 
 def _measure(spec, phase, steps, linear, sweeps, mixed, call):
-    """The frequency matrix, position shift, tolerances, float type and naming from the angles ``phase`` ``(seq,
-    pairs)``; a not-RoPE spec when they are not linear in the positions."""
+    """The frequency matrix, shift, tolerances, float type and naming from ``phase`` ``(seq, pairs)``; else not RoPE."""
     names, unit = spec.axis_names, call.unit         # the coarsest rounding fn's output type explains
     # cos/sin or the output rounded to 16 bits errs in angle and norm alike; relative to the base row's, twice
     out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
@@ -238,8 +237,7 @@ def _shift(freqs, sigma, phase_at_zero, unit, out_err):
 
 
 def _rounded_base(theta, denominator, rtol):
-    """base with theta_k = base^(-k/denominator) (eq 15) within ``rtol`` per pair, to the fewest digits that fit;
-    else None."""
+    """base with theta_k = base^(-k/denominator) (eq 15) within ``rtol`` per pair, to the fewest digits; else None."""
     theta, rtol = np.abs(np.asarray(theta, float)), np.maximum(rtol, 4 * FREQ_ULPS * 2.0**-24)
     if theta.size < 2 or not np.all(theta > 0) or np.any(np.abs(theta[0] - 1) > rtol[0]):
         return None
@@ -250,8 +248,7 @@ def _rounded_base(theta, denominator, rtol):
 
 
 def classify(freqs, nonzero=None):
-    """(form, axis_of_pair, sections, mrope_layout) of a frequency matrix F (pairs, axes); entries where
-    ``nonzero`` is False (default: F == 0) count as zero."""
+    """(form, axis_of_pair, sections, mrope_layout) of F (pairs, axes); entries ``nonzero`` False count as zero."""
     freqs = np.asarray(freqs, float)
     nonzero = freqs != 0 if nonzero is None else nonzero
     if not np.all(nonzero.sum(1) == 1):

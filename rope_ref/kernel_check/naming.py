@@ -31,8 +31,7 @@ class FrequencyFit(NamedTuple):
 
 
 def geometric_base(theta, r, tau):
-    """Base from the run of leading pairs that follow theta_p = theta_0 * base^(-2p/r) (eq 15): scaling methods
-    that keep the fast pairs (YaRN, Llama 3) keep them geometric."""
+    """Base from the leading pairs that follow theta_p = theta_0 base^(-2p/r) (eq 15), as YaRN and Llama 3 keep them."""
     last = 1
     for p in range(2, len(theta)):
         rho = (theta[last] / theta[0]) ** (1 / last)

@@ -137,8 +137,7 @@ def read_rotations(call: Caller, a, b, hint):
 
 
 def check_probe_arguments(fn, d, seq, seed, timeout, min_seq, calling, why_min):
-    """(d, seq, seed, timeout) for either probe, each checked; ``seq`` at least ``min_seq`` rows (``why_min`` says
-    why); ``calling``: how fn is called."""
+    """(d, seq, seed, timeout), each checked; seq >= ``min_seq`` (``why_min``: why); ``calling``: how fn is called."""
     if not callable(fn):
         raise TypeError(f"fn must be callable {calling}, got {fn!r} of type {type(fn).__name__}")
     d = check_d(d)
@@ -152,8 +151,7 @@ def check_probe_arguments(fn, d, seq, seed, timeout, min_seq, calling, why_min):
 
 
 def check_sizes(seq, d, max_bytes, max_rows=None):
-    """The arrays identify would hold (seq x d x d float64; max_rows x d for one call) against max_bytes, before
-    anything is allocated or fn is called."""
+    """The arrays identify would hold (seq x d x d float64; max_rows x d a call) against max_bytes, before any call."""
     max_bytes = check_positive_int(max_bytes, "max_bytes")
     for size, what, fix in ((8 * seq * d * d, f"seq={seq} and d={d} need seq x d x d float64 (the matrix of every "
                              "row)", "a smaller seq (the default 64 is enough)"),
