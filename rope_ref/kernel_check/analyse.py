@@ -170,8 +170,7 @@ class _Angles:
         return True
 
     def refine(self, max_rows):
-        """More rows pin the offset down (at most two more calls) unless the angles are coarser than float32; pairs
-        turning too little over the rows (a large base; llama3's slow pairs) get one more call on max_rows rows."""
+        """More rows (two calls at most) pin the offset unless angles are coarser than float32; slow pairs: one more."""
         rows = self.seq
         while ((self.located.sigma > OFFSET_SIGMA or self.located.status != "ok") and rows < max_rows and not self.table
                and self.located.unit <= FLOAT32_UNIT):

@@ -222,12 +222,11 @@ def check_expected(expected, phase_atol=None):
     """Expected values are the right kind of thing, named when not (``offset`` is made a float)."""
     if expected.get("offset") is not None:
         expected["offset"] = check_scalar(expected["offset"], "offset")
-    for name, check in (("norm_scale", check_positive_real), ("base", check_base), ("rotary_dim", check_d)):
+    first = "a non-negative integer (the first rotated feature)"
+    for name, check, *words in (("norm_scale", check_positive_real), ("base", check_base), ("rotary_dim", check_d),
+                                ("rotary_start", check_nonnegative_int, first)):
         if name in expected:
-            check(expected[name], name)
-    if "rotary_start" in expected:
-        check_nonnegative_int(expected["rotary_start"], "rotary_start",
-                              "a non-negative integer (the first rotated feature)")
+            check(expected[name], name, *words)
     for name, valid, listed in _NAMES:
         if name in expected and expected[name] not in valid:
             raise ValueError(f"{name} must be {listed}, got {expected[name]!r}"
