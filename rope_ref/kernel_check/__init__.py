@@ -8,8 +8,7 @@ from .analyse import identify
 from .assertions import assert_rope_grad_matches, assert_rope_matches
 from .axes_compare import assert_axes_match, compare_axes
 from .axes_probe import identify_axes
-from .mismatch import KernelRaised, RopeMismatch
-from .spec import AxesSpec, RopeSpec
+from .spec import AxesSpec, KernelRaised, RopeMismatch, RopeSpec
 from .tolerances import (DYNAMIC_MIN_OFFSET, FREQ_ULPS, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, NOISE_ULPS,
                          OFFSET_SIGMA, PRECISIONS, SIGMAS, STATE_RTOL, STRUCTURE_RTOL, TIMEOUT, ZERO_RTOL)
 

@@ -9,13 +9,12 @@ import numpy as np
 
 from .._validate import check_base, check_positive_int
 from ..forms import frequencies, wrap_angle
-from .angles import (angle_precision, fit_rows, freq_tol, locate, refit_absolute, rounded_positions, rows_needed,
-                     table_end, uneven_steps)
+from .angles import (angle_precision, fit_rows, freq_tol, locate, refit_absolute, rounded_positions, table_end,
+                     uneven_steps)
 from .axes_probe import MAX_POSITION, AxesSpec, identify_axes
 from .naming import describe_frequencies, log_fit, method_frequencies
-from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
+from .probe import Caller, Structure, check_probe_arguments, check_sizes, read_rotations
 from .spec import RopeSpec, not_rope, show_number
-from .structure import Structure
 from .tolerances import (DYNAMIC_MIN_OFFSET, MAX_BYTES, MAX_OFFSET, MAX_ROWS, NAME_RTOL, OFFSET_SIGMA, SIGMAS,
                          STATE_RTOL, TIMEOUT)
 
@@ -140,8 +139,7 @@ class _Angles:
         self.seq = self.phase.shape[0]
         self.notes = list(structure.notes)
         self.drifted = False
-        # Rounding cos/sin or the output to a 16-bit type (cos.to(x.dtype) in a bfloat16 model) errs in the angle
-        # and the norm alike: such angles are first tried as float32 ones plus that error.
+        # cos/sin or the output rounded to 16 bits errs in angle and norm alike: tried first as float32 angles plus it
         self.out_err = 2 * structure.scale_error if structure.scale_error > 2.0**-16 else 0.0
         self.located = locate(self.phase, self.out_err)
         self.out_rounded = bool(self.out_err and self.located.unit <= FLOAT32_UNIT)
@@ -172,13 +170,13 @@ class _Angles:
         return True
 
     def refine(self, max_rows):
-        """More rows pin the offset down (at most two more calls) unless the angles are coarser than float32; pairs
-        turning too little over the rows (a large base; llama3's slow pairs) get one more call on max_rows rows."""
+        """More rows (two calls at most) pin the offset unless angles are coarser than float32; slow pairs: one more."""
         rows = self.seq
         while ((self.located.sigma > OFFSET_SIGMA or self.located.status != "ok") and rows < max_rows and not self.table
                and self.located.unit <= FLOAT32_UNIT):
-            rows = (max_rows if rows > self.seq or self.located.status != "ok"
-                    else rows_needed(self.seq, self.located.sigma, max_rows))
+            want = self.seq * (self.located.sigma / OFFSET_SIGMA) ** (2 / 3)      # sigma falls as rows^-3/2
+            rows = (max_rows if rows > self.seq or self.located.status != "ok" or not math.isfinite(want)
+                    else int(min(max_rows, 2 ** math.ceil(math.log2(max(want, 2 * self.seq))))))
             if not self._lengthen(rows, "to refine the offset"):
                 return
         located = self.located
@@ -186,12 +184,11 @@ class _Angles:
                 and not self.table):
             fit = refit_absolute(self.phase, located.offset, located.fit)
             lever = located.offset + np.arange(self.phase.shape[0])
-            if freq_tol(fit.theta, fit.sigma_theta, located.unit, self.bias_err, lever).max() > NAME_RTOL:
+            if freq_tol(fit, located.unit, self.bias_err, lever).max() > NAME_RTOL:
                 self._lengthen(max_rows, "to measure the slowest pairs' frequencies")
 
     def spec(self, max_rows):
-        """Steps 3-4: the offset (an integer when resolved, else noted), the frequencies against the absolute angle
-        (offset + row) * theta; the spec and the relative tolerance of each frequency."""
+        """Steps 3-4: the offset, the frequencies against (offset + row) * theta: (spec, relative tolerance of each)."""
         located, rows, structure = self.located, self.phase.shape[0], self.structure
         if located.status == "ambiguous":
             also = ", ".join(f"{o:.0f}" for o in located.also[:3])
@@ -227,12 +224,11 @@ class _Angles:
         precision, unit = angle_precision(fit.resid, angle)
         if self.out_rounded:
             self.notes.append(f"the angle errors (up to {np.abs(fit.resid).max():.2g} rad) come with norm errors (up "
-                              f"to {structure.scale_error:.2g}): float32 angles, with cos/sin or the output rounded "
-                              "to a 16-bit type (cos.to(x.dtype)?); frequencies are compared to the precision that "
-                              "leaves")
+                              f"to {structure.scale_error:.2g}): float32 angles, with cos/sin or the output rounded to "
+                              "a 16-bit type (cos.to(x.dtype)?); frequencies are compared to the precision that leaves")
             precision, unit = "float32 (cos/sin 16-bit)", FLOAT32_UNIT
         located.unit = unit
-        tau = freq_tol(fit.theta, fit.sigma_theta, unit, self.bias_err, lever)
+        tau = freq_tol(fit, unit, self.bias_err, lever)
         shared = ("pairing", "pairs", "rotary_dim", "rotary_start", "output_pairing", "output_pairs", "norm_scale",
                 "scale_error")
         spec = RopeSpec(is_rope=True, **{name: getattr(structure, name) for name in shared}, inv_freq=fit.theta,
@@ -278,8 +274,7 @@ def _check_dynamic(spec, angles: _Angles, tau, base_hint, max_rows):
         phase = angles.probe(rows, "to see if the frequencies depend on the sequence length")
         fit = refit_absolute(phase, spec.offset, fit_rows(phase, angles.located.unit, spec.offset))
         lever = spec.offset + np.arange(rows)
-        return int(spec.offset) + rows, np.abs(fit.theta), freq_tol(fit.theta, fit.sigma_theta, angles.located.unit,
-                                                                     angles.bias_err, lever)
+        return int(spec.offset) + rows, np.abs(fit.theta), freq_tol(fit, angles.located.unit, angles.bias_err, lever)
 
     seen = [(int(spec.offset) + spec.rows, np.abs(spec.inv_freq), tau), measure(rows1)]
     (L0, theta, _), (L1, theta1, tau1) = seen

@@ -4,14 +4,13 @@ and the position of row 0 solved from them (docs/identify_internals.md, "2. Angl
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass, field, replace
 
 import ml_dtypes
 import numpy as np
 
 from ..forms import wrap_angle
-from .tolerances import FREQ_ULPS, MAX_OFFSET, NOISE_ULPS, OFFSET_SIGMA, PRECISIONS, SIGMAS
+from .tolerances import FREQ_ULPS, MAX_OFFSET, NOISE_ULPS, PRECISIONS, SIGMAS
 
 
 @dataclass
@@ -24,13 +23,6 @@ class RowFit:
     noise: np.ndarray           # per-pair residual standard deviation (floored)
     sigma_theta: np.ndarray
     sigma_centre: np.ndarray
-
-
-class AbsoluteFit(NamedTuple):
-    """theta_p fitted against the absolute position offset + row."""
-    theta: np.ndarray
-    resid: np.ndarray
-    sigma_theta: np.ndarray
 
 
 @dataclass
@@ -61,16 +53,16 @@ def fit_rows(phase, unit=0.0, offset=0.0, out_err=0.0) -> RowFit:
                   sigma_theta=sigma_theta, sigma_centre=np.maximum(noise / np.sqrt(n), unit * biggest + out_err))
 
 
-def refit_absolute(phase, offset, fit: RowFit) -> AbsoluteFit:
-    """theta_p by least squares on the absolute angle: phase + 2 pi k_p = (offset + row) * theta_p, the whole
-    turns k_p decided from the row fit at the centre row (its error falls by about offset / rows)."""
+def refit_absolute(phase, offset, fit: RowFit) -> RowFit:
+    """``fit`` with theta_p (its residuals, deviation) by least squares on the absolute angle: phase + 2 pi k_p =
+    (offset + row) * theta_p, the turns k_p from the row fit at the centre row (its error falls by ~offset / rows)."""
     m = offset + np.arange(phase.shape[0], dtype=float)
     if m @ m == 0:
-        return AbsoluteFit(fit.theta, fit.resid, fit.sigma_theta)
+        return fit
     turns = np.round(((offset + fit.row_centre) * fit.theta - fit.centre) / (2 * np.pi))
     theta, sigma, resid = line_through_zero(m[:, None], phase + 2 * np.pi * turns)
     floor = 2.0**-52 * (1 + np.abs(np.outer(m, theta)).max(axis=0))
-    return AbsoluteFit(theta, resid, np.maximum(sigma, floor / np.sqrt(m @ m)))
+    return replace(fit, theta=theta, resid=resid, sigma_theta=np.maximum(sigma, floor / np.sqrt(m @ m)))
 
 
 def line_through_zero(positions, angles, used=None):
@@ -97,12 +89,12 @@ def angle_precision(resid, angle, out_err=0.0):
     return "coarser than bfloat16", 2.0**-4
 
 
-def freq_tol(theta, sigma_theta, unit, out_err, positions):
-    """Relative tolerance on each |theta|: SIGMAS standard deviations, a few roundings of the angles' float type, and
-    the bias out_err at every row gives a line through 0 at ``positions`` m: |sum m e| / sum m^2 <= out_err / rms(m)."""
-    theta = np.maximum(np.abs(theta), 1e-300)
+def freq_tol(fit: RowFit, unit, out_err, positions):
+    """Relative tolerance on each |theta| of ``fit``: SIGMAS deviations, FREQ_ULPS roundings of the angles' float type,
+    and what a bias out_err at every row does to a slope through 0 at ``positions`` m: at most out_err / rms(m)."""
+    theta = np.maximum(np.abs(fit.theta), 1e-300)
     bias = out_err / max(math.sqrt(float(np.mean(np.square(positions)))), 1e-300)
-    return np.maximum(np.maximum(SIGMAS * sigma_theta / theta, FREQ_ULPS * unit), bias / theta)
+    return np.maximum(np.maximum(SIGMAS * fit.sigma_theta / theta, FREQ_ULPS * unit), bias / theta)
 
 
 def table_end(phase):
@@ -190,14 +182,6 @@ def _search_offset(phase, unit, out_err=0.0):
         sized = abs(offset) if status != "inconsistent" else max(4 * sized, n)
     angle = (np.abs(np.outer(offset + np.arange(n), fit.theta)) + np.abs(phase)).max(axis=0) + np.pi
     return OffsetFit(offset, sigma, status, fit, unit, also), angle
-
-
-def rows_needed(seq, sigma_o, max_rows):
-    """Rows for an offset standard deviation OFFSET_SIGMA: it falls as rows^-3/2 (slope of a line fit)."""
-    if not math.isfinite(sigma_o):
-        return max_rows
-    want = seq * (sigma_o / OFFSET_SIGMA) ** (2 / 3)
-    return int(min(max_rows, 2 ** math.ceil(math.log2(max(want, 2 * seq)))))
 
 
 def solve_offset(fit: RowFit):

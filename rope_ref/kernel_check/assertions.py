@@ -11,21 +11,20 @@ from collections.abc import Mapping
 import numpy as np
 
 from .._validate import check_keywords
-from .. import scaling
 from ..forms import frequencies
 from ..hf_config import from_hf_config
-from ..scaling import scaled_inv_freq
+from ..scaling import METHOD_PARAM_KEYS, scaled_inv_freq
 from .analyse import probe_one_axis
 from .axes_compare import FLOAT32_RTOL, assert_axes_match
-from .mismatch import KernelRaised, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
-from .naming import ROUNDING_TYPES, geometric_base, method_kwargs, rounded_to, scale_tol
-from .spec import AxesSpec, RopeSpec, show_number, show_params
+from .naming import ROUNDING_TYPES, geometric_base, method_frequencies, rounded_to, scale_tol
+from .spec import (AxesSpec, KernelRaised, RopeMismatch, RopeSpec, check_expected, layout_problems, precision_problems,
+                   raising_as, show_number, show_params)
 from .tolerances import MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS, TIMEOUT
 
 _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
               "inv_freq")
 #: Every parameter a scaling method takes (scaling's one schema), and the length dynamic/longrope are measured at.
-_PARAM_KEYS = tuple(sorted(scaling.METHOD_PARAM_KEYS | {"seq_len"}))
+_PARAM_KEYS = tuple(sorted(METHOD_PARAM_KEYS | {"seq_len"}))
 #: What assert_rope_matches(axes=...) may be told to expect, and how to probe: assert_axes_match's keywords.
 _AXES_KEYS = ("inv_freq", "sections", "layout", "base", "pairing", "rotary_dim", "rotary_start", "norm_scale", "rtol",
               "position_shift", "max_position", "axis_names", "seed")
@@ -141,8 +140,7 @@ def _from_config(config, d, axes, expected):
 
 
 def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> list:
-    """The differences between ``spec`` and ``expected``, one readable line each (empty when they match);
-    ``whose``: where the expectations came from ("the config's" for config=)."""
+    """The differences between ``spec`` and ``expected``, a line each; ``whose``: where the expectations came from."""
     # by default the leading features rotate (as HF and Meta)
     problems = layout_problems(spec, expected.get("pairing"), expected.get("rotary_dim"),
                                expected.get("rotary_start", 0))
@@ -243,9 +241,8 @@ def _told_apart(want, spec):
     by pair: the kernel has the expected method's frequencies rounded to a 16-bit type (spec.frequency_defect)."""
     if not (spec.frequency_defect or "").startswith("rounded to "):
         return []
-    named, _ = scaled_inv_freq(spec.rotary_dim, spec.rope_params["base"], rope_type=spec.closest,
-                               **method_kwargs(spec.rope_params))
-    if named.shape != want.shape or not np.all(np.abs(named / want - 1) <= spec.freq_tolerance):
+    named = method_frequencies(spec.closest, spec.rope_params, spec.rotary_dim)[0]
+    if named is None or named.shape != want.shape or not np.all(np.abs(named / want - 1) <= spec.freq_tolerance):
         return []
     return [f"frequencies: the expected ones {spec.frequency_defect}, told apart within each pair's tolerance (see "
             f"the note): model.to(torch.{spec.frequency_defect.removeprefix('rounded to ')}) rounds a module's "

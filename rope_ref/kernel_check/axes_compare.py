@@ -10,8 +10,8 @@ import numpy as np
 from .._validate import check_finite, check_real_array, closest_name
 from ..multiaxis import MROPE_LAYOUTS, mrope_frequencies
 from .axes_probe import classify, identify_axes
-from .mismatch import RopeMismatch, check_expected, layout_problems, precision_problems, raising_as
-from .spec import AxesSpec, runs, show_shifts
+from .spec import (AxesSpec, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as, runs,
+                   show_shifts)
 from .tolerances import FREQ_ULPS, MAX_BYTES, MAX_POSITION, TIMEOUT
 
 FLOAT32_RTOL = FREQ_ULPS * 2.0**-24      # the expected values may be float32 ones
@@ -80,8 +80,7 @@ def _check_matrix(want, axes):
 
 
 def _compare_matrix(spec, want, rtol):
-    """The frequency lines: when each pair turns with one axis, the section split, the layout, the form and the
-    axis of each pair, then the spectra whichever axis turns each pair; else entry by entry."""
+    """The frequency lines: section split, layout, form and axis of each pair, then the spectra; else entry by entry."""
     found, names, pairs = spec.inv_freq, spec.axis_names, np.arange(len(want))
     if want.shape != found.shape:
         return [f"frequencies: expected a ({want.shape[0]}, {want.shape[1]}) matrix ({2 * want.shape[0]} rotated "

@@ -29,9 +29,8 @@ def min_rows(axes: int) -> int:
 
 
 def _design(axes, seq, max_position, rng):
-    """Positions (axes, seq) int64 and where each part of the design sits: row 0 at 0 on every axis; per axis,
-    rows with that axis alone at 1, 2, ..., ``linear`` then geometrically on to max_position; the rest random
-    in 0..min(max_position, 63) on every axis."""
+    """Positions (axes, seq) int64: row 0 at 0; per axis, rows with that axis alone at 1, 2, ..., ``linear`` then
+    geometrically on to max_position; the rest random in 0..min(max_position, 63) on every axis."""
     n_mix = max(2, min(8, seq // 8))
     per_axis = (seq - 1 - n_mix) // axes
     linear = min(max(3, per_axis // 2), max_position)
@@ -112,9 +111,8 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
 
 
 def _fit_axis(wrapped, steps, linear, unit, out_err):
-    """Slope through 0 of the angles ``wrapped`` (points, pairs; relative to position 0) at ``steps``: the first
-    ``linear`` unwrapped step to step, each farther one's whole turns predicted from the fit so far and used
-    where that prediction is sure to a quarter turn.  (slope, its standard deviation, residuals, used mask)."""
+    """(slope, its standard deviation, residuals, used mask) through 0 of the angles ``wrapped`` (points, pairs) at
+    ``steps``: the first ``linear`` unwrapped, each farther one's turns predicted, used when sure to a quarter turn."""
     n, npairs = wrapped.shape
     p = steps.astype(float)[:, None] * np.ones((1, npairs))
     ang = np.zeros_like(wrapped)
@@ -132,12 +130,9 @@ def _fit_axis(wrapped, steps, linear, unit, out_err):
 
 
 def _measure(spec, phase, steps, linear, sweeps, mixed, call):
-    """The frequency matrix, the shift of the positions, the tolerances, the float type and the naming, from the
-    angles ``phase`` ``(seq, pairs)`` read at the probe's positions; or a not-RoPE spec when the angles are not
-    linear in the positions."""
+    """The frequency matrix, shift, tolerances, float type and naming from ``phase`` ``(seq, pairs)``; else not RoPE."""
     names, unit = spec.axis_names, call.unit         # the coarsest rounding fn's output type explains
-    # Rounding cos/sin or the output (a bfloat16 result handed back as float32) errs in a pair's angle and
-    # norm alike; an angle relative to the base row's carries two such errors.
+    # cos/sin or the output rounded to 16 bits errs in angle and norm alike; relative to the base row's, twice
     out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
     spec.phase_at_zero = float(np.abs(phase[0]).max())
     fits = [_fit_axis(wrap_angle(phase[rows] - phase[0]), steps, linear, unit, out_err) for rows in sweeps]
@@ -146,8 +141,7 @@ def _measure(spec, phase, steps, linear, sweeps, mixed, call):
     spec.rotated_at_zero = bool(spec.phase_at_zero > rounding_allowance(unit, 0.0, out_err / 2))
     shift, spec.shift_tolerance = _shift(freqs, sigma, phase[0], unit, out_err)
     spec.position_shift = shift if spec.rotated_at_zero else None
-    # Rounding errs with the absolute angle F (p + s), not the angle from position 0: a shift of 1000 positions
-    # makes float32 angles err as at position 1000.  Unsolved, the angle at 0 is known modulo 2 pi only.
+    # Rounding errs with the absolute angle F (p + s) (unsolved, the angle at 0 is known modulo 2 pi only)
     at_zero = np.abs(freqs @ spec.position_shift if spec.position_shift else phase[0])
     worst, resid_all, angle_all = [], [], []        # worst: (excess over the allowance, message) of each check
     for a, (_, _, resid, used) in enumerate(fits):
@@ -216,9 +210,8 @@ def _measure(spec, phase, steps, linear, sweeps, mixed, call):
 
 
 def _far_angle(resid, steps, unit):
-    """The angle whose rounding explains the residuals ``resid`` (beyond the allowance) at ``steps`` of one pair,
-    when that is above pi per step and they look like rounding: three or more, their sign flipping between a
-    third of neighbouring steps (a clamp or a quadratic term draws a smooth curve).  Else None."""
+    """The angle whose rounding explains one pair's residuals ``resid`` at ``steps``, when above pi per step and they
+    look like rounding (three or more, signs flipping between a third of neighbours, unlike a clamp); else None."""
     signs = np.sign(resid)
     if resid.size < 3 or np.mean(signs[1:] != signs[:-1]) < 1 / 3:
         return None
@@ -227,10 +220,8 @@ def _far_angle(resid, steps, unit):
 
 
 def _shift(freqs, sigma, phase_at_zero, unit, out_err):
-    """The shift s ``(axes,)`` with phase_at_zero[j] = sum_a F[j, a] s_a (mod 2 pi), by least squares over the pairs
-    from the slowest on (each axis's slowest making no whole turn: |s| < pi / its frequency), the whole turns
-    of each further pair predicted from the fit so far; checked on every pair.  (s or None when no s fits,
-    the tolerance on each s_a); s_a is rounded to an integer when resolved to one."""
+    """(s or None when none fits, the tolerance on each s_a): the shift s ``(axes,)`` with phase_at_zero[j] = sum_a
+    F[j, a] s_a (mod 2 pi), least squares from the slowest pair on; s_a an integer when resolved to one."""
     order = np.argsort(np.abs(freqs).sum(1), kind="stable")
     unwrapped = np.zeros_like(phase_at_zero)
     shift = np.zeros(freqs.shape[1])
@@ -246,9 +237,7 @@ def _shift(freqs, sigma, phase_at_zero, unit, out_err):
 
 
 def _rounded_base(theta, denominator, rtol):
-    """base with theta_k = base^(-k/denominator) for k = 0.. (eq 15; theta_0 = 1), when every |theta_k| fits it
-    within ``rtol`` (relative, per pair): :func:`.naming.geometric_base`'s fit, to the fewest significant digits
-    that still fit every pair."""
+    """base with theta_k = base^(-k/denominator) (eq 15) within ``rtol`` per pair, to the fewest digits; else None."""
     theta, rtol = np.abs(np.asarray(theta, float)), np.maximum(rtol, 4 * FREQ_ULPS * 2.0**-24)
     if theta.size < 2 or not np.all(theta > 0) or np.any(np.abs(theta[0] - 1) > rtol[0]):
         return None
@@ -259,8 +248,7 @@ def _rounded_base(theta, denominator, rtol):
 
 
 def classify(freqs, nonzero=None):
-    """(form, axis_of_pair, sections, mrope_layout) of a frequency matrix F (pairs, axes); entries where
-    ``nonzero`` is False (default: F == 0) count as zero."""
+    """(form, axis_of_pair, sections, mrope_layout) of F (pairs, axes); entries ``nonzero`` False count as zero."""
     freqs = np.asarray(freqs, float)
     nonzero = freqs != 0 if nonzero is None else nonzero
     if not np.all(nonzero.sum(1) == 1):
@@ -277,8 +265,7 @@ def classify(freqs, nonzero=None):
 
 
 def _name_axes(spec, nonzero):
-    """The form, sections, layout and bases of ``spec.inv_freq`` on ``spec``, with notes on unknown layouts,
-    ignored axes, aliasing and clockwise axes."""
+    """The form, sections, layout and bases of ``spec.inv_freq`` on ``spec``; notes on odd layouts, axes, signs."""
     freqs, names, axes = spec.inv_freq, spec.axis_names, range(spec.axes)
     spec.form, axis, spec.sections, spec.mrope_layout = classify(freqs, nonzero)
     spec.axis_of_pair = axis

@@ -31,8 +31,7 @@ class FrequencyFit(NamedTuple):
 
 
 def geometric_base(theta, r, tau):
-    """Base from the run of leading pairs that follow theta_p = theta_0 * base^(-2p/r) (eq 15): scaling methods
-    that keep the fast pairs (YaRN, Llama 3) keep them geometric."""
+    """Base from the leading pairs that follow theta_p = theta_0 base^(-2p/r) (eq 15), as YaRN and Llama 3 keep them."""
     last = 1
     for p in range(2, len(theta)):
         rho = (theta[last] / theta[0]) ** (1 / last)
@@ -50,15 +49,11 @@ def log_fit(theta, r, intercept):
     return float(np.exp(slope)), float(np.exp(-a))
 
 
-def method_kwargs(params):
-    """``params`` without the base: the keywords of scaled_inv_freq."""
-    return {k: v for k, v in params.items() if k != "base"}
-
-
 def method_frequencies(rope_type, params, r, **at):
     """(inverse frequencies, attention factor) of a configuration (``at``: seq_len); (None, None) when refused."""
+    kwargs = {k: v for k, v in params.items() if k != "base"}
     try:
-        return scaled_inv_freq(r, params["base"], rope_type=rope_type, **method_kwargs(params), **at)
+        return scaled_inv_freq(r, params["base"], rope_type=rope_type, **kwargs, **at)
     except (ValueError, TypeError):
         return None, None
 
@@ -124,8 +119,7 @@ def _aliasing(theta) -> str:
 
 
 def _name_proportional(spec, d, tau) -> bool:
-    """Names proportional RoPE on ``spec`` (Gemma 4's full attention: half pairing over the whole head, theta_i =
-    base^(-2i/d) on the first n pairs, the other d/2 - n not rotated) and returns True when it is that."""
+    """Names proportional RoPE (Gemma 4's full attention, described in its note) on ``spec``: True when it is that."""
     n, theta = len(spec.pairs), np.abs(spec.inv_freq)
     if not (2 <= n < d // 2 and spec.pairs == [(p, p + d // 2) for p in range(n)] and np.all(spec.inv_freq > 0)):
         return False
@@ -270,8 +264,7 @@ def _note_rounded(spec, rope_type, params, freqs, type_name):
 
 
 def _name_twins(spec, theta, tau):
-    """Another method with the same frequencies goes to ``spec.also``, noted: llama3 with low_freq_factor ==
-    high_freq_factor (Llama-4-Scout) and YaRN with beta_fast == beta_slow (Kimi-K2) give the same step."""
+    """The other method with the same step (llama3 low == high factor, YaRN beta_fast == beta_slow) to spec.also."""
     params, twins = spec.rope_params, []
     shared = {k: params[k] for k in ("base", "factor", "original_max_position_embeddings") if k in params}
     if spec.rope_type == "llama3" and params["low_freq_factor"] == params["high_freq_factor"]:
