@@ -108,12 +108,10 @@ def _whole_answer(answer, what: str, lowest: int, why: str):
     why not (``what`` it should be; ``why``, when below ``lowest``)."""
     if unanswered(answer, hint="set answer to an integer and run the cell again."):
         return None
-    if not _is_integer(answer):
-        verdict(False, f"the answer is {what} (an int), got {answer!r}")
-    elif answer < lowest:
-        verdict(False, f"{why}: got {answer!r}")
-    else:
+    if _is_integer(answer) and answer >= lowest:
         return int(answer)
+    verdict(False, f"{why}: got {answer!r}" if _is_integer(answer)
+            else f"the answer is {what} (an int), got {answer!r}")
     return None
 
 
