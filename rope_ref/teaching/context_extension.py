@@ -24,7 +24,7 @@ def scaled_frequencies(d: int = 128, base: float = 10000.0, factor: float = 8.0,
         try:
             out[name] = scaled_inv_freq(d, base, rope_type=name, **params)
         except ValueError as err:
-            raise ValueError(f"factor={factor:g} and train_len={train_len}: {name} refuses its example: {err}") from None
+            raise ValueError(f"factor={factor:g}, train_len={train_len}: {name} refuses its example: {err}") from None
     return out
 
 

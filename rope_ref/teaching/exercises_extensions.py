@@ -9,13 +9,13 @@ import numbers
 import numpy as np
 
 from ..forms import frequencies, rotate, rotation_angles, wrap_angle
-from ..multiaxis import axial_frequencies, mrope_position_ids
+from ..multiaxis import mrope_position_ids
 from . import example_kernels
 from .base_bound import supported_context
 from .exercises import judge, unanswered, verdict
 from .precision import angle_errors
 from .quantities import random_qk
-from .vision_rope import BASE_GRID
+from .vision_rope import _axial_score
 
 
 def _is_integer(value) -> bool:
@@ -108,12 +108,10 @@ def _whole_answer(answer, what: str, lowest: int, why: str):
     why not (``what`` it should be; ``why``, when below ``lowest``)."""
     if unanswered(answer, hint="set answer to an integer and run the cell again."):
         return None
-    if not _is_integer(answer):
-        verdict(False, f"the answer is {what} (an int), got {answer!r}")
-    elif answer < lowest:
-        verdict(False, f"{why}: got {answer!r}")
-    else:
+    if _is_integer(answer) and answer >= lowest:
         return int(answer)
+    verdict(False, f"{why}: got {answer!r}" if _is_integer(answer)
+            else f"the answer is {what} (an int), got {answer!r}")
     return None
 
 
@@ -221,13 +219,6 @@ def same_score_qk(d: int = 64, seed: int = 1):
     return random_qk(d, seed)
 
 
-def _score(q, k, q_xy, k_xy) -> float:
-    """q at patch q_xy against k at patch k_xy under 2-D axial RoPE (base BASE_GRID)."""
-    positions = np.array([[q_xy[0], k_xy[0]], [q_xy[1], k_xy[1]]], dtype=np.float64)
-    q_rotated, k_rotated = rotate(np.stack([q, k]), positions, inv_freq=axial_frequencies(q.size, base=BASE_GRID))
-    return float(q_rotated @ k_rotated)
-
-
 def check_same_score_patch(answer) -> bool:
     """``answer``: the key patch (x, y) that, with the query at (10, 10), gives exactly the score of
     query (2, 3) and key (7, 1) under 2-D axial RoPE."""
@@ -239,8 +230,8 @@ def check_same_score_patch(answer) -> bool:
     (x1, y1), (x2, y2), (qx, qy) = SAME_SCORE_FROM, SAME_SCORE_TO, SAME_SCORE_QUERY
     dx, dy = x2 - x1, y2 - y1
     q, k = same_score_qk()
-    target = _score(q, k, SAME_SCORE_FROM, SAME_SCORE_TO)
-    yours = _score(q, k, SAME_SCORE_QUERY, (x, y))
+    target = _axial_score(q, k, SAME_SCORE_FROM, SAME_SCORE_TO)
+    yours = _axial_score(q, k, SAME_SCORE_QUERY, (x, y))
     mistakes = [((dx, dy), "that is the offset between the patches; the answer is a patch, seen from the query "
                            "at (10, 10)"),
                 ((qx - dx, qy - dy), f"that patch is at the reversed offset: score {yours:.4f}, not {target:.4f} "

@@ -29,8 +29,9 @@ def _qk(q, k, one_d: bool = False):
     return q, k
 
 
-def _score_inputs(q, k, m, n):
-    """Checked q, k ``(..., d)`` and positions m, n broadcast to one shape with the leading axes of q and k."""
+def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", inv_freq=None) -> np.ndarray:
+    """q_m . k_n = <rotate(q, m), rotate(k, n)> (eq 16); ``q``, ``k`` ``(..., d)``, m, n broadcast with their
+    leading axes and against each other; returns float64 of that broadcast shape."""
     q, k = _qk(q, k)
     m, n = check_positions_any(m, "m"), check_positions_any(n, "n")
     shapes = dict(q=q.shape[:-1], k=k.shape[:-1], m=m.shape, n=n.shape)
@@ -40,16 +41,9 @@ def _score_inputs(q, k, m, n):
         given = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
         raise ValueError(f"shapes do not broadcast against each other: {given} (q, k without their last axis d)") \
             from None
-    return q, k, np.broadcast_to(m, shape), np.broadcast_to(n, shape)
-
-
-def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", inv_freq=None) -> np.ndarray:
-    """q_m . k_n = <rotate(q, m), rotate(k, n)> (eq 16); ``q``, ``k`` ``(..., d)``, m, n broadcast with their
-    leading axes and against each other; returns float64 of that broadcast shape."""
-    q, k, m, n = _score_inputs(q, k, m, n)
     kw = dict(base=base, pairing=pairing, inv_freq=inv_freq)
-    qm = rotate(np.broadcast_to(q, m.shape + q.shape[-1:]), m, **kw)
-    kn = rotate(np.broadcast_to(k, n.shape + k.shape[-1:]), n, **kw)
+    qm = rotate(np.broadcast_to(q, shape + q.shape[-1:]), np.broadcast_to(m, shape), **kw)
+    kn = rotate(np.broadcast_to(k, shape + k.shape[-1:]), np.broadcast_to(n, shape), **kw)
     with np.errstate(over="ignore", invalid="ignore"):
         result = np.einsum("...d,...d->...", qm, kn)
     if not np.all(np.isfinite(result)):

@@ -34,9 +34,11 @@ def grid_qk(d: int = D_GRID, seed: int = 0):
     return q, q.copy()
 
 
-def _axial_rotate(x, positions, base: float):
-    """x ``(n, d)`` rotated by 2-D axial RoPE at ``positions`` ``(2, n)`` (x, y)."""
-    return rotate(x, positions, inv_freq=axial_frequencies(x.shape[-1], base=base))
+def _axial_score(q, k, q_xy, k_xy) -> float:
+    """q ``(d,)`` at patch q_xy = (x, y) against k ``(d,)`` at patch k_xy under 2-D axial RoPE (base BASE_GRID)."""
+    positions = np.array([[q_xy[0], k_xy[0]], [q_xy[1], k_xy[1]]], dtype=np.float64)
+    q_rotated, k_rotated = rotate(np.stack([q, k]), positions, inv_freq=axial_frequencies(q.size, base=BASE_GRID))
+    return float(q_rotated @ k_rotated)
 
 
 def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndarray:
@@ -49,7 +51,8 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
     check_nbytes(8 * n_keys * q.size, "radius", what=f"{n_keys} rotated keys of d = {q.size}")
     offsets = np.arange(-radius, radius + 1, dtype=np.float64)
     dy, dx = np.meshgrid(offsets, offsets, indexing="ij")
-    keys = _axial_rotate(np.broadcast_to(k, (dx.size, k.size)), np.stack([dx.ravel(), dy.ravel()]), base)
+    keys = rotate(np.broadcast_to(k, (dx.size, k.size)), np.stack([dx.ravel(), dy.ravel()]),
+                  inv_freq=axial_frequencies(k.size, base=base))
     return (keys @ q).reshape(dx.shape)                 # q at the origin is not rotated
 
 
@@ -152,9 +155,7 @@ class GridScoreView(View):
         self.k_patch.set_xy((kx - 0.5, ky - 0.5))
         self.arrow.set_positions((qx, qy), (kx, ky))
         self.marker.set_data([dx], [dy])
-        q_m = _axial_rotate(self.q[None], np.array([[qx], [qy]], dtype=float), BASE_GRID)[0]
-        k_n = _axial_rotate(self.k[None], np.array([[kx], [ky]], dtype=float), BASE_GRID)[0]
-        self.value = float(q_m @ k_n)                                      # at absolute positions
+        self.value = _axial_score(self.q, self.k, (qx, qy), (kx, ky))       # at absolute positions
         self.map_value = float(self.score_map[dy + self.radius, dx + self.radius])  # from the offset alone
         self.title.set_text(_minus(f"query ({qx}, {qy}), key ({kx}, {ky}): offset ({dx}, {dy}), "
                                    f"score {self.value:.4f}"))

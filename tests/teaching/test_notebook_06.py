@@ -124,7 +124,7 @@ def test_exercise_follows_the_course_convention():
     assert sol and all("solution" in c["metadata"].get("tags", []) for c in sol)
     assert all(c["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True} for c in sol)
     code = [c for c in sol if c["cell_type"] == "code"]
-    assert "".join(code[-1]["source"]).strip().splitlines()[-1] == "assert exercises_precision.check_reduced_cast_error(answer)"
+    assert "".join(code[-1]["source"]).strip().splitlines()[-1] == "assert exercises_extensions.check_reduced_cast_error(answer)"
 
 
 def test_the_float32_wording_and_the_practice():

@@ -16,7 +16,7 @@ import pytest
 
 import rope_ref as rr
 from rope_ref.teaching import example_kernels
-from rope_ref.teaching import exercises_extensions as exercises_kernels
+from rope_ref.teaching import exercises_extensions
 from rope_ref.teaching.kernel_plot import kernel_vs_expected
 
 from notebook_cells import cells, prose, run_cells, src, tags
@@ -49,7 +49,7 @@ def test_the_exercise_follows_the_convention():
     s = CELLS[student]
     assert s["cell_type"] == "code" and "exercise" in tags(s)
     kinds = '"pairing", "base", "offset", "direction", "scale", "precision"'
-    want = [f"answer = None      # one of {kinds}", "exercises_kernels.check_planted_bug(answer);"]
+    want = [f"answer = None      # one of {kinds}", "exercises_extensions.check_planted_bug(answer);"]
     assert src(s).splitlines() == want
     h = CELLS[heading]
     assert src(h).strip() == "#### Solution" and h["metadata"].get("heading_collapsed") is True
@@ -58,14 +58,14 @@ def test_the_exercise_follows_the_convention():
     assert solution and all(CELLS[k]["metadata"].get("jupyter") == {"source_hidden": True, "outputs_hidden": True}
                             for k in solution)
     last_code = [src(CELLS[k]) for k in solution if CELLS[k]["cell_type"] == "code"][-1]
-    assert re.search(r"^assert exercises_kernels\.check_planted_bug\(answer\)$", last_code, re.M)
+    assert re.search(r"^assert exercises_extensions\.check_planted_bug\(answer\)$", last_code, re.M)
     assert after == len(CELLS) or re.match(r"#{1,4} ", src(CELLS[after]))   # the collapsed heading hides only it
 
 
 def run_checker(answer):
     out = io.StringIO()
     with redirect_stdout(out):
-        ok = exercises_kernels.check_planted_bug(answer)
+        ok = exercises_extensions.check_planted_bug(answer)
     return ok, out.getvalue()
 
 
@@ -84,7 +84,7 @@ def test_the_checker_with_right_and_wrong_answers(answer, ok, start):
 
 def test_the_solution_runs_and_checks_itself():
     _, _, _, solution, _ = exercise()
-    namespace = {"np": np, "rr": rr, "example_kernels": example_kernels, "exercises_kernels": exercises_kernels,
+    namespace = {"np": np, "rr": rr, "example_kernels": example_kernels, "exercises_extensions": exercises_extensions,
                  "spec": rr.identify(example_kernels.mystery_rope, 128)}
     for k in solution:
         if CELLS[k]["cell_type"] == "code":
@@ -116,7 +116,7 @@ def test_the_question_does_not_give_the_answer_away():
     assert "print(spec" not in code.replace("# your measurements: print(spec)", "") and "summary()" not in code
     question = "\n".join(src(c) for c in asked)
     assert not any(w in question for w in ("off by one", "position 1", "theta_0 = 1", "arange(1"))
-    for kind in exercises_kernels.BUG_KINDS:
+    for kind in exercises_extensions.BUG_KINDS:
         assert f'"{kind}"' in question, kind
 
 

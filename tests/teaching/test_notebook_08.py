@@ -370,7 +370,7 @@ def test_exercise_follows_the_course_convention():
     sol = [c for c in cs[ex[1] + 2:] if "solution" in c["metadata"].get("tags", [])]
     assert sol and all(c["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True} for c in sol)
     assert "".join(sol[-1]["source"]).strip().splitlines()[-1].startswith(
-        "assert exercises_frequencies.check_supported_context(answer")
+        "assert exercises_extensions.check_supported_context(answer")
 
 
 # --- pictures ------------------------------------------------------------------------------------------------------------

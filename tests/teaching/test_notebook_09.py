@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.teaching import exercises_extensions as exercises
+from rope_ref.teaching import exercises_extensions
 from rope_ref.teaching import vision_rope, widgets
 
 from notebook_cells import cells, prose, run_cells, src, tags
@@ -53,7 +53,7 @@ def test_each_exercise_follows_the_convention():
     assert len(exercises_found) == len(CHECKERS)
     for (task, student, heading, solution), checker, (answer, token) in zip(exercises_found, CHECKERS, ANSWERS):
         assert student["cell_type"] == "code" and "exercise" in tags(student)
-        assert "answer = None" in src(student) and f"exercises.{checker}(answer)" in src(student)
+        assert "answer = None" in src(student) and f"exercises_extensions.{checker}(answer)" in src(student)
         assert heading["cell_type"] == "markdown" and src(heading).strip() == "#### Solution"
         assert heading["metadata"].get("heading_collapsed") is True and "solution" in tags(heading)
         assert heading["metadata"].get("jp-MarkdownHeadingCollapsed") is True      # what JupyterLab 4 folds by
@@ -67,7 +67,7 @@ def test_each_exercise_follows_the_convention():
 
 def test_the_solutions_run_and_check_themselves(capsys):
     for (_, _, _, solution), right in zip(_exercises(), [(15, 8), 10]):
-        namespace = {"np": np, "rr": rr, "exercises": exercises}
+        namespace = {"np": np, "rr": rr, "exercises_extensions": exercises_extensions}
         for c in solution:
             if c["cell_type"] == "code":
                 exec(compile(src(c), "solution", "exec"), namespace)      # its asserts must hold
@@ -84,7 +84,7 @@ def test_the_notebook_uses_no_hub_data_and_no_test_data():
 
 def test_same_score_checker_right_and_wrong_answers(capsys):
     # By hand: the offset (7 - 2, 1 - 3) = (5, -2) from (10, 10) is (15, 8).  Scores in plain numpy below.
-    q, k = exercises.same_score_qk()
+    q, k = exercises_extensions.same_score_qk()
     assert not np.allclose(q, k)
     theta = 100.0 ** (-np.arange(16) / 16)
 
@@ -95,31 +95,31 @@ def test_same_score_checker_right_and_wrong_answers(capsys):
 
     assert abs(plain_score((2, 3), (7, 1)) - plain_score((10, 10), (15, 8))) < 1e-12
     assert abs(plain_score((2, 3), (7, 1)) - plain_score((10, 10), (5, 12))) > 0.1      # the reverse differs
-    assert exercises.check_same_score_patch(None) is False
+    assert exercises_extensions.check_same_score_patch(None) is False
     assert capsys.readouterr().out.startswith("Not answered yet")
-    assert exercises.check_same_score_patch((15, 8)) is True
-    assert exercises.check_same_score_patch([15, 8]) is True
+    assert exercises_extensions.check_same_score_patch((15, 8)) is True
+    assert exercises_extensions.check_same_score_patch([15, 8]) is True
     for wrong, words in [((5, -2), "offset between"), ((5, 12), "reversed"), ((8, 15), "swapped"),
                          ((7, 1), "what stays the same"), ((15.0, 8), "two integers"), (15, "two integers"),
                          ((True, 8), "two integers")]:
         capsys.readouterr()
-        assert exercises.check_same_score_patch(wrong) is False, wrong
+        assert exercises_extensions.check_same_score_patch(wrong) is False, wrong
         out = capsys.readouterr().out
         assert out.startswith("Not yet: ") and words in out and "(15, 8)" not in out, (wrong, out)
 
 
 def test_checker_right_and_wrong_answers(capsys):
     # By hand: the image starts at 5; 6 x 10 patches merged 2 x 2 are 3 x 5 tokens, rows 5..7, columns 5..9.
-    assert exercises.check_text_after_image(None) is False
+    assert exercises_extensions.check_text_after_image(None) is False
     assert capsys.readouterr().out.startswith("Not answered yet")
-    assert exercises.check_text_after_image(10) is True
-    assert exercises.check_text_after_image((10, 10, 10)) is True
-    assert exercises.check_text_after_image(np.int64(10)) is True
+    assert exercises_extensions.check_text_after_image(10) is True
+    assert exercises_extensions.check_text_after_image((10, 10, 10)) is True
+    assert exercises_extensions.check_text_after_image(np.int64(10)) is True
     for wrong, words in [(20, "1-D RoPE"), (15, "spatial merge"), (9, "largest id"), (8, "columns"),
                          (11, "largest id the image uses"), ((10, 8, 10), "same id"), ("10", "integer"),
                          (True, "integer"), (10.0, "integer")]:
         capsys.readouterr()
-        assert exercises.check_text_after_image(wrong) is False, wrong
+        assert exercises_extensions.check_text_after_image(wrong) is False, wrong
         out = capsys.readouterr().out
         assert out.startswith("Not yet: ") and words in out, (wrong, out)
         assert "10" not in out.replace("6 x 10", "").replace(str(wrong), ""), out   # never the right value
