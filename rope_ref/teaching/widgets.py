@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import numbers
-import re
 
 import ipywidgets as W
 import numpy as np
@@ -33,12 +32,8 @@ class SliderApp(W.VBox):
         if data is not None:
             png = figure_png(frames_figure(self.view, self.frames), dpi=VIEW_DPI) if self.frames else self.image.value
             data["image/png"] = base64.b64encode(png).decode("ascii")
-            data["text/plain"] = _strip_html(self.readout.value)
+            data["text/plain"] = self.readout.value
         return data
-
-
-def _strip_html(html_text: str) -> str:
-    return re.sub(r"<[^>]+>", "", html_text)
 
 
 #: The static strip's captions: the frame's caption (bold) over the view's readout, both at the style's minimum size.
@@ -57,7 +52,7 @@ def frames_figure(view: View, frames) -> Figure:
             view.update(**params)
             view.to_png()
             images.append(np.asarray(view.fig.canvas.buffer_rgba()).copy())
-            captions.append((f"{len(images)}. {caption}", _strip_html(view.readout())))
+            captions.append((f"{len(images)}. {caption}", view.readout()))
     finally:
         view.update(**start)
         view.to_png()
@@ -130,8 +125,7 @@ def _set(name: str, slider, value):
         options = [v for _, v in slider.options]
         expected = f"{name} must be one of {[f'{v:g}' for v in options]} (the slider's values), got {value!r}"
     else:
-        lo, hi = (slider.base ** slider.min, slider.base ** slider.max) if isinstance(slider, W.FloatLogSlider) \
-            else (slider.min, slider.max)
+        lo, hi = slider.min, slider.max
         kind = "an integer" if integer else "a real number"
         expected = f"{name} must be {kind} in [{lo:g}, {hi:g}] (the slider's range), got {value!r}"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral if integer else numbers.Real):
@@ -150,12 +144,10 @@ def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, 
                 "i": None, "base": _bases("base"), "d": _int("d", 2, 128, 2)}
     d = _set("d", controls["d"], d)
     controls["i"] = _int("pair i", 0, d // 2 - 1)
-    m, n, shift, i, base = (_set(k, controls[k], v) for k, v in (("m", m), ("n", n), ("shift", shift), ("i", i),
-                                                                 ("base", base)))
+    m, n, shift, i, base = (_set(k, controls[k], v) for k, v in dict(m=m, n=n, shift=shift, i=i, base=base).items())
     view = RotationsView(m=m, n=n, i=i, base=base, d=d, shift=shift)
 
-    def follow_d(change):
-        # The pair slider runs over 0..d/2-1; lowering its max moves a larger value down in sight.
+    def follow_d(change):             # the pair slider runs over 0..d/2-1 (a lower max moves the value down)
         controls["i"].max = change["new"] // 2 - 1
 
     controls["d"].observe(follow_d, names="value")     # registered first: runs before the view updates
