@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
+from matplotlib.artist import setp
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.image import imsave
@@ -62,17 +63,17 @@ class View:
         if self._background is None:
             labels = [axis.label for axis in self.relayout if isinstance(axis, Axis)]   # fixed: drawn once
             if self._static is None:                        # once: the figure without the relayout artists
-                _set_visible(self.relayout, False)
+                setp(self.relayout, visible=False)
                 canvas.draw()
                 for label in labels:
                     self.fig.draw_artist(label)
                 self._static = canvas.copy_from_bbox(self.fig.bbox)
-                _set_visible(self.relayout, True)
+                setp(self.relayout, visible=True)
             canvas.restore_region(self._static)
-            _set_visible(labels, False)
+            setp(labels, visible=False)
             for artist in self.relayout:
                 self.fig.draw_artist(artist)
-            _set_visible(labels, True)
+            setp(labels, visible=True)
             self._background = canvas.copy_from_bbox(self.fig.bbox)
         canvas.restore_region(self._background)
         for artist in self.dynamic:
@@ -91,11 +92,6 @@ class View:
         self.fig.canvas.draw()                        # lay out at DPI, then keep it (for PNG and SVG alike)
         self.fig.set_layout_engine("none")
         return self.fig
-
-
-def _set_visible(artists, visible: bool) -> None:
-    for artist in artists:
-        artist.set_visible(visible)
 
 
 def _minus(text: str) -> str:

@@ -38,8 +38,6 @@ class SliderApp(W.VBox):
 
 #: The static strip's captions: the frame's caption (bold) over the view's readout, both at the style's minimum size.
 CAPTION_PT, LINE_PX = 10.0, 18
-#: The live readout under the sliders: large enough to read from the back of a room (JupyterLab's text is 13 px).
-READOUT_FONT = "17px"
 
 
 def frames_figure(view: View, frames) -> Figure:
@@ -91,7 +89,7 @@ def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
     params)`` pairs for the static fallback (:func:`frames_figure`)."""
     width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
     image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
-    readout = W.HTML(value=view.readout(), style={"font_size": READOUT_FONT})
+    readout = W.HTML(value=view.readout(), style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
 
     def on_change(_change=None):
         view.update(**{name: w.value for name, w in controls.items()})
@@ -192,8 +190,7 @@ GRID_FRAMES = (("query (3, 4), key one right and one up", {"qx": 3, "qy": 4, "dx
 
 
 def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1) -> W.VBox:
-    """Sliders for the query patch (qx, qy) and the offset (dx, dy) over
-    :class:`~rope_ref.teaching.vision_rope.GridScoreView`, its static frames :data:`GRID_FRAMES`."""
+    """Sliders for the query patch (qx, qy) and the offset (dx, dy) over :class:`~.vision_rope.GridScoreView`."""
     r = GRID - 1
     controls = {"qx": _int("query x", 0, r), "qy": _int("query y", 0, r), "dx": _int("Δx", -r, r),
                 "dy": _int("Δy", -r, r)}
@@ -202,8 +199,7 @@ def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1) -> W.
 
 
 def offset_attention_widget(pair: int = 0, offset: int = 1, scale: float = 16.0) -> W.VBox:
-    """Sliders for the first pair (the frequencies), the target offset and |u|^2 over
-    :class:`~rope_ref.teaching.spectrum.OffsetAttentionView`."""
+    """Sliders for the first pair, the target offset and |u|^2 over :class:`~.spectrum.OffsetAttentionView`."""
     view = OffsetAttentionView(pair=pair, offset=offset, scale=scale)
     controls = {"pair": W.IntSlider(min=0, max=view.d // 2 - view.width, value=pair, description="first pair"),
                 "offset": W.IntSlider(min=0, max=view.n_keys - 1, value=offset, description="offset"),
