@@ -54,8 +54,7 @@ class View:
             if isinstance(axis, Axis):
                 anchor = axis.label.get_transform().transform(axis.label.get_position())
                 axis.set_label_coords(*axis.axes.transAxes.inverted().transform(anchor))
-        for artist in self.dynamic:
-            artist.set_animated(True)
+        setp(self.dynamic, animated=True)
 
     def to_png(self) -> bytes:
         """The current state as PNG: the blitted canvas, at zlib's fastest level."""
@@ -85,8 +84,7 @@ class View:
 
     def static_figure(self) -> Figure:
         """The figure with every artist drawn normally, laid out again at :data:`DPI`; not stepped after this."""
-        for artist in self.dynamic:
-            artist.set_animated(False)
+        setp(self.dynamic, animated=False)
         self.fig.set_dpi(DPI)
         self.fig.set_layout_engine("constrained")
         self.fig.canvas.draw()                        # lay out at DPI, then keep it (for PNG and SVG alike)
@@ -123,8 +121,7 @@ class DecayView(View):
     def _redraw(self):
         d, base = self.params["d"], self.params["base"]
         self.y = decay_bound(self.r, d, base)
-        for line in self.lines:
-            line.set_ydata(self.y)
+        setp(self.lines, ydata=self.y)
         self.axes[1].set_ylim(0, (d / 2 + 1) / 2 * 1.05)
         beyond = self.y[self.r >= 5]
         self.axes[0].set_ylim(0.95 * beyond.min(), 1.05 * beyond.max())
@@ -292,8 +289,7 @@ class ScalingView(View):
         scaled = scaled_frequencies(d, base, factor, train_len)   # once per step
         self.ratios = ratios = frequency_ratios(d, base, scaled=scaled)
         x = np.arange(d // 2)
-        for ax in self.fig.axes:
-            ax.set_xlim(0, d // 2 - 1)
+        setp(self.fig.axes, xlim=(0, d // 2 - 1))
         theta = frequencies(d, base)
         self.gaps = {name: ratio * theta for name, (ratio, _) in ratios.items()}
         for name, (ratio, _) in ratios.items():

@@ -108,12 +108,10 @@ def _int(name, lo, hi, step=1):
     return W.IntSlider(min=lo, max=hi, step=step, description=name, continuous_update=True)
 
 
-#: The bases a base slider offers: round values, the paper's 10^4, Llama 3's 5*10^5 and Qwen's 10^6 among them.
-BASES = (10.0, 100.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 5e6, 1e7)
-
-
 def _bases(name):
-    return W.SelectionSlider(options=[(f"{b:g}", b) for b in BASES], description=name, continuous_update=True)
+    """Round bases, the paper's 10^4, Llama 3's 5*10^5 and Qwen's 10^6 among them."""
+    bases = (10.0, 100.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 5e6, 1e7)
+    return W.SelectionSlider(options=[(f"{b:g}", b) for b in bases], description=name, continuous_update=True)
 
 
 def _set(name: str, slider, value):
@@ -168,15 +166,12 @@ def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
     return slider_app(DecayView(d=d, base=base), controls, frames)
 
 
-#: Training lengths the scaling view offers.
-TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768)
-
-
 def scaling_widget(factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = 4096) -> W.VBox:
     """Sliders for the context-extension factor, d, base and the training length over :class:`ScalingView`."""
     controls = {"factor": W.FloatSlider(min=1.0, max=32.0, step=1.0, description="factor"),
                 "d": _int("d", 16, 256, 16), "base": _bases("base"),
-                "train_len": W.SelectionSlider(options=[(str(n), n) for n in TRAIN_LENGTHS], description="L train")}
+                "train_len": W.SelectionSlider(options=[(str(2 ** k), 2 ** k) for k in range(10, 16)],
+                                               description="L train")}
     values = {k: _set(k, controls[k], v) for k, v in dict(factor=factor, d=d, base=base, train_len=train_len).items()}
     frames = [("the start", {}), ("factor 2: a small extension", {"factor": 2.0}),
               ("factor 32: linear squeezes neighbours 32 times closer in every pair", {"factor": 32.0})]
