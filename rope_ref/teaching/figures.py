@@ -25,7 +25,6 @@ from .files import check_targets, output_folder, write_atomically  # noqa: I001 
 
 #: Relative distances of Figure 2: continuous over [0, 256] in steps of 0.01 (25,601 points).
 FIG2_DISTANCES = np.linspace(0.0, 256.0, 25601)
-#: The y-range of the paper's Figure 2 axis.
 FIG2_PAPER_YLIM = (6.0, 22.0)
 
 

@@ -9,8 +9,8 @@ import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from .._validate import (check_base, check_d, check_finite, check_nbytes, check_positions_any, check_positive_int,
-    check_real_array, check_scalar, check_seed)
+from .._validate import (check_base, check_d, check_finite_array, check_nbytes, check_positions_any,
+    check_positive_int, check_scalar, check_seed)
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 from .style import VIEW_DPI, figure_png, new_axes
@@ -21,29 +21,23 @@ from .views import View
 SCHEMES = ("rope", "partial", "p-rope", "proportional", "nope")
 
 
-def _check_fraction(fraction) -> float:
-    if not 0 <= check_scalar(fraction, "fraction") <= 1:
-        raise ValueError(f"fraction must be a real number in [0, 1] (the part of the head that turns), "
-                         f"got {fraction!r}")
-    return float(fraction)
-
-
 def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0, fraction: float = 1.0) -> np.ndarray:
     """Frequency of each of the d/2 pairs under ``scheme``, fast to slow (0 where not rotated), ``(d/2,)``: "partial"
     spreads the geometric range over the first ``fraction * d`` features, "p-rope" and "proportional" keep
     RoPE's theta_i for the first ``fraction * d/2`` pairs."""
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {list(SCHEMES)}, got {scheme!r}")
-    d, fraction = _even(d), _check_fraction(fraction)
+    d, fraction = _even(d), check_scalar(fraction, "fraction")
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"fraction must be a real number in [0, 1] (the part of the head that turns), "
+                         f"got {fraction!r}")
     out = np.zeros(d // 2)
-    if scheme == "rope":
-        out[:] = frequencies(d, base)
-    elif scheme == "partial":
+    if scheme == "partial":
         r = int(fraction * d) // 2 * 2
         if r:
             out[:r // 2] = frequencies(r, base)
-    elif scheme in ("p-rope", "proportional"):
-        k = int(fraction * d / 2)
+    elif scheme != "nope":
+        k = d // 2 if scheme == "rope" else int(fraction * d / 2)
         out[:k] = frequencies(d, base)[:k]
     return out
 
@@ -61,8 +55,8 @@ def dimension_frequencies(scheme: str = "rope", d: int = 128, base: float = 1000
     "half" pairs j with j + r/2 in the rotated part of width r, "interleaved" 2j with 2j+1."""
     if pairing not in ("half", "interleaved"):
         raise ValueError(f"pairing must be 'half' or 'interleaved', got {pairing!r}")
-    pair_freqs = scheme_frequencies(scheme, d, base, fraction)
-    width = int(_check_fraction(fraction) * d) // 2 * 2 if scheme == "partial" else d
+    pair_freqs = scheme_frequencies(scheme, d, base, fraction)     # checks fraction
+    width = int(fraction * d) // 2 * 2 if scheme == "partial" else d
     rotated = pair_freqs[:width // 2]
     in_layout = np.concatenate([rotated, rotated]) if pairing == "half" else np.repeat(rotated, 2)
     return np.concatenate([in_layout, np.zeros(d - width)])
@@ -121,8 +115,7 @@ def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10
     n_samples = check_positive_int(n_samples, "n_samples")
     if not isinstance(curves, dict) or {"ones", "gaussian"} - set(curves):
         raise TypeError(f"curves must be a dict with 'ones' and 'gaussian' curves, got {type(curves).__name__}")
-    curves = {name: check_finite(check_real_array(curves[name], f"curves[{name!r}]"), f"curves[{name!r}]")
-              for name in ("ones", "gaussian")}
+    curves = {name: check_finite_array(curves[name], f"curves[{name!r}]") for name in ("ones", "gaussian")}
     if r.ndim != 1 or any(curve.shape != r.shape for curve in curves.values()):
         raise ValueError(f"distances and each curve must have one shape (n,), got {r.shape} and "
                          f"{[curve.shape for curve in curves.values()]}")

@@ -6,10 +6,11 @@ from __future__ import annotations
 import io
 
 import numpy as np
+from matplotlib.artist import setp
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.image import imsave
-from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
+from matplotlib.ticker import NullLocator
 
 from .._validate import (check_base, check_d, check_nonnegative_int, check_positive_int, check_positive_real,
     check_scalar, check_seed)
@@ -47,33 +48,31 @@ class View:
             raise
 
     def _freeze_layout(self) -> None:
-        """Lay out once with the constrained engine, keep those positions, mark the dynamic artists animated."""
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")
         for axis in self.relayout:        # a redrawn axis keeps its label where the layout put it, drawn once
             if isinstance(axis, Axis):
                 anchor = axis.label.get_transform().transform(axis.label.get_position())
                 axis.set_label_coords(*axis.axes.transAxes.inverted().transform(anchor))
-        for artist in self.dynamic:
-            artist.set_animated(True)
+        setp(self.dynamic, animated=True)
 
     def to_png(self) -> bytes:
-        """The current state as PNG: the blitted canvas, at the fastest zlib level."""
+        """The current state as PNG: the blitted canvas, at zlib's fastest level."""
         canvas = self.fig.canvas
         if self._background is None:
             labels = [axis.label for axis in self.relayout if isinstance(axis, Axis)]   # fixed: drawn once
             if self._static is None:                        # once: the figure without the relayout artists
-                _set_visible(self.relayout, False)
+                setp(self.relayout, visible=False)
                 canvas.draw()
                 for label in labels:
                     self.fig.draw_artist(label)
                 self._static = canvas.copy_from_bbox(self.fig.bbox)
-                _set_visible(self.relayout, True)
+                setp(self.relayout, visible=True)
             canvas.restore_region(self._static)
-            _set_visible(labels, False)
+            setp(labels, visible=False)
             for artist in self.relayout:
                 self.fig.draw_artist(artist)
-            _set_visible(labels, True)
+            setp(labels, visible=True)
             self._background = canvas.copy_from_bbox(self.fig.bbox)
         canvas.restore_region(self._background)
         for artist in self.dynamic:
@@ -85,18 +84,12 @@ class View:
 
     def static_figure(self) -> Figure:
         """The figure with every artist drawn normally, laid out again at :data:`DPI`; not stepped after this."""
-        for artist in self.dynamic:
-            artist.set_animated(False)
+        setp(self.dynamic, animated=False)
         self.fig.set_dpi(DPI)
         self.fig.set_layout_engine("constrained")
         self.fig.canvas.draw()                        # lay out at DPI, then keep it (for PNG and SVG alike)
         self.fig.set_layout_engine("none")
         return self.fig
-
-
-def _set_visible(artists, visible: bool) -> None:
-    for artist in artists:
-        artist.set_visible(visible)
 
 
 def _minus(text: str) -> str:
@@ -128,8 +121,7 @@ class DecayView(View):
     def _redraw(self):
         d, base = self.params["d"], self.params["base"]
         self.y = decay_bound(self.r, d, base)
-        for line in self.lines:
-            line.set_ydata(self.y)
+        setp(self.lines, ydata=self.y)
         self.axes[1].set_ylim(0, (d / 2 + 1) / 2 * 1.05)
         beyond = self.y[self.r >= 5]
         self.axes[0].set_ylim(0.95 * beyond.min(), 1.05 * beyond.max())
@@ -147,14 +139,12 @@ class RotationsView(View):
 
     def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16,
                  seed: int = 0, max_distance: int = 64, shift: float = 0):
-        check_positive_int(max_distance, "max_distance",
-                               expected="a positive integer (the score panel spans -max_distance..max_distance)")
-        if max_distance > 100_000:
-            raise ValueError(f"max_distance must be at most 100000 (the curve has 4 max_distance + 1 points), "
-                             f"got {max_distance}")
+        if check_positive_int(max_distance, "max_distance") > 100_000:
+            raise ValueError(f"max_distance must be an integer from 1 to 100000 (the score panel spans "
+                             f"-max_distance..max_distance), got {max_distance}")
         check_seed(seed)
         self.params = dict(m=m, n=n, i=i, base=base, d=d, shift=shift)
-        self.seed, self.max_distance = seed, max_distance
+        self.seed = seed
         self.r = np.arange(-max_distance, max_distance + 1, 0.5)
         self.fig, (self.ax_plane, self.ax_score) = new_axes(9, 3.8, 1, 2, dpi=VIEW_DPI, width_ratios=[1, 1.6])
         ax = self.ax_plane
@@ -221,8 +211,7 @@ class RotationsView(View):
             self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
             self.score_title.set_text(f"$d$ = {d}, base = {base:g}")
             self._curve_for = (d, base)
-        x = p["m"] - p["n"]                                          # shift moves both: x stays
-        self.marker.set_data([x], [self.value])
+        self.marker.set_data([p["m"] - p["n"]], [self.value])       # shift moves both: m - n stays
         self.score_text.set_text(_minus(f"red dot: q\N{MIDDLE DOT}k = {self.value:.4f}"))
 
     def readout(self) -> str:
@@ -258,11 +247,9 @@ class ScalingView(View):
         self.ax_ratio.set(xlabel=xlabel, ylabel=r"$\theta_i' / \theta_i$", yscale="log",
                           title="frequency ratio per pair")
         ticks = [4.0 ** -k for k in range(6)][::-1]
-        self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)              # fixed, so a step only redraws the lines
-        self.ax_ratio.yaxis.set_major_locator(FixedLocator(ticks))
-        self.ax_ratio.yaxis.set_major_formatter(FixedFormatter([f"1/{round(1 / t)}" if t < 1 else "1" for t in ticks]))
+        self.ax_ratio.set_yticks(ticks, [f"1/{round(1 / t)}" if t < 1 else "1" for t in ticks])
         self.ax_ratio.yaxis.set_minor_locator(NullLocator())
-        # per pair: the largest angle reached, in turns (angle / 2 pi)
+        self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)              # fixed, so a step only redraws the lines
         ax = self.ax_angle
         self.train_line, = ax.semilogy([], [], label=r"training: $L\,\theta_i$, $\theta_i$", **self.TRAINING)
         self.angle_lines = {n: method_line(ax, n, j) for j, n in enumerate(["default", *names])}
@@ -271,8 +258,7 @@ class ScalingView(View):
         ax.text(0.02, 0.02, "dotted: one full turn", transform=ax.transAxes, ha="left", va="bottom", color="0.35")
         ax.set(xlabel=xlabel, ylabel=r"largest angle $/\ 2\pi$ (turns)", ylim=(1e-3, 1e6))
         self.angle_title = ax.set_title(" ")
-        # the squeeze: theta_i' is the angle between positions m and m + 1 in pair i
-        ax = self.ax_gap
+        ax = self.ax_gap                                # theta_i': the angle between positions m and m + 1
         self.gap_train, = ax.semilogy([], [], **self.TRAINING)
         self.gap_lines = {n: method_line(ax, n, j) for j, n in enumerate(names)}
         ax.set(xlabel=xlabel, ylabel="angle between neighbours (rad)", ylim=(1e-9, 3.0))
@@ -303,12 +289,12 @@ class ScalingView(View):
         scaled = scaled_frequencies(d, base, factor, train_len)   # once per step
         self.ratios = ratios = frequency_ratios(d, base, scaled=scaled)
         x = np.arange(d // 2)
-        for ax in self.fig.axes:
-            ax.set_xlim(0, d // 2 - 1)
+        setp(self.fig.axes, xlim=(0, d // 2 - 1))
         theta = frequencies(d, base)
+        self.gaps = {name: ratio * theta for name, (ratio, _) in ratios.items()}
         for name, (ratio, _) in ratios.items():
             self.ratio_lines[name].set_data(x, ratio)
-            self.gap_lines[name].set_data(x, ratio * theta)
+            self.gap_lines[name].set_data(x, self.gaps[name])
         self.angles = angles_reached(d, base, factor, train_len, scaled=scaled)
         extended = factor * train_len
         self.angles["default"] = extended * theta
@@ -316,7 +302,6 @@ class ScalingView(View):
         for name, line in self.angle_lines.items():
             line.set_data(x, self.angles[name] / (2 * np.pi))
         self.gap_train.set_data(x, theta)
-        self.gaps = {name: ratio * theta for name, (ratio, _) in ratios.items()}
         # short plain text: every glyph is rasterised again each step (~50 us each), mathtext parsed (~6 ms)
         self.angle_title.set_text(f"largest angle per pair at {factor:g} L = {extended:g}")
         self.gap_text.set_text(f"the squeeze, pair 0: neighbours\n{theta[0]:.3g} rad apart, "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import numbers
-import re
 
 import ipywidgets as W
 import numpy as np
@@ -33,18 +32,12 @@ class SliderApp(W.VBox):
         if data is not None:
             png = figure_png(frames_figure(self.view, self.frames), dpi=VIEW_DPI) if self.frames else self.image.value
             data["image/png"] = base64.b64encode(png).decode("ascii")
-            data["text/plain"] = _strip_html(self.readout.value)
+            data["text/plain"] = self.readout.value
         return data
-
-
-def _strip_html(html_text: str) -> str:
-    return re.sub(r"<[^>]+>", "", html_text)
 
 
 #: The static strip's captions: the frame's caption (bold) over the view's readout, both at the style's minimum size.
 CAPTION_PT, LINE_PX = 10.0, 18
-#: The live readout under the sliders: large enough to read from the back of a room (JupyterLab's text is 13 px).
-READOUT_FONT = "17px"
 
 
 def frames_figure(view: View, frames) -> Figure:
@@ -57,7 +50,7 @@ def frames_figure(view: View, frames) -> Figure:
             view.update(**params)
             view.to_png()
             images.append(np.asarray(view.fig.canvas.buffer_rgba()).copy())
-            captions.append((f"{len(images)}. {caption}", _strip_html(view.readout())))
+            captions.append((f"{len(images)}. {caption}", view.readout()))
     finally:
         view.update(**start)
         view.to_png()
@@ -96,7 +89,7 @@ def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
     params)`` pairs for the static fallback (:func:`frames_figure`)."""
     width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
     image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
-    readout = W.HTML(value=view.readout(), style={"font_size": READOUT_FONT})
+    readout = W.HTML(value=view.readout(), style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
 
     def on_change(_change=None):
         view.update(**{name: w.value for name, w in controls.items()})
@@ -115,12 +108,10 @@ def _int(name, lo, hi, step=1):
     return W.IntSlider(min=lo, max=hi, step=step, description=name, continuous_update=True)
 
 
-#: The bases a base slider offers: round values, the paper's 10^4, Llama 3's 5*10^5 and Qwen's 10^6 among them.
-BASES = (10.0, 100.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 5e6, 1e7)
-
-
 def _bases(name):
-    return W.SelectionSlider(options=[(f"{b:g}", b) for b in BASES], description=name, continuous_update=True)
+    """Round bases, the paper's 10^4, Llama 3's 5*10^5 and Qwen's 10^6 among them."""
+    bases = (10.0, 100.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 5e6, 1e7)
+    return W.SelectionSlider(options=[(f"{b:g}", b) for b in bases], description=name, continuous_update=True)
 
 
 def _set(name: str, slider, value):
@@ -130,8 +121,7 @@ def _set(name: str, slider, value):
         options = [v for _, v in slider.options]
         expected = f"{name} must be one of {[f'{v:g}' for v in options]} (the slider's values), got {value!r}"
     else:
-        lo, hi = (slider.base ** slider.min, slider.base ** slider.max) if isinstance(slider, W.FloatLogSlider) \
-            else (slider.min, slider.max)
+        lo, hi = slider.min, slider.max
         kind = "an integer" if integer else "a real number"
         expected = f"{name} must be {kind} in [{lo:g}, {hi:g}] (the slider's range), got {value!r}"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral if integer else numbers.Real):
@@ -150,12 +140,10 @@ def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, 
                 "i": None, "base": _bases("base"), "d": _int("d", 2, 128, 2)}
     d = _set("d", controls["d"], d)
     controls["i"] = _int("pair i", 0, d // 2 - 1)
-    m, n, shift, i, base = (_set(k, controls[k], v) for k, v in (("m", m), ("n", n), ("shift", shift), ("i", i),
-                                                                 ("base", base)))
+    m, n, shift, i, base = (_set(k, controls[k], v) for k, v in dict(m=m, n=n, shift=shift, i=i, base=base).items())
     view = RotationsView(m=m, n=n, i=i, base=base, d=d, shift=shift)
 
-    def follow_d(change):
-        # The pair slider runs over 0..d/2-1; lowering its max moves a larger value down in sight.
+    def follow_d(change):             # the pair slider runs over 0..d/2-1 (a lower max moves the value down)
         controls["i"].max = change["new"] // 2 - 1
 
     controls["d"].observe(follow_d, names="value")     # registered first: runs before the view updates
@@ -178,15 +166,12 @@ def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
     return slider_app(DecayView(d=d, base=base), controls, frames)
 
 
-#: Training lengths the scaling view offers.
-TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768)
-
-
 def scaling_widget(factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = 4096) -> W.VBox:
     """Sliders for the context-extension factor, d, base and the training length over :class:`ScalingView`."""
     controls = {"factor": W.FloatSlider(min=1.0, max=32.0, step=1.0, description="factor"),
                 "d": _int("d", 16, 256, 16), "base": _bases("base"),
-                "train_len": W.SelectionSlider(options=[(str(n), n) for n in TRAIN_LENGTHS], description="L train")}
+                "train_len": W.SelectionSlider(options=[(str(2 ** k), 2 ** k) for k in range(10, 16)],
+                                               description="L train")}
     values = {k: _set(k, controls[k], v) for k, v in dict(factor=factor, d=d, base=base, train_len=train_len).items()}
     frames = [("the start", {}), ("factor 2: a small extension", {"factor": 2.0}),
               ("factor 32: linear squeezes neighbours 32 times closer in every pair", {"factor": 32.0})]
@@ -200,8 +185,7 @@ GRID_FRAMES = (("query (3, 4), key one right and one up", {"qx": 3, "qy": 4, "dx
 
 
 def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1) -> W.VBox:
-    """Sliders for the query patch (qx, qy) and the offset (dx, dy) over
-    :class:`~rope_ref.teaching.vision_rope.GridScoreView`, its static frames :data:`GRID_FRAMES`."""
+    """Sliders for the query patch (qx, qy) and the offset (dx, dy) over :class:`~.vision_rope.GridScoreView`."""
     r = GRID - 1
     controls = {"qx": _int("query x", 0, r), "qy": _int("query y", 0, r), "dx": _int("Δx", -r, r),
                 "dy": _int("Δy", -r, r)}
@@ -210,8 +194,7 @@ def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1) -> W.
 
 
 def offset_attention_widget(pair: int = 0, offset: int = 1, scale: float = 16.0) -> W.VBox:
-    """Sliders for the first pair (the frequencies), the target offset and |u|^2 over
-    :class:`~rope_ref.teaching.spectrum.OffsetAttentionView`."""
+    """Sliders for the first pair, the target offset and |u|^2 over :class:`~.spectrum.OffsetAttentionView`."""
     view = OffsetAttentionView(pair=pair, offset=offset, scale=scale)
     controls = {"pair": W.IntSlider(min=0, max=view.d // 2 - view.width, value=pair, description="first pair"),
                 "offset": W.IntSlider(min=0, max=view.n_keys - 1, value=offset, description="offset"),
