@@ -179,7 +179,8 @@ def fig_aliasing(d: int = 8, base: float = 10000.0, max_position: int = 60) -> F
     ax.annotate(r"$m = 6$: pair 0 almost back at $m = 0$", xy=(6, _code_distance(6.0, d, base, n_pairs=1)),
                 xytext=(8, 3.05), arrowprops=dict(arrowstyle="->"))
     ax.set(xlabel="position $m$", ylabel=r"$\|R_m u - R_0 u\|$", xlim=(0, max_position), ylim=(-0.05, 3.5),
-           title=rf"One frequency repeats every $2\pi$ positions;" "\n" rf"many frequencies together do not ($d = {d}$)")
+           title=rf"One frequency repeats every $2\pi$ positions;" "\n"
+           rf"many frequencies together do not ($d = {d}$)")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
     return fig
 
