@@ -338,13 +338,13 @@ def test_notebook_01_worked_example():
 
 @pytest.mark.parametrize("start", [{"d": 128, "base": 10000.0}, {"d": 64, "base": 1e5}])
 def test_decay_view_frames_show_the_d_and_base_their_captions_name(start):
-    """The frames apply one after another (frames_png), so a frame that names d or a base must set it itself."""
+    """The frames apply one after another (SliderApp), so a frame that names d or a base must set it itself."""
     from rope_ref.teaching.widgets import decay_widget
     box = decay_widget(**start)
     state = dict(start)
     named = 0
     for caption, params in box.frames:
-        state.update(params)                              # cumulative, as frames_png applies them
+        state.update(params)                              # cumulative, as SliderApp applies them
         for d in re.findall(r"\bd = (\d+)", caption):
             assert state["d"] == int(d), f"frame {caption!r} shows d = {state['d']}"
             named += 1
