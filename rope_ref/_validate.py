@@ -251,6 +251,11 @@ def check_finite(arr: np.ndarray, name: str) -> np.ndarray:
     return arr
 
 
+def check_finite_array(a, name: str) -> np.ndarray:
+    """Finite real values of any shape, as a float64 array."""
+    return check_finite(check_real_array(a, name).astype(np.float64), name)
+
+
 def check_x(x, name: str = "x") -> np.ndarray:
     """Input vectors of shape (..., d) with d even; integers are promoted to float64."""
     arr = check_real_array(x, name)
@@ -314,7 +319,7 @@ def check_scalar(value, name: str) -> float:
 
 def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int | None = None) -> np.ndarray:
     """Finite real frequencies of shape (n,), or (n, A) with A >= 1 if ``axes``; n = ``n_pairs`` if given."""
-    f = check_finite(check_real_array(freqs, name).astype(np.float64), name)
+    f = check_finite_array(freqs, name)
     if not (f.ndim == 1 or axes and f.ndim == 2 and f.shape[1] > 0) or n_pairs not in (None, f.shape[0]):
         expected = "be 1-D (one frequency per pair)" + " or 2-D (pairs, axes)" * axes
         if n_pairs is not None:

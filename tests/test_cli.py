@@ -576,3 +576,25 @@ def test_ctrl_c_while_python_m_still_imports_the_package_is_one_line_status_130(
                             "signal.default_int_handler)"], capture_output=True, text=True, timeout=60,
                            env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert plain.stdout == "True\n", plain      # an ordinary import leaves Ctrl-C to the program
+
+
+def _without_teaching(monkeypatch, blocked: str):
+    """Import the teaching layer afresh, with the module `blocked` unimportable (None in sys.modules)."""
+    for name in [n for n in sys.modules if n.startswith("rope_ref.teaching")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, blocked, None)
+
+
+def test_a_missing_dependency_is_named_in_one_line(tmp_path, monkeypatch, capsys):
+    _without_teaching(monkeypatch, "matplotlib")
+    assert main(["figures", "--out", str(tmp_path / "figs")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs the teaching dependencies (matplotlib is missing)" in err
+    assert not (tmp_path / "figs").exists() or not any((tmp_path / "figs").iterdir())
+
+
+def test_a_broken_import_inside_rope_ref_is_not_called_a_missing_dependency(tmp_path, monkeypatch):
+    _without_teaching(monkeypatch, "rope_ref.teaching.style")
+    with pytest.raises(ImportError) as raised:
+        main(["figures", "--out", str(tmp_path / "figs")])
+    assert raised.value.name == "rope_ref.teaching.style"
