@@ -8,7 +8,7 @@ import inspect
 
 import numpy as np
 
-from ._validate import (ANGLE_LIMIT, ANGLE_TOL, check_base, check_d, check_finite, check_freqs,
+from ._validate import (ANGLE_LIMIT, ANGLE_TOL, check_base, check_d, check_finite_array, check_freqs,
                         check_no_overflow, check_nbytes, check_pairing, check_positions, check_positive_int,
                         check_real_array, check_rotary_dim, check_scalar, check_x, suggest_keywords,
                         warn_precision)
@@ -128,7 +128,7 @@ ARGUMENTS = {
     "positions": _positions,
     "distance": lambda distance, args, freqs_from: check_positions(distance, None, "distance"),
     "k": lambda k, args, freqs_from: check_scalar(k, "k"),
-    "a": lambda a, args, freqs_from: check_finite(check_real_array(a, "a").astype(np.float64), "a"),
+    "a": lambda a, args, freqs_from: check_finite_array(a, "a"),
     "out": lambda out, args, freqs_from: None if out is None else check_out(out, args["x"]),
 }
 

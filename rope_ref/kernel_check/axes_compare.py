@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from .._validate import check_finite, check_real_array, closest_name
+from .._validate import check_finite_array, closest_name
 from ..multiaxis import MROPE_LAYOUTS, mrope_frequencies
 from .axes_probe import classify, identify_axes
 from .spec import (AxesSpec, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as, runs,
@@ -51,7 +51,7 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
 
 def _check_shift(want, axes):
     """The expected shift: ``axes`` finite reals, one per axis."""
-    want = check_finite(check_real_array(want, "position_shift").astype(np.float64), "position_shift")
+    want = check_finite_array(want, "position_shift")
     if want.shape != (axes,):
         raise ValueError(f"position_shift must hold one shift per axis, shape ({axes},), got shape {want.shape}")
     return want
@@ -71,7 +71,7 @@ def _compare_shift(spec, want):
 
 def _check_matrix(want, axes):
     """The expected matrix: finite reals of shape (rotary_dim/2, axes) ((rotary_dim/2,) for one axis)."""
-    want = check_finite(check_real_array(want, "inv_freq").astype(np.float64), "inv_freq")
+    want = check_finite_array(want, "inv_freq")
     if want.ndim == 1 and axes == 1:
         want = want[:, None]
     if want.ndim != 2 or want.shape[1] != axes:
