@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 import numpy as np
 
 from ._boundary import check_angle_range
-from ._validate import check_no_overflow, check_nonnegative_int, check_positive_int, overflow_error
+from ._validate import check_no_overflow, check_nonnegative_int, check_positive_int
 
 BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
@@ -27,7 +27,7 @@ THREADED_ELEMENTS = 1 << 20              # arrays at least this large are split 
 
 _lock = threading.Lock()                 # guards the names below
 _threads = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-_pool_: list = []                        # [(workers, ThreadPoolExecutor)] once made
+_pool_: list = []                        # [ThreadPoolExecutor] once made
 _cache: OrderedDict = OrderedDict()      # digest -> tuple of read-only tables, least recently used first
 _cache_bytes = 0                         # tables' data plus each entry's counted overhead: what the bound bounds
 _cache_limit = DEFAULT_CACHE_LIMIT
@@ -71,8 +71,7 @@ def set_num_threads(n: int) -> int:
     n = check_positive_int(n, "n", expected="a positive integer number of threads")
     with _lock:
         old, _threads = _threads, n
-        if _pool_ and _pool_[0][0] < _threads:
-            _pool_.clear()          # a larger pool next time; calls holding the old one finish on it
+        _pool_.clear()              # a pool of n threads next time; calls holding the old one finish on it
     return old
 
 
@@ -87,8 +86,8 @@ def _in_parts(fn, size: int, parts: int) -> None:
         return
     with _lock:
         if not _pool_:
-            _pool_.append((_threads, ThreadPoolExecutor(_threads, thread_name_prefix="rope_ref")))
-        pool = _pool_[0][1]
+            _pool_.append(ThreadPoolExecutor(_threads, thread_name_prefix="rope_ref"))
+        pool = _pool_[0]
     futures = [pool.submit(fn, slice(i * size // parts, (i + 1) * size // parts)) for i in range(parts)]
     wait(futures)               # every part finishes before anything is raised: no thread still writes the output
     for f in futures:
@@ -108,7 +107,6 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
     float64 angles sum_a freqs[:, a] pos[:, a] in axis order (as :func:`rope_ref.rotate_elementwise`), then cast.
     """
     global _cache_bytes
-    work = np.dtype(work)
     digest = hashlib.blake2b(repr((pos.shape, pos.dtype.str, freqs.shape, work.str, pairing)).encode(), digest_size=32)
     digest.update(np.ascontiguousarray(pos).data)
     digest.update(np.ascontiguousarray(freqs).data)
@@ -124,10 +122,8 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
     else:
         tabs = (np.empty((len(pos), 2 * h), work), np.empty((len(pos), 2 * h), work))
 
-    def fill(rows: slice) -> None:                     # the angles in float64, then cos and sin
-        angles = np.multiply.outer(pos[rows, 0], freqs[:, 0])
-        for a in range(1, freqs.shape[1]):
-            angles += np.multiply.outer(pos[rows, a], freqs[:, a])
+    def fill(rows: slice) -> None:                     # the angles in float64, in axis order, then cos and sin
+        angles = sum(np.multiply.outer(pos[rows, a], freqs[:, a]) for a in range(freqs.shape[1]))
         cos, sin = np.cos(angles), np.sin(angles)
         if pairing == "interleaved":
             tabs[0].real[rows], tabs[0].imag[rows] = cos, sin
@@ -178,18 +174,18 @@ def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: i
     check_angle_range(pos, freqs)
     if freqs.ndim == 1:                                         # one axis: A = 1 (the same angles, bit for bit)
         pos, freqs = pos[None], freqs[:, None]
-    work = np.float64 if x.dtype == np.float64 else np.float32  # angles are float64 either way
+    work = np.dtype(np.float64 if x.dtype == np.float64 else np.float32)  # angles are float64 either way
     out = np.empty(x.shape, dtype=x.dtype) if out is None else out
     buf = out if out.flags.c_contiguous else np.empty(x.shape, dtype=x.dtype)  # rotate_into writes C-contiguous only
+    overflowed = x.dtype == np.float16   # rounded to float16 without a flag: a pair's norm > 65504 gives inf
     try:    # float32/64 arithmetic that overflows raises here, at no cost when it does not
         with np.errstate(over="raise", invalid="ignore"):
             rotate_into(x, buf, pos, freqs, pairing, r, work)
-    except FloatingPointError:
-        if np.all(np.isfinite(x)):                           # finite x overflowed: the result would hold inf
-            raise overflow_error(x.dtype, name) from None
-        with np.errstate(over="ignore", invalid="ignore"):  # x holds inf or NaN: its rows are non-finite anyway
+    except FloatingPointError:   # finite x overflowed (refused below), or x holds inf or NaN (rows non-finite anyway)
+        overflowed = True
+        with np.errstate(over="ignore", invalid="ignore"):
             rotate_into(x, buf, pos, freqs, pairing, r, work)
-    if x.dtype == np.float16:  # rounded to float16 without a flag: a pair's norm > 65504 gives inf
+    if overflowed:
         check_no_overflow(buf, x, name)
     if buf is not out:
         out[...] = buf
@@ -200,9 +196,8 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     """Write eq 34 of ``x`` ``(..., seq, d)`` into C-contiguous ``out`` (same shape, x's dtype), block by block:
     ``pos`` ``(A,) + P``, each ``pos[a]`` broadcasting to ``x.shape[:-1]``; ``freqs`` ``(r/2, A)``; ``work``: the
     dtype the arithmetic runs in (float32 or float64)."""
-    work = np.dtype(work)
     if x.size == 0:
-        return out
+        return
     lead, d, n_axes = x.shape[:-1], x.shape[-1], pos.shape[0]
     pos = pos.reshape((n_axes,) + (1,) * (len(lead) + 1 - pos.ndim) + pos.shape[1:])
     pos = pos.transpose(tuple(range(1, pos.ndim)) + (0,))          # axes last: P + (A,)
@@ -216,8 +211,7 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
     out_rows = out.reshape(row_shape + (d,))            # a view: out is C-contiguous
     direct = x.dtype == work and out_rows.dtype == work and x_rows.strides[-1] == work.itemsize
     threads = _threads if x.size >= THREADED_ELEMENTS else 1
-    # Threads take blocks twice as large: each ufunc call hands the GIL over, and on 2 cores blocks of
-    # 2^17 elements beat 2^16 by 20-35 % (float32 half, bfloat16, float16; benchmarks/bench.py).
+    # Threads take blocks twice as large (fewer GIL hand-overs: 20-35 % faster on 2 cores, benchmarks/bench.py).
     rows = max(1, BLOCK_ELEMENTS * (2 if threads > 1 else 1) // d)
     if direct and pairing == "interleaved":            # no temporaries: one complex multiply per thread
         rows = max(1, -(-math.prod(row_shape) // threads))
@@ -244,7 +238,6 @@ def rotate_into(x: np.ndarray, out: np.ndarray, pos: np.ndarray, freqs: np.ndarr
                     out_block[..., r:] = x_block[..., r:]
 
     _in_parts(rotate_blocks, len(blocks), min(threads, len(blocks)))
-    return out
 
 
 def _rotate_block(x_block, out_block, tabs, pairing, r, tmp):

@@ -1,7 +1,5 @@
-"""Argument checks, one per kind of argument, and the one size guard (:func:`check_nbytes`, :func:`size_limit`).
-
-Each raises a TypeError (wrong kind of thing) or ValueError (right kind, wrong value) naming the argument, what
-was given and what was expected; where float64 runs out of digits, :func:`warn_precision` warns."""
+"""Argument checks, one per kind of argument, each a TypeError (wrong kind) or ValueError (wrong value) naming the
+argument, what was given and what was expected; the one size guard (:func:`check_nbytes`, :func:`size_limit`)."""
 
 from __future__ import annotations
 
@@ -172,8 +170,7 @@ def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:
     """``rotary_dim`` defaults to ``d``; otherwise an even integer in [2, d]."""
     if rotary_dim is None:
         return d
-    expected = f"None or an even integer in [2, d={d}]"
-    return check_number(rotary_dim, name, expected, lambda v: 0 < v <= d and v % 2 == 0)
+    return check_number(rotary_dim, name, f"None or an even integer in [2, d={d}]", lambda v: 0 < v <= d and v % 2 == 0)
 
 
 def check_positive_real(value, name: str, expected: str = "a positive finite real number") -> float:
@@ -297,7 +294,6 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
         each = pos.shape[1:]
     if lead_shape is None:
         return pos
-    lead_shape = tuple(lead_shape)
     if len(each) > len(lead_shape) or any(e not in (1, t) for e, t in zip(each[::-1], lead_shape[::-1])):
         which = name if axes is None else f"{name}[a] (of {name}.shape = {pos.shape})"
         raise ValueError(f"{which} of shape {each} does not broadcast to {target} = {lead_shape}")
@@ -329,18 +325,13 @@ def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int 
 
 
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
-    """``result`` unchanged, or the :func:`overflow_error` when finite ``x`` gave inf/NaN."""
-    if not np.all(np.isfinite(result)) and np.all(np.isfinite(x)):
-        raise overflow_error(result.dtype, name, expected)
-    return result
-
-
-def overflow_error(dtype, name: str = "x", expected: str | None = None) -> ValueError:
-    """The ValueError for a result of ``dtype`` that overflowed although ``name`` was finite (by default: a
-    rotated pair beyond the dtype)."""
-    big = float(ml_dtypes.finfo(dtype).max)
+    """``result`` unchanged, or a ValueError when finite ``x`` gave inf/NaN (``expected`` by default: every rotated
+    pair within the dtype)."""
+    if np.all(np.isfinite(result)) or not np.all(np.isfinite(x)):
+        return result
+    big = float(ml_dtypes.finfo(result.dtype).max)
     if expected is None:
         expected = (f"every pair of {name} to have norm below {big:.5g} (safe: |{name}| < {big / np.sqrt(2):.5g}), "
                     f"or a wider dtype")
-    return ValueError(f"{name}: the result computed from finite {name} overflows {np.dtype(dtype)} (largest value "
-                      f"{big:.5g}); expected {expected}")
+    raise ValueError(f"{name}: the result computed from finite {name} overflows {result.dtype} (largest value "
+                     f"{big:.5g}); expected {expected}")

@@ -121,9 +121,8 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
     check_nbytes(rotary_dim // 2 * len(sections) * 8, "rotary_dim", what=f"a ({rotary_dim // 2}, {len(sections)}) "
                  "float64 frequency matrix")
     matrix = np.zeros((rotary_dim // 2, len(sections)))
-    starts = np.cumsum((0,) + sections)
-    for a, n in enumerate(sections):
-        matrix[starts[a]:starts[a] + n, a] = frequencies(2 * n, base) if n else []
+    matrix[np.arange(rotary_dim // 2), blocks_assignment(sections)] = np.concatenate(
+        [frequencies(2 * n, base) for n in sections if n])
     return matrix
 
 
@@ -230,12 +229,6 @@ def _counts(text_tokens, frames, height, width) -> tuple[int, int, int, int]:
     return text_tokens, frames, height, width
 
 
-def _text_then_grid(text_ids, frames, height, width, grid_start) -> np.ndarray:
-    """The text's ids ``(3, n)``, then grid token (f, r, c), frame by frame, row by row, at grid_start + (f, r, c)."""
-    grid = np.indices((frames, height, width)).reshape(3, -1) + np.asarray(grid_start)[:, None]
-    return np.concatenate([text_ids, grid], axis=1).astype(np.int64)
-
-
 @suggest_keywords
 def flux_position_ids(text_tokens: int, height: int, width: int, *, frame: int = 0) -> np.ndarray:
     """FLUX.1's (t, h, w) position ids, int64 ``(3, text_tokens + height*width)``: the text tokens at (0, 0, 0), then
@@ -246,7 +239,8 @@ def flux_position_ids(text_tokens: int, height: int, width: int, *, frame: int =
     """
     frame = check_nonnegative_int(frame, "frame")
     text_tokens, _, height, width = _counts(text_tokens, 1, height, width)
-    return _text_then_grid(np.zeros((3, text_tokens)), 1, height, width, (frame, 0, 0))
+    grid = np.indices((1, height, width)).reshape(3, -1) + [[frame], [0], [0]]        # (frame, row, column)
+    return np.concatenate([np.zeros((3, text_tokens)), grid], axis=1).astype(np.int64)
 
 
 @suggest_keywords
@@ -260,7 +254,8 @@ def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames
     """
     text_tokens, frames, height, width = _counts(text_tokens, frames, height, width)
     text = np.broadcast_to(max(height // 2, width // 2) + np.arange(text_tokens), (3, text_tokens))
-    return _text_then_grid(text, frames, height, width, (0, -(height - height // 2), -(width - width // 2)))
+    grid = np.indices((frames, height, width)).reshape(3, -1) - [[0], [height - height // 2], [width - width // 2]]
+    return np.concatenate([text, grid], axis=1).astype(np.int64)
 
 
 @suggest_keywords

@@ -46,12 +46,6 @@ def _causal_mask(qp: np.ndarray, kp: np.ndarray) -> np.ndarray:
     return visible
 
 
-def _pow2_scale(a: np.ndarray) -> float:
-    """A power of two near max|a| (1 for a = 0): dividing by it is exact and brings |a| to [0.5, 1]."""
-    peak = float(np.max(np.abs(a), initial=0.0))
-    return float(np.ldexp(1.0, np.frexp(peak)[1])) if peak > 0 else 1.0
-
-
 @suggest_keywords
 def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = False,
               base: float = 10000.0, pairing: str = "interleaved") -> np.ndarray:
@@ -69,8 +63,9 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     freqs, pairing = frequencies(q.shape[-1], base), check_pairing(pairing)
     qr = _fast.rotate(q, qp, freqs, pairing, q.shape[-1], name="q").astype(np.float64)
     kr = _fast.rotate(k, kp, freqs, pairing, k.shape[-1], name="k").astype(np.float64)
-    sq, sk = _pow2_scale(qr), _pow2_scale(kr)
-    u = (qr / sq) @ np.swapaxes(kr / sk, -1, -2)       # (..., n_q, n_k), |u| <= d: cannot overflow
+    # s_q, s_k: the powers of two bringing max|q|, max|k| to [1, 2), finite up to 1.8e308 (dividing is exact)
+    sq, sk = (float(np.ldexp(1.0, np.frexp(np.max(np.abs(a), initial=0.0))[1] - 1)) for a in (qr, kr))
+    u = (qr / sq) @ np.swapaxes(kr / sk, -1, -2)       # (..., n_q, n_k), |u| <= 4d: cannot overflow
     if causal:
         u = np.where(_causal_mask(np.broadcast_to(qp, q.shape[:-1]), np.broadcast_to(kp, k.shape[:-1])), u, -np.inf)
     with np.errstate(over="ignore"):                   # s_q s_k / sqrt(d) may overflow to inf: softmax takes it
@@ -161,16 +156,13 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False, base: flo
         k_sums = np.cumsum(fk, axis=-2) if causal else fk.sum(axis=-2, keepdims=True)
         num = np.einsum("...nd,...nde->...ne", rq, kv_sums)
         den = np.einsum("...nd,...nd->...n", fq, k_sums)
-    # A prefix's keys all far below the largest key leave denominators that have lost digits (below 1e-290;
-    # subnormals start at 2.2e-308): normalise per prefix.
-    if causal and not np.all(den > 1e-290):
-        with np.errstate(over="ignore", invalid="ignore"):
+        # Denominators below 1e-290 have lost digits (a prefix's keys all far below the largest key): per prefix.
+        if causal and not np.all(den > 1e-290):
             num, den = _causal_sums_per_prefix(rq, fq, lk, pos, v, base)
-    if not np.all(den > 0):
-        raise ValueError("linear_attention: a denominator sum_n phi(q_m).phi(k_n) underflows float64 even normalised "
-                         "per prefix: the large features of phi(q_m) meet only features of phi(k_n) ~745 or more "
-                         "smaller in log(elu + 1); rescale q or k")
-    with np.errstate(over="ignore", invalid="ignore"):
+        if not np.all(den > 0):
+            raise ValueError("linear_attention: a denominator sum_n phi(q_m).phi(k_n) underflows float64 even "
+                             "normalised per prefix: the large features of phi(q_m) meet only features of phi(k_n) "
+                             "~745 or more smaller in log(elu + 1); rescale q or k")
         out = num / den[..., None]
     return check_no_overflow(out, v, "v", "|v| well below 1.8e308")
 
@@ -187,12 +179,11 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False, 
         qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base), q)
         kr = np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base), k)
         s = qr @ np.swapaxes(kr, -1, -2) / np.sqrt(d)
-    if not np.all(np.isfinite(s)):
-        raise ValueError("attention_dense: scores q.k/sqrt(d) overflow float64 (q and k too large); "
-                         "attention() computes them scaled")
-    if causal:
-        s = np.where(_causal_mask(qp, kp), s, -np.inf)
-    with np.errstate(over="ignore", invalid="ignore"):
+        if not np.all(np.isfinite(s)):
+            raise ValueError("attention_dense: scores q.k/sqrt(d) overflow float64 (q and k too large); "
+                             "attention() computes them scaled")
+        if causal:
+            s = np.where(_causal_mask(qp, kp), s, -np.inf)
         out = softmax(s) @ v
     return check_no_overflow(out, v, "v", "|v| well below 1.8e308")
 

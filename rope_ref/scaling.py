@@ -81,10 +81,8 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     seq_len = None if seq_len is None else check_positive_int(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # refused below, naming the cause
         inv_freq = method.inv_freq(d, base, seq_len, params)
-        if "attention_factor" in params:      # an explicit factor wins (yarn, longrope)
-            attention_factor = _pos_float(params, "attention_factor")
-        else:
-            attention_factor = 1.0 if method.attention_factor is None else float(method.attention_factor(params))
+        own_factor = 1.0 if method.attention_factor is None else float(method.attention_factor(params))
+        attention_factor = _pos_float(params, "attention_factor", own_factor)    # an explicit factor wins
     positive = np.all(inv_freq >= 0 if method.whole_head else inv_freq > 0)    # whole_head: pairs standing still
     if not (positive and np.all(np.isfinite(inv_freq)) and math.isfinite(attention_factor) and attention_factor > 0):
         given = {k: v for k, v in params.items() if not isinstance(v, (list, tuple, np.ndarray))}

@@ -132,3 +132,9 @@ def test_softmax_scale_multiplies_the_scores_without_forming_them():
         rr.softmax(s, scale=-1.0)
     with pytest.raises(TypeError, match="scale"):
         rr.softmax(s, scale="2")
+
+
+def test_attention_near_the_float64_limit_is_still_the_argmax():
+    """|q|, |k| >= 2^1023: a scale of 2^1024 would be inf and turn every score into 0 (uniform weights)."""
+    q, k, v = np.array([[1e308, 0.0]]), np.array([[1e308, 0.0], [-1e308, 0.0]]), np.array([[1.0], [2.0]])
+    np.testing.assert_array_equal(rr.attention(q, k, v, q_positions=[0], k_positions=[0, 0]), [[1.0]])
