@@ -319,7 +319,7 @@ def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int 
     if not (f.ndim == 1 or axes and f.ndim == 2 and f.shape[1] > 0) or n_pairs not in (None, f.shape[0]):
         expected = "be 1-D (one frequency per pair)" + " or 2-D (pairs, axes)" * axes
         if n_pairs is not None:
-            expected = f"have shape ({n_pairs},) = (rotary_dim/2,), or ({n_pairs}, A) for A axes of positions"
+            expected = f"have shape ({n_pairs},) = (rotary_dim/2,)" + f", or ({n_pairs}, A) for A position axes" * axes
         raise ValueError(f"{name} must {expected}, got shape {f.shape}")
     return f
 

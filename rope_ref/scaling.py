@@ -220,7 +220,7 @@ def _longrope(d, base, seq_len, p):
     """theta_i / lambda_i with searched per-pair factors: short_factor up to L_train, long_factor beyond
     (Ding et al. 2024, "LongRoPE", arXiv:2402.13753)."""
     train_len, _ = _train_length_and_factor(p, "longrope")
-    short, long_ = (check_freqs(p[k], k, axes=True, n_pairs=d // 2) for k in ("short_factor", "long_factor"))
+    short, long_ = (check_freqs(p[k], k, n_pairs=d // 2) for k in ("short_factor", "long_factor"))
     for name, f in (("short_factor", short), ("long_factor", long_)):
         if np.any(f <= 0):
             raise ValueError(f"{name} must be > 0 (it divides the frequencies), got {f[f <= 0][:3].tolist()} "

@@ -240,6 +240,7 @@ LONG = dict(rope_type="longrope", factor=8.0, original_max_position_embeddings=1
     (16, None, dict(LONG, short_factor=[1.0] * 8, long_factor=[-2.0] * 8), ValueError, "long_factor"),
     (16, None, dict(LONG, short_factor=[1.0] * 7 + [float("inf")], long_factor=[1.0] * 8), ValueError, "short_factor"),
     (16, None, dict(LONG, short_factor="1.0", long_factor=[1.0] * 8), TypeError, "short_factor"),
+    (16, None, dict(LONG, short_factor=[[1.0]] * 8, long_factor=[1.0] * 8), ValueError, "short_factor"),   # (8, 1)
     (16, None, dict(rope_type="yarn", typ="yarn"), TypeError, "typ"),
     (16, None, dict(rope_type="linear", type="yarn", factor=2.0), ValueError, "type"),
     (16, None, dict(rope_type="Yarn"), ValueError, "rope_type"),
