@@ -19,8 +19,7 @@ from ._validate import check_no_overflow, check_nonnegative_int, check_positive_
 
 BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
-# An entry's bytes beyond its tables' data (tracemalloc: ~380 for one table, ~440 for two), so that the bound
-# holds for one-position decode tables too; with room for malloc's headers.
+# An entry's bytes beyond its tables' data (tracemalloc: ~380 for one table, ~440 for two; docs/oracle.md).
 ENTRY_OVERHEAD = 512
 TABLE_OVERHEAD = 128
 THREADED_ELEMENTS = 1 << 20              # arrays at least this large are split across threads
