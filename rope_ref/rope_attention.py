@@ -18,17 +18,15 @@ def _check_qkv(q, k, v, causal, self_attention: str = "", scores: bool = True):
     q, k, v = check_x(q, "q"), check_x(k, "k"), check_real_array(v, "v")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise ValueError(f"q, k, v must have shape (..., seq, d); got q {q.shape}, k {k.shape}, v {v.shape}")
-    if q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2]:
-        raise ValueError(f"q, k, v must share leading (batch/head) axes; got q {q.shape}, k {k.shape}, v {v.shape}")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same feature size d; got q {q.shape}, k {k.shape}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same number of positions; got k {k.shape}, v {v.shape}")
-    if k.shape[-2] == 0:
-        raise ValueError(f"k must have at least one position (softmax over zero keys is undefined); got k {k.shape}")
-    if self_attention and q.shape[-2] != k.shape[-2]:
-        raise ValueError(f"{self_attention} is self-attention: q and k need the same length; got q {q.shape}, "
-                         f"k {k.shape}")
+    expected = {"q, k, v must share leading (batch/head) axes": q.shape[:-2] == k.shape[:-2] == v.shape[:-2],
+                "q and k must have the same feature size d": q.shape[-1] == k.shape[-1],
+                "k and v must have the same number of positions": k.shape[-2] == v.shape[-2],
+                "k must have at least one position (softmax over zero keys is undefined)": k.shape[-2] > 0,
+                f"{self_attention} is self-attention: q and k need the same length": q.shape[-2] == k.shape[-2]
+                or not self_attention}
+    unmet = [words for words, met in expected.items() if not met]
+    if unmet:
+        raise ValueError(f"{unmet[0]}; got q {q.shape}, k {k.shape}, v {v.shape}")
     for a, name in ((q, "q"), (k, "k"), (v, "v")):
         check_finite(a, name)
     if scores:
