@@ -40,9 +40,8 @@ def source_checkout() -> Path | None:
     """The root of the source checkout this package was imported from, or None if installed."""
     root = PACKAGE_DIR.parent
     pyproject = root / "pyproject.toml"
-    if pyproject.is_file() and 'name = "rope_ref"' in pyproject.read_text() and (root / "notebooks").is_dir():
-        return root
-    return None
+    checkout = pyproject.is_file() and 'name = "rope_ref"' in pyproject.read_text() and (root / "notebooks").is_dir()
+    return root if checkout else None
 
 
 def default_figures_dir() -> Path:
@@ -233,23 +232,18 @@ def parse_command_line(parser, commands, argv=None) -> argparse.Namespace:
     return args
 
 
-def _run(argv) -> int:
-    """Parse the command line and run what it asks for; the exit status."""
-    parser, commands = build_parser()
-    args = parse_command_line(parser, commands, argv)
-    if args.command is not None:
-        return COMMANDS[args.command](args, commands[args.command].error)
-    status = _figures(args, parser.error, before=lambda: _print_identity_table(args))
-    print("\n" + notebooks_hint())
-    return status
-
-
 def main(argv=None) -> int:
     """Run the command line; the exit status (see the module's docstring)."""
     prog = " ".join([PROG, *(word for word in (argv or sys.argv[1:]) if word in COMMANDS)][:2])
     with handling_interrupts():
         try:
-            status = _run(argv)
+            parser, commands = build_parser()
+            args = parse_command_line(parser, commands, argv)
+            if args.command is not None:
+                status = COMMANDS[args.command](args, commands[args.command].error)
+            else:       # the main job: the checks, the figures, where the notebooks are
+                status = _figures(args, parser.error, before=lambda: _print_identity_table(args))
+                print("\n" + notebooks_hint())
             stop_if_interrupted()       # a Ctrl-C whose KeyboardInterrupt Python ignored
             sys.stdout.flush()          # a closed pipe (`| head -1`) is met here, not at the interpreter's exit
             return status

@@ -150,8 +150,7 @@ def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 
     dist = m[None, :] - m[:, None]                                     # exact small integers
     RmT_Rn = np.swapaxes(Rm[:4], -1, -2)[:, None] @ Rm[None]          # 4 values of m against every n
     matrix_error = _err(RmT_Rn, rotation_matrix(dist[:4], d, base))
-    rng = np.random.default_rng(seed)
-    q, k = rng.standard_normal(d), rng.standard_normal(d)
+    q, k = np.random.default_rng(seed).standard_normal((2, d))
     scores = rotate(np.tile(q, (n, 1)), m, base=base) @ rotate(np.tile(k, (n, 1)), m, base=base).T
     rel = rotate(np.broadcast_to(k, dist.shape + (d,)), dist, base=base) @ q
     score_error = _err(scores, rel)

@@ -183,9 +183,8 @@ def _head_dim(cfg, family, layer_type) -> int:
 
 
 def _rope_section(cfg, layer_type, family):
-    """(where, section, defaulted, (rope_theta, where it was read)): v5 ``rope_parameters`` or v4 ``rope_scaling``
-    (agreeing if both are given), else the family's default (``defaulted``), checked key by key; with one per layer
-    type, ``layer_type``'s.  rope_theta: the section's, the config's top level's or the family's; fixed_theta wins."""
+    """(where, section, defaulted, (rope_theta, where read)): v5 ``rope_parameters`` or v4 ``rope_scaling`` (agreeing),
+    else the family's; ``layer_type``'s of one per layer type.  rope_theta: fixed_theta, else section, top, family."""
     for k in _SECTIONS:
         if cfg.get(k) is not None and not isinstance(cfg[k], Mapping):
             raise ValueError(f"config[{k!r}] must be an object (dict) or null, got {cfg[k]!r} of type "
