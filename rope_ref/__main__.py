@@ -46,8 +46,7 @@ def source_checkout() -> Path | None:
 
 def default_figures_dir() -> Path:
     """The checkout's figures/ when run from a checkout, else ./figures of the current directory."""
-    root = source_checkout()
-    return (root / "figures") if root is not None else Path.cwd() / "figures"
+    return (source_checkout() or Path.cwd()) / "figures"
 
 
 def notebooks_hint() -> str:

@@ -269,7 +269,6 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1):
         raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
     if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
-        # MLA rotates all qk_rope_head_dim features; a share is theirs of a wider head, and must agree with it
         widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}   # dots3
         if isinstance(cfg.get("qk_nope_head_dim"), int):                                               # Mistral 4
             widths["qk_nope_head_dim + qk_rope_head_dim"] = cfg["qk_nope_head_dim"] + head_dim
