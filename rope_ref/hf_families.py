@@ -142,9 +142,8 @@ FAMILIES = {
     "openai_privacy_filter": Family("interleaved", rope_theta=150000.0, rope=dict(_GPT_OSS_YARN, rope_theta=150000.0)),
     **dict.fromkeys(("apertus", "apertus1p5_text"), Family(rope_theta=12e6, rope=dict(_LLAMA3, rope_theta=12e6))),
     "cwm": Family(rope_theta=1e6, head_dim=128, rope=dict(_LLAMA3, rope_theta=1e6, factor=16.0)),
-    "higgs_audio_v2": Family(rope_theta=500000.0, head_dim=128, rope=dict(
-        rope_type="llama3", rope_theta=500000.0, factor=32.0, low_freq_factor=0.125, high_freq_factor=0.5,
-        original_max_position_embeddings=1024)),
+    "higgs_audio_v2": Family(rope_theta=500000.0, head_dim=128, rope=dict(_LLAMA3, rope_theta=500000.0, factor=32.0,
+        low_freq_factor=0.125, high_freq_factor=0.5, original_max_position_embeddings=1024)),
     "ministral3": Family(rope_theta=1e6, head_dim=128, rope=dict(_MISTRAL_YARN, rope_theta=1e6, factor=16.0,
                                                                    original_max_position_embeddings=16384)),
     **dict.fromkeys(("gptj", "codegen"), Family("interleaved", **_SINUSOIDAL)),
