@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["Family", "FAMILIES", "SECTION_QUIRK_KEYS", "AxialFamily", "DIFFUSERS_FAMILIES"]
-
 
 def _alpha_is_static_ntk(rope, rope_type) -> str:
     """HunYuan's compute_ntk_alpha_rope_parameters: "dynamic" with alpha is static NTK, base * alpha^(d/(d-2))."""
