@@ -29,8 +29,7 @@ from .teaching.files import INTERRUPT, check_targets, handling_interrupts, outpu
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROG = "python -m rope_ref"
-#: Upper bounds for the checks' sizes: run_checks builds 64 dense d x d matrices and several (seq, d)
-#: float64 arrays, so these keep one run within a few hundred MB instead of a MemoryError traceback.
+#: Upper bounds for the checks' sizes: one run stays within a few hundred MB (64 dense d x d matrices, (seq, d) arrays).
 MAX_D, MAX_SEQ, MAX_ELEMENTS = 512, 1 << 20, 1 << 23
 #: The options of the main job (no sub-command) and of each sub-command.
 OPTIONS = {None: ("d", "seq", "out"), "check": ("d", "seq"), "figures": ("out",), "site": ("out",)}
@@ -41,15 +40,13 @@ def source_checkout() -> Path | None:
     """The root of the source checkout this package was imported from, or None if installed."""
     root = PACKAGE_DIR.parent
     pyproject = root / "pyproject.toml"
-    if pyproject.is_file() and 'name = "rope_ref"' in pyproject.read_text() and (root / "notebooks").is_dir():
-        return root
-    return None
+    checkout = pyproject.is_file() and 'name = "rope_ref"' in pyproject.read_text() and (root / "notebooks").is_dir()
+    return root if checkout else None
 
 
 def default_figures_dir() -> Path:
     """The checkout's figures/ when run from a checkout, else ./figures of the current directory."""
-    root = source_checkout()
-    return (root / "figures") if root is not None else Path.cwd() / "figures"
+    return (source_checkout() or Path.cwd()) / "figures"
 
 
 def notebooks_hint() -> str:
@@ -75,7 +72,7 @@ def _integer_type(rule: str, low: int, high: int, step: int = 1):
     return integer
 
 
-def _print_identity_table(args) -> int:
+def _print_identity_table(args, refuse=None) -> int:
     """Check every identity of RoFormer section 3 that rope_ref implements on d features, positions 0..N-1,
     float64, and print a table (exit status 1 if one fails).  Writes no file; --d times --seq is at most 2^23."""
     t0 = time.perf_counter()
@@ -234,25 +231,18 @@ def parse_command_line(parser, commands, argv=None) -> argparse.Namespace:
     return args
 
 
-def _run(argv) -> int:
-    """Parse the command line and run what it asks for; the exit status."""
-    parser, commands = build_parser()
-    args = parse_command_line(parser, commands, argv)
-    if args.command == "check":
-        return _print_identity_table(args)
-    if args.command is not None:
-        return COMMANDS[args.command](args, commands[args.command].error)
-    status = _figures(args, parser.error, before=lambda: _print_identity_table(args))
-    print("\n" + notebooks_hint())
-    return status
-
-
 def main(argv=None) -> int:
     """Run the command line; the exit status (see the module's docstring)."""
     prog = " ".join([PROG, *(word for word in (argv or sys.argv[1:]) if word in COMMANDS)][:2])
     with handling_interrupts():
         try:
-            status = _run(argv)
+            parser, commands = build_parser()
+            args = parse_command_line(parser, commands, argv)
+            if args.command is not None:
+                status = COMMANDS[args.command](args, commands[args.command].error)
+            else:       # the main job: the checks, the figures, where the notebooks are
+                status = _figures(args, parser.error, before=lambda: _print_identity_table(args))
+                print("\n" + notebooks_hint())
             stop_if_interrupted()       # a Ctrl-C whose KeyboardInterrupt Python ignored
             sys.stdout.flush()          # a closed pipe (`| head -1`) is met here, not at the interpreter's exit
             return status

@@ -77,15 +77,14 @@ def run_checks(d: int = 128, seq: int = 4096, seed: int = 0) -> list[Check]:
     # The general form (pair j turns by sum_a F[j, a] p_a): three identities, each against another code path.
     n = d // 2
     q, k = rng.standard_normal(d), rng.standard_normal(d)
-    # Relative identity for any F (here dense and signed, as RoPE-Mixed learns it, over 3 axes): the fast
-    # path at absolute positions against the dense matrix (eq 14's path) at the offset p_n - p_m alone.
+    # Any F (dense and signed, as RoPE-Mixed learns it): fast path at p_m, p_n against eq 14's at p_n - p_m alone.
     F = rng.standard_normal((n, 3)) * frequencies(d)[:, None]
     pm, pn = rng.uniform(0, seq, (3, 16)), rng.uniform(0, seq, (3, 16))
     scores = rotate(np.tile(q, (16, 1)), pm, inv_freq=F) @ rotate(np.tile(k, (16, 1)), pn, inv_freq=F).T
     offsets = pn[:, None, :] - pm[:, :, None]                                   # (3, 16 m, 16 n)
     rel = rotate_dense(np.broadcast_to(k, (16, 16, d)), offsets, inv_freq=F) @ q
-    # M-RoPE on text (p_t = p_h = p_w = m): Qwen2-VL's blocks and Qwen3-VL's interleaving, fast path with the
-    # (d/2, 3) matrix against the plain 1-D form with theta (eq 34), both pairings.
+    out.append(Check("any F: q_m.k_n depends only on F(p_n-p_m)", "16, any F", _err(scores, rel), 1e-9))
+    # M-RoPE on text (p_t = p_h = p_w = m), Qwen2-VL's blocks and Qwen3-VL's interleaving, against 1-D eq 34.
     m = np.arange(seq, dtype=np.float64)
     x = rng.standard_normal((seq, d))
     s_hw, s_i = 3 * n // 8, 5 * n // 16                   # [16, 24, 24] and [24, 20, 20] for d = 128
@@ -94,13 +93,9 @@ def run_checks(d: int = 128, seq: int = 4096, seed: int = 0) -> list[Check]:
                         rotate_elementwise(x, m, pairing=pairing))
                    for sections, inter in (([n - 2 * s_hw, s_hw, s_hw], False), ([n - 2 * s_i, s_i, s_i], True))
                    for pairing in ("interleaved", "half"))
-    # A 2-D grid (timm / Heo et al. axial layout): the score of patches (x1, y1), (x2, y2) against two 1-D
-    # RoPEs of dimension d/2 -- the first half of the features by x2 - x1, the second by y2 - y1.
-    out += [
-        Check("any F: q_m.k_n depends only on F(p_n-p_m)", "16, any F", _err(scores, rel), 1e-9),
-        Check("M-RoPE on text (t=h=w) == 1-D RoPE", "34, M-RoPE", text_err, 1e-12),
-    ]
+    out.append(Check("M-RoPE on text (t=h=w) == 1-D RoPE", "34, M-RoPE", text_err, 1e-12))
     if d % 4 == 0:
+        # A 2-D grid (axial layout): the score of two patches against two 1-D RoPEs of d/2, by dx and dy.
         P = grid_positions(16, 16, indexing="xy")[:, rng.choice(256, 32, replace=False)]   # (x, y) of 32 patches
         Fa = axial_frequencies(d, base=100.0)
         s2d = rotate(np.tile(q, (32, 1)), P, inv_freq=Fa) @ rotate(np.tile(k, (32, 1)), P, inv_freq=Fa).T
@@ -155,8 +150,7 @@ def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 
     dist = m[None, :] - m[:, None]                                     # exact small integers
     RmT_Rn = np.swapaxes(Rm[:4], -1, -2)[:, None] @ Rm[None]          # 4 values of m against every n
     matrix_error = _err(RmT_Rn, rotation_matrix(dist[:4], d, base))
-    rng = np.random.default_rng(seed)
-    q, k = rng.standard_normal(d), rng.standard_normal(d)
+    q, k = np.random.default_rng(seed).standard_normal((2, d))
     scores = rotate(np.tile(q, (n, 1)), m, base=base) @ rotate(np.tile(k, (n, 1)), m, base=base).T
     rel = rotate(np.broadcast_to(k, dist.shape + (d,)), dist, base=base) @ q
     score_error = _err(scores, rel)

@@ -183,9 +183,8 @@ def _head_dim(cfg, family, layer_type) -> int:
 
 
 def _rope_section(cfg, layer_type, family):
-    """(where, section, defaulted, (rope_theta, where it was read)): v5 ``rope_parameters`` or v4 ``rope_scaling``
-    (agreeing if both are given), else the family's default (``defaulted``), checked key by key; with one per layer
-    type, ``layer_type``'s.  rope_theta: the section's, the config's top level's or the family's; fixed_theta wins."""
+    """(where, section, defaulted, (rope_theta, where read)): v5 ``rope_parameters`` or v4 ``rope_scaling`` (agreeing),
+    else the family's; ``layer_type``'s of one per layer type.  rope_theta: fixed_theta, else section, top, family."""
     for k in _SECTIONS:
         if cfg.get(k) is not None and not isinstance(cfg[k], Mapping):
             raise ValueError(f"config[{k!r}] must be an object (dict) or null, got {cfg[k]!r} of type "
@@ -270,7 +269,6 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1):
         raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
     if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
-        # MLA rotates all qk_rope_head_dim features; a share is theirs of a wider head, and must agree with it
         widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}   # dots3
         if isinstance(cfg.get("qk_nope_head_dim"), int):                                               # Mistral 4
             widths["qk_nope_head_dim + qk_rope_head_dim"] = cfg["qk_nope_head_dim"] + head_dim

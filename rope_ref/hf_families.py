@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["Family", "FAMILIES", "SECTION_QUIRK_KEYS", "AxialFamily", "DIFFUSERS_FAMILIES"]
-
 
 def _alpha_is_static_ntk(rope, rope_type) -> str:
     """HunYuan's compute_ntk_alpha_rope_parameters: "dynamic" with alpha is static NTK, base * alpha^(d/(d-2))."""
@@ -69,8 +67,10 @@ class Family:
 
 
 def _per_layer(**sections) -> dict:
-    """Default rope sections by layer type: layer_type=rope_theta of default RoPE, or a dict of the section's keys."""
-    return {layer_type: {"rope_type": "default", **(keys if isinstance(keys, dict) else {"rope_theta": keys})}
+    """Default RoPE sections by layer type: layer_type=rope_theta, (rope_theta, partial_rotary_factor) or a dict."""
+    shorthand = ("rope_theta", "partial_rotary_factor")
+    return {layer_type: {"rope_type": "default", **(keys if isinstance(keys, dict) else
+                                                     dict(zip(shorthand, keys if isinstance(keys, tuple) else [keys])))}
             for layer_type, keys in sections.items()}
 
 
@@ -83,6 +83,8 @@ _MLA = dict(head_keys=("qk_rope_head_dim",), head_dim=64)           # the rotate
 _SINUSOIDAL = dict(rotary_key="rotary_dim", rotary_default=64, fixed_theta=10000.0)   # create_sinusoidal_positions
 _GPT_OSS_YARN = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
                  "original_max_position_embeddings": 4096}
+_LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+           "original_max_position_embeddings": 8192}
 _MISTRAL_YARN = {"rope_type": "yarn", "beta_fast": 32.0, "beta_slow": 1.0, "mscale_all_dim": 1.0, "mscale": 1.0,
                  "llama_4_scaling_beta": 0.1}    # llama_4_scaling_beta scales the queries (get_llama_4_attn_scale)
 
@@ -136,15 +138,10 @@ FAMILIES = {
     "nanochat": Family(clockwise=True),
     "gpt_oss": Family(rope_theta=150000.0, head_dim=64, rope=_GPT_OSS_YARN),
     "openai_privacy_filter": Family("interleaved", rope_theta=150000.0, rope=dict(_GPT_OSS_YARN, rope_theta=150000.0)),
-    **dict.fromkeys(("apertus", "apertus1p5_text"), Family(rope_theta=12e6, rope=dict(
-        rope_type="llama3", rope_theta=12e6, factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
-        original_max_position_embeddings=8192))),
-    "cwm": Family(rope_theta=1e6, head_dim=128, rope=dict(
-        rope_type="llama3", rope_theta=1e6, factor=16.0, low_freq_factor=1.0, high_freq_factor=4.0,
-        original_max_position_embeddings=8192)),
-    "higgs_audio_v2": Family(rope_theta=500000.0, head_dim=128, rope=dict(
-        rope_type="llama3", rope_theta=500000.0, factor=32.0, low_freq_factor=0.125, high_freq_factor=0.5,
-        original_max_position_embeddings=1024)),
+    **dict.fromkeys(("apertus", "apertus1p5_text"), Family(rope_theta=12e6, rope=dict(_LLAMA3, rope_theta=12e6))),
+    "cwm": Family(rope_theta=1e6, head_dim=128, rope=dict(_LLAMA3, rope_theta=1e6, factor=16.0)),
+    "higgs_audio_v2": Family(rope_theta=500000.0, head_dim=128, rope=dict(_LLAMA3, rope_theta=500000.0, factor=32.0,
+        low_freq_factor=0.125, high_freq_factor=0.5, original_max_position_embeddings=1024)),
     "ministral3": Family(rope_theta=1e6, head_dim=128, rope=dict(_MISTRAL_YARN, rope_theta=1e6, factor=16.0,
                                                                    original_max_position_embeddings=16384)),
     **dict.fromkeys(("gptj", "codegen"), Family("interleaved", **_SINUSOIDAL)),
@@ -189,15 +186,10 @@ FAMILIES = {
                     Family(rope=_per_layer(sliding_attention=1e4, full_attention=160000.0))),
     **dict.fromkeys(("t5gemma2_decoder", "t5gemma2_text"),
                     Family(head_dim=256, rope=_per_layer(sliding_attention=1e4, full_attention=1e6))),
-    "laguna": Family(head_dim=128, rope=_per_layer(full_attention=dict(rope_theta=500000.0, partial_rotary_factor=0.5),
-                                                   sliding_attention=dict(rope_theta=1e4, partial_rotary_factor=1.0))),
-    "neomme": Family(rope=_per_layer(sliding_attention=dict(rope_theta=1e4, partial_rotary_factor=1.0),
-                                     full_attention=dict(rope_theta=1e6, partial_rotary_factor=0.25))),
-    "mimo_v2_flash": Family(head_dim=192, rope=_per_layer(
-        full_attention=dict(rope_theta=5e6, partial_rotary_factor=0.334),
-        sliding_attention=dict(rope_theta=1e4, partial_rotary_factor=0.334))),
-    "zaya": Family(head_dim=128, rope=_per_layer(hybrid=dict(rope_theta=5e6, partial_rotary_factor=0.5),
-                                                 hybrid_sliding=dict(rope_theta=1e4, partial_rotary_factor=0.5))),
+    "laguna": Family(head_dim=128, rope=_per_layer(full_attention=(500000.0, 0.5), sliding_attention=(1e4, 1.0))),
+    "neomme": Family(rope=_per_layer(sliding_attention=(1e4, 1.0), full_attention=(1e6, 0.25))),
+    "mimo_v2_flash": Family(head_dim=192, rope=_per_layer(full_attention=(5e6, 0.334), sliding_attention=(1e4, 0.334))),
+    "zaya": Family(head_dim=128, rope=_per_layer(hybrid=(5e6, 0.5), hybrid_sliding=(1e4, 0.5))),
     "lfm3": Family(head_dim=128, rope=_per_layer(sliding_attention=1e4, full_attention=dict(
         rope_type="proportional", rope_theta=1e6, partial_rotary_factor=0.5))),
     # Gemma 4: sliding layers default RoPE over head_dim, full-attention layers proportional RoPE over global_head_dim
