@@ -25,9 +25,6 @@ _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset
               "inv_freq")
 #: Every parameter a scaling method takes (scaling's one schema), and the length dynamic/longrope are measured at.
 _PARAM_KEYS = tuple(sorted(METHOD_PARAM_KEYS | {"seq_len"}))
-#: What assert_rope_matches(axes=...) may be told to expect, and how to probe: assert_axes_match's keywords.
-_AXES_KEYS = ("inv_freq", "sections", "layout", "base", "pairing", "rotary_dim", "rotary_start", "norm_scale", "rtol",
-              "position_shift", "max_position", "axis_names", "seed")
 _CONFIG_ATTRIBUTES = ("head_dim", "rotary_dim", "pairing", "base", "rope_type", "params", "attention_factor")
 
 
@@ -56,16 +53,13 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     >>> kernel = lambda x, p: rr.rotate(x, p, inv_freq=F, pairing="half")
     >>> spec = rr.assert_rope_matches(kernel, 16, axes=3, sections=[4, 2, 2], layout="interleaved")
     """
-    config = load_config(config)
-    if axes is not None or getattr(config, "axes", None):
+    d, axes, expected = _expectations(d, config, axes, expected, phase_atol)
+    if axes is not None:
         if max_rows is not None:
             raise TypeError("max_rows= is for 1-D kernels fn(x); a multi-axis kernel is probed on seq rows: pass "
                             "max_position= (the largest position it accepts) instead")
-        check_keywords(expected, _AXES_KEYS, "assert_rope_matches() of a multi-axis kernel")
-        d, axes, expected = _from_config(config, d, axes, expected)
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, max_bytes=max_bytes,
                                  timeout=timeout, **expected)
-    d, expected = prepare_expected(d, config, expected, phase_atol)
     spec = _probe(raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
                   max_bytes=max_bytes, timeout=timeout)
     if not spec.is_rope:
@@ -84,35 +78,22 @@ def _probe(fn, d, **probing):
         raise KernelRaised("\n".join([str(err), *getattr(err, "__notes__", [])])) from err.__cause__
 
 
-def load_config(config):
-    """A config.json (dict or path) read with from_hf_config; a RopeConfig-like object as it is; None stays."""
+def _expectations(d, config, axes, expected, phase_atol, backward=False):
+    """(d, axes, expectations) from the arguments and a config.json (dict or path) or RopeConfig-like object; keywords
+    win.  1-D: row 0 at position 0 unless ``offset`` is given, each expectation checked; multi-axis: the config's
+    matrix unless inv_freq/sections/layout/base (assert_axes_match checks them)."""
     if isinstance(config, (Mapping, str, os.PathLike)):
-        return from_hf_config(config)
-    return config
-
-
-def prepare_expected(d, config, expected, phase_atol):
-    """(d, expectations) from the arguments, each checked (1-D RoPE)."""
-    check_keywords(expected, _SPEC_KEYS + _PARAM_KEYS, "assert_rope_matches()")
-    config = load_config(config)
-    if getattr(config, "axes", None):
-        raise ValueError(f"config is multi-axis RoPE ({config.axes} position axes: M-RoPE): backward passes are "
-                         "checked for 1-D RoPE only")
-    d, _, expected = _from_config(config, d, None, expected)
-    check_expected(expected, phase_atol)
-    return d, expected
-
-
-def _from_config(config, d, axes, expected):
-    """(d, axes, expectations) from a RopeConfig-like object (None: as given); keywords win.  1-D: row 0 at
-    position 0 unless ``offset`` is given; multi-axis: the config's matrix unless inv_freq/sections/layout/base."""
+        config = from_hf_config(config)
     if config is not None:
         missing = [n for n in _CONFIG_ATTRIBUTES if not hasattr(config, n)]
         if missing:
             raise TypeError(f"config must be a model's config.json (a dict or a path, as rope_ref.from_hf_config "
                             f"reads) or a RopeConfig (rope_ref.from_hf_config) or have its attributes; "
                             f"{type(config).__name__} lacks {missing}")
-        config_axes = getattr(config, "axes", None)
+        config_axes = getattr(config, "axes", None) or None
+        if backward and config_axes:
+            raise ValueError(f"config is multi-axis RoPE ({config.axes} position axes: M-RoPE): backward passes are "
+                             "checked for 1-D RoPE only")
         if axes is not None and not config_axes:
             raise ValueError(f"axes={axes!r} with a config whose RoPE has one position per row (1-D): leave axes= "
                              "out to check fn(x) against it")
@@ -136,6 +117,9 @@ def _from_config(config, d, axes, expected):
         d, axes, expected = (config.head_dim if d is None else d), config_axes, {**want, **expected}
     if d is None:
         raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
+    if axes is None:
+        check_keywords(expected, _SPEC_KEYS + _PARAM_KEYS, "assert_rope_matches()")
+        check_expected(expected, phase_atol)
     return d, axes, expected
 
 
@@ -319,7 +303,7 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
     if not callable(vjp):
         raise TypeError(f"vjp must be callable as vjp(x, g) -> dx (the backward pass), got {vjp!r} of type "
                         f"{type(vjp).__name__}")
-    d, expected = prepare_expected(d, config, expected, phase_atol)
+    d, _, expected = _expectations(d, config, None, expected, phase_atol, backward=True)
     guarded = raising_as("vjp", vjp)
 
     def g_to_dx(g):

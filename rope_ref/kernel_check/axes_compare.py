@@ -3,11 +3,9 @@ layout, pairing, sign, frequency) and :func:`assert_axes_match` raises them as o
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from .._validate import check_finite_array, closest_name
+from .._validate import check_finite_array, check_number, closest_name, suggest_keywords
 from ..multiaxis import MROPE_LAYOUTS, mrope_frequencies
 from .axes_probe import classify, identify_axes
 from .spec import (AxesSpec, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as, runs,
@@ -28,8 +26,7 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
     sum_a F[j, a] s_a at position 0, as Qwen-Image's centred ids); by default a rotation at 0 is a difference."""
     if not isinstance(spec, AxesSpec):
         raise TypeError(f"spec must be an AxesSpec (from identify_axes), got {type(spec).__name__}")
-    if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) or not 0 <= rtol < 1:
-        raise ValueError(f"rtol must be a real number in [0, 1), got {rtol!r}")
+    check_number(rtol, "rtol", "a real number in [0, 1)", lambda v: 0 <= v < 1, real=True)
     if not spec.is_rope:
         return [str(spec)]
     problems = layout_problems(spec, pairing, rotary_dim, rotary_start)
@@ -142,6 +139,7 @@ def _layout(layout, axis, names) -> str:
     return f"neither blocks nor interleaved ({runs(axis, names)})"
 
 
+@suggest_keywords
 def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, layout: str | None = None,
                       base: float | None = None, pairing: str | None = None, rotary_dim: int | None = None,
                       rotary_start: int = 0, norm_scale: float | None = None, rtol: float = 0.0,
