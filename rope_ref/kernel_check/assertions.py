@@ -37,15 +37,12 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     ``fn(x) -> y`` as for :func:`identify` (``max_rows``, ``max_bytes``, ``timeout`` as there).  ``expected``:
     ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0), ``output_pairing`` (default None: in place;
     "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``, ``rope_type``,
-    ``inv_freq`` and the parameters of ``rope_type`` (``seq_len`` for dynamic/longrope: by default last
-    position + 1).  ``config``: a ``config.json`` (dict or path) or a ``RopeConfig``-like object giving ``d``
-    and the expectations (keywords win; ``offset=0`` unless given, ``offset=None`` skips it).  Angles must
-    behave like float32 or better, or deviate from (offset + row) * theta by at most ``phase_atol`` radians.
-    An exception raised inside ``fn`` is re-raised as ``KernelRaised``, never reported as a mismatch.
-
-    A multi-axis ``config`` (M-RoPE) or ``axes=A`` checks ``fn(x, positions)`` with
-    :func:`~.axes_compare.assert_axes_match` (its keywords, not ``offset``, ``rope_type`` or ``max_rows``) and
-    returns the :class:`AxesSpec`.
+    ``inv_freq`` and the parameters of ``rope_type`` (``seq_len``: by default last position + 1).  ``config``:
+    a ``config.json`` (dict or path) or a ``RopeConfig``-like object giving ``d`` and the expectations (keywords
+    win; ``offset=0`` unless given, ``offset=None`` skips it).  Angles must behave like float32 or better, or
+    deviate from (offset + row) * theta by at most ``phase_atol`` radians.  An exception raised inside ``fn`` is
+    re-raised as ``KernelRaised``.  A multi-axis ``config`` (M-RoPE) or ``axes=A`` checks ``fn(x, positions)``
+    with :func:`~.axes_compare.assert_axes_match` (its keywords) and returns the :class:`AxesSpec`.
 
     >>> import rope_ref as rr, numpy as np
     >>> spec = rr.assert_rope_matches(lambda x: rr.rotate(x, np.arange(len(x)) + 5.0), 8, offset=5, base=1e4)

@@ -29,6 +29,11 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
     check_number(rtol, "rtol", "a real number in [0, 1)", lambda v: 0 <= v < 1, real=True)
     if not spec.is_rope:
         return [str(spec)]
+    if inv_freq is not None:            # (rotary_dim/2,) for one axis
+        inv_freq = check_finite_array(inv_freq, "inv_freq")
+        inv_freq = inv_freq[:, None] if inv_freq.ndim == 1 and spec.axes == 1 else inv_freq
+        if inv_freq.ndim != 2 or inv_freq.shape[1] != spec.axes:
+            raise ValueError(f"inv_freq must have shape (rotary_dim/2, axes={spec.axes}), got {inv_freq.shape}")
     problems = layout_problems(spec, pairing, rotary_dim, rotary_start)
     if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > max(FLOAT32_RTOL, 2 * spec.scale_error):
         problems.append(f"norm_scale: expected {norm_scale:.6g}, found {spec.norm_scale:.6g}")
@@ -40,7 +45,7 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
         problems.append(f"rotation at position 0: expected none, found pairs turned by up to {spec.phase_at_zero:.3g} "
                         f"rad with every axis at 0 ({why})")
     if inv_freq is not None:
-        problems += _compare_matrix(spec, _check_matrix(inv_freq, spec.axes), max(rtol, FLOAT32_RTOL))
+        problems += _compare_matrix(spec, inv_freq, max(rtol, FLOAT32_RTOL))
     return problems + precision_problems(spec, phase_atol, "sum_a F[j, a] p_a",
                                          "pass phase_atol= to accept that precision", "compute angles in float32 "
                                          "or better, or pass phase_atol= to accept that precision")
@@ -64,16 +69,6 @@ def _compare_shift(spec, want):
         return []
     why = " (fn does not shift its positions: ids not centred?)" if not spec.rotated_at_zero else ""
     return [f"position_shift: expected {shown}, found {show_shifts(spec.axis_names, found)}{why}"]
-
-
-def _check_matrix(want, axes):
-    """The expected matrix: finite reals of shape (rotary_dim/2, axes) ((rotary_dim/2,) for one axis)."""
-    want = check_finite_array(want, "inv_freq")
-    if want.ndim == 1 and axes == 1:
-        want = want[:, None]
-    if want.ndim != 2 or want.shape[1] != axes:
-        raise ValueError(f"inv_freq must have shape (rotary_dim/2, axes={axes}), got {want.shape}")
-    return want
 
 
 def _compare_matrix(spec, want, rtol):

@@ -15,8 +15,6 @@ from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
 from .spec import AxesSpec, runs, show_shifts
 from .tolerances import FREQ_ULPS, MAX_AXES, MAX_BYTES, MAX_POSITION, NOISE_ULPS, SIGMAS, TIMEOUT
 
-#: Axis names shown when none are given: transformers' M-RoPE order (t, h, w) and a grid's (h, w).
-DEFAULT_AXIS_NAMES = {1: ("p",), 2: ("h", "w"), 3: ("t", "h", "w")}
 _FN_SHAPES = ("identify_axes calls fn(x, positions): x float64 of shape (seq, d), positions int64 of shape "
               "(axes, seq), row r at positions[:, r]; wrap a kernel taking torch (batch, heads, seq, d) and "
               "position ids (axes, batch, seq) as lambda x, p: kernel(torch.from_numpy(x)[None, None], "
@@ -59,8 +57,8 @@ def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes, axis_names, t
     max_position = check_positive_int(max_position, "max_position")
     if max_position < 3:
         raise ValueError(f"max_position must be >= 3 (positions 1, 2, 3 on each axis), got {max_position}")
-    if axis_names is None:
-        axis_names = DEFAULT_AXIS_NAMES.get(axes, tuple(f"axis{a}" for a in range(axes)))
+    if axis_names is None:              # transformers' M-RoPE order (t, h, w) and a grid's (h, w)
+        axis_names = {1: ("p",), 2: ("h", "w"), 3: ("t", "h", "w")}.get(axes, tuple(f"axis{a}" for a in range(axes)))
     if isinstance(axis_names, str) or not all(isinstance(n, str) and n for n in axis_names):
         raise TypeError(f"axis_names must be a sequence of {axes} non-empty strings (e.g. ('t', 'h', 'w')), got "
                         f"{axis_names!r}")
