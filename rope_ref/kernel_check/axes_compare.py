@@ -38,7 +38,15 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
     if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > max(FLOAT32_RTOL, 2 * spec.scale_error):
         problems.append(f"norm_scale: expected {norm_scale:.6g}, found {spec.norm_scale:.6g}")
     if position_shift is not None:
-        problems += _compare_shift(spec, _check_shift(position_shift, spec.axes))
+        want = _check_shift(position_shift, spec.axes)
+        shown = show_shifts(spec.axis_names, want)
+        found = spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
+        if found is None:
+            problems.append(f"position_shift: expected {shown}, found pairs turned by up to {spec.phase_at_zero:.3g} "
+                            "rad at position 0 that no shift of the positions explains")
+        elif not np.all(np.abs(np.subtract(found, want)) <= spec.shift_tolerance):
+            why = "" if spec.rotated_at_zero else " (fn does not shift its positions: ids not centred?)"
+            problems.append(f"position_shift: expected {shown}, found {show_shifts(spec.axis_names, found)}{why}")
     elif spec.rotated_at_zero:
         why = (f"fn shifts the positions by {show_shifts(spec.axis_names, spec.position_shift)}"
                if spec.position_shift else "positions shifted?")
@@ -57,18 +65,6 @@ def _check_shift(want, axes):
     if want.shape != (axes,):
         raise ValueError(f"position_shift must hold one shift per axis, shape ({axes},), got shape {want.shape}")
     return want
-
-
-def _compare_shift(spec, want):
-    found = spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
-    shown = show_shifts(spec.axis_names, want)
-    if found is None:
-        return [f"position_shift: expected {shown}, found pairs turned by up to {spec.phase_at_zero:.3g} rad at "
-                "position 0 that no shift of the positions explains"]
-    if np.all(np.abs(np.subtract(found, want)) <= spec.shift_tolerance):
-        return []
-    why = " (fn does not shift its positions: ids not centred?)" if not spec.rotated_at_zero else ""
-    return [f"position_shift: expected {shown}, found {show_shifts(spec.axis_names, found)}{why}"]
 
 
 def _compare_matrix(spec, want, rtol):
