@@ -138,6 +138,9 @@ def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> l
     if spec.table_end:
         problems.append(f"table: the cos/sin table stops at position {spec.table_end[0]:.0f} and rows "
                         f"beyond it are {spec.table_end[1]} (see the note): every position needs its own row")
+    if expected.get("rope_type") in ("dynamic", "longrope") and expected.get("seq_len") is None:
+        offset = spec.offset if expected.get("offset") is None else expected["offset"]    # last position + 1:
+        expected = {**expected, "seq_len": max(int(round(offset)) + spec.rows, 1)}       # the length measured
     want_freqs, want_scale = _expected_frequencies(expected, spec)
     freq_problems = [] if want_freqs is None else _compare_frequencies(want_freqs, spec, expected, whose)
     problems += freq_problems
@@ -182,16 +185,8 @@ def _expected_frequencies(expected, spec):
     params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS}
     if "base" not in expected and "rope_type" not in expected and not params:
         return None, None
-    if expected.get("rope_type") in ("dynamic", "longrope") and "seq_len" not in params:
-        params["seq_len"] = _measured_length(expected, spec)
     return scaled_inv_freq(expected.get("rotary_dim", spec.rotary_dim), expected.get("base", 10000.0),
                            rope_type=expected.get("rope_type", "default"), **params)
-
-
-def _measured_length(expected, spec):
-    """The length a model sees at the rows measured: last position + 1."""
-    offset = expected.get("offset")
-    return max(int(round(spec.offset if offset is None else offset)) + spec.rows, 1)
 
 
 def _compare_frequencies(want, spec, expected, whose):
@@ -270,7 +265,7 @@ def _longrope_factor_set(spec, expected):
     """Which LongRoPE factor set the kernel uses at the length measured, and where the switch is expected."""
     params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS and k != "seq_len"}
     L_train = params.get("original_max_position_embeddings") or params.get("max_position_embeddings")
-    L = expected.get("seq_len") or _measured_length(expected, spec)
+    L = expected["seq_len"]
     found, sets = spec.inv_freq, {}
     for name, seq_len in (("short", 1), ("long", int(L_train) + 1)):
         freqs, _ = scaled_inv_freq(expected.get("rotary_dim", spec.rotary_dim), expected.get("base", 10000.0),
