@@ -263,13 +263,11 @@ def _kernel_named(spec):
 
 def _longrope_factor_set(spec, expected):
     """Which LongRoPE factor set the kernel uses at the length measured, and where the switch is expected."""
-    params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS and k != "seq_len"}
-    L_train = params.get("original_max_position_embeddings") or params.get("max_position_embeddings")
-    L = expected["seq_len"]
-    found, sets = spec.inv_freq, {}
+    L, found, sets = expected["seq_len"], spec.inv_freq, {}
+    L_train = expected.get("original_max_position_embeddings") or expected.get("max_position_embeddings")
+    params = {k: v for k, v in expected.items() if k != "inv_freq"}
     for name, seq_len in (("short", 1), ("long", int(L_train) + 1)):
-        freqs, _ = scaled_inv_freq(expected.get("rotary_dim", spec.rotary_dim), expected.get("base", 10000.0),
-                                   rope_type="longrope", seq_len=seq_len, **params)
+        freqs, _ = _expected_frequencies({**params, "seq_len": seq_len}, spec)
         sets[name] = bool(freqs.shape == found.shape and np.all(np.abs(found / freqs - 1) <= spec.freq_tolerance))
     uses = ("both (short_factor and long_factor agree)" if all(sets.values()) else
             "short_factor" if sets["short"] else "long_factor" if sets["long"] else "neither factor set")
