@@ -76,14 +76,10 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     fn accepts) on each axis; ``axis_names`` for the reports; ``max_bytes``, ``timeout`` as for
     :func:`rope_ref.identify`.  Positions fn shifts (Qwen-Image's centred ids) give ``position_shift``.
 
-    >>> import numpy as np
-    >>> theta = 10000.0 ** (-np.arange(0, 8, 2) / 8)                        # 4 pairs, half pairing
+    >>> import numpy as np, rope_ref as rr
+    >>> theta = 10000.0 ** (-np.arange(0, 8, 2) / 8)                        # 4 pairs
     >>> F = np.zeros((4, 2)); F[:2, 0] = theta[:2]; F[2:, 1] = theta[2:]    # pairs 0-1 turn with h, 2-3 with w
-    >>> def kernel(x, p):
-    ...     ang = p.T @ F.T
-    ...     c, s, x1, x2 = np.cos(ang), np.sin(ang), x[:, :4], x[:, 4:]
-    ...     return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=1)
-    >>> spec = identify_axes(kernel, 8, 2)
+    >>> spec = identify_axes(lambda x, p: rr.rotate(x, p, inv_freq=F, pairing="half"), 8, 2)
     >>> spec.form, spec.pairing, spec.sections, spec.mrope_layout, bool(np.allclose(spec.inv_freq, F))
     ('M-RoPE', 'half', (2, 2), 'blocks', True)
     """
