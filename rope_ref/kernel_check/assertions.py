@@ -23,8 +23,6 @@ from .tolerances import MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS, TIMEOUT
 
 _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
               "inv_freq")
-#: Every parameter a scaling method takes (scaling's one schema), and the length dynamic/longrope are measured at.
-_PARAM_KEYS = tuple(sorted(METHOD_PARAM_KEYS | {"seq_len"}))
 _CONFIG_ATTRIBUTES = ("head_dim", "rotary_dim", "pairing", "base", "rope_type", "params", "attention_factor")
 
 
@@ -115,16 +113,15 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
     if d is None:
         raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
     if axes is None:
-        check_keywords(expected, _SPEC_KEYS + _PARAM_KEYS, "assert_rope_matches()")
+        check_keywords(expected, {*_SPEC_KEYS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
         check_expected(expected, phase_atol)
     return d, axes, expected
 
 
 def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> list:
     """The differences between ``spec`` and ``expected``, a line each; ``whose``: where the expectations came from."""
-    # by default the leading features rotate (as HF and Meta)
     problems = layout_problems(spec, expected.get("pairing"), expected.get("rotary_dim"),
-                               expected.get("rotary_start", 0))
+                               expected.get("rotary_start", 0))     # by default the leading features rotate
     if expected.get("output_pairing") != spec.output_pairing:     # by default, pairs written back in place
         want = expected.get("output_pairing") or "in place"
         shown = ", ".join(f"{p}->{o}" for p, o in zip(spec.pairs[:2], (spec.output_pairs or spec.pairs)[:2]))
