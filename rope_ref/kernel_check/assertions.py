@@ -89,21 +89,19 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
         if backward and config_axes:
             raise ValueError(f"config is multi-axis RoPE ({config.axes} position axes: M-RoPE): backward passes are "
                              "checked for 1-D RoPE only")
-        if axes is not None and not config_axes:
-            raise ValueError(f"axes={axes!r} with a config whose RoPE has one position per row (1-D): leave axes= "
-                             "out to check fn(x) against it")
-        if config_axes and axes not in (None, config_axes):
+        if axes not in (None, config_axes):
             raise ValueError(f"axes={axes!r} disagrees with config, whose RoPE has {config.axes} position axes "
-                             "(M-RoPE: t, h, w); leave axes= out with config=")
+                             "(M-RoPE: t, h, w); leave axes= out with config=" if config_axes else
+                             f"axes={axes!r} with a config whose RoPE has one position per row (1-D): leave axes= "
+                             "out to check fn(x) against it")
         if config_axes and getattr(config, "output_pairing", None) is not None:
             raise ValueError(f"config writes its pairs in {config.output_pairing} layout (output_pairing): "
                              "multi-axis probing follows pairs written back in place only")
         want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor,
                     rotary_start=getattr(config, "rotary_start", 0))
-        if config_axes:
-            if not {"inv_freq", "sections", "layout", "base"} & set(expected):
-                want["inv_freq"] = config.inv_freq()
-        else:
+        if config_axes and not {"inv_freq", "sections", "layout", "base"} & set(expected):
+            want["inv_freq"] = config.inv_freq()
+        elif not config_axes:
             want.update(base=config.base, offset=0, output_pairing=getattr(config, "output_pairing", None))
             if "rope_type" not in expected and "inv_freq" not in expected:
                 want.update(rope_type=config.rope_type, **dict(config.params))
