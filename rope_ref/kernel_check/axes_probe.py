@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_positive_int
+from .._validate import check_number, check_positive_int
 from ..forms import wrap_angle
 from ..multiaxis import MROPE_LAYOUTS
 from .angles import angle_precision, line_through_zero, rounding_allowance
@@ -54,9 +54,8 @@ def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes, axis_names, t
                                                   f"rows for {axes} axes (the base row, 3 steps per axis, 2 rows "
                                                   "mixing the axes)")
     check_sizes(seq, d, max_bytes)
-    max_position = check_positive_int(max_position, "max_position")
-    if max_position < 3:
-        raise ValueError(f"max_position must be >= 3 (positions 1, 2, 3 on each axis), got {max_position}")
+    max_position = check_number(max_position, "max_position", ">= 3 and an integer up to 2**53 (positions 1, 2, 3 "
+                                "on each axis; float64 holds each position exactly)", lambda v: 3 <= v <= 2**53)
     if axis_names is None:              # transformers' M-RoPE order (t, h, w) and a grid's (h, w)
         axis_names = {1: ("p",), 2: ("h", "w"), 3: ("t", "h", "w")}.get(axes, tuple(f"axis{a}" for a in range(axes)))
     if isinstance(axis_names, str) or not all(isinstance(n, str) and n for n in axis_names):
