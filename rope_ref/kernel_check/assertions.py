@@ -134,8 +134,8 @@ def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> l
         problems.append(f"table: the cos/sin table stops at position {spec.table_end[0]:.0f} and rows "
                         f"beyond it are {spec.table_end[1]} (see the note): every position needs its own row")
     if expected.get("rope_type") in ("dynamic", "longrope") and expected.get("seq_len") is None:
-        offset = spec.offset if expected.get("offset") is None else expected["offset"]    # last position + 1:
-        expected = {**expected, "seq_len": max(int(round(offset)) + spec.rows, 1)}       # the length measured
+        offset = spec.offset if expected.get("offset") is None else expected["offset"]
+        expected = {**expected, "seq_len": max(int(round(offset)) + spec.rows, 1)}      # last position + 1
     want_freqs, want_scale = _expected_frequencies(expected, spec)
     freq_problems = [] if want_freqs is None else _compare_frequencies(want_freqs, spec, expected, whose)
     problems += freq_problems
