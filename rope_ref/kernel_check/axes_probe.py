@@ -87,8 +87,7 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     rng = np.random.default_rng(seed)
     positions, steps, linear, sweeps, mixed = _design(axes, seq, max_position, rng)
     call = Caller(fn, positions, timeout=timeout)
-    a, b = rng.standard_normal((2, seq, d))
-    read = read_rotations(call, a, b, "; " + _FN_SHAPES + f"; is d={d} the width fn rotates?")
+    read = read_rotations(call, *rng.standard_normal((2, seq, d)), f"; {_FN_SHAPES}; is d={d} the width fn rotates?")
     done = dict(axes=axes, axis_names=names, positions=positions, calls=call.calls)
     if isinstance(read, str):
         return AxesSpec(is_rope=False, reason=read, **done)
