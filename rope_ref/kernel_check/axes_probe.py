@@ -96,9 +96,8 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
         return AxesSpec(is_rope=False, reason="the rotated pairs are written to other features (output feature "
                         f"{structure.output_pairs[0][0]} holds pair {structure.pairs[0]}): identify_axes follows pairs "
                         "written back in place only", **done)
-    spec = AxesSpec(is_rope=True, pairing=structure.pairing, pairs=structure.pairs, rotary_dim=structure.rotary_dim,
-                    rotary_start=structure.rotary_start, norm_scale=structure.norm_scale,
-                    scale_error=structure.scale_error, notes=structure.notes, **done)
+    shared = ("pairing", "pairs", "rotary_dim", "rotary_start", "norm_scale", "scale_error", "notes")
+    spec = AxesSpec(is_rope=True, **{name: getattr(structure, name) for name in shared}, **done)
     return _measure(spec, np.arctan2(structure.sin, structure.cos), steps, linear, sweeps, mixed, call)
 
 
