@@ -309,10 +309,8 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
 
 def _backward_words(problem: str) -> str:
     """A forward report line, said of the backward."""
-    if "every sign flipped: rotation is clockwise" in problem:
-        return (problem.replace("(every sign flipped: rotation is clockwise)",
-                                "(wrong direction: the backward rotates g forward, by +angles, instead of applying "
-                                "the inverse rotation R^T)").replace("frequencies:", "backward frequencies:", 1))
+    problem = problem.replace("(every sign flipped: rotation is clockwise)", "(wrong direction: the backward rotates "
+                              "g forward, by +angles, instead of applying the inverse rotation R^T)")
     if problem.startswith("pairing:"):
-        return "backward " + problem + " (wrong pairing in the backward: it rotates other pairs than the forward)"
+        problem += " (wrong pairing in the backward: it rotates other pairs than the forward)"
     return "backward " + problem
