@@ -1,8 +1,7 @@
 """Black-box checking of a RoPE kernel: which pairing, base, offset, scaling (``identify``), and how it differs
 from what you expect (``assert_rope_matches``, ``assert_rope_grad_matches`` for a backward pass).  A 1-D kernel
 ``fn(x)`` is the one-axis case of a multi-axis one ``fn(x, positions)`` (``axes=A``).  The modules and how the
-measurement works: docs/identify_internals.md.
-"""
+measurement works: docs/identify_internals.md."""
 
 from .analyse import identify
 from .assertions import assert_rope_grad_matches, assert_rope_matches

@@ -23,11 +23,6 @@ from .tolerances import MAX_BYTES, MAX_ROWS, OFFSET_SIGMA, SIGMAS, TIMEOUT
 
 _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
               "inv_freq")
-#: Every parameter a scaling method takes (scaling's one schema), and the length dynamic/longrope are measured at.
-_PARAM_KEYS = tuple(sorted(METHOD_PARAM_KEYS | {"seq_len"}))
-#: What assert_rope_matches(axes=...) may be told to expect, and how to probe: assert_axes_match's keywords.
-_AXES_KEYS = ("inv_freq", "sections", "layout", "base", "pairing", "rotary_dim", "rotary_start", "norm_scale", "rtol",
-              "position_shift", "max_position", "axis_names", "seed")
 _CONFIG_ATTRIBUTES = ("head_dim", "rotary_dim", "pairing", "base", "rope_type", "params", "attention_factor")
 
 
@@ -40,15 +35,12 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     ``fn(x) -> y`` as for :func:`identify` (``max_rows``, ``max_bytes``, ``timeout`` as there).  ``expected``:
     ``pairing``, ``rotary_dim``, ``rotary_start`` (default 0), ``output_pairing`` (default None: in place;
     "half" for DeepSeek's interleave-then-half), ``offset``, ``base``, ``norm_scale``, ``rope_type``,
-    ``inv_freq`` and the parameters of ``rope_type`` (``seq_len`` for dynamic/longrope: by default last
-    position + 1).  ``config``: a ``config.json`` (dict or path) or a ``RopeConfig``-like object giving ``d``
-    and the expectations (keywords win; ``offset=0`` unless given, ``offset=None`` skips it).  Angles must
-    behave like float32 or better, or deviate from (offset + row) * theta by at most ``phase_atol`` radians.
-    An exception raised inside ``fn`` is re-raised as ``KernelRaised``, never reported as a mismatch.
-
-    A multi-axis ``config`` (M-RoPE) or ``axes=A`` checks ``fn(x, positions)`` with
-    :func:`~.axes_compare.assert_axes_match` (its keywords, not ``offset``, ``rope_type`` or ``max_rows``) and
-    returns the :class:`AxesSpec`.
+    ``inv_freq`` and the parameters of ``rope_type`` (``seq_len``: by default last position + 1).  ``config``:
+    a ``config.json`` (dict or path) or a ``RopeConfig``-like object giving ``d`` and the expectations (keywords
+    win; ``offset=0`` unless given, ``offset=None`` skips it).  Angles must behave like float32 or better, or
+    deviate from (offset + row) * theta by at most ``phase_atol`` radians.  An exception raised inside ``fn`` is
+    re-raised as ``KernelRaised``.  A multi-axis ``config`` (M-RoPE) or ``axes=A`` checks ``fn(x, positions)``
+    with :func:`~.axes_compare.assert_axes_match` (its keywords) and returns the :class:`AxesSpec`.
 
     >>> import rope_ref as rr, numpy as np
     >>> spec = rr.assert_rope_matches(lambda x: rr.rotate(x, np.arange(len(x)) + 5.0), 8, offset=5, base=1e4)
@@ -56,16 +48,13 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     >>> kernel = lambda x, p: rr.rotate(x, p, inv_freq=F, pairing="half")
     >>> spec = rr.assert_rope_matches(kernel, 16, axes=3, sections=[4, 2, 2], layout="interleaved")
     """
-    config = load_config(config)
-    if axes is not None or getattr(config, "axes", None):
+    d, axes, expected = _expectations(d, config, axes, expected, phase_atol)
+    if axes is not None:
         if max_rows is not None:
             raise TypeError("max_rows= is for 1-D kernels fn(x); a multi-axis kernel is probed on seq rows: pass "
                             "max_position= (the largest position it accepts) instead")
-        check_keywords(expected, _AXES_KEYS, "assert_rope_matches() of a multi-axis kernel")
-        d, axes, expected = _from_config(config, d, axes, expected)
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, max_bytes=max_bytes,
                                  timeout=timeout, **expected)
-    d, expected = prepare_expected(d, config, expected, phase_atol)
     spec = _probe(raising_as("fn", fn), d, seq=seq, base_hint=expected.get("base"), max_rows=max_rows,
                   max_bytes=max_bytes, timeout=timeout)
     if not spec.is_rope:
@@ -84,50 +73,35 @@ def _probe(fn, d, **probing):
         raise KernelRaised("\n".join([str(err), *getattr(err, "__notes__", [])])) from err.__cause__
 
 
-def load_config(config):
-    """A config.json (dict or path) read with from_hf_config; a RopeConfig-like object as it is; None stays."""
+def _expectations(d, config, axes, expected, phase_atol, backward=False):
+    """(d, axes, expectations) from the arguments and a config.json (dict or path) or RopeConfig-like object; keywords
+    win.  1-D: row 0 at position 0 unless ``offset`` is given, each expectation checked; multi-axis: the config's
+    matrix unless inv_freq/sections/layout/base (assert_axes_match checks them)."""
     if isinstance(config, (Mapping, str, os.PathLike)):
-        return from_hf_config(config)
-    return config
-
-
-def prepare_expected(d, config, expected, phase_atol):
-    """(d, expectations) from the arguments, each checked (1-D RoPE)."""
-    check_keywords(expected, _SPEC_KEYS + _PARAM_KEYS, "assert_rope_matches()")
-    config = load_config(config)
-    if getattr(config, "axes", None):
-        raise ValueError(f"config is multi-axis RoPE ({config.axes} position axes: M-RoPE): backward passes are "
-                         "checked for 1-D RoPE only")
-    d, _, expected = _from_config(config, d, None, expected)
-    check_expected(expected, phase_atol)
-    return d, expected
-
-
-def _from_config(config, d, axes, expected):
-    """(d, axes, expectations) from a RopeConfig-like object (None: as given); keywords win.  1-D: row 0 at
-    position 0 unless ``offset`` is given; multi-axis: the config's matrix unless inv_freq/sections/layout/base."""
+        config = from_hf_config(config)
     if config is not None:
         missing = [n for n in _CONFIG_ATTRIBUTES if not hasattr(config, n)]
         if missing:
             raise TypeError(f"config must be a model's config.json (a dict or a path, as rope_ref.from_hf_config "
                             f"reads) or a RopeConfig (rope_ref.from_hf_config) or have its attributes; "
                             f"{type(config).__name__} lacks {missing}")
-        config_axes = getattr(config, "axes", None)
-        if axes is not None and not config_axes:
-            raise ValueError(f"axes={axes!r} with a config whose RoPE has one position per row (1-D): leave axes= "
-                             "out to check fn(x) against it")
-        if config_axes and axes not in (None, config_axes):
+        config_axes = getattr(config, "axes", None) or None
+        if backward and config_axes:
+            raise ValueError(f"config is multi-axis RoPE ({config.axes} position axes: M-RoPE): backward passes are "
+                             "checked for 1-D RoPE only")
+        if axes not in (None, config_axes):
             raise ValueError(f"axes={axes!r} disagrees with config, whose RoPE has {config.axes} position axes "
-                             "(M-RoPE: t, h, w); leave axes= out with config=")
+                             "(M-RoPE: t, h, w); leave axes= out with config=" if config_axes else
+                             f"axes={axes!r} with a config whose RoPE has one position per row (1-D): leave axes= "
+                             "out to check fn(x) against it")
         if config_axes and getattr(config, "output_pairing", None) is not None:
             raise ValueError(f"config writes its pairs in {config.output_pairing} layout (output_pairing): "
                              "multi-axis probing follows pairs written back in place only")
         want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor,
                     rotary_start=getattr(config, "rotary_start", 0))
-        if config_axes:
-            if not {"inv_freq", "sections", "layout", "base"} & set(expected):
-                want["inv_freq"] = config.inv_freq()
-        else:
+        if config_axes and not {"inv_freq", "sections", "layout", "base"} & set(expected):
+            want["inv_freq"] = config.inv_freq()
+        elif not config_axes:
             want.update(base=config.base, offset=0, output_pairing=getattr(config, "output_pairing", None))
             if "rope_type" not in expected and "inv_freq" not in expected:
                 want.update(rope_type=config.rope_type, **dict(config.params))
@@ -136,14 +110,16 @@ def _from_config(config, d, axes, expected):
         d, axes, expected = (config.head_dim if d is None else d), config_axes, {**want, **expected}
     if d is None:
         raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
+    if axes is None:
+        check_keywords(expected, {*_SPEC_KEYS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
+        check_expected(expected, phase_atol)
     return d, axes, expected
 
 
 def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> list:
     """The differences between ``spec`` and ``expected``, a line each; ``whose``: where the expectations came from."""
-    # by default the leading features rotate (as HF and Meta)
     problems = layout_problems(spec, expected.get("pairing"), expected.get("rotary_dim"),
-                               expected.get("rotary_start", 0))
+                               expected.get("rotary_start", 0))     # by default the leading features rotate
     if expected.get("output_pairing") != spec.output_pairing:     # by default, pairs written back in place
         want = expected.get("output_pairing") or "in place"
         shown = ", ".join(f"{p}->{o}" for p, o in zip(spec.pairs[:2], (spec.output_pairs or spec.pairs)[:2]))
@@ -157,6 +133,9 @@ def compare(spec, expected, phase_atol, *, what="fn", whose="the expected") -> l
     if spec.table_end:
         problems.append(f"table: the cos/sin table stops at position {spec.table_end[0]:.0f} and rows "
                         f"beyond it are {spec.table_end[1]} (see the note): every position needs its own row")
+    if expected.get("rope_type") in ("dynamic", "longrope") and expected.get("seq_len") is None:
+        offset = spec.offset if expected.get("offset") is None else expected["offset"]
+        expected = {**expected, "seq_len": max(int(round(offset)) + spec.rows, 1)}      # last position + 1
     want_freqs, want_scale = _expected_frequencies(expected, spec)
     freq_problems = [] if want_freqs is None else _compare_frequencies(want_freqs, spec, expected, whose)
     problems += freq_problems
@@ -201,16 +180,8 @@ def _expected_frequencies(expected, spec):
     params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS}
     if "base" not in expected and "rope_type" not in expected and not params:
         return None, None
-    if expected.get("rope_type") in ("dynamic", "longrope") and "seq_len" not in params:
-        params["seq_len"] = _measured_length(expected, spec)
     return scaled_inv_freq(expected.get("rotary_dim", spec.rotary_dim), expected.get("base", 10000.0),
                            rope_type=expected.get("rope_type", "default"), **params)
-
-
-def _measured_length(expected, spec):
-    """The length a model sees at the rows measured: last position + 1."""
-    offset = expected.get("offset")
-    return max(int(round(spec.offset if offset is None else offset)) + spec.rows, 1)
 
 
 def _compare_frequencies(want, spec, expected, whose):
@@ -287,13 +258,11 @@ def _kernel_named(spec):
 
 def _longrope_factor_set(spec, expected):
     """Which LongRoPE factor set the kernel uses at the length measured, and where the switch is expected."""
-    params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS and k != "seq_len"}
-    L_train = params.get("original_max_position_embeddings") or params.get("max_position_embeddings")
-    L = expected.get("seq_len") or _measured_length(expected, spec)
-    found, sets = spec.inv_freq, {}
+    L, found, sets = expected["seq_len"], spec.inv_freq, {}
+    L_train = expected.get("original_max_position_embeddings") or expected.get("max_position_embeddings")
+    params = {k: v for k, v in expected.items() if k != "inv_freq"}
     for name, seq_len in (("short", 1), ("long", int(L_train) + 1)):
-        freqs, _ = scaled_inv_freq(expected.get("rotary_dim", spec.rotary_dim), expected.get("base", 10000.0),
-                                   rope_type="longrope", seq_len=seq_len, **params)
+        freqs, _ = _expected_frequencies({**params, "seq_len": seq_len}, spec)
         sets[name] = bool(freqs.shape == found.shape and np.all(np.abs(found / freqs - 1) <= spec.freq_tolerance))
     uses = ("both (short_factor and long_factor agree)" if all(sets.values()) else
             "short_factor" if sets["short"] else "long_factor" if sets["long"] else "neither factor set")
@@ -319,7 +288,7 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
     if not callable(vjp):
         raise TypeError(f"vjp must be callable as vjp(x, g) -> dx (the backward pass), got {vjp!r} of type "
                         f"{type(vjp).__name__}")
-    d, expected = prepare_expected(d, config, expected, phase_atol)
+    d, _, expected = _expectations(d, config, None, expected, phase_atol, backward=True)
     guarded = raising_as("vjp", vjp)
 
     def g_to_dx(g):
@@ -340,10 +309,8 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
 
 def _backward_words(problem: str) -> str:
     """A forward report line, said of the backward."""
-    if "every sign flipped: rotation is clockwise" in problem:
-        return (problem.replace("(every sign flipped: rotation is clockwise)",
-                                "(wrong direction: the backward rotates g forward, by +angles, instead of applying "
-                                "the inverse rotation R^T)").replace("frequencies:", "backward frequencies:", 1))
+    problem = problem.replace("(every sign flipped: rotation is clockwise)", "(wrong direction: the backward rotates "
+                              "g forward, by +angles, instead of applying the inverse rotation R^T)")
     if problem.startswith("pairing:"):
-        return "backward " + problem + " (wrong pairing in the backward: it rotates other pairs than the forward)"
+        problem += " (wrong pairing in the backward: it rotates other pairs than the forward)"
     return "backward " + problem

@@ -3,11 +3,9 @@ layout, pairing, sign, frequency) and :func:`assert_axes_match` raises them as o
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from .._validate import check_finite_array, closest_name
+from .._validate import check_finite_array, check_number, closest_name, suggest_keywords
 from ..multiaxis import MROPE_LAYOUTS, mrope_frequencies
 from .axes_probe import classify, identify_axes
 from .spec import (AxesSpec, RopeMismatch, check_expected, layout_problems, precision_problems, raising_as, runs,
@@ -28,22 +26,34 @@ def compare_axes(spec: AxesSpec, inv_freq=None, *, pairing: str | None = None, r
     sum_a F[j, a] s_a at position 0, as Qwen-Image's centred ids); by default a rotation at 0 is a difference."""
     if not isinstance(spec, AxesSpec):
         raise TypeError(f"spec must be an AxesSpec (from identify_axes), got {type(spec).__name__}")
-    if isinstance(rtol, bool) or not isinstance(rtol, numbers.Real) or not 0 <= rtol < 1:
-        raise ValueError(f"rtol must be a real number in [0, 1), got {rtol!r}")
+    check_number(rtol, "rtol", "a real number in [0, 1)", lambda v: 0 <= v < 1, real=True)
     if not spec.is_rope:
         return [str(spec)]
+    if inv_freq is not None:            # (rotary_dim/2,) for one axis
+        inv_freq = check_finite_array(inv_freq, "inv_freq")
+        inv_freq = inv_freq[:, None] if inv_freq.ndim == 1 and spec.axes == 1 else inv_freq
+        if inv_freq.ndim != 2 or inv_freq.shape[1] != spec.axes:
+            raise ValueError(f"inv_freq must have shape (rotary_dim/2, axes={spec.axes}), got {inv_freq.shape}")
     problems = layout_problems(spec, pairing, rotary_dim, rotary_start)
     if norm_scale is not None and abs(spec.norm_scale / norm_scale - 1) > max(FLOAT32_RTOL, 2 * spec.scale_error):
         problems.append(f"norm_scale: expected {norm_scale:.6g}, found {spec.norm_scale:.6g}")
     if position_shift is not None:
-        problems += _compare_shift(spec, _check_shift(position_shift, spec.axes))
+        want = _check_shift(position_shift, spec.axes)
+        shown = show_shifts(spec.axis_names, want)
+        found = spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
+        if found is None:
+            problems.append(f"position_shift: expected {shown}, found pairs turned by up to {spec.phase_at_zero:.3g} "
+                            "rad at position 0 that no shift of the positions explains")
+        elif not np.all(np.abs(np.subtract(found, want)) <= spec.shift_tolerance):
+            why = "" if spec.rotated_at_zero else " (fn does not shift its positions: ids not centred?)"
+            problems.append(f"position_shift: expected {shown}, found {show_shifts(spec.axis_names, found)}{why}")
     elif spec.rotated_at_zero:
         why = (f"fn shifts the positions by {show_shifts(spec.axis_names, spec.position_shift)}"
                if spec.position_shift else "positions shifted?")
         problems.append(f"rotation at position 0: expected none, found pairs turned by up to {spec.phase_at_zero:.3g} "
                         f"rad with every axis at 0 ({why})")
     if inv_freq is not None:
-        problems += _compare_matrix(spec, _check_matrix(inv_freq, spec.axes), max(rtol, FLOAT32_RTOL))
+        problems += _compare_matrix(spec, inv_freq, max(rtol, FLOAT32_RTOL))
     return problems + precision_problems(spec, phase_atol, "sum_a F[j, a] p_a",
                                          "pass phase_atol= to accept that precision", "compute angles in float32 "
                                          "or better, or pass phase_atol= to accept that precision")
@@ -54,28 +64,6 @@ def _check_shift(want, axes):
     want = check_finite_array(want, "position_shift")
     if want.shape != (axes,):
         raise ValueError(f"position_shift must hold one shift per axis, shape ({axes},), got shape {want.shape}")
-    return want
-
-
-def _compare_shift(spec, want):
-    found = spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
-    shown = show_shifts(spec.axis_names, want)
-    if found is None:
-        return [f"position_shift: expected {shown}, found pairs turned by up to {spec.phase_at_zero:.3g} rad at "
-                "position 0 that no shift of the positions explains"]
-    if np.all(np.abs(np.subtract(found, want)) <= spec.shift_tolerance):
-        return []
-    why = " (fn does not shift its positions: ids not centred?)" if not spec.rotated_at_zero else ""
-    return [f"position_shift: expected {shown}, found {show_shifts(spec.axis_names, found)}{why}"]
-
-
-def _check_matrix(want, axes):
-    """The expected matrix: finite reals of shape (rotary_dim/2, axes) ((rotary_dim/2,) for one axis)."""
-    want = check_finite_array(want, "inv_freq")
-    if want.ndim == 1 and axes == 1:
-        want = want[:, None]
-    if want.ndim != 2 or want.shape[1] != axes:
-        raise ValueError(f"inv_freq must have shape (rotary_dim/2, axes={axes}), got {want.shape}")
     return want
 
 
@@ -142,6 +130,7 @@ def _layout(layout, axis, names) -> str:
     return f"neither blocks nor interleaved ({runs(axis, names)})"
 
 
+@suggest_keywords
 def assert_axes_match(fn, d: int, axes: int, *, inv_freq=None, sections=None, layout: str | None = None,
                       base: float | None = None, pairing: str | None = None, rotary_dim: int | None = None,
                       rotary_start: int = 0, norm_scale: float | None = None, rtol: float = 0.0,

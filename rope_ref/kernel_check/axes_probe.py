@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_positive_int
+from .._validate import check_number, check_positive_int
 from ..forms import wrap_angle
 from ..multiaxis import MROPE_LAYOUTS
 from .angles import angle_precision, line_through_zero, rounding_allowance
@@ -15,8 +15,6 @@ from .probe import Caller, check_probe_arguments, check_sizes, read_rotations
 from .spec import AxesSpec, runs, show_shifts
 from .tolerances import FREQ_ULPS, MAX_AXES, MAX_BYTES, MAX_POSITION, NOISE_ULPS, SIGMAS, TIMEOUT
 
-#: Axis names shown when none are given: transformers' M-RoPE order (t, h, w) and a grid's (h, w).
-DEFAULT_AXIS_NAMES = {1: ("p",), 2: ("h", "w"), 3: ("t", "h", "w")}
 _FN_SHAPES = ("identify_axes calls fn(x, positions): x float64 of shape (seq, d), positions int64 of shape "
               "(axes, seq), row r at positions[:, r]; wrap a kernel taking torch (batch, heads, seq, d) and "
               "position ids (axes, batch, seq) as lambda x, p: kernel(torch.from_numpy(x)[None, None], "
@@ -56,11 +54,10 @@ def _check_inputs(fn, d, axes, seq, seed, max_position, max_bytes, axis_names, t
                                                   f"rows for {axes} axes (the base row, 3 steps per axis, 2 rows "
                                                   "mixing the axes)")
     check_sizes(seq, d, max_bytes)
-    max_position = check_positive_int(max_position, "max_position")
-    if max_position < 3:
-        raise ValueError(f"max_position must be >= 3 (positions 1, 2, 3 on each axis), got {max_position}")
-    if axis_names is None:
-        axis_names = DEFAULT_AXIS_NAMES.get(axes, tuple(f"axis{a}" for a in range(axes)))
+    max_position = check_number(max_position, "max_position", ">= 3 and an integer up to 2**53 (positions 1, 2, 3 "
+                                "on each axis; float64 holds each position exactly)", lambda v: 3 <= v <= 2**53)
+    if axis_names is None:              # transformers' M-RoPE order (t, h, w) and a grid's (h, w)
+        axis_names = {1: ("p",), 2: ("h", "w"), 3: ("t", "h", "w")}.get(axes, tuple(f"axis{a}" for a in range(axes)))
     if isinstance(axis_names, str) or not all(isinstance(n, str) and n for n in axis_names):
         raise TypeError(f"axis_names must be a sequence of {axes} non-empty strings (e.g. ('t', 'h', 'w')), got "
                         f"{axis_names!r}")
@@ -78,14 +75,10 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     fn accepts) on each axis; ``axis_names`` for the reports; ``max_bytes``, ``timeout`` as for
     :func:`rope_ref.identify`.  Positions fn shifts (Qwen-Image's centred ids) give ``position_shift``.
 
-    >>> import numpy as np
-    >>> theta = 10000.0 ** (-np.arange(0, 8, 2) / 8)                        # 4 pairs, half pairing
+    >>> import numpy as np, rope_ref as rr
+    >>> theta = 10000.0 ** (-np.arange(0, 8, 2) / 8)                        # 4 pairs
     >>> F = np.zeros((4, 2)); F[:2, 0] = theta[:2]; F[2:, 1] = theta[2:]    # pairs 0-1 turn with h, 2-3 with w
-    >>> def kernel(x, p):
-    ...     ang = p.T @ F.T
-    ...     c, s, x1, x2 = np.cos(ang), np.sin(ang), x[:, :4], x[:, 4:]
-    ...     return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=1)
-    >>> spec = identify_axes(kernel, 8, 2)
+    >>> spec = identify_axes(lambda x, p: rr.rotate(x, p, inv_freq=F, pairing="half"), 8, 2)
     >>> spec.form, spec.pairing, spec.sections, spec.mrope_layout, bool(np.allclose(spec.inv_freq, F))
     ('M-RoPE', 'half', (2, 2), 'blocks', True)
     """
@@ -94,8 +87,7 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
     rng = np.random.default_rng(seed)
     positions, steps, linear, sweeps, mixed = _design(axes, seq, max_position, rng)
     call = Caller(fn, positions, timeout=timeout)
-    a, b = rng.standard_normal((2, seq, d))
-    read = read_rotations(call, a, b, "; " + _FN_SHAPES + f"; is d={d} the width fn rotates?")
+    read = read_rotations(call, *rng.standard_normal((2, seq, d)), f"; {_FN_SHAPES}; is d={d} the width fn rotates?")
     done = dict(axes=axes, axis_names=names, positions=positions, calls=call.calls)
     if isinstance(read, str):
         return AxesSpec(is_rope=False, reason=read, **done)
@@ -104,9 +96,8 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int = 0, max_po
         return AxesSpec(is_rope=False, reason="the rotated pairs are written to other features (output feature "
                         f"{structure.output_pairs[0][0]} holds pair {structure.pairs[0]}): identify_axes follows pairs "
                         "written back in place only", **done)
-    spec = AxesSpec(is_rope=True, pairing=structure.pairing, pairs=structure.pairs, rotary_dim=structure.rotary_dim,
-                    rotary_start=structure.rotary_start, norm_scale=structure.norm_scale,
-                    scale_error=structure.scale_error, notes=structure.notes, **done)
+    shared = ("pairing", "pairs", "rotary_dim", "rotary_start", "norm_scale", "scale_error", "notes")
+    spec = AxesSpec(is_rope=True, **{name: getattr(structure, name) for name in shared}, **done)
     return _measure(spec, np.arctan2(structure.sin, structure.cos), steps, linear, sweeps, mixed, call)
 
 

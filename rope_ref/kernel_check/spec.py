@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import scaling
-from .._validate import check_base, check_d, check_nonnegative_int, check_positive_real, check_scalar, closest_name
+from .._validate import check_base, check_d, check_nonnegative_int, check_positive_real, check_scalar, check_choice
 from ..multiaxis import MROPE_LAYOUTS
 
 
@@ -184,11 +184,10 @@ def not_rope(reason, multi_axis=False) -> RopeSpec:
     return RopeSpec(is_rope=False, reason=reason, multi_axis=multi_axis)
 
 
-_PAIRINGS = ("interleaved", "half", "other")
-#: The expected values that are names: each with its valid names, as the error lists them.
-_NAMES = (("pairing", _PAIRINGS, "'interleaved', 'half' or 'other'"),
-          ("output_pairing", (None, *_PAIRINGS), "None (pairs written in place), 'interleaved', 'half' or 'other'"),
-          ("rope_type", scaling.ROPE_TYPES, f"one of {scaling.ROPE_TYPES}"))
+#: The expected values that are names: each with its valid names (output_pairing may also be None: in place).
+_NAMES = (("pairing", ("interleaved", "half", "other"), ""),
+          ("output_pairing", ("interleaved", "half", "other"), "None (pairs written in place) or "),
+          ("rope_type", scaling.ROPE_TYPES, ""))
 
 
 class RopeMismatch(AssertionError):
@@ -227,10 +226,9 @@ def check_expected(expected, phase_atol=None):
                                 ("rotary_start", check_nonnegative_int, first)):
         if name in expected:
             check(expected[name], name, *words)
-    for name, valid, listed in _NAMES:
-        if name in expected and expected[name] not in valid:
-            raise ValueError(f"{name} must be {listed}, got {expected[name]!r}"
-                             f"{closest_name(expected[name], [v for v in valid if v])}")
+    for name, valid, meaning in _NAMES:
+        if name in expected and (expected[name] is not None or not meaning):
+            check_choice(expected[name], name, valid, meaning)
     if phase_atol is not None:
         check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
 
