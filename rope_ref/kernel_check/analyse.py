@@ -123,9 +123,7 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
         spec.angle_precision = "exact, at rounded positions"
         return spec
     describe_frequencies(spec, d, base_hint, tau, angles.located.unit)
-    if not angles.table and (spec.rope_type == "ntk" or (spec.rope_type == "default"
-                                                         and spec.offset >= DYNAMIC_MIN_OFFSET)):
-        _check_dynamic(spec, angles, tau, base_hint, max_rows)
+    _check_dynamic(spec, angles, tau, base_hint, max_rows)
     return spec
 
 
@@ -183,8 +181,7 @@ class _Angles:
         if (located.status == "ok" and self.phase.shape[0] < max_rows and located.unit <= FLOAT32_UNIT
                 and not self.table):
             fit = refit_absolute(self.phase, located.offset, located.fit)
-            lever = located.offset + np.arange(self.phase.shape[0])
-            if freq_tol(fit, located.unit, self.bias_err, lever).max() > NAME_RTOL:
+            if freq_tol(fit, located.unit, self.bias_err, located.offset).max() > NAME_RTOL:
                 self._lengthen(max_rows, "to measure the slowest pairs' frequencies")
 
     def spec(self, max_rows):
@@ -214,12 +211,8 @@ class _Angles:
                               f"{end - 1} here): {_beyond(end, self.table[1], located.offset)}; identify measured "
                               f"rows 0..{end - 1} only. Size the table for the longest position, the cache offset "
                               "plus the new tokens minus one (notebook 06, checklist item 2)")
-        if located.status == "ok":
-            fit = refit_absolute(self.phase, located.offset, located.fit)
-            lever = located.offset + np.arange(rows)
-        else:
-            fit = located.fit
-            lever = np.arange(rows) - (rows - 1) / 2
+        anchor = located.offset if located.status == "ok" else None
+        fit = located.fit if anchor is None else refit_absolute(self.phase, anchor, located.fit)
         angle = np.abs(np.outer(located.offset + np.arange(rows), fit.theta))
         precision, unit = angle_precision(fit.resid, angle)
         if self.out_rounded:
@@ -228,7 +221,7 @@ class _Angles:
                               "a 16-bit type (cos.to(x.dtype)?); frequencies are compared to the precision that leaves")
             precision, unit = "float32 (cos/sin 16-bit)", FLOAT32_UNIT
         located.unit = unit
-        tau = freq_tol(fit, unit, self.bias_err, lever)
+        tau = freq_tol(fit, unit, self.bias_err, anchor)
         shared = ("pairing", "pairs", "rotary_dim", "rotary_start", "output_pairing", "output_pairs", "norm_scale",
                 "scale_error")
         spec = RopeSpec(is_rope=True, **{name: getattr(structure, name) for name in shared}, inv_freq=fit.theta,
@@ -258,7 +251,9 @@ def _beyond(rows, kind, offset=None):
 def _check_dynamic(spec, angles: _Angles, tau, base_hint, max_rows):
     """Static base or dynamic NTK, measured again at lengths L = offset + rows: past L_train, dynamic NTK's base grows
     as g^(r/(r-2)), g = 1 + factor (L - L_train) / L_train a line in L that two lengths past L_train solve."""
-    r, kind, resolved = spec.rotary_dim, spec.rope_type, spec.offset == round(spec.offset)
+    r, kind, resolved, unit = spec.rotary_dim, spec.rope_type, spec.offset == round(spec.offset), angles.located.unit
+    if angles.table or not (kind == "ntk" or (kind == "default" and spec.offset >= DYNAMIC_MIN_OFFSET)):
+        return
     rows1 = max_rows if max_rows > spec.rows else spec.rows // 2
     if not resolved and angles.drifted and kind == "ntk":
         spec.rope_type, spec.closest = "custom", "ntk"
@@ -272,9 +267,8 @@ def _check_dynamic(spec, angles: _Angles, tau, base_hint, max_rows):
 
     def measure(rows):          # (L, |theta|, tau), as for the first rows
         phase = angles.probe(rows, "to see if the frequencies depend on the sequence length")
-        fit = refit_absolute(phase, spec.offset, fit_rows(phase, angles.located.unit, spec.offset))
-        lever = spec.offset + np.arange(rows)
-        return int(spec.offset) + rows, np.abs(fit.theta), freq_tol(fit, angles.located.unit, angles.bias_err, lever)
+        fit = refit_absolute(phase, spec.offset, fit_rows(phase, unit, spec.offset))
+        return int(spec.offset) + rows, np.abs(fit.theta), freq_tol(fit, unit, angles.bias_err, spec.offset)
 
     seen = [(int(spec.offset) + spec.rows, np.abs(spec.inv_freq), tau), measure(rows1)]
     (L0, theta, _), (L1, theta1, tau1) = seen
@@ -324,9 +318,8 @@ def _solve_dynamic(far, r, base_hint, base_at, T=None):
     L = np.array([x[0] for x in far], float)
     g = np.array([(base_at(x[1]) / base_hint) ** ((r - 2) / r) for x in far])
     slope = (g[-1] - g[0]) / (L[-1] - L[0])
-    if T is None and not slope > 0:
-        return None
-    T = int(round(L[0] - (g[0] - 1) / slope)) if T is None else T
+    if T is None:
+        T = int(round(L[0] - (g[0] - 1) / slope)) if slope > 0 else 0      # 0: no T fits
     if T < 1 or np.any(L <= T):
         return None
     factor = T * float((g - 1) @ (L - T) / ((L - T) @ (L - T)))
@@ -338,8 +331,6 @@ def _dynamic_error(params, seen, r, relative=False):
     worst = 0.0
     for L, theta, tau in seen:
         freqs = method_frequencies("dynamic", params, r, seq_len=L)[0]
-        if freqs is None:
-            return math.inf
-        rel = np.abs(freqs / theta - 1)
+        rel = np.full_like(theta, np.inf) if freqs is None else np.abs(freqs / theta - 1)
         worst = max(worst, float(rel.max() if relative else (rel / tau).max()))
     return worst

@@ -57,8 +57,6 @@ def refit_absolute(phase, offset, fit: RowFit) -> RowFit:
     """``fit`` with theta_p (its residuals, deviation) by least squares on the absolute angle: phase + 2 pi k_p =
     (offset + row) * theta_p, the turns k_p from the row fit at the centre row (its error falls by ~offset / rows)."""
     m = offset + np.arange(phase.shape[0], dtype=float)
-    if m @ m == 0:
-        return fit
     turns = np.round(((offset + fit.row_centre) * fit.theta - fit.centre) / (2 * np.pi))
     theta, sigma, resid = line_through_zero(m[:, None], phase + 2 * np.pi * turns)
     floor = 2.0**-52 * (1 + np.abs(np.outer(m, theta)).max(axis=0))
@@ -89,10 +87,13 @@ def angle_precision(resid, angle, out_err=0.0):
     return "coarser than bfloat16", 2.0**-4
 
 
-def freq_tol(fit: RowFit, unit, out_err, positions):
+def freq_tol(fit: RowFit, unit, out_err, offset=None):
     """Relative tolerance on each |theta| of ``fit``: SIGMAS deviations, FREQ_ULPS roundings of the angles' float type,
-    and what a bias out_err at every row does to a slope through 0 at ``positions`` m: at most out_err / rms(m)."""
+    and what a bias out_err at every row does to a slope through 0 at positions m = ``offset`` + row (rows about the
+    centre row when None): at most out_err / rms(m)."""
     theta = np.maximum(np.abs(fit.theta), 1e-300)
+    rows = np.arange(len(fit.resid))
+    positions = rows - fit.row_centre if offset is None else offset + rows
     bias = out_err / max(math.sqrt(float(np.mean(np.square(positions)))), 1e-300)
     return np.maximum(np.maximum(SIGMAS * fit.sigma_theta / theta, FREQ_ULPS * unit), bias / theta)
 

@@ -65,9 +65,8 @@ def rounded_to(freqs, type_name):
 
 def scale_tol(spec):
     """Relative tolerance on norm_scale: its measured spread, or a few roundings of the angles' float type."""
-    if spec.output_rounded:             # cos/sin rounded: the spread measures that rounding
-        return SIGMAS * spec.scale_error
-    return max(SIGMAS * spec.scale_error, FREQ_ULPS * dict(PRECISIONS).get(spec.angle_precision, 2.0**-4))
+    rounding = 0.0 if spec.output_rounded else FREQ_ULPS * dict(PRECISIONS).get(spec.angle_precision, 2.0**-4)
+    return max(SIGMAS * spec.scale_error, rounding)     # cos/sin rounded: the spread measures that rounding
 
 
 def describe_frequencies(spec, d, base_hint, tau, unit):
@@ -195,11 +194,10 @@ def _name_method(spec, theta, base_hint, tau, unit):
         return
     factors = None if base_hint is None else frequencies(r, base_hint) / theta
     if factors is not None and np.all(factors >= 1 - tau):
-        spec.rope_type, spec.base = "longrope", base_hint
+        spec.rope_type, spec.base, spec.fit_error = "longrope", base_hint, 0.0
         spec.rope_params = dict(base=base_hint, short_factor=factors.tolist(), long_factor=factors.tolist())
         if abs(norm_scale - 1) > scale_tol(spec):
             spec.rope_params["attention_factor"] = norm_scale
-        spec.fit_error = 0.0
         spec.notes.append(confounded + "; the factors here are relative to base_hint. Which of short_factor and "
                           "long_factor the kernel used, and original_max_position_embeddings, are not observable: "
                           "add the latter to use these parameters with scaled_inv_freq")

@@ -66,8 +66,7 @@ class Caller:
                                "timeout= (seconds), or timeout=None for no limit")
         self.calls += 1
         self.longest = max(self.longest, len(x))
-        kind = str(getattr(out, "dtype", ""))           # the float type fn returned, float32 for finer ones
-        kind = "bfloat16" if "bfloat16" in kind else "float16" if "float16" in kind else "float32"
+        kind = next((k for k in ("bfloat16", "float16") if k in str(getattr(out, "dtype", ""))), "float32")
         out = to_array(out, self.name)
         if out.shape != x.shape:
             raise ValueError(f"{self.name} must map {self.argument} of shape (seq, d) = {x.shape} to the same shape, "
@@ -77,7 +76,7 @@ class Caller:
             raise ValueError(f"{self.name} returned non-finite values (NaN or inf) for finite input ({what}, "
                              f"{self.argument} of shape {x.shape}{where}); a rotary embedding maps finite input to "
                              "finite output")
-        if dict(PRECISIONS)[kind] > self.unit:
+        if dict(PRECISIONS)[kind] > self.unit:         # the coarsest float type fn returned, float32 for finer ones
             self.unit, self.precision = dict(PRECISIONS)[kind], kind
         return out
 
@@ -176,7 +175,6 @@ def _shape_hint(got, want):
 @dataclass
 class Structure:
     """The pairs fn rotates and the blocks it applies to them (a rotary embedding's shape, before angles)."""
-
     pairs: list                  # (i, j) input features of each pair, in pairing order
     pairing: str                 # "interleaved", "half" or "other"
     rotary_dim: int
@@ -196,9 +194,14 @@ def read_structure(matrices) -> Structure | str:
     perm = _output_order(matrices)
     if perm is not None:
         matrices = matrices[:, perm]
-    pairs, passthrough, why = _find_pairs(matrices)
-    if pairs is None:
-        return why
+    off = _depends(matrices) & ~np.eye(matrices.shape[-1], dtype=bool)      # a feature with one partner forms a pair
+    linked = off | off.T
+    crowded = np.flatnonzero(linked.sum(axis=1) > 1)
+    if crowded.size:
+        partners = np.flatnonzero(linked[crowded[0]]).tolist()
+        return f"feature {crowded[0]} mixes with features {partners[:6]}: not pairwise rotations"
+    pairs = [(int(j), int(k)) for j, k in np.argwhere(np.triu(linked))]                   # sorted
+    passthrough = np.flatnonzero(~linked.any(axis=1)).tolist()
     if passthrough and np.abs(matrices[:, passthrough, passthrough] - 1).max() > STRUCTURE_RTOL:
         return f"features {passthrough[:6]} are scaled, not rotated or passed through"
     if not pairs:
@@ -207,16 +210,16 @@ def read_structure(matrices) -> Structure | str:
     r = 2 * n
     rotated = sorted(i for p in pairs for i in p)
     start = rotated[0] if rotated == list(range(rotated[0], rotated[0] + r)) else 0
-    proportional = n < d // 2 and sorted(pairs) == [(p, p + d // 2) for p in range(n)]    # Gemma 4's, in naming
+    proportional = n < d // 2 and pairs == [(p, p + d // 2) for p in range(n)]    # Gemma 4's, in naming
     if rotated != list(range(start, start + r)) and not proportional:
         notes.append(f"the rotated features are not {r} consecutive ones: passthrough features {passthrough[:8]}")
     elif start:
         notes.append(f"the rotated features are {start}..{start + r - 1}, not the leading {r} (rotary_start={start})")
-    pairing, pairs = _order_pairs(pairs, r, start)
+    pairing = _pairing_name(pairs, r, start)
     out_pairing = out_pairs = None
     if perm is not None:
         out_pairs = [(int(perm[i]), int(perm[j])) for i, j in pairs]
-        out_pairing = _order_pairs(sorted(out_pairs), r, start)[0] if sorted(perm[rotated]) == rotated else "other"
+        out_pairing = _pairing_name(sorted(out_pairs), r, start) if sorted(perm[rotated]) == rotated else "other"
         shown = ", ".join(f"{p} -> {o}" for p, o in zip(pairs[:2], out_pairs[:2]))
         notes.append(f"the rotated pairs are written to other features ({out_pairing} layout): {shown}, ...; "
                      "q.k is unchanged only if q and k are written alike")
@@ -239,19 +242,6 @@ def read_structure(matrices) -> Structure | str:
     return Structure(pairs=pairs, pairing=pairing, rotary_dim=r, rotary_start=start, out=out, cos=c, sin=s,
                      output_pairing=out_pairing, output_pairs=out_pairs, norm_scale=norm_scale, scale_error=scale_error,
                      notes=notes)
-
-
-def _find_pairs(matrices):
-    """``(pairs, passthrough, reason)`` from the off-diagonal entries non-zero at some row: a feature with no partner
-    passes through, one with one forms a pair; more is not RoPE (``reason``, pairs None)."""
-    off = _depends(matrices) & ~np.eye(matrices.shape[-1], dtype=bool)
-    linked = off | off.T
-    crowded = np.flatnonzero(linked.sum(axis=1) > 1)
-    if crowded.size:
-        partners = np.flatnonzero(linked[crowded[0]]).tolist()
-        return None, None, f"feature {crowded[0]} mixes with features {partners[:6]}: not pairwise rotations"
-    pairs = [(int(j), int(k)) for j, k in np.argwhere(np.triu(linked))]
-    return pairs, np.flatnonzero(~linked.any(axis=1)).tolist(), ""
 
 
 def _depends(matrices) -> np.ndarray:
@@ -284,11 +274,9 @@ def _output_order(matrices):
     return perm if len(set(perm.tolist())) == d else None
 
 
-def _order_pairs(pairs, r, start=0):
-    """Pairing name within the rotated features start..start + r - 1, and the pairs in that order."""
+def _pairing_name(pairs, r, start):
+    """Pairing name of the sorted ``pairs`` within the rotated features start..start + r - 1."""
     if pairs == [(start + 2 * p, start + 2 * p + 1) for p in range(r // 2)]:
-        return "interleaved", pairs
-    if sorted(pairs) == [(start + p, start + p + r // 2) for p in range(r // 2)]:
-        return "half", sorted(pairs)
-    return "other", sorted(pairs)
+        return "interleaved"
+    return "half" if pairs == [(start + p, start + p + r // 2) for p in range(r // 2)] else "other"
 
