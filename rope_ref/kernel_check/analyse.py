@@ -60,8 +60,7 @@ def probe_one_axis(fn, d, *, seq=64, seed=0, base_hint=None, max_rows=None, max_
     max_rows = check_positive_int(MAX_ROWS if max_rows is None else max_rows, "max_rows")
     if max_rows < seq:
         raise ValueError(f"max_rows (the most rows fn accepts) must be >= seq={seq}, got {max_rows}")
-    if base_hint is not None:
-        base_hint = check_base(base_hint, "base_hint")
+    base_hint = None if base_hint is None else check_base(base_hint, "base_hint")
     check_sizes(seq, d, max_bytes, max_rows)
     a, b = np.random.default_rng(seed).standard_normal((2, seq, d))
     call = Caller(fn, timeout=timeout, name=name, argument=argument)
@@ -99,8 +98,7 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
     angles = _Angles(call, d, structure, phase, table)
     angles.refine(max_rows)
     steps = uneven_steps(angles.phase, angles.out_err) if angles.located.unit > FLOAT32_UNIT else None
-    rounded = " or ".join(f"{name} (positions {low}..{high} are multiples of {spacing})" for name, low, high, spacing
-                          in (rounded_positions(angles.phase) if steps == "one axis" else []))
+    rounded = " or ".join(rounded_positions(angles.phase)) if steps == "one axis" else ""
     if rounded:
         angles.notes.append(f"the rows are not at evenly spaced positions: rows share positions, as positions offset "
                             f"+ r rounded to {rounded} do (every pair stands still at the same rows, the angles "
@@ -131,12 +129,10 @@ class _Angles:
     """The measured angles of every pair (``phase``, rows x pairs) and the offset solved from them (``located``)."""
 
     def __init__(self, call, d, structure: Structure, phase, table=None):
-        self.call, self.d, self.structure = call, d, structure
-        self.table = table                       # (rows, "clamped" or "repeated"): a cos/sin table ran out
+        self.call, self.d, self.structure, self.table = call, d, structure, table   # table: (rows, table_end's kind)
         self.phase = phase if table is None else phase[:table[0]]
         self.seq = self.phase.shape[0]
-        self.notes = list(structure.notes)
-        self.drifted = False
+        self.notes, self.drifted = list(structure.notes), False
         # cos/sin or the output rounded to 16 bits errs in angle and norm alike: tried first as float32 angles plus it
         self.out_err = 2 * structure.scale_error if structure.scale_error > 2.0**-16 else 0.0
         self.located = locate(self.phase, self.out_err)

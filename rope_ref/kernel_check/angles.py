@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-import ml_dtypes
 import numpy as np
 
 from ..forms import wrap_angle
+from .naming import rounded_to
 from .tolerances import FREQ_ULPS, MAX_OFFSET, NOISE_ULPS, PRECISIONS, SIGMAS
 
 
@@ -37,9 +37,9 @@ class OffsetFit:
 
 
 def fit_rows(phase, unit=0.0, offset=0.0, out_err=0.0) -> RowFit:
-    """Per-pair straight line through the angles ``phase`` (rows, pairs), about the centre row; the deviations floored
-    by rounding to unit roundoff ``unit`` at angles near (offset + row) * theta (a slope error up to 2 unit |angle| /
-    rows: consecutive multiples' errors drift together), the centre's by ``out_err`` radians (cos/sin rounded)."""
+    """Per-pair straight line through the angles ``phase`` (rows, pairs) about the centre row, its deviations floored by
+    rounding to unit roundoff ``unit`` at angles up to (offset + rows) |theta| (the slope's by 2 unit |angle| / rows:
+    consecutive multiples' errors drift together), the centre's plus ``out_err`` radians (cos/sin rounded)."""
     n = phase.shape[0]
     x = np.arange(n) - (n - 1) / 2
     centre = phase.mean(axis=0)
@@ -89,8 +89,7 @@ def angle_precision(resid, angle, out_err=0.0):
 
 def freq_tol(fit: RowFit, unit, out_err, offset=None):
     """Relative tolerance on each |theta| of ``fit``: SIGMAS deviations, FREQ_ULPS roundings of the angles' float type,
-    and what a bias out_err at every row does to a slope through 0 at positions m = ``offset`` + row (rows about the
-    centre row when None): at most out_err / rms(m)."""
+    and a bias out_err at every row, at most out_err / rms(m) at m = ``offset`` + row (about the centre row if None)."""
     theta = np.maximum(np.abs(fit.theta), 1e-300)
     rows = np.arange(len(fit.resid))
     positions = rows - fit.row_centre if offset is None else offset + rows
@@ -116,18 +115,17 @@ def table_end(phase):
 def uneven_steps(phase, out_err=0.0) -> str | None:
     """How angles ``phase`` (rows, pairs) exact to some float type's rounding (plus ``out_err``) but not a line in the
     row advance: "one axis" (rows at uneven positions), "several axes" (a grid read as flattened rows), or None."""
+    steps = (np.diff(phase, axis=0) + np.pi) % (2 * np.pi) - np.pi
     for _, unit in PRECISIONS:
         tol = 2 * rounding_allowance(unit, np.abs(phase).max(axis=0) + np.pi, out_err)      # a step: two roundings
-        steps = _row_steps(phase, np.maximum(tol, 1e-9))
-        if steps is not None:
-            return steps
+        found = _row_steps(steps, np.maximum(tol, 1e-9))
+        if found is not None:
+            return found
     return None
 
 
-def _row_steps(phase, tol):
+def _row_steps(steps, tol):
     """uneven_steps at one rounding: a step deviating by more than ``tol`` (per pair) from its pair's usual one."""
-    steps = np.diff(phase, axis=0)
-    steps = (steps + np.pi) % (2 * np.pi) - np.pi
     mode = np.median(steps, axis=0)
     band = tol * (1 + np.abs(mode))
     irregular = np.abs(steps - mode) > band                     # (rows - 1, pairs)
@@ -221,22 +219,22 @@ def solve_offset(fit: RowFit):
 
 
 #: Float types a kernel may hold its positions in: significant bits, largest exponent searched.
-POSITION_TYPES = (("bfloat16", ml_dtypes.bfloat16, 8, 23), ("float16", np.float16, 11, 15))
+POSITION_TYPES = (("bfloat16", 8, 23), ("float16", 11, 15))
 
 
 def rounded_positions(phase) -> list:
-    """(type, first, last position, spacing) of each 16-bit type and binade [2^e, 2^(e+1)) whose rounding of positions
-    offset + r stands still exactly at the rows of ``phase`` (rows, pairs) that do, and row 0's slowest angle allows."""
+    """Each 16-bit type and binade [2^e, 2^(e+1)) whose rounding of positions offset + r stands still exactly at the
+    rows of ``phase`` (rows, pairs) that do, and row 0's slowest angle allows, in words."""
     n = len(phase)
     still = np.all(np.diff(phase, axis=0) == 0, axis=1)
     slow = int(np.argmin(np.abs(phase[-1] - phase[0])))                 # the slowest pair
     found = []
-    for name, dtype, bits, top in POSITION_TYPES:
+    for name, bits, top in POSITION_TYPES:
         for e in range(bits, top + 1):
             spacing = 2 ** (e + 1 - bits)
             starts = np.unique(np.r_[2**e + np.arange(min(spacing, n)), 2 ** (e + 1) - np.arange(1, n)])
             with np.errstate(over="ignore", invalid="ignore"):          # float16 ends at 65504
-                positions = (starts[:, None] + np.arange(n)).astype(np.float32).astype(dtype).astype(np.float64)
+                positions = rounded_to(starts[:, None] + np.arange(n), name)
                 fits = np.all((np.diff(positions, axis=1) == 0) == still, axis=1) & np.isfinite(positions[:, -1])
             if not fits.any():
                 continue
@@ -244,5 +242,5 @@ def rounded_positions(phase) -> list:
             theta = (phase[-1, slow] - phase[0, slow]) / (row0[-1] - row0[0])
             if 0 < abs(theta) * 2 ** (e + 1) < np.pi and not 0.9 * 2**e <= phase[0, slow] / theta <= 1.1 * 2 ** (e + 1):
                 continue                                    # row 0's angle puts it outside this binade
-            found.append((name, 2**e, 2 ** (e + 1) - 1, spacing))
+            found.append(f"{name} (positions {2**e}..{2 ** (e + 1) - 1} are multiples of {spacing})")
     return found
