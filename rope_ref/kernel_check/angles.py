@@ -210,11 +210,8 @@ def solve_offset(fit: RowFit):
         q, var_q = q + w * (q_p - q), np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
     offsets = q - rc
     ok = np.flatnonzero(worst <= SIGMAS)
-    if ok.size == 0:
-        best = int(np.argmin(worst))
-        return float(offsets[best]), float(np.sqrt(var_q[best])), "inconsistent", []
-    ok = ok[np.argsort(np.abs(offsets[ok]))]
-    status = "ok" if ok.size == 1 else "ambiguous"
+    status = "ok" if ok.size == 1 else "ambiguous" if ok.size else "inconsistent"
+    ok = ok[np.argsort(np.abs(offsets[ok]))] if ok.size else [int(np.argmin(worst))]     # else the best compromise
     return float(offsets[ok[0]]), float(np.sqrt(var_q[ok[0]])), status, offsets[ok[1:]].tolist()
 
 
