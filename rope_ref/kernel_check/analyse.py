@@ -283,8 +283,7 @@ def _check_dynamic(spec, angles: _Angles, tau, base_hint, max_rows):
     rows2 = (spec.rows + rows1) // 2
     if rows2 not in (spec.rows, rows1) and rows2 >= 3:      # a third length checks that g is a line in L
         seen.append(measure(rows2))
-    default = frequencies(r, base_hint)
-    far = sorted(x for x in seen if not np.all(np.abs(default / x[1] - 1) <= x[2]))   # lengths past L_train
+    far = sorted(x for x in seen if not np.all(np.abs(frequencies(r, base_hint) / x[1] - 1) <= x[2]))   # past L_train
     params = _solve_dynamic(far, r, base_hint, base_at) if len(far) >= 2 else None
     fits = lambda p: p is not None and _dynamic_error(p, seen, r) <= 1  # noqa: E731
     if fits(params):

@@ -99,8 +99,7 @@ def freq_tol(fit: RowFit, unit, out_err, offset=None):
 
 def table_end(phase):
     """Where a cos/sin table runs out in the angles ``phase`` (rows, pairs): (k, "clamped") when rows k.. repeat row
-    k - 1 exactly and no row before stood still, (k, "repeated") at the first row k rotated by exactly 0 in every
-    pair after an unusual step (an index modulo the table length); None otherwise."""
+    k - 1 and no row before stood still, (k, "repeated") when row k is at angle 0 after an unusual step; else None."""
     steps = np.diff(phase, axis=0)
     still = np.all(steps == 0, axis=1)                         # still[r]: row r + 1 is rotated as row r
     run = int(np.argmin(still[::-1])) if not still.all() else len(still)      # trailing rows standing still

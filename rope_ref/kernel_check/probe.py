@@ -1,7 +1,6 @@
-"""Calling the kernel, for both probes (``fn(x)`` or ``fn(x, positions)``: :class:`Caller`), the five checks and
-row matrices every probe starts with (:func:`read_rotations`), and their structure: which features pair up,
-where the pairs are written, each row's 2x2 blocks [[cos, -sin], [sin, cos]] (eq 34) (:func:`read_structure`;
-docs/identify_internals.md, "1. Structure")."""
+"""Calling the kernel (:class:`Caller`: ``fn(x)`` or ``fn(x, positions)``), the five checks and row matrices every
+probe starts with (:func:`read_rotations`), and their structure: which features pair up, where the pairs are written,
+each row's 2x2 blocks [[cos, -sin], [sin, cos]] (eq 34) (:func:`read_structure`; docs/identify_internals.md)."""
 
 from __future__ import annotations
 
@@ -37,10 +36,9 @@ def to_array(out, name="fn"):
 
 
 class Caller:
-    """fn(x) -- or fn(x, positions) ``(axes, seq)`` -- as float64 of x's shape, checked, fn's own errors noted
-    with the call; counts the ``calls``, the most rows asked for (``longest``) and the coarsest float type fn
-    returned (``unit``, ``precision``).  ``timeout``: seconds for all calls together, fn in a worker thread;
-    ``name``, ``argument``: what the errors call fn and the array it is given."""
+    """fn(x) -- or fn(x, positions) ``(axes, seq)`` -- as float64 of x's shape, checked, fn's errors noted with the
+    call; counts ``calls``, the most rows asked for (``longest``), the coarsest float type returned (``unit``,
+    ``precision``).  ``timeout``: seconds for all calls (fn in a worker thread); ``name``, ``argument``: in errors."""
 
     def __init__(self, fn, positions=None, *, timeout=None, name="fn", argument="x"):
         self.fn, self.positions, self.name, self.argument, self.timeout = fn, positions, name, argument, timeout
@@ -100,9 +98,8 @@ class Caller:
 
 
 def read_rotations(call: Caller, a, b, hint):
-    """After the five opening checks on the random inputs ``a``, ``b`` ``(seq, d)`` (docs/identify_internals.md,
-    "The calls": d + 5 calls), the pairs fn rotates, read from the matrix it applies to each row: (Structure,
-    fn(a), output scale), or the reason (a str) fn is not RoPE.  ``hint`` goes with the first call."""
+    """The five opening checks on random inputs ``a``, ``b`` ``(seq, d)``, then the matrix fn applies to each row (d + 5
+    calls; ``hint`` goes with the first): (Structure, fn(a), output scale), or why fn is not RoPE (a str)."""
     seq, d = a.shape
     ya, yb = call(a, "random input a", hint), call(b, "random input b")
     scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
@@ -163,13 +160,10 @@ def check_sizes(seq, d, max_bytes, max_rows=None):
 
 def _shape_hint(got, want):
     """What a kernel returning shape ``got`` for input shape ``want`` may have done; "" when nothing fits."""
-    if got == (2, *want):
-        return "; did fn return (q, k)? return one of them"
-    if got == want[::-1]:
-        return "; did fn return the transpose? return (seq, d)"
-    if int(np.prod(got)) == int(np.prod(want)):
-        return "; it holds the same values: drop its batch and head axes (e.g. [0, 0])"
-    return ""
+    hints = {(2, *want): "; did fn return (q, k)? return one of them",
+             want[::-1]: "; did fn return the transpose? return (seq, d)"}
+    same = "; it holds the same values: drop its batch and head axes (e.g. [0, 0])"
+    return hints.get(got, same if int(np.prod(got)) == int(np.prod(want)) else "")
 
 
 @dataclass
