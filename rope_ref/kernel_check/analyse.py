@@ -184,13 +184,12 @@ class _Angles:
         """Steps 3-4: the offset, the frequencies against (offset + row) * theta: (spec, relative tolerance of each)."""
         located, rows, structure = self.located, self.phase.shape[0], self.structure
         if located.status == "ambiguous":
-            also = ", ".join(f"{o:.0f}" for o in located.also[:3])
+            also = ", ".join([f"{o:.0f}" for o in located.also[:3]] + ["..."] * (len(located.also) > 3))
             why = (f"one rotated pair fixes the offset only modulo its wavelength 2 pi / theta = "
                    f"{2 * np.pi / abs(located.fit.theta[0]):.4g} positions" if len(structure.pairs) == 1
                    else "the frequencies' ratios nearly repeat there")
             self.notes.append(f"the offset is ambiguous: {len(located.also) + 1} offsets within +-{MAX_OFFSET} fit "
-                              f"the angles within their noise (reported the smallest; also {also}"
-                              f"{', ...' if len(located.also) > 3 else ''}): {why}")
+                              f"the angles within their noise (reported the smallest; also {also}): {why}")
         elif located.status == "inconsistent":
             self.notes.append("the angles of different pairs do not agree on one offset (best compromise reported)")
         if located.sigma > OFFSET_SIGMA:

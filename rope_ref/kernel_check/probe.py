@@ -108,22 +108,19 @@ def read_rotations(call: Caller, a, b, hint):
         raise ValueError(f"fn must depend on {call.inputs} alone: two calls with the same {call.inputs} gave "
                          f"outputs {state:.2g} apart (relative): fn keeps state between calls (a cache position "
                          "advanced by every call?); pass a function that applies the same positions on every call")
-    # A linear kernel maps 0 to exactly 0 in any float type: a bias or an added position embedding does not.
-    bias = np.abs(call(np.zeros((seq, d)), "zeros")).max() / scale
+    bias = np.abs(call(np.zeros((seq, d)), "zeros")).max() / scale      # a linear kernel: exactly 0 in any float type
     if bias > ZERO_RTOL:
         zero = "fn(0)" if call.positions is None else "fn(0, positions)"
         return (f"{zero} is not 0 (up to {bias:.2g} relative to its output): fn adds something that does not "
                 "depend on x (an absolute position embedding? a bias?); a rotary embedding is linear in its input")
-    # Rounding in the kernel's float type is relative to the terms: |f(2a - 3b)| + 2 |f(a)| + 3 |f(b)|.
     y_lin = call(2 * a - 3 * b, "2a - 3b")
-    terms = np.abs(y_lin) + 2 * np.abs(ya) + 3 * np.abs(yb)
+    terms = np.abs(y_lin) + 2 * np.abs(ya) + 3 * np.abs(yb)             # the kernel's rounding is relative to them
     lin = np.abs(y_lin - (2 * ya - 3 * yb)).max() / max(terms.max(), 1e-300)
     if lin > STRUCTURE_RTOL:
         return (f"fn is not linear in x: f(2a - 3b) differs from 2 f(a) - 3 f(b) by {lin:.2g} (relative to the "
                 "terms); a rotary embedding is linear in its input")
-    # matrices[r] is the d x d matrix applied to row r: column j is the response to e_j.
     matrices = np.stack([call(np.broadcast_to(e, (seq, d)), f"basis vector e_{j} in every row")
-                         for j, e in enumerate(np.eye(d))], axis=-1)
+                         for j, e in enumerate(np.eye(d))], axis=-1)     # matrices[r] @ e_j: row r's response to e_j
     mix = np.abs(np.einsum("rij,rj->ri", matrices, a) - ya).max() / scale
     if mix > STRUCTURE_RTOL:
         return (f"row r of the output depends on other rows (error {mix:.2g} relative): fn mixes rows (positions) "
