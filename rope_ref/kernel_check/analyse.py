@@ -27,11 +27,10 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     """Identify the RoPE variant that ``fn`` implements (eq 34): a :class:`RopeSpec`.
 
     ``fn(x) -> y``: x float64 ``(seq, d)``, row r at fn's own position offset + r; y any real array of that shape
-    (numpy, torch, jax, a list), depending on x alone.  fn is called d + 5 times on ``seq`` rows and at most three
-    times on up to ``max_rows`` rows (docs/checking_kernels.md, docs/identify_internals.md).  ``base_hint``: the
-    trained base (NTK, LongRoPE and dynamic NTK are solved from it).  ``timeout``: seconds for all calls together.
-    With ``axes=A`` (M-RoPE, 2-D axial RoPE, RoPE-Mixed), ``fn(x, positions)`` gets int64 positions ``(A, seq)``
-    and the result is an :class:`AxesSpec` (:func:`~.axes_probe.identify_axes`).
+    (numpy, torch, jax, a list), depending on x alone; d + 5 calls on ``seq`` rows, at most three on up to ``max_rows``
+    (docs/checking_kernels.md).  ``base_hint``: the trained base (NTK, LongRoPE and dynamic NTK are solved from it).
+    ``timeout``: seconds for all calls together.  With ``axes=A`` (M-RoPE, 2-D axial RoPE, RoPE-Mixed),
+    ``fn(x, positions)`` gets int64 positions ``(A, seq)``: an :class:`AxesSpec` (:func:`~.axes_probe.identify_axes`).
 
     >>> import rope_ref as rr, numpy as np
     >>> F = rr.mrope_frequencies(16, [2, 3, 3])                 # Qwen2-VL's layout: t, h, w blocks
@@ -151,8 +150,7 @@ class _Angles:
         """Measure over ``rows`` rows and solve again; False (with a note) when the first rows' angles moved."""
         long_phase = self.probe(rows, why)
         self.table = table_end(long_phase)
-        if self.table:
-            long_phase = long_phase[:self.table[0]]
+        long_phase = long_phase[:self.table[0] if self.table else None]
         drift = np.abs(wrap_angle(long_phase[:self.seq] - self.phase[:self.seq])).max()
         if drift > SIGMAS * self.located.fit.noise.max() + 1e-12:
             self.notes.append(f"the angles at rows 0..{self.seq - 1} change by {drift:.2g} rad when fn is given "
@@ -219,13 +217,12 @@ class _Angles:
         tau = freq_tol(fit, unit, self.bias_err, anchor)
         shared = ("pairing", "pairs", "rotary_dim", "rotary_start", "output_pairing", "output_pairs", "norm_scale",
                 "scale_error")
-        spec = RopeSpec(is_rope=True, **{name: getattr(structure, name) for name in shared}, inv_freq=fit.theta,
+        return RopeSpec(is_rope=True, **{name: getattr(structure, name) for name in shared}, inv_freq=fit.theta,
                         offset=located.offset, offset_resolution=float(located.sigma), angle_precision=precision,
                         phase_error=float(np.abs(fit.resid).max()), output_rounded=self.out_rounded, rows=int(rows),
                         offset_alternatives=np.asarray(located.also if located.status == "ambiguous" else [], float),
                         notes=self.notes,
-                        table_end=None if self.table is None else (located.offset + self.table[0] - 1, self.table[1]))
-        return spec, tau
+                        table_end=self.table and (located.offset + self.table[0] - 1, self.table[1])), tau
 
 
 def _position(position):

@@ -182,10 +182,11 @@ class Structure:
 
 def read_structure(matrices) -> Structure | str:
     """The :class:`Structure` of the matrices ``(seq, d, d)`` fn applies to each row, or why it is not RoPE (a str)."""
-    perm = _output_order(matrices)
+    dep = np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)    # output i reads input j
+    perm = _output_order(matrices, dep)
     if perm is not None:
-        matrices = matrices[:, perm]
-    off = _depends(matrices) & ~np.eye(matrices.shape[-1], dtype=bool)      # a feature with one partner forms a pair
+        matrices, dep = matrices[:, perm], dep[perm]
+    off = dep & ~np.eye(matrices.shape[-1], dtype=bool)                 # a feature with one partner forms a pair
     linked = off | off.T
     crowded = np.flatnonzero(linked.sum(axis=1) > 1)
     if crowded.size:
@@ -235,16 +236,11 @@ def read_structure(matrices) -> Structure | str:
                      notes=notes)
 
 
-def _depends(matrices) -> np.ndarray:
-    """``dep[i, j]``: output i depends on input j at some row (structural zeros are exact, even in float16)."""
-    return np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)
-
-
-def _output_order(matrices):
+def _output_order(matrices, dep):
     """perm with matrices[:, perm] mapping every pair onto itself, when a kernel writes its pairs elsewhere (eq 34
-    then a permutation, as DeepSeek's apply_rotary_pos_emb_interleave); None when in place, or not pairs."""
+    then a permutation, as DeepSeek's apply_rotary_pos_emb_interleave); None when in place, or not pairs.  ``dep[i,
+    j]``: output i depends on input j at some row (structural zeros are exact, even in float16)."""
     d = matrices.shape[-1]
-    dep = _depends(matrices)
     if np.array_equal(dep, dep.T):
         return None
     perm = np.full(d, -1)
