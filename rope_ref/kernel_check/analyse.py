@@ -1,5 +1,4 @@
-"""identify(fn, d): the calls, and the steps that turn what fn does into a :class:`RopeSpec` (structure,
-angles, offset, frequencies, naming, dynamic NTK: docs/identify_internals.md)."""
+"""identify(fn, d): the calls and steps that turn what fn does into a :class:`RopeSpec` (docs/identify_internals.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Angles: straight-line fits of each pair's angle against the row or position, the float type they behave like,
-and the position of row 0 solved from them (docs/identify_internals.md, "2. Angles" and "3. The offset")."""
+"""Line fits of each pair's angle, the float type they behave like, row 0's position (docs/identify_internals.md)."""
 
 from __future__ import annotations
 
@@ -192,8 +191,7 @@ def solve_offset(fit: RowFit):
         return 0.0, math.inf, "ambiguous", []
     p0 = order[0]
     kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, 100_000)   # candidates
-    k = np.arange(-kmax, kmax + 1)
-    q = (centre[p0] + 2 * np.pi * k) / theta[p0]
+    q = (centre[p0] + 2 * np.pi * np.arange(-kmax, kmax + 1)) / theta[p0]
     var_q = (s_centre[p0] ** 2 + (q * s_theta[p0]) ** 2) / theta[p0] ** 2
     worst = np.zeros_like(q)
     for p in order[1:]:

@@ -182,7 +182,7 @@ class Structure:
 
 def read_structure(matrices) -> Structure | str:
     """The :class:`Structure` of the matrices ``(seq, d, d)`` fn applies to each row, or why it is not RoPE (a str)."""
-    dep = np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)    # output i reads input j
+    dep = np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)  # i reads j; zeros are exact
     perm = _output_order(matrices, dep)
     if perm is not None:
         matrices, dep = matrices[:, perm], dep[perm]
@@ -237,9 +237,8 @@ def read_structure(matrices) -> Structure | str:
 
 
 def _output_order(matrices, dep):
-    """perm with matrices[:, perm] mapping every pair onto itself, when a kernel writes its pairs elsewhere (eq 34
-    then a permutation, as DeepSeek's apply_rotary_pos_emb_interleave); None when in place, or not pairs.  ``dep[i,
-    j]``: output i depends on input j at some row (structural zeros are exact, even in float16)."""
+    """perm with matrices[:, perm] mapping every pair onto itself, when a kernel writes its pairs elsewhere (eq 34 then
+    a permutation, as DeepSeek's apply_rotary_pos_emb_interleave); None when in place, or not pairs (``dep``: above)."""
     d = matrices.shape[-1]
     if np.array_equal(dep, dep.T):
         return None
