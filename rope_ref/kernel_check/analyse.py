@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .._validate import check_base, check_positive_int
+from .._validate import check_base, check_number
 from ..forms import frequencies, wrap_angle
 from .angles import (angle_precision, fit_rows, freq_tol, locate, refit_absolute, rounded_positions, table_end,
                      uneven_steps)
@@ -55,9 +55,8 @@ def probe_one_axis(fn, d, *, seq=64, seed=0, base_hint=None, max_rows=None, max_
     """identify(fn, d) of a 1-D kernel; ``name``, ``argument``: what errors call fn and its input (``vjp``, ``g``)."""
     d, seq, seed, timeout = check_probe_arguments(fn, d, seq, seed, timeout, 3, "(x of shape (seq, d) -> rotated x)",
                                                   "to measure frequencies")
-    max_rows = check_positive_int(MAX_ROWS if max_rows is None else max_rows, "max_rows")
-    if max_rows < seq:
-        raise ValueError(f"max_rows (the most rows fn accepts) must be >= seq={seq}, got {max_rows}")
+    max_rows = check_number(MAX_ROWS if max_rows is None else max_rows, "max_rows",
+                            f"an integer >= seq={seq} (the most rows fn accepts)", lambda rows: rows >= seq)
     base_hint = None if base_hint is None else check_base(base_hint, "base_hint")
     check_sizes(seq, d, max_bytes, max_rows)
     a, b = np.random.default_rng(seed).standard_normal((2, seq, d))

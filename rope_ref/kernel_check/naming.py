@@ -13,8 +13,7 @@ from ..scaling import SCALING_METHODS, scaled_inv_freq
 from .spec import show_number, show_params
 from .tolerances import FREQ_ULPS, NAME_RTOL, PRECISIONS, SIGMAS, TRAIN_LENGTHS
 
-#: The 16-bit float types a frequency buffer is rounded to (model.to(dtype)), coarsest first: a bfloat16 value
-#: in float16's normal range is also a float16 one.
+#: 16-bit types an inv_freq buffer is rounded to, coarsest first (in float16's range a bfloat16 value is a float16 one).
 ROUNDING_TYPES = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
 
 
@@ -238,14 +237,13 @@ def _name_rounded(spec, theta, base_hint, tau):
             for tried in tries:
                 freqs = method_frequencies(rope_type, tried, r)[0]
                 if freqs is not None and np.all(np.abs(rounded_to(freqs, type_name) / theta - 1) <= tau):
-                    _note_rounded(spec, rope_type, tried, freqs, type_name)
+                    _note_rounded(spec, theta, rope_type, tried, freqs, type_name)
                     return True
     return False
 
 
-def _note_rounded(spec, rope_type, params, freqs, type_name):
+def _note_rounded(spec, theta, rope_type, params, freqs, type_name):
     """Names ``rope_type`` ``params`` (frequencies ``freqs``) rounded to ``type_name`` on ``spec``, with a note."""
-    theta = np.abs(spec.inv_freq)
     moved = np.abs(theta / freqs - 1)
     worst = [int(p) for p in np.argsort(-moved)[:3] if moved[p] > spec.freq_tolerance]
     spec.rope_type, spec.closest, spec.rope_params = "custom", rope_type, dict(params)
