@@ -80,10 +80,9 @@ def rounding_allowance(unit, angle, out_err=0.0):
 
 def angle_precision(resid, angle, out_err=0.0):
     """The finest float type whose :func:`rounding_allowance` covers the residuals: (name, unit roundoff)."""
-    for name, unit in PRECISIONS:
-        if np.all(np.abs(resid) <= rounding_allowance(unit, angle, out_err)):
-            return name, unit
-    return "coarser than bfloat16", 2.0**-4
+    fits = ((name, unit) for name, unit in PRECISIONS
+            if np.all(np.abs(resid) <= rounding_allowance(unit, angle, out_err)))
+    return next(fits, ("coarser than bfloat16", 2.0**-4))
 
 
 def freq_tol(fit: RowFit, unit, out_err, offset=None):
@@ -114,12 +113,9 @@ def uneven_steps(phase, out_err=0.0) -> str | None:
     """How angles ``phase`` (rows, pairs) exact to some float type's rounding (plus ``out_err``) but not a line in the
     row advance: "one axis" (rows at uneven positions), "several axes" (a grid read as flattened rows), or None."""
     steps = (np.diff(phase, axis=0) + np.pi) % (2 * np.pi) - np.pi
-    for _, unit in PRECISIONS:
-        tol = 2 * rounding_allowance(unit, np.abs(phase).max(axis=0) + np.pi, out_err)      # a step: two roundings
-        found = _row_steps(steps, np.maximum(tol, 1e-9))
-        if found is not None:
-            return found
-    return None
+    bound = np.abs(phase).max(axis=0) + np.pi                       # a step: two roundings of angles up to bound
+    tols = (np.maximum(2 * rounding_allowance(unit, bound, out_err), 1e-9) for _, unit in PRECISIONS)
+    return next(filter(None, (_row_steps(steps, tol) for tol in tols)), None)        # the finest rounding that tells
 
 
 def _row_steps(steps, tol):

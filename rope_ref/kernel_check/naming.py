@@ -69,8 +69,7 @@ def scale_tol(spec):
 
 
 def describe_frequencies(spec, d, base_hint, tau, unit):
-    """Names on ``spec`` the base and scaling method (or proportional RoPE) of its frequencies, known to ``tau``
-    relative from angles of unit roundoff ``unit``; notes on clockwise pairs, aliasing, frequencies too noisy."""
+    """Names on ``spec`` the base and method of its frequencies known to ``tau`` relative (angles to ``unit``)."""
     proportional = _name_proportional(spec, d, tau)
     if np.all(spec.inv_freq < 0):
         spec.notes.append("every pair rotates clockwise (negative frequencies): the sign of sin is flipped")
