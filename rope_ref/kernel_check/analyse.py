@@ -32,8 +32,8 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     ``fn(x, positions)`` gets int64 positions ``(A, seq)``: an :class:`AxesSpec` (:func:`~.axes_probe.identify_axes`).
 
     >>> import rope_ref as rr, numpy as np
-    >>> F = rr.mrope_frequencies(16, [2, 3, 3])                 # Qwen2-VL's layout: t, h, w blocks
-    >>> spec = rr.identify(lambda x, p: rr.rotate(x, p, inv_freq=F, pairing="half"), 16, axes=3)
+    >>> freqs = rr.mrope_frequencies(16, [2, 3, 3])             # Qwen2-VL's layout: t, h, w blocks
+    >>> spec = rr.identify(lambda x, p: rr.rotate(x, p, inv_freq=freqs, pairing="half"), 16, axes=3)
     >>> spec.sections, spec.mrope_layout, spec.pairing, spec.inv_freq.shape
     ((2, 3, 3), 'blocks', 'half', (8, 3))
     """
@@ -155,8 +155,7 @@ class _Angles:
                               f"{rows} rows: its frequencies depend on the sequence length (dynamic scaling?)")
             self.drifted = True
             return False
-        self.phase = long_phase
-        self.located = locate(long_phase, self.out_err)
+        self.phase, self.located = long_phase, locate(long_phase, self.out_err)
         return True
 
     def refine(self, max_rows):

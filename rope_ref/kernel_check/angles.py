@@ -165,8 +165,7 @@ def locate(phase, out_err=0.0) -> OffsetFit:
 
 def _search_offset(phase, unit, out_err=0.0):
     """Offset, the floors for angles of unit roundoff ``unit`` sized for it: (OffsetFit, largest |angle| per pair)."""
-    n = phase.shape[0]
-    sized = 0.0
+    n, sized = phase.shape[0], 0.0         # sized: the |offset| the floors are sized for
     while True:
         fit = fit_rows(phase, unit, sized, out_err)
         offset, sigma, status, also = solve_offset(fit)
