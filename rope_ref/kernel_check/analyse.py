@@ -203,8 +203,7 @@ class _Angles:
                               "plus the new tokens minus one (notebook 06, checklist item 2)")
         anchor = located.offset if located.status == "ok" else None
         fit = located.fit if anchor is None else refit_absolute(self.phase, anchor, located.fit)
-        angle = np.abs(np.outer(located.offset + np.arange(rows), fit.theta))
-        precision, unit = angle_precision(fit.resid, angle)
+        precision, unit = angle_precision(fit.resid, np.abs(np.outer(located.offset + np.arange(rows), fit.theta)))
         if self.out_rounded:
             self.notes.append(f"the angle errors (up to {np.abs(fit.resid).max():.2g} rad) come with norm errors (up "
                               f"to {structure.scale_error:.2g}): float32 angles, with cos/sin or the output rounded to "
