@@ -1,5 +1,4 @@
-"""identify(fn, d): the calls, and the steps that turn what fn does into a :class:`RopeSpec` (structure,
-angles, offset, frequencies, naming, dynamic NTK: docs/identify_internals.md)."""
+"""identify(fn, d): the calls and steps that turn what fn does into a :class:`RopeSpec` (docs/identify_internals.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ import math
 
 import numpy as np
 
-from .._validate import check_base, check_positive_int
+from .._validate import check_base, check_number
 from ..forms import frequencies, wrap_angle
 from .angles import (angle_precision, fit_rows, freq_tol, locate, refit_absolute, rounded_positions, table_end,
                      uneven_steps)
@@ -27,15 +26,14 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int = 
     """Identify the RoPE variant that ``fn`` implements (eq 34): a :class:`RopeSpec`.
 
     ``fn(x) -> y``: x float64 ``(seq, d)``, row r at fn's own position offset + r; y any real array of that shape
-    (numpy, torch, jax, a list), depending on x alone.  fn is called d + 5 times on ``seq`` rows and at most three
-    times on up to ``max_rows`` rows (docs/checking_kernels.md, docs/identify_internals.md).  ``base_hint``: the
-    trained base (NTK, LongRoPE and dynamic NTK are solved from it).  ``timeout``: seconds for all calls together.
-    With ``axes=A`` (M-RoPE, 2-D axial RoPE, RoPE-Mixed), ``fn(x, positions)`` gets int64 positions ``(A, seq)``
-    and the result is an :class:`AxesSpec` (:func:`~.axes_probe.identify_axes`).
+    (numpy, torch, jax, a list), depending on x alone; d + 5 calls on ``seq`` rows, at most three on up to ``max_rows``
+    (docs/checking_kernels.md).  ``base_hint``: the trained base (NTK, LongRoPE and dynamic NTK are solved from it).
+    ``timeout``: seconds for all calls together.  With ``axes=A`` (M-RoPE, 2-D axial RoPE, RoPE-Mixed),
+    ``fn(x, positions)`` gets int64 positions ``(A, seq)``: an :class:`AxesSpec` (:func:`~.axes_probe.identify_axes`).
 
     >>> import rope_ref as rr, numpy as np
-    >>> F = rr.mrope_frequencies(16, [2, 3, 3])                 # Qwen2-VL's layout: t, h, w blocks
-    >>> spec = rr.identify(lambda x, p: rr.rotate(x, p, inv_freq=F, pairing="half"), 16, axes=3)
+    >>> freqs = rr.mrope_frequencies(16, [2, 3, 3])             # Qwen2-VL's layout: t, h, w blocks
+    >>> spec = rr.identify(lambda x, p: rr.rotate(x, p, inv_freq=freqs, pairing="half"), 16, axes=3)
     >>> spec.sections, spec.mrope_layout, spec.pairing, spec.inv_freq.shape
     ((2, 3, 3), 'blocks', 'half', (8, 3))
     """
@@ -57,11 +55,9 @@ def probe_one_axis(fn, d, *, seq=64, seed=0, base_hint=None, max_rows=None, max_
     """identify(fn, d) of a 1-D kernel; ``name``, ``argument``: what errors call fn and its input (``vjp``, ``g``)."""
     d, seq, seed, timeout = check_probe_arguments(fn, d, seq, seed, timeout, 3, "(x of shape (seq, d) -> rotated x)",
                                                   "to measure frequencies")
-    max_rows = check_positive_int(MAX_ROWS if max_rows is None else max_rows, "max_rows")
-    if max_rows < seq:
-        raise ValueError(f"max_rows (the most rows fn accepts) must be >= seq={seq}, got {max_rows}")
-    if base_hint is not None:
-        base_hint = check_base(base_hint, "base_hint")
+    max_rows = check_number(MAX_ROWS if max_rows is None else max_rows, "max_rows",
+                            f"an integer >= seq={seq} (the most rows fn accepts)", lambda rows: rows >= seq)
+    base_hint = None if base_hint is None else check_base(base_hint, "base_hint")
     check_sizes(seq, d, max_bytes, max_rows)
     a, b = np.random.default_rng(seed).standard_normal((2, seq, d))
     call = Caller(fn, timeout=timeout, name=name, argument=argument)
@@ -99,8 +95,7 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
     angles = _Angles(call, d, structure, phase, table)
     angles.refine(max_rows)
     steps = uneven_steps(angles.phase, angles.out_err) if angles.located.unit > FLOAT32_UNIT else None
-    rounded = " or ".join(f"{name} (positions {low}..{high} are multiples of {spacing})" for name, low, high, spacing
-                          in (rounded_positions(angles.phase) if steps == "one axis" else []))
+    rounded = " or ".join(rounded_positions(angles.phase)) if steps == "one axis" else ""
     if rounded:
         angles.notes.append(f"the rows are not at evenly spaced positions: rows share positions, as positions offset "
                             f"+ r rounded to {rounded} do (every pair stands still at the same rows, the angles "
@@ -123,9 +118,7 @@ def _analyse(call, d, structure: Structure, base_hint, max_rows) -> RopeSpec:
         spec.angle_precision = "exact, at rounded positions"
         return spec
     describe_frequencies(spec, d, base_hint, tau, angles.located.unit)
-    if not angles.table and (spec.rope_type == "ntk" or (spec.rope_type == "default"
-                                                         and spec.offset >= DYNAMIC_MIN_OFFSET)):
-        _check_dynamic(spec, angles, tau, base_hint, max_rows)
+    _check_dynamic(spec, angles, tau, base_hint, max_rows)
     return spec
 
 
@@ -133,12 +126,10 @@ class _Angles:
     """The measured angles of every pair (``phase``, rows x pairs) and the offset solved from them (``located``)."""
 
     def __init__(self, call, d, structure: Structure, phase, table=None):
-        self.call, self.d, self.structure = call, d, structure
-        self.table = table                       # (rows, "clamped" or "repeated"): a cos/sin table ran out
+        self.call, self.d, self.structure, self.table = call, d, structure, table   # table: (rows, table_end's kind)
         self.phase = phase if table is None else phase[:table[0]]
         self.seq = self.phase.shape[0]
-        self.notes = list(structure.notes)
-        self.drifted = False
+        self.notes, self.drifted = list(structure.notes), False
         # cos/sin or the output rounded to 16 bits errs in angle and norm alike: tried first as float32 angles plus it
         self.out_err = 2 * structure.scale_error if structure.scale_error > 2.0**-16 else 0.0
         self.located = locate(self.phase, self.out_err)
@@ -157,16 +148,14 @@ class _Angles:
         """Measure over ``rows`` rows and solve again; False (with a note) when the first rows' angles moved."""
         long_phase = self.probe(rows, why)
         self.table = table_end(long_phase)
-        if self.table:
-            long_phase = long_phase[:self.table[0]]
+        long_phase = long_phase[:self.table[0] if self.table else None]
         drift = np.abs(wrap_angle(long_phase[:self.seq] - self.phase[:self.seq])).max()
         if drift > SIGMAS * self.located.fit.noise.max() + 1e-12:
             self.notes.append(f"the angles at rows 0..{self.seq - 1} change by {drift:.2g} rad when fn is given "
                               f"{rows} rows: its frequencies depend on the sequence length (dynamic scaling?)")
             self.drifted = True
             return False
-        self.phase = long_phase
-        self.located = locate(long_phase, self.out_err)
+        self.phase, self.located = long_phase, locate(long_phase, self.out_err)
         return True
 
     def refine(self, max_rows):
@@ -183,21 +172,19 @@ class _Angles:
         if (located.status == "ok" and self.phase.shape[0] < max_rows and located.unit <= FLOAT32_UNIT
                 and not self.table):
             fit = refit_absolute(self.phase, located.offset, located.fit)
-            lever = located.offset + np.arange(self.phase.shape[0])
-            if freq_tol(fit, located.unit, self.bias_err, lever).max() > NAME_RTOL:
+            if freq_tol(fit, located.unit, self.bias_err, located.offset).max() > NAME_RTOL:
                 self._lengthen(max_rows, "to measure the slowest pairs' frequencies")
 
     def spec(self, max_rows):
         """Steps 3-4: the offset, the frequencies against (offset + row) * theta: (spec, relative tolerance of each)."""
         located, rows, structure = self.located, self.phase.shape[0], self.structure
         if located.status == "ambiguous":
-            also = ", ".join(f"{o:.0f}" for o in located.also[:3])
+            also = ", ".join([f"{o:.0f}" for o in located.also[:3]] + ["..."] * (len(located.also) > 3))
             why = (f"one rotated pair fixes the offset only modulo its wavelength 2 pi / theta = "
                    f"{2 * np.pi / abs(located.fit.theta[0]):.4g} positions" if len(structure.pairs) == 1
                    else "the frequencies' ratios nearly repeat there")
             self.notes.append(f"the offset is ambiguous: {len(located.also) + 1} offsets within +-{MAX_OFFSET} fit "
-                              f"the angles within their noise (reported the smallest; also {also}"
-                              f"{', ...' if len(located.also) > 3 else ''}): {why}")
+                              f"the angles within their noise (reported the smallest; also {also}): {why}")
         elif located.status == "inconsistent":
             self.notes.append("the angles of different pairs do not agree on one offset (best compromise reported)")
         if located.sigma > OFFSET_SIGMA:
@@ -214,30 +201,24 @@ class _Angles:
                               f"{end - 1} here): {_beyond(end, self.table[1], located.offset)}; identify measured "
                               f"rows 0..{end - 1} only. Size the table for the longest position, the cache offset "
                               "plus the new tokens minus one (notebook 06, checklist item 2)")
-        if located.status == "ok":
-            fit = refit_absolute(self.phase, located.offset, located.fit)
-            lever = located.offset + np.arange(rows)
-        else:
-            fit = located.fit
-            lever = np.arange(rows) - (rows - 1) / 2
-        angle = np.abs(np.outer(located.offset + np.arange(rows), fit.theta))
-        precision, unit = angle_precision(fit.resid, angle)
+        anchor = located.offset if located.status == "ok" else None
+        fit = located.fit if anchor is None else refit_absolute(self.phase, anchor, located.fit)
+        precision, unit = angle_precision(fit.resid, np.abs(np.outer(located.offset + np.arange(rows), fit.theta)))
         if self.out_rounded:
             self.notes.append(f"the angle errors (up to {np.abs(fit.resid).max():.2g} rad) come with norm errors (up "
                               f"to {structure.scale_error:.2g}): float32 angles, with cos/sin or the output rounded to "
                               "a 16-bit type (cos.to(x.dtype)?); frequencies are compared to the precision that leaves")
             precision, unit = "float32 (cos/sin 16-bit)", FLOAT32_UNIT
         located.unit = unit
-        tau = freq_tol(fit, unit, self.bias_err, lever)
+        tau = freq_tol(fit, unit, self.bias_err, anchor)
         shared = ("pairing", "pairs", "rotary_dim", "rotary_start", "output_pairing", "output_pairs", "norm_scale",
                 "scale_error")
-        spec = RopeSpec(is_rope=True, **{name: getattr(structure, name) for name in shared}, inv_freq=fit.theta,
+        return RopeSpec(is_rope=True, **{name: getattr(structure, name) for name in shared}, inv_freq=fit.theta,
                         offset=located.offset, offset_resolution=float(located.sigma), angle_precision=precision,
                         phase_error=float(np.abs(fit.resid).max()), output_rounded=self.out_rounded, rows=int(rows),
                         offset_alternatives=np.asarray(located.also if located.status == "ambiguous" else [], float),
                         notes=self.notes,
-                        table_end=None if self.table is None else (located.offset + self.table[0] - 1, self.table[1]))
-        return spec, tau
+                        table_end=self.table and (located.offset + self.table[0] - 1, self.table[1])), tau
 
 
 def _position(position):
@@ -258,7 +239,9 @@ def _beyond(rows, kind, offset=None):
 def _check_dynamic(spec, angles: _Angles, tau, base_hint, max_rows):
     """Static base or dynamic NTK, measured again at lengths L = offset + rows: past L_train, dynamic NTK's base grows
     as g^(r/(r-2)), g = 1 + factor (L - L_train) / L_train a line in L that two lengths past L_train solve."""
-    r, kind, resolved = spec.rotary_dim, spec.rope_type, spec.offset == round(spec.offset)
+    r, kind, resolved, unit = spec.rotary_dim, spec.rope_type, spec.offset == round(spec.offset), angles.located.unit
+    if angles.table or not (kind == "ntk" or (kind == "default" and spec.offset >= DYNAMIC_MIN_OFFSET)):
+        return
     rows1 = max_rows if max_rows > spec.rows else spec.rows // 2
     if not resolved and angles.drifted and kind == "ntk":
         spec.rope_type, spec.closest = "custom", "ntk"
@@ -272,9 +255,8 @@ def _check_dynamic(spec, angles: _Angles, tau, base_hint, max_rows):
 
     def measure(rows):          # (L, |theta|, tau), as for the first rows
         phase = angles.probe(rows, "to see if the frequencies depend on the sequence length")
-        fit = refit_absolute(phase, spec.offset, fit_rows(phase, angles.located.unit, spec.offset))
-        lever = spec.offset + np.arange(rows)
-        return int(spec.offset) + rows, np.abs(fit.theta), freq_tol(fit, angles.located.unit, angles.bias_err, lever)
+        fit = refit_absolute(phase, spec.offset, fit_rows(phase, unit, spec.offset))
+        return int(spec.offset) + rows, np.abs(fit.theta), freq_tol(fit, unit, angles.bias_err, spec.offset)
 
     seen = [(int(spec.offset) + spec.rows, np.abs(spec.inv_freq), tau), measure(rows1)]
     (L0, theta, _), (L1, theta1, tau1) = seen
@@ -293,8 +275,7 @@ def _check_dynamic(spec, angles: _Angles, tau, base_hint, max_rows):
     rows2 = (spec.rows + rows1) // 2
     if rows2 not in (spec.rows, rows1) and rows2 >= 3:      # a third length checks that g is a line in L
         seen.append(measure(rows2))
-    default = frequencies(r, base_hint)
-    far = sorted(x for x in seen if not np.all(np.abs(default / x[1] - 1) <= x[2]))   # lengths past L_train
+    far = sorted(x for x in seen if not np.all(np.abs(frequencies(r, base_hint) / x[1] - 1) <= x[2]))   # past L_train
     params = _solve_dynamic(far, r, base_hint, base_at) if len(far) >= 2 else None
     fits = lambda p: p is not None and _dynamic_error(p, seen, r) <= 1  # noqa: E731
     if fits(params):
@@ -324,9 +305,8 @@ def _solve_dynamic(far, r, base_hint, base_at, T=None):
     L = np.array([x[0] for x in far], float)
     g = np.array([(base_at(x[1]) / base_hint) ** ((r - 2) / r) for x in far])
     slope = (g[-1] - g[0]) / (L[-1] - L[0])
-    if T is None and not slope > 0:
-        return None
-    T = int(round(L[0] - (g[0] - 1) / slope)) if T is None else T
+    if T is None:
+        T = int(round(L[0] - (g[0] - 1) / slope)) if slope > 0 else 0      # 0: no T fits
     if T < 1 or np.any(L <= T):
         return None
     factor = T * float((g - 1) @ (L - T) / ((L - T) @ (L - T)))
@@ -338,8 +318,6 @@ def _dynamic_error(params, seen, r, relative=False):
     worst = 0.0
     for L, theta, tau in seen:
         freqs = method_frequencies("dynamic", params, r, seq_len=L)[0]
-        if freqs is None:
-            return math.inf
-        rel = np.abs(freqs / theta - 1)
+        rel = np.full_like(theta, np.inf) if freqs is None else np.abs(freqs / theta - 1)
         worst = max(worst, float(rel.max() if relative else (rel / tau).max()))
     return worst

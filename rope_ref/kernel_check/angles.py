@@ -1,15 +1,14 @@
-"""Angles: straight-line fits of each pair's angle against the row or position, the float type they behave like,
-and the position of row 0 solved from them (docs/identify_internals.md, "2. Angles" and "3. The offset")."""
+"""Line fits of each pair's angle, the float type they behave like, row 0's position (docs/identify_internals.md)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
 
-import ml_dtypes
 import numpy as np
 
 from ..forms import wrap_angle
+from .naming import rounded_to
 from .tolerances import FREQ_ULPS, MAX_OFFSET, NOISE_ULPS, PRECISIONS, SIGMAS
 
 
@@ -37,9 +36,9 @@ class OffsetFit:
 
 
 def fit_rows(phase, unit=0.0, offset=0.0, out_err=0.0) -> RowFit:
-    """Per-pair straight line through the angles ``phase`` (rows, pairs), about the centre row; the deviations floored
-    by rounding to unit roundoff ``unit`` at angles near (offset + row) * theta (a slope error up to 2 unit |angle| /
-    rows: consecutive multiples' errors drift together), the centre's by ``out_err`` radians (cos/sin rounded)."""
+    """Per-pair straight line through the angles ``phase`` (rows, pairs) about the centre row, its deviations floored by
+    rounding to unit roundoff ``unit`` at angles up to (offset + rows) |theta| (the slope's by 2 unit |angle| / rows:
+    consecutive multiples' errors drift together), the centre's plus ``out_err`` radians (cos/sin rounded)."""
     n = phase.shape[0]
     x = np.arange(n) - (n - 1) / 2
     centre = phase.mean(axis=0)
@@ -57,8 +56,6 @@ def refit_absolute(phase, offset, fit: RowFit) -> RowFit:
     """``fit`` with theta_p (its residuals, deviation) by least squares on the absolute angle: phase + 2 pi k_p =
     (offset + row) * theta_p, the turns k_p from the row fit at the centre row (its error falls by ~offset / rows)."""
     m = offset + np.arange(phase.shape[0], dtype=float)
-    if m @ m == 0:
-        return fit
     turns = np.round(((offset + fit.row_centre) * fit.theta - fit.centre) / (2 * np.pi))
     theta, sigma, resid = line_through_zero(m[:, None], phase + 2 * np.pi * turns)
     floor = 2.0**-52 * (1 + np.abs(np.outer(m, theta)).max(axis=0))
@@ -83,24 +80,24 @@ def rounding_allowance(unit, angle, out_err=0.0):
 
 def angle_precision(resid, angle, out_err=0.0):
     """The finest float type whose :func:`rounding_allowance` covers the residuals: (name, unit roundoff)."""
-    for name, unit in PRECISIONS:
-        if np.all(np.abs(resid) <= rounding_allowance(unit, angle, out_err)):
-            return name, unit
-    return "coarser than bfloat16", 2.0**-4
+    fits = ((name, unit) for name, unit in PRECISIONS
+            if np.all(np.abs(resid) <= rounding_allowance(unit, angle, out_err)))
+    return next(fits, ("coarser than bfloat16", 2.0**-4))
 
 
-def freq_tol(fit: RowFit, unit, out_err, positions):
+def freq_tol(fit: RowFit, unit, out_err, offset=None):
     """Relative tolerance on each |theta| of ``fit``: SIGMAS deviations, FREQ_ULPS roundings of the angles' float type,
-    and what a bias out_err at every row does to a slope through 0 at ``positions`` m: at most out_err / rms(m)."""
+    and a bias out_err at every row, at most out_err / rms(m) at m = ``offset`` + row (about the centre row if None)."""
     theta = np.maximum(np.abs(fit.theta), 1e-300)
+    rows = np.arange(len(fit.resid))
+    positions = rows - fit.row_centre if offset is None else offset + rows
     bias = out_err / max(math.sqrt(float(np.mean(np.square(positions)))), 1e-300)
     return np.maximum(np.maximum(SIGMAS * fit.sigma_theta / theta, FREQ_ULPS * unit), bias / theta)
 
 
 def table_end(phase):
     """Where a cos/sin table runs out in the angles ``phase`` (rows, pairs): (k, "clamped") when rows k.. repeat row
-    k - 1 exactly and no row before stood still, (k, "repeated") at the first row k rotated by exactly 0 in every
-    pair after an unusual step (an index modulo the table length); None otherwise."""
+    k - 1 and no row before stood still, (k, "repeated") when row k is at angle 0 after an unusual step; else None."""
     steps = np.diff(phase, axis=0)
     still = np.all(steps == 0, axis=1)                         # still[r]: row r + 1 is rotated as row r
     run = int(np.argmin(still[::-1])) if not still.all() else len(still)      # trailing rows standing still
@@ -115,18 +112,14 @@ def table_end(phase):
 def uneven_steps(phase, out_err=0.0) -> str | None:
     """How angles ``phase`` (rows, pairs) exact to some float type's rounding (plus ``out_err``) but not a line in the
     row advance: "one axis" (rows at uneven positions), "several axes" (a grid read as flattened rows), or None."""
-    for _, unit in PRECISIONS:
-        tol = 2 * rounding_allowance(unit, np.abs(phase).max(axis=0) + np.pi, out_err)      # a step: two roundings
-        steps = _row_steps(phase, np.maximum(tol, 1e-9))
-        if steps is not None:
-            return steps
-    return None
+    steps = (np.diff(phase, axis=0) + np.pi) % (2 * np.pi) - np.pi
+    bound = np.abs(phase).max(axis=0) + np.pi                       # a step: two roundings of angles up to bound
+    tols = (np.maximum(2 * rounding_allowance(unit, bound, out_err), 1e-9) for _, unit in PRECISIONS)
+    return next(filter(None, (_row_steps(steps, tol) for tol in tols)), None)        # the finest rounding that tells
 
 
-def _row_steps(phase, tol):
+def _row_steps(steps, tol):
     """uneven_steps at one rounding: a step deviating by more than ``tol`` (per pair) from its pair's usual one."""
-    steps = np.diff(phase, axis=0)
-    steps = (steps + np.pi) % (2 * np.pi) - np.pi
     mode = np.median(steps, axis=0)
     band = tol * (1 + np.abs(mode))
     irregular = np.abs(steps - mode) > band                     # (rows - 1, pairs)
@@ -172,8 +165,7 @@ def locate(phase, out_err=0.0) -> OffsetFit:
 
 def _search_offset(phase, unit, out_err=0.0):
     """Offset, the floors for angles of unit roundoff ``unit`` sized for it: (OffsetFit, largest |angle| per pair)."""
-    n = phase.shape[0]
-    sized = 0.0
+    n, sized = phase.shape[0], 0.0         # sized: the |offset| the floors are sized for
     while True:
         fit = fit_rows(phase, unit, sized, out_err)
         offset, sigma, status, also = solve_offset(fit)
@@ -194,8 +186,7 @@ def solve_offset(fit: RowFit):
         return 0.0, math.inf, "ambiguous", []
     p0 = order[0]
     kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, 100_000)   # candidates
-    k = np.arange(-kmax, kmax + 1)
-    q = (centre[p0] + 2 * np.pi * k) / theta[p0]
+    q = (centre[p0] + 2 * np.pi * np.arange(-kmax, kmax + 1)) / theta[p0]
     var_q = (s_centre[p0] ** 2 + (q * s_theta[p0]) ** 2) / theta[p0] ** 2
     worst = np.zeros_like(q)
     for p in order[1:]:
@@ -211,31 +202,28 @@ def solve_offset(fit: RowFit):
         q, var_q = q + w * (q_p - q), np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
     offsets = q - rc
     ok = np.flatnonzero(worst <= SIGMAS)
-    if ok.size == 0:
-        best = int(np.argmin(worst))
-        return float(offsets[best]), float(np.sqrt(var_q[best])), "inconsistent", []
-    ok = ok[np.argsort(np.abs(offsets[ok]))]
-    status = "ok" if ok.size == 1 else "ambiguous"
+    status = "ok" if ok.size == 1 else "ambiguous" if ok.size else "inconsistent"
+    ok = ok[np.argsort(np.abs(offsets[ok]))] if ok.size else [int(np.argmin(worst))]     # else the best compromise
     return float(offsets[ok[0]]), float(np.sqrt(var_q[ok[0]])), status, offsets[ok[1:]].tolist()
 
 
 #: Float types a kernel may hold its positions in: significant bits, largest exponent searched.
-POSITION_TYPES = (("bfloat16", ml_dtypes.bfloat16, 8, 23), ("float16", np.float16, 11, 15))
+POSITION_TYPES = (("bfloat16", 8, 23), ("float16", 11, 15))
 
 
 def rounded_positions(phase) -> list:
-    """(type, first, last position, spacing) of each 16-bit type and binade [2^e, 2^(e+1)) whose rounding of positions
-    offset + r stands still exactly at the rows of ``phase`` (rows, pairs) that do, and row 0's slowest angle allows."""
+    """Each 16-bit type and binade [2^e, 2^(e+1)) whose rounding of positions offset + r stands still exactly at the
+    rows of ``phase`` (rows, pairs) that do, and row 0's slowest angle allows, in words."""
     n = len(phase)
     still = np.all(np.diff(phase, axis=0) == 0, axis=1)
     slow = int(np.argmin(np.abs(phase[-1] - phase[0])))                 # the slowest pair
     found = []
-    for name, dtype, bits, top in POSITION_TYPES:
+    for name, bits, top in POSITION_TYPES:
         for e in range(bits, top + 1):
             spacing = 2 ** (e + 1 - bits)
             starts = np.unique(np.r_[2**e + np.arange(min(spacing, n)), 2 ** (e + 1) - np.arange(1, n)])
             with np.errstate(over="ignore", invalid="ignore"):          # float16 ends at 65504
-                positions = (starts[:, None] + np.arange(n)).astype(np.float32).astype(dtype).astype(np.float64)
+                positions = rounded_to(starts[:, None] + np.arange(n), name)
                 fits = np.all((np.diff(positions, axis=1) == 0) == still, axis=1) & np.isfinite(positions[:, -1])
             if not fits.any():
                 continue
@@ -243,5 +231,5 @@ def rounded_positions(phase) -> list:
             theta = (phase[-1, slow] - phase[0, slow]) / (row0[-1] - row0[0])
             if 0 < abs(theta) * 2 ** (e + 1) < np.pi and not 0.9 * 2**e <= phase[0, slow] / theta <= 1.1 * 2 ** (e + 1):
                 continue                                    # row 0's angle puts it outside this binade
-            found.append((name, 2**e, 2 ** (e + 1) - 1, spacing))
+            found.append(f"{name} (positions {2**e}..{2 ** (e + 1) - 1} are multiples of {spacing})")
     return found

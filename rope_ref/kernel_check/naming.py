@@ -13,8 +13,7 @@ from ..scaling import SCALING_METHODS, scaled_inv_freq
 from .spec import show_number, show_params
 from .tolerances import FREQ_ULPS, NAME_RTOL, PRECISIONS, SIGMAS, TRAIN_LENGTHS
 
-#: The 16-bit float types a frequency buffer is rounded to (model.to(dtype)), coarsest first: a bfloat16 value
-#: in float16's normal range is also a float16 one.
+#: 16-bit types an inv_freq buffer is rounded to, coarsest first (in float16's range a bfloat16 value is a float16 one).
 ROUNDING_TYPES = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
 
 
@@ -65,14 +64,12 @@ def rounded_to(freqs, type_name):
 
 def scale_tol(spec):
     """Relative tolerance on norm_scale: its measured spread, or a few roundings of the angles' float type."""
-    if spec.output_rounded:             # cos/sin rounded: the spread measures that rounding
-        return SIGMAS * spec.scale_error
-    return max(SIGMAS * spec.scale_error, FREQ_ULPS * dict(PRECISIONS).get(spec.angle_precision, 2.0**-4))
+    rounding = 0.0 if spec.output_rounded else FREQ_ULPS * dict(PRECISIONS).get(spec.angle_precision, 2.0**-4)
+    return max(SIGMAS * spec.scale_error, rounding)     # cos/sin rounded: the spread measures that rounding
 
 
 def describe_frequencies(spec, d, base_hint, tau, unit):
-    """Names on ``spec`` the base and scaling method (or proportional RoPE) of its frequencies, known to ``tau``
-    relative from angles of unit roundoff ``unit``; notes on clockwise pairs, aliasing, frequencies too noisy."""
+    """Names on ``spec`` the base and method of its frequencies known to ``tau`` relative (angles to ``unit``)."""
     proportional = _name_proportional(spec, d, tau)
     if np.all(spec.inv_freq < 0):
         spec.notes.append("every pair rotates clockwise (negative frequencies): the sign of sin is flipped")
@@ -195,11 +192,10 @@ def _name_method(spec, theta, base_hint, tau, unit):
         return
     factors = None if base_hint is None else frequencies(r, base_hint) / theta
     if factors is not None and np.all(factors >= 1 - tau):
-        spec.rope_type, spec.base = "longrope", base_hint
+        spec.rope_type, spec.base, spec.fit_error = "longrope", base_hint, 0.0
         spec.rope_params = dict(base=base_hint, short_factor=factors.tolist(), long_factor=factors.tolist())
         if abs(norm_scale - 1) > scale_tol(spec):
             spec.rope_params["attention_factor"] = norm_scale
-        spec.fit_error = 0.0
         spec.notes.append(confounded + "; the factors here are relative to base_hint. Which of short_factor and "
                           "long_factor the kernel used, and original_max_position_embeddings, are not observable: "
                           "add the latter to use these parameters with scaled_inv_freq")
@@ -240,14 +236,13 @@ def _name_rounded(spec, theta, base_hint, tau):
             for tried in tries:
                 freqs = method_frequencies(rope_type, tried, r)[0]
                 if freqs is not None and np.all(np.abs(rounded_to(freqs, type_name) / theta - 1) <= tau):
-                    _note_rounded(spec, rope_type, tried, freqs, type_name)
+                    _note_rounded(spec, theta, rope_type, tried, freqs, type_name)
                     return True
     return False
 
 
-def _note_rounded(spec, rope_type, params, freqs, type_name):
+def _note_rounded(spec, theta, rope_type, params, freqs, type_name):
     """Names ``rope_type`` ``params`` (frequencies ``freqs``) rounded to ``type_name`` on ``spec``, with a note."""
-    theta = np.abs(spec.inv_freq)
     moved = np.abs(theta / freqs - 1)
     worst = [int(p) for p in np.argsort(-moved)[:3] if moved[p] > spec.freq_tolerance]
     spec.rope_type, spec.closest, spec.rope_params = "custom", rope_type, dict(params)

@@ -1,7 +1,6 @@
-"""Calling the kernel, for both probes (``fn(x)`` or ``fn(x, positions)``: :class:`Caller`), the five checks and
-row matrices every probe starts with (:func:`read_rotations`), and their structure: which features pair up,
-where the pairs are written, each row's 2x2 blocks [[cos, -sin], [sin, cos]] (eq 34) (:func:`read_structure`;
-docs/identify_internals.md, "1. Structure")."""
+"""Calling the kernel (:class:`Caller`: ``fn(x)`` or ``fn(x, positions)``), the five checks and row matrices every
+probe starts with (:func:`read_rotations`), and their structure: which features pair up, where the pairs are written,
+each row's 2x2 blocks [[cos, -sin], [sin, cos]] (eq 34) (:func:`read_structure`; docs/identify_internals.md)."""
 
 from __future__ import annotations
 
@@ -37,10 +36,9 @@ def to_array(out, name="fn"):
 
 
 class Caller:
-    """fn(x) -- or fn(x, positions) ``(axes, seq)`` -- as float64 of x's shape, checked, fn's own errors noted
-    with the call; counts the ``calls``, the most rows asked for (``longest``) and the coarsest float type fn
-    returned (``unit``, ``precision``).  ``timeout``: seconds for all calls together, fn in a worker thread;
-    ``name``, ``argument``: what the errors call fn and the array it is given."""
+    """fn(x) -- or fn(x, positions) ``(axes, seq)`` -- as float64 of x's shape, checked, fn's errors noted with the
+    call; counts ``calls``, the most rows asked for (``longest``), the coarsest float type returned (``unit``,
+    ``precision``).  ``timeout``: seconds for all calls (fn in a worker thread); ``name``, ``argument``: in errors."""
 
     def __init__(self, fn, positions=None, *, timeout=None, name="fn", argument="x"):
         self.fn, self.positions, self.name, self.argument, self.timeout = fn, positions, name, argument, timeout
@@ -66,8 +64,7 @@ class Caller:
                                "timeout= (seconds), or timeout=None for no limit")
         self.calls += 1
         self.longest = max(self.longest, len(x))
-        kind = str(getattr(out, "dtype", ""))           # the float type fn returned, float32 for finer ones
-        kind = "bfloat16" if "bfloat16" in kind else "float16" if "float16" in kind else "float32"
+        kind = next((k for k in ("bfloat16", "float16") if k in str(getattr(out, "dtype", ""))), "float32")
         out = to_array(out, self.name)
         if out.shape != x.shape:
             raise ValueError(f"{self.name} must map {self.argument} of shape (seq, d) = {x.shape} to the same shape, "
@@ -77,7 +74,7 @@ class Caller:
             raise ValueError(f"{self.name} returned non-finite values (NaN or inf) for finite input ({what}, "
                              f"{self.argument} of shape {x.shape}{where}); a rotary embedding maps finite input to "
                              "finite output")
-        if dict(PRECISIONS)[kind] > self.unit:
+        if dict(PRECISIONS)[kind] > self.unit:         # the coarsest float type fn returned, float32 for finer ones
             self.unit, self.precision = dict(PRECISIONS)[kind], kind
         return out
 
@@ -101,9 +98,8 @@ class Caller:
 
 
 def read_rotations(call: Caller, a, b, hint):
-    """After the five opening checks on the random inputs ``a``, ``b`` ``(seq, d)`` (docs/identify_internals.md,
-    "The calls": d + 5 calls), the pairs fn rotates, read from the matrix it applies to each row: (Structure,
-    fn(a), output scale), or the reason (a str) fn is not RoPE.  ``hint`` goes with the first call."""
+    """The five opening checks on random inputs ``a``, ``b`` ``(seq, d)``, then the matrix fn applies to each row (d + 5
+    calls; ``hint`` goes with the first): (Structure, fn(a), output scale), or why fn is not RoPE (a str)."""
     seq, d = a.shape
     ya, yb = call(a, "random input a", hint), call(b, "random input b")
     scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
@@ -112,22 +108,19 @@ def read_rotations(call: Caller, a, b, hint):
         raise ValueError(f"fn must depend on {call.inputs} alone: two calls with the same {call.inputs} gave "
                          f"outputs {state:.2g} apart (relative): fn keeps state between calls (a cache position "
                          "advanced by every call?); pass a function that applies the same positions on every call")
-    # A linear kernel maps 0 to exactly 0 in any float type: a bias or an added position embedding does not.
-    bias = np.abs(call(np.zeros((seq, d)), "zeros")).max() / scale
+    bias = np.abs(call(np.zeros((seq, d)), "zeros")).max() / scale      # a linear kernel: exactly 0 in any float type
     if bias > ZERO_RTOL:
         zero = "fn(0)" if call.positions is None else "fn(0, positions)"
         return (f"{zero} is not 0 (up to {bias:.2g} relative to its output): fn adds something that does not "
                 "depend on x (an absolute position embedding? a bias?); a rotary embedding is linear in its input")
-    # Rounding in the kernel's float type is relative to the terms: |f(2a - 3b)| + 2 |f(a)| + 3 |f(b)|.
     y_lin = call(2 * a - 3 * b, "2a - 3b")
-    terms = np.abs(y_lin) + 2 * np.abs(ya) + 3 * np.abs(yb)
+    terms = np.abs(y_lin) + 2 * np.abs(ya) + 3 * np.abs(yb)             # the kernel's rounding is relative to them
     lin = np.abs(y_lin - (2 * ya - 3 * yb)).max() / max(terms.max(), 1e-300)
     if lin > STRUCTURE_RTOL:
         return (f"fn is not linear in x: f(2a - 3b) differs from 2 f(a) - 3 f(b) by {lin:.2g} (relative to the "
                 "terms); a rotary embedding is linear in its input")
-    # matrices[r] is the d x d matrix applied to row r: column j is the response to e_j.
     matrices = np.stack([call(np.broadcast_to(e, (seq, d)), f"basis vector e_{j} in every row")
-                         for j, e in enumerate(np.eye(d))], axis=-1)
+                         for j, e in enumerate(np.eye(d))], axis=-1)     # matrices[r] @ e_j: row r's response to e_j
     mix = np.abs(np.einsum("rij,rj->ri", matrices, a) - ya).max() / scale
     if mix > STRUCTURE_RTOL:
         return (f"row r of the output depends on other rows (error {mix:.2g} relative): fn mixes rows (positions) "
@@ -164,19 +157,15 @@ def check_sizes(seq, d, max_bytes, max_rows=None):
 
 def _shape_hint(got, want):
     """What a kernel returning shape ``got`` for input shape ``want`` may have done; "" when nothing fits."""
-    if got == (2, *want):
-        return "; did fn return (q, k)? return one of them"
-    if got == want[::-1]:
-        return "; did fn return the transpose? return (seq, d)"
-    if int(np.prod(got)) == int(np.prod(want)):
-        return "; it holds the same values: drop its batch and head axes (e.g. [0, 0])"
-    return ""
+    hints = {(2, *want): "; did fn return (q, k)? return one of them",
+             want[::-1]: "; did fn return the transpose? return (seq, d)"}
+    same = "; it holds the same values: drop its batch and head axes (e.g. [0, 0])"
+    return hints.get(got, same if int(np.prod(got)) == int(np.prod(want)) else "")
 
 
 @dataclass
 class Structure:
     """The pairs fn rotates and the blocks it applies to them (a rotary embedding's shape, before angles)."""
-
     pairs: list                  # (i, j) input features of each pair, in pairing order
     pairing: str                 # "interleaved", "half" or "other"
     rotary_dim: int
@@ -193,12 +182,18 @@ class Structure:
 
 def read_structure(matrices) -> Structure | str:
     """The :class:`Structure` of the matrices ``(seq, d, d)`` fn applies to each row, or why it is not RoPE (a str)."""
-    perm = _output_order(matrices)
+    dep = np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)  # i reads j; zeros are exact
+    perm = _output_order(matrices, dep)
     if perm is not None:
-        matrices = matrices[:, perm]
-    pairs, passthrough, why = _find_pairs(matrices)
-    if pairs is None:
-        return why
+        matrices, dep = matrices[:, perm], dep[perm]
+    off = dep & ~np.eye(matrices.shape[-1], dtype=bool)                 # a feature with one partner forms a pair
+    linked = off | off.T
+    crowded = np.flatnonzero(linked.sum(axis=1) > 1)
+    if crowded.size:
+        partners = np.flatnonzero(linked[crowded[0]]).tolist()
+        return f"feature {crowded[0]} mixes with features {partners[:6]}: not pairwise rotations"
+    pairs = [(int(j), int(k)) for j, k in np.argwhere(np.triu(linked))]                   # sorted
+    passthrough = np.flatnonzero(~linked.any(axis=1)).tolist()
     if passthrough and np.abs(matrices[:, passthrough, passthrough] - 1).max() > STRUCTURE_RTOL:
         return f"features {passthrough[:6]} are scaled, not rotated or passed through"
     if not pairs:
@@ -207,16 +202,16 @@ def read_structure(matrices) -> Structure | str:
     r = 2 * n
     rotated = sorted(i for p in pairs for i in p)
     start = rotated[0] if rotated == list(range(rotated[0], rotated[0] + r)) else 0
-    proportional = n < d // 2 and sorted(pairs) == [(p, p + d // 2) for p in range(n)]    # Gemma 4's, in naming
+    proportional = n < d // 2 and pairs == [(p, p + d // 2) for p in range(n)]    # Gemma 4's, in naming
     if rotated != list(range(start, start + r)) and not proportional:
         notes.append(f"the rotated features are not {r} consecutive ones: passthrough features {passthrough[:8]}")
     elif start:
         notes.append(f"the rotated features are {start}..{start + r - 1}, not the leading {r} (rotary_start={start})")
-    pairing, pairs = _order_pairs(pairs, r, start)
+    pairing = _pairing_name(pairs, r, start)
     out_pairing = out_pairs = None
     if perm is not None:
         out_pairs = [(int(perm[i]), int(perm[j])) for i, j in pairs]
-        out_pairing = _order_pairs(sorted(out_pairs), r, start)[0] if sorted(perm[rotated]) == rotated else "other"
+        out_pairing = _pairing_name(sorted(out_pairs), r, start) if sorted(perm[rotated]) == rotated else "other"
         shown = ", ".join(f"{p} -> {o}" for p, o in zip(pairs[:2], out_pairs[:2]))
         notes.append(f"the rotated pairs are written to other features ({out_pairing} layout): {shown}, ...; "
                      "q.k is unchanged only if q and k are written alike")
@@ -241,29 +236,10 @@ def read_structure(matrices) -> Structure | str:
                      notes=notes)
 
 
-def _find_pairs(matrices):
-    """``(pairs, passthrough, reason)`` from the off-diagonal entries non-zero at some row: a feature with no partner
-    passes through, one with one forms a pair; more is not RoPE (``reason``, pairs None)."""
-    off = _depends(matrices) & ~np.eye(matrices.shape[-1], dtype=bool)
-    linked = off | off.T
-    crowded = np.flatnonzero(linked.sum(axis=1) > 1)
-    if crowded.size:
-        partners = np.flatnonzero(linked[crowded[0]]).tolist()
-        return None, None, f"feature {crowded[0]} mixes with features {partners[:6]}: not pairwise rotations"
-    pairs = [(int(j), int(k)) for j, k in np.argwhere(np.triu(linked))]
-    return pairs, np.flatnonzero(~linked.any(axis=1)).tolist(), ""
-
-
-def _depends(matrices) -> np.ndarray:
-    """``dep[i, j]``: output i depends on input j at some row (structural zeros are exact, even in float16)."""
-    return np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)
-
-
-def _output_order(matrices):
-    """perm with matrices[:, perm] mapping every pair onto itself, when a kernel writes its pairs elsewhere (eq 34
-    then a permutation, as DeepSeek's apply_rotary_pos_emb_interleave); None when in place, or not pairs."""
+def _output_order(matrices, dep):
+    """perm with matrices[:, perm] mapping every pair onto itself, when a kernel writes its pairs elsewhere (eq 34 then
+    a permutation, as DeepSeek's apply_rotary_pos_emb_interleave); None when in place, or not pairs (``dep``: above)."""
     d = matrices.shape[-1]
-    dep = _depends(matrices)
     if np.array_equal(dep, dep.T):
         return None
     perm = np.full(d, -1)
@@ -284,11 +260,9 @@ def _output_order(matrices):
     return perm if len(set(perm.tolist())) == d else None
 
 
-def _order_pairs(pairs, r, start=0):
-    """Pairing name within the rotated features start..start + r - 1, and the pairs in that order."""
+def _pairing_name(pairs, r, start):
+    """Pairing name of the sorted ``pairs`` within the rotated features start..start + r - 1."""
     if pairs == [(start + 2 * p, start + 2 * p + 1) for p in range(r // 2)]:
-        return "interleaved", pairs
-    if sorted(pairs) == [(start + p, start + p + r // 2) for p in range(r // 2)]:
-        return "half", sorted(pairs)
-    return "other", sorted(pairs)
+        return "interleaved"
+    return "half" if pairs == [(start + p, start + p + r // 2) for p in range(r // 2)] else "other"
 

@@ -1,5 +1,4 @@
-"""The tolerances identify measures with, each derived from what a kernel's float type can do: what each
-one means is in docs/identify_internals.md."""
+"""The tolerances identify measures with, each derived from a kernel's float type (docs/identify_internals.md)."""
 
 STRUCTURE_RTOL = 2e-2                   # linearity and pair blocks, relative: loose enough for bfloat16 kernels
 STATE_RTOL = 1e-6                       # two calls with the same input agree (fn depends on its inputs alone)
