@@ -22,8 +22,8 @@ def _check_qkv(q, k, v, causal, self_attention: str = "", scores: bool = True):
                 "q and k must have the same feature size d": q.shape[-1] == k.shape[-1],
                 "k and v must have the same number of positions": k.shape[-2] == v.shape[-2],
                 "k must have at least one position (softmax over zero keys is undefined)": k.shape[-2] > 0,
-                f"{self_attention} is self-attention: q and k need the same length": q.shape[-2] == k.shape[-2]
-                or not self_attention}
+                f"{self_attention} is self-attention: q and k need the same length":
+                    not self_attention or q.shape[-2] == k.shape[-2]}
     unmet = [words for words, met in expected.items() if not met]
     if unmet:
         raise ValueError(f"{unmet[0]}; got q {q.shape}, k {k.shape}, v {v.shape}")
@@ -44,6 +44,12 @@ def _causal_mask(qp: np.ndarray, kp: np.ndarray) -> np.ndarray:
     return visible
 
 
+def _pow2_scale(a: np.ndarray) -> float:
+    """The power of two bringing max|a| into [1, 2) (0.5 for a = 0): dividing by it is exact, and it is finite
+    for every float64 (2^1023 at most)."""
+    return float(np.ldexp(1.0, np.frexp(np.max(np.abs(a), initial=0.0))[1] - 1))
+
+
 @suggest_keywords
 def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = False,
               base: float = 10000.0, pairing: str = "interleaved") -> np.ndarray:
@@ -61,8 +67,7 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     freqs, pairing = frequencies(q.shape[-1], base), check_pairing(pairing)
     qr = _fast.rotate(q, qp, freqs, pairing, q.shape[-1], name="q").astype(np.float64)
     kr = _fast.rotate(k, kp, freqs, pairing, k.shape[-1], name="k").astype(np.float64)
-    # s_q, s_k: the powers of two bringing max|q|, max|k| to [1, 2), finite up to 1.8e308 (dividing is exact)
-    sq, sk = (float(np.ldexp(1.0, np.frexp(np.max(np.abs(a), initial=0.0))[1] - 1)) for a in (qr, kr))
+    sq, sk = _pow2_scale(qr), _pow2_scale(kr)
     u = (qr / sq) @ np.swapaxes(kr / sk, -1, -2)       # (..., n_q, n_k), |u| <= 4d: cannot overflow
     if causal:
         u = np.where(_causal_mask(np.broadcast_to(qp, q.shape[:-1]), np.broadcast_to(kp, k.shape[:-1])), u, -np.inf)
