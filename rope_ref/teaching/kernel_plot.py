@@ -33,7 +33,8 @@ def kernel_vs_expected(spec, inv_freq, offset=0.0, *, pairs=(0, 1, 2), title: st
     ``inv_freq`` (pairs,) and ``offset``: the expected frequencies and position of row 0."""
     positions, err = phase_errors(spec, inv_freq, offset)
     pairs = [check_nonnegative_int(pair, "pairs") for pair in (pairs if np.iterable(pairs) else [pairs])]
-    if not any(pair < err.shape[1] for pair in pairs):
+    shown = [pair for pair in pairs if pair < err.shape[1]]
+    if not shown:
         raise ValueError(f"pairs must name at least one measured pair, 0 to {err.shape[1] - 1}, got {pairs}")
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a string or None, got {type(title).__name__}")
@@ -43,9 +44,8 @@ def kernel_vs_expected(spec, inv_freq, offset=0.0, *, pairs=(0, 1, 2), title: st
     left.semilogy(p, np.abs(spec.inv_freq), ".", color="C3", ms=6, label="measured")
     left.set(xlabel="pair $p$", ylabel=r"frequency $|\theta_p|$ (rad per position)", title="frequencies")
     left.legend(loc="upper right")
-    for k in pairs:
-        if k < err.shape[1]:
-            right.plot(positions, err[:, k], lw=1.2, label=f"pair {k}")
+    for k in shown:
+        right.plot(positions, err[:, k], lw=1.2, label=f"pair {k}")
     right.axhline(0.0, color="0.5", lw=0.8, ls=":")
     right.set(xlabel="expected position of the row", ylabel="measured - expected angle (rad)",
               title="phase error", ylim=(-np.pi * 1.05, np.pi * 1.05))
