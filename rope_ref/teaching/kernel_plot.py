@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from .._validate import check_finite_array, check_nbytes, check_nonnegative_int, check_positive_int, check_scalar
+from .._validate import check_finite_array, check_nbytes, check_positive_int, check_scalar
 from ..forms import wrap_angle
 from .style import new_axes
 
@@ -28,14 +28,10 @@ def phase_errors(spec, inv_freq, offset=0.0, rows=None):
     return offset + r, wrap_angle(err)
 
 
-def kernel_vs_expected(spec, inv_freq, offset=0.0, *, pairs=(0, 1, 2), title: str | None = None) -> Figure:
-    """Per-pair frequency, measured vs expected (left), and the phase error of ``pairs`` against position (right);
+def kernel_vs_expected(spec, inv_freq, offset=0.0, *, title: str | None = None) -> Figure:
+    """Per-pair frequency, measured vs expected (left), and the phase error of pairs 0 to 2 against position (right);
     ``inv_freq`` (pairs,) and ``offset``: the expected frequencies and position of row 0."""
     positions, err = phase_errors(spec, inv_freq, offset)
-    pairs = [check_nonnegative_int(pair, "pairs") for pair in (pairs if np.iterable(pairs) else [pairs])]
-    shown = [pair for pair in pairs if pair < err.shape[1]]
-    if not shown:
-        raise ValueError(f"pairs must name at least one measured pair, 0 to {err.shape[1] - 1}, got {pairs}")
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a string or None, got {type(title).__name__}")
     fig, (left, right) = new_axes(10, 3.8, 1, 2)
@@ -44,7 +40,7 @@ def kernel_vs_expected(spec, inv_freq, offset=0.0, *, pairs=(0, 1, 2), title: st
     left.semilogy(p, np.abs(spec.inv_freq), ".", color="C3", ms=6, label="measured")
     left.set(xlabel="pair $p$", ylabel=r"frequency $|\theta_p|$ (rad per position)", title="frequencies")
     left.legend(loc="upper right")
-    for k in shown:
+    for k in range(min(3, err.shape[1])):
         right.plot(positions, err[:, k], lw=1.2, label=f"pair {k}")
     right.axhline(0.0, color="0.5", lw=0.8, ls=":")
     right.set(xlabel="expected position of the row", ylabel="measured - expected angle (rad)",

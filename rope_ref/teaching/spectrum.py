@@ -164,16 +164,15 @@ class _PlainView(View):
 class OffsetAttentionView(_PlainView):
     """The attention of :func:`offset_attention`'s head under RoPE, p-RoPE and NoPE, for one target offset."""
 
-    def __init__(self, pair: int = 0, offset: int = 1, scale: float = 16.0, d: int = 64, n_keys: int = 48,
-                 fraction: float = 0.75, width: int = 4):
-        n_keys, fraction = check_positive_int(n_keys, "n_keys"), check_scalar(fraction, "fraction")
-        self.d, self.n_keys, self.fraction, self.width = d, n_keys, fraction, width
+    d, n_keys, fraction, width = 64, 48, 0.75, 4            # notebook 08's head
+
+    def __init__(self, pair: int = 0, offset: int = 1, scale: float = 16.0):
         super().__init__(dict(pair=pair, offset=offset, scale=scale),
                          {"rope": ("RoPE", dict(color="C0", marker="o", ms=4, lw=1.5)),
-                          "p-rope": (f"p-RoPE, p = {fraction:g}", dict(color="C1", ls="--", lw=2)),
+                          "p-rope": (f"p-RoPE, p = {self.fraction:g}", dict(color="C1", ls="--", lw=2)),
                           "nope": ("NoPE", dict(color="0.4", ls=":", lw=2))},
                          xlabel="distance to the key (positions back)", ylabel="attention weight",
-                         xlim=(-0.5, n_keys - 0.5), ylim=(0, 1.02))
+                         xlim=(-0.5, self.n_keys - 0.5), ylim=(0, 1.02))
         self.target = self.ax.axvline(0, color="C3", lw=1, alpha=0.6)
         self._redraw()
 
@@ -197,17 +196,17 @@ class OffsetAttentionView(_PlainView):
 class SemanticMatchView(_PlainView):
     """:func:`semantic_match` on the fastest and slowest pairs (RoPE) and the slowest under p-RoPE, against noise."""
 
-    def __init__(self, base: float = 10000.0, max_distance: int = 4096, d: int = 128, width: int = 8,
-                 fraction: float = 0.75):
-        self.d, self.width, self.fraction = d, width, fraction
+    d, width, fraction = 128, 8, 0.75                        # notebook 08's head and content width
+
+    def __init__(self, base: float = 10000.0, max_distance: int = 4096):
         super().__init__(dict(base=base, max_distance=max_distance),
-                         {("high", "rope"): (f"RoPE, {width} fastest pairs", dict(color="C0", lw=1)),
-                          ("low", "rope"): (f"RoPE, {width} slowest pairs", dict(color="C2", lw=2)),
-                          ("low", "p-rope"): (f"p-RoPE ({width} slowest do not turn)",
+                         {("high", "rope"): (f"RoPE, {self.width} fastest pairs", dict(color="C0", lw=1)),
+                          ("low", "rope"): (f"RoPE, {self.width} slowest pairs", dict(color="C2", lw=2)),
+                          ("low", "p-rope"): (f"p-RoPE ({self.width} slowest do not turn)",
                                               dict(color="C1", lw=2, ls="--"))},
                          xlabel="distance $r$ between the two occurrences", ylabel="score / score at $r = 0$",
                          ylim=(-1.05, 1.15))
-        self.level = distractor_level(width)
+        self.level = distractor_level(self.width)
         self.ax.axhspan(-2 * self.level, 2 * self.level, color="0.88", zorder=0)
         self._redraw()
 

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.image import imsave
 from matplotlib.ticker import NullLocator
 
-from .._validate import check_base, check_d, check_number, check_positive_int, check_scalar, check_seed
+from .._validate import check_base, check_d, check_number, check_positive_int, check_scalar
 from ..forms import decay_bound, frequencies, rotate, wrap_angle
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
 from .quantities import random_qk, score, score_vs_distance
@@ -129,16 +129,14 @@ class DecayView(View):
 
 
 class RotationsView(View):
-    """Pair i of q and k (``random_qk(d, seed)``) rotated to m + shift and n + shift, and q_m . k_n against m - n:
+    """Pair i of q and k (``random_qk(d)``) rotated to m + shift and n + shift, and q_m . k_n against m - n:
     the angle between them, (phi_q - phi_k) + (m - n) theta_i, depends only on m - n (eq 11)."""
 
     def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16,
-                 seed: int = 0, max_distance: int = 64, shift: float = 0):
+                 max_distance: int = 64, shift: float = 0):
         check_number(max_distance, "max_distance", "an integer from 1 to 100000 (the score panel spans "
                      "-max_distance..max_distance)", lambda v: 1 <= v <= 100_000)
-        check_seed(seed)
         self.params = dict(m=m, n=n, i=i, base=base, d=d, shift=shift)
-        self.seed = seed
         self.r = np.arange(-max_distance, max_distance + 1, 0.5)
         self.fig, (self.ax_plane, self.ax_score) = new_axes(9, 3.8, 1, 2, dpi=VIEW_DPI, width_ratios=[1, 1.6])
         ax = self.ax_plane
@@ -177,7 +175,7 @@ class RotationsView(View):
         check_scalar(p["m"], "m"), check_scalar(p["n"], "n"), check_scalar(p["shift"], "shift")
         expected = f"a pair index 0..d/2-1 = 0..{d // 2 - 1} for d = {d} (an integer)"
         i = check_number(p["i"], "i", expected, lambda v: 0 <= v <= d // 2 - 1)
-        self.q, self.k = q, k = random_qk(d, self.seed)
+        self.q, self.k = q, k = random_qk(d)
         pm, pn = p["m"] + p["shift"], p["n"] + p["shift"]
         qm, kn = rotate(q, pm, base=base), rotate(k, pn, base=base)
         lengths = [float(np.linalg.norm(v[2 * i:2 * i + 2])) for v in (q, k)]
