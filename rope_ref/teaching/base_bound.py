@@ -3,8 +3,7 @@
 
 A query should score a key like itself higher than a random key: for i.i.d. q, k that margin is
 2 sigma^2 B_{m,theta}, B_{m,theta} = sum_i cos(m theta_i) (Theorem 1, eq 9), and a base supports L when
-B_{m,theta} >= 0 for every distance m <= L (eq 10).  ``d`` is the head dimension.
-"""
+B_{m,theta} >= 0 for every distance m <= L (eq 10).  ``d`` is the head dimension."""
 
 import json
 from importlib import resources

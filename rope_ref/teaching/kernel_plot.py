@@ -12,9 +12,8 @@ from .style import new_axes
 
 
 def phase_errors(spec, inv_freq, offset=0.0, rows=None):
-    """(positions (rows,), errors (rows, pairs)): the measured angle of every pair minus the expected one at
-    each row, wrapped to (-pi, pi]; rows at the expected positions offset, offset + 1, ...  ``spec``: a
-    RopeSpec (its ``inv_freq`` and ``offset``); ``inv_freq`` (pairs,): the expected frequencies."""
+    """(positions (rows,), errors (rows, pairs)): each pair's measured angle (``spec``, a RopeSpec) minus the expected
+    one (``inv_freq`` (pairs,)) at expected positions offset, offset + 1, ..., wrapped to (-pi, pi]."""
     if getattr(spec, "inv_freq", None) is None or getattr(spec, "rows", None) is None:
         raise TypeError(f"spec must be a rotary kernel's RopeSpec (from rope_ref.identify), got {type(spec).__name__}")
     want = check_finite_array(inv_freq, "inv_freq")

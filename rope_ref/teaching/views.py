@@ -20,8 +20,7 @@ from .style import DPI, METADATA, VIEW_DPI, new_axes, unit_circle
 
 class View:
     """Base: ``to_png`` draws the artists every step changes (``dynamic``) on a cached background; a change of
-    ``relayout_params`` first draws ``relayout`` (axes, a curve, spines, in drawing order) on a cached image of
-    everything else."""
+    ``relayout_params`` first draws ``relayout`` (in drawing order) on a cached image of everything else."""
 
     dynamic: tuple = ()
     relayout_params: frozenset = frozenset()
