@@ -55,13 +55,17 @@ MODELS = {
 DEFAULT_CONTEXT = {"gemma3_text": 131072}
 
 
+def _shipped_config(name: str) -> dict:
+    return json.loads((resources.files(__package__) / "data" / f"{name}.json").read_text(encoding="utf-8"))
+
+
 def model_points() -> dict:
     """name -> dict(base, context, head_dim, scaled_from, rope_type, supported, source (Hub id), file) for every
     model of :data:`MODELS`, from its shipped config.json via :func:`rope_ref.from_hf_config`; ``supported``: eq 10
     at the (scaled) frequencies the model runs at; context: max_position_embeddings, times the factor if scaled."""
     out = {}
     for name, entry in MODELS.items():
-        raw = json.loads((resources.files(__package__) / "data" / f"{entry['config']}.json").read_text("utf-8"))
+        raw = _shipped_config(entry["config"])
         cfg = from_hf_config(raw, **({"layer_type": entry["layer_type"]} if "layer_type" in entry else {}))
         text = raw.get("text_config", raw)
         context = text.get("max_position_embeddings") or DEFAULT_CONTEXT[text["model_type"]]
