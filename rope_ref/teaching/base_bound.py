@@ -3,18 +3,17 @@
 
 A query should score a key like itself higher than a random key: for i.i.d. q, k that margin is
 2 sigma^2 B_{m,theta}, B_{m,theta} = sum_i cos(m theta_i) (Theorem 1, eq 9), and a base supports L when
-B_{m,theta} >= 0 for every distance m <= L (eq 10).  ``d`` is the head dimension.
-"""
+B_{m,theta} >= 0 for every distance m <= L (eq 10).  ``d`` is the head dimension."""
 
 import json
 from importlib import resources
 
 import numpy as np
 
-from .._validate import check_positive_int
+from .._validate import check_number
 from ..forms import frequencies
 from ..hf_config import from_hf_config
-from .style import new_figure
+from .style import new_axes
 
 
 #: The most integer distances a scan of B_{m,theta} covers (about 10 s at d = 128).
@@ -22,18 +21,14 @@ MAX_DISTANCES = 1 << 24
 
 
 def supported_context(base: float, d: int = 128, limit: int = 1 << 22) -> int:
-    """Men et al.'s L_theta = sup{L | B_{m,theta} >= 0 for all m in 0..L} (eq 10): the longest L with
-    B_{m,theta} >= 0 at every integer distance 0 <= m <= L (capped at ``limit``)."""
-    limit = check_positive_int(limit, "limit")
-    if limit > MAX_DISTANCES:
-        raise ValueError(f"limit must be at most {MAX_DISTANCES:,} (B_m is computed at every integer distance up "
-                         f"to it), got {limit:,}")
+    """Men et al.'s L_theta = sup{L | B_{m,theta} >= 0 for all integer m in 0..L} (eq 10), capped at ``limit``."""
+    limit = check_number(limit, "limit", f"at most {MAX_DISTANCES:,} (B_m is computed at every integer distance up to "
+                         "it; a positive integer)", lambda v: 0 < v <= MAX_DISTANCES)
     return _supported(frequencies(d, base), limit)
 
 
 def _supported(inv_freq: np.ndarray, limit: int) -> int:
-    """The longest L <= limit with B_m = sum_i cos(m inv_freq_i) >= 0 for every integer m in 0..L (the distances
-    scanned 4096 at a time)."""
+    """The longest L <= limit with B_m = sum_i cos(m inv_freq_i) >= 0 for every integer m in 0..L."""
     for start in range(0, limit + 1, 4096):
         m = np.arange(start, min(start + 4096, limit + 1), dtype=float)
         negative = np.cos(np.multiply.outer(m, inv_freq)).sum(axis=1) < 0
@@ -42,9 +37,8 @@ def _supported(inv_freq: np.ndarray, limit: int) -> int:
     return limit
 
 
-#: Real models: the config.json each is read from (shipped as package data in rope_ref/teaching/data, published
-#: on the Hugging Face Hub under the id named), the layer type where layers differ, and the training length
-#: before a scaling method where the model reaches its context by one (from the model's report: not in its config).
+#: Real models: the shipped config.json (rope_ref/teaching/data; ``hub``: its Hub id), the layer type where layers
+#: differ, and ``scaled_from``: the training length before scaling (from the model's report, not its config).
 MODELS = {
     "Llama 2 7B": dict(config="llama-2-7b-hf", hub="meta-llama/Llama-2-7b-hf"),
     "Llama 3 8B": dict(config="meta-llama-3-8b", hub="meta-llama/Meta-Llama-3-8B"),
@@ -66,12 +60,9 @@ def _shipped_config(name: str) -> dict:
 
 
 def model_points() -> dict:
-    """name -> dict(base, context, head_dim, scaled_from or None, rope_type, supported, source: the Hub id, file: the
-    shipped copy) for every model of :data:`MODELS`, read from its shipped config.json with
-    :func:`rope_ref.from_hf_config`.  ``supported``: the longest L with B_m >= 0 for every m <= L at the
-    frequencies the model runs at, scaled where its config scales them (eq 10).  The context is the config's
-    max_position_embeddings (its text_config's, or the config class's default where the file leaves it out),
-    times the factor where that is the length before scaling (``scaled_from``)."""
+    """name -> dict(base, context, head_dim, scaled_from, rope_type, supported, source (Hub id), file) for every
+    model of :data:`MODELS`, from its shipped config.json via :func:`rope_ref.from_hf_config`; ``supported``: eq 10
+    at the (scaled) frequencies the model runs at; context: max_position_embeddings, times the factor if scaled."""
     out = {}
     for name, entry in MODELS.items():
         raw = _shipped_config(entry["config"])
@@ -88,13 +79,11 @@ def model_points() -> dict:
 
 
 def fig_base_bound(points: dict, d: int = 128, bases=None):
-    """The longest context each base supports (Men et al.'s B >= 0, for head dimension ``d``), with real models as
-    points; a model's verdict (X: above what its frequencies support) uses its own head_dim and, where its config
-    scales the frequencies, the scaled ones, whose supported length a bar marks at the model's base."""
+    """The longest context each base supports (Men et al.'s B >= 0, head dimension ``d``), real models as points
+    judged at their own head_dim and (scaled) frequencies, whose supported length a bar marks."""
     bases = 10.0 ** np.arange(3, 6.41, 0.025) if bases is None else np.asarray(bases, float)
     supported = np.array([supported_context(b, d, limit=1 << 21) for b in bases])
-    fig = new_figure(9, 6.2)
-    ax = fig.subplots()
+    fig, ax = new_axes(9, 6.2)
     ax.loglog(bases, supported, color="0.3", lw=1.2, label=rf"longest $L$ with $B_{{m,\theta}} \geq 0$, $d = {d}$")
     ax.fill_between(bases, supported, 1, color="0.85", zorder=0)
     for j, (name, p) in enumerate(points.items()):
@@ -111,6 +100,5 @@ def fig_base_bound(points: dict, d: int = 128, bases=None):
     ax.set(xlabel="RoPE base (rope_theta)", ylabel="context length", xlim=(bases[0], bases[-1]), ylim=(5e2, 3e5),
            title="Context a base supports (shaded); X: a model above what its frequencies support;\n"
                  "bar: what a scaled model's frequencies support; hollow: length before scaling")
-    ax.grid(alpha=0.3)
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
     return fig

@@ -8,10 +8,9 @@ TRAIN_LEN = 4096          # the example model's training length
 
 
 def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
-    """rope_type -> parameters for scaled_inv_freq, for a model trained on ``train_len`` extended ``factor``x
-    (``factor`` a real number >= 1, ``train_len`` a positive integer): each method's ``example`` in the registry."""
+    """rope_type -> parameters for scaled_inv_freq (each method's ``example``): ``train_len`` extended ``factor``x."""
     factor, train_len = check_scalar(factor, "factor"), check_positive_int(train_len, "train_len")
-    if isinstance(factor, bool) or factor < 1:
+    if factor < 1:
         raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), got {factor}")
     return {name: method.example(factor, train_len) for name, method in SCALING_METHODS.items() if method.example}
 
@@ -46,9 +45,8 @@ def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, t
 
 def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
                    scaled: dict | None = None) -> dict:
-    """The largest angle (radians) each pair reaches: ``"training"`` -> L_train * theta_i with the default
-    frequencies, and rope_type -> factor * L_train * scaled theta_i at the extended length (a pair meets angles it
-    has not seen unless its extended angle stays at or below the training one)."""
+    """The largest angle (radians) each pair reaches: ``"training"`` -> L_train * theta_i, and rope_type ->
+    factor * L_train * scaled theta_i (a pair meets unseen angles unless this stays at or below training's)."""
     scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else _scaled(scaled)
     out = {"training": train_len * frequencies(d, base)}
     out.update({name: factor * train_len * freqs for name, (freqs, _) in scaled.items()})

@@ -77,8 +77,7 @@ def fig_relative_heatmaps(d: int = 64, n_pos: int = 48, seed: int = 0) -> Figure
 
 
 def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figure:
-    """Figure-1-style illustration: pairs 0 and 1 of one vector at positions 0..6 (eq 13); pair 0 brings m = 6
-    within 0.28 rad of m = 0.  An arrow's m is written where it is 0.35 rad from the other labels."""
+    """Figure-1-style: pairs 0 and 1 of a vector at positions 0..6 (eq 13); pair 0 puts m = 6 0.28 rad from m = 0."""
     positions = list(positions)
     x = np.tile(np.array([1.0, 0.0] * (d // 2)), (len(positions), 1))
     rot = rotate(x, np.asarray(positions, float), base=base)
@@ -130,12 +129,10 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
             drawn = np.maximum.accumulate(err[finite])
             if ax is axes[1]:   # score errors to 0.1%: their last bits vary with the CPU's SIMD and BLAS kernels
                 drawn = 10 ** np.round(np.log10(drawn), 3)
-            ax.loglog(pos[finite], drawn, color=color, lw=2.2,
-                      label=f"angles in {name}" if ax is axes[0] else None)
+            ax.loglog(pos[finite], drawn, color=color, lw=2.2, label=f"angles in {name}" if ax is axes[0] else None)
     axes[0].axhline(np.pi, color="0.4", ls=":", lw=1.2)
     axes[0].text(1.5, np.pi * 1.4, r"$\pi$: the angle says nothing", color="0.3", va="bottom")
-    axes[0].set(ylabel="largest |angle error| so far (rad)", title=r"angle $m\theta_i$ (worst pair)",
-                ylim=(1e-8, 1e5))
+    axes[0].set(ylabel="largest |angle error| so far (rad)", title=r"angle $m\theta_i$ (worst pair)", ylim=(1e-8, 1e5))
     axes[1].set(ylabel=rf"largest $|q_m \cdot k_{{m+{distance:g}}}$ error$|$ so far",
                 title=rf"score $q_m \cdot k_{{m+{distance:g}}}$", ylim=(1e-8, 1e3))
     for ax in axes:
@@ -147,8 +144,7 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
 
 
 def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000.0) -> Figure:
-    """Every pair as a clock hand at angle m theta_i, hand 0 fastest, like a clock's second, minute and hour hands;
-    each on its own ring (hand 0 outermost), so the slow hands never lie on one another."""
+    """Every pair as a clock hand at angle m theta_i (hand 0 fastest), each on its own ring, hand 0 outermost."""
     fig = new_figure(2.3 * len(positions), 2.9)
     n_pairs = d // 2
     ring = 0.85 / n_pairs                                      # the width of one hand's ring
@@ -168,8 +164,7 @@ def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000
 
 
 def fig_aliasing(d: int = 8, base: float = 10000.0, max_position: int = 60) -> Figure:
-    """How far the code at position m is from the code at 0: pair 0 alone nearly comes back at m = 6, all pairs
-    together never."""
+    """How far the code at m is from the code at 0: pair 0 alone nearly comes back at m = 6, all pairs never."""
     m = np.linspace(0, max_position, 6001)
     fig, ax = new_axes(8, 3.6)
     ax.plot(m, _code_distance(m, d, base, n_pairs=1), label=r"pair 0 only ($\theta_0 = 1$)")
@@ -193,8 +188,7 @@ def _code_distance(m, d: int, base: float, n_pairs: int) -> np.ndarray:
 
 
 def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)) -> Figure:
-    """Why scores fade with distance: the d/2 hands at r theta_i agree at r = 0, then spread, and their sum
-    |S_{d/2}| shrinks."""
+    """Why scores fade with distance: the d/2 hands at r theta_i agree at r = 0, then spread; |S_{d/2}| shrinks."""
     fig, axes = new_axes(11, 3.4, 1, len(distances) + 1, width_ratios=[1] * len(distances) + [2])
     n_pairs = d // 2
     for ax, r in zip(axes, distances):
@@ -218,8 +212,7 @@ def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)
 
 
 def fig_attention_pattern(n: int = 32, d: int = 64, seed: int = 0, scale: float = 6.0) -> Figure:
-    """Causal softmax weights over (query m, key n), every token the same content: equal without positions,
-    larger on nearby keys with RoPE."""
+    """Causal softmax weights, every token the same content: equal without positions, nearby keys larger with RoPE."""
     x = np.random.default_rng(seed).standard_normal(d)
     x = np.tile(x / np.linalg.norm(x) * np.sqrt(scale * np.sqrt(d)), (n, 1))    # |x|^2 / sqrt(d) = scale
     fig, axes = new_axes(9.5, 4.2, 1, 2, gridlines=False)

@@ -6,15 +6,14 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from .._validate import check_finite_array, check_nbytes, check_nonnegative_int, check_positive_int, check_scalar
+from .._validate import check_finite_array, check_nbytes, check_positive_int, check_scalar
 from ..forms import wrap_angle
 from .style import new_axes
 
 
 def phase_errors(spec, inv_freq, offset=0.0, rows=None):
-    """(positions (rows,), errors (rows, pairs)): the measured angle of every pair minus the expected one at
-    each row, wrapped to (-pi, pi]; rows at the expected positions offset, offset + 1, ...  ``spec``: a
-    RopeSpec (its ``inv_freq`` and ``offset``); ``inv_freq`` (pairs,): the expected frequencies."""
+    """(positions (rows,), errors (rows, pairs)): each pair's measured angle (``spec``, a RopeSpec) minus the expected
+    one (``inv_freq`` (pairs,)) at expected positions offset, offset + 1, ..., wrapped to (-pi, pi]."""
     if getattr(spec, "inv_freq", None) is None or getattr(spec, "rows", None) is None:
         raise TypeError(f"spec must be a rotary kernel's RopeSpec (from rope_ref.identify), got {type(spec).__name__}")
     want = check_finite_array(inv_freq, "inv_freq")
@@ -28,13 +27,10 @@ def phase_errors(spec, inv_freq, offset=0.0, rows=None):
     return offset + r, wrap_angle(err)
 
 
-def kernel_vs_expected(spec, inv_freq, offset=0.0, *, pairs=(0, 1, 2), title: str | None = None) -> Figure:
-    """Per-pair frequency, measured vs expected (left), and the phase error of ``pairs`` against position (right);
+def kernel_vs_expected(spec, inv_freq, offset=0.0, *, title: str | None = None) -> Figure:
+    """Per-pair frequency, measured vs expected (left), and the phase error of pairs 0 to 2 against position (right);
     ``inv_freq`` (pairs,) and ``offset``: the expected frequencies and position of row 0."""
     positions, err = phase_errors(spec, inv_freq, offset)
-    pairs = [check_nonnegative_int(pair, "pairs") for pair in (pairs if np.iterable(pairs) else [pairs])]
-    if not any(pair < err.shape[1] for pair in pairs):
-        raise ValueError(f"pairs must name at least one measured pair, 0 to {err.shape[1] - 1}, got {pairs}")
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a string or None, got {type(title).__name__}")
     fig, (left, right) = new_axes(10, 3.8, 1, 2)
@@ -43,9 +39,8 @@ def kernel_vs_expected(spec, inv_freq, offset=0.0, *, pairs=(0, 1, 2), title: st
     left.semilogy(p, np.abs(spec.inv_freq), ".", color="C3", ms=6, label="measured")
     left.set(xlabel="pair $p$", ylabel=r"frequency $|\theta_p|$ (rad per position)", title="frequencies")
     left.legend(loc="upper right")
-    for k in pairs:
-        if k < err.shape[1]:
-            right.plot(positions, err[:, k], lw=1.2, label=f"pair {k}")
+    for k in range(min(3, err.shape[1])):
+        right.plot(positions, err[:, k], lw=1.2, label=f"pair {k}")
     right.axhline(0.0, color="0.5", lw=0.8, ls=":")
     right.set(xlabel="expected position of the row", ylabel="measured - expected angle (rad)",
               title="phase error", ylim=(-np.pi * 1.05, np.pi * 1.05))

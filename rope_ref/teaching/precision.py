@@ -7,31 +7,25 @@ import warnings
 import ml_dtypes
 import numpy as np
 
-from .._validate import (check_freqs, check_positions, check_positions_any, check_positive_int, check_real_array,
+from .._validate import (check_freqs, check_number, check_positions, check_positions_any, check_real_array,
     check_scalar, check_x)
 from ..forms import frequencies, rotate_half
-from .quantities import score
+from .quantities import _qk, score
 
 #: The narrow dtypes notebook 06 compares with float64.
 PRECISION_DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
 _ANGLE_DTYPES = tuple(PRECISION_DTYPES) + ("float64",)
 
 
-def _check_dtype(dtype) -> np.dtype:
-    """One of the dtypes an angle can be computed in: float16, bfloat16, float32, float64 (or its name)."""
+def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
+    """m * theta_i as a kernel computes it in ``dtype`` (both cast, product rounded), as float64 ``(positions,
+    pairs)``; float16 overflows to inf beyond 65504."""
     try:
         dt = np.dtype(dtype)
     except TypeError:
         dt = np.dtype(object)
     if dt.name not in _ANGLE_DTYPES:
         raise TypeError(f"dtype must be one of {_ANGLE_DTYPES} (a dtype or its name), got {dtype!r}")
-    return dt
-
-
-def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
-    """m * theta_i as a kernel computes it in ``dtype`` (both cast, product rounded), as float64 ``(positions,
-    pairs)``; float16 overflows to inf beyond 65504."""
-    dt = _check_dtype(dtype)
     pos, freqs = check_positions_any(positions), check_freqs(freqs)
     with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -46,8 +40,7 @@ def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float3
     low = angles_in_dtype(pos, freqs, dtype)
     with np.errstate(invalid="ignore"):
         cos_low = np.cos(low).astype(np.dtype(dtype)).astype(np.float64)
-        return {"angle": np.abs(low - exact).max(axis=-1),
-                "cos": np.abs(cos_low - np.cos(exact)).max(axis=-1)}
+        return {"angle": np.abs(low - exact).max(axis=-1), "cos": np.abs(cos_low - np.cos(exact)).max(axis=-1)}
 
 
 def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.float32) -> np.ndarray:
@@ -63,9 +56,7 @@ def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.flo
 
 def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000.0, dtype=np.float32):
     """|q_m . k_{m+r}| error when angles are computed in ``dtype`` vs float64, for each m."""
-    q, k = check_x(q, "q"), check_x(k, "k")
-    if q.shape != k.shape or q.ndim != 1:
-        raise ValueError(f"q and k must be single vectors of one length d, got shapes {q.shape} and {k.shape}")
+    q, k = _qk(q, k, one_d=True)
     m = check_positions_any(m, "m")
     n = m + check_scalar(distance, "distance")
     qm = rotate_with_angle_dtype(np.broadcast_to(q, m.shape + q.shape), m, base=base, dtype=dtype)
@@ -77,8 +68,7 @@ def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000
 def format_errors(values, digits: int = 1) -> str:
     """Errors as a row of fixed-width scientific numbers (``3.4e-02``), ``inf`` and ``nan`` spelled out."""
     values = check_real_array(values, "values")
-    digits = check_positive_int(digits, "digits")
-    if digits > 17:
-        raise ValueError(f"digits must be at most 17 (a float64 holds 17 significant digits), got {digits}")
+    digits = check_number(digits, "digits", "a positive integer at most 17 (a float64 holds 17 significant digits)",
+                          lambda v: 0 < v <= 17)
     return "  ".join(f"{float(v):>{7 + digits}.{digits}e}" if np.isfinite(v) else f"{str(float(v)):>{7 + digits}}"
                      for v in np.ravel(values))

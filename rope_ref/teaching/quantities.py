@@ -1,5 +1,4 @@
-"""Quantities the notebooks, views and figures share: seeded q and k, the RoPE score, notebook 00's toy task.
-What a notebook teaches is written out in the notebook itself and compared there with the oracle's forms."""
+"""Quantities the notebooks, views and figures share: seeded q and k, the RoPE score, notebook 00's toy task."""
 
 import numpy as np
 
@@ -22,10 +21,9 @@ def random_qk(d: int, seed: int = 0, n: int | None = None):
 def _qk(q, k, one_d: bool = False):
     """Checked finite q, k ``(..., d)`` with the same even d (``one_d``: single vectors ``(d,)``)."""
     q, k = check_finite(check_x(q, "q"), "q"), check_finite(check_x(k, "k"), "k")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same feature size d; got q {q.shape}, k {k.shape}")
-    if one_d and (q.ndim != 1 or k.ndim != 1):
-        raise ValueError(f"q and k must be single vectors of shape (d,); got q {q.shape}, k {k.shape}")
+    if q.shape[-1] != k.shape[-1] or one_d and (q.ndim != 1 or k.ndim != 1):
+        expected = "single vectors of one length d" if one_d else "of shapes (..., d) with the same feature size d"
+        raise ValueError(f"q and k must be {expected}; got q {q.shape}, k {k.shape}")
     return q, k
 
 
@@ -39,8 +37,7 @@ def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", in
         shape = np.broadcast_shapes(*shapes.values())
     except ValueError:
         given = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
-        raise ValueError(f"shapes do not broadcast against each other: {given} (q, k without their last axis d)") \
-            from None
+        raise ValueError(f"shapes do not broadcast: {given} (q, k without their last axis d)") from None
     kw = dict(base=base, pairing=pairing, inv_freq=inv_freq)
     qm = rotate(np.broadcast_to(q, shape + q.shape[-1:]), np.broadcast_to(m, shape), **kw)
     kn = rotate(np.broadcast_to(k, shape + k.shape[-1:]), np.broadcast_to(n, shape), **kw)
@@ -92,20 +89,12 @@ def offset_head_weights(offsets=(3, 7), train_len: int = 64, d: int = 128, heigh
                         window_ends=(63, 1000), alibi_slope: float = 0.5) -> dict:
     """A head that should look a *content-dependent* number of tokens back, fitted with four position schemes.
 
-    Query content ``c`` should put its weight on the key ``offsets[c]`` back (target logits ``height`` there, 0
-    elsewhere; keys carry no content).  Each scheme is fitted on the positions 0..train_len-1, then evaluated on a
-    window of ``train_len`` keys ending at each of ``window_ends``:
-
-    * ``learned absolute``: a table of position vectors (rank-``d`` logits A_c[m] . B[n], fitted by SVD); it has
-      no row for a position >= train_len (nan there);
-    * ``T5 bias``: one learned bias per distance bucket (:func:`t5_bucket`), added to the logits, the same for
-      every content (the bias does not see the query);
-    * ``ALiBi``: a fixed bias -slope * (m - n) (Press et al. 2021, arXiv:2108.12409): no parameters to fit;
-    * ``RoPE``: a query vector per content, keys rotated: logits q_c^T R_(n-m) k, a sum of cos/sin of
-      (m - n) theta_i with d coefficients per content, fitted by least squares.
-
-    Returns ``{scheme: weights}``, ``(len(offsets), len(window_ends))``: the softmax weight each query content
-    gives its target key (1 is perfect, 1/train_len is no preference).
+    Query content ``c`` should weight the key ``offsets[c]`` back (target logit ``height``, 0 elsewhere; keys carry
+    no content).  Fitted on positions 0..train_len-1, evaluated on the ``train_len`` keys ending at each of
+    ``window_ends``: learned absolute (rank-``d`` A_c[m] . B[n] by SVD, nan beyond training), T5 bias (one per
+    :func:`t5_bucket`, blind to the query), ALiBi (-slope * (m - n), arXiv:2108.12409), RoPE (q_c^T R_(n-m) k,
+    least squares on cos/sin of (m - n) theta_i).  Returns ``{scheme: (len(offsets), len(window_ends))}``: the
+    softmax weight on the target key (1 perfect, 1/train_len no preference).
     """
     train_len, d = check_positive_int(train_len, "train_len"), check_d(d)
     check_nbytes(3 * 8 * train_len ** 2, "train_len", what="three train_len x train_len float64 matrices")

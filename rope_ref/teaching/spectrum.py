@@ -9,8 +9,8 @@ import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from .._validate import (check_base, check_d, check_finite_array, check_nbytes, check_positions_any,
-    check_positive_int, check_scalar, check_seed)
+from .._validate import (check_base, check_choice, check_d, check_finite_array, check_nbytes, check_number,
+    check_positions_any, check_positive_int, check_scalar, check_seed)
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 from .style import VIEW_DPI, figure_png, new_axes
@@ -25,12 +25,9 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
     """Frequency of each of the d/2 pairs under ``scheme``, fast to slow (0 where not rotated), ``(d/2,)``: "partial"
     spreads the geometric range over the first ``fraction * d`` features, "p-rope" and "proportional" keep
     RoPE's theta_i for the first ``fraction * d/2`` pairs."""
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {list(SCHEMES)}, got {scheme!r}")
-    d, fraction = _even(d), check_scalar(fraction, "fraction")
-    if not 0 <= fraction <= 1:
-        raise ValueError(f"fraction must be a real number in [0, 1] (the part of the head that turns), "
-                         f"got {fraction!r}")
+    scheme, d = check_choice(scheme, "scheme", SCHEMES), _even(d)
+    fraction = check_number(fraction, "fraction", "a real number in [0, 1] (the part of the head that turns)",
+                            lambda v: 0 <= v <= 1, real=True)
     out = np.zeros(d // 2)
     if scheme == "partial":
         r = int(fraction * d) // 2 * 2
@@ -53,8 +50,7 @@ def dimension_frequencies(scheme: str = "rope", d: int = 128, base: float = 1000
                           pairing: str = "half") -> np.ndarray:
     """Frequency of each of the d features in the model's layout, ``(d,)`` (0 where it does not turn); ``pairing``
     "half" pairs j with j + r/2 in the rotated part of width r, "interleaved" 2j with 2j+1."""
-    if pairing not in ("half", "interleaved"):
-        raise ValueError(f"pairing must be 'half' or 'interleaved', got {pairing!r}")
+    check_choice(pairing, "pairing", ("half", "interleaved"))
     pair_freqs = scheme_frequencies(scheme, d, base, fraction)     # checks fraction
     width = int(fraction * d) // 2 * 2 if scheme == "partial" else d
     rotated = pair_freqs[:width // 2]
@@ -74,9 +70,8 @@ def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
     fig, ax = new_axes(10, 4.2, gridlines=False)
     im = ax.imshow(np.ma.masked_equal(feature_freqs, 0.0), aspect="auto", cmap=matplotlib.colormaps["viridis"],
                    norm=LogNorm(vmin=base ** -1, vmax=1.0), interpolation="nearest")
-    ax.set_facecolor("white")
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
-    ax.set(xlabel=f"feature of the head (0 .. {d - 1}); white: does not turn",
+    ax.set(facecolor="white", xlabel=f"feature of the head (0 .. {d - 1}); white: does not turn",
            title=f"Which features turn, and how fast ($d = {d}$, base {base:g})")
     for y in np.arange(len(rows) - 1) + 0.5:
         ax.axhline(y, color="0.6", lw=0.8)
@@ -90,13 +85,10 @@ def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 
     every token is u on the ``width`` pairs from ``pair`` (|u|^2 = ``scale``), the query u turned back by ``offset``."""
     n_keys = check_positive_int(n_keys, "n_keys")
     check_nbytes(8 * n_keys * _even(d), "n_keys", what=f"{n_keys} keys of d = {d} float64 features")
-    scale = check_scalar(scale, "scale")
-    if scale < 0:
-        raise ValueError(f"scale must be |u|^2 >= 0 (a squared norm), got {scale!r}")
+    scale = check_number(scale, "scale", "|u|^2 >= 0 (a squared norm)", lambda v: 0 <= v < np.inf, real=True)
     width = check_positive_int(width, "width")
-    if isinstance(pair, bool) or not isinstance(pair, (int, np.integer)) or not 0 <= pair <= d // 2 - width:
-        raise ValueError(f"pair must be an integer in 0..d/2-width = 0..{d // 2 - width} (the first of {width} "
-                         f"pairs), got {pair!r}")
+    pair = check_number(pair, "pair", f"an integer in 0..d/2-width = 0..{d // 2 - width} (the first of {width} pairs)",
+                        lambda v: 0 <= v <= d // 2 - width)
     u = np.zeros(d)
     u[2 * np.arange(pair, pair + width)] = np.sqrt(scale / width)      # |u|^2 = scale, spread evenly over the pairs
     freqs = scheme_frequencies(scheme, d, base, fraction)
@@ -128,8 +120,7 @@ def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10
         ax.set(ylim=(-0.35, 1.05), xlim=(0, r[-1]))
     ax_a.set(ylabel="activation / d", title=rf"Does RoPE make $q^\top R_r k$ decay? $d = {d}$, base {base:g}")
     ax_b.set(xlabel="distance r", ylabel="activation / d")
-    handles = [h for ax in (ax_a, ax_b) for h in ax.get_legend_handles_labels()[0]]
-    fig.legend(handles, [h.get_label() for h in handles], loc="outside lower center", ncols=1)
+    fig.legend(loc="outside lower center", ncols=1)          # the labelled lines of both panels
     return fig
 
 
@@ -138,10 +129,8 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
     """Score of a key equal to the query at each distance, over its score at 0, ``distances.shape``: content on
     the ``width`` fastest ("high") or slowest ("low") pairs.  On the slowest it stays near 1 for thousands of
     positions (Barbero et al.'s semantic channels); a random word scores about :func:`distractor_level`."""
-    r, seed = check_positions_any(distances, "distances"), check_seed(seed)
-    d, width = _even(d), check_positive_int(width, "width")
-    if width > d // 2:
-        raise ValueError(f"width must be at most d/2 = {d // 2}, got {width}")
+    r, seed, d = check_positions_any(distances, "distances"), check_seed(seed), _even(d)
+    width = check_number(width, "width", f"at most d/2 = {d // 2} (a positive integer)", lambda v: 0 < v <= d // 2)
     if band not in ("high", "low"):
         raise ValueError(f"band must be 'high' or 'low', got {band!r}")
     pairs = np.arange(width) if band == "high" else np.arange(d // 2 - width, d // 2)
@@ -175,24 +164,22 @@ class _PlainView(View):
 class OffsetAttentionView(_PlainView):
     """The attention of :func:`offset_attention`'s head under RoPE, p-RoPE and NoPE, for one target offset."""
 
-    def __init__(self, pair: int = 0, offset: int = 1, scale: float = 16.0, d: int = 64, n_keys: int = 48,
-                 fraction: float = 0.75, width: int = 4):
-        n_keys, fraction = check_positive_int(n_keys, "n_keys"), check_scalar(fraction, "fraction")
-        self.d, self.n_keys, self.fraction, self.width = d, n_keys, fraction, width
+    d, n_keys, fraction, width = 64, 48, 0.75, 4            # notebook 08's head
+
+    def __init__(self, pair: int = 0, offset: int = 1, scale: float = 16.0):
         super().__init__(dict(pair=pair, offset=offset, scale=scale),
                          {"rope": ("RoPE", dict(color="C0", marker="o", ms=4, lw=1.5)),
-                          "p-rope": (f"p-RoPE, p = {fraction:g}", dict(color="C1", ls="--", lw=2)),
+                          "p-rope": (f"p-RoPE, p = {self.fraction:g}", dict(color="C1", ls="--", lw=2)),
                           "nope": ("NoPE", dict(color="0.4", ls=":", lw=2))},
                          xlabel="distance to the key (positions back)", ylabel="attention weight",
-                         xlim=(-0.5, n_keys - 0.5), ylim=(0, 1.02))
+                         xlim=(-0.5, self.n_keys - 0.5), ylim=(0, 1.02))
         self.target = self.ax.axvline(0, color="C3", lw=1, alpha=0.6)
         self._redraw()
 
     def _redraw(self):
         p = self.params
-        self.weights = {name: offset_attention(p["offset"], p["pair"], self.n_keys, p["scale"], self.d,
-                                               scheme=name, fraction=self.fraction, width=self.width)
-                        for name in self.lines}
+        self.weights = {name: offset_attention(p["offset"], p["pair"], self.n_keys, p["scale"], self.d, scheme=name,
+                                               fraction=self.fraction, width=self.width) for name in self.lines}
         for name, line in self.lines.items():
             line.set_data(np.arange(self.n_keys), self.weights[name])
         self.target.set_xdata([p["offset"]] * 2)
@@ -207,20 +194,19 @@ class OffsetAttentionView(_PlainView):
 
 
 class SemanticMatchView(_PlainView):
-    """:func:`semantic_match` on the highest and lowest pairs (RoPE) and the lowest under p-RoPE, against a random
-    word's typical score."""
+    """:func:`semantic_match` on the fastest and slowest pairs (RoPE) and the slowest under p-RoPE, against noise."""
 
-    def __init__(self, base: float = 10000.0, max_distance: int = 4096, d: int = 128, width: int = 8,
-                 fraction: float = 0.75):
-        self.d, self.width, self.fraction = d, width, fraction
+    d, width, fraction = 128, 8, 0.75                        # notebook 08's head and content width
+
+    def __init__(self, base: float = 10000.0, max_distance: int = 4096):
         super().__init__(dict(base=base, max_distance=max_distance),
-                         {("high", "rope"): (f"RoPE, {width} fastest pairs", dict(color="C0", lw=1)),
-                          ("low", "rope"): (f"RoPE, {width} slowest pairs", dict(color="C2", lw=2)),
-                          ("low", "p-rope"): (f"p-RoPE ({width} slowest do not turn)",
+                         {("high", "rope"): (f"RoPE, {self.width} fastest pairs", dict(color="C0", lw=1)),
+                          ("low", "rope"): (f"RoPE, {self.width} slowest pairs", dict(color="C2", lw=2)),
+                          ("low", "p-rope"): (f"p-RoPE ({self.width} slowest do not turn)",
                                               dict(color="C1", lw=2, ls="--"))},
                          xlabel="distance $r$ between the two occurrences", ylabel="score / score at $r = 0$",
                          ylim=(-1.05, 1.15))
-        self.level = distractor_level(width)
+        self.level = distractor_level(self.width)
         self.ax.axhspan(-2 * self.level, 2 * self.level, color="0.88", zorder=0)
         self._redraw()
 

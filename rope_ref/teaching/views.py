@@ -1,5 +1,4 @@
-"""Interactive views: a figure built once, whose ``update(**params)`` changes artists in place (the sliders of
-:mod:`rope_ref.teaching.widgets`)."""
+"""Interactive views: a figure built once, whose ``update(**params)`` changes artists in place (widgets' sliders)."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.image import imsave
 from matplotlib.ticker import NullLocator
 
-from .._validate import (check_base, check_d, check_nonnegative_int, check_positive_int, check_positive_real,
-    check_scalar, check_seed)
+from .._validate import check_base, check_d, check_number, check_positive_int, check_scalar
 from ..forms import decay_bound, frequencies, rotate, wrap_angle
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, method_configs, scaled_frequencies
 from .quantities import random_qk, score, score_vs_distance
@@ -22,8 +20,7 @@ from .style import DPI, METADATA, VIEW_DPI, new_axes, unit_circle
 
 class View:
     """Base: ``to_png`` draws the artists every step changes (``dynamic``) on a cached background; a change of
-    ``relayout_params`` first draws ``relayout`` (axes, a curve, spines, in drawing order) on a cached image of
-    everything else."""
+    ``relayout_params`` first draws ``relayout`` (in drawing order) on a cached image of everything else."""
 
     dynamic: tuple = ()
     relayout_params: frozenset = frozenset()
@@ -98,14 +95,12 @@ def _minus(text: str) -> str:
 
 
 class DecayView(View):
-    """Figure 2 (eq 37) for any d and base: the paper's view (y over the values from distance 5 on, 6.07 to 21.9
-    for d = 128, base 10^4) and the full range, sampled at ``n_points`` distances over [0, 256]."""
+    """Figure 2 (eq 37) for any d and base, ``n_points`` samples over [0, 256]: the paper's view and the full range."""
 
     def __init__(self, d: int = 128, base: float = 10000.0, n_points: int = 1025):
         self.params = dict(d=d, base=base)
-        if not 2 <= check_positive_int(n_points, "n_points") <= 100_000:
-            raise ValueError(f"n_points must be an integer from 2 to 100000 (the curve's samples over [0, 256]), "
-                             f"got {n_points}")
+        check_number(n_points, "n_points", "an integer from 2 to 100000 (the curve's samples over [0, 256])",
+                     lambda v: 2 <= v <= 100_000)
         self.r = np.linspace(0, 256, n_points)
         self.fig, self.axes = new_axes(9, 3.4, 1, 2, dpi=VIEW_DPI)
         self.lines = [ax.plot(self.r, np.zeros_like(self.r), lw=1)[0] for ax in self.axes]
@@ -133,18 +128,14 @@ class DecayView(View):
 
 
 class RotationsView(View):
-    """Pair i of q and k (``quantities.random_qk(d, seed)``) as unit arrows rotated to m + shift and n + shift,
-    and the score q_m . k_n against m - n: the angle between them is (phi_q - phi_k) + (m - n) theta_i, so
-    the score depends only on m - n (eq 11)."""
+    """Pair i of q and k (``random_qk(d)``) rotated to m + shift and n + shift, and q_m . k_n against m - n:
+    the angle between them, (phi_q - phi_k) + (m - n) theta_i, depends only on m - n (eq 11)."""
 
     def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16,
-                 seed: int = 0, max_distance: int = 64, shift: float = 0):
-        if check_positive_int(max_distance, "max_distance") > 100_000:
-            raise ValueError(f"max_distance must be an integer from 1 to 100000 (the score panel spans "
-                             f"-max_distance..max_distance), got {max_distance}")
-        check_seed(seed)
+                 max_distance: int = 64, shift: float = 0):
+        check_number(max_distance, "max_distance", "an integer from 1 to 100000 (the score panel spans "
+                     "-max_distance..max_distance)", lambda v: 1 <= v <= 100_000)
         self.params = dict(m=m, n=n, i=i, base=base, d=d, shift=shift)
-        self.seed = seed
         self.r = np.arange(-max_distance, max_distance + 1, 0.5)
         self.fig, (self.ax_plane, self.ax_score) = new_axes(9, 3.8, 1, 2, dpi=VIEW_DPI, width_ratios=[1, 1.6])
         ax = self.ax_plane
@@ -177,18 +168,13 @@ class RotationsView(View):
         self._freeze_layout()                      # keep it: the y-label then never meets a tick label
         self.ax_score.set_ylim(*ylim)
 
-    def _vectors(self):
-        return random_qk(self.params["d"], self.seed)
-
     def _redraw(self):
         p = self.params
         d, base = check_d(p["d"]), check_base(p["base"])
         check_scalar(p["m"], "m"), check_scalar(p["n"], "n"), check_scalar(p["shift"], "shift")
         expected = f"a pair index 0..d/2-1 = 0..{d // 2 - 1} for d = {d} (an integer)"
-        i = check_nonnegative_int(p["i"], "i", expected)
-        if i > d // 2 - 1:
-            raise ValueError(f"i must be {expected}, got {i}")
-        self.q, self.k = q, k = self._vectors()
+        i = check_number(p["i"], "i", expected, lambda v: 0 <= v <= d // 2 - 1)
+        self.q, self.k = q, k = random_qk(d)
         pm, pn = p["m"] + p["shift"], p["n"] + p["shift"]
         qm, kn = rotate(q, pm, base=base), rotate(k, pn, base=base)
         lengths = [float(np.linalg.norm(v[2 * i:2 * i + 2])) for v in (q, k)]
@@ -277,15 +263,11 @@ class ScalingView(View):
 
     def _redraw(self):
         p = self.params
-        if check_positive_real(p["factor"], "factor") < 1:           # a positive finite real: not the string '2'
-            raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), "
-                             f"got {p['factor']}")
-        if not 4 <= check_d(p["d"]) <= 4096:
-            raise ValueError(f"d must be an even integer from 4 (two pairs, for a spectrum) to 4096 (one line point "
-                             f"per pair), got {p['d']}")
-        check_base(p["base"])
-        check_positive_int(p["train_len"], "train_len")
-        factor, d, base, train_len = float(p["factor"]), int(p["d"]), float(p["base"]), int(p["train_len"])
+        factor = check_number(p["factor"], "factor", "a real number >= 1 (how many times longer than training)",
+                              lambda v: 1 <= v < np.inf, real=True)
+        d = check_number(p["d"], "d", "an even integer from 4 (two pairs, for a spectrum) to 4096 (one line point "
+                         "per pair)", lambda v: 4 <= v <= 4096 and v % 2 == 0)
+        base, train_len = check_base(p["base"]), check_positive_int(p["train_len"], "train_len")
         scaled = scaled_frequencies(d, base, factor, train_len)   # once per step
         self.ratios = ratios = frequency_ratios(d, base, scaled=scaled)
         x = np.arange(d // 2)

@@ -1,31 +1,23 @@
-"""RoPE for images and video (notebook 09): 2-D axial RoPE's score against the offset of two patches (the
-:class:`GridScoreView`), M-RoPE's frequency layouts in Qwen2-VL and Qwen3-VL, and the position ids of text, image
-and video segments.  Every number comes from :mod:`rope_ref` (``rotate`` with ``inv_freq`` ``(d/2, A)``).
-"""
-
-import numbers
+"""RoPE for images and video (notebook 09): 2-D axial RoPE's score against the offset of two patches, M-RoPE's
+layouts in Qwen2-VL and Qwen3-VL, and the position ids of text, image and video segments, all from :mod:`rope_ref`."""
 
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from .._validate import check_nbytes, check_positive_int
+from .._validate import check_nbytes, check_number, check_positive_int
 from ..forms import rotate
 from ..multiaxis import MROPE_AXES, axial_frequencies, mrope_frequencies, mrope_position_ids
 from .quantities import _qk, random_qk
-from .style import PALETTE, VIEW_DPI, new_figure
+from .style import PALETTE, VIEW_DPI, new_axes
 from .views import View, _minus
 
 #: the view's image: GRID x GRID patches, head dimension D_GRID, Heo et al.'s RoPE-Axial base 100.
 GRID, D_GRID, BASE_GRID = 14, 64, 100.0
-#: the published M-RoPE layouts the notebook compares (head_dim MROPE_HEAD_DIM): sections, base (rope_theta),
-#: interleaved.
+#: the published M-RoPE layouts the notebook compares (head_dim 128): sections, base (rope_theta), interleaved.
 MROPE_MODELS = {"Qwen2-VL": ([16, 24, 24], 1e6, False), "Qwen3-VL": ([24, 20, 20], 5e6, True)}
-MROPE_HEAD_DIM = 128
 AXIS_COLORS = PALETTE[:3]
-#: patches shown around the image in the view (a key further out is off the picture, not wrong).
-MARGIN = 4
 
 
 def grid_qk(d: int = D_GRID, seed: int = 0):
@@ -57,11 +49,9 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
 
 
 def fig_mrope_layout() -> Figure:
-    """Which pairs serve temporal, height and width: Qwen2-VL's contiguous sections against Qwen3-VL's
-    interleaving (head_dim 128), pair index 0 (fastest) to 63 (slowest)."""
-    d = MROPE_HEAD_DIM
-    fig = new_figure(9, 2.9)
-    ax = fig.subplots()
+    """Which pairs serve t, h and w: Qwen2-VL's contiguous sections against Qwen3-VL's interleaving (head_dim 128)."""
+    d = 128
+    fig, ax = new_axes(9, 2.9, gridlines=False)
     names = list(MROPE_MODELS)
     rows = [np.argmax(mrope_frequencies(d, sections, base=base, interleaved=interleaved) != 0, axis=1)   # pair -> axis
             for sections, base, interleaved in MROPE_MODELS.values()]
@@ -73,9 +63,8 @@ def fig_mrope_layout() -> Figure:
     ax.set_yticks(np.arange(-0.5, len(names), 1), minor=True)
     ax.grid(which="minor", color="white", lw=0.6)
     ax.tick_params(which="minor", length=0)
-    handles = [Rectangle((0, 0), 1, 1, color=c) for c in AXIS_COLORS]
-    ax.legend(handles, [f"{a} ($p_{a[0]}$)" for a in MROPE_AXES], loc="upper center", ncols=3,
-              bbox_to_anchor=(0.5, -0.32), frameon=False)
+    ax.legend([Rectangle((0, 0), 1, 1, color=c) for c in AXIS_COLORS], [f"{a} ($p_{a[0]}$)" for a in MROPE_AXES],
+              loc="upper center", ncols=3, bbox_to_anchor=(0.5, -0.32), frameon=False)
     ax.set(xlabel=r"pair $j$ (fast $\rightarrow$ slow: $\theta_j = \mathrm{base}^{-2j/d}$)",
            title=f"M-RoPE: the axis each of the {d // 2} pairs turns with (head_dim {d})")
     return fig
@@ -84,8 +73,7 @@ def fig_mrope_layout() -> Figure:
 def fig_position_ids(segments, *, spatial_merge_size: int = 2) -> Figure:
     """The three rows of :func:`rope_ref.mrope_position_ids` against the token index, vision segments shaded."""
     ids = mrope_position_ids(segments, spatial_merge_size=spatial_merge_size)
-    fig = new_figure(9, 3.4)
-    ax = fig.subplots()
+    fig, ax = new_axes(9, 3.4)
     start = 0
     for seg in segments:                                     # checked by mrope_position_ids above
         n = seg[1] if seg[0] == "text" else int(np.prod(seg[1])) // spatial_merge_size ** 2
@@ -101,7 +89,6 @@ def fig_position_ids(segments, *, spatial_merge_size: int = 2) -> Figure:
            ylim=(-0.5, ids.max() * 1.25 + 1),
            title="M-RoPE position ids: text on all three axes alike, images on (t, h, w)")
     ax.legend(loc="upper left")
-    ax.grid(alpha=0.3)
     return fig
 
 
@@ -115,10 +102,10 @@ class GridScoreView(View):
         self.q, self.k = grid_qk(D_GRID, seed)
         self.radius = GRID - 1
         self.score_map = relative_score_map(self.q, self.k, self.radius)
-        self.fig = new_figure(9.5, 4.3, dpi=VIEW_DPI)
-        self.ax_grid, self.ax_map = self.fig.subplots(1, 2, width_ratios=[1, 1.2])
+        self.fig, (self.ax_grid, self.ax_map) = new_axes(9.5, 4.3, 1, 2, dpi=VIEW_DPI, gridlines=False,
+                                                         width_ratios=[1, 1.2])
         ax = self.ax_grid
-        lo, hi = -MARGIN, GRID - 1 + MARGIN
+        lo, hi = -4, GRID + 3             # 4 patches around the image: a key further out is off the picture, not wrong
         ax.add_patch(Rectangle((-0.5, -0.5), GRID, GRID, facecolor="0.93", edgecolor="0.5", lw=1))
         for i in range(GRID + 1):
             ax.plot([i - 0.5, i - 0.5], [-0.5, GRID - 0.5], color="white", lw=0.8)
@@ -126,9 +113,8 @@ class GridScoreView(View):
         self.q_patch = ax.add_patch(Rectangle((0, 0), 1, 1, color=PALETTE[0]))
         self.k_patch = ax.add_patch(Rectangle((0, 0), 1, 1, color=PALETTE[1]))
         self.arrow = ax.add_patch(FancyArrowPatch((0, 0), (1, 1), arrowstyle="-|>", mutation_scale=14, color="k"))
-        ax.set(xlim=(lo - 0.5, hi + 0.5), ylim=(hi + 0.5, lo - 0.5), aspect="equal",
-               xlabel="patch column $x$", ylabel="patch row $y$")
-        ax.set_title(f"{GRID} x {GRID} patches: query (blue), key (orange)")
+        ax.set(xlim=(lo - 0.5, hi + 0.5), ylim=(hi + 0.5, lo - 0.5), aspect="equal", xlabel="patch column $x$",
+               ylabel="patch row $y$", title=f"{GRID} x {GRID} patches: query (blue), key (orange)")
         r = self.radius
         im = self.ax_map.imshow(self.score_map, extent=(-r - 0.5, r + 0.5, r + 0.5, -r - 0.5), cmap="viridis")
         self.fig.colorbar(im, ax=self.ax_map, label=r"$q_m \cdot k_n$")
@@ -143,13 +129,10 @@ class GridScoreView(View):
     def _redraw(self):
         p = self.params
         r = self.radius
-        for name, lo, hi, what in (("qx", 0, GRID - 1, "a patch index"), ("qy", 0, GRID - 1, "a patch index"),
-                                   ("dx", -r, r, "an offset in"), ("dy", -r, r, "an offset in")):
-            if isinstance(p[name], bool) or not isinstance(p[name], numbers.Integral):
-                raise TypeError(f"{name} must be an integer patch index or offset, got {p[name]!r}")
-            if not lo <= p[name] <= hi:
-                raise ValueError(f"{name} must be {what} {lo}..{hi}, got {p[name]}")
-        qx, qy, dx, dy = (int(p[k]) for k in ("qx", "qy", "dx", "dy"))
+        limits = {"qx": (0, GRID - 1, "a patch index"), "qy": (0, GRID - 1, "a patch index"),
+                  "dx": (-r, r, "an offset in"), "dy": (-r, r, "an offset in")}
+        qx, qy, dx, dy = (check_number(p[name], name, f"{what} {lo}..{hi} (an integer)", lambda v: lo <= v <= hi)
+                          for name, (lo, hi, what) in limits.items())
         kx, ky = qx + dx, qy + dy
         self.q_patch.set_xy((qx - 0.5, qy - 0.5))
         self.k_patch.set_xy((kx - 0.5, ky - 0.5))

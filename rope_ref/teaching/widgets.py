@@ -4,7 +4,6 @@ returns a box of sliders, a readout and the view's PNG, keeping ``.view``, ``.co
 from __future__ import annotations
 
 import base64
-import numbers
 
 import ipywidgets as W
 import numpy as np
@@ -12,6 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextToPath
 
+from .._validate import check_number
 from .spectrum import OffsetAttentionView, SemanticMatchView
 from .style import VIEW_DPI, figure_png
 from .views import DecayView, RotationsView, ScalingView, View
@@ -85,8 +85,7 @@ def _wrap(text: str, width_px: float, font: FontProperties) -> list[str]:
 
 
 def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
-    """Wire ``controls`` (name -> widget) to ``view``; return the assembled box.  ``frames``: ``(caption,
-    params)`` pairs for the static fallback (:func:`frames_figure`)."""
+    """Wire ``controls`` (name -> widget) to ``view``; ``frames``: ``(caption, params)`` for :func:`frames_figure`."""
     width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
     image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
     readout = W.HTML(value=view.readout(), style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
@@ -116,37 +115,29 @@ def _bases(name):
 
 def _set(name: str, slider, value):
     """Put ``value`` on ``slider`` if its range can show it, else a TypeError/ValueError (a slider would clamp it)."""
-    integer, selection = isinstance(slider, W.IntSlider), isinstance(slider, W.SelectionSlider)
-    if selection:
+    if isinstance(slider, W.SelectionSlider):
         options = [v for _, v in slider.options]
-        expected = f"{name} must be one of {[f'{v:g}' for v in options]} (the slider's values), got {value!r}"
+        expected = f"one of {[f'{v:g}' for v in options]} (the slider's values)"
+        value = options[options.index(check_number(value, name, expected, options.__contains__, real=True))]
     else:
-        lo, hi = slider.min, slider.max
+        integer = isinstance(slider, W.IntSlider)
         kind = "an integer" if integer else "a real number"
-        expected = f"{name} must be {kind} in [{lo:g}, {hi:g}] (the slider's range), got {value!r}"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral if integer else numbers.Real):
-        raise TypeError(expected)
-    if not (value in options if selection else lo <= value <= hi):         # in options: 1e4 and 10000 alike
-        raise ValueError(expected)
-    slider.value = options[options.index(value)] if selection else value
-    return slider.value if selection else value
+        expected = f"{kind} in [{slider.min:g}, {slider.max:g}] (the slider's range)"
+        value = check_number(value, name, expected, lambda v: slider.min <= v <= slider.max, real=not integer)
+    slider.value = value
+    return value
 
 
-def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, d: int = 16,
-                     shift: int = 0) -> W.VBox:
-    """Sliders for positions m, n, "both +" (a shift added to m and n together), pair index i, base and d over
-    :class:`RotationsView`."""
+def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, d: int = 16, shift: int = 0) -> W.VBox:
+    """Sliders for m, n, "both +" (a shift of both), pair index i, base and d over :class:`RotationsView`."""
     controls = {"m": _int("m", 0, 64), "n": _int("n", 0, 64), "shift": _int("both +", 0, 200),
                 "i": None, "base": _bases("base"), "d": _int("d", 2, 128, 2)}
     d = _set("d", controls["d"], d)
     controls["i"] = _int("pair i", 0, d // 2 - 1)
     m, n, shift, i, base = (_set(k, controls[k], v) for k, v in dict(m=m, n=n, shift=shift, i=i, base=base).items())
     view = RotationsView(m=m, n=n, i=i, base=base, d=d, shift=shift)
-
-    def follow_d(change):             # the pair slider runs over 0..d/2-1 (a lower max moves the value down)
-        controls["i"].max = change["new"] // 2 - 1
-
-    controls["d"].observe(follow_d, names="value")     # registered first: runs before the view updates
+    # the pair slider runs over 0..d/2-1 (a lower max moves the value down); linked first: before the view updates
+    W.dlink((controls["d"], "value"), (controls["i"], "max"), lambda new_d: new_d // 2 - 1)
     frames = [("the start", {}),
               ("m moved by 9: the dot slides along the curve", {"m": m + 9 if m + 9 <= 64 else m - 9}),
               ("back, then both + 20: both arrows turn, the dot stays", {"m": m, "shift": shift + 20}),
@@ -160,8 +151,7 @@ def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
     d, base = _set("d", controls["d"], d), _set("base", controls["base"], base)
     second = (("d = 128: Figure 2", {"d": 128, "base": 10000.0}) if (d, base) != (128, 10000.0) else
               ("d = 64: a lower peak", {"d": 64}))
-    frames = [("the start", {}), second,
-              ("d = 128, Llama 3's base 5e5: slower decay", {"d": 128, "base": 500000.0}),
+    frames = [("the start", {}), second, ("d = 128, Llama 3's base 5e5: slower decay", {"d": 128, "base": 500000.0}),
               ("d = 512: a higher peak", {"d": 512, "base": 10000.0})]
     return slider_app(DecayView(d=d, base=base), controls, frames)
 
