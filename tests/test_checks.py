@@ -13,12 +13,14 @@ def _failed(table):
     return {c.name for c in table if not c.ok}
 
 
+@pytest.mark.slow
 def test_every_identity_holds_on_a_small_case():
     table = checks.run_checks(d=32, seq=300)
     assert not _failed(table), checks.format_table(table)
     assert len(table) == 17
 
 
+@pytest.mark.slow
 def test_a_bug_planted_in_the_fast_path_is_caught(monkeypatch):
     real = _fast._rotate_block
 
@@ -31,6 +33,7 @@ def test_a_bug_planted_in_the_fast_path_is_caught(monkeypatch):
     assert "fast rotate == plain elementwise" in failed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("planted", ["plain", "dense", "complex"])
 def test_a_bug_planted_in_another_form_is_caught(monkeypatch, planted):
     def shifted(fn):                                 # positions off by one
@@ -49,6 +52,7 @@ def test_format_table_marks_failures():
     assert "pass" in text and "FAIL" in text
 
 
+@pytest.mark.slow
 def test_readme_shows_the_table_a_fresh_run_prints():
     """The README's identity table (Quick start) is the one `python -m rope_ref` prints today."""
     from pathlib import Path

@@ -20,6 +20,7 @@ def _run(*args, cwd=None):
                           timeout=300, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_check_command_passes_and_prints_table():
     res = _run("check")
     assert res.returncode == 0, res.stdout + res.stderr
@@ -30,12 +31,14 @@ def test_check_command_passes_and_prints_table():
     assert "FAIL" not in res.stdout
 
 
+@pytest.mark.slow
 def test_options_are_accepted_after_the_sub_command():
     res = _run("check", "--d", "16", "--seq", "100")
     assert res.returncode == 0, res.stderr
     assert "d=16, positions 0..99" in res.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,words", [
     (["check", "--d", "7"], "--d: expected an even integer from 2 to 512, got 7"),
     (["--seq", "x"], "--seq: expected an integer from 2 to 1048576, got 'x'"),
@@ -56,6 +59,7 @@ def test_help_is_plain_text():
     assert "figures" in res.stdout and "check" in res.stdout
 
 
+@pytest.mark.slow
 def test_check_command_exits_nonzero_when_an_identity_fails(monkeypatch, capsys):
     real = checks.run_checks
 
@@ -85,6 +89,7 @@ def test_from_an_installed_copy_figures_go_to_the_current_directory(tmp_path, mo
     assert "source repository" in cli.notebooks_hint()
 
 
+@pytest.mark.slow
 def test_figures_out_prints_the_absolute_path(tmp_path, monkeypatch, capsys):
     import rope_ref.teaching.figures as figures
     monkeypatch.setattr(figures, "FIGURES", {"fig2_long_term_decay": figures.FIGURES["fig2_long_term_decay"]})
@@ -111,6 +116,7 @@ def test_a_copy_outside_the_checkout_never_writes_into_its_own_folder(tmp_path):
     assert "source repository" in hint
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make_out,words", [
     (lambda tmp: (tmp / "taken.txt", (tmp / "taken.txt").write_text("x"))[0], "is an existing file, expected a folder"),
     (lambda tmp: (tmp / "f", (tmp / "f").write_text("x"))[0] / "sub", "lies under the file"),
@@ -146,6 +152,7 @@ def test_site_builds_every_notebook_and_prints_the_absolute_index_path(tmp_path,
     assert calls[0][1] == sorted((ROOT / "notebooks").glob("*.ipynb")) and len(calls[0][1]) >= 7
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,words", [
     (["check", "--seq", "99999999999999999999"], "--seq: expected an integer from 2 to 1048576"),
     (["check", "--d", "10000000"], "--d: expected an even integer from 2 to 512, got 10000000"),
@@ -179,6 +186,7 @@ def test_a_bad_out_is_one_line_and_status_2_before_any_work(tmp_path, capsys, mo
 
 # ---- each sub-command its own options (issue 19) -----------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command,words,own,foreign", [
     ("check", "Check every identity", ["--d", "--seq"], ["--out"]),
     ("figures", "Regenerate every figure", ["--out"], ["--d", "--seq"]),
@@ -194,6 +202,7 @@ def test_each_sub_command_has_its_own_help(command, words, own, foreign):
         assert option not in res.stdout, (command, option)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,words", [
     (["--out", "D", "check"], "--out is not an option of check; it takes --d, --seq"),
     (["check", "--out", "D"], "--out is not an option of check; it takes --d, --seq"),
@@ -224,6 +233,7 @@ def test_out_works_before_or_after_site(tmp_path, monkeypatch, capsys, args):
     assert capsys.readouterr().out.strip().splitlines()[-1] == str(tmp_path / "rel" / "site" / "index.html")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ["abc", "1", "1048577", "2.5"])
 def test_one_wording_per_rule(text):
     res = _run("check", "--seq", text)
@@ -247,6 +257,7 @@ def test_a_site_that_fails_creates_no_folder(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_the_main_job_checks_writes_the_figures_and_names_the_notebooks(tmp_path, monkeypatch, capsys):
     import rope_ref.teaching.figures as figures
     monkeypatch.setattr(figures, "FIGURES", {"fig2_long_term_decay": figures.FIGURES["fig2_long_term_decay"]})
@@ -312,6 +323,7 @@ def _unprivileged() -> list:
     return ["setpriv", "--bounding-set", caps, "--inh-caps", caps]
 
 
+@pytest.mark.slow
 def test_a_folder_without_write_permission_is_refused():
     import tempfile
     base = Path(tempfile.mkdtemp(prefix="rope_ref_perm_"))
@@ -348,6 +360,7 @@ def test_a_read_only_mount_is_refused(tmp_path):
         subprocess.run(["umount", str(mnt)], check=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command,name", [("figures", "fig2_long_term_decay.png"), ("site", "index.html")])
 def test_a_symbolic_link_among_the_outputs_is_refused_before_any_work(tmp_path, command, name):
     # before: the PNG was written through the link, over a file outside the folder
@@ -363,6 +376,7 @@ def test_a_symbolic_link_among_the_outputs_is_refused_before_any_work(tmp_path, 
     assert victim.read_text() == "precious" and os.listdir(out) == [name]
 
 
+@pytest.mark.slow
 def test_figures_say_how_many_files_they_replaced(tmp_path, monkeypatch, capsys):
     import rope_ref.teaching.figures as figures
     monkeypatch.setattr(figures, "FIGURES", {"aliasing": figures.FIGURES["aliasing"]})
@@ -469,6 +483,7 @@ def test_a_full_disk_is_one_line_and_leaves_no_temporary_file(tmp_path, monkeypa
     assert list((tmp_path / "figs").iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unbuffered", ["1", ""])
 def test_a_closed_pipe_ends_quietly(unbuffered):
     # before: `python -m rope_ref check | head -1` printed a BrokenPipeError traceback (at a print, or at the exit)
@@ -491,6 +506,7 @@ def test_outs_that_were_misnamed_or_raw_errors(tmp_path, capsys, make_out, words
     assert not (tmp_path / "nowhere").exists()
 
 
+@pytest.mark.slow
 def test_site_help_shows_out_as_required_and_a_typo_gets_a_suggestion():
     assert "[--out DIR]" not in _run("site", "--help").stdout and "--out DIR" in _run("site", "--help").stdout
     res = _run("check", "--dd", "64")
@@ -563,6 +579,7 @@ def test_ctrl_c_is_one_line_status_130_and_leaves_no_temporary_file(tmp_path, co
         assert not subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True).stdout, "a process was left"
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_python_m_still_imports_the_package_is_one_line_status_130():
     """`python -m rope_ref` imports the package (NumPy, ...) before rope_ref.__main__ takes Ctrl-C over; Python sets
     argv[0] to "-m" meanwhile.  Before: a Ctrl-C then printed Python's traceback."""

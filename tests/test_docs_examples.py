@@ -23,6 +23,7 @@ def test_the_pages_have_blocks():
         assert python_blocks((ROOT / page).read_text()), page
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_every_python_block_runs(page, monkeypatch):
     monkeypatch.chdir(ROOT)

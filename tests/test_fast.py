@@ -79,6 +79,7 @@ def blocks(request, monkeypatch):
     rr.set_num_threads(old)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pairing", ["interleaved", "half"])
 @pytest.mark.parametrize("shape,pshape", LAYOUTS)
 def test_every_leading_shape_matches_the_plain_form(blocks, shape, pshape, pairing):
@@ -182,6 +183,7 @@ def test_cache_stays_within_its_byte_bound(cache_limit):
     assert _fast.cache_info()["nbytes"] == 0
 
 
+@pytest.mark.slow
 def test_clear_cache_frees_the_tables():
     rr.clear_cache()
     rr.rotate(np.ones((50, 8)))
@@ -200,6 +202,7 @@ def test_set_cache_limit_refuses_bad_values(bad, err):
         rr.set_cache_limit(bad)
 
 
+@pytest.mark.slow
 def test_eight_threads_under_a_tiny_switch_interval(cache_limit):
     # Small arrays (the time goes to the cache's bookkeeping) and a bound of two tables, so threads
     # evict what others are reading: the old cache raised KeyError at move_to_end here.

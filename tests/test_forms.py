@@ -154,6 +154,7 @@ def qk_case(draw):
     return d, draw(vec), draw(vec)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(case=qk_case(), m=finite, n=finite, shift=finite, base=st.floats(2.0, 1e6),
        pairing=st.sampled_from(["interleaved", "half"]))

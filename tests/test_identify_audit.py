@@ -33,6 +33,7 @@ def deepseek_v3(x, offset=0, nope=128, base=10000.0, inv=None, scale=1.0):
     return np.concatenate([q_pass, q1 * cos - q2 * sin, q2 * cos + q1 * sin], axis=-1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("offset", [0, 5000])
 def test_deepseek_interleave_then_half_on_the_last_features(offset):
     # The audit: "not a rotary embedding: feature 128 mixes with features [129, 160]".
@@ -101,6 +102,7 @@ def hf_llama_16bit(x, offset=0, dtype=BF16, inv=None):
     return ((q * cos).astype(dtype) + (rot * sin).astype(dtype)).astype(dtype)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [BF16, np.float16], ids=["bfloat16", "float16"])
 @pytest.mark.parametrize("offset", [0, 5000, 65535])
 def test_16bit_cos_sin_is_a_rotary_embedding_at_its_offset(dtype, offset):

@@ -112,6 +112,7 @@ def test_bfloat16_model_over_4096_rows_is_named_rounded(base, offset):
     assert "frequencies: the expected ones rounded to bfloat16" in str(info.value), str(info.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("type_name,dtype", [("bfloat16", BF16), ("float16", np.float16)])
 @pytest.mark.parametrize("base,d,offset", [(10000.0, 64, 0), (1e6, 128, 7), (500000.0, 64, 5000)])
 @pytest.mark.parametrize("pairing", ["half", "interleaved"])
@@ -181,6 +182,7 @@ def table_kernel(rows, offset, beyond, d=64, base=10000.0):
     return fn
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beyond", ["clamped", "repeated"])
 @pytest.mark.parametrize("rows,offset,d,base", [(4096, 4090, 128, 10000.0), (100, 90, 64, 10000.0),
                                                 (2048, 2000, 64, 500000.0), (65536 + 1000, 65536, 32, 10000.0)])
@@ -229,6 +231,7 @@ def grid_kernel(width, angle_dtype=F32, out_dtype=None):
     return fn
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [8, 14])
 @pytest.mark.parametrize("angle_dtype,out_dtype", [(np.float64, None), (F32, None), (F32, BF16), (F32, np.float16),
                                                    (np.float16, None)])
@@ -249,6 +252,7 @@ def test_1d_kernel_with_16_bit_angles_is_still_a_precision_finding(dtype):
     assert s.is_rope and not s.multi_axis and s.angle_precision in ("float16", "bfloat16", "coarser than bfloat16")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float16, BF16])
 @pytest.mark.parametrize("offset", [0, 1000, 5000, 9000, 20000, 40000])
 @pytest.mark.parametrize("d", [8, 32, 64])

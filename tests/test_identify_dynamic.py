@@ -41,6 +41,7 @@ def dynamic64(offset, factor, L_train, base=10000.0):
     return fn
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factor", [2.0, 4.0, 8.0])
 @pytest.mark.parametrize("offset", [4000, 10000])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

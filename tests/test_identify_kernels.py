@@ -33,6 +33,7 @@ PHI35_SHORT = [1.0, 1.0199999809265137, 1.0299999713897705, 1.0299999713897705, 
 OFFSETS = [0, 7, 2000, 4000, 5000, 65536]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("offset", OFFSETS)
 @pytest.mark.parametrize("kernel,pairing,base", [(hf_rope, "half", 10000.0), (gptj_rope, "interleaved", 10000.0),
                                                   (meta_rope, "interleaved", 500000.0)],
@@ -78,6 +79,7 @@ SCALED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("offset", [0, 5000, 65536])
 @pytest.mark.parametrize("rope_type,base,params", SCALED, ids=["linear", "yarn", "yarn_qwen", "llama3"])
 def test_scaled_float32_kernels(rope_type, base, params, offset):

@@ -198,6 +198,7 @@ def test_integers_beyond_2_53_warn(fresh_warnings):
 
 # ---- the numbers README "Precision" states -------------------------------------------------------------
 
+@pytest.mark.slow
 def test_readme_precision_numbers():
     """README: identities hold to ~1e-12 at moderate positions and ~1e-10 at 10^6 (float64 rounding of m*theta).
     The angle error is bounded by half an ulp of the largest angle (theta_0 = 1) and comes close to it."""

@@ -147,6 +147,7 @@ def far_mean_of_the_bound(base):
     return total / count
 
 
+@pytest.mark.slow
 def test_decay_prediction(capsys):
     far_5e5, far_1e4 = far_mean_of_the_bound(5e5), far_mean_of_the_bound(1e4)
     assert f"{far_5e5:.2f}" == "12.58" and f"{far_1e4:.2f}" == "8.26"

@@ -280,6 +280,7 @@ def test_notebook_00_leaves_partial_rotary_to_notebook_08():
 
 # --- 03: how loose the bound is, what the normalised figure shows -------------------------------------------------------
 
+@pytest.mark.slow
 def test_decay_looseness_and_normalised_figure_numbers():
     q, k = quantities.random_qk(128, seed=0)
     h = [complex(q[2 * i], q[2 * i + 1]) * complex(k[2 * i], -k[2 * i + 1]) for i in range(64)] + [0j]
@@ -336,6 +337,7 @@ def test_notebook_01_worked_example():
 
 # --- 03: the decay view's static frames show what their captions say --------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", [{"d": 128, "base": 10000.0}, {"d": 64, "base": 1e5}])
 def test_decay_view_frames_show_the_d_and_base_their_captions_name(start):
     """The frames apply one after another (SliderApp), so a frame that names d or a base must set it itself."""

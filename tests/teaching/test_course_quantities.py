@@ -79,6 +79,7 @@ def test_linear_attention_weights_match_eq19_and_are_not_probabilities(qkv):
     assert big.min() < 0 and np.abs(big.sum(-1) - 1).max() > 0.1
 
 
+@pytest.mark.slow
 def test_rotation_view_angle_is_the_measured_angle_and_both_panels_use_m_minus_n():
     for m, n, i in [(3, 7, 0), (10, 4, 2), (0, 25, 5)]:
         v = RotationsView(m=m, n=n, i=i, d=16)
@@ -103,6 +104,7 @@ def test_rotation_view_rejects_a_pair_index_beyond_d():
         v.update(i=5, d=8)
 
 
+@pytest.mark.slow
 def test_scaling_view_shows_angles_per_pair_at_the_extended_length():
     v = ScalingView(factor=4.0)
     x, y = v.angle_lines["default"].get_data()

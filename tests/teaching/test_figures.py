@@ -131,6 +131,7 @@ def test_every_figure_is_in_the_style(regenerated):
         assert all(leg.get_texts()[0].get_fontsize() >= 10 for leg in legends), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", ["DecayView", "RotationsView", "ScalingView"])
 def test_every_view_is_in_the_style(make):
     """A view's slider image is shown pixel for pixel (its width is the widget's CSS width, 100 px per
@@ -169,6 +170,7 @@ def test_no_figure_puts_words_on_its_data(name):
     assert layout_faults(_styled(FIGURES[name])) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["DecayView", "RotationsView", "ScalingView"])
 def test_no_view_puts_words_on_its_data(name):
     import rope_ref.teaching.views as views
@@ -190,6 +192,7 @@ def _line_figure(**legend):
     return fig, ax
 
 
+@pytest.mark.slow
 def test_layout_faults_sees_a_legend_on_a_line_and_text_on_a_line():
     from figure_layout import layout_faults
     fig, ax = _line_figure()
@@ -213,6 +216,7 @@ def test_layout_faults_sees_a_legend_on_a_line_and_text_on_a_line():
     assert any("overlaps text 'two'" in f for f in layout_faults(fig))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plant", ["ratios text back above the turn line", "precision legend inside a panel",
                                    "bound-vs-actual legend upper right", "aliasing note at (12, 0.2)"])
 def test_layout_faults_sees_the_old_figures_faults(plant):
@@ -348,6 +352,7 @@ def test_every_figure_draws_in_the_palette_as_a_notebook_shows_it(name):
         assert _off_palette(fig) == [], name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["DecayView", "RotationsView", "ScalingView", "OffsetAttentionView",
                                   "SemanticMatchView", "GridScoreView"])
 def test_every_view_draws_in_the_palette_step_by_step(name):

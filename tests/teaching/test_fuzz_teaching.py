@@ -187,6 +187,7 @@ def _fuzz_cases():
                     yield pytest.param(fn, param, label, id=f"{module_name}.{name}-{param}-{label}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fn,param,label", list(_fuzz_cases()))
 def test_every_public_teaching_function_names_bad_input(fn, param, label):
     """Each parameter in turn gets a wrong type, None, NaN, a string, a huge or a negative size: the answer is a

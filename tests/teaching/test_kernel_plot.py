@@ -33,6 +33,7 @@ def test_one_expected_frequency_per_measured_pair():
         phase_errors(spec_like([1.0, 0.1], 0.0), [1.0], 0.0)
 
 
+@pytest.mark.slow
 def test_the_figure_draws_both_panels_in_the_style_and_renders_the_same_twice():
     spec = rr.identify(lambda x: rr.rotate(x, np.arange(len(x)) + 3.0), 16)
     fig = kernel_vs_expected(spec, rr.frequencies(16), 0, title="t")

@@ -192,11 +192,13 @@ def test_similarity_margin_is_theorem_1s_sum():
         assert est == pytest.approx(2 * similarity_margin([dist], 16)[0], abs=0.15)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base", [1e3, 1e4, 5e5, 1e6])
 def test_supported_context_is_the_last_distance_before_B_turns_negative(base):
     assert base_bound.supported_context(base, 128) == first_negative_B(base) - 1
 
 
+@pytest.mark.slow
 def test_supported_context_numbers_in_the_prose():
     t = text()
     for shown in ["Theorem 1 (eq 9)", "(eq 10)", "(eq 11)"]:
@@ -286,6 +288,7 @@ def test_real_models_at_the_frequencies_they_run_at_and_the_prose_verdict():
         assert shown in t, shown
 
 
+@pytest.mark.slow
 def test_the_figure_marks_what_scaled_frequencies_support():
     pts = base_bound.model_points()
     fig = base_bound.fig_base_bound(pts, bases=10.0 ** np.arange(3, 6.41, 0.1))
@@ -343,6 +346,7 @@ def test_qwen35_and_gemma4_cited_to_their_configs():
 
 # --- the exercise ---------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_checker_with_right_wrong_and_missing_answers(capsys):
     right = first_negative_B(5e5) - 1
     assert check_supported_context(None) is False and capsys.readouterr().out.startswith("Not answered yet")
@@ -375,6 +379,7 @@ def test_exercise_follows_the_course_convention():
 
 # --- pictures ------------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", ["turning", "bound", "OffsetAttentionView", "SemanticMatchView", "fig_decay_experiment"])
 def test_pictures_put_no_words_on_their_data(make):
     from figure_layout import layout_faults
@@ -392,6 +397,7 @@ def test_pictures_put_no_words_on_their_data(make):
     assert layout_faults(fig) == []
 
 
+@pytest.mark.slow
 def test_static_frames_show_what_the_sliders_show():
     """The views' strips of frames (what a reader without a kernel sees): the first-pair slider at 0, 3, 8, 16 with
     the head's weights of the formula; the base slider at 10^4 (out to 32768), 10^5, 10^6."""
@@ -417,6 +423,7 @@ def test_static_frames_show_what_the_sliders_show():
     assert "widgets.semantic_match_widget(base=10000.0, max_distance=4096)" in code
 
 
+@pytest.mark.slow
 def test_views_update_and_report():
     v = spectrum.OffsetAttentionView()
     png = v.to_png()
@@ -442,6 +449,7 @@ def test_partial_fractions_named_in_the_prose_are_the_configs():
         assert shown in text(), shown
 
 
+@pytest.mark.slow
 def test_gemma_7b_verdict_uses_its_own_head_dim():
     assert first_negative_B(1e4, d=256) - 1 == 2652
     assert "Gemma 7B's is 256, for which base $10^4$ supports 2,652 positions" in text()

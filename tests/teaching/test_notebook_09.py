@@ -181,6 +181,7 @@ def test_the_grid_view_keeps_the_score_when_the_query_moves():
         view.update(dy=1.5)
 
 
+@pytest.mark.slow
 def test_the_grid_widget_shows_its_picture_without_a_kernel():
     box = widgets.grid_score_widget(qx=0, qy=0, dx=1, dy=1)
     assert "image/png" in box._repr_mimebundle_()

@@ -9,6 +9,7 @@ from PIL import Image
 from rope_ref.teaching import views
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view_name,steps", [
     ("RotationsView", [{"m": 5}, {"d": 32}, {"base": 100.0}, {"m": 9, "n": 2}]),
     ("DecayView", [{"d": 64}, {"base": 500.0}, {"d": 256}]),

@@ -7,6 +7,7 @@ from rope_ref.teaching.views import DecayView, RotationsView
 from rope_ref.teaching.widgets import decay_widget, rotations_widget, scaling_widget
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make,name,new", [
     (rotations_widget, "m", 11), (rotations_widget, "n", 30), (rotations_widget, "i", 3),
     (rotations_widget, "base", 100.0), (rotations_widget, "d", 32),
@@ -52,6 +53,7 @@ def test_decay_view_matches_decay_bound():
         v.update(dd=3)
 
 
+@pytest.mark.slow
 def test_scaling_slider_changes_frequencies():
     from rope_ref.scaling import scaled_inv_freq
     from rope_ref.teaching.widgets import scaling_widget
@@ -68,6 +70,7 @@ def test_scaling_slider_changes_frequencies():
     np.testing.assert_allclose(y, f / frequencies(128))
 
 
+@pytest.mark.slow
 def test_blitted_step_equals_a_full_redraw():
     # A step that only moves dynamic artists (blitting) must give the same picture as a fresh view.
     from PIL import Image
@@ -82,6 +85,7 @@ def test_blitted_step_equals_a_full_redraw():
     assert np.mean(pa != pb) < 1e-3, "blitted frame differs from a full redraw"
 
 
+@pytest.mark.slow
 def test_pair_slider_follows_d_and_never_clamps_silently():
     w = rotations_widget(i=7, d=16)
     assert w.controls["i"].max == 7
@@ -126,6 +130,7 @@ def test_rotation_view_shows_the_total_angle_and_unit_arrows():
     assert "|q_{0}| = 0.18" in v.plane_title.get_text()
 
 
+@pytest.mark.slow
 def test_decay_base_slider_reaches_the_exercise_base_and_the_paper_panel_follows_d():
     w = decay_widget(d=128, base=5e5)
     assert w.view.params["base"] == 5e5
@@ -142,6 +147,7 @@ def test_decay_base_slider_reaches_the_exercise_base_and_the_paper_panel_follows
         decay_widget(base=3e5)
 
 
+@pytest.mark.slow
 def test_scaling_view_moves_with_d_base_and_l_and_shows_the_squeeze():
     from rope_ref.teaching.widgets import scaling_widget
     w = scaling_widget(factor=8.0)
@@ -191,6 +197,7 @@ def _semantic_widget():
     return semantic_match_widget(base=10000.0, max_distance=4096)   # as notebook 08 calls it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make,n", [(rotations_widget, 4), (decay_widget, 4), (_grid_widget, 3), (_offset_widget, 4),
                                     (_semantic_widget, 4)])
 def test_static_fallback_is_a_strip_of_captioned_frames(make, n):
@@ -211,6 +218,7 @@ def test_static_fallback_is_a_strip_of_captioned_frames(make, n):
     assert all(np.any(tiles[0] != t) for t in tiles[1:]), "every frame shows another state"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("steps", [[{"d": 64}], [{"factor": 3.0}, {"d": 256}, {"base": 5e5, "train_len": 8192}]])
 def test_scaling_view_steps_draw_what_a_full_redraw_draws(steps):
     """A d step relays out the three x-axes on a cached image; the picture equals a full redraw."""
@@ -229,6 +237,7 @@ def test_scaling_view_steps_draw_what_a_full_redraw_draws(steps):
         np.testing.assert_array_equal(shown, np.asarray(canvas.buffer_rgba())[..., :3], err_msg=str(params))
 
 
+@pytest.mark.slow
 def test_only_the_widgets_module_needs_ipywidgets():
     # the figures, the views and every notebook module but widgets import without ipywidgets
     import subprocess
@@ -242,6 +251,7 @@ def test_only_the_widgets_module_needs_ipywidgets():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [scaling_widget, rotations_widget, decay_widget])
 def test_every_readout_of_the_strip_is_whole_and_readable(make):
     # issue 31: frame 3's readout of the scaling view ran off the strip's right edge, in 8.5-point type
