@@ -1,11 +1,8 @@
 """The course as static HTML that works offline: ``python -m rope_ref site --out DIR``.
 
-:func:`build_site` executes every notebook (nbclient) and writes ``index.html`` (the order, learning objectives,
-links), one page per notebook and ``handout.html`` (docs/handout.md), each through nbconvert's HTML exporter with
-the template ``site.html.j2``.  The pages load nothing from the network and hold no script: math (``$...$``,
-``$$...$$``) is MathML (latex2mathml); figures and the frames every slider view carries are ``data:`` URIs; raw
-HTML is escaped, HTML outputs shown as text, SVG only as an image, and each body passes an allowlist (:func:`_clean`);
-solutions (cells tagged ``solution``) are folded in ``<details>``, exercises (``exercise``) framed.
+Every notebook executed (nbclient) and written through nbconvert's HTML exporter with the template ``site.html.j2``:
+no script, nothing fetched; math as MathML (latex2mathml), figures as ``data:`` URIs, raw HTML escaped, each body
+through an allowlist (:func:`_clean`); solutions (cells tagged ``solution``) folded, exercises framed.
 """
 
 from __future__ import annotations
@@ -55,9 +52,8 @@ _MATRIX = re.compile(r"<mo>([^<]*)</mo><mtable>((?:(?!<mtable>).)*?)</mtable><mo
 
 
 def _stretch_fences(mathml: str) -> str:
-    """The brackets of a matrix as tall as the matrix: a class on the ``<mtable>`` (``paren``, ``bracket``, ``vbar``,
-    ``vvbar``) whose borders the page's style draws (a stretchy ``<mo>`` grows only with an OpenType MATH font).
-    Other fences around a matrix become stretchy operators."""
+    """The brackets of a matrix as tall as the matrix: a class on the ``<mtable>`` whose borders the page's style
+    draws (a stretchy ``<mo>`` grows only with an OpenType MATH font); other fences become stretchy operators."""
     def fence(match):
         kind = _MATRIX_FENCES.get((match.group(1), match.group(3)))
         if kind:
@@ -78,8 +74,7 @@ def _space_functions(mathml: str) -> str:
 
 
 def _tight_bars(mathml: str) -> str:
-    """``|x|`` and ``\\|x\\|`` drawn tight, as TeX draws them: a bar is a fence, not an operator with a gap on
-    each side (MathML's default spacing for ``<mo>|</mo>``)."""
+    """``|x|`` and ``\\|x\\|`` drawn tight, as TeX draws them: a bar is a fence, not an operator with gaps."""
     bar = r'<mo((?: fence="false")? stretchy="false")>(&#x0007C;|&#x02016;)</mo>'
     return re.sub(bar, r'<mo\1 lspace="0em" rspace="0em">\2</mo>', mathml)
 
@@ -254,9 +249,8 @@ def index_html(pages, handout: bool = False) -> bytes:
 
 def handout_html(source: Path | str = HANDOUT) -> bytes:
     """The handout (markdown with math) as a page of the site, with a link back to the overview."""
-    nav = '<nav><span></span><a href="index.html">course overview</a><span></span></nav>'
     handout = nbformat.v4.new_markdown_cell(Path(source).read_text(encoding="utf-8"))
-    return _page("RoPE on one page", nbformat.v4.new_notebook(cells=[handout]), nav)
+    return _page("RoPE on one page", nbformat.v4.new_notebook(cells=[handout]), _nav(["handout"], 0))
 
 
 def course_notebooks(folder: Path | str) -> list[Path]:
@@ -269,11 +263,7 @@ def course_notebooks(folder: Path | str) -> list[Path]:
 
 def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Path:
     """Execute ``notebooks`` in the given order, write one page each, ``index.html`` and (from a checkout)
-    ``handout.html`` into ``out``; the path of ``index.html``.
-
-    Nothing is created before every notebook has run; then each page is written whole.  A symbolic link among
-    the pages' names is a ``ValueError``, a missing notebook a ``FileNotFoundError``, both before any runs.
-    """
+    ``handout.html`` into ``out``; the path of ``index.html``.  Nothing is created before every notebook has run."""
     out = output_folder(out, "out")
     notebooks = [Path(p) for p in notebooks]
     if not notebooks:
