@@ -159,14 +159,10 @@ def _figure(data: str, mime: str) -> str:
 @functools.cache
 def _exporter() -> HTMLExporter:
     """nbconvert's HTML exporter with the site's template and its filters (markdown, math, figures, the allowlist)."""
-    templates = jinja2.FileSystemLoader(Path(__file__).parent)
-    exporter = HTMLExporter(extra_loaders=[templates], template_file="site.html.j2",
-                            config=Config({"NbConvertBase": {"display_data_priority": SHOWN}}))
     filters = {"clean": _clean, "course_markdown": markdown_to_html, "figure": _figure,
                "display_math": lambda tex: math_to_mathml(tex.strip().strip("$"), display=True)}
-    for name, function in filters.items():
-        exporter.register_filter(name, function)
-    return exporter
+    return HTMLExporter(extra_loaders=[jinja2.FileSystemLoader(Path(__file__).parent)], template_file="site.html.j2",
+                        filters=filters, config=Config({"NbConvertBase": {"display_data_priority": SHOWN}}))
 
 
 def title_and_objectives(nb, default: str) -> tuple[str, str]:
@@ -280,7 +276,6 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Pa
             rendered.append(_page(pages[-1][1].replace("$", ""), nb, _nav(stems, i)))
         except ValueError as exc:
             raise RuntimeError(f"notebook {path.name}: {exc}") from exc
-    out.mkdir(parents=True, exist_ok=True)
     for stem, page in zip(stems, rendered):
         write_atomically(out / f"{stem}.html", page)
     if HANDOUT.is_file():
