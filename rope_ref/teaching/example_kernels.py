@@ -40,12 +40,7 @@ def llama_style_rope(x, base=10000.0):
 
 def mystery_rope(x, base=10000.0):
     """Meant to be Llama's (interleaved pairs, base 10^4, row r at position r), but one thing is wrong: find it."""
-    seq, d = x.shape
-    freqs = 1.0 / base ** (np.arange(0, d, 2) / d)
-    t = np.arange(1, seq + 1)
-    cis = np.exp(1j * np.outer(t, freqs))
-    z = (x[:, 0::2] + 1j * x[:, 1::2]) * cis
-    return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
+    return llama_style_rope(np.concatenate([x[:1], x]), base)[1:]        # a row prepended, then dropped
 
 
 def float16_angle_rope(x, base=10000.0):
@@ -70,11 +65,10 @@ def hf_style_rope(x, inv_freq, attention_factor=1.0):
 
 
 def llama_style_rope_backward(x, g, base=10000.0):
-    """The backward of ``llama_style_rope``: g rotated by minus the angles, times e^{-i m theta_i} on the pairs."""
-    seq, d = g.shape
-    freqs = 1.0 / base ** (np.arange(0, d, 2) / d)
-    z = (g[:, 0::2] + 1j * g[:, 1::2]) * np.exp(-1j * np.outer(np.arange(seq), freqs))
-    return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
+    """The backward of ``llama_style_rope``: g rotated by minus the angles, S R_m S = R_(-m) with S = diag(1, -1, ...)
+    flipping the sign of every odd feature."""
+    flip = np.tile([1.0, -1.0], g.shape[-1] // 2)
+    return llama_style_rope(g * flip, base) * flip
 
 
 def fused_backward(x, g, base=10000.0):

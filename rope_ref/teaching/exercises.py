@@ -78,9 +78,9 @@ def check_hand0_return(m, confused_with_all_hands) -> bool:
     off = np.abs(wrap_angle(positions * frequencies(8)[0]))        # hand 0's distance from a whole turn
     best = int(positions[np.argmin(off)])
     if m != best:
-        yours = float(np.abs(wrap_angle(float(m))))
-        return verdict(False, f"at m = {m} hand 0 is {yours:.3f} rad from a whole turn; another position between 1 and "
-                              "100 comes closer (compute |wrap_angle(m * theta_0)| for every m and take the smallest)")
+        return verdict(False, f"at m = {m} hand 0 is {off[m - 1]:.3f} rad from a whole turn; another position "
+                              "between 1 and 100 comes closer (compute |wrap_angle(m * theta_0)| for every m and take "
+                              "the smallest)")
     if bool(confused_with_all_hands):
         return verdict(False, f"m = {m} is right for hand 0, but look at the other hands: compare |R_m u - u| for "
                               "u = (1, 0, 1, 0, 1, 0, 1, 0) (all hands) with hand 0 alone, |e^(im) - 1|")
@@ -111,8 +111,7 @@ def check_eq34(x, answer, base: float = 10000.0) -> bool:
         return False
     pos = np.arange(x.shape[-2], dtype=float)
     right = rotate(x, pos, base=base)
-    half_width = x.shape[-1] // 2
-    angles = pos[:, None] * base ** (-2.0 * np.arange(half_width) / x.shape[-1])      # m theta_i, (seq, d/2)
+    angles = np.outer(pos, frequencies(x.shape[-1], base))                            # m theta_i, (seq, d/2)
     turned = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)       # rotate_half, interleaved
     tiled = x * np.tile(np.cos(angles), 2) + turned * np.tile(np.sin(angles), 2)    # theta_1..theta_(d/2) twice
     checks = [(tiled, "your cos and sin hold theta_1, theta_2, ..., theta_(d/2), theta_1, theta_2, ... (np.tile "
@@ -208,12 +207,11 @@ def check_rerotating_cache(answer, lost, q, k, v, t: int = 20) -> bool:
     if LOST_CHOICES[choice]:
         return verdict(False, f"not {choice}: {LOST_CHOICES[choice]}")
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
-    sl_q, sl_kv = (Ellipsis, slice(t, t + 1), slice(None)), (Ellipsis, slice(0, t + 1), slice(None))
-    shape = q[sl_q].shape[:-1] + v.shape[-1:]
-    if (a := _array(answer, shape, "answer")) is None:
+    q, k, v = q[..., t:t + 1, :], k[..., :t + 1, :], v[..., :t + 1, :]          # query t, keys and values 0..t
+    if (a := _array(answer, q.shape[:-1] + v.shape[-1:], "answer")) is None:
         return False
-    buggy = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.full(t + 1, t))
-    right = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.arange(t + 1))
+    buggy = attention(q, k, v, q_positions=[t], k_positions=np.full(t + 1, t))
+    right = attention(q, k, v, q_positions=[t], k_positions=np.arange(t + 1))
     mistakes = [(right, "that is the correct decoder (each key rotated at its own position n); the buggy one rotates "
                         "every stored key at the current position t")]
     return judge(lambda output: np.allclose(a, output, atol=1e-9), buggy, "every vector rotated at the same position "

@@ -2,6 +2,7 @@
 :mod:`rope_ref.teaching.exercises` describes.
 """
 
+import bisect
 import functools
 import numbers
 
@@ -139,15 +140,11 @@ def smallest_diagonal_norm(target: float = 0.9, pair: int = 8, n_keys: int = 48,
         raise ValueError(f"target must be a weight in (0, 1), got {target!r}")
     if not _is_integer(pair) or not 0 <= pair < d // 2:
         raise ValueError(f"pair must be an integer in 0..d/2-1 = 0..{d // 2 - 1}, got {pair!r}")
-    lo, hi = 0, 1
-    while diagonal_head_weight(float(hi), pair, n_keys, d) < target:
-        lo, hi = hi, 2 * hi
-        if hi > 1 << 40:
-            raise ValueError(f"pair {pair} turns too slowly: no |psi|^2 up to 2**40 reaches {target}")
-    while hi - lo > 1:                                     # weight(lo) < target <= weight(hi)
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if diagonal_head_weight(float(mid), pair, n_keys, d) >= target else (mid, hi)
-    return hi
+    norms = range(1, (1 << 40) + 1)
+    first = bisect.bisect_left(norms, target, key=lambda norm: diagonal_head_weight(float(norm), pair, n_keys, d))
+    if first == len(norms):
+        raise ValueError(f"pair {pair} turns too slowly: no |psi|^2 up to 2**40 reaches {target}")
+    return norms[first]
 
 
 def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:

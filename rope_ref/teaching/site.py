@@ -109,8 +109,8 @@ class _CourseRenderer(IPythonRenderer):
             img = super().image(text, url, title)
         except InvalidNotebook:     # an attachment the cell does not hold
             img = ""
-        embedded = img.startswith('<img src="data:image/')
-        return img if embedded else f"<em>[{striptags(text) or 'image'}: not embedded]</em>"
+        shown = img.startswith('<img src="data:image/')
+        return img if shown else f"<em>[{striptags(text) or 'image'}: not embedded]</em>"
 
 
 def markdown_to_html(source: str, attachments: dict | None = None) -> str:
