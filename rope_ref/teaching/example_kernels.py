@@ -99,12 +99,8 @@ def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
     """transformers' ``apply_rotary_pos_emb`` (modeling_llama) in NumPy: cos and sin ``(batch, seq, d)`` broadcast
     over the heads of q and k ``(batch, heads, seq, d)``; returns ``(q_embed, k_embed)``."""
     cos, sin = np.expand_dims(cos, unsqueeze_dim), np.expand_dims(sin, unsqueeze_dim)
-    return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
-
-
-def _rotate_half(x):
-    half = x.shape[-1] // 2
-    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    half = q.shape[-1] // 2
+    return tuple(x * cos + np.concatenate([-x[..., half:], x[..., :half]], axis=-1) * sin for x in (q, k))
 
 
 def recorded_inv_freq():

@@ -112,8 +112,7 @@ def _whole_answer(answer, what: str, lowest: int, why: str):
 
 
 def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> bool:
-    """Notebook 08: the longest context L that base ``base`` supports by Men et al.'s criterion
-    (B_{m,theta} >= 0 for every integer distance 0 <= m <= L), for head dimension ``d``."""
+    """Notebook 08: the longest context L that ``base`` supports by Men et al.'s criterion (B_m >= 0 for m <= L)."""
     if (answer := _whole_answer(answer, "a whole number of positions", 0,
                                 "a context length is a number of positions, 0 or more")) is None:
         return False
@@ -148,8 +147,7 @@ def smallest_diagonal_norm(target: float = 0.9, pair: int = 8, n_keys: int = 48,
 
 
 def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
-    """Notebook 10: the smallest integer |psi|^2 at which the diagonal head of Theorem 5.3, built on ``pair``
-    (48 tokens, d = 64), puts at least ``target`` of the last token's attention on itself."""
+    """Notebook 10: the smallest integer |psi|^2 at which Theorem 5.3's diagonal head puts ``target`` on itself."""
     answer = _whole_answer(answer, "a whole number", 1, "|psi|^2 is a squared norm, and the search starts at 1")
     if answer is None:
         return False

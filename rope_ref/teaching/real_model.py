@@ -37,11 +37,6 @@ def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
 
 
-def silu(x: np.ndarray) -> np.ndarray:
-    """x * sigmoid(x), SwiGLU's gate."""
-    return x / (1.0 + np.exp(-x))
-
-
 class SmolLM2:
     """The model: ``tokenize``/``decode``, ``forward`` (logits) and ``attention`` (weights), with any RoPE plugged in:
     a callable ``rope(x, positions)``, ``x`` ``(heads, seq, head_dim)``, returning x's shape (default :attr:`rope`)."""
@@ -112,7 +107,8 @@ class SmolLM2:
                 attention.append(weights)
             x = x + (weights @ v).transpose(1, 0, 2).reshape(seq, self.heads * hd) @ w["attn_output"].T
             h = rms_norm(x, w["ffn_norm"], self.eps)
-            x = x + (silu(h @ w["ffn_gate"].T) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T
+            gate = h @ w["ffn_gate"].T
+            x = x + (gate / (1.0 + np.exp(-gate)) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T     # SwiGLU: silu(gate) * up
         return x
 
     @staticmethod
@@ -175,8 +171,7 @@ def copy_task(model: SmolLM2, length: int = 40, seed: int = 0) -> np.ndarray:
 
 
 def copy_accuracy(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
-    """Top-1 accuracy on the second copy of a :func:`copy_task`: its tokens 2..length, each predicted from the
-    tokens before it (the first token of the copy cannot be predicted)."""
+    """Top-1 accuracy on the second copy of a :func:`copy_task` (its tokens 2..length, each from those before)."""
     length = len(ids) // 2
     logits = model.forward(ids, positions=positions, rope=rope)
     return float(np.mean(logits[length:-1].argmax(axis=-1) == np.asarray(ids)[length + 1:]))

@@ -144,8 +144,7 @@ def _clean(text: str) -> str:
 
 
 def _figure(data: str, mime: str) -> str:
-    """An image output in a box that may scroll, at its physical size when it states its resolution (a PNG
-    figure at 150 dpi is shown at 96 CSS px per inch, so 10-point text stays about 13 px)."""
+    """An image output in a box that may scroll, at 96 CSS px per inch when it states its resolution (dpi)."""
     data = "".join(data.split()) if mime == "image/png" else base64.b64encode(data.encode()).decode()
     try:
         with Image.open(io.BytesIO(base64.b64decode(data))) as image:
@@ -178,8 +177,7 @@ def title_and_objectives(nb, default: str) -> tuple[str, str]:
 
 
 def executed_notebook(path: Path, timeout: int = 300):
-    """The notebook read from ``path`` and run top to bottom in its own folder (the file is not changed).
-    The kernel's own log lines on stderr are dropped; a failing cell raises RuntimeError."""
+    """The notebook at ``path`` run top to bottom in its own folder (file unchanged); a failing cell: RuntimeError."""
     nb = nbformat.read(path, as_version=4)
     try:
         NotebookClient(nb, timeout=timeout, startup_timeout=timeout, kernel_name="python3",
@@ -210,8 +208,7 @@ def _inline(title: str) -> str:
 
 
 def _numbered(stem: str, title: str) -> tuple[str, str]:
-    """The number a notebook is titled with and the rest of its title ("0. Why positions?" -> "0", "Why
-    positions?"); a title without one keeps it whole and takes its file name's number ("00_x" -> "0")."""
+    """The title's number and the rest ("0. Why positions?" -> "0", "Why positions?"), else the file name's number."""
     titled = re.match(r"(\d+)\.\s+(.*)", title)
     if titled:
         return str(int(titled[1])), titled[2]
@@ -220,8 +217,7 @@ def _numbered(stem: str, title: str) -> tuple[str, str]:
 
 
 def index_html(pages, handout: bool = False) -> bytes:
-    """The overview: every notebook in the given order, numbered as titled, with its file and learning
-    objectives; a link to the handout page when ``handout``."""
+    """The overview: every notebook in order, with its number, file and learning objectives (and the handout)."""
     rows = []
     for stem, title, objectives in pages:
         number, name = _numbered(stem, title)
