@@ -71,8 +71,7 @@ class SmolLM2:
         return self.tokenizer.decode([int(i) for i in self._check_ids(ids)], skip_special_tokens=False)
 
     def forward(self, ids, *, positions=None, rope=None, dtype=np.float32) -> np.ndarray:
-        """Next-token logits ``(seq, vocab)`` of token ids ``(seq,)`` at ``positions`` (default 0..seq-1), computed
-        in ``dtype`` (float32, as the model runs; float64 for results that must not depend on the CPU's kernels)."""
+        """Next-token logits ``(seq, vocab)`` of ids ``(seq,)`` at ``positions`` (default 0..seq-1), in ``dtype``."""
         hidden = self._blocks(*self._check_call(ids, positions, rope, dtype), attention=None)
         return rms_norm(hidden, self.output_norm, self.eps) @ self.embedding.T         # tied output embedding
 
