@@ -40,12 +40,7 @@ def llama_style_rope(x, base=10000.0):
 
 def mystery_rope(x, base=10000.0):
     """Meant to be Llama's (interleaved pairs, base 10^4, row r at position r), but one thing is wrong: find it."""
-    seq, d = x.shape
-    freqs = 1.0 / base ** (np.arange(0, d, 2) / d)
-    t = np.arange(1, seq + 1)
-    cis = np.exp(1j * np.outer(t, freqs))
-    z = (x[:, 0::2] + 1j * x[:, 1::2]) * cis
-    return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
+    return llama_style_rope(np.concatenate([x[:1], x]), base)[1:]        # a row prepended, then dropped
 
 
 def float16_angle_rope(x, base=10000.0):
@@ -59,11 +54,8 @@ def float16_angle_rope(x, base=10000.0):
 
 
 def hf_style_rope(x, inv_freq, attention_factor=1.0):
-    """transformers' pattern: angles in float32, cat(freqs, freqs), x*cos + rotate_half(x)*sin.
-
-    ``inv_freq`` comes from the model (here: a RopeConfig's ``inv_freq()``); cos and sin are
-    multiplied by ``attention_factor`` as transformers' rotary modules do.
-    """
+    """transformers' pattern: angles in float32, cat(freqs, freqs), x*cos + rotate_half(x)*sin; cos and sin times
+    ``attention_factor``, as transformers' rotary modules do."""
     seq, d = x.shape
     freqs = np.outer(np.arange(seq, dtype=np.float32), np.asarray(inv_freq, dtype=np.float32))
     emb = np.concatenate([freqs, freqs], axis=-1)
@@ -73,12 +65,10 @@ def hf_style_rope(x, inv_freq, attention_factor=1.0):
 
 
 def llama_style_rope_backward(x, g, base=10000.0):
-    """The backward of ``llama_style_rope``: the gradient of sum(fn(x) * g) with respect to x is g rotated
-    by minus the angles (each 2x2 rotation's transpose), times e^{-i m theta_i} on the complex pairs."""
-    seq, d = g.shape
-    freqs = 1.0 / base ** (np.arange(0, d, 2) / d)
-    z = (g[:, 0::2] + 1j * g[:, 1::2]) * np.exp(-1j * np.outer(np.arange(seq), freqs))
-    return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
+    """The backward of ``llama_style_rope``: g rotated by minus the angles, S R_m S = R_(-m) with S = diag(1, -1, ...)
+    flipping the sign of every odd feature."""
+    flip = np.tile([1.0, -1.0], g.shape[-1] // 2)
+    return llama_style_rope(g * flip, base) * flip
 
 
 def fused_backward(x, g, base=10000.0):
@@ -87,11 +77,9 @@ def fused_backward(x, g, base=10000.0):
 
 
 def replayed_llama_rotary(cast=None):
-    """transformers 5.24.0's ``LlamaRotaryEmbedding`` for Llama 3 8B, replayed from its recording
-    (tests/data/record_llama_rotary.py): ``rotary(x, position_ids) -> (cos, sin)``, each ``(batch, seq, 128)`` in
-    ``x``'s dtype.  Only ids 0..255 were recorded (a larger one is an IndexError, as in a 256-row cos/sin cache).
-    ``cast="bfloat16"``: the module after ``.to(torch.bfloat16)`` called with float32 ``x``: its recorded bfloat16
-    ``inv_freq`` times the positions in float32, then cos and sin, as its forward computes them."""
+    """transformers 5.24.0's ``LlamaRotaryEmbedding`` for Llama 3 8B, replayed from its recording (ids 0..255):
+    ``rotary(x, position_ids) -> (cos, sin)``, each ``(batch, seq, 128)`` in ``x``'s dtype.  ``cast="bfloat16"``: the
+    module after ``.to(torch.bfloat16)``, its bfloat16 ``inv_freq`` times the positions in float32, then cos and sin."""
     if cast not in (None, "bfloat16"):
         raise ValueError(f"cast must be None or 'bfloat16' (the cast recorded), got {cast!r}")
     recorded = _recording()
@@ -111,17 +99,12 @@ def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
     """transformers' ``apply_rotary_pos_emb`` (modeling_llama) in NumPy: cos and sin ``(batch, seq, d)`` broadcast
     over the heads of q and k ``(batch, heads, seq, d)``; returns ``(q_embed, k_embed)``."""
     cos, sin = np.expand_dims(cos, unsqueeze_dim), np.expand_dims(sin, unsqueeze_dim)
-    return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
-
-
-def _rotate_half(x):
-    half = x.shape[-1] // 2
-    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    half = q.shape[-1] // 2
+    return tuple(x * cos + np.concatenate([-x[..., half:], x[..., :half]], axis=-1) * sin for x in (q, k))
 
 
 def recorded_inv_freq():
-    """The recorded ``inv_freq`` of that module, float32 ``(64,)``, as built and as ``module.to(torch.bfloat16)`` left
-    it (read back as float32): notebook 06's buffer cast."""
+    """The recorded ``inv_freq`` of that module, float32 ``(64,)``, as built and after ``.to(torch.bfloat16)``."""
     recorded = _recording()
     return recorded["inv_freq"], recorded["inv_freq_bf16"]
 

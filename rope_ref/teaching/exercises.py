@@ -1,8 +1,6 @@
-"""Checkers for the exercises of notebooks 00-05: each prints one line and returns a bool, and raises nothing
-whatever it is given (NaN included): ``Not answered yet ...`` (False) while an answer is still ``None``, so Run All
-works; ``Correct: ...`` (True); ``Not yet: <why>`` (False), naming a common mistake (a sign, a pairing, the
-configured factor instead of the effective one) without giving the right value away.  The right answer and the
-common wrong ones come from :mod:`rope_ref`.
+"""Checkers for the exercises of notebooks 00-05: each prints one line, returns a bool and raises nothing (NaN
+included): ``Not answered yet ...`` (False) while an answer is ``None``, so Run All works; ``Correct: ...`` (True);
+``Not yet: <why>`` (False), naming a common mistake without giving the right value away (answers from :mod:`rope_ref`).
 """
 
 import numbers
@@ -29,8 +27,7 @@ def unanswered(*answers, hint: str) -> bool:
 
 
 def _number(value, name: str, hint: str = ""):
-    """A finite real number (not a bool), or None with a printed explanation (NaN and inf are not answers; None is
-    not answered yet, with ``hint``)."""
+    """A finite real number (not a bool) as a float, or None after a printed explanation (None: not answered yet)."""
     if unanswered(value, hint=hint):
         return None
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
@@ -69,8 +66,7 @@ def judge(is_answer, right, correct: str, mistakes, otherwise: str) -> bool:
 
 
 def check_hand0_return(m, confused_with_all_hands) -> bool:
-    """Notebook 00: the position 1..100 hand 0 (theta_0 = 1) confuses most with position 0, and whether the full
-    code of d = 8 still confuses it (a bool)."""
+    """Notebook 00: the position 1..100 hand 0 (theta_0 = 1) confuses most with 0, and whether all of d = 8 does."""
     if unanswered(m, confused_with_all_hands, hint="set m (a position 1..100) and confused_with_all_hands "
                                                     "(True or False), then run this cell"):
         return False
@@ -82,9 +78,9 @@ def check_hand0_return(m, confused_with_all_hands) -> bool:
     off = np.abs(wrap_angle(positions * frequencies(8)[0]))        # hand 0's distance from a whole turn
     best = int(positions[np.argmin(off)])
     if m != best:
-        yours = float(np.abs(wrap_angle(float(m))))
-        return verdict(False, f"at m = {m} hand 0 is {yours:.3f} rad from a whole turn; another position between 1 and "
-                              "100 comes closer (compute |wrap_angle(m * theta_0)| for every m and take the smallest)")
+        return verdict(False, f"at m = {m} hand 0 is {off[m - 1]:.3f} rad from a whole turn; another position "
+                              "between 1 and 100 comes closer (compute |wrap_angle(m * theta_0)| for every m and take "
+                              "the smallest)")
     if bool(confused_with_all_hands):
         return verdict(False, f"m = {m} is right for hand 0, but look at the other hands: compare |R_m u - u| for "
                               "u = (1, 0, 1, 0, 1, 0, 1, 0) (all hands) with hand 0 alone, |e^(im) - 1|")
@@ -108,16 +104,14 @@ def check_relative_rotation(answer, m: float = 5.0, n: float = 12.5, d: int = 16
 
 
 def check_eq34(x, answer, base: float = 10000.0) -> bool:
-    """Notebook 01, exercise 2: ``answer`` should be eq 34 applied to ``x`` ``(seq, d)`` at positions 0..seq-1,
-    interleaved pairs -- the numbers of ``rr.rotate(x)``."""
+    """Notebook 01, exercise 2: ``answer`` should be eq 34 on ``x`` ``(seq, d)`` at positions 0..seq-1: rr.rotate(x)."""
     x = np.asarray(x, dtype=np.float64)
     hint = "compute eq 34 for x into answer (five lines of NumPy), then run this cell"
     if (a := _array(answer, x.shape, "answer", hint)) is None:
         return False
     pos = np.arange(x.shape[-2], dtype=float)
     right = rotate(x, pos, base=base)
-    half_width = x.shape[-1] // 2
-    angles = pos[:, None] * base ** (-2.0 * np.arange(half_width) / x.shape[-1])      # m theta_i, (seq, d/2)
+    angles = np.outer(pos, frequencies(x.shape[-1], base))                            # m theta_i, (seq, d/2)
     turned = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)       # rotate_half, interleaved
     tiled = x * np.tile(np.cos(angles), 2) + turned * np.tile(np.sin(angles), 2)    # theta_1..theta_(d/2) twice
     checks = [(tiled, "your cos and sin hold theta_1, theta_2, ..., theta_(d/2), theta_1, theta_2, ... (np.tile "
@@ -144,9 +138,7 @@ def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: in
     q, k = random_qk(d, seed)
     q_m, k_n = rotate(q, m)[2 * i:2 * i + 2], rotate(k, n)[2 * i:2 * i + 2]      # pair i, rotated
     measured = float(wrap_angle(np.angle(complex(*q_m)) - np.angle(complex(*k_n))))
-    if abs(wrap_angle(a - measured)) < 1e-6:
-        return verdict(True, f"{a:+.6f} rad is the measured angle {measured:+.6f} rad (modulo 2 pi)")
-    if abs(wrap_angle(np.radians(a) - measured)) < 1e-3:
+    if abs(wrap_angle(a - measured)) >= 1e-6 and abs(wrap_angle(np.radians(a) - measured)) < 1e-3:
         return verdict(False, f"{a:g} looks like the right angle in degrees; np.angle and theta_i are in radians, "
                               "and so is the answer (np.radians converts)")
     phi_q, phi_k = np.angle(complex(*q[2 * i:2 * i + 2])), np.angle(complex(*k[2 * i:2 * i + 2]))
@@ -159,9 +151,10 @@ def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: in
                 (phi_q - phi_k, "you left out the position part (m - n) theta_i"),
                 (phi_q - phi_k + (m - n) * frequencies(d)[min(i + 1, d // 2 - 1)], "wrong pair: theta_i for pair "
                                                                                    "i = 2 is frequencies(16)[2]")]
-    return verdict(False, next((why for angle, why in mistakes if abs(wrap_angle(a - angle)) < 1e-6),
-                               f"{a:+.4f} rad is {abs(wrap_angle(a - measured)):.3f} rad away from the measured "
-                               "angle (modulo 2 pi); predict (phi_q - phi_k) + (m - n) theta_i"))
+    return judge(lambda angle: abs(wrap_angle(a - angle)) < 1e-6, measured,
+                 f"{a:+.6f} rad is the measured angle {measured:+.6f} rad (modulo 2 pi)", mistakes,
+                 f"{a:+.4f} rad is {abs(wrap_angle(a - measured)):.3f} rad away from the measured angle (modulo 2 pi); "
+                 "predict (phi_q - phi_k) + (m - n) theta_i")
 
 
 def check_decay_prediction(far_is_higher, far_mean) -> bool:
@@ -202,9 +195,8 @@ LOST_CHOICES = {"positions": None,
 
 
 def check_rerotating_cache(answer, lost, q, k, v, t: int = 20) -> bool:
-    """Notebook 04: ``answer`` should be the buggy decoder's output at step t: query t attending keys 0..t, every
-    vector rotated at position t (shape ``(..., 1, d_v)``); ``lost`` names what it loses, one of
-    :data:`LOST_CHOICES`."""
+    """Notebook 04: ``answer`` should be the buggy decoder's output ``(..., 1, d_v)`` at step t (query t, keys
+    0..t, every vector rotated at position t); ``lost`` names what it loses, one of :data:`LOST_CHOICES`."""
     if unanswered(answer, lost, hint="compute the buggy step's output with rr.attention into answer, set lost to "
                                      f"one of {', '.join(map(repr, LOST_CHOICES))}, then run this cell"):
         return False
@@ -215,12 +207,11 @@ def check_rerotating_cache(answer, lost, q, k, v, t: int = 20) -> bool:
     if LOST_CHOICES[choice]:
         return verdict(False, f"not {choice}: {LOST_CHOICES[choice]}")
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
-    sl_q, sl_kv = (Ellipsis, slice(t, t + 1), slice(None)), (Ellipsis, slice(0, t + 1), slice(None))
-    shape = q[sl_q].shape[:-1] + v.shape[-1:]
-    if (a := _array(answer, shape, "answer")) is None:
+    q, k, v = q[..., t:t + 1, :], k[..., :t + 1, :], v[..., :t + 1, :]          # query t, keys and values 0..t
+    if (a := _array(answer, q.shape[:-1] + v.shape[-1:], "answer")) is None:
         return False
-    buggy = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.full(t + 1, t))
-    right = attention(q[sl_q], k[sl_kv], v[sl_kv], q_positions=[t], k_positions=np.arange(t + 1))
+    buggy = attention(q, k, v, q_positions=[t], k_positions=np.full(t + 1, t))
+    right = attention(q, k, v, q_positions=[t], k_positions=np.arange(t + 1))
     mistakes = [(right, "that is the correct decoder (each key rotated at its own position n); the buggy one rotates "
                         "every stored key at the current position t")]
     return judge(lambda output: np.allclose(a, output, atol=1e-9), buggy, "every vector rotated at the same position "
@@ -238,13 +229,11 @@ def check_dynamic_ntk_factors(at_4x, at_2x, factor: float = 4.0) -> bool:
         return False
     s = float(factor)
     right = (s * 4 - (s - 1), s * 2 - (s - 1))
-
-    def is_answer(pair) -> bool:
-        return abs(a4 - pair[0]) < 1e-6 and abs(a2 - pair[1]) < 1e-6
     which = [name for name, value, want in zip(("at_4x", "at_2x"), (a4, a2), right) if abs(value - want) >= 1e-6]
     mistakes = [((s, s), "that is the configured factor; dynamic NTK computes its own from the current length L"),
                 ((s * 4, s * 2), "close: s L / L_train is part of it, but dynamic NTK subtracts s - 1 so that nothing "
                                  "changes at L = L_train")]
-    return judge(is_answer, right, f"divided by {right[0]:g} and {right[1]:g}: s L / L_train - (s - 1)", mistakes,
+    return judge(lambda pair: max(abs(a4 - pair[0]), abs(a2 - pair[1])) < 1e-6, right,
+                 f"divided by {right[0]:g} and {right[1]:g}: s L / L_train - (s - 1)", mistakes,
                  f"{' and '.join(which)} not right; read the base change base * (s L / L_train - (s - 1))^(d/(d-2)) "
                  "and what it does to the slowest pair, base^(-(d-2)/d)")

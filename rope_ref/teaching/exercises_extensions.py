@@ -1,8 +1,8 @@
-"""Checkers for the exercises of notebooks 06-11 (the extensions): precision, a bug hunt, frequencies, multi-axis
-RoPE and a real model.  Each prints one line and returns a bool, as :mod:`rope_ref.teaching.exercises` describes,
-naming the common slip without giving the right value away; the right answer comes from :mod:`rope_ref`.
+"""Checkers for the exercises of notebooks 06-11 (the extensions), each one line and a bool, as
+:mod:`rope_ref.teaching.exercises` describes.
 """
 
+import bisect
 import functools
 import numbers
 
@@ -23,8 +23,7 @@ def _is_integer(value) -> bool:
 
 
 def _choice(answer, choices, name: str, hint: str, fold=str.lower):
-    """``answer`` folded (stripped, ``fold``) if it is one of ``choices``; else None after a "Not answered yet"
-    (with ``hint``) or "Not yet" line."""
+    """``answer`` folded (stripped, ``fold``) if it is one of ``choices``; else None after the line saying why not."""
     if unanswered(answer, hint=hint):
         return None
     if isinstance(answer, str) and fold(answer.strip()) in choices:
@@ -34,16 +33,14 @@ def _choice(answer, choices, name: str, hint: str, fold=str.lower):
 
 
 def reduced_then_cast_error(position: float = 1e6, d: int = 128, base: float = 10000.0) -> float:
-    """Largest |angle error| (rad, over the pairs) when m theta_i is formed in float64, reduced to (-pi, pi]
-    in float64, and only then cast to float32."""
+    """Largest |angle error| (rad) over the pairs when m theta_i is reduced to (-pi, pi] in float64, then cast."""
     exact = rotation_angles(position, frequencies(d, base))
     cast = wrap_angle(exact).astype(np.float32).astype(np.float64)
     return float(np.abs(wrap_angle(cast - exact)).max())
 
 
 def check_reduced_cast_error(answer, position: float = 1e6, d: int = 128, base: float = 10000.0) -> bool:
-    """Notebook 06: the largest angle error (radians) of "reduce in float64, then cast to float32" at
-    ``position``."""
+    """Notebook 06: the largest angle error (radians) of "reduce in float64, then cast to float32"."""
     if unanswered(answer, hint="set answer to the largest angle error in radians and run the cell again."):
         return False
     if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or not np.isfinite(answer) or answer < 0:
@@ -104,8 +101,7 @@ def check_planted_bug(answer) -> bool:
 
 
 def _whole_answer(answer, what: str, lowest: int, why: str):
-    """``answer`` as an int if it is a whole number >= ``lowest``; otherwise None, after "Not answered yet" or
-    why not (``what`` it should be; ``why``, when below ``lowest``)."""
+    """``answer`` as an int if it is a whole number >= ``lowest`` (else None, after why not: ``what``, ``why``)."""
     if unanswered(answer, hint="set answer to an integer and run the cell again."):
         return None
     if _is_integer(answer) and answer >= lowest:
@@ -116,8 +112,7 @@ def _whole_answer(answer, what: str, lowest: int, why: str):
 
 
 def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> bool:
-    """Notebook 08: the longest context L that base ``base`` supports by Men et al.'s criterion
-    (B_{m,theta} >= 0 for every integer distance 0 <= m <= L), for head dimension ``d``."""
+    """Notebook 08: the longest context L that ``base`` supports by Men et al.'s criterion (B_m >= 0 for m <= L)."""
     if (answer := _whole_answer(answer, "a whole number of positions", 0,
                                 "a context length is a number of positions, 0 or more")) is None:
         return False
@@ -144,20 +139,15 @@ def smallest_diagonal_norm(target: float = 0.9, pair: int = 8, n_keys: int = 48,
         raise ValueError(f"target must be a weight in (0, 1), got {target!r}")
     if not _is_integer(pair) or not 0 <= pair < d // 2:
         raise ValueError(f"pair must be an integer in 0..d/2-1 = 0..{d // 2 - 1}, got {pair!r}")
-    lo, hi = 0, 1
-    while diagonal_head_weight(float(hi), pair, n_keys, d) < target:
-        lo, hi = hi, 2 * hi
-        if hi > 1 << 40:
-            raise ValueError(f"pair {pair} turns too slowly: no |psi|^2 up to 2**40 reaches {target}")
-    while hi - lo > 1:                                     # weight(lo) < target <= weight(hi)
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if diagonal_head_weight(float(mid), pair, n_keys, d) >= target else (mid, hi)
-    return hi
+    norms = range(1, (1 << 40) + 1)
+    first = bisect.bisect_left(norms, target, key=lambda norm: diagonal_head_weight(float(norm), pair, n_keys, d))
+    if first == len(norms):
+        raise ValueError(f"pair {pair} turns too slowly: no |psi|^2 up to 2**40 reaches {target}")
+    return norms[first]
 
 
 def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
-    """Notebook 10: the smallest integer |psi|^2 at which the diagonal head of Theorem 5.3, built on ``pair``
-    (48 tokens, d = 64), puts at least ``target`` of the last token's attention on itself."""
+    """Notebook 10: the smallest integer |psi|^2 at which Theorem 5.3's diagonal head puts ``target`` on itself."""
     answer = _whole_answer(answer, "a whole number", 1, "|psi|^2 is a squared norm, and the search starts at 1")
     if answer is None:
         return False
@@ -187,7 +177,6 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
         return verdict(False, f"you gave different ids {tuple(int(v) for v in values)} on the three axes, but a text "
                               "token has the same id on t, h and w")
     value = int(values[0])
-    segments = [tuple(s) for s in segments]
     ids = mrope_position_ids(segments, spatial_merge_size=spatial_merge_size)
     start = segments[0][1]
     t, h, w = segments[1][1]
@@ -214,14 +203,12 @@ SAME_SCORE_FROM, SAME_SCORE_TO, SAME_SCORE_QUERY = (2, 3), (7, 1), (10, 10)
 
 
 def same_score_qk(d: int = 64, seed: int = 1):
-    """The exercise's query and key: seeded standard-normal, independent (so an offset and its reverse score
-    differently)."""
+    """The exercise's query and key, independent (an offset and its reverse score differently)."""
     return random_qk(d, seed)
 
 
 def check_same_score_patch(answer) -> bool:
-    """``answer``: the key patch (x, y) that, with the query at (10, 10), gives exactly the score of
-    query (2, 3) and key (7, 1) under 2-D axial RoPE."""
+    """``answer``: the key patch (x, y) that, with the query at (10, 10), scores as query (2, 3) and key (7, 1)."""
     if unanswered(answer, hint="set answer to the key patch (x, y), then run this cell"):
         return False
     if not isinstance(answer, (tuple, list, np.ndarray)) or len(answer) != 2 or not all(map(_is_integer, answer)):

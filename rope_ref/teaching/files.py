@@ -1,11 +1,6 @@
-"""How the teaching layer writes files: whole files only, never through a symbolic link.
-
-:func:`write_atomically` writes a temporary file beside the target (``.NAME.XXXXXXXX.tmp``), flushes it to disk
-and renames it over the target (:func:`os.replace`), so a killed run leaves the old or the new whole file.
-:func:`check_targets` refuses a target name that is a symbolic link or not a regular file, before any work;
-:func:`output_folder` checks a folder for the command line's ``--out`` and the library's writers alike.
-:func:`handling_interrupts` records Ctrl-C (even a KeyboardInterrupt Python ignores) and holds it while a file
-is written.  The promises in full: docs/command_line.md.
+"""How the teaching layer writes files: whole files only (a temporary file beside the target, then
+:func:`os.replace`), never through a symbolic link, with Ctrl-C held while a file is written.  The promises in full:
+docs/command_line.md.
 """
 
 from __future__ import annotations
@@ -29,11 +24,7 @@ INTERRUPT = {"seen": False, "held": False}
 
 def output_folder(out, argument: str = "out") -> Path:
     """The absolute folder ``out`` names (``~`` expanded, links resolved), if files can be written there; else a
-    ``TypeError`` or ``ValueError`` that names ``argument``.  Nothing is created.
-
-    Refused: an empty path, a filesystem root, an unknown ``~user``, a loop of links, a link to nothing, a name too
-    long, a path at or under an existing non-folder, and a place whose nearest existing folder takes no new entry.
-    """
+    ``TypeError`` or ``ValueError`` that names ``argument``.  Nothing is created."""
     text = os.fspath(out) if isinstance(out, (str, os.PathLike)) else None
     if not isinstance(text, str):
         raise TypeError(f"{argument}: expected a folder path (str or os.PathLike), got {type(out).__name__} {out!r}")

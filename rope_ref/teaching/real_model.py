@@ -37,11 +37,6 @@ def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
 
 
-def silu(x: np.ndarray) -> np.ndarray:
-    """x * sigmoid(x), SwiGLU's gate."""
-    return x / (1.0 + np.exp(-x))
-
-
 class SmolLM2:
     """The model: ``tokenize``/``decode``, ``forward`` (logits) and ``attention`` (weights), with any RoPE plugged in:
     a callable ``rope(x, positions)``, ``x`` ``(heads, seq, head_dim)``, returning x's shape (default :attr:`rope`)."""
@@ -76,8 +71,7 @@ class SmolLM2:
         return self.tokenizer.decode([int(i) for i in self._check_ids(ids)], skip_special_tokens=False)
 
     def forward(self, ids, *, positions=None, rope=None, dtype=np.float32) -> np.ndarray:
-        """Next-token logits ``(seq, vocab)`` of token ids ``(seq,)`` at ``positions`` (default 0..seq-1), computed
-        in ``dtype`` (float32, as the model runs; float64 for results that must not depend on the CPU's kernels)."""
+        """Next-token logits ``(seq, vocab)`` of ids ``(seq,)`` at ``positions`` (default 0..seq-1), in ``dtype``."""
         hidden = self._blocks(*self._check_call(ids, positions, rope, dtype), attention=None)
         return rms_norm(hidden, self.output_norm, self.eps) @ self.embedding.T         # tied output embedding
 
@@ -112,7 +106,8 @@ class SmolLM2:
                 attention.append(weights)
             x = x + (weights @ v).transpose(1, 0, 2).reshape(seq, self.heads * hd) @ w["attn_output"].T
             h = rms_norm(x, w["ffn_norm"], self.eps)
-            x = x + (silu(h @ w["ffn_gate"].T) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T
+            gate = h @ w["ffn_gate"].T
+            x = x + (gate / (1.0 + np.exp(-gate)) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T     # SwiGLU: silu(gate) * up
         return x
 
     @staticmethod
@@ -145,8 +140,8 @@ class SmolLM2:
 
 
 def _bpe_tokenizer(meta: dict):
-    """The GGUF's tokenizer (gpt2, pre-tokenizer smollm) as a ``tokenizers`` byte-level BPE with GPT-2's split, control
-    tokens (type 3) kept whole (smollm's digit split: no token in the vocabulary holds two digits)."""
+    """The GGUF's tokenizer as a ``tokenizers`` byte-level BPE, control tokens (type 3) kept whole (smollm's digit
+    split: no token in the vocabulary holds two digits)."""
     tokens = meta["tokenizer.ggml.tokens"]
     merges = [tuple(merge.split(" ", 1)) for merge in meta["tokenizer.ggml.merges"]]
     tokenizer = Tokenizer(models.BPE({token: i for i, token in enumerate(tokens)}, merges))
@@ -168,16 +163,14 @@ FIRST_ORDINARY = 17     # ids 0..16 are control tokens (<|endoftext|>, <|im_star
 
 
 def copy_task(model: SmolLM2, length: int = 40, seed: int = 0) -> np.ndarray:
-    """``length`` seeded random ordinary token ids, twice: ``(2 * length,)``.  Only a model that finds where the
-    current token appeared before, and copies what followed, predicts the second copy."""
+    """``length`` seeded random ordinary token ids, twice: ``(2 * length,)``."""
     half = np.random.default_rng(check_seed(seed)).integers(FIRST_ORDINARY, model.vocab,
                                                                 check_positive_int(length, "length"))
     return np.concatenate([half, half])
 
 
 def copy_accuracy(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
-    """Top-1 accuracy on the second copy of a :func:`copy_task`: its tokens 2..length, each predicted from the
-    tokens before it (the first token of the copy cannot be predicted)."""
+    """Top-1 accuracy on the second copy of a :func:`copy_task` (its tokens 2..length, each from those before)."""
     length = len(ids) // 2
     logits = model.forward(ids, positions=positions, rope=rope)
     return float(np.mean(logits[length:-1].argmax(axis=-1) == np.asarray(ids)[length + 1:]))
@@ -199,9 +192,8 @@ def without_pairs(rope, pairs):
 
 
 def head_scores(attention: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
-    """(previous-token score, induction score), each ``(layers, heads)``, of attention weights
-    ``(layers, heads, 2 length, 2 length)`` on a :func:`copy_task`: the mean weight of query t on key t - 1,
-    and of query t in the second copy on key t - length + 1 (the token after the earlier copy of its token)."""
+    """(previous-token score, induction score) ``(layers, heads)`` of attention ``(layers, heads, 2 length, 2 length)``
+    on a :func:`copy_task`: mean weight of query t on key t - 1, and in the second copy on key t - length + 1."""
     attention, length = check_real_array(attention, "attention"), check_positive_int(length, "length")
     if attention.ndim < 2 or attention.shape[-2:] != (2 * length, 2 * length):
         raise ValueError(f"attention must have shape (..., 2 length, 2 length) = (..., {2 * length}, {2 * length}), "
@@ -212,8 +204,7 @@ def head_scores(attention: np.ndarray, length: int) -> tuple[np.ndarray, np.ndar
 
 
 def queries_keys(model: SmolLM2, ids, *, positions=None) -> tuple[np.ndarray, np.ndarray]:
-    """Every layer's q ``(layers, heads, seq, head_dim)`` and k ``(layers, kv_heads, seq, head_dim)`` before RoPE,
-    caught by a RoPE that records its input and then rotates it with the model's own."""
+    """Every layer's q ``(layers, heads, seq, head_dim)`` and k ``(layers, kv_heads, seq, head_dim)`` before RoPE."""
     seen = []
 
     def recording_rope(x, positions):
@@ -250,8 +241,7 @@ def mean_loss(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
 
 
 def fig_real_attention_maps(length: int = 40, seed: int = 0) -> Figure:
-    """SmolLM2's previous-token head and induction head on a :func:`copy_task`, each the head with the highest
-    score of :func:`head_scores` (found, not picked by hand)."""
+    """SmolLM2's previous-token and induction heads on a :func:`copy_task`, each the best by :func:`head_scores`."""
     model = load_smollm2()       # float64: float32 products round differently on different CPUs' BLAS kernels
     attention = model.attention(copy_task(model, length, seed), dtype=np.float64)
     fig = new_figure(9.5, 4.4)

@@ -1,11 +1,8 @@
 """The course as static HTML that works offline: ``python -m rope_ref site --out DIR``.
 
-:func:`build_site` executes every notebook (nbclient) and writes ``index.html`` (the order, learning objectives,
-links), one page per notebook and ``handout.html`` (docs/handout.md), each through nbconvert's HTML exporter with
-the template ``site.html.j2``.  The pages load nothing from the network and hold no script: math (``$...$``,
-``$$...$$``) is MathML (latex2mathml); figures and the frames every slider view carries are ``data:`` URIs; raw
-HTML is escaped, HTML outputs shown as text, SVG only as an image, and each body passes an allowlist (:func:`_clean`);
-solutions (cells tagged ``solution``) are folded in ``<details>``, exercises (``exercise``) framed.
+Every notebook executed (nbclient) and written through nbconvert's HTML exporter with the template ``site.html.j2``:
+no script, nothing fetched; math as MathML (latex2mathml), figures as ``data:`` URIs, raw HTML escaped, each body
+through an allowlist (:func:`_clean`); solutions (cells tagged ``solution``) folded, exercises framed.
 """
 
 from __future__ import annotations
@@ -55,9 +52,8 @@ _MATRIX = re.compile(r"<mo>([^<]*)</mo><mtable>((?:(?!<mtable>).)*?)</mtable><mo
 
 
 def _stretch_fences(mathml: str) -> str:
-    """The brackets of a matrix as tall as the matrix: a class on the ``<mtable>`` (``paren``, ``bracket``, ``vbar``,
-    ``vvbar``) whose borders the page's style draws (a stretchy ``<mo>`` grows only with an OpenType MATH font).
-    Other fences around a matrix become stretchy operators."""
+    """The brackets of a matrix as tall as the matrix: a class on the ``<mtable>`` whose borders the page's style
+    draws (a stretchy ``<mo>`` grows only with an OpenType MATH font); other fences become stretchy operators."""
     def fence(match):
         kind = _MATRIX_FENCES.get((match.group(1), match.group(3)))
         if kind:
@@ -78,8 +74,7 @@ def _space_functions(mathml: str) -> str:
 
 
 def _tight_bars(mathml: str) -> str:
-    """``|x|`` and ``\\|x\\|`` drawn tight, as TeX draws them: a bar is a fence, not an operator with a gap on
-    each side (MathML's default spacing for ``<mo>|</mo>``)."""
+    """``|x|`` and ``\\|x\\|`` drawn tight, as TeX draws them: a bar is a fence, not an operator with gaps."""
     bar = r'<mo((?: fence="false")? stretchy="false")>(&#x0007C;|&#x02016;)</mo>'
     return re.sub(bar, r'<mo\1 lspace="0em" rspace="0em">\2</mo>', mathml)
 
@@ -114,8 +109,8 @@ class _CourseRenderer(IPythonRenderer):
             img = super().image(text, url, title)
         except InvalidNotebook:     # an attachment the cell does not hold
             img = ""
-        embedded = img.startswith('<img src="data:image/')
-        return img if embedded else f"<em>[{striptags(text) or 'image'}: not embedded]</em>"
+        shown = img.startswith('<img src="data:image/')
+        return img if shown else f"<em>[{striptags(text) or 'image'}: not embedded]</em>"
 
 
 def markdown_to_html(source: str, attachments: dict | None = None) -> str:
@@ -149,8 +144,7 @@ def _clean(text: str) -> str:
 
 
 def _figure(data: str, mime: str) -> str:
-    """An image output in a box that may scroll, at its physical size when it states its resolution (a PNG
-    figure at 150 dpi is shown at 96 CSS px per inch, so 10-point text stays about 13 px)."""
+    """An image output in a box that may scroll, at 96 CSS px per inch when it states its resolution (dpi)."""
     data = "".join(data.split()) if mime == "image/png" else base64.b64encode(data.encode()).decode()
     try:
         with Image.open(io.BytesIO(base64.b64decode(data))) as image:
@@ -164,14 +158,10 @@ def _figure(data: str, mime: str) -> str:
 @functools.cache
 def _exporter() -> HTMLExporter:
     """nbconvert's HTML exporter with the site's template and its filters (markdown, math, figures, the allowlist)."""
-    templates = jinja2.FileSystemLoader(Path(__file__).parent)
-    exporter = HTMLExporter(extra_loaders=[templates], template_file="site.html.j2",
-                            config=Config({"NbConvertBase": {"display_data_priority": SHOWN}}))
     filters = {"clean": _clean, "course_markdown": markdown_to_html, "figure": _figure,
                "display_math": lambda tex: math_to_mathml(tex.strip().strip("$"), display=True)}
-    for name, function in filters.items():
-        exporter.register_filter(name, function)
-    return exporter
+    return HTMLExporter(extra_loaders=[jinja2.FileSystemLoader(Path(__file__).parent)], template_file="site.html.j2",
+                        filters=filters, config=Config({"NbConvertBase": {"display_data_priority": SHOWN}}))
 
 
 def title_and_objectives(nb, default: str) -> tuple[str, str]:
@@ -187,8 +177,7 @@ def title_and_objectives(nb, default: str) -> tuple[str, str]:
 
 
 def executed_notebook(path: Path, timeout: int = 300):
-    """The notebook read from ``path`` and run top to bottom in its own folder (the file is not changed).
-    The kernel's own log lines on stderr are dropped; a failing cell raises RuntimeError."""
+    """The notebook at ``path`` run top to bottom in its own folder (file unchanged); a failing cell: RuntimeError."""
     nb = nbformat.read(path, as_version=4)
     try:
         NotebookClient(nb, timeout=timeout, startup_timeout=timeout, kernel_name="python3",
@@ -219,8 +208,7 @@ def _inline(title: str) -> str:
 
 
 def _numbered(stem: str, title: str) -> tuple[str, str]:
-    """The number a notebook is titled with and the rest of its title ("0. Why positions?" -> "0", "Why
-    positions?"); a title without one keeps it whole and takes its file name's number ("00_x" -> "0")."""
+    """The title's number and the rest ("0. Why positions?" -> "0", "Why positions?"), else the file name's number."""
     titled = re.match(r"(\d+)\.\s+(.*)", title)
     if titled:
         return str(int(titled[1])), titled[2]
@@ -229,8 +217,7 @@ def _numbered(stem: str, title: str) -> tuple[str, str]:
 
 
 def index_html(pages, handout: bool = False) -> bytes:
-    """The overview: every notebook in the given order, numbered as titled, with its file and learning
-    objectives; a link to the handout page when ``handout``."""
+    """The overview: every notebook in order, with its number, file and learning objectives (and the handout)."""
     rows = []
     for stem, title, objectives in pages:
         number, name = _numbered(stem, title)
@@ -254,9 +241,8 @@ def index_html(pages, handout: bool = False) -> bytes:
 
 def handout_html(source: Path | str = HANDOUT) -> bytes:
     """The handout (markdown with math) as a page of the site, with a link back to the overview."""
-    nav = '<nav><span></span><a href="index.html">course overview</a><span></span></nav>'
     handout = nbformat.v4.new_markdown_cell(Path(source).read_text(encoding="utf-8"))
-    return _page("RoPE on one page", nbformat.v4.new_notebook(cells=[handout]), nav)
+    return _page("RoPE on one page", nbformat.v4.new_notebook(cells=[handout]), _nav(["handout"], 0))
 
 
 def course_notebooks(folder: Path | str) -> list[Path]:
@@ -269,11 +255,7 @@ def course_notebooks(folder: Path | str) -> list[Path]:
 
 def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Path:
     """Execute ``notebooks`` in the given order, write one page each, ``index.html`` and (from a checkout)
-    ``handout.html`` into ``out``; the path of ``index.html``.
-
-    Nothing is created before every notebook has run; then each page is written whole.  A symbolic link among
-    the pages' names is a ``ValueError``, a missing notebook a ``FileNotFoundError``, both before any runs.
-    """
+    ``handout.html`` into ``out``; the path of ``index.html``.  Nothing is created before every notebook has run."""
     out = output_folder(out, "out")
     notebooks = [Path(p) for p in notebooks]
     if not notebooks:
@@ -290,7 +272,6 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300) -> Pa
             rendered.append(_page(pages[-1][1].replace("$", ""), nb, _nav(stems, i)))
         except ValueError as exc:
             raise RuntimeError(f"notebook {path.name}: {exc}") from exc
-    out.mkdir(parents=True, exist_ok=True)
     for stem, page in zip(stems, rendered):
         write_atomically(out / f"{stem}.html", page)
     if HANDOUT.is_file():

@@ -155,7 +155,7 @@ NOT_FUZZED = {  # name -> why a generic fuzz leaves it out (each is covered wher
     "copy_task": "takes the model", "copy_accuracy": "takes the model", "queries_keys": "takes the model",
     "mean_loss": "takes the model", "fig_real_attention_maps": "runs the model", "gguf_path": "takes no argument",
     "model_points": "takes no argument", "fig_base_bound": "draws 10 s per call from model_points()",
-    "rms_norm": "the model's own layer, given the model's arrays", "silu": "the model's own gate, on its arrays",
+    "rms_norm": "the model's own layer, given the model's arrays",
 }
 def _spec():
     from rope_ref.kernel_check.spec import RopeSpec
