@@ -52,6 +52,7 @@ def test_bad_values_give_one_line_and_status_2(args, words):
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
 
 
+@pytest.mark.slow
 def test_help_is_plain_text():
     res = _run("--help")
     assert res.returncode == 0
@@ -100,6 +101,7 @@ def test_figures_out_prints_the_absolute_path(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "rel" / "fig2_long_term_decay.png").exists()
 
 
+@pytest.mark.slow
 def test_a_copy_outside_the_checkout_never_writes_into_its_own_folder(tmp_path):
     import shutil
     site = tmp_path / "site-packages"
@@ -128,6 +130,7 @@ def test_site_with_a_bad_out_gives_one_line_and_status_2(tmp_path, make_out, wor
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
 
 
+@pytest.mark.slow
 def test_site_needs_out():
     res = _run("site")
     assert res.returncode == 2 and "--out" in res.stderr and len(res.stderr.strip().splitlines()) == 1
@@ -346,6 +349,7 @@ def test_a_folder_without_write_permission_is_refused():
         shutil.rmtree(base)
 
 
+@pytest.mark.slow
 def test_a_read_only_mount_is_refused(tmp_path):
     mnt = tmp_path / "ro"
     mnt.mkdir()
@@ -428,6 +432,7 @@ def _hidden_files(folder: Path) -> list:
     return [p.name for p in folder.rglob(".*")] if folder.exists() else []
 
 
+@pytest.mark.slow
 def test_an_interrupt_python_ignores_still_stops_the_run(tmp_path, monkeypatch, capsys):
     # before: a KeyboardInterrupt raised inside a weakref callback was printed as "ignored", and all files were
     # written with exit status 0
@@ -468,6 +473,7 @@ def test_an_interrupt_while_a_file_is_written_waits_for_the_whole_file(tmp_path,
     assert (tmp_path / "a.png").read_bytes() == b"new" and sorted(os.listdir(tmp_path)) == ["a.png"]
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_and_leaves_no_temporary_file(tmp_path, monkeypatch, capsys):
     # before: an 18-line ENOSPC traceback
     import errno

@@ -79,7 +79,6 @@ def blocks(request, monkeypatch):
     rr.set_num_threads(old)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("pairing", ["interleaved", "half"])
 @pytest.mark.parametrize("shape,pshape", LAYOUTS)
 def test_every_leading_shape_matches_the_plain_form(blocks, shape, pshape, pairing):

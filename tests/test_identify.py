@@ -13,6 +13,7 @@ from kernels import freqs64, llama, neox
 D = 64
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("offset", [0, 7, 1000])
 def test_identifies_neox_and_llama(offset):
     s = identify(lambda x: neox(x, offset=offset), D)

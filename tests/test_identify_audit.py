@@ -58,6 +58,7 @@ def test_deepseek_interleave_then_half_on_the_last_features(offset):
     assert "frequencies" not in problems and "offset:" not in problems, msg
 
 
+@pytest.mark.slow
 def test_deepseek_yarn_with_mscale_folded_into_cos_sin():
     params = dict(factor=40.0, original_max_position_embeddings=4096, beta_fast=32.0, beta_slow=1.0, mscale=1.0,
                   mscale_all_dim=1.0)
@@ -276,6 +277,7 @@ def _sci(v):
     return f"{mant}·10" + str(int(exp)).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
 
 
+@pytest.mark.slow
 def test_readme_numbers_for_16bit_kernels_are_todays():
     """docs/checking_kernels.md (moved from the README) quotes these runs; the text is checked against them."""
     from pathlib import Path
@@ -341,6 +343,7 @@ def test_16bit_frequencies_too_noisy_to_name_are_not_named():
     assert s.rope_type is None and any("too noisy to name" in n for n in s.notes), str(s)
 
 
+@pytest.mark.slow
 def test_16bit_llama3_far_out_is_named_with_its_round_factor():
     """float16 at 65535: the fitted factor 8.0017 (slowest pair) missed by the mid pairs; 8 fits."""
     freqs, _ = scaled_inv_freq(128, 500000.0, rope_type="llama3", **LLAMA3)

@@ -478,6 +478,7 @@ def test_dense_matrix_matches_and_a_wrong_entry_is_named():
     assert "frequencies: pair 5 along w expected" in msg and "1 of 64 entries differ" in msg
 
 
+@pytest.mark.slow
 def test_clamped_positions_are_not_linear():
     """A cos/sin table of 512 rows read with the position clipped: angles stop growing past 511."""
     inner = qwen2vl_kernel()
@@ -519,6 +520,7 @@ def test_quadratic_angles_are_not_linear():
     assert not spec.is_rope and spec.reason.startswith("not a rotation linear in positions: along p")
 
 
+@pytest.mark.slow
 def test_ignored_axis_is_noted():
     inner = qwen2vl_kernel()
 
@@ -658,6 +660,7 @@ def test_compare_axes_arguments():
 
 # ---- cross-check with rope_ref.multiaxis (the builders) and rope_ref.rotate (the general form) -------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("build, kernel, A, sections, layout", [
     (lambda: multiaxis.mrope_frequencies(128, [16, 24, 24], base=1e6), qwen2vl_kernel(), 3, (16, 24, 24), "blocks"),
     (lambda: multiaxis.mrope_frequencies(128, [24, 20, 20], base=5e6, interleaved=True), qwen3vl_kernel(), 3,
@@ -712,6 +715,7 @@ def test_identify_options_of_the_other_probe_are_named(kwargs, words):
         rr.identify(qwen2vl_kernel(), 128, **kwargs)
 
 
+@pytest.mark.slow
 def test_assert_rope_matches_with_axes_checks_directly():
     spec = rr.assert_rope_matches(qwen2vl_kernel(), 128, axes=3, sections=[16, 24, 24], base=1e6, pairing="half")
     assert spec.sections == (16, 24, 24)
@@ -727,6 +731,7 @@ def test_assert_rope_matches_with_axes_checks_directly():
         rr.assert_rope_matches(lambda x, p: x + 1, 8, axes=2)
 
 
+@pytest.mark.slow
 def test_config_and_axes_must_agree():
     mrope = {"model_type": "qwen2_vl", "hidden_size": 512, "num_attention_heads": 4,
              "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [16, 24, 24]}}

@@ -101,6 +101,7 @@ def test_the_replayed_kernel_is_the_recording(case):
     np.testing.assert_allclose(fn(q, pos[:, :len(q)]), REC[f"{case}/out"], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", SWEPT)
 def test_identify_names_the_axes_bases_and_shift(case):
     head_dim, start, want, shift, bases = EXPECTED[case]
@@ -113,6 +114,7 @@ def test_identify_names_the_axes_bases_and_shift(case):
     assert spec.angle_precision in ("float64", "float32"), spec
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", SWEPT)
 def test_assert_rope_matches_accepts_the_published_settings(case):
     head_dim, start, want, shift, _ = EXPECTED[case]
@@ -178,6 +180,7 @@ def test_ltx_video_aliased_normalised_coordinates_are_named_not_called_nonlinear
     assert "more than pi per position step" in spec.reason and "not a rotation linear" not in spec.reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["flux", "flux2"])
 def test_flux_in_bfloat16_is_named_a_16bit_output_not_low_precision_angles(case):
     """Flux's tables are float64 angles as float32 cos/sin; in a bfloat16 pipeline q is bfloat16 and the apply

@@ -156,6 +156,7 @@ def test_the_replayed_kernel_is_the_recording(recorded):
     assert np.all((F != 0).sum(axis=1) == 1) and np.array_equal(F[first], F[second])
 
 
+@pytest.mark.slow
 def test_identify_with_axes_reads_the_recorded_sections_and_layout(recorded):
     case, F = recorded
     head_dim, r, columns = layout_of(case)
@@ -169,6 +170,7 @@ def test_identify_with_axes_reads_the_recorded_sections_and_layout(recorded):
     assert spec.base == base
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("as_object", [False, True], ids=["config.json", "RopeConfig"])
 def test_assert_rope_matches_passes_with_the_modules_config(recorded, as_object):
     case, F = recorded
@@ -214,6 +216,7 @@ def test_the_axes_from_the_recording_follow_transformers_layouts(recorded):
                                   (interleaved if was_interleaved else blocks)(sections))
 
 
+@pytest.mark.slow
 def test_a_swapped_layout_is_named(recorded):
     case, F = recorded
     sections, was_interleaved, _ = rope_section(case)
@@ -235,6 +238,7 @@ def test_a_swapped_layout_is_named(recorded):
                          f"{'/'.join(map(str, sections))}"], lines
 
 
+@pytest.mark.slow
 def test_a_shifted_section_boundary_is_named(recorded):
     case, F = recorded
     sections, was_interleaved, _ = rope_section(case)
@@ -252,6 +256,7 @@ OTHER = {"qwen2_vl": ("qwen3_vl", "sections:"), "qwen2_5_vl": ("qwen3_vl", "sect
          "v5-qwen3-5-text": ("v5-glm4v-text", "pairing:")}
 
 
+@pytest.mark.slow
 def test_the_other_models_config_is_named(recorded):
     case, F = recorded
     other, first = OTHER[case]

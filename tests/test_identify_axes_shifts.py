@@ -43,6 +43,7 @@ def numpy_port(dtype=np.float64, shift=(0, 0, 0), out=None, factor=1.0, dims=DIM
     return fn
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
 def test_positions_shifted_by_minus_1000_are_measured_with_the_shift(dtype):
     """float32 angles at ids - 1000 err as angles of ~1000 rad do: refused as not linear before."""
@@ -72,6 +73,7 @@ def test_centred_ids_are_named_and_a_wrong_centre_is_named():
                                position_shift=(0, -32, -32))
 
 
+@pytest.mark.slow
 def test_flux_in_bfloat16_is_named_a_16bit_output_as_in_1d():
     """Angles and cos/sin float64 -> float32, q in bfloat16, the result cast back to bfloat16 (diffusers' Flux
     in a bfloat16 pipeline): the 1-D probe says cos/sin or output 16-bit; so must the multi-axis probe."""

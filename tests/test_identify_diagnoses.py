@@ -68,6 +68,7 @@ def test_replay_reproduces_transformers_output(case, offset):
     np.testing.assert_array_equal(np.asarray(replay(case, offset)(q), np.float64), REC[f"{case}/{offset}/out"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case,closest,type_name", [("llama-bf16", "default", "bfloat16"),
                                                      ("llama-fp16", "default", "float16"),
                                                      ("llama3.1-bf16", "llama3", "bfloat16")])
@@ -96,6 +97,7 @@ def test_bfloat16_model_is_not_misnamed():
     assert s.rope_type is None or s.frequency_defect == "rounded to bfloat16", str(s)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base,offset", [(10000.0, 0), (10000.0, 3000), (500000.0, 3000)])
 def test_bfloat16_model_over_4096_rows_is_named_rounded(base, offset):
     # the whole model in bfloat16: inv_freq rounded, cos/sin and the output rounded too (x in bfloat16)
@@ -135,6 +137,7 @@ def test_inv_freq_cast_before_the_phase_is_named(type_name, dtype, base, d, offs
     assert f"the expected frequencies rounded to {type_name}" in str(info.value), str(info.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("type_name,dtype,offset,spacing,low", [("bfloat16", BF16, 1000, 4, 512),
                                                                 ("bfloat16", BF16, 300, 2, 256),
                                                                 ("float16", np.float16, 5000, 4, 4096),
@@ -275,6 +278,7 @@ def test_missing_llama3_scaling_is_named_against_the_config():
     assert "the expected yarn scaling is missing" in str(info.value), str(info.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base,d", [(500000.0, 128), (10000.0, 64)])
 def test_theta_indexed_from_one_is_named_so(base, d):
     fn = lambda x: neox(x, freqs=freqs64(d, base, start=2))  # noqa: E731
@@ -303,6 +307,7 @@ def test_kernel_for_batch_and_heads_has_its_hint_in_the_message():
 
 # ---- 8. a time limit --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_blocking_kernel_ends_in_a_timeout_naming_the_limit():
     release = threading.Event()
 
@@ -321,6 +326,7 @@ def test_blocking_kernel_ends_in_a_timeout_naming_the_limit():
     assert "time limit of 0.5 s" in str(info.value) and "timeout=" in str(info.value), str(info.value)
 
 
+@pytest.mark.slow
 def test_slow_kernel_hits_the_limit_and_a_larger_one_passes():
     def slow(x):
         time.sleep(0.05)
@@ -342,6 +348,7 @@ def test_default_limit_and_no_limit():
         identify(lambda x, p: x, 8, axes=2, timeout=-1)
 
 
+@pytest.mark.slow
 def test_blocking_multi_axis_kernel_ends_in_a_timeout_too():
     release = threading.Event()
 

@@ -96,6 +96,7 @@ def test_scaled_float32_kernels(rope_type, base, params, offset):
     assert_rope_matches(fn, D, base=base, rope_type=rope_type, offset=offset, pairing="half", **params)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("offset", [0, 5000])
 def test_ntk_and_dynamic_against_base_hint(offset):
     # A float32 plain kernel is "default" against its own base (the issue: "ntk, factor 0.999998").
@@ -296,6 +297,7 @@ def half_cos_sin_rope(x, offset, base):
     return (q * cos + rotate_half * sin).astype(F32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("offset", [0, 1000])
 def test_slow_pairs_are_measured_on_more_rows_before_a_method_is_named(offset):
     """Pairs that turn too little over 64 rows (base 1e6: the slowest by 7.7e-5 rad) leave their

@@ -85,6 +85,7 @@ def proportional(x, offset=0, base=1e6, partial_rotary_factor=0.25):
     return x * np.cos(emb) + rotate_half(x) * np.sin(emb)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d,fraction", [(64, 0.25), (128, 0.5)])
 def test_proportional_rope_is_named_with_half_pairing_base_and_fraction(d, fraction):
     # before: "pairing=other base=31.6" for Gemma 4's full-attention RoPE (base 1e6, 1/4 of the head rotated)

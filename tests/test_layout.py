@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PKG = Path(__file__).resolve().parents[1] / "rope_ref"
 TEACHING_DEPS = {"matplotlib", "IPython", "ipywidgets", "PIL", "nbformat", "nbclient", "nbconvert"}
 
@@ -36,6 +38,7 @@ def test_oracle_modules_include_the_subpackages():
     assert not any("teaching" in p.parts for p in _oracle_modules())
 
 
+@pytest.mark.slow
 def test_oracle_modules_import_neither_teaching_nor_its_dependencies():
     for path in _oracle_modules():
         if path.name == "__main__.py":       # the CLI loads the figures on demand
@@ -45,6 +48,7 @@ def test_oracle_modules_import_neither_teaching_nor_its_dependencies():
             assert name.split(".")[0] not in TEACHING_DEPS, f"{path.name} imports {name}"
 
 
+@pytest.mark.slow
 def test_no_function_local_imports_in_the_package():
     allowed = {("__main__.py", "_figures"), ("__main__.py", "_site")}   # optional dependencies, with a clear message
     for path in sorted(PKG.rglob("*.py")):

@@ -435,6 +435,7 @@ def _failed_rows():
     return {c.name for c in table if not c.ok}
 
 
+@pytest.mark.slow
 def test_multiaxis_rows_hold_on_a_small_case():
     table = {c.name: c for c in checks.run_checks(d=32, seq=300)}
     assert all(table[name].ok for name in ROWS)
@@ -451,6 +452,7 @@ def _patch_tables(monkeypatch, change):
     monkeypatch.setattr(_fast, "tables", planted)
 
 
+@pytest.mark.slow
 def test_axes_swapped_in_the_fast_path_is_caught(monkeypatch):
     _patch_tables(monkeypatch, lambda pos, freqs: (pos[:, ::-1].copy(), freqs))
     failed = _failed_rows()
@@ -458,11 +460,13 @@ def test_axes_swapped_in_the_fast_path_is_caught(monkeypatch):
     assert ROWS[1] not in failed           # on text every axis holds the same position: no row can see it
 
 
+@pytest.mark.slow
 def test_axes_averaged_instead_of_summed_in_the_fast_path_is_caught(monkeypatch):
     _patch_tables(monkeypatch, lambda pos, freqs: (pos, freqs / freqs.shape[1]))
     assert {ROWS[1], ROWS[2]} <= _failed_rows()
 
 
+@pytest.mark.slow
 def test_relative_rotation_turning_the_wrong_way_in_the_dense_path_is_caught(monkeypatch):
     real = checks.rotate_dense
     monkeypatch.setattr(checks, "rotate_dense", lambda x, p, **kw: real(x, -np.asarray(p), **kw)
@@ -470,6 +474,7 @@ def test_relative_rotation_turning_the_wrong_way_in_the_dense_path_is_caught(mon
     assert _failed_rows() == {ROWS[0]}
 
 
+@pytest.mark.slow
 def test_interleaving_that_drops_the_leftover_pairs_is_caught(monkeypatch):
     real = checks.mrope_frequencies
 
@@ -482,6 +487,7 @@ def test_interleaving_that_drops_the_leftover_pairs_is_caught(monkeypatch):
     assert _failed_rows() == {ROWS[1]}
 
 
+@pytest.mark.slow
 def test_second_axis_with_a_shifted_spectrum_is_caught(monkeypatch):
     real = checks.axial_frequencies
 

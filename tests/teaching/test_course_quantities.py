@@ -96,6 +96,7 @@ def test_rotation_view_angle_is_the_measured_angle_and_both_panels_use_m_minus_n
         assert "m - n" in v.ax_score.get_xlabel() and "m-n" in v.angle_text.get_text()
 
 
+@pytest.mark.slow
 def test_rotation_view_rejects_a_pair_index_beyond_d():
     with pytest.raises(ValueError, match="i must be a pair index 0..d/2-1 = 0..7"):
         RotationsView(i=8, d=16)

@@ -162,9 +162,8 @@ def _styled(make):
         return fig
 
 
-# the real model's figure loads SmolLM2 (several seconds): with the slow tests
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "real_attention_maps" else n
-                                  for n in FIGURES])
+@pytest.mark.slow            # draws every figure (about 10 s in all)
+@pytest.mark.parametrize("name", FIGURES)
 def test_no_figure_puts_words_on_its_data(name):
     from figure_layout import layout_faults
     assert layout_faults(_styled(FIGURES[name])) == []
@@ -341,9 +340,8 @@ def _off_palette(fig, artists=None) -> list:
     return wrong
 
 
-# the real model's figure loads SmolLM2 (several seconds): with the slow tests
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "real_attention_maps" else n
-                                  for n in FIGURES])
+@pytest.mark.slow            # draws every figure (about 10 s in all)
+@pytest.mark.parametrize("name", FIGURES)
 def test_every_figure_draws_in_the_palette_as_a_notebook_shows_it(name):
     """Built and drawn under matplotlib's defaults, as in a notebook: every colour is the palette's or a grey."""
     import matplotlib

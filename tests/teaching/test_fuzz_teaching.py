@@ -69,6 +69,7 @@ def test_quantities_take_array_likes_and_broadcast_q_against_positions():
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_a_refused_view_update_leaves_the_view_as_it_was():
     views = pytest.importorskip("rope_ref.teaching.views")
     view = views.DecayView(d=16, n_points=65)
@@ -187,7 +188,6 @@ def _fuzz_cases():
                     yield pytest.param(fn, param, label, id=f"{module_name}.{name}-{param}-{label}")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("fn,param,label", list(_fuzz_cases()))
 def test_every_public_teaching_function_names_bad_input(fn, param, label):
     """Each parameter in turn gets a wrong type, None, NaN, a string, a huge or a negative size: the answer is a

@@ -284,6 +284,7 @@ def test_the_bfloat16_replay_is_the_cast_module():
         example_kernels.replayed_llama_rotary(cast="float16")
 
 
+@pytest.mark.slow
 def test_the_bfloat16_cell_runs_the_cast_module_and_the_report_names_the_rounding():
     namespace, out = run_replay_cells("nb07-23b")
     assert "the expected frequencies rounded to bfloat16" in out and "62 of 64 pairs differ" in out, out
@@ -330,6 +331,7 @@ def test_stated_facts_of_the_bfloat16_cast():
         assert shown in text, shown
 
 
+@pytest.mark.slow
 def test_the_clamped_cache_cell_and_its_stated_facts():
     namespace, out = run_replay_cells("nb07-24b")
     first, *rest = out.splitlines()
@@ -355,6 +357,7 @@ def test_the_clamped_cache_cell_and_its_stated_facts():
         assert stated in text, stated
 
 
+@pytest.mark.slow
 def test_a_wrapped_cache_is_named_repeated_as_the_prose_says():
     assert 'A table that wraps around instead (`position_ids % N`) is named the same way, as "repeated"' in flat(TEXT)
     namespace, _ = run_replay_cells("nb07-24b")

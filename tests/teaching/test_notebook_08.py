@@ -207,6 +207,7 @@ def test_supported_context_numbers_in_the_prose():
         assert f"{first_negative_B(base) - 1:,}" == shown and shown in t
 
 
+@pytest.mark.slow
 def test_model_points_are_what_transformers_reads_from_the_shipped_configs():
     """Each model's base, head_dim and context against transformers 5.24.0's reading of the same shipped file
     (tests/data/record_shipped_configs.py), and the shipped copies of test configs are those files unchanged."""

@@ -165,6 +165,7 @@ def test_raster_order_puts_the_end_of_a_row_next_to_the_start_of_the_next():
     assert abs(scores[13, 14] - scores[0, 1]) > 1.0
 
 
+@pytest.mark.slow
 def test_the_grid_view_keeps_the_score_when_the_query_moves():
     _say("move the query and the marker stays put, and so does the score", "$k = q$", "peaks at offset 0")
     view = vision_rope.GridScoreView(qx=3, qy=4, dx=2, dy=-1)

@@ -26,6 +26,7 @@ def test_slider_changes_image_and_readout(make, name, new):
     assert w.view.fig is fig and list(fig.axes[0].lines) == artists, "a new figure/artists were made"
 
 
+@pytest.mark.slow
 def test_moving_m_and_n_together_keeps_the_score():
     w = rotations_widget(m=3, n=7)
     before = w.view.value
@@ -100,6 +101,7 @@ def test_pair_slider_follows_d_and_never_clamps_silently():
 
 # --- issue 24: what the sliders show ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_both_plus_turns_both_arrows_and_keeps_the_score():
     w = rotations_widget(m=3, n=7)
     before, qm_before = w.view.value, w.view.qm.get_data()[0][1]
@@ -174,6 +176,7 @@ def test_bad_constructor_values_are_clear_errors(make, error):
         make()
 
 
+@pytest.mark.slow
 def test_bad_scaling_values_are_clear_errors():
     from rope_ref.teaching.views import ScalingView
     for kw, match in [({"factor": 0.5}, "factor"), ({"d": 2}, "d must"), ({"train_len": 0}, "train_len"),
