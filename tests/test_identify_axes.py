@@ -564,6 +564,8 @@ def test_bad_arguments():
         identify_axes(k, 128, 3, seq=min_rows(3) - 1)
     with pytest.raises(ValueError, match="max_position must be >= 3"):
         identify_axes(k, 128, 3, max_position=2)
+    with pytest.raises(ValueError, match=r"max_position must be .*2\*\*53.*, got 10000"):     # was numpy's OverflowError
+        identify_axes(k, 128, 3, max_position=10**400)
     with pytest.raises(ValueError, match="axis_names must hold 3 distinct names"):
         identify_axes(k, 128, 3, axis_names=("t", "h"))
 
