@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 import numpy as np
 
 from ._boundary import check_angle_range
-from ._validate import check_no_overflow, check_nonnegative_int, check_positive_int
+from ._validate import check_no_overflow, check_nonnegative_int, check_positive_int, overflow_error
 
 BLOCK_ELEMENTS = 1 << 16                 # elements per block: x, table, temporary stay in L2
 DEFAULT_CACHE_LIMIT = 256 * 1024 * 1024  # bytes
@@ -176,15 +176,15 @@ def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: i
     work = np.dtype(np.float64 if x.dtype == np.float64 else np.float32)  # angles are float64 either way
     out = np.empty(x.shape, dtype=x.dtype) if out is None else out
     buf = out if out.flags.c_contiguous else np.empty(x.shape, dtype=x.dtype)  # rotate_into writes C-contiguous only
-    overflowed = x.dtype == np.float16   # rounded to float16 without a flag: a pair's norm > 65504 gives inf
     try:    # float32/64 arithmetic that overflows raises here, at no cost when it does not
         with np.errstate(over="raise", invalid="ignore"):
             rotate_into(x, buf, pos, freqs, pairing, r, work)
-    except FloatingPointError:   # finite x overflowed (refused below), or x holds inf or NaN (rows non-finite anyway)
-        overflowed = True
-        with np.errstate(over="ignore", invalid="ignore"):
+    except FloatingPointError:
+        if np.all(np.isfinite(x)):                           # finite x overflowed: the result would hold inf
+            raise overflow_error(x.dtype, name) from None
+        with np.errstate(over="ignore", invalid="ignore"):  # x holds inf or NaN: its rows are non-finite anyway
             rotate_into(x, buf, pos, freqs, pairing, r, work)
-    if overflowed:
+    if x.dtype == np.float16:  # rounded to float16 without a flag: a pair's norm > 65504 gives inf
         check_no_overflow(buf, x, name)
     if buf is not out:
         out[...] = buf

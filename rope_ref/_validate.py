@@ -325,13 +325,18 @@ def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int 
 
 
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
-    """``result`` unchanged, or a ValueError when finite ``x`` gave inf/NaN (``expected`` by default: every rotated
-    pair within the dtype)."""
-    if np.all(np.isfinite(result)) or not np.all(np.isfinite(x)):
-        return result
-    big = float(ml_dtypes.finfo(result.dtype).max)
+    """``result`` unchanged, or the :func:`overflow_error` when finite ``x`` gave inf/NaN."""
+    if not np.all(np.isfinite(result)) and np.all(np.isfinite(x)):
+        raise overflow_error(result.dtype, name, expected)
+    return result
+
+
+def overflow_error(dtype, name: str = "x", expected: str | None = None) -> ValueError:
+    """The ValueError for a result of ``dtype`` that overflowed although ``name`` was finite (``expected`` by
+    default: every rotated pair within the dtype)."""
+    big = float(ml_dtypes.finfo(dtype).max)
     if expected is None:
         expected = (f"every pair of {name} to have norm below {big:.5g} (safe: |{name}| < {big / np.sqrt(2):.5g}), "
                     f"or a wider dtype")
-    raise ValueError(f"{name}: the result computed from finite {name} overflows {result.dtype} (largest value "
-                     f"{big:.5g}); expected {expected}")
+    return ValueError(f"{name}: the result computed from finite {name} overflows {np.dtype(dtype)} (largest value "
+                      f"{big:.5g}); expected {expected}")

@@ -275,7 +275,8 @@ def _check_dynamic(spec, angles: _Angles, tau, base_hint, max_rows):
     rows2 = (spec.rows + rows1) // 2
     if rows2 not in (spec.rows, rows1) and rows2 >= 3:      # a third length checks that g is a line in L
         seen.append(measure(rows2))
-    far = sorted(x for x in seen if not np.all(np.abs(frequencies(r, base_hint) / x[1] - 1) <= x[2]))   # past L_train
+    default = frequencies(r, base_hint)
+    far = sorted(x for x in seen if not np.all(np.abs(default / x[1] - 1) <= x[2]))   # lengths past L_train
     params = _solve_dynamic(far, r, base_hint, base_at) if len(far) >= 2 else None
     fits = lambda p: p is not None and _dynamic_error(p, seen, r) <= 1  # noqa: E731
     if fits(params):
@@ -318,6 +319,8 @@ def _dynamic_error(params, seen, r, relative=False):
     worst = 0.0
     for L, theta, tau in seen:
         freqs = method_frequencies("dynamic", params, r, seq_len=L)[0]
-        rel = np.full_like(theta, np.inf) if freqs is None else np.abs(freqs / theta - 1)
+        if freqs is None:
+            return math.inf
+        rel = np.abs(freqs / theta - 1)
         worst = max(worst, float(rel.max() if relative else (rel / tau).max()))
     return worst
