@@ -1,7 +1,5 @@
 """The forms of RoPE (eqs 12, 14, 34, and the fast path) agree, and the properties the paper states hold."""
 
-import re
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -351,9 +349,6 @@ def test_the_general_form_against_a_per_element_loop(fn, pairing, xs, ps, A, r):
     expected = _general_reference(x, pos, F, pairing, rot)
     got = fn(x, pos, pairing=pairing, rotary_dim=r, inv_freq=F)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
-    out = np.full(xs, np.nan)
-    assert fn(x, pos, pairing=pairing, rotary_dim=r, inv_freq=F, out=out) is out
-    np.testing.assert_allclose(out, expected, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("fn", GENERAL_FORMS)
@@ -409,22 +404,20 @@ def test_the_score_depends_on_F_times_the_difference_only(fn):
 def test_positions_must_have_one_row_per_axis(fn):
     x, F = np.zeros((5, 8)), np.ones((4, 3))
     call = (lambda p: fn(p, 8, inv_freq=F)) if fn is rr.rotation_matrix else (lambda p: fn(x, p, inv_freq=F))
-    with pytest.raises(ValueError) as info:
-        call(np.zeros((2, 5)))
-    for w in ("positions", "(3, ..., seq)", "(2, 5)", "positions.shape[0] = 2", "inv_freq.shape[1] = 3"):
-        assert w in str(info.value)
+    bad = [lambda: call(np.zeros((2, 5)))]
     if fn is not rr.rotation_matrix:
-        with pytest.raises(ValueError, match=r"positions must be given with an inv_freq of shape \(rotary_dim/2, 3\)"):
-            fn(x, inv_freq=F)
-        with pytest.raises(ValueError, match=r"positions\[a\] .* of shape \(4,\) does not broadcast to x.shape\[:-1\] = \(5,\)"):
-            fn(x, np.zeros((3, 4)), inv_freq=F)
-        with pytest.raises(ValueError, match=r"inv_freq must have shape \(4,\) = \(rotary_dim/2,\), or \(4, A\)"):
-            fn(x, np.zeros((3, 5)), inv_freq=np.ones((3, 3)))
+        bad += [lambda: fn(x, inv_freq=F), lambda: fn(x, np.zeros((3, 4)), inv_freq=F)]
+    for c in bad:
+        with pytest.raises(ValueError, match="positions"):
+            c()
+    with pytest.raises(ValueError, match="inv_freq"):
+        call_f = (lambda f: fn(np.zeros((3, 5)), 8, inv_freq=f)) if fn is rr.rotation_matrix else (
+            lambda f: fn(x, np.zeros((3, 5)), inv_freq=f))
+        call_f(np.ones((3, 3)))
 
 
 def test_a_fast_path_that_drops_an_axis_is_caught(monkeypatch):
     """Planted: the fast path's tables use only the first axis of positions."""
-    rr.clear_cache()
     real = _fast.tables
     monkeypatch.setattr(_fast, "tables", lambda pos, freqs, *a: real(pos[:, :1], freqs[:, :1], *a))
     rng = np.random.default_rng(2)
@@ -432,7 +425,6 @@ def test_a_fast_path_that_drops_an_axis_is_caught(monkeypatch):
     with pytest.raises(AssertionError):
         np.testing.assert_allclose(rr.rotate(x, pos, inv_freq=F), _general_reference(x, pos, F, "interleaved", 8),
                                    atol=1e-12)
-    rr.clear_cache()
 
 
 @pytest.mark.parametrize("dtype,tol", [(np.float16, 4e-3), (np.float32, 2e-6), ("bfloat16", 3e-2)])
@@ -447,123 +439,3 @@ def test_the_general_form_in_narrow_dtypes_matches_the_plain_form(dtype, tol, pa
     want = _general_reference(x.astype(np.float64), pos, F, pairing, 12)
     assert got.dtype == x.dtype
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=tol * 4)
-
-
-# ---- issue 28: the forms are their math; the checks live in one boundary; one size guard ------------------
-
-import ast  # noqa: E402
-import inspect  # noqa: E402
-import textwrap  # noqa: E402
-import threading  # noqa: E402
-
-from rope_ref import _boundary, forms  # noqa: E402
-
-#: the forms a student or an engineer reads, each the math of its equation and nothing else.
-READ_FORMS = ["frequencies", "rotation_matrix", "rotate_dense", "rotate_complex", "rotate_elementwise", "rotate_half",
-              "partial_sums", "decay_bound"]
-PLUMBING = ("check_", "errstate", "cast_back", "nbytes", "size_limit", "max_bytes", "astype", "_validate", "raise")
-
-
-def _body(fn) -> list:
-    """The statements of a form's own body (below every decorator), its docstring left out."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(fn))))
-    body = tree.body[0].body
-    return body[1:] if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body
-
-
-def _code_lines(fn) -> int:
-    """Lines of code in a form's body: docstring, comments and blank lines left out."""
-    source = textwrap.dedent(inspect.getsource(inspect.unwrap(fn))).splitlines()
-    lines = {n for node in _body(fn) for n in range(node.lineno, node.end_lineno + 1)}
-    return sum(1 for n in lines if source[n - 1].strip() and not source[n - 1].strip().startswith("#"))
-
-
-@pytest.mark.parametrize("name", READ_FORMS)
-def test_a_form_body_holds_no_check_and_no_plumbing(name):
-    fn = getattr(rr, name)
-    assert inspect.unwrap(fn) is not fn, f"{name} is not wrapped by its boundary"
-    assert f"def {name}(" in inspect.getsource(fn)           # `rr.name??` in Jupyter shows the form, not the wrapper
-    code = "\n".join(ast.unparse(node) for node in _body(fn))
-    for word in PLUMBING:
-        assert word not in code, f"{name}'s body holds {word!r}:\n{code}"
-
-
-def test_the_forms_read_in_one_sitting():
-    assert sum(_code_lines(getattr(rr, name)) for name in READ_FORMS) <= 70
-    assert _code_lines(rr.rotate_elementwise) <= 4          # eq 34: the angles, spread over the pairs, x cos + x' sin
-
-
-@pytest.mark.parametrize("name", READ_FORMS)
-def test_a_form_docstring_cites_its_equation(name):
-    assert re.search(r"(?i)eqs? \d+|section 3", inspect.getdoc(getattr(rr, name))), name
-
-
-def test_every_argument_of_every_form_is_checked_by_name():
-    public = [getattr(forms, n) for n in dir(forms) if not n.startswith("_") and inspect.isfunction(getattr(forms, n))
-              and getattr(forms, n).__module__ == "rope_ref.forms"]
-    assert {fn.__name__ for fn in public} >= set(READ_FORMS) | {"rotate"}
-    for fn in public:
-        unchecked = set(inspect.signature(fn).parameters) - set(_boundary.ARGUMENTS)
-        assert not unchecked, f"{fn.__name__}: {unchecked} not in the boundary's table"
-
-
-def test_no_public_form_or_attention_takes_max_bytes():
-    for name in PUBLIC_NAMES:
-        assert "max_bytes" not in inspect.signature(getattr(rr, name)).parameters, name
-
-
-PUBLIC_NAMES = READ_FORMS + ["rotate", "rotation_angles", "sinusoidal", "sinusoidal_shift_matrix", "to_half",
-                             "to_interleaved", "permute_qk_weights", "wrap_angle", "attention", "attention_dense",
-                             "linear_attention", "linear_attention_dense"]
-
-
-def _limit_error(call) -> str:
-    with pytest.raises(ValueError, match="above the limit") as info:
-        call()
-    return str(info.value)
-
-
-def test_size_limit_nests_and_restores():
-    small = lambda: rr.rotation_matrix(0.0, 64)                    # noqa: E731  (32 KiB)
-    assert small().shape == (64, 64)
-    with rr.size_limit(1024):
-        assert "limit of 1 KiB" in _limit_error(small)
-        with rr.size_limit(64 * 64 * 8):
-            assert small().shape == (64, 64)
-        assert "limit of 1 KiB" in _limit_error(small)
-        with rr.size_limit(None):                                  # None: the default again
-            assert small().shape == (64, 64)
-    assert small().shape == (64, 64)
-
-
-def test_size_limit_restores_on_an_exception():
-    with pytest.raises(ZeroDivisionError):
-        with rr.size_limit(0):
-            1 / 0
-    assert rr.frequencies(8).shape == (4,)
-
-
-def test_size_limit_is_local_to_its_thread():
-    seen = {}
-
-    def other():
-        try:
-            seen["other"] = rr.frequencies(8).shape
-        except ValueError as e:
-            seen["other"] = str(e)
-
-    with rr.size_limit(0):
-        t = threading.Thread(target=other)
-        t.start()
-        t.join()
-        assert "limit of 0 bytes" in _limit_error(lambda: rr.frequencies(8))
-    assert seen["other"] == (4,)                                   # the other thread kept the default
-
-
-def test_size_limit_message_says_how_to_allow_it():
-    msg = _limit_error(lambda: rr.frequencies(2 ** 40))
-    assert "with rope_ref.size_limit(max_bytes=4398046511104):" in msg
-    for bad, exc in (("1e9", TypeError), (1.5, TypeError), (-1, ValueError), (True, TypeError)):
-        with pytest.raises(exc, match="max_bytes must be None or a number of bytes"):
-            with rr.size_limit(bad):
-                pass
