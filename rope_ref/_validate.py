@@ -115,15 +115,18 @@ def check_pairing(pairing) -> str:
 def check_real_array(a, name: str) -> np.ndarray:
     """A real array of an accepted dtype (``ACCEPTED``) in native byte order; lists and CPU torch tensors convert."""
     expected = f"a real array of dtype {ACCEPTED}"
-    if a is None or isinstance(a, (str, bytes, bytearray, memoryview)) or np.ma.is_masked(a):
+    raw = isinstance(a, (bytes, bytearray)) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray))
+    if a is None or isinstance(a, str) or raw or np.ma.is_masked(a):
         raise TypeError(f"{name} must be {expected}, got {type(a).__name__} (raw bytes and masked entries are "
                         f"not read as numbers)")
     try:
         arr = np.asarray(a)
     except Exception as e:       # ragged lists, a torch tensor that requires grad or is bfloat16 or on a GPU
         raise TypeError(f"{name} must be {expected}, got a {type(a).__name__} numpy cannot read ({e})") from None
+    if not arr.dtype.isnative:                                  # big-endian: the same numbers in native order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     if arr.dtype in FLOAT_DTYPES or arr.dtype.kind in "iu":
-        return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
+        return arr
     raise TypeError(f"{name} must be {expected}, got dtype {arr.dtype}")
 
 
