@@ -68,7 +68,7 @@ def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: i
     work = np.dtype(np.float64 if x.dtype == np.float64 else np.float32)
     rows = pos.reshape(len(pos), -1).T                           # (n, A): one row of angles per position
     tabs = [t.reshape(pos.shape[1:] + t.shape[-1:]) for t in tables(rows, freqs, work, pairing)]   # P + (h or r,)
-    out = np.empty(x.shape, x.dtype)
+    out = np.empty(x.shape, x.dtype) if r == x.shape[-1] else np.array(x, order="C")   # the features beyond r pass through
     try:                      # float arithmetic (and the cast to float16) that overflows raises: no scan of the result
         with np.errstate(over="raise", invalid="ignore"):
             _rotate_into(x, out, tabs, pairing, r, work)
@@ -77,7 +77,6 @@ def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: i
             raise overflow_error(x.dtype, name) from None
         with np.errstate(over="ignore", invalid="ignore"):      # x holds inf or NaN: those pairs are not finite anyway
             _rotate_into(x, out, tabs, pairing, r, work)
-    out[..., r:] = x[..., r:]
     if x.dtype != work:       # rounding float32 to bfloat16 overflows without a flag
         check_no_overflow(out, x, name)
     return out
