@@ -20,7 +20,8 @@ _last: dict = {}                # (pairing, work dtype) -> (positions, frequenci
 def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
     """Read-only tables for positions ``pos`` ``(n, A)`` and frequencies ``freqs`` ``(h, A)`` of the float64 angles
     sum_a pos[:, a] freqs[:, a] (in axis order, as :func:`rope_ref.rotate_elementwise`): interleaved -> ``(cis,)``,
-    complex ``(n, h)``; half -> ``([cos, cos], [-sin, sin])``, each ``(n, 2h)``; in dtype ``work`` (float32 or float64)."""
+    complex ``(n, h)``; half -> ``([cos, cos], [-sin, sin])``, each ``(n, 2h)``; in dtype ``work`` (float32 or
+    float64)."""
     key = (pairing, np.dtype(work).str)
     last = _last.get(key)
     if (last is not None and last[0].shape == pos.shape and last[1].shape == freqs.shape
@@ -68,7 +69,7 @@ def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: i
     work = np.dtype(np.float64 if x.dtype == np.float64 else np.float32)
     rows = pos.reshape(len(pos), -1).T                           # (n, A): one row of angles per position
     tabs = [t.reshape(pos.shape[1:] + t.shape[-1:]) for t in tables(rows, freqs, work, pairing)]   # P + (h or r,)
-    out = np.empty(x.shape, x.dtype) if r == x.shape[-1] else np.array(x, order="C")   # the features beyond r pass through
+    out = np.empty(x.shape, x.dtype) if r == x.shape[-1] else np.array(x, order="C")   # features beyond r: as x
     try:                      # float arithmetic (and the cast to float16) that overflows raises: no scan of the result
         with np.errstate(over="raise", invalid="ignore"):
             _rotate_into(x, out, tabs, pairing, r, work)

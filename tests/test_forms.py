@@ -44,7 +44,8 @@ def test_rotation_matrix_structure():
 @pytest.mark.parametrize("kind", ["integer", "fractional", "large"])
 def test_all_forms_agree(d, kind, rng):
     x = rng.standard_normal((2, 17, d))
-    pos = {"integer": np.arange(17), "fractional": rng.uniform(-50, 50, 17), "large": rng.uniform(0, 1e6, (2, 17))}[kind]
+    pos = {"integer": np.arange(17), "fractional": rng.uniform(-50, 50, 17),
+           "large": rng.uniform(0, 1e6, (2, 17))}[kind]
     for base in (10000.0, 500_000.0):
         ref = rr.rotate_dense(x, pos, base=base)
         forms = {"elementwise": rr.rotate_elementwise(x, pos, base=base), "fast": rr.rotate(x, pos, base=base),
@@ -103,7 +104,8 @@ vectors = st.integers(1, 48).flatmap(lambda h: st.tuples(*[arrays(np.float64, 2 
 
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None)
-@given(qk=vectors, m=finite, n=finite, shift=finite, base=st.floats(2.0, 1e6), pairing=st.sampled_from(["interleaved", "half"]))
+@given(qk=vectors, m=finite, n=finite, shift=finite, base=st.floats(2.0, 1e6),
+       pairing=st.sampled_from(["interleaved", "half"]))
 def test_relative_position_identity(qk, m, n, shift, base, pairing):
     """Eq 11/16: <f_q(q, m), f_k(k, n)> = <q, R_{n-m} k>, unchanged when m and n move together."""
     q, k = qk

@@ -79,8 +79,8 @@ def test_attention_overflow_names_the_argument_and_warns_nothing(fn):
 
 def test_big_endian_positions_and_frequencies_are_the_same_numbers():
     x = np.random.default_rng(3).standard_normal((2, 3, 8))
-    np.testing.assert_allclose(rr.rotate(x, (np.arange(3) * 0.7).astype(">f8"), inv_freq=rr.frequencies(8).astype(">f8")),
-                               _reference(x, np.arange(3) * 0.7), atol=1e-12)
+    pos, inv_freq = (np.arange(3) * 0.7).astype(">f8"), rr.frequencies(8).astype(">f8")
+    np.testing.assert_allclose(rr.rotate(x, pos, inv_freq=inv_freq), _reference(x, np.arange(3) * 0.7), atol=1e-12)
     assert rr.rotate(np.arange(8).astype(">i4")).dtype == np.float64
 
 
@@ -204,3 +204,17 @@ def test_angles_are_computed_in_float64(dtype):
 def test_integers_are_promoted_to_float64_and_a_memoryview_of_numbers_is_numbers():
     assert rr.rotate(np.arange(8).reshape(2, 4)).dtype == rr.to_half(np.arange(8)).dtype == np.float64
     np.testing.assert_array_equal(rr.rotate(np.ones((1, 2)), memoryview(np.array([0.0]))), [[1.0, 1.0]])
+
+
+def test_importing_rope_ref_installs_no_signal_handler(monkeypatch):
+    """Issue 38 bug 1: a package importing rope_ref under `python -m` got rope_ref's Ctrl-C handler."""
+    import importlib
+    import signal
+    import sys
+    before = signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(sys, "argv", ["-m"])        # what Python sets while it imports the package of `python -m`
+    try:
+        importlib.reload(rr)
+        assert signal.getsignal(signal.SIGINT) is before
+    finally:
+        signal.signal(signal.SIGINT, before)
