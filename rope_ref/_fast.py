@@ -22,8 +22,8 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
     sum_a pos[:, a] freqs[:, a] (in axis order, as :func:`rope_ref.rotate_elementwise`): interleaved -> ``(cis,)``,
     complex ``(n, h)``; half -> ``([cos, cos], [-sin, sin])``, each ``(n, 2h)``; in dtype ``work`` (float32 or
     float64)."""
-    key = (pairing, np.dtype(work).str)
-    last = _last.get(key)
+    key, keep = (pairing, np.dtype(work).str), pos.shape[0] * freqs.shape[0] >= KEEP_ANGLES
+    last = _last.get(key) if keep else None
     if (last is not None and last[0].shape == pos.shape and last[1].shape == freqs.shape
             and np.array_equal(last[0], pos) and np.array_equal(last[1], freqs)):
         return last[2]
@@ -37,9 +37,9 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
     else:
         cos, sin = np.cos(angles), np.sin(angles)
         tabs = (np.concatenate([cos, cos], -1).astype(work), np.concatenate([-sin, sin], -1).astype(work))
-    for t in tabs:
-        t.setflags(write=False)
-    if angles.size >= KEEP_ANGLES:
+    if keep:
+        for t in tabs:
+            t.setflags(write=False)
         _last[key] = (pos.copy(), freqs.copy(), tabs)
     return tabs
 

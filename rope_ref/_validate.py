@@ -42,7 +42,9 @@ def check_keywords(given, valid, what: str) -> None:
 
 def check_number(value, name: str, expected: str, valid, *, real: bool = False, error=ValueError):
     """``value`` as an int (a float if ``real``): a TypeError for other kinds and bools, ``error`` if not valid."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real if real else numbers.Integral):
+    plain = type(value) is int or real and type(value) is float            # the common case, without the ABC checks
+    if not plain and (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real if real else
+                                                                              numbers.Integral)):
         raise TypeError(f"{name} must be {expected}, got {value!r} of type {type(value).__name__}")
     try:
         value = float(value) if real else int(value)
@@ -204,8 +206,10 @@ def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int 
 def check_angle_range(positions: np.ndarray, freqs: np.ndarray, name: str = "positions") -> None:
     """A ValueError if the angles sum_a freqs[j, a] positions[a] can overflow float64; a RopeRefPrecisionWarning,
     every call, once they can reach 2^34, where float64 rounds an angle by more than 1e-6 rad."""
-    rows, columns = (positions[None], freqs[:, None]) if freqs.ndim == 1 else (positions, freqs)
-    peak = sum(float(abs(p).max(initial=0.0)) * float(abs(c).max(initial=0.0)) for p, c in zip(rows, columns.T))
+    if freqs.ndim == 1:                      # Python floats: a product beyond float64 is inf, without a warning
+        peak = float(abs(positions).max(initial=0.0)) * float(abs(freqs).max(initial=0.0))
+    else:                                    # >= max |sum_a freqs[j, a] positions[a]|
+        peak = sum(float(abs(p).max(initial=0.0)) * float(abs(c).max(initial=0.0)) for p, c in zip(positions, freqs.T))
     if not np.isfinite(peak):
         raise ValueError(f"{name} times the frequencies must be finite angles, got |{name} * theta| beyond 1.8e308")
     if peak >= ANGLE_LIMIT:
