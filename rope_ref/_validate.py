@@ -42,9 +42,9 @@ def check_keywords(given, valid, what: str) -> None:
 
 def check_number(value, name: str, expected: str, valid, *, real: bool = False, error=ValueError):
     """``value`` as an int (a float if ``real``): a TypeError for other kinds and bools, ``error`` if not valid."""
+    kind = numbers.Real if real else numbers.Integral
     plain = type(value) is int or real and type(value) is float            # the common case, without the ABC checks
-    if not plain and (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real if real else
-                                                                              numbers.Integral)):
+    if not plain and (isinstance(value, (bool, np.bool_)) or not isinstance(value, kind)):
         raise TypeError(f"{name} must be {expected}, got {value!r} of type {type(value).__name__}")
     try:
         value = float(value) if real else int(value)

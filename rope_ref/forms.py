@@ -43,6 +43,14 @@ def _prepared(x, positions, base, pairing, rotary_dim, inv_freq):
     return (x,) + _arguments(positions, x.shape[-1], base, pairing, rotary_dim, inv_freq, x.shape[:-1])
 
 
+def _angle_arguments(positions, freqs):
+    """``freqs`` ``(n,)`` or ``(n, A)`` and ``positions`` (any shape, or ``(A, ...)``) checked, as float64."""
+    freqs = check_freqs(freqs, "freqs", axes=True)
+    positions = check_positions(positions, None, axes=None if freqs.ndim == 1 else freqs.shape[1], freqs_name="freqs")
+    check_angle_range(positions, freqs)
+    return positions, freqs
+
+
 def _angles(positions, freqs):
     """m * theta_j (``freqs`` ``(n,)``), or sum_a freqs[j, a] positions[a] in axis order (``freqs`` ``(n, A)``)."""
     if freqs.ndim == 1:
@@ -82,9 +90,7 @@ def rotation_angles(positions, freqs) -> np.ndarray:
     """Angles m * theta_j (``freqs`` ``(n,)``, ``positions`` any shape P), or sum_a freqs[j, a] positions[a]
     (``freqs`` ``(n, A)``, ``positions`` ``(A,) + P``): float64 ``P + (n,)``.  An angle that overflows float64
     raises; |angle| >= 2^34, where float64 rounds it by more than 1e-6 rad, warns (RopeRefPrecisionWarning)."""
-    freqs = check_freqs(freqs, "freqs", axes=True)
-    positions = check_positions(positions, None, axes=None if freqs.ndim == 1 else freqs.shape[1], freqs_name="freqs")
-    check_angle_range(positions, freqs)
+    positions, freqs = _angle_arguments(positions, freqs)
     return _angles(positions, freqs)
 
 
