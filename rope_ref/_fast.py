@@ -13,16 +13,16 @@ import numpy as np
 from ._validate import check_no_overflow, overflow_error
 
 BLOCK_ELEMENTS = 1 << 16        # elements of x per block of the half pairing: x, out, tables, scratch stay in L2
-KEEP_ANGLES = 1 << 12           # tables of at least this many angles are kept for the next call with equal positions
+KEEP_ANGLES = (1 << 12, 1 << 22)  # tables of this many angles are kept for the next call with equal positions
 _last: dict = {}                # (pairing, work dtype) -> (positions, frequencies, tables) of the last large call
 
 
 def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
-    """Read-only tables for positions ``pos`` ``(n, A)`` and frequencies ``freqs`` ``(h, A)`` of the float64 angles
+    """The tables for positions ``pos`` ``(n, A)`` and frequencies ``freqs`` ``(h, A)`` of the float64 angles
     sum_a pos[:, a] freqs[:, a] (in axis order, as :func:`rope_ref.rotate_elementwise`): interleaved -> ``(cis,)``,
     complex ``(n, h)``; half -> ``([cos, cos], [-sin, sin])``, each ``(n, 2h)``; in dtype ``work`` (float32 or
-    float64)."""
-    key, keep = (pairing, np.dtype(work).str), pos.shape[0] * freqs.shape[0] >= KEEP_ANGLES
+    float64).  Tables of ``KEEP_ANGLES`` angles are kept, read-only, until a call with other positions."""
+    key, keep = (pairing, np.dtype(work).str), KEEP_ANGLES[0] <= pos.shape[0] * freqs.shape[0] <= KEEP_ANGLES[1]
     last = _last.get(key) if keep else None
     if (last is not None and last[0].shape == pos.shape and last[1].shape == freqs.shape
             and np.array_equal(last[0], pos) and np.array_equal(last[1], freqs)):
