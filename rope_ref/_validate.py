@@ -166,7 +166,13 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
         return default if axes is None else default[None]
     given = check_real_array(positions, name)
     pos = check_finite(given.astype(np.float64), name)
-    if given.dtype.kind in "iu" and given.size and max(abs(int(given.max())), abs(int(given.min()))) > EXACT_INT_LIMIT:
+    largest = 0
+    if given.dtype.kind in "iu" and given.size:
+        largest = max(abs(int(given.max())), abs(int(given.min())))
+    elif not isinstance(positions, np.ndarray) and np.max(np.abs(pos), initial=0) >= EXACT_INT_LIMIT:
+        given_as = np.asarray(positions, dtype=object).ravel()
+        largest = max((abs(v) for v in given_as if isinstance(v, numbers.Integral)), default=0)   # [2**53 + 1, 0.5]
+    if largest > EXACT_INT_LIMIT:
         warnings.warn(f"{name} holds integers beyond 2^53 that float64 rounds, so distinct positions can get "
                       f"identical angles (2^53 and 2^53 + 1 do)", RopeRefPrecisionWarning, stacklevel=2)
     each = pos.shape

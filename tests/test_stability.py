@@ -130,6 +130,7 @@ def test_integer_positions_float64_cannot_hold_warn_on_every_call(fn):
         warnings.simplefilter("ignore")
         out = rr.rotate(x, pos, inv_freq=[1e-20])
     np.testing.assert_array_equal(out[0], out[1])                  # why it warns: the rows are identical
+    assert _precision_warnings(lambda: rr.rotate(x, [2**53 + 1, 0.5], inv_freq=[1e-20]))   # Python ints beside floats
     assert not _precision_warnings(lambda: rr.rotate(x, np.array([2**53, 2**53 - 1]), inv_freq=[1e-20]))
 
 
