@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import numbers
 import os
 from collections.abc import Mapping
@@ -50,15 +49,11 @@ def _plain(value, where: str, parents: tuple):
                     "number, boolean, null, list or object")
 
 
-def _same(a, b) -> bool:
-    """a == b, NaN equal to NaN (json reads NaN as float('nan'), which is not equal to itself)."""
-    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
-
-
 def _unique_keys(pairs) -> dict:
-    """A JSON object as a dict; a key given twice with different values (JSON keeps the last) is a ValueError."""
+    """A JSON object as a dict; a key given twice with different values (JSON keeps the last) is a ValueError.
+    Values are compared by repr, so NaN (Python's json writes it; it is not equal to itself) equals NaN."""
     obj = dict(pairs)
     for key, value in pairs:
-        if not _same(obj[key], value):
+        if repr(obj[key]) != repr(value):
             raise ValueError(f"key {key!r} appears twice in one object, as {value!r} and {obj[key]!r}")
     return obj

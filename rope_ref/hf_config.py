@@ -43,7 +43,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     part = (family.parts or {}).get(layer_type)          # another attention's RoPE (DSA indexer)
     layer_type = None if part else layer_type
     head_dim = _head_dim(cfg, family, layer_type)
-    where, rope, defaulted, (base, base_key) = _rope_section(cfg, layer_type, family)
+    where, rope, defaulted, base = _rope_section(cfg, layer_type, family)
     assumed = ["the family's default rope section"] if defaulted else []
     if family.mrope and rope.get("mrope_section") is None:
         assumed.append(f"the family's default mrope_section {list(family.mrope[0])}")
@@ -69,7 +69,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
         if mrope_section is not None:
             mrope_frequencies(rotary_dim, mrope_section, interleaved=mrope_interleaved)
     except (ValueError, TypeError) as err:
-        raise type(err)(f"{where}, with rope_theta {base:g} ({base_key}): {err}") from None
+        raise type(err)(f"{where}, with rope_theta {base:g}: {err}") from None
     return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing, base=base,
                       rope_type=rope_type, params=MappingProxyType(params), attention_factor=float(attention_factor),
                       output_pairing=output_pairing, query_scaling=MappingProxyType(query_scaling),
@@ -157,21 +157,16 @@ def _head_dim(cfg, family, layer_type) -> int:
             return check_positive_int(cfg[key], f"config[{key!r}]")
     if family.head_dim is not None:
         return family.head_dim
-    sizes = {}
-    for keys in (("hidden_size", "n_embd"), ("num_attention_heads", "n_head")):
-        key = next((k for k in keys if k in cfg), keys[0])
-        if cfg.get(key) is None:
-            raise ValueError(f"config has no head_dim and no {key!r} (head_dim = hidden_size / num_attention_heads)")
-        sizes[key] = check_positive_int(cfg[key], f"config[{key!r}]")
-    (hidden_key, hidden), (heads_key, heads) = sizes.items()
+    hidden = check_positive_int(cfg.get("hidden_size", cfg.get("n_embd")), "config['hidden_size'] (or 'n_embd')")
+    heads = check_positive_int(cfg.get("num_attention_heads", cfg.get("n_head")), "config['num_attention_heads']")
     if hidden % heads:
-        raise ValueError(f"config: {hidden_key}={hidden} is not divisible by {heads_key}={heads}")
+        raise ValueError(f"config: hidden_size={hidden} is not divisible by num_attention_heads={heads}")
     return hidden // heads
 
 
 def _rope_section(cfg, layer_type, family):
-    """(where, section, defaulted, (rope_theta, where read)): v5 ``rope_parameters`` or v4 ``rope_scaling`` (agreeing),
-    else the family's; ``layer_type``'s of one per layer type.  rope_theta: fixed_theta, else section, top, family."""
+    """(where, section, defaulted, rope_theta): v5 ``rope_parameters`` or v4 ``rope_scaling`` (agreeing), else the
+    family's; ``layer_type``'s of one per layer type.  rope_theta: fixed_theta, else section's, top-level, family's."""
     for k in _SECTIONS:
         if cfg.get(k) is not None and not isinstance(cfg[k], Mapping):
             raise ValueError(f"config[{k!r}] must be an object or null, got {cfg[k]!r:.80}")
@@ -209,13 +204,8 @@ def _rope_section(cfg, layer_type, family):
             raise ValueError(f"{where} has key {k!r}, which rope_ref does not model; known keys: {sorted(known)}")
     rope = dict(rope)
     base = rope.pop("rope_theta", None)
-    base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
-    if base is None:
-        base, base_key = (cfg[top], f"config[{top!r}]") if top else (family.rope_theta, "the family's default")
-    base = check_base(base, f"rope_theta ({base_key})")
-    if family.fixed_theta:         # the config's own rope_theta is checked, then overridden
-        base, base_key = family.fixed_theta, "fixed by the family's code"
-    return where, rope, defaulted, (base, base_key)
+    base = check_base(base if base is not None else cfg[top] if top else family.rope_theta, "rope_theta")
+    return where, rope, defaulted, family.fixed_theta or base      # fixed_theta: the code ignores the config's
 
 
 def _rope_type(rope, family, where, model_type) -> str:

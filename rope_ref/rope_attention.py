@@ -31,8 +31,7 @@ def _causal_mask(qp: np.ndarray, kp: np.ndarray) -> np.ndarray:
     """``(..., n_q, n_k)``: key n is visible from query m iff its position is <= the query's; each query needs one."""
     visible = kp[..., None, :] <= qp[..., :, None]
     if not np.all(visible.any(axis=-1)):
-        raise ValueError("causal: some query has no key at or before its position (check q_positions against "
-                         "k_positions)")
+        raise ValueError("q_positions, k_positions: with causal=True some query has no key at or before its position")
     return visible
 
 

@@ -68,9 +68,7 @@ class RopeConfig:
         if seq_len is None and SCALING_METHODS[self.rope_type].uses_seq_len:
             seq_len = int(np.max(pos, initial=0)) + 1
         y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=self.inv_freq(seq_len))
-        if self.attention_factor != 1.0:
-            with np.errstate(over="ignore"):                 # reported below as a ValueError
-                y[..., :self.rotary_dim] *= np.asarray(self.attention_factor, dtype=y.dtype)
-            check_no_overflow(y, x, expected=f"x times the attention factor {self.attention_factor:.5g} to stay "
-                                  f"within {np.dtype(y.dtype).name}")
-        return y
+        with np.errstate(over="ignore"):                 # reported below as a ValueError
+            y[..., :self.rotary_dim] *= np.asarray(self.attention_factor, dtype=y.dtype)
+        return check_no_overflow(y, x, expected=f"x times the attention factor {self.attention_factor:.5g} within "
+                                 f"{np.dtype(y.dtype).name}")
