@@ -157,10 +157,11 @@ def _head_dim(cfg, family, layer_type) -> int:
             return check_positive_int(cfg[key], f"config[{key!r}]")
     if family.head_dim is not None:
         return family.head_dim
-    hidden = check_positive_int(cfg.get("hidden_size", cfg.get("n_embd")), "config['hidden_size'] (or 'n_embd')")
-    heads = check_positive_int(cfg.get("num_attention_heads", cfg.get("n_head")), "config['num_attention_heads']")
+    keys = [k if k in cfg or alias not in cfg else alias for k, alias in (("hidden_size", "n_embd"),
+                                                                         ("num_attention_heads", "n_head"))]
+    hidden, heads = (check_positive_int(cfg.get(k), f"config[{k!r}]") for k in keys)
     if hidden % heads:
-        raise ValueError(f"config: hidden_size={hidden} is not divisible by num_attention_heads={heads}")
+        raise ValueError(f"config: {keys[0]}={hidden} is not divisible by {keys[1]}={heads}")
     return hidden // heads
 
 

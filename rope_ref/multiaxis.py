@@ -47,10 +47,8 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
     n = rotary_dim // 2
     s_t, s_h, s_w = _check_sections(sections, rotary_dim)
     axis = MROPE_LAYOUTS[layout][0]((s_t, s_h, s_w))
-    counts = np.bincount(axis, minlength=3).tolist()
-    if len(axis) != n or counts != [s_t, s_h, s_w]:
-        raise ValueError(f"sections={[s_t, s_h, s_w]} cannot be interleaved over rotary_dim/2 = {n} pairs as layout "
-                         f"{layout!r} ({MROPE_LAYOUTS[layout][1]}): it gives temporal, height, width {counts} pairs")
+    if len(axis) != n or np.bincount(axis, minlength=3).tolist() != [s_t, s_h, s_w]:
+        raise ValueError(f"sections={[s_t, s_h, s_w]} cannot be laid out as {layout!r} ({MROPE_LAYOUTS[layout][1]})")
     matrix = np.zeros((n, 3))
     matrix[np.arange(n), axis] = frequencies(rotary_dim, base)
     return matrix
@@ -92,20 +90,13 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
     """Axial RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, A)``: block ``a``, ``sections[a]`` pairs
     (default: ``axes`` equal blocks, 2), is a 1-D RoPE of dimension ``2*sections[a]`` (eq 15) on ``positions[a]``.
     With :func:`grid_positions`: timm's ``RotaryEmbeddingCat`` (EVA-02), RoPE-Axial (arXiv:2403.13298; ``base=100.0``,
-    ``indexing="xy"``).  Flux's ``axes_dims_rope`` (16, 56, 56) counts features: ``sections=[8, 28, 28]``.
-
-    >>> axial_frequencies(8, base=100.0).tolist()
-    [[1.0, 0.0], [0.1, 0.0], [0.0, 1.0], [0.0, 0.1]]
-    >>> axial_frequencies(6, base=100.0, sections=[1, 2]).tolist()
-    [[1.0, 0.0], [0.0, 1.0], [0.0, 0.1]]
-    """
+    ``indexing="xy"``).  Flux's ``axes_dims_rope`` (16, 56, 56) counts features: ``sections=[8, 28, 28]``."""
     rotary_dim = check_d(rotary_dim, "rotary_dim")
     base = check_base(base)
     if sections is None:
         axes = 2 if axes is None else check_positive_int(axes, "axes")
         if rotary_dim % (2 * axes):
-            raise ValueError(f"rotary_dim must be a multiple of 2*axes = {2 * axes} (each axis gets the same number "
-                             f"of pairs; sections= gives unequal splits), got rotary_dim={rotary_dim} with axes={axes}")
+            raise ValueError(f"rotary_dim must be a multiple of 2*axes = {2 * axes} (else sections=), got {rotary_dim}")
         sections = [rotary_dim // (2 * axes)] * axes
     sections = _check_sections(sections, rotary_dim, count=None)
     if axes is not None and check_positive_int(axes, "axes") != len(sections):
@@ -118,11 +109,7 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
 
 def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarray:
     """Positions of the patches of a ``height x width`` grid, numbered row by row: float64 ``(2, height*width)``,
-    ``positions[0]`` the row (``indexing="ij"``, timm's default) or the column (``"xy"``).
-
-    >>> grid_positions(2, 3).tolist()
-    [[0.0, 0.0, 0.0, 1.0, 1.0, 1.0], [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]]
-    """
+    ``positions[0]`` the row (``indexing="ij"``, timm's default) or the column (``"xy"``)."""
     height = check_positive_int(height, "height")
     width = check_positive_int(width, "width")
     indexing = check_choice(indexing, "indexing", ("ij", "xy"))
@@ -192,34 +179,21 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     return np.concatenate(blocks, axis=1)
 
 
-def _counts(text_tokens, frames, height, width) -> tuple[int, int, int, int]:
-    """The token counts, checked: text_tokens >= 0, the others >= 1."""
-    return (check_nonnegative_int(text_tokens, "text_tokens"), check_positive_int(frames, "frames"),
-            check_positive_int(height, "height"), check_positive_int(width, "width"))
-
-
 def flux_position_ids(text_tokens: int, height: int, width: int, *, frame: int = 0) -> np.ndarray:
     """FLUX.1's (t, h, w) position ids, int64 ``(3, text_tokens + height*width)``: the text tokens at (0, 0, 0), then
-    the latent tokens row by row at (frame, row, column) (``FluxPipeline``; Kontext's reference image: frame=1).
-
-    >>> flux_position_ids(2, 2, 3).tolist()
-    [[0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 2, 0, 1, 2]]
-    """
-    frame = check_nonnegative_int(frame, "frame")
-    text_tokens, _, height, width = _counts(text_tokens, 1, height, width)
-    grid = np.indices((1, height, width)).reshape(3, -1) + [[frame], [0], [0]]        # (frame, row, column)
+    the latent tokens row by row at (frame, row, column) (``FluxPipeline``; Kontext's reference image: frame=1)."""
+    text_tokens, frame = check_nonnegative_int(text_tokens, "text_tokens"), check_nonnegative_int(frame, "frame")
+    grid = np.indices((1, check_positive_int(height, "height"), check_positive_int(width, "width"))).reshape(3, -1)
+    grid[0] = frame                                                                    # (frame, row, column)
     return np.concatenate([np.zeros((3, text_tokens)), grid], axis=1).astype(np.int64)
 
 
 def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames: int = 1) -> np.ndarray:
     """Qwen-Image's (t, h, w) position ids (``QwenEmbedRope``, ``scale_rope=True``), int64 ``(3, text_tokens +
     frames*height*width)``: text token n at max(height//2, width//2) + n on every axis, then latent token (f, r, c)
-    at (f, r - ceil(height/2), c - ceil(width/2)).
-
-    >>> qwen_image_position_ids(1, 2, 3).tolist()
-    [[1, 0, 0, 0, 0, 0, 0], [1, -1, -1, -1, 0, 0, 0], [1, -2, -1, 0, -2, -1, 0]]
-    """
-    text_tokens, frames, height, width = _counts(text_tokens, frames, height, width)
+    at (f, r - ceil(height/2), c - ceil(width/2))."""
+    text_tokens, frames = check_nonnegative_int(text_tokens, "text_tokens"), check_positive_int(frames, "frames")
+    height, width = check_positive_int(height, "height"), check_positive_int(width, "width")
     text = np.broadcast_to(max(height // 2, width // 2) + np.arange(text_tokens), (3, text_tokens))
     grid = np.indices((frames, height, width)).reshape(3, -1) - [[0], [height - height // 2], [width - width // 2]]
     return np.concatenate([text, grid], axis=1).astype(np.int64)
@@ -228,11 +202,7 @@ def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames
 def deepseek_v4_compressed_positions(seq_len: int, compress_rate: int) -> np.ndarray:
     """The positions DeepSeek-V4 rotates its compressed KV entries at, int64 ``(seq_len // compress_rate,)``: entry
     w, of the complete window of tokens ``w*compress_rate .. (w+1)*compress_rate - 1``, turns at ``w*compress_rate``
-    (transformers 5.24.0's ``DeepseekV4HCACompressor``, rate 128, and ``DeepseekV4CSACompressor``, rate 4).
-
-    >>> deepseek_v4_compressed_positions(13, 4).tolist()
-    [0, 4, 8]
-    """
+    (transformers 5.24.0's ``DeepseekV4HCACompressor``, rate 128, and ``DeepseekV4CSACompressor``, rate 4)."""
     seq_len = check_nonnegative_int(seq_len, "seq_len")
     compress_rate = check_positive_int(compress_rate, "compress_rate")
     return compress_rate * np.arange(seq_len // compress_rate, dtype=np.int64)

@@ -13,18 +13,14 @@ from .forms import frequencies, rotate, rotation_matrix
 def _check_qkv(q, k, v, causal, same_length: bool = False):
     """q ``(..., n_q, d)``, k ``(..., n_k, d)``, v ``(..., n_k, d_v)`` finite and agreeing (``same_length``: n_q = n_k,
     as eq 19 needs), and ``causal`` a bool."""
-    q, k, v = check_x(q, "q"), check_x(k, "k"), check_real_array(v, "v")
-    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
-        raise ValueError(f"q, k, v must have shape (..., seq, d); got q {q.shape}, k {k.shape}, v {v.shape}")
-    agree = (q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and q.shape[-1] == k.shape[-1]
-             and k.shape[-2] == v.shape[-2] > 0 and (not same_length or q.shape[-2] == k.shape[-2]))
+    q, k, v = check_x(q, "q"), check_x(k, "k"), check_finite(check_real_array(v, "v"), "v")
+    agree = min(q.ndim, k.ndim, v.ndim) >= 2 and q.shape[:-2] == k.shape[:-2] == v.shape[:-2] \
+        and q.shape[-1] == k.shape[-1] and k.shape[-2] == v.shape[-2] > 0 \
+        and (not same_length or q.shape[-2] == k.shape[-2])
     if not agree:
-        length = "n_q = n_k, " if same_length else ""
-        raise ValueError(f"q, k, v must have shapes (..., n_q, d), (..., n_k, d), (..., n_k, d_v) with {length}"
-                         f"n_k >= 1 and the same leading axes; got q {q.shape}, k {k.shape}, v {v.shape}")
-    for a, name in ((q, "q"), (k, "k"), (v, "v")):
-        check_finite(a, name)
-    return q, k, v, check_bool(causal, "causal")
+        raise ValueError(f"q, k, v must have shapes (..., n_q, d), (..., n_k, d), (..., n_k, d_v) with n_k >= 1"
+                         f"{', n_q = n_k' if same_length else ''}; got q {q.shape}, k {k.shape}, v {v.shape}")
+    return check_finite(q, "q"), check_finite(k, "k"), v, check_bool(causal, "causal")
 
 
 def _causal_mask(qp: np.ndarray, kp: np.ndarray) -> np.ndarray:
@@ -69,18 +65,13 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
 
 
 def softmax(scores, axis: int = -1, *, scale: float = 1.0) -> np.ndarray:
-    """softmax(c s) = exp(c (s_i - max s)) / sum_j exp(c (s_j - max s)) along ``axis`` (eq 2's normalisation), float64.
-
-    ``scores``: finite or -inf (weight 0), at least one finite score per row.  ``scale`` c >= 0 multiplies the gaps
-    to the row's maximum, so c s is never formed (c = inf: the argmax; c = 0: the mean over the unmasked).
-    """
+    """softmax(c s) = exp(c (s_i - max s)) / sum_j exp(c (s_j - max s)) along ``axis`` (eq 2's normalisation), float64;
+    -inf scores get weight 0.  c s is never formed (c = inf: the argmax; c = 0: the mean over the unmasked)."""
     s = check_real_array(scores, "scores").astype(np.float64)
-    if np.any(np.isnan(s) | (s == np.inf)):
-        raise ValueError("scores must be finite or -inf (a masked score), got NaN or +inf")
     scale = check_number(scale, "scale", "a non-negative number (inf allowed)", lambda c: c >= 0, real=True)
     top = s.max(axis=axis, keepdims=True)
-    if not np.all(np.isfinite(top)):
-        raise ValueError(f"scores: every row along axis {axis} needs a finite score, got a row of -inf")
+    if np.any(np.isnan(s) | (s == np.inf)) or not np.all(np.isfinite(top)):
+        raise ValueError(f"scores must be finite or -inf (masked), with a finite score in every row along axis {axis}")
     gaps = s - top                                       # <= 0; -inf where masked
     with np.errstate(over="ignore", invalid="ignore"):   # gap 0 times inf, or -inf times 0: replaced below
         scaled = np.where(gaps == 0, 0.0, np.where(np.isneginf(gaps), -np.inf, gaps * scale))
@@ -134,9 +125,8 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False, base: flo
         if not causal:
             num, den = np.einsum("...nd,...de->...ne", rq, S), np.einsum("...nd,...d->...n", fq, z)
         if not np.all(den > 0):
-            raise ValueError("q, k: a denominator sum_n phi(q_m).phi(k_n) of linear_attention underflows float64: "
-                             "the largest features of phi(q_m) meet only features of phi(k_n) e^-745 times smaller "
-                             "than the key's largest; rescale q or k")
+            raise ValueError("q, k: a denominator sum_n phi(q_m).phi(k_n) underflows float64 (phi(q_m)'s large "
+                             "features meet only features of phi(k_n) e^-745 times below the key's largest)")
         out = num / den[..., None]
     return check_no_overflow(out, v, "v", "|v| well below 1.8e308 and q, k whose largest features coincide")
 
@@ -150,9 +140,8 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False, 
     kp = np.broadcast_to(check_positions(k_positions, k.shape[-2:-1], "k_positions", "(k.shape[-2],)"), k.shape[-2:-1])
     d = q.shape[-1]
     with np.errstate(over="ignore", invalid="ignore"):   # inf or inf - inf: the ValueError below
-        qr = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base), q)
-        kr = np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base), k)
-        s = qr @ np.swapaxes(kr, -1, -2) / np.sqrt(d)
+        s = np.einsum("mij,...mj->...mi", rotation_matrix(qp, d, base), q) @ \
+            np.swapaxes(np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base), k), -1, -2) / np.sqrt(d)
     if not np.all(np.isfinite(s)):
         raise ValueError("q, k: the scores q.k/sqrt(d) of attention_dense overflow float64; attention() scales them")
     if causal:
@@ -169,14 +158,10 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False, bas
     pos = np.broadcast_to(check_positions(positions, (n_pos,), "positions", "(q.shape[-2],)"), (n_pos,))
     R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)
     fq, fk = elu_plus_one(q), elu_plus_one(k)
+    mask = np.tril(np.ones((n_pos, n_pos))) if causal else 1.0           # n <= m
     with np.errstate(over="ignore", invalid="ignore"):   # checked below: a ValueError, not a warning
         num_w = np.einsum("nij,...nj->...ni", R, fq) @ np.swapaxes(np.einsum("nij,...nj->...ni", R, fk), -1, -2)
-        den_w = fq @ np.swapaxes(fk, -1, -2)
-        if causal:
-            num_w, den_w = np.tril(num_w), np.tril(den_w)         # n <= m
-        den = den_w.sum(axis=-1, keepdims=True)
+        num_w, den = num_w * mask, ((fq @ np.swapaxes(fk, -1, -2)) * mask).sum(axis=-1, keepdims=True)
         if not (np.all((den > 0) & np.isfinite(den)) and np.all(np.isfinite(num_w))):
-            raise ValueError("q, k: the sums of linear_attention_dense under- or overflow float64; "
-                             "linear_attention() normalises them")
-        out = (num_w @ v) / den
-    return check_no_overflow(out, v, "v", "|v| well below 1.8e308")
+            raise ValueError("q, k: the sums of linear_attention_dense under- or overflow; linear_attention normalises")
+        return check_no_overflow((num_w @ v) / den, v, "v", "|v| well below 1.8e308")

@@ -53,13 +53,11 @@ def config_keys() -> frozenset:
 
 def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None = None, seq_len=None, **params):
     """Per-pair frequencies of a context-extension method: ``(inv_freq (d/2,), attention_factor)``, used as
-    ``rotate(x, positions, inv_freq=inv_freq) * attention_factor``.
-
-    ``d``: the rotary dimension (for ``proportional`` the whole head); ``base`` (or ``rope_theta=``): default 10000;
-    ``seq_len``: the current length (``dynamic``, ``longrope``); ``rope_type`` (or ``type=``): one of
-    :data:`ROPE_TYPES`, default "default".  ``**params`` may be a config's whole rope section: keys of
-    :func:`config_keys` a method does not use are ignored, any other key is a TypeError.  As transformers v5,
-    ``yarn`` and ``longrope`` take ``factor`` as given, else ``max_position_embeddings /
+    ``rotate(x, positions, inv_freq=inv_freq) * attention_factor``.  ``d``: the rotary dimension (for ``proportional``
+    the whole head); ``base`` (or ``rope_theta=``): default 10000; ``seq_len``: the current length (``dynamic``,
+    ``longrope``); ``rope_type`` (or ``type=``): one of :data:`ROPE_TYPES`.  ``**params`` may be a config's whole rope
+    section: keys of :func:`config_keys` a method does not use are ignored, any other key is a TypeError.  As
+    transformers v5, ``yarn`` and ``longrope`` take ``factor`` as given, else ``max_position_embeddings /
     original_max_position_embeddings`` (docs/model_configs.md).
     """
     params = dict(params)
@@ -79,10 +77,9 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
         own_factor = 1.0 if method.attention_factor is None else float(method.attention_factor(params))
         attention_factor = _pos_float(params, "attention_factor", own_factor)    # an explicit factor wins
     positive = np.all(inv_freq >= 0 if method.whole_head else inv_freq > 0)    # whole_head: pairs standing still
-    if not (positive and np.all(np.isfinite(inv_freq)) and math.isfinite(attention_factor) and attention_factor > 0):
-        raise ValueError(f"rope_type={rope_type!r} with {sorted(params)} gives frequencies or an attention factor that "
-                         f"are not finite and positive (min frequency {np.min(inv_freq):.3g}, attention factor "
-                         f"{attention_factor:.3g}); check their sizes")
+    if not (positive and np.all(np.isfinite(inv_freq))):
+        raise ValueError(f"rope_type={rope_type!r} with {sorted(params)} gives frequencies from {np.min(inv_freq):.3g} "
+                         f"to {np.max(inv_freq):.3g}; expected finite and positive ones")
     return inv_freq, attention_factor
 
 
@@ -95,17 +92,13 @@ def _one_value(given, alias, check, default):
 
 
 def _pos_float(params, name, default=None):
-    if name not in params and default is not None:
-        return default
-    return check_positive_real(params[name], name, "a finite real number > 0")
+    return check_positive_real(params.get(name, default), name, "a finite real number > 0")
 
 
 def _train_length(params):
     key = next(k for k in TRAIN_LENGTH if k in params)
     return check_positive_int(params[key], key)
 
-
-# ---- the methods: each one's formula, then the registry --------------------------------------------------
 
 def _default(d, base, seq_len, p):
     """theta_i = base^(-2i/d): RoFormer (Su et al. 2021, arXiv:2104.09864), eq 15."""
@@ -158,8 +151,6 @@ def _yarn(d, base, seq_len, p):
     if base == 1.0:
         raise ValueError("base must be > 1 for rope_type='yarn' (the ramp divides by log(base)), got 1.0")
     beta_fast, beta_slow = _pos_float(p, "beta_fast", 32.0), _pos_float(p, "beta_slow", 1.0)
-    if beta_fast < beta_slow:
-        raise ValueError(f"yarn: beta_fast ({beta_fast}) must be >= beta_slow ({beta_slow})")
     truncate = check_bool(p.get("truncate", True), "truncate")
 
     def correction_dim(n_rotations):  # the pair dimension whose wavelength fits n_rotations in L_train
@@ -169,10 +160,9 @@ def _yarn(d, base, seq_len, p):
     if truncate:
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, d - 1)
-    if high < low:    # L_train < 2 pi beta_slow (theta_0 = 1 turns fewer times) or the slowest pair turns > beta_fast
-        raise ValueError(f"original_max_position_embeddings={train_len} puts YaRN's ramp backwards (pair dimensions "
-                         f"{low:.4g} to {high:.4g}); it must be >= 2 pi beta_slow and below the slowest pair's "
-                         "wavelength times beta_fast")
+    if high < low:    # L_train < 2 pi beta_slow, the slowest pair turning > beta_fast times, or beta_fast < beta_slow
+        raise ValueError(f"original_max_position_embeddings={train_len}, beta_fast={beta_fast}, beta_slow={beta_slow} "
+                         f"put YaRN's ramp backwards (pair dimensions {low:.4g} to {high:.4g})")
     if low == high:
         high += 0.001
     ramp = np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)  # 0: extrapolate, 1: interpolate
@@ -237,9 +227,7 @@ def _proportional(d, base, seq_len, p):
     return freqs / _pos_float(p, "factor", 1.0)
 
 
-# ---- how identify names a method (rank tuples: simplest first, compared across methods) ---------------
-
-def _default_candidates(fit):
+def _default_candidates(fit):     # how identify names a method: (rank, params), simplest rank first
     if fit.base_hint is not None:
         yield (0,), dict(base=fit.base_hint)
     yield (2,), dict(base=fit.fitted_base)
