@@ -105,111 +105,23 @@ def test_the_checker_recovers_the_real_kernel(name, offset):
     rr.assert_rope_matches(kernel, config=cfg, offset=offset, max_rows=rows)
 
 
-def planted(cfg, bug):
-    """A float32 kernel for cfg with one planted bug, or None if the bug cannot show for this config."""
-    x32 = lambda x: np.asarray(x, np.float32)      # noqa: E731
-    if bug == "offset":
-        return lambda x: cfg.rotate(x32(x), np.arange(3, 3 + len(x)))
-    if bug == "indexed from 1" and cfg.rope_type == "default":
-        shifted = cfg.inv_freq() * cfg.base ** (-2 / cfg.rotary_dim)
-        return lambda x: rr.rotate(x32(x), pairing=cfg.pairing, rotary_dim=cfg.rotary_dim, inv_freq=shifted)
-    if bug == "pairing":
-        other = dataclasses.replace(cfg, pairing="half" if cfg.pairing == "interleaved" else "interleaved")
-        return lambda x: other.rotate(x32(x))
-    if bug == "no attention factor" and cfg.attention_factor != 1.0:
-        return lambda x: dataclasses.replace(cfg, attention_factor=1.0).rotate(x32(x))
-    if bug == "base 10^4" and cfg.base != 10000.0:
-        return lambda x: dataclasses.replace(cfg, base=10000.0).rotate(x32(x))
-    return None
-
-
-TRANSFORMERS = sorted(n for n in ONE_AXIS if CASES[n]["library"] == "transformers")
-PLANTED = [(name, bug) for name in TRANSFORMERS
-           for bug in ("offset", "indexed from 1", "pairing", "no attention factor", "base 10^4")
-           if planted(config_of(CASES[name]), bug) is not None]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name,bug", PLANTED)
-def test_assert_rope_matches_fails_on_planted_bugs(name, bug):
-    with pytest.raises(AssertionError):
-        rr.assert_rope_matches(planted(config_of(CASES[name]), bug), config=config_of(CASES[name]), offset=0)
-
-
 # ---- reading configs --------------------------------------------------------------------------------------
 
-#: What each family's config means, read off transformers v5's modeling/configuration files:
-#: (pairing, head_dim, rotary_dim, base, rope_type).
-EXPECTED = {
-    "llama-3.1-8b": ("half", 128, 128, 500000.0, "llama3"),
-    "mistral-7b-v0.1": ("half", 128, 128, 10000.0, "default"),
-    "mixtral-8x7b-v0.1": ("half", 128, 128, 1e6, "default"),
-    "qwen2.5-7b-instruct-yarn": ("half", 128, 128, 1e6, "yarn"),
-    "qwen3-8b": ("half", 128, 128, 1e6, "default"),
-    "gemma-7b": ("half", 256, 256, 10000.0, "default"),
-    "gemma-2-9b": ("half", 256, 256, 10000.0, "default"),
-    "gpt-neox-20b": ("half", 96, 24, 10000.0, "default"),          # rotary_pct 0.25
-    "phi-2": ("half", 80, 32, 10000.0, "default"),                 # partial_rotary_factor 0.4
-    "phi-3.5-mini-instruct": ("half", 96, 96, 10000.0, "longrope"),
-    "stablelm-2-1_6b": ("half", 64, 16, 10000.0, "default"),
-    "falcon-7b": ("half", 64, 64, 10000.0, "default"),
-    "olmo-7b-hf": ("half", 128, 128, 10000.0, "default"),
-    "persimmon-8b-base": ("half", 64, 32, 25000.0, "default"),
-    "starcoder2-7b": ("half", 128, 128, 1e6, "default"),
-    "gpt-j-6b": ("interleaved", 256, 64, 10000.0, "default"),
-    "c4ai-command-r-v01": ("interleaved", 128, 128, 8e6, "default"),
-    "glm-4-9b-chat-hf": ("interleaved", 128, 64, 10000.0, "default"),
-    "deepseek-v3": ("interleaved", 64, 64, 10000.0, "yarn"),
-    # Small configs of families added after tests/data/audit_families.py (hidden 256, 4 heads):
-    "v5-qwen2-moe": ("half", 64, 64, 1e6, "default"),
-    "v5-qwen3-moe-yarn": ("half", 64, 64, 1e6, "yarn"),
-    "v5-granite": ("half", 64, 64, 1e7, "default"),
-    "v5-olmo2": ("half", 64, 64, 500000.0, "default"),
-    "v5-ministral": ("half", 64, 64, 1e8, "default"),
-    "v5-gpt-oss": ("half", 64, 64, 150000.0, "yarn"),                 # GptOssConfig's default rope is yarn
-    "v5-smollm3": ("half", 64, 64, 2e6, "default"),
-    "v5-nemotron": ("half", 64, 32, 10000.0, "default"),
-    "v5-exaone4-llama3": ("half", 64, 64, 1e6, "llama3"),
-    "v5-hunyuan-alpha": ("half", 64, 64, 10000.0, "ntk"),             # "dynamic" with alpha: static NTK
-    "v5-gpt-neox-japanese": ("half", 64, 32, 10000.0, "default"),    # rotary_pct 0.5
-    "v5-apertus": ("half", 64, 64, 12e6, "llama3"),                   # ApertusConfig's default rope is llama3
-    "v5-qwen3-next": ("half", 64, 16, 10000.0, "default"),
-    "v5-glm4-moe": ("half", 64, 32, 1e6, "default"),                  # GLM-4.5: rotate_half, unlike glm4
-    "v5-helium": ("interleaved", 64, 64, 100000.0, "default"),
-    "v5-ernie4-5": ("interleaved", 64, 64, 500000.0, "default"),
-    "v5-cohere2": ("interleaved", 64, 64, 50000.0, "default"),
-    "v5-glm4": ("interleaved", 64, 32, 10000.0, "default"),
-    "v5-codegen": ("interleaved", 64, 32, 10000.0, "default"),
-    "v5-llama4-text": ("interleaved", 64, 64, 500000.0, "llama3"),
-    "v5-deepseek-v2": ("interleaved", 64, 64, 10000.0, "yarn"),
-    "v5-mistral3": ("half", 64, 64, 1e9, "default"),                  # read from its text_config
-    "v5-phimoe-longrope": ("half", 64, 64, 10000.0, "longrope"),      # short factors at every length
-    "v5-minimax-m2": ("half", 64, 32, 5e6, "default"),                # rotary_dim 32: partial_rotary_factor 0.5
-    "v5-granitemoehybrid": ("half", 64, 64, 1e7, "default"),          # position_embedding_type "rope"
-    "v5-llama4-scout": ("interleaved", 64, 64, 500000.0, "llama3"),   # high_freq_factor == low_freq_factor
-    # Added with the transformers 5.24.0 audit.  MLA (qk_rope_head_dim): head_dim is the rotated part.
-    "v5-kimi-k2": ("interleaved", 64, 64, 50000.0, "yarn"),           # DeepSeek-V3's code: interleaved in, half out
-    "v5-glm4-moe-lite": ("interleaved", 64, 64, 1e6, "default"),      # GLM-4.7-Flash, rope_interleave
-    "v5-deepseek-v32": ("interleaved", 64, 64, 10000.0, "default"),   # always apply_rotary_pos_emb_interleave
-    "v5-minicpm3": ("half", 32, 32, 10000.0, "default"),              # MLA with rotate_half in place
-    "v5-ministral3": ("half", 64, 64, 1e6, "yarn"),                   # llama_4_scaling_beta: query_scaling
-    "v5-qwen3-5-text": ("half", 64, 16, 1e7, "default"),              # partial_rotary_factor 0.25
-    "v5-cohere2-moe": ("interleaved", 64, 64, 50000.0, "default"),
-    "v5-chameleon": ("half", 64, 64, 10000.0, "default"),
-    "v5-nomic-bert": ("half", 64, 64, 1000.0, "default"),
-    "v5-recurrent-gemma": ("half", 64, 32, 10000.0, "default"),       # partial_rotary_factor 0.5
-    "v5-mllama-text-llama3": ("half", 64, 64, 500000.0, "llama3"),
-    "v5-hy-v3": ("half", 64, 64, 11158840.0, "default"),
-    "v5-blt-global": ("interleaved", 64, 64, 500000.0, "default"),
-}
+#: The scaling method each recorded config names as transformers v5 reads it (the recordings above pin the rotation,
+#: so the pairing, rotated features and base; every other recorded config is "default").  HunYuan's "dynamic" with
+#: alpha is static NTK; GptOssConfig's and ApertusConfig's default sections are yarn and llama3.
+SCALED = {"llama3": ("llama-3.1-8b", "v5-exaone4-llama3", "v5-apertus", "v5-llama4-text", "v5-llama4-scout",
+                     "v5-mllama-text-llama3"),
+          "yarn": ("qwen2.5-7b-instruct-yarn", "deepseek-v3", "v5-qwen3-moe-yarn", "v5-gpt-oss", "v5-deepseek-v2",
+                   "v5-kimi-k2", "v5-ministral3"),
+          "longrope": ("phi-3.5-mini-instruct", "v5-phimoe-longrope"), "ntk": ("v5-hunyuan-alpha",),
+          "linear": ("v5-gemma3-text[full_attention]",), "proportional": ("v5-gemma4-text[full_attention]",)}
 
 
-
-
-@pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_each_family_is_read_as_transformers_implements_it(name):
-    cfg = rr.from_hf_config(config_file(name))
-    assert (cfg.pairing, cfg.head_dim, cfg.rotary_dim, cfg.base, cfg.rope_type) == EXPECTED[name]
+@pytest.mark.parametrize("name", sorted(n for n in CASES if CASES[n]["library"] == "transformers"))
+def test_each_recorded_config_names_its_scaling_method(name):
+    want = next((rope_type for rope_type, names in SCALED.items() if name in names), "default")
+    assert config_of(CASES[name]).rope_type == want
 
 
 @pytest.mark.parametrize("model_type", sorted(META["family_defaults"]))
@@ -395,17 +307,13 @@ def _cycle():
     ({"model_type": "llama", "head_dim": 64}, {"layer_type": 3}, TypeError, "layer_type"),
     ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "yarn", "factr": 4.0}}, {}, ValueError, "factr"),
     ({"model_type": "llama", "head_dim": 64, "rope_scaling": [4.0]}, {}, ValueError, "rope_scaling"),
-    ({"model_type": "llama", "head_dim": 64, "rope_scaling": 0}, {}, ValueError, "rope_scaling"),
     ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "linear"}}, {}, ValueError, "factor"),
     ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "ntk", "factor": 2.0}}, {}, ValueError,
      "rope_type"),
     ({"model_type": "llama", "head_dim": 64, "rope_theta": -1.0}, {}, ValueError, "rope_theta"),
-    ({"model_type": "phi", "head_dim": 64, "partial_rotary_factor": 1.5}, {}, ValueError, "partial_rotary_factor"),
     ({"model_type": "phi", "head_dim": 10, "partial_rotary_factor": 0.5}, {}, ValueError, "partial_rotary_factor"),
     ({"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "alibi": True}, {}, ValueError, "alibi"),
     ({"model_type": "granitemoehybrid", "head_dim": 64}, {}, ValueError, "position_embedding_type"),
-    ({"model_type": "esm", "head_dim": 64, "position_embedding_type": "absolute"}, {}, ValueError,
-     "position_embedding_type"),
     ({"model_type": "deepseek_v3", "rope_interleave": "yes"}, {}, TypeError, "rope_interleave"),
     ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0, "alpha": 10.0}},
      {}, ValueError, "alpha"),
@@ -416,8 +324,6 @@ def _cycle():
      "short_factor"),
     ({"model_type": "my_mla", "hidden_size": 256, "num_attention_heads": 4, "qk_nope_head_dim": 128}, {"pairing": "half"},
      ValueError, "qk_nope_head_dim"),       # pairing= never guesses a head size the config writes another way
-    ({"model_type": "jetmoe", "hidden_size": 2048, "num_attention_heads": 32, "kv_channels": 128}, {"pairing": "half"},
-     ValueError, "kv_channels"),
     ({"model_type": "nomic_like", "hidden_size": 768, "num_attention_heads": 12, "rotary_emb_fraction": 0.5},
      {"pairing": "half"}, ValueError, "rotary_emb_fraction"),
     (_cycle(), {}, ValueError, "text_config"),
@@ -430,7 +336,6 @@ def _cycle():
     ({"model_type": "gpt_oss", "rope_theta": 1.0}, {}, ValueError, "rope_theta"),
     (dict(GEMMA3, rope_theta=5.0), {"layer_type": "full_attention"}, ValueError, "rope_theta"),   # read by no layer
     (GEMMA3, {}, ValueError, "layer_type"),
-    (GEMMA3, {"layer_type": "global"}, ValueError, "layer_type"),
     (LLAMA3, {"layer_type": "full_attention"}, ValueError, "layer_type"),
     (dict(GEMMA3, rope_parameters=dict(GEMMA3["rope_parameters"], rope_theta=1e4)), {"layer_type": "full_attention"},
      ValueError, "rope_theta"),
