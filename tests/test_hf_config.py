@@ -51,7 +51,8 @@ def test_rotate_equals_the_real_library(name, offset):
     cfg = config_of(case)
     q = np.random.default_rng(META["seed"]).standard_normal((META["rows"], cfg.head_dim)).astype(np.float32)
     # M-RoPE cases were recorded at (t, h, w) = offset + (r, 2r + 1, 3r + 2) (record_reference.py: mrope_positions)
-    pos = np.stack([offset + r, offset + 2 * r + 1, offset + 3 * r + 2]) if case.get("positions") == "mrope" else offset + r
+    mrope = case.get("positions") == "mrope"
+    pos = np.stack([offset + r, offset + 2 * r + 1, offset + 3 * r + 2]) if mrope else offset + r
     got = cfg.rotate(q.astype(np.float64), pos)
     got = rr.to_half(got) if cfg.output_pairing == "half" else got      # DeepSeek-V3 writes its pairs in half layout
     row_pos = pos.max(axis=0) if pos.ndim == 2 else pos
@@ -162,7 +163,8 @@ def test_family_quirks():
            for mt in ("gpt_oss", "apertus", "cwm")}      # default sections: GptOss takes rope_theta, the others not
     assert {mt: (c.rope_type, c.base) for mt, c in got.items()} == \
         {"gpt_oss": ("yarn", 5e5), "apertus": ("llama3", 12e6), "cwm": ("llama3", 1e6)}
-    assert got["gpt_oss"].assumed == ("the family's default rope section",) and got["gpt_oss"].params["truncate"] is False
+    assert got["gpt_oss"].assumed == ("the family's default rope section",)
+    assert got["gpt_oss"].params["truncate"] is False
     cfg = rr.from_hf_config(config_file("v5-hunyuan-alpha"))    # "dynamic" with alpha: static NTK
     x = np.random.default_rng(0).standard_normal((3, 64))
     pos = np.array([0, 10, 90000])
@@ -170,7 +172,8 @@ def test_family_quirks():
                                atol=1e-12)
     d = json.loads(config_file("v5-phimoe-longrope").read_text())   # short factors and short_mscale at every length
     pos = np.array([3, 9000])
-    want = rr.rotate(x[:2], pos, pairing="half", inv_freq=rr.frequencies(64) / np.array(d["rope_scaling"]["short_factor"]))
+    short = np.array(d["rope_scaling"]["short_factor"])
+    want = rr.rotate(x[:2], pos, pairing="half", inv_freq=rr.frequencies(64) / short)
     np.testing.assert_allclose(rr.from_hf_config(d).rotate(x[:2], pos), want * d["rope_scaling"]["short_mscale"],
                                atol=1e-12)
 
@@ -305,7 +308,8 @@ def _cycle():
     ({"model_type": "llama", "hidden_size": 770, "num_attention_heads": 12}, {}, ValueError, "hidden_size"),
     ({"model_type": "llama", "head_dim": 64}, {"pairing": "halves"}, ValueError, "pairing"),
     ({"model_type": "llama", "head_dim": 64}, {"layer_type": 3}, TypeError, "layer_type"),
-    ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "yarn", "factr": 4.0}}, {}, ValueError, "factr"),
+    ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "yarn", "factr": 4.0}}, {}, ValueError,
+     "factr"),
     ({"model_type": "llama", "head_dim": 64, "rope_scaling": [4.0]}, {}, ValueError, "rope_scaling"),
     ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "linear"}}, {}, ValueError, "factor"),
     ({"model_type": "llama", "head_dim": 64, "rope_scaling": {"rope_type": "ntk", "factor": 2.0}}, {}, ValueError,
@@ -322,8 +326,8 @@ def _cycle():
     ({"model_type": "phi3", "head_dim": 8, "max_position_embeddings": 8192, "original_max_position_embeddings": 4096,
       "rope_scaling": {"type": "longrope", "short_factor": [1, 1], "long_factor": [1, 1, 1, 1]}}, {}, ValueError,
      "short_factor"),
-    ({"model_type": "my_mla", "hidden_size": 256, "num_attention_heads": 4, "qk_nope_head_dim": 128}, {"pairing": "half"},
-     ValueError, "qk_nope_head_dim"),       # pairing= never guesses a head size the config writes another way
+    ({"model_type": "my_mla", "hidden_size": 256, "num_attention_heads": 4, "qk_nope_head_dim": 128},
+     {"pairing": "half"}, ValueError, "qk_nope_head_dim"),       # pairing= never guesses a head size written otherwise
     ({"model_type": "nomic_like", "hidden_size": 768, "num_attention_heads": 12, "rotary_emb_fraction": 0.5},
      {"pairing": "half"}, ValueError, "rotary_emb_fraction"),
     (_cycle(), {}, ValueError, "text_config"),
@@ -417,14 +421,16 @@ def test_mrope_configs_replay_the_recorded_modules_at_image_positions(case):
 
 
 def test_mrope_is_read_as_written():
-    qwen3 = {"model_type": "qwen3_vl", "text_config": {"model_type": "qwen3_vl_text", "head_dim": 128, "rope_parameters":
-             {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [24, 20, 20], "mrope_interleaved": True}}}
+    qwen3 = {"model_type": "qwen3_vl", "text_config": {"model_type": "qwen3_vl_text", "head_dim": 128,
+             "rope_parameters": {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [24, 20, 20],
+                                 "mrope_interleaved": True}}}
     cfg = rr.from_hf_config(qwen3)
     assert cfg.inv_freq().shape == (64, 3) and cfg.axes == 3 and cfg.mrope_interleaved
     x = np.random.default_rng(0).standard_normal((2, 6, 128))        # on text (t = h = w): 1-D RoPE
     np.testing.assert_allclose(cfg.rotate(x), rr.rotate(x, pairing="half", base=5e6), atol=1e-12)
-    v5 = rr.from_hf_config({"model_type": "qwen2_5_vl", "text_config": {"model_type": "qwen2_5_vl_text",
-                            "head_dim": 128, "rope_parameters": {"rope_type": "default", "mrope_section": [16, 24, 24]}}})
+    text = {"model_type": "qwen2_5_vl_text", "head_dim": 128,
+            "rope_parameters": {"rope_type": "default", "mrope_section": [16, 24, 24]}}
+    v5 = rr.from_hf_config({"model_type": "qwen2_5_vl", "text_config": text})
     v4 = rr.from_hf_config({"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28,
                             "rope_scaling": {"type": "mrope", "rope_type": "default", "mrope_section": [16, 24, 24]}})
     for c in (v5, v4):

@@ -131,14 +131,14 @@ def test_qwen_rotary_modules_replay(modules, case):
     cos, sin = arrays[f"{case}/cos"], arrays[f"{case}/sin"]                # (seq, 128): [c, c] (rotate_half)
     np.testing.assert_array_equal(cos[:, :64], cos[:, 64:])
     _check_cos_sin(cos[:, :64], sin[:, :64], ang)
-    # (outputs: test_rope_ref_general_form_replays_every_recording.)  The recording tells the layouts apart: the other layout, or other sections, do not replay.
+    # (outputs: test_rope_ref_general_form_replays_every_recording.)  The other layout and sections do not replay.
     wrong = rr.mrope_frequencies(128, [24, 20, 20], base=base, interleaved=not interleaved)
     assert np.max(np.abs(np.cos(_angles(wrong, P)) - cos[:, :64])) > 0.1
 
 
 TIMM = {  # case: (F, positions, pairing) by the documented correspondence
-    "timm_cat_xy_base100": (lambda: rr.axial_frequencies(32, base=100.0), lambda: rr.grid_positions(3, 5, indexing="xy"),
-                            "interleaved"),
+    "timm_cat_xy_base100": (lambda: rr.axial_frequencies(32, base=100.0),
+                            lambda: rr.grid_positions(3, 5, indexing="xy"), "interleaved"),
     "timm_cat_ij_half": (lambda: rr.axial_frequencies(32), lambda: rr.grid_positions(4, 3), "half"),
     "timm_cat_ij_interleaved": (lambda: rr.axial_frequencies(24), lambda: rr.grid_positions(6, 7), "interleaved"),
 }

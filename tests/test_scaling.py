@@ -118,7 +118,8 @@ def test_published_sections_with_transformers_v5_semantics():
     f, att = scaled_inv_freq(128, 1e6, type="yarn", factor=4.0, original_max_position_embeddings=32768,
                              max_position_embeddings=32768)           # Qwen2.5: v5 keeps the explicit factor 4
     assert math.isclose(att, 0.1 * math.log(4.0) + 1) and math.isclose(f[-1] / rr.frequencies(128, 1e6)[-1], 1 / 4)
-    f, att = scaled_inv_freq(64, rope_type="yarn", original_max_position_embeddings=4096, max_position_embeddings=163840)
+    f, att = scaled_inv_freq(64, rope_type="yarn", original_max_position_embeddings=4096,
+                             max_position_embeddings=163840)
     g, att40 = scaled_inv_freq(64, rope_type="yarn", factor=40.0, original_max_position_embeddings=4096)
     np.testing.assert_array_equal(f, g)                   # no factor: max / original = 40
     np.testing.assert_array_equal(scaled_inv_freq(16, rope_theta=500.0)[0], rr.frequencies(16, 500.0))
