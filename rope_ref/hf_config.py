@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ._config_file import load_config
-from ._validate import (check_base, check_bool, check_nbytes, check_pairing, check_positive_int, check_rotary_dim,
-    closest_name, suggest_keywords)
+from ._validate import check_base, check_bool, check_pairing, check_positive_int, check_rotary_dim
 from .hf_families import DIFFUSERS_FAMILIES, FAMILIES, SECTION_QUIRK_KEYS, Family
 from .multiaxis import mrope_frequencies
 from .rope_config import RopeConfig
@@ -25,17 +24,16 @@ _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rota
                       "rope_pct")
 
 
-@suggest_keywords
 def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
-    """Read a model's RoPE from its Hugging Face config (transformers v5 or v4, or diffusers): a dict, or a path.
+    """Read a model's RoPE from its Hugging Face config (transformers v5 or v4, or diffusers): a dict, a config
+    object with ``to_dict()`` (transformers' PretrainedConfig), or the path of a config.json.
 
     ``pairing=`` overrides the family's pairing and lets an unknown ``model_type`` through with generic defaults.
     ``layer_type`` chooses the RoPE of a config with one per layer type (gemma3_text, olmo3, ...) or of another
     attention (``"indexer"``: DSA indexers).  docs/model_configs.md describes each case and what is refused.
     """
     if layer_type is not None and not isinstance(layer_type, str):
-        raise TypeError(f"layer_type must be None or the name of a layer type (a string such as 'full_attention'), "
-                        f"got {reprlib.repr(layer_type)} of type {type(layer_type).__name__}")
+        raise TypeError(f"layer_type must be None or a string such as 'full_attention', got {reprlib.repr(layer_type)}")
     cfg = load_config(config)
     if "_class_name" in cfg:                                 # a diffusers transformer's config.json
         return _diffusers_rope_config(cfg, pairing=pairing, layer_type=layer_type)
@@ -45,8 +43,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     part = (family.parts or {}).get(layer_type)          # another attention's RoPE (DSA indexer)
     layer_type = None if part else layer_type
     head_dim = _head_dim(cfg, family, layer_type)
-    check_nbytes(head_dim // 2 * 8, "config's head_dim", what=f"the {head_dim // 2} float64 frequencies of its heads")
-    where, rope, defaulted, (base, base_key) = _rope_section(cfg, layer_type, family)
+    where, rope, defaulted, base = _rope_section(cfg, layer_type, family)
     assumed = ["the family's default rope section"] if defaulted else []
     if family.mrope and rope.get("mrope_section") is None:
         assumed.append(f"the family's default mrope_section {list(family.mrope[0])}")
@@ -58,8 +55,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     rotary_dim = _rotary_dim(cfg, rope, rope_type, family, head_dim)
     output_pairing = None
     if pairing is None and family.interleave:        # MLA: interleaved pairs in, half layout out, if rope_interleave
-        flag = family.interleave == "always" or check_bool(cfg.get("rope_interleave", True),
-                                                            "config['rope_interleave']")
+        flag = family.interleave == "always" or check_bool(cfg.get("rope_interleave", True), "rope_interleave")
         pairing, output_pairing = ("interleaved", "half") if flag else ("half", None)
     pairing = pairing or family.pairing
     if part:
@@ -73,7 +69,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
         if mrope_section is not None:
             mrope_frequencies(rotary_dim, mrope_section, interleaved=mrope_interleaved)
     except (ValueError, TypeError) as err:
-        raise type(err)(f"{where}, with rope_theta {base:g} ({base_key}): {err}") from None
+        raise type(err)(f"{where}, with rope_theta {base:g}: {err}") from None
     return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing, base=base,
                       rope_type=rope_type, params=MappingProxyType(params), attention_factor=float(attention_factor),
                       output_pairing=output_pairing, query_scaling=MappingProxyType(query_scaling),
@@ -86,22 +82,18 @@ def _diffusers_rope_config(cfg, *, pairing=None, layer_type=None) -> RopeConfig:
     name = cfg["_class_name"]
     family = DIFFUSERS_FAMILIES.get(name) if isinstance(name, str) else None
     if family is None:
-        raise ValueError(f"config has _class_name={name!r}, not a diffusers transformer rope_ref reads; known: "
-                         f"{sorted(DIFFUSERS_FAMILIES)}{closest_name(str(name), DIFFUSERS_FAMILIES)}")
+        raise ValueError(f"config has _class_name={name!r}; expected one of {sorted(DIFFUSERS_FAMILIES)}")
     if layer_type is not None:
         raise ValueError(f"layer_type={layer_type!r} was given, but {name} has one RoPE for every layer")
     if family.needs and not cfg.get(family.needs):
-        raise ValueError(f"config has _class_name={name!r} with {family.needs}={cfg.get(family.needs)!r}: that "
-                         "model applies no RoPE")
+        raise ValueError(f"config has {family.needs}={cfg.get(family.needs)!r}: {name} then applies no RoPE")
     head_dim = check_positive_int(cfg.get("attention_head_dim", family.head_dim), "config['attention_head_dim']")
     where = f"config[{family.axes_key!r}]" if family.axes_key else f"{name}'s split of attention_head_dim"
     dims = cfg.get(family.axes_key, family.axes_dims) if family.axes_key else family.axes_dims(head_dim)
-    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__") or \
-            not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 and n % 2 == 0 for n in dims):
-        raise ValueError(f"{where} must be positive even feature dims, one per axis, got {dims!r}")
-    if sum(dims) != head_dim:
-        raise ValueError(f"{where} = {list(dims)} sums to {sum(dims)} features; expected attention_head_dim = "
-                         f"{head_dim} (the module's cos/sin cover the whole head)")
+    even = isinstance(dims, (list, tuple)) and all(type(n) is int and n > 0 and n % 2 == 0 for n in dims)
+    if not even or sum(dims) != head_dim:
+        raise ValueError(f"{where} must be positive even feature dims, one per axis, summing to attention_head_dim "
+                         f"= {head_dim}, got {dims!r}")
     theta = cfg.get(family.theta_key, family.theta) if family.theta_key else family.theta
     base = check_base(theta, f"rope_theta ({f'config[{family.theta_key!r}]' if family.theta_key else name})")
     return RopeConfig(model_type=name, head_dim=head_dim, rotary_dim=head_dim,
@@ -113,11 +105,9 @@ def _text_model_config(cfg):
     """(config, where it is): a multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config."""
     path = "config"
     while True:
-        for key, kind, expected in (("model_type", str, "a string (e.g. 'llama')"),
-                                    ("text_config", Mapping, "an object (the language model's config) or null")):
+        for key, kind in (("model_type", str), ("text_config", Mapping)):
             if cfg.get(key) is not None and not isinstance(cfg[key], kind):
-                raise TypeError(f"{path}[{key!r}] must be {expected}, got {cfg[key]!r} of type "
-                                f"{type(cfg[key]).__name__}")
+                raise TypeError(f"{path}[{key!r}] must be a {kind.__name__} or null, got {cfg[key]!r:.80}")
         inner = cfg.get("text_config")
         if inner is None or any(cfg.get(k) not in (None, {}) for k in _SECTIONS + ("rope_theta",)):   # [], 0: own
             return cfg, path
@@ -130,17 +120,15 @@ def _family(cfg, model_type, pairing, path) -> Family:
     family = FAMILIES.get(model_type)
     if family is None and pairing is None:
         what = "has no 'model_type'" if model_type is None else f"has model_type={model_type!r}, not a known family"
-        raise ValueError(f"{path} {what}; known model_type values: {sorted(FAMILIES)}"
-                         f"{closest_name(model_type, FAMILIES) if model_type else ''}. "
+        raise ValueError(f"{path} {what}; known model_type values: {sorted(FAMILIES)}. "
                          "Pass pairing='half' or 'interleaved' to read it anyway")
     if family is None:
         unread = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
         if cfg.get("head_dim") is None and cfg.get("qk_rope_head_dim") is None:
             unread += [k for k in _OTHER_HEAD_KEYS if cfg.get(k) is not None]
         if unread:
-            raise ValueError(f"config has {unread[0]!r}, which rope_ref does not read, so the size of the heads or of "
-                             "their rotated part cannot be derived; give the rotated head's size as 'head_dim' (MLA: "
-                             "'qk_rope_head_dim') and its share as 'partial_rotary_factor' (or 'rotary_dim', a count)")
+            raise ValueError(f"config has {unread[0]!r}, which rope_ref does not read; give the rotated heads as "
+                             "'head_dim' (MLA: 'qk_rope_head_dim') and 'partial_rotary_factor' (or 'rotary_dim')")
         family = Family(pairing, rotary_key="rotary_dim")      # a rotary_dim count is read as such
     if family.unsupported:
         raise ValueError(f"config has model_type={model_type!r}: {family.unsupported}")
@@ -149,8 +137,7 @@ def _family(cfg, model_type, pairing, path) -> Family:
             raise ValueError(f"config has model_type={model_type!r} with {key}={cfg[key]!r}: {why}")
     for key, value in family.needs:
         if cfg.get(key) != value:
-            raise ValueError(f"config has model_type={model_type!r} with {key}={cfg.get(key)!r}: that model applies "
-                             f"no RoPE (only {value!r} does)")
+            raise ValueError(f"config has {key}={cfg.get(key)!r}: {model_type} applies RoPE only with {value!r}")
     return family
 
 
@@ -170,44 +157,36 @@ def _head_dim(cfg, family, layer_type) -> int:
             return check_positive_int(cfg[key], f"config[{key!r}]")
     if family.head_dim is not None:
         return family.head_dim
-    sizes = {}
-    for keys in (("hidden_size", "n_embd"), ("num_attention_heads", "n_head")):
-        key = next((k for k in keys if k in cfg), keys[0])
-        if cfg.get(key) is None:
-            raise ValueError(f"config is missing {key!r} (with no head_dim, it is hidden_size / num_attention_heads)")
-        sizes[key] = check_positive_int(cfg[key], f"config[{key!r}]")
-    (hidden_key, hidden), (heads_key, heads) = sizes.items()
+    keys = [k if k in cfg or alias not in cfg else alias for k, alias in (("hidden_size", "n_embd"),
+                                                                         ("num_attention_heads", "n_head"))]
+    hidden, heads = (check_positive_int(cfg.get(k), f"config[{k!r}]") for k in keys)
     if hidden % heads:
-        raise ValueError(f"config: {hidden_key}={hidden} is not divisible by {heads_key}={heads}")
+        raise ValueError(f"config: {keys[0]}={hidden} is not divisible by {keys[1]}={heads}")
     return hidden // heads
 
 
 def _rope_section(cfg, layer_type, family):
-    """(where, section, defaulted, (rope_theta, where read)): v5 ``rope_parameters`` or v4 ``rope_scaling`` (agreeing),
-    else the family's; ``layer_type``'s of one per layer type.  rope_theta: fixed_theta, else section, top, family."""
+    """(where, section, defaulted, rope_theta): v5 ``rope_parameters`` or v4 ``rope_scaling`` (agreeing), else the
+    family's; ``layer_type``'s of one per layer type.  rope_theta: fixed_theta, else section's, top-level, family's."""
     for k in _SECTIONS:
         if cfg.get(k) is not None and not isinstance(cfg[k], Mapping):
-            raise ValueError(f"config[{k!r}] must be an object (dict) or null, got {cfg[k]!r} of type "
-                             f"{type(cfg[k]).__name__}")
+            raise ValueError(f"config[{k!r}] must be an object or null, got {cfg[k]!r:.80}")
     v5, v4 = cfg.get("rope_parameters"), cfg.get("rope_scaling")
     named = {("rope_type" if k == "type" else k): v for k, v in (v4 or {}).items()}   # v4 may repeat v5's keys
     if v5 is not None and v4 is not None and \
             any(v5.get(k, v5.get("type") if k == "rope_type" else None) != v for k, v in named.items()):
-        raise ValueError(f"config has both 'rope_parameters' ({dict(v5)}) and 'rope_scaling' ({dict(v4)}) and they "
-                         "disagree; keep one of them (v5 configs use 'rope_parameters')")
+        raise ValueError(f"config's rope_parameters {v5} and rope_scaling {v4} disagree; keep one of them")
     key = "rope_parameters" if v5 is not None else "rope_scaling"
     where, defaulted = f"config[{key!r}]", cfg.get(key) is None and family.rope is not None
     rope = dict(family.rope) if defaulted else cfg.get(key) or {}
     nested = sorted(k for k, v in rope.items() if isinstance(v, Mapping))
     strays = [k for k, v in rope.items() if nested and v is not None and not isinstance(v, Mapping)]
     if strays:                                         # one section per layer type: every entry a section (or null)
-        raise ValueError(f"{where} holds one RoPE section per layer type ({nested}), so {where}[{strays[0]!r}] must be "
-                         f"a section (an object) too, got {rope[strays[0]]!r} of type {type(rope[strays[0]]).__name__}")
+        raise ValueError(f"{where}[{strays[0]!r}] must be a section (an object) like {nested}, got {rope[strays[0]]!r}")
     top = next((k for k in ("rope_theta", "rotary_emb_base") if cfg.get(k) is not None), None)
     own = [section.get("rope_theta") for section in ([rope[k] for k in nested] or [rope])]
     if not defaulted and top and None not in own and all(theta != cfg[top] for theta in own):
-        raise ValueError(f"config[{top!r}]={cfg[top]!r} disagrees with the rope_theta of every section of {where} "
-                         f"({', '.join(map(repr, own))}), so no layer would read it; keep one of them")
+        raise ValueError(f"config[{top!r}]={cfg[top]!r} disagrees with every rope_theta of {where} {own}; keep one")
     if family.layers is not None and not nested:       # v4 layout of gemma3: rope_local_base_freq, ...
         nested = sorted(family.layers)
         rope = {lt: dict(rope if scaled else {}, rope_theta=cfg.get(k, theta))
@@ -215,27 +194,19 @@ def _rope_section(cfg, layer_type, family):
     if nested:
         if layer_type not in nested:
             given = "no layer_type" if layer_type is None else f"layer_type={layer_type!r}"
-            raise ValueError(f"config holds one RoPE per layer type ({nested}), so the layers of this model do not "
-                             f"share one RoPE; got {given}. Pass layer_type= one of {nested} to read the RoPE of "
-                             "those layers (config['layer_types'] says which layers are which)")
+            raise ValueError(f"layer_type: the config holds one RoPE per layer type; got {given}, expected one of "
+                             f"{nested} (config['layer_types'] says which layers are which)")
         rope, where = rope[layer_type], f"config[{key!r}][{layer_type!r}]"
     elif layer_type is not None:
-        raise ValueError(f"layer_type={layer_type!r} was given, but the config has one RoPE for every layer; "
-                         "layer_type is only for configs with one RoPE per layer type")
+        raise ValueError(f"layer_type={layer_type!r} was given, but the config has one RoPE for every layer")
     known = tuple(config_keys()) + ("rope_type",) + tuple(SECTION_QUIRK_KEYS) + QUERY_SCALING_KEYS + _MROPE_KEYS
     for k in rope:
         if k not in known:
-            raise ValueError(f"{where} has key {k!r}, which rope_ref does not model"
-                             f"{closest_name(k, config_keys())}; known keys: {sorted(known)}")
+            raise ValueError(f"{where} has key {k!r}, which rope_ref does not model; known keys: {sorted(known)}")
     rope = dict(rope)
     base = rope.pop("rope_theta", None)
-    base_key = "the family's default rope section" if defaulted else f"{where}['rope_theta']"
-    if base is None:
-        base, base_key = (cfg[top], f"config[{top!r}]") if top else (family.rope_theta, "the family's default")
-    base = check_base(base, f"rope_theta ({base_key})")
-    if family.fixed_theta:         # the config's own rope_theta is checked, then overridden
-        base, base_key = family.fixed_theta, "fixed by the family's code"
-    return where, rope, defaulted, (base, base_key)
+    base = check_base(base if base is not None else cfg[top] if top else family.rope_theta, "rope_theta")
+    return where, rope, defaulted, family.fixed_theta or base      # fixed_theta: the code ignores the config's
 
 
 def _rope_type(rope, family, where, model_type) -> str:
@@ -247,13 +218,11 @@ def _rope_type(rope, family, where, model_type) -> str:
         if name is not None and (not isinstance(name, str) or name not in names):
             raise ValueError(f"{where} has {key}={name!r}, which is not supported; supported: {supported}")
     if None not in given.values() and names[given["rope_type"]] != names[given["type"]]:
-        raise ValueError(f"{where} has rope_type={given['rope_type']!r} and type={given['type']!r}, which disagree; "
-                         "give one of them (type is the v4 name of rope_type)")
+        raise ValueError(f"{where} has rope_type={given['rope_type']!r} and type={given['type']!r}; give one")
     rope_type = given["rope_type"] or given["type"] or "default"
     for key, (owner, quirk) in SECTION_QUIRK_KEYS.items():
         if rope.get(key) is not None and family.quirk is not quirk:
-            raise ValueError(f"{where} has key {key!r}, which only {owner}'s RoPE uses; this config has "
-                             f"model_type={model_type!r}")
+            raise ValueError(f"{where} has key {key!r}, which only {owner}'s RoPE uses, not {model_type!r}'s")
     return family.quirk(rope, names[rope_type]) if family.quirk else names[rope_type]
 
 
@@ -266,15 +235,14 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     for k in ("partial_rotary_factor", "rotary_pct"):
         if factor is None and cfg.get(k) is not None:
             factor, key = cfg[k], k
-    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1):
+    if factor is not None and not (type(factor) in (int, float) and 0 < factor <= 1):
         raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
     if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
         widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}   # dots3
         if isinstance(cfg.get("qk_nope_head_dim"), int):                                               # Mistral 4
             widths["qk_nope_head_dim + qk_rope_head_dim"] = cfg["qk_nope_head_dim"] + head_dim
         if factor not in (None, 1) and not any(int(w * factor) == head_dim for w in widths.values()):
-            raise ValueError(f"config {key}={factor!r} does not give qk_rope_head_dim={head_dim} rotated features of "
-                             f"any head width the config states ({widths or 'none'})")
+            raise ValueError(f"config {key}={factor!r} times no head width {widths} gives qk_rope_head_dim={head_dim}")
         return head_dim
     if family.rotary_default is not None or (factor is None and cfg.get(family.rotary_key) is not None):
         return check_rotary_dim(cfg.get(family.rotary_key, family.rotary_default), head_dim,   # GPT-J: None = all
@@ -282,8 +250,7 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     factor = family.partial_rotary_factor if factor is None else factor
     r = int(head_dim * factor)
     if r < 2 or r % 2:
-        raise ValueError(f"config: head_dim {head_dim} * {key} {factor} = {r} rotated features; "
-                         "expected an even number >= 2 (partial_rotary_factor)")
+        raise ValueError(f"config {key}: head_dim {head_dim} * {factor} = {r} rotated features; expected even, >= 2")
     return r
 
 
@@ -308,23 +275,19 @@ def _mrope(rope, family, where, known):
     marked = [rope.pop(k) for k in ("rope_type", "type") if rope.get(k) == "mrope"]   # v4: type "mrope"
     if section is None and family.mrope is None:
         if marked or flag is not None:
-            raise ValueError(f"{where} has rope_type='mrope' or mrope_interleaved but no mrope_section; M-RoPE needs "
-                             "the pairs per axis (mrope_section: [temporal, height, width])")
+            raise ValueError(f"{where} has rope_type='mrope' or mrope_interleaved but no mrope_section")
         return None, False
     if family.mrope is None and known:
-        raise ValueError(f"{where} (rope_type={kind!r}, mrope_section={section}) is multimodal RoPE, but this "
-                         "model_type's attention applies 1-D RoPE; the families whose text module applies M-RoPE: "
-                         f"{sorted(k for k, f in FAMILIES.items() if f.mrope)}")
+        raise ValueError(f"{where} (rope_type={kind!r}, mrope_section={section}) is M-RoPE, but this model_type's "
+                         "attention applies 1-D RoPE")
     default_section, default_flag = family.mrope or (None, False)
     if flag is not None:
         flag = check_bool(flag, f"{where}['mrope_interleaved']")
         if family.mrope is not None and flag is not default_flag:
-            layout = {True: "interleaved", False: "in blocks"}.get(default_flag, f"as {default_flag!r}")
             raise ValueError(f"{where} has mrope_interleaved={flag}, but this model_type's module lays its axes out "
-                             f"{layout} whatever the key says")
+                             f"as {default_flag!r} whatever the key says")
     section = default_section if section is None else section
-    if not isinstance(section, (list, tuple)) or len(section) != 3 or \
-            not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in section):
-        raise ValueError(f"{where}['mrope_section'] must be 3 non-negative integers (pairs for temporal, height, "
-                         f"width), got {section!r}")
+    if not (isinstance(section, (list, tuple)) and len(section) == 3 and all(type(n) is int for n in section)
+            and min(section) >= 0):
+        raise ValueError(f"{where}['mrope_section'] must be 3 non-negative integers (t, h, w), got {section!r}")
     return tuple(section[i] for i in family.mrope_order), default_flag if flag is None else flag

@@ -23,9 +23,8 @@ def _phimoe_longrope(rope, rope_type) -> str:
         return rope_type
     mscales = rope.get("short_mscale"), rope.get("long_mscale")
     if rope_type != "longrope" or None in mscales or mscales[0] != mscales[1]:
-        raise ValueError(f"config has model_type='phimoe' with rope_type={rope_type!r}, short_mscale={mscales[0]} "
-                         f"and long_mscale={mscales[1]}: rope_ref models PhiMoE's longrope only with "
-                         "short_mscale == long_mscale (transformers' PhiMoE fails without them)")
+        raise ValueError(f"phimoe's rope_type={rope_type!r} with short_mscale, long_mscale = {mscales}: rope_ref reads "
+                         "PhiMoE's longrope only with short_mscale == long_mscale")
     rope.update(long_factor=rope.get("short_factor"), attention_factor=mscales[0])
     return rope_type
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import (check_base, check_choice, check_d, check_nbytes, check_nonnegative_int, check_positive_int,
-    check_positive_real, suggest_keywords)
+from ._validate import (check_base, check_choice, check_d, check_nonnegative_int, check_positive_int,
+                        check_positive_real)
 from .forms import frequencies
 
 #: the three M-RoPE axes, in the order of ``positions[0], positions[1], positions[2]``.
@@ -15,22 +15,16 @@ MROPE_AXES = ("temporal", "height", "width")
 
 def _check_sections(sections, rotary_dim: int, count: int | None = 3) -> tuple:
     """Non-negative integers summing to ``rotary_dim/2``: ``count`` of them (M-RoPE's t, h, w), else one per axis."""
-    n_pairs, what = rotary_dim // 2, "pairs for temporal, height, width" if count else "pairs per axis"
     if isinstance(sections, (str, bytes)) or not hasattr(sections, "__len__"):
-        raise TypeError(f"sections must be a list of {count or 'one or more'} non-negative integers ({what}), got "
-                        f"{sections!r} of type {type(sections).__name__}")
-    items = list(np.asarray(sections).tolist()) if isinstance(sections, np.ndarray) else list(sections)
-    if len(items) != (count or len(items)) or not items:
-        raise ValueError(f"sections must have {count or 'at least one'} entries ({what}), got {len(items)}: "
-                         f"{items!r}")
+        raise TypeError(f"sections must be a list of non-negative integers (pairs per axis), got {sections!r:.80}")
+    items = sections.tolist() if isinstance(sections, np.ndarray) else list(sections)
     items = [check_nonnegative_int(s, f"sections[{i}]") for i, s in enumerate(items)]
-    if sum(items) != n_pairs:
-        raise ValueError(f"sections must sum to rotary_dim/2 = {n_pairs} (rotary_dim={rotary_dim}), got "
-                         f"{items} summing to {sum(items)}")
+    if len(items) != (count or len(items)) or sum(items) != rotary_dim // 2 or not items:
+        raise ValueError(f"sections must be {count or 'one or more'} entries summing to rotary_dim/2 = "
+                         f"{rotary_dim // 2}, got {items}")
     return tuple(items)
 
 
-@suggest_keywords
 def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
                       interleaved: bool | str = False) -> np.ndarray:
     """M-RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, 3)``: columns temporal, height, width.
@@ -51,13 +45,10 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
         interleaved = "interleaved" if interleaved else "blocks"
     layout = check_choice(interleaved, "interleaved", MROPE_LAYOUTS, "True, False or ", unknown=TypeError)
     n = rotary_dim // 2
-    check_nbytes(n * 3 * 8 * 2, "rotary_dim", what=f"a ({n}, 3) float64 frequency matrix")
     s_t, s_h, s_w = _check_sections(sections, rotary_dim)
     axis = MROPE_LAYOUTS[layout][0]((s_t, s_h, s_w))
-    counts = np.bincount(axis, minlength=3).tolist()
-    if len(axis) != n or counts != [s_t, s_h, s_w]:
-        raise ValueError(f"sections={[s_t, s_h, s_w]} cannot be interleaved over rotary_dim/2 = {n} pairs as layout "
-                         f"{layout!r} ({MROPE_LAYOUTS[layout][1]}): it gives temporal, height, width {counts} pairs")
+    if len(axis) != n or np.bincount(axis, minlength=3).tolist() != [s_t, s_h, s_w]:
+        raise ValueError(f"sections={[s_t, s_h, s_w]} cannot be laid out as {layout!r} ({MROPE_LAYOUTS[layout][1]})")
     matrix = np.zeros((n, 3))
     matrix[np.arange(n), axis] = frequencies(rotary_dim, base)
     return matrix
@@ -95,81 +86,55 @@ MROPE_LAYOUTS = {
 }
 
 
-@suggest_keywords
 def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | None = None, sections=None) -> np.ndarray:
     """Axial RoPE's frequency matrix ``F``, float64 ``(rotary_dim/2, A)``: block ``a``, ``sections[a]`` pairs
     (default: ``axes`` equal blocks, 2), is a 1-D RoPE of dimension ``2*sections[a]`` (eq 15) on ``positions[a]``.
     With :func:`grid_positions`: timm's ``RotaryEmbeddingCat`` (EVA-02), RoPE-Axial (arXiv:2403.13298; ``base=100.0``,
-    ``indexing="xy"``).  Flux's ``axes_dims_rope`` (16, 56, 56) counts features: ``sections=[8, 28, 28]``.
-
-    >>> axial_frequencies(8, base=100.0).tolist()
-    [[1.0, 0.0], [0.1, 0.0], [0.0, 1.0], [0.0, 0.1]]
-    >>> axial_frequencies(6, base=100.0, sections=[1, 2]).tolist()
-    [[1.0, 0.0], [0.0, 1.0], [0.0, 0.1]]
-    """
+    ``indexing="xy"``).  Flux's ``axes_dims_rope`` (16, 56, 56) counts features: ``sections=[8, 28, 28]``."""
     rotary_dim = check_d(rotary_dim, "rotary_dim")
     base = check_base(base)
     if sections is None:
         axes = 2 if axes is None else check_positive_int(axes, "axes")
         if rotary_dim % (2 * axes):
-            raise ValueError(f"rotary_dim must be a multiple of 2*axes = {2 * axes} (each axis gets the same number "
-                             f"of pairs; sections= gives unequal splits), got rotary_dim={rotary_dim} with axes={axes}")
+            raise ValueError(f"rotary_dim must be a multiple of 2*axes = {2 * axes} (else sections=), got {rotary_dim}")
         sections = [rotary_dim // (2 * axes)] * axes
     sections = _check_sections(sections, rotary_dim, count=None)
     if axes is not None and check_positive_int(axes, "axes") != len(sections):
         raise ValueError(f"axes={axes} disagrees with sections={list(sections)} ({len(sections)} axes); give one")
-    check_nbytes(rotary_dim // 2 * len(sections) * 8, "rotary_dim", what=f"a ({rotary_dim // 2}, {len(sections)}) "
-                 "float64 frequency matrix")
     matrix = np.zeros((rotary_dim // 2, len(sections)))
     matrix[np.arange(rotary_dim // 2), blocks_assignment(sections)] = np.concatenate(
         [frequencies(2 * n, base) for n in sections if n])
     return matrix
 
 
-@suggest_keywords
 def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarray:
     """Positions of the patches of a ``height x width`` grid, numbered row by row: float64 ``(2, height*width)``,
-    ``positions[0]`` the row (``indexing="ij"``, timm's default) or the column (``"xy"``).
-
-    >>> grid_positions(2, 3).tolist()
-    [[0.0, 0.0, 0.0, 1.0, 1.0, 1.0], [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]]
-    """
+    ``positions[0]`` the row (``indexing="ij"``, timm's default) or the column (``"xy"``)."""
     height = check_positive_int(height, "height")
     width = check_positive_int(width, "width")
     indexing = check_choice(indexing, "indexing", ("ij", "xy"))
-    check_nbytes(4 * 8 * height * width, "height * width", what=f"(2, {height * width}) float64 positions")
     rows_cols = np.indices((height, width), dtype=np.float64).reshape(2, -1)
     return rows_cols if indexing == "ij" else rows_cols[::-1].copy()
 
 
-def _segment_error(cls, i: int, seg, why: str) -> Exception:
-    forms = '("text", n), ("image", (t, h, w)), ("video", (t, h, w)) or ("video", (t, h, w), seconds_per_grid)'
-    return cls(f"segments[{i}] {why}; expected one of {forms}, got {seg!r:.120}")
-
-
 def _check_segment(i: int, seg, merge: int):
     """``(kind, n, seconds)`` for segment ``i``: ``n`` text tokens, or the grid ``(t, h/merge, w/merge)``."""
-    if not isinstance(seg, (tuple, list)) or len(seg) not in (2, 3):
-        raise _segment_error(TypeError, i, seg, "is not a 2- or 3-item tuple")
-    kind = check_choice(seg[0], f"segments[{i}][0] (the kind)", ("text", "image", "video"))
-    if len(seg) == 3 and kind != "video":
-        raise _segment_error(ValueError, i, seg, "gives seconds_per_grid, which only videos have")
-    if kind == "text":
-        return kind, check_positive_int(seg[1], f"segments[{i}][1] (the number of text tokens)"), None
-    grid = seg[1].tolist() if isinstance(seg[1], np.ndarray) else seg[1]
-    if not isinstance(grid, (tuple, list)) or len(grid) != 3:
-        raise _segment_error(TypeError, i, seg, "needs a grid (t, h, w) of three positive integers (patches "
-                             "before the spatial merge, as in image_grid_thw / video_grid_thw)")
-    t, h, w = (check_positive_int(g, f"segments[{i}][1][{j}] (grid t, h, w)", expected="an integer >= 1")
-               for j, g in enumerate(grid))
+    name = f"segments[{i}]"
+    grid = seg[1] if isinstance(seg, (tuple, list)) and len(seg) in (2, 3) else None
+    kind = "video" if grid is None else check_choice(seg[0], f"{name}[0]", ("text", "image", "video"))
+    if kind == "text" and len(seg) == 2:
+        return kind, check_positive_int(grid, f"{name}[1] (the number of text tokens)"), None
+    grid = grid.tolist() if isinstance(grid, np.ndarray) else grid
+    if not isinstance(grid, (tuple, list)) or len(grid) != 3 or (len(seg) == 3 and kind != "video"):
+        raise TypeError(f'{name} must be ("text", n), ("image", (t, h, w)) or ("video", (t, h, w)[, '
+                        f"seconds_per_grid]), got {seg!r:.120}")
+    t, h, w = (check_positive_int(g, f"{name}[1][{j}] (grid t, h, w)") for j, g in enumerate(grid))
     if h % merge or w % merge:
-        raise _segment_error(ValueError, i, seg, f"has grid h={h}, w={w} not divisible by spatial_merge_size="
-                             f"{merge} (the vision encoder merges {merge}x{merge} patches into one token)")
-    seconds = check_positive_real(seg[2], f"segments[{i}][2] (seconds_per_grid)") if len(seg) == 3 else 1.0
+        raise ValueError(f"{name} has grid h={h}, w={w}; expected multiples of spatial_merge_size={merge}")
+    seconds = check_positive_real(seg[2], f"{name}[2] (seconds_per_grid)") if len(seg) == 3 else 1.0
     return kind, (t, h // merge, w // merge), seconds
 
 
-@suggest_keywords
 def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
                        text_after_vision: str = "max+1") -> np.ndarray:
     """M-RoPE position ids (temporal, height, width) of one sequence, int64 ``(3, seq)``: Qwen2-VL's rule
@@ -189,13 +154,10 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
         tokens_per_second = check_positive_real(tokens_per_second, "tokens_per_second")
     text_after_vision = check_choice(text_after_vision, "text_after_vision", ("max+1", "spatial"))
     if isinstance(segments, (str, bytes, dict)) or not hasattr(segments, "__iter__"):
-        raise TypeError(f"segments must be a list of segments such as [('text', 5), ('image', (1, 28, 28))], "
-                        f"got {segments!r:.80} of type {type(segments).__name__}")
+        raise TypeError(f"segments must be a list such as [('text', 5), ('image', (1, 28, 28))], got {segments!r:.80}")
     parsed = [_check_segment(i, seg, merge) for i, seg in enumerate(segments)]
     if not parsed:
-        raise ValueError("segments must hold at least one segment, got an empty list")
-    total = sum(n if kind == "text" else n[0] * n[1] * n[2] for kind, n, _ in parsed)
-    check_nbytes(2 * 3 * 8 * total, "segments", what=f"the (3, {total}) int64 position ids (and their parts)")
+        raise ValueError("segments must hold at least one segment, got none")
     blocks, start = [], 0
     for kind, n, seconds in parsed:
         if kind == "text":
@@ -208,10 +170,8 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
             with np.errstate(over="ignore"):
                 interval = np.float32(np.float32(seconds) * np.float32(tokens_per_second))
                 last = np.float32(t - 1) * interval
-            if not np.isfinite(last) or last >= 2 ** 40:
-                raise ValueError(f"a video's temporal ids reach (t-1) * seconds_per_grid * tokens_per_second = "
-                                 f"{(t - 1) * seconds * tokens_per_second:.3g}; expected below 2^40 (check "
-                                 "seconds_per_grid and tokens_per_second)")
+            if not last < 2 ** 40:
+                raise ValueError(f"tokens_per_second: a video's temporal ids reach {last:.3g}; expected below 2^40")
             ids[0] = (np.arange(t, dtype=np.float32) * interval).astype(np.int64)[ids[0]]   # truncated, as .long()
         ids += start
         blocks.append(ids)
@@ -219,55 +179,30 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     return np.concatenate(blocks, axis=1)
 
 
-def _counts(text_tokens, frames, height, width) -> tuple[int, int, int, int]:
-    """The token counts, checked, and the size of the (3, text_tokens + frames*height*width) int64 ids."""
-    text_tokens = check_nonnegative_int(text_tokens, "text_tokens")
-    frames, height, width = (check_positive_int(n, name) for n, name in
-                             ((frames, "frames"), (height, "height"), (width, "width")))
-    total = text_tokens + frames * height * width
-    check_nbytes(2 * 3 * 8 * total, "text_tokens, frames, height, width", what=f"(3, {total}) int64 position ids")
-    return text_tokens, frames, height, width
-
-
-@suggest_keywords
 def flux_position_ids(text_tokens: int, height: int, width: int, *, frame: int = 0) -> np.ndarray:
     """FLUX.1's (t, h, w) position ids, int64 ``(3, text_tokens + height*width)``: the text tokens at (0, 0, 0), then
-    the latent tokens row by row at (frame, row, column) (``FluxPipeline``; Kontext's reference image: frame=1).
-
-    >>> flux_position_ids(2, 2, 3).tolist()
-    [[0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 2, 0, 1, 2]]
-    """
-    frame = check_nonnegative_int(frame, "frame")
-    text_tokens, _, height, width = _counts(text_tokens, 1, height, width)
-    grid = np.indices((1, height, width)).reshape(3, -1) + [[frame], [0], [0]]        # (frame, row, column)
+    the latent tokens row by row at (frame, row, column) (``FluxPipeline``; Kontext's reference image: frame=1)."""
+    text_tokens, frame = check_nonnegative_int(text_tokens, "text_tokens"), check_nonnegative_int(frame, "frame")
+    grid = np.indices((1, check_positive_int(height, "height"), check_positive_int(width, "width"))).reshape(3, -1)
+    grid[0] = frame                                                                    # (frame, row, column)
     return np.concatenate([np.zeros((3, text_tokens)), grid], axis=1).astype(np.int64)
 
 
-@suggest_keywords
 def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames: int = 1) -> np.ndarray:
     """Qwen-Image's (t, h, w) position ids (``QwenEmbedRope``, ``scale_rope=True``), int64 ``(3, text_tokens +
     frames*height*width)``: text token n at max(height//2, width//2) + n on every axis, then latent token (f, r, c)
-    at (f, r - ceil(height/2), c - ceil(width/2)).
-
-    >>> qwen_image_position_ids(1, 2, 3).tolist()
-    [[1, 0, 0, 0, 0, 0, 0], [1, -1, -1, -1, 0, 0, 0], [1, -2, -1, 0, -2, -1, 0]]
-    """
-    text_tokens, frames, height, width = _counts(text_tokens, frames, height, width)
+    at (f, r - ceil(height/2), c - ceil(width/2))."""
+    text_tokens, frames = check_nonnegative_int(text_tokens, "text_tokens"), check_positive_int(frames, "frames")
+    height, width = check_positive_int(height, "height"), check_positive_int(width, "width")
     text = np.broadcast_to(max(height // 2, width // 2) + np.arange(text_tokens), (3, text_tokens))
     grid = np.indices((frames, height, width)).reshape(3, -1) - [[0], [height - height // 2], [width - width // 2]]
     return np.concatenate([text, grid], axis=1).astype(np.int64)
 
 
-@suggest_keywords
 def deepseek_v4_compressed_positions(seq_len: int, compress_rate: int) -> np.ndarray:
     """The positions DeepSeek-V4 rotates its compressed KV entries at, int64 ``(seq_len // compress_rate,)``: entry
     w, of the complete window of tokens ``w*compress_rate .. (w+1)*compress_rate - 1``, turns at ``w*compress_rate``
-    (transformers 5.24.0's ``DeepseekV4HCACompressor``, rate 128, and ``DeepseekV4CSACompressor``, rate 4).
-
-    >>> deepseek_v4_compressed_positions(13, 4).tolist()
-    [0, 4, 8]
-    """
+    (transformers 5.24.0's ``DeepseekV4HCACompressor``, rate 128, and ``DeepseekV4CSACompressor``, rate 4)."""
     seq_len = check_nonnegative_int(seq_len, "seq_len")
     compress_rate = check_positive_int(compress_rate, "compress_rate")
-    check_nbytes(8 * (seq_len // compress_rate), "seq_len", what=f"{seq_len // compress_rate} int64 positions")
     return compress_rate * np.arange(seq_len // compress_rate, dtype=np.int64)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validate import check_no_overflow, check_positions, check_x, suggest_keywords
+from ._validate import check_no_overflow, check_positions, check_x
 from .forms import rotate
 from .multiaxis import axial_frequencies, mrope_frequencies
 from .scaling import SCALING_METHODS, scaled_inv_freq
@@ -39,7 +39,6 @@ class RopeConfig:
         sections = self.mrope_section if self.axial_sections is None else self.axial_sections
         return None if sections is None else len(sections)
 
-    @suggest_keywords
     def inv_freq(self, seq_len=None) -> np.ndarray:
         """Per-pair frequencies at the current length ``seq_len``, float64: ``(rotary_dim/2,)``; for M-RoPE and axial
         RoPE ``(rotary_dim/2, axes)``, pair j turning by sum_a F[j, a] p_a (``rope_ref.mrope_frequencies``,
@@ -52,7 +51,6 @@ class RopeConfig:
             freqs = axial_frequencies(self.rotary_dim, base=self.base, sections=self.axial_sections)
         return -freqs if self.clockwise else freqs
 
-    @suggest_keywords
     def rotate(self, x, positions=None, seq_len=None) -> np.ndarray:
         """RoPE as the model applies it: ``x`` ``(..., seq, head_dim)`` -> same shape and dtype.
 
@@ -70,9 +68,7 @@ class RopeConfig:
         if seq_len is None and SCALING_METHODS[self.rope_type].uses_seq_len:
             seq_len = int(np.max(pos, initial=0)) + 1
         y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=self.inv_freq(seq_len))
-        if self.attention_factor != 1.0:
-            with np.errstate(over="ignore"):                 # reported below as a ValueError
-                y[..., :self.rotary_dim] *= np.asarray(self.attention_factor, dtype=y.dtype)
-            check_no_overflow(y, x, expected=f"x times the attention factor {self.attention_factor:.5g} to stay "
-                                  f"within {np.dtype(y.dtype).name}")
-        return y
+        with np.errstate(over="ignore"):                 # reported below as a ValueError
+            y[..., :self.rotary_dim] *= np.asarray(self.attention_factor, dtype=y.dtype)
+        return check_no_overflow(y, x, expected=f"x times the attention factor {self.attention_factor:.5g} within "
+                                 f"{np.dtype(y.dtype).name}")

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import (check_base, check_bool, check_d, check_choice, check_freqs, check_keywords, check_number,
-    check_positive_int, check_positive_real)
+from ._validate import (check_base, check_bool, check_choice, check_d, check_freqs, check_keywords, check_number,
+                        check_positive_int, check_positive_real)
 from .forms import frequencies
 
 #: The training length: original_max_position_embeddings, else max_position_embeddings (transformers v5).
@@ -45,27 +45,20 @@ class ScalingMethod:
         """The entries of a rope section (a mapping) that the method uses and that are not None."""
         return {k: v for k, v in section.items() if k in self.used and v is not None}
 
-    def describe(self) -> str:
-        required = [" | ".join(alts) for alts in self.required]
-        return f"required {required}" + (f", optional {list(self.optional)}" if self.optional else "")
-
 
 def config_keys() -> frozenset:
-    """Every key a published ``rope_scaling`` / ``rope_parameters`` section carries (the registry's, read now):
-    a method ignores the ones it does not use (as transformers does); a name outside this set is a TypeError."""
+    """Every key a published ``rope_scaling`` / ``rope_parameters`` section carries (the registry's, read now)."""
     return frozenset().union(*(method.used for method in SCALING_METHODS.values()), _SECTION_KEYS)
 
 
 def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None = None, seq_len=None, **params):
     """Per-pair frequencies of a context-extension method: ``(inv_freq (d/2,), attention_factor)``, used as
-    ``rotate(x, positions, inv_freq=inv_freq) * attention_factor``.
-
-    ``d``: the rotary dimension (for ``proportional`` the whole head); ``base``: rope_theta (default 10000,
-    ``rope_theta=`` alike); ``seq_len``: the current length (``dynamic``, ``longrope``); ``rope_type``: one of
-    :data:`ROPE_TYPES` (``type``: its old name).  ``**params`` may be a config's whole rope section: keys of
-    :func:`config_keys` a method does not use are ignored (``partial_rotary_factor`` too, but by ``proportional``),
-    a misspelt key is a TypeError naming the closest one.  As transformers v5, ``yarn`` and ``longrope`` take
-    ``factor`` as given, else ``max_position_embeddings / original_max_position_embeddings`` (docs/model_configs.md).
+    ``rotate(x, positions, inv_freq=inv_freq) * attention_factor``.  ``d``: the rotary dimension (for ``proportional``
+    the whole head); ``base`` (or ``rope_theta=``): default 10000; ``seq_len``: the current length (``dynamic``,
+    ``longrope``); ``rope_type`` (or ``type=``): one of :data:`ROPE_TYPES`.  ``**params`` may be a config's whole rope
+    section: keys of :func:`config_keys` a method does not use are ignored, any other key is a TypeError.  As
+    transformers v5, ``yarn`` and ``longrope`` take ``factor`` as given, else ``max_position_embeddings /
+    original_max_position_embeddings`` (docs/model_configs.md).
     """
     params = dict(params)
     check_keywords(params, config_keys(), "scaled_inv_freq")
@@ -76,7 +69,7 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     method = SCALING_METHODS[rope_type]
     missing = [" | ".join(alts) for alts in method.required if not any(params.get(k) is not None for k in alts)]
     if missing:
-        raise ValueError(f"rope_type={rope_type!r} is missing {missing}; it takes {method.describe()}")
+        raise ValueError(f"rope_type={rope_type!r} is missing {missing}; it reads {sorted(method.used)}")
     params = method.params_of(params)
     seq_len = None if seq_len is None else check_positive_int(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # refused below, naming the cause
@@ -84,11 +77,9 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
         own_factor = 1.0 if method.attention_factor is None else float(method.attention_factor(params))
         attention_factor = _pos_float(params, "attention_factor", own_factor)    # an explicit factor wins
     positive = np.all(inv_freq >= 0 if method.whole_head else inv_freq > 0)    # whole_head: pairs standing still
-    if not (positive and np.all(np.isfinite(inv_freq)) and math.isfinite(attention_factor) and attention_factor > 0):
-        given = {k: v for k, v in params.items() if not isinstance(v, (list, tuple, np.ndarray))}
-        raise ValueError(f"rope_type={rope_type!r} with {given} gives frequencies or an attention factor that are "
-                         f"not finite and positive (min frequency {np.min(inv_freq):.3g}, attention factor "
-                         f"{attention_factor:.3g}); check the size of {sorted(params)}")
+    if not (positive and np.all(np.isfinite(inv_freq))):
+        raise ValueError(f"rope_type={rope_type!r} with {sorted(params)} gives frequencies from {np.min(inv_freq):.3g} "
+                         f"to {np.max(inv_freq):.3g}; expected finite and positive ones")
     return inv_freq, attention_factor
 
 
@@ -96,23 +87,18 @@ def _one_value(given, alias, check, default):
     """The value given under either of two names for one thing (both: they must agree), checked, else ``default``."""
     values = {name: check(value, name) for name, value in (given, alias) if value is not None}
     if len(set(values.values())) > 1:
-        raise ValueError(f"{' and '.join(f'{k}={v!r}' for k, v in values.items())} disagree; they are the same "
-                         "thing, give one")
+        raise ValueError(f"{' and '.join(f'{k}={v!r}' for k, v in values.items())} disagree; give one")
     return next(iter(values.values()), default)
 
 
 def _pos_float(params, name, default=None):
-    if name not in params and default is not None:
-        return default
-    return check_positive_real(params[name], name, "a finite real number > 0")
+    return check_positive_real(params.get(name, default), name, "a finite real number > 0")
 
 
 def _train_length(params):
     key = next(k for k in TRAIN_LENGTH if k in params)
     return check_positive_int(params[key], key)
 
-
-# ---- the methods: each one's formula, then the registry --------------------------------------------------
 
 def _default(d, base, seq_len, p):
     """theta_i = base^(-2i/d): RoFormer (Su et al. 2021, arXiv:2104.09864), eq 15."""
@@ -131,11 +117,10 @@ def _ntk(d, base, seq_len, p):
 
 
 def _new_base(base, growth, d):
-    """base * growth^(d/(d-2)), refused (naming factor, which makes growth) when it overflows."""
+    """base * growth^(d/(d-2)), refused (naming factor, which makes growth) unless positive and finite."""
     new_base = float(base * np.float64(growth) ** (d / (d - 2))) if d > 2 else base    # overflow: inf
-    if not math.isfinite(new_base) or new_base <= 0:
-        raise ValueError(f"factor out of range: the new base, base * {growth:g}^(d/(d-2)) with base={base:g}, "
-                         f"is {new_base:g}; it must be a positive finite float64")
+    if not 0 < new_base < math.inf:
+        raise ValueError(f"factor: the new base base * {growth:g}^(d/(d-2)) is {new_base:g}, not a positive float64")
     return new_base
 
 
@@ -155,7 +140,7 @@ def _train_length_and_factor(p, method):
     if "original_max_position_embeddings" in p and "max_position_embeddings" in p:
         return train_len, check_positive_int(p["max_position_embeddings"], "max_position_embeddings") / train_len
     raise ValueError(f"rope_type={method!r} needs factor, or both max_position_embeddings and "
-                     f"original_max_position_embeddings; it takes {SCALING_METHODS[method].describe()}")
+                     "original_max_position_embeddings")
 
 
 def _yarn(d, base, seq_len, p):
@@ -166,8 +151,6 @@ def _yarn(d, base, seq_len, p):
     if base == 1.0:
         raise ValueError("base must be > 1 for rope_type='yarn' (the ramp divides by log(base)), got 1.0")
     beta_fast, beta_slow = _pos_float(p, "beta_fast", 32.0), _pos_float(p, "beta_slow", 1.0)
-    if beta_fast < beta_slow:
-        raise ValueError(f"yarn: beta_fast ({beta_fast}) must be >= beta_slow ({beta_slow})")
     truncate = check_bool(p.get("truncate", True), "truncate")
 
     def correction_dim(n_rotations):  # the pair dimension whose wavelength fits n_rotations in L_train
@@ -177,11 +160,9 @@ def _yarn(d, base, seq_len, p):
     if truncate:
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, d - 1)
-    if high < low:    # L_train < 2 pi beta_slow (theta_0 = 1 turns fewer times) or the slowest pair turns > beta_fast
-        raise ValueError(f"original_max_position_embeddings={train_len} puts YaRN's ramp (pair dimensions {low:.4g} "
-                         f"to {high:.4g} in 0..{d - 1}) backwards, so it would keep the frequencies YaRN divides by "
-                         f"factor; L must be >= 2 pi beta_slow = {2 * math.pi * beta_slow:.4g} and the slowest pair "
-                         "turn <= beta_fast times in it")
+    if high < low:    # L_train < 2 pi beta_slow, the slowest pair turning > beta_fast times, or beta_fast < beta_slow
+        raise ValueError(f"original_max_position_embeddings={train_len}, beta_fast={beta_fast}, beta_slow={beta_slow} "
+                         f"put YaRN's ramp backwards (pair dimensions {low:.4g} to {high:.4g})")
     if low == high:
         high += 0.001
     ramp = np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)  # 0: extrapolate, 1: interpolate
@@ -190,13 +171,16 @@ def _yarn(d, base, seq_len, p):
 
 
 def _yarn_attention(p):
-    """sqrt(1/t) = 0.1 ln(factor) + 1 (arXiv:2309.00071, section 3.4), or DeepSeek-V2's
-    mscale(factor, mscale) / mscale(factor, mscale_all_dim)."""
+    """sqrt(1/t) = 0.1 ln(factor) + 1 (arXiv:2309.00071, section 3.4), or, when mscale and mscale_all_dim are both
+    non-zero, DeepSeek-V2's mscale(factor, mscale) / mscale(factor, mscale_all_dim) (a zero one counts as absent, as
+    in transformers' _compute_yarn_parameters)."""
     _, factor = _train_length_and_factor(p, "yarn")
-    mscales = [_pos_float(p, k) for k in ("mscale", "mscale_all_dim") if k in p]  # one alone is checked, unused
-    mscale, mscale_all_dim = mscales if len(mscales) == 2 else (1.0, 0.0)
+    mscale, all_dim = (check_number(p.get(k, 0.0), k, "a finite real number", math.isfinite, real=True)
+                       for k in ("mscale", "mscale_all_dim"))
     log_factor = max(math.log(factor), 0.0)          # factor <= 1: no scaling
-    return (0.1 * mscale * log_factor + 1.0) / (0.1 * mscale_all_dim * log_factor + 1.0)
+    if not (mscale and all_dim):
+        return 0.1 * log_factor + 1.0
+    return (0.1 * mscale * log_factor + 1.0) / (0.1 * all_dim * log_factor + 1.0)
 
 
 def _llama3(d, base, seq_len, p):
@@ -223,8 +207,7 @@ def _longrope(d, base, seq_len, p):
     short, long_ = (check_freqs(p[k], k, n_pairs=d // 2) for k in ("short_factor", "long_factor"))
     for name, f in (("short_factor", short), ("long_factor", long_)):
         if np.any(f <= 0):
-            raise ValueError(f"{name} must be > 0 (it divides the frequencies), got {f[f <= 0][:3].tolist()} "
-                             f"at pair(s) {np.flatnonzero(f <= 0)[:3].tolist()}")
+            raise ValueError(f"{name} must be > 0 at every pair (it divides the frequencies), got {f.tolist()}")
     return frequencies(d, base) / (long_ if seq_len is not None and seq_len > train_len else short)
 
 
@@ -244,9 +227,7 @@ def _proportional(d, base, seq_len, p):
     return freqs / _pos_float(p, "factor", 1.0)
 
 
-# ---- how identify names a method (rank tuples: simplest first, compared across methods) ---------------
-
-def _default_candidates(fit):
+def _default_candidates(fit):     # how identify names a method: (rank, params), simplest rank first
     if fit.base_hint is not None:
         yield (0,), dict(base=fit.base_hint)
     yield (2,), dict(base=fit.fitted_base)
@@ -314,9 +295,6 @@ def wavelengths(freqs) -> np.ndarray:
     """Wavelength 2 pi / |theta_i| of each pair, in positions: ``freqs`` ``(n,)`` -> ``(n,)`` float64; a frequency
     of 0, or one whose wavelength exceeds float64, is a ValueError."""
     freqs = check_freqs(freqs)
-    small = np.abs(freqs) < 2 * np.pi / np.finfo(np.float64).max
-    if small.any():
-        i = int(np.argmax(small))
-        raise ValueError(f"freqs must be non-zero with a wavelength 2*pi/|theta| within float64, "
-                         f"got freqs[{i}] = {freqs[i]}")
+    if np.any(np.abs(freqs) < 2 * np.pi / np.finfo(np.float64).max):
+        raise ValueError(f"freqs must be non-zero with a wavelength 2*pi/|theta| within float64, got {freqs}")
     return 2 * np.pi / np.abs(freqs)
