@@ -5,12 +5,10 @@
   python -m rope_ref figures [--out DIR]             write every figure only (PNG and SVG)
   python -m rope_ref site --out DIR                  build the course as static HTML pages that work offline
 
-Figures go to the checkout's figures/ (from an installed copy, ./figures) unless --out DIR.
-Exit status: 0 done; 1 an identity failed, a notebook failed or a file could not be written;
-2 a bad option or --out, in one line before any work; 130 Ctrl-C, in one line.
+Figures go to the checkout's figures/ (from an installed copy, ./figures) unless --out DIR.  Exit status: 0 done;
+1 an identity failed, a notebook failed or a file could not be written; 2 a bad option or --out, in one line
+before any work; 130 Ctrl-C, in one line.
 """
-
-from __future__ import annotations
 
 import argparse
 import os
@@ -28,9 +26,7 @@ MAX_VALUES = 2**23      # --d times --seq: the checks build (seq, d) arrays and 
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with an error as one line on stderr and exit status 2."""
-
-    def error(self, message):
+    def error(self, message):       # one line on stderr, exit status 2
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -50,11 +46,11 @@ def default_figures_dir() -> Path:
 def notebooks_hint() -> str:
     """How to open the notebooks: their absolute path, or where to get them."""
     root = source_checkout()
-    root_flag = " --allow-root" if hasattr(os, "geteuid") and os.geteuid() == 0 else ""
+    command = "jupyter lab --allow-root" if hasattr(os, "geteuid") and os.geteuid() == 0 else "jupyter lab"
     if root is None:
         return ("The notebooks are not part of an installed package: they are in the notebooks/ folder of the "
-                f"rope_ref source repository. Clone it, then run  jupyter lab{root_flag} notebooks/")
-    return f"Next: open the notebooks with  jupyter lab{root_flag} {root / 'notebooks'}"
+                f"rope_ref source repository. Clone it, then run  {command} notebooks/")
+    return f"Next: open the notebooks with  {command} {root / 'notebooks'}"
 
 
 def output_folder(text: str, parser: argparse.ArgumentParser) -> Path:
@@ -71,7 +67,7 @@ def output_folder(text: str, parser: argparse.ArgumentParser) -> Path:
 
 
 def parse_command_line(argv=None) -> argparse.Namespace:
-    """The command line as ``command`` (None for the main job), ``d``, ``seq`` and ``out`` (an absolute Path)."""
+    """The command line as ``command`` (None: the main job), ``d``, ``seq`` and ``out`` (an absolute Path)."""
     parser = _Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", choices=["check", "figures", "site"], help="see above")
     parser.add_argument("--d", type=int, metavar="D", help=f"feature dimension, even, 2 to {MAX_D} (default 128)")
@@ -91,45 +87,32 @@ def parse_command_line(argv=None) -> argparse.Namespace:
     if not 2 <= args.seq <= MAX_VALUES // args.d:
         parser.error(f"--seq: expected an integer from 2 to {MAX_VALUES // args.d} for --d {args.d}, got {args.seq}")
     if args.command != "check":
-        args.out = output_folder(args.out, parser) if args.out is not None else default_figures_dir()
+        args.out = default_figures_dir() if args.out is None else output_folder(args.out, parser)
     return args
 
 
-def print_identities(args) -> int:
-    """Print the identity table for ``args.d`` and ``args.seq``; 1 if an identity fails, else 0."""
+def print_identities(d: int, seq: int) -> int:
+    """Print the identity table on d features at positions 0..seq-1; the exit status (1 if one fails)."""
     t0 = time.perf_counter()
-    checks = run_checks(d=args.d, seq=args.seq)
-    print(f"rope_ref identities: d={args.d}, positions 0..{args.seq - 1}, float64")
+    checks = run_checks(d=d, seq=seq)
+    print(f"rope_ref identities: d={d}, positions 0..{seq - 1}, float64")
     print(format_table(checks))
     passed = sum(check.ok for check in checks)
     print(f"{passed} of {len(checks)} identities hold ({time.perf_counter() - t0:.1f} s)")
     return 0 if passed == len(checks) else 1
 
 
-def missing_teaching(exc: ImportError) -> int:
-    """One line naming the missing teaching dependency; status 1.  A broken import inside rope_ref is re-raised."""
-    if (exc.name or "rope_ref").startswith("rope_ref"):
-        raise exc
-    print(f"{PROG}: error: figures and site need the teaching dependencies ({exc.name} is missing): "
-          "pip install -e '.[teaching]' in the checkout", file=sys.stderr)
-    return 1
-
-
-def write_figures(out: Path) -> int:
-    """Write NAME.png and NAME.svg for every figure of rope_ref.teaching.figures into ``out``."""
-    try:
-        from .teaching.figures import write_all
-    except ImportError as exc:
-        return missing_teaching(exc)
+def write_figures(out: Path) -> None:
+    """Write NAME.png and NAME.svg for every figure into ``out``."""
+    from .teaching.figures import write_all      # on demand: the oracle needs no matplotlib
     t0 = time.perf_counter()
     paths = write_all(out)
     print(f"wrote {len(paths)} figure files (PNG and SVG) to {out} in {time.perf_counter() - t0:.1f} s")
-    return 0
 
 
 def in_worker(function, *args):
-    """``function(*args)`` in a worker thread, so that Ctrl-C reaches the main thread as KeyboardInterrupt: in the
-    main thread nbclient's event loop turns it into CancelledError, or a dead kernel's AssertionError."""
+    """``function(*args)`` in a thread, so that Ctrl-C reaches the main thread as KeyboardInterrupt: in the main
+    thread, nbclient's event loop turns it into CancelledError, or a dead kernel's AssertionError."""
     outcome = {}
 
     def work():
@@ -150,16 +133,9 @@ def in_worker(function, *args):
 
 
 def build_course_site(out: Path) -> int:
-    """Execute every notebook of the checkout and write the course's pages into ``out``."""
-    try:
-        from .teaching.site import build_site, course_notebooks
-    except ImportError as exc:
-        return missing_teaching(exc)
-    root = source_checkout()
-    if root is None:
-        print(f"{PROG}: error: site needs the notebooks of a clone of the rope_ref repository", file=sys.stderr)
-        return 1
-    notebooks = course_notebooks(root / "notebooks")
+    """Execute every notebook of the checkout and write the course's pages into ``out``; the exit status."""
+    from .teaching.site import build_site, course_notebooks
+    notebooks = course_notebooks((source_checkout() or Path.cwd()) / "notebooks")     # FileNotFoundError if none
     t0 = time.perf_counter()
     try:
         index = in_worker(build_site, out, notebooks)
@@ -175,16 +151,14 @@ def main(argv=None) -> int:
     """Run the command line; the exit status (see the module's docstring)."""
     try:
         args = parse_command_line(argv)
-        if args.command == "check":
-            status = print_identities(args)
-        elif args.command == "figures":
-            status = write_figures(args.out)
-        elif args.command == "site":
+        status = 0
+        if args.command in (None, "check"):         # None: the main job, check then figures
+            status = print_identities(args.d, args.seq)
+        if args.command in (None, "figures"):
+            write_figures(args.out)
+        if args.command == "site":
             status = build_course_site(args.out)
-        else:                       # the main job
-            status = print_identities(args)
-            print()
-            status = max(status, write_figures(args.out))
+        if args.command is None:
             print("\n" + notebooks_hint())
         sys.stdout.flush()          # a closed pipe (`check | head -1`) is met here, not at the interpreter's exit
         return status
@@ -193,6 +167,12 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except ImportError as exc:
+        if (exc.name or "rope_ref").startswith("rope_ref"):
+            raise                   # a broken import inside rope_ref is a bug to show
+        print(f"{PROG}: error: figures and site need the teaching dependencies ({exc.name} is missing): "
+              "pip install -e '.[teaching]' in the checkout", file=sys.stderr)
+        return 1
     except BrokenPipeError:         # the reader of stdout has gone: say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
