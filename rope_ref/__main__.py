@@ -176,7 +176,7 @@ def main(argv=None) -> int:
     except BrokenPipeError:         # the reader of stdout has gone: say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except OSError as exc:          # a full disk, a folder we may not write in, ...
+    except (OSError, ValueError) as exc:    # a full disk; the writers' refusal of a folder where a file goes
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
 
