@@ -182,4 +182,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    STATUS = main()
+    if STATUS == 130:       # after Ctrl-C, nbclient's clean-up at exit may race its own, in the worker: not news
+        sys.unraisablehook = lambda report: None
+    sys.exit(STATUS)
