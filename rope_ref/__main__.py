@@ -45,12 +45,10 @@ def default_figures_dir() -> Path:
 
 def notebooks_hint() -> str:
     """How to open the notebooks: their absolute path, or where to get them."""
-    root = source_checkout()
     command = "jupyter lab --allow-root" if hasattr(os, "geteuid") and os.geteuid() == 0 else "jupyter lab"
-    if root is None:
-        return ("The notebooks are not part of an installed package: they are in the notebooks/ folder of the "
-                f"rope_ref source repository. Clone it, then run  {command} notebooks/")
-    return f"Next: open the notebooks with  {command} {root / 'notebooks'}"
+    root = source_checkout()
+    where = root / "notebooks" if root else "notebooks/  (in a clone of the rope_ref repository: not installed)"
+    return f"Next: open the notebooks with  {command} {where}"
 
 
 def output_folder(text: str, parser: argparse.ArgumentParser) -> Path:
