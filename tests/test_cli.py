@@ -150,6 +150,7 @@ def test_a_missing_dependency_is_named_in_one_line(tmp_path, capsys, fresh_teach
     _one_line(capsys.readouterr().err, "matplotlib")
 
 
+@pytest.mark.slow
 def test_a_broken_import_inside_rope_ref_is_not_called_a_missing_dependency(tmp_path, fresh_teaching):
     fresh_teaching.setitem(sys.modules, "rope_ref.teaching.style", None)
     with pytest.raises(ImportError) as raised:

@@ -71,6 +71,7 @@ def test_the_oracle_modules_import_no_cycle():
     assert "forms" in graph["checks"]       # the graph is read, not empty
 
 
+@pytest.mark.slow
 def test_no_public_name_is_also_a_module():
     modules = {p.stem for p in PKG.rglob("*.py")} | {p.name for p in PKG.rglob("*") if (p / "__init__.py").exists()}
     publics = set(rope_ref.__all__)
