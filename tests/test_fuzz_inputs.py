@@ -65,10 +65,10 @@ def test_attention_overflow_names_the_argument_and_warns_nothing(fn):
     v_huge = np.full((2, 5, 3), 1.7e308)
     v_huge[..., 0] = -1.7e308
     f = getattr(rr, fn)
-    if fn == "attention":                         # convex weights: |out| <= max|v|, so huge v is fine; q overflows
+    if fn == "attention":                         # convex weights: |out| <= max|v|, so huge v and huge q, k are fine
         np.testing.assert_allclose(f(q, q, v_huge), np.broadcast_to(v_huge[:, :1], (2, 5, 3)), rtol=1e-12)
-        with pytest.raises(ValueError, match="q"):
-            f(q * 1.7e308, q * 1.7e308, v_huge * 1e-300)
+        out = f(q * 1.7e308, q * 1.7e308, v_huge * 1e-300)
+        assert np.all(np.isfinite(out)) and np.all(np.abs(out) <= np.abs(v_huge * 1e-300).max())
     else:                                         # eq 19's weights are not convex: the sums may overflow
         with pytest.raises(ValueError, match="v"):
             f(q, q, v_huge)
