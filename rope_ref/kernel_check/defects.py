@@ -1,0 +1,271 @@
+"""The catalogue of known defects, and the diagnosis that names them.
+
+The expectation is a :class:`Model`: what the oracle computes (pairs, frequencies from rope_ref.scaled_inv_freq,
+positions, angles from rope_ref.rotation_angles).  Each :class:`Defect` turns the model into the one a known bug
+gives; a defect is named only when its model reproduces the kernel's measured angle table within the kernel's own
+rounding.  Adding a known defect is adding one entry to :data:`DEFECTS` (docs/checking_kernels.md)."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from ..forms import rotation_angles, wrap_angle
+from ..scaling import scaled_inv_freq
+from .measure import allowance, rounded_to
+from .spec import show_number, show_params
+
+OTHER_PAIRING = {"interleaved": "half", "half": "interleaved"}
+
+
+def _oracle_freqs(model, seq_len):
+    """theta of the model's recipe: its inv_freq, or scaled_inv_freq of base, rope_type and params."""
+    if model.inv_freq is not None:
+        return np.asarray(model.inv_freq, np.float64)
+    params = {k: v for k, v in model.params.items() if k != "base"}
+    if model.rope_type in ("dynamic", "longrope") and "seq_len" not in params:
+        params["seq_len"] = seq_len
+    return scaled_inv_freq(model.rotary_dim, model.base, rope_type=model.rope_type, **params)[0]
+
+
+@dataclass(frozen=True)
+class Model:
+    """A RoPE as the oracle computes it: angle of pair p at row r = angles(positions(offset + r), theta(seq_len))."""
+    pairing: str | None
+    rotary_dim: int | None
+    rotary_start: int = 0
+    output_pairing: str | None = None
+    norm_scale: float | None = None
+    offset: float | None = 0.0
+    base: float = 10000.0
+    rope_type: str = "default"
+    params: dict = field(default_factory=dict)
+    inv_freq: np.ndarray | None = None
+    theta: Callable = _oracle_freqs                 # (model, seq_len) -> (pairs,)
+    positions: Callable = lambda p: p               # positions as the kernel holds them
+    angles: Callable = rotation_angles              # (positions, theta) -> (rows, pairs)
+    table_unit: float = 0.0                         # cos/sin rounded to this unit roundoff
+
+    def table(self, rows):
+        """(rows, pairs) angles, unwrapped, of rows 0..rows-1 (offset 0 when the model leaves it open)."""
+        m = (self.offset or 0.0) + np.arange(rows, dtype=np.float64)
+        return self.angles(self.positions(m), self.theta(self, (self.offset or 0) + rows))
+
+
+class Defect(NamedTuple):
+    """A known bug: ``apply(model, spec)`` -> (the model with that bug, what it changes in words), or None when it
+    does not apply (nothing measured to take its parameter from)."""
+    name: str
+    description: str
+    apply: Callable
+
+
+def _with_theta(model, change):
+    return replace(model, theta=lambda m, seq_len, f=model.theta: change(m, f(m, seq_len)))
+
+
+def _offset(model, spec):
+    if spec.offset is None or spec.offset == model.offset or model.offset is None:
+        return None
+    return replace(model, offset=spec.offset), f"expected {show_number(model.offset)}, found {show_number(spec.offset)}"
+
+
+def _base(model, spec):
+    if spec.base is None or model.inv_freq is not None or spec.base == model.base:
+        return None
+    return replace(model, base=spec.base), f"expected {show_number(model.base)}, found {show_number(spec.base)}"
+
+
+def _scaling_missing(model, spec):
+    if model.rope_type == "default" or model.inv_freq is not None:
+        return None
+    return replace(model, rope_type="default", params={}), f"expected {model.rope_type}, found none"
+
+
+def _other_method(model, spec):
+    if spec.rope_type in (None, "custom", model.rope_type) or model.inv_freq is not None:
+        return None
+    return (replace(model, rope_type=spec.rope_type, params=dict(spec.rope_params), base=spec.rope_params["base"]),
+            f"expected {model.rope_type}, found {spec.rope_type} {show_params(spec.rope_params)}")
+
+
+def _freqs_rounded(kind):
+    return lambda model, spec: (_with_theta(model, lambda m, theta: rounded_to(theta, kind)),
+                                "")
+
+
+def _angles_16bit(kind):
+    def angles(p, theta):
+        return rounded_to(np.multiply.outer(rounded_to(p, kind), rounded_to(theta, kind)), kind)
+    return lambda model, spec: (replace(model, angles=angles), "")
+
+
+def _cos_sin_16bit(kind):
+    unit = {"bfloat16": 2.0**-8, "float16": 2.0**-11}[kind]
+    return lambda model, spec: (replace(model, table_unit=unit), "")
+
+
+def _positions_16bit(kind):
+    return lambda model, spec: (replace(model, positions=lambda p, f=model.positions: rounded_to(f(p), kind)),
+                                "")
+
+
+def _table_end(kind):
+    def apply(model, spec):
+        if not spec.table_end or spec.table_end[1] != kind:
+            return None
+        length = (model.offset or 0) + spec.table_end[0]        # the table holds positions 0..length-1
+        held = (lambda p: np.minimum(p, length - 1)) if kind == "clamped" else (lambda p: p % length)
+        return (replace(model, positions=lambda p, f=model.positions: held(f(p))),
+                f"beyond position {show_number(length - 1)}")
+    return apply
+
+
+def _indexed_from_one(model, spec):
+    if model.inv_freq is not None:
+        return None
+    return (_with_theta(model, lambda m, theta: theta * m.base ** (-2 / m.rotary_dim)),
+            "")
+
+
+def _pairing(model, spec):
+    if model.pairing not in OTHER_PAIRING or spec.pairing != OTHER_PAIRING[model.pairing]:
+        return None
+    return replace(model, pairing=spec.pairing), f"expected {model.pairing}, found {spec.pairing}"
+
+
+def _rotary_dim(model, spec):
+    if spec.rotary_dim == model.rotary_dim or model.inv_freq is not None:
+        return None
+    return (replace(model, rotary_dim=spec.rotary_dim),
+            f"expected {model.rotary_dim}, found {spec.rotary_dim}")
+
+
+def _rotary_start(model, spec):
+    if spec.rotary_start == model.rotary_start:
+        return None
+    return (replace(model, rotary_start=spec.rotary_start), f"expected rotated features from "
+            f"{model.rotary_start}, found {spec.rotary_start}..{spec.rotary_start + spec.rotary_dim - 1}")
+
+
+def _output_layout(model, spec):
+    if spec.output_pairing == model.output_pairing:
+        return None
+    return (replace(model, output_pairing=spec.output_pairing), f"expected pairs written "
+            f"{model.output_pairing or 'in place'}, found {spec.output_pairing or 'in place'}")
+
+
+def _reversed(model, spec):
+    return _with_theta(model, lambda m, theta: -theta), "every pair turns clockwise"
+
+
+def _attention_factor(model, spec):
+    if model.norm_scale is None or model.norm_scale == 1:
+        return None
+    return (replace(model, norm_scale=1.0), f"norm_scale expected {model.norm_scale:.6g}, found "
+            f"{spec.norm_scale:.6g}")
+
+
+#: The known defects, each one entry.
+DEFECTS = (
+    Defect("pairing swapped", "interleaved pairs (2i, 2i + 1) where half-split (i, i + d/2) were expected, or the "
+           "reverse", _pairing),
+    Defect("different rotary_dim", "another number of features rotate (rotary_pct, partial_rotary_factor)",
+           _rotary_dim),
+    Defect("different rotary_start", "the rotated features start elsewhere (DeepSeek's rope part last)", _rotary_start),
+    Defect("output layout", "the rotated pairs are written to other features (interleave then half)", _output_layout),
+    Defect("position offset", "row 0 at another position (a KV cache offset ignored, off by one)", _offset),
+    Defect("frequencies rounded to bfloat16", "inv_freq held in bfloat16 (model.to(torch.bfloat16))",
+           _freqs_rounded("bfloat16")),
+    Defect("frequencies rounded to float16", "inv_freq held in float16 (model.half())", _freqs_rounded("float16")),
+    Defect("angles computed in bfloat16", "positions, frequencies and their product in bfloat16",
+           _angles_16bit("bfloat16")),
+    Defect("angles computed in float16", "positions, frequencies and their product in float16",
+           _angles_16bit("float16")),
+    Defect("cos/sin in bfloat16", "cos and sin (or the output) rounded to bfloat16", _cos_sin_16bit("bfloat16")),
+    Defect("cos/sin in float16", "cos and sin (or the output) rounded to float16", _cos_sin_16bit("float16")),
+    Defect("positions held in bfloat16", "position ids cast to bfloat16: above 256 rows share positions",
+           _positions_16bit("bfloat16")),
+    Defect("positions held in float16", "position ids cast to float16: above 2048 rows share positions",
+           _positions_16bit("float16")),
+    Defect("table clamped", "a cos/sin table too short, read with a clamped index", _table_end("clamped")),
+    Defect("table repeated", "a cos/sin table too short, read modulo its length", _table_end("repeated")),
+    Defect("theta indexed from 1", "theta_i = base^(-2(i+1)/d): eq 15 counted from 1", _indexed_from_one),
+    Defect("direction reversed", "sin's sign flipped: every pair turns clockwise", _reversed),
+    Defect("another base", "another rope_theta (base left at 10^4?)", _base),
+    Defect("scaling missing", "the expected scaling method is not applied (plain eq 15 frequencies)",
+           _scaling_missing),
+    Defect("another scaling method", "a different scaling method or parameters reproduce the kernel", _other_method),
+    Defect("attention factor missing", "YaRN's / LongRoPE's factor on cos and sin not applied", _attention_factor),
+)
+
+
+def reproduces(model: Model, spec, phase_atol=None) -> bool:
+    """``model`` gives what was measured: its pairs, its norm, and its angle table within the kernel's rounding."""
+    one_pair = spec.rotary_dim == 2 and model.pairing in OTHER_PAIRING and spec.pairing in OTHER_PAIRING
+    if (model.pairing not in (None, spec.pairing) and not one_pair) or model.rotary_dim != spec.rotary_dim:
+        return False
+    if model.rotary_start != spec.rotary_start or model.output_pairing != spec.output_pairing:
+        return False
+    if model.norm_scale is not None and abs(spec.norm_scale / model.norm_scale - 1) > max(2 * spec.scale_error, 4e-6):
+        return False
+    return not table_differences(model, spec, phase_atol)
+
+
+def table_differences(model, spec, phase_atol=None):
+    """(rows, pairs) where the model's angles miss the measured ones beyond the kernel's rounding, and by how much;
+    None when every angle agrees."""
+    try:
+        want = model.table(len(spec.table))
+    except (ValueError, TypeError, ZeroDivisionError):
+        return np.array([[0], [0]]), np.array([np.inf])
+    if want.shape != spec.table.shape:
+        return np.array([[0], [0]]), np.array([np.inf])
+    own = spec.out_err if (spec.output_precision != "float32" or model.table_unit) else 0.0
+    tol = allowance(min(spec.unit, 2.0**-24) if spec.linear else 2.0**-24, want, own) + (phase_atol or 0.0)
+    miss = np.abs(wrap_angle(spec.table - want))
+    bad = miss > tol
+    if not bad.any():
+        return None
+    return np.nonzero(bad), miss[bad]
+
+
+def diagnose(model: Model, spec, phase_atol=None):
+    """(problems, names of the defects that explain them): [] when the model reproduces the kernel; the single known
+    defect, else the pair of them, whose model does; else the differences, said to be explained by none."""
+    if reproduces(model, spec, phase_atol):
+        return [], []
+    applied = [(defect, out) for defect in DEFECTS if (out := defect.apply(model, spec)) is not None]
+    for defect, (changed, line) in applied:
+        if reproduces(changed, spec, phase_atol):
+            return [_said(defect, line)], [defect.name]
+    for (first, (changed, line)), (second, _) in itertools.combinations(applied, 2):
+        again = second.apply(changed, spec)
+        if again is not None and reproduces(again[0], spec, phase_atol):
+            return [_said(first, line), _said(second, again[1])], [first.name, second.name]
+    return _differences(model, spec, phase_atol), []
+
+
+def _said(defect, detail):
+    """A problem line: the defect's name, what it changes, and what it is."""
+    return f"{defect.name}: {detail + '; ' if detail else ''}{defect.description}"
+
+
+def _differences(model, spec, phase_atol):
+    """The differences, a line each, when no known defect explains them."""
+    problems = [_said(defect, out[1]) for defect in DEFECTS[:4] if (out := defect.apply(model, spec))]
+    if model.norm_scale is not None and abs(spec.norm_scale / model.norm_scale - 1) > max(2 * spec.scale_error, 4e-6):
+        problems.append(f"norm_scale: expected {model.norm_scale:.6g}, found {spec.norm_scale:.6g}")
+    if not problems or (spec.pairing == model.pairing and spec.rotary_dim == model.rotary_dim):
+        found = table_differences(model, spec, phase_atol)
+        if found is not None:
+            (rows, pairs), miss = found
+            k = int(np.argmax(miss))
+            problems.append(f"angles: {len(miss)} of {spec.table.size} differ, pairs {pairs.min()}..{pairs.max()} "
+                            f"from row {rows.min()} on, by up to {miss[k]:.3g} rad (pair {pairs[k]}, row {rows[k]})")
+    what = (f"measured offset {show_number(spec.offset)}, base {show_number(spec.base)}, {spec.rope_type}"
+            if spec.linear else "the angles are not linear in the position")
+    return problems + [f"no known defect explains this ({what})"]
