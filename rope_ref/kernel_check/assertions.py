@@ -131,7 +131,10 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
         want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor,
                     rotary_start=getattr(config, "rotary_start", 0))
         if config_axes and not {"inv_freq", "sections", "layout", "base"} & set(expected):
-            want["inv_freq"] = config.inv_freq()
+            layout = getattr(config, "mrope_interleaved", False)
+            want.update(dict(sections=config.mrope_section, base=config.base, layout=layout if isinstance(
+                layout, str) else "interleaved" if layout else "blocks") if getattr(config, "mrope_section", None)
+                else dict(inv_freq=config.inv_freq()))
         elif not config_axes:
             want.update(base=config.base, offset=0, output_pairing=getattr(config, "output_pairing", None))
             if "rope_type" not in expected and "inv_freq" not in expected:

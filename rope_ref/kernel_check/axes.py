@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .._validate import check_finite_array, check_number, check_positive_int
-from ..forms import wrap_angle
-from ..multiaxis import MROPE_LAYOUTS, mrope_frequencies
-from .defects import OTHER_PAIRING, Defect
+from ..forms import frequencies, wrap_angle
+from ..multiaxis import MROPE_LAYOUTS
+from .defects import OTHER_PAIRING, Defect, explain
 from .measure import FREQ_ULPS, SIGMAS, allowance, shortest_base
 from .probe import PRECISIONS, Caller, check_probe_arguments, read_rotations
 from .spec import AxesSpec, RopeMismatch, show_shifts
@@ -108,7 +108,8 @@ def _measure(spec, phase, steps, linear, sweeps, mixed, unit):
                         positions=spec.positions, calls=spec.calls)
     spec.angle_precision, prec_unit = found
     spec.phase_error = float(np.abs(resid).max())
-    if out_err and prec_unit > 2.0**-24:
+    plain = next((u for _, u in PRECISIONS if np.all(np.abs(resid) <= allowance(u, angle) + extra)), 1.0)
+    if out_err and plain > 2.0**-24 and prec_unit <= 2.0**-24:
         spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
     pu = np.stack([np.where(f[3], steps[:, None].astype(float), 0.0) for f in fits], axis=2)
     bias = out_err * pu.sum(0) / (pu * pu).sum(0)
@@ -195,41 +196,56 @@ class AxesModel:
     signs: tuple | None = None          # -1 on an axis turning the other way
 
     def matrix(self):
-        F = self.inv_freq if self.inv_freq is not None else mrope_frequencies(
-            self.rotary_dim, list(self.sections), base=self.base, interleaved=self.layout)
+        """F (pairs, axes): inv_freq, or theta_j = base^(-2j/rotary_dim) on the axis MROPE_LAYOUTS gives pair j."""
+        F = self.inv_freq
+        if F is None:
+            theta = frequencies(self.rotary_dim, self.base)
+            try:
+                axis = MROPE_LAYOUTS[self.layout][0](self.sections)
+            except (ValueError, IndexError):
+                axis = np.zeros(0, int)
+            F = np.zeros((len(theta), len(self.sections)))
+            F[np.arange(len(theta)), axis[:len(theta)] if len(axis) == len(theta) else 0] = np.where(
+                len(axis) == len(theta), theta, np.nan)
         return F * np.asarray(self.signs or 1.0)
 
 
 def _layout(model, spec):
     if model.sections is None or spec.mrope_layout in (None, model.layout):
         return None
-    return replace(model, layout=spec.mrope_layout), f"layout: expected {model.layout}, found {spec.mrope_layout}"
+    return replace(model, layout=spec.mrope_layout), f"expected {model.layout}, found {spec.mrope_layout}"
 
 
 def _sections(model, spec):
     if model.sections is None or spec.sections is None or tuple(spec.sections) == tuple(model.sections):
         return None
-    return (replace(model, sections=spec.sections), f"sections: expected {'/'.join(map(str, model.sections))}, "
+    return (replace(model, sections=spec.sections), f"expected {'/'.join(map(str, model.sections))}, "
             f"found {'/'.join(map(str, spec.sections))}")
 
 
 def _axes_base(model, spec):
     if model.sections is None or spec.base is None or spec.base == model.base:
         return None
-    return replace(model, base=spec.base), f"base: expected {model.base:g}, found {spec.base:g}"
+    return replace(model, base=spec.base), f"expected {model.base:g}, found {spec.base:g}"
 
 
 def _axes_pairing(model, spec):
     if model.pairing not in OTHER_PAIRING or spec.pairing != OTHER_PAIRING[model.pairing]:
         return None
-    return replace(model, pairing=spec.pairing), f"pairing: expected {model.pairing}, found {spec.pairing}"
+    return replace(model, pairing=spec.pairing), f"expected {model.pairing}, found {spec.pairing}"
+
+
+def _axes_rotary_dim(model, spec):
+    if model.sections is None or spec.rotary_dim == model.rotary_dim:
+        return None
+    return replace(model, rotary_dim=spec.rotary_dim), f"expected {model.rotary_dim}, found {spec.rotary_dim}"
 
 
 def _shifted(model, spec):
     found = spec.position_shift if spec.rotated_at_zero else None
     if found is None or tuple(found) == tuple(model.shift or ()):
         return None
-    return (replace(model, shift=tuple(found)), f"position_shift: expected {show_shifts(spec.axis_names, model.shift or [0] * spec.axes)}, "
+    return (replace(model, shift=tuple(found)), f"expected {show_shifts(spec.axis_names, model.shift or [0] * spec.axes)}, "
             f"found {show_shifts(spec.axis_names, found)}")
 
 
@@ -242,7 +258,7 @@ def _axis_reversed(model, spec):
     if not flipped:
         return None
     signs = tuple(-1.0 if a in flipped else 1.0 for a in range(spec.axes))
-    return (replace(model, signs=signs), f"direction: the kernel turns the other way along "
+    return (replace(model, signs=signs), f"the kernel turns the other way along "
             f"{', '.join(spec.axis_names[a] for a in flipped)}")
 
 
@@ -252,12 +268,13 @@ AXES_DEFECTS = (
     Defect("M-RoPE sections swapped", "another split of the pairs between t, h and w", _sections),
     Defect("another base", "another rope_theta", _axes_base),
     Defect("pairing swapped", "interleaved pairs where half-split were expected, or the reverse", _axes_pairing),
+    Defect("different rotary_dim", "another number of features rotate", _axes_rotary_dim),
     Defect("ids shifted or centred", "positions shifted on some axes (centred image ids)", _shifted),
     Defect("axis direction reversed", "an axis's positions negated or its sin flipped", _axis_reversed),
 )
 
 
-def _axes_reproduce(model, spec, phase_atol):
+def _axes_reproduce(model, spec, rtol=0.0):
     """``model`` gives the pairs, norm, frequency matrix (to the spec's tolerance) and shift measured."""
     one_pair = spec.rotary_dim == 2
     if (model.pairing not in (None, spec.pairing) and not one_pair) or model.rotary_dim != spec.rotary_dim:
@@ -269,7 +286,7 @@ def _axes_reproduce(model, spec, phase_atol):
     F = model.matrix()
     if F.shape != spec.inv_freq.shape:
         return False
-    if not np.all(np.abs(spec.inv_freq - F) <= spec.freq_tolerance + FREQ_ULPS * 2.0**-24 * np.abs(F)):
+    if not np.all(np.abs(spec.inv_freq - F) <= spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(F)):
         return False
     found = spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
     want = model.shift or (0.0,) * spec.axes
@@ -277,11 +294,12 @@ def _axes_reproduce(model, spec, phase_atol):
 
 
 def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None, base=None, pairing=None,
-                      rotary_dim=None, rotary_start=0, norm_scale=None, phase_atol=None, position_shift=None,
+                      rotary_dim=None, rotary_start=0, norm_scale=None, rtol=0.0, phase_atol=None, position_shift=None,
                       seq=64, seed=0, max_position=MAX_POSITION, axis_names=None) -> AxesSpec:
     """Raise :class:`RopeMismatch` naming how the multi-axis kernel ``fn(x, positions)`` differs from what you
     expect: ``inv_freq`` ``(rotary_dim/2, axes)``, or M-RoPE's ``sections`` with ``layout`` (a name of
-    MROPE_LAYOUTS) and ``base``; ``position_shift`` per axis; return the :class:`AxesSpec` when it matches."""
+    MROPE_LAYOUTS) and ``base``, within the spec's tolerance and ``rtol`` relative; ``position_shift`` per axis (the
+    shift of centred ids); ``phase_atol`` accepts angles coarser than float32; return the :class:`AxesSpec` when it matches."""
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
     if layout is not None and layout not in MROPE_LAYOUTS:
@@ -307,26 +325,20 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
     if phase_atol is None and spec.angle_precision not in ("float64", "float32") and not \
             spec.angle_precision.startswith("float32 ("):
         problems.append(f"angle precision: angles behave like {spec.angle_precision}; compute them in float32")
-    if not _axes_reproduce(model, spec, phase_atol):
-        applied = [(defect, out) for defect in AXES_DEFECTS if (out := defect.apply(model, spec)) is not None]
-        hit = next(([(defect, out)] for defect, out in applied if _axes_reproduce(out[0], spec, phase_atol)), None)
-        for (first, out), (second, _) in ([] if hit else [(a, b) for i, a in enumerate(applied)
-                                                            for b in applied[i + 1:]]):
-            again = second.apply(out[0], spec)
-            if again is not None and _axes_reproduce(again[0], spec, phase_atol):
-                hit = [(first, out), (second, again)]
-                break
-        if hit:
-            problems += [f"{out[1]} ({defect.name})" for defect, out in hit]
-            named = [defect.name for defect, _ in hit]
+    fits = lambda m: _axes_reproduce(m, spec, rtol)  # noqa: E731
+    found = None if fits(model) else explain(model, spec, AXES_DEFECTS, fits, 3)
+    if found:
+        problems, named = problems + found[0], found[1]
+    elif not fits(model):
+        F = model.matrix()
+        if F.shape == spec.inv_freq.shape:
+            miss = np.nan_to_num(np.abs(spec.inv_freq - F) - spec.freq_tolerance, nan=np.inf)
+            j, a = np.unravel_index(int(np.argmax(miss)), F.shape)
+            problems.append(f"frequencies: {int((miss > 0).sum())} entries differ, most pair {j} along "
+                            f"{spec.axis_names[a]}: expected {F[j, a]:.6g}, found {spec.inv_freq[j, a]:.6g}")
         else:
-            F = model.matrix()
-            bad = np.argwhere(np.abs(spec.inv_freq - F) > spec.freq_tolerance) if F.shape == spec.inv_freq.shape \
-                else np.zeros((0, 2), int)
-            problems += [f"frequencies: {len(bad)} entries differ" + (
-                f", e.g. pair {bad[0][0]} along {spec.axis_names[bad[0][1]]}: expected {F[tuple(bad[0])]:.6g}, found "
-                f"{spec.inv_freq[tuple(bad[0])]:.6g}" if len(bad) else f" (expected shape {F.shape}, found "
-                f"{spec.inv_freq.shape})"), "no known defect explains this"]
+            problems.append(f"frequencies: expected {F.shape[0]} pairs, found {spec.inv_freq.shape[0]}")
+        problems.append("no known defect explains this")
     if problems:
         raise RopeMismatch("multi-axis RoPE mismatch", problems, spec, named)
     return spec

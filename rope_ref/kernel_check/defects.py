@@ -7,7 +7,6 @@ rounding.  Adding a known defect is adding one entry to :data:`DEFECTS` (docs/ch
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field, replace
 from typing import Callable, NamedTuple
 
@@ -234,19 +233,31 @@ def table_differences(model, spec, phase_atol=None):
 
 
 def diagnose(model: Model, spec, phase_atol=None):
-    """(problems, names of the defects that explain them): [] when the model reproduces the kernel; the single known
-    defect, else the pair of them, whose model does; else the differences, said to be explained by none."""
+    """(problems, names of the defects that explain them): [] when the model reproduces the kernel; else the fewest
+    known defects (up to two) whose model does; else the differences, said to be explained by none."""
     if reproduces(model, spec, phase_atol):
         return [], []
-    applied = [(defect, out) for defect in DEFECTS if (out := defect.apply(model, spec)) is not None]
-    for defect, (changed, line) in applied:
-        if reproduces(changed, spec, phase_atol):
-            return [_said(defect, line)], [defect.name]
-    for (first, (changed, line)), (second, _) in itertools.combinations(applied, 2):
-        again = second.apply(changed, spec)
-        if again is not None and reproduces(again[0], spec, phase_atol):
-            return [_said(first, line), _said(second, again[1])], [first.name, second.name]
-    return _differences(model, spec, phase_atol), []
+    found = explain(model, spec, DEFECTS, lambda m: reproduces(m, spec, phase_atol), 2)
+    return found or (_differences(model, spec, phase_atol), [])
+
+
+def explain(model, spec, catalogue, fits, most):
+    """(problem lines, defect names) of the fewest defects of ``catalogue`` (at most ``most``, in catalogue order)
+    that turn ``model`` into one that ``fits``; None when none do."""
+    chains = [(model, [], -1)]
+    for _ in range(most):
+        longer = []
+        for changed, said, last in chains:
+            for k in range(last + 1, len(catalogue)):
+                out = catalogue[k].apply(changed, spec)
+                if out is None:
+                    continue
+                step = (out[0], said + [(catalogue[k], out[1])], k)
+                if fits(out[0]):
+                    return [_said(d, detail) for d, detail in step[1]], [d.name for d, _ in step[1]]
+                longer.append(step)
+        chains = longer
+    return None
 
 
 def _said(defect, detail):

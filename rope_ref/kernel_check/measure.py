@@ -313,8 +313,7 @@ def _shared_positions(table):
     first = int(np.argmax(still))                   # rows first, first + 1 share a position
     for name, bits, top in (("bfloat16", 8, 23), ("float16", 11, 15)):
         for e in range(bits, top + 1):
-            starts = np.r_[2**e + np.arange(min(2 ** (e + 1 - bits), n)), 2 ** (e + 1) - np.arange(1, min(n, 2**e)),
-                           2**e - first + np.arange(-2, 3)]
+            starts = np.r_[2**e + np.arange(min(2 ** (e + 1 - bits), 64)), 2**e - first + np.arange(-2, 3)]
             starts = np.unique(starts[starts >= 0])
             with np.errstate(over="ignore", invalid="ignore"):
                 positions = rounded_to(starts[:, None] + np.arange(n), name)
