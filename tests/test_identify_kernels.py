@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rope_ref import ROPE_TYPES, RopeSpec, assert_rope_matches, identify, scaled_inv_freq
-from rope_ref.kernel_check import SIGMAS
+SIGMAS = 6.0
 
 from kernels import gptj_rope, hf_inv_freq, hf_rope, meta_rope, neox
 

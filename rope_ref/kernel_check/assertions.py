@@ -105,8 +105,8 @@ def expected_model(expected, spec) -> Model:
         model = dataclasses.replace(model, inv_freq=spec.inv_freq)
     elif model.norm_scale is None and model.rope_type in ("yarn", "longrope"):
         try:
-            factor = scaled_inv_freq(model.rotary_dim, model.base, rope_type=model.rope_type,
-                                     **{"seq_len": (model.offset or 0) + (spec.rows or 1), **params})[1]
+            length = {"seq_len": (model.offset or 0) + (spec.rows or 1)} if model.rope_type == "longrope" else {}
+            factor = scaled_inv_freq(model.rotary_dim, model.base, rope_type=model.rope_type, **length, **params)[1]
         except (TypeError, ValueError):
             factor = None
         model = dataclasses.replace(model, norm_scale=factor)

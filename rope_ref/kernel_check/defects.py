@@ -14,7 +14,7 @@ import numpy as np
 
 from ..forms import rotation_angles, wrap_angle
 from ..scaling import scaled_inv_freq
-from .measure import allowance, rounded_to
+from .measure import NOISE_ULPS, allowance, rounded_to
 from .spec import show_number, show_params
 
 OTHER_PAIRING = {"interleaved": "half", "half": "interleaved"}
@@ -85,7 +85,8 @@ def _scaling_missing(model, spec):
 
 
 def _other_method(model, spec):
-    if spec.rope_type in (None, "custom", model.rope_type) or model.inv_freq is not None:
+    same = spec.rope_type == model.rope_type and spec.rope_params == dict(model.params, base=model.base)
+    if spec.rope_type in (None, "custom") or same or model.inv_freq is not None:
         return None
     return (replace(model, rope_type=spec.rope_type, params=dict(spec.rope_params), base=spec.rope_params["base"]),
             f"expected {model.rope_type}, found {spec.rope_type} {show_params(spec.rope_params)}")
@@ -184,8 +185,8 @@ DEFECTS = (
            _angles_16bit("bfloat16")),
     Defect("angles computed in float16", "positions, frequencies and their product in float16",
            _angles_16bit("float16")),
-    Defect("cos/sin in bfloat16", "cos and sin (or the output) rounded to bfloat16", _cos_sin_16bit("bfloat16")),
     Defect("cos/sin in float16", "cos and sin (or the output) rounded to float16", _cos_sin_16bit("float16")),
+    Defect("cos/sin in bfloat16", "cos and sin (or the output) rounded to bfloat16", _cos_sin_16bit("bfloat16")),
     Defect("positions held in bfloat16", "position ids cast to bfloat16: above 256 rows share positions",
            _positions_16bit("bfloat16")),
     Defect("positions held in float16", "position ids cast to float16: above 2048 rows share positions",
@@ -223,6 +224,8 @@ def table_differences(model, spec, phase_atol=None):
         return np.array([[0], [0]]), np.array([np.inf])
     if want.shape != spec.table.shape:
         return np.array([[0], [0]]), np.array([np.inf])
+    if model.table_unit and spec.out_err > NOISE_ULPS * model.table_unit:
+        return np.array([[0], [0]]), np.array([spec.out_err])        # rounded coarser than the model's type
     own = spec.out_err if (spec.output_precision != "float32" or model.table_unit) else 0.0
     tol = allowance(min(spec.unit, 2.0**-24) if spec.linear else 2.0**-24, want, own) + (phase_atol or 0.0)
     miss = np.abs(wrap_angle(spec.table - want))

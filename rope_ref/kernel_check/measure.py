@@ -122,13 +122,16 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
         table = table[:spec.table_end[0]]
     spec.rows = len(table)
     if np.all(np.diff(table, axis=0) == 0, axis=1).any():
+        spec.linear = False
         spec.rounded_positions = _shared_positions(table)
         spec.angle_precision = "exact, at rounded positions" if spec.rounded_positions else None
         spec.notes.append("rows share positions (consecutive rows rotate exactly alike)" + (
             f", as positions held in {spec.rounded_positions} do" if spec.rounded_positions else "")
             + ": base and offset are not measured from such rows")
         return
-    phase = np.unwrap(table, axis=0)
+    steps = np.diff(table, axis=0)                # whole turns counted as integers: np.unwrap's sum of 2 pi
+    turns = np.cumsum(np.round((wrap_angle(steps) - steps) / (2 * np.pi)), axis=0)     # corrections drifts
+    phase = table + 2 * np.pi * np.vstack([np.zeros((1, table.shape[1])), turns])
     n = len(phase)
     x = np.arange(n) - (n - 1) / 2
     centre = phase.mean(axis=0)
@@ -207,7 +210,8 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
         rounded = {k: float(f"{v:.{digits}g}") if isinstance(v, float) else v for k, v in params.items()}
         again = method_frequencies(rope_type, rounded, r)
         params = rounded if again is not None and np.all(np.abs(again / theta - 1) <= tau) else params
-        spec.rope_type, spec.rope_params, spec.base = rope_type, params, float(params["base"])
+        spec.rope_type, spec.rope_params = rope_type, params
+        spec.base = spec.base if spec.geometric else float(params["base"])
         factor = scaled_inv_freq(r, params["base"], rope_type=rope_type,
                                  **{k: v for k, v in params.items() if k != "base"})[1]
         if "attention_factor" in SCALING_METHODS[rope_type].optional and abs(spec.norm_scale / factor - 1) > 1e-5:
@@ -306,18 +310,21 @@ def _solve_offset(theta, centre, rc, s_theta, s_centre):
 
 
 def _shared_positions(table):
-    """The 16-bit type whose rounding of integer positions makes exactly the rows of ``table`` that stand still do
-    so, at some start; None when neither does."""
-    n = len(table)
+    """The 16-bit types whose rounding of consecutive integer positions makes exactly the rows of ``table`` that stand
+    still do so, over 64 rows from the first that does, at some start ("bfloat16 or float16" when both can); None
+    when neither can."""
     still = np.all(np.diff(table, axis=0) == 0, axis=1)
-    first = int(np.argmax(still))                   # rows first, first + 1 share a position
+    first = max(int(np.argmax(still)) - 1, 0)
+    still = still[first:first + 63]
+    n = len(still) + 1
+    found = []
     for name, bits, top in (("bfloat16", 8, 23), ("float16", 11, 15)):
-        for e in range(bits, top + 1):
-            starts = np.r_[2**e + np.arange(min(2 ** (e + 1 - bits), 64)), 2**e - first + np.arange(-2, 3)]
-            starts = np.unique(starts[starts >= 0])
+        for e in range(bits - 1, top + 1):
+            starts = np.r_[2**e + np.arange(min(2 ** max(e + 1 - bits, 0), n)), 2 ** (e + 1) - np.arange(1, n)]
             with np.errstate(over="ignore", invalid="ignore"):
                 positions = rounded_to(starts[:, None] + np.arange(n), name)
                 fits = np.all((np.diff(positions, axis=1) == 0) == still, axis=1) & np.isfinite(positions[:, -1])
             if fits.any():
-                return name
-    return None
+                found.append(name)
+                break
+    return " or ".join(found) or None
