@@ -238,7 +238,9 @@ def _axes_pairing(model, spec):
 def _axes_rotary_dim(model, spec):
     if model.sections is None or spec.rotary_dim == model.rotary_dim:
         return None
-    return replace(model, rotary_dim=spec.rotary_dim), f"expected {model.rotary_dim}, found {spec.rotary_dim}"
+    sections = tuple(n * spec.rotary_dim // model.rotary_dim for n in model.sections)     # the same split, scaled
+    return (replace(model, rotary_dim=spec.rotary_dim, sections=sections),
+            f"expected {model.rotary_dim}, found {spec.rotary_dim} (sections {'/'.join(map(str, sections))})")
 
 
 def _shifted(model, spec):
