@@ -51,7 +51,7 @@ class Model:
     def table(self, rows):
         """(rows, pairs) angles, unwrapped, of rows 0..rows-1 (offset 0 when the model leaves it open)."""
         m = (self.offset or 0.0) + np.arange(rows, dtype=np.float64)
-        return self.angles(self.positions(m), self.theta(self, (self.offset or 0) + rows))
+        return self.angles(self.positions(m), self.theta(self, int(round(self.offset or 0)) + rows))
 
 
 class Defect(NamedTuple):
