@@ -14,7 +14,7 @@ import numpy as np
 from ..forms import frequencies, wrap_angle
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 from .probe import PRECISIONS, Caller, check_probe_arguments, read_rotations
-from .spec import RopeSpec, not_rope
+from .spec import RopeSpec, not_rope, show_params
 
 NOISE_ULPS = 8              # rounding to unit roundoff u errs by at most NOISE_ULPS * u * (1 + |angle|)
 FREQ_ULPS = 64              # a measured frequency carries a few roundings: FREQ_ULPS * u relative
@@ -89,6 +89,10 @@ def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_h
     x[:, [i for i, _ in structure.pairs]] = 1.0
     y = call(x, f"1 on the first feature of every pair, {max_rows} rows")
     table = np.arctan2(y[:, structure.out[1]], y[:, structure.out[0]])
+    n = len(spec.pairs)
+    if n < d // 2 and spec.pairs == [(p, p + d // 2) for p in range(n)]:    # proportional: the other pairs at 0
+        spec.pairs, spec.pairing, spec.rotary_dim = [(p, p + d // 2) for p in range(d // 2)], "half", d
+        short, table = (np.hstack([t, np.zeros((len(t), d // 2 - n))]) for t in (short, table))
     # cos/sin or the output rounded to a 16-bit type errs in angle and norm alike
     spec.out_err = 2 * structure.scale_error if structure.scale_error > 2.0**-16 else 0.0
     spec.out_err = max(spec.out_err, 2 * call.unit if call.unit > 2.0**-24 else 0.0)
@@ -155,7 +159,7 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     if also:
         spec.notes.append(f"the offset is ambiguous: {len(also) + 1} offsets fit the angles (reported the "
                           f"smallest; also {', '.join(f'{o:.0f}' for o in also[:3])})")
-    spec.offset, spec.offset_resolution, spec.offset_alternatives = offset, float(sigma), also
+    spec.offset, spec.offset_resolution, spec.offset_alternatives = offset, float(sigma), np.asarray(also, float)
     m = offset + np.arange(n, dtype=float)
     turns = np.round(((offset + (n - 1) / 2) * theta - centre) / (2 * np.pi))
     absolute = phase + 2 * np.pi * turns
@@ -177,8 +181,14 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
 
 
 def describe_frequencies(spec, theta, tau, unit, base_hint):
-    """base (a geometric family), then the first scaling method whose frequencies are the measured ones."""
-    r = spec.rotary_dim
+    """base (a geometric family), then the scaling method whose frequencies are the measured ones, when one does."""
+    r, moving = spec.rotary_dim, int(np.count_nonzero(theta))
+    if 1 < moving < len(theta) and not theta[moving:].any():           # Gemma 4's proportional RoPE
+        spec.base = shortest_base(theta[:moving], r, tau[:moving])
+        if spec.base and np.all(np.abs(frequencies(r, spec.base)[:moving] / theta[:moving] - 1) <= tau[:moving]):
+            spec.rope_type, spec.geometric = "proportional", True
+            spec.rope_params = dict(base=spec.base, partial_rotary_factor=2 * moving / r)
+        return
     if len(theta) < 2 or not np.all(theta > 0):
         spec.rope_type = "default" if len(theta) == 1 and abs(theta[0] - 1) <= tau[0] else "custom"
         spec.base = 10000.0 if spec.rope_type == "default" else None
@@ -196,30 +206,56 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
                                        if abs(float(f"{f_max:.{k}g}") / f_max - 1) <= tau[int(np.argmin(ratio))]])
     x = -2 * np.arange(len(theta)) / r
     slope, a = np.polyfit(x, np.log(theta), 1)
-    fit = FrequencyFit(r, lead, base_hint, tau, spec.base or float(np.exp((x @ np.log(theta)) / (x @ x))),
+    fit = FrequencyFit(r, lead, base_hint, tau, float(np.exp((x @ np.log(theta)) / (x @ x))),
                        (float(np.exp(slope)), float(np.exp(-a))), tuple(factors) if f_max > 1 + tau.max() else (),
                        TRAIN_LENGTHS)
     ranked = sorted(((rank, rope_type, params) for rope_type, method in SCALING_METHODS.items()
                      if getattr(method, "candidates", None) for rank, params in method.candidates(fit)),
                     key=lambda c: c[0])
+    found = {}                          # rope_type -> (params, frequencies) of its first candidate that reproduces
     for _, rope_type, params in ranked:
         freqs = method_frequencies(rope_type, params, r)
-        if freqs is None or not np.all(np.abs(freqs / theta - 1) <= tau):
+        if rope_type in found or freqs is None or not np.all(np.abs(freqs / theta - 1) <= tau):
             continue
         digits = max(1, int(-math.log10(float(tau.max()))))
         rounded = {k: float(f"{v:.{digits}g}") if isinstance(v, float) else v for k, v in params.items()}
         again = method_frequencies(rope_type, rounded, r)
-        params = rounded if again is not None and np.all(np.abs(again / theta - 1) <= tau) else params
-        spec.rope_type, spec.rope_params = rope_type, params
-        spec.base = spec.base if spec.geometric else float(params["base"])
-        factor = scaled_inv_freq(r, params["base"], rope_type=rope_type,
-                                 **{k: v for k, v in params.items() if k != "base"})[1]
-        if "attention_factor" in SCALING_METHODS[rope_type].optional and abs(spec.norm_scale / factor - 1) > 1e-5:
-            spec.rope_params = dict(params, attention_factor=spec.norm_scale)
+        found[rope_type] = (rounded, again) if again is not None and np.all(np.abs(again / theta - 1) <= tau) else (
+            params, freqs)
+    if base_hint is not None and not found and np.all(frequencies(r, base_hint) / theta >= 1 - tau):
+        factors = (frequencies(r, base_hint) / theta).tolist()       # LongRoPE: per-pair factors of base_hint
+        found["longrope"] = dict(base=base_hint, short_factor=factors, long_factor=factors), theta
+        spec.notes.append("LongRoPE's base and per-pair factors cannot be told apart from rotations alone: the "
+                          "factors are relative to base_hint")
+    if not found:
+        spec.rope_type = "custom"
+        spec.notes.append("no scaling method reproduces the frequencies" + (
+            "" if spec.geometric else ": not a geometric family (theta_p = theta_0 base^(-2p/d))"))
         return
-    spec.rope_type = "custom"
-    spec.notes.append("no scaling method reproduces the frequencies" + (
-        "" if spec.geometric else ": not a geometric family (theta_p = theta_0 base^(-2p/d))"))
+    (rope_type, (params, freqs)), *others = found.items()
+    if rope_type == "llama3" and params["low_freq_factor"] == params["high_freq_factor"]:   # a step: YaRN's too
+        beta = params["low_freq_factor"]
+        twin = dict(base=params["base"], factor=params["factor"], beta_fast=beta, beta_slow=beta,
+                    original_max_position_embeddings=params["original_max_position_embeddings"])
+        for tried in (twin, dict(twin, truncate=False)):
+            if (again := method_frequencies("yarn", tried, r)) is not None and "yarn" not in found:
+                found["yarn"] = tried, again
+        others = list(found.items())[1:]
+    same = [(t, p) for t, (p, f) in others if np.all(np.abs(f / freqs - 1) <= 1e-12)]
+    if len(same) < len(others):         # methods with other frequencies fit too: the table cannot tell them apart
+        spec.notes.append(f"{', '.join(found)} all reproduce the frequencies to their precision (up to "
+                          f"{tau.max():.2g}): too noisy to name a scaling method")
+        return
+    spec.rope_type, spec.rope_params, spec.also = rope_type, params, same
+    spec.notes += [f"the frequencies are also exactly {t} {show_params(p)}" for t, p in same]
+    spec.base = spec.base if spec.geometric else float(params["base"])
+    try:
+        factor = scaled_inv_freq(r, params["base"], rope_type=rope_type, **{k: v for k, v in params.items()
+                                                                            if k != "base"})[1]
+    except (TypeError, ValueError):     # LongRoPE without its training length: the factor is not known
+        factor = 1.0
+    if "attention_factor" in SCALING_METHODS[rope_type].optional and abs(spec.norm_scale / factor - 1) > 1e-5:
+        spec.rope_params = dict(params, attention_factor=spec.norm_scale)
 
 
 def method_frequencies(rope_type, params, r, **at):

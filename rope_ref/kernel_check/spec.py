@@ -43,9 +43,10 @@ class RopeSpec(ProbeSpec):
     output_pairs: list | None = None
     offset: float | None = None         # position of row 0 (an integer when resolved as one)
     offset_resolution: float | None = None  # its standard deviation, in positions
-    offset_alternatives: list = field(default_factory=list)  # other offsets that fit as well
+    offset_alternatives: np.ndarray = field(default_factory=lambda: np.zeros(0))  # other offsets that fit as well
     rope_type: str | None = None        # a rope_ref.ROPE_TYPES name, "custom" (none reproduces), None (too noisy)
     rope_params: dict = field(default_factory=dict)
+    also: list = field(default_factory=list)  # other (rope_type, params) with exactly the same frequencies
     freq_tolerance: np.ndarray | None = None  # relative precision of each measured frequency
     linear: bool | None = None          # the angles are (offset + row) * theta to the kernel's rounding
     geometric: bool | None = None       # theta_p = theta_0 base^(-2p/rotary_dim)
