@@ -62,26 +62,44 @@ class Defect(NamedTuple):
     apply: Callable
 
 
-def _with_theta(model, change):
-    return replace(model, theta=lambda m, seq_len, f=model.theta: change(m, f(m, seq_len)))
+def measured(field, found_as=None, when=None):
+    """The defect of a value that differs from the model's: the model takes the kernel's measured one (the spec's
+    ``found_as``, by default ``field``), when ``when(model, spec)`` allows (by default: when it was measured)."""
+    def apply(model, spec):
+        want, found = getattr(model, field), getattr(spec, found_as or field)
+        if np.array_equal(found, want) or not (when(model, spec) if when else found is not None):
+            return None
+        shown = [show_number(v) if isinstance(v, (int, float)) else str(v) for v in (want, found)]
+        return replace(model, **{field: found}), f"expected {shown[0]}, found {shown[1]}"
+    return apply
 
 
-def _offset(model, spec):
-    if spec.offset is None or spec.offset == model.offset or model.offset is None:
-        return None
-    return replace(model, offset=spec.offset), f"expected {show_number(model.offset)}, found {show_number(spec.offset)}"
+def _theta(change, words=""):
+    """The defect that changes the model's frequencies: ``change(model, theta)``."""
+    return lambda model, spec: (replace(model, theta=lambda m, seq_len, f=model.theta: change(m, f(m, seq_len))),
+                                words)
 
 
-def _base(model, spec):
-    if spec.base is None or model.inv_freq is not None or spec.base == model.base:
-        return None
-    return replace(model, base=spec.base), f"expected {show_number(model.base)}, found {show_number(spec.base)}"
+def _positions(change, words=""):
+    """The defect that changes the positions the kernel holds: ``change(model, spec, positions)``."""
+    return lambda model, spec: (replace(model, positions=lambda p, f=model.positions: change(model, spec, f(p))),
+                                words)
 
 
-def _scaling_missing(model, spec):
-    if model.rope_type == "default" or model.inv_freq is not None:
-        return None
-    return replace(model, rope_type="default", params={}), f"expected {model.rope_type}, found none"
+def _table_end(kind):
+    def apply(model, spec):
+        if not spec.table_end or spec.table_end[1] != kind:
+            return None
+        length = (model.offset or 0) + spec.table_end[0]        # the table holds positions 0..length-1
+        held = (lambda p: np.minimum(p, length - 1)) if kind == "clamped" else (lambda p: p % length)
+        return _positions(lambda m, s, p: held(p), f"beyond position {show_number(length - 1)}")(model, spec)
+    return apply
+
+
+def _angles_16bit(kind):
+    def angles(p, theta):
+        return rounded_to(np.multiply.outer(rounded_to(p, kind), rounded_to(theta, kind)), kind)
+    return lambda model, spec: (replace(model, angles=angles), "")
 
 
 def _other_method(model, spec):
@@ -92,114 +110,53 @@ def _other_method(model, spec):
             f"expected {model.rope_type}, found {spec.rope_type} {show_params(spec.rope_params)}")
 
 
-def _freqs_rounded(kind):
-    return lambda model, spec: (_with_theta(model, lambda m, theta: rounded_to(theta, kind)),
-                                "")
+def _recipe(model, spec):
+    return model.inv_freq is None and getattr(spec, "rotary_dim", None) is not None
 
 
-def _angles_16bit(kind):
-    def angles(p, theta):
-        return rounded_to(np.multiply.outer(rounded_to(p, kind), rounded_to(theta, kind)), kind)
-    return lambda model, spec: (replace(model, angles=angles), "")
+def _two_pairings(model, spec):
+    return model.pairing in OTHER_PAIRING and spec.pairing in OTHER_PAIRING
 
 
-def _cos_sin_16bit(kind):
-    unit = {"bfloat16": 2.0**-8, "float16": 2.0**-11}[kind]
-    return lambda model, spec: (replace(model, table_unit=unit), "")
-
-
-def _positions_16bit(kind):
-    return lambda model, spec: (replace(model, positions=lambda p, f=model.positions: rounded_to(f(p), kind)),
-                                "")
-
-
-def _table_end(kind):
-    def apply(model, spec):
-        if not spec.table_end or spec.table_end[1] != kind:
-            return None
-        length = (model.offset or 0) + spec.table_end[0]        # the table holds positions 0..length-1
-        held = (lambda p: np.minimum(p, length - 1)) if kind == "clamped" else (lambda p: p % length)
-        return (replace(model, positions=lambda p, f=model.positions: held(f(p))),
-                f"beyond position {show_number(length - 1)}")
-    return apply
-
-
-def _indexed_from_one(model, spec):
-    if model.inv_freq is not None:
-        return None
-    return (_with_theta(model, lambda m, theta: theta * m.base ** (-2 / m.rotary_dim)),
-            "")
-
-
-def _pairing(model, spec):
-    if model.pairing not in OTHER_PAIRING or spec.pairing != OTHER_PAIRING[model.pairing]:
-        return None
-    return replace(model, pairing=spec.pairing), f"expected {model.pairing}, found {spec.pairing}"
-
-
-def _rotary_dim(model, spec):
-    if spec.rotary_dim == model.rotary_dim or model.inv_freq is not None:
-        return None
-    return (replace(model, rotary_dim=spec.rotary_dim),
-            f"expected {model.rotary_dim}, found {spec.rotary_dim}")
-
-
-def _rotary_start(model, spec):
-    if spec.rotary_start == model.rotary_start:
-        return None
-    return (replace(model, rotary_start=spec.rotary_start), f"expected rotated features from "
-            f"{model.rotary_start}, found {spec.rotary_start}..{spec.rotary_start + spec.rotary_dim - 1}")
-
-
-def _output_layout(model, spec):
-    if spec.output_pairing == model.output_pairing:
-        return None
-    return (replace(model, output_pairing=spec.output_pairing), f"expected pairs written "
-            f"{model.output_pairing or 'in place'}, found {spec.output_pairing or 'in place'}")
-
-
-def _reversed(model, spec):
-    return _with_theta(model, lambda m, theta: -theta), "every pair turns clockwise"
-
-
-def _attention_factor(model, spec):
-    if model.norm_scale is None or model.norm_scale == 1:
-        return None
-    return (replace(model, norm_scale=1.0), f"norm_scale expected {model.norm_scale:.6g}, found "
-            f"{spec.norm_scale:.6g}")
-
-
-#: The known defects, each one entry.
+#: The known defects, each one entry; the diagnosis tries them in this order.
 DEFECTS = (
-    Defect("pairing swapped", "interleaved pairs (2i, 2i + 1) where half-split (i, i + d/2) were expected, or the "
-           "reverse", _pairing),
-    Defect("different rotary_dim", "another number of features rotate (rotary_pct, partial_rotary_factor)",
-           _rotary_dim),
-    Defect("different rotary_start", "the rotated features start elsewhere (DeepSeek's rope part last)", _rotary_start),
-    Defect("output layout", "the rotated pairs are written to other features (interleave then half)", _output_layout),
-    Defect("position offset", "row 0 at another position (a KV cache offset ignored, off by one)", _offset),
+    Defect("pairing swapped", "interleaved pairs (2i, 2i + 1) for half-split (i, i + d/2), or the reverse",
+           measured("pairing", when=_two_pairings)),
+    Defect("different rotary_dim", "another number of features rotate", measured("rotary_dim", when=_recipe)),
+    Defect("different rotary_start", "the rotated features start elsewhere", measured("rotary_start")),
+    Defect("output layout", "the pairs are written to other features (interleave, then half)",
+           measured("output_pairing", when=lambda model, spec: True)),
+    Defect("position offset", "row 0 at another position (a cache offset ignored, off by one)", measured("offset")),
     Defect("frequencies rounded to bfloat16", "inv_freq held in bfloat16 (model.to(torch.bfloat16))",
-           _freqs_rounded("bfloat16")),
-    Defect("frequencies rounded to float16", "inv_freq held in float16 (model.half())", _freqs_rounded("float16")),
+           _theta(lambda m, theta: rounded_to(theta, "bfloat16"))),
+    Defect("frequencies rounded to float16", "inv_freq held in float16 (model.half())",
+           _theta(lambda m, theta: rounded_to(theta, "float16"))),
     Defect("angles computed in bfloat16", "positions, frequencies and their product in bfloat16",
            _angles_16bit("bfloat16")),
     Defect("angles computed in float16", "positions, frequencies and their product in float16",
            _angles_16bit("float16")),
-    Defect("cos/sin in float16", "cos and sin (or the output) rounded to float16", _cos_sin_16bit("float16")),
-    Defect("cos/sin in bfloat16", "cos and sin (or the output) rounded to bfloat16", _cos_sin_16bit("bfloat16")),
+    Defect("cos/sin in float16", "cos and sin rounded to float16",
+           lambda model, spec: (replace(model, table_unit=2.0**-11), "")),
+    Defect("cos/sin in bfloat16", "cos and sin rounded to bfloat16",
+           lambda model, spec: (replace(model, table_unit=2.0**-8), "")),
     Defect("positions held in bfloat16", "position ids cast to bfloat16: above 256 rows share positions",
-           _positions_16bit("bfloat16")),
+           _positions(lambda m, s, p: rounded_to(p, "bfloat16"))),
     Defect("positions held in float16", "position ids cast to float16: above 2048 rows share positions",
-           _positions_16bit("float16")),
+           _positions(lambda m, s, p: rounded_to(p, "float16"))),
     Defect("table clamped", "a cos/sin table too short, read with a clamped index", _table_end("clamped")),
     Defect("table repeated", "a cos/sin table too short, read modulo its length", _table_end("repeated")),
-    Defect("theta indexed from 1", "theta_i = base^(-2(i+1)/d): eq 15 counted from 1", _indexed_from_one),
-    Defect("direction reversed", "sin's sign flipped: every pair turns clockwise", _reversed),
-    Defect("another base", "another rope_theta (base left at 10^4?)", _base),
-    Defect("scaling missing", "the expected scaling method is not applied (plain eq 15 frequencies)",
-           _scaling_missing),
-    Defect("another scaling method", "a different scaling method or parameters reproduce the kernel", _other_method),
-    Defect("attention factor missing", "YaRN's / LongRoPE's factor on cos and sin not applied", _attention_factor),
+    Defect("theta indexed from 1", "theta_i = base^(-2(i+1)/d): eq 15 counted from 1",
+           lambda model, spec: _theta(lambda m, t: t * m.base ** (-2 / m.rotary_dim))(model, spec)
+           if _recipe(model, spec) else None),
+    Defect("direction reversed", "sin's sign flipped: every pair turns clockwise", _theta(lambda m, theta: -theta)),
+    Defect("another base", "another rope_theta (left at 10^4?)", measured("base", when=_recipe)),
+    Defect("scaling missing", "the expected scaling method not applied (plain eq 15 frequencies)",
+           lambda model, spec: (replace(model, rope_type="default", params={}), f"expected {model.rope_type}")
+           if model.rope_type != "default" and _recipe(model, spec) else None),
+    Defect("another scaling method", "another method or parameters reproduce the kernel", _other_method),
+    Defect("attention factor missing", "YaRN's / LongRoPE's factor on cos and sin not applied",
+           lambda model, spec: (replace(model, norm_scale=1.0), f"norm_scale {spec.norm_scale:.6g}, expected "
+                                f"{model.norm_scale:.6g}") if model.norm_scale not in (None, 1.0) else None),
 )
 
 

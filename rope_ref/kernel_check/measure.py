@@ -241,13 +241,9 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
             if (again := method_frequencies("yarn", tried, r)) is not None and "yarn" not in found:
                 found["yarn"] = tried, again
         others = list(found.items())[1:]
-    same = [(t, p) for t, (p, f) in others if np.all(np.abs(f / freqs - 1) <= 1e-12)]
-    if len(same) < len(others):         # methods with other frequencies fit too: the table cannot tell them apart
-        spec.notes.append(f"{', '.join(found)} all reproduce the frequencies to their precision (up to "
-                          f"{tau.max():.2g}): too noisy to name a scaling method")
-        return
-    spec.rope_type, spec.rope_params, spec.also = rope_type, params, same
-    spec.notes += [f"the frequencies are also exactly {t} {show_params(p)}" for t, p in same]
+    spec.rope_type, spec.rope_params, spec.also = rope_type, params, [(t, p) for t, (p, _) in others]
+    spec.notes += [f"the frequencies are also exactly {t} {show_params(p)} (to {tau.max():.2g} relative): the "
+                   f"simplest named" for t, (p, _) in others]
     spec.base = spec.base if spec.geometric else float(params["base"])
     try:
         factor = scaled_inv_freq(r, params["base"], rope_type=rope_type, **{k: v for k, v in params.items()
