@@ -11,7 +11,7 @@ import numpy as np
 from .._validate import check_finite_array, check_number, check_positive_int
 from ..forms import frequencies, wrap_angle
 from ..multiaxis import MROPE_LAYOUTS
-from .defects import OTHER_PAIRING, Defect, explain
+from .defects import OTHER_PAIRING, Defect, explain, measured
 from .measure import FREQ_ULPS, SIGMAS, allowance, shortest_base
 from .probe import PRECISIONS, Caller, check_probe_arguments, read_rotations
 from .spec import AxesSpec, RopeMismatch, show_shifts
@@ -210,31 +210,6 @@ class AxesModel:
         return F * np.asarray(self.signs or 1.0)
 
 
-def _layout(model, spec):
-    if model.sections is None or spec.mrope_layout in (None, model.layout):
-        return None
-    return replace(model, layout=spec.mrope_layout), f"expected {model.layout}, found {spec.mrope_layout}"
-
-
-def _sections(model, spec):
-    if model.sections is None or spec.sections is None or tuple(spec.sections) == tuple(model.sections):
-        return None
-    return (replace(model, sections=spec.sections), f"expected {'/'.join(map(str, model.sections))}, "
-            f"found {'/'.join(map(str, spec.sections))}")
-
-
-def _axes_base(model, spec):
-    if model.sections is None or spec.base is None or spec.base == model.base:
-        return None
-    return replace(model, base=spec.base), f"expected {model.base:g}, found {spec.base:g}"
-
-
-def _axes_pairing(model, spec):
-    if model.pairing not in OTHER_PAIRING or spec.pairing != OTHER_PAIRING[model.pairing]:
-        return None
-    return replace(model, pairing=spec.pairing), f"expected {model.pairing}, found {spec.pairing}"
-
-
 def _axes_rotary_dim(model, spec):
     if model.sections is None or spec.rotary_dim == model.rotary_dim:
         return None
@@ -243,35 +218,31 @@ def _axes_rotary_dim(model, spec):
             f"expected {model.rotary_dim}, found {spec.rotary_dim} (sections {'/'.join(map(str, sections))})")
 
 
-def _shifted(model, spec):
-    found = spec.position_shift if spec.rotated_at_zero else None
-    if found is None or tuple(found) == tuple(model.shift or ()):
-        return None
-    return (replace(model, shift=tuple(found)), f"expected {show_shifts(spec.axis_names, model.shift or [0] * spec.axes)}, "
-            f"found {show_shifts(spec.axis_names, found)}")
-
-
 def _axis_reversed(model, spec):
-    F = model.matrix()
-    if F.shape != spec.inv_freq.shape:
-        return None
-    flipped = [a for a in range(spec.axes) if np.any(F[:, a]) and np.all(np.sign(spec.inv_freq[F[:, a] != 0, a])
-                                                                         == -np.sign(F[F[:, a] != 0, a]))]
-    if not flipped:
-        return None
-    signs = tuple(-1.0 if a in flipped else 1.0 for a in range(spec.axes))
-    return (replace(model, signs=signs), f"the kernel turns the other way along "
-            f"{', '.join(spec.axis_names[a] for a in flipped)}")
+    F, found = model.matrix(), spec.inv_freq
+    flipped = tuple(a for a in range(spec.axes) if F.shape == found.shape and np.any(F[:, a])
+                    and np.all(np.sign(found[F[:, a] != 0, a]) == -np.sign(F[F[:, a] != 0, a])))
+    return (replace(model, signs=tuple(-1.0 if a in flipped else 1.0 for a in range(spec.axes))),
+            f"along {', '.join(spec.axis_names[a] for a in flipped)}") if flipped else None
+
+
+def _m_rope(model, spec):
+    return model.sections is not None and spec.sections is not None
 
 
 #: The known multi-axis defects, each one entry (the 1-D ones are rope_ref.kernel_check.defects.DEFECTS).
 AXES_DEFECTS = (
-    Defect("M-RoPE layout swapped", "the axes laid out another way (blocks, interleaved)", _layout),
-    Defect("M-RoPE sections swapped", "another split of the pairs between t, h and w", _sections),
-    Defect("another base", "another rope_theta", _axes_base),
-    Defect("pairing swapped", "interleaved pairs where half-split were expected, or the reverse", _axes_pairing),
+    Defect("M-RoPE layout swapped", "the axes laid out another way (blocks, interleaved)",
+           measured("layout", "mrope_layout", when=lambda model, spec: _m_rope(model, spec) and spec.mrope_layout)),
+    Defect("M-RoPE sections swapped", "another split of the pairs between t, h and w",
+           measured("sections", when=_m_rope)),
+    Defect("another base", "another rope_theta", measured("base", when=lambda model, spec: _m_rope(model, spec)
+                                                          and spec.base)),
+    Defect("pairing swapped", "interleaved pairs for half-split, or the reverse",
+           measured("pairing", when=lambda model, spec: model.pairing in OTHER_PAIRING)),
     Defect("different rotary_dim", "another number of features rotate", _axes_rotary_dim),
-    Defect("ids shifted or centred", "positions shifted on some axes (centred image ids)", _shifted),
+    Defect("ids shifted or centred", "positions shifted on some axes (centred image ids)",
+           measured("shift", "position_shift", show=lambda spec, v: show_shifts(spec.axis_names, v or [0]))),
     Defect("axis direction reversed", "an axis's positions negated or its sin flipped", _axis_reversed),
 )
 

@@ -62,14 +62,16 @@ class Defect(NamedTuple):
     apply: Callable
 
 
-def measured(field, found_as=None, when=None):
+def measured(field, found_as=None, when=None, show=None):
     """The defect of a value that differs from the model's: the model takes the kernel's measured one (the spec's
-    ``found_as``, by default ``field``), when ``when(model, spec)`` allows (by default: when it was measured)."""
+    ``found_as``, by default ``field``), when ``when(model, spec)`` allows (by default: when it was measured);
+    ``show(spec, value)`` words a value."""
     def apply(model, spec):
         want, found = getattr(model, field), getattr(spec, found_as or field)
         if np.array_equal(found, want) or not (when(model, spec) if when else found is not None):
             return None
-        shown = [show_number(v) if isinstance(v, (int, float)) else str(v) for v in (want, found)]
+        shown = [show(spec, v) if show else show_number(v) if isinstance(v, (int, float)) else str(v)
+                 for v in (want, found)]
         return replace(model, **{field: found}), f"expected {shown[0]}, found {shown[1]}"
     return apply
 

@@ -55,7 +55,7 @@ class RopeSpec(ProbeSpec):
     rows: int | None = None             # rows the angles were measured at
     multi_axis: bool = False            # not 1-D: probe along several axes
     table_end: tuple | None = None      # (rows, "clamped" or "repeated"): the cos/sin table ran out after these rows
-    rounded_positions: str | None = None  # the 16-bit type whose rounding of the positions makes rows share them
+    rounded_positions: str | None = None  # rows share positions, as positions held in a 16-bit type do
     table: np.ndarray | None = field(default=None, repr=False)  # the measured angles (rows, pairs), wrapped
     unit: float = 2.0**-24              # unit roundoff of the kernel's own rounding (angles or output)
     out_err: float = 0.0                # angle error of cos/sin or output rounding, radians
@@ -68,7 +68,7 @@ class RopeSpec(ProbeSpec):
         pairs = {"half": "half-split pairs (i, i + d/2)", "interleaved": "interleaved pairs (2i, 2i + 1)"}
         where = f"features {self.rotary_start}..{self.rotary_start + self.rotary_dim - 1}"
         if not self.linear:
-            what = (f"rows share positions ({self.rounded_positions} positions)" if self.rounded_positions
+            what = (f"rows share positions (positions held in {self.rounded_positions})" if self.rounded_positions
                     else "angles not linear in the position: not a linear/geometric family")
             return f"{pairs.get(self.pairing, 'pairs ' + str(self.pairs[:2]) + '...')} on {where}, {what}"
         return (f"{pairs.get(self.pairing, 'pairs ' + str(self.pairs[:2]) + '...')} on {where}, "
