@@ -14,7 +14,7 @@ import numpy as np
 from ..forms import frequencies, wrap_angle
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 from .probe import PRECISIONS, Caller, check_probe_arguments, read_rotations
-from .spec import RopeSpec, not_rope, show_params
+from .spec import RopeSpec, show_params
 
 NOISE_ULPS = 8              # rounding to unit roundoff u errs by at most NOISE_ULPS * u * (1 + |angle|)
 FREQ_ULPS = 64              # a measured frequency carries a few roundings: FREQ_ULPS * u relative
@@ -80,7 +80,7 @@ def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_h
     rng = np.random.default_rng(seed)
     structure = read_rotations(call, *rng.standard_normal((2, seq, d)))
     if isinstance(structure, str):
-        return not_rope(structure)
+        return RopeSpec(is_rope=False, reason=structure)
     shared = ("pairing", "pairs", "rotary_dim", "rotary_start", "output_pairing", "output_pairs", "norm_scale",
               "scale_error", "notes")
     spec = RopeSpec(is_rope=True, **{name: getattr(structure, name) for name in shared})

@@ -1,5 +1,5 @@
-"""What the checker measured: :class:`RopeSpec` (1-D kernels), :class:`AxesSpec` (multi-axis ones), how they print,
-and how a check fails (:class:`RopeMismatch`)."""
+"""What the checker measured: :class:`RopeSpec` (1-D kernels), :class:`AxesSpec` (multi-axis ones), and how a check
+fails (:class:`RopeMismatch`)."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ class ProbeSpec:
 
     def __str__(self) -> str:
         if not self.is_rope:
-            return f"not a {'1-D ' if getattr(self, 'multi_axis', False) else ''}rotary embedding: {self.reason}"
-        return "\n".join(self._lines() + [f"note: {n}" for n in self.notes])
+            return f"not a rotary embedding: {self.reason}"
+        return "\n".join([self.summary()] + [f"note: {n}" for n in self.notes])
 
 
 @dataclass
@@ -46,14 +46,13 @@ class RopeSpec(ProbeSpec):
     offset_alternatives: np.ndarray = field(default_factory=lambda: np.zeros(0))  # other offsets that fit as well
     rope_type: str | None = None        # a rope_ref.ROPE_TYPES name, "custom" (none reproduces), None (too noisy)
     rope_params: dict = field(default_factory=dict)
-    also: list = field(default_factory=list)  # other (rope_type, params) with exactly the same frequencies
+    also: list = field(default_factory=list)  # other (rope_type, params) that reproduce the frequencies too
     freq_tolerance: np.ndarray | None = None  # relative precision of each measured frequency
     linear: bool | None = None          # the angles are (offset + row) * theta to the kernel's rounding
     geometric: bool | None = None       # theta_p = theta_0 base^(-2p/rotary_dim)
     output_rounded: bool = False        # cos/sin or the output rounded to a 16-bit type
     length_dependent: bool = False      # the angles of the first rows change with the number of rows
     rows: int | None = None             # rows the angles were measured at
-    multi_axis: bool = False            # not 1-D: probe along several axes
     table_end: tuple | None = None      # (rows, "clamped" or "repeated"): the cos/sin table ran out after these rows
     rounded_positions: str | None = None  # rows share positions, as positions held in a 16-bit type do
     table: np.ndarray | None = field(default=None, repr=False)  # the measured angles (rows, pairs), wrapped
@@ -62,29 +61,21 @@ class RopeSpec(ProbeSpec):
     output_precision: str = "float32"   # the float type fn returned
 
     def summary(self) -> str:
-        """One line in a kernel engineer's words: pairs, rotated features, base, position of row 0, method."""
+        """One line in a kernel engineer's words: pairs, rotated features, and what the angle table is."""
         if not self.is_rope:
             return str(self)
         pairs = {"half": "half-split pairs (i, i + d/2)", "interleaved": "interleaved pairs (2i, 2i + 1)"}
-        where = f"features {self.rotary_start}..{self.rotary_start + self.rotary_dim - 1}"
+        out = f" written {self.output_pairing}" if self.output_pairing else ""
+        head = (f"{pairs.get(self.pairing, f'pairs {self.pairs[:2]}...')}{out} on features {self.rotary_start}.."
+                f"{self.rotary_start + (self.rotary_dim or 0) - 1}, norm {show_number(self.norm_scale, '.6g')}")
+        if self.rounded_positions:
+            return f"{head}, rows share positions (positions held in {self.rounded_positions})"
         if not self.linear:
-            what = (f"rows share positions (positions held in {self.rounded_positions})" if self.rounded_positions
-                    else "angles not linear in the position: not a linear/geometric family")
-            return f"{pairs.get(self.pairing, 'pairs ' + str(self.pairs[:2]) + '...')} on {where}, {what}"
-        return (f"{pairs.get(self.pairing, 'pairs ' + str(self.pairs[:2]) + '...')} on {where}, "
-                f"base {show_number(self.base)}, row 0 at position {show_number(self.offset, '.6g')}, "
-                f"{self.rope_type or 'scaling not named (angles too noisy)'}")
-
-    def _lines(self) -> list:
-        where = (f" rotary_start={self.rotary_start}" if self.rotary_start else "") + (
-            f" output_pairing={self.output_pairing}" if self.output_pairing else "")
-        lines = [f"pairing={self.pairing} rotary_dim={self.rotary_dim}{where} base={show_number(self.base)} "
-                 f"offset={show_number(self.offset)} norm_scale={show_number(self.norm_scale)}"]
-        if self.linear:
-            lines.append(f"rope_type={self.rope_type} {show_params(self.rope_params)}")
-            lines.append(f"angles behave like {self.angle_precision}: phase_error={self.phase_error:.2e} rad over "
-                         f"{self.rows} rows, offset resolution {show_number(self.offset_resolution, '.1e')}")
-        return lines
+            return f"{head}, angles not linear in the position: not a linear/geometric family"
+        params = {k: v for k, v in self.rope_params.items() if k != "base"}
+        return (f"{head}, base {show_number(self.base)}, row 0 at position {show_number(self.offset, '.6g')}, "
+                f"{self.rope_type or 'scaling not named'}{' ' + show_params(params) if params else ''}, angles "
+                f"like {self.angle_precision} over {self.rows} rows")
 
 
 @dataclass
@@ -109,24 +100,18 @@ class AxesSpec(ProbeSpec):
     calls: int = 0
 
     def summary(self) -> str:
-        """One line: form, axes, pairing, sections or bases."""
-        return str(self).split("\n")[0]
-
-    def _lines(self) -> list:
-        names = "/".join(self.axis_names)
-        start = f" rotary_start={self.rotary_start}" if self.rotary_start else ""
-        base = f" base={show_number(self.base)}" if self.base is not None else ""
-        form = self.form if self.form == "M-RoPE" else f"{self.form} RoPE"
-        lines = [f"{form} over {self.axes} {'axis' if self.axes == 1 else 'axes'} ({names}): pairing={self.pairing} "
-                 f"rotary_dim={self.rotary_dim}{start}{base} norm_scale={show_number(self.norm_scale)}"]
-        if self.sections is not None:
-            lines.append(f"sections {names} = {'/'.join(map(str, self.sections))} pairs"
-                         + (f", layout {self.mrope_layout}" if self.mrope_layout else "")
-                         + f"; pairs by axis: {runs(self.axis_of_pair, self.axis_names)}"
-                         + (f"; axis bases {self.axis_bases}" if self.axis_bases else ""))
-        if self.position_shift is not None and self.rotated_at_zero:
-            lines.append(f"positions shifted by {show_shifts(self.axis_names, self.position_shift)}")
-        return lines + [f"angles behave like {self.angle_precision}: phase_error={self.phase_error:.2e} rad"]
+        """One line: form, axes, pairs, sections and layout or bases, shift, precision."""
+        if not self.is_rope:
+            return str(self)
+        split = "" if self.sections is None else f", sections {'/'.join(map(str, self.sections))} " + (
+            f"({self.mrope_layout})" if self.mrope_layout else f"({runs(self.axis_of_pair, self.axis_names)})")
+        return (f"{self.form} RoPE over axes {'/'.join(self.axis_names)}: {self.pairing} pairs on features "
+                f"{self.rotary_start}..{self.rotary_start + self.rotary_dim - 1}{split}"
+                + (f", base {show_number(self.base)}" if self.base else "")
+                + (f", axis bases {self.axis_bases}" if self.axis_bases else "")
+                + (f", positions shifted by {show_shifts(self.axis_names, self.position_shift)}"
+                   if self.rotated_at_zero and self.position_shift else "")
+                + f", angles like {self.angle_precision}")
 
 
 def show_number(v, fmt=".7g") -> str:
@@ -143,9 +128,7 @@ def show_params(params: dict) -> str:
     def fmt(v):
         if isinstance(v, float):
             return f"{v:.7g}"
-        if isinstance(v, list):
-            return f"[{len(v)} values, {min(v):.4g}..{max(v):.4g}]"
-        return repr(v)
+        return f"[{len(v)} values, {min(v):.4g}..{max(v):.4g}]" if isinstance(v, list) else repr(v)
     return "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in params.items()) + "}"
 
 
@@ -165,17 +148,11 @@ def show_shifts(names, shifts) -> str:
                      for n, s in zip(names, shifts) if s != 0) or "none"
 
 
-def not_rope(reason, multi_axis=False) -> RopeSpec:
-    """The spec of a function that is not a (1-D) rotary embedding, and why."""
-    return RopeSpec(is_rope=False, reason=reason, multi_axis=multi_axis)
-
-
 class RopeMismatch(AssertionError):
     """An AssertionError listing each difference (``problems``), the known defects that explain them (``defects``,
     catalogue names) and the ``spec`` measured."""
 
     def __init__(self, title: str, problems: list, spec, defects=()):
-        message = (f"{title}:\n  " + "\n  ".join(problems) + f"\nmeasured: {spec}" if spec.is_rope
-                   else "\n".join(problems))
-        super().__init__(message)
+        super().__init__(f"{title}:\n  " + "\n  ".join(problems) + f"\nmeasured: {spec}" if spec.is_rope
+                         else "\n".join(problems))
         self.problems, self.spec, self.defects = list(problems), spec, list(defects)
