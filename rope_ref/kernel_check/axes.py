@@ -272,7 +272,7 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
     """Raise :class:`RopeMismatch` naming how the multi-axis kernel ``fn(x, positions)`` differs from what you
     expect: ``inv_freq`` ``(rotary_dim/2, axes)``, or M-RoPE's ``sections`` with ``layout`` (a name of
     MROPE_LAYOUTS) and ``base``, within the spec's tolerance and ``rtol`` relative; ``position_shift`` per axis (the
-    shift of centred ids); ``phase_atol`` accepts angles coarser than float32; return the :class:`AxesSpec` when it matches."""
+    shift of centred ids); ``phase_atol`` accepts angles coarser than float32.  Returns the :class:`AxesSpec`."""
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
     if layout is not None and layout not in MROPE_LAYOUTS:
