@@ -3,10 +3,9 @@ compute what it should do with the oracle, and explain a difference only by a ca
 (docs/checking_kernels.md).  ``identify`` reports the measurement; ``assert_rope_matches`` and
 ``assert_rope_grad_matches`` compare it with an expectation; multi-axis kernels ``fn(x, positions)`` with ``axes=A``."""
 
-from .assertions import assert_rope_grad_matches, assert_rope_matches, expected_model
+from .assertions import assert_rope_grad_matches, assert_rope_matches, expected_model, identify
 from .axes import AXES_DEFECTS, assert_axes_match, identify_axes
 from .defects import DEFECTS, Defect, Model, diagnose
-from .measure import identify
 from .probe import KernelRaised
 from .spec import AxesSpec, RopeMismatch, RopeSpec
 

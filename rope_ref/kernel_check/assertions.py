@@ -1,5 +1,6 @@
-"""assert_rope_matches and assert_rope_grad_matches: the kernel measured, its angle table compared with the one the
-oracle computes for the expectation, a difference explained only by the catalogue of known defects."""
+"""The public checks: identify (what a kernel does, measured), assert_rope_matches and assert_rope_grad_matches (its
+angle table compared with the one the oracle computes for the expectation, a difference explained only by the
+catalogue of known defects)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from .._validate import (check_base, check_choice, check_d, check_keywords, chec
                          check_positive_real, check_scalar)
 from ..hf_config import from_hf_config
 from ..scaling import METHOD_PARAM_KEYS, ROPE_TYPES, scaled_inv_freq
+from .axes import assert_axes_match, identify_axes
 from .defects import Model, diagnose
 from .measure import MAX_ROWS, probe_one_axis
 from .probe import Caller
@@ -21,6 +23,28 @@ from .spec import AxesSpec, RopeMismatch, RopeSpec
 _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
               "inv_freq")
 _CONFIG_ATTRIBUTES = ("head_dim", "rotary_dim", "pairing", "base", "rope_type", "params", "attention_factor")
+
+
+def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int | None = 0, max_rows: int = MAX_ROWS,
+             base_hint: float | None = None, **axes_options) -> RopeSpec:
+    """Measure the rotary embedding ``fn(x) -> y`` applies: a :class:`RopeSpec`.
+
+    ``x`` float64 ``(seq, d)``, row r at the kernel's own position offset + r; fn may return numpy, torch or a list.
+    Calls fn d + 5 times on ``seq`` rows (random inputs from ``seed``, the basis vectors), then once on
+    ``max_rows`` rows (the most fn accepts) with 1 on the first feature of every pair, whose output is each pair's
+    cos and sin: the angle table.  ``base_hint``: a base the scaling methods are tried with (NTK, LongRoPE).
+    ``axes=A``: a multi-axis kernel ``fn(x, positions)``, measured by :func:`~.axes.identify_axes`.
+
+    >>> import rope_ref as rr, numpy as np
+    >>> spec = rr.identify(lambda x: rr.rotate(x, np.arange(len(x)) + 7.0, base=500000.0), 16)
+    >>> spec.pairing, spec.offset, spec.base, spec.rope_type
+    ('interleaved', 7.0, 500000.0, 'default')
+    """
+    if axes is not None:
+        return identify_axes(fn, d, axes, seq=seq, seed=seed, **axes_options)
+    if axes_options:
+        raise TypeError(f"identify() got unexpected keyword arguments {sorted(axes_options)} (they are for axes=A)")
+    return probe_one_axis(Caller(fn), d, seq=seq, seed=seed, max_rows=max_rows, base_hint=base_hint)
 
 
 def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | None = None, seq: int = 64,
@@ -42,7 +66,6 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     """
     d, axes, expected = _expectations(d, config, axes, expected, phase_atol)
     if axes is not None:
-        from .axes import assert_axes_match
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, **expected)
     spec = probe_one_axis(Caller(fn, raising=True), d, seq=seq, max_rows=max_rows, base_hint=expected.get("base"))
     return _judge(spec, expected, phase_atol, "RoPE mismatch")

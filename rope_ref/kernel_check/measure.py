@@ -49,29 +49,6 @@ class FrequencyFit(NamedTuple):
     train_lengths: tuple
 
 
-def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int | None = 0, max_rows: int = MAX_ROWS,
-             base_hint: float | None = None, **axes_options) -> RopeSpec:
-    """Measure the rotary embedding ``fn(x) -> y`` applies: a :class:`RopeSpec`.
-
-    ``x`` float64 ``(seq, d)``, row r at the kernel's own position offset + r; fn may return numpy, torch or a list.
-    Calls fn d + 5 times on ``seq`` rows (random inputs from ``seed``, the basis vectors), then once on
-    ``max_rows`` rows (the most fn accepts) with 1 on the first feature of every pair, whose output is each pair's
-    cos and sin: the angle table.  ``base_hint``: a base the scaling methods are tried with (NTK, LongRoPE).
-    ``axes=A``: a multi-axis kernel ``fn(x, positions)``, measured by :func:`~.axes.identify_axes`.
-
-    >>> import rope_ref as rr, numpy as np
-    >>> spec = rr.identify(lambda x: rr.rotate(x, np.arange(len(x)) + 7.0, base=500000.0), 16)
-    >>> spec.pairing, spec.offset, spec.base, spec.rope_type
-    ('interleaved', 7.0, 500000.0, 'default')
-    """
-    if axes is not None:
-        from .axes import identify_axes
-        return identify_axes(fn, d, axes, seq=seq, seed=seed, **axes_options)
-    if axes_options:
-        raise TypeError(f"identify() got unexpected keyword arguments {sorted(axes_options)} (they are for axes=A)")
-    return probe_one_axis(Caller(fn), d, seq=seq, seed=seed, max_rows=max_rows, base_hint=base_hint)
-
-
 def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_hint=None) -> RopeSpec:
     """identify's 1-D measurement through ``call``."""
     d, seq, seed = check_probe_arguments(call.fn, d, seq, seed, 3)
