@@ -195,8 +195,10 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
         digits = max(1, int(-math.log10(float(tau.max()))))
         rounded = {k: float(f"{v:.{digits}g}") if isinstance(v, float) else v for k, v in params.items()}
         again = method_frequencies(rope_type, rounded, r)
-        found[rope_type] = (rounded, again) if again is not None and np.all(np.abs(again / theta - 1) <= tau) else (
-            params, freqs)
+        if again is not None and np.all(np.abs(again / theta - 1) <= tau):
+            params, freqs = rounded, again
+        if params.get("factor") != 1.0:           # a factor of 1 is no scaling: the default method's
+            found[rope_type] = params, freqs
     if base_hint is not None and not found and np.all(frequencies(r, base_hint) / theta >= 1 - tau):
         factors = (frequencies(r, base_hint) / theta).tolist()       # LongRoPE: per-pair factors of base_hint
         found["longrope"] = dict(base=base_hint, short_factor=factors, long_factor=factors), theta
