@@ -177,7 +177,7 @@ def table_kernel(rows, offset, beyond):
 def test_a_table_that_stops_is_measured_and_named(beyond, rows, offset):
     fn = table_kernel(rows, offset, beyond)
     spec = rr.identify(fn, D)
-    assert spec.table_end == (rows - offset, beyond) and spec.offset == offset, spec
+    assert spec.table_end == (rows - 1, beyond) and spec.offset == offset, spec
     assert defects_of(fn, base=1e4, offset=offset) == [f"table {beyond}"]
 
 

@@ -92,7 +92,7 @@ def _table_end(kind):
     def apply(model, spec):
         if not spec.table_end or spec.table_end[1] != kind:
             return None
-        length = (model.offset or 0) + spec.table_end[0]        # the table holds positions 0..length-1
+        length = spec.table_end[0] + 1                          # the table holds positions 0..length-1
         held = (lambda p: np.minimum(p, length - 1)) if kind == "clamped" else (lambda p: p % length)
         return _positions(lambda m, s, p: held(p), f"beyond position {show_number(length - 1)}")(model, spec)
     return apply

@@ -99,8 +99,9 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
         jumps = np.abs(wrap_angle(steps - np.median(steps, axis=0))).max(axis=1)
         restart = np.flatnonzero((np.abs(table[1:]).max(axis=1) <= 1e-9) & (jumps > 1e-3))
         spec.table_end = (int(restart[0]) + 1, "repeated") if restart.size else None
-    if spec.table_end:
+    if spec.table_end:                  # measured up to its end; the end as a position once the offset is known
         table = table[:spec.table_end[0]]
+        spec.table_end = (spec.table_end[0] - 1.0, spec.table_end[1])
     spec.rows = len(table)
     if np.all(np.diff(table, axis=0) == 0, axis=1).any():
         spec.linear = False
@@ -135,6 +136,8 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
         spec.notes.append(f"the offset is ambiguous: {len(also) + 1} offsets fit the angles (reported the "
                           f"smallest; also {', '.join(f'{o:.0f}' for o in also[:3])})")
     spec.offset, spec.offset_resolution, spec.offset_alternatives = offset, float(sigma), np.asarray(also, float)
+    if spec.table_end:
+        spec.table_end = (offset + spec.table_end[0], spec.table_end[1])
     m = offset + np.arange(n, dtype=float)
     turns = np.round(((offset + (n - 1) / 2) * theta - centre) / (2 * np.pi))
     absolute = phase + 2 * np.pi * turns

@@ -53,7 +53,7 @@ class RopeSpec(ProbeSpec):
     output_rounded: bool = False        # cos/sin or the output rounded to a 16-bit type
     length_dependent: bool = False      # the angles of the first rows change with the number of rows
     rows: int | None = None             # rows the angles were measured at
-    table_end: tuple | None = None      # (rows, "clamped" or "repeated"): the cos/sin table ran out after these rows
+    table_end: tuple | None = None      # (last position, "clamped" or "repeated"): where a cos/sin table ran out
     rounded_positions: str | None = None  # rows share positions, as positions held in a 16-bit type do
     table: np.ndarray | None = field(default=None, repr=False)  # the measured angles (rows, pairs), wrapped
     unit: float = 2.0**-24              # unit roundoff of the kernel's own rounding (angles or output)
