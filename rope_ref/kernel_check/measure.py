@@ -14,7 +14,7 @@ import numpy as np
 from ..forms import frequencies, wrap_angle
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 from .probe import PRECISIONS, Caller, check_probe_arguments, read_rotations
-from .spec import RopeSpec, show_params
+from .spec import RopeSpec, show_number, show_params
 
 NOISE_ULPS = 8              # rounding to unit roundoff u errs by at most NOISE_ULPS * u * (1 + |angle|)
 FREQ_ULPS = 64              # a measured frequency carries a few roundings: FREQ_ULPS * u relative
@@ -138,6 +138,8 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     spec.offset, spec.offset_resolution, spec.offset_alternatives = offset, float(sigma), np.asarray(also, float)
     if spec.table_end:
         spec.table_end = (offset + spec.table_end[0], spec.table_end[1])
+        spec.notes.append(f"the cos/sin table stops at position {show_number(spec.table_end[0])}: rows beyond it are "
+                          f"{spec.table_end[1]}; measured up to it")
     m = offset + np.arange(n, dtype=float)
     turns = np.round(((offset + (n - 1) / 2) * theta - centre) / (2 * np.pi))
     absolute = phase + 2 * np.pi * turns
