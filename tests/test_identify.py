@@ -29,6 +29,7 @@ def test_float32_kernels_at_decode_offsets(kernel, pairing, base, offset):
     np.testing.assert_allclose(s.inv_freq, hf_inv_freq(D, base), rtol=3e-7)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("offset,d", [(0, D), (1, 128), (10**6, D)])
 def test_float64_kernels_up_to_a_million(offset, d):
     s = identify(lambda x: neox(x, offset), d)
@@ -63,6 +64,7 @@ def deepseek_v3(x, offset=0, nope=128):
     return np.concatenate([q[:, :nope], q1 * cos - q2 * sin, q2 * cos + q1 * sin], axis=-1)
 
 
+@pytest.mark.slow
 def test_deepseek_interleave_then_half_on_the_last_features():
     s = identify(lambda x: deepseek_v3(x, 5000), 192)
     assert (s.pairing, s.rotary_dim, s.rotary_start, s.output_pairing) == ("interleaved", 64, 128, "half"), s
@@ -79,6 +81,7 @@ SCALED = [("linear", 10000.0, dict(factor=4.0)),
                                     original_max_position_embeddings=8192))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rope_type,base,params", SCALED, ids=["linear", "yarn", "yarn_qwen", "llama3"])
 def test_scaling_methods_that_reproduce_the_frequencies_are_named(rope_type, base, params):
     freqs, att = scaled_inv_freq(D, base, rope_type=rope_type, **params)
@@ -90,6 +93,7 @@ def test_scaling_methods_that_reproduce_the_frequencies_are_named(rope_type, bas
     rr.assert_rope_matches(fn, D, base=base, rope_type=rope_type, offset=5000, pairing="half", **params)
 
 
+@pytest.mark.slow
 def test_ntk_against_a_base_hint_and_custom_frequencies():
     freqs, _ = scaled_inv_freq(D, 10000.0, rope_type="ntk", factor=4.0)
     s = identify(lambda x: hf_rope(x, 5000, inv_freq=freqs), D, base_hint=10000.0)
@@ -111,6 +115,7 @@ def test_random_angles_are_not_a_linear_family():
     assert "not a linear/geometric family" in s.summary()
 
 
+@pytest.mark.slow
 def test_16bit_model_kernels_are_measured_at_their_offset():
     def fn(x, dtype=BF16):              # HF in a bfloat16 model: cos/sin .to(x.dtype), the arithmetic in bfloat16
         cos, sin = hf_cos_sin(len(x), 5000, hf_inv_freq(128), dtype)
@@ -127,6 +132,7 @@ def test_angles_computed_in_16_bits_are_measured_as_such():
     assert s.angle_precision in ("float16", "bfloat16") and s.rope_type is None, s
 
 
+@pytest.mark.slow
 def test_frequencies_that_depend_on_the_length_are_noted_and_checked_as_dynamic():
     def hf_dynamic(x, offset=4000, factor=2.0, trained=4096):
         """HF dynamic NTK: past the trained length the base grows with the length of the call."""
@@ -140,6 +146,7 @@ def test_frequencies_that_depend_on_the_length_are_noted_and_checked_as_dynamic(
                            offset=4000)
 
 
+@pytest.mark.slow
 def test_max_rows_is_never_exceeded():
     asked = []
 
@@ -152,6 +159,7 @@ def test_max_rows_is_never_exceeded():
     assert max(asked) == 64 and (s.offset, s.rope_type, s.base) == (5000, "default", 10000.0), s
 
 
+@pytest.mark.slow
 def test_summary_and_report_carry_the_measurement():
     s = identify(lambda x: hf_rope(x, 4000), D)
     assert "row 0 at position 4000," in s.summary() and "base 10000," in s.summary() and s.summary() in str(s)
@@ -171,6 +179,7 @@ def test_not_a_rotary_embedding_is_said_plainly(fn, words):
     assert not s.is_rope and words in s.reason, s.reason
 
 
+@pytest.mark.slow
 def test_a_kernel_that_keeps_state_is_refused():
     calls = []
 
@@ -200,6 +209,7 @@ def test_bad_output_is_an_error(back, err, words):
         identify(back, 16)
 
 
+@pytest.mark.slow
 def test_output_of_any_array_type_and_an_exception_inside_fn():
     s = identify(lambda x: neox(x, 3).astype(F32).tolist(), 16)
     assert s.offset == 3 and s.angle_precision == "float32"

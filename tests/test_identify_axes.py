@@ -184,6 +184,7 @@ def rel_err(found, want):
     (qwen3vl_kernel(pairing="interleaved"), qwen3vl_matrix(), (24, 20, 20), "interleaved", "interleaved"),
     (qwen2vl_kernel(dtype=np.float32), qwen2vl_matrix(), (16, 24, 24), "blocks", "half"),
 ], ids=["qwen2vl", "qwen3vl", "qwen3vl_interleaved_pairs", "qwen2vl_float32"])
+@pytest.mark.slow
 def test_m_rope_is_measured_and_named(kernel, want, sections, layout, pairing):
     s = rr.identify(kernel, 128, axes=3)
     assert (s.form, s.pairing, s.sections, s.mrope_layout) == ("M-RoPE", pairing, sections, layout), s
@@ -191,6 +192,7 @@ def test_m_rope_is_measured_and_named(kernel, want, sections, layout, pairing):
     assert rel_err(s.inv_freq, want) < (1e-5 if "float32" in str(s.angle_precision) else 1e-9)
 
 
+@pytest.mark.slow
 def test_axial_mixed_one_axis_and_partial_kernels():
     s = rr.identify(timm_axial_kernel(), 64, axes=2)
     assert (s.form, s.sections, s.pairing, s.axis_bases) == ("axial", (16, 16), "interleaved", (1e4, 1e4))
@@ -205,6 +207,7 @@ def test_axial_mixed_one_axis_and_partial_kernels():
     assert (s.form, s.rotary_dim, s.sections, s.rotary_start) == ("M-RoPE", 32, (4, 6, 6), 0), s
 
 
+@pytest.mark.slow
 def test_a_16bit_output_is_the_kernels_own_rounding():
     def fn(x, p):                        # Qwen2-VL in a bfloat16 model: the output rounded
         return qwen2vl_kernel(dtype=np.float32)(x, p).astype(ml_dtypes.bfloat16)
@@ -212,6 +215,7 @@ def test_a_16bit_output_is_the_kernels_own_rounding():
     assert s.angle_precision.startswith("float32 (cos/sin or output rounded"), s
 
 
+@pytest.mark.slow
 def test_shifted_ids_are_measured():
     s = rr.identify(qwen2vl_kernel(shift=-20), 128, axes=3)
     assert s.rotated_at_zero and s.position_shift == (-20.0, -20.0, -20.0), s
@@ -236,7 +240,8 @@ AXES_PLANTS = {
 }
 
 
-@pytest.mark.parametrize("name", [d.name for d in AXES_DEFECTS])
+@pytest.mark.parametrize("name", [pytest.param(d.name, marks=() if d.name == "M-RoPE layout swapped" else
+                                               pytest.mark.slow) for d in AXES_DEFECTS])
 def test_every_multi_axis_defect_planted_is_named(name):
     fn, expected = AXES_PLANTS[name]
     with pytest.raises(RopeMismatch) as info:
@@ -244,6 +249,7 @@ def test_every_multi_axis_defect_planted_is_named(name):
     assert info.value.defects == [name], info.value.problems
 
 
+@pytest.mark.slow
 def test_the_correct_kernels_name_none_and_two_defects_are_named_together():
     rr.assert_rope_matches(qwen2vl_kernel(), 128, axes=3, **QWEN2)
     rr.assert_rope_matches(qwen3vl_kernel(), 128, axes=3, sections=[24, 20, 20], layout="interleaved", base=5e6)
@@ -263,6 +269,7 @@ def test_the_correct_kernels_name_none_and_two_defects_are_named_together():
     lambda x, p: qwen2vl_kernel()(x, p.astype(float) ** 2 / 50),            # quadratic in the position
     lambda x, p: qwen2vl_kernel()(x, np.vstack([p[0] * p[1] % 7, p[1:]])),  # angles that do not add up
 ], ids=["clamped", "quadratic", "not_additive"])
+@pytest.mark.slow
 def test_angles_not_linear_in_the_positions_are_said_to_be_so(fn):
     s = rr.identify(fn, 128, axes=3)
     assert not s.is_rope and "not linear" in s.reason, s
@@ -284,6 +291,7 @@ def test_bad_arguments_are_refused_by_name(kw, err, name):
         rr.identify(qwen2vl_kernel(), 128, **{"axes": 3, **kw})
 
 
+@pytest.mark.slow
 def test_bad_output_and_raising_kernels():
     with pytest.raises(ValueError, match="shape"):
         rr.identify(lambda x, p: x[:, :8], 16, axes=2)

@@ -155,6 +155,7 @@ def test_mochi_replay_is_the_recording():
     np.testing.assert_allclose(np.sin(ang), REC["mochi/sin"], atol=2e-6)
 
 
+@pytest.mark.slow
 def test_mochi_centred_scaled_learned_frequencies_are_named():
     """MochiRoPE: token (f, r, c) of a 5 x 6 latent sits at (f, s (r - 2), s (c - 2.5)), s = sqrt(192^2 / 30), and
     pair j turns by sum_a pos_frequencies[a, head, j] * that position: a dense matrix, shifted by (0, -2, -2.5)."""
@@ -171,6 +172,7 @@ def test_mochi_centred_scaled_learned_frequencies_are_named():
     assert info.value.defects == ["ids shifted or centred"]
 
 
+@pytest.mark.slow
 def test_ltx_video_aliased_normalised_coordinates_are_named_not_called_nonlinear():
     """LTXVideoRotaryPosEmbed maps latent index i to 2 i * scale / base - 1 and turns pair k by theta^(k/20) pi/2
     times that: up to about 490 rad per latent step along h, so at integer ids its float32 angles are not linear
@@ -192,6 +194,7 @@ def test_flux_in_bfloat16_is_named_a_16bit_output_not_low_precision_angles(case)
     assert spec.angle_precision.startswith("float32 (cos/sin or output rounded"), spec
 
 
+@pytest.mark.slow
 def test_qwen_image_without_the_expected_shift_is_named():
     with pytest.raises(RopeMismatch) as info:
         rr.assert_rope_matches(replayed("qwen_image"), 128, axes=3, inv_freq=EXPECTED["qwen_image"][2],

@@ -88,7 +88,11 @@ def planted(name):
     return expected, kernel_of(defect.apply(model, measured)[0])
 
 
-@pytest.mark.parametrize("name", [d.name for d in DEFECTS])
+QUICK = ("position offset", "pairing swapped")
+
+
+@pytest.mark.parametrize("name", [pytest.param(d.name, marks=() if d.name in QUICK else pytest.mark.slow)
+                                  for d in DEFECTS])
 def test_every_catalogued_defect_planted_in_a_correct_kernel_is_named(name):
     expected, fn = planted(name)
     with pytest.raises(RopeMismatch) as info:
@@ -96,6 +100,7 @@ def test_every_catalogued_defect_planted_in_a_correct_kernel_is_named(name):
     assert info.value.defects == [name], info.value.problems
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [{}, YARN, dict(rope_type="linear", factor=4.0)], ids=["default", "yarn", "linear"])
 def test_a_correct_oracle_built_kernel_names_no_defect(extra):
     expected = {**EXPECTED, **extra}
@@ -127,10 +132,12 @@ def defects_of(fn, d=D, **expected):
      ["position offset", "theta indexed from 1"]),
 ], ids=["plus_three", "cache_offset_ignored", "indexed_from_1", "pairing", "base_left_at_1e4", "float16_angles",
         "clockwise", "bf16_inv_freq", "two_bugs"])
+@pytest.mark.slow
 def test_real_bugs_are_named(fn, expected, named):
     assert defects_of(fn, **expected) == named
 
 
+@pytest.mark.slow
 def test_missing_attention_factor_and_missing_scaling_are_named():
     params = dict(factor=16.0, original_max_position_embeddings=4096)
     freqs, att = rr.scaled_inv_freq(D, 10000.0, rope_type="yarn", **params)
@@ -153,6 +160,7 @@ def position_kernel(dtype, offset):
 
 @pytest.mark.parametrize("dtype,name,offset", [(BF16, "bfloat16", 1000), (BF16, "bfloat16", 0),
                                                (np.float16, "float16", 5000)])
+@pytest.mark.slow
 def test_positions_held_in_16_bits_are_named_without_a_made_up_base(dtype, name, offset):
     spec = rr.identify(position_kernel(dtype, offset), D)
     assert (spec.linear, spec.base, spec.offset) == (False, None, None), spec
@@ -172,6 +180,7 @@ def table_kernel(rows, offset, beyond):
     return fn
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beyond", ["clamped", "repeated"])
 @pytest.mark.parametrize("rows,offset", [(2048, 2000), (100, 90)])
 def test_a_table_that_stops_is_measured_and_named(beyond, rows, offset):
@@ -181,6 +190,7 @@ def test_a_table_that_stops_is_measured_and_named(beyond, rows, offset):
     assert defects_of(fn, base=1e4, offset=offset) == [f"table {beyond}"]
 
 
+@pytest.mark.slow
 def test_random_angles_are_explained_by_no_known_defect():
     angles = np.random.default_rng(0).uniform(-np.pi, np.pi, (4096, D // 2))
 
@@ -192,6 +202,7 @@ def test_random_angles_are_explained_by_no_known_defect():
     assert info.value.defects == [] and "no known defect explains" in info.value.problems[-1]
 
 
+@pytest.mark.slow
 def test_16bit_cos_sin_of_a_float32_output_is_named_and_accepted_with_phase_atol():
     def fn(x):                          # float32 angles, cos/sin and q rounded to float16, result as float32
         cos, sin = hf_cos_sin(len(x), 3000, hf_inv_freq(D), np.float16)
@@ -201,6 +212,7 @@ def test_16bit_cos_sin_of_a_float32_output_is_named_and_accepted_with_phase_atol
     rr.assert_rope_matches(fn, D, base=1e4, offset=3000, phase_atol=0.01)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [BF16, np.float16], ids=["bfloat16", "float16"])
 def test_a_16bit_model_kernel_matches_within_its_own_rounding(dtype):
     def fn(x):                          # HF in a 16-bit model: cos/sin .to(x.dtype), arithmetic and output 16-bit
@@ -241,6 +253,7 @@ def test_replay_reproduces_transformers_output(case):
 @pytest.mark.parametrize("case,named", [("llama-bf16", "frequencies rounded to bfloat16"),
                                         ("llama-fp16", "frequencies rounded to float16"),
                                         ("llama3.1-bf16", "frequencies rounded to bfloat16")])
+@pytest.mark.slow
 @pytest.mark.parametrize("offset", [0, 3000])
 def test_transformers_module_cast_to_16_bits_is_named(case, named, offset):
     rope = META["cases"][case]["rope_parameters"]
@@ -249,6 +262,7 @@ def test_transformers_module_cast_to_16_bits_is_named(case, named, offset):
                       max_rows=256, **params) == [named]
 
 
+@pytest.mark.slow
 def test_the_config_names_rounding_and_missing_scaling_and_passes_the_float32_module():
     assert defects_of(replay("llama3.1-bf16", 0), config=LLAMA31, rotary_dim=64, max_rows=256, d=64) == [
         "frequencies rounded to bfloat16"]
@@ -260,6 +274,7 @@ def test_the_config_names_rounding_and_missing_scaling_and_passes_the_float32_mo
     assert defects_of(lambda x: hf_rope(x, base=500000.0), config=LLAMA31, d=None) == ["scaling missing"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("as_path", [True, False], ids=["path", "dict"])
 def test_a_config_json_names_an_offset(as_path, tmp_path):
     config = dict(model_type="llama", hidden_size=128, num_attention_heads=2, rope_theta=10000.0)
@@ -273,6 +288,7 @@ def test_a_config_json_names_an_offset(as_path, tmp_path):
 
 # ---- the backward pass ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_backward_pass_is_checked_and_its_defects_named():
     def back(x, g, sign=-1.0, pairing="interleaved"):          # R^T g: g rotated by minus the angles
         return rr.rotate(g, np.arange(len(g)), inv_freq=sign * rr.frequencies(D), pairing=pairing)
