@@ -1,144 +1,221 @@
-"""identify / assert_rope_matches on RoPE kernels written here, in both pairings, with planted bugs."""
+"""identify(fn, d) on 1-D kernels: what it measures (pairs, rotated features, offset, precision, base, scaling method)
+and what it never makes up (a base for angles that are not a linear/geometric family).
 
-import math
+The kernels are NumPy transcriptions of published rotary code (tests/kernels.py; float32 exactly where torch
+computes in float32); expected values come from the kernels' own parameters, never from identify's output.
+"""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
-from rope_ref.kernel_check import assert_rope_matches, identify
-from rope_ref.scaling import scaled_inv_freq
+import rope_ref as rr
+from rope_ref import identify, scaled_inv_freq
 
-from kernels import freqs64, llama, neox
+from kernels import F32, gptj_rope, hf_cos_sin, hf_inv_freq, hf_rope, llama, meta_rope, neox
 
 D = 64
+BF16 = ml_dtypes.bfloat16
+
+
+@pytest.mark.parametrize("offset", [0, 7, 5000, pytest.param(65536, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("kernel,pairing,base", [(hf_rope, "half", 10000.0), (gptj_rope, "interleaved", 10000.0),
+                                                  (meta_rope, "interleaved", 500000.0)],
+                         ids=["hf_llama", "gptj", "meta_polar"])
+def test_float32_kernels_at_decode_offsets(kernel, pairing, base, offset):
+    s = identify(lambda x: kernel(x, offset, base=base), D)
+    assert (s.pairing, s.rotary_dim, s.offset, s.rope_type, s.base) == (pairing, D, offset, "default", base), s
+    assert s.angle_precision == "float32" and s.linear and s.geometric
+    np.testing.assert_allclose(s.inv_freq, hf_inv_freq(D, base), rtol=3e-7)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("offset", [0, 7, 1000])
-def test_identifies_neox_and_llama(offset):
-    s = identify(lambda x: neox(x, offset=offset), D)
-    assert (s.is_rope, s.pairing, s.rotary_dim, s.rope_type) == (True, "half", D, "default")
-    assert s.pairs[:2] == [(0, 32), (1, 33)]
-    assert math.isclose(s.base, 10000.0, rel_tol=1e-9) and s.offset == offset
-    np.testing.assert_allclose(s.inv_freq, freqs64(D), rtol=1e-9)
-    s = identify(lambda x: llama(x, offset=offset), D)
-    assert (s.pairing, s.offset, s.rope_type, s.norm_scale) == ("interleaved", offset, "default", pytest.approx(1.0))
-    assert_rope_matches(lambda x: llama(x, offset=offset), D, pairing="interleaved", base=10000.0,
-                        offset=offset, rotary_dim=D, rope_type="default", norm_scale=1.0)
+@pytest.mark.parametrize("offset,d", [(0, D), (1, 128), (10**6, D)])
+def test_float64_kernels_up_to_a_million(offset, d):
+    s = identify(lambda x: neox(x, offset), d)
+    assert (s.offset, s.rope_type, s.angle_precision, s.base) == (offset, "default", "float64", 10000.0), s
+    np.testing.assert_allclose(s.inv_freq, 1.0 / 10000.0 ** (np.arange(0, d, 2) / d), rtol=1e-12)
+    assert identify(lambda x: llama(x, offset), d).pairing == "interleaved"
 
 
-def test_partial_rotary_and_other_base():
-    fn = lambda x: neox(x, rotary_dim=16, freqs=freqs64(16, 500000.0))  # noqa: E731
-    s = identify(fn, D)
-    assert (s.rotary_dim, s.pairing) == (16, "half")
-    assert math.isclose(s.base, 500000.0, rel_tol=1e-9)
-    assert_rope_matches(fn, D, rotary_dim=16, base=500000.0, pairing="half")
+def test_partial_rotary_and_rotated_features_at_the_end():
+    s = identify(lambda x: hf_rope(x, 5000, rotary_dim=16), D)
+    assert (s.rotary_dim, s.rotary_start, s.pairing, s.offset, s.base) == (16, 0, "half", 5000, 10000.0), s
+
+    def last_half(x):                   # NeoX-style rotation of the last 32 of 64 features, in place
+        y = x.astype(F32).copy()
+        cos, sin = hf_cos_sin(len(x), 300, hf_inv_freq(32))
+        q = y[:, 32:]
+        y[:, 32:] = q * cos + np.concatenate([-q[:, 16:], q[:, :16]], axis=-1) * sin
+        return y
+    s = identify(last_half, D)
+    assert (s.pairing, s.rotary_dim, s.rotary_start, s.output_pairing, s.offset) == ("half", 32, 32, None, 300), s
 
 
-SCALINGS = [
-    ("linear", dict(factor=4.0)),
-    ("llama3", dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8192)),
-    ("yarn", dict(factor=16.0, original_max_position_embeddings=4096)),
-]
+def deepseek_v3(x, offset=0, nope=128):
+    """DeepseekV3's apply_rotary_pos_emb_interleave on the last 64 features: q1, q2 = q[0::2], q[1::2] written as
+    cat([q1 cos - q2 sin, q2 cos + q1 sin]) (interleaved pairs, written in half layout)."""
+    seq, d = x.shape
+    r = d - nope
+    cos, sin = hf_cos_sin(seq, offset, hf_inv_freq(r))
+    cos, sin = cos[:, :r // 2], sin[:, :r // 2]
+    q = x.astype(F32)
+    q1, q2 = q[:, nope::2], q[:, nope + 1::2]
+    return np.concatenate([q[:, :nope], q1 * cos - q2 * sin, q2 * cos + q1 * sin], axis=-1)
 
 
-@pytest.mark.parametrize("rope_type,params", SCALINGS, ids=[s[0] for s in SCALINGS])
-def test_identifies_scaling_methods(rope_type, params):
-    base = 500000.0 if rope_type == "llama3" else 10000.0
+@pytest.mark.slow
+def test_deepseek_interleave_then_half_on_the_last_features():
+    s = identify(lambda x: deepseek_v3(x, 5000), 192)
+    assert (s.pairing, s.rotary_dim, s.rotary_start, s.output_pairing) == ("interleaved", 64, 128, "half"), s
+    assert (s.offset, s.rope_type, s.base) == (5000, "default", 10000.0), s
+    assert s.pairs[:2] == [(128, 129), (130, 131)] and s.output_pairs[:2] == [(128, 160), (129, 161)]
+    rr.assert_rope_matches(lambda x: deepseek_v3(x, 5000), 192, pairing="interleaved", rotary_dim=64,
+                           rotary_start=128, output_pairing="half", offset=5000, base=10000.0)
+
+
+SCALED = [("linear", 10000.0, dict(factor=4.0)),
+          ("yarn", 10000.0, dict(factor=16.0, original_max_position_embeddings=4096)),
+          ("yarn", 1000000.0, dict(factor=4.0, original_max_position_embeddings=32768)),
+          ("llama3", 500000.0, dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                                    original_max_position_embeddings=8192))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rope_type,base,params", SCALED, ids=["linear", "yarn", "yarn_qwen", "llama3"])
+def test_scaling_methods_that_reproduce_the_frequencies_are_named(rope_type, base, params):
     freqs, att = scaled_inv_freq(D, base, rope_type=rope_type, **params)
-    fn = lambda x: neox(x, freqs=freqs, scale=att)  # noqa: E731
+    fn = lambda x: hf_rope(x, 5000, inv_freq=freqs, attention_scaling=att)  # noqa: E731
     s = identify(fn, D)
-    assert s.rope_type == rope_type
-    assert math.isclose(s.rope_params["factor"], params["factor"], rel_tol=1e-9)
-    assert math.isclose(s.norm_scale, att, rel_tol=1e-9)
-    if "original_max_position_embeddings" in params:
-        assert s.rope_params["original_max_position_embeddings"] == params["original_max_position_embeddings"]
-    assert_rope_matches(fn, D, base=base, rope_type=rope_type, pairing="half", **params)
+    assert (s.rope_type, s.offset, s.base) == (rope_type, 5000, base), s
+    assert all(s.rope_params[k] == pytest.approx(v, rel=1e-4) for k, v in params.items()), s.rope_params
+    assert s.norm_scale == pytest.approx(att, rel=1e-6) and "attention_factor" not in s.rope_params
+    rr.assert_rope_matches(fn, D, base=base, rope_type=rope_type, offset=5000, pairing="half", **params)
 
 
-def test_ntk_reported_against_a_base_hint():
+@pytest.mark.slow
+def test_ntk_against_a_base_hint_and_custom_frequencies():
     freqs, _ = scaled_inv_freq(D, 10000.0, rope_type="ntk", factor=4.0)
-    s = identify(lambda x: neox(x, freqs=freqs), D, base_hint=10000.0)
-    assert s.rope_type == "ntk" and math.isclose(s.rope_params["factor"], 4.0, rel_tol=1e-9)
-    assert_rope_matches(lambda x: neox(x, freqs=freqs), D, base=10000.0, rope_type="ntk", factor=4.0)
+    s = identify(lambda x: hf_rope(x, 5000, inv_freq=freqs), D, base_hint=10000.0)
+    assert s.rope_type == "ntk" and s.rope_params["factor"] == pytest.approx(4.0, rel=1e-4), s
+    wobble = 1 + 1e-3 * np.random.default_rng(3).standard_normal(D // 2)       # no published method
+    s = identify(lambda x: hf_rope(x, 5000, inv_freq=hf_inv_freq(D) * wobble), D)
+    assert (s.rope_type, s.geometric, s.base, s.offset) == ("custom", False, None, 5000), s
+    assert any("not a geometric family" in n for n in s.notes)
 
 
-def test_identifies_dynamic_as_a_base_change():
-    freqs, _ = scaled_inv_freq(D, rope_type="dynamic", seq_len=8192, factor=2.0, max_position_embeddings=4096)
-    fn = lambda x: llama(x, freqs=freqs)  # noqa: E731
-    s = identify(fn, D, base_hint=10000.0)
-    assert s.rope_type == "ntk"   # dynamic NTK at a given length is a static base change
+def test_random_angles_are_not_a_linear_family():
+    angles = np.random.default_rng(0).uniform(-np.pi, np.pi, (4096, D // 2))
 
-
-# ---- planted bugs -----------------------------------------------------------------------------
-
-def _raises(fn, words, **expected):
-    with pytest.raises(AssertionError) as info:
-        assert_rope_matches(fn, D, **expected)
-    msg = str(info.value)
-    for w in words:
-        assert w in msg, f"{w!r} not in:\n{msg}"
-    return msg
-
-
-def test_bug_wrong_pairing_is_named():
-    _raises(lambda x: neox(x), ["pairing: expected interleaved, found half", "(0, 32)"],
-            pairing="interleaved", base=10000.0)
-
-
-def test_bug_wrong_sign():
-    s = identify(lambda x: neox(x, sign=-1.0), D)
-    assert s.is_rope and np.all(s.inv_freq < 0) and any("clockwise" in n for n in s.notes)
-    _raises(lambda x: neox(x, sign=-1.0), ["frequencies", "sign flipped"], base=10000.0, pairing="half")
-
-
-def test_bug_theta_indexed_from_one():
-    fn = lambda x: llama(x, freqs=freqs64(D, start=2))  # noqa: E731
+    def fn(x):                          # flash-attention's tests drive kernels with random angle tables
+        c, s = np.cos(angles[:len(x)]), np.sin(angles[:len(x)])
+        return np.concatenate([x[:, :D // 2] * c - x[:, D // 2:] * s, x[:, :D // 2] * s + x[:, D // 2:] * c], 1)
     s = identify(fn, D)
-    assert any("indexed from 1" in n for n in s.notes)
-    _raises(fn, ["frequencies", "pair 0 expected 1, found 0.7498", "indexed from 1"], base=10000.0)
+    assert s.is_rope and (s.linear, s.base, s.offset, s.rope_type) == (False, None, None, None), s
+    assert "not a linear/geometric family" in s.summary()
 
 
-def test_bug_positions_off_by_one():
-    _raises(lambda x: llama(x, offset=1), ["offset: expected row 0 at position 0, found 1",
-                                                   "off by one"], offset=0, base=10000.0)
+@pytest.mark.slow
+def test_16bit_model_kernels_are_measured_at_their_offset():
+    def fn(x, dtype=BF16):              # HF in a bfloat16 model: cos/sin .to(x.dtype), the arithmetic in bfloat16
+        cos, sin = hf_cos_sin(len(x), 5000, hf_inv_freq(128), dtype)
+        q = x.astype(dtype)
+        rot = np.concatenate([-q[:, 64:], q[:, :64]], axis=-1)
+        return ((q * cos).astype(dtype) + (rot * sin).astype(dtype)).astype(dtype)
+    s = identify(fn, 128)
+    assert (s.pairing, s.offset, s.rope_type, s.base) == ("half", 5000, "default", 10000.0), s
+    assert s.output_rounded and s.angle_precision == "float32 (cos/sin 16-bit)"
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32])
-def test_bug_angles_in_low_precision(dtype):
-    fn = lambda x: neox(x, angle_dtype=dtype)  # noqa: E731
-    s = identify(fn, D)
-    assert s.is_rope
-    if dtype == np.float16:
-        assert s.phase_error > 1e-3
-        _raises(fn, ["angle precision", "float32 or better"], pairing="half")
-    else:   # float32 angles at positions < 64 are fine to 1e-5 rad
-        assert s.phase_error < 1e-5
-        assert_rope_matches(fn, D, pairing="half", base=10000.0)
+def test_angles_computed_in_16_bits_are_measured_as_such():
+    s = identify(lambda x: neox(x, 0, angle_dtype=np.float16), D, max_rows=64)
+    assert s.angle_precision in ("float16", "bfloat16") and s.rope_type is None, s
 
 
-def test_bug_missing_attention_factor():
-    freqs, att = scaled_inv_freq(D, rope_type="yarn", factor=16.0, original_max_position_embeddings=4096)
-    _raises(lambda x: neox(x, freqs=freqs), ["norm_scale: expected 1.27726, found 1"],
-            rope_type="yarn", factor=16.0, original_max_position_embeddings=4096)
+@pytest.mark.slow
+def test_frequencies_that_depend_on_the_length_are_noted_and_checked_as_dynamic():
+    def hf_dynamic(x, offset=4000, factor=2.0, trained=4096):
+        """HF dynamic NTK: past the trained length the base grows with the length of the call."""
+        length, base = offset + len(x), 10000.0
+        if length > trained:
+            base *= (factor * length / trained - (factor - 1)) ** (D / (D - 2))
+        return hf_rope(x, offset, base=base)
+    s = identify(hf_dynamic, D)
+    assert s.length_dependent and s.rows == 64 and s.offset == 4000, s
+    rr.assert_rope_matches(hf_dynamic, D, rope_type="dynamic", factor=2.0, max_position_embeddings=4096,
+                           offset=4000)
+
+
+@pytest.mark.slow
+def test_max_rows_is_never_exceeded():
+    asked = []
+
+    def fn(x):                          # a cos/sin cache of 64 rows
+        asked.append(len(x))
+        if len(x) > 64:
+            raise ValueError("cache holds 64 rows")
+        return hf_rope(x, 5000, base=10000.0)
+    s = identify(fn, 128, max_rows=64)
+    assert max(asked) == 64 and (s.offset, s.rope_type, s.base) == (5000, "default", 10000.0), s
+
+
+@pytest.mark.slow
+def test_summary_and_report_carry_the_measurement():
+    s = identify(lambda x: hf_rope(x, 4000), D)
+    assert "row 0 at position 4000," in s.summary() and "base 10000," in s.summary() and s.summary() in str(s)
+    assert "not linear" in str(rr.RopeSpec(is_rope=True))
 
 
 @pytest.mark.parametrize("fn,words", [
-    (np.tanh, "not linear"),
-    (lambda x: x[::-1].copy(), "depends on other rows"),
-    (lambda x: x @ np.random.default_rng(0).standard_normal((D, D)), "mixes with features"),
-    (lambda x: x * (np.abs(x.sum(axis=1, keepdims=True)) + 1), "not linear"),
-    (lambda x: x * np.arange(1, x.shape[0] + 1)[:, None], "scaled"),
+    (lambda x: x + 1.0, "not 0"),
+    (lambda x: x * np.abs(x), "not linear"),
+    (lambda x: np.roll(x, 1, axis=0), "other rows"),
     (lambda x: np.concatenate([x[:, 1::2], x[:, 0::2]], axis=1), "mixes"),
+    (lambda x: x * 2.0, "scaled"),
     (lambda x: x.copy(), "no pair"),
-])
+], ids=["bias", "nonlinear", "rows", "permutation", "scale", "identity"])
 def test_not_a_rotary_embedding_is_said_plainly(fn, words):
-    s = identify(fn, D)
+    s = identify(fn, 16)
     assert not s.is_rope and words in s.reason, s.reason
-    with pytest.raises(AssertionError, match="not a rotary embedding"):
-        assert_rope_matches(fn, D)
 
 
-def test_fn_with_wrong_output_shape_is_an_error():
-    with pytest.raises(ValueError, match="same shape"):
-        identify(lambda x: x[:, :4], D)
+@pytest.mark.slow
+def test_a_kernel_that_keeps_state_is_refused():
+    calls = []
+
+    def fn(x):                          # the position advances with every call
+        calls.append(1)
+        return neox(x, len(calls))
+    with pytest.raises(ValueError, match="inputs alone"):
+        identify(fn, 16)
+
+
+@pytest.mark.parametrize("kw,err,name", [(dict(fn=None), TypeError, "fn"), (dict(d=7), ValueError, "d"),
+                                         (dict(seq=0), ValueError, "seq"), (dict(seed=-1), ValueError, "seed"),
+                                         (dict(max_rows=8), ValueError, "max_rows"),
+                                         (dict(max_position=8), TypeError, "max_position")])
+def test_bad_arguments_are_refused_by_name(kw, err, name):
+    args = {"fn": lambda x: neox(x), "d": 16, **kw}
+    with pytest.raises(err, match=name):
+        identify(args.pop("fn"), args.pop("d"), **args)
+
+
+@pytest.mark.parametrize("back,err,words", [(lambda x: x[:, :4], ValueError, "shape"),
+                                            (lambda x: x * np.nan, ValueError, "NaN"),
+                                            (lambda x: np.array(["a"] * x.size).reshape(x.shape), TypeError,
+                                             "numeric")])
+def test_bad_output_is_an_error(back, err, words):
+    with pytest.raises(err, match=words):
+        identify(back, 16)
+
+
+@pytest.mark.slow
+def test_output_of_any_array_type_and_an_exception_inside_fn():
+    s = identify(lambda x: neox(x, 3).astype(F32).tolist(), 16)
+    assert s.offset == 3 and s.angle_precision == "float32"
+
+    def fn(x):
+        raise RuntimeError("device lost")
+    with pytest.raises(RuntimeError, match="device lost") as info:
+        identify(fn, 16)
+    assert "random input a" in "".join(getattr(info.value, "__notes__", []))

@@ -1,171 +1,81 @@
-"""Calling the kernel (:class:`Caller`: ``fn(x)`` or ``fn(x, positions)``), the five checks and row matrices every
-probe starts with (:func:`read_rotations`), and their structure: which features pair up, where the pairs are written,
-each row's 2x2 blocks [[cos, -sin], [sin, cos]] (eq 34) (:func:`read_structure`; docs/identify_internals.md)."""
+"""Calling the kernel and reading its structure: which features pair up, where the pairs are written, and each row's
+2x2 blocks [[cos, -sin], [sin, cos]] (eq 34), from the matrices fn applies to the rows (d + 5 calls)."""
 
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validate import (FLOAT_DTYPES, check_d, check_nonnegative_int, check_positive_int, check_positive_real,
-                         format_bytes)
-from .tolerances import PRECISIONS, STATE_RTOL, STRUCTURE_RTOL, ZERO_RTOL
+from .._validate import FLOAT_DTYPES, check_d, check_nonnegative_int, check_positive_int
+
+STRUCTURE_RTOL = 2e-2       # linearity and pair blocks, relative: loose enough for bfloat16 kernels
+STATE_RTOL = 1e-6           # two calls with the same input agree
+ZERO_RTOL = 1e-6            # fn(0) is exactly 0 for a linear kernel in any float type
+#: Unit roundoff of the float types a kernel may compute in, finest first.
+PRECISIONS = (("float64", 2.0**-53), ("float32", 2.0**-24), ("float16", 2.0**-11), ("bfloat16", 2.0**-8))
+
+
+class KernelRaised(RuntimeError):
+    """The function under test raised: reported as "fn raised ...", never as a RoPE mismatch."""
 
 
 def to_array(out, name="fn"):
-    """numpy float64 from whatever fn (called ``name`` in errors) returned: numpy, ml_dtypes, lists, torch (any
-    dtype or device, with grad), anything with ``__array__``.  Duck-typed: torch is never imported."""
-    if hasattr(out, "detach"):                          # torch: off the graph and the device
+    """float64 NumPy from what fn returned: numpy, ml_dtypes, lists, torch (detached, on the CPU; never imported)."""
+    if hasattr(out, "detach"):
         out = out.detach().cpu()
-        try:
-            out = out.numpy()
-        except (TypeError, RuntimeError, ValueError):   # e.g. torch bfloat16 has no numpy dtype
-            out = out.float().numpy()
-    try:
-        arr = np.asarray(out)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{name} must return an array (numpy, torch, jax, a list), got {type(out).__name__}: "
-                        f"{err}") from err
+        out = out.float().numpy() if "bfloat16" in str(out.dtype) else out.numpy()
+    arr = np.asarray(out)
     if not (arr.dtype in FLOAT_DTYPES or arr.dtype.kind in "fiu"):
-        raise TypeError(f"{name} must return a real numeric array (numpy, torch, jax, a list), got "
-                        f"{type(out).__name__} of dtype {arr.dtype}")
+        raise TypeError(f"{name} must return a real numeric array, got {type(out).__name__} of dtype {arr.dtype}")
     return arr.astype(np.float64)
 
 
 class Caller:
-    """fn(x) -- or fn(x, positions) ``(axes, seq)`` -- as float64 of x's shape, checked, fn's errors noted with the
-    call; counts ``calls``, the most rows asked for (``longest``), the coarsest float type returned (``unit``,
-    ``precision``).  ``timeout``: seconds for all calls (fn in a worker thread); ``name``, ``argument``: in errors."""
+    """fn(x), or fn(x, positions) ``(axes, seq)``, as float64 of x's shape; counts ``calls``, keeps the coarsest
+    float type fn returned (``precision``, its unit roundoff ``unit``).  ``raising``: fn's errors as KernelRaised."""
 
-    def __init__(self, fn, positions=None, *, timeout=None, name="fn", argument="x"):
-        self.fn, self.positions, self.name, self.argument, self.timeout = fn, positions, name, argument, timeout
-        self.deadline = None if timeout is None else time.monotonic() + timeout
-        self.calls, self.longest = 0, 0
-        self.unit, self.precision = 2.0**-24, "float32"
-        self.inputs = "x" if positions is None else "x and positions"     # what fn may depend on
+    def __init__(self, fn, positions=None, raising=False):
+        self.fn, self.positions, self.raising = fn, positions, raising
+        self.calls, self.unit, self.precision = 0, 2.0**-24, "float32"
 
-    def __call__(self, x, what, hint=""):
-        kind, out = self._outcome(x)
-        if kind == "raised" and isinstance(out, Exception):       # SystemExit, KeyboardInterrupt: as raised
-            out.add_note(f"(raised by {self.name} when rope_ref.identify called it with {what}, shape {x.shape}{hint})"
-                         if self.positions is None else
-                         f"(fn raised this when rope_ref identify_axes called it with {what}: x of shape {x.shape}, "
-                         f"positions of shape {self.positions.shape}{hint})")
-        if kind == "raised":
-            raise out
-        if kind == "running":
-            raise TimeoutError(f"identify's time limit of {self.timeout:g} s ran out while {self.name} was still "
-                               f"running (call {self.calls + 1}, with {what}, x of shape {x.shape}): a kernel that "
-                               "blocks (a lock, a queue, a device that never returns) stops here, the call left "
-                               f"running in a background thread; if {self.name} is only slow, pass a larger "
-                               "timeout= (seconds), or timeout=None for no limit")
+    def __call__(self, x, what):
+        args = (x.copy(),) if self.positions is None else (x.copy(), self.positions.copy())
+        try:
+            out = self.fn(*args)
+        except Exception as err:
+            err.add_note(f"(raised by fn when rope_ref's checker called it with {what}, x of shape {x.shape})")
+            if self.raising:
+                raise KernelRaised(f"fn raised {type(err).__name__}: {err}") from err
+            raise
         self.calls += 1
-        self.longest = max(self.longest, len(x))
         kind = next((k for k in ("bfloat16", "float16") if k in str(getattr(out, "dtype", ""))), "float32")
-        out = to_array(out, self.name)
+        out = to_array(out)
         if out.shape != x.shape:
-            raise ValueError(f"{self.name} must map {self.argument} of shape (seq, d) = {x.shape} to the same shape, "
-                             f"got {out.shape} (called with {what}){_shape_hint(out.shape, x.shape)}")
+            raise ValueError(f"fn must map x of shape (seq, d) = {x.shape} to the same shape, got {out.shape} "
+                             f"(called with {what})")
         if not np.all(np.isfinite(out)):
-            where = "" if self.positions is None else f", positions within 0..{int(self.positions.max())}"
-            raise ValueError(f"{self.name} returned non-finite values (NaN or inf) for finite input ({what}, "
-                             f"{self.argument} of shape {x.shape}{where}); a rotary embedding maps finite input to "
-                             "finite output")
-        if dict(PRECISIONS)[kind] > self.unit:         # the coarsest float type fn returned, float32 for finer ones
+            raise ValueError(f"fn returned NaN or inf for finite input ({what}, x of shape {x.shape})")
+        if dict(PRECISIONS)[kind] > self.unit:
             self.unit, self.precision = dict(PRECISIONS)[kind], kind
         return out
 
-    def _outcome(self, x):
-        """("returned", fn's output), ("raised", its exception) or ("running", None) at the deadline."""
-        args = (x.copy(),) if self.positions is None else (x.copy(), self.positions.copy())
-        outcome = ["running", None]
 
-        def run():
-            try:
-                outcome[:] = "returned", self.fn(*args)
-            except BaseException as err:                # re-raised in the calling thread
-                outcome[:] = "raised", err
-        if self.deadline is None:
-            run()
-        else:
-            worker = threading.Thread(target=run, name=f"rope_ref identify: {self.name}", daemon=True)
-            worker.start()
-            worker.join(max(self.deadline - time.monotonic(), 0.0))
-        return tuple(outcome)
-
-
-def read_rotations(call: Caller, a, b, hint):
-    """The five opening checks on random inputs ``a``, ``b`` ``(seq, d)``, then the matrix fn applies to each row (d + 5
-    calls; ``hint`` goes with the first): (Structure, fn(a), output scale), or why fn is not RoPE (a str)."""
-    seq, d = a.shape
-    ya, yb = call(a, "random input a", hint), call(b, "random input b")
-    scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
-    state = np.abs(call(a, "random input a again") - ya).max() / scale
-    if state > STATE_RTOL:
-        raise ValueError(f"fn must depend on {call.inputs} alone: two calls with the same {call.inputs} gave "
-                         f"outputs {state:.2g} apart (relative): fn keeps state between calls (a cache position "
-                         "advanced by every call?); pass a function that applies the same positions on every call")
-    bias = np.abs(call(np.zeros((seq, d)), "zeros")).max() / scale      # a linear kernel: exactly 0 in any float type
-    if bias > ZERO_RTOL:
-        zero = "fn(0)" if call.positions is None else "fn(0, positions)"
-        return (f"{zero} is not 0 (up to {bias:.2g} relative to its output): fn adds something that does not "
-                "depend on x (an absolute position embedding? a bias?); a rotary embedding is linear in its input")
-    y_lin = call(2 * a - 3 * b, "2a - 3b")
-    terms = np.abs(y_lin) + 2 * np.abs(ya) + 3 * np.abs(yb)             # the kernel's rounding is relative to them
-    lin = np.abs(y_lin - (2 * ya - 3 * yb)).max() / max(terms.max(), 1e-300)
-    if lin > STRUCTURE_RTOL:
-        return (f"fn is not linear in x: f(2a - 3b) differs from 2 f(a) - 3 f(b) by {lin:.2g} (relative to the "
-                "terms); a rotary embedding is linear in its input")
-    matrices = np.stack([call(np.broadcast_to(e, (seq, d)), f"basis vector e_{j} in every row")
-                         for j, e in enumerate(np.eye(d))], axis=-1)     # matrices[r] @ e_j: row r's response to e_j
-    mix = np.abs(np.einsum("rij,rj->ri", matrices, a) - ya).max() / scale
-    if mix > STRUCTURE_RTOL:
-        return (f"row r of the output depends on other rows (error {mix:.2g} relative): fn mixes rows (positions) "
-                "or depends on content")
-    structure = read_structure(matrices)
-    return structure if isinstance(structure, str) else (structure, ya, scale)
-
-
-def check_probe_arguments(fn, d, seq, seed, timeout, min_seq, calling, why_min):
-    """(d, seq, seed, timeout), each checked; seq >= ``min_seq`` (``why_min``: why); ``calling``: how fn is called."""
+def check_probe_arguments(fn, d, seq, seed, min_seq):
+    """(d, seq, seed), each checked; ``fn`` callable; seq at least ``min_seq``."""
     if not callable(fn):
-        raise TypeError(f"fn must be callable {calling}, got {fn!r} of type {type(fn).__name__}")
+        raise TypeError(f"fn must be callable (the kernel under test), got {type(fn).__name__}")
     d = check_d(d)
     seq = check_positive_int(seq, "seq")
     if seq < min_seq:
-        raise ValueError(f"seq must be >= {min_seq} {why_min}, got {seq}")
+        raise ValueError(f"seq must be at least {min_seq} rows to measure the angles, got {seq}")
     seed = None if seed is None else check_nonnegative_int(seed, "seed", "None or a non-negative integer")
-    if timeout is not None:
-        timeout = check_positive_real(timeout, "timeout", "None (no limit) or a positive number of seconds")
-    return d, seq, seed, timeout
-
-
-def check_sizes(seq, d, max_bytes, max_rows=None):
-    """The arrays identify would hold (seq x d x d float64; max_rows x d a call) against max_bytes, before any call."""
-    max_bytes = check_positive_int(max_bytes, "max_bytes")
-    for size, what, fix in ((8 * seq * d * d, f"seq={seq} and d={d} need seq x d x d float64 (the matrix of every "
-                             "row)", "a smaller seq (the default 64 is enough)"),
-                            (8 * (max_rows or 0) * d, f"max_rows={max_rows} and d={d} need max_rows x d float64 "
-                             "for one call", "a smaller max_rows")):
-        if size > max_bytes:
-            raise ValueError(f"{what}: {format_bytes(size, 4, exact=False)}, above max_bytes={max_bytes} "
-                             f"({format_bytes(max_bytes, 4, exact=False)}); pass {fix}, or a larger max_bytes")
-
-
-def _shape_hint(got, want):
-    """What a kernel returning shape ``got`` for input shape ``want`` may have done; "" when nothing fits."""
-    hints = {(2, *want): "; did fn return (q, k)? return one of them",
-             want[::-1]: "; did fn return the transpose? return (seq, d)"}
-    same = "; it holds the same values: drop its batch and head axes (e.g. [0, 0])"
-    return hints.get(got, same if int(np.prod(got)) == int(np.prod(want)) else "")
+    return d, seq, seed
 
 
 @dataclass
 class Structure:
-    """The pairs fn rotates and the blocks it applies to them (a rotary embedding's shape, before angles)."""
+    """The pairs fn rotates and each row's blocks (a rotary embedding's shape, before its angles)."""
     pairs: list                  # (i, j) input features of each pair, in pairing order
     pairing: str                 # "interleaved", "half" or "other"
     rotary_dim: int
@@ -180,65 +90,83 @@ class Structure:
     notes: list = field(default_factory=list)
 
 
+def read_rotations(call: Caller, a, b):
+    """The opening checks on random inputs ``a``, ``b`` ``(seq, d)`` (state, fn(0) = 0, linearity, rows apart), then
+    the :class:`Structure` of the matrix fn applies to each row; a str saying why fn is not RoPE otherwise."""
+    seq, d = a.shape
+    ya, yb = call(a, "random input a"), call(b, "random input b")
+    scale = max(np.abs(ya).max(), np.abs(yb).max(), 1e-300)
+    if np.abs(call(a, "random input a again") - ya).max() / scale > STATE_RTOL:
+        raise ValueError("fn must depend on its inputs alone: two calls with the same input gave different outputs "
+                         "(a cache position advanced by every call?)")
+    bias = np.abs(call(np.zeros((seq, d)), "zeros")).max() / scale
+    if bias > ZERO_RTOL:
+        return (f"fn(0) is not 0 (up to {bias:.2g} relative to its output): fn adds something that does not depend "
+                "on x (an absolute position embedding? a bias?); a rotary embedding is linear in its input")
+    y_lin = call(2 * a - 3 * b, "2a - 3b")
+    terms = np.abs(y_lin) + 2 * np.abs(ya) + 3 * np.abs(yb)
+    lin = np.abs(y_lin - (2 * ya - 3 * yb)).max() / max(terms.max(), 1e-300)
+    if lin > STRUCTURE_RTOL:
+        return f"fn is not linear in x: f(2a - 3b) differs from 2 f(a) - 3 f(b) by {lin:.2g} relative"
+    matrices = np.stack([call(np.broadcast_to(e, (seq, d)), f"basis vector e_{j} in every row")
+                         for j, e in enumerate(np.eye(d))], axis=-1)
+    if np.abs(np.einsum("rij,rj->ri", matrices, a) - ya).max() / scale > STRUCTURE_RTOL:
+        return "row r of the output depends on other rows: fn mixes rows (positions) or depends on content"
+    return read_structure(matrices)
+
+
 def read_structure(matrices) -> Structure | str:
-    """The :class:`Structure` of the matrices ``(seq, d, d)`` fn applies to each row, or why it is not RoPE (a str)."""
-    dep = np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)  # i reads j; zeros are exact
+    """The :class:`Structure` of the matrices ``(seq, d, d)`` fn applies to the rows, or why it is not RoPE."""
+    dep = np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)
     perm = _output_order(matrices, dep)
     if perm is not None:
         matrices, dep = matrices[:, perm], dep[perm]
-    off = dep & ~np.eye(matrices.shape[-1], dtype=bool)                 # a feature with one partner forms a pair
+    off = dep & ~np.eye(matrices.shape[-1], dtype=bool)
     linked = off | off.T
     crowded = np.flatnonzero(linked.sum(axis=1) > 1)
     if crowded.size:
         partners = np.flatnonzero(linked[crowded[0]]).tolist()
         return f"feature {crowded[0]} mixes with features {partners[:6]}: not pairwise rotations"
-    pairs = [(int(j), int(k)) for j, k in np.argwhere(np.triu(linked))]                   # sorted
+    pairs = [(int(j), int(k)) for j, k in np.argwhere(np.triu(linked))]
     passthrough = np.flatnonzero(~linked.any(axis=1)).tolist()
     if passthrough and np.abs(matrices[:, passthrough, passthrough] - 1).max() > STRUCTURE_RTOL:
         return f"features {passthrough[:6]} are scaled, not rotated or passed through"
     if not pairs:
         return "no pair of features is rotated at any row: fn leaves every feature in place (it ignores the positions)"
-    notes, n, d = [], len(pairs), matrices.shape[-1]
-    r = 2 * n
+    r, d = 2 * len(pairs), matrices.shape[-1]
     rotated = sorted(i for p in pairs for i in p)
     start = rotated[0] if rotated == list(range(rotated[0], rotated[0] + r)) else 0
-    proportional = n < d // 2 and pairs == [(p, p + d // 2) for p in range(n)]    # Gemma 4's, in naming
-    if rotated != list(range(start, start + r)) and not proportional:
-        notes.append(f"the rotated features are not {r} consecutive ones: passthrough features {passthrough[:8]}")
-    elif start:
-        notes.append(f"the rotated features are {start}..{start + r - 1}, not the leading {r} (rotary_start={start})")
     pairing = _pairing_name(pairs, r, start)
     out_pairing = out_pairs = None
     if perm is not None:
         out_pairs = [(int(perm[i]), int(perm[j])) for i, j in pairs]
         out_pairing = _pairing_name(sorted(out_pairs), r, start) if sorted(perm[rotated]) == rotated else "other"
-        shown = ", ".join(f"{p} -> {o}" for p, o in zip(pairs[:2], out_pairs[:2]))
-        notes.append(f"the rotated pairs are written to other features ({out_pairing} layout): {shown}, ...; "
-                     "q.k is unchanged only if q and k are written alike")
     ia, ib = np.array(pairs).T
     out = (ia, ib) if perm is None else (perm[ia], perm[ib])
     c1, c2 = matrices[:, ia, ia], matrices[:, ib, ib]
     s1, s2 = matrices[:, ib, ia], -matrices[:, ia, ib]
-    unlike = np.abs(c1 - c2).max(0) + np.abs(s1 - s2).max(0)         # per pair
+    unlike = np.abs(c1 - c2).max(0) + np.abs(s1 - s2).max(0)
     if unlike.max() > STRUCTURE_RTOL * np.abs(matrices).max():
-        return ("a pair's 2x2 block is not a (scaled) rotation [[c, -s], [s, c]] (eq 34) "
-                f"(pair {pairs[int(np.argmax(unlike))]})")
+        return f"a pair's 2x2 block is not a (scaled) rotation [[c, -s], [s, c]] (pair {pairs[int(np.argmax(unlike))]})"
     c, s = (c1 + c2) / 2, (s1 + s2) / 2
-    scales = np.hypot(c, s)                                # (seq, pairs)
+    scales = np.hypot(c, s)
     norm_scale = float(np.median(scales))
     if norm_scale == 0:
         return "fn maps the rotated features to zero"
     scale_error = float(np.abs(scales / norm_scale - 1).max())
     if scale_error > STRUCTURE_RTOL:
         return f"the norm of a pair changes with position by up to {scale_error:.1%}"
+    proportional = len(pairs) < d // 2 and pairs == [(p, p + d // 2) for p in range(len(pairs))]
+    notes = [] if rotated == list(range(start, start + r)) or proportional else [
+        f"the rotated features are not {r} consecutive ones: passthrough features {passthrough[:8]}"]
     return Structure(pairs=pairs, pairing=pairing, rotary_dim=r, rotary_start=start, out=out, cos=c, sin=s,
-                     output_pairing=out_pairing, output_pairs=out_pairs, norm_scale=norm_scale, scale_error=scale_error,
-                     notes=notes)
+                     output_pairing=out_pairing, output_pairs=out_pairs, norm_scale=norm_scale,
+                     scale_error=scale_error, notes=notes)
 
 
 def _output_order(matrices, dep):
-    """perm with matrices[:, perm] mapping every pair onto itself, when a kernel writes its pairs elsewhere (eq 34 then
-    a permutation, as DeepSeek's apply_rotary_pos_emb_interleave); None when in place, or not pairs (``dep``: above)."""
+    """perm with matrices[:, perm] mapping every pair onto itself when a kernel writes its pairs elsewhere (DeepSeek's
+    interleave-then-half); None when in place or not pairs."""
     d = matrices.shape[-1]
     if np.array_equal(dep, dep.T):
         return None
@@ -247,11 +175,11 @@ def _output_order(matrices, dep):
         outs = np.flatnonzero(dep[:, j])
         ins = np.flatnonzero(dep[outs].any(axis=0))
         if len(outs) == 1 and outs[0] == j and len(ins) == 1:
-            perm[j] = j                                          # passed through in place
+            perm[j] = j
         elif len(outs) == 2 and len(ins) == 2 and dep[np.ix_(outs, ins)].all():
-            if j == ins[0]:                                      # once per pair (j, k), j < k
+            if j == ins[0]:
                 k, (a, b) = ins[1], outs
-                block = matrices[:, [a, b]][:, :, [j, k]]        # [[c, -s], [s, c]] when a holds x_j cos
+                block = matrices[:, [a, b]][:, :, [j, k]]
                 straight = np.abs(block[:, 0, 0] - block[:, 1, 1]) + np.abs(block[:, 1, 0] + block[:, 0, 1])
                 swapped = np.abs(block[:, 1, 0] - block[:, 0, 1]) + np.abs(block[:, 0, 0] + block[:, 1, 1])
                 perm[[j, k]] = (a, b) if straight.max() <= swapped.max() else (b, a)
@@ -261,8 +189,7 @@ def _output_order(matrices, dep):
 
 
 def _pairing_name(pairs, r, start):
-    """Pairing name of the sorted ``pairs`` within the rotated features start..start + r - 1."""
+    """"interleaved", "half" or "other": the sorted ``pairs`` within features start..start + r - 1."""
     if pairs == [(start + 2 * p, start + 2 * p + 1) for p in range(r // 2)]:
         return "interleaved"
     return "half" if pairs == [(start + p, start + p + r // 2) for p in range(r // 2)] else "other"
-

@@ -1,0 +1,317 @@
+"""Multi-axis kernels ``fn(x, positions)`` (M-RoPE, axial, mixed): the frequency matrix ``F`` ``(pairs, axes)`` by
+which pair j turns sum_a F[j, a] p_a (eq 34 per pair), measured by moving one axis at a time, and compared with the
+oracle's (rope_ref.mrope_frequencies) through the catalogue of known multi-axis defects :data:`AXES_DEFECTS`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .._validate import check_finite_array, check_number, check_positive_int
+from ..forms import frequencies, wrap_angle
+from ..multiaxis import MROPE_LAYOUTS
+from .defects import OTHER_PAIRING, Defect, explain, measured
+from .measure import FREQ_ULPS, SIGMAS, allowance, shortest_base
+from .probe import PRECISIONS, Caller, check_probe_arguments, read_rotations
+from .spec import AxesSpec, RopeMismatch, show_shifts
+
+MAX_POSITION = 4096     # default max_position: the largest position passed on each axis
+
+
+def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0, max_position: int = MAX_POSITION,
+                  axis_names=None, raising=False) -> AxesSpec:
+    """Measure the frequency matrix ``F`` ``(rotary_dim/2, axes)`` of ``fn(x, positions) -> y``: an
+    :class:`AxesSpec`.  ``x`` float64 ``(seq, d)``, ``positions`` int64 ``(axes, seq)``, row r at positions[:, r]:
+    row 0 at 0, rows moving one axis alone by 1, 2, ... then on to ``max_position``, and rows moving every axis."""
+    axes = check_positive_int(axes, "axes")
+    d, seq, seed = check_probe_arguments(fn, d, seq, seed, 3 * axes + 3)
+    max_position = check_number(max_position, "max_position", "an integer from 3 to 2**53", lambda v: 3 <= v <= 2**53)
+    names = axis_names or {1: ("p",), 2: ("h", "w"), 3: ("t", "h", "w")}.get(axes, tuple(f"axis{a}" for a in
+                                                                                          range(axes)))
+    if isinstance(names, str) or len(tuple(names)) != axes or len(set(names)) != axes:
+        raise ValueError(f"axis_names must hold {axes} distinct names, one per axis, got {names!r}")
+    rng = np.random.default_rng(seed)
+    n_mix = max(2, min(8, seq // 8))
+    per_axis = (seq - 1 - n_mix) // axes
+    linear = min(max(3, per_axis // 2), max_position)
+    far = np.unique(np.round(np.geomspace(2 * linear, max_position, max(per_axis - linear, 1))).astype(np.int64))
+    far = far[(far > linear) & (far <= max_position)][:per_axis - linear]
+    steps = np.concatenate([np.arange(1, linear + 1), far]).astype(np.int64)
+    sweeps = [1 + a * len(steps) + np.arange(len(steps)) for a in range(axes)]
+    positions = np.zeros((axes, seq), np.int64)
+    for a, rows in enumerate(sweeps):
+        positions[a, rows] = steps
+    mixed = np.arange(1 + axes * len(steps), seq)
+    positions[:, mixed] = rng.integers(0, min(max_position, 63) + 1, size=(axes, len(mixed)))
+    call = Caller(fn, positions, raising=raising)
+    structure = read_rotations(call, *rng.standard_normal((2, seq, d)))
+    done = dict(axes=axes, axis_names=tuple(names), positions=positions)
+    if isinstance(structure, str):
+        return AxesSpec(is_rope=False, reason=structure, calls=call.calls, **done)
+    if structure.output_pairing is not None:
+        return AxesSpec(is_rope=False, reason="the rotated pairs are written to other features: multi-axis probing "
+                        "follows pairs written back in place only", calls=call.calls, **done)
+    shared = ("pairing", "pairs", "rotary_dim", "rotary_start", "norm_scale", "scale_error", "notes")
+    spec = AxesSpec(is_rope=True, **{k: getattr(structure, k) for k in shared}, calls=call.calls, **done)
+    return _measure(spec, np.arctan2(structure.sin, structure.cos), steps, linear, sweeps, mixed, call.unit)
+
+
+def _fit_axis(wrapped, steps, linear, unit, out_err):
+    """(slope, its deviation, residuals, used) of the line through 0 of angles ``wrapped`` (points, pairs) at
+    ``steps``: the first ``linear`` unwrapped, each farther one's whole turns predicted from the line so far."""
+    n, npairs = wrapped.shape
+    p = steps.astype(float)[:, None] * np.ones((1, npairs))
+    ang = np.zeros_like(wrapped)
+    ang[:linear] = np.unwrap(np.vstack([np.zeros((1, npairs)), wrapped[:linear]]), axis=0)[1:]
+    used = np.zeros((n, npairs), bool)
+    used[:linear] = True
+    for k in range(linear, n + 1):
+        pu, au = np.where(used, p, 0.0), np.where(used, ang, 0.0)
+        slope = (pu * au).sum(0) / (pu * pu).sum(0)
+        resid = np.where(used, ang - p * slope, 0.0)
+        sigma = np.sqrt((resid**2).sum(0) / np.maximum(used.sum(0) - 1, 1) / (pu * pu).sum(0))
+        if k < n:
+            pred = slope * p[k]
+            ang[k] = wrapped[k] + 2 * np.pi * np.round((pred - wrapped[k]) / (2 * np.pi))
+            used[k] = SIGMAS * sigma * p[k] + allowance(unit, pred, out_err) < np.pi / 2
+    return slope, np.maximum(sigma, 2.0**-52 * np.abs(slope)), resid, used
+
+
+def _measure(spec, phase, steps, linear, sweeps, mixed, unit):
+    """F, the shift at position 0, the precision and the naming of ``spec`` from ``phase`` (seq, pairs)."""
+    out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
+    spec.phase_at_zero = float(np.abs(phase[0]).max())
+    fits = [_fit_axis(wrap_angle(phase[rows] - phase[0]), steps, linear, unit, out_err) for rows in sweeps]
+    freqs, sigma = np.stack([f[0] for f in fits], axis=1), np.stack([f[1] for f in fits], axis=1)
+    spec.rotated_at_zero = bool(spec.phase_at_zero > allowance(unit, 0.0, out_err / 2))
+    shift, spec.shift_tolerance = _shift(freqs, sigma, phase[0], unit, out_err)
+    spec.position_shift = shift if spec.rotated_at_zero else None
+    at_zero = np.abs(freqs @ shift if shift else phase[0])
+    resids, angles, extra = [], [], []
+    for a, (_, _, resid, used) in enumerate(fits):
+        resids.append(np.where(used, resid, 0.0).ravel())
+        angles.append((np.abs(np.outer(steps, freqs[:, a])) + 2 * at_zero).ravel())
+        extra.append(np.zeros(resid.size))
+    mixed_positions = spec.positions[:, mixed].T.astype(float)
+    resids.append(wrap_angle(phase[mixed] - phase[0] - mixed_positions @ freqs.T).ravel())
+    angles.append((np.abs(mixed_positions) @ np.abs(freqs.T) + 2 * at_zero).ravel())
+    extra.append(SIGMAS * (mixed_positions @ sigma.T).ravel())
+    resid, angle, extra = np.concatenate(resids), np.concatenate(angles), np.concatenate(extra)
+    found = next(((name, u) for name, u in PRECISIONS if np.all(np.abs(resid) <= allowance(u, angle, out_err) + extra)),
+                 None)
+    if found is None:
+        k = int(np.argmax(np.abs(resid) - allowance(2.0**-8, angle, out_err) - extra))
+        return AxesSpec(is_rope=False, reason=f"not a rotation linear in positions: an angle strays from sum_a F[j, a] "
+                        f"p_a by {abs(resid[k]):.3g} rad, beyond rounding; the angles are not linear in the positions "
+                        "(not a linear/geometric family)", axes=spec.axes, axis_names=spec.axis_names,
+                        positions=spec.positions, calls=spec.calls)
+    spec.angle_precision, prec_unit = found
+    spec.phase_error = float(np.abs(resid).max())
+    plain = next((u for _, u in PRECISIONS if np.all(np.abs(resid) <= allowance(u, angle) + extra)), 1.0)
+    if out_err and plain > 2.0**-24 and prec_unit <= 2.0**-24:
+        spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
+    pu = np.stack([np.where(f[3], steps[:, None].astype(float), 0.0) for f in fits], axis=2)
+    bias = out_err * pu.sum(0) / (pu * pu).sum(0)
+    spec.inv_freq = freqs
+    spec.freq_tolerance = SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs) + bias
+    _name_axes(spec, np.abs(freqs) > SIGMAS * sigma)
+    return spec
+
+
+def _shift(freqs, sigma, phase_at_zero, unit, out_err):
+    """(s or None, tolerance of each s_a): the shift with phase_at_zero[j] = sum_a F[j, a] s_a (mod 2 pi), solved
+    from the slowest pair on; s_a an integer when resolved to one."""
+    order = np.argsort(np.abs(freqs).sum(1), kind="stable")
+    unwrapped, shift = np.zeros_like(phase_at_zero), np.zeros(freqs.shape[1])
+    for k, j in enumerate(order):
+        unwrapped[j] = phase_at_zero[j] + 2 * np.pi * np.round((freqs[j] @ shift - phase_at_zero[j]) / (2 * np.pi))
+        shift = np.linalg.lstsq(freqs[order[:k + 1]], unwrapped[order[:k + 1]], rcond=None)[0]
+    allow = allowance(unit, 2 * np.abs(freqs @ shift), out_err) + SIGMAS * sigma @ np.abs(shift) + 1e-9
+    tolerance = np.abs(np.linalg.pinv(freqs)) @ allow
+    near = np.round(shift)
+    shift = np.where((np.abs(shift - near) <= tolerance) & (tolerance < 0.5), near, shift)
+    fits = bool(np.all(np.abs(wrap_angle(freqs @ shift - phase_at_zero)) <= allow))
+    return (tuple(float(s) for s in shift) if fits else None), tuple(float(t) for t in tolerance)
+
+
+def classify(freqs, nonzero=None):
+    """(form, axis_of_pair, sections, mrope_layout) of F (pairs, axes); entries ``nonzero`` False count as zero."""
+    freqs = np.asarray(freqs, float)
+    nonzero = freqs != 0 if nonzero is None else nonzero
+    if not np.all(nonzero.sum(1) == 1):
+        return "mixed", None, None, None
+    axis = np.argmax(nonzero, axis=1)
+    sections = tuple(int(n) for n in np.bincount(axis, minlength=freqs.shape[1]))
+    if sum(n > 0 for n in sections) == 1:
+        return "1-D", axis, sections, None
+    if not np.all(np.diff(np.abs(freqs[np.arange(len(axis)), axis])) < 0):
+        return "axial", axis, sections, None
+    layout = next((name for name, (assign, _) in MROPE_LAYOUTS.items() if np.array_equal(axis, assign(sections))),
+                  None)
+    return "M-RoPE", axis, sections, layout
+
+
+def _name_axes(spec, nonzero):
+    """form, sections, layout and bases of ``spec.inv_freq``; notes on unused or clockwise axes."""
+    freqs, names = spec.inv_freq, spec.axis_names
+    spec.form, axis, spec.sections, spec.mrope_layout = classify(freqs, nonzero)
+    spec.axis_of_pair = axis
+    rel = spec.freq_tolerance / np.maximum(np.abs(freqs), 1e-300)
+    if spec.form in ("1-D", "M-RoPE"):
+        j = np.arange(len(freqs))
+        theta = np.abs(freqs[j, axis])
+        spec.base = _base(theta, spec.rotary_dim, rel[j, axis])
+    elif spec.form == "axial":
+        spec.axis_bases = tuple(_base(np.abs(freqs[axis == a, a]), 2 * spec.sections[a], rel[axis == a, a])
+                                if spec.sections[a] else None for a in range(spec.axes))
+    if axis is not None and 0 in spec.sections:
+        spec.notes.append(f"no pair turns with {', '.join(n for n, s in zip(names, spec.sections) if s == 0)}: fn "
+                          "ignores that axis")
+    flipped = [names[a] for a in range(spec.axes) if np.any(freqs[:, a] < 0) and not np.any(freqs[:, a] > 0)]
+    if flipped:
+        spec.notes.append(f"every frequency along {', '.join(flipped)} is negative: the kernel turns clockwise there")
+
+
+def _base(theta, r, rel):
+    """base with theta_k = base^(-2k/r) from theta_0 = 1, to the fewest digits; None when not such a family."""
+    rel = np.maximum(rel, 4 * FREQ_ULPS * 2.0**-24)
+    if theta.size < 2 or not np.all(theta > 0) or abs(theta[0] - 1) > rel[0]:
+        return None
+    return shortest_base(theta, r, rel)
+
+
+@dataclass(frozen=True)
+class AxesModel:
+    """A multi-axis RoPE as the oracle computes it: F from inv_freq, or from sections, layout and base."""
+    pairing: str | None
+    rotary_dim: int | None
+    rotary_start: int = 0
+    norm_scale: float | None = None
+    inv_freq: np.ndarray | None = None
+    sections: tuple | None = None
+    layout: str = "blocks"
+    base: float = 10000.0
+    shift: tuple | None = None          # the shift of each axis (None: none)
+    signs: tuple | None = None          # -1 on an axis turning the other way
+
+    def matrix(self):
+        """F (pairs, axes): inv_freq, or theta_j = base^(-2j/rotary_dim) on the axis MROPE_LAYOUTS gives pair j."""
+        F = self.inv_freq
+        if F is None:
+            theta = frequencies(self.rotary_dim, self.base)
+            try:
+                axis = MROPE_LAYOUTS[self.layout][0](self.sections)
+            except (ValueError, IndexError):
+                axis = np.zeros(0, int)
+            F = np.zeros((len(theta), len(self.sections)))
+            F[np.arange(len(theta)), axis[:len(theta)] if len(axis) == len(theta) else 0] = np.where(
+                len(axis) == len(theta), theta, np.nan)
+        return F * np.asarray(self.signs or 1.0)
+
+
+def _axes_rotary_dim(model, spec):
+    if model.sections is None or spec.rotary_dim == model.rotary_dim:
+        return None
+    sections = tuple(n * spec.rotary_dim // model.rotary_dim for n in model.sections)     # the same split, scaled
+    return (replace(model, rotary_dim=spec.rotary_dim, sections=sections),
+            f"expected {model.rotary_dim}, found {spec.rotary_dim} (sections {'/'.join(map(str, sections))})")
+
+
+def _axis_reversed(model, spec):
+    F, found = model.matrix(), spec.inv_freq
+    flipped = tuple(a for a in range(spec.axes) if F.shape == found.shape and np.any(F[:, a])
+                    and np.all(np.sign(found[F[:, a] != 0, a]) == -np.sign(F[F[:, a] != 0, a])))
+    return (replace(model, signs=tuple(-1.0 if a in flipped else 1.0 for a in range(spec.axes))),
+            f"along {', '.join(spec.axis_names[a] for a in flipped)}") if flipped else None
+
+
+def _m_rope(model, spec):
+    return model.sections is not None and spec.sections is not None
+
+
+#: The known multi-axis defects, each one entry (the 1-D ones are rope_ref.kernel_check.defects.DEFECTS).
+AXES_DEFECTS = (
+    Defect("M-RoPE layout swapped", "the axes laid out another way (blocks, interleaved)",
+           measured("layout", "mrope_layout", when=lambda model, spec: _m_rope(model, spec) and spec.mrope_layout)),
+    Defect("M-RoPE sections swapped", "another split of the pairs between t, h and w",
+           measured("sections", when=_m_rope)),
+    Defect("another base", "another rope_theta", measured("base", when=lambda model, spec: _m_rope(model, spec)
+                                                          and spec.base)),
+    Defect("pairing swapped", "interleaved pairs for half-split, or the reverse",
+           measured("pairing", when=lambda model, spec: model.pairing in OTHER_PAIRING)),
+    Defect("different rotary_dim", "another number of features rotate", _axes_rotary_dim),
+    Defect("ids shifted or centred", "positions shifted on some axes (centred image ids)",
+           measured("shift", "position_shift", show=lambda spec, v: show_shifts(spec.axis_names, v or [0]))),
+    Defect("axis direction reversed", "an axis's positions negated or its sin flipped", _axis_reversed),
+)
+
+
+def _axes_reproduce(model, spec, rtol=0.0):
+    """``model`` gives the pairs, norm, frequency matrix (to the spec's tolerance) and shift measured."""
+    one_pair = spec.rotary_dim == 2
+    if (model.pairing not in (None, spec.pairing) and not one_pair) or model.rotary_dim != spec.rotary_dim:
+        return False
+    if model.rotary_start != spec.rotary_start:
+        return False
+    if model.norm_scale is not None and abs(spec.norm_scale / model.norm_scale - 1) > max(4 * spec.scale_error, 4e-6):
+        return False
+    F = model.matrix()
+    if F.shape != spec.inv_freq.shape:
+        return False
+    if not np.all(np.abs(spec.inv_freq - F) <= spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(F)):
+        return False
+    found = spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
+    want = model.shift or (0.0,) * spec.axes
+    return found is not None and np.all(np.abs(np.subtract(found, want)) <= np.asarray(spec.shift_tolerance) + 1e-9)
+
+
+def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None, base=None, pairing=None,
+                      rotary_dim=None, rotary_start=0, norm_scale=None, rtol=0.0, phase_atol=None, position_shift=None,
+                      seq=64, seed=0, max_position=MAX_POSITION, axis_names=None) -> AxesSpec:
+    """Raise :class:`RopeMismatch` naming how the multi-axis kernel ``fn(x, positions)`` differs from what you
+    expect: ``inv_freq`` ``(rotary_dim/2, axes)``, or M-RoPE's ``sections`` with ``layout`` (a name of
+    MROPE_LAYOUTS) and ``base``, within the spec's tolerance and ``rtol`` relative; ``position_shift`` per axis (the
+    shift of centred ids); ``phase_atol`` accepts angles coarser than float32.  Returns the :class:`AxesSpec`."""
+    if inv_freq is not None and (sections is not None or layout is not None or base is not None):
+        raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
+    if layout is not None and layout not in MROPE_LAYOUTS:
+        raise ValueError(f"layout must be one of {tuple(MROPE_LAYOUTS)}, got {layout!r}")
+    if inv_freq is not None:
+        inv_freq = check_finite_array(inv_freq, "inv_freq")
+        inv_freq = inv_freq[:, None] if inv_freq.ndim == 1 else inv_freq
+    if position_shift is not None:
+        position_shift = tuple(float(s) for s in check_finite_array(position_shift, "position_shift").ravel())
+        if len(position_shift) != axes:
+            raise ValueError(f"position_shift must hold one shift per axis ({axes}), got {len(position_shift)}")
+    spec = identify_axes(fn, d, axes, seq=seq, seed=seed, max_position=max_position, axis_names=axis_names,
+                         raising=True)
+    if not spec.is_rope:
+        raise RopeMismatch("", [str(spec)], spec)
+    model = AxesModel(pairing=pairing, rotary_dim=rotary_dim or spec.rotary_dim, rotary_start=rotary_start,
+                      norm_scale=norm_scale, inv_freq=inv_freq if sections is not None or inv_freq is not None
+                      else spec.inv_freq, sections=None if sections is None else tuple(sections),
+                      layout=layout or "blocks", base=10000.0 if base is None else base, shift=position_shift)
+    if sections is not None:
+        model = replace(model, inv_freq=None)
+    problems, named = [], []
+    if phase_atol is None and spec.angle_precision not in ("float64", "float32") and not \
+            spec.angle_precision.startswith("float32 ("):
+        problems.append(f"angle precision: angles behave like {spec.angle_precision}; compute them in float32")
+    fits = lambda m: _axes_reproduce(m, spec, rtol)  # noqa: E731
+    found = None if fits(model) else explain(model, spec, AXES_DEFECTS, fits, 3)
+    if found:
+        problems, named = problems + found[0], found[1]
+    elif not fits(model):
+        F = model.matrix()
+        if F.shape == spec.inv_freq.shape:
+            miss = np.nan_to_num(np.abs(spec.inv_freq - F) - spec.freq_tolerance, nan=np.inf)
+            j, a = np.unravel_index(int(np.argmax(miss)), F.shape)
+            problems.append(f"frequencies: {int((miss > 0).sum())} entries differ, most pair {j} along "
+                            f"{spec.axis_names[a]}: expected {F[j, a]:.6g}, found {spec.inv_freq[j, a]:.6g}")
+        else:
+            problems.append(f"frequencies: expected {F.shape[0]} pairs, found {spec.inv_freq.shape[0]}")
+        problems.append("no known defect explains this")
+    if problems:
+        raise RopeMismatch("multi-axis RoPE mismatch", problems, spec, named)
+    return spec

@@ -1,0 +1,244 @@
+"""The catalogue of known defects, and the diagnosis that names them.
+
+The expectation is a :class:`Model`: what the oracle computes (pairs, frequencies from rope_ref.scaled_inv_freq,
+positions, angles from rope_ref.rotation_angles).  Each :class:`Defect` turns the model into the one a known bug
+gives; a defect is named only when its model reproduces the kernel's measured angle table within the kernel's own
+rounding.  Adding a known defect is adding one entry to :data:`DEFECTS` (docs/checking_kernels.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from ..forms import rotation_angles, wrap_angle
+from ..scaling import scaled_inv_freq
+from .measure import NOISE_ULPS, allowance, rounded_to
+from .spec import show_number, show_params
+
+OTHER_PAIRING = {"interleaved": "half", "half": "interleaved"}
+
+
+def _oracle_freqs(model, seq_len):
+    """theta of the model's recipe: its inv_freq, or scaled_inv_freq of base, rope_type and params."""
+    if model.inv_freq is not None:
+        return np.asarray(model.inv_freq, np.float64)
+    params = {k: v for k, v in model.params.items() if k != "base"}
+    if model.rope_type in ("dynamic", "longrope") and "seq_len" not in params:
+        params["seq_len"] = seq_len
+    return scaled_inv_freq(model.rotary_dim, model.base, rope_type=model.rope_type, **params)[0]
+
+
+@dataclass(frozen=True)
+class Model:
+    """A RoPE as the oracle computes it: angle of pair p at row r = angles(positions(offset + r), theta(seq_len))."""
+    pairing: str | None
+    rotary_dim: int | None
+    rotary_start: int = 0
+    output_pairing: str | None = None
+    norm_scale: float | None = None
+    offset: float | None = 0.0
+    base: float = 10000.0
+    rope_type: str = "default"
+    params: dict = field(default_factory=dict)
+    inv_freq: np.ndarray | None = None
+    theta: Callable = _oracle_freqs                 # (model, seq_len) -> (pairs,)
+    positions: Callable = lambda p: p               # positions as the kernel holds them
+    angles: Callable = rotation_angles              # (positions, theta) -> (rows, pairs)
+    table_unit: float = 0.0                         # cos/sin rounded to this unit roundoff
+
+    def table(self, rows):
+        """(rows, pairs) angles, unwrapped, of rows 0..rows-1 (offset 0 when the model leaves it open)."""
+        m = (self.offset or 0.0) + np.arange(rows, dtype=np.float64)
+        return self.angles(self.positions(m), self.theta(self, int(round(self.offset or 0)) + rows))
+
+
+class Defect(NamedTuple):
+    """A known bug: ``apply(model, spec)`` -> (the model with that bug, what it changes in words), or None when it
+    does not apply (nothing measured to take its parameter from)."""
+    name: str
+    description: str
+    apply: Callable
+
+
+def measured(field, found_as=None, when=None, show=None):
+    """The defect of a value that differs from the model's: the model takes the kernel's measured one (the spec's
+    ``found_as``, by default ``field``), when ``when(model, spec)`` allows (by default: when it was measured);
+    ``show(spec, value)`` words a value."""
+    def apply(model, spec):
+        want, found = getattr(model, field), getattr(spec, found_as or field)
+        if np.array_equal(found, want) or not (when(model, spec) if when else found is not None):
+            return None
+        shown = [show(spec, v) if show else show_number(v) if isinstance(v, (int, float)) else str(v)
+                 for v in (want, found)]
+        return replace(model, **{field: found}), f"expected {shown[0]}, found {shown[1]}"
+    return apply
+
+
+def _theta(change, words=""):
+    """The defect that changes the model's frequencies: ``change(model, theta)``."""
+    return lambda model, spec: (replace(model, theta=lambda m, seq_len, f=model.theta: change(m, f(m, seq_len))),
+                                words)
+
+
+def _positions(change, words=""):
+    """The defect that changes the positions the kernel holds: ``change(model, spec, positions)``."""
+    return lambda model, spec: (replace(model, positions=lambda p, f=model.positions: change(model, spec, f(p))),
+                                words)
+
+
+def _table_end(kind):
+    def apply(model, spec):
+        if not spec.table_end or spec.table_end[1] != kind:
+            return None
+        length = spec.table_end[0] + 1                          # the table holds positions 0..length-1
+        held = (lambda p: np.minimum(p, length - 1)) if kind == "clamped" else (lambda p: p % length)
+        return _positions(lambda m, s, p: held(p), f"beyond position {show_number(length - 1)}")(model, spec)
+    return apply
+
+
+def _angles_16bit(kind):
+    def angles(p, theta):
+        return rounded_to(np.multiply.outer(rounded_to(p, kind), rounded_to(theta, kind)), kind)
+    return lambda model, spec: (replace(model, angles=angles), "")
+
+
+def _other_method(model, spec):
+    same = spec.rope_type == model.rope_type and spec.rope_params == dict(model.params, base=model.base)
+    if spec.rope_type in (None, "custom") or same or model.inv_freq is not None:
+        return None
+    return (replace(model, rope_type=spec.rope_type, params=dict(spec.rope_params), base=spec.rope_params["base"]),
+            f"expected {model.rope_type}, found {spec.rope_type} {show_params(spec.rope_params)}")
+
+
+def _recipe(model, spec):
+    return model.inv_freq is None and getattr(spec, "rotary_dim", None) is not None
+
+
+def _two_pairings(model, spec):
+    return model.pairing in OTHER_PAIRING and spec.pairing in OTHER_PAIRING
+
+
+#: The known defects, each one entry; the diagnosis tries them in this order.
+DEFECTS = (
+    Defect("pairing swapped", "interleaved pairs (2i, 2i + 1) for half-split (i, i + d/2), or the reverse",
+           measured("pairing", when=_two_pairings)),
+    Defect("different rotary_dim", "another number of features rotate", measured("rotary_dim", when=_recipe)),
+    Defect("different rotary_start", "the rotated features start elsewhere", measured("rotary_start")),
+    Defect("output layout", "the pairs are written to other features (interleave, then half)",
+           measured("output_pairing", when=lambda model, spec: True)),
+    Defect("position offset", "row 0 at another position (a cache offset ignored, off by one)", measured("offset")),
+    Defect("frequencies rounded to bfloat16", "inv_freq held in bfloat16 (model.to(torch.bfloat16))",
+           _theta(lambda m, theta: rounded_to(theta, "bfloat16"))),
+    Defect("frequencies rounded to float16", "inv_freq held in float16 (model.half())",
+           _theta(lambda m, theta: rounded_to(theta, "float16"))),
+    Defect("angles computed in bfloat16", "positions, frequencies and their product in bfloat16",
+           _angles_16bit("bfloat16")),
+    Defect("angles computed in float16", "positions, frequencies and their product in float16",
+           _angles_16bit("float16")),
+    Defect("cos/sin in float16", "cos and sin rounded to float16",
+           lambda model, spec: (replace(model, table_unit=2.0**-11), "")),
+    Defect("cos/sin in bfloat16", "cos and sin rounded to bfloat16",
+           lambda model, spec: (replace(model, table_unit=2.0**-8), "")),
+    Defect("positions held in bfloat16", "position ids cast to bfloat16: above 256 rows share positions",
+           _positions(lambda m, s, p: rounded_to(p, "bfloat16"))),
+    Defect("positions held in float16", "position ids cast to float16: above 2048 rows share positions",
+           _positions(lambda m, s, p: rounded_to(p, "float16"))),
+    Defect("table clamped", "a cos/sin table too short, read with a clamped index", _table_end("clamped")),
+    Defect("table repeated", "a cos/sin table too short, read modulo its length", _table_end("repeated")),
+    Defect("theta indexed from 1", "theta_i = base^(-2(i+1)/d): eq 15 counted from 1",
+           lambda model, spec: _theta(lambda m, t: t * m.base ** (-2 / m.rotary_dim))(model, spec)
+           if _recipe(model, spec) else None),
+    Defect("direction reversed", "sin's sign flipped: every pair turns clockwise", _theta(lambda m, theta: -theta)),
+    Defect("another base", "another rope_theta (left at 10^4?)", measured("base", when=_recipe)),
+    Defect("scaling missing", "the expected scaling method not applied (plain eq 15 frequencies)",
+           lambda model, spec: (replace(model, rope_type="default", params={}), f"expected {model.rope_type}")
+           if model.rope_type != "default" and _recipe(model, spec) else None),
+    Defect("another scaling method", "another method or parameters reproduce the kernel", _other_method),
+    Defect("attention factor missing", "YaRN's / LongRoPE's factor on cos and sin not applied",
+           lambda model, spec: (replace(model, norm_scale=1.0), f"norm_scale {spec.norm_scale:.6g}, expected "
+                                f"{model.norm_scale:.6g}") if model.norm_scale not in (None, 1.0) else None),
+)
+
+
+def reproduces(model: Model, spec, phase_atol=None) -> bool:
+    """``model`` gives what was measured: its pairs, its norm, and its angle table within the kernel's rounding."""
+    one_pair = spec.rotary_dim == 2 and model.pairing in OTHER_PAIRING and spec.pairing in OTHER_PAIRING
+    if (model.pairing not in (None, spec.pairing) and not one_pair) or model.rotary_dim != spec.rotary_dim:
+        return False
+    if model.rotary_start != spec.rotary_start or model.output_pairing != spec.output_pairing:
+        return False
+    if model.norm_scale is not None and abs(spec.norm_scale / model.norm_scale - 1) > max(2 * spec.scale_error, 4e-6):
+        return False
+    return not table_differences(model, spec, phase_atol)
+
+
+def table_differences(model, spec, phase_atol=None):
+    """(rows, pairs) where the model's angles miss the measured ones beyond the kernel's rounding, and by how much;
+    None when every angle agrees."""
+    try:
+        want = model.table(len(spec.table))
+    except (ValueError, TypeError, ZeroDivisionError):
+        return np.array([[0], [0]]), np.array([np.inf])
+    if want.shape != spec.table.shape:
+        return np.array([[0], [0]]), np.array([np.inf])
+    if model.table_unit and spec.out_err > NOISE_ULPS * model.table_unit:
+        return np.array([[0], [0]]), np.array([spec.out_err])        # rounded coarser than the model's type
+    own = spec.out_err if (spec.output_precision != "float32" or model.table_unit) else 0.0
+    tol = allowance(min(spec.unit, 2.0**-24) if spec.linear else 2.0**-24, want, own) + (phase_atol or 0.0)
+    miss = np.abs(wrap_angle(spec.table - want))
+    bad = miss > tol
+    if not bad.any():
+        return None
+    return np.nonzero(bad), miss[bad]
+
+
+def diagnose(model: Model, spec, phase_atol=None):
+    """(problems, names of the defects that explain them): [] when the model reproduces the kernel; else the fewest
+    known defects (up to two) whose model does; else the differences, said to be explained by none."""
+    if reproduces(model, spec, phase_atol):
+        return [], []
+    found = explain(model, spec, DEFECTS, lambda m: reproduces(m, spec, phase_atol), 2)
+    return found or (_differences(model, spec, phase_atol), [])
+
+
+def explain(model, spec, catalogue, fits, most):
+    """(problem lines, defect names) of the fewest defects of ``catalogue`` (at most ``most``, in catalogue order)
+    that turn ``model`` into one that ``fits``; None when none do."""
+    chains = [(model, [], -1)]
+    for _ in range(most):
+        longer = []
+        for changed, said, last in chains:
+            for k in range(last + 1, len(catalogue)):
+                out = catalogue[k].apply(changed, spec)
+                if out is None:
+                    continue
+                step = (out[0], said + [(catalogue[k], out[1])], k)
+                if fits(out[0]):
+                    return [_said(d, detail) for d, detail in step[1]], [d.name for d, _ in step[1]]
+                longer.append(step)
+        chains = longer
+    return None
+
+
+def _said(defect, detail):
+    """A problem line: the defect's name, what it changes, and what it is."""
+    return f"{defect.name}: {detail + '; ' if detail else ''}{defect.description}"
+
+
+def _differences(model, spec, phase_atol):
+    """The differences, a line each, when no known defect explains them."""
+    problems = [_said(defect, out[1]) for defect in DEFECTS[:4] if (out := defect.apply(model, spec))]
+    if model.norm_scale is not None and abs(spec.norm_scale / model.norm_scale - 1) > max(2 * spec.scale_error, 4e-6):
+        problems.append(f"norm_scale: expected {model.norm_scale:.6g}, found {spec.norm_scale:.6g}")
+    if not problems or (spec.pairing == model.pairing and spec.rotary_dim == model.rotary_dim):
+        found = table_differences(model, spec, phase_atol)
+        if found is not None:
+            (rows, pairs), miss = found
+            k = int(np.argmax(miss))
+            problems.append(f"angles: {len(miss)} of {spec.table.size} differ, pairs {pairs.min()}..{pairs.max()} "
+                            f"from row {rows.min()} on, by up to {miss[k]:.3g} rad (pair {pairs[k]}, row {rows[k]})")
+    what = (f"measured offset {show_number(spec.offset)}, base {show_number(spec.base)}, {spec.rope_type}"
+            if spec.linear else "the angles are not linear in the position")
+    return problems + [f"no known defect explains this ({what})"]
