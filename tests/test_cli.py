@@ -188,8 +188,6 @@ def test_ctrl_c_to_the_process_group_is_one_line_status_130(tmp_path, command):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail("signal" in (ROOT / "rope_ref" / "__init__.py").read_text(), strict=True,
-                   reason="TODO(integration): fails until rope_ref/__init__.py installs no SIGINT handler (core)")
 def test_a_package_that_imports_rope_ref_keeps_its_own_ctrl_c(tmp_path):
     """Issue 38, bug (1): ``python -m thatpackage`` whose __init__ imports rope_ref got rope_ref's SIGINT handler."""
     package = tmp_path / "thatpackage"

@@ -82,8 +82,6 @@ def test_no_public_name_is_also_a_module():
     assert not publics & modules, publics & modules
 
 
-@pytest.mark.xfail((PKG / "kernel_check" / "naming.py").exists(), strict=True,
-                   reason="TODO(integration): the page draws the redesign's layout; drop this mark once merged")
 def test_the_architecture_page_names_every_module():
     page = (PKG.parent / "docs" / "architecture.md").read_text()
     named = set(re.findall(r"`([\w<>]+)(?:\.py|/)?`", page))
