@@ -133,7 +133,7 @@ def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> boo
 
 
 def diagonal_head_weight(norm_sq: float, pair: int, n_keys: int = 48, d: int = 64) -> float:
-    """alpha_{i,i} of Barbero et al.'s diagonal head (Theorem 5.3, arXiv:2410.06205): every one of ``n_keys`` tokens
+    """alpha_{i,i} of Barbero et al.'s diagonal head (arXiv:2410.06205): every one of ``n_keys`` tokens
     is psi on ``pair`` (frequency g), |psi|^2 = ``norm_sq``, so alpha_{i,i} = 1 / sum_r exp(|psi|^2 (cos(r g) - 1))."""
     g = frequencies(d)[pair]
     return float(1.0 / np.exp(norm_sq * (np.cos(np.arange(n_keys) * g) - 1.0)).sum())
@@ -154,7 +154,7 @@ def smallest_diagonal_norm(target: float = 0.9, pair: int = 8, n_keys: int = 48,
 
 
 def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
-    """Notebook 10: the smallest integer |psi|^2 at which Theorem 5.3's diagonal head puts ``target`` on itself."""
+    """Notebook 10: the smallest integer |psi|^2 at which Barbero et al.'s diagonal head puts ``target`` on itself."""
     answer = _whole_answer(answer, "a whole number", 1, "|psi|^2 is a squared norm, and the search starts at 1")
     if answer is None:
         return False
