@@ -149,3 +149,6 @@ if __name__ == "__main__":
         for c in cells(name):
             if (h := heading(c)) is not None and not c["source"][0].startswith("# "):
                 print(f"      {teaching(*counts(section(name, h))):5.1f}  {h}")
+    for head, rows, _ in lectures(PLAN.read_text()):
+        minutes = [room_minutes(name, demo, home) for _, name, demo, home in rows]
+        print(head, [f"{name}: {m}" for (_, name, _, _), m in zip(rows, minutes)], "rows", sum(minutes))
