@@ -78,21 +78,9 @@ def test_every_solution_is_folded_in_every_viewer_and_ends_in_its_checker(name):
     for c in solutions:
         code = solution_code(c)
         last = [ln for ln in code.splitlines() if ln.strip() and not ln.lstrip().startswith("#")][-1]
-        assert re.match(r"\w+\.check_\w+\(.*\);?$", last), f"{name}: a solution ends by calling its checker, got {last!r}"
+        assert re.match(r"\w+\.check_\w+\(.*\);?$", last), f"{name}: a solution ends by calling its checker: {last!r}"
         assert not c["metadata"].get("jupyter") and not c["metadata"].get("jp-MarkdownHeadingCollapsed"), \
             f"{name}: the old hidden-cell metadata is gone"
-
-
-def test_solution_format_check_catches_what_a_viewer_would_show():
-    good = {"cell_type": "markdown", "source": ["<details><summary>Solution</summary>\n", "\nWhy.\n\n",
-                                                 "```python\nx = 1\nexercises.check_x(x)\n```\n\n</details>"]}
-    assert solution_code(good).endswith("exercises.check_x(x)\n")
-    for bad in ["Why.\n\n" + src(good), src(good) + "\n<details><summary>Solution</summary>\n</details>",
-                src(good).replace("```python\nx", "```python\nx = 0\n```\n\n```python\nx")]:
-        with pytest.raises(AssertionError):
-            solution_code({"cell_type": "markdown", "source": [bad]})
-    with pytest.raises(AssertionError):
-        solution_code({"cell_type": "code", "source": good["source"]})
 
 
 #: Show the math you teach: each row is a visible code cell (found by its first line) that computes what the notebook
