@@ -7,7 +7,8 @@ view (explain it on the projector); 5 min per exercise (try it, then discuss the
 rounded up to 5 minutes.  In a lecture a section shown as a demo counts half, a section left as homework nothing;
 a lecture adds 2 min per move between notebooks and its stated minutes of questions.
 
-``python tests/teaching/test_course_plan.py`` prints every notebook's numbers and each section's minutes.
+``python tests/teaching/test_course_plan.py`` prints every notebook's numbers and each section's minutes; with
+``--write`` it recounts the plan's counted columns in place (the cut and each lecture's total stay as written).
 """
 
 import json
@@ -141,14 +142,28 @@ def test_notebook_05_is_mostly_out_of_lecture_1():
     assert "05_context_extension" not in [name for _, name, _, _ in first]
 
 
-if __name__ == "__main__":
+def recounted(text):
+    """The plan with its counted columns (the table of times, each lecture row's minutes) recounted; the cut and the
+    totals stay as written, so the test still checks that each lecture fits."""
     for name in ALL:
         n = counts(cells(name))
-        print(f"| {name} | {' | '.join(map(str, n))} | {reading(*n):.1f} | {teaching(*n):.1f} | "
-              f"{stated_time(teaching(*n))} |")
+        row = f"| {name} | {' | '.join(map(str, n))} | {reading(*n):.1f} | {teaching(*n):.1f} | " \
+              f"{stated_time(teaching(*n))} |"
+        text = re.sub(rf"^\| {name} \| \d+ \| \d+ \| \d+ \| \d+ \| [\d.]+ \| [\d.]+ \| \d+ \|$", row, text, flags=re.M)
+    for _, rows, _ in lectures(text):
+        for _, name, demo, home in rows:
+            text = re.sub(rf"^\| \d+ \| {name} \|", f"| {room_minutes(name, demo, home)} | {name} |", text, flags=re.M)
+    return text
+
+
+if __name__ == "__main__":          # print every count; with --write, recount the plan's counted columns in place
+    import sys
+    if "--write" in sys.argv:
+        PLAN.write_text(recounted(PLAN.read_text()))
+    for name in ALL:
+        print(name, f"teaching {teaching(*counts(cells(name))):.1f} min")
         for c in cells(name):
             if (h := heading(c)) is not None and not c["source"][0].startswith("# "):
                 print(f"      {teaching(*counts(section(name, h))):5.1f}  {h}")
-    for head, rows, _ in lectures(PLAN.read_text()):
-        minutes = [room_minutes(name, demo, home) for _, name, demo, home in rows]
-        print(head, [f"{name}: {m}" for (_, name, _, _), m in zip(rows, minutes)], "rows", sum(minutes))
+    for head, rows, total in lectures(PLAN.read_text()):
+        print(head, [f"{name}: {room_minutes(name, demo, home)}" for _, name, demo, home in rows], "stated", total)
