@@ -250,7 +250,8 @@ def _mystery_kernel(x, positions, *, shift: float, period: float):
 
 
 _DEALT = sorted(range(3), key=lambda i: hashlib.sha256(f"rope_ref 11 {i}".encode()).hexdigest())
-MYSTERY_ROPES = {letter: functools.partial(_mystery_kernel, shift=(1e3, 0.0, 0.0)[i], period=(np.inf, 2.0 ** 5, np.inf)[i])
+_SHIFTS, _PERIODS = (1e3, 0.0, 0.0), (np.inf, 2.0 ** 5, np.inf)
+MYSTERY_ROPES = {letter: functools.partial(_mystery_kernel, shift=_SHIFTS[i], period=_PERIODS[i])
                  for letter, i in zip("ABC", _DEALT)}
 
 

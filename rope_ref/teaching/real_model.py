@@ -226,8 +226,8 @@ def pair_norms(x: np.ndarray) -> np.ndarray:
 
 def real_decay(q: np.ndarray, k: np.ndarray, distances, base: float) -> np.ndarray:
     """Mean over every (query, key) pair of real vectors of |(R_m q) . (R_n k)| with the key r = m - n >= 0 positions
-    behind the query, = |(R_r q) . k| (eq 16), at each distance r: Figure 2's quantity with real q, k.  ``q`` ``(n, d)``,
-    ``k`` ``(n', d)``, before RoPE, in float64; returns ``(len(distances),)``."""
+    behind the query, = |(R_r q) . k| (eq 16), at each distance r: Figure 2's quantity with real q, k.
+    ``q`` ``(n, d)``, ``k`` ``(n', d)``, before RoPE, in float64; returns ``(len(distances),)``."""
     q, k = check_x(q, "q").astype(np.float64), check_x(k, "k").astype(np.float64)
     if q.ndim != 2 or k.ndim != 2 or q.shape[1] != k.shape[1]:
         raise ValueError(f"q and k must have shapes (n, d) and (n', d), got {q.shape} and {k.shape}")

@@ -54,18 +54,22 @@ def test_checklist_numbers():
     assert f"{1857 * th1:.2f}" == "1044.27" and float(np.float16(1857) * np.float16(th1)) == 1045.0
     positions = 4090 + np.arange(16)                       # a clamped table of 4096 rows
     wrong = (np.minimum(positions, 4095) - positions)[:, None] * thetas(128)
-    assert int((positions > 4095).sum()) == 10 and f"{np.abs((wrong + np.pi) % (2 * np.pi) - np.pi).max():.2f}" == "3.12"
+    assert int((positions > 4095).sum()) == 10
+    assert f"{np.abs((wrong + np.pi) % (2 * np.pi) - np.pi).max():.2f}" == "3.12"
     factor = 0.1 * math.log(4) + 1
     assert f"{factor:.4f} {factor ** 2:.4f}" == "1.1386 1.2965"
     inv_freq, cast = example_kernels.recorded_inv_freq()   # Llama 3 8B's, after model.to(torch.bfloat16)
     np.testing.assert_allclose(inv_freq, 500000.0 ** (-np.arange(0, 128, 2) / 128), rtol=2.0 ** -23)
-    assert f"{inv_freq[1]:.5f} {cast[1]:.5f}" == "0.81462 0.81641" and f"{np.abs(cast / inv_freq - 1).max():.2%}" == "0.33%"
+    assert f"{inv_freq[1]:.5f} {cast[1]:.5f}" == "0.81462 0.81641"
+    assert f"{np.abs(cast / inv_freq - 1).max():.2%}" == "0.33%"
     off = [np.abs((m * (cast.astype(float) - inv_freq) + np.pi) % (2 * np.pi) - np.pi).max() for m in (100, 1000)]
     assert [f"{x:.2f}" for x in off] == ["0.18", "1.79"]
     t = text()
-    for shown in ["off by 0.73 rad and cosines off by 0.71", "$1857\\,\\theta_1 = 1044.27$ comes out of float16 as 1045",
+    for shown in ["off by 0.73 rad and cosines off by 0.71",
+                  "$1857\\,\\theta_1 = 1044.27$ comes out of float16 as 1045",
                   "reuses row 4095 for 10 positions and is off by up to 3.12 rad", "YaRN's factor 1.1386",
-                  "raises a score by 1.2965", "0.81462 becomes 0.81641, 0.18 rad off at position 100 and 1.79 rad at 1,000",
+                  "raises a score by 1.2965",
+                  "0.81462 becomes 0.81641, 0.18 rad off at position 100 and 1.79 rad at 1,000",
                   "(up to 0.39 % off; 0.33 % here)", "position 257 becomes 256, 259 becomes 260"]:
         assert shown in t, shown
 
