@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-from .._validate import (check_nonnegative_int, check_positions, check_positions_any, check_positive_int,
+from .._validate import (check_base, check_nonnegative_int, check_positions, check_positions_any, check_positive_int,
     check_real_array, check_seed, check_x)
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
@@ -177,18 +177,20 @@ def copy_accuracy(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
     return float(np.mean(logits[length:-1].argmax(axis=-1) == np.asarray(ids)[length + 1:]))
 
 
-def rotate_without_turning(x, positions, *, pairs, base: float) -> np.ndarray:
-    """The model's RoPE (interleaved, ``base``) on ``x`` ``(..., seq, d)``, except that the pairs ``pairs`` do not turn
-    (theta_i = 0): their features pass through unchanged, content kept, position removed."""
-    x = check_x(x, "x")
+def rope_without_turning(pairs, base: float):
+    """The model's RoPE (interleaved, ``base``) as a callable ``rope(x, positions)``, except that the pairs ``pairs`` do
+    not turn (theta_i = 0): their features pass through unchanged, content kept, position removed."""
     if isinstance(pairs, str) or not np.iterable(pairs):
         raise TypeError(f"pairs must be a sequence of pair indices, got {pairs!r}")
-    pairs = [check_nonnegative_int(i, "pairs") for i in pairs]
-    if any(i >= x.shape[-1] // 2 for i in pairs):
-        raise ValueError(f"pairs must be pair indices below d/2 = {x.shape[-1] // 2}, got {pairs}")
-    inv_freq = frequencies(x.shape[-1], base)
-    inv_freq[pairs] = 0.0
-    return rotate(x, positions, inv_freq=inv_freq, pairing="interleaved")
+    pairs, base = [check_nonnegative_int(i, "pairs") for i in pairs], check_base(base)
+
+    def rope(x, positions):
+        inv_freq = frequencies(check_x(x, "x").shape[-1], base)
+        if any(i >= len(inv_freq) for i in pairs):
+            raise ValueError(f"pairs must be pair indices below d/2 = {len(inv_freq)}, got {pairs}")
+        inv_freq[pairs] = 0.0
+        return rotate(x, positions, inv_freq=inv_freq, pairing="interleaved")
+    return rope
 
 
 def head_scores(attention: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:

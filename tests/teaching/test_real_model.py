@@ -123,13 +123,13 @@ def test_bad_input_is_named(model, kwargs, error, name):
 
 def test_rotate_without_turning_keeps_those_pairs_as_they_are():
     x = np.random.default_rng(0).standard_normal((2, 5, 8))
-    out = rm.rotate_without_turning(x, np.arange(5.0), pairs=[0, 3], base=100.0)
+    out = rm.rope_without_turning([0, 3], base=100.0)(x, np.arange(5.0))
     full = rr.rotate(x, np.arange(5.0), base=100.0)
     np.testing.assert_array_equal(out[..., [0, 1, 6, 7]], x[..., [0, 1, 6, 7]])     # content kept, not turned
     np.testing.assert_allclose(out[..., 2:6], full[..., 2:6], rtol=1e-12)
     for pairs, error in [([4], ValueError), ("0", TypeError), ([-1], ValueError)]:
         with pytest.raises(error, match="pairs"):
-            rm.rotate_without_turning(x, np.arange(5.0), pairs=pairs, base=100.0)
+            rm.rope_without_turning(pairs, base=100.0)(x, np.arange(5.0))
 
 
 def test_head_scores_of_constructed_heads():
