@@ -101,17 +101,6 @@ def check_planted_bug(answer) -> bool:
                           "not?")
 
 
-def _whole_answer(answer, what: str, lowest: int, why: str):
-    """``answer`` as an int if it is a whole number >= ``lowest`` (else None, after why not: ``what``, ``why``)."""
-    if unanswered(answer, hint="set answer to an integer and run the cell again."):
-        return None
-    if _is_integer(answer) and answer >= lowest:
-        return int(answer)
-    verdict(False, f"{why}: got {answer!r}" if _is_integer(answer)
-            else f"the answer is {what} (an int), got {answer!r}")
-    return None
-
-
 def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> bool:
     """Notebook 08: the longest context L that ``base`` supports by Men et al.'s criterion (B_m >= 0 for m <= L)."""
     if unanswered(answer, hint="set answer to an integer and run the cell again."):
@@ -155,9 +144,10 @@ def smallest_diagonal_norm(target: float = 0.9, pair: int = 8, n_keys: int = 48,
 
 def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
     """Notebook 10: the smallest integer |psi|^2 at which Barbero et al.'s diagonal head puts ``target`` on itself."""
-    answer = _whole_answer(answer, "a whole number", 1, "|psi|^2 is a squared norm, and the search starts at 1")
-    if answer is None:
+    if unanswered(answer, hint="set answer to an integer and run the cell again."):
         return False
+    if not _is_integer(answer) or answer < 1:
+        return verdict(False, f"|psi|^2 is a squared norm, here a whole number from 1 up (an int), got {answer!r}")
     right = smallest_diagonal_norm(target, pair)
     if answer == right:
         return verdict(True, f"|psi|^2 = {right:,} gives {diagonal_head_weight(float(right), pair):.5f} >= {target}; "
