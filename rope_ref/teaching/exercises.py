@@ -99,8 +99,7 @@ def check_relative_rotation(answer, m: float = 5.0, n: float = 12.5, d: int = 16
     return judge(lambda angle: np.allclose(a, rotation_matrix(angle, d), atol=1e-9), n - m,
                  f"R_m^T R_n equals R_(n-m) = R_{n - m:g} (max difference "
                  f"{np.abs(a - rotation_matrix(n - m, d)).max():.1e})", mistakes,
-                 "your matrix is not R_(n-m) (nor R_(m-n) or R_(m+n)); build R_m and R_n with rr.rotation_matrix and "
-                 "multiply R_m.T @ R_n")
+                 "your matrix is not R_m^T R_n; build R_m and R_n with rr.rotation_matrix and multiply R_m.T @ R_n")
 
 
 def check_eq34(x, answer, base: float = 10000.0) -> bool:
@@ -206,18 +205,21 @@ def check_rerotating_cache(answer, lost, q, k, v, t: int = 20) -> bool:
         return verdict(False, f"lost should be one of {', '.join(map(repr, LOST_CHOICES))}, got {lost!r}")
     if LOST_CHOICES[choice]:
         return verdict(False, f"not {choice}: {LOST_CHOICES[choice]}")
-    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
-    q, k, v = q[..., t:t + 1, :], k[..., :t + 1, :], v[..., :t + 1, :]          # query t, keys and values 0..t
+    q, k_all, v_all = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    q, k, v = q[..., t:t + 1, :], k_all[..., :t + 1, :], v_all[..., :t + 1, :]    # query t, keys and values 0..t
     if (a := _array(answer, q.shape[:-1] + v.shape[-1:], "answer")) is None:
         return False
     buggy = attention(q, k, v, q_positions=[t], k_positions=np.full(t + 1, t))
     right = attention(q, k, v, q_positions=[t], k_positions=np.arange(t + 1))
+    every_key = attention(q, k_all, v_all, q_positions=[t], k_positions=np.full(k_all.shape[-2], t))
     mistakes = [(right, "that is the correct decoder (each key rotated at its own position n); the buggy one rotates "
-                        "every stored key at the current position t")]
+                        "every stored key at the current position t"),
+                (every_key, "every vector rotated at t: right; but at step t the cache holds only the keys and values "
+                            "0..t, and your step attends all of them")]
     return judge(lambda output: np.allclose(a, output, atol=1e-9), buggy, "every vector rotated at the same position "
                  "t: all m - n are 0, so the positions are lost and the step is attention without positions", mistakes,
-                 f"your output differs from the buggy step by up to {np.abs(a - buggy).max():.3g}; at which position "
-                 "does the buggy decoder rotate the query, and at which each stored key?")
+                 f"your output differs from the buggy step by up to {np.abs(a - buggy).max():.3g}; the buggy step is "
+                 "query t attending the stored keys and values 0..t, every one of them rotated at t")
 
 
 def check_dynamic_ntk_factors(at_4x, at_2x, factor: float = 4.0) -> bool:

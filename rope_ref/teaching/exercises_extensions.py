@@ -4,6 +4,7 @@
 
 import bisect
 import functools
+import hashlib
 import numbers
 
 import numpy as np
@@ -95,38 +96,33 @@ def check_planted_bug(answer) -> bool:
         return False
     ok, evidence = _facts(example_kernels.mystery_rope)[kind]
     if not ok:
-        return verdict(True, f"{kind}: {evidence}. identify's note says the same; the fix is to count positions from 0")
+        return verdict(True, f"{kind}: {evidence}; the fix is to count positions from 0")
     return verdict(False, f"not the {kind}: {evidence}. Look again at the phase-error panel: what is flat, what is "
                           "not?")
 
 
-def _whole_answer(answer, what: str, lowest: int, why: str):
-    """``answer`` as an int if it is a whole number >= ``lowest`` (else None, after why not: ``what``, ``why``)."""
-    if unanswered(answer, hint="set answer to an integer and run the cell again."):
-        return None
-    if _is_integer(answer) and answer >= lowest:
-        return int(answer)
-    verdict(False, f"{why}: got {answer!r}" if _is_integer(answer)
-            else f"the answer is {what} (an int), got {answer!r}")
-    return None
-
-
 def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> bool:
     """Notebook 08: the longest context L that ``base`` supports by Men et al.'s criterion (B_m >= 0 for m <= L)."""
-    if (answer := _whole_answer(answer, "a whole number of positions", 0,
-                                "a context length is a number of positions, 0 or more")) is None:
+    if unanswered(answer, hint="set answer to an integer and run the cell again."):
         return False
+    if not _is_integer(answer):
+        return verdict(False, f"the answer is a whole number of positions (an int), got {answer!r}")
     right = supported_context(base, d)
-    mistakes = [(right + 1, f"{answer:,} is the first distance where B_m < 0; the supported length ends one before.")]
+    mistakes = [(-1, "-1 is what argmax(margin < 0) - 1 gives when no B_m in your range of distances is negative "
+                     "(argmax of all False is 0): scan further."),
+                (supported_context(10000.0, d), f"{answer:,} is the context of base 10,000, similarity_margin's "
+                                                "default base: pass the exercise's base."),
+                (right + 1, f"{answer:,} is the first distance where B_m < 0; the supported length ends one before.")]
     return judge(lambda length: length == answer, right,
                  f"B_m >= 0 for every m up to {right:,}; at m = {right + 1:,} it is negative.", mistakes,
-                 f"B_m is already negative at m = {right + 1:,}, before {answer:,}: scan from m = 0 and stop at the "
-                 "first negative value." if answer > right else
+                 "a context length is a number of positions, 0 or more." if answer < 0 else
+                 f"B_m is already negative at some m <= {answer:,}: scan from m = 0 and stop at the first negative "
+                 "value." if answer > right else
                  f"B_m is still >= 0 at every m up to {answer + 1:,}: the first negative value comes later.")
 
 
 def diagonal_head_weight(norm_sq: float, pair: int, n_keys: int = 48, d: int = 64) -> float:
-    """alpha_{i,i} of Barbero et al.'s diagonal head (Theorem 5.3, arXiv:2410.06205): every one of ``n_keys`` tokens
+    """alpha_{i,i} of Barbero et al.'s diagonal head (arXiv:2410.06205): every one of ``n_keys`` tokens
     is psi on ``pair`` (frequency g), |psi|^2 = ``norm_sq``, so alpha_{i,i} = 1 / sum_r exp(|psi|^2 (cos(r g) - 1))."""
     g = frequencies(d)[pair]
     return float(1.0 / np.exp(norm_sq * (np.cos(np.arange(n_keys) * g) - 1.0)).sum())
@@ -147,10 +143,11 @@ def smallest_diagonal_norm(target: float = 0.9, pair: int = 8, n_keys: int = 48,
 
 
 def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
-    """Notebook 10: the smallest integer |psi|^2 at which Theorem 5.3's diagonal head puts ``target`` on itself."""
-    answer = _whole_answer(answer, "a whole number", 1, "|psi|^2 is a squared norm, and the search starts at 1")
-    if answer is None:
+    """Notebook 10: the smallest integer |psi|^2 at which Barbero et al.'s diagonal head puts ``target`` on itself."""
+    if unanswered(answer, hint="set answer to an integer and run the cell again."):
         return False
+    if not _is_integer(answer) or answer < 1:
+        return verdict(False, f"|psi|^2 is a squared norm, here a whole number from 1 up (an int), got {answer!r}")
     right = smallest_diagonal_norm(target, pair)
     if answer == right:
         return verdict(True, f"|psi|^2 = {right:,} gives {diagonal_head_weight(float(right), pair):.5f} >= {target}; "
@@ -192,8 +189,7 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
              start + h // spatial_merge_size: "that is one past the image's last row; the columns go further",
              start + 1: "that is one past the image's temporal id; its rows and columns go further"}
     correct = (f"the image's ids run from {start} to {right - 1} (its widest axis has {max(h, w) // spatial_merge_size}"
-               f" tokens), so the text resumes at {right}; counting tokens as 1-D RoPE does would give "
-               f"{start + tokens}")
+               f" tokens), so the text resumes at {right}")
     return judge(lambda position: position == value, right, correct, hints.items(),
                  f"{value} is not where the text resumes; find the largest id the image uses on any axis")
 
@@ -232,20 +228,21 @@ def check_same_score_patch(answer) -> bool:
 
 
 # --- notebook 11: which of three RoPE kernels for SmolLM2 (base 10^5, interleaved) has a planted bug?  Found
-# without the model: by eq 11, a right RoPE gives scores (R_m q) . (R_n k) equal to rope_ref's at every (m, n).
+# without the model: by eq 11, a right RoPE gives scores (R_m q) . (R_n k) equal to rope_ref's at every (m, n).  The
+# letters are dealt by a hash, so that reading this module does not hand out the notebook's answer.
 
 SMOLLM2_BASE = 100000.0
 
 
-def _rope_at(x, positions, *, offset: float = 0.0, table_length: int | None = None):
-    """RoPE at positions + offset, modulo ``table_length`` if given (a cos/sin table that short, wrapped around)."""
-    shifted = np.asarray(positions, dtype=np.float64) + offset
-    return rotate(x, shifted if table_length is None else shifted % table_length, base=SMOLLM2_BASE)
+def _mystery_kernel(x, positions, *, shift: float, period: float):
+    """RoPE at (positions + shift) modulo ``period``."""
+    return rotate(x, np.fmod(np.asarray(positions, dtype=np.float64) + shift, period), base=SMOLLM2_BASE)
 
 
-MYSTERY_ROPES = {"A": functools.partial(_rope_at, offset=1000.0),
-                 "B": functools.partial(_rope_at, table_length=32),
-                 "C": functools.partial(rotate, base=SMOLLM2_BASE, pairing="interleaved")}
+_DEALT = sorted(range(3), key=lambda i: hashlib.sha256(f"rope_ref 11 {i}".encode()).hexdigest())
+_SHIFTS, _PERIODS = (1e3, 0.0, 0.0), (np.inf, 2.0 ** 5, np.inf)
+MYSTERY_ROPES = {letter: functools.partial(_mystery_kernel, shift=_SHIFTS[i], period=_PERIODS[i])
+                 for letter, i in zip("ABC", _DEALT)}
 
 
 def _keeps_scores(rope, seq: int = 80, d: int = 64) -> bool:
@@ -265,8 +262,5 @@ def check_mystery_rope(answer) -> bool:
     if not _keeps_scores(MYSTERY_ROPES[letter]):
         return verdict(True, f"kernel {letter} wraps its positions modulo 32 (a cos/sin table built for 32 positions): "
                              "every prompt shorter than 33 tokens is exact, a longer one loses where its tokens are")
-    if letter == "A":
-        return verdict(False, "kernel A adds 1000 to every position; by eq 11 that changes no score q_m . k_n, "
-                              "so the model does not notice: compare the copy accuracies")
-    return verdict(False, f"kernel {letter} is rope_ref's own rotate with the model's base; look at the copy "
-                          "accuracy of each kernel, or at the previous-token head after position 32")
+    return verdict(False, f"kernel {letter} gives every score q_m . k_n the model's own RoPE gives (eq 11): it is not "
+                          "the bug. Measure each kernel, with the copy task or an attention map")

