@@ -100,7 +100,8 @@ def _table_end(kind):
 
 def _angles_16bit(kind):
     def angles(p, theta):
-        return rounded_to(np.multiply.outer(rounded_to(p, kind), rounded_to(theta, kind)), kind)
+        with np.errstate(over="ignore", invalid="ignore"):     # beyond the type's range: inf, then NaN, a miss
+            return rounded_to(np.multiply.outer(rounded_to(p, kind), rounded_to(theta, kind)), kind)
     return lambda model, spec: (replace(model, angles=angles), "")
 
 
@@ -187,8 +188,10 @@ def table_differences(model, spec, phase_atol=None):
         return np.array([[0], [0]]), np.array([spec.out_err])        # rounded coarser than the model's type
     own = spec.out_err if (spec.output_precision != "float32" or model.table_unit) else 0.0
     tol = allowance(min(spec.unit, 2.0**-24) if spec.linear else 2.0**-24, want, own) + (phase_atol or 0.0)
-    miss = np.abs(wrap_angle(spec.table - want))
-    bad = miss > tol
+    miss = np.full(want.shape, np.inf)                            # inf: an angle the model cannot hold (NaN) misses
+    held = np.isfinite(want)
+    miss[held] = np.abs(wrap_angle(spec.table[held] - want[held]))
+    bad = (miss > tol) | ~held
     if not bad.any():
         return None
     return np.nonzero(bad), miss[bad]
