@@ -147,8 +147,8 @@ def distractor_level(width: int = 8) -> float:
     return 1.0 / math.sqrt(2 * check_positive_int(width, "width"))
 
 
-class _PlainView(View):
-    """A view redrawn whole at every step: one axes, a line per entry of ``curves`` (key -> (label, style))."""
+class _CurvesView(View):
+    """One axes, a line per entry of ``curves`` (key -> (label, style)) and a title, all drawn at every step."""
 
     def __init__(self, params: dict, curves: dict, **axes_settings):
         self.params = params
@@ -156,12 +156,10 @@ class _PlainView(View):
         self.lines = {key: self.ax.plot([], [], label=label, **style)[0] for key, (label, style) in curves.items()}
         self.ax.set(**axes_settings)
         self.fig.legend(*self.ax.get_legend_handles_labels(), loc="outside lower center", ncols=3)
-
-    def to_png(self) -> bytes:
-        return figure_png(self.fig, dpi=VIEW_DPI)
+        self.title = self.ax.set_title(" ")
 
 
-class OffsetAttentionView(_PlainView):
+class OffsetAttentionView(_CurvesView):
     """The attention of :func:`offset_attention`'s head under RoPE, p-RoPE and NoPE, for one target offset."""
 
     d, n_keys, fraction, width = 64, 48, 0.75, 4            # notebook 08's head
@@ -174,7 +172,9 @@ class OffsetAttentionView(_PlainView):
                          xlabel="distance to the key (positions back)", ylabel="attention weight",
                          xlim=(-0.5, self.n_keys - 0.5), ylim=(0, 1.02))
         self.target = self.ax.axvline(0, color="C3", lw=1, alpha=0.6)
+        self.dynamic = (self.target, *self.lines.values(), self.title)
         self._redraw()
+        self._freeze()
 
     def _redraw(self):
         p = self.params
@@ -184,8 +184,8 @@ class OffsetAttentionView(_PlainView):
             line.set_data(np.arange(self.n_keys), self.weights[name])
         self.target.set_xdata([p["offset"]] * 2)
         theta = frequencies(self.d)[[p["pair"], p["pair"] + self.width - 1]]
-        self.ax.set_title(rf"pairs {p['pair']}..{p['pair'] + self.width - 1} ($\theta$ from {theta[0]:.3g} to "
-                          rf"{theta[1]:.3g}), target offset {p['offset']}, $|u|^2 = {p['scale']:g}$")
+        self.title.set_text(rf"pairs {p['pair']}..{p['pair'] + self.width - 1} ($\theta$ from {theta[0]:.3g} to "
+                            rf"{theta[1]:.3g}), target offset {p['offset']}, $|u|^2 = {p['scale']:g}$")
 
     def readout(self) -> str:
         w, offset = self.weights, self.params["offset"]
@@ -193,7 +193,7 @@ class OffsetAttentionView(_PlainView):
                 f"p-RoPE {w['p-rope'][offset]:.3f}, NoPE {w['nope'][offset]:.3f} (= 1/{self.n_keys})")
 
 
-class SemanticMatchView(_PlainView):
+class SemanticMatchView(_CurvesView):
     """:func:`semantic_match` on the fastest and slowest pairs (RoPE) and the slowest under p-RoPE, against noise."""
 
     d, width, fraction = 128, 8, 0.75                        # notebook 08's head and content width
@@ -208,7 +208,9 @@ class SemanticMatchView(_PlainView):
                          ylim=(-1.05, 1.15))
         self.level = distractor_level(self.width)
         self.ax.axhspan(-2 * self.level, 2 * self.level, color="0.88", zorder=0)
+        self.dynamic = (self.ax.xaxis, *self.lines.values(), self.title)
         self._redraw()
+        self._freeze()
 
     def _redraw(self):
         p = self.params
@@ -218,7 +220,7 @@ class SemanticMatchView(_PlainView):
         for key, line in self.lines.items():
             line.set_data(self.r, self.scores[key])
         self.ax.set_xlim(0, self.r[-1])
-        self.ax.set_title(f"base {p['base']:g}; grey band: a random word's score (two standard deviations)")
+        self.title.set_text(f"base {p['base']:g}; grey band: a random word's score (two standard deviations)")
 
     def readout(self) -> str:
         s = self.scores

@@ -124,7 +124,7 @@ class GridScoreView(View):
         self.title = self.fig.suptitle(" ")
         self.dynamic = (self.q_patch, self.k_patch, self.arrow, self.marker, self.title)
         self._redraw()
-        self._freeze_layout()
+        self._freeze()
 
     def _redraw(self):
         p = self.params
