@@ -30,7 +30,7 @@ METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
 
 class StyledFigure(Figure):
     """A Figure whose axes cycle through :data:`PALETTE`, whose ``"CN"`` colours are the palette's when drawn
-    whole, and whose text is never below :data:`MIN_FONT_PT`."""
+    (whole or one artist at a time), and whose text is never below :data:`MIN_FONT_PT`."""
 
     def add_subplot(self, *args, **kwargs):
         ax = super().add_subplot(*args, **kwargs)
@@ -44,16 +44,20 @@ class StyledFigure(Figure):
         with palette():
             super().draw(renderer)
 
+    def draw_artist(self, a):
+        with palette():
+            super().draw_artist(a)
+
 
 @contextmanager
 def palette():
-    """Inside, ``"CN"`` colours name :data:`PALETTE`'s (for drawing artists one by one, as a view's step does)."""
+    """Inside, ``"CN"`` colours name :data:`PALETTE`'s (one rcParam set without validation: cheap per artist)."""
     previous = matplotlib.rcParams["axes.prop_cycle"]
-    matplotlib.rcParams["axes.prop_cycle"] = CYCLE
+    matplotlib.rcParams._set("axes.prop_cycle", CYCLE)
     try:
         yield
     finally:
-        matplotlib.rcParams["axes.prop_cycle"] = previous
+        matplotlib.rcParams._set("axes.prop_cycle", previous)
 
 
 def new_figure(width: float = 9.0, height: float = 3.6, dpi: int = DPI) -> Figure:

@@ -16,7 +16,7 @@ from .._validate import check_base, check_d, check_number, check_positive_int, c
 from ..forms import decay_bound, frequencies, rotate, wrap_angle
 from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, scaled_frequencies
 from .quantities import random_qk, score, score_vs_distance
-from .style import DPI, PALETTE, VIEW_DPI, new_axes, palette, unit_circle
+from .style import DPI, PALETTE, VIEW_DPI, new_axes, unit_circle
 
 
 class View:
@@ -64,9 +64,8 @@ class View:
             self._background = canvas.copy_from_bbox(self.fig.bbox)
         else:
             canvas.restore_region(self._background)
-        with palette():
-            for artist in self.dynamic:
-                self.fig.draw_artist(artist)
+        for artist in self.dynamic:
+            self.fig.draw_artist(artist)
         return _png(np.asarray(canvas.buffer_rgba()))
 
     def static_figure(self) -> Figure:
