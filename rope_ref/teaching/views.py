@@ -21,11 +21,14 @@ from .style import DPI, PALETTE, VIEW_DPI, new_axes, unit_circle
 
 class View:
     """A figure whose ``dynamic`` artists (lines, texts, and any axis whose limits follow a slider) are drawn at
-    every step over a cached image of everything else.  A subclass sets ``params``, ``fig``, ``dynamic`` and
-    ``_redraw()`` (which checks the params and moves the artists), then calls ``_freeze()``; ``readout()`` is one
-    line of the numbers on show."""
+    every step over a cached image of everything else.  ``layered`` artists, which change only when one of
+    ``layer_params`` does, are drawn into a second cached image then.  A subclass sets ``params``, ``fig``,
+    ``dynamic`` and ``_redraw()`` (which checks the params and moves the artists), then calls ``_freeze()``;
+    ``readout()`` is one line of the numbers on show."""
 
-    _background = None
+    layered: tuple = ()
+    layer_params: frozenset = frozenset()
+    _background = _layer = None
 
     def update(self, **params) -> None:
         """Set some of ``params`` and move the artists; a refused value leaves the view as it was, then raises."""
@@ -40,13 +43,15 @@ class View:
             self.params = old
             self._redraw()
             raise
+        if any(old[k] != self.params[k] for k in self.layer_params):
+            self._layer = None
 
     def _freeze(self) -> None:
         """Lay the figure out once and keep it, ``dynamic`` animated; a dynamic axis's label becomes a figure text
         where the layout put it (drawn once, in the cached image)."""
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")
-        for axis in self.dynamic:
+        for axis in (*self.layered, *self.dynamic):
             if isinstance(axis, Axis):
                 label = axis.label
                 x, y = self.fig.transFigure.inverted().transform(label.get_transform().transform(label.get_position()))
@@ -54,23 +59,29 @@ class View:
                               va=label.get_va(), rotation_mode=label.get_rotation_mode(),
                               fontproperties=label.get_fontproperties())
                 label.set_visible(False)
-        setp(self.dynamic, animated=True)
+        setp((*self.layered, *self.dynamic), animated=True)
 
     def to_png(self) -> bytes:
-        """The current frame as PNG: the cached image, the dynamic artists over it, zlib's fastest level."""
+        """The current frame as PNG: the cached images, the dynamic artists over them, zlib's fastest level."""
         canvas = self.fig.canvas
         if self._background is None:
             canvas.draw()                                   # animated artists are left out
             self._background = canvas.copy_from_bbox(self.fig.bbox)
-        else:
+            self._layer = None
+        if self._layer is None:
             canvas.restore_region(self._background)
+            for artist in self.layered:
+                self.fig.draw_artist(artist)
+            self._layer = canvas.copy_from_bbox(self.fig.bbox)
+        else:
+            canvas.restore_region(self._layer)
         for artist in self.dynamic:
             self.fig.draw_artist(artist)
         return _png(np.asarray(canvas.buffer_rgba()))
 
     def static_figure(self) -> Figure:
         """The figure with every artist drawn normally, laid out again at :data:`DPI`; not stepped after this."""
-        setp(self.dynamic, animated=False)
+        setp((*self.layered, *self.dynamic), animated=False)
         self.fig.set_dpi(DPI)
         self.fig.set_layout_engine("constrained")
         self.fig.canvas.draw()
@@ -155,8 +166,10 @@ class RotationsView(View):
                           xlim=self.r[[0, -1]])
         self.score_title = self.ax_score.set_title(" ", y=1.0, loc="left")
         self.score_text = self.ax_score.set_title(" ", y=1.0, loc="right", color="C3")   # the red dot's value
-        self.dynamic = (self.ax_score.yaxis, self.curve, self.qm, self.kn, self.q0, self.k0, self.angle_values,
-                        self.angle_text, self.marker, self.score_text, self.plane_title, self.score_title)
+        self.layered = (self.ax_score.yaxis, self.curve, self.score_title)
+        self.layer_params = frozenset({"d", "base"})          # the curve and its y-limits follow d and the base
+        self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
+                        self.score_text, self.plane_title)
         self._redraw()
         ylim = self.ax_score.get_ylim()
         self.ax_score.set_ylim(-150, 150)          # lay out room for the widest tick labels (d up to 128), then

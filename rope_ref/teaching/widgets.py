@@ -91,7 +91,10 @@ def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
     readout = W.HTML(value=view.readout(), style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
 
     def on_change(_change=None):
-        view.update(**{name: w.value for name, w in controls.items()})
+        params = {name: w.value for name, w in controls.items()}
+        if all(view.params[name] == value for name, value in params.items()):
+            return                          # one slider moving another (d clamps the pair): drawn once
+        view.update(**params)
         image.value = view.to_png()
         readout.value = view.readout()
 

@@ -35,7 +35,7 @@ def test_a_step_changes_the_frame_in_place_as_a_full_redraw_would(make, steps, b
         assert np.any(shown != frame), params
         frame = shown
         view.fig.canvas.draw()                                  # the same figure, everything drawn afresh
-        for artist in view.dynamic:
+        for artist in (*view.layered, *view.dynamic):
             view.fig.draw_artist(artist)
         np.testing.assert_array_equal(shown, np.asarray(view.fig.canvas.buffer_rgba())[..., :3], err_msg=str(params))
     assert view.fig is fig and len(view.fig.findobj()) <= len(artists) + 50, "a step made a new figure"
