@@ -119,6 +119,7 @@ def test_precision_figure_plots_the_largest_error_so_far():
     np.testing.assert_allclose(y32, np.maximum.accumulate(err), rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_clock_hands_are_labelled_and_never_lie_on_one_another():
     from rope_ref.teaching.figures import fig_clock_hands
     fig = fig_clock_hands(d=16)

@@ -55,6 +55,7 @@ def test_rotations_shift_keeps_the_score_and_the_pair_slider_follows_d():
     assert w.controls["i"].max == 1 and w.view.params["i"] == 1 and "pair 1 of 2" in w.readout.value
 
 
+@pytest.mark.slow
 def test_rotations_view_draws_the_rotated_pair_and_its_angle():
     v = RotationsView(m=0, n=0, i=0, d=4)
     x0, y0 = v.qm.get_data()
@@ -67,6 +68,7 @@ def test_rotations_view_draws_the_rotated_pair_and_its_angle():
     assert f"= {total:+.2f} rad".replace("-", "\N{MINUS SIGN}") in v.angle_values.get_text()
 
 
+@pytest.mark.slow
 def test_decay_view_is_decay_bound_and_follows_d_and_base():
     v = DecayView(d=64, base=500.0)
     x, y = v.lines[1].get_data()
