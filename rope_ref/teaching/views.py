@@ -59,6 +59,7 @@ class View:
                               va=label.get_va(), rotation_mode=label.get_rotation_mode(),
                               fontproperties=label.get_fontproperties())
                 label.set_visible(False)
+                axis.set_label_coords(0, 0)            # placed by hand: no tick-label boxes measured per step
         setp((*self.layered, *self.dynamic), animated=True)
 
     def to_png(self) -> bytes:
