@@ -109,11 +109,11 @@ def _minus(text: str) -> str:
 
 
 class DecayView(View):
-    """Figure 2 (eq 37) for any d and base, ``n_points`` samples over [0, 256]: the paper's view and the full range."""
+    """Figure 2 (eq 37) for any d and base, 1025 samples over [0, 256]: the paper's view and the full range."""
 
-    def __init__(self, d: int = 128, base: float = 10000.0, n_points: int = 1025):
+    def __init__(self, d: int = 128, base: float = 10000.0):
         self.params = dict(d=d, base=base)
-        self.r = np.linspace(0, 256, check_positive_int(n_points, "n_points"))
+        self.r = np.linspace(0, 256, 1025)
         self.fig, self.axes = new_axes(9, 3.4, 1, 2, dpi=VIEW_DPI)
         self.lines = [ax.plot(self.r, np.zeros_like(self.r), lw=1)[0] for ax in self.axes]
         for ax, title in zip(self.axes, ["paper's view (distance $\\geq$ 5, peak cut off)", "full range"]):
@@ -141,11 +141,9 @@ class RotationsView(View):
     """Pair i of q and k (``random_qk(d)``) rotated to m + shift and n + shift, and q_m . k_n against m - n:
     the angle between them, (phi_q - phi_k) + (m - n) theta_i, depends only on m - n (eq 11)."""
 
-    def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16,
-                 max_distance: int = 64, shift: float = 0):
+    def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16, shift: float = 0):
         self.params = dict(m=m, n=n, i=i, base=base, d=d, shift=shift)
-        max_distance = check_positive_int(max_distance, "max_distance")
-        self.r = np.arange(-max_distance, max_distance + 1, 0.5)
+        self.r = np.arange(-64, 64.5, 0.5)                  # m - n on the score panel
         self.fig, (self.ax_plane, self.ax_score) = new_axes(9, 3.8, 1, 2, dpi=VIEW_DPI, width_ratios=[1, 1.6])
         ax = self.ax_plane
         ax.add_patch(unit_circle())

@@ -95,9 +95,9 @@ class GridScoreView(View):
     their offset (dx, dy) (right).  Moving the query (qx, qy) moves both patches and leaves the marker
     on the heat map, and the score, where they are: the score depends on (dx, dy) only."""
 
-    def __init__(self, qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1, seed: int = 0):
+    def __init__(self, qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1):
         self.params = dict(qx=qx, qy=qy, dx=dx, dy=dy)
-        self.q, self.k = grid_qk(D_GRID, seed)
+        self.q, self.k = grid_qk(D_GRID)
         self.radius = GRID - 1
         self.score_map = relative_score_map(self.q, self.k, self.radius)
         self.fig, (self.ax_grid, self.ax_map) = new_axes(9.5, 4.3, 1, 2, dpi=VIEW_DPI, gridlines=False,
