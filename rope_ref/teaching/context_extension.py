@@ -1,6 +1,6 @@
 """Context extension (notebook 05): every scaling method applied to one model, side by side."""
 
-from .._validate import check_positive_int, check_scalar
+from .._validate import check_number, check_positive_int
 from ..forms import frequencies
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 
@@ -9,9 +9,8 @@ TRAIN_LEN = 4096          # the example model's training length
 
 def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
     """rope_type -> parameters for scaled_inv_freq (each method's ``example``): ``train_len`` extended ``factor``x."""
-    factor, train_len = check_scalar(factor, "factor"), check_positive_int(train_len, "train_len")
-    if factor < 1:
-        raise ValueError(f"factor must be a real number >= 1 (how many times longer than training), got {factor}")
+    factor = check_number(factor, "factor", "a real number >= 1", lambda v: 1 <= v < float("inf"), real=True)
+    train_len = check_positive_int(train_len, "train_len")
     return {name: method.example(factor, train_len) for name, method in SCALING_METHODS.items() if method.example}
 
 
@@ -27,19 +26,12 @@ def scaled_frequencies(d: int = 128, base: float = 10000.0, factor: float = 8.0,
     return out
 
 
-def _scaled(scaled) -> dict:
-    """``scaled`` as :func:`scaled_frequencies` returns it, or a TypeError naming it."""
-    if not isinstance(scaled, dict):
-        raise TypeError(f"scaled must be a dict rope_type -> (frequencies, attention_factor) as scaled_frequencies "
-                        f"returns, got {type(scaled).__name__}")
-    return scaled
-
-
 def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
                      scaled: dict | None = None) -> dict:
-    """rope_type -> (scaled theta_i / default theta_i, attention_factor) per pair."""
+    """rope_type -> (scaled theta_i / default theta_i, attention_factor) per pair; ``scaled``: a
+    :func:`scaled_frequencies` already computed for these arguments."""
     default = frequencies(d, base)
-    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else _scaled(scaled)
+    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
     return {name: (freqs / default, att) for name, (freqs, att) in scaled.items()}
 
 
@@ -47,7 +39,7 @@ def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, tra
                    scaled: dict | None = None) -> dict:
     """The largest angle (radians) each pair reaches: ``"training"`` -> L_train * theta_i, and rope_type ->
     factor * L_train * scaled theta_i (a pair meets unseen angles unless this stays at or below training's)."""
-    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else _scaled(scaled)
+    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
     out = {"training": train_len * frequencies(d, base)}
     out.update({name: factor * train_len * freqs for name, (freqs, _) in scaled.items()})
     return out

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import matplotlib
 import numpy as np
+from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
 
@@ -222,9 +223,9 @@ def fig_attention_pattern(n: int = 32, d: int = 64, seed: int = 0, scale: float 
         scores = rotated @ rotated.T / np.sqrt(d)
         w = softmax(np.where(pos[None, :] <= pos[:, None], scores, -np.inf))     # causal softmax weights (eq 2)
         im = ax.imshow(np.where(np.tril(np.ones((n, n))) > 0, w, np.nan), origin="upper", cmap="viridis",
-                       vmin=0, vmax=0.5)
+                       norm=LogNorm(vmin=0.005, vmax=1.0))    # weights from 0.0096 to 1: a log scale saturates none
         ax.set(xlabel="key position $n$", ylabel="query position $m$", title=title)
-    fig.colorbar(im, ax=axes, shrink=0.8, label="softmax weight")
+    fig.colorbar(im, ax=axes, shrink=0.8, label="softmax weight (log scale)")
     fig.suptitle(f"Causal attention weights, every token the same content ($d = {d}$)")
     return fig
 

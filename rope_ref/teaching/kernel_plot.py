@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from .._validate import check_finite_array, check_nbytes, check_positive_int, check_scalar
+from .._validate import check_finite_array, check_positive_int, check_scalar
 from ..forms import wrap_angle
 from .style import new_axes
 
@@ -18,7 +18,6 @@ def phase_errors(spec, inv_freq, offset=0.0, rows=None):
         raise TypeError(f"spec must be a rotary kernel's RopeSpec (from rope_ref.identify), got {type(spec).__name__}")
     want = check_finite_array(inv_freq, "inv_freq")
     offset, rows = check_scalar(offset, "offset"), spec.rows if rows is None else check_positive_int(rows, "rows")
-    check_nbytes(3 * 8 * rows * want.size, "rows", what=f"three ({rows}, {want.size}) float64 angle tables")
     found = np.asarray(spec.inv_freq, dtype=np.float64)
     if want.shape != found.shape:
         raise ValueError(f"inv_freq must have one frequency per measured pair, shape {found.shape}, got {want.shape}")

@@ -68,7 +68,6 @@ def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000
 def format_errors(values, digits: int = 1) -> str:
     """Errors as a row of fixed-width scientific numbers (``3.4e-02``), ``inf`` and ``nan`` spelled out."""
     values = check_real_array(values, "values")
-    digits = check_number(digits, "digits", "a positive integer at most 17 (a float64 holds 17 significant digits)",
-                          lambda v: 0 < v <= 17)
+    digits = check_number(digits, "digits", "an integer from 1 to 17", lambda v: 0 < v <= 17)
     return "  ".join(f"{float(v):>{7 + digits}.{digits}e}" if np.isfinite(v) else f"{str(float(v)):>{7 + digits}}"
                      for v in np.ravel(values))

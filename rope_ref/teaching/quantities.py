@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from .._validate import (check_d, check_finite, check_nbytes, check_nonnegative_int, check_positions_any,
-    check_positive_int, check_scalar, check_seed, check_x)
+from .._validate import (check_d, check_finite, check_nonnegative_int, check_number, check_positions_any, check_positive_int,
+    check_scalar, check_seed, check_x)
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 
@@ -11,10 +11,8 @@ from ..forms import frequencies, rotate
 def random_qk(d: int, seed: int = 0, n: int | None = None):
     """Seeded standard-normal query and key vectors: shape ``(d,)`` each, or ``(n, d)``."""
     d, seed = check_d(d), check_seed(seed)
-    n = None if n is None else check_positive_int(n, "n")
-    check_nbytes(2 * 8 * d * (n or 1), "d" if n is None else "n * d", what=f"two float64 {(n or 1) * d}-element draws")
+    shape = (d,) if n is None else (check_positive_int(n, "n"), d)
     rng = np.random.default_rng(seed)
-    shape = (d,) if n is None else (n, d)
     return rng.standard_normal(shape), rng.standard_normal(shape)
 
 
@@ -32,12 +30,11 @@ def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", in
     leading axes and against each other; returns float64 of that broadcast shape."""
     q, k = _qk(q, k)
     m, n = check_positions_any(m, "m"), check_positions_any(n, "n")
-    shapes = dict(q=q.shape[:-1], k=k.shape[:-1], m=m.shape, n=n.shape)
     try:
-        shape = np.broadcast_shapes(*shapes.values())
+        shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-1], m.shape, n.shape)
     except ValueError:
-        given = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
-        raise ValueError(f"shapes do not broadcast: {given} (q, k without their last axis d)") from None
+        raise ValueError(f"q, k (without d), m and n must broadcast, got {q.shape}, {k.shape}, {m.shape}, "
+                         f"{n.shape}") from None
     kw = dict(base=base, pairing=pairing, inv_freq=inv_freq)
     qm = rotate(np.broadcast_to(q, shape + q.shape[-1:]), np.broadcast_to(m, shape), **kw)
     kn = rotate(np.broadcast_to(k, shape + k.shape[-1:]), np.broadcast_to(n, shape), **kw)
@@ -59,16 +56,12 @@ def t5_bucket(distance, num_buckets: int = 32, max_distance: int = 128) -> np.nd
     """T5's relative-position bucket for a causal distance m - n >= 0 (Raffel et al. 2020, arXiv:1910.10683;
     transformers' ``T5Attention._relative_position_bucket`` with ``bidirectional=False``): distances below
     num_buckets/2 get a bucket each, larger ones share log-spaced buckets, all beyond ``max_distance`` the last."""
-    num_buckets = check_positive_int(num_buckets, "num_buckets")
-    max_distance = check_positive_int(max_distance, "max_distance")
+    num_buckets = check_number(num_buckets, "num_buckets", "an integer >= 2", lambda v: v >= 2)
     exact = num_buckets // 2
-    if num_buckets < 2 or max_distance <= exact:
-        raise ValueError(f"num_buckets must be at least 2 and max_distance above num_buckets // 2 (distances with a "
-                         f"bucket each); got num_buckets={num_buckets}, max_distance={max_distance}")
+    max_distance = check_number(max_distance, "max_distance", f"an integer > {exact}", lambda v: v > exact)
     distance = check_positions_any(distance, "distance")
-    bad = distance[(distance < 0) | (distance != np.floor(distance))]
-    if bad.size:
-        raise ValueError(f"distance must hold causal integer distances m - n >= 0, got {bad.flat[0]}")
+    if np.any((distance < 0) | (distance != np.floor(distance))):
+        raise ValueError(f"distance must hold integer distances m - n >= 0, got {distance}")
     r = np.minimum(distance, max_distance).astype(np.int64)      # all beyond max_distance share the last bucket
     log_bucket = exact + (np.log(np.maximum(r, 1) / exact) / np.log(max_distance / exact)
                           * (num_buckets - exact)).astype(np.int64)
@@ -77,9 +70,7 @@ def t5_bucket(distance, num_buckets: int = 32, max_distance: int = 128) -> np.nd
 
 def _integers(values, name: str, low: int, high: float = np.inf) -> list[int]:
     """A non-empty sequence of integers from ``low`` to ``high``, as a list; else a TypeError/ValueError naming it."""
-    if isinstance(values, (str, bytes)) or not np.iterable(values):
-        raise TypeError(f"{name} must be a sequence of integers, got {values!r}")
-    values = [check_nonnegative_int(value, name) for value in values]
+    values = [check_nonnegative_int(value, name) for value in np.atleast_1d(np.asarray(values, dtype=object))]
     if not values or not low <= min(values) <= max(values) <= high:
         raise ValueError(f"{name} must hold integers from {low} to {high}, got {values}")
     return values
@@ -97,7 +88,6 @@ def offset_head_weights(offsets=(3, 7), train_len: int = 64, d: int = 128, heigh
     softmax weight on the target key (1 perfect, 1/train_len no preference).
     """
     train_len, d = check_positive_int(train_len, "train_len"), check_d(d)
-    check_nbytes(3 * 8 * train_len ** 2, "train_len", what="three train_len x train_len float64 matrices")
     height, alibi_slope = check_scalar(height, "height"), check_scalar(alibi_slope, "alibi_slope")
     offsets = _integers(offsets, "offsets", 1, train_len - 1)
     window_ends = _integers(window_ends, "window_ends", train_len - 1)      # a whole window of train_len keys

@@ -9,11 +9,11 @@ import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from .._validate import (check_base, check_choice, check_d, check_finite_array, check_nbytes, check_number,
-    check_positions_any, check_positive_int, check_scalar, check_seed)
+from .._validate import (check_base, check_choice, check_d, check_finite_array, check_number, check_positions_any,
+    check_positive_int, check_scalar, check_seed)
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
-from .style import VIEW_DPI, figure_png, new_axes
+from .style import VIEW_DPI, new_axes
 from .views import View
 
 #: RoPE; partial rotary (GPT-NeoX, Phi-2, GLM-4, Qwen3.5); p-RoPE (Barbero et al.); proportional (Gemma 4); NoPE layers
@@ -25,9 +25,8 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
     """Frequency of each of the d/2 pairs under ``scheme``, fast to slow (0 where not rotated), ``(d/2,)``: "partial"
     spreads the geometric range over the first ``fraction * d`` features, "p-rope" and "proportional" keep
     RoPE's theta_i for the first ``fraction * d/2`` pairs."""
-    scheme, d = check_choice(scheme, "scheme", SCHEMES), _even(d)
-    fraction = check_number(fraction, "fraction", "a real number in [0, 1] (the part of the head that turns)",
-                            lambda v: 0 <= v <= 1, real=True)
+    scheme, d = check_choice(scheme, "scheme", SCHEMES), check_d(d)
+    fraction = check_number(fraction, "fraction", "a real number in [0, 1]", lambda v: 0 <= v <= 1, real=True)
     out = np.zeros(d // 2)
     if scheme == "partial":
         r = int(fraction * d) // 2 * 2
@@ -37,13 +36,6 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
         k = d // 2 if scheme == "rope" else int(fraction * d / 2)
         out[:k] = frequencies(d, base)[:k]
     return out
-
-
-def _even(d) -> int:
-    """A positive even head dimension whose float64 features fit in memory (checked before allocating)."""
-    d = check_d(d)
-    check_nbytes(8 * d, "d", what=f"d = {d} float64 features")
-    return d
 
 
 def dimension_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0, fraction: float = 1.0,
@@ -83,12 +75,9 @@ def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 
                      base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
     """Attention weights ``(n_keys,)`` of a positional head (Barbero et al.) on keys 0..n_keys-1 behind the query:
     every token is u on the ``width`` pairs from ``pair`` (|u|^2 = ``scale``), the query u turned back by ``offset``."""
-    n_keys = check_positive_int(n_keys, "n_keys")
-    check_nbytes(8 * n_keys * _even(d), "n_keys", what=f"{n_keys} keys of d = {d} float64 features")
-    scale = check_number(scale, "scale", "|u|^2 >= 0 (a squared norm)", lambda v: 0 <= v < np.inf, real=True)
-    width = check_positive_int(width, "width")
-    pair = check_number(pair, "pair", f"an integer in 0..d/2-width = 0..{d // 2 - width} (the first of {width} pairs)",
-                        lambda v: 0 <= v <= d // 2 - width)
+    n_keys, d, width = check_positive_int(n_keys, "n_keys"), check_d(d), check_positive_int(width, "width")
+    scale = check_number(scale, "scale", "a real number >= 0", lambda v: 0 <= v < np.inf, real=True)
+    pair = check_number(pair, "pair", f"an integer in 0..{d // 2 - width}", lambda v: 0 <= v <= d // 2 - width)
     u = np.zeros(d)
     u[2 * np.arange(pair, pair + width)] = np.sqrt(scale / width)      # |u|^2 = scale, spread evenly over the pairs
     freqs = scheme_frequencies(scheme, d, base, fraction)
@@ -103,14 +92,13 @@ def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10
     """Barbero et al.'s Figure 2 (arXiv:2410.06205, §3) from notebook 10's ``curves``, each ``(n,)`` over
     ``distances`` ``(n,)`` from 0: (a) all-ones q, k, ``curves["ones"]`` / its value at 0; (b) fresh Gaussian
     q, k, ``curves["gaussian"]`` (mean of ``n_samples`` activations) / d."""
-    r, d, base = check_positions_any(distances, "distances"), _even(d), check_base(base)
+    r, d, base = check_positions_any(distances, "distances"), check_d(d), check_base(base)
     n_samples = check_positive_int(n_samples, "n_samples")
     if not isinstance(curves, dict) or {"ones", "gaussian"} - set(curves):
-        raise TypeError(f"curves must be a dict with 'ones' and 'gaussian' curves, got {type(curves).__name__}")
-    curves = {name: check_finite_array(curves[name], f"curves[{name!r}]") for name in ("ones", "gaussian")}
+        raise TypeError(f"curves must be a dict with 'ones' and 'gaussian' curves, got {curves!r:.80}")
+    curves = {name: check_finite_array(curves[name], "curves") for name in ("ones", "gaussian")}
     if r.ndim != 1 or any(curve.shape != r.shape for curve in curves.values()):
-        raise ValueError(f"distances and each curve must have one shape (n,), got {r.shape} and "
-                         f"{[curve.shape for curve in curves.values()]}")
+        raise ValueError(f"distances and curves must each be of one shape (n,), got distances {r.shape}")
     fig, (ax_a, ax_b) = new_axes(9, 5.4, 2, 1, sharex=True)
     ax_a.plot(r, curves["ones"] / curves["ones"][0], color="C0", lw=1.2, label="(a) q = k = all ones: a(r) / a(0)")
     ax_b.plot(r, curves["gaussian"] / d, color="C1", lw=0.8,
@@ -129,10 +117,9 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
     """Score of a key equal to the query at each distance, over its score at 0, ``distances.shape``: content on
     the ``width`` fastest ("high") or slowest ("low") pairs.  On the slowest it stays near 1 for thousands of
     positions (Barbero et al.'s semantic channels); a random word scores about :func:`distractor_level`."""
-    r, seed, d = check_positions_any(distances, "distances"), check_seed(seed), _even(d)
-    width = check_number(width, "width", f"at most d/2 = {d // 2} (a positive integer)", lambda v: 0 < v <= d // 2)
-    if band not in ("high", "low"):
-        raise ValueError(f"band must be 'high' or 'low', got {band!r}")
+    r, seed, d = check_positions_any(distances, "distances"), check_seed(seed), check_d(d)
+    width = check_number(width, "width", f"an integer in 1..{d // 2}", lambda v: 0 < v <= d // 2)
+    band = check_choice(band, "band", ("high", "low"))
     pairs = np.arange(width) if band == "high" else np.arange(d // 2 - width, d // 2)
     c = np.zeros(d)
     c.reshape(-1, 2)[pairs] = np.random.default_rng(seed).standard_normal((len(pairs), 2))
@@ -147,8 +134,8 @@ def distractor_level(width: int = 8) -> float:
     return 1.0 / math.sqrt(2 * check_positive_int(width, "width"))
 
 
-class _PlainView(View):
-    """A view redrawn whole at every step: one axes, a line per entry of ``curves`` (key -> (label, style))."""
+class _CurvesView(View):
+    """One axes, a line per entry of ``curves`` (key -> (label, style)) and a title, all drawn at every step."""
 
     def __init__(self, params: dict, curves: dict, **axes_settings):
         self.params = params
@@ -156,12 +143,10 @@ class _PlainView(View):
         self.lines = {key: self.ax.plot([], [], label=label, **style)[0] for key, (label, style) in curves.items()}
         self.ax.set(**axes_settings)
         self.fig.legend(*self.ax.get_legend_handles_labels(), loc="outside lower center", ncols=3)
-
-    def to_png(self) -> bytes:
-        return figure_png(self.fig, dpi=VIEW_DPI)
+        self.title = self.ax.set_title(" ")
 
 
-class OffsetAttentionView(_PlainView):
+class OffsetAttentionView(_CurvesView):
     """The attention of :func:`offset_attention`'s head under RoPE, p-RoPE and NoPE, for one target offset."""
 
     d, n_keys, fraction, width = 64, 48, 0.75, 4            # notebook 08's head
@@ -174,7 +159,9 @@ class OffsetAttentionView(_PlainView):
                          xlabel="distance to the key (positions back)", ylabel="attention weight",
                          xlim=(-0.5, self.n_keys - 0.5), ylim=(0, 1.02))
         self.target = self.ax.axvline(0, color="C3", lw=1, alpha=0.6)
+        self.dynamic = (self.target, *self.lines.values(), self.title)
         self._redraw()
+        self._freeze()
 
     def _redraw(self):
         p = self.params
@@ -184,8 +171,8 @@ class OffsetAttentionView(_PlainView):
             line.set_data(np.arange(self.n_keys), self.weights[name])
         self.target.set_xdata([p["offset"]] * 2)
         theta = frequencies(self.d)[[p["pair"], p["pair"] + self.width - 1]]
-        self.ax.set_title(rf"pairs {p['pair']}..{p['pair'] + self.width - 1} ($\theta$ from {theta[0]:.3g} to "
-                          rf"{theta[1]:.3g}), target offset {p['offset']}, $|u|^2 = {p['scale']:g}$")
+        self.title.set_text(rf"pairs {p['pair']}..{p['pair'] + self.width - 1} ($\theta$ from {theta[0]:.3g} to "
+                            rf"{theta[1]:.3g}), target offset {p['offset']}, $|u|^2 = {p['scale']:g}$")
 
     def readout(self) -> str:
         w, offset = self.weights, self.params["offset"]
@@ -193,7 +180,7 @@ class OffsetAttentionView(_PlainView):
                 f"p-RoPE {w['p-rope'][offset]:.3f}, NoPE {w['nope'][offset]:.3f} (= 1/{self.n_keys})")
 
 
-class SemanticMatchView(_PlainView):
+class SemanticMatchView(_CurvesView):
     """:func:`semantic_match` on the fastest and slowest pairs (RoPE) and the slowest under p-RoPE, against noise."""
 
     d, width, fraction = 128, 8, 0.75                        # notebook 08's head and content width
@@ -208,7 +195,9 @@ class SemanticMatchView(_PlainView):
                          ylim=(-1.05, 1.15))
         self.level = distractor_level(self.width)
         self.ax.axhspan(-2 * self.level, 2 * self.level, color="0.88", zorder=0)
+        self.dynamic = (self.ax.xaxis, *self.lines.values(), self.title)
         self._redraw()
+        self._freeze()
 
     def _redraw(self):
         p = self.params
@@ -218,7 +207,7 @@ class SemanticMatchView(_PlainView):
         for key, line in self.lines.items():
             line.set_data(self.r, self.scores[key])
         self.ax.set_xlim(0, self.r[-1])
-        self.ax.set_title(f"base {p['base']:g}; grey band: a random word's score (two standard deviations)")
+        self.title.set_text(f"base {p['base']:g}; grey band: a random word's score (two standard deviations)")
 
     def readout(self) -> str:
         s = self.scores

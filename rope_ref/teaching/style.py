@@ -1,5 +1,5 @@
-"""One figure style for every figure and view (no text below :data:`MIN_FONT_PT`, Okabe and Ito's colour-blind-safe
-:data:`PALETTE`, greys, ``viridis`` and ``RdBu_r``), built without pyplot and rendered byte-stably (:data:`RC`)."""
+"""One style for every figure and view: no text below :data:`MIN_FONT_PT`, Okabe and Ito's colour-blind-safe
+:data:`PALETTE`, greys, ``viridis`` and ``RdBu_r``; figures built without pyplot and saved byte-stably (:data:`RC`)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ MIN_FONT_PT = 10
 
 #: Okabe & Ito, "Color Universal Design" (2008); the yellow last: faint on white.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
-PALETTE_RC = {"axes.prop_cycle": cycler(color=PALETTE)}
+CYCLE = cycler(color=PALETTE)
 
 #: matplotlib's defaults plus these, for every saved figure (``write_all`` applies them).
-RC = {**PALETTE_RC, "svg.hashsalt": "rope_ref", "svg.fonttype": "path", "figure.dpi": DPI, "savefig.dpi": DPI,
-      "font.size": 11, "legend.fontsize": MIN_FONT_PT, "xtick.labelsize": MIN_FONT_PT,
+RC = {"axes.prop_cycle": CYCLE, "svg.hashsalt": "rope_ref", "svg.fonttype": "path", "figure.dpi": DPI,
+      "savefig.dpi": DPI, "font.size": 11, "legend.fontsize": MIN_FONT_PT, "xtick.labelsize": MIN_FONT_PT,
       "ytick.labelsize": MIN_FONT_PT, "mathtext.fontset": "dejavusans"}
 METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
 
@@ -34,34 +34,34 @@ class StyledFigure(Figure):
 
     def add_subplot(self, *args, **kwargs):
         ax = super().add_subplot(*args, **kwargs)
-        ax.set_prop_cycle(PALETTE_RC["axes.prop_cycle"])
+        ax.set_prop_cycle(CYCLE)
         return ax
 
     def draw(self, renderer):
         for text in self.findobj(Text):
             if text.get_fontsize() < MIN_FONT_PT:
                 text.set_fontsize(MIN_FONT_PT)
-        with _palette():
+        with palette():
             super().draw(renderer)
 
     def draw_artist(self, a):
-        with _palette():
+        with palette():
             super().draw_artist(a)
 
 
 @contextmanager
-def _palette():
-    """``"CN"`` colours name :data:`PALETTE`'s while inside (one rcParam swapped: cheaper than ``rc_context``)."""
+def palette():
+    """Inside, ``"CN"`` colours name :data:`PALETTE`'s (one rcParam set without validation: cheap per artist)."""
     previous = matplotlib.rcParams["axes.prop_cycle"]
-    matplotlib.rcParams["axes.prop_cycle"] = PALETTE_RC["axes.prop_cycle"]
+    matplotlib.rcParams._set("axes.prop_cycle", CYCLE)
     try:
         yield
     finally:
-        matplotlib.rcParams["axes.prop_cycle"] = previous
+        matplotlib.rcParams._set("axes.prop_cycle", previous)
 
 
 def new_figure(width: float = 9.0, height: float = 3.6, dpi: int = DPI) -> Figure:
-    """A pyplot-free figure with an Agg canvas (renders the same under any backend), in the style."""
+    """A pyplot-free figure with an Agg canvas (it renders the same under any backend), in the style."""
     fig = StyledFigure(figsize=(width, height), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
@@ -77,7 +77,7 @@ def new_axes(width: float, height: float, *grid, dpi: int = DPI, gridlines: bool
 
 
 def figure_png(fig: Figure, dpi: int = DPI) -> bytes:
-    """PNG bytes of a figure at ``dpi`` (default :data:`DPI`), without the metadata that makes files differ."""
+    """PNG bytes of a figure at ``dpi``, without the metadata that makes files differ."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata=METADATA["png"])
     return buf.getvalue()

@@ -6,7 +6,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from .._validate import check_nbytes, check_number, check_positive_int
+from .._validate import check_number, check_positive_int
 from ..forms import rotate
 from ..multiaxis import MROPE_AXES, axial_frequencies, mrope_frequencies, mrope_position_ids
 from .quantities import _qk, random_qk
@@ -39,8 +39,6 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
     radius = check_positive_int(radius, "radius")
     q, k = _qk(q, k, one_d=True)
     q, k = q.astype(np.float64), k.astype(np.float64)
-    n_keys = (2 * radius + 1) ** 2
-    check_nbytes(8 * n_keys * q.size, "radius", what=f"{n_keys} rotated keys of d = {q.size}")
     offsets = np.arange(-radius, radius + 1, dtype=np.float64)
     dy, dx = np.meshgrid(offsets, offsets, indexing="ij")
     keys = rotate(np.broadcast_to(k, (dx.size, k.size)), np.stack([dx.ravel(), dy.ravel()]),
@@ -97,9 +95,9 @@ class GridScoreView(View):
     their offset (dx, dy) (right).  Moving the query (qx, qy) moves both patches and leaves the marker
     on the heat map, and the score, where they are: the score depends on (dx, dy) only."""
 
-    def __init__(self, qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1, seed: int = 0):
+    def __init__(self, qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1):
         self.params = dict(qx=qx, qy=qy, dx=dx, dy=dy)
-        self.q, self.k = grid_qk(D_GRID, seed)
+        self.q, self.k = grid_qk(D_GRID)
         self.radius = GRID - 1
         self.score_map = relative_score_map(self.q, self.k, self.radius)
         self.fig, (self.ax_grid, self.ax_map) = new_axes(9.5, 4.3, 1, 2, dpi=VIEW_DPI, gridlines=False,
@@ -124,15 +122,13 @@ class GridScoreView(View):
         self.title = self.fig.suptitle(" ")
         self.dynamic = (self.q_patch, self.k_patch, self.arrow, self.marker, self.title)
         self._redraw()
-        self._freeze_layout()
+        self._freeze()
 
     def _redraw(self):
         p = self.params
         r = self.radius
-        limits = {"qx": (0, GRID - 1, "a patch index"), "qy": (0, GRID - 1, "a patch index"),
-                  "dx": (-r, r, "an offset in"), "dy": (-r, r, "an offset in")}
-        qx, qy, dx, dy = (check_number(p[name], name, f"{what} {lo}..{hi} (an integer)", lambda v: lo <= v <= hi)
-                          for name, (lo, hi, what) in limits.items())
+        qx, qy = (check_number(p[k], k, f"an integer in 0..{GRID - 1}", lambda v: 0 <= v < GRID) for k in ("qx", "qy"))
+        dx, dy = (check_number(p[k], k, f"an integer in {-r}..{r}", lambda v: -r <= v <= r) for k in ("dx", "dy"))
         kx, ky = qx + dx, qy + dy
         self.q_patch.set_xy((qx - 0.5, qy - 0.5))
         self.k_patch.set_xy((kx - 0.5, ky - 0.5))

@@ -91,7 +91,10 @@ def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
     readout = W.HTML(value=view.readout(), style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
 
     def on_change(_change=None):
-        view.update(**{name: w.value for name, w in controls.items()})
+        params = {name: w.value for name, w in controls.items()}
+        if all(view.params[name] == value for name, value in params.items()):
+            return                          # one slider moving another (d clamps the pair): drawn once
+        view.update(**params)
         image.value = view.to_png()
         readout.value = view.readout()
 
@@ -104,26 +107,25 @@ def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
 
 
 def _int(name, lo, hi, step=1):
-    return W.IntSlider(min=lo, max=hi, step=step, description=name, continuous_update=True)
+    return W.IntSlider(min=lo, max=hi, step=step, description=name)
 
 
 def _bases(name):
     """Round bases, the paper's 10^4, Llama 3's 5*10^5 and Qwen's 10^6 among them."""
     bases = (10.0, 100.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 5e6, 1e7)
-    return W.SelectionSlider(options=[(f"{b:g}", b) for b in bases], description=name, continuous_update=True)
+    return W.SelectionSlider(options=[(f"{b:g}", b) for b in bases], description=name)
 
 
 def _set(name: str, slider, value):
-    """Put ``value`` on ``slider`` if its range can show it, else a TypeError/ValueError (a slider would clamp it)."""
+    """Put ``value`` on ``slider``, or a TypeError/ValueError naming ``name`` if the slider cannot show it."""
     if isinstance(slider, W.SelectionSlider):
         options = [v for _, v in slider.options]
-        expected = f"one of {[f'{v:g}' for v in options]} (the slider's values)"
-        value = options[options.index(check_number(value, name, expected, options.__contains__, real=True))]
+        value = check_number(value, name, f"one of {options}", options.__contains__, real=True)
+        value = options[options.index(value)]
     else:
-        integer = isinstance(slider, W.IntSlider)
-        kind = "an integer" if integer else "a real number"
-        expected = f"{kind} in [{slider.min:g}, {slider.max:g}] (the slider's range)"
-        value = check_number(value, name, expected, lambda v: slider.min <= v <= slider.max, real=not integer)
+        expected = f"a number in [{slider.min:g}, {slider.max:g}]"
+        value = check_number(value, name, expected, lambda v: slider.min <= v <= slider.max,
+                             real=not isinstance(slider, W.IntSlider))
     slider.value = value
     return value
 
@@ -151,8 +153,7 @@ def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
     d, base = _set("d", controls["d"], d), _set("base", controls["base"], base)
     second = (("d = 128: Figure 2", {"d": 128, "base": 10000.0}) if (d, base) != (128, 10000.0) else
               ("d = 64: a lower peak", {"d": 64}))
-    frames = [("the start", {}), second, ("d = 128, Llama 3's base 5e5: slower decay", {"d": 128, "base": 500000.0}),
-              ("d = 512: a higher peak", {"d": 512, "base": 10000.0})]
+    frames = [("the start", {}), second, ("d = 512: a higher peak", {"d": 512, "base": 10000.0})]
     return slider_app(DecayView(d=d, base=base), controls, frames)
 
 

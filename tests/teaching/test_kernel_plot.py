@@ -28,11 +28,6 @@ def test_errors_are_wrapped_to_a_half_turn():
     np.testing.assert_allclose(err, 4.0 - 2 * np.pi, atol=1e-12)
 
 
-def test_one_expected_frequency_per_measured_pair():
-    with pytest.raises(ValueError, match=r"inv_freq must have one frequency per measured pair, shape \(2,\)"):
-        phase_errors(spec_like([1.0, 0.1], 0.0), [1.0], 0.0)
-
-
 @pytest.mark.slow
 def test_the_figure_draws_both_panels_in_the_style_and_renders_the_same_twice():
     spec = rr.identify(lambda x: rr.rotate(x, np.arange(len(x)) + 3.0), 16)

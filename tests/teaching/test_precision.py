@@ -42,25 +42,3 @@ def test_rotate_with_float64_angles_is_rotate():
     q, k = quantities.random_qk(16)
     assert np.all(precision.score_error_by_dtype(q, k, pos, dtype=np.float64) < 1e-12)
     assert precision.score_error_by_dtype(q, k, np.array([1e5]), dtype=np.float32)[0] > 1e-6
-
-
-@pytest.mark.parametrize("call, match", [
-    (lambda: precision.angles_in_dtype("a", [1.0], np.float32), "positions must be a real array"),
-    (lambda: precision.angles_in_dtype([1.0], [1.0], "int8"), "dtype must be one of"),
-    (lambda: precision.angles_in_dtype([1.0], [[1.0]], np.float32), "freqs must be 1-D"),
-    (lambda: precision.angle_errors([np.nan], 8, 1e4, np.float32), "positions must be finite"),
-    (lambda: precision.rotate_with_angle_dtype(np.ones((3, 4)), [1, 2]), r"does not broadcast to x.shape\[:-1\]"),
-    (lambda: precision.score_error_by_dtype(np.ones(4), np.ones(6), [1.0]), "q and k must be single vectors"),
-    (lambda: precision.score_error_by_dtype(np.ones(4), np.ones(4), [1.0], distance="a"), "distance must be"),
-    (lambda: precision.format_errors("abc"), "values must be a real array"),
-    (lambda: precision.format_errors([1.0], digits=0), "digits must be a positive integer"),
-    (lambda: context_extension.method_configs(0.5), "factor must be a real number >= 1"),
-    (lambda: context_extension.method_configs("2"), "factor must be"),
-    (lambda: context_extension.method_configs(float("nan")), "factor must be finite"),
-    (lambda: context_extension.method_configs(2.0, 0), "train_len must be a positive integer"),
-])
-def test_teaching_helpers_name_bad_arguments(call, match):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")              # no NumPy warning instead of the error
-        with pytest.raises((TypeError, ValueError), match=match):
-            call()
