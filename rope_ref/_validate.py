@@ -251,23 +251,3 @@ def cast_back(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str 
     with np.errstate(over="ignore"):
         out = result.astype(x.dtype)
     return check_no_overflow(out, x, name, expected)
-
-
-# TODO(integration): remove the names below once the other modules stop importing them (issue 38).
-def check_nbytes(nbytes, name, *, what=""):
-    """Gone: no size guard (NumPy's MemoryError answers); kept only so unported modules import."""
-
-
-def suggest_keywords(fn):
-    """Gone: Python's own TypeError names a misspelt keyword; kept only so unported modules import."""
-    return fn
-
-
-def closest_name(name, valid) -> str:
-    """Gone: no "did you mean" hints; kept only so unported modules import."""
-    return ""
-
-
-def format_bytes(nbytes, digits: int = 3, *, exact: bool = True) -> str:
-    """Gone with the size guard; kept only so unported modules import."""
-    return f"{nbytes} bytes"
