@@ -303,12 +303,9 @@ def _inline(title: str) -> str:
 
 
 def _numbered(stem: str, title: str) -> tuple[str, str]:
-    """The title's number and the rest ("0. Why positions?" -> "0", "Why positions?"), else the file name's number."""
-    titled = re.match(r"(\d+)\.\s+(.*)", title)
-    if titled:
-        return str(int(titled[1])), titled[2]
-    from_file = re.match(r"\d+", stem)
-    return (str(int(from_file[0])) if from_file else ""), title
+    """The file name's number and the title without its own ("00_why", "0. Why positions?" -> "0", "Why positions?")."""
+    number = re.match(r"\d*", stem)[0]
+    return str(int(number)) if number else "", re.sub(r"^\d+\.\s+", "", title)
 
 
 def index_html(pages, handout: bool = False) -> bytes:
