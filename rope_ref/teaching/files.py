@@ -33,7 +33,7 @@ def check_targets(folder: Path | str, names, argument: str = "") -> list[str]:
     for name in existing:
         if not (Path(folder) / name).is_file():
             prefix = f"{argument}: " if argument else ""
-            raise ValueError(f"{prefix}{Path(folder) / name} exists and is not a file; remove it or choose another folder")
+            raise ValueError(f"{prefix}{Path(folder) / name} exists and is not a file; remove it or choose another")
     return existing
 
 

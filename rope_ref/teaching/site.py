@@ -41,8 +41,8 @@ HANDOUT = Path(__file__).resolve().parents[2] / "docs" / "handout.md"
 #: A slider view's static form (:func:`static_sliders`), put in its output by :func:`build_site`.
 SLIDERS = "text/x-rope-ref-sliders"
 #: The output kinds a page shows, the first a output has winning (HTML only as text; no script, no widget state).
-SHOWN = [SLIDERS, "image/png", "image/svg+xml", "application/vnd.jupyter.widget-view+json", "text/latex",
-         "text/markdown", "text/plain", "text/html"]
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+SHOWN = [SLIDERS, "image/png", "image/svg+xml", WIDGET_VIEW, "text/latex", "text/markdown", "text/plain", "text/html"]
 
 # ---- MathML that reads like TeX: fences that stretch, thin spaces around function names ----------------
 
@@ -181,17 +181,12 @@ def _widget_call(source: str):
     argument is a literal; else None."""
     try:
         calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
-    except SyntaxError:
+        names = [getattr(call.func, "id", getattr(call.func, "attr", "")) for call in calls]
+        call, name = next((c, n) for c, n in zip(calls, names) if n.endswith("_widget") and hasattr(widgets, n))
+        return (getattr(widgets, name), [ast.literal_eval(a) for a in call.args],
+                {k.arg: ast.literal_eval(k.value) for k in call.keywords})
+    except (SyntaxError, StopIteration, ValueError):     # no such call, or an argument computed in the notebook
         return None
-    for call in calls:
-        name = getattr(call.func, "id", getattr(call.func, "attr", ""))
-        if name.endswith("_widget") and hasattr(widgets, name):
-            try:
-                return (getattr(widgets, name), [ast.literal_eval(a) for a in call.args],
-                        {k.arg: ast.literal_eval(k.value) for k in call.keywords})
-            except ValueError:      # an argument computed in the notebook
-                return None
-    return None
 
 
 def _values(control, most: int = 5) -> list:
@@ -238,7 +233,7 @@ def _with_sliders(nb, stem: str):
     nb = copy.deepcopy(nb)
     for k, cell in enumerate(nb.cells):
         call = _widget_call(cell.source) if cell.cell_type == "code" else None
-        views = [out for out in cell.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in out.get("data", {})]
+        views = [out for out in cell.get("outputs", []) if WIDGET_VIEW in out.get("data", {})]
         if call and views:
             function, args, kwargs = call
             views[-1].data[SLIDERS] = static_sliders(function(*args, **kwargs), f"s{stem}-{k}")

@@ -152,6 +152,10 @@ PAGE_LAYOUT = """() => ({
     images: [...document.images].filter(i => i.getClientRects().length).map(i => i.complete ? i.naturalWidth : 0),
     matrices: [...document.querySelectorAll('mtable.paren, mtable.bracket')].map(t => t.getBoundingClientRect().height),
     outputs: [...document.querySelectorAll('pre.out')].map(p => p.scrollWidth - p.clientWidth),
+    sums: [...document.querySelectorAll('math[display="block"] munderover')].map(u => {
+        const [op, under, over] = [...u.children].map(c => c.getBoundingClientRect());
+        return under.top >= op.bottom - 1 && over.bottom <= op.top + 1
+            && getComputedStyle(u).fontFamily.startsWith('"DejaVu Math TeX Gyre"'); }),
 })"""
 
 
@@ -169,7 +173,7 @@ def test_every_page_renders_offline_and_opens_a_solution_on_a_click(site, browse
     blocked = []
     context.route("**/*", only_files(blocked))
     page = context.new_page()
-    errors = []
+    errors, sums = [], 0
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     try:
         for path in [site / "index.html", site / "handout.html", *(site / f"{p.stem}.html" for p in NOTEBOOKS)]:
@@ -180,6 +184,8 @@ def test_every_page_renders_offline_and_opens_a_solution_on_a_click(site, browse
             assert all(w > 0 for w in layout["images"]), f"{path.name}: an image did not load"
             assert all(h > 30 for h in layout["matrices"]), f"{path.name}: a matrix's brackets are one line high"
             assert all(extra <= 1 for extra in layout["outputs"]), f"{path.name}: an output scrolls sideways"
+            assert all(layout["sums"]), f"{path.name}: a sum's limits beside it, or not in the math font"
+            sums += len(layout["sums"])
             summaries = page.locator("details > summary")
             for k in range(summaries.count()):
                 content = page.locator("details").nth(k).locator(":scope > :not(summary)").first
@@ -188,7 +194,7 @@ def test_every_page_renders_offline_and_opens_a_solution_on_a_click(site, browse
                 assert content.is_visible(), f"{path.name}: a click does not open the solution"
     finally:
         context.close()
-    assert not blocked and not errors, (blocked, errors)
+    assert sums and not blocked and not errors, (sums, blocked, errors)
 
 
 def test_every_slider_moves_the_figure_with_javascript_off(site, browser):
@@ -206,7 +212,8 @@ def test_every_slider_moves_the_figure_with_javascript_off(site, browser):
                 for row in view.locator(".controls > div").all():
                     row.locator("label").last.click()
                     assert view.locator(".frame:visible").count() == 1, path.name
-                    assert shown.get_attribute("src") != start, f"{path.name}: {row.inner_text()} moves nothing"
+                    changed = shown.get_attribute("src") != start
+                    assert changed, f"{path.name}: {row.inner_text()} moves nothing"
                     moved += 1
                     row.locator("label").first.click()
     finally:
@@ -324,7 +331,8 @@ def test_every_slider_view_moves_in_jupyterlab_after_run_all(lab, browser):
             before = image.get_attribute("src")
             boxes.nth(k).locator(".noUi-handle").first.focus()
             page.keyboard.press("ArrowRight")
-            page.wait_for_function("([el, src]) => el.getAttribute('src') !== src", arg=[image.element_handle(), before])
+            page.wait_for_function("([el, src]) => el.getAttribute('src') !== src",
+                                   arg=[image.element_handle(), before])
         body = visible_text(panel)
         assert "Error displaying widget" not in body and "Traceback" not in body, body[-2000:]
     finally:
