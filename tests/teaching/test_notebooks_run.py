@@ -152,6 +152,8 @@ PAGE_LAYOUT = """() => ({
     images: [...document.images].filter(i => i.getClientRects().length).map(i => i.complete ? i.naturalWidth : 0),
     matrices: [...document.querySelectorAll('mtable.paren, mtable.bracket')].map(t => t.getBoundingClientRect().height),
     outputs: [...document.querySelectorAll('pre.out')].map(p => p.scrollWidth - p.clientWidth),
+    figures: [...document.querySelectorAll('.fig img[width]')].map(i =>     // at 96 CSS px per inch, not squeezed
+        Math.abs(i.getBoundingClientRect().width - parseFloat(i.getAttribute('width')))),
     sums: [...document.querySelectorAll('math[display="block"] munderover')].map(u => {
         const [op, under, over] = [...u.children].map(c => c.getBoundingClientRect());
         return under.top >= op.bottom - 1 && over.bottom <= op.top + 1
@@ -173,7 +175,7 @@ def test_every_page_renders_offline_and_opens_a_solution_on_a_click(site, browse
     blocked = []
     context.route("**/*", only_files(blocked))
     page = context.new_page()
-    errors, sums = [], 0
+    errors, sums, figures = [], 0, 0
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     try:
         for path in [site / "index.html", site / "handout.html", *(site / f"{p.stem}.html" for p in NOTEBOOKS)]:
@@ -185,7 +187,8 @@ def test_every_page_renders_offline_and_opens_a_solution_on_a_click(site, browse
             assert all(h > 30 for h in layout["matrices"]), f"{path.name}: a matrix's brackets are one line high"
             assert all(extra <= 1 for extra in layout["outputs"]), f"{path.name}: an output scrolls sideways"
             assert all(layout["sums"]), f"{path.name}: a sum's limits beside it, or not in the math font"
-            sums += len(layout["sums"])
+            assert all(extra <= 1 for extra in layout["figures"]), f"{path.name}: a figure is squeezed"
+            sums, figures = sums + len(layout["sums"]), figures + len(layout["figures"])
             summaries = page.locator("details > summary")
             for k in range(summaries.count()):
                 content = page.locator("details").nth(k).locator(":scope > :not(summary)").first
@@ -194,7 +197,7 @@ def test_every_page_renders_offline_and_opens_a_solution_on_a_click(site, browse
                 assert content.is_visible(), f"{path.name}: a click does not open the solution"
     finally:
         context.close()
-    assert sums and not blocked and not errors, (sums, blocked, errors)
+    assert sums and figures and not blocked and not errors, (sums, figures, blocked, errors)
 
 
 def test_every_slider_moves_the_figure_with_javascript_off(site, browser):
