@@ -171,7 +171,7 @@ def only_files(blocked):
 
 
 def test_every_page_renders_offline_and_opens_a_solution_on_a_click(site, browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context = browser.new_context(viewport={"width": 900, "height": 900})     # narrower than the widest figures
     blocked = []
     context.route("**/*", only_files(blocked))
     page = context.new_page()
