@@ -1,4 +1,4 @@
-"""The headless Chromium the browser tests share (tests/teaching/test_browser.py, test_site.py).
+"""The headless Chromium of the browser tests (tests/teaching/test_notebooks_run.py, test_site.py).
 
 Debian's Chromium at /usr/bin/chromium (``apt-get install chromium``), driven by Playwright from PyPI
 (no ``playwright install``).  Under ``CI=true`` a missing browser fails; elsewhere the tests skip.
