@@ -1,9 +1,8 @@
-"""Markers for the whole run (tests/, notebooks/, benchmarks/).
+"""Markers for the whole run (tests/, benchmarks/).
 
 `pytest` (the README's command and CI's) runs everything; `pytest -m "not slow"` is the quick loop.
 Whole files that are slow by nature are marked here, so no test in them can be forgotten:
-every notebook executed top to bottom (nbmake), the course site, the browser tests, the benchmarks'
-smoke runs.  Single slow tests elsewhere carry ``@pytest.mark.slow`` themselves.
+the notebooks executed once (tests/teaching/test_notebooks_run.py), the course site, the benchmarks' smoke runs.  Single slow tests elsewhere carry ``@pytest.mark.slow`` themselves.
 """
 
 from pathlib import Path
@@ -12,16 +11,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 SLOW_FILES = {
-    ROOT / "tests" / "teaching" / "test_browser.py",
+    ROOT / "tests" / "teaching" / "test_notebooks_run.py",
     ROOT / "tests" / "teaching" / "test_site.py",
 }
-SLOW_DIRS = {ROOT / "notebooks", ROOT / "benchmarks"}
+SLOW_DIRS = {ROOT / "benchmarks"}
 
 
 def is_slow_path(path: Path) -> bool:
-    """True for a notebook, a benchmark smoke test, or a file in SLOW_FILES."""
+    """True for a benchmark smoke test or a file in SLOW_FILES."""
     path = Path(path).resolve()
-    return path.suffix == ".ipynb" or path in SLOW_FILES or any(d in path.parents for d in SLOW_DIRS)
+    return path in SLOW_FILES or any(d in path.parents for d in SLOW_DIRS)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -332,3 +332,61 @@ def test_every_slider_view_moves_in_jupyterlab_after_run_all(lab, browser):
         assert "Error displaying widget" not in body and "Traceback" not in body, body[-2000:]
     finally:
         page.close()
+
+
+# ---- every number a slider view shows equals what the neighbouring cells print for the same state -----------
+
+def outputs(cell, mime="text/plain"):
+    """The text a cell printed or displayed (``mime``)."""
+    out = []
+    for o in cell.get("outputs", []):
+        if o.output_type == "stream":
+            out.append(o.text)
+        elif mime in o.get("data", {}):
+            out.append(o.data[mime])
+    return "".join(out)
+
+
+def widget_readout(nb, call):
+    cells = [c for c in nb.cells if c.cell_type == "code" and call in c.source]
+    assert len(cells) == 1, call
+    return outputs(cells[0]), nb.cells.index(cells[0])
+
+
+def test_rotations_view_score_equals_the_cell_below(runs):
+    nb02 = as_run_all_leaves_it(runs["02_rotations.ipynb"][0])
+    readout, at = widget_readout(nb02, "rotations_widget(")
+    view = re.search(r"m = (\d+), n = (\d+),.*q_m \. k_n = ([-+]?\d+\.\d+)", readout)
+    assert view, readout
+    printed = "".join(outputs(c) for c in nb02.cells[at + 1:at + 4] if c.cell_type == "code")
+    same = re.search(rf"m =\s*{view[1]}, n =\s*{view[2]},.*q_m\.k_n = ([-+]?\d+\.\d+)", printed)
+    assert same, printed
+    assert float(same[1]) == float(view[3]), f"the view shows {view[3]}, the cell prints {same[1]}"
+    shifted = re.findall(r"m =\s*(\d+), n =\s*(\d+), m - n =\s*(-?\d+): q_m\.k_n = ([-+]?\d+\.\d+)", printed)
+    assert any(int(m) != int(view[1]) and float(s) == float(view[3]) for m, n, _, s in shifted), \
+        "shifting both positions keeps the number the view shows"
+
+
+def test_decay_view_numbers_equal_the_cells(runs):
+    nb = as_run_all_leaves_it(runs["03_long_term_decay.ipynb"][0])
+    readout, at = widget_readout(nb, "decay_widget(")
+    view = re.search(r"d = 128, base = 10000: bound at 0 = ([\d.]+), at 256 = ([\d.]+), mean over \[128, 256\] = "
+                     r"([\d.]+)", readout)
+    assert view, readout
+    printed = "".join(outputs(c) for c in nb.cells[:at] if c.cell_type == "code")
+    at0 = re.search(r"bound at 0: ([\d.]+)", printed)
+    far = re.search(r"at 256: ([\d.]+);  mean over 128..256: ([\d.]+)", printed)
+    assert at0 and far, printed
+    assert float(at0[1]) == float(view[1])
+    assert (far[1], far[2]) == (view[2], view[3])
+
+
+def test_scaling_view_ratios_equal_the_cell_above(runs):
+    nb = as_run_all_leaves_it(runs["05_context_extension.ipynb"][0])
+    readout, at = widget_readout(nb, "scaling_widget(")
+    view = dict(re.findall(r"(\w+) ([\d.]+)(?:,|;)", readout.split("slowest pair scaled by")[1]))
+    printed = "".join(outputs(c) for c in nb.cells[:at] if c.cell_type == "code")
+    rows = dict(re.findall(r"^(\w+)\s+fastest pair x[\d.]+, slowest pair x([\d.]+)", printed, re.M))
+    assert set(rows) == {"linear", "ntk", "dynamic", "yarn", "llama3"} and set(rows) <= set(view), (rows, view)
+    for name, value in rows.items():
+        assert float(view[name]) == pytest.approx(float(value), rel=5e-3), name     # printed to 3 significant digits
