@@ -4,7 +4,6 @@ The blocks carry their numbers as ``assert`` lines, so a number that is no longe
 fails here.  Run from the checkout's root (paths such as tests/data/configs/... are relative to it).
 """
 
-import os
 import re
 from pathlib import Path
 

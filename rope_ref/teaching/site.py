@@ -3,14 +3,12 @@
 Every notebook executed (nbclient) and written through nbconvert's HTML exporter with the template ``site.html.j2``:
 no script, nothing fetched; math as MathML (latex2mathml), figures as ``data:`` URIs, raw HTML escaped, each body
 through an allowlist (:func:`_clean`); solutions folded, exercises framed; each slider view as radio buttons over
-its frames, which the page's style shows one at a time (:func:`static_sliders`).
+its frames, which the page's style shows one at a time (:func:`.widgets.static_sliders`).
 """
 
 from __future__ import annotations
 
-import ast
 import base64
-import copy
 import functools
 import html
 import io
@@ -32,16 +30,13 @@ from PIL import Image
 from pygments.formatters import HtmlFormatter
 from traitlets.config import Config
 
-from . import widgets
 from .files import check_targets, output_folder, write_atomically
+from .widgets import SLIDERS, WIDGET_VIEW, with_sliders
 
 OBJECTIVES = "## Learning objectives"
 #: The one-page handout (notation, the scaling formulas), published as ``handout.html`` when the checkout has it.
 HANDOUT = Path(__file__).resolve().parents[2] / "docs" / "handout.md"
-#: A slider view's static form (:func:`static_sliders`), put in its output by :func:`build_site`.
-SLIDERS = "text/x-rope-ref-sliders"
 #: The output kinds a page shows, the first a output has winning (HTML only as text; no script, no widget state).
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 SHOWN = [SLIDERS, "image/png", "image/svg+xml", WIDGET_VIEW, "text/latex", "text/markdown", "text/plain", "text/html"]
 
 # ---- MathML that reads like TeX: fences that stretch, thin spaces around function names ----------------
@@ -174,81 +169,10 @@ def _figure(data: str, mime: str) -> str:
     return f'<div class="fig"><img src="data:{mime};base64,{data}" alt="figure"{width}></div>'
 
 
-# ---- slider views without a script: radio buttons over frames, the page's style shows the checked one's ----------
-
-def _widget_call(source: str):
-    """A code cell's call of a ``*_widget`` function of :mod:`.widgets` as ``(function, args, kwargs)``, if every
-    argument is a literal; else None."""
-    try:
-        calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
-        names = [getattr(call.func, "id", getattr(call.func, "attr", "")) for call in calls]
-        call, name = next((c, n) for c, n in zip(calls, names) if n.endswith("_widget") and hasattr(widgets, n))
-        return (getattr(widgets, name), [ast.literal_eval(a) for a in call.args],
-                {k.arg: ast.literal_eval(k.value) for k in call.keywords})
-    except (SyntaxError, StopIteration, ValueError):     # no such call, or an argument computed in the notebook
-        return None
-
-
-def _values(control, most: int = 5) -> list:
-    """Up to ``most`` values spread over ``control``'s range (both ends among them), and its value."""
-    if hasattr(control, "options"):
-        values = [value for _, value in control.options]
-    else:
-        values = [control.min + k * control.step for k in range(round((control.max - control.min) / control.step) + 1)]
-        values = [control.base ** v for v in values] if hasattr(control, "base") else values     # FloatLogSlider
-    return sorted({values[round(k * (len(values) - 1) / (most - 1))] for k in range(most)} | {control.value})
-
-
-def static_sliders(box, key: str) -> str:
-    """The slider view ``box`` (:func:`.widgets.slider_app`) as HTML that runs no script: per control, a button per
-    value of :func:`_values`, each showing the view's image and readout with that value and the other controls at
-    their start (the widget's own code draws them); ``key`` names the buttons, unique in the page."""
-    start = {name: control.value for name, control in box.controls.items()}
-    frames, rows = [(box.image.value, box.readout.value)], []
-    for name, control in box.controls.items():
-        labels = []
-        for value in _values(control):
-            n = 0                                           # the start: frame 0
-            if value != start[name]:
-                try:
-                    control.value = value                   # the widget's observer updates its view and image
-                except (TypeError, ValueError):             # a state the view refuses has no button
-                    continue
-                frames.append((box.image.value, box.readout.value))
-                n = len(frames) - 1
-            text = dict((v, t) for t, v in getattr(control, "options", ())).get(value, f"{value:g}")
-            labels.append(f'<label for="{key}-{n}" class="l{n}">{html.escape(text)}</label>')
-        control.value = start[name]
-        rows.append(f"<div><b>{html.escape(control.description)}</b> {''.join(labels)}</div>")
-    radios = "".join(f'<input type="radio" name="{key}" id="{key}-{n}" class="r{n}"{" checked" * (n == 0)}>'
-                     for n in range(len(frames)))
-    shown = "".join(f'<div class="frame f{n}"><img src="data:image/png;base64,{base64.b64encode(png).decode()}" '
-                    f'alt="the view"><p>{html.escape(readout)}</p></div>' for n, (png, readout) in enumerate(frames))
-    return (f'<div class="sliders">{radios}<div class="controls">{"".join(rows)}<em>Click a value: the view with it, '
-            f"the other controls at their start.</em></div>{shown}</div>")
-
-
-def _with_sliders(nb, stem: str):
-    """A copy of ``nb`` whose slider views' outputs hold their :func:`static_sliders` (under :data:`SLIDERS`)."""
-    nb = copy.deepcopy(nb)
-    for k, cell in enumerate(nb.cells):
-        call = _widget_call(cell.source) if cell.cell_type == "code" else None
-        views = [out for out in cell.get("outputs", []) if WIDGET_VIEW in out.get("data", {})]
-        if call and views:
-            function, args, kwargs = call
-            views[-1].data[SLIDERS] = static_sliders(function(*args, **kwargs), f"s{stem}-{k}")
-    return nb
-
-
-def _folded(cell) -> bool:
-    """A solution cell the page folds (with its neighbours): one tagged ``solution`` without a ``<details>``."""
-    return "solution" in cell.metadata.get("tags", []) and "<details>" not in cell.source
-
-
 @functools.cache
 def _exporter() -> HTMLExporter:
     """nbconvert's HTML exporter with the site's template and its filters (markdown, math, figures, the allowlist)."""
-    filters = {"clean": _clean, "course_markdown": markdown_to_html, "figure": _figure, "folded": _folded,
+    filters = {"clean": _clean, "course_markdown": markdown_to_html, "figure": _figure,
                "display_math": lambda tex: math_to_mathml(tex.strip().strip("$"), display=True)}
     return HTMLExporter(extra_loaders=[jinja2.FileSystemLoader(Path(__file__).parent)], template_file="site.html.j2",
                         filters=filters, config=Config({"NbConvertBase": {"display_data_priority": SHOWN}}))
@@ -297,17 +221,12 @@ def _inline(title: str) -> str:
     return "".join(math_to_mathml(p) if i % 2 else html.escape(p, quote=False) for i, p in enumerate(parts))
 
 
-def _numbered(stem: str, title: str) -> tuple[str, str]:
-    """The file name's number and the title without its own ("00_why", "0. Why positions?" -> "0", "Why positions?")."""
-    number = re.match(r"\d*", stem)[0]
-    return str(int(number)) if number else "", re.sub(r"^\d+\.\s+", "", title)
-
-
 def index_html(pages, handout: bool = False) -> bytes:
     """The overview: every notebook in order, with its number, file and learning objectives (and the handout)."""
     rows = []
     for stem, title, objectives in pages:
-        number, name = _numbered(stem, title)
+        number = re.match(r"\d*", stem)[0]                        # "00_why", "0. Why positions?": 0, Why positions?
+        number, name = str(int(number)) if number else "", re.sub(r"^\d+\.\s+", "", title)
         rows.append(f'<tr><td>{number}</td>'
                     f'<td><a href="{stem}.html">{_inline(name)}</a><br>'
                     f'<code>notebooks/{html.escape(stem)}.ipynb</code></td>'
@@ -361,7 +280,7 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300, execu
         nb = executed_notebook(path, timeout) if executed is None else executed[i]
         try:
             pages.append((path.stem, *title_and_objectives(nb, path.stem)))
-            rendered.append(_page(pages[-1][1].replace("$", ""), _with_sliders(nb, path.stem), _nav(stems, i)))
+            rendered.append(_page(pages[-1][1].replace("$", ""), with_sliders(nb, path.stem), _nav(stems, i)))
         except ValueError as exc:
             raise RuntimeError(f"notebook {path.name}: {exc}") from exc
     for stem, page in zip(stems, rendered):

@@ -3,7 +3,10 @@ returns a box of sliders, a readout and the view's PNG, keeping ``.view``, ``.co
 
 from __future__ import annotations
 
+import ast
 import base64
+import copy
+import html
 
 import ipywidgets as W
 import numpy as np
@@ -204,3 +207,73 @@ def semantic_match_widget(base: float = 10000.0, max_distance: int = 4096) -> W.
               (f"distance 32768, base {base:g}", {"max_distance": 32768}),
               ("base 1e+05", {"base": 1e5}), ("base 1e+06", {"base": 1e6})]
     return slider_app(view, controls, frames)
+
+
+# ---- slider views without a script (the course site): radio buttons over frames, the page's style shows one -----
+
+#: A slider view's static form (:func:`static_sliders`), put in its output by :func:`with_sliders`.
+SLIDERS = "text/x-rope-ref-sliders"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+def _widget_call(source: str):
+    """A code cell's call of a ``*_widget`` function of :mod:`.widgets` as ``(function, args, kwargs)``, if every
+    argument is a literal; else None."""
+    try:
+        calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
+        names = [getattr(call.func, "id", getattr(call.func, "attr", "")) for call in calls]
+        call, name = next((c, n) for c, n in zip(calls, names) if n.endswith("_widget") and callable(globals().get(n)))
+        return (globals()[name], [ast.literal_eval(a) for a in call.args],
+                {k.arg: ast.literal_eval(k.value) for k in call.keywords})
+    except (SyntaxError, StopIteration, ValueError):     # no such call, or an argument computed in the notebook
+        return None
+
+
+def _values(control, most: int = 5) -> list:
+    """Up to ``most`` values spread over ``control``'s range (both ends among them), and its value."""
+    if hasattr(control, "options"):
+        values = [value for _, value in control.options]
+    else:
+        values = [control.min + k * control.step for k in range(round((control.max - control.min) / control.step) + 1)]
+        values = [control.base ** v for v in values] if hasattr(control, "base") else values     # FloatLogSlider
+    return sorted({values[round(k * (len(values) - 1) / (most - 1))] for k in range(most)} | {control.value})
+
+
+def static_sliders(box, key: str) -> str:
+    """The slider view ``box`` (:func:`.widgets.slider_app`) as HTML that runs no script: per control, a button per
+    value of :func:`_values`, each showing the view's image and readout with that value and the other controls at
+    their start (the widget's own code draws them); ``key`` names the buttons, unique in the page."""
+    start = {name: control.value for name, control in box.controls.items()}
+    frames, rows = [(box.image.value, box.readout.value)], []
+    for name, control in box.controls.items():
+        labels = []
+        for value in _values(control):
+            n = 0                                           # the start: frame 0
+            if value != start[name]:
+                try:
+                    control.value = value                   # the widget's observer updates its view and image
+                except (TypeError, ValueError):             # a state the view refuses has no button
+                    continue
+                frames.append((box.image.value, box.readout.value))
+                n = len(frames) - 1
+            text = dict((v, t) for t, v in getattr(control, "options", ())).get(value, f"{value:g}")
+            labels.append(f'<label for="{key}-{n}" class="l{n}">{html.escape(text)}</label>')
+        control.value = start[name]
+        rows.append(f"<div><b>{html.escape(control.description)}</b> {''.join(labels)}</div>")
+    radios = "".join(f'<input type="radio" name="{key}" id="{key}-{n}" class="r{n}"{" checked" * (n == 0)}>'
+                     for n in range(len(frames)))
+    shown = "".join(f'<div class="frame f{n}"><img src="data:image/png;base64,{base64.b64encode(png).decode()}" '
+                    f'alt="the view"><p>{html.escape(readout)}</p></div>' for n, (png, readout) in enumerate(frames))
+    return (f'<div class="sliders">{radios}<div class="controls">{"".join(rows)}<em>Click a value: the view with it, '
+            f"the other controls at their start.</em></div>{shown}</div>")
+
+
+def with_sliders(nb, stem: str):
+    """A copy of ``nb`` whose slider views' outputs hold their :func:`static_sliders` (under :data:`SLIDERS`)."""
+    nb = copy.deepcopy(nb)
+    for k, cell in enumerate(nb.cells):
+        call = _widget_call(cell.source) if cell.cell_type == "code" else None
+        views = [out for out in cell.get("outputs", []) if WIDGET_VIEW in out.get("data", {})]
+        if call and views:
+            function, args, kwargs = call
+            views[-1].data[SLIDERS] = static_sliders(function(*args, **kwargs), f"s{stem}-{k}")
+    return nb

@@ -1,7 +1,6 @@
 """What the slider views draw: the number of the readout, each method apart (the readouts against the notebooks'
 printed cells are compared in test_notebooks_run.py, on the notebooks' one run)."""
 
-import re
 from pathlib import Path
 
 import pytest

@@ -24,7 +24,8 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from rope_ref.teaching.site import _widget_call, build_site, course_notebooks
+from rope_ref.teaching.site import build_site, course_notebooks
+from rope_ref.teaching.widgets import _widget_call
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,13 +1,10 @@
 """The precision experiments of notebook 06."""
 
-import warnings
-
 import ml_dtypes
 import numpy as np
-import pytest
 
 import rope_ref as rr
-from rope_ref.teaching import context_extension, precision, quantities
+from rope_ref.teaching import precision, quantities
 
 
 def test_float64_angles_have_no_error():
