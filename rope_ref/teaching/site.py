@@ -115,8 +115,9 @@ class _CourseRenderer(IPythonRenderer):
         return img if shown else f"<em>[{striptags(text) or 'image'}: not embedded]</em>"
 
 
-#: The lines of a folded block in markdown (a solution): ``<details>``, ``<summary>...</summary>``, ``</details>``.
-_FOLD = re.compile(r"^[ \t]*(<details>|<summary>.*?</summary>|</details>)[ \t]*$", re.M)
+#: The lines of a folded block in markdown (a solution): ``<details>`` (and its ``<summary>...</summary>`` on the same
+#: line or the next), ``</details>``.
+_FOLD = re.compile(r"^[ \t]*(<details>(?:<summary>.*?</summary>)?|<summary>.*?</summary>|</details>)[ \t]*$", re.M)
 
 
 def markdown_to_html(source: str, attachments: dict | None = None) -> str:
@@ -127,9 +128,8 @@ def markdown_to_html(source: str, attachments: dict | None = None) -> str:
                                attachments=attachments or {})
     parts = _FOLD.split(source)
     for i in range(1, len(parts), 2):
-        summary = parts[i][len("<summary>"):-len("</summary>")]
-        parts[i] = (f"<summary>{html.escape(summary)}</summary>" if parts[i].startswith("<summary>")
-                    else parts[i].replace("<details>", '<details class="solution">'))
+        parts[i] = re.sub(r"<summary>(.*?)</summary>", lambda m: f"<summary>{html.escape(m[1])}</summary>",
+                          parts[i].replace("<details>", '<details class="solution">'))
     return "".join(p if i % 2 else MarkdownWithMath(renderer=renderer).render(p) for i, p in enumerate(parts))
 
 

@@ -36,7 +36,6 @@ def _code(source, **data):
 
 def _lesson():
     md = nbformat.v4.new_markdown_cell
-    hidden = {"tags": ["solution"], "jupyter": {"source_hidden": True}}
     solution = {"model_id": "0", "version_major": 2, "version_minor": 0}
     cells = [
         md("# Zero. A test lesson on $\\theta_i$\n\nThe angle is $m\\theta_i$ and\n\n$$q_m \\cdot k_n = x^2.$$\n\n"
@@ -45,15 +44,14 @@ def _lesson():
         md("## Learning objectives\n\n- rotate a pair by $m\\theta_i$\n- read Figure 2, where $a +\n b$ spans two "
            "lines"),
         md("**Exercise.** Compute $2+2$.", metadata={"tags": ["exercise"]}),
-        md("The answer is OLD-TEXT.", metadata=hidden),
-        _code("print('OLD-CODE')", **{"text/plain": "OLD-OUTPUT"}),
+        md("<details><summary>Solution</summary>\n\nThe answer is OLD-TEXT.\n\n```python\nprint('OLD-CODE')\n```\n\n"
+           "</details>", metadata={"tags": ["solution"]}),
         md("<details>\n<summary>Solution</summary>\n\nNEW-TEXT, with $x^2$:\n\n```python\nanswer = 'NEW-CODE'\n```\n\n"
            "</details>", metadata={"tags": ["solution"]}),
         md("After the solutions: AFTER-TEXT."),
         _code("from rope_ref.teaching.widgets import decay_widget\ndecay_widget(d=64)", **{WIDGET: solution}),
         _code("import ipywidgets\nipywidgets.IntSlider()", **{WIDGET: solution, "text/plain": "IntSlider()"}),
     ]
-    cells[4].metadata = hidden
     nb = _notebook(cells)       # the widget's state, as nbclient stores it (else nbconvert shows text/plain)
     nb.metadata.widgets = {"application/vnd.jupyter.widget-state+json": {"state": {"0": {}}, "version_major": 2,
                                                                          "version_minor": 0}}
@@ -93,7 +91,7 @@ def test_the_lesson_page_renders_math_folds_solutions_and_embeds_only_its_own_im
     assert "echo $HOME and $PATH" in text                   # a dollar in code is not math
     folded = re.findall(r'<details class="solution">(.*?)</details>', text, re.S)
     assert len(folded) == 2 and all(f.count("<summary>") == 1 for f in folded), "one <details> per solution"
-    assert "OLD-TEXT" in folded[0] and "OLD-CODE" in folded[0] and "OLD-OUTPUT" in folded[0]
+    assert "OLD-TEXT" in folded[0] and "OLD-CODE" in folded[0]          # <details><summary> on one line
     assert "NEW-TEXT" in folded[1] and "NEW-CODE" in folded[1] and "<msup>" in folded[1]
     outside = re.sub(r"<details.*?</details>", "", text, flags=re.S)
     assert "AFTER-TEXT" in outside and not re.search("OLD-|NEW-|&lt;/?details", outside)
