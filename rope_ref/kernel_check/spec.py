@@ -73,7 +73,8 @@ class RopeSpec(ProbeSpec):
         if not self.linear:
             return f"{head}, angles not linear in the position: not a linear/geometric family"
         params = {k: v for k, v in self.rope_params.items() if k != "base"}
-        return (f"{head}, base {show_number(self.base)}, row 0 at position {show_number(self.offset, '.6g')}, "
+        base = "frequencies not a geometric family" if self.base is None else f"base {show_number(self.base)}"
+        return (f"{head}, {base}, row 0 at position {show_number(self.offset, '.6g')}, "
                 f"{self.rope_type or 'scaling not named'}{' ' + show_params(params) if params else ''}, angles "
                 f"like {self.angle_precision} over {self.rows} rows")
 
