@@ -161,7 +161,7 @@ def rope_bound(x, budget, r: int, pairing: str, precision: Precision, *, factor:
 
 
 def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=None, cos=None, sin=None, rows=None,
-                      layout=None, cu_seqlens=None, seqlen_offsets=None, **rope) -> None:
+                      layout=None, cu_seqlens=None, seqlen_offsets=None, head_dim=None, **rope) -> None:
     """Raise AssertionError if ``actual`` (a kernel's RoPE of ``x``) is farther from the oracle than the bound
     derived from ``precision`` allows, elementwise (a name of :data:`PRECISIONS` or a :class:`Precision`).
 
@@ -169,7 +169,9 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
     ``config=`` (a config.json path or dict, a transformers config object, a ``RopeConfig``), or ``angles``
     ``(..., seq, r/2)``, or a ``cos``/``sin`` table ``(n, r/2)`` with ``rows`` (see :func:`rotate_table`).
     Positions: ``positions`` as for ``rotate``, or ``layout`` ("bshd", "bhsd", "sbhd", "thd" with ``cu_seqlens``)
-    and ``seqlen_offsets`` (:func:`layout_positions`).  ``actual`` and ``x`` may be torch tensors.
+    and ``seqlen_offsets`` (:func:`layout_positions`).  ``head_dim``: x's last axis holds heads of this size one after
+    another (vLLM's ``(tokens, heads * head_size)``; positions then index the axes before it).  ``actual`` and ``x``
+    may be torch tensors.
 
     >>> import numpy as np, rope_ref as rr
     >>> x = np.random.default_rng(0).standard_normal((2, 16, 4, 8)).astype(np.float32)
@@ -184,6 +186,13 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
     got = _numpy(actual, "actual").astype(np.float64)
     if got.shape != x64.shape:
         raise ValueError(f"actual must have x's shape {x64.shape}, got shape {got.shape}")
+    if head_dim is not None:
+        if x64.shape[-1] % head_dim:
+            raise ValueError(f"head_dim must divide x.shape[-1]={x64.shape[-1]}, got head_dim={head_dim}")
+        x64, got = (a.reshape(a.shape[:-1] + (-1, head_dim)) for a in (x64, got))
+        if positions is None and layout is None:
+            positions = np.arange(x64.shape[-3]) if x64.ndim > 2 else np.zeros(())
+        positions = None if positions is None else np.asarray(positions)[..., None]
     if layout is not None:
         if positions is not None:
             raise TypeError("positions and layout were both given: pass one")
