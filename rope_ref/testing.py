@@ -1,0 +1,216 @@
+"""A kernel's RoPE output against the oracle's, with a tolerance derived from the kernel's arithmetic.
+
+:func:`assert_rope_close` is the call a kernel test suite makes in place of its own torch reference and its
+hand-picked ``atol``.  docs/kernel_suites.md derives the bound; for feature ``e`` of pair ``(a, b)`` at position
+``m`` (exact angle phi = m * theta_j; ``u_*`` the unit roundoffs of the :class:`Precision` steps):
+
+    |actual_e - exact_e| <= r * min(Delta, 2) + (|x_a| + |x_b|) * (2 u_angles + u_table + 4 u_compute + u_output)
+                            + |x_e| * u_output  (the features that are not rotated: that term alone)
+
+with ``r = |(x_a, x_b)|`` and ``Delta = (6 + |ln theta_j|) * u_angles * |phi|``: theta_j = base^(-2j/d) computed in
+the angles' dtype (the exponent's rounding grows by |ln theta_j| through the power; the power, a division, the
+position and the product add one rounding each, with one to spare).  Given ``angles=``: Delta = u_angles * |phi|
+(the kernel rounds them once).  Given a ``cos``/``sin`` table: Delta = 0 and no table rounding (the table is the
+input both sides use).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from ._validate import check_choice, check_real_array, check_x
+from .forms import rotate_elementwise, rotate_half
+
+
+@dataclass(frozen=True)
+class Precision:
+    """The float type of each step of a kernel: its angles (frequencies, positions and their product), its cos/sin
+    table, its arithmetic ``x * cos + rotate_half(x) * sin`` and its output."""
+
+    angles: str = "float32"
+    table: str = "float32"
+    compute: str = "float32"
+    output: str = "float32"
+
+    def roundoff(self, step: str) -> float:
+        """The unit roundoff (half the machine epsilon) of ``step``'s type."""
+        return float(ml_dtypes.finfo(getattr(self, step)).eps) / 2
+
+
+#: ``precision="..."``: float32 throughout (the suites' references and most kernels), or float32 angles with the
+#: table, the arithmetic and the output in a 16-bit type.
+PRECISIONS = {
+    "float64": Precision("float64", "float64", "float64", "float64"),
+    "float32": Precision(),
+    "bfloat16": Precision("float32", "bfloat16", "bfloat16", "bfloat16"),
+    "float16": Precision("float32", "float16", "float16", "float16"),
+}
+
+LAYOUTS = ("bshd", "bhsd", "sbhd", "thd")
+
+
+def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.ndarray:
+    """Eq 34 with a given table: x * cos + rotate_half(x) * sin, as kernels fed a cos/sin cache compute it.
+
+    ``cos``, ``sin``: ``(n, r/2)``, row p for position p (flash-attention, vLLM's cos_sin_cache halves); ``rows``:
+    the row of each of x's positions, broadcastable to ``x.shape[:-1]`` (default: row i for position i along seq).
+    The first r features of ``x`` ``(..., seq, d)`` rotate, the rest pass through; float64 of x's shape.
+    """
+    x = check_x(x).astype(np.float64)
+    cos, sin = (check_real_array(t, name).astype(np.float64) for t, name in ((cos, "cos"), (sin, "sin")))
+    r = 2 * cos.shape[-1]
+    c, s = (t[np.arange(x.shape[-2]) if rows is None else np.asarray(rows)] for t in (cos, sin))
+    c, s = (np.repeat(t, 2, -1) if pairing == "interleaved" else np.concatenate([t, t], -1) for t in (c, s))
+    y = x.copy()
+    y[..., :r] = x[..., :r] * c + rotate_half(x[..., :r], pairing) * s
+    return y
+
+
+def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None) -> np.ndarray:
+    """Positions broadcastable to ``shape[:-1]`` of a tensor laid out as ``layout`` (b batch, s sequence, h heads,
+    d features; "thd": sequences packed along t, sequence i in rows ``cu_seqlens[i]:cu_seqlens[i+1]``).
+
+    ``seqlen_offsets``: the position of each sequence's first token: one number, or one per batch entry
+    (per packed sequence for "thd"), as flash-attention's ``seqlen_offsets`` or a KV cache's lengths."""
+    layout = check_choice(layout, "layout", LAYOUTS)
+    if len(shape) != len(layout):
+        raise ValueError(f"layout={layout!r} needs a {len(layout)}-D tensor, got x of shape {tuple(shape)}")
+    if layout == "thd":
+        if cu_seqlens is None:
+            raise ValueError("cu_seqlens must be given with layout='thd': the (batch + 1,) start of each sequence")
+        cu = check_real_array(cu_seqlens, "cu_seqlens").astype(np.int64)
+        if cu.ndim != 1 or len(cu) < 2 or cu[0] != 0 or cu[-1] != shape[0] or np.any(np.diff(cu) < 0):
+            raise ValueError(f"cu_seqlens must rise from 0 to t={shape[0]}, got {cu.tolist()}")
+        seq_of = np.repeat(np.arange(len(cu) - 1), np.diff(cu))
+        offsets = np.broadcast_to(np.asarray(0 if seqlen_offsets is None else seqlen_offsets), (len(cu) - 1,))
+        return (np.arange(shape[0]) - cu[seq_of] + offsets[seq_of]).astype(np.float64)[:, None]
+    if cu_seqlens is not None:
+        raise ValueError(f"cu_seqlens is for layout='thd', got layout={layout!r}")
+    b, s = shape[layout.index("b")], shape[layout.index("s")]
+    offsets = np.broadcast_to(np.asarray(0 if seqlen_offsets is None else seqlen_offsets, np.float64), (b,))
+    grid = offsets[:, None] + np.arange(s)                                     # (b, s)
+    grid = grid.T if layout.index("s") < layout.index("b") else grid           # in the layout's order of b and s
+    return np.expand_dims(grid, layout.index("h"))
+
+
+def _numpy(a, name: str) -> np.ndarray:
+    """A torch tensor (any float dtype, ``requires_grad`` allowed: detached) or array-like, as a NumPy array."""
+    if type(a).__module__.startswith("torch"):
+        t = a.detach().cpu()
+        if str(t.dtype) == "torch.bfloat16":
+            return t.float().numpy().astype(ml_dtypes.bfloat16)       # NumPy's DLPack has no bfloat16
+        return np.from_dlpack(t.contiguous()).copy()
+    return check_real_array(a, name)
+
+
+def _exact(x, positions, angles, cos, sin, rows, rope: dict):
+    """(exact float64 output, per-pair angle budget before roundoff ``(..., seq, r/2)``, r, pairing, attention
+    factor, whether the table is the kernel's own input)."""
+    config = rope.pop("config", None)
+    factor = 1.0
+    if config is not None:
+        from .hf_config import RopeConfig, from_hf_config
+        cfg = config if isinstance(config, RopeConfig) else from_hf_config(config)
+        seq_len = None if positions is None else int(np.max(positions, initial=0)) + 1
+        rope = {"pairing": cfg.pairing, "rotary_dim": cfg.rotary_dim, "inv_freq": cfg.inv_freq(seq_len), **rope}
+        factor = cfg.attention_factor
+    pairing = rope.get("pairing", "interleaved")
+    if cos is not None or sin is not None:
+        if cos is None or sin is None:
+            raise TypeError("cos and sin must be given together")
+        y = rotate_table(x, cos, sin, rows=rows, pairing=pairing)
+        return y, np.zeros(y.shape[:-1] + (np.shape(cos)[-1],)), 2 * np.shape(cos)[-1], pairing, factor, True
+    if angles is not None:
+        angles = check_real_array(angles, "angles").astype(np.float64)
+        y = rotate_table(x, np.cos(angles.reshape(-1, angles.shape[-1])), np.sin(angles.reshape(-1, angles.shape[-1])),
+                         rows=np.arange(angles[..., 0].size).reshape(angles.shape[:-1]), pairing=pairing)
+        return y, np.abs(angles), 2 * angles.shape[-1], pairing, factor, False
+    y = rotate_elementwise(x, positions, **rope)
+    r = rope.get("rotary_dim") or x.shape[-1]
+    freqs = rope.get("inv_freq")
+    freqs = np.float64(rope.get("base", 10000.0)) ** (-np.arange(0, r, 2) / r) if freqs is None else np.asarray(freqs)
+    freqs = freqs.reshape(r // 2, -1)                                          # (r/2, axes)
+    pos = np.arange(x.shape[-2], dtype=np.float64) if positions is None else np.asarray(positions, np.float64)
+    pos = pos.reshape((freqs.shape[1],) + pos.shape[freqs.shape[1] > 1:])       # (axes, ...)
+    phi = sum(np.abs(np.multiply.outer(p, f)) for p, f in zip(pos, freqs.T))
+    magnitude = np.abs(freqs).max(axis=1)
+    steps = 6.0 + np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))      # per pair
+    return y * factor, phi * steps, r, pairing, factor, False
+
+
+def rope_bound(x, budget, r: int, pairing: str, precision: Precision, *, factor: float = 1.0,
+               table_given: bool = False) -> np.ndarray:
+    """The derived elementwise bound on |kernel - exact| (module docstring): float64 of x's shape.
+
+    ``budget``: ``(..., seq, r/2)``, each angle's error in units of the angles' roundoff."""
+    ua, ut, uc, uo = (precision.roundoff(s) for s in ("angles", "table", "compute", "output"))
+    x = np.asarray(x, dtype=np.float64)
+    j = np.arange(r // 2)
+    a, b = (2 * j, 2 * j + 1) if pairing == "interleaved" else (j, j + r // 2)
+    xa, xb = x[..., a], x[..., b]
+    table = 0.0 if table_given else 2 * ua + ut
+    pair = abs(factor) * (np.hypot(xa, xb) * np.minimum(budget * ua, 2.0)
+                          + (np.abs(xa) + np.abs(xb)) * (table + 4 * uc + uo))
+    bound = np.abs(x) * uo + float(ml_dtypes.finfo(precision.output).smallest_normal)
+    bound[..., a] += pair
+    bound[..., b] += pair
+    return bound
+
+
+def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=None, cos=None, sin=None, rows=None,
+                      layout=None, cu_seqlens=None, seqlen_offsets=None, head_dim=None, **rope) -> None:
+    """Raise AssertionError if ``actual`` (a kernel's RoPE of ``x``) is farther from the oracle than the bound
+    derived from ``precision`` allows, elementwise (a name of :data:`PRECISIONS` or a :class:`Precision`).
+
+    The RoPE: the keywords of :func:`rope_ref.rotate` (``base``, ``pairing``, ``rotary_dim``, ``inv_freq``), or
+    ``config=`` (a config.json path or dict, a transformers config object, a ``RopeConfig``), or ``angles``
+    ``(..., seq, r/2)``, or a ``cos``/``sin`` table ``(n, r/2)`` with ``rows`` (see :func:`rotate_table`).
+    Positions: ``positions`` as for ``rotate``, or ``layout`` ("bshd", "bhsd", "sbhd", "thd" with ``cu_seqlens``)
+    and ``seqlen_offsets`` (:func:`layout_positions`).  ``head_dim``: x's last axis holds heads of this size one after
+    another (vLLM's ``(tokens, heads * head_size)``; positions then index the axes before it).  ``actual`` and ``x``
+    may be torch tensors.
+
+    >>> import numpy as np, rope_ref as rr
+    >>> x = np.random.default_rng(0).standard_normal((2, 16, 4, 8)).astype(np.float32)
+    >>> p = rr.testing.layout_positions(x.shape, "bshd")
+    >>> rr.testing.assert_rope_close(rr.rotate(x, p), x, layout="bshd")
+    """
+    if isinstance(precision, str):
+        precision = PRECISIONS[check_choice(precision, "precision", tuple(PRECISIONS))]
+    if not isinstance(precision, Precision):
+        raise TypeError(f"precision must be one of {tuple(PRECISIONS)} or a Precision, got {type(precision).__name__}")
+    x64 = check_x(_numpy(x, "x")).astype(np.float64)
+    got = _numpy(actual, "actual").astype(np.float64)
+    if got.shape != x64.shape:
+        raise ValueError(f"actual must have x's shape {x64.shape}, got shape {got.shape}")
+    if head_dim is not None:
+        if x64.shape[-1] % head_dim:
+            raise ValueError(f"head_dim must divide x.shape[-1]={x64.shape[-1]}, got head_dim={head_dim}")
+        x64, got = (a.reshape(a.shape[:-1] + (-1, head_dim)) for a in (x64, got))
+        if positions is None and layout is None:
+            positions = np.arange(x64.shape[-3]) if x64.ndim > 2 else np.zeros(())
+        positions = None if positions is None else np.asarray(positions)[..., None]
+    if layout is not None:
+        if positions is not None:
+            raise TypeError("positions and layout were both given: pass one")
+        positions = layout_positions(x64.shape, layout, cu_seqlens=cu_seqlens, seqlen_offsets=seqlen_offsets)
+    elif x64.ndim == 4 and positions is None and angles is None and rows is None:
+        raise ValueError(f"x of shape {x64.shape} is ambiguous without positions or layout: (batch, seq, heads, d) is "
+                         "layout='bshd', (batch, heads, seq, d) is layout='bhsd'")
+    if rows is None and cos is not None and positions is not None:
+        rows = np.asarray(positions).astype(np.int64)
+    exact, budget, r, pairing, factor, table_given = _exact(x64, positions, angles, cos, sin, rows, dict(rope))
+    bound = rope_bound(x64, budget, r, pairing, precision, factor=factor, table_given=table_given)
+    err = np.abs(got - exact)
+    bad = ~(err <= bound)                        # NaN in actual fails
+    if not bad.any():
+        return
+    ratio = np.where(bad, np.nan_to_num(err / bound, nan=np.inf), -1.0)
+    worst = np.unravel_index(np.argmax(ratio), err.shape)
+    raise AssertionError(
+        f"{int(bad.sum())} of {bad.size} elements are farther from the oracle than the bound derived for {precision}; "
+        f"worst at index {tuple(int(i) for i in worst)}: actual {got[worst]:.7g}, expected {exact[worst]:.7g}, "
+        f"|difference| {err[worst]:.3g} > bound {bound[worst]:.3g} ({ratio[worst]:.3g} times)")

@@ -1,0 +1,200 @@
+"""rope_ref.testing: a kernel built as its declared precision says passes, every planted defect fails, the bound holds
+at its edge, layouts and tables give the positions and rows a suite's kernel uses."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import rope_ref as rr
+from rope_ref.testing import Precision, assert_rope_close, layout_positions, rotate_table
+
+F32, BF16, F16 = np.float32, ml_dtypes.bfloat16, np.float16
+
+
+def model_kernel(x, pos, *, base=10000.0, pairing="half", rotary_dim=None, table=F32, compute=F32, offset=0,
+                 freq_dtype=F32, pos_dtype=F32, clockwise=False, from_one=False):
+    """A kernel as the suites' references compute it (transformers' LlamaRotaryEmbedding in float32): float32
+    frequencies and angles, the table and arithmetic in ``table``/``compute``, written out in x's dtype.  The
+    keywords after ``compute`` plant the defects of the checker's catalogue."""
+    d = x.shape[-1]
+    r = rotary_dim or d
+    exponent = (np.arange(0, r, 2) + (2 if from_one else 0)).astype(F32) / F32(r)
+    inv = (F32(1.0) / F32(base) ** exponent).astype(freq_dtype).astype(F32)
+    ang = np.asarray(pos + offset).astype(pos_dtype).astype(F32)[..., None] * inv
+    c, s = np.cos(ang).astype(table).astype(compute), np.sin(ang).astype(table).astype(compute)
+    s = -s if clockwise else s
+    xc = x.astype(compute)
+    xr, rest = xc[..., :r], xc[..., r:]
+    if pairing == "half":
+        h = r // 2
+        y = xr * np.concatenate([c, c], -1) + np.concatenate([-xr[..., h:], xr[..., :h]], -1) * np.concatenate([s, s], -1)
+    else:
+        a, b = xr[..., 0::2], xr[..., 1::2]
+        y = np.stack([a * c - b * s, a * s + b * c], -1).reshape(xr.shape)
+    return np.concatenate([y, rest], -1).astype(x.dtype)
+
+
+CASES = [(64, 1e4, None), (128, 5e5, None), (80, 1e4, None), (96, 1e6, 48), (128, 1e4, 32)]
+PRECISION_DTYPES = [("float32", F32), ("bfloat16", BF16), ("float16", F16)]
+
+
+def _positions(rng, largest):
+    return np.concatenate([np.arange(32), rng.integers(0, largest, 96)]).astype(np.float64)
+
+
+@pytest.mark.parametrize("d, base, rotary_dim", CASES)
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+@pytest.mark.parametrize("precision, dtype", PRECISION_DTYPES)
+def test_a_kernel_built_as_declared_passes_up_to_a_million(d, base, rotary_dim, pairing, precision, dtype):
+    rng = np.random.default_rng(d)
+    pos = _positions(rng, 10**6 if precision != "float16" else 6 * 10**4)
+    x = rng.standard_normal((2, len(pos), d)).astype(dtype)
+    y = model_kernel(x, pos, base=base, pairing=pairing, rotary_dim=rotary_dim, table=dtype, compute=dtype)
+    assert_rope_close(y, x, pos, base=base, pairing=pairing, rotary_dim=rotary_dim, precision=precision)
+
+
+DEFECTS = {
+    "position offset": dict(offset=1),
+    "another base": dict(base=10100.0),
+    "frequencies rounded to bfloat16": dict(freq_dtype=BF16),
+    "positions held in bfloat16": dict(pos_dtype=BF16),
+    "theta indexed from 1": dict(from_one=True),
+    "direction reversed": dict(clockwise=True),
+    "pairing swapped": dict(pairing="interleaved"),
+    "rotary_dim halved": dict(rotary_dim=64),
+}
+
+
+@pytest.mark.parametrize("defect", DEFECTS)
+@pytest.mark.parametrize("precision, dtype", PRECISION_DTYPES[:2])
+def test_every_planted_defect_fails(defect, precision, dtype):
+    rng = np.random.default_rng(1)
+    pos = _positions(rng, 4096)
+    x = rng.standard_normal((2, len(pos), 128)).astype(dtype)
+    kwargs = dict(pairing="half", table=dtype, compute=dtype) | DEFECTS[defect]
+    with pytest.raises(AssertionError, match="bound"):
+        assert_rope_close(model_kernel(x, pos, **kwargs), x, pos, pairing="half", precision=precision)
+
+
+def test_llama3_scaling_dropped_fails_and_kept_passes():
+    cfg = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 4, "rope_theta": 500000.0,
+           "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                            "original_max_position_embeddings": 8192}}
+    rng = np.random.default_rng(2)
+    pos = _positions(rng, 10**5)
+    x = rng.standard_normal((len(pos), 128)).astype(np.float32)
+    inv = rr.from_hf_config(cfg).inv_freq().astype(np.float32)
+    ang = pos.astype(np.float32)[:, None] * inv
+    kept = (x * np.concatenate([np.cos(ang)] * 2, -1) + rr.rotate_half(x, "half") * np.concatenate([np.sin(ang)] * 2, -1))
+    assert_rope_close(kept.astype(np.float32), x, pos, config=cfg)
+    with pytest.raises(AssertionError):
+        assert_rope_close(model_kernel(x, pos, base=500000.0), x, pos, config=cfg)
+
+
+@pytest.mark.parametrize("position", [300.0, 3000.0, 30000.0])
+def test_the_bound_holds_at_its_edge(position):
+    """Angles rounded in float32, everything else exact: turned by exactly the angle budget, the kernel passes;
+    one float32 ulp of the angle beyond it, it fails at the feature the rotation moves most."""
+    precision = Precision("float32", "float64", "float64", "float64")
+    d, j = 8, 0
+    pos = np.array([position])
+    phi = position * rr.frequencies(d)[j]
+    budget = 6.0 * (np.finfo(np.float32).eps / 2) * phi          # theta_0 = 1: |ln theta_0| = 0
+    x = np.zeros((1, d))
+    x[0, 0], x[0, 1] = np.sin(phi), -np.cos(phi)              # R(phi) x = (1, 0): feature 0 moves by sin(delta)
+
+    def turned_by(delta):
+        return rr.rotate_elementwise(x, pos + delta / rr.frequencies(d)[j] * np.eye(1)[0], pairing="interleaved")
+
+    exact_turn = np.arcsin(budget) * (1 - 1e-12)
+    assert_rope_close(turned_by(exact_turn), x, pos, precision=precision)
+    with pytest.raises(AssertionError, match=r"index \(0, [01]\)"):
+        assert_rope_close(turned_by(exact_turn + np.spacing(np.float32(phi))), x, pos, precision=precision)
+
+
+def _loop_positions(shape, layout, cu_seqlens, offsets):
+    """Each element's position, by a plain loop over the tensor (independent of layout_positions)."""
+    out = np.zeros(shape[:-1])
+    for idx in np.ndindex(*shape[:-1]):
+        where = dict(zip(layout, idx))
+        if layout == "thd":
+            seq = np.searchsorted(cu_seqlens, where["t"], side="right") - 1
+            out[idx] = where["t"] - cu_seqlens[seq] + offsets[seq]
+        else:
+            out[idx] = where["s"] + offsets[where["b"]]
+    return out
+
+
+@pytest.mark.parametrize("layout, shape", [("bshd", (3, 5, 2, 8)), ("bhsd", (3, 2, 5, 8)), ("sbhd", (5, 3, 2, 8)),
+                                           ("thd", (11, 2, 8))])
+def test_layouts_give_each_token_its_position(layout, shape):
+    cu, offsets = np.array([0, 4, 4, 11]), np.array([7, 0, 3])
+    got = layout_positions(shape, layout, cu_seqlens=cu if layout == "thd" else None, seqlen_offsets=offsets)
+    np.testing.assert_array_equal(np.broadcast_to(got, shape[:-1]), _loop_positions(shape, layout, cu, offsets))
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    y = rr.rotate(x, np.broadcast_to(got, shape[:-1]))
+    assert_rope_close(y, x, layout=layout, cu_seqlens=cu if layout == "thd" else None, seqlen_offsets=offsets)
+    with pytest.raises(AssertionError):
+        assert_rope_close(y, x, layout=layout, cu_seqlens=cu if layout == "thd" else None)
+
+
+def test_an_ambiguous_4d_input_is_refused_naming_both_readings():
+    x = np.zeros((2, 4, 4, 8), np.float32)
+    with pytest.raises(ValueError, match="bshd") as info:
+        assert_rope_close(x, x)
+    assert "bhsd" in str(info.value) and "layout" in str(info.value)
+
+
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+@pytest.mark.parametrize("dtype", [BF16, F16, F32])
+def test_a_random_angle_table_as_flash_attention_feeds_it(pairing, dtype):
+    """flash-attention's tests: random angles, a cos/sin table in the kernel's dtype, float32 arithmetic, output in
+    x's dtype, rows offset per sequence."""
+    rng = np.random.default_rng(4)
+    angle = rng.standard_normal((80, 32))
+    cos, sin = np.cos(angle).astype(dtype), np.sin(angle).astype(dtype)
+    x = rng.standard_normal((3, 40, 2, 128)).astype(dtype)
+    rows = layout_positions(x.shape, "bshd", seqlen_offsets=[0, 5, 17]).astype(np.int64)
+    y = rotate_table(x.astype(F32), cos.astype(F32), sin.astype(F32), rows=rows, pairing=pairing).astype(dtype)
+    precision = Precision("float32", str(np.dtype(dtype)), "float32", str(np.dtype(dtype)))
+    assert_rope_close(y, x, cos=cos, sin=sin, rows=rows, pairing=pairing, precision=precision)
+    with pytest.raises(AssertionError):
+        assert_rope_close(y, x, cos=cos, sin=-sin, rows=rows, pairing=pairing, precision=precision)
+
+
+def test_rotate_table_is_rotate_with_the_exact_table():
+    rng = np.random.default_rng(5)
+    x, pos = rng.standard_normal((2, 9, 16)), rng.integers(0, 50, (2, 9))
+    ang = np.multiply.outer(np.arange(50), rr.frequencies(12))
+    for pairing in ("half", "interleaved"):
+        np.testing.assert_allclose(rotate_table(x, np.cos(ang), np.sin(ang), rows=pos, pairing=pairing),
+                                   rr.rotate_elementwise(x, pos, pairing=pairing, rotary_dim=12), atol=1e-12)
+
+
+def test_angles_per_position_and_pair():
+    rng = np.random.default_rng(6)
+    x, pos = rng.standard_normal((7, 16)).astype(np.float32), np.arange(7.0) * 1000
+    angles = np.multiply.outer(pos, rr.frequencies(16))
+    assert_rope_close(rr.rotate(x, pos), x, angles=angles)
+    with pytest.raises(AssertionError):
+        assert_rope_close(rr.rotate(x, pos + 1), x, angles=angles)
+
+
+@pytest.mark.parametrize("bad, name", [(dict(precision="float8"), "precision"), (dict(precision=3), "precision"),
+                                       (dict(layout="bsdh"), "layout"), (dict(actual=np.zeros((3, 8))), "actual")])
+def test_bad_arguments_are_named(bad, name):
+    x = np.zeros((4, 8), np.float32)
+    kwargs = dict(actual=x) | bad
+    with pytest.raises((TypeError, ValueError), match=name):
+        assert_rope_close(kwargs.pop("actual"), x, **kwargs)
+
+
+def test_torch_tensors_in_any_float_dtype_with_grad():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((6, 16)).astype(np.float32)
+    for dtype, precision in ((torch.float32, "float32"), (torch.bfloat16, "bfloat16"), (torch.float16, "float16")):
+        xt = torch.tensor(x).to(dtype).requires_grad_()
+        xn = xt.detach().float().numpy().astype({"bfloat16": BF16, "float16": F16, "float32": F32}[precision])
+        yt = torch.tensor(model_kernel(xn, np.arange(6.0), table=xn.dtype, compute=xn.dtype).astype(np.float32))
+        assert_rope_close(yt.to(dtype), xt, np.arange(6), precision=precision, pairing="half")
