@@ -29,6 +29,7 @@ from .rope_attention import attention, attention_dense, elu_plus_one, linear_att
 from .multiaxis import (axial_frequencies, deepseek_v4_compressed_positions, flux_position_ids, grid_positions,
                         mrope_frequencies, mrope_position_ids, qwen_image_position_ids)
 from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
+from . import testing
 
 __version__ = "0.1.0"
 
@@ -40,5 +41,5 @@ __all__ = [
     "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches",
     "assert_rope_grad_matches", "identify", "RopeConfig", "from_hf_config", "mrope_frequencies", "mrope_position_ids",
     "axial_frequencies", "grid_positions", "flux_position_ids", "qwen_image_position_ids",
-    "deepseek_v4_compressed_positions", "AxesSpec",
+    "deepseek_v4_compressed_positions", "AxesSpec", "testing",
 ]
