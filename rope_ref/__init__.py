@@ -41,5 +41,5 @@ __all__ = [
     "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches",
     "assert_rope_grad_matches", "identify", "RopeConfig", "from_hf_config", "mrope_frequencies", "mrope_position_ids",
     "axial_frequencies", "grid_positions", "flux_position_ids", "qwen_image_position_ids",
-    "deepseek_v4_compressed_positions", "AxesSpec", "testing",
+    "deepseek_v4_compressed_positions", "AxesSpec",
 ]
