@@ -114,16 +114,38 @@ def check_pairing(pairing) -> str:
     return check_choice(pairing, "pairing", PAIRINGS)
 
 
+def from_torch(a) -> np.ndarray:
+    """A torch tensor's values as a NumPy array (any device, ``requires_grad`` allowed: detached; through DLPack,
+    bfloat16 through float32, which holds it exactly); torch is never imported here."""
+    t = a.detach().cpu()
+    if str(t.dtype) == "torch.bfloat16":
+        return t.float().numpy().astype(ml_dtypes.bfloat16)              # NumPy's DLPack has no bfloat16
+    return np.from_dlpack(t.contiguous())
+
+
+def as_given(result: np.ndarray, given):
+    """``result`` as a tensor of ``given``'s dtype and device when ``given`` is a torch tensor (torch in, torch
+    out), else unchanged."""
+    if not type(given).__module__.startswith("torch"):
+        return result
+    import torch
+    if result.dtype == ml_dtypes.bfloat16:
+        return torch.from_numpy(result.astype(np.float32)).to(device=given.device, dtype=torch.bfloat16)
+    return torch.from_dlpack(result).to(given.device)
+
+
 def check_real_array(a, name: str) -> np.ndarray:
-    """A real array of an accepted dtype (``ACCEPTED``) in native byte order; lists and CPU torch tensors convert."""
+    """A real array of an accepted dtype (``ACCEPTED``) in native byte order; lists and torch tensors convert."""
     expected = f"a real array of dtype {ACCEPTED}"
+    if type(a).__module__.startswith("torch"):
+        a = from_torch(a)
     raw = isinstance(a, (bytes, bytearray)) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray))
     if a is None or isinstance(a, str) or raw or np.ma.is_masked(a):
         raise TypeError(f"{name} must be {expected}, got {type(a).__name__} (raw bytes and masked entries are "
                         f"not read as numbers)")
     try:
         arr = np.asarray(a)
-    except Exception as e:       # ragged lists, a torch tensor that requires grad or is bfloat16 or on a GPU
+    except Exception as e:       # ragged lists, objects numpy cannot read
         raise TypeError(f"{name} must be {expected}, got a {type(a).__name__} numpy cannot read ({e})") from None
     if not arr.dtype.isnative:                                  # big-endian: the same numbers in native order
         arr = arr.astype(arr.dtype.newbyteorder("="))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _fast
-from ._validate import (cast_back, check_angle_range, check_base, check_d, check_finite_array, check_freqs,
+from ._validate import (as_given, cast_back, check_angle_range, check_base, check_d, check_finite_array, check_freqs,
                         check_pairing, check_positions, check_rotary_dim, check_scalar, check_weights, check_x)
 
 
@@ -137,11 +137,12 @@ def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interlea
     inv_freq : frequencies ``(rotary_dim/2,)`` (e.g. scaled), or ``(rotary_dim/2, A)``: pair j turns by
         sum_a inv_freq[j, a] * positions[a] (M-RoPE, 2-D axial RoPE, RoPE-Mixed).
 
-    Returns a new array of x's shape and dtype (finite x whose pairs overflow it: ValueError).  How it computes
+    Returns a new array of x's shape and dtype (finite x whose pairs overflow it: ValueError); a torch tensor x (any
+    float dtype and device, ``requires_grad`` allowed) gives a tensor of its dtype and device.  How it computes
     (a table of the last positions, blocks, float32 for 16-bit x): ``_fast.py``, tested against rotate_elementwise.
     """
-    x, positions, inv_freq, rotary_dim = _prepared(x, positions, base, pairing, rotary_dim, inv_freq)
-    return _fast.rotate(x, positions, inv_freq, pairing, rotary_dim)
+    array, positions, inv_freq, rotary_dim = _prepared(x, positions, base, pairing, rotary_dim, inv_freq)
+    return as_given(_fast.rotate(array, positions, inv_freq, pairing, rotary_dim), x)
 
 
 def rotate_elementwise(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",

@@ -96,16 +96,6 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
     return np.expand_dims(grid, layout.index("h"))
 
 
-def _numpy(a, name: str) -> np.ndarray:
-    """A torch tensor (any float dtype, ``requires_grad`` allowed: detached) or array-like, as a NumPy array."""
-    if type(a).__module__.startswith("torch"):
-        t = a.detach().cpu()
-        if str(t.dtype) == "torch.bfloat16":
-            return t.float().numpy().astype(ml_dtypes.bfloat16)       # NumPy's DLPack has no bfloat16
-        return np.from_dlpack(t.contiguous()).copy()
-    return check_real_array(a, name)
-
-
 def _exact(x, positions, angles, cos, sin, rows, rope: dict):
     """(exact float64 output, per-pair angle budget before roundoff ``(..., seq, r/2)``, r, pairing, attention
     factor, whether the table is the kernel's own input)."""
@@ -182,8 +172,8 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
         precision = PRECISIONS[check_choice(precision, "precision", tuple(PRECISIONS))]
     if not isinstance(precision, Precision):
         raise TypeError(f"precision must be one of {tuple(PRECISIONS)} or a Precision, got {type(precision).__name__}")
-    x64 = check_x(_numpy(x, "x")).astype(np.float64)
-    got = _numpy(actual, "actual").astype(np.float64)
+    x64 = check_x(x).astype(np.float64)
+    got = check_real_array(actual, "actual").astype(np.float64)
     if got.shape != x64.shape:
         raise ValueError(f"actual must have x's shape {x64.shape}, got shape {got.shape}")
     if head_dim is not None:

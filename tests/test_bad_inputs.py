@@ -157,15 +157,16 @@ def test_base_1_warns_naming_base(call):
     assert any(_names(str(w.message), "base") for w in caught)
 
 
-@pytest.mark.parametrize("kind", ["requires_grad", "bfloat16"])
-def test_torch_tensors_numpy_cannot_read_are_named_and_plain_ones_are_read(kind):
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_torch_in_torch_out(dtype):
+    """Issue 40: a torch tensor (any float dtype, requires_grad allowed) comes back from rotate as a tensor of its
+    dtype and device, with the values rotate gives its NumPy copy; the other forms read it and return NumPy."""
     torch = pytest.importorskip("torch")
-    t = torch.ones(2, 4, requires_grad=True) if kind == "requires_grad" else torch.ones(2, 4, dtype=torch.bfloat16)
-    for name, call in [("x", lambda: rr.rotate(t)), ("x", lambda: rr.rotate_elementwise(t)),
-                       ("positions", lambda: rr.rotate(np.ones((2, 4)), t[:, 0])),
-                       ("inv_freq", lambda: rr.rotate(np.ones((2, 4)), inv_freq=t[0, :2]))]:
-        with pytest.raises(TypeError, match=f"^{name}"):
-            call()
-    plain = torch.arange(8.0).reshape(2, 4)
-    np.testing.assert_array_equal(rr.rotate(plain), rr.rotate(plain.numpy()))
-    np.testing.assert_array_equal(rr.rotate_dense(plain, torch.tensor([1.0, 2.0])), rr.rotate_dense(plain, [1.0, 2.0]))
+    t = torch.randn(3, 5, 8, generator=torch.Generator().manual_seed(0)).to(getattr(torch, dtype)).requires_grad_()
+    before = t.detach().clone()
+    y = rr.rotate(t, torch.arange(5) + 3)
+    assert isinstance(y, torch.Tensor) and (y.dtype, y.device) == (t.dtype, t.device) and not y.requires_grad
+    x = t.detach().float().numpy().astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    np.testing.assert_array_equal(y.float().numpy(), rr.rotate(x, np.arange(5) + 3).astype(np.float32))
+    assert torch.equal(t.detach(), before)
+    assert isinstance(rr.rotate_elementwise(t), np.ndarray)
