@@ -14,7 +14,7 @@ from ._validate import check_no_overflow, overflow_error
 
 BLOCK_ELEMENTS = 1 << 16        # elements of x per block of the half pairing: x, out, tables, scratch stay in L2
 KEEP_ANGLES = (1 << 12, 1 << 22)  # tables of this many angles are kept for the next call with equal positions
-_last: dict = {}                # (pairing, work dtype) -> (positions, frequencies, tables) of the last large call
+_last: dict = {}                # (pairing, work dtype, frequencies shape) -> (positions, frequencies, tables) last used
 
 
 def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
@@ -22,7 +22,8 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
     sum_a pos[:, a] freqs[:, a] (in axis order, as :func:`rope_ref.rotate_elementwise`): interleaved -> ``(cis,)``,
     complex ``(n, h)``; half -> ``([cos, cos], [-sin, sin])``, each ``(n, 2h)``; in dtype ``work`` (float32 or
     float64).  Tables of ``KEEP_ANGLES`` angles are kept, read-only, until a call with other positions."""
-    key, keep = (pairing, np.dtype(work).str), KEEP_ANGLES[0] <= pos.shape[0] * freqs.shape[0] <= KEEP_ANGLES[1]
+    key = (pairing, np.dtype(work).str, freqs.shape)
+    keep = KEEP_ANGLES[0] <= pos.shape[0] * freqs.shape[0] <= KEEP_ANGLES[1]
     last = _last.get(key) if keep else None
     if (last is not None and last[0].shape == pos.shape and last[1].shape == freqs.shape
             and np.array_equal(last[0], pos) and np.array_equal(last[1], freqs)):
