@@ -16,8 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import _fast
-from ._validate import (as_given, cast_back, check_angle_range, check_base, check_d, check_finite_array, check_freqs,
-                        check_pairing, check_positions, check_rotary_dim, check_scalar, check_weights, check_x)
+from ._validate import (as_given, cast_back, check_angle_range, check_base, check_d, check_finite, check_finite_array,
+                        check_freqs, check_pairing, check_positions, check_real_array, check_rotary_dim, check_scalar,
+                        check_weights, check_x)
 
 
 def _arguments(positions, d, base, pairing, rotary_dim, inv_freq, lead_shape=None, name="positions"):
@@ -37,10 +38,33 @@ def _arguments(positions, d, base, pairing, rotary_dim, inv_freq, lead_shape=Non
     return positions, inv_freq, rotary_dim
 
 
-def _prepared(x, positions, base, pairing, rotary_dim, inv_freq):
-    """``x`` checked (integers as float64), then :func:`_arguments` for positions broadcasting to x.shape[:-1]."""
+def _prepared(x, positions, base, pairing, rotary_dim, inv_freq, angles=None):
+    """``x`` checked (integers as float64), then :func:`_arguments` for positions broadcasting to x.shape[:-1].
+
+    ``angles`` ``(..., seq, r/2)`` (a kernel fed angles) in place of positions and frequencies: they become r/2
+    axes of positions with the identity as ``inv_freq`` (pair j turns by angles[..., j] exactly)."""
     x = check_x(x)
+    if angles is not None:
+        positions, inv_freq, rotary_dim = _angle_table(angles, x.shape, positions, inv_freq, rotary_dim)
     return (x,) + _arguments(positions, x.shape[-1], base, pairing, rotary_dim, inv_freq, x.shape[:-1])
+
+
+def _angle_table(angles, x_shape, positions, inv_freq, rotary_dim):
+    """``angles`` ``(..., seq, r/2)``, broadcasting to x's positions, as (positions ``(r/2, ..., seq)``, the identity
+    ``(r/2, r/2)``, r); given with positions or inv_freq, or with another rotary_dim: refused, naming angles."""
+    angles = check_finite(check_real_array(angles, "angles").astype(np.float64), "angles")
+    try:
+        pairs_fit = 1 <= 2 * angles.shape[-1] <= x_shape[-1]
+        fits = pairs_fit and np.broadcast_shapes(angles.shape[:-1], x_shape[:-1]) == x_shape[:-1]
+    except (IndexError, ValueError):        # a 0-d angles, or lead axes that do not broadcast
+        fits = False
+    if not fits:
+        raise ValueError(f"angles must have shape (..., seq, r/2) broadcasting to x.shape[:-1]={x_shape[:-1]}, with "
+                         f"r <= d={x_shape[-1]}, got shape {angles.shape}")
+    if positions is not None or inv_freq is not None or rotary_dim not in (None, 2 * angles.shape[-1]):
+        raise TypeError(f"angles replaces positions and inv_freq and sets rotary_dim={2 * angles.shape[-1]}: got "
+                        f"angles with positions, inv_freq or rotary_dim={rotary_dim}")
+    return np.moveaxis(angles, -1, 0), np.eye(angles.shape[-1]), 2 * angles.shape[-1]
 
 
 def _angle_arguments(positions, freqs):
@@ -125,7 +149,7 @@ def rotate_complex(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
 
 
 def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
-           rotary_dim: int | None = None, inv_freq=None) -> np.ndarray:
+           rotary_dim: int | None = None, inv_freq=None, angles=None) -> np.ndarray:
     """RoPE, the fast path: eq 34, x*cos + rotate_half(x)*sin, computed as :func:`rotate_elementwise` does.
 
     x : ``(..., seq, d)``, float16/32/64 or bfloat16 (integers become float64; other dtypes: TypeError).
@@ -136,22 +160,24 @@ def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interlea
     rotary_dim : rotate only the first ``rotary_dim`` features (even); the rest pass through.
     inv_freq : frequencies ``(rotary_dim/2,)`` (e.g. scaled), or ``(rotary_dim/2, A)``: pair j turns by
         sum_a inv_freq[j, a] * positions[a] (M-RoPE, 2-D axial RoPE, RoPE-Mixed).
+    angles : ``(..., seq, r/2)``, each position's and pair's angle, in place of positions and frequencies (a
+        kernel fed an angle table, as flash-attention's tests feed theirs); rotary_dim defaults to r.
 
     Returns a new array of x's shape and dtype (finite x whose pairs overflow it: ValueError); a torch tensor x (any
     float dtype and device, ``requires_grad`` allowed) gives a tensor of its dtype and device.  How it computes
     (a table of the last positions, blocks, float32 for 16-bit x): ``_fast.py``, tested against rotate_elementwise.
     """
-    array, positions, inv_freq, rotary_dim = _prepared(x, positions, base, pairing, rotary_dim, inv_freq)
+    array, positions, inv_freq, rotary_dim = _prepared(x, positions, base, pairing, rotary_dim, inv_freq, angles)
     return as_given(_fast.rotate(array, positions, inv_freq, pairing, rotary_dim), x)
 
 
 def rotate_elementwise(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved",
-                       rotary_dim: int | None = None, inv_freq=None) -> np.ndarray:
+                       rotary_dim: int | None = None, inv_freq=None, angles=None) -> np.ndarray:
     """Eq 34 written plainly: R x = x * cos(angle) + rotate_half(x) * sin(angle), angle_j = sum_a F[j, a] p_a.
 
     The form to read: same arguments as :func:`rotate`; float64 angles, cos, sin and products, then x's dtype.
     """
-    x, positions, inv_freq, rotary_dim = _prepared(x, positions, base, pairing, rotary_dim, inv_freq)
+    x, positions, inv_freq, rotary_dim = _prepared(x, positions, base, pairing, rotary_dim, inv_freq, angles)
     angles = _angles(positions, inv_freq)                                        # (..., seq, r/2): pair j's
     angles = np.repeat(angles, 2, -1) if pairing == "interleaved" else np.concatenate([angles, angles], -1)
     part = x[..., :rotary_dim].astype(np.float64)

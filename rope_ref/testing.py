@@ -114,10 +114,8 @@ def _exact(x, positions, angles, cos, sin, rows, rope: dict):
         y = rotate_table(x, cos, sin, rows=rows, pairing=pairing)
         return y, np.zeros(y.shape[:-1] + (np.shape(cos)[-1],)), 2 * np.shape(cos)[-1], pairing, factor, True
     if angles is not None:
-        angles = check_real_array(angles, "angles").astype(np.float64)
-        y = rotate_table(x, np.cos(angles.reshape(-1, angles.shape[-1])), np.sin(angles.reshape(-1, angles.shape[-1])),
-                         rows=np.arange(angles[..., 0].size).reshape(angles.shape[:-1]), pairing=pairing)
-        return y, np.abs(angles), 2 * angles.shape[-1], pairing, factor, False
+        y = rotate_elementwise(x, angles=angles, pairing=pairing)
+        return y, np.abs(np.asarray(angles, np.float64)), 2 * np.shape(angles)[-1], pairing, factor, False
     y = rotate_elementwise(x, positions, **rope)
     r = rope.get("rotary_dim") or x.shape[-1]
     freqs = rope.get("inv_freq")

@@ -300,3 +300,32 @@ def test_the_general_form_in_narrow_dtypes_matches_the_loop(dtype, tol, pairing)
     assert got.dtype == x.dtype
     np.testing.assert_allclose(got.astype(np.float64), _general_reference(x.astype(np.float64), pos, F, pairing, 12),
                                rtol=0, atol=tol * 4)
+
+
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_angles_per_position_and_pair_are_the_positions_angles(pairing):
+    """Issue 40: rotate(x, angles=...) (a kernel fed an angle table) turns pair j by angles[..., j], exactly as the
+    positions that give those angles do, on the plain and the fast path, rotating the first 2 * (r/2) features."""
+    rng = np.random.default_rng(40)
+    x, pos = rng.standard_normal((2, 7, 16)), rng.uniform(0, 5000, (2, 7))
+    for r in (16, 8):
+        angles = np.multiply.outer(pos, rr.frequencies(r))
+        want = rr.rotate_elementwise(x, pos, pairing=pairing, rotary_dim=r)
+        for form in (rr.rotate, rr.rotate_elementwise):
+            np.testing.assert_allclose(form(x, angles=angles, pairing=pairing), want, rtol=0, atol=1e-12)
+    table = rng.uniform(-10, 10, (7, 8))                      # random angles, shared by the batch
+    by_loop = x.copy()
+    for b, s, j in np.ndindex(2, 7, 8):
+        a, c = (2 * j, 2 * j + 1) if pairing == "interleaved" else (j, j + 8)
+        co, si = np.cos(table[s, j]), np.sin(table[s, j])
+        by_loop[b, s, a], by_loop[b, s, c] = x[b, s, a] * co - x[b, s, c] * si, x[b, s, a] * si + x[b, s, c] * co
+    np.testing.assert_allclose(rr.rotate(x, angles=table, pairing=pairing), by_loop, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [dict(angles=np.zeros((4, 8))), dict(angles=np.zeros((7, 9))), dict(angles=5.0),
+                                 dict(angles=np.full((7, 8), np.nan)), dict(angles=np.zeros((7, 8)), rotary_dim=8),
+                                 dict(angles=np.zeros((7, 8)), positions=np.arange(7))])
+def test_bad_angles_are_refused_naming_angles(bad):
+    with pytest.raises((TypeError, ValueError), match="angles"):
+        rr.rotate(np.zeros((7, 16)), **bad)
+
