@@ -22,7 +22,7 @@ import ml_dtypes
 import numpy as np
 
 from ._validate import check_choice, check_real_array, check_x
-from .forms import rotate_elementwise, rotate_half
+from .forms import frequencies, rotate_elementwise, rotate_half, rotation_angles
 
 
 @dataclass(frozen=True)
@@ -119,12 +119,10 @@ def _exact(x, positions, angles, cos, sin, rows, rope: dict):
     y = rotate_elementwise(x, positions, **rope)
     r = rope.get("rotary_dim") or x.shape[-1]
     freqs = rope.get("inv_freq")
-    freqs = np.float64(rope.get("base", 10000.0)) ** (-np.arange(0, r, 2) / r) if freqs is None else np.asarray(freqs)
-    freqs = freqs.reshape(r // 2, -1)                                          # (r/2, axes)
+    freqs = frequencies(r, rope.get("base", 10000.0)) if freqs is None else np.asarray(freqs, np.float64)
     pos = np.arange(x.shape[-2], dtype=np.float64) if positions is None else np.asarray(positions, np.float64)
-    pos = pos.reshape((freqs.shape[1],) + pos.shape[freqs.shape[1] > 1:])       # (axes, ...)
-    phi = sum(np.abs(np.multiply.outer(p, f)) for p, f in zip(pos, freqs.T))
-    magnitude = np.abs(freqs).max(axis=1)
+    phi = rotation_angles(np.abs(pos), np.abs(freqs))              # sum_a |p_a| |F[j, a]|: each term rounds
+    magnitude = np.abs(freqs).reshape(r // 2, -1).max(axis=1)
     steps = 6.0 + np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))      # per pair
     return y * factor, phi * steps, r, pairing, factor, False
 

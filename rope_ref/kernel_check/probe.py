@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validate import FLOAT_DTYPES, check_d, check_nonnegative_int, check_positive_int
+from .._validate import FLOAT_DTYPES, check_d, check_nonnegative_int, check_positive_int, from_torch
 
 STRUCTURE_RTOL = 2e-2       # linearity and pair blocks, relative: loose enough for bfloat16 kernels
 STATE_RTOL = 1e-6           # two calls with the same input agree
@@ -22,10 +22,7 @@ class KernelRaised(RuntimeError):
 
 def to_array(out, name="fn"):
     """float64 NumPy from what fn returned: numpy, ml_dtypes, lists, torch (detached, on the CPU; never imported)."""
-    if hasattr(out, "detach"):
-        out = out.detach().cpu()
-        out = out.float().numpy() if "bfloat16" in str(out.dtype) else out.numpy()
-    arr = np.asarray(out)
+    arr = from_torch(out) if type(out).__module__.startswith("torch") else np.asarray(out)
     if not (arr.dtype in FLOAT_DTYPES or arr.dtype.kind in "fiu"):
         raise TypeError(f"{name} must return a real numeric array, got {type(out).__name__} of dtype {arr.dtype}")
     return arr.astype(np.float64)
