@@ -15,10 +15,9 @@ MROPE_AXES = ("temporal", "height", "width")
 
 def _check_sections(sections, rotary_dim: int, count: int | None = 3) -> tuple:
     """Non-negative integers summing to ``rotary_dim/2``: ``count`` of them (M-RoPE's t, h, w), else one per axis."""
-    if isinstance(sections, (str, bytes)) or not hasattr(sections, "__len__"):
+    if not hasattr(sections, "__len__"):
         raise TypeError(f"sections must be a list of non-negative integers (pairs per axis), got {sections!r:.80}")
-    items = sections.tolist() if isinstance(sections, np.ndarray) else list(sections)
-    items = [check_nonnegative_int(s, f"sections[{i}]") for i, s in enumerate(items)]
+    items = [check_nonnegative_int(s, f"sections[{i}]") for i, s in enumerate(sections)]
     if len(items) != (count or len(items)) or sum(items) != rotary_dim // 2 or not items:
         raise ValueError(f"sections must be {count or 'one or more'} entries summing to rotary_dim/2 = "
                          f"{rotary_dim // 2}, got {items}")
@@ -44,22 +43,16 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
     if isinstance(interleaved, (bool, np.bool_)):
         interleaved = "interleaved" if interleaved else "blocks"
     layout = check_choice(interleaved, "interleaved", MROPE_LAYOUTS, "True, False or ", unknown=TypeError)
-    n = rotary_dim // 2
-    s_t, s_h, s_w = _check_sections(sections, rotary_dim)
-    axis = MROPE_LAYOUTS[layout][0]((s_t, s_h, s_w))
-    if len(axis) != n or np.bincount(axis, minlength=3).tolist() != [s_t, s_h, s_w]:
-        raise ValueError(f"sections={[s_t, s_h, s_w]} cannot be laid out as {layout!r} ({MROPE_LAYOUTS[layout][1]})")
-    matrix = np.zeros((n, 3))
-    matrix[np.arange(n), axis] = frequencies(rotary_dim, base)
+    sections = _check_sections(sections, rotary_dim)
+    axis = MROPE_LAYOUTS[layout][0](sections)
+    if np.bincount(axis, minlength=3).tolist() != list(sections):     # the pairs each axis gets, in any layout
+        raise ValueError(f"sections={list(sections)} cannot be laid out as {layout!r} ({MROPE_LAYOUTS[layout][1]})")
+    matrix = np.zeros((len(axis), 3))
+    matrix[np.arange(len(axis)), axis] = frequencies(rotary_dim, base)
     return matrix
 
 
-def blocks_assignment(sections) -> np.ndarray:
-    """Axis of each pair when axis a owns one contiguous run of sections[a] pairs, in axis order (Qwen2-VL)."""
-    return np.repeat(np.arange(len(sections)), sections)
-
-
-def interleaved_assignment(sections) -> np.ndarray:
+def _interleaved(sections) -> np.ndarray:
     """Axis of each pair in Qwen3-VL's interleaving (transformers' ``apply_interleaved_mrope``): axis a >= 1
     takes pairs a, a + A, a + 2A, ... below A * sections[a] (and below the number of pairs); axis 0 the rest."""
     n_axes, n = len(sections), int(sum(sections))
@@ -70,19 +63,15 @@ def interleaved_assignment(sections) -> np.ndarray:
     return axis
 
 
-def hw_alternating_assignment(sections) -> np.ndarray:
-    """Axis of each pair in ERNIE-4.5-VL's and VideoRoPE's (arXiv:2502.05173) layout: axes 1 and 2 alternate over
-    the first 2 * sections[1] pairs (sections[2] == sections[1]), axis 0 the rest.  ERNIE writes [s_h, s_w, s_t]."""
-    return np.concatenate([np.tile([1, 2], sections[1]), np.zeros(sections[0], np.int64)])
-
-
 #: The M-RoPE layouts: name -> (axis of each pair from the sections, what the layout is).  Adding a layout is one
 #: entry here: :func:`mrope_frequencies` builds it and :func:`rope_ref.identify` recognises and names it.
 MROPE_LAYOUTS = {
-    "blocks": (blocks_assignment, "contiguous sections in axis order, as Qwen2-VL / Qwen2.5-VL"),
-    "interleaved": (interleaved_assignment, "axes interleaved pair by pair, as Qwen3-VL's mrope_interleaved"),
-    "hw_alternating": (hw_alternating_assignment, "height and width alternating over the highest frequencies, "
-                       "temporal on the lowest, as ERNIE-4.5-VL and VideoRoPE"),
+    "blocks": (lambda sections: np.repeat(np.arange(len(sections)), sections),
+               "contiguous sections in axis order, as Qwen2-VL / Qwen2.5-VL"),
+    "interleaved": (_interleaved, "axes interleaved pair by pair, as Qwen3-VL's mrope_interleaved"),
+    "hw_alternating": (lambda sections: np.concatenate([np.tile([1, 2], sections[1]), np.zeros(sections[0], int)]),
+                       "height and width alternating over the first 2 * s_h pairs (s_h = s_w), temporal on the rest, "
+                       "as ERNIE-4.5-VL (which writes [s_h, s_w, s_t]) and VideoRoPE (arXiv:2502.05173)"),
 }
 
 
@@ -102,7 +91,7 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
     if axes is not None and check_positive_int(axes, "axes") != len(sections):
         raise ValueError(f"axes={axes} disagrees with sections={list(sections)} ({len(sections)} axes); give one")
     matrix = np.zeros((rotary_dim // 2, len(sections)))
-    matrix[np.arange(rotary_dim // 2), blocks_assignment(sections)] = np.concatenate(
+    matrix[np.arange(rotary_dim // 2), MROPE_LAYOUTS["blocks"][0](sections)] = np.concatenate(
         [frequencies(2 * n, base) for n in sections if n])
     return matrix
 
@@ -168,14 +157,12 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
         ids = np.indices((t, h, w), dtype=np.int64).reshape(3, -1)      # (frame, row, column), row by row
         if kind == "video" and tokens_per_second is not None:   # floor(i * interval) in float32, as Qwen2.5-VL
             with np.errstate(over="ignore"):
-                interval = np.float32(np.float32(seconds) * np.float32(tokens_per_second))
-                last = np.float32(t - 1) * interval
-            if not last < 2 ** 40:
-                raise ValueError(f"tokens_per_second: a video's temporal ids reach {last:.3g}; expected below 2^40")
-            ids[0] = (np.arange(t, dtype=np.float32) * interval).astype(np.int64)[ids[0]]   # truncated, as .long()
-        ids += start
-        blocks.append(ids)
-        start = int(ids.max()) + 1 if text_after_vision == "max+1" else start + max(h, w)
+                times = np.arange(t, dtype=np.float32) * np.float32(np.float32(seconds) * np.float32(tokens_per_second))
+            if not times[-1] < 2 ** 40:
+                raise ValueError(f"tokens_per_second: a video's temporal ids reach {times[-1]:.3g}, not below 2^40")
+            ids[0] = times.astype(np.int64)[ids[0]]                     # truncated, as .long()
+        blocks.append(ids + start)
+        start += int(ids.max()) + 1 if text_after_vision == "max+1" else max(h, w)
     return np.concatenate(blocks, axis=1)
 
 

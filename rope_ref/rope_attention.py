@@ -40,11 +40,10 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
               base: float = 10000.0, pairing: str = "interleaved") -> np.ndarray:
     """Scaled dot-product softmax attention (eqs 2, 16) with RoPE applied to q and k only.
 
-    ``q_positions`` / ``k_positions`` broadcast to ``q.shape[:-1]`` / ``k.shape[:-1]`` (default ``arange``), so a
-    block of new queries attends a KV cache at their own positions; ``causal``: a query attends the keys whose
-    *position* is <= its own.  Returns ``(..., n_q, d_v)``, float32 if every input is float32 or narrower, else
-    float64.  The scores are formed from q / s_q and k / s_k (s powers of two) and the product s_q s_k / sqrt(d)
-    is applied inside the softmax, so huge q, k give the argmax's value, never inf - inf.
+    ``q_positions`` / ``k_positions`` broadcast to ``q.shape[:-1]`` / ``k.shape[:-1]`` (default ``arange``), so new
+    queries attend a KV cache at their own positions; ``causal``: keys whose *position* is <= the query's.  Returns
+    float32 if every input is float32 or narrower, else float64.  Scores come from q / s_q and k / s_k (s powers of
+    two), s_q s_k / sqrt(d) applied inside the softmax: huge q, k give the argmax's value, never inf - inf.
     """
     q, k, v, causal = _check_qkv(q, k, v, causal)
     qp = check_positions(q_positions, q.shape[:-1], "q_positions", "q.shape[:-1]")
@@ -70,7 +69,7 @@ def softmax(scores, axis: int = -1, *, scale: float = 1.0) -> np.ndarray:
     s = check_real_array(scores, "scores").astype(np.float64)
     scale = check_number(scale, "scale", "a non-negative number (inf allowed)", lambda c: c >= 0, real=True)
     top = s.max(axis=axis, keepdims=True)
-    if np.any(np.isnan(s) | (s == np.inf)) or not np.all(np.isfinite(top)):
+    if not np.all(np.isfinite(top)):                    # a NaN or +inf score, or a row all -inf
         raise ValueError(f"scores must be finite or -inf (masked), with a finite score in every row along axis {axis}")
     gaps = s - top                                       # <= 0; -inf where masked
     with np.errstate(over="ignore", invalid="ignore"):   # gap 0 times inf, or -inf times 0: replaced below
@@ -87,23 +86,18 @@ def elu_plus_one(x) -> np.ndarray:
     return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
 
 
-def _log_phi(x: np.ndarray) -> np.ndarray:
-    """log(elu(x) + 1): x for x <= 0, log(1 + x) for x > 0 -- finite where phi itself underflows."""
-    return np.where(x > 0, np.log1p(np.maximum(x, 0.0)), x)
-
-
 def linear_attention(q, k, v, *, positions=None, causal: bool = False, base: float = 10000.0) -> np.ndarray:
     """Linear attention with RoPE, eq 19, phi = elu + 1: sum_n (R_m phi(q_m))^T (R_n phi(k_n)) v_n over the
     *unrotated* sum_n phi(q_m)^T phi(k_n), n over all keys or (``causal``) n <= m, in O(N d d_v).
 
-    ``positions`` broadcast to ``q.shape[:-1]`` (default ``arange(N)``); returns float64 ``(..., N, d_v)``.  The sums
-    run key by key (the recurrent form): phi(q_m) and phi(k_n) are divided by their largest entries (read from
-    log phi), key n weighted by exp(c_n - C_m), C_m the largest log phi among the keys so far, a factor that
-    cancels in the ratio, so features that underflow exp (phi(-800) = 0) still give the exact ratio.
+    ``positions`` broadcast to ``q.shape[:-1]`` (default ``arange(N)``); returns float64.  The sums run key by key
+    (the recurrent form): phi(q_m), phi(k_n) divided by their largest entries (from log phi), key n weighted by
+    exp(c_n - C_m), C_m the largest log phi of the keys so far, a factor that cancels in the ratio: features that
+    underflow exp (phi(-800) = 0) still give the exact ratio.
     """
     q, k, v, causal = _check_qkv(q, k, v, causal, same_length=True)
     pos = check_positions(positions, q.shape[:-1], "positions", "q.shape[:-1]")
-    lq, lk = _log_phi(q.astype(np.float64)), _log_phi(k.astype(np.float64))
+    lq, lk = (np.log1p(np.maximum(a, 0.0)) + np.minimum(a, 0.0) for a in (q.astype(float), k.astype(float)))  # log phi
     fq = np.exp(lq - lq.max(axis=-1, keepdims=True))             # phi(q_m) / max_j phi(q_m)_j
     c = lk.max(axis=-1)                                          # (..., N): log of each key's largest phi
     fk = np.exp(lk - c[..., None])
@@ -114,11 +108,10 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False, base: flo
     num, den = np.empty(v.shape), np.empty(lead + (n,))
     with np.errstate(over="ignore", invalid="ignore"):           # |v| near 1.8e308: refused below
         for m in range(n):
-            new_top = np.maximum(top, c[..., m])
-            decay, w = np.exp(top - new_top)[..., None], np.exp(c[..., m] - new_top)[..., None]
+            top, old_top = np.maximum(top, c[..., m]), top
+            decay, w = np.exp(old_top - top)[..., None], np.exp(c[..., m] - top)[..., None]
             S = S * decay[..., None] + (w * rk[..., m, :])[..., :, None] * v[..., m, None, :]
             z = z * decay + w * fk[..., m, :]
-            top = new_top
             if causal:
                 num[..., m, :] = np.einsum("...d,...de->...e", rq[..., m, :], S)
                 den[..., m] = np.einsum("...d,...d->...", fq[..., m, :], z)

@@ -52,15 +52,12 @@ def config_keys() -> frozenset:
 
 
 def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None = None, seq_len=None, **params):
-    """Per-pair frequencies of a context-extension method: ``(inv_freq (d/2,), attention_factor)``, used as
-    ``rotate(x, positions, inv_freq=inv_freq) * attention_factor``.  ``d``: the rotary dimension (for ``proportional``
-    the whole head); ``base`` (or ``rope_theta=``): default 10000; ``seq_len``: the current length (``dynamic``,
-    ``longrope``); ``rope_type`` (or ``type=``): one of :data:`ROPE_TYPES`.  ``**params`` may be a config's whole rope
-    section: keys of :func:`config_keys` a method does not use are ignored, any other key is a TypeError.  As
+    """``(inv_freq (d/2,), attention_factor)`` of a context-extension method, used as ``rotate(x, positions,
+    inv_freq=inv_freq) * attention_factor``.  ``d``: the rotary dimension (the whole head for ``proportional``);
+    ``base`` may come as ``rope_theta=`` and ``rope_type`` as ``type=``, so ``**params`` may be a config's whole rope
+    section (keys of :func:`config_keys` a method does not use are ignored); ``seq_len``: the current length.  As
     transformers v5, ``yarn`` and ``longrope`` take ``factor`` as given, else ``max_position_embeddings /
-    original_max_position_embeddings`` (docs/model_configs.md).
-    """
-    params = dict(params)
+    original_max_position_embeddings`` (docs/model_configs.md)."""
     check_keywords(params, config_keys(), "scaled_inv_freq")
     rope_type = _one_value(("rope_type", rope_type), ("type", params.pop("type", None)),
                            lambda value, name: check_choice(value, name, SCALING_METHODS, "a string, "), "default")
@@ -152,11 +149,8 @@ def _yarn(d, base, seq_len, p):
         raise ValueError("base must be > 1 for rope_type='yarn' (the ramp divides by log(base)), got 1.0")
     beta_fast, beta_slow = _pos_float(p, "beta_fast", 32.0), _pos_float(p, "beta_slow", 1.0)
     truncate = check_bool(p.get("truncate", True), "truncate")
-
-    def correction_dim(n_rotations):  # the pair dimension whose wavelength fits n_rotations in L_train
-        return d * math.log(train_len / (n_rotations * 2 * math.pi)) / (2 * math.log(base))
-
-    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    # the pair dimensions whose wavelengths fit beta_fast and beta_slow turns in L_train
+    low, high = (d * math.log(train_len / (2 * math.pi * n)) / (2 * math.log(base)) for n in (beta_fast, beta_slow))
     if truncate:
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, d - 1)
