@@ -156,7 +156,7 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
         t, h, w = n
         ids = np.indices((t, h, w), dtype=np.int64).reshape(3, -1)      # (frame, row, column), row by row
         if kind == "video" and tokens_per_second is not None:   # floor(i * interval) in float32, as Qwen2.5-VL
-            with np.errstate(over="ignore"):
+            with np.errstate(over="ignore", invalid="ignore"):                 # inf or NaN: refused below
                 times = np.arange(t, dtype=np.float32) * np.float32(np.float32(seconds) * np.float32(tokens_per_second))
             if not times[-1] < 2 ** 40:
                 raise ValueError(f"tokens_per_second: a video's temporal ids reach {times[-1]:.3g}, not below 2^40")

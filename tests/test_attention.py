@@ -1,4 +1,5 @@
-"""Softmax and linear attention with RoPE (eqs 16-19), the KV cache, and their stability on extreme finite input."""
+"""Softmax and linear attention with RoPE (eqs 16-19) and the KV cache (their stability on extreme finite input:
+test_stability.py; inputs untouched: test_no_aliasing.py)."""
 
 import numpy as np
 import pytest
@@ -92,47 +93,11 @@ def test_softmax_values_and_scale():
     np.testing.assert_array_equal(rr.elu_plus_one([-800.0, 0.0, 1.5]), [0.0, 1.0, 2.5])
 
 
-# ---- finite for any finite q, k (each of these gave NaN in a plain implementation) -------------------------------
-
-@pytest.mark.parametrize("scale", [1e200, 1e307])
-def test_attention_on_huge_q_k_is_the_argmax(scale, rng):
-    q, k, v = rng.standard_normal((5, 8)), rng.standard_normal((6, 8)), rng.standard_normal((6, 3))
-    want = v[np.argmax(rr.rotate(q) @ rr.rotate(k).T, axis=-1)]        # softmax(c s) -> one-hot as c -> inf
-    np.testing.assert_allclose(rr.attention(q * scale, k * scale, v), want, atol=1e-12)
-    edge = rr.attention(np.array([[1.7e308, 1.7e308]]), np.array([[1.7e308, 1.7e308], [-1.7e308, 0.0]]),
-                        np.array([[1.0], [2.0]]), q_positions=[0], k_positions=[0, 0])
-    np.testing.assert_array_equal(edge, [[1.0]])
-
-
-@pytest.mark.parametrize("causal", [False, True])
-def test_linear_attention_with_phi_underflowing_is_exact(causal, rng):
-    """phi(x - 800) = e^-800 phi(x) for x <= 0: 0 in float64, but the factor cancels in eq 19's ratio."""
-    q, k, v = -np.abs(rng.standard_normal((5, 8))), -np.abs(rng.standard_normal((5, 8))), rng.standard_normal((5, 3))
-    want = rr.linear_attention_dense(q, k, v, causal=causal)
-    np.testing.assert_allclose(rr.linear_attention(q - 800.0, k - 800.0, v, causal=causal), want, rtol=1e-10)
-    flat = rr.linear_attention(np.full((3, 4), -800.0), np.full((3, 4), -800.0), v[:3, :2], causal=causal)
-    np.testing.assert_allclose(flat, rr.linear_attention(np.zeros((3, 4)), np.zeros((3, 4)), v[:3, :2],
-                                                         causal=causal), rtol=1e-12)
-
-
-def test_causal_linear_attention_is_exact_before_a_huge_key(rng):
-    """A last key e^800 times larger than the others (phi(x - 800) = e^-800 phi(x) for x <= 0) must not wipe out the
-    earlier prefixes' sums."""
-    q, k, v = rng.standard_normal((6, 8)), -np.abs(rng.standard_normal((6, 8))), rng.standard_normal((6, 2))
-    want = rr.linear_attention_dense(q[:-1], k[:-1], v[:-1], causal=True)
-    k[:-1] -= 800.0
-    out = rr.linear_attention(q, k, v, causal=True)
-    np.testing.assert_allclose(out[:-1], want, atol=1e-12)
-    assert np.all(np.isfinite(out))
-
-
-def test_dtypes_and_inputs(rng):
+def test_result_dtypes(rng):
     q, k, v = (rng.standard_normal((4, 8)).astype(np.float32) for _ in range(3))
-    copies = [a.copy() for a in (q, k, v)]
     assert rr.attention(q, k, v).dtype == np.float32
     assert rr.attention(q, k, v.astype(np.float64)).dtype == np.float64
-    rr.linear_attention(q, k, v, causal=True)
-    assert all(np.array_equal(a, b) for a, b in zip((q, k, v), copies))
+    assert rr.linear_attention(q, k, v, causal=True).dtype == np.float64
 
 
 Q = np.ones((5, 4))
@@ -142,24 +107,17 @@ Q = np.ones((5, 4))
     (lambda: rr.attention(Q, Q[:, :2], Q), ValueError, "k"),
     (lambda: rr.attention(Q, Q, Q[:3]), ValueError, "v"),
     (lambda: rr.attention(Q, Q, Q.astype(complex)), TypeError, "v"),
-    (lambda: rr.attention(Q + np.nan, Q, Q), ValueError, "q"),
-    (lambda: rr.attention(Q, Q, Q, causal="yes"), TypeError, "causal"),
     (lambda: rr.attention(Q, Q, Q, pairing="halves"), ValueError, "pairing"),
-    (lambda: rr.attention(Q, Q, Q, q_positions=np.arange(4)), ValueError, "q_positions"),
     (lambda: rr.attention(Q, Q, Q, q_positions=[0, 1, 2, 3, 4], k_positions=np.arange(5) + 9, causal=True),
      ValueError, "k_positions"),
     (lambda: rr.attention_dense(Q + 1e200, Q + 1e200, Q, np.arange(5), np.arange(5)), ValueError, "q"),
     (lambda: rr.linear_attention(Q, Q[:3], Q[:3]), ValueError, "q"),
-    (lambda: rr.linear_attention(Q, Q, Q, positions=[1j] * 5), TypeError, "positions"),
-    (lambda: rr.linear_attention(Q, Q, Q, causal="True"), TypeError, "causal"),
     (lambda: rr.linear_attention(np.array([[1e300, -1e300]]), np.array([[-1e300, 1e300]]), np.ones((1, 1))),
      ValueError, "q"),
     (lambda: rr.linear_attention_dense(Q - 800, Q, Q), ValueError, "q"),
-    (lambda: rr.softmax([np.nan, 1.0]), ValueError, "scores"),
     (lambda: rr.softmax([-np.inf, -np.inf]), ValueError, "scores"),
     (lambda: rr.softmax([1.0], scale=-1.0), ValueError, "scale"),
     (lambda: rr.softmax([1.0], scale="2"), TypeError, "scale"),
-    (lambda: rr.elu_plus_one("x"), TypeError, "x"),
 ])
 def test_bad_input_is_named(call, exc, names):
     with pytest.raises(exc, match=names):

