@@ -32,11 +32,6 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
     it is 1-D RoPE.  ``sections``: ``[s_t, s_h, s_w]`` pairs per axis (``mrope_section``), summing to
     ``rotary_dim/2``.  ``interleaved``: a layout of :data:`MROPE_LAYOUTS`, False for ``"blocks"`` (Qwen2-VL) or
     True for ``"interleaved"`` (Qwen3-VL: height on pairs 1, 4, 7, ..., width on 2, 5, 8, ..., temporal the rest).
-
-    >>> (mrope_frequencies(8, [2, 1, 1]) != 0).astype(int).tolist()
-    [[1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]
-    >>> (mrope_frequencies(8, [2, 1, 1], interleaved=True) != 0).astype(int).tolist()
-    [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0]]
     """
     rotary_dim = check_d(rotary_dim, "rotary_dim")
     base = check_base(base)

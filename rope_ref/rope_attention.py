@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import (check_bool, check_finite, check_no_overflow, check_number, check_pairing, check_positions,
-                        check_real_array, check_x)
-from .forms import frequencies, rotate, rotation_matrix
+from ._validate import (check_bool, check_finite, check_no_overflow, check_number, check_positions, check_real_array,
+                        check_x)
+from .forms import rotate, rotation_matrix
 
 
 def _check_qkv(q, k, v, causal, same_length: bool = False):
@@ -48,11 +48,9 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     q, k, v, causal = _check_qkv(q, k, v, causal)
     qp = check_positions(q_positions, q.shape[:-1], "q_positions", "q.shape[:-1]")
     kp = check_positions(k_positions, k.shape[:-1], "k_positions", "k.shape[:-1]")
-    pairing = check_pairing(pairing)
-    inv_freq = frequencies(q.shape[-1], base)
     sq, sk = _pow2_scale(q), _pow2_scale(k)
-    qr = rotate(q.astype(np.float64) / sq, qp, pairing=pairing, inv_freq=inv_freq)     # entries below 2 sqrt(2)
-    kr = rotate(k.astype(np.float64) / sk, kp, pairing=pairing, inv_freq=inv_freq)
+    qr = rotate(q.astype(np.float64) / sq, qp, base=base, pairing=pairing)     # entries below 2 sqrt(2)
+    kr = rotate(k.astype(np.float64) / sk, kp, base=base, pairing=pairing)
     u = qr @ np.swapaxes(kr, -1, -2)                   # (..., n_q, n_k), |u| <= 8d
     if causal:
         u = np.where(_causal_mask(np.broadcast_to(qp, q.shape[:-1]), np.broadcast_to(kp, k.shape[:-1])), u, -np.inf)
@@ -82,7 +80,6 @@ def elu_plus_one(x) -> np.ndarray:
     """phi(x) = elu(x) + 1 (Katharopoulos et al. 2020, arXiv:2006.16236), the positive feature map used with eq 19:
     a new array of x's shape (integers become float64); it underflows to 0 below x = -745."""
     x = check_real_array(x, "x")
-    x = x.astype(np.float64) if x.dtype.kind in "iub" else x
     return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
 
 

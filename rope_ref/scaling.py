@@ -136,8 +136,7 @@ def _train_length_and_factor(p, method):
         return train_len, _pos_float(p, "factor")
     if "original_max_position_embeddings" in p and "max_position_embeddings" in p:
         return train_len, check_positive_int(p["max_position_embeddings"], "max_position_embeddings") / train_len
-    raise ValueError(f"rope_type={method!r} needs factor, or both max_position_embeddings and "
-                     "original_max_position_embeddings")
+    raise ValueError(f"rope_type={method!r} needs factor or max_position_embeddings / original_max_position_embeddings")
 
 
 def _yarn(d, base, seq_len, p):
