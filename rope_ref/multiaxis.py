@@ -19,8 +19,7 @@ def _check_sections(sections, rotary_dim: int, count: int | None = 3) -> tuple:
         raise TypeError(f"sections must be a list of non-negative integers (pairs per axis), got {sections!r:.80}")
     items = [check_nonnegative_int(s, f"sections[{i}]") for i, s in enumerate(sections)]
     if len(items) != (count or len(items)) or sum(items) != rotary_dim // 2 or not items:
-        raise ValueError(f"sections must be {count or 'one or more'} entries summing to rotary_dim/2 = "
-                         f"{rotary_dim // 2}, got {items}")
+        raise ValueError(f"sections must be {count or 'one or more'} entries summing to rotary_dim/2, got {items}")
     return tuple(items)
 
 

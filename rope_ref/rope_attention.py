@@ -11,8 +11,7 @@ from .forms import rotate, rotation_matrix
 
 
 def _check_qkv(q, k, v, causal, same_length: bool = False):
-    """q ``(..., n_q, d)``, k ``(..., n_k, d)``, v ``(..., n_k, d_v)`` finite and agreeing (``same_length``: n_q = n_k,
-    as eq 19 needs), and ``causal`` a bool."""
+    """q ``(..., n_q, d)``, k ``(..., n_k, d)``, v ``(..., n_k, d_v)``, finite, agreeing (n_q = n_k if same_length)."""
     q, k, v = check_x(q, "q"), check_x(k, "k"), check_finite(check_real_array(v, "v"), "v")
     agree = min(q.ndim, k.ndim, v.ndim) >= 2 and q.shape[:-2] == k.shape[:-2] == v.shape[:-2] \
         and q.shape[-1] == k.shape[-1] and k.shape[-2] == v.shape[-2] > 0 \
@@ -31,11 +30,6 @@ def _causal_mask(qp: np.ndarray, kp: np.ndarray) -> np.ndarray:
     return visible
 
 
-def _pow2_scale(a: np.ndarray) -> float:
-    """The power of two bringing max|a| into [1, 2) (0.5 for a = 0): dividing by it is exact and never overflows."""
-    return float(np.ldexp(1.0, np.frexp(np.max(np.abs(a), initial=0.0))[1] - 1))
-
-
 def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = False,
               base: float = 10000.0, pairing: str = "interleaved") -> np.ndarray:
     """Scaled dot-product softmax attention (eqs 2, 16) with RoPE applied to q and k only.
@@ -48,7 +42,8 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     q, k, v, causal = _check_qkv(q, k, v, causal)
     qp = check_positions(q_positions, q.shape[:-1], "q_positions", "q.shape[:-1]")
     kp = check_positions(k_positions, k.shape[:-1], "k_positions", "k.shape[:-1]")
-    sq, sk = _pow2_scale(q), _pow2_scale(k)
+    # s_q, s_k: the powers of two bringing max|q|, max|k| into [1, 2): dividing by them is exact, never overflows
+    sq, sk = (float(np.ldexp(1.0, np.frexp(np.max(np.abs(a), initial=0.0))[1] - 1)) for a in (q, k))
     qr = rotate(q.astype(np.float64) / sq, qp, base=base, pairing=pairing)     # entries below 2 sqrt(2)
     kr = rotate(k.astype(np.float64) / sk, kp, base=base, pairing=pairing)
     u = qr @ np.swapaxes(kr, -1, -2)                   # (..., n_q, n_k), |u| <= 8d
@@ -99,12 +94,11 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False, base: flo
     c = lk.max(axis=-1)                                          # (..., N): log of each key's largest phi
     fk = np.exp(lk - c[..., None])
     rq, rk = rotate(fq, pos, base=base), rotate(fk, pos, base=base)
-    v = v.astype(np.float64)
-    lead, n, d = q.shape[:-2], q.shape[-2], q.shape[-1]
-    S, z, top = np.zeros(lead + (d, v.shape[-1])), np.zeros(lead + (d,)), np.full(lead, -np.inf)
-    num, den = np.empty(v.shape), np.empty(lead + (n,))
+    S = np.zeros(q.shape[:-2] + (q.shape[-1], v.shape[-1]))      # sum_n w_n (R_n phi(k_n)) v_n^T, (..., d, d_v)
+    z, top = np.zeros(S.shape[:-1]), np.full(q.shape[:-2], -np.inf)  # sum_n w_n phi(k_n), C_m
+    num, den = np.empty(v.shape), np.empty(q.shape[:-1])
     with np.errstate(over="ignore", invalid="ignore"):           # |v| near 1.8e308: refused below
-        for m in range(n):
+        for m in range(q.shape[-2]):
             top, old_top = np.maximum(top, c[..., m]), top
             decay, w = np.exp(old_top - top)[..., None], np.exp(c[..., m] - top)[..., None]
             S = S * decay[..., None] + (w * rk[..., m, :])[..., :, None] * v[..., m, None, :]
@@ -115,8 +109,7 @@ def linear_attention(q, k, v, *, positions=None, causal: bool = False, base: flo
         if not causal:
             num, den = np.einsum("...nd,...de->...ne", rq, S), np.einsum("...nd,...d->...n", fq, z)
         if not np.all(den > 0):
-            raise ValueError("q, k: a denominator sum_n phi(q_m).phi(k_n) underflows float64 (phi(q_m)'s large "
-                             "features meet only features of phi(k_n) e^-745 times below the key's largest)")
+            raise ValueError("q, k: a denominator sum_n phi(q_m).phi(k_n) underflows float64 however scaled")
         out = num / den[..., None]
     return check_no_overflow(out, v, "v", "|v| well below 1.8e308 and q, k whose largest features coincide")
 

@@ -154,8 +154,7 @@ def _yarn(d, base, seq_len, p):
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, d - 1)
     if high < low:    # L_train < 2 pi beta_slow, the slowest pair turning > beta_fast times, or beta_fast < beta_slow
-        raise ValueError(f"original_max_position_embeddings={train_len}, beta_fast={beta_fast}, beta_slow={beta_slow} "
-                         f"put YaRN's ramp backwards (pair dimensions {low:.4g} to {high:.4g})")
+        raise ValueError(f"original_max_position_embeddings={train_len}, beta_fast, beta_slow: YaRN's ramp backwards")
     if low == high:
         high += 0.001
     ramp = np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)  # 0: extrapolate, 1: interpolate
