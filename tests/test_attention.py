@@ -93,6 +93,16 @@ def test_softmax_values_and_scale():
     np.testing.assert_array_equal(rr.elu_plus_one([-800.0, 0.0, 1.5]), [0.0, 1.0, 2.5])
 
 
+def test_attention_on_q_k_near_the_float64_limit_is_the_argmax(rng):
+    """s_q s_k / sqrt(d) overflows to inf: the softmax takes the argmax (1e100, 1e200: test_stability.py)."""
+    q, k, v = rng.standard_normal((5, 8)), rng.standard_normal((6, 8)), rng.standard_normal((6, 3))
+    want = v[np.argmax(rr.rotate(q) @ rr.rotate(k).T, axis=-1)]        # softmax(c s) -> one-hot as c -> inf
+    np.testing.assert_allclose(rr.attention(q * 1e307, k * 1e307, v), want, atol=1e-12)
+    edge = rr.attention(np.array([[1.7e308, 1.7e308]]), np.array([[1.7e308, 1.7e308], [-1.7e308, 0.0]]),
+                        np.array([[1.0], [2.0]]), q_positions=[0], k_positions=[0, 0])
+    np.testing.assert_array_equal(edge, [[1.0]])
+
+
 def test_result_dtypes(rng):
     q, k, v = (rng.standard_normal((4, 8)).astype(np.float32) for _ in range(3))
     assert rr.attention(q, k, v).dtype == np.float32
