@@ -144,19 +144,18 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     blocks, start = [], 0
     for kind, n, seconds in parsed:
         if kind == "text":
-            blocks.append(np.broadcast_to(start + np.arange(n, dtype=np.int64), (3, n)))
-            start += n
-            continue
-        t, h, w = n
-        ids = np.indices((t, h, w), dtype=np.int64).reshape(3, -1)      # (frame, row, column), row by row
+            ids, span = np.tile(np.arange(n, dtype=np.int64), (3, 1)), n
+        else:
+            ids, span = np.indices(n, dtype=np.int64).reshape(3, -1), max(n[1:])  # (frame, row, column), row by row
         if kind == "video" and tokens_per_second is not None:   # floor(i * interval) in float32, as Qwen2.5-VL
             with np.errstate(over="ignore", invalid="ignore"):                 # inf or NaN: refused below
-                times = np.arange(t, dtype=np.float32) * np.float32(np.float32(seconds) * np.float32(tokens_per_second))
+                interval = np.float32(np.float32(seconds) * np.float32(tokens_per_second))
+                times = np.arange(n[0], dtype=np.float32) * interval
             if not times[-1] < 2 ** 40:
                 raise ValueError(f"tokens_per_second: a video's temporal ids reach {times[-1]:.3g}, not below 2^40")
             ids[0] = times.astype(np.int64)[ids[0]]                     # truncated, as .long()
         blocks.append(ids + start)
-        start += int(ids.max()) + 1 if text_after_vision == "max+1" else max(h, w)
+        start += int(ids.max()) + 1 if text_after_vision == "max+1" else span
     return np.concatenate(blocks, axis=1)
 
 
