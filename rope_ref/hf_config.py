@@ -1,7 +1,5 @@
 """A model's RoPE from its Hugging Face ``config.json``: ``from_hf_config(config) -> RopeConfig``."""
 
-from __future__ import annotations
-
 import reprlib
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -137,7 +135,7 @@ def _family(cfg, model_type, pairing, path) -> Family:
         raise ValueError(f"config has model_type={model_type!r}: {family.unsupported}")
     for key, value, default in family.needs:
         if cfg.get(key, default) != value:
-            raise ValueError(f"config has {key}={cfg.get(key, default)!r}: {model_type} applies RoPE only with {value!r}")
+            raise ValueError(f"config has {key}={cfg.get(key, default)!r}; {model_type} has RoPE only with {value!r}")
     return family
 
 

@@ -1,8 +1,6 @@
 """What each transformers family does with RoPE, as data (``FAMILIES[model_type] -> Family``, read off transformers v5
 and checked by tests/data/audit_families.py), and each diffusers transformer's axial RoPE (``DIFFUSERS_FAMILIES``)."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 

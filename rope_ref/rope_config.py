@@ -1,7 +1,5 @@
 """A model's rotary embedding as one value: ``RopeConfig``, read by :func:`rope_ref.from_hf_config`."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
