@@ -74,16 +74,18 @@ def test_help_exits_0(capsys):
     assert "figures" in capsys.readouterr().out
 
 
-def test_from_the_checkout_figures_go_to_its_figures_folder():
-    assert cli.source_checkout() == ROOT and cli.default_figures_dir() == ROOT / "figures"
-    assert str(ROOT / "notebooks") in cli.notebooks_hint()
-
-
-def test_from_an_installed_copy_figures_go_to_the_current_directory(tmp_path, monkeypatch):
-    monkeypatch.setattr(cli, "PACKAGE_DIR", tmp_path / "site-packages" / "rope_ref")
+@pytest.mark.parametrize("installed", [False, True])
+def test_figures_go_to_the_checkout_or_the_current_directory(tmp_path, monkeypatch, capsys, installed):
+    """From a checkout: its figures/ and its notebooks; from an installed copy: ./figures, and no local path."""
+    if installed:
+        monkeypatch.setattr(cli, "PACKAGE_DIR", tmp_path / "site-packages" / "rope_ref")
     monkeypatch.chdir(tmp_path)
-    assert cli.source_checkout() is None and cli.default_figures_dir() == tmp_path / "figures"
-    assert str(tmp_path) not in cli.notebooks_hint()
+    monkeypatch.setattr(cli, "print_identities", lambda d, seq: 0)
+    monkeypatch.setattr(cli, "write_figures", print)
+    assert main([]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == str((tmp_path if installed else ROOT) / "figures")
+    assert (str(ROOT / "notebooks") in lines[-1]) is not installed and str(tmp_path) not in lines[-1]
 
 
 @pytest.fixture
