@@ -39,11 +39,23 @@ def float32_tolerance(positions, theta_max, x):
     return 4 * ULP * (np.asarray(positions, float)[:, None] * theta_max + 1) * size * math.sqrt(2) + 4 * ULP * size
 
 
+#: The scaling method each recorded transformers config names, as transformers v5 reads it (the others: "default").
+#: HunYuan's "dynamic" with alpha is static NTK; GptOssConfig's and ApertusConfig's default sections are yarn, llama3.
+SCALED = {"llama3": ("llama-3.1-8b", "v5-exaone4-llama3", "v5-apertus", "v5-llama4-text", "v5-llama4-scout",
+                     "v5-mllama-text-llama3"),
+          "yarn": ("qwen2.5-7b-instruct-yarn", "deepseek-v3", "v5-qwen3-moe-yarn", "v5-gpt-oss", "v5-deepseek-v2",
+                   "v5-kimi-k2", "v5-ministral3"),
+          "longrope": ("phi-3.5-mini-instruct", "v5-phimoe-longrope"), "ntk": ("v5-hunyuan-alpha",),
+          "linear": ("v5-gemma3-text[full_attention]",), "proportional": ("v5-gemma4-text[full_attention]",)}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("offset", META["offsets"])
 def test_rotate_equals_the_real_library(name, offset):
     case, r = CASES[name], np.arange(META["rows"])
     cfg = config_of(case)
+    if case["library"] == "transformers":
+        assert cfg.rope_type == next((rope_type for rope_type, names in SCALED.items() if name in names), "default")
     q = np.random.default_rng(META["seed"]).standard_normal((META["rows"], cfg.head_dim)).astype(np.float32)
     # M-RoPE cases were recorded at (t, h, w) = offset + (r, 2r + 1, 3r + 2) (record_reference.py: mrope_positions)
     mrope = case.get("positions") == "mrope"
@@ -107,23 +119,6 @@ def test_the_checker_recovers_the_real_kernel(name, offset):
 
 # ---- reading configs --------------------------------------------------------------------------------------
 
-#: The scaling method each recorded config names as transformers v5 reads it (the recordings above pin the rotation,
-#: so the pairing, rotated features and base; every other recorded config is "default").  HunYuan's "dynamic" with
-#: alpha is static NTK; GptOssConfig's and ApertusConfig's default sections are yarn and llama3.
-SCALED = {"llama3": ("llama-3.1-8b", "v5-exaone4-llama3", "v5-apertus", "v5-llama4-text", "v5-llama4-scout",
-                     "v5-mllama-text-llama3"),
-          "yarn": ("qwen2.5-7b-instruct-yarn", "deepseek-v3", "v5-qwen3-moe-yarn", "v5-gpt-oss", "v5-deepseek-v2",
-                   "v5-kimi-k2", "v5-ministral3"),
-          "longrope": ("phi-3.5-mini-instruct", "v5-phimoe-longrope"), "ntk": ("v5-hunyuan-alpha",),
-          "linear": ("v5-gemma3-text[full_attention]",), "proportional": ("v5-gemma4-text[full_attention]",)}
-
-
-@pytest.mark.parametrize("name", sorted(n for n in CASES if CASES[n]["library"] == "transformers"))
-def test_each_recorded_config_names_its_scaling_method(name):
-    want = next((rope_type for rope_type, names in SCALED.items() if name in names), "default")
-    assert config_of(CASES[name]).rope_type == want
-
-
 @pytest.mark.parametrize("model_type", sorted(META["family_defaults"]))
 def test_defaults_come_from_the_family(model_type):
     """Only hidden_size 4096 and 64 heads: the rest as the family's v5 config class fills it in (recorded)."""
@@ -177,7 +172,7 @@ def test_family_quirks():
                                atol=1e-12)
 
 
-def test_mla_reads_the_rotated_part():
+def test_mla_reads_the_rotated_part_and_query_scaling_keys_are_kept_not_applied():
     kimi = rr.from_hf_config(config_file("v5-kimi-k2"))
     assert (kimi.head_dim, kimi.rotary_dim, kimi.output_pairing) == (64, 64, "half")
     unknown = {"model_type": "my_mla", "hidden_size": 256, "num_attention_heads": 2, "qk_rope_head_dim": 32,
@@ -188,9 +183,6 @@ def test_mla_reads_the_rotated_part():
     assert rr.from_hf_config(m4).rotary_dim == 64          # qk_rope's share of qk_nope + qk_rope
     with pytest.raises(ValueError, match="partial_rotary_factor"):
         rr.from_hf_config(dict(m4, rope_parameters={"rope_type": "default", "partial_rotary_factor": 0.3}))
-
-
-def test_query_scaling_keys_are_kept_not_applied():
     d = json.loads(config_file("v5-ministral3").read_text())
     cfg = rr.from_hf_config(d)
     assert dict(cfg.query_scaling) == {"llama_4_scaling_beta": 0.1}
