@@ -326,6 +326,13 @@ def _cycle():
     ({"model_type": "llama", "head_dim": 128, "rope_scaling": {"type": "mrope"}}, {}, ValueError, "mrope_section"),
     ({"model_type": "my_vlm", "head_dim": 64, "rope_parameters": {"mrope_interleaved": True}}, {"pairing": "half"},
      ValueError, "mrope_section"),
+    (config_file("v5-qwen2-moe"), {"layer_type": "indexer"}, ValueError, "layer_type"),    # no DSA indexer
+    ({"_class_name": "FluxTransformer3DModel"}, {}, ValueError, "_class_name"),
+    ({"_class_name": "CogVideoXTransformer3DModel"}, {}, ValueError, "use_rotary_positional_embeddings"),
+    ({"_class_name": "FluxTransformer2DModel", "axes_dims_rope": [16, 56, 48]}, {}, ValueError, "axes_dims_rope"),
+    ({"_class_name": "FluxTransformer2DModel", "axes_dims_rope": [15, 57, 56]}, {}, ValueError, "axes_dims_rope"),
+    ({"_class_name": "Flux2Transformer2DModel", "rope_theta": -1}, {}, ValueError, "rope_theta"),
+    ({"_class_name": "FluxTransformer2DModel"}, FULL, ValueError, "layer_type"),
 ])
 def test_bad_configs_are_refused_naming_the_key(tmp_path, config, kw, exc, name):
     if isinstance(config, bytes):            # the content of a config.json
