@@ -279,7 +279,7 @@ def _cycle():
 @pytest.mark.parametrize("config, kw, exc, name", [
     ("/no/such/config.json", {}, ValueError, "config"),
     *[(content, {}, ValueError, "config") for content in (b"{not json", b"", json.dumps(LLAMA).encode("utf-16"),
-                                                          b"[1, 2]", b'{"a": ' + b"[" * 200_000 + b"]" * 200_000 + b"}")],
+                                                          b"[1, 2]", b"[" * 200_000 + b"]" * 200_000)],
     ([1, 2], {}, TypeError, "config"),
     ({"model_type": "gpt2", "hidden_size": 768, "num_attention_heads": 12}, {}, ValueError, "model_type"),
     ({"hidden_size": 768, "num_attention_heads": 12}, {}, ValueError, "model_type"),
