@@ -19,11 +19,6 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def _run(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "rope_ref", *args], capture_output=True, text=True, timeout=300,
-                          env=ENV, **kw)
-
-
 def _one_line(err: str, *words: str) -> None:
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert all(word in err for word in words), err
@@ -48,23 +43,15 @@ def test_a_failing_identity_is_status_1_and_ctrl_c_one_line_and_130(monkeypatch,
     (["check", "--d", "7"], "--d"), (["--d", "1024"], "--d"), (["--seq", "x"], "--seq"), (["--seq", "1"], "--seq"),
     (["check", "--d", "512", "--seq", "100000"], "--seq"), (["bogus"], "bogus"), (["check", "--out", "D"], "check"),
     (["figures", "--d", "64"], "figures"), (["--seq", "64", "site", "--out", "D"], "site"), (["site"], "--out"),
+    *[(command + ["--out", out], "--out") for command in (["figures"], ["site"], [])
+      for out in ("", "taken.txt", "taken.txt/sub/figs")],       # a path that is, or is under, a file
 ])
 def test_a_bad_option_is_one_line_and_status_2_before_any_work(tmp_path, monkeypatch, capsys, args, named):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(cli, "print_identities", lambda d, seq: pytest.fail("ran the checks"))
+    (tmp_path / "taken.txt").write_text("x")
     assert main(args) == 2
     _one_line(capsys.readouterr().err, named)
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize("out", ["", "taken.txt", "taken.txt/sub/figs"])
-@pytest.mark.parametrize("command", [["figures"], ["site"], []], ids=["figures", "site", "main"])
-def test_a_bad_out_is_one_line_and_status_2_before_any_work(tmp_path, monkeypatch, capsys, command, out):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(cli, "print_identities", lambda d, seq: pytest.fail("ran the checks"))
-    (tmp_path / "taken.txt").write_text("x")
-    assert main(command + ["--out", out]) == 2
-    _one_line(capsys.readouterr().err, "--out")
     assert [p.name for p in tmp_path.iterdir()] == ["taken.txt"]
 
 
@@ -87,15 +74,10 @@ def test_figures_go_to_the_checkout_or_the_current_directory(tmp_path, monkeypat
     assert (str(ROOT / "notebooks") in lines[-1]) is not installed and str(tmp_path) not in lines[-1]
 
 
-@pytest.fixture
-def one_figure(monkeypatch):
+@pytest.mark.slow
+def test_the_main_job_checks_writes_the_figures_and_names_the_notebooks(tmp_path, monkeypatch, capsys):
     figures = pytest.importorskip("rope_ref.teaching.figures")
     monkeypatch.setattr(figures, "FIGURES", {"fig2_long_term_decay": figures.FIGURES["fig2_long_term_decay"]})
-    return figures
-
-
-@pytest.mark.slow
-def test_the_main_job_checks_writes_the_figures_and_names_the_notebooks(tmp_path, monkeypatch, capsys, one_figure):
     monkeypatch.chdir(tmp_path)
     assert main(["--d", "8", "--seq", "64", "--out", "rel/figs"]) == 0
     out = capsys.readouterr().out
