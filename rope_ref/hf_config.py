@@ -42,11 +42,8 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     layer_type = None if part else layer_type
     head_dim = _head_dim(cfg, family, layer_type)
     where, rope, defaulted, base = _rope_section(cfg, layer_type, family)
-    assumed = ["the family's default rope section"] if defaulted else []
-    if family.mrope and rope.get("mrope_section") is None:
-        assumed.append(f"the family's default mrope_section {list(family.mrope[0])}")
+    where += " (the family's default rope section, as the config has none)" if defaulted else ""
     mrope_section, mrope_interleaved = _mrope(rope, family, where, model_type in FAMILIES)
-    where += f" (with {' and '.join(assumed)}, as the config has none)" if assumed else ""
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
     rope_type = _rope_type(rope, family, where)
@@ -80,8 +77,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing, base=base,
                       rope_type=rope_type, params=MappingProxyType(params), attention_factor=float(attention_factor),
                       output_pairing=output_pairing, query_scaling=MappingProxyType(query_scaling),
-                      mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise,
-                      assumed=tuple(assumed))
+                      mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise)
 
 
 def _diffusers_rope_config(cfg, pairing, layer_type) -> RopeConfig:
@@ -247,12 +243,11 @@ def _mrope(rope, family, where, known):
     (None, False), taken out of the rope section; a family whose module applies M-RoPE gives defaults and layout."""
     section, flag = rope.pop("mrope_section", None), rope.pop("mrope_interleaved", None)
     marked = [rope.pop(k) for k in ("rope_type", "type") if rope.get(k) == "mrope"]   # v4: type "mrope"
+    if family.mrope is None and (section is None and (marked or flag is not None) or section is not None and known):
+        raise ValueError(f"{where} has M-RoPE keys without an mrope_section, or an mrope_section on a model_type "
+                         "whose attention applies 1-D RoPE")
     if section is None and family.mrope is None:
-        if marked or flag is not None:
-            raise ValueError(f"{where} has rope_type='mrope' or mrope_interleaved but no mrope_section")
         return None, False
-    if family.mrope is None and known:
-        raise ValueError(f"{where} has mrope_section={section}, but this model_type's attention applies 1-D RoPE")
     default_section, default_flag = family.mrope or (None, False)
     if flag is not None:
         flag = check_bool(flag, f"{where}['mrope_interleaved']")

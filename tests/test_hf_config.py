@@ -157,7 +157,6 @@ def test_family_quirks():
            for mt in ("gpt_oss", "apertus", "cwm")}      # default sections: GptOss takes rope_theta, the others not
     assert {mt: (c.rope_type, c.base) for mt, c in got.items()} == \
         {"gpt_oss": ("yarn", 5e5), "apertus": ("llama3", 12e6), "cwm": ("llama3", 1e6)}
-    assert got["gpt_oss"].assumed == ("the family's default rope section",)
     assert got["gpt_oss"].params["truncate"] is False
     cfg = rr.from_hf_config(config_file("v5-hunyuan-alpha"))    # "dynamic" with alpha: static NTK
     x = np.random.default_rng(0).standard_normal((3, 64))
@@ -411,9 +410,9 @@ def test_mrope_is_read_as_written():
     v4 = rr.from_hf_config({"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28,
                             "rope_scaling": {"type": "mrope", "rope_type": "default", "mrope_section": [16, 24, 24]}})
     for c in (v5, v4):
-        assert (c.rope_type, c.mrope_section, c.mrope_interleaved, c.assumed) == ("default", (16, 24, 24), False, ())
+        assert (c.rope_type, c.mrope_section, c.mrope_interleaved) == ("default", (16, 24, 24), False)
     bare = rr.from_hf_config({"model_type": "qwen2_vl", "head_dim": 128, "rope_scaling": {"type": "mrope"}})
-    assert bare.mrope_section == (16, 24, 24) and bare.assumed == ("the family's default mrope_section [16, 24, 24]",)
+    assert bare.mrope_section == (16, 24, 24)                      # the family's default sections
     q35 = rr.from_hf_config({"model_type": "qwen3_5_text", "hidden_size": 4096, "num_attention_heads": 16})
     assert (q35.head_dim, q35.rotary_dim, q35.mrope_section, q35.mrope_interleaved) == (256, 64, (11, 11, 10), True)
     generic = rr.from_hf_config({"model_type": "my_vlm", "head_dim": 64, "rope_parameters": {
