@@ -24,18 +24,18 @@ def load_config(config) -> dict:
     if not isinstance(config, Mapping):
         raise TypeError(f"config must be a dict, an object with to_dict() or the path of a config.json, got "
                         f"{type(config).__name__}")
-    try:
-        return _plain(config, "config")
-    except RecursionError:
-        raise ValueError("config contains itself, or nests beyond Python's recursion limit") from None
+    return _plain(config, "config", ())
 
 
-def _plain(value, where: str):
-    """A new copy of ``value`` made of dicts, lists, strings, numbers, booleans and None."""
+def _plain(value, where: str, parents: tuple):
+    """A new copy of ``value`` made of dicts, lists, strings, numbers, booleans and None: a tree (no object inside
+    itself); ``parents``: the ids of the objects it is inside."""
+    if id(value) in parents:
+        raise ValueError(f"{where[:200]} is an object that contains itself; a config is a tree")
     if isinstance(value, Mapping):
-        return {key: _plain(item, f"{where}[{key!r}]") for key, item in value.items()}
+        return {key: _plain(item, f"{where}[{key!r}]", parents + (id(value),)) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        return [_plain(item, f"{where}[{i}]", parents + (id(value),)) for i, item in enumerate(value)]
     if value is None or isinstance(value, (str, numbers.Real)):
         return value.item() if hasattr(value, "item") else value       # a NumPy number as Python's
     raise TypeError(f"{where} is of type {type(value).__name__}, which JSON does not hold; expected a string, "

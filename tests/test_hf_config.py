@@ -305,7 +305,7 @@ def _cycle():
      {"pairing": "half"}, ValueError, "qk_nope_head_dim"),       # pairing= never guesses a head size written otherwise
     ({"model_type": "nomic_like", "hidden_size": 768, "num_attention_heads": 12, "rotary_emb_fraction": 0.5},
      {"pairing": "half"}, ValueError, "rotary_emb_fraction"),
-    (_cycle(), {}, ValueError, "config"),
+    (_cycle(), {}, ValueError, "text_config"),
     (dict(LLAMA, extra=object()), {}, TypeError, "extra"),
     (dict(LLAMA3, rope_parameters={}), {}, ValueError, "rope_parameters"),
     ({"model_type": "qwen2", "head_dim": 64, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6},
