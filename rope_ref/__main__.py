@@ -6,8 +6,7 @@
   python -m rope_ref site --out DIR                  build the course as static HTML pages that work offline
 
 Figures go to the checkout's figures/ (from an installed copy, ./figures) unless --out DIR.  Exit status: 0 done;
-1 an identity failed, a notebook failed or a file could not be written; 2 a bad option or --out, in one line
-before any work; 130 Ctrl-C, in one line.
+1 an identity or a notebook failed, or a file could not be written; 2 a bad option, before any work; 130 Ctrl-C.
 """
 
 import argparse
@@ -33,8 +32,7 @@ class _Parser(argparse.ArgumentParser):
 def source_checkout() -> Path | None:
     """The root of the source checkout this package was imported from, or None if installed."""
     root = PACKAGE_DIR.parent
-    ours = (root / "pyproject.toml").is_file() and 'name = "rope_ref"' in (root / "pyproject.toml").read_text()
-    return root if ours and (root / "notebooks").is_dir() else None
+    return root if (root / "pyproject.toml").is_file() and (root / "notebooks").is_dir() else None
 
 
 def output_folder(text: str | None, parser: argparse.ArgumentParser) -> Path:
@@ -80,10 +78,9 @@ def print_identities(d: int, seq: int) -> int:
     """Print the identity table on d features at positions 0..seq-1; the exit status (1 if one fails)."""
     t0 = time.perf_counter()
     checks = run_checks(d=d, seq=seq)
-    print(f"rope_ref identities: d={d}, positions 0..{seq - 1}, float64")
-    print(format_table(checks))
     passed = sum(check.ok for check in checks)
-    print(f"{passed} of {len(checks)} identities hold ({time.perf_counter() - t0:.1f} s)")
+    print(f"rope_ref identities: d={d}, positions 0..{seq - 1}, float64\n{format_table(checks)}\n{passed} of "
+          f"{len(checks)} identities hold ({time.perf_counter() - t0:.1f} s)")
     return 0 if passed == len(checks) else 1
 
 

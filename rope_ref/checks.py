@@ -132,9 +132,8 @@ class Precision:
 
 
 def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 32, seed: int = 0) -> Precision:
-    """Float64 errors of the identities for positions ``position + 0..n-1`` (n - m stays small and exact): the
-    angle error exactly (fl(m * theta_i) against the rational product), the identities at the large positions
-    m, n against one rotation by the distance n - m."""
+    """Float64 errors at positions ``position + 0..n-1``: the angle error exactly (fl(m * theta_i) against the
+    rational product), the identities at large m, n against one rotation by the small exact distance n - m."""
     d, n, seed = check_d(d), check_positive_int(n, "n"), check_seed(seed)
     m = check_scalar(position, "position") + np.arange(n, dtype=np.float64)
     theta = frequencies(d, base)
