@@ -128,7 +128,7 @@ def test_defaults_come_from_the_family(model_type):
         dict(want, rope_type=want.get("rope_type", "default"))
 
 
-def test_attention_factors_and_layouts():
+def test_attention_factors_layouts_and_the_current_length():
     qwen = rr.from_hf_config(CONFIGS / "qwen2.5-7b-instruct-yarn.json")
     assert qwen.params["factor"] == 4.0 and math.isclose(qwen.attention_factor, 0.1 * math.log(4) + 1)
     phi = rr.from_hf_config(CONFIGS / "phi-3.5-mini-instruct.json")       # factor = 131072 / 4096 = 32
@@ -140,6 +140,19 @@ def test_attention_factors_and_layouts():
     legacy = dict(v4, rope_scaling={("type" if k == "rope_type" else k): v for k, v in v4["rope_scaling"].items()})
     both = dict(v5, rope_scaling={"type": "llama3", "factor": 8.0})        # a v5 config carrying an agreeing v4 copy
     assert rr.from_hf_config(v4) == rr.from_hf_config(v5) == rr.from_hf_config(legacy) == rr.from_hf_config(both)
+    cfg = rr.from_hf_config({"model_type": "llama", "head_dim": 64, "max_position_embeddings": 2048,
+                             "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})
+    x = np.random.default_rng(0).standard_normal((4, 80))
+    pos = np.arange(4000, 4004)      # the current length 4004: base * (2 * 4004/2048 - 1)^(64/62)
+    want = rr.rotate(x[:, :64], pos, pairing="half", base=10000.0 * (2 * 4004 / 2048 - 1) ** (64 / 62))
+    np.testing.assert_allclose(cfg.rotate(x[:, :64], pos), want, atol=1e-12)
+    cfg = rr.from_hf_config({"model_type": "phi", "hidden_size": 2560, "num_attention_heads": 32,
+                             "partial_rotary_factor": 0.4, "rope_scaling": {"type": "yarn", "factor": 4.0},
+                             "max_position_embeddings": 2048})
+    y = cfg.rotate(x)                                # the factor scales the rotated part only
+    np.testing.assert_array_equal(y[:, 32:], x[:, 32:])
+    np.testing.assert_allclose(np.linalg.norm(y[:, :32], axis=-1),
+                               cfg.attention_factor * np.linalg.norm(x[:, :32], axis=-1), rtol=1e-12)
 
 
 def test_family_quirks():
@@ -211,22 +224,6 @@ def test_one_rope_per_layer_type():
     assert rr.from_hf_config(d, layer_type="full_attention").head_dim == 512    # Gemma4TextConfig's default
     written = dict(d, per_layer_config={"01": {"head_dim": 128}})             # as Gemma4TextConfig.to_dict() writes
     assert rr.from_hf_config(written, layer_type="full_attention").head_dim == 128
-
-
-def test_rotate_dynamic_and_the_attention_factor():
-    cfg = rr.from_hf_config({"model_type": "llama", "head_dim": 64, "max_position_embeddings": 2048,
-                             "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})
-    x = np.random.default_rng(0).standard_normal((4, 80))
-    pos = np.arange(4000, 4004)      # the current length 4004: base * (2 * 4004/2048 - 1)^(64/62)
-    want = rr.rotate(x[:, :64], pos, pairing="half", base=10000.0 * (2 * 4004 / 2048 - 1) ** (64 / 62))
-    np.testing.assert_allclose(cfg.rotate(x[:, :64], pos), want, atol=1e-12)
-    cfg = rr.from_hf_config({"model_type": "phi", "hidden_size": 2560, "num_attention_heads": 32,
-                             "partial_rotary_factor": 0.4, "rope_scaling": {"type": "yarn", "factor": 4.0},
-                             "max_position_embeddings": 2048})
-    y = cfg.rotate(x)                                # the factor scales the rotated part only
-    np.testing.assert_array_equal(y[:, 32:], x[:, 32:])
-    np.testing.assert_allclose(np.linalg.norm(y[:, :32], axis=-1),
-                               cfg.attention_factor * np.linalg.norm(x[:, :32], axis=-1), rtol=1e-12)
 
 
 def test_a_dict_an_object_with_to_dict_and_a_file_read_alike_untouched(tmp_path):
