@@ -127,8 +127,7 @@ def test_a_missing_dependency_is_named_in_one_line_a_broken_import_in_rope_ref_i
 @pytest.mark.slow
 @pytest.mark.parametrize("command", [["check", "--d", "512", "--seq", "16384"], ["site"]], ids=["check", "site"])
 def test_ctrl_c_to_the_process_group_is_one_line_status_130(tmp_path, command):
-    """As a terminal sends it: to the command and, for site, the notebook's kernel; no process is left.
-    (site may have said which notebook it was running on the lines before.)"""
+    """As a terminal sends it: to the command and, for site, the notebook's kernel; no process is left."""
     args = command + (["--out", str(tmp_path / "site")] if command == ["site"] else [])
     proc = subprocess.Popen([sys.executable, "-m", "rope_ref", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True, env=ENV)
