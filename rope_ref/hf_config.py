@@ -217,9 +217,10 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     qk_rope_head_dim; a count (GPT-J's rotary_dim); else int(head_dim * partial_rotary_factor), as transformers."""
     if SCALING_METHODS[rope_type].whole_head:   # frequencies over the whole head, the pairs past the share at 0
         return head_dim
-    key = next((k for k in ("partial_rotary_factor", "rotary_pct") if cfg.get(k) is not None), "partial_rotary_factor")
-    factor = rope.pop("partial_rotary_factor", None)
-    key, factor = (key, cfg.get(key)) if factor is None else ("partial_rotary_factor", factor)
+    factor, key = rope.pop("partial_rotary_factor", None), "partial_rotary_factor"   # the section's, else top-level
+    if factor is None:
+        key = next((k for k in ("partial_rotary_factor", "rotary_pct") if cfg.get(k) is not None), key)
+        factor = cfg.get(key)
     if factor is not None and not (type(factor) in (int, float) and 0 < factor <= 1):
         raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
     if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
