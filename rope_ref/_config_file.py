@@ -22,8 +22,7 @@ def load_config(config) -> dict:
     elif callable(getattr(config, "to_dict", None)):
         config = config.to_dict()
     if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a dict, an object with to_dict() or the path of a config.json, got "
-                        f"{type(config).__name__}")
+        raise TypeError(f"config must be a dict, an object with to_dict() or a path, got {type(config).__name__}")
     return _plain(config, "config", ())
 
 
@@ -38,8 +37,7 @@ def _plain(value, where: str, parents: tuple):
         return [_plain(item, f"{where}[{i}]", parents + (id(value),)) for i, item in enumerate(value)]
     if value is None or isinstance(value, (str, numbers.Real)):
         return value.item() if hasattr(value, "item") else value       # a NumPy number as Python's
-    raise TypeError(f"{where} is of type {type(value).__name__}, which JSON does not hold; expected a string, "
-                    "number, boolean, null, list or object")
+    raise TypeError(f"{where} is a {type(value).__name__}, expected a JSON value (str, number, bool, None, list, dict)")
 
 
 def _unique_keys(pairs) -> dict:

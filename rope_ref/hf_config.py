@@ -118,14 +118,12 @@ def _family(cfg, model_type, pairing, path) -> Family:
     """The model_type's row of FAMILIES (with pairing=, generic defaults for an unknown one), checked to apply RoPE."""
     family = FAMILIES.get(model_type)
     if family is None and pairing is None:
-        raise ValueError(f"{path}['model_type'] is {model_type!r}, not a family in rope_ref.hf_families.FAMILIES; "
-                         "pass pairing='half' or 'interleaved' to read it anyway")
+        raise ValueError(f"{path}['model_type'] is {model_type!r}, not a known family; pass pairing= to read it anyway")
     if family is None:
         sized = cfg.get("head_dim") is not None or cfg.get("qk_rope_head_dim") is not None
         unread = [k for k in _OTHER_ROTARY_KEYS + (() if sized else _OTHER_HEAD_KEYS) if cfg.get(k) is not None]
         if unread:
-            raise ValueError(f"config has {unread[0]!r}, which rope_ref does not read; give 'head_dim' (MLA: "
-                             "'qk_rope_head_dim') and 'partial_rotary_factor' or 'rotary_dim'")
+            raise ValueError(f"config has {unread[0]!r}, which rope_ref does not read; give head_dim and rotary_dim")
         family = Family(pairing, rotary_key="rotary_dim")      # a rotary_dim count is read as such
     if family.unsupported:
         raise ValueError(f"config has model_type={model_type!r}: {family.unsupported}")
@@ -245,8 +243,7 @@ def _mrope(rope, family, where, known):
     section, flag = rope.pop("mrope_section", None), rope.pop("mrope_interleaved", None)
     marked = [rope.pop(k) for k in ("rope_type", "type") if rope.get(k) == "mrope"]   # v4: type "mrope"
     if family.mrope is None and (section is None and (marked or flag is not None) or section is not None and known):
-        raise ValueError(f"{where} has M-RoPE keys without an mrope_section, or an mrope_section on a model_type "
-                         "whose attention applies 1-D RoPE")
+        raise ValueError(f"{where}: mrope_section={section!r}; M-RoPE needs one and a model_type that applies it")
     if section is None and family.mrope is None:
         return None, False
     default_section, default_flag = family.mrope or (None, False)

@@ -21,8 +21,7 @@ def _phimoe_longrope(rope, rope_type) -> str:
         return rope_type
     mscales = rope.get("short_mscale"), rope.get("long_mscale")
     if rope_type != "longrope" or None in mscales or mscales[0] != mscales[1]:
-        raise ValueError(f"phimoe's rope_type={rope_type!r} with short_mscale, long_mscale = {mscales}: rope_ref reads "
-                         "PhiMoE's longrope only with short_mscale == long_mscale")
+        raise ValueError(f"phimoe: rope_ref reads longrope with short_mscale == long_mscale only, got {mscales}")
     rope.update(long_factor=rope.get("short_factor"), attention_factor=mscales[0])
     return rope_type
 
