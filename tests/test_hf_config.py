@@ -264,12 +264,8 @@ GEMMA3 = {"model_type": "gemma3_text", "head_dim": 64, "rope_parameters": {
     "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
 MROPE = {"model_type": "qwen2_vl", "head_dim": 128, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
 FULL = {"layer_type": "full_attention"}
-
-
-def _cycle():
-    outer = {"model_type": "llava", "text_config": {"model_type": "llava_text"}}
-    outer["text_config"]["text_config"] = outer
-    return outer
+CYCLE = {"model_type": "llava", "text_config": {"model_type": "llava_text"}}
+CYCLE["text_config"]["text_config"] = CYCLE                    # a text_config that contains itself
 
 
 @pytest.mark.parametrize("config, kw, exc, name", [
@@ -302,7 +298,7 @@ def _cycle():
      {"pairing": "half"}, ValueError, "qk_nope_head_dim"),       # pairing= never guesses a head size written otherwise
     ({"model_type": "nomic_like", "hidden_size": 768, "num_attention_heads": 12, "rotary_emb_fraction": 0.5},
      {"pairing": "half"}, ValueError, "rotary_emb_fraction"),
-    (_cycle(), {}, ValueError, "text_config"),
+    (CYCLE, {}, ValueError, "text_config"),
     (dict(LLAMA, extra=object()), {}, TypeError, "extra"),
     (dict(LLAMA3, rope_parameters={}), {}, ValueError, "rope_parameters"),
     ({"model_type": "qwen2", "head_dim": 64, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6},
