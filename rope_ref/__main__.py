@@ -6,8 +6,7 @@
   python -m rope_ref site --out DIR                  build the course as static HTML pages that work offline
 
 Figures go to the checkout's figures/ (from an installed copy, ./figures) unless --out DIR.  Exit status: 0 done;
-1 an identity failed, a notebook failed or a file could not be written; 2 a bad option or --out, in one line
-before any work; 130 Ctrl-C, in one line.
+1 an identity or a notebook failed, or a file could not be written; 2 a bad option, before any work; 130 Ctrl-C.
 """
 
 import argparse
@@ -33,34 +32,20 @@ class _Parser(argparse.ArgumentParser):
 def source_checkout() -> Path | None:
     """The root of the source checkout this package was imported from, or None if installed."""
     root = PACKAGE_DIR.parent
-    pyproject = root / "pyproject.toml"
-    checkout = pyproject.is_file() and 'name = "rope_ref"' in pyproject.read_text() and (root / "notebooks").is_dir()
-    return root if checkout else None
+    return root if (root / "pyproject.toml").is_file() and (root / "notebooks").is_dir() else None
 
 
-def default_figures_dir() -> Path:
-    """The checkout's figures/ when run from a checkout, else ./figures of the current directory."""
-    return (source_checkout() or Path.cwd()) / "figures"
-
-
-def notebooks_hint() -> str:
-    """How to open the notebooks: their absolute path, or where to get them."""
-    command = "jupyter lab --allow-root" if hasattr(os, "geteuid") and os.geteuid() == 0 else "jupyter lab"
-    root = source_checkout()
-    where = root / "notebooks" if root else "notebooks/  (in a clone of the rope_ref repository: not installed)"
-    return f"Next: open the notebooks with  {command} {where}"
-
-
-def output_folder(text: str, parser: argparse.ArgumentParser) -> Path:
-    """The absolute folder ``--out`` names, if its nearest existing part is a folder we may write in."""
+def output_folder(text: str | None, parser: argparse.ArgumentParser) -> Path:
+    """The absolute folder ``--out`` names, if its nearest existing part is a folder we may write in; without
+    --out, the checkout's figures/, or from an installed copy ./figures (never into site-packages)."""
+    if text is None:
+        return (source_checkout() or Path.cwd()) / "figures"
     if not text.strip() or "\0" in text:
         parser.error(f"--out: expected a folder path, got {text!r}")
     folder = Path(os.path.abspath(os.path.expanduser(text)))
     existing = next(path for path in (folder, *folder.parents) if path.exists())
-    if not existing.is_dir():
-        parser.error(f"--out: {existing} is a file, expected a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        parser.error(f"--out: cannot write in {existing}")
+    if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
+        parser.error(f"--out: {existing} is not a folder this user may write in")
     return folder
 
 
@@ -85,7 +70,7 @@ def parse_command_line(argv=None) -> argparse.Namespace:
     if not 2 <= args.seq <= MAX_VALUES // args.d:
         parser.error(f"--seq: expected an integer from 2 to {MAX_VALUES // args.d} for --d {args.d}, got {args.seq}")
     if args.command != "check":
-        args.out = default_figures_dir() if args.out is None else output_folder(args.out, parser)
+        args.out = output_folder(args.out, parser)
     return args
 
 
@@ -108,15 +93,19 @@ def write_figures(out: Path) -> None:
     print(f"wrote {len(paths)} figure files (PNG and SVG) to {out} in {time.perf_counter() - t0:.1f} s")
 
 
-def in_worker(function, *args):
-    """``function(*args)`` in a thread, so that Ctrl-C reaches the main thread as KeyboardInterrupt: in the main
+def build_course_site(out: Path) -> int:
+    """Execute every notebook of the checkout and write the course's pages into ``out``; the exit status.  The
+    notebooks run in a worker thread, so that Ctrl-C reaches the main thread as KeyboardInterrupt: in the main
     thread, nbclient's event loop turns it into CancelledError, or a dead kernel's AssertionError."""
+    from .teaching.site import build_site, course_notebooks
+    notebooks = course_notebooks((source_checkout() or Path.cwd()) / "notebooks")     # FileNotFoundError if none
+    t0 = time.perf_counter()
     outcome = {}
 
     def work():
         try:
-            outcome["result"] = function(*args)
-        except BaseException as exc:
+            outcome["index"] = build_site(out, notebooks)
+        except BaseException as exc:      # raised again in the main thread
             outcome["error"] = exc
     worker = threading.Thread(target=work, daemon=True)
     worker.start()
@@ -125,23 +114,13 @@ def in_worker(function, *args):
     except KeyboardInterrupt:
         worker.join(timeout=10)     # the notebook's kernel had Ctrl-C too: let nbclient shut it down
         raise
+    if isinstance(outcome.get("error"), RuntimeError):     # a notebook failed
+        print(f"{PROG}: error: {outcome['error']}", file=sys.stderr)
+        return 1
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["result"]
-
-
-def build_course_site(out: Path) -> int:
-    """Execute every notebook of the checkout and write the course's pages into ``out``; the exit status."""
-    from .teaching.site import build_site, course_notebooks
-    notebooks = course_notebooks((source_checkout() or Path.cwd()) / "notebooks")     # FileNotFoundError if none
-    t0 = time.perf_counter()
-    try:
-        index = in_worker(build_site, out, notebooks)
-    except RuntimeError as exc:     # a notebook failed
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
     print(f"built {len(notebooks)} executed notebooks as HTML in {time.perf_counter() - t0:.1f} s; open")
-    print(index)
+    print(outcome["index"])
     return 0
 
 
@@ -156,8 +135,11 @@ def main(argv=None) -> int:
             write_figures(args.out)
         if args.command == "site":
             status = build_course_site(args.out)
-        if args.command is None:
-            print("\n" + notebooks_hint())
+        if args.command is None:                    # how to open the notebooks: their path, or where to get them
+            root = source_checkout()
+            where = root / "notebooks" if root else "notebooks/  (in a clone of the rope_ref repository: not installed)"
+            jupyter = "jupyter lab --allow-root" if hasattr(os, "geteuid") and os.geteuid() == 0 else "jupyter lab"
+            print(f"\nNext: open the notebooks with  {jupyter} {where}")
         sys.stdout.flush()          # a closed pipe (`check | head -1`) is met here, not at the interpreter's exit
         return status
     except SystemExit as stop:      # argparse: after --help (0) or a one-line error (2)

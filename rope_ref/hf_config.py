@@ -1,14 +1,12 @@
 """A model's RoPE from its Hugging Face ``config.json``: ``from_hf_config(config) -> RopeConfig``."""
 
-from __future__ import annotations
-
 import reprlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
 from ._config_file import load_config
 from ._validate import check_base, check_bool, check_pairing, check_positive_int, check_rotary_dim
-from .hf_families import DIFFUSERS_FAMILIES, FAMILIES, SECTION_QUIRK_KEYS, Family
+from .hf_families import DIFFUSERS_FAMILIES, FAMILIES, Family
 from .multiaxis import mrope_frequencies
 from .rope_config import RopeConfig
 from .scaling import SCALING_METHODS, TRAIN_LENGTH, config_keys, scaled_inv_freq
@@ -17,7 +15,6 @@ from .scaling import SCALING_METHODS, TRAIN_LENGTH, config_keys, scaled_inv_freq
 _SECTIONS = ("rope_parameters", "rope_scaling")   # v5, v4
 #: Rope-section keys scaling the queries (attention temperature), not the angles: kept in RopeConfig.query_scaling.
 QUERY_SCALING_KEYS = ("llama_4_scaling_beta",)
-_MROPE_KEYS = ("mrope_section", "mrope_interleaved")
 #: Sizes of the heads or of their rotated part, written in ways rope_ref does not read: refused for unknown families.
 _OTHER_HEAD_KEYS = ("qk_nope_head_dim", "kv_channels", "attention_head_dim", "head_size", "d_head", "attn_config")
 _OTHER_ROTARY_KEYS = ("rotary_emb_fraction", "rotary_emb_dim", "rope_dim", "rotary_percentage", "rotary_percent",
@@ -34,24 +31,22 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     """
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be None or a string such as 'full_attention', got {reprlib.repr(layer_type)}")
+    pairing = None if pairing is None else check_pairing(pairing)
     cfg = load_config(config)
     if "_class_name" in cfg:                                 # a diffusers transformer's config.json
-        return _diffusers_rope_config(cfg, pairing=pairing, layer_type=layer_type)
+        return _diffusers_rope_config(cfg, pairing, layer_type)
     cfg, path = _text_model_config(cfg)
     model_type = cfg.get("model_type")
-    family = _family(cfg, model_type, None if pairing is None else check_pairing(pairing), path)
+    family = _family(cfg, model_type, pairing, path)
     part = (family.parts or {}).get(layer_type)          # another attention's RoPE (DSA indexer)
     layer_type = None if part else layer_type
     head_dim = _head_dim(cfg, family, layer_type)
     where, rope, defaulted, base = _rope_section(cfg, layer_type, family)
-    assumed = ["the family's default rope section"] if defaulted else []
-    if family.mrope and rope.get("mrope_section") is None:
-        assumed.append(f"the family's default mrope_section {list(family.mrope[0])}")
+    where += " (the family's default rope section, as the config has none)" if defaulted else ""
     mrope_section, mrope_interleaved = _mrope(rope, family, where, model_type in FAMILIES)
-    where += f" (with {' and '.join(assumed)}, as the config has none)" if assumed else ""
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
-    rope_type = _rope_type(rope, family, where, model_type)
+    rope_type = _rope_type(rope, family, where)
     rotary_dim = _rotary_dim(cfg, rope, rope_type, family, head_dim)
     output_pairing = None
     if pairing is None and family.interleave:        # MLA: interleaved pairs in, half layout out, if rope_interleave
@@ -61,7 +56,16 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     if part:
         head_key, default_head, pairing, output_pairing = part
         head_dim = check_positive_int(cfg.get(head_key, default_head), f"config[{head_key!r}]")
-    _training_lengths(cfg, family, rope, rope_type)
+    # transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a top-level
+    # original_max_position_embeddings (Phi-3), else the rope section's, else max_position_embeddings
+    top = {k: check_positive_int(cfg[k], f"config[{k!r}]")
+           for k in family.max_pos_keys + ("original_max_position_embeddings",) if cfg.get(k) is not None}
+    max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
+    if TRAIN_LENGTH in SCALING_METHODS[rope_type].required:
+        train = top.get("original_max_position_embeddings", rope.get("original_max_position_embeddings"))
+        rope["original_max_position_embeddings"] = max_pos if train is None else train
+    if max_pos is not None:
+        rope["max_position_embeddings"] = max_pos
     params, query_scaling = ({k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
                              for given in (SCALING_METHODS[rope_type].params_of(rope), query_scaling))
     try:
@@ -73,11 +77,10 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing, base=base,
                       rope_type=rope_type, params=MappingProxyType(params), attention_factor=float(attention_factor),
                       output_pairing=output_pairing, query_scaling=MappingProxyType(query_scaling),
-                      mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise,
-                      assumed=tuple(assumed))
+                      mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise)
 
 
-def _diffusers_rope_config(cfg, *, pairing=None, layer_type=None) -> RopeConfig:
+def _diffusers_rope_config(cfg, pairing, layer_type) -> RopeConfig:
     """The axial RoPE (``RopeConfig.axial_sections``) of a diffusers transformer's config, one with ``_class_name``."""
     name = cfg["_class_name"]
     family = DIFFUSERS_FAMILIES.get(name) if isinstance(name, str) else None
@@ -88,17 +91,14 @@ def _diffusers_rope_config(cfg, *, pairing=None, layer_type=None) -> RopeConfig:
     if family.needs and not cfg.get(family.needs):
         raise ValueError(f"config has {family.needs}={cfg.get(family.needs)!r}: {name} then applies no RoPE")
     head_dim = check_positive_int(cfg.get("attention_head_dim", family.head_dim), "config['attention_head_dim']")
-    where = f"config[{family.axes_key!r}]" if family.axes_key else f"{name}'s split of attention_head_dim"
     dims = cfg.get(family.axes_key, family.axes_dims) if family.axes_key else family.axes_dims(head_dim)
-    even = isinstance(dims, (list, tuple)) and all(type(n) is int and n > 0 and n % 2 == 0 for n in dims)
-    if not even or sum(dims) != head_dim:
-        raise ValueError(f"{where} must be positive even feature dims, one per axis, summing to attention_head_dim "
-                         f"= {head_dim}, got {dims!r}")
-    theta = cfg.get(family.theta_key, family.theta) if family.theta_key else family.theta
-    base = check_base(theta, f"rope_theta ({f'config[{family.theta_key!r}]' if family.theta_key else name})")
-    return RopeConfig(model_type=name, head_dim=head_dim, rotary_dim=head_dim,
-                      pairing="interleaved" if pairing is None else check_pairing(pairing), base=base,
-                      rope_type="default", axial_sections=tuple(n // 2 for n in dims))
+    if not (isinstance(dims, (list, tuple)) and all(type(n) is int and n > 0 and n % 2 == 0 for n in dims)
+            and sum(dims) == head_dim):
+        raise ValueError(f"config[{family.axes_key or 'attention_head_dim'!r}]: expected positive even feature dims "
+                         f"summing to attention_head_dim = {head_dim}, got {dims!r}")
+    base = check_base(cfg.get(family.theta_key, family.theta), f"config[{family.theta_key or 'rope_theta'!r}]")
+    return RopeConfig(model_type=name, head_dim=head_dim, rotary_dim=head_dim, pairing=pairing or "interleaved",
+                      base=base, rope_type="default", axial_sections=tuple(n // 2 for n in dims))
 
 
 def _text_model_config(cfg):
@@ -108,36 +108,28 @@ def _text_model_config(cfg):
         for key, kind in (("model_type", str), ("text_config", Mapping)):
             if cfg.get(key) is not None and not isinstance(cfg[key], kind):
                 raise TypeError(f"{path}[{key!r}] must be a {kind.__name__} or null, got {cfg[key]!r:.80}")
-        inner = cfg.get("text_config")
-        if inner is None or any(cfg.get(k) not in (None, {}) for k in _SECTIONS + ("rope_theta",)):   # [], 0: own
+        if cfg.get("text_config") is None or any(cfg.get(k) not in (None, {}) for k in _SECTIONS + ("rope_theta",)):
             return cfg, path
         path += "['text_config']"
-        cfg = dict(inner)
+        cfg = dict(cfg["text_config"])
 
 
 def _family(cfg, model_type, pairing, path) -> Family:
     """The model_type's row of FAMILIES (with pairing=, generic defaults for an unknown one), checked to apply RoPE."""
     family = FAMILIES.get(model_type)
     if family is None and pairing is None:
-        what = "has no 'model_type'" if model_type is None else f"has model_type={model_type!r}, not a known family"
-        raise ValueError(f"{path} {what}; known model_type values: {sorted(FAMILIES)}. "
-                         "Pass pairing='half' or 'interleaved' to read it anyway")
+        raise ValueError(f"{path}['model_type'] is {model_type!r}, not a known family; pass pairing= to read it anyway")
     if family is None:
-        unread = [k for k in _OTHER_ROTARY_KEYS if cfg.get(k) is not None]
-        if cfg.get("head_dim") is None and cfg.get("qk_rope_head_dim") is None:
-            unread += [k for k in _OTHER_HEAD_KEYS if cfg.get(k) is not None]
+        sized = cfg.get("head_dim") is not None or cfg.get("qk_rope_head_dim") is not None
+        unread = [k for k in _OTHER_ROTARY_KEYS + (() if sized else _OTHER_HEAD_KEYS) if cfg.get(k) is not None]
         if unread:
-            raise ValueError(f"config has {unread[0]!r}, which rope_ref does not read; give the rotated heads as "
-                             "'head_dim' (MLA: 'qk_rope_head_dim') and 'partial_rotary_factor' (or 'rotary_dim')")
+            raise ValueError(f"config has {unread[0]!r}, which rope_ref does not read; give head_dim and rotary_dim")
         family = Family(pairing, rotary_key="rotary_dim")      # a rotary_dim count is read as such
     if family.unsupported:
         raise ValueError(f"config has model_type={model_type!r}: {family.unsupported}")
-    for key, why in family.refuses:
-        if cfg.get(key):
-            raise ValueError(f"config has model_type={model_type!r} with {key}={cfg[key]!r}: {why}")
-    for key, value in family.needs:
-        if cfg.get(key) != value:
-            raise ValueError(f"config has {key}={cfg.get(key)!r}: {model_type} applies RoPE only with {value!r}")
+    for key, value, default in family.needs:
+        if cfg.get(key, default) != value:
+            raise ValueError(f"config has {key}={cfg.get(key, default)!r}; {model_type} has RoPE only with {value!r}")
     return family
 
 
@@ -147,7 +139,7 @@ def _head_dim(cfg, family, layer_type) -> int:
         key, default = family.layer_heads[layer_type]
         types, per_layer = cfg.get("layer_types"), cfg.get("per_layer_config")
         if cfg.get(key) is None and isinstance(types, list) and isinstance(per_layer, Mapping):
-            for idx, over in per_layer.items():
+            for idx, over in per_layer.items():     # Gemma4TextConfig.to_dict() writes it per layer
                 if str(idx).isdigit() and int(idx) < len(types) and types[int(idx)] == layer_type \
                         and isinstance(over, Mapping) and over.get("head_dim") is not None:
                     return check_positive_int(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
@@ -173,8 +165,7 @@ def _rope_section(cfg, layer_type, family):
             raise ValueError(f"config[{k!r}] must be an object or null, got {cfg[k]!r:.80}")
     v5, v4 = cfg.get("rope_parameters"), cfg.get("rope_scaling")
     named = {("rope_type" if k == "type" else k): v for k, v in (v4 or {}).items()}   # v4 may repeat v5's keys
-    if v5 is not None and v4 is not None and \
-            any(v5.get(k, v5.get("type") if k == "rope_type" else None) != v for k, v in named.items()):
+    if v5 is not None and any(v5.get(k, v5.get("type") if k == "rope_type" else None) != v for k, v in named.items()):
         raise ValueError(f"config's rope_parameters {v5} and rope_scaling {v4} disagree; keep one of them")
     key = "rope_parameters" if v5 is not None else "rope_scaling"
     where, defaulted = f"config[{key!r}]", cfg.get(key) is None and family.rope is not None
@@ -191,25 +182,21 @@ def _rope_section(cfg, layer_type, family):
         nested = sorted(family.layers)
         rope = {lt: dict(rope if scaled else {}, rope_theta=cfg.get(k, theta))
                 for lt, (k, theta, scaled) in family.layers.items()}
+    if layer_type not in (nested or [None]):
+        raise ValueError(f"layer_type={layer_type!r}, expected one of {nested or [None]} (the RoPEs the config holds)")
     if nested:
-        if layer_type not in nested:
-            given = "no layer_type" if layer_type is None else f"layer_type={layer_type!r}"
-            raise ValueError(f"layer_type: the config holds one RoPE per layer type; got {given}, expected one of "
-                             f"{nested} (config['layer_types'] says which layers are which)")
         rope, where = rope[layer_type], f"config[{key!r}][{layer_type!r}]"
-    elif layer_type is not None:
-        raise ValueError(f"layer_type={layer_type!r} was given, but the config has one RoPE for every layer")
-    known = tuple(config_keys()) + ("rope_type",) + tuple(SECTION_QUIRK_KEYS) + QUERY_SCALING_KEYS + _MROPE_KEYS
-    for k in rope:
-        if k not in known:
-            raise ValueError(f"{where} has key {k!r}, which rope_ref does not model; known keys: {sorted(known)}")
+    known = config_keys() | {"rope_type", "mrope_section", "mrope_interleaved", *QUERY_SCALING_KEYS, *family.keys}
+    unknown = sorted(set(rope) - known)
+    if unknown:
+        raise ValueError(f"{where} has key {unknown[0]!r}, which rope_ref does not model for this model_type")
     rope = dict(rope)
     base = rope.pop("rope_theta", None)
     base = check_base(base if base is not None else cfg[top] if top else family.rope_theta, "rope_theta")
     return where, rope, defaulted, family.fixed_theta or base      # fixed_theta: the code ignores the config's
 
 
-def _rope_type(rope, family, where, model_type) -> str:
+def _rope_type(rope, family, where) -> str:
     """The registry's name of the section's rope_type (v4: type), as the family's quirk rewrites the section."""
     supported = [name for name, method in SCALING_METHODS.items() if method.in_transformers]
     names = {alias: name for name in supported for alias in (name,) + SCALING_METHODS[name].config_names}
@@ -219,11 +206,8 @@ def _rope_type(rope, family, where, model_type) -> str:
             raise ValueError(f"{where} has {key}={name!r}, which is not supported; supported: {supported}")
     if None not in given.values() and names[given["rope_type"]] != names[given["type"]]:
         raise ValueError(f"{where} has rope_type={given['rope_type']!r} and type={given['type']!r}; give one")
-    rope_type = given["rope_type"] or given["type"] or "default"
-    for key, (owner, quirk) in SECTION_QUIRK_KEYS.items():
-        if rope.get(key) is not None and family.quirk is not quirk:
-            raise ValueError(f"{where} has key {key!r}, which only {owner}'s RoPE uses, not {model_type!r}'s")
-    return family.quirk(rope, names[rope_type]) if family.quirk else names[rope_type]
+    rope_type = names[given["rope_type"] or given["type"] or "default"]
+    return family.quirk(rope, rope_type) if family.quirk else rope_type
 
 
 def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
@@ -231,10 +215,10 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     qk_rope_head_dim; a count (GPT-J's rotary_dim); else int(head_dim * partial_rotary_factor), as transformers."""
     if SCALING_METHODS[rope_type].whole_head:   # frequencies over the whole head, the pairs past the share at 0
         return head_dim
-    factor, key = rope.pop("partial_rotary_factor", None), "partial_rotary_factor"
-    for k in ("partial_rotary_factor", "rotary_pct"):
-        if factor is None and cfg.get(k) is not None:
-            factor, key = cfg[k], k
+    factor, key = rope.pop("partial_rotary_factor", None), "partial_rotary_factor"   # the section's, else top-level
+    if factor is None:
+        key = next((k for k in ("partial_rotary_factor", "rotary_pct") if cfg.get(k) is not None), key)
+        factor = cfg.get(key)
     if factor is not None and not (type(factor) in (int, float) and 0 < factor <= 1):
         raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
     if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
@@ -247,45 +231,26 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     if family.rotary_default is not None or (factor is None and cfg.get(family.rotary_key) is not None):
         return check_rotary_dim(cfg.get(family.rotary_key, family.rotary_default), head_dim,   # GPT-J: None = all
                                 f"config[{family.rotary_key!r}]")
-    factor = family.partial_rotary_factor if factor is None else factor
-    r = int(head_dim * factor)
+    r = int(head_dim * (family.partial_rotary_factor if factor is None else factor))
     if r < 2 or r % 2:
         raise ValueError(f"config {key}: head_dim {head_dim} * {factor} = {r} rotated features; expected even, >= 2")
     return r
-
-
-def _training_lengths(cfg, family, rope, rope_type):
-    """transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a top-level
-    original_max_position_embeddings (Phi-3), else the rope section's, else max_position_embeddings."""
-    top = {k: check_positive_int(cfg[k], f"config[{k!r}]")
-           for k in family.max_pos_keys + ("original_max_position_embeddings",) if cfg.get(k) is not None}
-    max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
-    if TRAIN_LENGTH in SCALING_METHODS[rope_type].required:
-        train = top.get("original_max_position_embeddings", rope.get("original_max_position_embeddings"))
-        rope["original_max_position_embeddings"] = max_pos if train is None else train
-    if max_pos is not None:
-        rope["max_position_embeddings"] = max_pos
 
 
 def _mrope(rope, family, where, known):
     """(mrope_section, interleaved) of M-RoPE (v4 ``type: "mrope"``, or ``mrope_section`` beside any rope_type), or
     (None, False), taken out of the rope section; a family whose module applies M-RoPE gives defaults and layout."""
     section, flag = rope.pop("mrope_section", None), rope.pop("mrope_interleaved", None)
-    kind = rope.get("rope_type", rope.get("type"))
     marked = [rope.pop(k) for k in ("rope_type", "type") if rope.get(k) == "mrope"]   # v4: type "mrope"
+    if family.mrope is None and (section is None and (marked or flag is not None) or section is not None and known):
+        raise ValueError(f"{where}: mrope_section={section!r}; M-RoPE needs one and a model_type that applies it")
     if section is None and family.mrope is None:
-        if marked or flag is not None:
-            raise ValueError(f"{where} has rope_type='mrope' or mrope_interleaved but no mrope_section")
         return None, False
-    if family.mrope is None and known:
-        raise ValueError(f"{where} (rope_type={kind!r}, mrope_section={section}) is M-RoPE, but this model_type's "
-                         "attention applies 1-D RoPE")
     default_section, default_flag = family.mrope or (None, False)
     if flag is not None:
         flag = check_bool(flag, f"{where}['mrope_interleaved']")
         if family.mrope is not None and flag is not default_flag:
-            raise ValueError(f"{where} has mrope_interleaved={flag}, but this model_type's module lays its axes out "
-                             f"as {default_flag!r} whatever the key says")
+            raise ValueError(f"{where} has mrope_interleaved={flag}; this model_type's module uses {default_flag!r}")
     section = default_section if section is None else section
     if not (isinstance(section, (list, tuple)) and len(section) == 3 and all(type(n) is int for n in section)
             and min(section) >= 0):

@@ -1,8 +1,6 @@
 """What each transformers family does with RoPE, as data (``FAMILIES[model_type] -> Family``, read off transformers v5
 and checked by tests/data/audit_families.py), and each diffusers transformer's axial RoPE (``DIFFUSERS_FAMILIES``)."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -23,8 +21,7 @@ def _phimoe_longrope(rope, rope_type) -> str:
         return rope_type
     mscales = rope.get("short_mscale"), rope.get("long_mscale")
     if rope_type != "longrope" or None in mscales or mscales[0] != mscales[1]:
-        raise ValueError(f"phimoe's rope_type={rope_type!r} with short_mscale, long_mscale = {mscales}: rope_ref reads "
-                         "PhiMoE's longrope only with short_mscale == long_mscale")
+        raise ValueError(f"phimoe: rope_ref reads longrope with short_mscale == long_mscale only, got {mscales}")
     rope.update(long_factor=rope.get("short_factor"), attention_factor=mscales[0])
     return rope_type
 
@@ -52,9 +49,9 @@ class Family:
     rotary_default: int | None = None  # ... and its default when the config lacks the key (GPT-J: 64)
     fixed_theta: float | None = None   # a base the modeling code hard-codes (GPT-J, CodeGen: 10^4)
     interleave: str | None = None      # MLA: interleaved pairs out in half layout if rope_interleave ("flag") or always
-    needs: tuple = ()                  # (key, value): RoPE only when config[key] == value
-    refuses: tuple = ()                # (key, why): no RoPE when config[key] is true
+    needs: tuple = ()                  # (key, value, default): RoPE only when config.get(key, default) == value
     quirk: Callable | None = None      # (section, rope_type) -> the method it computes (HunYuan's alpha, PhiMoE)
+    keys: tuple = ()                   # section keys only its quirk reads (refused in other families)
     query_keys: tuple = ()             # top-level keys that scale queries, not angles (Llama 4's temperature)
     max_pos_keys: tuple = ("max_position_embeddings", "n_positions")   # the context length, first present wins
     mrope: tuple | None = None         # M-RoPE its module applies: (default mrope_section, MROPE_LAYOUTS' layout)
@@ -119,9 +116,9 @@ FAMILIES = {
     **dict.fromkeys(("pe_audio_encoder", "pe_audio_video_encoder", "pe_video_encoder"),
                     Family("interleaved", rope_theta=20000.0, head_dim=128)),
     "qwen3_next": Family(partial_rotary_factor=0.25, head_dim=256),
-    "falcon": Family(head_keys=(), refuses=(("alibi", "that model uses ALiBi, not RoPE"),)),
-    "granitemoehybrid": Family(needs=(("position_embedding_type", "rope"),)),
-    "esm": Family(needs=(("position_embedding_type", "rotary"),)),   # default 'absolute': no RoPE
+    "falcon": Family(head_keys=(), needs=(("alibi", False, False),)),        # alibi: ALiBi, not RoPE
+    "granitemoehybrid": Family(needs=(("position_embedding_type", "rope", None),)),
+    "esm": Family(needs=(("position_embedding_type", "rotary", "absolute"),)),
     "smollm3": Family(rope_theta=2e6),
     "solar_open": Family(rope_theta=1e6, head_dim=128),
     "muse_glimmer_assistant": Family(rope_theta=500000.0, head_dim=128),
@@ -132,7 +129,7 @@ FAMILIES = {
     "gte": Family(rope_theta=160000.0),
     "nomic_bert": Family(rope_theta=1000.0),
     "timesfm2_5": Family(head_dim=80),
-    **dict.fromkeys(("hunyuan_v1_dense", "hunyuan_v1_moe"), Family(quirk=_alpha_is_static_ntk)),
+    **dict.fromkeys(("hunyuan_v1_dense", "hunyuan_v1_moe"), Family(quirk=_alpha_is_static_ntk, keys=("alpha",))),
     "phimoe": Family(rope_theta=1e6, quirk=_phimoe_longrope),
     "nanochat": Family(clockwise=True),
     "gpt_oss": Family(rope_theta=150000.0, head_dim=64, rope=_GPT_OSS_YARN),
@@ -211,10 +208,6 @@ FAMILIES = {
         "transformers' HunYuanVLRotaryEmbedding splits cat(freqs, freqs) into chunks of 2*s per mrope_section entry: "
         "on image tokens a feature and its rotate_half partner take angles from different axes, not a rotation")),
 }
-
-#: Section keys that only one family's quirk reads -> (that family, its quirk): refused in other families.
-SECTION_QUIRK_KEYS = {"alpha": ("HunYuan", _alpha_is_static_ntk)}
-
 
 @dataclass(frozen=True)
 class AxialFamily:

@@ -1,7 +1,5 @@
 """A model's rotary embedding as one value: ``RopeConfig``, read by :func:`rope_ref.from_hf_config`."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -31,7 +29,6 @@ class RopeConfig:
     mrope_interleaved: bool | str = False            # M-RoPE layout: True, False (blocks) or a MROPE_LAYOUTS name
     axial_sections: tuple | None = None              # axial RoPE (diffusion transformers): pairs per axis
     clockwise: bool = False                          # NanoChat: every pair turns by -theta_j m (sin's sign flipped)
-    assumed: tuple = ()      # what from_hf_config took from the family where the config is silent (default sections)
 
     @property
     def axes(self) -> int | None:

@@ -1,6 +1,7 @@
 """``python -m rope_ref``: exit statuses 0/1/2/130, where figures go, the main job, Ctrl-C."""
 
 import errno
+import math
 import os
 import signal
 import subprocess
@@ -10,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import rope_ref
 import rope_ref.__main__ as cli
 from rope_ref.__main__ import main
 from rope_ref.checks import Check
@@ -19,53 +19,39 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def _run(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "rope_ref", *args], capture_output=True, text=True, timeout=300,
-                          env=ENV, **kw)
-
-
 def _one_line(err: str, *words: str) -> None:
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert all(word in err for word in words), err
 
 
-@pytest.mark.slow
-def test_check_prints_every_identity_and_exits_0():
-    res = _run("check", "--d", "16", "--seq", "100")
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "d=16, positions 0..99" in res.stdout and "fast rotate == plain elementwise" in res.stdout
-    assert "FAIL" not in res.stdout
-
-
-def test_a_failing_identity_is_exit_status_1(monkeypatch, capsys):
-    def broken(d, seq):
-        return [Check("planted", "0", float("inf"), 1e-12)]
-    monkeypatch.setattr(cli, "run_checks", broken)
-    assert main(["check", "--d", "8", "--seq", "64"]) == 1
-    assert "FAIL" in capsys.readouterr().out
+@pytest.mark.parametrize("outcome, status", [(KeyboardInterrupt(), 130), ([Check("planted", "0", math.nan, 1)], 1)])
+def test_a_failing_identity_is_status_1_and_ctrl_c_one_line_and_130(monkeypatch, capsys, outcome, status):
+    def run_checks(d, seq):
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+    monkeypatch.setattr(cli, "run_checks", run_checks)
+    assert main(["check", "--d", "8", "--seq", "64"]) == status
+    out, err = capsys.readouterr()
+    if status == 130:
+        _one_line(err, "interrupted")
+    else:
+        assert "planted" in out and "FAIL" in out
 
 
 @pytest.mark.parametrize("args,named", [
     (["check", "--d", "7"], "--d"), (["--d", "1024"], "--d"), (["--seq", "x"], "--seq"), (["--seq", "1"], "--seq"),
     (["check", "--d", "512", "--seq", "100000"], "--seq"), (["bogus"], "bogus"), (["check", "--out", "D"], "check"),
     (["figures", "--d", "64"], "figures"), (["--seq", "64", "site", "--out", "D"], "site"), (["site"], "--out"),
+    *[(command + ["--out", out], "--out") for command in (["figures"], ["site"], [])
+      for out in ("", "taken.txt", "taken.txt/sub/figs")],       # a path that is, or is under, a file
 ])
 def test_a_bad_option_is_one_line_and_status_2_before_any_work(tmp_path, monkeypatch, capsys, args, named):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(cli, "print_identities", lambda d, seq: pytest.fail("ran the checks"))
+    (tmp_path / "taken.txt").write_text("x")
     assert main(args) == 2
     _one_line(capsys.readouterr().err, named)
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize("out", ["", "taken.txt", "taken.txt/sub/figs"])
-@pytest.mark.parametrize("command", [["figures"], ["site"], []], ids=["figures", "site", "main"])
-def test_a_bad_out_is_one_line_and_status_2_before_any_work(tmp_path, monkeypatch, capsys, command, out):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(cli, "print_identities", lambda d, seq: pytest.fail("ran the checks"))
-    (tmp_path / "taken.txt").write_text("x")
-    assert main(command + ["--out", out]) == 2
-    _one_line(capsys.readouterr().err, "--out")
     assert [p.name for p in tmp_path.iterdir()] == ["taken.txt"]
 
 
@@ -74,27 +60,24 @@ def test_help_exits_0(capsys):
     assert "figures" in capsys.readouterr().out
 
 
-def test_from_the_checkout_figures_go_to_its_figures_folder():
-    assert cli.source_checkout() == ROOT and cli.default_figures_dir() == ROOT / "figures"
-    assert str(ROOT / "notebooks") in cli.notebooks_hint()
-
-
-def test_from_an_installed_copy_figures_go_to_the_current_directory(tmp_path, monkeypatch):
-    monkeypatch.setattr(cli, "PACKAGE_DIR", tmp_path / "site-packages" / "rope_ref")
+@pytest.mark.parametrize("installed", [False, True])
+def test_figures_go_to_the_checkout_or_the_current_directory(tmp_path, monkeypatch, capsys, installed):
+    """From a checkout: its figures/ and its notebooks; from an installed copy: ./figures, and no local path."""
+    if installed:
+        monkeypatch.setattr(cli, "PACKAGE_DIR", tmp_path / "site-packages" / "rope_ref")
     monkeypatch.chdir(tmp_path)
-    assert cli.source_checkout() is None and cli.default_figures_dir() == tmp_path / "figures"
-    assert str(tmp_path) not in cli.notebooks_hint()
-
-
-@pytest.fixture
-def one_figure(monkeypatch):
-    figures = pytest.importorskip("rope_ref.teaching.figures")
-    monkeypatch.setattr(figures, "FIGURES", {"fig2_long_term_decay": figures.FIGURES["fig2_long_term_decay"]})
-    return figures
+    monkeypatch.setattr(cli, "print_identities", lambda d, seq: 0)
+    monkeypatch.setattr(cli, "write_figures", print)
+    assert main([]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == str((tmp_path if installed else ROOT) / "figures")
+    assert (str(ROOT / "notebooks") in lines[-1]) is not installed and str(tmp_path) not in lines[-1]
 
 
 @pytest.mark.slow
-def test_the_main_job_checks_writes_the_figures_and_names_the_notebooks(tmp_path, monkeypatch, capsys, one_figure):
+def test_the_main_job_checks_writes_the_figures_and_names_the_notebooks(tmp_path, monkeypatch, capsys):
+    figures = pytest.importorskip("rope_ref.teaching.figures")
+    monkeypatch.setattr(figures, "FIGURES", {"fig2_long_term_decay": figures.FIGURES["fig2_long_term_decay"]})
     monkeypatch.chdir(tmp_path)
     assert main(["--d", "8", "--seq", "64", "--out", "rel/figs"]) == 0
     out = capsys.readouterr().out
@@ -131,46 +114,20 @@ def test_site_prints_the_index_path_and_a_failing_notebook_is_status_1(tmp_path,
     _one_line(capsys.readouterr().err, "00_why_positions")
 
 
-@pytest.fixture
-def fresh_teaching(monkeypatch):
-    """rope_ref.teaching imported afresh within the test; every module as it was afterwards."""
-    saved = [name for name in sys.modules if name.startswith("rope_ref.teaching")]
-    for name in saved:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setattr(rope_ref, "teaching", getattr(rope_ref, "teaching", None), raising=False)
-    yield monkeypatch
-    for name in [name for name in sys.modules if name.startswith("rope_ref.teaching") and name not in saved]:
-        del sys.modules[name]
-
-
 @pytest.mark.slow
-def test_a_missing_dependency_is_named_in_one_line(tmp_path, capsys, fresh_teaching):
-    fresh_teaching.setitem(sys.modules, "matplotlib", None)
-    assert main(["figures", "--out", str(tmp_path)]) == 1
-    _one_line(capsys.readouterr().err, "matplotlib")
-
-
-@pytest.mark.slow
-def test_a_broken_import_inside_rope_ref_is_not_called_a_missing_dependency(tmp_path, fresh_teaching):
-    fresh_teaching.setitem(sys.modules, "rope_ref.teaching.style", None)
-    with pytest.raises(ImportError) as raised:
-        main(["figures", "--out", str(tmp_path)])
-    assert raised.value.name == "rope_ref.teaching.style"
-
-
-def test_keyboard_interrupt_is_one_line_and_status_130(monkeypatch, capsys):
-    def interrupted(d, seq):
-        raise KeyboardInterrupt
-    monkeypatch.setattr(cli, "run_checks", interrupted)
-    assert main(["check"]) == 130
-    _one_line(capsys.readouterr().err, "interrupted")
+@pytest.mark.parametrize("missing, traceback", [("matplotlib", False), ("rope_ref.teaching.style", True)])
+def test_a_missing_dependency_is_named_in_one_line_a_broken_import_in_rope_ref_is_not(tmp_path, missing, traceback):
+    code = f"import sys; sys.modules[{missing!r}] = None; from rope_ref.__main__ import main; sys.exit(main())"
+    res = subprocess.run([sys.executable, "-c", code, "figures", "--out", str(tmp_path)], capture_output=True,
+                         text=True, timeout=300, env=ENV)
+    assert res.returncode == 1 and missing in res.stderr
+    assert ("Traceback" in res.stderr) == traceback and (len(res.stderr.strip().splitlines()) == 1) != traceback
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", [["check", "--d", "512", "--seq", "16384"], ["site"]], ids=["check", "site"])
 def test_ctrl_c_to_the_process_group_is_one_line_status_130(tmp_path, command):
-    """As a terminal sends it: to the command and, for site, the notebook's kernel; no process is left.
-    (site may have said which notebook it was running on the lines before.)"""
+    """As a terminal sends it: to the command and, for site, the notebook's kernel; no process is left."""
     args = command + (["--out", str(tmp_path / "site")] if command == ["site"] else [])
     proc = subprocess.Popen([sys.executable, "-m", "rope_ref", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True, env=ENV)
@@ -193,7 +150,8 @@ def test_a_package_that_imports_rope_ref_keeps_its_own_ctrl_c(tmp_path):
     package = tmp_path / "thatpackage"
     package.mkdir()
     (package / "__init__.py").write_text("import rope_ref\n")
-    (package / "__main__.py").write_text("import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(30)\n")
+    (package / "__main__.py").write_text("import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\n"
+                                         "time.sleep(30)\n")
     res = subprocess.run([sys.executable, "-m", "thatpackage"], capture_output=True, text=True, timeout=60,
                          cwd=tmp_path, env={**ENV, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
     assert "KeyboardInterrupt" in res.stderr and "python -m rope_ref" not in res.stderr, res.stderr
