@@ -25,9 +25,9 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
     n = shape[layout.index("b")] if layout != "thd" else None
     if layout == "thd":
         cu = check_real_array(cu_seqlens, "cu_seqlens")
-        if cu.dtype.kind not in "iu" or cu.ndim != 1 or len(cu) < 2 or cu[0] != 0 or cu[-1] != shape[0] \
-                or np.any(np.diff(cu) < 0):
+        if cu.ndim != 1 or len(cu) < 2 or cu[0] != 0 or cu[-1] != shape[0] or np.any(np.diff(cu) < 0) or np.any(cu % 1):
             raise ValueError(f"cu_seqlens must be integers rising from 0 to t={shape[0]}, got {cu.tolist()!r:.80}")
+        cu = cu.astype(np.int64)
         n = len(cu) - 1
     offsets = np.zeros((), np.int64) if seqlen_offsets is None else check_real_array(seqlen_offsets, "seqlen_offsets")
     if offsets.shape not in ((), (n,)) or not np.all(np.isfinite(offsets)):

@@ -58,7 +58,7 @@ X4, X3 = np.zeros((3, 5, 2, 8)), np.zeros((11, 2, 8))
     (X3, dict(layout="thd"), TypeError, "cu_seqlens"),
     (X4, dict(layout="bshd", cu_seqlens=CU), TypeError, "cu_seqlens"),
     (X3, dict(layout="thd", cu_seqlens=[0, 5, 4, 11]), ValueError, "cu_seqlens"),
-    (X3, dict(layout="thd", cu_seqlens=[0.0, 11.0]), ValueError, "cu_seqlens"),
+    (X3, dict(layout="thd", cu_seqlens=[0, 5.5, 11]), ValueError, "cu_seqlens"),
     (X3, dict(layout="thd", cu_seqlens=CU, seqlen_offsets=[1, 2]), ValueError, "seqlen_offsets"),
     (X4, dict(layout="bshd", seqlen_offsets=[0, np.nan, 1]), ValueError, "seqlen_offsets"),
     (X4, dict(layout="bshd", seqlen_offsets="3"), TypeError, "seqlen_offsets"),
