@@ -5,8 +5,6 @@ Where a call succeeds its result is compared with ``_reference``, a plain loop o
 here with ``math.cos``/``math.sin`` (eq 13 per pair), not with rope_ref's own code.
 """
 
-import math
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -15,6 +13,7 @@ from hypothesis import strategies as st
 
 import rope_ref as rr
 from kernels import pairwise_reference as _reference
+from test_attention import softmax_attention_loop
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -76,24 +75,14 @@ def strided_inputs(draw):
     lead = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=2)))
     d = 2 * draw(st.integers(1, 5))
     base = np.random.default_rng(draw(st.integers(0, 2 ** 16))).standard_normal(lead + (2 * d,))
-    layout = draw(st.sampled_from(["C", "F", "reversed", "broadcast", "every-other", "readonly"]))
-    if layout == "F":
-        x = np.asfortranarray(base[..., :d])
-    elif layout == "reversed":
-        x = base[..., ::-1][..., :d]
-    elif layout == "broadcast":
-        x = np.broadcast_to(base[..., :1, :d], base.shape[:-1] + (d,))
-    elif layout == "every-other":
-        x = base[..., ::2]
-    else:
-        x = base[..., :d].copy()
-        if layout == "readonly":
-            x.setflags(write=False)
+    readonly = base[..., :d].copy()
+    readonly.setflags(write=False)
+    x = draw(st.sampled_from([base[..., :d].copy(), np.asfortranarray(base[..., :d]), base[..., ::-1][..., :d],
+                              np.broadcast_to(base[..., :1, :d], base.shape[:-1] + (d,)), base[..., ::2], readonly]))
     dtype = draw(st.sampled_from([np.float64, np.float32, ">f8", ">f4"]))
-    positions = draw(st.sampled_from(["default", "fractional", "negative", "broadcast"]))
     seq = lead[-1]
-    pos = {"default": None, "fractional": np.arange(seq) * 0.37, "negative": -np.arange(seq) * 3.0,
-           "broadcast": np.broadcast_to(np.float64(2.5), (seq,))}[positions]
+    pos = draw(st.sampled_from([None, np.arange(seq) * 0.37, -np.arange(seq) * 3.0,
+                                np.broadcast_to(np.float64(2.5), (seq,))]))
     return x.astype(dtype) if np.dtype(dtype) != x.dtype else x, pos
 
 
@@ -117,20 +106,6 @@ def test_any_layout_pairing_rotary_dim_and_inv_freq_give_the_reference_and_leave
     np.testing.assert_allclose(out.astype(np.float64), ref, atol=tol * max(1.0, np.abs(ref).max()))
 
 
-def _softmax_attention(q, k, v, qp, kp, causal):
-    """Eqs 2 and 16 by loops: rotate with ``_reference``, then a plain softmax per query."""
-    qr, kr = _reference(q, qp), _reference(k, kp)
-    out = np.empty(q.shape[:-1] + v.shape[-1:])
-    for idx in np.ndindex(q.shape[:-2]):
-        for m in range(q.shape[-2]):
-            s = np.array([qr[idx][m] @ kr[idx][n] / math.sqrt(q.shape[-1]) for n in range(k.shape[-2])])
-            if causal:
-                s[np.broadcast_to(kp, k.shape[:-1])[idx] > np.broadcast_to(qp, q.shape[:-1])[idx][m]] = -np.inf
-            w = np.exp(s - s.max())
-            out[idx][m] = (w / w.sum()) @ np.asarray(v, np.float64)[idx]
-    return out
-
-
 @settings(max_examples=25, deadline=None)
 @given(lead=st.lists(st.integers(1, 3), max_size=2), n_q=st.integers(1, 5), n_k=st.integers(1, 5),
        half_d=st.integers(1, 4), d_v=st.integers(1, 3), causal=st.booleans(), offset=st.integers(0, 3),
@@ -146,7 +121,9 @@ def test_attention_matches_plain_softmax_for_any_shape(lead, n_q, n_k, half_d, d
     out = rr.attention(q, k, v, q_positions=qp, k_positions=kp, causal=causal)
     narrow = all(a.dtype.kind == "f" and a.dtype.itemsize <= 4 for a in (q, k, v))   # integers become float64
     assert out.dtype == (np.float32 if narrow else np.float64)
-    np.testing.assert_allclose(out, _softmax_attention(q, k, v, qp, kp, causal), atol=2e-5 if narrow else 1e-12)
+    for i in np.ndindex(lead):                          # eqs 2 and 16 one head at a time, by loops
+        want = softmax_attention_loop(*(np.asarray(a[i], np.float64) for a in (q, k, v)), qp, kp, causal)
+        np.testing.assert_allclose(out[i], want, atol=2e-5 if narrow else 1e-12)
 
 
 POSITION_DTYPES = [np.int8, np.uint8, np.int16, np.uint32, np.int64, ">i4", np.float16, ml_dtypes.bfloat16, np.float32,
