@@ -1,9 +1,6 @@
-"""Fuzzing the input contract: odd array layouts and dtypes, extreme values, and every warning turned
-into an error (a RuntimeWarning from NumPy is a contract violation, as is NaN/inf from finite input).
-
-Where a call succeeds its result is compared with ``_reference``, a plain loop over pairs written
-here with ``math.cos``/``math.sin`` (eq 13 per pair), not with rope_ref's own code.
-"""
+"""Fuzzing the input contract: odd array layouts and dtypes, extreme values, and every warning an error (a NumPy
+RuntimeWarning is a contract violation, as is NaN/inf from finite input); results against the per-pair loop of
+tests/kernels.py (eq 13 with math.cos/sin), not rope_ref's own code."""
 
 import ml_dtypes
 import numpy as np
@@ -20,8 +17,6 @@ pytestmark = pytest.mark.filterwarnings("error")
 FORMS = {"rotate": rr.rotate, "rotate_elementwise": rr.rotate_elementwise, "rotate_dense": rr.rotate_dense,
          "rotate_complex": rr.rotate_complex}
 
-
-# ---- overflow from finite input: a ValueError in every dtype, never inf and never a RuntimeWarning ----------
 
 BIG = {np.float32: 3e38, np.float64: 1.7e308, np.float16: 60000.0, ml_dtypes.bfloat16: 3e38}
 
@@ -66,8 +61,6 @@ def test_attention_overflow_names_the_argument_and_warns_nothing(fn):
             f(q, q, v_huge)
         assert np.all(np.isfinite(f(q * 1.7e308, q * 1.7e308, v_huge[..., 1:] * 1e-300)))
 
-
-# ---- layouts and byte orders ---------------------------------------------------------------------------------
 
 @st.composite
 def strided_inputs(draw):
@@ -143,8 +136,6 @@ def test_positions_of_any_real_dtype_are_their_own_values(dtype, seq, as_scalar,
     exact = np.asarray(pos).astype(np.float64)     # the value the dtype holds, rounded or not
     np.testing.assert_allclose(FORMS[form](x, pos), _reference(x, exact), atol=1e-12)
 
-
-# ---- dtypes: each accepted dtype kept (integers promoted to float64), angles in float64 ----------------------------
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
 def test_angles_are_computed_in_float64(dtype):

@@ -1,6 +1,6 @@
 """Issue 40 item 3: rotate and rotate_elementwise with layout= ("bshd", "bhsd", "sbhd", "thd" with cu_seqlens; per-batch
 and per-sequence offsets), the refusal of an ambiguous 4-D x, and rotate_qkv on packed q/k/v, against a per-pair
-loop."""
+loop (bad layout and packing arguments: tests/test_bad_inputs.py)."""
 
 import numpy as np
 import pytest
@@ -44,25 +44,6 @@ def test_an_ambiguous_4d_x_is_refused_naming_both_readings(form):
     np.testing.assert_allclose(form(x, np.arange(4)), pairwise_reference(x, np.arange(4)), atol=1e-12)
 
 
-X4, X3 = np.zeros((3, 5, 2, 8)), np.zeros((11, 2, 8))
-
-
-@pytest.mark.parametrize("x,kw,exc,name", [
-    (X4, dict(layout="bsdh"), ValueError, "layout"), (X4, dict(layout=4), TypeError, "layout"),
-    (X3, dict(layout="bshd"), ValueError, "layout"), (X4, dict(layout="bshd", positions=[0]), TypeError, "layout"),
-    (X3, dict(layout="thd"), TypeError, "cu_seqlens"), (X4, dict(layout="bshd", cu_seqlens=CU), TypeError, "cu_seqlens"),
-    (X3, dict(layout="thd", cu_seqlens=[0, 5, 4, 11]), ValueError, "cu_seqlens"),
-    (X3, dict(layout="thd", cu_seqlens=[0, 5.5, 11]), ValueError, "cu_seqlens"),
-    (X3, dict(layout="thd", cu_seqlens=CU, seqlen_offsets=[1, 2]), ValueError, "seqlen_offsets"),
-    (X4, dict(layout="bshd", seqlen_offsets=[0, np.nan, 1]), ValueError, "seqlen_offsets"),
-    (X4, dict(layout="bshd", seqlen_offsets="3"), TypeError, "seqlen_offsets"),
-    (X3, dict(seqlen_offsets=3), TypeError, "seqlen_offsets")])
-@pytest.mark.parametrize("form", [rr.rotate, rr.rotate_elementwise])
-def test_bad_layout_arguments_are_refused_naming_them(form, x, kw, exc, name):
-    with pytest.raises(exc, match=name):
-        form(x, **kw)
-
-
 QKV_CASES = [  # (qkv shape, keywords, the same as (tokens..., heads, d), heads rotated: q and k)
     ((2, 5, 3, 2, 8), {}, (2, 5, 6, 8), 4),                                 # flash-attention's (b, s, 3, h, d)
     ((2, 5, 6, 8), {"num_heads_q": 4}, (2, 5, 6, 8), 5),                    # 4 q heads, 1 k head, 1 v head
@@ -82,12 +63,3 @@ def test_rotate_qkv_rotates_q_and_k_and_leaves_v(shape, kw, heads_view, rotated,
     for h in range(heads_view[-2]):
         want = pairwise_reference(x[..., h, :], pos, pairing=pairing) if h < rotated else x[..., h, :]
         np.testing.assert_allclose(got[..., h, :], want, rtol=0, atol=2e-6 * (h < rotated))
-
-
-@pytest.mark.parametrize("shape,kw,name", [
-    ((2, 5, 4, 2, 8), {}, "qkv"), ((2, 5, 6, 8), {"num_heads_q": 5}, "num_heads_q"),
-    ((2, 5, 6, 8), {"num_heads_q": 0}, "num_heads_q"), ((5, 48), {"head_dim": 3}, "head_dim"),
-    ((5, 48), {"head_dim": 10}, "head_dim")])
-def test_rotate_qkv_refuses_a_packing_it_cannot_split(shape, kw, name):
-    with pytest.raises(ValueError, match=name):
-        rr.rotate_qkv(np.zeros(shape), **kw)

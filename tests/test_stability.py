@@ -59,8 +59,6 @@ def test_linear_attention_with_huge_or_underflowing_features(causal, rng):
     np.testing.assert_allclose(rr.elu_plus_one([1.0, -2.0, 0]), [2.0, np.exp(-2.0), 1.0], rtol=1e-15)
 
 
-# ---- precision: warned on every call, with Python's own warnings --------------------------------------------
-
 def _precision_warnings(call):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
