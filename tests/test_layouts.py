@@ -1,6 +1,5 @@
-"""Issue 40 item 3: rotate and rotate_elementwise with layout= ("bshd", "bhsd", "sbhd", "thd" with cu_seqlens; per-batch
-and per-sequence offsets), the refusal of an ambiguous 4-D x, and rotate_qkv on packed q/k/v, against a per-pair
-loop (bad layout and packing arguments: tests/test_bad_inputs.py)."""
+"""Issue 40 item 3 against a per-pair loop: layout= with cu_seqlens and offsets, the refusal of an ambiguous 4-D x,
+rotate_qkv on packed q/k/v (bad layout and packing arguments: tests/test_bad_inputs.py)."""
 
 import numpy as np
 import pytest

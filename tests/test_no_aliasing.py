@@ -1,4 +1,5 @@
-"""No function modifies its input or returns a view of it, in every accepted dtype; the forms keep the dtype."""
+"""No function modifies its input or returns a view of it, in every accepted dtype, or lets a warning escape; the
+forms keep the dtype."""
 
 import ml_dtypes
 import numpy as np
@@ -6,16 +7,14 @@ import pytest
 
 import rope_ref as rr
 
-# A NumPy RuntimeWarning (or any other) escaping a call is itself a contract violation.
 pytestmark = pytest.mark.filterwarnings("error")
 
 DTYPES = [np.float16, np.float32, np.float64, ml_dtypes.bfloat16, np.int64]
 
 
 def _cases(dt, positions):
-    """(name, function, inputs): each input is an array the function receives.  Positions 0 and rotary_dim
-    passthrough are included because they are where an implementation is tempted to return x; positions
-    0, 1, 2 because there an in-place update of x would change its values."""
+    """(name, function, inputs): position 0 and rotary_dim passthrough tempt an implementation to return x;
+    positions 0, 1, 2 would show an in-place update of x."""
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((2, 3, 8)) * 4).astype(dt)
     x1 = (rng.standard_normal(8) * 4).astype(dt)
