@@ -22,13 +22,13 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
     if (layout == "thd") != (cu_seqlens is not None):
         raise TypeError(f"cu_seqlens must be given with layout='thd' and only then, got layout={layout!r} with "
                         f"cu_seqlens={cu_seqlens!r:.60}")
-    n = shape[layout.index("b")] if layout != "thd" else None
     if layout == "thd":
         cu = check_real_array(cu_seqlens, "cu_seqlens")
         if cu.ndim != 1 or len(cu) < 2 or cu[0] != 0 or cu[-1] != shape[0] or np.any(np.diff(cu) < 0) or np.any(cu % 1):
             raise ValueError(f"cu_seqlens must be integers rising from 0 to t={shape[0]}, got {cu.tolist()!r:.80}")
-        cu = cu.astype(np.int64)
-        n = len(cu) - 1
+        cu, n = cu.astype(np.int64), len(cu) - 1
+    else:
+        n = shape[layout.index("b")]
     offsets = np.zeros((), np.int64) if seqlen_offsets is None else check_real_array(seqlen_offsets, "seqlen_offsets")
     if offsets.shape not in ((), (n,)) or not np.all(np.isfinite(offsets)):
         raise ValueError(f"seqlen_offsets must be one finite number or {n}, one per sequence, got "
@@ -92,11 +92,13 @@ def rotate_qkv(qkv, positions=None, *, num_heads_q=None, head_dim=None, **rope):
         if x.ndim < 4 or x.shape[-3] != 3:
             raise ValueError(f"qkv must have shape (..., seq, 3, heads, d) without num_heads_q or head_dim, got "
                              f"shape {x.shape}")
-        num_heads_q, x = x.shape[-2], x.reshape(x.shape[:-3] + (-1, x.shape[-1]))      # q, k, v heads one axis
+        num_heads_q = x.shape[-2]
+        x = x.reshape(x.shape[:-3] + (-1, x.shape[-1]))                     # the q, k and v heads on one axis
     heads = x.shape[-2]
-    if num_heads_q is not None and (check_positive_int(num_heads_q, "num_heads_q") > heads - 2
-                                    or (heads - num_heads_q) % 2):
-        raise ValueError(f"num_heads_q must leave two equal groups of k and v heads of the {heads}, got {num_heads_q}")
+    if num_heads_q is not None:
+        num_heads_q = check_positive_int(num_heads_q, "num_heads_q")
+        if num_heads_q > heads - 2 or (heads - num_heads_q) % 2:
+            raise ValueError(f"num_heads_q must leave two equal groups of k and v heads of {heads}, got {num_heads_q}")
     if x.ndim < 3:
         raise ValueError(f"qkv must have a token axis before the heads, got shape {shape}")
     rotated = heads if num_heads_q is None else (heads + num_heads_q) // 2           # heads_q + heads_kv
