@@ -24,6 +24,7 @@ from .forms import (
     wrap_angle,
 )
 from .hf_config import RopeConfig, from_hf_config
+from .layouts import layout_positions, rotate_qkv
 from .kernel_check import AxesSpec, RopeSpec, assert_rope_grad_matches, assert_rope_matches, identify
 from .rope_attention import attention, attention_dense, elu_plus_one, linear_attention, linear_attention_dense, softmax
 from .multiaxis import (axial_frequencies, deepseek_v4_compressed_positions, flux_position_ids, grid_positions,
@@ -41,5 +42,5 @@ __all__ = [
     "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches",
     "assert_rope_grad_matches", "identify", "RopeConfig", "from_hf_config", "mrope_frequencies", "mrope_position_ids",
     "axial_frequencies", "grid_positions", "flux_position_ids", "qwen_image_position_ids",
-    "deepseek_v4_compressed_positions", "AxesSpec",
+    "deepseek_v4_compressed_positions", "AxesSpec", "layout_positions", "rotate_qkv",
 ]

@@ -9,17 +9,7 @@ import warnings
 import ml_dtypes
 import numpy as np
 
-PAIRINGS = ("interleaved", "half")
-
-#: dtypes the forms accept and return unchanged (integers are promoted to float64).
 FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16))
-ACCEPTED = "float16, float32, float64 or bfloat16 (ml_dtypes), or integers (promoted to float64)"
-
-#: float64 angles |m*theta| >= ANGLE_LIMIT = 2^34 are rounded by ulp/2 > ANGLE_TOL rad.
-ANGLE_TOL = 1e-6
-ANGLE_LIMIT = 2.0 ** 34
-#: integers beyond 2^53 are not all float64 values (2^53 + 1 rounds to 2^53).
-EXACT_INT_LIMIT = 2 ** 53
 
 
 class RopeRefPrecisionWarning(UserWarning):
@@ -27,96 +17,80 @@ class RopeRefPrecisionWarning(UserWarning):
 
 
 def check_bool(flag, name: str) -> bool:
-    """A real bool (or numpy bool): strings such as "False" and arrays are refused, not truth-tested."""
     if isinstance(flag, (bool, np.bool_)):
         return bool(flag)
     raise TypeError(f"{name} must be True or False, got {flag!r} of type {type(flag).__name__}")
 
 
 def check_keywords(given, valid, what: str) -> None:
-    """A TypeError naming the keywords in ``given`` that are not in ``valid``."""
     unknown = sorted(k for k in given if k not in valid)
     if unknown:
         raise TypeError(f"{what} got unexpected keyword(s) {unknown}, expected some of {sorted(valid)}")
 
 
-def check_number(value, name: str, expected: str, valid, *, real: bool = False, error=ValueError):
-    """``value`` as an int (a float if ``real``): a TypeError for other kinds and bools, ``error`` if not valid."""
-    kind = numbers.Real if real else numbers.Integral
-    plain = type(value) is int or real and type(value) is float            # the common case, without the ABC checks
-    if not plain and (isinstance(value, (bool, np.bool_)) or not isinstance(value, kind)):
+def check_number(value, name: str, expected: str, valid, *, real: bool = False):
+    """``value`` as an int (a float if ``real``): a TypeError for other kinds and bools, a ValueError if not valid."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real if real else numbers.Integral):
         raise TypeError(f"{name} must be {expected}, got {value!r} of type {type(value).__name__}")
     try:
         value = float(value) if real else int(value)
     except OverflowError:        # an int beyond float64 (10**400)
         raise ValueError(f"{name} must be {expected}, got an integer too large for float64") from None
     if not valid(value):
-        raise error(f"{name} must be {expected}, got {value}")
+        raise ValueError(f"{name} must be {expected}, got {value}")
     return value
 
 
-def check_positive_int(n, name: str, *, expected: str = "a positive integer") -> int:
-    """A positive integer; ``expected`` words it for the message."""
-    return check_number(n, name, expected, lambda v: v > 0)
+def check_positive_int(n, name: str) -> int:
+    return check_number(n, name, "a positive integer", lambda v: v > 0)
 
 
 def check_nonnegative_int(n, name: str, expected: str = "a non-negative integer") -> int:
-    """An integer >= 0."""
     return check_number(n, name, expected, lambda v: v >= 0)
 
 
 def check_seed(seed, name: str = "seed") -> int:
-    """A non-negative integer random seed (a TypeError for any other value)."""
-    return check_number(seed, name, "a non-negative integer", lambda v: v >= 0, error=TypeError)
+    return check_nonnegative_int(seed, name)
 
 
 def check_d(d, name: str = "d") -> int:
-    """A positive even integer feature dimension."""
     return check_number(d, name, "a positive even integer", lambda v: v > 0 and v % 2 == 0)
 
 
 def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:
-    """``rotary_dim`` defaults to ``d``; otherwise an even integer in [2, d]."""
     if rotary_dim is None:
         return d
     return check_number(rotary_dim, name, f"None or an even integer in [2, d={d}]", lambda v: 0 < v <= d and v % 2 == 0)
 
 
 def check_positive_real(value, name: str, expected: str = "a positive finite real number") -> float:
-    """A finite, positive real number (a Python or NumPy number, not a bool), as a float."""
     return check_number(value, name, expected, lambda v: 0 < v < np.inf, real=True)
 
 
 def check_base(base, name: str = "base", *, d: int | None = None) -> float:
-    """A finite, positive real base whose frequencies base^(-2i/d) fit float64 (when ``d`` is given); base = 1 warns
-    (every theta_i = 1: one frequency for all pairs)."""
+    """A positive base whose frequencies base^(-2i/d) fit float64 (when ``d`` is given); base = 1 warns."""
     base = check_positive_real(base, name)
     if base == 1:
-        warnings.warn(f"{name}=1 gives every pair the frequency theta_i = 1 (eq 15); RoPE's bases are > 1",
-                      UserWarning, stacklevel=2)
+        warnings.warn(f"{name}=1 gives every pair theta_i = 1 (eq 15); RoPE's bases are > 1", stacklevel=2)
     if d is not None and base < 1 and (d - 2) / d * -np.log2(base) >= 1024:
-        raise ValueError(f"{name}={base!r} with d={d} gives frequencies base^(-2i/d) beyond float64, expected a base "
-                         f"that is not vanishingly small (base >= 1e-300 is safe)")
+        raise ValueError(f"{name} must keep base^(-2i/d) within float64 for d={d} (base >= 1e-300 does), got {base!r}")
     return base
 
 
 def check_choice(value, name: str, choices, meaning: str = "", unknown: type = ValueError) -> str:
-    """One of the strings ``choices``: a TypeError for a non-string, ``unknown`` for another string."""
     choices = tuple(choices)
     if isinstance(value, str) and value in choices:
         return value
-    error = unknown if isinstance(value, str) else TypeError
-    raise error(f"{name} must be {meaning}one of {choices}, got {value!r:.80}")
+    raise (unknown if isinstance(value, str) else TypeError)(f"{name} must be {meaning}one of {choices}, got "
+                                                             f"{value!r:.80}")
 
 
 def check_pairing(pairing) -> str:
-    """'interleaved' or 'half'."""
-    return check_choice(pairing, "pairing", PAIRINGS)
+    return check_choice(pairing, "pairing", ("interleaved", "half"))
 
 
 def from_torch(a) -> np.ndarray:
-    """A torch tensor's values as a NumPy array (any device, ``requires_grad`` allowed: detached; through DLPack,
-    bfloat16 through float32, which holds it exactly); torch is never imported here."""
+    """A torch tensor's values (any device, ``requires_grad`` allowed) as NumPy, through DLPack; no torch import."""
     t = a.detach().cpu()
     if str(t.dtype) == "torch.bfloat16":
         return t.float().numpy().astype(ml_dtypes.bfloat16)              # NumPy's DLPack has no bfloat16
@@ -124,8 +98,7 @@ def from_torch(a) -> np.ndarray:
 
 
 def as_given(result: np.ndarray, given):
-    """``result`` as a tensor of ``given``'s dtype and device when ``given`` is a torch tensor (torch in, torch
-    out), else unchanged."""
+    """``result`` as a tensor of ``given``'s dtype and device when ``given`` is a torch tensor, else unchanged."""
     if not type(given).__module__.startswith("torch"):
         return result
     import torch
@@ -135,74 +108,61 @@ def as_given(result: np.ndarray, given):
 
 
 def check_real_array(a, name: str) -> np.ndarray:
-    """A real array of an accepted dtype (``ACCEPTED``) in native byte order; lists and torch tensors convert."""
-    expected = f"a real array of dtype {ACCEPTED}"
-    if type(a).__module__.startswith("torch"):
-        a = from_torch(a)
-    raw = isinstance(a, (bytes, bytearray)) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray))
-    if a is None or isinstance(a, str) or raw or np.ma.is_masked(a):
-        raise TypeError(f"{name} must be {expected}, got {type(a).__name__} (raw bytes and masked entries are "
-                        f"not read as numbers)")
+    """A real array in native byte order (lists and torch tensors convert; raw bytes and masked entries do not)."""
+    expected = "a real array of dtype float16, float32, float64, bfloat16 or integer"
+    a = from_torch(a) if type(a).__module__.startswith("torch") else a
+    raw = isinstance(a, bytearray) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray))
+    if raw or np.ma.is_masked(a):
+        raise TypeError(f"{name} must be {expected}, got {type(a).__name__} of raw bytes or masked entries")
     try:
         arr = np.asarray(a)
     except Exception as e:       # ragged lists, objects numpy cannot read
         raise TypeError(f"{name} must be {expected}, got a {type(a).__name__} numpy cannot read ({e})") from None
-    if not arr.dtype.isnative:                                  # big-endian: the same numbers in native order
-        arr = arr.astype(arr.dtype.newbyteorder("="))
+    arr = arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
     if arr.dtype in FLOAT_DTYPES or arr.dtype.kind in "iu":
         return arr
     raise TypeError(f"{name} must be {expected}, got dtype {arr.dtype}")
 
 
 def check_finite(arr: np.ndarray, name: str) -> np.ndarray:
-    """``arr`` unchanged, or a ValueError naming it when it holds NaN or infinity."""
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite, got NaN or infinity at {np.argwhere(~np.isfinite(arr))[0].tolist()}")
     return arr
 
 
 def check_finite_array(a, name: str) -> np.ndarray:
-    """Finite real values of any shape, as a float64 array."""
     return check_finite(check_real_array(a, name).astype(np.float64), name)
 
 
 def check_x(x, name: str = "x") -> np.ndarray:
     """Input vectors of shape (..., d) with d even; integers are promoted to float64."""
     arr = check_real_array(x, name)
-    if arr.ndim == 0:
-        raise ValueError(f"{name} must have shape (..., d), got a 0-d array")
-    check_d(arr.shape[-1], f"{name}.shape[-1]")
+    check_d(arr.shape[-1] if arr.ndim else 0, f"{name}.shape[-1]")
     return arr.astype(np.float64) if arr.dtype.kind in "iu" else arr
 
 
 def check_positions(positions, lead_shape: tuple | None, name: str = "positions", target: str = "x.shape[:-1]",
-                    *, axes: int | None = None, freqs_name: str = "inv_freq") -> np.ndarray:
-    """Finite real positions as float64, broadcastable to ``lead_shape`` = x.shape[:-1] (any shape if None).
-
-    ``None`` is ``arange(seq)`` along x's second-to-last axis.  ``axes=A`` (frequencies ``(n, A)``): shape
-    ``(A, ...)``, None only for A = 1.  Integers beyond 2^53, which float64 rounds, warn on every call."""
+                    *, axes: int | None = None) -> np.ndarray:
+    """Finite positions as float64 broadcasting to ``lead_shape`` (any shape if None; None is ``arange(seq)``), of
+    shape ``(A, ...)`` for frequencies ``(n, A)`` (``axes=A``); integers beyond 2^53 warn, on every call."""
     if positions is None and lead_shape is not None:
-        if axes is not None and axes > 1:
-            raise ValueError(f"{name} must be given with an {freqs_name} of shape (n, {axes}), got None")
+        if (axes or 1) > 1:
+            raise ValueError(f"{name} must be given for frequencies of {axes} columns, got None")
         default = np.arange(lead_shape[-1], dtype=np.float64) if lead_shape else np.zeros(())
         return default if axes is None else default[None]
     given = check_real_array(positions, name)
     pos = check_finite(given.astype(np.float64), name)
-    largest = 0
-    if given.dtype.kind in "iu" and given.size:
-        largest = max(abs(int(given.max())), abs(int(given.min())))
-    elif not isinstance(positions, np.ndarray) and np.max(np.abs(pos), initial=0) >= EXACT_INT_LIMIT:
-        given_as = np.asarray(positions, dtype=object).ravel()
-        largest = max((abs(v) for v in given_as if isinstance(v, numbers.Integral)), default=0)   # [2**53 + 1, 0.5]
-    if largest > EXACT_INT_LIMIT:
+    largest = max(abs(int(given.max())), abs(int(given.min()))) if given.dtype.kind in "iu" and given.size else 0
+    if not isinstance(positions, np.ndarray) and np.max(np.abs(pos), initial=0) >= 2 ** 53:   # [2**53 + 1, 0.5]
+        integers = [abs(v) for v in np.asarray(positions, object).ravel() if isinstance(v, numbers.Integral)]
+        largest = max(integers, default=0)
+    if largest > 2 ** 53:        # 2^53 + 1 rounds to 2^53
         warnings.warn(f"{name} holds integers beyond 2^53 that float64 rounds, so distinct positions can get "
-                      f"identical angles (2^53 and 2^53 + 1 do)", RopeRefPrecisionWarning, stacklevel=2)
-    each = pos.shape
-    if axes is not None:
-        if pos.ndim == 0 or pos.shape[0] != axes:
-            raise ValueError(f"{name} must have shape ({axes}, ..., seq) for an {freqs_name} of {axes} columns, "
-                             f"got shape {pos.shape}")
-        each = pos.shape[1:]
+                      f"identical angles", RopeRefPrecisionWarning, stacklevel=2)
+    if axes is not None and (pos.ndim == 0 or pos.shape[0] != axes):
+        raise ValueError(f"{name} must have shape ({axes}, ..., seq) for frequencies of {axes} columns, got shape "
+                         f"{pos.shape}")
+    each = pos.shape if axes is None else pos.shape[1:]
     if lead_shape is not None and (len(each) > len(lead_shape) or
                                    any(e not in (1, t) for e, t in zip(each[::-1], lead_shape[::-1]))):
         raise ValueError(f"{name} must broadcast to {target} = {lead_shape}, got shape {pos.shape}")
@@ -210,12 +170,10 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
 
 
 def check_positions_any(positions, name: str = "positions") -> np.ndarray:
-    """Finite real positions of any shape, as float64."""
     return check_positions(positions, None, name)
 
 
 def check_scalar(value, name: str) -> float:
-    """A finite real scalar (a 0-d array or a Python/numpy number)."""
     arr = check_positions_any(value, name)
     if arr.ndim:
         raise ValueError(f"{name} must be a real scalar, got an array of shape {arr.shape}")
@@ -234,19 +192,16 @@ def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int 
 def check_angle_range(positions: np.ndarray, freqs: np.ndarray, name: str = "positions") -> None:
     """A ValueError if the angles sum_a freqs[j, a] positions[a] can overflow float64; a RopeRefPrecisionWarning,
     every call, once they can reach 2^34, where float64 rounds an angle by more than 1e-6 rad."""
-    if freqs.ndim == 1:                      # Python floats: a product beyond float64 is inf, without a warning
-        peak = float(abs(positions).max(initial=0.0)) * float(abs(freqs).max(initial=0.0))
-    else:                                    # >= max |sum_a freqs[j, a] positions[a]|
-        peak = sum(float(abs(p).max(initial=0.0)) * float(abs(c).max(initial=0.0)) for p, c in zip(positions, freqs.T))
+    pairs = [(positions, freqs)] if freqs.ndim == 1 else zip(positions, freqs.T)     # Python floats: inf, no warning
+    peak = sum(float(abs(p).max(initial=0.0)) * float(abs(f).max(initial=0.0)) for p, f in pairs)
     if not np.isfinite(peak):
         raise ValueError(f"{name} times the frequencies must be finite angles, got |{name} * theta| beyond 1.8e308")
-    if peak >= ANGLE_LIMIT:
+    if peak >= 2.0 ** 34:
         warnings.warn(f"{name} times the frequencies reach {peak:.3g} rad, beyond 2^34 where float64 rounds an angle "
-                      f"by more than {ANGLE_TOL:g} rad", RopeRefPrecisionWarning, stacklevel=2)
+                      f"by more than 1e-6 rad", RopeRefPrecisionWarning, stacklevel=2)
 
 
 def check_weights(w, n_heads) -> tuple:
-    """A 2-D weight matrix ``w`` ``(n_heads * head_dim, in)`` with an even head_dim, and a positive ``n_heads``."""
     w, n_heads = check_real_array(w, "w"), check_positive_int(n_heads, "n_heads")
     if w.ndim != 2 or w.shape[0] % (2 * n_heads):
         raise ValueError(f"w must have shape (n_heads * head_dim, in) with head_dim even for n_heads={n_heads}, "
@@ -255,21 +210,17 @@ def check_weights(w, n_heads) -> tuple:
 
 
 def overflow_error(dtype, name: str = "x", expected: str | None = None) -> ValueError:
-    """The ValueError for a result of ``dtype`` that overflowed although ``name`` was finite."""
-    big = float(ml_dtypes.finfo(dtype).max)
-    expected = expected or f"every pair of {name} to have norm below {big:.5g}, or a wider dtype"
+    expected = expected or f"every pair of {name} to have norm below {float(ml_dtypes.finfo(dtype).max):.5g}"
     return ValueError(f"{name} is finite but the result overflows {np.dtype(dtype)}, expected {expected}")
 
 
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
-    """``result`` unchanged, or a ValueError naming ``name`` when finite ``x`` gave a NaN or inf result."""
     if not np.all(np.isfinite(result)) and np.all(np.isfinite(x)):
         raise overflow_error(result.dtype, name, expected)
     return result
 
 
-def cast_back(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
+def cast_back(result: np.ndarray, x: np.ndarray) -> np.ndarray:
     """A float64 ``result`` as a new array of x's dtype; a finite x whose result overflows that dtype raises."""
     with np.errstate(over="ignore"):
-        out = result.astype(x.dtype)
-    return check_no_overflow(out, x, name, expected)
+        return check_no_overflow(result.astype(x.dtype), x)

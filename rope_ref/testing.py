@@ -23,6 +23,7 @@ import numpy as np
 
 from ._validate import check_choice, check_real_array, check_x
 from .forms import frequencies, rotate_elementwise, rotate_half, rotation_angles
+from .layouts import LAYOUTS, layout_positions  # noqa: F401  (rope_ref.testing.LAYOUTS, .layout_positions)
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,6 @@ PRECISIONS = {
     "float16": Precision("float32", "float16", "float16", "float16"),
 }
 
-LAYOUTS = ("bshd", "bhsd", "sbhd", "thd")
-
 
 def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.ndarray:
     """Eq 34 with a given table: x * cos + rotate_half(x) * sin, as kernels fed a cos/sin cache compute it.
@@ -67,33 +66,6 @@ def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.
     y = x.copy()
     y[..., :r] = x[..., :r] * c + rotate_half(x[..., :r], pairing) * s
     return y
-
-
-def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None) -> np.ndarray:
-    """Positions broadcastable to ``shape[:-1]`` of a tensor laid out as ``layout`` (b batch, s sequence, h heads,
-    d features; "thd": sequences packed along t, sequence i in rows ``cu_seqlens[i]:cu_seqlens[i+1]``).
-
-    ``seqlen_offsets``: the position of each sequence's first token: one number, or one per batch entry
-    (per packed sequence for "thd"), as flash-attention's ``seqlen_offsets`` or a KV cache's lengths."""
-    layout = check_choice(layout, "layout", LAYOUTS)
-    if len(shape) != len(layout):
-        raise ValueError(f"layout={layout!r} needs a {len(layout)}-D tensor, got x of shape {tuple(shape)}")
-    if layout == "thd":
-        if cu_seqlens is None:
-            raise ValueError("cu_seqlens must be given with layout='thd': the (batch + 1,) start of each sequence")
-        cu = check_real_array(cu_seqlens, "cu_seqlens").astype(np.int64)
-        if cu.ndim != 1 or len(cu) < 2 or cu[0] != 0 or cu[-1] != shape[0] or np.any(np.diff(cu) < 0):
-            raise ValueError(f"cu_seqlens must rise from 0 to t={shape[0]}, got {cu.tolist()}")
-        seq_of = np.repeat(np.arange(len(cu) - 1), np.diff(cu))
-        offsets = np.broadcast_to(np.asarray(0 if seqlen_offsets is None else seqlen_offsets), (len(cu) - 1,))
-        return (np.arange(shape[0]) - cu[seq_of] + offsets[seq_of]).astype(np.float64)[:, None]
-    if cu_seqlens is not None:
-        raise ValueError(f"cu_seqlens is for layout='thd', got layout={layout!r}")
-    b, s = shape[layout.index("b")], shape[layout.index("s")]
-    offsets = np.broadcast_to(np.asarray(0 if seqlen_offsets is None else seqlen_offsets, np.float64), (b,))
-    grid = offsets[:, None] + np.arange(s)                                     # (b, s)
-    grid = grid.T if layout.index("s") < layout.index("b") else grid           # in the layout's order of b and s
-    return np.expand_dims(grid, layout.index("h"))
 
 
 def _exact(x, positions, angles, cos, sin, rows, rope: dict):

@@ -1,166 +1,125 @@
-"""Bad inputs to every public function of rope_ref.forms and rope_ref.rope_attention: the right exception type,
-and a message that names the argument (never its wording); no RuntimeWarning escapes."""
+"""Bad inputs to every public function of rope_ref.forms and rope_ref.layouts (rope_ref.rope_attention's: mostly
+tests/test_attention.py): the right exception type, and a message that names the argument (never its wording); no
+RuntimeWarning escapes."""
 
 import re
-import sys
-import warnings
 
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import rope_ref as rr
 
 pytestmark = pytest.mark.filterwarnings("error")
 
-X = np.zeros((2, 5, 8))
-V = np.zeros((2, 5, 3))
+X, V, F3 = np.zeros((2, 5, 8)), np.zeros((2, 5, 3)), np.ones((4, 3))
+X7, A7 = np.zeros((7, 16)), np.zeros((7, 8))              # x and its angles (seq, r/2)
+X4, X3, CU = np.zeros((3, 5, 2, 8)), np.zeros((11, 2, 8)), [0, 4, 4, 11]      # layouts "bshd" and "thd"
 
-CATALOGUE = [  # (function, call, exception, the argument the message names)
-    ("frequencies", lambda: rr.frequencies("128"), TypeError, "d"),
-    ("frequencies", lambda: rr.frequencies(130, base=None), TypeError, "base"),
-    ("frequencies", lambda: rr.frequencies(128, 5e-324), ValueError, "base"),
-    ("rotation_angles", lambda: rr.rotation_angles(None, [1.0]), TypeError, "positions"),
-    ("rotation_angles", lambda: rr.rotation_angles([np.nan], [1.0]), ValueError, "positions"),
-    ("rotation_angles", lambda: rr.rotation_angles([1.0], [[[1.0]]]), ValueError, "freqs"),
-    ("rotation_angles", lambda: rr.rotation_angles([1.0, 2.0, 3.0], [[1.0, 2.0]]), ValueError, "positions"),
-    ("rotation_angles", lambda: rr.rotation_angles([1e300], [1e10]), ValueError, "positions"),
-    ("rotation_matrix", lambda: rr.rotation_matrix(None, 4), TypeError, "positions"),
-    ("rotation_matrix", lambda: rr.rotation_matrix(1.0, 5), ValueError, "d"),
-    ("rotation_matrix", lambda: rr.rotation_matrix(1.0, 4, base=-2.0), ValueError, "base"),
-    ("rotation_matrix", lambda: rr.rotation_matrix(1.0, 4, pairing="neox"), ValueError, "pairing"),
-    ("rotate", lambda: rr.rotate(X.astype(np.longdouble)), TypeError, "x"),
-    ("rotate", lambda: rr.rotate([[1.0, 2.0], [3.0]]), TypeError, "x"),
-    ("rotate", lambda: rr.rotate(np.zeros(())), ValueError, "x"),
-    ("rotate", lambda: rr.rotate(X, pairing="hlaf"), ValueError, "pairing"),
-    ("rotate", lambda: rr.rotate(X, pairing=np.array(["half"])), TypeError, "pairing"),
-    ("rotate", lambda: rr.rotate(X, rotary_dim=4.0), TypeError, "rotary_dim"),
-    ("rotate", lambda: rr.rotate(X, rotary_dim=10), ValueError, "rotary_dim"),
-    ("rotate", lambda: rr.rotate(X, inv_freq=[1.0, np.nan, 1.0, 1.0]), ValueError, "inv_freq"),
-    ("rotate", lambda: rr.rotate(X, inv_freq=[1.0, 1.0]), ValueError, "inv_freq"),
-    ("rotate", lambda: rr.rotate(X, np.zeros((5, 2))), ValueError, "positions"),
-    ("rotate", lambda: rr.rotate(X, np.full(5, 1e300), inv_freq=np.full(4, 1e10)), ValueError, "positions"),
-    ("rotate", lambda: rr.rotate(np.full((1, 2), 60000, np.float16), [0.7]), ValueError, "x"),
-    ("rotate", lambda: rr.rotate(X, base=[2.0]), TypeError, "base"),
-    ("rotate", lambda: rr.rotate(X, base=0), ValueError, "base"),
-    ("rotate", lambda: rr.rotate(X, base=-1.0, inv_freq=np.ones(4)), ValueError, "base"),
-    ("rotate", lambda: rr.rotate(X, base=10 ** 400), ValueError, "base"),
-    ("rotate", lambda: rr.rotate(bytearray(b"\x00\x01\x02\x03")), TypeError, "x"),
-    ("rotate", lambda: rr.rotate(X, memoryview(b"\x00\x01\x02\x03\x04")), TypeError, "positions"),
-    ("rotate", lambda: rr.rotate(np.ma.masked_array(X, mask=True)), TypeError, "x"),
-    ("rotate", lambda: rr.rotate(X, np.ma.masked_array(np.zeros(5), mask=True)), TypeError, "positions"),
-    ("rotate", lambda: rr.rotate(X, 2 ** 70), TypeError, "positions"),
-    ("rotate_elementwise", lambda: rr.rotate_elementwise(X, [1j] * 5), TypeError, "positions"),
-    ("rotate_elementwise", lambda: rr.rotate_elementwise(X, pairing="Half"), ValueError, "pairing"),
-    ("rotate_elementwise", lambda: rr.rotate_elementwise(np.full((1, 2), 60000, np.float16), [0.7]), ValueError, "x"),
-    ("rotate_elementwise", lambda: rr.rotate_elementwise(X, base=-1.0, inv_freq=np.ones(4)), ValueError, "base"),
-    ("rotate_dense", lambda: rr.rotate_dense(X, np.full(4, 1.0)), ValueError, "positions"),
-    ("rotate_dense", lambda: rr.rotate_dense(np.zeros((3, 3))), ValueError, "x"),
-    ("rotate_complex", lambda: rr.rotate_complex(X, np.full(5, np.nan)), ValueError, "positions"),
-    ("rotate_half", lambda: rr.rotate_half(np.zeros(3)), ValueError, "x"),
-    ("rotate_half", lambda: rr.rotate_half(X, "odd"), ValueError, "pairing"),
-    ("to_half", lambda: rr.to_half(np.zeros(5)), ValueError, "x"),
-    ("to_interleaved", lambda: rr.to_interleaved(np.zeros((2, 7))), ValueError, "x"),
-    ("permute_qk_weights", lambda: rr.permute_qk_weights(np.zeros((8, 3)), 0), ValueError, "n_heads"),
-    ("permute_qk_weights", lambda: rr.permute_qk_weights(np.zeros((6, 3)), 2), ValueError, "w"),
-    ("permute_qk_weights", lambda: rr.permute_qk_weights(np.zeros((8, 3), complex), 2), TypeError, "w"),
-    ("sinusoidal", lambda: rr.sinusoidal([np.nan], 4), ValueError, "positions"),
-    ("sinusoidal", lambda: rr.sinusoidal([1.0], 4.0), TypeError, "d"),
-    ("sinusoidal_shift_matrix", lambda: rr.sinusoidal_shift_matrix([1.0, 2.0], 4), ValueError, "k"),
-    ("sinusoidal_shift_matrix", lambda: rr.sinusoidal_shift_matrix(np.nan, 4), ValueError, "k"),
-    ("partial_sums", lambda: rr.partial_sums(None, 8), TypeError, "distance"),
-    ("partial_sums", lambda: rr.partial_sums(1.0, 8, inv_freq=[1.0]), ValueError, "inv_freq"),
-    ("partial_sums", lambda: rr.partial_sums(1.0, 8, inv_freq=np.ones((4, 2))), ValueError, "inv_freq"),
-    ("partial_sums", lambda: rr.partial_sums(1e300, 8, inv_freq=[1e10] * 4), ValueError, "distance"),
-    ("decay_bound", lambda: rr.decay_bound(1.0, d=7), ValueError, "d"),
-    ("decay_bound", lambda: rr.decay_bound([np.inf]), ValueError, "distance"),
-    ("decay_bound", lambda: rr.decay_bound(1.0, base="1e4", inv_freq=np.ones(64)), TypeError, "base"),
-    ("wrap_angle", lambda: rr.wrap_angle("a"), TypeError, "a"),
-    ("wrap_angle", lambda: rr.wrap_angle([np.nan]), ValueError, "a"),
-    ("attention", lambda: rr.attention(X, X, V, causal="False"), TypeError, "causal"),
-    ("attention", lambda: rr.attention(X, X[:, :0], V[:, :0]), ValueError, "k"),
-    ("attention", lambda: rr.attention(X + np.nan, X, V), ValueError, "q"),
-    ("attention", lambda: rr.attention(X, X, V + np.inf), ValueError, "v"),
-    ("attention", lambda: rr.attention(X, X, V, q_positions=np.arange(4)), ValueError, "q_positions"),
-    ("attention", lambda: rr.attention(X, X, V, k_positions=[np.nan] * 5), ValueError, "k_positions"),
-    ("attention_dense", lambda: rr.attention_dense(X, X, V, np.arange(5), np.arange(5), causal="yes"), TypeError,
-     "causal"),
-    ("attention_dense", lambda: rr.attention_dense(X, X, V, np.arange(4), np.arange(5)), ValueError, "q_positions"),
-    ("linear_attention", lambda: rr.linear_attention(X, X, V, causal="True"), TypeError, "causal"),
-    ("linear_attention", lambda: rr.linear_attention(X, X, V, positions=[1j] * 5), TypeError, "positions"),
-    ("linear_attention", lambda: rr.linear_attention(X, X, np.zeros((2, 5, 3), np.longdouble)), TypeError, "v"),
-    ("linear_attention_dense", lambda: rr.linear_attention_dense(X, X, V, causal=np.bool_), TypeError, "causal"),
-    ("elu_plus_one", lambda: rr.elu_plus_one("1.0"), TypeError, "x"),
-    ("softmax", lambda: rr.softmax([1.0, np.nan]), ValueError, "scores"),
+CATALOGUE = [  # (call, exception, the argument the message names)
+    (lambda: rr.frequencies("128"), TypeError, "d"),
+    (lambda: rr.frequencies(128, 5e-324), ValueError, "base"),
+    (lambda: rr.rotation_angles(None, [1.0]), TypeError, "positions"),
+    (lambda: rr.rotation_angles([1.0], [[[1.0]]]), ValueError, "freqs"),
+    (lambda: rr.rotation_angles([1.0, 2.0, 3.0], [[1.0, 2.0]]), ValueError, "positions"),
+    (lambda: rr.rotation_angles([1e300], [1e10]), ValueError, "positions"),
+    (lambda: rr.rotation_matrix(1.0, 5), ValueError, "d"),
+    (lambda: rr.rotation_matrix(1.0, 4, pairing="neox"), ValueError, "pairing"),
+    (lambda: rr.rotation_matrix(np.zeros((2, 5)), 8, inv_freq=F3), ValueError, "positions"),
+    (lambda: rr.rotate(X.astype(np.longdouble)), TypeError, "x"),
+    (lambda: rr.rotate([[1.0, 2.0], [3.0]]), TypeError, "x"),
+    (lambda: rr.rotate(np.zeros(())), ValueError, "x"),
+    (lambda: rr.rotate(X, pairing=np.array(["half"])), TypeError, "pairing"),
+    (lambda: rr.rotate(X, rotary_dim=4.0), TypeError, "rotary_dim"),
+    (lambda: rr.rotate(X, rotary_dim=10), ValueError, "rotary_dim"),
+    (lambda: rr.rotate(X, inv_freq=[1.0, np.nan, 1.0, 1.0]), ValueError, "inv_freq"),
+    (lambda: rr.rotate(X, inv_freq=[1.0, 1.0]), ValueError, "inv_freq"),
+    (lambda: rr.rotate(X, np.zeros((5, 2))), ValueError, "positions"),
+    (lambda: rr.rotate(X, np.full(5, 1e300), inv_freq=np.full(4, 1e10)), ValueError, "positions"),
+    (lambda: rr.rotate(np.full((1, 2), 60000, np.float16), [0.7]), ValueError, "x"),
+    (lambda: rr.rotate(X, base=[2.0]), TypeError, "base"),
+    (lambda: rr.rotate(X, base=10 ** 400), ValueError, "base"),
+    (lambda: rr.rotate(bytearray(b"\x00\x01\x02\x03")), TypeError, "x"),
+    (lambda: rr.rotate(X, memoryview(b"\x00\x01\x02\x03\x04")), TypeError, "positions"),
+    (lambda: rr.rotate(np.ma.masked_array(X, mask=True)), TypeError, "x"),
+    (lambda: rr.rotate(X, 2 ** 70), TypeError, "positions"),
+    (lambda: rr.rotate(X[0], inv_freq=F3), ValueError, "positions"),       # 3 axes need positions (3, ..., seq)
+    (lambda: rr.rotate(X[0], np.zeros((3, 5)), inv_freq=np.ones((3, 3))), ValueError, "inv_freq"),
+    (lambda: rr.rotate(X7, angles=np.zeros((4, 8))), ValueError, "angles"),
+    (lambda: rr.rotate(X7, angles=np.zeros((7, 9))), ValueError, "angles"),
+    (lambda: rr.rotate(X7, angles=5.0), ValueError, "angles"),
+    (lambda: rr.rotate(X7, angles=A7 + np.nan), ValueError, "angles"),
+    (lambda: rr.rotate(X7, angles=A7, rotary_dim=8), TypeError, "angles"),
+    (lambda: rr.rotate(X7, np.arange(7), angles=A7), TypeError, "angles"),
+    (lambda: rr.rotate(X4, layout="bsdh"), ValueError, "layout"),
+    (lambda: rr.rotate(X4, layout=4), TypeError, "layout"),
+    (lambda: rr.rotate(X3, layout="bshd"), ValueError, "layout"),
+    (lambda: rr.rotate(X4, [0], layout="bshd"), TypeError, "layout"),
+    (lambda: rr.rotate(X3, layout="thd"), TypeError, "cu_seqlens"),
+    (lambda: rr.rotate(X4, layout="bshd", cu_seqlens=CU), TypeError, "cu_seqlens"),
+    (lambda: rr.rotate(X3, layout="thd", cu_seqlens=[0, 5, 4, 11]), ValueError, "cu_seqlens"),
+    (lambda: rr.rotate(X3, layout="thd", cu_seqlens=[0, 5.5, 11]), ValueError, "cu_seqlens"),
+    (lambda: rr.rotate(X3, layout="thd", cu_seqlens=CU, seqlen_offsets=[1, 2]), ValueError, "seqlen_offsets"),
+    (lambda: rr.rotate_elementwise(X4, layout="bshd", seqlen_offsets=[0, np.nan, 1]), ValueError, "seqlen_offsets"),
+    (lambda: rr.rotate_elementwise(X4, layout="bshd", seqlen_offsets="3"), TypeError, "seqlen_offsets"),
+    (lambda: rr.rotate_elementwise(X3, seqlen_offsets=3), TypeError, "seqlen_offsets"),
+    (lambda: rr.rotate_qkv(np.zeros((2, 5, 4, 2, 8))), ValueError, "qkv"),
+    (lambda: rr.rotate_qkv(np.zeros((2, 5, 6, 8)), num_heads_q=5), ValueError, "num_heads_q"),
+    (lambda: rr.rotate_qkv(np.zeros((2, 5, 6, 8)), num_heads_q=0), ValueError, "num_heads_q"),
+    (lambda: rr.rotate_qkv(np.zeros((5, 48)), head_dim=3), ValueError, "head_dim"),
+    (lambda: rr.rotate_qkv(np.zeros((5, 48)), head_dim=10), ValueError, "head_dim"),
+    (lambda: rr.rotate_elementwise(X, [1j] * 5), TypeError, "positions"),
+    (lambda: rr.rotate_elementwise(X, base=-1.0, inv_freq=np.ones(4)), ValueError, "base"),
+    (lambda: rr.rotate_elementwise(X[0], np.zeros((2, 5)), inv_freq=F3), ValueError, "positions"),
+    (lambda: rr.rotate_dense(X, np.full(4, 1.0)), ValueError, "positions"),
+    (lambda: rr.rotate_dense(X.astype(np.complex64)), TypeError, "x"),
+    (lambda: rr.rotate_dense(np.zeros((3, 3))), ValueError, "x"),
+    (lambda: rr.rotate_complex(X, np.full(5, np.nan)), ValueError, "positions"),
+    (lambda: rr.rotate_complex(X.astype(object)), TypeError, "x"),
+    (lambda: rr.rotate_elementwise(X.astype(bool), np.zeros((3, 1))), TypeError, "x"),
+    (lambda: rr.rotate_elementwise(X, np.zeros((3, 1))), ValueError, "positions"),
+    (lambda: rr.rotate(X, np.zeros((2, 5)) + [0, 0, np.inf, 0, 0]), ValueError, "positions"),
+    (lambda: rr.rotate_half(np.zeros(3)), ValueError, "x"),
+    (lambda: rr.rotate_half(X, "odd"), ValueError, "pairing"),
+    (lambda: rr.to_half(np.zeros(5)), ValueError, "x"),
+    (lambda: rr.to_interleaved(np.zeros((2, 7))), ValueError, "x"),
+    (lambda: rr.permute_qk_weights(np.zeros((8, 3)), 0), ValueError, "n_heads"),
+    (lambda: rr.permute_qk_weights(np.zeros((6, 3)), 2), ValueError, "w"),
+    (lambda: rr.permute_qk_weights(np.zeros((8, 3), complex), 2), TypeError, "w"),
+    (lambda: rr.sinusoidal([np.nan], 4), ValueError, "positions"),
+    (lambda: rr.sinusoidal([1.0], 4.0), TypeError, "d"),
+    (lambda: rr.sinusoidal_shift_matrix([1.0, 2.0], 4), ValueError, "k"),
+    (lambda: rr.partial_sums(None, 8), TypeError, "distance"),
+    (lambda: rr.partial_sums(1.0, 8, inv_freq=np.ones((4, 2))), ValueError, "inv_freq"),
+    (lambda: rr.partial_sums(1e300, 8, inv_freq=[1e10] * 4), ValueError, "distance"),
+    (lambda: rr.decay_bound([np.inf]), ValueError, "distance"),
+    (lambda: rr.decay_bound(1.0, base="1e4", inv_freq=np.ones(64)), TypeError, "base"),
+    (lambda: rr.wrap_angle("a"), TypeError, "a"),
+    (lambda: rr.wrap_angle([np.nan]), ValueError, "a"),
+    (lambda: rr.attention(X, X, V + np.inf), ValueError, "v"),
+    (lambda: rr.attention_dense(X, X, V, np.arange(4), np.arange(5)), ValueError, "q_positions"),
+    (lambda: rr.linear_attention(X, X, np.zeros((2, 5, 3), np.longdouble)), TypeError, "v"),
+    (lambda: rr.linear_attention_dense(X, X, V, causal=np.bool_), TypeError, "causal"),
 ]
 
 
-def _names(message: str, argument: str) -> bool:
-    """Whether ``message`` names ``argument`` as a word of its own (x, not the x of "expected")."""
-    return re.search(rf"(?<![\w.]){re.escape(argument)}(?!\w)", message) is not None
-
-
-@pytest.mark.parametrize("fn,call,exc,name", CATALOGUE, ids=[f"{c[0]}-{i}" for i, c in enumerate(CATALOGUE)])
-def test_bad_input_raises_naming_the_argument(fn, call, exc, name):
+@pytest.mark.parametrize("call,exc,name", CATALOGUE)
+def test_bad_input_raises_naming_the_argument(call, exc, name):
     with pytest.raises(exc) as info:
         call()
-    assert _names(str(info.value), name), f"{name!r} not named in {type(info.value).__name__}: {info.value}"
-
-
-def test_the_catalogue_covers_every_public_function_of_core_and_attention():
-    core, attention = sys.modules["rope_ref.forms"], sys.modules["rope_ref.rope_attention"]
-    public = {n for m in (core, attention) for n in dir(m)
-              if not n.startswith("_") and callable(getattr(m, n)) and getattr(m, n).__module__ == m.__name__}
-    assert public <= {c[0] for c in CATALOGUE}
-
-
-ROTATIONS = [rr.rotate, rr.rotate_elementwise, rr.rotate_dense, rr.rotate_complex]
-
-
-@settings(max_examples=40, deadline=None)
-@given(lead=st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple), half_d=st.integers(1, 6),
-       fn=st.sampled_from(ROTATIONS), data=st.data())
-def test_bad_dtypes_positions_and_shapes_are_named_for_any_shape(lead, half_d, fn, data):
-    x = np.ones(lead + (2 * half_d,))
-    dtype = data.draw(st.sampled_from([np.longdouble, np.complex64, np.bool_, np.object_, np.str_]))
-    with pytest.raises(TypeError, match="^x"):
-        fn(x.astype(dtype))
-    pos = np.zeros(lead)
-    pos[tuple(data.draw(st.integers(0, n - 1)) for n in lead)] = data.draw(st.sampled_from([np.nan, np.inf]))
-    with pytest.raises(ValueError, match="^positions"):
-        fn(x, pos)
-    shape = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3).map(tuple))
-    if any(p not in (1, n) for p, n in zip(shape[::-1], lead[::-1])) or len(shape) > len(lead):
-        with pytest.raises(ValueError, match="^positions"):
-            fn(x, np.zeros(shape))
-
-
-@settings(max_examples=20, deadline=None)
-@given(lead=st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple), half_d=st.integers(1, 6),
-       dtype=st.sampled_from([np.float16, np.float32, np.float64, ml_dtypes.bfloat16, np.int32, np.int64]),
-       fn=st.sampled_from(ROTATIONS))
-def test_accepted_dtypes_give_finite_results_of_their_dtype(lead, half_d, dtype, fn):
-    x = (np.random.default_rng(0).standard_normal(lead + (2 * half_d,)) * 3).astype(dtype)
-    out = fn(x)
-    assert out.dtype == (np.float64 if np.dtype(dtype).kind == "i" else dtype) and out.shape == x.shape
-    assert np.all(np.isfinite(out.astype(np.float64)))
+    assert re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", str(info.value)), f"{name!r} not named: {info.value}"
 
 
 @pytest.mark.parametrize("call", [lambda: rr.rotate(X, base=1), lambda: rr.frequencies(8, 1.0),
                                   lambda: rr.decay_bound(3.0, 8, 1)])
 def test_base_1_warns_naming_base(call):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with pytest.warns(UserWarning, match="base"):
         call()
-    assert any(_names(str(w.message), "base") for w in caught)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 def test_torch_in_torch_out(dtype):
-    """Issue 40: a torch tensor (any float dtype, requires_grad allowed) comes back from rotate as a tensor of its
-    dtype and device, with the values rotate gives its NumPy copy; the other forms read it and return NumPy."""
+    """Issue 40: a torch tensor (any float dtype, requires_grad) comes back from rotate as a tensor of its dtype."""
     torch = pytest.importorskip("torch")
     t = torch.randn(3, 5, 8, generator=torch.Generator().manual_seed(0)).to(getattr(torch, dtype)).requires_grad_()
     before = t.detach().clone()

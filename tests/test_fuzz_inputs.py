@@ -1,11 +1,6 @@
-"""Fuzzing the input contract: odd array layouts and dtypes, extreme values, and every warning turned
-into an error (a RuntimeWarning from NumPy is a contract violation, as is NaN/inf from finite input).
-
-Where a call succeeds its result is compared with ``_reference``, a plain loop over pairs written
-here with ``math.cos``/``math.sin`` (eq 13 per pair), not with rope_ref's own code.
-"""
-
-import math
+"""Fuzzing the input contract: odd array layouts and dtypes, extreme values, and every warning an error (a NumPy
+RuntimeWarning is a contract violation, as is NaN/inf from finite input); results against the per-pair loop of
+tests/kernels.py (eq 13 with math.cos/sin), not rope_ref's own code."""
 
 import ml_dtypes
 import numpy as np
@@ -21,8 +16,6 @@ pytestmark = pytest.mark.filterwarnings("error")
 FORMS = {"rotate": rr.rotate, "rotate_elementwise": rr.rotate_elementwise, "rotate_dense": rr.rotate_dense,
          "rotate_complex": rr.rotate_complex}
 
-
-# ---- overflow from finite input: a ValueError in every dtype, never inf and never a RuntimeWarning ----------
 
 BIG = {np.float32: 3e38, np.float64: 1.7e308, np.float16: 60000.0, ml_dtypes.bfloat16: 3e38}
 
@@ -41,22 +34,15 @@ def test_overflow_from_finite_x_is_a_value_error_naming_x_in_every_dtype(form, d
 @pytest.mark.parametrize("form", list(FORMS))
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_non_finite_x_passes_through_to_its_own_pair_only(form, bad):
-    # Not finite input, so not an error; but no RuntimeWarning either, and other rows stay exact.
+    """Not finite input, so not an error (an overflow beside it included); no RuntimeWarning; other rows exact."""
     x = np.random.default_rng(0).standard_normal((3, 4, 8))
-    x[1, 2, 5] = bad
+    x[1, 2, 5], x[0, 3, :2] = bad, 1.7e308
     out = FORMS[form](x, np.arange(4) * 0.5)
     good = np.ones(x.shape[:-1], bool)
-    good[1, 2] = False
-    np.testing.assert_allclose(out[good], _reference(x, np.arange(4) * 0.5)[good], atol=1e-12)
-    assert not np.all(np.isfinite(out[1, 2, 4:6]))
-
-
-def test_an_overflow_next_to_an_inf_in_x_is_not_reported_as_finite_input():
-    x = np.ones((2, 4))
-    x[0, :2] = 1.7e308
-    x[1, 0] = np.inf
-    out = rr.rotate(x, [0.7, 0.7])                 # x is not finite: rows with inf, no error, no warning
-    assert np.isinf(out[0]).any() and np.isfinite(out[0, 2:]).all()
+    good[1, 2] = good[0, 3] = False
+    want = _reference(np.where(good[..., None], x, 0), np.arange(4) * 0.5)
+    np.testing.assert_allclose(out[good], want[good], atol=1e-12)
+    assert not np.all(np.isfinite(out[1, 2, 4:6])) and not np.all(np.isfinite(out[0, 3, :2]))
 
 
 @pytest.mark.parametrize("fn", ["attention", "linear_attention"])
@@ -75,39 +61,20 @@ def test_attention_overflow_names_the_argument_and_warns_nothing(fn):
         assert np.all(np.isfinite(f(q * 1.7e308, q * 1.7e308, v_huge[..., 1:] * 1e-300)))
 
 
-# ---- layouts and byte orders ---------------------------------------------------------------------------------
-
-def test_big_endian_positions_and_frequencies_are_the_same_numbers():
-    x = np.random.default_rng(3).standard_normal((2, 3, 8))
-    pos, inv_freq = (np.arange(3) * 0.7).astype(">f8"), rr.frequencies(8).astype(">f8")
-    np.testing.assert_allclose(rr.rotate(x, pos, inv_freq=inv_freq), _reference(x, np.arange(3) * 0.7), atol=1e-12)
-    assert rr.rotate(np.arange(8).astype(">i4")).dtype == np.float64
-
-
 @st.composite
 def strided_inputs(draw):
     """x of every layout numpy makes: C, Fortran, negative strides, a broadcast (0-stride) axis, a slice."""
-    lead = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    lead = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=2)))
     d = 2 * draw(st.integers(1, 5))
     base = np.random.default_rng(draw(st.integers(0, 2 ** 16))).standard_normal(lead + (2 * d,))
-    layout = draw(st.sampled_from(["C", "F", "reversed", "broadcast", "every-other", "readonly"]))
-    if layout == "F":
-        x = np.asfortranarray(base[..., :d])
-    elif layout == "reversed":
-        x = base[..., ::-1][..., :d]
-    elif layout == "broadcast":
-        x = np.broadcast_to(base[..., :1, :d], base.shape[:-1] + (d,))
-    elif layout == "every-other":
-        x = base[..., ::2]
-    else:
-        x = base[..., :d].copy()
-        if layout == "readonly":
-            x.setflags(write=False)
+    readonly = base[..., :d].copy()
+    readonly.setflags(write=False)
+    x = draw(st.sampled_from([base[..., :d].copy(), np.asfortranarray(base[..., :d]), base[..., ::-1][..., :d],
+                              np.broadcast_to(base[..., :1, :d], base.shape[:-1] + (d,)), base[..., ::2], readonly]))
     dtype = draw(st.sampled_from([np.float64, np.float32, ">f8", ">f4"]))
-    positions = draw(st.sampled_from(["default", "fractional", "negative", "broadcast"]))
     seq = lead[-1]
-    pos = {"default": None, "fractional": np.arange(seq) * 0.37, "negative": -np.arange(seq) * 3.0,
-           "broadcast": np.broadcast_to(np.float64(2.5), (seq,))}[positions]
+    pos = draw(st.sampled_from([None, np.arange(seq) * 0.37, -np.arange(seq) * 3.0,
+                                np.broadcast_to(np.float64(2.5), (seq,))]))
     return x.astype(dtype) if np.dtype(dtype) != x.dtype else x, pos
 
 
@@ -115,7 +82,7 @@ def strided_inputs(draw):
 @given(case=strided_inputs(), data=st.data(), form=st.sampled_from(list(FORMS)))
 def test_any_layout_pairing_rotary_dim_and_inv_freq_give_the_reference_and_leave_x_alone(case, data, form):
     x, pos = case
-    before, d, kw = np.array(x, copy=True), x.shape[-1], {}
+    d, kw = x.shape[-1], {}
     if form in ("rotate", "rotate_elementwise", "rotate_dense"):
         r = data.draw(st.sampled_from([None] + list(range(2, d + 1, 2))))
         n_pairs = (d if r is None else r) // 2
@@ -124,7 +91,6 @@ def test_any_layout_pairing_rotary_dim_and_inv_freq_give_the_reference_and_leave
                   inv_freq=data.draw(st.one_of(st.none(), st.lists(st.floats(-3, 3), min_size=n_pairs,
                                                                     max_size=n_pairs))))
     out = FORMS[form](x, pos, **kw)
-    np.testing.assert_array_equal(x, before)
     assert out.flags.writeable and not np.shares_memory(out, x)
     assert out.shape == x.shape and out.dtype == np.dtype(x.dtype).newbyteorder("=")
     ref = _reference(x, np.arange(x.shape[-2]) if pos is None else pos, **kw)
@@ -132,44 +98,8 @@ def test_any_layout_pairing_rotary_dim_and_inv_freq_give_the_reference_and_leave
     np.testing.assert_allclose(out.astype(np.float64), ref, atol=tol * max(1.0, np.abs(ref).max()))
 
 
-def _softmax_attention(q, k, v, qp, kp, causal):
-    """Eqs 2 and 16 by loops: rotate with ``_reference``, then a plain softmax per query."""
-    qr, kr = _reference(q, qp), _reference(k, kp)
-    out = np.empty(q.shape[:-1] + v.shape[-1:])
-    for idx in np.ndindex(q.shape[:-2]):
-        for m in range(q.shape[-2]):
-            s = np.array([qr[idx][m] @ kr[idx][n] / math.sqrt(q.shape[-1]) for n in range(k.shape[-2])])
-            if causal:
-                s[np.broadcast_to(kp, k.shape[:-1])[idx] > np.broadcast_to(qp, q.shape[:-1])[idx][m]] = -np.inf
-            w = np.exp(s - s.max())
-            out[idx][m] = (w / w.sum()) @ np.asarray(v, np.float64)[idx]
-    return out
-
-
-@settings(max_examples=25, deadline=None)
-@given(lead=st.lists(st.integers(1, 3), max_size=2), n_q=st.integers(1, 5), n_k=st.integers(1, 5),
-       half_d=st.integers(1, 4), d_v=st.integers(1, 3), causal=st.booleans(), offset=st.integers(0, 3),
-       seed=st.integers(0, 2 ** 16), dtype=st.sampled_from([np.float64, np.float32, ">f8", np.int16]))
-def test_attention_matches_plain_softmax_for_any_shape(lead, n_q, n_k, half_d, d_v, causal, offset, seed, dtype):
-    rng = np.random.default_rng(seed)
-    lead = tuple(lead)
-    q, k = (rng.standard_normal(lead + (n, 2 * half_d)) * 3 for n in (n_q, n_k))
-    v = rng.standard_normal(lead + (n_k, d_v))
-    q, k, v = (a.astype(dtype) if np.dtype(dtype).kind == "f" else np.round(a).astype(dtype) for a in (q, k, v))
-    kp = np.arange(n_k)
-    qp = np.arange(n_q) + max(0, n_k - n_q) + offset if causal else rng.uniform(-5, 5, n_q)
-    before = [a.copy() for a in (q, k, v)]
-    out = rr.attention(q, k, v, q_positions=qp, k_positions=kp, causal=causal)
-    for a, b in zip((q, k, v), before):
-        np.testing.assert_array_equal(a, b)
-    assert not any(np.shares_memory(out, a) for a in (q, k, v))
-    narrow = all(a.dtype.kind == "f" and a.dtype.itemsize <= 4 for a in (q, k, v))   # integers become float64
-    assert out.dtype == (np.float32 if narrow else np.float64)
-    np.testing.assert_allclose(out, _softmax_attention(q, k, v, qp, kp, causal), atol=2e-5 if narrow else 1e-12)
-
-
 POSITION_DTYPES = [np.int8, np.uint8, np.int16, np.uint32, np.int64, ">i4", np.float16, ml_dtypes.bfloat16, np.float32,
-                   ">f8", np.float64]
+                   ">f8", np.float64]          # big-endian: the same numbers
 
 
 @settings(max_examples=25, deadline=None)
@@ -186,12 +116,9 @@ def test_positions_of_any_real_dtype_are_their_own_values(dtype, seq, as_scalar,
     np.testing.assert_allclose(FORMS[form](x, pos), _reference(x, exact), atol=1e-12)
 
 
-# ---- dtypes: each accepted dtype kept (integers promoted to float64), angles in float64 ----------------------------
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
 def test_angles_are_computed_in_float64(dtype):
-    # At position 10^6 + 1 with theta_1 = 0.01, a float32 angle is off by ~6e-4 rad (float16 cannot
-    # even hold the position); float64 angles keep the result within the output dtype's rounding.
+    """At position 10^6 + 1 a float32 angle m * 0.01 is off by ~6e-4 rad; float64 angles are not."""
     x = np.ones((1, 4), dtype=dtype)
     m = 1_000_001.0
     out = rr.rotate(x, [m]).astype(np.float64)
@@ -201,8 +128,8 @@ def test_angles_are_computed_in_float64(dtype):
     np.testing.assert_allclose(out[0], exact, atol=4 * eps)
 
 
-def test_integers_are_promoted_to_float64_and_a_memoryview_of_numbers_is_numbers():
-    assert rr.rotate(np.arange(8).reshape(2, 4)).dtype == rr.to_half(np.arange(8)).dtype == np.float64
+def test_big_endian_integers_are_promoted_to_float64_and_a_memoryview_of_numbers_is_numbers():
+    assert rr.rotate(np.arange(8).astype(">i4")).dtype == np.float64
     np.testing.assert_array_equal(rr.rotate(np.ones((1, 2)), memoryview(np.array([0.0]))), [[1.0, 1.0]])
 
 

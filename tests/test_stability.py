@@ -1,5 +1,5 @@
-"""Finite input never gives NaN or inf: stable softmax and linear attention, the precision warnings (on every
-call), and the precision numbers docs/precision.md states."""
+"""Finite input never gives NaN or inf: stable softmax and linear attention (with tests/test_attention.py), the
+precision warnings (on every call), and the precision numbers docs/precision.md states."""
 
 import math
 import warnings
@@ -14,76 +14,31 @@ from rope_ref import checks
 from test_attention import linear_attention_loop   # eq 19 term by term, dense rotation matrices
 
 
-def _pad(a, extra):
-    """Append one pair (extra, 0) to every vector."""
-    return np.concatenate([a, np.stack([np.full(a.shape[:-1], extra), np.zeros(a.shape[:-1])], -1)], axis=-1)
-
-
-@pytest.mark.parametrize("shift", [0.0, 1e3, 1e5])
-def test_scores_shifted_by_a_constant_give_identical_attention(shift, rng):
-    """softmax(s + c) = softmax(s): with every key at position 0, a pair (c*sqrt(d'), 0) in q and (1, 0) in k adds
-    c to every score of a row (e^1000 = inf without the row max subtracted)."""
-    q, k, v = rng.standard_normal((2, 4, 6)), rng.standard_normal((2, 5, 6)), rng.standard_normal((2, 5, 3))
-    ref = rr.attention(_pad(q, 0.0), _pad(k, 1.0), v, k_positions=np.zeros(5))
-    out = rr.attention(_pad(q, shift * np.sqrt(8)), _pad(k, 1.0), v, k_positions=np.zeros(5))
-    np.testing.assert_allclose(out, ref, atol=1e-12 * max(1.0, shift))
-
-
 @pytest.mark.parametrize("scale", [1e200, 1e100])
-def test_huge_inputs_give_the_argmax_and_tiny_ones_the_mean(scale, rng):
+def test_huge_tied_keys_share_the_weight_and_tiny_inputs_give_the_mean(scale, rng):
+    """(Huge q, k give the argmax: tests/test_attention.py.)"""
     q, k, v = rng.standard_normal((6, 8)), rng.standard_normal((7, 8)), rng.standard_normal((7, 3))
-    qp, kp = np.arange(6.0) + 3, np.arange(7.0)
-    s = np.einsum("mij,mj->mi", rr.rotation_matrix(qp, 8), q) @ np.einsum("nij,nj->ni", rr.rotation_matrix(kp, 8), k).T
-    np.testing.assert_allclose(rr.attention(q * scale, k * scale, v, q_positions=qp, k_positions=kp),
-                               v[np.argmax(s, axis=-1)], atol=1e-12)              # the limit of softmax(t s)
     np.testing.assert_allclose(rr.attention(q / scale, k / scale, v), np.tile(v.mean(0), (6, 1)), atol=1e-15)
     causal = rr.attention(q * scale, k * scale, v, causal=True)
     np.testing.assert_allclose(causal[0], v[0], atol=1e-15)                       # position 0 sees only key 0
-    assert np.all(np.isfinite(causal))
-
-
-def test_huge_tied_keys_share_the_weight():
-    q = np.array([[1.0, 0.0, 0.0, 0.0]]) * 1e200
-    k = np.array([[1.0, 0, 0, 0], [1.0, 0, 0, 0], [-1.0, 0, 0, 0]]) * 1e200
-    out = rr.attention(q, k, np.array([[2.0], [4.0], [100.0]]), q_positions=[0], k_positions=[0, 0, 0])
+    tied = np.array([[1.0, 0, 0, 0], [1.0, 0, 0, 0], [-1.0, 0, 0, 0]]) * scale
+    out = rr.attention(tied[:1], tied, np.array([[2.0], [4.0], [100.0]]), q_positions=[0], k_positions=[0, 0, 0])
     np.testing.assert_allclose(out, [[3.0]], atol=1e-15)
 
 
-def test_moderate_inputs_unchanged_by_the_scaling(rng):
-    q, k, v = rng.standard_normal((4, 6, 16)) * 30, rng.standard_normal((4, 9, 16)) * 30, rng.standard_normal((4, 9, 5))
-    s = rr.rotate(q) @ np.swapaxes(rr.rotate(k), -1, -2) / 4.0
-    w = np.exp(s - s.max(-1, keepdims=True))
-    np.testing.assert_allclose(rr.attention(q, k, v), (w / w.sum(-1, keepdims=True)) @ v, atol=1e-12)
-
-
 @pytest.mark.parametrize("causal", [False, True])
-def test_linear_attention_with_very_negative_or_huge_q_and_k(causal, rng):
-    """phi(x - 800) = e^-800 phi(x) for x <= 0 underflows but cancels in eq 19; phi(1e300) is proportional to phi(0)."""
-    q, k, v = -rng.uniform(0, 3, (6, 8)), -rng.uniform(0, 3, (6, 8)), rng.standard_normal((6, 2))
-    np.testing.assert_allclose(rr.linear_attention(q - 800, k - 800, v, causal=causal),
-                               linear_attention_loop(q, k, v, causal), atol=1e-12)
+def test_linear_attention_with_huge_or_underflowing_features(causal, rng):
+    """phi(1e300) is proportional to phi(0); phi(q).phi(k) = 2e^-2000 is 0 however scaled: refused, not NaN."""
+    v = rng.standard_normal((6, 2))
     zeros = linear_attention_loop(np.zeros((6, 8)), np.zeros((6, 8)), v, causal)
     for value in (-800.0, 1e300):
         np.testing.assert_allclose(rr.linear_attention(np.full((6, 8), value), np.full((6, 8), value), v,
                                                        causal=causal), zeros, atol=1e-12)
-
-
-def test_linear_attention_normalises_each_causal_prefix(rng):
-    k, q, v = rng.uniform(-3, 0, (5, 8)), rng.uniform(-3, 0, (5, 8)), rng.standard_normal((5, 2))
-    far = k.copy()
-    far[0] -= 1000.0                                 # phi(k_0) / max phi = e^-1000 = 0 in float64
-    out = rr.linear_attention(q, far, v, causal=True)
-    np.testing.assert_allclose(out[0], v[0], atol=1e-12)
-    np.testing.assert_allclose(out[1:], linear_attention_loop(q[1:], k[1:], v[1:], True),
-                               atol=1e-12)
-    with pytest.raises(ValueError):                  # phi(q).phi(k) = 2e^-2000: 0 however scaled
-        rr.linear_attention(np.array([[0.0, -2000.0]]), np.array([[-2000.0, 0.0]]), np.ones((1, 2)), causal=True)
+    with pytest.raises(ValueError):
+        rr.linear_attention(np.array([[0.0, -2000.0]]), np.array([[-2000.0, 0.0]]), np.ones((1, 2)), causal=causal)
     with pytest.raises(ValueError):                  # the dense form computes plainly and refuses too
-        rr.linear_attention_dense(np.full((4, 8), -800.0), np.full((4, 8), -800.0), np.ones((4, 2)))
-    np.testing.assert_allclose(rr.elu_plus_one([1.0, -2.0, 0]), [2.0, np.exp(-2.0), 1.0], rtol=1e-15)
+        rr.linear_attention_dense(np.full((4, 8), -800.0), np.full((4, 8), -800.0), np.ones((4, 2)), causal=causal)
 
-
-# ---- precision: warned on every call, with Python's own warnings --------------------------------------------
 
 def _precision_warnings(call):
     with warnings.catch_warnings(record=True) as caught:
@@ -92,36 +47,17 @@ def _precision_warnings(call):
     return [w for w in caught if issubclass(w.category, rr.RopeRefPrecisionWarning)]
 
 
-FORMS = [rr.rotate, rr.rotate_elementwise, rr.rotate_dense, rr.rotate_complex]
-
-
-@pytest.mark.parametrize("fn", FORMS)
-def test_angles_float64_rounds_by_more_than_1e_6_rad_warn_on_every_call(fn):
-    """Issue 38: the angle warning came once per process; it must come on every call."""
-    x = np.ones((3, 4))
-    for _ in range(3):
-        assert len(_precision_warnings(lambda: fn(x, np.full(3, 1e15)))) == 1
-    assert _precision_warnings(lambda: rr.rotation_matrix(1e15, 4))
-    assert _precision_warnings(lambda: rr.rotation_angles([1e15], [1.0]))
-
-
-def test_no_warning_below_the_limit_and_the_limit_follows_the_largest_frequency():
-    below = np.nextafter(2.0 ** 34, 0)
-    assert np.spacing(below) / 2 <= 1e-6 < np.spacing(2.0 ** 34) / 2           # 2^34: where the rounding passes 1e-6
-    assert not _precision_warnings(lambda: rr.rotate(np.ones((2, 4)), [below, -below]))
-    assert not _precision_warnings(lambda: rr.rotate(np.ones((2, 4)), [1e20, 1e20], inv_freq=[1e-11, 1e-12]))
-    assert _precision_warnings(lambda: rr.rotate(np.ones((1, 4)), [1e9], inv_freq=[100.0, 1.0]))   # 1e11 rad
-
-
 TINY = [1e-20]                                                      # angles far below 2^34: no angle warning
 
 
 @pytest.mark.parametrize("fn", [
     lambda x, p: rr.rotate(x, p, inv_freq=TINY), lambda x, p: rr.rotate_elementwise(x, p, inv_freq=TINY),
     lambda x, p: rr.rotate_dense(x, p, inv_freq=TINY), lambda x, p: rr.rotate(x, p[None], inv_freq=[TINY]),
-    lambda x, p: rr.rotation_matrix(p, 2, inv_freq=TINY), lambda x, p: rr.partial_sums(p, 2, inv_freq=TINY)])
-def test_integer_positions_float64_cannot_hold_warn_on_every_call(fn):
-    """Two distinct int64 positions beyond 2^53 that give identical rows are never silent."""
+    lambda x, p: rr.rotate_complex(x, p * 0 + 1e15), lambda x, p: rr.rotation_matrix(p, 2, inv_freq=TINY),
+    lambda x, p: rr.partial_sums(p, 2, inv_freq=TINY), lambda x, p: rr.rotation_angles([1e15], [1.0])])
+def test_positions_float64_cannot_hold_warn_on_every_call(fn):
+    """Issue 38: the warnings came once per process.  Two distinct int64 positions beyond 2^53 that give identical
+    rows, or angles float64 rounds by more than 1e-6 rad, are never silent."""
     pos = np.array([2**60, 2**60 + 1], dtype=np.int64)
     x = np.ones((2, 2))
     for _ in range(2):
@@ -153,6 +89,7 @@ def test_the_precision_numbers_docs_state():
 @example(exp_m=10.2, exp_f=0.0, sign=1.0, fn=rr.rotate)           # 1.6e10 < 2^34: no warning
 @example(exp_m=10.3, exp_f=0.0, sign=-1.0, fn=rr.rotate)          # 2.0e10 > 2^34: warning
 @example(exp_m=10.3, exp_f=-5.0, sign=1.0, fn=rr.rotate_dense)    # theta_0 = 1: warning
+@example(exp_m=20.0, exp_f=-11.0, sign=1.0, fn=rr.rotate)         # 1e9 rad: the limit follows the frequencies
 @example(exp_m=300.0, exp_f=9.0, sign=1.0, fn=rr.rotate_elementwise)  # 1e309: overflow
 def test_any_finite_position_is_answered_or_refused(exp_m, exp_f, sign, fn):
     m, f = sign * 10.0 ** exp_m, 10.0 ** exp_f

@@ -1,0 +1,108 @@
+"""Kernel tensor layouts (issue 40): the positions of a "bshd", "bhsd", "sbhd" or "thd" tensor (b batch, s sequence,
+h heads, d features; "thd": sequences of different lengths packed along t), and packed q/k/v."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validate import as_given, check_choice, check_d, check_finite, check_positive_int, check_real_array, check_x
+
+LAYOUTS = ("bshd", "bhsd", "sbhd", "thd")
+
+
+def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None) -> np.ndarray:
+    """Positions broadcastable to ``shape[:-1]`` of a tensor laid out as ``layout``; for "thd", sequence i is rows
+    ``cu_seqlens[i]:cu_seqlens[i+1]`` (flash-attention's ``cu_seqlens``, FlashInfer's ``indptr``).
+
+    ``seqlen_offsets``: the position of each sequence's first token: one number, or one per batch entry (per packed
+    sequence for "thd"), as flash-attention's ``seqlen_offsets`` or a KV cache's lengths."""
+    layout = check_choice(layout, "layout", LAYOUTS)
+    if len(shape) != len(layout):
+        raise ValueError(f"layout={layout!r} needs a {len(layout)}-D x, got x of shape {tuple(shape)}")
+    if (layout == "thd") != (cu_seqlens is not None):
+        raise TypeError(f"cu_seqlens must be given with layout='thd' and only then, got layout={layout!r} with "
+                        f"cu_seqlens={cu_seqlens!r:.60}")
+    if layout == "thd":
+        cu = check_real_array(cu_seqlens, "cu_seqlens")
+        if cu.ndim != 1 or len(cu) < 2 or cu[0] != 0 or cu[-1] != shape[0] or np.any(np.diff(cu) < 0) or np.any(cu % 1):
+            raise ValueError(f"cu_seqlens must be integers rising from 0 to t={shape[0]}, got {cu.tolist()!r:.80}")
+        cu, n = cu.astype(np.int64), len(cu) - 1
+    else:
+        n = shape[layout.index("b")]
+    offsets = np.zeros((), np.int64) if seqlen_offsets is None else check_real_array(seqlen_offsets, "seqlen_offsets")
+    if offsets.shape not in ((), (n,)) or not np.all(np.isfinite(offsets)):
+        raise ValueError(f"seqlen_offsets must be one finite number or {n}, one per sequence, got "
+                         f"{offsets.tolist()!r:.80}")
+    offsets = np.broadcast_to(offsets if offsets.dtype.kind in "iu" else offsets.astype(np.float64), (n,))
+    if layout == "thd":
+        sequence = np.repeat(np.arange(n), np.diff(cu))                          # the sequence of each row
+        return (np.arange(shape[0]) - cu[sequence] + offsets[sequence])[:, None]
+    grid = offsets[:, None] + np.arange(shape[layout.index("s")])                # (b, s)
+    return np.expand_dims(grid.T if layout == "sbhd" else grid, layout.index("h"))
+
+
+def positions_of(shape, positions, inv_freq, rotary_dim, angles, layout, **packing):
+    """(positions, inv_freq, rotary_dim) of a form's x of ``shape``: as given; from ``layout``
+    (:func:`layout_positions`); or ``angles`` ``(..., seq, r/2)`` as r/2 axes of positions with the identity as
+    inv_freq (pair j turns by angles[..., j] exactly).  A 4-D x with none of them is refused: read as (batch, heads,
+    seq, d) or as (batch, seq, heads, d), its positions differ."""
+    given = [name for name, value in packing.items() if value is not None]
+    if layout is None and given:
+        raise TypeError(f"{' and '.join(given)} must come with a layout, got layout=None")
+    if layout is not None and (positions is not None or angles is not None):
+        raise TypeError(f"layout={layout!r} sets the positions, expected no positions or angles beside it")
+    if layout is not None:
+        return layout_positions(shape, layout, **packing), inv_freq, rotary_dim
+    if len(shape) == 4 and positions is None and angles is None:
+        raise ValueError(f"x of shape {tuple(shape)} is ambiguous without positions or layout: pass layout='bhsd' for "
+                         f"(batch, heads, seq, d) or layout='bshd' for (batch, seq, heads, d)")
+    if angles is None:
+        return positions, inv_freq, rotary_dim
+    angles = check_finite(check_real_array(angles, "angles").astype(np.float64), "angles")
+    r = 2 * angles.shape[-1] if angles.ndim else 0
+    try:
+        fits = 0 < r <= shape[-1] and np.broadcast_shapes(angles.shape[:-1], shape[:-1]) == tuple(shape[:-1])
+    except ValueError:                                          # lead axes that do not broadcast
+        fits = False
+    if not fits:
+        raise ValueError(f"angles must have shape (..., seq, r/2) broadcasting to x.shape[:-1] = {tuple(shape[:-1])}, "
+                         f"r <= d = {shape[-1]}, got shape {angles.shape}")
+    if positions is not None or inv_freq is not None or rotary_dim not in (None, r):
+        raise TypeError(f"angles sets the positions, inv_freq and rotary_dim={r}, got them beside it")
+    return np.moveaxis(angles, -1, 0), np.eye(r // 2), r
+
+
+def rotate_qkv(qkv, positions=None, *, num_heads_q=None, head_dim=None, **rope):
+    """Rotate the q and k heads of packed q, k, v and pass v through; a new array of qkv's shape.
+
+    ``qkv``: ``(..., seq, 3, heads, d)`` (flash-attention's ``apply_rotary_emb_qkv_``), or with ``num_heads_q``
+    ``(..., seq, heads_q + 2 * heads_kv, d)`` (grouped heads: q, then k, then v).  With ``head_dim`` the heads are
+    flattened on the last axis, ``(..., tokens, heads * head_dim)`` as vLLM's q, k (every head rotates) or, with
+    ``num_heads_q``, its packed qkv.  ``positions``: one per token, broadcastable to the token axes (default
+    ``arange(seq)``); ``(A, ...)`` for a multi-axis ``inv_freq``.  ``rope``: the keywords of :func:`rope_ref.rotate`.
+    """
+    from .forms import rotate                                   # forms imports this module
+    x = check_x(qkv, "qkv")
+    shape = x.shape
+    if head_dim is not None:
+        if x.shape[-1] % check_d(head_dim, "head_dim"):
+            raise ValueError(f"head_dim must divide qkv.shape[-1]={x.shape[-1]}, got head_dim={head_dim}")
+        x = x.reshape(x.shape[:-1] + (-1, head_dim))
+    elif num_heads_q is None:
+        if x.ndim < 4 or x.shape[-3] != 3:
+            raise ValueError(f"qkv must have shape (..., seq, 3, heads, d) without num_heads_q or head_dim, got "
+                             f"shape {x.shape}")
+        num_heads_q = x.shape[-2]
+        x = x.reshape(x.shape[:-3] + (-1, x.shape[-1]))                     # the q, k and v heads on one axis
+    heads = x.shape[-2]
+    if num_heads_q is not None:
+        num_heads_q = check_positive_int(num_heads_q, "num_heads_q")
+        if num_heads_q > heads - 2 or (heads - num_heads_q) % 2:
+            raise ValueError(f"num_heads_q must leave two equal groups of k and v heads of {heads}, got {num_heads_q}")
+    if x.ndim < 3:
+        raise ValueError(f"qkv must have a token axis before the heads, got shape {shape}")
+    rotated = heads if num_heads_q is None else (heads + num_heads_q) // 2           # heads_q + heads_kv
+    token_positions = np.arange(x.shape[-3]) if positions is None else check_real_array(positions, "positions")
+    out = x.copy()
+    out[..., :rotated, :] = rotate(x[..., :rotated, :], token_positions[..., None], **rope)
+    return as_given(out.reshape(shape), qkv)
