@@ -23,6 +23,8 @@ import numpy as np
 
 from ._validate import check_choice, check_real_array, check_x
 from .forms import frequencies, rotate_elementwise, rotate_half, rotation_angles
+from .kernel_check import RopeMismatch
+from .kernel_check.assertions import explain_output
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,8 @@ def _exact(x, positions, angles, cos, sin, rows, rope: dict):
     phi = rotation_angles(np.abs(pos), np.abs(freqs))              # sum_a |p_a| |F[j, a]|: each term rounds
     magnitude = np.abs(freqs).reshape(r // 2, -1).max(axis=1)
     steps = 6.0 + np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))      # per pair
-    return y * factor, phi * steps, r, pairing, factor, False
+    y[..., :r] *= factor                                            # cos and sin scaled: the rotated part only
+    return y, phi * steps, r, pairing, factor, False
 
 
 def rope_bound(x, budget, r: int, pairing: str, precision: Precision, *, factor: float = 1.0,
@@ -196,7 +199,10 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
         return
     ratio = np.where(bad, np.nan_to_num(err / bound, nan=np.inf), -1.0)
     worst = np.unravel_index(np.argmax(ratio), err.shape)
-    raise AssertionError(
+    problems, defects = explain_output(got, x64, positions, rope, bound, sum(
+        k * precision.roundoff(s) for k, s in ((2, "angles"), (1, "table"), (4, "compute"), (1, "output")))) if cos is None and angles is None else (
+        ["the catalogue of known defects is tried on RoPE given by positions, not by angles or a table"], [])
+    raise RopeMismatch(
         f"{int(bad.sum())} of {bad.size} elements are farther from the oracle than the bound derived for {precision}; "
         f"worst at index {tuple(int(i) for i in worst)}: actual {got[worst]:.7g}, expected {exact[worst]:.7g}, "
-        f"|difference| {err[worst]:.3g} > bound {bound[worst]:.3g} ({ratio[worst]:.3g} times)")
+        f"|difference| {err[worst]:.3g} > bound {bound[worst]:.3g} ({ratio[worst]:.3g} times)", problems, None, defects)

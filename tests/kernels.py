@@ -17,8 +17,11 @@ Expected values in tests come from these kernels' parameters, never from rope_re
 """
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
+
+from rope_ref.kernel_check import DEFECTS, expected_model
 
 F32 = np.float32
 
@@ -138,3 +141,34 @@ def pairwise_reference(x, positions, base=10000.0, pairing="interleaved", rotary
             out[idx + (ia,)] = a * math.cos(angle) - b * math.sin(angle)
             out[idx + (ib,)] = a * math.sin(angle) + b * math.cos(angle)
     return out
+
+
+#: The catalogue planted (docs/checking_kernels.md): defect name -> (the expectation beyond EXPECTED, what the planted
+#: kernel does, as identify would measure it).  planted(name) applies the entry to the oracle's model of the expectation.
+EXPECTED = dict(pairing="half", rotary_dim=32, base=10000.0, offset=0)
+MEASURED = dict(pairing="half", rotary_dim=32, rotary_start=0, output_pairing=None, offset=0.0, base=None,
+                rope_type=None, rope_params={}, table_end=None, rows=4096, inv_freq=None, norm_scale=1.0)
+YARN = dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=1024)
+PLANTS = {
+    "pairing swapped": ({}, dict(pairing="interleaved")),
+    "different rotary_dim": ({}, dict(rotary_dim=16)),
+    "different rotary_start": ({}, dict(rotary_start=32)),
+    "output layout": (dict(pairing="interleaved"), dict(output_pairing="half")),
+    "position offset": ({}, dict(offset=7.0)),
+    "table clamped": ({}, dict(table_end=(300, "clamped"))),
+    "table repeated": ({}, dict(table_end=(300, "repeated"))),
+    "another base": ({}, dict(base=500000.0)),
+    "scaling missing": (dict(rope_type="linear", factor=4.0), {}),
+    "another scaling method": (dict(rope_type="linear", factor=4.0),
+                               dict(rope_type="linear", rope_params=dict(base=10000.0, factor=2.0))),
+    "attention factor missing": (YARN, {}),
+}
+
+
+def planted(name):
+    """(expectation, the oracle's Model of it with defect ``name`` of the catalogue applied)."""
+    extra, does = PLANTS.get(name, ({}, {}))
+    expected = {**EXPECTED, **extra}
+    measured = SimpleNamespace(**{**MEASURED, **does})
+    defect = next(d for d in DEFECTS if d.name == name)
+    return expected, defect.apply(expected_model(expected, measured), measured)[0]

@@ -17,75 +17,12 @@ import pytest
 import rope_ref as rr
 from rope_ref.kernel_check import DEFECTS, KernelRaised, RopeMismatch, expected_model
 
-from kernels import F32, freqs64, hf_cos_sin, hf_inv_freq, hf_rope, meta_rope, neox, rotate_half
+from kernels import EXPECTED, F32, MEASURED, YARN, freqs64, hf_cos_sin, hf_inv_freq, hf_rope, meta_rope, neox, planted, rotate_half
 
 DATA = Path(__file__).parent / "data"
 LLAMA31 = DATA / "configs" / "llama-3.1-8b.json"
 BF16 = ml_dtypes.bfloat16
 D = 64
-
-
-def kernel_of(model, d=D):
-    """fn(x) rotating rows 0.. by the model's angle table: its pairs on its features, written in its output layout,
-    scaled by its norm_scale, cos/sin rounded as its table_unit says."""
-    def fn(x):
-        ang = model.table(len(x))
-        cos, sin = np.cos(ang), np.sin(ang)
-        if model.table_unit:
-            kind = BF16 if model.table_unit == 2.0**-8 else np.float16
-            cos, sin = cos.astype(kind).astype(float), sin.astype(kind).astype(float)
-        r, s, n = model.rotary_dim, model.rotary_start, model.rotary_dim // 2
-        a, b = (s + 2 * np.arange(n), s + 2 * np.arange(n) + 1) if model.pairing == "interleaved" else (
-            s + np.arange(n), s + n + np.arange(n))
-        oa, ob = (s + np.arange(n), s + n + np.arange(n)) if model.output_pairing == "half" else (a, b)
-        out = x.copy()
-        scale = model.norm_scale or 1.0
-        out[:, s:s + r] = 0.0
-        out[:, oa] = scale * (x[:, a] * cos - x[:, b] * sin)
-        out[:, ob] = scale * (x[:, a] * sin + x[:, b] * cos)
-        return out
-    return fn
-
-
-#: defect name -> (the expectation beyond EXPECTED, what the planted kernel does, as identify would measure it)
-EXPECTED = dict(pairing="half", rotary_dim=32, base=10000.0, offset=0)
-YARN = dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=1024)
-PLANTS = {
-    "pairing swapped": ({}, dict(pairing="interleaved")),
-    "different rotary_dim": ({}, dict(rotary_dim=16)),
-    "different rotary_start": ({}, dict(rotary_start=32)),
-    "output layout": (dict(pairing="interleaved"), dict(output_pairing="half")),
-    "position offset": ({}, dict(offset=7.0)),
-    "frequencies rounded to bfloat16": ({}, {}),
-    "frequencies rounded to float16": ({}, {}),
-    "angles computed in bfloat16": ({}, {}),
-    "angles computed in float16": ({}, {}),
-    "cos/sin in bfloat16": ({}, {}),
-    "cos/sin in float16": ({}, {}),
-    "positions held in bfloat16": ({}, {}),
-    "positions held in float16": ({}, {}),
-    "table clamped": ({}, dict(table_end=(300, "clamped"))),
-    "table repeated": ({}, dict(table_end=(300, "repeated"))),
-    "theta indexed from 1": ({}, {}),
-    "direction reversed": ({}, {}),
-    "another base": ({}, dict(base=500000.0)),
-    "scaling missing": (dict(rope_type="linear", factor=4.0), {}),
-    "another scaling method": (dict(rope_type="linear", factor=4.0),
-                               dict(rope_type="linear", rope_params=dict(base=10000.0, factor=2.0))),
-    "attention factor missing": (YARN, {}),
-}
-
-
-def planted(name):
-    """(expectation, kernel with the defect planted): the defect applied to the oracle's model of the expectation."""
-    extra, does = PLANTS[name]
-    expected = {**EXPECTED, **extra}
-    measured = SimpleNamespace(**{**dict(pairing="half", rotary_dim=32, rotary_start=0, output_pairing=None, offset=0.0,
-                                         base=None, rope_type=None, rope_params={}, table_end=None, rows=4096,
-                                         inv_freq=None, norm_scale=1.0), **does})
-    model = expected_model(expected, measured)
-    defect = next(d for d in DEFECTS if d.name == name)
-    return expected, kernel_of(defect.apply(model, measured)[0])
 
 
 QUICK = ("position offset", "pairing swapped")
@@ -94,9 +31,9 @@ QUICK = ("position offset", "pairing swapped")
 @pytest.mark.parametrize("name", [pytest.param(d.name, marks=() if d.name in QUICK else pytest.mark.slow)
                                   for d in DEFECTS])
 def test_every_catalogued_defect_planted_in_a_correct_kernel_is_named(name):
-    expected, fn = planted(name)
+    expected, model = planted(name)
     with pytest.raises(RopeMismatch) as info:
-        rr.assert_rope_matches(fn, D, **expected)
+        rr.assert_rope_matches(lambda x: model.rotate(x, np.arange(len(x))), D, **expected)
     assert info.value.defects == [name], info.value.problems
 
 
@@ -104,9 +41,8 @@ def test_every_catalogued_defect_planted_in_a_correct_kernel_is_named(name):
 @pytest.mark.parametrize("extra", [{}, YARN, dict(rope_type="linear", factor=4.0)], ids=["default", "yarn", "linear"])
 def test_a_correct_oracle_built_kernel_names_no_defect(extra):
     expected = {**EXPECTED, **extra}
-    measured = SimpleNamespace(pairing="half", rotary_dim=32, rotary_start=0, output_pairing=None, offset=0.0,
-                               rows=4096, inv_freq=None)
-    spec = rr.assert_rope_matches(kernel_of(expected_model(expected, measured)), D, **expected)
+    model = expected_model(expected, SimpleNamespace(**MEASURED))
+    spec = rr.assert_rope_matches(lambda x: model.rotate(x, np.arange(len(x))), D, **expected)
     assert spec.offset == 0 and spec.rope_type == extra.get("rope_type", "default")
 
 

@@ -1,12 +1,18 @@
 """rope_ref.testing: a kernel built as its declared precision says passes, every planted defect fails, the bound holds
 at its edge, layouts and tables give the positions and rows a suite's kernel uses."""
 
+from types import SimpleNamespace
+
 import ml_dtypes
 import numpy as np
 import pytest
 
 import rope_ref as rr
+from rope_ref.kernel_check import DEFECTS as CATALOGUE
+from rope_ref.kernel_check import RopeMismatch, expected_model
 from rope_ref.testing import Precision, assert_rope_close, layout_positions, rotate_table
+
+from kernels import MEASURED, planted
 
 F32, BF16, F16 = np.float32, ml_dtypes.bfloat16, np.float16
 
@@ -74,6 +80,32 @@ def test_every_planted_defect_fails(defect, precision, dtype):
     kwargs = dict(pairing="half", table=dtype, compute=dtype) | DEFECTS[defect]
     with pytest.raises(AssertionError, match="bound"):
         assert_rope_close(model_kernel(x, pos, **kwargs), x, pos, pairing="half", precision=precision)
+
+
+def _rope_of(expected):
+    """assert_rope_close's keywords for a plant's expectation: rotate's, or a config.json for a scaling method."""
+    method = {k: v for k, v in expected.items() if k not in ("pairing", "rotary_dim", "base", "offset")}
+    if not method:
+        return dict(pairing=expected["pairing"], rotary_dim=expected["rotary_dim"], base=expected["base"])
+    return dict(pairing=expected["pairing"], config={"model_type": "llama", "hidden_size": 128, "num_attention_heads": 2,
+                                                     "partial_rotary_factor": 0.5, "rope_theta": expected["base"],
+                                                     "rope_scaling": method})
+
+
+@pytest.mark.parametrize("name", [d.name for d in CATALOGUE])
+def test_every_catalogued_defect_in_a_kernels_output_fails_and_is_named(name):
+    """Each entry of the catalogue planted in a float32 kernel's output; named, except another scaling method (its
+    parameters are not measured from an output)."""
+    expected, model = planted(name)
+    rng = np.random.default_rng(1)
+    pos = _positions(rng, 4096)
+    x = rng.standard_normal((2, len(pos), 64)).astype(F32)
+    with pytest.raises(RopeMismatch) as info:
+        assert_rope_close(model.rotate(x.astype(float), pos).astype(F32), x, pos, **_rope_of(expected))
+    assert info.value.defects == ([] if name == "another scaling method" else [name]), info.value.problems
+    assert info.value.defects or "no known defect explains it" in str(info.value)
+    assert_rope_close(expected_model(expected, SimpleNamespace(**MEASURED)).rotate(x.astype(float), pos).astype(F32), x,
+                      pos, **_rope_of(expected))
 
 
 def test_llama3_scaling_dropped_fails_and_kept_passes():

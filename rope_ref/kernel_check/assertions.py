@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -15,7 +16,8 @@ from .._validate import (check_base, check_choice, check_d, check_keywords, chec
 from ..hf_config import from_hf_config
 from ..scaling import METHOD_PARAM_KEYS, ROPE_TYPES, scaled_inv_freq
 from .axes import assert_axes_match, identify_axes
-from .defects import Model, diagnose
+from ..forms import _pairs
+from .defects import DEFECTS, Model, diagnose, explain
 from .measure import MAX_ROWS, probe_one_axis
 from .probe import Caller
 from .spec import AxesSpec, RopeMismatch, RopeSpec
@@ -134,6 +136,94 @@ def expected_model(expected, spec) -> Model:
             factor = None
         model = dataclasses.replace(model, norm_scale=factor)
     return model
+
+
+def explain_output(actual, x, positions, rope: dict, bound, unit) -> tuple:
+    """The catalogue's diagnosis of a kernel's output ``actual`` of ``x`` ``(..., d)`` at ``positions``, for
+    assert_rope_close: the known defects whose model y, computed by the oracle, is within ``bound`` of actual
+    everywhere (plus ``unit`` (|x| + |y|): the rounding terms of the bound, on the model's own pairs): (a line each,
+    their names); else a line saying none is, and no name.
+    ``rope``: assert_rope_close's keywords (those of rotate, or ``config=``)."""
+    d, rope = x.shape[-1], dict(rope)
+    config = rope.pop("config", None)
+    expected = dict(pairing="interleaved", rotary_dim=d, base=10000.0, offset=0) | rope
+    if config is not None:
+        config = config if hasattr(config, "attention_factor") else from_hf_config(config)
+        if config.axes:
+            expected = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, inv_freq=config.inv_freq(),
+                            norm_scale=config.attention_factor, offset=0)
+        else:
+            expected = _expectations(d, config, None, rope, None)[2]
+    pos = np.arange(x.shape[-2], dtype=np.float64) if positions is None else np.asarray(positions, np.float64)
+    model = expected_model(expected, SimpleNamespace(pairing=None, rotary_dim=d, offset=0, inv_freq=None,
+                                                     rows=int(np.max(pos, initial=0)) + 1))
+    found = explain(model, measure_output(x, actual, pos, model), DEFECTS, 
+                    lambda m: _within(m, x, pos, actual, bound, unit), 2)
+    return found or (["no known defect explains it (none of rope_ref.kernel_check.DEFECTS, alone or two together, "
+                      "reproduces it)"], [])
+
+
+def _within(model, x, positions, actual, bound, unit) -> bool:
+    try:
+        y = model.rotate(x, positions)
+        return bool(np.all(np.abs(actual - y) <= bound + unit * (np.abs(x) + np.abs(y))))
+    except (ValueError, TypeError, ZeroDivisionError):       # a model the oracle refuses reproduces nothing
+        return False
+
+
+def measure_output(x, y, positions, model) -> SimpleNamespace:
+    """What ``y``, a kernel's output of ``x``, shows for the catalogue's measured parameters: the features it moves,
+    the pairs that keep their norm (and where they are written), the norm, and from the pair that turns slowest
+    (with the model's frequencies) the offset of the positions and the base."""
+    spec = SimpleNamespace(pairing=None, output_pairing=None, rotary_dim=None, rotary_start=0, norm_scale=None,
+                           offset=None, base=None, rope_type=None, rope_params={}, table_end=None, inv_freq=None)
+    scale = np.abs(x).max(axis=-1, keepdims=True)
+    moved = np.flatnonzero(np.any(np.abs(y - x) > 2.0**-6 * scale, axis=tuple(range(x.ndim - 1))))
+    if moved.size < 2:
+        return spec
+    start, r = int(moved[0]), int(moved[-1] - moved[0] + 2) // 2 * 2
+    r = min(r, x.shape[-1] - start) // 2 * 2
+    tried = []
+    for pairing, out in (("interleaved", None), ("half", None), ("interleaved", "half")):
+        a, b = (start + i for i in _pairs(r, pairing))
+        oa, ob = (start + i for i in _pairs(r, out)) if out else (a, b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.hypot(y[..., oa], y[..., ob]) / np.hypot(x[..., a], x[..., b])
+        norm = float(np.nanmedian(ratio))
+        tried.append((float(np.nanmax(np.abs(ratio / norm - 1))), pairing, out, norm,
+                      np.arctan2(x[..., a] * y[..., ob] - x[..., b] * y[..., oa],
+                                 x[..., a] * y[..., oa] + x[..., b] * y[..., ob])))
+    _, spec.pairing, spec.output_pairing, spec.norm_scale, angle = min(tried, key=lambda t: t[0])
+    spec.rotary_start, spec.rotary_dim = start, r
+    theta = model.theta(model, int(np.max(positions, initial=0)) + 1)
+    if theta.ndim != 1 or len(theta) != r // 2 or not np.all(theta > 0):
+        return spec
+    order = np.argsort(theta)
+    pos = np.broadcast_to(positions, angle.shape[:-1])
+    held = angle[..., order[0]] / theta[order[0]]       # the position each row turns as, from the slowest pair on
+    for k in order[1:]:
+        held = (angle[..., k] + 2 * np.pi * np.round((held * theta[k] - angle[..., k]) / (2 * np.pi))) / theta[k]
+    near = np.abs(held * theta[order[0]]) < 3             # rows whose slowest angle has not wrapped
+    if not near.any():
+        return spec
+    pos, held, angle = pos[near], held[near], angle[near]
+    shifts, counts = np.unique(np.round(held - pos), return_counts=True)
+    spec.offset = float(shifts[np.argmax(counts)])
+    other = np.round(held - pos) != spec.offset
+    if other.any() and np.ptp(np.round(held[other])) == 0:
+        spec.table_end = (float(np.round(held[other][0])), "clamped")
+    elif other.any() and (gap := np.round(pos[other] + spec.offset - held[other])).min() > 0 and \
+            np.all(gap % gap.min() == 0):
+        spec.table_end = (float(gap.min()) - 1, "repeated")
+    j = order[0]
+    slow = np.abs(pos * theta[j]) < 1
+    if j > 0 and slow.sum() > 2 and np.ptp(pos[slow]) > 0:      # theta_j from the slowest pair's line (any offset)
+        (slope, _), resid = np.polyfit(pos[slow], angle[slow, j], 1, full=True)[:2]
+        spread = np.sqrt(float(np.sum(resid)) / max(slow.sum() - 2, 1) / np.var(pos[slow]) / slow.sum()) / abs(slope)
+        base = abs(slope) ** (-r / (2 * j))
+        spec.base = next((nice for k in range(1, 13) if abs((nice := float(f"{base:.{k}g}")) / base - 1)
+                          <= 6 * spread * r / (2 * j) + 1e-12), base)
+    return spec
 
 
 def _expectations(d, config, axes, expected, phase_atol, backward=False):

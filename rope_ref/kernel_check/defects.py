@@ -12,9 +12,10 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..forms import rotation_angles, wrap_angle
+from ..forms import _pairs, rotation_angles, wrap_angle
 from ..scaling import scaled_inv_freq
 from .measure import NOISE_ULPS, allowance, rounded_to
+from .probe import PRECISIONS
 from .spec import show_number, show_params
 
 OTHER_PAIRING = {"interleaved": "half", "half": "interleaved"}
@@ -46,12 +47,29 @@ class Model:
     theta: Callable = _oracle_freqs                 # (model, seq_len) -> (pairs,)
     positions: Callable = lambda p: p               # positions as the kernel holds them
     angles: Callable = rotation_angles              # (positions, theta) -> (rows, pairs)
-    table_unit: float = 0.0                         # cos/sin rounded to this unit roundoff
+    table_type: str | None = None                   # cos/sin rounded to this 16-bit type
 
-    def table(self, rows):
-        """(rows, pairs) angles, unwrapped, of rows 0..rows-1 (offset 0 when the model leaves it open)."""
-        m = (self.offset or 0.0) + np.arange(rows, dtype=np.float64)
-        return self.angles(self.positions(m), self.theta(self, int(round(self.offset or 0)) + rows))
+    def angles_at(self, positions):
+        """Angles ``P + (pairs,)`` at ``positions`` ``P`` (rows, moved by the offset)."""
+        m = (self.offset or 0.0) + np.asarray(positions, np.float64)
+        return self.angles(self.positions(m), self.theta(self, int(round(np.max(m, initial=0))) + 1))
+
+    def rotate(self, x, positions):
+        """The model's output on ``x`` ``(..., d)`` at ``positions`` (broadcasting to x.shape[:-1]): its pairs turned
+        by its angles (eq 34), written in its output layout, times norm_scale."""
+        with np.errstate(invalid="ignore"):         # positions a 16-bit type cannot hold: NaN angles, a miss
+            ang = self.angles_at(positions)
+            cos, sin = np.cos(ang), np.sin(ang)
+        if self.table_type:
+            cos, sin = rounded_to(cos, self.table_type), rounded_to(sin, self.table_type)
+        s, n = self.rotary_start, self.rotary_dim // 2
+        a, b = (s + i for i in _pairs(2 * n, self.pairing if self.pairing in OTHER_PAIRING else "interleaved"))
+        oa, ob = (s + np.arange(n), s + n + np.arange(n)) if self.output_pairing == "half" else (a, b)
+        out, scale = np.array(x, np.float64), self.norm_scale or 1.0
+        out[..., s:s + 2 * n] = 0.0
+        out[..., oa] = scale * (x[..., a] * cos - x[..., b] * sin)
+        out[..., ob] = scale * (x[..., a] * sin + x[..., b] * cos)
+        return out
 
 
 class Defect(NamedTuple):
@@ -139,9 +157,9 @@ DEFECTS = (
     Defect("angles computed in float16", "positions, frequencies and their product in float16",
            _angles_16bit("float16")),
     Defect("cos/sin in float16", "cos and sin rounded to float16",
-           lambda model, spec: (replace(model, table_unit=2.0**-11), "")),
+           lambda model, spec: (replace(model, table_type="float16"), "")),
     Defect("cos/sin in bfloat16", "cos and sin rounded to bfloat16",
-           lambda model, spec: (replace(model, table_unit=2.0**-8), "")),
+           lambda model, spec: (replace(model, table_type="bfloat16"), "")),
     Defect("positions held in bfloat16", "position ids cast to bfloat16: above 256 rows share positions",
            _positions(lambda m, s, p: rounded_to(p, "bfloat16"))),
     Defect("positions held in float16", "position ids cast to float16: above 2048 rows share positions",
@@ -179,14 +197,14 @@ def table_differences(model, spec, phase_atol=None):
     """(rows, pairs) where the model's angles miss the measured ones beyond the kernel's rounding, and by how much;
     None when every angle agrees."""
     try:
-        want = model.table(len(spec.table))
+        want = model.angles_at(np.arange(len(spec.table)))
     except (ValueError, TypeError, ZeroDivisionError):
         return np.array([[0], [0]]), np.array([np.inf])
     if want.shape != spec.table.shape:
         return np.array([[0], [0]]), np.array([np.inf])
-    if model.table_unit and spec.out_err > NOISE_ULPS * model.table_unit:
+    if model.table_type and spec.out_err > NOISE_ULPS * dict(PRECISIONS)[model.table_type]:
         return np.array([[0], [0]]), np.array([spec.out_err])        # rounded coarser than the model's type
-    own = spec.out_err if (spec.output_precision != "float32" or model.table_unit) else 0.0
+    own = spec.out_err if (spec.output_precision != "float32" or model.table_type) else 0.0
     tol = allowance(min(spec.unit, 2.0**-24) if spec.linear else 2.0**-24, want, own) + (phase_atol or 0.0)
     miss = np.full(want.shape, np.inf)                            # inf: an angle the model cannot hold (NaN) misses
     held = np.isfinite(want)

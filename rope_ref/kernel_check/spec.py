@@ -154,6 +154,6 @@ class RopeMismatch(AssertionError):
     catalogue names) and the ``spec`` measured."""
 
     def __init__(self, title: str, problems: list, spec, defects=()):
-        super().__init__(f"{title}:\n  " + "\n  ".join(problems) + f"\nmeasured: {spec}" if spec.is_rope
-                         else "\n".join(problems))
+        super().__init__(f"{title}:\n  " + "\n  ".join(problems) + (f"\nmeasured: {spec}" if spec else "")
+                         if spec is None or spec.is_rope else "\n".join(problems))
         self.problems, self.spec, self.defects = list(problems), spec, list(defects)
