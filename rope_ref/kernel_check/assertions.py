@@ -1,30 +1,28 @@
 """The public checks: identify (what a kernel does, measured), assert_rope_matches and assert_rope_grad_matches (its
 angle table compared with the one the oracle computes for the expectation, a difference explained only by the
-catalogue of known defects)."""
+catalogue of known defects), and the same catalogue for assert_rope_close's outputs (:func:`explain_output`)."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
-from collections.abc import Mapping
 from types import SimpleNamespace
 
 import numpy as np
 
 from .._validate import (check_base, check_choice, check_d, check_keywords, check_nonnegative_int,
                          check_positive_real, check_scalar)
-from ..hf_config import from_hf_config
-from ..scaling import METHOD_PARAM_KEYS, ROPE_TYPES, scaled_inv_freq
-from .axes import assert_axes_match, identify_axes
 from ..forms import _pairs
+from ..hf_config import from_hf_config
+from ..scaling import METHOD_PARAM_KEYS, ROPE_TYPES
+from .axes import assert_axes_match, identify_axes
 from .defects import DEFECTS, Model, diagnose, explain
-from .measure import MAX_ROWS, probe_one_axis
+from .measure import MAX_ROWS, method_frequencies, probe_one_axis
 from .probe import Caller
 from .spec import AxesSpec, RopeMismatch, RopeSpec
 
 _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
               "inv_freq")
-_CONFIG_ATTRIBUTES = ("head_dim", "rotary_dim", "pairing", "base", "rope_type", "params", "attention_factor")
+PAIRINGS = ("interleaved", "half", "other")
 
 
 def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int | None = 0, max_rows: int = MAX_ROWS,
@@ -90,15 +88,9 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
     d, _, expected = _expectations(d, config, None, expected, phase_atol, backward=True)
     back = probe_one_axis(Caller(lambda g: vjp(np.random.default_rng(len(g)).standard_normal(g.shape), g),
                                  raising=True), d, seq=seq, max_rows=max_rows)
-    if not back.is_rope:
-        raise RopeMismatch("", [f"backward: {back}"], back)
-    forward = np.zeros((2, 1)) if back.table is None else -back.table
-    spec = dataclasses.replace(back, table=forward, notes=list(back.notes),
-                               inv_freq=None if back.inv_freq is None else -back.inv_freq,
-                               offset=None if back.offset is None else back.offset)
-    if spec.linear:                                     # the backward's measured frequencies, negated
-        spec.notes = [n for n in spec.notes if "clockwise" not in n]
-    return _judge(spec, expected, phase_atol, "RoPE backward mismatch (vjp(x, g) should rotate g by minus the "
+    if back.is_rope:                                    # the forward: the backward's angles negated
+        back = dataclasses.replace(back, table=-back.table, inv_freq=None if back.inv_freq is None else -back.inv_freq)
+    return _judge(back, expected, phase_atol, "RoPE backward mismatch (vjp(x, g) should rotate g by minus the "
                   "forward angles)")
 
 
@@ -114,75 +106,105 @@ def _judge(spec, expected, phase_atol, title):
 
 def expected_model(expected, spec) -> Model:
     """The oracle's :class:`Model` of the expectation; what is not expected is taken as measured (not checked)."""
-    frequency_keys = {"base", "rope_type", "inv_freq", *METHOD_PARAM_KEYS} & set(expected)
     params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS}
-    model = Model(pairing=expected.get("pairing", spec.pairing),
-                  rotary_dim=expected.get("rotary_dim", spec.rotary_dim),
-                  rotary_start=expected.get("rotary_start", 0),
-                  output_pairing=expected.get("output_pairing"),
-                  offset=expected.get("offset", 0.0) if "offset" not in expected or expected["offset"] is not None
-                  else spec.offset,
-                  base=float(expected.get("base", 10000.0)), rope_type=expected.get("rope_type", "default"),
-                  params=params, norm_scale=expected.get("norm_scale"))
+    offset = expected.get("offset", 0.0)
+    model = Model(pairing=expected.get("pairing", spec.pairing), rotary_dim=expected.get("rotary_dim", spec.rotary_dim),
+                  rotary_start=expected.get("rotary_start", 0), output_pairing=expected.get("output_pairing"),
+                  offset=spec.offset if offset is None else offset, base=float(expected.get("base", 10000.0)),
+                  rope_type=expected.get("rope_type", "default"), params=params, norm_scale=expected.get("norm_scale"))
     if "inv_freq" in expected:
-        model = dataclasses.replace(model, inv_freq=np.asarray(expected["inv_freq"], np.float64))
-    elif not frequency_keys:                # the frequencies are not checked: the measured ones
-        model = dataclasses.replace(model, inv_freq=spec.inv_freq)
-    elif model.norm_scale is None and model.rope_type in ("yarn", "longrope"):
-        try:
-            length = {"seq_len": (model.offset or 0) + (spec.rows or 1)} if model.rope_type == "longrope" else {}
-            factor = scaled_inv_freq(model.rotary_dim, model.base, rope_type=model.rope_type, **length, **params)[1]
-        except (TypeError, ValueError):
-            factor = None
-        model = dataclasses.replace(model, norm_scale=factor)
+        return dataclasses.replace(model, inv_freq=np.asarray(expected["inv_freq"], np.float64))
+    if not {"base", "rope_type", *METHOD_PARAM_KEYS} & set(expected):      # frequencies not checked: the measured
+        return dataclasses.replace(model, inv_freq=spec.inv_freq)
+    if model.norm_scale is None and model.rope_type in ("yarn", "longrope"):
+        length = {"seq_len": (model.offset or 0) + (spec.rows or 1)} if model.rope_type == "longrope" else {}
+        return dataclasses.replace(model, norm_scale=method_frequencies(
+            model.rope_type, dict(params, base=model.base, **length), model.rotary_dim, factor_too=True))
     return model
+
+
+def _expectations(d, config, axes, expected, phase_atol, backward=False):
+    """(d, axes, expectations) from the arguments and a config.json (dict or path) or RopeConfig; keywords win."""
+    if config is not None:
+        config = config if hasattr(config, "attention_factor") else from_hf_config(config)
+        if backward and config.axes:
+            raise ValueError(f"config is multi-axis RoPE ({config.axes} axes): backward passes are checked for 1-D")
+        if axes not in (None, config.axes):
+            raise ValueError(f"axes={axes!r} disagrees with config, whose RoPE has {config.axes or 1} position axes")
+        want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor,
+                    rotary_start=getattr(config, "rotary_start", 0))
+        if config.axes and not {"inv_freq", "sections", "layout", "base"} & set(expected):
+            layout = "interleaved" if config.mrope_interleaved is True else config.mrope_interleaved or "blocks"
+            want.update(dict(sections=config.mrope_section, base=config.base, layout=layout) if config.mrope_section
+                        else dict(inv_freq=config.inv_freq()))
+        elif not config.axes:
+            want.update(base=config.base, offset=0, output_pairing=config.output_pairing)
+            if "rope_type" not in expected and "inv_freq" not in expected:
+                want.update(rope_type=config.rope_type, **dict(config.params))
+                if config.clockwise:
+                    want["inv_freq"] = config.inv_freq()
+        d, axes, expected = (config.head_dim if d is None else d), config.axes, {**want, **expected}
+    if d is None:
+        raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
+    d = check_d(d)
+    if axes is None:
+        check_keywords(expected, {*_SPEC_KEYS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
+        if expected.get("offset") is not None:
+            expected["offset"] = check_scalar(expected["offset"], "offset")
+        for name, check in (("norm_scale", check_positive_real), ("base", check_base), ("rotary_dim", check_d),
+                            ("rotary_start", check_nonnegative_int)):
+            if expected.get(name) is not None:
+                check(expected[name], name)
+        for name, valid in (("pairing", PAIRINGS), ("rope_type", ROPE_TYPES), ("output_pairing", PAIRINGS)):
+            if expected.get(name) is not None:
+                check_choice(expected[name], name, valid)
+    if phase_atol is not None:
+        check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
+    return d, axes, expected
 
 
 def explain_output(actual, x, positions, rope: dict, bound, unit) -> tuple:
     """The catalogue's diagnosis of a kernel's output ``actual`` of ``x`` ``(..., d)`` at ``positions``, for
     assert_rope_close: the known defects whose model y, computed by the oracle, is within ``bound`` of actual
     everywhere (plus ``unit`` (|x| + |y|): the rounding terms of the bound, on the model's own pairs): (a line each,
-    their names); else a line saying none is, and no name.
-    ``rope``: assert_rope_close's keywords (those of rotate, or ``config=``)."""
+    their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate, or ``config=``."""
     d, rope = x.shape[-1], dict(rope)
     config = rope.pop("config", None)
     expected = dict(pairing="interleaved", rotary_dim=d, base=10000.0, offset=0) | rope
     if config is not None:
         config = config if hasattr(config, "attention_factor") else from_hf_config(config)
-        if config.axes:
-            expected = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, inv_freq=config.inv_freq(),
-                            norm_scale=config.attention_factor, offset=0)
-        else:
-            expected = _expectations(d, config, None, rope, None)[2]
+        expected = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, inv_freq=config.inv_freq(), offset=0,
+                        norm_scale=config.attention_factor) if config.axes else _expectations(d, config, None, rope,
+                                                                                              None)[2]
     pos = np.arange(x.shape[-2], dtype=np.float64) if positions is None else np.asarray(positions, np.float64)
     model = expected_model(expected, SimpleNamespace(pairing=None, rotary_dim=d, offset=0, inv_freq=None,
                                                      rows=int(np.max(pos, initial=0)) + 1))
-    found = explain(model, measure_output(x, actual, pos, model), DEFECTS, 
+    found = explain(model, measure_output(x, actual, pos, model), DEFECTS,
                     lambda m: _within(m, x, pos, actual, bound, unit), 2)
-    return found or (["no known defect explains it (none of rope_ref.kernel_check.DEFECTS, alone or two together, "
-                      "reproduces it)"], [])
+    return found or (["no known defect explains this (none of kernel_check.DEFECTS, alone or two together)"], [])
 
 
 def _within(model, x, positions, actual, bound, unit) -> bool:
     try:
         y = model.rotate(x, positions)
-        return bool(np.all(np.abs(actual - y) <= bound + unit * (np.abs(x) + np.abs(y))))
     except (ValueError, TypeError, ZeroDivisionError):       # a model the oracle refuses reproduces nothing
         return False
+    return bool(np.all(np.abs(actual - y) <= bound + unit * (np.abs(x) + np.abs(y))))
 
 
 def measure_output(x, y, positions, model) -> SimpleNamespace:
     """What ``y``, a kernel's output of ``x``, shows for the catalogue's measured parameters: the features it moves,
-    the pairs that keep their norm (and where they are written), the norm, and from the pair that turns slowest
-    (with the model's frequencies) the offset of the positions and the base."""
+    the pairs that keep their norm (and where they are written), the norm; then, with the model's frequencies, the
+    position each row turns as (from the slowest pair on), hence the offset and where a table ends, and the base
+    from the slowest pair's line."""
     spec = SimpleNamespace(pairing=None, output_pairing=None, rotary_dim=None, rotary_start=0, norm_scale=None,
                            offset=None, base=None, rope_type=None, rope_params={}, table_end=None, inv_freq=None)
-    scale = np.abs(x).max(axis=-1, keepdims=True)
-    moved = np.flatnonzero(np.any(np.abs(y - x) > 2.0**-6 * scale, axis=tuple(range(x.ndim - 1))))
+    moved = np.flatnonzero(np.any(np.abs(y - x) > 2.0**-6 * np.abs(x).max(axis=-1, keepdims=True),
+                                  axis=tuple(range(x.ndim - 1))))
     if moved.size < 2:
         return spec
-    start, r = int(moved[0]), int(moved[-1] - moved[0] + 2) // 2 * 2
-    r = min(r, x.shape[-1] - start) // 2 * 2
+    start = int(moved[0])
+    r = min(int(moved[-1] - start + 2), x.shape[-1] - start) // 2 * 2
     tried = []
     for pairing, out in (("interleaved", None), ("half", None), ("interleaved", "half")):
         a, b = (start + i for i in _pairs(r, pairing))
@@ -200,7 +222,7 @@ def measure_output(x, y, positions, model) -> SimpleNamespace:
         return spec
     order = np.argsort(theta)
     pos = np.broadcast_to(positions, angle.shape[:-1])
-    held = angle[..., order[0]] / theta[order[0]]       # the position each row turns as, from the slowest pair on
+    held = angle[..., order[0]] / theta[order[0]]
     for k in order[1:]:
         held = (angle[..., k] + 2 * np.pi * np.round((held * theta[k] - angle[..., k]) / (2 * np.pi))) / theta[k]
     near = np.abs(held * theta[order[0]]) < 3             # rows whose slowest angle has not wrapped
@@ -210,13 +232,12 @@ def measure_output(x, y, positions, model) -> SimpleNamespace:
     shifts, counts = np.unique(np.round(held - pos), return_counts=True)
     spec.offset = float(shifts[np.argmax(counts)])
     other = np.round(held - pos) != spec.offset
+    gap = np.round(pos[other] + spec.offset - held[other])
     if other.any() and np.ptp(np.round(held[other])) == 0:
         spec.table_end = (float(np.round(held[other][0])), "clamped")
-    elif other.any() and (gap := np.round(pos[other] + spec.offset - held[other])).min() > 0 and \
-            np.all(gap % gap.min() == 0):
+    elif other.any() and gap.min() > 0 and np.all(gap % gap.min() == 0):
         spec.table_end = (float(gap.min()) - 1, "repeated")
-    j = order[0]
-    slow = np.abs(pos * theta[j]) < 1
+    j, slow = order[0], np.abs(pos * theta[order[0]]) < 1
     if j > 0 and slow.sum() > 2 and np.ptp(pos[slow]) > 0:      # theta_j from the slowest pair's line (any offset)
         (slope, _), resid = np.polyfit(pos[slow], angle[slow, j], 1, full=True)[:2]
         spread = np.sqrt(float(np.sum(resid)) / max(slow.sum() - 2, 1) / np.var(pos[slow]) / slow.sum()) / abs(slope)
@@ -224,58 +245,3 @@ def measure_output(x, y, positions, model) -> SimpleNamespace:
         spec.base = next((nice for k in range(1, 13) if abs((nice := float(f"{base:.{k}g}")) / base - 1)
                           <= 6 * spread * r / (2 * j) + 1e-12), base)
     return spec
-
-
-def _expectations(d, config, axes, expected, phase_atol, backward=False):
-    """(d, axes, expectations) from the arguments and a config.json (dict or path) or RopeConfig; keywords win."""
-    if isinstance(config, (Mapping, str, os.PathLike)):
-        config = from_hf_config(config)
-    if config is not None:
-        missing = [n for n in _CONFIG_ATTRIBUTES if not hasattr(config, n)]
-        if missing:
-            raise TypeError(f"config must be a config.json (dict or path) or a RopeConfig, got "
-                            f"{type(config).__name__} without {missing}")
-        config_axes = getattr(config, "axes", None) or None
-        if backward and config_axes:
-            raise ValueError(f"config is multi-axis RoPE ({config.axes} position axes): backward passes are checked "
-                             "for 1-D RoPE only")
-        if axes not in (None, config_axes):
-            raise ValueError(f"axes={axes!r} disagrees with config, whose RoPE has {config_axes or 1} position axes")
-        want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor,
-                    rotary_start=getattr(config, "rotary_start", 0))
-        if config_axes and not {"inv_freq", "sections", "layout", "base"} & set(expected):
-            layout = getattr(config, "mrope_interleaved", False)
-            want.update(dict(sections=config.mrope_section, base=config.base, layout=layout if isinstance(
-                layout, str) else "interleaved" if layout else "blocks") if getattr(config, "mrope_section", None)
-                else dict(inv_freq=config.inv_freq()))
-        elif not config_axes:
-            want.update(base=config.base, offset=0, output_pairing=getattr(config, "output_pairing", None))
-            if "rope_type" not in expected and "inv_freq" not in expected:
-                want.update(rope_type=config.rope_type, **dict(config.params))
-                if getattr(config, "clockwise", False):
-                    want["inv_freq"] = config.inv_freq()
-        d, axes, expected = (config.head_dim if d is None else d), config_axes, {**want, **expected}
-    if d is None:
-        raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
-    d = check_d(d)
-    if axes is None:
-        check_keywords(expected, {*_SPEC_KEYS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
-        check_expected(expected, phase_atol)
-    return d, axes, expected
-
-
-def check_expected(expected, phase_atol=None):
-    """Each expected value is the right kind of thing, named when not."""
-    if expected.get("offset") is not None:
-        expected["offset"] = check_scalar(expected["offset"], "offset")
-    for name, check in (("norm_scale", check_positive_real), ("base", check_base), ("rotary_dim", check_d),
-                        ("rotary_start", check_nonnegative_int)):
-        if expected.get(name) is not None:
-            check(expected[name], name)
-    for name, valid in (("pairing", ("interleaved", "half", "other")), ("rope_type", ROPE_TYPES)):
-        if name in expected:
-            check_choice(expected[name], name, valid)
-    if expected.get("output_pairing") is not None:
-        check_choice(expected["output_pairing"], "output_pairing", ("interleaved", "half", "other"))
-    if phase_atol is not None:
-        check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
