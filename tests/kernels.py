@@ -1,19 +1,6 @@
-"""Reference RoPE kernels written from published code, shared by the tests (one copy of each).
-
-float64 forms (the math as the sources write it):
-
-* :func:`neox_rotate_half` / :func:`llama_complex` -- any positions, any leading axes;
-* :func:`neox` / :func:`llama` -- kernels ``fn(x)`` of shape ``(seq, d)`` with row r at offset + r,
-  the shape ``rope_ref.identify`` calls; ``neox`` takes partial rotary, a flipped sin, angles in
-  another float type and a norm scale, for planting bugs.
-
-float32 transcriptions (float32 exactly where torch computes in float32):
-
-* :func:`hf_inv_freq`, :func:`hf_cos_sin`, :func:`hf_rope` -- transformers' Llama / GPT-NeoX rotary module;
-* :func:`gptj_rope` -- GPT-J's rotate_every_two; :func:`meta_rope` -- Meta Llama's torch.polar form;
-* :func:`pairwise_reference` -- eq 13 pair by pair with math.cos/math.sin, any layout (the fuzz tests' reference).
-
-Expected values in tests come from these kernels' parameters, never from rope_ref's output.
+"""Reference RoPE kernels written from published code, shared by the tests (float64 forms as the sources write the
+math; float32 transcriptions where torch computes in float32), and the checker's catalogue planted in the oracle's
+model (:func:`planted`).  Expected values in tests come from these kernels' parameters, never from rope_ref's output.
 """
 
 import math

@@ -1,10 +1,6 @@
-"""identify(fn, d, axes=A) and assert_rope_matches(..., axes=A): multi-axis RoPE kernels (M-RoPE, axial 2-D,
-RoPE-Mixed, 1-D), their frequency matrix measured, and every catalogued multi-axis defect named.
-
-Every kernel here is plain NumPy written after the library it imitates (transformers' Qwen2-VL / Qwen3-VL rotary
-code, timm's axial and mixed 2-D RoPE), and every expected frequency matrix is built here from the published
-formulas, not by rope_ref.
-"""
+"""identify(fn, d, axes=A) and assert_rope_matches(..., axes=A) on NumPy kernels written after transformers' Qwen2-VL /
+Qwen3-VL and timm's axial and mixed 2-D RoPE: the frequency matrix measured (expected matrices from the published
+formulas), and every catalogued multi-axis defect named."""
 
 import doctest
 
@@ -15,12 +11,7 @@ import pytest
 import rope_ref as rr
 from rope_ref.kernel_check import AXES_DEFECTS, RopeMismatch, assertions, axes, defects, measure, probe, spec
 
-# ---- kernels ---------------------------------------------------------------------------------------
-
-def rotate_half(x):
-    h = x.shape[-1] // 2
-    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
-
+from kernels import rotate_half
 
 rotate_half_fn = rotate_half
 

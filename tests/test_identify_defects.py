@@ -1,10 +1,7 @@
-"""assert_rope_matches / assert_rope_grad_matches: a difference is named only by the catalogue of known defects.
-
-Every entry of rope_ref.kernel_check.DEFECTS is planted in a correct kernel built from the oracle's model of the
-expectation and must be named; a correct kernel names none.  Then kernels written after real code (tests/kernels.py)
-with the bugs of the last two years planted, transformers' LlamaRotaryEmbedding cast to 16 bits (recorded,
-tests/data/rounded_freqs.npz), configs, the backward pass, and bad expectations.
-"""
+"""assert_rope_matches / assert_rope_grad_matches: a difference is named only by the catalogue of known defects:
+every entry planted in a kernel built from the oracle's model of the expectation, kernels written after real code
+with real bugs planted, transformers' LlamaRotaryEmbedding cast to 16 bits (tests/data/rounded_freqs.npz), configs,
+the backward pass, and bad expectations."""
 
 import json
 from pathlib import Path
@@ -127,18 +124,6 @@ def test_a_table_that_stops_is_measured_and_named(beyond, rows, offset):
 
 
 @pytest.mark.slow
-def test_random_angles_are_explained_by_no_known_defect():
-    angles = np.random.default_rng(0).uniform(-np.pi, np.pi, (4096, D // 2))
-
-    def fn(x):                          # flash-attention's tests: a cos/sin table of random angles
-        c, s = np.cos(angles[:len(x)]), np.sin(angles[:len(x)])
-        return np.concatenate([x[:, :D // 2] * c - x[:, D // 2:] * s, x[:, :D // 2] * s + x[:, D // 2:] * c], 1)
-    with pytest.raises(RopeMismatch) as info:
-        rr.assert_rope_matches(fn, D, base=1e4)
-    assert info.value.defects == [] and "no known defect explains" in info.value.problems[-1]
-
-
-@pytest.mark.slow
 def test_16bit_cos_sin_of_a_float32_output_is_named_and_accepted_with_phase_atol():
     def fn(x):                          # float32 angles, cos/sin and q rounded to float16, result as float32
         cos, sin = hf_cos_sin(len(x), 3000, hf_inv_freq(D), np.float16)
@@ -178,12 +163,6 @@ def replay(case, offset):
         q = x.astype(dtype)
         return q * cos[:len(x)] + rotate_half(q) * sin[:len(x)]
     return fn
-
-
-@pytest.mark.parametrize("case", sorted(META["cases"]))
-def test_replay_reproduces_transformers_output(case):
-    q = REC[f"{case}/3000/q"]
-    np.testing.assert_array_equal(np.asarray(replay(case, 3000)(q), np.float64), REC[f"{case}/3000/out"])
 
 
 @pytest.mark.parametrize("case,named", [("llama-bf16", "frequencies rounded to bfloat16"),

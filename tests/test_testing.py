@@ -31,12 +31,8 @@ def model_kernel(x, pos, *, base=10000.0, pairing="half", rotary_dim=None, table
     s = -s if clockwise else s
     xc = x.astype(compute)
     xr, rest = xc[..., :r], xc[..., r:]
-    if pairing == "half":
-        h = r // 2
-        y = xr * np.concatenate([c, c], -1) + np.concatenate([-xr[..., h:], xr[..., :h]], -1) * np.concatenate([s, s], -1)
-    else:
-        a, b = xr[..., 0::2], xr[..., 1::2]
-        y = np.stack([a * c - b * s, a * s + b * c], -1).reshape(xr.shape)
+    c, s = (np.concatenate([t, t], -1) if pairing == "half" else np.repeat(t, 2, -1) for t in (c, s))
+    y = xr * c + rr.rotate_half(xr, pairing) * s
     return np.concatenate([y, rest], -1).astype(x.dtype)
 
 
@@ -104,8 +100,8 @@ def test_every_catalogued_defect_in_a_kernels_output_fails_and_is_named(name):
         assert_rope_close(model.rotate(x.astype(float), pos).astype(F32), x, pos, **_rope_of(expected))
     assert info.value.defects == ([] if name == "another scaling method" else [name]), info.value.problems
     assert info.value.defects or "no known defect explains" in str(info.value)
-    assert_rope_close(expected_model(expected, SimpleNamespace(**MEASURED)).rotate(x.astype(float), pos).astype(F32), x,
-                      pos, **_rope_of(expected))
+    right = expected_model(expected, SimpleNamespace(**MEASURED))
+    assert_rope_close(right.rotate(x.astype(float), pos).astype(F32), x, pos, **_rope_of(expected))
 
 
 def test_llama3_scaling_dropped_fails_and_kept_passes():
@@ -117,8 +113,8 @@ def test_llama3_scaling_dropped_fails_and_kept_passes():
     x = rng.standard_normal((len(pos), 128)).astype(np.float32)
     inv = rr.from_hf_config(cfg).inv_freq().astype(np.float32)
     ang = pos.astype(np.float32)[:, None] * inv
-    kept = (x * np.concatenate([np.cos(ang)] * 2, -1) + rr.rotate_half(x, "half") * np.concatenate([np.sin(ang)] * 2, -1))
-    assert_rope_close(kept.astype(np.float32), x, pos, config=cfg)
+    kept = x * np.concatenate([np.cos(ang)] * 2, -1) + rr.rotate_half(x, "half") * np.concatenate([np.sin(ang)] * 2, -1)
+    assert_rope_close(kept, x, pos, config=cfg)
     with pytest.raises(AssertionError):
         assert_rope_close(model_kernel(x, pos, base=500000.0), x, pos, config=cfg)
 

@@ -27,13 +27,10 @@ PAIRINGS = ("interleaved", "half", "other")
 
 def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int | None = 0, max_rows: int = MAX_ROWS,
              base_hint: float | None = None, **axes_options) -> RopeSpec:
-    """Measure the rotary embedding ``fn(x) -> y`` applies: a :class:`RopeSpec`.
-
-    ``x`` float64 ``(seq, d)``, row r at the kernel's own position offset + r; fn may return numpy, torch or a list.
-    Calls fn d + 5 times on ``seq`` rows (random inputs from ``seed``, the basis vectors), then once on
-    ``max_rows`` rows (the most fn accepts) with 1 on the first feature of every pair, whose output is each pair's
-    cos and sin: the angle table.  ``base_hint``: a base the scaling methods are tried with (NTK, LongRoPE).
-    ``axes=A``: a multi-axis kernel ``fn(x, positions)``, measured by :func:`~.axes.identify_axes`.
+    """Measure the rotary embedding ``fn(x) -> y`` applies (``x`` float64 ``(seq, d)``, row r at the kernel's own
+    position offset + r): d + 5 calls on ``seq`` rows, then one on ``max_rows`` (the most fn accepts) whose output is
+    each pair's cos and sin.  ``base_hint``: a base scaling methods are tried with (NTK, LongRoPE).  ``axes=A``: a
+    multi-axis kernel ``fn(x, positions)`` (:func:`~.axes.identify_axes`).
 
     >>> import rope_ref as rr, numpy as np
     >>> spec = rr.identify(lambda x: rr.rotate(x, np.arange(len(x)) + 7.0, base=500000.0), 16)
@@ -49,21 +46,12 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int | 
 
 def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | None = None, seq: int = 64,
                         phase_atol: float | None = None, max_rows: int = MAX_ROWS, **expected) -> RopeSpec | AxesSpec:
-    """Raise :class:`RopeMismatch` (an AssertionError) naming how ``fn`` differs from what you expect; return the
-    :class:`RopeSpec` measured when it matches.
-
-    ``fn(x) -> y`` as for :func:`identify`.  ``expected``: ``pairing``, ``rotary_dim``, ``rotary_start`` (default
-    0), ``output_pairing`` (default None: in place), ``offset`` (default 0; None: not checked), ``base``,
-    ``norm_scale``, ``rope_type`` with its parameters, or ``inv_freq``.  ``config``: a config.json (dict or path) or
-    a RopeConfig giving ``d`` and the expectations (keywords win).  The oracle's angle table for the expectation
-    must reproduce the kernel's within float32 rounding (and the rounding of fn's own 16-bit output), plus
-    ``phase_atol`` radians; a difference is named by the known defect that explains it (``RopeMismatch.defects``),
-    else described.  An exception inside fn is re-raised as ``KernelRaised``.  A multi-axis config or ``axes=A``
-    checks ``fn(x, positions)`` (:func:`~.axes.assert_axes_match`).
-
-    >>> import rope_ref as rr, numpy as np
-    >>> spec = rr.assert_rope_matches(lambda x: rr.rotate(x, np.arange(len(x)) + 5.0), 8, offset=5, base=1e4)
-    """
+    """Raise :class:`RopeMismatch` naming the known defects by which ``fn`` (as for :func:`identify`) differs from
+    the expectation, else return the :class:`RopeSpec` measured.  ``expected``: ``pairing``, ``rotary_dim``,
+    ``rotary_start`` (0), ``output_pairing`` (None: in place), ``offset`` (0; None: not checked), ``base``,
+    ``norm_scale``, ``rope_type`` with its parameters, or ``inv_freq``; ``config``: a config.json (dict or path) or
+    RopeConfig (keywords win).  The angles must agree within float32 (and fn's own 16-bit output) rounding plus
+    ``phase_atol``.  ``axes=A`` or a multi-axis config: ``fn(x, positions)`` (:func:`~.axes.assert_axes_match`)."""
     d, axes, expected = _expectations(d, config, axes, expected, phase_atol)
     if axes is not None:
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, **expected)
@@ -73,16 +61,8 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
 
 def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int = 64,
                              phase_atol: float | None = None, max_rows: int = MAX_ROWS, **expected) -> RopeSpec:
-    """Raise :class:`RopeMismatch` naming how the backward pass ``vjp`` differs from that of the RoPE expected.
-
-    ``vjp(x, g) -> dx``: the gradient of ``sum(fn(x) * g)`` with respect to x, which for RoPE is R^T g: g rotated
-    by minus the angles of eq 34.  It is measured as a kernel of g (at a fixed random x) and its angles negated;
-    the rest as :func:`assert_rope_matches`.  Returns the :class:`RopeSpec` of the forward it implies.
-
-    >>> import rope_ref as rr, numpy as np
-    >>> back = lambda x, g: rr.rotate(g, np.arange(len(g)), inv_freq=-rr.frequencies(8))
-    >>> spec = rr.assert_rope_grad_matches(back, 8, base=1e4, offset=0)
-    """
+    """:func:`assert_rope_matches` for a backward pass ``vjp(x, g) -> dx``, the gradient of ``sum(fn(x) * g)``: for
+    RoPE R^T g, g turned by minus the angles of eq 34; measured as a kernel of g, its angles negated."""
     if not callable(vjp):
         raise TypeError(f"vjp must be callable as vjp(x, g) -> dx (the backward pass), got {type(vjp).__name__}")
     d, _, expected = _expectations(d, config, None, expected, phase_atol, backward=True)

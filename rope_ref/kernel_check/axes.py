@@ -11,7 +11,7 @@ import numpy as np
 from .._validate import check_finite_array, check_number, check_positive_int
 from ..forms import frequencies, wrap_angle
 from ..multiaxis import MROPE_LAYOUTS
-from .defects import OTHER_PAIRING, Defect, explain, measured
+from .defects import OTHER_PAIRING, Defect, explain, measured, same_structure
 from .measure import FREQ_ULPS, SIGMAS, allowance, precision_of, shortest_base
 from .probe import Caller, check_probe_arguments, read_rotations
 from .spec import AxesSpec, RopeMismatch, show_shifts
@@ -234,11 +234,7 @@ AXES_DEFECTS = (
 
 def _axes_reproduce(model, spec, rtol=0.0):
     """``model`` gives the pairs, norm, frequency matrix (to the spec's tolerance) and shift measured."""
-    if (model.pairing not in (None, spec.pairing) and spec.rotary_dim != 2) or model.rotary_dim != spec.rotary_dim:
-        return False
-    if model.rotary_start != spec.rotary_start:
-        return False
-    if model.norm_scale is not None and abs(spec.norm_scale / model.norm_scale - 1) > max(4 * spec.scale_error, 4e-6):
+    if not same_structure(model, spec, 4):
         return False
     F = model.matrix()
     if F.shape != spec.inv_freq.shape or not np.all(

@@ -33,7 +33,7 @@ def _oracle_freqs(model, seq_len):
 
 @dataclass(frozen=True)
 class Model:
-    """A RoPE as the oracle computes it: the angles of row r are angles(positions(offset + r), theta(seq_len))."""
+    """A RoPE as the oracle computes it: row r turns by angles(positions(offset + r), theta(seq_len))."""
     pairing: str | None
     rotary_dim: int | None
     rotary_start: int = 0
@@ -176,17 +176,20 @@ DEFECTS = (
 )
 
 
-def reproduces(model: Model, spec, phase_atol=None) -> bool:
-    """``model`` gives what identify measured: its pairs, its norm, and its angle table within the kernel's
-    rounding (plus ``phase_atol`` radians)."""
+def same_structure(model, spec, scale_errors=2) -> bool:
+    """``model`` has the pairs, rotated features, output layout and norm (within ``scale_errors`` times the measured
+    spread) that were measured."""
     one_pair = spec.rotary_dim == 2 and model.pairing in OTHER_PAIRING and spec.pairing in OTHER_PAIRING
-    if (model.pairing not in (None, spec.pairing) and not one_pair) or model.rotary_dim != spec.rotary_dim:
-        return False
-    if model.rotary_start != spec.rotary_start or model.output_pairing != spec.output_pairing:
-        return False
-    if model.norm_scale is not None and abs(spec.norm_scale / model.norm_scale - 1) > max(2 * spec.scale_error, 4e-6):
-        return False
-    return table_differences(model, spec, phase_atol) is None
+    return ((model.pairing in (None, spec.pairing) or one_pair) and model.rotary_dim == spec.rotary_dim
+            and model.rotary_start == spec.rotary_start
+            and getattr(model, "output_pairing", None) == getattr(spec, "output_pairing", None)
+            and (model.norm_scale is None
+                 or abs(spec.norm_scale / model.norm_scale - 1) <= max(scale_errors * spec.scale_error, 4e-6)))
+
+
+def reproduces(model: Model, spec, phase_atol=None) -> bool:
+    """``model`` gives what identify measured: its structure, and its angle table within the kernel's rounding."""
+    return same_structure(model, spec) and table_differences(model, spec, phase_atol) is None
 
 
 def table_differences(model, spec, phase_atol=None):
@@ -237,12 +240,9 @@ def diagnose(model: Model, spec, phase_atol=None):
     if found:
         return found
     problems = [f"{d.name}: {out[1]}" for d in DEFECTS[:4] if (out := d.apply(model, spec))]
-    if model.norm_scale is not None and abs(spec.norm_scale / model.norm_scale - 1) > max(2 * spec.scale_error, 4e-6):
-        problems.append(f"norm_scale: expected {model.norm_scale:.6g}, found {spec.norm_scale:.6g}")
-    differences = table_differences(model, spec, phase_atol)
-    if differences is not None and not problems:
+    if not problems and (differences := table_differences(model, spec, phase_atol)) is not None:
         (rows, pairs), miss = differences
-        k = int(np.argmax(miss))
-        problems.append(f"angles: {len(miss)} of {spec.table.size} differ, by up to {miss[k]:.3g} rad (pair "
-                        f"{pairs[k]}, row {rows[k]})")
-    return problems + ["no known defect explains this"], []
+        problems.append(f"angles: {len(miss)} of {spec.table.size} differ, by up to {miss.max():.3g} rad (pair "
+                        f"{pairs[np.argmax(miss)]}, row {rows[np.argmax(miss)]})")
+    norm = [] if same_structure(model, spec) else [f"norm {spec.norm_scale:.6g}, expected {model.norm_scale or 1:.6g}"]
+    return problems + norm + ["no known defect explains this"], []
