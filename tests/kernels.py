@@ -24,6 +24,11 @@ def rotate_half(x):
     return np.concatenate([-x[..., d // 2:], x[..., :d // 2]], axis=-1)
 
 
+def rotate_every_two(x):
+    """GPT-J's, GLM's rotate_half_llm, timm's rot: (x0, x1, x2, x3) -> (-x1, x0, -x3, x2)."""
+    return np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
+
+
 def neox_rotate_half(x, pos, base=10000.0):
     """GPT-NeoX / HF transformers form, written from their source: x*cos + rotate_half(x)*sin."""
     d = x.shape[-1]
@@ -97,8 +102,7 @@ def gptj_rope(x, offset=0, base=10000.0):
     sinusoid = (np.arange(seq) + offset).astype(F32)[:, None] * hf_inv_freq(d, base)[None, :]
     sin, cos = np.repeat(np.sin(sinusoid), 2, axis=-1), np.repeat(np.cos(sinusoid), 2, axis=-1)
     q = x.astype(F32)
-    rotate_every_two = np.stack([-q[:, 1::2], q[:, 0::2]], axis=-1).reshape(seq, d)
-    return q * cos + rotate_every_two * sin
+    return q * cos + rotate_every_two(q) * sin
 
 
 def meta_rope(x, offset=0, base=10000.0):
@@ -130,8 +134,8 @@ def pairwise_reference(x, positions, base=10000.0, pairing="interleaved", rotary
     return out
 
 
-#: The catalogue planted (docs/checking_kernels.md): defect name -> (the expectation beyond EXPECTED, what the planted
-#: kernel does, as identify would measure it).  planted(name) applies the entry to the oracle's model of the expectation.
+#: The catalogue planted: defect name -> (the expectation beyond EXPECTED, what the planted kernel does, as identify
+#: would measure it).  planted(name) applies the entry to the oracle's model of the expectation.
 EXPECTED = dict(pairing="half", rotary_dim=32, base=10000.0, offset=0)
 MEASURED = dict(pairing="half", rotary_dim=32, rotary_start=0, output_pairing=None, offset=0.0, base=None,
                 rope_type=None, rope_params={}, table_end=None, rows=4096, inv_freq=None, norm_scale=1.0)

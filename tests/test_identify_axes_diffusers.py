@@ -105,8 +105,7 @@ def test_assert_rope_matches_accepts_the_published_settings(case):
 
 
 def solved(case):
-    """(F (pairs, axes), angle at ids 0 (pairs,)) with the recorded angles = pos^T F^T + c, by least squares over
-    the rows in order of their largest id, each row's whole turns predicted from the fit so far."""
+    """(F, angle at ids 0) of recorded angles = pos^T F^T + c: least squares, rows by largest id, turns predicted."""
     P = REC[f"{case}/pos"]
     phi = np.arctan2(REC[f"{case}/sin"], REC[f"{case}/cos"]).astype(np.float64)
     design = np.vstack([P, np.ones(P.shape[1])]).T                  # (rows, axes + 1)
@@ -147,9 +146,8 @@ def test_mochi_centred_scaled_learned_frequencies_are_named():
 
 @pytest.mark.slow
 def test_ltx_video_aliased_normalised_coordinates_are_named_not_called_nonlinear():
-    """LTXVideoRotaryPosEmbed maps latent index i to 2 i * scale / base - 1 and turns pair k by theta^(k/20) pi/2
-    times that: up to about 490 rad per latent step along h, so at integer ids its float32 angles are not linear
-    in the ids to float32 rounding: never reported as float32-exact."""
+    """LTXVideoRotaryPosEmbed turns pair k by theta^(k/20) pi/2 (2 i scale / base - 1): up to 490 rad per latent step,
+    so its float32 angles are not linear in integer ids to float32 rounding: never reported as float32-exact."""
     spec = rr.identify(replayed("ltx_video", 2), 128, axes=3, max_position=SWEEP - 1)
     assert not spec.is_rope or spec.angle_precision not in ("float64", "float32"), spec
 

@@ -15,6 +15,8 @@ import pytest
 import rope_ref as rr
 from rope_ref.kernel_check import KernelRaised, RopeMismatch
 
+from kernels import rotate_every_two, rotate_half
+
 DATA = Path(__file__).parent / "data"
 MODULES = json.loads((DATA / "multiaxis_modules.json").read_text())
 FAMILIES = json.loads((DATA / "mrope_families.json").read_text())
@@ -29,8 +31,7 @@ CASES = sorted(MODEL_TYPE) + sorted(FAMILIES["configs"])
 
 
 def config_of(case):
-    """The config the recorded module was built with: a dict (2 heads of head_dim 128 and the recorded
-    rope_parameters), or the path of the family's small config."""
+    """The config the recorded module was built with: a dict of its rope_parameters, or the family's small config."""
     if case in MODEL_TYPE:
         return {"model_type": MODEL_TYPE[case], "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128,
                 "rope_parameters": dict(MODULES["cases"][case]["rope_parameters"])}
@@ -84,19 +85,8 @@ def recorded_matrix(case):
     return F
 
 
-def rotate_half(x):
-    h = x.shape[-1] // 2
-    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
-
-
-def rotate_every_two(x):
-    """GLM's rotate_half_llm: (x0, x1, x2, x3) -> (-x1, x0, -x3, x2)."""
-    return np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
-
-
 def kernel_of(F, columns="cat"):
-    """The family's apply_rotary_pos_emb with cos/sin of the column frequencies F (rotary_dim, 3) on the first
-    rotary_dim features, the rest passed through: fn(x (seq, head_dim), p (3, seq))."""
+    """fn(x, p): the family's apply_rotary_pos_emb with the columns' frequencies F (rotary_dim, 3), the rest passed."""
     rot = rotate_half if columns == "cat" else rotate_every_two
 
     def fn(x, p):
@@ -195,11 +185,9 @@ def test_a_shifted_section_boundary_is_named(recorded):
 
 
 #: A recorded module checked against another model's config, and the defects that tell them apart.
-OTHER = {"qwen2_vl": ("qwen3_vl", ["M-RoPE layout swapped", "M-RoPE sections swapped", "another base"]),
-         "qwen2_5_vl": ("qwen3_vl", ["M-RoPE layout swapped", "M-RoPE sections swapped", "another base"]),
-         "qwen3_vl": ("qwen2_vl", ["M-RoPE layout swapped", "M-RoPE sections swapped", "another base"]),
-         "v5-qwen2-vl": ("v5-qwen3-vl-text", ["M-RoPE layout swapped", "M-RoPE sections swapped", "another base"]),
-         "v5-qwen3-vl-text": ("v5-qwen2-vl", ["M-RoPE layout swapped", "M-RoPE sections swapped", "another base"]),
+THREE = ["M-RoPE layout swapped", "M-RoPE sections swapped", "another base"]
+OTHER = {"qwen2_vl": ("qwen3_vl", THREE), "qwen2_5_vl": ("qwen3_vl", THREE), "qwen3_vl": ("qwen2_vl", THREE),
+         "v5-qwen2-vl": ("v5-qwen3-vl-text", THREE), "v5-qwen3-vl-text": ("v5-qwen2-vl", THREE),
          "v5-glm4v-text": ("v5-qwen3-5-text", None), "v5-qwen3-5-text": ("v5-glm4v-text", None)}
 
 
