@@ -151,8 +151,10 @@ def rope_bound(x, budget, r: int, pairing: str, precision: Precision, *, factor:
 
 def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=None, cos=None, sin=None, rows=None,
                       layout=None, cu_seqlens=None, seqlen_offsets=None, head_dim=None, **rope) -> None:
-    """Raise AssertionError if ``actual`` (a kernel's RoPE of ``x``) is farther from the oracle than the bound
-    derived from ``precision`` allows, elementwise (a name of :data:`PRECISIONS` or a :class:`Precision`).
+    """Raise AssertionError (a RopeMismatch: where, by how much, against which bound, and the known defects of the
+    checker's catalogue that reproduce ``actual``, else that none does) if ``actual`` (a kernel's RoPE of ``x``) is
+    farther from the oracle than the bound derived from ``precision`` allows, elementwise (a name of
+    :data:`PRECISIONS` or a :class:`Precision`).
 
     The RoPE: the keywords of :func:`rope_ref.rotate` (``base``, ``pairing``, ``rotary_dim``, ``inv_freq``), or
     ``config=`` (a config.json path or dict, a transformers config object, a ``RopeConfig``), or ``angles``
@@ -199,9 +201,11 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
         return
     ratio = np.where(bad, np.nan_to_num(err / bound, nan=np.inf), -1.0)
     worst = np.unravel_index(np.argmax(ratio), err.shape)
-    problems, defects = explain_output(got, x64, positions, rope, bound, sum(
-        k * precision.roundoff(s) for k, s in ((2, "angles"), (1, "table"), (4, "compute"), (1, "output")))) if cos is None and angles is None else (
-        ["the catalogue of known defects is tried on RoPE given by positions, not by angles or a table"], [])
+    problems, defects = ["the catalogue of known defects is tried on RoPE given by positions, not by a table"], []
+    if cos is None and angles is None:                  # the bound's rounding terms, for a defect's own pairs
+        steps = ("angles", "table", "compute", "output")
+        rounding = sum(k * precision.roundoff(s) for k, s in zip((2, 1, 4, 1), steps))
+        problems, defects = explain_output(got, x64, positions, rope, bound, rounding)
     raise RopeMismatch(
         f"{int(bad.sum())} of {bad.size} elements are farther from the oracle than the bound derived for {precision}; "
         f"worst at index {tuple(int(i) for i in worst)}: actual {got[worst]:.7g}, expected {exact[worst]:.7g}, "

@@ -194,20 +194,20 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
         beta = params["low_freq_factor"]
         twin = dict(base=params["base"], factor=params["factor"], beta_fast=beta, beta_slow=beta,
                     original_max_position_embeddings=params["original_max_position_embeddings"])
-        twin = next((p for p in (twin, dict(twin, truncate=False)) if method_frequencies("yarn", p, r) is not None), None)
+        twin = next((p for p in (twin, dict(twin, truncate=False)) if _reproduces("yarn", p, r, theta, tau)), None)
         if twin and "yarn" not in found:
             found["yarn"] = twin
     spec.rope_type, spec.rope_params, spec.also = rope_type, params, list(found.items())[1:]
     spec.base = spec.base if spec.geometric else float(params["base"])
     factor = method_frequencies(rope_type, params, r, factor_too=True)
-    if "attention_factor" in SCALING_METHODS[rope_type].optional and abs(spec.norm_scale / (factor or 1.0) - 1) > 1e-5:
+    if "attention_factor" in SCALING_METHODS[rope_type].optional and abs(spec.norm_scale / (factor or 1) - 1) > 1e-5:
         spec.rope_params = dict(params, attention_factor=spec.norm_scale)
 
 
 def method_frequencies(rope_type, params, r, factor_too=False):
     """The frequencies of a configuration (its attention factor with ``factor_too``); None when refused."""
     try:
-        out = scaled_inv_freq(r, params["base"], rope_type=rope_type, **{k: v for k, v in params.items() if k != "base"})
+        out = scaled_inv_freq(r, params["base"], rope_type=rope_type, **{k: params[k] for k in params if k != "base"})
     except (ValueError, TypeError):
         return None
     return out[1] if factor_too else out[0]

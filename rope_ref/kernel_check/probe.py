@@ -38,7 +38,7 @@ class Caller:
         if not (out.dtype in FLOAT_DTYPES or out.dtype.kind in "fiu"):
             raise TypeError(f"fn must return a real numeric array, got dtype {out.dtype} (called with {what})")
         if out.shape != x.shape:
-            raise ValueError(f"fn must map x of shape {x.shape} to the same shape, got {out.shape} (called with {what})")
+            raise ValueError(f"fn must map x of shape {x.shape} to the same shape, got {out.shape} ({what})")
         out = out.astype(np.float64)
         if not np.all(np.isfinite(out)):
             raise ValueError(f"fn returned NaN or inf for finite input ({what}, x of shape {x.shape})")
