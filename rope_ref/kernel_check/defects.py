@@ -1,8 +1,5 @@
-"""The catalogue of known defects, and the diagnosis that names them.
-
-The expectation is a :class:`Model`: what the oracle computes (pairs, frequencies from rope_ref.scaled_inv_freq,
-positions, angles from rope_ref.rotation_angles).  Each :class:`Defect` turns the model into the one a known bug
-gives; a defect is named only when its model reproduces what the kernel does within the kernel's own rounding.
+"""The catalogue of known defects: each :class:`Defect` turns the oracle's :class:`Model` of the expectation into the
+one a known bug gives, and is named only when that model reproduces what the kernel does within its own rounding.
 Adding a known defect is adding one entry to :data:`DEFECTS` (docs/checking_kernels.md)."""
 
 from __future__ import annotations
@@ -136,8 +133,7 @@ def _recipe(model, spec):
 #: The known defects, each one entry; the diagnosis tries them in this order.
 DEFECTS = (
     Defect("pairing swapped", "interleaved pairs (2i, 2i + 1) for half-split (i, i + d/2), or the reverse",
-           measured("pairing", when=lambda model, spec: model.pairing in OTHER_PAIRING and spec.pairing in
-                    OTHER_PAIRING)),
+           measured("pairing", when=lambda model, spec: {model.pairing, spec.pairing} <= set(OTHER_PAIRING))),
     Defect("different rotary_dim", "another number of features rotate", measured("rotary_dim", when=_recipe)),
     Defect("different rotary_start", "the rotated features start elsewhere", measured("rotary_start")),
     Defect("output layout", "the pairs are written to other features (interleave, then half)",
@@ -205,8 +201,8 @@ def table_differences(model, spec, phase_atol=None):
         return everything                                   # rounded coarser than the model's type
     own = spec.out_err if (spec.output_precision != "float32" or model.table_type) else 0.0
     tol = allowance(min(spec.unit, 2.0**-24) if spec.linear else 2.0**-24, want, own) + (phase_atol or 0.0)
-    with np.errstate(invalid="ignore"):
-        miss = np.nan_to_num(np.abs(wrap_angle(spec.table - want)), nan=np.inf)   # NaN: an angle the model lacks
+    miss, held = np.full(want.shape, np.inf), np.isfinite(want)     # inf: an angle the model cannot hold misses
+    miss[held] = np.abs(wrap_angle(spec.table[held] - want[held]))
     bad = ~(miss <= tol)
     return (np.nonzero(bad), miss[bad]) if bad.any() else None
 

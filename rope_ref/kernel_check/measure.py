@@ -1,7 +1,6 @@
-"""What a 1-D kernel ``fn(x)`` does, measured: its pairs, then its angle table (each pair's angle at each row, read
-from probe inputs whose output is each pair's cos and sin), and what that table is: linear in the row with one
-offset, the float type its rounding behaves like, a geometric family (a base), a scaling method that reproduces it.
-Nothing is fitted that the table does not determine (docs/checking_kernels.md)."""
+"""What a 1-D kernel ``fn(x)`` does, measured: its pairs, its angle table (pair x row), and what that table is: linear
+with one offset, rounded like some float type, a geometric family (a base), a scaling method's; nothing the table does
+not determine (docs/checking_kernels.md)."""
 
 from __future__ import annotations
 
