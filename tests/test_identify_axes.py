@@ -254,7 +254,6 @@ def test_not_rotations_and_ignored_axes():
 
 @pytest.mark.parametrize("kw,err,name", [(dict(axes=0), ValueError, "axes"), (dict(seq=4), ValueError, "seq"),
                                          (dict(max_position=2), ValueError, "max_position"),
-                                         (dict(axis_names=("a",)), ValueError, "axis_names"),
                                          (dict(seed=-1), ValueError, "seed")])
 def test_bad_arguments_are_refused_by_name(kw, err, name):
     with pytest.raises(err, match=name):

@@ -4,14 +4,14 @@ oracle's (rope_ref.mrope_frequencies) through the catalogue of known multi-axis 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from .._validate import check_finite_array, check_number, check_positive_int
-from ..forms import frequencies, wrap_angle
+from ..forms import wrap_angle
 from ..multiaxis import MROPE_LAYOUTS
-from .defects import OTHER_PAIRING, Defect, explain, measured, same_structure
+from .defects import OTHER_PAIRING, Defect, Model, explain, measured, same_structure
 from .measure import FREQ_ULPS, SIGMAS, allowance, precision_of, shortest_base
 from .probe import Caller, check_probe_arguments, read_rotations
 from .spec import AxesSpec, RopeMismatch, show_shifts
@@ -20,17 +20,14 @@ MAX_POSITION = 4096     # default max_position: the largest position passed on e
 
 
 def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0, max_position: int = MAX_POSITION,
-                  axis_names=None, raising=False) -> AxesSpec:
+                  raising=False) -> AxesSpec:
     """Measure the frequency matrix ``F`` ``(rotary_dim/2, axes)`` of ``fn(x, positions) -> y``: an
     :class:`AxesSpec`.  ``x`` float64 ``(seq, d)``, ``positions`` int64 ``(axes, seq)``, row r at positions[:, r]:
     row 0 at 0, rows moving one axis alone by 1, 2, ... then on to ``max_position``, and rows moving every axis."""
     axes = check_positive_int(axes, "axes")
     d, seq, seed = check_probe_arguments(fn, d, seq, seed, 3 * axes + 3)
     max_position = check_number(max_position, "max_position", "an integer from 3 to 2**53", lambda v: 3 <= v <= 2**53)
-    names = axis_names or {1: ("p",), 2: ("h", "w"), 3: ("t", "h", "w")}.get(axes, tuple(f"axis{a}" for a in
-                                                                                          range(axes)))
-    if isinstance(names, str) or len(tuple(names)) != axes or len(set(names)) != axes:
-        raise ValueError(f"axis_names must hold {axes} distinct names, one per axis, got {names!r}")
+    names = {1: ("p",), 2: ("h", "w"), 3: ("t", "h", "w")}.get(axes, tuple(f"axis{a}" for a in range(axes)))
     rng = np.random.default_rng(seed)
     n_mix = max(2, min(8, seq // 8))
     per_axis = (seq - 1 - n_mix) // axes
@@ -165,36 +162,6 @@ def _base(theta, r, rel):
     return shortest_base(theta, r, rel)
 
 
-@dataclass(frozen=True)
-class AxesModel:
-    """A multi-axis RoPE as the oracle computes it: F from inv_freq, or from sections, layout and base."""
-    pairing: str | None
-    rotary_dim: int | None
-    rotary_start: int = 0
-    norm_scale: float | None = None
-    inv_freq: np.ndarray | None = None
-    sections: tuple | None = None
-    layout: str = "blocks"
-    base: float = 10000.0
-    shift: tuple | None = None          # the shift of each axis (None: none)
-    signs: tuple | None = None          # -1 on an axis turning the other way
-
-    def matrix(self):
-        """F (pairs, axes): inv_freq, or theta_j = base^(-2j/rotary_dim) on the axis MROPE_LAYOUTS gives pair j."""
-        if self.inv_freq is not None:
-            return self.inv_freq * np.asarray(self.signs or 1.0)
-        theta = frequencies(self.rotary_dim, self.base)
-        try:
-            axis = MROPE_LAYOUTS[self.layout][0](self.sections)
-        except (ValueError, IndexError):
-            axis = np.zeros(0, int)
-        F = np.full((len(theta), len(self.sections)), np.nan)          # NaN: a split that does not fit, a miss
-        if len(axis) == len(theta):
-            F[:] = 0.0
-            F[np.arange(len(theta)), axis] = theta
-        return F * np.asarray(self.signs or 1.0)
-
-
 def _axes_rotary_dim(model, spec):
     if model.sections is None or spec.rotary_dim == model.rotary_dim:
         return None
@@ -245,9 +212,18 @@ def _axes_reproduce(model, spec, rtol=0.0):
     return found is not None and np.all(np.abs(np.subtract(found, want)) <= np.asarray(spec.shift_tolerance) + 1e-9)
 
 
+def _differences(F, spec) -> str:
+    if F.shape != spec.inv_freq.shape:
+        return f"frequencies: expected {F.shape[0]} pairs, found {spec.inv_freq.shape[0]}"
+    miss = np.nan_to_num(np.abs(spec.inv_freq - F) - spec.freq_tolerance, nan=np.inf)
+    j, a = np.unravel_index(int(np.argmax(miss)), F.shape)
+    return (f"frequencies: {int((miss > 0).sum())} entries differ, most pair {j} along {spec.axis_names[a]}: expected "
+            f"{F[j, a]:.6g}, found {spec.inv_freq[j, a]:.6g}")
+
+
 def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None, base=None, pairing=None,
                       rotary_dim=None, rotary_start=0, norm_scale=None, rtol=0.0, phase_atol=None, position_shift=None,
-                      seq=64, seed=0, max_position=MAX_POSITION, axis_names=None) -> AxesSpec:
+                      seq=64, seed=0, max_position=MAX_POSITION) -> AxesSpec:
     """Raise :class:`RopeMismatch` naming how the multi-axis kernel ``fn(x, positions)`` differs from what you
     expect: ``inv_freq`` ``(rotary_dim/2, axes)``, or M-RoPE's ``sections`` with ``layout`` (a name of
     MROPE_LAYOUTS) and ``base``, within the spec's tolerance and ``rtol`` relative; ``position_shift`` per axis (the
@@ -263,25 +239,18 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
         position_shift = tuple(float(s) for s in check_finite_array(position_shift, "position_shift").ravel())
         if len(position_shift) != axes:
             raise ValueError(f"position_shift must hold one shift per axis ({axes}), got {len(position_shift)}")
-    spec = identify_axes(fn, d, axes, seq=seq, seed=seed, max_position=max_position, axis_names=axis_names,
-                         raising=True)
+    spec = identify_axes(fn, d, axes, seq=seq, seed=seed, max_position=max_position, raising=True)
     if not spec.is_rope:
         raise RopeMismatch("", [str(spec)], spec)
-    model = AxesModel(pairing=pairing, rotary_dim=rotary_dim or spec.rotary_dim, rotary_start=rotary_start,
-                      norm_scale=norm_scale, inv_freq=spec.inv_freq if sections is None and inv_freq is None
-                      else inv_freq, sections=None if sections is None else tuple(sections),
-                      layout=layout or "blocks", base=10000.0 if base is None else base, shift=position_shift)
+    model = Model(pairing=pairing, rotary_dim=rotary_dim or spec.rotary_dim, rotary_start=rotary_start,
+                  norm_scale=norm_scale, inv_freq=spec.inv_freq if sections is None and inv_freq is None else inv_freq,
+                  sections=None if sections is None else tuple(sections), layout=layout or "blocks",
+                  base=10000.0 if base is None else base, shift=position_shift)
     problems = [] if phase_atol is not None or spec.angle_precision.startswith(("float64", "float32")) else [
         f"angle precision: angles behave like {spec.angle_precision}; compute them in float32"]
-    fits = lambda m: _axes_reproduce(m, spec, rtol)  # noqa: E731
-    found = None if fits(model) else explain(model, spec, AXES_DEFECTS, fits, 3)
-    if not found and not fits(model):
-        F = model.matrix()
-        miss = np.nan_to_num(np.abs(spec.inv_freq - F) - spec.freq_tolerance, nan=np.inf) if (
-            F.shape == spec.inv_freq.shape) else np.full(1, np.inf)
-        found = [f"frequencies: {int((miss > 0).sum())} entries differ from the expected {F.shape} matrix",
-                 "no known defect explains this"], []
-    if problems or found:
-        raise RopeMismatch("multi-axis RoPE mismatch", problems + (found[0] if found else []), spec,
-                           found[1] if found else [])
+    found = ([], []) if _axes_reproduce(model, spec, rtol) else explain(
+        model, spec, AXES_DEFECTS, lambda m: _axes_reproduce(m, spec, rtol), 3) or (
+        [_differences(model.matrix(), spec), "no known defect explains this"], [])
+    if problems or found[0]:
+        raise RopeMismatch("multi-axis RoPE mismatch", problems + found[0], spec, found[1])
     return spec

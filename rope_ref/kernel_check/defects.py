@@ -9,7 +9,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..forms import _pairs, rotation_angles, wrap_angle
+from ..forms import _pairs, frequencies, rotation_angles, wrap_angle
+from ..multiaxis import MROPE_LAYOUTS
 from ..scaling import scaled_inv_freq
 from .measure import NOISE_ULPS, allowance, rounded_to
 from .probe import PRECISIONS
@@ -45,6 +46,26 @@ class Model:
     positions: Callable = lambda p: p               # positions as the kernel holds them
     angles: Callable = rotation_angles              # (positions, theta) -> (rows, pairs)
     table_type: str | None = None                   # cos/sin rounded to this 16-bit type
+    sections: tuple | None = None                   # multi-axis: M-RoPE's pairs per axis, laid out as ``layout``
+    layout: str = "blocks"
+    shift: tuple | None = None                      # multi-axis: the shift of each axis (None: none)
+    signs: tuple | None = None                      # multi-axis: -1 on an axis turning the other way
+
+    def matrix(self):
+        """F (pairs, axes) of a multi-axis model: inv_freq, or theta_j = base^(-2j/rotary_dim) on the axis
+        MROPE_LAYOUTS gives pair j (NaN when the sections do not split the pairs)."""
+        if self.inv_freq is not None:
+            return self.inv_freq * np.asarray(self.signs or 1.0)
+        theta = frequencies(self.rotary_dim, self.base)
+        try:
+            axis = MROPE_LAYOUTS[self.layout][0](self.sections)
+        except (ValueError, IndexError):
+            axis = np.zeros(0, int)
+        F = np.full((len(theta), len(self.sections)), np.nan)
+        if len(axis) == len(theta):
+            F[:] = 0.0
+            F[np.arange(len(theta)), axis] = theta
+        return F * np.asarray(self.signs or 1.0)
 
     def angles_at(self, positions):
         """Angles ``P + (pairs,)`` at ``positions`` ``P`` (rows, moved by the offset)."""
