@@ -229,8 +229,8 @@ def table_differences(model, spec, phase_atol=None):
 
 
 def explain(model, spec, catalogue, fits, most):
-    """(problem lines, defect names) of the fewest defects of ``catalogue`` (at most ``most``, in catalogue order)
-    that turn ``model`` into one that ``fits``; None when none do."""
+    """(problem lines, defect names, the model with them) of the fewest defects of ``catalogue`` (at most ``most``,
+    in catalogue order) that turn ``model`` into one that ``fits``; None when none do."""
     chains = [(model, [], -1)]
     for _ in range(most):
         longer = []
@@ -242,7 +242,7 @@ def explain(model, spec, catalogue, fits, most):
                 step = (out[0], said + [(catalogue[k], out[1])], k)
                 if fits(out[0]):
                     return ([f"{d.name}: {detail + '; ' if detail else ''}{d.description}" for d, detail in step[1]],
-                            [d.name for d, _ in step[1]])
+                            [d.name for d, _ in step[1]], out[0])
                 longer.append(step)
         chains = longer
     return None
@@ -255,7 +255,7 @@ def diagnose(model: Model, spec, phase_atol=None):
         return [], []
     found = explain(model, spec, DEFECTS, lambda m: reproduces(m, spec, phase_atol), 2)
     if found:
-        return found
+        return found[:2]
     problems = [f"{d.name}: {out[1]}" for d in DEFECTS[:4] if (out := d.apply(model, spec))]
     if not problems and (differences := table_differences(model, spec, phase_atol)) is not None:
         (rows, pairs), miss = differences
