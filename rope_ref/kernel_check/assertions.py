@@ -146,8 +146,8 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
 def explain_output(actual, x, positions, rope: dict, bound, unit) -> tuple:
     """The catalogue's diagnosis of a kernel's output ``actual`` of ``x`` ``(..., d)`` at ``positions``, for
     assert_rope_close: the known defects whose model y, computed by the oracle, is within ``bound`` of actual
-    everywhere (plus ``unit`` (|x| + |y|): the rounding terms of the bound, on the model's own pairs): (a line each,
-    their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate, or ``config=``."""
+    everywhere (plus ``unit`` (|x| + |y|), the bound's rounding terms, when the model pairs other features): (a line
+    each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate, or ``config=``."""
     d, rope = x.shape[-1], dict(rope)
     config = rope.pop("config", None)
     expected = dict(pairing="interleaved", rotary_dim=d, base=10000.0, offset=0) | rope
@@ -164,9 +164,12 @@ def explain_output(actual, x, positions, rope: dict, bound, unit) -> tuple:
         keep = np.linspace(0, rows - 1, 4096).astype(int)
         pos = np.broadcast_to(pos, x.shape[:-1]).reshape(rows)[keep]
         x, actual, bound = (a.reshape(rows, d)[keep] for a in (x, actual, bound))
-    found = explain(model, measure_output(x, actual, pos, model), DEFECTS,
-                    lambda m: _within(m, x, pos, actual, bound, unit), 2)
-    if found and _within(found[2], *everything, unit):
+    def fits(m, x=x, pos=pos, actual=actual, bound=bound):      # the rounding terms again on pairs the bound lacks
+        same = all(getattr(m, k) == getattr(model, k) for k in ("pairing", "rotary_dim", "rotary_start",
+                                                                "output_pairing"))
+        return _within(m, x, pos, actual, bound, 0.0 if same else unit)
+    found = explain(model, measure_output(x, actual, pos, model), DEFECTS, fits, 2)
+    if found and fits(found[2], *everything):
         return found[:2]
     return ["no known defect explains this (none of kernel_check.DEFECTS, alone or two together)"], []
 
