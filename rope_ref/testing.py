@@ -24,6 +24,8 @@ import numpy as np
 from ._validate import check_choice, check_real_array, check_x
 from .forms import frequencies, rotate_elementwise, rotate_half, rotation_angles
 from .layouts import LAYOUTS, layout_positions  # noqa: F401  (rope_ref.testing.LAYOUTS, .layout_positions)
+from .kernel_check import RopeMismatch
+from .kernel_check.assertions import explain_output
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,8 @@ def _exact(x, positions, angles, cos, sin, rows, rope: dict):
     phi = rotation_angles(np.abs(pos), np.abs(freqs))              # sum_a |p_a| |F[j, a]|: each term rounds
     magnitude = np.abs(freqs).reshape(r // 2, -1).max(axis=1)
     steps = 6.0 + np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))      # per pair
-    return y * factor, phi * steps, r, pairing, factor, False
+    y[..., :r] *= factor                                            # cos and sin scaled: the rotated part only
+    return y, phi * steps, r, pairing, factor, False
 
 
 def rope_bound(x, budget, r: int, pairing: str, precision: Precision, *, factor: float = 1.0,
@@ -120,8 +123,10 @@ def rope_bound(x, budget, r: int, pairing: str, precision: Precision, *, factor:
 
 def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=None, cos=None, sin=None, rows=None,
                       layout=None, cu_seqlens=None, seqlen_offsets=None, head_dim=None, **rope) -> None:
-    """Raise AssertionError if ``actual`` (a kernel's RoPE of ``x``) is farther from the oracle than the bound
-    derived from ``precision`` allows, elementwise (a name of :data:`PRECISIONS` or a :class:`Precision`).
+    """Raise AssertionError (a RopeMismatch: where, by how much, against which bound, and the known defects of the
+    checker's catalogue that reproduce ``actual``, else that none does) if ``actual`` (a kernel's RoPE of ``x``) is
+    farther from the oracle than the bound derived from ``precision`` allows, elementwise (a name of
+    :data:`PRECISIONS` or a :class:`Precision`).
 
     The RoPE: the keywords of :func:`rope_ref.rotate` (``base``, ``pairing``, ``rotary_dim``, ``inv_freq``), or
     ``config=`` (a config.json path or dict, a transformers config object, a ``RopeConfig``), or ``angles``
@@ -168,7 +173,12 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
         return
     ratio = np.where(bad, np.nan_to_num(err / bound, nan=np.inf), -1.0)
     worst = np.unravel_index(np.argmax(ratio), err.shape)
-    raise AssertionError(
+    problems, defects = ["the catalogue of known defects is tried on RoPE given by positions, not by a table"], []
+    if cos is None and angles is None:                  # the bound's rounding terms, for a defect's own pairs
+        steps = ("angles", "table", "compute", "output")
+        rounding = sum(k * precision.roundoff(s) for k, s in zip((2, 1, 4, 1), steps))
+        problems, defects = explain_output(got, x64, positions, rope, bound, rounding)
+    raise RopeMismatch(
         f"{int(bad.sum())} of {bad.size} elements are farther from the oracle than the bound derived for {precision}; "
         f"worst at index {tuple(int(i) for i in worst)}: actual {got[worst]:.7g}, expected {exact[worst]:.7g}, "
-        f"|difference| {err[worst]:.3g} > bound {bound[worst]:.3g} ({ratio[worst]:.3g} times)")
+        f"|difference| {err[worst]:.3g} > bound {bound[worst]:.3g} ({ratio[worst]:.3g} times)", problems, None, defects)

@@ -1,24 +1,14 @@
-"""Reference RoPE kernels written from published code, shared by the tests (one copy of each).
-
-float64 forms (the math as the sources write it):
-
-* :func:`neox_rotate_half` / :func:`llama_complex` -- any positions, any leading axes;
-* :func:`neox` / :func:`llama` -- kernels ``fn(x)`` of shape ``(seq, d)`` with row r at offset + r,
-  the shape ``rope_ref.identify`` calls; ``neox`` takes partial rotary, a flipped sin, angles in
-  another float type and a norm scale, for planting bugs.
-
-float32 transcriptions (float32 exactly where torch computes in float32):
-
-* :func:`hf_inv_freq`, :func:`hf_cos_sin`, :func:`hf_rope` -- transformers' Llama / GPT-NeoX rotary module;
-* :func:`gptj_rope` -- GPT-J's rotate_every_two; :func:`meta_rope` -- Meta Llama's torch.polar form;
-* :func:`pairwise_reference` -- eq 13 pair by pair with math.cos/math.sin, any layout (the fuzz tests' reference).
-
-Expected values in tests come from these kernels' parameters, never from rope_ref's output.
+"""Reference RoPE kernels written from published code, shared by the tests (float64 forms as the sources write the
+math; float32 transcriptions where torch computes in float32), and the checker's catalogue planted in the oracle's
+model (:func:`planted`).  Expected values in tests come from these kernels' parameters, never from rope_ref's output.
 """
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
+
+from rope_ref.kernel_check import DEFECTS, expected_model
 
 F32 = np.float32
 
@@ -32,6 +22,11 @@ def rotate_half(x):
     """transformers' rotate_half: (-x2, x1) for the halves x1, x2 of the last axis."""
     d = x.shape[-1]
     return np.concatenate([-x[..., d // 2:], x[..., :d // 2]], axis=-1)
+
+
+def rotate_every_two(x):
+    """GPT-J's, GLM's rotate_half_llm, timm's rot: (x0, x1, x2, x3) -> (-x1, x0, -x3, x2)."""
+    return np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
 
 
 def neox_rotate_half(x, pos, base=10000.0):
@@ -107,8 +102,7 @@ def gptj_rope(x, offset=0, base=10000.0):
     sinusoid = (np.arange(seq) + offset).astype(F32)[:, None] * hf_inv_freq(d, base)[None, :]
     sin, cos = np.repeat(np.sin(sinusoid), 2, axis=-1), np.repeat(np.cos(sinusoid), 2, axis=-1)
     q = x.astype(F32)
-    rotate_every_two = np.stack([-q[:, 1::2], q[:, 0::2]], axis=-1).reshape(seq, d)
-    return q * cos + rotate_every_two * sin
+    return q * cos + rotate_every_two(q) * sin
 
 
 def meta_rope(x, offset=0, base=10000.0):
@@ -138,3 +132,34 @@ def pairwise_reference(x, positions, base=10000.0, pairing="interleaved", rotary
             out[idx + (ia,)] = a * math.cos(angle) - b * math.sin(angle)
             out[idx + (ib,)] = a * math.sin(angle) + b * math.cos(angle)
     return out
+
+
+#: The catalogue planted: defect name -> (the expectation beyond EXPECTED, what the planted kernel does, as identify
+#: would measure it).  planted(name) applies the entry to the oracle's model of the expectation.
+EXPECTED = dict(pairing="half", rotary_dim=32, base=10000.0, offset=0)
+MEASURED = dict(pairing="half", rotary_dim=32, rotary_start=0, output_pairing=None, offset=0.0, base=None,
+                rope_type=None, rope_params={}, table_end=None, rows=4096, inv_freq=None, norm_scale=1.0)
+YARN = dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=1024)
+PLANTS = {
+    "pairing swapped": ({}, dict(pairing="interleaved")),
+    "different rotary_dim": ({}, dict(rotary_dim=16)),
+    "different rotary_start": ({}, dict(rotary_start=32)),
+    "output layout": (dict(pairing="interleaved"), dict(output_pairing="half")),
+    "position offset": ({}, dict(offset=7.0)),
+    "table clamped": ({}, dict(table_end=(300, "clamped"))),
+    "table repeated": ({}, dict(table_end=(300, "repeated"))),
+    "another base": ({}, dict(base=500000.0)),
+    "scaling missing": (dict(rope_type="linear", factor=4.0), {}),
+    "another scaling method": (dict(rope_type="linear", factor=4.0),
+                               dict(rope_type="linear", rope_params=dict(base=10000.0, factor=2.0))),
+    "attention factor missing": (YARN, {}),
+}
+
+
+def planted(name):
+    """(expectation, the oracle's Model of it with defect ``name`` of the catalogue applied)."""
+    extra, does = PLANTS.get(name, ({}, {}))
+    expected = {**EXPECTED, **extra}
+    measured = SimpleNamespace(**{**MEASURED, **does})
+    defect = next(d for d in DEFECTS if d.name == name)
+    return expected, defect.apply(expected_model(expected, measured), measured)[0]

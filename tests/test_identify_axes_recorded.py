@@ -1,22 +1,9 @@
-"""identify(fn, d, axes=3) and assert_rope_matches(fn, config=<M-RoPE config>) on transformers' own M-RoPE modules.
-
-Two recordings, both at 22 (t, h, w) position ids that move each axis alone by one from some rows, all three
-together, and far ids up to 70000 (float32, transformers 5.24):
-
-* tests/data/multiaxis_modules.npz (record_multiaxis.py): Qwen2VLRotaryEmbedding, Qwen2_5_VLRotaryEmbedding and
-  Qwen3VLTextRotaryEmbedding with head_dim 128 and their published sections;
-* tests/data/mrope_families.npz (record_mrope_families.py): the modules of the small configs
-  configs/families/v5-qwen2-vl, v5-qwen3-vl-text, v5-glm4v-text (half the head rotated, GLM's interleaved
-  pairs) and v5-qwen3-5-text (a quarter rotated, interleaved axes), with the family's apply function.
-
-The probe needs other positions, so each recording is replayed as a kernel: the frequency of every table
-column along each axis is solved here from the recorded cos/sin alone (unit steps of each axis in the recorded
-ids, then least squares over all 22 rows with whole turns predicted from the fit so far), shown to reproduce
-every recorded cos/sin and the recorded rotated query, and applied as the recorded apply function does
-(x * cos + rotate_half(x) * sin on the rotated features, GLM's pairs (2i, 2i + 1) for its repeat-interleaved
-tables, the rest passed through).  Nothing in a kernel comes from rope_ref; the expectations come from the
-configs the modules were built with, read by rope_ref.from_hf_config.  Planted kernels move a section boundary
-or swap the layout of the recorded frequencies, and must be named.
+"""identify(fn, d, axes=3) and assert_rope_matches(fn, config=<M-RoPE config>) on transformers' own M-RoPE modules,
+recorded (tests/data/multiaxis_modules.npz: Qwen2-VL, Qwen2.5-VL, Qwen3-VL; tests/data/mrope_families.npz: the
+families' small configs, GLM's interleaved pairs, partial rotary) and replayed as kernels: each table column's
+frequency along each axis is solved here from the recorded cos/sin alone.  Nothing in a kernel comes from rope_ref;
+the expectations come from the configs the modules were built with.  Planted kernels move a section boundary or
+swap the layout, and must be named.
 """
 
 import json
@@ -27,6 +14,8 @@ import pytest
 
 import rope_ref as rr
 from rope_ref.kernel_check import KernelRaised, RopeMismatch
+
+from kernels import rotate_every_two, rotate_half
 
 DATA = Path(__file__).parent / "data"
 MODULES = json.loads((DATA / "multiaxis_modules.json").read_text())
@@ -42,8 +31,7 @@ CASES = sorted(MODEL_TYPE) + sorted(FAMILIES["configs"])
 
 
 def config_of(case):
-    """The config the recorded module was built with: a dict (2 heads of head_dim 128 and the recorded
-    rope_parameters), or the path of the family's small config."""
+    """The config the recorded module was built with: a dict of its rope_parameters, or the family's small config."""
     if case in MODEL_TYPE:
         return {"model_type": MODEL_TYPE[case], "hidden_size": 256, "num_attention_heads": 2, "head_dim": 128,
                 "rope_parameters": dict(MODULES["cases"][case]["rope_parameters"])}
@@ -66,12 +54,6 @@ def layout_of(case):
         return 128, 128, "cat"
     meta = FAMILIES["configs"][case]
     return meta["head_dim"], meta["rotary_dim"], meta["columns"]
-
-
-def q_of(case):
-    """The recorded queries as (heads, rows, head_dim)."""
-    q = REC[f"{case}/q"]
-    return q if q.ndim == 3 else q[None]
 
 
 def wrap(a):
@@ -103,19 +85,8 @@ def recorded_matrix(case):
     return F
 
 
-def rotate_half(x):
-    h = x.shape[-1] // 2
-    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
-
-
-def rotate_every_two(x):
-    """GLM's rotate_half_llm: (x0, x1, x2, x3) -> (-x1, x0, -x3, x2)."""
-    return np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
-
-
 def kernel_of(F, columns="cat"):
-    """The family's apply_rotary_pos_emb with cos/sin of the column frequencies F (rotary_dim, 3) on the first
-    rotary_dim features, the rest passed through: fn(x (seq, head_dim), p (3, seq))."""
+    """fn(x, p): the family's apply_rotary_pos_emb with the columns' frequencies F (rotary_dim, 3), the rest passed."""
     rot = rotate_half if columns == "cat" else rotate_every_two
 
     def fn(x, p):
@@ -136,24 +107,6 @@ def pair_columns(columns, r):
 @pytest.fixture(scope="module", params=CASES)
 def recorded(request):
     return request.param, recorded_matrix(request.param)
-
-
-def test_the_replayed_kernel_is_the_recording(recorded):
-    case, F = recorded
-    head_dim, r, columns = layout_of(case)
-    P = REC[f"{case}/pos"].astype(np.float64)
-    ang = P.T @ F.T
-    tol = 5e-7 * np.abs(ang) + 2e-6                                       # float32 angles and cos/sin
-    assert np.all(np.abs(np.cos(ang) - REC[f"{case}/cos"]) <= tol)
-    assert np.all(np.abs(np.sin(ang) - REC[f"{case}/sin"]) <= tol)
-    q = q_of(case).astype(np.float64)                                     # (heads, rows, head_dim)
-    out = np.stack([kernel_of(F, columns)(head, P) for head in q])
-    want = REC[f"{case}/out"].reshape(out.shape)
-    assert np.all(np.abs(out[..., :r] - want[..., :r]) <= 4 * tol * (1 + np.abs(q[..., :r])))
-    np.testing.assert_array_equal(out[..., r:], want[..., r:])           # passed through
-    # each column turns with one axis, the two columns of a pair alike
-    first, second = pair_columns(columns, r)
-    assert np.all((F != 0).sum(axis=1) == 1) and np.array_equal(F[first], F[second])
 
 
 @pytest.mark.slow
@@ -209,14 +162,6 @@ def defects(fn, config):
     return info.value.defects
 
 
-def test_the_axes_from_the_recording_follow_transformers_layouts(recorded):
-    case, F = recorded
-    sections, was_interleaved, _ = rope_section(case)
-    first, _ = pair_columns(layout_of(case)[2], F.shape[0])
-    np.testing.assert_array_equal(np.argmax(F[first] != 0, axis=1),
-                                  (interleaved if was_interleaved else blocks)(sections))
-
-
 @pytest.mark.slow
 def test_a_swapped_layout_is_named(recorded):
     case, F = recorded
@@ -240,11 +185,9 @@ def test_a_shifted_section_boundary_is_named(recorded):
 
 
 #: A recorded module checked against another model's config, and the defects that tell them apart.
-OTHER = {"qwen2_vl": ("qwen3_vl", ["M-RoPE layout swapped", "M-RoPE sections swapped", "another base"]),
-         "qwen2_5_vl": ("qwen3_vl", ["M-RoPE layout swapped", "M-RoPE sections swapped", "another base"]),
-         "qwen3_vl": ("qwen2_vl", ["M-RoPE layout swapped", "M-RoPE sections swapped", "another base"]),
-         "v5-qwen2-vl": ("v5-qwen3-vl-text", ["M-RoPE layout swapped", "M-RoPE sections swapped", "another base"]),
-         "v5-qwen3-vl-text": ("v5-qwen2-vl", ["M-RoPE layout swapped", "M-RoPE sections swapped", "another base"]),
+THREE = ["M-RoPE layout swapped", "M-RoPE sections swapped", "another base"]
+OTHER = {"qwen2_vl": ("qwen3_vl", THREE), "qwen2_5_vl": ("qwen3_vl", THREE), "qwen3_vl": ("qwen2_vl", THREE),
+         "v5-qwen2-vl": ("v5-qwen3-vl-text", THREE), "v5-qwen3-vl-text": ("v5-qwen2-vl", THREE),
          "v5-glm4v-text": ("v5-qwen3-5-text", None), "v5-qwen3-5-text": ("v5-glm4v-text", None)}
 
 

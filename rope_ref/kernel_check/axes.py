@@ -4,40 +4,36 @@ oracle's (rope_ref.mrope_frequencies) through the catalogue of known multi-axis 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from .._validate import check_finite_array, check_number, check_positive_int
-from ..forms import frequencies, wrap_angle
+from ..forms import wrap_angle
 from ..multiaxis import MROPE_LAYOUTS
-from .defects import OTHER_PAIRING, Defect, explain, measured
-from .measure import FREQ_ULPS, SIGMAS, allowance, shortest_base
-from .probe import PRECISIONS, Caller, check_probe_arguments, read_rotations
+from .defects import OTHER_PAIRING, Defect, Model, explain, measured, same_structure
+from .measure import FREQ_ULPS, SIGMAS, allowance, precision_of, shortest_base
+from .probe import Caller, check_probe_arguments, read_rotations
 from .spec import AxesSpec, RopeMismatch, show_shifts
 
 MAX_POSITION = 4096     # default max_position: the largest position passed on each axis
 
 
 def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0, max_position: int = MAX_POSITION,
-                  axis_names=None, raising=False) -> AxesSpec:
+                  raising=False) -> AxesSpec:
     """Measure the frequency matrix ``F`` ``(rotary_dim/2, axes)`` of ``fn(x, positions) -> y``: an
     :class:`AxesSpec`.  ``x`` float64 ``(seq, d)``, ``positions`` int64 ``(axes, seq)``, row r at positions[:, r]:
     row 0 at 0, rows moving one axis alone by 1, 2, ... then on to ``max_position``, and rows moving every axis."""
     axes = check_positive_int(axes, "axes")
     d, seq, seed = check_probe_arguments(fn, d, seq, seed, 3 * axes + 3)
     max_position = check_number(max_position, "max_position", "an integer from 3 to 2**53", lambda v: 3 <= v <= 2**53)
-    names = axis_names or {1: ("p",), 2: ("h", "w"), 3: ("t", "h", "w")}.get(axes, tuple(f"axis{a}" for a in
-                                                                                          range(axes)))
-    if isinstance(names, str) or len(tuple(names)) != axes or len(set(names)) != axes:
-        raise ValueError(f"axis_names must hold {axes} distinct names, one per axis, got {names!r}")
+    names = {1: ("p",), 2: ("h", "w"), 3: ("t", "h", "w")}.get(axes, tuple(f"axis{a}" for a in range(axes)))
     rng = np.random.default_rng(seed)
     n_mix = max(2, min(8, seq // 8))
     per_axis = (seq - 1 - n_mix) // axes
     linear = min(max(3, per_axis // 2), max_position)
     far = np.unique(np.round(np.geomspace(2 * linear, max_position, max(per_axis - linear, 1))).astype(np.int64))
-    far = far[(far > linear) & (far <= max_position)][:per_axis - linear]
-    steps = np.concatenate([np.arange(1, linear + 1), far]).astype(np.int64)
+    steps = np.concatenate([np.arange(1, linear + 1), far[(far > linear) & (far <= max_position)][:per_axis - linear]])
     sweeps = [1 + a * len(steps) + np.arange(len(steps)) for a in range(axes)]
     positions = np.zeros((axes, seq), np.int64)
     for a, rows in enumerate(sweeps):
@@ -45,16 +41,15 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     mixed = np.arange(1 + axes * len(steps), seq)
     positions[:, mixed] = rng.integers(0, min(max_position, 63) + 1, size=(axes, len(mixed)))
     call = Caller(fn, positions, raising=raising)
-    structure = read_rotations(call, *rng.standard_normal((2, seq, d)))
+    found = read_rotations(call, *rng.standard_normal((2, seq, d)))
     done = dict(axes=axes, axis_names=tuple(names), positions=positions)
-    if isinstance(structure, str):
-        return AxesSpec(is_rope=False, reason=structure, calls=call.calls, **done)
-    if structure.output_pairing is not None:
-        return AxesSpec(is_rope=False, reason="the rotated pairs are written to other features: multi-axis probing "
-                        "follows pairs written back in place only", calls=call.calls, **done)
-    shared = ("pairing", "pairs", "rotary_dim", "rotary_start", "norm_scale", "scale_error", "notes")
-    spec = AxesSpec(is_rope=True, **{k: getattr(structure, k) for k in shared}, calls=call.calls, **done)
-    return _measure(spec, np.arctan2(structure.sin, structure.cos), steps, linear, sweeps, mixed, call.unit)
+    if isinstance(found, str) or found["output_pairing"] is not None:
+        return AxesSpec(is_rope=False, reason=found if isinstance(found, str) else "the rotated pairs are written to "
+                        "other features: multi-axis probing follows pairs written back in place only", **done)
+    phase = np.arctan2(found.pop("sin"), found.pop("cos"))
+    spec = AxesSpec(is_rope=True, **{k: v for k, v in found.items() if k not in ("out", "output_pairing",
+                                                                                 "output_pairs")}, **done)
+    return _measure(spec, phase, steps.astype(np.int64), linear, sweeps, mixed, call.unit)
 
 
 def _fit_axis(wrapped, steps, linear, unit, out_err):
@@ -81,40 +76,31 @@ def _fit_axis(wrapped, steps, linear, unit, out_err):
 def _measure(spec, phase, steps, linear, sweeps, mixed, unit):
     """F, the shift at position 0, the precision and the naming of ``spec`` from ``phase`` (seq, pairs)."""
     out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
-    spec.phase_at_zero = float(np.abs(phase[0]).max())
     fits = [_fit_axis(wrap_angle(phase[rows] - phase[0]), steps, linear, unit, out_err) for rows in sweeps]
     freqs, sigma = np.stack([f[0] for f in fits], axis=1), np.stack([f[1] for f in fits], axis=1)
-    spec.rotated_at_zero = bool(spec.phase_at_zero > allowance(unit, 0.0, out_err / 2))
+    spec.rotated_at_zero = bool(np.abs(phase[0]).max() > allowance(unit, 0.0, out_err / 2))
     shift, spec.shift_tolerance = _shift(freqs, sigma, phase[0], unit, out_err)
     spec.position_shift = shift if spec.rotated_at_zero else None
     at_zero = np.abs(freqs @ shift if shift else phase[0])
-    resids, angles, extra = [], [], []
-    for a, (_, _, resid, used) in enumerate(fits):
-        resids.append(np.where(used, resid, 0.0).ravel())
-        angles.append((np.abs(np.outer(steps, freqs[:, a])) + 2 * at_zero).ravel())
-        extra.append(np.zeros(resid.size))
     mixed_positions = spec.positions[:, mixed].T.astype(float)
-    resids.append(wrap_angle(phase[mixed] - phase[0] - mixed_positions @ freqs.T).ravel())
-    angles.append((np.abs(mixed_positions) @ np.abs(freqs.T) + 2 * at_zero).ravel())
-    extra.append(SIGMAS * (mixed_positions @ sigma.T).ravel())
-    resid, angle, extra = np.concatenate(resids), np.concatenate(angles), np.concatenate(extra)
-    found = next(((name, u) for name, u in PRECISIONS if np.all(np.abs(resid) <= allowance(u, angle, out_err) + extra)),
-                 None)
+    resid = np.concatenate([np.where(f[3], f[2], 0.0).ravel() for f in fits]
+                           + [wrap_angle(phase[mixed] - phase[0] - mixed_positions @ freqs.T).ravel()])
+    angle = np.concatenate([(np.abs(np.outer(steps, freqs[:, a])) + 2 * at_zero).ravel() for a in range(spec.axes)]
+                           + [(np.abs(mixed_positions) @ np.abs(freqs.T) + 2 * at_zero).ravel()])
+    extra = np.concatenate([np.zeros(len(resid) - mixed.size * freqs.shape[0]),
+                            SIGMAS * (mixed_positions @ sigma.T).ravel()])
+    found = precision_of(resid, angle, out_err, extra)
     if found is None:
-        k = int(np.argmax(np.abs(resid) - allowance(2.0**-8, angle, out_err) - extra))
-        return AxesSpec(is_rope=False, reason=f"not a rotation linear in positions: an angle strays from sum_a F[j, a] "
-                        f"p_a by {abs(resid[k]):.3g} rad, beyond rounding; the angles are not linear in the positions "
-                        "(not a linear/geometric family)", axes=spec.axes, axis_names=spec.axis_names,
-                        positions=spec.positions, calls=spec.calls)
+        return AxesSpec(is_rope=False, reason="the angles are not linear in the positions (not a linear/geometric "
+                        f"family): one strays from sum_a F[j, a] p_a by {np.abs(resid).max():.3g} rad",
+                        axes=spec.axes, axis_names=spec.axis_names, positions=spec.positions)
     spec.angle_precision, prec_unit = found
-    spec.phase_error = float(np.abs(resid).max())
-    plain = next((u for _, u in PRECISIONS if np.all(np.abs(resid) <= allowance(u, angle) + extra)), 1.0)
-    if out_err and plain > 2.0**-24 and prec_unit <= 2.0**-24:
-        spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
+    if out_err and prec_unit <= 2.0**-24 and (precision_of(resid, angle, 0.0, extra) or (0, 1.0))[1] > 2.0**-24:
+        spec.angle_precision = "float32 (cos/sin or output rounded to 16 bits)"
     pu = np.stack([np.where(f[3], steps[:, None].astype(float), 0.0) for f in fits], axis=2)
-    bias = out_err * pu.sum(0) / (pu * pu).sum(0)
     spec.inv_freq = freqs
-    spec.freq_tolerance = SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs) + bias
+    spec.freq_tolerance = (SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs)
+                           + out_err * pu.sum(0) / (pu * pu).sum(0))
     _name_axes(spec, np.abs(freqs) > SIGMAS * sigma)
     return spec
 
@@ -153,24 +139,19 @@ def classify(freqs, nonzero=None):
 
 
 def _name_axes(spec, nonzero):
-    """form, sections, layout and bases of ``spec.inv_freq``; notes on unused or clockwise axes."""
-    freqs, names = spec.inv_freq, spec.axis_names
+    """form, sections, layout and bases of ``spec.inv_freq``; a note on an axis no pair turns with."""
+    freqs = spec.inv_freq
     spec.form, axis, spec.sections, spec.mrope_layout = classify(freqs, nonzero)
     spec.axis_of_pair = axis
     rel = spec.freq_tolerance / np.maximum(np.abs(freqs), 1e-300)
     if spec.form in ("1-D", "M-RoPE"):
         j = np.arange(len(freqs))
-        theta = np.abs(freqs[j, axis])
-        spec.base = _base(theta, spec.rotary_dim, rel[j, axis])
+        spec.base = _base(np.abs(freqs[j, axis]), spec.rotary_dim, rel[j, axis])
     elif spec.form == "axial":
         spec.axis_bases = tuple(_base(np.abs(freqs[axis == a, a]), 2 * spec.sections[a], rel[axis == a, a])
                                 if spec.sections[a] else None for a in range(spec.axes))
     if axis is not None and 0 in spec.sections:
-        spec.notes.append(f"no pair turns with {', '.join(n for n, s in zip(names, spec.sections) if s == 0)}: fn "
-                          "ignores that axis")
-    flipped = [names[a] for a in range(spec.axes) if np.any(freqs[:, a] < 0) and not np.any(freqs[:, a] > 0)]
-    if flipped:
-        spec.notes.append(f"every frequency along {', '.join(flipped)} is negative: the kernel turns clockwise there")
+        spec.notes.append(f"fn ignores axis {[n for n, s in zip(spec.axis_names, spec.sections) if s == 0]}")
 
 
 def _base(theta, r, rel):
@@ -181,41 +162,12 @@ def _base(theta, r, rel):
     return shortest_base(theta, r, rel)
 
 
-@dataclass(frozen=True)
-class AxesModel:
-    """A multi-axis RoPE as the oracle computes it: F from inv_freq, or from sections, layout and base."""
-    pairing: str | None
-    rotary_dim: int | None
-    rotary_start: int = 0
-    norm_scale: float | None = None
-    inv_freq: np.ndarray | None = None
-    sections: tuple | None = None
-    layout: str = "blocks"
-    base: float = 10000.0
-    shift: tuple | None = None          # the shift of each axis (None: none)
-    signs: tuple | None = None          # -1 on an axis turning the other way
-
-    def matrix(self):
-        """F (pairs, axes): inv_freq, or theta_j = base^(-2j/rotary_dim) on the axis MROPE_LAYOUTS gives pair j."""
-        F = self.inv_freq
-        if F is None:
-            theta = frequencies(self.rotary_dim, self.base)
-            try:
-                axis = MROPE_LAYOUTS[self.layout][0](self.sections)
-            except (ValueError, IndexError):
-                axis = np.zeros(0, int)
-            F = np.zeros((len(theta), len(self.sections)))
-            F[np.arange(len(theta)), axis[:len(theta)] if len(axis) == len(theta) else 0] = np.where(
-                len(axis) == len(theta), theta, np.nan)
-        return F * np.asarray(self.signs or 1.0)
-
-
 def _axes_rotary_dim(model, spec):
     if model.sections is None or spec.rotary_dim == model.rotary_dim:
         return None
     sections = tuple(n * spec.rotary_dim // model.rotary_dim for n in model.sections)     # the same split, scaled
     return (replace(model, rotary_dim=spec.rotary_dim, sections=sections),
-            f"expected {model.rotary_dim}, found {spec.rotary_dim} (sections {'/'.join(map(str, sections))})")
+            f"expected {model.rotary_dim}, found {spec.rotary_dim} (sections {sections})")
 
 
 def _axis_reversed(model, spec):
@@ -249,26 +201,29 @@ AXES_DEFECTS = (
 
 def _axes_reproduce(model, spec, rtol=0.0):
     """``model`` gives the pairs, norm, frequency matrix (to the spec's tolerance) and shift measured."""
-    one_pair = spec.rotary_dim == 2
-    if (model.pairing not in (None, spec.pairing) and not one_pair) or model.rotary_dim != spec.rotary_dim:
-        return False
-    if model.rotary_start != spec.rotary_start:
-        return False
-    if model.norm_scale is not None and abs(spec.norm_scale / model.norm_scale - 1) > max(4 * spec.scale_error, 4e-6):
+    if not same_structure(model, spec, 4):
         return False
     F = model.matrix()
-    if F.shape != spec.inv_freq.shape:
-        return False
-    if not np.all(np.abs(spec.inv_freq - F) <= spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(F)):
+    if F.shape != spec.inv_freq.shape or not np.all(
+            np.abs(spec.inv_freq - F) <= spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(F)):
         return False
     found = spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
     want = model.shift or (0.0,) * spec.axes
     return found is not None and np.all(np.abs(np.subtract(found, want)) <= np.asarray(spec.shift_tolerance) + 1e-9)
 
 
+def _differences(F, spec) -> str:
+    if F.shape != spec.inv_freq.shape:
+        return f"frequencies: expected {F.shape[0]} pairs, found {spec.inv_freq.shape[0]}"
+    miss = np.nan_to_num(np.abs(spec.inv_freq - F) - spec.freq_tolerance, nan=np.inf)
+    j, a = np.unravel_index(int(np.argmax(miss)), F.shape)
+    return (f"frequencies: {int((miss > 0).sum())} entries differ, most pair {j} along {spec.axis_names[a]}: expected "
+            f"{F[j, a]:.6g}, found {spec.inv_freq[j, a]:.6g}")
+
+
 def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None, base=None, pairing=None,
                       rotary_dim=None, rotary_start=0, norm_scale=None, rtol=0.0, phase_atol=None, position_shift=None,
-                      seq=64, seed=0, max_position=MAX_POSITION, axis_names=None) -> AxesSpec:
+                      seq=64, seed=0, max_position=MAX_POSITION) -> AxesSpec:
     """Raise :class:`RopeMismatch` naming how the multi-axis kernel ``fn(x, positions)`` differs from what you
     expect: ``inv_freq`` ``(rotary_dim/2, axes)``, or M-RoPE's ``sections`` with ``layout`` (a name of
     MROPE_LAYOUTS) and ``base``, within the spec's tolerance and ``rtol`` relative; ``position_shift`` per axis (the
@@ -284,34 +239,18 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
         position_shift = tuple(float(s) for s in check_finite_array(position_shift, "position_shift").ravel())
         if len(position_shift) != axes:
             raise ValueError(f"position_shift must hold one shift per axis ({axes}), got {len(position_shift)}")
-    spec = identify_axes(fn, d, axes, seq=seq, seed=seed, max_position=max_position, axis_names=axis_names,
-                         raising=True)
+    spec = identify_axes(fn, d, axes, seq=seq, seed=seed, max_position=max_position, raising=True)
     if not spec.is_rope:
         raise RopeMismatch("", [str(spec)], spec)
-    model = AxesModel(pairing=pairing, rotary_dim=rotary_dim or spec.rotary_dim, rotary_start=rotary_start,
-                      norm_scale=norm_scale, inv_freq=inv_freq if sections is not None or inv_freq is not None
-                      else spec.inv_freq, sections=None if sections is None else tuple(sections),
-                      layout=layout or "blocks", base=10000.0 if base is None else base, shift=position_shift)
-    if sections is not None:
-        model = replace(model, inv_freq=None)
-    problems, named = [], []
-    if phase_atol is None and spec.angle_precision not in ("float64", "float32") and not \
-            spec.angle_precision.startswith("float32 ("):
-        problems.append(f"angle precision: angles behave like {spec.angle_precision}; compute them in float32")
-    fits = lambda m: _axes_reproduce(m, spec, rtol)  # noqa: E731
-    found = None if fits(model) else explain(model, spec, AXES_DEFECTS, fits, 3)
-    if found:
-        problems, named = problems + found[0], found[1]
-    elif not fits(model):
-        F = model.matrix()
-        if F.shape == spec.inv_freq.shape:
-            miss = np.nan_to_num(np.abs(spec.inv_freq - F) - spec.freq_tolerance, nan=np.inf)
-            j, a = np.unravel_index(int(np.argmax(miss)), F.shape)
-            problems.append(f"frequencies: {int((miss > 0).sum())} entries differ, most pair {j} along "
-                            f"{spec.axis_names[a]}: expected {F[j, a]:.6g}, found {spec.inv_freq[j, a]:.6g}")
-        else:
-            problems.append(f"frequencies: expected {F.shape[0]} pairs, found {spec.inv_freq.shape[0]}")
-        problems.append("no known defect explains this")
-    if problems:
-        raise RopeMismatch("multi-axis RoPE mismatch", problems, spec, named)
+    model = Model(pairing=pairing, rotary_dim=rotary_dim or spec.rotary_dim, rotary_start=rotary_start,
+                  norm_scale=norm_scale, inv_freq=spec.inv_freq if sections is None and inv_freq is None else inv_freq,
+                  sections=None if sections is None else tuple(sections), layout=layout or "blocks",
+                  base=10000.0 if base is None else base, shift=position_shift)
+    problems = [] if phase_atol is not None or spec.angle_precision.startswith(("float64", "float32")) else [
+        f"angle precision: angles behave like {spec.angle_precision}; compute them in float32"]
+    found = ([], []) if _axes_reproduce(model, spec, rtol) else explain(
+        model, spec, AXES_DEFECTS, lambda m: _axes_reproduce(m, spec, rtol), 3) or (
+        [_differences(model.matrix(), spec), "no known defect explains this"], [])
+    if problems or found[0]:
+        raise RopeMismatch("multi-axis RoPE mismatch", problems + found[0], spec, found[1])
     return spec

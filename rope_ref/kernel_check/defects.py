@@ -1,9 +1,6 @@
-"""The catalogue of known defects, and the diagnosis that names them.
-
-The expectation is a :class:`Model`: what the oracle computes (pairs, frequencies from rope_ref.scaled_inv_freq,
-positions, angles from rope_ref.rotation_angles).  Each :class:`Defect` turns the model into the one a known bug
-gives; a defect is named only when its model reproduces the kernel's measured angle table within the kernel's own
-rounding.  Adding a known defect is adding one entry to :data:`DEFECTS` (docs/checking_kernels.md)."""
+"""The catalogue of known defects: each :class:`Defect` turns the oracle's :class:`Model` of the expectation into the
+one a known bug gives, and is named only when that model reproduces what the kernel does within its own rounding.
+Adding a known defect is adding one entry to :data:`DEFECTS` (docs/checking_kernels.md)."""
 
 from __future__ import annotations
 
@@ -12,9 +9,11 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..forms import rotation_angles, wrap_angle
+from ..forms import _pairs, frequencies, rotation_angles, wrap_angle
+from ..multiaxis import MROPE_LAYOUTS
 from ..scaling import scaled_inv_freq
 from .measure import NOISE_ULPS, allowance, rounded_to
+from .probe import PRECISIONS
 from .spec import show_number, show_params
 
 OTHER_PAIRING = {"interleaved": "half", "half": "interleaved"}
@@ -32,7 +31,7 @@ def _oracle_freqs(model, seq_len):
 
 @dataclass(frozen=True)
 class Model:
-    """A RoPE as the oracle computes it: angle of pair p at row r = angles(positions(offset + r), theta(seq_len))."""
+    """A RoPE as the oracle computes it: row r turns by angles(positions(offset + r), theta(seq_len))."""
     pairing: str | None
     rotary_dim: int | None
     rotary_start: int = 0
@@ -46,12 +45,49 @@ class Model:
     theta: Callable = _oracle_freqs                 # (model, seq_len) -> (pairs,)
     positions: Callable = lambda p: p               # positions as the kernel holds them
     angles: Callable = rotation_angles              # (positions, theta) -> (rows, pairs)
-    table_unit: float = 0.0                         # cos/sin rounded to this unit roundoff
+    table_type: str | None = None                   # cos/sin rounded to this 16-bit type
+    sections: tuple | None = None                   # multi-axis: M-RoPE's pairs per axis, laid out as ``layout``
+    layout: str = "blocks"
+    shift: tuple | None = None                      # multi-axis: the shift of each axis (None: none)
+    signs: tuple | None = None                      # multi-axis: -1 on an axis turning the other way
 
-    def table(self, rows):
-        """(rows, pairs) angles, unwrapped, of rows 0..rows-1 (offset 0 when the model leaves it open)."""
-        m = (self.offset or 0.0) + np.arange(rows, dtype=np.float64)
-        return self.angles(self.positions(m), self.theta(self, int(round(self.offset or 0)) + rows))
+    def matrix(self):
+        """F (pairs, axes) of a multi-axis model: inv_freq, or theta_j = base^(-2j/rotary_dim) on the axis
+        MROPE_LAYOUTS gives pair j (NaN when the sections do not split the pairs)."""
+        if self.inv_freq is not None:
+            return self.inv_freq * np.asarray(self.signs or 1.0)
+        theta = frequencies(self.rotary_dim, self.base)
+        try:
+            axis = MROPE_LAYOUTS[self.layout][0](self.sections)
+        except (ValueError, IndexError):
+            axis = np.zeros(0, int)
+        F = np.full((len(theta), len(self.sections)), np.nan)
+        if len(axis) == len(theta):
+            F[:] = 0.0
+            F[np.arange(len(theta)), axis] = theta
+        return F * np.asarray(self.signs or 1.0)
+
+    def angles_at(self, positions):
+        """Angles ``P + (pairs,)`` at ``positions`` ``P`` (rows, moved by the offset)."""
+        m = (self.offset or 0.0) + np.asarray(positions, np.float64)
+        return self.angles(self.positions(m), self.theta(self, int(round(np.max(m, initial=0))) + 1))
+
+    def rotate(self, x, positions):
+        """The model's output on ``x`` ``(..., d)`` at ``positions`` (broadcasting to x.shape[:-1]): its pairs turned
+        by its angles (eq 34), written in its output layout, times norm_scale."""
+        with np.errstate(invalid="ignore"):         # positions a 16-bit type cannot hold: NaN angles, a miss
+            ang = self.angles_at(positions)
+            cos, sin = np.cos(ang), np.sin(ang)
+        if self.table_type:
+            cos, sin = rounded_to(cos, self.table_type), rounded_to(sin, self.table_type)
+        s, n = self.rotary_start, self.rotary_dim // 2
+        a, b = (s + i for i in _pairs(2 * n, self.pairing if self.pairing in OTHER_PAIRING else "interleaved"))
+        oa, ob = (s + np.arange(n), s + n + np.arange(n)) if self.output_pairing == "half" else (a, b)
+        out, scale = np.array(x, np.float64), self.norm_scale or 1.0
+        out[..., s:s + 2 * n] = 0.0
+        out[..., oa] = scale * (x[..., a] * cos - x[..., b] * sin)
+        out[..., ob] = scale * (x[..., a] * sin + x[..., b] * cos)
+        return out
 
 
 class Defect(NamedTuple):
@@ -70,8 +106,7 @@ def measured(field, found_as=None, when=None, show=None):
         want, found = getattr(model, field), getattr(spec, found_as or field)
         if np.array_equal(found, want) or not (when(model, spec) if when else found is not None):
             return None
-        shown = [show(spec, v) if show else show_number(v) if isinstance(v, (int, float)) else str(v)
-                 for v in (want, found)]
+        shown = [show(spec, v) if show else show_number(v) for v in (want, found)]
         return replace(model, **{field: found}), f"expected {shown[0]}, found {shown[1]}"
     return apply
 
@@ -83,18 +118,17 @@ def _theta(change, words=""):
 
 
 def _positions(change, words=""):
-    """The defect that changes the positions the kernel holds: ``change(model, spec, positions)``."""
-    return lambda model, spec: (replace(model, positions=lambda p, f=model.positions: change(model, spec, f(p))),
-                                words)
+    """The defect that changes the positions the kernel holds: ``change(positions)``."""
+    return lambda model, spec: (replace(model, positions=lambda p, f=model.positions: change(f(p))), words)
 
 
 def _table_end(kind):
     def apply(model, spec):
         if not spec.table_end or spec.table_end[1] != kind:
             return None
-        length = spec.table_end[0] + 1                          # the table holds positions 0..length-1
-        held = (lambda p: np.minimum(p, length - 1)) if kind == "clamped" else (lambda p: p % length)
-        return _positions(lambda m, s, p: held(p), f"beyond position {show_number(length - 1)}")(model, spec)
+        last = spec.table_end[0]                                # the table holds positions 0..last
+        held = (lambda p: np.minimum(p, last)) if kind == "clamped" else (lambda p: p % (last + 1))
+        return _positions(held, f"beyond position {show_number(last)}")(model, spec)
     return apply
 
 
@@ -114,17 +148,13 @@ def _other_method(model, spec):
 
 
 def _recipe(model, spec):
-    return model.inv_freq is None and getattr(spec, "rotary_dim", None) is not None
-
-
-def _two_pairings(model, spec):
-    return model.pairing in OTHER_PAIRING and spec.pairing in OTHER_PAIRING
+    return model.inv_freq is None and spec.rotary_dim is not None
 
 
 #: The known defects, each one entry; the diagnosis tries them in this order.
 DEFECTS = (
     Defect("pairing swapped", "interleaved pairs (2i, 2i + 1) for half-split (i, i + d/2), or the reverse",
-           measured("pairing", when=_two_pairings)),
+           measured("pairing", when=lambda model, spec: {model.pairing, spec.pairing} <= set(OTHER_PAIRING))),
     Defect("different rotary_dim", "another number of features rotate", measured("rotary_dim", when=_recipe)),
     Defect("different rotary_start", "the rotated features start elsewhere", measured("rotary_start")),
     Defect("output layout", "the pairs are written to other features (interleave, then half)",
@@ -139,13 +169,13 @@ DEFECTS = (
     Defect("angles computed in float16", "positions, frequencies and their product in float16",
            _angles_16bit("float16")),
     Defect("cos/sin in float16", "cos and sin rounded to float16",
-           lambda model, spec: (replace(model, table_unit=2.0**-11), "")),
+           lambda model, spec: (replace(model, table_type="float16"), "")),
     Defect("cos/sin in bfloat16", "cos and sin rounded to bfloat16",
-           lambda model, spec: (replace(model, table_unit=2.0**-8), "")),
+           lambda model, spec: (replace(model, table_type="bfloat16"), "")),
     Defect("positions held in bfloat16", "position ids cast to bfloat16: above 256 rows share positions",
-           _positions(lambda m, s, p: rounded_to(p, "bfloat16"))),
+           _positions(lambda p: rounded_to(p, "bfloat16"))),
     Defect("positions held in float16", "position ids cast to float16: above 2048 rows share positions",
-           _positions(lambda m, s, p: rounded_to(p, "float16"))),
+           _positions(lambda p: rounded_to(p, "float16"))),
     Defect("table clamped", "a cos/sin table too short, read with a clamped index", _table_end("clamped")),
     Defect("table repeated", "a cos/sin table too short, read modulo its length", _table_end("repeated")),
     Defect("theta indexed from 1", "theta_i = base^(-2(i+1)/d): eq 15 counted from 1",
@@ -158,57 +188,49 @@ DEFECTS = (
            if model.rope_type != "default" and _recipe(model, spec) else None),
     Defect("another scaling method", "another method or parameters reproduce the kernel", _other_method),
     Defect("attention factor missing", "YaRN's / LongRoPE's factor on cos and sin not applied",
-           lambda model, spec: (replace(model, norm_scale=1.0), f"norm_scale {spec.norm_scale:.6g}, expected "
-                                f"{model.norm_scale:.6g}") if model.norm_scale not in (None, 1.0) else None),
+           lambda model, spec: (replace(model, norm_scale=1.0), f"expected norm_scale {model.norm_scale:.6g}")
+           if model.norm_scale not in (None, 1.0) else None),
 )
 
 
-def reproduces(model: Model, spec, phase_atol=None) -> bool:
-    """``model`` gives what was measured: its pairs, its norm, and its angle table within the kernel's rounding."""
+def same_structure(model, spec, scale_errors=2) -> bool:
+    """``model`` has the pairs, rotated features, output layout and norm (within ``scale_errors`` times the measured
+    spread) that were measured."""
     one_pair = spec.rotary_dim == 2 and model.pairing in OTHER_PAIRING and spec.pairing in OTHER_PAIRING
-    if (model.pairing not in (None, spec.pairing) and not one_pair) or model.rotary_dim != spec.rotary_dim:
-        return False
-    if model.rotary_start != spec.rotary_start or model.output_pairing != spec.output_pairing:
-        return False
-    if model.norm_scale is not None and abs(spec.norm_scale / model.norm_scale - 1) > max(2 * spec.scale_error, 4e-6):
-        return False
-    return not table_differences(model, spec, phase_atol)
+    return ((model.pairing in (None, spec.pairing) or one_pair) and model.rotary_dim == spec.rotary_dim
+            and model.rotary_start == spec.rotary_start
+            and getattr(model, "output_pairing", None) == getattr(spec, "output_pairing", None)
+            and (model.norm_scale is None
+                 or abs(spec.norm_scale / model.norm_scale - 1) <= max(scale_errors * spec.scale_error, 4e-6)))
+
+
+def reproduces(model: Model, spec, phase_atol=None) -> bool:
+    """``model`` gives what identify measured: its structure, and its angle table within the kernel's rounding."""
+    return same_structure(model, spec) and table_differences(model, spec, phase_atol) is None
 
 
 def table_differences(model, spec, phase_atol=None):
-    """(rows, pairs) where the model's angles miss the measured ones beyond the kernel's rounding, and by how much;
-    None when every angle agrees."""
+    """((rows, pairs), misses) where the model's angles miss the measured ones beyond the kernel's rounding; None
+    when every angle agrees."""
+    everything = (np.array([0]), np.array([0])), np.array([np.inf])
     try:
-        want = model.table(len(spec.table))
+        want = model.angles_at(np.arange(len(spec.table)))
     except (ValueError, TypeError, ZeroDivisionError):
-        return np.array([[0], [0]]), np.array([np.inf])
-    if want.shape != spec.table.shape:
-        return np.array([[0], [0]]), np.array([np.inf])
-    if model.table_unit and spec.out_err > NOISE_ULPS * model.table_unit:
-        return np.array([[0], [0]]), np.array([spec.out_err])        # rounded coarser than the model's type
-    own = spec.out_err if (spec.output_precision != "float32" or model.table_unit) else 0.0
+        return everything
+    if want.shape != spec.table.shape or (model.table_type and
+                                          spec.out_err > NOISE_ULPS * dict(PRECISIONS)[model.table_type]):
+        return everything                                   # rounded coarser than the model's type
+    own = spec.out_err if (spec.output_precision != "float32" or model.table_type) else 0.0
     tol = allowance(min(spec.unit, 2.0**-24) if spec.linear else 2.0**-24, want, own) + (phase_atol or 0.0)
-    miss = np.full(want.shape, np.inf)                            # inf: an angle the model cannot hold (NaN) misses
-    held = np.isfinite(want)
+    miss, held = np.full(want.shape, np.inf), np.isfinite(want)     # inf: an angle the model cannot hold misses
     miss[held] = np.abs(wrap_angle(spec.table[held] - want[held]))
-    bad = (miss > tol) | ~held
-    if not bad.any():
-        return None
-    return np.nonzero(bad), miss[bad]
-
-
-def diagnose(model: Model, spec, phase_atol=None):
-    """(problems, names of the defects that explain them): [] when the model reproduces the kernel; else the fewest
-    known defects (up to two) whose model does; else the differences, said to be explained by none."""
-    if reproduces(model, spec, phase_atol):
-        return [], []
-    found = explain(model, spec, DEFECTS, lambda m: reproduces(m, spec, phase_atol), 2)
-    return found or (_differences(model, spec, phase_atol), [])
+    bad = ~(miss <= tol)
+    return (np.nonzero(bad), miss[bad]) if bad.any() else None
 
 
 def explain(model, spec, catalogue, fits, most):
-    """(problem lines, defect names) of the fewest defects of ``catalogue`` (at most ``most``, in catalogue order)
-    that turn ``model`` into one that ``fits``; None when none do."""
+    """(problem lines, defect names, the model with them) of the fewest defects of ``catalogue`` (at most ``most``,
+    in catalogue order) that turn ``model`` into one that ``fits``; None when none do."""
     chains = [(model, [], -1)]
     for _ in range(most):
         longer = []
@@ -219,29 +241,25 @@ def explain(model, spec, catalogue, fits, most):
                     continue
                 step = (out[0], said + [(catalogue[k], out[1])], k)
                 if fits(out[0]):
-                    return [_said(d, detail) for d, detail in step[1]], [d.name for d, _ in step[1]]
+                    return ([f"{d.name}: {detail + '; ' if detail else ''}{d.description}" for d, detail in step[1]],
+                            [d.name for d, _ in step[1]], out[0])
                 longer.append(step)
         chains = longer
     return None
 
 
-def _said(defect, detail):
-    """A problem line: the defect's name, what it changes, and what it is."""
-    return f"{defect.name}: {detail + '; ' if detail else ''}{defect.description}"
-
-
-def _differences(model, spec, phase_atol):
-    """The differences, a line each, when no known defect explains them."""
-    problems = [_said(defect, out[1]) for defect in DEFECTS[:4] if (out := defect.apply(model, spec))]
-    if model.norm_scale is not None and abs(spec.norm_scale / model.norm_scale - 1) > max(2 * spec.scale_error, 4e-6):
-        problems.append(f"norm_scale: expected {model.norm_scale:.6g}, found {spec.norm_scale:.6g}")
-    if not problems or (spec.pairing == model.pairing and spec.rotary_dim == model.rotary_dim):
-        found = table_differences(model, spec, phase_atol)
-        if found is not None:
-            (rows, pairs), miss = found
-            k = int(np.argmax(miss))
-            problems.append(f"angles: {len(miss)} of {spec.table.size} differ, pairs {pairs.min()}..{pairs.max()} "
-                            f"from row {rows.min()} on, by up to {miss[k]:.3g} rad (pair {pairs[k]}, row {rows[k]})")
-    what = (f"measured offset {show_number(spec.offset)}, base {show_number(spec.base)}, {spec.rope_type}"
-            if spec.linear else "the angles are not linear in the position")
-    return problems + [f"no known defect explains this ({what})"]
+def diagnose(model: Model, spec, phase_atol=None):
+    """(problems, names of the defects that explain them): [] when the model reproduces the kernel; else the fewest
+    known defects (up to two) whose model does; else the differences, said to be explained by none."""
+    if reproduces(model, spec, phase_atol):
+        return [], []
+    found = explain(model, spec, DEFECTS, lambda m: reproduces(m, spec, phase_atol), 2)
+    if found:
+        return found[:2]
+    problems = [f"{d.name}: {out[1]}" for d in DEFECTS[:4] if (out := d.apply(model, spec))]
+    if not problems and (differences := table_differences(model, spec, phase_atol)) is not None:
+        (rows, pairs), miss = differences
+        problems.append(f"angles: {len(miss)} of {spec.table.size} differ, by up to {miss.max():.3g} rad (pair "
+                        f"{pairs[np.argmax(miss)]}, row {rows[np.argmax(miss)]})")
+    norm = [] if same_structure(model, spec) else [f"norm {spec.norm_scale:.6g}, expected {model.norm_scale or 1:.6g}"]
+    return problems + norm + ["no known defect explains this"], []

@@ -1,7 +1,6 @@
-"""What a 1-D kernel ``fn(x)`` does, measured: its pairs, then its angle table (each pair's angle at each row, read
-from probe inputs whose output is each pair's cos and sin), and what that table is: linear in the row with one
-offset, the float type its rounding behaves like, a geometric family (a base), a scaling method that reproduces it.
-Nothing is fitted that the table does not determine (docs/checking_kernels.md)."""
+"""What a 1-D kernel ``fn(x)`` does, measured: its pairs, its angle table (pair x row), and what that table is: linear
+with one offset, rounded like some float type, a geometric family (a base), a scaling method's; nothing the table does
+not determine (docs/checking_kernels.md)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import numpy as np
 from ..forms import frequencies, wrap_angle
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 from .probe import PRECISIONS, Caller, check_probe_arguments, read_rotations
-from .spec import RopeSpec, show_number, show_params
+from .spec import RopeSpec
 
 NOISE_ULPS = 8              # rounding to unit roundoff u errs by at most NOISE_ULPS * u * (1 + |angle|)
 FREQ_ULPS = 64              # a measured frequency carries a few roundings: FREQ_ULPS * u relative
@@ -23,18 +22,24 @@ MAX_OFFSET = 2**24          # |offset| searched: float32 holds every integer up 
 MAX_ROWS = 4096             # default max_rows: the longest call
 #: Training lengths scaling methods' candidates try (rope_ref.scaling reads them from the fit).
 TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
-ROUNDING_TYPES = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
 
 
 def rounded_to(values, type_name):
-    """float64 ``values`` rounded to a 16-bit type (the type's values, as float64)."""
+    """float64 ``values`` rounded to "bfloat16" or "float16" (the type's values, as float64)."""
+    kind = ml_dtypes.bfloat16 if type_name == "bfloat16" else np.float16
     with np.errstate(over="ignore"):
-        return np.asarray(values, np.float64).astype(ROUNDING_TYPES[type_name]).astype(np.float64)
+        return np.asarray(values, np.float64).astype(kind).astype(np.float64)
 
 
 def allowance(unit, angle, out_err=0.0):
     """Largest angle error that rounding to unit roundoff ``unit`` explains at |angle| radians, plus ``out_err``."""
     return NOISE_ULPS * unit * (1 + np.abs(angle)) + out_err
+
+
+def precision_of(resid, angle, out_err=0.0, extra=0.0):
+    """(name, unit roundoff) of the finest float type whose rounding explains the residuals; None when none does."""
+    return next(((name, unit) for name, unit in PRECISIONS
+                 if np.all(np.abs(resid) <= allowance(unit, angle, out_err) + extra)), None)
 
 
 class FrequencyFit(NamedTuple):
@@ -55,31 +60,28 @@ def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_h
     if not isinstance(max_rows, int) or max_rows < seq:
         raise ValueError(f"max_rows must be an integer >= seq={seq} (the most rows fn accepts), got {max_rows!r}")
     rng = np.random.default_rng(seed)
-    structure = read_rotations(call, *rng.standard_normal((2, seq, d)))
-    if isinstance(structure, str):
-        return RopeSpec(is_rope=False, reason=structure)
-    shared = ("pairing", "pairs", "rotary_dim", "rotary_start", "output_pairing", "output_pairs", "norm_scale",
-              "scale_error", "notes")
-    spec = RopeSpec(is_rope=True, **{name: getattr(structure, name) for name in shared})
-    short = np.arctan2(structure.sin, structure.cos)
+    found = read_rotations(call, *rng.standard_normal((2, seq, d)))
+    if isinstance(found, str):
+        return RopeSpec(is_rope=False, reason=found)
+    out, cos, sin = found.pop("out"), found.pop("cos"), found.pop("sin")
+    spec = RopeSpec(is_rope=True, **found)
+    short = np.arctan2(sin, cos)
     x = np.zeros((max_rows, d))
-    x[:, [i for i, _ in structure.pairs]] = 1.0
+    x[:, [i for i, _ in spec.pairs]] = 1.0
     y = call(x, f"1 on the first feature of every pair, {max_rows} rows")
-    table = np.arctan2(y[:, structure.out[1]], y[:, structure.out[0]])
+    table = np.arctan2(y[:, out[1]], y[:, out[0]])
     n = len(spec.pairs)
     if n < d // 2 and spec.pairs == [(p, p + d // 2) for p in range(n)]:    # proportional: the other pairs at 0
         spec.pairs, spec.pairing, spec.rotary_dim = [(p, p + d // 2) for p in range(d // 2)], "half", d
         short, table = (np.hstack([t, np.zeros((len(t), d // 2 - n))]) for t in (short, table))
     # cos/sin or the output rounded to a 16-bit type errs in angle and norm alike
-    spec.out_err = 2 * structure.scale_error if structure.scale_error > 2.0**-16 else 0.0
-    spec.out_err = max(spec.out_err, 2 * call.unit if call.unit > 2.0**-24 else 0.0)
+    spec.out_err = max(2 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0,
+                       2 * call.unit if call.unit > 2.0**-24 else 0.0)
     spec.unit, spec.output_precision = call.unit, call.precision
     moved = np.abs(wrap_angle(table[:seq] - short)).max()
     if moved > allowance(2.0**-24, np.abs(table[:seq]).max() + np.pi, 2 * spec.out_err):
         spec.length_dependent = True
-        spec.notes.append(f"the angles at rows 0..{seq - 1} change by up to {moved:.2g} rad when fn is given "
-                          f"{max_rows} rows: its frequencies depend on the sequence length (dynamic scaling?); "
-                          f"measured on the first {seq} rows")
+        spec.notes.append(f"the angles of rows 0..{seq - 1} change with the number of rows: measured on those")
         table = short
     spec.table = table
     measure_table(spec, table, base_hint)
@@ -89,74 +91,53 @@ def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_h
 def measure_table(spec: RopeSpec, table, base_hint=None):
     """Fill ``spec`` from the angle table ``(rows, pairs)`` (wrapped): where it ends, whether rows share positions,
     the offset and frequencies when linear, its precision, the geometric base and the scaling method."""
-    still = np.all(np.diff(table, axis=0) == 0, axis=1)
-    rows = len(table)
+    rows, steps = len(table), np.diff(table, axis=0)
+    still = np.all(steps == 0, axis=1)
     run = rows - 1 - int(np.flatnonzero(~still)[-1]) - 1 if (~still).any() else rows - 1
     if 0 < run and not still[:rows - 1 - run].any():
         spec.table_end = (rows - run, "clamped")
     else:
-        steps = np.diff(table, axis=0)
         jumps = np.abs(wrap_angle(steps - np.median(steps, axis=0))).max(axis=1)
         restart = np.flatnonzero((np.abs(table[1:]).max(axis=1) <= 1e-9) & (jumps > 1e-3))
         spec.table_end = (int(restart[0]) + 1, "repeated") if restart.size else None
-    if spec.table_end:                  # measured up to its end; the end as a position once the offset is known
+    if spec.table_end:                  # measured up to its end (a row; a position once the offset is known)
         table = table[:spec.table_end[0]]
-        spec.table_end = (spec.table_end[0] - 1.0, spec.table_end[1])
-    spec.rows = len(table)
+    spec.rows = n = len(table)
     if np.all(np.diff(table, axis=0) == 0, axis=1).any():
-        spec.linear = False
-        spec.rounded_positions = "a 16-bit type"        # which one: assert_rope_matches' catalogue tells
-        spec.notes.append("rows share positions (consecutive rows rotate exactly alike), as positions held in a "
-                          "16-bit type do: base and offset are not measured from such rows")
+        spec.linear, spec.rounded_positions = False, "a 16-bit type"      # which one: the catalogue tells
         return
     steps = np.diff(table, axis=0)                # whole turns counted as integers: np.unwrap's sum of 2 pi
-    turns = np.cumsum(np.round((wrap_angle(steps) - steps) / (2 * np.pi)), axis=0)     # corrections drifts
+    turns = np.cumsum(np.round((wrap_angle(steps) - steps) / (2 * np.pi)), axis=0)
     phase = table + 2 * np.pi * np.vstack([np.zeros((1, table.shape[1])), turns])
-    n = len(phase)
     x = np.arange(n) - (n - 1) / 2
     centre = phase.mean(axis=0)
     theta = x @ (phase - centre) / (x @ x)
     resid = phase - centre - np.outer(x, theta)
     noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(n - 2, 1)), 2.0**-52 * (np.pi + n * np.abs(theta)))
-    offset, sigma, also = _locate(theta, centre, noise, n, spec.out_err)
-    spec.phase_error = float(np.abs(resid).max())
-    if offset is None or _precision(resid, np.abs(np.outer(offset + np.arange(n), theta)) + np.pi,
-                                    spec.out_err) is None:
+    offset, sigma = _locate(theta, centre, noise, n, spec.out_err)
+    if offset is None or precision_of(resid, np.abs(np.outer(offset + np.arange(n), theta)) + np.pi,
+                                      spec.out_err) is None:
         spec.linear = False
-        spec.notes.append("the angles are not linear in the position: not a linear/geometric family "
-                          f"(they stray from each pair's line by up to {spec.phase_error:.2g} rad)")
         return
     spec.linear = True
     if sigma <= 0.5 / SIGMAS and abs(offset - round(offset)) <= max(SIGMAS * sigma, 1e-9):
         offset = float(round(offset))
-    elif sigma > 0.5 / SIGMAS:
-        spec.notes.append(f"the offset is not resolved to an integer from {n} rows (standard deviation {sigma:.2g} "
-                          "positions); pass a larger max_rows if fn accepts more rows")
-    if also:
-        spec.notes.append(f"the offset is ambiguous: {len(also) + 1} offsets fit the angles (reported the "
-                          f"smallest; also {', '.join(f'{o:.0f}' for o in also[:3])})")
-    spec.offset, spec.offset_resolution, spec.offset_alternatives = offset, float(sigma), np.asarray(also, float)
+    spec.offset = offset
     if spec.table_end:
-        spec.table_end = (offset + spec.table_end[0], spec.table_end[1])
-        spec.notes.append(f"the cos/sin table stops at position {show_number(spec.table_end[0])}: rows beyond it are "
-                          f"{spec.table_end[1]}; measured up to it")
+        spec.table_end = (offset + spec.table_end[0] - 1, spec.table_end[1])
+        spec.notes.append(f"the cos/sin table stops at position {spec.table_end[0]:g}: rows beyond it are "
+                          f"{spec.table_end[1]}")
     m = offset + np.arange(n, dtype=float)
-    turns = np.round(((offset + (n - 1) / 2) * theta - centre) / (2 * np.pi))
-    absolute = phase + 2 * np.pi * turns
+    absolute = phase + 2 * np.pi * np.round(((offset + (n - 1) / 2) * theta - centre) / (2 * np.pi))
     theta = (m @ absolute) / (m @ m) if m @ m else theta
     resid = absolute - np.outer(m, theta)
-    spec.phase_error = float(np.abs(resid).max())
-    spec.angle_precision, unit = _precision(resid, np.abs(np.outer(m, theta)), spec.out_err) or ("float32", 2.0**-24)
+    spec.angle_precision, unit = precision_of(resid, np.abs(np.outer(m, theta)), spec.out_err) or ("float32", 2**-24)
     if spec.out_err and unit <= 2.0**-24:
         spec.angle_precision, spec.output_rounded = "float32 (cos/sin 16-bit)", True
-        spec.notes.append(f"the angle errors (up to {spec.phase_error:.2g} rad) come with norm errors (up to "
-                          f"{spec.scale_error:.2g}): cos/sin or the output rounded to a 16-bit type")
     spread = np.sqrt((resid**2).sum(axis=0) / max(n - 1, 1) / max(m @ m, 1e-300))
     bias = spec.out_err / max(math.sqrt(float(np.mean(m * m))), 1e-300)
     tau = np.maximum(SIGMAS * spread + bias, FREQ_ULPS * unit * np.abs(theta)) / np.maximum(np.abs(theta), 1e-300)
     spec.inv_freq, spec.freq_tolerance, spec.unit = theta, tau, max(unit, spec.unit if spec.out_err else 0.0)
-    if np.all(theta < 0):
-        spec.notes.append("every pair turns clockwise (negative frequencies): the direction is reversed")
     describe_frequencies(spec, np.abs(theta), tau, unit, base_hint)
 
 
@@ -175,9 +156,7 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
         return
     spec.base = shortest_base(theta, r, tau)
     spec.geometric = spec.base is not None
-    if unit > 2.0**-24 or tau.max() > 0.5:
-        spec.notes.append(f"angles behave like {spec.angle_precision}, frequencies known to {tau.max():.2g} "
-                          "relative: too noisy to name a scaling method")
+    if unit > 2.0**-24 or tau.max() > 0.5:      # too noisy to name a scaling method
         return
     lead = leading_base(theta, r, tau)
     ratio = theta / frequencies(r, lead)
@@ -192,57 +171,50 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
     ranked = sorted(((rank, rope_type, params) for rope_type, method in SCALING_METHODS.items()
                      if getattr(method, "candidates", None) for rank, params in method.candidates(fit)),
                     key=lambda c: c[0])
-    found = {}                          # rope_type -> (params, frequencies) of its first candidate that reproduces
+    found = {}                          # rope_type -> params of its first candidate that reproduces
+    digits = max(1, int(-math.log10(float(tau.max()))))
     for _, rope_type, params in ranked:
-        freqs = method_frequencies(rope_type, params, r)
-        if rope_type in found or freqs is None or not np.all(np.abs(freqs / theta - 1) <= tau):
+        if rope_type in found or not _reproduces(rope_type, params, r, theta, tau):
             continue
-        digits = max(1, int(-math.log10(float(tau.max()))))
         rounded = {k: float(f"{v:.{digits}g}") if isinstance(v, float) else v for k, v in params.items()}
-        again = method_frequencies(rope_type, rounded, r)
-        if again is not None and np.all(np.abs(again / theta - 1) <= tau):
-            params, freqs = rounded, again
+        params = rounded if _reproduces(rope_type, rounded, r, theta, tau) else params
         if params.get("factor") != 1.0:           # a factor of 1 is no scaling: the default method's
-            found[rope_type] = params, freqs
+            found[rope_type] = params
     if base_hint is not None and not found and np.all(frequencies(r, base_hint) / theta >= 1 - tau):
         factors = (frequencies(r, base_hint) / theta).tolist()       # LongRoPE: per-pair factors of base_hint
-        found["longrope"] = dict(base=base_hint, short_factor=factors, long_factor=factors), theta
-        spec.notes.append("LongRoPE's base and per-pair factors cannot be told apart from rotations alone: the "
-                          "factors are relative to base_hint")
+        found["longrope"] = dict(base=base_hint, short_factor=factors, long_factor=factors)
     if not found:
         spec.rope_type = "custom"
         spec.notes.append("no scaling method reproduces the frequencies" + (
             "" if spec.geometric else ": not a geometric family (theta_p = theta_0 base^(-2p/d))"))
         return
-    (rope_type, (params, freqs)), *others = found.items()
+    (rope_type, params), *_ = found.items()
     if rope_type == "llama3" and params["low_freq_factor"] == params["high_freq_factor"]:   # a step: YaRN's too
         beta = params["low_freq_factor"]
         twin = dict(base=params["base"], factor=params["factor"], beta_fast=beta, beta_slow=beta,
                     original_max_position_embeddings=params["original_max_position_embeddings"])
-        for tried in (twin, dict(twin, truncate=False)):
-            if (again := method_frequencies("yarn", tried, r)) is not None and "yarn" not in found:
-                found["yarn"] = tried, again
-        others = list(found.items())[1:]
-    spec.rope_type, spec.rope_params, spec.also = rope_type, params, [(t, p) for t, (p, _) in others]
-    spec.notes += [f"the frequencies are also exactly {t} {show_params(p)} (to {tau.max():.2g} relative): the "
-                   f"simplest named" for t, (p, _) in others]
+        twin = next((p for p in (twin, dict(twin, truncate=False)) if _reproduces("yarn", p, r, theta, tau)), None)
+        if twin and "yarn" not in found:
+            found["yarn"] = twin
+    spec.rope_type, spec.rope_params, spec.also = rope_type, params, list(found.items())[1:]
     spec.base = spec.base if spec.geometric else float(params["base"])
-    try:
-        factor = scaled_inv_freq(r, params["base"], rope_type=rope_type, **{k: v for k, v in params.items()
-                                                                            if k != "base"})[1]
-    except (TypeError, ValueError):     # LongRoPE without its training length: the factor is not known
-        factor = 1.0
-    if "attention_factor" in SCALING_METHODS[rope_type].optional and abs(spec.norm_scale / factor - 1) > 1e-5:
+    factor = method_frequencies(rope_type, params, r, factor_too=True)
+    if "attention_factor" in SCALING_METHODS[rope_type].optional and abs(spec.norm_scale / (factor or 1) - 1) > 1e-5:
         spec.rope_params = dict(params, attention_factor=spec.norm_scale)
 
 
-def method_frequencies(rope_type, params, r, **at):
-    """The frequencies of a configuration; None when scaled_inv_freq refuses it."""
+def method_frequencies(rope_type, params, r, factor_too=False):
+    """The frequencies of a configuration (its attention factor with ``factor_too``); None when refused."""
     try:
-        return scaled_inv_freq(r, params["base"], rope_type=rope_type,
-                               **{k: v for k, v in params.items() if k != "base"}, **at)[0]
+        out = scaled_inv_freq(r, params["base"], rope_type=rope_type, **{k: params[k] for k in params if k != "base"})
     except (ValueError, TypeError):
         return None
+    return out[1] if factor_too else out[0]
+
+
+def _reproduces(rope_type, params, r, theta, tau):
+    freqs = method_frequencies(rope_type, params, r)
+    return freqs is not None and bool(np.all(np.abs(freqs / theta - 1) <= tau))
 
 
 def leading_base(theta, r, tau):
@@ -268,15 +240,9 @@ def shortest_base(theta, r, tau):
     return None
 
 
-def _precision(resid, angle, out_err):
-    """(name, unit roundoff) of the finest float type whose rounding explains the residuals; None when none does."""
-    return next(((name, unit) for name, unit in PRECISIONS if np.all(np.abs(resid) <= allowance(unit, angle, out_err))),
-                None)
-
-
 def _locate(theta, centre, noise, n, out_err):
-    """The offset for the finest rounding (unit roundoff) that lets every pair agree on one, the noise floors sized
-    for the offset found (rounding grows with the absolute angle): (offset or None, deviation, others that fit)."""
+    """(offset or None, its deviation): the offset for the finest rounding that lets every pair agree on one, the
+    noise floors sized for the offset found (rounding grows with the absolute angle)."""
     x2 = n * (n * n - 1) / 12                     # sum of (row - centre row)^2
     for _, unit in PRECISIONS:
         sized = 0.0
@@ -284,21 +250,21 @@ def _locate(theta, centre, noise, n, out_err):
             biggest = 1 + np.abs(centre) + (sized + n) * np.abs(theta)
             s_theta = np.maximum(noise / np.sqrt(x2), 2 * unit * biggest / n) + 1e-300
             s_centre = np.maximum(noise / np.sqrt(n), unit * biggest) + out_err / 2
-            offset, sigma, also = _solve_offset(theta, centre, (n - 1) / 2, s_theta, s_centre)
+            offset, sigma = _solve_offset(theta, centre, (n - 1) / 2, s_theta, s_centre)
             if (offset is not None and abs(offset) <= sized + n) or sized >= MAX_OFFSET:
                 break
             sized = abs(offset) if offset is not None else max(4 * sized, n)
         if offset is not None:
-            return offset, sigma, also
-    return None, math.inf, []
+            return offset, sigma
+    return None, math.inf
 
 
 def _solve_offset(theta, centre, rc, s_theta, s_centre):
-    """(offset, its standard deviation, other offsets that fit) with (offset + rc) theta_p = centre_p (mod 2 pi) for
-    every pair, from the slowest pair on; (None, inf, []) when no offset within MAX_OFFSET fits every pair."""
+    """(offset, its standard deviation) with (offset + rc) theta_p = centre_p (mod 2 pi) for every pair, the smallest
+    that fits, from the slowest pair on; (None, inf) when no offset within MAX_OFFSET fits every pair."""
     order = [p for p in np.argsort(np.abs(theta)) if abs(theta[p]) > 1e-12]
     if not order:
-        return 0.0, math.inf, []
+        return 0.0, math.inf
     p0 = order[0]
     kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, 100_000)
     q = (centre[p0] + 2 * np.pi * np.arange(-kmax, kmax + 1)) / theta[p0]
@@ -317,7 +283,6 @@ def _solve_offset(theta, centre, rc, s_theta, s_centre):
         q, var_q = q + w * (q_p - q), np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
     ok = np.flatnonzero(worst <= SIGMAS)
     if not ok.size:
-        return None, math.inf, []
-    offsets = q - rc
-    ok = ok[np.argsort(np.abs(offsets[ok]))]
-    return float(offsets[ok[0]]), float(np.sqrt(var_q[ok[0]])), offsets[ok[1:]].tolist()
+        return None, math.inf
+    best = ok[np.argmin(np.abs(q[ok] - rc))]
+    return float(q[best] - rc), float(np.sqrt(var_q[best]))
