@@ -190,17 +190,6 @@ def title_and_objectives(nb, default: str) -> tuple[str, str]:
     return title, objectives
 
 
-def executed_notebook(path: Path, timeout: int = 300):
-    """The notebook at ``path`` run top to bottom in its own folder (file unchanged); a failing cell: RuntimeError."""
-    nb = nbformat.read(path, as_version=4)
-    try:
-        NotebookClient(nb, timeout=timeout, startup_timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute(stderr=subprocess.DEVNULL)
-    except CellExecutionError as exc:
-        raise RuntimeError(f"notebook {path.name} failed: {exc.ename}: {exc.evalue}") from exc
-    return nb
-
-
 def _page(title: str, nb, nav: str = "") -> bytes:
     """A whole page of ``nb``'s cells (site.html.j2): the body cleaned (:func:`_clean`), the page's own style."""
     resources = {"title": title, "nav": nav, "code_style": HtmlFormatter().get_style_defs(".highlight")}
@@ -269,10 +258,15 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300, execu
     for i, path in enumerate(notebooks):
         print(f"{'executing' if executed is None else 'rendering'} {path.name} ({i + 1}/{len(notebooks)})",
               file=sys.stderr, flush=True)
-        nb = executed_notebook(path, timeout) if executed is None else executed[i]
+        nb = nbformat.read(path, as_version=4) if executed is None else executed[i]
         try:
+            if executed is None:            # run top to bottom in its own folder (the file unchanged)
+                NotebookClient(nb, timeout=timeout, startup_timeout=timeout, kernel_name="python3",
+                               resources={"metadata": {"path": str(path.parent)}}).execute(stderr=subprocess.DEVNULL)
             pages.append((path.stem, *title_and_objectives(nb, path.stem)))
             rendered.append(_page(pages[-1][1].replace("$", ""), with_sliders(nb, path.stem), _nav(stems, i)))
+        except CellExecutionError as exc:
+            raise RuntimeError(f"notebook {path.name} failed: {exc.ename}: {exc.evalue}") from exc
         except ValueError as exc:
             raise RuntimeError(f"notebook {path.name}: {exc}") from exc
     for stem, page in zip(stems, rendered):

@@ -38,13 +38,9 @@ VIEWS = [call for p in NOTEBOOKS for c in nbformat.read(p, 4).cells if (call := 
 
 
 def solution_code(cell) -> str:
-    """A solution's code: the fenced ```python block of a markdown cell tagged ``solution`` (the notebooks' form),
-    or the source of a code cell tagged ``solution`` (the earlier form, run in place); else ''."""
-    if "solution" not in cell.metadata.get("tags", []):
-        return ""
-    if cell.cell_type == "code":
-        return cell.source
-    return "\n".join(re.findall(r"```python\n(.*?)```", cell.source, re.S))
+    """A solution's code: the fenced ```python block of a markdown cell tagged ``solution``; else ''."""
+    solution = "solution" in cell.metadata.get("tags", []) and cell.cell_type == "markdown"
+    return "\n".join(re.findall(r"```python\n(.*?)```", cell.source, re.S)) if solution else ""
 
 
 def needles(nb) -> list[str]:
@@ -68,7 +64,7 @@ def runs() -> dict:
         nb = nbformat.read(path, 4)
         cells = []
         for cell in nb.cells:
-            code = solution_code(cell) if cell.cell_type == "markdown" else ""
+            code = solution_code(cell)
             cells += [cell, nbformat.v4.new_code_cell(code, metadata={"tags": [CHECK]})] if code else [cell]
         nb.cells = cells
         try:
@@ -91,8 +87,7 @@ def test_notebook_runs_and_every_solution_is_correct(runs, name):
     assert error is None, f"{name}: {error}"
     stored = nbformat.read(ROOT / "notebooks" / name, 4)
     exercises = [c for c in stored.cells if "exercise" in c.metadata.get("tags", []) and c.cell_type == "code"]
-    solved = [c for c in nb.cells if CHECK in c.metadata.get("tags", [])
-              or (c.cell_type == "code" and "solution" in c.metadata.get("tags", []))]
+    solved = [c for c in nb.cells if CHECK in c.metadata.get("tags", [])]
     assert len(solved) >= len(exercises), f"{name}: {len(exercises)} exercises, {len(solved)} solutions with code"
     for cell in solved:
         printed = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream").split("\n")
