@@ -50,6 +50,13 @@ def test_rotations_shift_keeps_the_score_and_the_pair_slider_follows_d():
 
 
 @pytest.mark.slow
+def test_rotations_view_draws_the_number_of_its_readout():
+    w = rotations_widget(m=3, n=7, i=0, base=10000.0, d=16)
+    shown = w.view.score_text.get_text().replace("\N{MINUS SIGN}", "-").split("= ")[-1]
+    assert f"q_m . k_n = {shown}" in w.readout.value and shown == "1.6182"
+
+
+@pytest.mark.slow
 def test_rotations_view_draws_the_rotated_pair_and_its_angle():
     v = RotationsView(m=0, n=0, i=0, d=4)
     x0, y0 = v.qm.get_data()
