@@ -1,11 +1,6 @@
-"""Every notebook run once per session, and every test that needs it (keep them in this module: pytest-xdist's
-``--dist loadfile`` then runs them on one worker, with one run of each notebook).
-
-Each notebook is executed top to bottom (nbclient) with each solution's code run right after the solution (a code
-cell tagged :data:`CHECK`, added to the copy executed); the course site is built from those runs (the added cells
-taken out), then read as HTML, in headless Chromium with nothing but files reachable (the sliders with JavaScript
-off), and the executed notebooks opened in one JupyterLab.
-"""
+"""Every notebook run once (each solution's code run right after it, in an added cell tagged :data:`CHECK`), and
+every test that needs the runs, kept in this module so that ``--dist loadfile`` runs them on one worker: the site
+built from the runs, read as HTML and in headless Chromium offline, and the runs opened in one JupyterLab."""
 
 from __future__ import annotations
 
@@ -334,15 +329,10 @@ def test_every_slider_view_moves_in_jupyterlab_after_run_all(lab, browser):
 
 # ---- every number a slider view shows equals what the neighbouring cells print for the same state -----------
 
-def outputs(cell, mime="text/plain"):
-    """The text a cell printed or displayed (``mime``)."""
-    out = []
-    for o in cell.get("outputs", []):
-        if o.output_type == "stream":
-            out.append(o.text)
-        elif mime in o.get("data", {}):
-            out.append(o.data[mime])
-    return "".join(out)
+def outputs(cell):
+    """The text a cell printed or displayed."""
+    return "".join(o.text if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
+                   for o in cell.get("outputs", []))
 
 
 def widget_readout(nb, call):
