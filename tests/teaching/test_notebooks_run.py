@@ -335,46 +335,44 @@ def outputs(cell):
                    for o in cell.get("outputs", []))
 
 
-def widget_readout(nb, call):
+def widget_readout(runs, name, call):
+    """The executed notebook ``name``, the readout of its one cell calling ``call`` and that cell's index."""
+    nb = as_run_all_leaves_it(runs[name][0])
     cells = [c for c in nb.cells if c.cell_type == "code" and call in c.source]
     assert len(cells) == 1, call
-    return outputs(cells[0]), nb.cells.index(cells[0])
+    return nb, outputs(cells[0]), nb.cells.index(cells[0])
+
+
+def printed(cells) -> str:
+    return "".join(outputs(c) for c in cells if c.cell_type == "code")
 
 
 def test_rotations_view_score_equals_the_cell_below(runs):
-    nb02 = as_run_all_leaves_it(runs["02_rotations.ipynb"][0])
-    readout, at = widget_readout(nb02, "rotations_widget(")
+    nb, readout, at = widget_readout(runs, "02_rotations.ipynb", "rotations_widget(")
     view = re.search(r"m = (\d+), n = (\d+),.*q_m \. k_n = ([-+]?\d+\.\d+)", readout)
-    assert view, readout
-    printed = "".join(outputs(c) for c in nb02.cells[at + 1:at + 4] if c.cell_type == "code")
-    same = re.search(rf"m =\s*{view[1]}, n =\s*{view[2]},.*q_m\.k_n = ([-+]?\d+\.\d+)", printed)
-    assert same, printed
-    assert float(same[1]) == float(view[3]), f"the view shows {view[3]}, the cell prints {same[1]}"
-    shifted = re.findall(r"m =\s*(\d+), n =\s*(\d+), m - n =\s*(-?\d+): q_m\.k_n = ([-+]?\d+\.\d+)", printed)
+    below = printed(nb.cells[at + 1:at + 4])
+    same = re.search(rf"m =\s*{view[1]}, n =\s*{view[2]},.*q_m\.k_n = ([-+]?\d+\.\d+)", below)
+    assert same and float(same[1]) == float(view[3]), (readout, below)
+    shifted = re.findall(r"m =\s*(\d+), n =\s*(\d+), m - n =\s*(-?\d+): q_m\.k_n = ([-+]?\d+\.\d+)", below)
     assert any(int(m) != int(view[1]) and float(s) == float(view[3]) for m, n, _, s in shifted), \
         "shifting both positions keeps the number the view shows"
 
 
 def test_decay_view_numbers_equal_the_cells(runs):
-    nb = as_run_all_leaves_it(runs["03_long_term_decay.ipynb"][0])
-    readout, at = widget_readout(nb, "decay_widget(")
+    nb, readout, at = widget_readout(runs, "03_long_term_decay.ipynb", "decay_widget(")
     view = re.search(r"d = 128, base = 10000: bound at 0 = ([\d.]+), at 256 = ([\d.]+), mean over \[128, 256\] = "
                      r"([\d.]+)", readout)
-    assert view, readout
-    printed = "".join(outputs(c) for c in nb.cells[:at] if c.cell_type == "code")
-    at0 = re.search(r"bound at 0: ([\d.]+)", printed)
-    far = re.search(r"at 256: ([\d.]+);  mean over 128..256: ([\d.]+)", printed)
-    assert at0 and far, printed
-    assert float(at0[1]) == float(view[1])
-    assert (far[1], far[2]) == (view[2], view[3])
+    above = printed(nb.cells[:at])
+    at0 = re.search(r"bound at 0: ([\d.]+)", above)
+    far = re.search(r"at 256: ([\d.]+);  mean over 128..256: ([\d.]+)", above)
+    assert view and at0 and far, (readout, above)
+    assert float(at0[1]) == float(view[1]) and (far[1], far[2]) == (view[2], view[3])
 
 
 def test_scaling_view_ratios_equal_the_cell_above(runs):
-    nb = as_run_all_leaves_it(runs["05_context_extension.ipynb"][0])
-    readout, at = widget_readout(nb, "scaling_widget(")
+    nb, readout, at = widget_readout(runs, "05_context_extension.ipynb", "scaling_widget(")
     view = dict(re.findall(r"(\w+) ([\d.]+)(?:,|;)", readout.split("slowest pair scaled by")[1]))
-    printed = "".join(outputs(c) for c in nb.cells[:at] if c.cell_type == "code")
-    rows = dict(re.findall(r"^(\w+)\s+fastest pair x[\d.]+, slowest pair x([\d.]+)", printed, re.M))
+    rows = dict(re.findall(r"^(\w+)\s+fastest pair x[\d.]+, slowest pair x([\d.]+)", printed(nb.cells[:at]), re.M))
     assert set(rows) == {"linear", "ntk", "dynamic", "yarn", "llama3"} and set(rows) <= set(view), (rows, view)
     for name, value in rows.items():
         assert float(view[name]) == pytest.approx(float(value), rel=5e-3), name     # printed to 3 significant digits
