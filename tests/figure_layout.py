@@ -3,7 +3,6 @@ covers a plotted line, overlaps another, or runs off the figure."""
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 from matplotlib.path import Path
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox

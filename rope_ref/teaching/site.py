@@ -223,7 +223,8 @@ def index_html(pages, handout: bool = False) -> bytes:
     body = ("<h1>RoPE from the paper to your kernel: the course</h1>"
             "<p>RoFormer (arXiv:2104.09864), section 3, with the NumPy reference implementation "
             "<code>rope_ref</code>: the notebooks in order, executed. "
-            + ('Notation and scaling formulas: <a href="handout.html" title="the handout">the handout</a>. ' if handout else "") +
+            + ('Notation and scaling formulas: <a href="handout.html" title="handout">the handout</a>. '
+               if handout else "") +
             "The lecture plan is <code>docs/lecture_plan.md</code> in the repository. Click <em>Solution</em> to "
             "open one. A slider view shows a few values of each control; run the notebooks in JupyterLab to move "
             "the sliders freely.</p>"
