@@ -6,24 +6,22 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from .._validate import check_finite_array, check_positive_int, check_scalar
+from .._validate import check_finite_array, check_scalar
 from ..forms import wrap_angle
 from .style import new_axes
 
 
-def phase_errors(spec, inv_freq, offset=0.0, rows=None):
+def phase_errors(spec, inv_freq, offset=0.0):
     """(positions (rows,), errors (rows, pairs)): each pair's measured angle (``spec``, a RopeSpec) minus the expected
     one (``inv_freq`` (pairs,)) at expected positions offset, offset + 1, ..., wrapped to (-pi, pi]."""
-    if getattr(spec, "inv_freq", None) is None or getattr(spec, "rows", None) is None:
+    if getattr(spec, "inv_freq", None) is None:
         raise TypeError(f"spec must be a rotary kernel's RopeSpec (from rope_ref.identify), got {type(spec).__name__}")
-    want = check_finite_array(inv_freq, "inv_freq")
-    offset, rows = check_scalar(offset, "offset"), spec.rows if rows is None else check_positive_int(rows, "rows")
+    want, offset = check_finite_array(inv_freq, "inv_freq"), check_scalar(offset, "offset")
     found = np.asarray(spec.inv_freq, dtype=np.float64)
     if want.shape != found.shape:
         raise ValueError(f"inv_freq must have one frequency per measured pair, shape {found.shape}, got {want.shape}")
-    r = np.arange(rows, dtype=np.float64)
-    err = np.outer(spec.offset + r, found) - np.outer(offset + r, want)
-    return offset + r, wrap_angle(err)
+    r = np.arange(spec.rows, dtype=np.float64)
+    return offset + r, wrap_angle(np.outer(spec.offset + r, found) - np.outer(offset + r, want))
 
 
 def kernel_vs_expected(spec, inv_freq, offset=0.0, *, title: str | None = None) -> Figure:

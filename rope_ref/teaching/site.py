@@ -190,17 +190,6 @@ def title_and_objectives(nb, default: str) -> tuple[str, str]:
     return title, objectives
 
 
-def executed_notebook(path: Path, timeout: int = 300):
-    """The notebook at ``path`` run top to bottom in its own folder (file unchanged); a failing cell: RuntimeError."""
-    nb = nbformat.read(path, as_version=4)
-    try:
-        NotebookClient(nb, timeout=timeout, startup_timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute(stderr=subprocess.DEVNULL)
-    except CellExecutionError as exc:
-        raise RuntimeError(f"notebook {path.name} failed: {exc.ename}: {exc.evalue}") from exc
-    return nb
-
-
 def _page(title: str, nb, nav: str = "") -> bytes:
     """A whole page of ``nb``'s cells (site.html.j2): the body cleaned (:func:`_clean`), the page's own style."""
     resources = {"title": title, "nav": nav, "code_style": HtmlFormatter().get_style_defs(".highlight")}
@@ -233,13 +222,12 @@ def index_html(pages, handout: bool = False) -> bytes:
                     f"<td>{objectives or '<em>(no learning objectives given)</em>'}</td></tr>")
     body = ("<h1>RoPE from the paper to your kernel: the course</h1>"
             "<p>RoFormer (arXiv:2104.09864), section 3, with the NumPy reference implementation "
-            "<code>rope_ref</code>. Work through the notebooks in this order; the pages show them executed. "
-            + ('The notation and the scaling formulas are on one page: <a href="handout.html" title="notation '
-               'and scaling formulas">the handout</a>. ' if handout else "") +
-            "The lecture plan (the core path as one 90-minute lecture, the extensions as two more, and what is "
-            "homework) is <code>docs/lecture_plan.md</code> in the repository. "
-            "Solutions are folded: click <em>Solution</em> to open one. A slider view shows a few values of each "
-            "control, one control at a time; to move the sliders freely, run the notebooks in JupyterLab.</p>"
+            "<code>rope_ref</code>: the notebooks in order, executed. "
+            + ('Notation and scaling formulas: <a href="handout.html" title="handout">the handout</a>. '
+               if handout else "") +
+            "The lecture plan is <code>docs/lecture_plan.md</code> in the repository. Click <em>Solution</em> to "
+            "open one. A slider view shows a few values of each control; run the notebooks in JupyterLab to move "
+            "the sliders freely.</p>"
             "<table><tr><th>#</th><th>notebook</th><th>learning objectives</th></tr>" + "".join(rows) + "</table>")
     html_cell = nbformat.v4.new_raw_cell(body, metadata={"raw_mimetype": "text/html"})
     return _page("rope_ref course", nbformat.v4.new_notebook(cells=[html_cell]))
@@ -253,34 +241,33 @@ def handout_html(source: Path | str = HANDOUT) -> bytes:
 
 def course_notebooks(folder: Path | str) -> list[Path]:
     """The course: every ``*.ipynb`` in ``folder``, in file-name order (the names' numbers give the order)."""
-    folder = Path(folder)
-    if not folder.is_dir():
+    if not Path(folder).is_dir():
         raise FileNotFoundError(f"the notebooks folder {folder} does not exist")
-    return sorted(folder.glob("*.ipynb"))
+    return sorted(Path(folder).glob("*.ipynb"))
 
 
 def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300, executed: list | None = None) -> Path:
     """Execute ``notebooks`` in the given order (or take ``executed``, the same notebooks already executed), write
     one page each, ``index.html`` and (from a checkout) ``handout.html`` into ``out``; the path of ``index.html``.
     One line per notebook on stderr says what it is doing; nothing is written before every notebook has run."""
-    out = output_folder(out, "out")
-    notebooks = [Path(p) for p in notebooks]
-    if not notebooks:
-        raise ValueError("notebooks: expected at least one notebook path, got none")
-    if executed is not None and len(executed) != len(notebooks):
-        raise ValueError(f"executed: expected one notebook per path ({len(notebooks)}), got {len(executed)}")
+    out, notebooks = output_folder(out, "out"), [Path(p) for p in notebooks]
     missing = [str(p) for p in notebooks if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"build_site: notebook(s) not found: {', '.join(missing)}")
     check_targets(out, [f"{p.stem}.html" for p in notebooks] + ["index.html", "handout.html"])
     stems, pages, rendered = [p.stem for p in notebooks], [], []
     for i, path in enumerate(notebooks):
-        doing = "executing" if executed is None else "rendering"
-        print(f"{doing} {path.name} ({i + 1}/{len(notebooks)})", file=sys.stderr, flush=True)
-        nb = executed_notebook(path, timeout) if executed is None else executed[i]
+        print(f"{'executing' if executed is None else 'rendering'} {path.name} ({i + 1}/{len(notebooks)})",
+              file=sys.stderr, flush=True)
+        nb = nbformat.read(path, as_version=4) if executed is None else executed[i]
         try:
+            if executed is None:            # run top to bottom in its own folder (the file unchanged)
+                NotebookClient(nb, timeout=timeout, startup_timeout=timeout, kernel_name="python3",
+                               resources={"metadata": {"path": str(path.parent)}}).execute(stderr=subprocess.DEVNULL)
             pages.append((path.stem, *title_and_objectives(nb, path.stem)))
             rendered.append(_page(pages[-1][1].replace("$", ""), with_sliders(nb, path.stem), _nav(stems, i)))
+        except CellExecutionError as exc:
+            raise RuntimeError(f"notebook {path.name} failed: {exc.ename}: {exc.evalue}") from exc
         except ValueError as exc:
             raise RuntimeError(f"notebook {path.name}: {exc}") from exc
     for stem, page in zip(stems, rendered):
@@ -288,3 +275,4 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300, execu
     if HANDOUT.is_file():
         write_atomically(out / "handout.html", handout_html())
     return write_atomically(out / "index.html", index_html(pages, handout=HANDOUT.is_file()))
+

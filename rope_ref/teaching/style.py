@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import io
 from contextlib import contextmanager
 
 import matplotlib
@@ -74,13 +73,6 @@ def new_axes(width: float, height: float, *grid, dpi: int = DPI, gridlines: bool
     for ax in fig.axes if gridlines else ():
         ax.grid(alpha=0.3)
     return fig, axes
-
-
-def figure_png(fig: Figure, dpi: int = DPI) -> bytes:
-    """PNG bytes of a figure at ``dpi``, without the metadata that makes files differ."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata=METADATA["png"])
-    return buf.getvalue()
 
 
 def unit_circle():

@@ -20,11 +20,10 @@ from .style import DPI, PALETTE, VIEW_DPI, new_axes, unit_circle
 
 
 class View:
-    """A figure whose ``dynamic`` artists (lines, texts, and any axis whose limits follow a slider) are drawn at
-    every step over a cached image of everything else.  ``layered`` artists, which change only when one of
-    ``layer_params`` does, are drawn into a second cached image then.  A subclass sets ``params``, ``fig``,
-    ``dynamic`` and ``_redraw()`` (which checks the params and moves the artists), then calls ``_freeze()``;
-    ``readout()`` is one line of the numbers on show."""
+    """A figure whose ``dynamic`` artists (lines, texts, an axis whose limits follow a slider) are drawn at every step
+    over a cached image of the rest; ``layered`` ones, changing only with one of ``layer_params``, into a second
+    cached image.  A subclass sets ``params``, ``fig``, ``dynamic``, ``_redraw()`` (checks the params, moves the
+    artists) and ``readout()`` (one line of the numbers on show), then calls ``_freeze()``."""
 
     layered: tuple = ()
     layer_params: frozenset = frozenset()

@@ -9,86 +9,40 @@ import copy
 import html
 
 import ipywidgets as W
-import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
-from matplotlib.textpath import TextToPath
 
 from .._validate import check_number
 from .spectrum import OffsetAttentionView, SemanticMatchView
-from .style import VIEW_DPI, figure_png
-from .views import DecayView, RotationsView, ScalingView, View
+from .style import VIEW_DPI
+from .views import DecayView, RotationsView, ScalingView
 from .vision_rope import GRID, GridScoreView
 
 
-_TEXT_PATH = TextToPath()
-
-
 class SliderApp(W.VBox):
-    """The sliders' box; without a live kernel it shows ``image/png``, the view at the states of ``frames``
-    (:func:`frames_figure`), and ``text/plain``, the readout of the start."""
-
-    frames: tuple = ()
+    """The sliders' box; without a live kernel it shows the view's image and its readout as text."""
 
     def _repr_mimebundle_(self, **kwargs):
         data = super()._repr_mimebundle_(**kwargs)
         if data is not None:
-            png = figure_png(frames_figure(self.view, self.frames), dpi=VIEW_DPI) if self.frames else self.image.value
-            data["image/png"] = base64.b64encode(png).decode("ascii")
+            data["image/png"] = base64.b64encode(self.image.value).decode("ascii")
             data["text/plain"] = self.readout.value
         return data
 
 
-#: The static strip's captions: the frame's caption (bold) over the view's readout, both at the style's minimum size.
-CAPTION_PT, LINE_PX = 10.0, 18
-
-
-def frames_figure(view: View, frames) -> Figure:
-    """The view at each state of ``frames`` (``(caption, params)`` pairs applied one after another), stacked top
-    to bottom, each under its caption and its readout wrapped to the image's width; the view is put back."""
-    start = dict(view.params)
-    images, captions = [], []
-    try:
-        for caption, params in frames:
-            view.update(**params)
-            view.to_png()
-            images.append(np.asarray(view.fig.canvas.buffer_rgba()).copy())
-            captions.append((f"{len(images)}. {caption}", view.readout()))
-    finally:
-        view.update(**start)
-        view.to_png()
-    h, w = images[0].shape[:2]
-    font = FontProperties(size=CAPTION_PT)
-    readouts = [_wrap(values, w - 12, font) for _, values in captions]
-    bands = [22 + LINE_PX * len(lines) for lines in readouts]   # 40 px for a caption over one readout line
-    total = sum(bands) + len(images) * h
-    fig = Figure(figsize=(w / VIEW_DPI, total / VIEW_DPI), dpi=VIEW_DPI, facecolor="white")
-    top = total                                                  # figimage and text count pixels from the bottom
-    for img, (caption, _), lines, band in zip(images, captions, readouts, bands):
-        fig.text(6 / w, (top - 11) / total, caption, va="center", ha="left", fontsize=CAPTION_PT, fontweight="bold")
-        for k, line in enumerate(lines):
-            fig.text(6 / w, (top - 29 - LINE_PX * k) / total, line, va="center", ha="left", fontproperties=font)
-        fig.figimage(img, xo=0, yo=top - band - h)
-        top -= band + h
-    return fig
-
-
-def _wrap(text: str, width_px: float, font: FontProperties) -> list[str]:
-    """``text`` broken at spaces into lines at most ``width_px`` pixels wide in ``font`` (a long word stays whole)."""
-    def width(line):
-        return _TEXT_PATH.get_text_width_height_descent(line, font, ismath=False)[0] * VIEW_DPI / 72
-    lines = [""]
-    for word in text.split(" "):
-        trial = f"{lines[-1]} {word}" if lines[-1] else word
-        if width(trial) <= width_px or not lines[-1]:
-            lines[-1] = trial
+def slider_app(make_view, controls: dict, **values) -> SliderApp:
+    """``make_view`` at ``values`` under ``controls`` (name -> slider), each value first put on its slider (one the
+    slider cannot show: a TypeError or ValueError naming it); moving a slider updates the view in place."""
+    for name, value in values.items():
+        slider = controls[name]
+        if isinstance(slider, W.SelectionSlider):
+            options = [v for _, v in slider.options]
+            value = check_number(value, name, f"one of {options}", options.__contains__, real=True)
         else:
-            lines.append(word)
-    return lines
-
-
-def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
-    """Wire ``controls`` (name -> widget) to ``view``; ``frames``: ``(caption, params)`` for :func:`frames_figure`."""
+            lo, hi = (slider.base ** slider.min, slider.base ** slider.max) if hasattr(slider, "base") else \
+                (slider.min, slider.max)
+            value = check_number(value, name, f"a number in [{lo:g}, {hi:g}]", lambda v: lo <= v <= hi,
+                                 real=not isinstance(slider, W.IntSlider))
+        slider.value = value
+    view = make_view(**{name: slider.value for name, slider in controls.items()})
     width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
     image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
     readout = W.HTML(value=view.readout(), style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
@@ -105,7 +59,6 @@ def slider_app(view: View, controls: dict, frames=()) -> W.VBox:
         w.observe(on_change, names="value")
     box = SliderApp([W.HBox(list(controls.values()), layout=W.Layout(flex_flow="row wrap")), readout, image])
     box.view, box.controls, box.image, box.readout = view, controls, image, readout
-    box.frames = tuple(frames)
     return box
 
 
@@ -119,45 +72,18 @@ def _bases(name):
     return W.SelectionSlider(options=[(f"{b:g}", b) for b in bases], description=name)
 
 
-def _set(name: str, slider, value):
-    """Put ``value`` on ``slider``, or a TypeError/ValueError naming ``name`` if the slider cannot show it."""
-    if isinstance(slider, W.SelectionSlider):
-        options = [v for _, v in slider.options]
-        value = check_number(value, name, f"one of {options}", options.__contains__, real=True)
-        value = options[options.index(value)]
-    else:
-        expected = f"a number in [{slider.min:g}, {slider.max:g}]"
-        value = check_number(value, name, expected, lambda v: slider.min <= v <= slider.max,
-                             real=not isinstance(slider, W.IntSlider))
-    slider.value = value
-    return value
-
-
 def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, d: int = 16, shift: int = 0) -> W.VBox:
     """Sliders for m, n, "both +" (a shift of both), pair index i, base and d over :class:`RotationsView`."""
     controls = {"m": _int("m", 0, 64), "n": _int("n", 0, 64), "shift": _int("both +", 0, 200),
-                "i": None, "base": _bases("base"), "d": _int("d", 2, 128, 2)}
-    d = _set("d", controls["d"], d)
-    controls["i"] = _int("pair i", 0, d // 2 - 1)
-    m, n, shift, i, base = (_set(k, controls[k], v) for k, v in dict(m=m, n=n, shift=shift, i=i, base=base).items())
-    view = RotationsView(m=m, n=n, i=i, base=base, d=d, shift=shift)
+                "i": _int("pair i", 0, 63), "base": _bases("base"), "d": _int("d", 2, 128, 2)}
     # the pair slider runs over 0..d/2-1 (a lower max moves the value down); linked first: before the view updates
     W.dlink((controls["d"], "value"), (controls["i"], "max"), lambda new_d: new_d // 2 - 1)
-    frames = [("the start", {}),
-              ("m moved by 9: the dot slides along the curve", {"m": m + 9 if m + 9 <= 64 else m - 9}),
-              ("back, then both + 20: both arrows turn, the dot stays", {"m": m, "shift": shift + 20}),
-              (f"pair {min(3, d // 2 - 1)}: a slower pair, the same score", {"i": min(3, d // 2 - 1)})]
-    return slider_app(view, controls, frames)
+    return slider_app(RotationsView, controls, d=d, m=m, n=n, shift=shift, i=i, base=base)
 
 
 def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
     """Sliders for d and base over :class:`DecayView` (Figure 2)."""
-    controls = {"d": _int("d", 8, 512, 8), "base": _bases("base")}
-    d, base = _set("d", controls["d"], d), _set("base", controls["base"], base)
-    second = (("d = 128: Figure 2", {"d": 128, "base": 10000.0}) if (d, base) != (128, 10000.0) else
-              ("d = 64: a lower peak", {"d": 64}))
-    frames = [("the start", {}), second, ("d = 512: a higher peak", {"d": 512, "base": 10000.0})]
-    return slider_app(DecayView(d=d, base=base), controls, frames)
+    return slider_app(DecayView, {"d": _int("d", 8, 512, 8), "base": _bases("base")}, d=d, base=base)
 
 
 def scaling_widget(factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = 4096) -> W.VBox:
@@ -166,16 +92,7 @@ def scaling_widget(factor: float = 8.0, d: int = 128, base: float = 10000.0, tra
                 "d": _int("d", 16, 256, 16), "base": _bases("base"),
                 "train_len": W.SelectionSlider(options=[(str(2 ** k), 2 ** k) for k in range(10, 16)],
                                                description="L train")}
-    values = {k: _set(k, controls[k], v) for k, v in dict(factor=factor, d=d, base=base, train_len=train_len).items()}
-    frames = [("the start", {}), ("factor 2: a small extension", {"factor": 2.0}),
-              ("factor 32: linear squeezes neighbours 32 times closer in every pair", {"factor": 32.0})]
-    return slider_app(ScalingView(**values), controls, frames)
-
-
-#: (caption, params) states of :class:`~rope_ref.teaching.vision_rope.GridScoreView` for its static fallback.
-GRID_FRAMES = (("query (3, 4), key one right and one up", {"qx": 3, "qy": 4, "dx": 1, "dy": -1}),
-               ("query moved to (10, 9), same offset: same score", {"qx": 10, "qy": 9, "dx": 1, "dy": -1}),
-               ("offset (6, 4): a lower score", {"qx": 3, "qy": 4, "dx": 6, "dy": 4}))
+    return slider_app(ScalingView, controls, factor=factor, d=d, base=base, train_len=train_len)
 
 
 def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1) -> W.VBox:
@@ -183,30 +100,22 @@ def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1) -> W.
     r = GRID - 1
     controls = {"qx": _int("query x", 0, r), "qy": _int("query y", 0, r), "dx": _int("Δx", -r, r),
                 "dy": _int("Δy", -r, r)}
-    values = {k: _set(k, controls[k], v) for k, v in (("qx", qx), ("qy", qy), ("dx", dx), ("dy", dy))}
-    return slider_app(GridScoreView(**values), controls, frames=GRID_FRAMES)
+    return slider_app(GridScoreView, controls, qx=qx, qy=qy, dx=dx, dy=dy)
 
 
 def offset_attention_widget(pair: int = 0, offset: int = 1, scale: float = 16.0) -> W.VBox:
     """Sliders for the first pair, the target offset and |u|^2 over :class:`~.spectrum.OffsetAttentionView`."""
-    view = OffsetAttentionView(pair=pair, offset=offset, scale=scale)
-    controls = {"pair": W.IntSlider(min=0, max=view.d // 2 - view.width, value=pair, description="first pair"),
-                "offset": W.IntSlider(min=0, max=view.n_keys - 1, value=offset, description="offset"),
-                "scale": W.FloatSlider(min=1.0, max=30.0, step=1.0, value=scale, description="|u|²")}
-    frames = [(f"the start: first pair {pair}", {})] + [(f"first pair {first}", {"pair": first})
-                                                        for first in (3, 8, 16) if first != pair]
-    return slider_app(view, controls, frames)
+    view = OffsetAttentionView
+    controls = {"pair": _int("first pair", 0, view.d // 2 - view.width), "offset": _int("offset", 0, view.n_keys - 1),
+                "scale": W.FloatSlider(min=1.0, max=30.0, step=1.0, description="|u|²")}
+    return slider_app(view, controls, pair=pair, offset=offset, scale=scale)
 
 
 def semantic_match_widget(base: float = 10000.0, max_distance: int = 4096) -> W.VBox:
     """Sliders for the base and the distance range over :class:`~rope_ref.teaching.spectrum.SemanticMatchView`."""
-    view = SemanticMatchView(base=base, max_distance=max_distance)
-    controls = {"base": W.FloatLogSlider(base=10, min=3, max=7, step=0.25, value=base, description="base"),
-                "max_distance": W.IntSlider(min=64, max=32768, step=64, value=max_distance, description="distance")}
-    frames = [(f"the start: base {base:g}, distance {max_distance}", {}),
-              (f"distance 32768, base {base:g}", {"max_distance": 32768}),
-              ("base 1e+05", {"base": 1e5}), ("base 1e+06", {"base": 1e6})]
-    return slider_app(view, controls, frames)
+    controls = {"base": W.FloatLogSlider(base=10, min=3, max=7, step=0.25, description="base"),
+                "max_distance": _int("distance", 64, 32768, 64)}
+    return slider_app(SemanticMatchView, controls, base=base, max_distance=max_distance)
 
 
 # ---- slider views without a script (the course site): radio buttons over frames, the page's style shows one -----
@@ -214,6 +123,7 @@ def semantic_match_widget(base: float = 10000.0, max_distance: int = 4096) -> W.
 #: A slider view's static form (:func:`static_sliders`), put in its output by :func:`with_sliders`.
 SLIDERS = "text/x-rope-ref-sliders"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
 
 def _widget_call(source: str):
     """A code cell's call of a ``*_widget`` function of :mod:`.widgets` as ``(function, args, kwargs)``, if every

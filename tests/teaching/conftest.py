@@ -1,8 +1,5 @@
-"""The headless Chromium of the browser tests (tests/teaching/test_notebooks_run.py, test_site.py).
-
-Debian's Chromium at /usr/bin/chromium (``apt-get install chromium``), driven by Playwright from PyPI
-(no ``playwright install``).  Under ``CI=true`` a missing browser fails; elsewhere the tests skip.
-"""
+"""The browser tests' headless Chromium: Debian's /usr/bin/chromium driven by Playwright from PyPI (no ``playwright
+install``).  Under ``CI=true`` a missing browser fails; elsewhere the tests skip."""
 
 import os
 from pathlib import Path

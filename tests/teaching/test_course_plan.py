@@ -1,11 +1,6 @@
-"""docs/lecture_plan.md: the teaching times are recounted from the notebooks by one rule, each notebook states its
-own, and each 90-minute lecture fits with time for questions.
-
-The rule (issue 39, item 2): a room reads prose at 150 words a minute and needs as long again to explain and draw
-it, so words / 75; 1 min per code cell (run it, read what it prints); 2 more per cell that draws a figure or a slider
-view (explain it on the projector); 5 min per exercise (try it, then discuss the solution).  A notebook states this
-rounded up to 5 minutes.  In a lecture a section shown as a demo counts half, a section left as homework nothing;
-a lecture adds 2 min per move between notebooks and its stated minutes of questions.
+"""docs/lecture_plan.md: the teaching times recounted from the notebooks by the plan's own rule (words / 75, 1 min
+per code cell, 2 more per figure or slider view, 5 per exercise; a demo counts half, homework nothing), each notebook
+stating its own, each 90-minute lecture fitting with time for questions.
 
 ``python tests/teaching/test_course_plan.py`` prints every notebook's numbers and each section's minutes; with
 ``--write`` it recounts the plan's counted columns in place (the cut and each lecture's total stay as written).

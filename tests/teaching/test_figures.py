@@ -141,13 +141,33 @@ def test_attention_colour_scale_holds_every_weight():
 
 
 @pytest.mark.slow
-def test_scaling_view_curves_differ_in_colour_and_dashes_and_training_is_thick_black():
+def test_scaling_view_keeps_each_method_apart_and_linear_visible_above_thick_black_training():
+    # issue 31: same-looking lines, legends over them, linear (training's angles) hidden under training's line;
     # issue 39: on a projector orange and vermillion looked alike, and "the thick black line" was a pale grey band
+    import io
+
     from matplotlib.colors import to_rgb
-    view = ScalingView()
+    from PIL import Image
+    view = ScalingView(factor=8.0)
     lines = list(view.angle_lines.values())
     colours = [to_rgb(line.get_color()) for line in lines]
     assert len(set(colours)) == len(lines) and to_rgb(PALETTE[3]) not in colours      # no vermillion beside orange
     assert len({(line.get_marker(), str(line.get_linestyle())) for line in lines}) == len(lines)
     assert min(line.get_linewidth() for line in lines) >= 2
     assert to_rgb(view.train_line.get_color()) == (0, 0, 0) and view.train_line.get_linewidth() >= 4
+    assert all(ax.get_legend() is None for ax in view.fig.axes) and len(view.fig.legends) == 1
+    for ax in view.fig.axes:
+        looks = [(line.get_marker(), line.get_linewidth()) for line in ax.lines if len(line.get_xdata()) > 2]
+        assert len(looks) >= 5 and len(set(looks)) == len(looks), (ax.get_title(), looks)
+    image = np.asarray(Image.open(io.BytesIO(view.to_png())).convert("RGB")).astype(float)
+    linear = view.angle_lines["linear"]
+    assert linear.get_zorder() > view.train_line.get_zorder()
+    xy = linear.get_transform().transform(np.column_stack(linear.get_data()))
+    path = np.concatenate([np.linspace(a, b, 10) for a, b in zip(xy[:-1], xy[1:])])
+    blue = np.array(to_rgb(PALETTE[0])) * 255
+    seen = 0
+    for x, y in path:
+        row, col = int(round(image.shape[0] - y)), int(round(x))
+        patch = image[row - 2:row + 3, col - 2:col + 3].reshape(-1, 3)
+        seen += bool(np.any(np.abs(patch - blue).max(axis=1) < 40))
+    assert seen / len(path) > 0.6, f"linear is visible along {seen / len(path):.0%} of its path"

@@ -9,14 +9,19 @@ import rope_ref.teaching.files as files
 from rope_ref.teaching.files import output_folder, write_atomically
 
 
-def test_a_file_is_replaced_whole_and_keeps_its_mode(tmp_path):
+def test_a_file_is_replaced_whole_keeping_its_mode_and_a_link_is_replaced_not_followed(tmp_path):
     target = tmp_path / "a.png"
     target.write_bytes(b"old")
     os.chmod(target, 0o640)
     write_atomically(target, b"new bytes")
-    assert target.read_bytes() == b"new bytes"
-    assert stat.S_IMODE(os.stat(target).st_mode) == 0o640
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png"], "no temporary file left"
+    assert target.read_bytes() == b"new bytes" and stat.S_IMODE(os.stat(target).st_mode) == 0o640
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (tmp_path / "b.png").symlink_to(victim)
+    write_atomically(tmp_path / "b.png", b"png")
+    assert victim.read_text() == "precious"
+    assert not (tmp_path / "b.png").is_symlink() and (tmp_path / "b.png").read_bytes() == b"png"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.png", "victim.txt"], "no temporary file left"
 
 
 def test_a_new_file_gets_the_umask_mode_in_a_folder_made_for_it(tmp_path):
@@ -26,15 +31,6 @@ def test_a_new_file_gets_the_umask_mode_in_a_folder_made_for_it(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(tmp_path / "new" / "n.svg").st_mode) == 0o640    # not mkstemp's 0o600
-
-
-def test_a_link_at_the_target_is_replaced_not_followed(tmp_path):
-    victim = tmp_path / "victim.txt"
-    victim.write_text("precious")
-    (tmp_path / "a.png").symlink_to(victim)
-    write_atomically(tmp_path / "a.png", b"png")
-    assert victim.read_text() == "precious"
-    assert not (tmp_path / "a.png").is_symlink() and (tmp_path / "a.png").read_bytes() == b"png"
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):

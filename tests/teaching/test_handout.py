@@ -10,17 +10,14 @@ import pytest
 import rope_ref as rr
 
 HANDOUT = Path(__file__).resolve().parents[2] / "docs" / "handout.md"
+TEXT = HANDOUT.read_text()
 #: (d, base, factor, training length): a head of Llama's size, a small one, a large base and a small factor.
 CASES = [(128, 10000.0, 8.0, 4096), (64, 500000.0, 4.0, 8192), (16, 10000.0, 2.0, 2048), (96, 1e6, 32.0, 32768)]
 
 
-def text():
-    return HANDOUT.read_text()
-
-
 def row(method):
     """The table row of ``method`` (its first cell starts with the name)."""
-    found = re.findall(rf"^\| {re.escape(method)}[ (].*$", text(), re.M)
+    found = re.findall(rf"^\| {re.escape(method)}[ (].*$", TEXT, re.M)
     assert len(found) == 1, method
     return found[0]
 
@@ -88,31 +85,30 @@ def test_each_formula_as_written_matches_scaled_inv_freq(method):
 
 
 def test_the_ramps_and_bands_are_written_as_transcribed():
-    page = text()
     for latex in [r"r(\beta) = d \ln\!\left(L / (2\pi \beta)\right) / (2 \ln b)",
                   r"\gamma_i = 1 - \min\left(1, \max\left(0, \frac{i - \lfloor r(\beta_{\text{fast}}) \rfloor}"
                   r"{\lceil r(\beta_{\text{slow}}) \rceil - \lfloor r(\beta_{\text{fast}}) \rfloor}\right)\right)",
                   r"\sigma_i = \frac{L / \lambda_i - l}{h - l}", r"$\lambda_i < L/h$", r"$\lambda_i > L/l$",
                   r"$\beta_{\text{fast}} = 32$", r"$\beta_{\text{slow}} = 1$", r"$\theta_i = b^{-2i/d}$"]:
-        assert latex in page, latex
+        assert latex in TEXT, latex
 
 
 def test_yarn_numbers_at_factor_8():
     _, attention = rr.scaled_inv_freq(128, 10000.0, rope_type="yarn", factor=8.0, original_max_position_embeddings=4096)
-    assert f"factor is ${attention:.3f}$" in text() and f"${attention:.3f}^2 = {attention ** 2:.3f}$" in text()
+    assert f"factor is ${attention:.3f}$" in TEXT and f"${attention:.3f}^2 = {attention ** 2:.3f}$" in TEXT
 
 
 def test_rotate_half_examples():
     x = np.array([1.0, 2.0, 3.0, 4.0])
     for call, result in [("`rr.rotate_half(x)`", rr.rotate_half(x)),
                          ('`rr.rotate_half(x, pairing="half")`', rr.rotate_half(x, pairing="half"))]:
-        assert f"{call} is $({', '.join(f'{v:g}' for v in result)})$" in text(), call
+        assert f"{call} is $({', '.join(f'{v:g}' for v in result)})$" in TEXT, call
     half = np.concatenate([-x[2:], x[:2]])                          # Hugging Face: cat(-x2, x1)
     np.testing.assert_array_equal(rr.rotate_half(x, pairing="half"), half)
 
 
 def test_score_turns_the_key_by_n_minus_m():
-    assert r"$(R_m q)^\top (R_n k) = q^\top R_{n-m} k$" in text()
+    assert r"$(R_m q)^\top (R_n k) = q^\top R_{n-m} k$" in TEXT
     q, k = np.random.default_rng(0).standard_normal((2, 16))
     m, n = 11.0, 4.0
     np.testing.assert_allclose(rr.rotate(q, m) @ rr.rotate(k, n), q @ rr.rotate(k, n - m), rtol=1e-12)

@@ -1,5 +1,6 @@
 """kernel_plot: a measured kernel drawn against an expectation; phase errors derived here by hand."""
 
+import io
 from types import SimpleNamespace
 
 import numpy as np
@@ -7,7 +8,13 @@ import pytest
 
 import rope_ref as rr
 from rope_ref.teaching.kernel_plot import kernel_vs_expected, phase_errors
-from rope_ref.teaching.style import MIN_FONT_PT, figure_png
+from rope_ref.teaching.style import METADATA, MIN_FONT_PT
+
+
+def png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata=METADATA["png"])
+    return buf.getvalue()
 
 
 def spec_like(inv_freq, offset, rows=6):
@@ -35,6 +42,5 @@ def test_the_figure_draws_both_panels_in_the_style_and_renders_the_same_twice():
     left, right = fig.axes
     np.testing.assert_allclose(left.get_lines()[1].get_ydata(), np.abs(spec.inv_freq))
     np.testing.assert_allclose(right.get_lines()[0].get_ydata(), 3.0, atol=1e-6)      # pair 0: theta_0 * 3
-    png = figure_png(fig)
-    assert png == figure_png(kernel_vs_expected(spec, rr.frequencies(16), 0, title="t"))
+    assert png(fig) == png(kernel_vs_expected(spec, rr.frequencies(16), 0, title="t"))
     assert min(t.get_fontsize() for t in fig.findobj(lambda o: hasattr(o, "get_fontsize"))) >= MIN_FONT_PT

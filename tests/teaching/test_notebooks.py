@@ -10,15 +10,6 @@ from notebook_cells import NOTEBOOKS as NB_DIR, cells, src, tags
 
 ROOT = NB_DIR.parent
 NAMES = sorted(p.stem for p in NB_DIR.glob("*.ipynb"))
-EXPECTED = ["00_why_positions", "01_three_forms", "02_rotations", "03_long_term_decay", "04_attention",
-            "05_context_extension", "06_precision", "07_check_your_rope", "08_what_frequencies_do", "09_multi_axis",
-            "10_the_papers_numbers", "11_rope_inside_a_real_model"]
-
-
-def test_expected_notebooks_exist():
-    assert set(EXPECTED) <= set(NAMES), f"missing: {set(EXPECTED) - set(NAMES)}"
-
-
 def committed(name):
     """The notebook as committed at HEAD (a student's autosaved outputs in the work tree do not count), or None
     outside a git checkout or for a notebook not committed yet."""

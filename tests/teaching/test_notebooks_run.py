@@ -1,11 +1,6 @@
-"""Every notebook run once per session, and every test that needs it (keep them in this module: pytest-xdist's
-``--dist loadfile`` then runs them on one worker, with one run of each notebook).
-
-Each notebook is executed top to bottom (nbclient) with each solution's code run right after the solution (a code
-cell tagged :data:`CHECK`, added to the copy executed); the course site is built from those runs (the added cells
-taken out), then read as HTML, in headless Chromium with nothing but files reachable (the sliders with JavaScript
-off), and the executed notebooks opened in one JupyterLab.
-"""
+"""Every notebook run once (each solution's code run right after it, in an added cell tagged :data:`CHECK`), and
+every test that needs the runs, kept in this module so that ``--dist loadfile`` runs them on one worker: the site
+built from the runs, read as HTML and in headless Chromium offline, and the runs opened in one JupyterLab."""
 
 from __future__ import annotations
 
@@ -38,13 +33,9 @@ VIEWS = [call for p in NOTEBOOKS for c in nbformat.read(p, 4).cells if (call := 
 
 
 def solution_code(cell) -> str:
-    """A solution's code: the fenced ```python block of a markdown cell tagged ``solution`` (the notebooks' form),
-    or the source of a code cell tagged ``solution`` (the earlier form, run in place); else ''."""
-    if "solution" not in cell.metadata.get("tags", []):
-        return ""
-    if cell.cell_type == "code":
-        return cell.source
-    return "\n".join(re.findall(r"```python\n(.*?)```", cell.source, re.S))
+    """A solution's code: the fenced ```python block of a markdown cell tagged ``solution``; else ''."""
+    solution = "solution" in cell.metadata.get("tags", []) and cell.cell_type == "markdown"
+    return "\n".join(re.findall(r"```python\n(.*?)```", cell.source, re.S)) if solution else ""
 
 
 def needles(nb) -> list[str]:
@@ -68,7 +59,7 @@ def runs() -> dict:
         nb = nbformat.read(path, 4)
         cells = []
         for cell in nb.cells:
-            code = solution_code(cell) if cell.cell_type == "markdown" else ""
+            code = solution_code(cell)
             cells += [cell, nbformat.v4.new_code_cell(code, metadata={"tags": [CHECK]})] if code else [cell]
         nb.cells = cells
         try:
@@ -91,8 +82,7 @@ def test_notebook_runs_and_every_solution_is_correct(runs, name):
     assert error is None, f"{name}: {error}"
     stored = nbformat.read(ROOT / "notebooks" / name, 4)
     exercises = [c for c in stored.cells if "exercise" in c.metadata.get("tags", []) and c.cell_type == "code"]
-    solved = [c for c in nb.cells if CHECK in c.metadata.get("tags", [])
-              or (c.cell_type == "code" and "solution" in c.metadata.get("tags", []))]
+    solved = [c for c in nb.cells if CHECK in c.metadata.get("tags", [])]
     assert len(solved) >= len(exercises), f"{name}: {len(exercises)} exercises, {len(solved)} solutions with code"
     for cell in solved:
         printed = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream").split("\n")
@@ -339,57 +329,50 @@ def test_every_slider_view_moves_in_jupyterlab_after_run_all(lab, browser):
 
 # ---- every number a slider view shows equals what the neighbouring cells print for the same state -----------
 
-def outputs(cell, mime="text/plain"):
-    """The text a cell printed or displayed (``mime``)."""
-    out = []
-    for o in cell.get("outputs", []):
-        if o.output_type == "stream":
-            out.append(o.text)
-        elif mime in o.get("data", {}):
-            out.append(o.data[mime])
-    return "".join(out)
+def outputs(cell):
+    """The text a cell printed or displayed."""
+    return "".join(o.text if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
+                   for o in cell.get("outputs", []))
 
 
-def widget_readout(nb, call):
+def widget_readout(runs, name, call):
+    """The executed notebook ``name``, the readout of its one cell calling ``call`` and that cell's index."""
+    nb = as_run_all_leaves_it(runs[name][0])
     cells = [c for c in nb.cells if c.cell_type == "code" and call in c.source]
     assert len(cells) == 1, call
-    return outputs(cells[0]), nb.cells.index(cells[0])
+    return nb, outputs(cells[0]), nb.cells.index(cells[0])
+
+
+def printed(cells) -> str:
+    return "".join(outputs(c) for c in cells if c.cell_type == "code")
 
 
 def test_rotations_view_score_equals_the_cell_below(runs):
-    nb02 = as_run_all_leaves_it(runs["02_rotations.ipynb"][0])
-    readout, at = widget_readout(nb02, "rotations_widget(")
+    nb, readout, at = widget_readout(runs, "02_rotations.ipynb", "rotations_widget(")
     view = re.search(r"m = (\d+), n = (\d+),.*q_m \. k_n = ([-+]?\d+\.\d+)", readout)
-    assert view, readout
-    printed = "".join(outputs(c) for c in nb02.cells[at + 1:at + 4] if c.cell_type == "code")
-    same = re.search(rf"m =\s*{view[1]}, n =\s*{view[2]},.*q_m\.k_n = ([-+]?\d+\.\d+)", printed)
-    assert same, printed
-    assert float(same[1]) == float(view[3]), f"the view shows {view[3]}, the cell prints {same[1]}"
-    shifted = re.findall(r"m =\s*(\d+), n =\s*(\d+), m - n =\s*(-?\d+): q_m\.k_n = ([-+]?\d+\.\d+)", printed)
+    below = printed(nb.cells[at + 1:at + 4])
+    same = re.search(rf"m =\s*{view[1]}, n =\s*{view[2]},.*q_m\.k_n = ([-+]?\d+\.\d+)", below)
+    assert same and float(same[1]) == float(view[3]), (readout, below)
+    shifted = re.findall(r"m =\s*(\d+), n =\s*(\d+), m - n =\s*(-?\d+): q_m\.k_n = ([-+]?\d+\.\d+)", below)
     assert any(int(m) != int(view[1]) and float(s) == float(view[3]) for m, n, _, s in shifted), \
         "shifting both positions keeps the number the view shows"
 
 
 def test_decay_view_numbers_equal_the_cells(runs):
-    nb = as_run_all_leaves_it(runs["03_long_term_decay.ipynb"][0])
-    readout, at = widget_readout(nb, "decay_widget(")
+    nb, readout, at = widget_readout(runs, "03_long_term_decay.ipynb", "decay_widget(")
     view = re.search(r"d = 128, base = 10000: bound at 0 = ([\d.]+), at 256 = ([\d.]+), mean over \[128, 256\] = "
                      r"([\d.]+)", readout)
-    assert view, readout
-    printed = "".join(outputs(c) for c in nb.cells[:at] if c.cell_type == "code")
-    at0 = re.search(r"bound at 0: ([\d.]+)", printed)
-    far = re.search(r"at 256: ([\d.]+);  mean over 128..256: ([\d.]+)", printed)
-    assert at0 and far, printed
-    assert float(at0[1]) == float(view[1])
-    assert (far[1], far[2]) == (view[2], view[3])
+    above = printed(nb.cells[:at])
+    at0 = re.search(r"bound at 0: ([\d.]+)", above)
+    far = re.search(r"at 256: ([\d.]+);  mean over 128..256: ([\d.]+)", above)
+    assert view and at0 and far, (readout, above)
+    assert float(at0[1]) == float(view[1]) and (far[1], far[2]) == (view[2], view[3])
 
 
 def test_scaling_view_ratios_equal_the_cell_above(runs):
-    nb = as_run_all_leaves_it(runs["05_context_extension.ipynb"][0])
-    readout, at = widget_readout(nb, "scaling_widget(")
+    nb, readout, at = widget_readout(runs, "05_context_extension.ipynb", "scaling_widget(")
     view = dict(re.findall(r"(\w+) ([\d.]+)(?:,|;)", readout.split("slowest pair scaled by")[1]))
-    printed = "".join(outputs(c) for c in nb.cells[:at] if c.cell_type == "code")
-    rows = dict(re.findall(r"^(\w+)\s+fastest pair x[\d.]+, slowest pair x([\d.]+)", printed, re.M))
+    rows = dict(re.findall(r"^(\w+)\s+fastest pair x[\d.]+, slowest pair x([\d.]+)", printed(nb.cells[:at]), re.M))
     assert set(rows) == {"linear", "ntk", "dynamic", "yarn", "llama3"} and set(rows) <= set(view), (rows, view)
     for name, value in rows.items():
         assert float(view[name]) == pytest.approx(float(value), rel=5e-3), name     # printed to 3 significant digits

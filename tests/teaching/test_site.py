@@ -1,9 +1,5 @@
-"""``python -m rope_ref site``: the course as static HTML that needs no network, on notebooks made here.
-
-A synthetic lesson (objectives, math, an exercise, a solution in each form, a slider view, a plain widget, images,
-a dollar sign in code) is rendered from outputs written by hand, so no kernel runs but where one must; the course's
-own pages are tested in test_notebooks_run.py, from the one run of each notebook.
-"""
+"""``python -m rope_ref site`` on a synthetic lesson whose outputs are written by hand (the course's own pages are
+tested in test_notebooks_run.py, from the one run of each notebook)."""
 
 from __future__ import annotations
 
@@ -69,16 +65,13 @@ def lesson(tmp_path_factory):
     return out / "00_test_lesson.html", index
 
 
-class _Tags(HTMLParser):
-    """Every start tag with its attributes."""
-
-    def __init__(self, text):
-        super().__init__()
-        self.tags = []
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
+def start_tags(text) -> list:
+    """Every start tag of ``text`` with its attributes."""
+    parser = HTMLParser()
+    parser.handle_starttag = lambda tag, attrs: found.append((tag, dict(attrs)))
+    found = []
+    parser.feed(text)
+    return found
 
 
 @pytest.mark.slow
@@ -96,7 +89,7 @@ def test_the_lesson_page_renders_math_folds_solutions_and_embeds_only_its_own_im
     outside = re.sub(r"<details.*?</details>", "", text, flags=re.S)
     assert "AFTER-TEXT" in outside and not re.search("OLD-|NEW-|&lt;/?details", outside)
     assert re.search(r'<div class="exercise">.*?Exercise.*?</div>', text, re.S)
-    images = [a["src"] for t, a in _Tags(text).tags if t == "img"]
+    images = [a["src"] for t, a in start_tags(text) if t == "img"]
     assert all(src.startswith("data:image/") for src in images)
     assert images.count(f"data:image/png;base64,{base64.b64encode(PNG_1x1).decode()}") == 1, "only the attachment"
     assert "[a dot: not embedded]" in text and "open the notebook in JupyterLab" in text      # the plain slider
@@ -151,7 +144,7 @@ def test_no_script_from_any_notebook(tmp_path):
     nbformat.write(nb, tmp_path / "evil.ipynb")
     build_site(tmp_path / "out", [tmp_path / "evil.ipynb"], executed=[nb])
     text = (tmp_path / "out" / "evil.html").read_text(encoding="utf-8")
-    tags = _Tags(text).tags
+    tags = start_tags(text)
     assert [t for t, _ in tags].count("style") == 1, "only the page's own style block"
     for tag, attrs in tags:
         assert tag not in ("script", "iframe", "svg", "object", "embed"), (tag, attrs)
@@ -205,7 +198,7 @@ def test_index_numbers_the_notebooks_as_they_are_titled():
     assert numbers == [("0", "Why positions?"), ("1", "Three forms"), ("7", "Check your RoPE")]
 
 
-def test_the_handout_is_a_page_with_its_math_rendered(tmp_path):
+def test_the_handout_is_a_page_with_its_math_rendered():
     text = handout_html(HANDOUT).decode()
     assert "<math" in text and "arXiv:2309.00071" in text and '<a href="index.html">' in text
     assert not re.search(r"\$[^$<>]{1,80}\$", re.sub(r"<(pre|code)\b.*?</\1>|<[^>]+>", "", text, flags=re.S))
