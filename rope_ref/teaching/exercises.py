@@ -4,6 +4,7 @@ included): ``Not answered yet ...`` (False) while an answer is ``None``, so Run 
 of :func:`check` with its reference answer (from :mod:`rope_ref`) and its list of likely mistakes.
 """
 
+import functools
 import numbers
 
 import numpy as np
@@ -19,58 +20,47 @@ def verdict(ok: bool, text: str) -> bool:
     return ok
 
 
-def _number(value) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(value)
-    return float(value)
+def kind(what: str, ok, convert=lambda value: value):
+    """A kind of answer: (what it should be, parse), parse raising ValueError unless ``ok(value)``, else converting."""
+    def parse(value):
+        if not ok(value):
+            raise ValueError(value)
+        return convert(value)
+    return what, parse
 
 
-def _integer(value) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise ValueError(value)
-    return int(value)
+def _is(value, types) -> bool:
+    return isinstance(value, types) and not isinstance(value, (bool, np.bool_))
 
 
-def _bool(value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(value)
-    return bool(value)
+def is_integer(value) -> bool:
+    return _is(value, numbers.Integral)
 
 
-NUMBER, INTEGER, BOOL = ("a finite number", _number), ("an integer (an int)", _integer), ("True or False", _bool)
+NUMBER = kind("a finite number", lambda v: _is(v, numbers.Real) and np.isfinite(v), float)
+INTEGER = kind("an integer (an int)", is_integer, int)
+BOOL = kind("True or False", lambda v: isinstance(v, (bool, np.bool_)), bool)
 
 
 def integer_in(low: int, high: float = np.inf):
-    """The kind of answer "an integer from low to high"."""
-    def parse(value):
-        if not low <= _integer(value) <= high:
-            raise ValueError(value)
-        return int(value)
-    return f"an integer from {low}" + (f" to {high}" if high < np.inf else " up"), parse
+    return kind(f"an integer from {low}" + (f" to {high}" if high < np.inf else " up"),
+                lambda v: is_integer(v) and low <= v <= high, int)
 
 
 def array_of(shape):
-    """The kind of answer "a finite array of ``shape``", read as float64."""
-    def parse(value):
-        a = np.asarray(value, dtype=np.float64)
-        if a.shape != tuple(shape) or not np.all(np.isfinite(a)):
-            raise ValueError(value)
-        return a
-    return f"a finite array of shape {tuple(shape)}", parse
+    return kind(f"a finite array of shape {tuple(shape)}", lambda v: np.shape(v) == tuple(shape) and
+                np.all(np.isfinite(np.asarray(v, dtype=np.float64))), lambda v: np.asarray(v, dtype=np.float64))
+
+
+def one_of(choices, fold=str.lower):
+    """Any of ``choices``, a string read stripped and folded by ``fold``."""
+    return kind(f"one of {', '.join(map(repr, choices))}", lambda v: isinstance(v, str) and fold(v.strip()) in choices,
+                lambda v: fold(v.strip()))
 
 
 def fold_plural(text: str) -> str:
     """``text`` in lower case without a final "s" ("Positions" as "position")."""
     return text.lower().rstrip("s")
-
-
-def one_of(choices, fold=str.lower):
-    """The kind of answer "one of ``choices``" (a string, stripped and folded by ``fold``)."""
-    def parse(value):
-        if not isinstance(value, str) or fold(value.strip()) not in choices:
-            raise ValueError(value)
-        return fold(value.strip())
-    return f"one of {', '.join(map(repr, choices))}", parse
 
 
 def check(answers: dict, right, correct, mistakes=(), otherwise="", same=lambda yours, ref: yours == ref) -> bool:
@@ -158,11 +148,16 @@ def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: in
                  lambda a, angle: abs(wrap_angle(a - angle)) < 1e-6)
 
 
+@functools.cache
+def _decay_bounds():
+    r = np.linspace(0, 256, 25601)
+    return r, decay_bound(r, 128, 1e4), decay_bound(r, 128, 5e5)
+
+
 def check_decay_prediction(far_is_higher, far_mean) -> bool:
     """Notebook 03: with base 5e5 instead of 1e4 (d = 128), whether the bound's mean over distances 128..256 is
     higher (True) or lower (False) than with base 1e4, and that mean (to 0.01; distances in steps of 0.01)."""
-    r = np.linspace(0, 256, 25601)
-    lo, hi = decay_bound(r, 128, 1e4), decay_bound(r, 128, 5e5)
+    r, lo, hi = _decay_bounds()
     higher = bool(hi[r >= 128].mean() > lo[r >= 128].mean())
     mistakes = [(lo[r >= 128].mean(), "that is the mean with base 1e4; use rr.decay_bound(r, 128, base=5e5)"),
                 (hi.mean(), "that is the mean over all distances 0..256; take only r >= 128"),

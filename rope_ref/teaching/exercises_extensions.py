@@ -12,7 +12,7 @@ from ..forms import frequencies, rotate, rotation_angles, wrap_angle
 from ..multiaxis import mrope_position_ids
 from . import example_kernels
 from .base_bound import supported_context
-from .exercises import INTEGER, NUMBER, _integer, check, integer_in, one_of
+from .exercises import INTEGER, NUMBER, check, integer_in, is_integer, kind, one_of
 from .precision import angle_errors
 from .quantities import random_qk
 from .vision_rope import _axial_score
@@ -102,12 +102,8 @@ def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
 AFTER_IMAGE_SEGMENTS = (("text", 5), ("image", (1, 6, 10)), ("text", 3))
 
 
-def _text_position(value) -> int:
-    """One integer position id, or the same one three times (t, h, w)."""
-    values = list(np.asarray(value, dtype=object).ravel()) if isinstance(value, (tuple, list, np.ndarray)) else [value]
-    if len(values) not in (1, 3) or len({_integer(v) for v in values}) != 1:
-        raise ValueError(value)
-    return int(values[0])
+def _ids(value) -> list:
+    return list(np.asarray(value, dtype=object).ravel()) if isinstance(value, (tuple, list, np.ndarray)) else [value]
 
 
 def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_size: int = 2) -> bool:
@@ -116,9 +112,10 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
     start, (t, h, w) = segments[0][1], segments[1][1]
     tokens = t * h * w // spatial_merge_size ** 2
     right = int(ids[0, start + tokens])
-    kind = ("one integer, or the same integer three times (a text token has the same id on t, h and w)",
-            _text_position)
-    return check({"answer": (answer, kind)}, right, f"the image's ids run from {start} to {right - 1} (its widest axis "
+    position = kind("one integer, or the same integer three times (a text token has the same id on t, h and w)",
+                    lambda v: len(_ids(v)) in (1, 3) and all(map(is_integer, _ids(v))) and len(set(_ids(v))) == 1,
+                    lambda v: int(_ids(v)[0]))
+    return check({"answer": (answer, position)}, right, f"the image's ids run from {start} to {right - 1} (its widest axis "
                  f"has {max(h, w) // spatial_merge_size} tokens), so the text resumes at {right}",
                  [(start + tokens, "that counts every image token as one position, as 1-D RoPE would; an image "
                                    "token's ids are (start + t, start + row, start + column)"),
@@ -134,17 +131,13 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
 
 #: the second exercise: query patch (2, 3) with key patch (7, 1); the query moves to (10, 10).
 SAME_SCORE_FROM, SAME_SCORE_TO, SAME_SCORE_QUERY = (2, 3), (7, 1), (10, 10)
+PATCH = kind("a patch (x, y) of two integers", lambda v: isinstance(v, (tuple, list, np.ndarray)) and len(v) == 2
+             and all(map(is_integer, v)), lambda v: tuple(int(i) for i in v))
 
 
 def same_score_qk(d: int = 64, seed: int = 1):
     """The exercise's query and key, independent (an offset and its reverse score differently)."""
     return random_qk(d, seed)
-
-
-def _patch(value) -> tuple:
-    if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
-        raise ValueError(value)
-    return tuple(_integer(v) for v in value)
 
 
 def check_same_score_patch(answer) -> bool:
@@ -156,7 +149,7 @@ def check_same_score_patch(answer) -> bool:
 
     def scores(patch):
         return f"score {_axial_score(q, k, SAME_SCORE_QUERY, patch):.4f}, not {target:.4f}"
-    return check({"answer": (answer, ("a patch (x, y) of two integers", _patch))}, (qx + dx, qy + dy),
+    return check({"answer": (answer, PATCH)}, (qx + dx, qy + dy),
                  lambda a: f"key {a} sits at the same offset from the query as (7, 1) from (2, 3): "
                            f"score {_axial_score(q, k, SAME_SCORE_QUERY, a):.6f} = {target:.6f}",
                  [((dx, dy), "that is the offset between the patches; the answer is a patch, seen from the query"),

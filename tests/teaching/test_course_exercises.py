@@ -10,6 +10,7 @@ import pytest
 
 import rope_ref as rr
 from rope_ref.teaching import exercises, quantities
+from rope_ref.teaching import exercises_extensions as extensions
 
 
 def run(capsys, checker, *args, **kwargs):
@@ -186,43 +187,27 @@ def test_dynamic_ntk_factors(capsys):
     wrong(capsys, exercises.check_dynamic_ntk_factors, 13, 8, expect="at_2x")
 
 
-# --- every checker: None is "not answered yet", NaN and wrong types get a verdict, never an exception -----------------
+# --- every checker: None is "not answered yet"; NaN or a wrong type gets a verdict, never an exception --------------
 
-NAN = float("nan")
 QKV = tuple(np.random.default_rng(0).standard_normal((2, 4, 32, 16)) for _ in range(3))
+CALLS = [  # (checker, arguments, the answer slots among them)
+    (exercises.check_hand0_return, (44, False), (0, 1)), (exercises.check_relative_rotation, (np.eye(16),), (0,)),
+    (exercises.check_eq34, (np.ones((32, 16)), np.ones((32, 16))), (1,)),
+    (exercises.check_predicted_angle, (1.0,), (0,)), (exercises.check_decay_prediction, (True, 12.58), (0, 1)),
+    (exercises.check_dynamic_ntk_factors, (13, 5), (0, 1)),
+    (exercises.check_rerotating_cache, (np.zeros((2, 4, 1, 16)), "positions", *QKV), (0, 1)),
+    (extensions.check_reduced_cast_error, (1e-3,), (0,)), (extensions.check_planted_bug, ("offset",), (0,)),
+    (extensions.check_supported_context, (1,), (0,)), (extensions.check_diagonal_norm, (1,), (0,)),
+    (extensions.check_text_after_image, (10,), (0,)), (extensions.check_same_score_patch, ((1, 2),), (0,)),
+    (extensions.check_mystery_rope, ("A",), (0,)),
+]
+NAN = float("nan")
+ODD = [None, NAN, np.float32(NAN), np.float64(NAN), [NAN] * 3, (NAN, NAN), np.full((2, 4, 1, 16), NAN), "x"]
 
 
-def odd_answers():
-    """(checker, arguments, first words) with None, NaN (or an array holding one) or a wrong type in an answer slot."""
-    from rope_ref.teaching import exercises_extensions as extensions
-    nan_step = np.full((2, 4, 1, 16), NAN)
-    unanswered = "Not answered yet"
-    return [
-        (exercises.check_hand0_return, (None, None), unanswered), (exercises.check_hand0_return, (NAN, False), ""),
-        (exercises.check_hand0_return, (44, NAN), ""), (exercises.check_relative_rotation, (None,), unanswered),
-        (exercises.check_relative_rotation, (np.full((16, 16), NAN),), ""),
-        (exercises.check_eq34, (np.zeros((2, 4)), None), unanswered),
-        (exercises.check_eq34, (np.ones((32, 16)), np.full((32, 16), NAN)), ""),
-        (exercises.check_predicted_angle, (None,), unanswered), (exercises.check_predicted_angle, (NAN,), ""),
-        (exercises.check_predicted_angle, (np.float32(NAN),), ""),
-        (exercises.check_decay_prediction, (True, None), unanswered), (exercises.check_decay_prediction, (True, NAN), ""),
-        (exercises.check_decay_prediction, (NAN, 12.58), ""),
-        (exercises.check_dynamic_ntk_factors, (13, None), unanswered),
-        (exercises.check_dynamic_ntk_factors, (NAN, 5), ""), (exercises.check_dynamic_ntk_factors, (13, NAN), ""),
-        (exercises.check_rerotating_cache, (None, "positions", *QKV), unanswered),
-        (exercises.check_rerotating_cache, (nan_step, None, *QKV), unanswered),
-        (exercises.check_rerotating_cache, (nan_step, "positions", *QKV), ""),
-        (exercises.check_rerotating_cache, (nan_step[..., 0, 0], NAN, *QKV), ""),
-        (extensions.check_reduced_cast_error, (NAN,), ""), (extensions.check_planted_bug, (NAN,), ""),
-        (extensions.check_planted_bug, (np.float64(NAN),), ""), (extensions.check_supported_context, (NAN,), ""),
-        (extensions.check_diagonal_norm, (NAN,), ""), (extensions.check_text_after_image, (NAN,), ""),
-        (extensions.check_text_after_image, ([NAN] * 3,), ""), (extensions.check_same_score_patch, ((NAN, NAN),), ""),
-        (extensions.check_same_score_patch, (np.array([NAN, 1.0]),), ""), (extensions.check_mystery_rope, (NAN,), ""),
-        (extensions.check_mystery_rope, (None,), unanswered),
-    ]
-
-
-@pytest.mark.parametrize("checker,args,start", odd_answers(), ids=lambda a: getattr(a, "__name__", ""))
-def test_an_odd_answer_gets_a_verdict_not_an_exception(capsys, checker, args, start):
-    ok, out = run(capsys, checker, *args)
-    assert ok is False and out.startswith(start or "Not yet: "), out
+@pytest.mark.parametrize("checker,args,slots", CALLS, ids=lambda a: getattr(a, "__name__", ""))
+def test_an_odd_answer_gets_a_verdict_not_an_exception(capsys, checker, args, slots):
+    for slot in slots:
+        for odd in ODD:
+            ok, out = run(capsys, checker, *args[:slot], odd, *args[slot + 1:])
+            assert ok is False and out.startswith("Not answered yet" if odd is None else "Not yet: "), (odd, out)
