@@ -39,9 +39,6 @@ MODELS = {
                                         layer_type="full_attention", scaled_from=32768),
 }
 
-#: Context lengths a published config leaves to its config class's default (transformers 5.24.0).
-DEFAULT_CONTEXT = {"gemma3_text": 131072}
-
 
 def model_points() -> dict:
     """name -> dict(base, context, head_dim, scaled_from, rope_type, supported, source (Hub id), file) for every
@@ -52,7 +49,7 @@ def model_points() -> dict:
         raw = config(entry["config"])
         cfg = from_hf_config(raw, **({"layer_type": entry["layer_type"]} if "layer_type" in entry else {}))
         text = raw.get("text_config", raw)
-        context = text.get("max_position_embeddings") or DEFAULT_CONTEXT[text["model_type"]]
+        context = text.get("max_position_embeddings") or 131072     # gemma3_text's default (transformers 5.24.0)
         scaled_from = entry.get("scaled_from")
         if scaled_from and int(context) == scaled_from:
             context = int((text.get("rope_scaling") or {}).get("factor", 1) * scaled_from)

@@ -58,11 +58,6 @@ def one_of(choices, fold=str.lower):
                 lambda v: fold(v.strip()))
 
 
-def fold_plural(text: str) -> str:
-    """``text`` in lower case without a final "s" ("Positions" as "position")."""
-    return text.lower().rstrip("s")
-
-
 def check(answers: dict, right, correct, mistakes=(), otherwise="", same=lambda yours, ref: yours == ref) -> bool:
     """The one checker: ``answers`` maps each answer's name to (value, kind), a kind being (what it should be,
     parse).  Prints "Not answered yet" while a value is None, "Not yet: <name> should be ..." when one does not
@@ -194,7 +189,8 @@ def check_rerotating_cache(answer, lost, q, k, v, t: int = 20) -> bool:
                 (("position", attention(*step[:1], k, v, q_positions=[t], k_positions=np.full(k.shape[-2], t))),
                  "every vector rotated at t: right; but at step t the cache holds only the keys and values 0..t, "
                  "and your step attends all of them")]
-    return check({"answer": (answer, array_of(buggy.shape)), "lost": (lost, one_of(reasons, fold_plural))},
+    lost_kind = one_of(reasons, lambda s: s.lower().rstrip("s"))                # "Positions" as "position"
+    return check({"answer": (answer, array_of(buggy.shape)), "lost": (lost, lost_kind)},
                  ("position", buggy), "every vector rotated at the same position t: all m - n are 0, so the "
                  "positions are lost", mistakes, lambda a: f"not {a[1]}: {reasons[a[1]]}" if reasons[a[1]] else
                  "your output differs from the buggy step: query t attending the stored keys and values 0..t, every "

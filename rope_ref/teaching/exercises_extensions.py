@@ -18,16 +18,11 @@ from .quantities import random_qk
 from .vision_rope import _axial_score
 
 
-def reduced_then_cast_error(position: float = 1e6, d: int = 128, base: float = 10000.0) -> float:
-    """Largest |angle error| (rad) over the pairs when m theta_i is reduced to (-pi, pi] in float64, then cast."""
-    exact = rotation_angles(position, frequencies(d, base))
-    cast = wrap_angle(exact).astype(np.float32).astype(np.float64)
-    return float(np.abs(wrap_angle(cast - exact)).max())
-
-
 def check_reduced_cast_error(answer, position: float = 1e6, d: int = 128, base: float = 10000.0) -> bool:
-    """Notebook 06: the largest angle error (radians) of "reduce in float64, then cast to float32"."""
-    right = reduced_then_cast_error(position, d, base)
+    """Notebook 06: the largest angle error (radians) over the pairs of "reduce m theta_i to (-pi, pi] in float64,
+    then cast to float32"."""
+    exact = rotation_angles(position, frequencies(d, base))
+    right = float(np.abs(wrap_angle(wrap_angle(exact).astype(np.float32).astype(np.float64) - exact)).max())
     naive = float(angle_errors([position], d, base, np.float32)["angle"][0])
     return check({"answer": (answer, NUMBER)}, right, f"{right:.2e} rad, at most half an ulp of pi in float32: "
                  f"{naive / right:,.0f} times less than forming the product in float32 ({naive:.1e} rad).",
@@ -115,8 +110,8 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
     position = kind("one integer, or the same integer three times (a text token has the same id on t, h and w)",
                     lambda v: len(_ids(v)) in (1, 3) and all(map(is_integer, _ids(v))) and len(set(_ids(v))) == 1,
                     lambda v: int(_ids(v)[0]))
-    return check({"answer": (answer, position)}, right, f"the image's ids run from {start} to {right - 1} (its widest axis "
-                 f"has {max(h, w) // spatial_merge_size} tokens), so the text resumes at {right}",
+    return check({"answer": (answer, position)}, right, f"the image's ids run from {start} to {right - 1} (its widest "
+                 f"axis has {max(h, w) // spatial_merge_size} tokens), so the text resumes at {right}",
                  [(start + tokens, "that counts every image token as one position, as 1-D RoPE would; an image "
                                    "token's ids are (start + t, start + row, start + column)"),
                   (start + max(h, w), "the grid (t, h, w) counts patches before the spatial merge: "
@@ -177,17 +172,14 @@ MYSTERY_ROPES = {letter: functools.partial(_mystery_kernel, shift=_SHIFTS[i], pe
                  for letter, i in zip("ABC", _DEALT)}
 
 
-def _keeps_scores(rope, seq: int = 80, d: int = 64) -> bool:
-    """True when rope's scores (R_m q) . (R_n k) equal rope_ref's for random q, k at positions 0..seq-1."""
-    q, k = np.random.default_rng(11).standard_normal((2, seq, d))
-    positions = np.arange(seq, dtype=np.float64)
-    rotated_q, rotated_k = (rotate(x, positions, base=SMOLLM2_BASE) for x in (q, k))
-    return bool(np.allclose(rope(q, positions) @ rope(k, positions).T, rotated_q @ rotated_k.T, atol=1e-8))
-
-
 def check_mystery_rope(answer) -> bool:
-    """``answer``: the letter ("A", "B" or "C") of the kernel in :data:`MYSTERY_ROPES` with the planted bug."""
-    bug = next(letter for letter, rope in MYSTERY_ROPES.items() if not _keeps_scores(rope))
+    """``answer``: the letter ("A", "B" or "C") of the kernel in :data:`MYSTERY_ROPES` with the planted bug: the one
+    whose scores (R_m q) . (R_n k) differ from rope_ref's, for random q, k at positions 0..79."""
+    q, k = np.random.default_rng(11).standard_normal((2, 80, 64))
+    positions = np.arange(80.0)
+    scores = rotate(q, positions, base=SMOLLM2_BASE) @ rotate(k, positions, base=SMOLLM2_BASE).T
+    bug = next(letter for letter, rope in MYSTERY_ROPES.items()
+               if not np.allclose(rope(q, positions) @ rope(k, positions).T, scores, atol=1e-8))
     return check({"answer": (answer, one_of(MYSTERY_ROPES, str.upper))}, bug, f"kernel {bug} wraps its positions "
                  "modulo 32 (a cos/sin table built for 32 positions): every prompt shorter than 33 tokens is exact, a "
                  "longer one loses where its tokens are", otherwise=lambda a: f"kernel {a} gives every score q_m . k_n "

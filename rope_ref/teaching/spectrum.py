@@ -36,26 +36,21 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
     return out
 
 
-def dimension_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0, fraction: float = 1.0,
-                          pairing: str = "half") -> np.ndarray:
-    """Frequency of each of the d features in the model's layout, ``(d,)`` (0 where it does not turn); ``pairing``
-    "half" pairs j with j + r/2 in the rotated part of width r, "interleaved" 2j with 2j+1."""
-    width = int(fraction * d) // 2 * 2 if scheme == "partial" else d
-    rotated = scheme_frequencies(scheme, d, base, fraction)[:width // 2]
-    half = check_choice(pairing, "pairing", ("half", "interleaved")) == "half"
-    in_layout = np.tile(rotated, 2) if half else np.repeat(rotated, 2)
-    return np.concatenate([in_layout, np.zeros(d - width)])
-
-
 def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
-    """Which features of a d = 128 head turn, and how fast, in each scheme: one row per scheme."""
+    """Which features of a d = 128 head turn, and how fast, in each scheme: one row per scheme, each feature's
+    frequency in the model's layout ("half": j with j + r/2 in the rotated part of width r, "interleaved": 2j with
+    2j + 1; 0, white, where it does not turn)."""
     rows = [("RoPE (Llama, Qwen2.5, Gemma 3)", "rope", 1.0, "half"),
             ("partial 1/4, rotate_half (GPT-NeoX, Qwen3.5)", "partial", 0.25, "half"),
             ("partial 1/2, interleaved (GLM-4)", "partial", 0.5, "interleaved"),
             ("p-RoPE, p = 3/4 (Barbero et al.)", "p-rope", 0.75, "half"),
             ("proportional, 1/4 (Gemma 4)", "proportional", 0.25, "half"),
             ("NoPE layer (Llama 4, SmolLM3)", "nope", 1.0, "half")]
-    feature_freqs = np.array([dimension_frequencies(s, d, base, f, p) for _, s, f, p in rows])
+    feature_freqs = np.zeros((len(rows), d))
+    for row, (_, scheme, fraction, pairing) in zip(feature_freqs, rows):
+        rotated = scheme_frequencies(scheme, d, base, fraction)
+        rotated = rotated[:int(fraction * d) // 2] if scheme == "partial" else rotated
+        row[:2 * len(rotated)] = np.tile(rotated, 2) if pairing == "half" else np.repeat(rotated, 2)
     fig, ax = new_axes(10, 4.2, gridlines=False)
     im = ax.imshow(np.ma.masked_equal(feature_freqs, 0.0), aspect="auto", cmap=matplotlib.colormaps["viridis"],
                    norm=LogNorm(vmin=base ** -1, vmax=1.0), interpolation="nearest")
@@ -105,7 +100,7 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
                    scheme: str = "rope", fraction: float = 0.75, seed: int = 0) -> np.ndarray:
     """Score of a key equal to the query at each distance, over its score at 0, ``distances.shape``: content on
     the ``width`` fastest ("high") or slowest ("low") pairs.  On the slowest it stays near 1 for thousands of
-    positions (Barbero et al.'s semantic channels); a random word scores about :func:`distractor_level`."""
+    positions (Barbero et al.'s semantic channels); a random unit word scores about 1/sqrt(2 width)."""
     r = np.asarray(distances, dtype=np.float64)
     check_choice(band, "band", ("high", "low"))
     pairs = np.arange(width) if band == "high" else np.arange(d // 2 - width, d // 2)
@@ -115,11 +110,6 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
     freqs = scheme_frequencies(scheme, d, base, fraction)
     q = rotate(np.broadcast_to(c, r.shape + (d,)), r, inv_freq=freqs)      # query at r, key (= c) at 0
     return q @ c
-
-
-def distractor_level(width: int = 8) -> float:
-    """Typical |score| of a random unit key against a unit query on 2 * ``width`` features: 1/sqrt(2 width)."""
-    return 1.0 / math.sqrt(2 * width)
 
 
 class _CurvesView(View):
@@ -181,7 +171,7 @@ class SemanticMatchView(_CurvesView):
                                               dict(color="C1", lw=2, ls="--"))},
                          xlabel="distance $r$ between the two occurrences", ylabel="score / score at $r = 0$",
                          ylim=(-1.05, 1.15))
-        self.level = distractor_level(self.width)
+        self.level = 1.0 / math.sqrt(2 * self.width)          # a random unit key's typical |score|
         self.ax.axhspan(-2 * self.level, 2 * self.level, color="0.88", zorder=0)
         self.dynamic = (self.ax.xaxis, *self.lines.values(), self.title)
         self._redraw()

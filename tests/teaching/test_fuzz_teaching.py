@@ -23,7 +23,6 @@ CASES = [  # (call, the argument its error must name)
     (lambda: precision.rotate_with_angle_dtype(np.ones((4, 7)), np.arange(4)), "x"),
     (lambda: context_extension.frequency_ratios(d=7), "d"), (lambda: context_extension.angles_reached(base=-1), "base"),
     (lambda: spectrum.scheme_frequencies("nosuch"), "scheme"),
-    (lambda: spectrum.dimension_frequencies(pairing="x"), "pairing"),
     (lambda: spectrum.offset_attention(1, pair=40), "pair"),
     (lambda: spectrum.semantic_match(np.arange(3), band="mid"), "band"),
     (lambda: base_bound.supported_context(-1), "base"), (lambda: vision_rope.relative_score_map(None, K8, 3), "q"),
