@@ -14,12 +14,6 @@ from ..rope_attention import attention
 from .quantities import random_qk
 
 
-def verdict(ok: bool, text: str) -> bool:
-    """Print the checker's one line, "Correct: ..." or "Not yet: ...", and return ``ok``."""
-    print(("Correct: " if ok else "Not yet: ") + text)
-    return ok
-
-
 def kind(what: str, ok, convert=lambda value: value):
     """A kind of answer: (what it should be, parse), parse raising ValueError unless ``ok(value)``, else converting."""
     def parse(value):
@@ -74,11 +68,13 @@ def check(answers: dict, right, correct, mistakes=(), otherwise="", same=lambda 
             parsed.append(parse(value))
         except (TypeError, ValueError):
             got = f"shape {value.shape}" if isinstance(value, np.ndarray) else " ".join(repr(value).split())[:60]
-            return verdict(False, f"{name} should be {what}, got {got}")
+            print(f"Not yet: {name} should be {what}, got {got}")
+            return False
     yours = parsed[0] if len(parsed) == 1 else tuple(parsed)
     ok = bool(same(yours, right))
     text = correct if ok else next((why for wrong, why in mistakes if same(yours, wrong)), otherwise)
-    return verdict(ok, text(yours) if callable(text) else text)
+    print(("Correct: " if ok else "Not yet: ") + (text(yours) if callable(text) else text))
+    return ok
 
 
 def check_hand0_return(m, confused_with_all_hands) -> bool:
