@@ -34,17 +34,8 @@ def wrong(capsys, checker, *args, expect: str, **kwargs):
 
 # --- 00 ------------------------------------------------------------------------------------------------------------
 
-def closest_return():
-    best, best_off = None, 10.0
-    for m in range(1, 101):
-        off = abs(m - round(m / (2 * math.pi)) * 2 * math.pi)
-        if off < best_off:
-            best, best_off = m, off
-    return best
-
-
 def test_hand0_return(capsys):
-    m = closest_return()
+    m = min(range(1, 101), key=lambda m: abs(m - round(m / (2 * math.pi)) * 2 * math.pi))    # closest to whole turns
     assert m == 44
     right(capsys, exercises.check_hand0_return, m, False)
     wrong(capsys, exercises.check_hand0_return, 6, False, expect="another position")
