@@ -5,30 +5,18 @@ A query should score a key like itself higher than a random key: for i.i.d. q, k
 2 sigma^2 B_{m,theta}, B_{m,theta} = sum_i cos(m theta_i) (Theorem 1, eq 9), and a base supports L when
 B_{m,theta} >= 0 for every distance m <= L (eq 10).  ``d`` is the head dimension."""
 
-import json
-from importlib import resources
-
 import numpy as np
 
-from .._validate import check_number
 from ..forms import frequencies
 from ..hf_config import from_hf_config
+from .example_kernels import config
 from .style import new_axes
 
 
-#: The most integer distances a scan of B_{m,theta} covers (about 10 s at d = 128).
-MAX_DISTANCES = 1 << 24
-
-
-def supported_context(base: float, d: int = 128, limit: int = 1 << 22) -> int:
-    """Men et al.'s L_theta = sup{L | B_{m,theta} >= 0 for all integer m in 0..L} (eq 10), capped at ``limit``."""
-    limit = check_number(limit, "limit", f"at most {MAX_DISTANCES:,} (B_m is computed at every integer distance up to "
-                         "it; a positive integer)", lambda v: 0 < v <= MAX_DISTANCES)
-    return _supported(frequencies(d, base), limit)
-
-
-def _supported(inv_freq: np.ndarray, limit: int) -> int:
-    """The longest L <= limit with B_m = sum_i cos(m inv_freq_i) >= 0 for every integer m in 0..L."""
+def supported_context(base: float, d: int = 128, limit: int = 1 << 22, inv_freq=None) -> int:
+    """Men et al.'s L_theta = sup{L | B_{m,theta} >= 0 for all integer m in 0..L} (eq 10), capped at ``limit``;
+    B_m = sum_i cos(m theta_i) with theta_i of ``base`` and ``d``, or ``inv_freq`` when given."""
+    inv_freq = frequencies(d, base) if inv_freq is None else inv_freq
     for start in range(0, limit + 1, 4096):
         m = np.arange(start, min(start + 4096, limit + 1), dtype=float)
         negative = np.cos(np.multiply.outer(m, inv_freq)).sum(axis=1) < 0
@@ -51,13 +39,6 @@ MODELS = {
                                         layer_type="full_attention", scaled_from=32768),
 }
 
-#: Context lengths a published config leaves to its config class's default (transformers 5.24.0).
-DEFAULT_CONTEXT = {"gemma3_text": 131072}
-
-
-def _shipped_config(name: str) -> dict:
-    return json.loads((resources.files(__package__) / "data" / f"{name}.json").read_text(encoding="utf-8"))
-
 
 def model_points() -> dict:
     """name -> dict(base, context, head_dim, scaled_from, rope_type, supported, source (Hub id), file) for every
@@ -65,15 +46,16 @@ def model_points() -> dict:
     at the (scaled) frequencies the model runs at; context: max_position_embeddings, times the factor if scaled."""
     out = {}
     for name, entry in MODELS.items():
-        raw = _shipped_config(entry["config"])
+        raw = config(entry["config"])
         cfg = from_hf_config(raw, **({"layer_type": entry["layer_type"]} if "layer_type" in entry else {}))
         text = raw.get("text_config", raw)
-        context = text.get("max_position_embeddings") or DEFAULT_CONTEXT[text["model_type"]]
+        context = text.get("max_position_embeddings") or 131072     # gemma3_text's default (transformers 5.24.0)
         scaled_from = entry.get("scaled_from")
         if scaled_from and int(context) == scaled_from:
             context = int((text.get("rope_scaling") or {}).get("factor", 1) * scaled_from)
         out[name] = dict(base=cfg.base, context=int(context), head_dim=cfg.head_dim, scaled_from=scaled_from,
-                         rope_type=cfg.rope_type, supported=_supported(cfg.inv_freq(), 1 << 21),
+                         rope_type=cfg.rope_type,
+                         supported=supported_context(cfg.base, limit=1 << 21, inv_freq=cfg.inv_freq()),
                          source=entry["hub"], file=f"rope_ref/teaching/data/{entry['config']}.json")
     return out
 

@@ -1,6 +1,5 @@
 """Context extension (notebook 05): every scaling method applied to one model, side by side."""
 
-from .._validate import check_number, check_positive_int
 from ..forms import frequencies
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 
@@ -9,30 +8,21 @@ TRAIN_LEN = 4096          # the example model's training length
 
 def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
     """rope_type -> parameters for scaled_inv_freq (each method's ``example``): ``train_len`` extended ``factor``x."""
-    factor = check_number(factor, "factor", "a real number >= 1", lambda v: 1 <= v < float("inf"), real=True)
-    train_len = check_positive_int(train_len, "train_len")
     return {name: method.example(factor, train_len) for name, method in SCALING_METHODS.items() if method.example}
 
 
 def scaled_frequencies(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
-    """rope_type -> (scaled theta_i, attention_factor) for every method of :func:`method_configs`; a method that
-    refuses the example (YaRN's ramp for a huge train_len) is a ValueError naming factor and train_len."""
-    out = {}
-    for name, params in method_configs(factor, train_len).items():
-        try:
-            out[name] = scaled_inv_freq(d, base, rope_type=name, **params)
-        except ValueError as err:
-            raise ValueError(f"factor={factor:g}, train_len={train_len}: {name} refuses its example: {err}") from None
-    return out
+    """rope_type -> (scaled theta_i, attention_factor) for every method of :func:`method_configs`."""
+    return {name: scaled_inv_freq(d, base, rope_type=name, **params)
+            for name, params in method_configs(factor, train_len).items()}
 
 
 def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
                      scaled: dict | None = None) -> dict:
     """rope_type -> (scaled theta_i / default theta_i, attention_factor) per pair; ``scaled``: a
     :func:`scaled_frequencies` already computed for these arguments."""
-    default = frequencies(d, base)
     scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
-    return {name: (freqs / default, att) for name, (freqs, att) in scaled.items()}
+    return {name: (freqs / frequencies(d, base), att) for name, (freqs, att) in scaled.items()}
 
 
 def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
@@ -40,6 +30,5 @@ def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, tra
     """The largest angle (radians) each pair reaches: ``"training"`` -> L_train * theta_i, and rope_type ->
     factor * L_train * scaled theta_i (a pair meets unseen angles unless this stays at or below training's)."""
     scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
-    out = {"training": train_len * frequencies(d, base)}
-    out.update({name: factor * train_len * freqs for name, (freqs, _) in scaled.items()})
-    return out
+    return {"training": train_len * frequencies(d, base)} | {name: factor * train_len * freqs
+                                                             for name, (freqs, _) in scaled.items()}

@@ -13,11 +13,11 @@ CONFIGS = ("llama-3.1-8b", "meta-llama-3-8b", "qwen2.5-7b-instruct-yarn")
 
 
 def config(name: str) -> dict:
-    """A shipped model config.json as a dict, e.g. ``config("qwen2.5-7b-instruct-yarn")``; read it with
-    ``rope_ref.from_hf_config``.  Works in an installed copy (importlib.resources)."""
-    if name not in CONFIGS:
-        raise ValueError(f"no shipped config named {name!r}; shipped: {list(CONFIGS)}")
-    return json.loads((resources.files(__package__) / "data" / f"{name}.json").read_text(encoding="utf-8"))
+    """A model config.json shipped in rope_ref/teaching/data, as a dict: ``config("qwen2.5-7b-instruct-yarn")``."""
+    path = resources.files(__package__) / "data" / f"{name}.json"
+    if not path.is_file():
+        raise ValueError(f"config: no shipped config named {name!r} (shipped: {list(CONFIGS)} and more)")
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def neox_style_rope(x, base=10000.0):
@@ -110,6 +110,5 @@ def recorded_inv_freq():
 
 
 def _recording() -> dict:
-    with (resources.files(__package__) / "data" / "llama3_rotary.npz").open("rb") as file:
-        with np.load(file) as recorded:
-            return dict(recorded)
+    with (resources.files(__package__) / "data" / "llama3_rotary.npz").open("rb") as file, np.load(file) as recorded:
+        return dict(recorded)

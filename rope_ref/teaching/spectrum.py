@@ -9,8 +9,7 @@ import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from .._validate import (check_base, check_choice, check_d, check_finite_array, check_number, check_positions_any,
-    check_positive_int, check_scalar, check_seed)
+from .._validate import check_choice, check_d, check_number, check_positive_int
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 from .style import VIEW_DPI, new_axes
@@ -25,9 +24,8 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
     """Frequency of each of the d/2 pairs under ``scheme``, fast to slow (0 where not rotated), ``(d/2,)``: "partial"
     spreads the geometric range over the first ``fraction * d`` features, "p-rope" and "proportional" keep
     RoPE's theta_i for the first ``fraction * d/2`` pairs."""
-    scheme, d = check_choice(scheme, "scheme", SCHEMES), check_d(d)
-    fraction = check_number(fraction, "fraction", "a real number in [0, 1]", lambda v: 0 <= v <= 1, real=True)
-    out = np.zeros(d // 2)
+    out = np.zeros(check_d(d) // 2)
+    check_choice(scheme, "scheme", SCHEMES)
     if scheme == "partial":
         r = int(fraction * d) // 2 * 2
         if r:
@@ -38,27 +36,21 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
     return out
 
 
-def dimension_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0, fraction: float = 1.0,
-                          pairing: str = "half") -> np.ndarray:
-    """Frequency of each of the d features in the model's layout, ``(d,)`` (0 where it does not turn); ``pairing``
-    "half" pairs j with j + r/2 in the rotated part of width r, "interleaved" 2j with 2j+1."""
-    check_choice(pairing, "pairing", ("half", "interleaved"))
-    pair_freqs = scheme_frequencies(scheme, d, base, fraction)     # checks fraction
-    width = int(fraction * d) // 2 * 2 if scheme == "partial" else d
-    rotated = pair_freqs[:width // 2]
-    in_layout = np.concatenate([rotated, rotated]) if pairing == "half" else np.repeat(rotated, 2)
-    return np.concatenate([in_layout, np.zeros(d - width)])
-
-
 def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
-    """Which features of a d = 128 head turn, and how fast, in each scheme: one row per scheme."""
+    """Which features of a d = 128 head turn, and how fast, in each scheme: one row per scheme, each feature's
+    frequency in the model's layout ("half": j with j + r/2 in the rotated part of width r, "interleaved": 2j with
+    2j + 1; 0, white, where it does not turn)."""
     rows = [("RoPE (Llama, Qwen2.5, Gemma 3)", "rope", 1.0, "half"),
             ("partial 1/4, rotate_half (GPT-NeoX, Qwen3.5)", "partial", 0.25, "half"),
             ("partial 1/2, interleaved (GLM-4)", "partial", 0.5, "interleaved"),
             ("p-RoPE, p = 3/4 (Barbero et al.)", "p-rope", 0.75, "half"),
             ("proportional, 1/4 (Gemma 4)", "proportional", 0.25, "half"),
             ("NoPE layer (Llama 4, SmolLM3)", "nope", 1.0, "half")]
-    feature_freqs = np.array([dimension_frequencies(s, d, base, f, p) for _, s, f, p in rows])
+    feature_freqs = np.zeros((len(rows), d))
+    for row, (_, scheme, fraction, pairing) in zip(feature_freqs, rows):
+        rotated = scheme_frequencies(scheme, d, base, fraction)
+        rotated = rotated[:int(fraction * d) // 2] if scheme == "partial" else rotated
+        row[:2 * len(rotated)] = np.tile(rotated, 2) if pairing == "half" else np.repeat(rotated, 2)
     fig, ax = new_axes(10, 4.2, gridlines=False)
     im = ax.imshow(np.ma.masked_equal(feature_freqs, 0.0), aspect="auto", cmap=matplotlib.colormaps["viridis"],
                    norm=LogNorm(vmin=base ** -1, vmax=1.0), interpolation="nearest")
@@ -75,15 +67,13 @@ def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 
                      base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
     """Attention weights ``(n_keys,)`` of a positional head (Barbero et al.) on keys 0..n_keys-1 behind the query:
     every token is u on the ``width`` pairs from ``pair`` (|u|^2 = ``scale``), the query u turned back by ``offset``."""
-    n_keys, d, width = check_positive_int(n_keys, "n_keys"), check_d(d), check_positive_int(width, "width")
-    scale = check_number(scale, "scale", "a real number >= 0", lambda v: 0 <= v < np.inf, real=True)
     pair = check_number(pair, "pair", f"an integer in 0..{d // 2 - width}", lambda v: 0 <= v <= d // 2 - width)
     u = np.zeros(d)
     u[2 * np.arange(pair, pair + width)] = np.sqrt(scale / width)      # |u|^2 = scale, spread evenly over the pairs
     freqs = scheme_frequencies(scheme, d, base, fraction)
     m = float(n_keys - 1)                                   # the query's position; keys at m - r
     r = np.arange(n_keys, dtype=float)
-    q = rotate(u[None], np.array([m - check_scalar(offset, "offset")]), inv_freq=freqs)[0]
+    q = rotate(u[None], np.array([m - offset]), inv_freq=freqs)[0]
     k = rotate(np.broadcast_to(u, (n_keys, d)), m - r, inv_freq=freqs)
     return softmax(k @ q)
 
@@ -92,13 +82,7 @@ def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10
     """Barbero et al.'s Figure 2 (arXiv:2410.06205, §3) from notebook 10's ``curves``, each ``(n,)`` over
     ``distances`` ``(n,)`` from 0: (a) all-ones q, k, ``curves["ones"]`` / its value at 0; (b) fresh Gaussian
     q, k, ``curves["gaussian"]`` (mean of ``n_samples`` activations) / d."""
-    r, d, base = check_positions_any(distances, "distances"), check_d(d), check_base(base)
-    n_samples = check_positive_int(n_samples, "n_samples")
-    if not isinstance(curves, dict) or {"ones", "gaussian"} - set(curves):
-        raise TypeError(f"curves must be a dict with 'ones' and 'gaussian' curves, got {curves!r:.80}")
-    curves = {name: check_finite_array(curves[name], "curves") for name in ("ones", "gaussian")}
-    if r.ndim != 1 or any(curve.shape != r.shape for curve in curves.values()):
-        raise ValueError(f"distances and curves must each be of one shape (n,), got distances {r.shape}")
+    r = np.asarray(distances)
     fig, (ax_a, ax_b) = new_axes(9, 5.4, 2, 1, sharex=True)
     ax_a.plot(r, curves["ones"] / curves["ones"][0], color="C0", lw=1.2, label="(a) q = k = all ones: a(r) / a(0)")
     ax_b.plot(r, curves["gaussian"] / d, color="C1", lw=0.8,
@@ -116,10 +100,9 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
                    scheme: str = "rope", fraction: float = 0.75, seed: int = 0) -> np.ndarray:
     """Score of a key equal to the query at each distance, over its score at 0, ``distances.shape``: content on
     the ``width`` fastest ("high") or slowest ("low") pairs.  On the slowest it stays near 1 for thousands of
-    positions (Barbero et al.'s semantic channels); a random word scores about :func:`distractor_level`."""
-    r, seed, d = check_positions_any(distances, "distances"), check_seed(seed), check_d(d)
-    width = check_number(width, "width", f"an integer in 1..{d // 2}", lambda v: 0 < v <= d // 2)
-    band = check_choice(band, "band", ("high", "low"))
+    positions (Barbero et al.'s semantic channels); a random unit word scores about 1/sqrt(2 width)."""
+    r = np.asarray(distances, dtype=np.float64)
+    check_choice(band, "band", ("high", "low"))
     pairs = np.arange(width) if band == "high" else np.arange(d // 2 - width, d // 2)
     c = np.zeros(d)
     c.reshape(-1, 2)[pairs] = np.random.default_rng(seed).standard_normal((len(pairs), 2))
@@ -127,11 +110,6 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
     freqs = scheme_frequencies(scheme, d, base, fraction)
     q = rotate(np.broadcast_to(c, r.shape + (d,)), r, inv_freq=freqs)      # query at r, key (= c) at 0
     return q @ c
-
-
-def distractor_level(width: int = 8) -> float:
-    """Typical |score| of a random unit key against a unit query on 2 * ``width`` features: 1/sqrt(2 width)."""
-    return 1.0 / math.sqrt(2 * check_positive_int(width, "width"))
 
 
 class _CurvesView(View):
@@ -193,7 +171,7 @@ class SemanticMatchView(_CurvesView):
                                               dict(color="C1", lw=2, ls="--"))},
                          xlabel="distance $r$ between the two occurrences", ylabel="score / score at $r = 0$",
                          ylim=(-1.05, 1.15))
-        self.level = distractor_level(self.width)
+        self.level = 1.0 / math.sqrt(2 * self.width)          # a random unit key's typical |score|
         self.ax.axhspan(-2 * self.level, 2 * self.level, color="0.88", zorder=0)
         self.dynamic = (self.ax.xaxis, *self.lines.values(), self.title)
         self._redraw()

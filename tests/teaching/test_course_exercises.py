@@ -10,6 +10,7 @@ import pytest
 
 import rope_ref as rr
 from rope_ref.teaching import exercises, quantities
+from rope_ref.teaching import exercises_extensions as extensions
 
 
 def run(capsys, checker, *args, **kwargs):
@@ -33,22 +34,13 @@ def wrong(capsys, checker, *args, expect: str, **kwargs):
 
 # --- 00 ------------------------------------------------------------------------------------------------------------
 
-def closest_return():
-    best, best_off = None, 10.0
-    for m in range(1, 101):
-        off = abs(m - round(m / (2 * math.pi)) * 2 * math.pi)
-        if off < best_off:
-            best, best_off = m, off
-    return best
-
-
 def test_hand0_return(capsys):
-    m = closest_return()
+    m = min(range(1, 101), key=lambda m: abs(m - round(m / (2 * math.pi)) * 2 * math.pi))    # closest to whole turns
     assert m == 44
     right(capsys, exercises.check_hand0_return, m, False)
     wrong(capsys, exercises.check_hand0_return, 6, False, expect="another position")
     wrong(capsys, exercises.check_hand0_return, 88, False, expect="another position")
-    wrong(capsys, exercises.check_hand0_return, 44, True, expect="other hands")
+    wrong(capsys, exercises.check_hand0_return, 44, True, expect="all hands")
     wrong(capsys, exercises.check_hand0_return, 44.0, False, expect="integer")
     wrong(capsys, exercises.check_hand0_return, 44, "no", expect="True or False")
 
@@ -69,7 +61,7 @@ def test_relative_rotation(capsys):
     wrong(capsys, exercises.check_relative_rotation, Rm @ Rn.T, expect="sign is flipped")
     wrong(capsys, exercises.check_relative_rotation, Rm @ Rn, expect="transpose")
     wrong(capsys, exercises.check_relative_rotation, Rm.T @ Rm, expect="orthogonality")
-    wrong(capsys, exercises.check_relative_rotation, np.eye(8), expect="shape")
+    wrong(capsys, exercises.check_relative_rotation, np.eye(8), expect="shape (16, 16)")
     out = wrong(capsys, exercises.check_relative_rotation, 2 * Rm, expect="not R_m^T R_n")
     assert "R_(n-m)" not in out and "R_(m+n)" not in out, "the fallback names no other choice"
 
@@ -115,7 +107,7 @@ def test_predicted_angle(capsys):
     wrong(capsys, exercises.check_predicted_angle, cmath.phase(zq) - cmath.phase(zk) - 6 * theta2,
           expect="position part has the wrong sign")
     wrong(capsys, exercises.check_predicted_angle, 6 * theta2, expect="left out the content part")
-    wrong(capsys, exercises.check_predicted_angle, "1.2", expect="should be a number")
+    wrong(capsys, exercises.check_predicted_angle, "1.2", expect="should be a finite number")
     in_degrees = predicted * 180 / math.pi
     wrong(capsys, exercises.check_predicted_angle, in_degrees, expect="degrees")
     wrong(capsys, exercises.check_predicted_angle, round(in_degrees, 2), expect="degrees")
@@ -169,7 +161,8 @@ def test_rerotating_cache(capsys):
     out = wrong(capsys, exercises.check_rerotating_cache, all_keys, "positions", q, k, v, t=t, expect="0..t")
     assert "at which position" not in out, "the hint points at what is wrong (the keys attended), not at what was right"
     for lost in ["content", "values", "nothing"]:                     # no hint names the right choice
-        out = wrong(capsys, exercises.check_rerotating_cache, no_positions, lost, q, k, v, t=t, expect=f"not {lost}")
+        out = wrong(capsys, exercises.check_rerotating_cache, no_positions, lost, q, k, v, t=t,
+                    expect=f"not {lost.rstrip('s')}")
         assert "position" not in out.lower()
     wrong(capsys, exercises.check_rerotating_cache, no_positions, "the order", q, k, v, t=t, expect="one of")
     wrong(capsys, exercises.check_rerotating_cache, no_positions, 3, q, k, v, t=t, expect="one of")
@@ -185,53 +178,27 @@ def test_dynamic_ntk_factors(capsys):
     wrong(capsys, exercises.check_dynamic_ntk_factors, 13, 8, expect="at_2x")
 
 
-# --- every checker: None is "not answered yet", no exception -------------------------------------------------------
+# --- every checker: None is "not answered yet"; NaN or a wrong type gets a verdict, never an exception --------------
 
-@pytest.mark.parametrize("checker,args", [
-    (exercises.check_hand0_return, (None, None)), (exercises.check_relative_rotation, (None,)),
-    (exercises.check_eq34, (np.zeros((2, 4)), None)), (exercises.check_predicted_angle, (None,)),
-    (exercises.check_decay_prediction, (True, None)), (exercises.check_dynamic_ntk_factors, (13, None)),
-    (exercises.check_rerotating_cache, (None, "positions", np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2)))),
-    (exercises.check_rerotating_cache, (np.zeros((1, 2)), None, np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2)))),
-])
-def test_unanswered_is_not_an_error(capsys, checker, args):
-    ok, out = run(capsys, checker, *args)
-    assert ok is False and out.startswith("Not answered yet")
-
-
-# --- every checker of every notebook: a NaN answer gets a verdict, not an exception ----------------------------------
-
-NAN = float("nan")
 QKV = tuple(np.random.default_rng(0).standard_normal((2, 4, 32, 16)) for _ in range(3))
+CALLS = [  # (checker, arguments, the answer slots among them)
+    (exercises.check_hand0_return, (44, False), (0, 1)), (exercises.check_relative_rotation, (np.eye(16),), (0,)),
+    (exercises.check_eq34, (np.ones((32, 16)), np.ones((32, 16))), (1,)),
+    (exercises.check_predicted_angle, (1.0,), (0,)), (exercises.check_decay_prediction, (True, 12.58), (0, 1)),
+    (exercises.check_dynamic_ntk_factors, (13, 5), (0, 1)),
+    (exercises.check_rerotating_cache, (np.zeros((2, 4, 1, 16)), "positions", *QKV), (0, 1)),
+    (extensions.check_reduced_cast_error, (1e-3,), (0,)), (extensions.check_planted_bug, ("offset",), (0,)),
+    (extensions.check_supported_context, (1,), (0,)), (extensions.check_diagonal_norm, (1,), (0,)),
+    (extensions.check_text_after_image, (10,), (0,)), (extensions.check_same_score_patch, ((1, 2),), (0,)),
+    (extensions.check_mystery_rope, ("A",), (0,)),
+]
+NAN = float("nan")
+ODD = [None, NAN, np.float32(NAN), np.float64(NAN), [NAN] * 3, (NAN, NAN), np.full((2, 4, 1, 16), NAN), "x"]
 
 
-def nan_answers():
-    """(checker, arguments) with NaN (or an array holding one) in each answer slot in turn, the other answers right."""
-    from rope_ref.teaching import exercises_extensions as extensions
-    nan_array = np.full((32, 16), NAN)
-    nan_step = np.full((2, 4, 1, 16), NAN)
-    return [
-        (exercises.check_hand0_return, (NAN, False)), (exercises.check_hand0_return, (44, NAN)),
-        (exercises.check_relative_rotation, (np.full((16, 16), NAN),)),
-        (exercises.check_eq34, (np.ones((32, 16)), nan_array)),
-        (exercises.check_predicted_angle, (NAN,)), (exercises.check_predicted_angle, (np.float32(NAN),)),
-        (exercises.check_decay_prediction, (True, NAN)), (exercises.check_decay_prediction, (NAN, 12.58)),
-        (exercises.check_rerotating_cache, (nan_step, "positions", *QKV)),
-        (exercises.check_rerotating_cache, (nan_step[..., 0, 0], NAN, *QKV)),
-        (exercises.check_dynamic_ntk_factors, (NAN, 5)), (exercises.check_dynamic_ntk_factors, (13, NAN)),
-        (exercises.check_dynamic_ntk_factors, (np.float64(NAN), np.float64(NAN))),
-        (extensions.check_reduced_cast_error, (NAN,)),
-        (extensions.check_planted_bug, (NAN,)), (extensions.check_planted_bug, (np.float64(NAN),)),
-        (extensions.check_supported_context, (NAN,)), (extensions.check_diagonal_norm, (NAN,)),
-        (extensions.check_text_after_image, (NAN,)),
-        (extensions.check_text_after_image, ([NAN] * 3,)),
-        (extensions.check_same_score_patch, ((NAN, NAN),)),
-        (extensions.check_same_score_patch, (np.array([NAN, 1.0]),)),
-        (extensions.check_mystery_rope, (NAN,)),
-    ]
-
-
-@pytest.mark.parametrize("checker,args", nan_answers(), ids=lambda a: getattr(a, "__name__", ""))
-def test_a_nan_answer_gets_a_verdict_not_an_exception(capsys, checker, args):
-    ok, out = run(capsys, checker, *args)
-    assert ok is False and out.startswith("Not yet: "), out
+@pytest.mark.parametrize("checker,args,slots", CALLS, ids=lambda a: getattr(a, "__name__", ""))
+def test_an_odd_answer_gets_a_verdict_not_an_exception(capsys, checker, args, slots):
+    for slot in slots:
+        for odd in ODD:
+            ok, out = run(capsys, checker, *args[:slot], odd, *args[slot + 1:])
+            assert ok is False and out.startswith("Not answered yet" if odd is None else "Not yet: "), (odd, out)

@@ -11,6 +11,7 @@ import pytest
 import rope_ref as rr
 from rope_ref.teaching import context_extension, figures, precision, quantities
 
+from frequency_formulas import thetas
 from notebook_cells import cells, prose, run_cells, src
 
 
@@ -24,10 +25,6 @@ def stated(name, pattern):
     found = re.findall(pattern, text(name))
     assert len(found) == 1, f"{name}: {pattern!r} should match once, found {found}"
     return found[0]
-
-
-def thetas(d, base=10000.0):
-    return base ** (-np.arange(0, d, 2) / d)          # eq 15, indexed from 0, written out here
 
 
 def chord(angle):

@@ -105,7 +105,7 @@ def test_the_rope_sees_heads_seq_head_dim_and_its_result_is_used(model):
 @pytest.mark.parametrize("kwargs, error, name", [
     (dict(ids=[[1, 2]]), ValueError, "ids"), (dict(ids=[1.5, 2.0]), ValueError, "ids"),
     (dict(ids=[1, 49152]), ValueError, "ids"), (dict(ids="hello"), TypeError, "ids"),
-    (dict(ids=np.zeros(1025, dtype=int)), ValueError, "ids"),
+    (dict(ids=np.zeros(0, dtype=int)), ValueError, "ids"),
     (dict(ids=[1, 2], positions=[0, 1, 2]), ValueError, "positions"),
     (dict(ids=[1, 2], positions=[0, np.nan]), ValueError, "positions"),
     (dict(ids=[1, 2], rope="rotate"), TypeError, "rope"),
@@ -127,7 +127,7 @@ def test_rotate_without_turning_keeps_those_pairs_as_they_are():
     full = rr.rotate(x, np.arange(5.0), base=100.0)
     np.testing.assert_array_equal(out[..., [0, 1, 6, 7]], x[..., [0, 1, 6, 7]])     # content kept, not turned
     np.testing.assert_allclose(out[..., 2:6], full[..., 2:6], rtol=1e-12)
-    for pairs, error in [([4], ValueError), ("0", TypeError), ([-1], ValueError)]:
+    for pairs, error in [([4], ValueError), ("0", ValueError), ([-1], ValueError)]:
         with pytest.raises(error, match="pairs"):
             rm.rope_without_turning(pairs, base=100.0)(x, np.arange(5.0))
 
