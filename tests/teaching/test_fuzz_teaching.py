@@ -29,7 +29,6 @@ CASES = [  # (call, the argument its error must name)
     (lambda: vision_rope.fig_position_ids([("nosuch", 3)]), "segments"),
     (lambda: kernel_plot.phase_errors(None, np.ones(4)), "spec"),
     (lambda: kernel_plot.phase_errors(SPEC, np.ones(3)), "inv_freq"),
-    (lambda: kernel_plot.phase_errors(SPEC, np.ones(4), rows=0), "rows"),
     (lambda: kernel_plot.kernel_vs_expected(SPEC, np.ones(4), title=3), "title"),
     (lambda: example_kernels.config("nosuch"), "config"),
     (lambda: example_kernels.replayed_llama_rotary(cast="float16"), "cast"),

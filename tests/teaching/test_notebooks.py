@@ -87,7 +87,7 @@ SHOWN = [
     ("03_long_term_decay", "# eqs 35-37 in NumPy", "rr.rotate(", 12, ["rr."]),
     ("04_attention", "# eq 2 with RoPE in NumPy", "rr.attention(", 6, ["rr.attention"]),
     ("04_attention", "# the KV cache in NumPy", "rr.attention(", 12, ["rr.attention"]),
-    ("04_attention", "# eq 19's weights in NumPy", "rr.linear_attention(", 4, ["rr.linear_attention"]),
+    ("04_attention", "# eq 19's weights in NumPy", "rr.linear_attention(", 5, ["rr.linear_attention"]),
     ("05_context_extension", "# each method's frequencies in NumPy", "rr.scaled_inv_freq(", 20, ["rr.scaled_inv_freq"]),
     ("11_rope_inside_a_real_model", "# the forward pass in NumPy", "model.forward(", 30, ["model.forward", "rm."]),
 ]
