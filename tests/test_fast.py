@@ -75,8 +75,8 @@ def test_the_kept_table_never_confuses_positions_frequencies_dtypes_or_pairings(
 
 def test_a_planted_bug_is_caught(monkeypatch):
     real = _fast._rotate_block
-    monkeypatch.setattr(_fast, "_rotate_block", lambda xb, ob, tabs, pairing, r, tmp: real(
-        xb, ob, [np.conj(t) if np.iscomplexobj(t) else -t for t in tabs], pairing, r, tmp))
+    monkeypatch.setattr(_fast, "_rotate_block", lambda xb, ob, tabs, pairing, tmp: real(
+        xb, ob, [np.conj(t) if np.iscomplexobj(t) else -t for t in tabs], pairing, tmp))
     with pytest.raises(AssertionError):
         assert_matches_plain(np.ones((3, 8)), [0.5, 1.0, 2.0])
 
