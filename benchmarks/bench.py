@@ -115,7 +115,7 @@ def small(n_rounds: int, shape=SMALL, repeat: int = 200) -> list:
 
 def main(argv=None) -> int:
     args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    args.add_argument("--rounds", type=int, default=15)
+    args.add_argument("--rounds", type=int, default=30)
     args.add_argument("--quick", action="store_true", help="tiny shapes and 3 rounds (a smoke test)")
     opts = args.parse_args(argv)
     n = 3 if opts.quick else opts.rounds

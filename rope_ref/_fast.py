@@ -4,8 +4,8 @@ cos and sin of float64 angles, one row per position given (the last table kept, 
 modules keep cos/sin); interleaved pairs as one complex multiply ``(x_2i + i x_2i+1) * (cos + i sin)``;
 half-split pairs as ``x * [cos, cos] + [x2, x1] * [-sin, sin]`` over blocks that stay in cache; float16 and
 bfloat16 computed in float32 and rounded once.  Only the first ``r`` features are computed: a partial rotation
-copies each block's rows whole, then rotates a contiguous copy of their first r features, so it costs the copy of
-x plus the rotation of the part (measured in ``benchmarks/``).
+copies each block's rows whole, then turns their first r features while they are in cache, so it costs about the
+copy of x plus the rotation of the part (measured in ``benchmarks/``).
 """
 
 from __future__ import annotations
@@ -87,11 +87,14 @@ def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: i
 
 
 def _rotate_into(x, out, tabs, pairing, r, work) -> None:
-    """Eq 34 on ``x[..., :r]`` into ``out`` (C-contiguous, x's dtype; the features beyond r: as x) in dtype ``work``:
-    straight from x's memory when it holds whole rows of ``work``, else block by block through a contiguous copy of
-    the rotated part (16-bit, strided or partial x), each block's rows copied whole first while they are in cache."""
-    direct = x.dtype == work and r == x.shape[-1] and x.strides[-1] == work.itemsize
-    if direct and pairing == "interleaved":                     # one complex multiply, no temporaries
+    """Eq 34 on ``x[..., :r]`` into ``out`` (C-contiguous, x's dtype; the features beyond r: as x) in dtype ``work``.
+
+    Straight from x's memory when it holds pairs of ``work``; partial rotations copy each block's rows whole while
+    they are in cache, then turn the first r features there (interleaved) or through a contiguous copy of them
+    (half-split; 16-bit or strided x: a converted copy)."""
+    whole = r == x.shape[-1]
+    direct = x.dtype == work and x.strides[-1] == work.itemsize
+    if direct and whole and pairing == "interleaved":           # one complex multiply, no temporaries
         _rotate_block(x, out, tabs, pairing, None)
         return
     blocks = list(_blocks(x.shape[:-1], max(1, BLOCK_ELEMENTS // r)))
@@ -100,10 +103,10 @@ def _rotate_into(x, out, tabs, pairing, r, work) -> None:
     scratch = np.empty((3, min(x.size // x.shape[-1] * r, max(BLOCK_ELEMENTS, r))), work)  # part, result, turned
     for index in blocks:
         x_block, out_block, t_block = x[index][..., :r], out[index][..., :r], [t[index] for t in tabs]
-        if r < x.shape[-1]:
+        if not whole:
             out[index] = x[index]
-        if direct:
-            _rotate_block(x_block, out_block, t_block, pairing, scratch[2])
+        if direct and (whole or pairing == "interleaved"):
+            _rotate_block(x_block if whole else out_block, out_block, t_block, pairing, scratch[2])
             continue
         part = scratch[0, :x_block.size].reshape(x_block.shape)
         result = scratch[1, :x_block.size].reshape(x_block.shape)
@@ -113,8 +116,8 @@ def _rotate_into(x, out, tabs, pairing, r, work) -> None:
 
 
 def _rotate_block(x_block, out_block, tabs, pairing, scratch) -> None:
-    """Eq 34 on a block ``(..., r)`` of dtype ``work`` (last axis contiguous) into ``out_block``; ``scratch``: at
-    least the block's elements (half pairing)."""
+    """Eq 34 on a block ``(..., r)`` of dtype ``work`` (last axis contiguous) into ``out_block`` (the same array
+    allowed when interleaved); ``scratch``: at least the block's elements (half pairing)."""
     if pairing == "interleaved":
         (cis,) = tabs
         np.multiply(x_block.view(cis.dtype), cis, out=out_block.view(cis.dtype))
