@@ -3,7 +3,9 @@
 cos and sin of float64 angles, one row per position given (the last table kept, as transformers' rotary
 modules keep cos/sin); interleaved pairs as one complex multiply ``(x_2i + i x_2i+1) * (cos + i sin)``;
 half-split pairs as ``x * [cos, cos] + [x2, x1] * [-sin, sin]`` over blocks that stay in cache; float16 and
-bfloat16 computed in float32 and rounded once.  Only the first ``r`` features are computed.
+bfloat16 computed in float32 and rounded once.  Only the first ``r`` features are computed: a partial rotation
+copies each block's rows whole, then turns their first r features while they are in cache, so it costs about the
+copy of x plus the rotation of the part (measured in ``benchmarks/``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import numpy as np
 
 from ._validate import check_no_overflow, overflow_error
 
-BLOCK_ELEMENTS = 1 << 16        # elements of x per block of the half pairing: x, out, tables, scratch stay in L2
+BLOCK_ELEMENTS = 1 << 17        # rotated elements per block (float32: 512 kB; measured best in benchmarks/)
 KEEP_ANGLES = (1 << 12, 1 << 22)  # tables of this many angles are kept for the next call with equal positions
 _last: dict = {}                # (pairing, work dtype, frequencies shape) -> (positions, frequencies, tables) last used
 
@@ -70,7 +72,7 @@ def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: i
     work = np.dtype(np.float64 if x.dtype == np.float64 else np.float32)
     rows = pos.reshape(len(pos), -1).T                           # (n, A): one row of angles per position
     tabs = [t.reshape(pos.shape[1:] + t.shape[-1:]) for t in tables(rows, freqs, work, pairing)]   # P + (h or r,)
-    out = np.empty(x.shape, x.dtype) if r == x.shape[-1] else np.array(x, order="C")   # features beyond r: as x
+    out = np.empty(x.shape, x.dtype)
     try:                      # float arithmetic (and the cast to float16) that overflows raises: no scan of the result
         with np.errstate(over="raise", invalid="ignore"):
             _rotate_into(x, out, tabs, pairing, r, work)
@@ -85,38 +87,46 @@ def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: i
 
 
 def _rotate_into(x, out, tabs, pairing, r, work) -> None:
-    """Eq 34 on ``x[..., :r]`` into ``out[..., :r]`` (C-contiguous, x's dtype), block by block in dtype ``work``."""
-    direct = x.dtype == work and x.strides[-1] == work.itemsize  # x's own memory can be read as pairs
-    blocks = [()]                                                # interleaved: one multiply, no temporaries
-    if not (direct and pairing == "interleaved"):
-        blocks = list(_blocks(x.shape[:-1], max(1, BLOCK_ELEMENTS // x.shape[-1])))
+    """Eq 34 on ``x[..., :r]`` into ``out`` (C-contiguous, x's dtype; the features beyond r: as x) in dtype ``work``.
+
+    Straight from x's memory when it holds pairs of ``work``; partial rotations copy each block's rows whole while
+    they are in cache, then turn the first r features there (interleaved) or through a contiguous copy of them
+    (half-split; 16-bit or strided x: a converted copy)."""
+    whole = r == x.shape[-1]
+    direct = x.dtype == work and x.strides[-1] == work.itemsize
+    if direct and whole and pairing == "interleaved":           # one complex multiply, no temporaries
+        _rotate_block(x, out, tabs, pairing, None)
+        return
+    blocks = list(_blocks(x.shape[:-1], max(1, BLOCK_ELEMENTS // r)))
     if len(blocks) > 1:                                          # the tables indexed as x is
         tabs = [np.broadcast_to(t, x.shape[:-1] + t.shape[-1:]) for t in tabs]
-    scratch = np.empty(0 if pairing == "interleaved" else max(BLOCK_ELEMENTS, x.shape[-1]), work)
+    scratch = np.empty((3, min(x.size // x.shape[-1] * r, max(BLOCK_ELEMENTS, r))), work)  # part, result, turned
     for index in blocks:
-        x_block = x[index][..., :r]
-        out_block = out[index][..., :r]
-        if direct:
-            _rotate_block(x_block, out_block, [t[index] for t in tabs], pairing, r, scratch)
-        else:                                                    # 16-bit or strided x: a converted copy of the block
-            result = np.empty(x_block.shape, work)
-            _rotate_block(np.ascontiguousarray(x_block, dtype=work), result, [t[index] for t in tabs], pairing, r,
-                          scratch)
-            out_block[...] = result
+        x_block, out_block, t_block = x[index][..., :r], out[index][..., :r], [t[index] for t in tabs]
+        if not whole:
+            out[index] = x[index]
+        if direct and (whole or pairing == "interleaved"):
+            _rotate_block(x_block if whole else out_block, out_block, t_block, pairing, scratch[2])
+            continue
+        part = scratch[0, :x_block.size].reshape(x_block.shape)
+        result = scratch[1, :x_block.size].reshape(x_block.shape)
+        np.copyto(part, x_block)
+        _rotate_block(part, result, t_block, pairing, scratch[2])
+        out_block[...] = result
 
 
-def _rotate_block(x_block, out_block, tabs, pairing, r, tmp) -> None:
-    """Eq 34 on the first ``r`` features of a block ``(..., d)`` into ``out_block``; ``tmp``: scratch of at least
-    the block's elements (half pairing only)."""
+def _rotate_block(x_block, out_block, tabs, pairing, scratch) -> None:
+    """Eq 34 on a block ``(..., r)`` of dtype ``work`` (last axis contiguous) into ``out_block`` (the same array
+    allowed when interleaved); ``scratch``: at least the block's elements (half pairing)."""
     if pairing == "interleaved":
         (cis,) = tabs
-        np.multiply(x_block[..., :r].view(cis.dtype), cis, out=out_block[..., :r].view(cis.dtype))
+        np.multiply(x_block.view(cis.dtype), cis, out=out_block.view(cis.dtype))
         return
     cos2, sin2 = tabs
-    lead, h = x_block.shape[:-1], r // 2
-    turned = tmp[:x_block[..., :r].size].reshape(lead + (2, h))
-    np.copyto(turned, x_block[..., :r].reshape(lead + (2, h))[..., ::-1, :])     # (x2, x1): halves swapped
-    turned = turned.reshape(lead + (r,))
+    lead, h = x_block.shape[:-1], x_block.shape[-1] // 2
+    np.multiply(x_block, cos2, out=out_block)                                  # x [cos, cos]: x read from memory once
+    turned = scratch[:x_block.size].reshape(lead + (2, h))
+    np.copyto(turned, x_block.reshape(lead + (2, h))[..., ::-1, :])            # (x2, x1): halves swapped, in cache
+    turned = turned.reshape(x_block.shape)
     np.multiply(turned, sin2, out=turned)                                      # (-x2 sin, x1 sin)
-    np.multiply(x_block[..., :r], cos2, out=out_block[..., :r])
-    np.add(out_block[..., :r], turned, out=out_block[..., :r])                 # eq 34, in contiguous runs
+    np.add(out_block, turned, out=out_block)                                   # eq 34, in contiguous runs
