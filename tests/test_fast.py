@@ -10,7 +10,7 @@ from rope_ref import _fast
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 LAYOUTS = [  # (x shape, positions shape or None for the default arange(seq))
-    ((16,), ()), ((16,), None), ((7, 16), None), ((3, 5, 7, 16), None), ((3, 5, 7, 16), (3, 1, 7)),
+    ((16,), ()), ((16,), None), ((7, 16), None), ((5, 7, 16), None), ((3, 5, 7, 16), (3, 1, 7)),
     ((3, 5, 7, 16), (3, 5, 7)), ((3, 5, 7, 16), (3, 5, 1)), ((40, 1, 16), (40, 1)), ((5, 8, 1, 16), (5, 1, 1)),
     ((2, 1, 3, 1, 16), (1, 1, 3, 1)),
 ]
