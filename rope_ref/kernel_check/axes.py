@@ -142,7 +142,6 @@ def _name_axes(spec, nonzero):
     """form, sections, layout and bases of ``spec.inv_freq``; a note on an axis no pair turns with."""
     freqs = spec.inv_freq
     spec.form, axis, spec.sections, spec.mrope_layout = classify(freqs, nonzero)
-    spec.axis_of_pair = axis
     rel = spec.freq_tolerance / np.maximum(np.abs(freqs), 1e-300)
     if spec.form in ("1-D", "M-RoPE"):
         j = np.arange(len(freqs))

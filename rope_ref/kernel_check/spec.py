@@ -46,8 +46,6 @@ class RopeSpec(ProbeSpec):
     also: list = field(default_factory=list)  # other (rope_type, params) that reproduce the frequencies too
     linear: bool | None = None          # the angles are (offset + row) * theta to the kernel's rounding
     geometric: bool | None = None       # theta_p = theta_0 base^(-2p/rotary_dim)
-    output_rounded: bool = False        # cos/sin or the output rounded to a 16-bit type
-    length_dependent: bool = False      # the angles of the first rows change with the number of rows
     rows: int | None = None             # rows the angles were measured at
     table_end: tuple | None = None      # (last position, "clamped" or "repeated"): where a cos/sin table ran out
     rounded_positions: str | None = None  # rows share positions, as positions held in a 16-bit type do
@@ -81,7 +79,6 @@ class AxesSpec(ProbeSpec):
     axes: int | None = None
     axis_names: tuple = ()
     form: str | None = None
-    axis_of_pair: np.ndarray | None = None
     sections: tuple | None = None       # pairs per axis
     mrope_layout: str | None = None     # M-RoPE: a name of MROPE_LAYOUTS (None: none of them)
     axis_bases: tuple | None = None     # axial: per axis, theta_k = base_a^(-k/n_a), if so
