@@ -91,7 +91,8 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
         table = table[:spec.table_end[0]]
     spec.rows = n = len(table)
     if np.all(np.diff(table, axis=0) == 0, axis=1).any():
-        spec.linear, spec.rounded_positions = False, "a 16-bit type"      # which one: the catalogue tells
+        spec.linear = False             # which 16-bit type: the catalogue tells
+        spec.notes.append("rows share positions, as positions held in a 16-bit type do")
         return
     steps = np.diff(table, axis=0)                # whole turns counted as integers: np.unwrap's sum of 2 pi
     turns = np.cumsum(np.round((wrap_angle(steps) - steps) / (2 * np.pi)), axis=0)
