@@ -17,15 +17,18 @@ input both sides use).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import ml_dtypes
 import numpy as np
 
 from ._validate import check_choice, check_real_array, check_x
-from .forms import frequencies, rotate_elementwise, rotate_half, rotation_angles
-from .layouts import LAYOUTS, layout_positions  # noqa: F401  (rope_ref.testing.LAYOUTS, .layout_positions)
-from .kernel_check import RopeMismatch
-from .kernel_check.assertions import explain_output
+from .forms import _pairs, frequencies, rotate_elementwise, rotate_half, rotation_angles
+from .hf_config import RopeConfig, from_hf_config
+from .kernel_check import DEFECTS, RopeMismatch, expected_model
+from .kernel_check.assertions import _expectations
+from .kernel_check.defects import explain
+from .layouts import LAYOUTS, layout_positions, positions_of  # noqa: F401  (LAYOUTS, layout_positions: re-exported)
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,6 @@ def _exact(x, positions, angles, cos, sin, rows, rope: dict):
     config = rope.pop("config", None)
     factor = 1.0
     if config is not None:
-        from .hf_config import RopeConfig, from_hf_config
         cfg = config if isinstance(config, RopeConfig) else from_hf_config(config)
         seq_len = None if positions is None else int(np.max(positions, initial=0)) + 1
         rope = {"pairing": cfg.pairing, "rotary_dim": cfg.rotary_dim, "inv_freq": cfg.inv_freq(seq_len), **rope}
@@ -156,13 +158,9 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
         if positions is None and layout is None:
             positions = np.arange(x64.shape[-3]) if x64.ndim > 2 else np.zeros(())
         positions = None if positions is None else np.asarray(positions)[..., None]
-    if layout is not None:
-        if positions is not None:
-            raise TypeError("positions and layout were both given: pass one")
-        positions = layout_positions(x64.shape, layout, cu_seqlens=cu_seqlens, seqlen_offsets=seqlen_offsets)
-    elif x64.ndim == 4 and positions is None and angles is None and rows is None:
-        raise ValueError(f"x of shape {x64.shape} is ambiguous without positions or layout: (batch, seq, heads, d) is "
-                         "layout='bshd', (batch, heads, seq, d) is layout='bhsd'")
+    if layout is not None or (angles is None and rows is None):        # a 4-D x without positions or layout: refused
+        positions = positions_of(x64.shape, positions, None, None, None, layout, cu_seqlens=cu_seqlens,
+                                 seqlen_offsets=seqlen_offsets)[0]
     if rows is None and cos is not None and positions is not None:
         rows = np.asarray(positions).astype(np.int64)
     exact, budget, r, pairing, factor, table_given = _exact(x64, positions, angles, cos, sin, rows, dict(rope))
@@ -177,8 +175,99 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
     if cos is None and angles is None:                  # the bound's rounding terms, for a defect's own pairs
         steps = ("angles", "table", "compute", "output")
         rounding = sum(k * precision.roundoff(s) for k, s in zip((2, 1, 4, 1), steps))
-        problems, defects = explain_output(got, x64, positions, rope, bound, rounding)
+        problems, defects = _diagnosis(got, x64, positions, rope, bound, rounding)
     raise RopeMismatch(
         f"{int(bad.sum())} of {bad.size} elements are farther from the oracle than the bound derived for {precision}; "
         f"worst at index {tuple(int(i) for i in worst)}: actual {got[worst]:.7g}, expected {exact[worst]:.7g}, "
         f"|difference| {err[worst]:.3g} > bound {bound[worst]:.3g} ({ratio[worst]:.3g} times)", problems, None, defects)
+
+
+def _diagnosis(actual, x, positions, rope: dict, bound, unit) -> tuple:
+    """The checker's diagnosis of a kernel's output ``actual`` of ``x`` ``(..., d)`` at ``positions``, for
+    assert_rope_close: the known defects whose model y, computed by the oracle, is within ``bound`` of actual
+    everywhere (plus ``unit`` (|x| + |y|), the bound's rounding terms, when the model pairs other features): (a line
+    each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate, or ``config=``."""
+    d, rope = x.shape[-1], dict(rope)
+    config = rope.pop("config", None)
+    expected = dict(pairing="interleaved", rotary_dim=d, base=10000.0, offset=0) | rope
+    if config is not None:
+        config = config if hasattr(config, "attention_factor") else from_hf_config(config)
+        expected = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, inv_freq=config.inv_freq(), offset=0,
+                        norm_scale=config.attention_factor) if config.axes else _expectations(d, config, None, rope,
+                                                                                              None)[2]
+    pos = np.arange(x.shape[-2], dtype=np.float64) if positions is None else np.asarray(positions, np.float64)
+    model = expected_model(expected, SimpleNamespace(pairing=None, rotary_dim=d, offset=0, inv_freq=None,
+                                                     rows=int(np.max(pos, initial=0)) + 1))
+    rows, everything = int(np.prod(x.shape[:-1])), (x, pos, actual, bound)
+    if rows > 4096 and np.ndim(model.inv_freq) < 2:     # searched on 4096 rows, the defects found checked on all
+        keep = np.linspace(0, rows - 1, 4096).astype(int)
+        pos = np.broadcast_to(pos, x.shape[:-1]).reshape(rows)[keep]
+        x, actual, bound = (a.reshape(rows, d)[keep] for a in (x, actual, bound))
+    def fits(m, x=x, pos=pos, actual=actual, bound=bound):      # the rounding terms again on pairs the bound lacks
+        same = all(getattr(m, k) == getattr(model, k) for k in ("pairing", "rotary_dim", "rotary_start",
+                                                                "output_pairing"))
+        try:
+            y = m.rotate(x, pos)
+        except (ValueError, TypeError, ZeroDivisionError):       # a model the oracle refuses reproduces nothing
+            return False
+        return bool(np.all(np.abs(actual - y) <= bound + (0.0 if same else unit) * (np.abs(x) + np.abs(y))))
+
+    found = explain(model, _measure_output(x, actual, pos, model), DEFECTS, fits, 2)
+    if found and fits(found[2], *everything):
+        return found[:2]
+    return ["no known defect explains this (none of kernel_check.DEFECTS, alone or two together)"], []
+
+
+def _measure_output(x, y, positions, model) -> SimpleNamespace:
+    """What ``y``, a kernel's output of ``x``, shows for the catalogue's measured parameters: the features it moves,
+    the pairs that keep their norm (and where they are written), the norm; then, with the model's frequencies, the
+    position each row turns as (from the slowest pair on), hence the offset and where a table ends, and the base
+    from the slowest pair's line."""
+    spec = SimpleNamespace(pairing=None, output_pairing=None, rotary_dim=None, rotary_start=0, norm_scale=None,
+                           offset=None, base=None, rope_type=None, rope_params={}, table_end=None, inv_freq=None)
+    moved = np.flatnonzero(np.any(np.abs(y - x) > 2.0**-6 * np.abs(x).max(axis=-1, keepdims=True),
+                                  axis=tuple(range(x.ndim - 1))))
+    if moved.size < 2:
+        return spec
+    start = int(moved[0])
+    r = min(int(moved[-1] - start + 2), x.shape[-1] - start) // 2 * 2
+    tried = []
+    for pairing, out in (("interleaved", None), ("half", None), ("interleaved", "half")):
+        a, b = (start + i for i in _pairs(r, pairing))
+        oa, ob = (start + i for i in _pairs(r, out)) if out else (a, b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.hypot(y[..., oa], y[..., ob]) / np.hypot(x[..., a], x[..., b])
+        norm = float(np.nanmedian(ratio))
+        tried.append((float(np.nanmax(np.abs(ratio / norm - 1))), pairing, out, norm,
+                      np.arctan2(x[..., a] * y[..., ob] - x[..., b] * y[..., oa],
+                                 x[..., a] * y[..., oa] + x[..., b] * y[..., ob])))
+    _, spec.pairing, spec.output_pairing, spec.norm_scale, angle = min(tried, key=lambda t: t[0])
+    spec.rotary_start, spec.rotary_dim = start, r
+    theta = model.theta(model, int(np.max(positions, initial=0)) + 1)
+    if theta.ndim != 1 or len(theta) != r // 2 or not np.all(theta > 0):
+        return spec
+    order = np.argsort(theta)
+    pos = np.broadcast_to(positions, angle.shape[:-1])
+    held = angle[..., order[0]] / theta[order[0]]
+    for k in order[1:]:
+        held = (angle[..., k] + 2 * np.pi * np.round((held * theta[k] - angle[..., k]) / (2 * np.pi))) / theta[k]
+    near = np.abs(held * theta[order[0]]) < 3             # rows whose slowest angle has not wrapped
+    if not near.any():
+        return spec
+    pos, held, angle = pos[near], held[near], angle[near]
+    shifts, counts = np.unique(np.round(held - pos), return_counts=True)
+    spec.offset = float(shifts[np.argmax(counts)])
+    other = np.round(held - pos) != spec.offset
+    gap = np.round(pos[other] + spec.offset - held[other])
+    if other.any() and np.ptp(np.round(held[other])) == 0:
+        spec.table_end = (float(np.round(held[other][0])), "clamped")
+    elif other.any() and gap.min() > 0 and np.all(gap % gap.min() == 0):
+        spec.table_end = (float(gap.min()) - 1, "repeated")
+    j, slow = order[0], np.abs(pos * theta[order[0]]) < 1
+    if j > 0 and slow.sum() > 2 and np.ptp(pos[slow]) > 0:      # theta_j from the slowest pair's line (any offset)
+        (slope, _), resid = np.polyfit(pos[slow], angle[slow, j], 1, full=True)[:2]
+        spread = np.sqrt(float(np.sum(resid)) / max(slow.sum() - 2, 1) / np.var(pos[slow]) / slow.sum()) / abs(slope)
+        base = abs(slope) ** (-r / (2 * j))
+        spec.base = next((nice for k in range(1, 13) if abs((nice := float(f"{base:.{k}g}")) / base - 1)
+                          <= 6 * spread * r / (2 * j) + 1e-12), base)
+    return spec

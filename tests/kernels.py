@@ -47,24 +47,19 @@ def llama_complex(x, pos, base=10000.0):
     return np.stack([out.real, out.imag], axis=-1).reshape(x.shape)
 
 
-def neox(x, offset=0, freqs=None, scale=1.0, *, base=10000.0, rotary_dim=None, sign=1.0, angle_dtype=np.float64):
-    """GPT-NeoX / HF style on (seq, d), row r at position offset + r: half pairs on the leading rotary_dim
-    features, x*cos + sign * rotate_half(x)*sin, times scale; angles computed in angle_dtype."""
+def neox(x, offset=0, *, sign=1.0, angle_dtype=np.float64):
+    """GPT-NeoX / HF style on (seq, d), row r at position offset + r: half pairs, x*cos + sign * rotate_half(x)*sin;
+    angles computed in angle_dtype."""
     seq, d = x.shape
-    r = rotary_dim or d
-    f = freqs64(r, base) if freqs is None else np.asarray(freqs)
-    ang = (np.arange(seq) + offset).astype(angle_dtype)[:, None] * f.astype(angle_dtype)
+    ang = (np.arange(seq) + offset).astype(angle_dtype)[:, None] * freqs64(d).astype(angle_dtype)
     emb = np.concatenate([ang, ang], axis=-1).astype(np.float64)
-    xr, xp = x[:, :r], x[:, r:]
-    out = xr * np.cos(emb) * scale + sign * rotate_half(xr) * np.sin(emb) * scale
-    return np.concatenate([out, xp], axis=-1)
+    return x * np.cos(emb) + sign * rotate_half(x) * np.sin(emb)
 
 
-def llama(x, offset=0, freqs=None, *, base=10000.0):
+def llama(x, offset=0):
     """Meta Llama style on (seq, d): interleaved pairs as complex numbers times e^{i (offset + r) theta}."""
     seq, d = x.shape
-    f = freqs64(d, base) if freqs is None else np.asarray(freqs)
-    z = (x[:, 0::2] + 1j * x[:, 1::2]) * np.exp(1j * np.outer(np.arange(seq) + offset, f))
+    z = (x[:, 0::2] + 1j * x[:, 1::2]) * np.exp(1j * np.outer(np.arange(seq) + offset, freqs64(d)))
     return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
 
 

@@ -4,17 +4,14 @@ formulas), and every catalogued multi-axis defect named."""
 
 import doctest
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.kernel_check import AXES_DEFECTS, RopeMismatch, assertions, axes, defects, measure, probe, spec
+from rope_ref.kernel_check import AXES_DEFECTS, RopeMismatch, assertions
 
 from kernels import rotate_every_two as rot_interleaved
 from kernels import rotate_half
-
-rotate_half_fn = rotate_half
 
 
 def qwen2vl_kernel(section=(16, 24, 24), head_dim=128, base=1e6, dtype=np.float64, axes_order=(0, 1, 2),
@@ -56,7 +53,7 @@ def qwen3vl_kernel(section=(24, 20, 20), head_dim=128, base=5e6, dtype=np.float6
     return fn
 
 
-def timm_axial_kernel(dim=64, temperature=10000.0, dtype=np.float64, rotate_half=False):
+def timm_axial_kernel(dim=64, temperature=10000.0, dtype=np.float64, half=False):
     """timm's build_rotary_pos_embed (in_pixels=False): dim // 4 bands 1 / temperature^(k / bands) per axis,
     angles (seq, 2 axes, bands) flattened to [h bands, w bands], repeat_interleave(2): interleaved pairs."""
     nb = dim // 4
@@ -66,9 +63,9 @@ def timm_axial_kernel(dim=64, temperature=10000.0, dtype=np.float64, rotate_half
         pos = positions.T.astype(dtype)[:, :, None] * bands              # (seq, 2, nb)
         flat = pos.reshape(len(pos), -1)
         x = x.astype(dtype)
-        if rotate_half:                                                  # timm's _rope_layout(rotate_half=True)
+        if half:                                                         # timm's _rope_layout(rotate_half=True)
             ang = np.concatenate([flat, flat], axis=-1)
-            return x * np.cos(ang) + rotate_half_fn(x) * np.sin(ang)
+            return x * np.cos(ang) + rotate_half(x) * np.sin(ang)
         ang = np.repeat(flat, 2, axis=-1)
         return x * np.cos(ang) + rot_interleaved(x) * np.sin(ang)
     return fn
@@ -167,7 +164,7 @@ def test_axial_mixed_one_axis_and_partial_kernels():
     s = rr.identify(timm_axial_kernel(), 64, axes=2)
     assert (s.form, s.sections, s.pairing, s.axis_bases) == ("axial", (16, 16), "interleaved", (1e4, 1e4))
     assert rel_err(s.inv_freq, axial_matrix()) < 1e-9
-    assert rr.identify(timm_axial_kernel(rotate_half=True), 64, axes=2).pairing == "half"
+    assert rr.identify(timm_axial_kernel(half=True), 64, axes=2).pairing == "half"
     s = rr.identify(rope_mixed_kernel(), 64, axes=2)
     fx, fy = mixed_frequencies()
     assert s.form == "mixed" and np.allclose(s.inv_freq, np.stack([fx, fy], axis=1), rtol=1e-9, atol=1e-12)
@@ -175,14 +172,6 @@ def test_axial_mixed_one_axis_and_partial_kernels():
     assert (s.form, s.rotary_dim, s.base) == ("1-D", 32, 1e4), s
     s = rr.identify(partial_mrope_kernel(), 64, axes=3)
     assert (s.form, s.rotary_dim, s.sections, s.rotary_start) == ("M-RoPE", 32, (4, 6, 6), 0), s
-
-
-@pytest.mark.slow
-def test_a_16bit_output_is_the_kernels_own_rounding():
-    def fn(x, p):                        # Qwen2-VL in a bfloat16 model: the output rounded
-        return qwen2vl_kernel(dtype=np.float32)(x, p).astype(ml_dtypes.bfloat16)
-    s = rr.assert_rope_matches(fn, 128, axes=3, sections=[16, 24, 24], base=1e6, layout="blocks")
-    assert s.angle_precision.startswith("float32 (cos/sin or output rounded"), s
 
 
 @pytest.mark.slow
@@ -261,17 +250,13 @@ def test_bad_arguments_are_refused_by_name(kw, err, name):
 
 
 @pytest.mark.slow
-def test_bad_output_and_raising_kernels():
-    with pytest.raises(ValueError, match="shape"):
-        rr.identify(lambda x, p: x[:, :8], 16, axes=2)
-    with pytest.raises(ValueError, match="NaN"):
-        rr.identify(lambda x, p: x * np.nan, 16, axes=2)
+def test_raising_kernels_and_bad_expectations():    # bad output: tests/test_identify.py (the same call)
     with pytest.raises(rr.kernel_check.KernelRaised, match="fn raised TypeError"):
         rr.assert_rope_matches(lambda x: x, 16, axes=2, inv_freq=np.ones((4, 2)))
     with pytest.raises(TypeError, match="inv_freq"):
         rr.assert_rope_matches(qwen2vl_kernel(), 128, axes=3, inv_freq=np.ones((64, 3)), sections=[16, 24, 24])
 
 
-@pytest.mark.parametrize("module", [assertions, axes, defects, measure, probe, spec])
-def test_docstring_examples_run(module):
-    assert doctest.testmod(module).failed == 0
+def test_the_docstring_example_runs():
+    result = doctest.testmod(assertions)
+    assert result.attempted and not result.failed

@@ -33,17 +33,12 @@ def axial(dims, base):
     return matrix
 
 
-def wan_dims(head_dim):
-    """Wan: h = w = 2 floor(d/6) features, t the rest."""
-    return head_dim - 4 * (head_dim // 6), 2 * (head_dim // 6), 2 * (head_dim // 6)
-
-
 #: case -> (head_dim, rotary_start, the expected matrix, the expected shift of each axis, axis bases)
 EXPECTED = {
     "flux": (128, 0, axial((16, 56, 56), 1e4), (0, 0, 0), (1e4,) * 3),
     "flux2": (128, 0, axial((32, 32, 32, 32), 2000.0), (0, 0, 0, 0), (2000.0,) * 4),
     "hunyuan_video": (128, 0, axial((16, 56, 56), 256.0), (0, 0, 0), (256.0,) * 3),
-    "wan": (128, 0, axial(wan_dims(128), 1e4), (0, 0, 0), (1e4,) * 3),
+    "wan": (128, 0, axial((128 - 4 * 21, 42, 42), 1e4), (0, 0, 0), (1e4,) * 3),    # h = w = 2 floor(d/6), t the rest
     "cogvideox": (64, 0, axial((64 // 4, 64 // 8 * 3, 64 // 8 * 3), 1e4), (0, 0, 0), (1e4,) * 3),
     # Qwen-Image's scale_rope: a latent of 48 rows has ids -24..23 (-(48 - 48 // 2) on), columns alike
     "qwen_image": (128, 0, axial((16, 56, 56), 1e4), (0, -24, -24), (1e4,) * 3),

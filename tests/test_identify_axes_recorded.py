@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.kernel_check import KernelRaised, RopeMismatch
+from rope_ref.kernel_check import RopeMismatch
 
 from kernels import rotate_every_two, rotate_half
 
@@ -98,12 +98,6 @@ def kernel_of(F, columns="cat"):
     return fn
 
 
-def pair_columns(columns, r):
-    """Table columns (first, second) of each of the r/2 pairs."""
-    j = np.arange(r // 2)
-    return (j, j + r // 2) if columns == "cat" else (2 * j, 2 * j + 1)
-
-
 @pytest.fixture(scope="module", params=CASES)
 def recorded(request):
     return request.param, recorded_matrix(request.param)
@@ -148,7 +142,8 @@ def interleaved(sections):
 
 def reassigned(case, F, axis_of_pair):
     """The recorded frequencies, each pair moved to the axis given (the plant)."""
-    first, second = pair_columns(layout_of(case)[2], F.shape[0])
+    j = np.arange(F.shape[0] // 2)                                        # the table columns of pair j
+    first, second = (j, j + len(j)) if layout_of(case)[2] == "cat" else (2 * j, 2 * j + 1)
     theta = np.abs(F[first]).max(axis=1)
     G = np.zeros_like(F)
     G[first, axis_of_pair] = G[second, axis_of_pair] = theta
@@ -200,9 +195,3 @@ def test_the_other_models_config_is_told_apart(recorded):
     if named is not None:
         assert info.value.defects == named, info.value.problems
     assert info.value.problems
-
-
-def test_a_one_axis_kernel_for_an_mrope_config_is_named_as_raising():
-    # fn(x) where the config needs fn(x, positions): the kernel's own TypeError, never a RoPE mismatch
-    with pytest.raises(KernelRaised, match="fn raised TypeError"):
-        rr.assert_rope_matches(lambda x: x, config=config_of("qwen2_vl"))

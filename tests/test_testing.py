@@ -102,30 +102,15 @@ def test_the_bound_holds_at_its_edge(position):
         assert_rope_close(turned_by(exact_turn + np.spacing(np.float32(phi))), x, pos, precision=precision)
 
 
-def _loop_positions(shape, layout, cu_seqlens, offsets):
-    """Each element's position, by a plain loop over the tensor (independent of layout_positions)."""
-    out = np.zeros(shape[:-1])
-    for idx in np.ndindex(*shape[:-1]):
-        where = dict(zip(layout, idx))
-        if layout == "thd":
-            seq = np.searchsorted(cu_seqlens, where["t"], side="right") - 1
-            out[idx] = where["t"] - cu_seqlens[seq] + offsets[seq]
-        else:
-            out[idx] = where["s"] + offsets[where["b"]]
-    return out
-
-
 @pytest.mark.parametrize("layout, shape", [("bshd", (3, 5, 2, 8)), ("bhsd", (3, 2, 5, 8)), ("sbhd", (5, 3, 2, 8)),
                                            ("thd", (11, 2, 8))])
 def test_layouts_give_each_token_its_position(layout, shape):
-    cu, offsets = np.array([0, 4, 4, 11]), np.array([7, 0, 3])
-    got = layout_positions(shape, layout, cu_seqlens=cu if layout == "thd" else None, seqlen_offsets=offsets)
-    np.testing.assert_array_equal(np.broadcast_to(got, shape[:-1]), _loop_positions(shape, layout, cu, offsets))
+    packing = dict(cu_seqlens=np.array([0, 4, 4, 11])) if layout == "thd" else {}
     x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
-    y = rr.rotate(x, np.broadcast_to(got, shape[:-1]))
-    assert_rope_close(y, x, layout=layout, cu_seqlens=cu if layout == "thd" else None, seqlen_offsets=offsets)
+    y = rr.rotate(x, layout=layout, seqlen_offsets=[7, 0, 3], **packing)     # its positions: tests/test_layouts.py
+    assert_rope_close(y, x, layout=layout, seqlen_offsets=[7, 0, 3], **packing)
     with pytest.raises(AssertionError):
-        assert_rope_close(y, x, layout=layout, cu_seqlens=cu if layout == "thd" else None)
+        assert_rope_close(y, x, layout=layout, **packing)
 
 
 def test_an_ambiguous_4d_input_is_refused_naming_both_readings():

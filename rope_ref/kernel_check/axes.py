@@ -121,36 +121,26 @@ def _shift(freqs, sigma, phase_at_zero, unit, out_err):
     return (tuple(float(s) for s in shift) if fits else None), tuple(float(t) for t in tolerance)
 
 
-def classify(freqs, nonzero=None):
-    """(form, axis_of_pair, sections, mrope_layout) of F (pairs, axes); entries ``nonzero`` False count as zero."""
-    freqs = np.asarray(freqs, float)
-    nonzero = freqs != 0 if nonzero is None else nonzero
-    if not np.all(nonzero.sum(1) == 1):
-        return "mixed", None, None, None
-    axis = np.argmax(nonzero, axis=1)
-    sections = tuple(int(n) for n in np.bincount(axis, minlength=freqs.shape[1]))
-    if sum(n > 0 for n in sections) == 1:
-        return "1-D", axis, sections, None
-    if not np.all(np.diff(np.abs(freqs[np.arange(len(axis)), axis])) < 0):
-        return "axial", axis, sections, None
-    layout = next((name for name, (assign, _) in MROPE_LAYOUTS.items() if np.array_equal(axis, assign(sections))),
-                  None)
-    return "M-RoPE", axis, sections, layout
-
-
 def _name_axes(spec, nonzero):
-    """form, sections, layout and bases of ``spec.inv_freq``; a note on an axis no pair turns with."""
-    freqs = spec.inv_freq
-    spec.form, axis, spec.sections, spec.mrope_layout = classify(freqs, nonzero)
-    spec.axis_of_pair = axis
-    rel = spec.freq_tolerance / np.maximum(np.abs(freqs), 1e-300)
-    if spec.form in ("1-D", "M-RoPE"):
-        j = np.arange(len(freqs))
+    """form, sections, M-RoPE layout and bases of ``spec.inv_freq`` (pairs, axes), entries ``nonzero`` False counting
+    as zero; a note on an axis no pair turns with."""
+    freqs, rel = spec.inv_freq, spec.freq_tolerance / np.maximum(np.abs(spec.inv_freq), 1e-300)
+    if not np.all(nonzero.sum(1) == 1):
+        spec.form = "mixed"
+        return
+    axis = np.argmax(nonzero, axis=1)
+    spec.sections = tuple(int(n) for n in np.bincount(axis, minlength=freqs.shape[1]))
+    j = np.arange(len(axis))
+    if sum(n > 0 for n in spec.sections) == 1 or np.all(np.diff(np.abs(freqs[j, axis])) < 0):
+        spec.form = "1-D" if sum(n > 0 for n in spec.sections) == 1 else "M-RoPE"
         spec.base = _base(np.abs(freqs[j, axis]), spec.rotary_dim, rel[j, axis])
-    elif spec.form == "axial":
+        spec.mrope_layout = None if spec.form == "1-D" else next(
+            (name for name, (assign, _) in MROPE_LAYOUTS.items() if np.array_equal(axis, assign(spec.sections))), None)
+    else:
+        spec.form = "axial"
         spec.axis_bases = tuple(_base(np.abs(freqs[axis == a, a]), 2 * spec.sections[a], rel[axis == a, a])
                                 if spec.sections[a] else None for a in range(spec.axes))
-    if axis is not None and 0 in spec.sections:
+    if 0 in spec.sections:
         spec.notes.append(f"fn ignores axis {[n for n, s in zip(spec.axis_names, spec.sections) if s == 0]}")
 
 

@@ -204,11 +204,6 @@ def same_structure(model, spec, scale_errors=2) -> bool:
                  or abs(spec.norm_scale / model.norm_scale - 1) <= max(scale_errors * spec.scale_error, 4e-6)))
 
 
-def reproduces(model: Model, spec, phase_atol=None) -> bool:
-    """``model`` gives what identify measured: its structure, and its angle table within the kernel's rounding."""
-    return same_structure(model, spec) and table_differences(model, spec, phase_atol) is None
-
-
 def table_differences(model, spec, phase_atol=None):
     """((rows, pairs), misses) where the model's angles miss the measured ones beyond the kernel's rounding; None
     when every angle agrees."""
@@ -251,9 +246,11 @@ def explain(model, spec, catalogue, fits, most):
 def diagnose(model: Model, spec, phase_atol=None):
     """(problems, names of the defects that explain them): [] when the model reproduces the kernel; else the fewest
     known defects (up to two) whose model does; else the differences, said to be explained by none."""
-    if reproduces(model, spec, phase_atol):
+    def reproduces(m):                  # the structure measured, and the angle table within the kernel's rounding
+        return same_structure(m, spec) and table_differences(m, spec, phase_atol) is None
+    if reproduces(model):
         return [], []
-    found = explain(model, spec, DEFECTS, lambda m: reproduces(m, spec, phase_atol), 2)
+    found = explain(model, spec, DEFECTS, reproduces, 2)
     if found:
         return found[:2]
     problems = [f"{d.name}: {out[1]}" for d in DEFECTS[:4] if (out := d.apply(model, spec))]

@@ -5,7 +5,7 @@ not determine (docs/checking_kernels.md)."""
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from types import SimpleNamespace
 
 import ml_dtypes
 import numpy as np
@@ -42,18 +42,6 @@ def precision_of(resid, angle, out_err=0.0, extra=0.0):
                  if np.all(np.abs(resid) <= allowance(unit, angle, out_err) + extra)), None)
 
 
-class FrequencyFit(NamedTuple):
-    """Measured frequencies as scaling methods' ``candidates`` read them (rope_ref.scaling.ScalingMethod)."""
-    r: int
-    base: float                 # base of the leading pairs that follow base^(-2p/r)
-    base_hint: float | None
-    tau: np.ndarray             # relative precision of each pair
-    fitted_base: float          # least squares of log theta_p = -(2p/r) log base
-    linear_fit: tuple           # (base, factor): the same with an intercept
-    factors: tuple              # the factor dividing the slowest pair, and it to fewer digits where tau allows
-    train_lengths: tuple
-
-
 def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_hint=None) -> RopeSpec:
     """identify's 1-D measurement through ``call``."""
     d, seq, seed = check_probe_arguments(call.fn, d, seq, seed, 3)
@@ -80,7 +68,6 @@ def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_h
     spec.unit, spec.output_precision = call.unit, call.precision
     moved = np.abs(wrap_angle(table[:seq] - short)).max()
     if moved > allowance(2.0**-24, np.abs(table[:seq]).max() + np.pi, 2 * spec.out_err):
-        spec.length_dependent = True
         spec.notes.append(f"the angles of rows 0..{seq - 1} change with the number of rows: measured on those")
         table = short
     spec.table = table
@@ -104,7 +91,8 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
         table = table[:spec.table_end[0]]
     spec.rows = n = len(table)
     if np.all(np.diff(table, axis=0) == 0, axis=1).any():
-        spec.linear, spec.rounded_positions = False, "a 16-bit type"      # which one: the catalogue tells
+        spec.linear = False             # which 16-bit type: the catalogue tells
+        spec.notes.append("rows share positions, as positions held in a 16-bit type do")
         return
     steps = np.diff(table, axis=0)                # whole turns counted as integers: np.unwrap's sum of 2 pi
     turns = np.cumsum(np.round((wrap_angle(steps) - steps) / (2 * np.pi)), axis=0)
@@ -133,7 +121,7 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     resid = absolute - np.outer(m, theta)
     spec.angle_precision, unit = precision_of(resid, np.abs(np.outer(m, theta)), spec.out_err) or ("float32", 2**-24)
     if spec.out_err and unit <= 2.0**-24:
-        spec.angle_precision, spec.output_rounded = "float32 (cos/sin 16-bit)", True
+        spec.angle_precision = "float32 (cos/sin 16-bit)"
     spread = np.sqrt((resid**2).sum(axis=0) / max(n - 1, 1) / max(m @ m, 1e-300))
     bias = spec.out_err / max(math.sqrt(float(np.mean(m * m))), 1e-300)
     tau = np.maximum(SIGMAS * spread + bias, FREQ_ULPS * unit * np.abs(theta)) / np.maximum(np.abs(theta), 1e-300)
@@ -164,10 +152,12 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
     factors = dict.fromkeys([f_max] + [float(f"{f_max:.{k}g}") for k in (1, 2, 3, 4)
                                        if abs(float(f"{f_max:.{k}g}") / f_max - 1) <= tau[int(np.argmin(ratio))]])
     x = -2 * np.arange(len(theta)) / r
-    slope, a = np.polyfit(x, np.log(theta), 1)
-    fit = FrequencyFit(r, lead, base_hint, tau, float(np.exp((x @ np.log(theta)) / (x @ x))),
-                       (float(np.exp(slope)), float(np.exp(-a))), tuple(factors) if f_max > 1 + tau.max() else (),
-                       TRAIN_LENGTHS)
+    (slope, a), fitted = np.polyfit(x, np.log(theta), 1), float(np.exp((x @ np.log(theta)) / (x @ x)))
+    # what scaling methods' candidates read (rope_ref.scaling.ScalingMethod): the base of the leading pairs, the least
+    # squares base of log theta_p = -(2p/r) log base, the same with an intercept, the factor dividing the slowest pair
+    fit = SimpleNamespace(r=r, base=lead, base_hint=base_hint, tau=tau, fitted_base=fitted, train_lengths=TRAIN_LENGTHS,
+                          linear_fit=(float(np.exp(slope)), float(np.exp(-a))),
+                          factors=tuple(factors) if f_max > 1 + tau.max() else ())
     ranked = sorted(((rank, rope_type, params) for rope_type, method in SCALING_METHODS.items()
                      if getattr(method, "candidates", None) for rank, params in method.candidates(fit)),
                     key=lambda c: c[0])

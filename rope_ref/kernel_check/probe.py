@@ -84,7 +84,7 @@ def read_structure(matrices) -> dict | str:
     rotary_dim, rotary_start, output_pairing, output_pairs, norm_scale, scale_error, notes) with ``out`` (the output
     features of each pair) and ``cos``, ``sin`` ``(seq, pairs)``; or why it is not RoPE."""
     dep = np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)
-    perm = _output_order(matrices, dep)
+    perm = _output_order(dep)
     if perm is not None:
         matrices, dep = matrices[:, perm], dep[perm]
     off = dep & ~np.eye(matrices.shape[-1], dtype=bool)
@@ -124,28 +124,19 @@ def read_structure(matrices) -> dict | str:
     return out
 
 
-def _output_order(matrices, dep):
+def _output_order(dep):
     """perm with matrices[:, perm] mapping every pair onto itself when a kernel writes its pairs elsewhere (DeepSeek's
-    interleave-then-half); None when in place or not pairs."""
-    d = matrices.shape[-1]
+    interleave-then-half: the lower output feature for the lower input); None when in place or not pairs."""
     if np.array_equal(dep, dep.T):
         return None
-    perm = np.full(d, -1)
-    for j in range(d):
+    perm = np.full(len(dep), -1)
+    for j in range(len(dep)):
         outs = np.flatnonzero(dep[:, j])
         ins = np.flatnonzero(dep[outs].any(axis=0))
-        if len(outs) == 1 and outs[0] == j and len(ins) == 1:
-            perm[j] = j
-        elif len(outs) == 2 and len(ins) == 2 and dep[np.ix_(outs, ins)].all():
-            if j == ins[0]:
-                k, (a, b) = ins[1], outs
-                block = matrices[:, [a, b]][:, :, [j, k]]
-                straight = np.abs(block[:, 0, 0] - block[:, 1, 1]) + np.abs(block[:, 1, 0] + block[:, 0, 1])
-                swapped = np.abs(block[:, 1, 0] - block[:, 0, 1]) + np.abs(block[:, 0, 0] + block[:, 1, 1])
-                perm[[j, k]] = (a, b) if straight.max() <= swapped.max() else (b, a)
-        else:
+        if not 0 < len(outs) == len(ins) <= 2 or (len(outs) == 1 and outs[0] != j) or not dep[np.ix_(outs, ins)].all():
             return None
-    return perm if len(set(perm.tolist())) == d else None
+        perm[ins] = outs
+    return perm if len(set(perm.tolist())) == len(dep) else None
 
 
 def _pairing_name(pairs, r, start):

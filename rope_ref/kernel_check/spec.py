@@ -46,11 +46,8 @@ class RopeSpec(ProbeSpec):
     also: list = field(default_factory=list)  # other (rope_type, params) that reproduce the frequencies too
     linear: bool | None = None          # the angles are (offset + row) * theta to the kernel's rounding
     geometric: bool | None = None       # theta_p = theta_0 base^(-2p/rotary_dim)
-    output_rounded: bool = False        # cos/sin or the output rounded to a 16-bit type
-    length_dependent: bool = False      # the angles of the first rows change with the number of rows
     rows: int | None = None             # rows the angles were measured at
     table_end: tuple | None = None      # (last position, "clamped" or "repeated"): where a cos/sin table ran out
-    rounded_positions: str | None = None  # rows share positions, as positions held in a 16-bit type do
     table: np.ndarray | None = field(default=None, repr=False)  # the measured angles (rows, pairs), wrapped
     unit: float = 2.0**-24              # unit roundoff of the kernel's own rounding (angles or output)
     out_err: float = 0.0                # angle error of cos/sin or output rounding, radians
@@ -63,8 +60,6 @@ class RopeSpec(ProbeSpec):
         out = f" written {self.output_pairing}" if self.output_pairing else ""
         head = (f"{self.pairing} pairs{out} on features {self.rotary_start}.."
                 f"{self.rotary_start + (self.rotary_dim or 0) - 1}, norm {show_number(self.norm_scale, '.6g')}")
-        if self.rounded_positions:
-            return f"{head}, rows share positions (positions held in {self.rounded_positions})"
         if not self.linear:
             return f"{head}, angles not linear in the position: not a linear/geometric family"
         params = {k: v for k, v in self.rope_params.items() if k != "base"}
@@ -81,7 +76,6 @@ class AxesSpec(ProbeSpec):
     axes: int | None = None
     axis_names: tuple = ()
     form: str | None = None
-    axis_of_pair: np.ndarray | None = None
     sections: tuple | None = None       # pairs per axis
     mrope_layout: str | None = None     # M-RoPE: a name of MROPE_LAYOUTS (None: none of them)
     axis_bases: tuple | None = None     # axial: per axis, theta_k = base_a^(-k/n_a), if so
@@ -101,12 +95,10 @@ class AxesSpec(ProbeSpec):
 
 
 def show_number(v, fmt=".7g") -> str:
-    """A number for display: integers as integers, None as None."""
-    if not isinstance(v, numbers.Real):
-        return str(v)
-    if isinstance(v, numbers.Integral) or (math.isfinite(v) and v == round(v) and abs(v) < 2**53):
+    """A number for display: one holding an integer as that integer, None as None."""
+    if isinstance(v, numbers.Real) and math.isfinite(v) and v == round(v) and abs(v) < 2**53:
         return str(int(v))
-    return format(v, fmt)
+    return format(v, fmt) if isinstance(v, numbers.Real) else str(v)
 
 
 def show_params(params: dict) -> str:
