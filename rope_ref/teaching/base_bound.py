@@ -8,8 +8,6 @@ B_{m,theta} >= 0 for every distance m <= L (eq 10).  ``d`` is the head dimension
 import numpy as np
 
 from ..forms import frequencies
-from ..hf_config import from_hf_config
-from .example_kernels import config
 
 
 def supported_context(base: float, d: int = 128, limit: int = 1 << 22, inv_freq=None) -> int:
@@ -37,24 +35,4 @@ MODELS = {
     "Gemma 3 27B (global layers)": dict(config="gemma-3-27b-pt", hub="google/gemma-3-27b-pt",
                                         layer_type="full_attention", scaled_from=32768),
 }
-
-
-def model_points() -> dict:
-    """name -> dict(base, context, head_dim, scaled_from, rope_type, supported, source (Hub id), file) for every
-    model of :data:`MODELS`, from its shipped config.json via :func:`rope_ref.from_hf_config`; ``supported``: eq 10
-    at the (scaled) frequencies the model runs at; context: max_position_embeddings, times the factor if scaled."""
-    out = {}
-    for name, entry in MODELS.items():
-        raw = config(entry["config"])
-        cfg = from_hf_config(raw, **({"layer_type": entry["layer_type"]} if "layer_type" in entry else {}))
-        text = raw.get("text_config", raw)
-        context = text.get("max_position_embeddings") or 131072     # gemma3_text's default (transformers 5.24.0)
-        scaled_from = entry.get("scaled_from")
-        if scaled_from and int(context) == scaled_from:
-            context = int((text.get("rope_scaling") or {}).get("factor", 1) * scaled_from)
-        out[name] = dict(base=cfg.base, context=int(context), head_dim=cfg.head_dim, scaled_from=scaled_from,
-                         rope_type=cfg.rope_type,
-                         supported=supported_context(cfg.base, limit=1 << 21, inv_freq=cfg.inv_freq()),
-                         source=entry["hub"], file=f"rope_ref/teaching/data/{entry['config']}.json")
-    return out
 

@@ -14,7 +14,6 @@ import numpy as np
 from matplotlib.figure import Figure
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-from .._validate import check_positions, check_real_array
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 from .style import new_figure
@@ -104,7 +103,7 @@ class SmolLM2:
                        for name, heads in (("q", self.heads), ("k", self.kv_heads), ("v", self.kv_heads)))
             q, k = (np.asarray(rope(y, positions), dtype=dtype) for y in (q, k))
             if q.shape != (self.heads, seq, hd) or not np.all(np.isfinite(q)) or not np.all(np.isfinite(k)):
-                raise ValueError(f"rope(x, positions) must return finite values of x's shape, got shape {q.shape}")
+                raise ValueError(f"rope(x, positions) must return finite values of x's shape, got {q.shape}")
             k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)      # each kv head serves `group` q heads
             weights = softmax(q @ k.transpose(0, 2, 1) / dtype(np.sqrt(hd)) + causal).astype(dtype)
             if attention is not None:
@@ -116,14 +115,13 @@ class SmolLM2:
         return x
 
     def _checked(self, ids, positions, rope):
-        """(ids, positions, rope) of a call, checked: ids ``(seq,)`` of token ids, positions ``(seq,)``."""
-        arr = check_real_array(ids, "ids")
+        """(ids, positions, rope) of a call: ids ``(seq,)`` token ids (a negative one would silently index from the
+        end), positions by default 0..seq-1 (rope_ref's ``rotate`` checks them), rope by default the model's."""
+        arr = np.asarray(ids)
         if arr.ndim != 1 or arr.dtype.kind not in "iu" or not arr.size or not 0 <= arr.min() <= arr.max() < self.vocab:
             raise ValueError(f"ids must be (seq,) token ids in [0, {self.vocab}), got {arr.dtype} {arr.shape}")
-        positions = np.broadcast_to(check_positions(positions, arr.shape, target="(seq,) = ids.shape"), arr.shape)
-        if rope is not None and not callable(rope):
-            raise TypeError(f"rope must be None or a callable rope(x, positions), got {type(rope).__name__}")
-        return arr.astype(np.int64), positions.copy(), self.rope if rope is None else rope
+        positions = np.arange(len(arr)) if positions is None else positions
+        return arr.astype(np.int64), positions, self.rope if rope is None else rope
 
 
 @functools.cache
