@@ -17,31 +17,26 @@ def _say(*phrases):
         assert phrase in TEXT, phrase
 
 
+def plain_score(qxy, kxy):
+    """2-D axial RoPE score (d = 64, base 100: x on pairs 0..15, y on 16..31) of the exercise's q at qxy, k at kxy."""
+    q, k = exercises_extensions.same_score_qk()
+    theta = 100.0 ** (-np.arange(16) / 16)
+    ang = np.concatenate([theta * (kxy[0] - qxy[0]), theta * (kxy[1] - qxy[1])])
+    a, b = k[0::2], k[1::2]
+    return q[0::2] @ (a * np.cos(ang) - b * np.sin(ang)) + q[1::2] @ (a * np.sin(ang) + b * np.cos(ang))
+
+
 def test_relative_in_both_axes_and_the_raster_order():
     q, k = exercises_extensions.same_score_qk()
-    theta = 100.0 ** (-np.arange(16) / 16)                # 2-D axial, d = 64, base 100: x on pairs 0..15, y on 16..31
-
-    def score(at_q, at_k):
-        ang = np.concatenate([theta * (at_k[0] - at_q[0]), theta * (at_k[1] - at_q[1])])
-        qz, kz = q[0::2] + 1j * q[1::2], k[0::2] + 1j * k[1::2]
-        return float(np.real(np.conj(qz) * kz * np.exp(1j * ang)).sum())
-    F = rr.axial_frequencies(64, base=100.0)
-    got = rr.rotate(np.stack([q, k]), np.array([[3.0, 9.0], [4.0, 1.0]]), inv_freq=F)
-    assert abs(got[0] @ got[1] - score((3, 4), (9, 1))) < 1e-12
+    got = rr.rotate(np.stack([q, k]), np.array([[3.0, 9.0], [4.0, 1.0]]), inv_freq=rr.axial_frequencies(64, base=100.0))
+    assert abs(got[0] @ got[1] - plain_score((3, 4), (9, 1))) < 1e-12
     _say("$196^2 = 38416$", "although they lie 13 columns apart")
     assert 196 ** 2 == 38416
 
 
 def test_same_score_checker_right_and_wrong_answers(capsys):
-    # By hand: the offset (7 - 2, 1 - 3) = (5, -2) from (10, 10) is (15, 8).  Scores in plain numpy below.
+    # By hand: the offset (7 - 2, 1 - 3) = (5, -2) from (10, 10) is (15, 8).
     q, k = exercises_extensions.same_score_qk()
-    theta = 100.0 ** (-np.arange(16) / 16)
-
-    def plain_score(qxy, kxy):
-        ang = np.concatenate([theta * (kxy[0] - qxy[0]), theta * (kxy[1] - qxy[1])])
-        a, b = k[0::2], k[1::2]
-        return q[0::2] @ (a * np.cos(ang) - b * np.sin(ang)) + q[1::2] @ (a * np.sin(ang) + b * np.cos(ang))
-
     assert abs(plain_score((2, 3), (7, 1)) - plain_score((10, 10), (15, 8))) < 1e-12 and not np.allclose(q, k)
     assert abs(plain_score((2, 3), (7, 1)) - plain_score((10, 10), (5, 12))) > 0.1      # the reverse differs
     for answer, ok, words in [((15, 8), True, "Correct"), ([15, 8], True, "Correct"), (None, False, "Not answered"),
