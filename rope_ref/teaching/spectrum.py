@@ -1,7 +1,5 @@
-"""RoPE's spectrum (notebooks 08 and 10): which features turn (:data:`SCHEMES`), and Barbero et al.'s positional heads
+"""RoPE's spectrum (notebook 08): which features turn (:data:`SCHEMES`), and Barbero et al.'s positional heads
 and semantic channels (arXiv:2410.06205) recomputed.  ``d`` is the head dimension."""
-
-from __future__ import annotations
 
 import math
 
