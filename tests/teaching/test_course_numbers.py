@@ -27,11 +27,6 @@ def stated(name, pattern):
     return found[0]
 
 
-def chord(angle):
-    """|e^{i angle} - 1|: how far one hand's code is from its code at 0."""
-    return 2 * abs(math.sin(angle / 2))
-
-
 # --- 00 ---------------------------------------------------------------------------------------------------------------
 
 def test_wavelengths_of_notebook_00_and_05():
@@ -51,7 +46,7 @@ def test_aliasing_numbers_of_notebook_00():
                                                 r"([\d.]+) rad")
     assert (float(theta1), float(turned)) == pytest.approx((thetas(8)[1], 6 * thetas(8)[1]))
     m, pair0 = figures.fig_aliasing().axes[0].lines[0].get_data()         # the figure's pair-0 curve is the chord
-    np.testing.assert_allclose(pair0, [chord(a) for a in m], atol=1e-12)
+    np.testing.assert_allclose(pair0, [2 * abs(math.sin(a / 2)) for a in m], atol=1e-12)     # |e^{i m} - 1|
     # the exercise's solution: 44 rad is 7 turns plus 0.018 rad; the other hands at 44
     turns = np.arange(1, 101) / (2 * np.pi)
     best = int(np.argmin(np.abs(turns - np.round(turns)))) + 1

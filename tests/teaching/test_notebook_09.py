@@ -77,7 +77,7 @@ def test_mrope_sentences():
     assert q3["temporal"]["pairs"][-4:] == [60, 61, 62, 63] and q3["temporal"]["pairs"][-5] == 57
 
 
-def test_text_is_one_dimensional_rope_bit_for_bit():
+def test_text_is_one_dimensional_rope_and_resumes_after_the_image():
     _say("bit for bit", "$p_t = p_h = p_w = m$")
     x = np.random.default_rng(0).standard_normal((50, 128))
     m = np.arange(50.0)
@@ -85,9 +85,6 @@ def test_text_is_one_dimensional_rope_bit_for_bit():
         F = rr.mrope_frequencies(128, sections, base=1e6, interleaved=inter)
         text = rr.rotate(x, np.stack([m, m, m]), inv_freq=F, pairing="half")
         assert np.array_equal(text, rr.rotate(x, m, base=1e6, pairing="half"))
-
-
-def test_position_ids_around_an_image_sentences():
     _say("$8\\times12$ patches is $4\\times6 = 24$ tokens", "The image's ids run from 3 to 8",
          "resumes at 9, not at\n$3 + 24 = 27$")
     ids = rr.mrope_position_ids([("text", 3), ("image", (1, 8, 12)), ("text", 4)], spatial_merge_size=2)
