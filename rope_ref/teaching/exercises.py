@@ -182,8 +182,7 @@ def check_rerotating_cache(answer, lost, q, k, v, t: int = 20) -> bool:
 
 
 def check_dynamic_ntk_factors(at_4x, at_2x, factor: float = 4.0) -> bool:
-    """Notebook 05: by how much dynamic NTK (factor s = 4, L_train = 4096) divides the slowest pair at L = 4 L_train
-    (``at_4x``) and at L = 2 L_train (``at_2x``)."""
+    """Notebook 05: by how much dynamic NTK (factor s = 4) divides the slowest pair at 4 and at 2 L_train."""
     s = float(factor)
     right = (s * 4 - (s - 1), s * 2 - (s - 1))
     return check({"at_4x": (at_4x, NUMBER), "at_2x": (at_2x, NUMBER)}, right,

@@ -19,8 +19,7 @@ from .vision_rope import _axial_score
 
 
 def check_reduced_cast_error(answer, position: float = 1e6, d: int = 128, base: float = 10000.0) -> bool:
-    """Notebook 06: the largest angle error (radians) over the pairs of "reduce m theta_i to (-pi, pi] in float64,
-    then cast to float32"."""
+    """Notebook 06: the largest angle error (rad) of "reduce m theta_i to (-pi, pi] in float64, cast to float32"."""
     exact = rotation_angles(position, frequencies(d, base))
     right = float(np.abs(wrap_angle(wrap_angle(exact).astype(np.float32).astype(np.float64) - exact)).max())
     naive = float(angle_errors([position], d, base, np.float32)["angle"][0])

@@ -72,8 +72,7 @@ class SmolLM2:
         return self.tokenizer.decode(self._checked(ids, None, None)[0].tolist(), skip_special_tokens=False)
 
     def forward(self, ids, *, positions=None, rope=None, dtype=np.float32) -> np.ndarray:
-        """Next-token logits ``(seq, vocab)`` of ids ``(seq,)`` at ``positions`` (default 0..seq-1), in ``dtype``
-        (np.float32 or np.float64)."""
+        """Next-token logits ``(seq, vocab)`` of ids ``(seq,)`` at ``positions`` (default 0..seq-1), in ``dtype``."""
         hidden = self._blocks(*self._checked(ids, positions, rope), np.dtype(dtype).type, attention=None)
         return rms_norm(hidden, self.output_norm, self.eps) @ self.embedding.T         # tied output embedding
 
@@ -115,8 +114,7 @@ class SmolLM2:
         return x
 
     def _checked(self, ids, positions, rope):
-        """(ids, positions, rope) of a call: ids ``(seq,)`` token ids (a negative one would silently index from the
-        end), positions by default 0..seq-1 (rope_ref's ``rotate`` checks them), rope by default the model's."""
+        """(ids, positions, rope) of a call, ids checked: a negative one would silently index from the end."""
         arr = np.asarray(ids)
         if arr.ndim != 1 or arr.dtype.kind not in "iu" or not arr.size or not 0 <= arr.min() <= arr.max() < self.vocab:
             raise ValueError(f"ids must be (seq,) token ids in [0, {self.vocab}), got {arr.dtype} {arr.shape}")
@@ -184,15 +182,13 @@ def queries_keys(model: SmolLM2, ids, *, positions=None) -> tuple[np.ndarray, np
 
 
 def pair_norms(x: np.ndarray) -> np.ndarray:
-    """Mean norm of each interleaved pair (x_2i, x_2i+1) over heads and tokens: ``(layers, heads, seq, d)`` ->
-    ``(layers, d/2)``, pair 0 the fastest (theta_0 = 1)."""
+    """Mean norm of each interleaved pair over heads and tokens: ``(layers, heads, seq, d)`` -> ``(layers, d/2)``."""
     return np.linalg.norm(x.reshape(*x.shape[:-1], -1, 2), axis=-1).mean(axis=(1, 2))
 
 
 def real_decay(q: np.ndarray, k: np.ndarray, distances, base: float) -> np.ndarray:
-    """Mean over every (query, key) pair of real vectors of |(R_m q) . (R_n k)| with the key r = m - n >= 0 positions
-    behind the query, = |(R_r q) . k| (eq 16), at each distance r: Figure 2's quantity with real q, k.
-    ``q`` ``(n, d)``, ``k`` ``(n', d)``, before RoPE; returns float64 ``(len(distances),)``."""
+    """Mean over every (query, key) pair of |(R_m q) . (R_n k)| = |(R_r q) . k| (eq 16), the key r = m - n >= 0
+    behind, at each distance r: Figure 2's quantity with real q ``(n, d)`` and k ``(n', d)`` before RoPE."""
     q, k = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
     return np.array([np.abs(rotate(q, np.full(len(q), r), base=base) @ k.T).mean() for r in np.ravel(distances)])
 
