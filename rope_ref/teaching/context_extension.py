@@ -19,8 +19,7 @@ def scaled_frequencies(d: int = 128, base: float = 10000.0, factor: float = 8.0,
 
 def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
                      scaled: dict | None = None) -> dict:
-    """rope_type -> (scaled theta_i / default theta_i, attention_factor) per pair; ``scaled``: a
-    :func:`scaled_frequencies` already computed for these arguments."""
+    """rope_type -> (scaled theta_i / theta_i per pair, attention_factor); ``scaled``: those arguments' frequencies."""
     scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
     return {name: (freqs / frequencies(d, base), att) for name, (freqs, att) in scaled.items()}
 

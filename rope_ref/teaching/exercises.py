@@ -1,7 +1,5 @@
-"""Checkers for the exercises of notebooks 00-05: each prints one line, returns a bool and raises nothing (NaN
-included): ``Not answered yet ...`` (False) while an answer is ``None``, so Run All works; ``Correct: ...`` (True);
-``Not yet: <why>`` (False), naming a common mistake without giving the right value away.  Every checker is one call
-of :func:`check` with its reference answer (from :mod:`rope_ref`) and its list of likely mistakes.
+"""Checkers for the exercises of notebooks 00-05, each one call of :func:`check` with its reference answer (from
+:mod:`rope_ref`) and its likely mistakes: one printed line and a bool, never an exception (NaN included).
 """
 
 import functools
@@ -14,59 +12,49 @@ from ..rope_attention import attention
 from .quantities import random_qk
 
 
-def kind(what: str, ok, convert=lambda value: value):
-    """A kind of answer: (what it should be, parse), parse raising ValueError unless ``ok(value)``, else converting."""
-    def parse(value):
-        if not ok(value):
-            raise ValueError(value)
-        return convert(value)
-    return what, parse
-
-
-def _is(value, types) -> bool:
-    return isinstance(value, types) and not isinstance(value, (bool, np.bool_))
-
-
 def is_integer(value) -> bool:
-    return _is(value, numbers.Integral)
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
-NUMBER = kind("a finite number", lambda v: _is(v, numbers.Real) and np.isfinite(v), float)
-INTEGER = kind("an integer", is_integer, int)
-BOOL = kind("True or False", lambda v: isinstance(v, (bool, np.bool_)), bool)
+#: Kinds of answer: (what it should be, a test it passes, its conversion).
+NUMBER = ("a finite number", lambda v: isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+          and np.isfinite(v), float)
+INTEGER = ("an integer", is_integer, int)
+BOOL = ("True or False", lambda v: isinstance(v, (bool, np.bool_)), bool)
 
 
 def integer_in(low: int, high: float = np.inf):
-    return kind(f"an integer from {low}" + (f" to {high}" if high < np.inf else " up"),
-                lambda v: is_integer(v) and low <= v <= high, int)
+    return (f"an integer from {low}" + (f" to {high}" if high < np.inf else " up"),
+            lambda v: is_integer(v) and low <= v <= high, int)
 
 
 def array_of(shape):
-    return kind(f"a finite array of shape {tuple(shape)}", lambda v: np.shape(v) == tuple(shape) and
-                np.all(np.isfinite(np.asarray(v, dtype=np.float64))), lambda v: np.asarray(v, dtype=np.float64))
+    return (f"a finite array of shape {tuple(shape)}", lambda v: np.shape(v) == tuple(shape) and
+            np.all(np.isfinite(np.asarray(v, dtype=np.float64))), lambda v: np.asarray(v, dtype=np.float64))
 
 
 def one_of(choices, fold=str.lower):
     """Any of ``choices``, a string read stripped and folded by ``fold``."""
-    return kind(f"one of {', '.join(map(repr, choices))}", lambda v: isinstance(v, str) and fold(v.strip()) in choices,
-                lambda v: fold(v.strip()))
+    return (f"one of {', '.join(map(repr, choices))}", lambda v: isinstance(v, str) and fold(v.strip()) in choices,
+            lambda v: fold(v.strip()))
 
 
 def check(answers: dict, right, correct, mistakes=(), otherwise="", same=lambda yours, ref: yours == ref) -> bool:
-    """The one checker: ``answers`` maps each answer's name to (value, kind), a kind being (what it should be,
-    parse).  Prints "Not answered yet" while a value is None, "Not yet: <name> should be ..." when one does not
-    parse, "Correct: ``correct``" when the parsed answer is ``same`` as ``right``, else the reason of the first
-    (wrong value, reason) of ``mistakes`` it is ``same`` as, else ``otherwise``.  A text may be a callable of the
-    parsed answer (a tuple when there are several)."""
+    """``answers`` maps each answer's name to (value, kind).  Prints "Not answered yet" while a value is None, "Not
+    yet: <name> should be ..." for a value of the wrong kind, "Correct: ``correct``" when the answer is ``same`` as
+    ``right``, else the reason of the first (wrong value, reason) of ``mistakes`` it is ``same`` as, else
+    ``otherwise``.  A text may be a callable of the answer (a tuple when there are several)."""
     if any(value is None for value, _ in answers.values()):
         wanted = " and ".join(f"{name} ({kind[0]})" for name, (_, kind) in answers.items())
         print(f"Not answered yet: set {wanted}, then run this cell")
         return False
     parsed = []
-    for name, (value, (what, parse)) in answers.items():
+    for name, (value, (what, ok, convert)) in answers.items():
         try:
-            parsed.append(parse(value))
+            parsed.append(convert(value) if ok(value) else None)
         except (TypeError, ValueError):
+            parsed.append(None)
+        if parsed[-1] is None:
             got = f"shape {value.shape}" if isinstance(value, np.ndarray) else " ".join(repr(value).split())[:60]
             print(f"Not yet: {name} should be {what}, got {got}")
             return False
@@ -194,8 +182,7 @@ def check_rerotating_cache(answer, lost, q, k, v, t: int = 20) -> bool:
 
 
 def check_dynamic_ntk_factors(at_4x, at_2x, factor: float = 4.0) -> bool:
-    """Notebook 05: by how much dynamic NTK (factor s = 4, L_train = 4096) divides the slowest pair at L = 4 L_train
-    (``at_4x``) and at L = 2 L_train (``at_2x``)."""
+    """Notebook 05: by how much dynamic NTK (factor s = 4) divides the slowest pair at 4 and at 2 L_train."""
     s = float(factor)
     right = (s * 4 - (s - 1), s * 2 - (s - 1))
     return check({"at_4x": (at_4x, NUMBER), "at_2x": (at_2x, NUMBER)}, right,

@@ -12,15 +12,14 @@ from ..forms import frequencies, rotate, rotation_angles, wrap_angle
 from ..multiaxis import mrope_position_ids
 from . import example_kernels
 from .base_bound import supported_context
-from .exercises import INTEGER, NUMBER, check, integer_in, is_integer, kind, one_of
+from .exercises import INTEGER, NUMBER, check, integer_in, is_integer, one_of
 from .precision import angle_errors
 from .quantities import random_qk
 from .vision_rope import _axial_score
 
 
 def check_reduced_cast_error(answer, position: float = 1e6, d: int = 128, base: float = 10000.0) -> bool:
-    """Notebook 06: the largest angle error (radians) over the pairs of "reduce m theta_i to (-pi, pi] in float64,
-    then cast to float32"."""
+    """Notebook 06: the largest angle error (rad) of "reduce m theta_i to (-pi, pi] in float64, cast to float32"."""
     exact = rotation_angles(position, frequencies(d, base))
     right = float(np.abs(wrap_angle(wrap_angle(exact).astype(np.float32).astype(np.float64) - exact)).max())
     naive = float(angle_errors([position], d, base, np.float32)["angle"][0])
@@ -107,9 +106,9 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
     start, (t, h, w) = segments[0][1], segments[1][1]
     tokens = t * h * w // spatial_merge_size ** 2
     right = int(ids[0, start + tokens])
-    position = kind("one integer, or the same integer three times (a text token has the same id on t, h and w)",
-                    lambda v: len(_ids(v)) in (1, 3) and all(map(is_integer, _ids(v))) and len(set(_ids(v))) == 1,
-                    lambda v: int(_ids(v)[0]))
+    position = ("one integer, or the same integer three times (a text token has the same id on t, h and w)",
+                lambda v: len(_ids(v)) in (1, 3) and all(map(is_integer, _ids(v))) and len(set(_ids(v))) == 1,
+                lambda v: int(_ids(v)[0]))
     return check({"answer": (answer, position)}, right, f"the image's ids run from {start} to {right - 1} (its widest "
                  f"axis has {max(h, w) // spatial_merge_size} tokens), so the text resumes at {right}",
                  [(start + tokens, "that counts every image token as one position, as 1-D RoPE would; an image "
@@ -126,8 +125,8 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
 
 #: the second exercise: query patch (2, 3) with key patch (7, 1); the query moves to (10, 10).
 SAME_SCORE_FROM, SAME_SCORE_TO, SAME_SCORE_QUERY = (2, 3), (7, 1), (10, 10)
-PATCH = kind("a patch (x, y) of two integers", lambda v: isinstance(v, (tuple, list, np.ndarray)) and len(v) == 2
-             and all(map(is_integer, v)), lambda v: tuple(int(i) for i in v))
+PATCH = ("a patch (x, y) of two integers", lambda v: isinstance(v, (tuple, list, np.ndarray)) and len(v) == 2
+         and all(map(is_integer, v)), lambda v: tuple(int(i) for i in v))
 
 
 def same_score_qk(d: int = 64, seed: int = 1):

@@ -12,8 +12,7 @@ PRECISION_DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "floa
 
 
 def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
-    """m * theta_i as a kernel computes it in ``dtype`` (both cast, product rounded), as float64 ``(positions,
-    pairs)``; float16 overflows to inf beyond 65504."""
+    """m * theta_i as a kernel computes it in ``dtype`` (both cast, product rounded), as float64; float16 gives inf."""
     dt = np.dtype(dtype)
     if dt.kind != "f" and dt != ml_dtypes.bfloat16:
         raise TypeError(f"dtype must be a float dtype (float16, bfloat16, float32, float64), got {dtype!r}")
@@ -32,8 +31,7 @@ def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float3
 
 
 def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.float32) -> np.ndarray:
-    """Interleaved RoPE, x cos + rotate_half(x) sin (eq 34), with angles and cos/sin computed in ``dtype`` (the data
-    stay float64).  ``x``: ``(..., seq, d)``."""
+    """Interleaved RoPE (eq 34) of x ``(..., seq, d)`` in float64, with angles and cos/sin computed in ``dtype``."""
     x = check_x(x).astype(np.float64)
     pos = check_positions(positions, x.shape[:-1])
     angles = np.repeat(angles_in_dtype(pos, frequencies(x.shape[-1], base), dtype), 2, axis=-1)

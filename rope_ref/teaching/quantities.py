@@ -9,9 +9,7 @@ from ..forms import frequencies, rotate
 
 def random_qk(d: int, seed: int = 0, n: int | None = None):
     """Seeded standard-normal query and key vectors: shape ``(d,)`` each, or ``(n, d)``."""
-    shape = (d,) if n is None else (n, d)
-    rng = np.random.default_rng(seed)
-    return rng.standard_normal(shape), rng.standard_normal(shape)
+    return np.random.default_rng(seed).standard_normal((2, d) if n is None else (2, n, d))
 
 
 def _qk(q, k):
@@ -50,9 +48,6 @@ def t5_bucket(distance, num_buckets: int = 32, max_distance: int = 128) -> np.nd
     transformers' ``T5Attention._relative_position_bucket`` with ``bidirectional=False``): distances below
     num_buckets/2 get a bucket each, larger ones share log-spaced buckets, all beyond ``max_distance`` the last."""
     exact = num_buckets // 2
-    distance = check_positions_any(distance, "distance")
-    if np.any((distance < 0) | (distance != np.floor(distance))):
-        raise ValueError(f"distance must hold integer distances m - n >= 0, got {distance}")
     r = np.minimum(distance, max_distance).astype(np.int64)      # all beyond max_distance share the last bucket
     log_bucket = exact + (np.log(np.maximum(r, 1) / exact) / np.log(max_distance / exact)
                           * (num_buckets - exact)).astype(np.int64)
@@ -61,15 +56,11 @@ def t5_bucket(distance, num_buckets: int = 32, max_distance: int = 128) -> np.nd
 
 def offset_head_weights(offsets=(3, 7), train_len: int = 64, d: int = 128, height: float = 8.0,
                         window_ends=(63, 1000), alibi_slope: float = 0.5) -> dict:
-    """A head that should look a *content-dependent* number of tokens back, fitted with four position schemes.
-
-    Query content ``c`` should weight the key ``offsets[c]`` back (target logit ``height``, 0 elsewhere; keys carry
-    no content).  Fitted on positions 0..train_len-1, evaluated on the ``train_len`` keys ending at each of
-    ``window_ends``: learned absolute (rank-``d`` A_c[m] . B[n] by SVD, nan beyond training), T5 bias (one per
-    :func:`t5_bucket`, blind to the query), ALiBi (-slope * (m - n), arXiv:2108.12409), RoPE (q_c^T R_(n-m) k,
-    least squares on cos/sin of (m - n) theta_i).  Returns ``{scheme: (len(offsets), len(window_ends))}``: the
-    softmax weight on the target key (1 perfect, 1/train_len no preference).
-    """
+    """A head whose query content ``c`` should weight the key ``offsets[c]`` back (target logit ``height``, keys
+    carry no content), fitted on positions 0..train_len-1 with learned absolute positions (rank-``d`` SVD, nan beyond
+    training), T5 bias (:func:`t5_bucket`, blind to the query), ALiBi (-slope * (m - n), arXiv:2108.12409) and RoPE
+    (least squares on cos/sin of (m - n) theta_i).  Returns ``{scheme: (len(offsets), len(window_ends))}``: the
+    softmax weight on the target key in the ``train_len`` keys ending at each of ``window_ends``."""
     r = np.arange(train_len)                                          # distances m - n in a window
     targets = [height * (r == o) for o in offsets]
     theta = frequencies(d)

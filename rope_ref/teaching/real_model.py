@@ -14,7 +14,6 @@ import numpy as np
 from matplotlib.figure import Figure
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-from .._validate import check_positions, check_real_array
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 from .style import new_figure
@@ -73,8 +72,7 @@ class SmolLM2:
         return self.tokenizer.decode(self._checked(ids, None, None)[0].tolist(), skip_special_tokens=False)
 
     def forward(self, ids, *, positions=None, rope=None, dtype=np.float32) -> np.ndarray:
-        """Next-token logits ``(seq, vocab)`` of ids ``(seq,)`` at ``positions`` (default 0..seq-1), in ``dtype``
-        (np.float32 or np.float64)."""
+        """Next-token logits ``(seq, vocab)`` of ids ``(seq,)`` at ``positions`` (default 0..seq-1), in ``dtype``."""
         hidden = self._blocks(*self._checked(ids, positions, rope), np.dtype(dtype).type, attention=None)
         return rms_norm(hidden, self.output_norm, self.eps) @ self.embedding.T         # tied output embedding
 
@@ -104,7 +102,7 @@ class SmolLM2:
                        for name, heads in (("q", self.heads), ("k", self.kv_heads), ("v", self.kv_heads)))
             q, k = (np.asarray(rope(y, positions), dtype=dtype) for y in (q, k))
             if q.shape != (self.heads, seq, hd) or not np.all(np.isfinite(q)) or not np.all(np.isfinite(k)):
-                raise ValueError(f"rope(x, positions) must return finite values of x's shape, got shape {q.shape}")
+                raise ValueError(f"rope(x, positions) must return finite values of x's shape, got {q.shape}")
             k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)      # each kv head serves `group` q heads
             weights = softmax(q @ k.transpose(0, 2, 1) / dtype(np.sqrt(hd)) + causal).astype(dtype)
             if attention is not None:
@@ -116,14 +114,12 @@ class SmolLM2:
         return x
 
     def _checked(self, ids, positions, rope):
-        """(ids, positions, rope) of a call, checked: ids ``(seq,)`` of token ids, positions ``(seq,)``."""
-        arr = check_real_array(ids, "ids")
+        """(ids, positions, rope) of a call, ids checked: a negative one would silently index from the end."""
+        arr = np.asarray(ids)
         if arr.ndim != 1 or arr.dtype.kind not in "iu" or not arr.size or not 0 <= arr.min() <= arr.max() < self.vocab:
             raise ValueError(f"ids must be (seq,) token ids in [0, {self.vocab}), got {arr.dtype} {arr.shape}")
-        positions = np.broadcast_to(check_positions(positions, arr.shape, target="(seq,) = ids.shape"), arr.shape)
-        if rope is not None and not callable(rope):
-            raise TypeError(f"rope must be None or a callable rope(x, positions), got {type(rope).__name__}")
-        return arr.astype(np.int64), positions.copy(), self.rope if rope is None else rope
+        positions = np.arange(len(arr)) if positions is None else positions
+        return arr.astype(np.int64), positions, self.rope if rope is None else rope
 
 
 @functools.cache
@@ -186,15 +182,13 @@ def queries_keys(model: SmolLM2, ids, *, positions=None) -> tuple[np.ndarray, np
 
 
 def pair_norms(x: np.ndarray) -> np.ndarray:
-    """Mean norm of each interleaved pair (x_2i, x_2i+1) over heads and tokens: ``(layers, heads, seq, d)`` ->
-    ``(layers, d/2)``, pair 0 the fastest (theta_0 = 1)."""
+    """Mean norm of each interleaved pair over heads and tokens: ``(layers, heads, seq, d)`` -> ``(layers, d/2)``."""
     return np.linalg.norm(x.reshape(*x.shape[:-1], -1, 2), axis=-1).mean(axis=(1, 2))
 
 
 def real_decay(q: np.ndarray, k: np.ndarray, distances, base: float) -> np.ndarray:
-    """Mean over every (query, key) pair of real vectors of |(R_m q) . (R_n k)| with the key r = m - n >= 0 positions
-    behind the query, = |(R_r q) . k| (eq 16), at each distance r: Figure 2's quantity with real q, k.
-    ``q`` ``(n, d)``, ``k`` ``(n', d)``, before RoPE; returns float64 ``(len(distances),)``."""
+    """Mean over every (query, key) pair of |(R_m q) . (R_n k)| = |(R_r q) . k| (eq 16), the key r = m - n >= 0
+    behind, at each distance r: Figure 2's quantity with real q ``(n, d)`` and k ``(n', d)`` before RoPE."""
     q, k = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
     return np.array([np.abs(rotate(q, np.full(len(q), r), base=base) @ k.T).mean() for r in np.ravel(distances)])
 

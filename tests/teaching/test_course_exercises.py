@@ -20,15 +20,11 @@ def run(capsys, checker, *args, **kwargs):
     return ok, out
 
 
-def right(capsys, checker, *args, **kwargs):
+def verdict(capsys, checker, *args, expect=None, **kwargs):
+    """The checker's verdict on ``args``: "Correct" (True), or with ``expect`` "Not yet" naming it (False)."""
     ok, out = run(capsys, checker, *args, **kwargs)
-    assert ok is True and out.startswith("Correct: "), out
-    return out
-
-
-def wrong(capsys, checker, *args, expect: str, **kwargs):
-    ok, out = run(capsys, checker, *args, **kwargs)
-    assert ok is False and out.startswith("Not yet: ") and expect in out, out
+    assert (ok, out.startswith("Correct: " if expect is None else "Not yet: "), (expect or "") in out) == \
+        (expect is None, True, True), out
     return out
 
 
@@ -37,12 +33,9 @@ def wrong(capsys, checker, *args, expect: str, **kwargs):
 def test_hand0_return(capsys):
     m = min(range(1, 101), key=lambda m: abs(m - round(m / (2 * math.pi)) * 2 * math.pi))    # closest to whole turns
     assert m == 44
-    right(capsys, exercises.check_hand0_return, m, False)
-    wrong(capsys, exercises.check_hand0_return, 6, False, expect="another position")
-    wrong(capsys, exercises.check_hand0_return, 88, False, expect="another position")
-    wrong(capsys, exercises.check_hand0_return, 44, True, expect="all hands")
-    wrong(capsys, exercises.check_hand0_return, 44.0, False, expect="integer")
-    wrong(capsys, exercises.check_hand0_return, 44, "no", expect="True or False")
+    for answer, all_hands, expect in [(m, False, None), (6, False, "another position"), (88, False, "another position"),
+                                      (44, True, "all hands"), (44.0, False, "integer"), (44, "no", "True or False")]:
+        verdict(capsys, exercises.check_hand0_return, answer, all_hands, expect=expect)
 
 
 # --- 01 ------------------------------------------------------------------------------------------------------------
@@ -57,12 +50,10 @@ def block_rotation(angle_per_pair):
 def test_relative_rotation(capsys):
     theta = [10000 ** (-2 * i / 16) for i in range(8)]
     Rm, Rn = block_rotation([5 * t for t in theta]), block_rotation([12.5 * t for t in theta])
-    right(capsys, exercises.check_relative_rotation, Rm.T @ Rn)
-    wrong(capsys, exercises.check_relative_rotation, Rm @ Rn.T, expect="sign is flipped")
-    wrong(capsys, exercises.check_relative_rotation, Rm @ Rn, expect="transpose")
-    wrong(capsys, exercises.check_relative_rotation, Rm.T @ Rm, expect="orthogonality")
-    wrong(capsys, exercises.check_relative_rotation, np.eye(8), expect="shape (16, 16)")
-    out = wrong(capsys, exercises.check_relative_rotation, 2 * Rm, expect="not R_m^T R_n")
+    for answer, expect in [(Rm.T @ Rn, None), (Rm @ Rn.T, "sign is flipped"), (Rm @ Rn, "transpose"),
+                           (Rm.T @ Rm, "orthogonality"), (np.eye(8), "shape (16, 16)")]:
+        verdict(capsys, exercises.check_relative_rotation, answer, expect=expect)
+    out = verdict(capsys, exercises.check_relative_rotation, 2 * Rm, expect="not R_m^T R_n")
     assert "R_(n-m)" not in out and "R_(m+n)" not in out, "the fallback names no other choice"
 
 
@@ -82,15 +73,13 @@ def test_eq34(capsys):
     x = np.random.default_rng(1).standard_normal((32, 16))
     interleaved = lambda j: (-1, j + 1) if j % 2 == 0 else (1, j - 1)          # (-x2, x1, -x4, x3, ...)
     out = rotated_by_loop(x, interleaved)
-    right(capsys, exercises.check_eq34, x, out)
     half = rotated_by_loop(x, lambda j: (-1, j + 8) if j < 8 else (1, j - 8), freq_of=lambda j: j % 8)
-    wrong(capsys, exercises.check_eq34, x, half, expect="half-split")
-    wrong(capsys, exercises.check_eq34, x, rotated_by_loop(x, interleaved, sign=-1.0), expect="wrong way")
-    wrong(capsys, exercises.check_eq34, x, x.copy(), expect="nothing was rotated")
+    for answer, expect in [(out, None), (half, "half-split"), (rotated_by_loop(x, interleaved, sign=-1.0), "wrong way"),
+                           (x.copy(), "nothing was rotated"), (np.vstack([out[1:], out[:1]]), "rows"),
+                           (out[:, :8], "shape")]:
+        verdict(capsys, exercises.check_eq34, x, answer, expect=expect)
     tiled = rotated_by_loop(x, interleaved, freq_of=lambda j: j % 8)        # np.tile: theta_1..theta_8 twice
-    assert "np.repeat" in wrong(capsys, exercises.check_eq34, x, tiled, expect="np.tile")
-    wrong(capsys, exercises.check_eq34, x, np.vstack([out[1:], out[:1]]), expect="rows")
-    wrong(capsys, exercises.check_eq34, x, out[:, :8], expect="shape")
+    assert "np.repeat" in verdict(capsys, exercises.check_eq34, x, tiled, expect="np.tile")
 
 
 # --- 02 ------------------------------------------------------------------------------------------------------------
@@ -100,40 +89,25 @@ def test_predicted_angle(capsys):
     zq, zk = complex(q[4], q[5]), complex(k[4], k[5])
     theta2 = 10000 ** (-4 / 16)
     predicted = cmath.phase(zq) - cmath.phase(zk) + 6 * theta2
-    right(capsys, exercises.check_predicted_angle, predicted)
-    right(capsys, exercises.check_predicted_angle, predicted + 4 * math.pi)        # modulo 2 pi
-    wrong(capsys, exercises.check_predicted_angle, cmath.phase(zk) - cmath.phase(zq) + 6 * theta2,
-          expect="content part has the wrong sign")
-    wrong(capsys, exercises.check_predicted_angle, cmath.phase(zq) - cmath.phase(zk) - 6 * theta2,
-          expect="position part has the wrong sign")
-    wrong(capsys, exercises.check_predicted_angle, 6 * theta2, expect="left out the content part")
-    wrong(capsys, exercises.check_predicted_angle, "1.2", expect="should be a finite number")
     in_degrees = predicted * 180 / math.pi
-    wrong(capsys, exercises.check_predicted_angle, in_degrees, expect="degrees")
-    wrong(capsys, exercises.check_predicted_angle, round(in_degrees, 2), expect="degrees")
-    wrong(capsys, exercises.check_predicted_angle, in_degrees - 360, expect="degrees")
-    wrong(capsys, exercises.check_predicted_angle, in_degrees + 5, expect="away from the measured")
+    for answer, expect in [(predicted, None), (predicted + 4 * math.pi, None),      # modulo 2 pi
+                           (cmath.phase(zk) - cmath.phase(zq) + 6 * theta2, "content part has the wrong sign"),
+                           (cmath.phase(zq) - cmath.phase(zk) - 6 * theta2, "position part has the wrong sign"),
+                           (6 * theta2, "left out the content part"), ("1.2", "should be a finite number"),
+                           (in_degrees, "degrees"), (round(in_degrees, 2), "degrees"), (in_degrees - 360, "degrees"),
+                           (in_degrees + 5, "away from the measured")]:
+        verdict(capsys, exercises.check_predicted_angle, answer, expect=expect)
 
 
 # --- 03 ------------------------------------------------------------------------------------------------------------
 
-def far_mean_of_the_bound(base):
-    """Figure 2's curve (d = 128) averaged over the distances 128, 128.01, ..., 256, in plain NumPy."""
-    r = np.arange(12800, 25601) / 100
-    return np.abs(np.cumsum(np.exp(1j * np.outer(r, base ** (-np.arange(0, 128, 2) / 128))), axis=1)).mean()
-
-
 @pytest.mark.slow
 def test_decay_prediction(capsys):
-    far_5e5, far_1e4 = far_mean_of_the_bound(5e5), far_mean_of_the_bound(1e4)
-    assert f"{far_5e5:.2f}" == "12.58" and f"{far_1e4:.2f}" == "8.26"
-    right(capsys, exercises.check_decay_prediction, True, far_5e5)
-    right(capsys, exercises.check_decay_prediction, True, round(far_5e5, 2))
-    wrong(capsys, exercises.check_decay_prediction, False, far_5e5, expect="slow pairs")
-    wrong(capsys, exercises.check_decay_prediction, True, far_1e4, expect="base 1e4")
-    wrong(capsys, exercises.check_decay_prediction, True, (64 + 1) / 2, expect="distance 0")
-    wrong(capsys, exercises.check_decay_prediction, True, far_5e5 + 0.5, expect="not")
-    wrong(capsys, exercises.check_decay_prediction, "yes", far_5e5, expect="True or False")
+    far_5e5, far_1e4 = 12.58, 8.26        # the means over 128..256, recomputed in test_course_numbers' fig2 fixture
+    for higher, mean, expect in [(True, far_5e5, None), (False, far_5e5, "slow pairs"), (True, far_1e4, "base 1e4"),
+                                 (True, (64 + 1) / 2, "distance 0"), (True, far_5e5 + 0.5, "not"),
+                                 ("yes", far_5e5, "True or False")]:
+        verdict(capsys, exercises.check_decay_prediction, higher, mean, expect=expect)
 
 
 # --- 04 ------------------------------------------------------------------------------------------------------------
@@ -150,32 +124,30 @@ def test_rerotating_cache(capsys):
     q, k, v = (rng.standard_normal((2, 4, 32, 16)) for _ in range(3))
     t = 20
     no_positions = no_position_step(q, k, v, t, t + 1)
-    right(capsys, exercises.check_rerotating_cache, no_positions, "positions", q, k, v, t=t)
-    right(capsys, exercises.check_rerotating_cache, no_positions, " Position", q, k, v, t=t)
     correct = rr.attention_dense(q, k, v, np.arange(32), np.arange(32), causal=True)[..., t:t + 1, :]
-    wrong(capsys, exercises.check_rerotating_cache, correct, "positions", q, k, v, t=t, expect="correct decoder")
-    out = wrong(capsys, exercises.check_rerotating_cache, no_positions + 0.1, "positions", q, k, v, t=t,
-                expect="differs")
+    for answer, lost, expect in [(no_positions, "positions", None), (no_positions, " Position", None),
+                                 (correct, "positions", "correct decoder"), (no_positions, "the order", "one of"),
+                                 (no_positions, 3, "one of")]:
+        verdict(capsys, exercises.check_rerotating_cache, answer, lost, q, k, v, t=t, expect=expect)
+    out = verdict(capsys, exercises.check_rerotating_cache, no_positions + 0.1, "positions", q, k, v, t=t,
+                  expect="differs")
     assert "k_positions" not in out and "np.full" not in out, "the verdict does not print the call back"
     all_keys = no_position_step(q, k, v, t, 32)                     # every vector at t, but all 32 keys
-    out = wrong(capsys, exercises.check_rerotating_cache, all_keys, "positions", q, k, v, t=t, expect="0..t")
+    out = verdict(capsys, exercises.check_rerotating_cache, all_keys, "positions", q, k, v, t=t, expect="0..t")
     assert "at which position" not in out, "the hint points at what is wrong (the keys attended), not at what was right"
     for lost in ["content", "values", "nothing"]:                     # no hint names the right choice
-        out = wrong(capsys, exercises.check_rerotating_cache, no_positions, lost, q, k, v, t=t,
-                    expect=f"not {lost.rstrip('s')}")
+        out = verdict(capsys, exercises.check_rerotating_cache, no_positions, lost, q, k, v, t=t,
+                      expect=f"not {lost.rstrip('s')}")
         assert "position" not in out.lower()
-    wrong(capsys, exercises.check_rerotating_cache, no_positions, "the order", q, k, v, t=t, expect="one of")
-    wrong(capsys, exercises.check_rerotating_cache, no_positions, 3, q, k, v, t=t, expect="one of")
 
 
 # --- 05 ------------------------------------------------------------------------------------------------------------
 
 def test_dynamic_ntk_factors(capsys):
     s = 4
-    right(capsys, exercises.check_dynamic_ntk_factors, s * 4 - (s - 1), s * 2 - (s - 1))
-    wrong(capsys, exercises.check_dynamic_ntk_factors, 4, 4, expect="configured factor")
-    wrong(capsys, exercises.check_dynamic_ntk_factors, 16, 8, expect="subtracts")
-    wrong(capsys, exercises.check_dynamic_ntk_factors, 13, 8, expect="at_2x")
+    for at_4x, at_2x, expect in [(s * 4 - (s - 1), s * 2 - (s - 1), None), (4, 4, "configured factor"),
+                                 (16, 8, "subtracts"), (13, 8, "at_2x")]:
+        verdict(capsys, exercises.check_dynamic_ntk_factors, at_4x, at_2x, expect=expect)
 
 
 # --- every checker: None is "not answered yet"; NaN or a wrong type gets a verdict, never an exception --------------

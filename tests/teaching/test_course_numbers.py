@@ -1,10 +1,12 @@
 """Every number notebooks 00-05 state in prose, read from the prose and recomputed here independently of the notebook:
 plain NumPy or math where the notebook calls rope_ref, a second rope_ref path (dense matrices) where it calls the fast
-one.  A number stated at one point of a range is checked over the range the prose names."""
+one.  A number stated at one point of a range is checked over the range the prose names.  Also notebook 06's
+precision helpers, against rounding bounds and float64."""
 
 import math
 import re
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -27,11 +29,6 @@ def stated(name, pattern):
     return found[0]
 
 
-def chord(angle):
-    """|e^{i angle} - 1|: how far one hand's code is from its code at 0."""
-    return 2 * abs(math.sin(angle / 2))
-
-
 # --- 00 ---------------------------------------------------------------------------------------------------------------
 
 def test_wavelengths_of_notebook_00_and_05():
@@ -51,7 +48,7 @@ def test_aliasing_numbers_of_notebook_00():
                                                 r"([\d.]+) rad")
     assert (float(theta1), float(turned)) == pytest.approx((thetas(8)[1], 6 * thetas(8)[1]))
     m, pair0 = figures.fig_aliasing().axes[0].lines[0].get_data()         # the figure's pair-0 curve is the chord
-    np.testing.assert_allclose(pair0, [chord(a) for a in m], atol=1e-12)
+    np.testing.assert_allclose(pair0, [2 * abs(math.sin(a / 2)) for a in m], atol=1e-12)     # |e^{i m} - 1|
     # the exercise's solution: 44 rad is 7 turns plus 0.018 rad; the other hands at 44
     turns = np.arange(1, 101) / (2 * np.pi)
     best = int(np.argmin(np.abs(turns - np.round(turns)))) + 1
@@ -289,6 +286,26 @@ def test_notebook_05_yarn_logits_and_llama3_thresholds():
     params = context_extension.method_configs(factor=s, train_len=L_train)["llama3"]
     assert (params["low_freq_factor"], params["high_freq_factor"]) == (1.0, 4.0)
     assert "it runs no model" in text("05_context_extension")
+
+
+def test_angle_errors_by_dtype():
+    e = precision.angle_errors([1, 1e3, 1e6], 64, 1e4, np.float64)
+    assert np.all(e["angle"] == 0) and np.all(e["cos"] == 0)                   # float64 angles have no error
+    pos = np.array([10.0, 1e3, 1e5, 1e6])             # each float32 rounding (theta_i, the product) is half an ulp
+    e = precision.angle_errors(pos, 128, 1e4, np.float32)["angle"]
+    assert np.all(e <= pos * 2 * 2.0 ** -24 + 1e-12) and e[-1] > 1e-3          # but milliradians at 10^6
+    assert np.isinf(precision.angle_errors([70000.0], 8, 1e4, np.float16)["angle"][0])    # float16 overflows
+    assert precision.angle_errors([1e5], 128, 1e4, ml_dtypes.bfloat16)["angle"][0] > 2 * np.pi  # whole turns lost
+
+
+def test_rotate_with_float64_angles_is_rotate():
+    x = np.random.default_rng(0).standard_normal((5, 16))
+    pos = np.arange(5) * 1000.0
+    np.testing.assert_allclose(precision.rotate_with_angle_dtype(x, pos, dtype=np.float64), rr.rotate(x, pos),
+                               atol=1e-15)
+    q, k = quantities.random_qk(16)
+    assert np.all(precision.score_error_by_dtype(q, k, pos, dtype=np.float64) < 1e-12)
+    assert precision.score_error_by_dtype(q, k, np.array([1e5]), dtype=np.float32)[0] > 1e-6
 
 
 def test_format_errors_spells_out_inf_nan_and_small_values():

@@ -96,16 +96,6 @@ def test_rotation_view_angle_is_the_measured_angle_and_both_panels_use_m_minus_n
 
 
 @pytest.mark.slow
-def test_rotation_view_rejects_a_pair_index_beyond_d():
-    with pytest.raises(ValueError, match=r"\bi\b"):
-        RotationsView(i=8, d=16)
-    v = RotationsView(i=7, d=16)
-    with pytest.raises(ValueError, match=r"\bi\b"):
-        v.update(i=5, d=8)
-    assert v.params["i"] == 7 and v.params["d"] == 16
-
-
-@pytest.mark.slow
 def test_scaling_view_shows_angles_per_pair_at_the_extended_length():
     v = ScalingView(factor=4.0)
     x, y = v.angle_lines["default"].get_data()

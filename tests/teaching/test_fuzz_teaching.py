@@ -16,7 +16,7 @@ SPEC = RopeSpec(is_rope=True, inv_freq=np.ones(4), offset=0.0, rows=8)
 CASES = [  # (call, the argument its error must name)
     (lambda: quantities.score(Q8, K8[:6], 1, 2), "q"), (lambda: quantities.score(Q8, K8, "a", 2), "m"),
     (lambda: quantities.score(Q8, K8, 1, np.nan), "n"), (lambda: quantities.score_vs_distance(Q8, K8, "1"), "distance"),
-    (lambda: quantities.score(Q8 * 1e200, K8 * 1e200, 1, 2), "q"), (lambda: quantities.t5_bucket([-1]), "distance"),
+    (lambda: quantities.score(Q8 * 1e200, K8 * 1e200, 1, 2), "q"),
     (lambda: precision.angles_in_dtype([1.0], np.ones(4), "int8"), "dtype"),
     (lambda: precision.angles_in_dtype([np.nan], np.ones(4), np.float32), "positions"),
     (lambda: precision.angle_errors([1.0], d=7), "d"),
@@ -26,11 +26,9 @@ CASES = [  # (call, the argument its error must name)
     (lambda: spectrum.offset_attention(1, pair=40), "pair"),
     (lambda: spectrum.semantic_match(np.arange(3), band="mid"), "band"),
     (lambda: base_bound.supported_context(-1), "base"), (lambda: vision_rope.relative_score_map(None, K8, 3), "q"),
-    (lambda: vision_rope.fig_position_ids([("nosuch", 3)]), "segments"),
     (lambda: kernel_plot.phase_errors(None, np.ones(4)), "spec"),
     (lambda: kernel_plot.phase_errors(SPEC, np.ones(3)), "inv_freq"),
     (lambda: kernel_plot.kernel_vs_expected(SPEC, np.ones(4), title=3), "title"),
-    (lambda: example_kernels.config("nosuch"), "config"),
     (lambda: example_kernels.replayed_llama_rotary(cast="float16"), "cast"),
 ]
 

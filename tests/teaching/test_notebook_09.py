@@ -17,38 +17,31 @@ def _say(*phrases):
         assert phrase in TEXT, phrase
 
 
+def plain_score(qxy, kxy):
+    """2-D axial RoPE score (d = 64, base 100: x on pairs 0..15, y on 16..31) of the exercise's q at qxy, k at kxy."""
+    q, k = exercises_extensions.same_score_qk()
+    theta = 100.0 ** (-np.arange(16) / 16)
+    ang = np.concatenate([theta * (kxy[0] - qxy[0]), theta * (kxy[1] - qxy[1])])
+    a, b = k[0::2], k[1::2]
+    return q[0::2] @ (a * np.cos(ang) - b * np.sin(ang)) + q[1::2] @ (a * np.sin(ang) + b * np.cos(ang))
+
+
 def test_relative_in_both_axes_and_the_raster_order():
     q, k = exercises_extensions.same_score_qk()
-    theta = 100.0 ** (-np.arange(16) / 16)                # 2-D axial, d = 64, base 100: x on pairs 0..15, y on 16..31
-
-    def score(at_q, at_k):
-        ang = np.concatenate([theta * (at_k[0] - at_q[0]), theta * (at_k[1] - at_q[1])])
-        qz, kz = q[0::2] + 1j * q[1::2], k[0::2] + 1j * k[1::2]
-        return float(np.real(np.conj(qz) * kz * np.exp(1j * ang)).sum())
-    F = rr.axial_frequencies(64, base=100.0)
-    got = rr.rotate(np.stack([q, k]), np.array([[3.0, 9.0], [4.0, 1.0]]), inv_freq=F)
-    assert abs(got[0] @ got[1] - score((3, 4), (9, 1))) < 1e-12
+    got = rr.rotate(np.stack([q, k]), np.array([[3.0, 9.0], [4.0, 1.0]]), inv_freq=rr.axial_frequencies(64, base=100.0))
+    assert abs(got[0] @ got[1] - plain_score((3, 4), (9, 1))) < 1e-12
     _say("$196^2 = 38416$", "although they lie 13 columns apart")
     assert 196 ** 2 == 38416
 
 
 def test_same_score_checker_right_and_wrong_answers(capsys):
-    # By hand: the offset (7 - 2, 1 - 3) = (5, -2) from (10, 10) is (15, 8).  Scores in plain numpy below.
+    # By hand: the offset (7 - 2, 1 - 3) = (5, -2) from (10, 10) is (15, 8).
     q, k = exercises_extensions.same_score_qk()
-    theta = 100.0 ** (-np.arange(16) / 16)
-
-    def plain_score(qxy, kxy):
-        ang = np.concatenate([theta * (kxy[0] - qxy[0]), theta * (kxy[1] - qxy[1])])
-        a, b = k[0::2], k[1::2]
-        return q[0::2] @ (a * np.cos(ang) - b * np.sin(ang)) + q[1::2] @ (a * np.sin(ang) + b * np.cos(ang))
-
     assert abs(plain_score((2, 3), (7, 1)) - plain_score((10, 10), (15, 8))) < 1e-12 and not np.allclose(q, k)
     assert abs(plain_score((2, 3), (7, 1)) - plain_score((10, 10), (5, 12))) > 0.1      # the reverse differs
-    for answer, ok, words in [((15, 8), True, "Correct"), ([15, 8], True, "Correct"), (None, False, "Not answered"),
-                              ((5, -2), False, "offset between"), ((5, 12), False, "reversed"),
-                              ((8, 15), False, "swapped"), ((7, 1), False, "what stays the same"),
-                              ((15.0, 8), False, "two integers"), (15, False, "two integers"),
-                              ((True, 8), False, "two integers")]:
+    for answer, ok, words in [((15, 8), True, "Correct"), ([15, 8], True, "Correct"), ((5, -2), False, "between"),
+                              ((5, 12), False, "reversed"), ((8, 15), False, "swapped"), ((7, 1), False, "stays"),
+                              ((15.0, 8), False, "integers"), (15, False, "integers"), ((True, 8), False, "integers")]:
         assert exercises_extensions.check_same_score_patch(answer) is ok, answer
         out = capsys.readouterr().out
         assert words in out and (ok or "(15, 8)" not in out), (answer, out)
@@ -57,10 +50,9 @@ def test_same_score_checker_right_and_wrong_answers(capsys):
 def test_checker_right_and_wrong_answers(capsys):
     # By hand: the image starts at 5; 6 x 10 patches merged 2 x 2 are 3 x 5 tokens, rows 5..7, columns 5..9.
     for answer, ok, words in [(10, True, "Correct"), ((10, 10, 10), True, "Correct"), (np.int64(10), True, "Correct"),
-                              (None, False, "Not answered"), (20, False, "1-D RoPE"), (15, False, "spatial merge"),
-                              (9, False, "largest id"), (8, False, "columns"), (11, False, "largest id the image"),
-                              ((10, 8, 10), False, "same id"), ("10", False, "integer"), (True, False, "integer"),
-                              (10.0, False, "integer")]:
+                              (20, False, "1-D RoPE"), (15, False, "spatial merge"), (9, False, "largest id"),
+                              (8, False, "columns"), (11, False, "largest id the"), ((10, 8, 10), False, "same id"),
+                              ("10", False, "integer"), (True, False, "integer"), (10.0, False, "integer")]:
         assert exercises_extensions.check_text_after_image(answer) is ok, answer
         out = capsys.readouterr().out
         assert words in out, (answer, out)
@@ -82,7 +74,7 @@ def test_mrope_sentences():
     assert q3["temporal"]["pairs"][-4:] == [60, 61, 62, 63] and q3["temporal"]["pairs"][-5] == 57
 
 
-def test_text_is_one_dimensional_rope_bit_for_bit():
+def test_text_is_one_dimensional_rope_and_resumes_after_the_image():
     _say("bit for bit", "$p_t = p_h = p_w = m$")
     x = np.random.default_rng(0).standard_normal((50, 128))
     m = np.arange(50.0)
@@ -90,9 +82,6 @@ def test_text_is_one_dimensional_rope_bit_for_bit():
         F = rr.mrope_frequencies(128, sections, base=1e6, interleaved=inter)
         text = rr.rotate(x, np.stack([m, m, m]), inv_freq=F, pairing="half")
         assert np.array_equal(text, rr.rotate(x, m, base=1e6, pairing="half"))
-
-
-def test_position_ids_around_an_image_sentences():
     _say("$8\\times12$ patches is $4\\times6 = 24$ tokens", "The image's ids run from 3 to 8",
          "resumes at 9, not at\n$3 + 24 = 27$")
     ids = rr.mrope_position_ids([("text", 3), ("image", (1, 8, 12)), ("text", 4)], spatial_merge_size=2)

@@ -35,6 +35,14 @@ def copy_ids():
     return np.concatenate([half, half])
 
 
+@pytest.fixture(scope="module")
+def queries_keys(model, copy_ids):
+    """Every layer's q and k before RoPE, caught on their way into the model's own rotation."""
+    caught = []
+    model.attention(copy_ids, rope=lambda x, positions: caught.append(np.array(x)) or rr.rotate(x, positions, base=1e5))
+    return np.stack(caught[0::2]), np.stack(caught[1::2])
+
+
 def accuracy(model, ids, **kwargs):
     """Top-1 hits on the 39 predictable tokens of the second copy, from the logits."""
     return np.mean(model.forward(ids, **kwargs).argmax(axis=-1)[LENGTH:-1] == ids[LENGTH + 1:])
@@ -88,7 +96,7 @@ def test_copy_table(model, copy_ids):
         assert f"| {name} | {value:.2f} |" in text(), name
 
 
-def test_heads_the_unturned_pairs_and_the_norms(model, copy_ids):
+def test_heads_the_unturned_pairs_and_the_norms(model, copy_ids, queries_keys):
     previous, induction = head_scores(model.attention(copy_ids))
     p, i = np.unravel_index(previous.argmax(), previous.shape), np.unravel_index(induction.argmax(), induction.shape)
     t = text()
@@ -101,9 +109,7 @@ def test_heads_the_unturned_pairs_and_the_norms(model, copy_ids):
     assert "nothing changes (0.89 and 0.89)" in t and f"{sp[p]:.2f} {si[i]:.2f}" == "0.89 0.89"
     assert accuracy(model, copy_ids, rope=fast[0]) == 0
     assert "at most 0.014 rad" in t and f"{79 * THETA[24]:.3f}" == "0.014"
-    caught = []
-    model.attention(copy_ids, rope=lambda x, positions: caught.append(np.array(x)) or rr.rotate(x, positions, base=1e5))
-    for x, most in [(np.stack(caught[0::2]), "3.7"), (np.stack(caught[1::2]), "3.5")]:
+    for x, most in zip(queries_keys, ["3.7", "3.5"]):
         norms = np.hypot(x[..., 0::2], x[..., 1::2]).mean(axis=(1, 2))                 # (layers, pairs)
         ratio = norms[:, 24:].mean(axis=1) / norms[:, :8].mean(axis=1)
         assert (np.sum(ratio > 1), f"{ratio.max():.1f}", norms.argmax(1).min()) == (27, most, 22)
@@ -111,10 +117,8 @@ def test_heads_the_unturned_pairs_and_the_norms(model, copy_ids):
     assert "pair 22 or slower" in t
 
 
-def test_scores_against_distance_with_the_key_behind(model, copy_ids):
-    caught = []
-    model.attention(copy_ids, rope=lambda x, positions: caught.append(np.array(x)) or rr.rotate(x, positions, base=1e5))
-    queries, keys = np.stack(caught[0::2]).astype(np.float64), np.stack(caught[1::2]).astype(np.float64)
+def test_scores_against_distance_with_the_key_behind(queries_keys):
+    queries, keys = (x.astype(np.float64) for x in queries_keys)
     curves = []
     for layer, head in [(16, 0), (18, 6)]:
         zq = queries[layer, head][:, 0::2] + 1j * queries[layer, head][:, 1::2]
