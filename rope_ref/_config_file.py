@@ -26,8 +26,7 @@ def load_config(config) -> dict:
 
 
 def _plain(value, where: str, parents: tuple):
-    """A new copy of ``value`` made of dicts, lists, strings, numbers, booleans and None: a tree (no object inside
-    itself); ``parents``: the ids of the objects it is inside."""
+    """A new copy of ``value`` of dicts, lists, str, numbers, bools and None; ``parents``: ids of those around it."""
     if id(value) in parents:
         raise ValueError(f"{where[:200]} is an object that contains itself; a config is a tree")
     if isinstance(value, Mapping):

@@ -5,7 +5,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ._config_file import load_config
-from ._validate import check_base, check_bool, check_pairing, check_positive_int, check_rotary_dim
+from ._validate import (check_base, check_bool, check_choice, check_number, check_pairing, check_positive_int,
+                        check_rotary_dim)
 from .hf_families import DIFFUSERS_FAMILIES, FAMILIES, Family
 from .multiaxis import mrope_frequencies
 from .rope_config import RopeConfig
@@ -79,10 +80,8 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
 
 def _diffusers_rope_config(cfg, pairing, layer_type) -> RopeConfig:
     """The axial RoPE (``RopeConfig.axial_sections``) of a diffusers transformer's config, one with ``_class_name``."""
-    name = cfg["_class_name"]
-    family = DIFFUSERS_FAMILIES.get(name) if isinstance(name, str) else None
-    if family is None:
-        raise ValueError(f"config has _class_name={name!r}; expected one of {sorted(DIFFUSERS_FAMILIES)}")
+    name = check_choice(cfg["_class_name"], "config['_class_name']", DIFFUSERS_FAMILIES)
+    family = DIFFUSERS_FAMILIES[name]
     if layer_type is not None:
         raise ValueError(f"layer_type={layer_type!r} was given, but {name} has one RoPE for every layer")
     if family.needs and not cfg.get(family.needs):
@@ -212,8 +211,7 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     if factor is None:
         key = next((k for k in ("partial_rotary_factor", "rotary_pct") if cfg.get(k) is not None), key)
         factor = cfg.get(key)
-    if factor is not None and not (type(factor) in (int, float) and 0 < factor <= 1):
-        raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
+    factor = None if factor is None else check_number(factor, key, "in (0, 1]", lambda v: 0 < v <= 1, real=True)
     if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
         nope = cfg.get("qk_nope_head_dim")              # Mistral 4: qk_nope + qk_rope; dots3: head_dim or qk_head_dim
         widths = [cfg.get("head_dim"), cfg.get("qk_head_dim"), nope + head_dim if isinstance(nope, int) else None]
@@ -242,7 +240,6 @@ def _mrope(rope, family, where, known):
         if family.mrope is not None and flag is not default_flag:
             raise ValueError(f"{where} has mrope_interleaved={flag}; this model_type's module uses {default_flag!r}")
     section = default_section if section is None else section
-    if not (isinstance(section, (list, tuple)) and len(section) == 3 and all(type(n) is int for n in section)
-            and min(section) >= 0):
+    if not (isinstance(section, (list, tuple)) and len(section) == 3):       # entries: checked by mrope_frequencies
         raise ValueError(f"{where}['mrope_section'] must be 3 non-negative integers (t, h, w), got {section!r}")
     return tuple(section[i] for i in family.mrope_order), default_flag if flag is None else flag
