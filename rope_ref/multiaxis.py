@@ -49,12 +49,9 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
 def _interleaved(sections) -> np.ndarray:
     """Axis of each pair in Qwen3-VL's interleaving (transformers' ``apply_interleaved_mrope``): axis a >= 1
     takes pairs a, a + A, a + 2A, ... below A * sections[a] (and below the number of pairs); axis 0 the rest."""
-    n_axes, n = len(sections), int(sum(sections))
-    axis = np.zeros(n, np.int64)
-    for a in range(1, n_axes):
-        idx = np.arange(a, n_axes * sections[a], n_axes)
-        axis[idx[idx < n]] = a
-    return axis
+    pair = np.arange(sum(sections))
+    axis = pair % len(sections)
+    return np.where(pair < len(sections) * np.asarray(sections)[axis], axis, 0)
 
 
 #: The M-RoPE layouts: name -> (axis of each pair from the sections, what the layout is).  Adding a layout is one
@@ -100,24 +97,6 @@ def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarr
     return rows_cols if indexing == "ij" else rows_cols[::-1].copy()
 
 
-def _check_segment(i: int, seg, merge: int):
-    """``(kind, n, seconds)`` for segment ``i``: ``n`` text tokens, or the grid ``(t, h/merge, w/merge)``."""
-    name = f"segments[{i}]"
-    grid = seg[1] if isinstance(seg, (tuple, list)) and len(seg) in (2, 3) else None
-    kind = "video" if grid is None else check_choice(seg[0], f"{name}[0]", ("text", "image", "video"))
-    if kind == "text" and len(seg) == 2:
-        return kind, check_positive_int(grid, f"{name}[1] (the number of text tokens)"), None
-    grid = grid.tolist() if isinstance(grid, np.ndarray) else grid
-    if not isinstance(grid, (tuple, list)) or len(grid) != 3 or (len(seg) == 3 and kind != "video"):
-        raise TypeError(f'{name} must be ("text", n), ("image", (t, h, w)) or ("video", (t, h, w)[, '
-                        f"seconds_per_grid]), got {seg!r:.120}")
-    t, h, w = (check_positive_int(g, f"{name}[1][{j}] (grid t, h, w)") for j, g in enumerate(grid))
-    if h % merge or w % merge:
-        raise ValueError(f"{name} has grid h={h}, w={w}; expected multiples of spatial_merge_size={merge}")
-    seconds = check_positive_real(seg[2], f"{name}[2] (seconds_per_grid)") if len(seg) == 3 else 1.0
-    return kind, (t, h // merge, w // merge), seconds
-
-
 def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
                        text_after_vision: str = "max+1") -> np.ndarray:
     """M-RoPE position ids (temporal, height, width) of one sequence, int64 ``(3, seq)``: Qwen2-VL's rule
@@ -138,24 +117,35 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     text_after_vision = check_choice(text_after_vision, "text_after_vision", ("max+1", "spatial"))
     if isinstance(segments, (str, bytes, dict)) or not hasattr(segments, "__iter__"):
         raise TypeError(f"segments must be a list such as [('text', 5), ('image', (1, 28, 28))], got {segments!r:.80}")
-    parsed = [_check_segment(i, seg, merge) for i, seg in enumerate(segments)]
-    if not parsed:
-        raise ValueError("segments must hold at least one segment, got none")
     blocks, start = [], 0
-    for kind, n, seconds in parsed:
-        if kind == "text":
+    for i, seg in enumerate(segments):      # ("text", n) or (kind, grid (t, h, w)[, seconds]), checked
+        grid = seg[1] if isinstance(seg, (tuple, list)) and len(seg) in (2, 3) else None
+        kind = "video" if grid is None else check_choice(seg[0], f"segments[{i}][0]", ("text", "image", "video"))
+        if kind == "text" and len(seg) == 2:
+            n = check_positive_int(grid, f"segments[{i}][1] (the number of text tokens)")
             ids, span = np.tile(np.arange(n, dtype=np.int64), (3, 1)), n
         else:
-            ids, span = np.indices(n, dtype=np.int64).reshape(3, -1), max(n[1:])  # (frame, row, column), row by row
+            grid = grid.tolist() if isinstance(grid, np.ndarray) else grid
+            if not isinstance(grid, (tuple, list)) or len(grid) != 3 or (len(seg) == 3 and kind != "video"):
+                raise TypeError(f'segments[{i}] must be ("text", n), ("image", (t, h, w)) or ("video", (t, h, w)[, '
+                                f"seconds_per_grid]), got {seg!r:.120}")
+            t, h, w = (check_positive_int(g, f"segments[{i}][1][{j}] (grid t, h, w)") for j, g in enumerate(grid))
+            if h % merge or w % merge:
+                raise ValueError(f"segments[{i}]: grid h={h}, w={w} must be multiples of spatial_merge_size={merge}")
+            seconds = check_positive_real(seg[2], f"segments[{i}][2] (seconds_per_grid)") if len(seg) == 3 else 1.0
+            ids = np.indices((t, h // merge, w // merge), dtype=np.int64).reshape(3, -1)  # (frame, row, column)
+            span = max(h, w) // merge
         if kind == "video" and tokens_per_second is not None:   # floor(i * interval) in float32, as Qwen2.5-VL
             with np.errstate(over="ignore", invalid="ignore"):                 # inf or NaN: refused below
                 interval = np.float32(np.float32(seconds) * np.float32(tokens_per_second))
-                times = np.arange(n[0], dtype=np.float32) * interval
+                times = np.arange(t, dtype=np.float32) * interval
             if not times[-1] < 2 ** 40:
                 raise ValueError(f"tokens_per_second: a video's temporal ids reach {times[-1]:.3g}, not below 2^40")
             ids[0] = times.astype(np.int64)[ids[0]]                     # truncated, as .long()
         blocks.append(ids + start)
         start += int(ids.max()) + 1 if text_after_vision == "max+1" else span
+    if not blocks:
+        raise ValueError("segments must hold at least one segment, got none")
     return np.concatenate(blocks, axis=1)
 
 
