@@ -32,8 +32,7 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
     ``rotary_dim/2``.  ``interleaved``: a layout of :data:`MROPE_LAYOUTS`, False for ``"blocks"`` (Qwen2-VL) or
     True for ``"interleaved"`` (Qwen3-VL: height on pairs 1, 4, 7, ..., width on 2, 5, 8, ..., temporal the rest).
     """
-    rotary_dim = check_d(rotary_dim, "rotary_dim")
-    base = check_base(base)
+    rotary_dim, base = check_d(rotary_dim, "rotary_dim"), check_base(base)
     if isinstance(interleaved, (bool, np.bool_)):
         interleaved = "interleaved" if interleaved else "blocks"
     layout = check_choice(interleaved, "interleaved", MROPE_LAYOUTS, "True, False or ", unknown=TypeError)
@@ -71,8 +70,7 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
     (default: ``axes`` equal blocks, 2), is a 1-D RoPE of dimension ``2*sections[a]`` (eq 15) on ``positions[a]``.
     With :func:`grid_positions`: timm's ``RotaryEmbeddingCat`` (EVA-02), RoPE-Axial (arXiv:2403.13298; ``base=100.0``,
     ``indexing="xy"``).  Flux's ``axes_dims_rope`` (16, 56, 56) counts features: ``sections=[8, 28, 28]``."""
-    rotary_dim = check_d(rotary_dim, "rotary_dim")
-    base = check_base(base)
+    rotary_dim, base = check_d(rotary_dim, "rotary_dim"), check_base(base)
     if sections is None:
         axes = 2 if axes is None else check_positive_int(axes, "axes")
         if rotary_dim % (2 * axes):
@@ -90,8 +88,7 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
 def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarray:
     """Positions of the patches of a ``height x width`` grid, numbered row by row: float64 ``(2, height*width)``,
     ``positions[0]`` the row (``indexing="ij"``, timm's default) or the column (``"xy"``)."""
-    height = check_positive_int(height, "height")
-    width = check_positive_int(width, "width")
+    height, width = check_positive_int(height, "height"), check_positive_int(width, "width")
     indexing = check_choice(indexing, "indexing", ("ij", "xy"))
     rows_cols = np.indices((height, width), dtype=np.float64).reshape(2, -1)
     return rows_cols if indexing == "ij" else rows_cols[::-1].copy()
@@ -173,6 +170,5 @@ def deepseek_v4_compressed_positions(seq_len: int, compress_rate: int) -> np.nda
     """The positions DeepSeek-V4 rotates its compressed KV entries at, int64 ``(seq_len // compress_rate,)``: entry
     w, of the complete window of tokens ``w*compress_rate .. (w+1)*compress_rate - 1``, turns at ``w*compress_rate``
     (transformers 5.24.0's ``DeepseekV4HCACompressor``, rate 128, and ``DeepseekV4CSACompressor``, rate 4)."""
-    seq_len = check_nonnegative_int(seq_len, "seq_len")
-    compress_rate = check_positive_int(compress_rate, "compress_rate")
-    return compress_rate * np.arange(seq_len // compress_rate, dtype=np.int64)
+    rate = check_positive_int(compress_rate, "compress_rate")
+    return rate * np.arange(check_nonnegative_int(seq_len, "seq_len") // rate, dtype=np.int64)
