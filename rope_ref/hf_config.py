@@ -235,11 +235,10 @@ def _mrope(rope, family, where, known):
     if section is None and family.mrope is None:
         return None, False
     default_section, default_flag = family.mrope or (None, False)
-    if flag is not None:
-        flag = check_bool(flag, f"{where}['mrope_interleaved']")
-        if family.mrope is not None and flag is not default_flag:
-            raise ValueError(f"{where} has mrope_interleaved={flag}; this model_type's module uses {default_flag!r}")
+    flag = default_flag if flag is None else check_bool(flag, f"{where}['mrope_interleaved']")
+    if flag is not default_flag and family.mrope is not None:
+        raise ValueError(f"{where} has mrope_interleaved={flag}; this model_type's module uses {default_flag!r}")
     section = default_section if section is None else section
     if not (isinstance(section, (list, tuple)) and len(section) == 3):       # entries: checked by mrope_frequencies
         raise ValueError(f"{where}['mrope_section'] must be 3 non-negative integers (t, h, w), got {section!r}")
-    return tuple(section[i] for i in family.mrope_order), default_flag if flag is None else flag
+    return tuple(section[i] for i in family.mrope_order), flag
