@@ -183,9 +183,8 @@ def _rope_section(cfg, layer_type, family):
     unknown = sorted(set(rope) - known)
     if unknown:
         raise ValueError(f"{where} has key {unknown[0]!r}, which rope_ref does not model for this model_type")
-    rope = dict(rope)
-    base = rope.pop("rope_theta", None)
-    base = base if base is not None else cfg[top] if top else family.rope_theta     # checked by scaled_inv_freq
+    rope = dict(rope)               # rope_theta: the section's, else top-level, else the family's (checked by scaling)
+    base = next(v for v in (rope.pop("rope_theta", None), cfg.get(top), family.rope_theta) if v is not None)
     where += " (the family's default rope section, as the config has none)" if defaulted else ""
     return where, rope, family.fixed_theta or base      # fixed_theta: the code ignores the config's
 
