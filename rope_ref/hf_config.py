@@ -97,17 +97,14 @@ def _diffusers_rope_config(cfg, pairing, layer_type) -> RopeConfig:
                       base=base, rope_type="default", axial_sections=tuple(n // 2 for n in dims))
 
 
-def _text_model_config(cfg):
+def _text_model_config(cfg, path="config"):
     """(config, where it is): a multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config."""
-    path = "config"
-    while True:
-        for key, kind in (("model_type", str), ("text_config", Mapping), *((k, Mapping) for k in _SECTIONS)):
-            if cfg.get(key) is not None and not isinstance(cfg[key], kind):
-                raise ValueError(f"{path}[{key!r}] must be a {kind.__name__} or null, got {cfg[key]!r:.80}")
-        if cfg.get("text_config") is None or any(cfg.get(k) not in (None, {}) for k in _SECTIONS + ("rope_theta",)):
-            return cfg, path
-        path += "['text_config']"
-        cfg = dict(cfg["text_config"])
+    for key, kind in (("model_type", str), ("text_config", Mapping), *((k, Mapping) for k in _SECTIONS)):
+        if cfg.get(key) is not None and not isinstance(cfg[key], kind):
+            raise ValueError(f"{path}[{key!r}] must be a {kind.__name__} or null, got {cfg[key]!r:.80}")
+    if cfg.get("text_config") is None or any(cfg.get(k) not in (None, {}) for k in _SECTIONS + ("rope_theta",)):
+        return cfg, path
+    return _text_model_config(dict(cfg["text_config"]), path + "['text_config']")
 
 
 def _family(cfg, model_type, pairing, path) -> Family:
