@@ -40,9 +40,7 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
     axis = MROPE_LAYOUTS[layout][0](sections)
     if np.bincount(axis, minlength=3).tolist() != list(sections):     # the pairs each axis gets, in any layout
         raise ValueError(f"sections={list(sections)} cannot be laid out as {layout!r} ({MROPE_LAYOUTS[layout][1]})")
-    matrix = np.zeros((len(axis), 3))
-    matrix[np.arange(len(axis)), axis] = frequencies(rotary_dim, base)
-    return matrix
+    return np.eye(3)[axis] * frequencies(rotary_dim, base)[:, None]      # pair j's theta_j in the column of its axis
 
 
 def _interleaved(sections) -> np.ndarray:
@@ -79,10 +77,8 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
     sections = _check_sections(sections, rotary_dim, count=None)
     if axes is not None and check_positive_int(axes, "axes") != len(sections):
         raise ValueError(f"axes={axes} disagrees with sections={list(sections)} ({len(sections)} axes); give one")
-    matrix = np.zeros((rotary_dim // 2, len(sections)))
-    matrix[np.arange(rotary_dim // 2), MROPE_LAYOUTS["blocks"][0](sections)] = np.concatenate(
-        [frequencies(2 * n, base) for n in sections if n])
-    return matrix
+    freqs = np.concatenate([frequencies(2 * n, base) for n in sections if n])    # block a: a 1-D RoPE on 2 s_a
+    return np.eye(len(sections))[MROPE_LAYOUTS["blocks"][0](sections)] * freqs[:, None]
 
 
 def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarray:
