@@ -56,7 +56,7 @@ def parse_command_line(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     given = [f"--{k}" for k in ("d", "seq", "out") if getattr(args, k) is not None]
     if set(given) - set(OPTIONS[args.command]) or (args.command == "site" and args.out is None):
-        parser.error(f"{args.command} takes {' '.join(OPTIONS[args.command])} only (site needs --out DIR)")
+        parser.error(f"{args.command} takes {' '.join(OPTIONS[args.command])} only; site needs --out DIR")
     args.d, args.seq = 128 if args.d is None else args.d, 4096 if args.seq is None else args.seq
     if not (2 <= args.d <= MAX_D and args.d % 2 == 0 and 2 <= args.seq <= MAX_VALUES // args.d):
         parser.error(f"--d {args.d} --seq {args.seq}: expected an even D from 2 to {MAX_D} and N from 2 to 2^23 / D")
