@@ -22,11 +22,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 PROG = "python -m rope_ref"
 MAX_D = 512
 MAX_VALUES = 2**23      # --d times --seq: the checks build (seq, d) arrays and 64 dense d x d matrices
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):       # one line on stderr, exit status 2
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+OPTIONS = {None: ("--d", "--seq", "--out"), "check": ("--d", "--seq"), "figures": ("--out",), "site": ("--out",)}
 
 
 def source_checkout() -> Path | None:
@@ -51,24 +47,19 @@ def output_folder(text: str | None, parser: argparse.ArgumentParser) -> Path:
 
 def parse_command_line(argv=None) -> argparse.Namespace:
     """The command line as ``command`` (None: the main job), ``d``, ``seq`` and ``out`` (an absolute Path)."""
-    parser = _Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog=PROG, usage=argparse.SUPPRESS, description=__doc__,   # errors: one line
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", choices=["check", "figures", "site"], help="see above")
     parser.add_argument("--d", type=int, metavar="D", help=f"feature dimension, even, 2 to {MAX_D} (default 128)")
     parser.add_argument("--seq", type=int, metavar="N", help="positions 0..N-1, N at least 2 (default 4096)")
     parser.add_argument("--out", metavar="DIR", help="folder for the files, created if missing")
     args = parser.parse_args(argv)
-    if args.command in ("figures", "site") and (args.d, args.seq) != (None, None):
-        parser.error(f"{args.command} takes --out only")
-    if args.command == "check" and args.out is not None:
-        parser.error("check writes no file: it takes --d and --seq only")
-    if args.command == "site" and args.out is None:
-        parser.error("site needs --out DIR, the folder for the pages")
-    args.d = 128 if args.d is None else args.d
-    args.seq = 4096 if args.seq is None else args.seq
-    if not (2 <= args.d <= MAX_D and args.d % 2 == 0):
-        parser.error(f"--d: expected an even integer from 2 to {MAX_D}, got {args.d}")
-    if not 2 <= args.seq <= MAX_VALUES // args.d:
-        parser.error(f"--seq: expected an integer from 2 to {MAX_VALUES // args.d} for --d {args.d}, got {args.seq}")
+    given = [f"--{k}" for k in ("d", "seq", "out") if getattr(args, k) is not None]
+    if set(given) - set(OPTIONS[args.command]) or (args.command == "site" and args.out is None):
+        parser.error(f"{args.command} takes {' '.join(OPTIONS[args.command])} only; site needs --out DIR")
+    args.d, args.seq = 128 if args.d is None else args.d, 4096 if args.seq is None else args.seq
+    if not (2 <= args.d <= MAX_D and args.d % 2 == 0 and 2 <= args.seq <= MAX_VALUES // args.d):
+        parser.error(f"--d {args.d} --seq {args.seq}: expected an even D from 2 to {MAX_D} and N from 2 to 2^23 / D")
     if args.command != "check":
         args.out = output_folder(args.out, parser)
     return args
@@ -89,14 +80,12 @@ def write_figures(out: Path) -> None:
     """Write NAME.png and NAME.svg for every figure into ``out``."""
     from .teaching.figures import write_all      # on demand: the oracle needs no matplotlib
     t0 = time.perf_counter()
-    paths = write_all(out)
-    print(f"wrote {len(paths)} figure files (PNG and SVG) to {out} in {time.perf_counter() - t0:.1f} s")
+    print(f"wrote {len(write_all(out))} figure files (PNG and SVG) to {out} in {time.perf_counter() - t0:.1f} s")
 
 
 def build_course_site(out: Path) -> int:
-    """Execute every notebook of the checkout and write the course's pages into ``out``; the exit status.  The
-    notebooks run in a worker thread, so that Ctrl-C reaches the main thread as KeyboardInterrupt: in the main
-    thread, nbclient's event loop turns it into CancelledError, or a dead kernel's AssertionError."""
+    """Execute every notebook of the checkout and write the course's pages into ``out`` (a failed notebook: a
+    RuntimeError).  In a worker thread, so that Ctrl-C reaches us as KeyboardInterrupt, not nbclient's errors."""
     from .teaching.site import build_site, course_notebooks
     notebooks = course_notebooks((source_checkout() or Path.cwd()) / "notebooks")     # FileNotFoundError if none
     t0 = time.perf_counter()
@@ -114,9 +103,6 @@ def build_course_site(out: Path) -> int:
     except KeyboardInterrupt:
         worker.join(timeout=10)     # the notebook's kernel had Ctrl-C too: let nbclient shut it down
         raise
-    if isinstance(outcome.get("error"), RuntimeError):     # a notebook failed
-        print(f"{PROG}: error: {outcome['error']}", file=sys.stderr)
-        return 1
     if "error" in outcome:
         raise outcome["error"]
     print(f"built {len(notebooks)} executed notebooks as HTML in {time.perf_counter() - t0:.1f} s; open")
@@ -128,9 +114,8 @@ def main(argv=None) -> int:
     """Run the command line; the exit status (see the module's docstring)."""
     try:
         args = parse_command_line(argv)
-        status = 0
-        if args.command in (None, "check"):         # None: the main job, check then figures
-            status = print_identities(args.d, args.seq)
+        # None: the main job, check then figures
+        status = print_identities(args.d, args.seq) if args.command in (None, "check") else 0
         if args.command in (None, "figures"):
             write_figures(args.out)
         if args.command == "site":
@@ -138,8 +123,7 @@ def main(argv=None) -> int:
         if args.command is None:                    # how to open the notebooks: their path, or where to get them
             root = source_checkout()
             where = root / "notebooks" if root else "notebooks/  (in a clone of the rope_ref repository: not installed)"
-            jupyter = "jupyter lab --allow-root" if hasattr(os, "geteuid") and os.geteuid() == 0 else "jupyter lab"
-            print(f"\nNext: open the notebooks with  {jupyter} {where}")
+            print(f"\nNext: open the notebooks with  jupyter lab {where}  (as root add --allow-root)")
         sys.stdout.flush()          # a closed pipe (`check | head -1`) is met here, not at the interpreter's exit
         return status
     except SystemExit as stop:      # argparse: after --help (0) or a one-line error (2)
@@ -150,13 +134,12 @@ def main(argv=None) -> int:
     except ImportError as exc:
         if (exc.name or "rope_ref").startswith("rope_ref"):
             raise                   # a broken import inside rope_ref is a bug to show
-        print(f"{PROG}: error: figures and site need the teaching dependencies ({exc.name} is missing): "
-              "pip install -e '.[teaching]' in the checkout", file=sys.stderr)
+        print(f"{PROG}: error: {exc.name} is missing: pip install -e '.[teaching]' in the checkout", file=sys.stderr)
         return 1
     except BrokenPipeError:         # the reader of stdout has gone: say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (OSError, ValueError) as exc:    # a full disk; the writers' refusal of a folder where a file goes
+    except (OSError, ValueError, RuntimeError) as exc:   # a full disk, a folder where a file goes, a notebook failed
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
 

@@ -4,17 +4,16 @@ import json
 import numbers
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 
 def load_config(config) -> dict:
     """``config`` as a new dict of JSON values: a mapping, an object with ``to_dict()`` (a transformers config,
-    duck-typed), or the path of a UTF-8 JSON file (a key repeated with another value refused; NaN and Infinity read
-    as Python's json writes them).  A value JSON cannot hold is a TypeError naming its key."""
+    duck-typed), or the path of a UTF-8 JSON file (a key repeated with another value refused; NaN as json writes it)."""
     if isinstance(config, (str, os.PathLike)):
         path = os.fspath(config)
         try:
-            with open(path, "rb") as f:
-                config = json.loads(f.read().decode("utf-8"), object_pairs_hook=_unique_keys)
+            config = json.loads(Path(path).read_bytes().decode("utf-8"), object_pairs_hook=_unique_keys)
         except (ValueError, RecursionError, OSError) as err:    # not UTF-8, not JSON, beyond Python's limits, unread
             raise ValueError(f"config: {path!r} is not a readable UTF-8 JSON file with each key once: {err}") from None
         if not isinstance(config, Mapping):
@@ -27,8 +26,7 @@ def load_config(config) -> dict:
 
 
 def _plain(value, where: str, parents: tuple):
-    """A new copy of ``value`` made of dicts, lists, strings, numbers, booleans and None: a tree (no object inside
-    itself); ``parents``: the ids of the objects it is inside."""
+    """A new copy of ``value`` of dicts, lists, str, numbers, bools and None; ``parents``: ids of those around it."""
     if id(value) in parents:
         raise ValueError(f"{where[:200]} is an object that contains itself; a config is a tree")
     if isinstance(value, Mapping):

@@ -1,7 +1,8 @@
 """The identities ``python -m rope_ref`` verifies on a default case (d=128, positions 0..4095, float64): each
 row holds the largest absolute error of one identity, the paper's equation and a tolerance."""
 
-from dataclasses import astuple, dataclass
+from collections import namedtuple
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -39,48 +40,23 @@ def run_checks(d: int = 128, seq: int = 4096, seed: int = 0) -> list[Check]:
     half_plain = to_interleaved(rotate_elementwise(to_half(x), pairing="half"))
     # Relative position: q_m . k_n equals q . R_{n-m} k for every (m, n) on a sample grid.
     q, k = rng.standard_normal(d), rng.standard_normal(d)
-    n_sample = min(64, seq)
-    m, n = (rng.choice(seq, n_sample, replace=False) for _ in range(2))
-    scores = rotate(np.tile(q, (n_sample, 1)), m) @ rotate(np.tile(k, (n_sample, 1)), n).T
-    rel = rotate(np.broadcast_to(k, (n_sample, n_sample, d)), n[None, :] - m[:, None]) @ q
+    m, n = (rng.choice(seq, min(64, seq), replace=False) for _ in range(2))
+    scores = rotate(np.tile(q, (len(m), 1)), m) @ rotate(np.tile(k, (len(m), 1)), n).T
+    rel = rotate(np.broadcast_to(k, (len(m), len(m), d)), n[None, :] - m[:, None]) @ q
     Rs = rotation_matrix(m.astype(float), d)
     RmT_Rn = np.swapaxes(Rs[:8], -1, -2)[:, None] @ rotation_matrix(n[:8].astype(float), d)[None]
     diff = rotation_matrix((n[:8][None, :] - m[:8][:, None]).astype(float), d)
     t = rng.uniform(0, seq, 32)
-    out = [
-        Check("dense R@x == plain elementwise", "14 vs 34", _err(dense, plain), 1e-12),
-        Check("complex e^{im theta} == plain elementwise", "12 vs 34", _err(rotate_complex(x), plain), 1e-12),
-        Check("fast rotate == plain elementwise", "34", _err(fast, plain), 1e-12),
-        Check("half pairing == interleaved via permutation", "34", _err(half_plain, plain), 1e-12),
-        Check("fast half pairing == plain half pairing", "34", _err(half, half_plain), 1e-12),
-        Check("q_m.k_n depends only on n-m", "11, 16", _err(scores, rel), 1e-9),
-        Check("R orthogonal: R^T R = I", "15", _err(np.swapaxes(Rs, -1, -2) @ Rs, np.eye(d)), 1e-12),
-        Check("R_m^T R_n = R_{n-m}", "16", _err(RmT_Rn, diff), 1e-9),
-        Check("norms preserved", "15", _err(np.linalg.norm(fast, axis=-1), np.linalg.norm(x, axis=-1)), 1e-10),
-        Check("decay bound at 0 = (d/2+1)/2", "37", _err(decay_bound(0.0, d), (d / 2 + 1) / 2), 1e-12),
-        Check("sinusoidal E(t+k) = B_k E(t)", "Vaswani 3.5",
-              _err(sinusoidal(t + 37.5, d), sinusoidal(t, d) @ sinusoidal_shift_matrix(37.5, d).T), 1e-9),
-    ]
     q3, k3, v3 = (rng.standard_normal((4, 64, d)) for _ in range(3))
     full = attention(q3, k3, v3, causal=True)
     shifted = attention(q3, k3, v3, q_positions=np.arange(64) + 1000, k_positions=np.arange(64) + 1000, causal=True)
     inc = attention(q3[:, 48:], k3, v3, q_positions=np.arange(48, 64), causal=True)
-    dense_linear = linear_attention_dense(q3, k3, v3, causal=True)
-    out += [
-        Check("softmax attention invariant to a position shift", "16/17", _err(full, shifted), 1e-9),
-        Check("incremental decoding == full recomputation", "16/17", _err(inc, full[:, 48:]), 1e-12),
-        Check("linear attention == dense O(N^2) eq 19", "19", _err(linear_attention(q3, k3, v3, causal=True),
-                                                                    dense_linear), 1e-9),
-    ]
-    # The general form (pair j turns by sum_a F[j, a] p_a): three identities, each against another code path.
-    n = d // 2
     # Any F (dense and signed, as RoPE-Mixed learns it): fast path at p_m, p_n against eq 14's at p_n - p_m alone.
+    n = d // 2
     F = rng.standard_normal((n, 3)) * frequencies(d)[:, None]
     pm, pn = rng.uniform(0, seq, (3, 16)), rng.uniform(0, seq, (3, 16))
-    scores = rotate(np.tile(q, (16, 1)), pm, inv_freq=F) @ rotate(np.tile(k, (16, 1)), pn, inv_freq=F).T
-    offsets = pn[:, None, :] - pm[:, :, None]                                   # (3, 16 m, 16 n)
-    rel = rotate_dense(np.broadcast_to(k, (16, 16, d)), offsets, inv_freq=F) @ q
-    out.append(Check("any F: q_m.k_n depends only on F(p_n-p_m)", "16, any F", _err(scores, rel), 1e-9))
+    f_scores = rotate(np.tile(q, (16, 1)), pm, inv_freq=F) @ rotate(np.tile(k, (16, 1)), pn, inv_freq=F).T
+    f_rel = rotate_dense(np.broadcast_to(k, (16, 16, d)), pn[:, None, :] - pm[:, :, None], inv_freq=F) @ q
     # M-RoPE on text (p_t = p_h = p_w = m), Qwen2-VL's blocks and Qwen3-VL's interleaving, against 1-D eq 34.
     s_hw, s_i = 3 * n // 8, 5 * n // 16                   # [16, 24, 24] and [24, 20, 20] for d = 128
     text_err = max(_err(rotate(x, np.stack([pos, pos, pos]), pairing=pairing,
@@ -88,7 +64,25 @@ def run_checks(d: int = 128, seq: int = 4096, seed: int = 0) -> list[Check]:
                         rotate_elementwise(x, pos, pairing=pairing))
                    for sections, inter in (([n - 2 * s_hw, s_hw, s_hw], False), ([n - 2 * s_i, s_i, s_i], True))
                    for pairing in ("interleaved", "half"))
-    out.append(Check("M-RoPE on text (t=h=w) == 1-D RoPE", "34, M-RoPE", text_err, 1e-12))
+    out = [Check(name, equation, _err(a, b), tol) for name, equation, a, b, tol in [
+        ("dense R@x == plain elementwise", "14 vs 34", dense, plain, 1e-12),
+        ("complex e^{im theta} == plain elementwise", "12 vs 34", rotate_complex(x), plain, 1e-12),
+        ("fast rotate == plain elementwise", "34", fast, plain, 1e-12),
+        ("half pairing == interleaved via permutation", "34", half_plain, plain, 1e-12),
+        ("fast half pairing == plain half pairing", "34", half, half_plain, 1e-12),
+        ("q_m.k_n depends only on n-m", "11, 16", scores, rel, 1e-9),
+        ("R orthogonal: R^T R = I", "15", np.swapaxes(Rs, -1, -2) @ Rs, np.eye(d), 1e-12),
+        ("R_m^T R_n = R_{n-m}", "16", RmT_Rn, diff, 1e-9),
+        ("norms preserved", "15", np.linalg.norm(fast, axis=-1), np.linalg.norm(x, axis=-1), 1e-10),
+        ("decay bound at 0 = (d/2+1)/2", "37", decay_bound(0.0, d), (d / 2 + 1) / 2, 1e-12),
+        ("sinusoidal E(t+k) = B_k E(t)", "Vaswani 3.5", sinusoidal(t + 37.5, d),
+         sinusoidal(t, d) @ sinusoidal_shift_matrix(37.5, d).T, 1e-9),
+        ("softmax attention invariant to a position shift", "16/17", full, shifted, 1e-9),
+        ("incremental decoding == full recomputation", "16/17", inc, full[:, 48:], 1e-12),
+        ("linear attention == dense O(N^2) eq 19", "19", linear_attention(q3, k3, v3, causal=True),
+         linear_attention_dense(q3, k3, v3, causal=True), 1e-9),
+        ("any F: q_m.k_n depends only on F(p_n-p_m)", "16, any F", f_scores, f_rel, 1e-9),
+        ("M-RoPE on text (t=h=w) == 1-D RoPE", "34, M-RoPE", text_err, 0.0, 1e-12)]]
     if d % 4 == 0:
         # A 2-D grid (axial layout): the score of two patches against two 1-D RoPEs of d/2, by dx and dy.
         P = grid_positions(16, 16, indexing="xy")[:, rng.choice(256, 32, replace=False)]   # (x, y) of 32 patches
@@ -107,9 +101,8 @@ def _err(a, b) -> float:
 
 def format_table(checks: list[Check]) -> str:
     """The identity table of :func:`run_checks`' result, as text."""
-    rows = [("identity", "paper eq", "max abs error", "tolerance", "result")]
-    rows += [(c.name, c.equation, f"{c.error:.3e}", f"{c.tol:.0e}", "pass" if c.ok else "FAIL") for c in checks]
-    return _text_table(rows)
+    return _text_table([("identity", "paper eq", "max abs error", "tolerance", "result")] + [
+        (c.name, c.equation, f"{c.error:.3e}", f"{c.tol:.0e}", "pass" if c.ok else "FAIL") for c in checks])
 
 
 def _text_table(rows: list) -> str:
@@ -122,13 +115,8 @@ def _text_table(rows: list) -> str:
 
 # ---- precision of float64 at large positions (docs/precision.md) ------------------------------------
 
-@dataclass
-class Precision:
-    position: float
-    angle_error: float      # max |fl(m * theta_i) - m * theta_i| in rad, exact (fractions)
-    matrix_error: float     # max entry of R_m^T R_n - R_{n-m}
-    score_error: float      # max |q_m . k_n - q . R_{n-m} k| for standard-normal q, k
-    relative_score_error: float  # the same divided by |q| |k|
+#: precision_at's errors: of the angles in rad, of R_m^T R_n - R_{n-m}, of q_m.k_n - q.R_{n-m}k (alone, / |q| |k|)
+Precision = namedtuple("Precision", "position angle_error matrix_error score_error relative_score_error")
 
 
 def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 32, seed: int = 0) -> Precision:
@@ -136,8 +124,7 @@ def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 
     rational product), the identities at large m, n against one rotation by the small exact distance n - m."""
     d, n, seed = check_d(d), check_positive_int(n, "n"), check_seed(seed)
     m = check_scalar(position, "position") + np.arange(n, dtype=np.float64)
-    theta = frequencies(d, base)
-    angle_error = max(abs(float(Fraction(mi * t) - Fraction(mi) * Fraction(t))) for mi in m for t in theta)
+    angle_error = max(abs(float(Fraction(a * t) - Fraction(a) * Fraction(t))) for a in m for t in frequencies(d, base))
     Rm = rotation_matrix(m, d, base)
     dist = m[None, :] - m[:, None]                                     # exact small integers
     RmT_Rn = np.swapaxes(Rm[:4], -1, -2)[:, None] @ Rm[None]          # 4 values of m against every n
@@ -152,7 +139,6 @@ def precision_at(position: float, d: int = 128, base: float = 10000.0, n: int = 
 
 def precision_table(positions=(0, 1e3, 1e6, 1e9), d: int = 128, base: float = 10000.0) -> str:
     """The table docs/precision.md shows (``print(rope_ref.checks.precision_table())``)."""
-    rows = [("position", "angle error (rad)", "R_m^T R_n - R_{n-m}", "q_m.k_n - q.R_{n-m}k", "relative to |q||k|")]
-    rows += [(f"{p:.0e}", *(f"{error:.1e}" for error in astuple(precision_at(p, d, base))[1:]))
-             for p in np.ravel(positions)]
-    return _text_table(rows)
+    header = ("position", "angle error (rad)", "R_m^T R_n - R_{n-m}", "q_m.k_n - q.R_{n-m}k", "relative to |q||k|")
+    return _text_table([header] + [(f"{p:.0e}", *(f"{error:.1e}" for error in precision_at(p, d, base)[1:]))
+                                   for p in np.ravel(positions)])

@@ -5,7 +5,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ._config_file import load_config
-from ._validate import check_base, check_bool, check_pairing, check_positive_int, check_rotary_dim
+from ._validate import (check_base, check_bool, check_choice, check_number, check_pairing, check_positive_int,
+                        check_rotary_dim)
 from .hf_families import DIFFUSERS_FAMILIES, FAMILIES, Family
 from .multiaxis import mrope_frequencies
 from .rope_config import RopeConfig
@@ -41,8 +42,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     part = (family.parts or {}).get(layer_type)          # another attention's RoPE (DSA indexer)
     layer_type = None if part else layer_type
     head_dim = _head_dim(cfg, family, layer_type)
-    where, rope, defaulted, base = _rope_section(cfg, layer_type, family)
-    where += " (the family's default rope section, as the config has none)" if defaulted else ""
+    where, rope, base = _rope_section(cfg, layer_type, family)
     mrope_section, mrope_interleaved = _mrope(rope, family, where, model_type in FAMILIES)
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
@@ -58,34 +58,30 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
         head_dim = check_positive_int(cfg.get(head_key, default_head), f"config[{head_key!r}]")
     # transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a top-level
     # original_max_position_embeddings (Phi-3), else the rope section's, else max_position_embeddings
-    top = {k: check_positive_int(cfg[k], f"config[{k!r}]")
-           for k in family.max_pos_keys + ("original_max_position_embeddings",) if cfg.get(k) is not None}
-    max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
+    max_pos = next((cfg[k] for k in family.max_pos_keys if cfg.get(k) is not None), None)
     if TRAIN_LENGTH in SCALING_METHODS[rope_type].required:
-        train = top.get("original_max_position_embeddings", rope.get("original_max_position_embeddings"))
-        rope["original_max_position_embeddings"] = max_pos if train is None else train
+        train = (section.get("original_max_position_embeddings") for section in (cfg, rope))
+        rope["original_max_position_embeddings"] = next((v for v in train if v is not None), max_pos)
     if max_pos is not None:
         rope["max_position_embeddings"] = max_pos
     params, query_scaling = ({k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
                              for given in (SCALING_METHODS[rope_type].params_of(rope), query_scaling))
-    try:
-        _, attention_factor = scaled_inv_freq(rotary_dim, base, rope_type=rope_type, **params)   # validates
+    try:                                                 # scaled_inv_freq checks rope_theta and the method's keys
+        _, attention_factor = scaled_inv_freq(rotary_dim, rope_theta=base, rope_type=rope_type, **params)
         if mrope_section is not None:
             mrope_frequencies(rotary_dim, mrope_section, interleaved=mrope_interleaved)
     except (ValueError, TypeError) as err:
-        raise type(err)(f"{where}, with rope_theta {base:g}: {err}") from None
-    return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, pairing=pairing, base=base,
+        raise type(err)(f"{where}, with rope_theta {base!r}: {err}") from None
+    return RopeConfig(model_type=model_type, head_dim=head_dim, rotary_dim=rotary_dim, base=float(base),
                       rope_type=rope_type, params=MappingProxyType(params), attention_factor=float(attention_factor),
-                      output_pairing=output_pairing, query_scaling=MappingProxyType(query_scaling),
+                      pairing=pairing, output_pairing=output_pairing, query_scaling=MappingProxyType(query_scaling),
                       mrope_section=mrope_section, mrope_interleaved=mrope_interleaved, clockwise=family.clockwise)
 
 
 def _diffusers_rope_config(cfg, pairing, layer_type) -> RopeConfig:
     """The axial RoPE (``RopeConfig.axial_sections``) of a diffusers transformer's config, one with ``_class_name``."""
-    name = cfg["_class_name"]
-    family = DIFFUSERS_FAMILIES.get(name) if isinstance(name, str) else None
-    if family is None:
-        raise ValueError(f"config has _class_name={name!r}; expected one of {sorted(DIFFUSERS_FAMILIES)}")
+    name = check_choice(cfg["_class_name"], "config['_class_name']", DIFFUSERS_FAMILIES)
+    family = DIFFUSERS_FAMILIES[name]
     if layer_type is not None:
         raise ValueError(f"layer_type={layer_type!r} was given, but {name} has one RoPE for every layer")
     if family.needs and not cfg.get(family.needs):
@@ -101,17 +97,14 @@ def _diffusers_rope_config(cfg, pairing, layer_type) -> RopeConfig:
                       base=base, rope_type="default", axial_sections=tuple(n // 2 for n in dims))
 
 
-def _text_model_config(cfg):
+def _text_model_config(cfg, path="config"):
     """(config, where it is): a multimodal wrapper (mistral3, llava, gemma3, ...) is read from its text_config."""
-    path = "config"
-    while True:
-        for key, kind in (("model_type", str), ("text_config", Mapping)):
-            if cfg.get(key) is not None and not isinstance(cfg[key], kind):
-                raise TypeError(f"{path}[{key!r}] must be a {kind.__name__} or null, got {cfg[key]!r:.80}")
-        if cfg.get("text_config") is None or any(cfg.get(k) not in (None, {}) for k in _SECTIONS + ("rope_theta",)):
-            return cfg, path
-        path += "['text_config']"
-        cfg = dict(cfg["text_config"])
+    for key, kind in (("model_type", str), ("text_config", Mapping), *((k, Mapping) for k in _SECTIONS)):
+        if cfg.get(key) is not None and not isinstance(cfg[key], kind):
+            raise ValueError(f"{path}[{key!r}] must be a {kind.__name__} or null, got {cfg[key]!r:.80}")
+    if cfg.get("text_config") is None or any(cfg.get(k) not in (None, {}) for k in _SECTIONS + ("rope_theta",)):
+        return cfg, path
+    return _text_model_config(dict(cfg["text_config"]), path + "['text_config']")
 
 
 def _family(cfg, model_type, pairing, path) -> Family:
@@ -158,11 +151,8 @@ def _head_dim(cfg, family, layer_type) -> int:
 
 
 def _rope_section(cfg, layer_type, family):
-    """(where, section, defaulted, rope_theta): v5 ``rope_parameters`` or v4 ``rope_scaling`` (agreeing), else the
+    """(where, section, rope_theta): v5 ``rope_parameters`` or v4 ``rope_scaling`` (agreeing), else the
     family's; ``layer_type``'s of one per layer type.  rope_theta: fixed_theta, else section's, top-level, family's."""
-    for k in _SECTIONS:
-        if cfg.get(k) is not None and not isinstance(cfg[k], Mapping):
-            raise ValueError(f"config[{k!r}] must be an object or null, got {cfg[k]!r:.80}")
     v5, v4 = cfg.get("rope_parameters"), cfg.get("rope_scaling")
     named = {("rope_type" if k == "type" else k): v for k, v in (v4 or {}).items()}   # v4 may repeat v5's keys
     if v5 is not None and any(v5.get(k, v5.get("type") if k == "rope_type" else None) != v for k, v in named.items()):
@@ -190,23 +180,21 @@ def _rope_section(cfg, layer_type, family):
     unknown = sorted(set(rope) - known)
     if unknown:
         raise ValueError(f"{where} has key {unknown[0]!r}, which rope_ref does not model for this model_type")
-    rope = dict(rope)
-    base = rope.pop("rope_theta", None)
-    base = check_base(base if base is not None else cfg[top] if top else family.rope_theta, "rope_theta")
-    return where, rope, defaulted, family.fixed_theta or base      # fixed_theta: the code ignores the config's
+    rope = dict(rope)               # rope_theta: the section's, else top-level, else the family's (checked by scaling)
+    base = next(v for v in (rope.pop("rope_theta", None), cfg.get(top), family.rope_theta) if v is not None)
+    where += " (the family's default rope section, as the config has none)" if defaulted else ""
+    return where, rope, family.fixed_theta or base      # fixed_theta: the code ignores the config's
 
 
 def _rope_type(rope, family, where) -> str:
     """The registry's name of the section's rope_type (v4: type), as the family's quirk rewrites the section."""
-    supported = [name for name, method in SCALING_METHODS.items() if method.in_transformers]
-    names = {alias: name for name in supported for alias in (name,) + SCALING_METHODS[name].config_names}
-    given = {key: rope.pop(key, None) for key in ("rope_type", "type")}
-    for key, name in given.items():
-        if name is not None and (not isinstance(name, str) or name not in names):
-            raise ValueError(f"{where} has {key}={name!r}, which is not supported; supported: {supported}")
-    if None not in given.values() and names[given["rope_type"]] != names[given["type"]]:
-        raise ValueError(f"{where} has rope_type={given['rope_type']!r} and type={given['type']!r}; give one")
-    rope_type = names[given["rope_type"] or given["type"] or "default"]
+    names = {alias: name for name, method in SCALING_METHODS.items() if method.in_transformers
+             for alias in (name,) + method.config_names}
+    given = {key: rope.pop(key) for key in ("rope_type", "type") if rope.get(key) is not None}
+    valid = all(isinstance(v, str) and v in names for v in given.values())
+    if not valid or len({names[v] for v in given.values()}) > 1:
+        raise ValueError(f"{where} has {given}; expected one rope_type of {sorted(names)}")
+    rope_type = names[next(iter(given.values()), "default")]
     return family.quirk(rope, rope_type) if family.quirk else rope_type
 
 
@@ -219,22 +207,18 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     if factor is None:
         key = next((k for k in ("partial_rotary_factor", "rotary_pct") if cfg.get(k) is not None), key)
         factor = cfg.get(key)
-    if factor is not None and not (type(factor) in (int, float) and 0 < factor <= 1):
-        raise ValueError(f"config {key} must be a number in (0, 1], got {factor!r}")
+    factor = None if factor is None else check_number(factor, key, "in (0, 1]", lambda v: 0 < v <= 1, real=True)
     if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
-        widths = {k: cfg.get(k) for k in ("head_dim", "qk_head_dim") if isinstance(cfg.get(k), int)}   # dots3
-        if isinstance(cfg.get("qk_nope_head_dim"), int):                                               # Mistral 4
-            widths["qk_nope_head_dim + qk_rope_head_dim"] = cfg["qk_nope_head_dim"] + head_dim
-        if factor not in (None, 1) and not any(int(w * factor) == head_dim for w in widths.values()):
+        nope = cfg.get("qk_nope_head_dim")              # Mistral 4: qk_nope + qk_rope; dots3: head_dim or qk_head_dim
+        widths = [cfg.get("head_dim"), cfg.get("qk_head_dim"), nope + head_dim if isinstance(nope, int) else None]
+        if factor not in (None, 1) and not any(isinstance(w, int) and int(w * factor) == head_dim for w in widths):
             raise ValueError(f"config {key}={factor!r} times no head width {widths} gives qk_rope_head_dim={head_dim}")
         return head_dim
     if family.rotary_default is not None or (factor is None and cfg.get(family.rotary_key) is not None):
         return check_rotary_dim(cfg.get(family.rotary_key, family.rotary_default), head_dim,   # GPT-J: None = all
                                 f"config[{family.rotary_key!r}]")
-    r = int(head_dim * (family.partial_rotary_factor if factor is None else factor))
-    if r < 2 or r % 2:
-        raise ValueError(f"config {key}: head_dim {head_dim} * {factor} = {r} rotated features; expected even, >= 2")
-    return r
+    factor = family.partial_rotary_factor if factor is None else factor
+    return check_rotary_dim(int(head_dim * factor), head_dim, f"config {key} times head_dim {head_dim}")
 
 
 def _mrope(rope, family, where, known):
@@ -247,12 +231,10 @@ def _mrope(rope, family, where, known):
     if section is None and family.mrope is None:
         return None, False
     default_section, default_flag = family.mrope or (None, False)
-    if flag is not None:
-        flag = check_bool(flag, f"{where}['mrope_interleaved']")
-        if family.mrope is not None and flag is not default_flag:
-            raise ValueError(f"{where} has mrope_interleaved={flag}; this model_type's module uses {default_flag!r}")
+    flag = default_flag if flag is None else check_bool(flag, f"{where}['mrope_interleaved']")
+    if flag is not default_flag and family.mrope is not None:
+        raise ValueError(f"{where} has mrope_interleaved={flag}; this model_type's module uses {default_flag!r}")
     section = default_section if section is None else section
-    if not (isinstance(section, (list, tuple)) and len(section) == 3 and all(type(n) is int for n in section)
-            and min(section) >= 0):
+    if not (isinstance(section, (list, tuple)) and len(section) == 3):       # entries: checked by mrope_frequencies
         raise ValueError(f"{where}['mrope_section'] must be 3 non-negative integers (t, h, w), got {section!r}")
-    return tuple(section[i] for i in family.mrope_order), default_flag if flag is None else flag
+    return tuple(section[i] for i in family.mrope_order), flag

@@ -75,7 +75,8 @@ _MROPE_QWEN3 = ((24, 20, 20), True)      # Qwen3VLTextRotaryEmbedding: apply_int
 _MROPE_QWEN35 = ((11, 11, 10), True)     # Qwen3_5TextRotaryEmbedding: interleaved, partial_rotary_factor 0.25
 _MROPE_GLM4V = ((8, 12, 12), False)      # Glm4vTextRotaryEmbedding: blocks, over the rotated half
 _MROPE_ERNIE = ((22, 22, 20), "hw_alternating")   # Ernie4_5_VLMoeTextRotaryEmbedding: [h, w, t] in the config
-_MLA = dict(head_keys=("qk_rope_head_dim",), head_dim=64)           # the rotated part of each query head
+_MLA = dict(pairing="interleaved", head_keys=("qk_rope_head_dim",), head_dim=64)   # the rotated part of each head
+_MLA_HALF_OUT = dict(_MLA, interleave="always")    # interleaved pairs in, half layout out, whatever rope_interleave
 _SINUSOIDAL = dict(rotary_key="rotary_dim", rotary_default=64, fixed_theta=10000.0)   # create_sinusoidal_positions
 _GPT_OSS_YARN = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
                  "original_max_position_embeddings": 4096}
@@ -149,29 +150,24 @@ FAMILIES = {
                           query_keys=("attn_temperature_tuning", "floor_scale", "attn_scale")),
     # MLA: deepseek_v2's output stays interleaved (complex freqs_cis); DeepSeek-V3's attention and its kin call
     # apply_rotary_pos_emb_interleave when rope_interleave, the rest always (their DSA indexers: parts=)
-    "deepseek_v2": Family("interleaved", **_MLA),
-    **dict.fromkeys(("deepseek_v3", "kimi_k2", "glm4_moe_lite", "axk1", "youtu"),
-                    Family("interleaved", interleave="flag", **_MLA)),
-    "mistral4": Family("interleaved", interleave="flag", **_MLA, rope=dict(
-        _MISTRAL_YARN, rope_theta=10000.0, factor=128.0, original_max_position_embeddings=8192)),
-    "axk2": Family("interleaved", interleave="always", **_MLA),
-    "deepseek_v32": Family("interleaved", interleave="always", **_MLA,     # its indexer: rotate_half pairs
-                           parts={"indexer": ("index_head_dim", 128, "half", None)}),
-    "glm_moe_dsa": Family("interleaved", interleave="always", **_MLA,      # transformers 5.24: interleaved in, half out
-                          parts={"indexer": ("index_head_dim", 128, "interleaved", "half")}),
-    "bailing_hybrid": Family("interleaved", rope_theta=6e6, interleave="always", **_MLA,
-                             max_pos_keys=("model_max_length",)),      # its attribute_map's name in config.json
-    "dots3_note_text": Family("interleaved", interleave="always", **_MLA,
-                              rope=_per_layer(sliding_attention=50000.0, indexed_attention=80000000.0)),
-    "longcat_flash": Family("interleaved", rope_theta=1e7, interleave="always", **_MLA),
-    "mistral_large4_text": Family("interleaved", interleave="always", **_MLA, rope=dict(
-        rope_type="yarn", rope_theta=10000.0, factor=2048.0, original_max_position_embeddings=512, beta_fast=32.0,
-        beta_slow=1.0, attention_factor=1.0)),
-    "hy_v4": Family(**_MLA),                                         # MLA with rotate_half pairs
+    "deepseek_v2": Family(**_MLA),
+    **dict.fromkeys(("deepseek_v3", "kimi_k2", "glm4_moe_lite", "axk1", "youtu"), Family(interleave="flag", **_MLA)),
+    "mistral4": Family(interleave="flag", **_MLA, rope=dict(_MISTRAL_YARN, rope_theta=10000.0, factor=128.0,
+                                                            original_max_position_embeddings=8192)),
+    "axk2": Family(**_MLA_HALF_OUT),
+    "deepseek_v32": Family(**_MLA_HALF_OUT, parts={"indexer": ("index_head_dim", 128, "half", None)}),  # indexer: half
+    # glm_moe_dsa's indexer, transformers 5.24: interleaved in, half out
+    "glm_moe_dsa": Family(**_MLA_HALF_OUT, parts={"indexer": ("index_head_dim", 128, "interleaved", "half")}),
+    "bailing_hybrid": Family(**_MLA_HALF_OUT, rope_theta=6e6, max_pos_keys=("model_max_length",)),   # attribute_map
+    "dots3_note_text": Family(**_MLA_HALF_OUT, rope=_per_layer(sliding_attention=50000.0, indexed_attention=8e7)),
+    "longcat_flash": Family(**_MLA_HALF_OUT, rope_theta=1e7),
+    "mistral_large4_text": Family(**_MLA_HALF_OUT, rope=dict(rope_type="yarn", rope_theta=10000.0, factor=2048.0,
+        original_max_position_embeddings=512, beta_fast=32.0, beta_slow=1.0, attention_factor=1.0)),
+    "hy_v4": Family(**dict(_MLA, pairing="half")),                   # MLA with rotate_half pairs
     "minicpm3": Family(head_keys=("qk_rope_head_dim",), head_dim=32),
     # DeepSeek-V4: interleaved pairs on the trailing qk_rope_head_dim (64) of each 512-wide head (head_dim here is
     # that rotated part, as for MLA); layer_type "main" (rope_theta) or "compress" (compress_rope_theta, yarn)
-    "deepseek_v4": Family("interleaved", **_MLA, quirk=_yarn_without_mscale, layers={
+    "deepseek_v4": Family(**_MLA, quirk=_yarn_without_mscale, layers={
         "main": ("rope_theta", 1e4, False), "compress": ("compress_rope_theta", 160000.0, True)}),
     "dory": Family(head_dim=256, rope=_per_layer(full_attention=1e7, sliding_attention=1e4)),   # [layer types]
     "beam": Family(head_dim=128, rope=_per_layer(sliding_attention=1e4)),

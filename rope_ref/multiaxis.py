@@ -32,8 +32,7 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
     ``rotary_dim/2``.  ``interleaved``: a layout of :data:`MROPE_LAYOUTS`, False for ``"blocks"`` (Qwen2-VL) or
     True for ``"interleaved"`` (Qwen3-VL: height on pairs 1, 4, 7, ..., width on 2, 5, 8, ..., temporal the rest).
     """
-    rotary_dim = check_d(rotary_dim, "rotary_dim")
-    base = check_base(base)
+    rotary_dim, base = check_d(rotary_dim, "rotary_dim"), check_base(base)
     if isinstance(interleaved, (bool, np.bool_)):
         interleaved = "interleaved" if interleaved else "blocks"
     layout = check_choice(interleaved, "interleaved", MROPE_LAYOUTS, "True, False or ", unknown=TypeError)
@@ -41,20 +40,15 @@ def mrope_frequencies(rotary_dim: int, sections, *, base: float = 10000.0,
     axis = MROPE_LAYOUTS[layout][0](sections)
     if np.bincount(axis, minlength=3).tolist() != list(sections):     # the pairs each axis gets, in any layout
         raise ValueError(f"sections={list(sections)} cannot be laid out as {layout!r} ({MROPE_LAYOUTS[layout][1]})")
-    matrix = np.zeros((len(axis), 3))
-    matrix[np.arange(len(axis)), axis] = frequencies(rotary_dim, base)
-    return matrix
+    return np.eye(3)[axis] * frequencies(rotary_dim, base)[:, None]      # pair j's theta_j in the column of its axis
 
 
 def _interleaved(sections) -> np.ndarray:
     """Axis of each pair in Qwen3-VL's interleaving (transformers' ``apply_interleaved_mrope``): axis a >= 1
     takes pairs a, a + A, a + 2A, ... below A * sections[a] (and below the number of pairs); axis 0 the rest."""
-    n_axes, n = len(sections), int(sum(sections))
-    axis = np.zeros(n, np.int64)
-    for a in range(1, n_axes):
-        idx = np.arange(a, n_axes * sections[a], n_axes)
-        axis[idx[idx < n]] = a
-    return axis
+    pair = np.arange(sum(sections))
+    axis = pair % len(sections)
+    return np.where(pair < len(sections) * np.asarray(sections)[axis], axis, 0)
 
 
 #: The M-RoPE layouts: name -> (axis of each pair from the sections, what the layout is).  Adding a layout is one
@@ -74,8 +68,7 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
     (default: ``axes`` equal blocks, 2), is a 1-D RoPE of dimension ``2*sections[a]`` (eq 15) on ``positions[a]``.
     With :func:`grid_positions`: timm's ``RotaryEmbeddingCat`` (EVA-02), RoPE-Axial (arXiv:2403.13298; ``base=100.0``,
     ``indexing="xy"``).  Flux's ``axes_dims_rope`` (16, 56, 56) counts features: ``sections=[8, 28, 28]``."""
-    rotary_dim = check_d(rotary_dim, "rotary_dim")
-    base = check_base(base)
+    rotary_dim, base = check_d(rotary_dim, "rotary_dim"), check_base(base)
     if sections is None:
         axes = 2 if axes is None else check_positive_int(axes, "axes")
         if rotary_dim % (2 * axes):
@@ -84,38 +77,17 @@ def axial_frequencies(rotary_dim: int, *, base: float = 10000.0, axes: int | Non
     sections = _check_sections(sections, rotary_dim, count=None)
     if axes is not None and check_positive_int(axes, "axes") != len(sections):
         raise ValueError(f"axes={axes} disagrees with sections={list(sections)} ({len(sections)} axes); give one")
-    matrix = np.zeros((rotary_dim // 2, len(sections)))
-    matrix[np.arange(rotary_dim // 2), MROPE_LAYOUTS["blocks"][0](sections)] = np.concatenate(
-        [frequencies(2 * n, base) for n in sections if n])
-    return matrix
+    freqs = np.concatenate([frequencies(2 * n, base) for n in sections if n])    # block a: a 1-D RoPE on 2 s_a
+    return np.eye(len(sections))[MROPE_LAYOUTS["blocks"][0](sections)] * freqs[:, None]
 
 
 def grid_positions(height: int, width: int, *, indexing: str = "ij") -> np.ndarray:
     """Positions of the patches of a ``height x width`` grid, numbered row by row: float64 ``(2, height*width)``,
     ``positions[0]`` the row (``indexing="ij"``, timm's default) or the column (``"xy"``)."""
-    height = check_positive_int(height, "height")
-    width = check_positive_int(width, "width")
+    height, width = check_positive_int(height, "height"), check_positive_int(width, "width")
     indexing = check_choice(indexing, "indexing", ("ij", "xy"))
     rows_cols = np.indices((height, width), dtype=np.float64).reshape(2, -1)
     return rows_cols if indexing == "ij" else rows_cols[::-1].copy()
-
-
-def _check_segment(i: int, seg, merge: int):
-    """``(kind, n, seconds)`` for segment ``i``: ``n`` text tokens, or the grid ``(t, h/merge, w/merge)``."""
-    name = f"segments[{i}]"
-    grid = seg[1] if isinstance(seg, (tuple, list)) and len(seg) in (2, 3) else None
-    kind = "video" if grid is None else check_choice(seg[0], f"{name}[0]", ("text", "image", "video"))
-    if kind == "text" and len(seg) == 2:
-        return kind, check_positive_int(grid, f"{name}[1] (the number of text tokens)"), None
-    grid = grid.tolist() if isinstance(grid, np.ndarray) else grid
-    if not isinstance(grid, (tuple, list)) or len(grid) != 3 or (len(seg) == 3 and kind != "video"):
-        raise TypeError(f'{name} must be ("text", n), ("image", (t, h, w)) or ("video", (t, h, w)[, '
-                        f"seconds_per_grid]), got {seg!r:.120}")
-    t, h, w = (check_positive_int(g, f"{name}[1][{j}] (grid t, h, w)") for j, g in enumerate(grid))
-    if h % merge or w % merge:
-        raise ValueError(f"{name} has grid h={h}, w={w}; expected multiples of spatial_merge_size={merge}")
-    seconds = check_positive_real(seg[2], f"{name}[2] (seconds_per_grid)") if len(seg) == 3 else 1.0
-    return kind, (t, h // merge, w // merge), seconds
 
 
 def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_second=None,
@@ -138,24 +110,35 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     text_after_vision = check_choice(text_after_vision, "text_after_vision", ("max+1", "spatial"))
     if isinstance(segments, (str, bytes, dict)) or not hasattr(segments, "__iter__"):
         raise TypeError(f"segments must be a list such as [('text', 5), ('image', (1, 28, 28))], got {segments!r:.80}")
-    parsed = [_check_segment(i, seg, merge) for i, seg in enumerate(segments)]
-    if not parsed:
-        raise ValueError("segments must hold at least one segment, got none")
     blocks, start = [], 0
-    for kind, n, seconds in parsed:
-        if kind == "text":
+    for i, seg in enumerate(segments):      # ("text", n) or (kind, grid (t, h, w)[, seconds]), checked
+        grid = seg[1] if isinstance(seg, (tuple, list)) and len(seg) in (2, 3) else None
+        kind = "video" if grid is None else check_choice(seg[0], f"segments[{i}][0]", ("text", "image", "video"))
+        if kind == "text" and len(seg) == 2:
+            n = check_positive_int(grid, f"segments[{i}][1] (the number of text tokens)")
             ids, span = np.tile(np.arange(n, dtype=np.int64), (3, 1)), n
         else:
-            ids, span = np.indices(n, dtype=np.int64).reshape(3, -1), max(n[1:])  # (frame, row, column), row by row
+            grid = grid.tolist() if isinstance(grid, np.ndarray) else grid
+            if not isinstance(grid, (tuple, list)) or len(grid) != 3 or (len(seg) == 3 and kind != "video"):
+                raise TypeError(f'segments[{i}] must be ("text", n), ("image", (t, h, w)) or ("video", (t, h, w)[, '
+                                f"seconds_per_grid]), got {seg!r:.120}")
+            t, h, w = (check_positive_int(g, f"segments[{i}][1][{j}] (grid t, h, w)") for j, g in enumerate(grid))
+            if h % merge or w % merge:
+                raise ValueError(f"segments[{i}]: grid h={h}, w={w} must be multiples of spatial_merge_size={merge}")
+            seconds = check_positive_real(seg[2], f"segments[{i}][2] (seconds_per_grid)") if len(seg) == 3 else 1.0
+            ids = np.indices((t, h // merge, w // merge), dtype=np.int64).reshape(3, -1)  # (frame, row, column)
+            span = max(h, w) // merge
         if kind == "video" and tokens_per_second is not None:   # floor(i * interval) in float32, as Qwen2.5-VL
             with np.errstate(over="ignore", invalid="ignore"):                 # inf or NaN: refused below
                 interval = np.float32(np.float32(seconds) * np.float32(tokens_per_second))
-                times = np.arange(n[0], dtype=np.float32) * interval
+                times = np.arange(t, dtype=np.float32) * interval
             if not times[-1] < 2 ** 40:
                 raise ValueError(f"tokens_per_second: a video's temporal ids reach {times[-1]:.3g}, not below 2^40")
             ids[0] = times.astype(np.int64)[ids[0]]                     # truncated, as .long()
         blocks.append(ids + start)
         start += int(ids.max()) + 1 if text_after_vision == "max+1" else span
+    if not blocks:
+        raise ValueError("segments must hold at least one segment, got none")
     return np.concatenate(blocks, axis=1)
 
 
@@ -183,6 +166,5 @@ def deepseek_v4_compressed_positions(seq_len: int, compress_rate: int) -> np.nda
     """The positions DeepSeek-V4 rotates its compressed KV entries at, int64 ``(seq_len // compress_rate,)``: entry
     w, of the complete window of tokens ``w*compress_rate .. (w+1)*compress_rate - 1``, turns at ``w*compress_rate``
     (transformers 5.24.0's ``DeepseekV4HCACompressor``, rate 128, and ``DeepseekV4CSACompressor``, rate 4)."""
-    seq_len = check_nonnegative_int(seq_len, "seq_len")
-    compress_rate = check_positive_int(compress_rate, "compress_rate")
-    return compress_rate * np.arange(seq_len // compress_rate, dtype=np.int64)
+    rate = check_positive_int(compress_rate, "compress_rate")
+    return rate * np.arange(check_nonnegative_int(seq_len, "seq_len") // rate, dtype=np.int64)

@@ -26,7 +26,7 @@ class ScalingMethod:
     """Everything rope_ref knows about one context-extension method (one ``rope_type``)."""
 
     inv_freq: Callable                        # (d, base, seq_len, params) -> theta_i (d/2,); params: keys it uses
-    attention_factor: Callable | None = None  # params -> the factor on cos and sin (None: 1)
+    attention_factor: Callable = lambda params: 1.0   # params -> the factor on cos and sin
     required: tuple = ()                      # tuples of alternative keys
     optional: tuple = ()                      # keys with defaults
     uses_seq_len: bool = False                # the frequencies depend on the current length (dynamic, longrope)
@@ -71,8 +71,7 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     seq_len = None if seq_len is None else check_positive_int(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # refused below, naming the cause
         inv_freq = method.inv_freq(d, base, seq_len, params)
-        own_factor = 1.0 if method.attention_factor is None else float(method.attention_factor(params))
-        attention_factor = _pos_float(params, "attention_factor", own_factor)    # an explicit factor wins
+        attention_factor = _pos_float(params, "attention_factor", float(method.attention_factor(params)))  # given wins
     positive = np.all(inv_freq >= 0 if method.whole_head else inv_freq > 0)    # whole_head: pairs standing still
     if not (positive and np.all(np.isfinite(inv_freq))):
         raise ValueError(f"rope_type={rope_type!r} with {sorted(params)} gives frequencies from {np.min(inv_freq):.3g} "

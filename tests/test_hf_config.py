@@ -129,11 +129,8 @@ def test_defaults_come_from_the_family(model_type):
 
 
 def test_attention_factors_layouts_and_the_current_length():
-    qwen = rr.from_hf_config(CONFIGS / "qwen2.5-7b-instruct-yarn.json")
+    qwen = rr.from_hf_config(CONFIGS / "qwen2.5-7b-instruct-yarn.json")     # Phi-3.5's, DeepSeek-V3's: recorded above
     assert qwen.params["factor"] == 4.0 and math.isclose(qwen.attention_factor, 0.1 * math.log(4) + 1)
-    phi = rr.from_hf_config(CONFIGS / "phi-3.5-mini-instruct.json")       # factor = 131072 / 4096 = 32
-    assert math.isclose(phi.attention_factor, math.sqrt(1 + math.log(32) / math.log(4096)))
-    assert rr.from_hf_config(CONFIGS / "deepseek-v3.json").attention_factor == 1.0    # mscale == mscale_all_dim
     v4 = json.loads((CONFIGS / "llama-3.1-8b.json").read_text())
     v5 = {k: v for k, v in v4.items() if k not in ("rope_scaling", "rope_theta")}
     v5["rope_parameters"] = dict(v4["rope_scaling"], rope_theta=v4["rope_theta"])
@@ -170,18 +167,7 @@ def test_family_quirks():
            for mt in ("gpt_oss", "apertus", "cwm")}      # default sections: GptOss takes rope_theta, the others not
     assert {mt: (c.rope_type, c.base) for mt, c in got.items()} == \
         {"gpt_oss": ("yarn", 5e5), "apertus": ("llama3", 12e6), "cwm": ("llama3", 1e6)}
-    assert got["gpt_oss"].params["truncate"] is False
-    cfg = rr.from_hf_config(config_file("v5-hunyuan-alpha"))    # "dynamic" with alpha: static NTK
-    x = np.random.default_rng(0).standard_normal((3, 64))
-    pos = np.array([0, 10, 90000])
-    np.testing.assert_allclose(cfg.rotate(x, pos), rr.rotate(x, pos, pairing="half", base=1e4 * 1e3 ** (64 / 62)),
-                               atol=1e-12)
-    d = json.loads(config_file("v5-phimoe-longrope").read_text())   # short factors and short_mscale at every length
-    pos = np.array([3, 9000])
-    short = np.array(d["rope_scaling"]["short_factor"])
-    want = rr.rotate(x[:2], pos, pairing="half", inv_freq=rr.frequencies(64) / short)
-    np.testing.assert_allclose(rr.from_hf_config(d).rotate(x[:2], pos), want * d["rope_scaling"]["short_mscale"],
-                               atol=1e-12)
+    assert got["gpt_oss"].params["truncate"] is False      # HunYuan's alpha and PhiMoE's longrope: recorded above
 
 
 def test_mla_reads_the_rotated_part_and_query_scaling_keys_are_kept_not_applied():
@@ -207,15 +193,11 @@ def test_mla_reads_the_rotated_part_and_query_scaling_keys_are_kept_not_applied(
 
 
 def test_one_rope_per_layer_type():
-    path = config_file("v5-gemma3-text")
-    full, local = (rr.from_hf_config(path, layer_type=lt) for lt in ("full_attention", "sliding_attention"))
-    assert (full.base, full.rope_type, full.params["factor"], local.base, local.rope_type) == \
-        (1e6, "linear", 8.0, 1e4, "default")
-    gemma4 = config_file("v5-gemma4-text")     # full attention: global_head_dim, proportional RoPE over the head
-    full, local = (rr.from_hf_config(gemma4, layer_type=lt) for lt in ("full_attention", "sliding_attention"))
-    assert (local.head_dim, local.rotary_dim, local.base, local.rope_type) == (64, 64, 1e4, "default")
+    """Gemma 3's and Gemma 4's layer types rotate as their recorded modules (above); Gemma 4's full attention
+    (proportional RoPE over global_head_dim) leaves the pairs past its share exactly as they are."""
+    gemma4 = config_file("v5-gemma4-text")
+    full = rr.from_hf_config(gemma4, layer_type="full_attention")
     assert (full.head_dim, full.rotary_dim, full.base, full.rope_type) == (128, 128, 1e6, "proportional")
-    np.testing.assert_allclose(full.inv_freq()[:16], 1e6 ** (-np.arange(16) / 64), rtol=1e-14)
     x = np.random.default_rng(1).standard_normal((5, 128))
     idle = np.r_[16:64, 80:128]                     # the pairs (i, i + 64) with i >= 16 stand still
     np.testing.assert_array_equal(full.rotate(x)[:, idle], x[:, idle])
@@ -246,12 +228,7 @@ def test_a_config_json_with_nan_is_read(tmp_path):
     """Python's json.dumps writes NaN (a config saved with a NaN field): it is a value, not a repeated key."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(dict(LLAMA, rope_theta=5e5, initializer_range=math.nan, extra={"b": [math.nan]})))
-    assert rr.from_hf_config(path).base == 5e5
-    for text in (json.dumps(dict(LLAMA, rope_theta=math.nan)),               # refused by name where a number is read
-                 '{"model_type": "llama", "head_dim": 64, "rope_theta": 1e4, "rope_theta": 5e5}'):   # given twice
-        path.write_text(text)
-        with pytest.raises(ValueError, match="rope_theta"):
-            rr.from_hf_config(path)
+    assert rr.from_hf_config(path).base == 5e5          # refused by name where a number is read: bad_configs below
 
 
 # ---- configs refused, naming the key -------------------------------------------------------------------------
@@ -273,6 +250,8 @@ CYCLE["text_config"]["text_config"] = CYCLE                    # a text_config t
     *[(content, {}, ValueError, "config") for content in (b"{not json", b"", json.dumps(LLAMA).encode("utf-16"),
                                                           b"[1, 2]", b"[" * 200_000 + b"]" * 200_000)],
     ([1, 2], {}, TypeError, "config"),
+    *[(text.encode(), {}, ValueError, "rope_theta") for text in (      # NaN where a number is read; a key given twice
+        json.dumps(dict(LLAMA, rope_theta=math.nan)), json.dumps(LLAMA)[:-1] + ', "rope_theta": 1, "rope_theta": 2}')],
     ({"model_type": "gpt2", "hidden_size": 768, "num_attention_heads": 12}, {}, ValueError, "model_type"),
     ({"hidden_size": 768, "num_attention_heads": 12}, {}, ValueError, "model_type"),
     ({"model_type": "llama", "num_attention_heads": 12}, {}, TypeError, "hidden_size"),
@@ -280,14 +259,11 @@ CYCLE["text_config"]["text_config"] = CYCLE                    # a text_config t
     (LLAMA, {"pairing": "halves"}, ValueError, "pairing"),
     (LLAMA, {"layer_type": 3}, TypeError, "layer_type"),
     (dict(LLAMA, rope_scaling={"rope_type": "yarn", "factr": 4.0}), {}, ValueError, "factr"),
-    (dict(LLAMA, rope_scaling=[4.0]), {}, ValueError, "rope_scaling"),
     (dict(LLAMA, rope_scaling={"rope_type": "linear"}), {}, ValueError, "factor"),
     (dict(LLAMA, rope_scaling={"rope_type": "ntk", "factor": 2.0}), {}, ValueError, "rope_type"),
-    (dict(LLAMA, rope_theta=-1.0), {}, ValueError, "rope_theta"),
     ({"model_type": "phi", "head_dim": 10, "partial_rotary_factor": 0.5}, {}, ValueError, "partial_rotary_factor"),
     ({"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "alibi": True}, {}, ValueError, "alibi"),
     ({"model_type": "granitemoehybrid", "head_dim": 64}, {}, ValueError, "position_embedding_type"),
-    ({"model_type": "deepseek_v3", "rope_interleave": "yes"}, {}, TypeError, "rope_interleave"),
     (dict(LLAMA, rope_scaling={"rope_type": "dynamic", "factor": 2.0, "alpha": 10.0}), {}, ValueError, "alpha"),
     ({"model_type": "phimoe", "head_dim": 64, "rope_scaling": {"rope_type": "longrope", "short_factor": [1] * 32,
       "long_factor": [1] * 32, "short_mscale": 1.2, "long_mscale": 1.3}}, {}, ValueError, "mscale"),
@@ -299,7 +275,6 @@ CYCLE["text_config"]["text_config"] = CYCLE                    # a text_config t
     ({"model_type": "nomic_like", "hidden_size": 768, "num_attention_heads": 12, "rotary_emb_fraction": 0.5},
      {"pairing": "half"}, ValueError, "rotary_emb_fraction"),
     (CYCLE, {}, ValueError, "text_config"),
-    (dict(LLAMA, extra=object()), {}, TypeError, "extra"),
     (dict(LLAMA3, rope_parameters={}), {}, ValueError, "rope_parameters"),
     ({"model_type": "qwen2", "head_dim": 64, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6},
       "rope_scaling": {"type": "yarn", "factor": 4.0}}, {}, ValueError, "rope_scaling"),

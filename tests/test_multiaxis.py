@@ -35,7 +35,6 @@ def test_mrope_layouts_by_hand():
     for sections, layout in (([8, 12, 12], False), ([12, 10, 10], True), ([12, 10, 10], "hw_alternating")):
         F = rr.mrope_frequencies(64, np.array(sections), interleaved=layout)  # text (t = h = w): 1-D RoPE
         np.testing.assert_array_equal(F.sum(axis=1), rr.frequencies(64))
-    assert set(rr.multiaxis.MROPE_LAYOUTS) == {"blocks", "interleaved", "hw_alternating"}
 
 
 def test_axial_frequencies_and_grid_positions_by_hand():

@@ -58,15 +58,6 @@ def test_yarn_limits_ramp_and_edges():
         np.testing.assert_allclose(f[1:], rr.frequencies(128)[1:] / 4, rtol=1e-12)
 
 
-@pytest.mark.parametrize("train_len,truncate", [(1, True), (6, False), (10**12, True)])
-def test_yarn_refuses_a_ramp_turned_backwards(train_len, truncate):
-    """Below 2 pi beta_slow positions, or so long the slowest pair turns more than beta_fast times, the ramp's ends
-    cross: it would keep what YaRN divides (transformers computes it silently)."""
-    with pytest.raises(ValueError, match="original_max_position_embeddings"):
-        scaled_inv_freq(128, rope_type="yarn", factor=4.0, original_max_position_embeddings=train_len,
-                        truncate=truncate)
-
-
 @pytest.mark.parametrize("mscales, want", [
     ({"mscale_all_dim": 0}, 0.1 * math.log(4) + 1),                       # transformers: 0 is absent
     ({"mscale": 0, "mscale_all_dim": 1.0}, 0.1 * math.log(4) + 1),
@@ -135,6 +126,10 @@ def test_published_sections_with_transformers_v5_semantics():
     (8, None, dict(rope_type="llama3", factor=8.0, low_freq_factor=4.0, high_freq_factor=1.0,
                    original_max_position_embeddings=8192), ValueError, "high_freq_factor"),
     (8, None, dict(rope_type="yarn", factor=4.0), ValueError, "original_max_position_embeddings"),
+    # YaRN's ramp turned backwards (below 2 pi beta_slow positions, or so long that the slowest pair turns more than
+    # beta_fast times): it would keep what YaRN divides (transformers computes it silently)
+    *[(128, None, dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=n, truncate=t), ValueError,
+       "original_max_position_embeddings") for n, t in ((1, True), (6, False), (10**12, True))],
     (64, None, dict(YARN, beta_fast=1.0, beta_slow=8.0), ValueError, "beta_fast"),
     (64, None, dict(YARN, truncate="False"), TypeError, "truncate"),
     (128, None, dict(rope_type="ntk", factor=1e300), ValueError, "factor"),
@@ -178,14 +173,6 @@ def test_extreme_valid_values_stay_finite_and_inputs_untouched():
 
 # ---- the registry: one entry per method ------------------------------------------------------------------
 
-def test_every_registry_example_runs():
-    """Each entry's example (notebook 05) gives positive frequencies."""
-    for name, method in scaling.SCALING_METHODS.items():
-        if method.example is not None:
-            f, att = scaled_inv_freq(64, rope_type=name, **method.example(4.0, 2048))
-            assert f.shape == (32,) and np.all(f > 0) and att > 0, name
-
-
 def _every_other_pair_halved(d, base, seq_len, p):
     """Toy method: odd pairs' theta_i / toy_divisor (cites nothing: a test)."""
     freqs = rr.frequencies(d, base)
@@ -195,7 +182,12 @@ def _every_other_pair_halved(d, base, seq_len, p):
 
 def test_adding_a_method_is_one_entry(monkeypatch):
     """One entry in SCALING_METHODS (restored after the test) is seen by scaled_inv_freq, from_hf_config's key
-    check and notebook 05's examples; before it, each of them refuses or ignores the method."""
+    check and notebook 05's examples; before it, each of them refuses or ignores the method.  Every entry's example
+    (notebook 05) gives positive frequencies."""
+    for name, method in scaling.SCALING_METHODS.items():
+        if method.example is not None:
+            f, att = scaled_inv_freq(64, rope_type=name, **method.example(4.0, 2048))
+            assert f.shape == (32,) and np.all(f > 0) and att > 0, name
     config = {"model_type": "llama", "head_dim": 16, "rope_scaling": {"rope_type": "toy", "toy_divisor": 2.0}}
     want = rr.frequencies(16) / np.tile([1.0, 2.0], 4)
     with pytest.raises(TypeError, match="toy_divisor"):
