@@ -142,8 +142,9 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
             spec.rope_type, spec.geometric = "proportional", True
             spec.rope_params = dict(base=spec.base, partial_rotary_factor=2 * moving / r)
         return
-    if len(theta) < 2 or not np.all(theta > 0):     # one pair: any base gives theta_0 = 1
-        spec.rope_type = "custom"
+    if len(theta) < 2 or not np.all(theta > 0):
+        spec.rope_type = "default" if len(theta) == 1 and abs(theta[0] - 1) <= tau[0] else "custom"
+        spec.base = 10000.0 if spec.rope_type == "default" else None
         return
     spec.base = shortest_base(theta, r, tau)
     spec.geometric = spec.base is not None
