@@ -36,6 +36,9 @@ def test_partial_rotary_and_rotated_features_at_the_end():
     s = identify(lambda x: hf_rope(x, 5000, rotary_dim=16), D)
     assert (s.rotary_dim, s.rotary_start, s.pairing, s.offset, s.base) == (16, 0, "half", 5000, 10000.0), s
 
+    one = identify(lambda x: rr.rotate(x, rotary_dim=2), 8)       # one pair turning by 1 rad a row: eq 15's theta_0
+    assert (one.rotary_dim, one.rope_type, one.base) == (2, "default", 10000.0), one
+
     def last_half(x):                   # NeoX-style rotation of the last 32 of 64 features, in place
         y = x.astype(F32).copy()
         cos, sin = hf_cos_sin(len(x), 300, hf_inv_freq(32))

@@ -96,7 +96,7 @@ def _measure(spec, phase, steps, linear, sweeps, mixed, unit):
                         axes=spec.axes, axis_names=spec.axis_names, positions=spec.positions)
     spec.angle_precision, prec_unit = found
     if out_err and prec_unit <= 2.0**-24 and (precision_of(resid, angle, 0.0, extra) or (0, 1.0))[1] > 2.0**-24:
-        spec.angle_precision = "float32 (cos/sin or output rounded to 16 bits)"
+        spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
     pu = np.stack([np.where(f[3], steps[:, None].astype(float), 0.0) for f in fits], axis=2)
     spec.inv_freq = freqs
     spec.freq_tolerance = (SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs)

@@ -219,7 +219,7 @@ def table_differences(model, spec, phase_atol=None):
     tol = allowance(min(spec.unit, 2.0**-24) if spec.linear else 2.0**-24, want, own) + (phase_atol or 0.0)
     miss, held = np.full(want.shape, np.inf), np.isfinite(want)     # inf: an angle the model cannot hold misses
     miss[held] = np.abs(wrap_angle(spec.table[held] - want[held]))
-    bad = ~(miss <= tol)
+    bad = ~(miss <= tol) | ~held                                     # tol is inf at an inf angle
     return (np.nonzero(bad), miss[bad]) if bad.any() else None
 
 

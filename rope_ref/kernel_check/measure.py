@@ -62,6 +62,7 @@ def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_h
     if n < d // 2 and spec.pairs == [(p, p + d // 2) for p in range(n)]:    # proportional: the other pairs at 0
         spec.pairs, spec.pairing, spec.rotary_dim = [(p, p + d // 2) for p in range(d // 2)], "half", d
         short, table = (np.hstack([t, np.zeros((len(t), d // 2 - n))]) for t in (short, table))
+        spec.notes = []                                                 # no passthrough features: pairs at 0
     # cos/sin or the output rounded to a 16-bit type errs in angle and norm alike
     spec.out_err = max(2 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0,
                        2 * call.unit if call.unit > 2.0**-24 else 0.0)
@@ -102,7 +103,7 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     theta = x @ (phase - centre) / (x @ x)
     resid = phase - centre - np.outer(x, theta)
     noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(n - 2, 1)), 2.0**-52 * (np.pi + n * np.abs(theta)))
-    offset, sigma = _locate(theta, centre, noise, n, spec.out_err)
+    offset, sigma, also = _locate(theta, centre, noise, n, spec.out_err)
     if offset is None or precision_of(resid, np.abs(np.outer(offset + np.arange(n), theta)) + np.pi,
                                       spec.out_err) is None:
         spec.linear = False
@@ -110,6 +111,9 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     spec.linear = True
     if sigma <= 0.5 / SIGMAS and abs(offset - round(offset)) <= max(SIGMAS * sigma, 1e-9):
         offset = float(round(offset))
+    if also:
+        spec.notes.append(f"the offset is ambiguous: {len(also) + 1} offsets fit the angles (reported the smallest; "
+                          f"also {', '.join(f'{o:.0f}' for o in also[:3])})")
     spec.offset = offset
     if spec.table_end:
         spec.table_end = (offset + spec.table_end[0] - 1, spec.table_end[1])
@@ -231,7 +235,7 @@ def shortest_base(theta, r, tau):
 
 
 def _locate(theta, centre, noise, n, out_err):
-    """(offset or None, its deviation): the offset for the finest rounding that lets every pair agree on one, the
+    """(offset or None, its deviation, others that fit): the offset for the finest rounding that lets every pair agree on one, the
     noise floors sized for the offset found (rounding grows with the absolute angle)."""
     x2 = n * (n * n - 1) / 12                     # sum of (row - centre row)^2
     for _, unit in PRECISIONS:
@@ -240,21 +244,21 @@ def _locate(theta, centre, noise, n, out_err):
             biggest = 1 + np.abs(centre) + (sized + n) * np.abs(theta)
             s_theta = np.maximum(noise / np.sqrt(x2), 2 * unit * biggest / n) + 1e-300
             s_centre = np.maximum(noise / np.sqrt(n), unit * biggest) + out_err / 2
-            offset, sigma = _solve_offset(theta, centre, (n - 1) / 2, s_theta, s_centre)
+            offset, sigma, also = _solve_offset(theta, centre, (n - 1) / 2, s_theta, s_centre)
             if (offset is not None and abs(offset) <= sized + n) or sized >= MAX_OFFSET:
                 break
             sized = abs(offset) if offset is not None else max(4 * sized, n)
         if offset is not None:
-            return offset, sigma
-    return None, math.inf
+            return offset, sigma, also
+    return None, math.inf, []
 
 
 def _solve_offset(theta, centre, rc, s_theta, s_centre):
-    """(offset, its standard deviation) with (offset + rc) theta_p = centre_p (mod 2 pi) for every pair, the smallest
-    that fits, from the slowest pair on; (None, inf) when no offset within MAX_OFFSET fits every pair."""
+    """(offset, its standard deviation, the other offsets that fit, nearest first) with (offset + rc) theta_p = centre_p
+    (mod 2 pi) for every pair, the smallest that fits, from the slowest pair on; (None, inf, []) when none fits."""
     order = [p for p in np.argsort(np.abs(theta)) if abs(theta[p]) > 1e-12]
     if not order:
-        return 0.0, math.inf
+        return 0.0, math.inf, []
     p0 = order[0]
     kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, 100_000)
     q = (centre[p0] + 2 * np.pi * np.arange(-kmax, kmax + 1)) / theta[p0]
@@ -273,6 +277,6 @@ def _solve_offset(theta, centre, rc, s_theta, s_centre):
         q, var_q = q + w * (q_p - q), np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
     ok = np.flatnonzero(worst <= SIGMAS)
     if not ok.size:
-        return None, math.inf
-    best = ok[np.argmin(np.abs(q[ok] - rc))]
-    return float(q[best] - rc), float(np.sqrt(var_q[best]))
+        return None, math.inf, []
+    ok = ok[np.argsort(np.abs(q[ok] - rc))]
+    return float(q[ok[0]] - rc), float(np.sqrt(var_q[ok[0]])), (q[ok[1:]] - rc).tolist()

@@ -108,8 +108,6 @@ def read_structure(matrices) -> dict | str:
         return f"a pair's 2x2 block is not a (scaled) rotation [[c, -s], [s, c]] (pair {pairs[int(np.argmax(unlike))]})"
     c, s = (c1 + c2) / 2, (s1 + s2) / 2
     norm_scale = float(np.median(np.hypot(c, s)))
-    if norm_scale == 0:
-        return "fn maps the rotated features to zero"
     scale_error = float(np.abs(np.hypot(c, s) / norm_scale - 1).max())
     if scale_error > RTOL:
         return f"the norm of a pair changes with position by up to {scale_error:.1%}"

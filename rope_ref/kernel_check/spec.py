@@ -55,8 +55,6 @@ class RopeSpec(ProbeSpec):
 
     def summary(self) -> str:
         """One line: pairs, rotated features, and what the angle table is."""
-        if not self.is_rope:
-            return str(self)
         out = f" written {self.output_pairing}" if self.output_pairing else ""
         head = (f"{self.pairing} pairs{out} on features {self.rotary_start}.."
                 f"{self.rotary_start + (self.rotary_dim or 0) - 1}, norm {show_number(self.norm_scale, '.6g')}")
@@ -86,8 +84,6 @@ class AxesSpec(ProbeSpec):
 
     def summary(self) -> str:
         """One line: form, axes, pairs, sections and layout or bases, shift, precision."""
-        if not self.is_rope:
-            return str(self)
         return (f"{self.form} RoPE over axes {'/'.join(self.axis_names)}: {self.pairing} pairs on features "
                 f"{self.rotary_start}..{self.rotary_start + self.rotary_dim - 1}, sections {self.sections} "
                 f"({self.mrope_layout}), base {self.base}, axis bases {self.axis_bases}, positions shifted by "
