@@ -138,14 +138,14 @@ def rotate_elementwise(x, positions=None, *, base: float = 10000.0, pairing: str
                        cu_seqlens=None, seqlen_offsets=None) -> np.ndarray:
     """Eq 34 written plainly: R x = x * cos(angle) + rotate_half(x) * sin(angle), angle_j = sum_a F[j, a] p_a.
     The form to read: same arguments as :func:`rotate`; float64 angles, cos, sin and products, then x's dtype."""
-    x, positions, inv_freq, rotary_dim = _prepared(x, positions, base, pairing, rotary_dim, inv_freq, angles,
-                                                   layout, cu_seqlens=cu_seqlens, seqlen_offsets=seqlen_offsets)
+    array, positions, inv_freq, rotary_dim = _prepared(x, positions, base, pairing, rotary_dim, inv_freq, angles,
+                                                       layout, cu_seqlens=cu_seqlens, seqlen_offsets=seqlen_offsets)
     angles = _angles(positions, inv_freq)                                        # (..., seq, r/2): pair j's
     angles = np.repeat(angles, 2, -1) if pairing == "interleaved" else np.concatenate([angles, angles], -1)
-    part = x[..., :rotary_dim].astype(np.float64)
+    part = array[..., :rotary_dim].astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):                            # overflow: cast_back raises
         rotated = part * np.cos(angles) + rotate_half(part, pairing) * np.sin(angles)
-    return cast_back(np.concatenate([rotated, x[..., rotary_dim:]], axis=-1), x)
+    return as_given(cast_back(np.concatenate([rotated, array[..., rotary_dim:]], axis=-1), array), x)
 
 
 def rotate_half(x, pairing: str = "interleaved") -> np.ndarray:

@@ -119,7 +119,8 @@ def test_base_1_warns_naming_base(call):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 def test_torch_in_torch_out(dtype):
-    """Issue 40: a torch tensor (any float dtype, requires_grad) comes back from rotate as a tensor of its dtype."""
+    """Issue 40: a torch tensor (any float dtype, requires_grad) comes back from rotate and rotate_elementwise as a
+    tensor of its dtype and device."""
     torch = pytest.importorskip("torch")
     t = torch.randn(3, 5, 8, generator=torch.Generator().manual_seed(0)).to(getattr(torch, dtype)).requires_grad_()
     before = t.detach().clone()
@@ -128,4 +129,6 @@ def test_torch_in_torch_out(dtype):
     x = t.detach().float().numpy().astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
     np.testing.assert_array_equal(y.float().numpy(), rr.rotate(x, np.arange(5) + 3).astype(np.float32))
     assert torch.equal(t.detach(), before)
-    assert isinstance(rr.rotate_elementwise(t), np.ndarray)
+    z = rr.rotate_elementwise(t, torch.arange(5) + 3)
+    assert isinstance(z, torch.Tensor) and (z.dtype, z.device) == (t.dtype, t.device) and not z.requires_grad
+    np.testing.assert_array_equal(z.float().numpy(), rr.rotate_elementwise(x, np.arange(5) + 3).astype(np.float32))
