@@ -169,14 +169,14 @@ def _exporter() -> HTMLExporter:
 
 
 def title_and_objectives(nb, default: str) -> tuple[str, str]:
-    """The first '# ' heading, and the objectives cell without its heading, as HTML ('' if absent)."""
+    """The first '# ' heading, and the objectives cell without its heading ('' if absent), as markdown."""
     title, objectives = default, ""
     for cell in nb.cells:
         lines = cell.source.strip().splitlines() if cell.cell_type == "markdown" else []
         if title == default and lines and lines[0].startswith("# "):
             title = lines[0][2:].strip()
         if not objectives and lines and lines[0].strip().startswith(OBJECTIVES):
-            objectives = markdown_to_html("\n".join(lines[1:]))
+            objectives = "\n".join(lines[1:])
     return title, objectives
 
 
@@ -194,33 +194,17 @@ def _nav(stems: list[str], i: int) -> str:
     return f'<nav>{"".join(links)}</nav>'
 
 
-def _inline(title: str) -> str:
-    """A title as HTML: text escaped, $...$ as MathML (not markdown: "1. Title" is no list)."""
-    parts = re.split(r"\$([^$]+)\$", title)
-    return "".join(math_to_mathml(p) if i % 2 else html.escape(p, quote=False) for i, p in enumerate(parts))
-
-
 def index_html(pages, handout: bool = False) -> bytes:
-    """The overview: every notebook in order, with its number, file and learning objectives (and the handout)."""
-    rows = []
-    for stem, title, objectives in pages:
-        number = re.match(r"\d*", stem)[0]                        # "00_why", "0. Why positions?": 0, Why positions?
-        number, name = str(int(number)) if number else "", re.sub(r"^\d+\.\s+", "", title)
-        rows.append(f'<tr><td>{number}</td>'
-                    f'<td><a href="{stem}.html">{_inline(name)}</a><br>'
-                    f'<code>notebooks/{html.escape(stem)}.ipynb</code></td>'
-                    f"<td>{objectives or '<em>(no learning objectives given)</em>'}</td></tr>")
-    body = ("<h1>RoPE from the paper to your kernel: the course</h1>"
-            "<p>RoFormer (arXiv:2104.09864), section 3, with the NumPy reference implementation "
-            "<code>rope_ref</code>: the notebooks in order, executed. "
-            + ('Notation and scaling formulas: <a href="handout.html" title="handout">the handout</a>. '
-               if handout else "") +
-            "The lecture plan is <code>docs/lecture_plan.md</code> in the repository. Click <em>Solution</em> to "
-            "open one. A slider view shows a few values of each control; run the notebooks in JupyterLab to move "
-            "the sliders freely.</p>"
-            "<table><tr><th>#</th><th>notebook</th><th>learning objectives</th></tr>" + "".join(rows) + "</table>")
-    html_cell = nbformat.v4.new_raw_cell(body, metadata={"raw_mimetype": "text/html"})
-    return _page("rope_ref course", nbformat.v4.new_notebook(cells=[html_cell]))
+    """The overview: every notebook in order, with its title, file and learning objectives (and the handout)."""
+    intro = ("# RoPE from the paper to your kernel: the course\n\nRoFormer (arXiv:2104.09864), section 3, with the "
+             "NumPy reference implementation `rope_ref`: the notebooks in order, executed. "
+             + ('Notation and scaling formulas: [the handout](handout.html "handout"). ' if handout else "")
+             + "The lecture plan is `docs/lecture_plan.md` in the repository. Click *Solution* to open one. A slider "
+             "view shows a few values of each control; run the notebooks in JupyterLab to move the sliders freely.")
+    rows = [f"## [{title}]({stem}.html)\n\n`notebooks/{stem}.ipynb`\n\n{objectives or '*(no objectives given)*'}"
+            for stem, title, objectives in pages]
+    index = nbformat.v4.new_markdown_cell("\n\n".join([intro, *rows]))
+    return _page("rope_ref course", nbformat.v4.new_notebook(cells=[index]))
 
 
 def handout_html(source: Path | str = HANDOUT) -> bytes:

@@ -63,14 +63,12 @@ class View:
         if self._background is None:
             canvas.draw()                                   # animated artists are left out
             self._background = canvas.copy_from_bbox(self.fig.bbox)
-            self._layer = None
         if self._layer is None:
             canvas.restore_region(self._background)
             for artist in self.layered:
                 self.fig.draw_artist(artist)
             self._layer = canvas.copy_from_bbox(self.fig.bbox)
-        else:
-            canvas.restore_region(self._layer)
+        canvas.restore_region(self._layer)
         for artist in self.dynamic:
             self.fig.draw_artist(artist)
         return _png(np.asarray(canvas.buffer_rgba()))
