@@ -1,10 +1,13 @@
-"""Sliders drive the views headlessly: the readout and the image change, what they show is recomputed here, a
-viewer without a kernel gets the image and the readout, and a value a slider cannot show is refused by name."""
+"""Sliders drive the views headlessly: each step changes the frame in place as a full redraw of the same figure would,
+what they show is recomputed here, a viewer without a kernel gets the image and the readout, and a value a slider
+cannot show (or a view refuses) is refused by name, leaving the view as it was."""
 
 import base64
+import io
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import rope_ref as rr
 from rope_ref.teaching import quantities
@@ -12,28 +15,46 @@ from rope_ref.teaching.views import DecayView, RotationsView
 from rope_ref.teaching.widgets import (decay_widget, grid_score_widget, offset_attention_widget, rotations_widget,
     scaling_widget, semantic_match_widget)
 
-NOTEBOOK_CALLS = {"rotations": lambda: rotations_widget(m=3, n=7, i=0, base=10000.0, d=16),
-                  "decay": lambda: decay_widget(d=128, base=10000.0), "scaling": lambda: scaling_widget(factor=8.0),
-                  "grid": lambda: grid_score_widget(qx=3, qy=4, dx=2, dy=-1),
-                  "offset": lambda: offset_attention_widget(pair=0, offset=1, scale=16.0),
-                  "semantic": lambda: semantic_match_widget(base=10000.0, max_distance=4096)}
+#: Each slider view as its notebook calls it, and a value its view refuses.
+NOTEBOOK_CALLS = {"rotations": (lambda: rotations_widget(m=3, n=7, i=0, base=10000.0, d=16), {"i": 99}),
+                  "decay": (lambda: decay_widget(d=128, base=10000.0), {"d": 3}),
+                  "scaling": (lambda: scaling_widget(factor=8.0), {"factor": 0.5}),
+                  "grid": (lambda: grid_score_widget(qx=3, qy=4, dx=2, dy=-1), {"qx": 14}),
+                  "offset": (lambda: offset_attention_widget(pair=0, offset=1, scale=16.0), {"pair": 40}),
+                  "semantic": (lambda: semantic_match_widget(base=10000.0, max_distance=4096), {"max_distance": 0})}
+
+
+def _rgb(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOK_CALLS)
-def test_every_slider_changes_image_and_readout_and_a_viewer_without_kernel_sees_both(name):
-    w = NOTEBOOK_CALLS[name]()
+def test_every_slider_steps_its_view_in_place_as_a_full_redraw_would_and_a_viewer_without_kernel_sees_it(name):
+    make, bad = NOTEBOOK_CALLS[name]
+    w = make()
     data = w._repr_mimebundle_()
     data = data[0] if isinstance(data, tuple) else data
     assert base64.b64decode(data["image/png"]) == w.image.value and data["text/plain"] == w.readout.value
-    text = w.readout.value
+    view, text, fig, n_artists = w.view, w.readout.value, w.view.fig, len(w.view.fig.findobj())
     for control in w.controls.values():
         png = w.image.value
         values = [v for _, v in control.options] if hasattr(control, "options") else [control.min, control.max]
         control.value = values[-1] if control.value != values[-1] else values[0]
-        assert w.image.value != png and w.image.value[:8] == b"\x89PNG\r\n\x1a\n", control.description
-    assert w.readout.value != text
-    assert int(w.readout.style.font_size.removesuffix("px")) >= 16
+        assert w.image.value != png, control.description
+        fig.canvas.draw()                                       # the same figure, everything drawn afresh
+        for artist in (*view.layered, *view.dynamic):
+            fig.draw_artist(artist)
+        np.testing.assert_array_equal(_rgb(w.image.value), np.asarray(fig.canvas.buffer_rgba())[..., :3],
+                                      err_msg=control.description)   # nothing a step moves is left in the cache
+    assert w.readout.value != text and int(w.readout.style.font_size.removesuffix("px")) >= 16
+    assert view.fig is fig and len(fig.findobj()) <= n_artists + 50, "a step made a new figure"
+    state, frame = dict(view.params), w.image.value
+    with pytest.raises((TypeError, ValueError), match=next(iter(bad))):
+        view.update(**bad)
+    assert view.params == state and view.to_png() == frame, "a refused value leaves the view as it was"
+    with pytest.raises(TypeError, match="unknown"):
+        view.update(no_such_parameter=1)
 
 
 @pytest.mark.slow
