@@ -112,11 +112,6 @@ def fig_wavelengths(d: int = 128, base: float = 10000.0, train_len: int = TRAIN_
     return fig
 
 
-def fig_frequency_ratios(factor: float = 8.0):
-    """Static snapshot of :class:`ScalingView` for the figures folder."""
-    return ScalingView(factor=factor).static_figure()
-
-
 def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: float = 16.0) -> Figure:
     """The largest error up to position m, per dtype, of the angle m theta_i (worst pair, left) and of
     q_m . k_{m+r} (r = ``distance``, right), against float64.  float16 stops at 65504 (inf beyond)."""
@@ -237,7 +232,7 @@ FIGURES = {
     "relative_identity_heatmaps": fig_relative_heatmaps,
     "rotation_illustration": fig_rotation,
     "wavelengths_vs_training_length": fig_wavelengths,
-    "context_extension_frequency_ratios": fig_frequency_ratios,
+    "context_extension_frequency_ratios": lambda: ScalingView(factor=8.0).static_figure(),   # notebook 05's view
     "precision_angle_errors": fig_precision,
     "clock_hands": fig_clock_hands,
     "aliasing": fig_aliasing,

@@ -33,7 +33,6 @@ from traitlets.config import Config
 from .files import write_atomically
 from .widgets import SLIDERS, WIDGET_VIEW, with_sliders
 
-OBJECTIVES = "## Learning objectives"
 #: The one-page handout (notation, the scaling formulas), published as ``handout.html`` when the checkout has it.
 HANDOUT = Path(__file__).resolve().parents[2] / "docs" / "handout.md"
 #: The output kinds a page shows, the first a output has winning (HTML only as text; no script, no widget state).
@@ -175,7 +174,7 @@ def title_and_objectives(nb, default: str) -> tuple[str, str]:
         lines = cell.source.strip().splitlines() if cell.cell_type == "markdown" else []
         if title == default and lines and lines[0].startswith("# "):
             title = lines[0][2:].strip()
-        if not objectives and lines and lines[0].strip().startswith(OBJECTIVES):
+        if not objectives and lines and lines[0].strip().startswith("## Learning objectives"):
             objectives = "\n".join(lines[1:])
     return title, objectives
 

@@ -22,9 +22,8 @@ class SliderApp(W.VBox):
 
     def _repr_mimebundle_(self, **kwargs):
         data = super()._repr_mimebundle_(**kwargs)
-        if data is not None:
-            data["image/png"] = base64.b64encode(self.image.value).decode("ascii")
-            data["text/plain"] = self.readout.value
+        data["image/png"] = base64.b64encode(self.image.value).decode("ascii")
+        data["text/plain"] = self.readout.value
         return data
 
 

@@ -257,13 +257,20 @@ def lab(runs, tmp_path_factory, chromium):
         log.close()
 
 
-def open_in_lab(page, url: str, name: str):
-    page.goto(f"{url}/lab/tree/{name}?token={TOKEN}&reset")
-    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-    panel.locator(".jp-Cell").first.wait_for(timeout=60_000)
-    page.wait_for_selector(".jp-StatusBar-TextItem:has-text('| Idle')", timeout=120_000)
-    page.wait_for_timeout(1000)                             # rendered markdown and outputs settle
-    return panel
+@contextlib.contextmanager
+def lab_page(browser, url: str, name: str):
+    """A page showing notebook ``name`` in JupyterLab, its kernel idle: (page, the notebook's panel)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{url}/lab/tree/{name}?token={TOKEN}&reset")
+        panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+        panel.locator(".jp-Cell").first.wait_for(timeout=60_000)
+        page.wait_for_selector(".jp-StatusBar-TextItem:has-text('| Idle')", timeout=120_000)
+        page.wait_for_timeout(1000)                             # rendered markdown and outputs settle
+        yield page, panel
+    finally:
+        page.close()
 
 
 def visible_text(panel) -> str:
@@ -276,10 +283,7 @@ def test_jupyterlab_shows_no_solution_before_a_click(lab, browser):
     hidden = [n for nb in stored for n in needles(nb)]
     folded = [n for nb in stored for n in needles(nbformat.from_dict(
         {**nb, "cells": [c for c in nb.cells if "<details>" in c.source]}))]
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.set_default_timeout(60_000)
-    try:
-        panel = open_in_lab(page, lab, "all.ipynb")
+    with lab_page(browser, lab, "all.ipynb") as (page, panel):
         text = visible_text(panel)
         assert "The folded prose" not in text and len(hidden) > 50, "the check can see a solution's text"
         assert not [n for n in hidden if n in text] and "Correct" not in text, [n for n in hidden if n in text]
@@ -289,15 +293,10 @@ def test_jupyterlab_shows_no_solution_before_a_click(lab, browser):
         text = visible_text(panel)
         assert folded and all(n in text for n in folded), [n for n in folded if n not in text]
         assert "Correct: folded" in text
-    finally:
-        page.close()
 
 
 def test_every_slider_view_moves_in_jupyterlab_after_run_all(lab, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.set_default_timeout(60_000)
-    try:
-        panel = open_in_lab(page, lab, "views.ipynb")
+    with lab_page(browser, lab, "views.ipynb") as (page, panel):
         for _attempt in range(3):      # a Run All issued while the kernel is still connecting can be dropped
             page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
             page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
@@ -320,8 +319,6 @@ def test_every_slider_view_moves_in_jupyterlab_after_run_all(lab, browser):
                                    arg=[image.element_handle(), before])
         body = visible_text(panel)
         assert "Error displaying widget" not in body and "Traceback" not in body, body[-2000:]
-    finally:
-        page.close()
 
 
 # ---- every number a slider view shows equals what the neighbouring cells print for the same state -----------
