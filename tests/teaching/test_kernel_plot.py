@@ -21,16 +21,13 @@ def spec_like(inv_freq, offset, rows=6):
     return SimpleNamespace(inv_freq=np.asarray(inv_freq, float), offset=offset, rows=rows)
 
 
-def test_a_shift_is_flat_and_a_wrong_frequency_grows():
+def test_a_shift_is_flat_a_wrong_frequency_grows_and_errors_wrap_to_a_half_turn():
     theta = np.array([1.0, 0.1])
     pos, err = phase_errors(spec_like(theta, 2.0), theta, 0.0)
     np.testing.assert_array_equal(pos, np.arange(6.0))
     np.testing.assert_allclose(err, np.tile([2.0, 0.2], (6, 1)), atol=1e-12)          # (0 + r + 2) theta - (r) theta
     pos, err = phase_errors(spec_like(1.01 * theta, 5.0), theta, 5.0)
     np.testing.assert_allclose(err, 0.01 * np.outer(5 + np.arange(6), theta), atol=1e-12)
-
-
-def test_errors_are_wrapped_to_a_half_turn():
     _, err = phase_errors(spec_like([1.0], 4.0), [1.0], 0.0)                           # 4 rad = 4 - 2 pi
     np.testing.assert_allclose(err, 4.0 - 2 * np.pi, atol=1e-12)
 
