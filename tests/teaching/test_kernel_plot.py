@@ -1,6 +1,5 @@
 """kernel_plot: a measured kernel drawn against an expectation; phase errors derived here by hand."""
 
-import io
 from types import SimpleNamespace
 
 import numpy as np
@@ -8,13 +7,7 @@ import pytest
 
 import rope_ref as rr
 from rope_ref.teaching.kernel_plot import kernel_vs_expected, phase_errors
-from rope_ref.teaching.style import METADATA, MIN_FONT_PT
-
-
-def png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata=METADATA["png"])
-    return buf.getvalue()
+from rope_ref.teaching.style import MIN_FONT_PT
 
 
 def spec_like(inv_freq, offset, rows=6):
@@ -33,11 +26,10 @@ def test_a_shift_is_flat_a_wrong_frequency_grows_and_errors_wrap_to_a_half_turn(
 
 
 @pytest.mark.slow
-def test_the_figure_draws_both_panels_in_the_style_and_renders_the_same_twice():
+def test_the_figure_draws_both_panels_in_the_style():
     spec = rr.identify(lambda x: rr.rotate(x, np.arange(len(x)) + 3.0), 16)
     fig = kernel_vs_expected(spec, rr.frequencies(16), 0, title="t")
     left, right = fig.axes
     np.testing.assert_allclose(left.get_lines()[1].get_ydata(), np.abs(spec.inv_freq))
     np.testing.assert_allclose(right.get_lines()[0].get_ydata(), 3.0, atol=1e-6)      # pair 0: theta_0 * 3
-    assert png(fig) == png(kernel_vs_expected(spec, rr.frequencies(16), 0, title="t"))
     assert min(t.get_fontsize() for t in fig.findobj(lambda o: hasattr(o, "get_fontsize"))) >= MIN_FONT_PT

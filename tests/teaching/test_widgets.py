@@ -24,10 +24,6 @@ NOTEBOOK_CALLS = {"rotations": (lambda: rotations_widget(m=3, n=7, i=0, base=100
                   "semantic": (lambda: semantic_match_widget(base=10000.0, max_distance=4096), {"max_distance": 0})}
 
 
-def _rgb(png: bytes) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOK_CALLS)
 def test_every_slider_steps_its_view_in_place_as_a_full_redraw_would_and_a_viewer_without_kernel_sees_it(name):
@@ -45,7 +41,8 @@ def test_every_slider_steps_its_view_in_place_as_a_full_redraw_would_and_a_viewe
         fig.canvas.draw()                                       # the same figure, everything drawn afresh
         for artist in (*view.layered, *view.dynamic):
             fig.draw_artist(artist)
-        np.testing.assert_array_equal(_rgb(w.image.value), np.asarray(fig.canvas.buffer_rgba())[..., :3],
+        shown = np.asarray(Image.open(io.BytesIO(w.image.value)).convert("RGB"))
+        np.testing.assert_array_equal(shown, np.asarray(fig.canvas.buffer_rgba())[..., :3],
                                       err_msg=control.description)   # nothing a step moves is left in the cache
     assert w.readout.value != text and int(w.readout.style.font_size.removesuffix("px")) >= 16
     assert view.fig is fig and len(fig.findobj()) <= n_artists + 50, "a step made a new figure"
@@ -97,10 +94,9 @@ def test_decay_view_is_decay_bound_and_follows_d_and_base():
 
 @pytest.mark.slow
 def test_scaling_view_draws_each_method_and_training():
-    from rope_ref.scaling import scaled_inv_freq
     w = scaling_widget(factor=4.0)
     np.testing.assert_allclose(w.view.ratio_lines["linear"].get_data()[1], 0.25)
-    f, _ = scaled_inv_freq(128, rope_type="llama3", factor=4.0, low_freq_factor=1.0, high_freq_factor=4.0,
+    f, _ = rr.scaled_inv_freq(128, rope_type="llama3", factor=4.0, low_freq_factor=1.0, high_freq_factor=4.0,
                            original_max_position_embeddings=4096)
     np.testing.assert_allclose(w.view.ratio_lines["llama3"].get_data()[1], f / rr.frequencies(128))
     w.controls["d"].value, w.controls["base"].value, w.controls["train_len"].value = 64, 5e5, 8192
