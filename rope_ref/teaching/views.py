@@ -189,10 +189,12 @@ class RotationsView(View):
                                           "mod 2\N{GREEK SMALL LETTER PI})"))
         self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$" "\n"
                                   rf"$|q_{{{i}}}| = {lengths[0]:.2f}$, $|k_{{{i}}}| = {lengths[1]:.2f}$")
-        y = score_vs_distance(q, k, -self.r, base=base)               # x-axis is m - n = -(n - m)
-        self.curve.set_ydata(y)
-        self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
-        self.score_title.set_text(f"$d$ = {d}, base = {base:g}")
+        if getattr(self, "_curve_for", None) != (d, base):   # the curve depends on d and base only
+            y = score_vs_distance(q, k, -self.r, base=base)               # x-axis is m - n = -(n - m)
+            self.curve.set_ydata(y)
+            self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
+            self.score_title.set_text(f"$d$ = {d}, base = {base:g}")
+            self._curve_for = (d, base)
         self.marker.set_data([m - n], [self.value])       # shift moves both: m - n stays
         self.score_text.set_text(_minus(f"red dot: q\N{MIDDLE DOT}k = {self.value:.4f}"))
 
