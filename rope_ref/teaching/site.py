@@ -30,10 +30,9 @@ from PIL import Image
 from pygments.formatters import HtmlFormatter
 from traitlets.config import Config
 
-from .files import check_targets, output_folder, write_atomically
+from .files import write_atomically
 from .widgets import SLIDERS, WIDGET_VIEW, with_sliders
 
-OBJECTIVES = "## Learning objectives"
 #: The one-page handout (notation, the scaling formulas), published as ``handout.html`` when the checkout has it.
 HANDOUT = Path(__file__).resolve().parents[2] / "docs" / "handout.md"
 #: The output kinds a page shows, the first a output has winning (HTML only as text; no script, no widget state).
@@ -41,13 +40,9 @@ SHOWN = [SLIDERS, "image/png", "image/svg+xml", WIDGET_VIEW, "text/latex", "text
 
 # ---- MathML that reads like TeX: fences that stretch, thin spaces around function names ----------------
 
-_FUNCTIONS = ("arccos|arcsin|arctan|arg|cosh|cos|cot|csc|det|dim|exp|gcd|inf|lim|ln|log|max|min|mod|sec|sinh|sin|"
-              "sup|tanh|tan")
-_FUNCTION = rf"<mi>(?:{_FUNCTIONS})</mi>"
-_AFTER_OPERAND = "|".join(f"(?<=</{tag}>)" for tag in "mi mn msub msup msubsup mrow mfrac msqrt mtext".split())
-_NOT_SCRIPT_BASE = "".join(f"(?<!<{tag}>)" for tag in "msub msup msubsup munder mover munderover".split())
-_OPEN_FENCE = r'<mo(?: stretchy="false")?>(?:&#x00028;|&#x0005B;|&#x0007B;|\(|\[)</mo>'
-_THIN = '<mspace width="0.1667em"></mspace>'
+#: A function name TeX sets with thin spaces around it, in TeX.
+_FUNCTION = (r"\\(?:arccos|arcsin|arctan|arg|cosh|cos|cot|csc|det|dim|exp|gcd|inf|lim|ln|log|max|min|mod|sec|sinh|"
+             r"sin|sup|tanh|tan)(?![A-Za-z])")
 _MATRIX_FENCES = {("&#x00028;", "&#x00029;"): "paren", ("&#x0005B;", "&#x0005D;"): "bracket",
                   ("&#x0007C;", "&#x0007C;"): "vbar", ("&#x02016;", "&#x02016;"): "vvbar"}
 _MATRIX = re.compile(r"<mo>([^<]*)</mo><mtable>((?:(?!<mtable>).)*?)</mtable><mo>([^<]*)</mo>", re.S)
@@ -55,24 +50,18 @@ _MATRIX = re.compile(r"<mo>([^<]*)</mo><mtable>((?:(?!<mtable>).)*?)</mtable><mo
 
 def _stretch_fences(mathml: str) -> str:
     """The brackets of a matrix as tall as the matrix: a class on the ``<mtable>`` whose borders the page's style
-    draws (a stretchy ``<mo>`` grows only with an OpenType MATH font); other fences become stretchy operators."""
+    draws (a stretchy ``<mo>`` grows only with an OpenType MATH font)."""
     def fence(match):
-        kind = _MATRIX_FENCES.get((match.group(1), match.group(3)))
-        if kind:
-            return f'<mtable class="{kind}">{match.group(2)}</mtable>'
-        return (f'<mo stretchy="true" fence="true" form="prefix">{match.group(1)}</mo><mtable>{match.group(2)}'
-                f'</mtable><mo stretchy="true" fence="true" form="postfix">{match.group(3)}</mo>')
+        kind = _MATRIX_FENCES.get((match[1], match[3]))
+        return f'<mtable class="{kind}">{match[2]}</mtable>' if kind else match[0]
     return _MATRIX.sub(fence, mathml)
 
 
-def _space_functions(mathml: str) -> str:
-    """TeX's thin spaces around \\cos, \\ln, ... that MathML leaves out ("cos mθ", "0.1 ln 4"): before the name after
-    an operand, after it unless an opening bracket or the group's end follows; none on a script's base (``\\cos^2``)."""
-    mathml = re.sub(rf"(?:{_AFTER_OPERAND})(?={_FUNCTION})", _THIN, mathml)
-    mathml = re.sub(rf"{_NOT_SCRIPT_BASE}({_FUNCTION})(?!</|{_OPEN_FENCE})", rf"\1{_THIN}", mathml)
-    # \cos^2 x: a thin space after the script whose base is a function name, before an operand
-    return re.sub(rf"(<msup><mi>(?:{_FUNCTIONS})</mi><mn>[^<]*</mn></msup>)(?=<mi>|<mn>|<msub>|<msup>)",
-                  rf"\1{_THIN}", mathml)
+def _space_functions(tex: str) -> str:
+    """TeX's thin spaces around \\cos, \\ln, ... that MathML leaves out ("cos mθ", "0.1 ln 4"), as ``\\,``: before
+    the name after an operand, after it (or its power, ``\\cos^2 x``) unless a bracket, a script or the end follows."""
+    tex = re.sub(rf"(?<=[\w}})])\s*(?={_FUNCTION})", r"\\,", tex)
+    return re.sub(rf"({_FUNCTION}(?:\^(?:\w|\{{[^}}]*\}}))?)\s*(?![\s(\[{{}}_^]|\\left|\\right|\\\\|$)", r"\1\\,", tex)
 
 
 def _tight_bars(mathml: str) -> str:
@@ -84,13 +73,13 @@ def _tight_bars(mathml: str) -> str:
 def math_to_mathml(tex: str, display: bool = False) -> str:
     """LaTeX to a MathML element the browser draws itself (no script, no network)."""
     try:
-        mathml = latex2mathml.converter.convert(tex.strip(), display="block" if display else "inline")
+        mathml = latex2mathml.converter.convert(_space_functions(tex.strip()), display="block" if display else "inline")
     except Exception as exc:        # latex2mathml has many exception types; name the formula instead
         raise ValueError(f"cannot render the math {tex.strip()!r} as MathML: {exc!r}") from exc
     unknown = re.findall(r">(\\[A-Za-z]+)<", mathml)    # a command latex2mathml does not know is left as text
     if unknown:
         raise ValueError(f"cannot render the math {tex.strip()!r} as MathML: unknown command(s) {unknown}")
-    return _clean(_tight_bars(_space_functions(_stretch_fences(mathml))))
+    return _clean(_tight_bars(_stretch_fences(mathml)))
 
 
 class _CourseRenderer(IPythonRenderer):
@@ -179,14 +168,14 @@ def _exporter() -> HTMLExporter:
 
 
 def title_and_objectives(nb, default: str) -> tuple[str, str]:
-    """The first '# ' heading, and the objectives cell without its heading, as HTML ('' if absent)."""
+    """The first '# ' heading, and the objectives cell without its heading ('' if absent), as markdown."""
     title, objectives = default, ""
     for cell in nb.cells:
         lines = cell.source.strip().splitlines() if cell.cell_type == "markdown" else []
         if title == default and lines and lines[0].startswith("# "):
             title = lines[0][2:].strip()
-        if not objectives and lines and lines[0].strip().startswith(OBJECTIVES):
-            objectives = markdown_to_html("\n".join(lines[1:]))
+        if not objectives and lines and lines[0].strip().startswith("## Learning objectives"):
+            objectives = "\n".join(lines[1:])
     return title, objectives
 
 
@@ -204,33 +193,17 @@ def _nav(stems: list[str], i: int) -> str:
     return f'<nav>{"".join(links)}</nav>'
 
 
-def _inline(title: str) -> str:
-    """A title as HTML: text escaped, $...$ as MathML (not markdown: "1. Title" is no list)."""
-    parts = re.split(r"\$([^$]+)\$", title)
-    return "".join(math_to_mathml(p) if i % 2 else html.escape(p, quote=False) for i, p in enumerate(parts))
-
-
 def index_html(pages, handout: bool = False) -> bytes:
-    """The overview: every notebook in order, with its number, file and learning objectives (and the handout)."""
-    rows = []
-    for stem, title, objectives in pages:
-        number = re.match(r"\d*", stem)[0]                        # "00_why", "0. Why positions?": 0, Why positions?
-        number, name = str(int(number)) if number else "", re.sub(r"^\d+\.\s+", "", title)
-        rows.append(f'<tr><td>{number}</td>'
-                    f'<td><a href="{stem}.html">{_inline(name)}</a><br>'
-                    f'<code>notebooks/{html.escape(stem)}.ipynb</code></td>'
-                    f"<td>{objectives or '<em>(no learning objectives given)</em>'}</td></tr>")
-    body = ("<h1>RoPE from the paper to your kernel: the course</h1>"
-            "<p>RoFormer (arXiv:2104.09864), section 3, with the NumPy reference implementation "
-            "<code>rope_ref</code>: the notebooks in order, executed. "
-            + ('Notation and scaling formulas: <a href="handout.html" title="handout">the handout</a>. '
-               if handout else "") +
-            "The lecture plan is <code>docs/lecture_plan.md</code> in the repository. Click <em>Solution</em> to "
-            "open one. A slider view shows a few values of each control; run the notebooks in JupyterLab to move "
-            "the sliders freely.</p>"
-            "<table><tr><th>#</th><th>notebook</th><th>learning objectives</th></tr>" + "".join(rows) + "</table>")
-    html_cell = nbformat.v4.new_raw_cell(body, metadata={"raw_mimetype": "text/html"})
-    return _page("rope_ref course", nbformat.v4.new_notebook(cells=[html_cell]))
+    """The overview: every notebook in order, with its title, file and learning objectives (and the handout)."""
+    intro = ("# RoPE from the paper to your kernel: the course\n\nRoFormer (arXiv:2104.09864), section 3, with the "
+             "NumPy reference implementation `rope_ref`: the notebooks in order, executed. "
+             + ('Notation and scaling formulas: [the handout](handout.html "handout"). ' if handout else "")
+             + "The lecture plan is `docs/lecture_plan.md` in the repository. Click *Solution* to open one. A slider "
+             "view shows a few values of each control; run the notebooks in JupyterLab to move the sliders freely.")
+    rows = [f"## [{title}]({stem}.html)\n\n`notebooks/{stem}.ipynb`\n\n{objectives or '*(no objectives given)*'}"
+            for stem, title, objectives in pages]
+    index = nbformat.v4.new_markdown_cell("\n\n".join([intro, *rows]))
+    return _page("rope_ref course", nbformat.v4.new_notebook(cells=[index]))
 
 
 def handout_html(source: Path | str = HANDOUT) -> bytes:
@@ -250,11 +223,10 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300, execu
     """Execute ``notebooks`` in the given order (or take ``executed``, the same notebooks already executed), write
     one page each, ``index.html`` and (from a checkout) ``handout.html`` into ``out``; the path of ``index.html``.
     One line per notebook on stderr says what it is doing; nothing is written before every notebook has run."""
-    out, notebooks = output_folder(out, "out"), [Path(p) for p in notebooks]
+    out, notebooks = Path(out), [Path(p) for p in notebooks]
     missing = [str(p) for p in notebooks if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"build_site: notebook(s) not found: {', '.join(missing)}")
-    check_targets(out, [f"{p.stem}.html" for p in notebooks] + ["index.html", "handout.html"])
     stems, pages, rendered = [p.stem for p in notebooks], [], []
     for i, path in enumerate(notebooks):
         print(f"{'executing' if executed is None else 'rendering'} {path.name} ({i + 1}/{len(notebooks)})",

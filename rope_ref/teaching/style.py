@@ -10,7 +10,6 @@ from cycler import cycler
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
-from matplotlib.text import Text
 
 DPI = 150
 VIEW_DPI = 100
@@ -29,7 +28,7 @@ METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
 
 class StyledFigure(Figure):
     """A Figure whose axes cycle through :data:`PALETTE`, whose ``"CN"`` colours are the palette's when drawn
-    (whole or one artist at a time), and whose text is never below :data:`MIN_FONT_PT`."""
+    (whole or one artist at a time)."""
 
     def add_subplot(self, *args, **kwargs):
         ax = super().add_subplot(*args, **kwargs)
@@ -37,9 +36,6 @@ class StyledFigure(Figure):
         return ax
 
     def draw(self, renderer):
-        for text in self.findobj(Text):
-            if text.get_fontsize() < MIN_FONT_PT:
-                text.set_fontsize(MIN_FONT_PT)
         with palette():
             super().draw(renderer)
 

@@ -46,19 +46,15 @@ class View:
             self._layer = None
 
     def _freeze(self) -> None:
-        """Lay the figure out once and keep it, ``dynamic`` animated; a dynamic axis's label becomes a figure text
-        where the layout put it (drawn once, in the cached image)."""
+        """Lay the figure out once and keep it, ``dynamic`` animated; a dynamic axis's label stays where the layout
+        put it (no tick-label boxes measured per step)."""
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")
         for axis in (*self.layered, *self.dynamic):
             if isinstance(axis, Axis):
                 label = axis.label
-                x, y = self.fig.transFigure.inverted().transform(label.get_transform().transform(label.get_position()))
-                self.fig.text(x, y, label.get_text(), rotation=label.get_rotation(), ha=label.get_ha(),
-                              va=label.get_va(), rotation_mode=label.get_rotation_mode(),
-                              fontproperties=label.get_fontproperties())
-                label.set_visible(False)
-                axis.set_label_coords(0, 0)            # placed by hand: no tick-label boxes measured per step
+                axis.set_label_coords(*axis.axes.transAxes.inverted().transform(
+                    label.get_transform().transform(label.get_position())))
         setp((*self.layered, *self.dynamic), animated=True)
 
     def to_png(self) -> bytes:
@@ -67,14 +63,12 @@ class View:
         if self._background is None:
             canvas.draw()                                   # animated artists are left out
             self._background = canvas.copy_from_bbox(self.fig.bbox)
-            self._layer = None
         if self._layer is None:
             canvas.restore_region(self._background)
             for artist in self.layered:
                 self.fig.draw_artist(artist)
             self._layer = canvas.copy_from_bbox(self.fig.bbox)
-        else:
-            canvas.restore_region(self._layer)
+        canvas.restore_region(self._layer)
         for artist in self.dynamic:
             self.fig.draw_artist(artist)
         return _png(np.asarray(canvas.buffer_rgba()))

@@ -9,8 +9,8 @@ import copy
 import html
 
 import ipywidgets as W
+from traitlets import TraitError
 
-from .._validate import check_number
 from .spectrum import OffsetAttentionView, SemanticMatchView
 from .style import VIEW_DPI
 from .views import DecayView, RotationsView, ScalingView
@@ -22,26 +22,21 @@ class SliderApp(W.VBox):
 
     def _repr_mimebundle_(self, **kwargs):
         data = super()._repr_mimebundle_(**kwargs)
-        if data is not None:
-            data["image/png"] = base64.b64encode(self.image.value).decode("ascii")
-            data["text/plain"] = self.readout.value
+        data["image/png"] = base64.b64encode(self.image.value).decode("ascii")
+        data["text/plain"] = self.readout.value
         return data
 
 
 def slider_app(make_view, controls: dict, **values) -> SliderApp:
     """``make_view`` at ``values`` under ``controls`` (name -> slider), each value first put on its slider (one the
-    slider cannot show: a TypeError or ValueError naming it); moving a slider updates the view in place."""
+    slider cannot show: a ValueError naming it); moving a slider updates the view in place."""
     for name, value in values.items():
-        slider = controls[name]
-        if isinstance(slider, W.SelectionSlider):
-            options = [v for _, v in slider.options]
-            value = check_number(value, name, f"one of {options}", options.__contains__, real=True)
-        else:
-            lo, hi = (slider.base ** slider.min, slider.base ** slider.max) if hasattr(slider, "base") else \
-                (slider.min, slider.max)
-            value = check_number(value, name, f"a number in [{lo:g}, {hi:g}]", lambda v: lo <= v <= hi,
-                                 real=not isinstance(slider, W.IntSlider))
-        slider.value = value
+        try:
+            controls[name].value = value
+        except TraitError as exc:                   # a type or an option the slider does not take
+            raise ValueError(f"{name}: {exc}") from None
+        if controls[name].value != value:           # clamped to the slider's range
+            raise ValueError(f"{name}: expected a value within the slider's range, got {value!r}")
     view = make_view(**{name: slider.value for name, slider in controls.items()})
     width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
     image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))

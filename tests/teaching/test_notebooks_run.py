@@ -4,6 +4,7 @@ built from the runs, read as HTML and in headless Chromium offline, and the runs
 
 from __future__ import annotations
 
+import contextlib
 import html
 import os
 import re
@@ -142,23 +143,27 @@ PAGE_LAYOUT = """() => ({
 })"""
 
 
-def only_files(blocked):
+@contextlib.contextmanager
+def offline_page(browser, **options):
+    """A page in a new browser context that loads only file: and data: URLs; (page, the URLs it refused)."""
+    context, blocked = browser.new_context(**options), []
+
     def route(request_route):
         if request_route.request.url.startswith(("file://", "data:")):
             return request_route.continue_()
         blocked.append(request_route.request.url)
         return request_route.abort()
-    return route
+    context.route("**/*", route)
+    try:
+        yield context.new_page(), blocked
+    finally:
+        context.close()
 
 
 def test_every_page_renders_offline_and_opens_a_solution_on_a_click(site, browser):
-    context = browser.new_context(viewport={"width": 900, "height": 900})     # narrower than the widest figures
-    blocked = []
-    context.route("**/*", only_files(blocked))
-    page = context.new_page()
     errors, sums, figures = [], 0, 0
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    try:
+    with offline_page(browser, viewport={"width": 900, "height": 900}) as (page, blocked):    # narrower than figures
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         for path in [site / "index.html", site / "handout.html", *(site / f"{p.stem}.html" for p in NOTEBOOKS)]:
             page.goto(path.as_uri(), wait_until="load")
             layout = page.evaluate(PAGE_LAYOUT)
@@ -176,18 +181,12 @@ def test_every_page_renders_offline_and_opens_a_solution_on_a_click(site, browse
                 assert not content.is_visible(), f"{path.name}: a solution is open before a click"
                 summaries.nth(k).click()
                 assert content.is_visible(), f"{path.name}: a click does not open the solution"
-    finally:
-        context.close()
     assert sums and figures and not blocked and not errors, (sums, figures, blocked, errors)
 
 
 def test_every_slider_moves_the_figure_with_javascript_off(site, browser):
-    context = browser.new_context(java_script_enabled=False, viewport={"width": 1400, "height": 900})
-    blocked = []
-    context.route("**/*", only_files(blocked))
-    page = context.new_page()
     moved = 0
-    try:
+    with offline_page(browser, java_script_enabled=False, viewport={"width": 1400, "height": 900}) as (page, blocked):
         for path in NOTEBOOKS:
             page.goto((site / f"{path.stem}.html").as_uri(), wait_until="load")
             n_views = sum(bool(_widget_call(c.source)) for c in nbformat.read(path, 4).cells if c.cell_type == "code")
@@ -202,8 +201,6 @@ def test_every_slider_moves_the_figure_with_javascript_off(site, browser):
                     assert changed, f"{path.name}: {row.inner_text()} moves nothing"
                     moved += 1
                     row.locator("label.l0").click()
-    finally:
-        context.close()
     assert moved >= 2 * len(VIEWS) and not blocked
 
 
@@ -260,13 +257,20 @@ def lab(runs, tmp_path_factory, chromium):
         log.close()
 
 
-def open_in_lab(page, url: str, name: str):
-    page.goto(f"{url}/lab/tree/{name}?token={TOKEN}&reset")
-    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-    panel.locator(".jp-Cell").first.wait_for(timeout=60_000)
-    page.wait_for_selector(".jp-StatusBar-TextItem:has-text('| Idle')", timeout=120_000)
-    page.wait_for_timeout(1000)                             # rendered markdown and outputs settle
-    return panel
+@contextlib.contextmanager
+def lab_page(browser, url: str, name: str):
+    """A page showing notebook ``name`` in JupyterLab, its kernel idle: (page, the notebook's panel)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{url}/lab/tree/{name}?token={TOKEN}&reset")
+        panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+        panel.locator(".jp-Cell").first.wait_for(timeout=60_000)
+        page.wait_for_selector(".jp-StatusBar-TextItem:has-text('| Idle')", timeout=120_000)
+        page.wait_for_timeout(1000)                             # rendered markdown and outputs settle
+        yield page, panel
+    finally:
+        page.close()
 
 
 def visible_text(panel) -> str:
@@ -279,10 +283,7 @@ def test_jupyterlab_shows_no_solution_before_a_click(lab, browser):
     hidden = [n for nb in stored for n in needles(nb)]
     folded = [n for nb in stored for n in needles(nbformat.from_dict(
         {**nb, "cells": [c for c in nb.cells if "<details>" in c.source]}))]
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.set_default_timeout(60_000)
-    try:
-        panel = open_in_lab(page, lab, "all.ipynb")
+    with lab_page(browser, lab, "all.ipynb") as (page, panel):
         text = visible_text(panel)
         assert "The folded prose" not in text and len(hidden) > 50, "the check can see a solution's text"
         assert not [n for n in hidden if n in text] and "Correct" not in text, [n for n in hidden if n in text]
@@ -292,15 +293,10 @@ def test_jupyterlab_shows_no_solution_before_a_click(lab, browser):
         text = visible_text(panel)
         assert folded and all(n in text for n in folded), [n for n in folded if n not in text]
         assert "Correct: folded" in text
-    finally:
-        page.close()
 
 
 def test_every_slider_view_moves_in_jupyterlab_after_run_all(lab, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.set_default_timeout(60_000)
-    try:
-        panel = open_in_lab(page, lab, "views.ipynb")
+    with lab_page(browser, lab, "views.ipynb") as (page, panel):
         for _attempt in range(3):      # a Run All issued while the kernel is still connecting can be dropped
             page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
             page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
@@ -323,8 +319,6 @@ def test_every_slider_view_moves_in_jupyterlab_after_run_all(lab, browser):
                                    arg=[image.element_handle(), before])
         body = visible_text(panel)
         assert "Error displaying widget" not in body and "Traceback" not in body, body[-2000:]
-    finally:
-        page.close()
 
 
 # ---- every number a slider view shows equals what the neighbouring cells print for the same state -----------
