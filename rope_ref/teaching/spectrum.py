@@ -76,6 +76,24 @@ def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 
     return softmax(k @ q)
 
 
+def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10000.0, n_samples: int = 64):
+    """Barbero et al.'s Figure 2 (arXiv:2410.06205, §3) from notebook 10's ``curves``, each ``(n,)`` over
+    ``distances`` ``(n,)`` from 0: (a) all-ones q, k, ``curves["ones"]`` / its value at 0; (b) fresh Gaussian
+    q, k, ``curves["gaussian"]`` (mean of ``n_samples`` activations) / d."""
+    r = np.asarray(distances)
+    fig, (ax_a, ax_b) = new_axes(9, 5.4, 2, 1, sharex=True)
+    ax_a.plot(r, curves["ones"] / curves["ones"][0], color="C0", lw=1.2, label="(a) q = k = all ones: a(r) / a(0)")
+    ax_b.plot(r, curves["gaussian"] / d, color="C1", lw=0.8,
+              label=f"(b) fresh Gaussian q, k: mean of {n_samples} activations / d")
+    for ax in (ax_a, ax_b):
+        ax.axhline(0, color="0.3", lw=0.8)
+        ax.set(ylim=(-0.35, 1.05), xlim=(0, r[-1]))
+    ax_a.set(ylabel="activation / d", title=rf"Does RoPE make $q^\top R_r k$ decay? $d = {d}$, base {base:g}")
+    ax_b.set(xlabel="distance r", ylabel="activation / d")
+    fig.legend(loc="outside lower center", ncols=1)          # the labelled lines of both panels
+    return fig
+
+
 def semantic_match(distances, band: str = "low", d: int = 128, base: float = 10000.0, width: int = 8,
                    scheme: str = "rope", fraction: float = 0.75, seed: int = 0) -> np.ndarray:
     """Score of a key equal to the query at each distance, over its score at 0, ``distances.shape``: content on

@@ -26,6 +26,7 @@ CASES = [  # (call, the argument its error must name)
     (lambda: spectrum.offset_attention(1, pair=40), "pair"),
     (lambda: spectrum.semantic_match(np.arange(3), band="mid"), "band"),
     (lambda: base_bound.supported_context(-1), "base"), (lambda: vision_rope.relative_score_map(None, K8, 3), "q"),
+    (lambda: vision_rope.fig_position_ids([("nosuch", 3)]), "segments"),
     (lambda: kernel_plot.phase_errors(None, np.ones(4)), "spec"),
     (lambda: kernel_plot.phase_errors(SPEC, np.ones(3)), "inv_freq"),
     (lambda: kernel_plot.kernel_vs_expected(SPEC, np.ones(4), title=3), "title"),
