@@ -24,13 +24,14 @@ from .forms import (
     wrap_angle,
 )
 from .hf_config import RopeConfig, from_hf_config
-from .layouts import layout_positions, rotate_qkv
+from .layouts import layout_positions
 from .kernel_check import AxesSpec, RopeSpec, assert_rope_grad_matches, assert_rope_matches, identify
 from .rope_attention import attention, attention_dense, elu_plus_one, linear_attention, linear_attention_dense, softmax
 from .multiaxis import (axial_frequencies, deepseek_v4_compressed_positions, flux_position_ids, grid_positions,
                         mrope_frequencies, mrope_position_ids, qwen_image_position_ids)
 from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
 from . import testing  # noqa: F401  (rope_ref.testing, the kernel suites' assertion, as rr.testing)
+from .testing import rotate_qkv
 
 __version__ = "0.1.0"
 

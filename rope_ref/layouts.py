@@ -1,11 +1,11 @@
 """Kernel tensor layouts (issue 40): the positions of a "bshd", "bhsd", "sbhd" or "thd" tensor (b batch, s sequence,
-h heads, d features; "thd": sequences of different lengths packed along t), and packed q/k/v."""
+h heads, d features; "thd": sequences of different lengths packed along t), and the positions a form reads."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_given, check_choice, check_d, check_finite, check_positive_int, check_real_array, check_x
+from ._validate import check_choice, check_finite, check_real_array
 
 LAYOUTS = ("bshd", "bhsd", "sbhd", "thd")
 
@@ -70,39 +70,3 @@ def positions_of(shape, positions, inv_freq, rotary_dim, angles, layout, **packi
     if positions is not None or inv_freq is not None or rotary_dim not in (None, r):
         raise TypeError(f"angles sets the positions, inv_freq and rotary_dim={r}, got them beside it")
     return np.moveaxis(angles, -1, 0), np.eye(r // 2), r
-
-
-def rotate_qkv(qkv, positions=None, *, num_heads_q=None, head_dim=None, **rope):
-    """Rotate the q and k heads of packed q, k, v and pass v through; a new array of qkv's shape.
-
-    ``qkv``: ``(..., seq, 3, heads, d)`` (flash-attention's ``apply_rotary_emb_qkv_``), or with ``num_heads_q``
-    ``(..., seq, heads_q + 2 * heads_kv, d)`` (grouped heads: q, then k, then v).  With ``head_dim`` the heads are
-    flattened on the last axis, ``(..., tokens, heads * head_dim)`` as vLLM's q, k (every head rotates) or, with
-    ``num_heads_q``, its packed qkv.  ``positions``: one per token, broadcastable to the token axes (default
-    ``arange(seq)``); ``(A, ...)`` for a multi-axis ``inv_freq``.  ``rope``: the keywords of :func:`rope_ref.rotate`.
-    """
-    from .forms import rotate                                   # forms imports this module
-    x = check_x(qkv, "qkv")
-    shape = x.shape
-    if head_dim is not None:
-        if x.shape[-1] % check_d(head_dim, "head_dim"):
-            raise ValueError(f"head_dim must divide qkv.shape[-1]={x.shape[-1]}, got head_dim={head_dim}")
-        x = x.reshape(x.shape[:-1] + (-1, head_dim))
-    elif num_heads_q is None:
-        if x.ndim < 4 or x.shape[-3] != 3:
-            raise ValueError(f"qkv must have shape (..., seq, 3, heads, d) without num_heads_q or head_dim, got "
-                             f"shape {x.shape}")
-        num_heads_q = x.shape[-2]
-        x = x.reshape(x.shape[:-3] + (-1, x.shape[-1]))                     # the q, k and v heads on one axis
-    heads = x.shape[-2]
-    if num_heads_q is not None:
-        num_heads_q = check_positive_int(num_heads_q, "num_heads_q")
-        if num_heads_q > heads - 2 or (heads - num_heads_q) % 2:
-            raise ValueError(f"num_heads_q must leave two equal groups of k and v heads of {heads}, got {num_heads_q}")
-    if x.ndim < 3:
-        raise ValueError(f"qkv must have a token axis before the heads, got shape {shape}")
-    rotated = heads if num_heads_q is None else (heads + num_heads_q) // 2           # heads_q + heads_kv
-    token_positions = np.arange(x.shape[-3]) if positions is None else check_real_array(positions, "positions")
-    out = x.copy()
-    out[..., :rotated, :] = rotate(x[..., :rotated, :], token_positions[..., None], **rope)
-    return as_given(out.reshape(shape), qkv)
