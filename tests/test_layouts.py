@@ -1,5 +1,5 @@
 """Issue 40 item 3 against a per-pair loop: layout= with cu_seqlens and offsets, the refusal of an ambiguous 4-D x,
-rope_ref.testing.rotate_qkv (rr.rotate_qkv) on packed q/k/v (bad layout and packing arguments: tests/test_bad_inputs.py)."""
+rr.rotate_qkv (rope_ref.testing) on packed q/k/v (bad layout and packing arguments: tests/test_bad_inputs.py)."""
 
 import numpy as np
 import pytest
