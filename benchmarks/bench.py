@@ -121,7 +121,8 @@ def main(argv=None) -> int:
     opts = args.parse_args(argv)
     n = 3 if opts.quick else opts.rounds
     rows = large(n, (2, 64, 16) if opts.quick else LARGE) + small(n, repeat=5 if opts.quick else 200)
-    print(f"rope_ref.rotate ratios, fastest of {n} rounds; numpy {np.__version__}, {platform.machine()} {platform.processor()}")
+    machine = f"{platform.machine()} {platform.processor()}"
+    print(f"rope_ref.rotate ratios, fastest of {n} rounds; numpy {np.__version__}, {machine}")
     width = max(len(what) for what, _ in rows)
     for what, result in rows:
         print(f"{what:<{width}}  {result}")

@@ -34,7 +34,7 @@ class ScalingMethod:
     in_transformers: bool = True              # a transformers rope_type ("ntk" is rope_ref's name for static NTK)
     config_names: tuple = ()                  # other names configs give it (Phi-3's "su" for longrope)
     example: Callable | None = None           # (factor, train_len) -> params extending train_len (notebook 05)
-    candidates: Callable | None = None        # identify's fit namespace -> (rank, params) it compares, lowest rank first
+    candidates: Callable | None = None        # identify's fit -> (rank, params) it compares, lowest rank first
 
     @property
     def used(self) -> frozenset:
