@@ -91,11 +91,11 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     if spec.table_end:                  # measured up to its end (a row; a position once the offset is known)
         table = table[:spec.table_end[0]]
     spec.rows = n = len(table)
-    if np.all(np.diff(table, axis=0) == 0, axis=1).any():
+    steps = np.diff(table, axis=0)                # whole turns counted as integers: np.unwrap's sum of 2 pi
+    if np.all(steps == 0, axis=1).any():
         spec.linear = False             # which 16-bit type: the catalogue tells
         spec.notes.append("rows share positions, as positions held in a 16-bit type do")
         return
-    steps = np.diff(table, axis=0)                # whole turns counted as integers: np.unwrap's sum of 2 pi
     turns = np.cumsum(np.round((wrap_angle(steps) - steps) / (2 * np.pi)), axis=0)
     phase = table + 2 * np.pi * np.vstack([np.zeros((1, table.shape[1])), turns])
     x = np.arange(n) - (n - 1) / 2
