@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._validate import check_finite_array, check_number, check_positive_int
+from .._validate import check_choice, check_finite_array, check_number, check_positive_int
 from ..forms import wrap_angle
 from ..multiaxis import MROPE_LAYOUTS
 from .defects import OTHER_PAIRING, Defect, Model, explain, measured, same_structure
@@ -214,8 +214,7 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
     shift of centred ids); ``phase_atol`` accepts angles coarser than float32.  Returns the :class:`AxesSpec`."""
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
-    if layout is not None and layout not in MROPE_LAYOUTS:
-        raise ValueError(f"layout must be one of {tuple(MROPE_LAYOUTS)}, got {layout!r}")
+    layout = check_choice(layout or "blocks", "layout", MROPE_LAYOUTS)
     if inv_freq is not None:
         inv_freq = check_finite_array(inv_freq, "inv_freq")
         inv_freq = inv_freq[:, None] if inv_freq.ndim == 1 else inv_freq
@@ -228,7 +227,7 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
         raise RopeMismatch("", [str(spec)], spec)
     model = Model(pairing=pairing, rotary_dim=rotary_dim or spec.rotary_dim, rotary_start=rotary_start,
                   norm_scale=norm_scale, inv_freq=spec.inv_freq if sections is None and inv_freq is None else inv_freq,
-                  sections=None if sections is None else tuple(sections), layout=layout or "blocks",
+                  sections=None if sections is None else tuple(sections), layout=layout,
                   base=10000.0 if base is None else base, shift=position_shift)
     problems = [] if phase_atol is not None or spec.angle_precision.startswith(("float64", "float32")) else [
         f"angle precision: angles behave like {spec.angle_precision}; compute them in float32"]

@@ -57,15 +57,11 @@ class Model:
         if self.inv_freq is not None:
             return self.inv_freq * np.asarray(self.signs or 1.0)
         theta = frequencies(self.rotary_dim, self.base)
-        try:
-            axis = MROPE_LAYOUTS[self.layout][0](self.sections)
+        try:                                        # theta_j in the column of pair j's axis
+            F = np.eye(len(self.sections))[MROPE_LAYOUTS[self.layout][0](self.sections)].reshape(len(theta), -1)
         except (ValueError, IndexError):
-            axis = np.zeros(0, int)
-        F = np.full((len(theta), len(self.sections)), np.nan)
-        if len(axis) == len(theta):
-            F[:] = 0.0
-            F[np.arange(len(theta)), axis] = theta
-        return F * np.asarray(self.signs or 1.0)
+            F = np.full((len(theta), len(self.sections)), np.nan)
+        return F * theta[:, None] * np.asarray(self.signs or 1.0)
 
     def angles_at(self, positions):
         """Angles ``P + (pairs,)`` at ``positions`` ``P`` (rows, moved by the offset)."""
