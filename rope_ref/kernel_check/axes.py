@@ -47,17 +47,17 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
         return AxesSpec(is_rope=False, reason=found if isinstance(found, str) else "the rotated pairs are written to "
                         "other features: multi-axis probing follows pairs written back in place only", **done)
     phase, unit = np.arctan2(found.pop("sin"), found.pop("cos")), call.unit
-    spec = AxesSpec(is_rope=True, **{k: v for k, v in found.items() if k not in ("out", "output_pairing",
-                                                                                 "output_pairs")}, **done)
+    del found["out"], found["output_pairing"], found["output_pairs"]
+    spec = AxesSpec(is_rope=True, **found, **done)
     out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
     fits = [_fit_axis(wrap_angle(phase[rows] - phase[0]), steps, linear, unit, out_err) for rows in sweeps]
-    freqs, sigma = np.stack([f[0] for f in fits], axis=1), np.stack([f[1] for f in fits], axis=1)
+    freqs, sigma, resids, used = (np.stack(v, axis=-1) for v in zip(*fits))     # (steps or pairs, pairs, axes)
     spec.rotated_at_zero = bool(np.abs(phase[0]).max() > allowance(unit, 0.0, out_err / 2))
     shift, spec.shift_tolerance = _shift(freqs, sigma, phase[0], unit, out_err)
     spec.position_shift = shift if spec.rotated_at_zero else None
     at_zero = np.abs(freqs @ shift if shift else phase[0])
     mixed_positions = spec.positions[:, mixed].T.astype(float)
-    resid = np.concatenate([np.where(f[3], f[2], 0.0).ravel() for f in fits]
+    resid = np.concatenate([np.where(used, resids, 0.0).transpose(2, 0, 1).ravel()]
                            + [wrap_angle(phase[mixed] - phase[0] - mixed_positions @ freqs.T).ravel()])
     angle = np.concatenate([(np.abs(np.outer(steps, freqs[:, a])) + 2 * at_zero).ravel() for a in range(spec.axes)]
                            + [(np.abs(mixed_positions) @ np.abs(freqs.T) + 2 * at_zero).ravel()])
@@ -70,7 +70,7 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     spec.angle_precision, prec_unit = found
     if out_err and prec_unit <= 2.0**-24 and (precision_of(resid, angle, 0.0, extra) or (0, 1.0))[1] > 2.0**-24:
         spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
-    pu = np.stack([np.where(f[3], steps[:, None].astype(float), 0.0) for f in fits], axis=2)
+    pu = np.where(used, steps[:, None, None].astype(float), 0.0)
     spec.inv_freq = freqs
     spec.freq_tolerance = (SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs)
                            + out_err * pu.sum(0) / (pu * pu).sum(0))
