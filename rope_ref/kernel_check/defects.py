@@ -107,10 +107,9 @@ def measured(field, found_as=None, when=None, show=None):
     return apply
 
 
-def _theta(change, words=""):
+def _theta(change):
     """The defect that changes the model's frequencies: ``change(model, theta)``."""
-    return lambda model, spec: (replace(model, theta=lambda m, seq_len, f=model.theta: change(m, f(m, seq_len))),
-                                words)
+    return lambda model, spec: (replace(model, theta=lambda m, seq_len, f=model.theta: change(m, f(m, seq_len))), "")
 
 
 def _positions(change, words=""):

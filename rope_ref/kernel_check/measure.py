@@ -234,8 +234,8 @@ def shortest_base(theta, r, tau):
 
 
 def _locate(theta, centre, noise, n, out_err):
-    """(offset or None, its deviation, others that fit): the offset for the finest rounding that lets every pair agree on one, the
-    noise floors sized for the offset found (rounding grows with the absolute angle)."""
+    """(offset or None, its deviation, others that fit): the offset for the finest rounding that lets every pair
+    agree on one, the noise floors sized for the offset found (rounding grows with the absolute angle)."""
     x2 = n * (n * n - 1) / 12                     # sum of (row - centre row)^2
     for _, unit in PRECISIONS:
         sized = 0.0
