@@ -125,12 +125,10 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
     d = check_d(d)
     if axes is None:
         check_keywords(expected, {*_SPEC_KEYS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
-        if expected.get("offset") is not None:
-            expected["offset"] = check_scalar(expected["offset"], "offset")
-        for name, check in (("norm_scale", check_positive_real), ("base", check_base), ("rotary_dim", check_d),
-                            ("rotary_start", check_nonnegative_int)):
+        for name, check in (("offset", check_scalar), ("norm_scale", check_positive_real), ("base", check_base),
+                            ("rotary_dim", check_d), ("rotary_start", check_nonnegative_int)):
             if expected.get(name) is not None:
-                check(expected[name], name)
+                expected[name] = check(expected[name], name)
         for name, valid in (("pairing", PAIRINGS), ("rope_type", ROPE_TYPES), ("output_pairing", PAIRINGS)):
             if expected.get(name) is not None:
                 check_choice(expected[name], name, valid)

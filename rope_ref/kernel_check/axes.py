@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._validate import check_finite_array, check_number, check_positive_int
+from .._validate import check_choice, check_finite_array, check_number, check_positive_int
 from ..forms import wrap_angle
 from ..multiaxis import MROPE_LAYOUTS
 from .defects import OTHER_PAIRING, Defect, Model, explain, measured, same_structure
@@ -46,10 +46,36 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     if isinstance(found, str) or found["output_pairing"] is not None:
         return AxesSpec(is_rope=False, reason=found if isinstance(found, str) else "the rotated pairs are written to "
                         "other features: multi-axis probing follows pairs written back in place only", **done)
-    phase = np.arctan2(found.pop("sin"), found.pop("cos"))
-    spec = AxesSpec(is_rope=True, **{k: v for k, v in found.items() if k not in ("out", "output_pairing",
-                                                                                 "output_pairs")}, **done)
-    return _measure(spec, phase, steps.astype(np.int64), linear, sweeps, mixed, call.unit)
+    phase, unit = np.arctan2(found.pop("sin"), found.pop("cos")), call.unit
+    del found["out"], found["output_pairing"], found["output_pairs"]
+    spec = AxesSpec(is_rope=True, **found, **done)
+    out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
+    fits = [_fit_axis(wrap_angle(phase[rows] - phase[0]), steps, linear, unit, out_err) for rows in sweeps]
+    freqs, sigma, resids, used = (np.stack(v, axis=-1) for v in zip(*fits))     # (steps or pairs, pairs, axes)
+    spec.rotated_at_zero = bool(np.abs(phase[0]).max() > allowance(unit, 0.0, out_err / 2))
+    shift, spec.shift_tolerance = _shift(freqs, sigma, phase[0], unit, out_err)
+    spec.position_shift = shift if spec.rotated_at_zero else None
+    at_zero = np.abs(freqs @ shift if shift else phase[0])
+    mixed_positions = spec.positions[:, mixed].T.astype(float)
+    resid = np.concatenate([np.where(used, resids, 0.0).transpose(2, 0, 1).ravel()]
+                           + [wrap_angle(phase[mixed] - phase[0] - mixed_positions @ freqs.T).ravel()])
+    angle = np.concatenate([(np.abs(np.outer(steps, freqs[:, a])) + 2 * at_zero).ravel() for a in range(spec.axes)]
+                           + [(np.abs(mixed_positions) @ np.abs(freqs.T) + 2 * at_zero).ravel()])
+    extra = np.concatenate([np.zeros(len(resid) - mixed.size * freqs.shape[0]),
+                            SIGMAS * (mixed_positions @ sigma.T).ravel()])
+    found = precision_of(resid, angle, out_err, extra)
+    if found is None:
+        return AxesSpec(is_rope=False, reason="the angles are not linear in the positions (not a linear/geometric "
+                        f"family): one strays from sum_a F[j, a] p_a by {np.abs(resid).max():.3g} rad", **done)
+    spec.angle_precision, prec_unit = found
+    if out_err and prec_unit <= 2.0**-24 and (precision_of(resid, angle, 0.0, extra) or (0, 1.0))[1] > 2.0**-24:
+        spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
+    pu = np.where(used, steps[:, None, None].astype(float), 0.0)
+    spec.inv_freq = freqs
+    spec.freq_tolerance = (SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs)
+                           + out_err * pu.sum(0) / (pu * pu).sum(0))
+    _name_axes(spec, np.abs(freqs) > SIGMAS * sigma)
+    return spec
 
 
 def _fit_axis(wrapped, steps, linear, unit, out_err):
@@ -71,38 +97,6 @@ def _fit_axis(wrapped, steps, linear, unit, out_err):
             ang[k] = wrapped[k] + 2 * np.pi * np.round((pred - wrapped[k]) / (2 * np.pi))
             used[k] = SIGMAS * sigma * p[k] + allowance(unit, pred, out_err) < np.pi / 2
     return slope, np.maximum(sigma, 2.0**-52 * np.abs(slope)), resid, used
-
-
-def _measure(spec, phase, steps, linear, sweeps, mixed, unit):
-    """F, the shift at position 0, the precision and the naming of ``spec`` from ``phase`` (seq, pairs)."""
-    out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
-    fits = [_fit_axis(wrap_angle(phase[rows] - phase[0]), steps, linear, unit, out_err) for rows in sweeps]
-    freqs, sigma = np.stack([f[0] for f in fits], axis=1), np.stack([f[1] for f in fits], axis=1)
-    spec.rotated_at_zero = bool(np.abs(phase[0]).max() > allowance(unit, 0.0, out_err / 2))
-    shift, spec.shift_tolerance = _shift(freqs, sigma, phase[0], unit, out_err)
-    spec.position_shift = shift if spec.rotated_at_zero else None
-    at_zero = np.abs(freqs @ shift if shift else phase[0])
-    mixed_positions = spec.positions[:, mixed].T.astype(float)
-    resid = np.concatenate([np.where(f[3], f[2], 0.0).ravel() for f in fits]
-                           + [wrap_angle(phase[mixed] - phase[0] - mixed_positions @ freqs.T).ravel()])
-    angle = np.concatenate([(np.abs(np.outer(steps, freqs[:, a])) + 2 * at_zero).ravel() for a in range(spec.axes)]
-                           + [(np.abs(mixed_positions) @ np.abs(freqs.T) + 2 * at_zero).ravel()])
-    extra = np.concatenate([np.zeros(len(resid) - mixed.size * freqs.shape[0]),
-                            SIGMAS * (mixed_positions @ sigma.T).ravel()])
-    found = precision_of(resid, angle, out_err, extra)
-    if found is None:
-        return AxesSpec(is_rope=False, reason="the angles are not linear in the positions (not a linear/geometric "
-                        f"family): one strays from sum_a F[j, a] p_a by {np.abs(resid).max():.3g} rad",
-                        axes=spec.axes, axis_names=spec.axis_names, positions=spec.positions)
-    spec.angle_precision, prec_unit = found
-    if out_err and prec_unit <= 2.0**-24 and (precision_of(resid, angle, 0.0, extra) or (0, 1.0))[1] > 2.0**-24:
-        spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
-    pu = np.stack([np.where(f[3], steps[:, None].astype(float), 0.0) for f in fits], axis=2)
-    spec.inv_freq = freqs
-    spec.freq_tolerance = (SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs)
-                           + out_err * pu.sum(0) / (pu * pu).sum(0))
-    _name_axes(spec, np.abs(freqs) > SIGMAS * sigma)
-    return spec
 
 
 def _shift(freqs, sigma, phase_at_zero, unit, out_err):
@@ -220,8 +214,7 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
     shift of centred ids); ``phase_atol`` accepts angles coarser than float32.  Returns the :class:`AxesSpec`."""
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
-    if layout is not None and layout not in MROPE_LAYOUTS:
-        raise ValueError(f"layout must be one of {tuple(MROPE_LAYOUTS)}, got {layout!r}")
+    layout = check_choice(layout or "blocks", "layout", MROPE_LAYOUTS)
     if inv_freq is not None:
         inv_freq = check_finite_array(inv_freq, "inv_freq")
         inv_freq = inv_freq[:, None] if inv_freq.ndim == 1 else inv_freq
@@ -234,7 +227,7 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
         raise RopeMismatch("", [str(spec)], spec)
     model = Model(pairing=pairing, rotary_dim=rotary_dim or spec.rotary_dim, rotary_start=rotary_start,
                   norm_scale=norm_scale, inv_freq=spec.inv_freq if sections is None and inv_freq is None else inv_freq,
-                  sections=None if sections is None else tuple(sections), layout=layout or "blocks",
+                  sections=None if sections is None else tuple(sections), layout=layout,
                   base=10000.0 if base is None else base, shift=position_shift)
     problems = [] if phase_atol is not None or spec.angle_precision.startswith(("float64", "float32")) else [
         f"angle precision: angles behave like {spec.angle_precision}; compute them in float32"]

@@ -57,15 +57,11 @@ class Model:
         if self.inv_freq is not None:
             return self.inv_freq * np.asarray(self.signs or 1.0)
         theta = frequencies(self.rotary_dim, self.base)
-        try:
-            axis = MROPE_LAYOUTS[self.layout][0](self.sections)
+        try:                                        # theta_j in the column of pair j's axis
+            F = np.eye(len(self.sections))[MROPE_LAYOUTS[self.layout][0](self.sections)].reshape(len(theta), -1)
         except (ValueError, IndexError):
-            axis = np.zeros(0, int)
-        F = np.full((len(theta), len(self.sections)), np.nan)
-        if len(axis) == len(theta):
-            F[:] = 0.0
-            F[np.arange(len(theta)), axis] = theta
-        return F * np.asarray(self.signs or 1.0)
+            F = np.full((len(theta), len(self.sections)), np.nan)
+        return F * theta[:, None] * np.asarray(self.signs or 1.0)
 
     def angles_at(self, positions):
         """Angles ``P + (pairs,)`` at ``positions`` ``P`` (rows, moved by the offset)."""
@@ -111,10 +107,9 @@ def measured(field, found_as=None, when=None, show=None):
     return apply
 
 
-def _theta(change, words=""):
+def _theta(change):
     """The defect that changes the model's frequencies: ``change(model, theta)``."""
-    return lambda model, spec: (replace(model, theta=lambda m, seq_len, f=model.theta: change(m, f(m, seq_len))),
-                                words)
+    return lambda model, spec: (replace(model, theta=lambda m, seq_len, f=model.theta: change(m, f(m, seq_len))), "")
 
 
 def _positions(change, words=""):
@@ -160,22 +155,15 @@ DEFECTS = (
     Defect("output layout", "the pairs are written to other features (interleave, then half)",
            measured("output_pairing", when=lambda model, spec: True)),
     Defect("position offset", "row 0 at another position (a cache offset ignored, off by one)", measured("offset")),
-    Defect("frequencies rounded to bfloat16", "inv_freq held in bfloat16 (model.to(torch.bfloat16))",
-           _theta(lambda m, theta: rounded_to(theta, "bfloat16"))),
-    Defect("frequencies rounded to float16", "inv_freq held in float16 (model.half())",
-           _theta(lambda m, theta: rounded_to(theta, "float16"))),
-    Defect("angles computed in bfloat16", "positions, frequencies and their product in bfloat16",
-           _angles_16bit("bfloat16")),
-    Defect("angles computed in float16", "positions, frequencies and their product in float16",
-           _angles_16bit("float16")),
-    Defect("cos/sin in float16", "cos and sin rounded to float16",
-           lambda model, spec: (replace(model, table_type="float16"), "")),
-    Defect("cos/sin in bfloat16", "cos and sin rounded to bfloat16",
-           lambda model, spec: (replace(model, table_type="bfloat16"), "")),
-    Defect("positions held in bfloat16", "position ids cast to bfloat16: above 256 rows share positions",
-           _positions(lambda p: rounded_to(p, "bfloat16"))),
-    Defect("positions held in float16", "position ids cast to float16: above 2048 rows share positions",
-           _positions(lambda p: rounded_to(p, "float16"))),
+    *(Defect(f"frequencies rounded to {t}", f"inv_freq held in {t} ({how})",
+             _theta(lambda m, theta, t=t: rounded_to(theta, t)))
+      for t, how in (("bfloat16", "model.to(torch.bfloat16)"), ("float16", "model.half()"))),
+    *(Defect(f"angles computed in {t}", f"positions, frequencies and their product in {t}", _angles_16bit(t))
+      for t in ("bfloat16", "float16")),
+    *(Defect(f"cos/sin in {t}", f"cos and sin rounded to {t}",
+             lambda model, spec, t=t: (replace(model, table_type=t), "")) for t in ("float16", "bfloat16")),
+    *(Defect(f"positions held in {t}", f"position ids cast to {t}: above {above} rows share positions",
+             _positions(lambda p, t=t: rounded_to(p, t))) for t, above in (("bfloat16", 256), ("float16", 2048))),
     Defect("table clamped", "a cos/sin table too short, read with a clamped index", _table_end("clamped")),
     Defect("table repeated", "a cos/sin table too short, read modulo its length", _table_end("repeated")),
     Defect("theta indexed from 1", "theta_i = base^(-2(i+1)/d): eq 15 counted from 1",

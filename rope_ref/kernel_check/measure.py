@@ -91,11 +91,11 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     if spec.table_end:                  # measured up to its end (a row; a position once the offset is known)
         table = table[:spec.table_end[0]]
     spec.rows = n = len(table)
-    if np.all(np.diff(table, axis=0) == 0, axis=1).any():
+    steps = np.diff(table, axis=0)                # whole turns counted as integers: np.unwrap's sum of 2 pi
+    if np.all(steps == 0, axis=1).any():
         spec.linear = False             # which 16-bit type: the catalogue tells
         spec.notes.append("rows share positions, as positions held in a 16-bit type do")
         return
-    steps = np.diff(table, axis=0)                # whole turns counted as integers: np.unwrap's sum of 2 pi
     turns = np.cumsum(np.round((wrap_angle(steps) - steps) / (2 * np.pi)), axis=0)
     phase = table + 2 * np.pi * np.vstack([np.zeros((1, table.shape[1])), turns])
     x = np.arange(n) - (n - 1) / 2
@@ -136,6 +136,10 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
 def describe_frequencies(spec, theta, tau, unit, base_hint):
     """base (a geometric family), then the scaling method whose frequencies are the measured ones, when one does."""
     r, moving = spec.rotary_dim, int(np.count_nonzero(theta))
+
+    def reproduces(rope_type, params):
+        freqs = method_frequencies(rope_type, params, r)
+        return freqs is not None and bool(np.all(np.abs(freqs / theta - 1) <= tau))
     if 1 < moving < len(theta) and not theta[moving:].any():           # Gemma 4's proportional RoPE
         spec.base = shortest_base(theta[:moving], r, tau[:moving])
         if spec.base and np.all(np.abs(frequencies(r, spec.base)[:moving] / theta[:moving] - 1) <= tau[:moving]):
@@ -168,10 +172,10 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
     found = {}                          # rope_type -> params of its first candidate that reproduces
     digits = max(1, int(-math.log10(float(tau.max()))))
     for _, rope_type, params in ranked:
-        if rope_type in found or not _reproduces(rope_type, params, r, theta, tau):
+        if rope_type in found or not reproduces(rope_type, params):
             continue
         rounded = {k: float(f"{v:.{digits}g}") if isinstance(v, float) else v for k, v in params.items()}
-        params = rounded if _reproduces(rope_type, rounded, r, theta, tau) else params
+        params = rounded if reproduces(rope_type, rounded) else params
         if params.get("factor") != 1.0:           # a factor of 1 is no scaling: the default method's
             found[rope_type] = params
     if base_hint is not None and not found and np.all(frequencies(r, base_hint) / theta >= 1 - tau):
@@ -187,7 +191,7 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
         beta = params["low_freq_factor"]
         twin = dict(base=params["base"], factor=params["factor"], beta_fast=beta, beta_slow=beta,
                     original_max_position_embeddings=params["original_max_position_embeddings"])
-        twin = next((p for p in (twin, dict(twin, truncate=False)) if _reproduces("yarn", p, r, theta, tau)), None)
+        twin = next((p for p in (twin, dict(twin, truncate=False)) if reproduces("yarn", p)), None)
         if twin and "yarn" not in found:
             found["yarn"] = twin
     spec.rope_type, spec.rope_params, spec.also = rope_type, params, list(found.items())[1:]
@@ -204,11 +208,6 @@ def method_frequencies(rope_type, params, r, factor_too=False):
     except (ValueError, TypeError):
         return None
     return out[1] if factor_too else out[0]
-
-
-def _reproduces(rope_type, params, r, theta, tau):
-    freqs = method_frequencies(rope_type, params, r)
-    return freqs is not None and bool(np.all(np.abs(freqs / theta - 1) <= tau))
 
 
 def leading_base(theta, r, tau):
@@ -235,8 +234,8 @@ def shortest_base(theta, r, tau):
 
 
 def _locate(theta, centre, noise, n, out_err):
-    """(offset or None, its deviation, others that fit): the offset for the finest rounding that lets every pair agree on one, the
-    noise floors sized for the offset found (rounding grows with the absolute angle)."""
+    """(offset or None, its deviation, others that fit): the offset for the finest rounding that lets every pair
+    agree on one, the noise floors sized for the offset found (rounding grows with the absolute angle)."""
     x2 = n * (n * n - 1) / 12                     # sum of (row - centre row)^2
     for _, unit in PRECISIONS:
         sized = 0.0
