@@ -21,18 +21,3 @@ def supported_context(base: float, d: int = 128, limit: int = 1 << 22, inv_freq=
             return int(m[np.argmax(negative)]) - 1
     return limit
 
-
-#: Real models: the shipped config.json (rope_ref/teaching/data; ``hub``: its Hub id), the layer type where layers
-#: differ, and ``scaled_from``: the training length before scaling (from the model's report, not its config).
-MODELS = {
-    "Llama 2 7B": dict(config="llama-2-7b-hf", hub="meta-llama/Llama-2-7b-hf"),
-    "Llama 3 8B": dict(config="meta-llama-3-8b", hub="meta-llama/Meta-Llama-3-8B"),
-    "Llama 3.1 8B": dict(config="llama-3.1-8b", hub="meta-llama/Llama-3.1-8B", scaled_from=8192),
-    "Mistral 7B v0.1": dict(config="mistral-7b-v0.1", hub="mistralai/Mistral-7B-v0.1"),
-    "Qwen2.5 7B": dict(config="qwen2.5-7b-instruct-yarn", hub="Qwen/Qwen2.5-7B-Instruct", scaled_from=32768),
-    # ^ with the yarn section its model card adds for contexts beyond 32k
-    "Gemma 7B": dict(config="gemma-7b", hub="google/gemma-7b"),
-    "Gemma 3 27B (global layers)": dict(config="gemma-3-27b-pt", hub="google/gemma-3-27b-pt",
-                                        layer_type="full_attention", scaled_from=32768),
-}
-
