@@ -1,7 +1,6 @@
 """RoPE kernels written the way outside code writes them (not rope_ref's implementation): the subjects of notebook 07,
 each taking ``x`` ``(seq, d)`` at its own positions 0..seq-1.  At the end, a replay of transformers' Llama rotary
-module (its recorded cos/sin and ``inv_freq``) for notebook 07's wrapper and notebook 06's bfloat16 cast.
-"""
+module (its recorded cos/sin and ``inv_freq``) for notebook 07's wrapper and notebook 06's bfloat16 cast."""
 
 import json
 from importlib import resources

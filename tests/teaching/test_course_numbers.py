@@ -80,8 +80,9 @@ def test_four_schemes_numbers_of_notebook_00():
         rel = np.arange(L)[::-1]                          # a window of 64 keys: distances 63..0, at any query
         rope[o] = _softmax_weight(features(rel) @ sol, int(np.flatnonzero(rel == o)[0]))
     t5 = _softmax_weight(np.array([height / 2 if r in offsets else 0.0 for r in range(L)]), 3)   # mean target
-    assert np.array_equal(quantities.t5_bucket(np.arange(16)), np.arange(16)), "3 and 7 back: buckets of their own"
-    got = quantities.offset_head_weights(offsets=offsets, train_len=L, d=128, height=height, window_ends=(63, 1000))
+    cell = run_cells("00_why_positions", "cell-09", namespace={"np": np, "rr": rr})      # the notebook's own code
+    assert np.array_equal(cell["t5_bucket"](np.arange(16)), np.arange(16)), "3 and 7 back: buckets of their own"
+    got = cell["weights"]
     np.testing.assert_allclose(got["RoPE"], [[rope[3]] * 2, [rope[7]] * 2], atol=1e-6)    # the same near and far
     np.testing.assert_allclose(got["T5 bias"], t5, atol=1e-9)
     np.testing.assert_allclose(got["ALiBi"], [[_softmax_weight(-0.5 * np.arange(L), o)] * 2 for o in offsets])

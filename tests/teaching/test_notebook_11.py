@@ -1,6 +1,8 @@
 """Notebook 11 (RoPE inside a real model): every number its prose states, recomputed here from the model's logits and
-attention weights with plain NumPy (not with rope_ref.teaching.real_model's helpers), and its exercise."""
+attention weights with plain NumPy (not with rope_ref.teaching.real_model's helpers), the functions its cells define
+against those recomputations, and its exercise."""
 
+import ast
 import functools
 from pathlib import Path
 
@@ -43,6 +45,18 @@ def queries_keys(model, copy_ids):
     return np.stack(caught[0::2]), np.stack(caught[1::2])
 
 
+def defined(model) -> dict:
+    """The functions notebook 11's code cells define, each ``def`` run alone (not the rest of its cell), on model."""
+    namespace = {"np": np, "rr": rr, "functools": functools, "model": model}
+    for cell in notebook_cells.cells(NAME):
+        code = "\n".join(line for line in notebook_cells.src(cell).splitlines() if not line.startswith("%"))
+        if cell["cell_type"] == "code":
+            module = ast.parse(code)
+            module.body = [node for node in module.body if isinstance(node, ast.FunctionDef)]
+            exec(compile(module, f"{NAME}.ipynb:{cell['id']}", "exec"), namespace)
+    return namespace
+
+
 def accuracy(model, ids, **kwargs):
     """Top-1 hits on the 39 predictable tokens of the second copy, from the logits."""
     return np.mean(model.forward(ids, **kwargs).argmax(axis=-1)[LENGTH:-1] == ids[LENGTH + 1:])
@@ -76,6 +90,7 @@ def test_intro_and_eq11_and_the_loss(model):
         z = model.forward(ids, rope=rope)[:-1].astype(np.float64)
         z = z - z.max(-1, keepdims=True)
         losses.append(-np.mean(z[np.arange(64), ids[1:]] - np.log(np.exp(z).sum(-1))))
+    assert f"{defined(model)['mean_loss'](ids):.2f}" == f"{losses[0]:.2f}"          # the notebook's mean_loss
     assert "4.57 nats with the model's RoPE, 4.74 with base $10^4$, 5.45 with the half pairing" in t
     assert [f"{x:.2f}" for x in losses] == ["4.57", "4.74", "5.45"]
 
@@ -94,6 +109,7 @@ def test_copy_table(model, copy_ids):
              "every position + 3000, angles and cos/sin in bfloat16"]
     for name, value in zip(names, rows):
         assert f"| {name} | {value:.2f} |" in text(), name
+    assert defined(model)["copy_accuracy"](copy_ids, positions=shifted) == rows[3]     # the notebook's copy_accuracy
 
 
 def test_heads_the_unturned_pairs_and_the_norms(model, copy_ids, queries_keys):
@@ -103,6 +119,10 @@ def test_heads_the_unturned_pairs_and_the_norms(model, copy_ids, queries_keys):
     assert (p, i) == ((16, 0), (18, 6)) and f"{previous[p]:.2f}" == "0.89" == f"{induction[i]:.2f}"
     assert "layer 16, head 0 (previous-token score 0.89), and layer 18, head 6 (induction score 0.89)" in t
     fast = [functools.partial(unturned, range(8)), functools.partial(unturned, range(24, 32))]
+    x = np.random.default_rng(0).standard_normal((9, 2 * LENGTH, 64))
+    for pairs, rope in zip([range(8), range(24, 32)], fast):                    # the notebook's rope_without_turning
+        np.testing.assert_allclose(defined(model)["rope_without_turning"](pairs)(x, np.arange(80)),
+                                   rope(x, np.arange(80)), rtol=1e-9, atol=1e-12)
     (fp, fi), (sp, si) = (head_scores(model.attention(copy_ids, rope=rope)) for rope in fast)
     assert "its score falls from 0.89 to 0.03" in t and f"{fp[p]:.2f}" == "0.03"
     assert "The induction head goes too (0.04)" in t and f"{fi[i]:.2f}" == "0.04"
@@ -117,14 +137,17 @@ def test_heads_the_unturned_pairs_and_the_norms(model, copy_ids, queries_keys):
     assert "pair 22 or slower" in t
 
 
-def test_scores_against_distance_with_the_key_behind(queries_keys):
+def test_scores_against_distance_with_the_key_behind(model, queries_keys):
     queries, keys = (x.astype(np.float64) for x in queries_keys)
+    real_decay = defined(model)["real_decay"]
     curves = []
     for layer, head in [(16, 0), (18, 6)]:
         zq = queries[layer, head][:, 0::2] + 1j * queries[layer, head][:, 1::2]
         zk = keys[layer, head // 3][:, 0::2] + 1j * keys[layer, head // 3][:, 1::2]
         products = np.conj(zq)[:, None, :] * zk[None, :, :]            # Re(conj(z_q) z_k e^{i(n - m) theta}), n = m - r
         decay = np.array([np.abs((products * np.exp(-1j * r * THETA)).real.sum(-1)).mean() for r in range(257)])
+        np.testing.assert_allclose(real_decay(queries[layer, head], keys[layer, head // 3], range(257)), decay,
+                                   rtol=1e-9)                                  # the notebook's real_decay
         curves.append(decay / decay[0])
     previous, induction = curves
     period = 257 / np.argmax(np.abs(np.fft.rfft(previous - previous.mean())))

