@@ -247,9 +247,13 @@ FIGURES = {
 def write_all(out_dir: Path | str, names=None) -> list[Path]:
     """Write NAME.png and NAME.svg for every figure (or the given ``names``) into ``out_dir`` (created if
     missing), each file whole."""
+    names = [names] if isinstance(names, str) else list(names or FIGURES)
+    unknown = sorted(set(names) - set(FIGURES))
+    if unknown:
+        raise ValueError(f"names must be figure names from {sorted(FIGURES)}, got {unknown}")
     written = []
     with matplotlib.rc_context(matplotlib.rcParamsDefault), matplotlib.rc_context(RC):
-        for name in names or FIGURES:
+        for name in names:
             fig = FIGURES[name]()
             for fmt in ("png", "svg"):
                 buf = io.BytesIO()

@@ -44,6 +44,13 @@ def test_committed_figures_match_regeneration_and_a_second_run(regenerated, tmp_
         assert p.read_bytes() == (out / p.name).read_bytes(), p.name
 
 
+def test_unknown_figure_names_are_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match="names"):
+        write_all(tmp_path / "out", names=["aliasing", "nosuch"])
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in write_all(tmp_path, names="aliasing")] == ["aliasing.png", "aliasing.svg"]
+
+
 def _drawn_colours(fig) -> set:
     """Every RGB the renderer strokes, fills or writes with (alpha 0 left out) while the figure is drawn."""
     renderer = fig.canvas.get_renderer()
