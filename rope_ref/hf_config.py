@@ -6,7 +6,7 @@ from types import MappingProxyType
 
 from ._config_file import load_config
 from ._validate import (check_base, check_bool, check_choice, check_number, check_pairing, check_positive_int,
-                        check_rotary_dim)
+                        check_positive_real, check_rotary_dim)
 from .hf_families import DIFFUSERS_FAMILIES, FAMILIES, Family
 from .multiaxis import mrope_frequencies
 from .rope_config import RopeConfig
@@ -58,15 +58,17 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
         head_dim = check_positive_int(cfg.get(head_key, default_head), f"config[{head_key!r}]")
     # transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a top-level
     # original_max_position_embeddings (Phi-3), else the rope section's, else max_position_embeddings
-    max_pos = next((cfg[k] for k in family.max_pos_keys if cfg.get(k) is not None), None)
+    top = {k: check_positive_int(cfg[k], f"config[{k!r}]")
+           for k in family.max_pos_keys + ("original_max_position_embeddings",) if cfg.get(k) is not None}
+    max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
     if TRAIN_LENGTH in SCALING_METHODS[rope_type].required:
-        train = (section.get("original_max_position_embeddings") for section in (cfg, rope))
-        rope["original_max_position_embeddings"] = next((v for v in train if v is not None), max_pos)
+        train = top.get("original_max_position_embeddings", rope.get("original_max_position_embeddings"))
+        rope["original_max_position_embeddings"] = max_pos if train is None else train
     if max_pos is not None:
         rope["max_position_embeddings"] = max_pos
     params, query_scaling = ({k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
                              for given in (SCALING_METHODS[rope_type].params_of(rope), query_scaling))
-    try:                                                 # scaled_inv_freq checks rope_theta and the method's keys
+    try:                                                 # scaled_inv_freq checks the method's keys
         _, attention_factor = scaled_inv_freq(rotary_dim, rope_theta=base, rope_type=rope_type, **params)
         if mrope_section is not None:
             mrope_frequencies(rotary_dim, mrope_section, interleaved=mrope_interleaved)
@@ -120,9 +122,10 @@ def _family(cfg, model_type, pairing, path) -> Family:
         family = Family(pairing, rotary_key="rotary_dim")      # a rotary_dim count is read as such
     if family.unsupported:
         raise ValueError(f"config has model_type={model_type!r}: {family.unsupported}")
-    for key, value, default in family.needs:
-        if cfg.get(key, default) != value:
-            raise ValueError(f"config has {key}={cfg.get(key, default)!r}; {model_type} has RoPE only with {value!r}")
+    for key, value, default in family.needs:            # a missing or null key: the config class's default
+        given = default if cfg.get(key) is None else cfg[key]
+        if given != value:
+            raise ValueError(f"config has {key}={given!r}; {model_type} has RoPE only with {value!r}")
     return family
 
 
@@ -168,7 +171,8 @@ def _rope_section(cfg, layer_type, family):
     own = [section.get("rope_theta") for section in ([rope[k] for k in nested] or [rope])]
     if not defaulted and top and None not in own and all(theta != cfg[top] for theta in own):
         raise ValueError(f"config[{top!r}]={cfg[top]!r} disagrees with every rope_theta of {where} {own}; keep one")
-    if family.layers is not None and not nested:       # v4 layout of gemma3: rope_local_base_freq, ...
+    built = family.layers is not None and not nested
+    if built:                                          # v4 layout of gemma3: rope_local_base_freq, ...
         nested = sorted(family.layers)
         rope = {lt: dict(rope if scaled else {}, rope_theta=cfg.get(k, theta))
                 for lt, (k, theta, scaled) in family.layers.items()}
@@ -180,8 +184,11 @@ def _rope_section(cfg, layer_type, family):
     unknown = sorted(set(rope) - known)
     if unknown:
         raise ValueError(f"{where} has key {unknown[0]!r}, which rope_ref does not model for this model_type")
-    rope = dict(rope)               # rope_theta: the section's, else top-level, else the family's (checked by scaling)
-    base = next(v for v in (rope.pop("rope_theta", None), cfg.get(top), family.rope_theta) if v is not None)
+    rope = dict(rope)               # rope_theta: the section's, else top-level, else the family's; named where found
+    section_key = f"config[{family.layers[layer_type][0]!r}]" if built else f"{where}['rope_theta']"
+    found = [(rope.pop("rope_theta", None), section_key), (cfg.get(top), f"config[{top!r}]"),
+             (family.rope_theta, "rope_theta")]
+    base = check_positive_real(*next((v, name) for v, name in found if v is not None))   # rope_theta = 1: scaling warns
     where += " (the family's default rope section, as the config has none)" if defaulted else ""
     return where, rope, family.fixed_theta or base      # fixed_theta: the code ignores the config's
 
@@ -217,8 +224,9 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     if family.rotary_default is not None or (factor is None and cfg.get(family.rotary_key) is not None):
         return check_rotary_dim(cfg.get(family.rotary_key, family.rotary_default), head_dim,   # GPT-J: None = all
                                 f"config[{family.rotary_key!r}]")
+    name = f"head_dim {head_dim}" + ("" if factor is None else f" times config {key} {factor!r}")
     factor = family.partial_rotary_factor if factor is None else factor
-    return check_rotary_dim(int(head_dim * factor), head_dim, f"config {key} times head_dim {head_dim}")
+    return check_rotary_dim(int(head_dim * factor), head_dim, name)
 
 
 def _mrope(rope, family, where, known):

@@ -49,7 +49,7 @@ class Family:
     rotary_default: int | None = None  # ... and its default when the config lacks the key (GPT-J: 64)
     fixed_theta: float | None = None   # a base the modeling code hard-codes (GPT-J, CodeGen: 10^4)
     interleave: str | None = None      # MLA: interleaved pairs out in half layout if rope_interleave ("flag") or always
-    needs: tuple = ()                  # (key, value, default): RoPE only when config.get(key, default) == value
+    needs: tuple = ()                  # (key, value, default): RoPE only when the key (default if null) == value
     quirk: Callable | None = None      # (section, rope_type) -> the method it computes (HunYuan's alpha, PhiMoE)
     keys: tuple = ()                   # section keys only its quirk reads (refused in other families)
     query_keys: tuple = ()             # top-level keys that scale queries, not angles (Llama 4's temperature)

@@ -160,7 +160,9 @@ def test_family_quirks():
     assert rr.from_hf_config({"model_type": "deepseek_v2"}).output_pairing is None
     assert rr.from_hf_config({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rope_theta": 5e5}).base == 1e4
     assert rr.from_hf_config({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": None}).rotary_dim == 256
-    assert rr.from_hf_config({"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "head_dim": 32}).head_dim == 64
+    falcon = {"model_type": "falcon", "hidden_size": 4544, "n_head": 71, "head_dim": 32}   # head_dim: not read
+    for alibi in ({}, {"alibi": None}, {"alibi": False}):        # a missing or null alibi is False, as in transformers
+        assert rr.from_hf_config(dict(falcon, **alibi)).head_dim == 64
     assert rr.from_hf_config({"model_type": "esm", "hidden_size": 256, "num_attention_heads": 4,
                               "position_embedding_type": "rotary"}).head_dim == 64
     got = {mt: rr.from_hf_config({"model_type": mt, "hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 5e5})
@@ -307,6 +309,22 @@ def test_bad_configs_are_refused_naming_the_key(tmp_path, config, kw, exc, name)
         config = tmp_path / "config.json"
     with pytest.raises(exc, match=name):
         rr.from_hf_config(config, **kw)
+
+
+@pytest.mark.parametrize("config, exc, key, absent", [
+    (dict(LLAMA, max_position_embeddings=-5), ValueError, "config['max_position_embeddings']", "rope_scaling"),
+    (dict(LLAMA3, max_position_embeddings=-5), ValueError, "config['max_position_embeddings']", "rope_scaling"),
+    (dict(LLAMA3, original_max_position_embeddings=0), ValueError, "config['original_max_position_embeddings']",
+     "rope_scaling"),
+    (dict(LLAMA, rope_theta="10000"), TypeError, "config['rope_theta']", "rope_scaling"),
+    (dict(LLAMA, rope_scaling={"rope_theta": "1e4"}), TypeError, "config['rope_scaling']['rope_theta']", None),
+    (dict(LLAMA, head_dim=3), ValueError, "head_dim", "partial_rotary_factor"),
+    (dict(LLAMA, head_dim=6, partial_rotary_factor=0.5), ValueError, "partial_rotary_factor", None),
+])
+def test_a_bad_value_is_named_where_the_config_has_it(config, exc, key, absent):
+    with pytest.raises(exc) as err:
+        rr.from_hf_config(config)
+    assert key in str(err.value) and (absent is None or absent not in str(err.value))
 
 
 #: one config per way of writing RoPE; every key in it is read, so each bad value below is refused naming that key
