@@ -168,6 +168,14 @@ def test_bad_arguments_are_refused_by_name(kw, err, name):
         identify(args.pop("fn"), args.pop("d"), **args)
 
 
+def test_an_unknown_keyword_is_refused_by_identify_and_a_backward_that_is_not_rope_is_named_the_backward():
+    with pytest.raises(TypeError, match="bogus") as info:
+        identify(lambda x: neox(x), 8, bogus=1)
+    assert "identify" in str(info.value)                    # not an internal function's name
+    with pytest.raises(AssertionError, match="backward"):     # RopeMismatch
+        rr.assert_rope_grad_matches(lambda x, g: g[:, ::-1], 8)
+
+
 @pytest.mark.parametrize("back,err,words", [(lambda x: x[:, :4], ValueError, "shape"),
                                             (lambda x: x * np.nan, ValueError, "NaN"),
                                             (lambda x: np.array(["a"] * x.size).reshape(x.shape), TypeError,

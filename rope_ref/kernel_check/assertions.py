@@ -37,7 +37,9 @@ def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int | 
     """
     if axes is not None:
         return identify_axes(fn, d, axes, seq=seq, seed=seed, **axes_options)
-    return probe_one_axis(Caller(fn), d, seq=seq, seed=seed, max_rows=max_rows, base_hint=base_hint, **axes_options)
+    if axes_options:
+        raise TypeError(f"identify() got unexpected keyword arguments {sorted(axes_options)} (they are for axes=A)")
+    return probe_one_axis(Caller(fn), d, seq=seq, seed=seed, max_rows=max_rows, base_hint=base_hint)
 
 
 def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | None = None, seq: int = 64,
@@ -64,8 +66,9 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
     d, _, expected = _expectations(d, config, None, expected, phase_atol, backward=True)
     back = probe_one_axis(Caller(lambda g: vjp(np.random.default_rng(len(g)).standard_normal(g.shape), g),
                                  raising=True), d, seq=seq, max_rows=max_rows)
-    if back.is_rope:                                    # the forward: the backward's angles negated
-        back = dataclasses.replace(back, table=-back.table, inv_freq=None if back.inv_freq is None else -back.inv_freq)
+    if not back.is_rope:
+        raise RopeMismatch("", [f"backward: {back}"], back)
+    back = dataclasses.replace(back, table=-back.table, inv_freq=None if back.inv_freq is None else -back.inv_freq)
     return _judge(back, expected, phase_atol, "RoPE backward mismatch (vjp(x, g) should rotate g by minus the "
                   "forward angles)")
 
