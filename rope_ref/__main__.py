@@ -54,12 +54,17 @@ def parse_command_line(argv=None) -> argparse.Namespace:
     parser.add_argument("--seq", type=int, metavar="N", help="positions 0..N-1, N at least 2 (default 4096)")
     parser.add_argument("--out", metavar="DIR", help="folder for the files, created if missing")
     args = parser.parse_args(argv)
-    given = [f"--{k}" for k in ("d", "seq", "out") if getattr(args, k) is not None]
-    if set(given) - set(OPTIONS[args.command]) or (args.command == "site" and args.out is None):
-        parser.error(f"{args.command} takes {' '.join(OPTIONS[args.command])} only; site needs --out DIR")
+    extra = [f"--{k}" for k in ("d", "seq", "out") if getattr(args, k) is not None
+             and f"--{k}" not in OPTIONS[args.command]]
+    if extra:
+        parser.error(f"{extra[0]}: {args.command} takes {' '.join(OPTIONS[args.command])} only")
+    if args.command == "site" and args.out is None:
+        parser.error("site needs --out DIR")
     args.d, args.seq = 128 if args.d is None else args.d, 4096 if args.seq is None else args.seq
-    if not (2 <= args.d <= MAX_D and args.d % 2 == 0 and 2 <= args.seq <= MAX_VALUES // args.d):
-        parser.error(f"--d {args.d} --seq {args.seq}: expected an even D from 2 to {MAX_D} and N from 2 to 2^23 / D")
+    if not (2 <= args.d <= MAX_D and args.d % 2 == 0):
+        parser.error(f"--d: expected an even D from 2 to {MAX_D}, got {args.d}")
+    if not 2 <= args.seq <= MAX_VALUES // args.d:
+        parser.error(f"--seq: expected N from 2 to 2^23 / D = {MAX_VALUES // args.d} (D = {args.d}), got {args.seq}")
     if args.command != "check":
         args.out = output_folder(args.out, parser)
     return args

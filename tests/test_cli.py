@@ -39,19 +39,23 @@ def test_a_failing_identity_is_status_1_and_ctrl_c_one_line_and_130(monkeypatch,
         assert "planted" in out and "FAIL" in out
 
 
-@pytest.mark.parametrize("args,named", [
-    (["check", "--d", "7"], "--d"), (["--d", "1024"], "--d"), (["--seq", "x"], "--seq"), (["--seq", "1"], "--seq"),
-    (["check", "--d", "512", "--seq", "100000"], "--seq"), (["bogus"], "bogus"), (["check", "--out", "D"], "check"),
-    (["figures", "--d", "64"], "figures"), (["--seq", "64", "site", "--out", "D"], "site"), (["site"], "--out"),
-    *[(command + ["--out", out], "--out") for command in (["figures"], ["site"], [])
+@pytest.mark.parametrize("args,named,unnamed", [
+    (["check", "--d", "7"], "--d", "--seq"), (["check", "--d", "3"], "--d", "--seq"), (["--d", "1024"], "--d", None),
+    (["--seq", "x"], "--seq", None), (["--seq", "1"], "--seq", "--d"),
+    (["check", "--d", "512", "--seq", "100000"], "--seq", "--d"), (["bogus"], "bogus", None),
+    (["check", "--out", "D"], "--out", "site"), (["figures", "--d", "64"], "--d", "site"),
+    (["--seq", "64", "site", "--out", "D"], "--seq", None), (["site"], "--out", None),
+    *[(command + ["--out", out], "--out", None) for command in (["figures"], ["site"], [])
       for out in ("", "taken.txt", "taken.txt/sub/figs")],       # a path that is, or is under, a file
 ])
-def test_a_bad_option_is_one_line_and_status_2_before_any_work(tmp_path, monkeypatch, capsys, args, named):
+def test_a_bad_option_is_one_line_and_status_2_before_any_work(tmp_path, monkeypatch, capsys, args, named, unnamed):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(cli, "print_identities", lambda d, seq: pytest.fail("ran the checks"))
     (tmp_path / "taken.txt").write_text("x")
     assert main(args) == 2
-    _one_line(capsys.readouterr().err, named)
+    err = capsys.readouterr().err
+    _one_line(err, named)
+    assert unnamed is None or unnamed not in err, err            # only the option that is wrong
     assert [p.name for p in tmp_path.iterdir()] == ["taken.txt"]
 
 
