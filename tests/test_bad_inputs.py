@@ -1,4 +1,4 @@
-"""Bad inputs to every public function of rope_ref.forms and rope_ref.layouts (rope_ref.rope_attention's: mostly
+"""Bad inputs to every public function of rope_ref.forms, .layouts and .testing (rope_ref.rope_attention's: mostly
 tests/test_attention.py): the right exception type, and a message that names the argument (never its wording); no
 RuntimeWarning escapes."""
 
@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import rope_ref as rr
+from rope_ref.testing import assert_rope_close, rotate_table
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -63,11 +64,27 @@ CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: rr.rotate_elementwise(X4, layout="bshd", seqlen_offsets=[0, np.nan, 1]), ValueError, "seqlen_offsets"),
     (lambda: rr.rotate_elementwise(X4, layout="bshd", seqlen_offsets="3"), TypeError, "seqlen_offsets"),
     (lambda: rr.rotate_elementwise(X3, seqlen_offsets=3), TypeError, "seqlen_offsets"),
+    (lambda: rr.testing.layout_positions((5, 2, 4), "thd", cu_seqlens=np.array([0, 3, 2, 5], np.uint32)), ValueError,
+     "cu_seqlens"),                                          # unsigned: np.diff wraps
+    (lambda: rr.layout_positions((1, 3, 2, 8), "bshd", seqlen_offsets=np.array([2 ** 63 - 2])), ValueError,
+     "seqlen_offsets"),                                      # the last position would wrap past int64
     (lambda: rr.rotate_qkv(np.zeros((2, 5, 4, 2, 8))), ValueError, "qkv"),
+    (lambda: rr.rotate_qkv(np.ones((4, 3, 2, 8)), np.arange(5)), ValueError, "positions"),
+    (lambda: rr.rotate_qkv(np.ones((4, 3, 2, 8)), np.arange(5)), ValueError, "qkv"),     # its token axes, not x's
+    (lambda: rr.rotate_qkv(np.zeros((4, 16)), head_dim=8, layout="thd", cu_seqlens=[0, 4]), TypeError, "cu_seqlens"),
     (lambda: rr.rotate_qkv(np.zeros((2, 5, 6, 8)), num_heads_q=5), ValueError, "num_heads_q"),
     (lambda: rr.rotate_qkv(np.zeros((2, 5, 6, 8)), num_heads_q=0), ValueError, "num_heads_q"),
     (lambda: rr.rotate_qkv(np.zeros((5, 48)), head_dim=3), ValueError, "head_dim"),
     (lambda: rr.rotate_qkv(np.zeros((5, 48)), head_dim=10), ValueError, "head_dim"),
+    (lambda: assert_rope_close(X, X, head_dim=0), ValueError, "head_dim"),
+    (lambda: assert_rope_close(X, X, head_dim="4"), TypeError, "head_dim"),
+    (lambda: assert_rope_close(X, X, head_dim=-4), ValueError, "head_dim"),
+    (lambda: assert_rope_close(X, X, head_dim=3), ValueError, "head_dim"),
+    (lambda: assert_rope_close(X, X, cos=np.ones((4, 4)), sin=np.zeros((4, 4))), ValueError, "rows"),   # 5 > 4 rows
+    (lambda: assert_rope_close(X, X, cos=np.ones((9, 4)), sin=np.zeros((9, 3))), ValueError, "sin"),
+    (lambda: assert_rope_close(X, X, cos=np.ones((9, 5)), sin=np.zeros((9, 5))), ValueError, "cos"),    # r > d
+    (lambda: rotate_table(X, np.ones((9, 4)), np.zeros((9, 4)), rows=[0, 1, 2, 3, -1]), ValueError, "rows"),
+    (lambda: rotate_table(X, np.ones((9, 4)), np.zeros((9, 4)), rows=[0, 1, 2, 3]), ValueError, "rows"),
     (lambda: rr.rotate_elementwise(X, [1j] * 5), TypeError, "positions"),
     (lambda: rr.rotate_elementwise(X, base=-1.0, inv_freq=np.ones(4)), ValueError, "base"),
     (lambda: rr.rotate_elementwise(X[0], np.zeros((2, 5)), inv_freq=F3), ValueError, "positions"),

@@ -62,3 +62,11 @@ def test_rotate_qkv_rotates_q_and_k_and_leaves_v(shape, kw, heads_view, rotated,
     for h in range(heads_view[-2]):
         want = pairwise_reference(x[..., h, :], pos, pairing=pairing) if h < rotated else x[..., h, :]
         np.testing.assert_allclose(got[..., h, :], want, rtol=0, atol=2e-6 * (h < rotated))
+
+
+def test_offsets_up_to_the_last_int64_and_unsigned_cu_seqlens_give_exact_positions():
+    top = 2 ** 63 - 1
+    got = rr.layout_positions((2, 3, 1, 8), "bshd", seqlen_offsets=np.array([top - 2, 5], np.uint64))[..., 0]
+    assert got.tolist() == [[top - 2, top - 1, top], [5, 6, 7]]
+    got = rr.layout_positions((5, 1, 8), "thd", cu_seqlens=np.array([0, 2, 5], np.uint32), seqlen_offsets=[top - 2, 1])
+    assert got.ravel().tolist() == [top - 2, top - 1, 1, 2, 3]

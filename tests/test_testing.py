@@ -1,6 +1,7 @@
 """rope_ref.testing: a kernel built as its declared precision says passes, every planted defect fails, the bound holds
 at its edge, layouts and tables give the positions and rows a suite's kernel uses."""
 
+import warnings
 from types import SimpleNamespace
 
 import ml_dtypes
@@ -151,8 +152,23 @@ def test_angles_per_position_and_pair():
     x, pos = rng.standard_normal((7, 16)).astype(np.float32), np.arange(7.0) * 1000
     angles = np.multiply.outer(pos, rr.frequencies(16))
     assert_rope_close(rr.rotate(x, pos), x, angles=angles)
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError) as info:
         assert_rope_close(rr.rotate(x, pos + 1), x, angles=angles)
+    assert info.value.defects == [] and "angle" in " ".join(info.value.problems)    # the catalogue is not tried
+
+
+def test_an_unmeasured_base_is_not_reported_and_an_all_zero_x_warns_nothing():
+    """A kernel on base 10^4 where 5e5 is expected, too few positions to measure the base at d = 64: no problem line
+    reports a value it could not measure; an all-zero x (a 0/0 ratio in every pair) fails without a RuntimeWarning."""
+    x = np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32)
+    with pytest.raises(RopeMismatch) as info:
+        assert_rope_close(rr.rotate(x), x, base=5e5)
+    assert not any("None" in line for line in info.value.problems), info.value.problems
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(RopeMismatch):
+            assert_rope_close(np.ones((8, 8)), np.zeros((8, 8)))
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
 
 
 @pytest.mark.parametrize("bad, name", [(dict(precision="float8"), "precision"), (dict(precision=3), "precision"),
