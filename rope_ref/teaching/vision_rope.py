@@ -38,7 +38,7 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
     at (dx, dy) for dx, dy in -radius..radius: float64 ``(2r+1, 2r+1)``, row dy, column dx."""
     q, k = (a.astype(np.float64) for a in _qk(q, k, one_d=True))
     if q.size % 4:
-        raise ValueError(f"q and k must have d divisible by 4 (half the pairs turn with x, half with y), got d={q.size}")
+        raise ValueError(f"q and k must have d divisible by 4 (half the pairs on x, half on y), got d={q.size}")
     radius = check_positive_int(radius, "radius")
     offsets = np.arange(-radius, radius + 1, dtype=np.float64)
     dy, dx = np.meshgrid(offsets, offsets, indexing="ij")
