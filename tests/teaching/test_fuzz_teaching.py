@@ -92,3 +92,10 @@ def test_quantities_take_read_only_inputs_and_return_new_arrays():
     for result in (quantities.score(q, k, m, 2.0), quantities.score_vs_distance(q, k, m)):
         assert result.flags.writeable and not any(np.shares_memory(result, a) for a in (q, k, m))
     np.testing.assert_array_equal(q, Q8)
+
+
+def test_relative_score_map_is_float64_with_q_dot_k_at_zero_offset():
+    q, k = Q8.astype(np.float16), K8.astype(np.float16)
+    result = vision_rope.relative_score_map(q, k, 2)
+    assert result.dtype == np.float64 and result.shape == (5, 5)
+    np.testing.assert_allclose(result[2, 2], q.astype(np.float64) @ k.astype(np.float64))
