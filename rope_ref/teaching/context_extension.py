@@ -1,5 +1,6 @@
 """Context extension (notebook 05): every scaling method applied to one model, side by side."""
 
+from .._validate import check_number
 from ..forms import frequencies
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 
@@ -8,6 +9,9 @@ TRAIN_LEN = 4096          # the example model's training length
 
 def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
     """rope_type -> parameters for scaled_inv_freq (each method's ``example``): ``train_len`` extended ``factor``x."""
+    train_len = check_number(train_len, "train_len", "a positive integer below 2**53", lambda v: 0 < v < 2 ** 53)
+    factor = check_number(factor, "factor", "a real number >= 1 with factor * train_len finite",
+                          lambda v: 1 <= v and v * train_len < float("inf"), real=True)
     return {name: method.example(factor, train_len) for name, method in SCALING_METHODS.items() if method.example}
 
 

@@ -7,10 +7,14 @@ from importlib import resources
 
 import numpy as np
 
+from .._validate import check_choice
+
 
 def config(name: str) -> dict:
     """A model config.json shipped in rope_ref/teaching/data, as a dict: ``config("qwen2.5-7b-instruct-yarn")``."""
-    return json.loads((resources.files(__package__) / "data" / f"{name}.json").read_text(encoding="utf-8"))
+    data = resources.files(__package__) / "data"
+    name = check_choice(name, "name", sorted(f.name[:-5] for f in data.iterdir() if f.name.endswith(".json")))
+    return json.loads((data / f"{name}.json").read_text(encoding="utf-8"))
 
 
 def neox_style_rope(x, base=10000.0):

@@ -3,21 +3,26 @@
 import ml_dtypes
 import numpy as np
 
-from .._validate import check_positions, check_positions_any, check_x
+from .._validate import (check_freqs, check_number, check_positions, check_positions_any, check_real_array,
+    check_scalar, check_x)
 from ..forms import frequencies, rotate_half
 from .quantities import _qk, score
 
 #: The narrow dtypes notebook 06 compares with float64.
 PRECISION_DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
+_ANGLE_DTYPES = (*PRECISION_DTYPES, "float64")
 
 
 def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
     """m * theta_i as a kernel computes it in ``dtype`` (both cast, product rounded), as float64; float16 gives inf."""
-    dt = np.dtype(dtype)
-    if dt.kind != "f" and dt != ml_dtypes.bfloat16:
-        raise TypeError(f"dtype must be a float dtype (float16, bfloat16, float32, float64), got {dtype!r}")
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError):
+        dt = np.dtype(object)
+    if dt.name not in _ANGLE_DTYPES:
+        raise TypeError(f"dtype must be one of {_ANGLE_DTYPES} (a dtype or its name), got {dtype!r:.80}")
     with np.errstate(over="ignore", invalid="ignore"):
-        pos, freqs = check_positions_any(positions), np.asarray(freqs)
+        pos, freqs = check_positions_any(positions), check_freqs(freqs)
         return np.multiply.outer(pos.astype(dt), freqs.astype(dt)).astype(dt).astype(np.float64)
 
 
@@ -42,8 +47,8 @@ def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.flo
 
 def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000.0, dtype=np.float32):
     """|q_m . k_{m+r}| error when angles are computed in ``dtype`` vs float64, for each m; q, k ``(d,)``."""
-    q, k = _qk(q, k)
-    m = check_positions_any(m, "m")
+    q, k = _qk(q, k, one_d=True)
+    m, distance = check_positions_any(m, "m"), check_scalar(distance, "distance")
     qm = rotate_with_angle_dtype(np.broadcast_to(q, m.shape + q.shape), m, base=base, dtype=dtype)
     kn = rotate_with_angle_dtype(np.broadcast_to(k, m.shape + k.shape), m + distance, base=base, dtype=dtype)
     return np.abs(np.einsum("...d,...d->...", qm, kn) - score(q, k, m, m + distance, base=base))
@@ -51,5 +56,7 @@ def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000
 
 def format_errors(values, digits: int = 1) -> str:
     """Errors as a row of fixed-width scientific numbers (``3.4e-02``), ``inf`` and ``nan`` spelled out."""
+    values = check_real_array(values, "values")
+    digits = check_number(digits, "digits", "an integer from 1 to 17", lambda v: 0 < v <= 17)
     return "  ".join(f"{float(v):>{7 + digits}.{digits}e}" if np.isfinite(v) else f"{str(float(v)):>{7 + digits}}"
                      for v in np.ravel(values))

@@ -2,20 +2,22 @@
 
 import numpy as np
 
-from .._validate import check_finite, check_positions_any, check_x
+from .._validate import check_d, check_finite, check_positions_any, check_positive_int, check_seed, check_x
 from ..forms import rotate
 
 
 def random_qk(d: int, seed: int = 0, n: int | None = None):
     """Seeded standard-normal query and key vectors: shape ``(d,)`` each, or ``(n, d)``."""
-    return np.random.default_rng(seed).standard_normal((2, d) if n is None else (2, n, d))
+    shape = (check_d(d),) if n is None else (check_positive_int(n, "n"), check_d(d))
+    return np.random.default_rng(check_seed(seed)).standard_normal((2, *shape))
 
 
-def _qk(q, k):
-    """Checked finite q, k ``(..., d)`` with the same even d."""
+def _qk(q, k, one_d: bool = False):
+    """Checked finite q, k ``(..., d)`` with the same even d (``one_d``: single vectors ``(d,)``)."""
     q, k = check_finite(check_x(q, "q"), "q"), check_finite(check_x(k, "k"), "k")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same feature size d, got q {q.shape}, k {k.shape}")
+    if q.shape[-1] != k.shape[-1] or one_d and (q.ndim != 1 or k.ndim != 1):
+        raise ValueError(f"q and k must be {'single vectors' if one_d else 'of shapes (..., d)'} with the same feature "
+                         f"size d, got q {q.shape}, k {k.shape}")
     return q, k
 
 
@@ -24,7 +26,11 @@ def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", in
     leading axes and against each other; returns float64 of that broadcast shape."""
     q, k = _qk(q, k)
     m, n = check_positions_any(m, "m"), check_positions_any(n, "n")
-    shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-1], m.shape, n.shape)
+    try:
+        shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-1], m.shape, n.shape)
+    except ValueError:
+        raise ValueError(f"q, k (without d), m and n must broadcast, got shapes {q.shape}, {k.shape}, {m.shape}, "
+                         f"{n.shape}") from None
     kw = dict(base=base, pairing=pairing, inv_freq=inv_freq)
     qm = rotate(np.broadcast_to(q, shape + q.shape[-1:]), np.broadcast_to(m, shape), **kw)
     kn = rotate(np.broadcast_to(k, shape + k.shape[-1:]), np.broadcast_to(n, shape), **kw)

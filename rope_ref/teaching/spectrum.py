@@ -7,7 +7,8 @@ import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from .._validate import check_choice, check_d, check_number, check_positive_int
+from .._validate import (check_base, check_choice, check_d, check_finite_array, check_number, check_positions_any,
+    check_positive_int, check_scalar, check_seed)
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 from .style import VIEW_DPI, new_axes
@@ -22,8 +23,9 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
     """Frequency of each of the d/2 pairs under ``scheme``, fast to slow (0 where not rotated), ``(d/2,)``: "partial"
     spreads the geometric range over the first ``fraction * d`` features, "p-rope" and "proportional" keep
     RoPE's theta_i for the first ``fraction * d/2`` pairs."""
-    out = np.zeros(check_d(d) // 2)
-    check_choice(scheme, "scheme", SCHEMES)
+    scheme, d = check_choice(scheme, "scheme", SCHEMES), check_d(d)
+    fraction = check_number(fraction, "fraction", "a real number in [0, 1]", lambda v: 0 <= v <= 1, real=True)
+    out = np.zeros(d // 2)
     if scheme == "partial":
         r = int(fraction * d) // 2 * 2
         if r:
@@ -65,13 +67,15 @@ def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 
                      base: float = 10000.0, scheme: str = "rope", fraction: float = 0.75, width: int = 4) -> np.ndarray:
     """Attention weights ``(n_keys,)`` of a positional head (Barbero et al.) on keys 0..n_keys-1 behind the query:
     every token is u on the ``width`` pairs from ``pair`` (|u|^2 = ``scale``), the query u turned back by ``offset``."""
+    n_keys, d, width = check_positive_int(n_keys, "n_keys"), check_d(d), check_positive_int(width, "width")
+    scale = check_number(scale, "scale", "a finite real number >= 0", lambda v: 0 <= v < np.inf, real=True)
     pair = check_number(pair, "pair", f"an integer in 0..{d // 2 - width}", lambda v: 0 <= v <= d // 2 - width)
     u = np.zeros(d)
     u[2 * np.arange(pair, pair + width)] = np.sqrt(scale / width)      # |u|^2 = scale, spread evenly over the pairs
     freqs = scheme_frequencies(scheme, d, base, fraction)
     m = float(n_keys - 1)                                   # the query's position; keys at m - r
     r = np.arange(n_keys, dtype=float)
-    q = rotate(u[None], np.array([m - offset]), inv_freq=freqs)[0]
+    q = rotate(u[None], np.array([m - check_scalar(offset, "offset")]), inv_freq=freqs)[0]
     k = rotate(np.broadcast_to(u, (n_keys, d)), m - r, inv_freq=freqs)
     return softmax(k @ q)
 
@@ -80,7 +84,13 @@ def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10
     """Barbero et al.'s Figure 2 (arXiv:2410.06205, §3) from notebook 10's ``curves``, each ``(n,)`` over
     ``distances`` ``(n,)`` from 0: (a) all-ones q, k, ``curves["ones"]`` / its value at 0; (b) fresh Gaussian
     q, k, ``curves["gaussian"]`` (mean of ``n_samples`` activations) / d."""
-    r = np.asarray(distances)
+    r, d, base = check_positions_any(distances, "distances"), check_d(d), check_base(base)
+    n_samples = check_positive_int(n_samples, "n_samples")
+    if not isinstance(curves, dict) or {"ones", "gaussian"} - set(curves):
+        raise TypeError(f"curves must be a dict with 'ones' and 'gaussian' curves, got {curves!r:.80}")
+    curves = {name: check_finite_array(curves[name], "curves") for name in ("ones", "gaussian")}
+    if r.ndim != 1 or any(curve.shape != r.shape for curve in curves.values()):
+        raise ValueError(f"distances and curves must each be of one shape (n,), got distances {r.shape}")
     fig, (ax_a, ax_b) = new_axes(9, 5.4, 2, 1, sharex=True)
     ax_a.plot(r, curves["ones"] / curves["ones"][0], color="C0", lw=1.2, label="(a) q = k = all ones: a(r) / a(0)")
     ax_b.plot(r, curves["gaussian"] / d, color="C1", lw=0.8,
@@ -99,8 +109,9 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
     """Score of a key equal to the query at each distance, over its score at 0, ``distances.shape``: content on
     the ``width`` fastest ("high") or slowest ("low") pairs.  On the slowest it stays near 1 for thousands of
     positions (Barbero et al.'s semantic channels); a random unit word scores about 1/sqrt(2 width)."""
-    r = np.asarray(distances, dtype=np.float64)
-    check_choice(band, "band", ("high", "low"))
+    r, seed, d = check_positions_any(distances, "distances"), check_seed(seed), check_d(d)
+    width = check_number(width, "width", f"an integer in 1..{d // 2}", lambda v: 0 < v <= d // 2)
+    band = check_choice(band, "band", ("high", "low"))
     pairs = np.arange(width) if band == "high" else np.arange(d // 2 - width, d // 2)
     c = np.zeros(d)
     c.reshape(-1, 2)[pairs] = np.random.default_rng(seed).standard_normal((len(pairs), 2))

@@ -6,7 +6,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from .._validate import check_number
+from .._validate import check_number, check_positive_int
 from ..forms import rotate
 from ..multiaxis import MROPE_AXES, axial_frequencies, mrope_frequencies, mrope_position_ids
 from .quantities import _qk, random_qk
@@ -36,7 +36,10 @@ def _axial_score(q, k, q_xy, k_xy) -> float:
 def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndarray:
     """The 2-D axial score (timm / Heo et al.: first half of the pairs on x, second on y) of q at patch (0, 0) and k
     at (dx, dy) for dx, dy in -radius..radius: float64 ``(2r+1, 2r+1)``, row dy, column dx."""
-    q, k = _qk(q, k)
+    q, k = (a.astype(np.float64) for a in _qk(q, k, one_d=True))
+    if q.size % 4:
+        raise ValueError(f"q and k must have d divisible by 4 (half the pairs on x, half on y), got d={q.size}")
+    radius = check_positive_int(radius, "radius")
     offsets = np.arange(-radius, radius + 1, dtype=np.float64)
     dy, dx = np.meshgrid(offsets, offsets, indexing="ij")
     keys = rotate(np.broadcast_to(k, (dx.size, k.size)), np.stack([dx.ravel(), dy.ravel()]),

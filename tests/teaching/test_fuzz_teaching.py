@@ -13,30 +13,74 @@ from rope_ref.teaching import (base_bound, context_extension, example_kernels, k
 Q8, K8 = np.random.default_rng(5).standard_normal((2, 8))
 SPEC = RopeSpec(is_rope=True, inv_freq=np.ones(4), offset=0.0, rows=8)
 
-CASES = [  # (call, the argument its error must name)
-    (lambda: quantities.score(Q8, K8[:6], 1, 2), "q"), (lambda: quantities.score(Q8, K8, "a", 2), "m"),
-    (lambda: quantities.score(Q8, K8, 1, np.nan), "n"), (lambda: quantities.score_vs_distance(Q8, K8, "1"), "distance"),
-    (lambda: quantities.score(Q8 * 1e200, K8 * 1e200, 1, 2), "q"),
-    (lambda: precision.angles_in_dtype([1.0], np.ones(4), "int8"), "dtype"),
-    (lambda: precision.angles_in_dtype([np.nan], np.ones(4), np.float32), "positions"),
-    (lambda: precision.angle_errors([1.0], d=7), "d"),
-    (lambda: precision.rotate_with_angle_dtype(np.ones((4, 7)), np.arange(4)), "x"),
-    (lambda: context_extension.frequency_ratios(d=7), "d"), (lambda: context_extension.angles_reached(base=-1), "base"),
-    (lambda: spectrum.scheme_frequencies("nosuch"), "scheme"),
-    (lambda: spectrum.offset_attention(1, pair=40), "pair"),
-    (lambda: spectrum.semantic_match(np.arange(3), band="mid"), "band"),
-    (lambda: base_bound.supported_context(-1), "base"), (lambda: vision_rope.relative_score_map(None, K8, 3), "q"),
-    (lambda: vision_rope.fig_position_ids([("nosuch", 3)]), "segments"),
-    (lambda: kernel_plot.phase_errors(None, np.ones(4)), "spec"),
-    (lambda: kernel_plot.phase_errors(SPEC, np.ones(3)), "inv_freq"),
-    (lambda: kernel_plot.kernel_vs_expected(SPEC, np.ones(4), title=3), "title"),
-    (lambda: example_kernels.replayed_llama_rotary(cast="float16"), "cast"),
+T, V = TypeError, ValueError
+CASES = [  # (call, the exception, the argument its message must name)
+    (lambda: quantities.score(Q8, K8[:6], 1, 2), V, "q"), (lambda: quantities.score(Q8, K8, "a", 2), T, "m"),
+    (lambda: quantities.score(Q8, K8, 1, np.nan), V, "n"),
+    (lambda: quantities.score(Q8 * 1e200, K8 * 1e200, 1, 2), V, "q"),
+    (lambda: quantities.score(np.ones((3, 4)), np.ones((2, 4)), 0, 1), V, "q"),
+    (lambda: quantities.score_vs_distance(Q8, K8, "1"), T, "distance"),
+    (lambda: quantities.random_qk(3), V, "d"), (lambda: quantities.random_qk(2.5), T, "d"),
+    (lambda: quantities.random_qk(4, seed=-1), V, "seed"), (lambda: quantities.random_qk(4, n=0), V, "n"),
+    (lambda: precision.angles_in_dtype([1.0], np.ones(4), "int8"), T, "dtype"),
+    (lambda: precision.angles_in_dtype([1.0], np.ones(4), "foo"), T, "dtype"),
+    (lambda: precision.angles_in_dtype([np.nan], np.ones(4), np.float32), V, "positions"),
+    (lambda: precision.angles_in_dtype([1.0], [np.nan, 1.0], np.float32), V, "freqs"),
+    (lambda: precision.angles_in_dtype([1.0], "abc", np.float32), T, "freqs"),
+    (lambda: precision.angle_errors([1.0], d=7), V, "d"),
+    (lambda: precision.rotate_with_angle_dtype(np.ones((4, 7)), np.arange(4)), V, "x"),
+    (lambda: precision.score_error_by_dtype(Q8, K8, [1, 2], distance=[1, 2, 3]), V, "distance"),
+    (lambda: precision.score_error_by_dtype(np.ones((2, 8)), K8, [1, 2]), V, "q"),
+    (lambda: precision.format_errors([1.0], digits=40), V, "digits"),
+    (lambda: precision.format_errors([1.0], digits=-3), V, "digits"),
+    (lambda: precision.format_errors(["a"]), T, "values"),
+    (lambda: context_extension.frequency_ratios(d=7), V, "d"),
+    (lambda: context_extension.angles_reached(base=-1), V, "base"),
+    (lambda: context_extension.method_configs(factor=0.5), V, "factor"),
+    (lambda: context_extension.method_configs(factor="8"), T, "factor"),
+    (lambda: context_extension.method_configs(train_len=0), V, "train_len"),
+    (lambda: context_extension.scaled_frequencies(factor=np.inf), V, "factor"),
+    (lambda: context_extension.scaled_frequencies(factor=1e308), V, "factor"),
+    (lambda: spectrum.scheme_frequencies("nosuch"), V, "scheme"),
+    (lambda: spectrum.scheme_frequencies("partial", 8, fraction=1.5), V, "fraction"),
+    (lambda: spectrum.scheme_frequencies("partial", 8, fraction=-1), V, "fraction"),
+    (lambda: spectrum.offset_attention(1, pair=40), V, "pair"),
+    (lambda: spectrum.offset_attention(1, 0, n_keys=0), V, "n_keys"),
+    (lambda: spectrum.offset_attention(1, 0, width=0), V, "width"),
+    (lambda: spectrum.offset_attention(1, 0, scale=-1), V, "scale"),
+    (lambda: spectrum.offset_attention(1, 0, d=7), V, "d"),
+    (lambda: spectrum.offset_attention("a", 0), T, "offset"),
+    (lambda: spectrum.semantic_match(np.arange(3), band="mid"), V, "band"),
+    (lambda: spectrum.semantic_match(np.arange(3), width=100), V, "width"),
+    (lambda: spectrum.semantic_match(np.arange(3), width=0), V, "width"),
+    (lambda: spectrum.semantic_match(np.arange(3), seed=-1), V, "seed"),
+    (lambda: spectrum.semantic_match(np.arange(3), d=7), V, "d"),
+    (lambda: spectrum.fig_decay_experiment([0, 1], {"ones": [1.0, 1.0]}), T, "curves"),
+    (lambda: spectrum.fig_decay_experiment([0, 1], {"ones": [1.0, 1.0], "gaussian": [1.0]}), V, "curves"),
+    (lambda: base_bound.supported_context(-1), V, "base"),
+    (lambda: base_bound.supported_context(1e4, limit=-5), V, "limit"),
+    (lambda: base_bound.supported_context(1e4, limit=2.5), T, "limit"),
+    (lambda: base_bound.supported_context(1e4, limit="100"), T, "limit"),
+    (lambda: base_bound.supported_context(1e4, inv_freq=[np.nan, 1.0]), V, "inv_freq"),
+    (lambda: vision_rope.relative_score_map(None, K8, 3), T, "q"),
+    (lambda: vision_rope.relative_score_map(Q8, K8, 2.5), T, "radius"),
+    (lambda: vision_rope.relative_score_map(Q8, K8, -2), V, "radius"),
+    (lambda: vision_rope.relative_score_map(Q8, K8, 0), V, "radius"),
+    (lambda: vision_rope.relative_score_map(np.ones((2, 8)), K8, 1), V, "q"),
+    (lambda: vision_rope.relative_score_map(np.ones(6), np.ones(6), 1), V, "q"),
+    (lambda: vision_rope.grid_qk(d=3), V, "d"),
+    (lambda: vision_rope.fig_position_ids([("nosuch", 3)]), V, "segments"),
+    (lambda: kernel_plot.phase_errors(None, np.ones(4)), T, "spec"),
+    (lambda: kernel_plot.phase_errors(SPEC, np.ones(3)), V, "inv_freq"),
+    (lambda: kernel_plot.kernel_vs_expected(SPEC, np.ones(4), title=3), T, "title"),
+    (lambda: example_kernels.replayed_llama_rotary(cast="float16"), V, "cast"),
+    (lambda: example_kernels.config("nope"), V, "name"), (lambda: example_kernels.config("../../x"), V, "name"),
 ]
 
 
-@pytest.mark.parametrize("call,name", CASES, ids=[f"{i}-{name}" for i, (_, name) in enumerate(CASES)])
-def test_public_teaching_functions_name_a_bad_argument(call, name):
-    with pytest.raises((TypeError, ValueError)) as info:
+@pytest.mark.parametrize("call,error,name", CASES, ids=[f"{i}-{name}" for i, (_, _, name) in enumerate(CASES)])
+def test_public_teaching_functions_name_a_bad_argument(call, error, name):
+    with pytest.raises(error) as info:
         call()
     assert re.search(rf"\b{re.escape(name)}\b", str(info.value)), info.value
 
@@ -48,3 +92,10 @@ def test_quantities_take_read_only_inputs_and_return_new_arrays():
     for result in (quantities.score(q, k, m, 2.0), quantities.score_vs_distance(q, k, m)):
         assert result.flags.writeable and not any(np.shares_memory(result, a) for a in (q, k, m))
     np.testing.assert_array_equal(q, Q8)
+
+
+def test_relative_score_map_is_float64_with_q_dot_k_at_zero_offset():
+    q, k = Q8.astype(np.float16), K8.astype(np.float16)
+    result = vision_rope.relative_score_map(q, k, 2)
+    assert result.dtype == np.float64 and result.shape == (5, 5)
+    np.testing.assert_allclose(result[2, 2], q.astype(np.float64) @ k.astype(np.float64))
