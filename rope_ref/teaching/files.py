@@ -21,7 +21,7 @@ def output_folder(out, name: str, files=()) -> Path:
     folder = Path(os.path.abspath(os.path.expanduser(text)))
     existing = next(path for path in (folder, *folder.parents) if path.exists())
     if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
-        raise ValueError(f"{name} must be a folder this user may write in, got {folder}: {existing} is a file or read-only")
+        raise ValueError(f"{name} must be a folder this user may write in, got {folder} ({existing} is not)")
     taken = [str(folder / f) for f in files if os.path.lexists(folder / f) and not (folder / f).is_file()]
     if taken:
         raise ValueError(f"{name} must have only files where files go, got a folder or other non-file at {taken}")
