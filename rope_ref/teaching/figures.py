@@ -22,7 +22,7 @@ from .real_model import fig_real_attention_maps
 from .quantities import random_qk, score
 from .style import METADATA, PALETTE, RC, new_axes, new_figure, unit_circle
 from .views import ScalingView
-from .files import write_atomically  # noqa: I001 (apart: the figures above change often)
+from .files import output_folder, write_atomically  # noqa: I001 (apart: the figures above change often)
 
 #: Relative distances of Figure 2: continuous over [0, 256] in steps of 0.01 (25,601 points).
 FIG2_DISTANCES = np.linspace(0.0, 256.0, 25601)
@@ -251,6 +251,7 @@ def write_all(out_dir: Path | str, names=None) -> list[Path]:
     unknown = sorted(set(names) - set(FIGURES))
     if unknown:
         raise ValueError(f"names must be figure names from {sorted(FIGURES)}, got {unknown}")
+    out_dir = output_folder(out_dir, "out_dir", [f"{name}.{fmt}" for name in names for fmt in ("png", "svg")])
     written = []
     with matplotlib.rc_context(matplotlib.rcParamsDefault), matplotlib.rc_context(RC):
         for name in names:
@@ -258,5 +259,5 @@ def write_all(out_dir: Path | str, names=None) -> list[Path]:
             for fmt in ("png", "svg"):
                 buf = io.BytesIO()
                 fig.savefig(buf, format=fmt, metadata=METADATA[fmt])
-                written.append(write_atomically(Path(out_dir) / f"{name}.{fmt}", buf.getvalue()))
+                written.append(write_atomically(out_dir / f"{name}.{fmt}", buf.getvalue()))
     return written

@@ -30,7 +30,8 @@ from PIL import Image
 from pygments.formatters import HtmlFormatter
 from traitlets.config import Config
 
-from .files import write_atomically
+from .._validate import check_number, check_positive_int
+from .files import output_folder, write_atomically
 from .widgets import SLIDERS, WIDGET_VIEW, with_sliders
 
 #: The one-page handout (notation, the scaling formulas), published as ``handout.html`` when the checkout has it.
@@ -223,7 +224,11 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300, execu
     """Execute ``notebooks`` in the given order (or take ``executed``, the same notebooks already executed), write
     one page each, ``index.html`` and (from a checkout) ``handout.html`` into ``out``; the path of ``index.html``.
     One line per notebook on stderr says what it is doing; nothing is written before every notebook has run."""
-    out, notebooks = Path(out), [Path(p) for p in notebooks]
+    notebooks = [Path(p) for p in notebooks]
+    out = output_folder(out, "out", [f"{p.stem}.html" for p in notebooks] + ["index.html", "handout.html"])
+    check_positive_int(len(notebooks), "len(notebooks)")
+    if executed is not None:
+        check_number(len(executed), "len(executed)", f"len(notebooks)={len(notebooks)}", lambda n: n == len(notebooks))
     missing = [str(p) for p in notebooks if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"build_site: notebook(s) not found: {', '.join(missing)}")

@@ -51,6 +51,18 @@ def test_unknown_figure_names_are_refused_before_anything_is_written(tmp_path):
     assert [p.name for p in write_all(tmp_path, names="aliasing")] == ["aliasing.png", "aliasing.svg"]
 
 
+@pytest.mark.parametrize("out_dir, error", [(None, TypeError), ("taken.txt", ValueError), ("old", ValueError)])
+def test_a_bad_out_dir_is_refused_before_anything_is_drawn_or_written(tmp_path, monkeypatch, out_dir, error):
+    # before: None was a raw TypeError after drawing, a file a FileExistsError, a folder at old/aliasing.svg an
+    # IsADirectoryError after old/aliasing.png was written
+    monkeypatch.setitem(FIGURES, "aliasing", lambda: pytest.fail("drawn before out_dir was checked"))
+    (tmp_path / "taken.txt").write_text("x")
+    (tmp_path / "old" / "aliasing.svg").mkdir(parents=True)
+    with pytest.raises(error, match="^out_dir "):
+        write_all(out_dir and tmp_path / out_dir, names=["aliasing"])
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["aliasing.svg", "old", "taken.txt"]
+
+
 def _drawn_colours(fig) -> set:
     """Every RGB the renderer strokes, fills or writes with (alpha 0 left out) while the figure is drawn."""
     renderer = fig.canvas.get_renderer()

@@ -6,7 +6,7 @@ import stat
 import pytest
 
 import rope_ref.teaching.files as files
-from rope_ref.teaching.files import write_atomically
+from rope_ref.teaching.files import output_folder, write_atomically
 
 
 def test_a_file_is_replaced_whole_keeping_its_mode_and_a_link_is_replaced_not_followed(tmp_path):
@@ -48,3 +48,17 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
         write_atomically(target, b"new")
     assert target.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.png"]
+
+
+@pytest.mark.parametrize("out, target, error", [
+    (None, "b.svg", TypeError), (b"bytes", "b.svg", TypeError), ("", "b.svg", ValueError),
+    ("a\0b", "b.svg", ValueError), ("taken.txt", "b.svg", ValueError), ("taken.txt/sub", "b.svg", ValueError),
+    ("d", "a.svg", ValueError), ("d", "link.png", ValueError)])
+def test_a_bad_output_folder_or_a_non_file_target_is_named_and_nothing_is_created(tmp_path, out, target, error):
+    (tmp_path / "taken.txt").write_text("x")
+    (tmp_path / "d" / "a.svg").mkdir(parents=True)
+    (tmp_path / "d" / "link.png").symlink_to(tmp_path / "gone")      # a broken link: not a file either
+    with pytest.raises(error, match="^folder_arg"):
+        output_folder(tmp_path / out if isinstance(out, str) and out else out, "folder_arg", ["new.png", target])
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.svg", "d", "link.png", "taken.txt"]
+    assert output_folder(f"{tmp_path}/new/../d", "folder_arg", ["new.png"]) == tmp_path / "d"

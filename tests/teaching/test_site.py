@@ -159,6 +159,26 @@ def test_no_script_from_any_notebook(tmp_path):
     assert "[secret: not embedded]" in text and "[remote: not embedded]" in text
 
 
+@pytest.mark.parametrize("out, count, executed, error, named", [
+    (None, 1, 1, TypeError, "out"), ("taken.txt", 1, 1, ValueError, "out"), ("site", 1, None, ValueError, "out"),
+    ("new", 0, 0, ValueError, "len(notebooks)"), ("new", 2, 1, ValueError, "len(executed)"),
+    ("new", 1, 2, ValueError, "len(executed)")])
+def test_a_bad_folder_notebook_list_or_executed_list_is_named_before_anything_runs_or_is_written(
+        tmp_path, capsys, out, count, executed, error, named):
+    """Before: None was a raw TypeError, a file as ``out`` a FileExistsError, a folder at a page's path an
+    IsADirectoryError after pages were written, no notebook wrote an empty site, a short ``executed`` an IndexError."""
+    nb = _notebook([])
+    for i in range(count):
+        nbformat.write(nb, tmp_path / f"{i}.ipynb")
+    (tmp_path / "taken.txt").write_text("x")
+    (tmp_path / "site" / "index.html").mkdir(parents=True)
+    with pytest.raises(error, match=rf"^{re.escape(named)} "):
+        build_site(out and tmp_path / out, [tmp_path / f"{i}.ipynb" for i in range(count)],
+                   executed=None if executed is None else [nb] * executed)
+    assert "executing" not in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.suffix != ".ipynb") == ["index.html", "site", "taken.txt"]
+
+
 @pytest.mark.slow
 def test_a_missing_or_failing_notebook_is_named_and_nothing_is_created(tmp_path, capsys):
     # before: a missing notebook was a raw FileNotFoundError from nbformat, after the notebooks before it had run
