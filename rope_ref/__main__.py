@@ -31,17 +31,28 @@ def source_checkout() -> Path | None:
     return root if (root / "pyproject.toml").is_file() and (root / "notebooks").is_dir() else None
 
 
-def output_folder(text: str | None, parser: argparse.ArgumentParser) -> Path:
+def output_folder(text: str | None, parser: argparse.ArgumentParser, figures: bool) -> Path:
     """The absolute folder ``--out`` names, if its nearest existing part is a folder we may write in; without
-    --out, the checkout's figures/, or from an installed copy ./figures (never into site-packages)."""
+    --out, the checkout's figures/, or from an installed copy ./figures (never into site-packages).  For
+    ``figures``, no figure's file in it may be a folder or a broken link."""
     if text is None:
-        return (source_checkout() or Path.cwd()) / "figures"
-    if not text.strip() or "\0" in text:
-        parser.error(f"--out: expected a folder path, got {text!r}")
-    folder = Path(os.path.abspath(os.path.expanduser(text)))
-    existing = next(path for path in (folder, *folder.parents) if path.exists())
-    if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
-        parser.error(f"--out: {existing} is not a folder this user may write in")
+        folder = (source_checkout() or Path.cwd()) / "figures"
+    else:
+        if not text.strip() or "\0" in text:
+            parser.error(f"--out: expected a folder path, got {text!r}")
+        folder = Path(os.path.abspath(os.path.expanduser(text)))
+        existing = next(path for path in (folder, *folder.parents) if path.exists())
+        if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
+            parser.error(f"--out: {existing} is not a folder this user may write in")
+    if figures and folder.is_dir():
+        try:
+            from .teaching.figures import FIGURES          # on demand: the oracle needs no matplotlib
+        except ImportError:                                 # the figures step says what is missing
+            return folder
+        names = [f"{name}.{fmt}" for name in FIGURES for fmt in ("png", "svg")]
+        blocked = [name for name in names if os.path.lexists(folder / name) and not (folder / name).is_file()]
+        if blocked:
+            parser.error(f"--out: {folder / blocked[0]} is in the way of a figure file (a folder or a broken link)")
     return folder
 
 
@@ -66,7 +77,7 @@ def parse_command_line(argv=None) -> argparse.Namespace:
     if not 2 <= args.seq <= MAX_VALUES // args.d:
         parser.error(f"--seq: expected N from 2 to 2^23 / D = {MAX_VALUES // args.d} (D = {args.d}), got {args.seq}")
     if args.command != "check":
-        args.out = output_folder(args.out, parser)
+        args.out = output_folder(args.out, parser, args.command != "site")
     return args
 
 

@@ -59,7 +59,6 @@ def test_a_bad_option_is_one_line_and_status_2_before_any_work(tmp_path, monkeyp
     assert [p.name for p in tmp_path.iterdir()] == ["taken.txt"]
 
 
-@pytest.mark.xfail(strict=True, reason="needs __main__.output_folder to check the figure files (helper fixT1's diff)")
 @pytest.mark.parametrize("command", [["figures"], []])
 def test_a_folder_where_a_figure_goes_is_one_line_and_status_2_before_any_work(tmp_path, monkeypatch, capsys, command):
     # before: the identities ran, then fig2_long_term_decay.png was written, then a raw errno message and status 1
