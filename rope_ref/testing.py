@@ -224,7 +224,7 @@ def _diagnosis(actual, x, positions, rope: dict, bound, unit) -> tuple:
         warnings.simplefilter("ignore", RuntimeWarning)
         specs = [_measure_output(x, actual, pos, model, bound)]
         if specs[0].rotary_start == model.rotary_start and (specs[0].rotary_dim or 0) < model.rotary_dim:
-            specs.append(_measure_output(x, actual, pos, model, bound, model.rotary_dim))   # the last turned less?
+            specs.append(_measure_output(x, actual, pos, model, bound, model.rotary_dim))   # slow pairs under bound
     found = [f for spec in specs if (f := explain(model, spec, DEFECTS, fits, 2)) and fits(f[2], *everything)]
     if found:
         return min(found, key=lambda f: len(f[1]))[:2]             # the fewest defects; the measured features first
