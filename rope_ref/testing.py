@@ -222,27 +222,27 @@ def _diagnosis(actual, x, positions, rope: dict, bound, unit) -> tuple:
 
     with warnings.catch_warnings():                   # an all-zero x or row: 0/0 ratios and All-NaN slices, expected
         warnings.simplefilter("ignore", RuntimeWarning)
-        spec = _measure_output(x, actual, pos, model)
-    catalogue = [d for d in DEFECTS if d.name != "another base" or spec.base is not None]     # not measured: not tried
-    found = explain(model, spec, catalogue, fits, 2)
-    if found and fits(found[2], *everything):
-        return found[:2]
+        specs = [_measure_output(x, actual, pos, model, bound)]
+        if specs[0].rotary_start == model.rotary_start and (specs[0].rotary_dim or 0) < model.rotary_dim:
+            specs.append(_measure_output(x, actual, pos, model, bound, model.rotary_dim))   # slow pairs under bound
+    found = [f for spec in specs if (f := explain(model, spec, DEFECTS, fits, 2)) and fits(f[2], *everything)]
+    if found:
+        return min(found, key=lambda f: len(f[1]))[:2]             # the fewest defects; the measured features first
     return ["no known defect explains this (none of kernel_check.DEFECTS, alone or two together)"], []
 
 
-def _measure_output(x, y, positions, model) -> SimpleNamespace:
-    """What ``y``, a kernel's output of ``x``, shows for the catalogue's measured parameters: the features it moves,
-    the pairs that keep their norm (and where they are written), the norm; then, with the model's frequencies, the
-    position each row turns as (from the slowest pair on), hence the offset and where a table ends, and the base
-    from the slowest pair's line."""
+def _measure_output(x, y, positions, model, bound, r=None) -> SimpleNamespace:
+    """What ``y``, a kernel's output of ``x``, shows for the catalogue's measured parameters: the features it moves
+    by more than ``bound`` (or ``r`` from the first), the pairs that keep their norm (and where they are written), the
+    norm; then, with the model's frequencies, the position each row turns as (from the slowest pair on), hence the
+    offset and where a table ends, and the base from the best fitted pair's line."""
     spec = SimpleNamespace(pairing=None, output_pairing=None, rotary_dim=None, rotary_start=0, norm_scale=None,
                            offset=None, base=None, rope_type=None, rope_params={}, table_end=None, inv_freq=None)
-    moved = np.flatnonzero(np.any(np.abs(y - x) > 2.0**-6 * np.abs(x).max(axis=-1, keepdims=True),
-                                  axis=tuple(range(x.ndim - 1))))
+    moved = np.flatnonzero(np.any(np.abs(y - x) > bound, axis=tuple(range(x.ndim - 1))))
     if moved.size < 2:
         return spec
     start = int(moved[0])
-    r = min(int(moved[-1] - start + 2), x.shape[-1] - start) // 2 * 2
+    r = r or min(int(moved[-1] - start + 2), x.shape[-1] - start) // 2 * 2
     tried = []
     for pairing, out in (("interleaved", None), ("half", None), ("interleaved", "half")):
         a, b = (start + i for i in _pairs(r, pairing))
@@ -275,13 +275,17 @@ def _measure_output(x, y, positions, model) -> SimpleNamespace:
         spec.table_end = (float(np.round(held[other][0])), "clamped")
     elif other.any() and gap.min() > 0 and np.all(gap % gap.min() == 0):
         spec.table_end = (float(gap.min()) - 1, "repeated")
-    j, slow = order[0], np.abs(pos * theta[order[0]]) < 1
-    if j > 0 and slow.sum() > 2 and np.ptp(pos[slow]) > 0:      # theta_j from the slowest pair's line (any offset)
-        (slope, _), resid = np.polyfit(pos[slow], angle[slow, j], 1, full=True)[:2]
-        spread = np.sqrt(float(np.sum(resid)) / max(slow.sum() - 2, 1) / np.var(pos[slow]) / slow.sum()) / abs(slope)
-        base = abs(slope) ** (-r / (2 * j))
+    lines = []
+    for j in range(1, r // 2):                      # theta_j from pair j's line (any offset); the best measured one
+        slow = np.abs(pos * theta[j]) < 1
+        if slow.sum() > 8 and np.ptp(pos[slow]) > 0:            # a spread of 7 or more degrees of freedom
+            (slope, _), resid = np.polyfit(pos[slow], angle[slow, j], 1, full=True)[:2]
+            spread = np.sqrt(float(np.sum(resid)) / (slow.sum() - 2) / np.var(pos[slow]) / slow.sum()) / abs(slope)
+            lines.append((np.nan_to_num(6 * spread * r / (2 * j), nan=np.inf), abs(slope) ** (-r / (2 * j))))
+    if lines:
+        tol, base = min(lines)
         spec.base = next((nice for k in range(1, 13) if abs((nice := float(f"{base:.{k}g}")) / base - 1)
-                          <= 6 * spread * r / (2 * j) + 1e-12), base)
+                          <= tol + 1e-12), base)
     return spec
 
 

@@ -37,6 +37,13 @@ def test_every_catalogued_defect_planted_in_a_correct_kernel_is_named(name):
     assert spec.offset == 0 and spec.rope_type == expected.get("rope_type", "default")
 
 
+def test_another_base_is_not_tried_without_a_measured_base():
+    model, another_base = expected_model({}, SimpleNamespace(**MEASURED)), DEFECTS[[d.name for d in DEFECTS].index(
+        "another base")]
+    assert another_base.apply(model, SimpleNamespace(**MEASURED)) is None                      # MEASURED: base None
+    assert another_base.apply(model, SimpleNamespace(**dict(MEASURED, base=5e5)))[0].base == 5e5
+
+
 # ---- kernels written after real code, with the bugs of the last two years planted -------------------------
 
 def defects_of(fn, d=D, **expected):

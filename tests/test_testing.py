@@ -157,6 +157,23 @@ def test_angles_per_position_and_pair():
     assert info.value.defects == [] and "angle" in " ".join(info.value.problems)    # the catalogue is not tried
 
 
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("precision, dtype, kernel, name", [
+    *[(p, t, k, n) for p, t in PRECISION_DTYPES[:2] for k, n in [(dict(base=5e5), "another base"),
+                                                                 (dict(pairing="half"), "pairing swapped")]],
+    ("float32", F32, dict(base=5e5, rotary_dim=0.5), "different rotary_dim")])
+def test_a_defect_is_named_when_the_slowest_pairs_turn_by_less_than_the_bound(d, precision, dtype, kernel, name):
+    """Base 5e5 over 128 positions turns the slowest pairs at d = 64 and 128 by less than 2^-6 rad, in bfloat16 by less
+    than the bound: the kernel fails and the defect is still named (rotary_dim: half the features, base 5e5 expected;
+    measured only where the bound is finer than 2^-6)."""
+    x = np.random.default_rng(d).standard_normal((128, d)).astype(dtype)
+    kernel = dict(kernel, rotary_dim=int(kernel.get("rotary_dim", 1) * d))
+    expected = dict(base=5e5) if "rotary_dim" in name else {}
+    with pytest.raises(RopeMismatch, match="bound") as info:
+        assert_rope_close(rr.rotate(x.astype(F32), **kernel).astype(dtype), x, precision=precision, **expected)
+    assert info.value.defects == [name], info.value.problems
+
+
 def test_an_unmeasured_base_is_not_reported_and_an_all_zero_x_warns_nothing():
     """A kernel on base 10^4 where 5e5 is expected, too few positions to measure the base at d = 64: no problem line
     reports a value it could not measure; an all-zero x (a 0/0 ratio in every pair) fails without a RuntimeWarning."""

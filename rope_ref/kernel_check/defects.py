@@ -170,7 +170,8 @@ DEFECTS = (
            lambda model, spec: _theta(lambda m, t: t * m.base ** (-2 / m.rotary_dim))(model, spec)
            if _recipe(model, spec) else None),
     Defect("direction reversed", "sin's sign flipped: every pair turns clockwise", _theta(lambda m, theta: -theta)),
-    Defect("another base", "another rope_theta (left at 10^4?)", measured("base", when=_recipe)),
+    Defect("another base", "another rope_theta (left at 10^4?)",
+           measured("base", when=lambda model, spec: _recipe(model, spec) and spec.base is not None)),
     Defect("scaling missing", "the expected scaling method not applied (plain eq 15 frequencies)",
            lambda model, spec: (replace(model, rope_type="default", params={}), f"expected {model.rope_type}")
            if model.rope_type != "default" and _recipe(model, spec) else None),
