@@ -226,8 +226,12 @@ def _diagnosis(actual, x, positions, rope: dict, bound, unit) -> tuple:
         if specs[0].rotary_start == model.rotary_start and (specs[0].rotary_dim or 0) < model.rotary_dim:
             specs.append(_measure_output(x, actual, pos, model, bound, model.rotary_dim))   # slow pairs under bound
     found = [f for spec in specs if (f := explain(model, spec, DEFECTS, fits, 2)) and fits(f[2], *everything)]
-    if found:
-        return min(found, key=lambda f: len(f[1]))[:2]             # the fewest defects; the measured features first
+    fewest = {tuple(f[1]): f for f in found if len(f[1]) == min(len(g[1]) for g in found)}
+    if len(fewest) == 1:
+        return next(iter(fewest.values()))[:2]
+    if fewest:                                           # never a guess: the output cannot tell them apart
+        return (["either of these explains it (the output cannot tell them apart):"]
+                + [f"  {line}" for f in fewest.values() for line in f[0]], [n for names in fewest for n in names])
     return ["no known defect explains this (none of kernel_check.DEFECTS, alone or two together)"], []
 
 
