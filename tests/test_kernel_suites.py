@@ -32,18 +32,12 @@ def test_the_suites_references_pass_with_the_derived_tolerance(name):
     replay(name)
 
 
-def _defect(name):
-    """A planted defect for the case: pairs swapped, or (for a config, which fixes the pairing) rows shifted by one."""
-    call = CASES[name]["call"]
-    if "pairing" in call:
-        return {"pairing": "half" if call["pairing"] == "interleaved" else "interleaved"}
-    return {"positions": ARRAYS[f"{name}/positions"] + 1}
-
-
 @pytest.mark.parametrize("name", CASES)
-def test_a_planted_defect_fails(name):
+def test_a_planted_defect_fails(name):      # pairs swapped, or (a config fixes the pairing) rows shifted by one
+    pairing = CASES[name]["call"].get("pairing")
+    swapped = {"pairing": "half" if pairing == "interleaved" else "interleaved"}
     with pytest.raises(AssertionError, match="bound"):
-        replay(name, **_defect(name))
+        replay(name, **(swapped if pairing else {"positions": ARRAYS[f"{name}/positions"] + 1}))
 
 
 @pytest.mark.parametrize("name", [n for n in CASES if np.any(ARRAYS.get(f"{n}/seqlen_offsets", 0) != 0)])
