@@ -125,8 +125,7 @@ def test_worked_examples_of_the_lecture_notes_and_an_explainer():
 
 
 def test_partial_sums_by_hand_and_the_decay_bound_of_figure_2(rng):
-    """d=4: theta = [1, 0.01], S_1 = e^{ir}, S_2 = e^{ir} + e^{0.01ir}.  Figure 2: d=128; beyond the narrow peak the
-    curve lies in the paper's y-range (~6 to 22) and decays."""
+    """d=4: S_1 = e^{ir}, S_2 = e^{ir} + e^{0.01ir}; Figure 2 (d=128): past its peak in 6..22, decaying."""
     S = rr.partial_sums(3.0, 4)
     np.testing.assert_allclose(S, [np.exp(3j), np.exp(3j) + np.exp(0.03j)], atol=1e-15)
     np.testing.assert_allclose(rr.decay_bound(3.0, 4), (abs(S[0]) + abs(S[1])) / 2, atol=1e-15)
@@ -219,8 +218,7 @@ def test_the_score_depends_on_F_times_the_difference_only(fn):
 
 @pytest.mark.parametrize("pairing", ["interleaved", "half"])
 def test_angles_per_position_and_pair_are_the_positions_angles(pairing):
-    """Issue 40: rotate(x, angles=...) (a kernel fed an angle table) turns pair j by angles[..., j], exactly as the
-    positions that give those angles do, on the plain and the fast path, rotating the first 2 * (r/2) features."""
+    """Issue 40: rotate(x, angles=...) turns pair j by angles[..., j], as the positions giving those angles do."""
     rng = np.random.default_rng(40)
     x, pos = rng.standard_normal((2, 7, 16)), rng.uniform(0, 5000, (2, 7))
     for r in (16, 8):
