@@ -77,8 +77,7 @@ def test_diffusers_classes_defaults_are_their_init_defaults():
 
 
 def test_deepseek_v4_published_layout_reads_as_the_module():
-    """V4 checkpoints write the legacy keys (qk_rope_head_dim, compress_rope_theta, a flat yarn rope_scaling):
-    the same RoPE per layer type as the module built from the nested v5 config."""
+    """V4 checkpoints' legacy keys give the same RoPE per layer type as the module built from the v5 config."""
     rope = META["deepseek_v4[main]"]["config"]["rope_parameters"]["compress"]
     flat = {"model_type": "deepseek_v4", "head_dim": 512, "qk_rope_head_dim": 64, "rope_theta": 10000.0,
             "compress_rope_theta": 160000.0, "max_position_embeddings": 1048576,
@@ -118,8 +117,7 @@ def test_hunyuan_vl_xdrope_is_refused_because_its_map_is_no_rotation():
 
 
 def test_nanochat_turns_clockwise_as_its_module():
-    """NanoChat's rotate_half is cat(x2, -x1), so every pair turns by -theta_j m (its recorded output: above); read
-    without the direction, the rotation is the mirror image."""
+    """NanoChat's rotate_half is cat(x2, -x1): every pair turns by -theta_j m; without the direction, a mirror."""
     cfg, q, pos = read("nanochat"), REC["nanochat/q"].astype(np.float64), REC["nanochat/pos"][0]
     assert cfg.clockwise and np.all(cfg.inv_freq() < 0)
     assert np.abs(dataclasses.replace(cfg, clockwise=False).rotate(q, pos) - REC["nanochat/out"]).max() > 0.1
@@ -137,8 +135,7 @@ def test_gemma3n_published_v4_layout_reads_as_the_module():
 
 
 def test_identify_names_the_hw_alternating_layout():
-    """A kernel written as ERNIE-4.5-VL's module computes it (its pre-rotated inv_freq: even pairs of the first
-    s_h + s_w on height, odd ones on width, the rest temporal), measured by identify(axes=3)."""
+    """ERNIE-4.5-VL: even pairs of the first s_h + s_w on height, odd ones on width, the rest temporal."""
     theta = 500000.0 ** (-np.arange(0, 32, 2) / 32)
     hw = 12
 

@@ -196,7 +196,7 @@ def test_the_general_form_against_a_per_element_loop(fn, pairing, xs, ps, A, r):
         assert got.dtype == dtype
         np.testing.assert_allclose(got.astype(np.float64), _general_reference(x.astype(dtype), pos, F, pairing, rot),
                                    rtol=0, atol=tol * max(1.0, np.abs(x).max()))
-        if A == 1:                                   # one axis: a 1-D inv_freq and positions without the axis, bit for bit
+        if A == 1:                                   # one axis: 1-D inv_freq, positions without the axis, bit for bit
             assert np.array_equal(got, fn(x.astype(dtype), pos[0], pairing=pairing, rotary_dim=r, inv_freq=F[:, 0]))
 
 

@@ -23,8 +23,7 @@ SWEEP = REC["flux/sweep_cos"].shape[1]
 
 
 def axial(dims, base):
-    """The expected matrix (sum(dims)/2, len(dims)): axis a turns its own dims[a]/2 pairs, in axis order, by
-    theta_k = base^(-2k/dims[a]) (RoFormer eq 15 per axis)."""
+    """(sum(dims)/2, len(dims)): axis a turns its dims[a]/2 pairs by base^(-2k/dims[a]) (eq 15 per axis)."""
     matrix = np.zeros((sum(dims) // 2, len(dims)))
     start = 0
     for a, dim in enumerate(dims):

@@ -60,8 +60,7 @@ def test_tokenizer_matches_transformers_and_round_trips(model, text):
 @slow
 @pytest.mark.parametrize("name, shift, atol", [("", 0, 1e-3), ("shifted_", 3000, 5e-3)])
 def test_forward_matches_the_recorded_transformers_run(model, recorded, name, shift, atol):
-    """float32 tolerance: logits up to ~37 agree to 1e-3; at positions + 3000 to 5e-3, because torch forms
-    its angles m * theta_i in float32 (an error of ~1e-4 rad at m = 3000) while rope_ref forms them in float64."""
+    """Logits to 1e-3; at positions + 3000 to 5e-3 (torch's float32 angles err ~1e-4 rad at m = 3000)."""
     ids = recorded["copy_ids"]
     logits = model.forward(ids, positions=np.arange(len(ids)) + shift)
     assert logits.shape == (len(ids), 49152) and logits.dtype == np.float32
