@@ -1,7 +1,5 @@
-"""Reference RoPE kernels written from published code, shared by the tests (float64 forms as the sources write the
-math; float32 transcriptions where torch computes in float32), and the checker's catalogue planted in the oracle's
-model (:func:`planted`).  Expected values in tests come from these kernels' parameters, never from rope_ref's output.
-"""
+"""Reference RoPE kernels written from published code (float32 where torch computes in float32), and the checker's
+catalogue planted in the oracle's model (:func:`planted`).  Expected values come from their parameters."""
 
 import math
 from types import SimpleNamespace

@@ -1,8 +1,5 @@
-"""Every ```python block of the docs pages below runs as written, in order, one namespace per page.
-
-The blocks carry their numbers as ``assert`` lines, so a number that is no longer what the code gives
-fails here.  Run from the checkout's root (paths such as tests/data/configs/... are relative to it).
-"""
+"""Every ```python block of the docs pages below runs as written, in order, one namespace per page (their numbers
+are ``assert`` lines).  Run from the checkout's root (paths such as tests/data/configs/... are relative to it)."""
 
 import re
 from pathlib import Path

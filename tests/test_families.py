@@ -1,6 +1,5 @@
-"""from_hf_config on the configs of real modules (tests/data/families.*, record_families.py: transformers 5.24.0,
-diffusers 0.42.1) against each module's recorded output or cos/sin tables at recorded position ids; expected values
-come from the recordings or the modules' formulas written here, never from rope_ref."""
+"""from_hf_config on real modules' configs (tests/data/families.*) against each module's recorded output or cos/sin
+tables; expected values from the recordings or the modules' formulas, never from rope_ref."""
 
 import dataclasses
 import json

@@ -1,9 +1,5 @@
-"""identify(fn, d, axes=A) and assert_rope_matches(fn, d, axes=A, ...) on diffusers' own rotary modules, recorded
-(tests/data/diffusers_rope.npz, record_diffusers_rope.py): each module's float32 cos/sin with one axis swept and the
-others at 0.  The replayed kernel looks each pair's cos and sin up in its axis's sweep (nothing fitted) and applies
-them as diffusers' apply functions do (pairs (2i, 2i + 1), float32); Mochi's pairs turn with every axis, replayed by
-the frequencies and shift solved from its recording.  Expectations come from the models' published settings.
-"""
+"""identify and assert_rope_matches on diffusers' rotary modules, recorded (tests/data/diffusers_rope.npz) with one
+axis swept: each pair's cos/sin looked up in its axis's sweep (Mochi's: solved), applied as diffusers does."""
 
 import json
 from pathlib import Path

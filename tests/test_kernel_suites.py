@@ -1,6 +1,5 @@
-"""Four kernel test suites' own torch references (flash-attention, vLLM, Liger, FlashInfer), recorded on samples of
-their grids by tests/data/record_kernel_suites.py, pass rope_ref.testing.assert_rope_close with the tolerance derived
-from each reference's arithmetic; the same outputs checked against a planted defect fail."""
+"""flash-attention's, vLLM's, Liger's and FlashInfer's torch references (recorded) pass assert_rope_close with the
+derived tolerance; against a planted defect they fail."""
 
 import json
 from pathlib import Path

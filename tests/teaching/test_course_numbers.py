@@ -1,7 +1,5 @@
-"""Every number notebooks 00-05 state in prose, read from the prose and recomputed here independently of the notebook:
-plain NumPy or math where the notebook calls rope_ref, a second rope_ref path (dense matrices) where it calls the fast
-one.  A number stated at one point of a range is checked over the range the prose names.  Also notebook 06's
-precision helpers, against rounding bounds and float64."""
+"""Every number notebooks 00-05 state in prose, recomputed independently (plain NumPy, or dense matrices where the
+notebook calls the fast path), over the range the prose names; notebook 06's precision helpers."""
 
 import math
 import re

@@ -1,10 +1,5 @@
-"""docs/lecture_plan.md: the teaching times recounted from the notebooks by the plan's own rule (words / 75, 1 min
-per code cell, 2 more per figure or slider view, 5 per exercise; a demo counts half, homework nothing), each notebook
-stating its own, each 90-minute lecture fitting with time for questions.
-
-``python tests/teaching/test_course_plan.py`` prints every notebook's numbers and each section's minutes; with
-``--write`` it recounts the plan's counted columns in place (the cut and each lecture's total stay as written).
-"""
+"""docs/lecture_plan.md's teaching times recounted from the notebooks by the plan's own rule; each 90-minute lecture
+fits.  ``python tests/teaching/test_course_plan.py`` prints the counts; ``--write`` recounts the plan's columns."""
 
 import json
 import math

@@ -1,6 +1,5 @@
-"""Notebook 10 (the papers' numbers, recomputed): Barbero et al.'s diagonal head, NoPE counterexample and decay
-experiment, Men et al.'s Tables 2 and 4 -- every number its prose states, recomputed here in plain NumPy from the
-formulas, against the notebook's own cells (run with notebook_cells.run_cells), and its exercise's checker."""
+"""Notebook 10: every number its prose states (Barbero et al.'s, Men et al.'s Tables 2 and 4) recomputed in plain
+NumPy, against the notebook's own cells, and its exercise's checker."""
 
 import numpy as np
 import pytest

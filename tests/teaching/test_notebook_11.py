@@ -1,6 +1,5 @@
-"""Notebook 11 (RoPE inside a real model): every number its prose states, recomputed here from the model's logits and
-attention weights with plain NumPy (not with rope_ref.teaching.real_model's helpers), the functions its cells define
-against those recomputations, and its exercise."""
+"""Notebook 11: every number its prose states, recomputed from the model's logits and attention weights in plain
+NumPy, the functions its cells define, and its exercise."""
 
 import ast
 import functools

