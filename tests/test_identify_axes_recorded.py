@@ -154,17 +154,11 @@ def defects(fn, config):
 
 
 @pytest.mark.slow
-def test_a_swapped_layout_is_named(recorded):
+def test_a_swapped_layout_and_a_shifted_section_boundary_are_named(recorded):
     case, F = recorded
     sections, was_interleaved, _ = rope_section(case)
-    axis = (blocks if was_interleaved else interleaved)(sections)
-    assert defects(reassigned(case, F, axis), config_of(case)) == ["M-RoPE layout swapped"]
-
-
-@pytest.mark.slow
-def test_a_shifted_section_boundary_is_named(recorded):
-    case, F = recorded
-    sections, was_interleaved, _ = rope_section(case)
+    swapped = (blocks if was_interleaved else interleaved)(sections)
+    assert defects(reassigned(case, F, swapped), config_of(case)) == ["M-RoPE layout swapped"]
     axis = (interleaved if was_interleaved else blocks)(sections).copy()
     axis[int(np.flatnonzero(axis == 1)[0])] = 0                           # one pair of h turns with t
     fn = reassigned(case, F, axis)
