@@ -15,7 +15,6 @@ LAYOUTS = [  # (x shape, positions shape or None for the default arange(seq))
     ((2, 1, 3, 1, 16), (1, 1, 3, 1)),
 ]
 
-
 #: a few units in the last place of the dtype (the two forms round differently); bfloat16: 2e-2
 TOLERANCE = {np.float64: 1e-12, np.float32: 4e-6, np.float16: 2e-3}
 

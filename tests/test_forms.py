@@ -121,7 +121,6 @@ def test_worked_examples_of_the_lecture_notes_and_an_explainer():
     np.testing.assert_allclose(zq * np.conj(zk), -3.1199 + 1.6562j, atol=5e-4)    # Lemma C.1, eq 23
     u, th = np.array([0.3, -1.7]), 0.77            # section 2.2: R u = cos(th) u + sin(th) (-u2, u1)
     np.testing.assert_allclose(rr.rotate(u, th), np.cos(th) * u + np.sin(th) * np.array([-u[1], u[0]]), atol=1e-15)
-    np.testing.assert_allclose(rr.frequencies(64), 0.0001 ** (np.arange(32) / 32), rtol=1e-13)   # eq 3, beta = 1e-4
 
 
 def test_partial_sums_by_hand_and_the_decay_bound_of_figure_2(rng):

@@ -15,7 +15,6 @@ pytestmark = pytest.mark.filterwarnings("error")
 FORMS = {"rotate": rr.rotate, "rotate_elementwise": rr.rotate_elementwise, "rotate_dense": rr.rotate_dense,
          "rotate_complex": rr.rotate_complex}
 
-
 BIG = {np.float32: 3e38, np.float64: 1.7e308, np.float16: 60000.0, ml_dtypes.bfloat16: 3e38}
 
 

@@ -37,9 +37,6 @@ def test_a_planted_defect_fails(name):      # pairs swapped, or (a config fixes 
     swapped = {"pairing": "half" if pairing == "interleaved" else "interleaved"}
     with pytest.raises(AssertionError, match="bound"):
         replay(name, **(swapped if pairing else {"positions": ARRAYS[f"{name}/positions"] + 1}))
-
-
-@pytest.mark.parametrize("name", [n for n in CASES if np.any(ARRAYS.get(f"{n}/seqlen_offsets", 0) != 0)])
-def test_offsets_forgotten_fail(name):
-    with pytest.raises(AssertionError):
-        replay(name, seqlen_offsets=0)
+    if np.any(ARRAYS.get(f"{name}/seqlen_offsets", 0) != 0):          # the offsets forgotten
+        with pytest.raises(AssertionError):
+            replay(name, seqlen_offsets=0)

@@ -10,6 +10,8 @@ from notebook_cells import NOTEBOOKS as NB_DIR, cells, src, tags
 
 ROOT = NB_DIR.parent
 NAMES = sorted(p.stem for p in NB_DIR.glob("*.ipynb"))
+
+
 def committed(name):
     """The notebook as committed at HEAD (a student's autosaved outputs in the work tree do not count), or None
     outside a git checkout or for a notebook not committed yet."""
