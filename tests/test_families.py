@@ -101,8 +101,7 @@ def test_dsa_indexer_is_a_layer_type_of_the_main_config():
 
 
 def test_hunyuan_vl_xdrope_is_refused_because_its_map_is_no_rotation():
-    """The recorded tables: a feature k and its rotate_half partner k + d/2 take angles a, b from different axes;
-    the 2x2 map [[cos a, -sin a], [sin b, cos b]] has determinant cos(a - b), not 1, where the axes differ."""
+    """Feature k and its partner k + d/2 take angles a, b from different axes: determinant cos(a - b), not 1."""
     cos, sin, pos = (REC[f"hunyuan_vl_text/{k}"] for k in ("cos", "sin", "pos"))
     half = cos.shape[1] // 2
     det = cos[:, :half] * cos[:, half:] + sin[:, :half] * sin[:, half:]
@@ -160,8 +159,7 @@ with np.load(DATA / "deepseek_v4_compressed.npz") as _z:
 
 @pytest.mark.parametrize("case", sorted(V4["cases"]))
 def test_deepseek_v4_compressed_keys_rotate_at_their_window_start(case):
-    """The module's compressors rotate entry w at w * compress_rate with the "compress" RoPE: the positions it
-    used, and its rotated entries replayed from the entries before RoPE; one position later or the "main" theta is
+    """Entry w rotates at w * compress_rate with the "compress" RoPE; one position later or the "main" theta is
     beyond float32 rounding, so an off-by-one or the wrong theta fails."""
     meta, rec = V4["cases"][case], {k.split("/")[1]: v for k, v in V4_REC.items() if k.startswith(case + "/")}
     rate, tokens = V4["config"]["compress_rates"][meta["layer_type"]], sum(meta["calls"])

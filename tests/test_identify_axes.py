@@ -49,8 +49,7 @@ def qwen3vl_kernel(section=(24, 20, 20), head_dim=128, base=5e6, dtype=np.float6
 
 
 def timm_axial_kernel(dim=64, temperature=10000.0, dtype=np.float64, half=False):
-    """timm's build_rotary_pos_embed (in_pixels=False): dim // 4 bands 1 / temperature^(k / bands) per axis,
-    angles (seq, 2 axes, bands) flattened to [h bands, w bands], repeat_interleave(2): interleaved pairs."""
+    """timm's build_rotary_pos_embed (in_pixels=False): dim // 4 bands per axis, [h bands, w bands], interleaved."""
     nb = dim // 4
     bands = (1.0 / temperature ** (np.arange(nb).astype(dtype) / dtype(nb))).astype(dtype)
 

@@ -45,6 +45,7 @@ def test_settings_are_the_gguf_metadata(model):
     assert model.tokenize("2024").tolist() == [vocab[c] for c in "2024"]      # the smollm pre-tokenizer: one digit each
     assert model.tokenize("<|im_start|>").tolist() == [1] and model.tokenize("\n").tolist() == [vocab["Ċ"]]
 
+
 @slow
 @pytest.mark.parametrize("text", list(REFERENCE["token_ids"]))
 def test_tokenizer_matches_transformers_and_round_trips(model, text):
