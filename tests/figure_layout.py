@@ -9,8 +9,7 @@ from matplotlib.transforms import Bbox
 
 
 def _data_paths(ax):
-    """Every visible plotted line of ``ax`` in display coordinates: (label, (n, 2) pieces, markers only?, clipped?);
-    rules across the axes (axhline, axvline) are references like grid lines and left out."""
+    """Each visible data line of ``ax`` (not axhline/axvline) in pixels: (label, pieces, markers only?, clipped?)."""
     out = []
     for line in ax.lines:
         if not line.get_visible() or not all(line.get_transform().contains_branch_seperately(ax.transData)):
@@ -24,8 +23,7 @@ def _data_paths(ax):
 
 
 def _blockers(ax, renderer):
-    """Words drawn inside ``ax`` (texts, annotations without their arrows, other texts over it, its legend) as
-    (description, display Bbox)."""
+    """(description, display Bbox) of the words inside ``ax``: texts, annotations (no arrows), its legend."""
     out = [(f"text {t.get_text()!r}", Text.get_window_extent(t, renderer)) for t in ax.texts
            if t.get_visible() and t.get_text().strip()]
     for child in ax.get_children():

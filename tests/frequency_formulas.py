@@ -10,8 +10,7 @@ def thetas(d, base=10000.0):
 
 
 def first_negative_B(base, d=128, limit=200_000):
-    """Men et al.'s B_m = sum_i cos(m theta_i): the first integer m < ``limit`` with B_m < 0, by brute force
-    (None if there is none)."""
+    """Men et al.'s B_m = sum_i cos(m theta_i): the first m < ``limit`` with B_m < 0 (None if none), brute force."""
     m = np.arange(limit, dtype=float)
     B = np.cos(m[:, None] * thetas(d, base)[None, :]).sum(axis=1)
     neg = np.flatnonzero(B < 0)

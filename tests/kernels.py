@@ -1,7 +1,5 @@
-"""Reference RoPE kernels written from published code, shared by the tests (float64 forms as the sources write the
-math; float32 transcriptions where torch computes in float32), and the checker's catalogue planted in the oracle's
-model (:func:`planted`).  Expected values in tests come from these kernels' parameters, never from rope_ref's output.
-"""
+"""Reference RoPE kernels written from published code (float32 where torch computes in float32), and the checker's
+catalogue planted in the oracle's model (:func:`planted`).  Expected values come from their parameters."""
 
 import math
 from types import SimpleNamespace
@@ -48,8 +46,7 @@ def llama_complex(x, pos, base=10000.0):
 
 
 def neox(x, offset=0, *, sign=1.0, angle_dtype=np.float64):
-    """GPT-NeoX / HF style on (seq, d), row r at position offset + r: half pairs, x*cos + sign * rotate_half(x)*sin;
-    angles computed in angle_dtype."""
+    """GPT-NeoX / HF on (seq, d), row r at offset + r: x*cos + sign * rotate_half(x)*sin, angles in angle_dtype."""
     seq, d = x.shape
     ang = (np.arange(seq) + offset).astype(angle_dtype)[:, None] * freqs64(d).astype(angle_dtype)
     emb = np.concatenate([ang, ang], axis=-1).astype(np.float64)
@@ -69,8 +66,7 @@ def hf_inv_freq(dim, base=10000.0):
 
 
 def hf_cos_sin(seq, offset, inv, dtype=F32):
-    """HF rotary module: freqs = position_ids.float() * inv_freq in float32, emb = cat(freqs, freqs),
-    cos/sin in float32, then `.to(dtype=x.dtype)`."""
+    """HF rotary module: float32 freqs, emb = cat(freqs, freqs), float32 cos/sin, then `.to(dtype=x.dtype)`."""
     freqs = (np.arange(seq) + offset).astype(F32)[:, None] * inv[None, :]
     emb = np.concatenate([freqs, freqs], axis=-1)
     return np.cos(emb).astype(dtype), np.sin(emb).astype(dtype)

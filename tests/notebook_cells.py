@@ -25,10 +25,14 @@ def prose(name: str, *, solutions: bool | None = False) -> str:
                      and (solutions is None or ("solution" in tags(c)) == solutions))
 
 
+def text(name: str, *, solutions: bool | None = False) -> str:
+    """The prose with whitespace collapsed to single spaces (a phrase may be split across lines)."""
+    return " ".join(prose(name, solutions=solutions).split())
+
+
 def run_cells(name: str, *ids: str, namespace: dict | None = None) -> dict:
-    """Execute the code cells ``ids`` of a notebook, in the order given, in ``namespace`` (a new dict when None;
-    a test may fill in its own inputs first) and return it: what a notebook computes, read from its own lines.
-    IPython magics (``%...`` lines) are skipped."""
+    """Execute the code cells ``ids`` in order in ``namespace`` (a new dict when None; a test may fill in inputs)
+    and return it: what a notebook computes, read from its own lines.  ``%`` magics are skipped."""
     namespace = {} if namespace is None else namespace
     by_id = {c["id"]: c for c in cells(name)}
     for cell_id in ids:

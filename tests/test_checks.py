@@ -31,8 +31,7 @@ def test_a_bug_planted_in_one_form_is_caught(monkeypatch, planted):
 
 @pytest.mark.slow
 def test_readme_shows_the_table_a_fresh_run_prints():
-    """The README's identity table is the one `python -m rope_ref` prints: every column but the rounding errors,
-    which differ between CPUs (each shown one must still be below its tolerance)."""
+    """Every column but the rounding errors (CPU-dependent; each shown still below its tolerance)."""
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     block = readme.split("```\nidentity  ", 1)[1].split("```", 1)[0]
     shown = ("identity  " + block).splitlines()

@@ -1,8 +1,5 @@
-"""Every ```python block of the docs pages below runs as written, in order, one namespace per page.
-
-The blocks carry their numbers as ``assert`` lines, so a number that is no longer what the code gives
-fails here.  Run from the checkout's root (paths such as tests/data/configs/... are relative to it).
-"""
+"""Every ```python block of the docs pages below runs as written, in order, one namespace per page (their numbers
+are ``assert`` lines).  Run from the checkout's root (paths such as tests/data/configs/... are relative to it)."""
 
 import re
 from pathlib import Path
@@ -36,7 +33,8 @@ def audit_counts():
     """Verdict counts of tests/data/audit_families.txt, config types and scaling variants apart."""
     counts = {}
     for line in (ROOT / "tests" / "data" / "audit_families.txt").read_text().splitlines()[1:]:
-        m = re.match(r"^(\S+(?: \(text_config: \S+\))?(?: \[\S+\])?)( \+\S+)?\s+(ok \(|refused:|not audited:|MISMATCH)", line)
+        m = re.match(r"^(\S+(?: \(text_config: \S+\))?(?: \[\S+\])?)( \+\S+)?\s+"
+                     r"(ok \(|refused:|not audited:|MISMATCH)", line)
         if m:
             key = ("variant" if m.group(2) else "type", m.group(3).rstrip(" (:"))
             counts[key] = counts.get(key, 0) + 1

@@ -1,6 +1,5 @@
-"""from_hf_config on the configs of real modules (tests/data/families.*, record_families.py: transformers 5.24.0,
-diffusers 0.42.1) against each module's recorded output or cos/sin tables at recorded position ids; expected values
-come from the recordings or the modules' formulas written here, never from rope_ref."""
+"""from_hf_config on real modules' configs (tests/data/families.*) against each module's recorded output or cos/sin
+tables; expected values from the recordings or the modules' formulas, never from rope_ref."""
 
 import dataclasses
 import json
@@ -77,8 +76,7 @@ def test_diffusers_classes_defaults_are_their_init_defaults():
 
 
 def test_deepseek_v4_published_layout_reads_as_the_module():
-    """V4 checkpoints write the legacy keys (qk_rope_head_dim, compress_rope_theta, a flat yarn rope_scaling):
-    the same RoPE per layer type as the module built from the nested v5 config."""
+    """V4 checkpoints' legacy keys give the same RoPE per layer type as the module built from the v5 config."""
     rope = META["deepseek_v4[main]"]["config"]["rope_parameters"]["compress"]
     flat = {"model_type": "deepseek_v4", "head_dim": 512, "qk_rope_head_dim": 64, "rope_theta": 10000.0,
             "compress_rope_theta": 160000.0, "max_position_embeddings": 1048576,
@@ -103,8 +101,7 @@ def test_dsa_indexer_is_a_layer_type_of_the_main_config():
 
 
 def test_hunyuan_vl_xdrope_is_refused_because_its_map_is_no_rotation():
-    """The recorded tables: a feature k and its rotate_half partner k + d/2 take angles a, b from different axes;
-    the 2x2 map [[cos a, -sin a], [sin b, cos b]] has determinant cos(a - b), not 1, where the axes differ."""
+    """Feature k and its partner k + d/2 take angles a, b from different axes: determinant cos(a - b), not 1."""
     cos, sin, pos = (REC[f"hunyuan_vl_text/{k}"] for k in ("cos", "sin", "pos"))
     half = cos.shape[1] // 2
     det = cos[:, :half] * cos[:, half:] + sin[:, :half] * sin[:, half:]
@@ -118,8 +115,7 @@ def test_hunyuan_vl_xdrope_is_refused_because_its_map_is_no_rotation():
 
 
 def test_nanochat_turns_clockwise_as_its_module():
-    """NanoChat's rotate_half is cat(x2, -x1), so every pair turns by -theta_j m (its recorded output: above); read
-    without the direction, the rotation is the mirror image."""
+    """NanoChat's rotate_half is cat(x2, -x1): every pair turns by -theta_j m; without the direction, a mirror."""
     cfg, q, pos = read("nanochat"), REC["nanochat/q"].astype(np.float64), REC["nanochat/pos"][0]
     assert cfg.clockwise and np.all(cfg.inv_freq() < 0)
     assert np.abs(dataclasses.replace(cfg, clockwise=False).rotate(q, pos) - REC["nanochat/out"]).max() > 0.1
@@ -137,8 +133,7 @@ def test_gemma3n_published_v4_layout_reads_as_the_module():
 
 
 def test_identify_names_the_hw_alternating_layout():
-    """A kernel written as ERNIE-4.5-VL's module computes it (its pre-rotated inv_freq: even pairs of the first
-    s_h + s_w on height, odd ones on width, the rest temporal), measured by identify(axes=3)."""
+    """ERNIE-4.5-VL: even pairs of the first s_h + s_w on height, odd ones on width, the rest temporal."""
     theta = 500000.0 ** (-np.arange(0, 32, 2) / 32)
     hw = 12
 
@@ -164,8 +159,7 @@ with np.load(DATA / "deepseek_v4_compressed.npz") as _z:
 
 @pytest.mark.parametrize("case", sorted(V4["cases"]))
 def test_deepseek_v4_compressed_keys_rotate_at_their_window_start(case):
-    """The module's compressors rotate entry w at w * compress_rate with the "compress" RoPE: the positions it
-    used, and its rotated entries replayed from the entries before RoPE; one position later or the "main" theta is
+    """Entry w rotates at w * compress_rate with the "compress" RoPE; one position later or the "main" theta is
     beyond float32 rounding, so an off-by-one or the wrong theta fails."""
     meta, rec = V4["cases"][case], {k.split("/")[1]: v for k, v in V4_REC.items() if k.startswith(case + "/")}
     rate, tokens = V4["config"]["compress_rates"][meta["layer_type"]], sum(meta["calls"])

@@ -15,29 +15,25 @@ LAYOUTS = [  # (x shape, positions shape or None for the default arange(seq))
     ((2, 1, 3, 1, 16), (1, 1, 3, 1)),
 ]
 
-
-def tolerance(dtype):
-    """A few units in the last place of the dtype (the two forms round differently)."""
-    return {np.float64: 1e-12, np.float32: 4e-6, np.float16: 2e-3}.get(np.dtype(dtype).type, 2e-2)
+#: a few units in the last place of the dtype (the two forms round differently); bfloat16: 2e-2
+TOLERANCE = {np.float64: 1e-12, np.float32: 4e-6, np.float16: 2e-3}
 
 
 def assert_matches_plain(x, positions, **kw):
-    """rotate == rotate_elementwise; the features beyond rotary_dim x's bit for bit; a new array of x's shape and
-    dtype; x untouched."""
+    """rotate == rotate_elementwise, features past rotary_dim x's bit for bit, a new array like x, x untouched."""
     before = x.copy()
     want = rr.rotate_elementwise(x, positions, **kw).astype(np.float64)
     got = rr.rotate(x, positions, **kw)
     assert got.shape == x.shape and got.dtype == x.dtype and not np.shares_memory(got, x)
     r = kw.get("rotary_dim") or x.shape[-1]
     np.testing.assert_array_equal(got[..., r:], x[..., r:])
-    tol = tolerance(x.dtype) * max(1.0, float(np.abs(x.astype(np.float64)).max()))
+    tol = TOLERANCE.get(x.dtype.type, 2e-2) * max(1.0, float(np.abs(x.astype(np.float64)).max()))
     np.testing.assert_allclose(got.astype(np.float64), want, atol=tol, rtol=0)
     np.testing.assert_array_equal(x, before)
 
 
 @pytest.fixture(params=[None, 48], ids=["default-blocks", "tiny-blocks"])
-def blocks(request, monkeypatch):
-    """Tiny blocks make every test cross many block boundaries."""
+def blocks(request, monkeypatch):              # tiny blocks: every test crosses many block boundaries
     if request.param:
         monkeypatch.setattr(_fast, "BLOCK_ELEMENTS", request.param)
 

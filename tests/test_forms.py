@@ -121,12 +121,10 @@ def test_worked_examples_of_the_lecture_notes_and_an_explainer():
     np.testing.assert_allclose(zq * np.conj(zk), -3.1199 + 1.6562j, atol=5e-4)    # Lemma C.1, eq 23
     u, th = np.array([0.3, -1.7]), 0.77            # section 2.2: R u = cos(th) u + sin(th) (-u2, u1)
     np.testing.assert_allclose(rr.rotate(u, th), np.cos(th) * u + np.sin(th) * np.array([-u[1], u[0]]), atol=1e-15)
-    np.testing.assert_allclose(rr.frequencies(64), 0.0001 ** (np.arange(32) / 32), rtol=1e-13)   # eq 3, beta = 1e-4
 
 
 def test_partial_sums_by_hand_and_the_decay_bound_of_figure_2(rng):
-    """d=4: theta = [1, 0.01], S_1 = e^{ir}, S_2 = e^{ir} + e^{0.01ir}.  Figure 2: d=128; beyond the narrow peak the
-    curve lies in the paper's y-range (~6 to 22) and decays."""
+    """d=4: S_1 = e^{ir}, S_2 = e^{ir} + e^{0.01ir}; Figure 2 (d=128): past its peak in 6..22, decaying."""
     S = rr.partial_sums(3.0, 4)
     np.testing.assert_allclose(S, [np.exp(3j), np.exp(3j) + np.exp(0.03j)], atol=1e-15)
     np.testing.assert_allclose(rr.decay_bound(3.0, 4), (abs(S[0]) + abs(S[1])) / 2, atol=1e-15)
@@ -197,7 +195,7 @@ def test_the_general_form_against_a_per_element_loop(fn, pairing, xs, ps, A, r):
         assert got.dtype == dtype
         np.testing.assert_allclose(got.astype(np.float64), _general_reference(x.astype(dtype), pos, F, pairing, rot),
                                    rtol=0, atol=tol * max(1.0, np.abs(x).max()))
-        if A == 1:                                   # one axis: a 1-D inv_freq and positions without the axis, bit for bit
+        if A == 1:                                   # one axis: 1-D inv_freq, positions without the axis, bit for bit
             assert np.array_equal(got, fn(x.astype(dtype), pos[0], pairing=pairing, rotary_dim=r, inv_freq=F[:, 0]))
 
 
@@ -219,8 +217,7 @@ def test_the_score_depends_on_F_times_the_difference_only(fn):
 
 @pytest.mark.parametrize("pairing", ["interleaved", "half"])
 def test_angles_per_position_and_pair_are_the_positions_angles(pairing):
-    """Issue 40: rotate(x, angles=...) (a kernel fed an angle table) turns pair j by angles[..., j], exactly as the
-    positions that give those angles do, on the plain and the fast path, rotating the first 2 * (r/2) features."""
+    """Issue 40: rotate(x, angles=...) turns pair j by angles[..., j], as the positions giving those angles do."""
     rng = np.random.default_rng(40)
     x, pos = rng.standard_normal((2, 7, 16)), rng.uniform(0, 5000, (2, 7))
     for r in (16, 8):

@@ -1,6 +1,5 @@
-"""Fuzzing the input contract: odd array layouts and dtypes, extreme values, and every warning an error (a NumPy
-RuntimeWarning is a contract violation, as is NaN/inf from finite input); results against the per-pair loop of
-tests/kernels.py (eq 13 with math.cos/sin), not rope_ref's own code."""
+"""Fuzzing the input contract: odd layouts and dtypes, extreme values, every warning an error; results against
+tests/kernels.py's per-pair loop (eq 13)."""
 
 import ml_dtypes
 import numpy as np
@@ -15,7 +14,6 @@ pytestmark = pytest.mark.filterwarnings("error")
 
 FORMS = {"rotate": rr.rotate, "rotate_elementwise": rr.rotate_elementwise, "rotate_dense": rr.rotate_dense,
          "rotate_complex": rr.rotate_complex}
-
 
 BIG = {np.float32: 3e38, np.float64: 1.7e308, np.float16: 60000.0, ml_dtypes.bfloat16: 3e38}
 

@@ -33,8 +33,7 @@ def config_of(case):
 
 
 def float32_tolerance(positions, theta_max, x):
-    """Per row, derived: float32 angles are off by <= 4 * 2^-24 * (m * theta_max + 1) rad, a feature by that times
-    its pair's size (<= |x|_max sqrt 2), plus ~4 ulp of |x|_max."""
+    """Per row: float32 angles err <= 4 ulp * (m theta_max + 1) rad, times |x|_max sqrt 2, plus 4 ulp of |x|_max."""
     size = np.abs(x).max(axis=-1, keepdims=True)
     return 4 * ULP * (np.asarray(positions, float)[:, None] * theta_max + 1) * size * math.sqrt(2) + 4 * ULP * size
 
@@ -69,8 +68,7 @@ def test_rotate_equals_the_real_library(name, offset):
 
 
 def replay_kernel(name, offset, cfg):
-    """The real kernel's recorded float32 cos/sin for rows offset.. (a fixed-size cache), applied as a black box:
-    y = x*cos + rotate_half(x)*sin on the rotated part, in float32; more rows than recorded are refused."""
+    """The recorded float32 cos/sin of rows offset.. applied in float32 as a black box; more rows are refused."""
     cos, sin = REC[f"{name}/{offset}/cos"], REC[f"{name}/{offset}/sin"]
     expand = (lambda t: np.concatenate([t, t], axis=-1)) if cfg.pairing == "half" else (lambda t: np.repeat(t, 2, -1))
     cos, sin, r, rows = expand(cos), expand(sin), cfg.rotary_dim, len(cos)
@@ -195,8 +193,7 @@ def test_mla_reads_the_rotated_part_and_query_scaling_keys_are_kept_not_applied(
 
 
 def test_one_rope_per_layer_type():
-    """Gemma 3's and Gemma 4's layer types rotate as their recorded modules (above); Gemma 4's full attention
-    (proportional RoPE over global_head_dim) leaves the pairs past its share exactly as they are."""
+    """Gemma 4's full attention (proportional over global_head_dim) leaves the pairs past its share as they are."""
     gemma4 = config_file("v5-gemma4-text")
     full = rr.from_hf_config(gemma4, layer_type="full_attention")
     assert (full.head_dim, full.rotary_dim, full.base, full.rope_type) == (128, 128, 1e6, "proportional")
@@ -368,8 +365,7 @@ def test_malformed_values_are_refused_naming_the_key(base):
 
 @pytest.mark.parametrize("case", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
 def test_mrope_configs_replay_the_recorded_modules_at_image_positions(case):
-    """Qwen2-VL's, Qwen2.5-VL's and Qwen3-VL's rotary modules recorded at the ids of text, image and video tokens
-    (record_multiaxis.py); planted: height and width ids swapped, Qwen3-VL's axes read as blocks."""
+    """Recorded at text, image and video ids; planted: h and w ids swapped, Qwen3-VL's axes read as blocks."""
     meta = json.loads((DATA / "multiaxis_modules.json").read_text())["cases"][case]
     cfg = rr.from_hf_config({"model_type": f"{case}_text", "head_dim": meta["head_dim"],
                              "rope_parameters": meta["rope_parameters"]})

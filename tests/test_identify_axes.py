@@ -16,8 +16,7 @@ from kernels import rotate_half
 
 def qwen2vl_kernel(section=(16, 24, 24), head_dim=128, base=1e6, dtype=np.float64, axes_order=(0, 1, 2),
                    sign=(1, 1, 1), shift=0):
-    """transformers' Qwen2-VL: inv_freq over the head, freqs per axis, cos/sin split by mrope_section * 2
-    and chunk i taken from axis i % 3 (apply_multimodal_rotary_pos_emb), rotate_half pairing."""
+    """transformers' Qwen2-VL: cos/sin split by mrope_section * 2, chunk i from axis i % 3, rotate_half pairing."""
     inv_freq = (1.0 / base ** (np.arange(0, head_dim, 2, dtype=np.int64).astype(dtype) / dtype(head_dim))).astype(dtype)
 
     def fn(x, positions):
@@ -34,8 +33,7 @@ def qwen2vl_kernel(section=(16, 24, 24), head_dim=128, base=1e6, dtype=np.float6
 
 
 def qwen3vl_kernel(section=(24, 20, 20), head_dim=128, base=5e6, dtype=np.float64, pairing="half"):
-    """transformers' Qwen3-VL apply_interleaved_mrope: start from the t freqs and overwrite, for axis
-    dim = 1, 2, the slice offset:section[dim]*3:3 with that axis's freqs."""
+    """transformers' Qwen3-VL apply_interleaved_mrope: axis dim = 1, 2 overwrites the t freqs at dim:section*3:3."""
     inv_freq = (1.0 / base ** (np.arange(0, head_dim, 2).astype(dtype) / dtype(head_dim))).astype(dtype)
 
     def fn(x, positions):
@@ -44,30 +42,23 @@ def qwen3vl_kernel(section=(24, 20, 20), head_dim=128, base=5e6, dtype=np.float6
         for dim, offset in enumerate((1, 2), start=1):
             idx = slice(offset, section[dim] * 3, 3)
             freqs_t[..., idx] = freqs[dim, ..., idx]
-        x = x.astype(dtype)
-        if pairing == "half":
-            emb = np.concatenate([freqs_t, freqs_t], axis=-1)
-            return x * np.cos(emb) + rotate_half(x) * np.sin(emb)
-        emb = np.repeat(freqs_t, 2, axis=-1)
-        return x * np.cos(emb) + rot_interleaved(x) * np.sin(emb)
+        x, half = x.astype(dtype), pairing == "half"
+        emb = np.concatenate([freqs_t, freqs_t], axis=-1) if half else np.repeat(freqs_t, 2, axis=-1)
+        return x * np.cos(emb) + (rotate_half if half else rot_interleaved)(x) * np.sin(emb)
     return fn
 
 
 def timm_axial_kernel(dim=64, temperature=10000.0, dtype=np.float64, half=False):
-    """timm's build_rotary_pos_embed (in_pixels=False): dim // 4 bands 1 / temperature^(k / bands) per axis,
-    angles (seq, 2 axes, bands) flattened to [h bands, w bands], repeat_interleave(2): interleaved pairs."""
+    """timm's build_rotary_pos_embed (in_pixels=False): dim // 4 bands per axis, [h bands, w bands], interleaved."""
     nb = dim // 4
     bands = (1.0 / temperature ** (np.arange(nb).astype(dtype) / dtype(nb))).astype(dtype)
 
     def fn(x, positions):
         pos = positions.T.astype(dtype)[:, :, None] * bands              # (seq, 2, nb)
         flat = pos.reshape(len(pos), -1)
-        x = x.astype(dtype)
-        if half:                                                         # timm's _rope_layout(rotate_half=True)
-            ang = np.concatenate([flat, flat], axis=-1)
-            return x * np.cos(ang) + rotate_half(x) * np.sin(ang)
-        ang = np.repeat(flat, 2, axis=-1)
-        return x * np.cos(ang) + rot_interleaved(x) * np.sin(ang)
+        x = x.astype(dtype)                                              # half: timm's _rope_layout(rotate_half=True)
+        ang = np.concatenate([flat, flat], axis=-1) if half else np.repeat(flat, 2, axis=-1)
+        return x * np.cos(ang) + (rotate_half if half else rot_interleaved)(x) * np.sin(ang)
     return fn
 
 
@@ -130,11 +121,6 @@ def mrope_matrix(section, base, interleaved, head_dim=128):
     return F
 
 
-def axial_matrix(dim=64, temperature=10000.0):
-    bands = 1.0 / temperature ** (np.arange(dim // 4) / (dim // 4))
-    return np.kron(np.eye(2), bands[:, None])
-
-
 def rel_err(found, want):
     """Largest relative error on the non-zero entries; the zero entries must be exactly zero."""
     want = np.asarray(want)
@@ -163,7 +149,7 @@ def test_m_rope_is_measured_and_named(kernel, want, sections, layout, pairing):
 def test_axial_mixed_one_axis_and_partial_kernels():
     s = rr.identify(timm_axial_kernel(), 64, axes=2)
     assert (s.form, s.sections, s.pairing, s.axis_bases) == ("axial", (16, 16), "interleaved", (1e4, 1e4))
-    assert rel_err(s.inv_freq, axial_matrix()) < 1e-9
+    assert rel_err(s.inv_freq, np.kron(np.eye(2), 1e4 ** -(np.arange(16) / 16)[:, None])) < 1e-9
     assert rr.identify(timm_axial_kernel(half=True), 64, axes=2).pairing == "half"
     s = rr.identify(rope_mixed_kernel(), 64, axes=2)
     fx, fy = mixed_frequencies()

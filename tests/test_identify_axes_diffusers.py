@@ -1,9 +1,5 @@
-"""identify(fn, d, axes=A) and assert_rope_matches(fn, d, axes=A, ...) on diffusers' own rotary modules, recorded
-(tests/data/diffusers_rope.npz, record_diffusers_rope.py): each module's float32 cos/sin with one axis swept and the
-others at 0.  The replayed kernel looks each pair's cos and sin up in its axis's sweep (nothing fitted) and applies
-them as diffusers' apply functions do (pairs (2i, 2i + 1), float32); Mochi's pairs turn with every axis, replayed by
-the frequencies and shift solved from its recording.  Expectations come from the models' published settings.
-"""
+"""identify and assert_rope_matches on diffusers' rotary modules, recorded (tests/data/diffusers_rope.npz) with one
+axis swept: each pair's cos/sin looked up in its axis's sweep (Mochi's: solved), applied as diffusers does."""
 
 import json
 from pathlib import Path
@@ -23,8 +19,7 @@ SWEEP = REC["flux/sweep_cos"].shape[1]
 
 
 def axial(dims, base):
-    """The expected matrix (sum(dims)/2, len(dims)): axis a turns its own dims[a]/2 pairs, in axis order, by
-    theta_k = base^(-2k/dims[a]) (RoFormer eq 15 per axis)."""
+    """(sum(dims)/2, len(dims)): axis a turns its dims[a]/2 pairs by base^(-2k/dims[a]) (eq 15 per axis)."""
     matrix = np.zeros((sum(dims) // 2, len(dims)))
     start = 0
     for a, dim in enumerate(dims):
@@ -55,8 +50,7 @@ def axis_of_pairs(case):
 
 
 def rotate_pairs(x, cos, sin, start=0, dtype=np.float32):
-    """diffusers' apply_rotary_emb(use_real_unbind_dim=-1) on features start..: pairs (2i, 2i + 1), x in ``dtype``
-    (the model's), the arithmetic in float32, the result cast back to ``dtype`` (``.to(x.dtype)``)."""
+    """diffusers' apply_rotary_emb(use_real_unbind_dim=-1) on features start.., in float32, cast back to dtype."""
     x = np.asarray(x).astype(dtype).astype(np.float32)
     out = x.copy()
     x0, x1 = x[:, start::2], x[:, start + 1::2]
@@ -78,7 +72,7 @@ def replayed(case, start=0, dtype=np.float32):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", SWEPT)
-def test_identify_names_the_axes_bases_and_shift(case):
+def test_identify_names_the_axes_bases_and_shift_and_the_published_settings_match(case):
     head_dim, start, want, shift, bases = EXPECTED[case]
     spec = rr.identify(replayed(case), head_dim, axes=want.shape[1], max_position=SWEEP - 1)
     assert spec.is_rope, spec
@@ -87,12 +81,6 @@ def test_identify_names_the_axes_bases_and_shift(case):
     assert spec.axis_bases == bases, spec
     assert (spec.position_shift or (0,) * want.shape[1]) == shift, spec
     assert spec.angle_precision in ("float64", "float32"), spec
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("case", SWEPT)
-def test_assert_rope_matches_accepts_the_published_settings(case):
-    head_dim, start, want, shift, _ = EXPECTED[case]
     extra = {"position_shift": shift} if any(shift) else {}
     spec = rr.assert_rope_matches(replayed(case), head_dim, axes=want.shape[1], inv_freq=want, pairing="interleaved",
                                   max_position=SWEEP - 1, **extra)
@@ -124,8 +112,7 @@ def mochi_kernel():
 
 @pytest.mark.slow
 def test_mochi_centred_scaled_learned_frequencies_are_named():
-    """MochiRoPE: token (f, r, c) of a 5 x 6 latent sits at (f, s (r - 2), s (c - 2.5)), s = sqrt(192^2 / 30), and
-    pair j turns by sum_a pos_frequencies[a, head, j] * that position: a dense matrix, shifted by (0, -2, -2.5)."""
+    """MochiRoPE: token (f, r, c) of a 5 x 6 latent at (f, s (r - 2), s (c - 2.5)), s = sqrt(192^2 / 30): dense F."""
     scale = np.sqrt(192 * 192 / (5 * 6))
     want = REC["mochi/pos_frequencies"][:, 0, :].T.astype(np.float64) * [1.0, scale, scale]
     spec = rr.identify(mochi_kernel(), 128, axes=3)
@@ -150,8 +137,7 @@ def test_ltx_video_aliased_normalised_coordinates_are_named_not_called_nonlinear
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["flux", "flux2"])
 def test_flux_in_bfloat16_is_named_a_16bit_output_not_low_precision_angles(case):
-    """Flux's tables are float64 angles as float32 cos/sin; in a bfloat16 pipeline q is bfloat16 and the apply
-    function's float32 result is cast back to bfloat16: the output is rounded, the angles are not."""
+    """A bfloat16 pipeline casts the float32 result to bfloat16: the output is rounded, the angles are not."""
     fn = replayed(case, dtype=ml_dtypes.bfloat16)
     head_dim, _, want, _, _ = EXPECTED[case]
     spec = rr.assert_rope_matches(fn, head_dim, axes=want.shape[1], inv_freq=want, max_position=SWEEP - 1)

@@ -1,10 +1,6 @@
-"""identify(fn, d, axes=3) and assert_rope_matches(fn, config=<M-RoPE config>) on transformers' own M-RoPE modules,
-recorded (tests/data/multiaxis_modules.npz: Qwen2-VL, Qwen2.5-VL, Qwen3-VL; tests/data/mrope_families.npz: the
-families' small configs, GLM's interleaved pairs, partial rotary) and replayed as kernels: each table column's
-frequency along each axis is solved here from the recorded cos/sin alone.  Nothing in a kernel comes from rope_ref;
-the expectations come from the configs the modules were built with.  Planted kernels move a section boundary or
-swap the layout, and must be named.
-"""
+"""identify(fn, d, axes=3) and assert_rope_matches(fn, config=...) on transformers' M-RoPE modules, recorded
+(tests/data/multiaxis_modules.npz, mrope_families.npz) and replayed as kernels; nothing in a kernel comes from rope_ref,
+the expectations from the modules' configs.  Planted kernels move a section boundary or swap the layout."""
 
 import json
 from pathlib import Path
@@ -158,17 +154,11 @@ def defects(fn, config):
 
 
 @pytest.mark.slow
-def test_a_swapped_layout_is_named(recorded):
+def test_a_swapped_layout_and_a_shifted_section_boundary_are_named(recorded):
     case, F = recorded
     sections, was_interleaved, _ = rope_section(case)
-    axis = (blocks if was_interleaved else interleaved)(sections)
-    assert defects(reassigned(case, F, axis), config_of(case)) == ["M-RoPE layout swapped"]
-
-
-@pytest.mark.slow
-def test_a_shifted_section_boundary_is_named(recorded):
-    case, F = recorded
-    sections, was_interleaved, _ = rope_section(case)
+    swapped = (blocks if was_interleaved else interleaved)(sections)
+    assert defects(reassigned(case, F, swapped), config_of(case)) == ["M-RoPE layout swapped"]
     axis = (interleaved if was_interleaved else blocks)(sections).copy()
     axis[int(np.flatnonzero(axis == 1)[0])] = 0                           # one pair of h turns with t
     fn = reassigned(case, F, axis)

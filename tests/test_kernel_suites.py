@@ -1,6 +1,5 @@
-"""Four kernel test suites' own torch references (flash-attention, vLLM, Liger, FlashInfer), recorded on samples of
-their grids by tests/data/record_kernel_suites.py, pass rope_ref.testing.assert_rope_close with the tolerance derived
-from each reference's arithmetic; the same outputs checked against a planted defect fail."""
+"""flash-attention's, vLLM's, Liger's and FlashInfer's torch references (recorded) pass assert_rope_close with the
+derived tolerance; against a planted defect they fail."""
 
 import json
 from pathlib import Path
@@ -32,21 +31,12 @@ def test_the_suites_references_pass_with_the_derived_tolerance(name):
     replay(name)
 
 
-def _defect(name):
-    """A planted defect for the case: pairs swapped, or (for a config, which fixes the pairing) rows shifted by one."""
-    call = CASES[name]["call"]
-    if "pairing" in call:
-        return {"pairing": "half" if call["pairing"] == "interleaved" else "interleaved"}
-    return {"positions": ARRAYS[f"{name}/positions"] + 1}
-
-
 @pytest.mark.parametrize("name", CASES)
-def test_a_planted_defect_fails(name):
+def test_a_planted_defect_fails(name):      # pairs swapped, or (a config fixes the pairing) rows shifted by one
+    pairing = CASES[name]["call"].get("pairing")
+    swapped = {"pairing": "half" if pairing == "interleaved" else "interleaved"}
     with pytest.raises(AssertionError, match="bound"):
-        replay(name, **_defect(name))
-
-
-@pytest.mark.parametrize("name", [n for n in CASES if np.any(ARRAYS.get(f"{n}/seqlen_offsets", 0) != 0)])
-def test_offsets_forgotten_fail(name):
-    with pytest.raises(AssertionError):
-        replay(name, seqlen_offsets=0)
+        replay(name, **(swapped if pairing else {"positions": ARRAYS[f"{name}/positions"] + 1}))
+    if np.any(ARRAYS.get(f"{name}/seqlen_offsets", 0) != 0):          # the offsets forgotten
+        with pytest.raises(AssertionError):
+            replay(name, seqlen_offsets=0)

@@ -85,8 +85,7 @@ def _ids(case, mode):
 
 
 def test_position_ids_equal_get_rope_index_of_transformers():
-    """"spatial" is transformers >= 5.3's rule, "max+1" (the largest id + 1) the rule up to 5.2: each equals its
-    version's get_rope_index exactly; they differ only after a vision segment whose temporal ids outrun max(h, w)."""
+    """"spatial" (transformers >= 5.3) and "max+1" (up to 5.2) differ only where temporal ids outrun max(h, w)."""
     agree = {"text-image-text", "image-first-two-images", "merge-1", "frames-with-timestamps", "image-text"}
     for case in json.loads((DATA / "multiaxis_rope_index.json").read_text())["cases"]:
         ids = _ids(case, "spatial")
@@ -110,8 +109,7 @@ TIMM = {  # case: (F, positions) by the documented correspondence
 
 
 def _recordings(arrays, meta):
-    """(name, F, positions, pairing, cos, sin, x, recorded out, (F, positions) of the other layout or grid order, or
-    None) for every recorded module, F and positions built by rope_ref."""
+    """(name, F, positions, pairing, cos, sin, x, out, the other layout's (F, positions) or None) per module."""
     for case, (sections, base, interleaved) in QWEN.items():
         assert meta["cases"][case]["rope_parameters"]["mrope_section"] == sections
         F, P = rr.mrope_frequencies(128, sections, base=base, interleaved=interleaved), arrays[f"{case}/pos"]
@@ -137,8 +135,7 @@ def _recordings(arrays, meta):
 
 
 def test_builders_give_every_recorded_modules_cos_sin_tables(modules):
-    """Each table is cos/sin of sum_a F[j, a] p_a with rope_ref's F and positions (float32 angles err by up to
-    ~|angle| * 2^-22); the other layout or grid order gives other tables, so the correspondence is checked."""
+    """cos/sin of sum_a F[j, a] p_a to float32 (~|angle| 2^-22); the other layout or grid order gives others."""
     for name, F, P, pairing, cos, sin, *_, wrong in _recordings(*modules):
         pick = slice(0, None, 2) if pairing == "interleaved" else slice(0, F.shape[0])
         ang = _angles(F, P)
@@ -241,8 +238,7 @@ def test_flux_position_ids_are_the_pipelines():
 
 
 def test_qwen_image_position_ids_reproduce_the_modules_tables():
-    """QwenEmbedRope(scale_rope=True) of a (2, 5, 6) latent video and 4 text tokens: its tables are cos/sin of the
-    ids times the 16/56/56 axial matrix, the rows and columns centred (-3..1, -3..2), text from max(5//2, 6//2)."""
+    """QwenEmbedRope(scale_rope=True), (2, 5, 6) latent, 4 text tokens: rows and columns centred, text from 3."""
     ids = rr.qwen_image_position_ids(4, 5, 6, frames=2)
     assert ids.shape == (3, 4 + 60) and ids.dtype == np.int64
     image = ids[:, 4:]

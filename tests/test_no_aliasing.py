@@ -13,8 +13,7 @@ DTYPES = [np.float16, np.float32, np.float64, ml_dtypes.bfloat16, np.int64]
 
 
 def _cases(dt, positions):
-    """(name, function, inputs): position 0 and rotary_dim passthrough tempt an implementation to return x;
-    positions 0, 1, 2 would show an in-place update of x."""
+    """(name, function, inputs): position 0 and passthrough tempt returning x; 0, 1, 2 show an in-place update."""
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((2, 3, 8)) * 4).astype(dt)
     x1 = (rng.standard_normal(8) * 4).astype(dt)

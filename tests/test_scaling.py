@@ -18,8 +18,7 @@ LONG = dict(rope_type="longrope", factor=8.0, original_max_position_embeddings=1
 
 
 @pytest.mark.parametrize("case", REF["cases"], ids=[c["label"] for c in REF["cases"]])
-def test_matches_hf_transformers(case):
-    """HF computes in float32, so agreement is to float32 precision."""
+def test_matches_hf_transformers(case):          # to float32 precision: HF computes in float32
     params = dict(case["rope_parameters"])
     rope_type, base = params.pop("rope_type"), params.pop("rope_theta")
     if rope_type not in ("linear",) and not (rope_type in ("yarn", "longrope") and "factor" in params):
@@ -181,9 +180,7 @@ def _every_other_pair_halved(d, base, seq_len, p):
 
 
 def test_adding_a_method_is_one_entry(monkeypatch):
-    """One entry in SCALING_METHODS (restored after the test) is seen by scaled_inv_freq, from_hf_config's key
-    check and notebook 05's examples; before it, each of them refuses or ignores the method.  Every entry's example
-    (notebook 05) gives positive frequencies."""
+    """One SCALING_METHODS entry is seen by scaled_inv_freq, from_hf_config and notebook 05's examples."""
     for name, method in scaling.SCALING_METHODS.items():
         if method.example is not None:
             f, att = scaled_inv_freq(64, rope_type=name, **method.example(4.0, 2048))

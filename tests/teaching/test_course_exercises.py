@@ -58,8 +58,7 @@ def test_relative_rotation(capsys):
 
 
 def rotated_by_loop(x, partner, sign=1.0, freq_of=lambda j: j // 2):
-    """Eq 34 one position and one feature at a time: feature j with ``partner(j)`` (the other member of its pair, with
-    rotate_half's sign) turned by ``sign * m * theta_(freq_of(j))``."""
+    """Eq 34 one feature at a time: j with (sign, index) ``partner(j)``, by ``sign * m * theta_(freq_of(j))``."""
     out = np.empty_like(x)
     for m in range(x.shape[0]):
         for j in range(x.shape[1]):

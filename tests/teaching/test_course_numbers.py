@@ -1,7 +1,5 @@
-"""Every number notebooks 00-05 state in prose, read from the prose and recomputed here independently of the notebook:
-plain NumPy or math where the notebook calls rope_ref, a second rope_ref path (dense matrices) where it calls the fast
-one.  A number stated at one point of a range is checked over the range the prose names.  Also notebook 06's
-precision helpers, against rounding bounds and float64."""
+"""Every number notebooks 00-05 state in prose, recomputed independently (plain NumPy, or dense matrices where the
+notebook calls the fast path), over the range the prose names; notebook 06's precision helpers."""
 
 import math
 import re
@@ -17,13 +15,11 @@ from frequency_formulas import thetas
 from notebook_cells import cells, prose, run_cells, src
 
 
-def text(name):
-    """All the markdown of a notebook, solutions included, whitespace collapsed to single spaces."""
+def text(name):                          # all the markdown, solutions included, whitespace collapsed
     return " ".join(prose(name, solutions=None).split())
 
 
-def stated(name, pattern):
-    """The groups of the one place ``pattern`` (a regex on the collapsed prose) matches in the notebook."""
+def stated(name, pattern):               # the groups of the one place pattern matches in the collapsed prose
     found = re.findall(pattern, text(name))
     assert len(found) == 1, f"{name}: {pattern!r} should match once, found {found}"
     return found[0]
@@ -174,15 +170,10 @@ def test_notebook_02_score_panel_rises():
 
 # --- 03 ---------------------------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def fig2():
+def test_figure2_numbers():
     r = np.linspace(0, 256, 25601)
-    return r, {base: np.abs(np.cumsum(np.exp(1j * r[:, None] * thetas(128, base)), axis=1)).mean(axis=1)
-               for base in [1e4, 5e5]}
-
-
-def test_figure2_numbers(fig2):
-    r, y = fig2
+    y = {base: np.abs(np.cumsum(np.exp(1j * r[:, None] * thetas(128, base)), axis=1)).mean(axis=1)
+         for base in [1e4, 5e5]}
     assert stated("03_long_term_decay", r"the bound is \$\(d/2\+1\)/2 = ([\d.]+)\$") == f"{y[1e4][0]:g}" == "32.5"
     assert stated("03_long_term_decay", r"peak below distance ([\d.]+) lies") == f"{r[np.argmax(y[1e4] < 22)]:.2f}"
     assert stated("03_long_term_decay", r"mean ([\d.]+) instead of ([\d.]+) over 128–256") == \

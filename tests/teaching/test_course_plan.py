@@ -1,10 +1,5 @@
-"""docs/lecture_plan.md: the teaching times recounted from the notebooks by the plan's own rule (words / 75, 1 min
-per code cell, 2 more per figure or slider view, 5 per exercise; a demo counts half, homework nothing), each notebook
-stating its own, each 90-minute lecture fitting with time for questions.
-
-``python tests/teaching/test_course_plan.py`` prints every notebook's numbers and each section's minutes; with
-``--write`` it recounts the plan's counted columns in place (the cut and each lecture's total stay as written).
-"""
+"""docs/lecture_plan.md's teaching times recounted from the notebooks by the plan's own rule; each 90-minute lecture
+fits.  ``python tests/teaching/test_course_plan.py`` prints the counts; ``--write`` recounts the plan's columns."""
 
 import json
 import math
@@ -121,6 +116,7 @@ def test_every_lecture_adds_up_and_fits_in_90_minutes_with_questions():
     order = [name for _, rows, _ in found for _, name, _, _ in rows]
     assert len(found) == 3 and len(order) == len(set(order)), "three lectures, each notebook in one at most"
     assert order.index("11_rope_inside_a_real_model") < order.index("10_the_papers_numbers"), "11 comes before 10"
+    assert "05_context_extension" not in [name for _, name, _, _ in found[0][1]], "05 is mostly out of lecture 1"
     homework_only = re.findall(r"^\* `(\d\d_\w+)`", text.split("### Homework only", 1)[1], re.M)
     assert sorted(order + homework_only) == ALL, "every notebook is in a lecture or homework only"
     for head, rows, total in found:
@@ -130,11 +126,6 @@ def test_every_lecture_adds_up_and_fits_in_90_minutes_with_questions():
         in_rows, moves, questions, whole = total
         assert in_rows == sum(r[0] for r in rows) and moves == PER_MOVE * (len(rows) - 1), head
         assert questions >= MIN_QUESTIONS and whole == in_rows + moves + questions <= LECTURE, head
-
-
-def test_notebook_05_is_mostly_out_of_lecture_1():
-    first = lectures(PLAN.read_text())[0][1]
-    assert "05_context_extension" not in [name for _, name, _, _ in first]
 
 
 def recounted(text):

@@ -107,8 +107,7 @@ def test_scaling_view_shows_angles_per_pair_at_the_extended_length():
 
 
 def _t5_reference(r: int, num_buckets: int, max_distance: int) -> int:
-    """T5's causal bucket (mesh_tensorflow ``_relative_position_bucket``, bidirectional=False), written from the
-    paper's description in plain Python: exact below num_buckets // 2, then log-spaced up to max_distance."""
+    """T5's causal bucket from the paper: exact below num_buckets // 2, then log-spaced up to max_distance."""
     exact = num_buckets // 2
     if r < exact:
         return r

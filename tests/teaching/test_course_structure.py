@@ -22,8 +22,7 @@ def test_learning_objectives_near_the_top(name):
 
 
 def checker_modules(cs) -> dict:
-    """The notebook's names for rope_ref.teaching's checker modules (exercises, exercises_<topic>), from its
-    import lines: `from rope_ref.teaching import exercises_x [as y]` binds y (or exercises_x)."""
+    """{name: module} of `from rope_ref.teaching import exercises_x [as y]` lines (y, else exercises_x)."""
     names = {}
     for line in (ln for c in cs if c["cell_type"] == "code" for ln in src(c).splitlines()):
         m = re.match(r"from rope_ref\.teaching import (.+)$", line.split("#")[0].strip())

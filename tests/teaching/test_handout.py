@@ -107,8 +107,5 @@ def test_rotate_half_examples():
     np.testing.assert_array_equal(rr.rotate_half(x, pairing="half"), half)
 
 
-def test_score_turns_the_key_by_n_minus_m():
+def test_score_turns_the_key_by_n_minus_m():         # the identity itself: test_forms.test_relative_position_identity
     assert r"$(R_m q)^\top (R_n k) = q^\top R_{n-m} k$" in TEXT
-    q, k = np.random.default_rng(0).standard_normal((2, 16))
-    m, n = 11.0, 4.0
-    np.testing.assert_allclose(rr.rotate(q, m) @ rr.rotate(k, n), q @ rr.rotate(k, n - m), rtol=1e-12)

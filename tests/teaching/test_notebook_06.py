@@ -12,9 +12,7 @@ from rope_ref.teaching.exercises_extensions import check_reduced_cast_error
 import notebook_cells
 from frequency_formulas import thetas
 
-
-def text():
-    return " ".join(notebook_cells.prose("06_precision").split())
+TEXT = notebook_cells.text("06_precision")
 
 
 def turned(v, angles):
@@ -38,7 +36,7 @@ def test_the_worst_float32_error_over_the_range_not_at_a_lucky_position():
     worst_angle = {top: max(np.abs((p.astype(np.float32)[:, None] * th32).astype(np.float64) - np.outer(p, th)).max()
                             for p in [np.arange(0, top + 1, step)]) for top, step in [(10_000, 1), (1_000_000, 100)]}
     assert f"{worst_angle[10_000]:.0e}" == "8e-04" and f"{worst_angle[1_000_000]:.0e}" == "6e-02"
-    t = text()
+    t = TEXT
     assert "off by up to $8\\cdot10^{-4}$ rad at positions up to $10^4$ and $6\\cdot10^{-2}$ rad up to $10^6$" in t
     assert "as much as 0.19 on $|q\\cdot k| \\approx 5.76$ somewhere below $10^6$ — 3 %" in t
     assert "only by $2.7\\cdot10^{-3}$: a single position can be a lucky one" in t and "0.05 %" not in t
@@ -64,7 +62,7 @@ def test_checklist_numbers():
     assert f"{np.abs(cast / inv_freq - 1).max():.2%}" == "0.33%"
     off = [np.abs((m * (cast.astype(float) - inv_freq) + np.pi) % (2 * np.pi) - np.pi).max() for m in (100, 1000)]
     assert [f"{x:.2f}" for x in off] == ["0.18", "1.79"]
-    t = text()
+    t = TEXT
     for shown in ["off by 0.73 rad and cosines off by 0.71",
                   "$1857\\,\\theta_1 = 1044.27$ comes out of float16 as 1045",
                   "reuses row 4095 for 10 positions and is off by up to 3.12 rad", "YaRN's factor 1.1386",

