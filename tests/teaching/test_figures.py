@@ -38,7 +38,8 @@ def regenerated(tmp_path_factory):
 def test_committed_figures_match_regeneration_and_a_second_run(regenerated, tmp_path):
     out, paths = regenerated
     assert sorted(p.name for p in paths) == sorted(f"{n}.{x}" for n in FIGURES for x in ("png", "svg"))
-    stale = [p.name for p in paths if not (FIG_DIR / p.name).exists() or (FIG_DIR / p.name).read_bytes() != p.read_bytes()]
+    stale = [p.name for p in paths
+             if not (FIG_DIR / p.name).exists() or (FIG_DIR / p.name).read_bytes() != p.read_bytes()]
     assert not stale, f"committed figures differ from regenerated ones (run `python -m rope_ref figures`): {stale}"
     for p in write_all(tmp_path, names=["fig2_long_term_decay", "context_extension_frequency_ratios", "aliasing"]):
         assert p.read_bytes() == (out / p.name).read_bytes(), p.name
@@ -73,7 +74,8 @@ def _drawn_colours(fig) -> set:
             if len(colour) < 4 or colour[3] > 0:
                 seen.add(tuple(np.round(colour[:3], 3)))
 
-    for name, faces in [("draw_path", (2,)), ("draw_markers", (4,)), ("draw_text", ()), ("draw_path_collection", (5, 6))]:
+    drawers = [("draw_path", (2,)), ("draw_markers", (4,)), ("draw_text", ()), ("draw_path_collection", (5, 6))]
+    for name, faces in drawers:
         def recording(gc, *args, original=getattr(renderer, name), faces=faces, **kwargs):
             keep(gc.get_rgb())
             for index in faces:
@@ -93,9 +95,11 @@ def _style_faults(fig) -> list:
         if s.strip() and t.get_visible() and t.get_fontsize() < 10:
             faults.append(f"{s!r} is {t.get_fontsize()} pt")
         plain = re.sub(r"\$[^$]*\$", "", s)
-        faults += [f"{bad!r} outside mathtext in {s!r}" for bad in ["theta", "_{", "^(", "_i", "q_m", "sum_"] if bad in plain]
+        faults += [f"{bad!r} outside mathtext in {s!r}"
+                   for bad in ["theta", "_{", "^(", "_i", "q_m", "sum_"] if bad in plain]
     palette = np.array([to_rgb(c) for c in PALETTE])
-    faults += [f"colour {c}" for c in _drawn_colours(fig) if np.ptp(c) > 0.01 and np.abs(palette - c).max(1).min() > 0.01]
+    faults += [f"colour {c}" for c in _drawn_colours(fig)
+               if np.ptp(c) > 0.01 and np.abs(palette - c).max(1).min() > 0.01]
     for mappable in fig.findobj(lambda a: isinstance(a, ScalarMappable) and a.get_array() is not None):
         cmap = mappable.get_cmap()
         listed = isinstance(cmap, ListedColormap) and all(np.abs(palette - c[:3]).max(1).min() <= 0.01
