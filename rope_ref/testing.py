@@ -220,12 +220,21 @@ def _diagnosis(actual, x, positions, rope: dict, bound, unit) -> tuple:
             return False
         return bool(np.all(np.abs(actual - y) <= bound + (0.0 if same else unit) * (np.abs(x) + np.abs(y))))
 
+    def explained(r=None):                            # the defects one reading of the output gives
+        f = explain(model, _measure_output(x, actual, pos, model, bound, r), DEFECTS, fits, 2)
+        return [f] if f and fits(f[2], *everything) else []
+
     with warnings.catch_warnings():                   # an all-zero x or row: 0/0 ratios and All-NaN slices, expected
         warnings.simplefilter("ignore", RuntimeWarning)
-        specs = [_measure_output(x, actual, pos, model, bound)]
-        if specs[0].rotary_start == model.rotary_start and (specs[0].rotary_dim or 0) < model.rotary_dim:
-            specs.append(_measure_output(x, actual, pos, model, bound, model.rotary_dim))   # slow pairs under bound
-    found = [f for spec in specs if (f := explain(model, spec, DEFECTS, fits, 2)) and fits(f[2], *everything)]
+        seen = _measure_output(x, actual, pos, model, bound)
+        found = explained()
+        if seen.rotary_start == model.rotary_start and (seen.rotary_dim or 0) < model.rotary_dim:
+            in_between = [] if found else range((seen.rotary_dim or 0) // 2 * 2 + 2, model.rotary_dim, 2)
+            found += explained(model.rotary_dim)      # slow pairs may turn by less than the bound: read them as
+            for r in in_between:                      # rotated; if the measured reading fits nothing, the first
+                if more := explained(r):              # width in between that does
+                    found += more
+                    break
     fewest = {tuple(f[1]): f for f in found if len(f[1]) == min(len(g[1]) for g in found)}
     if len(fewest) == 1:
         return next(iter(fewest.values()))[:2]

@@ -174,12 +174,14 @@ def test_a_defect_is_named_when_the_slowest_pairs_turn_by_less_than_the_bound(d,
     assert info.value.defects == [name], info.value.problems
 
 
-def test_two_defects_the_output_cannot_tell_apart_are_both_given_and_neither_is_picked():
-    """bfloat16, 16 features, 128 positions: half the features rotated, or a base so large the second half barely
-    turns, give outputs within the bound of each other; the diagnosis names both, as alternatives."""
-    x = np.random.default_rng(0).standard_normal((128, 16)).astype(BF16)
+@pytest.mark.parametrize("d", [16, 64, 128])
+def test_two_defects_the_output_cannot_tell_apart_are_both_given_and_neither_is_picked(d):
+    """bfloat16, 128 positions: half the features rotated, or a base so large the second half barely turns, give
+    outputs within the bound of each other; the diagnosis names both, as alternatives (the true one included, where
+    its slowest pairs turn by less than the bound)."""
+    x = np.random.default_rng(0).standard_normal((128, d)).astype(BF16)
     with pytest.raises(RopeMismatch) as info:
-        assert_rope_close(rr.rotate(x, rotary_dim=8), x, precision="bfloat16")
+        assert_rope_close(rr.rotate(x, rotary_dim=d // 2), x, precision="bfloat16")
     assert sorted(info.value.defects) == ["another base", "different rotary_dim"] and "either" in str(info.value)
 
 
