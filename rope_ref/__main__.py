@@ -32,28 +32,21 @@ def source_checkout() -> Path | None:
 
 
 def output_folder(text: str | None, parser: argparse.ArgumentParser, figures: bool) -> Path:
-    """The absolute folder ``--out`` names, if its nearest existing part is a folder we may write in; without
-    --out, the checkout's figures/, or from an installed copy ./figures (never into site-packages).  For
-    ``figures``, no figure's file in it may be a folder or a broken link."""
-    if text is None:
-        folder = (source_checkout() or Path.cwd()) / "figures"
-    else:
-        if not text.strip() or "\0" in text:
-            parser.error(f"--out: expected a folder path, got {text!r}")
-        folder = Path(os.path.abspath(os.path.expanduser(text)))
-        existing = next(path for path in (folder, *folder.parents) if path.exists())
-        if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
-            parser.error(f"--out: {existing} is not a folder this user may write in")
-    if figures and folder.is_dir():
+    """The absolute folder ``--out`` names; without --out, the checkout's figures/, or from an installed copy
+    ./figures (never into site-packages).  Checked by :func:`rope_ref.teaching.files.output_folder` (standard library
+    only): a folder this user may write in, and, for ``figures``, no figure's file in it a folder or a broken link."""
+    from .teaching.files import output_folder as checked_folder
+    files = []
+    if figures:
         try:
             from .teaching.figures import FIGURES          # on demand: the oracle needs no matplotlib
+            files = [f"{name}.{fmt}" for name in FIGURES for fmt in ("png", "svg")]
         except ImportError:                                 # the figures step says what is missing
-            return folder
-        names = [f"{name}.{fmt}" for name in FIGURES for fmt in ("png", "svg")]
-        blocked = [name for name in names if os.path.lexists(folder / name) and not (folder / name).is_file()]
-        if blocked:
-            parser.error(f"--out: {folder / blocked[0]} is in the way of a figure file (a folder or a broken link)")
-    return folder
+            pass
+    try:
+        return checked_folder((source_checkout() or Path.cwd()) / "figures" if text is None else text, "--out", files)
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 def parse_command_line(argv=None) -> argparse.Namespace:

@@ -81,8 +81,8 @@ def check_choice(value, name: str, choices, meaning: str = "", unknown: type = V
     choices = tuple(choices)
     if isinstance(value, str) and value in choices:
         return value
-    raise (unknown if isinstance(value, str) else TypeError)(f"{name} must be {meaning}one of {choices}, got "
-                                                             f"{value!r:.80}")
+    error = unknown if isinstance(value, str) else TypeError
+    raise error(f"{name} must be {meaning}one of {choices}, got {value!r:.80}")
 
 
 def check_pairing(pairing) -> str:

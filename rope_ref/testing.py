@@ -58,6 +58,13 @@ PRECISIONS = {
 }
 
 
+def _heads(a: np.ndarray, head_dim, name: str) -> np.ndarray:
+    """``a`` ``(..., heads * head_dim)`` as ``(..., heads, head_dim)`` (vLLM's flattened heads)."""
+    if a.shape[-1] % check_d(head_dim, "head_dim"):
+        raise ValueError(f"head_dim must divide {name}.shape[-1]={a.shape[-1]}, got head_dim={head_dim}")
+    return a.reshape(a.shape[:-1] + (-1, head_dim))
+
+
 def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.ndarray:
     """Eq 34 with a given table: x * cos + rotate_half(x) * sin, as kernels fed a cos/sin cache compute it.
 
@@ -119,8 +126,7 @@ def rope_bound(x, budget, r: int, pairing: str, precision: Precision, *, factor:
     ``budget``: ``(..., seq, r/2)``, each angle's error in units of the angles' roundoff."""
     ua, ut, uc, uo = (precision.roundoff(s) for s in ("angles", "table", "compute", "output"))
     x = np.asarray(x, dtype=np.float64)
-    j = np.arange(r // 2)
-    a, b = (2 * j, 2 * j + 1) if pairing == "interleaved" else (j, j + r // 2)
+    a, b = _pairs(r, pairing)
     xa, xb = x[..., a], x[..., b]
     table = 0.0 if table_given else 2 * ua + ut
     pair = abs(factor) * (np.hypot(xa, xb) * np.minimum(budget * ua, 2.0)
@@ -160,9 +166,7 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
     if got.shape != x64.shape:
         raise ValueError(f"actual must have x's shape {x64.shape}, got shape {got.shape}")
     if head_dim is not None:
-        if x64.shape[-1] % check_d(head_dim, "head_dim"):
-            raise ValueError(f"head_dim must divide x.shape[-1]={x64.shape[-1]}, got head_dim={head_dim}")
-        x64, got = (a.reshape(a.shape[:-1] + (-1, head_dim)) for a in (x64, got))
+        x64, got = (_heads(a, head_dim, "x") for a in (x64, got))
         if positions is None and layout is None:
             positions = np.arange(x64.shape[-3]) if x64.ndim > 2 else np.zeros(())
         positions = None if positions is None else np.asarray(positions)[..., None]
@@ -220,19 +224,22 @@ def _diagnosis(actual, x, positions, rope: dict, bound, unit) -> tuple:
             return False
         return bool(np.all(np.abs(actual - y) <= bound + (0.0 if same else unit) * (np.abs(x) + np.abs(y))))
 
-    def explained(r=None):                            # the defects one reading of the output gives
-        f = explain(model, _measure_output(x, actual, pos, model, bound, r), DEFECTS, fits, 2)
+    def explained(spec):                              # the defects one reading of the output gives
+        f = explain(model, spec, DEFECTS, fits, 2)
         return [f] if f and fits(f[2], *everything) else []
+
+    def reading(r):
+        return explained(_measure_output(x, actual, pos, model, bound, r))
 
     with warnings.catch_warnings():                   # an all-zero x or row: 0/0 ratios and All-NaN slices, expected
         warnings.simplefilter("ignore", RuntimeWarning)
         seen = _measure_output(x, actual, pos, model, bound)
-        found = explained()
+        found = explained(seen)
         if seen.rotary_start == model.rotary_start and (seen.rotary_dim or 0) < model.rotary_dim:
             in_between = [] if found else range((seen.rotary_dim or 0) // 2 * 2 + 2, model.rotary_dim, 2)
-            found += explained(model.rotary_dim)      # slow pairs may turn by less than the bound: read them as
+            found += reading(model.rotary_dim)        # slow pairs may turn by less than the bound: read them as
             for r in in_between:                      # rotated; if the measured reading fits nothing, the first
-                if more := explained(r):              # width in between that does
+                if more := reading(r):                # width in between that does
                     found += more
                     break
     fewest = {tuple(f[1]): f for f in found if len(f[1]) == min(len(g[1]) for g in found)}
@@ -314,9 +321,7 @@ def rotate_qkv(qkv, positions=None, *, num_heads_q=None, head_dim=None, **rope):
     x = check_x(qkv, "qkv")
     shape = x.shape
     if head_dim is not None:
-        if x.shape[-1] % check_d(head_dim, "head_dim"):
-            raise ValueError(f"head_dim must divide qkv.shape[-1]={x.shape[-1]}, got head_dim={head_dim}")
-        x = x.reshape(x.shape[:-1] + (-1, head_dim))
+        x = _heads(x, head_dim, "qkv")
     elif num_heads_q is None:
         if x.ndim < 4 or x.shape[-3] != 3:
             raise ValueError(f"qkv must have shape (..., seq, 3, heads, d) without num_heads_q or head_dim, got "
