@@ -41,30 +41,22 @@ def check_number(value, name: str, expected: str, valid, *, real: bool = False):
     return value
 
 
-def check_positive_int(n, name: str) -> int:
-    return check_number(n, name, "a positive integer", lambda v: v > 0)
+def _number_check(expected: str, valid, *, real: bool = False, default_name: str | None = None):
+    """A :func:`check_number` of one kind, ``(value, name[, expected])`` -> the value: ``valid`` is its rule."""
+    return lambda value, name=default_name, expected=expected: check_number(value, name, expected, valid, real=real)
 
 
-def check_nonnegative_int(n, name: str, expected: str = "a non-negative integer") -> int:
-    return check_number(n, name, expected, lambda v: v >= 0)
-
-
-def check_seed(seed, name: str = "seed") -> int:
-    return check_nonnegative_int(seed, name)
-
-
-def check_d(d, name: str = "d") -> int:
-    return check_number(d, name, "a positive even integer", lambda v: v > 0 and v % 2 == 0)
+check_positive_int = _number_check("a positive integer", lambda v: v > 0)
+check_nonnegative_int = _number_check("a non-negative integer", lambda v: v >= 0)
+check_seed = _number_check("a non-negative integer", lambda v: v >= 0, default_name="seed")
+check_d = _number_check("a positive even integer", lambda v: v > 0 and v % 2 == 0, default_name="d")
+check_positive_real = _number_check("a positive finite real number", lambda v: 0 < v < np.inf, real=True)
 
 
 def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:
     if rotary_dim is None:
         return d
     return check_number(rotary_dim, name, f"None or an even integer in [2, d={d}]", lambda v: 0 < v <= d and v % 2 == 0)
-
-
-def check_positive_real(value, name: str, expected: str = "a positive finite real number") -> float:
-    return check_number(value, name, expected, lambda v: 0 < v < np.inf, real=True)
 
 
 def check_base(base, name: str = "base", *, d: int | None = None) -> float:

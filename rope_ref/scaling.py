@@ -19,6 +19,10 @@ from .forms import frequencies
 TRAIN_LENGTH = ("original_max_position_embeddings", "max_position_embeddings")
 #: Keys a published rope section carries besides the methods' own: accepted, and ignored by the methods.
 _SECTION_KEYS = ("rope_theta", "type", "partial_rotary_factor", "short_mscale", "long_mscale")
+#: Checks of keys several methods read, made once by scaled_inv_freq (other keys: by the method that reads them).
+_KEY_CHECKS = {**dict.fromkeys(("factor", "beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor",
+                                "attention_factor"), check_positive_real),
+               **dict.fromkeys(TRAIN_LENGTH, check_positive_int), "truncate": check_bool}
 
 
 @dataclass(frozen=True)
@@ -67,11 +71,12 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     missing = [" | ".join(alts) for alts in method.required if not any(params.get(k) is not None for k in alts)]
     if missing:
         raise ValueError(f"rope_type={rope_type!r} is missing {missing}; it reads {sorted(method.used)}")
-    params = method.params_of(params)
+    params = {k: _KEY_CHECKS[k](v, k) if k in _KEY_CHECKS else v for k, v in method.params_of(params).items()}
     seq_len = None if seq_len is None else check_positive_int(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # refused below, naming the cause
         inv_freq = method.inv_freq(d, base, seq_len, params)
-        attention_factor = _pos_float(params, "attention_factor", float(method.attention_factor(params)))  # given wins
+        attention_factor = check_positive_real(params.get("attention_factor", method.attention_factor(params)),
+                                               "attention_factor")     # given wins
     positive = np.all(inv_freq >= 0 if method.whole_head else inv_freq > 0)    # whole_head: pairs standing still
     if not (positive and np.all(np.isfinite(inv_freq))):
         raise ValueError(f"rope_type={rope_type!r} with {sorted(params)} gives frequencies from {np.min(inv_freq):.3g} "
@@ -87,13 +92,8 @@ def _one_value(given, alias, check, default):
     return next(iter(values.values()), default)
 
 
-def _pos_float(params, name, default=None):
-    return check_positive_real(params.get(name, default), name, "a finite real number > 0")
-
-
 def _train_length(params):
-    key = next(k for k in TRAIN_LENGTH if k in params)
-    return check_positive_int(params[key], key)
+    return next(params[k] for k in TRAIN_LENGTH if k in params)
 
 
 def _default(d, base, seq_len, p):
@@ -103,13 +103,13 @@ def _default(d, base, seq_len, p):
 
 def _linear(d, base, seq_len, p):
     """Position interpolation, theta_i / factor: position m read as m / factor (Chen et al. 2023, arXiv:2306.15595)."""
-    return frequencies(d, base) / _pos_float(p, "factor")
+    return frequencies(d, base) / p["factor"]
 
 
 def _ntk(d, base, seq_len, p):
     """Static NTK-aware scaling, the base raised to base * factor^(d/(d-2)) (bloc97, "NTK-Aware Scaled RoPE",
     2023; YaRN, arXiv:2309.00071, section 3.1)."""
-    return frequencies(d, _new_base(base, _pos_float(p, "factor"), d))
+    return frequencies(d, _new_base(base, p["factor"], d))
 
 
 def _new_base(base, growth, d):
@@ -123,7 +123,7 @@ def _new_base(base, growth, d):
 def _dynamic(d, base, seq_len, p):
     """Dynamic NTK: base * (factor * L / L_train - (factor - 1))^(d/(d-2)) with L = max(seq_len, L_train)
     (emozilla, "Dynamically Scaled RoPE", 2023; YaRN, arXiv:2309.00071, section 3.3)."""
-    factor, train_len = _pos_float(p, "factor"), _train_length(p)     # dynamic reads max_position_embeddings
+    factor, train_len = p["factor"], _train_length(p)     # dynamic reads max_position_embeddings
     length = train_len if seq_len is None else max(seq_len, train_len)
     return frequencies(d, _new_base(base, (factor * length / train_len) - (factor - 1), d))
 
@@ -132,9 +132,9 @@ def _train_length_and_factor(p, method):
     """transformers v5: an explicit factor wins; else max_position_embeddings / original."""
     train_len = _train_length(p)
     if "factor" in p:
-        return train_len, _pos_float(p, "factor")
+        return train_len, p["factor"]
     if "original_max_position_embeddings" in p and "max_position_embeddings" in p:
-        return train_len, check_positive_int(p["max_position_embeddings"], "max_position_embeddings") / train_len
+        return train_len, p["max_position_embeddings"] / train_len
     raise ValueError(f"rope_type={method!r} needs factor or max_position_embeddings / original_max_position_embeddings")
 
 
@@ -145,11 +145,10 @@ def _yarn(d, base, seq_len, p):
     train_len, factor = _train_length_and_factor(p, "yarn")
     if base == 1.0:
         raise ValueError("base must be > 1 for rope_type='yarn' (the ramp divides by log(base)), got 1.0")
-    beta_fast, beta_slow = _pos_float(p, "beta_fast", 32.0), _pos_float(p, "beta_slow", 1.0)
-    truncate = check_bool(p.get("truncate", True), "truncate")
+    beta_fast, beta_slow = p.get("beta_fast", 32.0), p.get("beta_slow", 1.0)
     # the pair dimensions whose wavelengths fit beta_fast and beta_slow turns in L_train
     low, high = (d * math.log(train_len / (2 * math.pi * n)) / (2 * math.log(base)) for n in (beta_fast, beta_slow))
-    if truncate:
+    if p.get("truncate", True):
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, d - 1)
     if high < low:    # L_train < 2 pi beta_slow, the slowest pair turning > beta_fast times, or beta_fast < beta_slow
@@ -178,7 +177,7 @@ def _llama3(d, base, seq_len, p):
     """Llama 3.1's bands: wavelengths above L_train / low_freq_factor divided by factor, below L_train /
     high_freq_factor unchanged, linear in L_train / wavelength between (Meta 2024, arXiv:2407.21783; transformers'
     _compute_llama3_parameters)."""
-    factor, low_ff, high_ff = (_pos_float(p, k) for k in ("factor", "low_freq_factor", "high_freq_factor"))
+    factor, low_ff, high_ff = p["factor"], p["low_freq_factor"], p["high_freq_factor"]
     train_len = _train_length(p)
     if high_ff < low_ff:
         raise ValueError(f"llama3: high_freq_factor ({high_ff}) must be >= low_freq_factor ({low_ff})")
@@ -215,7 +214,7 @@ def _proportional(d, base, seq_len, p):
                          lambda v: 0 < v <= 1, real=True)
     freqs = frequencies(d, base)
     freqs[int(share * d // 2):] = 0.0
-    return freqs / _pos_float(p, "factor", 1.0)
+    return freqs / p.get("factor", 1.0)
 
 
 def _default_candidates(fit):     # how identify names a method: (rank, params), simplest rank first
