@@ -5,24 +5,9 @@ needs numpy and ml_dtypes only (its modules: docs/architecture.md); :mod:`rope_r
 """
 
 from ._validate import RopeRefPrecisionWarning
-from .forms import (
-    decay_bound,
-    frequencies,
-    partial_sums,
-    permute_qk_weights,
-    rotate,
-    rotate_complex,
-    rotate_dense,
-    rotate_elementwise,
-    rotate_half,
-    rotation_angles,
-    rotation_matrix,
-    sinusoidal,
-    sinusoidal_shift_matrix,
-    to_half,
-    to_interleaved,
-    wrap_angle,
-)
+from .forms import (decay_bound, frequencies, partial_sums, permute_qk_weights, rotate, rotate_complex, rotate_dense,
+                   rotate_elementwise, rotate_half, rotation_angles, rotation_matrix, sinusoidal,
+                   sinusoidal_shift_matrix, to_half, to_interleaved, wrap_angle)
 from .hf_config import RopeConfig, from_hf_config
 from .layouts import layout_positions
 from .kernel_check import AxesSpec, RopeSpec, assert_rope_grad_matches, assert_rope_matches, identify
