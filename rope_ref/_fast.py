@@ -27,8 +27,7 @@ def tables(pos: np.ndarray, freqs: np.ndarray, work, pairing: str) -> tuple:
     key = (pairing, np.dtype(work).str, freqs.shape)
     keep = KEEP_ANGLES[0] <= pos.shape[0] * freqs.shape[0] <= KEEP_ANGLES[1]
     last = _last.get(key) if keep else None
-    if (last is not None and last[0].shape == pos.shape and last[1].shape == freqs.shape
-            and np.array_equal(last[0], pos) and np.array_equal(last[1], freqs)):
+    if last is not None and np.array_equal(last[0], pos) and np.array_equal(last[1], freqs):   # shapes too
         return last[2]
     angles = np.multiply.outer(pos[:, 0], freqs[:, 0])
     for a in range(1, freqs.shape[1]):
