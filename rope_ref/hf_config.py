@@ -196,8 +196,8 @@ def _rope_section(cfg, layer_type, family):
 
 def _rope_type(rope, family, where) -> str:
     """The registry's name of the section's rope_type (v4: type), as the family's quirk rewrites the section."""
-    names = {alias: name for name, method in SCALING_METHODS.items() if method.in_transformers
-             for alias in (name,) + method.config_names}
+    names = {alias: name for name, method in SCALING_METHODS.items()
+             for alias in ((name,) if method.config_names is None else method.config_names)}
     given = {key: rope.pop(key) for key in ("rope_type", "type") if rope.get(key) is not None}
     valid = all(isinstance(v, str) and v in names for v in given.values())
     if not valid or len({names[v] for v in given.values()}) > 1:

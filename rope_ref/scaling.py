@@ -35,8 +35,7 @@ class ScalingMethod:
     optional: tuple = ()                      # keys with defaults
     uses_seq_len: bool = False                # the frequencies depend on the current length (dynamic, longrope)
     whole_head: bool = False                  # d is the whole head and some pairs stand still (proportional)
-    in_transformers: bool = True              # a transformers rope_type ("ntk" is rope_ref's name for static NTK)
-    config_names: tuple = ()                  # other names configs give it (Phi-3's "su" for longrope)
+    config_names: tuple | None = None         # rope_types configs give it; None: its name (() for rope_ref's "ntk")
     example: Callable | None = None           # (factor, train_len) -> params extending train_len (notebook 05)
     candidates: Callable | None = None        # identify's fit -> (rank, params) it compares, lowest rank first
 
@@ -255,7 +254,7 @@ SCALING_METHODS = {
     "default": ScalingMethod(_default, candidates=_default_candidates),
     "linear": ScalingMethod(_linear, required=(("factor",),), candidates=_linear_candidates,
                             example=lambda factor, train_len: dict(factor=factor)),
-    "ntk": ScalingMethod(_ntk, required=(("factor",),), in_transformers=False, candidates=_ntk_candidates,
+    "ntk": ScalingMethod(_ntk, required=(("factor",),), config_names=(), candidates=_ntk_candidates,
                          example=lambda factor, train_len: dict(factor=factor)),
     "dynamic": ScalingMethod(_dynamic, required=(("factor",), ("max_position_embeddings",)), uses_seq_len=True,
                              example=lambda factor, train_len: dict(factor=factor, max_position_embeddings=train_len,
@@ -271,7 +270,7 @@ SCALING_METHODS = {
                                                original_max_position_embeddings=train_len)),
     "longrope": ScalingMethod(
         _longrope, _longrope_attention, required=(("short_factor",), ("long_factor",), TRAIN_LENGTH),
-        optional=("factor", "attention_factor"), uses_seq_len=True, config_names=("su",)),
+        optional=("factor", "attention_factor"), uses_seq_len=True, config_names=("longrope", "su")),
     "proportional": ScalingMethod(_proportional, optional=("partial_rotary_factor", "factor"), whole_head=True),
 }
 
