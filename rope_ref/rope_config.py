@@ -60,7 +60,7 @@ class RopeConfig:
         if x.shape[-1] != self.head_dim:
             raise ValueError(f"x.shape[-1] must be head_dim={self.head_dim}, got {x.shape[-1]}")
         if positions is None and self.axes:
-            positions = np.broadcast_to(np.arange(x.shape[-2]), (self.axes, x.shape[-2]))
+            positions = np.broadcast_to(np.arange(x.shape[-2]) if x.ndim > 1 else 0, (self.axes,) + x.shape[-2:-1])
         pos = check_positions(positions, x.shape[:-1], axes=self.axes)
         if seq_len is None and SCALING_METHODS[self.rope_type].uses_seq_len:
             seq_len = int(np.max(pos, initial=0)) + 1

@@ -386,6 +386,7 @@ def test_mrope_is_read_as_written():
     assert cfg.inv_freq().shape == (64, 3) and cfg.axes == 3 and cfg.mrope_interleaved
     x = np.random.default_rng(0).standard_normal((2, 6, 128))        # on text (t = h = w): 1-D RoPE
     np.testing.assert_allclose(cfg.rotate(x), rr.rotate(x, pairing="half", base=5e6), atol=1e-12)
+    np.testing.assert_array_equal(cfg.rotate(x[0, 3]), x[0, 3])                 # one vector: at position 0
     text = {"model_type": "qwen2_5_vl_text", "head_dim": 128,
             "rope_parameters": {"rope_type": "default", "mrope_section": [16, 24, 24]}}
     v5 = rr.from_hf_config({"model_type": "qwen2_5_vl", "text_config": text})

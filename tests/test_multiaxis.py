@@ -159,8 +159,7 @@ def test_rope_ref_general_form_replays_every_recording(modules, form):
 
 
 def test_mrope_position_ids_by_hand():
-    # text only: 1-D positions on all three axes.
-    np.testing.assert_array_equal(rr.mrope_position_ids([("text", 4)]), [[0, 1, 2, 3]] * 3)
+    np.testing.assert_array_equal(rr.mrope_position_ids([("text", 4)]), [[0, 1, 2, 3]] * 3)     # text: on all axes
     # image first, merge 1: grid (1, 2, 2) -> 4 tokens (t, h, w) = (0,0,0) (0,0,1) (0,1,0) (0,1,1), then text at 2.
     ids = rr.mrope_position_ids([("image", (1, 2, 2)), ("text", 2)], spatial_merge_size=1)
     np.testing.assert_array_equal(ids, [[0, 0, 0, 0, 2, 3], [0, 0, 1, 1, 2, 3], [0, 1, 0, 1, 2, 3]])
