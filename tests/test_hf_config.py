@@ -267,7 +267,7 @@ CYCLE["text_config"]["text_config"] = CYCLE                    # a text_config t
     ({"model_type": "phimoe", "head_dim": 64, "rope_scaling": {"rope_type": "longrope", "short_factor": [1] * 32,
       "long_factor": [1] * 32, "short_mscale": 1.2, "long_mscale": 1.3}}, {}, ValueError, "mscale"),
     ({"model_type": "phi3", "head_dim": 8, "max_position_embeddings": 8192, "original_max_position_embeddings": 4096,
-      "rope_scaling": {"type": "longrope", "short_factor": [1, 1], "long_factor": [1, 1, 1, 1]}}, {}, ValueError,
+      "rope_scaling": {"type": "su", "short_factor": [1, 1], "long_factor": [1, 1, 1, 1]}}, {}, ValueError,
      "short_factor"),
     ({"model_type": "my_mla", "hidden_size": 256, "num_attention_heads": 4, "qk_nope_head_dim": 128},
      {"pairing": "half"}, ValueError, "qk_nope_head_dim"),       # pairing= never guesses a head size written otherwise
