@@ -88,53 +88,42 @@ def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.
     return y
 
 
-def _exact(x, positions, angles, cos, sin, rows, rope: dict):
-    """(exact float64 output, per-pair angle budget before roundoff ``(..., seq, r/2)``, r, pairing, attention
-    factor, whether the table is the kernel's own input)."""
-    config = rope.pop("config", None)
-    factor = 1.0
+def _oracle(x, positions, angles, cos, sin, rows, rope: dict, precision: Precision) -> tuple:
+    """(the exact float64 RoPE of ``x``, the bound on |kernel - it| derived from ``precision`` (module docstring),
+    both of x's shape; the rounding a rotated pair's output has relative to |x_a| + |x_b|)."""
+    rope = dict(rope)
+    config, factor, table = rope.pop("config", None), 1.0, cos is not None or sin is not None
     if config is not None:
         cfg = config if isinstance(config, RopeConfig) else from_hf_config(config)
         seq_len = None if positions is None else int(np.max(positions, initial=0)) + 1
         rope = {"pairing": cfg.pairing, "rotary_dim": cfg.rotary_dim, "inv_freq": cfg.inv_freq(seq_len), **rope}
         factor = cfg.attention_factor
     pairing = rope.get("pairing", "interleaved")
-    if cos is not None or sin is not None:
+    if table:                                       # the table is the input both sides use: no angle error
         if cos is None or sin is None:
             raise TypeError("cos and sin must be given together")
-        y = rotate_table(x, cos, sin, rows=rows, pairing=pairing)
-        return y, np.zeros(y.shape[:-1] + (np.shape(cos)[-1],)), 2 * np.shape(cos)[-1], pairing, factor, True
-    if angles is not None:
+        y, budget, r = rotate_table(x, cos, sin, rows=rows, pairing=pairing), 0.0, 2 * np.shape(cos)[-1]
+    elif angles is not None:                        # each angle's error in units of the angles' roundoff
         y = rotate_elementwise(x, angles=angles, pairing=pairing)
-        return y, np.abs(np.asarray(angles, np.float64)), 2 * np.shape(angles)[-1], pairing, factor, False
-    y = rotate_elementwise(x, positions, **rope)
-    r = rope.get("rotary_dim") or x.shape[-1]
-    freqs = rope.get("inv_freq")
-    freqs = frequencies(r, rope.get("base", 10000.0)) if freqs is None else np.asarray(freqs, np.float64)
-    pos = np.arange(x.shape[-2], dtype=np.float64) if positions is None else np.asarray(positions, np.float64)
-    phi = rotation_angles(np.abs(pos), np.abs(freqs))              # sum_a |p_a| |F[j, a]|: each term rounds
-    magnitude = np.abs(freqs).reshape(r // 2, -1).max(axis=1)
-    steps = 6.0 + np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))      # per pair
-    y[..., :r] *= factor                                            # cos and sin scaled: the rotated part only
-    return y, phi * steps, r, pairing, factor, False
-
-
-def rope_bound(x, budget, r: int, pairing: str, precision: Precision, *, factor: float = 1.0,
-               table_given: bool = False) -> np.ndarray:
-    """The derived elementwise bound on |kernel - exact| (module docstring): float64 of x's shape.
-
-    ``budget``: ``(..., seq, r/2)``, each angle's error in units of the angles' roundoff."""
+        budget, r = np.abs(np.asarray(angles, np.float64)), 2 * np.shape(angles)[-1]
+    else:
+        y = rotate_elementwise(x, positions, **rope)
+        r = rope.get("rotary_dim") or x.shape[-1]
+        freqs = rope.get("inv_freq")
+        freqs = frequencies(r, rope.get("base", 10000.0)) if freqs is None else np.asarray(freqs, np.float64)
+        magnitude = np.abs(freqs).reshape(r // 2, -1).max(axis=1)
+        steps = 6.0 + np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))      # per pair
+        budget = steps * rotation_angles(np.abs(np.asarray(positions, np.float64)), np.abs(freqs))   # each term rounds
+        y[..., :r] *= factor                                            # cos and sin scaled: the rotated part only
     ua, ut, uc, uo = (precision.roundoff(s) for s in ("angles", "table", "compute", "output"))
-    x = np.asarray(x, dtype=np.float64)
+    rounding = (0.0 if table else 2 * ua + ut) + 4 * uc + uo
     a, b = _pairs(r, pairing)
     xa, xb = x[..., a], x[..., b]
-    table = 0.0 if table_given else 2 * ua + ut
-    pair = abs(factor) * (np.hypot(xa, xb) * np.minimum(budget * ua, 2.0)
-                          + (np.abs(xa) + np.abs(xb)) * (table + 4 * uc + uo))
+    pair = abs(factor) * (np.hypot(xa, xb) * np.minimum(budget * ua, 2.0) + (np.abs(xa) + np.abs(xb)) * rounding)
     bound = np.abs(x) * uo + float(ml_dtypes.finfo(precision.output).smallest_normal)
     bound[..., a] += pair
     bound[..., b] += pair
-    return bound
+    return y, bound, rounding
 
 
 def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=None, cos=None, sin=None, rows=None,
@@ -168,15 +157,15 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
     if head_dim is not None:
         x64, got = (_heads(a, head_dim, "x") for a in (x64, got))
         if positions is None and layout is None:
-            positions = np.arange(x64.shape[-3]) if x64.ndim > 2 else np.zeros(())
+            positions = check_positions(None, x64.shape[:-2])          # arange(tokens)
         positions = None if positions is None else np.asarray(positions)[..., None]
     if layout is not None or (angles is None and rows is None):        # a 4-D x without positions or layout: refused
         positions = positions_of(x64.shape, positions, None, None, None, layout, cu_seqlens=cu_seqlens,
                                  seqlen_offsets=seqlen_offsets)[0]
-    if rows is None and cos is not None and positions is not None:
-        rows = positions
-    exact, budget, r, pairing, factor, table_given = _exact(x64, positions, angles, cos, sin, rows, dict(rope))
-    bound = rope_bound(x64, budget, r, pairing, precision, factor=factor, table_given=table_given)
+    if positions is None and angles is None:
+        positions = check_positions(None, x64.shape[:-1])          # arange(seq)
+    rows = positions if rows is None else rows
+    exact, bound, rounding = _oracle(x64, positions, angles, cos, sin, rows, rope, precision)
     err = np.abs(got - exact)
     bad = ~(err <= bound)                        # NaN in actual fails
     if not bad.any():
@@ -184,9 +173,7 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
     ratio = np.where(bad, np.nan_to_num(err / bound, nan=np.inf), -1.0)
     worst = np.unravel_index(np.argmax(ratio), err.shape)
     problems, defects = ["the catalogue of known defects is not tried on a given cos/sin or angle table"], []
-    if cos is None and angles is None:                  # the bound's rounding terms, for a defect's own pairs
-        steps = ("angles", "table", "compute", "output")
-        rounding = sum(k * precision.roundoff(s) for k, s in zip((2, 1, 4, 1), steps))
+    if cos is None and angles is None:
         problems, defects = _diagnosis(got, x64, positions, rope, bound, rounding)
     raise RopeMismatch(
         f"{int(bad.sum())} of {bad.size} elements are farther from the oracle than the bound derived for {precision}; "
@@ -207,7 +194,7 @@ def _diagnosis(actual, x, positions, rope: dict, bound, unit) -> tuple:
         expected = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, inv_freq=config.inv_freq(), offset=0,
                         norm_scale=config.attention_factor) if config.axes else _expectations(d, config, None, rope,
                                                                                               None)[2]
-    pos = np.arange(x.shape[-2], dtype=np.float64) if positions is None else np.asarray(positions, np.float64)
+    pos = np.asarray(positions, np.float64)
     model = expected_model(expected, SimpleNamespace(pairing=None, rotary_dim=d, offset=0, inv_freq=None,
                                                      rows=int(np.max(pos, initial=0)) + 1))
     rows, everything = int(np.prod(x.shape[:-1])), (x, pos, actual, bound)
@@ -224,24 +211,18 @@ def _diagnosis(actual, x, positions, rope: dict, bound, unit) -> tuple:
             return False
         return bool(np.all(np.abs(actual - y) <= bound + (0.0 if same else unit) * (np.abs(x) + np.abs(y))))
 
-    def explained(spec):                              # the defects one reading of the output gives
+    def reading(r=None):                              # one reading of the output, and the defects it gives
+        spec = _measure_output(x, actual, pos, model, bound, r)
         f = explain(model, spec, DEFECTS, fits, 2)
-        return [f] if f and fits(f[2], *everything) else []
-
-    def reading(r):
-        return explained(_measure_output(x, actual, pos, model, bound, r))
+        return spec, [f] if f and fits(f[2], *everything) else []
 
     with warnings.catch_warnings():                   # an all-zero x or row: 0/0 ratios and All-NaN slices, expected
         warnings.simplefilter("ignore", RuntimeWarning)
-        seen = _measure_output(x, actual, pos, model, bound)
-        found = explained(seen)
+        seen, found = reading()
         if seen.rotary_start == model.rotary_start and (seen.rotary_dim or 0) < model.rotary_dim:
-            in_between = [] if found else range((seen.rotary_dim or 0) // 2 * 2 + 2, model.rotary_dim, 2)
-            found += reading(model.rotary_dim)        # slow pairs may turn by less than the bound: read them as
-            for r in in_between:                      # rotated; if the measured reading fits nothing, the first
-                if more := reading(r):                # width in between that does
-                    found += more
-                    break
+            # slow pairs under the bound: read as rotated; if the measured width fits nothing, the first that does
+            between = () if found else range((seen.rotary_dim or 0) + 2, model.rotary_dim, 2)
+            found += reading(model.rotary_dim)[1] + next(filter(None, (reading(r)[1] for r in between)), [])
     fewest = {tuple(f[1]): f for f in found if len(f[1]) == min(len(g[1]) for g in found)}
     if len(fewest) == 1:
         return next(iter(fewest.values()))[:2]
