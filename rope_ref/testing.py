@@ -23,9 +23,9 @@ from types import SimpleNamespace
 import ml_dtypes
 import numpy as np
 
-from ._validate import (as_given, check_choice, check_d, check_finite_array, check_freqs, check_positions,
-                        check_positive_int, check_real_array, check_x)
-from .forms import _pairs, frequencies, rotate, rotate_elementwise, rotate_half, rotation_angles
+from ._validate import (as_given, check_choice, check_d, check_finite_array, check_freqs, check_keywords,
+                        check_pairing, check_positions, check_positive_int, check_real_array, check_x)
+from .forms import _pairs, frequencies, rotate, rotate_elementwise, rotation_angles
 from .hf_config import RopeConfig, from_hf_config
 from .kernel_check import DEFECTS, RopeMismatch, expected_model
 from .kernel_check.assertions import _expectations
@@ -48,14 +48,10 @@ class Precision:
         return float(ml_dtypes.finfo(getattr(self, step)).eps) / 2
 
 
-#: ``precision="..."``: float32 throughout (the suites' references and most kernels), or float32 angles with the
-#: table, the arithmetic and the output in a 16-bit type.
-PRECISIONS = {
-    "float64": Precision("float64", "float64", "float64", "float64"),
-    "float32": Precision(),
-    "bfloat16": Precision("float32", "bfloat16", "bfloat16", "bfloat16"),
-    "float16": Precision("float32", "float16", "float16", "float16"),
-}
+#: ``precision="..."``: the table, the arithmetic and the output in the named type, the angles in float32 (in float64
+#: for "float64"); "float32", float32 throughout, is the suites' references and most kernels.
+PRECISIONS = {t: Precision("float64" if t == "float64" else "float32", t, t, t)
+              for t in ("float64", "float32", "bfloat16", "float16")}
 
 
 def _heads(a: np.ndarray, head_dim, name: str) -> np.ndarray:
@@ -80,11 +76,10 @@ def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.
     rows = check_positions(rows, x.shape[:-1], "rows")
     if np.any(rows % 1) or np.any(rows < 0) or np.any(rows >= len(cos)):
         raise ValueError(f"rows must be integers in [0, {len(cos)}) indexing the table, got {rows.ravel()[:8]}")
-    r = 2 * cos.shape[-1]
+    a, b = _pairs(2 * cos.shape[-1], check_pairing(pairing))
     c, s = (t[rows.astype(np.int64)] for t in (cos, sin))
-    c, s = (np.repeat(t, 2, -1) if pairing == "interleaved" else np.concatenate([t, t], -1) for t in (c, s))
     y = x.copy()
-    y[..., :r] = x[..., :r] * c + rotate_half(x[..., :r], pairing) * s
+    y[..., a], y[..., b] = x[..., a] * c - x[..., b] * s, x[..., b] * c + x[..., a] * s    # x cos + rotate_half(x) sin
     return y
 
 
@@ -146,10 +141,8 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
     >>> p = rr.testing.layout_positions(x.shape, "bshd")
     >>> rr.testing.assert_rope_close(rr.rotate(x, p), x, layout="bshd")
     """
-    if isinstance(precision, str):
-        precision = PRECISIONS[check_choice(precision, "precision", tuple(PRECISIONS))]
     if not isinstance(precision, Precision):
-        raise TypeError(f"precision must be one of {tuple(PRECISIONS)} or a Precision, got {type(precision).__name__}")
+        precision = PRECISIONS[check_choice(precision, "precision", PRECISIONS, "a Precision or ")]
     x64 = check_x(x).astype(np.float64)
     got = check_real_array(actual, "actual").astype(np.float64)
     if got.shape != x64.shape:
@@ -172,9 +165,8 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
         return
     ratio = np.where(bad, np.nan_to_num(err / bound, nan=np.inf), -1.0)
     worst = np.unravel_index(np.argmax(ratio), err.shape)
-    problems, defects = ["the catalogue of known defects is not tried on a given cos/sin or angle table"], []
-    if cos is None and angles is None:
-        problems, defects = _diagnosis(got, x64, positions, rope, bound, rounding)
+    problems, defects = (_diagnosis(got, x64, positions, rope, bound, rounding) if cos is None and angles is None
+                         else (["the catalogue of known defects is not tried on a given cos/sin or angle table"], []))
     raise RopeMismatch(
         f"{int(bad.sum())} of {bad.size} elements are farther from the oracle than the bound derived for {precision}; "
         f"worst at index {tuple(int(i) for i in worst)}: actual {got[worst]:.7g}, expected {exact[worst]:.7g}, "
@@ -191,9 +183,8 @@ def _diagnosis(actual, x, positions, rope: dict, bound, unit) -> tuple:
     expected = dict(pairing="interleaved", rotary_dim=d, base=10000.0, offset=0) | rope
     if config is not None:
         config = config if hasattr(config, "attention_factor") else from_hf_config(config)
-        expected = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, inv_freq=config.inv_freq(), offset=0,
-                        norm_scale=config.attention_factor) if config.axes else _expectations(d, config, None, rope,
-                                                                                              None)[2]
+        given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope     # multi-axis: its F
+        expected = _expectations(d, config, None, given, None)[2]
     pos = np.asarray(positions, np.float64)
     model = expected_model(expected, SimpleNamespace(pairing=None, rotary_dim=d, offset=0, inv_freq=None,
                                                      rows=int(np.max(pos, initial=0)) + 1))
@@ -248,8 +239,7 @@ def _measure_output(x, y, positions, model, bound, r=None) -> SimpleNamespace:
     for pairing, out in (("interleaved", None), ("half", None), ("interleaved", "half")):
         a, b = (start + i for i in _pairs(r, pairing))
         oa, ob = (start + i for i in _pairs(r, out)) if out else (a, b)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.hypot(y[..., oa], y[..., ob]) / np.hypot(x[..., a], x[..., b])
+        ratio = np.hypot(y[..., oa], y[..., ob]) / np.hypot(x[..., a], x[..., b])      # 0/0: NaN (warning silenced)
         norm = float(np.nanmedian(ratio))
         tried.append((float(np.nanmax(np.abs(ratio / norm - 1))), pairing, out, norm,
                       np.arctan2(x[..., a] * y[..., ob] - x[..., b] * y[..., oa],
@@ -297,9 +287,11 @@ def rotate_qkv(qkv, positions=None, *, num_heads_q=None, head_dim=None, **rope):
     ``(..., seq, heads_q + 2 * heads_kv, d)`` (grouped heads: q, then k, then v).  With ``head_dim`` the heads are
     flattened on the last axis, ``(..., tokens, heads * head_dim)`` as vLLM's q, k (every head rotates) or, with
     ``num_heads_q``, its packed qkv.  ``positions``: one per token, broadcastable to the token axes (default
-    ``arange(seq)``); ``(A, ...)`` for a multi-axis ``inv_freq``.  ``rope``: the keywords of :func:`rope_ref.rotate`.
+    ``arange(seq)``); ``(A, ...)`` for a multi-axis ``inv_freq``.  ``rope``: ``base``, ``pairing``, ``rotary_dim``,
+    ``inv_freq`` as for :func:`rope_ref.rotate`.
     """
     x = check_x(qkv, "qkv")
+    check_keywords(rope, ("base", "pairing", "rotary_dim", "inv_freq"), "rotate_qkv()")      # positions, no layout
     shape = x.shape
     if head_dim is not None:
         x = _heads(x, head_dim, "qkv")
@@ -317,9 +309,6 @@ def rotate_qkv(qkv, positions=None, *, num_heads_q=None, head_dim=None, **rope):
     if x.ndim < 3:
         raise ValueError(f"qkv must have a token axis before the heads, got shape {shape}")
     rotated = heads if num_heads_q is None else (heads + num_heads_q) // 2           # heads_q + heads_kv
-    given = [name for name in ("layout", "cu_seqlens", "seqlen_offsets", "angles") if rope.get(name) is not None]
-    if given:
-        raise TypeError(f"rotate_qkv takes positions, not {' or '.join(given)}")
     freqs = None if rope.get("inv_freq") is None else check_freqs(rope["inv_freq"], "inv_freq", axes=True)
     token_positions = check_positions(positions, x.shape[:-2], target="qkv's token axes",
                                       axes=freqs.shape[1] if freqs is not None and freqs.ndim == 2 else None)
