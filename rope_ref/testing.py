@@ -45,7 +45,10 @@ class Precision:
 
     def roundoff(self, step: str) -> float:
         """The unit roundoff (half the machine epsilon) of ``step``'s type."""
-        return float(ml_dtypes.finfo(getattr(self, step)).eps) / 2
+        try:
+            return float(ml_dtypes.finfo(getattr(self, step)).eps) / 2
+        except (TypeError, ValueError):             # not a float type
+            raise TypeError(f"Precision's {step} must name a float type, got {getattr(self, step)!r}") from None
 
 
 #: ``precision="..."``: the table, the arithmetic and the output in the named type, the angles in float32 (in float64
@@ -83,16 +86,14 @@ def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.
     return y
 
 
-def _oracle(x, positions, angles, cos, sin, rows, rope: dict, precision: Precision) -> tuple:
+def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig | None, precision: Precision) -> tuple:
     """(the exact float64 RoPE of ``x``, the bound on |kernel - it| derived from ``precision`` (module docstring),
-    both of x's shape; the rounding a rotated pair's output has relative to |x_a| + |x_b|)."""
-    rope = dict(rope)
-    config, factor, table = rope.pop("config", None), 1.0, cos is not None or sin is not None
+    both of x's shape; the rounding of a rotated pair's output relative to |x_a| + |x_b|)."""
+    factor, table = 1.0, cos is not None or sin is not None
     if config is not None:
-        cfg = config if isinstance(config, RopeConfig) else from_hf_config(config)
         seq_len = None if positions is None else int(np.max(positions, initial=0)) + 1
-        rope = {"pairing": cfg.pairing, "rotary_dim": cfg.rotary_dim, "inv_freq": cfg.inv_freq(seq_len), **rope}
-        factor = cfg.attention_factor
+        rope = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, inv_freq=config.inv_freq(seq_len)) | rope
+        factor = config.attention_factor
     pairing = rope.get("pairing", "interleaved")
     if table:                                       # the table is the input both sides use: no angle error
         if cos is None or sin is None:
@@ -149,23 +150,24 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
         raise ValueError(f"actual must have x's shape {x64.shape}, got shape {got.shape}")
     if head_dim is not None:
         x64, got = (_heads(a, head_dim, "x") for a in (x64, got))
-        if positions is None and layout is None:
-            positions = check_positions(None, x64.shape[:-2])          # arange(tokens)
-        positions = None if positions is None else np.asarray(positions)[..., None]
+        if layout is None:                                             # default: arange(tokens)
+            positions = np.asarray(check_positions(None, x64.shape[:-2]) if positions is None else positions)[..., None]
     if layout is not None or (angles is None and rows is None):        # a 4-D x without positions or layout: refused
         positions = positions_of(x64.shape, positions, None, None, None, layout, cu_seqlens=cu_seqlens,
                                  seqlen_offsets=seqlen_offsets)[0]
     if positions is None and angles is None:
         positions = check_positions(None, x64.shape[:-1])          # arange(seq)
     rows = positions if rows is None else rows
-    exact, bound, rounding = _oracle(x64, positions, angles, cos, sin, rows, rope, precision)
+    config = rope.pop("config", None)
+    config = config if config is None or isinstance(config, RopeConfig) else from_hf_config(config)
+    exact, bound, unit = _oracle(x64, positions, angles, cos, sin, rows, rope, config, precision)
     err = np.abs(got - exact)
     bad = ~(err <= bound)                        # NaN in actual fails
     if not bad.any():
         return
     ratio = np.where(bad, np.nan_to_num(err / bound, nan=np.inf), -1.0)
     worst = np.unravel_index(np.argmax(ratio), err.shape)
-    problems, defects = (_diagnosis(got, x64, positions, rope, bound, rounding) if cos is None and angles is None
+    problems, defects = (_diagnosis(got, x64, positions, rope, config, bound, unit) if cos is None and angles is None
                          else (["the catalogue of known defects is not tried on a given cos/sin or angle table"], []))
     raise RopeMismatch(
         f"{int(bad.sum())} of {bad.size} elements are farther from the oracle than the bound derived for {precision}; "
@@ -173,16 +175,14 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
         f"|difference| {err[worst]:.3g} > bound {bound[worst]:.3g} ({ratio[worst]:.3g} times)", problems, None, defects)
 
 
-def _diagnosis(actual, x, positions, rope: dict, bound, unit) -> tuple:
+def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, bound, unit) -> tuple:
     """The checker's diagnosis of a kernel's output ``actual`` of ``x`` ``(..., d)`` at ``positions``, for
     assert_rope_close: the known defects whose model y, computed by the oracle, is within ``bound`` of actual
     everywhere (plus ``unit`` (|x| + |y|), the bound's rounding terms, when the model pairs other features): (a line
-    each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate, or ``config=``."""
-    d, rope = x.shape[-1], dict(rope)
-    config = rope.pop("config", None)
+    each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
+    d = x.shape[-1]
     expected = dict(pairing="interleaved", rotary_dim=d, base=10000.0, offset=0) | rope
     if config is not None:
-        config = config if hasattr(config, "attention_factor") else from_hf_config(config)
         given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope     # multi-axis: its F
         expected = _expectations(d, config, None, given, None)[2]
     pos = np.asarray(positions, np.float64)
