@@ -215,12 +215,11 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
             between = () if found else range((seen.rotary_dim or 0) + 2, model.rotary_dim, 2)
             found += reading(model.rotary_dim)[1] + next(filter(None, (reading(r)[1] for r in between)), [])
     fewest = {tuple(f[1]): f for f in found if len(f[1]) == min(len(g[1]) for g in found)}
-    if len(fewest) == 1:
-        return next(iter(fewest.values()))[:2]
-    if fewest:                                           # never a guess: the output cannot tell them apart
+    if len(fewest) > 1:                                  # never a guess: the output cannot tell them apart
         return (["either of these explains it (the output cannot tell them apart):"]
                 + [f"  {line}" for f in fewest.values() for line in f[0]], [n for names in fewest for n in names])
-    return ["no known defect explains this (none of kernel_check.DEFECTS, alone or two together)"], []
+    return next(iter(fewest.values()))[:2] if fewest else (
+        ["no known defect explains this (none of kernel_check.DEFECTS, alone or two together)"], [])
 
 
 def _measure_output(x, y, positions, model, bound, r=None) -> SimpleNamespace:
