@@ -95,11 +95,11 @@ def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig
         rope = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, inv_freq=config.inv_freq(seq_len)) | rope
         factor = config.attention_factor
     pairing = rope.get("pairing", "interleaved")
-    if table:                                       # the table is the input both sides use: no angle error
+    if table:                           # budget: each angle's error in angle roundoffs; none for the shared table
         if cos is None or sin is None:
             raise TypeError("cos and sin must be given together")
         y, budget, r = rotate_table(x, cos, sin, rows=rows, pairing=pairing), 0.0, 2 * np.shape(cos)[-1]
-    elif angles is not None:                        # each angle's error in units of the angles' roundoff
+    elif angles is not None:                        # the kernel rounds each given angle once
         y = rotate_elementwise(x, angles=angles, pairing=pairing)
         budget, r = np.abs(np.asarray(angles, np.float64)), 2 * np.shape(angles)[-1]
     else:
