@@ -31,26 +31,10 @@ def source_checkout() -> Path | None:
     return root if (root / "pyproject.toml").is_file() and (root / "notebooks").is_dir() else None
 
 
-def output_folder(text: str | None, parser: argparse.ArgumentParser, figures: bool) -> Path:
-    """The absolute folder ``--out`` names; without --out, the checkout's figures/, or from an installed copy
-    ./figures (never into site-packages).  Checked by :func:`rope_ref.teaching.files.output_folder` (standard library
-    only): a folder this user may write in, and, for ``figures``, no figure's file in it a folder or a broken link."""
-    from .teaching.files import output_folder as checked_folder
-    files = []
-    if figures:
-        try:
-            from .teaching.figures import FIGURES          # on demand: the oracle needs no matplotlib
-            files = [f"{name}.{fmt}" for name in FIGURES for fmt in ("png", "svg")]
-        except ImportError:                                 # the figures step says what is missing
-            pass
-    try:
-        return checked_folder((source_checkout() or Path.cwd()) / "figures" if text is None else text, "--out", files)
-    except ValueError as exc:
-        parser.error(str(exc))
-
-
 def parse_command_line(argv=None) -> argparse.Namespace:
-    """The command line as ``command`` (None: the main job), ``d``, ``seq`` and ``out`` (an absolute Path)."""
+    """The command line as ``command`` (None: the main job), ``d``, ``seq`` and ``out``, checked before any work:
+    ``out`` an absolute Path (:func:`rope_ref.teaching.files.output_folder`), without --out the checkout's figures/
+    or, from an installed copy, ./figures (never into site-packages)."""
     parser = argparse.ArgumentParser(prog=PROG, usage=argparse.SUPPRESS, description=__doc__,   # errors: one line
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", choices=["check", "figures", "site"], help="see above")
@@ -58,10 +42,10 @@ def parse_command_line(argv=None) -> argparse.Namespace:
     parser.add_argument("--seq", type=int, metavar="N", help="positions 0..N-1, N at least 2 (default 4096)")
     parser.add_argument("--out", metavar="DIR", help="folder for the files, created if missing")
     args = parser.parse_args(argv)
-    extra = [f"--{k}" for k in ("d", "seq", "out") if getattr(args, k) is not None
-             and f"--{k}" not in OPTIONS[args.command]]
-    if extra:
-        parser.error(f"{extra[0]}: {args.command} takes {' '.join(OPTIONS[args.command])} only")
+    takes = OPTIONS[args.command]
+    for option in ("--d", "--seq", "--out"):
+        if getattr(args, option[2:]) is not None and option not in takes:
+            parser.error(f"{option}: {args.command} takes {' '.join(takes)} only")
     if args.command == "site" and args.out is None:
         parser.error("site needs --out DIR")
     args.d, args.seq = 128 if args.d is None else args.d, 4096 if args.seq is None else args.seq
@@ -70,7 +54,17 @@ def parse_command_line(argv=None) -> argparse.Namespace:
     if not 2 <= args.seq <= MAX_VALUES // args.d:
         parser.error(f"--seq: expected N from 2 to 2^23 / D = {MAX_VALUES // args.d} (D = {args.d}), got {args.seq}")
     if args.command != "check":
-        args.out = output_folder(args.out, parser, args.command != "site")
+        from .teaching.files import output_folder                # standard library only
+        try:
+            from .teaching.figures import FIGURES as figures     # on demand: the oracle needs no matplotlib
+        except ImportError:                                     # the figures step says what is missing
+            figures = {}
+        files = [] if args.command == "site" else [f"{name}.{fmt}" for name in figures for fmt in ("png", "svg")]
+        try:
+            args.out = output_folder((source_checkout() or Path.cwd()) / "figures" if args.out is None else args.out,
+                                     "--out", files)
+        except ValueError as exc:
+            parser.error(str(exc))
     return args
 
 
@@ -92,7 +86,7 @@ def write_figures(out: Path) -> None:
     print(f"wrote {len(write_all(out))} figure files (PNG and SVG) to {out} in {time.perf_counter() - t0:.1f} s")
 
 
-def build_course_site(out: Path) -> int:
+def build_course_site(out: Path) -> None:
     """Execute every notebook of the checkout and write the course's pages into ``out`` (a failed notebook: a
     RuntimeError).  In a worker thread, so that Ctrl-C reaches us as KeyboardInterrupt, not nbclient's errors."""
     from .teaching.site import build_site, course_notebooks
@@ -116,19 +110,17 @@ def build_course_site(out: Path) -> int:
         raise outcome["error"]
     print(f"built {len(notebooks)} executed notebooks as HTML in {time.perf_counter() - t0:.1f} s; open")
     print(outcome["index"])
-    return 0
 
 
 def main(argv=None) -> int:
     """Run the command line; the exit status (see the module's docstring)."""
     try:
         args = parse_command_line(argv)
-        # None: the main job, check then figures
         status = print_identities(args.d, args.seq) if args.command in (None, "check") else 0
         if args.command in (None, "figures"):
             write_figures(args.out)
         if args.command == "site":
-            status = build_course_site(args.out)
+            build_course_site(args.out)
         if args.command is None:                    # how to open the notebooks: their path, or where to get them
             root = source_checkout()
             where = root / "notebooks" if root else "notebooks/  (in a clone of the rope_ref repository: not installed)"

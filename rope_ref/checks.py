@@ -2,7 +2,6 @@
 row holds the largest absolute error of one identity, the paper's equation and a tolerance."""
 
 from collections import namedtuple
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -14,13 +13,7 @@ from .forms import (decay_bound, frequencies, rotate, rotate_complex, rotate_den
 from .multiaxis import axial_frequencies, grid_positions, mrope_frequencies
 
 
-@dataclass
-class Check:
-    name: str
-    equation: str
-    error: float
-    tol: float
-
+class Check(namedtuple("Check", "name equation error tol")):      # a row: an identity's largest absolute error
     @property
     def ok(self) -> bool:
         return bool(np.isfinite(self.error) and self.error <= self.tol)

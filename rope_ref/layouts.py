@@ -26,11 +26,10 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
         cu = check_real_array(cu_seqlens, "cu_seqlens").astype(np.float64)     # np.diff wraps unsigned integers
         if cu.ndim != 1 or len(cu) < 2 or cu[0] != 0 or cu[-1] != shape[0] or np.any(np.diff(cu) < 0) or np.any(cu % 1):
             raise ValueError(f"cu_seqlens must be integers rising from 0 to t={shape[0]}, got {cu.tolist()!r:.80}")
-        cu, n = cu.astype(np.int64), len(cu) - 1
-        lengths = np.diff(cu)
-    else:
-        n = shape[layout.index("b")]
-        lengths = np.full(n, shape[layout.index("s")])
+    else:                                                              # b sequences of s tokens
+        cu = np.arange(shape[layout.index("b")] + 1) * shape[layout.index("s")]
+    cu = cu.astype(np.int64)
+    lengths, n = np.diff(cu), len(cu) - 1
     offsets = np.zeros((), np.int64) if seqlen_offsets is None else check_real_array(seqlen_offsets, "seqlen_offsets")
     if offsets.shape not in ((), (n,)) or not np.all(np.isfinite(offsets)):
         raise ValueError(f"seqlen_offsets must be one finite number or {n}, one per sequence, got "
@@ -40,10 +39,10 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
         raise ValueError(f"seqlen_offsets must keep positions within int64, got {offsets.tolist()!r:.80} for "
                          f"sequences of {lengths.tolist()!r:.60} tokens")
     offsets = offsets.astype(np.int64 if offsets.dtype.kind in "iu" else np.float64)
+    rows = np.arange(cu[-1]) - np.repeat(cu[:-1], lengths) + np.repeat(offsets, lengths)   # row - start + offset
     if layout == "thd":
-        sequence = np.repeat(np.arange(n), lengths)                              # the sequence of each row
-        return (np.arange(shape[0]) - cu[sequence] + offsets[sequence])[:, None]
-    grid = offsets[:, None] + np.arange(shape[layout.index("s")])                # (b, s)
+        return rows[:, None]
+    grid = rows.reshape(n, shape[layout.index("s")])                                         # (b, s)
     return np.expand_dims(grid.T if layout == "sbhd" else grid, layout.index("h"))
 
 

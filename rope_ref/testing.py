@@ -23,9 +23,9 @@ from types import SimpleNamespace
 import ml_dtypes
 import numpy as np
 
-from ._validate import (as_given, check_choice, check_d, check_finite_array, check_freqs, check_positions,
-                        check_positive_int, check_real_array, check_x)
-from .forms import _pairs, frequencies, rotate, rotate_elementwise, rotate_half, rotation_angles
+from ._validate import (as_given, check_choice, check_d, check_finite_array, check_freqs, check_keywords,
+                        check_pairing, check_positions, check_positive_int, check_real_array, check_x)
+from .forms import _pairs, frequencies, rotate, rotate_elementwise, rotation_angles
 from .hf_config import RopeConfig, from_hf_config
 from .kernel_check import DEFECTS, RopeMismatch, expected_model
 from .kernel_check.assertions import _expectations
@@ -45,17 +45,16 @@ class Precision:
 
     def roundoff(self, step: str) -> float:
         """The unit roundoff (half the machine epsilon) of ``step``'s type."""
-        return float(ml_dtypes.finfo(getattr(self, step)).eps) / 2
+        try:
+            return float(ml_dtypes.finfo(getattr(self, step)).eps) / 2
+        except (TypeError, ValueError):             # not a float type
+            raise TypeError(f"Precision's {step} must name a float type, got {getattr(self, step)!r}") from None
 
 
-#: ``precision="..."``: float32 throughout (the suites' references and most kernels), or float32 angles with the
-#: table, the arithmetic and the output in a 16-bit type.
-PRECISIONS = {
-    "float64": Precision("float64", "float64", "float64", "float64"),
-    "float32": Precision(),
-    "bfloat16": Precision("float32", "bfloat16", "bfloat16", "bfloat16"),
-    "float16": Precision("float32", "float16", "float16", "float16"),
-}
+#: ``precision="..."``: the table, the arithmetic and the output in the named type, the angles in float32 (in float64
+#: for "float64"); "float32", float32 throughout, is the suites' references and most kernels.
+PRECISIONS = {t: Precision("float64" if t == "float64" else "float32", t, t, t)
+              for t in ("float64", "float32", "bfloat16", "float16")}
 
 
 def _heads(a: np.ndarray, head_dim, name: str) -> np.ndarray:
@@ -80,61 +79,47 @@ def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.
     rows = check_positions(rows, x.shape[:-1], "rows")
     if np.any(rows % 1) or np.any(rows < 0) or np.any(rows >= len(cos)):
         raise ValueError(f"rows must be integers in [0, {len(cos)}) indexing the table, got {rows.ravel()[:8]}")
-    r = 2 * cos.shape[-1]
+    a, b = _pairs(2 * cos.shape[-1], check_pairing(pairing))
     c, s = (t[rows.astype(np.int64)] for t in (cos, sin))
-    c, s = (np.repeat(t, 2, -1) if pairing == "interleaved" else np.concatenate([t, t], -1) for t in (c, s))
     y = x.copy()
-    y[..., :r] = x[..., :r] * c + rotate_half(x[..., :r], pairing) * s
+    y[..., a], y[..., b] = x[..., a] * c - x[..., b] * s, x[..., b] * c + x[..., a] * s    # x cos + rotate_half(x) sin
     return y
 
 
-def _exact(x, positions, angles, cos, sin, rows, rope: dict):
-    """(exact float64 output, per-pair angle budget before roundoff ``(..., seq, r/2)``, r, pairing, attention
-    factor, whether the table is the kernel's own input)."""
-    config = rope.pop("config", None)
-    factor = 1.0
+def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig | None, precision: Precision) -> tuple:
+    """(the exact float64 RoPE of ``x``, the bound on |kernel - it| derived from ``precision`` (module docstring),
+    both of x's shape; the rounding of a rotated pair's output relative to |x_a| + |x_b|)."""
+    factor, table = 1.0, cos is not None or sin is not None
     if config is not None:
-        cfg = config if isinstance(config, RopeConfig) else from_hf_config(config)
         seq_len = None if positions is None else int(np.max(positions, initial=0)) + 1
-        rope = {"pairing": cfg.pairing, "rotary_dim": cfg.rotary_dim, "inv_freq": cfg.inv_freq(seq_len), **rope}
-        factor = cfg.attention_factor
+        rope = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, inv_freq=config.inv_freq(seq_len)) | rope
+        factor = config.attention_factor
     pairing = rope.get("pairing", "interleaved")
-    if cos is not None or sin is not None:
+    if table:                           # budget: each angle's error in angle roundoffs; none for the shared table
         if cos is None or sin is None:
             raise TypeError("cos and sin must be given together")
-        y = rotate_table(x, cos, sin, rows=rows, pairing=pairing)
-        return y, np.zeros(y.shape[:-1] + (np.shape(cos)[-1],)), 2 * np.shape(cos)[-1], pairing, factor, True
-    if angles is not None:
+        y, budget, r = rotate_table(x, cos, sin, rows=rows, pairing=pairing), 0.0, 2 * np.shape(cos)[-1]
+    elif angles is not None:                        # the kernel rounds each given angle once
         y = rotate_elementwise(x, angles=angles, pairing=pairing)
-        return y, np.abs(np.asarray(angles, np.float64)), 2 * np.shape(angles)[-1], pairing, factor, False
-    y = rotate_elementwise(x, positions, **rope)
-    r = rope.get("rotary_dim") or x.shape[-1]
-    freqs = rope.get("inv_freq")
-    freqs = frequencies(r, rope.get("base", 10000.0)) if freqs is None else np.asarray(freqs, np.float64)
-    pos = np.arange(x.shape[-2], dtype=np.float64) if positions is None else np.asarray(positions, np.float64)
-    phi = rotation_angles(np.abs(pos), np.abs(freqs))              # sum_a |p_a| |F[j, a]|: each term rounds
-    magnitude = np.abs(freqs).reshape(r // 2, -1).max(axis=1)
-    steps = 6.0 + np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))      # per pair
-    y[..., :r] *= factor                                            # cos and sin scaled: the rotated part only
-    return y, phi * steps, r, pairing, factor, False
-
-
-def rope_bound(x, budget, r: int, pairing: str, precision: Precision, *, factor: float = 1.0,
-               table_given: bool = False) -> np.ndarray:
-    """The derived elementwise bound on |kernel - exact| (module docstring): float64 of x's shape.
-
-    ``budget``: ``(..., seq, r/2)``, each angle's error in units of the angles' roundoff."""
+        budget, r = np.abs(np.asarray(angles, np.float64)), 2 * np.shape(angles)[-1]
+    else:
+        y = rotate_elementwise(x, positions, **rope)
+        r = rope.get("rotary_dim") or x.shape[-1]
+        freqs = rope.get("inv_freq")
+        freqs = frequencies(r, rope.get("base", 10000.0)) if freqs is None else np.asarray(freqs, np.float64)
+        magnitude = np.abs(freqs).reshape(r // 2, -1).max(axis=1)
+        steps = 6.0 + np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))      # per pair
+        budget = steps * rotation_angles(np.abs(np.asarray(positions, np.float64)), np.abs(freqs))   # each term rounds
+        y[..., :r] *= factor                                            # cos and sin scaled: the rotated part only
     ua, ut, uc, uo = (precision.roundoff(s) for s in ("angles", "table", "compute", "output"))
-    x = np.asarray(x, dtype=np.float64)
+    rounding = (0.0 if table else 2 * ua + ut) + 4 * uc + uo
     a, b = _pairs(r, pairing)
     xa, xb = x[..., a], x[..., b]
-    table = 0.0 if table_given else 2 * ua + ut
-    pair = abs(factor) * (np.hypot(xa, xb) * np.minimum(budget * ua, 2.0)
-                          + (np.abs(xa) + np.abs(xb)) * (table + 4 * uc + uo))
+    pair = abs(factor) * (np.hypot(xa, xb) * np.minimum(budget * ua, 2.0) + (np.abs(xa) + np.abs(xb)) * rounding)
     bound = np.abs(x) * uo + float(ml_dtypes.finfo(precision.output).smallest_normal)
     bound[..., a] += pair
     bound[..., b] += pair
-    return bound
+    return y, bound, rounding
 
 
 def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=None, cos=None, sin=None, rows=None,
@@ -157,57 +142,50 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
     >>> p = rr.testing.layout_positions(x.shape, "bshd")
     >>> rr.testing.assert_rope_close(rr.rotate(x, p), x, layout="bshd")
     """
-    if isinstance(precision, str):
-        precision = PRECISIONS[check_choice(precision, "precision", tuple(PRECISIONS))]
     if not isinstance(precision, Precision):
-        raise TypeError(f"precision must be one of {tuple(PRECISIONS)} or a Precision, got {type(precision).__name__}")
+        precision = PRECISIONS[check_choice(precision, "precision", PRECISIONS, "a Precision or ")]
     x64 = check_x(x).astype(np.float64)
     got = check_real_array(actual, "actual").astype(np.float64)
     if got.shape != x64.shape:
         raise ValueError(f"actual must have x's shape {x64.shape}, got shape {got.shape}")
     if head_dim is not None:
         x64, got = (_heads(a, head_dim, "x") for a in (x64, got))
-        if positions is None and layout is None:
-            positions = np.arange(x64.shape[-3]) if x64.ndim > 2 else np.zeros(())
-        positions = None if positions is None else np.asarray(positions)[..., None]
+        if layout is None:                                             # default: arange(tokens)
+            positions = np.asarray(check_positions(None, x64.shape[:-2]) if positions is None else positions)[..., None]
     if layout is not None or (angles is None and rows is None):        # a 4-D x without positions or layout: refused
         positions = positions_of(x64.shape, positions, None, None, None, layout, cu_seqlens=cu_seqlens,
                                  seqlen_offsets=seqlen_offsets)[0]
-    if rows is None and cos is not None and positions is not None:
-        rows = positions
-    exact, budget, r, pairing, factor, table_given = _exact(x64, positions, angles, cos, sin, rows, dict(rope))
-    bound = rope_bound(x64, budget, r, pairing, precision, factor=factor, table_given=table_given)
+    if positions is None and angles is None:
+        positions = check_positions(None, x64.shape[:-1])          # arange(seq)
+    rows = positions if rows is None else rows
+    config = rope.pop("config", None)
+    config = config if config is None or isinstance(config, RopeConfig) else from_hf_config(config)
+    exact, bound, unit = _oracle(x64, positions, angles, cos, sin, rows, rope, config, precision)
     err = np.abs(got - exact)
     bad = ~(err <= bound)                        # NaN in actual fails
     if not bad.any():
         return
     ratio = np.where(bad, np.nan_to_num(err / bound, nan=np.inf), -1.0)
     worst = np.unravel_index(np.argmax(ratio), err.shape)
-    problems, defects = ["the catalogue of known defects is not tried on a given cos/sin or angle table"], []
-    if cos is None and angles is None:                  # the bound's rounding terms, for a defect's own pairs
-        steps = ("angles", "table", "compute", "output")
-        rounding = sum(k * precision.roundoff(s) for k, s in zip((2, 1, 4, 1), steps))
-        problems, defects = _diagnosis(got, x64, positions, rope, bound, rounding)
+    problems, defects = (_diagnosis(got, x64, positions, rope, config, bound, unit) if cos is None and angles is None
+                         else (["the catalogue of known defects is not tried on a given cos/sin or angle table"], []))
     raise RopeMismatch(
         f"{int(bad.sum())} of {bad.size} elements are farther from the oracle than the bound derived for {precision}; "
         f"worst at index {tuple(int(i) for i in worst)}: actual {got[worst]:.7g}, expected {exact[worst]:.7g}, "
         f"|difference| {err[worst]:.3g} > bound {bound[worst]:.3g} ({ratio[worst]:.3g} times)", problems, None, defects)
 
 
-def _diagnosis(actual, x, positions, rope: dict, bound, unit) -> tuple:
+def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, bound, unit) -> tuple:
     """The checker's diagnosis of a kernel's output ``actual`` of ``x`` ``(..., d)`` at ``positions``, for
     assert_rope_close: the known defects whose model y, computed by the oracle, is within ``bound`` of actual
     everywhere (plus ``unit`` (|x| + |y|), the bound's rounding terms, when the model pairs other features): (a line
-    each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate, or ``config=``."""
-    d, rope = x.shape[-1], dict(rope)
-    config = rope.pop("config", None)
+    each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
+    d = x.shape[-1]
     expected = dict(pairing="interleaved", rotary_dim=d, base=10000.0, offset=0) | rope
     if config is not None:
-        config = config if hasattr(config, "attention_factor") else from_hf_config(config)
-        expected = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, inv_freq=config.inv_freq(), offset=0,
-                        norm_scale=config.attention_factor) if config.axes else _expectations(d, config, None, rope,
-                                                                                              None)[2]
-    pos = np.arange(x.shape[-2], dtype=np.float64) if positions is None else np.asarray(positions, np.float64)
+        given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope     # multi-axis: its F
+        expected = _expectations(d, config, None, given, None)[2]
+    pos = np.asarray(positions, np.float64)
     model = expected_model(expected, SimpleNamespace(pairing=None, rotary_dim=d, offset=0, inv_freq=None,
                                                      rows=int(np.max(pos, initial=0)) + 1))
     rows, everything = int(np.prod(x.shape[:-1])), (x, pos, actual, bound)
@@ -224,31 +202,24 @@ def _diagnosis(actual, x, positions, rope: dict, bound, unit) -> tuple:
             return False
         return bool(np.all(np.abs(actual - y) <= bound + (0.0 if same else unit) * (np.abs(x) + np.abs(y))))
 
-    def explained(spec):                              # the defects one reading of the output gives
+    def reading(r=None):                              # one reading of the output, and the defects it gives
+        spec = _measure_output(x, actual, pos, model, bound, r)
         f = explain(model, spec, DEFECTS, fits, 2)
-        return [f] if f and fits(f[2], *everything) else []
-
-    def reading(r):
-        return explained(_measure_output(x, actual, pos, model, bound, r))
+        return spec, [f] if f and fits(f[2], *everything) else []
 
     with warnings.catch_warnings():                   # an all-zero x or row: 0/0 ratios and All-NaN slices, expected
         warnings.simplefilter("ignore", RuntimeWarning)
-        seen = _measure_output(x, actual, pos, model, bound)
-        found = explained(seen)
+        seen, found = reading()
         if seen.rotary_start == model.rotary_start and (seen.rotary_dim or 0) < model.rotary_dim:
-            in_between = [] if found else range((seen.rotary_dim or 0) // 2 * 2 + 2, model.rotary_dim, 2)
-            found += reading(model.rotary_dim)        # slow pairs may turn by less than the bound: read them as
-            for r in in_between:                      # rotated; if the measured reading fits nothing, the first
-                if more := reading(r):                # width in between that does
-                    found += more
-                    break
+            # slow pairs under the bound: read as rotated; if the measured width fits nothing, the first that does
+            between = () if found else range((seen.rotary_dim or 0) + 2, model.rotary_dim, 2)
+            found += reading(model.rotary_dim)[1] + next(filter(None, (reading(r)[1] for r in between)), [])
     fewest = {tuple(f[1]): f for f in found if len(f[1]) == min(len(g[1]) for g in found)}
-    if len(fewest) == 1:
-        return next(iter(fewest.values()))[:2]
-    if fewest:                                           # never a guess: the output cannot tell them apart
+    if len(fewest) > 1:                                  # never a guess: the output cannot tell them apart
         return (["either of these explains it (the output cannot tell them apart):"]
                 + [f"  {line}" for f in fewest.values() for line in f[0]], [n for names in fewest for n in names])
-    return ["no known defect explains this (none of kernel_check.DEFECTS, alone or two together)"], []
+    return next(iter(fewest.values()))[:2] if fewest else (
+        ["no known defect explains this (none of kernel_check.DEFECTS, alone or two together)"], [])
 
 
 def _measure_output(x, y, positions, model, bound, r=None) -> SimpleNamespace:
@@ -267,8 +238,7 @@ def _measure_output(x, y, positions, model, bound, r=None) -> SimpleNamespace:
     for pairing, out in (("interleaved", None), ("half", None), ("interleaved", "half")):
         a, b = (start + i for i in _pairs(r, pairing))
         oa, ob = (start + i for i in _pairs(r, out)) if out else (a, b)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.hypot(y[..., oa], y[..., ob]) / np.hypot(x[..., a], x[..., b])
+        ratio = np.hypot(y[..., oa], y[..., ob]) / np.hypot(x[..., a], x[..., b])      # 0/0: NaN (warning silenced)
         norm = float(np.nanmedian(ratio))
         tried.append((float(np.nanmax(np.abs(ratio / norm - 1))), pairing, out, norm,
                       np.arctan2(x[..., a] * y[..., ob] - x[..., b] * y[..., oa],
@@ -316,9 +286,11 @@ def rotate_qkv(qkv, positions=None, *, num_heads_q=None, head_dim=None, **rope):
     ``(..., seq, heads_q + 2 * heads_kv, d)`` (grouped heads: q, then k, then v).  With ``head_dim`` the heads are
     flattened on the last axis, ``(..., tokens, heads * head_dim)`` as vLLM's q, k (every head rotates) or, with
     ``num_heads_q``, its packed qkv.  ``positions``: one per token, broadcastable to the token axes (default
-    ``arange(seq)``); ``(A, ...)`` for a multi-axis ``inv_freq``.  ``rope``: the keywords of :func:`rope_ref.rotate`.
+    ``arange(seq)``); ``(A, ...)`` for a multi-axis ``inv_freq``.  ``rope``: ``base``, ``pairing``, ``rotary_dim``,
+    ``inv_freq`` as for :func:`rope_ref.rotate`.
     """
     x = check_x(qkv, "qkv")
+    check_keywords(rope, ("base", "pairing", "rotary_dim", "inv_freq"), "rotate_qkv()")      # positions, no layout
     shape = x.shape
     if head_dim is not None:
         x = _heads(x, head_dim, "qkv")
@@ -336,9 +308,6 @@ def rotate_qkv(qkv, positions=None, *, num_heads_q=None, head_dim=None, **rope):
     if x.ndim < 3:
         raise ValueError(f"qkv must have a token axis before the heads, got shape {shape}")
     rotated = heads if num_heads_q is None else (heads + num_heads_q) // 2           # heads_q + heads_kv
-    given = [name for name in ("layout", "cu_seqlens", "seqlen_offsets", "angles") if rope.get(name) is not None]
-    if given:
-        raise TypeError(f"rotate_qkv takes positions, not {' or '.join(given)}")
     freqs = None if rope.get("inv_freq") is None else check_freqs(rope["inv_freq"], "inv_freq", axes=True)
     token_positions = check_positions(positions, x.shape[:-2], target="qkv's token axes",
                                       axes=freqs.shape[1] if freqs is not None and freqs.ndim == 2 else None)

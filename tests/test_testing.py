@@ -25,8 +25,7 @@ def model_kernel(x, pos, *, base=10000.0, pairing="half", rotary_dim=None, table
     inv = F32(1.0) / F32(base) ** (np.arange(0, r, 2).astype(F32) / F32(r))
     ang = np.asarray(pos).astype(F32)[..., None] * inv
     c, s = np.cos(ang).astype(table).astype(compute), np.sin(ang).astype(table).astype(compute)
-    xc = x.astype(compute)
-    xr, rest = xc[..., :r], xc[..., r:]
+    xr, rest = x[..., :r].astype(compute), x[..., r:].astype(compute)
     c, s = (np.concatenate([t, t], -1) if pairing == "half" else np.repeat(t, 2, -1) for t in (c, s))
     y = xr * c + rr.rotate_half(xr, pairing) * s
     return np.concatenate([y, rest], -1).astype(x.dtype)
@@ -195,12 +194,13 @@ def test_an_unmeasured_base_is_not_reported_and_an_all_zero_x_warns_nothing():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(RopeMismatch):
-            assert_rope_close(np.ones((8, 8)), np.zeros((8, 8)))
+            assert_rope_close(np.ones(8), np.zeros(8))          # one vector: no seq axis
     assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
 
 
 @pytest.mark.parametrize("bad, name", [(dict(precision="float8"), "precision"), (dict(precision=3), "precision"),
-                                       (dict(layout="bsdh"), "layout"), (dict(actual=np.zeros((3, 8))), "actual")])
+                                       (dict(layout="bsdh"), "layout"), (dict(actual=np.zeros((3, 8))), "actual"),
+                                       (dict(precision=Precision(table="int8")), "table")])
 def test_bad_arguments_are_named(bad, name):
     x = np.zeros((4, 8), np.float32)
     kwargs = dict(actual=x) | bad
