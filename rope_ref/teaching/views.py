@@ -23,9 +23,9 @@ from .style import DPI, PALETTE, VIEW_DPI, new_axes, unit_circle
 class View:
     """A figure made once by ``build()`` (``fig``, its artists, ``dynamic`` and ``layered``) whose ``draw(**params)``
     checks the parameters (the arguments of ``draw``, the view's own with their defaults), moves the artists and
-    returns one line of the numbers on show.  ``dynamic`` artists (lines, texts, an axis whose limits follow a slider)
-    are drawn at every step over a cached image of the rest; ``layered`` ones, changing only with one of
-    ``layer_params``, into a second cached image."""
+    returns one line of the numbers on show, kept as ``readout``.  ``dynamic`` artists (lines, texts, an axis whose
+    limits follow a slider) are drawn at every step over a cached image of the rest; ``layered`` ones, changing only
+    with one of ``layer_params``, into a second cached image."""
 
     layered: tuple = ()
     layer_params: frozenset = frozenset()
@@ -44,18 +44,14 @@ class View:
         if unknown:
             raise TypeError(f"unknown parameter(s) {sorted(unknown)}; expected some of {sorted(self.params)}")
         old, self.params = self.params, {**self.params, **params}
+        if any(old[k] != self.params[k] for k in self.layer_params):
+            self._layer = None                      # draw() redraws the layered artists while this is None
         try:
-            self._readout = self.draw(**self.params)
+            self.readout = self.draw(**self.params)
         except (TypeError, ValueError):
             self.params = old
-            self._readout = self.draw(**old)
+            self.readout = self.draw(**old)
             raise
-        if any(old[k] != self.params[k] for k in self.layer_params):
-            self._layer = None
-
-    def readout(self) -> str:
-        """One line of the numbers on show."""
-        return self._readout
 
     def _freeze(self) -> None:
         """Lay the figure out once and keep it, ``dynamic`` animated; a dynamic axis's label stays where the layout
@@ -196,12 +192,11 @@ class RotationsView(View):
                                           "mod 2\N{GREEK SMALL LETTER PI})"))
         self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {theta_i:.3g}$" "\n"
                                   rf"$|q_{{{i}}}| = {lengths[0]:.2f}$, $|k_{{{i}}}| = {lengths[1]:.2f}$")
-        if getattr(self, "_curve_for", None) != (d, base):   # the curve depends on d and base only
+        if self._layer is None:                             # the curve depends on d and base only
             y = score_vs_distance(q, k, -self.r, base=base)               # x-axis is m - n = -(n - m)
             self.curve.set_ydata(y)
             self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
             self.score_title.set_text(f"$d$ = {d}, base = {base:g}")
-            self._curve_for = (d, base)
         self.marker.set_data([m - n], [self.value])       # shift moves both: m - n stays
         self.score_text.set_text(_minus(f"red dot: q\N{MIDDLE DOT}k = {self.value:.4f}"))
         where = f"m = {m:g}, n = {n:g}" if shift == 0 else f"m = {m:g} + {shift:g}, n = {n:g} + {shift:g}"

@@ -46,7 +46,7 @@ def slider_app(make_view, controls: dict, *links, **values) -> SliderApp:
             raise ValueError(f"{name}: expected a value within the slider's range, got {value!r}")
     width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
     image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
-    readout = W.HTML(value=view.readout(), style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
+    readout = W.HTML(value=view.readout, style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
 
     def on_change(_change=None):
         params = {name: w.value for name, w in controls.items()}
@@ -54,7 +54,7 @@ def slider_app(make_view, controls: dict, *links, **values) -> SliderApp:
             return                          # one slider moving another (d clamps the pair): drawn once
         view.update(**params)
         image.value = view.to_png()
-        readout.value = view.readout()
+        readout.value = view.readout
 
     for w in controls.values():
         w.observe(on_change, names="value")

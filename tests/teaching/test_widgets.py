@@ -79,7 +79,7 @@ def test_rotations_view_draws_the_rotated_pair_its_angle_and_the_number_of_its_r
     total = np.angle(q[0] + 1j * q[1]) - np.angle(k[0] + 1j * k[1]) - 4.0
     assert f"= {total:+.2f} rad".replace("-", "\N{MINUS SIGN}") in v.angle_values.get_text()
     shown = v.score_text.get_text().replace("\N{MINUS SIGN}", "-").split("= ")[-1]
-    assert f"q_m . k_n = {shown}" in v.readout() and shown == "1.6182"
+    assert f"q_m . k_n = {shown}" in v.readout and shown == "1.6182"
 
 
 @pytest.mark.slow
