@@ -31,11 +31,12 @@ class View:
     layer_params: frozenset = frozenset()
     _background = _layer = None
 
-    def __init__(self, **params):
-        """The view at ``params`` (the others at ``draw``'s defaults), laid out once."""
-        self.params = {name: p.default for name, p in inspect.signature(self.draw).parameters.items()}
+    def __init__(self, *args, **kwargs):
+        """The view at the given parameters (``draw``'s, by position or name; else its defaults), laid out once."""
+        signature = inspect.signature(self.draw)
+        self.params = {name: p.default for name, p in signature.parameters.items()}
         self.build()
-        self.update(**params)
+        self.update(**signature.bind(*args, **kwargs).arguments)
         self._freeze()
 
     def update(self, **params) -> None:

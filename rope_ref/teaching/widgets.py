@@ -7,6 +7,7 @@ import ast
 import base64
 import copy
 import html
+import inspect
 import re
 from functools import partial
 
@@ -64,12 +65,16 @@ def slider_app(make_view, controls: dict, *links, **values) -> SliderApp:
 
 
 def _widget(view, *links, **controls):
-    """The slider view of ``view``: a function of some of its parameters returning :func:`slider_app` over it, with
-    ``controls`` (parameter -> a function making its slider) and ``links``; named after the view."""
-    def widget(**values) -> SliderApp:
+    """The slider function of ``view``, named after it: its parameters (``view.draw``'s) -> :func:`slider_app` over it
+    with ``controls`` (parameter -> a function making its slider) and ``links``."""
+    signature = inspect.signature(partial(view.draw, None)).replace(return_annotation=SliderApp)   # without self
+
+    def widget(*args, **kwargs) -> SliderApp:
+        values = signature.bind(*args, **kwargs).arguments
         return slider_app(view, {name: new() for name, new in controls.items()}, *links, **values)
+    widget.__signature__ = signature
     widget.__name__ = widget.__qualname__ = re.sub(r"(?<=.)([A-Z])", r"_\1", view.__name__[:-4]).lower() + "_widget"
-    widget.__doc__ = f"Sliders for {', '.join(controls)} over :class:`{view.__name__}`, at ``values`` or its defaults."
+    widget.__doc__ = f"Sliders for {', '.join(controls)} over :class:`{view.__name__}`, starting at the values given."
     return widget
 
 
