@@ -124,8 +124,7 @@ def semantic_match(distances, band: str = "low", d: int = 128, base: float = 100
 class _CurvesView(View):
     """One axes, a line per entry of ``curves`` (key -> (label, style)) and a title, all drawn at every step."""
 
-    def __init__(self, params: dict, curves: dict, **axes_settings):
-        self.params = params
+    def _curves(self, curves: dict, **axes_settings):
         self.fig, self.ax = new_axes(9, 3.9, dpi=VIEW_DPI)
         self.lines = {key: self.ax.plot([], [], label=label, **style)[0] for key, (label, style) in curves.items()}
         self.ax.set(**axes_settings)
@@ -138,31 +137,24 @@ class OffsetAttentionView(_CurvesView):
 
     d, n_keys, fraction, width = 64, 48, 0.75, 4            # notebook 08's head
 
-    def __init__(self, pair: int = 0, offset: int = 1, scale: float = 16.0):
-        super().__init__(dict(pair=pair, offset=offset, scale=scale),
-                         {"rope": ("RoPE", dict(color="C0", marker="o", ms=4, lw=1.5)),
-                          "p-rope": (f"p-RoPE, p = {self.fraction:g}", dict(color="C1", ls="--", lw=2)),
-                          "nope": ("NoPE", dict(color="0.4", ls=":", lw=2))},
-                         xlabel="distance to the key (positions back)", ylabel="attention weight",
-                         xlim=(-0.5, self.n_keys - 0.5), ylim=(0, 1.02))
+    def build(self):
+        self._curves({"rope": ("RoPE", dict(color="C0", marker="o", ms=4, lw=1.5)),
+                      "p-rope": (f"p-RoPE, p = {self.fraction:g}", dict(color="C1", ls="--", lw=2)),
+                      "nope": ("NoPE", dict(color="0.4", ls=":", lw=2))},
+                     xlabel="distance to the key (positions back)", ylabel="attention weight",
+                     xlim=(-0.5, self.n_keys - 0.5), ylim=(0, 1.02))
         self.target = self.ax.axvline(0, color="C3", lw=1, alpha=0.6)
         self.dynamic = (self.target, *self.lines.values(), self.title)
-        self._redraw()
-        self._freeze()
 
-    def _redraw(self):
-        p = self.params
-        self.weights = {name: offset_attention(p["offset"], p["pair"], self.n_keys, p["scale"], self.d, scheme=name,
-                                               fraction=self.fraction, width=self.width) for name in self.lines}
+    def draw(self, pair: int = 0, offset: int = 1, scale: float = 16.0) -> str:
+        w = {name: offset_attention(offset, pair, self.n_keys, scale, self.d, scheme=name, fraction=self.fraction,
+                                    width=self.width) for name in self.lines}
         for name, line in self.lines.items():
-            line.set_data(np.arange(self.n_keys), self.weights[name])
-        self.target.set_xdata([p["offset"]] * 2)
-        theta = frequencies(self.d)[[p["pair"], p["pair"] + self.width - 1]]
-        self.title.set_text(rf"pairs {p['pair']}..{p['pair'] + self.width - 1} ($\theta$ from {theta[0]:.3g} to "
-                            rf"{theta[1]:.3g}), target offset {p['offset']}, $|u|^2 = {p['scale']:g}$")
-
-    def readout(self) -> str:
-        w, offset = self.weights, self.params["offset"]
+            line.set_data(np.arange(self.n_keys), w[name])
+        self.target.set_xdata([offset] * 2)
+        theta = frequencies(self.d)[[pair, pair + self.width - 1]]
+        self.title.set_text(rf"pairs {pair}..{pair + self.width - 1} ($\theta$ from {theta[0]:.3g} to "
+                            rf"{theta[1]:.3g}), target offset {offset}, $|u|^2 = {scale:g}$")
         return (f"weight on the target offset {offset}: RoPE {w['rope'][offset]:.3f}, "
                 f"p-RoPE {w['p-rope'][offset]:.3f}, NoPE {w['nope'][offset]:.3f} (= 1/{self.n_keys})")
 
@@ -171,33 +163,26 @@ class SemanticMatchView(_CurvesView):
     """:func:`semantic_match` on the fastest and slowest pairs (RoPE) and the slowest under p-RoPE, against noise."""
 
     d, width, fraction = 128, 8, 0.75                        # notebook 08's head and content width
+    level = 1.0 / math.sqrt(2 * width)                       # a random unit key's typical |score|
 
-    def __init__(self, base: float = 10000.0, max_distance: int = 4096):
-        super().__init__(dict(base=base, max_distance=max_distance),
-                         {("high", "rope"): (f"RoPE, {self.width} fastest pairs", dict(color="C0", lw=1)),
-                          ("low", "rope"): (f"RoPE, {self.width} slowest pairs", dict(color="C2", lw=2)),
-                          ("low", "p-rope"): (f"p-RoPE ({self.width} slowest do not turn)",
-                                              dict(color="C1", lw=2, ls="--"))},
-                         xlabel="distance $r$ between the two occurrences", ylabel="score / score at $r = 0$",
-                         ylim=(-1.05, 1.15))
-        self.level = 1.0 / math.sqrt(2 * self.width)          # a random unit key's typical |score|
+    def build(self):
+        self._curves({("high", "rope"): (f"RoPE, {self.width} fastest pairs", dict(color="C0", lw=1)),
+                      ("low", "rope"): (f"RoPE, {self.width} slowest pairs", dict(color="C2", lw=2)),
+                      ("low", "p-rope"): (f"p-RoPE ({self.width} slowest do not turn)",
+                                          dict(color="C1", lw=2, ls="--"))},
+                     xlabel="distance $r$ between the two occurrences", ylabel="score / score at $r = 0$",
+                     ylim=(-1.05, 1.15))
         self.ax.axhspan(-2 * self.level, 2 * self.level, color="0.88", zorder=0)
         self.dynamic = (self.ax.xaxis, *self.lines.values(), self.title)
-        self._redraw()
-        self._freeze()
 
-    def _redraw(self):
-        p = self.params
-        self.r = np.linspace(0, check_positive_int(p["max_distance"], "max_distance"), 801)
-        self.scores = {(band, scheme): semantic_match(self.r, band, self.d, p["base"], self.width, scheme,
-                                                      self.fraction) for band, scheme in self.lines}
+    def draw(self, base: float = 10000.0, max_distance: int = 4096) -> str:
+        r = np.linspace(0, check_positive_int(max_distance, "max_distance"), 801)
+        s = {(band, scheme): semantic_match(r, band, self.d, base, self.width, scheme, self.fraction)
+             for band, scheme in self.lines}
         for key, line in self.lines.items():
-            line.set_data(self.r, self.scores[key])
-        self.ax.set_xlim(0, self.r[-1])
-        self.title.set_text(f"base {p['base']:g}; grey band: a random word's score (two standard deviations)")
-
-    def readout(self) -> str:
-        s = self.scores
-        return (f"at distance {self.r[-1]:g}: fastest pairs {s[('high', 'rope')][-1]:+.2f}, slowest pairs "
+            line.set_data(r, s[key])
+        self.ax.set_xlim(0, r[-1])
+        self.title.set_text(f"base {base:g}; grey band: a random word's score (two standard deviations)")
+        return (f"at distance {r[-1]:g}: fastest pairs {s[('high', 'rope')][-1]:+.2f}, slowest pairs "
                 f"{s[('low', 'rope')][-1]:+.2f}, p-RoPE slowest {s[('low', 'p-rope')][-1]:+.2f}; a random word "
                 f"scores within ±{2 * self.level:.2f}")

@@ -3,6 +3,7 @@ renders the current frame.  :mod:`~rope_ref.teaching.widgets` puts sliders over 
 
 from __future__ import annotations
 
+import inspect
 import struct
 import zlib
 
@@ -20,30 +21,38 @@ from .style import DPI, PALETTE, VIEW_DPI, new_axes, unit_circle
 
 
 class View:
-    """A figure whose ``dynamic`` artists (lines, texts, an axis whose limits follow a slider) are drawn at every step
-    over a cached image of the rest; ``layered`` ones, changing only with one of ``layer_params``, into a second
-    cached image.  A subclass sets ``params``, ``fig``, ``dynamic``, ``_redraw()`` (checks the params, moves the
-    artists) and ``readout()`` (one line of the numbers on show), then calls ``_freeze()``."""
+    """A figure made once by ``build()`` (``fig``, its artists, ``dynamic`` and ``layered``) whose ``draw(**params)``
+    checks the parameters (the arguments of ``draw``, the view's own with their defaults), moves the artists and
+    returns one line of the numbers on show, kept as ``readout``.  ``dynamic`` artists (lines, texts, an axis whose
+    limits follow a slider) are drawn at every step over a cached image of the rest; ``layered`` ones, changing only
+    with one of ``layer_params``, into a second cached image."""
 
     layered: tuple = ()
     layer_params: frozenset = frozenset()
     _background = _layer = None
+
+    def __init__(self, *args, **kwargs):
+        """The view at the given parameters (``draw``'s, by position or name; else its defaults), laid out once."""
+        signature = inspect.signature(self.draw)
+        self.params = {name: p.default for name, p in signature.parameters.items()}
+        self.build()
+        self.update(**signature.bind(*args, **kwargs).arguments)
+        self._freeze()
 
     def update(self, **params) -> None:
         """Set some of ``params`` and move the artists; a refused value leaves the view as it was, then raises."""
         unknown = set(params) - set(self.params)
         if unknown:
             raise TypeError(f"unknown parameter(s) {sorted(unknown)}; expected some of {sorted(self.params)}")
-        old = dict(self.params)
-        self.params.update(params)
+        old, self.params = self.params, {**self.params, **params}
+        if any(old[k] != self.params[k] for k in self.layer_params):
+            self._layer = None                      # draw() redraws the layered artists while this is None
         try:
-            self._redraw()
+            self.readout = self.draw(**self.params)
         except (TypeError, ValueError):
             self.params = old
-            self._redraw()
+            self.readout = self.draw(**old)
             raise
-        if any(old[k] != self.params[k] for k in self.layer_params):
-            self._layer = None
 
     def _freeze(self) -> None:
         """Lay the figure out once and keep it, ``dynamic`` animated; a dynamic axis's label stays where the layout
@@ -104,8 +113,7 @@ def _minus(text: str) -> str:
 class DecayView(View):
     """Figure 2 (eq 37) for any d and base, 1025 samples over [0, 256]: the paper's view and the full range."""
 
-    def __init__(self, d: int = 128, base: float = 10000.0):
-        self.params = dict(d=d, base=base)
+    def build(self):
         self.r = np.linspace(0, 256, 1025)
         self.fig, self.axes = new_axes(9, 3.4, 1, 2, dpi=VIEW_DPI)
         self.lines = [ax.plot(self.r, np.zeros_like(self.r), lw=1)[0] for ax in self.axes]
@@ -113,29 +121,26 @@ class DecayView(View):
             ax.set(xlabel="relative distance $m-n$", ylabel=r"$\frac{1}{d/2}\sum_j |S_j|$", xlim=(0, 256), title=title)
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*(ax.yaxis for ax in self.axes), *self.lines, self.title)
-        self._redraw()
-        self._freeze()
 
-    def _redraw(self):
-        d, base = check_d(self.params["d"]), check_base(self.params["base"])
-        self.y = decay_bound(self.r, d, base)
-        setp(self.lines, ydata=self.y)
+    def draw(self, d: int = 128, base: float = 10000.0) -> str:
+        d, base = check_d(d), check_base(base)
+        y = decay_bound(self.r, d, base)
+        setp(self.lines, ydata=y)
         self.axes[1].set_ylim(0, (d / 2 + 1) / 2 * 1.05)
-        beyond = self.y[self.r >= 5]
+        beyond = y[self.r >= 5]
         self.axes[0].set_ylim(0.95 * beyond.min(), 1.05 * beyond.max())
         self.title.set_text(f"$d$ = {d}, base = {base:g}")
-
-    def readout(self) -> str:
-        return (f"d = {self.params['d']}, base = {self.params['base']:g}: bound at 0 = {self.y[0]:.2f}, "
-                f"at 256 = {self.y[-1]:.2f}, mean over [128, 256] = {self.y[self.r >= 128].mean():.2f}")
+        return (f"d = {d}, base = {base:g}: bound at 0 = {y[0]:.2f}, at 256 = {y[-1]:.2f}, "
+                f"mean over [128, 256] = {y[self.r >= 128].mean():.2f}")
 
 
 class RotationsView(View):
     """Pair i of q and k (``random_qk(d)``) rotated to m + shift and n + shift, and q_m . k_n against m - n:
     the angle between them, (phi_q - phi_k) + (m - n) theta_i, depends only on m - n (eq 11)."""
 
-    def __init__(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16, shift: float = 0):
-        self.params = dict(m=m, n=n, i=i, base=base, d=d, shift=shift)
+    layer_params = frozenset({"d", "base"})          # the score curve and its y-limits follow d and the base
+
+    def build(self):
         self.r = np.arange(-64, 64.5, 0.5)                  # m - n on the score panel
         self.fig, (self.ax_plane, self.ax_score) = new_axes(9, 3.8, 1, 2, dpi=VIEW_DPI, width_ratios=[1, 1.6])
         ax = self.ax_plane
@@ -159,51 +164,45 @@ class RotationsView(View):
         self.score_title = self.ax_score.set_title(" ", y=1.0, loc="left")
         self.score_text = self.ax_score.set_title(" ", y=1.0, loc="right", color="C3")   # the red dot's value
         self.layered = (self.ax_score.yaxis, self.curve, self.score_title)
-        self.layer_params = frozenset({"d", "base"})          # the curve and its y-limits follow d and the base
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
                         self.score_text, self.plane_title)
-        self._redraw()
+
+    def _freeze(self):
         ylim = self.ax_score.get_ylim()
         self.ax_score.set_ylim(-150, 150)          # lay out room for the widest tick labels (d up to 128), then
-        self._freeze()                             # keep it: the y-label then never meets a tick label
+        super()._freeze()                          # keep it: the y-label then never meets a tick label
         self.ax_score.set_ylim(*ylim)
 
-    def _redraw(self):
-        p = self.params
-        d, base = check_d(p["d"]), check_base(p["base"])
-        m, n, shift = check_scalar(p["m"], "m"), check_scalar(p["n"], "n"), check_scalar(p["shift"], "shift")
-        i = check_number(p["i"], "i", f"a pair index 0..{d // 2 - 1} (d = {d})", lambda v: 0 <= v < d // 2)
-        self.q, self.k = q, k = random_qk(d)
+    def draw(self, m: float = 3, n: float = 7, i: int = 0, base: float = 10000.0, d: int = 16, shift: float = 0) -> str:
+        d, base = check_d(d), check_base(base)
+        m, n, shift = check_scalar(m, "m"), check_scalar(n, "n"), check_scalar(shift, "shift")
+        i = check_number(i, "i", f"a pair index 0..{d // 2 - 1} (d = {d})", lambda v: 0 <= v < d // 2)
+        q, k = random_qk(d)
         qm, kn = rotate(q, m + shift, base=base), rotate(k, n + shift, base=base)
         lengths = [float(np.linalg.norm(v[2 * i:2 * i + 2])) for v in (q, k)]
         for line, vec, length in zip((self.q0, self.k0, self.qm, self.kn), (q, k, qm, kn), lengths * 2):
             a, b = vec[2 * i:2 * i + 2] / length if length > 0 else (0.0, 0.0)
             line.set_data([0, a], [0, b])
-        self.theta_i = frequencies(d, base)[i]
+        theta_i = frequencies(d, base)[i]
         self.value = float(score(q, k, m + shift, n + shift, base=base))
         phi_q, phi_k = (np.angle(v[2 * i] + 1j * v[2 * i + 1]) for v in (q, k))
-        self.angle = phi_q - phi_k + (m - n) * self.theta_i      # angle from k_n to q_m
+        self.angle = phi_q - phi_k + (m - n) * theta_i      # angle from k_n to q_m
         self.angle_text.set_text(rf"$(\phi_q - \phi_k) + (m-n)\theta_{{{i}}}$")
-        self.angle_values.set_text(_minus(f"= {phi_q - phi_k:+.2f} {(m - n) * self.theta_i:+.2f}\n"
+        self.angle_values.set_text(_minus(f"= {phi_q - phi_k:+.2f} {(m - n) * theta_i:+.2f}\n"
                                           f"= {self.angle:+.2f} rad ({float(wrap_angle(self.angle)):+.2f} "
                                           "mod 2\N{GREEK SMALL LETTER PI})"))
-        self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {self.theta_i:.3g}$" "\n"
+        self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {theta_i:.3g}$" "\n"
                                   rf"$|q_{{{i}}}| = {lengths[0]:.2f}$, $|k_{{{i}}}| = {lengths[1]:.2f}$")
-        if getattr(self, "_curve_for", None) != (d, base):   # the curve depends on d and base only
+        if self._layer is None:                             # the curve depends on d and base only
             y = score_vs_distance(q, k, -self.r, base=base)               # x-axis is m - n = -(n - m)
             self.curve.set_ydata(y)
             self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
             self.score_title.set_text(f"$d$ = {d}, base = {base:g}")
-            self._curve_for = (d, base)
         self.marker.set_data([m - n], [self.value])       # shift moves both: m - n stays
         self.score_text.set_text(_minus(f"red dot: q\N{MIDDLE DOT}k = {self.value:.4f}"))
-
-    def readout(self) -> str:
-        p = self.params
-        where = (f"m = {p['m']:g}, n = {p['n']:g}" if p["shift"] == 0 else
-                 f"m = {p['m']:g} + {p['shift']:g}, n = {p['n']:g} + {p['shift']:g}")
-        return (f"{where}, m - n = {p['m'] - p['n']:g}; pair {int(p['i'])} of {p['d'] // 2}: "
-                f"theta = {self.theta_i:.4g}, angle k_n to q_m = {self.angle:+.4f} rad; q_m . k_n = {self.value:.4f}")
+        where = f"m = {m:g}, n = {n:g}" if shift == 0 else f"m = {m:g} + {shift:g}, n = {n:g} + {shift:g}"
+        return (f"{where}, m - n = {m - n:g}; pair {i} of {d // 2}: theta = {theta_i:.4g}, "
+                f"angle k_n to q_m = {self.angle:+.4f} rad; q_m . k_n = {self.value:.4f}")
 
 
 class ScalingView(View):
@@ -222,8 +221,7 @@ class ScalingView(View):
     #: Training: a thick black line under every method (linear keeps exactly training's angles: drawn on it).
     TRAINING = dict(color="black", lw=5, solid_capstyle="butt", zorder=1.5)
 
-    def __init__(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN):
-        self.params = dict(factor=factor, d=d, base=base, train_len=train_len)
+    def build(self):
         self.fig, axes = new_axes(13, 4.8, 1, 3, dpi=VIEW_DPI)
         self.ax_ratio, self.ax_angle, self.ax_gap = axes
 
@@ -254,35 +252,29 @@ class ScalingView(View):
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.ratio_lines.values(), self.train_line, *self.angle_lines.values(), self.angle_title,
                         self.gap_train, *self.gap_lines.values(), self.gap_text, self.title)
-        self._redraw()
-        self._freeze()
 
-    def _redraw(self):
-        p = self.params
-        factor = check_number(p["factor"], "factor", "a real number >= 1", lambda v: 1 <= v < np.inf, real=True)
-        d = check_number(p["d"], "d", "an even integer from 4 to 4096", lambda v: 4 <= v <= 4096 and v % 2 == 0)
-        base, train_len = check_base(p["base"]), check_positive_int(p["train_len"], "train_len")
+    def draw(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN) -> str:
+        factor = check_number(factor, "factor", "a real number >= 1", lambda v: 1 <= v < np.inf, real=True)
+        d = check_number(d, "d", "an even integer from 4 to 4096", lambda v: 4 <= v <= 4096 and v % 2 == 0)
+        base, train_len = check_base(base), check_positive_int(train_len, "train_len")
         scaled = scaled_frequencies(d, base, factor, train_len)
-        self.ratios = frequency_ratios(d, base, scaled=scaled)
+        ratios = frequency_ratios(d, base, scaled=scaled)
         x = np.arange(d // 2) * 2 / d
         theta = frequencies(d, base)
-        self.gaps = {name: ratio * theta for name, (ratio, _) in self.ratios.items()}
-        for name, (ratio, _) in self.ratios.items():
+        gaps = {name: ratio * theta for name, (ratio, _) in ratios.items()}
+        for name, (ratio, _) in ratios.items():
             self.ratio_lines[name].set_data(x, ratio)
-            self.gap_lines[name].set_data(x, self.gaps[name])
-        self.angles = angles_reached(d, base, factor, train_len, scaled=scaled)
-        self.angles["default"] = factor * train_len * theta
-        self.train_line.set_data(x, self.angles["training"] / (2 * np.pi))
+            self.gap_lines[name].set_data(x, gaps[name])
+        angles = angles_reached(d, base, factor, train_len, scaled=scaled)
+        angles["default"] = factor * train_len * theta
+        self.train_line.set_data(x, angles["training"] / (2 * np.pi))
         for name, line in self.angle_lines.items():
-            line.set_data(x, self.angles[name] / (2 * np.pi))
+            line.set_data(x, angles[name] / (2 * np.pi))
         self.gap_train.set_data(x, theta)
         self.angle_title.set_text(f"largest angle per pair at {factor:g} L = {factor * train_len:g}")
         self.gap_text.set_text(f"the squeeze, pair 0: neighbours\n{theta[0]:.3g} rad apart, "
-                               f"{self.gaps['linear'][0]:.3g} with linear")
+                               f"{gaps['linear'][0]:.3g} with linear")
         self.title.set_text(f"d = {d}, base = {base:g}, trained on L = {train_len} positions, extended {factor:g}x")
-
-    def readout(self) -> str:
-        p = self.params
-        return (f"factor {float(p['factor']):g}, d = {p['d']}, base = {float(p['base']):g}, L = {p['train_len']}: "
-                "slowest pair scaled by " + ", ".join(f"{n} {r[-1]:.3g}" for n, (r, _) in self.ratios.items())
-                + f"; neighbours in pair 0 apart by {self.gaps['linear'][0]:.3g} rad with linear")
+        return (f"factor {factor:g}, d = {d}, base = {base:g}, L = {train_len}: slowest pair scaled by "
+                + ", ".join(f"{n} {r[-1]:.3g}" for n, (r, _) in ratios.items())
+                + f"; neighbours in pair 0 apart by {gaps['linear'][0]:.3g} rad with linear")

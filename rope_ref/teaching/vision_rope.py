@@ -96,10 +96,10 @@ class GridScoreView(View):
     their offset (dx, dy) (right).  Moving the query (qx, qy) moves both patches and leaves the marker
     on the heat map, and the score, where they are: the score depends on (dx, dy) only."""
 
-    def __init__(self, qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1):
-        self.params = dict(qx=qx, qy=qy, dx=dx, dy=dy)
+    radius = GRID - 1
+
+    def build(self):
         self.q, self.k = grid_qk(D_GRID)
-        self.radius = GRID - 1
         self.score_map = relative_score_map(self.q, self.k, self.radius)
         self.fig, (self.ax_grid, self.ax_map) = new_axes(9.5, 4.3, 1, 2, dpi=VIEW_DPI, gridlines=False,
                                                          width_ratios=[1, 1.2])
@@ -122,27 +122,19 @@ class GridScoreView(View):
                         title="score against the offset only")
         self.title = self.fig.suptitle(" ")
         self.dynamic = (self.q_patch, self.k_patch, self.arrow, self.marker, self.title)
-        self._redraw()
-        self._freeze()
 
-    def _redraw(self):
-        p = self.params
+    def draw(self, qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1) -> str:
         r = self.radius
-        qx, qy = (check_number(p[k], k, f"an integer in 0..{GRID - 1}", lambda v: 0 <= v < GRID) for k in ("qx", "qy"))
-        dx, dy = (check_number(p[k], k, f"an integer in {-r}..{r}", lambda v: -r <= v <= r) for k in ("dx", "dy"))
+        qx, qy, dx, dy = (check_number(v, name, f"an integer in {lo}..{r}", lambda v: lo <= v <= r)
+                          for name, v, lo in (("qx", qx, 0), ("qy", qy, 0), ("dx", dx, -r), ("dy", dy, -r)))
         kx, ky = qx + dx, qy + dy
         self.q_patch.set_xy((qx - 0.5, qy - 0.5))
         self.k_patch.set_xy((kx - 0.5, ky - 0.5))
         self.arrow.set_positions((qx, qy), (kx, ky))
         self.marker.set_data([dx], [dy])
-        self.value = _axial_score(self.q, self.k, (qx, qy), (kx, ky))       # at absolute positions
-        self.map_value = float(self.score_map[dy + self.radius, dx + self.radius])  # from the offset alone
-        self.title.set_text(_minus(f"query ({qx}, {qy}), key ({kx}, {ky}): offset ({dx}, {dy}), "
-                                   f"score {self.value:.4f}"))
-
-    def readout(self) -> str:
-        p = self.params
-        inside = 0 <= p["qx"] + p["dx"] < GRID and 0 <= p["qy"] + p["dy"] < GRID
-        return (f"query patch ({p['qx']}, {p['qy']}), key patch ({p['qx'] + p['dx']}, {p['qy'] + p['dy']})"
-                f"{'' if inside else ' (outside the image: RoPE does not mind)'}: q_m . k_n = {self.value:.6f}; "
-                f"heat map at ({p['dx']}, {p['dy']}) = {self.map_value:.6f}")
+        value = _axial_score(self.q, self.k, (qx, qy), (kx, ky))               # at absolute positions
+        map_value = float(self.score_map[dy + r, dx + r])                      # from the offset alone
+        self.title.set_text(_minus(f"query ({qx}, {qy}), key ({kx}, {ky}): offset ({dx}, {dy}), score {value:.4f}"))
+        outside = "" if 0 <= kx < GRID and 0 <= ky < GRID else " (outside the image: RoPE does not mind)"
+        return (f"query patch ({qx}, {qy}), key patch ({kx}, {ky}){outside}: q_m . k_n = {value:.6f}; "
+                f"heat map at ({dx}, {dy}) = {map_value:.6f}")

@@ -7,6 +7,9 @@ import ast
 import base64
 import copy
 import html
+import inspect
+import re
+from functools import partial
 
 import ipywidgets as W
 from traitlets import TraitError
@@ -27,20 +30,24 @@ class SliderApp(W.VBox):
         return data
 
 
-def slider_app(make_view, controls: dict, **values) -> SliderApp:
-    """``make_view`` at ``values`` under ``controls`` (name -> slider), each value first put on its slider (one the
-    slider cannot show: a ValueError naming it); moving a slider updates the view in place."""
-    for name, value in values.items():
+def slider_app(make_view, controls: dict, *links, **values) -> SliderApp:
+    """``make_view(**values)`` under ``controls`` (parameter -> slider), each slider at its parameter's value (one
+    it cannot show: a ValueError naming it); each of ``links`` (source, target, rule) keeps the target slider's max
+    at rule(source's value).  Moving a slider updates the view in place."""
+    view = make_view(**values)                      # an unknown name, or a value the view refuses, raises here
+    for name, value in view.params.items():
         try:
             controls[name].value = value
         except TraitError as exc:                   # a type or an option the slider does not take
             raise ValueError(f"{name}: {exc}") from None
+    for source, target, rule in links:
+        W.dlink((controls[source], "value"), (controls[target], "max"), rule)
+    for name, value in view.params.items():
         if controls[name].value != value:           # clamped to the slider's range
             raise ValueError(f"{name}: expected a value within the slider's range, got {value!r}")
-    view = make_view(**{name: slider.value for name, slider in controls.items()})
     width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
     image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
-    readout = W.HTML(value=view.readout(), style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
+    readout = W.HTML(value=view.readout, style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
 
     def on_change(_change=None):
         params = {name: w.value for name, w in controls.items()}
@@ -48,7 +55,7 @@ def slider_app(make_view, controls: dict, **values) -> SliderApp:
             return                          # one slider moving another (d clamps the pair): drawn once
         view.update(**params)
         image.value = view.to_png()
-        readout.value = view.readout()
+        readout.value = view.readout
 
     for w in controls.values():
         w.observe(on_change, names="value")
@@ -57,60 +64,46 @@ def slider_app(make_view, controls: dict, **values) -> SliderApp:
     return box
 
 
-def _int(name, lo, hi, step=1):
-    return W.IntSlider(min=lo, max=hi, step=step, description=name)
+def _widget(view, *links, **controls):
+    """The slider function of ``view``, named after it: its parameters (``view.draw``'s) -> :func:`slider_app` over it
+    with ``controls`` (parameter -> a function making its slider) and ``links``."""
+    signature = inspect.signature(partial(view.draw, None)).replace(return_annotation=SliderApp)   # without self
+
+    def widget(*args, **kwargs) -> SliderApp:
+        values = signature.bind(*args, **kwargs).arguments
+        return slider_app(view, {name: new() for name, new in controls.items()}, *links, **values)
+    widget.__signature__ = signature
+    widget.__name__ = widget.__qualname__ = re.sub(r"(?<=.)([A-Z])", r"_\1", view.__name__[:-4]).lower() + "_widget"
+    widget.__doc__ = f"Sliders for {', '.join(controls)} over :class:`{view.__name__}`, starting at the values given."
+    return widget
 
 
-def _bases(name):
-    """Round bases, the paper's 10^4, Llama 3's 5*10^5 and Qwen's 10^6 among them."""
-    bases = (10.0, 100.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 5e6, 1e7)
-    return W.SelectionSlider(options=[(f"{b:g}", b) for b in bases], description=name)
+def _slider(description, lo, hi, step=1, kind=W.IntSlider, **settings):
+    return partial(kind, min=lo, max=hi, step=step, description=description, **settings)
 
 
-def rotations_widget(m: int = 3, n: int = 7, i: int = 0, base: float = 10000.0, d: int = 16, shift: int = 0) -> W.VBox:
-    """Sliders for m, n, "both +" (a shift of both), pair index i, base and d over :class:`RotationsView`."""
-    controls = {"m": _int("m", 0, 64), "n": _int("n", 0, 64), "shift": _int("both +", 0, 200),
-                "i": _int("pair i", 0, 63), "base": _bases("base"), "d": _int("d", 2, 128, 2)}
-    # the pair slider runs over 0..d/2-1 (a lower max moves the value down); linked first: before the view updates
-    W.dlink((controls["d"], "value"), (controls["i"], "max"), lambda new_d: new_d // 2 - 1)
-    return slider_app(RotationsView, controls, d=d, m=m, n=n, shift=shift, i=i, base=base)
+def _options(description, values, label="{:g}".format):
+    return partial(W.SelectionSlider, options=[(label(v), v) for v in values], description=description)
 
 
-def decay_widget(d: int = 128, base: float = 10000.0) -> W.VBox:
-    """Sliders for d and base over :class:`DecayView` (Figure 2)."""
-    return slider_app(DecayView, {"d": _int("d", 8, 512, 8), "base": _bases("base")}, d=d, base=base)
+#: Round bases, the paper's 10^4, Llama 3's 5*10^5 and Qwen's 10^6 among them.
+BASES = _options("base", (10.0, 100.0, 500.0, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 5e6, 1e7))
 
-
-def scaling_widget(factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = 4096) -> W.VBox:
-    """Sliders for the context-extension factor, d, base and the training length over :class:`ScalingView`."""
-    controls = {"factor": W.FloatSlider(min=1.0, max=32.0, step=1.0, description="factor"),
-                "d": _int("d", 16, 256, 16), "base": _bases("base"),
-                "train_len": W.SelectionSlider(options=[(str(2 ** k), 2 ** k) for k in range(10, 16)],
-                                               description="L train")}
-    return slider_app(ScalingView, controls, factor=factor, d=d, base=base, train_len=train_len)
-
-
-def grid_score_widget(qx: int = 3, qy: int = 4, dx: int = 2, dy: int = -1) -> W.VBox:
-    """Sliders for the query patch (qx, qy) and the offset (dx, dy) over :class:`~.vision_rope.GridScoreView`."""
-    r = GRID - 1
-    controls = {"qx": _int("query x", 0, r), "qy": _int("query y", 0, r), "dx": _int("Δx", -r, r),
-                "dy": _int("Δy", -r, r)}
-    return slider_app(GridScoreView, controls, qx=qx, qy=qy, dx=dx, dy=dy)
-
-
-def offset_attention_widget(pair: int = 0, offset: int = 1, scale: float = 16.0) -> W.VBox:
-    """Sliders for the first pair, the target offset and |u|^2 over :class:`~.spectrum.OffsetAttentionView`."""
-    view = OffsetAttentionView
-    controls = {"pair": _int("first pair", 0, view.d // 2 - view.width), "offset": _int("offset", 0, view.n_keys - 1),
-                "scale": W.FloatSlider(min=1.0, max=30.0, step=1.0, description="|u|²")}
-    return slider_app(view, controls, pair=pair, offset=offset, scale=scale)
-
-
-def semantic_match_widget(base: float = 10000.0, max_distance: int = 4096) -> W.VBox:
-    """Sliders for the base and the distance range over :class:`~rope_ref.teaching.spectrum.SemanticMatchView`."""
-    controls = {"base": W.FloatLogSlider(base=10, min=3, max=7, step=0.25, description="base"),
-                "max_distance": _int("distance", 64, 32768, 64)}
-    return slider_app(SemanticMatchView, controls, base=base, max_distance=max_distance)
+# the pair slider runs over 0..d/2-1 (a lower max moves the value down)
+rotations_widget = _widget(RotationsView, ("d", "i", lambda d: d // 2 - 1), m=_slider("m", 0, 64),
+                           n=_slider("n", 0, 64), shift=_slider("both +", 0, 200), i=_slider("pair i", 0, 63),
+                           base=BASES, d=_slider("d", 2, 128, 2))
+decay_widget = _widget(DecayView, d=_slider("d", 8, 512, 8), base=BASES)
+scaling_widget = _widget(ScalingView, factor=_slider("factor", 1.0, 32.0, 1.0, W.FloatSlider),
+                         d=_slider("d", 16, 256, 16), base=BASES,
+                         train_len=_options("L train", [2 ** k for k in range(10, 16)], str))
+grid_score_widget = _widget(GridScoreView, qx=_slider("query x", 0, GRID - 1), qy=_slider("query y", 0, GRID - 1),
+                            dx=_slider("Δx", 1 - GRID, GRID - 1), dy=_slider("Δy", 1 - GRID, GRID - 1))
+offset_attention_widget = _widget(
+    OffsetAttentionView, pair=_slider("first pair", 0, OffsetAttentionView.d // 2 - OffsetAttentionView.width),
+    offset=_slider("offset", 0, OffsetAttentionView.n_keys - 1), scale=_slider("|u|²", 1.0, 30.0, 1.0, W.FloatSlider))
+semantic_match_widget = _widget(SemanticMatchView, base=_slider("base", 3, 7, 0.25, W.FloatLogSlider, base=10),
+                                max_distance=_slider("distance", 64, 32768, 64))
 
 
 # ---- slider views without a script (the course site): radio buttons over frames, the page's style shows one -----

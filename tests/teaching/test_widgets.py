@@ -29,8 +29,7 @@ NOTEBOOK_CALLS = {"rotations": (lambda: rotations_widget(m=3, n=7, i=0, base=100
 def test_every_slider_steps_its_view_in_place_as_a_full_redraw_would_and_a_viewer_without_kernel_sees_it(name):
     make, bad = NOTEBOOK_CALLS[name]
     w = make()
-    data = w._repr_mimebundle_()
-    data = data[0] if isinstance(data, tuple) else data
+    data = w._repr_mimebundle_()                              # SliderApp's own: a dict
     assert base64.b64decode(data["image/png"]) == w.image.value and data["text/plain"] == w.readout.value
     view, text, fig, n_artists = w.view, w.readout.value, w.view.fig, len(w.view.fig.findobj())
     for control in w.controls.values():
@@ -55,7 +54,7 @@ def test_every_slider_steps_its_view_in_place_as_a_full_redraw_would_and_a_viewe
 
 
 @pytest.mark.slow
-def test_rotations_shift_keeps_the_score_and_the_pair_slider_follows_d():
+def test_rotations_shift_keeps_the_score_and_the_pair_slider_and_the_curve_follow_d():
     w = rotations_widget(m=3, n=7, i=7, d=16)
     before = w.view.value
     w.controls["shift"].value = 20
@@ -65,6 +64,7 @@ def test_rotations_shift_keeps_the_score_and_the_pair_slider_follows_d():
     assert "m = 3 + 20, n = 7 + 20" in w.readout.value
     w.controls["d"].value = 4                                   # only pairs 0 and 1 exist now
     assert w.controls["i"].max == 1 and w.view.params["i"] == 1 and "pair 1 of 2" in w.readout.value
+    assert np.allclose(w.view.curve.get_ydata(), quantities.score_vs_distance(*quantities.random_qk(4), -w.view.r))
 
 
 @pytest.mark.slow
@@ -79,7 +79,7 @@ def test_rotations_view_draws_the_rotated_pair_its_angle_and_the_number_of_its_r
     total = np.angle(q[0] + 1j * q[1]) - np.angle(k[0] + 1j * k[1]) - 4.0
     assert f"= {total:+.2f} rad".replace("-", "\N{MINUS SIGN}") in v.angle_values.get_text()
     shown = v.score_text.get_text().replace("\N{MINUS SIGN}", "-").split("= ")[-1]
-    assert f"q_m . k_n = {shown}" in v.readout() and shown == "1.6182"
+    assert f"q_m . k_n = {shown}" in v.readout and shown == "1.6182"
 
 
 @pytest.mark.slow
