@@ -75,8 +75,7 @@ def math_to_mathml(tex: str, display: bool = False) -> str:
 
 
 class _CourseRenderer(IPythonRenderer):
-    """nbconvert's markdown renderer with math as MathML, raw HTML escaped but for the fold of a solution, and images
-    only from the notebook itself."""
+    """nbconvert's markdown renderer, for :func:`markdown_to_html`."""
 
     def inline_math(self, body: str) -> str:
         return math_to_mathml(body)
