@@ -1,9 +1,9 @@
 """The course as static HTML that works offline: ``python -m rope_ref site --out DIR``.
 
-Every notebook executed (nbclient) and written through nbconvert's HTML exporter with the template ``site.html.j2``:
-no script, nothing fetched; math as MathML (latex2mathml), figures as ``data:`` URIs, raw HTML escaped, each body
-through an allowlist (:func:`_clean`); solutions folded, exercises framed; each slider view as radio buttons over
-its frames, which the page's style shows one at a time (:func:`.widgets.static_sliders`).
+Every notebook executed (nbclient) and written through nbconvert's HTML exporter with the template ``site.html.j2``
+(the page around the cells: style, links, the overview's text, figure boxes): no script, nothing fetched; math as
+MathML (latex2mathml), figures as ``data:`` URIs, raw HTML escaped, each body through an allowlist (:func:`_clean`);
+solutions folded, exercises framed; each slider view as radio buttons over its frames (:func:`.widgets.static_sliders`).
 """
 
 import base64
