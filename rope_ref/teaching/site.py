@@ -87,8 +87,7 @@ class _CourseRenderer(IPythonRenderer):
         return math_to_mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
 
     def block_html(self, html: str) -> str:
-        """The lines of a folded block kept: ``<details>`` (and its plain ``<summary>...</summary>`` on the same line
-        or the next), ``</details>``; any other raw HTML escaped."""
+        """A fold kept (``<details>``, a plain ``<summary>...</summary>``, ``</details>``); any other raw HTML escaped."""
         if re.fullmatch(r"\s*(<details>\s*)?(<summary>[^<>]*</summary>)?\s*|\s*</details>\s*", html):
             return html.replace("<details>", '<details class="solution">')
         return super().block_html(html)
