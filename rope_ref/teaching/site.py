@@ -87,7 +87,7 @@ class _CourseRenderer(IPythonRenderer):
         return math_to_mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
 
     def block_html(self, html: str) -> str:
-        """A fold kept (``<details>``, a plain ``<summary>...</summary>``, ``</details>``); any other raw HTML escaped."""
+        """A fold kept (``<details>``, a plain ``<summary>...</summary>``, ``</details>``); other raw HTML escaped."""
         if re.fullmatch(r"\s*(<details>\s*)?(<summary>[^<>]*</summary>)?\s*|\s*</details>\s*", html):
             return html.replace("<details>", '<details class="solution">')
         return super().block_html(html)
