@@ -1,11 +1,9 @@
 """How the teaching layer writes files: each one whole (a temporary file beside the target, then :func:`os.replace`),
 so a reader, a crash or Ctrl-C never meets half a file."""
 
-from __future__ import annotations
-
 import os
-import stat
-import tempfile
+import secrets
+import shutil
 from pathlib import Path
 
 
@@ -33,18 +31,16 @@ def write_atomically(path: Path | str, data: bytes) -> Path:
     the file it replaces (a new file gets those the umask allows)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    umask = os.umask(0o022)
-    os.umask(umask)
-    mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "xb") as f:      # created new, with the mode the umask allows
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
+        if path.is_file():
+            shutil.copymode(path, tmp)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return path

@@ -11,7 +11,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 from matplotlib.figure import Figure
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from tokenizers.implementations import ByteLevelBPETokenizer
 
 from ..rope_attention import softmax
 from ..forms import rotate
@@ -57,11 +57,10 @@ class SmolLM2:
         self.tokens = list(meta["tokenizer.ggml.tokens"])            # the GGUF's vocabulary: id -> token string
         self.vocab = len(self.tokens)
         merges = [tuple(merge.split(" ", 1)) for merge in meta["tokenizer.ggml.merges"]]
-        self.tokenizer = Tokenizer(models.BPE({token: i for i, token in enumerate(self.tokens)}, merges))
-        self.tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)    # smollm's digit split: no
-        self.tokenizer.decoder = decoders.ByteLevel()                                      # token holds two digits
+        # byte-level BPE without a prefix space (smollm's digit split: no token holds two digits), control tokens whole
+        self.tokenizer = ByteLevelBPETokenizer({token: i for i, token in enumerate(self.tokens)}, merges)
         self.tokenizer.add_special_tokens([t for t, kind in zip(self.tokens, meta["tokenizer.ggml.token_type"])
-                                           if kind == 3])                                  # control tokens kept whole
+                                           if kind == 3])
 
     def tokenize(self, text: str) -> np.ndarray:
         """Token ids ``(seq,)`` of ``text``, by the GGUF's byte-level BPE (no BOS added, as the GGUF says)."""

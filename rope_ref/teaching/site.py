@@ -1,23 +1,19 @@
 """The course as static HTML that works offline: ``python -m rope_ref site --out DIR``.
 
-Every notebook executed (nbclient) and written through nbconvert's HTML exporter with the template ``site.html.j2``:
-no script, nothing fetched; math as MathML (latex2mathml), figures as ``data:`` URIs, raw HTML escaped, each body
-through an allowlist (:func:`_clean`); solutions folded, exercises framed; each slider view as radio buttons over
-its frames, which the page's style shows one at a time (:func:`.widgets.static_sliders`).
+Every notebook executed (nbclient) and written through nbconvert's HTML exporter with the template ``site.html.j2``
+(the page around the cells: style, links, the overview's text, figure boxes): no script, nothing fetched; math as
+MathML (latex2mathml), figures as ``data:`` URIs, raw HTML escaped, each body through an allowlist (:func:`_clean`);
+solutions folded, exercises framed; each slider view as radio buttons over its frames (:func:`.widgets.static_sliders`).
 """
-
-from __future__ import annotations
 
 import base64
 import functools
-import html
 import io
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import jinja2
 import latex2mathml.converter
 import nbformat
 import nh3
@@ -39,52 +35,47 @@ HANDOUT = Path(__file__).resolve().parents[2] / "docs" / "handout.md"
 #: The output kinds a page shows, the first a output has winning (HTML only as text; no script, no widget state).
 SHOWN = [SLIDERS, "image/png", "image/svg+xml", WIDGET_VIEW, "text/latex", "text/markdown", "text/plain", "text/html"]
 
-# ---- MathML that reads like TeX: fences that stretch, thin spaces around function names ----------------
+# ---- MathML that reads like TeX: the TeX rewritten before latex2mathml, the MathML after ---------------------------
 
 #: A function name TeX sets with thin spaces around it, in TeX.
 _FUNCTION = (r"\\(?:arccos|arcsin|arctan|arg|cosh|cos|cot|csc|det|dim|exp|gcd|inf|lim|ln|log|max|min|mod|sec|sinh|"
              r"sin|sup|tanh|tan)(?![A-Za-z])")
-_MATRIX_FENCES = {("&#x00028;", "&#x00029;"): "paren", ("&#x0005B;", "&#x0005D;"): "bracket",
-                  ("&#x0007C;", "&#x0007C;"): "vbar", ("&#x02016;", "&#x02016;"): "vvbar"}
-_MATRIX = re.compile(r"<mo>([^<]*)</mo><mtable>((?:(?!<mtable>).)*?)</mtable><mo>([^<]*)</mo>", re.S)
+#: TeX's thin spaces around \cos, \ln, ... that MathML leaves out ("cos mθ", "0.1 ln 4"), as ``\,``: before the name
+#: after an operand, after it (or its power, ``\cos^2 x``) unless a bracket, a script or the end follows.
+_TEX_REWRITES = [(rf"(?<=[\w}})])\s*(?={_FUNCTION})", r"\\,"),
+                 (rf"({_FUNCTION}(?:\^(?:\w|\{{[^}}]*\}}))?)\s*(?![\s(\[{{}}_^]|\\left|\\right|\\\\|$)", r"\1\\,")]
+#: The brackets of a matrix as tall as the matrix: a class on the ``<mtable>`` whose borders the page's style draws (a
+#: stretchy ``<mo>`` grows only with an OpenType MATH font); ``|x|`` and ``\|x\|`` drawn tight, as TeX draws them (a
+#: bar is a fence, not an operator with gaps).
+_MATHML_REWRITES = [
+    *((rf"(?s)<mo>{left}</mo><mtable>((?:(?!<mtable>).)*?)</mtable><mo>{right}</mo>",
+       rf'<mtable class="{kind}">\1</mtable>')
+      for left, right, kind in [("&#x00028;", "&#x00029;", "paren"), ("&#x0005B;", "&#x0005D;", "bracket"),
+                                ("&#x0007C;", "&#x0007C;", "vbar"), ("&#x02016;", "&#x02016;", "vvbar")]),
+    (r'<mo((?: fence="false")? stretchy="false")>(&#x0007C;|&#x02016;)</mo>',
+     r'<mo\1 lspace="0em" rspace="0em">\2</mo>')]
 
 
-def _stretch_fences(mathml: str) -> str:
-    """The brackets of a matrix as tall as the matrix: a class on the ``<mtable>`` whose borders the page's style
-    draws (a stretchy ``<mo>`` grows only with an OpenType MATH font)."""
-    def fence(match):
-        kind = _MATRIX_FENCES.get((match[1], match[3]))
-        return f'<mtable class="{kind}">{match[2]}</mtable>' if kind else match[0]
-    return _MATRIX.sub(fence, mathml)
-
-
-def _space_functions(tex: str) -> str:
-    """TeX's thin spaces around \\cos, \\ln, ... that MathML leaves out ("cos mθ", "0.1 ln 4"), as ``\\,``: before
-    the name after an operand, after it (or its power, ``\\cos^2 x``) unless a bracket, a script or the end follows."""
-    tex = re.sub(rf"(?<=[\w}})])\s*(?={_FUNCTION})", r"\\,", tex)
-    return re.sub(rf"({_FUNCTION}(?:\^(?:\w|\{{[^}}]*\}}))?)\s*(?![\s(\[{{}}_^]|\\left|\\right|\\\\|$)", r"\1\\,", tex)
-
-
-def _tight_bars(mathml: str) -> str:
-    """``|x|`` and ``\\|x\\|`` drawn tight, as TeX draws them: a bar is a fence, not an operator with gaps."""
-    bar = r'<mo((?: fence="false")? stretchy="false")>(&#x0007C;|&#x02016;)</mo>'
-    return re.sub(bar, r'<mo\1 lspace="0em" rspace="0em">\2</mo>', mathml)
+def _rewrite(text: str, rules: list) -> str:
+    """``text`` with each (pattern, replacement) of ``rules`` substituted in turn."""
+    return functools.reduce(lambda done, rule: re.sub(*rule, done), rules, text)
 
 
 def math_to_mathml(tex: str, display: bool = False) -> str:
-    """LaTeX to a MathML element the browser draws itself (no script, no network)."""
+    """LaTeX to a MathML element the browser draws itself (no script, no network), spaced and fenced as TeX is."""
     try:
-        mathml = latex2mathml.converter.convert(_space_functions(tex.strip()), display="block" if display else "inline")
+        mathml = latex2mathml.converter.convert(_rewrite(tex.strip(), _TEX_REWRITES),
+                                                display="block" if display else "inline")
     except Exception as exc:        # latex2mathml has many exception types; name the formula instead
         raise ValueError(f"cannot render the math {tex.strip()!r} as MathML: {exc!r}") from exc
     unknown = re.findall(r">(\\[A-Za-z]+)<", mathml)    # a command latex2mathml does not know is left as text
     if unknown:
         raise ValueError(f"cannot render the math {tex.strip()!r} as MathML: unknown command(s) {unknown}")
-    return _clean(_tight_bars(_stretch_fences(mathml)))
+    return _clean(_rewrite(mathml, _MATHML_REWRITES))
 
 
 class _CourseRenderer(IPythonRenderer):
-    """nbconvert's markdown renderer with math as MathML, and images only from the notebook itself."""
+    """nbconvert's markdown renderer, for :func:`markdown_to_html`."""
 
     def inline_math(self, body: str) -> str:
         return math_to_mathml(body)
@@ -94,6 +85,12 @@ class _CourseRenderer(IPythonRenderer):
 
     def latex_environment(self, name: str, body: str) -> str:
         return math_to_mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
+
+    def block_html(self, html: str) -> str:
+        """A fold kept (``<details>``, a plain ``<summary>...</summary>``, ``</details>``); other raw HTML escaped."""
+        if re.fullmatch(r"\s*(<details>\s*)?(<summary>[^<>]*</summary>)?\s*|\s*</details>\s*", html):
+            return html.replace("<details>", '<details class="solution">')
+        return super().block_html(html)
 
     def image(self, text: str, url: str, title: str | None = None) -> str:
         """An image the cell holds (its attachments, ``data:`` images); any other is shown as its alt text."""
@@ -105,22 +102,13 @@ class _CourseRenderer(IPythonRenderer):
         return img if shown else f"<em>[{striptags(text) or 'image'}: not embedded]</em>"
 
 
-#: The lines of a folded block in markdown (a solution): ``<details>`` (and its ``<summary>...</summary>`` on the same
-#: line or the next), ``</details>``.
-_FOLD = re.compile(r"^[ \t]*(<details>(?:<summary>.*?</summary>)?|<summary>.*?</summary>|</details>)[ \t]*$", re.M)
-
-
 def markdown_to_html(source: str, attachments: dict | None = None) -> str:
     """Markdown with $...$ and $$...$$ math to HTML; math becomes MathML.  Raw HTML is escaped but for the lines of
-    a folded block (``<details>``, ``<summary>`` text escaped), links keep only safe protocols, and an image is shown
-    only when the cell holds it (``attachments``), else as its alt text."""
+    a folded block (``<details>``, ``<summary>``), links keep only safe protocols, and an image is shown only when
+    the cell holds it (``attachments``), else as its alt text."""
     renderer = _CourseRenderer(escape=True, allow_harmful_protocols=None, exclude_anchor_links=True,
                                attachments=attachments or {})
-    parts = _FOLD.split(source)
-    for i in range(1, len(parts), 2):
-        parts[i] = re.sub(r"<summary>(.*?)</summary>", lambda m: f"<summary>{html.escape(m[1])}</summary>",
-                          parts[i].replace("<details>", '<details class="solution">'))
-    return "".join(p if i % 2 else MarkdownWithMath(renderer=renderer).render(p) for i, p in enumerate(parts))
+    return MarkdownWithMath(renderer=renderer).render(source)
 
 
 MATHML_TAGS = set("""math semantics annotation mrow mi mn mo ms mtext mspace msub msup msubsup mfrac msqrt mroot mtable
@@ -147,70 +135,49 @@ def _clean(text: str) -> str:
                      url_schemes={"http", "https", "mailto", "data"})
 
 
-def _figure(data: str, mime: str) -> str:
-    """An image output in a box that may scroll, at 96 CSS px per inch when it states its resolution (dpi)."""
-    data = "".join(data.split()) if mime == "image/png" else base64.b64encode(data.encode()).decode()
+def _css_width(png: str) -> str:
+    """`` width="..."``: a PNG at 96 CSS px per inch when it states its resolution (dpi), else ''."""
     try:
-        with Image.open(io.BytesIO(base64.b64decode(data))) as image:
+        with Image.open(io.BytesIO(base64.b64decode(png))) as image:
             dpi = image.info.get("dpi", (0,))[0]
-            width = f' width="{round(image.width * 96 / dpi)}"' if dpi > 0 else ""
-    except (OSError, ValueError):   # an image Pillow does not read (SVG): shown at its own size
-        width = ""
-    return f'<div class="fig"><img src="data:{mime};base64,{data}" alt="figure"{width}></div>'
+            return f' width="{round(image.width * 96 / dpi)}"' if dpi > 0 else ""
+    except (OSError, ValueError):   # not an image Pillow reads: shown at its own size
+        return ""
 
 
 @functools.cache
 def _exporter() -> HTMLExporter:
     """nbconvert's HTML exporter with the site's template and its filters (markdown, math, figures, the allowlist)."""
-    filters = {"clean": _clean, "course_markdown": markdown_to_html, "figure": _figure,
-               "display_math": lambda tex: math_to_mathml(tex.strip().strip("$"), display=True)}
-    return HTMLExporter(extra_loaders=[jinja2.FileSystemLoader(Path(__file__).parent)], template_file="site.html.j2",
-                        filters=filters, config=Config({"NbConvertBase": {"display_data_priority": SHOWN}}))
+    filters = {"clean": _clean, "course_markdown": markdown_to_html, "css_width": _css_width}
+    return HTMLExporter(template_file=str(Path(__file__).with_name("site.html.j2")), filters=filters,
+                        config=Config({"NbConvertBase": {"display_data_priority": SHOWN}}))
 
 
 def title_and_objectives(nb, default: str) -> tuple[str, str]:
     """The first '# ' heading, and the objectives cell without its heading ('' if absent), as markdown."""
-    title, objectives = default, ""
-    for cell in nb.cells:
-        lines = cell.source.strip().splitlines() if cell.cell_type == "markdown" else []
-        if title == default and lines and lines[0].startswith("# "):
-            title = lines[0][2:].strip()
-        if not objectives and lines and lines[0].strip().startswith("## Learning objectives"):
-            objectives = "\n".join(lines[1:])
-    return title, objectives
+    texts = [cell.source.strip() for cell in nb.cells if cell.cell_type == "markdown"]
+    title = next((text.splitlines()[0][2:].strip() for text in texts if text.startswith("# ")), default)
+    return title, next((text.partition("\n")[2] for text in texts if text.startswith("## Learning objectives")), "")
 
 
-def _page(title: str, nb, nav: str = "") -> bytes:
-    """A whole page of ``nb``'s cells (site.html.j2): the body cleaned (:func:`_clean`), the page's own style."""
-    resources = {"title": title, "nav": nav, "code_style": HtmlFormatter().get_style_defs(".highlight")}
+def _page(title: str, nb, **resources) -> bytes:
+    """A whole page (site.html.j2) of ``nb``'s cells or of one markdown text; ``resources`` for the template: ``nav``
+    (the stems before and after, each a list of one or none), ``overview`` (the index's introduction)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(nb)]) if isinstance(nb, str) else nb
+    resources.update(title=title, code_style=HtmlFormatter().get_style_defs(".highlight"))
     return _exporter().from_notebook_node(nb, resources=resources)[0].encode("utf-8")
-
-
-def _nav(stems: list[str], i: int) -> str:
-    """Links to the previous page, the overview and the next page."""
-    def link(j, text):
-        return f'<a href="{stems[j]}.html">{text}</a>' if 0 <= j < len(stems) else "<span></span>"
-    links = [link(i - 1, "&larr; previous"), '<a href="index.html">course overview</a>', link(i + 1, "next &rarr;")]
-    return f'<nav>{"".join(links)}</nav>'
 
 
 def index_html(pages, handout: bool = False) -> bytes:
     """The overview: every notebook in order, with its title, file and learning objectives (and the handout)."""
-    intro = ("# RoPE from the paper to your kernel: the course\n\nRoFormer (arXiv:2104.09864), section 3, with the "
-             "NumPy reference implementation `rope_ref`: the notebooks in order, executed. "
-             + ('Notation and scaling formulas: [the handout](handout.html "handout"). ' if handout else "")
-             + "The lecture plan is `docs/lecture_plan.md` in the repository. Click *Solution* to open one. A slider "
-             "view shows a few values of each control; run the notebooks in JupyterLab to move the sliders freely.")
     rows = [f"## [{title}]({stem}.html)\n\n`notebooks/{stem}.ipynb`\n\n{objectives or '*(no objectives given)*'}"
             for stem, title, objectives in pages]
-    index = nbformat.v4.new_markdown_cell("\n\n".join([intro, *rows]))
-    return _page("rope_ref course", nbformat.v4.new_notebook(cells=[index]))
+    return _page("rope_ref course", "\n\n".join(rows), overview={"handout": handout})
 
 
 def handout_html(source: Path | str = HANDOUT) -> bytes:
     """The handout (markdown with math) as a page of the site, with a link back to the overview."""
-    handout = nbformat.v4.new_markdown_cell(Path(source).read_text(encoding="utf-8"))
-    return _page("RoPE on one page", nbformat.v4.new_notebook(cells=[handout]), _nav(["handout"], 0))
+    return _page("RoPE on one page", Path(source).read_text(encoding="utf-8"), nav=([], []))
 
 
 def course_notebooks(folder: Path | str) -> list[Path]:
@@ -234,15 +201,15 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300, execu
         raise FileNotFoundError(f"build_site: notebook(s) not found: {', '.join(missing)}")
     stems, pages, rendered = [p.stem for p in notebooks], [], []
     for i, path in enumerate(notebooks):
-        print(f"{'executing' if executed is None else 'rendering'} {path.name} ({i + 1}/{len(notebooks)})",
-              file=sys.stderr, flush=True)
+        print(f"{'rendering' if executed else 'executing'} {path.name} ({i + 1}/{len(notebooks)})", file=sys.stderr)
         nb = nbformat.read(path, as_version=4) if executed is None else executed[i]
         try:
             if executed is None:            # run top to bottom in its own folder (the file unchanged)
                 NotebookClient(nb, timeout=timeout, startup_timeout=timeout, kernel_name="python3",
                                resources={"metadata": {"path": str(path.parent)}}).execute(stderr=subprocess.DEVNULL)
             pages.append((path.stem, *title_and_objectives(nb, path.stem)))
-            rendered.append(_page(pages[-1][1].replace("$", ""), with_sliders(nb, path.stem), _nav(stems, i)))
+            rendered.append(_page(pages[-1][1].replace("$", ""), with_sliders(nb, path.stem),
+                                  nav=(stems[:i][-1:], stems[i + 1:i + 2])))
         except CellExecutionError as exc:
             raise RuntimeError(f"notebook {path.name} failed: {exc.ename}: {exc.evalue}") from exc
         except ValueError as exc:
