@@ -9,8 +9,6 @@ import numpy as np
 
 from .._validate import check_freqs, check_positive_int
 from ..forms import frequencies
-from ..hf_config import from_hf_config
-from .example_kernels import config
 from .style import new_axes
 
 
@@ -27,44 +25,10 @@ def supported_context(base: float, d: int = 128, limit: int = 1 << 22, inv_freq=
     return limit
 
 
-#: Real models: the shipped config.json (rope_ref/teaching/data; ``hub``: its Hub id), the layer type where layers
-#: differ, and ``scaled_from``: the training length before scaling (from the model's report, not its config).
-MODELS = {
-    "Llama 2 7B": dict(config="llama-2-7b-hf", hub="meta-llama/Llama-2-7b-hf"),
-    "Llama 3 8B": dict(config="meta-llama-3-8b", hub="meta-llama/Meta-Llama-3-8B"),
-    "Llama 3.1 8B": dict(config="llama-3.1-8b", hub="meta-llama/Llama-3.1-8B", scaled_from=8192),
-    "Mistral 7B v0.1": dict(config="mistral-7b-v0.1", hub="mistralai/Mistral-7B-v0.1"),
-    "Qwen2.5 7B": dict(config="qwen2.5-7b-instruct-yarn", hub="Qwen/Qwen2.5-7B-Instruct", scaled_from=32768),
-    # ^ with the yarn section its model card adds for contexts beyond 32k
-    "Gemma 7B": dict(config="gemma-7b", hub="google/gemma-7b"),
-    "Gemma 3 27B (global layers)": dict(config="gemma-3-27b-pt", hub="google/gemma-3-27b-pt",
-                                        layer_type="full_attention", scaled_from=32768),
-}
-
-
-def model_points() -> dict:
-    """name -> dict(base, context, head_dim, scaled_from, rope_type, supported, source (Hub id), file) for every
-    model of :data:`MODELS`, from its shipped config.json via :func:`rope_ref.from_hf_config`; ``supported``: eq 10
-    at the (scaled) frequencies the model runs at; context: max_position_embeddings, times the factor if scaled."""
-    out = {}
-    for name, entry in MODELS.items():
-        raw = config(entry["config"])
-        cfg = from_hf_config(raw, **({"layer_type": entry["layer_type"]} if "layer_type" in entry else {}))
-        text = raw.get("text_config", raw)
-        context = text.get("max_position_embeddings") or 131072     # gemma3_text's default (transformers 5.24.0)
-        scaled_from = entry.get("scaled_from")
-        if scaled_from and int(context) == scaled_from:
-            context = int((text.get("rope_scaling") or {}).get("factor", 1) * scaled_from)
-        out[name] = dict(base=cfg.base, context=int(context), head_dim=cfg.head_dim, scaled_from=scaled_from,
-                         rope_type=cfg.rope_type,
-                         supported=supported_context(cfg.base, limit=1 << 21, inv_freq=cfg.inv_freq()),
-                         source=entry["hub"], file=f"rope_ref/teaching/data/{entry['config']}.json")
-    return out
-
-
 def fig_base_bound(points: dict, d: int = 128, bases=None):
-    """The longest context each base supports (Men et al.'s B >= 0, head dimension ``d``), real models as points
-    judged at their own head_dim and (scaled) frequencies, whose supported length a bar marks."""
+    """The longest context each base supports (Men et al.'s B >= 0, head dimension ``d``), and ``points``: name ->
+    dict(base, context, rope_type, supported, scaled_from) of real models, each judged at its own head_dim and (scaled)
+    frequencies, a bar marking the length a scaled model's frequencies support."""
     bases = 10.0 ** np.arange(3, 6.41, 0.025) if bases is None else np.asarray(bases, float)
     supported = np.array([supported_context(b, d, limit=1 << 21) for b in bases])
     fig, ax = new_axes(9, 6.2)

@@ -2,6 +2,7 @@
 rebuild may reword), and its exercise's checker."""
 
 import inspect
+from types import SimpleNamespace
 
 import ml_dtypes
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 import rope_ref as rr
 from rope_ref.teaching import example_kernels, exercises_extensions
+from rope_ref.teaching.style import MIN_FONT_PT, new_axes
 
 import notebook_cells
 
@@ -36,6 +38,21 @@ def test_the_planted_bug_is_an_offset_and_the_question_hides_it():
     asked = next(i for i, c in enumerate(cells) if "exercise" in notebook_cells.tags(c) and c["cell_type"] == "code")
     code = "\n".join(notebook_cells.src(c) for c in cells[start:asked] if c["cell_type"] == "code")
     assert "getsource" not in code and "summary()" not in code and "assert_rope_matches(" not in code.split("#")[0]
+
+
+def test_the_picture_draws_a_shift_flat_and_a_wrong_frequency_growing():
+    code = notebook_cells.src(next(c for c in notebook_cells.cells(NAME) if c["id"] == "nb07-07"))
+    namespace = {"np": np, "rr": rr, "new_axes": new_axes}
+    exec(code.split("\n\n\nspec = ")[0], namespace)                            # the cell's def, not its call
+    theta, rows = np.array([1.0, 0.1, 0.01]), np.arange(6.0)
+    for found, offset, error in [(theta, 4.0, np.tile([4.0 - 2 * np.pi, 0.4, 0.04], (6, 1))),      # 4 rad wraps
+                                 (1.01 * theta, 0.0, 0.01 * np.outer(rows, theta))]:
+        fig = namespace["kernel_vs_expected"](SimpleNamespace(inv_freq=found, offset=offset, rows=6), theta)
+        left, right = fig.axes
+        np.testing.assert_allclose(left.get_lines()[1].get_ydata(), found)
+        np.testing.assert_allclose(np.transpose([line.get_ydata() for line in right.get_lines()[:3]]), error,
+                                   atol=1e-12)
+    assert min(t.get_fontsize() for t in fig.findobj(lambda o: hasattr(o, "get_fontsize"))) >= MIN_FONT_PT
 
 
 def test_stated_facts_of_the_bfloat16_cast():

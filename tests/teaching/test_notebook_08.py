@@ -4,6 +4,8 @@ exercise's checker, and no answer above the exercise."""
 import numpy as np
 import pytest
 
+import rope_ref as rr
+from rope_ref.teaching import example_kernels
 from rope_ref.teaching.exercises_extensions import check_supported_context
 
 import notebook_cells
@@ -61,3 +63,30 @@ def test_checker_names_the_likeliest_slips_without_the_answer(capsys):
         assert not check_supported_context(answer)
         out = capsys.readouterr().out
         assert said in out and "18,437" not in out.replace("up to 18,437:", ""), (answer, out)
+
+
+@pytest.mark.slow
+def test_real_models_against_the_bound():
+    nb = notebook_cells.run_cells(NAME, "c08-02", "c08-24")
+    found = {}
+    for name, entry in nb["MODELS"].items():          # B_m at each model's own (scaled) frequencies, every m
+        cfg = rr.from_hf_config(example_kernels.config(entry["config"]), layer_type=entry.get("layer_type"))
+        theta = cfg.inv_freq()
+        for start in range(0, 1 << 21, 8192):
+            negative = np.flatnonzero(np.cos(np.outer(np.arange(start, start + 8192.0), theta)).sum(axis=1) < 0)
+            if len(negative):
+                found[name] = start + int(negative[0]) - 1
+                break
+    assert found == {name: p["supported"] for name, p in nb["points"].items()}
+    contexts = {name: p["context"] for name, p in nb["points"].items()}
+    assert [contexts[n] for n in ["Llama 3 8B", "Llama 3.1 8B", "Qwen2.5 7B", "Gemma 3 27B (global layers)"]] == \
+        [8192, 131072, 131072, 131072]
+    below = [name for name in found if found[name] >= contexts[name]]
+    assert below == ["Llama 3 8B", "Gemma 3 27B (global layers)"] and len(found) == 7
+    assert [found[n] for n in ["Llama 3 8B", "Gemma 3 27B (global layers)", "Llama 3.1 8B", "Qwen2.5 7B"]] == \
+        [18437, 216915, 85132, 66233]
+    t = TEXT
+    for shown in ["Five of the seven models sit **above**", "Two sit below it: Llama 3 (8,192 positions at base "
+                  "500,000, which supports 18,437) and Gemma 3, whose global layers run at 128k", "up to 216,915",
+                  "llama3 frequencies reach 85,132 and Qwen2.5's YaRN frequencies 66,233, both short of 131,072"]:
+        assert shown in t, shown
