@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.teaching import example_kernels, exercises_extensions
+from rope_ref.teaching import example_kernels, exercises
 from rope_ref.teaching.style import MIN_FONT_PT, new_axes
 
 import notebook_cells
@@ -34,10 +34,10 @@ def defined(*cell_ids) -> dict:
     ("position", False, "Not yet: answer should be one of"),
     *[(kind, False, f"Not yet: not the {kind}") for kind in ["base", "pairing", "direction", "scale", "precision"]]])
 def test_the_checker(capsys, answer, ok, start):
-    assert exercises_extensions.check_planted_bug(answer) is ok
+    assert exercises.check_planted_bug(answer) is ok
     said = capsys.readouterr().out
     assert said.startswith(start) and said.count("\n") == 1
-    assert ok or answer not in exercises_extensions.BUG_KINDS or "offset" not in said.lower()   # nor told the bug
+    assert ok or answer not in exercises.BUG_KINDS or "offset" not in said.lower()   # nor told the bug
 
 
 def test_the_planted_bug_is_an_offset_and_the_question_hides_it():

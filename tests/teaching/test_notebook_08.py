@@ -6,7 +6,7 @@ import pytest
 
 import rope_ref as rr
 from rope_ref.teaching import example_kernels
-from rope_ref.teaching.exercises_extensions import check_supported_context
+from rope_ref.teaching.exercises import check_supported_context
 
 import notebook_cells
 from frequency_formulas import first_negative_B, thetas

@@ -4,7 +4,7 @@ NumPy, against the notebook's own cells, and its exercise's checker."""
 import numpy as np
 import pytest
 
-from rope_ref.teaching.exercises_extensions import check_diagonal_norm, smallest_diagonal_norm
+from rope_ref.teaching.exercises import check_diagonal_norm, smallest_diagonal_norm
 
 import notebook_cells
 from frequency_formulas import first_negative_B, thetas
