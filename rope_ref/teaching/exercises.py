@@ -247,16 +247,10 @@ def diagonal_head_weight(norm_sq: float, pair: int, n_keys: int = 48, d: int = 6
     return float(1.0 / np.exp(norm_sq * (np.cos(np.arange(n_keys) * g) - 1.0)).sum())
 
 
-def smallest_diagonal_norm(target: float = 0.9, pair: int = 8, n_keys: int = 48, d: int = 64) -> int:
-    """The smallest integer |psi|^2 >= 1 for which :func:`diagonal_head_weight` on ``pair`` is at least ``target``
-    (a bisection: the weight rises with |psi|^2, every term exp(|psi|^2 (cos(r g) - 1)), r != 0, falls)."""
-    return 1 + bisect.bisect_left(range(1, 1 << 40), target,
-                                  key=lambda norm: diagonal_head_weight(float(norm), pair, n_keys, d))
-
-
 def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
-    """Notebook 10: the smallest integer |psi|^2 at which Barbero et al.'s diagonal head puts ``target`` on itself."""
-    right = smallest_diagonal_norm(target, pair)
+    """Notebook 10: the smallest integer |psi|^2 at which Barbero et al.'s diagonal head puts ``target`` on itself
+    (a bisection: the weight rises with |psi|^2, every term exp(|psi|^2 (cos(r g) - 1)), r != 0, falls)."""
+    right = 1 + bisect.bisect_left(range(1, 1 << 40), target, key=lambda n: diagonal_head_weight(float(n), pair))
     return check({"answer": (answer, integer_in(1))}, right, f"|psi|^2 = {right:,} gives "
                  f"{diagonal_head_weight(float(right), pair):.5f} >= {target}; {right - 1:,} gives "
                  f"{diagonal_head_weight(float(right - 1), pair):.5f}.",

@@ -67,26 +67,18 @@ def test_checker_names_the_likeliest_slips_without_the_answer(capsys):
 
 @pytest.mark.slow
 def test_real_models_against_the_bound():
-    nb = notebook_cells.run_cells(NAME, "c08-02", "c08-24")
-    found = {}
-    for name, entry in nb["MODELS"].items():          # B_m at each model's own (scaled) frequencies, every m
-        cfg = rr.from_hf_config(example_kernels.config(entry["config"]), layer_type=entry.get("layer_type"))
-        theta = cfg.inv_freq()
-        for start in range(0, 1 << 21, 8192):
-            negative = np.flatnonzero(np.cos(np.outer(np.arange(start, start + 8192.0), theta)).sum(axis=1) < 0)
-            if len(negative):
-                found[name] = start + int(negative[0]) - 1
-                break
-    assert found == {name: p["supported"] for name, p in nb["points"].items()}
-    contexts = {name: p["context"] for name, p in nb["points"].items()}
-    assert [contexts[n] for n in ["Llama 3 8B", "Llama 3.1 8B", "Qwen2.5 7B", "Gemma 3 27B (global layers)"]] == \
-        [8192, 131072, 131072, 131072]
-    below = [name for name in found if found[name] >= contexts[name]]
-    assert below == ["Llama 3 8B", "Gemma 3 27B (global layers)"] and len(found) == 7
-    assert [found[n] for n in ["Llama 3 8B", "Gemma 3 27B (global layers)", "Llama 3.1 8B", "Qwen2.5 7B"]] == \
-        [18437, 216915, 85132, 66233]
-    t = TEXT
+    nb, found = notebook_cells.run_cells(NAME, "c08-02", "c08-24"), {}
+    for name, model in nb["MODELS"].items():          # the last m before B_m < 0, at the model's (scaled) frequencies
+        cfg = rr.from_hf_config(example_kernels.config(model["config"]), layer_type=model.get("layer_type"))
+        found[name] = next(m + int(np.argmax(negative)) - 1 for m in range(0, 1 << 18, 8192)
+                           if (negative := np.cos(np.outer(np.arange(m, m + 8192.0), cfg.inv_freq())).sum(1) < 0).any())
+    points = nb["points"]
+    assert found == {name: p["supported"] for name, p in points.items()} and len(found) == 7
+    stated = {"Llama 3 8B": (8192, 18437), "Gemma 3 27B (global layers)": (131072, 216915),
+              "Llama 3.1 8B": (131072, 85132), "Qwen2.5 7B": (131072, 66233)}
+    assert {name: (points[name]["context"], found[name]) for name in stated} == stated
+    assert [name for name in found if found[name] >= points[name]["context"]] == list(stated)[:2]
     for shown in ["Five of the seven models sit **above**", "Two sit below it: Llama 3 (8,192 positions at base "
                   "500,000, which supports 18,437) and Gemma 3, whose global layers run at 128k", "up to 216,915",
                   "llama3 frequencies reach 85,132 and Qwen2.5's YaRN frequencies 66,233, both short of 131,072"]:
-        assert shown in t, shown
+        assert shown in TEXT, shown
