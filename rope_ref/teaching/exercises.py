@@ -240,31 +240,22 @@ def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> boo
                  f"B_m is still >= 0 at every m up to {a + 1:,}: the first negative value comes later.")
 
 
-def diagonal_head_weight(norm_sq: float, pair: int, n_keys: int = 48, d: int = 64) -> float:
-    """alpha_{i,i} of Barbero et al.'s diagonal head (arXiv:2410.06205): every one of ``n_keys`` tokens
-    is psi on ``pair`` (frequency g), |psi|^2 = ``norm_sq``, so alpha_{i,i} = 1 / sum_r exp(|psi|^2 (cos(r g) - 1))."""
-    g = frequencies(d)[pair]
-    return float(1.0 / np.exp(norm_sq * (np.cos(np.arange(n_keys) * g) - 1.0)).sum())
-
-
 def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
-    """Notebook 10: the smallest integer |psi|^2 at which Barbero et al.'s diagonal head puts ``target`` on itself
-    (a bisection: the weight rises with |psi|^2, every term exp(|psi|^2 (cos(r g) - 1)), r != 0, falls)."""
-    right = 1 + bisect.bisect_left(range(1, 1 << 40), target, key=lambda n: diagonal_head_weight(float(n), pair))
-    return check({"answer": (answer, integer_in(1))}, right, f"|psi|^2 = {right:,} gives "
-                 f"{diagonal_head_weight(float(right), pair):.5f} >= {target}; {right - 1:,} gives "
-                 f"{diagonal_head_weight(float(right - 1), pair):.5f}.",
-                 otherwise=lambda a: f"at |psi|^2 = {a:,} the weight is {diagonal_head_weight(float(a), pair):.5f}, "
+    """Notebook 10: the smallest integer |psi|^2 at which Barbero et al.'s diagonal head (arXiv:2410.06205) puts
+    ``target`` on itself: each of 48 tokens is psi on ``pair`` (frequency g, d = 64), so alpha_{i,i} = 1 / sum_r
+    exp(|psi|^2 (cos(r g) - 1)), which rises with |psi|^2 (every term r != 0 falls): a bisection finds it."""
+    def weight(norm_sq) -> float:
+        return float(1.0 / np.exp(norm_sq * (np.cos(np.arange(48) * frequencies(64)[pair]) - 1.0)).sum())
+    right = 1 + bisect.bisect_left(range(1, 1 << 40), target, key=weight)
+    return check({"answer": (answer, integer_in(1))}, right, f"|psi|^2 = {right:,} gives {weight(right):.5f} >= "
+                 f"{target}; {right - 1:,} gives {weight(right - 1):.5f}.",
+                 otherwise=lambda a: f"at |psi|^2 = {a:,} the weight is {weight(a):.5f}, "
                  f"below {target}: it must be larger." if a < right else
                  f"|psi|^2 = {a:,} reaches {target}, but so does a smaller value: find the first one.")
 
 
 #: notebook 09's sequence: 5 text tokens, an image of 6 x 10 patches (merged 2 x 2), 3 text tokens.
 AFTER_IMAGE_SEGMENTS = (("text", 5), ("image", (1, 6, 10)), ("text", 3))
-
-
-def _ids(value) -> list:
-    return list(np.asarray(value, dtype=object).ravel()) if isinstance(value, (tuple, list, np.ndarray)) else [value]
 
 
 def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_size: int = 2) -> bool:
@@ -274,8 +265,8 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
     tokens = t * h * w // spatial_merge_size ** 2
     right = int(ids[0, start + tokens])
     position = ("one integer, or the same integer three times (a text token has the same id on t, h and w)",
-                lambda v: len(_ids(v)) in (1, 3) and all(map(is_integer, _ids(v))) and len(set(_ids(v))) == 1,
-                lambda v: int(_ids(v)[0]))
+                lambda v: is_integer(v) or len(v) == 3 and len(set(v)) == 1 and all(map(is_integer, v)),
+                lambda v: int(v if is_integer(v) else v[0]))
     return check({"answer": (answer, position)}, right, f"the image's ids run from {start} to {right - 1} (its widest "
                  f"axis has {max(h, w) // spatial_merge_size} tokens), so the text resumes at {right}",
                  [(start + tokens, "that counts every image token as one position, as 1-D RoPE would; an image "
@@ -303,8 +294,7 @@ def same_score_qk(d: int = 64, seed: int = 1):
 
 def check_same_score_patch(answer) -> bool:
     """``answer``: the key patch (x, y) that, with the query at (10, 10), scores as query (2, 3) and key (7, 1)."""
-    (x1, y1), (x2, y2), (qx, qy) = SAME_SCORE_FROM, SAME_SCORE_TO, SAME_SCORE_QUERY
-    dx, dy = x2 - x1, y2 - y1
+    (dx, dy), (qx, qy) = np.subtract(SAME_SCORE_TO, SAME_SCORE_FROM).tolist(), SAME_SCORE_QUERY
     q, k = same_score_qk()
     target = _axial_score(q, k, SAME_SCORE_FROM, SAME_SCORE_TO)
 
@@ -323,13 +313,9 @@ def check_same_score_patch(answer) -> bool:
 # --- notebook 11: which of three RoPE kernels for SmolLM2 (base 10^5, interleaved) has a planted bug?  Found
 # without the model: by eq 11, a right RoPE gives scores (R_m q) . (R_n k) equal to rope_ref's at every (m, n).  The
 # letters are dealt by a hash, so that reading this module does not hand out the notebook's answer.
-
-SMOLLM2_BASE = 100000.0
-
-
 def _mystery_kernel(x, positions, *, shift: float, period: float):
-    """RoPE at (positions + shift) modulo ``period``."""
-    return rotate(x, np.fmod(np.asarray(positions, dtype=np.float64) + shift, period), base=SMOLLM2_BASE)
+    """RoPE at (positions + shift) modulo ``period``, SmolLM2's base 10^5."""
+    return rotate(x, np.fmod(np.asarray(positions, dtype=np.float64) + shift, period), base=1e5)
 
 
 _DEALT = sorted(range(3), key=lambda i: hashlib.sha256(f"rope_ref 11 {i}".encode()).hexdigest())
