@@ -285,11 +285,8 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
 SAME_SCORE_FROM, SAME_SCORE_TO, SAME_SCORE_QUERY = (2, 3), (7, 1), (10, 10)
 PATCH = ("a patch (x, y) of two integers", lambda v: isinstance(v, (tuple, list, np.ndarray)) and len(v) == 2
          and all(map(is_integer, v)), lambda v: tuple(int(i) for i in v))
-
-
-def same_score_qk(d: int = 64, seed: int = 1):
-    """The exercise's query and key, independent (an offset and its reverse score differently)."""
-    return random_qk(d, seed)
+#: The exercise's query and key, independent (an offset and its reverse score differently): ``same_score_qk()``.
+same_score_qk = functools.partial(random_qk, 64, 1)
 
 
 def check_same_score_patch(answer) -> bool:
