@@ -155,7 +155,7 @@ LOST_CHOICES = {"position": None,
                 "content": "the content still meets: q . k is computed as always; what no longer differs between "
                            "the keys?",
                 "value": "the values are never rotated and are still averaged; what no longer differs between the "
-                          "keys?",
+                         "keys?",
                 "nothing": "the output differs from the correct decoder's; which part of the score no longer changes "
                            "from key to key?"}
 
