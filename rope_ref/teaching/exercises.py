@@ -1,13 +1,20 @@
-"""Checkers for the exercises of notebooks 00-05, each one call of :func:`check` with its reference answer (from
+"""Checkers for the exercises of every notebook, each one call of :func:`check` with its reference answer (from
 :mod:`rope_ref`) and its likely mistakes: one printed line and a bool, never an exception (NaN included)."""
 
+import bisect
+import functools
+import hashlib
 import numbers
 
 import numpy as np
 
-from ..forms import decay_bound, frequencies, rotate, rotation_matrix, wrap_angle
+from ..forms import decay_bound, frequencies, rotate, rotation_angles, rotation_matrix, wrap_angle
+from ..multiaxis import mrope_position_ids
 from ..rope_attention import attention
+from .base_bound import supported_context
+from .precision import angle_errors
 from .quantities import random_qk
+from .vision_rope import _axial_score
 
 
 def is_integer(value) -> bool:
@@ -144,11 +151,11 @@ def check_decay_prediction(far_is_higher, far_mean) -> bool:
 
 
 #: Notebook 04's "what is lost?": the choices, and why each wrong one is not it.
-LOST_CHOICES = {"positions": None,
+LOST_CHOICES = {"position": None,
                 "content": "the content still meets: q . k is computed as always; what no longer differs between "
                            "the keys?",
-                "values": "the values are never rotated and are still averaged; what no longer differs between the "
-                          "keys?",
+                "value": "the values are never rotated and are still averaged; what no longer differs between the "
+                         "keys?",
                 "nothing": "the output differs from the correct decoder's; which part of the score no longer changes "
                            "from key to key?"}
 
@@ -159,19 +166,19 @@ def check_rerotating_cache(answer, lost, q, k, v, t: int = 20) -> bool:
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
     step = q[..., t:t + 1, :], k[..., :t + 1, :], v[..., :t + 1, :]       # query t, keys and values 0..t
     buggy = attention(*step, q_positions=[t], k_positions=np.full(t + 1, t))
-    reasons = {name.rstrip("s"): why for name, why in LOST_CHOICES.items()}
     mistakes = [(("position", attention(*step, q_positions=[t], k_positions=np.arange(t + 1))),
                  "that is the correct decoder (each key rotated at its own position n); the buggy one rotates every "
                  "stored key at the current position t"),
                 (("position", attention(*step[:1], k, v, q_positions=[t], k_positions=np.full(k.shape[-2], t))),
                  "every vector rotated at t: right; but at step t the cache holds only the keys and values 0..t, "
                  "and your step attends all of them")]
-    lost_kind = one_of(reasons, lambda s: s.lower().rstrip("s"))                # "Positions" as "position"
+    lost_kind = one_of(LOST_CHOICES, lambda s: s.lower().rstrip("s"))           # "Positions" as "position"
     return check({"answer": (answer, array_of(buggy.shape)), "lost": (lost, lost_kind)},
                  ("position", buggy), "every vector rotated at the same position t: all m - n are 0, so the "
-                 "positions are lost", mistakes, lambda a: f"not {a[1]}: {reasons[a[1]]}" if reasons[a[1]] else
-                 "your output differs from the buggy step: query t attending the stored keys and values 0..t, every "
-                 "one of them rotated at t", lambda a, ref: a[1] == ref[0] and np.allclose(a[0], ref[1], atol=1e-9))
+                 "positions are lost", mistakes,
+                 lambda a: f"not {a[1]}: {LOST_CHOICES[a[1]]}" if LOST_CHOICES[a[1]] else "your output differs from "
+                 "the buggy step: query t attending the stored keys and values 0..t, every one of them rotated at t",
+                 lambda a, ref: a[1] == ref[0] and np.allclose(a[0], ref[1], atol=1e-9))
 
 
 def check_dynamic_ntk_factors(at_4x, at_2x, factor: float = 4.0) -> bool:
@@ -186,3 +193,140 @@ def check_dynamic_ntk_factors(at_4x, at_2x, factor: float = 4.0) -> bool:
                  lambda a: " and ".join(name for name, x, want in zip(("at_4x", "at_2x"), a, right) if x != want)
                  + " not right; read the base change base * (s L / L_train - (s - 1))^(d/(d-2)) and what it does to "
                  "the slowest pair, base^(-(d-2)/d)", lambda a, ref: np.allclose(a, ref, rtol=0, atol=1e-6))
+
+
+def check_reduced_cast_error(answer, position: float = 1e6, d: int = 128, base: float = 10000.0) -> bool:
+    """Notebook 06: the largest angle error (rad) of "reduce m theta_i to (-pi, pi] in float64, cast to float32"."""
+    exact = rotation_angles(position, frequencies(d, base))
+    right = float(np.abs(wrap_angle(wrap_angle(exact).astype(np.float32).astype(np.float64) - exact)).max())
+    naive = float(angle_errors([position], d, base, np.float32)["angle"][0])
+    return check({"answer": (answer, NUMBER)}, right, f"{right:.2e} rad, at most half an ulp of pi in float32: "
+                 f"{naive / right:,.0f} times less than forming the product in float32 ({naive:.1e} rad).",
+                 [(naive, "that is the error of the product formed in float32; reduce the float64 angle to (-pi, pi] "
+                          "first, then cast."),
+                  (0.0, "a float32 cast of an angle near pi rounds it: the error is not 0.")],
+                 "that is not the largest error over the 64 pairs; compare each cast angle with its float64 value "
+                 "(mod 2 pi).", lambda a, ref: abs(a - ref) <= 0.05 * ref)
+
+
+#: Notebook 07: the kinds of bug the answer names, and what rules each wrong one out.
+BUG_KINDS = {"pairing": "feature 0 moves only into feature 1, feature 2 only into 3: Llama's pairs (2i, 2i + 1)",
+             "base": "from one row to the next, pair p turns by exactly theta_p = 10000^(-2p/d)",
+             "offset": None,
+             "direction": "it turns the same way as Llama's kernel: the phase error does not grow with the row",
+             "scale": "every row keeps its length: nothing scales the rotated features",
+             "precision": "the angles agree with float64 to 1e-10 once the rows are shifted: no rounding noise"}
+
+
+def check_planted_bug(answer) -> bool:
+    """``answer``: the kind of bug ``example_kernels.mystery_rope`` has, one of :data:`BUG_KINDS` (a string)."""
+    return check({"answer": (answer, one_of(BUG_KINDS))}, "offset", "offset: row 0 is rotated as position 1, every "
+                 "row one position too far; the fix is to count positions from 0",
+                 otherwise=lambda a: f"not the {a}: {BUG_KINDS[a]}. Look again at the phase-error panel: what is flat,"
+                                     " what is not?")
+
+
+def check_supported_context(answer, base: float = 500000.0, d: int = 128) -> bool:
+    """Notebook 08: the longest context L that ``base`` supports by Men et al.'s criterion (B_m >= 0 for m <= L)."""
+    right = supported_context(base, d)
+    return check({"answer": (answer, INTEGER)}, right, f"B_m >= 0 for every m up to {right:,}; at m = {right + 1:,} "
+                 "it is negative.",
+                 [(-1, "-1 is what argmax(margin < 0) - 1 gives when no B_m in your range is negative: scan further."),
+                  (supported_context(10000.0, d), "that is the context of base 10,000, similarity_margin's default "
+                                                  "base: pass the exercise's base."),
+                  (right + 1, "that is the first distance where B_m < 0; the supported length ends one before.")],
+                 lambda a: "a context length is a number of positions, 0 or more." if a < 0 else
+                 f"B_m is already negative at some m <= {a:,}: stop at the first negative value." if a > right else
+                 f"B_m is still >= 0 at every m up to {a + 1:,}: the first negative value comes later.")
+
+
+def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
+    """Notebook 10: the smallest integer |psi|^2 at which Barbero et al.'s diagonal head (arXiv:2410.06205) puts
+    ``target`` on itself: each of 48 tokens is psi on ``pair`` (frequency g, d = 64), so alpha_{i,i} = 1 / sum_r
+    exp(|psi|^2 (cos(r g) - 1)), which rises with |psi|^2 (every term r != 0 falls): a bisection finds it."""
+    def weight(norm_sq) -> float:
+        return float(1.0 / np.exp(norm_sq * (np.cos(np.arange(48) * frequencies(64)[pair]) - 1.0)).sum())
+    right = 1 + bisect.bisect_left(range(1, 1 << 40), target, key=weight)
+    return check({"answer": (answer, integer_in(1))}, right, f"|psi|^2 = {right:,} gives {weight(right):.5f} >= "
+                 f"{target}; {right - 1:,} gives {weight(right - 1):.5f}.",
+                 otherwise=lambda a: f"at |psi|^2 = {a:,} the weight is {weight(a):.5f}, "
+                 f"below {target}: it must be larger." if a < right else
+                 f"|psi|^2 = {a:,} reaches {target}, but so does a smaller value: find the first one.")
+
+
+#: notebook 09's sequence: 5 text tokens, an image of 6 x 10 patches (merged 2 x 2), 3 text tokens.
+AFTER_IMAGE_SEGMENTS = (("text", 5), ("image", (1, 6, 10)), ("text", 3))
+
+
+def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_size: int = 2) -> bool:
+    """``answer``: the position id of the first text token after the image (an int, or its (t, h, w) ids)."""
+    ids = mrope_position_ids(segments, spatial_merge_size=spatial_merge_size)
+    start, (t, h, w) = segments[0][1], segments[1][1]
+    tokens = t * h * w // spatial_merge_size ** 2
+    right = int(ids[0, start + tokens])
+    position = ("one integer, or the same integer three times (a text token has the same id on t, h and w)",
+                lambda v: is_integer(v) or len(v) == 3 and len(set(v)) == 1 and all(map(is_integer, v)),
+                lambda v: int(v if is_integer(v) else v[0]))
+    return check({"answer": (answer, position)}, right, f"the image's ids run from {start} to {right - 1} (its widest "
+                 f"axis has {max(h, w) // spatial_merge_size} tokens), so the text resumes at {right}",
+                 [(start + tokens, "that counts every image token as one position, as 1-D RoPE would; an image "
+                                   "token's ids are (start + t, start + row, start + column)"),
+                  (start + max(h, w), "the grid (t, h, w) counts patches before the spatial merge: "
+                                      f"{spatial_merge_size} x {spatial_merge_size} patches become one token"),
+                  (start + max(h, w) - 1, "the grid counts patches before the spatial merge, and the text starts "
+                                          "one after the largest id"),
+                  (right - 1, "that is the largest id the image uses; the text starts one after it"),
+                  (start + h // spatial_merge_size, "that is one past the image's last row; the columns go further"),
+                  (start + 1, "that is one past the image's temporal id; its rows and columns go further")],
+                 "that is not where the text resumes; find the largest id the image uses on any axis")
+
+
+#: the second exercise: query patch (2, 3) with key patch (7, 1); the query moves to (10, 10).
+SAME_SCORE_FROM, SAME_SCORE_TO, SAME_SCORE_QUERY = (2, 3), (7, 1), (10, 10)
+PATCH = ("a patch (x, y) of two integers", lambda v: isinstance(v, (tuple, list, np.ndarray)) and len(v) == 2
+         and all(map(is_integer, v)), lambda v: tuple(int(i) for i in v))
+#: The exercise's query and key, independent (an offset and its reverse score differently): ``same_score_qk()``.
+same_score_qk = functools.partial(random_qk, 64, 1)
+
+
+def check_same_score_patch(answer) -> bool:
+    """``answer``: the key patch (x, y) that, with the query at (10, 10), scores as query (2, 3) and key (7, 1)."""
+    (dx, dy), (qx, qy) = np.subtract(SAME_SCORE_TO, SAME_SCORE_FROM).tolist(), SAME_SCORE_QUERY
+    q, k = same_score_qk()
+    target = _axial_score(q, k, SAME_SCORE_FROM, SAME_SCORE_TO)
+
+    def scores(patch):
+        return f"score {_axial_score(q, k, SAME_SCORE_QUERY, patch):.4f}, not {target:.4f}"
+    return check({"answer": (answer, PATCH)}, (qx + dx, qy + dy),
+                 lambda a: f"key {a} sits at the same offset from the query as (7, 1) from (2, 3): "
+                           f"score {_axial_score(q, k, SAME_SCORE_QUERY, a):.6f} = {target:.6f}",
+                 [((dx, dy), "that is the offset between the patches; the answer is a patch, seen from the query"),
+                  ((qx - dx, qy - dy), lambda a: f"that patch is at the reversed offset: {scores(a)}"),
+                  ((qx + dy, qy + dx), lambda a: f"x and y are swapped: {scores(a)}")],
+                 lambda a: f"with the query at (10, 10) that key has {scores(a)}; what stays the same when both "
+                           "patches move together?")
+
+
+# --- notebook 11: which of three RoPE kernels for SmolLM2 (base 10^5, interleaved) has a planted bug?  Found
+# without the model: by eq 11, a right RoPE gives scores (R_m q) . (R_n k) equal to rope_ref's at every (m, n).  The
+# letters are dealt by a hash, so that reading this module does not hand out the notebook's answer.
+def _mystery_kernel(x, positions, *, shift: float, period: float):
+    """RoPE at (positions + shift) modulo ``period``, SmolLM2's base 10^5."""
+    return rotate(x, np.fmod(np.asarray(positions, dtype=np.float64) + shift, period), base=1e5)
+
+
+_DEALT = sorted(range(3), key=lambda i: hashlib.sha256(f"rope_ref 11 {i}".encode()).hexdigest())
+_SHIFTS, _PERIODS = (1e3, 0.0, 0.0), (np.inf, 2.0 ** 5, np.inf)
+MYSTERY_ROPES = {letter: functools.partial(_mystery_kernel, shift=_SHIFTS[i], period=_PERIODS[i])
+                 for letter, i in zip("ABC", _DEALT)}
+
+
+def check_mystery_rope(answer) -> bool:
+    """``answer``: the letter ("A", "B" or "C") of the kernel in :data:`MYSTERY_ROPES` with the planted bug: the one
+    whose scores (R_m q) . (R_n k) differ from rope_ref's, the one that wraps its positions."""
+    bug = next(letter for letter, i in zip("ABC", _DEALT) if _PERIODS[i] < np.inf)
+    return check({"answer": (answer, one_of(MYSTERY_ROPES, str.upper))}, bug, f"kernel {bug} wraps its positions "
+                 "modulo 32 (a cos/sin table built for 32 positions): every prompt shorter than 33 tokens is exact, a "
+                 "longer one loses where its tokens are", otherwise=lambda a: f"kernel {a} gives every score q_m . k_n "
+                 "the model's own RoPE gives (eq 11): it is not the bug. Measure each kernel, with the copy task or an "
+                 "attention map")

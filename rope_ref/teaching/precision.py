@@ -3,8 +3,7 @@
 import ml_dtypes
 import numpy as np
 
-from .._validate import (check_freqs, check_number, check_positions, check_positions_any, check_real_array,
-    check_scalar, check_x)
+from .._validate import check_freqs, check_positions, check_positions_any, check_scalar, check_x
 from ..forms import frequencies, rotate_half
 from .quantities import _qk, score
 
@@ -53,10 +52,3 @@ def score_error_by_dtype(q, k, m, distance: float = 16.0, *, base: float = 10000
     kn = rotate_with_angle_dtype(np.broadcast_to(k, m.shape + k.shape), m + distance, base=base, dtype=dtype)
     return np.abs(np.einsum("...d,...d->...", qm, kn) - score(q, k, m, m + distance, base=base))
 
-
-def format_errors(values, digits: int = 1) -> str:
-    """Errors as a row of fixed-width scientific numbers (``3.4e-02``), ``inf`` and ``nan`` spelled out."""
-    values = check_real_array(values, "values")
-    digits = check_number(digits, "digits", "an integer from 1 to 17", lambda v: 0 < v <= 17)
-    return "  ".join(f"{float(v):>{7 + digits}.{digits}e}" if np.isfinite(v) else f"{str(float(v)):>{7 + digits}}"
-                     for v in np.ravel(values))

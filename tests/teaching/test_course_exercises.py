@@ -10,7 +10,6 @@ import pytest
 
 import rope_ref as rr
 from rope_ref.teaching import exercises, quantities
-from rope_ref.teaching import exercises_extensions as extensions
 
 
 def run(capsys, checker, *args, **kwargs):
@@ -158,10 +157,10 @@ CALLS = [  # (checker, arguments, the answer slots among them)
     (exercises.check_predicted_angle, (1.0,), (0,)), (exercises.check_decay_prediction, (True, 12.58), (0, 1)),
     (exercises.check_dynamic_ntk_factors, (13, 5), (0, 1)),
     (exercises.check_rerotating_cache, (np.zeros((2, 4, 1, 16)), "positions", *QKV), (0, 1)),
-    (extensions.check_reduced_cast_error, (1e-3,), (0,)), (extensions.check_planted_bug, ("offset",), (0,)),
-    (extensions.check_supported_context, (1,), (0,)), (extensions.check_diagonal_norm, (1,), (0,)),
-    (extensions.check_text_after_image, (10,), (0,)), (extensions.check_same_score_patch, ((1, 2),), (0,)),
-    (extensions.check_mystery_rope, ("A",), (0,)),
+    (exercises.check_reduced_cast_error, (1e-3,), (0,)), (exercises.check_planted_bug, ("offset",), (0,)),
+    (exercises.check_supported_context, (1,), (0,)), (exercises.check_diagonal_norm, (1,), (0,)),
+    (exercises.check_text_after_image, (10,), (0,)), (exercises.check_same_score_patch, ((1, 2),), (0,)),
+    (exercises.check_mystery_rope, ("A",), (0,)),
 ]
 NAN = float("nan")
 ODD = [None, NAN, np.float32(NAN), np.float64(NAN), [NAN] * 3, (NAN, NAN), np.full((2, 4, 1, 16), NAN), "x"]

@@ -6,12 +6,10 @@ import re
 import numpy as np
 import pytest
 
-from rope_ref.kernel_check.spec import RopeSpec
-from rope_ref.teaching import (base_bound, context_extension, example_kernels, kernel_plot, precision, quantities,
-    spectrum, vision_rope)
+from rope_ref.teaching import (base_bound, context_extension, example_kernels, precision, quantities, spectrum,
+    vision_rope)
 
 Q8, K8 = np.random.default_rng(5).standard_normal((2, 8))
-SPEC = RopeSpec(is_rope=True, inv_freq=np.ones(4), offset=0.0, rows=8)
 
 T, V = TypeError, ValueError
 CASES = [  # (call, the exception, the argument its message must name)
@@ -31,8 +29,6 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: precision.rotate_with_angle_dtype(np.ones((4, 7)), np.arange(4)), V, "x"),
     (lambda: precision.score_error_by_dtype(Q8, K8, [1, 2], distance=[1, 2, 3]), V, "distance"),
     (lambda: precision.score_error_by_dtype(np.ones((2, 8)), K8, [1, 2]), V, "q"),
-    (lambda: precision.format_errors([1.0], digits=40), V, "digits"),
-    (lambda: precision.format_errors(["a"]), T, "values"),
     (lambda: context_extension.frequency_ratios(d=7), V, "d"),
     (lambda: context_extension.angles_reached(base=-1), V, "base"),
     (lambda: context_extension.method_configs(factor=0.5), V, "factor"),
@@ -65,9 +61,6 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: vision_rope.relative_score_map(np.ones(6), np.ones(6), 1), V, "q"),
     (lambda: vision_rope.grid_qk(d=3), V, "d"),
     (lambda: vision_rope.fig_position_ids([("nosuch", 3)]), V, "segments"),
-    (lambda: kernel_plot.phase_errors(None, np.ones(4)), T, "spec"),
-    (lambda: kernel_plot.phase_errors(SPEC, np.ones(3)), V, "inv_freq"),
-    (lambda: kernel_plot.kernel_vs_expected(SPEC, np.ones(4), title=3), T, "title"),
     (lambda: example_kernels.replayed_llama_rotary(cast="float16"), V, "cast"),
     (lambda: example_kernels.config("nope"), V, "name"), (lambda: example_kernels.config("../../x"), V, "name"),
 ]

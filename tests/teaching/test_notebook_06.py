@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rope_ref.teaching import example_kernels, quantities
-from rope_ref.teaching.exercises_extensions import check_reduced_cast_error
+from rope_ref.teaching.exercises import check_reduced_cast_error
 
 import notebook_cells
 from frequency_formulas import thetas

@@ -4,7 +4,9 @@ exercise's checker, and no answer above the exercise."""
 import numpy as np
 import pytest
 
-from rope_ref.teaching.exercises_extensions import check_supported_context
+import rope_ref as rr
+from rope_ref.teaching import example_kernels
+from rope_ref.teaching.exercises import check_supported_context
 
 import notebook_cells
 from frequency_formulas import first_negative_B, thetas
@@ -61,3 +63,22 @@ def test_checker_names_the_likeliest_slips_without_the_answer(capsys):
         assert not check_supported_context(answer)
         out = capsys.readouterr().out
         assert said in out and "18,437" not in out.replace("up to 18,437:", ""), (answer, out)
+
+
+@pytest.mark.slow
+def test_real_models_against_the_bound():
+    nb, found = notebook_cells.run_cells(NAME, "c08-02", "c08-24"), {}
+    for name, model in nb["MODELS"].items():          # the last m before B_m < 0, at the model's (scaled) frequencies
+        cfg = rr.from_hf_config(example_kernels.config(model["config"]), layer_type=model.get("layer_type"))
+        found[name] = next(m + int(np.argmax(negative)) - 1 for m in range(0, 1 << 18, 8192)
+                           if (negative := np.cos(np.outer(np.arange(m, m + 8192.0), cfg.inv_freq())).sum(1) < 0).any())
+    points = nb["points"]
+    assert found == {name: p["supported"] for name, p in points.items()} and len(found) == 7
+    stated = {"Llama 3 8B": (8192, 18437), "Gemma 3 27B (global layers)": (131072, 216915),
+              "Llama 3.1 8B": (131072, 85132), "Qwen2.5 7B": (131072, 66233)}
+    assert {name: (points[name]["context"], found[name]) for name in stated} == stated
+    assert [name for name in found if found[name] >= points[name]["context"]] == list(stated)[:2]
+    for shown in ["Five of the seven models sit **above**", "Two sit below it: Llama 3 (8,192 positions at base "
+                  "500,000, which supports 18,437) and Gemma 3, whose global layers run at 128k", "up to 216,915",
+                  "llama3 frequencies reach 85,132 and Qwen2.5's YaRN frequencies 66,233, both short of 131,072"]:
+        assert shown in TEXT, shown

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.teaching import exercises_extensions as ex
+from rope_ref.teaching import exercises as ex
 from rope_ref.teaching import real_model as rm
 from rope_ref.teaching.precision import rotate_with_angle_dtype
 
