@@ -127,23 +127,15 @@ def _name_axes(spec, nonzero):
     j = np.arange(len(axis))
     if sum(n > 0 for n in spec.sections) == 1 or np.all(np.diff(np.abs(freqs[j, axis])) < 0):
         spec.form = "1-D" if sum(n > 0 for n in spec.sections) == 1 else "M-RoPE"
-        spec.base = _base(np.abs(freqs[j, axis]), spec.rotary_dim, rel[j, axis])
+        spec.base = shortest_base(np.abs(freqs[j, axis]), spec.rotary_dim, rel[j, axis], from_one=True)
         spec.mrope_layout = None if spec.form == "1-D" else next(
             (name for name, (assign, _) in MROPE_LAYOUTS.items() if np.array_equal(axis, assign(spec.sections))), None)
     else:
         spec.form = "axial"
-        spec.axis_bases = tuple(_base(np.abs(freqs[axis == a, a]), 2 * spec.sections[a], rel[axis == a, a])
-                                if spec.sections[a] else None for a in range(spec.axes))
+        spec.axis_bases = tuple(shortest_base(np.abs(freqs[axis == a, a]), 2 * spec.sections[a], rel[axis == a, a],
+                                              from_one=True) if spec.sections[a] else None for a in range(spec.axes))
     if 0 in spec.sections:
         spec.notes.append(f"fn ignores axis {[n for n, s in zip(spec.axis_names, spec.sections) if s == 0]}")
-
-
-def _base(theta, r, rel):
-    """base with theta_k = base^(-2k/r) from theta_0 = 1, to the fewest digits; None when not such a family."""
-    rel = np.maximum(rel, 4 * FREQ_ULPS * 2.0**-24)
-    if theta.size < 2 or not np.all(theta > 0) or abs(theta[0] - 1) > rel[0]:
-        return None
-    return shortest_base(theta, r, rel)
 
 
 def _axes_rotary_dim(model, spec):

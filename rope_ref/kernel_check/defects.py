@@ -5,6 +5,7 @@ Adding a known defect is adding one entry to :data:`DEFECTS` (docs/checking_kern
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -107,14 +108,10 @@ def measured(field, found_as=None, when=None, show=None):
     return apply
 
 
-def _theta(change):
-    """The defect that changes the model's frequencies: ``change(model, theta)``."""
-    return lambda model, spec: (replace(model, theta=lambda m, seq_len, f=model.theta: change(m, f(m, seq_len))), "")
-
-
-def _positions(change, words=""):
-    """The defect that changes the positions the kernel holds: ``change(positions)``."""
-    return lambda model, spec: (replace(model, positions=lambda p, f=model.positions: change(f(p))), words)
+def _wrap(field, change, words=""):
+    """The defect that passes the model's function ``field`` (theta, positions or angles) through ``change(f, *args)``,
+    ``f`` the model's own."""
+    return lambda model, spec: (replace(model, **{field: partial(change, getattr(model, field))}), words)
 
 
 def _table_end(kind):
@@ -122,16 +119,15 @@ def _table_end(kind):
         if not spec.table_end or spec.table_end[1] != kind:
             return None
         last = spec.table_end[0]                                # the table holds positions 0..last
-        held = (lambda p: np.minimum(p, last)) if kind == "clamped" else (lambda p: p % (last + 1))
-        return _positions(held, f"beyond position {show_number(last)}")(model, spec)
+        held = (lambda f, p: np.minimum(f(p), last)) if kind == "clamped" else (lambda f, p: f(p) % (last + 1))
+        return _wrap("positions", held, f"beyond position {show_number(last)}")(model, spec)
     return apply
 
 
-def _angles_16bit(kind):
-    def angles(p, theta):
-        with np.errstate(over="ignore", invalid="ignore"):     # beyond the type's range: inf, then NaN, a miss
-            return rounded_to(np.multiply.outer(rounded_to(p, kind), rounded_to(theta, kind)), kind)
-    return lambda model, spec: (replace(model, angles=angles), "")
+def _angles_in(kind, f, p, theta):
+    """Positions, frequencies and their product rounded to ``kind`` (``f``, the exact product, unused)."""
+    with np.errstate(over="ignore", invalid="ignore"):     # beyond the type's range: inf, then NaN, a miss
+        return rounded_to(np.multiply.outer(rounded_to(p, kind), rounded_to(theta, kind)), kind)
 
 
 def _other_method(model, spec):
@@ -156,20 +152,22 @@ DEFECTS = (
            measured("output_pairing", when=lambda model, spec: True)),
     Defect("position offset", "row 0 at another position (a cache offset ignored, off by one)", measured("offset")),
     *(Defect(f"frequencies rounded to {t}", f"inv_freq held in {t} ({how})",
-             _theta(lambda m, theta, t=t: rounded_to(theta, t)))
+             _wrap("theta", lambda f, m, n, t=t: rounded_to(f(m, n), t)))
       for t, how in (("bfloat16", "model.to(torch.bfloat16)"), ("float16", "model.half()"))),
-    *(Defect(f"angles computed in {t}", f"positions, frequencies and their product in {t}", _angles_16bit(t))
-      for t in ("bfloat16", "float16")),
+    *(Defect(f"angles computed in {t}", f"positions, frequencies and their product in {t}",
+             _wrap("angles", partial(_angles_in, t))) for t in ("bfloat16", "float16")),
     *(Defect(f"cos/sin in {t}", f"cos and sin rounded to {t}",
              lambda model, spec, t=t: (replace(model, table_type=t), "")) for t in ("float16", "bfloat16")),
     *(Defect(f"positions held in {t}", f"position ids cast to {t}: above {above} rows share positions",
-             _positions(lambda p, t=t: rounded_to(p, t))) for t, above in (("bfloat16", 256), ("float16", 2048))),
+             _wrap("positions", lambda f, p, t=t: rounded_to(f(p), t)))
+      for t, above in (("bfloat16", 256), ("float16", 2048))),
     Defect("table clamped", "a cos/sin table too short, read with a clamped index", _table_end("clamped")),
     Defect("table repeated", "a cos/sin table too short, read modulo its length", _table_end("repeated")),
     Defect("theta indexed from 1", "theta_i = base^(-2(i+1)/d): eq 15 counted from 1",
-           lambda model, spec: _theta(lambda m, t: t * m.base ** (-2 / m.rotary_dim))(model, spec)
+           lambda model, spec: _wrap("theta", lambda f, m, n: f(m, n) * m.base ** (-2 / m.rotary_dim))(model, spec)
            if _recipe(model, spec) else None),
-    Defect("direction reversed", "sin's sign flipped: every pair turns clockwise", _theta(lambda m, theta: -theta)),
+    Defect("direction reversed", "sin's sign flipped: every pair turns clockwise",
+           _wrap("theta", lambda f, m, n: -f(m, n))),
     Defect("another base", "another rope_theta (left at 10^4?)",
            measured("base", when=lambda model, spec: _recipe(model, spec) and spec.base is not None)),
     Defect("scaling missing", "the expected scaling method not applied (plain eq 15 frequencies)",

@@ -221,9 +221,13 @@ def leading_base(theta, r, tau):
     return float((theta[0] / theta[last]) ** (r / (2 * last)))
 
 
-def shortest_base(theta, r, tau):
+def shortest_base(theta, r, tau, from_one=False):
     """The base with theta_p = theta_0 base^(-2p/r) for every pair within ``tau``, to the fewest digits that still
-    reproduce it (10000, not 9999.9997); None when the frequencies are not such a family."""
+    reproduce it (10000, not 9999.9997); None when the frequencies are not such a family (``from_one``: with theta_0 = 1
+    within at least a few float32 roundings, as a multi-axis kernel's pairs)."""
+    tau = np.maximum(tau, 4 * FREQ_ULPS * 2.0**-24) if from_one else tau
+    if theta.size < 2 or not np.all(theta > 0) or (from_one and abs(theta[0] - 1) > tau[0]):
+        return None
     base = leading_base(theta, r, tau)
     k = np.arange(len(theta))
     for digits in range(1, 17):
@@ -234,48 +238,40 @@ def shortest_base(theta, r, tau):
 
 
 def _locate(theta, centre, noise, n, out_err):
-    """(offset or None, its deviation, others that fit): the offset for the finest rounding that lets every pair
-    agree on one, the noise floors sized for the offset found (rounding grows with the absolute angle)."""
-    x2 = n * (n * n - 1) / 12                     # sum of (row - centre row)^2
+    """(offset or None, its deviation, the others that fit, nearest first): the smallest offset with (offset + rc)
+    theta_p = centre_p (mod 2 pi) for every pair, rc the centre row, from the slowest pair on, for the finest rounding
+    that lets every pair agree on one, the noise floors sized for the offset found (rounding grows with the angle)."""
+    rc, x2 = (n - 1) / 2, n * (n * n - 1) / 12     # x2: sum of (row - rc)^2
+    order = [p for p in np.argsort(np.abs(theta)) if abs(theta[p]) > 1e-12]
+    if not order:
+        return 0.0, math.inf, []
+    p0 = order[0]
+    kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, 100_000)
     for _, unit in PRECISIONS:
         sized = 0.0
         while True:
             biggest = 1 + np.abs(centre) + (sized + n) * np.abs(theta)
             s_theta = np.maximum(noise / np.sqrt(x2), 2 * unit * biggest / n) + 1e-300
             s_centre = np.maximum(noise / np.sqrt(n), unit * biggest) + out_err / 2
-            offset, sigma, also = _solve_offset(theta, centre, (n - 1) / 2, s_theta, s_centre)
+            q = (centre[p0] + 2 * np.pi * np.arange(-kmax, kmax + 1)) / theta[p0]
+            var_q, worst = (s_centre[p0] ** 2 + (q * s_theta[p0]) ** 2) / theta[p0] ** 2, np.zeros_like(q)
+            for p in order[1:]:
+                pred = q * theta[p]
+                var_pred = var_q * theta[p] ** 2 + (q * s_theta[p]) ** 2 + s_centre[p] ** 2
+                decidable = var_pred < (np.pi / 4) ** 2
+                wraps = np.round((pred - centre[p]) / (2 * np.pi))
+                miss = np.abs(pred - centre[p] - 2 * np.pi * wraps) / np.sqrt(var_pred)
+                worst = np.where(decidable, np.maximum(worst, miss), worst)
+                q_p = (centre[p] + 2 * np.pi * wraps) / theta[p]
+                var_p = (s_centre[p] ** 2 + (q * s_theta[p]) ** 2) / theta[p] ** 2
+                w = np.where(decidable, var_q / (var_q + var_p), 0.0)
+                q, var_q = q + w * (q_p - q), np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
+            ok = np.flatnonzero(worst <= SIGMAS)
+            ok = ok[np.argsort(np.abs(q[ok] - rc))]
+            offset = float(q[ok[0]] - rc) if ok.size else None
             if (offset is not None and abs(offset) <= sized + n) or sized >= MAX_OFFSET:
                 break
             sized = abs(offset) if offset is not None else max(4 * sized, n)
         if offset is not None:
-            return offset, sigma, also
+            return offset, float(np.sqrt(var_q[ok[0]])), (q[ok[1:]] - rc).tolist()
     return None, math.inf, []
-
-
-def _solve_offset(theta, centre, rc, s_theta, s_centre):
-    """(offset, its standard deviation, the other offsets that fit, nearest first) with (offset + rc) theta_p = centre_p
-    (mod 2 pi) for every pair, the smallest that fits, from the slowest pair on; (None, inf, []) when none fits."""
-    order = [p for p in np.argsort(np.abs(theta)) if abs(theta[p]) > 1e-12]
-    if not order:
-        return 0.0, math.inf, []
-    p0 = order[0]
-    kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, 100_000)
-    q = (centre[p0] + 2 * np.pi * np.arange(-kmax, kmax + 1)) / theta[p0]
-    var_q = (s_centre[p0] ** 2 + (q * s_theta[p0]) ** 2) / theta[p0] ** 2
-    worst = np.zeros_like(q)
-    for p in order[1:]:
-        pred = q * theta[p]
-        var_pred = var_q * theta[p] ** 2 + (q * s_theta[p]) ** 2 + s_centre[p] ** 2
-        decidable = var_pred < (np.pi / 4) ** 2
-        wraps = np.round((pred - centre[p]) / (2 * np.pi))
-        miss = np.abs(pred - centre[p] - 2 * np.pi * wraps) / np.sqrt(var_pred)
-        worst = np.where(decidable, np.maximum(worst, miss), worst)
-        q_p = (centre[p] + 2 * np.pi * wraps) / theta[p]
-        var_p = (s_centre[p] ** 2 + (q * s_theta[p]) ** 2) / theta[p] ** 2
-        w = np.where(decidable, var_q / (var_q + var_p), 0.0)
-        q, var_q = q + w * (q_p - q), np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
-    ok = np.flatnonzero(worst <= SIGMAS)
-    if not ok.size:
-        return None, math.inf, []
-    ok = ok[np.argsort(np.abs(q[ok] - rc))]
-    return float(q[ok[0]] - rc), float(np.sqrt(var_q[ok[0]])), (q[ok[1:]] - rc).tolist()
