@@ -15,7 +15,7 @@ from ..multiaxis import MROPE_LAYOUTS
 from ..scaling import scaled_inv_freq
 from .measure import NOISE_ULPS, allowance, rounded_to
 from .probe import PRECISIONS
-from .spec import show_number, show_params
+from .spec import show_number
 
 OTHER_PAIRING = {"interleaved": "half", "half": "interleaved"}
 
@@ -135,7 +135,7 @@ def _other_method(model, spec):
     if spec.rope_type in (None, "custom") or same or model.inv_freq is not None:
         return None
     return (replace(model, rope_type=spec.rope_type, params=dict(spec.rope_params), base=spec.rope_params["base"]),
-            f"expected {model.rope_type}, found {spec.rope_type} {show_params(spec.rope_params)}")
+            f"expected {model.rope_type}, found {spec.rope_type} {show_number(spec.rope_params)}")
 
 
 def _recipe(model, spec):
