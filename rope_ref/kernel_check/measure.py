@@ -166,9 +166,13 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
     fit = SimpleNamespace(r=r, base=lead, base_hint=base_hint, tau=tau, fitted_base=fitted, train_lengths=TRAIN_LENGTHS,
                           linear_fit=(float(np.exp(slope)), float(np.exp(-a))),
                           factors=tuple(factors) if f_max > 1 + tau.max() else ())
-    ranked = sorted(((rank, rope_type, params) for rope_type, method in SCALING_METHODS.items()
-                     if getattr(method, "candidates", None) for rank, params in method.candidates(fit)),
-                    key=lambda c: c[0])
+    ranked = [(rank, rope_type, params) for rope_type, method in SCALING_METHODS.items()
+              if getattr(method, "candidates", None) for rank, params in method.candidates(fit)]
+    for rank, _, p in [c for c in ranked if c[1] == "llama3" and c[2]["low_freq_factor"] == c[2]["high_freq_factor"]]:
+        twin = dict(base=p["base"], factor=p["factor"], beta_fast=p["low_freq_factor"], beta_slow=p["low_freq_factor"],
+                    original_max_position_embeddings=p["original_max_position_embeddings"])   # Llama 3's step: YaRN's
+        ranked += [(rank[:3] + (2,), "yarn", twin), (rank[:3] + (2,), "yarn", dict(twin, truncate=False))]
+    ranked.sort(key=lambda c: c[0])
     found = {}                          # rope_type -> params of its first candidate that reproduces
     digits = max(1, int(-math.log10(float(tau.max()))))
     for _, rope_type, params in ranked:
@@ -187,13 +191,6 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
             "" if spec.geometric else ": not a geometric family (theta_p = theta_0 base^(-2p/d))"))
         return
     (rope_type, params), *_ = found.items()
-    if rope_type == "llama3" and params["low_freq_factor"] == params["high_freq_factor"]:   # a step: YaRN's too
-        beta = params["low_freq_factor"]
-        twin = dict(base=params["base"], factor=params["factor"], beta_fast=beta, beta_slow=beta,
-                    original_max_position_embeddings=params["original_max_position_embeddings"])
-        twin = next((p for p in (twin, dict(twin, truncate=False)) if reproduces("yarn", p)), None)
-        if twin and "yarn" not in found:
-            found["yarn"] = twin
     spec.rope_type, spec.rope_params, spec.also = rope_type, params, list(found.items())[1:]
     spec.base = spec.base if spec.geometric else float(params["base"])
     factor = method_frequencies(rope_type, params, r, factor_too=True)
