@@ -97,7 +97,7 @@ def expected_model(expected, spec) -> Model:
     if model.norm_scale is None and model.rope_type in ("yarn", "longrope"):
         length = {"seq_len": (model.offset or 0) + (spec.rows or 1)} if model.rope_type == "longrope" else {}
         return dataclasses.replace(model, norm_scale=method_frequencies(
-            model.rope_type, dict(params, base=model.base, **length), model.rotary_dim, factor_too=True))
+            model.rope_type, dict(params, base=model.base, **length), model.rotary_dim)[1])
     return model
 
 

@@ -34,11 +34,9 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     linear = min(max(3, per_axis // 2), max_position)
     far = np.unique(np.round(np.geomspace(2 * linear, max_position, max(per_axis - linear, 1))).astype(np.int64))
     steps = np.concatenate([np.arange(1, linear + 1), far[(far > linear) & (far <= max_position)][:per_axis - linear]])
-    sweeps = [1 + a * len(steps) + np.arange(len(steps)) for a in range(axes)]
+    sweeps, mixed = np.arange(1, 1 + axes * len(steps)).reshape(axes, -1), np.arange(1 + axes * len(steps), seq)
     positions = np.zeros((axes, seq), np.int64)
-    for a, rows in enumerate(sweeps):
-        positions[a, rows] = steps
-    mixed = np.arange(1 + axes * len(steps), seq)
+    positions[:, sweeps.ravel()] = np.kron(np.eye(axes, dtype=np.int64), steps)     # row 0 at 0, one axis at a time
     positions[:, mixed] = rng.integers(0, min(max_position, 63) + 1, size=(axes, len(mixed)))
     call = Caller(fn, positions, raising=raising)
     found = read_rotations(call, *rng.standard_normal((2, seq, d)))
@@ -161,11 +159,10 @@ def _m_rope(model, spec):
 #: The known multi-axis defects, each one entry (the 1-D ones are rope_ref.kernel_check.defects.DEFECTS).
 AXES_DEFECTS = (
     Defect("M-RoPE layout swapped", "the axes laid out another way (blocks, interleaved)",
-           measured("layout", "mrope_layout", when=lambda model, spec: _m_rope(model, spec) and spec.mrope_layout)),
+           measured("layout", "mrope_layout", when=_m_rope)),
     Defect("M-RoPE sections swapped", "another split of the pairs between t, h and w",
            measured("sections", when=_m_rope)),
-    Defect("another base", "another rope_theta", measured("base", when=lambda model, spec: _m_rope(model, spec)
-                                                          and spec.base)),
+    Defect("another base", "another rope_theta", measured("base", when=_m_rope)),
     Defect("pairing swapped", "interleaved pairs for half-split, or the reverse",
            measured("pairing", when=lambda model, spec: model.pairing in OTHER_PAIRING)),
     Defect("different rotary_dim", "another number of features rotate", _axes_rotary_dim),

@@ -95,13 +95,13 @@ class Defect(NamedTuple):
     apply: Callable
 
 
-def measured(field, found_as=None, when=None, show=None):
+def measured(field, found_as=None, when=None, show=None, none_ok=False):
     """The defect of a value that differs from the model's: the model takes the kernel's measured one (the spec's
-    ``found_as``, by default ``field``), when ``when(model, spec)`` allows (by default: when it was measured);
-    ``show(spec, value)`` words a value."""
+    ``found_as``, by default ``field``) when it was measured (``none_ok``: None is a measured value too) and
+    ``when(model, spec)`` allows; ``show(spec, value)`` words a value."""
     def apply(model, spec):
         want, found = getattr(model, field), getattr(spec, found_as or field)
-        if np.array_equal(found, want) or not (when(model, spec) if when else found is not None):
+        if np.array_equal(found, want) or (found is None and not none_ok) or (when and not when(model, spec)):
             return None
         shown = [show(spec, v) if show else show_number(v) for v in (want, found)]
         return replace(model, **{field: found}), f"expected {shown[0]}, found {shown[1]}"
@@ -149,7 +149,7 @@ DEFECTS = (
     Defect("different rotary_dim", "another number of features rotate", measured("rotary_dim", when=_recipe)),
     Defect("different rotary_start", "the rotated features start elsewhere", measured("rotary_start")),
     Defect("output layout", "the pairs are written to other features (interleave, then half)",
-           measured("output_pairing", when=lambda model, spec: True)),
+           measured("output_pairing", none_ok=True)),
     Defect("position offset", "row 0 at another position (a cache offset ignored, off by one)", measured("offset")),
     *(Defect(f"frequencies rounded to {t}", f"inv_freq held in {t} ({how})",
              _wrap("theta", lambda f, m, n, t=t: rounded_to(f(m, n), t)))
@@ -168,8 +168,7 @@ DEFECTS = (
            if _recipe(model, spec) else None),
     Defect("direction reversed", "sin's sign flipped: every pair turns clockwise",
            _wrap("theta", lambda f, m, n: -f(m, n))),
-    Defect("another base", "another rope_theta (left at 10^4?)",
-           measured("base", when=lambda model, spec: _recipe(model, spec) and spec.base is not None)),
+    Defect("another base", "another rope_theta (left at 10^4?)", measured("base", when=_recipe)),
     Defect("scaling missing", "the expected scaling method not applied (plain eq 15 frequencies)",
            lambda model, spec: (replace(model, rope_type="default", params={}), f"expected {model.rope_type}")
            if model.rope_type != "default" and _recipe(model, spec) else None),

@@ -138,7 +138,7 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
     r, moving = spec.rotary_dim, int(np.count_nonzero(theta))
 
     def reproduces(rope_type, params):
-        freqs = method_frequencies(rope_type, params, r)
+        freqs = method_frequencies(rope_type, params, r)[0]
         return freqs is not None and bool(np.all(np.abs(freqs / theta - 1) <= tau))
     if 1 < moving < len(theta) and not theta[moving:].any():           # Gemma 4's proportional RoPE
         spec.base = shortest_base(theta[:moving], r, tau[:moving])
@@ -193,18 +193,17 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
     (rope_type, params), *_ = found.items()
     spec.rope_type, spec.rope_params, spec.also = rope_type, params, list(found.items())[1:]
     spec.base = spec.base if spec.geometric else float(params["base"])
-    factor = method_frequencies(rope_type, params, r, factor_too=True)
+    factor = method_frequencies(rope_type, params, r)[1]
     if "attention_factor" in SCALING_METHODS[rope_type].optional and abs(spec.norm_scale / (factor or 1) - 1) > 1e-5:
         spec.rope_params = dict(params, attention_factor=spec.norm_scale)
 
 
-def method_frequencies(rope_type, params, r, factor_too=False):
-    """The frequencies of a configuration (its attention factor with ``factor_too``); None when refused."""
+def method_frequencies(rope_type, params, r):
+    """(frequencies, attention factor) of a configuration; (None, None) when refused."""
     try:
-        out = scaled_inv_freq(r, params["base"], rope_type=rope_type, **{k: params[k] for k in params if k != "base"})
+        return scaled_inv_freq(r, params["base"], rope_type=rope_type, **{k: params[k] for k in params if k != "base"})
     except (ValueError, TypeError):
-        return None
-    return out[1] if factor_too else out[0]
+        return None, None
 
 
 def leading_base(theta, r, tau):
