@@ -176,12 +176,10 @@ def test_an_unknown_keyword_is_refused_by_identify_and_a_backward_that_is_not_ro
         rr.assert_rope_grad_matches(lambda x, g: g[:, ::-1], 8)
 
 
-@pytest.mark.parametrize("back,err,words", [(lambda x: x[:, :4], ValueError, "shape"),
-                                            (lambda x: x * np.nan, ValueError, "NaN"),
-                                            (lambda x: np.array(["a"] * x.size).reshape(x.shape), TypeError,
-                                             "numeric")])
-def test_bad_output_is_an_error(back, err, words):
-    with pytest.raises(err, match=words):
+@pytest.mark.parametrize("back,err", [(lambda x: x[:, :4], ValueError), (lambda x: x * np.nan, ValueError),
+                                      (lambda x: np.array(["a"] * x.size).reshape(x.shape), TypeError)])
+def test_bad_output_is_an_error_naming_fn(back, err):
+    with pytest.raises(err, match="fn"):
         identify(back, 16)
 
 

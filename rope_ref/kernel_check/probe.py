@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import FLOAT_DTYPES, check_d, check_nonnegative_int, check_positive_int, from_torch
+from .._validate import check_d, check_finite, check_nonnegative_int, check_positive_int, check_real_array
 
 RTOL = 2e-2                 # linearity and pair blocks, relative: loose enough for bfloat16 kernels
 #: Unit roundoff of the float types a kernel may compute in, finest first.
@@ -34,14 +34,10 @@ class Caller:
                 raise KernelRaised(f"fn raised {type(err).__name__}: {err}") from err
             raise
         kind = next((k for k in ("bfloat16", "float16") if k in str(getattr(out, "dtype", ""))), "float32")
-        out = from_torch(out) if type(out).__module__.startswith("torch") else np.asarray(out)
-        if not (out.dtype in FLOAT_DTYPES or out.dtype.kind in "fiu"):
-            raise TypeError(f"fn must return a real numeric array, got dtype {out.dtype} (called with {what})")
+        out = check_real_array(out, f"fn's output (called with {what})").astype(np.float64)
         if out.shape != x.shape:
             raise ValueError(f"fn must map x of shape {x.shape} to the same shape, got {out.shape} ({what})")
-        out = out.astype(np.float64)
-        if not np.all(np.isfinite(out)):
-            raise ValueError(f"fn returned NaN or inf for finite input ({what}, x of shape {x.shape})")
+        check_finite(out, f"fn's output for finite input ({what}, x of shape {x.shape})")
         if dict(PRECISIONS)[kind] > self.unit:
             self.unit, self.precision = dict(PRECISIONS)[kind], kind
         return out
