@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import check_d, check_finite, check_nonnegative_int, check_positive_int, check_real_array
+from ..forms import _pairs
 
 RTOL = 2e-2                 # linearity and pair blocks, relative: loose enough for bfloat16 kernels
 #: Unit roundoff of the float types a kernel may compute in, finest first.
@@ -135,6 +136,5 @@ def _output_order(dep):
 
 def _pairing_name(pairs, r, start):
     """"interleaved", "half" or "other": the sorted ``pairs`` within features start..start + r - 1."""
-    if pairs == [(start + 2 * p, start + 2 * p + 1) for p in range(r // 2)]:
-        return "interleaved"
-    return "half" if pairs == [(start + p, start + p + r // 2) for p in range(r // 2)] else "other"
+    return next((name for name in ("interleaved", "half")
+                 if pairs == [(start + int(a), start + int(b)) for a, b in zip(*_pairs(r, name))]), "other")
