@@ -54,13 +54,11 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     shift, spec.shift_tolerance = _shift(freqs, sigma, phase[0], unit, out_err)
     spec.position_shift = shift if spec.rotated_at_zero else None
     at_zero = np.abs(freqs @ shift if shift else phase[0])
-    mixed_positions = spec.positions[:, mixed].T.astype(float)
-    resid = np.concatenate([np.where(used, resids, 0.0).transpose(2, 0, 1).ravel()]
-                           + [wrap_angle(phase[mixed] - phase[0] - mixed_positions @ freqs.T).ravel()])
-    angle = np.concatenate([(np.abs(np.outer(steps, freqs[:, a])) + 2 * at_zero).ravel() for a in range(spec.axes)]
-                           + [(np.abs(mixed_positions) @ np.abs(freqs.T) + 2 * at_zero).ravel()])
-    extra = np.concatenate([np.zeros(len(resid) - mixed.size * freqs.shape[0]),
-                            SIGMAS * (mixed_positions @ sigma.T).ravel()])
+    P = positions[:, 1:].T.astype(float)                    # rows 1..: the sweeps (their fits), then the mixed rows
+    resid = np.vstack([np.where(used, resids, 0.0).transpose(2, 0, 1).reshape(-1, len(freqs)),
+                       wrap_angle(phase[mixed] - phase[0] - P[mixed - 1] @ freqs.T)])
+    angle = np.abs(P) @ np.abs(freqs.T) + 2 * at_zero
+    extra = SIGMAS * (P @ sigma.T) * (np.arange(1, seq) >= mixed[0])[:, None]
     found = precision_of(resid, angle, out_err, extra)
     if found is None:
         return AxesSpec(is_rope=False, reason="the angles are not linear in the positions (not a linear/geometric "
