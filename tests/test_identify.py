@@ -64,7 +64,7 @@ def deepseek_v3(x, offset=0, nope=128):
 def test_deepseek_interleave_then_half_on_the_last_features():
     s = identify(lambda x: deepseek_v3(x, 5000), 192)
     assert (s.pairing, s.rotary_dim, s.rotary_start, s.output_pairing) == ("interleaved", 64, 128, "half"), s
-    assert (s.offset, s.rope_type, s.base) == (5000, "default", 10000.0), s
+    assert (s.offset, s.rope_type, s.base, s.notes) == (5000, "default", 10000.0, []), s
     assert s.pairs[:2] == [(128, 129), (130, 131)] and s.output_pairs[:2] == [(128, 160), (129, 161)]
     rr.assert_rope_matches(lambda x: deepseek_v3(x, 5000), 192, pairing="interleaved", rotary_dim=64,
                            rotary_start=128, output_pairing="half", offset=5000, base=10000.0)
