@@ -79,10 +79,8 @@ def _fit_axis(wrapped, steps, linear, unit, out_err):
     ``steps``: the first ``linear`` unwrapped, each farther one's whole turns predicted from the line so far."""
     n, npairs = wrapped.shape
     p = steps.astype(float)[:, None] * np.ones((1, npairs))
-    ang = np.zeros_like(wrapped)
-    ang[:linear] = np.unwrap(np.vstack([np.zeros((1, npairs)), wrapped[:linear]]), axis=0)[1:]
-    used = np.zeros((n, npairs), bool)
-    used[:linear] = True
+    ang = np.unwrap(np.vstack([np.zeros((1, npairs)), wrapped]), axis=0)[1:]        # beyond ``linear``: set below
+    used = np.repeat((np.arange(n) < linear)[:, None], npairs, axis=1)
     for k in range(linear, n + 1):
         pu, au = np.where(used, p, 0.0), np.where(used, ang, 0.0)
         slope = (pu * au).sum(0) / (pu * pu).sum(0)

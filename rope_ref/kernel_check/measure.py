@@ -81,9 +81,9 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     the offset and frequencies when linear, its precision, the geometric base and the scaling method."""
     rows, steps = len(table), np.diff(table, axis=0)
     still = np.all(steps == 0, axis=1)
-    run = rows - 1 - int(np.flatnonzero(~still)[-1]) - 1 if (~still).any() else rows - 1
-    if 0 < run and not still[:rows - 1 - run].any():
-        spec.table_end = (rows - run, "clamped")
+    end = int(np.flatnonzero(~still)[-1]) + 2 if (~still).any() else 1        # the first row of the last still run
+    if end < rows and not still[:end - 1].any():
+        spec.table_end = (end, "clamped")
     else:
         jumps = np.abs(wrap_angle(steps - np.median(steps, axis=0))).max(axis=1)
         restart = np.flatnonzero((np.abs(table[1:]).max(axis=1) <= 1e-9) & (jumps > 1e-3))
@@ -91,11 +91,11 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     if spec.table_end:                  # measured up to its end (a row; a position once the offset is known)
         table = table[:spec.table_end[0]]
     spec.rows = n = len(table)
-    steps = np.diff(table, axis=0)                # whole turns counted as integers: np.unwrap's sum of 2 pi
-    if np.all(steps == 0, axis=1).any():
+    if still[:n - 1].any():
         spec.linear = False             # which 16-bit type: the catalogue tells
         spec.notes.append("rows share positions, as positions held in a 16-bit type do")
         return
+    steps = steps[:n - 1]                         # whole turns counted as integers: np.unwrap's sum of 2 pi
     turns = np.cumsum(np.round((wrap_angle(steps) - steps) / (2 * np.pi)), axis=0)
     phase = table + 2 * np.pi * np.vstack([np.zeros((1, table.shape[1])), turns])
     x = np.arange(n) - (n - 1) / 2
