@@ -4,6 +4,7 @@ Adding a known defect is adding one entry to :data:`DEFECTS` (docs/checking_kern
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable, NamedTuple
@@ -212,20 +213,17 @@ def table_differences(model, spec, phase_atol=None):
 def explain(model, spec, catalogue, fits, most):
     """(problem lines, defect names, the model with them) of the fewest defects of ``catalogue`` (at most ``most``,
     in catalogue order) that turn ``model`` into one that ``fits``; None when none do."""
-    chains = [(model, [], -1)]
-    for _ in range(most):
-        longer = []
-        for changed, said, last in chains:
-            for k in range(last + 1, len(catalogue)):
-                out = catalogue[k].apply(changed, spec)
-                if out is None:
-                    continue
-                step = (out[0], said + [(catalogue[k], out[1])], k)
-                if fits(out[0]):
-                    return ([f"{d.name}: {detail + '; ' if detail else ''}{d.description}" for d, detail in step[1]],
-                            [d.name for d, _ in step[1]], out[0])
-                longer.append(step)
-        chains = longer
+    for chosen in (c for size in range(1, most + 1) for c in itertools.combinations(catalogue, size)):
+        changed, said = model, []
+        for defect in chosen:
+            out = defect.apply(changed, spec)
+            if out is None:
+                break
+            changed, said = out[0], said + [(defect, out[1])]
+        else:
+            if fits(changed):
+                return ([f"{d.name}: {detail + '; ' if detail else ''}{d.description}" for d, detail in said],
+                        [d.name for d, _ in said], changed)
     return None
 
 
