@@ -44,7 +44,7 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     if isinstance(found, str) or found["output_pairing"] is not None:
         return AxesSpec(is_rope=False, reason=found if isinstance(found, str) else "the rotated pairs are written to "
                         "other features: multi-axis probing follows pairs written back in place only", **done)
-    phase, unit = np.arctan2(found.pop("sin"), found.pop("cos")), call.unit
+    phase, unit = found.pop("angle"), call.unit
     del found["out"], found["output_pairing"], found["output_pairs"]
     spec = AxesSpec(is_rope=True, **found, **done)
     out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0

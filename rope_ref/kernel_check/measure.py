@@ -51,9 +51,8 @@ def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_h
     found = read_rotations(call, *rng.standard_normal((2, seq, d)))
     if isinstance(found, str):
         return RopeSpec(is_rope=False, reason=found)
-    out, cos, sin = found.pop("out"), found.pop("cos"), found.pop("sin")
+    out, short = found.pop("out"), found.pop("angle")
     spec = RopeSpec(is_rope=True, **found)
-    short = np.arctan2(sin, cos)
     x = np.zeros((max_rows, d))
     x[:, [i for i, _ in spec.pairs]] = 1.0
     y = call(x, f"1 on the first feature of every pair, {max_rows} rows")

@@ -80,7 +80,7 @@ def read_structure(matrices) -> dict | str:
     """The structure of the matrices ``(seq, d, d)`` fn applies to the rows: the fields of a spec (pairs, pairing,
     rotary_dim, rotary_start, output_pairing, output_pairs, norm_scale, scale_error, notes) with ``out`` (the output
     features of each pair: the lower for the lower input when written elsewhere, as DeepSeek's interleave-then-half)
-    and ``cos``, ``sin`` ``(seq, pairs)``; or why it is not RoPE."""
+    and ``angle`` ``(seq, pairs)``, each pair's at each row; or why it is not RoPE."""
     dep = np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)      # [output, input]
     groups = {}                         # the output features an input moves -> the inputs moving exactly those
     for j in range(len(dep)):
@@ -112,10 +112,10 @@ def read_structure(matrices) -> dict | str:
     scale_error = float(np.abs(np.hypot(c, s) / norm_scale - 1).max())
     if scale_error > RTOL:
         return f"the norm of a pair changes with position by up to {scale_error:.1%}"
-    moved = outs != pairs
-    in_place = sorted(i for o in outs for i in o) == rotated
-    return dict(pairs=pairs, pairing=_pairing_name(pairs, r, start), rotary_dim=r, rotary_start=start, cos=c, sin=s,
-                out=(oa, ob), output_pairs=outs if moved else None, norm_scale=norm_scale, scale_error=scale_error,
+    moved, in_place = outs != pairs, sorted(i for o in outs for i in o) == rotated
+    return dict(pairs=pairs, pairing=_pairing_name(pairs, r, start), rotary_dim=r, rotary_start=start, out=(oa, ob),
+                angle=np.arctan2(s, c), norm_scale=norm_scale, scale_error=scale_error,
+                output_pairs=outs if moved else None,
                 output_pairing=(_pairing_name(sorted(outs), r, start) if in_place else "other") if moved else None,
                 notes=[] if rotated == list(range(start, start + r)) else [f"passthrough features {passthrough[:8]}"])
 
