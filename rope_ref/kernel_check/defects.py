@@ -110,8 +110,7 @@ def measured(field, found_as=None, when=None, show=None, none_ok=False):
 
 
 def _wrap(field, change, words=""):
-    """The defect that passes the model's function ``field`` (theta, positions or angles) through ``change(f, *args)``,
-    ``f`` the model's own."""
+    """The defect passing the model's function ``field`` through ``change(f, *args)``, ``f`` the model's own."""
     return lambda model, spec: (replace(model, **{field: partial(change, getattr(model, field))}), words)
 
 
