@@ -53,8 +53,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     d, axes, expected = _expectations(d, config, axes, expected, phase_atol)
     if axes is not None:
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, **expected)
-    spec = probe_one_axis(Caller(fn, raising=True), d, seq=seq, max_rows=max_rows, base_hint=expected.get("base"))
-    return _judge(spec, expected, phase_atol, "RoPE mismatch")
+    return _judge(fn, d, seq, max_rows, expected, phase_atol)
 
 
 def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int = 64,
@@ -64,22 +63,22 @@ def assert_rope_grad_matches(vjp, d: int | None = None, *, config=None, seq: int
     if not callable(vjp):
         raise TypeError(f"vjp must be callable as vjp(x, g) -> dx (the backward pass), got {type(vjp).__name__}")
     d, _, expected = _expectations(d, config, None, expected, phase_atol, backward=True)
-    back = probe_one_axis(Caller(lambda g: vjp(np.random.default_rng(len(g)).standard_normal(g.shape), g),
-                                 raising=True), d, seq=seq, max_rows=max_rows)
-    if not back.is_rope:
-        raise RopeMismatch("", [f"backward: {back}"], back)
-    back = dataclasses.replace(back, table=-back.table, inv_freq=None if back.inv_freq is None else -back.inv_freq)
-    return _judge(back, expected, phase_atol, "RoPE backward mismatch (vjp(x, g) should rotate g by minus the "
-                  "forward angles)")
+    return _judge(lambda g: vjp(np.random.default_rng(len(g)).standard_normal(g.shape), g), d, seq, max_rows,
+                  expected, phase_atol, backward=True)
 
 
-def _judge(spec, expected, phase_atol, title):
-    """The spec when the expectation's model reproduces it; else RopeMismatch with the diagnosis."""
+def _judge(fn, d, seq, max_rows, expected, phase_atol, backward=False):
+    """The spec of ``fn`` (a ``backward`` pass: its angles negated) when the expectation's model reproduces it; else
+    RopeMismatch with the diagnosis."""
+    spec = probe_one_axis(Caller(fn, raising=True), d, seq=seq, max_rows=max_rows, base_hint=expected.get("base"))
     if not spec.is_rope:
-        raise RopeMismatch("", [str(spec)], spec)
+        raise RopeMismatch("", [("backward: " if backward else "") + str(spec)], spec)
+    if backward:
+        spec = dataclasses.replace(spec, table=-spec.table, inv_freq=None if spec.inv_freq is None else -spec.inv_freq)
     problems, defects = diagnose(expected_model(expected, spec), spec, phase_atol)
     if problems:
-        raise RopeMismatch(title, problems, spec, defects)
+        raise RopeMismatch("RoPE backward mismatch (vjp(x, g) should rotate g by minus the forward angles)"
+                           if backward else "RoPE mismatch", problems, spec, defects)
     return spec
 
 
@@ -98,7 +97,7 @@ def expected_model(expected, spec) -> Model:
     if model.norm_scale is None and model.rope_type in ("yarn", "longrope"):
         length = {"seq_len": (model.offset or 0) + (spec.rows or 1)} if model.rope_type == "longrope" else {}
         return dataclasses.replace(model, norm_scale=method_frequencies(
-            model.rope_type, dict(params, base=model.base, **length), model.rotary_dim, factor_too=True))
+            model.rope_type, dict(params, base=model.base, **length), model.rotary_dim)[1])
     return model
 
 

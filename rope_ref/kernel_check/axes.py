@@ -34,11 +34,9 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     linear = min(max(3, per_axis // 2), max_position)
     far = np.unique(np.round(np.geomspace(2 * linear, max_position, max(per_axis - linear, 1))).astype(np.int64))
     steps = np.concatenate([np.arange(1, linear + 1), far[(far > linear) & (far <= max_position)][:per_axis - linear]])
-    sweeps = [1 + a * len(steps) + np.arange(len(steps)) for a in range(axes)]
+    sweeps, mixed = np.arange(1, 1 + axes * len(steps)).reshape(axes, -1), np.arange(1 + axes * len(steps), seq)
     positions = np.zeros((axes, seq), np.int64)
-    for a, rows in enumerate(sweeps):
-        positions[a, rows] = steps
-    mixed = np.arange(1 + axes * len(steps), seq)
+    positions[:, sweeps.ravel()] = np.kron(np.eye(axes, dtype=np.int64), steps)     # row 0 at 0, one axis at a time
     positions[:, mixed] = rng.integers(0, min(max_position, 63) + 1, size=(axes, len(mixed)))
     call = Caller(fn, positions, raising=raising)
     found = read_rotations(call, *rng.standard_normal((2, seq, d)))
@@ -46,7 +44,7 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     if isinstance(found, str) or found["output_pairing"] is not None:
         return AxesSpec(is_rope=False, reason=found if isinstance(found, str) else "the rotated pairs are written to "
                         "other features: multi-axis probing follows pairs written back in place only", **done)
-    phase, unit = np.arctan2(found.pop("sin"), found.pop("cos")), call.unit
+    phase, unit = found.pop("angle"), call.unit
     del found["out"], found["output_pairing"], found["output_pairs"]
     spec = AxesSpec(is_rope=True, **found, **done)
     out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
@@ -56,13 +54,11 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     shift, spec.shift_tolerance = _shift(freqs, sigma, phase[0], unit, out_err)
     spec.position_shift = shift if spec.rotated_at_zero else None
     at_zero = np.abs(freqs @ shift if shift else phase[0])
-    mixed_positions = spec.positions[:, mixed].T.astype(float)
-    resid = np.concatenate([np.where(used, resids, 0.0).transpose(2, 0, 1).ravel()]
-                           + [wrap_angle(phase[mixed] - phase[0] - mixed_positions @ freqs.T).ravel()])
-    angle = np.concatenate([(np.abs(np.outer(steps, freqs[:, a])) + 2 * at_zero).ravel() for a in range(spec.axes)]
-                           + [(np.abs(mixed_positions) @ np.abs(freqs.T) + 2 * at_zero).ravel()])
-    extra = np.concatenate([np.zeros(len(resid) - mixed.size * freqs.shape[0]),
-                            SIGMAS * (mixed_positions @ sigma.T).ravel()])
+    P = positions[:, 1:].T.astype(float)                    # rows 1..: the sweeps (their fits), then the mixed rows
+    resid = np.vstack([np.where(used, resids, 0.0).transpose(2, 0, 1).reshape(-1, len(freqs)),
+                       wrap_angle(phase[mixed] - phase[0] - P[mixed - 1] @ freqs.T)])
+    angle = np.abs(P) @ np.abs(freqs.T) + 2 * at_zero
+    extra = SIGMAS * (P @ sigma.T) * (np.arange(1, seq) >= mixed[0])[:, None]
     found = precision_of(resid, angle, out_err, extra)
     if found is None:
         return AxesSpec(is_rope=False, reason="the angles are not linear in the positions (not a linear/geometric "
@@ -83,10 +79,8 @@ def _fit_axis(wrapped, steps, linear, unit, out_err):
     ``steps``: the first ``linear`` unwrapped, each farther one's whole turns predicted from the line so far."""
     n, npairs = wrapped.shape
     p = steps.astype(float)[:, None] * np.ones((1, npairs))
-    ang = np.zeros_like(wrapped)
-    ang[:linear] = np.unwrap(np.vstack([np.zeros((1, npairs)), wrapped[:linear]]), axis=0)[1:]
-    used = np.zeros((n, npairs), bool)
-    used[:linear] = True
+    ang = np.unwrap(np.vstack([np.zeros((1, npairs)), wrapped]), axis=0)[1:]        # beyond ``linear``: set below
+    used = np.repeat((np.arange(n) < linear)[:, None], npairs, axis=1)
     for k in range(linear, n + 1):
         pu, au = np.where(used, p, 0.0), np.where(used, ang, 0.0)
         slope = (pu * au).sum(0) / (pu * pu).sum(0)
@@ -127,23 +121,15 @@ def _name_axes(spec, nonzero):
     j = np.arange(len(axis))
     if sum(n > 0 for n in spec.sections) == 1 or np.all(np.diff(np.abs(freqs[j, axis])) < 0):
         spec.form = "1-D" if sum(n > 0 for n in spec.sections) == 1 else "M-RoPE"
-        spec.base = _base(np.abs(freqs[j, axis]), spec.rotary_dim, rel[j, axis])
+        spec.base = shortest_base(np.abs(freqs[j, axis]), spec.rotary_dim, rel[j, axis], from_one=True)
         spec.mrope_layout = None if spec.form == "1-D" else next(
             (name for name, (assign, _) in MROPE_LAYOUTS.items() if np.array_equal(axis, assign(spec.sections))), None)
     else:
         spec.form = "axial"
-        spec.axis_bases = tuple(_base(np.abs(freqs[axis == a, a]), 2 * spec.sections[a], rel[axis == a, a])
-                                if spec.sections[a] else None for a in range(spec.axes))
+        spec.axis_bases = tuple(shortest_base(np.abs(freqs[axis == a, a]), 2 * spec.sections[a], rel[axis == a, a],
+                                              from_one=True) if spec.sections[a] else None for a in range(spec.axes))
     if 0 in spec.sections:
         spec.notes.append(f"fn ignores axis {[n for n, s in zip(spec.axis_names, spec.sections) if s == 0]}")
-
-
-def _base(theta, r, rel):
-    """base with theta_k = base^(-2k/r) from theta_0 = 1, to the fewest digits; None when not such a family."""
-    rel = np.maximum(rel, 4 * FREQ_ULPS * 2.0**-24)
-    if theta.size < 2 or not np.all(theta > 0) or abs(theta[0] - 1) > rel[0]:
-        return None
-    return shortest_base(theta, r, rel)
 
 
 def _axes_rotary_dim(model, spec):
@@ -169,11 +155,10 @@ def _m_rope(model, spec):
 #: The known multi-axis defects, each one entry (the 1-D ones are rope_ref.kernel_check.defects.DEFECTS).
 AXES_DEFECTS = (
     Defect("M-RoPE layout swapped", "the axes laid out another way (blocks, interleaved)",
-           measured("layout", "mrope_layout", when=lambda model, spec: _m_rope(model, spec) and spec.mrope_layout)),
+           measured("layout", "mrope_layout", when=_m_rope)),
     Defect("M-RoPE sections swapped", "another split of the pairs between t, h and w",
            measured("sections", when=_m_rope)),
-    Defect("another base", "another rope_theta", measured("base", when=lambda model, spec: _m_rope(model, spec)
-                                                          and spec.base)),
+    Defect("another base", "another rope_theta", measured("base", when=_m_rope)),
     Defect("pairing swapped", "interleaved pairs for half-split, or the reverse",
            measured("pairing", when=lambda model, spec: model.pairing in OTHER_PAIRING)),
     Defect("different rotary_dim", "another number of features rotate", _axes_rotary_dim),

@@ -4,7 +4,9 @@ Adding a known defect is adding one entry to :data:`DEFECTS` (docs/checking_kern
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -14,7 +16,7 @@ from ..multiaxis import MROPE_LAYOUTS
 from ..scaling import scaled_inv_freq
 from .measure import NOISE_ULPS, allowance, rounded_to
 from .probe import PRECISIONS
-from .spec import show_number, show_params
+from .spec import show_number
 
 OTHER_PAIRING = {"interleaved": "half", "half": "interleaved"}
 
@@ -94,27 +96,22 @@ class Defect(NamedTuple):
     apply: Callable
 
 
-def measured(field, found_as=None, when=None, show=None):
+def measured(field, found_as=None, when=None, show=None, none_ok=False):
     """The defect of a value that differs from the model's: the model takes the kernel's measured one (the spec's
-    ``found_as``, by default ``field``), when ``when(model, spec)`` allows (by default: when it was measured);
-    ``show(spec, value)`` words a value."""
+    ``found_as``, by default ``field``) when it was measured (``none_ok``: None is a measured value too) and
+    ``when(model, spec)`` allows; ``show(spec, value)`` words a value."""
     def apply(model, spec):
         want, found = getattr(model, field), getattr(spec, found_as or field)
-        if np.array_equal(found, want) or not (when(model, spec) if when else found is not None):
+        if np.array_equal(found, want) or (found is None and not none_ok) or (when and not when(model, spec)):
             return None
         shown = [show(spec, v) if show else show_number(v) for v in (want, found)]
         return replace(model, **{field: found}), f"expected {shown[0]}, found {shown[1]}"
     return apply
 
 
-def _theta(change):
-    """The defect that changes the model's frequencies: ``change(model, theta)``."""
-    return lambda model, spec: (replace(model, theta=lambda m, seq_len, f=model.theta: change(m, f(m, seq_len))), "")
-
-
-def _positions(change, words=""):
-    """The defect that changes the positions the kernel holds: ``change(positions)``."""
-    return lambda model, spec: (replace(model, positions=lambda p, f=model.positions: change(f(p))), words)
+def _wrap(field, change, words=""):
+    """The defect passing the model's function ``field`` through ``change(f, *args)``, ``f`` the model's own."""
+    return lambda model, spec: (replace(model, **{field: partial(change, getattr(model, field))}), words)
 
 
 def _table_end(kind):
@@ -122,16 +119,15 @@ def _table_end(kind):
         if not spec.table_end or spec.table_end[1] != kind:
             return None
         last = spec.table_end[0]                                # the table holds positions 0..last
-        held = (lambda p: np.minimum(p, last)) if kind == "clamped" else (lambda p: p % (last + 1))
-        return _positions(held, f"beyond position {show_number(last)}")(model, spec)
+        held = (lambda f, p: np.minimum(f(p), last)) if kind == "clamped" else (lambda f, p: f(p) % (last + 1))
+        return _wrap("positions", held, f"beyond position {show_number(last)}")(model, spec)
     return apply
 
 
-def _angles_16bit(kind):
-    def angles(p, theta):
-        with np.errstate(over="ignore", invalid="ignore"):     # beyond the type's range: inf, then NaN, a miss
-            return rounded_to(np.multiply.outer(rounded_to(p, kind), rounded_to(theta, kind)), kind)
-    return lambda model, spec: (replace(model, angles=angles), "")
+def _angles_in(kind, f, p, theta):
+    """Positions, frequencies and their product rounded to ``kind`` (``f``, the exact product, unused)."""
+    with np.errstate(over="ignore", invalid="ignore"):     # beyond the type's range: inf, then NaN, a miss
+        return rounded_to(np.multiply.outer(rounded_to(p, kind), rounded_to(theta, kind)), kind)
 
 
 def _other_method(model, spec):
@@ -139,7 +135,7 @@ def _other_method(model, spec):
     if spec.rope_type in (None, "custom") or same or model.inv_freq is not None:
         return None
     return (replace(model, rope_type=spec.rope_type, params=dict(spec.rope_params), base=spec.rope_params["base"]),
-            f"expected {model.rope_type}, found {spec.rope_type} {show_params(spec.rope_params)}")
+            f"expected {model.rope_type}, found {spec.rope_type} {show_number(spec.rope_params)}")
 
 
 def _recipe(model, spec):
@@ -153,25 +149,26 @@ DEFECTS = (
     Defect("different rotary_dim", "another number of features rotate", measured("rotary_dim", when=_recipe)),
     Defect("different rotary_start", "the rotated features start elsewhere", measured("rotary_start")),
     Defect("output layout", "the pairs are written to other features (interleave, then half)",
-           measured("output_pairing", when=lambda model, spec: True)),
+           measured("output_pairing", none_ok=True)),
     Defect("position offset", "row 0 at another position (a cache offset ignored, off by one)", measured("offset")),
     *(Defect(f"frequencies rounded to {t}", f"inv_freq held in {t} ({how})",
-             _theta(lambda m, theta, t=t: rounded_to(theta, t)))
+             _wrap("theta", lambda f, m, n, t=t: rounded_to(f(m, n), t)))
       for t, how in (("bfloat16", "model.to(torch.bfloat16)"), ("float16", "model.half()"))),
-    *(Defect(f"angles computed in {t}", f"positions, frequencies and their product in {t}", _angles_16bit(t))
-      for t in ("bfloat16", "float16")),
+    *(Defect(f"angles computed in {t}", f"positions, frequencies and their product in {t}",
+             _wrap("angles", partial(_angles_in, t))) for t in ("bfloat16", "float16")),
     *(Defect(f"cos/sin in {t}", f"cos and sin rounded to {t}",
              lambda model, spec, t=t: (replace(model, table_type=t), "")) for t in ("float16", "bfloat16")),
     *(Defect(f"positions held in {t}", f"position ids cast to {t}: above {above} rows share positions",
-             _positions(lambda p, t=t: rounded_to(p, t))) for t, above in (("bfloat16", 256), ("float16", 2048))),
+             _wrap("positions", lambda f, p, t=t: rounded_to(f(p), t)))
+      for t, above in (("bfloat16", 256), ("float16", 2048))),
     Defect("table clamped", "a cos/sin table too short, read with a clamped index", _table_end("clamped")),
     Defect("table repeated", "a cos/sin table too short, read modulo its length", _table_end("repeated")),
     Defect("theta indexed from 1", "theta_i = base^(-2(i+1)/d): eq 15 counted from 1",
-           lambda model, spec: _theta(lambda m, t: t * m.base ** (-2 / m.rotary_dim))(model, spec)
+           lambda model, spec: _wrap("theta", lambda f, m, n: f(m, n) * m.base ** (-2 / m.rotary_dim))(model, spec)
            if _recipe(model, spec) else None),
-    Defect("direction reversed", "sin's sign flipped: every pair turns clockwise", _theta(lambda m, theta: -theta)),
-    Defect("another base", "another rope_theta (left at 10^4?)",
-           measured("base", when=lambda model, spec: _recipe(model, spec) and spec.base is not None)),
+    Defect("direction reversed", "sin's sign flipped: every pair turns clockwise",
+           _wrap("theta", lambda f, m, n: -f(m, n))),
+    Defect("another base", "another rope_theta (left at 10^4?)", measured("base", when=_recipe)),
     Defect("scaling missing", "the expected scaling method not applied (plain eq 15 frequencies)",
            lambda model, spec: (replace(model, rope_type="default", params={}), f"expected {model.rope_type}")
            if model.rope_type != "default" and _recipe(model, spec) else None),
@@ -215,20 +212,17 @@ def table_differences(model, spec, phase_atol=None):
 def explain(model, spec, catalogue, fits, most):
     """(problem lines, defect names, the model with them) of the fewest defects of ``catalogue`` (at most ``most``,
     in catalogue order) that turn ``model`` into one that ``fits``; None when none do."""
-    chains = [(model, [], -1)]
-    for _ in range(most):
-        longer = []
-        for changed, said, last in chains:
-            for k in range(last + 1, len(catalogue)):
-                out = catalogue[k].apply(changed, spec)
-                if out is None:
-                    continue
-                step = (out[0], said + [(catalogue[k], out[1])], k)
-                if fits(out[0]):
-                    return ([f"{d.name}: {detail + '; ' if detail else ''}{d.description}" for d, detail in step[1]],
-                            [d.name for d, _ in step[1]], out[0])
-                longer.append(step)
-        chains = longer
+    for chosen in (c for size in range(1, most + 1) for c in itertools.combinations(catalogue, size)):
+        changed, said = model, []
+        for defect in chosen:
+            out = defect.apply(changed, spec)
+            if out is None:
+                break
+            changed, said = out[0], said + [(defect, out[1])]
+        else:
+            if fits(changed):
+                return ([f"{d.name}: {detail + '; ' if detail else ''}{d.description}" for d, detail in said],
+                        [d.name for d, _ in said], changed)
     return None
 
 

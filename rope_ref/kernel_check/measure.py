@@ -51,9 +51,8 @@ def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_h
     found = read_rotations(call, *rng.standard_normal((2, seq, d)))
     if isinstance(found, str):
         return RopeSpec(is_rope=False, reason=found)
-    out, cos, sin = found.pop("out"), found.pop("cos"), found.pop("sin")
+    out, short = found.pop("out"), found.pop("angle")
     spec = RopeSpec(is_rope=True, **found)
-    short = np.arctan2(sin, cos)
     x = np.zeros((max_rows, d))
     x[:, [i for i, _ in spec.pairs]] = 1.0
     y = call(x, f"1 on the first feature of every pair, {max_rows} rows")
@@ -81,9 +80,9 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     the offset and frequencies when linear, its precision, the geometric base and the scaling method."""
     rows, steps = len(table), np.diff(table, axis=0)
     still = np.all(steps == 0, axis=1)
-    run = rows - 1 - int(np.flatnonzero(~still)[-1]) - 1 if (~still).any() else rows - 1
-    if 0 < run and not still[:rows - 1 - run].any():
-        spec.table_end = (rows - run, "clamped")
+    end = int(np.flatnonzero(~still)[-1]) + 2 if (~still).any() else 1        # the first row of the last still run
+    if end < rows and not still[:end - 1].any():
+        spec.table_end = (end, "clamped")
     else:
         jumps = np.abs(wrap_angle(steps - np.median(steps, axis=0))).max(axis=1)
         restart = np.flatnonzero((np.abs(table[1:]).max(axis=1) <= 1e-9) & (jumps > 1e-3))
@@ -91,11 +90,11 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     if spec.table_end:                  # measured up to its end (a row; a position once the offset is known)
         table = table[:spec.table_end[0]]
     spec.rows = n = len(table)
-    steps = np.diff(table, axis=0)                # whole turns counted as integers: np.unwrap's sum of 2 pi
-    if np.all(steps == 0, axis=1).any():
+    if still[:n - 1].any():
         spec.linear = False             # which 16-bit type: the catalogue tells
         spec.notes.append("rows share positions, as positions held in a 16-bit type do")
         return
+    steps = steps[:n - 1]                         # whole turns counted as integers: np.unwrap's sum of 2 pi
     turns = np.cumsum(np.round((wrap_angle(steps) - steps) / (2 * np.pi)), axis=0)
     phase = table + 2 * np.pi * np.vstack([np.zeros((1, table.shape[1])), turns])
     x = np.arange(n) - (n - 1) / 2
@@ -138,7 +137,7 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
     r, moving = spec.rotary_dim, int(np.count_nonzero(theta))
 
     def reproduces(rope_type, params):
-        freqs = method_frequencies(rope_type, params, r)
+        freqs = method_frequencies(rope_type, params, r)[0]
         return freqs is not None and bool(np.all(np.abs(freqs / theta - 1) <= tau))
     if 1 < moving < len(theta) and not theta[moving:].any():           # Gemma 4's proportional RoPE
         spec.base = shortest_base(theta[:moving], r, tau[:moving])
@@ -166,9 +165,13 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
     fit = SimpleNamespace(r=r, base=lead, base_hint=base_hint, tau=tau, fitted_base=fitted, train_lengths=TRAIN_LENGTHS,
                           linear_fit=(float(np.exp(slope)), float(np.exp(-a))),
                           factors=tuple(factors) if f_max > 1 + tau.max() else ())
-    ranked = sorted(((rank, rope_type, params) for rope_type, method in SCALING_METHODS.items()
-                     if getattr(method, "candidates", None) for rank, params in method.candidates(fit)),
-                    key=lambda c: c[0])
+    ranked = [(rank, rope_type, params) for rope_type, method in SCALING_METHODS.items()
+              if getattr(method, "candidates", None) for rank, params in method.candidates(fit)]
+    for rank, _, p in [c for c in ranked if c[1] == "llama3" and c[2]["low_freq_factor"] == c[2]["high_freq_factor"]]:
+        twin = dict(base=p["base"], factor=p["factor"], beta_fast=p["low_freq_factor"], beta_slow=p["low_freq_factor"],
+                    original_max_position_embeddings=p["original_max_position_embeddings"])   # Llama 3's step: YaRN's
+        ranked += [(rank[:3] + (2,), "yarn", twin), (rank[:3] + (2,), "yarn", dict(twin, truncate=False))]
+    ranked.sort(key=lambda c: c[0])
     found = {}                          # rope_type -> params of its first candidate that reproduces
     digits = max(1, int(-math.log10(float(tau.max()))))
     for _, rope_type, params in ranked:
@@ -187,27 +190,19 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
             "" if spec.geometric else ": not a geometric family (theta_p = theta_0 base^(-2p/d))"))
         return
     (rope_type, params), *_ = found.items()
-    if rope_type == "llama3" and params["low_freq_factor"] == params["high_freq_factor"]:   # a step: YaRN's too
-        beta = params["low_freq_factor"]
-        twin = dict(base=params["base"], factor=params["factor"], beta_fast=beta, beta_slow=beta,
-                    original_max_position_embeddings=params["original_max_position_embeddings"])
-        twin = next((p for p in (twin, dict(twin, truncate=False)) if reproduces("yarn", p)), None)
-        if twin and "yarn" not in found:
-            found["yarn"] = twin
     spec.rope_type, spec.rope_params, spec.also = rope_type, params, list(found.items())[1:]
     spec.base = spec.base if spec.geometric else float(params["base"])
-    factor = method_frequencies(rope_type, params, r, factor_too=True)
+    factor = method_frequencies(rope_type, params, r)[1]
     if "attention_factor" in SCALING_METHODS[rope_type].optional and abs(spec.norm_scale / (factor or 1) - 1) > 1e-5:
         spec.rope_params = dict(params, attention_factor=spec.norm_scale)
 
 
-def method_frequencies(rope_type, params, r, factor_too=False):
-    """The frequencies of a configuration (its attention factor with ``factor_too``); None when refused."""
+def method_frequencies(rope_type, params, r):
+    """(frequencies, attention factor) of a configuration; (None, None) when refused."""
     try:
-        out = scaled_inv_freq(r, params["base"], rope_type=rope_type, **{k: params[k] for k in params if k != "base"})
+        return scaled_inv_freq(r, params["base"], rope_type=rope_type, **{k: params[k] for k in params if k != "base"})
     except (ValueError, TypeError):
-        return None
-    return out[1] if factor_too else out[0]
+        return None, None
 
 
 def leading_base(theta, r, tau):
@@ -221,9 +216,13 @@ def leading_base(theta, r, tau):
     return float((theta[0] / theta[last]) ** (r / (2 * last)))
 
 
-def shortest_base(theta, r, tau):
+def shortest_base(theta, r, tau, from_one=False):
     """The base with theta_p = theta_0 base^(-2p/r) for every pair within ``tau``, to the fewest digits that still
-    reproduce it (10000, not 9999.9997); None when the frequencies are not such a family."""
+    reproduce it (10000, not 9999.9997); None when the frequencies are not such a family (``from_one``: with theta_0 = 1
+    within at least a few float32 roundings, as a multi-axis kernel's pairs)."""
+    tau = np.maximum(tau, 4 * FREQ_ULPS * 2.0**-24) if from_one else tau
+    if theta.size < 2 or not np.all(theta > 0) or (from_one and abs(theta[0] - 1) > tau[0]):
+        return None
     base = leading_base(theta, r, tau)
     k = np.arange(len(theta))
     for digits in range(1, 17):
@@ -234,48 +233,40 @@ def shortest_base(theta, r, tau):
 
 
 def _locate(theta, centre, noise, n, out_err):
-    """(offset or None, its deviation, others that fit): the offset for the finest rounding that lets every pair
-    agree on one, the noise floors sized for the offset found (rounding grows with the absolute angle)."""
-    x2 = n * (n * n - 1) / 12                     # sum of (row - centre row)^2
+    """(offset or None, its deviation, the others that fit, nearest first): the smallest offset with (offset + rc)
+    theta_p = centre_p (mod 2 pi) for every pair, rc the centre row, from the slowest pair on, for the finest rounding
+    that lets every pair agree on one, the noise floors sized for the offset found (rounding grows with the angle)."""
+    rc, x2 = (n - 1) / 2, n * (n * n - 1) / 12     # x2: sum of (row - rc)^2
+    order = [p for p in np.argsort(np.abs(theta)) if abs(theta[p]) > 1e-12]
+    if not order:
+        return 0.0, math.inf, []
+    p0 = order[0]
+    kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, 100_000)
     for _, unit in PRECISIONS:
         sized = 0.0
         while True:
             biggest = 1 + np.abs(centre) + (sized + n) * np.abs(theta)
             s_theta = np.maximum(noise / np.sqrt(x2), 2 * unit * biggest / n) + 1e-300
             s_centre = np.maximum(noise / np.sqrt(n), unit * biggest) + out_err / 2
-            offset, sigma, also = _solve_offset(theta, centre, (n - 1) / 2, s_theta, s_centre)
+            q = (centre[p0] + 2 * np.pi * np.arange(-kmax, kmax + 1)) / theta[p0]
+            var_q, worst = (s_centre[p0] ** 2 + (q * s_theta[p0]) ** 2) / theta[p0] ** 2, np.zeros_like(q)
+            for p in order[1:]:
+                pred = q * theta[p]
+                var_pred = var_q * theta[p] ** 2 + (q * s_theta[p]) ** 2 + s_centre[p] ** 2
+                decidable = var_pred < (np.pi / 4) ** 2
+                wraps = np.round((pred - centre[p]) / (2 * np.pi))
+                miss = np.abs(pred - centre[p] - 2 * np.pi * wraps) / np.sqrt(var_pred)
+                worst = np.where(decidable, np.maximum(worst, miss), worst)
+                q_p = (centre[p] + 2 * np.pi * wraps) / theta[p]
+                var_p = (s_centre[p] ** 2 + (q * s_theta[p]) ** 2) / theta[p] ** 2
+                w = np.where(decidable, var_q / (var_q + var_p), 0.0)
+                q, var_q = q + w * (q_p - q), np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
+            ok = np.flatnonzero(worst <= SIGMAS)
+            ok = ok[np.argsort(np.abs(q[ok] - rc))]
+            offset = float(q[ok[0]] - rc) if ok.size else None
             if (offset is not None and abs(offset) <= sized + n) or sized >= MAX_OFFSET:
                 break
             sized = abs(offset) if offset is not None else max(4 * sized, n)
         if offset is not None:
-            return offset, sigma, also
+            return offset, float(np.sqrt(var_q[ok[0]])), (q[ok[1:]] - rc).tolist()
     return None, math.inf, []
-
-
-def _solve_offset(theta, centre, rc, s_theta, s_centre):
-    """(offset, its standard deviation, the other offsets that fit, nearest first) with (offset + rc) theta_p = centre_p
-    (mod 2 pi) for every pair, the smallest that fits, from the slowest pair on; (None, inf, []) when none fits."""
-    order = [p for p in np.argsort(np.abs(theta)) if abs(theta[p]) > 1e-12]
-    if not order:
-        return 0.0, math.inf, []
-    p0 = order[0]
-    kmax = min(math.ceil((MAX_OFFSET + abs(rc)) * abs(theta[p0]) / (2 * np.pi)) + 1, 100_000)
-    q = (centre[p0] + 2 * np.pi * np.arange(-kmax, kmax + 1)) / theta[p0]
-    var_q = (s_centre[p0] ** 2 + (q * s_theta[p0]) ** 2) / theta[p0] ** 2
-    worst = np.zeros_like(q)
-    for p in order[1:]:
-        pred = q * theta[p]
-        var_pred = var_q * theta[p] ** 2 + (q * s_theta[p]) ** 2 + s_centre[p] ** 2
-        decidable = var_pred < (np.pi / 4) ** 2
-        wraps = np.round((pred - centre[p]) / (2 * np.pi))
-        miss = np.abs(pred - centre[p] - 2 * np.pi * wraps) / np.sqrt(var_pred)
-        worst = np.where(decidable, np.maximum(worst, miss), worst)
-        q_p = (centre[p] + 2 * np.pi * wraps) / theta[p]
-        var_p = (s_centre[p] ** 2 + (q * s_theta[p]) ** 2) / theta[p] ** 2
-        w = np.where(decidable, var_q / (var_q + var_p), 0.0)
-        q, var_q = q + w * (q_p - q), np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
-    ok = np.flatnonzero(worst <= SIGMAS)
-    if not ok.size:
-        return None, math.inf, []
-    ok = ok[np.argsort(np.abs(q[ok] - rc))]
-    return float(q[ok[0]] - rc), float(np.sqrt(var_q[ok[0]])), (q[ok[1:]] - rc).tolist()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import FLOAT_DTYPES, check_d, check_nonnegative_int, check_positive_int, from_torch
+from .._validate import check_d, check_finite, check_nonnegative_int, check_positive_int, check_real_array
+from ..forms import _pairs
 
 RTOL = 2e-2                 # linearity and pair blocks, relative: loose enough for bfloat16 kernels
 #: Unit roundoff of the float types a kernel may compute in, finest first.
@@ -34,14 +35,10 @@ class Caller:
                 raise KernelRaised(f"fn raised {type(err).__name__}: {err}") from err
             raise
         kind = next((k for k in ("bfloat16", "float16") if k in str(getattr(out, "dtype", ""))), "float32")
-        out = from_torch(out) if type(out).__module__.startswith("torch") else np.asarray(out)
-        if not (out.dtype in FLOAT_DTYPES or out.dtype.kind in "fiu"):
-            raise TypeError(f"fn must return a real numeric array, got dtype {out.dtype} (called with {what})")
+        out = check_real_array(out, f"fn's output (called with {what})").astype(np.float64)
         if out.shape != x.shape:
             raise ValueError(f"fn must map x of shape {x.shape} to the same shape, got {out.shape} ({what})")
-        out = out.astype(np.float64)
-        if not np.all(np.isfinite(out)):
-            raise ValueError(f"fn returned NaN or inf for finite input ({what}, x of shape {x.shape})")
+        check_finite(out, f"fn's output for finite input ({what}, x of shape {x.shape})")
         if dict(PRECISIONS)[kind] > self.unit:
             self.unit, self.precision = dict(PRECISIONS)[kind], kind
         return out
@@ -82,18 +79,22 @@ def read_rotations(call: Caller, a, b):
 def read_structure(matrices) -> dict | str:
     """The structure of the matrices ``(seq, d, d)`` fn applies to the rows: the fields of a spec (pairs, pairing,
     rotary_dim, rotary_start, output_pairing, output_pairs, norm_scale, scale_error, notes) with ``out`` (the output
-    features of each pair) and ``cos``, ``sin`` ``(seq, pairs)``; or why it is not RoPE."""
-    dep = np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)
-    perm = _output_order(dep)
-    if perm is not None:
-        matrices, dep = matrices[:, perm], dep[perm]
-    off = dep & ~np.eye(matrices.shape[-1], dtype=bool)
-    linked = off | off.T
-    crowded = np.flatnonzero(linked.sum(axis=1) > 1)
-    if crowded.size:
-        return f"feature {crowded[0]} mixes with features {np.flatnonzero(linked[crowded[0]])[:6].tolist()}"
-    pairs = [(int(j), int(k)) for j, k in np.argwhere(np.triu(linked))]
-    passthrough = np.flatnonzero(~linked.any(axis=1)).tolist()
+    features of each pair: the lower for the lower input when written elsewhere, as DeepSeek's interleave-then-half)
+    and ``angle`` ``(seq, pairs)``, each pair's at each row; or why it is not RoPE."""
+    dep = np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)      # [output, input]
+    groups = {}                         # the output features an input moves -> the inputs moving exactly those
+    for j in range(len(dep)):
+        groups.setdefault(tuple(np.flatnonzero(dep[:, j]).tolist()), []).append(j)
+    written = np.bincount([i for o in groups for i in o], minlength=len(dep))
+    pairs, outs, passthrough = [], [], []
+    for o, ins in sorted(groups.items(), key=lambda g: g[1]):
+        if len(o) == len(ins) == 2 and written[list(o)].max() == 1:
+            pairs, outs = pairs + [tuple(ins)], outs + [o]
+        elif not o or (list(o) == ins and written[o[0]] == 1):
+            passthrough += ins
+        else:
+            near = set(o) | set(np.flatnonzero(dep[list(o)].any(axis=0)).tolist())
+            return f"feature {ins[0]} mixes with features {sorted(near - {ins[0]})[:6]}"
     if passthrough and np.abs(matrices[:, passthrough, passthrough] - 1).max() > RTOL:
         return f"features {passthrough[:6]} are scaled, not rotated or passed through"
     if not pairs:
@@ -101,8 +102,8 @@ def read_structure(matrices) -> dict | str:
     r = 2 * len(pairs)
     rotated = sorted(i for p in pairs for i in p)
     start = rotated[0] if rotated == list(range(rotated[0], rotated[0] + r)) else 0
-    ia, ib = np.array(pairs).T
-    c1, c2, s1, s2 = matrices[:, ia, ia], matrices[:, ib, ib], matrices[:, ib, ia], -matrices[:, ia, ib]
+    (ia, ib), (oa, ob) = np.array(pairs).T, np.array(outs).T
+    c1, c2, s1, s2 = matrices[:, oa, ia], matrices[:, ob, ib], matrices[:, ob, ia], -matrices[:, oa, ib]
     unlike = np.abs(c1 - c2).max(0) + np.abs(s1 - s2).max(0)
     if unlike.max() > RTOL * np.abs(matrices).max():
         return f"a pair's 2x2 block is not a (scaled) rotation [[c, -s], [s, c]] (pair {pairs[int(np.argmax(unlike))]})"
@@ -111,34 +112,15 @@ def read_structure(matrices) -> dict | str:
     scale_error = float(np.abs(np.hypot(c, s) / norm_scale - 1).max())
     if scale_error > RTOL:
         return f"the norm of a pair changes with position by up to {scale_error:.1%}"
-    out = dict(pairs=pairs, pairing=_pairing_name(pairs, r, start), rotary_dim=r, rotary_start=start, cos=c, sin=s,
-               out=(ia, ib), output_pairing=None, output_pairs=None, norm_scale=norm_scale, scale_error=scale_error,
-               notes=[] if rotated == list(range(start, start + r)) else [f"passthrough features {passthrough[:8]}"])
-    if perm is not None:
-        out["output_pairs"] = [(int(perm[i]), int(perm[j])) for i, j in pairs]
-        in_place = sorted(perm[rotated]) == rotated
-        out["output_pairing"] = _pairing_name(sorted(out["output_pairs"]), r, start) if in_place else "other"
-        out["out"] = (perm[ia], perm[ib])
-    return out
-
-
-def _output_order(dep):
-    """perm with matrices[:, perm] mapping every pair onto itself when a kernel writes its pairs elsewhere (DeepSeek's
-    interleave-then-half: the lower output feature for the lower input); None when in place or not pairs."""
-    if np.array_equal(dep, dep.T):
-        return None
-    perm = np.full(len(dep), -1)
-    for j in range(len(dep)):
-        outs = np.flatnonzero(dep[:, j])
-        ins = np.flatnonzero(dep[outs].any(axis=0))
-        if not 0 < len(outs) == len(ins) <= 2 or (len(outs) == 1 and outs[0] != j) or not dep[np.ix_(outs, ins)].all():
-            return None
-        perm[ins] = outs
-    return perm if len(set(perm.tolist())) == len(dep) else None
+    moved, in_place = outs != pairs, sorted(i for o in outs for i in o) == rotated
+    return dict(pairs=pairs, pairing=_pairing_name(pairs, r, start), rotary_dim=r, rotary_start=start, out=(oa, ob),
+                angle=np.arctan2(s, c), norm_scale=norm_scale, scale_error=scale_error,
+                output_pairs=outs if moved else None,
+                output_pairing=(_pairing_name(sorted(outs), r, start) if in_place else "other") if moved else None,
+                notes=[] if rotated == list(range(start, start + r)) else [f"passthrough features {passthrough[:8]}"])
 
 
 def _pairing_name(pairs, r, start):
     """"interleaved", "half" or "other": the sorted ``pairs`` within features start..start + r - 1."""
-    if pairs == [(start + 2 * p, start + 2 * p + 1) for p in range(r // 2)]:
-        return "interleaved"
-    return "half" if pairs == [(start + p, start + p + r // 2) for p in range(r // 2)] else "other"
+    return next((name for name in ("interleaved", "half")
+                 if pairs == [(start + int(a), start + int(b)) for a, b in zip(*_pairs(r, name))]), "other")

@@ -62,7 +62,7 @@ class RopeSpec(ProbeSpec):
             return f"{head}, angles not linear in the position: not a linear/geometric family"
         params = {k: v for k, v in self.rope_params.items() if k != "base"}
         return (f"{head}, base {show_number(self.base)}, row 0 at position {show_number(self.offset, '.6g')}, "
-                f"{self.rope_type} {show_params(params)}, angles like {self.angle_precision}")
+                f"{self.rope_type} {show_number(params)}, angles like {self.angle_precision}")
 
 
 @dataclass
@@ -91,16 +91,15 @@ class AxesSpec(ProbeSpec):
 
 
 def show_number(v, fmt=".7g") -> str:
-    """A number for display: one holding an integer as that integer, None as None."""
+    """A value for display: a number holding an integer as that integer, None as None, a list by its length, a dict
+    entry by entry (parameters: floats to 7 digits)."""
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {show_number(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return f"[{len(v)} values]"
     if isinstance(v, numbers.Real) and math.isfinite(v) and v == round(v) and abs(v) < 2**53:
         return str(int(v))
     return format(v, fmt) if isinstance(v, numbers.Real) else str(v)
-
-
-def show_params(params: dict) -> str:
-    """Parameters for display: floats to 7 digits, lists by their length."""
-    return "{" + ", ".join(f"{k}: {f'[{len(v)} values]' if isinstance(v, list) else show_number(v)}"
-                           for k, v in params.items()) + "}"
 
 
 def show_shifts(names, shifts) -> str:
