@@ -108,6 +108,8 @@ def markdown_to_html(source: str, attachments: dict | None = None) -> str:
     the cell holds it (``attachments``), else as its alt text."""
     renderer = _CourseRenderer(escape=True, allow_harmful_protocols=None, exclude_anchor_links=True,
                                attachments=attachments or {})
+    source = re.sub(r"^[ \t]*(<details>[ \t]*(<summary>[^<>]*</summary>)?|<summary>[^<>]*</summary>|</details>)[ \t]*$",
+                    r"\n\1\n", source, flags=re.M)       # each line of a fold a block of its own (markdown between)
     return MarkdownWithMath(renderer=renderer).render(source)
 
 

@@ -40,8 +40,8 @@ def _lesson():
         md("## Learning objectives\n\n- rotate a pair by $m\\theta_i$\n- read Figure 2, where $a +\n b$ spans two "
            "lines"),
         md("**Exercise.** Compute $2+2$.", metadata={"tags": ["exercise"]}),
-        md("<details><summary>Solution</summary>\n\nThe answer is OLD-TEXT.\n\n```python\nprint('OLD-CODE')\n```\n\n"
-           "</details>", metadata={"tags": ["solution"]}),
+        md("<details><summary>Solution</summary>\nThe answer is OLD-TEXT.\n\n```python\nprint('OLD-CODE')\n```\n"
+           "</details>", metadata={"tags": ["solution"]}),        # no blank line after <summary>, before </details>
         md("<details>\n<summary>Solution</summary>\n\nNEW-TEXT, with $x^2$:\n\n```python\nanswer = 'NEW-CODE'\n```\n\n"
            "</details>", metadata={"tags": ["solution"]}),
         md("After the solutions: AFTER-TEXT."),
@@ -84,7 +84,7 @@ def test_the_lesson_page_renders_math_folds_solutions_and_embeds_only_its_own_im
     assert "echo $HOME and $PATH" in text                   # a dollar in code is not math
     folded = re.findall(r'<details class="solution">(.*?)</details>', text, re.S)
     assert len(folded) == 2 and all(f.count("<summary>") == 1 for f in folded), "one <details> per solution"
-    assert "OLD-TEXT" in folded[0] and "OLD-CODE" in folded[0]          # <details><summary> on one line
+    assert "OLD-TEXT.</p>" in folded[0] and "OLD-CODE" in folded[0]     # <details><summary> on one line
     assert "NEW-TEXT" in folded[1] and "NEW-CODE" in folded[1] and "<msup>" in folded[1]
     outside = re.sub(r"<details.*?</details>", "", text, flags=re.S)
     assert "AFTER-TEXT" in outside and not re.search("OLD-|NEW-|&lt;/?details", outside)
