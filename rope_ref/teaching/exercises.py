@@ -258,6 +258,12 @@ def check_diagonal_norm(answer, target: float = 0.9, pair: int = 8) -> bool:
 AFTER_IMAGE_SEGMENTS = (("text", 5), ("image", (1, 6, 10)), ("text", 3))
 
 
+def _one_id(value) -> int | None:
+    """The integer an answer gives once or three times (10, [10], (10, 10, 10), ids[:, k], np.array(10)), else None."""
+    ids = np.ravel(np.asarray(value, dtype=object)).tolist()
+    return int(ids[0]) if len(ids) in (1, 3) and len(set(ids)) == 1 and all(map(is_integer, ids)) else None
+
+
 def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_size: int = 2) -> bool:
     """``answer``: the position id of the first text token after the image (an int, or its (t, h, w) ids)."""
     ids = mrope_position_ids(segments, spatial_merge_size=spatial_merge_size)
@@ -265,8 +271,7 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
     tokens = t * h * w // spatial_merge_size ** 2
     right = int(ids[0, start + tokens])
     position = ("one integer, or the same integer three times (a text token has the same id on t, h and w)",
-                lambda v: is_integer(v) or len(v) == 3 and len(set(v)) == 1 and all(map(is_integer, v)),
-                lambda v: int(v if is_integer(v) else v[0]))
+                lambda v: _one_id(v) is not None, _one_id)
     return check({"answer": (answer, position)}, right, f"the image's ids run from {start} to {right - 1} (its widest "
                  f"axis has {max(h, w) // spatial_merge_size} tokens), so the text resumes at {right}",
                  [(start + tokens, "that counts every image token as one position, as 1-D RoPE would; an image "

@@ -50,6 +50,7 @@ def test_same_score_checker_right_and_wrong_answers(capsys):
 def test_checker_right_and_wrong_answers(capsys):
     # By hand: the image starts at 5; 6 x 10 patches merged 2 x 2 are 3 x 5 tokens, rows 5..7, columns 5..9.
     for answer, ok, words in [(10, True, "Correct"), ((10, 10, 10), True, "Correct"), (np.int64(10), True, "Correct"),
+                              ([10], True, "Correct"), (np.array(10), True, "Correct"), ([[10]], True, "Correct"),
                               (20, False, "1-D RoPE"), (15, False, "spatial merge"), (9, False, "largest id"),
                               (8, False, "columns"), (11, False, "largest id the"), ((10, 8, 10), False, "same id"),
                               ("10", False, "integer"), (True, False, "integer"), (10.0, False, "integer")]:
