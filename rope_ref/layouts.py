@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import check_choice, check_finite, check_real_array
+from ._validate import check_choice, check_finite, check_nonnegative_int, check_real_array
 
 LAYOUTS = ("bshd", "bhsd", "sbhd", "thd")
 
@@ -17,6 +17,9 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
     ``seqlen_offsets``: the position of each sequence's first token: one number, or one per batch entry (per packed
     sequence for "thd"), as flash-attention's ``seqlen_offsets`` or a KV cache's lengths."""
     layout = check_choice(layout, "layout", LAYOUTS)
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"shape must be x.shape, a tuple of non-negative integers, got {type(shape).__name__}")
+    shape = tuple(check_nonnegative_int(n, "shape", "x.shape, a tuple of non-negative integers") for n in shape)
     if len(shape) != len(layout):
         raise ValueError(f"layout={layout!r} needs a {len(layout)}-D x, got x of shape {tuple(shape)}")
     if (layout == "thd") != (cu_seqlens is not None):
