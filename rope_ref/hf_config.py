@@ -43,11 +43,11 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     layer_type = None if part else layer_type
     head_dim = _head_dim(cfg, family, layer_type)
     where, rope, base = _rope_section(cfg, layer_type, family)
-    rope = {**(family.rope_defaults or {}), **rope}
     mrope_section, mrope_interleaved = _mrope(rope, family, where, model_type in FAMILIES)
     query_scaling = {k: rope.pop(k) for k in QUERY_SCALING_KEYS if k in rope}
     query_scaling.update({k: cfg[k] for k in family.query_keys if k in cfg})
     rope_type = _rope_type(rope, family, where)
+    rope = {**(family.rope_defaults or {}).get(rope_type, {}), **rope}
     rotary_dim = _rotary_dim(cfg, rope, rope_type, family, head_dim)
     output_pairing = None
     if pairing is None and family.interleave:        # MLA: interleaved pairs in, half layout out, if rope_interleave

@@ -36,7 +36,7 @@ class Family:
     partial_rotary_factor: float = 1.0
     head_dim: int | None = None        # the config class's default head_dim, when the config has none
     rope: Mapping | None = None        # its default rope section, when the config has none (its rope_theta wins)
-    rope_defaults: Mapping | None = None   # keys its config class adds to a section lacking them (DeepSeek-V4)
+    rope_defaults: Mapping | None = None   # rope_type -> keys its config class adds to such a section lacking them
     layers: Mapping | None = None      # v4 layout with one RoPE per layer type: type -> (theta key, default, scaled?)
     head_keys: tuple = ("head_dim",)   # keys giving the features per head, first present wins; () = hidden / heads
     rotary_key: str | None = None      # a key giving the number of rotated features (GPT-J's rotary_dim)
@@ -161,7 +161,7 @@ FAMILIES = {
     "minicpm3": Family(head_keys=("qk_rope_head_dim",), head_dim=32),
     # DeepSeek-V4: interleaved pairs on the trailing qk_rope_head_dim (64) of each 512-wide head (head_dim here is
     # that rotated part, as for MLA); layer_type "main" (rope_theta) or "compress" (compress_rope_theta, yarn)
-    "deepseek_v4": Family(**_MLA, rope_defaults={"attention_factor": 1.0}, layers={   # yarn: no mscale
+    "deepseek_v4": Family(**_MLA, rope_defaults={"yarn": {"attention_factor": 1.0}}, layers={   # no mscale
         "main": ("rope_theta", 1e4, False), "compress": ("compress_rope_theta", 160000.0, True)}),
     "dory": Family(head_dim=256, rope=_per_layer(full_attention=1e7, sliding_attention=1e4)),   # [layer types]
     "beam": Family(head_dim=128, rope=_per_layer(sliding_attention=1e4)),

@@ -91,6 +91,9 @@ def test_deepseek_v4_published_layout_reads_as_the_module():
     assert rr.from_hf_config(flat, layer_type="compress").attention_factor == 1.0   # no YaRN mscale on cos/sin
     del flat["compress_rope_theta"]                               # the config class's default, as recorded
     assert rr.from_hf_config(flat, layer_type="compress").base == rope["rope_theta"] == 160000.0
+    flat["rope_scaling"] = {"rope_type": "longrope", "short_factor": [1] * 32, "long_factor": [2] * 32,
+                            "original_max_position_embeddings": 4096}     # only YaRN's factor is set to 1
+    assert rr.from_hf_config(flat, layer_type="compress").attention_factor > 1.0
 
 
 def test_dsa_indexer_is_a_layer_type_of_the_main_config():
