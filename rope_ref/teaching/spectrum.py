@@ -147,6 +147,7 @@ class OffsetAttentionView(_CurvesView):
         self.dynamic = (self.target, *self.lines.values(), self.title)
 
     def draw(self, pair: int = 0, offset: int = 1, scale: float = 16.0) -> str:
+        offset = check_number(offset, "offset", f"an integer 0..{self.n_keys - 1}", lambda v: 0 <= v < self.n_keys)
         w = {name: offset_attention(offset, pair, self.n_keys, scale, self.d, scheme=name, fraction=self.fraction,
                                     width=self.width) for name in self.lines}
         for name, line in self.lines.items():

@@ -20,7 +20,7 @@ NOTEBOOK_CALLS = {"rotations": (lambda: rotations_widget(m=3, n=7, i=0, base=100
                   "decay": (lambda: decay_widget(d=128, base=10000.0), {"d": 3}),
                   "scaling": (lambda: scaling_widget(factor=8.0), {"factor": 0.5}),
                   "grid": (lambda: grid_score_widget(qx=3, qy=4, dx=2, dy=-1), {"qx": 14}),
-                  "offset": (lambda: offset_attention_widget(pair=0, offset=1, scale=16.0), {"pair": 40}),
+                  "offset": (lambda: offset_attention_widget(pair=0, offset=1, scale=16.0), {"offset": 48}),
                   "semantic": (lambda: semantic_match_widget(base=10000.0, max_distance=4096), {"max_distance": 0})}
 
 
