@@ -1,5 +1,6 @@
 """Slider views: a figure built once whose ``update(**params)`` moves its artists in place and whose ``to_png()``
-renders the current frame.  :mod:`~rope_ref.teaching.widgets` puts sliders over them; the site renders frames."""
+renders the current frame.  :mod:`~rope_ref.teaching.widgets` puts sliders over them; the site renders frames.
+Notebook 05's scaling methods side by side (:func:`method_configs` ...) sit with their view, :class:`ScalingView`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from matplotlib.ticker import NullLocator
 
 from .._validate import check_base, check_d, check_number, check_positive_int, check_scalar
 from ..forms import decay_bound, frequencies, rotate, wrap_angle
-from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, scaled_frequencies
+from ..scaling import SCALING_METHODS, scaled_inv_freq
 from .quantities import random_qk, score, score_vs_distance
 from .style import DPI, PALETTE, VIEW_DPI, new_axes, unit_circle
 
@@ -203,6 +204,39 @@ class RotationsView(View):
         where = f"m = {m:g}, n = {n:g}" if shift == 0 else f"m = {m:g} + {shift:g}, n = {n:g} + {shift:g}"
         return (f"{where}, m - n = {m - n:g}; pair {i} of {d // 2}: theta = {theta_i:.4g}, "
                 f"angle k_n to q_m = {self.angle:+.4f} rad; q_m . k_n = {self.value:.4f}")
+
+
+TRAIN_LEN = 4096          # the example model's training length
+
+
+def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
+    """rope_type -> parameters for scaled_inv_freq (each method's ``example``): ``train_len`` extended ``factor``x."""
+    train_len = check_number(train_len, "train_len", "a positive integer below 2**53", lambda v: 0 < v < 2 ** 53)
+    factor = check_number(factor, "factor", "a real number >= 1 with factor * train_len finite",
+                          lambda v: 1 <= v and v * train_len < float("inf"), real=True)
+    return {name: method.example(factor, train_len) for name, method in SCALING_METHODS.items() if method.example}
+
+
+def scaled_frequencies(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
+    """rope_type -> (scaled theta_i, attention_factor) for every method of :func:`method_configs`."""
+    return {name: scaled_inv_freq(d, base, rope_type=name, **params)
+            for name, params in method_configs(factor, train_len).items()}
+
+
+def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
+                     scaled: dict | None = None) -> dict:
+    """rope_type -> (scaled theta_i / theta_i per pair, attention_factor); ``scaled``: those arguments' frequencies."""
+    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
+    return {name: (freqs / frequencies(d, base), att) for name, (freqs, att) in scaled.items()}
+
+
+def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
+                   scaled: dict | None = None) -> dict:
+    """The largest angle (radians) each pair reaches: ``"training"`` -> L_train * theta_i, and rope_type ->
+    factor * L_train * scaled theta_i (a pair meets unseen angles unless this stays at or below training's)."""
+    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
+    return {"training": train_len * frequencies(d, base)} | {name: factor * train_len * freqs
+                                                             for name, (freqs, _) in scaled.items()}
 
 
 class ScalingView(View):

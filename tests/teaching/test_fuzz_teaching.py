@@ -6,8 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from rope_ref.teaching import (base_bound, context_extension, example_kernels, precision, quantities, spectrum,
-    vision_rope)
+from rope_ref.teaching import example_kernels, precision, quantities, spectrum, views, vision_rope
 
 Q8, K8 = np.random.default_rng(5).standard_normal((2, 8))
 
@@ -29,13 +28,13 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: precision.rotate_with_angle_dtype(np.ones((4, 7)), np.arange(4)), V, "x"),
     (lambda: precision.score_error_by_dtype(Q8, K8, [1, 2], distance=[1, 2, 3]), V, "distance"),
     (lambda: precision.score_error_by_dtype(np.ones((2, 8)), K8, [1, 2]), V, "q"),
-    (lambda: context_extension.frequency_ratios(d=7), V, "d"),
-    (lambda: context_extension.angles_reached(base=-1), V, "base"),
-    (lambda: context_extension.method_configs(factor=0.5), V, "factor"),
-    (lambda: context_extension.method_configs(factor="8"), T, "factor"),
-    (lambda: context_extension.method_configs(train_len=0), V, "train_len"),
-    (lambda: context_extension.scaled_frequencies(factor=np.inf), V, "factor"),
-    (lambda: context_extension.scaled_frequencies(factor=1e308), V, "factor"),
+    (lambda: views.frequency_ratios(d=7), V, "d"),
+    (lambda: views.angles_reached(base=-1), V, "base"),
+    (lambda: views.method_configs(factor=0.5), V, "factor"),
+    (lambda: views.method_configs(factor="8"), T, "factor"),
+    (lambda: views.method_configs(train_len=0), V, "train_len"),
+    (lambda: views.scaled_frequencies(factor=np.inf), V, "factor"),
+    (lambda: views.scaled_frequencies(factor=1e308), V, "factor"),
     (lambda: spectrum.scheme_frequencies("nosuch"), V, "scheme"),
     (lambda: spectrum.scheme_frequencies("partial", 8, fraction=1.5), V, "fraction"),
     (lambda: spectrum.offset_attention(1, pair=40), V, "pair"),
@@ -50,10 +49,10 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: spectrum.semantic_match(np.arange(3), d=7), V, "d"),
     (lambda: spectrum.fig_decay_experiment([0, 1], {"ones": [1.0, 1.0]}), T, "curves"),
     (lambda: spectrum.fig_decay_experiment([0, 1], {"ones": [1.0, 1.0], "gaussian": [1.0]}), V, "curves"),
-    (lambda: base_bound.supported_context(-1), V, "base"),
-    (lambda: base_bound.supported_context(1e4, limit=-5), V, "limit"),
-    (lambda: base_bound.supported_context(1e4, limit=2.5), T, "limit"),
-    (lambda: base_bound.supported_context(1e4, inv_freq=[np.nan, 1.0]), V, "inv_freq"),
+    (lambda: spectrum.supported_context(-1), V, "base"),
+    (lambda: spectrum.supported_context(1e4, limit=-5), V, "limit"),
+    (lambda: spectrum.supported_context(1e4, limit=2.5), T, "limit"),
+    (lambda: spectrum.supported_context(1e4, inv_freq=[np.nan, 1.0]), V, "inv_freq"),
     (lambda: vision_rope.relative_score_map(None, K8, 3), T, "q"),
     (lambda: vision_rope.relative_score_map(Q8, K8, 2.5), T, "radius"),
     (lambda: vision_rope.relative_score_map(Q8, K8, -2), V, "radius"),
