@@ -17,7 +17,7 @@ from matplotlib.ticker import NullLocator
 from .._validate import check_base, check_d, check_number, check_positive_int, check_scalar
 from ..forms import decay_bound, frequencies, rotate, wrap_angle
 from ..scaling import SCALING_METHODS, scaled_inv_freq
-from .quantities import random_qk, score, score_vs_distance
+from .quantities import random_qk, score
 from .style import DPI, PALETTE, VIEW_DPI, new_axes, unit_circle
 
 
@@ -195,7 +195,7 @@ class RotationsView(View):
         self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {theta_i:.3g}$" "\n"
                                   rf"$|q_{{{i}}}| = {lengths[0]:.2f}$, $|k_{{{i}}}| = {lengths[1]:.2f}$")
         if self._layer is None:                             # the curve depends on d and base only
-            y = score_vs_distance(q, k, -self.r, base=base)               # x-axis is m - n = -(n - m)
+            y = score(q, k, 0.0, -self.r, base=base)                      # x-axis is m - n = -(n - m)
             self.curve.set_ydata(y)
             self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
             self.score_title.set_text(f"$d$ = {d}, base = {base:g}")

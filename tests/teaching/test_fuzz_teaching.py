@@ -16,7 +16,6 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: quantities.score(Q8, K8, 1, np.nan), V, "n"),
     (lambda: quantities.score(Q8 * 1e200, K8 * 1e200, 1, 2), V, "q"),
     (lambda: quantities.score(np.ones((3, 4)), np.ones((2, 4)), 0, 1), V, "q"),
-    (lambda: quantities.score_vs_distance(Q8, K8, "1"), T, "distance"),
     (lambda: quantities.random_qk(3), V, "d"), (lambda: quantities.random_qk(2.5), T, "d"),
     (lambda: quantities.random_qk(4, seed=-1), V, "seed"), (lambda: quantities.random_qk(4, n=0), V, "n"),
     (lambda: precision.angles_in_dtype([1.0], np.ones(4), "int8"), T, "dtype"),
@@ -58,7 +57,6 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: vision_rope.relative_score_map(Q8, K8, -2), V, "radius"),
     (lambda: vision_rope.relative_score_map(np.ones((2, 8)), K8, 1), V, "q"),
     (lambda: vision_rope.relative_score_map(np.ones(6), np.ones(6), 1), V, "q"),
-    (lambda: vision_rope.grid_qk(d=3), V, "d"),
     (lambda: vision_rope.fig_position_ids([("nosuch", 3)]), V, "segments"),
     (lambda: example_kernels.replayed_llama_rotary(cast="float16"), V, "cast"),
     (lambda: example_kernels.config("nope"), V, "name"), (lambda: example_kernels.config("../../x"), V, "name"),
@@ -76,7 +74,7 @@ def test_quantities_take_read_only_inputs_and_return_new_arrays():
     q, k, m = (np.array(a) for a in (Q8, K8, np.arange(3.0)))
     for a in (q, k, m):
         a.setflags(write=False)
-    for result in (quantities.score(q, k, m, 2.0), quantities.score_vs_distance(q, k, m)):
+    for result in (quantities.score(q, k, m, 2.0), quantities.score(q, k, 0.0, m)):
         assert result.flags.writeable and not any(np.shares_memory(result, a) for a in (q, k, m))
     np.testing.assert_array_equal(q, Q8)
 
