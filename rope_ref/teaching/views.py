@@ -223,18 +223,16 @@ def scaled_frequencies(d: int = 128, base: float = 10000.0, factor: float = 8.0,
             for name, params in method_configs(factor, train_len).items()}
 
 
-def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
-                     scaled: dict | None = None) -> dict:
-    """rope_type -> (scaled theta_i / theta_i per pair, attention_factor); ``scaled``: those arguments' frequencies."""
-    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
-    return {name: (freqs / frequencies(d, base), att) for name, (freqs, att) in scaled.items()}
+def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
+    """rope_type -> (scaled theta_i / theta_i per pair, attention_factor)."""
+    return {name: (freqs / frequencies(d, base), att)
+            for name, (freqs, att) in scaled_frequencies(d, base, factor, train_len).items()}
 
 
-def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN,
-                   scaled: dict | None = None) -> dict:
+def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
     """The largest angle (radians) each pair reaches: ``"training"`` -> L_train * theta_i, and rope_type ->
     factor * L_train * scaled theta_i (a pair meets unseen angles unless this stays at or below training's)."""
-    scaled = scaled_frequencies(d, base, factor, train_len) if scaled is None else scaled
+    scaled = scaled_frequencies(d, base, factor, train_len)               # checks the arguments first
     return {"training": train_len * frequencies(d, base)} | {name: factor * train_len * freqs
                                                              for name, (freqs, _) in scaled.items()}
 
@@ -291,15 +289,14 @@ class ScalingView(View):
         factor = check_number(factor, "factor", "a real number >= 1", lambda v: 1 <= v < np.inf, real=True)
         d = check_number(d, "d", "an even integer from 4 to 4096", lambda v: 4 <= v <= 4096 and v % 2 == 0)
         base, train_len = check_base(base), check_positive_int(train_len, "train_len")
-        scaled = scaled_frequencies(d, base, factor, train_len)
-        ratios = frequency_ratios(d, base, scaled=scaled)
+        ratios = frequency_ratios(d, base, factor, train_len)
         x = np.arange(d // 2) * 2 / d
         theta = frequencies(d, base)
         gaps = {name: ratio * theta for name, (ratio, _) in ratios.items()}
         for name, (ratio, _) in ratios.items():
             self.ratio_lines[name].set_data(x, ratio)
             self.gap_lines[name].set_data(x, gaps[name])
-        angles = angles_reached(d, base, factor, train_len, scaled=scaled)
+        angles = angles_reached(d, base, factor, train_len)
         angles["default"] = factor * train_len * theta
         self.train_line.set_data(x, angles["training"] / (2 * np.pi))
         for name, line in self.angle_lines.items():
