@@ -2,8 +2,6 @@
 al., arXiv:2405.14591), and Barbero et al.'s positional heads and semantic channels (arXiv:2410.06205) recomputed.
 ``d`` is the head dimension."""
 
-import math
-
 import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm
@@ -178,7 +176,7 @@ class SemanticMatchView(_CurvesView):
     """:func:`semantic_match` on the fastest and slowest pairs (RoPE) and the slowest under p-RoPE, against noise."""
 
     d, width, fraction = 128, 8, 0.75                        # notebook 08's head and content width
-    level = 1.0 / math.sqrt(2 * width)                       # a random unit key's typical |score|
+    level = 1.0 / np.sqrt(2 * width)                         # a random unit key's typical |score|
 
     def build(self):
         self._curves({("high", "rope"): (f"RoPE, {self.width} fastest pairs", dict(color="C0", lw=1)),
