@@ -1,6 +1,6 @@
 """Slider views: a figure built once whose ``update(**params)`` moves its artists in place and whose ``to_png()``
 renders the current frame.  :mod:`~rope_ref.teaching.widgets` puts sliders over them; the site renders frames.
-Notebook 05's scaling methods side by side (:func:`method_configs` ...) sit with their view, :class:`ScalingView`."""
+Notebook 05's numbers (each scaling method's frequencies, ratios, angles) sit with their view, :class:`ScalingView`."""
 
 from __future__ import annotations
 
