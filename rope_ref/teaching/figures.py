@@ -1,7 +1,5 @@
 """Every static figure the README and notebooks show, and :func:`write_all` (``python -m rope_ref figures``)."""
 
-from __future__ import annotations
-
 import io
 from pathlib import Path
 

@@ -2,8 +2,6 @@
 renders the current frame.  :mod:`~rope_ref.teaching.widgets` puts sliders over them; the site renders frames.
 Notebook 05's numbers (each scaling method's frequencies, ratios, angles) sit with their view, :class:`ScalingView`."""
 
-from __future__ import annotations
-
 import inspect
 import struct
 import zlib

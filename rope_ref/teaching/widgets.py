@@ -1,8 +1,6 @@
 """ipywidgets sliders over the views (:mod:`rope_ref.teaching.views`, ``spectrum``, ``vision_rope``): each function
 returns a box of sliders, a readout and the view's PNG, keeping ``.view``, ``.controls``, ``.image``, ``.readout``."""
 
-from __future__ import annotations
-
 import ast
 import base64
 import copy
