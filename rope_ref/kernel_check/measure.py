@@ -250,17 +250,14 @@ def _locate(theta, centre, noise, n, out_err):
             s_centre = np.maximum(noise / np.sqrt(n), unit * biggest) + out_err / 2
             q = (centre[p0] + 2 * np.pi * np.arange(-kmax, kmax + 1)) / theta[p0]
             var_q, worst = (s_centre[p0] ** 2 + (q * s_theta[p0]) ** 2) / theta[p0] ** 2, np.zeros_like(q)
-            for p in order[1:]:
-                pred = q * theta[p]
-                var_pred = var_q * theta[p] ** 2 + (q * s_theta[p]) ** 2 + s_centre[p] ** 2
-                decidable = var_pred < (np.pi / 4) ** 2
-                wraps = np.round((pred - centre[p]) / (2 * np.pi))
-                miss = np.abs(pred - centre[p] - 2 * np.pi * wraps) / np.sqrt(var_pred)
-                worst = np.where(decidable, np.maximum(worst, miss), worst)
-                q_p = (centre[p] + 2 * np.pi * wraps) / theta[p]
+            for p in order[1:]:             # pair p's own estimate, var_p, fused with the one so far, var_q
                 var_p = (s_centre[p] ** 2 + (q * s_theta[p]) ** 2) / theta[p] ** 2
+                miss = centre[p] - q * theta[p]
+                miss -= 2 * np.pi * np.round(miss / (2 * np.pi))       # the angle the prediction misses by
+                decidable = (var_q + var_p) * theta[p] ** 2 < (np.pi / 4) ** 2
+                worst = np.where(decidable, np.maximum(worst, np.abs(miss / theta[p]) / np.sqrt(var_q + var_p)), worst)
                 w = np.where(decidable, var_q / (var_q + var_p), 0.0)
-                q, var_q = q + w * (q_p - q), np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
+                q, var_q = q + w * miss / theta[p], np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
             ok = np.flatnonzero(worst <= SIGMAS)
             ok = ok[np.argsort(np.abs(q[ok] - rc))]
             offset = float(q[ok[0]] - rc) if ok.size else None
