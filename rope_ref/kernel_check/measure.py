@@ -167,10 +167,6 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
                           factors=tuple(factors) if f_max > 1 + tau.max() else ())
     ranked = [(rank, rope_type, params) for rope_type, method in SCALING_METHODS.items()
               if getattr(method, "candidates", None) for rank, params in method.candidates(fit)]
-    for rank, _, p in [c for c in ranked if c[1] == "llama3" and c[2]["low_freq_factor"] == c[2]["high_freq_factor"]]:
-        twin = dict(base=p["base"], factor=p["factor"], beta_fast=p["low_freq_factor"], beta_slow=p["low_freq_factor"],
-                    original_max_position_embeddings=p["original_max_position_embeddings"])   # Llama 3's step: YaRN's
-        ranked += [(rank[:3] + (2,), "yarn", twin), (rank[:3] + (2,), "yarn", dict(twin, truncate=False))]
     ranked.sort(key=lambda c: c[0])
     found = {}                          # rope_type -> params of its first candidate that reproduces
     digits = max(1, int(-math.log10(float(tau.max()))))
