@@ -97,17 +97,15 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     steps = steps[:n - 1]                         # whole turns counted as integers: np.unwrap's sum of 2 pi
     turns = np.cumsum(np.round((wrap_angle(steps) - steps) / (2 * np.pi)), axis=0)
     phase = table + 2 * np.pi * np.vstack([np.zeros((1, table.shape[1])), turns])
-    x = np.arange(n) - (n - 1) / 2
-    centre = phase.mean(axis=0)
+    x, centre = np.arange(n) - (n - 1) / 2, phase.mean(axis=0)
     theta = x @ (phase - centre) / (x @ x)
     resid = phase - centre - np.outer(x, theta)
     noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(n - 2, 1)), 2.0**-52 * (np.pi + n * np.abs(theta)))
     offset, sigma, also = _locate(theta, centre, noise, n, spec.out_err)
-    if offset is None or precision_of(resid, np.abs(np.outer(offset + np.arange(n), theta)) + np.pi,
-                                      spec.out_err) is None:
-        spec.linear = False
+    spec.linear = offset is not None and precision_of(resid, np.abs(np.outer(offset + np.arange(n), theta)) + np.pi,
+                                                      spec.out_err) is not None
+    if not spec.linear:
         return
-    spec.linear = True
     if sigma <= 0.5 / SIGMAS and abs(offset - round(offset)) <= max(SIGMAS * sigma, 1e-9):
         offset = float(round(offset))
     if also:
@@ -165,9 +163,8 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
     fit = SimpleNamespace(r=r, base=lead, base_hint=base_hint, tau=tau, fitted_base=fitted, train_lengths=TRAIN_LENGTHS,
                           linear_fit=(float(np.exp(slope)), float(np.exp(-a))),
                           factors=tuple(factors) if f_max > 1 + tau.max() else ())
-    ranked = [(rank, rope_type, params) for rope_type, method in SCALING_METHODS.items()
-              if getattr(method, "candidates", None) for rank, params in method.candidates(fit)]
-    ranked.sort(key=lambda c: c[0])
+    ranked = sorted(((rank, rope_type, params) for rope_type, method in SCALING_METHODS.items()
+                     if getattr(method, "candidates", None) for rank, params in method.candidates(fit)), key=lambda c: c[0])
     found = {}                          # rope_type -> params of its first candidate that reproduces
     digits = max(1, int(-math.log10(float(tau.max()))))
     for _, rope_type, params in ranked:
