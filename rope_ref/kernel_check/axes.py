@@ -118,10 +118,9 @@ def _name_axes(spec, nonzero):
         return
     axis = np.argmax(nonzero, axis=1)
     spec.sections = tuple(int(n) for n in np.bincount(axis, minlength=freqs.shape[1]))
-    j = np.arange(len(axis))
-    if sum(n > 0 for n in spec.sections) == 1 or np.all(np.diff(np.abs(freqs[j, axis])) < 0):
+    if sum(n > 0 for n in spec.sections) == 1 or np.all(np.diff(np.abs(freqs[nonzero])) < 0):  # one per pair
         spec.form = "1-D" if sum(n > 0 for n in spec.sections) == 1 else "M-RoPE"
-        spec.base = shortest_base(np.abs(freqs[j, axis]), spec.rotary_dim, rel[j, axis], from_one=True)
+        spec.base = shortest_base(np.abs(freqs[nonzero]), spec.rotary_dim, rel[nonzero], from_one=True)
         spec.mrope_layout = None if spec.form == "1-D" else next(
             (name for name, (assign, _) in MROPE_LAYOUTS.items() if np.array_equal(axis, assign(spec.sections))), None)
     else:
