@@ -67,9 +67,8 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     if out_err and prec_unit <= 2.0**-24 and (precision_of(resid, angle, 0.0, extra) or (0, 1.0))[1] > 2.0**-24:
         spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
     pu = np.where(used, steps[:, None, None].astype(float), 0.0)
-    spec.inv_freq = freqs
-    spec.freq_tolerance = (SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs)
-                           + out_err * pu.sum(0) / (pu * pu).sum(0))
+    spec.inv_freq, spec.freq_tolerance = freqs, (SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs)
+                                                 + out_err * pu.sum(0) / (pu * pu).sum(0))
     _name_axes(spec, np.abs(freqs) > SIGMAS * sigma)
     return spec
 

@@ -163,8 +163,8 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
     fit = SimpleNamespace(r=r, base=lead, base_hint=base_hint, tau=tau, fitted_base=fitted, train_lengths=TRAIN_LENGTHS,
                           linear_fit=(float(np.exp(slope)), float(np.exp(-a))),
                           factors=tuple(factors) if f_max > 1 + tau.max() else ())
-    ranked = sorted(((rank, rope_type, params) for rope_type, method in SCALING_METHODS.items()
-                     if getattr(method, "candidates", None) for rank, params in method.candidates(fit)), key=lambda c: c[0])
+    ranked = sorted(((rank, rope_type, params) for rope_type, method in SCALING_METHODS.items() if method.candidates
+                     for rank, params in method.candidates(fit)), key=lambda c: c[0])
     found = {}                          # rope_type -> params of its first candidate that reproduces
     digits = max(1, int(-math.log10(float(tau.max()))))
     for _, rope_type, params in ranked:
