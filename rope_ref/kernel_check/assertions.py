@@ -108,8 +108,7 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
             raise ValueError(f"config is multi-axis RoPE ({config.axes} axes): backward passes are checked for 1-D")
         if axes not in (None, config.axes):
             raise ValueError(f"axes={axes!r} disagrees with config, whose RoPE has {config.axes or 1} position axes")
-        want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor,
-                    rotary_start=getattr(config, "rotary_start", 0))
+        want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor)
         if config.axes and not {"inv_freq", "sections", "layout", "base"} & set(expected):
             layout = "interleaved" if config.mrope_interleaved is True else config.mrope_interleaved or "blocks"
             want.update(dict(sections=config.mrope_section, base=config.base, layout=layout) if config.mrope_section
