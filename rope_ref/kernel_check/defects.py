@@ -11,8 +11,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..forms import _pairs, rotation_angles, wrap_angle
-from ..multiaxis import mrope_frequencies
+from ..forms import _pairs, frequencies, rotation_angles, wrap_angle
+from ..multiaxis import MROPE_LAYOUTS
 from ..scaling import scaled_inv_freq
 from .measure import NOISE_ULPS, allowance, rounded_to
 from .probe import PRECISIONS
@@ -54,15 +54,16 @@ class Model:
     signs: tuple | None = None                      # multi-axis: -1 on an axis turning the other way
 
     def matrix(self):
-        """F (pairs, axes) of a multi-axis model: inv_freq, or M-RoPE's (rope_ref.mrope_frequencies) of its
-        sections, layout and base (NaN when the sections cannot be laid out so)."""
+        """F (pairs, axes) of a multi-axis model: inv_freq, or theta_j = base^(-2j/rotary_dim) on the axis
+        MROPE_LAYOUTS gives pair j (NaN when the sections do not split the pairs)."""
         if self.inv_freq is not None:
             return self.inv_freq * np.asarray(self.signs or 1.0)
-        try:
-            F = mrope_frequencies(self.rotary_dim, self.sections, base=self.base, interleaved=self.layout)
-        except (ValueError, TypeError):
-            F = np.full((self.rotary_dim // 2, len(self.sections)), np.nan)
-        return F * np.asarray(self.signs or 1.0)
+        theta = frequencies(self.rotary_dim, self.base)
+        try:                                        # theta_j in the column of pair j's axis
+            F = np.eye(len(self.sections))[MROPE_LAYOUTS[self.layout][0](self.sections)].reshape(len(theta), -1)
+        except (ValueError, IndexError):
+            F = np.full((len(theta), len(self.sections)), np.nan)
+        return F * theta[:, None] * np.asarray(self.signs or 1.0)
 
     def angles_at(self, positions):
         """Angles ``P + (pairs,)`` at ``positions`` ``P`` (rows, moved by the offset)."""
