@@ -219,10 +219,9 @@ def explain(model, spec, catalogue, fits, most):
             if out is None:
                 break
             changed, said = out[0], said + [(defect, out[1])]
-        else:
-            if fits(changed):
-                return ([f"{d.name}: {detail + '; ' if detail else ''}{d.description}" for d, detail in said],
-                        [d.name for d, _ in said], changed)
+        if len(said) == len(chosen) and fits(changed):        # every defect chosen applies
+            return ([f"{d.name}: {detail + '; ' if detail else ''}{d.description}" for d, detail in said],
+                    [d.name for d, _ in said], changed)
     return None
 
 
@@ -233,8 +232,7 @@ def diagnose(model: Model, spec, phase_atol=None):
         return same_structure(m, spec) and table_differences(m, spec, phase_atol) is None
     if reproduces(model):
         return [], []
-    found = explain(model, spec, DEFECTS, reproduces, 2)
-    if found:
+    if found := explain(model, spec, DEFECTS, reproduces, 2):
         return found[:2]
     problems = [f"{d.name}: {out[1]}" for d in DEFECTS[:4] if (out := d.apply(model, spec))]
     if not problems and (differences := table_differences(model, spec, phase_atol)) is not None:
