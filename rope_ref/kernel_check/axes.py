@@ -45,7 +45,7 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
         return AxesSpec(is_rope=False, reason=found if isinstance(found, str) else "the rotated pairs are written to "
                         "other features: multi-axis probing follows pairs written back in place only", **done)
     phase, unit = found.pop("angle"), call.unit
-    del found["out"], found["output_pairing"], found["output_pairs"]
+    del found["out"], found["output_pairs"]
     spec = AxesSpec(is_rope=True, **found, **done)
     out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
     fits = [_fit_axis(wrap_angle(phase[rows] - phase[0]), steps, linear, unit, out_err) for rows in sweeps]

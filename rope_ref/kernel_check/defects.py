@@ -184,8 +184,7 @@ def same_structure(model, spec, scale_errors=2) -> bool:
     spread) that were measured."""
     one_pair = spec.rotary_dim == 2 and model.pairing in OTHER_PAIRING and spec.pairing in OTHER_PAIRING
     return ((model.pairing in (None, spec.pairing) or one_pair) and model.rotary_dim == spec.rotary_dim
-            and model.rotary_start == spec.rotary_start
-            and getattr(model, "output_pairing", None) == getattr(spec, "output_pairing", None)
+            and model.rotary_start == spec.rotary_start and model.output_pairing == spec.output_pairing
             and (model.norm_scale is None
                  or abs(spec.norm_scale / model.norm_scale - 1) <= max(scale_errors * spec.scale_error, 4e-6)))
 
