@@ -81,14 +81,13 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     rows, steps = len(table), np.diff(table, axis=0)
     still = np.all(steps == 0, axis=1)
     end = int(np.flatnonzero(~still)[-1]) + 2 if (~still).any() else 1        # the first row of the last still run
+    jumps = np.abs(wrap_angle(steps - np.median(steps, axis=0))).max(axis=1)
+    restart = np.flatnonzero((np.abs(table[1:]).max(axis=1) <= 1e-9) & (jumps > 1e-3))      # back to angle 0
     if end < rows and not still[:end - 1].any():
         spec.table_end = (end, "clamped")
-    else:
-        jumps = np.abs(wrap_angle(steps - np.median(steps, axis=0))).max(axis=1)
-        restart = np.flatnonzero((np.abs(table[1:]).max(axis=1) <= 1e-9) & (jumps > 1e-3))
-        spec.table_end = (int(restart[0]) + 1, "repeated") if restart.size else None
-    if spec.table_end:                  # measured up to its end (a row; a position once the offset is known)
-        table = table[:spec.table_end[0]]
+    elif restart.size:
+        spec.table_end = (int(restart[0]) + 1, "repeated")
+    table = table[:spec.table_end[0]] if spec.table_end else table    # up to its end (a row; a position once known)
     spec.rows = n = len(table)
     if still[:n - 1].any():
         spec.linear = False             # which 16-bit type: the catalogue tells
