@@ -252,10 +252,9 @@ def _locate(theta, centre, noise, n, out_err):
                 q, var_q = q + w * miss / theta[p], np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
             ok = np.flatnonzero(worst <= SIGMAS)
             ok = ok[np.argsort(np.abs(q[ok] - rc))]
-            offset = float(q[ok[0]] - rc) if ok.size else None
-            if (offset is not None and abs(offset) <= sized + n) or sized >= MAX_OFFSET:
+            if ok.size and abs(q[ok[0]] - rc) <= sized + n or sized >= MAX_OFFSET:
                 break
-            sized = abs(offset) if offset is not None else max(4 * sized, n)
-        if offset is not None:
-            return offset, float(np.sqrt(var_q[ok[0]])), (q[ok[1:]] - rc).tolist()
+            sized = float(abs(q[ok[0]] - rc)) if ok.size else max(4 * sized, n)
+        if ok.size:
+            return float(q[ok[0]] - rc), float(np.sqrt(var_q[ok[0]])), (q[ok[1:]] - rc).tolist()
     return None, math.inf, []
