@@ -82,7 +82,6 @@ class Model:
         a, b = (s + i for i in _pairs(2 * n, self.pairing if self.pairing in OTHER_PAIRING else "interleaved"))
         oa, ob = (s + np.arange(n), s + n + np.arange(n)) if self.output_pairing == "half" else (a, b)
         out, scale = np.array(x, np.float64), self.norm_scale or 1.0
-        out[..., s:s + 2 * n] = 0.0
         out[..., oa] = scale * (x[..., a] * cos - x[..., b] * sin)
         out[..., ob] = scale * (x[..., a] * sin + x[..., b] * cos)
         return out
