@@ -25,9 +25,7 @@ def _oracle_freqs(model, seq_len):
     """theta of the model's recipe: its inv_freq, or scaled_inv_freq of base, rope_type and params."""
     if model.inv_freq is not None:
         return np.asarray(model.inv_freq, np.float64)
-    params = {k: v for k, v in model.params.items() if k != "base"}
-    if model.rope_type in ("dynamic", "longrope") and "seq_len" not in params:
-        params["seq_len"] = seq_len
+    params = {"seq_len": seq_len} | {k: v for k, v in model.params.items() if k != "base"}     # params' win
     return scaled_inv_freq(model.rotary_dim, model.base, rope_type=model.rope_type, **params)[0]
 
 
