@@ -244,7 +244,7 @@ def _llama3_candidates(fit):     # rank (4, factor's, training length's, 0): aft
 def _yarn_candidates(fit):       # after llama3's of the same factor and training length
     for (i, factor), (j, train_len) in itertools.product(enumerate(fit.factors), enumerate(fit.train_lengths)):
         for truncate in (True, False):          # GPT-OSS: truncate=False (unrounded correction range)
-            for fast, slow in [(32.0, 1.0), (16.0, 1.0), (32.0, 2.0), (16.0, 2.0)]:
+            for fast, slow in [(32.0, 1.0), (16.0, 1.0), (32.0, 2.0), (16.0, 2.0), (1.0, 1.0)]:  # (1, 1): Scout's step
                 yield (4, i, j, 1), dict(base=fit.base, factor=factor, original_max_position_embeddings=train_len,
                                          beta_fast=fast, beta_slow=slow, **({} if truncate else {"truncate": False}))
 

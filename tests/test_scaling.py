@@ -10,7 +10,7 @@ import pytest
 import rope_ref as rr
 from rope_ref import scaling
 from rope_ref.scaling import ROPE_TYPES, scaled_inv_freq
-from rope_ref.teaching import context_extension
+from rope_ref.teaching import views
 
 REF = json.loads((Path(__file__).parent / "data" / "hf_rope_reference.json").read_text())
 YARN = dict(rope_type="yarn", factor=4.0, max_position_embeddings=4096)
@@ -191,11 +191,11 @@ def test_adding_a_method_is_one_entry(monkeypatch):
         scaled_inv_freq(16, rope_type="toy", toy_divisor=2.0)
     with pytest.raises(ValueError, match="toy_divisor"):
         rr.from_hf_config(config)
-    assert "toy" not in context_extension.method_configs()
+    assert "toy" not in views.method_configs()
     monkeypatch.setitem(scaling.SCALING_METHODS, "toy", scaling.ScalingMethod(
         _every_other_pair_halved, required=(("toy_divisor",),), example=lambda factor, train_len: {"toy_divisor": 8}))
     np.testing.assert_array_equal(scaled_inv_freq(16, rope_type="toy", toy_divisor=2.0)[0], want)
     cfg = rr.from_hf_config(config)
     assert (cfg.rope_type, dict(cfg.params)) == ("toy", {"toy_divisor": 2.0})
     np.testing.assert_array_equal(cfg.inv_freq(), want)
-    assert context_extension.method_configs(8.0)["toy"] == {"toy_divisor": 8}
+    assert views.method_configs(8.0)["toy"] == {"toy_divisor": 8}

@@ -86,15 +86,14 @@ def expected_model(expected, spec) -> Model:
     """The oracle's :class:`Model` of the expectation; what is not expected is taken as measured (not checked)."""
     params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS}
     offset = expected.get("offset", 0.0)
+    unchecked = not {"base", "rope_type", *METHOD_PARAM_KEYS} & set(expected)       # frequencies: the measured
+    inv_freq = expected["inv_freq"] if "inv_freq" in expected else spec.inv_freq if unchecked else None
     model = Model(pairing=expected.get("pairing", spec.pairing), rotary_dim=expected.get("rotary_dim", spec.rotary_dim),
                   rotary_start=expected.get("rotary_start", 0), output_pairing=expected.get("output_pairing"),
                   offset=spec.offset if offset is None else offset, base=float(expected.get("base", 10000.0)),
-                  rope_type=expected.get("rope_type", "default"), params=params, norm_scale=expected.get("norm_scale"))
-    if "inv_freq" in expected:
-        return dataclasses.replace(model, inv_freq=np.asarray(expected["inv_freq"], np.float64))
-    if not {"base", "rope_type", *METHOD_PARAM_KEYS} & set(expected):      # frequencies not checked: the measured
-        return dataclasses.replace(model, inv_freq=spec.inv_freq)
-    if model.norm_scale is None and model.rope_type in ("yarn", "longrope"):
+                  rope_type=expected.get("rope_type", "default"), params=params, norm_scale=expected.get("norm_scale"),
+                  inv_freq=None if inv_freq is None else np.asarray(inv_freq, np.float64))
+    if model.inv_freq is None and model.norm_scale is None and model.rope_type in ("yarn", "longrope"):
         length = {"seq_len": (model.offset or 0) + (spec.rows or 1)} if model.rope_type == "longrope" else {}
         return dataclasses.replace(model, norm_scale=method_frequencies(
             model.rope_type, dict(params, base=model.base, **length), model.rotary_dim)[1])
@@ -109,8 +108,7 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
             raise ValueError(f"config is multi-axis RoPE ({config.axes} axes): backward passes are checked for 1-D")
         if axes not in (None, config.axes):
             raise ValueError(f"axes={axes!r} disagrees with config, whose RoPE has {config.axes or 1} position axes")
-        want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor,
-                    rotary_start=getattr(config, "rotary_start", 0))
+        want = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor)
         if config.axes and not {"inv_freq", "sections", "layout", "base"} & set(expected):
             layout = "interleaved" if config.mrope_interleaved is True else config.mrope_interleaved or "blocks"
             want.update(dict(sections=config.mrope_section, base=config.base, layout=layout) if config.mrope_section

@@ -45,7 +45,7 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
         return AxesSpec(is_rope=False, reason=found if isinstance(found, str) else "the rotated pairs are written to "
                         "other features: multi-axis probing follows pairs written back in place only", **done)
     phase, unit = found.pop("angle"), call.unit
-    del found["out"], found["output_pairing"], found["output_pairs"]
+    del found["out"], found["output_pairs"]
     spec = AxesSpec(is_rope=True, **found, **done)
     out_err = 4 * spec.scale_error if spec.scale_error > 2.0**-16 else 0.0
     fits = [_fit_axis(wrap_angle(phase[rows] - phase[0]), steps, linear, unit, out_err) for rows in sweeps]
@@ -67,9 +67,8 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     if out_err and prec_unit <= 2.0**-24 and (precision_of(resid, angle, 0.0, extra) or (0, 1.0))[1] > 2.0**-24:
         spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
     pu = np.where(used, steps[:, None, None].astype(float), 0.0)
-    spec.inv_freq = freqs
-    spec.freq_tolerance = (SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs)
-                           + out_err * pu.sum(0) / (pu * pu).sum(0))
+    spec.inv_freq, spec.freq_tolerance = freqs, (SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs)
+                                                 + out_err * pu.sum(0) / (pu * pu).sum(0))
     _name_axes(spec, np.abs(freqs) > SIGMAS * sigma)
     return spec
 
@@ -118,10 +117,9 @@ def _name_axes(spec, nonzero):
         return
     axis = np.argmax(nonzero, axis=1)
     spec.sections = tuple(int(n) for n in np.bincount(axis, minlength=freqs.shape[1]))
-    j = np.arange(len(axis))
-    if sum(n > 0 for n in spec.sections) == 1 or np.all(np.diff(np.abs(freqs[j, axis])) < 0):
+    if sum(n > 0 for n in spec.sections) == 1 or np.all(np.diff(np.abs(freqs[nonzero])) < 0):  # one per pair
         spec.form = "1-D" if sum(n > 0 for n in spec.sections) == 1 else "M-RoPE"
-        spec.base = shortest_base(np.abs(freqs[j, axis]), spec.rotary_dim, rel[j, axis], from_one=True)
+        spec.base = shortest_base(np.abs(freqs[nonzero]), spec.rotary_dim, rel[nonzero], from_one=True)
         spec.mrope_layout = None if spec.form == "1-D" else next(
             (name for name, (assign, _) in MROPE_LAYOUTS.items() if np.array_equal(axis, assign(spec.sections))), None)
     else:

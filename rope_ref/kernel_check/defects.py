@@ -25,9 +25,7 @@ def _oracle_freqs(model, seq_len):
     """theta of the model's recipe: its inv_freq, or scaled_inv_freq of base, rope_type and params."""
     if model.inv_freq is not None:
         return np.asarray(model.inv_freq, np.float64)
-    params = {k: v for k, v in model.params.items() if k != "base"}
-    if model.rope_type in ("dynamic", "longrope") and "seq_len" not in params:
-        params["seq_len"] = seq_len
+    params = {"seq_len": seq_len} | {k: v for k, v in model.params.items() if k != "base"}     # params' win
     return scaled_inv_freq(model.rotary_dim, model.base, rope_type=model.rope_type, **params)[0]
 
 
@@ -82,7 +80,6 @@ class Model:
         a, b = (s + i for i in _pairs(2 * n, self.pairing if self.pairing in OTHER_PAIRING else "interleaved"))
         oa, ob = (s + np.arange(n), s + n + np.arange(n)) if self.output_pairing == "half" else (a, b)
         out, scale = np.array(x, np.float64), self.norm_scale or 1.0
-        out[..., s:s + 2 * n] = 0.0
         out[..., oa] = scale * (x[..., a] * cos - x[..., b] * sin)
         out[..., ob] = scale * (x[..., a] * sin + x[..., b] * cos)
         return out
@@ -184,8 +181,7 @@ def same_structure(model, spec, scale_errors=2) -> bool:
     spread) that were measured."""
     one_pair = spec.rotary_dim == 2 and model.pairing in OTHER_PAIRING and spec.pairing in OTHER_PAIRING
     return ((model.pairing in (None, spec.pairing) or one_pair) and model.rotary_dim == spec.rotary_dim
-            and model.rotary_start == spec.rotary_start
-            and getattr(model, "output_pairing", None) == getattr(spec, "output_pairing", None)
+            and model.rotary_start == spec.rotary_start and model.output_pairing == spec.output_pairing
             and (model.norm_scale is None
                  or abs(spec.norm_scale / model.norm_scale - 1) <= max(scale_errors * spec.scale_error, 4e-6)))
 
@@ -219,10 +215,9 @@ def explain(model, spec, catalogue, fits, most):
             if out is None:
                 break
             changed, said = out[0], said + [(defect, out[1])]
-        else:
-            if fits(changed):
-                return ([f"{d.name}: {detail + '; ' if detail else ''}{d.description}" for d, detail in said],
-                        [d.name for d, _ in said], changed)
+        if len(said) == len(chosen) and fits(changed):        # every defect chosen applies
+            return ([f"{d.name}: {detail + '; ' if detail else ''}{d.description}" for d, detail in said],
+                    [d.name for d, _ in said], changed)
     return None
 
 
@@ -233,8 +228,7 @@ def diagnose(model: Model, spec, phase_atol=None):
         return same_structure(m, spec) and table_differences(m, spec, phase_atol) is None
     if reproduces(model):
         return [], []
-    found = explain(model, spec, DEFECTS, reproduces, 2)
-    if found:
+    if found := explain(model, spec, DEFECTS, reproduces, 2):
         return found[:2]
     problems = [f"{d.name}: {out[1]}" for d in DEFECTS[:4] if (out := d.apply(model, spec))]
     if not problems and (differences := table_differences(model, spec, phase_atol)) is not None:

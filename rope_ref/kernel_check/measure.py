@@ -81,14 +81,13 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     rows, steps = len(table), np.diff(table, axis=0)
     still = np.all(steps == 0, axis=1)
     end = int(np.flatnonzero(~still)[-1]) + 2 if (~still).any() else 1        # the first row of the last still run
+    jumps = np.abs(wrap_angle(steps - np.median(steps, axis=0))).max(axis=1)
+    restart = np.flatnonzero((np.abs(table[1:]).max(axis=1) <= 1e-9) & (jumps > 1e-3))      # back to angle 0
     if end < rows and not still[:end - 1].any():
         spec.table_end = (end, "clamped")
-    else:
-        jumps = np.abs(wrap_angle(steps - np.median(steps, axis=0))).max(axis=1)
-        restart = np.flatnonzero((np.abs(table[1:]).max(axis=1) <= 1e-9) & (jumps > 1e-3))
-        spec.table_end = (int(restart[0]) + 1, "repeated") if restart.size else None
-    if spec.table_end:                  # measured up to its end (a row; a position once the offset is known)
-        table = table[:spec.table_end[0]]
+    elif restart.size:
+        spec.table_end = (int(restart[0]) + 1, "repeated")
+    table = table[:spec.table_end[0]] if spec.table_end else table    # up to its end (a row; a position once known)
     spec.rows = n = len(table)
     if still[:n - 1].any():
         spec.linear = False             # which 16-bit type: the catalogue tells
@@ -97,17 +96,15 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     steps = steps[:n - 1]                         # whole turns counted as integers: np.unwrap's sum of 2 pi
     turns = np.cumsum(np.round((wrap_angle(steps) - steps) / (2 * np.pi)), axis=0)
     phase = table + 2 * np.pi * np.vstack([np.zeros((1, table.shape[1])), turns])
-    x = np.arange(n) - (n - 1) / 2
-    centre = phase.mean(axis=0)
+    x, centre = np.arange(n) - (n - 1) / 2, phase.mean(axis=0)
     theta = x @ (phase - centre) / (x @ x)
     resid = phase - centre - np.outer(x, theta)
     noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(n - 2, 1)), 2.0**-52 * (np.pi + n * np.abs(theta)))
     offset, sigma, also = _locate(theta, centre, noise, n, spec.out_err)
-    if offset is None or precision_of(resid, np.abs(np.outer(offset + np.arange(n), theta)) + np.pi,
-                                      spec.out_err) is None:
-        spec.linear = False
+    spec.linear = offset is not None and precision_of(resid, np.abs(np.outer(offset + np.arange(n), theta)) + np.pi,
+                                                      spec.out_err) is not None
+    if not spec.linear:
         return
-    spec.linear = True
     if sigma <= 0.5 / SIGMAS and abs(offset - round(offset)) <= max(SIGMAS * sigma, 1e-9):
         offset = float(round(offset))
     if also:
@@ -165,13 +162,8 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
     fit = SimpleNamespace(r=r, base=lead, base_hint=base_hint, tau=tau, fitted_base=fitted, train_lengths=TRAIN_LENGTHS,
                           linear_fit=(float(np.exp(slope)), float(np.exp(-a))),
                           factors=tuple(factors) if f_max > 1 + tau.max() else ())
-    ranked = [(rank, rope_type, params) for rope_type, method in SCALING_METHODS.items()
-              if getattr(method, "candidates", None) for rank, params in method.candidates(fit)]
-    for rank, _, p in [c for c in ranked if c[1] == "llama3" and c[2]["low_freq_factor"] == c[2]["high_freq_factor"]]:
-        twin = dict(base=p["base"], factor=p["factor"], beta_fast=p["low_freq_factor"], beta_slow=p["low_freq_factor"],
-                    original_max_position_embeddings=p["original_max_position_embeddings"])   # Llama 3's step: YaRN's
-        ranked += [(rank[:3] + (2,), "yarn", twin), (rank[:3] + (2,), "yarn", dict(twin, truncate=False))]
-    ranked.sort(key=lambda c: c[0])
+    ranked = sorted(((rank, rope_type, params) for rope_type, method in SCALING_METHODS.items() if method.candidates
+                     for rank, params in method.candidates(fit)), key=lambda c: c[0])
     found = {}                          # rope_type -> params of its first candidate that reproduces
     digits = max(1, int(-math.log10(float(tau.max()))))
     for _, rope_type, params in ranked:
@@ -250,23 +242,19 @@ def _locate(theta, centre, noise, n, out_err):
             s_centre = np.maximum(noise / np.sqrt(n), unit * biggest) + out_err / 2
             q = (centre[p0] + 2 * np.pi * np.arange(-kmax, kmax + 1)) / theta[p0]
             var_q, worst = (s_centre[p0] ** 2 + (q * s_theta[p0]) ** 2) / theta[p0] ** 2, np.zeros_like(q)
-            for p in order[1:]:
-                pred = q * theta[p]
-                var_pred = var_q * theta[p] ** 2 + (q * s_theta[p]) ** 2 + s_centre[p] ** 2
-                decidable = var_pred < (np.pi / 4) ** 2
-                wraps = np.round((pred - centre[p]) / (2 * np.pi))
-                miss = np.abs(pred - centre[p] - 2 * np.pi * wraps) / np.sqrt(var_pred)
-                worst = np.where(decidable, np.maximum(worst, miss), worst)
-                q_p = (centre[p] + 2 * np.pi * wraps) / theta[p]
+            for p in order[1:]:             # pair p's own estimate, var_p, fused with the one so far, var_q
                 var_p = (s_centre[p] ** 2 + (q * s_theta[p]) ** 2) / theta[p] ** 2
+                miss = centre[p] - q * theta[p]
+                miss -= 2 * np.pi * np.round(miss / (2 * np.pi))       # the angle the prediction misses by
+                decidable = (var_q + var_p) * theta[p] ** 2 < (np.pi / 4) ** 2
+                worst = np.where(decidable, np.maximum(worst, np.abs(miss / theta[p]) / np.sqrt(var_q + var_p)), worst)
                 w = np.where(decidable, var_q / (var_q + var_p), 0.0)
-                q, var_q = q + w * (q_p - q), np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
+                q, var_q = q + w * miss / theta[p], np.where(decidable, var_q * var_p / (var_q + var_p), var_q)
             ok = np.flatnonzero(worst <= SIGMAS)
             ok = ok[np.argsort(np.abs(q[ok] - rc))]
-            offset = float(q[ok[0]] - rc) if ok.size else None
-            if (offset is not None and abs(offset) <= sized + n) or sized >= MAX_OFFSET:
+            if ok.size and abs(q[ok[0]] - rc) <= sized + n or sized >= MAX_OFFSET:
                 break
-            sized = abs(offset) if offset is not None else max(4 * sized, n)
-        if offset is not None:
-            return offset, float(np.sqrt(var_q[ok[0]])), (q[ok[1:]] - rc).tolist()
+            sized = float(abs(q[ok[0]] - rc)) if ok.size else max(4 * sized, n)
+        if ok.size:
+            return float(q[ok[0]] - rc), float(np.sqrt(var_q[ok[0]])), (q[ok[1:]] - rc).tolist()
     return None, math.inf, []

@@ -39,8 +39,7 @@ class Caller:
         if out.shape != x.shape:
             raise ValueError(f"fn must map x of shape {x.shape} to the same shape, got {out.shape} ({what})")
         check_finite(out, f"fn's output for finite input ({what}, x of shape {x.shape})")
-        if dict(PRECISIONS)[kind] > self.unit:
-            self.unit, self.precision = dict(PRECISIONS)[kind], kind
+        self.unit, self.precision = max((self.unit, self.precision), (dict(PRECISIONS)[kind], kind))
         return out
 
 

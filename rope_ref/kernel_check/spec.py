@@ -20,6 +20,7 @@ class ProbeSpec:
     pairs: list = field(default_factory=list)
     rotary_dim: int | None = None
     rotary_start: int = 0               # first rotated feature
+    output_pairing: str | None = None   # None: pairs written back in place; else the layout they are written in
     inv_freq: np.ndarray | None = None  # signed frequencies, pairs in pairing order: (pairs,) or (pairs, axes)
     freq_tolerance: np.ndarray | None = None  # relative (1-D) or absolute (multi-axis) precision of inv_freq
     base: float | None = None
@@ -38,7 +39,6 @@ class ProbeSpec:
 class RopeSpec(ProbeSpec):
     """What :func:`identify` measured on a 1-D kernel: pair p turns by (offset + row) * inv_freq[p] when ``linear``."""
 
-    output_pairing: str | None = None   # None: pairs written back in place; else the layout they are written in
     output_pairs: list | None = None
     offset: float | None = None         # position of row 0 (an integer when resolved as one)
     rope_type: str | None = None        # a rope_ref.ROPE_TYPES name, "custom" (none reproduces), None (too noisy)

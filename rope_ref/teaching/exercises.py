@@ -11,9 +11,9 @@ import numpy as np
 from ..forms import decay_bound, frequencies, rotate, rotation_angles, rotation_matrix, wrap_angle
 from ..multiaxis import mrope_position_ids
 from ..rope_attention import attention
-from .base_bound import supported_context
 from .precision import angle_errors
 from .quantities import random_qk
+from .spectrum import supported_context
 from .vision_rope import _axial_score
 
 

@@ -1,7 +1,5 @@
 """Every static figure the README and notebooks show, and :func:`write_all` (``python -m rope_ref figures``)."""
 
-from __future__ import annotations
-
 import io
 from pathlib import Path
 
@@ -14,14 +12,13 @@ from matplotlib.patches import Circle
 from ..rope_attention import softmax
 from ..forms import decay_bound, frequencies, partial_sums, rotate, sinusoidal, wrap_angle
 from ..scaling import wavelengths
-from .context_extension import TRAIN_LEN
 from .spectrum import fig_turning_dimensions
 from .vision_rope import fig_mrope_layout
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
 from .real_model import fig_real_attention_maps
 from .quantities import random_qk, score
 from .style import METADATA, PALETTE, RC, new_axes, new_figure, unit_circle
-from .views import ScalingView
+from .views import TRAIN_LEN, ScalingView
 from .files import output_folder, write_atomically  # noqa: I001 (apart: the figures above change often)
 
 #: Relative distances of Figure 2: continuous over [0, 256] in steps of 0.01 (25,601 points).

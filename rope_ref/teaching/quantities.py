@@ -22,8 +22,8 @@ def _qk(q, k, one_d: bool = False):
 
 
 def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", inv_freq=None) -> np.ndarray:
-    """q_m . k_n = <rotate(q, m), rotate(k, n)> (eq 16); ``q``, ``k`` ``(..., d)``, m, n broadcast with their
-    leading axes and against each other; returns float64 of that broadcast shape."""
+    """q_m . k_n = <rotate(q, m), rotate(k, n)> (eq 16; at m = 0, g(n) of eq 11); ``q``, ``k`` ``(..., d)``, m, n
+    broadcast with their leading axes and against each other; returns float64 of that broadcast shape."""
     q, k = _qk(q, k)
     m, n = check_positions_any(m, "m"), check_positions_any(n, "n")
     try:
@@ -39,9 +39,4 @@ def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", in
     if not np.all(np.isfinite(result)):
         raise ValueError("q and k: the score q_m . k_n overflows float64; expected smaller q and k")
     return result
-
-
-def score_vs_distance(q, k, distance, *, base: float = 10000.0, inv_freq=None) -> np.ndarray:
-    """q . R_{r} k for each relative distance r = n - m (the function g of eq 11)."""
-    return score(q, k, 0.0, check_positions_any(distance, "distance"), base=base, inv_freq=inv_freq)
 

@@ -1,14 +1,13 @@
-"""RoPE's spectrum (notebook 08): which features turn (:data:`SCHEMES`), and Barbero et al.'s positional heads
-and semantic channels (arXiv:2410.06205) recomputed.  ``d`` is the head dimension."""
-
-import math
+"""RoPE's spectrum (notebooks 08 and 10): which features turn (:data:`SCHEMES`), the context a base supports (Men et
+al., arXiv:2405.14591), and Barbero et al.'s positional heads and semantic channels (arXiv:2410.06205) recomputed.
+``d`` is the head dimension."""
 
 import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from .._validate import (check_base, check_choice, check_d, check_finite_array, check_number, check_positions_any,
-    check_positive_int, check_scalar, check_seed)
+from .._validate import (check_base, check_choice, check_d, check_finite_array, check_freqs, check_number,
+    check_positions_any, check_positive_int, check_scalar, check_seed)
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 from .style import VIEW_DPI, new_axes
@@ -34,6 +33,20 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
         k = d // 2 if scheme == "rope" else int(fraction * d / 2)
         out[:k] = frequencies(d, base)[:k]
     return out
+
+
+def supported_context(base: float, d: int = 128, limit: int = 1 << 22, inv_freq=None) -> int:
+    """Men et al.'s L_theta = sup{L | B_{m,theta} >= 0 for all integer m in 0..L} (eq 10), capped at ``limit``:
+    for i.i.d. q, k, a query scores a key like itself above a random key by 2 sigma^2 B_{m,theta} (Theorem 1, eq 9),
+    B_m = sum_i cos(m theta_i) with theta_i of ``base`` and ``d``, or ``inv_freq`` when given."""
+    inv_freq = frequencies(d, base) if inv_freq is None else check_freqs(inv_freq, "inv_freq")
+    limit = check_positive_int(limit, "limit")
+    for start in range(0, limit + 1, 4096):
+        m = np.arange(start, min(start + 4096, limit + 1), dtype=float)
+        negative = np.cos(np.multiply.outer(m, inv_freq)).sum(axis=1) < 0
+        if negative.any():
+            return int(m[np.argmax(negative)]) - 1
+    return limit
 
 
 def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
@@ -164,7 +177,7 @@ class SemanticMatchView(_CurvesView):
     """:func:`semantic_match` on the fastest and slowest pairs (RoPE) and the slowest under p-RoPE, against noise."""
 
     d, width, fraction = 128, 8, 0.75                        # notebook 08's head and content width
-    level = 1.0 / math.sqrt(2 * width)                       # a random unit key's typical |score|
+    level = 1.0 / np.sqrt(2 * width)                         # a random unit key's typical |score|
 
     def build(self):
         self._curves({("high", "rope"): (f"RoPE, {self.width} fastest pairs", dict(color="C0", lw=1)),

@@ -1,8 +1,6 @@
 """One style for every figure and view: no text below :data:`MIN_FONT_PT`, Okabe and Ito's colour-blind-safe
 :data:`PALETTE`, greys, ``viridis`` and ``RdBu_r``; figures built without pyplot and saved byte-stably (:data:`RC`)."""
 
-from __future__ import annotations
-
 from contextlib import contextmanager
 
 import matplotlib

@@ -1,7 +1,6 @@
 """Slider views: a figure built once whose ``update(**params)`` moves its artists in place and whose ``to_png()``
-renders the current frame.  :mod:`~rope_ref.teaching.widgets` puts sliders over them; the site renders frames."""
-
-from __future__ import annotations
+renders the current frame.  :mod:`~rope_ref.teaching.widgets` puts sliders over them; the site renders frames.
+Notebook 05's numbers (each scaling method's frequencies, ratios, angles) sit with their view, :class:`ScalingView`."""
 
 import inspect
 import struct
@@ -15,8 +14,8 @@ from matplotlib.ticker import NullLocator
 
 from .._validate import check_base, check_d, check_number, check_positive_int, check_scalar
 from ..forms import decay_bound, frequencies, rotate, wrap_angle
-from .context_extension import TRAIN_LEN, angles_reached, frequency_ratios, scaled_frequencies
-from .quantities import random_qk, score, score_vs_distance
+from ..scaling import SCALING_METHODS, scaled_inv_freq
+from .quantities import random_qk, score
 from .style import DPI, PALETTE, VIEW_DPI, new_axes, unit_circle
 
 
@@ -194,7 +193,7 @@ class RotationsView(View):
         self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {theta_i:.3g}$" "\n"
                                   rf"$|q_{{{i}}}| = {lengths[0]:.2f}$, $|k_{{{i}}}| = {lengths[1]:.2f}$")
         if self._layer is None:                             # the curve depends on d and base only
-            y = score_vs_distance(q, k, -self.r, base=base)               # x-axis is m - n = -(n - m)
+            y = score(q, k, 0.0, -self.r, base=base)                      # x-axis is m - n = -(n - m)
             self.curve.set_ydata(y)
             self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
             self.score_title.set_text(f"$d$ = {d}, base = {base:g}")
@@ -203,6 +202,37 @@ class RotationsView(View):
         where = f"m = {m:g}, n = {n:g}" if shift == 0 else f"m = {m:g} + {shift:g}, n = {n:g} + {shift:g}"
         return (f"{where}, m - n = {m - n:g}; pair {i} of {d // 2}: theta = {theta_i:.4g}, "
                 f"angle k_n to q_m = {self.angle:+.4f} rad; q_m . k_n = {self.value:.4f}")
+
+
+TRAIN_LEN = 4096          # the example model's training length
+
+
+def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
+    """rope_type -> parameters for scaled_inv_freq (each method's ``example``): ``train_len`` extended ``factor``x."""
+    train_len = check_number(train_len, "train_len", "a positive integer below 2**53", lambda v: 0 < v < 2 ** 53)
+    factor = check_number(factor, "factor", "a real number >= 1 with factor * train_len finite",
+                          lambda v: 1 <= v and v * train_len < float("inf"), real=True)
+    return {name: method.example(factor, train_len) for name, method in SCALING_METHODS.items() if method.example}
+
+
+def scaled_frequencies(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
+    """rope_type -> (scaled theta_i, attention_factor) for every method of :func:`method_configs`."""
+    return {name: scaled_inv_freq(d, base, rope_type=name, **params)
+            for name, params in method_configs(factor, train_len).items()}
+
+
+def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
+    """rope_type -> (scaled theta_i / theta_i per pair, attention_factor)."""
+    return {name: (freqs / frequencies(d, base), att)
+            for name, (freqs, att) in scaled_frequencies(d, base, factor, train_len).items()}
+
+
+def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
+    """The largest angle (radians) each pair reaches: ``"training"`` -> L_train * theta_i, and rope_type ->
+    factor * L_train * scaled theta_i (a pair meets unseen angles unless this stays at or below training's)."""
+    scaled = scaled_frequencies(d, base, factor, train_len)               # checks the arguments first
+    return {"training": train_len * frequencies(d, base)} | {name: factor * train_len * freqs
+                                                             for name, (freqs, _) in scaled.items()}
 
 
 class ScalingView(View):
@@ -257,15 +287,14 @@ class ScalingView(View):
         factor = check_number(factor, "factor", "a real number >= 1", lambda v: 1 <= v < np.inf, real=True)
         d = check_number(d, "d", "an even integer from 4 to 4096", lambda v: 4 <= v <= 4096 and v % 2 == 0)
         base, train_len = check_base(base), check_positive_int(train_len, "train_len")
-        scaled = scaled_frequencies(d, base, factor, train_len)
-        ratios = frequency_ratios(d, base, scaled=scaled)
+        ratios = frequency_ratios(d, base, factor, train_len)
         x = np.arange(d // 2) * 2 / d
         theta = frequencies(d, base)
         gaps = {name: ratio * theta for name, (ratio, _) in ratios.items()}
         for name, (ratio, _) in ratios.items():
             self.ratio_lines[name].set_data(x, ratio)
             self.gap_lines[name].set_data(x, gaps[name])
-        angles = angles_reached(d, base, factor, train_len, scaled=scaled)
+        angles = angles_reached(d, base, factor, train_len)
         angles["default"] = factor * train_len * theta
         self.train_line.set_data(x, angles["training"] / (2 * np.pi))
         for name, line in self.angle_lines.items():

@@ -20,12 +20,6 @@ MROPE_MODELS = {"Qwen2-VL": ([16, 24, 24], 1e6, False), "Qwen3-VL": ([24, 20, 20
 AXIS_COLORS = PALETTE[:3]
 
 
-def grid_qk(d: int = D_GRID, seed: int = 0):
-    """The notebook's query and key: a seeded standard-normal q, and k = q (a key with the query's content)."""
-    q, _ = random_qk(d, seed)
-    return q, q.copy()
-
-
 def _axial_score(q, k, q_xy, k_xy) -> float:
     """q ``(d,)`` at patch q_xy = (x, y) against k ``(d,)`` at patch k_xy under 2-D axial RoPE (base BASE_GRID)."""
     positions = np.array([[q_xy[0], k_xy[0]], [q_xy[1], k_xy[1]]], dtype=np.float64)
@@ -99,7 +93,7 @@ class GridScoreView(View):
     radius = GRID - 1
 
     def build(self):
-        self.q, self.k = grid_qk(D_GRID)
+        self.q = self.k = random_qk(D_GRID)[0]          # a key with the query's content
         self.score_map = relative_score_map(self.q, self.k, self.radius)
         self.fig, (self.ax_grid, self.ax_map) = new_axes(9.5, 4.3, 1, 2, dpi=VIEW_DPI, gridlines=False,
                                                          width_ratios=[1, 1.2])

@@ -1,8 +1,6 @@
 """ipywidgets sliders over the views (:mod:`rope_ref.teaching.views`, ``spectrum``, ``vision_rope``): each function
 returns a box of sliders, a readout and the view's PNG, keeping ``.view``, ``.controls``, ``.image``, ``.readout``."""
 
-from __future__ import annotations
-
 import ast
 import base64
 import copy
@@ -30,51 +28,46 @@ class SliderApp(W.VBox):
         return data
 
 
-def slider_app(make_view, controls: dict, *links, **values) -> SliderApp:
-    """``make_view(**values)`` under ``controls`` (parameter -> slider), each slider at its parameter's value (one
-    it cannot show: a ValueError naming it); each of ``links`` (source, target, rule) keeps the target slider's max
-    at rule(source's value).  Moving a slider updates the view in place."""
-    view = make_view(**values)                      # an unknown name, or a value the view refuses, raises here
-    for name, value in view.params.items():
-        try:
-            controls[name].value = value
-        except TraitError as exc:                   # a type or an option the slider does not take
-            raise ValueError(f"{name}: {exc}") from None
-    for source, target, rule in links:
-        W.dlink((controls[source], "value"), (controls[target], "max"), rule)
-    for name, value in view.params.items():
-        if controls[name].value != value:           # clamped to the slider's range
-            raise ValueError(f"{name}: expected a value within the slider's range, got {value!r}")
-    width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
-    image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
-    readout = W.HTML(value=view.readout, style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
-
-    def on_change(_change=None):
-        params = {name: w.value for name, w in controls.items()}
-        if all(view.params[name] == value for name, value in params.items()):
-            return                          # one slider moving another (d clamps the pair): drawn once
-        view.update(**params)
-        image.value = view.to_png()
-        readout.value = view.readout
-
-    for w in controls.values():
-        w.observe(on_change, names="value")
-    box = SliderApp([W.HBox(list(controls.values()), layout=W.Layout(flex_flow="row wrap")), readout, image])
-    box.view, box.controls, box.image, box.readout = view, controls, image, readout
-    return box
-
-
-def _widget(view, *links, **controls):
-    """The slider function of ``view``, named after it: its parameters (``view.draw``'s) -> :func:`slider_app` over it
-    with ``controls`` (parameter -> a function making its slider) and ``links``."""
-    signature = inspect.signature(partial(view.draw, None)).replace(return_annotation=SliderApp)   # without self
+def _widget(cls, *links, **sliders):
+    """The slider function of ``cls``, named after it: its parameters (``draw``'s) -> a :class:`SliderApp` of the
+    view at those values under ``sliders`` (parameter -> a function making its slider), each slider at its value (one
+    it cannot show: a ValueError naming it); each of ``links`` (source, target, rule) keeps the target slider's max at
+    rule(source's value).  Moving a slider updates the view in place."""
+    signature = inspect.signature(partial(cls.draw, None)).replace(return_annotation=SliderApp)   # no self
 
     def widget(*args, **kwargs) -> SliderApp:
-        values = signature.bind(*args, **kwargs).arguments
-        return slider_app(view, {name: new() for name, new in controls.items()}, *links, **values)
+        view = cls(*args, **kwargs)                 # an unknown name, or a value the view refuses, raises here
+        controls = {name: new() for name, new in sliders.items()}
+        for name, value in view.params.items():
+            try:
+                controls[name].value = value
+            except TraitError as exc:               # a type or an option the slider does not take
+                raise ValueError(f"{name}: {exc}") from None
+        for source, target, rule in links:
+            W.dlink((controls[source], "value"), (controls[target], "max"), rule)
+        for name, value in view.params.items():
+            if controls[name].value != value:       # clamped to the slider's range
+                raise ValueError(f"{name}: expected a value within the slider's range, got {value!r}")
+        width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
+        image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
+        readout = W.HTML(value=view.readout, style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
+
+        def on_change(_change=None):
+            params = {name: w.value for name, w in controls.items()}
+            if all(view.params[name] == value for name, value in params.items()):
+                return                      # one slider moving another (d clamps the pair): drawn once
+            view.update(**params)
+            image.value = view.to_png()
+            readout.value = view.readout
+
+        for w in controls.values():
+            w.observe(on_change, names="value")
+        box = SliderApp([W.HBox(list(controls.values()), layout=W.Layout(flex_flow="row wrap")), readout, image])
+        box.view, box.controls, box.image, box.readout = view, controls, image, readout
+        return box
     widget.__signature__ = signature
-    widget.__name__ = widget.__qualname__ = re.sub(r"(?<=.)([A-Z])", r"_\1", view.__name__[:-4]).lower() + "_widget"
-    widget.__doc__ = f"Sliders for {', '.join(controls)} over :class:`{view.__name__}`, starting at the values given."
+    widget.__name__ = widget.__qualname__ = re.sub(r"(?<=.)([A-Z])", r"_\1", cls.__name__[:-4]).lower() + "_widget"
+    widget.__doc__ = f"Sliders for {', '.join(sliders)} over :class:`{cls.__name__}`, starting at the values given."
     return widget
 
 
@@ -137,7 +130,7 @@ def _values(control, most: int = 5) -> list:
 
 
 def static_sliders(box, key: str) -> str:
-    """The slider view ``box`` (:func:`.widgets.slider_app`) as HTML that runs no script: per control, a button per
+    """The slider view ``box`` (a ``*_widget`` function's) as HTML that runs no script: per control, a button per
     value of :func:`_values`, each showing the view's image and readout with that value and the other controls at
     their start (the widget's own code draws them); ``key`` names the buttons, unique in the page."""
     start = {name: control.value for name, control in box.controls.items()}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.teaching import context_extension, figures, precision, quantities
+from rope_ref.teaching import figures, precision, quantities, views
 
 from frequency_formulas import thetas
 from notebook_cells import cells, prose, run_cells, src
@@ -242,7 +242,7 @@ def test_ntk_divides_pair_i_by_s_to_the_2i_over_d_minus_2_and_both_1_over_32():
     for d, s in [(128, 8.0), (64, 32.0)]:
         freqs, _ = rr.scaled_inv_freq(d, 10000.0, rope_type="ntk", factor=s)
         np.testing.assert_allclose(thetas(d) / freqs, s ** (2 * np.arange(d // 2) / (d - 2)), rtol=1e-12)
-    ratios = context_extension.frequency_ratios(factor=32.0)
+    ratios = views.frequency_ratios(factor=32.0)
     assert ratios["linear"][0][-1] == pytest.approx(1 / 32, rel=1e-15) == ratios["ntk"][0][-1]
     assert (f"{ratios['linear'][0][-1]:.3g}", f"{ratios['ntk'][0][-1]:.3g}") == \
         stated("05_context_extension", r'"linear ([\d.]+), ntk ([\d.]+)": both are exactly \$1/32 = 0\.03125\$')
@@ -250,7 +250,7 @@ def test_ntk_divides_pair_i_by_s_to_the_2i_over_d_minus_2_and_both_1_over_32():
 
 
 def test_per_pair_angles_claims_of_notebook_05():
-    a = context_extension.angles_reached(factor=8.0)
+    a = views.angles_reached(factor=8.0)
     train = a["training"]
     np.testing.assert_allclose(a["linear"], train, rtol=1e-12)             # linear: on the training curve
     unseen = train < 2 * np.pi                                               # pairs below one turn in training
@@ -275,7 +275,7 @@ def test_notebook_05_yarn_logits_and_llama3_thresholds():
         kept, divided = wavelengths < L_train / high, wavelengths > L_train / low
         np.testing.assert_allclose(freqs[kept], thetas(128)[kept], rtol=1e-12)
         np.testing.assert_allclose(freqs[divided], thetas(128)[divided] / s, rtol=1e-12)
-    params = context_extension.method_configs(factor=s, train_len=L_train)["llama3"]
+    params = views.method_configs(factor=s, train_len=L_train)["llama3"]
     assert (params["low_freq_factor"], params["high_freq_factor"]) == (1.0, 4.0)
     assert "it runs no model" in text("05_context_extension")
 

@@ -22,7 +22,7 @@ def test_learning_objectives_near_the_top(name):
 
 
 def checker_modules(cs) -> dict:
-    """{name: module} of `from rope_ref.teaching import exercises_x [as y]` lines (y, else exercises_x)."""
+    """{name: module} of `from rope_ref.teaching import exercises [as y]` lines (y, else exercises)."""
     names = {}
     for line in (ln for c in cs if c["cell_type"] == "code" for ln in src(c).splitlines()):
         m = re.match(r"from rope_ref\.teaching import (.+)$", line.split("#")[0].strip())

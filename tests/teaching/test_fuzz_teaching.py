@@ -6,8 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from rope_ref.teaching import (base_bound, context_extension, example_kernels, precision, quantities, spectrum,
-    vision_rope)
+from rope_ref.teaching import example_kernels, precision, quantities, spectrum, views, vision_rope
 
 Q8, K8 = np.random.default_rng(5).standard_normal((2, 8))
 
@@ -17,7 +16,6 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: quantities.score(Q8, K8, 1, np.nan), V, "n"),
     (lambda: quantities.score(Q8 * 1e200, K8 * 1e200, 1, 2), V, "q"),
     (lambda: quantities.score(np.ones((3, 4)), np.ones((2, 4)), 0, 1), V, "q"),
-    (lambda: quantities.score_vs_distance(Q8, K8, "1"), T, "distance"),
     (lambda: quantities.random_qk(3), V, "d"), (lambda: quantities.random_qk(2.5), T, "d"),
     (lambda: quantities.random_qk(4, seed=-1), V, "seed"), (lambda: quantities.random_qk(4, n=0), V, "n"),
     (lambda: precision.angles_in_dtype([1.0], np.ones(4), "int8"), T, "dtype"),
@@ -29,13 +27,13 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: precision.rotate_with_angle_dtype(np.ones((4, 7)), np.arange(4)), V, "x"),
     (lambda: precision.score_error_by_dtype(Q8, K8, [1, 2], distance=[1, 2, 3]), V, "distance"),
     (lambda: precision.score_error_by_dtype(np.ones((2, 8)), K8, [1, 2]), V, "q"),
-    (lambda: context_extension.frequency_ratios(d=7), V, "d"),
-    (lambda: context_extension.angles_reached(base=-1), V, "base"),
-    (lambda: context_extension.method_configs(factor=0.5), V, "factor"),
-    (lambda: context_extension.method_configs(factor="8"), T, "factor"),
-    (lambda: context_extension.method_configs(train_len=0), V, "train_len"),
-    (lambda: context_extension.scaled_frequencies(factor=np.inf), V, "factor"),
-    (lambda: context_extension.scaled_frequencies(factor=1e308), V, "factor"),
+    (lambda: views.frequency_ratios(d=7), V, "d"),
+    (lambda: views.angles_reached(base=-1), V, "base"), (lambda: views.angles_reached(train_len="8"), T, "train_len"),
+    (lambda: views.method_configs(factor=0.5), V, "factor"),
+    (lambda: views.method_configs(factor="8"), T, "factor"),
+    (lambda: views.method_configs(train_len=0), V, "train_len"),
+    (lambda: views.scaled_frequencies(factor=np.inf), V, "factor"),
+    (lambda: views.scaled_frequencies(factor=1e308), V, "factor"),
     (lambda: spectrum.scheme_frequencies("nosuch"), V, "scheme"),
     (lambda: spectrum.scheme_frequencies("partial", 8, fraction=1.5), V, "fraction"),
     (lambda: spectrum.offset_attention(1, pair=40), V, "pair"),
@@ -50,16 +48,15 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: spectrum.semantic_match(np.arange(3), d=7), V, "d"),
     (lambda: spectrum.fig_decay_experiment([0, 1], {"ones": [1.0, 1.0]}), T, "curves"),
     (lambda: spectrum.fig_decay_experiment([0, 1], {"ones": [1.0, 1.0], "gaussian": [1.0]}), V, "curves"),
-    (lambda: base_bound.supported_context(-1), V, "base"),
-    (lambda: base_bound.supported_context(1e4, limit=-5), V, "limit"),
-    (lambda: base_bound.supported_context(1e4, limit=2.5), T, "limit"),
-    (lambda: base_bound.supported_context(1e4, inv_freq=[np.nan, 1.0]), V, "inv_freq"),
+    (lambda: spectrum.supported_context(-1), V, "base"),
+    (lambda: spectrum.supported_context(1e4, limit=-5), V, "limit"),
+    (lambda: spectrum.supported_context(1e4, limit=2.5), T, "limit"),
+    (lambda: spectrum.supported_context(1e4, inv_freq=[np.nan, 1.0]), V, "inv_freq"),
     (lambda: vision_rope.relative_score_map(None, K8, 3), T, "q"),
     (lambda: vision_rope.relative_score_map(Q8, K8, 2.5), T, "radius"),
     (lambda: vision_rope.relative_score_map(Q8, K8, -2), V, "radius"),
     (lambda: vision_rope.relative_score_map(np.ones((2, 8)), K8, 1), V, "q"),
     (lambda: vision_rope.relative_score_map(np.ones(6), np.ones(6), 1), V, "q"),
-    (lambda: vision_rope.grid_qk(d=3), V, "d"),
     (lambda: vision_rope.fig_position_ids([("nosuch", 3)]), V, "segments"),
     (lambda: example_kernels.replayed_llama_rotary(cast="float16"), V, "cast"),
     (lambda: example_kernels.config("nope"), V, "name"), (lambda: example_kernels.config("../../x"), V, "name"),
@@ -77,7 +74,7 @@ def test_quantities_take_read_only_inputs_and_return_new_arrays():
     q, k, m = (np.array(a) for a in (Q8, K8, np.arange(3.0)))
     for a in (q, k, m):
         a.setflags(write=False)
-    for result in (quantities.score(q, k, m, 2.0), quantities.score_vs_distance(q, k, m)):
+    for result in (quantities.score(q, k, m, 2.0), quantities.score(q, k, 0.0, m)):
         assert result.flags.writeable and not any(np.shares_memory(result, a) for a in (q, k, m))
     np.testing.assert_array_equal(q, Q8)
 

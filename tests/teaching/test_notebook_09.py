@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import rope_ref as rr
-from rope_ref.teaching import exercises_extensions
+from rope_ref.teaching import exercises
 
 import notebook_cells
 
@@ -19,7 +19,7 @@ def _say(*phrases):
 
 def plain_score(qxy, kxy):
     """2-D axial RoPE score (d = 64, base 100: x on pairs 0..15, y on 16..31) of the exercise's q at qxy, k at kxy."""
-    q, k = exercises_extensions.same_score_qk()
+    q, k = exercises.same_score_qk()
     theta = 100.0 ** (-np.arange(16) / 16)
     ang = np.concatenate([theta * (kxy[0] - qxy[0]), theta * (kxy[1] - qxy[1])])
     a, b = k[0::2], k[1::2]
@@ -27,7 +27,7 @@ def plain_score(qxy, kxy):
 
 
 def test_relative_in_both_axes_and_the_raster_order():
-    q, k = exercises_extensions.same_score_qk()
+    q, k = exercises.same_score_qk()
     got = rr.rotate(np.stack([q, k]), np.array([[3.0, 9.0], [4.0, 1.0]]), inv_freq=rr.axial_frequencies(64, base=100.0))
     assert abs(got[0] @ got[1] - plain_score((3, 4), (9, 1))) < 1e-12
     _say("$196^2 = 38416$", "although they lie 13 columns apart")
@@ -36,13 +36,13 @@ def test_relative_in_both_axes_and_the_raster_order():
 
 def test_same_score_checker_right_and_wrong_answers(capsys):
     # By hand: the offset (7 - 2, 1 - 3) = (5, -2) from (10, 10) is (15, 8).
-    q, k = exercises_extensions.same_score_qk()
+    q, k = exercises.same_score_qk()
     assert abs(plain_score((2, 3), (7, 1)) - plain_score((10, 10), (15, 8))) < 1e-12 and not np.allclose(q, k)
     assert abs(plain_score((2, 3), (7, 1)) - plain_score((10, 10), (5, 12))) > 0.1      # the reverse differs
     for answer, ok, words in [((15, 8), True, "Correct"), ([15, 8], True, "Correct"), ((5, -2), False, "between"),
                               ((5, 12), False, "reversed"), ((8, 15), False, "swapped"), ((7, 1), False, "stays"),
                               ((15.0, 8), False, "integers"), (15, False, "integers"), ((True, 8), False, "integers")]:
-        assert exercises_extensions.check_same_score_patch(answer) is ok, answer
+        assert exercises.check_same_score_patch(answer) is ok, answer
         out = capsys.readouterr().out
         assert words in out and (ok or "(15, 8)" not in out), (answer, out)
 
@@ -54,7 +54,7 @@ def test_checker_right_and_wrong_answers(capsys):
                               (20, False, "1-D RoPE"), (15, False, "spatial merge"), (9, False, "largest id"),
                               (8, False, "columns"), (11, False, "largest id the"), ((10, 8, 10), False, "same id"),
                               ("10", False, "integer"), (True, False, "integer"), (10.0, False, "integer")]:
-        assert exercises_extensions.check_text_after_image(answer) is ok, answer
+        assert exercises.check_text_after_image(answer) is ok, answer
         out = capsys.readouterr().out
         assert words in out, (answer, out)
         assert ok or "10" not in out.replace("6 x 10", "").replace(str(answer), ""), out   # never the right value

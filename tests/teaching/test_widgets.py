@@ -64,7 +64,7 @@ def test_rotations_shift_keeps_the_score_and_the_pair_slider_and_the_curve_follo
     assert "m = 3 + 20, n = 7 + 20" in w.readout.value
     w.controls["d"].value = 4                                   # only pairs 0 and 1 exist now
     assert w.controls["i"].max == 1 and w.view.params["i"] == 1 and "pair 1 of 2" in w.readout.value
-    assert np.allclose(w.view.curve.get_ydata(), quantities.score_vs_distance(*quantities.random_qk(4), -w.view.r))
+    assert np.allclose(w.view.curve.get_ydata(), quantities.score(*quantities.random_qk(4), 0, -w.view.r))
 
 
 @pytest.mark.slow
