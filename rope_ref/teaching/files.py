@@ -4,13 +4,14 @@ so a reader, a crash or Ctrl-C never meets half a file."""
 import os
 import secrets
 import shutil
+import tempfile
 from pathlib import Path
 
 
 def output_folder(out, name: str, files=()) -> Path:
     """The absolute folder ``out`` names (``~`` expanded), if its nearest existing part is a folder this user may write
     in and none of ``files`` in it is anything but a file; else a TypeError or ValueError naming ``name``.  Nothing is
-    created."""
+    left created."""
     text = os.fspath(out) if isinstance(out, (str, os.PathLike)) else None
     if not isinstance(text, str):
         raise TypeError(f"{name} must be a folder path (str or os.PathLike), got {type(out).__name__} {out!r:.60}")
@@ -18,8 +19,10 @@ def output_folder(out, name: str, files=()) -> Path:
         raise ValueError(f"{name} must be a folder path, got {text!r}")
     folder = Path(os.path.abspath(os.path.expanduser(text)))
     existing = next(path for path in (folder, *folder.parents) if path.exists())
-    if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
-        raise ValueError(f"{name} must be a folder this user may write in, got {folder} ({existing} is not)")
+    try:                            # a file made and gone: os.access grants root everything, even /proc
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError:
+        raise ValueError(f"{name} must be a folder this user may write in, got {folder} ({existing} is not)") from None
     taken = [str(folder / f) for f in files if os.path.lexists(folder / f) and not (folder / f).is_file()]
     if taken:
         raise ValueError(f"{name} must have only files where files go, got a folder or other non-file at {taken}")

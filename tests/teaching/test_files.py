@@ -53,7 +53,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
 @pytest.mark.parametrize("out, target, error", [
     (None, "b.svg", TypeError), (b"bytes", "b.svg", TypeError), ("", "b.svg", ValueError),
     ("a\0b", "b.svg", ValueError), ("taken.txt", "b.svg", ValueError), ("taken.txt/sub", "b.svg", ValueError),
-    ("d", "a.svg", ValueError), ("d", "link.png", ValueError)])
+    ("d", "a.svg", ValueError), ("d", "link.png", ValueError), ("/proc/nope", "b.svg", ValueError)])
 def test_a_bad_output_folder_or_a_non_file_target_is_named_and_nothing_is_created(tmp_path, out, target, error):
     (tmp_path / "taken.txt").write_text("x")
     (tmp_path / "d" / "a.svg").mkdir(parents=True)
