@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import (check_base, check_choice, check_d, check_nonnegative_int, check_positive_int,
+from ._validate import (check_base, check_choice, check_d, check_nonnegative_int, check_number, check_positive_int,
                         check_positive_real)
 from .forms import frequencies
 
@@ -166,5 +166,6 @@ def deepseek_v4_compressed_positions(seq_len: int, compress_rate: int) -> np.nda
     """The positions DeepSeek-V4 rotates its compressed KV entries at, int64 ``(seq_len // compress_rate,)``: entry
     w, of the complete window of tokens ``w*compress_rate .. (w+1)*compress_rate - 1``, turns at ``w*compress_rate``
     (transformers 5.24.0's ``DeepseekV4HCACompressor``, rate 128, and ``DeepseekV4CSACompressor``, rate 4)."""
+    seq_len = check_number(seq_len, "seq_len", "a non-negative integer below 2**63", lambda v: 0 <= v < 2**63)
     rate = check_positive_int(compress_rate, "compress_rate")
-    return rate * np.arange(check_nonnegative_int(seq_len, "seq_len") // rate, dtype=np.int64)
+    return min(rate, seq_len + 1) * np.arange(seq_len // rate, dtype=np.int64)     # a rate above seq_len: no entry

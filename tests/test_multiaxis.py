@@ -217,6 +217,7 @@ def test_mrope_position_ids_by_hand():
     (rr.qwen_image_position_ids, (1, 2, 2), {"frames": True}, TypeError, "frames"),
     (rr.deepseek_v4_compressed_positions, (16, 0), {}, ValueError, "compress_rate"),
     (rr.deepseek_v4_compressed_positions, (16.0, 4), {}, TypeError, "seq_len"),
+    (rr.deepseek_v4_compressed_positions, (2**63, 4), {}, ValueError, "seq_len"),
 ])
 def test_bad_input_is_named(fn, args, kwargs, exc, name):
     with pytest.raises(exc, match=name):
