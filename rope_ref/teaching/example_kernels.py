@@ -32,7 +32,7 @@ def replayed_llama_rotary(cast=None):
     module after ``.to(torch.bfloat16)``, its bfloat16 ``inv_freq`` times the positions in float32, then cos and sin."""
     if cast not in (None, "bfloat16"):
         raise ValueError(f"cast must be None or 'bfloat16' (the cast recorded), got {cast!r}")
-    recorded = _recording()
+    recorded = llama_recording()
     if cast is None:
         halves = recorded["cos_half"], recorded["sin_half"]
     else:
@@ -45,12 +45,8 @@ def replayed_llama_rotary(cast=None):
     return rotary
 
 
-def recorded_inv_freq():
-    """The recorded ``inv_freq`` of that module, float32 ``(64,)``, as built and after ``.to(torch.bfloat16)``."""
-    recorded = _recording()
-    return recorded["inv_freq"], recorded["inv_freq_bf16"]
-
-
-def _recording() -> dict:
+def llama_recording() -> dict:
+    """That module's recording, arrays by name: its float32 ``inv_freq`` ``(64,)`` as built and after
+    ``.to(torch.bfloat16)`` (``inv_freq_bf16``), ``cos_half`` and ``sin_half`` ``(256, 64)`` for ids 0..255."""
     with (resources.files(__package__) / "data" / "llama3_rotary.npz").open("rb") as file, np.load(file) as recorded:
         return dict(recorded)

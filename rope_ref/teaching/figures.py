@@ -51,8 +51,7 @@ def fig_decay_vs_actual(d: int = 128, base: float = 10000.0, n_samples: int = 25
     ax.plot(FIG2_DISTANCES, bound / bound[0], lw=1, label=r"bound $\frac{1}{d/2}\sum_j |S_j|$ (eq 37)")
     q, k = random_qk(d, seed, n_samples)                                        # (n_samples, d) each
     for keys, label in [(k, r"mean $|q \cdot R_r k|$, $q, k$ independent"), (q, r"mean $|q \cdot R_r q|$, $k = q$")]:
-        y = np.array([np.abs(np.einsum("nd,nd->n", q, rotate(keys, np.full(n_samples, dist), base=base))).mean()
-                      for dist in r])                                           # mean |q . R_r k| at each distance r
+        y = np.array([np.abs(score(q, keys, 0.0, dist, base=base)).mean() for dist in r])    # mean |q . R_r k|
         ax.plot(r, y / y[0], label=label)
     ax.set(xlabel="relative distance $r$", ylabel="value / value at $r = 0$", xlim=(0, 256), ylim=(0, 1.3),
            title=f"What the bound promises: $d = {d}$, {n_samples} random vectors")

@@ -71,18 +71,17 @@ class SmolLM2:
 
     def forward(self, ids, *, positions=None, rope=None, dtype=np.float32) -> np.ndarray:
         """Next-token logits ``(seq, vocab)`` of ids ``(seq,)`` at ``positions`` (default 0..seq-1), in ``dtype``."""
-        hidden = self._blocks(*self._checked(ids, positions, rope), np.dtype(dtype).type, attention=None)
-        return rms_norm(hidden, self.output_norm, self.eps) @ self.embedding.T         # tied output embedding
+        return rms_norm(self._blocks(ids, positions, rope, dtype)[0], self.output_norm, self.eps) @ self.embedding.T
 
     def attention(self, ids, *, positions=None, rope=None, dtype=np.float32) -> np.ndarray:
         """Causal softmax attention weights ``(layers, heads, seq, seq)`` (query, key), in ``dtype`` (as forward)."""
-        weights = []
-        self._blocks(*self._checked(ids, positions, rope), np.dtype(dtype).type, attention=weights)
-        return np.stack(weights)
+        return np.stack(self._blocks(ids, positions, rope, dtype)[1])
 
-    def _blocks(self, ids, positions, rope, dtype, attention: list | None) -> np.ndarray:
+    def _blocks(self, ids, positions, rope, dtype) -> tuple[np.ndarray, list]:
         """The transformer: per layer RMSNorm, grouped-query attention with RoPE on q and k only, RMSNorm, SwiGLU.
-        Returns the last hidden states ``(seq, dim)``; appends each layer's attention weights to ``attention``."""
+        Returns the last hidden states ``(seq, dim)`` (forward's output embedding is the input one) and every layer's
+        attention weights."""
+        (ids, positions, rope), dtype, attention = self._checked(ids, positions, rope), np.dtype(dtype).type, []
         seq, hd, group = len(ids), self.head_dim, self.heads // self.kv_heads
         causal = np.triu(np.full((seq, seq), -np.inf, dtype=dtype), k=1)
         x = self.embedding[ids].astype(dtype)
@@ -95,14 +94,12 @@ class SmolLM2:
             if q.shape != (self.heads, seq, hd) or not np.all(np.isfinite(q)) or not np.all(np.isfinite(k)):
                 raise ValueError(f"rope(x, positions) must return finite values of x's shape, got {q.shape}")
             k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)      # each kv head serves `group` q heads
-            weights = softmax(q @ k.transpose(0, 2, 1) / dtype(np.sqrt(hd)) + causal).astype(dtype)
-            if attention is not None:
-                attention.append(weights)
-            x = x + (weights @ v).transpose(1, 0, 2).reshape(seq, self.heads * hd) @ w["attn_output"].T
+            attention.append(softmax(q @ k.transpose(0, 2, 1) / dtype(np.sqrt(hd)) + causal).astype(dtype))
+            x = x + (attention[-1] @ v).transpose(1, 0, 2).reshape(seq, self.heads * hd) @ w["attn_output"].T
             h = rms_norm(x, w["ffn_norm"], self.eps)
             gate = h @ w["ffn_gate"].T
             x = x + (gate / (1.0 + np.exp(-gate)) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T     # SwiGLU: silu(gate) * up
-        return x
+        return x, attention
 
     def _checked(self, ids, positions, rope):
         """(ids, positions, rope) of a call, ids checked: a negative one would silently index from the end."""

@@ -215,24 +215,19 @@ def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
     return {name: method.example(factor, train_len) for name, method in SCALING_METHODS.items() if method.example}
 
 
-def scaled_frequencies(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
-    """rope_type -> (scaled theta_i, attention_factor) for every method of :func:`method_configs`."""
-    return {name: scaled_inv_freq(d, base, rope_type=name, **params)
-            for name, params in method_configs(factor, train_len).items()}
-
-
 def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
-    """rope_type -> (scaled theta_i / theta_i per pair, attention_factor)."""
-    return {name: (freqs / frequencies(d, base), att)
-            for name, (freqs, att) in scaled_frequencies(d, base, factor, train_len).items()}
+    """rope_type -> (scaled theta_i / theta_i per pair, attention_factor) for every method of :func:`method_configs`."""
+    scaled = {name: scaled_inv_freq(d, base, rope_type=name, **params)
+              for name, params in method_configs(factor, train_len).items()}
+    return {name: (freqs / frequencies(d, base), att) for name, (freqs, att) in scaled.items()}
 
 
 def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
     """The largest angle (radians) each pair reaches: ``"training"`` -> L_train * theta_i, and rope_type ->
     factor * L_train * scaled theta_i (a pair meets unseen angles unless this stays at or below training's)."""
-    scaled = scaled_frequencies(d, base, factor, train_len)               # checks the arguments first
-    return {"training": train_len * frequencies(d, base)} | {name: factor * train_len * freqs
-                                                             for name, (freqs, _) in scaled.items()}
+    reached = {name: factor * train_len * scaled_inv_freq(d, base, rope_type=name, **params)[0]
+               for name, params in method_configs(factor, train_len).items()}          # checks the arguments first
+    return {"training": train_len * frequencies(d, base)} | reached
 
 
 class ScalingView(View):

@@ -56,7 +56,7 @@ def test_checklist_numbers():
     assert f"{np.abs((wrong + np.pi) % (2 * np.pi) - np.pi).max():.2f}" == "3.12"
     factor = 0.1 * math.log(4) + 1
     assert f"{factor:.4f} {factor ** 2:.4f}" == "1.1386 1.2965"
-    inv_freq, cast = example_kernels.recorded_inv_freq()   # Llama 3 8B's, after model.to(torch.bfloat16)
+    inv_freq, cast = (example_kernels.llama_recording()[k] for k in ("inv_freq", "inv_freq_bf16"))   # as built; bf16
     np.testing.assert_allclose(inv_freq, 500000.0 ** (-np.arange(0, 128, 2) / 128), rtol=2.0 ** -23)
     assert f"{inv_freq[1]:.5f} {cast[1]:.5f}" == "0.81462 0.81641"
     assert f"{np.abs(cast / inv_freq - 1).max():.2%}" == "0.33%"
