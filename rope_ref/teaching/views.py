@@ -270,9 +270,8 @@ class ScalingView(View):
         self.gap_lines = {n: method_line(self.ax_gap, n, j) for j, n in enumerate(names)}
         self.ax_gap.set(ylabel="angle between neighbours (rad)", ylim=(1e-9, 3.0))
         self.gap_text = self.ax_gap.set_title(" \n ")
-        for ax in axes:
-            ax.set(xlabel=r"pair $i$ (fast $\rightarrow$ slow)", xlim=(0, 1))
-            ax.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "d/8", "d/4", "3d/8", "d/2"])
+        setp(axes, xlabel=r"pair $i$ (fast $\rightarrow$ slow)", xlim=(0, 1), xticks=[0, 0.25, 0.5, 0.75, 1],
+             xticklabels=["0", "d/8", "d/4", "3d/8", "d/2"])
         self.fig.legend(*self.ax_angle.get_legend_handles_labels(), loc="outside lower center", ncols=7)
         self.title = self.fig.suptitle(" ")
         self.dynamic = (*self.ratio_lines.values(), self.train_line, *self.angle_lines.values(), self.angle_title,
