@@ -199,7 +199,7 @@ def check_reduced_cast_error(answer, position: float = 1e6, d: int = 128, base: 
     """Notebook 06: the largest angle error (rad) of "reduce m theta_i to (-pi, pi] in float64, cast to float32"."""
     exact = rotation_angles(position, frequencies(d, base))
     right = float(np.abs(wrap_angle(wrap_angle(exact).astype(np.float32).astype(np.float64) - exact)).max())
-    naive = float(angle_errors([position], d, base, np.float32)["angle"][0])
+    naive = float(angle_errors([position], d, base, np.float32)[0])
     return check({"answer": (answer, NUMBER)}, right, f"{right:.2e} rad, at most half an ulp of pi in float32: "
                  f"{naive / right:,.0f} times less than forming the product in float32 ({naive:.1e} rad).",
                  [(naive, "that is the error of the product formed in float32; reduce the float64 angle to (-pi, pi] "

@@ -115,7 +115,7 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
     q, k = random_qk(d, seed)
     fig, axes = new_axes(11, 4.6, 1, 2)
     for (name, dt), color in zip(PRECISION_DTYPES.items(), ["C3", "C1", "C0"]):
-        for ax, err in [(axes[0], angle_errors(pos, d, base, dt)["angle"]),
+        for ax, err in [(axes[0], angle_errors(pos, d, base, dt)),
                         (axes[1], score_error_by_dtype(q, k, pos, distance, base=base, dtype=dt))]:
             finite = np.isfinite(err) & (err > 0)
             drawn = np.maximum.accumulate(err[finite])

@@ -155,13 +155,6 @@ def _exporter() -> HTMLExporter:
                         config=Config({"NbConvertBase": {"display_data_priority": SHOWN}}))
 
 
-def title_and_objectives(nb, default: str) -> tuple[str, str]:
-    """The first '# ' heading, and the objectives cell without its heading ('' if absent), as markdown."""
-    texts = [cell.source.strip() for cell in nb.cells if cell.cell_type == "markdown"]
-    title = next((text.splitlines()[0][2:].strip() for text in texts if text.startswith("# ")), default)
-    return title, next((text.partition("\n")[2] for text in texts if text.startswith("## Learning objectives")), "")
-
-
 def _page(title: str, nb, **resources) -> bytes:
     """A whole page (site.html.j2) of ``nb``'s cells or of one markdown text; ``resources`` for the template: ``nav``
     (the stems before and after, each a list of one or none), ``overview`` (the index's introduction)."""
@@ -209,8 +202,11 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300, execu
             if executed is None:            # run top to bottom in its own folder (the file unchanged)
                 NotebookClient(nb, timeout=timeout, startup_timeout=timeout, kernel_name="python3",
                                resources={"metadata": {"path": str(path.parent)}}).execute(stderr=subprocess.DEVNULL)
-            pages.append((path.stem, *title_and_objectives(nb, path.stem)))
-            rendered.append(_page(pages[-1][1].replace("$", ""), with_sliders(nb, path.stem),
+            texts = [cell.source.strip() for cell in nb.cells if cell.cell_type == "markdown"]
+            title = next((t.splitlines()[0][2:].strip() for t in texts if t.startswith("# ")), path.stem)
+            objectives = next((t.partition("\n")[2] for t in texts if t.startswith("## Learning objectives")), "")
+            pages.append((path.stem, title, objectives))                # the objectives without their heading
+            rendered.append(_page(title.replace("$", ""), with_sliders(nb, path.stem),
                                   nav=(stems[:i][-1:], stems[i + 1:i + 2])))
         except CellExecutionError as exc:
             raise RuntimeError(f"notebook {path.name} failed: {exc.ename}: {exc.evalue}") from exc
