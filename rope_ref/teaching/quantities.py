@@ -21,7 +21,7 @@ def _qk(q, k, one_d: bool = False):
     return q, k
 
 
-def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", inv_freq=None) -> np.ndarray:
+def score(q, k, m, n, *, base: float = 10000.0) -> np.ndarray:
     """q_m . k_n = <rotate(q, m), rotate(k, n)> (eq 16; at m = 0, g(n) of eq 11); ``q``, ``k`` ``(..., d)``, m, n
     broadcast with their leading axes and against each other; returns float64 of that broadcast shape."""
     q, k = _qk(q, k)
@@ -31,9 +31,8 @@ def score(q, k, m, n, *, base: float = 10000.0, pairing: str = "interleaved", in
     except ValueError:
         raise ValueError(f"q, k (without d), m and n must broadcast, got shapes {q.shape}, {k.shape}, {m.shape}, "
                          f"{n.shape}") from None
-    kw = dict(base=base, pairing=pairing, inv_freq=inv_freq)
-    qm = rotate(np.broadcast_to(q, shape + q.shape[-1:]), np.broadcast_to(m, shape), **kw)
-    kn = rotate(np.broadcast_to(k, shape + k.shape[-1:]), np.broadcast_to(n, shape), **kw)
+    qm = rotate(np.broadcast_to(q, shape + q.shape[-1:]), np.broadcast_to(m, shape), base=base)
+    kn = rotate(np.broadcast_to(k, shape + k.shape[-1:]), np.broadcast_to(n, shape), base=base)
     with np.errstate(over="ignore", invalid="ignore"):
         result = np.einsum("...d,...d->...", qm, kn)
     if not np.all(np.isfinite(result)):
