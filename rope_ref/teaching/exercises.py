@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from ..forms import decay_bound, frequencies, rotate, rotation_angles, rotation_matrix, wrap_angle
+from ..forms import decay_bound, frequencies, rotate, rotate_half, rotation_angles, rotation_matrix, wrap_angle
 from ..multiaxis import mrope_position_ids
 from ..rope_attention import attention
 from .precision import angle_errors
@@ -100,9 +100,8 @@ def check_eq34(x, answer, base: float = 10000.0) -> bool:
     pos = np.arange(x.shape[-2], dtype=float)
     right = rotate(x, pos, base=base)
     angles = np.tile(np.outer(pos, frequencies(x.shape[-1], base)), 2)          # theta_1..theta_(d/2) twice
-    turned = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)  # rotate_half, interleaved
-    mistakes = [(x * np.cos(angles) + turned * np.sin(angles), "your cos and sin repeat the whole row (np.tile); eq "
-                 "34 needs each theta_i twice in a row: np.repeat(..., 2, axis=-1)"),
+    mistakes = [(x * np.cos(angles) + rotate_half(x) * np.sin(angles), "your cos and sin repeat the whole row "
+                 "(np.tile); eq 34 needs each theta_i twice in a row: np.repeat(..., 2, axis=-1)"),
                 (rotate(x, -pos, base=base), "you rotate the wrong way: check the sign of the sin term"),
                 (rotate(x, pos, base=base, pairing="half"), "you paired x_i with x_(i+d/2) (half-split); eq 34 pairs "
                                                               "neighbours (x1, x2), (x3, x4), ..."),
