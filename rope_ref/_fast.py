@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import check_no_overflow, overflow_error
+from ._validate import check_no_overflow
 
 BLOCK_ELEMENTS = 1 << 17        # rotated elements per block (float32: 512 kB; measured best in benchmarks/)
 KEEP_ANGLES = (1 << 12, 1 << 22)  # tables of this many angles are kept for the next call with equal positions
@@ -72,17 +72,15 @@ def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: i
     rows = pos.reshape(len(pos), -1).T                           # (n, A): one row of angles per position
     tabs = [t.reshape(pos.shape[1:] + t.shape[-1:]) for t in tables(rows, freqs, work, pairing)]   # P + (h or r,)
     out = np.empty(x.shape, x.dtype)
+    scan = x.dtype != work    # rounding float32 to bfloat16 overflows without a flag
     try:                      # float arithmetic (and the cast to float16) that overflows raises: no scan of the result
         with np.errstate(over="raise", invalid="ignore"):
             _rotate_into(x, out, tabs, pairing, r, work)
-    except FloatingPointError:
-        if np.all(np.isfinite(x)):
-            raise overflow_error(x.dtype, name) from None
-        with np.errstate(over="ignore", invalid="ignore"):      # x holds inf or NaN: those pairs are not finite anyway
+    except FloatingPointError:                                  # an overflow, or x holds inf or NaN: scanned
+        scan = True
+        with np.errstate(over="ignore", invalid="ignore"):
             _rotate_into(x, out, tabs, pairing, r, work)
-    if x.dtype != work:       # rounding float32 to bfloat16 overflows without a flag
-        check_no_overflow(out, x, name)
-    return out
+    return check_no_overflow(out, x, name) if scan else out
 
 
 def _rotate_into(x, out, tabs, pairing, r, work) -> None:

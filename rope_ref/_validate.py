@@ -201,14 +201,10 @@ def check_weights(w, n_heads) -> tuple:
     return w, n_heads
 
 
-def overflow_error(dtype, name: str = "x", expected: str | None = None) -> ValueError:
-    expected = expected or f"every pair of {name} to have norm below {float(ml_dtypes.finfo(dtype).max):.5g}"
-    return ValueError(f"{name} is finite but the result overflows {np.dtype(dtype)}, expected {expected}")
-
-
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
     if not np.all(np.isfinite(result)) and np.all(np.isfinite(x)):
-        raise overflow_error(result.dtype, name, expected)
+        limit = f"every pair of {name} to have norm below {float(ml_dtypes.finfo(result.dtype).max):.5g}"
+        raise ValueError(f"{name} is finite but the result overflows {result.dtype}, expected {expected or limit}")
     return result
 
 
