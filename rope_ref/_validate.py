@@ -144,13 +144,11 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
         return default if axes is None else default[None]
     given = check_real_array(positions, name)
     pos = check_finite(given.astype(np.float64), name)
-    largest = max(abs(int(given.max())), abs(int(given.min()))) if given.dtype.kind in "iu" and given.size else 0
-    if not isinstance(positions, np.ndarray) and np.max(np.abs(pos), initial=0) >= 2 ** 53:   # [2**53 + 1, 0.5]
-        integers = [abs(v) for v in np.asarray(positions, object).ravel() if isinstance(v, numbers.Integral)]
-        largest = max(integers, default=0)
-    if largest > 2 ** 53:        # 2^53 + 1 rounds to 2^53
-        warnings.warn(f"{name} holds integers beyond 2^53 that float64 rounds, so distinct positions can get "
-                      f"identical angles", RopeRefPrecisionWarning, stacklevel=2)
+    if np.max(np.abs(pos), initial=0) >= 2 ** 53:      # 2^53 + 1 rounds to 2^53: the integers as given
+        exact = [given.max(), given.min()] if given.dtype.kind in "iu" else np.asarray(positions, object).ravel()
+        if max((abs(int(v)) for v in exact if isinstance(v, numbers.Integral)), default=0) > 2 ** 53:
+            warnings.warn(f"{name} holds integers beyond 2^53 that float64 rounds, so distinct positions can get "
+                          f"identical angles", RopeRefPrecisionWarning, stacklevel=2)
     if axes is not None and (pos.ndim == 0 or pos.shape[0] != axes):
         raise ValueError(f"{name} must have shape ({axes}, ..., seq) for frequencies of {axes} columns, got shape "
                          f"{pos.shape}")

@@ -96,8 +96,6 @@ def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig
         factor = config.attention_factor
     pairing = rope.get("pairing", "interleaved")
     if table:                           # budget: each angle's error in angle roundoffs; none for the shared table
-        if cos is None or sin is None:
-            raise TypeError("cos and sin must be given together")
         y, budget, r = rotate_table(x, cos, sin, rows=rows, pairing=pairing), 0.0, 2 * np.shape(cos)[-1]
     elif angles is not None:                        # the kernel rounds each given angle once
         y = rotate_elementwise(x, angles=angles, pairing=pairing)
