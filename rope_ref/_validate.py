@@ -9,8 +9,6 @@ import warnings
 import ml_dtypes
 import numpy as np
 
-FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16))
-
 
 class RopeRefPrecisionWarning(UserWarning):
     """The math is fine but float64 cannot resolve it (positions so large that m*theta loses digits)."""
@@ -111,7 +109,7 @@ def check_real_array(a, name: str) -> np.ndarray:
     except Exception as e:       # ragged lists, objects numpy cannot read
         raise TypeError(f"{name} must be {expected}, got a {type(a).__name__} numpy cannot read ({e})") from None
     arr = arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
-    if arr.dtype in FLOAT_DTYPES or arr.dtype.kind in "iu":
+    if arr.dtype in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16) or arr.dtype.kind in "iu":
         return arr
     raise TypeError(f"{name} must be {expected}, got dtype {arr.dtype}")
 
@@ -179,9 +177,11 @@ def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int 
     return f
 
 
-def check_angle_range(positions: np.ndarray, freqs: np.ndarray, name: str = "positions") -> None:
-    """A ValueError if the angles sum_a freqs[j, a] positions[a] can overflow float64; a RopeRefPrecisionWarning,
-    every call, once they can reach 2^34, where float64 rounds an angle by more than 1e-6 rad."""
+def check_angles(positions, freqs: np.ndarray, lead_shape: tuple | None = None, name: str = "positions") -> tuple:
+    """(``positions`` checked for the checked ``freqs`` (:func:`check_positions`), ``freqs``): a ValueError if the
+    angles sum_a freqs[j, a] positions[a] can overflow float64; a RopeRefPrecisionWarning, every call, once they can
+    reach 2^34, where float64 rounds an angle by more than 1e-6 rad."""
+    positions = check_positions(positions, lead_shape, name, axes=None if freqs.ndim == 1 else freqs.shape[1])
     pairs = [(positions, freqs)] if freqs.ndim == 1 else zip(positions, freqs.T)     # Python floats: inf, no warning
     peak = sum(float(abs(p).max(initial=0.0)) * float(abs(f).max(initial=0.0)) for p, f in pairs)
     if not np.isfinite(peak):
@@ -189,6 +189,7 @@ def check_angle_range(positions: np.ndarray, freqs: np.ndarray, name: str = "pos
     if peak >= 2.0 ** 34:
         warnings.warn(f"{name} times the frequencies reach {peak:.3g} rad, beyond 2^34 where float64 rounds an angle "
                       f"by more than 1e-6 rad", RopeRefPrecisionWarning, stacklevel=2)
+    return positions, freqs
 
 
 def check_weights(w, n_heads) -> tuple:
