@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import check_choice, check_finite, check_nonnegative_int, check_real_array
+from ._validate import check_choice, check_finite_array, check_nonnegative_int, check_real_array
 
 LAYOUTS = ("bshd", "bhsd", "sbhd", "thd")
 
@@ -66,7 +66,7 @@ def positions_of(shape, positions, inv_freq, rotary_dim, angles, layout, **packi
                          f"(batch, heads, seq, d) or layout='bshd' for (batch, seq, heads, d)")
     if angles is None:
         return positions, inv_freq, rotary_dim
-    angles = check_finite(check_real_array(angles, "angles").astype(np.float64), "angles")
+    angles = check_finite_array(angles, "angles")
     r = 2 * angles.shape[-1] if angles.ndim else 0
     try:
         fits = 0 < r <= shape[-1] and np.broadcast_shapes(angles.shape[:-1], shape[:-1]) == tuple(shape[:-1])
