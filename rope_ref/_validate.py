@@ -79,14 +79,6 @@ def check_pairing(pairing) -> str:
     return check_choice(pairing, "pairing", ("interleaved", "half"))
 
 
-def from_torch(a) -> np.ndarray:
-    """A torch tensor's values (any device, ``requires_grad`` allowed) as NumPy, through DLPack; no torch import."""
-    t = a.detach().cpu()
-    if str(t.dtype) == "torch.bfloat16":
-        return t.float().numpy().astype(ml_dtypes.bfloat16)              # NumPy's DLPack has no bfloat16
-    return np.from_dlpack(t.contiguous())
-
-
 def as_given(result: np.ndarray, given):
     """``result`` as a tensor of ``given``'s dtype and device when ``given`` is a torch tensor, else unchanged."""
     if not type(given).__module__.startswith("torch"):
@@ -100,7 +92,10 @@ def as_given(result: np.ndarray, given):
 def check_real_array(a, name: str) -> np.ndarray:
     """A real array in native byte order (lists and torch tensors convert; raw bytes and masked entries do not)."""
     expected = "a real array of dtype float16, float32, float64, bfloat16 or integer"
-    a = from_torch(a) if type(a).__module__.startswith("torch") else a
+    if type(a).__module__.startswith("torch"):      # any device, requires_grad allowed, through DLPack: no torch import
+        t = a.detach().cpu()
+        bfloat16 = str(t.dtype) == "torch.bfloat16"                      # NumPy's DLPack has no bfloat16
+        a = t.float().numpy().astype(ml_dtypes.bfloat16) if bfloat16 else np.from_dlpack(t.contiguous())
     raw = isinstance(a, bytearray) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray))
     if raw or np.ma.is_masked(a):
         raise TypeError(f"{name} must be {expected}, got {type(a).__name__} of raw bytes or masked entries")
