@@ -61,11 +61,11 @@ def _blocks(lead: tuple, rows: int):
             yield index + (slice(start, start + step),)
 
 
-def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, name: str = "x") -> np.ndarray:
+def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int) -> np.ndarray:
     """Eq 34 of ``x`` ``(..., d)`` on its first ``r`` features: a new array of x's dtype.
 
     ``pos`` broadcasts to ``x.shape[:-1]`` with ``freqs`` ``(r/2,)``, or is ``(A,) + P`` with ``freqs`` ``(r/2, A)``
-    (checked: finite angles).  A finite x whose result overflows its dtype raises the ValueError naming ``name``."""
+    (checked: finite angles).  A finite x whose result overflows its dtype raises the ValueError naming x."""
     if freqs.ndim == 1:                                          # one axis: A = 1, the same angles bit for bit
         pos, freqs = pos[None], freqs[:, None]
     work = np.dtype(np.float64 if x.dtype == np.float64 else np.float32)
@@ -80,7 +80,7 @@ def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: i
         scan = True
         with np.errstate(over="ignore", invalid="ignore"):
             _rotate_into(x, out, tabs, pairing, r, work)
-    return check_no_overflow(out, x, name) if scan else out
+    return check_no_overflow(out, x) if scan else out
 
 
 def _rotate_into(x, out, tabs, pairing, r, work) -> None:
