@@ -105,8 +105,7 @@ def _rotate_into(x, out, tabs, pairing, r, work) -> None:
         if direct and (whole or pairing == "interleaved"):
             _rotate_block(x_block if whole else out_block, out_block, t_block, pairing, scratch[2])
             continue
-        part = scratch[0, :x_block.size].reshape(x_block.shape)
-        result = scratch[1, :x_block.size].reshape(x_block.shape)
+        part, result = (s[:x_block.size].reshape(x_block.shape) for s in scratch[:2])
         np.copyto(part, x_block)
         _rotate_block(part, result, t_block, pairing, scratch[2])
         out_block[...] = result
