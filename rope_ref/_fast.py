@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import check_no_overflow, overflow_error
+from ._validate import check_no_overflow
 
 BLOCK_ELEMENTS = 1 << 17        # rotated elements per block (float32: 512 kB; measured best in benchmarks/)
 KEEP_ANGLES = (1 << 12, 1 << 22)  # tables of this many angles are kept for the next call with equal positions
@@ -61,28 +61,26 @@ def _blocks(lead: tuple, rows: int):
             yield index + (slice(start, start + step),)
 
 
-def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int, name: str = "x") -> np.ndarray:
+def rotate(x: np.ndarray, pos: np.ndarray, freqs: np.ndarray, pairing: str, r: int) -> np.ndarray:
     """Eq 34 of ``x`` ``(..., d)`` on its first ``r`` features: a new array of x's dtype.
 
     ``pos`` broadcasts to ``x.shape[:-1]`` with ``freqs`` ``(r/2,)``, or is ``(A,) + P`` with ``freqs`` ``(r/2, A)``
-    (checked: finite angles).  A finite x whose result overflows its dtype raises the ValueError naming ``name``."""
+    (checked: finite angles).  A finite x whose result overflows its dtype raises the ValueError naming x."""
     if freqs.ndim == 1:                                          # one axis: A = 1, the same angles bit for bit
         pos, freqs = pos[None], freqs[:, None]
     work = np.dtype(np.float64 if x.dtype == np.float64 else np.float32)
     rows = pos.reshape(len(pos), -1).T                           # (n, A): one row of angles per position
     tabs = [t.reshape(pos.shape[1:] + t.shape[-1:]) for t in tables(rows, freqs, work, pairing)]   # P + (h or r,)
     out = np.empty(x.shape, x.dtype)
+    scan = x.dtype != work    # rounding float32 to bfloat16 overflows without a flag
     try:                      # float arithmetic (and the cast to float16) that overflows raises: no scan of the result
         with np.errstate(over="raise", invalid="ignore"):
             _rotate_into(x, out, tabs, pairing, r, work)
-    except FloatingPointError:
-        if np.all(np.isfinite(x)):
-            raise overflow_error(x.dtype, name) from None
-        with np.errstate(over="ignore", invalid="ignore"):      # x holds inf or NaN: those pairs are not finite anyway
+    except FloatingPointError:                                  # an overflow, or x holds inf or NaN: scanned
+        scan = True
+        with np.errstate(over="ignore", invalid="ignore"):
             _rotate_into(x, out, tabs, pairing, r, work)
-    if x.dtype != work:       # rounding float32 to bfloat16 overflows without a flag
-        check_no_overflow(out, x, name)
-    return out
+    return check_no_overflow(out, x) if scan else out
 
 
 def _rotate_into(x, out, tabs, pairing, r, work) -> None:
@@ -107,8 +105,7 @@ def _rotate_into(x, out, tabs, pairing, r, work) -> None:
         if direct and (whole or pairing == "interleaved"):
             _rotate_block(x_block if whole else out_block, out_block, t_block, pairing, scratch[2])
             continue
-        part = scratch[0, :x_block.size].reshape(x_block.shape)
-        result = scratch[1, :x_block.size].reshape(x_block.shape)
+        part, result = (s[:x_block.size].reshape(x_block.shape) for s in scratch[:2])
         np.copyto(part, x_block)
         _rotate_block(part, result, t_block, pairing, scratch[2])
         out_block[...] = result

@@ -9,8 +9,6 @@ import warnings
 import ml_dtypes
 import numpy as np
 
-FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16))
-
 
 class RopeRefPrecisionWarning(UserWarning):
     """The math is fine but float64 cannot resolve it (positions so large that m*theta loses digits)."""
@@ -81,14 +79,6 @@ def check_pairing(pairing) -> str:
     return check_choice(pairing, "pairing", ("interleaved", "half"))
 
 
-def from_torch(a) -> np.ndarray:
-    """A torch tensor's values (any device, ``requires_grad`` allowed) as NumPy, through DLPack; no torch import."""
-    t = a.detach().cpu()
-    if str(t.dtype) == "torch.bfloat16":
-        return t.float().numpy().astype(ml_dtypes.bfloat16)              # NumPy's DLPack has no bfloat16
-    return np.from_dlpack(t.contiguous())
-
-
 def as_given(result: np.ndarray, given):
     """``result`` as a tensor of ``given``'s dtype and device when ``given`` is a torch tensor, else unchanged."""
     if not type(given).__module__.startswith("torch"):
@@ -102,7 +92,10 @@ def as_given(result: np.ndarray, given):
 def check_real_array(a, name: str) -> np.ndarray:
     """A real array in native byte order (lists and torch tensors convert; raw bytes and masked entries do not)."""
     expected = "a real array of dtype float16, float32, float64, bfloat16 or integer"
-    a = from_torch(a) if type(a).__module__.startswith("torch") else a
+    if type(a).__module__.startswith("torch"):      # any device, requires_grad allowed, through DLPack: no torch import
+        t = a.detach().cpu()
+        bfloat16 = str(t.dtype) == "torch.bfloat16"                      # NumPy's DLPack has no bfloat16
+        a = t.float().numpy().astype(ml_dtypes.bfloat16) if bfloat16 else np.from_dlpack(t.contiguous())
     raw = isinstance(a, bytearray) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray))
     if raw or np.ma.is_masked(a):
         raise TypeError(f"{name} must be {expected}, got {type(a).__name__} of raw bytes or masked entries")
@@ -111,7 +104,7 @@ def check_real_array(a, name: str) -> np.ndarray:
     except Exception as e:       # ragged lists, objects numpy cannot read
         raise TypeError(f"{name} must be {expected}, got a {type(a).__name__} numpy cannot read ({e})") from None
     arr = arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
-    if arr.dtype in FLOAT_DTYPES or arr.dtype.kind in "iu":
+    if arr.dtype in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16) or arr.dtype.kind in "iu":
         return arr
     raise TypeError(f"{name} must be {expected}, got dtype {arr.dtype}")
 
@@ -144,13 +137,11 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
         return default if axes is None else default[None]
     given = check_real_array(positions, name)
     pos = check_finite(given.astype(np.float64), name)
-    largest = max(abs(int(given.max())), abs(int(given.min()))) if given.dtype.kind in "iu" and given.size else 0
-    if not isinstance(positions, np.ndarray) and np.max(np.abs(pos), initial=0) >= 2 ** 53:   # [2**53 + 1, 0.5]
-        integers = [abs(v) for v in np.asarray(positions, object).ravel() if isinstance(v, numbers.Integral)]
-        largest = max(integers, default=0)
-    if largest > 2 ** 53:        # 2^53 + 1 rounds to 2^53
-        warnings.warn(f"{name} holds integers beyond 2^53 that float64 rounds, so distinct positions can get "
-                      f"identical angles", RopeRefPrecisionWarning, stacklevel=2)
+    if np.max(np.abs(pos), initial=0) >= 2 ** 53:      # 2^53 + 1 rounds to 2^53: the integers as given
+        exact = [given.max(), given.min()] if given.dtype.kind in "iu" else np.asarray(positions, object).ravel()
+        if max((abs(int(v)) for v in exact if isinstance(v, numbers.Integral)), default=0) > 2 ** 53:
+            warnings.warn(f"{name} holds integers beyond 2^53 that float64 rounds, so distinct positions can get "
+                          f"identical angles", RopeRefPrecisionWarning, stacklevel=2)
     if axes is not None and (pos.ndim == 0 or pos.shape[0] != axes):
         raise ValueError(f"{name} must have shape ({axes}, ..., seq) for frequencies of {axes} columns, got shape "
                          f"{pos.shape}")
@@ -181,9 +172,11 @@ def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int 
     return f
 
 
-def check_angle_range(positions: np.ndarray, freqs: np.ndarray, name: str = "positions") -> None:
-    """A ValueError if the angles sum_a freqs[j, a] positions[a] can overflow float64; a RopeRefPrecisionWarning,
-    every call, once they can reach 2^34, where float64 rounds an angle by more than 1e-6 rad."""
+def check_angles(positions, freqs: np.ndarray, lead_shape: tuple | None = None, name: str = "positions") -> tuple:
+    """(``positions`` checked for the checked ``freqs`` (:func:`check_positions`), ``freqs``); a ValueError if the
+    angles sum_a freqs[j, a] positions[a] can overflow float64, a RopeRefPrecisionWarning (every call) once they
+    can reach 2^34, where float64 rounds an angle by more than 1e-6 rad."""
+    positions = check_positions(positions, lead_shape, name, axes=None if freqs.ndim == 1 else freqs.shape[1])
     pairs = [(positions, freqs)] if freqs.ndim == 1 else zip(positions, freqs.T)     # Python floats: inf, no warning
     peak = sum(float(abs(p).max(initial=0.0)) * float(abs(f).max(initial=0.0)) for p, f in pairs)
     if not np.isfinite(peak):
@@ -191,6 +184,7 @@ def check_angle_range(positions: np.ndarray, freqs: np.ndarray, name: str = "pos
     if peak >= 2.0 ** 34:
         warnings.warn(f"{name} times the frequencies reach {peak:.3g} rad, beyond 2^34 where float64 rounds an angle "
                       f"by more than 1e-6 rad", RopeRefPrecisionWarning, stacklevel=2)
+    return positions, freqs
 
 
 def check_weights(w, n_heads) -> tuple:
@@ -201,14 +195,10 @@ def check_weights(w, n_heads) -> tuple:
     return w, n_heads
 
 
-def overflow_error(dtype, name: str = "x", expected: str | None = None) -> ValueError:
-    expected = expected or f"every pair of {name} to have norm below {float(ml_dtypes.finfo(dtype).max):.5g}"
-    return ValueError(f"{name} is finite but the result overflows {np.dtype(dtype)}, expected {expected}")
-
-
 def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expected: str | None = None) -> np.ndarray:
     if not np.all(np.isfinite(result)) and np.all(np.isfinite(x)):
-        raise overflow_error(result.dtype, name, expected)
+        limit = f"every pair of {name} to have norm below {float(ml_dtypes.finfo(result.dtype).max):.5g}"
+        raise ValueError(f"{name} is finite but the result overflows {result.dtype}, expected {expected or limit}")
     return result
 
 

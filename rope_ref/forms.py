@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _fast
-from ._validate import (as_given, cast_back, check_angle_range, check_base, check_d, check_finite_array, check_freqs,
-                        check_pairing, check_positions, check_rotary_dim, check_scalar, check_weights, check_x)
+from ._validate import (as_given, cast_back, check_angles, check_base, check_d, check_finite_array, check_freqs,
+                        check_pairing, check_rotary_dim, check_scalar, check_weights, check_x)
 from .layouts import positions_of
 
 
@@ -25,14 +25,7 @@ def _arguments(positions, d, base, pairing, rotary_dim, inv_freq, lead_shape=Non
     else:
         check_base(base)
         inv_freq = check_freqs(inv_freq, "inv_freq", axes=name == "positions", n_pairs=rotary_dim // 2)
-    return _angle_arguments(positions, inv_freq, lead_shape, name) + (rotary_dim,)
-
-
-def _angle_arguments(positions, freqs, lead_shape=None, name="positions"):
-    """(``positions`` checked for the checked ``freqs``, ``freqs``): finite angles sum_a freqs[j, a] positions[a]."""
-    positions = check_positions(positions, lead_shape, name, axes=None if freqs.ndim == 1 else freqs.shape[1])
-    check_angle_range(positions, freqs, name)
-    return positions, freqs
+    return check_angles(positions, inv_freq, lead_shape, name) + (rotary_dim,)
 
 
 def _prepared(x, positions, base, pairing, rotary_dim, inv_freq, angles=None, layout=None, **packing):
@@ -80,7 +73,7 @@ def rotation_angles(positions, freqs) -> np.ndarray:
     """Angles m * theta_j (``freqs`` ``(n,)``, ``positions`` any shape P), or sum_a freqs[j, a] positions[a]
     (``freqs`` ``(n, A)``, ``positions`` ``(A,) + P``): float64 ``P + (n,)``.  An angle that overflows float64
     raises; |angle| >= 2^34, where float64 rounds it by more than 1e-6 rad, warns (RopeRefPrecisionWarning)."""
-    positions, freqs = _angle_arguments(positions, check_freqs(freqs, "freqs", axes=True))
+    positions, freqs = check_angles(positions, check_freqs(freqs, "freqs", axes=True))
     return _angles(positions, freqs)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import check_choice, check_finite, check_nonnegative_int, check_real_array
+from ._validate import check_choice, check_finite_array, check_nonnegative_int, check_positions, check_real_array
 
 LAYOUTS = ("bshd", "bhsd", "sbhd", "thd")
 
@@ -66,15 +66,11 @@ def positions_of(shape, positions, inv_freq, rotary_dim, angles, layout, **packi
                          f"(batch, heads, seq, d) or layout='bshd' for (batch, seq, heads, d)")
     if angles is None:
         return positions, inv_freq, rotary_dim
-    angles = check_finite(check_real_array(angles, "angles").astype(np.float64), "angles")
+    angles = check_finite_array(angles, "angles")
     r = 2 * angles.shape[-1] if angles.ndim else 0
-    try:
-        fits = 0 < r <= shape[-1] and np.broadcast_shapes(angles.shape[:-1], shape[:-1]) == tuple(shape[:-1])
-    except ValueError:                                          # lead axes that do not broadcast
-        fits = False
-    if not fits:
-        raise ValueError(f"angles must have shape (..., seq, r/2) broadcasting to x.shape[:-1] = {tuple(shape[:-1])}, "
-                         f"r <= d = {shape[-1]}, got shape {angles.shape}")
+    if not 0 < r <= shape[-1]:
+        raise ValueError(f"angles must have shape (..., seq, r/2) with r <= d = {shape[-1]}, got shape {angles.shape}")
+    check_positions(angles[..., 0], tuple(shape[:-1]), "angles[..., 0]")          # the lead axes broadcast to x's
     if positions is not None or inv_freq is not None or rotary_dim not in (None, r):
         raise TypeError(f"angles sets the positions, inv_freq and rotary_dim={r}, got them beside it")
     return np.moveaxis(angles, -1, 0), np.eye(r // 2), r

@@ -25,7 +25,7 @@ import numpy as np
 
 from ._validate import (as_given, check_choice, check_d, check_finite_array, check_freqs, check_keywords,
                         check_pairing, check_positions, check_positive_int, check_real_array, check_x)
-from .forms import _pairs, frequencies, rotate, rotate_elementwise, rotation_angles
+from .forms import _arguments, _pairs, rotate, rotate_elementwise, rotation_angles
 from .hf_config import RopeConfig, from_hf_config
 from .kernel_check import DEFECTS, RopeMismatch, expected_model
 from .kernel_check.assertions import _expectations
@@ -96,20 +96,17 @@ def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig
         factor = config.attention_factor
     pairing = rope.get("pairing", "interleaved")
     if table:                           # budget: each angle's error in angle roundoffs; none for the shared table
-        if cos is None or sin is None:
-            raise TypeError("cos and sin must be given together")
         y, budget, r = rotate_table(x, cos, sin, rows=rows, pairing=pairing), 0.0, 2 * np.shape(cos)[-1]
     elif angles is not None:                        # the kernel rounds each given angle once
         y = rotate_elementwise(x, angles=angles, pairing=pairing)
         budget, r = np.abs(np.asarray(angles, np.float64)), 2 * np.shape(angles)[-1]
     else:
         y = rotate_elementwise(x, positions, **rope)
-        r = rope.get("rotary_dim") or x.shape[-1]
-        freqs = rope.get("inv_freq")
-        freqs = frequencies(r, rope.get("base", 10000.0)) if freqs is None else np.asarray(freqs, np.float64)
+        positions, freqs, r = _arguments(positions, x.shape[-1], rope.get("base", 10000.0), pairing,
+                                         rope.get("rotary_dim"), rope.get("inv_freq"), x.shape[:-1])
         magnitude = np.abs(freqs).reshape(r // 2, -1).max(axis=1)
         steps = 6.0 + np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))      # per pair
-        budget = steps * rotation_angles(np.abs(np.asarray(positions, np.float64)), np.abs(freqs))   # each term rounds
+        budget = steps * rotation_angles(np.abs(positions), np.abs(freqs))           # each term rounds
         y[..., :r] *= factor                                            # cos and sin scaled: the rotated part only
     ua, ut, uc, uo = (precision.roundoff(s) for s in ("angles", "table", "compute", "output"))
     rounding = (0.0 if table else 2 * ua + ut) + 4 * uc + uo
