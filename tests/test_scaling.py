@@ -125,6 +125,7 @@ def test_published_sections_with_transformers_v5_semantics():
     (8, None, dict(rope_type="llama3", factor=8.0, low_freq_factor=4.0, high_freq_factor=1.0,
                    original_max_position_embeddings=8192), ValueError, "high_freq_factor"),
     (8, None, dict(rope_type="yarn", factor=4.0), ValueError, "original_max_position_embeddings"),
+    (8, None, dict(rope_type="yarn", original_max_position_embeddings=4096), ValueError, "factor"),
     # YaRN's ramp turned backwards (below 2 pi beta_slow positions, or so long that the slowest pair turns more than
     # beta_fast times): it would keep what YaRN divides (transformers computes it silently)
     *[(128, None, dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=n, truncate=t), ValueError,
