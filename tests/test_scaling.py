@@ -118,7 +118,6 @@ def test_published_sections_with_transformers_v5_semantics():
 
 @pytest.mark.parametrize("d,base,kw,exc,name", [
     (8, None, dict(rope_type="bogus"), ValueError, "rope_type"),
-    (8, None, dict(rope_type="linear"), ValueError, "factor"),
     (8, None, dict(rope_type="linear", factor="2"), TypeError, "factor"),
     (8, None, dict(rope_type="linear", factor=2.0, beta_fats=3), TypeError, "beta_fats"),
     (8, None, dict(rope_type="dynamic", factor=2.0), ValueError, "max_position_embeddings"),
