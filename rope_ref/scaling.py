@@ -197,6 +197,8 @@ def _longrope(d, base, seq_len, p):
 def _longrope_attention(p):
     """sqrt(1 + ln(factor) / ln(L_train)) (transformers' _compute_longrope_parameters)."""
     train_len, factor = _train_length_and_factor(p)
+    if factor > 1 and train_len == 1:
+        raise ValueError("original_max_position_embeddings must be > 1 for longrope (ln of it divides), got 1")
     return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(train_len))
 
 

@@ -144,6 +144,8 @@ def test_published_sections_with_transformers_v5_semantics():
     (16, None, dict(LONG, short_factor=[0.0] * 8, long_factor=[1.0] * 8), ValueError, "short_factor"),
     (16, None, dict(LONG, short_factor=[1.0] * 8, long_factor=[-2.0] * 8), ValueError, "long_factor"),
     (16, None, dict(LONG, short_factor=[1.0] * 3, long_factor=[1.0] * 8), ValueError, "short_factor"),
+    (16, None, dict(LONG, original_max_position_embeddings=1, short_factor=[1] * 8, long_factor=[1] * 8), ValueError,
+     "original_max_position_embeddings"),
     (16, None, dict(rope_type="linear", type="yarn", factor=2.0), ValueError, "type"),
     (16, None, dict(rope_type="linear", factor=2.0, seq_len=-3), ValueError, "seq_len"),
     (16, None, dict(rope_theta="10000"), TypeError, "rope_theta"),
