@@ -10,7 +10,7 @@ from ._validate import (check_base, check_bool, check_choice, check_number, chec
 from .hf_families import DIFFUSERS_FAMILIES, FAMILIES, Family
 from .multiaxis import mrope_frequencies
 from .rope_config import RopeConfig
-from .scaling import SCALING_METHODS, TRAIN_LENGTH, config_keys, scaled_inv_freq
+from .scaling import SCALING_METHODS, config_keys, scaled_inv_freq
 
 
 _SECTIONS = ("rope_parameters", "rope_scaling")   # v5, v4
@@ -57,14 +57,13 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     if part:
         head_key, default_head, pairing, output_pairing = part
         head_dim = check_positive_int(cfg.get(head_key, default_head), f"config[{head_key!r}]")
-    # transformers v5 (standardize_rope_params): the training length of llama3/yarn/longrope is a top-level
+    # transformers v5 (standardize_rope_params): the training length (of the methods reading one) is a top-level
     # original_max_position_embeddings (Phi-3), else the rope section's, else max_position_embeddings
     top = {k: check_positive_int(cfg[k], f"config[{k!r}]")
            for k in family.max_pos_keys + ("original_max_position_embeddings",) if cfg.get(k) is not None}
     max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
-    if TRAIN_LENGTH in SCALING_METHODS[rope_type].required:
-        train = top.get("original_max_position_embeddings", rope.get("original_max_position_embeddings"))
-        rope["original_max_position_embeddings"] = max_pos if train is None else train
+    train = top.get("original_max_position_embeddings", rope.get("original_max_position_embeddings"))
+    rope["original_max_position_embeddings"] = max_pos if train is None else train
     if max_pos is not None:
         rope["max_position_embeddings"] = max_pos
     params, query_scaling = ({k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}

@@ -168,4 +168,4 @@ def deepseek_v4_compressed_positions(seq_len: int, compress_rate: int) -> np.nda
     (transformers 5.24.0's ``DeepseekV4HCACompressor``, rate 128, and ``DeepseekV4CSACompressor``, rate 4)."""
     seq_len = check_number(seq_len, "seq_len", "a non-negative integer below 2**63", lambda v: 0 <= v < 2**63)
     rate = check_positive_int(compress_rate, "compress_rate")
-    return min(rate, seq_len + 1) * np.arange(seq_len // rate, dtype=np.int64)     # a rate above seq_len: no entry
+    return min(rate, seq_len) * np.arange(seq_len // rate, dtype=np.int64)     # a rate above seq_len: no entry

@@ -17,6 +17,8 @@ from .forms import frequencies
 
 #: The training length: original_max_position_embeddings, else max_position_embeddings (transformers v5).
 TRAIN_LENGTH = ("original_max_position_embeddings", "max_position_embeddings")
+#: yarn's and longrope's: a training length, and the factor or both lengths (whose ratio is the factor).
+_FACTOR_OR_RATIO = (TRAIN_LENGTH, ("factor", "original_max_position_embeddings"), ("factor", "max_position_embeddings"))
 #: Keys a published rope section carries besides the methods' own: accepted, and ignored by the methods.
 _SECTION_KEYS = ("rope_theta", "type", "partial_rotary_factor", "short_mscale", "long_mscale")
 #: Checks of keys several methods read, made once by scaled_inv_freq (other keys: by the method that reads them).
@@ -67,10 +69,10 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     base = _one_value(("base", base), ("rope_theta", params.pop("rope_theta", None)), check_base, 10000.0)
     d = check_d(d)
     method = SCALING_METHODS[rope_type]
-    missing = [" | ".join(alts) for alts in method.required if not any(params.get(k) is not None for k in alts)]
+    params = {k: _KEY_CHECKS[k](v, k) if k in _KEY_CHECKS else v for k, v in method.params_of(params).items()}
+    missing = [" | ".join(alts) for alts in method.required if not any(k in params for k in alts)]
     if missing:
         raise ValueError(f"rope_type={rope_type!r} is missing {missing}; it reads {sorted(method.used)}")
-    params = {k: _KEY_CHECKS[k](v, k) if k in _KEY_CHECKS else v for k, v in method.params_of(params).items()}
     seq_len = None if seq_len is None else check_positive_int(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # refused below, naming the cause
         inv_freq = method.inv_freq(d, base, seq_len, params)
@@ -89,10 +91,6 @@ def _one_value(given, alias, check, default):
     if len(set(values.values())) > 1:
         raise ValueError(f"{' and '.join(f'{k}={v!r}' for k, v in values.items())} disagree; give one")
     return next(iter(values.values()), default)
-
-
-def _train_length(params):
-    return next(params[k] for k in TRAIN_LENGTH if k in params)
 
 
 def _default(d, base, seq_len, p):
@@ -122,26 +120,23 @@ def _new_base(base, growth, d):
 def _dynamic(d, base, seq_len, p):
     """Dynamic NTK: base * (factor * L / L_train - (factor - 1))^(d/(d-2)) with L = max(seq_len, L_train)
     (emozilla, "Dynamically Scaled RoPE", 2023; YaRN, arXiv:2309.00071, section 3.3)."""
-    factor, train_len = p["factor"], _train_length(p)     # dynamic reads max_position_embeddings
+    factor, train_len = p["factor"], p["max_position_embeddings"]
     length = train_len if seq_len is None else max(seq_len, train_len)
     return frequencies(d, _new_base(base, (factor * length / train_len) - (factor - 1), d))
 
 
-def _train_length_and_factor(p, method):
-    """transformers v5: an explicit factor wins; else max_position_embeddings / original."""
-    train_len = _train_length(p)
-    if "factor" in p:
-        return train_len, p["factor"]
-    if "original_max_position_embeddings" in p and "max_position_embeddings" in p:
-        return train_len, p["max_position_embeddings"] / train_len
-    raise ValueError(f"rope_type={method!r} needs factor or max_position_embeddings / original_max_position_embeddings")
+def _train_length_and_factor(p):
+    """The first key of TRAIN_LENGTH present, and the factor: as transformers v5, an explicit one wins, else
+    max_position_embeddings / original_max_position_embeddings (_FACTOR_OR_RATIO requires one of them)."""
+    train_len = next(p[k] for k in TRAIN_LENGTH if k in p)
+    return train_len, p["factor"] if "factor" in p else p["max_position_embeddings"] / train_len
 
 
 def _yarn(d, base, seq_len, p):
     """YaRN's NTK-by-parts: theta_i ((1 - gamma_i) / factor + gamma_i), gamma the ramp from the pairs turning
     fewer than beta_slow times over L_train (interpolated) to those turning more than beta_fast times
     (extrapolated) (Peng et al. 2023, arXiv:2309.00071, section 3.2)."""
-    train_len, factor = _train_length_and_factor(p, "yarn")
+    train_len, factor = _train_length_and_factor(p)
     if base == 1.0:
         raise ValueError("base must be > 1 for rope_type='yarn' (the ramp divides by log(base)), got 1.0")
     beta_fast, beta_slow = p.get("beta_fast", 32.0), p.get("beta_slow", 1.0)
@@ -163,7 +158,7 @@ def _yarn_attention(p):
     """sqrt(1/t) = 0.1 ln(factor) + 1 (arXiv:2309.00071, section 3.4), or, when mscale and mscale_all_dim are both
     non-zero, DeepSeek-V2's mscale(factor, mscale) / mscale(factor, mscale_all_dim) (a zero one counts as absent, as
     in transformers' _compute_yarn_parameters)."""
-    _, factor = _train_length_and_factor(p, "yarn")
+    _, factor = _train_length_and_factor(p)
     mscale, all_dim = (check_number(p.get(k, 0.0), k, "a finite real number", math.isfinite, real=True)
                        for k in ("mscale", "mscale_all_dim"))
     log_factor = max(math.log(factor), 0.0)          # factor <= 1: no scaling
@@ -176,8 +171,7 @@ def _llama3(d, base, seq_len, p):
     """Llama 3.1's bands: wavelengths above L_train / low_freq_factor divided by factor, below L_train /
     high_freq_factor unchanged, linear in L_train / wavelength between (Meta 2024, arXiv:2407.21783; transformers'
     _compute_llama3_parameters)."""
-    factor, low_ff, high_ff = p["factor"], p["low_freq_factor"], p["high_freq_factor"]
-    train_len = _train_length(p)
+    (train_len, factor), low_ff, high_ff = _train_length_and_factor(p), p["low_freq_factor"], p["high_freq_factor"]
     if high_ff < low_ff:
         raise ValueError(f"llama3: high_freq_factor ({high_ff}) must be >= low_freq_factor ({low_ff})")
     freqs = frequencies(d, base)
@@ -192,7 +186,7 @@ def _llama3(d, base, seq_len, p):
 def _longrope(d, base, seq_len, p):
     """theta_i / lambda_i with searched per-pair factors: short_factor up to L_train, long_factor beyond
     (Ding et al. 2024, "LongRoPE", arXiv:2402.13753)."""
-    train_len, _ = _train_length_and_factor(p, "longrope")
+    train_len, _ = _train_length_and_factor(p)
     short, long_ = (check_freqs(p[k], k, n_pairs=d // 2) for k in ("short_factor", "long_factor"))
     for name, f in (("short_factor", short), ("long_factor", long_)):
         if np.any(f <= 0):
@@ -202,7 +196,9 @@ def _longrope(d, base, seq_len, p):
 
 def _longrope_attention(p):
     """sqrt(1 + ln(factor) / ln(L_train)) (transformers' _compute_longrope_parameters)."""
-    train_len, factor = _train_length_and_factor(p, "longrope")
+    train_len, factor = _train_length_and_factor(p)
+    if factor > 1 and train_len == 1:
+        raise ValueError("original_max_position_embeddings must be > 1 for longrope (ln of it divides), got 1")
     return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(train_len))
 
 
@@ -260,8 +256,8 @@ SCALING_METHODS = {
                              example=lambda factor, train_len: dict(factor=factor, max_position_embeddings=train_len,
                                                                     seq_len=int(factor * train_len))),
     "yarn": ScalingMethod(
-        _yarn, _yarn_attention, required=(TRAIN_LENGTH,), candidates=_yarn_candidates,
-        optional=("factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate"),
+        _yarn, _yarn_attention, required=_FACTOR_OR_RATIO, candidates=_yarn_candidates,
+        optional=("beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate"),
         example=lambda factor, train_len: dict(factor=factor, original_max_position_embeddings=train_len)),
     "llama3": ScalingMethod(
         _llama3, required=(("factor",), TRAIN_LENGTH, ("low_freq_factor",), ("high_freq_factor",)),
@@ -269,8 +265,8 @@ SCALING_METHODS = {
         example=lambda factor, train_len: dict(factor=factor, low_freq_factor=1.0, high_freq_factor=4.0,
                                                original_max_position_embeddings=train_len)),
     "longrope": ScalingMethod(
-        _longrope, _longrope_attention, required=(("short_factor",), ("long_factor",), TRAIN_LENGTH),
-        optional=("factor", "attention_factor"), uses_seq_len=True, config_names=("longrope", "su")),
+        _longrope, _longrope_attention, required=(("short_factor",), ("long_factor",), *_FACTOR_OR_RATIO),
+        optional=("attention_factor",), uses_seq_len=True, config_names=("longrope", "su")),
     "proportional": ScalingMethod(_proportional, optional=("partial_rotary_factor", "factor"), whole_head=True),
 }
 

@@ -118,13 +118,13 @@ def test_published_sections_with_transformers_v5_semantics():
 
 @pytest.mark.parametrize("d,base,kw,exc,name", [
     (8, None, dict(rope_type="bogus"), ValueError, "rope_type"),
-    (8, None, dict(rope_type="linear"), ValueError, "factor"),
     (8, None, dict(rope_type="linear", factor="2"), TypeError, "factor"),
     (8, None, dict(rope_type="linear", factor=2.0, beta_fats=3), TypeError, "beta_fats"),
     (8, None, dict(rope_type="dynamic", factor=2.0), ValueError, "max_position_embeddings"),
     (8, None, dict(rope_type="llama3", factor=8.0, low_freq_factor=4.0, high_freq_factor=1.0,
                    original_max_position_embeddings=8192), ValueError, "high_freq_factor"),
     (8, None, dict(rope_type="yarn", factor=4.0), ValueError, "original_max_position_embeddings"),
+    (8, None, dict(rope_type="yarn", original_max_position_embeddings=4096), ValueError, "factor"),
     # YaRN's ramp turned backwards (below 2 pi beta_slow positions, or so long that the slowest pair turns more than
     # beta_fast times): it would keep what YaRN divides (transformers computes it silently)
     *[(128, None, dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=n, truncate=t), ValueError,
@@ -144,6 +144,8 @@ def test_published_sections_with_transformers_v5_semantics():
     (16, None, dict(LONG, short_factor=[0.0] * 8, long_factor=[1.0] * 8), ValueError, "short_factor"),
     (16, None, dict(LONG, short_factor=[1.0] * 8, long_factor=[-2.0] * 8), ValueError, "long_factor"),
     (16, None, dict(LONG, short_factor=[1.0] * 3, long_factor=[1.0] * 8), ValueError, "short_factor"),
+    (16, None, dict(LONG, original_max_position_embeddings=1, short_factor=[1] * 8, long_factor=[1] * 8), ValueError,
+     "original_max_position_embeddings"),
     (16, None, dict(rope_type="linear", type="yarn", factor=2.0), ValueError, "type"),
     (16, None, dict(rope_type="linear", factor=2.0, seq_len=-3), ValueError, "seq_len"),
     (16, None, dict(rope_theta="10000"), TypeError, "rope_theta"),
