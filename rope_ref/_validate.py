@@ -138,8 +138,9 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
     given = check_real_array(positions, name)
     pos = check_finite(given.astype(np.float64), name)
     if np.max(np.abs(pos), initial=0) >= 2 ** 53:      # 2^53 + 1 rounds to 2^53: the integers as given
-        exact = [given.max(), given.min()] if given.dtype.kind in "iu" else np.asarray(positions, object).ravel()
-        if max((abs(int(v)) for v in exact if isinstance(v, numbers.Integral)), default=0) > 2 ** 53:
+        exact = positions if isinstance(positions, (list, tuple)) else [given.max(), given.min()]   # an array's: dtype
+        if max((abs(int(v)) for v in np.ravel(np.asarray(exact, object)) if isinstance(v, numbers.Integral)),
+               default=0) > 2 ** 53:
             warnings.warn(f"{name} holds integers beyond 2^53 that float64 rounds, so distinct positions can get "
                           f"identical angles", RopeRefPrecisionWarning, stacklevel=2)
     if axes is not None and (pos.ndim == 0 or pos.shape[0] != axes):

@@ -147,3 +147,6 @@ def test_torch_in_torch_out(dtype):
         assert isinstance(y, torch.Tensor) and (y.dtype, y.device) == (t.dtype, t.device) and not y.requires_grad
         np.testing.assert_array_equal(y.float().numpy(), form(x, np.arange(5) + 3).astype(np.float32))
         assert torch.equal(t.detach(), before)
+    far = torch.full((5,), 2.0 ** 60, dtype=torch.float32 if dtype == "float16" else t.dtype).requires_grad_()
+    with pytest.warns(rr.RopeRefPrecisionWarning, match="2\\^34"):       # float positions past 2^53 read as a tensor
+        rr.rotate(t, far)
