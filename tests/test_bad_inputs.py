@@ -79,7 +79,6 @@ CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: rr.rotate_qkv(np.zeros((5, 48)), head_dim=10), ValueError, "head_dim"),
     (lambda: assert_rope_close(X, X, head_dim=0), ValueError, "head_dim"),
     (lambda: assert_rope_close(X, X, head_dim="4"), TypeError, "head_dim"),
-    (lambda: assert_rope_close(X, X, head_dim=-4), ValueError, "head_dim"),
     (lambda: assert_rope_close(X, X, head_dim=3), ValueError, "head_dim"),
     (lambda: assert_rope_close(X, X, cos=np.ones((4, 4)), sin=np.zeros((4, 4))), ValueError, "rows"),   # 5 > 4 rows
     (lambda: assert_rope_close(X, X, cos=np.ones((9, 4)), sin=np.zeros((9, 3))), ValueError, "sin"),
@@ -95,7 +94,6 @@ CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: rr.rotate_complex(X, np.full(5, np.nan)), ValueError, "positions"),
     (lambda: rr.rotate_complex(X.astype(object)), TypeError, "x"),
     (lambda: rr.rotate_elementwise(X.astype(bool), np.zeros((3, 1))), TypeError, "x"),
-    (lambda: rr.rotate_elementwise(X, np.zeros((3, 1))), ValueError, "positions"),
     (lambda: rr.rotate(X, np.zeros((2, 5)) + [0, 0, np.inf, 0, 0]), ValueError, "positions"),
     (lambda: rr.rotate_half(np.zeros(3)), ValueError, "x"),
     (lambda: rr.rotate_half(X, "odd"), ValueError, "pairing"),
@@ -147,6 +145,5 @@ def test_torch_in_torch_out(dtype):
         assert isinstance(y, torch.Tensor) and (y.dtype, y.device) == (t.dtype, t.device) and not y.requires_grad
         np.testing.assert_array_equal(y.float().numpy(), form(x, np.arange(5) + 3).astype(np.float32))
         assert torch.equal(t.detach(), before)
-    far = torch.full((5,), 2.0 ** 60, dtype=torch.float32 if dtype == "float16" else t.dtype).requires_grad_()
-    with pytest.warns(rr.RopeRefPrecisionWarning, match="2\\^34"):       # float positions past 2^53 read as a tensor
-        rr.rotate(t, far)
+    with pytest.warns(rr.RopeRefPrecisionWarning, match="2\\^34"):    # float positions past 2^53 read from a tensor
+        rr.rotate(t, torch.full((5,), 2.0 ** 60, dtype=None if dtype == "float16" else t.dtype).requires_grad_())
