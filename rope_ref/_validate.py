@@ -4,7 +4,6 @@ argument, what was given and what was expected, in one sentence; and the precisi
 from __future__ import annotations
 
 import numbers
-import sys
 import warnings
 
 import ml_dtypes
@@ -13,14 +12,6 @@ import numpy as np
 
 class RopeRefPrecisionWarning(UserWarning):
     """The math is fine but float64 cannot resolve it (positions so large that m*theta loses digits)."""
-
-
-def _callers_level() -> int:
-    """The ``stacklevel`` of the first frame outside rope_ref, so that a warning points at the user's call."""
-    frame, level = sys._getframe(2), 2
-    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "rope_ref":
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def check_bool(flag, name: str) -> bool:
@@ -70,8 +61,7 @@ def check_base(base, name: str = "base", *, d: int | None = None) -> float:
     """A positive base whose frequencies base^(-2i/d) fit float64 (when ``d`` is given); base = 1 warns."""
     base = check_positive_real(base, name)
     if base == 1:
-        warnings.warn(f"{name}=1 gives every pair theta_i = 1 (eq 15); RoPE's bases are > 1",
-                      stacklevel=_callers_level())
+        warnings.warn(f"{name}=1 gives every pair theta_i = 1 (eq 15); RoPE's bases are > 1", stacklevel=2)
     if d is not None and base < 1 and (d - 2) / d * -np.log2(base) >= 1024:
         raise ValueError(f"{name} must keep base^(-2i/d) within float64 for d={d} (base >= 1e-300 does), got {base!r}")
     return base
@@ -152,7 +142,7 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
         if max((abs(int(v)) for v in np.ravel(np.asarray(exact, object)) if isinstance(v, numbers.Integral)),
                default=0) > 2 ** 53:
             warnings.warn(f"{name} holds integers beyond 2^53 that float64 rounds, so distinct positions can get "
-                          f"identical angles", RopeRefPrecisionWarning, stacklevel=_callers_level())
+                          f"identical angles", RopeRefPrecisionWarning, stacklevel=2)
     if axes is not None and (pos.ndim == 0 or pos.shape[0] != axes):
         raise ValueError(f"{name} must have shape ({axes}, ..., seq) for frequencies of {axes} columns, got shape "
                          f"{pos.shape}")
@@ -194,7 +184,7 @@ def check_angles(positions, freqs: np.ndarray, lead_shape: tuple | None = None, 
         raise ValueError(f"{name} times the frequencies must be finite angles, got |{name} * theta| beyond 1.8e308")
     if peak >= 2.0 ** 34:
         warnings.warn(f"{name} times the frequencies reach {peak:.3g} rad, beyond 2^34 where float64 rounds an angle "
-                      f"by more than 1e-6 rad", RopeRefPrecisionWarning, stacklevel=_callers_level())
+                      f"by more than 1e-6 rad", RopeRefPrecisionWarning, stacklevel=2)
     return positions, freqs
 
 
