@@ -106,7 +106,7 @@ def check_real_array(a, name: str) -> np.ndarray:
     arr = arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
     if arr.dtype in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16) or arr.dtype.kind in "iu":
         return arr
-    raise TypeError(f"{name} must be {expected}, got dtype {arr.dtype}")
+    raise TypeError(f"{name} must be {expected}, got {type(a).__name__} of dtype {arr.dtype}")
 
 
 def check_finite(arr: np.ndarray, name: str) -> np.ndarray:

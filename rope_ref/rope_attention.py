@@ -61,6 +61,7 @@ def softmax(scores, axis: int = -1, *, scale: float = 1.0) -> np.ndarray:
     -inf scores get weight 0.  c s is never formed (c = inf: the argmax; c = 0: the mean over the unmasked)."""
     s = check_real_array(scores, "scores").astype(np.float64)
     scale = check_number(scale, "scale", "a non-negative number (inf allowed)", lambda c: c >= 0, real=True)
+    axis = check_number(axis, "axis", f"an axis of scores ({-s.ndim}..{s.ndim - 1})", lambda a: -s.ndim <= a < s.ndim)
     top = s.max(axis=axis, keepdims=True)
     if not np.all(np.isfinite(top)):                    # a NaN or +inf score, or a row all -inf
         raise ValueError(f"scores must be finite or -inf (masked), with a finite score in every row along axis {axis}")

@@ -123,6 +123,7 @@ Q = np.ones((5, 4))
     (lambda: rr.softmax([-np.inf, -np.inf]), ValueError, "scores"),
     (lambda: rr.softmax([1.0], scale=-1.0), ValueError, "scale"),
     (lambda: rr.softmax([1.0], scale="2"), TypeError, "scale"),
+    (lambda: rr.softmax([1.0], axis="1"), TypeError, "axis"),
 ])
 def test_bad_input_is_named(call, exc, names):
     with pytest.raises(exc, match=names):
