@@ -21,10 +21,14 @@ TRAIN_LENGTH = ("original_max_position_embeddings", "max_position_embeddings")
 _FACTOR_OR_RATIO = (TRAIN_LENGTH, ("factor", "original_max_position_embeddings"), ("factor", "max_position_embeddings"))
 #: Keys a published rope section carries besides the methods' own: accepted, and ignored by the methods.
 _SECTION_KEYS = ("rope_theta", "type", "partial_rotary_factor", "short_mscale", "long_mscale")
-#: Checks of keys several methods read, made once by scaled_inv_freq (other keys: by the method that reads them).
+#: Checks of the methods' scalar keys, made once by scaled_inv_freq (short_factor, long_factor: by longrope, given d).
 _KEY_CHECKS = {**dict.fromkeys(("factor", "beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor",
                                 "attention_factor"), check_positive_real),
-               **dict.fromkeys(TRAIN_LENGTH, check_positive_int), "truncate": check_bool}
+               **dict.fromkeys(TRAIN_LENGTH, check_positive_int), "truncate": check_bool,
+               **dict.fromkeys(("mscale", "mscale_all_dim"),
+                               lambda v, k: check_number(v, k, "a finite real number", math.isfinite, real=True)),
+               "partial_rotary_factor": lambda v, k: check_number(v, k, "a number in (0, 1]", lambda x: 0 < x <= 1,
+                                                                  real=True)}
 
 
 @dataclass(frozen=True)
@@ -159,8 +163,7 @@ def _yarn_attention(p):
     non-zero, DeepSeek-V2's mscale(factor, mscale) / mscale(factor, mscale_all_dim) (a zero one counts as absent, as
     in transformers' _compute_yarn_parameters)."""
     _, factor = _train_length_and_factor(p)
-    mscale, all_dim = (check_number(p.get(k, 0.0), k, "a finite real number", math.isfinite, real=True)
-                       for k in ("mscale", "mscale_all_dim"))
+    mscale, all_dim = p.get("mscale", 0.0), p.get("mscale_all_dim", 0.0)
     log_factor = max(math.log(factor), 0.0)          # factor <= 1: no scaling
     if not (mscale and all_dim):
         return 0.1 * log_factor + 1.0
@@ -205,10 +208,8 @@ def _longrope_attention(p):
 def _proportional(d, base, seq_len, p):
     """Gemma 4's proportional RoPE (transformers' _compute_proportional_rope_parameters): the first
     int(partial_rotary_factor * d // 2) pairs at base^(-2i/d) over the whole head, the rest 0, all / factor."""
-    share = check_number(p.get("partial_rotary_factor", 1.0), "partial_rotary_factor", "a number in (0, 1]",
-                         lambda v: 0 < v <= 1, real=True)
     freqs = frequencies(d, base)
-    freqs[int(share * d // 2):] = 0.0
+    freqs[int(p.get("partial_rotary_factor", 1.0) * d // 2):] = 0.0
     return freqs / p.get("factor", 1.0)
 
 
