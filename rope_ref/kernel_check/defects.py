@@ -78,7 +78,7 @@ class Model:
             cos, sin = rounded_to(cos, self.table_type), rounded_to(sin, self.table_type)
         s, n = self.rotary_start, self.rotary_dim // 2
         a, b = (s + i for i in _pairs(2 * n, self.pairing if self.pairing in OTHER_PAIRING else "interleaved"))
-        oa, ob = (s + np.arange(n), s + n + np.arange(n)) if self.output_pairing == "half" else (a, b)
+        oa, ob = (s + i for i in _pairs(2 * n, "half")) if self.output_pairing == "half" else (a, b)
         out, scale = np.array(x, np.float64), self.norm_scale or 1.0
         out[..., oa] = scale * (x[..., a] * cos - x[..., b] * sin)
         out[..., ob] = scale * (x[..., a] * sin + x[..., b] * cos)

@@ -107,8 +107,9 @@ def read_structure(matrices) -> dict | str:
     if unlike.max() > RTOL * np.abs(matrices).max():
         return f"a pair's 2x2 block is not a (scaled) rotation [[c, -s], [s, c]] (pair {pairs[int(np.argmax(unlike))]})"
     c, s = (c1 + c2) / 2, (s1 + s2) / 2
-    norm_scale = float(np.median(np.hypot(c, s)))
-    scale_error = float(np.abs(np.hypot(c, s) / norm_scale - 1).max())
+    scales = np.hypot(c, s)
+    norm_scale = float(np.median(scales))
+    scale_error = float(np.abs(scales / norm_scale - 1).max())
     if scale_error > RTOL:
         return f"the norm of a pair changes with position by up to {scale_error:.1%}"
     moved, in_place = outs != pairs, sorted(i for o in outs for i in o) == rotated
