@@ -87,7 +87,9 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
         spec.table_end = (end, "clamped")
     elif restart.size:
         spec.table_end = (int(restart[0]) + 1, "repeated")
-    table = table[:spec.table_end[0]] if spec.table_end else table    # up to its end (a row; a position once known)
+    if spec.table_end:                  # measured up to its end: the last row, a position once the offset is known
+        table = table[:spec.table_end[0]]
+        spec.table_end = (spec.table_end[0] - 1.0, spec.table_end[1])
     spec.rows = n = len(table)
     if still[:n - 1].any():
         spec.linear = False             # which 16-bit type: the catalogue tells
@@ -112,7 +114,7 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
                           f"also {', '.join(f'{o:.0f}' for o in also[:3])})")
     spec.offset = offset
     if spec.table_end:
-        spec.table_end = (offset + spec.table_end[0] - 1, spec.table_end[1])
+        spec.table_end = (offset + spec.table_end[0], spec.table_end[1])
         spec.notes.append(f"the cos/sin table stops at position {spec.table_end[0]:g}: rows beyond it are "
                           f"{spec.table_end[1]}")
     m = offset + np.arange(n, dtype=float)
