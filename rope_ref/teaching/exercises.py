@@ -136,13 +136,14 @@ def check_decay_prediction(far_is_higher, far_mean) -> bool:
     higher (True) or lower (False) than with base 1e4, and that mean (to 0.01; distances in steps of 0.01)."""
     r = np.linspace(0, 256, 25601)
     lo, hi = decay_bound(r, 128, 1e4), decay_bound(r, 128, 5e5)
-    higher = bool(hi[r >= 128].mean() > lo[r >= 128].mean())
-    mistakes = [(lo[r >= 128].mean(), "that is the mean with base 1e4; use rr.decay_bound(r, 128, base=5e5)"),
+    far_lo, far_hi = lo[r >= 128].mean(), hi[r >= 128].mean()
+    higher = bool(far_hi > far_lo)
+    mistakes = [(far_lo, "that is the mean with base 1e4; use rr.decay_bound(r, 128, base=5e5)"),
                 (hi.mean(), "that is the mean over all distances 0..256; take only r >= 128"),
                 (hi[0], "that is the value at distance 0; the exercise asks for the mean over 128..256")]
     return check({"far_is_higher": (far_is_higher, BOOL), "far_mean": (far_mean, NUMBER)},
-                 hi[r >= 128].mean(), f"the mean over 128..256 is {hi[r >= 128].mean():.2f} with base 5e5 against "
-                 f"{lo[r >= 128].mean():.2f} with 1e4: the slow pairs stay coherent longer",
+                 far_hi, f"the mean over 128..256 is {far_hi:.2f} with base 5e5 against "
+                 f"{far_lo:.2f} with 1e4: the slow pairs stay coherent longer",
                  [(wrong, f"your direction is right, but {why}") for wrong, why in mistakes],
                  lambda a: "think of what a larger base does to the slow pairs' angles r theta_i" if a[0] != higher
                  else f"your direction is right, but the mean over 128..256 is not {a[1]:g}",

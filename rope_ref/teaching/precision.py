@@ -27,8 +27,9 @@ def angles_in_dtype(positions, freqs, dtype) -> np.ndarray:
 
 def angle_errors(positions, d: int = 128, base: float = 10000.0, dtype=np.float32) -> np.ndarray:
     """Max over pairs of |angle error| at each position: m theta_i in ``dtype`` against float64 (inf past float16)."""
-    exact = np.multiply.outer(check_positions_any(positions), frequencies(d, base))
-    return np.abs(angles_in_dtype(positions, frequencies(d, base), dtype) - exact).max(axis=-1)
+    pos = check_positions_any(positions)
+    freqs = frequencies(d, base)
+    return np.abs(angles_in_dtype(pos, freqs, dtype) - np.multiply.outer(pos, freqs)).max(axis=-1)
 
 
 def rotate_with_angle_dtype(x, positions, *, base: float = 10000.0, dtype=np.float32) -> np.ndarray:
