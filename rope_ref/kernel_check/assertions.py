@@ -5,6 +5,7 @@ catalogue of known defects)."""
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 import numpy as np
 
@@ -125,13 +126,11 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
     d = check_d(d)
     if axes is None:
         check_keywords(expected, {*_SPEC_KEYS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
-        for name, check in (("offset", check_scalar), ("norm_scale", check_positive_real), ("base", check_base),
-                            ("rotary_dim", check_d), ("rotary_start", check_nonnegative_int)):
-            if expected.get(name) is not None:
-                expected[name] = check(expected[name], name)
-        for name, valid in (("pairing", PAIRINGS), ("rope_type", ROPE_TYPES), ("output_pairing", PAIRINGS)):
-            if expected.get(name) is not None:
-                check_choice(expected[name], name, valid)
+        pairing = partial(check_choice, choices=PAIRINGS)
+        checks = dict(offset=check_scalar, norm_scale=check_positive_real, base=check_base, rotary_dim=check_d,
+                      rotary_start=check_nonnegative_int, pairing=pairing, output_pairing=pairing,
+                      rope_type=partial(check_choice, choices=ROPE_TYPES))
+        expected.update({k: checks[k](v, k) for k, v in expected.items() if k in checks and v is not None})
     if phase_atol is not None:
         check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
     return d, axes, expected
