@@ -29,6 +29,8 @@ _KEY_CHECKS = {**dict.fromkeys(("factor", "beta_fast", "beta_slow", "low_freq_fa
                                lambda v, k: check_number(v, k, "a finite real number", math.isfinite, real=True)),
                "partial_rotary_factor": lambda v, k: check_number(v, k, "a number in (0, 1]", lambda x: 0 < x <= 1,
                                                                   real=True)}
+#: The training lengths llama3's and yarn's candidates try (the frequencies alone do not give it).
+_TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 
 
 @dataclass(frozen=True)
@@ -231,7 +233,7 @@ def _linear_candidates(fit):
 
 
 def _llama3_candidates(fit):     # rank (4, factor's, training length's, 0): after the factor-free methods
-    for (i, factor), (j, train_len) in itertools.product(enumerate(fit.factors), enumerate(fit.train_lengths)):
+    for (i, factor), (j, train_len) in itertools.product(enumerate(fit.factors), enumerate(_TRAIN_LENGTHS)):
         # Llama 3.1 (1, 4); Llama 4 (1, 1.5) and Llama-4-Scout's step (1, 1)
         for low, high in [(1.0, 4.0), (1.0, 2.0), (1.0, 8.0), (2.0, 8.0), (1.0, 1.5), (1.0, 1.0)]:
             yield (4, i, j, 0), dict(base=fit.base, factor=factor, low_freq_factor=low, high_freq_factor=high,
@@ -239,7 +241,7 @@ def _llama3_candidates(fit):     # rank (4, factor's, training length's, 0): aft
 
 
 def _yarn_candidates(fit):       # after llama3's of the same factor and training length
-    for (i, factor), (j, train_len) in itertools.product(enumerate(fit.factors), enumerate(fit.train_lengths)):
+    for (i, factor), (j, train_len) in itertools.product(enumerate(fit.factors), enumerate(_TRAIN_LENGTHS)):
         for truncate in (True, False):          # GPT-OSS: truncate=False (unrounded correction range)
             for fast, slow in [(32.0, 1.0), (16.0, 1.0), (32.0, 2.0), (16.0, 2.0), (1.0, 1.0)]:  # (1, 1): Scout's step
                 yield (4, i, j, 1), dict(base=fit.base, factor=factor, original_max_position_embeddings=train_len,

@@ -20,8 +20,6 @@ FREQ_ULPS = 64              # a measured frequency carries a few roundings: FREQ
 SIGMAS = 6.0                # agreement: within SIGMAS standard deviations
 MAX_OFFSET = 2**24          # |offset| searched: float32 holds every integer up to it
 MAX_ROWS = 4096             # default max_rows: the longest call
-#: Training lengths scaling methods' candidates try (rope_ref.scaling reads them from the fit).
-TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 
 
 def rounded_to(values, type_name):
@@ -161,9 +159,8 @@ def describe_frequencies(spec, theta, tau, unit, base_hint):
     (slope, a), fitted = np.polyfit(x, np.log(theta), 1), float(np.exp((x @ np.log(theta)) / (x @ x)))
     # what scaling methods' candidates read (rope_ref.scaling.ScalingMethod): the base of the leading pairs, the least
     # squares base of log theta_p = -(2p/r) log base, the same with an intercept, the factor dividing the slowest pair
-    fit = SimpleNamespace(r=r, base=lead, base_hint=base_hint, tau=tau, fitted_base=fitted, train_lengths=TRAIN_LENGTHS,
-                          linear_fit=(float(np.exp(slope)), float(np.exp(-a))),
-                          factors=tuple(factors) if f_max > 1 + tau.max() else ())
+    fit = SimpleNamespace(r=r, base=lead, base_hint=base_hint, tau=tau, linear_fit=np.exp([slope, -a]).tolist(),
+                          fitted_base=fitted, factors=tuple(factors) if f_max > 1 + tau.max() else ())
     ranked = sorted(((rank, rope_type, params) for rope_type, method in SCALING_METHODS.items() if method.candidates
                      for rank, params in method.candidates(fit)), key=lambda c: c[0])
     found = {}                          # rope_type -> params of its first candidate that reproduces
