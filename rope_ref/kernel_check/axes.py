@@ -40,7 +40,7 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     positions[:, mixed] = rng.integers(0, min(max_position, 63) + 1, size=(axes, len(mixed)))
     call = Caller(fn, positions, raising=raising)
     found = read_rotations(call, *rng.standard_normal((2, seq, d)))
-    done = dict(axes=axes, axis_names=tuple(names), positions=positions)
+    done = dict(axes=axes, axis_names=tuple(names))
     if isinstance(found, str) or found["output_pairing"] is not None:
         return AxesSpec(is_rope=False, reason=found if isinstance(found, str) else "the rotated pairs are written to "
                         "other features: multi-axis probing follows pairs written back in place only", **done)

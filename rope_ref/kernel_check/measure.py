@@ -82,12 +82,11 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     jumps = np.abs(wrap_angle(steps - np.median(steps, axis=0))).max(axis=1)
     restart = np.flatnonzero((np.abs(table[1:]).max(axis=1) <= 1e-9) & (jumps > 1e-3))      # back to angle 0
     if end < rows and not still[:end - 1].any():
-        spec.table_end = (end, "clamped")
+        spec.table_end = (end - 1.0, "clamped")
     elif restart.size:
-        spec.table_end = (int(restart[0]) + 1, "repeated")
-    if spec.table_end:                  # measured up to its end: the last row, a position once the offset is known
-        table = table[:spec.table_end[0]]
-        spec.table_end = (spec.table_end[0] - 1.0, spec.table_end[1])
+        spec.table_end = (float(restart[0]), "repeated")
+    if spec.table_end:                  # measured up to its end: its last row, a position once the offset is known
+        table = table[:int(spec.table_end[0]) + 1]
     spec.rows = n = len(table)
     if still[:n - 1].any():
         spec.linear = False             # which 16-bit type: the catalogue tells

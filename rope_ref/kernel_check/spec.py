@@ -80,7 +80,6 @@ class AxesSpec(ProbeSpec):
     rotated_at_zero: bool = False       # pairs turned beyond rounding with every axis at 0
     position_shift: tuple | None = None  # per axis, the shift s_a with angle(0) = sum_a F[j, a] s_a, when solved
     shift_tolerance: tuple | None = None
-    positions: np.ndarray | None = None  # (axes, seq): the positions fn was called with
 
     def summary(self) -> str:
         """One line: form, axes, pairs, sections and layout or bases, shift, precision."""
