@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._validate import check_choice, check_finite_array, check_number, check_positive_int
+from .._validate import check_choice, check_freqs, check_number, check_positive_int
 from ..forms import wrap_angle
 from ..multiaxis import MROPE_LAYOUTS
 from .defects import OTHER_PAIRING, Defect, Model, explain, measured, same_structure
@@ -198,13 +198,10 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
     layout = check_choice(layout or "blocks", "layout", MROPE_LAYOUTS)
-    if inv_freq is not None:
-        inv_freq = check_finite_array(inv_freq, "inv_freq")
-        inv_freq = inv_freq[:, None] if inv_freq.ndim == 1 else inv_freq
+    if inv_freq is not None:                            # (pairs,): a 1-D kernel's
+        inv_freq = check_freqs(inv_freq, "inv_freq", axes=True).reshape(len(inv_freq), -1)
     if position_shift is not None:
-        position_shift = tuple(float(s) for s in check_finite_array(position_shift, "position_shift").ravel())
-        if len(position_shift) != axes:
-            raise ValueError(f"position_shift must hold one shift per axis ({axes}), got {len(position_shift)}")
+        position_shift = tuple(check_freqs(position_shift, "position_shift", n_pairs=axes).tolist())
     spec = identify_axes(fn, d, axes, seq=seq, seed=seed, max_position=max_position, raising=True)
     if not spec.is_rope:
         raise RopeMismatch("", [str(spec)], spec)
