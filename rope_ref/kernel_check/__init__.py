@@ -6,7 +6,3 @@ from .axes import AXES_DEFECTS, assert_axes_match, identify_axes
 from .defects import DEFECTS, Defect, Model, diagnose
 from .probe import KernelRaised
 from .spec import AxesSpec, RopeMismatch, RopeSpec
-
-__all__ = ["RopeSpec", "AxesSpec", "identify", "assert_rope_matches", "assert_rope_grad_matches", "KernelRaised",
-           "RopeMismatch", "identify_axes", "assert_axes_match", "DEFECTS", "AXES_DEFECTS", "Defect", "Model",
-           "diagnose", "expected_model"]
