@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-import ml_dtypes
+import ml_dtypes  # noqa: F401 (numpy knows the type name "bfloat16" from it)
 import numpy as np
 
 from ..forms import frequencies, wrap_angle
@@ -24,9 +24,8 @@ MAX_ROWS = 4096             # default max_rows: the longest call
 
 def rounded_to(values, type_name):
     """float64 ``values`` rounded to "bfloat16" or "float16" (the type's values, as float64)."""
-    kind = ml_dtypes.bfloat16 if type_name == "bfloat16" else np.float16
     with np.errstate(over="ignore"):
-        return np.asarray(values, np.float64).astype(kind).astype(np.float64)
+        return np.asarray(values, np.float64).astype(type_name).astype(np.float64)
 
 
 def allowance(unit, angle, out_err=0.0):
