@@ -85,19 +85,17 @@ def _judge(fn, d, seq, max_rows, expected, phase_atol, backward=False):
 
 def expected_model(expected, spec) -> Model:
     """The oracle's :class:`Model` of the expectation; what is not expected is taken as measured (not checked)."""
-    params = {k: v for k, v in expected.items() if k not in _SPEC_KEYS}
-    offset = expected.get("offset", 0.0)
+    given = {k: v for k, v in expected.items() if k in _SPEC_KEYS}      # Model's fields; the rest: the method's params
     unchecked = not {"base", "rope_type", *METHOD_PARAM_KEYS} & set(expected)       # frequencies: the measured
-    inv_freq = expected["inv_freq"] if "inv_freq" in expected else spec.inv_freq if unchecked else None
-    model = Model(pairing=expected.get("pairing", spec.pairing), rotary_dim=expected.get("rotary_dim", spec.rotary_dim),
-                  rotary_start=expected.get("rotary_start", 0), output_pairing=expected.get("output_pairing"),
-                  offset=spec.offset if offset is None else offset, base=float(expected.get("base", 10000.0)),
-                  rope_type=expected.get("rope_type", "default"), params=params, norm_scale=expected.get("norm_scale"),
+    inv_freq, offset = given.pop("inv_freq", spec.inv_freq if unchecked else None), given.pop("offset", 0.0)
+    model = Model(**{"pairing": spec.pairing, "rotary_dim": spec.rotary_dim, **given,
+                     "base": float(given.get("base", 10000.0)), "offset": spec.offset if offset is None else offset},
+                  params={k: v for k, v in expected.items() if k not in _SPEC_KEYS},
                   inv_freq=None if inv_freq is None else np.asarray(inv_freq, np.float64))
     if model.inv_freq is None and model.norm_scale is None and model.rope_type in ("yarn", "longrope"):
         length = {"seq_len": (model.offset or 0) + (spec.rows or 1)} if model.rope_type == "longrope" else {}
         return dataclasses.replace(model, norm_scale=method_frequencies(
-            model.rope_type, dict(params, base=model.base, **length), model.rotary_dim)[1])
+            model.rope_type, dict(model.params, base=model.base, **length), model.rotary_dim)[1])
     return model
 
 
