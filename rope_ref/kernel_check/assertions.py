@@ -21,7 +21,6 @@ from .spec import AxesSpec, RopeMismatch, RopeSpec
 
 _SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
               "inv_freq")
-PAIRINGS = ("interleaved", "half", "other")
 
 
 def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int | None = 0, max_rows: int = MAX_ROWS,
@@ -124,7 +123,7 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
     d = check_d(d)
     if axes is None:
         check_keywords(expected, {*_SPEC_KEYS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
-        pairing = partial(check_choice, choices=PAIRINGS)
+        pairing = partial(check_choice, choices=("interleaved", "half", "other"))
         checks = dict(offset=check_scalar, norm_scale=check_positive_real, base=check_base, rotary_dim=check_d,
                       rotary_start=check_nonnegative_int, pairing=pairing, output_pairing=pairing,
                       rope_type=partial(check_choice, choices=ROPE_TYPES))
