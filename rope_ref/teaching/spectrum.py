@@ -24,14 +24,11 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
     RoPE's theta_i for the first ``fraction * d/2`` pairs."""
     scheme, d = check_choice(scheme, "scheme", SCHEMES), check_d(d)
     fraction = check_number(fraction, "fraction", "a real number in [0, 1]", lambda v: 0 <= v <= 1, real=True)
+    r = int(fraction * d) // 2 * 2 if scheme == "partial" else d                 # the width theta_i is spread over
+    turning = {"rope": d // 2, "partial": r // 2, "nope": 0}.get(scheme, int(fraction * d / 2))    # pairs that turn
     out = np.zeros(d // 2)
-    if scheme == "partial":
-        r = int(fraction * d) // 2 * 2
-        if r:
-            out[:r // 2] = frequencies(r, base)
-    elif scheme != "nope":
-        k = d // 2 if scheme == "rope" else int(fraction * d / 2)
-        out[:k] = frequencies(d, base)[:k]
+    if turning:
+        out[:turning] = frequencies(r, base)[:turning]
     return out
 
 
