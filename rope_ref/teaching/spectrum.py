@@ -6,8 +6,8 @@ import matplotlib
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from .._validate import (check_base, check_choice, check_d, check_finite_array, check_freqs, check_number,
-    check_positions_any, check_positive_int, check_scalar, check_seed)
+from .._validate import (check_choice, check_d, check_freqs, check_number, check_positions_any, check_positive_int,
+    check_scalar, check_seed)
 from ..rope_attention import softmax
 from ..forms import frequencies, rotate
 from .style import VIEW_DPI, new_axes
@@ -24,14 +24,11 @@ def scheme_frequencies(scheme: str = "rope", d: int = 128, base: float = 10000.0
     RoPE's theta_i for the first ``fraction * d/2`` pairs."""
     scheme, d = check_choice(scheme, "scheme", SCHEMES), check_d(d)
     fraction = check_number(fraction, "fraction", "a real number in [0, 1]", lambda v: 0 <= v <= 1, real=True)
+    r = int(fraction * d) // 2 * 2 if scheme == "partial" else d                 # the width theta_i is spread over
+    turning = {"rope": d // 2, "partial": r // 2, "nope": 0}.get(scheme, int(fraction * d / 2))    # pairs that turn
     out = np.zeros(d // 2)
-    if scheme == "partial":
-        r = int(fraction * d) // 2 * 2
-        if r:
-            out[:r // 2] = frequencies(r, base)
-    elif scheme != "nope":
-        k = d // 2 if scheme == "rope" else int(fraction * d / 2)
-        out[:k] = frequencies(d, base)[:k]
+    if turning:
+        out[:turning] = frequencies(r, base)[:turning]
     return out
 
 
@@ -91,30 +88,6 @@ def offset_attention(offset: float, pair: int, n_keys: int = 48, scale: float = 
     q = rotate(u[None], np.array([m - check_scalar(offset, "offset")]), inv_freq=freqs)[0]
     k = rotate(np.broadcast_to(u, (n_keys, d)), m - r, inv_freq=freqs)
     return softmax(k @ q)
-
-
-def fig_decay_experiment(distances, curves: dict, d: int = 256, base: float = 10000.0, n_samples: int = 64):
-    """Barbero et al.'s Figure 2 (arXiv:2410.06205, §3) from notebook 10's ``curves``, each ``(n,)`` over
-    ``distances`` ``(n,)`` from 0: (a) all-ones q, k, ``curves["ones"]`` / its value at 0; (b) fresh Gaussian
-    q, k, ``curves["gaussian"]`` (mean of ``n_samples`` activations) / d."""
-    r, d, base = check_positions_any(distances, "distances"), check_d(d), check_base(base)
-    n_samples = check_positive_int(n_samples, "n_samples")
-    if not isinstance(curves, dict) or {"ones", "gaussian"} - set(curves):
-        raise TypeError(f"curves must be a dict with 'ones' and 'gaussian' curves, got {curves!r:.80}")
-    curves = {name: check_finite_array(curves[name], "curves") for name in ("ones", "gaussian")}
-    if r.ndim != 1 or any(curve.shape != r.shape for curve in curves.values()):
-        raise ValueError(f"distances and curves must each be of one shape (n,), got distances {r.shape}")
-    fig, (ax_a, ax_b) = new_axes(9, 5.4, 2, 1, sharex=True)
-    ax_a.plot(r, curves["ones"] / curves["ones"][0], color="C0", lw=1.2, label="(a) q = k = all ones: a(r) / a(0)")
-    ax_b.plot(r, curves["gaussian"] / d, color="C1", lw=0.8,
-              label=f"(b) fresh Gaussian q, k: mean of {n_samples} activations / d")
-    for ax in (ax_a, ax_b):
-        ax.axhline(0, color="0.3", lw=0.8)
-        ax.set(ylim=(-0.35, 1.05), xlim=(0, r[-1]))
-    ax_a.set(ylabel="activation / d", title=rf"Does RoPE make $q^\top R_r k$ decay? $d = {d}$, base {base:g}")
-    ax_b.set(xlabel="distance r", ylabel="activation / d")
-    fig.legend(loc="outside lower center", ncols=1)          # the labelled lines of both panels
-    return fig
 
 
 def semantic_match(distances, band: str = "low", d: int = 128, base: float = 10000.0, width: int = 8,

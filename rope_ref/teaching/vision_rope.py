@@ -1,5 +1,5 @@
-"""RoPE for images and video (notebook 09): 2-D axial RoPE's score against the offset of two patches, M-RoPE's
-layouts in Qwen2-VL and Qwen3-VL, and the position ids of text, image and video segments, all from :mod:`rope_ref`."""
+"""RoPE for images and video (notebook 09): 2-D axial RoPE's score against the offset of two patches and M-RoPE's
+layouts in Qwen2-VL and Qwen3-VL, all from :mod:`rope_ref`."""
 
 import numpy as np
 from matplotlib.colors import ListedColormap
@@ -8,7 +8,7 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from .._validate import check_number, check_positive_int
 from ..forms import rotate
-from ..multiaxis import MROPE_AXES, axial_frequencies, mrope_frequencies, mrope_position_ids
+from ..multiaxis import MROPE_AXES, axial_frequencies, mrope_frequencies
 from .quantities import _qk, random_qk
 from .style import PALETTE, VIEW_DPI, new_axes
 from .views import View, _minus
@@ -60,28 +60,6 @@ def fig_mrope_layout() -> Figure:
               loc="upper center", ncols=3, bbox_to_anchor=(0.5, -0.32), frameon=False)
     ax.set(xlabel=r"pair $j$ (fast $\rightarrow$ slow: $\theta_j = \mathrm{base}^{-2j/d}$)",
            title=f"M-RoPE: the axis each of the {d // 2} pairs turns with (head_dim {d})")
-    return fig
-
-
-def fig_position_ids(segments, *, spatial_merge_size: int = 2) -> Figure:
-    """The three rows of :func:`rope_ref.mrope_position_ids` against the token index, vision segments shaded."""
-    ids = mrope_position_ids(segments, spatial_merge_size=spatial_merge_size)
-    fig, ax = new_axes(9, 3.4)
-    start = 0
-    for seg in segments:                                     # checked by mrope_position_ids above
-        n = seg[1] if seg[0] == "text" else int(np.prod(seg[1])) // spatial_merge_size ** 2
-        if seg[0] != "text":
-            ax.axvspan(start - 0.5, start + n - 0.5, color="0.92", zorder=0)
-            ax.text(start + n / 2 - 0.5, 0.98, f"{seg[0]} {tuple(seg[1])}", transform=ax.get_xaxis_transform(),
-                    ha="center", va="top", color="0.3")
-        start += n
-    tokens = np.arange(ids.shape[1])
-    for a, (axis, marker) in enumerate(zip(MROPE_AXES, "os^")):
-        ax.plot(tokens, ids[a], marker, ms=4, color=AXIS_COLORS[a], label=axis, alpha=0.85)
-    ax.set(xlabel="token index in the sequence", ylabel="position id", xlim=(-0.5, ids.shape[1] - 0.5),
-           ylim=(-0.5, ids.max() * 1.25 + 1),
-           title="M-RoPE position ids: text on all three axes alike, images on (t, h, w)")
-    ax.legend(loc="upper left")
     return fig
 
 

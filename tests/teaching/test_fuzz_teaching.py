@@ -46,8 +46,6 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: spectrum.semantic_match(np.arange(3), width=100), V, "width"),
     (lambda: spectrum.semantic_match(np.arange(3), seed=-1), V, "seed"),
     (lambda: spectrum.semantic_match(np.arange(3), d=7), V, "d"),
-    (lambda: spectrum.fig_decay_experiment([0, 1], {"ones": [1.0, 1.0]}), T, "curves"),
-    (lambda: spectrum.fig_decay_experiment([0, 1], {"ones": [1.0, 1.0], "gaussian": [1.0]}), V, "curves"),
     (lambda: spectrum.supported_context(-1), V, "base"),
     (lambda: spectrum.supported_context(1e4, limit=-5), V, "limit"),
     (lambda: spectrum.supported_context(1e4, limit=2.5), T, "limit"),
@@ -57,7 +55,6 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: vision_rope.relative_score_map(Q8, K8, -2), V, "radius"),
     (lambda: vision_rope.relative_score_map(np.ones((2, 8)), K8, 1), V, "q"),
     (lambda: vision_rope.relative_score_map(np.ones(6), np.ones(6), 1), V, "q"),
-    (lambda: vision_rope.fig_position_ids([("nosuch", 3)]), V, "segments"),
     (lambda: example_kernels.replayed_llama_rotary(cast="float16"), V, "cast"),
     (lambda: example_kernels.config("nope"), V, "name"), (lambda: example_kernels.config("../../x"), V, "name"),
 ]
