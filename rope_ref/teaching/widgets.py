@@ -133,13 +133,12 @@ def static_sliders(box, key: str) -> str:
     """The slider view ``box`` (a ``*_widget`` function's) as HTML that runs no script: per control, a button per
     value of :func:`_values`, each showing the view's image and readout with that value and the other controls at
     their start (the widget's own code draws them); ``key`` names the buttons, unique in the page."""
-    start = {name: control.value for name, control in box.controls.items()}
     frames, rows = [(box.image.value, box.readout.value)], []
-    for name, control in box.controls.items():
-        labels = []
+    for control in box.controls.values():
+        start, labels = control.value, []
         for value in _values(control):
             n = 0                                           # the start: frame 0
-            if value != start[name]:
+            if value != start:
                 try:
                     control.value = value                   # the widget's observer updates its view and image
                 except (TypeError, ValueError):             # a state the view refuses has no button
@@ -148,7 +147,7 @@ def static_sliders(box, key: str) -> str:
                 n = len(frames) - 1
             text = dict((v, t) for t, v in getattr(control, "options", ())).get(value, f"{value:g}")
             labels.append(f'<label for="{key}-{n}" class="l{n}">{html.escape(text)}</label>')
-        control.value = start[name]
+        control.value = start
         rows.append(f"<div><b>{html.escape(control.description)}</b> {''.join(labels)}</div>")
     radios = "".join(f'<input type="radio" name="{key}" id="{key}-{n}" class="r{n}"{" checked" * (n == 0)}>'
                      for n in range(len(frames)))
