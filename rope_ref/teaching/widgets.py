@@ -3,7 +3,6 @@ returns a box of sliders, a readout and the view's PNG, keeping ``.view``, ``.co
 
 import ast
 import base64
-import copy
 import inspect
 import re
 from functools import partial
@@ -151,13 +150,13 @@ def static_sliders(box, key: str) -> dict:
     return {"key": key, "rows": rows, "frames": [(base64.b64encode(png).decode(), text) for png, text in frames]}
 
 
-def with_sliders(nb, stem: str):
-    """A copy of ``nb`` whose slider views' outputs hold their :func:`static_sliders` (under :data:`SLIDERS`)."""
-    nb = copy.deepcopy(nb)
+def with_sliders(nb, resources):
+    """An nbconvert preprocessor: each slider view's output in ``nb`` (the exporter's copy) holds its
+    :func:`static_sliders` (under :data:`SLIDERS`), keyed by ``resources["stem"]`` and the cell."""
     for k, cell in enumerate(nb.cells):
         call = _widget_call(cell.source) if cell.cell_type == "code" else None
         views = [out for out in cell.get("outputs", []) if WIDGET_VIEW in out.get("data", {})]
         if call and views:
             function, args, kwargs = call
-            views[-1].data[SLIDERS] = static_sliders(function(*args, **kwargs), f"s{stem}-{k}")
-    return nb
+            views[-1].data[SLIDERS] = static_sliders(function(*args, **kwargs), f"s{resources['stem']}-{k}")
+    return nb, resources
