@@ -156,8 +156,8 @@ def _exporter() -> HTMLExporter:
 
 
 def _page(title: str, nb, **resources) -> bytes:
-    """A whole page (site.html.j2) of ``nb``'s cells or of one markdown text; ``resources`` for the template: ``nav``
-    (the stems before and after, each a list of one or none), ``overview`` (the index's introduction), ``stem``."""
+    """A whole page (site.html.j2) of ``nb``'s cells or of one markdown text; ``resources``: ``nav`` (the stems before
+    and after, each a list of one or none), ``overview`` (the index's ``pages`` and ``handout``), ``stem``."""
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(nb)]) if isinstance(nb, str) else nb
     resources.update(title=title, code_style=HtmlFormatter().get_style_defs(".highlight"))
     return _exporter().from_notebook_node(nb, resources=resources)[0].encode("utf-8")
@@ -165,9 +165,7 @@ def _page(title: str, nb, **resources) -> bytes:
 
 def index_html(pages, handout: bool = False) -> bytes:
     """The overview: every notebook in order, with its title, file and learning objectives (and the handout)."""
-    rows = [f"## [{title}]({stem}.html)\n\n`notebooks/{stem}.ipynb`\n\n{objectives or '*(no objectives given)*'}"
-            for stem, title, objectives in pages]
-    return _page("rope_ref course", "\n\n".join(rows), overview={"handout": handout})
+    return _page("rope_ref course", nbformat.v4.new_notebook(), overview={"handout": handout, "pages": pages})
 
 
 def handout_html(source: Path | str = HANDOUT) -> bytes:
