@@ -152,12 +152,12 @@ def _exporter() -> HTMLExporter:
     """nbconvert's HTML exporter with the site's template and its filters (markdown, math, figures, the allowlist)."""
     filters = {"clean": _clean, "course_markdown": markdown_to_html, "css_width": _css_width}
     return HTMLExporter(template_file=str(Path(__file__).with_name("site.html.j2")), filters=filters,
-                        config=Config({"NbConvertBase": {"display_data_priority": SHOWN}}))
+                        preprocessors=[with_sliders], config=Config(NbConvertBase={"display_data_priority": SHOWN}))
 
 
 def _page(title: str, nb, **resources) -> bytes:
-    """A whole page (site.html.j2) of ``nb``'s cells or of one markdown text; ``resources`` for the template: ``nav``
-    (the stems before and after, each a list of one or none), ``overview`` (the index's introduction)."""
+    """A whole page (site.html.j2) of ``nb``'s cells or of one markdown text; ``resources``: ``nav`` (the stems before
+    and after, each a list of one or none), ``overview`` (the index's ``pages`` and ``handout``), ``stem``."""
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(nb)]) if isinstance(nb, str) else nb
     resources.update(title=title, code_style=HtmlFormatter().get_style_defs(".highlight"))
     return _exporter().from_notebook_node(nb, resources=resources)[0].encode("utf-8")
@@ -165,9 +165,7 @@ def _page(title: str, nb, **resources) -> bytes:
 
 def index_html(pages, handout: bool = False) -> bytes:
     """The overview: every notebook in order, with its title, file and learning objectives (and the handout)."""
-    rows = [f"## [{title}]({stem}.html)\n\n`notebooks/{stem}.ipynb`\n\n{objectives or '*(no objectives given)*'}"
-            for stem, title, objectives in pages]
-    return _page("rope_ref course", "\n\n".join(rows), overview={"handout": handout})
+    return _page("rope_ref course", nbformat.v4.new_notebook(), overview={"handout": handout, "pages": pages})
 
 
 def handout_html(source: Path | str = HANDOUT) -> bytes:
@@ -206,8 +204,7 @@ def build_site(out: Path | str, notebooks: list[Path], timeout: int = 300, execu
             title = next((t.splitlines()[0][2:].strip() for t in texts if t.startswith("# ")), path.stem)
             objectives = next((t.partition("\n")[2] for t in texts if t.startswith("## Learning objectives")), "")
             pages.append((path.stem, title, objectives))                # the objectives without their heading
-            rendered.append(_page(title.replace("$", ""), with_sliders(nb, path.stem),
-                                  nav=(stems[:i][-1:], stems[i + 1:i + 2])))
+            rendered.append(_page(title.replace("$", ""), nb, nav=(stems[:i][-1:], stems[i + 1:i + 2]), stem=path.stem))
         except CellExecutionError as exc:
             raise RuntimeError(f"notebook {path.name} failed: {exc.ename}: {exc.evalue}") from exc
         except ValueError as exc:

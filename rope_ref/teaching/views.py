@@ -12,7 +12,7 @@ from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from .._validate import check_base, check_d, check_number, check_positive_int, check_scalar
+from .._validate import check_base, check_d, check_number, check_scalar
 from ..forms import decay_bound, frequencies, rotate, wrap_angle
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 from .quantities import random_qk, score
@@ -278,10 +278,8 @@ class ScalingView(View):
                         self.gap_train, *self.gap_lines.values(), self.gap_text, self.title)
 
     def draw(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN) -> str:
-        factor = check_number(factor, "factor", "a real number >= 1", lambda v: 1 <= v < np.inf, real=True)
         d = check_number(d, "d", "an even integer from 4 to 4096", lambda v: 4 <= v <= 4096 and v % 2 == 0)
-        base, train_len = check_base(base), check_positive_int(train_len, "train_len")
-        ratios = frequency_ratios(d, base, factor, train_len)
+        ratios = frequency_ratios(d, base, factor, train_len)           # checks base, factor and train_len
         x = np.arange(d // 2) * 2 / d
         theta = frequencies(d, base)
         gaps = {name: ratio * theta for name, (ratio, _) in ratios.items()}

@@ -3,8 +3,6 @@ returns a box of sliders, a readout and the view's PNG, keeping ``.view``, ``.co
 
 import ast
 import base64
-import copy
-import html
 import inspect
 import re
 from functools import partial
@@ -129,42 +127,36 @@ def _values(control, most: int = 5) -> list:
     return sorted({values[round(k * (len(values) - 1) / (most - 1))] for k in range(most)} | {control.value})
 
 
-def static_sliders(box, key: str) -> str:
-    """The slider view ``box`` (a ``*_widget`` function's) as HTML that runs no script: per control, a button per
-    value of :func:`_values`, each showing the view's image and readout with that value and the other controls at
-    their start (the widget's own code draws them); ``key`` names the buttons, unique in the page."""
-    start = {name: control.value for name, control in box.controls.items()}
+def static_sliders(box, key: str) -> dict:
+    """The slider view ``box`` (a ``*_widget`` function's) for a page that runs no script (the site's template draws
+    it as radio buttons): ``frames``, each (base64 PNG, readout), the view with one control at a value of
+    :func:`_values` and the others at their start (the widget's own code draws them; frame 0: all at their start),
+    ``rows``, per control (description, [(a value's label, its frame)]), and ``key``, unique in the page."""
     frames, rows = [(box.image.value, box.readout.value)], []
-    for name, control in box.controls.items():
-        labels = []
+    for control in box.controls.values():
+        start, labels = control.value, []
         for value in _values(control):
             n = 0                                           # the start: frame 0
-            if value != start[name]:
+            if value != start:
                 try:
                     control.value = value                   # the widget's observer updates its view and image
                 except (TypeError, ValueError):             # a state the view refuses has no button
                     continue
                 frames.append((box.image.value, box.readout.value))
                 n = len(frames) - 1
-            text = dict((v, t) for t, v in getattr(control, "options", ())).get(value, f"{value:g}")
-            labels.append(f'<label for="{key}-{n}" class="l{n}">{html.escape(text)}</label>')
-        control.value = start[name]
-        rows.append(f"<div><b>{html.escape(control.description)}</b> {''.join(labels)}</div>")
-    radios = "".join(f'<input type="radio" name="{key}" id="{key}-{n}" class="r{n}"{" checked" * (n == 0)}>'
-                     for n in range(len(frames)))
-    shown = "".join(f'<div class="frame f{n}"><img src="data:image/png;base64,{base64.b64encode(png).decode()}" '
-                    f'alt="the view"><p>{html.escape(readout)}</p></div>' for n, (png, readout) in enumerate(frames))
-    return (f'<div class="sliders">{radios}<div class="controls">{"".join(rows)}<em>Click a value: the view with it, '
-            f"the other controls at their start.</em></div>{shown}</div>")
+            labels.append((dict((v, t) for t, v in getattr(control, "options", ())).get(value, f"{value:g}"), n))
+        control.value = start
+        rows.append((control.description, labels))
+    return {"key": key, "rows": rows, "frames": [(base64.b64encode(png).decode(), text) for png, text in frames]}
 
 
-def with_sliders(nb, stem: str):
-    """A copy of ``nb`` whose slider views' outputs hold their :func:`static_sliders` (under :data:`SLIDERS`)."""
-    nb = copy.deepcopy(nb)
+def with_sliders(nb, resources):
+    """An nbconvert preprocessor: each slider view's output in ``nb`` (the exporter's copy) holds its
+    :func:`static_sliders` (under :data:`SLIDERS`), keyed by ``resources["stem"]`` and the cell."""
     for k, cell in enumerate(nb.cells):
         call = _widget_call(cell.source) if cell.cell_type == "code" else None
         views = [out for out in cell.get("outputs", []) if WIDGET_VIEW in out.get("data", {})]
         if call and views:
             function, args, kwargs = call
-            views[-1].data[SLIDERS] = static_sliders(function(*args, **kwargs), f"s{stem}-{k}")
-    return nb
+            views[-1].data[SLIDERS] = static_sliders(function(*args, **kwargs), f"s{resources['stem']}-{k}")
+    return nb, resources

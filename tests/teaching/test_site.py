@@ -108,13 +108,13 @@ def test_a_slider_view_is_a_button_per_value_over_the_views_own_frames(lesson):
     assert [name for name, _ in rows] == ["d", "base"]
     box = decay_widget(d=64)
     for name, labels in rows:
-        for n, value in re.findall(r'<label for="[^"]*-(\d+)" class="l\d+">([^<]*)</label>', labels):
-            frame = re.search(rf'<div class="frame f{n}"><img src="data:image/png;base64,([^"]*)"', block)[1]
+        for n, value in re.findall(r'<label class="l\d+" for="[^"]*-(\d+)">([^<]*)</label>', labels):
+            frame = re.search(rf'<div class="frame f{n}"><img [^>]*src="data:image/png;base64,([^"]*)"', block)[1]
             box.controls[name].value = {"d": int, "base": float}[name](value)
             assert base64.b64decode(frame) == box.image.value, (name, value)     # the view's own image
             box.controls[name].value = {"d": 64, "base": 10000.0}[name]
     assert len(re.findall(r'type="radio"', block)) == len(re.findall(r'<div class="frame ', block)) >= 9
-    assert block.count(" checked") == 1
+    assert block.count(" checked") == 1 and block.count("<label class=") == 12, "a label per value, 6 per control"
 
 
 @pytest.mark.parametrize("tex,words", [(r"x^", "MissingSuperScript"), (r"\nosuchcommand x", r"\nosuchcommand")])
