@@ -1,5 +1,4 @@
-"""A model's RoPE from its Hugging Face ``config.json``: ``from_hf_config(config) -> RopeConfig``, its rotary
-embedding as one value."""
+"""A model's RoPE from its Hugging Face ``config.json``: ``from_hf_config(config) -> RopeConfig``."""
 
 import reprlib
 from collections.abc import Mapping
