@@ -22,12 +22,15 @@ def _check_qkv(q, k, v, causal, same_length: bool = False):
     return check_finite(q, "q"), check_finite(k, "k"), v, check_bool(causal, "causal")
 
 
-def _causal_mask(qp: np.ndarray, kp: np.ndarray) -> np.ndarray:
-    """``(..., n_q, n_k)``: key n is visible from query m iff its position is <= the query's; each query needs one."""
-    visible = kp[..., None, :] <= qp[..., :, None]
-    if not np.all(visible.any(axis=-1)):
-        raise ValueError("q_positions, k_positions: with causal=True some query has no key at or before its position")
-    return visible
+def _attend(scores, v, qp, kp, causal, scale=1.0) -> np.ndarray:
+    """softmax(scale * scores) v (eqs 2, 16), float64, over every key or (``causal``) the keys whose position is <=
+    the query's (``qp`` ``(..., n_q)``, ``kp`` ``(..., n_k)``), of which each query needs one."""
+    if causal:
+        visible = kp[..., None, :] <= qp[..., :, None]
+        if not np.all(visible.any(axis=-1)):
+            raise ValueError("q_positions, k_positions: with causal=True a query has no key at or before its position")
+        scores = np.where(visible, scores, -np.inf)
+    return softmax(scores, scale=scale) @ v.astype(np.float64)
 
 
 def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = False,
@@ -46,12 +49,9 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
     sq, sk = (float(np.ldexp(1.0, np.frexp(np.max(np.abs(a), initial=0.0))[1] - 1)) for a in (q, k))
     qr = rotate(q.astype(np.float64) / sq, qp, base=base, pairing=pairing)     # entries below 2 sqrt(2)
     kr = rotate(k.astype(np.float64) / sk, kp, base=base, pairing=pairing)
-    u = qr @ np.swapaxes(kr, -1, -2)                   # (..., n_q, n_k), |u| <= 8d
-    if causal:
-        u = np.where(_causal_mask(np.broadcast_to(qp, q.shape[:-1]), np.broadcast_to(kp, k.shape[:-1])), u, -np.inf)
-    with np.errstate(over="ignore"):                   # s_q s_k / sqrt(d) may be inf: softmax takes it
-        weights = softmax(u, scale=sq / np.sqrt(q.shape[-1]) * sk)
-    out = weights @ v.astype(np.float64)               # convex weights: |out| <= max |v|
+    u = qr @ np.swapaxes(kr, -1, -2)                   # (..., n_q, n_k), |u| <= 8d; convex weights: |out| <= max |v|
+    out = _attend(u, v, np.broadcast_to(qp, q.shape[:-1]), np.broadcast_to(kp, k.shape[:-1]), causal,
+                  scale=sq / float(np.sqrt(q.shape[-1])) * sk)   # Python floats: inf if it overflows, softmax takes it
     narrow = max(a.dtype.itemsize for a in (q, k, v)) <= 4
     return out.astype(np.float32) if narrow else out
 
@@ -128,9 +128,7 @@ def attention_dense(q, k, v, q_positions, k_positions, *, causal: bool = False, 
             np.swapaxes(np.einsum("nij,...nj->...ni", rotation_matrix(kp, d, base), k), -1, -2) / np.sqrt(d)
     if not np.all(np.isfinite(s)):
         raise ValueError("q, k: the scores q.k/sqrt(d) of attention_dense overflow float64; attention() scales them")
-    if causal:
-        s = np.where(_causal_mask(qp, kp), s, -np.inf)
-    return check_no_overflow(softmax(s) @ v, v, "v", "|v| well below 1.8e308")
+    return check_no_overflow(_attend(s, v, qp, kp, causal), v, "v", "|v| well below 1.8e308")
 
 
 def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False, base: float = 10000.0) -> np.ndarray:
