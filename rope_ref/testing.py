@@ -177,14 +177,12 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
     assert_rope_close: the known defects whose model y, computed by the oracle, is within ``bound`` of actual
     everywhere (plus ``unit`` (|x| + |y|), the bound's rounding terms, when the model pairs other features): (a line
     each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
-    d = x.shape[-1]
-    expected = dict(pairing="interleaved", rotary_dim=d, base=10000.0, offset=0) | rope
-    if config is not None:
-        given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope     # multi-axis: its F
-        expected = _expectations(d, config, None, given, None)[2]
-    pos = np.asarray(positions, np.float64)
-    model = expected_model(expected, SimpleNamespace(pairing=None, rotary_dim=d, offset=0, inv_freq=None,
-                                                     rows=int(np.max(pos, initial=0)) + 1))
+    d, pos = x.shape[-1], np.asarray(positions, np.float64)
+    if config is not None:                                  # multi-axis: its F
+        given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope
+        rope = _expectations(d, config, None, given, None)[2]
+    model = expected_model(rope, SimpleNamespace(pairing="interleaved", rotary_dim=d, offset=0, inv_freq=None,
+                                                 rows=int(np.max(pos, initial=0)) + 1))    # what rope leaves: rotate's
     rows, everything = int(np.prod(x.shape[:-1])), (x, pos, actual, bound)
     if rows > 4096 and np.ndim(model.inv_freq) < 2:     # searched on 4096 rows, the defects found checked on all
         keep = np.linspace(0, rows - 1, 4096).astype(int)
