@@ -7,11 +7,8 @@ hand-picked ``atol``.  docs/kernel_suites.md derives the bound; for feature ``e`
     |actual_e - exact_e| <= r * min(Delta, 2) + (|x_a| + |x_b|) * (2 u_angles + u_table + 4 u_compute + u_output)
                             + |x_e| * u_output  (the features that are not rotated: that term alone)
 
-with ``r = |(x_a, x_b)|`` and ``Delta = (6 + |ln theta_j|) * u_angles * |phi|``: theta_j = base^(-2j/d) computed in
-the angles' dtype (the exponent's rounding grows by |ln theta_j| through the power; the power, a division, the
-position and the product add one rounding each, with one to spare).  Given ``angles=``: Delta = u_angles * |phi|
-(the kernel rounds them once).  Given a ``cos``/``sin`` table: Delta = 0 and no table rounding (the table is the
-input both sides use).
+with ``r = |(x_a, x_b)|`` and ``Delta = (6 + |ln theta_j|) * u_angles * |phi|``; given ``angles=``, Delta =
+u_angles * |phi|; given a ``cos``/``sin`` table, Delta = 0 and no table rounding.
 """
 
 from __future__ import annotations
