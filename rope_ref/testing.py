@@ -281,28 +281,23 @@ def rotate_qkv(qkv, positions=None, *, num_heads_q=None, head_dim=None, **rope):
     ``arange(seq)``); ``(A, ...)`` for a multi-axis ``inv_freq``.  ``rope``: ``base``, ``pairing``, ``rotary_dim``,
     ``inv_freq`` as for :func:`rope_ref.rotate`.
     """
-    x = check_x(qkv, "qkv")
+    array = check_x(qkv, "qkv")
     check_keywords(rope, ("base", "pairing", "rotary_dim", "inv_freq"), "rotate_qkv()")      # positions, no layout
-    shape = x.shape
-    if head_dim is not None:
-        x = _heads(x, head_dim, "qkv")
-    elif num_heads_q is None:
+    x = array if head_dim is None else _heads(array, head_dim, "qkv")
+    if head_dim is None and num_heads_q is None:
         if x.ndim < 4 or x.shape[-3] != 3:
             raise ValueError(f"qkv must have shape (..., seq, 3, heads, d) without num_heads_q or head_dim, got "
                              f"shape {x.shape}")
-        num_heads_q = x.shape[-2]
-        x = x.reshape(x.shape[:-3] + (-1, x.shape[-1]))                     # the q, k and v heads on one axis
-    heads = x.shape[-2]
-    if num_heads_q is not None:
-        num_heads_q = check_positive_int(num_heads_q, "num_heads_q")
-        if num_heads_q > heads - 2 or (heads - num_heads_q) % 2:
-            raise ValueError(f"num_heads_q must leave two equal groups of k and v heads of {heads}, got {num_heads_q}")
+        num_heads_q, x = x.shape[-2], x.reshape(x.shape[:-3] + (-1, x.shape[-1]))   # the q, k and v heads on one axis
+    heads, num_heads_q = x.shape[-2], None if num_heads_q is None else check_positive_int(num_heads_q, "num_heads_q")
+    if num_heads_q is not None and (num_heads_q > heads - 2 or (heads - num_heads_q) % 2):
+        raise ValueError(f"num_heads_q must leave two equal groups of k and v heads of {heads}, got {num_heads_q}")
     if x.ndim < 3:
-        raise ValueError(f"qkv must have a token axis before the heads, got shape {shape}")
+        raise ValueError(f"qkv must have a token axis before the heads, got shape {array.shape}")
     rotated = heads if num_heads_q is None else (heads + num_heads_q) // 2           # heads_q + heads_kv
     freqs = None if rope.get("inv_freq") is None else check_freqs(rope["inv_freq"], "inv_freq", axes=True)
     token_positions = check_positions(positions, x.shape[:-2], target="qkv's token axes",
                                       axes=freqs.shape[1] if freqs is not None and freqs.ndim == 2 else None)
     out = x.copy()
     out[..., :rotated, :] = rotate(x[..., :rotated, :], token_positions[..., None], **rope)
-    return as_given(out.reshape(shape), qkv)
+    return as_given(out.reshape(array.shape), qkv)
