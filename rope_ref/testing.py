@@ -216,11 +216,11 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
 
 def _measure_output(x, y, positions, model, bound, r=None) -> SimpleNamespace:
     """What ``y``, a kernel's output of ``x``, shows for the catalogue's measured parameters: the features it moves
-    by more than ``bound`` (or ``r`` from the first), the pairs that keep their norm (and where they are written), the
-    norm; then, with the model's frequencies, the position each row turns as (from the slowest pair on), hence the
+    by more than ``bound`` (or ``r`` from the first), the pairs that keep their norm (and where they are written);
+    then, with the model's frequencies, the position each row turns as (from the slowest pair on), hence the
     offset and where a table ends, and the base from the best fitted pair's line."""
-    spec = SimpleNamespace(pairing=None, output_pairing=None, rotary_dim=None, rotary_start=0, norm_scale=None,
-                           offset=None, base=None, rope_type=None, rope_params={}, table_end=None, inv_freq=None)
+    spec = SimpleNamespace(pairing=None, output_pairing=None, rotary_dim=None, rotary_start=0, offset=None, base=None,
+                           rope_type=None, rope_params={}, table_end=None)
     moved = np.flatnonzero(np.any(np.abs(y - x) > bound, axis=tuple(range(x.ndim - 1))))
     if moved.size < 2:
         return spec
@@ -231,11 +231,10 @@ def _measure_output(x, y, positions, model, bound, r=None) -> SimpleNamespace:
         a, b = (start + i for i in _pairs(r, pairing))
         oa, ob = (start + i for i in _pairs(r, out)) if out else (a, b)
         ratio = np.hypot(y[..., oa], y[..., ob]) / np.hypot(x[..., a], x[..., b])      # 0/0: NaN (warning silenced)
-        norm = float(np.nanmedian(ratio))
-        tried.append((float(np.nanmax(np.abs(ratio / norm - 1))), pairing, out, norm,
+        tried.append((float(np.nanmax(np.abs(ratio / np.nanmedian(ratio) - 1))), pairing, out,
                       np.arctan2(x[..., a] * y[..., ob] - x[..., b] * y[..., oa],
                                  x[..., a] * y[..., oa] + x[..., b] * y[..., ob])))
-    _, spec.pairing, spec.output_pairing, spec.norm_scale, angle = min(tried, key=lambda t: t[0])
+    _, spec.pairing, spec.output_pairing, angle = min(tried, key=lambda t: t[0])
     spec.rotary_start, spec.rotary_dim = start, r
     theta = model.theta(model, int(np.max(positions, initial=0)) + 1)
     if theta.ndim != 1 or len(theta) != r // 2 or not np.all(theta > 0):
