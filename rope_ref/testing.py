@@ -199,8 +199,7 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
         f = explain(model, spec, DEFECTS, fits, 2)
         return spec, [f] if f and fits(f[2], *everything) else []
 
-    with warnings.catch_warnings():                   # an all-zero x or row: 0/0 ratios and All-NaN slices, expected
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):    # an all-zero x or row: 0/0, All-NaN
         seen, found = reading()
         if seen.rotary_start == model.rotary_start and (seen.rotary_dim or 0) < model.rotary_dim:
             # slow pairs under the bound: read as rotated; if the measured width fits nothing, the first that does
