@@ -43,9 +43,7 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
                          f"sequences of {lengths.tolist()!r:.60} tokens")
     offsets = offsets.astype(np.int64 if offsets.dtype.kind in "iu" else np.float64)
     rows = np.arange(cu[-1]) - np.repeat(cu[:-1], lengths) + np.repeat(offsets, lengths)   # row - start + offset
-    if layout == "thd":
-        return rows[:, None]
-    grid = rows.reshape(n, shape[layout.index("s")])                                         # (b, s)
+    grid = rows if layout == "thd" else rows.reshape(n, shape[layout.index("s")])          # (t,) or (b, s)
     return np.expand_dims(grid.T if layout == "sbhd" else grid, layout.index("h"))
 
 
