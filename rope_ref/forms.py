@@ -32,7 +32,7 @@ def _prepared(x, positions, base, pairing, rotary_dim, inv_freq, angles=None, la
     """``x`` checked (integers as float64), then :func:`_arguments`; positions from ``angles`` or ``layout`` when
     given (:func:`rope_ref.layouts.positions_of`)."""
     x = check_x(x)
-    positions, inv_freq, rotary_dim = positions_of(x.shape, positions, inv_freq, rotary_dim, angles, layout, **packing)
+    positions, inv_freq, rotary_dim = positions_of(x.shape, positions, layout, inv_freq, rotary_dim, angles, **packing)
     return (x,) + _arguments(positions, x.shape[-1], base, pairing, rotary_dim, inv_freq, x.shape[:-1])
 
 

@@ -47,7 +47,7 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
     return np.expand_dims(grid.T if layout == "sbhd" else grid, layout.index("h"))
 
 
-def positions_of(shape, positions, inv_freq, rotary_dim, angles, layout, **packing):
+def positions_of(shape, positions, layout=None, inv_freq=None, rotary_dim=None, angles=None, **packing):
     """(positions, inv_freq, rotary_dim) of a form's x of ``shape``: as given; from ``layout``
     (:func:`layout_positions`); or ``angles`` ``(..., seq, r/2)`` as r/2 axes of positions with the identity as
     inv_freq (pair j turns by angles[..., j] exactly).  A 4-D x with none of them is refused: read as (batch, heads,

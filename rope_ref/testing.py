@@ -147,8 +147,7 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
         if layout is None:                                             # default: arange(tokens)
             positions = np.asarray(check_positions(None, x64.shape[:-2]) if positions is None else positions)[..., None]
     if layout is not None or (angles is None and rows is None):        # a 4-D x without positions or layout: refused
-        positions = positions_of(x64.shape, positions, None, None, None, layout, cu_seqlens=cu_seqlens,
-                                 seqlen_offsets=seqlen_offsets)[0]
+        positions = positions_of(x64.shape, positions, layout, cu_seqlens=cu_seqlens, seqlen_offsets=seqlen_offsets)[0]
     if positions is None and angles is None:
         positions = check_positions(None, x64.shape[:-1])          # arange(seq)
     rows = positions if rows is None else rows
