@@ -17,8 +17,7 @@ from .rope_attention import attention, attention_dense, elu_plus_one, linear_att
 from .multiaxis import (axial_frequencies, deepseek_v4_compressed_positions, flux_position_ids, grid_positions,
                         mrope_frequencies, mrope_position_ids, qwen_image_position_ids)
 from .scaling import ROPE_TYPES, scaled_inv_freq, wavelengths
-from . import testing  # noqa: F401  (rope_ref.testing, the kernel suites' assertion, as rr.testing)
-from .testing import rotate_qkv
+from .testing import rotate_qkv      # and so rope_ref.testing, the kernel suites' assertion, as rr.testing
 
 __version__ = "0.1.0"
 
