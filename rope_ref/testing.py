@@ -174,8 +174,8 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
     everywhere (plus ``unit`` (|x| + |y|), the bound's rounding terms, when the model pairs other features): (a line
     each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
     d, pos = x.shape[-1], np.asarray(positions, np.float64)
-    if config is not None:                                  # multi-axis: its F
-        given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope
+    if config is not None:
+        given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope     # multi-axis: its F
         rope = _expectations(d, config, None, given, None)[2]
     model = expected_model(rope, SimpleNamespace(pairing="interleaved", rotary_dim=d, offset=0, inv_freq=None,
                                                  rows=int(np.max(pos, initial=0)) + 1))    # what rope leaves: rotate's
@@ -286,7 +286,8 @@ def rotate_qkv(qkv, positions=None, *, num_heads_q=None, head_dim=None, **rope):
             raise ValueError(f"qkv must have shape (..., seq, 3, heads, d) without num_heads_q or head_dim, got "
                              f"shape {x.shape}")
         num_heads_q, x = x.shape[-2], x.reshape(x.shape[:-3] + (-1, x.shape[-1]))   # the q, k and v heads on one axis
-    heads, num_heads_q = x.shape[-2], None if num_heads_q is None else check_positive_int(num_heads_q, "num_heads_q")
+    heads = x.shape[-2]
+    num_heads_q = None if num_heads_q is None else check_positive_int(num_heads_q, "num_heads_q")
     if num_heads_q is not None and (num_heads_q > heads - 2 or (heads - num_heads_q) % 2):
         raise ValueError(f"num_heads_q must leave two equal groups of k and v heads of {heads}, got {num_heads_q}")
     if x.ndim < 3:
