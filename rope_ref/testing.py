@@ -173,10 +173,11 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
     assert_rope_close: the known defects whose model y, computed by the oracle, is within ``bound`` of actual
     everywhere (plus ``unit`` (|x| + |y|), the bound's rounding terms, when the model pairs other features): (a line
     each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
-    d, pos = x.shape[-1], np.asarray(positions, np.float64)
+    d = x.shape[-1]
     if config is not None:
         given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope     # multi-axis: its F
         rope = _expectations(d, config, None, given, None)[2]
+    pos = np.asarray(positions, np.float64)
     model = expected_model(rope, SimpleNamespace(pairing="interleaved", rotary_dim=d, offset=0, inv_freq=None,
                                                  rows=int(np.max(pos, initial=0)) + 1))    # what rope leaves: rotate's
     rows, everything = int(np.prod(x.shape[:-1])), (x, pos, actual, bound)
