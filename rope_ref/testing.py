@@ -179,7 +179,7 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
         rope = _expectations(d, config, None, given, None)[2]
     pos = np.asarray(positions, np.float64)
     model = expected_model(rope, SimpleNamespace(pairing="interleaved", rotary_dim=d, offset=0, inv_freq=None,
-                                                 rows=int(np.max(pos, initial=0)) + 1))    # what rope leaves: rotate's
+                                                 rows=int(np.max(pos, initial=0)) + 1))    # else rotate's defaults
     rows, everything = int(np.prod(x.shape[:-1])), (x, pos, actual, bound)
     if rows > 4096 and np.ndim(model.inv_freq) < 2:     # searched on 4096 rows, the defects found checked on all
         keep = np.linspace(0, rows - 1, 4096).astype(int)
