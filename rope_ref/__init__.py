@@ -4,7 +4,7 @@ Shapes are written ``(..., seq, d)``: batch/head axes, positions, features (docs
 needs numpy and ml_dtypes only (its modules: docs/architecture.md); :mod:`rope_ref.teaching` needs matplotlib.
 """
 
-import types
+import types as _types
 
 from ._validate import RopeRefPrecisionWarning
 from .forms import (decay_bound, frequencies, partial_sums, permute_qk_weights, rotate, rotate_complex, rotate_dense,
@@ -22,4 +22,4 @@ from .testing import rotate_qkv      # and so rope_ref.testing, the kernel suite
 __version__ = "0.1.0"
 
 __all__ = [name for name, value in globals().items()        # every name imported above, no module
-           if not name.startswith("_") and not isinstance(value, types.ModuleType)]
+           if not name.startswith("_") and not isinstance(value, _types.ModuleType)]
