@@ -4,8 +4,7 @@ cos and sin of float64 angles, one row per position given (the last table kept, 
 modules keep cos/sin); interleaved pairs as one complex multiply ``(x_2i + i x_2i+1) * (cos + i sin)``;
 half-split pairs as ``x * [cos, cos] + [x2, x1] * [-sin, sin]`` over blocks that stay in cache; float16 and
 bfloat16 computed in float32 and rounded once.  Only the first ``r`` features are computed: a partial rotation
-copies each block's rows whole, then turns their first r features while they are in cache, so it costs about the
-copy of x plus the rotation of the part (measured in ``benchmarks/``).
+costs about the copy of x plus the rotation of the part (measured in ``benchmarks/``; how: :func:`_rotate_into`).
 """
 
 from __future__ import annotations

@@ -201,9 +201,3 @@ def check_no_overflow(result: np.ndarray, x: np.ndarray, name: str = "x", expect
         limit = f"every pair of {name} to have norm below {float(ml_dtypes.finfo(result.dtype).max):.5g}"
         raise ValueError(f"{name} is finite but the result overflows {result.dtype}, expected {expected or limit}")
     return result
-
-
-def cast_back(result: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """A float64 ``result`` as a new array of x's dtype; a finite x whose result overflows that dtype raises."""
-    with np.errstate(over="ignore"):
-        return check_no_overflow(result.astype(x.dtype), x)

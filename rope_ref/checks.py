@@ -100,10 +100,9 @@ def format_table(checks: list[Check]) -> str:
 
 def _text_table(rows: list) -> str:
     """Rows of cells (the first the header) as left-aligned text columns, the header underlined."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    widths = [max(map(len, column)) for column in zip(*rows)]
+    rows = rows[:1] + [["-" * w for w in widths]] + rows[1:]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows)
 
 
 # ---- precision of float64 at large positions (docs/precision.md) ------------------------------------

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _fast
-from ._validate import (as_given, cast_back, check_angles, check_base, check_d, check_finite_array, check_freqs,
-                        check_pairing, check_rotary_dim, check_scalar, check_weights, check_x)
+from ._validate import (as_given, check_angles, check_base, check_d, check_finite_array, check_freqs,
+                        check_no_overflow, check_pairing, check_rotary_dim, check_scalar, check_weights, check_x)
 from .layouts import positions_of
 
 
@@ -32,7 +32,7 @@ def _prepared(x, positions, base, pairing, rotary_dim, inv_freq, angles=None, la
     """``x`` checked (integers as float64), then :func:`_arguments`; positions from ``angles`` or ``layout`` when
     given (:func:`rope_ref.layouts.positions_of`)."""
     x = check_x(x)
-    positions, inv_freq, rotary_dim = positions_of(x.shape, positions, inv_freq, rotary_dim, angles, layout, **packing)
+    positions, inv_freq, rotary_dim = positions_of(x.shape, positions, layout, inv_freq, rotary_dim, angles, **packing)
     return (x,) + _arguments(positions, x.shape[-1], base, pairing, rotary_dim, inv_freq, x.shape[:-1])
 
 
@@ -91,8 +91,8 @@ def rotate_dense(x, positions=None, *, base: float = 10000.0, pairing: str = "in
     check, not to run).  Same arguments as :func:`rotate`; returns a new array of x's shape and dtype."""
     x, positions, inv_freq, rotary_dim = _prepared(x, positions, base, pairing, rotary_dim, inv_freq)
     R = _matrix(_angles(positions, inv_freq), x.shape[-1], pairing)              # (..., seq, d, d)
-    with np.errstate(over="ignore", invalid="ignore"):                            # overflow: cast_back raises
-        return cast_back(np.matmul(R, x.astype(np.float64)[..., None])[..., 0], x)
+    with np.errstate(over="ignore", invalid="ignore"):                            # overflow: raised by the check
+        return check_no_overflow(np.matmul(R, x.astype(np.float64)[..., None])[..., 0].astype(x.dtype), x)
 
 
 def rotate_complex(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
@@ -101,7 +101,7 @@ def rotate_complex(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     x, positions, theta, _ = _prepared(x, positions, base, "interleaved", None, None)
     pairs = np.ascontiguousarray(x, dtype=np.float64).view(np.complex128)        # x_2i + i x_2i+1: (..., seq, d/2)
     with np.errstate(over="ignore", invalid="ignore"):
-        return cast_back((pairs * np.exp(1j * _angles(positions, theta))).view(np.float64), x)
+        return check_no_overflow((pairs * np.exp(1j * _angles(positions, theta))).view(np.float64).astype(x.dtype), x)
 
 
 def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved", rotary_dim: int | None = None,
@@ -139,9 +139,10 @@ def rotate_elementwise(x, positions=None, *, base: float = 10000.0, pairing: str
     angles = _angles(positions, inv_freq)                                        # (..., seq, r/2): pair j's
     angles = np.repeat(angles, 2, -1) if pairing == "interleaved" else np.concatenate([angles, angles], -1)
     part = array[..., :rotary_dim].astype(np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):                            # overflow: cast_back raises
+    with np.errstate(over="ignore", invalid="ignore"):                            # overflow: raised by the check
         rotated = part * np.cos(angles) + rotate_half(part, pairing) * np.sin(angles)
-    return as_given(cast_back(np.concatenate([rotated, array[..., rotary_dim:]], axis=-1), array), x)
+        y = np.concatenate([rotated, array[..., rotary_dim:]], axis=-1).astype(array.dtype)
+    return as_given(check_no_overflow(y, array), x)
 
 
 def rotate_half(x, pairing: str = "interleaved") -> np.ndarray:

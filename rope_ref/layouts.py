@@ -43,13 +43,11 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
                          f"sequences of {lengths.tolist()!r:.60} tokens")
     offsets = offsets.astype(np.int64 if offsets.dtype.kind in "iu" else np.float64)
     rows = np.arange(cu[-1]) - np.repeat(cu[:-1], lengths) + np.repeat(offsets, lengths)   # row - start + offset
-    if layout == "thd":
-        return rows[:, None]
-    grid = rows.reshape(n, shape[layout.index("s")])                                         # (b, s)
+    grid = rows if layout == "thd" else rows.reshape(n, shape[layout.index("s")])          # (t,) or (b, s)
     return np.expand_dims(grid.T if layout == "sbhd" else grid, layout.index("h"))
 
 
-def positions_of(shape, positions, inv_freq, rotary_dim, angles, layout, **packing):
+def positions_of(shape, positions, layout=None, inv_freq=None, rotary_dim=None, angles=None, **packing):
     """(positions, inv_freq, rotary_dim) of a form's x of ``shape``: as given; from ``layout``
     (:func:`layout_positions`); or ``angles`` ``(..., seq, r/2)`` as r/2 axes of positions with the identity as
     inv_freq (pair j turns by angles[..., j] exactly).  A 4-D x with none of them is refused: read as (batch, heads,

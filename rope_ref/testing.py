@@ -7,11 +7,8 @@ hand-picked ``atol``.  docs/kernel_suites.md derives the bound; for feature ``e`
     |actual_e - exact_e| <= r * min(Delta, 2) + (|x_a| + |x_b|) * (2 u_angles + u_table + 4 u_compute + u_output)
                             + |x_e| * u_output  (the features that are not rotated: that term alone)
 
-with ``r = |(x_a, x_b)|`` and ``Delta = (6 + |ln theta_j|) * u_angles * |phi|``: theta_j = base^(-2j/d) computed in
-the angles' dtype (the exponent's rounding grows by |ln theta_j| through the power; the power, a division, the
-position and the product add one rounding each, with one to spare).  Given ``angles=``: Delta = u_angles * |phi|
-(the kernel rounds them once).  Given a ``cos``/``sin`` table: Delta = 0 and no table rounding (the table is the
-input both sides use).
+with ``r = |(x_a, x_b)|`` and ``Delta = (6 + |ln theta_j|) * u_angles * |phi|``; given ``angles=``, Delta =
+u_angles * |phi|; given a ``cos``/``sin`` table, Delta = 0 and no table rounding.
 """
 
 from __future__ import annotations
@@ -150,8 +147,7 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
         if layout is None:                                             # default: arange(tokens)
             positions = np.asarray(check_positions(None, x64.shape[:-2]) if positions is None else positions)[..., None]
     if layout is not None or (angles is None and rows is None):        # a 4-D x without positions or layout: refused
-        positions = positions_of(x64.shape, positions, None, None, None, layout, cu_seqlens=cu_seqlens,
-                                 seqlen_offsets=seqlen_offsets)[0]
+        positions = positions_of(x64.shape, positions, layout, cu_seqlens=cu_seqlens, seqlen_offsets=seqlen_offsets)[0]
     if positions is None and angles is None:
         positions = check_positions(None, x64.shape[:-1])          # arange(seq)
     rows = positions if rows is None else rows
@@ -178,13 +174,12 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
     everywhere (plus ``unit`` (|x| + |y|), the bound's rounding terms, when the model pairs other features): (a line
     each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
     d = x.shape[-1]
-    expected = dict(pairing="interleaved", rotary_dim=d, base=10000.0, offset=0) | rope
     if config is not None:
         given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope     # multi-axis: its F
-        expected = _expectations(d, config, None, given, None)[2]
+        rope = _expectations(d, config, None, given, None)[2]
     pos = np.asarray(positions, np.float64)
-    model = expected_model(expected, SimpleNamespace(pairing=None, rotary_dim=d, offset=0, inv_freq=None,
-                                                     rows=int(np.max(pos, initial=0)) + 1))
+    model = expected_model(rope, SimpleNamespace(pairing="interleaved", rotary_dim=d, offset=0, inv_freq=None,
+                                                 rows=int(np.max(pos, initial=0)) + 1))    # else rotate's defaults
     rows, everything = int(np.prod(x.shape[:-1])), (x, pos, actual, bound)
     if rows > 4096 and np.ndim(model.inv_freq) < 2:     # searched on 4096 rows, the defects found checked on all
         keep = np.linspace(0, rows - 1, 4096).astype(int)
@@ -204,8 +199,7 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
         f = explain(model, spec, DEFECTS, fits, 2)
         return spec, [f] if f and fits(f[2], *everything) else []
 
-    with warnings.catch_warnings():                   # an all-zero x or row: 0/0 ratios and All-NaN slices, expected
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):    # an all-zero x or row: 0/0, All-NaN
         seen, found = reading()
         if seen.rotary_start == model.rotary_start and (seen.rotary_dim or 0) < model.rotary_dim:
             # slow pairs under the bound: read as rotated; if the measured width fits nothing, the first that does
@@ -221,11 +215,11 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
 
 def _measure_output(x, y, positions, model, bound, r=None) -> SimpleNamespace:
     """What ``y``, a kernel's output of ``x``, shows for the catalogue's measured parameters: the features it moves
-    by more than ``bound`` (or ``r`` from the first), the pairs that keep their norm (and where they are written), the
-    norm; then, with the model's frequencies, the position each row turns as (from the slowest pair on), hence the
+    by more than ``bound`` (or ``r`` from the first), the pairs that keep their norm (and where they are written);
+    then, with the model's frequencies, the position each row turns as (from the slowest pair on), hence the
     offset and where a table ends, and the base from the best fitted pair's line."""
-    spec = SimpleNamespace(pairing=None, output_pairing=None, rotary_dim=None, rotary_start=0, norm_scale=None,
-                           offset=None, base=None, rope_type=None, rope_params={}, table_end=None, inv_freq=None)
+    spec = SimpleNamespace(pairing=None, output_pairing=None, rotary_dim=None, rotary_start=0, offset=None, base=None,
+                           rope_type=None, rope_params={}, table_end=None)
     moved = np.flatnonzero(np.any(np.abs(y - x) > bound, axis=tuple(range(x.ndim - 1))))
     if moved.size < 2:
         return spec
@@ -236,11 +230,10 @@ def _measure_output(x, y, positions, model, bound, r=None) -> SimpleNamespace:
         a, b = (start + i for i in _pairs(r, pairing))
         oa, ob = (start + i for i in _pairs(r, out)) if out else (a, b)
         ratio = np.hypot(y[..., oa], y[..., ob]) / np.hypot(x[..., a], x[..., b])      # 0/0: NaN (warning silenced)
-        norm = float(np.nanmedian(ratio))
-        tried.append((float(np.nanmax(np.abs(ratio / norm - 1))), pairing, out, norm,
+        tried.append((float(np.nanmax(np.abs(ratio / np.nanmedian(ratio) - 1))), pairing, out,
                       np.arctan2(x[..., a] * y[..., ob] - x[..., b] * y[..., oa],
                                  x[..., a] * y[..., oa] + x[..., b] * y[..., ob])))
-    _, spec.pairing, spec.output_pairing, spec.norm_scale, angle = min(tried, key=lambda t: t[0])
+    _, spec.pairing, spec.output_pairing, angle = min(tried, key=lambda t: t[0])
     spec.rotary_start, spec.rotary_dim = start, r
     theta = model.theta(model, int(np.max(positions, initial=0)) + 1)
     if theta.ndim != 1 or len(theta) != r // 2 or not np.all(theta > 0):
@@ -286,28 +279,24 @@ def rotate_qkv(qkv, positions=None, *, num_heads_q=None, head_dim=None, **rope):
     ``arange(seq)``); ``(A, ...)`` for a multi-axis ``inv_freq``.  ``rope``: ``base``, ``pairing``, ``rotary_dim``,
     ``inv_freq`` as for :func:`rope_ref.rotate`.
     """
-    x = check_x(qkv, "qkv")
+    array = check_x(qkv, "qkv")
     check_keywords(rope, ("base", "pairing", "rotary_dim", "inv_freq"), "rotate_qkv()")      # positions, no layout
-    shape = x.shape
-    if head_dim is not None:
-        x = _heads(x, head_dim, "qkv")
-    elif num_heads_q is None:
+    x = array if head_dim is None else _heads(array, head_dim, "qkv")
+    if head_dim is None and num_heads_q is None:
         if x.ndim < 4 or x.shape[-3] != 3:
             raise ValueError(f"qkv must have shape (..., seq, 3, heads, d) without num_heads_q or head_dim, got "
                              f"shape {x.shape}")
-        num_heads_q = x.shape[-2]
-        x = x.reshape(x.shape[:-3] + (-1, x.shape[-1]))                     # the q, k and v heads on one axis
+        num_heads_q, x = x.shape[-2], x.reshape(x.shape[:-3] + (-1, x.shape[-1]))   # the q, k and v heads on one axis
     heads = x.shape[-2]
-    if num_heads_q is not None:
-        num_heads_q = check_positive_int(num_heads_q, "num_heads_q")
-        if num_heads_q > heads - 2 or (heads - num_heads_q) % 2:
-            raise ValueError(f"num_heads_q must leave two equal groups of k and v heads of {heads}, got {num_heads_q}")
+    num_heads_q = None if num_heads_q is None else check_positive_int(num_heads_q, "num_heads_q")
+    if num_heads_q is not None and (num_heads_q > heads - 2 or (heads - num_heads_q) % 2):
+        raise ValueError(f"num_heads_q must leave two equal groups of k and v heads of {heads}, got {num_heads_q}")
     if x.ndim < 3:
-        raise ValueError(f"qkv must have a token axis before the heads, got shape {shape}")
+        raise ValueError(f"qkv must have a token axis before the heads, got shape {array.shape}")
     rotated = heads if num_heads_q is None else (heads + num_heads_q) // 2           # heads_q + heads_kv
     freqs = None if rope.get("inv_freq") is None else check_freqs(rope["inv_freq"], "inv_freq", axes=True)
     token_positions = check_positions(positions, x.shape[:-2], target="qkv's token axes",
                                       axes=freqs.shape[1] if freqs is not None and freqs.ndim == 2 else None)
     out = x.copy()
     out[..., :rotated, :] = rotate(x[..., :rotated, :], token_positions[..., None], **rope)
-    return as_given(out.reshape(shape), qkv)
+    return as_given(out.reshape(array.shape), qkv)

@@ -74,6 +74,7 @@ CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: rr.rotate_qkv(np.ones((4, 3, 2, 8)), np.arange(5)), ValueError, "qkv"),     # its token axes, not x's
     (lambda: rr.rotate_qkv(np.zeros((4, 16)), head_dim=8, layout="thd", cu_seqlens=[0, 4]), TypeError, "cu_seqlens"),
     (lambda: rr.rotate_qkv(np.zeros((2, 5, 6, 8)), num_heads_q=5), ValueError, "num_heads_q"),
+    (lambda: rr.rotate_qkv(np.zeros((2, 5, 6, 8)), num_heads_q=6), ValueError, "num_heads_q"),      # no k or v left
     (lambda: rr.rotate_qkv(np.zeros((2, 5, 6, 8)), num_heads_q=0), ValueError, "num_heads_q"),
     (lambda: rr.rotate_qkv(np.zeros((5, 48)), head_dim=3), ValueError, "head_dim"),
     (lambda: rr.rotate_qkv(np.zeros((5, 48)), head_dim=10), ValueError, "head_dim"),

@@ -14,17 +14,14 @@ def python_blocks(text):
     return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
 
 
-def test_the_pages_have_blocks():
-    for page in PAGES:
-        assert python_blocks((ROOT / page).read_text()), page
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_every_python_block_runs(page, monkeypatch):
     monkeypatch.chdir(ROOT)
     namespace = {"__name__": "docs_example"}
-    for i, block in enumerate(python_blocks((ROOT / page).read_text())):
+    blocks = python_blocks((ROOT / page).read_text())
+    assert blocks, page
+    for i, block in enumerate(blocks):
         code = compile(block, f"{page} block {i + 1}", "exec")
         exec(code, namespace)
 
