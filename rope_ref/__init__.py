@@ -4,8 +4,6 @@ Shapes are written ``(..., seq, d)``: batch/head axes, positions, features (docs
 needs numpy and ml_dtypes only (its modules: docs/architecture.md); :mod:`rope_ref.teaching` needs matplotlib.
 """
 
-import types as _types
-
 from ._validate import RopeRefPrecisionWarning
 from .forms import (decay_bound, frequencies, partial_sums, permute_qk_weights, rotate, rotate_complex, rotate_dense,
                    rotate_elementwise, rotate_half, rotation_angles, rotation_matrix, sinusoidal,
@@ -21,5 +19,13 @@ from .testing import rotate_qkv      # and so rope_ref.testing, the kernel suite
 
 __version__ = "0.1.0"
 
-__all__ = [name for name, value in globals().items()        # every name imported above, no module
-           if not name.startswith("_") and not isinstance(value, _types.ModuleType)]
+__all__ = [
+    "attention", "attention_dense", "decay_bound", "elu_plus_one", "frequencies",
+    "linear_attention", "linear_attention_dense", "softmax", "partial_sums", "permute_qk_weights", "rotate",
+    "rotate_complex", "rotate_dense", "rotate_elementwise", "rotate_half", "rotation_angles",
+    "rotation_matrix", "sinusoidal", "sinusoidal_shift_matrix", "to_half", "to_interleaved", "wrap_angle",
+    "RopeRefPrecisionWarning", "ROPE_TYPES", "scaled_inv_freq", "wavelengths", "RopeSpec", "assert_rope_matches",
+    "assert_rope_grad_matches", "identify", "RopeConfig", "from_hf_config", "mrope_frequencies", "mrope_position_ids",
+    "axial_frequencies", "grid_positions", "flux_position_ids", "qwen_image_position_ids",
+    "deepseek_v4_compressed_positions", "AxesSpec", "layout_positions", "rotate_qkv",
+]
