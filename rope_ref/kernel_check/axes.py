@@ -131,7 +131,7 @@ def _name_axes(spec, nonzero):
 
 
 def _axes_rotary_dim(model, spec):
-    if model.sections is None or spec.rotary_dim == model.rotary_dim:
+    if model.inv_freq is not None or spec.rotary_dim == model.rotary_dim:
         return None
     sections = tuple(n * spec.rotary_dim // model.rotary_dim for n in model.sections)     # the same split, scaled
     return (replace(model, rotary_dim=spec.rotary_dim, sections=sections),
@@ -146,17 +146,12 @@ def _axis_reversed(model, spec):
             f"along {', '.join(spec.axis_names[a] for a in flipped)}") if flipped else None
 
 
-def _m_rope(model, spec):
-    return model.sections is not None and spec.sections is not None
-
-
 #: The known multi-axis defects, each one entry (the 1-D ones are rope_ref.kernel_check.defects.DEFECTS).
 AXES_DEFECTS = (
     Defect("M-RoPE layout swapped", "the axes laid out another way (blocks, interleaved)",
-           measured("layout", "mrope_layout", when=_m_rope)),
-    Defect("M-RoPE sections swapped", "another split of the pairs between t, h and w",
-           measured("sections", when=_m_rope)),
-    Defect("another base", "another rope_theta", measured("base", when=_m_rope)),
+           measured("layout", "mrope_layout")),
+    Defect("M-RoPE sections swapped", "another split of the pairs between t, h and w", measured("sections")),
+    Defect("another base", "another rope_theta", measured("base")),
     Defect("pairing swapped", "interleaved pairs for half-split, or the reverse",
            measured("pairing", when=lambda model, spec: model.pairing in OTHER_PAIRING)),
     Defect("different rotary_dim", "another number of features rotate", _axes_rotary_dim),
