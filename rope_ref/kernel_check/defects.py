@@ -128,8 +128,7 @@ def _angles_in(kind, f, p, theta):
 
 
 def _other_method(model, spec):
-    same = spec.rope_type == model.rope_type and spec.rope_params == dict(model.params, base=model.base)
-    if spec.rope_type in (None, "custom") or same or model.inv_freq is not None:
+    if spec.rope_type in (None, "custom"):         # the model's own method, or its inv_freq: no change, never named
         return None
     return (replace(model, rope_type=spec.rope_type, params=dict(spec.rope_params), base=spec.rope_params["base"]),
             f"expected {model.rope_type}, found {spec.rope_type} {show_number(spec.rope_params)}")
@@ -198,7 +197,7 @@ def table_differences(model, spec, phase_atol=None):
                                           spec.out_err > NOISE_ULPS * dict(PRECISIONS)[model.table_type]):
         return everything                                   # rounded coarser than the model's type
     own = spec.out_err if (spec.output_precision != "float32" or model.table_type) else 0.0
-    tol = allowance(min(spec.unit, 2.0**-24) if spec.linear else 2.0**-24, want, own) + (phase_atol or 0.0)
+    tol = allowance(min(spec.unit, 2.0**-24), want, own) + (phase_atol or 0.0)
     miss, held = np.full(want.shape, np.inf), np.isfinite(want)     # inf: an angle the model cannot hold misses
     miss[held] = np.abs(wrap_angle(spec.table[held] - want[held]))
     bad = ~(miss <= tol) | ~held                                     # tol is inf at an inf angle

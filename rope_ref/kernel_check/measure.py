@@ -115,7 +115,7 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
                           f"{spec.table_end[1]}")
     m = offset + np.arange(n, dtype=float)
     absolute = phase + 2 * np.pi * np.round(((offset + (n - 1) / 2) * theta - centre) / (2 * np.pi))
-    theta = (m @ absolute) / (m @ m) if m @ m else theta
+    theta = (m @ absolute) / (m @ m)
     resid = absolute - np.outer(m, theta)
     spec.angle_precision, unit = precision_of(resid, np.abs(np.outer(m, theta)), spec.out_err) or ("float32", 2**-24)
     if spec.out_err and unit <= 2.0**-24:
