@@ -130,7 +130,8 @@ def _angles_in(kind, f, p, theta):
 def _other_method(model, spec):
     if spec.rope_type in (None, "custom"):         # the model's own method, or its inv_freq: no change, never named
         return None
-    return (replace(model, rope_type=spec.rope_type, params=dict(spec.rope_params), base=spec.rope_params["base"]),
+    return (replace(model, rope_type=spec.rope_type, params=dict(spec.rope_params),
+                    base=spec.rope_params.get("base", spec.base)),     # a single pair's "default" has no params
             f"expected {model.rope_type}, found {spec.rope_type} {show_number(spec.rope_params)}")
 
 
