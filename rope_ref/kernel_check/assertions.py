@@ -1,6 +1,5 @@
 """The public checks: identify (what a kernel does, measured), assert_rope_matches and assert_rope_grad_matches (its
-angle table compared with the one the oracle computes for the expectation, a difference explained only by the
-catalogue of known defects)."""
+angle table against the oracle's for the expectation, a difference explained only by the catalogue of known defects)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """What a 1-D kernel ``fn(x)`` does, measured: its pairs, its angle table (pair x row), and what that table is: linear
-with one offset, rounded like some float type, a geometric family (a base), a scaling method's; nothing the table does
-not determine (docs/checking_kernels.md)."""
+with one offset, rounded like a float type, a geometric family (a base), a scaling method's; nothing it cannot tell."""
 
 from __future__ import annotations
 
