@@ -206,8 +206,7 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
                   base=10000.0 if base is None else base, shift=position_shift)
     problems = [] if phase_atol is not None or spec.angle_precision.startswith(("float64", "float32")) else [
         f"angle precision: angles behave like {spec.angle_precision}; compute them in float32"]
-    found = ([], []) if _axes_reproduce(model, spec, rtol) else explain(
-        model, spec, AXES_DEFECTS, lambda m: _axes_reproduce(m, spec, rtol), 3) or (
+    found = explain(model, spec, AXES_DEFECTS, lambda m: _axes_reproduce(m, spec, rtol), 3, least=0) or (
         [_differences(model.matrix(), spec), "no known defect explains this"], [])
     if problems or found[0]:
         raise RopeMismatch("multi-axis RoPE mismatch", problems + found[0], spec, found[1])

@@ -205,10 +205,10 @@ def table_differences(model, spec, phase_atol=None):
     return (np.nonzero(bad), miss[bad]) if bad.any() else None
 
 
-def explain(model, spec, catalogue, fits, most):
-    """(problem lines, defect names, the model with them) of the fewest defects of ``catalogue`` (at most ``most``,
-    in catalogue order) that turn ``model`` into one that ``fits``; None when none do."""
-    for chosen in (c for size in range(1, most + 1) for c in itertools.combinations(catalogue, size)):
+def explain(model, spec, catalogue, fits, most, least=1):
+    """(problem lines, defect names, the model with them) of the fewest defects of ``catalogue`` (``least`` to
+    ``most``, in catalogue order) that turn ``model`` into one that ``fits``; None when none do."""
+    for chosen in (c for size in range(least, most + 1) for c in itertools.combinations(catalogue, size)):
         changed, said = model, []
         for defect in chosen:
             out = defect.apply(changed, spec)
@@ -226,9 +226,7 @@ def diagnose(model: Model, spec, phase_atol=None):
     known defects (up to two) whose model does; else the differences, said to be explained by none."""
     def reproduces(m):                  # the structure measured, and the angle table within the kernel's rounding
         return same_structure(m, spec) and table_differences(m, spec, phase_atol) is None
-    if reproduces(model):
-        return [], []
-    if found := explain(model, spec, DEFECTS, reproduces, 2):
+    if found := explain(model, spec, DEFECTS, reproduces, 2, least=0):         # none, when the model reproduces it
         return found[:2]
     problems = [f"{d.name}: {out[1]}" for d in DEFECTS[:4] if (out := d.apply(model, spec))]
     if not problems and (differences := table_differences(model, spec, phase_atol)) is not None:
