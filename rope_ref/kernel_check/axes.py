@@ -161,17 +161,14 @@ AXES_DEFECTS = (
 )
 
 
-def _axes_reproduce(model, spec, rtol=0.0):
-    """``model`` gives the pairs, norm, frequency matrix (to the spec's tolerance) and shift measured."""
-    if not same_structure(model, spec, 4):
-        return False
-    F = model.matrix()
-    if F.shape != spec.inv_freq.shape or not np.all(
-            np.abs(spec.inv_freq - F) <= spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(F)):
+def _axes_reproduce(model, spec, rtol):
+    """``model`` gives the pairs, norm, frequency matrix (to the spec's tolerance and ``rtol``) and shift measured."""
+    if not same_structure(model, spec, 4) or (F := model.matrix()).shape != spec.inv_freq.shape:
         return False
     found = spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
-    want = model.shift or (0.0,) * spec.axes
-    return found is not None and np.all(np.abs(np.subtract(found, want)) <= np.asarray(spec.shift_tolerance) + 1e-9)
+    return found is not None and bool(
+        np.all(np.abs(spec.inv_freq - F) <= spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(F))
+        and np.all(np.abs(np.subtract(found, model.shift or 0.0)) <= np.asarray(spec.shift_tolerance) + 1e-9))
 
 
 def _differences(F, spec) -> str:
