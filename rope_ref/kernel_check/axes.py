@@ -59,12 +59,12 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
                        wrap_angle(phase[mixed] - phase[0] - P[mixed - 1] @ freqs.T)])
     angle = np.abs(P) @ np.abs(freqs.T) + 2 * at_zero
     extra = SIGMAS * (P @ sigma.T) * (np.arange(1, seq) >= mixed[0])[:, None]
-    found = precision_of(resid, angle, out_err, extra)
+    found = precision_of(resid, angle, out_err + extra)
     if found is None:
         return AxesSpec(is_rope=False, reason="the angles are not linear in the positions (not a linear/geometric "
                         f"family): one strays from sum_a F[j, a] p_a by {np.abs(resid).max():.3g} rad", **done)
     spec.angle_precision, prec_unit = found
-    if out_err and prec_unit <= 2.0**-24 and (precision_of(resid, angle, 0.0, extra) or (0, 1.0))[1] > 2.0**-24:
+    if out_err and prec_unit <= 2.0**-24 and (precision_of(resid, angle, extra) or (0, 1.0))[1] > 2.0**-24:
         spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
     pu = np.where(used, steps[:, None, None].astype(float), 0.0)
     spec.inv_freq, spec.freq_tolerance = freqs, (SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs)

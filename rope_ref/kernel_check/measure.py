@@ -32,10 +32,9 @@ def allowance(unit, angle, out_err=0.0):
     return NOISE_ULPS * unit * (1 + np.abs(angle)) + out_err
 
 
-def precision_of(resid, angle, out_err=0.0, extra=0.0):
+def precision_of(resid, angle, out_err):
     """(name, unit roundoff) of the finest float type whose rounding explains the residuals; None when none does."""
-    return next(((name, unit) for name, unit in PRECISIONS
-                 if np.all(np.abs(resid) <= allowance(unit, angle, out_err) + extra)), None)
+    return next((p for p in PRECISIONS if np.all(np.abs(resid) <= allowance(p[1], angle, out_err))), None)
 
 
 def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_hint=None) -> RopeSpec:
