@@ -40,7 +40,7 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     positions[:, mixed] = rng.integers(0, min(max_position, 63) + 1, size=(axes, len(mixed)))
     call = Caller(fn, positions, raising=raising)
     found = read_rotations(call, *rng.standard_normal((2, seq, d)))
-    done = dict(axes=axes, axis_names=tuple(names))
+    done = dict(axes=axes, axis_names=names)
     if isinstance(found, str) or found["output_pairing"] is not None:
         return AxesSpec(is_rope=False, reason=found if isinstance(found, str) else "the rotated pairs are written to "
                         "other features: multi-axis probing follows pairs written back in place only", **done)
@@ -55,7 +55,7 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     spec.position_shift = shift if spec.rotated_at_zero else None
     at_zero = np.abs(freqs @ shift if shift else phase[0])
     P = positions[:, 1:].T.astype(float)                    # rows 1..: the sweeps (their fits), then the mixed rows
-    resid = np.vstack([np.where(used, resids, 0.0).transpose(2, 0, 1).reshape(-1, len(freqs)),
+    resid = np.vstack([resids.transpose(2, 0, 1).reshape(-1, len(freqs)),
                        wrap_angle(phase[mixed] - phase[0] - P[mixed - 1] @ freqs.T)])
     angle = np.abs(P) @ np.abs(freqs.T) + 2 * at_zero
     extra = SIGMAS * (P @ sigma.T) * (np.arange(1, seq) >= mixed[0])[:, None]
