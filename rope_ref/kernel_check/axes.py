@@ -142,7 +142,7 @@ def _axis_reversed(model, spec):
     F, found = model.matrix(), spec.inv_freq
     flipped = tuple(a for a in range(spec.axes) if F.shape == found.shape and np.any(F[:, a])
                     and np.all(np.sign(found[F[:, a] != 0, a]) == -np.sign(F[F[:, a] != 0, a])))
-    return (replace(model, signs=tuple(-1.0 if a in flipped else 1.0 for a in range(spec.axes))),
+    return (replace(model, inv_freq=F * [-1.0 if a in flipped else 1.0 for a in range(spec.axes)]),
             f"along {', '.join(spec.axis_names[a] for a in flipped)}") if flipped else None
 
 

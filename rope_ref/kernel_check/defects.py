@@ -49,19 +49,18 @@ class Model:
     sections: tuple | None = None                   # multi-axis: M-RoPE's pairs per axis, laid out as ``layout``
     layout: str = "blocks"
     shift: tuple | None = None                      # multi-axis: the shift of each axis (None: none)
-    signs: tuple | None = None                      # multi-axis: -1 on an axis turning the other way
 
     def matrix(self):
         """F (pairs, axes) of a multi-axis model: inv_freq, or theta_j = base^(-2j/rotary_dim) on the axis
         MROPE_LAYOUTS gives pair j (NaN when the sections do not split the pairs)."""
         if self.inv_freq is not None:
-            return self.inv_freq * np.asarray(self.signs or 1.0)
+            return self.inv_freq
         theta = frequencies(self.rotary_dim, self.base)
         try:                                        # theta_j in the column of pair j's axis
             F = np.eye(len(self.sections))[MROPE_LAYOUTS[self.layout][0](self.sections)].reshape(len(theta), -1)
         except (ValueError, IndexError):
             F = np.full((len(theta), len(self.sections)), np.nan)
-        return F * theta[:, None] * np.asarray(self.signs or 1.0)
+        return F * theta[:, None]
 
     def angles_at(self, positions):
         """Angles ``P + (pairs,)`` at ``positions`` ``P`` (rows, moved by the offset)."""
