@@ -82,6 +82,7 @@ def test_missing_attention_factor_and_missing_scaling_are_named():
                       **params) == ["scaling missing"]
     rr.assert_rope_matches(lambda x: hf_rope(x, 5000, inv_freq=freqs, attention_scaling=att), D, rope_type="yarn",
                            base=1e4, offset=5000, **params)
+    assert defects_of(lambda x: neox(x, 3), 2, rope_type="linear", factor=2.0) == ["position offset", "scaling missing"]
 
 
 def position_kernel(dtype, offset):

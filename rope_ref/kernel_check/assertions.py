@@ -1,6 +1,5 @@
 """The public checks: identify (what a kernel does, measured), assert_rope_matches and assert_rope_grad_matches (its
-angle table compared with the one the oracle computes for the expectation, a difference explained only by the
-catalogue of known defects)."""
+angle table against the oracle's for the expectation, a difference explained only by the catalogue of known defects)."""
 
 from __future__ import annotations
 
@@ -19,8 +18,11 @@ from .measure import MAX_ROWS, method_frequencies, probe_one_axis
 from .probe import Caller
 from .spec import AxesSpec, RopeMismatch, RopeSpec
 
-_SPEC_KEYS = ("pairing", "rotary_dim", "rotary_start", "output_pairing", "offset", "base", "norm_scale", "rope_type",
-              "inv_freq")
+_PAIRING = partial(check_choice, choices=("interleaved", "half", "other"))
+#: The Model fields an expectation gives, each with its check (inv_freq: the oracle's, when the model is built)
+_FIELDS = dict(pairing=_PAIRING, rotary_dim=check_d, rotary_start=check_nonnegative_int, output_pairing=_PAIRING,
+               offset=check_scalar, base=check_base, norm_scale=check_positive_real,
+               rope_type=partial(check_choice, choices=ROPE_TYPES), inv_freq=None)
 
 
 def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int | None = 0, max_rows: int = MAX_ROWS,
@@ -84,12 +86,12 @@ def _judge(fn, d, seq, max_rows, expected, phase_atol, backward=False):
 
 def expected_model(expected, spec) -> Model:
     """The oracle's :class:`Model` of the expectation; what is not expected is taken as measured (not checked)."""
-    given = {k: v for k, v in expected.items() if k in _SPEC_KEYS}      # Model's fields; the rest: the method's params
+    given = {k: v for k, v in expected.items() if k in _FIELDS}      # Model's fields; the rest: the method's params
     unchecked = not {"base", "rope_type", *METHOD_PARAM_KEYS} & set(expected)       # frequencies: the measured
     inv_freq, offset = given.pop("inv_freq", spec.inv_freq if unchecked else None), given.pop("offset", 0.0)
     model = Model(**{"pairing": spec.pairing, "rotary_dim": spec.rotary_dim, **given,
                      "base": float(given.get("base", 10000.0)), "offset": spec.offset if offset is None else offset},
-                  params={k: v for k, v in expected.items() if k not in _SPEC_KEYS},
+                  params={k: v for k, v in expected.items() if k not in _FIELDS},
                   inv_freq=None if inv_freq is None else np.asarray(inv_freq, np.float64))
     if model.inv_freq is None and model.norm_scale is None and model.rope_type in ("yarn", "longrope"):
         length = {"seq_len": (model.offset or 0) + (spec.rows or 1)} if model.rope_type == "longrope" else {}
@@ -122,12 +124,8 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
         raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
     d = check_d(d)
     if axes is None:
-        check_keywords(expected, {*_SPEC_KEYS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
-        pairing = partial(check_choice, choices=("interleaved", "half", "other"))
-        checks = dict(offset=check_scalar, norm_scale=check_positive_real, base=check_base, rotary_dim=check_d,
-                      rotary_start=check_nonnegative_int, pairing=pairing, output_pairing=pairing,
-                      rope_type=partial(check_choice, choices=ROPE_TYPES))
-        expected.update({k: checks[k](v, k) for k, v in expected.items() if k in checks and v is not None})
+        check_keywords(expected, {*_FIELDS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
+        expected.update({k: _FIELDS[k](v, k) for k, v in expected.items() if _FIELDS.get(k) and v is not None})
     if phase_atol is not None:
         check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
     return d, axes, expected

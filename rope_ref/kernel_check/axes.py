@@ -40,7 +40,7 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     positions[:, mixed] = rng.integers(0, min(max_position, 63) + 1, size=(axes, len(mixed)))
     call = Caller(fn, positions, raising=raising)
     found = read_rotations(call, *rng.standard_normal((2, seq, d)))
-    done = dict(axes=axes, axis_names=tuple(names))
+    done = dict(axes=axes, axis_names=names)
     if isinstance(found, str) or found["output_pairing"] is not None:
         return AxesSpec(is_rope=False, reason=found if isinstance(found, str) else "the rotated pairs are written to "
                         "other features: multi-axis probing follows pairs written back in place only", **done)
@@ -55,16 +55,16 @@ def identify_axes(fn, d: int, axes: int, *, seq: int = 64, seed: int | None = 0,
     spec.position_shift = shift if spec.rotated_at_zero else None
     at_zero = np.abs(freqs @ shift if shift else phase[0])
     P = positions[:, 1:].T.astype(float)                    # rows 1..: the sweeps (their fits), then the mixed rows
-    resid = np.vstack([np.where(used, resids, 0.0).transpose(2, 0, 1).reshape(-1, len(freqs)),
+    resid = np.vstack([resids.transpose(2, 0, 1).reshape(-1, len(freqs)),
                        wrap_angle(phase[mixed] - phase[0] - P[mixed - 1] @ freqs.T)])
     angle = np.abs(P) @ np.abs(freqs.T) + 2 * at_zero
     extra = SIGMAS * (P @ sigma.T) * (np.arange(1, seq) >= mixed[0])[:, None]
-    found = precision_of(resid, angle, out_err, extra)
+    found = precision_of(resid, angle, out_err + extra)
     if found is None:
         return AxesSpec(is_rope=False, reason="the angles are not linear in the positions (not a linear/geometric "
                         f"family): one strays from sum_a F[j, a] p_a by {np.abs(resid).max():.3g} rad", **done)
     spec.angle_precision, prec_unit = found
-    if out_err and prec_unit <= 2.0**-24 and (precision_of(resid, angle, 0.0, extra) or (0, 1.0))[1] > 2.0**-24:
+    if out_err and prec_unit <= 2.0**-24 and (precision_of(resid, angle, extra) or (0, 1.0))[1] > 2.0**-24:
         spec.angle_precision, prec_unit = "float32 (cos/sin or output rounded to 16 bits)", 2.0**-24
     pu = np.where(used, steps[:, None, None].astype(float), 0.0)
     spec.inv_freq, spec.freq_tolerance = freqs, (SIGMAS * sigma + FREQ_ULPS * prec_unit * np.abs(freqs)
@@ -131,7 +131,7 @@ def _name_axes(spec, nonzero):
 
 
 def _axes_rotary_dim(model, spec):
-    if model.sections is None or spec.rotary_dim == model.rotary_dim:
+    if model.inv_freq is not None or spec.rotary_dim == model.rotary_dim:
         return None
     sections = tuple(n * spec.rotary_dim // model.rotary_dim for n in model.sections)     # the same split, scaled
     return (replace(model, rotary_dim=spec.rotary_dim, sections=sections),
@@ -142,21 +142,16 @@ def _axis_reversed(model, spec):
     F, found = model.matrix(), spec.inv_freq
     flipped = tuple(a for a in range(spec.axes) if F.shape == found.shape and np.any(F[:, a])
                     and np.all(np.sign(found[F[:, a] != 0, a]) == -np.sign(F[F[:, a] != 0, a])))
-    return (replace(model, signs=tuple(-1.0 if a in flipped else 1.0 for a in range(spec.axes))),
+    return (replace(model, inv_freq=F * [-1.0 if a in flipped else 1.0 for a in range(spec.axes)]),
             f"along {', '.join(spec.axis_names[a] for a in flipped)}") if flipped else None
-
-
-def _m_rope(model, spec):
-    return model.sections is not None and spec.sections is not None
 
 
 #: The known multi-axis defects, each one entry (the 1-D ones are rope_ref.kernel_check.defects.DEFECTS).
 AXES_DEFECTS = (
     Defect("M-RoPE layout swapped", "the axes laid out another way (blocks, interleaved)",
-           measured("layout", "mrope_layout", when=_m_rope)),
-    Defect("M-RoPE sections swapped", "another split of the pairs between t, h and w",
-           measured("sections", when=_m_rope)),
-    Defect("another base", "another rope_theta", measured("base", when=_m_rope)),
+           measured("layout", "mrope_layout")),
+    Defect("M-RoPE sections swapped", "another split of the pairs between t, h and w", measured("sections")),
+    Defect("another base", "another rope_theta", measured("base")),
     Defect("pairing swapped", "interleaved pairs for half-split, or the reverse",
            measured("pairing", when=lambda model, spec: model.pairing in OTHER_PAIRING)),
     Defect("different rotary_dim", "another number of features rotate", _axes_rotary_dim),
@@ -166,17 +161,14 @@ AXES_DEFECTS = (
 )
 
 
-def _axes_reproduce(model, spec, rtol=0.0):
-    """``model`` gives the pairs, norm, frequency matrix (to the spec's tolerance) and shift measured."""
-    if not same_structure(model, spec, 4):
-        return False
-    F = model.matrix()
-    if F.shape != spec.inv_freq.shape or not np.all(
-            np.abs(spec.inv_freq - F) <= spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(F)):
+def _axes_reproduce(model, spec, rtol):
+    """``model`` gives the pairs, norm, frequency matrix (to the spec's tolerance and ``rtol``) and shift measured."""
+    if not same_structure(model, spec, 4) or (F := model.matrix()).shape != spec.inv_freq.shape:
         return False
     found = spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
-    want = model.shift or (0.0,) * spec.axes
-    return found is not None and np.all(np.abs(np.subtract(found, want)) <= np.asarray(spec.shift_tolerance) + 1e-9)
+    return found is not None and bool(
+        np.all(np.abs(spec.inv_freq - F) <= spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(F))
+        and np.all(np.abs(np.subtract(found, model.shift or 0.0)) <= np.asarray(spec.shift_tolerance) + 1e-9))
 
 
 def _differences(F, spec) -> str:
@@ -211,8 +203,7 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
                   base=10000.0 if base is None else base, shift=position_shift)
     problems = [] if phase_atol is not None or spec.angle_precision.startswith(("float64", "float32")) else [
         f"angle precision: angles behave like {spec.angle_precision}; compute them in float32"]
-    found = ([], []) if _axes_reproduce(model, spec, rtol) else explain(
-        model, spec, AXES_DEFECTS, lambda m: _axes_reproduce(m, spec, rtol), 3) or (
+    found = explain(model, spec, AXES_DEFECTS, lambda m: _axes_reproduce(m, spec, rtol), 3, least=0) or (
         [_differences(model.matrix(), spec), "no known defect explains this"], [])
     if problems or found[0]:
         raise RopeMismatch("multi-axis RoPE mismatch", problems + found[0], spec, found[1])

@@ -49,19 +49,18 @@ class Model:
     sections: tuple | None = None                   # multi-axis: M-RoPE's pairs per axis, laid out as ``layout``
     layout: str = "blocks"
     shift: tuple | None = None                      # multi-axis: the shift of each axis (None: none)
-    signs: tuple | None = None                      # multi-axis: -1 on an axis turning the other way
 
     def matrix(self):
         """F (pairs, axes) of a multi-axis model: inv_freq, or theta_j = base^(-2j/rotary_dim) on the axis
         MROPE_LAYOUTS gives pair j (NaN when the sections do not split the pairs)."""
         if self.inv_freq is not None:
-            return self.inv_freq * np.asarray(self.signs or 1.0)
+            return self.inv_freq
         theta = frequencies(self.rotary_dim, self.base)
         try:                                        # theta_j in the column of pair j's axis
             F = np.eye(len(self.sections))[MROPE_LAYOUTS[self.layout][0](self.sections)].reshape(len(theta), -1)
         except (ValueError, IndexError):
             F = np.full((len(theta), len(self.sections)), np.nan)
-        return F * theta[:, None] * np.asarray(self.signs or 1.0)
+        return F * theta[:, None]
 
     def angles_at(self, positions):
         """Angles ``P + (pairs,)`` at ``positions`` ``P`` (rows, moved by the offset)."""
@@ -128,10 +127,10 @@ def _angles_in(kind, f, p, theta):
 
 
 def _other_method(model, spec):
-    same = spec.rope_type == model.rope_type and spec.rope_params == dict(model.params, base=model.base)
-    if spec.rope_type in (None, "custom") or same or model.inv_freq is not None:
+    if spec.rope_type in (None, "custom"):         # the model's own method, or its inv_freq: no change, never named
         return None
-    return (replace(model, rope_type=spec.rope_type, params=dict(spec.rope_params), base=spec.rope_params["base"]),
+    return (replace(model, rope_type=spec.rope_type, params=dict(spec.rope_params),
+                    base=spec.rope_params.get("base", spec.base)),     # a single pair's "default" has no params
             f"expected {model.rope_type}, found {spec.rope_type} {show_number(spec.rope_params)}")
 
 
@@ -189,26 +188,25 @@ def same_structure(model, spec, scale_errors=2) -> bool:
 def table_differences(model, spec, phase_atol=None):
     """((rows, pairs), misses) where the model's angles miss the measured ones beyond the kernel's rounding; None
     when every angle agrees."""
-    everything = (np.array([0]), np.array([0])), np.array([np.inf])
     try:
         want = model.angles_at(np.arange(len(spec.table)))
-    except (ValueError, TypeError, ZeroDivisionError):
-        return everything
-    if want.shape != spec.table.shape or (model.table_type and
-                                          spec.out_err > NOISE_ULPS * dict(PRECISIONS)[model.table_type]):
-        return everything                                   # rounded coarser than the model's type
+    except (ValueError, TypeError, ZeroDivisionError):         # the oracle refuses the model
+        want = None
+    if want is None or want.shape != spec.table.shape or (
+            model.table_type and spec.out_err > NOISE_ULPS * dict(PRECISIONS)[model.table_type]):
+        return (np.array([0]), np.array([0])), np.array([np.inf])   # all miss (also: cos/sin coarser than its type)
     own = spec.out_err if (spec.output_precision != "float32" or model.table_type) else 0.0
-    tol = allowance(min(spec.unit, 2.0**-24) if spec.linear else 2.0**-24, want, own) + (phase_atol or 0.0)
+    tol = allowance(min(spec.unit, 2.0**-24), want, own) + (phase_atol or 0.0)
     miss, held = np.full(want.shape, np.inf), np.isfinite(want)     # inf: an angle the model cannot hold misses
     miss[held] = np.abs(wrap_angle(spec.table[held] - want[held]))
     bad = ~(miss <= tol) | ~held                                     # tol is inf at an inf angle
     return (np.nonzero(bad), miss[bad]) if bad.any() else None
 
 
-def explain(model, spec, catalogue, fits, most):
-    """(problem lines, defect names, the model with them) of the fewest defects of ``catalogue`` (at most ``most``,
-    in catalogue order) that turn ``model`` into one that ``fits``; None when none do."""
-    for chosen in (c for size in range(1, most + 1) for c in itertools.combinations(catalogue, size)):
+def explain(model, spec, catalogue, fits, most, least=1):
+    """(problem lines, defect names, the model with them) of the fewest defects of ``catalogue`` (``least`` to
+    ``most``, in catalogue order) that turn ``model`` into one that ``fits``; None when none do."""
+    for chosen in (c for size in range(least, most + 1) for c in itertools.combinations(catalogue, size)):
         changed, said = model, []
         for defect in chosen:
             out = defect.apply(changed, spec)
@@ -226,9 +224,7 @@ def diagnose(model: Model, spec, phase_atol=None):
     known defects (up to two) whose model does; else the differences, said to be explained by none."""
     def reproduces(m):                  # the structure measured, and the angle table within the kernel's rounding
         return same_structure(m, spec) and table_differences(m, spec, phase_atol) is None
-    if reproduces(model):
-        return [], []
-    if found := explain(model, spec, DEFECTS, reproduces, 2):
+    if found := explain(model, spec, DEFECTS, reproduces, 2, least=0):         # none, when the model reproduces it
         return found[:2]
     problems = [f"{d.name}: {out[1]}" for d in DEFECTS[:4] if (out := d.apply(model, spec))]
     if not problems and (differences := table_differences(model, spec, phase_atol)) is not None:

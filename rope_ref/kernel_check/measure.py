@@ -1,6 +1,5 @@
 """What a 1-D kernel ``fn(x)`` does, measured: its pairs, its angle table (pair x row), and what that table is: linear
-with one offset, rounded like some float type, a geometric family (a base), a scaling method's; nothing the table does
-not determine (docs/checking_kernels.md)."""
+with one offset, rounded like a float type, a geometric family (a base), a scaling method's; nothing it cannot tell."""
 
 from __future__ import annotations
 
@@ -33,10 +32,9 @@ def allowance(unit, angle, out_err=0.0):
     return NOISE_ULPS * unit * (1 + np.abs(angle)) + out_err
 
 
-def precision_of(resid, angle, out_err=0.0, extra=0.0):
+def precision_of(resid, angle, out_err):
     """(name, unit roundoff) of the finest float type whose rounding explains the residuals; None when none does."""
-    return next(((name, unit) for name, unit in PRECISIONS
-                 if np.all(np.abs(resid) <= allowance(unit, angle, out_err) + extra)), None)
+    return next((p for p in PRECISIONS if np.all(np.abs(resid) <= allowance(p[1], angle, out_err))), None)
 
 
 def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_hint=None) -> RopeSpec:
@@ -115,7 +113,7 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
                           f"{spec.table_end[1]}")
     m = offset + np.arange(n, dtype=float)
     absolute = phase + 2 * np.pi * np.round(((offset + (n - 1) / 2) * theta - centre) / (2 * np.pi))
-    theta = (m @ absolute) / (m @ m) if m @ m else theta
+    theta = (m @ absolute) / (m @ m)
     resid = absolute - np.outer(m, theta)
     spec.angle_precision, unit = precision_of(resid, np.abs(np.outer(m, theta)), spec.out_err) or ("float32", 2**-24)
     if spec.out_err and unit <= 2.0**-24:

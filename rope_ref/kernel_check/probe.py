@@ -76,10 +76,9 @@ def read_rotations(call: Caller, a, b):
 
 
 def read_structure(matrices) -> dict | str:
-    """The structure of the matrices ``(seq, d, d)`` fn applies to the rows: the fields of a spec (pairs, pairing,
-    rotary_dim, rotary_start, output_pairing, output_pairs, norm_scale, scale_error, notes) with ``out`` (the output
-    features of each pair: the lower for the lower input when written elsewhere, as DeepSeek's interleave-then-half)
-    and ``angle`` ``(seq, pairs)``, each pair's at each row; or why it is not RoPE."""
+    """The structure of the matrices ``(seq, d, d)`` fn applies to the rows: a spec's fields (those returned) with
+    ``out`` (each pair's output features, the lower for the lower input when written elsewhere, as DeepSeek's
+    interleave-then-half) and ``angle`` ``(seq, pairs)``, each pair's at each row; or why it is not RoPE."""
     dep = np.abs(matrices).max(axis=0) > 1e-12 * max(np.abs(matrices).max(), 1e-300)      # [output, input]
     groups = {}                         # the output features an input moves -> the inputs moving exactly those
     for j in range(len(dep)):
