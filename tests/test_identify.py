@@ -117,6 +117,12 @@ def test_random_angles_are_not_a_linear_family_and_no_known_defect():
     assert info.value.defects == [] and "no known defect explains" in info.value.problems[-1]
 
 
+@pytest.mark.filterwarnings("error")
+def test_a_kernel_with_the_same_angles_in_every_row_ignores_the_positions():
+    s = identify(lambda x: rr.rotate(x, np.full(len(x), 5.0)), D)
+    assert s.is_rope and s.linear is False and "ignores the positions" in s.notes[-1], s
+
+
 def test_angles_computed_in_16_bits_are_measured_as_such():
     s = identify(lambda x: neox(x, 0, angle_dtype=np.float16), D, max_rows=64)
     assert s.angle_precision in ("float16", "bfloat16") and s.rope_type is None, s

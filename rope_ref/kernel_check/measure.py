@@ -85,9 +85,10 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     if spec.table_end:                  # measured up to its end: its last row, a position once the offset is known
         table = table[:int(spec.table_end[0]) + 1]
     spec.rows = n = len(table)
-    if still[:n - 1].any():
+    if n < 2 or still[:n - 1].any():
         spec.linear = False             # which 16-bit type: the catalogue tells
-        spec.notes.append("rows share positions, as positions held in a 16-bit type do")
+        spec.notes.append("every row has the same angles: fn ignores the positions" if n < 2 else
+                          "rows share positions, as positions held in a 16-bit type do")
         return
     steps = steps[:n - 1]                         # whole turns counted as integers: np.unwrap's sum of 2 pi
     turns = np.cumsum(np.round((wrap_angle(steps) - steps) / (2 * np.pi)), axis=0)
