@@ -13,12 +13,13 @@ from .forms import frequencies
 MROPE_AXES = ("temporal", "height", "width")
 
 
-def _check_sections(sections, rotary_dim: int, count: int | None = 3) -> tuple:
-    """Non-negative integers summing to ``rotary_dim/2``: ``count`` of them (M-RoPE's t, h, w), else one per axis."""
+def _check_sections(sections, rotary_dim: int | None, count: int | None = 3) -> tuple:
+    """Non-negative integers summing to ``rotary_dim/2`` (to any sum if None): ``count`` of them (M-RoPE's t, h, w),
+    else one per axis."""
     if isinstance(sections, (str, bytes)) or not hasattr(sections, "__len__"):
         raise TypeError(f"sections must be a list of non-negative integers (pairs per axis), got {sections!r:.80}")
     items = [check_nonnegative_int(s, f"sections[{i}]") for i, s in enumerate(sections)]
-    if len(items) != (count or len(items)) or sum(items) != rotary_dim // 2 or not items:
+    if len(items) != (count or len(items)) or sum(items) != (rotary_dim or 2 * sum(items)) // 2 or not items:
         raise ValueError(f"sections must be {count or 'one or more'} entries summing to rotary_dim/2, got {items}")
     return tuple(items)
 

@@ -205,6 +205,8 @@ def test_the_correct_kernels_name_none_and_two_defects_are_named_together():
     wrong = np.stack(mixed_frequencies(), axis=1) * np.r_[1.01, np.ones(31)][:, None]
     with pytest.raises(RopeMismatch, match="no known defect explains this"):
         rr.assert_rope_matches(rope_mixed_kernel(), 64, axes=2, inv_freq=wrong)
+    with pytest.raises(RopeMismatch, match="norm: expected 2, found 1"):     # what differs, said when unexplained
+        rr.assert_rope_matches(qwen2vl_kernel(), 128, axes=3, norm_scale=2.0, **QWEN2)
 
 
 # ---- not RoPE, not linear, bad input ---------------------------------------------------------------------

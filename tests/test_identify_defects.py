@@ -224,13 +224,12 @@ def test_the_backward_pass_is_checked_and_its_defects_named():
 
 # ---- bad expectations ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kw,err,name", [(dict(pairing="sideways"), ValueError, "pairing"),
-                                         (dict(rope_type="bogus"), ValueError, "rope_type"),
-                                         (dict(base=-1.0), ValueError, "base"),
-                                         (dict(offset="x"), TypeError, "offset"),
-                                         (dict(rotary_start=-2), ValueError, "rotary_start"),
-                                         (dict(phase_atol=-1.0), ValueError, "phase_atol"),
-                                         (dict(colour=1), TypeError, "colour")])
+@pytest.mark.parametrize("kw,err,name", [
+    (dict(pairing="sideways"), ValueError, "pairing"), (dict(rope_type="bogus"), ValueError, "rope_type"),
+    (dict(base=-1.0), ValueError, "base"), (dict(offset="x"), TypeError, "offset"),
+    (dict(rotary_start=-2), ValueError, "rotary_start"), (dict(phase_atol=-1.0), ValueError, "phase_atol"),
+    (dict(colour=1), TypeError, "colour"), (dict(axes=3, rtol=-1), ValueError, "rtol"),
+    (dict(axes=3, pairing="?"), ValueError, "pairing"), (dict(axes=3, sections=[2, "a", 3]), TypeError, "sections")])
 def test_bad_expectations_are_refused_by_name(kw, err, name):
     with pytest.raises(err, match=name):
         rr.assert_rope_matches(lambda x: x, D, **kw)

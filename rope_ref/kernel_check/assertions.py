@@ -8,9 +8,10 @@ from functools import partial
 
 import numpy as np
 
-from .._validate import (check_base, check_choice, check_d, check_keywords, check_nonnegative_int,
+from .._validate import (check_base, check_choice, check_d, check_keywords, check_nonnegative_int, check_number,
                          check_positive_real, check_scalar)
 from ..hf_config import from_hf_config
+from ..multiaxis import _check_sections
 from ..scaling import METHOD_PARAM_KEYS, ROPE_TYPES
 from .axes import assert_axes_match, identify_axes
 from .defects import Model, diagnose
@@ -23,6 +24,7 @@ _PAIRING = partial(check_choice, choices=("interleaved", "half", "other"))
 _FIELDS = dict(pairing=_PAIRING, rotary_dim=check_d, rotary_start=check_nonnegative_int, output_pairing=_PAIRING,
                offset=check_scalar, base=check_base, norm_scale=check_positive_real,
                rope_type=partial(check_choice, choices=ROPE_TYPES), inv_freq=None)
+_RTOL = partial(check_number, expected="a non-negative real number", valid=lambda v: 0 <= v < np.inf, real=True)
 
 
 def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int | None = 0, max_rows: int = MAX_ROWS,
@@ -125,7 +127,9 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
     d = check_d(d)
     if axes is None:
         check_keywords(expected, {*_FIELDS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
-        expected.update({k: _FIELDS[k](v, k) for k, v in expected.items() if _FIELDS.get(k) and v is not None})
+    axes_checks = {"rtol": _RTOL, "sections": lambda v, _: _check_sections(v, None, count=axes)}   # the rest: there
+    checks = _FIELDS if axes is None else {**_FIELDS, **axes_checks}
+    expected.update({k: checks[k](v, k) for k, v in expected.items() if checks.get(k) and v is not None})
     if phase_atol is not None:
         check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
     return d, axes, expected

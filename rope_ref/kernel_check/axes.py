@@ -171,13 +171,25 @@ def _axes_reproduce(model, spec, rtol):
         and np.all(np.abs(np.subtract(found, model.shift or 0.0)) <= np.asarray(spec.shift_tolerance) + 1e-9))
 
 
-def _differences(F, spec) -> str:
+def _differences(model, spec) -> list:
+    """What differs from ``model``, in words: where the rotated features start, the norm, the frequencies, the shift."""
+    F, shift = model.matrix(), spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
+    lines = []
+    if model.rotary_start != spec.rotary_start:
+        lines.append(f"rotary_start: expected {model.rotary_start}, found {spec.rotary_start}")
+    if model.norm_scale and abs(spec.norm_scale / model.norm_scale - 1) > max(4 * spec.scale_error, 4e-6):
+        lines.append(f"norm: expected {model.norm_scale:.6g}, found {spec.norm_scale:.6g}")
     if F.shape != spec.inv_freq.shape:
-        return f"frequencies: expected {F.shape[0]} pairs, found {spec.inv_freq.shape[0]}"
+        return lines + [f"frequencies: expected {F.shape[0]} pairs, found {spec.inv_freq.shape[0]}"]
     miss = np.nan_to_num(np.abs(spec.inv_freq - F) - spec.freq_tolerance, nan=np.inf)
     j, a = np.unravel_index(int(np.argmax(miss)), F.shape)
-    return (f"frequencies: {int((miss > 0).sum())} entries differ, most pair {j} along {spec.axis_names[a]}: expected "
-            f"{F[j, a]:.6g}, found {spec.inv_freq[j, a]:.6g}")
+    if miss[j, a] > 0:
+        lines.append(f"frequencies: {int((miss > 0).sum())} entries differ, most pair {j} along {spec.axis_names[a]}: "
+                     f"expected {F[j, a]:.6g}, found {spec.inv_freq[j, a]:.6g}")
+    if shift is None or np.any(np.abs(np.subtract(shift, model.shift or 0.0)) > np.asarray(spec.shift_tolerance)):
+        lines.append(f"positions shifted: expected {show_shifts(spec.axis_names, model.shift or (0,) * spec.axes)}, "
+                     f"found {'none that fits' if shift is None else show_shifts(spec.axis_names, shift)}")
+    return lines
 
 
 def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None, base=None, pairing=None,
@@ -204,7 +216,7 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
     problems = [] if phase_atol is not None or spec.angle_precision.startswith(("float64", "float32")) else [
         f"angle precision: angles behave like {spec.angle_precision}; compute them in float32"]
     found = explain(model, spec, AXES_DEFECTS, lambda m: _axes_reproduce(m, spec, rtol), 3, least=0) or (
-        [_differences(model.matrix(), spec), "no known defect explains this"], [])
+        _differences(model, spec) + ["no known defect explains this"], [])
     if problems or found[0]:
         raise RopeMismatch("multi-axis RoPE mismatch", problems + found[0], spec, found[1])
     return spec
