@@ -8,11 +8,11 @@ from functools import partial
 
 import numpy as np
 
-from .._validate import (check_base, check_choice, check_d, check_keywords, check_nonnegative_int, check_number,
-                         check_positive_real, check_scalar)
+from .._validate import (check_base, check_choice, check_d, check_freqs, check_keywords, check_nonnegative_int,
+                         check_number, check_positive_real, check_rotary_dim, check_scalar)
 from ..hf_config import from_hf_config
 from ..multiaxis import _check_sections
-from ..scaling import METHOD_PARAM_KEYS, ROPE_TYPES
+from ..scaling import METHOD_PARAM_KEYS, ROPE_TYPES, scaled_inv_freq
 from .axes import assert_axes_match, identify_axes
 from .defects import Model, diagnose
 from .measure import MAX_ROWS, method_frequencies, probe_one_axis
@@ -25,6 +25,8 @@ _FIELDS = dict(pairing=_PAIRING, rotary_dim=check_d, rotary_start=check_nonnegat
                offset=check_scalar, base=check_base, norm_scale=check_positive_real,
                rope_type=partial(check_choice, choices=ROPE_TYPES), inv_freq=None)
 _RTOL = partial(check_number, expected="a non-negative real number", valid=lambda v: 0 <= v < np.inf, real=True)
+_AXES_KEYS = {"inv_freq", "sections", "layout", "base", "pairing", "rotary_dim", "rotary_start", "norm_scale", "rtol",
+              "position_shift", "seed", "max_position"}                     # assert_axes_match's expectations
 
 
 def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int | None = 0, max_rows: int = MAX_ROWS,
@@ -56,6 +58,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     ``phase_atol``.  ``axes=A`` or a multi-axis config: ``fn(x, positions)`` (:func:`~.axes.assert_axes_match`)."""
     d, axes, expected = _expectations(d, config, axes, expected, phase_atol)
     if axes is not None:
+        check_keywords(expected, _AXES_KEYS, f"assert_rope_matches(axes={axes})")
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, **expected)
     return _judge(fn, d, seq, max_rows, expected, phase_atol)
 
@@ -90,8 +93,9 @@ def expected_model(expected, spec) -> Model:
     """The oracle's :class:`Model` of the expectation; what is not expected is taken as measured (not checked)."""
     given = {k: v for k, v in expected.items() if k in _FIELDS}      # Model's fields; the rest: the method's params
     unchecked = not {"base", "rope_type", *METHOD_PARAM_KEYS} & set(expected)       # frequencies: the measured
+    width = 2 * len(given["inv_freq"]) if np.ndim(given.get("inv_freq")) == 1 else spec.rotary_dim   # its pairs'
     inv_freq, offset = given.pop("inv_freq", spec.inv_freq if unchecked else None), given.pop("offset", 0.0)
-    model = Model(**{"pairing": spec.pairing, "rotary_dim": spec.rotary_dim, **given,
+    model = Model(**{"pairing": spec.pairing, "rotary_dim": width, **given,
                      "base": float(given.get("base", 10000.0)), "offset": spec.offset if offset is None else offset},
                   params={k: v for k, v in expected.items() if k not in _FIELDS},
                   inv_freq=None if inv_freq is None else np.asarray(inv_freq, np.float64))
@@ -124,12 +128,25 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
         d, axes, expected = (config.head_dim if d is None else d), config.axes, {**want, **expected}
     if d is None:
         raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
-    d = check_d(d)
+    d, expected = check_d(d), {k: v for k, v in expected.items() if v is not None or k == "offset"}    # None: unset
     if axes is None:
         check_keywords(expected, {*_FIELDS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
     axes_checks = {"rtol": _RTOL, "sections": lambda v, _: _check_sections(v, None, count=axes)}   # the rest: there
     checks = _FIELDS if axes is None else {**_FIELDS, **axes_checks}
     expected.update({k: checks[k](v, k) for k, v in expected.items() if checks.get(k) and v is not None})
+    r, start = check_rotary_dim(expected.get("rotary_dim"), d), expected.get("rotary_start") or 0
+    if start + (r if expected.get("rotary_dim") else 2) > d:
+        raise ValueError(f"rotary_start must leave rotary_dim={expected.get('rotary_dim')} features within d={d}, got "
+                         f"rotary_start={start}")
+    if axes is None and expected.get("inv_freq") is not None:         # (pairs,) within the rotated features
+        f = expected["inv_freq"] = check_freqs(expected["inv_freq"], "inv_freq",
+                                               n_pairs=expected.get("rotary_dim") and r // 2)
+        if start + 2 * len(f) > d:
+            raise ValueError(f"inv_freq must have at most {(d - start) // 2} pairs for d={d}, got shape {f.shape}")
+    elif axes is None:                                 # the method's parameters, refused by name (not a mismatch)
+        params = {k: v for k, v in expected.items() if k not in _FIELDS}
+        scaled_inv_freq(expected.get("rotary_dim") or 2 * np.size(params.get("short_factor", d / 2)),
+                        expected.get("base") or 10000.0, rope_type=expected.get("rope_type") or "default", **params)
     if phase_atol is not None:
         check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
     return d, axes, expected

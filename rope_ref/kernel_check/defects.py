@@ -181,8 +181,12 @@ def same_structure(model, spec, scale_errors=2) -> bool:
     one_pair = spec.rotary_dim == 2 and model.pairing in OTHER_PAIRING and spec.pairing in OTHER_PAIRING
     return ((model.pairing in (None, spec.pairing) or one_pair) and model.rotary_dim == spec.rotary_dim
             and model.rotary_start == spec.rotary_start and model.output_pairing == spec.output_pairing
-            and (model.norm_scale is None
-                 or abs(spec.norm_scale / model.norm_scale - 1) <= max(scale_errors * spec.scale_error, 4e-6)))
+            and _same_norm(model, spec, scale_errors))
+
+
+def _same_norm(model, spec, scale_errors=2) -> bool:
+    return model.norm_scale is None or abs(spec.norm_scale / model.norm_scale - 1) <= max(
+        scale_errors * spec.scale_error, 4e-6)
 
 
 def table_differences(model, spec, phase_atol=None):
@@ -226,10 +230,13 @@ def diagnose(model: Model, spec, phase_atol=None):
         return same_structure(m, spec) and table_differences(m, spec, phase_atol) is None
     if found := explain(model, spec, DEFECTS, reproduces, 2, least=0):         # none, when the model reproduces it
         return found[:2]
-    problems = [f"{d.name}: {out[1]}" for d in DEFECTS[:4] if (out := d.apply(model, spec))]
+    fields = ("pairing", "rotary_dim", "rotary_start", "output_pairing")      # DEFECTS[:4]'s; said where they differ
+    problems = [f"{d.name}: {out[1]}" if out else f"{f}: expected {getattr(model, f)}, found {getattr(spec, f)}"
+                for d, f in zip(DEFECTS, fields)
+                if (out := d.apply(model, spec)) or getattr(model, f) not in (None, getattr(spec, f))]
     if not problems and (differences := table_differences(model, spec, phase_atol)) is not None:
         (rows, pairs), miss = differences
         problems.append(f"angles: {len(miss)} of {spec.table.size} differ, by up to {miss.max():.3g} rad (pair "
                         f"{pairs[np.argmax(miss)]}, row {rows[np.argmax(miss)]})")
-    norm = [] if same_structure(model, spec) else [f"norm {spec.norm_scale:.6g}, expected {model.norm_scale or 1:.6g}"]
+    norm = [] if _same_norm(model, spec) else [f"norm {spec.norm_scale:.6g}, expected {model.norm_scale or 1:.6g}"]
     return problems + norm + ["no known defect explains this"], []
