@@ -138,6 +138,14 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
     """
     if not isinstance(precision, Precision):
         precision = PRECISIONS[check_choice(precision, "precision", PRECISIONS, "a Precision or ")]
+    check_keywords(rope, ("base", "pairing", "rotary_dim", "inv_freq", "config"), "assert_rope_close()")
+    if angles is not None or cos is not None or sin is not None:        # a table sets the angles alone
+        beside = dict(rope, positions=positions if cos is None and sin is None else None,
+                      cos=cos if angles is not None else None)
+        beside = [k for k, v in beside.items() if k != "pairing" and v is not None]
+        if beside:
+            raise TypeError(f"{'angles' if angles is not None else 'cos and sin'} set the angles, expected no "
+                            f"{' or '.join(beside)} beside them")
     x64 = check_x(x).astype(np.float64)
     got = check_real_array(actual, "actual").astype(np.float64)
     if got.shape != x64.shape:
