@@ -21,7 +21,8 @@ import ml_dtypes
 import numpy as np
 
 from ._validate import (as_given, check_choice, check_d, check_finite_array, check_freqs, check_keywords,
-                        check_pairing, check_positions, check_positive_int, check_real_array, check_x)
+                        check_no_overflow, check_pairing, check_positions, check_positive_int, check_real_array,
+                        check_x)
 from .forms import _arguments, _pairs, rotate, rotate_elementwise, rotation_angles
 from .hf_config import RopeConfig, from_hf_config
 from .kernel_check import DEFECTS, RopeMismatch, expected_model
@@ -66,9 +67,11 @@ def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.
 
     ``cos``, ``sin``: ``(n, r/2)``, row p for position p (flash-attention, vLLM's cos_sin_cache halves); ``rows``:
     the row of each of x's positions, broadcastable to ``x.shape[:-1]`` (default: row i for position i along seq).
-    The first r features of ``x`` ``(..., seq, d)`` rotate, the rest pass through; float64 of x's shape.
+    The first r features of ``x`` ``(..., seq, d)`` rotate, the rest pass through; computed in float64, returned
+    in x's dtype (a tensor for a tensor).
     """
-    x = check_x(x).astype(np.float64)
+    given, array = x, check_x(x)
+    x = array.astype(np.float64)
     cos, sin = (check_finite_array(t, name) for t, name in ((cos, "cos"), (sin, "sin")))
     if cos.ndim != 2 or sin.shape != cos.shape or not 0 < cos.shape[1] <= x.shape[-1] // 2:
         raise ValueError(f"cos and sin must have one shape (n, r/2) with r <= d = {x.shape[-1]}, got shapes "
@@ -80,7 +83,7 @@ def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.
     c, s = (t[rows.astype(np.int64)] for t in (cos, sin))
     y = x.copy()
     y[..., a], y[..., b] = x[..., a] * c - x[..., b] * s, x[..., b] * c + x[..., a] * s    # x cos + rotate_half(x) sin
-    return y
+    return as_given(check_no_overflow(y.astype(array.dtype), array), given)
 
 
 def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig | None, precision: Precision) -> tuple:

@@ -28,6 +28,7 @@ def _cases(dt, positions):
         ("rotate thd", lambda x, cu: rr.rotate(x, layout="thd", cu_seqlens=cu), (x, np.array([0, 2]))),
         ("rotate_qkv", lambda x: rr.rotate_qkv(x, num_heads_q=2, head_dim=2), (x,)),
         ("rotate_dense", lambda x, p: rr.rotate_dense(x, p), (x, pos0)),
+        ("rotate_table", lambda x: rr.testing.rotate_table(x, np.ones((3, 4)), np.zeros((3, 4))), (x,)),
         ("rotate_complex", lambda x, p: rr.rotate_complex(x, p), (x, pos0)),
         ("rotate_half", lambda x: rr.rotate_half(x), (x,)),
         ("rotate_half half", lambda x: rr.rotate_half(x, "half"), (x,)),
@@ -64,6 +65,6 @@ def test_inputs_unchanged_and_result_is_not_a_view(case, dt, positions):
     for a, b in zip(inputs, before):
         np.testing.assert_array_equal(a, b)                      # not modified ...
         assert not np.shares_memory(result, a), f"{name} returned a view of its input"  # ... and not aliased
-    if name.split()[0] in ("rotate", "rotate_elementwise", "rotate_dense", "rotate_complex", "to_half"):
+    if name.split()[0] in ("rotate", "rotate_elementwise", "rotate_dense", "rotate_complex", "rotate_table", "to_half"):
         assert result.dtype == (np.float64 if dt == np.int64 else dt)       # the dtype kept, integers promoted
         assert np.all(np.isfinite(result.astype(np.float64)))

@@ -213,3 +213,4 @@ def test_torch_tensors_in_any_float_dtype_with_grad():
         xn = xt.detach().float().numpy().astype({"bfloat16": BF16, "float16": F16, "float32": F32}[precision])
         yt = torch.tensor(model_kernel(xn, np.arange(6.0), table=xn.dtype, compute=xn.dtype).astype(np.float32))
         assert_rope_close(yt.to(dtype), xt, np.arange(6), precision=precision, pairing="half")
+        assert rotate_table(xt, np.ones((6, 8)), np.zeros((6, 8))).dtype == dtype      # a tensor of x's dtype
