@@ -1,4 +1,4 @@
-"""Bad inputs to every public function of rope_ref.forms, .layouts and .testing (rope_ref.rope_attention's: mostly
+"""Bad inputs to every public function of rope_ref.forms, .layouts, .testing, .kernel_check (.rope_attention's: mostly
 tests/test_attention.py): the right exception type, and a message that names the argument (never its wording); no
 RuntimeWarning escapes."""
 
@@ -62,7 +62,6 @@ CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: rr.rotate(X3, layout="thd", cu_seqlens=[0, 5.5, 11]), ValueError, "cu_seqlens"),
     (lambda: rr.rotate(X3, layout="thd", cu_seqlens=CU, seqlen_offsets=[1, 2]), ValueError, "seqlen_offsets"),
     (lambda: rr.rotate_elementwise(X4, layout="bshd", seqlen_offsets=[0, np.nan, 1]), ValueError, "seqlen_offsets"),
-    (lambda: rr.rotate_elementwise(X4, layout="bshd", seqlen_offsets="3"), TypeError, "seqlen_offsets"),
     (lambda: rr.rotate_elementwise(X3, seqlen_offsets=3), TypeError, "seqlen_offsets"),
     (lambda: rr.testing.layout_positions((5, 2, 4), "thd", cu_seqlens=np.array([0, 3, 2, 5], np.uint32)), ValueError,
      "cu_seqlens"),                                          # unsigned: np.diff wraps
@@ -82,6 +81,12 @@ CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: assert_rope_close(X, X, cos=np.ones((9, 4)), sin=np.zeros((9, 3))), ValueError, "sin"),
     (lambda: assert_rope_close(X, X, cos=np.ones((9, 5)), sin=np.zeros((9, 5))), ValueError, "cos"),    # r > d
     (lambda: rotate_table(X, np.ones((9, 4)), np.zeros((9, 4)), rows=[0, 1, 2, 3, -1]), ValueError, "rows"),
+    (lambda: rr.assert_rope_matches(lambda x: x), TypeError, "d"),
+    (lambda: rr.assert_rope_grad_matches(None, 8), TypeError, "vjp"),
+    (lambda: rr.kernel_check.Model("sideways", 8), ValueError, "pairing"),
+    (lambda: rr.kernel_check.Model("half", 8).rotate(np.ones((2, 4)), [0, 1]), ValueError, "x"),
+    (lambda: rr.kernel_check.diagnose({}, None), TypeError, "model"),
+    (lambda: rr.kernel_check.expected_model(None, None), TypeError, "expected"),
     (lambda: rr.rotate_elementwise(X, [1j] * 5), TypeError, "positions"),
     (lambda: rr.rotate_elementwise(X, base=-1.0, inv_freq=np.ones(4)), ValueError, "base"),
     (lambda: rr.rotate_elementwise(X[0], np.zeros((2, 5)), inv_freq=F3), ValueError, "positions"),

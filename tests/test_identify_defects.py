@@ -218,8 +218,6 @@ def test_the_backward_pass_is_checked_and_its_defects_named():
     with pytest.raises(RopeMismatch) as info:
         rr.assert_rope_grad_matches(lambda x, g: back(x, g, pairing="half"), D, base=1e4, pairing="interleaved")
     assert info.value.defects == ["pairing swapped"]
-    with pytest.raises(TypeError, match="vjp"):
-        rr.assert_rope_grad_matches(None, D)
 
 
 # ---- bad expectations ----------------------------------------------------------------------------------
@@ -243,5 +241,3 @@ def test_a_kernel_that_raises_is_reported_as_raising():
         raise RuntimeError("device lost")
     with pytest.raises(KernelRaised, match="fn raised RuntimeError: device lost"):
         rr.assert_rope_matches(fn, D, base=1e4)
-    with pytest.raises(TypeError, match="d"):
-        rr.assert_rope_matches(fn)

@@ -8,22 +8,17 @@ from functools import partial
 
 import numpy as np
 
-from .._validate import (check_base, check_choice, check_d, check_freqs, check_keywords, check_nonnegative_int,
-                         check_number, check_positive_real, check_rotary_dim, check_scalar)
+from .._validate import check_d, check_freqs, check_keywords, check_number, check_positive_real, check_rotary_dim
 from ..hf_config import from_hf_config
 from ..multiaxis import _check_sections
-from ..scaling import METHOD_PARAM_KEYS, ROPE_TYPES, scaled_inv_freq
+from ..scaling import METHOD_PARAM_KEYS, scaled_inv_freq
 from .axes import assert_axes_match, identify_axes
+from .defects import FIELD_CHECKS as _FIELDS
 from .defects import Model, diagnose
 from .measure import MAX_ROWS, method_frequencies, probe_one_axis
 from .probe import Caller
 from .spec import AxesSpec, RopeMismatch, RopeSpec
 
-_PAIRING = partial(check_choice, choices=("interleaved", "half", "other"))
-#: The Model fields an expectation gives, each with its check (inv_freq: the oracle's, when the model is built)
-_FIELDS = dict(pairing=_PAIRING, rotary_dim=check_d, rotary_start=check_nonnegative_int, output_pairing=_PAIRING,
-               offset=check_scalar, base=check_base, norm_scale=check_positive_real,
-               rope_type=partial(check_choice, choices=ROPE_TYPES), inv_freq=None)
 _RTOL = partial(check_number, expected="a non-negative real number", valid=lambda v: 0 <= v < np.inf, real=True)
 _AXES_KEYS = {"inv_freq", "sections", "layout", "base", "pairing", "rotary_dim", "rotary_start", "norm_scale", "rtol",
               "position_shift", "seed", "max_position"}                     # assert_axes_match's expectations
@@ -91,6 +86,8 @@ def _judge(fn, d, seq, max_rows, expected, phase_atol, backward=False):
 
 def expected_model(expected, spec) -> Model:
     """The oracle's :class:`Model` of the expectation; what is not expected is taken as measured (not checked)."""
+    if not isinstance(expected, dict):
+        raise TypeError(f"expected must be a dict of assert_rope_matches' keywords, got {expected!r:.60}")
     given = {k: v for k, v in expected.items() if k in _FIELDS}      # Model's fields; the rest: the method's params
     unchecked = not {"base", "rope_type", *METHOD_PARAM_KEYS} & set(expected)       # frequencies: the measured
     width = 2 * len(given["inv_freq"]) if np.ndim(given.get("inv_freq")) == 1 else spec.rotary_dim   # its pairs'

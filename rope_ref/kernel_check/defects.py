@@ -11,14 +11,21 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from .._validate import (check_base, check_choice, check_d, check_nonnegative_int, check_positive_real,
+                         check_scalar)
 from ..forms import _pairs, frequencies, rotation_angles, wrap_angle
 from ..multiaxis import MROPE_LAYOUTS
-from ..scaling import scaled_inv_freq
+from ..scaling import ROPE_TYPES, scaled_inv_freq
 from .measure import NOISE_ULPS, allowance, rounded_to
 from .probe import PRECISIONS
 from .spec import show_number
 
 OTHER_PAIRING = {"interleaved": "half", "half": "interleaved"}
+_PAIRING = partial(check_choice, choices=("interleaved", "half", "other"))
+#: The Model fields an expectation gives, each with its check (inv_freq: the oracle's, when the model is built)
+FIELD_CHECKS = dict(pairing=_PAIRING, rotary_dim=check_d, rotary_start=check_nonnegative_int, output_pairing=_PAIRING,
+                    offset=check_scalar, base=check_base, norm_scale=check_positive_real,
+                    rope_type=partial(check_choice, choices=ROPE_TYPES), inv_freq=None)
 
 
 def _oracle_freqs(model, seq_len):
@@ -50,6 +57,11 @@ class Model:
     layout: str = "blocks"
     shift: tuple | None = None                      # multi-axis: the shift of each axis (None: none)
 
+    def __post_init__(self):                        # a model built by hand: its structure refused by name
+        for k in ("pairing", "rotary_dim", "rotary_start", "output_pairing", "norm_scale"):
+            if getattr(self, k) is not None:
+                FIELD_CHECKS[k](getattr(self, k), k)
+
     def matrix(self):
         """F (pairs, axes) of a multi-axis model: inv_freq, or theta_j = base^(-2j/rotary_dim) on the axis
         MROPE_LAYOUTS gives pair j (NaN when the sections do not split the pairs)."""
@@ -76,6 +88,8 @@ class Model:
         if self.table_type:
             cos, sin = rounded_to(cos, self.table_type), rounded_to(sin, self.table_type)
         s, n = self.rotary_start, self.rotary_dim // 2
+        if s + 2 * n > np.shape(x)[-1]:
+            raise ValueError(f"x must have rotary_start + rotary_dim = {s + 2 * n} features, got shape {np.shape(x)}")
         a, b = (s + i for i in _pairs(2 * n, self.pairing if self.pairing in OTHER_PAIRING else "interleaved"))
         oa, ob = (s + i for i in _pairs(2 * n, "half")) if self.output_pairing == "half" else (a, b)
         out, scale = np.array(x, np.float64), self.norm_scale or 1.0
@@ -226,6 +240,10 @@ def explain(model, spec, catalogue, fits, most, least=1):
 def diagnose(model: Model, spec, phase_atol=None):
     """(problems, names of the defects that explain them): [] when the model reproduces the kernel; else the fewest
     known defects (up to two) whose model does; else the differences, said to be explained by none."""
+    if not isinstance(model, Model) or not hasattr(spec, "table"):
+        raise TypeError(f"model and spec must be a Model and a RopeSpec, got {type(model).__name__} and "
+                        f"{type(spec).__name__}")
+
     def reproduces(m):                  # the structure measured, and the angle table within the kernel's rounding
         return same_structure(m, spec) and table_differences(m, spec, phase_atol) is None
     if found := explain(model, spec, DEFECTS, reproduces, 2, least=0):         # none, when the model reproduces it
