@@ -142,6 +142,8 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
     if not isinstance(precision, Precision):
         precision = PRECISIONS[check_choice(precision, "precision", PRECISIONS, "a Precision or ")]
     check_keywords(rope, ("base", "pairing", "rotary_dim", "inv_freq", "config"), "assert_rope_close()")
+    if rows is not None and cos is None and sin is None:
+        raise TypeError("rows index a cos/sin table, got rows without cos and sin")
     if angles is not None or cos is not None or sin is not None:        # a table sets the angles alone
         beside = dict(rope, positions=positions if cos is None and sin is None else None,
                       cos=cos if angles is not None else None)

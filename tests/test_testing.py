@@ -193,7 +193,7 @@ def test_an_unmeasured_base_is_not_reported_and_an_all_zero_x_warns_nothing():
 
 @pytest.mark.parametrize("bad, name", [(dict(precision="float8"), "precision"), (dict(precision=3), "precision"),
                                        (dict(layout="bsdh"), "layout"), (dict(actual=np.zeros((3, 8))), "actual"),
-                                       (dict(precision=Precision(table="int8")), "table"),
+                                       (dict(precision=Precision(table="int8")), "table"), (dict(rows=[0] * 4), "rows"),
                                        (dict(angles=np.zeros((4, 4)), positions=np.arange(4)), "positions"),
                                        (dict(cos=np.ones((4, 4)), sin=np.ones((4, 4)), base=5.0), "base"),
                                        (dict(offset=3), r"assert_rope_close\(\).*offset")])
