@@ -156,7 +156,8 @@ def _recipe(model, spec):
 DEFECTS = (
     Defect("pairing swapped", "interleaved pairs (2i, 2i + 1) for half-split (i, i + d/2), or the reverse",
            measured("pairing", when=lambda model, spec: {model.pairing, spec.pairing} <= set(OTHER_PAIRING))),
-    Defect("different rotary_dim", "another number of features rotate", measured("rotary_dim", when=_recipe)),
+    Defect("different rotary_dim", "another number of features rotate",      # frequencies of the width measured too
+           measured("rotary_dim", when=lambda m, s: _recipe(m, s) or np.shape(m.inv_freq)[:1] == (s.rotary_dim // 2,))),
     Defect("different rotary_start", "the rotated features start elsewhere", measured("rotary_start")),
     Defect("output layout", "the pairs are written to other features (interleave, then half)",
            measured("output_pairing", none_ok=True)),
