@@ -231,7 +231,8 @@ def test_the_backward_pass_is_checked_and_its_defects_named():
     (dict(axes=3, pairing="?"), ValueError, "pairing"), (dict(axes=3, sections=[2, "a", 3]), TypeError, "sections"),
     (dict(rotary_dim=2 * D), ValueError, "rotary_dim"), (dict(rotary_start=D - 1), ValueError, "rotary_start"),
     (dict(rope_type="linear", factor=0), ValueError, "factor"), (dict(seq_len="a"), TypeError, "seq_len"),
-    (dict(inv_freq=np.ones((1, 4))), ValueError, "inv_freq"), (dict(axes=3, offset=5), TypeError, r"3\).*offset")])
+    (dict(inv_freq=np.ones((1, 4))), ValueError, "inv_freq"), (dict(axes=3, offset=5), TypeError, r"3\).*offset"),
+    (dict(axes=3, inv_freq=np.ones((8, 2))), ValueError, "inv_freq")])
 def test_bad_expectations_are_refused_by_name(kw, err, name):
     with pytest.raises(err, match=name):
         rr.assert_rope_matches(lambda x: x, D, **kw)

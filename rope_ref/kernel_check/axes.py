@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._validate import check_choice, check_freqs, check_number, check_positive_int
+from .._validate import check_choice, check_d, check_freqs, check_number, check_positive_int
 from ..forms import wrap_angle
 from ..multiaxis import MROPE_LAYOUTS
 from .defects import OTHER_PAIRING, Defect, Model, explain, measured, same_structure
@@ -204,6 +204,9 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
     layout = check_choice(layout or "blocks", "layout", MROPE_LAYOUTS)
     if inv_freq is not None:                            # (pairs,): a 1-D kernel's
         inv_freq = check_freqs(inv_freq, "inv_freq", axes=True).reshape(len(inv_freq), -1)
+        if inv_freq.shape[1] != check_positive_int(axes, "axes") or 2 * len(inv_freq) > check_d(d):
+            raise ValueError(f"inv_freq must have shape (pairs, {axes}) with at most {d // 2} pairs for d={d}, got "
+                             f"shape {inv_freq.shape}")
     if position_shift is not None:
         position_shift = tuple(check_freqs(position_shift, "position_shift", n_pairs=axes).tolist())
     spec = identify_axes(fn, d, axes, seq=seq, seed=seed, max_position=max_position, raising=True)
