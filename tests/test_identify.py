@@ -126,7 +126,7 @@ def test_a_kernel_with_the_same_angles_in_every_row_ignores_the_positions():
 
 
 def test_angles_computed_in_16_bits_are_measured_as_such():
-    s = identify(lambda x: neox(x, 0, angle_dtype=np.float16), D, max_rows=64)
+    s = identify(lambda x: neox(x, 0, angle_dtype=np.float16), D, max_rows=np.int64(64))     # numpy's ints too
     assert s.angle_precision in ("float16", "bfloat16") and s.rope_type is None, s
 
 

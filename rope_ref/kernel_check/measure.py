@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import ml_dtypes  # noqa: F401 (numpy knows the type name "bfloat16" from it)
 import numpy as np
 
-from .._validate import check_positive_real
+from .._validate import check_number, check_positive_real
 from ..forms import frequencies, wrap_angle
 from ..scaling import SCALING_METHODS, scaled_inv_freq
 from .probe import PRECISIONS, Caller, check_probe_arguments, read_rotations
@@ -41,8 +41,8 @@ def precision_of(resid, angle, out_err):
 def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_hint=None) -> RopeSpec:
     """identify's 1-D measurement through ``call``."""
     d, seq, seed = check_probe_arguments(call.fn, d, seq, seed, 3)
-    if not isinstance(max_rows, int) or max_rows < seq:
-        raise ValueError(f"max_rows must be an integer >= seq={seq} (the most rows fn accepts), got {max_rows!r}")
+    max_rows = check_number(max_rows, "max_rows", f"an integer >= seq={seq} (the most rows fn accepts)",
+                            lambda v: v >= seq)
     if base_hint is not None:
         base_hint = check_positive_real(base_hint, "base_hint", "None or a positive base")
     rng = np.random.default_rng(seed)
