@@ -4,13 +4,11 @@ angle table against the oracle's for the expectation, a difference explained onl
 from __future__ import annotations
 
 import dataclasses
-from functools import partial
 
 import numpy as np
 
-from .._validate import check_d, check_freqs, check_keywords, check_number, check_positive_real, check_rotary_dim
+from .._validate import check_d, check_freqs, check_keywords, check_positive_real, check_rotary_dim
 from ..hf_config import from_hf_config
-from ..multiaxis import _check_sections
 from ..scaling import METHOD_PARAM_KEYS, scaled_inv_freq
 from .axes import assert_axes_match, identify_axes
 from .defects import FIELD_CHECKS as _FIELDS
@@ -18,10 +16,6 @@ from .defects import Model, diagnose
 from .measure import MAX_ROWS, method_frequencies, probe_one_axis
 from .probe import Caller
 from .spec import AxesSpec, RopeMismatch, RopeSpec
-
-_RTOL = partial(check_number, expected="a non-negative real number", valid=lambda v: 0 <= v < np.inf, real=True)
-_AXES_KEYS = {"inv_freq", "sections", "layout", "base", "pairing", "rotary_dim", "rotary_start", "norm_scale", "rtol",
-              "position_shift", "seed", "max_position"}                     # assert_axes_match's expectations
 
 
 def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int | None = 0, max_rows: int = MAX_ROWS,
@@ -53,7 +47,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     ``phase_atol``.  ``axes=A`` or a multi-axis config: ``fn(x, positions)`` (:func:`~.axes.assert_axes_match`)."""
     d, axes, expected = _expectations(d, config, axes, expected, phase_atol)
     if axes is not None:
-        check_keywords(expected, _AXES_KEYS, f"assert_rope_matches(axes={axes})")
+        check_keywords(expected, assert_axes_match.__kwdefaults__, f"assert_rope_matches(axes={axes})")
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, **expected)
     return _judge(fn, d, seq, max_rows, expected, phase_atol)
 
@@ -128,9 +122,7 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
     d, expected = check_d(d), {k: v for k, v in expected.items() if v is not None or k == "offset"}    # None: unset
     if axes is None:
         check_keywords(expected, {*_FIELDS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
-    axes_checks = {"rtol": _RTOL, "sections": lambda v, _: _check_sections(v, None, count=axes)}   # the rest: there
-    checks = _FIELDS if axes is None else {**_FIELDS, **axes_checks}
-    expected.update({k: checks[k](v, k) for k, v in expected.items() if checks.get(k) and v is not None})
+    expected.update({k: _FIELDS[k](v, k) for k, v in expected.items() if _FIELDS.get(k) and v is not None})
     r, start = check_rotary_dim(expected.get("rotary_dim"), d), expected.get("rotary_start") or 0
     if start + (r if expected.get("rotary_dim") else 2) > d:
         raise ValueError(f"rotary_start must leave rotary_dim={expected.get('rotary_dim')} features within d={d}, got "

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._validate import check_choice, check_d, check_freqs, check_number, check_positive_int
 from ..forms import wrap_angle
-from ..multiaxis import MROPE_LAYOUTS
+from ..multiaxis import MROPE_LAYOUTS, _check_sections
 from .defects import OTHER_PAIRING, Defect, Model, explain, measured, same_structure
 from .measure import FREQ_ULPS, SIGMAS, allowance, precision_of, shortest_base
 from .probe import Caller, check_probe_arguments, read_rotations
@@ -201,10 +201,13 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
     shift of centred ids); ``phase_atol`` accepts angles coarser than float32.  Returns the :class:`AxesSpec`."""
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
+    d, axes = check_d(d), check_positive_int(axes, "axes")
     layout = check_choice(layout or "blocks", "layout", MROPE_LAYOUTS)
+    rtol = check_number(rtol, "rtol", "a non-negative real number", lambda v: 0 <= v < np.inf, real=True)
+    sections = None if sections is None else _check_sections(sections, None, count=axes)
     if inv_freq is not None:                            # (pairs,): a 1-D kernel's
         inv_freq = check_freqs(inv_freq, "inv_freq", axes=True).reshape(len(inv_freq), -1)
-        if inv_freq.shape[1] != check_positive_int(axes, "axes") or 2 * len(inv_freq) > check_d(d):
+        if inv_freq.shape[1] != axes or 2 * len(inv_freq) > d:
             raise ValueError(f"inv_freq must have shape (pairs, {axes}) with at most {d // 2} pairs for d={d}, got "
                              f"shape {inv_freq.shape}")
     if position_shift is not None:
@@ -214,8 +217,7 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
         raise RopeMismatch("", [str(spec)], spec)
     model = Model(pairing=pairing, rotary_dim=rotary_dim or spec.rotary_dim, rotary_start=rotary_start,
                   norm_scale=norm_scale, inv_freq=spec.inv_freq if sections is None and inv_freq is None else inv_freq,
-                  sections=None if sections is None else tuple(sections), layout=layout,
-                  base=10000.0 if base is None else base, shift=position_shift)
+                  sections=sections, layout=layout, base=10000.0 if base is None else base, shift=position_shift)
     problems = [] if phase_atol is not None or spec.angle_precision.startswith(("float64", "float32")) else [
         f"angle precision: angles behave like {spec.angle_precision}; compute them in float32"]
     found = explain(model, spec, AXES_DEFECTS, lambda m: _axes_reproduce(m, spec, rtol), 3, least=0) or (
