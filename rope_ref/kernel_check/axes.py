@@ -11,7 +11,7 @@ import numpy as np
 from .._validate import check_choice, check_d, check_freqs, check_number, check_positive_int
 from ..forms import wrap_angle
 from ..multiaxis import MROPE_LAYOUTS, _check_sections
-from .defects import OTHER_PAIRING, Defect, Model, explain, measured, same_structure
+from .defects import OTHER_PAIRING, Defect, Model, _same_norm, explain, measured, same_structure
 from .measure import FREQ_ULPS, SIGMAS, allowance, precision_of, shortest_base
 from .probe import Caller, check_probe_arguments, read_rotations
 from .spec import AxesSpec, RopeMismatch, show_shifts
@@ -161,32 +161,24 @@ AXES_DEFECTS = (
 )
 
 
-def _axes_reproduce(model, spec, rtol):
-    """``model`` gives the pairs, norm, frequency matrix (to the spec's tolerance and ``rtol``) and shift measured."""
-    if not same_structure(model, spec, 4) or (F := model.matrix()).shape != spec.inv_freq.shape:
-        return False
-    found = spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
-    return found is not None and bool(
-        np.all(np.abs(spec.inv_freq - F) <= spec.freq_tolerance + max(rtol, FREQ_ULPS * 2.0**-24) * np.abs(F))
-        and np.all(np.abs(np.subtract(found, model.shift or 0.0)) <= np.asarray(spec.shift_tolerance) + 1e-9))
-
-
-def _differences(model, spec) -> list:
-    """What differs from ``model``, in words: where the rotated features start, the norm, the frequencies, the shift."""
+def _differences(model, spec, rtol=0.0, slack=0.0) -> list:
+    """What differs from ``model``, in words: where the rotated features start, the norm, the frequencies (beyond the
+    spec's tolerance and ``rtol`` relative), the shift (beyond its tolerance and ``slack``); [] when it reproduces."""
     F, shift = model.matrix(), spec.position_shift if spec.rotated_at_zero else (0.0,) * spec.axes
     lines = []
     if model.rotary_start != spec.rotary_start:
         lines.append(f"rotary_start: expected {model.rotary_start}, found {spec.rotary_start}")
-    if model.norm_scale and abs(spec.norm_scale / model.norm_scale - 1) > max(4 * spec.scale_error, 4e-6):
+    if not _same_norm(model, spec, 4):
         lines.append(f"norm: expected {model.norm_scale:.6g}, found {spec.norm_scale:.6g}")
     if F.shape != spec.inv_freq.shape:
         return lines + [f"frequencies: expected {F.shape[0]} pairs, found {spec.inv_freq.shape[0]}"]
-    miss = np.nan_to_num(np.abs(spec.inv_freq - F) - spec.freq_tolerance, nan=np.inf)
+    miss = np.nan_to_num(np.abs(spec.inv_freq - F) - (spec.freq_tolerance + rtol * np.abs(F)), nan=np.inf)
     j, a = np.unravel_index(int(np.argmax(miss)), F.shape)
     if miss[j, a] > 0:
         lines.append(f"frequencies: {int((miss > 0).sum())} entries differ, most pair {j} along {spec.axis_names[a]}: "
                      f"expected {F[j, a]:.6g}, found {spec.inv_freq[j, a]:.6g}")
-    if shift is None or np.any(np.abs(np.subtract(shift, model.shift or 0.0)) > np.asarray(spec.shift_tolerance)):
+    if shift is None or np.any(np.abs(np.subtract(shift, model.shift or 0.0))
+                               > np.asarray(spec.shift_tolerance) + slack):
         lines.append(f"positions shifted: expected {show_shifts(spec.axis_names, model.shift or (0,) * spec.axes)}, "
                      f"found {'none that fits' if shift is None else show_shifts(spec.axis_names, shift)}")
     return lines
@@ -220,7 +212,9 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
                   sections=sections, layout=layout, base=10000.0 if base is None else base, shift=position_shift)
     problems = [] if phase_atol is not None or spec.angle_precision.startswith(("float64", "float32")) else [
         f"angle precision: angles behave like {spec.angle_precision}; compute them in float32"]
-    found = explain(model, spec, AXES_DEFECTS, lambda m: _axes_reproduce(m, spec, rtol), 3, least=0) or (
+    tolerance = max(rtol, FREQ_ULPS * 2.0**-24)             # reproduces: the structure, then no difference
+    found = explain(model, spec, AXES_DEFECTS, lambda m: same_structure(m, spec, 4) and not _differences(
+        m, spec, tolerance, 1e-9), 3, least=0) or (
         _differences(model, spec) + ["no known defect explains this"], [])
     if problems or found[0]:
         raise RopeMismatch("multi-axis RoPE mismatch", problems + found[0], spec, found[1])
