@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from .._validate import check_d, check_freqs, check_keywords, check_positive_real, check_rotary_dim
+from .._validate import check_d, check_freqs, check_keywords, check_positive_real
 from ..hf_config import from_hf_config
 from ..scaling import METHOD_PARAM_KEYS, scaled_inv_freq
 from .axes import assert_axes_match, identify_axes
@@ -123,19 +123,17 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
     if axes is None:
         check_keywords(expected, {*_FIELDS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
     expected.update({k: _FIELDS[k](v, k) for k, v in expected.items() if _FIELDS.get(k) and v is not None})
-    r, start = check_rotary_dim(expected.get("rotary_dim"), d), expected.get("rotary_start") or 0
-    if start + (r if expected.get("rotary_dim") else 2) > d:
-        raise ValueError(f"rotary_start must leave rotary_dim={expected.get('rotary_dim')} features within d={d}, got "
-                         f"rotary_start={start}")
-    if axes is None and expected.get("inv_freq") is not None:         # (pairs,) within the rotated features
-        f = expected["inv_freq"] = check_freqs(expected["inv_freq"], "inv_freq",
-                                               n_pairs=expected.get("rotary_dim") and r // 2)
-        if start + 2 * len(f) > d:
-            raise ValueError(f"inv_freq must have at most {(d - start) // 2} pairs for d={d}, got shape {f.shape}")
-    elif axes is None:                                 # the method's parameters, refused by name (not a mismatch)
+    r, start, f = expected.get("rotary_dim"), expected.get("rotary_start") or 0, expected.get("inv_freq")
+    if axes is None and f is not None:                  # (pairs,), rotary_dim/2 of them when given
+        f = expected["inv_freq"] = check_freqs(f, "inv_freq", n_pairs=r and r // 2)
+    width = r or (2 * len(f) if axes is None and f is not None else 2)      # the features rotated, at the least
+    if start + width > d:
+        raise ValueError(f"rotary_start + the rotated features (rotary_dim, else 2 len(inv_freq), else 2) must be at "
+                         f"most d={d}, got {start} + {width}")
+    if axes is None and f is None:                     # the method's parameters, refused by name (not a mismatch)
         params = {k: v for k, v in expected.items() if k not in _FIELDS}
-        scaled_inv_freq(expected.get("rotary_dim") or 2 * np.size(params.get("short_factor", d / 2)),
-                        expected.get("base") or 10000.0, rope_type=expected.get("rope_type") or "default", **params)
+        scaled_inv_freq(r or 2 * np.size(params.get("short_factor", d / 2)), expected.get("base") or 10000.0,
+                        rope_type=expected.get("rope_type") or "default", **params)
     if phase_atol is not None:
         check_positive_real(phase_atol, "phase_atol", "None or a positive number of radians")
     return d, axes, expected
