@@ -225,14 +225,14 @@ def test_the_backward_pass_is_checked_and_its_defects_named():
 
 @pytest.mark.parametrize("kw,err,name", [
     (dict(pairing="sideways"), ValueError, "pairing"), (dict(rope_type="bogus"), ValueError, "rope_type"),
-    (dict(base=-1.0), ValueError, "base"), (dict(offset="x"), TypeError, "offset"),
+    (dict(base=-1.0), ValueError, "base"), (dict(inv_freq=[1] * D), ValueError, "inv_freq"),     # 64 pairs > d/2
     (dict(rotary_start=-2), ValueError, "rotary_start"), (dict(phase_atol=-1.0), ValueError, "phase_atol"),
     (dict(colour=1), TypeError, "colour"), (dict(axes=3, rtol=-1), ValueError, "rtol"),
     (dict(axes=3, pairing="?"), ValueError, "pairing"), (dict(axes=3, sections=[2, "a", 3]), TypeError, "sections"),
     (dict(rotary_dim=2 * D), ValueError, "rotary_dim"), (dict(rotary_start=D - 1), ValueError, "rotary_start"),
     (dict(rope_type="linear", factor=0), ValueError, "factor"), (dict(seq_len="a"), TypeError, "seq_len"),
     (dict(inv_freq=np.ones((1, 4))), ValueError, "inv_freq"), (dict(axes=3, offset=5), TypeError, r"3\).*offset"),
-    (dict(axes=3, inv_freq=np.ones((8, 2))), ValueError, "inv_freq")])
+    (dict(axes=3, inv_freq=np.ones((8, 2))), ValueError, "inv_freq"), (dict(offset="x"), TypeError, "offset")])
 def test_bad_expectations_are_refused_by_name(kw, err, name):
     with pytest.raises(err, match=name):
         rr.assert_rope_matches(lambda x: x, D, **kw)
