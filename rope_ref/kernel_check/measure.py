@@ -43,8 +43,7 @@ def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_h
     d, seq, seed = check_probe_arguments(call.fn, d, seq, seed, 3)
     max_rows = check_number(max_rows, "max_rows", f"an integer >= seq={seq} (the most rows fn accepts)",
                             lambda v: v >= seq)
-    if base_hint is not None:
-        base_hint = check_positive_real(base_hint, "base_hint", "None or a positive base")
+    base_hint = None if base_hint is None else check_positive_real(base_hint, "base_hint", "None or a positive base")
     rng = np.random.default_rng(seed)
     found = read_rotations(call, *rng.standard_normal((2, seq, d)))
     if isinstance(found, str):
