@@ -47,6 +47,7 @@ def assert_rope_matches(fn, d: int | None = None, *, config=None, axes: int | No
     ``phase_atol``.  ``axes=A`` or a multi-axis config: ``fn(x, positions)`` (:func:`~.axes.assert_axes_match`)."""
     d, axes, expected = _expectations(d, config, axes, expected, phase_atol)
     if axes is not None:
+        check_keywords(expected, assert_axes_match.__kwdefaults__, f"assert_rope_matches(axes={axes})")
         return assert_axes_match(fn, d, axes, seq=seq, phase_atol=phase_atol, **expected)
     return _judge(fn, d, seq, max_rows, expected, phase_atol)
 
@@ -119,8 +120,8 @@ def _expectations(d, config, axes, expected, phase_atol, backward=False):
     if d is None:
         raise TypeError("assert_rope_matches needs d (features per row) or config= with a head_dim")
     d, expected = check_d(d), {k: v for k, v in expected.items() if v is not None or k == "offset"}    # None: unset
-    valid = {*_FIELDS, *METHOD_PARAM_KEYS, "seq_len"} if axes is None else assert_axes_match.__kwdefaults__
-    check_keywords(expected, valid, "assert_rope_matches()" if axes is None else f"assert_rope_matches(axes={axes})")
+    if axes is None:
+        check_keywords(expected, {*_FIELDS, *METHOD_PARAM_KEYS, "seq_len"}, "assert_rope_matches()")
     expected.update({k: _FIELDS[k](v, k) for k, v in expected.items() if _FIELDS.get(k) and v is not None})
     r, start, f = expected.get("rotary_dim"), expected.get("rotary_start") or 0, expected.get("inv_freq")
     if axes is None and f is not None:                  # (pairs,), rotary_dim/2 of them when given
