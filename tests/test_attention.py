@@ -86,6 +86,7 @@ def test_softmax_values_and_scale():
     np.testing.assert_array_equal(rr.softmax(s, scale=np.inf), [[0.0, 1.0, 0.0]])     # the argmax
     np.testing.assert_array_equal(rr.softmax(s, scale=0.0), [[0.5, 0.5, 0.0]])        # the mean over the unmasked
     np.testing.assert_array_equal(rr.softmax(np.array([0.0, 1e300]), scale=1e300), [0.0, 1.0])
+    np.testing.assert_allclose(rr.softmax([-1e308, 1e308], scale=1e-308), np.array([1, np.e ** 2]) / (1 + np.e ** 2))
     np.testing.assert_array_equal(rr.elu_plus_one([-800.0, 0.0, 1.5]), [0.0, 1.0, 2.5])
 
 
