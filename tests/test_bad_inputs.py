@@ -60,6 +60,7 @@ CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: rr.rotate(X4, layout="bshd", cu_seqlens=CU), TypeError, "cu_seqlens"),
     (lambda: rr.rotate(X3, layout="thd", cu_seqlens=[0, 5, 4, 11]), ValueError, "cu_seqlens"),
     (lambda: rr.rotate(X3, layout="thd", cu_seqlens=[0, 5.5, 11]), ValueError, "cu_seqlens"),
+    (lambda: rr.layout_positions((2**63 - 1, 2, 8), "thd", cu_seqlens=[0, 2**63 - 1]), ValueError, "cu_seqlens"),
     (lambda: rr.rotate(X3, layout="thd", cu_seqlens=CU, seqlen_offsets=[1, 2]), ValueError, "seqlen_offsets"),
     (lambda: rr.rotate_elementwise(X4, layout="bshd", seqlen_offsets=[0, np.nan, 1]), ValueError, "seqlen_offsets"),
     (lambda: rr.rotate_elementwise(X3, seqlen_offsets=3), TypeError, "seqlen_offsets"),
