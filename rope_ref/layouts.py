@@ -27,8 +27,8 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
                         f"cu_seqlens={cu_seqlens!r:.60}")
     if layout == "thd":
         cu = check_real_array(cu_seqlens, "cu_seqlens").astype(np.float64)     # np.diff wraps unsigned integers
-        if cu.ndim != 1 or len(cu) < 2 or cu[0] != 0 or cu[-1] != shape[0] or np.any(np.diff(cu) < 0) or np.any(cu % 1) \
-                or shape[0] >= 2 ** 53:                                        # float64's integers: exact
+        if cu.ndim != 1 or len(cu) < 2 or cu[0] != 0 or cu[-1] != shape[0] or np.any(np.diff(cu) < 0) \
+                or np.any(cu % 1) or shape[0] >= 2 ** 53:                      # float64's integers: exact
             raise ValueError(f"cu_seqlens must be integers below 2**53 rising from 0 to t={shape[0]}, got "
                              f"{cu.tolist()!r:.80}")
     else:                                                              # b sequences of s tokens

@@ -20,6 +20,7 @@ X4, X3, CU = np.zeros((3, 5, 2, 8)), np.zeros((11, 2, 8)), [0, 4, 4, 11]      # 
 CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: rr.frequencies("128"), TypeError, "d"),
     (lambda: rr.frequencies(128, 5e-324), ValueError, "base"),
+    (lambda: rr.frequencies(2**64), ValueError, "d"),                 # numpy's arange of 2**63 floats: empty
     (lambda: rr.rotation_angles(None, [1.0]), TypeError, "positions"),
     (lambda: rr.rotation_angles([1.0], [[[1.0]]]), ValueError, "freqs"),
     (lambda: rr.rotation_angles([1.0, 2.0, 3.0], [[1.0, 2.0]]), ValueError, "positions"),

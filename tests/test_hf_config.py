@@ -254,6 +254,7 @@ CYCLE["text_config"]["text_config"] = CYCLE                    # a text_config t
     ({"model_type": "gpt2", "hidden_size": 768, "num_attention_heads": 12}, {}, ValueError, "model_type"),
     ({"model_type": "llama", "num_attention_heads": 12}, {}, TypeError, "hidden_size"),
     ({"model_type": "llama", "hidden_size": 770, "num_attention_heads": 12}, {}, ValueError, "hidden_size"),
+    ({"model_type": "llama", "hidden_size": 10**400, "num_attention_heads": 1}, {}, ValueError, "hidden_size"),
     (LLAMA, {"pairing": "halves"}, ValueError, "pairing"),
     (LLAMA, {"layer_type": 3}, TypeError, "layer_type"),
     (dict(LLAMA, rope_scaling={"rope_type": "yarn", "factr": 4.0}), {}, ValueError, "factr"),
