@@ -97,7 +97,10 @@ def check_real_array(a, name: str) -> np.ndarray:
     if type(a).__module__.startswith("torch"):      # any device, requires_grad allowed, through DLPack: no torch import
         t = a.detach().cpu()
         bfloat16 = str(t.dtype) == "torch.bfloat16"                      # NumPy's DLPack has no bfloat16
-        a = t.float().numpy().astype(ml_dtypes.bfloat16) if bfloat16 else np.from_dlpack(t.contiguous())
+        try:
+            a = t.float().numpy().astype(ml_dtypes.bfloat16) if bfloat16 else np.from_dlpack(t.contiguous())
+        except (RuntimeError, BufferError, TypeError):                   # float8, ...: no NumPy dtype
+            raise TypeError(f"{name} must be {expected}, got a tensor of {t.dtype}") from None
     raw = isinstance(a, bytearray) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray))
     if raw or np.ma.is_masked(a):
         raise TypeError(f"{name} must be {expected}, got {type(a).__name__} of raw bytes or masked entries")

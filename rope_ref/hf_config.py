@@ -8,7 +8,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ._config_file import load_config
-from ._validate import (check_base, check_bool, check_choice, check_length, check_no_overflow, check_number,
+from ._validate import (as_given, check_base, check_bool, check_choice, check_length, check_no_overflow, check_number,
                         check_pairing, check_positions, check_positive_real, check_rotary_dim, check_x)
 from .forms import rotate
 from .hf_families import DIFFUSERS_FAMILIES, FAMILIES, Family
@@ -70,19 +70,19 @@ class RopeConfig:
         ``img_ids`` transposed.  The first ``rotary_dim`` features are rotated (RoFormer eq 34) and multiplied by the
         attention factor; the rest pass through.  ``seq_len`` (dynamic, longrope) defaults to ``max(positions) + 1``.
         """
-        x = check_x(x)
-        if x.shape[-1] != self.head_dim:
-            raise ValueError(f"x.shape[-1] must be head_dim={self.head_dim}, got {x.shape[-1]}")
+        a = check_x(x)
+        if a.shape[-1] != self.head_dim:
+            raise ValueError(f"x.shape[-1] must be head_dim={self.head_dim}, got {a.shape[-1]}")
         if positions is None and self.axes:
-            positions = np.broadcast_to(np.arange(x.shape[-2]) if x.ndim > 1 else 0, (self.axes,) + x.shape[-2:-1])
-        pos = check_positions(positions, x.shape[:-1], axes=self.axes)
+            positions = np.broadcast_to(np.arange(a.shape[-2]) if a.ndim > 1 else 0, (self.axes,) + a.shape[-2:-1])
+        pos = check_positions(positions, a.shape[:-1], axes=self.axes)
         if seq_len is None and SCALING_METHODS[self.rope_type].uses_seq_len:
             seq_len = int(np.max(pos, initial=0)) + 1
-        y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=self.inv_freq(seq_len))
+        y = rotate(a, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=self.inv_freq(seq_len))
         with np.errstate(over="ignore"):                 # reported below as a ValueError
             y[..., :self.rotary_dim] *= np.asarray(self.attention_factor, dtype=y.dtype)
-        return check_no_overflow(y, x, expected=f"x times the attention factor {self.attention_factor:.5g} within "
-                                 f"{np.dtype(y.dtype).name}")
+        return as_given(check_no_overflow(y, a, expected=f"x times the attention factor {self.attention_factor:.5g} "
+                                          f"within {np.dtype(y.dtype).name}"), x)
 
 
 def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:

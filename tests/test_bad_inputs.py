@@ -143,10 +143,14 @@ def test_torch_in_torch_out(dtype):
     t = torch.randn(3, 5, 8, generator=torch.Generator().manual_seed(0)).to(getattr(torch, dtype)).requires_grad_()
     before = t.detach().clone()
     x = t.detach().float().numpy().astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
-    for form in (rr.rotate, rr.rotate_elementwise):
+    for form in (rr.rotate, rr.rotate_elementwise, rr.rotate_complex, rr.rotate_dense,
+                 rr.from_hf_config({"model_type": "llama", "head_dim": 8}).rotate):
         y = form(t, torch.arange(5) + 3)
         assert isinstance(y, torch.Tensor) and (y.dtype, y.device) == (t.dtype, t.device) and not y.requires_grad
         np.testing.assert_array_equal(y.float().numpy(), form(x, np.arange(5) + 3).astype(np.float32))
         assert torch.equal(t.detach(), before)
+    assert all(type(f(t)) is type(t) and f(t).dtype == t.dtype for f in (rr.rotate_half, rr.to_half, rr.to_interleaved))
+    with pytest.raises(TypeError, match="x"):                       # a dtype NumPy lacks
+        rr.rotate(t.detach().to(torch.float8_e4m3fn))
     with pytest.warns(rr.RopeRefPrecisionWarning, match="2\\^34"):    # float positions past 2^53 read from a tensor
         rr.rotate(t, torch.full((5,), 2.0 ** 60, dtype=None if dtype == "float16" else t.dtype).requires_grad_())
