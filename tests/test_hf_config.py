@@ -254,7 +254,6 @@ CYCLE["text_config"]["text_config"] = CYCLE                    # a text_config t
     ({"model_type": "gpt2", "hidden_size": 768, "num_attention_heads": 12}, {}, ValueError, "model_type"),
     ({"model_type": "llama", "num_attention_heads": 12}, {}, TypeError, "hidden_size"),
     ({"model_type": "llama", "hidden_size": 770, "num_attention_heads": 12}, {}, ValueError, "hidden_size"),
-    ({"model_type": "llama", "hidden_size": 10**400, "num_attention_heads": 1}, {}, ValueError, "hidden_size"),
     (LLAMA, {"pairing": "halves"}, ValueError, "pairing"),
     (LLAMA, {"layer_type": 3}, TypeError, "layer_type"),
     (dict(LLAMA, rope_scaling={"rope_type": "yarn", "factr": 4.0}), {}, ValueError, "factr"),
@@ -348,7 +347,7 @@ def _paths(config, prefix=()):
 def test_malformed_values_are_refused_naming_the_key(base):
     assert rr.from_hf_config(BASES[base]).rotary_dim > 0
     for path in _paths(BASES[base]):
-        for value in ("x", math.nan, -math.inf, [1, 2], {"a": 1}, b"ab"):
+        for value in ("x", math.nan, -math.inf, [1, 2], {"a": 1}, b"ab", 10**400):
             config = copy.deepcopy(BASES[base])
             inner = config
             for key in path[:-1]:
