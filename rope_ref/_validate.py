@@ -49,7 +49,7 @@ check_nonnegative_int = _number_check("a non-negative integer", lambda v: v >= 0
 check_seed = _number_check("a non-negative integer", lambda v: v >= 0, default_name="seed")
 check_d = _number_check("a positive even integer below 2**63", lambda v: 0 < v < 2 ** 63 and v % 2 == 0,
                         default_name="d")
-check_length = _number_check("a positive integer below 2**63", lambda v: 0 < v < 2 ** 63)      # a float64 too
+check_length = _number_check("a positive integer below 2**1023", lambda v: 0 < v < 2 ** 1023)      # a float64 too
 check_positive_real = _number_check("a positive finite real number", lambda v: 0 < v < np.inf, real=True)
 
 
