@@ -47,7 +47,9 @@ def _number_check(expected: str, valid, *, real: bool = False, default_name: str
 check_positive_int = _number_check("a positive integer", lambda v: v > 0)
 check_nonnegative_int = _number_check("a non-negative integer", lambda v: v >= 0)
 check_seed = _number_check("a non-negative integer", lambda v: v >= 0, default_name="seed")
-check_d = _number_check("a positive even integer", lambda v: v > 0 and v % 2 == 0, default_name="d")
+check_d = _number_check("a positive even integer below 2**63", lambda v: 0 < v < 2 ** 63 and v % 2 == 0,
+                        default_name="d")
+check_length = _number_check("a positive integer below 2**1023", lambda v: 0 < v < 2 ** 1023)      # a float64 too
 check_positive_real = _number_check("a positive finite real number", lambda v: 0 < v < np.inf, real=True)
 
 
@@ -95,7 +97,10 @@ def check_real_array(a, name: str) -> np.ndarray:
     if type(a).__module__.startswith("torch"):      # any device, requires_grad allowed, through DLPack: no torch import
         t = a.detach().cpu()
         bfloat16 = str(t.dtype) == "torch.bfloat16"                      # NumPy's DLPack has no bfloat16
-        a = t.float().numpy().astype(ml_dtypes.bfloat16) if bfloat16 else np.from_dlpack(t.contiguous())
+        try:
+            a = t.float().numpy().astype(ml_dtypes.bfloat16) if bfloat16 else np.from_dlpack(t.contiguous())
+        except (RuntimeError, BufferError, TypeError):                   # float8, ...: no NumPy dtype
+            raise TypeError(f"{name} must be {expected}, got a tensor of {t.dtype}") from None
     raw = isinstance(a, bytearray) or isinstance(a, memoryview) and isinstance(a.obj, (bytes, bytearray))
     if raw or np.ma.is_masked(a):
         raise TypeError(f"{name} must be {expected}, got {type(a).__name__} of raw bytes or masked entries")

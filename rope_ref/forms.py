@@ -89,19 +89,20 @@ def rotate_dense(x, positions=None, *, base: float = 10000.0, pairing: str = "in
                  rotary_dim: int | None = None, inv_freq=None) -> np.ndarray:
     """R x through the dense matrix (eq 14): slow and obviously correct (one d x d matrix per position: to
     check, not to run).  Same arguments as :func:`rotate`; returns a new array of x's shape and dtype."""
-    x, positions, inv_freq, rotary_dim = _prepared(x, positions, base, pairing, rotary_dim, inv_freq)
-    R = _matrix(_angles(positions, inv_freq), x.shape[-1], pairing)              # (..., seq, d, d)
+    a, positions, inv_freq, rotary_dim = _prepared(x, positions, base, pairing, rotary_dim, inv_freq)
+    R = _matrix(_angles(positions, inv_freq), a.shape[-1], pairing)              # (..., seq, d, d)
     with np.errstate(over="ignore", invalid="ignore"):                            # overflow: raised by the check
-        return check_no_overflow(np.matmul(R, x.astype(np.float64)[..., None])[..., 0].astype(x.dtype), x)
+        return as_given(check_no_overflow(np.matmul(R, a.astype(np.float64)[..., None])[..., 0].astype(a.dtype), a), x)
 
 
 def rotate_complex(x, positions=None, *, base: float = 10000.0) -> np.ndarray:
     """Pairs (x_{2i}, x_{2i+1}) as complex numbers times e^{i m theta_i} (eq 12; Llama's form): ``x``
     ``(..., seq, d)``, ``positions`` broadcastable to ``x.shape[:-1]``; x's shape and dtype (complex128 products)."""
-    x, positions, theta, _ = _prepared(x, positions, base, "interleaved", None, None)
-    pairs = np.ascontiguousarray(x, dtype=np.float64).view(np.complex128)        # x_2i + i x_2i+1: (..., seq, d/2)
+    a, positions, theta, _ = _prepared(x, positions, base, "interleaved", None, None)
+    pairs = np.ascontiguousarray(a, dtype=np.float64).view(np.complex128)        # x_2i + i x_2i+1: (..., seq, d/2)
     with np.errstate(over="ignore", invalid="ignore"):
-        return check_no_overflow((pairs * np.exp(1j * _angles(positions, theta))).view(np.float64).astype(x.dtype), x)
+        y = (pairs * np.exp(1j * _angles(positions, theta))).view(np.float64).astype(a.dtype)
+    return as_given(check_no_overflow(y, a), x)
 
 
 def rotate(x, positions=None, *, base: float = 10000.0, pairing: str = "interleaved", rotary_dim: int | None = None,
@@ -148,25 +149,25 @@ def rotate_elementwise(x, positions=None, *, base: float = 10000.0, pairing: str
 def rotate_half(x, pairing: str = "interleaved") -> np.ndarray:
     """Turn every pair of ``x`` ``(..., d)`` by 90 degrees: (x_a, x_b) -> (-x_b, x_a), the sin term of eq 34; pairs
     (2i, 2i+1) or, ``pairing="half"``, (i, i + d/2) (HF's ``rotate_half``)."""
-    x, pairing = check_x(x), check_pairing(pairing)
-    a, b = _pairs(x.shape[-1], pairing)
-    turned = np.empty_like(x)
-    turned[..., a] = -x[..., b]
-    turned[..., b] = x[..., a]
-    return turned
+    array, pairing = check_x(x), check_pairing(pairing)
+    a, b = _pairs(array.shape[-1], pairing)
+    turned = np.empty_like(array)
+    turned[..., a] = -array[..., b]
+    turned[..., b] = array[..., a]
+    return as_given(turned, x)
 
 
 def to_half(x) -> np.ndarray:
     """Last axis from interleaved pairs (2i, 2i+1) to half-split (i, i+d/2): ``rotate(to_half(x), pairing="half")
     == to_half(rotate(x))``.  ``x`` ``(..., d)``."""
-    x = check_x(x)
-    return np.concatenate([x[..., 0::2], x[..., 1::2]], axis=-1)
+    a = check_x(x)
+    return as_given(np.concatenate([a[..., 0::2], a[..., 1::2]], axis=-1), x)
 
 
 def to_interleaved(x) -> np.ndarray:
     """Inverse of :func:`to_half`: half-split layout ``(..., d)`` back to interleaved."""
-    x = check_x(x)
-    return np.stack(np.split(x, 2, axis=-1), axis=-1).reshape(x.shape)      # (x_i, x_{i+d/2}) side by side
+    a = check_x(x)
+    return as_given(np.stack(np.split(a, 2, axis=-1), axis=-1).reshape(a.shape), x)  # (x_i, x_{i+d/2}) side by side
 
 
 def permute_qk_weights(w, n_heads: int) -> np.ndarray:

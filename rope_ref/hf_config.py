@@ -8,8 +8,8 @@ from types import MappingProxyType
 import numpy as np
 
 from ._config_file import load_config
-from ._validate import (check_base, check_bool, check_choice, check_no_overflow, check_number, check_pairing,
-                        check_positions, check_positive_int, check_positive_real, check_rotary_dim, check_x)
+from ._validate import (as_given, check_base, check_bool, check_choice, check_length, check_no_overflow, check_number,
+                        check_pairing, check_positions, check_positive_real, check_rotary_dim, check_x)
 from .forms import rotate
 from .hf_families import DIFFUSERS_FAMILIES, FAMILIES, Family
 from .multiaxis import axial_frequencies, mrope_frequencies
@@ -70,19 +70,19 @@ class RopeConfig:
         ``img_ids`` transposed.  The first ``rotary_dim`` features are rotated (RoFormer eq 34) and multiplied by the
         attention factor; the rest pass through.  ``seq_len`` (dynamic, longrope) defaults to ``max(positions) + 1``.
         """
-        x = check_x(x)
-        if x.shape[-1] != self.head_dim:
-            raise ValueError(f"x.shape[-1] must be head_dim={self.head_dim}, got {x.shape[-1]}")
+        a = check_x(x)
+        if a.shape[-1] != self.head_dim:
+            raise ValueError(f"x.shape[-1] must be head_dim={self.head_dim}, got {a.shape[-1]}")
         if positions is None and self.axes:
-            positions = np.broadcast_to(np.arange(x.shape[-2]) if x.ndim > 1 else 0, (self.axes,) + x.shape[-2:-1])
-        pos = check_positions(positions, x.shape[:-1], axes=self.axes)
+            positions = np.broadcast_to(np.arange(a.shape[-2]) if a.ndim > 1 else 0, (self.axes,) + a.shape[-2:-1])
+        pos = check_positions(positions, a.shape[:-1], axes=self.axes)
         if seq_len is None and SCALING_METHODS[self.rope_type].uses_seq_len:
             seq_len = int(np.max(pos, initial=0)) + 1
-        y = rotate(x, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=self.inv_freq(seq_len))
+        y = rotate(a, pos, pairing=self.pairing, rotary_dim=self.rotary_dim, inv_freq=self.inv_freq(seq_len))
         with np.errstate(over="ignore"):                 # reported below as a ValueError
             y[..., :self.rotary_dim] *= np.asarray(self.attention_factor, dtype=y.dtype)
-        return check_no_overflow(y, x, expected=f"x times the attention factor {self.attention_factor:.5g} within "
-                                 f"{np.dtype(y.dtype).name}")
+        return as_given(check_no_overflow(y, a, expected=f"x times the attention factor {self.attention_factor:.5g} "
+                                          f"within {np.dtype(y.dtype).name}"), x)
 
 
 def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
@@ -119,10 +119,10 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     pairing = pairing or family.pairing
     if part:
         head_key, default_head, pairing, output_pairing = part
-        head_dim = check_positive_int(cfg.get(head_key, default_head), f"config[{head_key!r}]")
+        head_dim = check_length(cfg.get(head_key, default_head), f"config[{head_key!r}]")
     # transformers v5 (standardize_rope_params): the training length (of the methods reading one) is a top-level
     # original_max_position_embeddings (Phi-3), else the rope section's, else max_position_embeddings
-    top = {k: check_positive_int(cfg[k], f"config[{k!r}]")
+    top = {k: check_length(cfg[k], f"config[{k!r}]")
            for k in family.max_pos_keys + ("original_max_position_embeddings",) if cfg.get(k) is not None}
     max_pos = next((top[k] for k in family.max_pos_keys if k in top), None)
     train = top.get("original_max_position_embeddings", rope.get("original_max_position_embeddings"))
@@ -151,7 +151,7 @@ def _diffusers_rope_config(cfg, pairing, layer_type) -> RopeConfig:
         raise ValueError(f"layer_type={layer_type!r} was given, but {name} has one RoPE for every layer")
     if family.needs and not cfg.get(family.needs):
         raise ValueError(f"config has {family.needs}={cfg.get(family.needs)!r}: {name} then applies no RoPE")
-    head_dim = check_positive_int(cfg.get("attention_head_dim", family.head_dim), "config['attention_head_dim']")
+    head_dim = check_length(cfg.get("attention_head_dim", family.head_dim), "config['attention_head_dim']")
     dims = cfg.get(family.axes_key, family.axes_dims) if family.axes_key else family.axes_dims(head_dim)
     if not (isinstance(dims, (list, tuple)) and all(type(n) is int and n > 0 and n % 2 == 0 for n in dims)
             and sum(dims) == head_dim):
@@ -201,16 +201,16 @@ def _head_dim(cfg, family, layer_type) -> int:
             for idx, over in per_layer.items():     # Gemma4TextConfig.to_dict() writes it per layer
                 if str(idx).isdigit() and int(idx) < len(types) and types[int(idx)] == layer_type \
                         and isinstance(over, Mapping) and over.get("head_dim") is not None:
-                    return check_positive_int(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
-        return check_positive_int(default if cfg.get(key) is None else cfg[key], f"config[{key!r}]")
+                    return check_length(over["head_dim"], f"config['per_layer_config'][{idx!r}]['head_dim']")
+        return check_length(default if cfg.get(key) is None else cfg[key], f"config[{key!r}]")
     for key in ("qk_rope_head_dim",) + family.head_keys:
         if cfg.get(key) is not None:
-            return check_positive_int(cfg[key], f"config[{key!r}]")
+            return check_length(cfg[key], f"config[{key!r}]")
     if family.head_dim is not None:
         return family.head_dim
     keys = [k if k in cfg or alias not in cfg else alias for k, alias in (("hidden_size", "n_embd"),
                                                                          ("num_attention_heads", "n_head"))]
-    hidden, heads = (check_positive_int(cfg.get(k), f"config[{k!r}]") for k in keys)
+    hidden, heads = (check_length(cfg.get(k), f"config[{k!r}]") for k in keys)
     if hidden % heads:
         raise ValueError(f"config: {keys[0]}={hidden} is not divisible by {keys[1]}={heads}")
     return hidden // heads

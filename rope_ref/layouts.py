@@ -27,8 +27,10 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
                         f"cu_seqlens={cu_seqlens!r:.60}")
     if layout == "thd":
         cu = check_real_array(cu_seqlens, "cu_seqlens").astype(np.float64)     # np.diff wraps unsigned integers
-        if cu.ndim != 1 or len(cu) < 2 or cu[0] != 0 or cu[-1] != shape[0] or np.any(np.diff(cu) < 0) or np.any(cu % 1):
-            raise ValueError(f"cu_seqlens must be integers rising from 0 to t={shape[0]}, got {cu.tolist()!r:.80}")
+        if cu.ndim != 1 or len(cu) < 2 or cu[0] != 0 or cu[-1] != shape[0] or np.any(np.diff(cu) < 0) \
+                or np.any(cu % 1) or shape[0] >= 2 ** 53:                      # float64's integers: exact
+            raise ValueError(f"cu_seqlens must be integers below 2**53 rising from 0 to t={shape[0]}, got "
+                             f"{cu.tolist()!r:.80}")
     else:                                                              # b sequences of s tokens
         cu = np.arange(shape[layout.index("b")] + 1) * shape[layout.index("s")]
     cu = cu.astype(np.int64)

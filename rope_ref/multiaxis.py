@@ -117,7 +117,7 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
         kind = "video" if grid is None else check_choice(seg[0], f"segments[{i}][0]", ("text", "image", "video"))
         if kind == "text" and len(seg) == 2:
             n = check_positive_int(grid, f"segments[{i}][1] (the number of text tokens)")
-            ids, span = np.tile(np.arange(n, dtype=np.int64), (3, 1)), n
+            ids, span = np.indices((3, n), dtype=np.int64)[1], n       # not arange: empty for n near 2**63
         else:
             grid = grid.tolist() if isinstance(grid, np.ndarray) else grid
             if not isinstance(grid, (tuple, list)) or len(grid) != 3 or (len(seg) == 3 and kind != "video"):
@@ -158,8 +158,8 @@ def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames
     at (f, r - ceil(height/2), c - ceil(width/2))."""
     text_tokens, frames = check_nonnegative_int(text_tokens, "text_tokens"), check_positive_int(frames, "frames")
     height, width = check_positive_int(height, "height"), check_positive_int(width, "width")
-    text = np.broadcast_to(max(height // 2, width // 2) + np.arange(text_tokens), (3, text_tokens))
     grid = np.indices((frames, height, width)).reshape(3, -1) - [[0], [height - height // 2], [width - width // 2]]
+    text = max(height // 2, width // 2) + np.indices((3, text_tokens))[1]
     return np.concatenate([text, grid], axis=1).astype(np.int64)
 
 
@@ -169,4 +169,4 @@ def deepseek_v4_compressed_positions(seq_len: int, compress_rate: int) -> np.nda
     (transformers 5.24.0's ``DeepseekV4HCACompressor``, rate 128, and ``DeepseekV4CSACompressor``, rate 4)."""
     seq_len = check_number(seq_len, "seq_len", "a non-negative integer below 2**63", lambda v: 0 <= v < 2**63)
     rate = check_positive_int(compress_rate, "compress_rate")
-    return min(rate, seq_len) * np.arange(seq_len // rate, dtype=np.int64)     # a rate above seq_len: no entry
+    return min(rate, seq_len) * np.indices((seq_len // rate,), np.int64)[0]    # a rate above seq_len: no entry

@@ -65,9 +65,10 @@ def softmax(scores, axis: int = -1, *, scale: float = 1.0) -> np.ndarray:
     top = s.max(axis=axis, keepdims=True)
     if not np.all(np.isfinite(top)):                    # a NaN or +inf score, or a row all -inf
         raise ValueError(f"scores must be finite or -inf (masked), with a finite score in every row along axis {axis}")
-    gaps = s - top                                       # <= 0; -inf where masked
     with np.errstate(over="ignore", invalid="ignore"):   # gap 0 times inf, or -inf times 0: replaced below
-        scaled = np.where(gaps == 0, 0.0, np.where(np.isneginf(gaps), -np.inf, gaps * scale))
+        gaps = s - top                                   # <= 0; -inf where masked, or beyond float64: then halved
+        scaled = np.where(np.isinf(gaps) & np.isfinite(s), (s / 2 - top / 2) * scale * 2, gaps * scale)
+        scaled = np.where(gaps == 0, 0.0, np.where(np.isneginf(s), -np.inf, scaled))
     w = np.exp(scaled)
     return w / w.sum(axis=axis, keepdims=True)
 

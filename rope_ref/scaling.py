@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import (check_base, check_bool, check_choice, check_d, check_freqs, check_keywords, check_number,
-                        check_positive_int, check_positive_real)
+from ._validate import (check_base, check_bool, check_choice, check_d, check_freqs, check_keywords, check_length,
+                        check_number, check_positive_real)
 from .forms import frequencies
 
 #: The training length: original_max_position_embeddings, else max_position_embeddings (transformers v5).
@@ -24,7 +24,7 @@ _SECTION_KEYS = ("rope_theta", "type", "partial_rotary_factor", "short_mscale", 
 #: Checks of the methods' scalar keys, made once by scaled_inv_freq (short_factor, long_factor: by longrope, given d).
 _KEY_CHECKS = {**dict.fromkeys(("factor", "beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor",
                                 "attention_factor"), check_positive_real),
-               **dict.fromkeys(TRAIN_LENGTH, check_positive_int), "truncate": check_bool,
+               **dict.fromkeys(TRAIN_LENGTH, check_length), "truncate": check_bool,
                **dict.fromkeys(("mscale", "mscale_all_dim"),
                                lambda v, k: check_number(v, k, "a finite real number", math.isfinite, real=True)),
                "partial_rotary_factor": lambda v, k: check_number(v, k, "a number in (0, 1]", lambda x: 0 < x <= 1,
@@ -79,7 +79,7 @@ def scaled_inv_freq(d: int, base: float | None = None, *, rope_type: str | None 
     missing = [" | ".join(alts) for alts in method.required if not any(k in params for k in alts)]
     if missing:
         raise ValueError(f"rope_type={rope_type!r} is missing {missing}; it reads {sorted(method.used)}")
-    seq_len = None if seq_len is None else check_positive_int(seq_len, "seq_len")
+    seq_len = None if seq_len is None else check_length(seq_len, "seq_len")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # refused below, naming the cause
         inv_freq = method.inv_freq(d, base, seq_len, params)
         attention_factor = check_positive_real(params.get("attention_factor", method.attention_factor(params)),
@@ -147,7 +147,8 @@ def _yarn(d, base, seq_len, p):
         raise ValueError("base must be > 1 for rope_type='yarn' (the ramp divides by log(base)), got 1.0")
     beta_fast, beta_slow = p.get("beta_fast", 32.0), p.get("beta_slow", 1.0)
     # the pair dimensions whose wavelengths fit beta_fast and beta_slow turns in L_train
-    low, high = (d * math.log(train_len / (2 * math.pi * n)) / (2 * math.log(base)) for n in (beta_fast, beta_slow))
+    low, high = (d * (math.log(train_len / (2 * math.pi)) - math.log(n)) / (2 * math.log(base))   # finite logs
+                 for n in (beta_fast, beta_slow))
     if p.get("truncate", True):
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, d - 1)
@@ -169,7 +170,7 @@ def _yarn_attention(p):
     log_factor = max(math.log(factor), 0.0)          # factor <= 1: no scaling
     if not (mscale and all_dim):
         return 0.1 * log_factor + 1.0
-    return (0.1 * mscale * log_factor + 1.0) / (0.1 * all_dim * log_factor + 1.0)
+    return (0.1 * mscale * log_factor + 1.0) / np.float64(0.1 * all_dim * log_factor + 1.0)     # / 0: inf, refused
 
 
 def _llama3(d, base, seq_len, p):

@@ -86,6 +86,7 @@ def test_softmax_values_and_scale():
     np.testing.assert_array_equal(rr.softmax(s, scale=np.inf), [[0.0, 1.0, 0.0]])     # the argmax
     np.testing.assert_array_equal(rr.softmax(s, scale=0.0), [[0.5, 0.5, 0.0]])        # the mean over the unmasked
     np.testing.assert_array_equal(rr.softmax(np.array([0.0, 1e300]), scale=1e300), [0.0, 1.0])
+    np.testing.assert_allclose(rr.softmax([-1e308, 1e308], scale=1e-308), np.array([1, np.e ** 2]) / (1 + np.e ** 2))
     np.testing.assert_array_equal(rr.elu_plus_one([-800.0, 0.0, 1.5]), [0.0, 1.0, 2.5])
 
 
@@ -103,28 +104,3 @@ def test_result_dtypes(rng):
     q, k, v = (rng.standard_normal((4, 8)).astype(np.float32) for _ in range(3))
     assert (rr.attention(q, k, v).dtype, rr.attention(q, k, v.astype(np.float64)).dtype) == (np.float32, np.float64)
     assert rr.linear_attention(q, k, v, causal=True).dtype == np.float64
-
-
-Q = np.ones((5, 4))
-
-
-@pytest.mark.parametrize("call, exc, names", [
-    (lambda: rr.attention(Q, Q[:, :2], Q), ValueError, "k"),
-    (lambda: rr.attention(Q, Q, Q[:3]), ValueError, "v"),
-    (lambda: rr.attention(Q, Q, Q.astype(complex)), TypeError, "v"),
-    (lambda: rr.attention(Q, Q, Q, pairing="halves"), ValueError, "pairing"),
-    (lambda: rr.attention(Q, Q, Q, q_positions=[0, 1, 2, 3, 4], k_positions=np.arange(5) + 9, causal=True),
-     ValueError, "k_positions"),
-    (lambda: rr.attention_dense(Q + 1e200, Q + 1e200, Q, np.arange(5), np.arange(5)), ValueError, "q"),
-    (lambda: rr.linear_attention(Q, Q[:3], Q[:3]), ValueError, "q"),
-    (lambda: rr.linear_attention(np.array([[1e300, -1e300]]), np.array([[-1e300, 1e300]]), np.ones((1, 1))),
-     ValueError, "q"),
-    (lambda: rr.linear_attention_dense(Q - 800, Q, Q), ValueError, "q"),
-    (lambda: rr.softmax([-np.inf, -np.inf]), ValueError, "scores"),
-    (lambda: rr.softmax([1.0], scale=-1.0), ValueError, "scale"),
-    (lambda: rr.softmax([1.0], scale="2"), TypeError, "scale"),
-    (lambda: rr.softmax([1.0], axis="1"), TypeError, "axis"),
-])
-def test_bad_input_is_named(call, exc, names):
-    with pytest.raises(exc, match=names):
-        call()

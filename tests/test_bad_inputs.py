@@ -1,6 +1,5 @@
-"""Bad inputs to every public function of rope_ref.forms, .layouts, .testing, .kernel_check (.rope_attention's: mostly
-tests/test_attention.py): the right exception type, and a message that names the argument (never its wording); no
-RuntimeWarning escapes."""
+"""Bad inputs to every public function of rope_ref.forms, .layouts, .rope_attention, .testing, .kernel_check: the
+right exception type, and a message that names the argument (never its wording); no RuntimeWarning escapes."""
 
 import re
 
@@ -13,13 +12,14 @@ from rope_ref.testing import assert_rope_close, rotate_table
 
 pytestmark = pytest.mark.filterwarnings("error")
 
-X, V, F3 = np.zeros((2, 5, 8)), np.zeros((2, 5, 3)), np.ones((4, 3))
+X, V, F3, Q = np.zeros((2, 5, 8)), np.zeros((2, 5, 3)), np.ones((4, 3)), np.ones((5, 4))
 X7, A7 = np.zeros((7, 16)), np.zeros((7, 8))              # x and its angles (seq, r/2)
 X4, X3, CU = np.zeros((3, 5, 2, 8)), np.zeros((11, 2, 8)), [0, 4, 4, 11]      # layouts "bshd" and "thd"
 
 CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: rr.frequencies("128"), TypeError, "d"),
     (lambda: rr.frequencies(128, 5e-324), ValueError, "base"),
+    (lambda: rr.frequencies(2**64), ValueError, "d"),                 # numpy's arange of 2**63 floats: empty
     (lambda: rr.rotation_angles(None, [1.0]), TypeError, "positions"),
     (lambda: rr.rotation_angles([1.0], [[[1.0]]]), ValueError, "freqs"),
     (lambda: rr.rotation_angles([1.0, 2.0, 3.0], [[1.0, 2.0]]), ValueError, "positions"),
@@ -60,6 +60,7 @@ CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: rr.rotate(X4, layout="bshd", cu_seqlens=CU), TypeError, "cu_seqlens"),
     (lambda: rr.rotate(X3, layout="thd", cu_seqlens=[0, 5, 4, 11]), ValueError, "cu_seqlens"),
     (lambda: rr.rotate(X3, layout="thd", cu_seqlens=[0, 5.5, 11]), ValueError, "cu_seqlens"),
+    (lambda: rr.layout_positions((2**63 - 1, 2, 8), "thd", cu_seqlens=[0, 2**63 - 1]), ValueError, "cu_seqlens"),
     (lambda: rr.rotate(X3, layout="thd", cu_seqlens=CU, seqlen_offsets=[1, 2]), ValueError, "seqlen_offsets"),
     (lambda: rr.rotate_elementwise(X4, layout="bshd", seqlen_offsets=[0, np.nan, 1]), ValueError, "seqlen_offsets"),
     (lambda: rr.rotate_elementwise(X3, seqlen_offsets=3), TypeError, "seqlen_offsets"),
@@ -91,7 +92,6 @@ CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: rr.rotate_elementwise(X, base=-1.0, inv_freq=np.ones(4)), ValueError, "base"),
     (lambda: rr.rotate_elementwise(X[0], np.zeros((2, 5)), inv_freq=F3), ValueError, "positions"),
     (lambda: rr.rotate_dense(X, np.full(4, 1.0)), ValueError, "positions"),
-    (lambda: rr.rotate_dense(X.astype(np.complex64)), TypeError, "x"),
     (lambda: rr.rotate_dense(np.zeros((3, 3))), ValueError, "x"),
     (lambda: rr.rotate_complex(X.astype(object)), TypeError, "x"),
     (lambda: rr.rotate_elementwise(X.astype(bool), np.zeros((3, 1))), TypeError, "x"),
@@ -115,8 +115,22 @@ CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: rr.wrap_angle([np.nan]), ValueError, "a"),
     (lambda: rr.attention(X, X, V + np.inf), ValueError, "v"),
     (lambda: rr.attention_dense(X, X, V, np.arange(4), np.arange(5)), ValueError, "q_positions"),
-    (lambda: rr.linear_attention(X, X, np.zeros((2, 5, 3), np.longdouble)), TypeError, "v"),
     (lambda: rr.linear_attention_dense(X, X, V, causal=np.bool_), TypeError, "causal"),
+    (lambda: rr.attention(Q, Q[:, :2], Q), ValueError, "k"),
+    (lambda: rr.attention(Q, Q, Q[:3]), ValueError, "v"),
+    (lambda: rr.attention(Q, Q, Q.astype(complex)), TypeError, "v"),
+    (lambda: rr.attention(Q, Q, Q, pairing="halves"), ValueError, "pairing"),
+    (lambda: rr.attention(Q, Q, Q, q_positions=[0, 1, 2, 3, 4], k_positions=np.arange(5) + 9, causal=True),
+     ValueError, "k_positions"),
+    (lambda: rr.attention_dense(Q + 1e200, Q + 1e200, Q, np.arange(5), np.arange(5)), ValueError, "q"),
+    (lambda: rr.linear_attention(Q, Q[:3], Q[:3]), ValueError, "q"),
+    (lambda: rr.linear_attention(np.array([[1e300, -1e300]]), np.array([[-1e300, 1e300]]), np.ones((1, 1))),
+     ValueError, "q"),
+    (lambda: rr.linear_attention_dense(Q - 800, Q, Q), ValueError, "q"),
+    (lambda: rr.softmax([-np.inf, -np.inf]), ValueError, "scores"),
+    (lambda: rr.softmax([1.0], scale=-1.0), ValueError, "scale"),
+    (lambda: rr.softmax([1.0], scale="2"), TypeError, "scale"),
+    (lambda: rr.softmax([1.0], axis="1"), TypeError, "axis"),
 ]
 
 
@@ -141,10 +155,13 @@ def test_torch_in_torch_out(dtype):
     t = torch.randn(3, 5, 8, generator=torch.Generator().manual_seed(0)).to(getattr(torch, dtype)).requires_grad_()
     before = t.detach().clone()
     x = t.detach().float().numpy().astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
-    for form in (rr.rotate, rr.rotate_elementwise):
+    for form in (rr.rotate, rr.rotate_elementwise, rr.rotate_complex, rr.rotate_dense,
+                 rr.from_hf_config({"model_type": "llama", "head_dim": 8}).rotate):
         y = form(t, torch.arange(5) + 3)
         assert isinstance(y, torch.Tensor) and (y.dtype, y.device) == (t.dtype, t.device) and not y.requires_grad
         np.testing.assert_array_equal(y.float().numpy(), form(x, np.arange(5) + 3).astype(np.float32))
         assert torch.equal(t.detach(), before)
+    assert all(type(f(t)) is type(t) and f(t).dtype == t.dtype for f in (rr.rotate_half, rr.to_half, rr.to_interleaved))
+    assert pytest.raises(TypeError, rr.rotate, t.detach().to(torch.float8_e4m3fn)).value.args[0].startswith("x ")
     with pytest.warns(rr.RopeRefPrecisionWarning, match="2\\^34"):    # float positions past 2^53 read from a tensor
         rr.rotate(t, torch.full((5,), 2.0 ** 60, dtype=None if dtype == "float16" else t.dtype).requires_grad_())

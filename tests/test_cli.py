@@ -46,7 +46,7 @@ def test_a_failing_identity_is_status_1_and_ctrl_c_one_line_and_130(monkeypatch,
     (["check", "--out", "D"], "--out", "site"), (["figures", "--d", "64"], "--d", "site"),
     (["--seq", "64", "site", "--out", "D"], "--seq", None), (["site"], "--out", None),
     *[(command + ["--out", out], "--out", None) for command in (["figures"], ["site"], [])
-      for out in ("", "taken.txt", "taken.txt/sub/figs")],       # a path that is, or is under, a file
+      for out in ("", "taken.txt", "taken.txt/sub/figs", "x" * 300)],       # under a file, a name too long
 ])
 def test_a_bad_option_is_one_line_and_status_2_before_any_work(tmp_path, monkeypatch, capsys, args, named, unnamed):
     monkeypatch.chdir(tmp_path)

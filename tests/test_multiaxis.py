@@ -218,6 +218,9 @@ def test_mrope_position_ids_by_hand():
     (rr.deepseek_v4_compressed_positions, (16, 0), {}, ValueError, "compress_rate"),
     (rr.deepseek_v4_compressed_positions, (16.0, 4), {}, TypeError, "seq_len"),
     (rr.deepseek_v4_compressed_positions, (2**63, 4), {}, ValueError, "seq_len"),
+    *[(fn, args, {}, (MemoryError, ValueError), "too big|allocate|dimension") for fn, args in (   # numpy's, not empty
+        (rr.deepseek_v4_compressed_positions, (2**63 - 1, 1)), (rr.mrope_position_ids, ([("text", 2**63 - 1)],)),
+        (rr.qwen_image_position_ids, (2**63 - 1, 1, 1)), (rr.qwen_image_position_ids, (1, 10**20, 1)))],
 ])
 def test_bad_input_is_named(fn, args, kwargs, exc, name):
     with pytest.raises(exc, match=name):

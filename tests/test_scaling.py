@@ -133,6 +133,9 @@ def test_published_sections_with_transformers_v5_semantics():
     (64, None, dict(YARN, truncate="False"), TypeError, "truncate"),
     (128, None, dict(rope_type="ntk", factor=1e300), ValueError, "factor"),
     (64, 1.0, YARN, ValueError, "base"),
+    (64, None, dict(YARN, beta_fast=1e-308, beta_slow=1e-308), ValueError, "beta_fast"),
+    (64, None, dict(YARN, original_max_position_embeddings=10**400), ValueError, "original_max_position_embeddings"),
+    (64, None, dict(YARN, factor=math.e, mscale=1.0, mscale_all_dim=-10.0), ValueError, "attention_factor"),
     (64, None, dict(YARN, beta_fast=0), ValueError, "beta_fast"),          # transformers' `or 32` would replace it
     (64, None, dict(YARN, mscale=float("nan"), mscale_all_dim=1.0), ValueError, "mscale"),
     (64, None, dict(YARN, mscale=1.0, mscale_all_dim=float("inf")), ValueError, "mscale_all_dim"),
@@ -147,7 +150,8 @@ def test_published_sections_with_transformers_v5_semantics():
     (16, None, dict(LONG, original_max_position_embeddings=1, short_factor=[1] * 8, long_factor=[1] * 8), ValueError,
      "original_max_position_embeddings"),
     (16, None, dict(rope_type="linear", type="yarn", factor=2.0), ValueError, "type"),
-    (16, None, dict(rope_type="linear", factor=2.0, seq_len=-3), ValueError, "seq_len"),
+    *[(16, None, dict(rope_type="dynamic", factor=2.0, max_position_embeddings=16, seq_len=n), ValueError, "seq_len")
+      for n in (-3, 10**400)],
     (16, None, dict(rope_theta="10000"), TypeError, "rope_theta"),
     (16, 10000.0, dict(rope_theta=500.0), ValueError, "rope_theta"),
     (64, None, dict(rope_type="proportional", partial_rotary_factor=1.5), ValueError, "partial_rotary_factor"),
@@ -161,7 +165,7 @@ def test_bad_input_is_named(d, base, kw, exc, name):
 def test_extreme_valid_values_stay_finite_and_inputs_untouched():
     for kw in (dict(rope_type="ntk", factor=1e5), dict(rope_type="linear", factor=1e-300),
                dict(YARN, factor=1e6), dict(rope_type="dynamic", factor=1e3, max_position_embeddings=16)):
-        f, att = scaled_inv_freq(128, seq_len=1 << 20, **kw)
+        f, att = scaled_inv_freq(128, seq_len=10**20, **kw)        # beyond int64: a float64 length
         assert np.all(np.isfinite(f)) and np.all(f > 0) and math.isfinite(att) and att > 0, kw
     short, long_ = np.full(8, 2.0), [5.0] * 8
     f, _ = scaled_inv_freq(16, **LONG, short_factor=short, long_factor=long_)
