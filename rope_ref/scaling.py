@@ -147,8 +147,11 @@ def _yarn(d, base, seq_len, p):
         raise ValueError("base must be > 1 for rope_type='yarn' (the ramp divides by log(base)), got 1.0")
     beta_fast, beta_slow = p.get("beta_fast", 32.0), p.get("beta_slow", 1.0)
     # the pair dimensions whose wavelengths fit beta_fast and beta_slow turns in L_train
-    low, high = (d * (math.log(train_len / (2 * math.pi)) - math.log(n)) / (2 * math.log(base))   # finite logs
-                 for n in (beta_fast, beta_slow))
+    turns = [train_len / (2 * math.pi * n) for n in (beta_fast, beta_slow)]     # as transformers computes them
+    if not all(0 < t < math.inf for t in turns):
+        raise ValueError(f"beta_fast and beta_slow must give finite YaRN bounds for the training length {train_len}, "
+                         f"got beta_fast={beta_fast}, beta_slow={beta_slow}")
+    low, high = (d * math.log(t) / (2 * math.log(base)) for t in turns)
     if p.get("truncate", True):
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, d - 1)

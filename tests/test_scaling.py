@@ -133,7 +133,7 @@ def test_published_sections_with_transformers_v5_semantics():
     (64, None, dict(YARN, truncate="False"), TypeError, "truncate"),
     (128, None, dict(rope_type="ntk", factor=1e300), ValueError, "factor"),
     (64, 1.0, YARN, ValueError, "base"),
-    (64, None, dict(YARN, beta_fast=1e-308, beta_slow=1e-308), ValueError, "beta_fast"),
+    *[(64, None, dict(YARN, beta_fast=b, beta_slow=b), ValueError, "beta_fast") for b in (1e-308, 1e308)],
     (64, None, dict(YARN, original_max_position_embeddings=10**400), ValueError, "original_max_position_embeddings"),
     (64, None, dict(YARN, factor=math.e, mscale=1.0, mscale_all_dim=-10.0), ValueError, "attention_factor"),
     (64, None, dict(YARN, beta_fast=0), ValueError, "beta_fast"),          # transformers' `or 32` would replace it
