@@ -63,8 +63,8 @@ def parse_command_line(argv=None) -> argparse.Namespace:
         try:
             args.out = output_folder((source_checkout() or Path.cwd()) / "figures" if args.out is None else args.out,
                                      "--out", files)
-        except (OSError, ValueError) as exc:                     # OSError: a name too long for the system
-            parser.error(f"--out {args.out!r:.80}: {exc.strerror}" if isinstance(exc, OSError) else str(exc))
+        except ValueError as exc:
+            parser.error(str(exc))
     return args
 
 

@@ -18,7 +18,11 @@ def output_folder(out, name: str, files=()) -> Path:
     if not text.strip() or "\0" in text:
         raise ValueError(f"{name} must be a folder path, got {text!r}")
     folder = Path(os.path.abspath(os.path.expanduser(text)))
-    existing = next(path for path in (folder, *folder.parents) if path.exists())
+    try:
+        existing = next(path for path in (folder, *folder.parents) if path.exists())
+    except OSError as exc:          # a name too long for the system
+        raise ValueError(f"{name} must be a folder path the system accepts, got {text!r:.80} ({exc.strerror})") \
+            from None
     try:                            # a file made and gone: os.access grants root everything, even /proc
         tempfile.TemporaryFile(dir=existing).close()
     except OSError:
