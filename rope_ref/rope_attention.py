@@ -67,7 +67,8 @@ def softmax(scores, axis: int = -1, *, scale: float = 1.0) -> np.ndarray:
         raise ValueError(f"scores must be finite or -inf (masked), with a finite score in every row along axis {axis}")
     with np.errstate(over="ignore", invalid="ignore"):   # gap 0 times inf, or -inf times 0: replaced below
         gaps = s - top                                   # <= 0; -inf where masked, or beyond float64: then halved
-        scaled = np.where(np.isinf(gaps) & np.isfinite(s), (s / 2 - top / 2) * scale * 2, gaps * scale)
+        beyond = np.isinf(gaps) & np.isfinite(s)
+        scaled = np.where(beyond, (s / 2 - top / 2) * scale * 2, gaps * scale) if beyond.any() else gaps * scale
         scaled = np.where(gaps == 0, 0.0, np.where(np.isneginf(s), -np.inf, scaled))
     w = np.exp(scaled)
     return w / w.sum(axis=axis, keepdims=True)
