@@ -114,7 +114,8 @@ def hf_outputs(modeling, config, module, width, layer_type=None):
         return complex_outputs(modeling, module, complex_fn, width, layer_type)
     if fn is None:
         raise NotImplementedError("no apply_rotary_pos_emb in the modeling file")
-    params = list(inspect.signature(fn).parameters)
+    # transformers >= 5.25 wraps apply functions in a module (use_kernelized_func): its forward is the function
+    params = list(inspect.signature(getattr(fn, "forward", fn)).parameters)
     if params[:4] != ["q", "k", "cos", "sin"] and params[:3] != ["x", "cos", "sin"]:
         raise NotImplementedError(f"apply function takes {params}")
     q = torch.from_numpy(query(width))[None, None]
