@@ -108,7 +108,7 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
         offset = float(round(offset))
     if also:
         spec.notes.append(f"the offset is ambiguous: {len(also) + 1} offsets fit the angles (reported the smallest; "
-                          f"also {', '.join(f'{o:.0f}' for o in also[:3])})")
+                          f"also {', '.join(f'{o:.1f}' for o in also[:3])})")
     spec.offset = offset
     if spec.table_end:
         spec.table_end = (offset + spec.table_end[0], spec.table_end[1])
