@@ -118,8 +118,8 @@ FAMILIES = {
     "solar_open": Family(rope_theta=1e6, head_dim=128),
     "muse_glimmer_assistant": Family(rope_theta=500000.0, head_dim=128),
     "minimax_m2": Family(rope_theta=5e6, head_dim=128, rotary_key="rotary_dim"),   # rotary_dim in its configs
-    **dict.fromkeys(("minimax_m3_vl_text", "minicpm5_moe"),    # minimax_m3_vl's module ignores rotary_dim (64)
-                    Family(rope_theta=5e6, head_dim=128)),
+    "minimax_m3_vl_text": Family(rope_theta=5e6, head_dim=128),   # its module ignores rotary_dim (64)
+    "minicpm5_moe": Family(rope_theta=5e6, head_dim=128),
     "hy_v3": Family(rope_theta=11158840.0, head_dim=128),
     "jina_embeddings_v3": Family(rope_theta=20000.0),
     "gte": Family(rope_theta=160000.0),
@@ -149,8 +149,7 @@ FAMILIES = {
     **dict.fromkeys(("deepseek_v3", "kimi_k2", "glm4_moe_lite", "axk1", "youtu"), Family(interleave="flag", **_MLA)),
     "mistral4": Family(interleave="flag", **_MLA, rope=dict(_MISTRAL_YARN, rope_theta=10000.0, factor=128.0,
                                                             original_max_position_embeddings=8192)),
-    # hy_v4: attention and DSA indexer (on the trailing qk_rope_head_dim of its heads); rotate_half in transformers 5.24
-    **dict.fromkeys(("axk2", "hy_v4"), Family(**_MLA_HALF_OUT)),
+    **dict.fromkeys(("axk2", "hy_v4"), Family(**_MLA_HALF_OUT)),     # hy_v4: rotate_half in transformers 5.24
     "hy_v4_vl_text": Family(**_MLA_HALF_OUT, mrope=((12, 10, 10), True)),    # Qwen3-VL's interleaved M-RoPE layout
     "deepseek_v32": Family(**_MLA_HALF_OUT, parts={"indexer": ("index_head_dim", 128, "half", None)}),  # indexer: half
     # glm_moe_dsa's indexer, transformers 5.24: interleaved in, half out
