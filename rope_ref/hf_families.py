@@ -95,8 +95,8 @@ FAMILIES = {
     **dict.fromkeys(("olmo3", "flex_olmo", "bitnet", "csm", "csm_depth_decoder_model", "evolla", "mllama_text_model",
                      "muse_spark_text"), Family(rope_theta=500000.0)),
     **dict.fromkeys(("qwen3", "seed_oss", "afmoe", "lara_mini", "dia_decoder", "dia_encoder", "flint", "hrm_text",
-                     "kolibri1", "molmo2_text", "muse_glimmer_text", "qwen3_omni_moe_talker_code_predictor"),
-                    Family(head_dim=128)),
+                     "kolibri1", "kolibri1_1", "molmo2_text", "muse_glimmer_text",
+                     "qwen3_omni_moe_talker_code_predictor"), Family(head_dim=128)),
     **dict.fromkeys(("gemma", "gemma2", "vaultgemma", "t5_gemma_module"), Family(head_dim=256)),
     **dict.fromkeys(("phi", "persimmon", "nemotron", "bamba", "dots3_note_audio_encoder", "glmasr_encoder",
                      "nemotron3_5_transcribe_asr_audio", "nemotron3_5_transcribe_word_timestamp", "recurrent_gemma",
@@ -119,6 +119,7 @@ FAMILIES = {
     "muse_glimmer_assistant": Family(rope_theta=500000.0, head_dim=128),
     "minimax_m2": Family(rope_theta=5e6, head_dim=128, rotary_key="rotary_dim"),   # rotary_dim in its configs
     "minimax_m3_vl_text": Family(rope_theta=5e6, head_dim=128),   # its module ignores rotary_dim (64)
+    "minicpm5_moe": Family(rope_theta=5e6, head_dim=128),
     "hy_v3": Family(rope_theta=11158840.0, head_dim=128),
     "jina_embeddings_v3": Family(rope_theta=20000.0),
     "gte": Family(rope_theta=160000.0),
@@ -148,7 +149,8 @@ FAMILIES = {
     **dict.fromkeys(("deepseek_v3", "kimi_k2", "glm4_moe_lite", "axk1", "youtu"), Family(interleave="flag", **_MLA)),
     "mistral4": Family(interleave="flag", **_MLA, rope=dict(_MISTRAL_YARN, rope_theta=10000.0, factor=128.0,
                                                             original_max_position_embeddings=8192)),
-    "axk2": Family(**_MLA_HALF_OUT),
+    **dict.fromkeys(("axk2", "hy_v4"), Family(**_MLA_HALF_OUT)),     # hy_v4: rotate_half in transformers 5.24
+    "hy_v4_vl_text": Family(**_MLA_HALF_OUT, mrope=((12, 10, 10), True)),    # Qwen3-VL's interleaved M-RoPE layout
     "deepseek_v32": Family(**_MLA_HALF_OUT, parts={"indexer": ("index_head_dim", 128, "half", None)}),  # indexer: half
     # glm_moe_dsa's indexer, transformers 5.24: interleaved in, half out
     "glm_moe_dsa": Family(**_MLA_HALF_OUT, parts={"indexer": ("index_head_dim", 128, "interleaved", "half")}),
@@ -157,7 +159,6 @@ FAMILIES = {
     "longcat_flash": Family(**_MLA_HALF_OUT, rope_theta=1e7),
     "mistral_large4_text": Family(**_MLA_HALF_OUT, rope=dict(rope_type="yarn", rope_theta=10000.0, factor=2048.0,
         original_max_position_embeddings=512, beta_fast=32.0, beta_slow=1.0, attention_factor=1.0)),
-    "hy_v4": Family(**dict(_MLA, pairing="half")),                   # MLA with rotate_half pairs
     "minicpm3": Family(head_keys=("qk_rope_head_dim",), head_dim=32),
     # DeepSeek-V4: interleaved pairs on the trailing qk_rope_head_dim (64) of each 512-wide head (head_dim here is
     # that rotated part, as for MLA); layer_type "main" (rope_theta) or "compress" (compress_rope_theta, yarn)
@@ -165,6 +166,7 @@ FAMILIES = {
         "main": ("rope_theta", 1e4, False), "compress": ("compress_rope_theta", 160000.0, True)}),
     "dory": Family(head_dim=256, rope=_per_layer(full_attention=1e7, sliding_attention=1e4)),   # [layer types]
     "beam": Family(head_dim=128, rope=_per_layer(sliding_attention=1e4)),
+    "ergo": Family("interleaved", rope_theta=1e6, head_keys=(), rope=_per_layer(sliding_attention=1e6)),   # full: NoPE
     "step3p5": Family(head_dim=128, rope=_per_layer(full_attention=1e4)),
     "mellum": Family(head_dim=128, rope=_per_layer(full_attention=500000.0, sliding_attention=1e4)),
     "ultrabert": Family(rope=_per_layer(sliding_attention=1e4, full_attention=2560000.0)),

@@ -22,7 +22,7 @@ Verdicts:
   refused: ...       from_hf_config raises ValueError; with ``pairing=`` forced, which pairing would match
   not audited: ...   no text rotary module this script can drive generically (vision, complex
                      freqs_cis, ...): the reason
-Last run: transformers 5.24.0, torch 2.13.0+cpu (tests/data/audit_families.txt).
+Last run: transformers 5.25.0, torch 2.13.0+cpu (tests/data/audit_families.txt).
 What the module + apply function compute is what the attention does only where the attention calls
 them this way; the families from_hf_config supports were also read by hand (tests/data/README.md).
 """

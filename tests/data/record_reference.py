@@ -33,9 +33,10 @@ import transformers
 HERE = Path(__file__).parent
 LAYER_TYPES = {"v5-gemma3-text": ("full_attention", "sliding_attention"),    # configs with one RoPE per layer type
                "v5-modernbert": ("full_attention", "sliding_attention"),
-               "v5-gemma4-text": ("full_attention", "sliding_attention")}
+               "v5-gemma4-text": ("full_attention", "sliding_attention"),
+               "v5-ergo": ("sliding_attention",)}     # ergo's full-attention layers have no RoPE
 #: M-RoPE configs: recorded at (temporal, height, width) ids mrope_positions(offset, rows), not at one id per row.
-MROPE = {"v5-qwen3-5-text", "v5-qwen2-vl", "v5-qwen3-vl-text", "v5-glm4v-text"}
+MROPE = {"v5-qwen3-5-text", "v5-qwen2-vl", "v5-qwen3-vl-text", "v5-glm4v-text", "v5-hy-v4-vl-text"}
 
 
 def mrope_positions(offset, rows):
@@ -48,7 +49,7 @@ RECORD_AS = {"kimi_k2": "deepseek_v3"}
 OFFSETS = (0, 7, 5000)
 ROWS, TABLE_ROWS = 4, 64
 PARTIAL_IN_ATTENTION = {"phi", "stablelm", "persimmon", "gpt_neox_japanese"}   # the attention splits q
-REPEAT_INTERLEAVE = {"cohere", "cohere2"}   # modules whose cos/sin repeat each column twice in place
+REPEAT_INTERLEAVE = {"cohere", "cohere2", "ergo"}   # modules whose cos/sin repeat each column twice in place
 COMPLEX = {"llama4_text", "deepseek_v2"}                        # complex freqs_cis and apply_rotary_emb
 
 
@@ -84,7 +85,8 @@ def hf_rotary(name, cfg_dict, layer_type=None):
         return complex_rotary(modeling, module, head_dim, model_type)
     q = torch.from_numpy(query(head_dim))[None, None]          # (batch 1, heads 1, 4, head_dim)
     kw = {} if layer_type is None else {"layer_type": layer_type}
-    one_tensor = list(inspect.signature(modeling.apply_rotary_pos_emb).parameters)[:3] == ["x", "cos", "sin"]
+    apply = getattr(modeling, "apply_rotary_pos_emb", interleave)      # HY-V4: the interleave form only
+    one_tensor = list(inspect.signature(apply).parameters)[:3] == ["x", "cos", "sin"]
     if one_tensor and layer_type is not None:   # Gemma 4: a layer type's heads are as wide as its cos/sin
         head_dim = module(q, torch.arange(1)[None], **kw)[0].shape[-1]      # (global_head_dim on full layers)
         q = torch.from_numpy(query(head_dim))[None, None]
@@ -210,6 +212,7 @@ NEW_FAMILIES = (
     "qwen3_omni_moe_talker_code_predictor", "qwen3_omni_moe_talker_text", "qwen3_vl_moe_text", "qwen3_vl_text",
     "qwen4_exp_text", "recurrent_gemma", "t5_gemma_module", "timesfm2_5", "unlimited_ocr_text",
     "voxtral_realtime_encoder", "voxtral_realtime_text", "xcodec2", "deepseek_ocr2_encoder", "ministral3",
+    "kolibri1_1", "minicpm5_moe",      # added with the transformers 5.25.0 audit
 )
 
 
