@@ -88,7 +88,7 @@ def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.
 
 def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig | None, precision: Precision) -> tuple:
     """(the exact float64 RoPE of ``x``, the bound on |kernel - it| derived from ``precision`` (module docstring),
-    both of x's shape; the rounding of a rotated pair's output relative to |x_a| + |x_b|)."""
+    both of x's shape; for other pairs: the rounding relative to |x_a| + |x_b| and each row's angle term)."""
     factor, table = 1.0, cos is not None or sin is not None
     if config is not None:
         seq_len = None if positions is None else int(np.max(positions, initial=0)) + 1
@@ -112,11 +112,13 @@ def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig
     rounding = (0.0 if table else 2 * ua + ut) + 4 * uc + uo
     a, b = _pairs(r, pairing)
     xa, xb = x[..., a], x[..., b]
-    pair = abs(factor) * (np.hypot(xa, xb) * np.minimum(budget * ua, 2.0) + (np.abs(xa) + np.abs(xb)) * rounding)
+    turn = np.atleast_1d(np.minimum(budget * ua, 2.0))             # each pair's angle error, at most 2
+    pair = abs(factor) * (np.hypot(xa, xb) * turn + (np.abs(xa) + np.abs(xb)) * rounding)
     bound = np.abs(x) * uo + float(ml_dtypes.finfo(precision.output).smallest_normal)
     bound[..., a] += pair
     bound[..., b] += pair
-    return y, bound, rounding
+    slack = np.sqrt(2) * abs(factor) * np.abs(x).max(-1, keepdims=True) * turn.max(-1, keepdims=True)  # >= r * turn
+    return y, bound, (rounding, slack)
 
 
 def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=None, cos=None, sin=None, rows=None,
@@ -184,8 +186,8 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
 def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, bound, unit) -> tuple:
     """The checker's diagnosis of a kernel's output ``actual`` of ``x`` ``(..., d)`` at ``positions``, for
     assert_rope_close: the known defects whose model y, computed by the oracle, is within ``bound`` of actual
-    everywhere (plus ``unit`` (|x| + |y|), the bound's rounding terms, when the model pairs other features): (a line
-    each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
+    everywhere (plus ``unit``'s terms for its pairs when the model pairs other features): (a line each, their
+    names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
     d = x.shape[-1]
     if config is not None:
         given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope     # multi-axis: its F
@@ -193,19 +195,20 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
     pos = np.asarray(positions, np.float64)
     model = expected_model(rope, SimpleNamespace(pairing="interleaved", rotary_dim=d, offset=0, inv_freq=None,
                                                  rows=int(np.max(pos, initial=0)) + 1))    # else rotate's defaults
-    rows, everything = int(np.prod(x.shape[:-1])), (x, pos, actual, bound)
+    (rounding, slack), rows = unit, int(np.prod(x.shape[:-1]))
+    everything = x, pos, actual, bound, np.broadcast_to(slack, x.shape[:-1] + (1,))
     if rows > 4096 and np.ndim(model.inv_freq) < 2:     # searched on 4096 rows, the defects found checked on all
         keep = np.linspace(0, rows - 1, 4096).astype(int)
         pos = np.broadcast_to(pos, x.shape[:-1]).reshape(rows)[keep]
-        x, actual, bound = (a.reshape(rows, d)[keep] for a in (x, actual, bound))
-    def fits(m, x=x, pos=pos, actual=actual, bound=bound):      # the rounding terms again on pairs the bound lacks
+        x, actual, bound, slack = (a.reshape(rows, -1)[keep] for a in everything[:1] + everything[2:])
+    def fits(m, x=x, pos=pos, actual=actual, bound=bound, slack=slack):     # the pair terms again on other pairs
         same = all(getattr(m, k) == getattr(model, k) for k in ("pairing", "rotary_dim", "rotary_start",
                                                                 "output_pairing"))
         try:
             y = m.rotate(x, pos)
         except (ValueError, TypeError, ZeroDivisionError):       # a model the oracle refuses reproduces nothing
             return False
-        return bool(np.all(np.abs(actual - y) <= bound + (0.0 if same else unit) * (np.abs(x) + np.abs(y))))
+        return bool(np.all(np.abs(actual - y) <= bound + (0.0 if same else rounding * (np.abs(x) + np.abs(y)) + slack)))
 
     def reading(r=None):                              # one reading of the output, and the defects it gives
         spec = _measure_output(x, actual, pos, model, bound, r)

@@ -159,10 +159,10 @@ def test_a_defect_is_named_when_the_slowest_pairs_turn_by_less_than_the_bound(d,
     than the bound: the kernel fails and the defect is still named (rotary_dim: half the features, base 5e5 expected;
     measured only where the bound is finer than 2^-6)."""
     x = np.random.default_rng(d).standard_normal((128, d)).astype(dtype)
-    kernel = dict(kernel, rotary_dim=int(kernel.get("rotary_dim", 1) * d))
+    kernel = {"pairing": "interleaved", **kernel, "rotary_dim": int(kernel.get("rotary_dim", 1) * d)}
     expected = dict(base=5e5) if "rotary_dim" in name else {}
     with pytest.raises(RopeMismatch, match="bound") as info:
-        assert_rope_close(rr.rotate(x.astype(F32), **kernel).astype(dtype), x, precision=precision, **expected)
+        assert_rope_close(model_kernel(x, np.arange(128.0), **kernel), x, precision=precision, **expected)
     assert info.value.defects == [name], info.value.problems
 
 
