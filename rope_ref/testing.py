@@ -23,7 +23,7 @@ import numpy as np
 from ._validate import (as_given, check_choice, check_d, check_finite_array, check_freqs, check_keywords,
                         check_no_overflow, check_pairing, check_positions, check_positive_int, check_real_array,
                         check_x)
-from .forms import _arguments, _pairs, rotate, rotate_elementwise, rotation_angles
+from .forms import _arguments, _pairs, rotate, rotate_elementwise, rotation_angles, to_half
 from .hf_config import RopeConfig, from_hf_config
 from .kernel_check import DEFECTS, RopeMismatch, expected_model
 from .kernel_check.assertions import _expectations
@@ -117,6 +117,8 @@ def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig
     bound = np.abs(x) * uo + float(ml_dtypes.finfo(precision.output).smallest_normal)
     bound[..., a] += pair
     bound[..., b] += pair
+    if config is not None and config.output_pairing == "half":             # pairs written half-split (DeepSeek's MLA)
+        y[..., :r], bound[..., :r] = to_half(y[..., :r]), to_half(bound[..., :r])
     slack = np.sqrt(2) * abs(factor) * np.abs(x).max(-1, keepdims=True) * turn.max(-1, keepdims=True)  # >= r * turn
     return y, bound, (rounding, slack)
 
