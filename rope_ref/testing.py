@@ -190,7 +190,7 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
     assert_rope_close: the known defects whose model y, computed by the oracle, is within ``bound`` of actual
     everywhere (plus ``unit``'s terms for its pairs when the model pairs other features): (a line each, their
     names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
-    d = x.shape[-1]
+    d, rope = x.shape[-1], {k: v for k, v in rope.items() if v is not None}         # rotary_dim=None: the default
     if config is not None:
         given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope     # multi-axis: its F
         rope = _expectations(d, config, None, given, None)[2]
