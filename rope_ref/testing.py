@@ -7,7 +7,7 @@ hand-picked ``atol``.  docs/kernel_suites.md derives the bound; for feature ``e`
     |actual_e - exact_e| <= r * min(Delta, 2) + (|x_a| + |x_b|) * (2 u_angles + u_table + 4 u_compute + u_output)
                             + |x_e| * u_output  (the features that are not rotated: that term alone)
 
-with ``r = |(x_a, x_b)|`` and ``Delta = (6 + |ln theta_j|) * u_angles * |phi|``; given ``angles=``, Delta =
+with ``r = |(x_a, x_b)|`` and ``Delta = (6 + 2j + |ln theta_j|) * u_angles * |phi|``; given ``angles=``, Delta =
 u_angles * |phi|; given a ``cos``/``sin`` table, Delta = 0 and no table rounding.
 """
 
@@ -105,7 +105,7 @@ def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig
         positions, freqs, r = _arguments(positions, x.shape[-1], rope.get("base", 10000.0), pairing,
                                          rope.get("rotary_dim"), rope.get("inv_freq"), x.shape[:-1])
         magnitude = np.abs(freqs).reshape(r // 2, -1).max(axis=1)
-        steps = 6.0 + np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))      # per pair
+        steps = 6.0 + 2 * np.arange(r // 2) + np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))   # per pair j
         budget = steps * rotation_angles(np.abs(positions), np.abs(freqs))           # each term rounds
         y[..., :r] *= factor                                            # cos and sin scaled: the rotated part only
     ua, ut, uc, uo = (precision.roundoff(s) for s in ("angles", "table", "compute", "output"))

@@ -19,10 +19,10 @@ F32, BF16, F16 = np.float32, ml_dtypes.bfloat16, np.float16
 
 
 def model_kernel(x, pos, *, base=10000.0, pairing="half", rotary_dim=None, table=F32, compute=F32):
-    """A kernel as the suites' references compute it (transformers' LlamaRotaryEmbedding): float32 frequencies and
-    angles, the table and arithmetic in ``table``/``compute``, written out in x's dtype."""
+    """A kernel as ggml computes it: pair j's float32 frequency the j-th product of base^(-2/r) (the least precise of
+    the suites' ways), float32 angles, the table and arithmetic in ``table``/``compute``, written out in x's dtype."""
     r = rotary_dim or x.shape[-1]
-    inv = F32(1.0) / F32(base) ** (np.arange(0, r, 2).astype(F32) / F32(r))
+    inv = np.cumprod(np.r_[F32(1), np.full(r // 2 - 1, F32(base) ** (F32(-2) / F32(r)), F32)], dtype=F32)
     ang = np.asarray(pos).astype(F32)[..., None] * inv
     c, s = np.cos(ang).astype(table).astype(compute), np.sin(ang).astype(table).astype(compute)
     xr, rest = x[..., :r].astype(compute), x[..., r:].astype(compute)
