@@ -7,7 +7,7 @@ hand-picked ``atol``.  docs/kernel_suites.md derives the bound; for feature ``e`
     |actual_e - exact_e| <= r * min(Delta, 2) + (|x_a| + |x_b|) * (2 u_angles + u_table + 4 u_compute + u_output)
                             + |x_e| * u_output  (the features that are not rotated: that term alone)
 
-with ``r = |(x_a, x_b)|`` and ``Delta = (6 + |ln theta_j|) * u_angles * |phi|``; given ``angles=``, Delta =
+with ``r = |(x_a, x_b)|`` and ``Delta = (6 + 2j + |ln theta_j|) * u_angles * |phi|``; given ``angles=``, Delta =
 u_angles * |phi|; given a ``cos``/``sin`` table, Delta = 0 and no table rounding.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 from ._validate import (as_given, check_choice, check_d, check_finite_array, check_freqs, check_keywords,
                         check_no_overflow, check_pairing, check_positions, check_positive_int, check_real_array,
                         check_x)
-from .forms import _arguments, _pairs, rotate, rotate_elementwise, rotation_angles
+from .forms import _arguments, _pairs, rotate, rotate_elementwise, rotation_angles, to_half
 from .hf_config import RopeConfig, from_hf_config
 from .kernel_check import DEFECTS, RopeMismatch, expected_model
 from .kernel_check.assertions import _expectations
@@ -88,7 +88,7 @@ def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.
 
 def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig | None, precision: Precision) -> tuple:
     """(the exact float64 RoPE of ``x``, the bound on |kernel - it| derived from ``precision`` (module docstring),
-    both of x's shape; the rounding of a rotated pair's output relative to |x_a| + |x_b|)."""
+    both of x's shape; for other pairs: the rounding relative to |x_a| + |x_b| and each row's angle term)."""
     factor, table = 1.0, cos is not None or sin is not None
     if config is not None:
         seq_len = None if positions is None else int(np.max(positions, initial=0)) + 1
@@ -105,18 +105,22 @@ def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig
         positions, freqs, r = _arguments(positions, x.shape[-1], rope.get("base", 10000.0), pairing,
                                          rope.get("rotary_dim"), rope.get("inv_freq"), x.shape[:-1])
         magnitude = np.abs(freqs).reshape(r // 2, -1).max(axis=1)
-        steps = 6.0 + np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))      # per pair
+        steps = 6.0 + 2 * np.arange(r // 2) + np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))   # per pair j
         budget = steps * rotation_angles(np.abs(positions), np.abs(freqs))           # each term rounds
         y[..., :r] *= factor                                            # cos and sin scaled: the rotated part only
     ua, ut, uc, uo = (precision.roundoff(s) for s in ("angles", "table", "compute", "output"))
     rounding = (0.0 if table else 2 * ua + ut) + 4 * uc + uo
     a, b = _pairs(r, pairing)
     xa, xb = x[..., a], x[..., b]
-    pair = abs(factor) * (np.hypot(xa, xb) * np.minimum(budget * ua, 2.0) + (np.abs(xa) + np.abs(xb)) * rounding)
+    turn = np.atleast_1d(np.minimum(budget * ua, 2.0))             # each pair's angle error, at most 2
+    pair = abs(factor) * (np.hypot(xa, xb) * turn + (np.abs(xa) + np.abs(xb)) * rounding)
     bound = np.abs(x) * uo + float(ml_dtypes.finfo(precision.output).smallest_normal)
     bound[..., a] += pair
     bound[..., b] += pair
-    return y, bound, rounding
+    if config is not None and config.output_pairing == "half":             # pairs written half-split (DeepSeek's MLA)
+        y[..., :r], bound[..., :r] = to_half(y[..., :r]), to_half(bound[..., :r])
+    slack = np.sqrt(2) * abs(factor) * np.abs(x).max(-1, keepdims=True) * turn.max(-1, keepdims=True)  # >= r * turn
+    return y, bound, (rounding, slack)
 
 
 def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=None, cos=None, sin=None, rows=None,
@@ -184,28 +188,29 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
 def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, bound, unit) -> tuple:
     """The checker's diagnosis of a kernel's output ``actual`` of ``x`` ``(..., d)`` at ``positions``, for
     assert_rope_close: the known defects whose model y, computed by the oracle, is within ``bound`` of actual
-    everywhere (plus ``unit`` (|x| + |y|), the bound's rounding terms, when the model pairs other features): (a line
-    each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
-    d = x.shape[-1]
+    everywhere (plus ``unit``'s terms for its pairs when the model pairs other features): (a line each, their
+    names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
+    d, rope = x.shape[-1], {k: v for k, v in rope.items() if v is not None}         # rotary_dim=None: the default
     if config is not None:
         given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope     # multi-axis: its F
         rope = _expectations(d, config, None, given, None)[2]
     pos = np.asarray(positions, np.float64)
     model = expected_model(rope, SimpleNamespace(pairing="interleaved", rotary_dim=d, offset=0, inv_freq=None,
                                                  rows=int(np.max(pos, initial=0)) + 1))    # else rotate's defaults
-    rows, everything = int(np.prod(x.shape[:-1])), (x, pos, actual, bound)
+    (rounding, slack), rows = unit, int(np.prod(x.shape[:-1]))
+    everything = x, pos, actual, bound, np.broadcast_to(slack, x.shape[:-1] + (1,))
     if rows > 4096 and np.ndim(model.inv_freq) < 2:     # searched on 4096 rows, the defects found checked on all
         keep = np.linspace(0, rows - 1, 4096).astype(int)
         pos = np.broadcast_to(pos, x.shape[:-1]).reshape(rows)[keep]
-        x, actual, bound = (a.reshape(rows, d)[keep] for a in (x, actual, bound))
-    def fits(m, x=x, pos=pos, actual=actual, bound=bound):      # the rounding terms again on pairs the bound lacks
+        x, actual, bound, slack = (a.reshape(rows, -1)[keep] for a in everything[:1] + everything[2:])
+    def fits(m, x=x, pos=pos, actual=actual, bound=bound, slack=slack):     # the pair terms again on other pairs
         same = all(getattr(m, k) == getattr(model, k) for k in ("pairing", "rotary_dim", "rotary_start",
                                                                 "output_pairing"))
         try:
             y = m.rotate(x, pos)
         except (ValueError, TypeError, ZeroDivisionError):       # a model the oracle refuses reproduces nothing
             return False
-        return bool(np.all(np.abs(actual - y) <= bound + (0.0 if same else unit) * (np.abs(x) + np.abs(y))))
+        return bool(np.all(np.abs(actual - y) <= bound + (0.0 if same else rounding * (np.abs(x) + np.abs(y)) + slack)))
 
     def reading(r=None):                              # one reading of the output, and the defects it gives
         spec = _measure_output(x, actual, pos, model, bound, r)

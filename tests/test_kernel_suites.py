@@ -1,5 +1,5 @@
-"""flash-attention's, vLLM's, Liger's and FlashInfer's torch references (recorded) pass assert_rope_close with the
-derived tolerance; against a planted defect they fail."""
+"""flash-attention's, vLLM's, Liger's, FlashInfer's and DeepSeek-V3's torch references (recorded) pass
+assert_rope_close with the derived tolerance; against a planted defect they fail."""
 
 import json
 from pathlib import Path

@@ -19,10 +19,10 @@ F32, BF16, F16 = np.float32, ml_dtypes.bfloat16, np.float16
 
 
 def model_kernel(x, pos, *, base=10000.0, pairing="half", rotary_dim=None, table=F32, compute=F32):
-    """A kernel as the suites' references compute it (transformers' LlamaRotaryEmbedding): float32 frequencies and
-    angles, the table and arithmetic in ``table``/``compute``, written out in x's dtype."""
+    """A kernel as ggml computes it: pair j's float32 frequency the j-th product of base^(-2/r) (the least precise of
+    the suites' ways), float32 angles, the table and arithmetic in ``table``/``compute``, written out in x's dtype."""
     r = rotary_dim or x.shape[-1]
-    inv = F32(1.0) / F32(base) ** (np.arange(0, r, 2).astype(F32) / F32(r))
+    inv = np.cumprod(np.r_[F32(1), np.full(r // 2 - 1, F32(base) ** (F32(-2) / F32(r)), F32)], dtype=F32)
     ang = np.asarray(pos).astype(F32)[..., None] * inv
     c, s = np.cos(ang).astype(table).astype(compute), np.sin(ang).astype(table).astype(compute)
     xr, rest = x[..., :r].astype(compute), x[..., r:].astype(compute)
@@ -159,10 +159,10 @@ def test_a_defect_is_named_when_the_slowest_pairs_turn_by_less_than_the_bound(d,
     than the bound: the kernel fails and the defect is still named (rotary_dim: half the features, base 5e5 expected;
     measured only where the bound is finer than 2^-6)."""
     x = np.random.default_rng(d).standard_normal((128, d)).astype(dtype)
-    kernel = dict(kernel, rotary_dim=int(kernel.get("rotary_dim", 1) * d))
-    expected = dict(base=5e5) if "rotary_dim" in name else {}
+    kernel = {"pairing": "interleaved", **kernel, "rotary_dim": int(kernel.get("rotary_dim", 1) * d)}
+    expected = dict(base=5e5) if "rotary_dim" in name else dict(rotary_dim=None)       # None: rotate's default
     with pytest.raises(RopeMismatch, match="bound") as info:
-        assert_rope_close(rr.rotate(x.astype(F32), **kernel).astype(dtype), x, precision=precision, **expected)
+        assert_rope_close(model_kernel(x, np.arange(128.0), **kernel), x, precision=precision, **expected)
     assert info.value.defects == [name], info.value.problems
 
 

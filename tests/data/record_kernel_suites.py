@@ -1,4 +1,5 @@
-"""Record the torch references of four kernel test suites on samples of their grids, for tests/test_kernel_suites.py.
+"""Record the torch references of four kernel test suites on samples of their grids (and transformers' DeepSeek-V3
+MLA, which writes its pairs half-split), for tests/test_kernel_suites.py.
 
 Run where torch (and, for Liger's references, transformers) is installed (not needed to run the tests):
     python tests/data/record_kernel_suites.py
@@ -153,6 +154,25 @@ def liger():
              "output": str(dtype)[6:]})
 
 
+def deepseek():
+    """transformers' DeepSeek-V3 (MLA): interleaved pairs in, written half-split (its config's output_pairing)."""
+    from transformers import DeepseekV3Config
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import (DeepseekV3RotaryEmbedding,
+                                                                       apply_rotary_pos_emb_interleave)
+    for dtype in (torch.bfloat16, torch.float32):
+        torch.manual_seed(3)
+        config = {"model_type": "deepseek_v3", "hidden_size": 256, "num_attention_heads": 2, "qk_rope_head_dim": 64,
+                  "qk_nope_head_dim": 128, "v_head_dim": 128, "rope_theta": 1e4}
+        rope = DeepseekV3RotaryEmbedding(DeepseekV3Config(**config))
+        q = torch.randn(1, 2, 64, 64, dtype=dtype)
+        positions = torch.arange(64)[None] + 300
+        cos, sin = rope(q, positions)
+        out, _ = apply_rotary_pos_emb_interleave(q, q, cos, sin)
+        p = str(dtype)[6:]
+        keep(f"transformers/deepseek_v3/{p}", "transformers", q, out, {"config": config},
+             {"angles": "float32", "table": p, "compute": p, "output": p}, positions=positions)
+
+
 def flashinfer():
     for interleave in (True, False):
         for rotary_dim in (64, 32):
@@ -180,6 +200,7 @@ def main():
     flash_attention()
     vllm()
     liger()
+    deepseek()
     flashinfer()
     import transformers
     meta = {"torch": torch.__version__, "transformers": transformers.__version__, "cases": CASES}
