@@ -191,7 +191,9 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
     everywhere (plus ``unit``'s terms for its pairs when the model pairs other features): (a line each, their
     names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
     d, rope = x.shape[-1], {k: v for k, v in rope.items() if v is not None}         # rotary_dim=None: the default
-    if config is not None:
+    if config is not None and not config.axes and np.ndim(rope.get("inv_freq")) == 2:    # a 1-D config, A axes given
+        rope = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor) | rope
+    elif config is not None:
         given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope     # multi-axis: its F
         rope = _expectations(d, config, None, given, None)[2]
     pos = np.asarray(positions, np.float64)

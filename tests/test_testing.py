@@ -214,3 +214,12 @@ def test_torch_tensors_in_any_float_dtype_with_grad():
         yt = torch.tensor(model_kernel(xn, np.arange(6.0), table=xn.dtype, compute=xn.dtype).astype(np.float32))
         assert_rope_close(yt.to(dtype), xt, np.arange(6), precision=precision, pairing="half")
         assert rotate_table(xt, np.ones((6, 8)), np.zeros((6, 8))).dtype == dtype      # a tensor of x's dtype
+
+
+def test_a_1d_config_beside_multi_axis_inv_freq_gives_its_attention_factor_to_the_diagnosis():
+    x, F = np.random.default_rng(0).standard_normal((16, 8)), np.eye(2)[[0, 0, 1, 1]] * rr.frequencies(8)[:, None]
+    pos = np.stack([np.arange(16), np.arange(16) % 4])
+    config = rr.RopeConfig(None, 8, 8, "half", 1e4, "default", attention_factor=1.5)       # 1-D, cos/sin times 1.5
+    with pytest.raises(RopeMismatch) as info:
+        assert_rope_close(rr.rotate(x, pos, inv_freq=F, pairing="half"), x, pos, config=config, inv_freq=F)
+    assert info.value.defects == ["attention factor missing"]

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import torch
 
 import rope_ref as rr
-from rope_ref.testing import Precision, assert_rope_close, layout_positions
+from rope_ref.testing import assert_rope_close, layout_positions
 from port_common import case, plant, summary
 
 
