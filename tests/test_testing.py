@@ -111,6 +111,12 @@ def test_layouts_give_each_token_its_position(layout, shape):
     assert_rope_close(y, x, layout=layout, seqlen_offsets=[7, 0, 3], **packing)
     with pytest.raises(AssertionError):
         assert_rope_close(y, x, layout=layout, **packing)
+    kernels = dict(seqlen_offsets=packing) | (dict(cu_seqlens=dict(cu_seqlens=[0, 11])) if packing else {})
+    for ignored, kernel in kernels.items():                   # a ragged batch's kernel's usual bugs, named
+        with pytest.raises(AssertionError) as info:
+            assert_rope_close(rr.rotate(x, layout=layout, **kernel), x, layout=layout, seqlen_offsets=[7, 0, 3],
+                              **packing)
+        assert info.value.defects == [f"{ignored} ignored"], info.value.problems
 
 
 @pytest.mark.parametrize("pairing", ["half", "interleaved"])
