@@ -27,37 +27,20 @@ def rotate_every_two(x):
     return np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
 
 
-def neox_rotate_half(x, pos, base=10000.0):
-    """GPT-NeoX / HF transformers form, written from their source: x*cos + rotate_half(x)*sin."""
-    d = x.shape[-1]
-    freqs = np.outer(pos, 1.0 / base ** (np.arange(0, d, 2) / d))
-    emb = np.concatenate([freqs, freqs], axis=-1)
-    return x * np.cos(emb) + rotate_half(x) * np.sin(emb)
-
-
-def llama_complex(x, pos, base=10000.0):
-    """Meta Llama's form: view_as_complex of (..., d/2, 2) times polar(1, freqs)."""
-    d = x.shape[-1]
-    freqs = np.outer(pos, 1.0 / base ** (np.arange(0, d, 2)[: d // 2] / d))
-    z = x.reshape(*x.shape[:-1], d // 2, 2)
-    z = z[..., 0] + 1j * z[..., 1]
-    out = z * np.exp(1j * freqs)
-    return np.stack([out.real, out.imag], axis=-1).reshape(x.shape)
-
-
-def neox(x, offset=0, *, sign=1.0, angle_dtype=np.float64):
-    """GPT-NeoX / HF on (seq, d), row r at offset + r: x*cos + sign * rotate_half(x)*sin, angles in angle_dtype."""
-    seq, d = x.shape
-    ang = (np.arange(seq) + offset).astype(angle_dtype)[:, None] * freqs64(d).astype(angle_dtype)
+def neox(x, offset=0, *, base=10000.0, sign=1.0, angle_dtype=np.float64):
+    """GPT-NeoX / HF on (..., seq, d), row r at offset + r (offset: a number or one per row): x*cos + sign *
+    rotate_half(x)*sin, angles in angle_dtype."""
+    seq, d = x.shape[-2:]
+    ang = (np.arange(seq) + offset).astype(angle_dtype)[:, None] * freqs64(d, base).astype(angle_dtype)
     emb = np.concatenate([ang, ang], axis=-1).astype(np.float64)
     return x * np.cos(emb) + sign * rotate_half(x) * np.sin(emb)
 
 
-def llama(x, offset=0):
-    """Meta Llama style on (seq, d): interleaved pairs as complex numbers times e^{i (offset + r) theta}."""
-    seq, d = x.shape
-    z = (x[:, 0::2] + 1j * x[:, 1::2]) * np.exp(1j * np.outer(np.arange(seq) + offset, freqs64(d)))
-    return np.stack([z.real, z.imag], axis=-1).reshape(seq, d)
+def llama(x, offset=0, *, base=10000.0):
+    """Meta Llama style on (..., seq, d): interleaved pairs as complex numbers times e^{i (offset + r) theta}."""
+    seq, d = x.shape[-2:]
+    z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * np.outer(np.arange(seq) + offset, freqs64(d, base)))
+    return np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
 
 
 def hf_inv_freq(dim, base=10000.0):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import rope_ref as rr
-from kernels import llama_complex, neox_rotate_half
+from kernels import llama, neox
 
 
 def test_frequencies_and_basis_vectors_by_hand():
@@ -55,9 +55,9 @@ def test_all_forms_agree(d, kind, rng):
         forms = {"elementwise": rr.rotate_elementwise(x, pos, base=base), "fast": rr.rotate(x, pos, base=base),
                  "complex": rr.rotate_complex(x, pos, base=base),
                  "half": rr.to_interleaved(rr.rotate(rr.to_half(x), pos, base=base, pairing="half"))}
-        if pos.ndim == 1:                          # Meta Llama's and HF's (NeoX) forms, written from their source
-            forms |= {"llama": llama_complex(x, pos, base),
-                      "neox": rr.to_interleaved(neox_rotate_half(rr.to_half(x), pos, base))}
+        if pos.ndim == 1:                          # Meta Llama's and HF's (NeoX) forms: row r at pos[r]
+            forms |= {"llama": llama(x, pos - np.arange(17), base=base),
+                      "neox": rr.to_interleaved(neox(rr.to_half(x), pos - np.arange(17), base=base))}
         for name, out in forms.items():
             np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12, err_msg=name)
 

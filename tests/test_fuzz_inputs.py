@@ -129,17 +129,3 @@ def test_angles_are_computed_in_float64(dtype):
 def test_big_endian_integers_are_promoted_to_float64_and_a_memoryview_of_numbers_is_numbers():
     assert rr.rotate(np.arange(8).astype(">i4")).dtype == np.float64
     np.testing.assert_array_equal(rr.rotate(np.ones((1, 2)), memoryview(np.array([0.0]))), [[1.0, 1.0]])
-
-
-def test_importing_rope_ref_installs_no_signal_handler(monkeypatch):
-    """Issue 38 bug 1: a package importing rope_ref under `python -m` got rope_ref's Ctrl-C handler."""
-    import importlib
-    import signal
-    import sys
-    before = signal.getsignal(signal.SIGINT)
-    monkeypatch.setattr(sys, "argv", ["-m"])        # what Python sets while it imports the package of `python -m`
-    try:
-        importlib.reload(rr)
-        assert signal.getsignal(signal.SIGINT) is before
-    finally:
-        signal.signal(signal.SIGINT, before)
