@@ -134,13 +134,19 @@ def test_a_missing_dependency_is_named_in_one_line_a_broken_import_in_rope_ref_i
     assert ("Traceback" in res.stderr) == traceback and (len(res.stderr.strip().splitlines()) == 1) != traceback
 
 
+def _sigint_default():
+    """In the child: Ctrl-C as a terminal gives it, even when this run was started with SIGINT ignored (a background
+    job of a non-interactive shell)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("command", [["check", "--d", "512", "--seq", "16384"], ["site"]], ids=["check", "site"])
 def test_ctrl_c_to_the_process_group_is_one_line_status_130(tmp_path, command):
     """As a terminal sends it: to the command and, for site, the notebook's kernel; no process is left."""
     args = command + (["--out", str(tmp_path / "site")] if command == ["site"] else [])
     proc = subprocess.Popen([sys.executable, "-m", "rope_ref", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, env=ENV)
+                            text=True, start_new_session=True, env=ENV, preexec_fn=_sigint_default)
     deadline = time.monotonic() + 120
     while not subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True).stdout and command == ["site"]:
         assert proc.poll() is None and time.monotonic() < deadline, "site ended before its kernel started"
@@ -163,7 +169,8 @@ def test_a_package_that_imports_rope_ref_keeps_its_own_ctrl_c(tmp_path):
     (package / "__main__.py").write_text("import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\n"
                                          "time.sleep(30)\n")
     res = subprocess.run([sys.executable, "-m", "thatpackage"], capture_output=True, text=True, timeout=60,
-                         cwd=tmp_path, env={**ENV, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
+                         cwd=tmp_path, env={**ENV, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"},
+                         preexec_fn=_sigint_default)
     assert "KeyboardInterrupt" in res.stderr and "python -m rope_ref" not in res.stderr, res.stderr
 
 
