@@ -117,6 +117,8 @@ def test_layouts_give_each_token_its_position(layout, shape):
             assert_rope_close(rr.rotate(x, layout=layout, **kernel), x, layout=layout, seqlen_offsets=[7, 0, 3],
                               **packing)
         assert info.value.defects == [f"{ignored} ignored"], info.value.problems
+    with pytest.raises(AssertionError, match="seqlen_offsets ignored"):    # one offset for all: named so, not "offset"
+        assert_rope_close(rr.rotate(x, layout=layout, **packing), x, layout=layout, seqlen_offsets=7, **packing)
 
 
 @pytest.mark.parametrize("pairing", ["half", "interleaved"])
