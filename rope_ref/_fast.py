@@ -1,10 +1,7 @@
-"""How :func:`rope_ref.rotate` computes eq 34 fast, on checked arguments.
-
-cos and sin of float64 angles, one row per position given (the last table kept, as transformers' rotary
-modules keep cos/sin); interleaved pairs as one complex multiply ``(x_2i + i x_2i+1) * (cos + i sin)``;
-half-split pairs as ``x * [cos, cos] + [x2, x1] * [-sin, sin]`` over blocks that stay in cache; float16 and
-bfloat16 computed in float32 and rounded once.  Only the first ``r`` features are computed: a partial rotation
-costs about the copy of x plus the rotation of the part (measured in ``benchmarks/``; how: :func:`_rotate_into`).
+"""How :func:`rope_ref.rotate` computes eq 34 fast, on checked arguments: cos and sin of float64 angles in tables
+(:func:`tables`, the last kept, as transformers' rotary modules keep cos/sin); pairs turned block by block in cache
+(:func:`_rotate_into`); float16 and bfloat16 computed in float32 and rounded once; only the first ``r`` features, so
+a partial rotation costs about the copy of x plus the rotation of the part (measured in ``benchmarks/``).
 """
 
 from __future__ import annotations
@@ -90,9 +87,6 @@ def _rotate_into(x, out, tabs, pairing, r, work) -> None:
     (half-split; 16-bit or strided x: a converted copy)."""
     whole = r == x.shape[-1]
     direct = x.dtype == work and x.strides[-1] == work.itemsize
-    if direct and whole and pairing == "interleaved":           # one complex multiply, no temporaries
-        _rotate_block(x, out, tabs, pairing, None)
-        return
     blocks = list(_blocks(x.shape[:-1], max(1, BLOCK_ELEMENTS // r)))
     if len(blocks) > 1:                                          # the tables indexed as x is
         tabs = [np.broadcast_to(t, x.shape[:-1] + t.shape[-1:]) for t in tabs]

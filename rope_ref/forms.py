@@ -53,8 +53,7 @@ def _matrix(angles, d: int, pairing: str) -> np.ndarray:
     """R of eq 15 for ``angles`` ``P + (r/2,)``: float64 ``P + (d, d)``, pair j on features (a, b) turned by
     [[cos, -sin], [sin, cos]], the identity beyond r = 2 * angles.shape[-1]."""
     r = 2 * angles.shape[-1]
-    R = np.zeros(angles.shape[:-1] + (d, d))
-    R[..., np.arange(r, d), np.arange(r, d)] = 1.0
+    R = np.broadcast_to(np.eye(d), angles.shape[:-1] + (d, d)).copy()
     a, b = _pairs(r, pairing)
     R[..., a, a] = R[..., b, b] = np.cos(angles)
     R[..., b, a] = np.sin(angles)

@@ -138,11 +138,10 @@ def linear_attention_dense(q, k, v, positions=None, *, causal: bool = False, bas
     ``positions`` 1-D of length N (default ``arange(N)``); returns float64 ``(..., N, d_v)``; sums that under- or
     overflow float64 are refused (:func:`linear_attention` normalises them)."""
     q, k, v, causal = _check_qkv(q, k, v, causal, same_length=True)
-    n_pos = q.shape[-2]
-    pos = np.broadcast_to(check_positions(positions, (n_pos,), "positions", "(q.shape[-2],)"), (n_pos,))
+    pos = np.broadcast_to(check_positions(positions, q.shape[-2:-1], "positions", "(q.shape[-2],)"), q.shape[-2:-1])
     R = rotation_matrix(pos, q.shape[-1], base)  # (N, d, d)
     fq, fk = elu_plus_one(q), elu_plus_one(k)
-    mask = np.tril(np.ones((n_pos, n_pos))) if causal else 1.0           # n <= m
+    mask = np.tril(np.ones(pos.shape * 2)) if causal else 1.0           # n <= m
     with np.errstate(over="ignore", invalid="ignore"):   # checked below: a ValueError, not a warning
         num_w = np.einsum("nij,...nj->...ni", R, fq) @ np.swapaxes(np.einsum("nij,...nj->...ni", R, fk), -1, -2)
         num_w, den = num_w * mask, ((fq @ np.swapaxes(fk, -1, -2)) * mask).sum(axis=-1, keepdims=True)
