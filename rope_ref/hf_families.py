@@ -118,8 +118,7 @@ FAMILIES = {
     "solar_open": Family(rope_theta=1e6, head_dim=128),
     "muse_glimmer_assistant": Family(rope_theta=500000.0, head_dim=128),
     "minimax_m2": Family(rope_theta=5e6, head_dim=128, rotary_key="rotary_dim"),   # rotary_dim in its configs
-    "minimax_m3_vl_text": Family(rope_theta=5e6, head_dim=128),   # its module ignores rotary_dim (64)
-    "minicpm5_moe": Family(rope_theta=5e6, head_dim=128),
+    **dict.fromkeys(("minimax_m3_vl_text", "minicpm5_moe"), Family(rope_theta=5e6, head_dim=128)),  # rotary_dim unused
     "hy_v3": Family(rope_theta=11158840.0, head_dim=128),
     "jina_embeddings_v3": Family(rope_theta=20000.0),
     "gte": Family(rope_theta=160000.0),

@@ -99,11 +99,6 @@ def _one_value(given, alias, check, default):
     return next(iter(values.values()), default)
 
 
-def _default(d, base, seq_len, p):
-    """theta_i = base^(-2i/d): RoFormer (Su et al. 2021, arXiv:2104.09864), eq 15."""
-    return frequencies(d, base)
-
-
 def _linear(d, base, seq_len, p):
     """Position interpolation, theta_i / factor: position m read as m / factor (Chen et al. 2023, arXiv:2306.15595)."""
     return frequencies(d, base) / p["factor"]
@@ -254,7 +249,7 @@ def _yarn_candidates(fit):       # after llama3's of the same factor and trainin
 
 #: rope_type -> ScalingMethod: the one registry of context-extension methods (names as transformers' rope_type).
 SCALING_METHODS = {
-    "default": ScalingMethod(_default, candidates=_default_candidates),
+    "default": ScalingMethod(lambda d, base, seq_len, p: frequencies(d, base), candidates=_default_candidates),  # eq 15
     "linear": ScalingMethod(_linear, required=(("factor",),), candidates=_linear_candidates,
                             example=lambda factor, train_len: dict(factor=factor)),
     "ntk": ScalingMethod(_ntk, required=(("factor",),), config_names=(), candidates=_ntk_candidates,
