@@ -179,9 +179,8 @@ def check_freqs(freqs, name: str = "freqs", *, axes: bool = False, n_pairs: int 
 
 
 def check_angles(positions, freqs: np.ndarray, lead_shape: tuple | None = None, name: str = "positions") -> tuple:
-    """(``positions`` checked for the checked ``freqs`` (:func:`check_positions`), ``freqs``); a ValueError if the
-    angles sum_a freqs[j, a] positions[a] can overflow float64, a RopeRefPrecisionWarning (every call) once they
-    can reach 2^34, where float64 rounds an angle by more than 1e-6 rad."""
+    """(``positions`` checked for the checked ``freqs`` (:func:`check_positions`), ``freqs``); angles that can
+    overflow float64 raise, and ones that can reach 2^34 warn, on every call (:func:`rope_ref.rotation_angles`)."""
     positions = check_positions(positions, lead_shape, name, axes=None if freqs.ndim == 1 else freqs.shape[1])
     pairs = [(positions, freqs)] if freqs.ndim == 1 else zip(positions, freqs.T)     # Python floats: inf, no warning
     peak = sum(float(abs(p).max(initial=0.0)) * float(abs(f).max(initial=0.0)) for p, f in pairs)
