@@ -51,6 +51,7 @@ check_d = _number_check("a positive even integer below 2**63", lambda v: 0 < v <
                         default_name="d")
 check_length = _number_check("a positive integer below 2**1023", lambda v: 0 < v < 2 ** 1023)      # a float64 too
 check_positive_real = _number_check("a positive finite real number", lambda v: 0 < v < np.inf, real=True)
+check_fraction = _number_check("a number in (0, 1]", lambda v: 0 < v <= 1, real=True)
 
 
 def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:

@@ -8,7 +8,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ._config_file import load_config
-from ._validate import (as_given, check_base, check_bool, check_choice, check_length, check_no_overflow, check_number,
+from ._validate import (as_given, check_base, check_bool, check_choice, check_fraction, check_length, check_no_overflow,
                         check_pairing, check_positions, check_positive_real, check_rotary_dim, check_x)
 from .forms import rotate
 from .hf_families import DIFFUSERS_FAMILIES, FAMILIES, Family
@@ -277,7 +277,7 @@ def _rotary_dim(cfg, rope, rope_type, family, head_dim) -> int:
     if factor is None:
         key = next((k for k in ("partial_rotary_factor", "rotary_pct") if cfg.get(k) is not None), key)
         factor = cfg.get(key)
-    factor = None if factor is None else check_number(factor, key, "in (0, 1]", lambda v: 0 < v <= 1, real=True)
+    factor = None if factor is None else check_fraction(factor, key)
     if cfg.get("qk_rope_head_dim") is not None or "qk_rope_head_dim" in family.head_keys:
         nope = cfg.get("qk_nope_head_dim")              # Mistral 4: qk_nope + qk_rope; dots3: head_dim or qk_head_dim
         widths = [cfg.get("head_dim"), cfg.get("qk_head_dim"), nope + head_dim if isinstance(nope, int) else None]

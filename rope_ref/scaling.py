@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import (check_base, check_bool, check_choice, check_d, check_freqs, check_keywords, check_length,
-                        check_number, check_positive_real)
+from ._validate import (check_base, check_bool, check_choice, check_d, check_fraction, check_freqs, check_keywords,
+                        check_length, check_number, check_positive_real)
 from .forms import frequencies
 
 #: The training length: original_max_position_embeddings, else max_position_embeddings (transformers v5).
@@ -25,10 +25,8 @@ _SECTION_KEYS = ("rope_theta", "type", "partial_rotary_factor", "short_mscale", 
 _KEY_CHECKS = {**dict.fromkeys(("factor", "beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor",
                                 "attention_factor"), check_positive_real),
                **dict.fromkeys(TRAIN_LENGTH, check_length), "truncate": check_bool,
-               **dict.fromkeys(("mscale", "mscale_all_dim"),
-                               lambda v, k: check_number(v, k, "a finite real number", math.isfinite, real=True)),
-               "partial_rotary_factor": lambda v, k: check_number(v, k, "a number in (0, 1]", lambda x: 0 < x <= 1,
-                                                                  real=True)}
+               "partial_rotary_factor": check_fraction, **dict.fromkeys(("mscale", "mscale_all_dim"),
+                               lambda v, k: check_number(v, k, "a finite real number", math.isfinite, real=True))}
 #: The training lengths llama3's and yarn's candidates try (the frequencies alone do not give it).
 _TRAIN_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 
