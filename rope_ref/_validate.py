@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from functools import partial
 
 import ml_dtypes
 import numpy as np
@@ -24,6 +25,14 @@ def check_keywords(given, valid, what: str) -> None:
     unknown = sorted(k for k in given if k not in valid)
     if unknown:
         raise TypeError(f"{what} got unexpected keyword(s) {unknown}, expected some of {sorted(valid)}")
+
+
+def check_choice(value, name: str, choices, meaning: str = "", unknown: type = ValueError) -> str:
+    choices = tuple(choices)
+    if isinstance(value, str) and value in choices:
+        return value
+    error = unknown if isinstance(value, str) else TypeError
+    raise error(f"{name} must be {meaning}one of {choices}, got {value!r:.80}")
 
 
 def check_number(value, name: str, expected: str, valid, *, real: bool = False):
@@ -52,6 +61,7 @@ check_d = _number_check("a positive even integer below 2**63", lambda v: 0 < v <
 check_length = _number_check("a positive integer below 2**1023", lambda v: 0 < v < 2 ** 1023)      # a float64 too
 check_positive_real = _number_check("a positive finite real number", lambda v: 0 < v < np.inf, real=True)
 check_fraction = _number_check("a number in (0, 1]", lambda v: 0 < v <= 1, real=True)
+check_pairing = partial(check_choice, name="pairing", choices=("interleaved", "half"))
 
 
 def check_rotary_dim(rotary_dim, d: int, name: str = "rotary_dim") -> int:
@@ -68,18 +78,6 @@ def check_base(base, name: str = "base", *, d: int | None = None) -> float:
     if d is not None and base < 1 and (d - 2) / d * -np.log2(base) >= 1024:
         raise ValueError(f"{name} must keep base^(-2i/d) within float64 for d={d} (base >= 1e-300 does), got {base!r}")
     return base
-
-
-def check_choice(value, name: str, choices, meaning: str = "", unknown: type = ValueError) -> str:
-    choices = tuple(choices)
-    if isinstance(value, str) and value in choices:
-        return value
-    error = unknown if isinstance(value, str) else TypeError
-    raise error(f"{name} must be {meaning}one of {choices}, got {value!r:.80}")
-
-
-def check_pairing(pairing) -> str:
-    return check_choice(pairing, "pairing", ("interleaved", "half"))
 
 
 def as_given(result: np.ndarray, given):
