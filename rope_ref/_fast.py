@@ -87,9 +87,14 @@ def _rotate_into(x, out, tabs, pairing, r, work) -> None:
     (half-split; 16-bit or strided x: a converted copy)."""
     whole = r == x.shape[-1]
     direct = x.dtype == work and x.strides[-1] == work.itemsize
-    tabs = [np.broadcast_to(t, x.shape[:-1] + t.shape[-1:]) for t in tabs]     # the tables indexed as x is
+    if direct and whole and pairing == "interleaved":           # one complex multiply, no temporaries
+        _rotate_block(x, out, tabs, pairing, None)
+        return
+    blocks = list(_blocks(x.shape[:-1], max(1, BLOCK_ELEMENTS // r)))
+    if len(blocks) > 1:                                          # the tables indexed as x is
+        tabs = [np.broadcast_to(t, x.shape[:-1] + t.shape[-1:]) for t in tabs]
     scratch = np.empty((3, min(x.size // x.shape[-1] * r, max(BLOCK_ELEMENTS, r))), work)  # part, result, turned
-    for index in _blocks(x.shape[:-1], max(1, BLOCK_ELEMENTS // r)):
+    for index in blocks:
         x_block, out_block, t_block = x[index][..., :r], out[index][..., :r], [t[index] for t in tabs]
         if not whole:
             out[index] = x[index]
