@@ -218,9 +218,11 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
                                                                 "output_pairing"))
         try:
             y = m.rotate(x, pos)
+            grow = np.abs(m.angles_at(pos)).max() / max(np.abs(model.angles_at(pos)).max(), 1e-300)   # its rounding
         except (ValueError, TypeError, ZeroDivisionError):       # a model the oracle refuses reproduces nothing
             return False
-        return bool(np.all(np.abs(actual - y) <= bound + (0.0 if same else rounding * (np.abs(x) + np.abs(y)) + slack)))
+        extra = slack * (max(grow, 1.0) if not same else max(grow - 1.0, 0.0))     # grows with its larger angles
+        return bool(np.all(np.abs(actual - y) <= bound + (0.0 if same else rounding * (np.abs(x) + np.abs(y))) + extra))
 
     def reading(r=None):                              # one reading of the output, and the defects it gives
         spec = _measure_output(x, actual, pos, model, bound, r)
