@@ -208,17 +208,18 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
     model = expected_model(rope, SimpleNamespace(pairing="interleaved", rotary_dim=d, offset=0, inv_freq=None,
                                                  rows=int(np.max(pos, initial=0)) + 1))    # else rotate's defaults
     (rounding, slack), rows = unit, int(np.prod(x.shape[:-1]))
-    everything = x, pos, actual, bound, np.broadcast_to(slack, x.shape[:-1] + (1,))
+    top = lambda p: max(np.abs(model.angles_at(p)).max(), 1e-300)      # noqa: E731 (the expected largest angle)
+    everything = x, pos, actual, bound, np.broadcast_to(slack, x.shape[:-1] + (1,)), top(pos)
     if rows > 4096 and np.ndim(model.inv_freq) < 2:     # searched on 4096 rows, the defects found checked on all
         keep = np.linspace(0, rows - 1, 4096).astype(int)
         pos = np.broadcast_to(pos, x.shape[:-1]).reshape(rows)[keep]
-        x, actual, bound, slack = (a.reshape(rows, -1)[keep] for a in everything[:1] + everything[2:])
-    def fits(m, x=x, pos=pos, actual=actual, bound=bound, slack=slack):     # the pair terms again on other pairs
+        x, actual, bound, slack = (a.reshape(rows, -1)[keep] for a in everything[:1] + everything[2:5])
+    def fits(m, x=x, pos=pos, actual=actual, bound=bound, slack=slack, top=top(pos)):   # pair terms on other pairs
         same = all(getattr(m, k) == getattr(model, k) for k in ("pairing", "rotary_dim", "rotary_start",
                                                                 "output_pairing"))
         try:
             y = m.rotate(x, pos)
-            grow = np.abs(m.angles_at(pos)).max() / max(np.abs(model.angles_at(pos)).max(), 1e-300)   # its rounding
+            grow = np.abs(m.angles_at(pos)).max() / top           # its angles' rounding against the expected's
         except (ValueError, TypeError, ZeroDivisionError):       # a model the oracle refuses reproduces nothing
             return False
         extra = slack * (max(grow, 1.0) if not same else max(grow - 1.0, 0.0))     # grows with its larger angles
