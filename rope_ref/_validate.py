@@ -53,8 +53,8 @@ def _number_check(expected: str, valid, *, real: bool = False, default_name: str
     return lambda value, name=default_name, expected=expected: check_number(value, name, expected, valid, real=real)
 
 
-check_positive_int = _number_check("a positive integer", lambda v: v > 0)
-check_nonnegative_int = _number_check("a non-negative integer", lambda v: v >= 0)
+check_positive_int = _number_check("a positive integer below 2**63", lambda v: 0 < v < 2 ** 63)         # an int64
+check_nonnegative_int = _number_check("a non-negative integer below 2**63", lambda v: 0 <= v < 2 ** 63)
 check_seed = _number_check("a non-negative integer", lambda v: v >= 0, default_name="seed")
 check_d = _number_check("a positive even integer below 2**63", lambda v: 0 < v < 2 ** 63 and v % 2 == 0,
                         default_name="d")

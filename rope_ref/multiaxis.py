@@ -149,7 +149,7 @@ def flux_position_ids(text_tokens: int, height: int, width: int, *, frame: int =
     text_tokens, frame = check_nonnegative_int(text_tokens, "text_tokens"), check_nonnegative_int(frame, "frame")
     grid = np.indices((1, check_positive_int(height, "height"), check_positive_int(width, "width"))).reshape(3, -1)
     grid[0] = frame                                                                    # (frame, row, column)
-    return np.concatenate([np.zeros((3, text_tokens)), grid], axis=1).astype(np.int64)
+    return np.concatenate([np.zeros((3, text_tokens), np.int64), grid], axis=1)
 
 
 def qwen_image_position_ids(text_tokens: int, height: int, width: int, *, frames: int = 1) -> np.ndarray:

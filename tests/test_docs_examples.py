@@ -8,6 +8,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["docs/checking_kernels.md", "docs/oracle.md", "docs/model_configs.md"]
+CONFIGS = (ROOT / "docs" / "model_configs.md").read_text()
+DATA = (ROOT / "tests" / "data" / "README.md").read_text()
 
 
 def python_blocks(text):
@@ -42,17 +44,15 @@ def test_the_audit_numbers_the_docs_state_are_the_recorded_run():
     c = audit_counts()
     types = sum(n for (kind, _), n in c.items() if kind == "type")
     variants = sum(n for (kind, _), n in c.items() if kind == "variant")
-    configs = (ROOT / "docs" / "model_configs.md").read_text()
-    data = (ROOT / "tests" / "data" / "README.md").read_text()
     assert ("type", "MISMATCH") not in c and ("variant", "MISMATCH") not in c
     assert (f"of {types}\nconfig-type lines, **{c['type', 'ok']} ok**, {c['type', 'refused']} refused, "
             f"{c['type', 'not audited']} not audited, **no mismatch**; of {variants} scaling-variant\nlines, "
             f"{c['variant', 'ok']} ok, {c['variant', 'refused']} refused, {c['variant', 'not audited']} not audited"
-            ) in configs
-    assert f"{types}\nconfig-type lines and {variants} scaling-variant lines" in data
-    assert f"**ok**: {c['type', 'ok']} config-type lines and {c['variant', 'ok']} scaling-variant lines" in data
-    assert f"**refused**: {c['type', 'refused']} config-type lines" in data
-    assert f"**not audited**: {c['type', 'not audited']} config-type lines" in data
+            ) in CONFIGS
+    assert f"{types}\nconfig-type lines and {variants} scaling-variant lines" in DATA
+    assert f"**ok**: {c['type', 'ok']} config-type lines and {c['variant', 'ok']} scaling-variant lines" in DATA
+    assert f"**refused**: {c['type', 'refused']} config-type lines" in DATA
+    assert f"**not audited**: {c['type', 'not audited']} config-type lines" in DATA
 
 
 def test_the_counts_of_families_and_recorded_configs_are_todays():
@@ -60,13 +60,11 @@ def test_the_counts_of_families_and_recorded_configs_are_todays():
     read = sum(1 for f in FAMILIES.values() if not f.unsupported)
     family_configs = len(list((ROOT / "tests" / "data" / "configs" / "families").glob("*.json")))
     published = len(list((ROOT / "tests" / "data" / "configs").glob("*.json")))
-    configs = (ROOT / "docs" / "model_configs.md").read_text()
-    data = (ROOT / "tests" / "data" / "README.md").read_text()
-    assert f"**{read} families** rope_ref reads" in configs
-    assert f"`tests/data/configs/families/` {family_configs} small" in configs
-    assert f"rope fields of {published} published configs" in configs
-    assert f"| `configs/families/*.json` | {family_configs} small configs" in data
+    assert f"**{read} families** rope_ref reads" in CONFIGS
+    assert f"`tests/data/configs/families/` {family_configs} small" in CONFIGS
+    assert f"rope fields of {published} published configs" in CONFIGS
+    assert f"| `configs/families/*.json` | {family_configs} small configs" in DATA
     mla = sum(1 for f in FAMILIES.values() if "qk_rope_head_dim" in f.head_keys)
     mrope = sum(1 for f in FAMILIES.values() if f.mrope)
-    assert f"Mistral 4, ...: {mla} families)" in configs
-    assert f"GLM-4V text models, ...: {mrope} families)" in configs
+    assert f"Mistral 4, ...: {mla} families)" in CONFIGS
+    assert f"GLM-4V text models, ...: {mrope} families)" in CONFIGS
