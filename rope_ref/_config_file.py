@@ -1,4 +1,4 @@
-"""A model config as :func:`rope_ref.from_hf_config` reads it: a dict of JSON values, made once by load_config."""
+"""A model config as :func:`rope_ref.from_hf_config` reads it: JSON values, arrays as tuples, read by load_config."""
 
 import json
 import numbers
@@ -26,13 +26,13 @@ def load_config(config) -> dict:
 
 
 def _plain(value, where: str, parents: tuple):
-    """A new copy of ``value`` of dicts, lists, str, numbers, bools and None; ``parents``: ids of those around it."""
+    """A new copy of ``value`` of dicts, tuples, str, numbers, bools and None; ``parents``: ids of those around it."""
     if id(value) in parents:
         raise ValueError(f"{where[:200]} is an object that contains itself; a config is a tree")
     if isinstance(value, Mapping):
         return {key: _plain(item, f"{where}[{key!r}]", parents + (id(value),)) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(item, f"{where}[{i}]", parents + (id(value),)) for i, item in enumerate(value)]
+        return tuple(_plain(item, f"{where}[{i}]", parents + (id(value),)) for i, item in enumerate(value))
     if value is None or isinstance(value, (str, numbers.Real)):
         return value.item() if hasattr(value, "item") else value       # a NumPy number as Python's
     raise TypeError(f"{where} is a {type(value).__name__}, expected a JSON value (str, number, bool, None, list, dict)")

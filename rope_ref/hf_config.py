@@ -129,8 +129,7 @@ def from_hf_config(config, *, pairing=None, layer_type=None) -> RopeConfig:
     rope["original_max_position_embeddings"] = max_pos if train is None else train
     if max_pos is not None:
         rope["max_position_embeddings"] = max_pos
-    params, query_scaling = ({k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
-                             for given in (SCALING_METHODS[rope_type].params_of(rope), query_scaling))
+    params = SCALING_METHODS[rope_type].params_of(rope)
     try:                                                 # scaled_inv_freq checks the method's keys
         _, attention_factor = scaled_inv_freq(rotary_dim, rope_theta=base, rope_type=rope_type, **params)
         if mrope_section is not None:
@@ -197,7 +196,7 @@ def _head_dim(cfg, family, layer_type) -> int:
     if layer_type in (family.layer_heads or {}):
         key, default = family.layer_heads[layer_type]
         types, per_layer = cfg.get("layer_types"), cfg.get("per_layer_config")
-        if cfg.get(key) is None and isinstance(types, list) and isinstance(per_layer, Mapping):
+        if cfg.get(key) is None and isinstance(types, tuple) and isinstance(per_layer, Mapping):
             for idx, over in per_layer.items():     # Gemma4TextConfig.to_dict() writes it per layer
                 if str(idx).isdigit() and int(idx) < len(types) and types[int(idx)] == layer_type \
                         and isinstance(over, Mapping) and over.get("head_dim") is not None:
