@@ -168,5 +168,5 @@ def deepseek_v4_compressed_positions(seq_len: int, compress_rate: int) -> np.nda
     w, of the complete window of tokens ``w*compress_rate .. (w+1)*compress_rate - 1``, turns at ``w*compress_rate``
     (transformers 5.24.0's ``DeepseekV4HCACompressor``, rate 128, and ``DeepseekV4CSACompressor``, rate 4)."""
     seq_len = check_number(seq_len, "seq_len", "a non-negative integer below 2**63", lambda v: 0 <= v < 2**63)
-    rate = check_positive_int(compress_rate, "compress_rate")
+    rate = check_number(compress_rate, "compress_rate", "a positive integer", lambda v: v > 0)      # any size
     return min(rate, seq_len) * np.indices((seq_len // rate,), np.int64)[0]    # a rate above seq_len: no entry
