@@ -70,20 +70,19 @@ def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.
     The first r features of ``x`` ``(..., seq, d)`` rotate, the rest pass through; computed in float64, returned
     in x's dtype (a tensor for a tensor).
     """
-    given, array = x, check_x(x)
-    x = array.astype(np.float64)
+    array = check_x(x)
+    y = array.astype(np.float64)                                        # a copy, turned in place
     cos, sin = (check_finite_array(t, name) for t, name in ((cos, "cos"), (sin, "sin")))
-    if cos.ndim != 2 or sin.shape != cos.shape or not 0 < cos.shape[1] <= x.shape[-1] // 2:
-        raise ValueError(f"cos and sin must have one shape (n, r/2) with r <= d = {x.shape[-1]}, got shapes "
+    if cos.ndim != 2 or sin.shape != cos.shape or not 0 < cos.shape[1] <= y.shape[-1] // 2:
+        raise ValueError(f"cos and sin must have one shape (n, r/2) with r <= d = {y.shape[-1]}, got shapes "
                          f"{cos.shape} and {sin.shape}")
-    rows = check_positions(rows, x.shape[:-1], "rows")
+    rows = check_positions(rows, y.shape[:-1], "rows")
     if np.any(rows % 1) or np.any(rows < 0) or np.any(rows >= len(cos)):
         raise ValueError(f"rows must be integers in [0, {len(cos)}) indexing the table, got {rows.ravel()[:8]}")
     a, b = _pairs(2 * cos.shape[-1], check_pairing(pairing))
     c, s = (t[rows.astype(np.int64)] for t in (cos, sin))
-    y = x.copy()
-    y[..., a], y[..., b] = x[..., a] * c - x[..., b] * s, x[..., b] * c + x[..., a] * s    # x cos + rotate_half(x) sin
-    return as_given(check_no_overflow(y.astype(array.dtype), array), given)
+    y[..., a], y[..., b] = y[..., a] * c - y[..., b] * s, y[..., b] * c + y[..., a] * s    # x cos + rotate_half(x) sin
+    return as_given(check_no_overflow(y.astype(array.dtype), array), x)
 
 
 def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig | None, precision: Precision) -> tuple:
