@@ -28,7 +28,7 @@ from .hf_config import RopeConfig, from_hf_config
 from .kernel_check import DEFECTS, RopeMismatch, expected_model
 from .kernel_check.assertions import _expectations
 from .kernel_check.defects import explain
-from .layouts import LAYOUTS, layout_positions, positions_of  # noqa: F401  (LAYOUTS, layout_positions: re-exported)
+from .layouts import layout_positions, positions_of  # noqa: F401  (layout_positions: re-exported)
 
 
 @dataclass(frozen=True)
@@ -85,14 +85,13 @@ def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.
     return as_given(check_no_overflow(y.astype(array.dtype), array), x)
 
 
-def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig | None, precision: Precision) -> tuple:
+def _oracle(x, positions, rope: dict, config, precision, angles=None, cos=None, sin=None, rows=None) -> tuple:
     """(the exact float64 RoPE of ``x``, the bound on |kernel - it| derived from ``precision`` (module docstring),
     both of x's shape; for other pairs: the rounding relative to |x_a| + |x_b| and each row's angle term)."""
-    factor, table = 1.0, cos is not None or sin is not None
+    table, factor = cos is not None or sin is not None, 1.0 if config is None else config.attention_factor
     if config is not None:
         seq_len = None if positions is None else int(np.max(positions, initial=0)) + 1
         rope = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, inv_freq=config.inv_freq(seq_len)) | rope
-        factor = config.attention_factor
     pairing = rope.get("pairing", "interleaved")
     if table:                           # budget: each angle's error in angle roundoffs; none for the shared table
         y, budget, r = rotate_table(x, cos, sin, rows=rows, pairing=pairing), 0.0, 2 * np.shape(cos)[-1]
@@ -164,12 +163,11 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
             positions = np.asarray(check_positions(None, x64.shape[:-2]) if positions is None else positions)[..., None]
     if layout is not None or (angles is None and rows is None):        # a 4-D x without positions or layout: refused
         positions = positions_of(x64.shape, positions, layout, cu_seqlens=cu_seqlens, seqlen_offsets=seqlen_offsets)[0]
-    if positions is None and angles is None:
-        positions = check_positions(None, x64.shape[:-1])          # arange(seq)
+        positions = check_positions(None, x64.shape[:-1]) if positions is None else positions     # arange(seq)
     rows = positions if rows is None else rows
     config = rope.pop("config", None)
     config = config if config is None or isinstance(config, RopeConfig) else from_hf_config(config)
-    exact, bound, unit = _oracle(x64, positions, angles, cos, sin, rows, rope, config, precision)
+    exact, bound, unit = _oracle(x64, positions, rope, config, precision, angles, cos, sin, rows)
     err = np.abs(got - exact)
     bad = ~(err <= bound)                        # NaN in actual fails
     if not bad.any():
@@ -182,8 +180,7 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
                                   ("cu_seqlens", cu_seqlens, [0, len(x64)], "0, 1, ... over all tokens, one sequence")):
         if given is None or defects not in ([], ["position offset"]) or cos is not None or angles is not None:
             continue
-        alike = _oracle(x64, layout_positions(x64.shape, layout, cu_seqlens=cu), None, None, None, None, rope, config,
-                        precision)[0]
+        alike = _oracle(x64, layout_positions(x64.shape, layout, cu_seqlens=cu), rope, config, precision)[0]
         if np.all(np.abs(got - alike) <= bound):
             problems, defects = [f"{name} ignored: the kernel's positions are {held}"], [f"{name} ignored"]
     raise RopeMismatch(
@@ -193,10 +190,9 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
 
 
 def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, bound, unit) -> tuple:
-    """The checker's diagnosis of a kernel's output ``actual`` of ``x`` ``(..., d)`` at ``positions``, for
-    assert_rope_close: the known defects whose model y, computed by the oracle, is within ``bound`` of actual
-    everywhere (plus ``unit``'s terms for its pairs when the model pairs other features): (a line each, their
-    names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
+    """The known defects whose model y, computed by the oracle, is within ``bound`` of ``actual`` (a kernel's output
+    of ``x`` ``(..., d)`` at ``positions``) everywhere, plus ``unit``'s terms for its pairs when the model pairs other
+    features: (a line each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
     d, rope = x.shape[-1], {k: v for k, v in rope.items() if v is not None}         # rotary_dim=None: the default
     if config is not None and not config.axes and np.ndim(rope.get("inv_freq")) == 2:    # a 1-D config, A axes given
         rope = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor) | rope
