@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import ml_dtypes
 import numpy as np
@@ -25,7 +24,7 @@ from ._validate import (as_given, check_choice, check_d, check_finite_array, che
                         check_x)
 from .forms import _arguments, _pairs, rotate, rotate_elementwise, rotation_angles, to_half
 from .hf_config import RopeConfig, from_hf_config
-from .kernel_check import DEFECTS, RopeMismatch, expected_model
+from .kernel_check import DEFECTS, RopeMismatch, RopeSpec, expected_model
 from .kernel_check.assertions import _expectations
 from .kernel_check.defects import explain
 from .layouts import layout_positions, positions_of  # noqa: F401  (layout_positions: re-exported)
@@ -200,8 +199,8 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
         given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope     # multi-axis: its F
         rope = _expectations(d, config, None, given, None)[2]
     pos = np.asarray(positions, np.float64)
-    model = expected_model(rope, SimpleNamespace(pairing="interleaved", rotary_dim=d, offset=0, inv_freq=None,
-                                                 rows=int(np.max(pos, initial=0)) + 1))    # else rotate's defaults
+    model = expected_model(rope, RopeSpec(True, pairing="interleaved", rotary_dim=d, offset=0,
+                                          rows=int(np.max(pos, initial=0)) + 1))    # else rotate's defaults
     (rounding, slack), rows = unit, int(np.prod(x.shape[:-1]))
     top = lambda p: max(np.abs(model.angles_at(p)).max(), 1e-300)      # noqa: E731 (the expected largest angle)
     everything = x, pos, actual, bound, np.broadcast_to(slack, x.shape[:-1] + (1,)), top(pos)
@@ -239,13 +238,12 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
         ["no known defect explains this (none of kernel_check.DEFECTS, alone or two together)"], [])
 
 
-def _measure_output(x, y, positions, model, bound, r=None) -> SimpleNamespace:
+def _measure_output(x, y, positions, model, bound, r=None) -> RopeSpec:
     """What ``y``, a kernel's output of ``x``, shows for the catalogue's measured parameters: the features it moves
     by more than ``bound`` (or ``r`` from the first), the pairs that keep their norm (and where they are written);
     then, with the model's frequencies, the position each row turns as (from the slowest pair on), hence the
     offset and where a table ends, and the base from the best fitted pair's line."""
-    spec = SimpleNamespace(pairing=None, output_pairing=None, rotary_dim=None, rotary_start=0, offset=None, base=None,
-                           rope_type=None, rope_params={}, table_end=None)
+    spec = RopeSpec(is_rope=True)
     moved = np.flatnonzero(np.any(np.abs(y - x) > bound, axis=tuple(range(x.ndim - 1))))
     if moved.size < 2:
         return spec
