@@ -254,10 +254,9 @@ def _measure_output(x, y, positions, model, bound, r=None) -> RopeSpec:
         a, b = (start + i for i in _pairs(r, pairing))
         oa, ob = (start + i for i in _pairs(r, out)) if out else (a, b)
         ratio = np.hypot(y[..., oa], y[..., ob]) / np.hypot(x[..., a], x[..., b])      # 0/0: NaN (warning silenced)
-        tried.append((float(np.nanmax(np.abs(ratio / np.nanmedian(ratio) - 1))), pairing, out,
-                      np.arctan2(x[..., a] * y[..., ob] - x[..., b] * y[..., oa],
-                                 x[..., a] * y[..., oa] + x[..., b] * y[..., ob])))
-    _, spec.pairing, spec.output_pairing, angle = min(tried, key=lambda t: t[0])
+        tried.append((float(np.nanmax(np.abs(ratio / np.nanmedian(ratio) - 1))), pairing, out, a, b, oa, ob))
+    _, spec.pairing, spec.output_pairing, a, b, oa, ob = min(tried, key=lambda t: t[0])     # the steadiest norms
+    angle = np.arctan2(x[..., a] * y[..., ob] - x[..., b] * y[..., oa], x[..., a] * y[..., oa] + x[..., b] * y[..., ob])
     spec.rotary_start, spec.rotary_dim = start, r
     theta = model.theta(model, int(np.max(positions, initial=0)) + 1)
     if theta.ndim != 1 or len(theta) != r // 2 or not np.all(theta > 0):
