@@ -27,7 +27,7 @@ from .hf_config import RopeConfig, from_hf_config
 from .kernel_check import DEFECTS, RopeMismatch, RopeSpec, expected_model
 from .kernel_check.assertions import _expectations
 from .kernel_check.defects import explain
-from .layouts import layout_positions, positions_of  # noqa: F401  (layout_positions: re-exported)
+from .layouts import layout_positions, positions_of  # layout_positions: also re-exported (rr.testing.layout_positions)
 
 
 @dataclass(frozen=True)
