@@ -7,8 +7,6 @@ import numpy as np
 
 from ._validate import check_choice, check_finite_array, check_nonnegative_int, check_positions, check_real_array
 
-LAYOUTS = ("bshd", "bhsd", "sbhd", "thd")
-
 
 def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None) -> np.ndarray:
     """Positions broadcastable to ``shape[:-1]`` of a tensor laid out as ``layout``; for "thd", sequence i is rows
@@ -16,7 +14,7 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
 
     ``seqlen_offsets``: the position of each sequence's first token: one number, or one per batch entry (per packed
     sequence for "thd"), as flash-attention's ``seqlen_offsets`` or a KV cache's lengths."""
-    layout = check_choice(layout, "layout", LAYOUTS)
+    layout = check_choice(layout, "layout", ("bshd", "bhsd", "sbhd", "thd"))
     if not isinstance(shape, (tuple, list, np.ndarray)):
         raise TypeError(f"shape must be x.shape, a tuple of non-negative integers, got {type(shape).__name__}")
     shape = tuple(check_nonnegative_int(n, "shape", "x.shape, a tuple of non-negative integers") for n in shape)
@@ -52,8 +50,7 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
 def positions_of(shape, positions, layout=None, inv_freq=None, rotary_dim=None, angles=None, **packing):
     """(positions, inv_freq, rotary_dim) of a form's x of ``shape``: as given; from ``layout``
     (:func:`layout_positions`); or ``angles`` ``(..., seq, r/2)`` as r/2 axes of positions with the identity as
-    inv_freq (pair j turns by angles[..., j] exactly).  A 4-D x with none of them is refused: read as (batch, heads,
-    seq, d) or as (batch, seq, heads, d), its positions differ."""
+    inv_freq (pair j turns by angles[..., j] exactly).  A 4-D x with none of them is refused as ambiguous."""
     given = [name for name, value in packing.items() if value is not None]
     if layout is None and given:
         raise TypeError(f"{' and '.join(given)} must come with a layout, got layout=None")

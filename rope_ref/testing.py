@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import ml_dtypes
 import numpy as np
@@ -25,10 +24,10 @@ from ._validate import (as_given, check_choice, check_d, check_finite_array, che
                         check_x)
 from .forms import _arguments, _pairs, rotate, rotate_elementwise, rotation_angles, to_half
 from .hf_config import RopeConfig, from_hf_config
-from .kernel_check import DEFECTS, RopeMismatch, expected_model
+from .kernel_check import DEFECTS, RopeMismatch, RopeSpec, expected_model
 from .kernel_check.assertions import _expectations
 from .kernel_check.defects import explain
-from .layouts import LAYOUTS, layout_positions, positions_of  # noqa: F401  (LAYOUTS, layout_positions: re-exported)
+from .layouts import layout_positions, positions_of  # layout_positions: also re-exported (rr.testing.layout_positions)
 
 
 @dataclass(frozen=True)
@@ -70,30 +69,28 @@ def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.
     The first r features of ``x`` ``(..., seq, d)`` rotate, the rest pass through; computed in float64, returned
     in x's dtype (a tensor for a tensor).
     """
-    given, array = x, check_x(x)
-    x = array.astype(np.float64)
+    array = check_x(x)
+    y = array.astype(np.float64)                                        # a copy, turned in place
     cos, sin = (check_finite_array(t, name) for t, name in ((cos, "cos"), (sin, "sin")))
-    if cos.ndim != 2 or sin.shape != cos.shape or not 0 < cos.shape[1] <= x.shape[-1] // 2:
-        raise ValueError(f"cos and sin must have one shape (n, r/2) with r <= d = {x.shape[-1]}, got shapes "
+    if cos.ndim != 2 or sin.shape != cos.shape or not 0 < cos.shape[1] <= y.shape[-1] // 2:
+        raise ValueError(f"cos and sin must have one shape (n, r/2) with r <= d = {y.shape[-1]}, got shapes "
                          f"{cos.shape} and {sin.shape}")
-    rows = check_positions(rows, x.shape[:-1], "rows")
+    rows = check_positions(rows, y.shape[:-1], "rows")
     if np.any(rows % 1) or np.any(rows < 0) or np.any(rows >= len(cos)):
         raise ValueError(f"rows must be integers in [0, {len(cos)}) indexing the table, got {rows.ravel()[:8]}")
     a, b = _pairs(2 * cos.shape[-1], check_pairing(pairing))
     c, s = (t[rows.astype(np.int64)] for t in (cos, sin))
-    y = x.copy()
-    y[..., a], y[..., b] = x[..., a] * c - x[..., b] * s, x[..., b] * c + x[..., a] * s    # x cos + rotate_half(x) sin
-    return as_given(check_no_overflow(y.astype(array.dtype), array), given)
+    y[..., a], y[..., b] = y[..., a] * c - y[..., b] * s, y[..., b] * c + y[..., a] * s    # x cos + rotate_half(x) sin
+    return as_given(check_no_overflow(y.astype(array.dtype), array), x)
 
 
-def _oracle(x, positions, angles, cos, sin, rows, rope: dict, config: RopeConfig | None, precision: Precision) -> tuple:
+def _oracle(x, positions, rope: dict, config, precision, angles=None, cos=None, sin=None, rows=None) -> tuple:
     """(the exact float64 RoPE of ``x``, the bound on |kernel - it| derived from ``precision`` (module docstring),
     both of x's shape; for other pairs: the rounding relative to |x_a| + |x_b| and each row's angle term)."""
-    factor, table = 1.0, cos is not None or sin is not None
+    table, factor = cos is not None or sin is not None, 1.0 if config is None else config.attention_factor
     if config is not None:
         seq_len = None if positions is None else int(np.max(positions, initial=0)) + 1
         rope = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, inv_freq=config.inv_freq(seq_len)) | rope
-        factor = config.attention_factor
     pairing = rope.get("pairing", "interleaved")
     if table:                           # budget: each angle's error in angle roundoffs; none for the shared table
         y, budget, r = rotate_table(x, cos, sin, rows=rows, pairing=pairing), 0.0, 2 * np.shape(cos)[-1]
@@ -165,12 +162,11 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
             positions = np.asarray(check_positions(None, x64.shape[:-2]) if positions is None else positions)[..., None]
     if layout is not None or (angles is None and rows is None):        # a 4-D x without positions or layout: refused
         positions = positions_of(x64.shape, positions, layout, cu_seqlens=cu_seqlens, seqlen_offsets=seqlen_offsets)[0]
-    if positions is None and angles is None:
-        positions = check_positions(None, x64.shape[:-1])          # arange(seq)
+        positions = check_positions(None, x64.shape[:-1]) if positions is None else positions     # arange(seq)
     rows = positions if rows is None else rows
     config = rope.pop("config", None)
     config = config if config is None or isinstance(config, RopeConfig) else from_hf_config(config)
-    exact, bound, unit = _oracle(x64, positions, angles, cos, sin, rows, rope, config, precision)
+    exact, bound, unit = _oracle(x64, positions, rope, config, precision, angles, cos, sin, rows)
     err = np.abs(got - exact)
     bad = ~(err <= bound)                        # NaN in actual fails
     if not bad.any():
@@ -183,8 +179,7 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
                                   ("cu_seqlens", cu_seqlens, [0, len(x64)], "0, 1, ... over all tokens, one sequence")):
         if given is None or defects not in ([], ["position offset"]) or cos is not None or angles is not None:
             continue
-        alike = _oracle(x64, layout_positions(x64.shape, layout, cu_seqlens=cu), None, None, None, None, rope, config,
-                        precision)[0]
+        alike = _oracle(x64, layout_positions(x64.shape, layout, cu_seqlens=cu), rope, config, precision)[0]
         if np.all(np.abs(got - alike) <= bound):
             problems, defects = [f"{name} ignored: the kernel's positions are {held}"], [f"{name} ignored"]
     raise RopeMismatch(
@@ -194,10 +189,9 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
 
 
 def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, bound, unit) -> tuple:
-    """The checker's diagnosis of a kernel's output ``actual`` of ``x`` ``(..., d)`` at ``positions``, for
-    assert_rope_close: the known defects whose model y, computed by the oracle, is within ``bound`` of actual
-    everywhere (plus ``unit``'s terms for its pairs when the model pairs other features): (a line each, their
-    names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
+    """The known defects whose model y, computed by the oracle, is within ``bound`` of ``actual`` (a kernel's output
+    of ``x`` ``(..., d)`` at ``positions``) everywhere, plus ``unit``'s terms for its pairs when the model pairs other
+    features: (a line each, their names); else a line saying none is, and no name.  ``rope``: the keywords of rotate."""
     d, rope = x.shape[-1], {k: v for k, v in rope.items() if v is not None}         # rotary_dim=None: the default
     if config is not None and not config.axes and np.ndim(rope.get("inv_freq")) == 2:    # a 1-D config, A axes given
         rope = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, norm_scale=config.attention_factor) | rope
@@ -205,8 +199,8 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
         given = dict(inv_freq=config.inv_freq(), offset=0) | rope if config.axes else rope     # multi-axis: its F
         rope = _expectations(d, config, None, given, None)[2]
     pos = np.asarray(positions, np.float64)
-    model = expected_model(rope, SimpleNamespace(pairing="interleaved", rotary_dim=d, offset=0, inv_freq=None,
-                                                 rows=int(np.max(pos, initial=0)) + 1))    # else rotate's defaults
+    model = expected_model(rope, RopeSpec(True, pairing="interleaved", rotary_dim=d, offset=0,
+                                          rows=int(np.max(pos, initial=0)) + 1))    # else rotate's defaults
     (rounding, slack), rows = unit, int(np.prod(x.shape[:-1]))
     top = lambda p: max(np.abs(model.angles_at(p)).max(), 1e-300)      # noqa: E731 (the expected largest angle)
     everything = x, pos, actual, bound, np.broadcast_to(slack, x.shape[:-1] + (1,)), top(pos)
@@ -244,13 +238,12 @@ def _diagnosis(actual, x, positions, rope: dict, config: RopeConfig | None, boun
         ["no known defect explains this (none of kernel_check.DEFECTS, alone or two together)"], [])
 
 
-def _measure_output(x, y, positions, model, bound, r=None) -> SimpleNamespace:
+def _measure_output(x, y, positions, model, bound, r=None) -> RopeSpec:
     """What ``y``, a kernel's output of ``x``, shows for the catalogue's measured parameters: the features it moves
     by more than ``bound`` (or ``r`` from the first), the pairs that keep their norm (and where they are written);
     then, with the model's frequencies, the position each row turns as (from the slowest pair on), hence the
     offset and where a table ends, and the base from the best fitted pair's line."""
-    spec = SimpleNamespace(pairing=None, output_pairing=None, rotary_dim=None, rotary_start=0, offset=None, base=None,
-                           rope_type=None, rope_params={}, table_end=None)
+    spec = RopeSpec(is_rope=True)
     moved = np.flatnonzero(np.any(np.abs(y - x) > bound, axis=tuple(range(x.ndim - 1))))
     if moved.size < 2:
         return spec
@@ -261,10 +254,9 @@ def _measure_output(x, y, positions, model, bound, r=None) -> SimpleNamespace:
         a, b = (start + i for i in _pairs(r, pairing))
         oa, ob = (start + i for i in _pairs(r, out)) if out else (a, b)
         ratio = np.hypot(y[..., oa], y[..., ob]) / np.hypot(x[..., a], x[..., b])      # 0/0: NaN (warning silenced)
-        tried.append((float(np.nanmax(np.abs(ratio / np.nanmedian(ratio) - 1))), pairing, out,
-                      np.arctan2(x[..., a] * y[..., ob] - x[..., b] * y[..., oa],
-                                 x[..., a] * y[..., oa] + x[..., b] * y[..., ob])))
-    _, spec.pairing, spec.output_pairing, angle = min(tried, key=lambda t: t[0])
+        tried.append((float(np.nanmax(np.abs(ratio / np.nanmedian(ratio) - 1))), pairing, out, a, b, oa, ob))
+    _, spec.pairing, spec.output_pairing, a, b, oa, ob = min(tried, key=lambda t: t[0])     # the steadiest norms
+    angle = np.arctan2(x[..., a] * y[..., ob] - x[..., b] * y[..., oa], x[..., a] * y[..., oa] + x[..., b] * y[..., ob])
     spec.rotary_start, spec.rotary_dim = start, r
     theta = model.theta(model, int(np.max(positions, initial=0)) + 1)
     if theta.ndim != 1 or len(theta) != r // 2 or not np.all(theta > 0):
