@@ -85,9 +85,8 @@ def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figur
         labelled = []
         for j, (m, (a, b)) in enumerate(zip(positions, rot[:, 2 * i:2 * i + 2])):
             ax.annotate("", xy=(a, b), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=PALETTE[m % len(PALETTE)]))
-            last = j == len(positions) - 1
-            gaps = [abs(np.angle(np.exp(1j * (angles[j] - angles[k])))) for k in labelled + ([] if last else [-1])]
-            if last or min(gaps, default=np.inf) >= 0.35:
+            gaps = [abs(np.angle(np.exp(1j * (angles[j] - angles[k])))) for k in [*labelled, -1]]   # to the last too
+            if j == len(positions) - 1 or min(gaps) >= 0.35:
                 ax.text(1.17 * a, 1.17 * b, f"$m={m}$", ha="center", va="center")
                 labelled.append(j)
         ax.set(xlim=(-1.45, 1.45), ylim=(-1.45, 1.45), aspect="equal",
@@ -156,27 +155,24 @@ def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000
 
 
 def fig_aliasing(d: int = 8, base: float = 10000.0, max_position: int = 60) -> Figure:
-    """How far the code at m is from the code at 0: pair 0 alone nearly comes back at m = 6, all pairs never."""
+    """How far the code at m is from the code at 0, |R_m u - u| for u = (1, 0, 1, 0, ...) on pair 0 only or on every
+    pair (0 elsewhere): pair 0 alone nearly comes back at m = 6, all pairs never."""
     m = np.linspace(0, max_position, 6001)
+    u = np.zeros((2, 1, d))
+    u[0, :, 0], u[1, :, ::2] = 1.0, 1.0
+    distance = np.linalg.norm(rotate(np.broadcast_to(u, (2, m.size, d)), m, base=base) - u, axis=-1)
     fig, ax = new_axes(8, 3.6)
-    ax.plot(m, _code_distance(m, d, base, n_pairs=1), label=r"pair 0 only ($\theta_0 = 1$)")
-    ax.plot(m, _code_distance(m, d, base, n_pairs=d // 2), label=f"all {d // 2} pairs")
+    ax.plot(m, distance[0], label=r"pair 0 only ($\theta_0 = 1$)")
+    ax.plot(m, distance[1], label=f"all {d // 2} pairs")
     for k in range(1, int(max_position / (2 * np.pi)) + 1):
         ax.axvline(2 * np.pi * k, color="0.8", lw=0.8, zorder=0)
-    ax.annotate(r"$m = 6$: pair 0 almost back at $m = 0$", xy=(6, _code_distance(6.0, d, base, n_pairs=1)),
+    ax.annotate(r"$m = 6$: pair 0 almost back at $m = 0$", xy=(6, 2 * np.sin(3.0)),   # |e^{6i} - 1|
                 xytext=(8, 3.05), arrowprops=dict(arrowstyle="->"))
     ax.set(xlabel="position $m$", ylabel=r"$\|R_m u - R_0 u\|$", xlim=(0, max_position), ylim=(-0.05, 3.5),
            title=rf"One frequency repeats every $2\pi$ positions;" "\n"
            rf"many frequencies together do not ($d = {d}$)")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
     return fig
-
-
-def _code_distance(m, d: int, base: float, n_pairs: int) -> np.ndarray:
-    """|R_m u - u| for u = (1, 0, 1, 0, ...) on the first ``n_pairs`` pairs (0 elsewhere): the code at m against 0."""
-    u = np.zeros(d)
-    u[0:2 * n_pairs:2] = 1.0
-    return np.linalg.norm(rotate(np.broadcast_to(u, np.shape(m) + (d,)), m, base=base) - u, axis=-1)
 
 
 def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)) -> Figure:
@@ -186,8 +182,7 @@ def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)
     for ax, r in zip(axes, distances):
         ax.add_patch(unit_circle())
         a = wrap_angle(r * frequencies(d, base))
-        for ang in a:
-            ax.plot([0, np.cos(ang)], [0, np.sin(ang)], color="C0", lw=0.8, alpha=0.6)
+        ax.plot([np.zeros_like(a), np.cos(a)], [np.zeros_like(a), np.sin(a)], color="C0", lw=0.8, alpha=0.6)  # hands
         mean = np.exp(1j * a).mean()
         arrow = dict(arrowstyle="->", color=PALETTE[3], lw=2)
         ax.annotate("", xy=(mean.real, mean.imag), xytext=(0, 0), arrowprops=arrow)
