@@ -17,7 +17,7 @@ from .vision_rope import fig_mrope_layout
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
 from .real_model import fig_real_attention_maps
 from .quantities import random_qk, score
-from .style import METADATA, PALETTE, RC, new_axes, new_figure, unit_circle
+from .style import METADATA, PALETTE, RC, new_axes, unit_circle
 from .views import TRAIN_LEN, ScalingView
 from .files import output_folder, write_atomically  # noqa: I001 (apart: the figures above change often)
 
@@ -78,8 +78,8 @@ def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figur
     positions = list(positions)
     x = np.tile(np.array([1.0, 0.0] * (d // 2)), (len(positions), 1))
     rot = rotate(x, np.asarray(positions, float), base=base)
-    fig = new_figure(8, 4)
-    for i, ax in enumerate(fig.subplots(1, 2)):
+    fig, axes = new_axes(8, 4, 1, 2, gridlines=False)
+    for i, ax in enumerate(axes):
         ax.add_patch(unit_circle())
         angles = np.arctan2(rot[:, 2 * i + 1], rot[:, 2 * i])
         labelled = []
@@ -136,11 +136,11 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
 
 def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000.0) -> Figure:
     """Every pair as a clock hand at angle m theta_i (hand 0 fastest), each on its own ring, hand 0 outermost."""
-    fig = new_figure(2.3 * len(positions), 2.9)
+    fig, axes = new_axes(2.3 * len(positions), 2.9, 1, len(positions), gridlines=False)
     n_pairs = d // 2
     ring = 0.85 / n_pairs                                      # the width of one hand's ring
     outer = 1.0 - ring * np.arange(n_pairs)                   # hand i spans [outer_i - 0.85 ring, outer_i]
-    for ax, m in zip(fig.subplots(1, len(positions)), positions):
+    for ax, m in zip(axes, positions):
         for i, (a, radius) in enumerate(zip(wrap_angle(m * frequencies(d, base)), outer)):
             color = PALETTE[i % len(PALETTE)]
             ax.add_patch(Circle((0, 0), radius, fill=False, color="0.88", lw=0.6))
