@@ -236,8 +236,7 @@ FIGURES = {
 
 
 def write_all(out_dir: Path | str, names=None) -> list[Path]:
-    """Write NAME.png and NAME.svg for every figure (or the given ``names``) into ``out_dir`` (created if
-    missing), each file whole."""
+    """Write NAME.png and NAME.svg of every figure (or of ``names``), each whole, into ``out_dir`` (made if missing)."""
     names = [names] if isinstance(names, str) else list(names or FIGURES)
     unknown = sorted(set(names) - set(FIGURES))
     if unknown:

@@ -78,9 +78,8 @@ class SmolLM2:
         return np.stack(self._blocks(ids, positions, rope, dtype)[1])
 
     def _blocks(self, ids, positions, rope, dtype) -> tuple[np.ndarray, list]:
-        """The transformer: per layer RMSNorm, grouped-query attention with RoPE on q and k only, RMSNorm, SwiGLU.
-        Returns the last hidden states ``(seq, dim)`` (forward's output embedding is the input one) and every layer's
-        attention weights."""
+        """Per layer RMSNorm, grouped-query attention with RoPE on q and k only, RMSNorm, SwiGLU: the last hidden states
+        ``(seq, dim)`` (forward's output embedding is the input one) and every layer's attention weights."""
         (ids, positions, rope), dtype, attention = self._checked(ids, positions, rope), np.dtype(dtype).type, []
         seq, hd, group = len(ids), self.head_dim, self.heads // self.kv_heads
         causal = np.triu(np.full((seq, seq), -np.inf, dtype=dtype), k=1)

@@ -8,7 +8,7 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from .._validate import check_number, check_positive_int
 from ..forms import rotate
-from ..multiaxis import MROPE_AXES, axial_frequencies, mrope_frequencies
+from ..multiaxis import MROPE_AXES, axial_frequencies, grid_positions, mrope_frequencies
 from .quantities import _qk, random_qk
 from .style import PALETTE, VIEW_DPI, new_axes
 from .views import View, _minus
@@ -34,11 +34,10 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
     if q.size % 4:
         raise ValueError(f"q and k must have d divisible by 4 (half the pairs on x, half on y), got d={q.size}")
     radius = check_positive_int(radius, "radius")
-    offsets = np.arange(-radius, radius + 1, dtype=np.float64)
-    dy, dx = np.meshgrid(offsets, offsets, indexing="ij")
-    keys = rotate(np.broadcast_to(k, (dx.size, k.size)), np.stack([dx.ravel(), dy.ravel()]),
+    size = 2 * radius + 1                               # k at (dx, dy) row by row: x (dx) first
+    keys = rotate(np.broadcast_to(k, (size * size, k.size)), grid_positions(size, size, indexing="xy") - radius,
                   inv_freq=axial_frequencies(k.size, base=base))
-    return (keys @ q).reshape(dx.shape)                 # q at the origin is not rotated
+    return (keys @ q).reshape(size, size)               # q at the origin is not rotated
 
 
 def fig_mrope_layout() -> Figure:
