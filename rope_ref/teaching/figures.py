@@ -112,7 +112,7 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
     q_m . k_{m+r} (r = ``distance``, right), against float64.  float16 stops at 65504 (inf beyond)."""
     pos = np.unique(np.round(np.logspace(0, 6, 241)))
     q, k = random_qk(d, seed)
-    fig, axes = new_axes(11, 4.6, 1, 2)
+    fig, axes = new_axes(11, 4.6, 1, 2, subplot_kw=dict(xlabel="position $m$", xlim=(1, 1e6)))
     for (name, dt), color in zip(PRECISION_DTYPES.items(), ["C3", "C1", "C0"]):
         for ax, err in [(axes[0], angle_errors(pos, d, base, dt)),
                         (axes[1], score_error_by_dtype(q, k, pos, distance, base=base, dtype=dt))]:
@@ -126,8 +126,6 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
     axes[0].set(ylabel="largest |angle error| so far (rad)", title=r"angle $m\theta_i$ (worst pair)", ylim=(1e-8, 1e5))
     axes[1].set(ylabel=rf"largest $|q_m \cdot k_{{m+{distance:g}}}$ error$|$ so far",
                 title=rf"score $q_m \cdot k_{{m+{distance:g}}}$", ylim=(1e-8, 1e3))
-    for ax in axes:
-        ax.set(xlabel="position $m$", xlim=(1, 1e6))
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
     fig.suptitle(rf"Angles computed in a narrow dtype, against float64 ($d = {d}$, base {base:g}); "
                  "float16 stops at 65504")
