@@ -44,15 +44,14 @@ def fig_mrope_layout() -> Figure:
     """Which pairs serve t, h and w: Qwen2-VL's contiguous sections against Qwen3-VL's interleaving (head_dim 128)."""
     d = 128
     fig, ax = new_axes(9, 2.9, gridlines=False)
-    names = list(MROPE_MODELS)
     rows = [np.argmax(mrope_frequencies(d, sections, base=base, interleaved=interleaved) != 0, axis=1)   # pair -> axis
             for sections, base, interleaved in MROPE_MODELS.values()]
     ax.imshow(np.array(rows), cmap=ListedColormap(AXIS_COLORS), vmin=-0.5, vmax=2.5, aspect="auto",
               interpolation="nearest")
-    ax.set_yticks(range(len(names)), [f"{m}\n{MROPE_MODELS[m][0]}" for m in names])
+    ax.set_yticks(range(len(MROPE_MODELS)), [f"{name}\n{layout[0]}" for name, layout in MROPE_MODELS.items()])
     ax.set_xticks(sorted({0, d // 2 - 1, *np.cumsum(MROPE_MODELS["Qwen2-VL"][0][:2]).tolist(), d // 4}))
     ax.set_xticks(np.arange(-0.5, d // 2, 1), minor=True)
-    ax.set_yticks(np.arange(-0.5, len(names), 1), minor=True)
+    ax.set_yticks(np.arange(-0.5, len(MROPE_MODELS), 1), minor=True)
     ax.grid(which="minor", color="white", lw=0.6)
     ax.tick_params(which="minor", length=0)
     ax.legend([Rectangle((0, 0), 1, 1, color=c) for c in AXIS_COLORS], [f"{a} ($p_{a[0]}$)" for a in MROPE_AXES],
