@@ -33,16 +33,10 @@ def replayed_llama_rotary(cast=None):
     if cast not in (None, "bfloat16"):
         raise ValueError(f"cast must be None or 'bfloat16' (the cast recorded), got {cast!r}")
     recorded = llama_recording()
-    if cast is None:
-        halves = recorded["cos_half"], recorded["sin_half"]
-    else:
-        angles = np.outer(np.arange(len(recorded["cos_half"]), dtype=np.float32), recorded["inv_freq_bf16"])
-        halves = np.cos(angles), np.sin(angles)
+    angles = np.outer(np.arange(len(recorded["cos_half"]), dtype=np.float32), recorded["inv_freq_bf16"])   # cast's
+    halves = (recorded["cos_half"], recorded["sin_half"]) if cast is None else (np.cos(angles), np.sin(angles))
     cos, sin = (np.concatenate([half] * 2, axis=-1) for half in halves)
-
-    def rotary(x, position_ids):
-        return cos[position_ids].astype(x.dtype), sin[position_ids].astype(x.dtype)
-    return rotary
+    return lambda x, position_ids: (cos[position_ids].astype(x.dtype), sin[position_ids].astype(x.dtype))
 
 
 def llama_recording() -> dict:

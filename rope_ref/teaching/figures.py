@@ -17,7 +17,7 @@ from .vision_rope import fig_mrope_layout
 from .precision import PRECISION_DTYPES, angle_errors, score_error_by_dtype
 from .real_model import fig_real_attention_maps
 from .quantities import random_qk, score
-from .style import METADATA, PALETTE, RC, new_axes, new_figure, unit_circle
+from .style import METADATA, PALETTE, RC, new_axes, unit_circle
 from .views import TRAIN_LEN, ScalingView
 from .files import output_folder, write_atomically  # noqa: I001 (apart: the figures above change often)
 
@@ -78,16 +78,15 @@ def fig_rotation(d: int = 8, base: float = 10000.0, positions=range(7)) -> Figur
     positions = list(positions)
     x = np.tile(np.array([1.0, 0.0] * (d // 2)), (len(positions), 1))
     rot = rotate(x, np.asarray(positions, float), base=base)
-    fig = new_figure(8, 4)
-    for i, ax in enumerate(fig.subplots(1, 2)):
+    fig, axes = new_axes(8, 4, 1, 2, gridlines=False)
+    for i, ax in enumerate(axes):
         ax.add_patch(unit_circle())
         angles = np.arctan2(rot[:, 2 * i + 1], rot[:, 2 * i])
         labelled = []
         for j, (m, (a, b)) in enumerate(zip(positions, rot[:, 2 * i:2 * i + 2])):
             ax.annotate("", xy=(a, b), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=PALETTE[m % len(PALETTE)]))
-            last = j == len(positions) - 1
-            gaps = [abs(np.angle(np.exp(1j * (angles[j] - angles[k])))) for k in labelled + ([] if last else [-1])]
-            if last or min(gaps, default=np.inf) >= 0.35:
+            gaps = [abs(np.angle(np.exp(1j * (angles[j] - angles[k])))) for k in [*labelled, -1]]   # to the last too
+            if j == len(positions) - 1 or min(gaps) >= 0.35:
                 ax.text(1.17 * a, 1.17 * b, f"$m={m}$", ha="center", va="center")
                 labelled.append(j)
         ax.set(xlim=(-1.45, 1.45), ylim=(-1.45, 1.45), aspect="equal",
@@ -113,7 +112,7 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
     q_m . k_{m+r} (r = ``distance``, right), against float64.  float16 stops at 65504 (inf beyond)."""
     pos = np.unique(np.round(np.logspace(0, 6, 241)))
     q, k = random_qk(d, seed)
-    fig, axes = new_axes(11, 4.6, 1, 2)
+    fig, axes = new_axes(11, 4.6, 1, 2, subplot_kw=dict(xlabel="position $m$", xlim=(1, 1e6)))
     for (name, dt), color in zip(PRECISION_DTYPES.items(), ["C3", "C1", "C0"]):
         for ax, err in [(axes[0], angle_errors(pos, d, base, dt)),
                         (axes[1], score_error_by_dtype(q, k, pos, distance, base=base, dtype=dt))]:
@@ -127,8 +126,6 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
     axes[0].set(ylabel="largest |angle error| so far (rad)", title=r"angle $m\theta_i$ (worst pair)", ylim=(1e-8, 1e5))
     axes[1].set(ylabel=rf"largest $|q_m \cdot k_{{m+{distance:g}}}$ error$|$ so far",
                 title=rf"score $q_m \cdot k_{{m+{distance:g}}}$", ylim=(1e-8, 1e3))
-    for ax in axes:
-        ax.set(xlabel="position $m$", xlim=(1, 1e6))
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3)
     fig.suptitle(rf"Angles computed in a narrow dtype, against float64 ($d = {d}$, base {base:g}); "
                  "float16 stops at 65504")
@@ -137,11 +134,11 @@ def fig_precision(d: int = 128, seed: int = 0, base: float = 10000.0, distance: 
 
 def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000.0) -> Figure:
     """Every pair as a clock hand at angle m theta_i (hand 0 fastest), each on its own ring, hand 0 outermost."""
-    fig = new_figure(2.3 * len(positions), 2.9)
+    fig, axes = new_axes(2.3 * len(positions), 2.9, 1, len(positions), gridlines=False)
     n_pairs = d // 2
     ring = 0.85 / n_pairs                                      # the width of one hand's ring
     outer = 1.0 - ring * np.arange(n_pairs)                   # hand i spans [outer_i - 0.85 ring, outer_i]
-    for ax, m in zip(fig.subplots(1, len(positions)), positions):
+    for ax, m in zip(axes, positions):
         for i, (a, radius) in enumerate(zip(wrap_angle(m * frequencies(d, base)), outer)):
             color = PALETTE[i % len(PALETTE)]
             ax.add_patch(Circle((0, 0), radius, fill=False, color="0.88", lw=0.6))
@@ -156,27 +153,24 @@ def fig_clock_hands(positions=(0, 1, 2, 5, 30), d: int = 16, base: float = 10000
 
 
 def fig_aliasing(d: int = 8, base: float = 10000.0, max_position: int = 60) -> Figure:
-    """How far the code at m is from the code at 0: pair 0 alone nearly comes back at m = 6, all pairs never."""
+    """How far the code at m is from the code at 0, |R_m u - u| for u = (1, 0, 1, 0, ...) on pair 0 only or on every
+    pair (0 elsewhere): pair 0 alone nearly comes back at m = 6, all pairs never."""
     m = np.linspace(0, max_position, 6001)
+    u = np.zeros((2, 1, d))
+    u[0, :, 0], u[1, :, ::2] = 1.0, 1.0
+    distance = np.linalg.norm(rotate(np.broadcast_to(u, (2, m.size, d)), m, base=base) - u, axis=-1)
     fig, ax = new_axes(8, 3.6)
-    ax.plot(m, _code_distance(m, d, base, n_pairs=1), label=r"pair 0 only ($\theta_0 = 1$)")
-    ax.plot(m, _code_distance(m, d, base, n_pairs=d // 2), label=f"all {d // 2} pairs")
+    ax.plot(m, distance[0], label=r"pair 0 only ($\theta_0 = 1$)")
+    ax.plot(m, distance[1], label=f"all {d // 2} pairs")
     for k in range(1, int(max_position / (2 * np.pi)) + 1):
         ax.axvline(2 * np.pi * k, color="0.8", lw=0.8, zorder=0)
-    ax.annotate(r"$m = 6$: pair 0 almost back at $m = 0$", xy=(6, _code_distance(6.0, d, base, n_pairs=1)),
+    ax.annotate(r"$m = 6$: pair 0 almost back at $m = 0$", xy=(6, 2 * np.sin(3.0)),   # |e^{6i} - 1|
                 xytext=(8, 3.05), arrowprops=dict(arrowstyle="->"))
     ax.set(xlabel="position $m$", ylabel=r"$\|R_m u - R_0 u\|$", xlim=(0, max_position), ylim=(-0.05, 3.5),
            title=rf"One frequency repeats every $2\pi$ positions;" "\n"
            rf"many frequencies together do not ($d = {d}$)")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2)
     return fig
-
-
-def _code_distance(m, d: int, base: float, n_pairs: int) -> np.ndarray:
-    """|R_m u - u| for u = (1, 0, 1, 0, ...) on the first ``n_pairs`` pairs (0 elsewhere): the code at m against 0."""
-    u = np.zeros(d)
-    u[0:2 * n_pairs:2] = 1.0
-    return np.linalg.norm(rotate(np.broadcast_to(u, np.shape(m) + (d,)), m, base=base) - u, axis=-1)
 
 
 def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)) -> Figure:
@@ -186,8 +180,7 @@ def fig_decay_intuition(d: int = 64, base: float = 10000.0, distances=(0, 3, 30)
     for ax, r in zip(axes, distances):
         ax.add_patch(unit_circle())
         a = wrap_angle(r * frequencies(d, base))
-        for ang in a:
-            ax.plot([0, np.cos(ang)], [0, np.sin(ang)], color="C0", lw=0.8, alpha=0.6)
+        ax.plot([np.zeros_like(a), np.cos(a)], [np.zeros_like(a), np.sin(a)], color="C0", lw=0.8, alpha=0.6)  # hands
         mean = np.exp(1j * a).mean()
         arrow = dict(arrowstyle="->", color=PALETTE[3], lw=2)
         ax.annotate("", xy=(mean.real, mean.imag), xytext=(0, 0), arrowprops=arrow)
@@ -241,8 +234,7 @@ FIGURES = {
 
 
 def write_all(out_dir: Path | str, names=None) -> list[Path]:
-    """Write NAME.png and NAME.svg for every figure (or the given ``names``) into ``out_dir`` (created if
-    missing), each file whole."""
+    """Write NAME.png and NAME.svg of every figure (or of ``names``), each whole, into ``out_dir`` (made if missing)."""
     names = [names] if isinstance(names, str) else list(names or FIGURES)
     unknown = sorted(set(names) - set(FIGURES))
     if unknown:

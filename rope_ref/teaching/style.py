@@ -53,16 +53,11 @@ def palette():
         matplotlib.rcParams._set("axes.prop_cycle", previous)
 
 
-def new_figure(width: float = 9.0, height: float = 3.6, dpi: int = DPI) -> Figure:
-    """A pyplot-free figure with an Agg canvas (it renders the same under any backend), in the style."""
+def new_axes(width: float, height: float, *grid, dpi: int = DPI, gridlines: bool = True, **subplots_kw):
+    """(fig, axes): a pyplot-free figure in the style with an Agg canvas (it renders the same under any backend) and
+    its ``subplots(*grid, **subplots_kw)``, with light grid lines if asked."""
     fig = StyledFigure(figsize=(width, height), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
-    return fig
-
-
-def new_axes(width: float, height: float, *grid, dpi: int = DPI, gridlines: bool = True, **subplots_kw):
-    """(fig, axes): a :func:`new_figure` and its ``subplots(*grid, **subplots_kw)``, with light grid lines if asked."""
-    fig = new_figure(width, height, dpi)
     axes = fig.subplots(*grid, **subplots_kw)
     for ax in fig.axes if gridlines else ():
         ax.grid(alpha=0.3)

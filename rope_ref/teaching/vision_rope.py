@@ -8,7 +8,7 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from .._validate import check_number, check_positive_int
 from ..forms import rotate
-from ..multiaxis import MROPE_AXES, axial_frequencies, mrope_frequencies
+from ..multiaxis import MROPE_AXES, axial_frequencies, grid_positions, mrope_frequencies
 from .quantities import _qk, random_qk
 from .style import PALETTE, VIEW_DPI, new_axes
 from .views import View, _minus
@@ -34,26 +34,24 @@ def relative_score_map(q, k, radius: int, *, base: float = BASE_GRID) -> np.ndar
     if q.size % 4:
         raise ValueError(f"q and k must have d divisible by 4 (half the pairs on x, half on y), got d={q.size}")
     radius = check_positive_int(radius, "radius")
-    offsets = np.arange(-radius, radius + 1, dtype=np.float64)
-    dy, dx = np.meshgrid(offsets, offsets, indexing="ij")
-    keys = rotate(np.broadcast_to(k, (dx.size, k.size)), np.stack([dx.ravel(), dy.ravel()]),
+    size = 2 * radius + 1                               # k at (dx, dy) row by row: x (dx) first
+    keys = rotate(np.broadcast_to(k, (size * size, k.size)), grid_positions(size, size, indexing="xy") - radius,
                   inv_freq=axial_frequencies(k.size, base=base))
-    return (keys @ q).reshape(dx.shape)                 # q at the origin is not rotated
+    return (keys @ q).reshape(size, size)               # q at the origin is not rotated
 
 
 def fig_mrope_layout() -> Figure:
     """Which pairs serve t, h and w: Qwen2-VL's contiguous sections against Qwen3-VL's interleaving (head_dim 128)."""
     d = 128
     fig, ax = new_axes(9, 2.9, gridlines=False)
-    names = list(MROPE_MODELS)
     rows = [np.argmax(mrope_frequencies(d, sections, base=base, interleaved=interleaved) != 0, axis=1)   # pair -> axis
             for sections, base, interleaved in MROPE_MODELS.values()]
     ax.imshow(np.array(rows), cmap=ListedColormap(AXIS_COLORS), vmin=-0.5, vmax=2.5, aspect="auto",
               interpolation="nearest")
-    ax.set_yticks(range(len(names)), [f"{m}\n{MROPE_MODELS[m][0]}" for m in names])
+    ax.set_yticks(range(len(MROPE_MODELS)), [f"{name}\n{layout[0]}" for name, layout in MROPE_MODELS.items()])
     ax.set_xticks(sorted({0, d // 2 - 1, *np.cumsum(MROPE_MODELS["Qwen2-VL"][0][:2]).tolist(), d // 4}))
     ax.set_xticks(np.arange(-0.5, d // 2, 1), minor=True)
-    ax.set_yticks(np.arange(-0.5, len(names), 1), minor=True)
+    ax.set_yticks(np.arange(-0.5, len(MROPE_MODELS), 1), minor=True)
     ax.grid(which="minor", color="white", lw=0.6)
     ax.tick_params(which="minor", length=0)
     ax.legend([Rectangle((0, 0), 1, 1, color=c) for c in AXIS_COLORS], [f"{a} ($p_{a[0]}$)" for a in MROPE_AXES],

@@ -76,8 +76,8 @@ def test_quantities_take_read_only_inputs_and_return_new_arrays():
     np.testing.assert_array_equal(q, Q8)
 
 
-def test_relative_score_map_is_float64_with_q_dot_k_at_zero_offset():
+def test_relative_score_map_is_float64_row_dy_column_dx_as_at_absolute_patches():
     q, k = Q8.astype(np.float16), K8.astype(np.float16)
-    result = vision_rope.relative_score_map(q, k, 2)
+    result, q64, k64 = vision_rope.relative_score_map(q, k, 2), q.astype(np.float64), k.astype(np.float64)
     assert result.dtype == np.float64 and result.shape == (5, 5)
-    np.testing.assert_allclose(result[2, 2], q.astype(np.float64) @ k.astype(np.float64))
+    np.testing.assert_allclose(result[[2, 0], [2, 3]], [q64 @ k64, vision_rope._axial_score(q64, k64, (3, 4), (4, 2))])
