@@ -145,13 +145,14 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
     check_keywords(rope, ("base", "pairing", "rotary_dim", "inv_freq", "config"), "assert_rope_close()")
     if rows is not None and cos is None and sin is None:
         raise TypeError("rows index a cos/sin table, got rows without cos and sin")
-    if angles is not None or cos is not None or sin is not None:        # a table sets the angles alone
-        beside = dict(rope, positions=positions if cos is None and sin is None else None,
-                      cos=cos if angles is not None else None)
+    if angles is not None or cos is not None or sin is not None:        # a table sets the angles (rows: positions)
+        placed = dict(positions=positions, layout=layout, cu_seqlens=cu_seqlens, seqlen_offsets=seqlen_offsets)
+        beside = dict(rope, **(dict(cos=cos, sin=sin) if angles is not None else {}),
+                      **(placed if angles is not None or rows is not None else {}))
         beside = [k for k, v in beside.items() if k != "pairing" and v is not None]
         if beside:
-            raise TypeError(f"{'angles' if angles is not None else 'cos and sin'} set the angles, expected no "
-                            f"{' or '.join(beside)} beside them")
+            given = "angles" if angles is not None else "cos, sin and rows" if rows is not None else "cos and sin"
+            raise TypeError(f"{given} set the angles, expected no {' or '.join(beside)} beside them")
     x64 = check_x(x).astype(np.float64)
     got = check_real_array(actual, "actual").astype(np.float64)
     if got.shape != x64.shape:

@@ -201,6 +201,10 @@ def test_an_unmeasured_base_is_not_reported_and_an_all_zero_x_warns_nothing():
                                        (dict(layout="bsdh"), "layout"), (dict(actual=np.zeros((3, 8))), "actual"),
                                        (dict(precision=Precision(table="int8")), "table"), (dict(rows=[0] * 4), "rows"),
                                        (dict(angles=np.zeros((4, 4)), positions=np.arange(4)), "positions"),
+                                       (dict(angles=np.zeros((4, 4)), seqlen_offsets=2), "seqlen_offsets"),
+                                       (dict(angles=np.zeros((4, 4)), sin=np.zeros((4, 4))), "sin"),
+                                       (dict(cos=np.ones((9, 4)), sin=np.ones((9, 4)), rows=[0] * 4, positions=[1] * 4),
+                                        "positions"),
                                        (dict(cos=np.ones((4, 4)), sin=np.ones((4, 4)), base=5.0), "base"),
                                        (dict(offset=3), r"assert_rope_close\(\).*offset")])
 def test_bad_arguments_are_named(bad, name):
