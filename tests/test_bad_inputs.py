@@ -51,6 +51,7 @@ CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: rr.rotate(X7, angles=5.0), ValueError, "angles"),
     (lambda: rr.rotate(X7, angles=A7 + np.nan), ValueError, "angles"),
     (lambda: rr.rotate(X7, angles=A7, rotary_dim=8), TypeError, "angles"),
+    (lambda: rr.rotate(X7, angles=A7, rotary_dim=np.array([16, 16])), TypeError, "rotary_dim"),
     (lambda: rr.rotate(X7, np.arange(7), angles=A7), TypeError, "angles"),
     (lambda: rr.rotate(X4, layout="bsdh"), ValueError, "layout"),
     (lambda: rr.rotate(X4, layout=4), TypeError, "layout"),

@@ -30,8 +30,8 @@ def replayed_llama_rotary(cast=None):
     """transformers 5.24.0's ``LlamaRotaryEmbedding`` for Llama 3 8B, replayed from its recording (ids 0..255):
     ``rotary(x, position_ids) -> (cos, sin)``, each ``(batch, seq, 128)`` in ``x``'s dtype.  ``cast="bfloat16"``: the
     module after ``.to(torch.bfloat16)``, its bfloat16 ``inv_freq`` times the positions in float32, then cos and sin."""
-    if cast not in (None, "bfloat16"):
-        raise ValueError(f"cast must be None or 'bfloat16' (the cast recorded), got {cast!r}")
+    if cast is not None:
+        check_choice(cast, "cast", ("bfloat16",), "None (as built) or the cast recorded, ")
     recorded = llama_recording()
     angles = np.outer(np.arange(len(recorded["cos_half"]), dtype=np.float32), recorded["inv_freq_bf16"])   # cast's
     halves = (recorded["cos_half"], recorded["sin_half"]) if cast is None else (np.cos(angles), np.sin(angles))

@@ -56,6 +56,7 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: vision_rope.relative_score_map(np.ones((2, 8)), K8, 1), V, "q"),
     (lambda: vision_rope.relative_score_map(np.ones(6), np.ones(6), 1), V, "q"),
     (lambda: example_kernels.replayed_llama_rotary(cast="float16"), V, "cast"),
+    (lambda: example_kernels.replayed_llama_rotary(cast=np.zeros(2)), T, "cast"),
     (lambda: example_kernels.config("nope"), V, "name"), (lambda: example_kernels.config("../../x"), V, "name"),
 ]
 
