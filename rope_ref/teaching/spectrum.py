@@ -56,7 +56,7 @@ def fig_turning_dimensions(d: int = 128, base: float = 10000.0):
             ("p-RoPE, p = 3/4 (Barbero et al.)", "p-rope", 0.75, "half"),
             ("proportional, 1/4 (Gemma 4)", "proportional", 0.25, "half"),
             ("NoPE layer (Llama 4, SmolLM3)", "nope", 1.0, "half")]
-    feature_freqs = np.zeros((len(rows), d))
+    feature_freqs = np.zeros((len(rows), check_d(d)))
     for row, (_, scheme, fraction, pairing) in zip(feature_freqs, rows):
         rotated = scheme_frequencies(scheme, d, base, fraction)
         rotated = rotated[:int(fraction * d) // 2] if scheme == "partial" else rotated

@@ -49,6 +49,7 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: spectrum.supported_context(-1), V, "base"),
     (lambda: spectrum.supported_context(1e4, limit=-5), V, "limit"),
     (lambda: spectrum.supported_context(1e4, limit=2.5), T, "limit"),
+    (lambda: spectrum.fig_turning_dimensions(d=-2), V, "d"),
     (lambda: spectrum.supported_context(1e4, inv_freq=[np.nan, 1.0]), V, "inv_freq"),
     (lambda: vision_rope.relative_score_map(None, K8, 3), T, "q"),
     (lambda: vision_rope.relative_score_map(Q8, K8, 2.5), T, "radius"),
