@@ -58,11 +58,9 @@ class View:
         put it (no tick-label boxes measured per step)."""
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")
-        for axis in (*self.layered, *self.dynamic):
-            if isinstance(axis, Axis):
-                label = axis.label
-                axis.set_label_coords(*axis.axes.transAxes.inverted().transform(
-                    label.get_transform().transform(label.get_position())))
+        for axis in (a for a in (*self.layered, *self.dynamic) if isinstance(a, Axis)):
+            xy = axis.label.get_transform().transform(axis.label.get_position())
+            axis.set_label_coords(*axis.axes.transAxes.inverted().transform(xy))
         setp((*self.layered, *self.dynamic), animated=True)
 
     def to_png(self) -> bytes:
@@ -94,8 +92,7 @@ class View:
 def _png(rgba: np.ndarray) -> bytes:
     """A PNG of an ``(h, w, 4)`` uint8 image: unfiltered rows, zlib level 1 (a third of Pillow's time)."""
     h, w, _ = rgba.shape
-    rows = np.zeros((h, 1 + 4 * w), np.uint8)            # each row: filter type 0, then its pixels
-    rows[:, 1:] = rgba.reshape(h, -1)
+    rows = np.pad(rgba.reshape(h, -1), ((0, 0), (1, 0)))     # each row: filter type 0, then its pixels
 
     def chunk(tag: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
@@ -217,9 +214,8 @@ def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
 
 def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
     """rope_type -> (scaled theta_i / theta_i per pair, attention_factor) for every method of :func:`method_configs`."""
-    scaled = {name: scaled_inv_freq(d, base, rope_type=name, **params)
-              for name, params in method_configs(factor, train_len).items()}
-    return {name: (freqs / frequencies(d, base), att) for name, (freqs, att) in scaled.items()}
+    return {name: (freqs / frequencies(d, base), att) for name, params in method_configs(factor, train_len).items()
+            for freqs, att in [scaled_inv_freq(d, base, rope_type=name, **params)]}
 
 
 def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
@@ -249,25 +245,23 @@ class ScalingView(View):
     def build(self):
         self.fig, axes = new_axes(13, 4.8, 1, 3, dpi=VIEW_DPI)
         self.ax_ratio, self.ax_angle, self.ax_gap = axes
-
-        def method_line(ax, name, j):
-            return ax.plot([], [], lw=2.4, ms=7, markevery=(j, 6), label=name, zorder=2.5, **self.STYLES[name])[0]
         names = list(self.STYLES)[:-1]
-        self.ratio_lines = {n: method_line(self.ax_ratio, n, j) for j, n in enumerate(names)}
+        self.train_line, = self.ax_angle.semilogy([], [], label=r"training: $L\,\theta_i$, $\theta_i$", **self.TRAINING)
+        self.gap_train, = self.ax_gap.semilogy([], [], **self.TRAINING)   # theta_i': the angle from m to m + 1
+        self.ratio_lines, self.angle_lines, self.gap_lines = (   # each method's line in each panel
+            {n: ax.plot([], [], lw=2.4, ms=7, markevery=(j, 6), label=n, zorder=2.5, **self.STYLES[n])[0]
+             for j, n in enumerate(panel_names)}
+            for ax, panel_names in ((self.ax_ratio, names), (self.ax_angle, ["default", *names]), (self.ax_gap, names)))
         self.ax_ratio.set(ylabel=r"$\theta_i' / \theta_i$", yscale="log", title="frequency ratio per pair")
         ticks = [4.0 ** -k for k in range(6)][::-1]
         self.ax_ratio.set_yticks(ticks, [f"1/{round(1 / t)}" if t < 1 else "1" for t in ticks])
         self.ax_ratio.yaxis.set_minor_locator(NullLocator())
         self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)
-        self.train_line, = self.ax_angle.semilogy([], [], label=r"training: $L\,\theta_i$, $\theta_i$", **self.TRAINING)
-        self.angle_lines = {n: method_line(self.ax_angle, n, j) for j, n in enumerate(["default", *names])}
         self.angle_lines["default"].set_label("no scaling")
         self.ax_angle.axhline(1.0, color="0.5", ls=":", lw=1)
         self.ax_angle.text(0.02, 0.02, "dotted: one full turn", transform=self.ax_angle.transAxes, color="0.35")
         self.ax_angle.set(ylabel=r"largest angle $/\ 2\pi$ (turns)", ylim=(1e-3, 1e6))
         self.angle_title = self.ax_angle.set_title(" ")
-        self.gap_train, = self.ax_gap.semilogy([], [], **self.TRAINING)   # theta_i': the angle from m to m + 1
-        self.gap_lines = {n: method_line(self.ax_gap, n, j) for j, n in enumerate(names)}
         self.ax_gap.set(ylabel="angle between neighbours (rad)", ylim=(1e-9, 3.0))
         self.gap_text = self.ax_gap.set_title(" \n ")
         setp(axes, xlabel=r"pair $i$ (fast $\rightarrow$ slow)", xlim=(0, 1), xticks=[0, 0.25, 0.5, 0.75, 1],
@@ -280,16 +274,13 @@ class ScalingView(View):
     def draw(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN) -> str:
         d = check_number(d, "d", "an even integer from 4 to 4096", lambda v: 4 <= v <= 4096 and v % 2 == 0)
         ratios = frequency_ratios(d, base, factor, train_len)           # checks base, factor and train_len
-        x = np.arange(d // 2) * 2 / d
-        theta = frequencies(d, base)
+        x, theta = np.arange(d // 2) * 2 / d, frequencies(d, base)
         gaps = {name: ratio * theta for name, (ratio, _) in ratios.items()}
+        angles = angles_reached(d, base, factor, train_len) | {"default": factor * train_len * theta}
         for name, (ratio, _) in ratios.items():
             self.ratio_lines[name].set_data(x, ratio)
             self.gap_lines[name].set_data(x, gaps[name])
-        angles = angles_reached(d, base, factor, train_len)
-        angles["default"] = factor * train_len * theta
-        self.train_line.set_data(x, angles["training"] / (2 * np.pi))
-        for name, line in self.angle_lines.items():
+        for name, line in [("training", self.train_line), *self.angle_lines.items()]:
             line.set_data(x, angles[name] / (2 * np.pi))
         self.gap_train.set_data(x, theta)
         self.angle_title.set_text(f"largest angle per pair at {factor:g} L = {factor * train_len:g}")
