@@ -108,9 +108,8 @@ def _widget_call(source: str):
     """A code cell's call of a ``*_widget`` function of :mod:`.widgets` as ``(function, args, kwargs)``, if every
     argument is a literal; else None."""
     try:
-        calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
-        names = [getattr(call.func, "id", getattr(call.func, "attr", "")) for call in calls]
-        call, name = next((c, n) for c, n in zip(calls, names) if n.endswith("_widget") and callable(globals().get(n)))
+        call = next(node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call) and (name := getattr(
+            node.func, "id", getattr(node.func, "attr", ""))).endswith("_widget") and callable(globals().get(name)))
         return (globals()[name], [ast.literal_eval(a) for a in call.args],
                 {k.arg: ast.literal_eval(k.value) for k in call.keywords})
     except (SyntaxError, StopIteration, ValueError):     # no such call, or an argument computed in the notebook
@@ -138,10 +137,7 @@ def static_sliders(box, key: str) -> dict:
         for value in _values(control):
             n = 0                                           # the start: frame 0
             if value != start:
-                try:
-                    control.value = value                   # the widget's observer updates its view and image
-                except (TypeError, ValueError):             # a state the view refuses has no button
-                    continue
+                control.value = value                       # the widget's observer updates its view and image
                 frames.append((box.image.value, box.readout.value))
                 n = len(frames) - 1
             labels.append((dict((v, t) for t, v in getattr(control, "options", ())).get(value, f"{value:g}"), n))
