@@ -41,11 +41,10 @@ def _widget(cls, *links, **sliders):
                 controls[name].value = value
             except TraitError as exc:               # a type or an option the slider does not take
                 raise ValueError(f"{name}: {exc}") from None
-        for source, target, rule in links:
-            W.dlink((controls[source], "value"), (controls[target], "max"), rule)
-        for name, value in view.params.items():
             if controls[name].value != value:       # clamped to the slider's range
                 raise ValueError(f"{name}: expected a value within the slider's range, got {value!r}")
+        for source, target, rule in links:          # a rule the view keeps too: no value it takes is clamped
+            W.dlink((controls[source], "value"), (controls[target], "max"), rule)
         width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
         image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
         readout = W.HTML(value=view.readout, style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
