@@ -218,14 +218,6 @@ def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, t
             for freqs, att in [scaled_inv_freq(d, base, rope_type=name, **params)]}
 
 
-def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
-    """The largest angle (radians) each pair reaches: ``"training"`` -> L_train * theta_i, and rope_type ->
-    factor * L_train * scaled theta_i (a pair meets unseen angles unless this stays at or below training's)."""
-    reached = {name: factor * train_len * scaled_inv_freq(d, base, rope_type=name, **params)[0]
-               for name, params in method_configs(factor, train_len).items()}          # checks the arguments first
-    return {"training": train_len * frequencies(d, base)} | reached
-
-
 class ScalingView(View):
     """For a factor s, d, base and training length L, per pair (placed at 2i/d, so every d shares one axis): each
     method's frequency ratio (left), the largest angle in training against the largest at s L (middle), and the
@@ -275,8 +267,9 @@ class ScalingView(View):
         d = check_number(d, "d", "an even integer from 4 to 4096", lambda v: 4 <= v <= 4096 and v % 2 == 0)
         ratios = frequency_ratios(d, base, factor, train_len)           # checks base, factor and train_len
         x, theta = np.arange(d // 2) * 2 / d, frequencies(d, base)
-        gaps = {name: ratio * theta for name, (ratio, _) in ratios.items()}
-        angles = angles_reached(d, base, factor, train_len) | {"default": factor * train_len * theta}
+        gaps = {"default": theta} | {name: ratio * theta for name, (ratio, _) in ratios.items()}   # scaled theta_i
+        # the largest angle each pair reaches, in training and at s L: a pair meets unseen angles above training's
+        angles = {"training": train_len * theta} | {name: factor * train_len * gap for name, gap in gaps.items()}
         for name, (ratio, _) in ratios.items():
             self.ratio_lines[name].set_data(x, ratio)
             self.gap_lines[name].set_data(x, gaps[name])
