@@ -20,15 +20,14 @@ from .style import DPI, PALETTE, VIEW_DPI, new_axes, unit_circle
 
 
 class View:
-    """A figure made once by ``build()`` (``fig``, its artists, ``dynamic`` and ``layered``) whose ``draw(**params)``
-    checks the parameters (the arguments of ``draw``, the view's own with their defaults), moves the artists and
-    returns one line of the numbers on show, kept as ``readout``.  ``dynamic`` artists (lines, texts, an axis whose
-    limits follow a slider) are drawn at every step over a cached image of the rest; ``layered`` ones, changing only
-    with one of ``layer_params``, into a second cached image."""
+    """A figure made once by ``build()`` (``fig``, its artists, ``dynamic``) whose ``draw(**params)`` checks the
+    parameters (the arguments of ``draw``, the view's own with their defaults), moves the artists and returns one line
+    of the numbers on show, kept as ``readout``.  ``dynamic`` artists (lines, texts, an axis whose limits follow a
+    slider) are drawn at every step over a cached image of the rest, drawn again when one of ``background_params``
+    moves (the other artists may then change)."""
 
-    layered: tuple = ()
-    layer_params: frozenset = frozenset()
-    _background = _layer = None
+    background_params: frozenset = frozenset()
+    _background = None
 
     def __init__(self, *args, **kwargs):
         """The view at the given parameters (``draw``'s, by position or name; else its defaults), laid out once."""
@@ -44,8 +43,8 @@ class View:
         if unknown:
             raise TypeError(f"unknown parameter(s) {sorted(unknown)}; expected some of {sorted(self.params)}")
         old, self.params = self.params, {**self.params, **params}
-        if any(old[k] != self.params[k] for k in self.layer_params):
-            self._layer = None                      # draw() redraws the layered artists while this is None
+        if any(old[k] != self.params[k] for k in self.background_params):
+            self._background = None                 # draw() moves the background's artists while this is None
         try:
             self.readout = self.draw(**self.params)
         except (TypeError, ValueError):
@@ -58,30 +57,25 @@ class View:
         put it (no tick-label boxes measured per step)."""
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")
-        for axis in (a for a in (*self.layered, *self.dynamic) if isinstance(a, Axis)):
+        for axis in (a for a in self.dynamic if isinstance(a, Axis)):
             xy = axis.label.get_transform().transform(axis.label.get_position())
             axis.set_label_coords(*axis.axes.transAxes.inverted().transform(xy))
-        setp((*self.layered, *self.dynamic), animated=True)
+        setp(self.dynamic, animated=True)
 
     def to_png(self) -> bytes:
-        """The current frame as PNG: the cached images, the dynamic artists over them, zlib's fastest level."""
+        """The current frame as PNG: the cached image, the dynamic artists over it, zlib's fastest level."""
         canvas = self.fig.canvas
         if self._background is None:
             canvas.draw()                                   # animated artists are left out
             self._background = canvas.copy_from_bbox(self.fig.bbox)
-        if self._layer is None:
-            canvas.restore_region(self._background)
-            for artist in self.layered:
-                self.fig.draw_artist(artist)
-            self._layer = canvas.copy_from_bbox(self.fig.bbox)
-        canvas.restore_region(self._layer)
+        canvas.restore_region(self._background)
         for artist in self.dynamic:
             self.fig.draw_artist(artist)
         return _png(np.asarray(canvas.buffer_rgba()))
 
     def static_figure(self) -> Figure:
         """The figure with every artist drawn normally, laid out again at :data:`DPI`; not stepped after this."""
-        setp((*self.layered, *self.dynamic), animated=False)
+        setp(self.dynamic, animated=False)
         self.fig.set_dpi(DPI)
         self.fig.set_layout_engine("constrained")
         self.fig.canvas.draw()
@@ -134,7 +128,7 @@ class RotationsView(View):
     """Pair i of q and k (``random_qk(d)``) rotated to m + shift and n + shift, and q_m . k_n against m - n:
     the angle between them, (phi_q - phi_k) + (m - n) theta_i, depends only on m - n (eq 11)."""
 
-    layer_params = frozenset({"d", "base"})          # the score curve and its y-limits follow d and the base
+    background_params = frozenset({"d", "base"})     # the score curve and its y-limits follow d and the base
 
     def build(self):
         self.r = np.arange(-64, 64.5, 0.5)                  # m - n on the score panel
@@ -159,7 +153,6 @@ class RotationsView(View):
                           xlim=self.r[[0, -1]])
         self.score_title = self.ax_score.set_title(" ", y=1.0, loc="left")
         self.score_text = self.ax_score.set_title(" ", y=1.0, loc="right", color="C3")   # the red dot's value
-        self.layered = (self.ax_score.yaxis, self.curve, self.score_title)
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
                         self.score_text, self.plane_title)
 
@@ -189,7 +182,7 @@ class RotationsView(View):
                                           "mod 2\N{GREEK SMALL LETTER PI})"))
         self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {theta_i:.3g}$" "\n"
                                   rf"$|q_{{{i}}}| = {lengths[0]:.2f}$, $|k_{{{i}}}| = {lengths[1]:.2f}$")
-        if self._layer is None:                             # the curve depends on d and base only
+        if self._background is None:                        # the curve depends on d and base only
             y = score(q, k, 0.0, -self.r, base=base)                      # x-axis is m - n = -(n - m)
             self.curve.set_ydata(y)
             self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
