@@ -132,14 +132,12 @@ def static_sliders(box, key: str) -> dict:
     ``rows``, per control (description, [(a value's label, its frame)]), and ``key``, unique in the page."""
     frames, rows = [(box.image.value, box.readout.value)], []
     for control in box.controls.values():
-        start, labels = control.value, []
+        start, labels, names = control.value, [], {v: t for t, v in getattr(control, "options", ())}
         for value in _values(control):
-            n = 0                                           # the start: frame 0
             if value != start:
                 control.value = value                       # the widget's observer updates its view and image
                 frames.append((box.image.value, box.readout.value))
-                n = len(frames) - 1
-            labels.append((dict((v, t) for t, v in getattr(control, "options", ())).get(value, f"{value:g}"), n))
+            labels.append((names.get(value, f"{value:g}"), len(frames) - 1 if value != start else 0))   # start: 0
         control.value = start
         rows.append((control.description, labels))
     return {"key": key, "rows": rows, "frames": [(base64.b64encode(png).decode(), text) for png, text in frames]}
