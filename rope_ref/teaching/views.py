@@ -117,8 +117,7 @@ class DecayView(View):
         y = decay_bound(self.r, d, base)
         setp(self.lines, ydata=y)
         self.axes[1].set_ylim(0, (d / 2 + 1) / 2 * 1.05)
-        beyond = y[self.r >= 5]
-        self.axes[0].set_ylim(0.95 * beyond.min(), 1.05 * beyond.max())
+        self.axes[0].set_ylim(0.95 * y[self.r >= 5].min(), 1.05 * y[self.r >= 5].max())
         self.title.set_text(f"$d$ = {d}, base = {base:g}")
         return (f"d = {d}, base = {base:g}: bound at 0 = {y[0]:.2f}, at 256 = {y[-1]:.2f}, "
                 f"mean over [128, 256] = {y[self.r >= 128].mean():.2f}")
@@ -223,7 +222,7 @@ class ScalingView(View):
               "dynamic": dict(color=PALETTE[2], ls=(0, (1, 1.2)), marker="^"),
               "yarn": dict(color=PALETTE[4], ls="-", marker="D"),
               "llama3": dict(color=PALETTE[5], ls=(0, (6, 2, 1, 2)), marker="v"),
-              "default": dict(color="0.45", ls=(0, (3, 3)), marker="x")}
+              "default": dict(color="0.45", ls=(0, (3, 3)), marker="x", label="no scaling")}
     #: Training: a thick black line under every method (linear keeps exactly training's angles: drawn on it).
     TRAINING = dict(color="black", lw=5, solid_capstyle="butt", zorder=1.5)
 
@@ -234,7 +233,7 @@ class ScalingView(View):
         self.train_line, = self.ax_angle.semilogy([], [], label=r"training: $L\,\theta_i$, $\theta_i$", **self.TRAINING)
         self.gap_train, = self.ax_gap.semilogy([], [], **self.TRAINING)   # theta_i': the angle from m to m + 1
         self.ratio_lines, self.angle_lines, self.gap_lines = (   # each method's line in each panel
-            {n: ax.plot([], [], lw=2.4, ms=7, markevery=(j, 6), label=n, zorder=2.5, **self.STYLES[n])[0]
+            {n: ax.plot([], [], lw=2.4, ms=7, markevery=(j, 6), zorder=2.5, **{"label": n, **self.STYLES[n]})[0]
              for j, n in enumerate(panel_names)}
             for ax, panel_names in ((self.ax_ratio, names), (self.ax_angle, ["default", *names]), (self.ax_gap, names)))
         self.ax_ratio.set(ylabel=r"$\theta_i' / \theta_i$", yscale="log", title="frequency ratio per pair")
@@ -242,7 +241,6 @@ class ScalingView(View):
         self.ax_ratio.set_yticks(ticks, [f"1/{round(1 / t)}" if t < 1 else "1" for t in ticks])
         self.ax_ratio.yaxis.set_minor_locator(NullLocator())
         self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)
-        self.angle_lines["default"].set_label("no scaling")
         self.ax_angle.axhline(1.0, color="0.5", ls=":", lw=1)
         self.ax_angle.text(0.02, 0.02, "dotted: one full turn", transform=self.ax_angle.transAxes, color="0.35")
         self.ax_angle.set(ylabel=r"largest angle $/\ 2\pi$ (turns)", ylim=(1e-3, 1e6))
