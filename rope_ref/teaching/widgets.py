@@ -115,25 +115,19 @@ def _widget_call(source: str):
         return None
 
 
-def _values(control, most: int = 5) -> list:
-    """Up to ``most`` values spread over ``control``'s range (both ends among them), and its value."""
-    if hasattr(control, "options"):
-        values = [value for _, value in control.options]
-    else:
-        values = [control.min + k * control.step for k in range(round((control.max - control.min) / control.step) + 1)]
-        values = [control.base ** v for v in values] if hasattr(control, "base") else values     # FloatLogSlider
-    return sorted({values[round(k * (len(values) - 1) / (most - 1))] for k in range(most)} | {control.value})
-
-
 def static_sliders(box, key: str) -> dict:
     """The slider view ``box`` (a ``*_widget`` function's) for a page that runs no script (the site's template draws
-    it as radio buttons): ``frames``, each (base64 PNG, readout), the view with one control at a value of
-    :func:`_values` and the others at their start (the widget's own code draws them; frame 0: all at their start),
-    ``rows``, per control (description, [(a value's label, its frame)]), and ``key``, unique in the page."""
+    it as radio buttons): ``frames``, each (base64 PNG, readout), the view with one control at one of five values
+    spread over its range (both ends among them) and the others at their start (the widget's own code draws them;
+    frame 0: all at their start), ``rows``, per control (description, [(a value's label, its frame)]), and ``key``,
+    unique in the page."""
     frames, rows = [(box.image.value, box.readout.value)], []
     for control in box.controls.values():
         start, labels, names = control.value, [], {v: t for t, v in getattr(control, "options", ())}
-        for value in _values(control):
+        values = list(names) or [control.min + k * control.step
+                                 for k in range(round((control.max - control.min) / control.step) + 1)]
+        values = [control.base ** v for v in values] if hasattr(control, "base") else values     # FloatLogSlider
+        for value in sorted({values[round(k * (len(values) - 1) / 4)] for k in range(5)} | {start}):
             if value != start:
                 control.value = value                       # the widget's observer updates its view and image
                 frames.append((box.image.value, box.readout.value))
