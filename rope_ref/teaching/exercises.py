@@ -72,9 +72,8 @@ def check(answers: dict, right, correct, mistakes=(), otherwise="", same=lambda 
 
 def check_hand0_return(m, confused_with_all_hands) -> bool:
     """Notebook 00: the position 1..100 hand 0 (theta_0 = 1) confuses most with 0, and whether all of d = 8 does."""
-    positions = np.arange(1, 101)
-    off = np.abs(wrap_angle(positions * frequencies(8)[0]))        # hand 0's distance from a whole turn
-    best = int(positions[np.argmin(off)])
+    off = np.abs(wrap_angle(np.arange(1, 101) * frequencies(8)[0]))     # hand 0's distance from a whole turn at m
+    best = 1 + int(np.argmin(off))
     return check({"m": (m, integer_in(1, 100)), "confused_with_all_hands": (confused_with_all_hands, BOOL)},
                  (best, False), f"hand 0 comes within {off.min():.3f} rad of home at m = {best}, but hand 1 (theta_1 = "
                  f"0.1) is then at {wrap_angle(best * 0.1):.2f} rad, so the full code differs",
@@ -116,9 +115,8 @@ def check_eq34(x, answer, base: float = 10000.0) -> bool:
 def check_predicted_angle(answer, m: float = 10, n: float = 4, i: int = 2, d: int = 16, seed: int = 0) -> bool:
     """Notebook 02: ``answer`` (radians) should be the angle from k_n to q_m in pair i, modulo 2 pi."""
     q, k = random_qk(d, seed)
-    measured = float(wrap_angle(np.angle(complex(*rotate(q, m)[2 * i:2 * i + 2]) /
-                                         complex(*rotate(k, n)[2 * i:2 * i + 2]))))
-    phi = np.angle(complex(*q[2 * i:2 * i + 2])) - np.angle(complex(*k[2 * i:2 * i + 2]))       # phi_q - phi_k
+    zq, zk, zqm, zkn = (complex(*v[2 * i:2 * i + 2]) for v in (q, k, rotate(q, m), rotate(k, n)))     # pair i
+    measured, phi = float(wrap_angle(np.angle(zqm / zkn))), np.angle(zq) - np.angle(zk)       # phi = phi_q - phi_k
     turn = (m - n) * frequencies(d)[i]
     return check({"answer": (answer, NUMBER)}, measured, f"the measured angle is {measured:+.6f} rad (modulo 2 pi)",
                  [(turn - phi, "the content part has the wrong sign: the angle from k to q is phi_q - phi_k"),
@@ -138,13 +136,12 @@ def check_decay_prediction(far_is_higher, far_mean) -> bool:
     lo, hi = decay_bound(r, 128, 1e4), decay_bound(r, 128, 5e5)
     far_lo, far_hi = lo[r >= 128].mean(), hi[r >= 128].mean()
     higher = bool(far_hi > far_lo)
-    mistakes = [(far_lo, "that is the mean with base 1e4; use rr.decay_bound(r, 128, base=5e5)"),
-                (hi.mean(), "that is the mean over all distances 0..256; take only r >= 128"),
-                (hi[0], "that is the value at distance 0; the exercise asks for the mean over 128..256")]
-    return check({"far_is_higher": (far_is_higher, BOOL), "far_mean": (far_mean, NUMBER)},
-                 far_hi, f"the mean over 128..256 is {far_hi:.2f} with base 5e5 against "
-                 f"{far_lo:.2f} with 1e4: the slow pairs stay coherent longer",
-                 [(wrong, f"your direction is right, but {why}") for wrong, why in mistakes],
+    return check({"far_is_higher": (far_is_higher, BOOL), "far_mean": (far_mean, NUMBER)}, far_hi,
+                 f"the mean over 128..256 is {far_hi:.2f} with base 5e5 against {far_lo:.2f} with 1e4: the slow pairs "
+                 "stay coherent longer", [(wrong, f"your direction is right, but {why}") for wrong, why in [
+                     (far_lo, "that is the mean with base 1e4; use rr.decay_bound(r, 128, base=5e5)"),
+                     (hi.mean(), "that is the mean over all distances 0..256; take only r >= 128"),
+                     (hi[0], "that is the value at distance 0; the exercise asks for the mean over 128..256")]],
                  lambda a: "think of what a larger base does to the slow pairs' angles r theta_i" if a[0] != higher
                  else f"your direction is right, but the mean over 128..256 is not {a[1]:g}",
                  lambda a, ref: a[0] == higher and abs(a[1] - ref) < 0.005)
@@ -286,8 +283,6 @@ def check_text_after_image(answer, segments=AFTER_IMAGE_SEGMENTS, spatial_merge_
                  "that is not where the text resumes; find the largest id the image uses on any axis")
 
 
-#: the second exercise: query patch (2, 3) with key patch (7, 1); the query moves to (10, 10).
-SAME_SCORE_FROM, SAME_SCORE_TO, SAME_SCORE_QUERY = (2, 3), (7, 1), (10, 10)
 PATCH = ("a patch (x, y) of two integers", lambda v: isinstance(v, (tuple, list, np.ndarray)) and len(v) == 2
          and all(map(is_integer, v)), lambda v: tuple(int(i) for i in v))
 #: The exercise's query and key, independent (an offset and its reverse score differently): ``same_score_qk()``.
@@ -296,15 +291,14 @@ same_score_qk = functools.partial(random_qk, 64, 1)
 
 def check_same_score_patch(answer) -> bool:
     """``answer``: the key patch (x, y) that, with the query at (10, 10), scores as query (2, 3) and key (7, 1)."""
-    (dx, dy), (qx, qy) = np.subtract(SAME_SCORE_TO, SAME_SCORE_FROM).tolist(), SAME_SCORE_QUERY
-    q, k = same_score_qk()
-    target = _axial_score(q, k, SAME_SCORE_FROM, SAME_SCORE_TO)
+    (dx, dy), (qx, qy), (q, k) = (7 - 2, 1 - 3), (10, 10), same_score_qk()     # the offset; the query's new patch
+    target = _axial_score(q, k, (2, 3), (7, 1))
 
     def scores(patch):
-        return f"score {_axial_score(q, k, SAME_SCORE_QUERY, patch):.4f}, not {target:.4f}"
+        return f"score {_axial_score(q, k, (qx, qy), patch):.4f}, not {target:.4f}"
     return check({"answer": (answer, PATCH)}, (qx + dx, qy + dy),
                  lambda a: f"key {a} sits at the same offset from the query as (7, 1) from (2, 3): "
-                           f"score {_axial_score(q, k, SAME_SCORE_QUERY, a):.6f} = {target:.6f}",
+                           f"score {_axial_score(q, k, (qx, qy), a):.6f} = {target:.6f}",
                  [((dx, dy), "that is the offset between the patches; the answer is a patch, seen from the query"),
                   ((qx - dx, qy - dy), lambda a: f"that patch is at the reversed offset: {scores(a)}"),
                   ((qx + dy, qy + dx), lambda a: f"x and y are swapped: {scores(a)}")],
@@ -321,15 +315,14 @@ def _mystery_kernel(x, positions, *, shift: float, period: float):
 
 
 _DEALT = sorted(range(3), key=lambda i: hashlib.sha256(f"rope_ref 11 {i}".encode()).hexdigest())
-_SHIFTS, _PERIODS = (1e3, 0.0, 0.0), (np.inf, 2.0 ** 5, np.inf)
-MYSTERY_ROPES = {letter: functools.partial(_mystery_kernel, shift=_SHIFTS[i], period=_PERIODS[i])
+MYSTERY_ROPES = {letter: functools.partial(_mystery_kernel, shift=(1e3, 0.0, 0.0)[i], period=(np.inf, 32.0, np.inf)[i])
                  for letter, i in zip("ABC", _DEALT)}
 
 
 def check_mystery_rope(answer) -> bool:
     """``answer``: the letter ("A", "B" or "C") of the kernel in :data:`MYSTERY_ROPES` with the planted bug: the one
     whose scores (R_m q) . (R_n k) differ from rope_ref's, the one that wraps its positions."""
-    bug = next(letter for letter, i in zip("ABC", _DEALT) if _PERIODS[i] < np.inf)
+    bug = next(letter for letter, rope in MYSTERY_ROPES.items() if rope.keywords["period"] < np.inf)
     return check({"answer": (answer, one_of(MYSTERY_ROPES, str.upper))}, bug, f"kernel {bug} wraps its positions "
                  "modulo 32 (a cos/sin table built for 32 positions): every prompt shorter than 33 tokens is exact, a "
                  "longer one loses where its tokens are", otherwise=lambda a: f"kernel {a} gives every score q_m . k_n "

@@ -20,15 +20,14 @@ from .style import DPI, PALETTE, VIEW_DPI, new_axes, unit_circle
 
 
 class View:
-    """A figure made once by ``build()`` (``fig``, its artists, ``dynamic`` and ``layered``) whose ``draw(**params)``
-    checks the parameters (the arguments of ``draw``, the view's own with their defaults), moves the artists and
-    returns one line of the numbers on show, kept as ``readout``.  ``dynamic`` artists (lines, texts, an axis whose
-    limits follow a slider) are drawn at every step over a cached image of the rest; ``layered`` ones, changing only
-    with one of ``layer_params``, into a second cached image."""
+    """A figure made once by ``build()`` (``fig``, its artists, ``dynamic``) whose ``draw(**params)`` checks the
+    parameters (the arguments of ``draw``, the view's own with their defaults), moves the artists and returns one line
+    of the numbers on show, kept as ``readout``.  ``dynamic`` artists (lines, texts, an axis whose limits follow a
+    slider) are drawn at every step over a cached image of the rest, drawn again when one of ``background_params``
+    moves (the other artists may then change)."""
 
-    layered: tuple = ()
-    layer_params: frozenset = frozenset()
-    _background = _layer = None
+    background_params: frozenset = frozenset()
+    _background = None
 
     def __init__(self, *args, **kwargs):
         """The view at the given parameters (``draw``'s, by position or name; else its defaults), laid out once."""
@@ -44,8 +43,8 @@ class View:
         if unknown:
             raise TypeError(f"unknown parameter(s) {sorted(unknown)}; expected some of {sorted(self.params)}")
         old, self.params = self.params, {**self.params, **params}
-        if any(old[k] != self.params[k] for k in self.layer_params):
-            self._layer = None                      # draw() redraws the layered artists while this is None
+        if any(old[k] != self.params[k] for k in self.background_params):
+            self._background = None                 # draw() moves the background's artists while this is None
         try:
             self.readout = self.draw(**self.params)
         except (TypeError, ValueError):
@@ -58,32 +57,25 @@ class View:
         put it (no tick-label boxes measured per step)."""
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")
-        for axis in (*self.layered, *self.dynamic):
-            if isinstance(axis, Axis):
-                label = axis.label
-                axis.set_label_coords(*axis.axes.transAxes.inverted().transform(
-                    label.get_transform().transform(label.get_position())))
-        setp((*self.layered, *self.dynamic), animated=True)
+        for axis in (a for a in self.dynamic if isinstance(a, Axis)):
+            xy = axis.label.get_transform().transform(axis.label.get_position())
+            axis.set_label_coords(*axis.axes.transAxes.inverted().transform(xy))
+        setp(self.dynamic, animated=True)
 
     def to_png(self) -> bytes:
-        """The current frame as PNG: the cached images, the dynamic artists over them, zlib's fastest level."""
+        """The current frame as PNG: the cached image, the dynamic artists over it, zlib's fastest level."""
         canvas = self.fig.canvas
         if self._background is None:
             canvas.draw()                                   # animated artists are left out
             self._background = canvas.copy_from_bbox(self.fig.bbox)
-        if self._layer is None:
-            canvas.restore_region(self._background)
-            for artist in self.layered:
-                self.fig.draw_artist(artist)
-            self._layer = canvas.copy_from_bbox(self.fig.bbox)
-        canvas.restore_region(self._layer)
+        canvas.restore_region(self._background)
         for artist in self.dynamic:
             self.fig.draw_artist(artist)
         return _png(np.asarray(canvas.buffer_rgba()))
 
     def static_figure(self) -> Figure:
         """The figure with every artist drawn normally, laid out again at :data:`DPI`; not stepped after this."""
-        setp((*self.layered, *self.dynamic), animated=False)
+        setp(self.dynamic, animated=False)
         self.fig.set_dpi(DPI)
         self.fig.set_layout_engine("constrained")
         self.fig.canvas.draw()
@@ -94,8 +86,7 @@ class View:
 def _png(rgba: np.ndarray) -> bytes:
     """A PNG of an ``(h, w, 4)`` uint8 image: unfiltered rows, zlib level 1 (a third of Pillow's time)."""
     h, w, _ = rgba.shape
-    rows = np.zeros((h, 1 + 4 * w), np.uint8)            # each row: filter type 0, then its pixels
-    rows[:, 1:] = rgba.reshape(h, -1)
+    rows = np.pad(rgba.reshape(h, -1), ((0, 0), (1, 0)))     # each row: filter type 0, then its pixels
 
     def chunk(tag: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
@@ -126,8 +117,7 @@ class DecayView(View):
         y = decay_bound(self.r, d, base)
         setp(self.lines, ydata=y)
         self.axes[1].set_ylim(0, (d / 2 + 1) / 2 * 1.05)
-        beyond = y[self.r >= 5]
-        self.axes[0].set_ylim(0.95 * beyond.min(), 1.05 * beyond.max())
+        self.axes[0].set_ylim(0.95 * y[self.r >= 5].min(), 1.05 * y[self.r >= 5].max())
         self.title.set_text(f"$d$ = {d}, base = {base:g}")
         return (f"d = {d}, base = {base:g}: bound at 0 = {y[0]:.2f}, at 256 = {y[-1]:.2f}, "
                 f"mean over [128, 256] = {y[self.r >= 128].mean():.2f}")
@@ -137,7 +127,7 @@ class RotationsView(View):
     """Pair i of q and k (``random_qk(d)``) rotated to m + shift and n + shift, and q_m . k_n against m - n:
     the angle between them, (phi_q - phi_k) + (m - n) theta_i, depends only on m - n (eq 11)."""
 
-    layer_params = frozenset({"d", "base"})          # the score curve and its y-limits follow d and the base
+    background_params = frozenset({"d", "base"})     # the score curve and its y-limits follow d and the base
 
     def build(self):
         self.r = np.arange(-64, 64.5, 0.5)                  # m - n on the score panel
@@ -162,7 +152,6 @@ class RotationsView(View):
                           xlim=self.r[[0, -1]])
         self.score_title = self.ax_score.set_title(" ", y=1.0, loc="left")
         self.score_text = self.ax_score.set_title(" ", y=1.0, loc="right", color="C3")   # the red dot's value
-        self.layered = (self.ax_score.yaxis, self.curve, self.score_title)
         self.dynamic = (self.qm, self.kn, self.q0, self.k0, self.angle_values, self.angle_text, self.marker,
                         self.score_text, self.plane_title)
 
@@ -192,7 +181,7 @@ class RotationsView(View):
                                           "mod 2\N{GREEK SMALL LETTER PI})"))
         self.plane_title.set_text(rf"pair {i}: $\theta_{{{i}}} = {theta_i:.3g}$" "\n"
                                   rf"$|q_{{{i}}}| = {lengths[0]:.2f}$, $|k_{{{i}}}| = {lengths[1]:.2f}$")
-        if self._layer is None:                             # the curve depends on d and base only
+        if self._background is None:                        # the curve depends on d and base only
             y = score(q, k, 0.0, -self.r, base=base)                      # x-axis is m - n = -(n - m)
             self.curve.set_ydata(y)
             self.ax_score.set_ylim(y.min() - 0.1 * np.ptp(y) - 1e-9, y.max() + 0.1 * np.ptp(y) + 1e-9)
@@ -217,17 +206,8 @@ def method_configs(factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
 
 def frequency_ratios(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
     """rope_type -> (scaled theta_i / theta_i per pair, attention_factor) for every method of :func:`method_configs`."""
-    scaled = {name: scaled_inv_freq(d, base, rope_type=name, **params)
-              for name, params in method_configs(factor, train_len).items()}
-    return {name: (freqs / frequencies(d, base), att) for name, (freqs, att) in scaled.items()}
-
-
-def angles_reached(d: int = 128, base: float = 10000.0, factor: float = 8.0, train_len: int = TRAIN_LEN) -> dict:
-    """The largest angle (radians) each pair reaches: ``"training"`` -> L_train * theta_i, and rope_type ->
-    factor * L_train * scaled theta_i (a pair meets unseen angles unless this stays at or below training's)."""
-    reached = {name: factor * train_len * scaled_inv_freq(d, base, rope_type=name, **params)[0]
-               for name, params in method_configs(factor, train_len).items()}          # checks the arguments first
-    return {"training": train_len * frequencies(d, base)} | reached
+    return {name: (freqs / frequencies(d, base), att) for name, params in method_configs(factor, train_len).items()
+            for freqs, att in [scaled_inv_freq(d, base, rope_type=name, **params)]}
 
 
 class ScalingView(View):
@@ -242,32 +222,29 @@ class ScalingView(View):
               "dynamic": dict(color=PALETTE[2], ls=(0, (1, 1.2)), marker="^"),
               "yarn": dict(color=PALETTE[4], ls="-", marker="D"),
               "llama3": dict(color=PALETTE[5], ls=(0, (6, 2, 1, 2)), marker="v"),
-              "default": dict(color="0.45", ls=(0, (3, 3)), marker="x")}
+              "default": dict(color="0.45", ls=(0, (3, 3)), marker="x", label="no scaling")}
     #: Training: a thick black line under every method (linear keeps exactly training's angles: drawn on it).
     TRAINING = dict(color="black", lw=5, solid_capstyle="butt", zorder=1.5)
 
     def build(self):
         self.fig, axes = new_axes(13, 4.8, 1, 3, dpi=VIEW_DPI)
         self.ax_ratio, self.ax_angle, self.ax_gap = axes
-
-        def method_line(ax, name, j):
-            return ax.plot([], [], lw=2.4, ms=7, markevery=(j, 6), label=name, zorder=2.5, **self.STYLES[name])[0]
         names = list(self.STYLES)[:-1]
-        self.ratio_lines = {n: method_line(self.ax_ratio, n, j) for j, n in enumerate(names)}
+        self.train_line, = self.ax_angle.semilogy([], [], label=r"training: $L\,\theta_i$, $\theta_i$", **self.TRAINING)
+        self.gap_train, = self.ax_gap.semilogy([], [], **self.TRAINING)   # theta_i': the angle from m to m + 1
+        self.ratio_lines, self.angle_lines, self.gap_lines = (   # each method's line in each panel
+            {n: ax.plot([], [], lw=2.4, ms=7, markevery=(j, 6), zorder=2.5, **{"label": n, **self.STYLES[n]})[0]
+             for j, n in enumerate(panel_names)}
+            for ax, panel_names in ((self.ax_ratio, names), (self.ax_angle, ["default", *names]), (self.ax_gap, names)))
         self.ax_ratio.set(ylabel=r"$\theta_i' / \theta_i$", yscale="log", title="frequency ratio per pair")
         ticks = [4.0 ** -k for k in range(6)][::-1]
         self.ax_ratio.set_yticks(ticks, [f"1/{round(1 / t)}" if t < 1 else "1" for t in ticks])
         self.ax_ratio.yaxis.set_minor_locator(NullLocator())
         self.ax_ratio.set_ylim(4.0 ** -5.5, 1.5)
-        self.train_line, = self.ax_angle.semilogy([], [], label=r"training: $L\,\theta_i$, $\theta_i$", **self.TRAINING)
-        self.angle_lines = {n: method_line(self.ax_angle, n, j) for j, n in enumerate(["default", *names])}
-        self.angle_lines["default"].set_label("no scaling")
         self.ax_angle.axhline(1.0, color="0.5", ls=":", lw=1)
         self.ax_angle.text(0.02, 0.02, "dotted: one full turn", transform=self.ax_angle.transAxes, color="0.35")
         self.ax_angle.set(ylabel=r"largest angle $/\ 2\pi$ (turns)", ylim=(1e-3, 1e6))
         self.angle_title = self.ax_angle.set_title(" ")
-        self.gap_train, = self.ax_gap.semilogy([], [], **self.TRAINING)   # theta_i': the angle from m to m + 1
-        self.gap_lines = {n: method_line(self.ax_gap, n, j) for j, n in enumerate(names)}
         self.ax_gap.set(ylabel="angle between neighbours (rad)", ylim=(1e-9, 3.0))
         self.gap_text = self.ax_gap.set_title(" \n ")
         setp(axes, xlabel=r"pair $i$ (fast $\rightarrow$ slow)", xlim=(0, 1), xticks=[0, 0.25, 0.5, 0.75, 1],
@@ -280,16 +257,14 @@ class ScalingView(View):
     def draw(self, factor: float = 8.0, d: int = 128, base: float = 10000.0, train_len: int = TRAIN_LEN) -> str:
         d = check_number(d, "d", "an even integer from 4 to 4096", lambda v: 4 <= v <= 4096 and v % 2 == 0)
         ratios = frequency_ratios(d, base, factor, train_len)           # checks base, factor and train_len
-        x = np.arange(d // 2) * 2 / d
-        theta = frequencies(d, base)
-        gaps = {name: ratio * theta for name, (ratio, _) in ratios.items()}
+        x, theta = np.arange(d // 2) * 2 / d, frequencies(d, base)
+        gaps = {"default": theta} | {name: ratio * theta for name, (ratio, _) in ratios.items()}   # scaled theta_i
+        # the largest angle each pair reaches, in training and at s L: a pair meets unseen angles above training's
+        angles = {"training": train_len * theta} | {name: factor * train_len * gap for name, gap in gaps.items()}
         for name, (ratio, _) in ratios.items():
             self.ratio_lines[name].set_data(x, ratio)
             self.gap_lines[name].set_data(x, gaps[name])
-        angles = angles_reached(d, base, factor, train_len)
-        angles["default"] = factor * train_len * theta
-        self.train_line.set_data(x, angles["training"] / (2 * np.pi))
-        for name, line in self.angle_lines.items():
+        for name, line in [("training", self.train_line), *self.angle_lines.items()]:
             line.set_data(x, angles[name] / (2 * np.pi))
         self.gap_train.set_data(x, theta)
         self.angle_title.set_text(f"largest angle per pair at {factor:g} L = {factor * train_len:g}")

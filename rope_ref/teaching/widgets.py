@@ -41,11 +41,10 @@ def _widget(cls, *links, **sliders):
                 controls[name].value = value
             except TraitError as exc:               # a type or an option the slider does not take
                 raise ValueError(f"{name}: {exc}") from None
-        for source, target, rule in links:
-            W.dlink((controls[source], "value"), (controls[target], "max"), rule)
-        for name, value in view.params.items():
             if controls[name].value != value:       # clamped to the slider's range
                 raise ValueError(f"{name}: expected a value within the slider's range, got {value!r}")
+        for source, target, rule in links:          # a rule the view keeps too: no value it takes is clamped
+            W.dlink((controls[source], "value"), (controls[target], "max"), rule)
         width_px = round(view.fig.get_figwidth() * VIEW_DPI)   # 1 inch = 100 CSS px: one image pixel per CSS pixel
         image = W.Image(value=view.to_png(), format="png", layout=W.Layout(width=f"{width_px}px", max_width="100%"))
         readout = W.HTML(value=view.readout, style={"font_size": "17px"})   # JupyterLab's 13 px: too small in a room
@@ -108,43 +107,31 @@ def _widget_call(source: str):
     """A code cell's call of a ``*_widget`` function of :mod:`.widgets` as ``(function, args, kwargs)``, if every
     argument is a literal; else None."""
     try:
-        calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
-        names = [getattr(call.func, "id", getattr(call.func, "attr", "")) for call in calls]
-        call, name = next((c, n) for c, n in zip(calls, names) if n.endswith("_widget") and callable(globals().get(n)))
+        call = next(node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call) and (name := getattr(
+            node.func, "id", getattr(node.func, "attr", ""))).endswith("_widget") and callable(globals().get(name)))
         return (globals()[name], [ast.literal_eval(a) for a in call.args],
                 {k.arg: ast.literal_eval(k.value) for k in call.keywords})
     except (SyntaxError, StopIteration, ValueError):     # no such call, or an argument computed in the notebook
         return None
 
 
-def _values(control, most: int = 5) -> list:
-    """Up to ``most`` values spread over ``control``'s range (both ends among them), and its value."""
-    if hasattr(control, "options"):
-        values = [value for _, value in control.options]
-    else:
-        values = [control.min + k * control.step for k in range(round((control.max - control.min) / control.step) + 1)]
-        values = [control.base ** v for v in values] if hasattr(control, "base") else values     # FloatLogSlider
-    return sorted({values[round(k * (len(values) - 1) / (most - 1))] for k in range(most)} | {control.value})
-
-
 def static_sliders(box, key: str) -> dict:
     """The slider view ``box`` (a ``*_widget`` function's) for a page that runs no script (the site's template draws
-    it as radio buttons): ``frames``, each (base64 PNG, readout), the view with one control at a value of
-    :func:`_values` and the others at their start (the widget's own code draws them; frame 0: all at their start),
-    ``rows``, per control (description, [(a value's label, its frame)]), and ``key``, unique in the page."""
+    it as radio buttons): ``frames``, each (base64 PNG, readout), the view with one control at one of five values
+    spread over its range (both ends among them) and the others at their start (the widget's own code draws them;
+    frame 0: all at their start), ``rows``, per control (description, [(a value's label, its frame)]), and ``key``,
+    unique in the page."""
     frames, rows = [(box.image.value, box.readout.value)], []
     for control in box.controls.values():
-        start, labels = control.value, []
-        for value in _values(control):
-            n = 0                                           # the start: frame 0
+        start, labels, names = control.value, [], {v: t for t, v in getattr(control, "options", ())}
+        values = list(names) or [control.min + k * control.step
+                                 for k in range(round((control.max - control.min) / control.step) + 1)]
+        values = [control.base ** v for v in values] if hasattr(control, "base") else values     # FloatLogSlider
+        for value in sorted({values[round(k * (len(values) - 1) / 4)] for k in range(5)} | {start}):
             if value != start:
-                try:
-                    control.value = value                   # the widget's observer updates its view and image
-                except (TypeError, ValueError):             # a state the view refuses has no button
-                    continue
+                control.value = value                       # the widget's observer updates its view and image
                 frames.append((box.image.value, box.readout.value))
-                n = len(frames) - 1
-            labels.append((dict((v, t) for t, v in getattr(control, "options", ())).get(value, f"{value:g}"), n))
+            labels.append((names.get(value, f"{value:g}"), len(frames) - 1 if value != start else 0))   # start: 0
         control.value = start
         rows.append((control.description, labels))
     return {"key": key, "rows": rows, "frames": [(base64.b64encode(png).decode(), text) for png, text in frames]}

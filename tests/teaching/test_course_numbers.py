@@ -250,8 +250,8 @@ def test_ntk_divides_pair_i_by_s_to_the_2i_over_d_minus_2_and_both_1_over_32():
 
 
 def test_per_pair_angles_claims_of_notebook_05():
-    a = views.angles_reached(factor=8.0)
-    train = a["training"]
+    v = views.ScalingView(factor=8.0)                                       # the largest angle per pair it draws
+    train, a = 2 * np.pi * v.train_line.get_ydata(), {n: 2 * np.pi * ln.get_ydata() for n, ln in v.angle_lines.items()}
     np.testing.assert_allclose(a["linear"], train, rtol=1e-12)             # linear: on the training curve
     unseen = train < 2 * np.pi                                               # pairs below one turn in training
     for name in ["yarn", "llama3"]:                                          # slow pairs land on the curve

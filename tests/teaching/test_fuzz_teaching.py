@@ -28,7 +28,7 @@ CASES = [  # (call, the exception, the argument its message must name)
     (lambda: precision.score_error_by_dtype(Q8, K8, [1, 2], distance=[1, 2, 3]), V, "distance"),
     (lambda: precision.score_error_by_dtype(np.ones((2, 8)), K8, [1, 2]), V, "q"),
     (lambda: views.frequency_ratios(d=7), V, "d"),
-    (lambda: views.angles_reached(base=-1), V, "base"), (lambda: views.angles_reached(train_len="8"), T, "train_len"),
+    (lambda: views.frequency_ratios(base=-1), V, "base"), (lambda: views.method_configs(train_len="8"), T, "train_len"),
     (lambda: views.method_configs(factor=0.5), V, "factor"),
     (lambda: views.method_configs(factor="8"), T, "factor"),
     (lambda: views.method_configs(train_len=0), V, "train_len"),

@@ -38,7 +38,7 @@ def test_every_slider_steps_its_view_in_place_as_a_full_redraw_would_and_a_viewe
         control.value = values[-1] if control.value != values[-1] else values[0]
         assert w.image.value != png, control.description
         fig.canvas.draw()                                       # the same figure, everything drawn afresh
-        for artist in (*view.layered, *view.dynamic):
+        for artist in view.dynamic:
             fig.draw_artist(artist)
         shown = np.asarray(Image.open(io.BytesIO(w.image.value)).convert("RGB"))
         np.testing.assert_array_equal(shown, np.asarray(fig.canvas.buffer_rgba())[..., :3],
