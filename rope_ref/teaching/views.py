@@ -43,7 +43,7 @@ class View:
         if unknown:
             raise TypeError(f"unknown parameter(s) {sorted(unknown)}; expected some of {sorted(self.params)}")
         old, self.params = self.params, {**self.params, **params}
-        if any(old[k] != self.params[k] for k in self.background_params):
+        if any(not np.array_equal(old[k], self.params[k]) for k in self.background_params):    # an array: refused below
             self._background = None                 # draw() moves the background's artists while this is None
         try:
             self.readout = self.draw(**self.params)

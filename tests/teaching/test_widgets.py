@@ -107,7 +107,8 @@ def test_scaling_view_draws_each_method_and_training():
 
 @pytest.mark.parametrize("make,name", [(lambda: decay_widget(base=3e5), "base"), (lambda: decay_widget(d=9), "d"),
                                        (lambda: rotations_widget(m=1.5), "m"), (lambda: grid_score_widget(qx=20), "qx"),
-                                       (lambda: scaling_widget(factor=99), "factor")])
+                                       (lambda: scaling_widget(factor=99), "factor"),
+                                       (lambda: rotations_widget(base=np.array([1e4, 1e5])), "base")])
 def test_widgets_refuse_what_their_sliders_cannot_show(make, name):
     with pytest.raises((TypeError, ValueError), match=name):
         make()
