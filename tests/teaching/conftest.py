@@ -31,3 +31,10 @@ def browser(chromium):
             yield b
         finally:
             b.close()
+
+
+@pytest.fixture(scope="module")
+def model():
+    """SmolLM2-135M, loaded and dequantized once per module (15-30 s)."""
+    from rope_ref.teaching.real_model import load_smollm2
+    return load_smollm2()

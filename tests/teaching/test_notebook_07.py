@@ -77,12 +77,11 @@ def test_stated_facts_of_the_bfloat16_cast():
     assert np.argmax(angle_error(255)) == 1 and f"{angle_error(255)[1]:.2f}" == "0.46"
     at_end = angle_error(8191)
     assert (at_end > 1).sum() == 10 and np.argmax(at_end) == 8 and f"{at_end[8]:.1f}" == "2.9"
-    t = TEXT
     for shown in ["pair 1's 0.814617 becomes 0.816406", "pair 33 moves by only 4 parts in a million",
                   "the other 62 move by up to 0.33% (pair 13)", "pair 1 is 0.46 rad off at position 255",
                   "10 pairs are more than 1 rad off, pair 8 by 2.9 rad", "each by less than bfloat16's rounding step",
                   "read a fitted base in such a report as noise", "(notebook 06's checklist, item 4)"]:
-        assert shown in t, shown
+        assert shown in TEXT, shown
     checklist = notebook_cells.prose("06_precision").split("\n4. ")[1]
     assert checklist.startswith("**The table covers the longest position.**")
 

@@ -62,10 +62,9 @@ def test_the_bound_is_not_monotone_and_table_4_counts():
         margin = np.cos(m[:, None] * th[None, :]).sum(axis=1)
         assert (int((margin[:15 * 1024 + 1] < 0).sum()), int((margin < 0).sum())) == paper
     assert int((margin[:15001] < 0).sum()) == 35 and int((margin[:30001] < 0).sum()) == 2462
-    t = TEXT
     for shown in ["the bases 26,955–26,970 pass while 27,000–28,600 fail", "**97 and 2554**",
                   "0 and 0 for method 1", "would be 35 and 2,462"]:
-        assert shown in t, shown
+        assert shown in TEXT, shown
 
 
 def weight(norm_sq, g, n=48):
@@ -91,10 +90,9 @@ def test_diagonal_head_and_the_nope_counterexample():
     w = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
     np.testing.assert_allclose(nb["nope_repeated_token_weights"](), w, rtol=1e-12)
     assert w[1] == pytest.approx(w[2], rel=1e-12) and f"{w[2]:.3f}" == "0.035"
-    t = TEXT
     for shown in ["0.994 on itself", "stays at 0.021", "only 0.655", "$\\cos 44 = 0.99984$", "puts 0.9994 on the last",
                   "their counterexample, that a single NoPE head cannot", "0.035 each"]:
-        assert shown in t, shown
+        assert shown in TEXT, shown
 
 
 def test_the_decay_experiment():
@@ -109,9 +107,8 @@ def test_the_decay_experiment():
     np.testing.assert_allclose(got["gaussian"], a, rtol=1e-9, atol=1e-9)
     assert ", ".join(f"{x:.3f}" for x in ones[1:] / 256) == "0.972, 0.675, 0.456, 0.193, -0.029"
     assert np.all(np.abs(a) <= 2.0)
-    t = TEXT
     for shown in ["1, 0.972, 0.675, 0.456, 0.193, −0.029 of $d$", "within $\\pm 2$ of 0", "not of RoPE alone"]:
-        assert shown in t, shown
+        assert shown in TEXT, shown
 
 
 def test_the_checker(capsys):

@@ -10,7 +10,6 @@ import pytest
 
 import rope_ref as rr
 from rope_ref.teaching import exercises as ex
-from rope_ref.teaching import real_model as rm
 from rope_ref.teaching.precision import rotate_with_angle_dtype
 
 import notebook_cells
@@ -20,11 +19,6 @@ TEXT = notebook_cells.text(NAME)
 LENGTH = 40
 THETA = 1e5 ** (-np.arange(32) / 32)                      # SmolLM2's theta_i, d = 64, base 10^5
 pytestmark = pytest.mark.slow      # each test needs the model (loaded once per process, 5-30 s)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return rm.load_smollm2()
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,6 @@ slow = pytest.mark.slow      # the first use of the model in a process loads and
 
 
 @pytest.fixture(scope="module")
-def model():
-    return rm.load_smollm2()
-
-
-@pytest.fixture(scope="module")
 def recorded():
     return dict(np.load(DATA / "smollm2_reference.npz"))
 
