@@ -69,6 +69,7 @@ def positions_of(shape, positions, layout=None, inv_freq=None, rotary_dim=None, 
     if not 0 < r <= shape[-1]:
         raise ValueError(f"angles must have shape (..., seq, r/2) with r <= d = {shape[-1]}, got shape {angles.shape}")
     check_positions(angles[..., 0], tuple(shape[:-1]), "angles[..., 0]")          # the lead axes broadcast to x's
-    if positions is not None or inv_freq is not None or check_rotary_dim(rotary_dim, shape[-1]) != r:
+    rotary_dim = r if rotary_dim is None else check_rotary_dim(rotary_dim, shape[-1])
+    if positions is not None or inv_freq is not None or rotary_dim != r:
         raise TypeError(f"angles sets the positions, inv_freq and rotary_dim={r}, got them beside it")
     return np.moveaxis(angles, -1, 0), np.eye(r // 2), r

@@ -24,9 +24,8 @@ from ._validate import (as_given, check_choice, check_d, check_finite_array, che
                         check_x)
 from .forms import _arguments, _pairs, rotate, rotate_elementwise, rotation_angles, to_half
 from .hf_config import RopeConfig, from_hf_config
-from .kernel_check import DEFECTS, RopeMismatch, RopeSpec, expected_model
+from .kernel_check import DEFECTS, RopeMismatch, RopeSpec, expected_model, explain
 from .kernel_check.assertions import _expectations
-from .kernel_check.defects import explain
 from .layouts import layout_positions, positions_of  # layout_positions: also re-exported (rr.testing.layout_positions)
 
 

@@ -3,6 +3,6 @@ with the oracle, and explain a difference only by a catalogue of known defects (
 
 from .assertions import assert_rope_grad_matches, assert_rope_matches, expected_model, identify
 from .axes import AXES_DEFECTS, assert_axes_match, identify_axes
-from .defects import DEFECTS, Defect, Model, diagnose
+from .defects import DEFECTS, Defect, Model, diagnose, explain
 from .probe import KernelRaised
 from .spec import AxesSpec, RopeMismatch, RopeSpec
