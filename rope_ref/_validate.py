@@ -145,8 +145,8 @@ def check_positions(positions, lead_shape: tuple | None, name: str = "positions"
         exact = positions if isinstance(positions, (list, tuple)) else [given.max(), given.min()]   # an array's: dtype
         if max((abs(int(v)) for v in np.ravel(np.asarray(exact, object)) if isinstance(v, numbers.Integral)),
                default=0) > 2 ** 53:
-            warnings.warn(f"{name} holds integers beyond 2^53 that float64 rounds, so distinct positions can get "
-                          f"identical angles", RopeRefPrecisionWarning, stacklevel=2)
+            warnings.warn(f"{name} holds integers beyond 2^53 that float64 rounds (2^53 + 1 to 2^53), so distinct "
+                          f"values can act as one", RopeRefPrecisionWarning, stacklevel=2)
     if axes is not None and (pos.ndim == 0 or pos.shape[0] != axes):
         raise ValueError(f"{name} must have shape ({axes}, ..., seq) for frequencies of {axes} columns, got shape "
                          f"{pos.shape}")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _fast
-from ._validate import (as_given, check_angles, check_base, check_d, check_finite_array, check_freqs,
-                        check_no_overflow, check_pairing, check_rotary_dim, check_scalar, check_weights, check_x)
+from ._validate import (as_given, check_angles, check_base, check_d, check_freqs, check_no_overflow, check_pairing,
+                        check_positions, check_rotary_dim, check_scalar, check_weights, check_x)
 from .layouts import positions_of
 
 
@@ -207,5 +207,5 @@ def decay_bound(distance, d: int = 128, base: float = 10000.0, *, inv_freq=None)
 
 def wrap_angle(a) -> np.ndarray:
     """Angles wrapped to (-pi, pi]: compare an angle with m*theta modulo 2 pi.  float64, a's shape."""
-    a = check_finite_array(a, "a")
+    a = check_positions(a, None, "a")                       # finite; integers beyond 2^53 warn
     return np.angle(np.exp(1j * a))

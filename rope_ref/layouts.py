@@ -16,7 +16,7 @@ def layout_positions(shape, layout: str, *, cu_seqlens=None, seqlen_offsets=None
     ``seqlen_offsets``: the position of each sequence's first token: one number, or one per batch entry (per packed
     sequence for "thd"), as flash-attention's ``seqlen_offsets`` or a KV cache's lengths."""
     layout = check_choice(layout, "layout", ("bshd", "bhsd", "sbhd", "thd"))
-    if not isinstance(shape, (tuple, list, np.ndarray)):
+    if not isinstance(shape, (tuple, list, np.ndarray)) or getattr(shape, "ndim", 1) != 1:
         raise TypeError(f"shape must be x.shape, a tuple of non-negative integers, got {type(shape).__name__}")
     shape = tuple(check_nonnegative_int(n, "shape", "x.shape, a tuple of non-negative integers") for n in shape)
     if len(shape) != len(layout):

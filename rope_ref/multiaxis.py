@@ -16,7 +16,7 @@ MROPE_AXES = ("temporal", "height", "width")
 def _check_sections(sections, rotary_dim: int | None, count: int | None = 3) -> tuple:
     """Non-negative integers summing to ``rotary_dim/2`` (to any sum if None): ``count`` of them (M-RoPE's t, h, w),
     else one per axis."""
-    if isinstance(sections, (str, bytes)) or not hasattr(sections, "__len__"):
+    if not isinstance(sections, (list, tuple, np.ndarray)) or getattr(sections, "ndim", 1) != 1:    # not a set
         raise TypeError(f"sections must be a list of non-negative integers (pairs per axis), got {sections!r:.80}")
     items = [check_nonnegative_int(s, f"sections[{i}]") for i, s in enumerate(sections)]
     if len(items) != (count or len(items)) or sum(items) != (rotary_dim or 2 * sum(items)) // 2 or not items:
@@ -109,7 +109,7 @@ def mrope_position_ids(segments, *, spatial_merge_size: int = 2, tokens_per_seco
     if tokens_per_second is not None:
         tokens_per_second = check_positive_real(tokens_per_second, "tokens_per_second")
     text_after_vision = check_choice(text_after_vision, "text_after_vision", ("max+1", "spatial"))
-    if isinstance(segments, (str, bytes, dict)) or not hasattr(segments, "__iter__"):
+    if not isinstance(segments, (list, tuple)):                          # in order: not a set
         raise TypeError(f"segments must be a list such as [('text', 5), ('image', (1, 28, 28))], got {segments!r:.80}")
     blocks, start = [], 0
     for i, seg in enumerate(segments):      # ("text", n) or (kind, grid (t, h, w)[, seconds]), checked

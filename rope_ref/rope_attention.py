@@ -59,9 +59,12 @@ def attention(q, k, v, *, q_positions=None, k_positions=None, causal: bool = Fal
 def softmax(scores, axis: int = -1, *, scale: float = 1.0) -> np.ndarray:
     """softmax(c s) = exp(c (s_i - max s)) / sum_j exp(c (s_j - max s)) along ``axis`` (eq 2's normalisation), float64;
     -inf scores get weight 0.  c s is never formed (c = inf: the argmax; c = 0: the mean over the unmasked)."""
-    s = check_real_array(scores, "scores").astype(np.float64)
+    s = check_real_array(scores, "scores")
+    s = check_positions(s, None, "scores") if s.dtype.kind in "iu" else s.astype(np.float64)   # ints: 2^53 warns
     scale = check_number(scale, "scale", "a non-negative number (inf allowed)", lambda c: c >= 0, real=True)
     axis = check_number(axis, "axis", f"an axis of scores ({-s.ndim}..{s.ndim - 1})", lambda a: -s.ndim <= a < s.ndim)
+    if s.size == 0:
+        return s
     top = s.max(axis=axis, keepdims=True)
     if not np.all(np.isfinite(top)):                    # a NaN or +inf score, or a row all -inf
         raise ValueError(f"scores must be finite or -inf (masked), with a finite score in every row along axis {axis}")
@@ -78,7 +81,7 @@ def elu_plus_one(x) -> np.ndarray:
     """phi(x) = elu(x) + 1 (Katharopoulos et al. 2020, arXiv:2006.16236), the positive feature map used with eq 19:
     a new array of x's shape (integers become float64); it underflows to 0 below x = -745."""
     x = check_real_array(x, "x")
-    return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
+    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))          # + 1.0: integers as float64
 
 
 def linear_attention(q, k, v, *, positions=None, causal: bool = False, base: float = 10000.0) -> np.ndarray:

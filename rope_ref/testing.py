@@ -57,7 +57,7 @@ def _heads(a: np.ndarray, head_dim, name: str) -> np.ndarray:
     """``a`` ``(..., heads * head_dim)`` as ``(..., heads, head_dim)`` (vLLM's flattened heads)."""
     if a.shape[-1] % check_d(head_dim, "head_dim"):
         raise ValueError(f"head_dim must divide {name}.shape[-1]={a.shape[-1]}, got head_dim={head_dim}")
-    return a.reshape(a.shape[:-1] + (-1, head_dim))
+    return a.reshape(a.shape[:-1] + (a.shape[-1] // head_dim, head_dim))
 
 
 def rotate_table(x, cos, sin, *, rows=None, pairing: str = "interleaved") -> np.ndarray:
@@ -88,7 +88,7 @@ def _oracle(x, positions, rope: dict, config, precision, angles=None, cos=None, 
     both of x's shape; for other pairs: the rounding relative to |x_a| + |x_b| and each row's angle term)."""
     table, factor = cos is not None or sin is not None, 1.0 if config is None else config.attention_factor
     if config is not None:
-        seq_len = None if positions is None else int(np.max(positions, initial=0)) + 1
+        seq_len = None if positions is None else int(np.max(check_finite_array(positions, "positions"), initial=0)) + 1
         rope = dict(pairing=config.pairing, rotary_dim=config.rotary_dim, inv_freq=config.inv_freq(seq_len)) | rope
     pairing = rope.get("pairing", "interleaved")
     if table:                           # budget: each angle's error in angle roundoffs; none for the shared table
@@ -309,7 +309,7 @@ def rotate_qkv(qkv, positions=None, *, num_heads_q=None, head_dim=None, **rope):
         if x.ndim < 4 or x.shape[-3] != 3:
             raise ValueError(f"qkv must have shape (..., seq, 3, heads, d) without num_heads_q or head_dim, got "
                              f"shape {x.shape}")
-        num_heads_q, x = x.shape[-2], x.reshape(x.shape[:-3] + (-1, x.shape[-1]))   # the q, k and v heads on one axis
+        num_heads_q, x = x.shape[-2], x.reshape(x.shape[:-3] + (3 * x.shape[-2], x.shape[-1]))  # q, k, v: one axis
     heads = x.shape[-2]
     num_heads_q = None if num_heads_q is None else check_positive_int(num_heads_q, "num_heads_q")
     if num_heads_q is not None and (num_heads_q > heads - 2 or (heads - num_heads_q) % 2):

@@ -88,6 +88,8 @@ def test_softmax_values_and_scale():
     np.testing.assert_array_equal(rr.softmax(np.array([0.0, 1e300]), scale=1e300), [0.0, 1.0])
     np.testing.assert_allclose(rr.softmax([-1e308, 1e308], scale=1e-308), np.array([1, np.e ** 2]) / (1 + np.e ** 2))
     np.testing.assert_array_equal(rr.elu_plus_one([-800.0, 0.0, 1.5]), [0.0, 1.0, 2.5])
+    np.testing.assert_array_equal(rr.elu_plus_one(np.array([127, -1], np.int8)), [128.0, np.exp(-1.0)])  # no wrap
+    assert rr.softmax(np.zeros((2, 0))).shape == (2, 0) and rr.rotate_qkv(np.ones((0, 3, 2, 8))).shape == (0, 3, 2, 8)
 
 
 def test_attention_on_q_k_near_the_float64_limit_is_the_argmax(rng):

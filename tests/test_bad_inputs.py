@@ -70,6 +70,7 @@ CATALOGUE = [  # (call, exception, the argument the message names)
     (lambda: rr.layout_positions((1, 3, 2, 8), "bshd", seqlen_offsets=np.array([2 ** 63 - 2])), ValueError,
      "seqlen_offsets"),                                      # the last position would wrap past int64
     (lambda: rr.layout_positions((3, 5.0, 2, 8), "bshd"), TypeError, "shape"),         # x.shape's integers only
+    (lambda: rr.layout_positions(np.array(4), "bshd"), TypeError, "shape"),
     (lambda: rr.rotate_qkv(np.zeros((2, 5, 4, 2, 8))), ValueError, "qkv"),
     (lambda: rr.rotate_qkv(np.ones((4, 3, 2, 8)), np.arange(5)), ValueError, "qkv"),     # its token axes, not x's
     (lambda: rr.rotate_qkv(np.zeros((4, 16)), head_dim=8, layout="thd", cu_seqlens=[0, 4]), TypeError, "cu_seqlens"),

@@ -185,6 +185,8 @@ def test_mrope_position_ids_by_hand():
     (rr.mrope_frequencies, (128, [16, 24, 23]), {}, ValueError, "sections"),
     (rr.mrope_frequencies, (128, [True, 31, 32]), {}, TypeError, "sections"),
     (rr.mrope_frequencies, (128, "16,24,24"), {}, TypeError, "sections"),
+    (rr.mrope_frequencies, (128, {16, 24, 25}), {}, TypeError, "sections"),                   # a set: no order
+    (rr.mrope_position_ids, (np.array(4),), {}, TypeError, "segments"),
     (rr.mrope_frequencies, (127, [16, 24, 24]), {}, ValueError, "rotary_dim"),
     (rr.mrope_frequencies, (128, [16, 24, 24]), {"base": -1.0}, ValueError, "base"),
     (rr.mrope_frequencies, (128, [16, 24, 24]), {"interleaved": "yes"}, TypeError, "interleaved"),

@@ -51,7 +51,8 @@ TINY = [1e-20]                                                      # angles far
     lambda x, p: rr.rotate(x, p, inv_freq=TINY), lambda x, p: rr.rotate_elementwise(x, p, inv_freq=TINY),
     lambda x, p: rr.rotate_dense(x, p, inv_freq=TINY), lambda x, p: rr.rotate(x, p[None], inv_freq=[TINY]),
     lambda x, p: rr.rotate_complex(x, p * 0 + 1e15), lambda x, p: rr.rotation_matrix(p, 2, inv_freq=TINY),
-    lambda x, p: rr.partial_sums(p, 2, inv_freq=TINY), lambda x, p: rr.rotation_angles([1e15], [1.0])])
+    lambda x, p: rr.partial_sums(p, 2, inv_freq=TINY), lambda x, p: rr.rotation_angles([1e15], [1.0]),
+    lambda x, p: rr.softmax(p), lambda x, p: rr.wrap_angle(p)])                     # scores and angles too
 def test_positions_float64_cannot_hold_warn_on_every_call(fn):
     """Issue 38: two int64 positions beyond 2^53 giving identical rows warn on every call, not once per process."""
     pos = np.array([2**60, 2**60 + 1], dtype=np.int64)

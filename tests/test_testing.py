@@ -206,6 +206,8 @@ def test_an_unmeasured_base_is_not_reported_and_an_all_zero_x_warns_nothing():
                                        (dict(cos=np.ones((9, 4)), sin=np.ones((9, 4)), rows=[0] * 4, positions=[1] * 4),
                                         "positions"),
                                        (dict(cos=np.ones((4, 4)), sin=np.ones((4, 4)), base=5.0), "base"),
+                                       (dict(positions=[0, np.nan, 1, 2], config=dict(model_type="llama", head_dim=8,
+                                             hidden_size=16, num_attention_heads=2)), "positions"),
                                        (dict(offset=3), r"assert_rope_close\(\).*offset")])
 def test_bad_arguments_are_named(bad, name):
     x = np.zeros((4, 8), np.float32)

@@ -42,10 +42,9 @@ def test_positional_head_and_semantic_channel_numbers():
 @pytest.mark.slow
 def test_supported_contexts_and_no_answer_above_the_exercise():
     assert (supported(1e4), supported(1e6), supported(1e4, d=256)) == (1706, 27114, 2652)
-    t = TEXT
-    assert "only up to distance 1,706; base $10^6$ up to 27,114" in t and "base $10^4$ supports 2,652" in t
+    assert "only up to distance 1,706; base $10^6$ up to 27,114" in TEXT and "base $10^4$ supports 2,652" in TEXT
     right = supported(5e5)
-    assert right == 18437 and "18,437" in t                  # stated, after the exercise
+    assert right == 18437 and "18,437" in TEXT                  # stated, after the exercise
     cells = notebook_cells.cells(NAME)
     exercise = next(i for i, c in enumerate(cells) if "exercise" in notebook_cells.tags(c))
     above = "\n".join(notebook_cells.src(c) for c in cells[:exercise])

@@ -44,10 +44,9 @@ def test_base_lower_bound_against_table_2(L):
     assert float(f"{b:.1e}") == SU_TABLE[L] and (float(f"{b:.1e}") == PAPER_TABLE_2[L]) == (L in (1024, 4096, 8192))
     if L in FAILING:
         assert not passes(FAILING[L], L) and 1.4 <= FAILING[L] / b <= 4.8
-    t = TEXT
-    assert "(4.3e3, 2.7e4, 8.4e4)" in t and "1.2e4 where the paper prints 1.6e4" in t
-    assert "16k 2.3e5 (paper 3.1e5) and at 32k 6.3e5 (paper 6.4e5)" in t and "each 1.4 to 4.7 times" in t
-    assert "6,017 at 1k, 22,758 at 2k, 58,786 at 4k and 394,119 at 8k" in t
+    assert "(4.3e3, 2.7e4, 8.4e4)" in TEXT and "1.2e4 where the paper prints 1.6e4" in TEXT
+    assert "16k 2.3e5 (paper 3.1e5) and at 32k 6.3e5 (paper 6.4e5)" in TEXT and "each 1.4 to 4.7 times" in TEXT
+    assert "6,017 at 1k, 22,758 at 2k, 58,786 at 4k and 394,119 at 8k" in TEXT
 
 
 @pytest.mark.slow
@@ -127,7 +126,6 @@ def test_barbero_et_al_cited_by_content_and_claims_as_measured():
         for number in ["Theorem 5", "Proposition 3", "Proposition 5", "Lemma A", "Figure 2 (a)", "Figure 3",
                        "Figure 5", "Figure 9", "§3", "§5", "§6"]:
             assert number not in t, (name, number)
-    t = TEXT
-    assert "by what they state, not by theorem or figure number" in t
-    assert "Why, the paper does not say; we suspect its grid of bases was coarser" in t
-    assert "it does not say that a model without positional encoding cannot know where tokens are" in t
+    assert "by what they state, not by theorem or figure number" in TEXT
+    assert "Why, the paper does not say; we suspect its grid of bases was coarser" in TEXT
+    assert "it does not say that a model without positional encoding cannot know where tokens are" in TEXT

@@ -66,22 +66,21 @@ def head_scores(weights):
 
 
 def test_intro_and_eq11_and_the_loss(model):
-    t = TEXT
-    assert "Q4_1 (4-bit) quantized; we dequantize them to float32" in t and "540 MB of float32" in t
+    assert "Q4_1 (4-bit) quantized; we dequantize them to float32" in TEXT and "540 MB of float32" in TEXT
     assert (model.layers, model.heads, model.kv_heads, model.head_dim, model.base) == (30, 9, 3, 64, 1e5)
     ids = model.tokenize(notebook_cells.run_cells(NAME, "nb11-07", namespace={"model": model, "np": np})["text"])
-    assert len(ids) == 65 and "the 65-token paragraph above" in t
+    assert len(ids) == 65 and "the 65-token paragraph above" in TEXT
     logits = model.forward(ids)
     change = np.abs(model.forward(ids, positions=np.arange(65) + 3000) - logits).max()
     assert 1e-6 < change < 1e-4 and round(float(np.abs(logits).max())) == 37
-    assert "is below $10^{-4}$" in t and "logits up to about 37" in t
+    assert "is below $10^{-4}$" in TEXT and "logits up to about 37" in TEXT
     losses = []
     for rope in [None, functools.partial(rr.rotate, base=1e4), functools.partial(rr.rotate, base=1e5, pairing="half")]:
         z = model.forward(ids, rope=rope)[:-1].astype(np.float64)
         z = z - z.max(-1, keepdims=True)
         losses.append(-np.mean(z[np.arange(64), ids[1:]] - np.log(np.exp(z).sum(-1))))
     assert f"{defined(model)['mean_loss'](ids):.2f}" == f"{losses[0]:.2f}"          # the notebook's mean_loss
-    assert "4.57 nats with the model's RoPE, 4.74 with base $10^4$, 5.45 with the half pairing" in t
+    assert "4.57 nats with the model's RoPE, 4.74 with base $10^4$, 5.45 with the half pairing" in TEXT
     assert [f"{x:.2f}" for x in losses] == ["4.57", "4.74", "5.45"]
 
 
@@ -105,26 +104,25 @@ def test_copy_table(model, copy_ids):
 def test_heads_the_unturned_pairs_and_the_norms(model, copy_ids, queries_keys):
     previous, induction = head_scores(model.attention(copy_ids))
     p, i = np.unravel_index(previous.argmax(), previous.shape), np.unravel_index(induction.argmax(), induction.shape)
-    t = TEXT
     assert (p, i) == ((16, 0), (18, 6)) and f"{previous[p]:.2f}" == "0.89" == f"{induction[i]:.2f}"
-    assert "layer 16, head 0 (previous-token score 0.89), and layer 18, head 6 (induction score 0.89)" in t
+    assert "layer 16, head 0 (previous-token score 0.89), and layer 18, head 6 (induction score 0.89)" in TEXT
     fast = [functools.partial(unturned, range(8)), functools.partial(unturned, range(24, 32))]
     x = np.random.default_rng(0).standard_normal((9, 2 * LENGTH, 64))
     for pairs, rope in zip([range(8), range(24, 32)], fast):                    # the notebook's rope_without_turning
         np.testing.assert_allclose(defined(model)["rope_without_turning"](pairs)(x, np.arange(80)),
                                    rope(x, np.arange(80)), rtol=1e-9, atol=1e-12)
     (fp, fi), (sp, si) = (head_scores(model.attention(copy_ids, rope=rope)) for rope in fast)
-    assert "its score falls from 0.89 to 0.03" in t and f"{fp[p]:.2f}" == "0.03"
-    assert "The induction head goes too (0.04)" in t and f"{fi[i]:.2f}" == "0.04"
-    assert "nothing changes (0.89 and 0.89)" in t and f"{sp[p]:.2f} {si[i]:.2f}" == "0.89 0.89"
+    assert "its score falls from 0.89 to 0.03" in TEXT and f"{fp[p]:.2f}" == "0.03"
+    assert "The induction head goes too (0.04)" in TEXT and f"{fi[i]:.2f}" == "0.04"
+    assert "nothing changes (0.89 and 0.89)" in TEXT and f"{sp[p]:.2f} {si[i]:.2f}" == "0.89 0.89"
     assert accuracy(model, copy_ids, rope=fast[0]) == 0
-    assert "at most 0.014 rad" in t and f"{79 * THETA[24]:.3f}" == "0.014"
+    assert "at most 0.014 rad" in TEXT and f"{79 * THETA[24]:.3f}" == "0.014"
     for x, most in zip(queries_keys, ["3.7", "3.5"]):
         norms = np.hypot(x[..., 0::2], x[..., 1::2]).mean(axis=(1, 2))                 # (layers, pairs)
         ratio = norms[:, 24:].mean(axis=1) / norms[:, :8].mean(axis=1)
         assert (np.sum(ratio > 1), f"{ratio.max():.1f}", norms.argmax(1).min()) == (27, most, 22)
-    assert "in 27 of its 30 layers" in t and "up to 3.7 times for the queries, 3.5 for the keys" in t
-    assert "pair 22 or slower" in t
+    assert "in 27 of its 30 layers" in TEXT and "up to 3.7 times for the queries, 3.5 for the keys" in TEXT
+    assert "pair 22 or slower" in TEXT
 
 
 def test_scores_against_distance_with_the_key_behind(model, queries_keys):
@@ -143,10 +141,9 @@ def test_scores_against_distance_with_the_key_behind(model, queries_keys):
     period = 257 / np.argmax(np.abs(np.fft.rfft(previous - previous.mean())))
     assert 5.5 < period < 7 and f"{previous[-1]:.1f}" == "13.5" and f"{induction[-1]:.2f}" == "0.95"
     assert f"{induction.min():.2f}" == "0.88" and induction.max() == 1.0
-    t = TEXT
-    assert "period of about 6 tokens" in t and "at distance 256 it is 13.5 times its value at 0" in t
-    assert "5 % lower at 256, and at most about 12 % below its value at 0" in t
-    assert "RoFormer's Figure 2 (notebook 03) plots the eq 37 bound, which holds for any $q, k$" in t
+    assert "period of about 6 tokens" in TEXT and "at distance 256 it is 13.5 times its value at 0" in TEXT
+    assert "5 % lower at 256, and at most about 12 % below its value at 0" in TEXT
+    assert "RoFormer's Figure 2 (notebook 03) plots the eq 37 bound, which holds for any $q, k$" in TEXT
 
 
 def test_the_exercise(model, copy_ids, capsys):
