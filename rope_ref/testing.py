@@ -152,7 +152,7 @@ def assert_rope_close(actual, x, positions=None, *, precision="float32", angles=
         if beside:
             given = "angles" if angles is not None else "cos, sin and rows" if rows is not None else "cos and sin"
             raise TypeError(f"{given} set the angles, expected no {' or '.join(beside)} beside them")
-    x64 = check_x(x).astype(np.float64)
+    x64 = check_finite_array(check_x(x), "x")                     # float64; NaN or inf in x: refused
     got = check_real_array(actual, "actual").astype(np.float64)
     if got.shape != x64.shape:
         raise ValueError(f"actual must have x's shape {x64.shape}, got shape {got.shape}")

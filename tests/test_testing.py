@@ -208,12 +208,12 @@ def test_an_unmeasured_base_is_not_reported_and_an_all_zero_x_warns_nothing():
                                        (dict(cos=np.ones((4, 4)), sin=np.ones((4, 4)), base=5.0), "base"),
                                        (dict(positions=[0, np.nan, 1, 2], config=dict(model_type="llama", head_dim=8,
                                              hidden_size=16, num_attention_heads=2)), "positions"),
+                                       (dict(x=np.full((4, 8), np.nan)), r"^x\b"),
                                        (dict(offset=3), r"assert_rope_close\(\).*offset")])
 def test_bad_arguments_are_named(bad, name):
-    x = np.zeros((4, 8), np.float32)
-    kwargs = dict(actual=x) | bad
+    kwargs = dict(actual=np.zeros((4, 8), np.float32), x=np.zeros((4, 8), np.float32)) | bad
     with pytest.raises((TypeError, ValueError), match=name):
-        assert_rope_close(kwargs.pop("actual"), x, **kwargs)
+        assert_rope_close(kwargs.pop("actual"), kwargs.pop("x"), **kwargs)
 
 
 def test_torch_tensors_in_any_float_dtype_with_grad():
