@@ -232,6 +232,7 @@ def test_the_backward_pass_is_checked_and_its_defects_named():
     (dict(axes=3, sections=[D] * 3), ValueError, "sections"), (dict(axes=3, sections=[0] * 3), ValueError, "sections"),
     (dict(axes=3, sections=[4, 2, 2], rotary_dim=8), ValueError, "sections"),
     (dict(axes=2, layout=np.ones(2)), TypeError, "layout"),
+    (dict(config=type("NotAConfig", (), dict(attention_factor=1.0))), TypeError, "config"),
     (dict(rotary_dim=2 * D), ValueError, "rotary_dim"), (dict(rotary_start=D - 1), ValueError, "rotary_start"),
     (dict(rope_type="linear", factor=0), ValueError, "factor"), (dict(seq_len="a"), TypeError, "seq_len"),
     (dict(inv_freq=np.ones((1, 4))), ValueError, "inv_freq"), (dict(axes=3, offset=5), TypeError, r"3\).*offset"),

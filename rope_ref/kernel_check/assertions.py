@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 
 from .._validate import check_d, check_freqs, check_keywords, check_positive_real
-from ..hf_config import from_hf_config
+from ..hf_config import RopeConfig, from_hf_config
 from ..scaling import METHOD_PARAM_KEYS, scaled_inv_freq
 from .axes import assert_axes_match, identify_axes
 from .defects import FIELD_CHECKS as _FIELDS
@@ -100,7 +100,7 @@ def expected_model(expected, spec) -> Model:
 def _expectations(d, config, axes, expected, phase_atol, backward=False):
     """(d, axes, expectations) from the arguments and a config.json (dict or path) or RopeConfig; keywords win."""
     if config is not None:
-        config = config if hasattr(config, "attention_factor") else from_hf_config(config)
+        config = config if isinstance(config, RopeConfig) else from_hf_config(config)
         if backward and config.axes:
             raise ValueError(f"config is multi-axis RoPE ({config.axes} axes): backward passes are checked for 1-D")
         if axes not in (None, config.axes):
