@@ -233,13 +233,14 @@ def test_the_backward_pass_is_checked_and_its_defects_named():
     (dict(axes=3, sections=[4, 2, 2], rotary_dim=8), ValueError, "sections"),
     (dict(axes=2, layout=np.ones(2)), TypeError, "layout"),
     (dict(config=type("NotAConfig", (), dict(attention_factor=1.0))), TypeError, "config"),
+    (dict(offset=1e300), ValueError, "offset"), (dict(base=1e-300), ValueError, "base"),     # no angle resolved
     (dict(rotary_dim=2 * D), ValueError, "rotary_dim"), (dict(rotary_start=D - 1), ValueError, "rotary_start"),
     (dict(rope_type="linear", factor=0), ValueError, "factor"), (dict(seq_len="a"), TypeError, "seq_len"),
     (dict(inv_freq=np.ones((1, 4))), ValueError, "inv_freq"), (dict(axes=3, offset=5), TypeError, r"3\).*offset"),
     (dict(axes=3, inv_freq=np.ones((8, 2))), ValueError, "inv_freq"), (dict(offset="x"), TypeError, "offset")])
 def test_bad_expectations_are_refused_by_name(kw, err, name):
     with pytest.raises(err, match=name):
-        rr.assert_rope_matches(lambda x: x, D, **kw)
+        rr.assert_rope_matches(rr.rotate, D, **kw)
 
 
 def test_a_kernel_that_raises_is_reported_as_raising():
