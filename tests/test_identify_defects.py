@@ -66,8 +66,9 @@ def defects_of(fn, d=D, **expected):
      ["position offset", "theta indexed from 1"]),
     (lambda x: meta_rope(x, 5000, base=1e4), dict(base=1e4, offset=5000, output_pairing="half"), ["output layout"]),
     (lambda x: neox(x), dict(rotary_dim=8), ["different rotary_dim"]),                 # its frequencies not checked
+    (lambda x: -neox(x), dict(pairing="half"), []),                 # a phase of pi: no offset made up to explain it
 ], ids=["plus_three", "cache_offset_ignored", "indexed_from_1", "pairing", "base_left_at_1e4", "float16_angles",
-        "clockwise", "bf16_inv_freq", "two_bugs", "written_in_place", "all_features_rotated"])
+        "clockwise", "bf16_inv_freq", "two_bugs", "written_in_place", "all_features_rotated", "negated"])
 @pytest.mark.slow
 def test_real_bugs_are_named(fn, expected, named):
     assert defects_of(fn, **expected) == named

@@ -113,6 +113,9 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     resid = phase - centre - np.outer(x, theta)
     noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(n - 2, 1)), 2.0**-52 * (np.pi + n * np.abs(theta)))
     offset, sigma, also = _locate(theta, centre, noise, n, spec.out_err)
+    if also and sigma > 0.5 / SIGMAS:       # several offsets fit, none to a row: the angles do not determine one
+        spec.notes.append(f"{len(also) + 1} offsets fit the angles, none to within a row: no offset is determined")
+        offset = None
     spec.linear = offset is not None and precision_of(resid, np.abs(np.outer(offset + np.arange(n), theta)) + np.pi,
                                                       spec.out_err) is not None
     if not spec.linear:
