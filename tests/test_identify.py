@@ -151,7 +151,8 @@ def test_frequencies_that_depend_on_the_length_are_noted_and_checked_as_dynamic(
     (lambda x: np.concatenate([x[:, 1::2], x[:, 0::2]], axis=1), "mixes"),
     (lambda x: x * 2.0, "scaled"),
     (lambda x: x.copy(), "no pair"),
-], ids=["bias", "nonlinear", "rows", "permutation", "scale", "identity"])
+    (lambda x: neox(x) * (1 + 0.01 * np.maximum(np.arange(len(x)) - 63, 0))[:, None], "norm"),     # beyond row 63
+], ids=["bias", "nonlinear", "rows", "permutation", "scale", "identity", "norm_grows"])
 def test_not_a_rotary_embedding_is_said_plainly(fn, words):
     s = identify(fn, 16)
     assert not s.is_rope and words in s.reason, s.reason

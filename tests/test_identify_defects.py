@@ -66,8 +66,9 @@ def defects_of(fn, d=D, **expected):
      ["position offset", "theta indexed from 1"]),
     (lambda x: meta_rope(x, 5000, base=1e4), dict(base=1e4, offset=5000, output_pairing="half"), ["output layout"]),
     (lambda x: neox(x), dict(rotary_dim=8), ["different rotary_dim"]),                 # its frequencies not checked
+    (lambda x: -neox(x), dict(pairing="half"), []),                 # a phase of pi: no offset made up to explain it
 ], ids=["plus_three", "cache_offset_ignored", "indexed_from_1", "pairing", "base_left_at_1e4", "float16_angles",
-        "clockwise", "bf16_inv_freq", "two_bugs", "written_in_place", "all_features_rotated"])
+        "clockwise", "bf16_inv_freq", "two_bugs", "written_in_place", "all_features_rotated", "negated"])
 @pytest.mark.slow
 def test_real_bugs_are_named(fn, expected, named):
     assert defects_of(fn, **expected) == named
@@ -229,13 +230,18 @@ def test_the_backward_pass_is_checked_and_its_defects_named():
     (dict(rotary_start=-2), ValueError, "rotary_start"), (dict(phase_atol=-1.0), ValueError, "phase_atol"),
     (dict(colour=1), TypeError, "colour"), (dict(axes=3, rtol=-1), ValueError, "rtol"),
     (dict(axes=3, pairing="?"), ValueError, "pairing"), (dict(axes=3, sections=[2, "a", 3]), TypeError, "sections"),
+    (dict(axes=3, sections=[D] * 3), ValueError, "sections"), (dict(axes=3, sections=[0] * 3), ValueError, "sections"),
+    (dict(axes=3, sections=[4, 2, 2], rotary_dim=8), ValueError, "sections"),
+    (dict(axes=2, layout=np.ones(2)), TypeError, "layout"),
+    (dict(config=type("NotAConfig", (), dict(attention_factor=1.0))), TypeError, "config"),
+    (dict(offset=1e300), ValueError, "offset"), (dict(base=1e-300), ValueError, "base"),     # no angle resolved
     (dict(rotary_dim=2 * D), ValueError, "rotary_dim"), (dict(rotary_start=D - 1), ValueError, "rotary_start"),
     (dict(rope_type="linear", factor=0), ValueError, "factor"), (dict(seq_len="a"), TypeError, "seq_len"),
     (dict(inv_freq=np.ones((1, 4))), ValueError, "inv_freq"), (dict(axes=3, offset=5), TypeError, r"3\).*offset"),
     (dict(axes=3, inv_freq=np.ones((8, 2))), ValueError, "inv_freq"), (dict(offset="x"), TypeError, "offset")])
 def test_bad_expectations_are_refused_by_name(kw, err, name):
     with pytest.raises(err, match=name):
-        rr.assert_rope_matches(lambda x: x, D, **kw)
+        rr.assert_rope_matches(rr.rotate, D, **kw)
 
 
 def test_a_kernel_that_raises_is_reported_as_raising():

@@ -8,14 +8,14 @@ import dataclasses
 import numpy as np
 
 from .._validate import check_d, check_freqs, check_keywords, check_positive_real
-from ..hf_config import from_hf_config
+from ..hf_config import RopeConfig, from_hf_config
 from ..scaling import METHOD_PARAM_KEYS, scaled_inv_freq
 from .axes import assert_axes_match, identify_axes
 from .defects import FIELD_CHECKS as _FIELDS
 from .defects import Model, diagnose
-from .measure import MAX_ROWS, method_frequencies, probe_one_axis
+from .measure import MAX_ROWS, allowance, method_frequencies, probe_one_axis
 from .probe import Caller
-from .spec import AxesSpec, RopeMismatch, RopeSpec
+from .spec import AxesSpec, RopeMismatch, RopeSpec, show_number
 
 
 def identify(fn, d: int, *, axes: int | None = None, seq: int = 64, seed: int | None = 0, max_rows: int = MAX_ROWS,
@@ -71,11 +71,33 @@ def _judge(fn, d, seq, max_rows, expected, phase_atol, backward=False):
         raise RopeMismatch("", [("backward: " if backward else "") + str(spec)], spec)
     if backward:
         spec = dataclasses.replace(spec, table=-spec.table, inv_freq=None if spec.inv_freq is None else -spec.inv_freq)
-    problems, defects = diagnose(expected_model(expected, spec), spec, phase_atol)
+    model = expected_model(expected, spec)
+    _refuse_unresolvable(model, spec, expected)
+    problems, defects = diagnose(model, spec, phase_atol)
     if problems:
         raise RopeMismatch("RoPE backward mismatch (vjp(x, g) should rotate g by minus the forward angles)"
                            if backward else "RoPE mismatch", problems, spec, defects)
     return spec
+
+
+def _refuse_unresolvable(model, spec, expected):
+    """A ValueError naming offset, or the frequencies' argument, when they take the expected angles on the rows read
+    where the kernel's rounding allowance reaches pi, or float64's rounding 1e-6 rad (2^34): no angle can be checked."""
+    n, unit = len(spec.table), min(spec.unit, 2.0**-24)
+    m = (model.offset or 0.0) + np.array([0.0, n - 1])
+    try:
+        theta = float(np.abs(model.theta(model, int(round(np.max(m, initial=0))) + 1)).max(initial=0.0))
+    except (ValueError, TypeError, ZeroDivisionError):        # the oracle refuses the model: the diagnosis says so
+        return
+
+    def vacuous(peak):
+        return peak >= 2.0**34 or allowance(unit, peak) >= np.pi
+    if vacuous(float(np.abs(m).max()) * theta):
+        name = next((k for k in ("inv_freq", "base", "rope_type") if k in expected), "base") if vacuous(
+            (n - 1) * theta) else "offset"
+        raise ValueError(f"{name} must keep the expected angles where rounding does not explain any angle, got "
+                         f"{float(np.abs(m).max()) * theta:.3g} rad on rows 0..{n - 1} (offset "
+                         f"{show_number(model.offset, '.3g')}, fastest frequency {theta:.3g}): they cannot be checked")
 
 
 def expected_model(expected, spec) -> Model:
@@ -100,7 +122,7 @@ def expected_model(expected, spec) -> Model:
 def _expectations(d, config, axes, expected, phase_atol, backward=False):
     """(d, axes, expectations) from the arguments and a config.json (dict or path) or RopeConfig; keywords win."""
     if config is not None:
-        config = config if hasattr(config, "attention_factor") else from_hf_config(config)
+        config = config if isinstance(config, RopeConfig) else from_hf_config(config)
         if backward and config.axes:
             raise ValueError(f"config is multi-axis RoPE ({config.axes} axes): backward passes are checked for 1-D")
         if axes not in (None, config.axes):

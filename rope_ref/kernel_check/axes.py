@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._validate import check_choice, check_d, check_freqs, check_number, check_positive_int
+from .._validate import check_choice, check_d, check_freqs, check_nonnegative_int, check_number, check_positive_int
 from ..forms import wrap_angle
 from ..multiaxis import MROPE_LAYOUTS, _check_sections
 from .defects import OTHER_PAIRING, Defect, Model, _same_norm, explain, measured, same_structure
@@ -194,9 +194,20 @@ def assert_axes_match(fn, d, axes, *, inv_freq=None, sections=None, layout=None,
     if inv_freq is not None and (sections is not None or layout is not None or base is not None):
         raise TypeError("pass either inv_freq= or sections= (with layout= and base=), not both")
     d, axes = check_d(d), check_positive_int(axes, "axes")
-    layout = check_choice(layout or "blocks", "layout", MROPE_LAYOUTS)
+    layout = check_choice("blocks" if layout is None else layout, "layout", MROPE_LAYOUTS)
     rtol = check_number(rtol, "rtol", "a non-negative real number", lambda v: 0 <= v < np.inf, real=True)
-    sections = None if sections is None else _check_sections(sections, None, count=axes)
+    rotary_dim = None if rotary_dim is None else check_d(rotary_dim, "rotary_dim")
+    rotary_start = check_nonnegative_int(rotary_start, "rotary_start")
+    if sections is not None:                            # the pairs of rotary_dim (else 2 sum(sections)) per axis
+        sections = _check_sections(sections, rotary_dim, count=axes)
+        try:
+            laid = np.bincount(MROPE_LAYOUTS[layout][0](sections), minlength=axes).tolist() == list(sections)
+        except (ValueError, IndexError):
+            laid = False
+        if not laid or not 0 < 2 * sum(sections) <= d - rotary_start:
+            raise ValueError(f"sections must be {axes} pair counts that layout {layout!r} holds, 1 to "
+                             f"{(d - rotary_start) // 2} in all (d={d} from feature {rotary_start}), got {sections}")
+        rotary_dim = 2 * sum(sections)
     if inv_freq is not None:                            # (pairs,): a 1-D kernel's
         inv_freq = check_freqs(inv_freq, "inv_freq", axes=True).reshape(len(inv_freq), -1)
         if inv_freq.shape[1] != axes or 2 * len(inv_freq) > d:

@@ -16,7 +16,7 @@ from .._validate import (check_base, check_choice, check_d, check_nonnegative_in
 from ..forms import _pairs, frequencies, rotation_angles, wrap_angle
 from ..multiaxis import MROPE_LAYOUTS
 from ..scaling import ROPE_TYPES, scaled_inv_freq
-from .measure import NOISE_ULPS, allowance, rounded_to
+from .measure import NOISE_ULPS, allowance, norm_tolerance, rounded_to
 from .probe import PRECISIONS
 from .spec import show_number
 
@@ -200,8 +200,8 @@ def same_structure(model, spec, scale_errors=2) -> bool:
 
 
 def _same_norm(model, spec, scale_errors=2) -> bool:
-    return model.norm_scale is None or abs(spec.norm_scale / model.norm_scale - 1) <= max(
-        scale_errors * spec.scale_error, 4e-6)
+    return model.norm_scale is None or abs(spec.norm_scale / model.norm_scale - 1) <= norm_tolerance(
+        spec.scale_error, scale_errors)
 
 
 def table_differences(model, spec, phase_atol=None):

@@ -33,6 +33,12 @@ def allowance(unit, angle, out_err=0.0):
     return NOISE_ULPS * unit * (1 + np.abs(angle)) + out_err
 
 
+def norm_tolerance(scale_error, scale_errors=2):
+    """Largest relative difference of two norms that ``scale_errors`` times the measured spread of the pairs' norms
+    explains (never below a few float32 roundings)."""
+    return max(scale_errors * scale_error, 4e-6)
+
+
 def precision_of(resid, angle, out_err):
     """(name, unit roundoff) of the finest float type whose rounding explains the residuals; None when none does."""
     return next((p for p in PRECISIONS if np.all(np.abs(resid) <= allowance(p[1], angle, out_err))), None)
@@ -54,6 +60,8 @@ def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_h
     x[:, [i for i, _ in spec.pairs]] = 1.0
     y = call(x, f"1 on the first feature of every pair, {max_rows} rows")
     table = np.arctan2(y[:, out[1]], y[:, out[0]])
+    norms = np.hypot(y[:, out[1]], y[:, out[0]])
+    drift = np.abs(norms / spec.norm_scale - 1).max(axis=1)                                # each row's worst pair
     n = len(spec.pairs)
     if n < d // 2 and spec.pairs == [(p, p + d // 2) for p in range(n)]:    # proportional: the other pairs at 0
         spec.pairs, spec.pairing, spec.rotary_dim = [(p, p + d // 2) for p in range(d // 2)], "half", d
@@ -67,6 +75,11 @@ def probe_one_axis(call: Caller, d, *, seq=64, seed=0, max_rows=MAX_ROWS, base_h
     if moved > allowance(2.0**-24, np.abs(table[:seq]).max() + np.pi, 2 * spec.out_err):
         spec.notes.append(f"the angles of rows 0..{seq - 1} change with the number of rows: measured on those")
         table = short
+    elif drift.max() > norm_tolerance(spec.scale_error):
+        row = int(np.argmax(drift))
+        worst = norms[row, np.argmax(np.abs(norms[row] - spec.norm_scale))]
+        return RopeSpec(is_rope=False, reason=f"the norm of a pair changes with position: {spec.norm_scale:.6g} on "
+                        f"rows 0..{seq - 1}, {worst:.6g} at row {row}")
     spec.table = table
     measure_table(spec, table, base_hint)
     return spec
@@ -100,6 +113,9 @@ def measure_table(spec: RopeSpec, table, base_hint=None):
     resid = phase - centre - np.outer(x, theta)
     noise = np.maximum(np.sqrt((resid**2).sum(axis=0) / max(n - 2, 1)), 2.0**-52 * (np.pi + n * np.abs(theta)))
     offset, sigma, also = _locate(theta, centre, noise, n, spec.out_err)
+    if also and sigma > 0.5 / SIGMAS:       # several offsets fit, none to a row: the angles do not determine one
+        spec.notes.append(f"{len(also) + 1} offsets fit the angles, none to within a row: no offset is determined")
+        offset = None
     spec.linear = offset is not None and precision_of(resid, np.abs(np.outer(offset + np.arange(n), theta)) + np.pi,
                                                       spec.out_err) is not None
     if not spec.linear:
