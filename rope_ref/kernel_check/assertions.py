@@ -13,7 +13,7 @@ from ..scaling import METHOD_PARAM_KEYS, scaled_inv_freq
 from .axes import assert_axes_match, identify_axes
 from .defects import FIELD_CHECKS as _FIELDS
 from .defects import Model, diagnose
-from .measure import MAX_ROWS, allowance, method_frequencies, probe_one_axis
+from .measure import MAX_ROWS, method_frequencies, probe_one_axis
 from .probe import Caller
 from .spec import AxesSpec, RopeMismatch, RopeSpec, show_number
 
@@ -82,20 +82,17 @@ def _judge(fn, d, seq, max_rows, expected, phase_atol, backward=False):
 
 def _refuse_unresolvable(model, spec, expected):
     """A ValueError naming offset, or the frequencies' argument, when they take the expected angles on the rows read
-    where the kernel's rounding allowance reaches pi, or float64's rounding 1e-6 rad (2^34): no angle can be checked."""
-    n, unit = len(spec.table), min(spec.unit, 2.0**-24)
+    to 2^34 rad or beyond, where float64 rounds them by more than 1e-6 rad (the oracle's precision warning)."""
+    n = len(spec.table)
     m = (model.offset or 0.0) + np.array([0.0, n - 1])
     try:
         theta = float(np.abs(model.theta(model, int(round(np.max(m, initial=0))) + 1)).max(initial=0.0))
     except (ValueError, TypeError, ZeroDivisionError):        # the oracle refuses the model: the diagnosis says so
         return
-
-    def vacuous(peak):
-        return peak >= 2.0**34 or allowance(unit, peak) >= np.pi
-    if vacuous(float(np.abs(m).max()) * theta):
-        name = next((k for k in ("inv_freq", "base", "rope_type") if k in expected), "base") if vacuous(
-            (n - 1) * theta) else "offset"
-        raise ValueError(f"{name} must keep the expected angles where rounding does not explain any angle, got "
+    if float(np.abs(m).max()) * theta >= 2.0**34:
+        frequencies = next((k for k in ("inv_freq", "base", "rope_type") if k in expected), "base")
+        name = frequencies if (n - 1) * theta >= 2.0**34 else "offset"
+        raise ValueError(f"{name} must keep the expected angles below 2^34 rad, where float64 resolves them, got "
                          f"{float(np.abs(m).max()) * theta:.3g} rad on rows 0..{n - 1} (offset "
                          f"{show_number(model.offset, '.3g')}, fastest frequency {theta:.3g}): they cannot be checked")
 
