@@ -23,10 +23,9 @@ def qwen2vl_kernel(section=(16, 24, 24), head_dim=128, base=1e6, dtype=np.float6
         pos = positions[list(axes_order)].astype(dtype) * np.array(sign, dtype)[:, None] + dtype(shift)
         freqs = pos[:, :, None] * inv_freq                               # (3, seq, head_dim/2)
         emb = np.concatenate([freqs, freqs], axis=-1)
-        cos, sin = np.cos(emb), np.sin(emb)
-        split = np.cumsum(list(section) * 2)[:-1]
-        cos = np.concatenate([m[i % 3] for i, m in enumerate(np.split(cos, split, axis=-1))], axis=-1)
-        sin = np.concatenate([m[i % 3] for i, m in enumerate(np.split(sin, split, axis=-1))], axis=-1)
+        split = np.cumsum(list(section) * 2)[:-1]                         # chunk i of cos and sin from axis i % 3
+        cos, sin = (np.concatenate([m[i % 3] for i, m in enumerate(np.split(t, split, axis=-1))], axis=-1)
+                    for t in (np.cos(emb), np.sin(emb)))
         x = x.astype(dtype)
         return x * cos + rotate_half(x) * sin
     return fn

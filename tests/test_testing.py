@@ -197,19 +197,17 @@ def test_an_unmeasured_base_is_not_reported_and_an_all_zero_x_warns_nothing():
     assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
 
 
-@pytest.mark.parametrize("bad, name", [(dict(precision="float8"), "precision"), (dict(precision=3), "precision"),
-                                       (dict(layout="bsdh"), "layout"), (dict(actual=np.zeros((3, 8))), "actual"),
-                                       (dict(precision=Precision(table="int8")), "table"), (dict(rows=[0] * 4), "rows"),
-                                       (dict(angles=np.zeros((4, 4)), positions=np.arange(4)), "positions"),
-                                       (dict(angles=np.zeros((4, 4)), seqlen_offsets=2), "seqlen_offsets"),
-                                       (dict(angles=np.zeros((4, 4)), sin=np.zeros((4, 4))), "sin"),
-                                       (dict(cos=np.ones((9, 4)), sin=np.ones((9, 4)), rows=[0] * 4, positions=[1] * 4),
-                                        "positions"),
-                                       (dict(cos=np.ones((4, 4)), sin=np.ones((4, 4)), base=5.0), "base"),
-                                       (dict(positions=[0, np.nan, 1, 2], config=dict(model_type="llama", head_dim=8,
-                                             hidden_size=16, num_attention_heads=2)), "positions"),
-                                       (dict(x=np.full((4, 8), np.nan)), r"^x\b"),
-                                       (dict(offset=3), r"assert_rope_close\(\).*offset")])
+@pytest.mark.parametrize("bad, name", [
+    (dict(precision="float8"), "precision"), (dict(precision=3), "precision"), (dict(layout="bsdh"), "layout"),
+    (dict(actual=np.zeros((3, 8))), "actual"), (dict(precision=Precision(table="int8")), "table"),
+    (dict(rows=[0] * 4), "rows"), (dict(angles=np.zeros((4, 4)), positions=np.arange(4)), "positions"),
+    (dict(angles=np.zeros((4, 4)), seqlen_offsets=2), "seqlen_offsets"),
+    (dict(angles=np.zeros((4, 4)), sin=np.zeros((4, 4))), "sin"), (dict(x=np.full((4, 8), np.nan)), r"^x\b"),
+    (dict(cos=np.ones((9, 4)), sin=np.ones((9, 4)), rows=[0] * 4, positions=[1] * 4), "positions"),
+    (dict(cos=np.ones((4, 4)), sin=np.ones((4, 4)), base=5.0), "base"),
+    (dict(positions=[0, np.nan, 1, 2], config=dict(model_type="llama", head_dim=8, hidden_size=16,
+                                                   num_attention_heads=2)), "positions"),
+    (dict(offset=3), r"assert_rope_close\(\).*offset")])
 def test_bad_arguments_are_named(bad, name):
     kwargs = dict(actual=np.zeros((4, 8), np.float32), x=np.zeros((4, 8), np.float32)) | bad
     with pytest.raises((TypeError, ValueError), match=name):
