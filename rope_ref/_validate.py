@@ -10,6 +10,8 @@ from functools import partial
 import ml_dtypes
 import numpy as np
 
+RESOLVED_ANGLE = 2.0 ** 34      # rad: beyond it float64 rounds an angle by more than 1e-6 rad
+
 
 class RopeRefPrecisionWarning(UserWarning):
     """The math is fine but float64 cannot resolve it (positions so large that m*theta loses digits)."""
@@ -185,7 +187,7 @@ def check_angles(positions, freqs: np.ndarray, lead_shape: tuple | None = None, 
     peak = sum(float(abs(p).max(initial=0.0)) * float(abs(f).max(initial=0.0)) for p, f in pairs)
     if not np.isfinite(peak):
         raise ValueError(f"{name} times the frequencies must be finite angles, got |{name} * theta| beyond 1.8e308")
-    if peak >= 2.0 ** 34:
+    if peak >= RESOLVED_ANGLE:
         warnings.warn(f"{name} times the frequencies reach {peak:.3g} rad, beyond 2^34 where float64 rounds an angle "
                       f"by more than 1e-6 rad", RopeRefPrecisionWarning, stacklevel=2)
     return positions, freqs

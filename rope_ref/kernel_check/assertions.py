@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from .._validate import check_d, check_freqs, check_keywords, check_positive_real
+from .._validate import RESOLVED_ANGLE, check_d, check_freqs, check_keywords, check_positive_real
 from ..hf_config import RopeConfig, from_hf_config
 from ..scaling import METHOD_PARAM_KEYS, scaled_inv_freq
 from .axes import assert_axes_match, identify_axes
@@ -89,11 +89,12 @@ def _refuse_unresolvable(model, spec, expected):
         theta = float(np.abs(model.theta(model, int(round(np.max(m, initial=0))) + 1)).max(initial=0.0))
     except (ValueError, TypeError, ZeroDivisionError):        # the oracle refuses the model: the diagnosis says so
         return
-    if float(np.abs(m).max()) * theta >= 2.0**34:
+    peak = float(np.abs(m).max()) * theta
+    if peak >= RESOLVED_ANGLE:
         frequencies = next((k for k in ("inv_freq", "base", "rope_type") if k in expected), "base")
-        name = frequencies if (n - 1) * theta >= 2.0**34 else "offset"
+        name = frequencies if (n - 1) * theta >= RESOLVED_ANGLE else "offset"
         raise ValueError(f"{name} must keep the expected angles below 2^34 rad, where float64 resolves them, got "
-                         f"{float(np.abs(m).max()) * theta:.3g} rad on rows 0..{n - 1} (offset "
+                         f"{peak:.3g} rad on rows 0..{n - 1} (offset "
                          f"{show_number(model.offset, '.3g')}, fastest frequency {theta:.3g}): they cannot be checked")
 
 
