@@ -291,13 +291,14 @@ same_score_qk = functools.partial(random_qk, 64, 1)
 
 def check_same_score_patch(answer) -> bool:
     """``answer``: the key patch (x, y) that, with the query at (10, 10), scores as query (2, 3) and key (7, 1)."""
-    (dx, dy), (qx, qy), (q, k) = (7 - 2, 1 - 3), (10, 10), same_score_qk()     # the offset; the query's new patch
-    target = _axial_score(q, k, (2, 3), (7, 1))
+    start, key, (qx, qy), (q, k) = (2, 3), (7, 1), (10, 10), same_score_qk()    # the pair; the query's new patch
+    dx, dy = np.subtract(key, start).tolist()
+    target = _axial_score(q, k, start, key)
 
     def scores(patch):
         return f"score {_axial_score(q, k, (qx, qy), patch):.4f}, not {target:.4f}"
     return check({"answer": (answer, PATCH)}, (qx + dx, qy + dy),
-                 lambda a: f"key {a} sits at the same offset from the query as (7, 1) from (2, 3): "
+                 lambda a: f"key {a} sits at the same offset from the query as {key} from {start}: "
                            f"score {_axial_score(q, k, (qx, qy), a):.6f} = {target:.6f}",
                  [((dx, dy), "that is the offset between the patches; the answer is a patch, seen from the query"),
                   ((qx - dx, qy - dy), lambda a: f"that patch is at the reversed offset: {scores(a)}"),

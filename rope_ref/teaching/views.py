@@ -117,7 +117,8 @@ class DecayView(View):
         y = decay_bound(self.r, d, base)
         setp(self.lines, ydata=y)
         self.axes[1].set_ylim(0, (d / 2 + 1) / 2 * 1.05)
-        self.axes[0].set_ylim(0.95 * y[self.r >= 5].min(), 1.05 * y[self.r >= 5].max())
+        beyond = y[self.r >= 5]
+        self.axes[0].set_ylim(0.95 * beyond.min(), 1.05 * beyond.max())
         self.title.set_text(f"$d$ = {d}, base = {base:g}")
         return (f"d = {d}, base = {base:g}: bound at 0 = {y[0]:.2f}, at 256 = {y[-1]:.2f}, "
                 f"mean over [128, 256] = {y[self.r >= 128].mean():.2f}")
